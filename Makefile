@@ -1,0 +1,137 @@
+# gmm-infer -- one Makefile: objects -> libgmm.a -> gmm-infer and the tests.
+#
+#   make                 build gmm-infer (installs missing Debian packages first)
+#   make check           build and run every test suite and the CLI tests
+#   make check SANITIZE=1  the same under -fsanitize=address,undefined
+#   make bench           run the benchmarks (BENCH_CSV=FILE, BENCH_QUICK=1)
+#   make demo            the README's main job on the shipped data
+#   make install PREFIX=/usr/local
+#
+# Debugging a test: CK_FORK=no CK_RUN_SUITE=band_chol build/release/tests/run
+
+PREFIX ?= /usr/local
+CC ?= cc
+OPT ?= -O3
+SANITIZE ?=
+WERROR ?=
+
+ifeq ($(SANITIZE),1)
+BUILD := build/sanitize
+SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+else
+BUILD := build/release
+SAN :=
+endif
+
+WARN := -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+        -Wformat=2 -Wvla -Wundef -Wpointer-arith -Wcast-align
+ifeq ($(WERROR),1)
+WARN += -Werror
+endif
+
+# Deferred (=) so that pkg-config runs after the dependency step has had its
+# chance to install pkg-config and the libraries.
+PKGS = gsl jansson liblbfgs
+CPPFLAGS = -Iinclude -D_POSIX_C_SOURCE=200809L
+CFLAGS = -std=c11 $(OPT) -g $(WARN) $(SAN) $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+# GSL's CBLAS calls go to OpenBLAS (which also provides LAPACK's dpbtrf).
+LDLIBS = $(shell pkg-config --libs-only-L $(PKGS) 2>/dev/null) -lgsl -lopenblas -lcsv \
+         -ljansson -llbfgs -lm
+TEST_LDLIBS = $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubunit -lrt -lpthread)
+
+LIB_SRC := $(sort $(wildcard src/core/*.c src/band/*.c src/io/*.c src/model/*.c \
+                             src/graph/*.c src/infer/*.c))
+CLI_SRC := $(sort $(wildcard src/cli/*.c))
+TEST_SUPPORT_SRC := $(sort $(wildcard tests/support/*.c))
+TEST_SRC := $(sort $(wildcard tests/*/test_*.c))
+BENCH_SRC := $(sort $(wildcard tests/bench/*.c))
+
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
+CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
+TEST_OBJ := $(TEST_SUPPORT_SRC:%.c=$(BUILD)/%.o) $(TEST_SRC:%.c=$(BUILD)/%.o) \
+            $(BUILD)/tests/runner.o
+BENCH_BIN := $(BENCH_SRC:tests/bench/%.c=$(BUILD)/bench/%)
+
+LIB := $(BUILD)/libgmm.a
+BIN := $(BUILD)/gmm-infer
+TEST_BIN := $(BUILD)/tests/run
+
+.PHONY: all deps deps-bench deps-demo check check-unit check-cli bench demo install clean
+
+all: gmm-infer
+
+deps:
+	@scripts/install-deps.sh
+
+deps-bench:
+	@scripts/install-deps.sh --bench
+
+deps-demo:
+	@scripts/install-deps.sh --demo
+
+# The top-level ./gmm-infer is a copy of the release build, so the README's
+# commands work from the checkout.
+gmm-infer: $(BIN)
+	cp $(BIN) $@
+
+$(BUILD)/%.o: %.c | deps
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -MMD -MP $(CFLAGS) -c $< -o $@
+
+$(LIB): $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@
+	ar rcs $@ $^
+
+$(BIN): $(CLI_OBJ) $(LIB)
+	$(CC) $(CFLAGS) -o $@ $(CLI_OBJ) $(LIB) $(LDLIBS)
+
+# Test suites register themselves: every `Suite *NAME_suite(void)` defined in
+# tests/*/test_*.c is collected here, so adding a suite never edits the runner.
+$(BUILD)/tests/suites.h: $(TEST_SRC) Makefile
+	@mkdir -p $(dir $@)
+	@grep -ho '^Suite \*[a-z0-9_]*_suite(void)' $(TEST_SRC) /dev/null | \
+	  sed 's/^Suite \*\([a-z0-9_]*\)_suite(void)/GMM_SUITE(\1)/' > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/tests/runner.o: tests/runner.c $(BUILD)/tests/suites.h | deps
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -I$(BUILD)/tests -Itests $(CFLAGS) -c $< -o $@
+
+$(BUILD)/tests/%.o: CPPFLAGS += -Itests
+
+$(TEST_BIN): $(TEST_OBJ) $(LIB)
+	$(CC) $(CFLAGS) -o $@ $(TEST_OBJ) $(LIB) $(LDLIBS) $(TEST_LDLIBS)
+
+$(BUILD)/bench/%: tests/bench/%.c $(LIB) | deps
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -Itests $(CFLAGS) -o $@ $< $(LIB) $(LDLIBS)
+
+check: check-unit check-cli
+
+check-unit: $(TEST_BIN)
+	$(TEST_BIN)
+
+check-cli: $(BIN)
+	@if [ -x tests/cli/run.sh ]; then GMM_INFER=$(BIN) tests/cli/run.sh; fi
+
+BENCH_CSV ?=
+BENCH_QUICK ?=
+bench: $(BENCH_BIN) $(BIN) | deps-bench
+	@for b in $(BENCH_BIN); do \
+	  echo "== $$b"; \
+	  BENCH_CSV="$(BENCH_CSV)" BENCH_QUICK="$(BENCH_QUICK)" $$b || exit 1; \
+	done
+	@if [ -x scripts/bench.sh ]; then GMM_INFER=$(BIN) BENCH_QUICK="$(BENCH_QUICK)" scripts/bench.sh; fi
+
+demo: gmm-infer | deps-demo
+	scripts/demo.sh
+
+install: $(BIN)
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1
+	install -m 755 $(BIN) $(DESTDIR)$(PREFIX)/bin/gmm-infer
+	install -m 644 man/gmm-infer.1 $(DESTDIR)$(PREFIX)/share/man/man1/gmm-infer.1
+
+clean:
+	rm -rf build gmm-infer
+
+-include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_OBJ:.o=.d)

@@ -1,0 +1,290 @@
+/* band.h -- banded matrices and the operators every model in gmm-infer uses,
+ * each paired with its reverse-mode derivative.
+ *
+ * STORAGE.  An n x n matrix with lower bandwidth kl and upper bandwidth ku is
+ * one contiguous array of ld * n doubles, ld = kl + ku + 1, in LAPACK's
+ * column-major band layout: entry (i, j), 0-based, -ku <= i - j <= kl, lives at
+ *
+ *     data[j * ld + ku + i - j]
+ *
+ * (row ku + i - j of column j).  Picture for n = 6, kl = 2, ku = 1 (a_ij; '*'
+ * marks slots that exist in memory but are never read or written):
+ *
+ *        col:  0    1    2    3    4    5
+ *     row 0:   *   a01  a12  a23  a34  a45     <- superdiagonal (i - j = -1)
+ *     row 1:  a00  a11  a22  a33  a44  a55     <- diagonal
+ *     row 2:  a10  a21  a32  a43  a54   *      <- i - j = 1
+ *     row 3:  a20  a31  a42  a53   *    *      <- i - j = 2
+ *
+ * This is the layout CBLAS dgbmv/dtbsv and LAPACK dpbtrf read directly, and
+ * (for ku = 0) the memory of GSL's symmetric band format.
+ *
+ * KINDS.  gmm_band.kind says how the stored band is to be read:
+ *   GMM_BAND_GENERAL    every stored entry is the entry; outside the band, 0.
+ *   GMM_BAND_SYMMETRIC  ku == 0; only the lower band is stored and A(i,j) for
+ *                       i < j is A(j,i).
+ *   GMM_BAND_LOWER      ku == 0; lower triangular (a Cholesky factor).
+ * Bandwidths larger than n - 1 are clamped to n - 1 at allocation or view.
+ *
+ * SENSITIVITY CONVENTION FOR SYMMETRIC MATRICES (read this before writing a
+ * reverse mode).  A symmetric band matrix is a function of its STORED entries:
+ * each stored off-diagonal (i, j), i > j, stands for both A(i,j) and A(j,i).
+ * The sensitivity Abar of a symmetric matrix is, in every routine of this
+ * module, the derivative of the objective with respect to those stored
+ * entries:
+ *
+ *     Abar(i,j) = dc/dA_stored(i,j) = dc/dA(i,j) + dc/dA(j,i)     (i > j)
+ *     Abar(i,i) = dc/dA(i,i)
+ *
+ * i.e. with respect to the free parameters, not the full matrix.  Example:
+ * c = trace(S Q) = sum_ij S(i,j) Q(i,j) gives Qbar(i,j) = 2 S(i,j) off the
+ * diagonal and S(i,i) on it.  Finite differences of a symmetric input perturb
+ * one stored entry (so both mirrored entries move), which checks exactly this.
+ * Chaining to parameters: dc/dtheta = sum over stored (i,j) of
+ * Abar(i,j) * dA_stored(i,j)/dtheta.  Never multiply by two again.
+ *
+ * REVERSE MODES.  Each forward operator `op` has a twin `op_rev`.  Adjoints
+ * (the `*bar` arguments) of inputs are ACCUMULATED (+=) into, so an input used
+ * twice collects both contributions; the caller zeroes them once per sweep.
+ * An input adjoint pointer may be NULL when that adjoint is not wanted.  The
+ * output adjoint is const unless the comment says it is used as workspace.
+ *
+ * COST.  Every operator is O(n l^2) or better (l the largest bandwidth
+ * involved) and none forms a dense n x n temporary.
+ *
+ * ERRORS.  Functions return gmm_status and record a reason with gmm_error():
+ * GMM_EDIM for mismatched n, bandwidths or kinds (a programming error);
+ * GMM_ENOTPD from the Cholesky, with gmm_error_index() the failing row;
+ * GMM_ENOMEM when a workspace cannot be allocated.  Nothing prints or exits.
+ *
+ * Entries are reached only through the accessors below; code outside
+ * src/band/ never does its own band index arithmetic.
+ */
+#ifndef GMM_BAND_H
+#define GMM_BAND_H
+
+#include <stddef.h>
+
+#include "gmm/status.h"
+
+typedef enum {
+    GMM_BAND_GENERAL = 0,
+    GMM_BAND_SYMMETRIC = 1,
+    GMM_BAND_LOWER = 2
+} gmm_band_kind;
+
+/* Which of op(A) = A or A^T an operator applies. */
+typedef enum { GMM_NOTRANS = 0, GMM_TRANS = 1 } gmm_trans;
+
+typedef struct {
+    size_t n;           /* order */
+    size_t kl, ku;      /* lower and upper bandwidths (already clamped) */
+    size_t ld;          /* kl + ku + 1: doubles per column */
+    gmm_band_kind kind;
+    double *data;       /* ld * n doubles, LAPACK band layout */
+    int owner;          /* nonzero when gmm_band_free must free data */
+} gmm_band;
+
+/* ---- allocation, views, copies ------------------------------------------ */
+
+/* Allocate an n x n band matrix of the given kind, zero-filled.  kl, ku are
+ * clamped to n - 1; SYMMETRIC and LOWER require ku == 0 (GMM_EDIM otherwise
+ * -- pass 0).  n == 0 is allowed (no data).  The result is freed with
+ * gmm_band_free.  Returns NULL (and records GMM_ENOMEM / GMM_EDIM) on
+ * failure. */
+gmm_band *gmm_band_alloc(size_t n, size_t kl, size_t ku, gmm_band_kind kind);
+/* Free a band from gmm_band_alloc (and its data if it owns it); NULL-safe. */
+void gmm_band_free(gmm_band *b);
+
+/* A view of caller-owned memory (ld * n doubles after clamping).  The view
+ * does not own data; the caller keeps it alive.  Returns GMM_EDIM for a
+ * SYMMETRIC/LOWER kind with ku != 0. */
+gmm_status gmm_band_view(gmm_band *view, double *data, size_t n, size_t kl, size_t ku,
+                         gmm_band_kind kind);
+
+/* Doubles needed for an n x n band of the given bandwidths (after clamping). */
+size_t gmm_band_size(size_t n, size_t kl, size_t ku);
+
+/* Set every stored entry to zero (including the never-read corner slots). */
+void gmm_band_set_zero(gmm_band *b);
+/* dst = src; both must have the same n, kl, ku (GMM_EDIM otherwise); dst takes
+ * src's kind. */
+gmm_status gmm_band_copy(gmm_band *dst, const gmm_band *src);
+/* dst = src restricted/extended to dst's bandwidths: entries in both bands are
+ * copied, entries of dst outside src's band are set to 0, entries of src
+ * outside dst's band are dropped.  Kinds: dst GENERAL from anything (a
+ * SYMMETRIC src is expanded to both triangles); dst SYMMETRIC or LOWER from a
+ * src of the same kind or from GENERAL (lower band taken).  Same n. */
+gmm_status gmm_band_copy_band(gmm_band *dst, const gmm_band *src);
+/* Reverse mode of gmm_band_copy_band: srcbar += (dstbar restricted to src's
+ * band), honouring the symmetric convention when src is SYMMETRIC and dst
+ * GENERAL (srcbar(i,j) += dstbar(i,j) + dstbar(j,i)). */
+gmm_status gmm_band_copy_band_rev(const gmm_band *dstbar, gmm_band *srcbar);
+
+/* ---- element access -------------------------------------------------------- */
+
+/* True when (i, j) is a stored slot of b (for SYMMETRIC: i >= j in band). */
+static inline int gmm_band_in_band(const gmm_band *b, size_t i, size_t j)
+{
+    return i < b->n && j < b->n && (i >= j ? i - j <= b->kl : j - i <= b->ku);
+}
+
+/* Pointer p such that p[i] is the stored entry (i, j) for
+ * j - ku <= i <= j + kl (and only for those i).  Column j's stored entries
+ * are contiguous: p[j - ku], ..., p[j + kl]. */
+static inline double *gmm_band_col(const gmm_band *b, size_t j)
+{
+    return b->data + j * (b->ld - 1) + b->ku;
+}
+
+/* Entry (i, j) by value: 0 outside the band; a SYMMETRIC band reflects. */
+static inline double gmm_band_get(const gmm_band *b, size_t i, size_t j)
+{
+    if (b->kind == GMM_BAND_SYMMETRIC && i < j) {
+        size_t t = i;
+        i = j;
+        j = t;
+    }
+    return gmm_band_in_band(b, i, j) ? gmm_band_col(b, j)[i] : 0.0;
+}
+
+/* Pointer to stored entry (i, j); the caller guarantees gmm_band_in_band. */
+static inline double *gmm_band_ptr(const gmm_band *b, size_t i, size_t j)
+{
+    return gmm_band_col(b, j) + i;
+}
+
+/* ---- helpers ----------------------------------------------------------------- */
+
+/* d[i] = A(i, i), d of length n. */
+void gmm_band_diag(const gmm_band *A, double *d);
+/* B = A^T for a GENERAL or LOWER A; B GENERAL with B->kl == A->ku and
+ * B->ku == A->kl (a LOWER A gives a GENERAL upper-triangular B). Same n. */
+gmm_status gmm_band_transpose(gmm_band *B, const gmm_band *A);
+/* S = (A + A^T)/2 restricted to S's lower band; A GENERAL or LOWER, S
+ * SYMMETRIC.  Reverse mode: Abar(i,j) += Sbar(i,j)/2 and Abar(j,i) +=
+ * Sbar(i,j)/2 off the diagonal, Abar(i,i) += Sbar(i,i). */
+gmm_status gmm_band_symmetrise(gmm_band *S, const gmm_band *A);
+gmm_status gmm_band_symmetrise_rev(const gmm_band *Sbar, gmm_band *Abar);
+/* sum_ij A(i,j) B(i,j) over the full matrices = trace(A^T B); any kinds
+ * (SYMMETRIC read as full).  Reverse mode (cbar the adjoint of the result):
+ * Abar += cbar * B, Bbar += cbar * A, each restricted to the adjoint's band
+ * and honouring the symmetric convention (an off-diagonal of a SYMMETRIC
+ * adjoint collects both mirrored entries). */
+double gmm_band_dot(const gmm_band *A, const gmm_band *B);
+gmm_status gmm_band_dot_rev(const gmm_band *A, const gmm_band *B, double cbar,
+                            gmm_band *Abar, gmm_band *Bbar);
+
+/* ---- 1. Cholesky ---------------------------------------------------------------- */
+
+/* L L^T = Q.  Q SYMMETRIC with lower bandwidth l; L LOWER with the same n and
+ * l (L may be Q itself: in place).  O(n l^2).  Returns GMM_ENOTPD, with
+ * gmm_error_index() the 0-based row whose pivot is not positive (or not
+ * finite), when Q is not positive definite; L's contents are then
+ * unspecified.  Never produces a NaN silently. */
+gmm_status gmm_band_chol_decomp(const gmm_band *Q, gmm_band *L);
+/* Reverse mode: given L = chol(Q) and Lbar (LOWER, same shape; used as
+ * workspace and destroyed), Qbar (SYMMETRIC, same shape) += dc/dQ under the
+ * symmetric convention above.  O(n l^2).  Qbar may alias Lbar (then Lbar's
+ * storage receives Qbar = 0 + result: the caller zeroes nothing). */
+gmm_status gmm_band_chol_decomp_rev(const gmm_band *L, gmm_band *Lbar, gmm_band *Qbar);
+
+/* log det(L L^T) = 2 sum_i log L(i,i).  L LOWER. */
+double gmm_band_chol_logdet(const gmm_band *L);
+/* Reverse mode: Lbar(i,i) += 2 cbar / L(i,i). */
+gmm_status gmm_band_chol_logdet_rev(const gmm_band *L, double cbar, gmm_band *Lbar);
+
+/* ---- 2. triangular solves --------------------------------------------------------- */
+
+/* x <- op(L)^{-1} x in place, L LOWER (op(L) = L or L^T), x of length n.
+ * O(n l). */
+gmm_status gmm_band_tri_solve_vec(const gmm_band *L, gmm_trans trans, double *x);
+/* Reverse mode of s = op(L)^{-1} v, given the solution s (length n) and its
+ * adjoint sbar (length n, const).  vbar (length n) += op(L)^{-T} sbar;
+ * Lbar (LOWER, L's shape) += -(g s^T or s g^T) restricted to L's band, where
+ * g = op(L)^{-T} sbar.  work: n doubles (or NULL to allocate).  One
+ * triangular solve plus an O(n l) band outer product. */
+gmm_status gmm_band_tri_solve_vec_rev(const gmm_band *L, gmm_trans trans, const double *s,
+                                      const double *sbar, double *vbar, gmm_band *Lbar,
+                                      double *work);
+
+/* X <- op(L)^{-1} X for a dense column-major n x k block X (leading dimension
+ * ldx >= n).  O(n l k). */
+gmm_status gmm_band_tri_solve_mat(const gmm_band *L, gmm_trans trans, size_t k, double *X,
+                                  size_t ldx);
+/* Reverse mode of S = op(L)^{-1} V (dense n x k): Vbar += op(L)^{-T} Sbar;
+ * Lbar += -(G S^T or S G^T) restricted to L's band, G = op(L)^{-T} Sbar.
+ * work: n*k doubles or NULL. */
+gmm_status gmm_band_tri_solve_mat_rev(const gmm_band *L, gmm_trans trans, size_t k,
+                                      const double *S, size_t lds, const double *Sbar,
+                                      size_t ldsbar, double *Vbar, size_t ldvbar,
+                                      gmm_band *Lbar, double *work);
+
+/* X = op(L)^{-1} B restricted to X's band (the appendix's "solve by a banded
+ * matrix").  L LOWER; B GENERAL or LOWER (kl_B, ku_B); X GENERAL with X->ku >=
+ * B->ku when op = NOTRANS (the entries of L^{-1} B above B's upper band are
+ * exactly 0), X->kl >= B->kl when op = TRANS.  The band entries computed are
+ * the exact entries of the (generally dense) product.  O(n l w), w X's width.
+ * X must not alias B. */
+gmm_status gmm_band_tri_solve_band(const gmm_band *L, gmm_trans trans, const gmm_band *B,
+                                   gmm_band *X);
+/* Reverse mode, given X (from the forward call, same band) and Xbar (same
+ * band as X): Bbar += op(L)^{-T} Xbar restricted to Bbar's band; Lbar +=
+ * the matching term restricted to L's band.  Workspaces allocated inside. */
+gmm_status gmm_band_tri_solve_band_rev(const gmm_band *L, gmm_trans trans, const gmm_band *B,
+                                       const gmm_band *X, const gmm_band *Xbar, gmm_band *Bbar,
+                                       gmm_band *Lbar);
+
+/* ---- 3. sparse inverse subset (Takahashi) ---------------------------------------------- */
+
+/* S = the band of (L L^T)^{-1}, for S SYMMETRIC with S->kl >= L->kl (any wider
+ * band is allowed: VI needs the band of the prior precision, state-space
+ * models whole d x d blocks).  O(n l l'), l' = S->kl. */
+gmm_status gmm_band_chol_selinv(const gmm_band *L, gmm_band *S);
+/* Reverse mode: given L, S (the forward result) and Sbar (SYMMETRIC, S's
+ * shape, symmetric convention), Lbar (LOWER) += dc/dL.  O(n l l').  Sbar is
+ * used as workspace and destroyed. */
+gmm_status gmm_band_chol_selinv_rev(const gmm_band *L, const gmm_band *S, gmm_band *Sbar,
+                                    gmm_band *Lbar);
+
+/* ---- 4. products -------------------------------------------------------------------------- */
+
+/* C = op(A) op(B) restricted to C's band.  A, B GENERAL or LOWER (a
+ * SYMMETRIC operand must first be expanded with gmm_band_copy_band into a
+ * GENERAL band); C GENERAL (or LOWER when the product is known lower).
+ * Exact when C->kl >= kl(opA) + kl(opB) and C->ku >= ku(opA) + ku(opB).
+ * C must not alias A or B.  O(n l^2). */
+gmm_status gmm_band_gemm(gmm_trans ta, const gmm_band *A, gmm_trans tb, const gmm_band *B,
+                         gmm_band *C);
+/* Reverse mode: Abar += (Cbar op(B)^T, transposed if ta) restricted to
+ * Abar's band; Bbar likewise with op(A)^T Cbar. */
+gmm_status gmm_band_gemm_rev(gmm_trans ta, const gmm_band *A, gmm_trans tb, const gmm_band *B,
+                             const gmm_band *Cbar, gmm_band *Abar, gmm_band *Bbar);
+
+/* y = alpha op(A) x + beta y.  A any kind (SYMMETRIC read as full).  x, y of
+ * length n, not aliased.  O(n l). */
+gmm_status gmm_band_gemv(gmm_trans ta, double alpha, const gmm_band *A, const double *x,
+                         double beta, double *y);
+/* Reverse mode of y = alpha op(A) x (+ beta y0): Abar += alpha (ybar x^T or
+ * x ybar^T) restricted to Abar's band (symmetric convention when Abar is
+ * SYMMETRIC); xbar += alpha op(A)^T ybar.  (y0bar += beta ybar is the
+ * caller's.) */
+gmm_status gmm_band_gemv_rev(gmm_trans ta, double alpha, const gmm_band *A, const double *x,
+                             const double *ybar, gmm_band *Abar, double *xbar);
+
+/* ---- 5. band-restricted outer product -------------------------------------------------------- */
+
+/* O += alpha * M V^T restricted to O's band, M and V dense column-major n x k
+ * (k = 1: vectors).  O GENERAL or LOWER; for O SYMMETRIC the symmetric
+ * convention applies: O(i,j) += alpha (M V^T + V M^T)(i,j) for i > j and
+ * alpha (M V^T)(i,i) on the diagonal -- the sensitivity of a symmetric matrix
+ * whose full-matrix gradient is alpha M V^T.  O(n l k). */
+gmm_status gmm_band_outer(double alpha, size_t k, const double *M, size_t ldm, const double *V,
+                          size_t ldv, gmm_band *O);
+/* Reverse mode: Mbar += alpha Obar V, Vbar += alpha Obar^T M (Obar in O's
+ * band and kind).  Either may be NULL. */
+gmm_status gmm_band_outer_rev(double alpha, size_t k, const double *M, size_t ldm,
+                              const double *V, size_t ldv, const gmm_band *Obar, double *Mbar,
+                              size_t ldmbar, double *Vbar, size_t ldvbar);
+
+#endif

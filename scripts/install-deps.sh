@@ -1,0 +1,52 @@
+#!/bin/sh
+# install-deps.sh -- install the Debian packages gmm-infer needs, and nothing
+# when they are all present.  Called by the Makefile before building, so on a
+# fresh Debian machine `make check` alone installs, builds and tests.
+#
+#   scripts/install-deps.sh           build + test dependencies
+#   scripts/install-deps.sh --bench   also what `make bench` compares against
+#   scripts/install-deps.sh --demo    also what `make demo` plots with
+#   scripts/install-deps.sh --check   only report what is missing (exit 1 if any)
+set -eu
+
+BUILD_PKGS="pkg-config libgsl-dev libopenblas-dev libcsv-dev libjansson-dev liblbfgs-dev check libsubunit-dev"
+BENCH_PKGS="python3 python3-numpy python3-scipy python3-sklearn python3-statsmodels"
+DEMO_PKGS="gnuplot-nox"
+
+pkgs="$BUILD_PKGS"
+check_only=0
+for arg in "$@"; do
+    case "$arg" in
+    --bench) pkgs="$pkgs $BENCH_PKGS" ;;
+    --demo) pkgs="$pkgs $DEMO_PKGS" ;;
+    --check) check_only=1 ;;
+    *) echo "install-deps.sh: unknown option '$arg'" >&2; exit 2 ;;
+    esac
+done
+
+missing=""
+for p in $pkgs; do
+    # dpkg's own record is the probe: headers or .pc files can exist without
+    # the package (and then apt would not know to keep them).
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+        missing="$missing $p"
+    fi
+done
+
+[ -z "$missing" ] && exit 0
+
+if [ "$check_only" = 1 ]; then
+    echo "install-deps.sh: missing Debian packages:$missing" >&2
+    exit 1
+fi
+if [ "$(id -u)" != 0 ]; then
+    echo "install-deps.sh: missing Debian packages:$missing" >&2
+    echo "install-deps.sh: run as root, or: sudo apt-get install$missing" >&2
+    exit 1
+fi
+echo "install-deps.sh: installing:$missing" >&2
+export DEBIAN_FRONTEND=noninteractive
+# An install on a fresh machine fails without package lists: update first.
+apt-get update -qq >&2
+# shellcheck disable=SC2086
+apt-get install -y -qq --no-install-recommends $missing >&2

@@ -1,0 +1,43 @@
+/* cli.h -- what the subcommands share: the command table, messages on
+ * stderr, and the one mapping from gmm_status to an exit code.
+ * Only src/cli/ prints or exits. */
+#ifndef GMM_CLI_H
+#define GMM_CLI_H
+
+#include "gmm/status.h"
+
+/* Exit codes (also in the man page): */
+enum {
+    CLI_EXIT_OK = 0,
+    CLI_EXIT_ERROR = 1,  /* bad input, numerical failure, I/O */
+    CLI_EXIT_USAGE = 2,  /* bad command line */
+    CLI_EXIT_CHECK = 3,  /* a check failed (gradcheck) */
+    CLI_EXIT_INT = 130,  /* interrupted (SIGINT) */
+    CLI_EXIT_TERM = 143  /* terminated (SIGTERM) */
+};
+
+typedef struct {
+    const char *name;
+    int (*run)(int argc, char **argv); /* argv[0] is the subcommand name */
+    const char *summary;
+} cli_command;
+
+/* The table, in src/cli/main.c. */
+extern const cli_command cli_commands[];
+
+/* The exit code for a library status: the one place this mapping lives. */
+int cli_exit_code(gmm_status s);
+
+/* "gmm-infer CMD: message\n" on stderr. */
+void cli_msg(const char *cmd, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+/* Print the library's last error for cmd and return cli_exit_code(s). */
+int cli_fail(const char *cmd, gmm_status s);
+
+/* Subcommands (one file each). */
+int cmd_version(int argc, char **argv);
+
+#endif

@@ -1,0 +1,90 @@
+/* main.c -- the gmm-infer entry point: top-level options and the subcommand
+ * table (usage is printed from the table, so it cannot drift). */
+#include <gsl/gsl_errno.h>
+#include <locale.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "gmm/version.h"
+
+const cli_command cli_commands[] = {
+    {"version", cmd_version, "print the version and exit"},
+    {NULL, NULL, NULL},
+};
+
+int cli_exit_code(gmm_status s)
+{
+    switch (s) {
+    case GMM_OK: return CLI_EXIT_OK;
+    case GMM_ECHECK: return CLI_EXIT_CHECK;
+    case GMM_ECANCEL: return CLI_EXIT_INT;
+    default: return CLI_EXIT_ERROR;
+    }
+}
+
+void cli_msg(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    if (cmd)
+        fprintf(stderr, "gmm-infer %s: ", cmd);
+    else
+        fputs("gmm-infer: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+int cli_fail(const char *cmd, gmm_status s)
+{
+    const char *m = gmm_error_message();
+    cli_msg(cmd, "%s", m && *m ? m : gmm_strerror(s));
+    return cli_exit_code(s);
+}
+
+int cmd_version(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    printf("gmm-infer %s\n", GMM_VERSION);
+    return CLI_EXIT_OK;
+}
+
+static void usage(FILE *f)
+{
+    fputs("Usage: gmm-infer [--help] [--version] COMMAND [ARGS...]\n\n"
+          "Inference in Gaussian Markov models with banded precision matrices.\n\n"
+          "Commands:\n",
+          f);
+    for (const cli_command *c = cli_commands; c->name; c++)
+        fprintf(f, "  %-10s %s\n", c->name, c->summary);
+    fputs("\nRun 'gmm-infer COMMAND --help' for a command's options; see gmm-infer(1).\n", f);
+}
+
+int main(int argc, char **argv)
+{
+    /* Numbers are read and written in the C locale whatever the user's. */
+    setlocale(LC_NUMERIC, "C");
+    /* GSL's default handler aborts; the library checks every GSL status. */
+    gsl_set_error_handler_off();
+
+    if (argc < 2) {
+        usage(stderr);
+        return CLI_EXIT_USAGE;
+    }
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
+        usage(stdout);
+        return CLI_EXIT_OK;
+    }
+    if (!strcmp(cmd, "--version") || !strcmp(cmd, "-V"))
+        return cmd_version(argc - 1, argv + 1);
+    for (const cli_command *c = cli_commands; c->name; c++)
+        if (!strcmp(cmd, c->name))
+            return c->run(argc - 1, argv + 1);
+    cli_msg(NULL, "unknown command '%s'", cmd);
+    usage(stderr);
+    return CLI_EXIT_USAGE;
+}

@@ -1,0 +1,138 @@
+/* test_band.c -- storage, accessors and the small helpers of band.c. */
+#include <check.h>
+#include <math.h>
+#include <stdlib.h>
+
+#include "gmm/band.h"
+#include "support/testutil.h"
+
+START_TEST(test_alloc_clamps_and_layout)
+{
+    gmm_band *b = gmm_band_alloc(4, 9, 7, GMM_BAND_GENERAL);
+    ck_assert_ptr_nonnull(b);
+    ck_assert_uint_eq(b->kl, 3);
+    ck_assert_uint_eq(b->ku, 3);
+    ck_assert_uint_eq(b->ld, 7);
+    /* LAPACK layout: (i, j) at data[j*ld + ku + i - j]. */
+    *gmm_band_ptr(b, 2, 1) = 5.0;
+    ck_assert(b->data[1 * 7 + 3 + 2 - 1] == 5.0);
+    ck_assert(gmm_band_get(b, 2, 1) == 5.0);
+    gmm_band_free(b);
+
+    ck_assert_ptr_null(gmm_band_alloc(4, 1, 1, GMM_BAND_SYMMETRIC));
+    ck_assert_int_eq(gmm_error_status(), GMM_EDIM);
+
+    gmm_band *z = gmm_band_alloc(0, 3, 0, GMM_BAND_LOWER);
+    ck_assert_ptr_nonnull(z);
+    ck_assert_uint_eq(z->n, 0);
+    gmm_band_free(z);
+    gmm_band_free(NULL);
+}
+END_TEST
+
+START_TEST(test_symmetric_get_reflects)
+{
+    gmm_band *s = gmm_band_alloc(5, 2, 0, GMM_BAND_SYMMETRIC);
+    *gmm_band_ptr(s, 3, 1) = 2.5;
+    ck_assert(gmm_band_get(s, 1, 3) == 2.5);
+    ck_assert(gmm_band_get(s, 4, 1) == 0.0);
+    ck_assert(!gmm_band_in_band(s, 1, 3));
+    gmm_band_free(s);
+}
+END_TEST
+
+START_TEST(test_copy_band_and_transpose)
+{
+    tu_rng r;
+    tu_rng_seed(&r, 1);
+    for (size_t n = 1; n <= 7; n++) {
+        gmm_band *s = gmm_band_alloc(n, 2, 0, GMM_BAND_SYMMETRIC);
+        tu_band_fill_random(s, &r);
+        gmm_band *g = gmm_band_alloc(n, 3, 1, GMM_BAND_GENERAL);
+        ck_assert_int_eq(gmm_band_copy_band(g, s), GMM_OK);
+        for (size_t i = 0; i < n; i++)
+            for (size_t j = 0; j < n; j++) {
+                double want = (i >= j ? i - j <= 3 : j - i <= 1) ? gmm_band_get(s, i, j) : 0.0;
+                ck_assert(gmm_band_get(g, i, j) == want);
+            }
+        gmm_band *t = gmm_band_alloc(n, 1, 3, GMM_BAND_GENERAL);
+        ck_assert_int_eq(gmm_band_transpose(t, g), GMM_OK);
+        for (size_t i = 0; i < n; i++)
+            for (size_t j = 0; j < n; j++)
+                ck_assert(gmm_band_get(t, i, j) == gmm_band_get(g, j, i));
+        gmm_band_free(s);
+        gmm_band_free(g);
+        gmm_band_free(t);
+    }
+}
+END_TEST
+
+/* c = dot(W, copy_band(A)) for a fixed random W: the reverse modes of
+ * copy_band and dot, checked against central differences of stored entries. */
+START_TEST(test_copy_band_rev_symmetric_fd)
+{
+    tu_rng r;
+    tu_rng_seed(&r, 2);
+    size_t n = 6;
+    gmm_band *A = gmm_band_alloc(n, 2, 0, GMM_BAND_SYMMETRIC);
+    gmm_band *G = gmm_band_alloc(n, 2, 2, GMM_BAND_GENERAL);
+    gmm_band *W = gmm_band_alloc(n, 2, 2, GMM_BAND_GENERAL);
+    gmm_band *Gbar = gmm_band_alloc(n, 2, 2, GMM_BAND_GENERAL);
+    gmm_band *Abar = gmm_band_alloc(n, 2, 0, GMM_BAND_SYMMETRIC);
+    tu_band_fill_random(A, &r);
+    tu_band_fill_random(W, &r);
+    gmm_band_copy_band(G, A);
+    gmm_band_dot_rev(G, W, 1.0, Gbar, NULL);
+    gmm_band_copy_band_rev(Gbar, Abar);
+    for (size_t j = 0; j < n; j++)
+        for (size_t i = j; i < n && i <= j + 2; i++) {
+            double *p = gmm_band_ptr(A, i, j), save = *p, h = 1e-6;
+            *p = save + h;
+            gmm_band_copy_band(G, A);
+            double cp = gmm_band_dot(G, W);
+            *p = save - h;
+            gmm_band_copy_band(G, A);
+            double cm = gmm_band_dot(G, W);
+            *p = save;
+            double fd = (cp - cm) / (2 * h);
+            ck_assert_double_eq_tol(*gmm_band_ptr(Abar, i, j), fd, 1e-7);
+        }
+    gmm_band_free(A);
+    gmm_band_free(G);
+    gmm_band_free(W);
+    gmm_band_free(Gbar);
+    gmm_band_free(Abar);
+}
+END_TEST
+
+START_TEST(test_dot_symmetric_counts_both_triangles)
+{
+    gmm_band *S = gmm_band_alloc(3, 1, 0, GMM_BAND_SYMMETRIC);
+    gmm_band *T = gmm_band_alloc(3, 1, 0, GMM_BAND_SYMMETRIC);
+    *gmm_band_ptr(S, 1, 0) = 2.0;
+    *gmm_band_ptr(T, 1, 0) = 3.0;
+    *gmm_band_ptr(S, 2, 2) = 1.0;
+    *gmm_band_ptr(T, 2, 2) = 4.0;
+    ck_assert_double_eq_tol(gmm_band_dot(S, T), 2 * 6.0 + 4.0, 1e-15);
+    gmm_band *Sbar = gmm_band_alloc(3, 1, 0, GMM_BAND_SYMMETRIC);
+    gmm_band_dot_rev(S, T, 1.0, Sbar, NULL);
+    ck_assert_double_eq_tol(*gmm_band_ptr(Sbar, 1, 0), 6.0, 1e-15); /* 2 T(1,0) */
+    ck_assert_double_eq_tol(*gmm_band_ptr(Sbar, 2, 2), 4.0, 1e-15);
+    gmm_band_free(S);
+    gmm_band_free(T);
+    gmm_band_free(Sbar);
+}
+END_TEST
+
+Suite *band_suite(void)
+{
+    Suite *s = suite_create("band");
+    TCase *tc = tcase_create("storage");
+    tcase_add_test(tc, test_alloc_clamps_and_layout);
+    tcase_add_test(tc, test_symmetric_get_reflects);
+    tcase_add_test(tc, test_copy_band_and_transpose);
+    tcase_add_test(tc, test_copy_band_rev_symmetric_fd);
+    tcase_add_test(tc, test_dot_symmetric_counts_both_triangles);
+    suite_add_tcase(s, tc);
+    return s;
+}

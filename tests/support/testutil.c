@@ -1,0 +1,92 @@
+/* testutil.c -- see testutil.h. */
+#include "testutil.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+void tu_rng_seed(tu_rng *r, uint64_t seed) { r->s = seed * 0x9E3779B97F4A7C15ULL + 1; }
+
+static uint64_t next_u64(tu_rng *r)
+{
+    uint64_t z = (r->s += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+
+double tu_uniform(tu_rng *r) { return (double)(next_u64(r) >> 11) * 0x1.0p-53; }
+
+double tu_normal(tu_rng *r)
+{
+    double u1 = tu_uniform(r), u2 = tu_uniform(r);
+    if (u1 < 1e-300)
+        u1 = 1e-300;
+    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+}
+
+void tu_band_fill_random(gmm_band *b, tu_rng *r)
+{
+    for (size_t j = 0; j < b->n; j++)
+        for (size_t i = (j >= b->ku ? j - b->ku : 0); i <= j + b->kl && i < b->n; i++)
+            *gmm_band_ptr(b, i, j) = tu_normal(r);
+}
+
+void tu_band_fill_spd(gmm_band *b, tu_rng *r)
+{
+    size_t n = b->n;
+    tu_band_fill_random(b, r);
+    for (size_t i = 0; i < n; i++) {
+        double s = 0.0;
+        for (size_t j = 0; j < n; j++)
+            if (j != i)
+                s += fabs(gmm_band_get(b, i, j));
+        *gmm_band_ptr(b, i, i) = s + 1.0 + tu_uniform(r);
+    }
+}
+
+void tu_band_fill_lower(gmm_band *b, tu_rng *r)
+{
+    for (size_t j = 0; j < b->n; j++)
+        for (size_t i = j; i <= j + b->kl && i < b->n; i++)
+            *gmm_band_ptr(b, i, j) = i == j ? 1.0 + tu_uniform(r) : 0.3 * tu_normal(r);
+}
+
+double *tu_band_to_dense(const gmm_band *b)
+{
+    size_t n = b->n;
+    double *D = calloc(n * n ? n * n : 1, sizeof *D);
+    for (size_t j = 0; j < n; j++)
+        for (size_t i = 0; i < n; i++)
+            D[j * n + i] = gmm_band_get(b, i, j);
+    return D;
+}
+
+double tu_max_rel_diff(const double *a, const double *b, size_t m)
+{
+    double scale = 1.0, d = 0.0;
+    for (size_t i = 0; i < m; i++)
+        if (fabs(b[i]) > scale)
+            scale = fabs(b[i]);
+    for (size_t i = 0; i < m; i++) {
+        double e = fabs(a[i] - b[i]);
+        if (!(e <= d))
+            d = e; /* NaN propagates */
+    }
+    return d / scale;
+}
+
+double tu_band_vs_dense(const gmm_band *b, const double *D)
+{
+    size_t n = b->n;
+    double scale = 1.0, d = 0.0;
+    for (size_t k = 0; k < n * n; k++)
+        if (fabs(D[k]) > scale)
+            scale = fabs(D[k]);
+    for (size_t j = 0; j < n; j++)
+        for (size_t i = (j >= b->ku ? j - b->ku : 0); i <= j + b->kl && i < n; i++) {
+            double e = fabs(*gmm_band_ptr(b, i, j) - D[j * n + i]);
+            if (!(e <= d))
+                d = e;
+        }
+    return d / scale;
+}

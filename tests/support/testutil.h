@@ -1,0 +1,36 @@
+/* testutil.h -- shared test support: random inputs, dense oracles, gradient
+ * checks.  Dense matrices here are test-only (never in src/). */
+#ifndef GMM_TESTUTIL_H
+#define GMM_TESTUTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gmm/band.h"
+
+/* Small deterministic PRNG (splitmix64) so every run sees the same inputs. */
+typedef struct {
+    uint64_t s;
+} tu_rng;
+void tu_rng_seed(tu_rng *r, uint64_t seed);
+double tu_uniform(tu_rng *r);          /* in [0, 1) */
+double tu_normal(tu_rng *r);           /* standard normal */
+
+/* Fill every stored slot of b with N(0,1) draws. */
+void tu_band_fill_random(gmm_band *b, tu_rng *r);
+/* Make a SYMMETRIC band positive definite: random band plus a diagonal that
+ * dominates each row (condition number modest). */
+void tu_band_fill_spd(gmm_band *b, tu_rng *r);
+/* Fill a LOWER band with a well-conditioned Cholesky-like factor (positive
+ * diagonal in [1, 2], off-diagonals N(0, 0.3^2)). */
+void tu_band_fill_lower(gmm_band *b, tu_rng *r);
+
+/* Dense column-major copy (n*n doubles, caller frees with free()) of the full
+ * matrix b represents (both triangles for SYMMETRIC). */
+double *tu_band_to_dense(const gmm_band *b);
+/* max |a_i - b_i| / max(1, max |b_i|) over m entries. */
+double tu_max_rel_diff(const double *a, const double *b, size_t m);
+/* Same, comparing band b's stored slots against dense column-major D. */
+double tu_band_vs_dense(const gmm_band *b, const double *D);
+
+#endif
