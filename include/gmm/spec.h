@@ -1,0 +1,56 @@
+/* spec.h -- the grammar shared by kernel specs and graph precision specs:
+ *
+ *   spec   := term ('+' term)*
+ *   term   := factor ('*' factor)*
+ *   factor := NAME [ '(' [ KEY '=' NUMBER (',' KEY '=' NUMBER)* ] ')' ] | '(' spec ')'
+ *
+ * Whitespace is ignored.  NAME and KEY are [A-Za-z_][A-Za-z0-9_-]*; NUMBER is
+ * what strtod reads (finite).  The parser knows no kernel names: the model
+ * layer checks names and keys against its tables, using the position fields
+ * to point at the offending character.
+ *
+ * The tree: a node is a SUM or PRODUCT of children, or a FACTOR (a leaf).
+ * Leaves are numbered 0, 1, ... left to right (`index`), which gives the
+ * parameter names `<index>.<name>.<key>`.
+ */
+#ifndef GMM_SPEC_H
+#define GMM_SPEC_H
+
+#include <stddef.h>
+
+#include "gmm/status.h"
+
+typedef enum { GMM_SPEC_SUM, GMM_SPEC_PRODUCT, GMM_SPEC_FACTOR } gmm_spec_type;
+
+typedef struct {
+    char *key;
+    double value;
+    size_t pos;      /* 0-based offset of the key in the spec text */
+} gmm_spec_arg;
+
+typedef struct gmm_spec_node {
+    gmm_spec_type type;
+    size_t pos;                      /* offset of the node's first character */
+    /* SUM / PRODUCT */
+    size_t nchild;
+    struct gmm_spec_node **child;
+    /* FACTOR */
+    char *name;
+    size_t index;                    /* leaf number, left to right */
+    size_t narg;
+    gmm_spec_arg *arg;
+} gmm_spec_node;
+
+/* Parse `text` into a tree (*out, freed with gmm_spec_free).  On a syntax
+ * error returns GMM_EPARSE with gmm_error_index() the 0-based offset of the
+ * offending character and a message such as "expected ')' at 14"; the CLI
+ * prints the text with a caret under that character (gmm_spec_caret). */
+gmm_status gmm_spec_parse(const char *text, gmm_spec_node **out);
+void gmm_spec_free(gmm_spec_node *node);
+/* Number of leaves (factors) in the tree. */
+size_t gmm_spec_nleaves(const gmm_spec_node *node);
+/* Write into buf (size bufsize) two lines: the text and a caret under offset
+ * pos, for error messages. */
+void gmm_spec_caret(const char *text, size_t pos, char *buf, size_t bufsize);
+
+#endif
