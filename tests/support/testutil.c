@@ -90,3 +90,30 @@ double tu_band_vs_dense(const gmm_band *b, const double *D)
         }
     return d / scale;
 }
+
+double tu_fd_check(double *p, size_t m, const double *analytic, tu_scalar_fn f, void *ctx,
+                   double step, double abs_floor, size_t *worst)
+{
+    double maxerr = 0.0;
+    for (size_t i = 0; i < m; i++) {
+        double save = p[i], h = step * (fabs(save) > 1.0 ? fabs(save) : 1.0);
+        p[i] = save + h;
+        double fp = f(ctx);
+        p[i] = save - h;
+        double fm = f(ctx);
+        p[i] = save;
+        double fd = (fp - fm) / (2.0 * h);
+        double scale = abs_floor;
+        if (fabs(analytic[i]) > scale)
+            scale = fabs(analytic[i]);
+        if (fabs(fd) > scale)
+            scale = fabs(fd);
+        double err = fabs(analytic[i] - fd) / scale;
+        if (!(err <= maxerr)) {
+            maxerr = err;
+            if (worst)
+                *worst = i;
+        }
+    }
+    return maxerr;
+}

@@ -34,3 +34,12 @@ double tu_max_rel_diff(const double *a, const double *b, size_t m);
 double tu_band_vs_dense(const gmm_band *b, const double *D);
 
 #endif
+
+/* Central finite-difference check: for each of the m entries p[i] of a
+ * parameter array that f(ctx) reads, compare analytic[i] with
+ * (f(p + h e_i) - f(p - h e_i)) / 2h, h = step * max(1, |p_i|).  Returns the
+ * largest relative error |a - fd| / max(abs_floor, |a|, |fd|) and restores p.
+ * The index of the worst entry goes to *worst when non-NULL. */
+typedef double (*tu_scalar_fn)(void *ctx);
+double tu_fd_check(double *p, size_t m, const double *analytic, tu_scalar_fn f, void *ctx,
+                   double step, double abs_floor, size_t *worst);

@@ -1,0 +1,66 @@
+/* marglik.h -- the Gaussian marginal likelihood of a GMRF observed through a
+ * sparse linear map with Gaussian noise (paper, section 3.1, eq. 2), its
+ * reverse mode, and the Gaussian posterior it implies.  Shared by state-space
+ * models (each observation reads one d-block through H) and graph GMRFs (each
+ * observation reads one node).  All matrix work goes through band.h.
+ *
+ *   f ~ N(0, Q^{-1}),   y_k = sum_m h_k[m] f[offset_k + m] + e_k,
+ *   e_k ~ N(0, noise),  k = 0..nobs-1.
+ *
+ *   log p(y) = -nobs/2 log(2 pi) - log|L| + log|L_Q| - nobs/2 log(noise)
+ *              - y'y/(2 noise) + |L^{-1} E'y|^2 / (2 noise^2),
+ *   L L' = Q + E'E / noise,  L_Q L_Q' = Q.
+ */
+#ifndef GMM_MARGLIK_H
+#define GMM_MARGLIK_H
+
+#include <stddef.h>
+
+#include "gmm/band.h"
+
+/* The observation map E (nobs x n) and the data.  Row k of E holds
+ * coef[k*coef_stride .. k*coef_stride + width) at columns offset[k] ..
+ * offset[k] + width - 1 (coef_stride 0: every row shares coef[0..width)).
+ * The band of Q must cover a row's span: width - 1 <= Q->kl.  Several rows
+ * may read the same columns (repeated inputs). */
+typedef struct {
+    size_t n;              /* latent dimension (columns of E) */
+    size_t nobs;           /* observations (rows of E) */
+    size_t width;
+    const size_t *offset;  /* nobs */
+    const double *coef;
+    size_t coef_stride;
+    const double *y;       /* nobs, finite */
+} gmm_obs;
+
+typedef struct gmm_marglik_work gmm_marglik_work;
+
+/* Workspace for latent dimension n and prior lower bandwidth kl; sized once,
+ * so repeated evaluations (line searches) never allocate.  NULL + GMM_ENOMEM
+ * on failure. */
+gmm_marglik_work *gmm_marglik_work_alloc(size_t n, size_t kl);
+void gmm_marglik_work_free(gmm_marglik_work *w);
+
+/* log p(y | Q, noise) into *loglik.  Q SYMMETRIC n x n with the workspace's
+ * kl.  prior_logdet: when non-NULL, log|Q| supplied by the caller (a
+ * state-space model knows it from its d x d blocks), so Q is not factorised
+ * and gmm_marglik_grad leaves that term's gradient to the caller; when NULL,
+ * Q is factorised here.  Returns GMM_ENOTPD (row in gmm_error_index()) when Q
+ * or the posterior precision is not positive definite, GMM_EDIM on shape
+ * errors, GMM_EINVAL for noise <= 0.  The workspace keeps what the reverse
+ * mode and the posterior need. */
+gmm_status gmm_marglik_eval(const gmm_band *Q, const gmm_obs *obs, double noise,
+                            const double *prior_logdet, gmm_marglik_work *w, double *loglik);
+
+/* Reverse mode of the last successful eval on w: Qbar (SYMMETRIC, Q's shape,
+ * symmetric convention of band.h) += dlogp/dQ and *noisebar += dlogp/dnoise.
+ * Either may be NULL.  O(n l^2). */
+gmm_status gmm_marglik_grad(gmm_marglik_work *w, gmm_band *Qbar, double *noisebar);
+
+/* Posterior of f after the last eval: mean (length n, or NULL) and the band
+ * of the posterior covariance (SYMMETRIC, kl >= Q->kl, or NULL) from the
+ * Takahashi inverse subset -- its diagonal gives marginal variances, its d x d
+ * diagonal blocks the state covariances.  O(n l^2). */
+gmm_status gmm_marglik_posterior(gmm_marglik_work *w, double *mean, gmm_band *cov);
+
+#endif
