@@ -54,7 +54,7 @@ void tu_band_fill_lower(gmm_band *b, tu_rng *r)
 double *tu_band_to_dense(const gmm_band *b)
 {
     size_t n = b->n;
-    double *D = calloc(n * n ? n * n : 1, sizeof *D);
+    double *D = calloc(n ? n * n : 1, sizeof *D);
     for (size_t j = 0; j < n; j++)
         for (size_t i = 0; i < n; i++)
             D[j * n + i] = gmm_band_get(b, i, j);
