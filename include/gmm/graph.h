@@ -30,6 +30,7 @@
 
 #include <stddef.h>
 
+#include "gmm/io.h"
 #include "gmm/status.h"
 
 typedef struct gmm_graph_labels gmm_graph_labels; /* private: label arena + hash */
@@ -63,6 +64,17 @@ gmm_status gmm_graph_from_edges(size_t n, size_t m, const size_t *ei, const size
                                 const double *len, const char *file, const size_t *line,
                                 gmm_graph **out);
 
+/* Read an edge list from a table: node labels in columns col_i and col_j
+ * (NULL: "i" and "j"), lengths in col_len.  col_len NULL means no lengths (all 1); when
+ * len_optional is nonzero a missing col_len column also means no lengths
+ * (the default "length" column), otherwise it is an error (the user named
+ * it).  Errors name the table's file and line: missing columns (the table's
+ * message), an empty node id, a length that is not a number (the table's
+ * message), and every error of gmm_graph_from_edges.  O(m) expected (labels
+ * are hashed). */
+gmm_status gmm_graph_read_table(const gmm_table *t, const char *col_i, const char *col_j,
+                                const char *col_len, int len_optional, gmm_graph **out);
+
 void gmm_graph_free(gmm_graph *g); /* NULL-safe */
 
 /* ---- nodes ------------------------------------------------------------------- */
@@ -82,6 +94,17 @@ int gmm_graph_node_find(const gmm_graph *g, const char *label, size_t *v);
  * graph (gmm_graph_read_table).  GMM_ENOMEM on allocation failure; g is
  * unchanged then. */
 gmm_status gmm_graph_node_add(gmm_graph *g, const char *label, size_t *v);
+
+/* Attach the rows of a data table to nodes: node[r] (t->nrow entries, caller
+ * allocated) receives the node of row r's label in column `col`.  A label
+ * absent from the graph becomes a new isolated node (gmm_graph_node_add);
+ * the new nodes' indices are returned in *added (caller frees with
+ * gmm_free; NULL when none), their count in *nadded, so the caller can warn.
+ * strict nonzero: an absent label is instead GMM_EPARSE "FILE:LINE: node 'x'
+ * is not in the edge list".  An empty label is GMM_EPARSE.  Missing columns:
+ * the table's message.  On error g may have gained some isolated nodes. */
+gmm_status gmm_graph_attach_nodes(gmm_graph *g, const gmm_table *t, const char *col,
+                                  int strict, size_t *node, size_t **added, size_t *nadded);
 
 /* ---- structure -------------------------------------------------------------- */
 
