@@ -190,12 +190,16 @@ gmm_status gmm_graph_rcm(const gmm_graph *g, size_t *perm, size_t *iperm)
             continue;
         size_t last, nlev = collect(g, s, iperm, &c, &last), cs = c.cs;
 
-        /* George-Liu (FNROOT): move the root to a minimum-degree node of the
-         * deepest level while that deepens the level structure. */
+        /* George-Liu (FNROOT) from a node of minimum degree: move the root
+         * to a minimum-degree node of the deepest level while that deepens
+         * the level structure.  (The search from s above only collected the
+         * component; a low-degree start tends to be nearer the periphery.) */
         size_t root = 0;
         if (cs > 2) {
-            for (size_t k = last; k < cs; k++)
+            for (size_t k = 0; k < cs; k++)
                 q[k] = k;
+            root = min_degree(&c, q, cs);
+            nlev = levels(&c, root, q, &last);
             while (nlev < cs) {
                 size_t x = min_degree(&c, q + last, cs - last);
                 size_t nx = levels(&c, x, q, &last);
