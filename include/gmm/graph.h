@@ -117,13 +117,16 @@ gmm_status gmm_graph_components(const gmm_graph *g, size_t *comp, size_t *ncomp)
 /* Reverse Cuthill-McKee: perm[new] = old and iperm[old] = new (n entries
  * each, caller allocated), a bijection on 0..n-1.  Per connected component
  * (components placed one after another, in the order of their smallest
- * node): a pseudo-peripheral start node (George & Liu 1979: repeated
- * breadth-first level structures from a node of minimum degree in the last
- * level, until the eccentricity stops growing), then breadth-first search
+ * node): a pseudo-peripheral start node (George & Liu 1979: starting from a
+ * node of minimum degree, repeated breadth-first level structures rooted at
+ * a minimum-degree node of the last level, until the eccentricity stops
+ * growing), then breadth-first search
  * visiting each node's unvisited neighbours in increasing degree (ties: lower
  * index first), then the component's order reversed.  Deterministic.
- * O(m log dmax) time beyond the O(n + m) searches; O(n) workspace
- * (GMM_ENOMEM). */
+ * O(m log dmax) time beyond the O(n + m) searches; O(n + m) workspace
+ * (GMM_ENOMEM): each component is first copied in breadth-first order, so
+ * the searches stay in cache even when the input numbering is scrambled
+ * (1e6 nodes: about 0.3 s of CPU, tests/bench/bench_rcm.c). */
 gmm_status gmm_graph_rcm(const gmm_graph *g, size_t *perm, size_t *iperm);
 
 /* Lower bandwidth of the adjacency pattern under the ordering iperm

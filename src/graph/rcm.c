@@ -7,11 +7,13 @@
  * whose level structure was built); A. George and J. W. H. Liu (1981),
  * "Computer Solution of Large Sparse Positive Definite Systems", ch. 4.
  *
- * Cost: each level structure is one breadth-first search of the component,
- * O(component nodes + edges); the pseudo-peripheral search builds a handful
- * of them (it stops as soon as the eccentricity does not grow).  The
- * Cuthill-McKee sweep sorts each node's newly reached neighbours by degree:
- * O(m log dmax) overall. */
+ * Cost: one pass over the caller's graph per component collects it into a
+ * copy numbered in breadth-first order (the only pass with scattered memory
+ * access when the input numbering is scrambled); each level structure is
+ * then one breadth-first search of that copy, O(component nodes + edges),
+ * and the pseudo-peripheral search builds a handful of them (it stops as
+ * soon as the eccentricity does not grow).  The Cuthill-McKee sweep sorts
+ * each node's newly reached neighbours by degree: O(m log dmax) overall. */
 #include <stdint.h>
 #include <string.h>
 
