@@ -525,6 +525,51 @@ START_TEST(test_gmrf_out_of_memory)
 }
 END_TEST
 
+
+START_TEST(test_parsed_specs)
+{
+    /* Through the real parser: names, values, and the '*' located in the
+     * text however the product is bracketed. */
+    size_t ei[] = {0, 1}, ej[] = {1, 2};
+    gmm_graph *g = NULL;
+    ck_assert_int_eq(gmm_graph_from_edges(3, 2, ei, ej, NULL, NULL, NULL, &g), GMM_OK);
+    const char *ok = "edge-ou(variance=2, lengthscale=30) + laplacian(ridge=0.1)";
+    gmm_spec_node *s = NULL;
+    gmm_gmrf *m = NULL;
+    ck_assert_int_eq(gmm_spec_parse(ok, &s), GMM_OK);
+    ck_assert_int_eq(gmm_gmrf_alloc(g, s, ok, &m), GMM_OK);
+    const char *names[] = {"0.edge-ou.variance", "0.edge-ou.lengthscale",
+                           "1.laplacian.precision", "1.laplacian.ridge"};
+    double values[] = {2.0, 30.0, 1.0, 0.1};
+    ck_assert_uint_eq(m->nparam, 4);
+    for (size_t k = 0; k < 4; k++) {
+        ck_assert_str_eq(m->param_name[k], names[k]);
+        ck_assert(m->param_value[k] == values[k]);
+    }
+    gmm_gmrf_free(m);
+    gmm_spec_free(s);
+
+    const struct {
+        const char *text;
+        size_t pos;
+    } bad[] = {{"edge-ou() * laplacian", 10},
+               {"edge-ou +  ( laplacian*edge-ou )", 22},
+               {"laplacian * (edge-ou)", 10},
+               {"foo(a=1) + edge-ou", 0},
+               {"edge-ou + edge-ou(lengthscale=-1)", 18}};
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        ck_assert_int_eq(gmm_spec_parse(bad[k].text, &s), GMM_OK);
+        m = (gmm_gmrf *)1;
+        ck_assert_int_eq(gmm_gmrf_alloc(g, s, bad[k].text, &m), GMM_EPARSE);
+        ck_assert_ptr_null(m);
+        ck_assert_msg(gmm_error_index() == bad[k].pos, "'%s': error at %zu, want %zu",
+                      bad[k].text, gmm_error_index(), bad[k].pos);
+        gmm_spec_free(s);
+    }
+    gmm_graph_free(g);
+}
+END_TEST
+
 extern Suite *model_gmrf_suite(void);
 Suite *model_gmrf_suite(void)
 {
@@ -536,6 +581,7 @@ Suite *model_gmrf_suite(void)
     tcase_add_test(tc, test_edge_ou_short_edges_accurate);
     tcase_add_test(tc, test_gradient_vs_finite_differences);
     tcase_add_test(tc, test_spec_errors);
+    tcase_add_test(tc, test_parsed_specs);
     tcase_add_test(tc, test_laplacian_ridge_zero_singular);
     tcase_add_test(tc, test_memory_check_message);
     tcase_add_test(tc, test_observation_selection);
