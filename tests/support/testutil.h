@@ -43,3 +43,10 @@ double tu_band_vs_dense(const gmm_band *b, const double *D);
 typedef double (*tu_scalar_fn)(void *ctx);
 double tu_fd_check(double *p, size_t m, const double *analytic, tu_scalar_fn f, void *ctx,
                    double step, double abs_floor, size_t *worst);
+
+/* As tu_fd_check, with the fourth-order central difference
+ * (8 (f(p+h) - f(p-h)) - (f(p+2h) - f(p-2h))) / 12h: truncation O(h^4), so a
+ * larger step (1e-3) keeps the rounding error of f small too (four
+ * evaluations per entry). */
+double tu_fd_check4(double *p, size_t m, const double *analytic, tu_scalar_fn f, void *ctx,
+                    double step, double abs_floor, size_t *worst);
