@@ -353,10 +353,6 @@ START_TEST(test_selinv_rev_accumulates)
 }
 END_TEST
 
-/* Prototype for -Wmissing-prototypes; the leading `extern` keeps the
- * runner's `^Suite *NAME_suite(void)` scan from counting it twice. */
-extern Suite *band_selinv_suite(void);
-
 Suite *band_selinv_suite(void)
 {
     Suite *s = suite_create("band_selinv");
