@@ -54,7 +54,10 @@ gmm_status gmm_marglik_eval(const gmm_band *Q, const gmm_obs *obs, double noise,
 
 /* Reverse mode of the last successful eval on w: Qbar (SYMMETRIC, Q's shape,
  * symmetric convention of band.h) += dlogp/dQ and *noisebar += dlogp/dnoise.
- * Either may be NULL.  O(n l^2). */
+ * Either may be NULL.  O(n l^2).  The obs given to that eval (the struct and
+ * its arrays) must still be alive and unchanged: the noise gradient reads
+ * E again rather than keeping a copy of E'E.  GMM_EINVAL when w holds no
+ * successful eval (none yet, or the last one failed). */
 gmm_status gmm_marglik_grad(gmm_marglik_work *w, gmm_band *Qbar, double *noisebar);
 
 /* Posterior of f after the last eval: mean (length n, or NULL) and the band
