@@ -519,7 +519,6 @@ START_TEST(test_params_check_names_field)
 }
 END_TEST
 
-extern Suite *infer_fit_suite(void);
 Suite *infer_fit_suite(void)
 {
     Suite *s = suite_create("infer_fit");

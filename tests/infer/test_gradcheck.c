@@ -170,7 +170,6 @@ START_TEST(test_params_check)
 }
 END_TEST
 
-extern Suite *infer_gradcheck_suite(void);
 Suite *infer_gradcheck_suite(void)
 {
     Suite *s = suite_create("infer_gradcheck");

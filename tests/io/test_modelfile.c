@@ -275,7 +275,6 @@ START_TEST(test_io_errors_and_bad_writes)
 }
 END_TEST
 
-extern Suite *io_modelfile_suite(void);
 Suite *io_modelfile_suite(void)
 {
     Suite *s = suite_create("io_modelfile");

@@ -50,3 +50,17 @@ double tu_fd_check(double *p, size_t m, const double *analytic, tu_scalar_fn f, 
  * smooth log-likelihoods, where the two-point rule gives ~1e-7. */
 double tu_fd_check5(double *p, size_t m, const double *analytic, tu_scalar_fn f, void *ctx,
                     double step, double abs_floor, size_t *worst);
+
+/* As tu_fd_check, over at most nsample entries of p drawn with r (every
+ * entry, in order, when m <= nsample): for large parameter arrays whose full
+ * check would dominate the suite's run time. */
+double tu_fd_check_sample(double *p, size_t m, const double *analytic, tu_scalar_fn f,
+                          void *ctx, double step, double abs_floor, size_t nsample, tu_rng *r,
+                          size_t *worst);
+/* As tu_fd_check over the stored slots (i, j) of band P (corner slots are
+ * skipped), with Pbar (P's shape) holding the analytic derivatives: at most
+ * nsample slots drawn with r, or all of them when there are no more.  The
+ * worst slot goes to *wi, *wj when non-NULL. */
+double tu_fd_check_band(gmm_band *P, const gmm_band *Pbar, tu_scalar_fn f, void *ctx,
+                        double step, double abs_floor, size_t nsample, tu_rng *r, size_t *wi,
+                        size_t *wj);
