@@ -26,7 +26,7 @@
  * newer than GMM_FORMAT_VERSION is refused.  Doubles are written with 17
  * significant digits (JSON_REAL_PRECISION(17)), so every value read back is
  * the double that was written.  Parameter order is kept.  JSON goes through
- * jansson; nothing here prints.
+ * jansson via json.h; nothing here prints.
  */
 #ifndef GMM_MODELFILE_H
 #define GMM_MODELFILE_H
@@ -72,9 +72,15 @@ void gmm_model_init(gmm_model *m);
  * The caller owns f (wrap it in gmm_outfile for an atomic -o FILE). */
 gmm_status gmm_model_write(const gmm_model *m, FILE *f, const char *name);
 
+/* gmm_model_write into `path` atomically through gmm_outfile (io.h): the
+ * file appears complete or not at all; NULL or "-" is stdout.  Errors as
+ * gmm_model_write, plus gmm_outfile's GMM_EIO. */
+gmm_status gmm_model_save(const gmm_model *m, const char *path);
+
 /* Read the model in `path` ("-" = stdin) into *m (every string allocated;
- * release with gmm_model_free).  Errors: GMM_EIO (cannot open: "FILE:
- * strerror"), GMM_EPARSE ("FILE:LINE:COL: <jansson's message>" for bad JSON,
+ * release with gmm_model_free).  Errors: GMM_EIO ("FILE: cannot open:
+ * strerror"), GMM_EPARSE ("FILE:LINE:COL: <jansson's message>" for bad JSON
+ * or a duplicated key,
  * "FILE: missing key 'loglik'", "FILE: key 'data.file' must be a string",
  * "FILE: format_version 2 is newer than this gmm-infer reads (1)"),
  * GMM_ENOMEM.  On error *m is left initialised (nothing to free). */

@@ -1,12 +1,13 @@
 /* modelfile.c -- the model JSON through jansson (see modelfile.h). */
 #include "gmm/modelfile.h"
 
-#include <errno.h>
 #include <jansson.h>
 #include <math.h>
 #include <string.h>
 
 #include "gmm/alloc.h"
+#include "gmm/io.h"
+#include "gmm/json.h"
 #include "gmm/version.h"
 
 void gmm_model_init(gmm_model *m) { memset(m, 0, sizeof *m); }
@@ -99,11 +100,7 @@ gmm_status gmm_model_write(const gmm_model *m, FILE *f, const char *name)
                        file);
         goto done;
     }
-    if (json_dumpf(root, f, JSON_INDENT(2) | JSON_REAL_PRECISION(17)) != 0 ||
-        fputc('\n', f) == EOF || ferror(f)) {
-        st = gmm_error(GMM_EIO, "%s: cannot write the model: %s", file, strerror(errno));
-        goto done;
-    }
+    st = gmm_json_write(f, root, file);
 done:
     json_decref(root);
     json_decref(params);
@@ -298,8 +295,7 @@ static gmm_status parse(reader *r, json_t *root, gmm_model *m)
 gmm_status gmm_model_read(const char *path, gmm_model *m)
 {
     reader r = {shown(path, 0), GMM_OK};
-    json_error_t jerr;
-    json_t *root;
+    json_t *root = NULL;
     gmm_status st;
 
     if (!m)
@@ -307,20 +303,8 @@ gmm_status gmm_model_read(const char *path, gmm_model *m)
     gmm_model_init(m);
     if (!path)
         return gmm_error(GMM_EINVAL, "model read: NULL path");
-    if (strcmp(path, "-") == 0) {
-        root = json_loadf(stdin, JSON_REJECT_DUPLICATES, &jerr);
-    } else {
-        FILE *f = fopen(path, "rb");
-        if (!f)
-            return gmm_error(GMM_EIO, "%s: %s", path, strerror(errno));
-        root = json_loadf(f, JSON_REJECT_DUPLICATES, &jerr);
-        fclose(f);
-    }
-    if (!root) {
-        if (json_error_code(&jerr) == json_error_out_of_memory)
-            return gmm_error(GMM_ENOMEM, "%s: out of memory", r.file);
-        return gmm_error(GMM_EPARSE, "%s:%d:%d: %s", r.file, jerr.line, jerr.column, jerr.text);
-    }
+    if ((st = gmm_json_read(path, &root)) != GMM_OK)
+        return st;
     st = parse(&r, root, m);
     json_decref(root);
     if (st != GMM_OK)
@@ -349,6 +333,19 @@ void gmm_model_free(gmm_model *m)
     for (int k = 0; k < 3; k++)
         gmm_free(m->edge_cols[k]);
     gmm_model_init(m);
+}
+
+gmm_status gmm_model_save(const gmm_model *m, const char *path)
+{
+    gmm_outfile *o = NULL;
+    gmm_status st = gmm_outfile_open(path, &o);
+    if (st != GMM_OK)
+        return st;
+    if ((st = gmm_model_write(m, gmm_outfile_stream(o), path)) != GMM_OK) {
+        gmm_outfile_abort(o);
+        return st;
+    }
+    return gmm_outfile_commit(o);
 }
 
 gmm_status gmm_model_param_index(const gmm_model *m, const char *name, size_t *index)

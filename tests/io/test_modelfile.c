@@ -275,6 +275,27 @@ START_TEST(test_io_errors_and_bad_writes)
 }
 END_TEST
 
+START_TEST(test_save_atomic)
+{
+    gmm_model m = ssm_model(), r;
+    char *path = temp_path();
+    ck_assert_int_eq(gmm_model_save(&m, path), GMM_OK);
+    ck_assert_int_eq(gmm_model_read(path, &r), GMM_OK);
+    ck_assert(r.loglik == m.loglik && r.param_value[3] == values[3]);
+    gmm_model_free(&r);
+    /* A model that cannot be written leaves the old file untouched. */
+    m.loglik = NAN;
+    ck_assert_int_eq(gmm_model_save(&m, path), GMM_EINVAL);
+    ck_assert_int_eq(gmm_model_read(path, &r), GMM_OK);
+    ck_assert(r.loglik == -1234.5678901234567);
+    gmm_model_free(&r);
+    unlink(path);
+    free(path);
+    m = ssm_model();
+    ck_assert_int_eq(gmm_model_save(&m, "/nonexistent/dir/model.json"), GMM_EIO);
+}
+END_TEST
+
 Suite *io_modelfile_suite(void)
 {
     Suite *s = suite_create("io_modelfile");
@@ -286,6 +307,7 @@ Suite *io_modelfile_suite(void)
                         (int)(sizeof required / sizeof required[0]));
     tcase_add_loop_test(tc, test_bad_values, 0, (int)(sizeof corruptions / sizeof corruptions[0]));
     tcase_add_test(tc, test_io_errors_and_bad_writes);
+    tcase_add_test(tc, test_save_atomic);
     suite_add_tcase(s, tc);
     return s;
 }
