@@ -371,6 +371,15 @@ gmm_status gmm_fit(gmm_objective *obj, const gmm_fit_params *params, gmm_fit_res
         c.f0 = 0.0;
         run_one(&c, u, &r);
         res->evaluations += c.evals;
+        if (r.status == LBFGSERR_OUTOFMEMORY) {
+            st = gmm_error(GMM_ENOMEM, "fit: out of memory in liblbfgs");
+            goto done;
+        }
+        if (r.status <= LBFGSERR_INVALID_ORTHANTWISE_END && r.status >= LBFGSERR_INVALID_N) {
+            st = gmm_error(GMM_EINVAL, "fit: liblbfgs rejected its parameters (code %d)",
+                           r.status);
+            goto done;
+        }
         if (c.start_failed) {
             res->failed_starts++;
             if (first_fail == GMM_OK) {

@@ -6,6 +6,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "gmm/alloc.h"
 #include "gmm/gradcheck.h"
 
 /* log N(y; mu, s2) summed over a fixed sample, with an optional bug. */
@@ -170,6 +171,28 @@ START_TEST(test_params_check)
 }
 END_TEST
 
+START_TEST(test_out_of_memory_sweep)
+{
+    fixture f;
+    setup(&f);
+    gmm_gradcheck_params p;
+    gmm_gradcheck_params_init(&p);
+    gmm_gradcheck_result r;
+    gmm_status st = GMM_ENOMEM;
+    long k;
+    for (k = 0; k < 50 && st == GMM_ENOMEM; k++) {
+        gmm_alloc_fail_after(k);
+        st = gmm_gradcheck(&f.obj, &p, &r);
+        gmm_alloc_fail_after(-1);
+        if (st == GMM_ENOMEM)
+            ck_assert_ptr_null(r.row);
+    }
+    ck_assert_int_eq(st, GMM_OK);
+    ck_assert(k > 1);
+    gmm_gradcheck_result_free(&r);
+}
+END_TEST
+
 Suite *infer_gradcheck_suite(void)
 {
     Suite *s = suite_create("infer_gradcheck");
@@ -179,6 +202,7 @@ Suite *infer_gradcheck_suite(void)
     tcase_add_test(tc, test_wrong_gradient_is_caught);
     tcase_add_test(tc, test_objective_failures);
     tcase_add_test(tc, test_params_check);
+    tcase_add_test(tc, test_out_of_memory_sweep);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "gmm/alloc.h"
 #include "gmm/modelfile.h"
 #include "gmm/version.h"
 
@@ -296,6 +297,36 @@ START_TEST(test_save_atomic)
 }
 END_TEST
 
+/* Every allocation of a read failing in turn: GMM_ENOMEM, nothing leaked,
+ * the struct left initialised. */
+START_TEST(test_read_out_of_memory_sweep)
+{
+    gmm_model m = ssm_model(), r;
+    m.graph = "edges.csv";
+    m.edge_cols[0] = "a";
+    m.edge_cols[1] = "b";
+    m.edge_cols[2] = "len";
+    m.data.node = "node";
+    char *path = temp_path();
+    ck_assert_int_eq(gmm_model_save(&m, path), GMM_OK);
+    gmm_status st = GMM_ENOMEM;
+    long k;
+    for (k = 0; k < 200 && st == GMM_ENOMEM; k++) {
+        gmm_alloc_fail_after(k);
+        st = gmm_model_read(path, &r);
+        gmm_alloc_fail_after(-1);
+        if (st == GMM_ENOMEM)
+            ck_assert(r.nparam == 0 && r.kernel == NULL && r.data.file == NULL);
+    }
+    ck_assert_int_eq(st, GMM_OK);
+    ck_assert(k > 10);
+    ck_assert_str_eq(r.edge_cols[2], "len");
+    gmm_model_free(&r);
+    unlink(path);
+    free(path);
+}
+END_TEST
+
 Suite *io_modelfile_suite(void)
 {
     Suite *s = suite_create("io_modelfile");
@@ -308,6 +339,7 @@ Suite *io_modelfile_suite(void)
     tcase_add_loop_test(tc, test_bad_values, 0, (int)(sizeof corruptions / sizeof corruptions[0]));
     tcase_add_test(tc, test_io_errors_and_bad_writes);
     tcase_add_test(tc, test_save_atomic);
+    tcase_add_test(tc, test_read_out_of_memory_sweep);
     suite_add_tcase(s, tc);
     return s;
 }
