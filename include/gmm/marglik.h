@@ -35,9 +35,11 @@ typedef struct {
 
 typedef struct gmm_marglik_work gmm_marglik_work;
 
-/* Workspace for latent dimension n and prior lower bandwidth kl; sized once,
- * so repeated evaluations (line searches) never allocate.  NULL + GMM_ENOMEM
- * on failure. */
+/* Workspace for latent dimension n and prior lower bandwidth kl: three band
+ * arrays of (kl + 1) n doubles and three vectors of n.  Sized once, so
+ * repeated evaluations (line searches) do not allocate -- except that for
+ * kl >= 40 the band module's blocked Cholesky and its reverse allocate one
+ * kl x 32 panel per call.  NULL + GMM_ENOMEM on failure. */
 gmm_marglik_work *gmm_marglik_work_alloc(size_t n, size_t kl);
 void gmm_marglik_work_free(gmm_marglik_work *w);
 
