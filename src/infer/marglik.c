@@ -48,7 +48,7 @@ gmm_marglik_work *gmm_marglik_work_alloc(size_t n, size_t kl)
         return NULL;
     }
     w->n = n;
-    w->kl = n > 0 && kl > n - 1 ? n - 1 : kl;
+    w->kl = n == 0 ? 0 : kl > n - 1 ? n - 1 : kl; /* as band.h clamps */
     size_t sz = gmm_band_size(n, w->kl, 0);
     w->pdata = gmm_malloc(sz, sizeof *w->pdata);
     w->bardata = gmm_malloc(sz, sizeof *w->bardata);
