@@ -118,34 +118,6 @@ double tu_fd_check(double *p, size_t m, const double *analytic, tu_scalar_fn f, 
     return maxerr;
 }
 
-double tu_fd_check5(double *p, size_t m, const double *analytic, tu_scalar_fn f, void *ctx,
-                    double step, double abs_floor, size_t *worst)
-{
-    double maxerr = 0.0;
-    for (size_t i = 0; i < m; i++) {
-        double save = p[i], h = step * (fabs(save) > 1.0 ? fabs(save) : 1.0), v[4];
-        const double off[4] = {1.0, -1.0, 2.0, -2.0};
-        for (int k = 0; k < 4; k++) {
-            p[i] = save + off[k] * h;
-            v[k] = f(ctx);
-        }
-        p[i] = save;
-        double fd = (8.0 * (v[0] - v[1]) - (v[2] - v[3])) / (12.0 * h);
-        double scale = abs_floor;
-        if (fabs(analytic[i]) > scale)
-            scale = fabs(analytic[i]);
-        if (fabs(fd) > scale)
-            scale = fabs(fd);
-        double err = fabs(analytic[i] - fd) / scale;
-        if (!(err <= maxerr)) {
-            maxerr = err;
-            if (worst)
-                *worst = i;
-        }
-    }
-    return maxerr;
-}
-
 double tu_fd_check_sample(double *p, size_t m, const double *analytic, tu_scalar_fn f,
                           void *ctx, double step, double abs_floor, size_t nsample, tu_rng *r,
                           size_t *worst)

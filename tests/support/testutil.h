@@ -43,13 +43,6 @@ typedef double (*tu_scalar_fn)(void *ctx);
 double tu_fd_check(double *p, size_t m, const double *analytic, tu_scalar_fn f, void *ctx,
                    double step, double abs_floor, size_t *worst);
 
-/* As tu_fd_check with the fourth-order central stencil
- * (8 (f(p+h) - f(p-h)) - (f(p+2h) - f(p-2h))) / 12h: truncation O(h^4), so a
- * larger h (1e-3) keeps round-off small too -- about 1e-10 relative on
- * smooth log-likelihoods, where the two-point rule gives ~1e-7. */
-double tu_fd_check5(double *p, size_t m, const double *analytic, tu_scalar_fn f, void *ctx,
-                    double step, double abs_floor, size_t *worst);
-
 /* As tu_fd_check, over at most nsample entries of p drawn with r (every
  * entry, in order, when m <= nsample): for large parameter arrays whose full
  * check would dominate the suite's run time. */
