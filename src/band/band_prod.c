@@ -13,6 +13,8 @@
 #include <limits.h>
 #include <string.h>
 
+#include "band_prod_impl.h"
+
 static size_t min_sz(size_t a, size_t b) { return a < b ? a : b; }
 static size_t max_sz(size_t a, size_t b) { return a > b ? a : b; }
 
@@ -65,21 +67,10 @@ static void col_of(const opband *o, size_t q, size_t *base, size_t *stride)
     }
 }
 
-gmm_status gmm_band_gemm(gmm_trans ta, const gmm_band *A, gmm_trans tb, const gmm_band *B,
-                         gmm_band *C)
+void gmm_band_gemm_kernel(gmm_trans ta, const gmm_band *A, gmm_trans tb, const gmm_band *B,
+                          int accumulate, gmm_band *C)
 {
-    if (A->n != C->n || B->n != C->n)
-        return gmm_error(GMM_EDIM, "gemm: n differs (A %zu, B %zu, C %zu)", A->n, B->n, C->n);
-    if (A->kind == GMM_BAND_SYMMETRIC || B->kind == GMM_BAND_SYMMETRIC)
-        return gmm_error(GMM_EDIM, "gemm: A and B must be GENERAL or LOWER (expand a "
-                                   "SYMMETRIC operand with gmm_band_copy_band)");
     opband a = make_op(A, ta), b = make_op(B, tb);
-    if (C->kind == GMM_BAND_SYMMETRIC || (C->kind == GMM_BAND_LOWER && a.ku + b.ku != 0))
-        return gmm_error(GMM_EDIM, "gemm: C must be GENERAL, or LOWER when op(A) op(B) is "
-                                   "lower (upper bandwidths %zu + %zu)", a.ku, b.ku);
-    if (C->n > 0 && (C->data == A->data || C->data == B->data))
-        return gmm_error(GMM_EDIM, "gemm: C must not alias A or B");
-
     size_t n = C->n;
     for (size_t q = 0; q < n; q++) {
         double *c = gmm_band_col(C, q);
@@ -95,9 +86,27 @@ gmm_status gmm_band_gemm(gmm_trans ta, const gmm_band *A, gmm_trans tb, const gm
             double s = 0.0;
             for (size_t m = m0; m <= m1; m++)
                 s += a.data[ab + m * as] * b.data[bb + m * bs];
-            c[p] = m0 <= m1 ? s : 0.0;
+            c[p] = accumulate ? c[p] + s : s;
         }
     }
+}
+
+gmm_status gmm_band_gemm(gmm_trans ta, const gmm_band *A, gmm_trans tb, const gmm_band *B,
+                         gmm_band *C)
+{
+    if (A->n != C->n || B->n != C->n)
+        return gmm_error(GMM_EDIM, "gemm: n differs (A %zu, B %zu, C %zu)", A->n, B->n, C->n);
+    if (A->kind == GMM_BAND_SYMMETRIC || B->kind == GMM_BAND_SYMMETRIC)
+        return gmm_error(GMM_EDIM, "gemm: A and B must be GENERAL or LOWER (expand a "
+                                   "SYMMETRIC operand with gmm_band_copy_band)");
+    opband a = make_op(A, ta), b = make_op(B, tb);
+    if (C->kind == GMM_BAND_SYMMETRIC || (C->kind == GMM_BAND_LOWER && a.ku + b.ku != 0))
+        return gmm_error(GMM_EDIM, "gemm: C must be GENERAL, or LOWER when op(A) op(B) is "
+                                   "lower (upper bandwidths %zu + %zu)", a.ku, b.ku);
+    if (C->n > 0 && (C->data == A->data || C->data == B->data))
+        return gmm_error(GMM_EDIM, "gemm: C must not alias A or B");
+
+    gmm_band_gemm_kernel(ta, A, tb, B, 0, C);
     return GMM_OK;
 }
 

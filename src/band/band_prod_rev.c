@@ -5,9 +5,9 @@
  *
  *   C = P(op(A) op(B)), P the restriction to C's band: Cbar lives on C's
  *       band, op(A)bar = Cbar op(B)^T and op(B)bar = op(A)^T Cbar, and only
- *       Abar's (Bbar's) band of them is wanted -- one restricted gemm each,
- *       O(n w l), into a temporary of Abar's (Bbar's) shape that is then
- *       added (the adjoints accumulate).
+ *       Abar's (Bbar's) band of them is wanted -- one restricted product
+ *       each, O(n w l), accumulated straight into the adjoint by the gemm
+ *       kernel (no temporary).
  *   y = alpha op(A) x: the full-matrix gradient of A is alpha ybar x^T (of
  *       A^T: alpha x ybar^T), so Abar is a band-restricted outer product and
  *       the SYMMETRIC case is gmm_band_outer's symmetric convention; xbar =
@@ -24,36 +24,9 @@
 
 #include <stddef.h>
 
-static size_t min_sz(size_t a, size_t b) { return a < b ? a : b; }
+#include "band_prod_impl.h"
 
 static gmm_trans flip(gmm_trans t) { return t == GMM_TRANS ? GMM_NOTRANS : GMM_TRANS; }
-
-/* Xbar += Z on Xbar's band (Z has Xbar's shape). */
-static void band_add(gmm_band *Xbar, const gmm_band *Z)
-{
-    size_t n = Xbar->n;
-    for (size_t j = 0; j < n; j++) {
-        double *x = gmm_band_col(Xbar, j);
-        const double *z = gmm_band_col(Z, j);
-        size_t i0 = j >= Xbar->ku ? j - Xbar->ku : 0, i1 = min_sz(n - 1, j + Xbar->kl);
-        for (size_t i = i0; i <= i1; i++)
-            x[i] += z[i];
-    }
-}
-
-/* Xbar += op(P) op(Q) restricted to Xbar's band, through a temporary. */
-static gmm_status gemm_acc(gmm_trans tp, const gmm_band *P, gmm_trans tq, const gmm_band *Q,
-                           gmm_band *Xbar)
-{
-    gmm_band *Z = gmm_band_alloc(Xbar->n, Xbar->kl, Xbar->ku, GMM_BAND_GENERAL);
-    if (!Z)
-        return gmm_error_status();
-    gmm_status st = gmm_band_gemm(tp, P, tq, Q, Z);
-    if (st == GMM_OK)
-        band_add(Xbar, Z);
-    gmm_band_free(Z);
-    return st;
-}
 
 gmm_status gmm_band_gemm_rev(gmm_trans ta, const gmm_band *A, gmm_trans tb, const gmm_band *B,
                              const gmm_band *Cbar, gmm_band *Abar, gmm_band *Bbar)
@@ -67,19 +40,28 @@ gmm_status gmm_band_gemm_rev(gmm_trans ta, const gmm_band *A, gmm_trans tb, cons
         Cbar->kind == GMM_BAND_SYMMETRIC || (Abar && Abar->kind == GMM_BAND_SYMMETRIC) ||
         (Bbar && Bbar->kind == GMM_BAND_SYMMETRIC))
         return gmm_error(GMM_EDIM, "gemm_rev: A, B, Cbar, Abar, Bbar must be GENERAL or LOWER");
-    gmm_status st = GMM_OK;
+    if (n > 0 && ((Abar && (Abar->data == Cbar->data || Abar->data == A->data ||
+                            Abar->data == B->data)) ||
+                  (Bbar && (Bbar->data == Cbar->data || Bbar->data == A->data ||
+                            Bbar->data == B->data))))
+        return gmm_error(GMM_EDIM, "gemm_rev: Abar and Bbar must not alias A, B or Cbar");
+    /* Abar == Bbar is allowed (C = A A^T: both contributions collect), as
+     * neither update reads an adjoint. */
     /* op(A)bar = Cbar op(B)^T; Abar is its transpose when ta. */
     if (Abar) {
-        st = ta == GMM_NOTRANS ? gemm_acc(GMM_NOTRANS, Cbar, flip(tb), B, Abar)
-                               : gemm_acc(tb, B, GMM_TRANS, Cbar, Abar);
-        if (st != GMM_OK)
-            return st;
+        if (ta == GMM_NOTRANS)
+            gmm_band_gemm_kernel(GMM_NOTRANS, Cbar, flip(tb), B, 1, Abar);
+        else
+            gmm_band_gemm_kernel(tb, B, GMM_TRANS, Cbar, 1, Abar);
     }
     /* op(B)bar = op(A)^T Cbar; Bbar is its transpose when tb. */
-    if (Bbar)
-        st = tb == GMM_NOTRANS ? gemm_acc(flip(ta), A, GMM_NOTRANS, Cbar, Bbar)
-                               : gemm_acc(GMM_TRANS, Cbar, ta, A, Bbar);
-    return st;
+    if (Bbar) {
+        if (tb == GMM_NOTRANS)
+            gmm_band_gemm_kernel(flip(ta), A, GMM_NOTRANS, Cbar, 1, Bbar);
+        else
+            gmm_band_gemm_kernel(GMM_TRANS, Cbar, ta, A, 1, Bbar);
+    }
+    return GMM_OK;
 }
 
 gmm_status gmm_band_gemv_rev(gmm_trans ta, double alpha, const gmm_band *A, const double *x,

@@ -24,9 +24,8 @@
  *              i - j = -ku_X.
  *
  * In both cases column j of X is a triangular solve with the diagonal block
- * L[r0..r1, r0..r1] (r0..r1 the rows of X's band that can be nonzero), which is
- * itself a band matrix starting at column r0 of L's storage: one dtbsv on the
- * contiguous stored column of X.
+ * L[r0..r1, r0..r1] (r0..r1 the rows of X's band that can be nonzero), done in
+ * place on the contiguous stored column of X: O(l) per entry.
  */
 #include "gmm/band.h"
 
@@ -48,13 +47,41 @@ static gmm_status check_factor(const char *who, const gmm_band *L)
     return GMM_OK;
 }
 
-/* x <- op(L[r0.., r0..])^{-1} x for the m x m diagonal block starting at r0. */
-static void tbsv_block(const gmm_band *L, gmm_trans trans, size_t r0, size_t m, double *x)
+/* x <- op(L)^{-1} x. */
+static void tbsv(const gmm_band *L, gmm_trans trans, double *x)
 {
-    if (m == 0)
+    if (L->n == 0)
         return;
     cblas_dtbsv(CblasColMajor, CblasLower, trans == GMM_TRANS ? CblasTrans : CblasNoTrans,
-                CblasNonUnit, (int)m, (int)L->kl, L->data + r0 * L->ld, (int)L->ld, x, 1);
+                CblasNonUnit, (int)L->n, (int)L->kl, L->data, (int)L->ld, x, 1);
+}
+
+/* x[r0..r1] <- L[r0..r1, r0..r1]^{-1} x[r0..r1], column by column so that L
+ * is read down its contiguous stored columns.  Hand loops rather than dtbsv:
+ * the segments are as short as X's band, where a BLAS call per column costs
+ * more than the arithmetic. */
+static void forward_segment(const gmm_band *L, size_t r0, size_t r1, double *x)
+{
+    for (size_t m = r0; m <= r1; m++) {
+        const double *l = gmm_band_col(L, m);
+        double xm = x[m] /= l[m];
+        size_t i1 = min_sz(r1, m + L->kl);
+        for (size_t i = m + 1; i <= i1; i++)
+            x[i] -= l[i] * xm;
+    }
+}
+
+/* x[r0..r1] <- L[r0..r1, r0..r1]^{-T} x[r0..r1], bottom row first. */
+static void backward_segment(const gmm_band *L, size_t r0, size_t r1, double *x)
+{
+    for (size_t i = r1 + 1; i-- > r0;) {
+        const double *l = gmm_band_col(L, i);
+        size_t m1 = min_sz(r1, i + L->kl);
+        double s = x[i];
+        for (size_t m = i + 1; m <= m1; m++)
+            s -= l[m] * x[m];
+        x[i] = s / l[i];
+    }
 }
 
 gmm_status gmm_band_tri_solve_vec(const gmm_band *L, gmm_trans trans, double *x)
@@ -62,7 +89,7 @@ gmm_status gmm_band_tri_solve_vec(const gmm_band *L, gmm_trans trans, double *x)
     gmm_status st = check_factor("tri_solve_vec", L);
     if (st != GMM_OK)
         return st;
-    tbsv_block(L, trans, 0, L->n, x);
+    tbsv(L, trans, x);
     return GMM_OK;
 }
 
@@ -75,7 +102,7 @@ gmm_status gmm_band_tri_solve_mat(const gmm_band *L, gmm_trans trans, size_t k, 
     if (k > 0 && ldx < L->n)
         return gmm_error(GMM_EDIM, "tri_solve_mat: ldx = %zu < n = %zu", ldx, L->n);
     for (size_t c = 0; c < k; c++)
-        tbsv_block(L, trans, 0, L->n, X + c * ldx);
+        tbsv(L, trans, X + c * ldx);
     return GMM_OK;
 }
 
@@ -109,18 +136,15 @@ gmm_status gmm_band_tri_solve_band(const gmm_band *L, gmm_trans trans, const gmm
     for (size_t j = 0; j < n; j++) {
         double *x = gmm_band_col(X, j);
         size_t i0 = j >= X->ku ? j - X->ku : 0, i1 = min_sz(n - 1, j + X->kl);
+        const double *b = gmm_band_col(B, j);
+        size_t b0 = j >= B->ku ? j - B->ku : 0, b1 = min_sz(n - 1, j + B->kl);
         for (size_t i = i0; i <= i1; i++)
-            x[i] = gmm_band_in_band(B, i, j) ? *gmm_band_ptr(B, i, j) : 0.0;
+            x[i] = i >= b0 && i <= b1 ? b[i] : 0.0;
         /* Rows of X's band that can be nonzero (see the header comment). */
-        size_t r0, r1;
-        if (trans == GMM_NOTRANS) {
-            r0 = j >= B->ku ? j - B->ku : 0;
-            r1 = i1;
-        } else {
-            r0 = i0;
-            r1 = min_sz(n - 1, j + B->kl);
-        }
-        tbsv_block(L, trans, r0, r1 - r0 + 1, x + r0);
+        if (trans == GMM_NOTRANS)
+            forward_segment(L, b0, i1, x);
+        else
+            backward_segment(L, i0, b1, x);
     }
     return GMM_OK;
 }

@@ -242,6 +242,44 @@ START_TEST(test_gemm_rev)
 }
 END_TEST
 
+typedef struct {
+    gmm_band *A, *C;
+    const gmm_band *W;
+} gram_ctx;
+
+static double gram_obj(void *vctx)
+{
+    gram_ctx *c = vctx;
+    gmm_band_gemm(GMM_NOTRANS, c->A, GMM_TRANS, c->A, c->C);
+    return dot_band(c->W, c->C);
+}
+
+/* C = A A^T uses A twice: passing the same adjoint as Abar and Bbar collects
+ * both contributions. */
+START_TEST(test_gemm_rev_same_operand)
+{
+    tu_rng r;
+    tu_rng_seed(&r, 43);
+    size_t n = 10;
+    gmm_band *A = gmm_band_alloc(n, 2, 1, GMM_BAND_GENERAL);
+    gmm_band *Abar = gmm_band_alloc(n, 2, 1, GMM_BAND_GENERAL);
+    gmm_band *C = gmm_band_alloc(n, 3, 3, GMM_BAND_GENERAL);
+    gmm_band *W = gmm_band_alloc(n, 3, 3, GMM_BAND_GENERAL);
+    tu_band_fill_random(A, &r);
+    tu_band_fill_random(W, &r);
+    ck_assert_int_eq(gmm_band_gemm_rev(GMM_NOTRANS, A, GMM_TRANS, A, W, Abar, Abar), GMM_OK);
+    gram_ctx c = {A, C, W};
+    double e = tu_fd_check_band(A, Abar, gram_obj, &c, FD_STEP, FD_FLOOR, 1000, &r, NULL, NULL);
+    ck_assert_msg(e <= FD_TOL, "fd err %g", e);
+    expect_edim(gmm_band_gemm_rev(GMM_NOTRANS, A, GMM_TRANS, A, W, W, NULL), "alias");
+    expect_edim(gmm_band_gemm_rev(GMM_NOTRANS, A, GMM_TRANS, A, W, NULL, A), "alias");
+    gmm_band_free(A);
+    gmm_band_free(Abar);
+    gmm_band_free(C);
+    gmm_band_free(W);
+}
+END_TEST
+
 /* ---- gemv ------------------------------------------------------------------------ */
 
 /* Shapes plus a symmetric operand. */
@@ -522,6 +560,7 @@ Suite *band_prod_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_gemm_forward);
     tcase_add_test(tc, test_gemm_rev);
+    tcase_add_test(tc, test_gemm_rev_same_operand);
     tcase_add_test(tc, test_gemv_forward_and_rev);
     tcase_add_test(tc, test_outer_forward_and_rev);
     tcase_add_test(tc, test_gemv_rev_symmetric_convention);

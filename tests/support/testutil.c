@@ -171,3 +171,34 @@ double tu_fd_check_band(gmm_band *P, const gmm_band *Pbar, tu_scalar_fn f, void 
     }
     return maxerr;
 }
+
+double tu_fd_check4(double *p, size_t m, const double *analytic, tu_scalar_fn f, void *ctx,
+                    double step, double abs_floor, size_t *worst)
+{
+    double maxerr = 0.0;
+    for (size_t i = 0; i < m; i++) {
+        double save = p[i], h = step * (fabs(save) > 1.0 ? fabs(save) : 1.0);
+        p[i] = save + h;
+        double f1 = f(ctx);
+        p[i] = save - h;
+        double fm1 = f(ctx);
+        p[i] = save + 2.0 * h;
+        double f2 = f(ctx);
+        p[i] = save - 2.0 * h;
+        double fm2 = f(ctx);
+        p[i] = save;
+        double fd = (8.0 * (f1 - fm1) - (f2 - fm2)) / (12.0 * h);
+        double scale = abs_floor;
+        if (fabs(analytic[i]) > scale)
+            scale = fabs(analytic[i]);
+        if (fabs(fd) > scale)
+            scale = fabs(fd);
+        double err = fabs(analytic[i] - fd) / scale;
+        if (!(err <= maxerr)) {
+            maxerr = err;
+            if (worst)
+                *worst = i;
+        }
+    }
+    return maxerr;
+}

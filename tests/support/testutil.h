@@ -33,7 +33,6 @@ double tu_max_rel_diff(const double *a, const double *b, size_t m);
 /* Same, comparing band b's stored slots against dense column-major D. */
 double tu_band_vs_dense(const gmm_band *b, const double *D);
 
-#endif
 
 /* Central finite-difference check: for each of the m entries p[i] of a
  * parameter array that f(ctx) reads, compare analytic[i] with
@@ -57,3 +56,12 @@ double tu_fd_check_sample(double *p, size_t m, const double *analytic, tu_scalar
 double tu_fd_check_band(gmm_band *P, const gmm_band *Pbar, tu_scalar_fn f, void *ctx,
                         double step, double abs_floor, size_t nsample, tu_rng *r, size_t *wi,
                         size_t *wj);
+
+/* As tu_fd_check, with the fourth-order central difference
+ * (8 (f(p+h) - f(p-h)) - (f(p+2h) - f(p-2h))) / 12h: truncation O(h^4), so a
+ * larger step (1e-3 .. 1e-2) keeps the rounding error of f small too (four
+ * evaluations per entry). */
+double tu_fd_check4(double *p, size_t m, const double *analytic, tu_scalar_fn f, void *ctx,
+                    double step, double abs_floor, size_t *worst);
+
+#endif
