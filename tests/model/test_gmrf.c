@@ -230,6 +230,10 @@ START_TEST(test_assembly_matches_dense)
             ck_assert_msg(err < 1e-13, "%s n=%zu: rel err %g", which[c], N, err);
             ck_assert(dense_chol_ok(D, N));
             ck_assert_double_gt(min_eig(D, N), 0.0);
+            /* And the band Cholesky the marginal likelihood uses. */
+            gmm_band *L = gmm_band_alloc(N, m->bw, 0, GMM_BAND_LOWER);
+            ck_assert_int_eq(gmm_band_chol_decomp(Q, L), GMM_OK);
+            gmm_band_free(L);
             free(D);
             gmm_band_free(Q);
             gmm_gmrf_free(m);
