@@ -30,7 +30,9 @@ implementations agree on the loglik.
                      with the dense GP's.
 
 Output: JSON lines {"impl", "n", "op", "ms", ...} on stdout (ms = median of
-the repeats, min_ms the fastest), a table on stderr.
+the repeats, min_ms the fastest), a table on stderr.  The first line,
+impl "calibration", times a fixed LAPACK dpotrf (n = 1000) to show how loaded
+the machine was (n^3/3 = 0.33 GFlop: 10 ms means 33 GFlop/s on one core).
 """
 
 import os
@@ -415,6 +417,12 @@ def main():
     rng = np.random.default_rng(args.seed)
     checks(rng)
     rows = []
+    # A fixed workload, so runs on a loaded or a quiet machine can be told apart:
+    # LAPACK dpotrf of a 1000 x 1000 SPD matrix (about 1/3 GFlop).
+    g = rng.standard_normal((1000, 1000))
+    spd = g @ g.T + 1000.0 * np.eye(1000)
+    emit(rows, "calibration", 1000, "dpotrf",
+         lambda: sla.cho_factor(spd, lower=True, check_finite=False), budget=args.budget / 2)
     for n in sizes:
         x, y = simulate(THETA, n, rng)
         obs = np.ones(n, bool)
