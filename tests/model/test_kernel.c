@@ -447,14 +447,14 @@ START_TEST(test_names_and_dims)
     ck_assert_int_eq(gmm_kernel_param_find(k, "1.quasiperiodic.lengthscale", &i), GMM_OK);
     ck_assert_uint_eq(i, 3);
     ck_assert_int_eq(gmm_kernel_param_find(k, "noise.variance", &i), GMM_EINVAL);
-    ck_assert(!gmm_kernel_has_zero_noise(k));
+    ck_assert(!gmm_kernel_damped(k));
     gmm_kernel_free(k);
 
     k = kernel_of("(matern12 + cosine) * periodic(harmonics=3) * constant");
     ck_assert_uint_eq(gmm_kernel_dim(k), (1 + 2) * 8 * 1);
     ck_assert_str_eq(gmm_kernel_param_name(k, 0), "0.matern12.variance");
     ck_assert_str_eq(gmm_kernel_param_name(k, 7), "3.constant.variance");
-    ck_assert(gmm_kernel_has_zero_noise(k));
+    ck_assert(gmm_kernel_damped(k));
     gmm_kernel_free(k);
 }
 END_TEST
