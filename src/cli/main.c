@@ -19,7 +19,7 @@ int cli_exit_code(gmm_status s)
     switch (s) {
     case GMM_OK: return CLI_EXIT_OK;
     case GMM_ECHECK: return CLI_EXIT_CHECK;
-    case GMM_ECANCEL: return CLI_EXIT_INT;
+    case GMM_ECANCEL: return cli_interrupt_exit_code();
     default: return CLI_EXIT_ERROR;
     }
 }

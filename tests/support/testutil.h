@@ -33,7 +33,6 @@ double tu_max_rel_diff(const double *a, const double *b, size_t m);
 /* Same, comparing band b's stored slots against dense column-major D. */
 double tu_band_vs_dense(const gmm_band *b, const double *D);
 
-#endif
 
 /* Central finite-difference check: for each of the m entries p[i] of a
  * parameter array that f(ctx) reads, compare analytic[i] with
@@ -43,3 +42,26 @@ double tu_band_vs_dense(const gmm_band *b, const double *D);
 typedef double (*tu_scalar_fn)(void *ctx);
 double tu_fd_check(double *p, size_t m, const double *analytic, tu_scalar_fn f, void *ctx,
                    double step, double abs_floor, size_t *worst);
+
+/* As tu_fd_check, over at most nsample entries of p drawn with r (every
+ * entry, in order, when m <= nsample): for large parameter arrays whose full
+ * check would dominate the suite's run time. */
+double tu_fd_check_sample(double *p, size_t m, const double *analytic, tu_scalar_fn f,
+                          void *ctx, double step, double abs_floor, size_t nsample, tu_rng *r,
+                          size_t *worst);
+/* As tu_fd_check over the stored slots (i, j) of band P (corner slots are
+ * skipped), with Pbar (P's shape) holding the analytic derivatives: at most
+ * nsample slots drawn with r, or all of them when there are no more.  The
+ * worst slot goes to *wi, *wj when non-NULL. */
+double tu_fd_check_band(gmm_band *P, const gmm_band *Pbar, tu_scalar_fn f, void *ctx,
+                        double step, double abs_floor, size_t nsample, tu_rng *r, size_t *wi,
+                        size_t *wj);
+
+/* As tu_fd_check, with the fourth-order central difference
+ * (8 (f(p+h) - f(p-h)) - (f(p+2h) - f(p-2h))) / 12h: truncation O(h^4), so a
+ * larger step (1e-3 .. 1e-2) keeps the rounding error of f small too (four
+ * evaluations per entry). */
+double tu_fd_check4(double *p, size_t m, const double *analytic, tu_scalar_fn f, void *ctx,
+                    double step, double abs_floor, size_t *worst);
+
+#endif

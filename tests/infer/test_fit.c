@@ -1,0 +1,570 @@
+/* test_fit.c -- L-BFGS fitting on objectives with known optima: an iid
+ * Gaussian (closed-form MLE), a stationary AR(1) series simulated from its
+ * DENSE covariance (MLE checked against a 1-D profile search, and against the
+ * truth within sampling error), fixed parameters, restarts, cancellation and
+ * objectives that fail in part of their domain. */
+#include <check.h>
+#include <gsl/gsl_linalg.h>
+#include <gsl/gsl_matrix.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gmm/alloc.h"
+#include "gmm/fit.h"
+#include "support/testutil.h"
+
+/* ---- a small objective wrapper ----------------------------------------- */
+
+typedef struct {
+    char *name[3];
+    double value[3];
+    int positive[3];
+    int fixed[3];
+    gmm_objective obj;
+} toy;
+
+static void toy_init(toy *t, size_t np, const char *const *names, const double *v,
+                     const int *pos, gmm_status (*eval)(void *, const double *, double *, double *),
+                     void *ctx)
+{
+    memset(t, 0, sizeof *t);
+    for (size_t i = 0; i < np; i++) {
+        t->name[i] = (char *)names[i];
+        t->value[i] = v[i];
+        t->positive[i] = pos[i];
+    }
+    t->obj.nparam = np;
+    t->obj.name = t->name;
+    t->obj.value = t->value;
+    t->obj.positive = t->positive;
+    t->obj.fixed = t->fixed;
+    t->obj.eval = eval;
+    t->obj.ctx = ctx;
+}
+
+/* ---- iid Gaussian: theta = (mu, s2) ------------------------------------- */
+
+typedef struct {
+    size_t n;
+    double *y;
+    size_t evals;
+} iid_data;
+
+static gmm_status iid_eval(void *ctx, const double *th, double *f, double *g)
+{
+    iid_data *d = ctx;
+    double mu = th[0], s2 = th[1], ss = 0.0, s1 = 0.0;
+    d->evals++;
+    for (size_t i = 0; i < d->n; i++) {
+        ss += (d->y[i] - mu) * (d->y[i] - mu);
+        s1 += d->y[i] - mu;
+    }
+    *f = -0.5 * (double)d->n * log(2 * M_PI * s2) - ss / (2 * s2);
+    if (g) {
+        g[0] = s1 / s2;
+        g[1] = -0.5 * (double)d->n / s2 + ss / (2 * s2 * s2);
+    }
+    return GMM_OK;
+}
+
+static void iid_make(iid_data *d, size_t n, uint64_t seed)
+{
+    tu_rng r;
+    tu_rng_seed(&r, seed);
+    d->n = n;
+    d->evals = 0;
+    d->y = malloc(n * sizeof *d->y);
+    for (size_t i = 0; i < n; i++)
+        d->y[i] = 3.0 + 1.5 * tu_normal(&r);
+}
+
+START_TEST(test_iid_gaussian_mle)
+{
+    iid_data d;
+    iid_make(&d, 200, 11);
+    const char *names[] = {"mu", "s2"};
+    double v[] = {0.0, 0.1};
+    int pos[] = {0, 1};
+    toy t;
+    toy_init(&t, 2, names, v, pos, iid_eval, &d);
+    gmm_fit_params p;
+    gmm_fit_params_init(&p);
+    gmm_fit_result res;
+    ck_assert_int_eq(gmm_fit(&t.obj, &p, &res), GMM_OK);
+    double m = 0.0, s = 0.0;
+    for (size_t i = 0; i < d.n; i++)
+        m += d.y[i];
+    m /= (double)d.n;
+    for (size_t i = 0; i < d.n; i++)
+        s += (d.y[i] - m) * (d.y[i] - m);
+    s /= (double)d.n;
+    ck_assert(res.converged);
+    ck_assert_msg(fabs(t.value[0] - m) < 1e-6 * fmax(1, fabs(m)), "mu %.12g vs %.12g",
+                  t.value[0], m);
+    ck_assert_msg(fabs(t.value[1] - s) < 1e-6 * s, "s2 %.12g vs %.12g", t.value[1], s);
+    ck_assert(res.evaluations >= res.iterations);
+    ck_assert_ptr_nonnull(res.message);
+    free(d.y);
+}
+END_TEST
+
+START_TEST(test_fixed_parameter_is_held)
+{
+    iid_data d;
+    iid_make(&d, 100, 12);
+    const char *names[] = {"mu", "s2"};
+    double v[] = {0.5, 1.0};
+    int pos[] = {0, 1};
+    toy t;
+    toy_init(&t, 2, names, v, pos, iid_eval, &d);
+    t.fixed[0] = 1;
+    gmm_fit_params p;
+    gmm_fit_params_init(&p);
+    gmm_fit_result res;
+    ck_assert_int_eq(gmm_fit(&t.obj, &p, &res), GMM_OK);
+    ck_assert(t.value[0] == 0.5); /* bit for bit */
+    double s = 0.0;
+    for (size_t i = 0; i < d.n; i++)
+        s += (d.y[i] - 0.5) * (d.y[i] - 0.5);
+    s /= (double)d.n;
+    ck_assert_msg(fabs(t.value[1] - s) < 1e-6 * s, "s2 %.12g vs %.12g", t.value[1], s);
+
+    /* Everything fixed: one evaluation, nothing moves. */
+    t.fixed[1] = 1;
+    t.value[1] = 2.0;
+    d.evals = 0;
+    ck_assert_int_eq(gmm_fit(&t.obj, &p, &res), GMM_OK);
+    ck_assert(t.value[0] == 0.5 && t.value[1] == 2.0);
+    ck_assert_uint_eq(d.evals, 1);
+    ck_assert_uint_eq(res.iterations, 0);
+    free(d.y);
+}
+END_TEST
+
+/* ---- stationary AR(1) on a unit grid: theta = (variance, lengthscale),
+ * rho = exp(-1/lengthscale); exact likelihood in O(n) ---------------------- */
+
+typedef struct {
+    size_t n;
+    double *y;
+} ar1_data;
+
+static double ar1_loglik(const ar1_data *d, double v, double ell, double *g)
+{
+    double rho = exp(-1.0 / ell), c = 1.0 - rho * rho, n = (double)d->n;
+    double a = d->y[0] * d->y[0], b = 0.0, drho_b = 0.0;
+    for (size_t k = 1; k < d->n; k++) {
+        double e = d->y[k] - rho * d->y[k - 1];
+        b += e * e;
+        drho_b += -2.0 * e * d->y[k - 1];
+    }
+    double f = -0.5 * n * log(2 * M_PI * v) - 0.5 * (n - 1) * log(c) - a / (2 * v) -
+               b / (2 * v * c);
+    if (g) {
+        double dc = -2.0 * rho;
+        double df_drho = -0.5 * (n - 1) * dc / c - drho_b / (2 * v * c) +
+                         b * dc / (2 * v * c * c);
+        g[0] = -0.5 * n / v + a / (2 * v * v) + b / (2 * v * v * c);
+        g[1] = df_drho * rho / (ell * ell);
+    }
+    return f;
+}
+
+static gmm_status ar1_eval(void *ctx, const double *th, double *f, double *g)
+{
+    *f = ar1_loglik(ctx, th[0], th[1], g);
+    return GMM_OK;
+}
+
+/* y ~ N(0, K), K_ij = v rho^|i-j|, via a dense GSL Cholesky (the test does
+ * not trust the Markov structure it is testing against). */
+static void ar1_simulate(ar1_data *d, size_t n, double v, double ell, uint64_t seed)
+{
+    gsl_matrix *K = gsl_matrix_alloc(n, n);
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < n; j++)
+            gsl_matrix_set(K, i, j, v * exp(-fabs((double)i - (double)j) / ell));
+    ck_assert_int_eq(gsl_linalg_cholesky_decomp1(K), 0);
+    tu_rng r;
+    tu_rng_seed(&r, seed);
+    double *z = malloc(n * sizeof *z);
+    for (size_t i = 0; i < n; i++)
+        z[i] = tu_normal(&r);
+    d->n = n;
+    d->y = calloc(n, sizeof *d->y);
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j <= i; j++)
+            d->y[i] += gsl_matrix_get(K, i, j) * z[j];
+    free(z);
+    gsl_matrix_free(K);
+}
+
+/* Reference MLE: variance profiled out in closed form, golden-section search
+ * over the lengthscale. */
+static void ar1_reference(const ar1_data *d, double *v, double *ell)
+{
+    double lo = log(0.05), hi = log(50.0), gr = (sqrt(5.0) - 1) / 2;
+    double n = (double)d->n;
+    double best_v = 0.0;
+    for (int it = 0; it < 200; it++) {
+        double m1 = hi - gr * (hi - lo), m2 = lo + gr * (hi - lo), f[2];
+        double mm[2] = {m1, m2};
+        for (int s = 0; s < 2; s++) {
+            double l = exp(mm[s]), rho = exp(-1.0 / l), c = 1 - rho * rho;
+            double q = d->y[0] * d->y[0];
+            for (size_t k = 1; k < d->n; k++) {
+                double e = d->y[k] - rho * d->y[k - 1];
+                q += e * e / c;
+            }
+            best_v = q / n;
+            f[s] = ar1_loglik(d, best_v, l, NULL);
+        }
+        if (f[0] > f[1])
+            hi = m2;
+        else
+            lo = m1;
+    }
+    *ell = exp(0.5 * (lo + hi));
+    double rho = exp(-1.0 / *ell), c = 1 - rho * rho, q = d->y[0] * d->y[0];
+    for (size_t k = 1; k < d->n; k++) {
+        double e = d->y[k] - rho * d->y[k - 1];
+        q += e * e / c;
+    }
+    *v = q / n;
+}
+
+START_TEST(test_ar1_recovers_parameters)
+{
+    const double v_true = 2.0, l_true = 1.0;
+    ar1_data d;
+    ar1_simulate(&d, 1000, v_true, l_true, 2024);
+    const char *names[] = {"variance", "lengthscale"};
+    double v0[] = {0.3, 8.0};
+    int pos[] = {1, 1};
+    toy t;
+    toy_init(&t, 2, names, v0, pos, ar1_eval, &d);
+    gmm_fit_params p;
+    gmm_fit_params_init(&p);
+    gmm_fit_result res;
+    ck_assert_int_eq(gmm_fit(&t.obj, &p, &res), GMM_OK);
+    ck_assert(res.converged);
+    double vr, lr;
+    ar1_reference(&d, &vr, &lr);
+    /* The optimiser finds the MLE: 1e-5 relative (the golden section is
+     * exact to ~1e-8 in log ell; the optimiser stops at ||g|| <= 1e-5). */
+    ck_assert_msg(fabs(t.value[0] / vr - 1) < 1e-5, "variance %.10g vs %.10g", t.value[0], vr);
+    ck_assert_msg(fabs(t.value[1] / lr - 1) < 1e-5, "lengthscale %.10g vs %.10g", t.value[1],
+                  lr);
+    ck_assert(res.loglik >= ar1_loglik(&d, vr, lr, NULL) - 1e-9);
+    /* And the MLE is near the truth: n = 1000, dt/ell = 1 gives standard
+     * errors of about 5% (variance) and 8% (lengthscale); allow 3 of them. */
+    ck_assert_msg(fabs(t.value[0] / v_true - 1) < 0.15, "variance %g", t.value[0]);
+    ck_assert_msg(fabs(t.value[1] / l_true - 1) < 0.25, "lengthscale %g", t.value[1]);
+    free(d.y);
+}
+END_TEST
+
+/* ---- a 1-D objective with two maxima: restarts ------------------------- */
+
+/* f(p) = 2 exp(-(log p - log 20)^2) + exp(-(log p)^2 * 4): local max near
+ * p = 1 (height ~1), global near p = 20 (height ~2). */
+static gmm_status bimodal_eval(void *ctx, const double *th, double *f, double *g)
+{
+    (void)ctx;
+    double u = log(th[0]), a = u - log(20.0);
+    double e1 = 2 * exp(-a * a), e2 = exp(-4 * u * u);
+    *f = e1 + e2;
+    if (g)
+        g[0] = (-2 * a * e1 - 8 * u * e2) / th[0];
+    return GMM_OK;
+}
+
+static int count_progress(void *user, const gmm_fit_progress *p)
+{
+    size_t *calls = user;
+    ck_assert(p->iteration >= 1);
+    ck_assert(isfinite(p->loglik) && p->grad_norm >= 0);
+    ck_assert(p->value[0] > 0);
+    (*calls)++;
+    return 0;
+}
+
+START_TEST(test_restarts_find_better_optimum)
+{
+    const char *names[] = {"p"};
+    double v0[] = {1.2};
+    int pos[] = {1};
+    toy t;
+    toy_init(&t, 1, names, v0, pos, bimodal_eval, NULL);
+    gmm_fit_params p;
+    gmm_fit_params_init(&p);
+    gmm_fit_result res;
+    ck_assert_int_eq(gmm_fit(&t.obj, &p, &res), GMM_OK);
+    ck_assert(fabs(t.value[0] - 1.0) < 0.05); /* one start: the local maximum */
+    ck_assert(res.loglik < 1.5);
+
+    t.value[0] = 1.2;
+    size_t calls = 0;
+    p.restarts = 10;
+    p.jitter = 2.0;
+    p.seed = 7;
+    p.progress = count_progress;
+    p.user = &calls;
+    ck_assert_int_eq(gmm_fit(&t.obj, &p, &res), GMM_OK);
+    ck_assert_msg(fabs(t.value[0] / 20.0 - 1) < 1e-4, "p = %g", t.value[0]);
+    ck_assert(res.loglik > 1.99);
+    ck_assert(res.best_start > 0);
+    ck_assert(calls > 0);
+
+    /* Same seed, same answer. */
+    double first = t.value[0];
+    t.value[0] = 1.2;
+    ck_assert_int_eq(gmm_fit(&t.obj, &p, &res), GMM_OK);
+    ck_assert(t.value[0] == first);
+}
+END_TEST
+
+static int cancel_at_2(void *user, const gmm_fit_progress *p)
+{
+    (void)user;
+    return p->iteration >= 2;
+}
+
+START_TEST(test_cancel)
+{
+    iid_data d;
+    iid_make(&d, 50, 13);
+    const char *names[] = {"mu", "s2"};
+    double v[] = {0.0, 0.1};
+    int pos[] = {0, 1};
+    toy t;
+    toy_init(&t, 2, names, v, pos, iid_eval, &d);
+    gmm_fit_params p;
+    gmm_fit_params_init(&p);
+    p.progress = cancel_at_2;
+    gmm_fit_result res;
+    ck_assert_int_eq(gmm_fit(&t.obj, &p, &res), GMM_ECANCEL);
+    ck_assert_int_eq(gmm_error_status(), GMM_ECANCEL);
+    /* No start finished: the start values are left in place. */
+    ck_assert(t.value[0] == 0.0 && t.value[1] == 0.1);
+    free(d.y);
+}
+END_TEST
+
+/* ---- objectives undefined in part of the domain ------------------------ */
+
+typedef struct {
+    double bound;
+    size_t failures;
+} wall_data;
+
+/* f(p) = -(p - 2)^2 for p < bound, GMM_ENOTPD beyond: the maximum 2 sits
+ * just inside the wall, so extrapolating line searches hit it. */
+static gmm_status wall_eval(void *ctx, const double *th, double *f, double *g)
+{
+    wall_data *w = ctx;
+    if (th[0] >= w->bound) {
+        w->failures++;
+        return gmm_error_at(GMM_ENOTPD, 3, "not positive definite at row 3");
+    }
+    *f = -(th[0] - 2) * (th[0] - 2);
+    if (g)
+        g[0] = -2 * (th[0] - 2);
+    return GMM_OK;
+}
+
+START_TEST(test_domain_failures_backtrack)
+{
+    const char *names[] = {"p"};
+    int pos[] = {1};
+    for (int unconstrained = 0; unconstrained <= 1; unconstrained++) {
+        /* Log scale: More-Thuente's extrapolation overshoots from 0.01.
+         * Natural scale: liblbfgs's first trial is a unit step, 1.5 -> 2.5. */
+        wall_data w = {2.05, 0};
+        double v0[] = {unconstrained ? 1.5 : 0.01};
+        int pos1[] = {unconstrained ? 0 : 1};
+        toy t;
+        toy_init(&t, 1, names, v0, unconstrained ? pos1 : pos, wall_eval, &w);
+        gmm_fit_params p;
+        gmm_fit_params_init(&p);
+        gmm_fit_result res;
+        ck_assert_int_eq(gmm_fit(&t.obj, &p, &res), GMM_OK);
+        ck_assert_msg(w.failures > 0, "the test must exercise the wall");
+        ck_assert(res.converged);
+        ck_assert_msg(fabs(t.value[0] - 2.0) < 1e-5, "p = %.10g (%s)", t.value[0], res.message);
+    }
+}
+END_TEST
+
+START_TEST(test_failing_start)
+{
+    const char *names[] = {"p"};
+    int pos[] = {1};
+    wall_data w = {2.5, 0};
+    double v0[] = {3.0};
+    toy t;
+    toy_init(&t, 1, names, v0, pos, wall_eval, &w);
+    gmm_fit_params p;
+    gmm_fit_params_init(&p);
+    gmm_fit_result res;
+    ck_assert_int_eq(gmm_fit(&t.obj, &p, &res), GMM_ENOTPD);
+    ck_assert_msg(strstr(gmm_error_message(), "fit: starting point: not positive definite"),
+                  "%s", gmm_error_message());
+    ck_assert(t.value[0] == 3.0);
+
+    /* With restarts the failing start is skipped. */
+    p.restarts = 8;
+    p.seed = 3;
+    ck_assert_int_eq(gmm_fit(&t.obj, &p, &res), GMM_OK);
+    ck_assert(res.failed_starts >= 1 && res.failed_starts < 8);
+    ck_assert(res.best_start > 0);
+    ck_assert(fabs(t.value[0] - 2.0) < 1e-5);
+}
+END_TEST
+
+/* A positive log-likelihood (negative objective) must not trip the relative
+ * decrease test: liblbfgs's own divides by f. */
+static gmm_status shifted_eval(void *ctx, const double *th, double *f, double *g)
+{
+    (void)ctx;
+    double a = th[0] - 3, b = th[1] + 1;
+    *f = 1e4 - a * a - 10 * b * b - a * b;
+    if (g) {
+        g[0] = -2 * a - b;
+        g[1] = -20 * b - a;
+    }
+    return GMM_OK;
+}
+
+START_TEST(test_positive_loglik)
+{
+    const char *names[] = {"a", "b"};
+    double v0[] = {20.0, 20.0};
+    int pos[] = {0, 0};
+    toy t;
+    toy_init(&t, 2, names, v0, pos, shifted_eval, NULL);
+    gmm_fit_params p;
+    gmm_fit_params_init(&p);
+    gmm_fit_result res;
+    ck_assert_int_eq(gmm_fit(&t.obj, &p, &res), GMM_OK);
+    ck_assert(res.converged);
+    ck_assert_msg(fabs(t.value[0] - 3) < 1e-4 && fabs(t.value[1] + 1) < 1e-4, "%g %g",
+                  t.value[0], t.value[1]);
+}
+END_TEST
+
+START_TEST(test_max_iterations_not_converged)
+{
+    iid_data d;
+    iid_make(&d, 50, 14);
+    const char *names[] = {"mu", "s2"};
+    double v[] = {-50.0, 1e-3};
+    int pos[] = {0, 1};
+    toy t;
+    toy_init(&t, 2, names, v, pos, iid_eval, &d);
+    gmm_fit_params p;
+    gmm_fit_params_init(&p);
+    p.max_iterations = 1;
+    gmm_fit_result res;
+    ck_assert_int_eq(gmm_fit(&t.obj, &p, &res), GMM_OK);
+    ck_assert(!res.converged);
+    ck_assert_uint_eq(res.iterations, 1);
+    ck_assert(strstr(res.message, "maximum number of iterations"));
+    free(d.y);
+}
+END_TEST
+
+START_TEST(test_params_check_names_field)
+{
+    gmm_fit_params p;
+    gmm_fit_params_init(&p);
+    ck_assert_int_eq(gmm_fit_params_check(&p), GMM_OK);
+    p.epsilon = 0;
+    ck_assert_int_eq(gmm_fit_params_check(&p), GMM_EINVAL);
+    ck_assert(strstr(gmm_error_message(), "epsilon"));
+    gmm_fit_params_init(&p);
+    p.restarts = 0;
+    ck_assert_int_eq(gmm_fit_params_check(&p), GMM_EINVAL);
+    ck_assert(strstr(gmm_error_message(), "restarts"));
+    gmm_fit_params_init(&p);
+    p.delta = NAN;
+    ck_assert_int_eq(gmm_fit_params_check(&p), GMM_EINVAL);
+    ck_assert(strstr(gmm_error_message(), "delta"));
+    gmm_fit_params_init(&p);
+    p.memory = 0;
+    ck_assert_int_eq(gmm_fit_params_check(&p), GMM_EINVAL);
+    ck_assert(strstr(gmm_error_message(), "memory"));
+    gmm_fit_params_init(&p);
+    p.jitter = -1;
+    ck_assert_int_eq(gmm_fit_params_check(&p), GMM_EINVAL);
+    ck_assert(strstr(gmm_error_message(), "jitter"));
+    gmm_fit_params_init(&p);
+    p.max_linesearch = 0;
+    ck_assert_int_eq(gmm_fit_params_check(&p), GMM_EINVAL);
+    ck_assert(strstr(gmm_error_message(), "max_linesearch"));
+
+    /* A non-positive start for a positive parameter. */
+    iid_data d;
+    iid_make(&d, 10, 15);
+    const char *names[] = {"mu", "noise.variance"};
+    double v[] = {0.0, -1.0};
+    int pos[] = {0, 1};
+    toy t;
+    toy_init(&t, 2, names, v, pos, iid_eval, &d);
+    gmm_fit_result res;
+    gmm_fit_params_init(&p);
+    ck_assert_int_eq(gmm_fit(&t.obj, &p, &res), GMM_EINVAL);
+    ck_assert(strstr(gmm_error_message(), "noise.variance"));
+    free(d.y);
+}
+END_TEST
+
+/* Count-down allocator: every allocation failure returns GMM_ENOMEM, leaves
+ * the start values in place and leaks nothing (run under ASan/valgrind). */
+START_TEST(test_out_of_memory_sweep)
+{
+    iid_data d;
+    iid_make(&d, 30, 16);
+    const char *names[] = {"mu", "s2"};
+    int pos[] = {0, 1};
+    gmm_fit_params p;
+    gmm_fit_params_init(&p);
+    p.restarts = 2;
+    gmm_fit_result res;
+    gmm_status st = GMM_ENOMEM;
+    long k;
+    for (k = 0; k < 100 && st == GMM_ENOMEM; k++) {
+        double v[] = {0.0, 0.1};
+        toy t;
+        toy_init(&t, 2, names, v, pos, iid_eval, &d);
+        gmm_alloc_fail_after(k);
+        st = gmm_fit(&t.obj, &p, &res);
+        gmm_alloc_fail_after(-1);
+        if (st == GMM_ENOMEM)
+            ck_assert(t.value[0] == 0.0 && t.value[1] == 0.1);
+    }
+    ck_assert_int_eq(st, GMM_OK);
+    ck_assert(k > 1);
+    free(d.y);
+}
+END_TEST
+
+Suite *infer_fit_suite(void)
+{
+    Suite *s = suite_create("infer_fit");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, test_iid_gaussian_mle);
+    tcase_add_test(tc, test_fixed_parameter_is_held);
+    tcase_add_test(tc, test_ar1_recovers_parameters);
+    tcase_add_test(tc, test_restarts_find_better_optimum);
+    tcase_add_test(tc, test_cancel);
+    tcase_add_test(tc, test_domain_failures_backtrack);
+    tcase_add_test(tc, test_failing_start);
+    tcase_add_test(tc, test_positive_loglik);
+    tcase_add_test(tc, test_max_iterations_not_converged);
+    tcase_add_test(tc, test_params_check_names_field);
+    tcase_add_test(tc, test_out_of_memory_sweep);
+    suite_add_tcase(s, tc);
+    return s;
+}
