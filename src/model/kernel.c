@@ -134,8 +134,8 @@ static gmm_status build_leaf(const gmm_spec_node *s, knode *n, double *vals)
     char buf[256];
     const gmm_kernel_type *t = gmm_kernel_type_find(s->name);
     if (!t)
-        return gmm_error_at(GMM_EPARSE, s->pos, "unknown kernel '%s' at %zu (kernels: %s)",
-                            s->name ? s->name : "", s->pos, type_names(buf, sizeof buf));
+        return gmm_error_at(GMM_EPARSE, s->pos, "unknown kernel '%s' (kernels: %s)",
+                            s->name ? s->name : "", type_names(buf, sizeof buf));
     n->type = t;
     int seen[GMM_KERNEL_MAXPARAM] = {0};
     for (size_t i = 0; i < t->nparam; i++) {
@@ -149,23 +149,22 @@ static gmm_status build_leaf(const gmm_spec_node *s, knode *n, double *vals)
             i++;
         if (i == t->nparam)
             return gmm_error_at(GMM_EPARSE, g->pos,
-                                "unknown parameter '%s' of %s at %zu (parameters: %s)", g->key,
-                                t->name, g->pos, param_names(t, buf, sizeof buf));
+                                "unknown parameter '%s' of %s (parameters: %s)", g->key,
+                                t->name, param_names(t, buf, sizeof buf));
         if (seen[i]++)
-            return gmm_error_at(GMM_EPARSE, g->pos, "parameter '%s' given twice at %zu", g->key,
-                                g->pos);
+            return gmm_error_at(GMM_EPARSE, g->pos, "parameter '%s' given twice", g->key);
         if (t->param[i].structural) {
             if (!(g->value >= 1.0 && g->value <= GMM_KERNEL_MAXHARMONICS)
                 || g->value != floor(g->value))
                 return gmm_error_at(GMM_EPARSE, g->pos,
-                                    "%s must be an integer in 1..%d at %zu (got %g)", g->key,
-                                    GMM_KERNEL_MAXHARMONICS, g->pos, g->value);
+                                    "%s must be an integer in 1..%d (got %g)", g->key,
+                                    GMM_KERNEL_MAXHARMONICS, g->value);
             n->sval[i] = g->value;
         } else {
             if (!(g->value > 0.0) || !isfinite(g->value))
                 return gmm_error_at(GMM_EPARSE, g->pos,
-                                    "%s must be positive and finite at %zu (got %g)", g->key,
-                                    g->pos, g->value);
+                                    "%s must be positive and finite (got %g)", g->key,
+                                    g->value);
             vals[i] = g->value;
         }
     }
@@ -190,7 +189,7 @@ static gmm_status spec_count(const gmm_spec_node *s, size_t *nleaves, size_t *np
         return GMM_OK;
     }
     if (s->nchild == 0)
-        return gmm_error_at(GMM_EPARSE, s->pos, "empty sum or product at %zu", s->pos);
+        return gmm_error_at(GMM_EPARSE, s->pos, "empty sum or product");
     for (size_t i = 0; i < s->nchild; i++) {
         gmm_status st = spec_count(s->child[i], nleaves, nparam);
         if (st)

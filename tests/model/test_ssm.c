@@ -13,7 +13,7 @@
 
 #include "gmm/kernel.h"
 #include "gmm/ssm.h"
-#include "support/specstub.h"
+#include "gmm/spec.h"
 #include "support/testutil.h"
 
 /* ---- dense oracle --------------------------------------------------------------- */
@@ -94,12 +94,12 @@ static void dense_free(dense_gp *g)
 
 static gmm_kernel *kernel_of(const char *text)
 {
-    gmm_spec_node *s = tu_spec_parse(text);
-    ck_assert_msg(s != NULL, "stub parse of %s", text);
+    gmm_spec_node *s = NULL;
+    ck_assert_msg(gmm_spec_parse(text, &s) == GMM_OK, "parse %s: %s", text, gmm_error_message());
     gmm_kernel *k = NULL;
     gmm_status st = gmm_kernel_from_spec(s, &k);
     ck_assert_msg(st == GMM_OK, "%s: %s", text, gmm_error_message());
-    tu_spec_free(s);
+    gmm_spec_free(s);
     return k;
 }
 
