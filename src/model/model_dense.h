@@ -1,0 +1,130 @@
+/* model_dense.h -- tiny row-major dense helpers for the d x d blocks of the
+ * model layer (d is a state dimension: a handful to a few dozen).  Private to
+ * src/model/.  Nothing here is ever n x n. */
+#ifndef GMM_MODEL_DENSE_H
+#define GMM_MODEL_DENSE_H
+
+#include <math.h>
+#include <stddef.h>
+#include <string.h>
+
+/* C = A B (m x k times k x n). */
+static inline void md_mul(size_t m, size_t k, size_t n, const double *A, const double *B,
+                          double *C)
+{
+    for (size_t i = 0; i < m; i++)
+        for (size_t j = 0; j < n; j++) {
+            double s = 0.0;
+            for (size_t l = 0; l < k; l++)
+                s += A[i * k + l] * B[l * n + j];
+            C[i * n + j] = s;
+        }
+}
+
+/* C (+)= alpha op(A) op(B) for square d x d, ta/tb nonzero = transpose. */
+static inline void md_gemm(size_t d, int ta, int tb, double alpha, const double *A,
+                           const double *B, double beta, double *C)
+{
+    for (size_t i = 0; i < d; i++)
+        for (size_t j = 0; j < d; j++) {
+            double s = 0.0;
+            for (size_t l = 0; l < d; l++)
+                s += (ta ? A[l * d + i] : A[i * d + l]) * (tb ? B[j * d + l] : B[l * d + j]);
+            C[i * d + j] = (beta == 0.0 ? 0.0 : beta * C[i * d + j]) + alpha * s;
+        }
+}
+
+/* sum_ij A(i,j) B(i,j) over m entries. */
+static inline double md_dot(size_t m, const double *A, const double *B)
+{
+    double s = 0.0;
+    for (size_t i = 0; i < m; i++)
+        s += A[i] * B[i];
+    return s;
+}
+
+static inline void md_axpy(size_t m, double a, const double *x, double *y)
+{
+    for (size_t i = 0; i < m; i++)
+        y[i] += a * x[i];
+}
+
+static inline void md_zero(size_t m, double *x) { memset(x, 0, m * sizeof *x); }
+
+/* A <- (A + A^T)/2. */
+static inline void md_symmetrise(size_t d, double *A)
+{
+    for (size_t i = 0; i < d; i++)
+        for (size_t j = 0; j < i; j++) {
+            double s = 0.5 * (A[i * d + j] + A[j * d + i]);
+            A[i * d + j] = A[j * d + i] = s;
+        }
+}
+
+/* Kronecker product C = X (x) Y, X dx x dx, Y dy x dy, C (dx dy)^2. */
+static inline void md_kron(size_t dx, const double *X, size_t dy, const double *Y, double *C)
+{
+    size_t d = dx * dy;
+    for (size_t a = 0; a < dx; a++)
+        for (size_t b = 0; b < dx; b++)
+            for (size_t c = 0; c < dy; c++)
+                for (size_t e = 0; e < dy; e++)
+                    C[(a * dy + c) * d + b * dy + e] = X[a * dx + b] * Y[c * dy + e];
+}
+
+/* C += alpha X (x) Y. */
+static inline void md_kron_acc(double alpha, size_t dx, const double *X, size_t dy,
+                               const double *Y, double *C)
+{
+    size_t d = dx * dy;
+    for (size_t a = 0; a < dx; a++)
+        for (size_t b = 0; b < dx; b++)
+            for (size_t c = 0; c < dy; c++)
+                for (size_t e = 0; e < dy; e++)
+                    C[(a * dy + c) * d + b * dy + e] += alpha * X[a * dx + b] * Y[c * dy + e];
+}
+
+/* Reverse of C = X (x) Y: Xbar += contraction of Cbar with Y (when Xbar),
+ * Ybar += contraction of Cbar with X (when Ybar). */
+static inline void md_kron_rev(size_t dx, const double *X, size_t dy, const double *Y,
+                               const double *Cbar, double *Xbar, double *Ybar)
+{
+    size_t d = dx * dy;
+    for (size_t a = 0; a < dx; a++)
+        for (size_t b = 0; b < dx; b++)
+            for (size_t c = 0; c < dy; c++)
+                for (size_t e = 0; e < dy; e++) {
+                    double g = Cbar[(a * dy + c) * d + b * dy + e];
+                    if (Xbar)
+                        Xbar[a * dx + b] += g * Y[c * dy + e];
+                    if (Ybar)
+                        Ybar[c * dy + e] += g * X[a * dx + b];
+                }
+}
+
+/* In-place Cholesky of a symmetric positive definite d x d A (lower factor in
+ * the lower triangle, upper triangle zeroed).  Returns 0, or i + 1 for the
+ * first non-positive (or non-finite) pivot i. */
+static inline size_t md_chol(size_t d, double *A)
+{
+    for (size_t j = 0; j < d; j++) {
+        double s = A[j * d + j];
+        for (size_t l = 0; l < j; l++)
+            s -= A[j * d + l] * A[j * d + l];
+        if (!(s > 0.0) || !isfinite(s))
+            return j + 1;
+        double ljj = sqrt(s);
+        A[j * d + j] = ljj;
+        for (size_t i = j + 1; i < d; i++) {
+            double t = A[i * d + j];
+            for (size_t l = 0; l < j; l++)
+                t -= A[i * d + l] * A[j * d + l];
+            A[i * d + j] = t / ljj;
+        }
+        for (size_t i = 0; i < j; i++)
+            A[i * d + j] = 0.0;
+    }
+    return 0;
+}
+
+#endif
