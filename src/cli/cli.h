@@ -65,5 +65,6 @@ int cli_interrupt_exit_code(void);
 
 /* Subcommands (one file each). */
 int cmd_version(int argc, char **argv);
+int cmd_order(int argc, char **argv);
 
 #endif

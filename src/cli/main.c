@@ -11,6 +11,7 @@
 
 const cli_command cli_commands[] = {
     {"version", cmd_version, "print the version and exit"},
+    {"order", cmd_order, "reverse Cuthill-McKee ordering of a graph: bandwidth, profile"},
     {NULL, NULL, NULL},
 };
 
