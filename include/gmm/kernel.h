@@ -20,16 +20,21 @@
  *
  * ZERO PROCESS NOISE.  constant, cosine and periodic are deterministic given
  * their state (Q(dt) = 0), so the state precision does not exist.  Their
- * TYPES report the exact Q = 0 (flag zero_noise); the composite kernel
- * regularises every such factor by a tiny damping, i.e. it uses the valid
- * stationary kernel
+ * TYPES report the exact Q = 0 (flag zero_noise).  A product with a factor
+ * that has process noise has Q > 0 already (Q = Q1 (x) P2 + A1 P1 A1^T (x)
+ * Q2); every other zero-noise factor (alone, in a sum, or in a product of
+ * zero-noise factors only) is regularised by a tiny damping, i.e. the
+ * composite uses the valid stationary kernel
  *
- *     k_reg(tau) = k(tau) exp(-|tau| * damp)
+ *     k_reg(tau) = k(tau) exp(-|tau| * damp / Z)
  *
  * whose state space is A_reg = rho A, Q_reg = (1 - rho^2) Pinf + rho^2 Q,
- * rho = exp(-damp dt), with Pinf unchanged.  ssm.h chooses damp from the span
- * of the data (see there); gmm_kernel_cov evaluates the damped covariance so a
- * dense oracle of the regularised model is exact.
+ * rho = exp(-damp dt / Z), with Pinf unchanged.  Z is the largest number of
+ * damped factors multiplied together in any term of the expanded kernel
+ * (cosine * periodic: 2), so every term's envelope is exactly or at least
+ * exp(-damp |tau|).  ssm.h chooses damp from the data (see there);
+ * gmm_kernel_cov evaluates the damped covariance so a dense oracle of the
+ * regularised model is exact.
  */
 #ifndef GMM_KERNEL_H
 #define GMM_KERNEL_H
@@ -131,8 +136,10 @@ double *gmm_kernel_values(gmm_kernel *k);
 const double *gmm_kernel_values_const(const gmm_kernel *k);
 /* Index of the parameter called `name`, or GMM_EINVAL. */
 gmm_status gmm_kernel_param_find(const gmm_kernel *k, const char *name, size_t *i);
-/* True when some factor has zero process noise (is regularised by damping). */
-int gmm_kernel_has_zero_noise(const gmm_kernel *k);
+/* True when some factor is regularised by damping: a zero-process-noise
+ * factor not multiplied by a factor with process noise (periodic *
+ * matern32 needs none: its Q is positive definite). */
+int gmm_kernel_damped(const gmm_kernel *k);
 
 /* Fill every NAN value with its data-driven default (gmm_kernel_default)
  * from the inputs x (n, any order) and outputs y (n; NAN = missing).
@@ -151,9 +158,16 @@ double gmm_kernel_default_noise(const double *y, size_t n);
 size_t gmm_kernel_format(const gmm_kernel *k, const double *theta, char *buf, size_t size);
 
 /* k(tau) of the composite kernel at parameters theta, with every
- * zero-process-noise factor multiplied by exp(-|tau| damp) (damp = 0: the
- * exact kernel).  Dense oracles and docs; O(number of leaves + harmonics). */
+ * zero-process-noise factor multiplied by exp(-|tau| damp / Z) (damp = 0:
+ * the exact kernel).  Dense oracles and docs; O(number of leaves + harmonics). */
 double gmm_kernel_cov(const gmm_kernel *k, const double *theta, double damp, double tau);
+
+/* The smallest interval dt every factor accepts at theta (its type's
+ * min_dt_rel times its scale parameter; see ssm.h, CLOSE INPUTS): the
+ * largest such value over the factors, 0 when none has a limit.  *param (may
+ * be NULL) receives the index in theta of the binding parameter (SIZE_MAX
+ * when none). */
+double gmm_kernel_spacing_limit(const gmm_kernel *k, const double *theta, size_t *param);
 
 /* ---- state space of a composite kernel ------------------------------------- */
 

@@ -60,6 +60,7 @@ typedef struct knode {
     double sval[GMM_KERNEL_MAXPARAM]; /* structural values (others unused) */
     size_t tix[GMM_KERNEL_MAXPARAM];  /* index in theta, SIZE_MAX if structural */
     int var_first;                    /* first factor of its product term */
+    int damped;                       /* zero-noise factor regularised by damping */
     /* arena offsets (doubles) */
     size_t oA, oQ, oP, oH, oAb, oQb, oPb, oM, oMb, odA, odQ, odP;
 } knode;
@@ -70,7 +71,8 @@ struct gmm_kernel {
     knode **leaves;
     char **name;
     double *value;
-    int zero_noise;
+    int damped_any;
+    double zweight; /* 1/Z: share of the damping rate each zero-noise factor gets */
 };
 
 struct gmm_kernel_work {
@@ -132,8 +134,8 @@ static gmm_status build_leaf(const gmm_spec_node *s, knode *n, double *vals)
     char buf[256];
     const gmm_kernel_type *t = gmm_kernel_type_find(s->name);
     if (!t)
-        return gmm_error_at(GMM_EPARSE, s->pos, "unknown kernel '%s' at %zu (kernels: %s)",
-                            s->name ? s->name : "", s->pos, type_names(buf, sizeof buf));
+        return gmm_error_at(GMM_EPARSE, s->pos, "unknown kernel '%s' (kernels: %s)",
+                            s->name ? s->name : "", type_names(buf, sizeof buf));
     n->type = t;
     int seen[GMM_KERNEL_MAXPARAM] = {0};
     for (size_t i = 0; i < t->nparam; i++) {
@@ -147,23 +149,22 @@ static gmm_status build_leaf(const gmm_spec_node *s, knode *n, double *vals)
             i++;
         if (i == t->nparam)
             return gmm_error_at(GMM_EPARSE, g->pos,
-                                "unknown parameter '%s' of %s at %zu (parameters: %s)", g->key,
-                                t->name, g->pos, param_names(t, buf, sizeof buf));
+                                "unknown parameter '%s' of %s (parameters: %s)", g->key,
+                                t->name, param_names(t, buf, sizeof buf));
         if (seen[i]++)
-            return gmm_error_at(GMM_EPARSE, g->pos, "parameter '%s' given twice at %zu", g->key,
-                                g->pos);
+            return gmm_error_at(GMM_EPARSE, g->pos, "parameter '%s' given twice", g->key);
         if (t->param[i].structural) {
             if (!(g->value >= 1.0 && g->value <= GMM_KERNEL_MAXHARMONICS)
                 || g->value != floor(g->value))
                 return gmm_error_at(GMM_EPARSE, g->pos,
-                                    "%s must be an integer in 1..%d at %zu (got %g)", g->key,
-                                    GMM_KERNEL_MAXHARMONICS, g->pos, g->value);
+                                    "%s must be an integer in 1..%d (got %g)", g->key,
+                                    GMM_KERNEL_MAXHARMONICS, g->value);
             n->sval[i] = g->value;
         } else {
             if (!(g->value > 0.0) || !isfinite(g->value))
                 return gmm_error_at(GMM_EPARSE, g->pos,
-                                    "%s must be positive and finite at %zu (got %g)", g->key,
-                                    g->pos, g->value);
+                                    "%s must be positive and finite (got %g)", g->key,
+                                    g->value);
             vals[i] = g->value;
         }
     }
@@ -188,7 +189,7 @@ static gmm_status spec_count(const gmm_spec_node *s, size_t *nleaves, size_t *np
         return GMM_OK;
     }
     if (s->nchild == 0)
-        return gmm_error_at(GMM_EPARSE, s->pos, "empty sum or product at %zu", s->pos);
+        return gmm_error_at(GMM_EPARSE, s->pos, "empty sum or product");
     for (size_t i = 0; i < s->nchild; i++) {
         gmm_status st = spec_count(s->child[i], nleaves, nparam);
         if (st)
@@ -278,6 +279,49 @@ fail:
     return st;
 }
 
+/* Q(dt) positive definite for dt > 0: a factor with process noise; a sum of
+ * such; a product with at least one such factor (Q = Q_L (x) P_R + M_L (x)
+ * Q_R >= either term, M_L = A_L P_L A_L^T being positive definite). */
+static int is_noisy(const knode *n)
+{
+    if (n->op == KN_LEAF)
+        return !n->type->zero_noise;
+    int any = 0, all = 1;
+    for (size_t i = 0; i < n->nchild; i++) {
+        int c = is_noisy(n->child[i]);
+        any |= c;
+        all &= c;
+    }
+    return n->op == KN_SUM ? all : any;
+}
+
+/* Damp exactly the zero-noise factors not covered by a noisy product above
+ * them: only those terms of the kernel have Q = 0. */
+static void mark_damped(knode *n, int covered)
+{
+    if (n->op == KN_LEAF) {
+        n->damped = !covered && n->type->zero_noise;
+        return;
+    }
+    int c = covered || (n->op == KN_PROD && is_noisy(n));
+    for (size_t i = 0; i < n->nchild; i++)
+        mark_damped(n->child[i], c);
+}
+
+/* Z: the largest number of damped zero-noise factors multiplied together in any
+ * term of the expanded kernel (sums: max over children, products: sum). */
+static size_t zero_noise_depth(const knode *n)
+{
+    if (n->op == KN_LEAF)
+        return n->damped ? 1 : 0;
+    size_t z = 0;
+    for (size_t i = 0; i < n->nchild; i++) {
+        size_t c = zero_noise_depth(n->child[i]);
+        z = n->op == KN_SUM ? (c > z ? c : z) : z + c;
+    }
+    return z;
+}
+
 /* Lay out the work arena: offsets for every node. */
 static void layout(knode *n, size_t *off)
 {
@@ -357,8 +401,11 @@ gmm_status gmm_kernel_from_spec(const gmm_spec_node *spec, gmm_kernel **out)
     if (st)
         goto fail;
     k->d = k->root->d;
+    mark_damped(k->root, 0);
     for (size_t i = 0; i < nleaves; i++)
-        k->zero_noise |= k->leaves[i]->type->zero_noise;
+        k->damped_any |= k->leaves[i]->damped;
+    size_t Z = zero_noise_depth(k->root);
+    k->zweight = Z > 0 ? 1.0 / (double)Z : 1.0;
     size_t off = 0;
     layout(k->root, &off);
     k->arena = off;
@@ -378,7 +425,7 @@ const char *gmm_kernel_param_name(const gmm_kernel *k, size_t i)
 }
 double *gmm_kernel_values(gmm_kernel *k) { return k->value; }
 const double *gmm_kernel_values_const(const gmm_kernel *k) { return k->value; }
-int gmm_kernel_has_zero_noise(const gmm_kernel *k) { return k->zero_noise; }
+int gmm_kernel_damped(const gmm_kernel *k) { return k->damped_any; }
 
 gmm_status gmm_kernel_param_find(const gmm_kernel *k, const char *name, size_t *i)
 {
@@ -558,7 +605,7 @@ static double cov_node(const knode *n, const double *theta, double damp, double 
         double p[GMM_KERNEL_MAXPARAM];
         leaf_params(n, theta, p);
         double k = n->type->cov(p, tau, NULL);
-        return n->type->zero_noise ? k * exp(-fabs(tau) * damp) : k;
+        return n->damped ? k * exp(-fabs(tau) * damp) : k; /* damp already shared */
     }
     double r = n->op == KN_SUM ? 0.0 : 1.0;
     for (size_t i = 0; i < n->nchild; i++) {
@@ -570,7 +617,28 @@ static double cov_node(const knode *n, const double *theta, double damp, double 
 
 double gmm_kernel_cov(const gmm_kernel *k, const double *theta, double damp, double tau)
 {
-    return cov_node(k->root, theta ? theta : k->value, damp, tau);
+    return cov_node(k->root, theta ? theta : k->value, damp * k->zweight, tau);
+}
+
+double gmm_kernel_spacing_limit(const gmm_kernel *k, const double *theta, size_t *param)
+{
+    double lim = 0.0;
+    size_t which = SIZE_MAX;
+    for (size_t l = 0; l < k->nleaves; l++) {
+        const knode *n = k->leaves[l];
+        const gmm_kernel_type *t = n->type;
+        if (t->scale_param >= t->nparam || t->min_dt_rel <= 0.0)
+            continue;
+        size_t j = n->tix[t->scale_param];
+        double v = t->min_dt_rel * theta[j];
+        if (v > lim) {
+            lim = v;
+            which = j;
+        }
+    }
+    if (param)
+        *param = which;
+    return lim;
 }
 
 /* ---- work and validation ------------------------------------------------------- */
@@ -652,7 +720,7 @@ gmm_status gmm_kernel_stat(const gmm_kernel *k, const double *theta, double damp
         return gmm_error(GMM_EINVAL, "damping rate %g must be finite and >= 0", damp);
     for (size_t l = 0; l < k->nleaves; l++)
         leaf_params(k->leaves[l], theta, w->lp + l * GMM_KERNEL_MAXPARAM);
-    w->damp = damp;
+    w->damp = damp * k->zweight;
     stat_node(k, w, k->root);
     size_t dd = k->d * k->d;
     for (size_t i = 0; i < dd; i++)
@@ -675,8 +743,9 @@ static void disc_node(gmm_kernel_work *w, knode *n, double dt)
         const gmm_kernel_type *t = n->type;
         double *p = w->lp + n->leaf * GMM_KERNEL_MAXPARAM;
         t->disc(p, dt, a + n->oA, a + n->oQ, a + n->odA, a + n->odQ);
-        if (t->zero_noise && w->damp > 0.0) {
-            /* A_reg = rho A, Q_reg = (1 - rho^2) Pinf + rho^2 Q (kernel.h) */
+        if (n->damped && w->damp > 0.0) {
+            /* A_reg = rho A, Q_reg = (1 - rho^2) Pinf + rho^2 Q (kernel.h); w->damp is
+             * this factor's share damp/Z */
             double rho = exp(-w->damp * dt), g = -expm1(-2.0 * w->damp * dt), r2 = rho * rho;
             for (size_t i = 0; i < dd; i++) {
                 a[n->oA + i] *= rho;
@@ -845,7 +914,7 @@ static gmm_status sde_node(const knode *n, gmm_kernel_work *w, double *F, double
     double damp = w->damp;
     if (n->op == KN_LEAF) {
         n->type->sde(w->lp + n->leaf * GMM_KERNEL_MAXPARAM, F, LQL);
-        if (n->type->zero_noise && damp > 0.0) {
+        if (n->damped && damp > 0.0) {
             /* F - damp I with Pinf kept stationary: L Qc L^T += 2 damp Pinf */
             for (size_t i = 0; i < d; i++)
                 F[i * d + i] -= damp;

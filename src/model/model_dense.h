@@ -127,4 +127,38 @@ static inline size_t md_chol(size_t d, double *A)
     return 0;
 }
 
+/* W = (L L^T)^{-1} from the lower factor L (as left by md_chol); X is d*d
+ * scratch.  O(d^3). */
+static inline void md_chol_inverse(size_t d, const double *L, double *W, double *X)
+{
+    /* X = L^{-1}, lower triangular, column by column */
+    md_zero(d * d, X);
+    for (size_t j = 0; j < d; j++) {
+        X[j * d + j] = 1.0 / L[j * d + j];
+        for (size_t i = j + 1; i < d; i++) {
+            double s = 0.0;
+            for (size_t l = j; l < i; l++)
+                s -= L[i * d + l] * X[l * d + j];
+            X[i * d + j] = s / L[i * d + i];
+        }
+    }
+    /* W = X^T X */
+    for (size_t i = 0; i < d; i++)
+        for (size_t j = 0; j <= i; j++) {
+            double s = 0.0;
+            for (size_t l = i; l < d; l++)
+                s += X[l * d + i] * X[l * d + j];
+            W[i * d + j] = W[j * d + i] = s;
+        }
+}
+
+/* log det(L L^T) = 2 sum log L_ii. */
+static inline double md_chol_logdet(size_t d, const double *L)
+{
+    double s = 0.0;
+    for (size_t i = 0; i < d; i++)
+        s += log(L[i * d + i]);
+    return 2.0 * s;
+}
+
 #endif

@@ -1,0 +1,132 @@
+/* ssm.h -- Gaussian-process regression with a state-space kernel (kernel.h):
+ * the block-tridiagonal prior precision of the stacked states as one band,
+ * the log marginal likelihood with its gradient with respect to every named
+ * parameter, and posterior prediction (paper, sections 3.1 and 5.2).
+ *
+ * MODEL.  Inputs x (n rows, any order; repeated values allowed) are sorted
+ * into K distinct states t_0 < ... < t_{K-1}.  Rows with equal x (or, with
+ * merge_tol > 0, x within merge_tol of the first x of their group) are
+ * several observations of ONE state -- never two states dt = 0 apart.  A row
+ * whose y is NAN is a state without an observation.  With d the kernel's state
+ * dimension and N = K d,
+ *
+ *   x_0 ~ N(0, Pinf),  x_k = A_k x_{k-1} + q_k,  q_k ~ N(0, Q_k),
+ *   A_k = A(t_k - t_{k-1}),  Q_k = Q(t_k - t_{k-1}),
+ *   y_r = H x_{state(r)} + e_r,  e_r ~ N(0, noise.variance).
+ *
+ * The prior precision (SYMMETRIC band, lower bandwidth 2d - 1) has diagonal
+ * blocks Pinf^-1 + A_1' Q_1^-1 A_1, Q_k^-1 + A_{k+1}' Q_{k+1}^-1 A_{k+1},
+ * Q_{K-1}^-1 and sub-diagonal blocks -Q_k^-1 A_k; log|Q_prior| = -log|Pinf|
+ * - sum_k log|Q_k| from the d x d blocks.  (A_k, Q_k) are computed once per
+ * distinct interval: intervals that differ by less than dt_ulps rounding
+ * units of max|x| (below the resolution of the inputs themselves) share one.
+ *
+ * PARAMETERS.  theta = (kernel parameters in gmm_kernel order, noise
+ * variance): names "<leaf>.<kernel>.<param>" and "noise.variance", all on
+ * their natural scale and all required positive.
+ *
+ * ZERO PROCESS NOISE.  Factors with Q = 0 (constant, cosine, periodic) are
+ * damped by exp(-|tau| damp) (kernel.h): Q_k is then (1 - exp(-2 damp dt))
+ * Pinf for such a factor, a minimal process noise proportional to Pinf, and
+ * the model is an exact stationary GP (the regularised kernel), not an
+ * approximation inside the algebra.  The damping trades two errors against
+ * the undamped kernel: the bias of the damped kernel over the data, about
+ * damp_rel = damp * span relative (span = t_{K-1} - t_0), against rounding:
+ * the precision then holds entries ~ 1/(damp dt), and the loglik loses
+ * accuracy roughly like 1/damp_rel.  By default damp_rel = GMM_SSM_DAMP_C *
+ * sqrt(DBL_EPSILON K), which balances the two (measured in
+ * tests/model/test_ssm.c: loglik within 1e-6 relative of the undamped dense
+ * GP at n = 300 for constant, cosine, periodic, sums containing them and
+ * products of two of them).
+
+ * CLOSE INPUTS.  Q_k becomes nearly singular when dt << lengthscale; the
+ * precision then holds entries ~ (lengthscale/dt)^(2 nu) times the prior
+ * variance, and rounding in them reaches the likelihood.  Each kernel type
+ * documents the smallest dt/lengthscale at which agreement with the dense GP
+ * is still 1e-6 relative (gmm_kernel_type.min_dt_rel, measured by
+ * tests/bench/bench_ssm_accuracy.c).  With check_spacing (default), an
+ * evaluation whose smallest interval is below that limit fails with GMM_EDOM
+ * and a message naming the inputs and the parameter -- never a wrong number;
+ * merging near-ties (merge_tol) is the remedy the message suggests.
+ */
+#ifndef GMM_SSM_H
+#define GMM_SSM_H
+
+#include <stddef.h>
+
+#include "gmm/kernel.h"
+#include "gmm/objective.h"
+#include "gmm/status.h"
+
+/* Constant of the default damping (see ZERO PROCESS NOISE). */
+#define GMM_SSM_DAMP_C 1.0
+
+typedef struct {
+    double merge_tol;  /* >= 0: inputs within merge_tol (units of x) of the first
+                          input of their group share one state (at that first x).
+                          Default 0: exact ties only. */
+    double damp;       /* >= 0: damping rate of zero-noise factors; NAN (default):
+                          damp_rel / span (damp_rel per unit x if span = 0) */
+    double damp_rel;   /* > 0, or NAN (default): GMM_SSM_DAMP_C sqrt(DBL_EPSILON K) */
+    double dt_ulps;    /* >= 0, default 8 */
+    int check_spacing; /* default 1 */
+} gmm_ssm_params;
+
+/* Defaults as documented on each field. */
+void gmm_ssm_params_init(gmm_ssm_params *p);
+/* GMM_EINVAL naming the first bad field. */
+gmm_status gmm_ssm_params_check(const gmm_ssm_params *p);
+
+typedef struct gmm_ssm gmm_ssm;
+
+/* The symbolic model: sorting, states, distinct intervals, observation map,
+ * band and workspaces (sized once; evaluations do not allocate).  k is
+ * borrowed and must outlive the model; x (n, finite) and y (n; NAN =
+ * missing, else finite) are copied.  par NULL: defaults.  Errors: GMM_EINVAL
+ * (n == 0, a non-finite x, an infinite y, bad params), GMM_ENOMEM.
+ * O(n log n + K d^2). */
+gmm_status gmm_ssm_alloc(const gmm_kernel *k, const double *x, const double *y, size_t n,
+                         const gmm_ssm_params *par, gmm_ssm **out);
+void gmm_ssm_free(gmm_ssm *m);
+
+size_t gmm_ssm_nstates(const gmm_ssm *m);    /* K */
+size_t gmm_ssm_nobs(const gmm_ssm *m);       /* observed rows */
+size_t gmm_ssm_dim(const gmm_ssm *m);        /* d */
+size_t gmm_ssm_bandwidth(const gmm_ssm *m);  /* lower bandwidth of the precision */
+size_t gmm_ssm_nintervals(const gmm_ssm *m); /* distinct cached intervals */
+/* Distinct input values merged into an earlier state by merge_tol (0 when
+ * only exact ties were joined): a nonzero count is the caller's warning. */
+size_t gmm_ssm_nmerged(const gmm_ssm *m);
+double gmm_ssm_damp(const gmm_ssm *m);       /* damping rate in use */
+size_t gmm_ssm_nparam(const gmm_ssm *m);     /* kernel parameters + 1 */
+const char *gmm_ssm_param_name(const gmm_ssm *m, size_t i);
+/* State index of input row r (rows in the caller's order). */
+size_t gmm_ssm_row_state(const gmm_ssm *m, size_t r);
+
+/* log p(y | theta) into *loglik and, when grad != NULL, its gradient
+ * (nparam, natural scale, OVERWRITTEN) from the reverse modes of the
+ * marginal likelihood, the block assembly and the kernel.  O(N d^2 + (number
+ * of distinct intervals) d^3).  Errors (an ordinary outcome during a line
+ * search): GMM_EDOM for a parameter not positive/finite or spacing below the
+ * accuracy limit, GMM_ENOTPD when a Q_k, Pinf or the posterior precision is
+ * not numerically positive definite. */
+gmm_status gmm_ssm_loglik(gmm_ssm *m, const double *theta, double *loglik, double *grad);
+
+/* Fill obj for fit/gradcheck: names, a copy of theta0 as starting values
+ * (NULL: the kernel's stored values and noise 1), all positive, none fixed;
+ * eval = gmm_ssm_loglik.  The arrays are owned by m (valid until
+ * gmm_ssm_free); the caller may edit value and fixed. */
+gmm_status gmm_ssm_objective(gmm_ssm *m, const double *theta0, gmm_objective *obj);
+
+/* Posterior mean and variance of the latent f at nq query inputs xq (any
+ * order, inside or outside the data range, repeats allowed): the queries are
+ * inserted as states without observations into a model of the same data,
+ * kernel and damping, whose posterior (gmm_marglik_posterior: Takahashi band
+ * of the covariance) gives H mu_k and H Sigma_kk H'.  A query within the
+ * model's merge_tol of an input shares its state.  Allocates the augmented
+ * model for the call.  Errors as gmm_ssm_loglik (a query closer to an input
+ * than the accuracy limit is refused the same way), GMM_ENOMEM. */
+gmm_status gmm_ssm_predict(const gmm_ssm *m, const double *theta, const double *xq, size_t nq,
+                           double *mean, double *var);
+
+#endif
