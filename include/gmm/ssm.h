@@ -59,7 +59,7 @@
 #include "gmm/status.h"
 
 /* Constant of the default damping (see ZERO PROCESS NOISE). */
-#define GMM_SSM_DAMP_C 1.0
+#define GMM_SSM_DAMP_C 0.4
 
 typedef struct {
     double merge_tol;  /* >= 0: inputs within merge_tol (units of x) of the first

@@ -291,7 +291,7 @@ static double matern_cov(size_t d, const double *p, double tau, double *dk)
     }                                                                                         \
     const gmm_kernel_type gmm_kernel_##NAME = {                                               \
         #NAME, FORMULA, 2, matern_param, NAME##_dim, 0, 1, MINREL,                            \
-        NAME##_sde, NAME##_stat, NAME##_disc, NAME##_cov};
+        NAME##_sde, NAME##_stat, NAME##_disc, NAME##_cov, NULL};
 
 MATERN_TYPE(1, matern12, "variance * exp(-r), r = |tau|/lengthscale", 0.0)
 MATERN_TYPE(2, matern32, "variance * (1 + r) exp(-r), r = sqrt(3)|tau|/lengthscale", 0.0)
