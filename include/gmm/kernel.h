@@ -90,11 +90,13 @@ typedef struct {
     const gmm_kernel_param *param;
     size_t (*dim)(const double *p);
     int zero_noise;            /* Q(dt) == 0 exactly: see ZERO PROCESS NOISE */
-    /* Accuracy limit (see ssm.h): the smallest dt / p[scale_param] for which
-     * the state-space log-likelihood is documented to agree with the dense GP
-     * to 1e-6 relative; scale_param == nparam: no limit. */
+    /* Accuracy limit (see ssm.h, CLOSE INPUTS): the smallest dt / p[scale_param]
+     * at which the state-space log-likelihood agreed with the dense GP to 1e-6
+     * relative in tests/bench/bench_ssm_accuracy.c; min_dt_rel_osc applies when
+     * the factor is multiplied by a cosine or periodic factor.  0: no limit
+     * was reached down to dt/lengthscale = 1e-6. */
     size_t scale_param;
-    double min_dt_rel;
+    double min_dt_rel, min_dt_rel_osc;
     /* F (d x d) and the diffusion L Qc L^T (d x d). */
     void (*sde)(const double *p, double *F, double *LQL);
     /* Pinf (d x d) and its derivatives, H (d). */

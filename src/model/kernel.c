@@ -62,6 +62,7 @@ typedef struct knode {
     int var_first;                    /* first factor of its product term */
     int damped;                       /* zero-noise factor regularised by damping */
     int demod;                        /* damped oscillator in rotating coordinates */
+    int osc_partner;                  /* inside a product with a cosine/periodic factor */
     /* arena offsets (doubles) */
     size_t oA, oQ, oP, oH, oAb, oQb, oPb, oM, oMb, odA, odQ, odP;
     size_t oHt, oHb, odH; /* H(tau), its adjoint; leaf dH/dp (nparam x d) */
@@ -312,6 +313,28 @@ static void mark_damped(knode *n, int covered)
         mark_damped(n->child[i], c);
 }
 
+static int has_oscillator(const knode *n)
+{
+    if (n->op == KN_LEAF)
+        return n->type->zero_noise && n->type->hmod != NULL;
+    for (size_t i = 0; i < n->nchild; i++)
+        if (has_oscillator(n->child[i]))
+            return 1;
+    return 0;
+}
+
+/* Conservatively: every leaf of a product subtree that holds an oscillator. */
+static void mark_osc(knode *n, int under)
+{
+    if (n->op == KN_LEAF) {
+        n->osc_partner = under;
+        return;
+    }
+    int u = under || (n->op == KN_PROD && has_oscillator(n));
+    for (size_t i = 0; i < n->nchild; i++)
+        mark_osc(n->child[i], u);
+}
+
 /* Z: the largest number of damped zero-noise factors multiplied together in any
  * term of the expanded kernel (sums: max over children, products: sum). */
 static size_t zero_noise_depth(const knode *n)
@@ -412,6 +435,7 @@ gmm_status gmm_kernel_from_spec(const gmm_spec_node *spec, gmm_kernel **out)
         goto fail;
     k->d = k->root->d;
     mark_damped(k->root, 0);
+    mark_osc(k->root, 0);
     for (size_t i = 0; i < nleaves; i++) {
         k->damped_any |= k->leaves[i]->damped;
         k->modulated |= k->leaves[i]->demod;
@@ -640,10 +664,11 @@ double gmm_kernel_spacing_limit(const gmm_kernel *k, const double *theta, size_t
     for (size_t l = 0; l < k->nleaves; l++) {
         const knode *n = k->leaves[l];
         const gmm_kernel_type *t = n->type;
-        if (t->scale_param >= t->nparam || t->min_dt_rel <= 0.0)
+        double rel = n->osc_partner ? fmax(t->min_dt_rel, t->min_dt_rel_osc) : t->min_dt_rel;
+        if (t->scale_param >= t->nparam || rel <= 0.0)
             continue;
         size_t j = n->tix[t->scale_param];
-        double v = t->min_dt_rel * theta[j];
+        double v = rel * theta[j];
         if (v > lim) {
             lim = v;
             which = j;

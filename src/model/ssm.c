@@ -338,14 +338,16 @@ static gmm_status check_spacing(const gmm_ssm *m, const double *theta)
     size_t j;
     double lim = gmm_kernel_spacing_limit(m->k, theta, &j);
     double dt = m->gdt[0];
-    if (dt >= lim)
+    /* the slack keeps a grid built as i * (limit) from tripping on rounding */
+    if (dt >= lim * (1.0 - 1e-9))
         return GMM_OK;
     return gmm_error(GMM_EDOM,
                      "inputs x = %.15g and %.15g are only %g apart, below the accuracy limit %g "
-                     "for %s = %g: the state-space likelihood would be inaccurate there. "
-                     "Merge near-ties (merge tolerance >= %g) or use a larger %s",
+                     "at %s = %g: the state-space likelihood would not be accurate to 1e-6 "
+                     "there. Merge inputs closer than that (a merge tolerance of %g coarsens "
+                     "them), or keep %s below %g",
                      m->t[m->imin], m->t[m->imin + 1], dt, lim, gmm_kernel_param_name(m->k, j),
-                     theta[j], lim, gmm_kernel_param_name(m->k, j));
+                     theta[j], lim, gmm_kernel_param_name(m->k, j), dt * theta[j] / lim);
 }
 
 /* Everything up to (and including) the marginal likelihood at theta. */
