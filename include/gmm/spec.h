@@ -68,4 +68,13 @@ size_t gmm_spec_nleaves(const gmm_spec_node *node);
  * trailing newline:  "  matern32(variance=)\n                    ^". */
 void gmm_spec_caret(const char *text, size_t pos, char *buf, size_t bufsize);
 
+/* Write the spec back as text with current values: each factor's arguments
+ * are its keys as written, except that a key named in `names` as
+ * "<index>.<name>.<key>" takes its value from `values` (nparam entries), and
+ * such parameters the spec omitted are appended.  Values use %.17g, so the
+ * text parses back to the same doubles.  Returns the length needed
+ * (snprintf-style; buf may be NULL when size is 0). */
+size_t gmm_spec_format(const gmm_spec_node *node, size_t nparam, char *const *names,
+                       const double *values, char *buf, size_t size);
+
 #endif

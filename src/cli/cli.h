@@ -65,5 +65,10 @@ int cli_interrupt_exit_code(void);
 
 /* Subcommands (one file each). */
 int cmd_version(int argc, char **argv);
+int cmd_order(int argc, char **argv);
+int cmd_loglik(int argc, char **argv);
+int cmd_fit(int argc, char **argv);
+int cmd_predict(int argc, char **argv);
+int cmd_gradcheck(int argc, char **argv);
 
 #endif

@@ -15,6 +15,8 @@
 #include "gmm/spec.h"
 
 #include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -365,4 +367,86 @@ void gmm_spec_caret(const char *text, size_t pos, char *buf, size_t bufsize)
         buf[k++] = c;
     }
     buf[k] = '\0';
+}
+
+/* An appending snprintf over (buf, size) that keeps counting past the end. */
+typedef struct {
+    char *buf;
+    size_t size, len;
+} strbuf;
+
+static void sb_printf(strbuf *sb, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+static void sb_printf(strbuf *sb, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    size_t room = sb->len < sb->size ? sb->size - sb->len : 0;
+    int n = vsnprintf(room ? sb->buf + sb->len : NULL, room, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        sb->len += (size_t)n;
+}
+
+/* "<index>.<name>." prefix match: the key part of names[k], or NULL. */
+static const char *param_key(const gmm_spec_node *f, const char *full)
+{
+    char prefix[160];
+    int n = snprintf(prefix, sizeof prefix, "%zu.%s.", f->index, f->name);
+    if (n <= 0 || (size_t)n >= sizeof prefix || strncmp(full, prefix, (size_t)n))
+        return NULL;
+    return full + n;
+}
+
+static void format_node(const gmm_spec_node *node, size_t nparam, char *const *names,
+                        const double *values, strbuf *sb, int parent_type)
+{
+    if (node->type != GMM_SPEC_FACTOR) {
+        /* A sum inside a product needs parentheses. */
+        int paren = node->type == GMM_SPEC_SUM && parent_type == GMM_SPEC_PRODUCT;
+        if (paren)
+            sb_printf(sb, "(");
+        for (size_t c = 0; c < node->nchild; c++) {
+            if (c)
+                sb_printf(sb, node->type == GMM_SPEC_SUM ? " + " : " * ");
+            format_node(node->child[c], nparam, names, values, sb, (int)node->type);
+        }
+        if (paren)
+            sb_printf(sb, ")");
+        return;
+    }
+    size_t nout = 0;
+    sb_printf(sb, "%s", node->name);
+    for (size_t a = 0; a < node->narg; a++) {
+        double v = node->arg[a].value;
+        for (size_t k = 0; k < nparam; k++) {
+            const char *key = param_key(node, names[k]);
+            if (key && !strcmp(key, node->arg[a].key))
+                v = values[k];
+        }
+        sb_printf(sb, "%s%s=%.17g", nout++ ? ", " : "(", node->arg[a].key, v);
+    }
+    for (size_t k = 0; k < nparam; k++) {
+        const char *key = param_key(node, names[k]);
+        int given = 0;
+        for (size_t a = 0; key && a < node->narg; a++)
+            given |= !strcmp(key, node->arg[a].key);
+        if (key && !given)
+            sb_printf(sb, "%s%s=%.17g", nout++ ? ", " : "(", key, values[k]);
+    }
+    if (nout)
+        sb_printf(sb, ")");
+}
+
+size_t gmm_spec_format(const gmm_spec_node *node, size_t nparam, char *const *names,
+                       const double *values, char *buf, size_t size)
+{
+    strbuf sb = {buf, size, 0};
+    if (size)
+        buf[0] = '\0';
+    format_node(node, nparam, names, values, &sb, -1);
+    return sb.len;
 }

@@ -211,6 +211,29 @@ START_TEST(test_out_of_memory)
 }
 END_TEST
 
+START_TEST(test_format_round_trip)
+{
+    gmm_spec_node *t = NULL, *u = NULL;
+    ck_assert_int_eq(gmm_spec_parse("a(x=1) * (b + c(y=2, h=3))", &t), GMM_OK);
+    char *names[] = {"0.a.x", "2.c.y", "1.b.z"};
+    double values[] = {0.1, 1.0 / 3.0, 5e-324};
+    char buf[256];
+    size_t need = gmm_spec_format(t, 3, names, values, NULL, 0);
+    ck_assert_uint_eq(gmm_spec_format(t, 3, names, values, buf, sizeof buf), need);
+    ck_assert_str_eq(buf, "a(x=0.10000000000000001) * (b(z=4.9406564584124654e-324) + "
+                          "c(y=0.33333333333333331, h=3))");
+    ck_assert_int_eq(gmm_spec_parse(buf, &u), GMM_OK);
+    ck_assert(u->child[1]->child[1]->arg[0].value == 1.0 / 3.0);
+    ck_assert(u->child[1]->child[0]->arg[0].value == 5e-324);
+    /* Truncation still reports the full length and terminates. */
+    char small[8];
+    ck_assert_uint_eq(gmm_spec_format(t, 3, names, values, small, sizeof small), need);
+    ck_assert_uint_eq(strlen(small), sizeof small - 1);
+    gmm_spec_free(t);
+    gmm_spec_free(u);
+}
+END_TEST
+
 extern Suite *model_spec_suite(void);
 Suite *model_spec_suite(void)
 {
@@ -223,6 +246,7 @@ Suite *model_spec_suite(void)
     tcase_add_test(tc, test_caret);
     tcase_add_test(tc, test_null_and_free);
     tcase_add_test(tc, test_out_of_memory);
+    tcase_add_test(tc, test_format_round_trip);
     suite_add_tcase(s, tc);
     return s;
 }
