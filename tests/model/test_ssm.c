@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gmm/alloc.h"
 #include "gmm/kernel.h"
 #include "gmm/ssm.h"
 #include "gmm/spec.h"
@@ -592,6 +593,43 @@ START_TEST(test_errors_and_objective)
 }
 END_TEST
 
+/* Out of memory anywhere from the kernel to a prediction: every failing
+ * allocation gives GMM_ENOMEM and a clean return (leaks are caught by the
+ * sanitizer build). */
+START_TEST(test_out_of_memory_sweep)
+{
+    double x[6] = {0.0, 0.4, 0.4, 1.1, 1.5, 2.2}, y[6] = {0.3, -0.1, 0.2, NAN, 0.5, -0.4};
+    double xq[2] = {0.7, 3.0}, mean[2], var[2];
+    int done = 0;
+    for (long fail = 0; fail < 10000 && !done; fail++) {
+        gmm_spec_node *s = NULL;
+        gmm_kernel *k = NULL;
+        gmm_ssm *m = NULL;
+        double th[6] = {1.0, 0.8, 0.5, 1.0, 1.3, 0.1}, ll, g[6];
+        gmm_alloc_fail_after(fail);
+        gmm_status st = gmm_spec_parse("matern32(variance=1, lengthscale=0.8) + constant * "
+                                       "cosine(period=1.3)",
+                                       &s);
+        if (!st)
+            st = gmm_kernel_from_spec(s, &k);
+        if (!st)
+            st = gmm_ssm_alloc(k, x, y, 6, NULL, &m);
+        if (!st)
+            st = gmm_ssm_loglik(m, th, &ll, g);
+        if (!st)
+            st = gmm_ssm_predict(m, th, xq, 2, mean, var);
+        gmm_alloc_fail_after(-1);
+        ck_assert_msg(st == GMM_OK || st == GMM_ENOMEM, "fail after %ld: %s", fail,
+                      gmm_error_message());
+        done = st == GMM_OK;
+        gmm_ssm_free(m);
+        gmm_kernel_free(k);
+        gmm_spec_free(s);
+    }
+    ck_assert(done);
+}
+END_TEST
+
 extern Suite *model_ssm_suite(void);
 Suite *model_ssm_suite(void)
 {
@@ -605,6 +643,7 @@ Suite *model_ssm_suite(void)
     tcase_add_test(tc, test_close_inputs);
     tcase_add_test(tc, test_merge_near_ties);
     tcase_add_test(tc, test_errors_and_objective);
+    tcase_add_test(tc, test_out_of_memory_sweep);
     suite_add_tcase(s, tc);
     return s;
 }
