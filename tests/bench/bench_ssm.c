@@ -74,7 +74,7 @@ int main(void)
             perror(csv);
             return 1;
         }
-        if (ftell(out) == 0)
+        if (fseek(out, 0, SEEK_END) == 0 && ftell(out) == 0)
             fprintf(out, "op,n,l,impl,ms\n");
     }
     gmm_spec_node *spec;
