@@ -59,10 +59,10 @@
  *   matern32    2e-13   1e-11   2e-11   8e-10   5e-7    3e-5    --
  *   matern52    4e-11   2e-8    2e-7    9e-6    2e-2    --      --
  *
- * and products with a cosine/periodic factor about 3x worse for
+ * and products with a cosine/periodic factor up to ~7x worse for
  * Matern-3/2.  Each kernel type documents the smallest dt/l at which the
  * error stayed below 1e-6 (gmm_kernel_type.min_dt_rel: Matern-3/2 3e-4,
- * 1e-3 in a product with an oscillator; Matern-5/2 2e-2 -- short of the
+ * 2e-3 in a product with an oscillator; Matern-5/2 2e-2 -- short of the
  * 1e-2 we aimed for; Matern-1/2 and quasiperiodic none).  With
  * check_spacing (default), an evaluation whose smallest interval is below
  * that limit fails with GMM_EDOM and a message naming the inputs, the

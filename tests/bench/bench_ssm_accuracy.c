@@ -13,7 +13,8 @@
  * Table 3: loglik + gradient time of the paper's CO2 model (matern32 +
  * quasiperiodic(harmonics=2), d = 6) on weekly inputs, n = 1e3 .. 1e5.
  *
- * BENCH_QUICK=1: one seed, fewer sizes.  Output is plain text.
+ * BENCH_QUICK=1: one seed, fewer sizes; SKIP1=1 / SKIP3=1 skip tables 1 / 3.
+ * Output is plain text.
  */
 #include <gsl/gsl_errno.h>
 #include <gsl/gsl_linalg.h>
