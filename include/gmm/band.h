@@ -179,7 +179,7 @@ gmm_status gmm_band_dot_rev(const gmm_band *A, const gmm_band *B, double cbar,
 
 /* L L^T = Q.  Q SYMMETRIC with lower bandwidth l; L LOWER with the same n and
  * l (L may be Q itself: in place; the struct then turns LOWER on success).
- * O(n l^2); one l x 16 (l >= 192: l x 32) workspace allocated when l >= 40.
+ * O(n l^2); one l x 16 (l >= 192: l x 32) workspace allocated when l >= 48.
  * Returns GMM_ENOTPD, with gmm_error_index() the 0-based row whose pivot is
  * not positive (or not finite, or below DBL_MIN), when Q is not positive
  * definite; L's contents are then unspecified.  Never produces a NaN
@@ -187,8 +187,8 @@ gmm_status gmm_band_dot_rev(const gmm_band *A, const gmm_band *B, double cbar,
 gmm_status gmm_band_chol_decomp(const gmm_band *Q, gmm_band *L);
 /* Reverse mode: given L = chol(Q) and Lbar (LOWER, same shape; used as
  * workspace and destroyed; must not alias L), Qbar (SYMMETRIC, same shape)
- * += dc/dQ under the symmetric convention above.  O(n l^2), within ~2.5x the
- * forward's time.  Qbar may alias Lbar (then Lbar's storage receives
+ * += dc/dQ under the symmetric convention above.  O(n l^2), about 1.5 .. 2.5x
+ * the forward's time; an l x 16 (l >= 192: l x 32) workspace when l >= 48.  Qbar may alias Lbar (then Lbar's storage receives
  * Qbar = 0 + result: the caller zeroes nothing; the struct turns
  * SYMMETRIC).  Qbar NULL: nothing to do. */
 gmm_status gmm_band_chol_decomp_rev(const gmm_band *L, gmm_band *Lbar, gmm_band *Qbar);

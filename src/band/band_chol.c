@@ -11,24 +11,27 @@
  * Two paths, chosen by the bandwidth:
  *
  *   l <  CHOL_BLOCKED_MIN   chol_unblocked: right-looking, two columns at a
- *                           time, hand loops.  Cheap per column, no calls.
+ *                           time, hand loops (run as an AVX2 build when the
+ *                           CPU has it, band_simd.h).  No calls, no copies.
  *   l >= CHOL_BLOCKED_MIN   chol_blocked: right-looking in blocks of nb
  *                           columns with dtrsm + dsyrk on each block.
  *
  * Measured on the development machine (AMD EPYC Zen 3, 1 thread, OpenBLAS
  * 0.3.21 Zen kernels, gcc -O3, portable x86-64 build): n = 2e4, milliseconds
- * of thread CPU time, minimum over 27 runs interleaved with dpbtrf on a
- * shared machine.  "unblocked"/"blocked" force one path at every l.
+ * of thread CPU time, minimum over 18 .. 36 runs interleaved with dpbtrf on a
+ * machine shared with other jobs (single runs vary by 10 .. 30%).
+ * "unblocked"/"blocked" force one path at every l.
  *
  *     l            1     3    11    24    32    40    48    64    80   117   160   250
- *     dpbtrf     0.51  0.61  1.67  3.74  5.50  6.88  8.77  13.9  9.82  16.8  23.2  48.3
- *     unblocked  0.22  0.25  0.69  1.84  2.92  4.13  5.58  9.80  14.8  34.9  58.2   161
- *     blocked      -     -   2.13  2.18  2.85  3.47  4.34  6.89  8.27  15.4  22.7  49.3
+ *     dpbtrf     0.57  0.81  1.67  3.74  5.40  7.05  8.78  13.4  9.84  15.3  22.9  45.9
+ *     unblocked  0.22  0.31  0.66  1.48  2.21  3.08  4.05  6.95  10.5  20.2  37.0  96.5
+ *     blocked      -     -   2.06  2.09  2.81  3.52  4.14  6.34  8.34  14.2  22.7  47.2
  *
- * The paths cross between l = 32 and 40.  dpbtrf itself switches from its
- * unblocked loop (one dsyr per column) to a blocked path between l = 64 and
- * 80, hence its dip there; it and the blocked path call the same OpenBLAS
- * kernels, so beyond l ~ 100 the two are within 10% of each other.
+ * The paths cross near l = 48.  dpbtrf itself switches from its unblocked
+ * loop (one dsyr per column) to a blocked path between l = 64 and 80, hence
+ * its dip there; it and the blocked path call the same OpenBLAS kernels, so
+ * beyond l ~ 100 the two stay within 10% of each other (dpbtrf splits the
+ * trailing update of a block into five calls where chol_blocked makes two).
  * tests/bench/bench_band.c measures the grid of the report (n up to 1e6).
  */
 #include <cblas.h>
@@ -37,13 +40,14 @@
 #include <math.h>
 #include <string.h>
 
+#include "band_simd.h"
 #include "gmm/alloc.h"
 #include "gmm/band.h"
 
 /* Bandwidth from which the blocked path is used (table above; a -D override
  * exists for re-tuning). */
 #ifndef CHOL_BLOCKED_MIN
-#define CHOL_BLOCKED_MIN 40
+#define CHOL_BLOCKED_MIN 48
 #endif
 
 /* Block width of the blocked path.  Narrow blocks win: OpenBLAS's dsyrk per
@@ -72,7 +76,7 @@ static int pivot_ok(double d) { return d >= DBL_MIN && d <= DBL_MAX; }
  *     A(i,q) -= A(i,j) A(q,j) / d_j,        L(i,j) = A(i,j) / sqrt(d_j),
  * so the chain from one pivot to the next is one division, not a square root
  * followed by a division; at small bw that chain is the whole cost. */
-static size_t chol_unblocked(double *a, size_t n, size_t bw, size_t s, double *bad)
+BAND_INLINE size_t chol_unblocked_body(double *a, size_t n, size_t bw, size_t s, double *bad)
 {
     if (bw == 0) {
         for (size_t j = 0; j < n; j++) {
@@ -133,6 +137,28 @@ static size_t chol_unblocked(double *a, size_t n, size_t bw, size_t s, double *b
         *d = sqrt(*d);
     }
     return n;
+}
+
+/* The body above, compiled for the x86-64 baseline and for AVX2
+ * (band_simd.h); the AVX2 copy is ~1.25x faster at l = 24 .. 40. */
+static size_t chol_unblocked_base(double *a, size_t n, size_t bw, size_t s, double *bad)
+{
+    return chol_unblocked_body(a, n, bw, s, bad);
+}
+#if BAND_AVX2
+BAND_TARGET_AVX2 static size_t chol_unblocked_avx2(double *a, size_t n, size_t bw, size_t s,
+                                                   double *bad)
+{
+    return chol_unblocked_body(a, n, bw, s, bad);
+}
+#endif
+static size_t chol_unblocked(double *a, size_t n, size_t bw, size_t s, double *bad)
+{
+#if BAND_AVX2
+    if (band_cpu_has_avx2())
+        return chol_unblocked_avx2(a, n, bw, s, bad);
+#endif
+    return chol_unblocked_base(a, n, bw, s, bad);
 }
 
 /* Rows of the panel below the nb x nb diagonal block of block column i that

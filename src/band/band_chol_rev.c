@@ -34,7 +34,8 @@
  * sweep never needs Q), so callers keep L and may factor Q in place.
  *
  * Two paths, as in the forward (band_chol.c): an unblocked sweep over pairs of
- * columns for small l, and, from CHOL_REV_BLOCKED_MIN on, a blocked sweep
+ * columns for small l (run as an AVX2 build when the CPU has it,
+ * band_simd.h), and, from CHOL_REV_BLOCKED_MIN on, a blocked sweep
  * that undoes the blocked forward's block steps in reverse order with dsymm,
  * dtrsm and dgemm (the BLAS-3 form of Murray's blocked algorithm, here for the
  * right-looking block step):
@@ -53,22 +54,24 @@
 #include <limits.h>
 #include <string.h>
 
+#include "band_simd.h"
 #include "gmm/alloc.h"
 #include "gmm/band.h"
 
 /* Bandwidth from which the blocked sweep is used (a -D override exists for
  * re-tuning), and its block width (as in the forward, band_chol.c: narrow
  * blocks win up to l ~ 200).  Measured as for the forward (n = 2e4, ms of
- * thread CPU time, minimum of 27 runs), each path forced at every l:
+ * thread CPU time, minimum of 18 .. 36 runs), each path forced at every l:
  *
- *     l                 16    24    32    40    48    64   117
- *     unblocked sweep  1.94  3.95  7.25  9.88  13.5  23.9  85.3
- *     blocked sweep    4.18  5.49  7.02  8.68  10.6  15.4  35.4
- *     (forward chol    1.06  1.84  2.85  3.43  4.30  6.46  15.2)
+ *     l                 11    24    32    40    48    64   117
+ *     unblocked sweep  0.94  2.54  5.12  7.82  9.64  16.4  64.1
+ *     blocked sweep    3.69  5.21  8.30  9.31  10.5  14.7  34.4
+ *     (forward chol    0.66  1.48  2.21  3.08  4.05  6.34  14.2)
  *
- * so the sweep stays within 2.5x its forward at every l. */
+ * so with the crossover at l = 48, as for the forward, the sweep takes 1.4 ..
+ * 2.5x its forward (single runs on the shared machine: up to 2.8x). */
 #ifndef CHOL_REV_BLOCKED_MIN
-#define CHOL_REV_BLOCKED_MIN 32
+#define CHOL_REV_BLOCKED_MIN 48
 #endif
 
 static size_t block_width(size_t l)
@@ -77,12 +80,33 @@ static size_t block_width(size_t l)
     return nb < l ? nb : l;
 }
 
+/* Two doubles, for the dot products of the sweep: summed in two lanes, a dot
+ * product is a vector add per pair of rows instead of a chain of dependent
+ * scalar adds (which ISO C forbids the compiler to reorder).  The lanes are
+ * added in a fixed order, so the result is deterministic. */
+typedef double pair __attribute__((vector_size(2 * sizeof(double))));
+BAND_INLINE pair pair_load(const double *p)
+{
+    pair v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+BAND_INLINE void pair_store(double *p, pair v) { memcpy(p, &v, sizeof v); }
+
 /* Finish column j: Cbar /= D and H(j,j) = (Dbar - Cbar.C / D) / D, where the
  * column's rows run j .. e.  Returns H(j,j). */
-static double finish_column(const double *lj, double *wj, size_t j, size_t e)
+BAND_INLINE double finish_column(const double *lj, double *wj, size_t j, size_t e)
 {
-    double inv = 1.0 / lj[j], t = 0.0;
-    for (size_t i = j + 1; i <= e; i++) {
+    double inv = 1.0 / lj[j];
+    pair t2 = {0.0, 0.0}, inv2 = {inv, inv};
+    size_t i = j + 1;
+    for (; i + 1 <= e; i += 2) {
+        pair w = pair_load(wj + i);
+        t2 += w * pair_load(lj + i);
+        pair_store(wj + i, w * inv2);
+    }
+    double t = t2[0] + t2[1];
+    if (i <= e) {
         t += wj[i] * lj[i];
         wj[i] *= inv;
     }
@@ -97,8 +121,11 @@ static double finish_column(const double *lj, double *wj, size_t j, size_t e)
  * each column k to their left is read and written once for both: its update
  *     W(i,k) -= W(i,p) L(p,k) + W(i,p+1) L(p+1,k)
  * and the two dot products that finish rows p and p+1 of column k share one
- * pass (the two sums also give the loop two independent chains). */
-static void chol_rev_unblocked(const double *L, double *W, size_t n, size_t bw, size_t s)
+ * pass.  Measured at l = 32 (SSE2 / AVX2 builds), relative to the forward:
+ * one column at a time with scalar sums 2.8 / 3.0x, pairs with scalar sums
+ * 2.4 / 2.8x, pairs with two-lane sums 1.9 / 2.2x. */
+BAND_INLINE void chol_rev_unblocked_body(const double *L, double *W, size_t n, size_t bw,
+                                         size_t s)
 {
     if (bw == 0) { /* diagonal: H(j,j) = Dbar / D */
         for (size_t j = 0; j < n; j++)
@@ -123,8 +150,16 @@ static void chol_rev_unblocked(const double *L, double *W, size_t n, size_t bw, 
 
         double h1 = finish_column(lq, wq, q, eq);
         { /* column q's step reaches column p (k = p) */
-            double r = lp[q], dot = 0.0;
-            for (size_t i = q + 1; i <= ep; i++) {
+            double r = lp[q];
+            pair d2 = {0.0, 0.0}, r2 = {r, r};
+            size_t i = q + 1;
+            for (; i + 1 <= ep; i += 2) {
+                pair a = pair_load(wq + i);
+                d2 += a * pair_load(lp + i);
+                pair_store(wp + i, pair_load(wp + i) - a * r2);
+            }
+            double dot = d2[0] + d2[1];
+            if (i <= ep) {
                 dot += wq[i] * lp[i];
                 wp[i] -= wq[i] * r;
             }
@@ -140,18 +175,49 @@ static void chol_rev_unblocked(const double *L, double *W, size_t n, size_t bw, 
             double r0 = lk[p], r1 = lk[q];
             double d0 = wp[q] * lk[q], d1 = 0.0; /* row q: from column p only */
             wk[q] -= wp[q] * r0;
-            for (size_t i = q + 1; i <= ek; i++) {
+            pair s0 = {0.0, 0.0}, s1 = {0.0, 0.0}, v0 = {r0, r0}, v1 = {r1, r1};
+            size_t i = q + 1;
+            for (; i + 1 <= ek; i += 2) {
+                pair a = pair_load(wp + i), b = pair_load(wq + i), c = pair_load(lk + i);
+                s0 += a * c;
+                s1 += b * c;
+                pair_store(wk + i, pair_load(wk + i) - (a * v0 + b * v1));
+            }
+            if (i <= ek) {
                 d0 += wp[i] * lk[i];
                 d1 += wq[i] * lk[i];
                 wk[i] -= wp[i] * r0 + wq[i] * r1;
             }
-            wk[p] -= d0 + h0 * r0;
-            wk[q] -= d1 + h1 * r1;
+            wk[p] -= (d0 + (s0[0] + s0[1])) + h0 * r0;
+            wk[q] -= (d1 + (s1[0] + s1[1])) + h1 * r1;
         }
         if (p >= bw) /* k = p - bw: reached by column p, at row p only */
             W[(p - bw) * s + p] -= h0 * L[(p - bw) * s + p];
         top = p;
     }
+}
+
+/* The body above for the x86-64 baseline and for AVX2 (band_simd.h). */
+static void chol_rev_unblocked_base(const double *L, double *W, size_t n, size_t bw, size_t s)
+{
+    chol_rev_unblocked_body(L, W, n, bw, s);
+}
+#if BAND_AVX2
+BAND_TARGET_AVX2 static void chol_rev_unblocked_avx2(const double *L, double *W, size_t n,
+                                                     size_t bw, size_t s)
+{
+    chol_rev_unblocked_body(L, W, n, bw, s);
+}
+#endif
+static void chol_rev_unblocked(const double *L, double *W, size_t n, size_t bw, size_t s)
+{
+#if BAND_AVX2
+    if (band_cpu_has_avx2()) {
+        chol_rev_unblocked_avx2(L, W, n, bw, s);
+        return;
+    }
+#endif
+    chol_rev_unblocked_base(L, W, n, bw, s);
 }
 
 /* Copy the panel of block column i (rows i+ib .. i+ib+m-1, columns
