@@ -10,12 +10,13 @@
  * nothing), so their results are bit-identical and one set of tests covers
  * both.  Measured gain on the factorisation loop: 1.25x at l = 24 .. 40, none
  * below l = 11.  Other architectures get the plain copy only (BAND_AVX2 is
- * 0).  The kernels also use GNU C vector types (GCC, Clang) for two-lane
- * sums. */
+ * 0), as does a build with -DGMM_NO_AVX2 (to test the baseline copy on an
+ * AVX2 machine: make clean && make check OPT="-O3 -DGMM_NO_AVX2").  The
+ * kernels also use GNU C vector types (GCC, Clang) for two-lane sums. */
 #ifndef GMM_BAND_SIMD_H
 #define GMM_BAND_SIMD_H
 
-#if defined(__x86_64__) && defined(__GNUC__)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(GMM_NO_AVX2)
 #define BAND_AVX2 1
 #define BAND_TARGET_AVX2 __attribute__((target("avx2")))
 #define BAND_INLINE static inline __attribute__((always_inline))
