@@ -616,6 +616,33 @@ fail:
     return rc;
 }
 
+int cli_model_positional(const char *cmd, int argc, char **argv, cli_model_opts *o)
+{
+    if (optind < argc)
+        o->data = argv[optind++];
+    if (optind < argc) {
+        cli_msg(cmd, "unexpected argument '%s'", argv[optind]);
+        return CLI_EXIT_USAGE;
+    }
+    return 0;
+}
+
+int cli_model_open(const char *cmd, const cli_model_opts *o, const char *model_path,
+                   gmm_model *mf, cli_model **out)
+{
+    *out = NULL;
+    if (!model_path)
+        return cli_model_load(cmd, o, out);
+    if (o->given) {
+        cli_msg(cmd, "--model takes the model from the file: give no model options with it");
+        return CLI_EXIT_USAGE;
+    }
+    gmm_status s = gmm_model_read(model_path, mf);
+    if (s != GMM_OK)
+        return cli_fail(cmd, s);
+    return cli_model_from_file(cmd, mf, o->data, o->verbose, out);
+}
+
 gmm_objective *cli_model_objective(cli_model *m) { return &m->obj; }
 int cli_model_is_graph(const cli_model *m) { return m->graph; }
 size_t cli_model_nobs(const cli_model *m) { return m->nobs; }
