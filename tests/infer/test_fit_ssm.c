@@ -14,7 +14,10 @@
  * tu_objective_log_se).  Three standard errors is a test of the estimator's
  * sampling variability, not of the optimiser; so that it stays a test with
  * teeth, each case also bounds the standard errors themselves (a flat,
- * uninformative likelihood would pass any 3-SE test).  The standard errors
+ * uninformative likelihood would pass any 3-SE test), and the joint Wald
+ * statistic (u - u_truth)' I (u - u_truth) must stay below the chi-square
+ * quantile of the same level (0.9973), which also sees a shift along a
+ * well-determined combination of parameters.  The standard errors
  * agree with the spread of the estimates over seeds: GMM_FIT_SSM_SEEDS=K
  * reruns every case over K seeds and prints, per parameter, the standard
  * deviation of log(estimate / truth) beside the mean standard error (the
@@ -26,6 +29,7 @@
 #include <check.h>
 #include <lbfgs.h>
 #include <gsl/gsl_blas.h>
+#include <gsl/gsl_cdf.h>
 #include <gsl/gsl_errno.h>
 #include <gsl/gsl_linalg.h>
 #include <gsl/gsl_matrix.h>
@@ -169,6 +173,8 @@ typedef struct {
     int converged;
     size_t evaluations;
     double decrement; /* Newton decrement at the end (tu_objective_log_se) */
+    double wald;      /* joint Wald statistic against the truth */
+    size_t nfree;
 } fit_out;
 
 /* Simulate, fit from the x2 / x0.5 start, check the optimum (always) and, when
@@ -210,8 +216,9 @@ static fit_out run_case(const fit_case *c, int strict)
     gmm_status st = gmm_fit(&obj, &fp, &res);
     ck_assert_msg(st == GMM_OK, "%s: %s", c->name, gmm_error_message());
 
-    fit_out out = {{0}, {0}, res.converged, res.evaluations, 0.0};
-    ck_assert_msg(tu_objective_log_se(&obj, obj.value, 1e-4, out.se, &out.decrement) == 0,
+    fit_out out = {{0}, {0}, res.converged, res.evaluations, 0.0, 0.0, ifix < nt ? nt - 1 : nt};
+    ck_assert_msg(tu_objective_log_se(&obj, obj.value, 1e-4, out.se, &out.decrement, truth,
+                                      &out.wald) == 0,
                   "%s: observed information not positive definite at the optimum", c->name);
     /* At the maximum: a Newton step would gain less than 1e-6 (the estimate
      * is within ~1e-3 standard errors of the exact maximiser). */
@@ -229,7 +236,11 @@ static fit_out run_case(const fit_case *c, int strict)
     ck_assert_msg(lfit >= ltrue, "%s: dense loglik at the fit %.15g < at the truth %.15g",
                   c->name, lfit, ltrue);
 
+    double wq = gsl_cdf_chisq_Pinv(0.9973, (double)out.nfree);
     if (strict) {
+        /* jointly: the Wald statistic below the chi-square quantile of the
+         * same level as 3 SE (0.9973) */
+        ck_assert_msg(out.wald < wq, "%s: Wald statistic %.3g >= %.3g", c->name, out.wald, wq);
         /* gmm_fit's own verdict.  It can stop "not converged" at the maximum:
          * when the loglik's rounding noise (about 1e-9 absolute for the sum
          * kernel here, n = 700) exceeds what is left to gain, More-Thuente
@@ -252,8 +263,9 @@ static fit_out run_case(const fit_case *c, int strict)
         }
     }
     if (getenv("GMM_TEST_REPORT")) {
-        fprintf(stderr, "%s (seed %llu): %zu evals, %s, Newton decrement %.2g\n", c->name,
-                (unsigned long long)c->seed, res.evaluations, res.message, out.decrement);
+        fprintf(stderr, "%s (seed %llu): %zu evals, %s, Newton decrement %.2g, Wald %.3g (< %.3g)\n",
+                c->name, (unsigned long long)c->seed, res.evaluations, res.message,
+                out.decrement, out.wald, wq);
         for (size_t i = 0; i < nt; i++)
             fprintf(stderr, "  %-28s truth %-8g fit %-10.5g log ratio %+.3f  SE %.3f\n",
                     gmm_ssm_param_name(m, i), truth[i], obj.value[i], out.z[i], out.se[i]);
@@ -274,7 +286,9 @@ static void seed_sweep(const fit_case *c0)
         return;
     int K = atoi(e);
     double s1[8] = {0}, s2[8] = {0}, sse[8] = {0};
-    int nconv = 0, nout = 0;
+    int nconv = 0, nout = 0, nwald = 0;
+    double swald = 0.0;
+    size_t df = 0;
     for (int s = 0; s < K; s++) {
         fit_case c = *c0;
         /* seeds far apart: tu_rng_seed(k + 1) is the stream of k shifted by
@@ -282,6 +296,9 @@ static void seed_sweep(const fit_case *c0)
         c.seed = 1000 + 1000003 * (uint64_t)s;
         fit_out o = run_case(&c, 0);
         nconv += o.converged;
+        swald += o.wald;
+        df = o.nfree;
+        nwald += o.wald >= gsl_cdf_chisq_Pinv(0.9973, (double)o.nfree);
         for (size_t i = 0; i < 8; i++) {
             s1[i] += o.z[i];
             s2[i] += o.z[i] * o.z[i];
@@ -293,8 +310,10 @@ static void seed_sweep(const fit_case *c0)
             }
         }
     }
-    fprintf(stderr, "%s over %d seeds: %d converged, %d estimates beyond 3 SE\n", c0->name, K,
-            nconv, nout);
+    fprintf(stderr,
+            "%s over %d seeds: %d converged, %d estimates beyond 3 SE, mean Wald %.2g "
+            "(df %zu), %d beyond its 0.9973 quantile\n",
+            c0->name, K, nconv, nout, swald / K, df, nwald);
     for (size_t i = 0; i < 8; i++)
         if (sse[i] > 0)
             fprintf(stderr, "  param %zu: mean log ratio %+.3f, sd %.3f, mean SE %.3f\n", i,
@@ -317,6 +336,8 @@ static void seed_sweep(const fit_case *c0)
  *             variance and lengthscale spread about 1.2 times their SE);
  *             33 of 40 converged, the other 7 stopped by the rounding error
  *             (see run_case) with Newton decrements below 1e-6.
+ * Mean Wald statistic 2.8, 3.0 and 5.6 for 3, 3 and 5 degrees of freedom (a
+ * chi-square's mean is its df); none beyond the 0.9973 quantile.
  * So the estimator is unbiased at these n to within its spread, the SEs
  * describe that spread, and 3 SE is a test of the recovery, not slack.  The
  * se_max bounds sit about 1.5 times above the largest mean SE. */

@@ -207,7 +207,7 @@ double tu_fd_check4(double *p, size_t m, const double *analytic, tu_scalar_fn f,
 }
 
 int tu_objective_log_se(const gmm_objective *o, const double *theta, double h, double *se,
-                        double *decrement)
+                        double *decrement, const double *truth, double *wald)
 {
     size_t np = o->nparam, nf = 0;
     size_t *fi = malloc(np * sizeof *fi);
@@ -241,6 +241,14 @@ int tu_objective_log_se(const gmm_objective *o, const double *theta, double h, d
     for (size_t a = 0; a < nf; a++)
         for (size_t b = 0; b < a; b++)
             H[a * nf + b] = H[b * nf + a] = 0.5 * (H[a * nf + b] + H[b * nf + a]);
+    if (truth) {
+        double w = 0.0;
+        for (size_t a = 0; a < nf; a++)
+            for (size_t b = 0; b < nf; b++)
+                w += log(theta[fi[a]] / truth[fi[a]]) * H[a * nf + b] *
+                     log(theta[fi[b]] / truth[fi[b]]);
+        *wald = w;
+    }
     gsl_matrix_view Hv = gsl_matrix_view_array(H, nf, nf);
     gsl_error_handler_t *old = gsl_set_error_handler_off();
     int bad = gsl_linalg_cholesky_decomp1(&Hv.matrix) || gsl_linalg_cholesky_invert(&Hv.matrix);

@@ -73,10 +73,14 @@ double tu_fd_check4(double *p, size_t m, const double *analytic, tu_scalar_fn f,
  * diagonal of I^-1 for free entries and 0 for fixed ones.  *decrement (may
  * be NULL) gets the Newton decrement g' I^-1 g / 2 of the gradient g on u at
  * theta: the loglik still to gain by a Newton step, i.e. how far theta is
- * from the exact maximum.  Returns 0, or -1 when an evaluation fails or I is
- * not positive definite (theta is then not a maximum).  Cost 2 (free count)
- * + 1 evaluations. */
+ * from the exact maximum.  With truth (o->nparam values) non-NULL, *wald
+ * gets the Wald statistic (u - u_truth)' I (u - u_truth) over the free
+ * entries (chi-square with (free count) degrees of freedom asymptotically):
+ * a joint test that also sees a shift along a well-determined combination
+ * of parameters that are each poorly determined.  Returns 0, or -1 when an
+ * evaluation fails or I is not positive definite (theta is then not a
+ * maximum).  Cost 2 (free count) + 1 evaluations. */
 int tu_objective_log_se(const gmm_objective *o, const double *theta, double h, double *se,
-                        double *decrement);
+                        double *decrement, const double *truth, double *wald);
 
 #endif
