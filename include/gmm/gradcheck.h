@@ -40,7 +40,9 @@ typedef struct {
     const char *name;  /* borrowed from the objective */
     double value;      /* natural scale */
     double analytic;   /* dloglik/dp, natural scale */
-    double numeric;    /* finite difference, natural scale */
+    double numeric;    /* finite difference, natural scale; NAN when the
+                        * parameter sits on the boundary of its domain (a
+                        * positive parameter equal to 0: not checked, ok) */
     double fd_error;   /* GSL's error estimate of numeric, natural scale */
     double rel_error;  /* |analytic - numeric| / max(|analytic|, |numeric|);
                         * 0 when both are 0 */

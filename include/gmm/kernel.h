@@ -35,6 +35,17 @@
  * exp(-damp |tau|).  ssm.h chooses damp from the data (see there);
  * gmm_kernel_cov evaluates the damped covariance so a dense oracle of the
  * regularised model is exact.
+ *
+ * DEMODULATION.  A damped oscillator factor (cosine, periodic) is carried in
+ * rotating coordinates u(t) = R(t - t0)^-1 x(t), R(tau) its undamped
+ * transition: then A = rho I exactly, Q = (1 - rho^2) Pinf (Pinf is
+ * rotation invariant, q_j^2 I per harmonic), and the rotation moves into a
+ * time-varying observation row h(t - t0) = H R(t - t0) (gmm_kernel_obs).  An
+ * exact change of variables, per state, that keeps the band; it matters for
+ * accuracy: the near-deterministic chain then has the Laplacian structure
+ * of a damped constant, whose precision rounds far more gracefully (with a
+ * rotating chain the loglik error at a given damping is measured ~30x
+ * larger).  The period's gradient then flows through h.
  */
 #ifndef GMM_KERNEL_H
 #define GMM_KERNEL_H
@@ -79,11 +90,13 @@ typedef struct {
     const gmm_kernel_param *param;
     size_t (*dim)(const double *p);
     int zero_noise;            /* Q(dt) == 0 exactly: see ZERO PROCESS NOISE */
-    /* Accuracy limit (see ssm.h): the smallest dt / p[scale_param] for which
-     * the state-space log-likelihood is documented to agree with the dense GP
-     * to 1e-6 relative; scale_param == nparam: no limit. */
+    /* Accuracy limit (see ssm.h, CLOSE INPUTS): the smallest dt / p[scale_param]
+     * at which the state-space log-likelihood agreed with the dense GP to 1e-6
+     * relative in tests/bench/bench_ssm_accuracy.c; min_dt_rel_osc applies when
+     * the factor is multiplied by a cosine or periodic factor.  0: no limit
+     * was reached down to dt/lengthscale = 1e-6. */
     size_t scale_param;
-    double min_dt_rel;
+    double min_dt_rel, min_dt_rel_osc;
     /* F (d x d) and the diffusion L Qc L^T (d x d). */
     void (*sde)(const double *p, double *F, double *LQL);
     /* Pinf (d x d) and its derivatives, H (d). */
@@ -92,6 +105,11 @@ typedef struct {
     void (*disc)(const double *p, double dt, double *A, double *Q, double *dA, double *dQ);
     /* k(tau) (any sign of tau) and, when dk != NULL, dk/dp (nparam). */
     double (*cov)(const double *p, double tau, double *dk);
+    /* Oscillator types only (NULL otherwise): the observation row of the
+     * state rotated back by tau, h(tau) = H A(tau) with the decay removed
+     * (d), and dh/dp (nparam x d, structural slots untouched).  See
+     * DEMODULATION. */
+    void (*hmod)(const double *p, double tau, double *h, double *dh);
 } gmm_kernel_type;
 
 extern const gmm_kernel_type gmm_kernel_matern12;
@@ -190,7 +208,7 @@ gmm_status gmm_kernel_check(const gmm_kernel *k, const double *theta);
 gmm_status gmm_kernel_stat(const gmm_kernel *k, const double *theta, double damp,
                            gmm_kernel_work *w, double *Pinf, double *H);
 
-/* A(dt) and Q(dt) (d x d) of the (damped) composite, dt > 0.  Products use
+/* A(dt) and Q(dt) (d x d) of the (damped, demodulated) composite, dt > 0.  Products use
  * Q = Q1 (x) P2 + (A1 P1 A1^T) (x) Q2, a sum of positive semidefinite terms
  * equal to Pinf - A Pinf A^T without its cancellation. */
 gmm_status gmm_kernel_disc(const gmm_kernel *k, gmm_kernel_work *w, double dt, double *A,
@@ -203,9 +221,23 @@ gmm_status gmm_kernel_disc(const gmm_kernel *k, gmm_kernel_work *w, double dt, d
 gmm_status gmm_kernel_rev(const gmm_kernel *k, gmm_kernel_work *w, const double *Abar,
                           const double *Qbar, const double *Pbar, double *thetabar);
 
+/* True when the observation row depends on time (some damped oscillator
+ * factor is demodulated, see DEMODULATION). */
+int gmm_kernel_modulated(const gmm_kernel *k);
+
+/* The composite's observation row at time offset tau from the reference t0
+ * (d), at the theta of the last gmm_kernel_stat on w; equals the H of
+ * gmm_kernel_stat when not modulated.  O(d + harmonics). */
+gmm_status gmm_kernel_obs(const gmm_kernel *k, gmm_kernel_work *w, double tau, double *H);
+/* Reverse mode: thetabar += (dH(tau)/dtheta)^T Hbar.  Needs no preceding
+ * call at tau.  O(d nparam). */
+gmm_status gmm_kernel_obs_rev(const gmm_kernel *k, gmm_kernel_work *w, double tau,
+                              const double *Hbar, double *thetabar);
+
 /* The SDE of the composite with damping rate damp: F and L Qc L^T (d x d
  * each), at theta (a damped zero-noise factor has F - damp I and L Qc L^T =
- * 2 damp Pinf).  Docs and tests (Lyapunov equation, A = expm(F dt)).  Calls
+ * 2 damp Pinf) in the ORIGINAL (not demodulated) coordinates.  Docs and
+ * tests (Lyapunov equation, A = expm(F dt)).  Calls
  * gmm_kernel_stat on w; allocates small temporaries. */
 gmm_status gmm_kernel_sde(const gmm_kernel *k, const double *theta, double damp,
                           gmm_kernel_work *w, double *F, double *LQL);

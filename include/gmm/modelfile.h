@@ -16,6 +16,7 @@
  *              "node": null, "exposure": null},
  *     "graph": "edges.csv",             graph models only (required with
  *                                       "precision")
+ *     "merge_tol": 1e-3,                state-space only, when > 0
  *     "edge_cols": ["i", "j", "length"] optional; the last may be null
  *   }
  *
@@ -56,6 +57,8 @@ typedef struct {
         char *node;       /* graph models: node column, or NULL */
         char *exposure;   /* or NULL */
     } data;
+    double merge_tol;     /* state-space: inputs closer than this share a state
+                           * (written as "merge_tol" when > 0; absent: 0) */
     char *graph;          /* edge-list file of a graph model, or NULL */
     char *edge_cols[3];   /* i, j, length column names; all NULL when absent,
                            * edge_cols[2] may be NULL alone */

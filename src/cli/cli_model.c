@@ -43,6 +43,7 @@ struct cli_model {
     gmm_spec_node *spec;
     double center;
     int has_center;
+    double merge_tol;
     size_t nrow, nobs;
     double *x, *y; /* nrow each (y centred, NAN missing) */
     /* state-space */
@@ -90,6 +91,8 @@ static int parse_positive(const char *cmd, const char *opt, const char *arg, int
 
 int cli_model_opt(cli_model_opts *o, const char *cmd, int c, const char *arg)
 {
+    if (c >= CLI_OPT_KERNEL && c < CLI_OPT_VERBOSE)
+        o->given++;
     switch (c) {
     case CLI_OPT_KERNEL: o->kernel = arg; return 1;
     case CLI_OPT_GRAPH: o->graph = arg; return 1;
@@ -279,7 +282,7 @@ static int build_ssm(const char *cmd, cli_model *m, double noise, double merge_t
 
     gmm_ssm_params par;
     gmm_ssm_params_init(&par);
-    par.merge_tol = merge_tol;
+    par.merge_tol = m->merge_tol = merge_tol;
     if ((s = gmm_ssm_alloc(m->kernel, m->x, m->y, m->nrow, &par, &m->ssm)) != GMM_OK)
         return cli_fail(cmd, s);
     if (gmm_ssm_nmerged(m->ssm) > 0)
@@ -463,8 +466,15 @@ int cli_model_load(const char *cmd, const cli_model_opts *o, cli_model **out)
         cli_msg(cmd, "--precision, --node and --edge-cols need --graph");
         return CLI_EXIT_USAGE;
     }
-    if (o->graph && (!o->precision || !o->node)) {
-        cli_msg(cmd, "--graph needs --precision SPEC and --node NAME");
+    if (o->graph && (!o->precision || !o->node || !o->ycol)) {
+        /* --y has no default for graphs: node files often carry coordinate
+         * columns named x and y, and modelling one by accident is silent. */
+        cli_msg(cmd, "--graph needs --precision SPEC, --node NAME and --y NAME");
+        return CLI_EXIT_USAGE;
+    }
+    if (o->graph && (o->xcol || o->merge_tol > 0 || o->free_period)) {
+        cli_msg(cmd, "--x, --merge-tol and --free-period apply to state-space models, not "
+                     "to --graph");
         return CLI_EXIT_USAGE;
     }
     if (o->free_period && o->kernel) {
@@ -484,7 +494,7 @@ int cli_model_load(const char *cmd, const cli_model_opts *o, cli_model **out)
         m->graph_file = dup_str(o->graph);
         m->spec_text = dup_str(o->precision);
         m->nodename = dup_str(o->node);
-        m->yname = dup_str(o->ycol ? o->ycol : "y");
+        m->yname = dup_str(o->ycol);
         if (!m->graph_file || !m->spec_text || !m->nodename || !m->yname) {
             rc = cli_fail(cmd, GMM_ENOMEM);
             goto fail;
@@ -543,11 +553,16 @@ int cli_model_from_file(const char *cmd, const gmm_model *mf, const char *data, 
         goto fail;
     }
     /* The values are taken from "parameters" (by name) after the build. */
+    if (mf->precision && (!mf->data.node || !mf->data.y)) {
+        cli_msg(cmd, "model file: a graph model needs \"data\": {\"node\": ..., \"y\": ...}");
+        rc = CLI_EXIT_ERROR;
+        goto fail;
+    }
     if (mf->precision) {
         m->graph = 1;
         m->graph_file = dup_str(mf->graph);
         m->nodename = dup_str(mf->data.node);
-        m->yname = dup_str(mf->data.y ? mf->data.y : "y");
+        m->yname = dup_str(mf->data.y);
         if (!m->graph_file || !m->nodename || !m->yname) {
             rc = cli_fail(cmd, GMM_ENOMEM);
             goto fail;
@@ -576,7 +591,7 @@ int cli_model_from_file(const char *cmd, const gmm_model *mf, const char *data, 
                     m->y[r] += m->center - mf->center;
             m->center = mf->center;
         }
-        if ((rc = build_ssm(cmd, m, 1.0, 0.0, verbose)) != 0)
+        if ((rc = build_ssm(cmd, m, 1.0, mf->merge_tol, verbose)) != 0)
             goto fail;
     }
     if (m->graph && mf->has_center) {
@@ -646,6 +661,7 @@ int cli_model_describe(const char *cmd, cli_model *m, gmm_model *mf, char **scra
         *scratch = buf;
         mf->kernel = buf;
         mf->data.x = m->xname;
+        mf->merge_tol = m->merge_tol;
     }
     mf->data.file = m->data_file;
     mf->data.y = m->yname;

@@ -35,6 +35,8 @@ typedef struct {
     int free_period;        /* --free-period (default kernel only) */
     const char **fix;       /* --fix NAME (repeatable) */
     size_t nfix;
+    int given;              /* model options seen (all but --verbose): a
+                             * command reading --model refuses them */
 } cli_model_opts;
 
 enum {

@@ -2,6 +2,7 @@
  * central finite differences, per parameter (as CmdStan's `diagnose`), so a
  * user can check a model on their own data.  Exit 3 when any disagrees. */
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -16,6 +17,7 @@ static const char usage_text[] =
     "       gmm-infer gradcheck --model MODEL.json [DATA.csv]\n"
     "Compare the analytic gradient with central finite differences; print CSV\n"
     "  parameter,value,analytic,numeric,fd_error,rel_error,ok\n"
+    "(ok is 'skipped' for a parameter on the boundary of its domain, e.g. a ridge of 0)\n"
     "and exit 3 when some gradient disagrees beyond the tolerance.\n\n"
     "  --model FILE        take the model from fit's output\n"
     "  --tol T             relative tolerance (default 1e-6)\n"
@@ -76,6 +78,11 @@ int cmd_gradcheck(int argc, char **argv)
         rc = CLI_EXIT_USAGE;
         goto done;
     }
+    if (model_path && o.given) {
+        cli_msg(cmd, "--model takes the model from the file: give no model options with it");
+        rc = CLI_EXIT_USAGE;
+        goto done;
+    }
     if (model_path) {
         gmm_status s = gmm_model_read(model_path, &mf);
         if (s != GMM_OK) {
@@ -99,7 +106,8 @@ int cmd_gradcheck(int argc, char **argv)
     for (size_t i = 0; i < res.nparam; i++) {
         const gmm_gradcheck_row *r = &res.row[i];
         printf("%s,%.17g,%.17g,%.17g,%.3g,%.3g,%s\n", r->name, r->value, r->analytic,
-               r->numeric, r->fd_error, r->rel_error, r->ok ? "true" : "false");
+               r->numeric, r->fd_error, r->rel_error,
+               isnan(r->numeric) ? "skipped" : r->ok ? "true" : "false");
     }
     fflush(stdout);
     cli_msg(cmd, "loglik %.10g; %zu of %zu gradients within tolerance %g", res.loglik,

@@ -64,6 +64,11 @@ int cmd_loglik(int argc, char **argv)
         rc = CLI_EXIT_USAGE;
         goto done;
     }
+    if (model_path && o.given) {
+        cli_msg(cmd, "--model takes the model from the file: give no model options with it");
+        rc = CLI_EXIT_USAGE;
+        goto done;
+    }
     if (model_path) {
         gmm_status s = gmm_model_read(model_path, &mf);
         if (s != GMM_OK) {

@@ -293,7 +293,9 @@ gmm_status gmm_fit(gmm_objective *obj, const gmm_fit_params *params, gmm_fit_res
     for (size_t i = 0; i < np; i++) {
         if (!isfinite(obj->value[i]))
             return gmm_error(GMM_EINVAL, "fit: start value of '%s' is not finite", obj->name[i]);
-        if (obj->positive[i] && !(obj->value[i] > 0.0))
+        /* Only free positive parameters live on the log scale; a fixed one
+         * may sit on its boundary (a laplacian ridge of 0). */
+        if (obj->positive[i] && !obj->fixed[i] && !(obj->value[i] > 0.0))
             return gmm_error(GMM_EINVAL, "fit: start value of '%s' must be > 0, got %g",
                              obj->name[i], obj->value[i]);
         if (!obj->fixed[i])

@@ -87,6 +87,8 @@ gmm_status gmm_model_write(const gmm_model *m, FILE *f, const char *name)
     ok = ok && put(data, "node", string_or_null(m->data.node));
     ok = ok && put(data, "exposure", string_or_null(m->data.exposure));
     ok = ok && json_object_set(root, "data", data) == 0;
+    if (m->merge_tol > 0.0)
+        ok = ok && put(root, "merge_tol", json_real(m->merge_tol));
     if (m->graph)
         ok = ok && put(root, "graph", json_string(m->graph));
     if (m->edge_cols[0])
@@ -270,6 +272,12 @@ static gmm_status parse(reader *r, json_t *root, gmm_model *m)
         !get_string(r, data, "exposure", "data.exposure", 0, 1, &m->data.exposure))
         return r->st;
 
+    v = json_object_get(root, "merge_tol");
+    if (v && (!json_is_number(v) || !(json_number_value(v) >= 0.0) ||
+              !isfinite(json_number_value(v))))
+        return gmm_error(GMM_EPARSE, "%s: key 'merge_tol' must be a non-negative number",
+                         r->file);
+    m->merge_tol = v ? json_number_value(v) : 0.0;
     if (!get_string(r, root, "graph", "graph", m->precision != NULL, 0, &m->graph))
         return r->st;
     v = json_object_get(root, "edge_cols");

@@ -370,6 +370,21 @@ gmm_status gmm_gmrf_theta_check(const gmm_gmrf *m, const double *theta)
             return gmm_error(GMM_EDOM, "precision parameter %s = %g must be %s",
                              m->param_name[k], x, m->param_zero_ok[k] ? ">= 0" : "> 0");
     }
+    /* A term whose zero-allowed parameter (a laplacian's ridge) is 0 is only
+     * semi-definite (D - A annihilates constants on each component); the
+     * sum is definite only if some other term is.  Without that check the
+     * Cholesky succeeds on rounding noise and the likelihood is noise. */
+    int definite = 0;
+    for (size_t t = 0; t < m->nterm && !definite; t++) {
+        size_t end = t + 1 < m->nterm ? m->term_off[t + 1] : m->nparam;
+        int singular = 0;
+        for (size_t k = m->term_off[t]; k < end; k++)
+            singular |= m->param_zero_ok[k] && theta[k] == 0.0;
+        definite = !singular;
+    }
+    if (m->nterm && !definite)
+        return gmm_error(GMM_EDOM, "the precision is singular: a laplacian with ridge 0 needs "
+                                   "a ridge > 0 or another term such as edge-ou");
     return GMM_OK;
 }
 

@@ -61,8 +61,11 @@ typedef struct knode {
     size_t tix[GMM_KERNEL_MAXPARAM];  /* index in theta, SIZE_MAX if structural */
     int var_first;                    /* first factor of its product term */
     int damped;                       /* zero-noise factor regularised by damping */
+    int demod;                        /* damped oscillator in rotating coordinates */
+    int osc_partner;                  /* inside a product with a cosine/periodic factor */
     /* arena offsets (doubles) */
     size_t oA, oQ, oP, oH, oAb, oQb, oPb, oM, oMb, odA, odQ, odP;
+    size_t oHt, oHb, odH; /* H(tau), its adjoint; leaf dH/dp (nparam x d) */
 } knode;
 
 struct gmm_kernel {
@@ -72,6 +75,7 @@ struct gmm_kernel {
     char **name;
     double *value;
     int damped_any;
+    int modulated; /* some leaf is demodulated: H depends on time */
     double zweight; /* 1/Z: share of the damping rate each zero-noise factor gets */
 };
 
@@ -301,11 +305,34 @@ static void mark_damped(knode *n, int covered)
 {
     if (n->op == KN_LEAF) {
         n->damped = !covered && n->type->zero_noise;
+        n->demod = n->damped && n->type->hmod != NULL;
         return;
     }
     int c = covered || (n->op == KN_PROD && is_noisy(n));
     for (size_t i = 0; i < n->nchild; i++)
         mark_damped(n->child[i], c);
+}
+
+static int has_oscillator(const knode *n)
+{
+    if (n->op == KN_LEAF)
+        return n->type->zero_noise && n->type->hmod != NULL;
+    for (size_t i = 0; i < n->nchild; i++)
+        if (has_oscillator(n->child[i]))
+            return 1;
+    return 0;
+}
+
+/* Conservatively: every leaf of a product subtree that holds an oscillator. */
+static void mark_osc(knode *n, int under)
+{
+    if (n->op == KN_LEAF) {
+        n->osc_partner = under;
+        return;
+    }
+    int u = under || (n->op == KN_PROD && has_oscillator(n));
+    for (size_t i = 0; i < n->nchild; i++)
+        mark_osc(n->child[i], u);
 }
 
 /* Z: the largest number of damped zero-noise factors multiplied together in any
@@ -340,8 +367,14 @@ static void layout(knode *n, size_t *off)
     *off += dd;
     n->oPb = *off;
     *off += dd;
+    n->oHt = *off;
+    *off += n->d;
+    n->oHb = *off;
+    *off += n->d;
     if (n->op == KN_LEAF) {
         size_t np = n->type->nparam;
+        n->odH = *off;
+        *off += np * n->d;
         n->odA = *off;
         *off += np * dd;
         n->odQ = *off;
@@ -402,8 +435,11 @@ gmm_status gmm_kernel_from_spec(const gmm_spec_node *spec, gmm_kernel **out)
         goto fail;
     k->d = k->root->d;
     mark_damped(k->root, 0);
-    for (size_t i = 0; i < nleaves; i++)
+    mark_osc(k->root, 0);
+    for (size_t i = 0; i < nleaves; i++) {
         k->damped_any |= k->leaves[i]->damped;
+        k->modulated |= k->leaves[i]->demod;
+    }
     size_t Z = zero_noise_depth(k->root);
     k->zweight = Z > 0 ? 1.0 / (double)Z : 1.0;
     size_t off = 0;
@@ -426,6 +462,7 @@ const char *gmm_kernel_param_name(const gmm_kernel *k, size_t i)
 double *gmm_kernel_values(gmm_kernel *k) { return k->value; }
 const double *gmm_kernel_values_const(const gmm_kernel *k) { return k->value; }
 int gmm_kernel_damped(const gmm_kernel *k) { return k->damped_any; }
+int gmm_kernel_modulated(const gmm_kernel *k) { return k->modulated; }
 
 gmm_status gmm_kernel_param_find(const gmm_kernel *k, const char *name, size_t *i)
 {
@@ -627,10 +664,11 @@ double gmm_kernel_spacing_limit(const gmm_kernel *k, const double *theta, size_t
     for (size_t l = 0; l < k->nleaves; l++) {
         const knode *n = k->leaves[l];
         const gmm_kernel_type *t = n->type;
-        if (t->scale_param >= t->nparam || t->min_dt_rel <= 0.0)
+        double rel = n->osc_partner ? fmax(t->min_dt_rel, t->min_dt_rel_osc) : t->min_dt_rel;
+        if (t->scale_param >= t->nparam || rel <= 0.0)
             continue;
         size_t j = n->tix[t->scale_param];
-        double v = t->min_dt_rel * theta[j];
+        double v = rel * theta[j];
         if (v > lim) {
             lim = v;
             which = j;
@@ -743,6 +781,16 @@ static void disc_node(gmm_kernel_work *w, knode *n, double dt)
         const gmm_kernel_type *t = n->type;
         double *p = w->lp + n->leaf * GMM_KERNEL_MAXPARAM;
         t->disc(p, dt, a + n->oA, a + n->oQ, a + n->odA, a + n->odQ);
+        if (n->demod) {
+            /* rotating coordinates: the rotation moves into h(tau) (DEMODULATION);
+             * Q = 0 and dQ = 0 for a zero-noise type */
+            md_zero(dd, a + n->oA);
+            for (size_t i = 0; i < d; i++)
+                a[n->oA + i * d + i] = 1.0;
+            for (size_t j = 0; j < t->nparam; j++)
+                if (!t->param[j].structural)
+                    md_zero(dd, a + n->odA + j * dd);
+        }
         if (n->damped && w->damp > 0.0) {
             /* A_reg = rho A, Q_reg = (1 - rho^2) Pinf + rho^2 Q (kernel.h); w->damp is
              * this factor's share damp/Z */
@@ -903,6 +951,88 @@ gmm_status gmm_kernel_rev(const gmm_kernel *k, gmm_kernel_work *w, const double 
     rev_node(w, k->root, aq, thetabar);
     /* the products' M slots were overwritten: a further rev needs a new disc */
     w->have_disc = 0;
+    return GMM_OK;
+}
+
+/* ---- time-varying observation row ------------------------------------------------ */
+
+static void obs_node(gmm_kernel_work *w, knode *n, double tau)
+{
+    double *a = w->a;
+    if (n->op == KN_LEAF) {
+        if (n->demod)
+            n->type->hmod(w->lp + n->leaf * GMM_KERNEL_MAXPARAM, tau, a + n->oHt, a + n->odH);
+        else
+            memcpy(a + n->oHt, a + n->oH, n->d * sizeof *a);
+        return;
+    }
+    for (size_t i = 0; i < n->nchild; i++)
+        obs_node(w, n->child[i], tau);
+    if (n->op == KN_SUM) {
+        size_t o = 0;
+        for (size_t i = 0; i < n->nchild; i++) {
+            memcpy(a + n->oHt + o, a + n->child[i]->oHt, n->child[i]->d * sizeof *a);
+            o += n->child[i]->d;
+        }
+    } else {
+        const knode *L = n->child[0], *R = n->child[1];
+        for (size_t i = 0; i < L->d; i++)
+            for (size_t j = 0; j < R->d; j++)
+                a[n->oHt + i * R->d + j] = a[L->oHt + i] * a[R->oHt + j];
+    }
+}
+
+gmm_status gmm_kernel_obs(const gmm_kernel *k, gmm_kernel_work *w, double tau, double *H)
+{
+    if (!w->have_stat)
+        return gmm_error(GMM_EINVAL, "gmm_kernel_obs called before gmm_kernel_stat");
+    obs_node(w, k->root, tau);
+    memcpy(H, w->a + k->root->oHt, k->d * sizeof *H);
+    return GMM_OK;
+}
+
+static void obs_rev_node(gmm_kernel_work *w, knode *n, double *thetabar)
+{
+    double *a = w->a;
+    if (n->op == KN_LEAF) {
+        if (!n->demod)
+            return;
+        for (size_t j = 0; j < n->type->nparam; j++)
+            if (n->tix[j] != SIZE_MAX)
+                thetabar[n->tix[j]] += md_dot(n->d, a + n->oHb, a + n->odH + j * n->d);
+        return;
+    }
+    if (n->op == KN_SUM) {
+        size_t o = 0;
+        for (size_t i = 0; i < n->nchild; i++) {
+            memcpy(a + n->child[i]->oHb, a + n->oHb + o, n->child[i]->d * sizeof *a);
+            o += n->child[i]->d;
+        }
+    } else {
+        const knode *L = n->child[0], *R = n->child[1];
+        md_zero(L->d, a + L->oHb);
+        md_zero(R->d, a + R->oHb);
+        for (size_t i = 0; i < L->d; i++)
+            for (size_t j = 0; j < R->d; j++) {
+                double g = a[n->oHb + i * R->d + j];
+                a[L->oHb + i] += g * a[R->oHt + j];
+                a[R->oHb + j] += g * a[L->oHt + i];
+            }
+    }
+    for (size_t i = 0; i < n->nchild; i++)
+        obs_rev_node(w, n->child[i], thetabar);
+}
+
+gmm_status gmm_kernel_obs_rev(const gmm_kernel *k, gmm_kernel_work *w, double tau,
+                              const double *Hbar, double *thetabar)
+{
+    if (!w->have_stat)
+        return gmm_error(GMM_EINVAL, "gmm_kernel_obs_rev called before gmm_kernel_stat");
+    if (!k->modulated)
+        return GMM_OK;
+    obs_node(w, k->root, tau);
+    memcpy(w->a + k->root->oHb, Hbar, k->d * sizeof *Hbar);
+    obs_rev_node(w, k->root, thetabar);
     return GMM_OK;
 }
 

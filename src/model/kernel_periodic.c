@@ -190,8 +190,8 @@ static double constant_cov(const double *p, double tau, double *dk)
 }
 
 const gmm_kernel_type gmm_kernel_constant = {
-    "constant", "variance", 1, constant_param, constant_dim, 1, 1, 0.0,
-    constant_sde, constant_stat, constant_disc, constant_cov};
+    "constant", "variance", 1, constant_param, constant_dim, 1, 1, 0.0, 0.0,
+    constant_sde, constant_stat, constant_disc, constant_cov, NULL};
 
 /* ---- cosine(variance, period) ---------------------------------------------- */
 
@@ -256,9 +256,22 @@ static double cosine_cov(const double *p, double tau, double *dk)
     return p[0] * cos(t);
 }
 
+/* h(tau) = (1, 0) R(t) = (cos t, -sin t), t = 2 pi tau/period. */
+static void cosine_hmod(const double *p, double tau, double *h, double *dh)
+{
+    double t = phase(1.0, tau, p[1]), c = cos(t), s = sin(t), dt_dp = -t / p[1];
+    h[0] = c;
+    h[1] = -s;
+    if (dh) {
+        dh[0] = dh[1] = 0.0;
+        dh[2] = -s * dt_dp;
+        dh[3] = -c * dt_dp;
+    }
+}
+
 const gmm_kernel_type gmm_kernel_cosine = {
-    "cosine", "variance * cos(2 pi tau/period)", 2, cosine_param, cosine_dim, 1, 2, 0.0,
-    cosine_sde, cosine_stat, cosine_disc, cosine_cov};
+    "cosine", "variance * cos(2 pi tau/period)", 2, cosine_param, cosine_dim, 1, 2, 0.0, 0.0,
+    cosine_sde, cosine_stat, cosine_disc, cosine_cov, cosine_hmod};
 
 /* ---- periodic(variance, lengthscale, period, harmonics) --------------------- */
 
@@ -349,12 +362,28 @@ static double periodic_cov(const double *p, double tau, double *dk)
     return p[0] * k;
 }
 
+static void periodic_hmod(const double *p, double tau, double *h, double *dh)
+{
+    size_t J = harmonics_of(p, 3), d = 2 * (J + 1);
+    if (dh)
+        md_zero(3 * d, dh);
+    for (size_t j = 0; j <= J; j++) {
+        double t = phase((double)j, tau, p[2]), c = cos(t), s = sin(t), dt_dp = -t / p[2];
+        h[2 * j] = c;
+        h[2 * j + 1] = -s;
+        if (dh) {
+            dh[2 * d + 2 * j] = -s * dt_dp;
+            dh[2 * d + 2 * j + 1] = -c * dt_dp;
+        }
+    }
+}
+
 const gmm_kernel_type gmm_kernel_periodic = {
     "periodic",
     "variance * exp(-2 sin^2(pi tau/period)/lengthscale^2), as its cosine series "
     "truncated to harmonics 0..harmonics",
-    4, periodic_param, periodic_dim, 1, 4, 0.0,
-    periodic_sde, periodic_stat, periodic_disc, periodic_cov};
+    4, periodic_param, periodic_dim, 1, 4, 0.0, 0.0,
+    periodic_sde, periodic_stat, periodic_disc, periodic_cov, periodic_hmod};
 
 /* ---- quasiperiodic(variance, lengthscale, period, harmonics) ---------------- */
 
@@ -443,5 +472,5 @@ static double quasi_cov(const double *p, double tau, double *dk)
 const gmm_kernel_type gmm_kernel_quasiperiodic = {
     "quasiperiodic",
     "variance * exp(-|tau|/lengthscale) * sum_{j=1..harmonics} cos(2 pi j tau/period)",
-    4, quasi_param, quasi_dim, 0, 1, 0.0,
-    quasi_sde, quasi_stat, quasi_disc, quasi_cov};
+    4, quasi_param, quasi_dim, 0, 1, 0.0, 0.0,
+    quasi_sde, quasi_stat, quasi_disc, quasi_cov, NULL};

@@ -21,17 +21,40 @@ static inline void md_mul(size_t m, size_t k, size_t n, const double *A, const d
         }
 }
 
-/* C (+)= alpha op(A) op(B) for square d x d, ta/tb nonzero = transpose. */
+/* C = alpha op(A) op(B) + beta C for square d x d, ta/tb nonzero =
+ * transpose.  C must not alias A or B.  Row-oriented loops (i, l, j) so the
+ * inner loop runs along rows of B and C. */
 static inline void md_gemm(size_t d, int ta, int tb, double alpha, const double *A,
                            const double *B, double beta, double *C)
 {
-    for (size_t i = 0; i < d; i++)
-        for (size_t j = 0; j < d; j++) {
-            double s = 0.0;
-            for (size_t l = 0; l < d; l++)
-                s += (ta ? A[l * d + i] : A[i * d + l]) * (tb ? B[j * d + l] : B[l * d + j]);
-            C[i * d + j] = (beta == 0.0 ? 0.0 : beta * C[i * d + j]) + alpha * s;
+    for (size_t i = 0; i < d; i++) {
+        double *c = C + i * d;
+        if (beta == 0.0)
+            memset(c, 0, d * sizeof *c);
+        else if (beta != 1.0)
+            for (size_t j = 0; j < d; j++)
+                c[j] *= beta;
+        if (!tb) {
+            for (size_t l = 0; l < d; l++) {
+                double a = alpha * (ta ? A[l * d + i] : A[i * d + l]);
+                const double *b = B + l * d;
+                for (size_t j = 0; j < d; j++)
+                    c[j] += a * b[j];
+            }
+        } else {
+            for (size_t j = 0; j < d; j++) {
+                const double *b = B + j * d;
+                double s = 0.0;
+                if (ta)
+                    for (size_t l = 0; l < d; l++)
+                        s += A[l * d + i] * b[l];
+                else
+                    for (size_t l = 0; l < d; l++)
+                        s += A[i * d + l] * b[l];
+                c[j] += alpha * s;
+            }
         }
+    }
 }
 
 /* sum_ij A(i,j) B(i,j) over m entries. */

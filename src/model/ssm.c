@@ -46,7 +46,12 @@ struct gmm_ssm {
     size_t *obs_off;
     double *obs_y, *H;
     gmm_obs obs;
-    double damp;
+    /* demodulated kernels (kernel.h, DEMODULATION): one observation row per
+     * observation, and the posterior for the gradient through them */
+    int modulated;
+    double *Hobs, *mu;
+    gmm_band *cov;
+    double damp, noise; /* noise: of the last evaluation */
     size_t nmerged;
     /* numeric */
     gmm_kernel_work *kw;
@@ -110,6 +115,9 @@ void gmm_ssm_free(gmm_ssm *m)
     gmm_free(m->obs_off);
     gmm_free(m->obs_y);
     gmm_free(m->H);
+    gmm_free(m->Hobs);
+    gmm_free(m->mu);
+    gmm_band_free(m->cov);
     gmm_kernel_work_free(m->kw);
     gmm_free(m->blk);
     gmm_free(m->ldQ);
@@ -285,6 +293,18 @@ gmm_status gmm_ssm_alloc(const gmm_kernel *k, const double *x, const double *y, 
     m->obs.coef = m->H;
     m->obs.coef_stride = 0;
     m->obs.y = m->obs_y;
+    m->modulated = gmm_kernel_modulated(k);
+    if (m->modulated) {
+        m->Hobs = gmm_malloc(m->nobs ? m->nobs * d : 1, sizeof *m->Hobs);
+        m->mu = gmm_malloc(m->N, sizeof *m->mu);
+        m->cov = gmm_band_alloc(m->N, m->kl, 0, GMM_BAND_SYMMETRIC);
+        if (!m->Hobs || !m->mu || !m->cov) {
+            st = gmm_error(GMM_ENOMEM, "out of memory for the model workspace");
+            goto done;
+        }
+        m->obs.coef = m->Hobs;
+        m->obs.coef_stride = d;
+    }
 done:
     gmm_free(s);
     if (st)
@@ -318,14 +338,16 @@ static gmm_status check_spacing(const gmm_ssm *m, const double *theta)
     size_t j;
     double lim = gmm_kernel_spacing_limit(m->k, theta, &j);
     double dt = m->gdt[0];
-    if (dt >= lim)
+    /* the slack keeps a grid built as i * (limit) from tripping on rounding */
+    if (dt >= lim * (1.0 - 1e-9))
         return GMM_OK;
     return gmm_error(GMM_EDOM,
                      "inputs x = %.15g and %.15g are only %g apart, below the accuracy limit %g "
-                     "for %s = %g: the state-space likelihood would be inaccurate there. "
-                     "Merge near-ties (merge tolerance >= %g) or use a larger %s",
+                     "at %s = %g: the state-space likelihood would not be accurate to 1e-6 "
+                     "there. Merge inputs closer than that (a merge tolerance of %g coarsens "
+                     "them), or keep %s below %g",
                      m->t[m->imin], m->t[m->imin + 1], dt, lim, gmm_kernel_param_name(m->k, j),
-                     theta[j], lim, gmm_kernel_param_name(m->k, j));
+                     theta[j], lim, gmm_kernel_param_name(m->k, j), dt * theta[j] / lim);
 }
 
 /* Everything up to (and including) the marginal likelihood at theta. */
@@ -336,6 +358,7 @@ static gmm_status ssm_forward(gmm_ssm *m, const double *theta, double *loglik)
     double noise = theta[m->np];
     if (!(noise > 0.0) || !isfinite(noise))
         return gmm_error(GMM_EDOM, "noise.variance = %g must be positive and finite", noise);
+    m->noise = noise;
     if ((st = gmm_kernel_stat(m->k, theta, m->damp, m->kw, m->P, m->H)))
         return st;
     if ((st = check_spacing(m, theta)))
@@ -382,10 +405,51 @@ static gmm_status ssm_forward(gmm_ssm *m, const double *theta, double *loglik)
                 *gmm_band_ptr(Q, b + i, b - d + j) = -WA[i * d + j];
         logdet -= m->ldQ[g];
     }
+    if (m->modulated) {
+        size_t last = SIZE_MAX;
+        for (size_t o = 0; o < m->nobs; o++) {
+            size_t sk = m->obs_off[o] / d;
+            if (sk != last && (st = gmm_kernel_obs(m->k, m->kw, m->t[sk] - m->t[0], X)))
+                return st;
+            last = sk;
+            memcpy(m->Hobs + o * d, X, d * sizeof *X);
+        }
+    }
     return gmm_marglik_eval(Q, &m->obs, noise, &logdet, m->mw, loglik);
 }
 
 /* ---- reverse ------------------------------------------------------------------ */
+
+/* Gradient through the time-varying observation rows (Fisher's identity):
+ * dlogp/dh_r = [(y_r - h_r' mu_s) mu_s - Sigma_ss h_r] / noise for row r
+ * reading state s, mu and Sigma the posterior mean and covariance. */
+static gmm_status obs_grad(gmm_ssm *m, double *grad)
+{
+    gmm_status st;
+    size_t d = m->d;
+    double noise = m->noise, *Hb = m->T, *Sh = m->T + d;
+    if ((st = gmm_marglik_posterior(m->mw, m->mu, m->cov)))
+        return st;
+    for (size_t o = 0; o < m->nobs;) {
+        size_t sk = m->obs_off[o] / d, b = sk * d;
+        const double *h = m->Hobs + o * d, *mu = m->mu + b;
+        for (size_t i = 0; i < d; i++) {
+            double v = 0.0;
+            for (size_t j = 0; j < d; j++)
+                v += gmm_band_get(m->cov, b + i, b + j) * h[j];
+            Sh[i] = v;
+        }
+        md_zero(d, Hb);
+        for (; o < m->nobs && m->obs_off[o] == b; o++) {
+            double r = m->obs_y[o] - md_dot(d, h, mu);
+            for (size_t i = 0; i < d; i++)
+                Hb[i] += (r * mu[i] - Sh[i]) / noise;
+        }
+        if ((st = gmm_kernel_obs_rev(m->k, m->kw, m->t[sk] - m->t[0], Hb, grad)))
+            return st;
+    }
+    return GMM_OK;
+}
 
 static gmm_status ssm_grad(gmm_ssm *m, double *grad)
 {
@@ -451,7 +515,9 @@ static gmm_status ssm_grad(gmm_ssm *m, double *grad)
     md_gemm(d, 0, 0, 1.0, m->W0, Pbar, 0.0, G);
     md_gemm(d, 0, 0, -1.0, G, m->W0, 0.0, Pbar);
     md_axpy(dd, -0.5, m->W0, Pbar);
-    return gmm_kernel_rev(m->k, m->kw, NULL, NULL, Pbar, grad);
+    if ((st = gmm_kernel_rev(m->k, m->kw, NULL, NULL, Pbar, grad)))
+        return st;
+    return m->modulated ? obs_grad(m, grad) : GMM_OK;
 }
 
 gmm_status gmm_ssm_loglik(gmm_ssm *m, const double *theta, double *loglik, double *grad)
@@ -562,15 +628,18 @@ gmm_status gmm_ssm_predict(const gmm_ssm *m, const double *theta, const double *
     if ((st = gmm_marglik_posterior(a->mw, mu, cov)))
         goto done;
     size_t d = a->d;
+    double *h = a->T;
     for (size_t q = 0; q < nq; q++) {
-        size_t b = a->row_state[m->n + q] * d;
+        size_t sk = a->row_state[m->n + q], b = sk * d;
         double mq = 0.0, vq = 0.0;
+        if ((st = gmm_kernel_obs(a->k, a->kw, a->t[sk] - a->t[0], h)))
+            goto done;
         for (size_t i = 0; i < d; i++) {
-            if (a->H[i] == 0.0)
+            if (h[i] == 0.0)
                 continue;
-            mq += a->H[i] * mu[b + i];
+            mq += h[i] * mu[b + i];
             for (size_t j = 0; j < d; j++)
-                vq += a->H[i] * a->H[j] * gmm_band_get(cov, b + i, b + j);
+                vq += h[i] * h[j] * gmm_band_get(cov, b + i, b + j);
         }
         mean[q] = mq;
         var[q] = vq;

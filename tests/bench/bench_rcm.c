@@ -6,7 +6,7 @@
  * every graph model), and the bandwidth before and after.
  *
  *   BENCH_QUICK=1   a 300 x 300 grid instead of 1000 x 1000
- *   BENCH_CSV=FILE  also append "bench,case,n,edges,wall_s,cpu_s,bandwidth" rows */
+ *   BENCH_CSV=FILE  also append a row op,n,l,impl,ms: op rcm, l the bandwidth after */
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -102,8 +102,9 @@ int main(void)
     if (csv && *csv) {
         FILE *f = fopen(csv, "a");
         if (f) {
-            fprintf(f, "rcm,grid%zux%zu,%zu,%zu,%.6f,%.6f,%zu\n", k, k, n, g->nedge, best,
-                    best_cpu, bw1);
+            if (fseek(f, 0, SEEK_END) == 0 && ftell(f) == 0)
+                fprintf(f, "op,n,l,impl,ms\n");
+            fprintf(f, "rcm,%zu,%zu,gmm,%.6g\n", n, bw1, 1e3 * best);
             fclose(f);
         }
     }

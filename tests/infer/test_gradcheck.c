@@ -144,9 +144,10 @@ START_TEST(test_objective_failures)
     f.d.wall = 1.0;
     ck_assert_int_eq(gmm_gradcheck(&f.obj, &p, &r), GMM_ENOTPD);
     ck_assert(strstr(gmm_error_message(), "at the given parameters"));
-    /* A positive parameter that is not. */
+    /* A positive parameter that is negative (0 is its boundary: allowed,
+     * reported as not checked). */
     f.d.wall = INFINITY;
-    f.value[1] = 0.0;
+    f.value[1] = -1.0;
     ck_assert_int_eq(gmm_gradcheck(&f.obj, &p, &r), GMM_EINVAL);
     ck_assert(strstr(gmm_error_message(), "noise.variance"));
 }

@@ -339,22 +339,35 @@ START_TEST(test_composite_state_space)
                 }
             double zero[MAXD * MAXD] = {0};
             ck_assert_msg(rel(R, zero, dd, 1.0) < 1e-12, "%s Lyapunov", composites[ic]);
+            /* demodulated (kernel.h): A is the transition between ROTATING
+             * coordinates, and the observation row h(tau) carries the
+             * rotation; with H(0) = the stat H */
+            int mod = gmm_kernel_modulated(k);
+            double h0[MAXD], h1[MAXD];
+            ck_assert_int_eq(gmm_kernel_obs(k, w, 0.0, h0), GMM_OK);
+            for (size_t i = 0; i < d; i++)
+                ck_assert(h0[i] == H[i]);
             for (int kk = 0; kk < 3; kk++) {
-                double dt = (double[]){0.03, 0.41, 1.7}[kk];
+                double dt = (double[]){0.03, 0.41, 1.7}[kk], tau = 0.77;
                 ck_assert_int_eq(gmm_kernel_disc(k, w, dt, A, Q), GMM_OK);
                 double *E = malloc(dd * sizeof *E);
-                expm(d, F, dt, E);
-                ck_assert_msg(rel(A, E, dd, 1.0) < 1e-12, "%s expm", composites[ic]);
+                if (!mod) {
+                    expm(d, F, dt, E);
+                    ck_assert_msg(rel(A, E, dd, 1.0) < 1e-12, "%s expm", composites[ic]);
+                }
                 pinf_minus(d, A, P, E);
                 ck_assert_msg(rel(Q, E, dd, 1.0) < 1e-12, "%s Q: %g", composites[ic],
                               rel(Q, E, dd, 1.0));
+                /* k(dt) = h(tau + dt) A Pinf h(tau)^T (h = H when not modulated) */
+                ck_assert_int_eq(gmm_kernel_obs(k, w, tau, h0), GMM_OK);
+                ck_assert_int_eq(gmm_kernel_obs(k, w, tau + dt, h1), GMM_OK);
                 double kss = 0.0;
                 for (size_t i = 0; i < d; i++)
                     for (size_t j = 0; j < d; j++) {
                         double ap = 0.0;
                         for (size_t l = 0; l < d; l++)
                             ap += A[i * d + l] * P[l * d + j];
-                        kss += H[i] * ap * H[j];
+                        kss += h1[i] * ap * h0[j];
                     }
                 double kc = gmm_kernel_cov(k, th, damp, dt);
                 ck_assert_msg(fabs(kss - kc) < 1e-12 * gmm_kernel_cov(k, th, damp, 0.0),
@@ -373,7 +386,7 @@ typedef struct {
     gmm_kernel *k;
     gmm_kernel_work *w;
     double *theta, dt, damp;
-    const double *Ab, *Qb, *Pb;
+    const double *Ab, *Qb, *Pb, *Hb;
 } rev_ctx;
 
 static double rev_obj(void *vc)
@@ -383,15 +396,18 @@ static double rev_obj(void *vc)
     double *A = malloc(3 * dd * sizeof *A), *Q = A + dd, *P = Q + dd;
     ck_assert_int_eq(gmm_kernel_stat(c->k, c->theta, c->damp, c->w, P, NULL), GMM_OK);
     ck_assert_int_eq(gmm_kernel_disc(c->k, c->w, c->dt, A, Q), GMM_OK);
-    double s = 0.0;
+    double s = 0.0, h[MAXD];
     for (size_t i = 0; i < dd; i++)
         s += c->Ab[i] * A[i] + c->Qb[i] * Q[i] + c->Pb[i] * P[i];
+    ck_assert_int_eq(gmm_kernel_obs(c->k, c->w, 1.9, h), GMM_OK);
+    for (size_t i = 0; i < d; i++)
+        s += c->Hb[i] * h[i];
     free(A);
     return s;
 }
 
-/* Reverse mode of the composite: c = <Abar, A> + <Qbar, Q> + <Pbar, Pinf>
- * for random adjoints, gradient against central differences. */
+/* Reverse mode of the composite: c = <Abar, A> + <Qbar, Q> + <Pbar, Pinf> +
+ * <Hbar, h(1.9)> for random adjoints, gradient against central differences. */
 START_TEST(test_composite_rev_fd)
 {
     tu_rng r;
@@ -400,16 +416,17 @@ START_TEST(test_composite_rev_fd)
         gmm_kernel *k = kernel_of(composites[ic]);
         size_t d = gmm_kernel_dim(k), dd = d * d, np = gmm_kernel_nparam(k);
         gmm_kernel_work *w = gmm_kernel_work_alloc(k);
-        double *bars = malloc(3 * dd * sizeof *bars), *theta = malloc(np * sizeof *theta);
+        double *bars = malloc((3 * dd + d) * sizeof *bars), *theta = malloc(np * sizeof *theta);
         double *g = calloc(np, sizeof *g);
-        for (size_t i = 0; i < 3 * dd; i++)
+        for (size_t i = 0; i < 3 * dd + d; i++)
             bars[i] = tu_normal(&r);
         memcpy(theta, gmm_kernel_values_const(k), np * sizeof *theta);
-        rev_ctx c = {k, w, theta, 0.37, 0.05, bars, bars + dd, bars + 2 * dd};
+        rev_ctx c = {k, w, theta, 0.37, 0.05, bars, bars + dd, bars + 2 * dd, bars + 3 * dd};
         ck_assert_int_eq(gmm_kernel_stat(k, theta, c.damp, w, NULL, NULL), GMM_OK);
         ck_assert_int_eq(gmm_kernel_disc(k, w, c.dt, NULL, NULL), GMM_OK);
         ck_assert_int_eq(gmm_kernel_rev(k, w, c.Ab, c.Qb, NULL, g), GMM_OK);
         ck_assert_int_eq(gmm_kernel_rev(k, w, NULL, NULL, c.Pb, g), GMM_OK);
+        ck_assert_int_eq(gmm_kernel_obs_rev(k, w, 1.9, c.Hb, g), GMM_OK);
         for (size_t j = 0; j < np; j++) {
             double save = theta[j], h = 1e-6 * save;
             theta[j] = save + h;

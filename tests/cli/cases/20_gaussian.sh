@@ -142,3 +142,39 @@ echo '{"format_version": 1' > "$CASE_TMP/broken.json"
 run "$GMM_INFER" predict --model "$CASE_TMP/broken.json"
 expect_exit 1
 expect_stderr 'broken\.json:'
+
+begin "a laplacian ridge of 0 can be held fixed in fit and gradcheck"
+run "$GMM_INFER" fit "$chi_nodes" --graph "$chi_edges" --node node --y count \
+    --precision 'edge-ou(lengthscale=20) + laplacian(precision=0.1, ridge=0)' --fix 1.laplacian.ridge
+expect_exit 0
+expect_stdout '"1\.laplacian\.ridge": 0'
+run "$GMM_INFER" gradcheck "$chi_nodes" --graph "$chi_edges" --node node --y count \
+    --precision 'edge-ou(lengthscale=20) + laplacian(precision=0.1, ridge=0)'
+expect_exit 0
+expect_stdout '^1\.laplacian\.ridge,0,.*,skipped$'
+
+begin "--model excludes model options; graphs need --y"
+small_csv
+run "$GMM_INFER" fit "$CASE_TMP/small.csv" --kernel matern12 -o "$CASE_TMP/m.json"
+expect_exit 0
+run "$GMM_INFER" loglik --model "$CASE_TMP/m.json" --kernel matern32
+expect_exit 2
+expect_stderr 'give no model options'
+run "$GMM_INFER" loglik "$chi_nodes" --graph "$chi_edges" --precision edge-ou --node node
+expect_exit 2
+expect_stderr 'needs --precision SPEC, --node NAME and --y NAME'
+run "$GMM_INFER" loglik "$chi_nodes" --graph "$chi_edges" --precision edge-ou --node node --y count --merge-tol 1
+expect_exit 2
+
+begin "--merge-tol is kept in the model file and used by predict"
+{
+    echo "t,y"
+    awk 'BEGIN { for (i = 0; i < 40; i++) printf "%.6f,%.4f\n", i * 0.1, sin(i * 0.1) }'
+    echo "1.0000001,0.85"
+} > "$CASE_TMP/ties.csv"
+run "$GMM_INFER" fit "$CASE_TMP/ties.csv" --kernel 'matern52(lengthscale=1)' --merge-tol 1e-3 -o "$CASE_TMP/t.json"
+expect_exit 0
+expect_file "$CASE_TMP/t.json" '"merge_tol": 0\.001'
+run "$GMM_INFER" predict --model "$CASE_TMP/t.json" --grid 0:4:1
+expect_exit 0
+expect_stdout '^4,'
