@@ -107,6 +107,12 @@ int cli_model_opt(cli_model_opts *o, const char *cmd, int c, const char *arg)
     case CLI_OPT_MERGE_TOL: return parse_positive(cmd, "merge-tol", arg, 1, &o->merge_tol);
     case CLI_OPT_FREE_PERIOD: o->free_period = 1; return 1;
     case CLI_OPT_VERBOSE: o->verbose = 1; return 1;
+    case CLI_OPT_EXPOSURE:
+        /* An exposure scales a count's rate; the Gaussian model has none.
+         * Refused by name rather than accepted and ignored. */
+        cli_msg(cmd, "--exposure applies to count likelihoods (Poisson), not to the Gaussian "
+                     "marginal likelihood of this command");
+        return -1;
     case CLI_OPT_FIX: {
         const char **f = gmm_realloc((void *)o->fix, o->nfix + 1, sizeof *f);
         if (!f) {

@@ -53,6 +53,7 @@ enum {
     CLI_OPT_MERGE_TOL,
     CLI_OPT_FIX,
     CLI_OPT_FREE_PERIOD,
+    CLI_OPT_EXPOSURE,
     CLI_OPT_VERBOSE,
     CLI_OPT_FIRST_COMMAND /* commands number their own options from here */
 };
@@ -71,6 +72,7 @@ enum {
         {"merge-tol", required_argument, NULL, CLI_OPT_MERGE_TOL},                              \
         {"fix", required_argument, NULL, CLI_OPT_FIX},                                          \
         {"free-period", no_argument, NULL, CLI_OPT_FREE_PERIOD},                                \
+        {"exposure", required_argument, NULL, CLI_OPT_EXPOSURE},                                \
         {"verbose", no_argument, NULL, CLI_OPT_VERBOSE}
 
 /* Help text for the options above (printed by each command's --help). */
