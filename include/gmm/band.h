@@ -55,6 +55,8 @@
  * ERRORS.  Functions return gmm_status and record a reason with gmm_error():
  * GMM_EDIM for mismatched n, bandwidths or kinds (a programming error);
  * GMM_ENOTPD from the Cholesky, with gmm_error_index() the failing row;
+ * GMM_EDOM from the inverse subset when a diagonal entry of L is zero or not
+ * finite (gmm_error_index() the row);
  * GMM_ENOMEM when a workspace cannot be allocated.  Nothing prints or exits.
  *
  * Entries are reached only through the accessors below; code outside
