@@ -35,9 +35,11 @@ typedef struct {
 
 typedef struct gmm_marglik_work gmm_marglik_work;
 
-/* Workspace for latent dimension n and prior lower bandwidth kl; sized once,
- * so repeated evaluations (line searches) never allocate.  NULL + GMM_ENOMEM
- * on failure. */
+/* Workspace for latent dimension n and prior lower bandwidth kl: three band
+ * arrays of (kl + 1) n doubles and three vectors of n.  Sized once, so
+ * repeated evaluations (line searches) do not allocate -- except that for
+ * kl >= 40 the band module's blocked Cholesky and its reverse allocate one
+ * kl x 32 panel per call.  NULL + GMM_ENOMEM on failure. */
 gmm_marglik_work *gmm_marglik_work_alloc(size_t n, size_t kl);
 void gmm_marglik_work_free(gmm_marglik_work *w);
 
@@ -54,7 +56,10 @@ gmm_status gmm_marglik_eval(const gmm_band *Q, const gmm_obs *obs, double noise,
 
 /* Reverse mode of the last successful eval on w: Qbar (SYMMETRIC, Q's shape,
  * symmetric convention of band.h) += dlogp/dQ and *noisebar += dlogp/dnoise.
- * Either may be NULL.  O(n l^2). */
+ * Either may be NULL.  O(n l^2).  The obs given to that eval (the struct and
+ * its arrays) must still be alive and unchanged: the noise gradient reads
+ * E again rather than keeping a copy of E'E.  GMM_EINVAL when w holds no
+ * successful eval (none yet, or the last one failed). */
 gmm_status gmm_marglik_grad(gmm_marglik_work *w, gmm_band *Qbar, double *noisebar);
 
 /* Posterior of f after the last eval: mean (length n, or NULL) and the band

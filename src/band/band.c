@@ -122,6 +122,19 @@ gmm_status gmm_band_copy_band_rev(const gmm_band *dstbar, gmm_band *srcbar)
         return gmm_error(GMM_EDIM, "band copy rev: n differs (%zu vs %zu)", dstbar->n, srcbar->n);
     size_t n = srcbar->n;
     int fold = srcbar->kind == GMM_BAND_SYMMETRIC && dstbar->kind == GMM_BAND_GENERAL;
+    if (!fold && dstbar->kl == srcbar->kl && dstbar->ku == srcbar->ku) {
+        /* Same band (the marginal likelihood's P -> Q): add column ranges,
+         * no per-entry band tests. */
+        for (size_t j = 0; j < n; j++) {
+            size_t i0 = j >= srcbar->ku ? j - srcbar->ku : 0;
+            size_t i1 = j + srcbar->kl < n ? j + srcbar->kl : n - 1;
+            double *s = gmm_band_col(srcbar, j);
+            const double *d = gmm_band_col(dstbar, j);
+            for (size_t i = i0; i <= i1; i++)
+                s[i] += d[i];
+        }
+        return GMM_OK;
+    }
     for (size_t j = 0; j < n; j++) {
         double *s = gmm_band_col(srcbar, j);
         size_t i0 = j >= srcbar->ku ? j - srcbar->ku : 0;

@@ -4,6 +4,9 @@
 #ifndef GMM_CLI_H
 #define GMM_CLI_H
 
+#include <signal.h>
+#include <stddef.h>
+
 #include "gmm/status.h"
 
 /* Exit codes (also in the man page): */
@@ -37,7 +40,35 @@ void cli_msg(const char *cmd, const char *fmt, ...)
 /* Print the library's last error for cmd and return cli_exit_code(s). */
 int cli_fail(const char *cmd, gmm_status s);
 
+/* ---- cli_common.c ---------------------------------------------------- */
+
+/* Report a spec syntax error: "gmm-infer CMD: <last library error>" and
+ * then the spec with a caret under offset pos (gmm_spec_caret), all on
+ * stderr.  Call right after gmm_spec_parse (or a model-layer check) failed,
+ * with pos = gmm_error_index(). */
+void cli_print_spec_error(const char *cmd, const char *text, size_t pos);
+
+/* 0, or the number of the SIGINT/SIGTERM received since
+ * cli_install_signals().  Long commands return nonzero from their progress
+ * callback when it is set (cli_stop_requested()), the library returns
+ * GMM_ECANCEL, and cli_exit_code maps that to 130 (SIGINT) or 143
+ * (SIGTERM). */
+extern volatile sig_atomic_t cli_interrupted;
+/* Catch SIGINT and SIGTERM into cli_interrupted (once: a second signal of
+ * the same kind gets the default action, so a stuck command can still be
+ * killed; interrupted system calls restart).  0, or -1 with errno. */
+int cli_install_signals(void);
+/* Nonzero once a signal has arrived: what a progress callback returns. */
+int cli_stop_requested(void);
+/* 143 after SIGTERM, else 130. */
+int cli_interrupt_exit_code(void);
+
 /* Subcommands (one file each). */
 int cmd_version(int argc, char **argv);
+int cmd_order(int argc, char **argv);
+int cmd_loglik(int argc, char **argv);
+int cmd_fit(int argc, char **argv);
+int cmd_predict(int argc, char **argv);
+int cmd_gradcheck(int argc, char **argv);
 
 #endif

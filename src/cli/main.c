@@ -10,6 +10,11 @@
 #include "gmm/version.h"
 
 const cli_command cli_commands[] = {
+    {"loglik", cmd_loglik, "log marginal likelihood and its gradient (JSON)"},
+    {"fit", cmd_fit, "fit the parameters by maximum marginal likelihood (L-BFGS)"},
+    {"predict", cmd_predict, "posterior mean and 95% interval (CSV)"},
+    {"gradcheck", cmd_gradcheck, "check the gradient against finite differences"},
+    {"order", cmd_order, "reverse Cuthill-McKee ordering of a graph: bandwidth, profile"},
     {"version", cmd_version, "print the version and exit"},
     {NULL, NULL, NULL},
 };
@@ -19,7 +24,7 @@ int cli_exit_code(gmm_status s)
     switch (s) {
     case GMM_OK: return CLI_EXIT_OK;
     case GMM_ECHECK: return CLI_EXIT_CHECK;
-    case GMM_ECANCEL: return CLI_EXIT_INT;
+    case GMM_ECANCEL: return cli_interrupt_exit_code();
     default: return CLI_EXIT_ERROR;
     }
 }

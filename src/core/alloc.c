@@ -25,7 +25,8 @@ void *gmm_malloc(size_t nmemb, size_t size)
         return NULL;
     if (injected_failure())
         return NULL;
-    return malloc(nmemb * size ? nmemb * size : 1);
+    size_t bytes = nmemb * size;
+    return malloc(bytes ? bytes : 1);
 }
 
 void *gmm_calloc(size_t nmemb, size_t size)
@@ -43,7 +44,8 @@ void *gmm_realloc(void *p, size_t nmemb, size_t size)
         return NULL;
     if (injected_failure())
         return NULL;
-    return realloc(p, nmemb * size ? nmemb * size : 1);
+    size_t bytes = nmemb * size;
+    return realloc(p, bytes ? bytes : 1);
 }
 
 void gmm_free(void *p) { free(p); }

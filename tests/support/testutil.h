@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "gmm/band.h"
+#include "gmm/objective.h"
 
 /* Small deterministic PRNG (splitmix64) so every run sees the same inputs. */
 typedef struct {
@@ -33,7 +34,6 @@ double tu_max_rel_diff(const double *a, const double *b, size_t m);
 /* Same, comparing band b's stored slots against dense column-major D. */
 double tu_band_vs_dense(const gmm_band *b, const double *D);
 
-#endif
 
 /* Central finite-difference check: for each of the m entries p[i] of a
  * parameter array that f(ctx) reads, compare analytic[i] with
@@ -43,3 +43,44 @@ double tu_band_vs_dense(const gmm_band *b, const double *D);
 typedef double (*tu_scalar_fn)(void *ctx);
 double tu_fd_check(double *p, size_t m, const double *analytic, tu_scalar_fn f, void *ctx,
                    double step, double abs_floor, size_t *worst);
+
+/* As tu_fd_check, over at most nsample entries of p drawn with r (every
+ * entry, in order, when m <= nsample): for large parameter arrays whose full
+ * check would dominate the suite's run time. */
+double tu_fd_check_sample(double *p, size_t m, const double *analytic, tu_scalar_fn f,
+                          void *ctx, double step, double abs_floor, size_t nsample, tu_rng *r,
+                          size_t *worst);
+/* As tu_fd_check over the stored slots (i, j) of band P (corner slots are
+ * skipped), with Pbar (P's shape) holding the analytic derivatives: at most
+ * nsample slots drawn with r, or all of them when there are no more.  The
+ * worst slot goes to *wi, *wj when non-NULL. */
+double tu_fd_check_band(gmm_band *P, const gmm_band *Pbar, tu_scalar_fn f, void *ctx,
+                        double step, double abs_floor, size_t nsample, tu_rng *r, size_t *wi,
+                        size_t *wj);
+
+/* As tu_fd_check, with the fourth-order central difference
+ * (8 (f(p+h) - f(p-h)) - (f(p+2h) - f(p-2h))) / 12h: truncation O(h^4), so a
+ * larger step (1e-3 .. 1e-2) keeps the rounding error of f small too (four
+ * evaluations per entry). */
+double tu_fd_check4(double *p, size_t m, const double *analytic, tu_scalar_fn f, void *ctx,
+                    double step, double abs_floor, size_t *worst);
+
+/* Standard errors of the log-parameters at a maximum theta (natural scale,
+ * o->nparam values) of o->eval: the observed information I on u = log p
+ * over the free entries of o (o->fixed[i] == 0; all must be positive), from
+ * central differences (step h in u) of the analytic gradient, symmetrised
+ * and inverted with a dense Cholesky.  se[i] (o->nparam) gets sqrt of the
+ * diagonal of I^-1 for free entries and 0 for fixed ones.  *decrement (may
+ * be NULL) gets the Newton decrement g' I^-1 g / 2 of the gradient g on u at
+ * theta: the loglik still to gain by a Newton step, i.e. how far theta is
+ * from the exact maximum.  With truth (o->nparam values) non-NULL, *wald
+ * gets the Wald statistic (u - u_truth)' I (u - u_truth) over the free
+ * entries (chi-square with (free count) degrees of freedom asymptotically):
+ * a joint test that also sees a shift along a well-determined combination
+ * of parameters that are each poorly determined.  Returns 0, or -1 when an
+ * evaluation fails or I is not positive definite (theta is then not a
+ * maximum).  Cost 2 (free count) + 1 evaluations. */
+int tu_objective_log_se(const gmm_objective *o, const double *theta, double h, double *se,
+                        double *decrement, const double *truth, double *wald);
+
+#endif

@@ -1,0 +1,100 @@
+/* modelfile.h -- the model JSON: what `fit` writes and every later command
+ * (predict, hmc, vi, loglik --model) reads with --model.
+ *
+ *   {
+ *     "format_version": 1,              GMM_FORMAT_VERSION (version.h)
+ *     "tool_version": "0.1.0",          GMM_VERSION of the writer
+ *     "kernel": "matern32(variance=2.5, lengthscale=0.7) + ...",
+ *         -- or, for graph models, "precision": "edge-ou(...)"; exactly one
+ *     "parameters": {"0.matern32.variance": 2.5, ..., "noise.variance": 0.1},
+ *     "likelihood": "gaussian",
+ *     "center": 315.2,                  the mean subtracted from y, or null
+ *     "loglik": -1234.5,
+ *     "iterations": 42,
+ *     "converged": true,
+ *     "data": {"file": "data/co2.csv", "x": "decimal_year", "y": "co2_ppm",
+ *              "node": null, "exposure": null},
+ *     "graph": "edges.csv",             graph models only (required with
+ *                                       "precision")
+ *     "merge_tol": 1e-3,                state-space only, when > 0
+ *     "edge_cols": ["i", "j", "length"] optional; the last may be null
+ *   }
+ *
+ * Reading is tolerant of what it does not know (unknown keys are ignored, so
+ * later versions can add keys without breaking older readers of format 1)
+ * and strict about what it needs: a missing required key or a key of the
+ * wrong type is GMM_EPARSE naming the key and the file; a format_version
+ * newer than GMM_FORMAT_VERSION is refused.  Doubles are written with 17
+ * significant digits (JSON_REAL_PRECISION(17)), so every value read back is
+ * the double that was written.  Parameter order is kept.  JSON goes through
+ * jansson via json.h; nothing here prints.
+ */
+#ifndef GMM_MODELFILE_H
+#define GMM_MODELFILE_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "gmm/status.h"
+
+typedef struct {
+    int format_version;   /* read: as found; write: GMM_FORMAT_VERSION is written */
+    char *tool_version;   /* read: as found; write: ignored, GMM_VERSION is written */
+    char *kernel;         /* state-space kernel spec with values, or NULL */
+    char *precision;      /* graph precision spec, or NULL (exactly one set) */
+    size_t nparam;
+    char **param_name;    /* nparam names */
+    double *param_value;  /* nparam finite values */
+    char *likelihood;     /* "gaussian", ... */
+    int has_center;       /* 0: "center": null */
+    double center;
+    double loglik;        /* finite */
+    size_t iterations;
+    int converged;
+    struct {
+        char *file;       /* required */
+        char *x, *y;      /* column names, or NULL */
+        char *node;       /* graph models: node column, or NULL */
+        char *exposure;   /* or NULL */
+    } data;
+    double merge_tol;     /* state-space: inputs closer than this share a state
+                           * (written as "merge_tol" when > 0; absent: 0) */
+    char *graph;          /* edge-list file of a graph model, or NULL */
+    char *edge_cols[3];   /* i, j, length column names; all NULL when absent,
+                           * edge_cols[2] may be NULL alone */
+} gmm_model;
+
+/* All fields zero / NULL. */
+void gmm_model_init(gmm_model *m);
+
+/* Write m as JSON (2-space indent, trailing newline) to f.  The struct's
+ * pointers are only read, so a writer may point them at its own strings.
+ * `name` is used in messages ("-" or NULL: "<stdout>").  Errors: GMM_EINVAL
+ * (neither or both of kernel/precision, a NULL required string, a non-finite
+ * loglik/center/parameter, naming it), GMM_ENOMEM, GMM_EIO (write failed).
+ * The caller owns f (wrap it in gmm_outfile for an atomic -o FILE). */
+gmm_status gmm_model_write(const gmm_model *m, FILE *f, const char *name);
+
+/* gmm_model_write into `path` atomically through gmm_outfile (io.h): the
+ * file appears complete or not at all; NULL or "-" is stdout.  Errors as
+ * gmm_model_write, plus gmm_outfile's GMM_EIO. */
+gmm_status gmm_model_save(const gmm_model *m, const char *path);
+
+/* Read the model in `path` ("-" = stdin) into *m (every string allocated;
+ * release with gmm_model_free).  Errors: GMM_EIO ("FILE: cannot open:
+ * strerror"), GMM_EPARSE ("FILE:LINE:COL: <jansson's message>" for bad JSON
+ * or a duplicated key,
+ * "FILE: missing key 'loglik'", "FILE: key 'data.file' must be a string",
+ * "FILE: format_version 2 is newer than this gmm-infer reads (1)"),
+ * GMM_ENOMEM.  On error *m is left initialised (nothing to free). */
+gmm_status gmm_model_read(const char *path, gmm_model *m);
+
+/* Free what gmm_model_read allocated and re-initialise m; NULL-safe.  Only
+ * for structs filled by gmm_model_read. */
+void gmm_model_free(gmm_model *m);
+
+/* Index of parameter `name` in m, or GMM_EPARSE ("model: no parameter
+ * 'name'"). */
+gmm_status gmm_model_param_index(const gmm_model *m, const char *name, size_t *index);
+
+#endif

@@ -1,0 +1,166 @@
+/* ssm.h -- Gaussian-process regression with a state-space kernel (kernel.h):
+ * the block-tridiagonal prior precision of the stacked states as one band,
+ * the log marginal likelihood with its gradient with respect to every named
+ * parameter, and posterior prediction (paper, sections 3.1 and 5.2).
+ *
+ * MODEL.  Inputs x (n rows, any order; repeated values allowed) are sorted
+ * into K distinct states t_0 < ... < t_{K-1}.  Rows with equal x (or, with
+ * merge_tol > 0, x within merge_tol of the first x of their group) are
+ * several observations of ONE state -- never two states dt = 0 apart.  A row
+ * whose y is NAN is a state without an observation.  With d the kernel's state
+ * dimension and N = K d,
+ *
+ *   x_0 ~ N(0, Pinf),  x_k = A_k x_{k-1} + q_k,  q_k ~ N(0, Q_k),
+ *   A_k = A(t_k - t_{k-1}),  Q_k = Q(t_k - t_{k-1}),
+ *   y_r = H x_{state(r)} + e_r,  e_r ~ N(0, noise.variance).
+ *
+ * The prior precision (SYMMETRIC band, lower bandwidth 2d - 1) has diagonal
+ * blocks Pinf^-1 + A_1' Q_1^-1 A_1, Q_k^-1 + A_{k+1}' Q_{k+1}^-1 A_{k+1},
+ * Q_{K-1}^-1 and sub-diagonal blocks -Q_k^-1 A_k; log|Q_prior| = -log|Pinf|
+ * - sum_k log|Q_k| from the d x d blocks.  (A_k, Q_k) are computed once per
+ * distinct interval: intervals that differ by less than dt_ulps rounding
+ * units of max|x| (below the resolution of the inputs themselves) share one.
+ *
+ * PARAMETERS.  theta = (kernel parameters in gmm_kernel order, noise
+ * variance): names "<leaf>.<kernel>.<param>" and "noise.variance", all on
+ * their natural scale and all required positive.
+ *
+ * ZERO PROCESS NOISE.  Factors with Q = 0 (constant, cosine, periodic) are
+ * damped by exp(-|tau| damp) (kernel.h): Q_k is then (1 - exp(-2 damp dt))
+ * Pinf for such a factor, a minimal process noise proportional to Pinf, and
+ * the model is an exact stationary GP (the regularised kernel), not an
+ * approximation inside the algebra.  The damping trades two errors against
+ * the undamped kernel: the bias of the damped kernel over the data, about
+ * damp_rel = damp * span relative (span = t_{K-1} - t_0), against rounding:
+ * the precision then holds entries ~ 1/(damp dt), and the loglik loses
+ * accuracy roughly like 1/damp_rel.  By default damp_rel = GMM_SSM_DAMP_C *
+ * sqrt(DBL_EPSILON K), near the balance of the two.  Damped oscillators are
+ * carried in rotating coordinates (kernel.h, DEMODULATION), which cuts the
+ * rounding part ~30x.  Measured against the UNDAMPED dense GP at n = 300
+ * (tests/bench/bench_ssm_accuracy.c, Table 2; tests/model/test_ssm.c
+ * asserts 1e-6 at noise/variance 0.1): worst relative loglik error <= 9e-7
+ * at noise/variance 0.1, <= 4e-8 at 1, but up to 2e-6 at 0.01 -- both error
+ * sources grow with the signal-to-noise ratio, and this is the floor of a
+ * damping regularisation in double precision.  A product with a factor that
+ * has process noise (periodic * matern32) is not damped and has no bias.
+ *
+ * CLOSE INPUTS.  Q_k becomes nearly singular when dt << lengthscale (its
+ * small eigenvalues scale like dt^(2 nu)).  A(dt) and Q(dt) themselves are
+ * computed to a few ulps at any dt (kernel_matern.c), so the limit is the
+ * band: the precision holds entries ~ (lengthscale/dt)^(2 nu) / variance,
+ * and their rounding swamps the observations' information (a one-ulp
+ * random perturbation of the stored entries moves the loglik by as much as
+ * the whole error; neither long-double assembly nor a long-double Cholesky
+ * helps).  Measured worst relative loglik error against the dense GP over
+ * 9 data sets of n = 300 (tests/bench/bench_ssm_accuracy.c):
+ *
+ *   dt/l        1e-1    3e-2    2e-2    1e-2    1e-3    1e-4    1e-6
+ *   matern12    1e-13   2e-13   3e-12   3e-13   8e-13   6e-13   1e-11
+ *   matern32    2e-13   1e-11   2e-11   8e-10   5e-7    3e-5    --
+ *   matern52    4e-11   2e-8    2e-7    9e-6    2e-2    --      --
+ *
+ * and products with a cosine/periodic factor up to ~7x worse for
+ * Matern-3/2.  Each kernel type documents the smallest dt/l at which the
+ * error stayed below 1e-6 (gmm_kernel_type.min_dt_rel: Matern-3/2 3e-4,
+ * 2e-3 in a product with an oscillator; Matern-5/2 2e-2 -- short of the
+ * 1e-2 we aimed for; Matern-1/2 and quasiperiodic none).  With
+ * check_spacing (default), an evaluation whose smallest interval is below
+ * that limit fails with GMM_EDOM and a message naming the inputs, the
+ * parameter and the remedies (merge near-ties with merge_tol, or a shorter
+ * lengthscale) -- never a wrong number.  The error also grows slowly with n
+ * (Matern-5/2 at dt/l = 1e-2: 2e-6 at n = 300, 6e-6 at n = 1000).
+ */
+#ifndef GMM_SSM_H
+#define GMM_SSM_H
+
+#include <stddef.h>
+
+#include "gmm/kernel.h"
+#include "gmm/objective.h"
+#include "gmm/status.h"
+
+/* Constant of the default damping (see ZERO PROCESS NOISE). */
+#define GMM_SSM_DAMP_C 0.4
+
+typedef struct {
+    double merge_tol;  /* >= 0: inputs within merge_tol (units of x) of the first
+                          input of their group share one state (at that first x).
+                          Default 0: exact ties only. */
+    double damp;       /* >= 0: damping rate of zero-noise factors; NAN (default):
+                          damp_rel / span (damp_rel per unit x if span = 0) */
+    double damp_rel;   /* > 0, or NAN (default): GMM_SSM_DAMP_C sqrt(DBL_EPSILON K) */
+    double dt_ulps;    /* >= 0, default 8 */
+    int check_spacing; /* default 1 */
+} gmm_ssm_params;
+
+/* Defaults as documented on each field. */
+void gmm_ssm_params_init(gmm_ssm_params *p);
+/* GMM_EINVAL naming the first bad field. */
+gmm_status gmm_ssm_params_check(const gmm_ssm_params *p);
+
+typedef struct gmm_ssm gmm_ssm;
+
+/* The symbolic model: sorting, states, distinct intervals, observation map,
+ * band and workspaces (sized once; evaluations do not allocate).  k is
+ * borrowed and must outlive the model; x (n, finite) and y (n; NAN =
+ * missing, else finite) are copied.  par NULL: defaults.  Errors: GMM_EINVAL
+ * (n == 0, a non-finite x, an infinite y, bad params), GMM_ENOMEM.
+ * O(n log n + K d^2). */
+gmm_status gmm_ssm_alloc(const gmm_kernel *k, const double *x, const double *y, size_t n,
+                         const gmm_ssm_params *par, gmm_ssm **out);
+void gmm_ssm_free(gmm_ssm *m);
+
+size_t gmm_ssm_nstates(const gmm_ssm *m);    /* K */
+size_t gmm_ssm_nobs(const gmm_ssm *m);       /* observed rows */
+size_t gmm_ssm_dim(const gmm_ssm *m);        /* d */
+size_t gmm_ssm_bandwidth(const gmm_ssm *m);  /* lower bandwidth of the precision */
+size_t gmm_ssm_nintervals(const gmm_ssm *m); /* distinct cached intervals */
+/* Distinct input values merged into an earlier state by merge_tol (0 when
+ * only exact ties were joined): a nonzero count is the caller's warning. */
+size_t gmm_ssm_nmerged(const gmm_ssm *m);
+double gmm_ssm_damp(const gmm_ssm *m);       /* damping rate in use */
+size_t gmm_ssm_nparam(const gmm_ssm *m);     /* kernel parameters + 1 */
+const char *gmm_ssm_param_name(const gmm_ssm *m, size_t i);
+/* State index of input row r (rows in the caller's order). */
+size_t gmm_ssm_row_state(const gmm_ssm *m, size_t r);
+
+/* log p(y | theta) into *loglik and, when grad != NULL, its gradient
+ * (nparam, natural scale, OVERWRITTEN) from the reverse modes of the
+ * marginal likelihood, the block assembly and the kernel.  O(N d^2 + (number
+ * of distinct intervals) d^3).  Errors (an ordinary outcome during a line
+ * search): GMM_EDOM for a parameter not positive/finite or spacing below the
+ * accuracy limit, GMM_ENOTPD when a Q_k, Pinf or the posterior precision is
+ * not numerically positive definite. */
+gmm_status gmm_ssm_loglik(gmm_ssm *m, const double *theta, double *loglik, double *grad);
+
+/* Fill obj for fit/gradcheck: names, a copy of theta0 as starting values
+ * (NULL: the kernel's stored values and noise 1), all positive, none fixed;
+ * eval = gmm_ssm_loglik.  The arrays are owned by m (valid until
+ * gmm_ssm_free); the caller may edit value and fixed. */
+gmm_status gmm_ssm_objective(gmm_ssm *m, const double *theta0, gmm_objective *obj);
+
+/* Posterior mean and variance of the latent f at nq query inputs xq (any
+ * order, inside or outside the data range, repeats allowed; mean and var
+ * have nq entries).  The queries are NOT added to the model: it is
+ * evaluated once at theta on its own data (a copy of m, same kernel and
+ * damping), and the posterior of the data states (gmm_marglik_posterior:
+ * mean and the Takahashi band of the covariance, lower bandwidth 2d - 1,
+ * i.e. the blocks (k, k) and (k+1, k)) gives each query exactly by the
+ * Markov property: at a state, that state's posterior; between states k and
+ * k + 1, the bridge x(t) | x_k, x_{k+1} of the two sub-intervals (only
+ * Q(t_{k+1} - t_k), an interval of the model, is factorised); beyond the
+ * last state, A x + q; before the first, the stationary prior conditioned on
+ * the first state.  f(t) = h(t)' x(t) with the model's own row (rotating
+ * coordinates included).  So a query may be at ANY distance from an input or
+ * from another query (no spacing check: a query 1e-9 lengthscales from an
+ * input is as accurate as the posterior at that input); queries are
+ * independent marginals.  A query within the model's merge_tol of an input
+ * gets that input's state.  Allocates a copy of the model and the posterior
+ * for the call.  O(n log n + N d^2 + nq (d^3 + log K)).  Errors as
+ * gmm_ssm_loglik on the data alone (a bad theta, data inputs closer than
+ * the accuracy limit, GMM_ENOTPD), GMM_EINVAL for a NULL argument or a
+ * non-finite query (index in gmm_error_index()), GMM_ENOMEM. */
+gmm_status gmm_ssm_predict(const gmm_ssm *m, const double *theta, const double *xq, size_t nq,
+                           double *mean, double *var);
+
+#endif

@@ -1,0 +1,150 @@
+/* band_solve.c -- triangular solves with a banded lower-triangular L:
+ * vector, dense block and banded right-hand sides (band.h section 2).
+ *
+ * Vector and block solves are CBLAS dtbsv on the LAPACK band layout, one
+ * column at a time (O(n l) per column).
+ *
+ * SOLVE BY A BANDED RIGHT-HAND SIDE (paper appendix, Alg. 5).  X = op(L)^{-1} B
+ * is dense in general, but the entries inside a band are exact entries of the
+ * product when they are computed in the right order:
+ *
+ *   op = L:    L x_j = b_j with L^{-1} lower triangular, so x_j(i) = 0 for
+ *              i < j - ku_B: X has B's upper bandwidth.  Forward substitution
+ *              down column j, x(i) = (b(i) - sum_{i-l <= m < i} L(i,m) x(m)) /
+ *              L(i,i), reads only rows above i of the same column, all of them
+ *              inside X's band (rows j - ku_B .. i) or exact zeros.  Hence
+ *              diagonals are produced from the top one (i - j = -ku_B) down to
+ *              i - j = kl_X, each from those above it; Alg. 5's loop over k from
+ *              -u to l is this order.
+ *   op = L^T:  L^T x_j = b_j with L^{-T} upper triangular, so x_j(i) = 0 for
+ *              i > j + kl_B: X has B's lower bandwidth.  Back substitution up
+ *              column j, x(i) = (b(i) - sum_{i < m <= i+l} L(m,i) x(m)) / L(i,i),
+ *              reads only rows below i, inside X's band (i .. j + kl_B) or
+ *              zero.  Diagonals go from the bottom (i - j = kl_B) up to
+ *              i - j = -ku_X.
+ *
+ * In both cases column j of X is a triangular solve with the diagonal block
+ * L[r0..r1, r0..r1] (r0..r1 the rows of X's band that can be nonzero), done in
+ * place on the contiguous stored column of X: O(l) per entry.
+ */
+#include "gmm/band.h"
+
+#include <cblas.h>
+#include <limits.h>
+#include <string.h>
+
+#include "gmm/alloc.h"
+
+static size_t min_sz(size_t a, size_t b) { return a < b ? a : b; }
+
+/* L must be a LOWER band whose order fits CBLAS's int. */
+static gmm_status check_factor(const char *who, const gmm_band *L)
+{
+    if (L->kind != GMM_BAND_LOWER)
+        return gmm_error(GMM_EDIM, "%s: L must be LOWER (kind %d given)", who, (int)L->kind);
+    if (L->n > INT_MAX || L->ld > INT_MAX)
+        return gmm_error(GMM_EDIM, "%s: n = %zu too large for CBLAS", who, L->n);
+    return GMM_OK;
+}
+
+/* x <- op(L)^{-1} x. */
+static void tbsv(const gmm_band *L, gmm_trans trans, double *x)
+{
+    if (L->n == 0)
+        return;
+    cblas_dtbsv(CblasColMajor, CblasLower, trans == GMM_TRANS ? CblasTrans : CblasNoTrans,
+                CblasNonUnit, (int)L->n, (int)L->kl, L->data, (int)L->ld, x, 1);
+}
+
+/* x[r0..r1] <- L[r0..r1, r0..r1]^{-1} x[r0..r1], column by column so that L
+ * is read down its contiguous stored columns.  Hand loops rather than dtbsv:
+ * the segments are as short as X's band, where a BLAS call per column costs
+ * more than the arithmetic. */
+static void forward_segment(const gmm_band *L, size_t r0, size_t r1, double *x)
+{
+    for (size_t m = r0; m <= r1; m++) {
+        const double *l = gmm_band_col(L, m);
+        double xm = x[m] /= l[m];
+        size_t i1 = min_sz(r1, m + L->kl);
+        for (size_t i = m + 1; i <= i1; i++)
+            x[i] -= l[i] * xm;
+    }
+}
+
+/* x[r0..r1] <- L[r0..r1, r0..r1]^{-T} x[r0..r1], bottom row first. */
+static void backward_segment(const gmm_band *L, size_t r0, size_t r1, double *x)
+{
+    for (size_t i = r1 + 1; i-- > r0;) {
+        const double *l = gmm_band_col(L, i);
+        size_t m1 = min_sz(r1, i + L->kl);
+        double s = x[i];
+        for (size_t m = i + 1; m <= m1; m++)
+            s -= l[m] * x[m];
+        x[i] = s / l[i];
+    }
+}
+
+gmm_status gmm_band_tri_solve_vec(const gmm_band *L, gmm_trans trans, double *x)
+{
+    gmm_status st = check_factor("tri_solve_vec", L);
+    if (st != GMM_OK)
+        return st;
+    tbsv(L, trans, x);
+    return GMM_OK;
+}
+
+gmm_status gmm_band_tri_solve_mat(const gmm_band *L, gmm_trans trans, size_t k, double *X,
+                                  size_t ldx)
+{
+    gmm_status st = check_factor("tri_solve_mat", L);
+    if (st != GMM_OK)
+        return st;
+    if (k > 0 && ldx < L->n)
+        return gmm_error(GMM_EDIM, "tri_solve_mat: ldx = %zu < n = %zu", ldx, L->n);
+    for (size_t c = 0; c < k; c++)
+        tbsv(L, trans, X + c * ldx);
+    return GMM_OK;
+}
+
+gmm_status gmm_band_tri_solve_band(const gmm_band *L, gmm_trans trans, const gmm_band *B,
+                                   gmm_band *X)
+{
+    gmm_status st = check_factor("tri_solve_band", L);
+    if (st != GMM_OK)
+        return st;
+    if (B->n != L->n || X->n != L->n)
+        return gmm_error(GMM_EDIM, "tri_solve_band: n differs (L %zu, B %zu, X %zu)", L->n,
+                         B->n, X->n);
+    if (B->kind == GMM_BAND_SYMMETRIC)
+        return gmm_error(GMM_EDIM, "tri_solve_band: B must be GENERAL or LOWER, not SYMMETRIC"
+                                   " (expand it with gmm_band_copy_band)");
+    if (X->kind == GMM_BAND_SYMMETRIC ||
+        (X->kind == GMM_BAND_LOWER && (trans == GMM_TRANS || B->ku != 0)))
+        return gmm_error(GMM_EDIM, "tri_solve_band: X must be GENERAL (LOWER only for "
+                                   "L^{-1} B with B lower), kind %d given",
+                         (int)X->kind);
+    if (trans == GMM_NOTRANS && X->ku < B->ku)
+        return gmm_error(GMM_EDIM, "tri_solve_band: X->ku = %zu < B->ku = %zu (L^{-1} B keeps"
+                                   " B's upper band)", X->ku, B->ku);
+    if (trans == GMM_TRANS && X->kl < B->kl)
+        return gmm_error(GMM_EDIM, "tri_solve_band: X->kl = %zu < B->kl = %zu (L^{-T} B keeps"
+                                   " B's lower band)", X->kl, B->kl);
+    if (X->n > 0 && (X->data == B->data || X->data == L->data))
+        return gmm_error(GMM_EDIM, "tri_solve_band: X must not alias B or L");
+
+    size_t n = L->n;
+    for (size_t j = 0; j < n; j++) {
+        double *x = gmm_band_col(X, j);
+        size_t i0 = j >= X->ku ? j - X->ku : 0, i1 = min_sz(n - 1, j + X->kl);
+        const double *b = gmm_band_col(B, j);
+        size_t b0 = j >= B->ku ? j - B->ku : 0, b1 = min_sz(n - 1, j + B->kl);
+        for (size_t i = i0; i <= i1; i++)
+            x[i] = i >= b0 && i <= b1 ? b[i] : 0.0;
+        /* Rows of X's band that can be nonzero (see the header comment). */
+        if (trans == GMM_NOTRANS)
+            forward_segment(L, b0, i1, x);
+        else
+            backward_segment(L, i0, b1, x);
+    }
+    return GMM_OK;
+}

@@ -1,0 +1,218 @@
+/* band_solve_rev.c -- reverse modes of the triangular solves (band.h
+ * section 2).
+ *
+ * DERIVATION (paper appendix A, "Solve"; Giles 2008).  For S = op(L)^{-1} V,
+ * dS = op(L)^{-1} dV - op(L)^{-1} d(op(L)) S, so with G = op(L)^{-T} Sbar
+ *
+ *     Vbar += G,
+ *     Lbar += -G S^T   (op = L),       Lbar += -S G^T   (op = L^T),
+ *
+ * each restricted to L's band.  The forward pass saves only its result S;
+ * the reverse pass costs one triangular solve (for G) plus a band-restricted
+ * outer product: O(n l) per right-hand side column.
+ *
+ * BANDED RIGHT-HAND SIDE.  The forward result is X = P(S), S = op(L)^{-1} B
+ * and P the restriction to X's band (kl_X, ku_X), so Sbar = Xbar is banded.
+ * Every intermediate stays banded:
+ *
+ *   op = L:   S has upper bandwidth ku_B (dense below); G = L^{-T} Xbar has
+ *             lower bandwidth kl_X (dense above).  In
+ *                 Lbar(i,m) = -sum_j G(i,j) S(m,j),   0 <= i - m <= l,
+ *             G(i,j) != 0 needs j >= i - kl_X and S(m,j) != 0 needs
+ *             j <= m + ku_B <= i + ku_B, so only G's band (kl_X, ku_B) and
+ *             S's band (kl_X, ku_B) enter (m - j <= i - j <= kl_X).  The
+ *             latter lies inside X's band: the forward result is all of S
+ *             that is needed, no recomputation.  Bbar needs G on Bbar's
+ *             band; G is zero below kl_X, so G is computed on
+ *             (kl_X, max(ku_B, ku_Bbar)) by one banded solve with L^T.
+ *   op = L^T: S has lower bandwidth kl_B (dense above); G = L^{-1} Xbar has
+ *             upper bandwidth ku_X (dense below).  In
+ *                 Lbar(i,m) = -sum_j S(i,j) G(m,j),
+ *             j runs over [i - kl_B, m + ku_X]: S on (kl_B, ku_X) (inside X's
+ *             band, as X->kl >= kl_B) and G on (kl_B, ku_X).  G is computed
+ *             on (max(kl_B, kl_Bbar), ku_X) by one banded solve with L.
+ *
+ * Both solves are exact on their bands (see band_solve.c), so the reverse
+ * pass costs O(n l w), w = kl_X + ku_X + 1 plus Bbar's width, like the
+ * forward pass.
+ */
+#include "gmm/band.h"
+
+#include <string.h>
+
+#include "gmm/alloc.h"
+
+static size_t min_sz(size_t a, size_t b) { return a < b ? a : b; }
+static size_t max_sz(size_t a, size_t b) { return a > b ? a : b; }
+
+/* Lbar must be LOWER with L's n and bandwidth, or NULL. */
+static gmm_status check_lbar(const char *who, const gmm_band *L, const gmm_band *Lbar)
+{
+    if (L->kind != GMM_BAND_LOWER)
+        return gmm_error(GMM_EDIM, "%s: L must be LOWER (kind %d given)", who, (int)L->kind);
+    if (Lbar && (Lbar->kind != GMM_BAND_LOWER || Lbar->n != L->n || Lbar->kl != L->kl))
+        return gmm_error(GMM_EDIM,
+                         "%s: Lbar must be LOWER %zu x %zu with kl %zu like L (got kind %d, "
+                         "n %zu, kl %zu)",
+                         who, L->n, L->n, L->kl, (int)Lbar->kind, Lbar->n, Lbar->kl);
+    return GMM_OK;
+}
+
+/* Lbar(i,m) -= sum_c A(i,c) Bm(m,c) on L's band, A and Bm dense n x k. */
+static void lbar_outer(gmm_band *Lbar, size_t k, const double *A, size_t lda, const double *Bm,
+                       size_t ldb)
+{
+    size_t n = Lbar->n;
+    for (size_t c = 0; c < k; c++) {
+        const double *a = A + c * lda, *b = Bm + c * ldb;
+        for (size_t m = 0; m < n; m++) {
+            double *col = gmm_band_col(Lbar, m), bm = b[m];
+            size_t i1 = min_sz(n - 1, m + Lbar->kl);
+            for (size_t i = m; i <= i1; i++)
+                col[i] -= a[i] * bm;
+        }
+    }
+}
+
+gmm_status gmm_band_tri_solve_vec_rev(const gmm_band *L, gmm_trans trans, const double *s,
+                                      const double *sbar, double *vbar, gmm_band *Lbar,
+                                      double *work)
+{
+    return gmm_band_tri_solve_mat_rev(L, trans, 1, s, L->n, sbar, L->n, vbar, L->n, Lbar,
+                                      work);
+}
+
+gmm_status gmm_band_tri_solve_mat_rev(const gmm_band *L, gmm_trans trans, size_t k,
+                                      const double *S, size_t lds, const double *Sbar,
+                                      size_t ldsbar, double *Vbar, size_t ldvbar,
+                                      gmm_band *Lbar, double *work)
+{
+    gmm_status st = check_lbar("tri_solve_mat_rev", L, Lbar);
+    if (st != GMM_OK)
+        return st;
+    size_t n = L->n;
+    if (k > 0 && (lds < n || ldsbar < n || (Vbar && ldvbar < n)))
+        return gmm_error(GMM_EDIM, "tri_solve_mat_rev: leading dimension < n = %zu (lds %zu, "
+                                   "ldsbar %zu, ldvbar %zu)", n, lds, ldsbar, ldvbar);
+    if ((!Vbar && !Lbar) || n == 0 || k == 0)
+        return GMM_OK;
+
+    double *G = work, *own = NULL;
+    if (!G) {
+        G = own = gmm_malloc(n * k, sizeof *G);
+        if (!G)
+            return gmm_error(GMM_ENOMEM, "tri_solve_mat_rev: out of memory (%zu x %zu)", n, k);
+    }
+    for (size_t c = 0; c < k; c++)
+        memcpy(G + c * n, Sbar + c * ldsbar, n * sizeof *G);
+    /* G = op(L)^{-T} Sbar. */
+    st = gmm_band_tri_solve_mat(L, trans == GMM_NOTRANS ? GMM_TRANS : GMM_NOTRANS, k, G, n);
+    if (st != GMM_OK)
+        goto done;
+    /* Lbar before Vbar, so that Vbar may share storage with S. */
+    if (Lbar) {
+        if (trans == GMM_NOTRANS)
+            lbar_outer(Lbar, k, G, n, S, lds);
+        else
+            lbar_outer(Lbar, k, S, lds, G, n);
+    }
+    if (Vbar)
+        for (size_t c = 0; c < k; c++)
+            for (size_t i = 0; i < n; i++)
+                Vbar[c * ldvbar + i] += G[c * n + i];
+done:
+    gmm_free(own);
+    return st;
+}
+
+/* Row p of a band matrix as (offset of entry (p, 0), stride): entry (p, j)
+ * lives at data[off + j * (ld - 1)] for j in p's band. */
+static size_t row_off(const gmm_band *A, size_t p) { return A->ku + p; }
+
+/* sum_j P(i,j) Q(m,j) over j in [j0, j1]; both rows inside their bands. */
+static double row_dot(const gmm_band *P, size_t i, const gmm_band *Q, size_t m, size_t j0,
+                      size_t j1)
+{
+    const double *p = P->data + row_off(P, i), *q = Q->data + row_off(Q, m);
+    size_t sp = P->ld - 1, sq = Q->ld - 1;
+    double s = 0.0;
+    for (size_t j = j0; j <= j1; j++)
+        s += p[j * sp] * q[j * sq];
+    return s;
+}
+
+gmm_status gmm_band_tri_solve_band_rev(const gmm_band *L, gmm_trans trans, const gmm_band *B,
+                                       const gmm_band *X, const gmm_band *Xbar, gmm_band *Bbar,
+                                       gmm_band *Lbar)
+{
+    gmm_status st = check_lbar("tri_solve_band_rev", L, Lbar);
+    if (st != GMM_OK)
+        return st;
+    size_t n = L->n;
+    if (B->n != n || X->n != n || Xbar->n != n || (Bbar && Bbar->n != n))
+        return gmm_error(GMM_EDIM, "tri_solve_band_rev: n differs (L %zu, B %zu, X %zu, Xbar "
+                                   "%zu, Bbar %zu)", n, B->n, X->n, Xbar->n,
+                         Bbar ? Bbar->n : n);
+    if (B->kind == GMM_BAND_SYMMETRIC || X->kind == GMM_BAND_SYMMETRIC ||
+        (Bbar && Bbar->kind == GMM_BAND_SYMMETRIC))
+        return gmm_error(GMM_EDIM, "tri_solve_band_rev: B, X and Bbar must be GENERAL or "
+                                   "LOWER");
+    if (Xbar->kl != X->kl || Xbar->ku != X->ku || Xbar->kind == GMM_BAND_SYMMETRIC)
+        return gmm_error(GMM_EDIM, "tri_solve_band_rev: Xbar must have X's band (kl %zu, ku "
+                                   "%zu), got kl %zu, ku %zu", X->kl, X->ku, Xbar->kl,
+                         Xbar->ku);
+    if (trans == GMM_NOTRANS ? X->ku < B->ku : X->kl < B->kl)
+        return gmm_error(GMM_EDIM, "tri_solve_band_rev: X's band (kl %zu, ku %zu) does not "
+                                   "hold the forward result for B (kl %zu, ku %zu)",
+                         X->kl, X->ku, B->kl, B->ku);
+    if ((!Bbar && !Lbar) || n == 0)
+        return GMM_OK;
+
+    /* G = op(L)^{-T} Xbar on the band derived in the header comment. */
+    size_t gkl, gku;
+    if (trans == GMM_NOTRANS) {
+        gkl = X->kl;
+        gku = max_sz(Lbar ? B->ku : 0, Bbar ? Bbar->ku : 0);
+    } else {
+        gkl = max_sz(Lbar ? B->kl : 0, Bbar ? Bbar->kl : 0);
+        gku = X->ku;
+    }
+    gmm_band *G = gmm_band_alloc(n, gkl, gku, GMM_BAND_GENERAL);
+    if (!G)
+        return gmm_error_status();
+    st = gmm_band_tri_solve_band(L, trans == GMM_NOTRANS ? GMM_TRANS : GMM_NOTRANS, Xbar, G);
+    if (st != GMM_OK)
+        goto done;
+
+    if (Bbar)
+        for (size_t j = 0; j < n; j++) {
+            double *b = gmm_band_col(Bbar, j);
+            size_t i0 = j >= Bbar->ku ? j - Bbar->ku : 0, i1 = min_sz(n - 1, j + Bbar->kl);
+            for (size_t i = i0; i <= i1; i++)
+                if (gmm_band_in_band(G, i, j))
+                    b[i] += *gmm_band_ptr(G, i, j);
+        }
+
+    if (Lbar)
+        for (size_t m = 0; m < n; m++) {
+            double *col = gmm_band_col(Lbar, m);
+            size_t i1 = min_sz(n - 1, m + L->kl);
+            for (size_t i = m; i <= i1; i++) {
+                size_t j0, j1;
+                if (trans == GMM_NOTRANS) { /* -sum_j G(i,j) X(m,j) */
+                    j0 = i >= X->kl ? i - X->kl : 0;
+                    j1 = min_sz(n - 1, m + B->ku);
+                    if (j0 <= j1)
+                        col[i] -= row_dot(G, i, X, m, j0, j1);
+                } else { /* -sum_j X(i,j) G(m,j) */
+                    j0 = i >= B->kl ? i - B->kl : 0;
+                    j1 = min_sz(n - 1, m + X->ku);
+                    if (j0 <= j1)
+                        col[i] -= row_dot(X, i, G, m, j0, j1);
+                }
+            }
+        }
+done:
+    gmm_band_free(G);
+    return st;
+}

@@ -1,0 +1,51 @@
+/* cli_common.c -- helpers the subcommands share: spec errors with a caret,
+ * and turning SIGINT/SIGTERM into a clean cancellation. */
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "gmm/alloc.h"
+#include "gmm/spec.h"
+
+volatile sig_atomic_t cli_interrupted = 0;
+
+void cli_print_spec_error(const char *cmd, const char *text, size_t pos)
+{
+    const char *m = gmm_error_message();
+    cli_msg(cmd, "%s", m && *m ? m : "malformed spec");
+    if (!text)
+        return;
+    /* Two lines of at most 2 + strlen(text) + 1 bytes each, plus NUL. */
+    size_t len = strlen(text), size = 2 * len + 8;
+    char *buf = gmm_malloc(size, 1);
+    if (!buf)
+        return;
+    gmm_spec_caret(text, pos, buf, size);
+    fprintf(stderr, "%s\n", buf);
+    gmm_free(buf);
+}
+
+static void on_signal(int sig) { cli_interrupted = sig; }
+
+int cli_install_signals(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    /* SA_RESTART: an interrupted read or write resumes instead of failing
+     * with EINTR, so the command reaches its next progress callback and
+     * cancels there.  SA_RESETHAND: a second Ctrl-C kills at once. */
+    sa.sa_flags = SA_RESTART | SA_RESETHAND;
+    if (sigaction(SIGINT, &sa, NULL) != 0 || sigaction(SIGTERM, &sa, NULL) != 0)
+        return -1;
+    return 0;
+}
+
+int cli_stop_requested(void) { return cli_interrupted != 0; }
+
+int cli_interrupt_exit_code(void)
+{
+    return cli_interrupted == SIGTERM ? CLI_EXIT_TERM : CLI_EXIT_INT;
+}

@@ -1,0 +1,136 @@
+/* cli_model.h -- the options every model-reading subcommand shares, and the
+ * one place the CLI turns them (or a model file) into a model: a state-space
+ * GP (--kernel) or a graph GMRF (--graph + --precision), with its data, its
+ * parameter vector and its objective.  loglik, fit, gradcheck and predict
+ * all go through here, so the two model families behave alike. */
+#ifndef GMM_CLI_MODEL_H
+#define GMM_CLI_MODEL_H
+
+#include <getopt.h>
+#include <stddef.h>
+
+#include "gmm/modelfile.h"
+#include "gmm/objective.h"
+
+/* The spec used when neither --kernel nor --graph is given: a smooth trend
+ * plus a yearly quasi-periodic component (x in years), the paper's CO2
+ * kernel.  Its period is held fixed unless --free-period is given. */
+#define CLI_DEFAULT_KERNEL "matern32 + quasiperiodic(period=1, harmonics=2)"
+#define CLI_DEFAULT_KERNEL_FIXED "1.quasiperiodic.period"
+
+typedef struct {
+    const char *data;       /* DATA.csv (positional) */
+    const char *kernel;     /* --kernel SPEC */
+    const char *graph;      /* --graph EDGES.csv */
+    const char *precision;  /* --precision SPEC */
+    const char *edge_cols;  /* --edge-cols I,J[,LEN] */
+    const char *xcol;       /* --x NAME */
+    const char *ycol;       /* --y NAME */
+    const char *node;       /* --node NAME */
+    double noise;           /* --noise V (NAN: default) */
+    int no_center;          /* --no-center */
+    int strict_nodes;       /* --strict-nodes */
+    double merge_tol;       /* --merge-tol T (0: exact ties only) */
+    int verbose;            /* --verbose */
+    int free_period;        /* --free-period (default kernel only) */
+    const char **fix;       /* --fix NAME (repeatable) */
+    size_t nfix;
+    int given;              /* model options seen (all but --verbose): a
+                             * command reading --model refuses them */
+} cli_model_opts;
+
+enum {
+    CLI_OPT_KERNEL = 1000,
+    CLI_OPT_GRAPH,
+    CLI_OPT_PRECISION,
+    CLI_OPT_EDGE_COLS,
+    CLI_OPT_X,
+    CLI_OPT_Y,
+    CLI_OPT_NODE,
+    CLI_OPT_NOISE,
+    CLI_OPT_NO_CENTER,
+    CLI_OPT_STRICT_NODES,
+    CLI_OPT_MERGE_TOL,
+    CLI_OPT_FIX,
+    CLI_OPT_FREE_PERIOD,
+    CLI_OPT_EXPOSURE,
+    CLI_OPT_VERBOSE,
+    CLI_OPT_FIRST_COMMAND /* commands number their own options from here */
+};
+
+/* The long options above, for a command's getopt_long table. */
+#define CLI_MODEL_LONGOPTS                                                                       \
+    {"kernel", required_argument, NULL, CLI_OPT_KERNEL},                                        \
+        {"graph", required_argument, NULL, CLI_OPT_GRAPH},                                      \
+        {"precision", required_argument, NULL, CLI_OPT_PRECISION},                              \
+        {"edge-cols", required_argument, NULL, CLI_OPT_EDGE_COLS},                              \
+        {"x", required_argument, NULL, CLI_OPT_X}, {"y", required_argument, NULL, CLI_OPT_Y},   \
+        {"node", required_argument, NULL, CLI_OPT_NODE},                                        \
+        {"noise", required_argument, NULL, CLI_OPT_NOISE},                                      \
+        {"no-center", no_argument, NULL, CLI_OPT_NO_CENTER},                                    \
+        {"strict-nodes", no_argument, NULL, CLI_OPT_STRICT_NODES},                              \
+        {"merge-tol", required_argument, NULL, CLI_OPT_MERGE_TOL},                              \
+        {"fix", required_argument, NULL, CLI_OPT_FIX},                                          \
+        {"free-period", no_argument, NULL, CLI_OPT_FREE_PERIOD},                                \
+        {"exposure", required_argument, NULL, CLI_OPT_EXPOSURE},                                \
+        {"verbose", no_argument, NULL, CLI_OPT_VERBOSE}
+
+/* Help text for the options above (printed by each command's --help). */
+extern const char cli_model_options_help[];
+
+void cli_model_opts_init(cli_model_opts *o);
+void cli_model_opts_free(cli_model_opts *o);
+/* Handle option c (with optarg arg) if it is a model option: 1 handled, 0
+ * not a model option, -1 a bad value (message printed). */
+int cli_model_opt(cli_model_opts *o, const char *cmd, int c, const char *arg);
+
+typedef struct cli_model cli_model;
+
+/* Read the data (and graph), build the model and its objective, print the
+ * data summary on stderr.  Returns an exit code (0 on success, with *out set;
+ * messages printed otherwise). */
+int cli_model_load(const char *cmd, const cli_model_opts *o, cli_model **out);
+/* Rebuild a model from a model file (fit's output): its spec, parameter
+ * values, data file and columns; `data` (may be NULL) overrides the model's
+ * data file.  Returns an exit code. */
+int cli_model_from_file(const char *cmd, const gmm_model *mf, const char *data, int verbose,
+                        cli_model **out);
+void cli_model_free(cli_model *m);
+
+/* After getopt: take the optional positional DATA.csv from argv[optind..]
+ * into o->data (an extra argument is a usage error).  Returns an exit code. */
+int cli_model_positional(const char *cmd, int argc, char **argv, cli_model_opts *o);
+/* The model a command works on: from `model_path` (fit's output; then no
+ * model option may be given, and o->data, when set, overrides its data
+ * file) or else from the options.  mf receives the file's contents (free
+ * with gmm_model_free).  Returns an exit code. */
+int cli_model_open(const char *cmd, const cli_model_opts *o, const char *model_path,
+                   gmm_model *mf, cli_model **out);
+
+/* The objective (names, values, positive/fixed flags, eval). */
+gmm_objective *cli_model_objective(cli_model *m);
+int cli_model_is_graph(const cli_model *m);
+size_t cli_model_nobs(const cli_model *m);
+size_t cli_model_state_dim(const cli_model *m);
+size_t cli_model_bandwidth(const cli_model *m);
+/* The centring constant (0 when --no-center). */
+double cli_model_center(const cli_model *m, int *has_center);
+
+/* Fill a gmm_model (modelfile.h) describing m at its current parameter
+ * values; strings point into m or are allocated into *scratch (free with
+ * gmm_free after use).  Returns an exit code. */
+int cli_model_describe(const char *cmd, cli_model *m, gmm_model *mf, char **scratch);
+
+/* Predictions of the latent f (mean, var) at the current parameters:
+ * state-space: at nq inputs xq; graphs: at every node (xq ignored, nq must
+ * be the number of nodes).  Returns a gmm_status. */
+gmm_status cli_model_predict(cli_model *m, const double *xq, size_t nq, double *mean, double *var);
+/* Graph models: number of nodes and the label of node v (buf >= 64 bytes). */
+size_t cli_model_nnodes(const cli_model *m);
+const char *cli_model_node_label(const cli_model *m, size_t v, char *buf);
+/* The observed data inputs (state-space: every row's x, n of them). */
+const double *cli_model_data_x(const cli_model *m, size_t *n);
+/* The noise variance at the current parameters. */
+double cli_model_noise(const cli_model *m);
+
+#endif

@@ -1,0 +1,164 @@
+/* cmd_fit.c -- `gmm-infer fit`: maximise the log marginal likelihood with
+ * L-BFGS and write the model JSON (stdout, or -o FILE atomically). */
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "cli_model.h"
+#include "gmm/alloc.h"
+#include "gmm/fit.h"
+#include "gmm/modelfile.h"
+
+static const char usage_text[] =
+    "Usage: gmm-infer fit DATA.csv [--kernel SPEC | --graph EDGES.csv --precision SPEC]\n"
+    "                     [OPTIONS]\n"
+    "Maximise the log marginal likelihood (L-BFGS) and write the model as JSON.\n\n"
+    "  -o, --output FILE   write the model to FILE (atomically) instead of stdout\n"
+    "  --restarts K        K starts (the first from the given values), keep the best\n"
+    "  --max-iter N        iterations per start (default 500)\n"
+    "  --seed S            seed of the restarts' jitter (default 1)\n"
+    "  -h, --help          this help\n";
+
+typedef struct {
+    const char *cmd;
+    int show;
+} progress_ctx;
+
+static int progress(void *user, const gmm_fit_progress *p)
+{
+    const progress_ctx *pc = user;
+    if (pc->show)
+        fprintf(stderr, "gmm-infer %s: start %zu iter %3zu  loglik %.10g  |grad| %.3g\n",
+                pc->cmd, p->start + 1, p->iteration, p->loglik, p->grad_norm);
+    return cli_stop_requested();
+}
+
+static int parse_count(const char *cmd, const char *opt, const char *arg, size_t min,
+                       size_t *out)
+{
+    char *end;
+    unsigned long long v = strtoull(arg, &end, 10);
+    if (end == arg || *end || arg[0] == '-' || v < min) {
+        cli_msg(cmd, "--%s: '%s' is not an integer >= %zu", opt, arg, min);
+        return -1;
+    }
+    *out = (size_t)v;
+    return 0;
+}
+
+int cmd_fit(int argc, char **argv)
+{
+    const char *cmd = "fit";
+    enum { OPT_RESTARTS = CLI_OPT_FIRST_COMMAND, OPT_MAXITER, OPT_SEED };
+    static const struct option longopts[] = {CLI_MODEL_LONGOPTS,
+                                             {"output", required_argument, NULL, 'o'},
+                                             {"restarts", required_argument, NULL, OPT_RESTARTS},
+                                             {"max-iter", required_argument, NULL, OPT_MAXITER},
+                                             {"seed", required_argument, NULL, OPT_SEED},
+                                             {"help", no_argument, NULL, 'h'},
+                                             {NULL, 0, NULL, 0}};
+    cli_model_opts o;
+    cli_model_opts_init(&o);
+    gmm_fit_params fp;
+    gmm_fit_params_init(&fp);
+    const char *out_path = NULL;
+    int c, rc = 0;
+    cli_model *m = NULL;
+    char *scratch = NULL;
+    size_t v;
+
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "ho:", longopts, NULL)) != -1) {
+        int r = cli_model_opt(&o, cmd, c, optarg);
+        if (r < 0) {
+            rc = CLI_EXIT_USAGE;
+            goto done;
+        }
+        if (r > 0)
+            continue;
+        switch (c) {
+        case 'o': out_path = optarg; break;
+        case OPT_RESTARTS:
+            if (parse_count(cmd, "restarts", optarg, 1, &fp.restarts)) {
+                rc = CLI_EXIT_USAGE;
+                goto done;
+            }
+            break;
+        case OPT_MAXITER:
+            if (parse_count(cmd, "max-iter", optarg, 1, &fp.max_iterations)) {
+                rc = CLI_EXIT_USAGE;
+                goto done;
+            }
+            break;
+        case OPT_SEED:
+            if (parse_count(cmd, "seed", optarg, 0, &v)) {
+                rc = CLI_EXIT_USAGE;
+                goto done;
+            }
+            fp.seed = v;
+            break;
+        case 'h':
+            fputs(usage_text, stdout);
+            fputs(cli_model_options_help, stdout);
+            goto done;
+        default:
+            fprintf(stderr, "Try 'gmm-infer %s --help'.\n", cmd);
+            rc = CLI_EXIT_USAGE;
+            goto done;
+        }
+    }
+    if ((rc = cli_model_positional(cmd, argc, argv, &o)) != 0 ||
+        (rc = cli_model_load(cmd, &o, &m)) != 0)
+        goto done;
+
+    progress_ctx pc = {cmd, o.verbose || isatty(STDERR_FILENO)};
+    fp.progress = progress;
+    fp.user = &pc;
+    cli_install_signals();
+    gmm_objective *obj = cli_model_objective(m);
+    gmm_fit_result res;
+    gmm_status s = gmm_fit(obj, &fp, &res);
+    if (s == GMM_ECANCEL) {
+        cli_msg(cmd, "interrupted; no model written");
+        rc = cli_interrupt_exit_code();
+        goto done;
+    }
+    if (s != GMM_OK) {
+        rc = cli_fail(cmd, s);
+        goto done;
+    }
+    if (!res.converged)
+        cli_msg(cmd, "warning: not converged after %zu iterations (%s); writing the best "
+                     "point with \"converged\": false",
+                res.iterations, res.message);
+    if (!res.converged && res.domain_msg[0])
+        cli_msg(cmd, "the last refused trial point: %s", res.domain_msg);
+    else if (o.verbose)
+        cli_msg(cmd, "%s after %zu iterations, %zu evaluations", res.message, res.iterations,
+                res.evaluations);
+    if (res.failed_starts)
+        cli_msg(cmd, "warning: %zu of %zu starts failed at their starting point",
+                res.failed_starts, fp.restarts);
+
+    gmm_model mf;
+    if ((rc = cli_model_describe(cmd, m, &mf, &scratch)) != 0)
+        goto done;
+    mf.loglik = res.loglik;
+    mf.iterations = res.iterations;
+    mf.converged = res.converged;
+    if ((s = gmm_model_save(&mf, out_path)) != GMM_OK) {
+        rc = cli_fail(cmd, s);
+        goto done;
+    }
+    if (o.verbose || isatty(STDERR_FILENO))
+        cli_msg(cmd, "loglik %.10g", res.loglik);
+done:
+    gmm_free(scratch);
+    cli_model_free(m);
+    cli_model_opts_free(&o);
+    return rc;
+}

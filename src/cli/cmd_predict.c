@@ -1,0 +1,221 @@
+/* cmd_predict.c -- `gmm-infer predict`: posterior mean, variance and 95%
+ * interval of the latent f (or of y with --observed) as CSV, for a fitted
+ * model: at new inputs (interpolation and forecasting) for state-space
+ * models, at every node for graph models.  Variances come from the Takahashi
+ * inverse subset of the posterior precision: linear in n, no dense matrix. */
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "cli_model.h"
+#include "gmm/alloc.h"
+#include "gmm/io.h"
+#include "gmm/modelfile.h"
+
+static const char usage_text[] =
+    "Usage: gmm-infer predict --model MODEL.json [DATA.csv] [--at FILE | --grid FROM:TO:STEP]\n"
+    "                         [--observed] [-o FILE]\n"
+    "Print CSV x,mean,var,lower,upper (graph models: node,mean,var,lower,upper):\n"
+    "the posterior of the latent f with a 95% interval.\n\n"
+    "  --model FILE        the model written by fit (required)\n"
+    "  DATA.csv            condition on this data instead of the model's data file\n"
+    "  --at FILE           predict at the x values of FILE (column --at-col, or the\n"
+    "                      model's x column, or the first column)\n"
+    "  --at-col NAME       column of --at FILE\n"
+    "  --grid FROM:TO:STEP predict on a regular grid (inclusive of TO when on it)\n"
+    "  --observed          add the noise variance: intervals for new observations\n"
+    "  -o, --output FILE   write to FILE (atomically) instead of stdout\n"
+    "  --verbose           report sizes on stderr\n"
+    "  -h, --help          this help\n"
+    "Without --at or --grid, predictions are at the data's inputs.\n";
+
+/* 97.5% quantile of the standard normal. */
+#define Z975 1.959963984540054
+
+static int parse_grid(const char *cmd, const char *arg, double **xq, size_t *nq)
+{
+    double a, b, st;
+    char tail;
+    if (sscanf(arg, "%lf:%lf:%lf%c", &a, &b, &st, &tail) != 3 || !isfinite(a) ||
+        !isfinite(b) || !isfinite(st) || !(st > 0) || b < a) {
+        cli_msg(cmd, "--grid: expected FROM:TO:STEP with FROM <= TO and STEP > 0, got '%s'",
+                arg);
+        return CLI_EXIT_USAGE;
+    }
+    double count = floor((b - a) / st * (1 + 1e-12)) + 1;
+    if (count > 1e8) {
+        cli_msg(cmd, "--grid: %.0f points is too many (at most 1e8)", count);
+        return CLI_EXIT_USAGE;
+    }
+    *nq = (size_t)count;
+    *xq = gmm_malloc(*nq, sizeof(double));
+    if (!*xq)
+        return cli_fail(cmd, GMM_ENOMEM);
+    for (size_t i = 0; i < *nq; i++)
+        (*xq)[i] = a + (double)i * st;
+    return 0;
+}
+
+static int read_at(const char *cmd, const char *path, const char *col, const char *model_x,
+                   double **xq, size_t *nq)
+{
+    gmm_table *t = NULL;
+    gmm_status s = gmm_table_read(path, &t);
+    if (s != GMM_OK)
+        return cli_fail(cmd, s);
+    size_t c = 0;
+    int rc = 0;
+    if (col)
+        s = gmm_table_column(t, col, &c);
+    else if (model_x && gmm_table_column(t, model_x, &c) != GMM_OK)
+        c = 0;
+    if (s != GMM_OK) {
+        rc = cli_fail(cmd, s);
+        goto done;
+    }
+    *nq = t->nrow;
+    *xq = gmm_malloc(t->nrow ? t->nrow : 1, sizeof(double));
+    if (!*xq) {
+        rc = cli_fail(cmd, GMM_ENOMEM);
+        goto done;
+    }
+    if ((s = gmm_table_column_double(t, c, 0, *xq)) != GMM_OK)
+        rc = cli_fail(cmd, s);
+done:
+    gmm_table_free(t);
+    return rc;
+}
+
+int cmd_predict(int argc, char **argv)
+{
+    const char *cmd = "predict";
+    enum { OPT_MODEL = CLI_OPT_FIRST_COMMAND, OPT_AT, OPT_ATCOL, OPT_GRID, OPT_OBSERVED,
+           OPT_VERBOSE };
+    static const struct option longopts[] = {{"model", required_argument, NULL, OPT_MODEL},
+                                             {"at", required_argument, NULL, OPT_AT},
+                                             {"at-col", required_argument, NULL, OPT_ATCOL},
+                                             {"grid", required_argument, NULL, OPT_GRID},
+                                             {"observed", no_argument, NULL, OPT_OBSERVED},
+                                             {"output", required_argument, NULL, 'o'},
+                                             {"verbose", no_argument, NULL, OPT_VERBOSE},
+                                             {"help", no_argument, NULL, 'h'},
+                                             {NULL, 0, NULL, 0}};
+    const char *model_path = NULL, *at = NULL, *atcol = NULL, *grid = NULL, *out_path = NULL;
+    const char *data = NULL;
+    int observed = 0, verbose = 0, c, rc = 0;
+    gmm_model mf;
+    gmm_model_init(&mf);
+    cli_model *m = NULL;
+    double *xq = NULL, *mean = NULL, *var = NULL;
+    size_t nq = 0;
+    gmm_outfile *of = NULL;
+
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "ho:", longopts, NULL)) != -1) {
+        switch (c) {
+        case OPT_MODEL: model_path = optarg; break;
+        case OPT_AT: at = optarg; break;
+        case OPT_ATCOL: atcol = optarg; break;
+        case OPT_GRID: grid = optarg; break;
+        case OPT_OBSERVED: observed = 1; break;
+        case OPT_VERBOSE: verbose = 1; break;
+        case 'o': out_path = optarg; break;
+        case 'h': fputs(usage_text, stdout); goto done;
+        default:
+            fprintf(stderr, "Try 'gmm-infer %s --help'.\n", cmd);
+            rc = CLI_EXIT_USAGE;
+            goto done;
+        }
+    }
+    if (optind < argc)
+        data = argv[optind++];
+    if (optind < argc) {
+        cli_msg(cmd, "unexpected argument '%s'", argv[optind]);
+        rc = CLI_EXIT_USAGE;
+        goto done;
+    }
+    if (!model_path) {
+        cli_msg(cmd, "--model MODEL.json is required");
+        rc = CLI_EXIT_USAGE;
+        goto done;
+    }
+    if (at && grid) {
+        cli_msg(cmd, "--at and --grid exclude each other");
+        rc = CLI_EXIT_USAGE;
+        goto done;
+    }
+    gmm_status s = gmm_model_read(model_path, &mf);
+    if (s != GMM_OK) {
+        rc = cli_fail(cmd, s);
+        goto done;
+    }
+    if (mf.precision && (at || grid)) {
+        cli_msg(cmd, "--at and --grid apply to state-space models; graph models predict at "
+                     "every node");
+        rc = CLI_EXIT_USAGE;
+        goto done;
+    }
+    if ((rc = cli_model_from_file(cmd, &mf, data, verbose, &m)) != 0)
+        goto done;
+
+    if (cli_model_is_graph(m)) {
+        nq = cli_model_nnodes(m);
+    } else if (grid) {
+        if ((rc = parse_grid(cmd, grid, &xq, &nq)) != 0)
+            goto done;
+    } else if (at) {
+        if ((rc = read_at(cmd, at, atcol, mf.data.x, &xq, &nq)) != 0)
+            goto done;
+    } else {
+        const double *x = cli_model_data_x(m, &nq);
+        xq = gmm_malloc(nq ? nq : 1, sizeof(double));
+        if (!xq) {
+            rc = cli_fail(cmd, GMM_ENOMEM);
+            goto done;
+        }
+        memcpy(xq, x, nq * sizeof(double));
+    }
+    mean = gmm_malloc(nq ? nq : 1, sizeof(double));
+    var = gmm_malloc(nq ? nq : 1, sizeof(double));
+    if (!mean || !var) {
+        rc = cli_fail(cmd, GMM_ENOMEM);
+        goto done;
+    }
+    if ((s = cli_model_predict(m, xq, nq, mean, var)) != GMM_OK) {
+        rc = cli_fail(cmd, s);
+        goto done;
+    }
+    double noise = observed ? cli_model_noise(m) : 0.0;
+    if ((s = gmm_outfile_open(out_path, &of)) != GMM_OK) {
+        rc = cli_fail(cmd, s);
+        goto done;
+    }
+    FILE *f = gmm_outfile_stream(of);
+    fprintf(f, "%s,mean,var,lower,upper\n", cli_model_is_graph(m) ? "node" : "x");
+    for (size_t i = 0; i < nq; i++) {
+        double v = var[i] + noise, sd = sqrt(v > 0 ? v : 0);
+        if (cli_model_is_graph(m)) {
+            char buf[64];
+            fprintf(f, "%s,", cli_model_node_label(m, i, buf));
+        } else {
+            fprintf(f, "%.17g,", xq[i]);
+        }
+        fprintf(f, "%.17g,%.17g,%.17g,%.17g\n", mean[i], v, mean[i] - Z975 * sd,
+                mean[i] + Z975 * sd);
+    }
+    s = gmm_outfile_commit(of);
+    of = NULL;
+    if (s != GMM_OK)
+        rc = cli_fail(cmd, s);
+done:
+    gmm_outfile_abort(of);
+    gmm_free(xq);
+    gmm_free(mean);
+    gmm_free(var);
+    cli_model_free(m);
+    gmm_model_free(&mf);
+    return rc;
+}

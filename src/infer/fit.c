@@ -1,0 +1,528 @@
+/* fit.c -- L-BFGS maximum likelihood over an objective (see fit.h for the
+ * choices: log scale, domain failures, stopping tests). */
+#include "gmm/fit.h"
+
+#include <lbfgs.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "gmm/alloc.h"
+
+void gmm_fit_params_init(gmm_fit_params *p)
+{
+    memset(p, 0, sizeof *p);
+    p->max_iterations = 500;
+    p->epsilon = 1e-5;
+    p->past = 3;
+    p->delta = 1e-10;
+    p->memory = 6;
+    p->max_linesearch = 40;
+    p->restarts = 1;
+    p->jitter = 1.0;
+    p->seed = 1;
+}
+
+gmm_status gmm_fit_params_check(const gmm_fit_params *p)
+{
+    if (!p)
+        return gmm_error(GMM_EINVAL, "fit: no parameters");
+    if (!(p->epsilon > 0.0) || !isfinite(p->epsilon))
+        return gmm_error(GMM_EINVAL, "fit: epsilon must be finite and > 0, got %g", p->epsilon);
+    if (!(p->delta >= 0.0) || !isfinite(p->delta))
+        return gmm_error(GMM_EINVAL, "fit: delta must be finite and >= 0, got %g", p->delta);
+    if (p->memory < 1 || p->memory > 1000)
+        return gmm_error(GMM_EINVAL, "fit: memory must be in 1..1000, got %zu", p->memory);
+    if (p->max_linesearch < 1 || p->max_linesearch > 10000)
+        return gmm_error(GMM_EINVAL, "fit: max_linesearch must be in 1..10000, got %zu",
+                         p->max_linesearch);
+    if (p->max_iterations > 100000000)
+        return gmm_error(GMM_EINVAL, "fit: max_iterations must be at most 1e8, got %zu",
+                         p->max_iterations);
+    if (p->past > 100000)
+        return gmm_error(GMM_EINVAL, "fit: past must be at most 100000, got %zu", p->past);
+    if (p->restarts < 1)
+        return gmm_error(GMM_EINVAL, "fit: restarts must be >= 1, got %zu", p->restarts);
+    if (!(p->jitter >= 0.0) || !isfinite(p->jitter))
+        return gmm_error(GMM_EINVAL, "fit: jitter must be finite and >= 0, got %g", p->jitter);
+    return GMM_OK;
+}
+
+/* ---- jitter PRNG (splitmix64, Box-Muller): reproducible from the seed ---- */
+
+static uint64_t rng_next(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+
+static double rng_normal(uint64_t *s)
+{
+    double u1 = ((double)(rng_next(s) >> 11) + 0.5) * 0x1.0p-53;
+    double u2 = (double)(rng_next(s) >> 11) * 0x1.0p-53;
+    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+}
+
+/* ---- one L-BFGS run ---------------------------------------------------- */
+
+typedef struct {
+    gmm_objective *obj;
+    const gmm_fit_params *par;
+    size_t nfree;
+    const size_t *idx;   /* free variable k is parameter idx[k] */
+    double *theta;       /* nparam, natural scale (fixed entries preset) */
+    double *grad;        /* nparam, objective's gradient */
+    /* The last accepted iterate: where every line search starts. */
+    double *u0, *g0, f0;
+    double *pf;          /* past values of f for the decrease test */
+    size_t start, iter, evals;
+    int start_failed, stopped_delta, cancelled;
+    int domain_hit;      /* a trial point was refused by the objective ... */
+    char domain_msg[GMM_ERROR_MAX]; /* ... with this message (the last one) */
+    gmm_status fail_status;
+    char fail_msg[GMM_ERROR_MAX];
+} run_ctx;
+
+/* theta's free entries from u; 0 when a log-scale variable leaves the
+ * representable positive range. */
+static int map_theta(run_ctx *c, const double *u)
+{
+    for (size_t k = 0; k < c->nfree; k++) {
+        size_t i = c->idx[k];
+        if (c->obj->positive[i]) {
+            double p = exp(u[k]);
+            if (!(p > 0.0) || !isfinite(p))
+                return 0;
+            c->theta[i] = p;
+        } else {
+            c->theta[i] = u[k];
+        }
+    }
+    return 1;
+}
+
+/* -loglik and its gradient on the optimisation scale; 0 on a domain failure
+ * (status recorded in fail_status when the objective gave one). */
+static int eval_min(run_ctx *c, const double *u, double *f, double *g)
+{
+    double ll = 0.0;
+    c->evals++;
+    if (!map_theta(c, u)) {
+        c->fail_status = gmm_error(GMM_EDOM, "a log-scale parameter left the range of doubles");
+        return 0;
+    }
+    gmm_status st = c->obj->eval(c->obj->ctx, c->theta, &ll, c->grad);
+    if (st != GMM_OK) {
+        c->fail_status = st;
+        return 0;
+    }
+    if (!isfinite(ll)) {
+        c->fail_status = gmm_error(GMM_EDOM, "objective value is not finite");
+        return 0;
+    }
+    for (size_t k = 0; k < c->nfree; k++) {
+        size_t i = c->idx[k];
+        double gk = -c->grad[i] * (c->obj->positive[i] ? c->theta[i] : 1.0);
+        if (!isfinite(gk)) {
+            c->fail_status = gmm_error(GMM_EDOM, "gradient of '%s' is not finite",
+                                       c->obj->name[i]);
+            return 0;
+        }
+        g[k] = gk;
+    }
+    *f = -ll;
+    return 1;
+}
+
+static lbfgsfloatval_t evaluate(void *instance, const lbfgsfloatval_t *x, lbfgsfloatval_t *g,
+                                const int n, const lbfgsfloatval_t step)
+{
+    run_ctx *c = instance;
+    size_t nf = (size_t)n;
+    double f;
+    if (eval_min(c, x, &f, g)) {
+        if (step == 0.0) { /* the starting point: the first anchor */
+            memcpy(c->u0, x, nf * sizeof *x);
+            memcpy(c->g0, g, nf * sizeof *g);
+            c->f0 = f;
+            c->pf[0] = f;
+        }
+        return f;
+    }
+    if (step == 0.0) {
+        /* No line search to steer: a zero gradient makes liblbfgs stop at
+         * once ("already minimised"); the run is then discarded. */
+        c->start_failed = 1;
+        snprintf(c->fail_msg, sizeof c->fail_msg, "%s", gmm_error_message());
+        memset(g, 0, nf * sizeof *g);
+        return 0.0;
+    }
+    /* Remember why: a fit that ends against the domain's edge says so. */
+    c->domain_hit = 1;
+    snprintf(c->domain_msg, sizeof c->domain_msg, "%s", gmm_error_message());
+    /* Mirror of the linear model from the anchor (see fit.h): above f0, so
+     * the trial is rejected; slope -g0.s > 0, so the cubic backtracks. */
+    double dg = 0.0;
+    for (size_t k = 0; k < nf; k++) {
+        double s = (x[k] - c->u0[k]) / step;
+        dg += c->g0[k] * s;
+        g[k] = -c->g0[k];
+    }
+    return c->f0 + fabs(dg) * step + (dg == 0.0 ? 1.0 : 0.0);
+}
+
+static int progress(void *instance, const lbfgsfloatval_t *x, const lbfgsfloatval_t *g,
+                    const lbfgsfloatval_t fx, const lbfgsfloatval_t xnorm,
+                    const lbfgsfloatval_t gnorm, const lbfgsfloatval_t step, int n, int k,
+                    int ls)
+{
+    run_ctx *c = instance;
+    size_t nf = (size_t)n, past = c->par->past;
+    (void)xnorm;
+    (void)step;
+    (void)ls;
+    memcpy(c->u0, x, nf * sizeof *x);
+    memcpy(c->g0, g, nf * sizeof *g);
+    c->f0 = fx;
+    c->iter = (size_t)k;
+    if (c->par->progress) {
+        gmm_fit_progress p;
+        map_theta(c, x); /* x was evaluated: its exp is representable */
+        p.start = c->start;
+        p.iteration = c->iter;
+        p.evaluations = c->evals;
+        p.loglik = -fx;
+        p.grad_norm = gnorm;
+        p.value = c->theta;
+        if (c->par->progress(c->par->user, &p)) {
+            c->cancelled = 1;
+            return 1;
+        }
+    }
+    if (past > 0) {
+        /* pf[k % past] holds f from `past` iterations back (pf[0] = f at the
+         * start), as in liblbfgs, but scaled by max(1, |f|) not f. */
+        size_t slot = c->iter % past;
+        if (c->iter >= past && c->pf[slot] - fx <= c->par->delta * fmax(1.0, fabs(fx))) {
+            c->stopped_delta = 1;
+            return 1;
+        }
+        c->pf[slot] = fx;
+    }
+    return 0;
+}
+
+static const char *lbfgs_message(int ret)
+{
+    switch (ret) {
+    case LBFGS_SUCCESS: return "converged: gradient norm below epsilon";
+    case LBFGS_ALREADY_MINIMIZED: return "converged: the starting point is a stationary point";
+    case LBFGSERR_MAXIMUMITERATION: return "stopped: maximum number of iterations reached";
+    case LBFGSERR_ROUNDING_ERROR:
+        return "line search failed: rounding errors prevent further progress";
+    case LBFGSERR_MINIMUMSTEP: return "line search failed: step below the minimum";
+    case LBFGSERR_MAXIMUMSTEP: return "line search failed: step above the maximum";
+    case LBFGSERR_MAXIMUMLINESEARCH:
+        return "line search failed: maximum number of evaluations reached";
+    case LBFGSERR_WIDTHTOOSMALL: return "line search failed: interval of uncertainty too small";
+    case LBFGSERR_INCREASEGRADIENT:
+        return "line search failed: the search direction is not a descent direction";
+    case LBFGSERR_OUTOFINTERVAL: return "line search failed: step out of the interval";
+    case LBFGSERR_OUTOFMEMORY: return "out of memory in liblbfgs";
+    default: return "stopped by liblbfgs";
+    }
+}
+
+/* A line search that stops on rounding near the optimum is common here: at
+ * long lengthscales the state-space loglik is rough at ~1e-7 relative (the
+ * band holds entries ~ (lengthscale/dt)^(2 nu)), so liblbfgs cannot see a
+ * decrease although the gradient is not yet below epsilon.  Whether such a
+ * stop is at the maximum is decided by the Newton decrement
+ * g' H^{-1} g / 2 -- the loglik a Newton step would still gain -- with H
+ * from central differences of the analytic gradient (2 nfree evaluations,
+ * once per stop; H is nfree x nfree, the number of parameters).  Below
+ * NEWTON_GAIN nats the fit is converged for every statistical purpose. */
+#define NEWTON_GAIN 1e-6
+#define NEWTON_STEP 1e-4
+
+static int line_search_stop(int ret)
+{
+    return ret == LBFGSERR_ROUNDING_ERROR || ret == LBFGSERR_MINIMUMSTEP ||
+           ret == LBFGSERR_MAXIMUMLINESEARCH || ret == LBFGSERR_WIDTHTOOSMALL ||
+           ret == LBFGSERR_INCREASEGRADIENT || ret == LBFGSERR_OUTOFINTERVAL;
+}
+
+/* The Newton decrement at the anchor (c->u0, c->g0) into *gain; 0 when it
+ * cannot be computed (an evaluation failed, H not positive definite, no
+ * memory). */
+static int newton_gain(run_ctx *c, double *gain)
+{
+    size_t nf = c->nfree;
+    int ok = 0;
+    double *H = gmm_malloc(nf * nf + 3 * nf, sizeof *H);
+    if (!H)
+        return 0;
+    double *u = H + nf * nf, *gp = u + nf, *gm = gp + nf;
+    double f;
+    for (size_t k = 0; k < nf; k++) {
+        double h = NEWTON_STEP * fmax(1.0, fabs(c->u0[k]));
+        memcpy(u, c->u0, nf * sizeof *u);
+        u[k] = c->u0[k] + h;
+        if (!eval_min(c, u, &f, gp))
+            goto done;
+        u[k] = c->u0[k] - h;
+        if (!eval_min(c, u, &f, gm))
+            goto done;
+        for (size_t i = 0; i < nf; i++)
+            H[i * nf + k] = (gp[i] - gm[i]) / (2.0 * h);
+    }
+    /* Symmetrise, then an in-place Cholesky of the small dense H. */
+    for (size_t i = 0; i < nf; i++)
+        for (size_t k = 0; k < i; k++)
+            H[i * nf + k] = H[k * nf + i] = 0.5 * (H[i * nf + k] + H[k * nf + i]);
+    for (size_t j = 0; j < nf; j++) {
+        double d = H[j * nf + j];
+        for (size_t k = 0; k < j; k++)
+            d -= H[j * nf + k] * H[j * nf + k];
+        if (!(d > 0.0) || !isfinite(d))
+            goto done;
+        d = sqrt(d);
+        H[j * nf + j] = d;
+        for (size_t i = j + 1; i < nf; i++) {
+            double v = H[i * nf + j];
+            for (size_t k = 0; k < j; k++)
+                v -= H[i * nf + k] * H[j * nf + k];
+            H[i * nf + j] = v / d;
+        }
+    }
+    /* gain = |L^{-1} g|^2 / 2 (f is -loglik, so this is in loglik units). */
+    double g2 = 0.0;
+    for (size_t i = 0; i < nf; i++) {
+        double v = c->g0[i];
+        for (size_t k = 0; k < i; k++)
+            v -= H[i * nf + k] * u[k];
+        u[i] = v / H[i * nf + i];
+        g2 += u[i] * u[i];
+    }
+    *gain = 0.5 * g2;
+    ok = 1;
+done:
+    gmm_free(H);
+    return ok;
+}
+
+typedef struct {
+    double loglik, grad_norm;
+    size_t iterations;
+    int converged, status;
+    const char *message;
+    int domain;
+    char domain_msg[GMM_ERROR_MAX];
+} run_result;
+
+/* One start from u (nfree, overwritten with the final point); sets
+ * c->start_failed when the objective fails at u. */
+static void run_one(run_ctx *c, double *u, run_result *r)
+{
+    lbfgs_parameter_t lp;
+    lbfgs_parameter_init(&lp);
+    lp.m = (int)c->par->memory;
+    lp.epsilon = c->par->epsilon;
+    lp.max_iterations = (int)c->par->max_iterations;
+    lp.max_linesearch = (int)c->par->max_linesearch;
+    c->iter = 0;
+    c->start_failed = c->stopped_delta = c->cancelled = c->domain_hit = 0;
+    double fx = 0.0;
+    int ret = lbfgs((int)c->nfree, u, &fx, evaluate, progress, c, &lp);
+    if (c->start_failed)
+        return;
+    /* The last accepted iterate (liblbfgs reverts x after a failed line
+     * search but leaves fx at the last trial). */
+    memcpy(u, c->u0, c->nfree * sizeof *u);
+    double gn = 0.0;
+    for (size_t k = 0; k < c->nfree; k++)
+        gn += c->g0[k] * c->g0[k];
+    r->loglik = -c->f0;
+    r->grad_norm = sqrt(gn);
+    r->iterations = c->iter;
+    r->status = ret;
+    if (c->stopped_delta) {
+        r->converged = 1;
+        r->message = "converged: relative decrease of the objective below delta";
+    } else if (c->cancelled) {
+        r->converged = 0;
+        r->message = "cancelled";
+    } else {
+        r->converged = ret == LBFGS_SUCCESS || ret == LBFGS_ALREADY_MINIMIZED;
+        r->message = lbfgs_message(ret);
+        double gain;
+        if (!r->converged && line_search_stop(ret) && newton_gain(c, &gain) &&
+            gain <= NEWTON_GAIN) {
+            r->converged = 1;
+            r->message = "converged: the line search stopped on rounding where a Newton step "
+                         "would gain less than 1e-6 in loglik";
+        } else if (!r->converged && line_search_stop(ret) && c->domain_hit) {
+            r->message = "stopped at the edge of the model's domain: the objective refused "
+                         "the trial points beyond it";
+            r->domain = 1;
+            snprintf(r->domain_msg, sizeof r->domain_msg, "%s", c->domain_msg);
+        }
+    }
+}
+
+gmm_status gmm_fit(gmm_objective *obj, const gmm_fit_params *params, gmm_fit_result *res)
+{
+    gmm_status st = GMM_OK;
+    size_t np, nfree = 0;
+    size_t *idx = NULL;
+    double *theta = NULL, *grad = NULL, *u = NULL, *u0 = NULL, *g0 = NULL, *pf = NULL;
+    double *init = NULL, *best = NULL;
+    run_ctx c;
+
+    if (!obj || !res || !obj->eval || (obj->nparam && (!obj->value || !obj->positive ||
+                                                        !obj->fixed || !obj->name)))
+        return gmm_error(GMM_EINVAL, "fit: incomplete objective");
+    if ((st = gmm_fit_params_check(params)) != GMM_OK)
+        return st;
+    np = obj->nparam;
+    for (size_t i = 0; i < np; i++) {
+        if (!isfinite(obj->value[i]))
+            return gmm_error(GMM_EINVAL, "fit: start value of '%s' is not finite", obj->name[i]);
+        /* Only free positive parameters live on the log scale; a fixed one
+         * may sit on its boundary (a laplacian ridge of 0). */
+        if (obj->positive[i] && !obj->fixed[i] && !(obj->value[i] > 0.0))
+            return gmm_error(GMM_EINVAL, "fit: start value of '%s' must be > 0, got %g",
+                             obj->name[i], obj->value[i]);
+        if (!obj->fixed[i])
+            nfree++;
+    }
+    if (nfree > (size_t)(int)0x7fffffff)
+        return gmm_error(GMM_EINVAL, "fit: too many free parameters (%zu)", nfree);
+
+    memset(res, 0, sizeof *res);
+    idx = gmm_malloc(nfree, sizeof *idx);
+    theta = gmm_malloc(np, sizeof *theta);
+    grad = gmm_malloc(np, sizeof *grad);
+    u = gmm_malloc(nfree, sizeof *u);
+    u0 = gmm_malloc(nfree, sizeof *u0);
+    g0 = gmm_malloc(nfree, sizeof *g0);
+    pf = gmm_malloc(params->past + 1, sizeof *pf);
+    init = gmm_malloc(np, sizeof *init);
+    best = gmm_malloc(np, sizeof *best);
+    if (!idx || !theta || !grad || !u || !u0 || !g0 || !pf || !init || !best) {
+        st = gmm_error(GMM_ENOMEM, "fit: out of memory (%zu parameters)", np);
+        goto done;
+    }
+    for (size_t i = 0, k = 0; i < np; i++)
+        if (!obj->fixed[i])
+            idx[k++] = i;
+    memcpy(init, obj->value, np * sizeof *init);
+    memcpy(theta, init, np * sizeof *theta);
+
+    if (nfree == 0) {
+        double ll;
+        st = obj->eval(obj->ctx, theta, &ll, grad);
+        if (st == GMM_OK && !isfinite(ll))
+            st = gmm_error(GMM_EDOM, "objective value is not finite");
+        if (st != GMM_OK) {
+            char msg[GMM_ERROR_MAX];
+            snprintf(msg, sizeof msg, "%s", gmm_error_message());
+            st = gmm_error(st, "fit: starting point: %s", msg);
+            goto done;
+        }
+        res->loglik = ll;
+        res->evaluations = 1;
+        res->converged = 1;
+        res->lbfgs_status = LBFGS_ALREADY_MINIMIZED;
+        res->message = "nothing to fit: every parameter is fixed";
+        goto done;
+    }
+
+    memset(&c, 0, sizeof c);
+    c.obj = obj;
+    c.par = params;
+    c.nfree = nfree;
+    c.idx = idx;
+    c.theta = theta;
+    c.grad = grad;
+    c.u0 = u0;
+    c.g0 = g0;
+    c.pf = pf;
+
+    uint64_t rng = params->seed;
+    int have_best = 0;
+    gmm_status first_fail = GMM_OK;
+    char first_msg[GMM_ERROR_MAX] = "";
+    for (size_t s = 0; s < params->restarts; s++) {
+        for (size_t k = 0; k < nfree; k++) {
+            size_t i = idx[k];
+            double v = init[i];
+            double z = s == 0 ? 0.0 : params->jitter * rng_normal(&rng);
+            u[k] = obj->positive[i] ? log(v) + z : v + z * fmax(1.0, fabs(v));
+        }
+        c.start = s;
+        c.evals = 0;
+        c.fail_status = GMM_OK;
+        run_result r;
+        memset(&r, 0, sizeof r);
+        c.f0 = 0.0;
+        run_one(&c, u, &r);
+        res->evaluations += c.evals;
+        if (r.status == LBFGSERR_OUTOFMEMORY) {
+            st = gmm_error(GMM_ENOMEM, "fit: out of memory in liblbfgs");
+            goto done;
+        }
+        if (r.status <= LBFGSERR_INVALID_ORTHANTWISE_END && r.status >= LBFGSERR_INVALID_N) {
+            st = gmm_error(GMM_EINVAL, "fit: liblbfgs rejected its parameters (code %d)",
+                           r.status);
+            goto done;
+        }
+        if (c.start_failed) {
+            res->failed_starts++;
+            if (first_fail == GMM_OK) {
+                first_fail = c.fail_status != GMM_OK ? c.fail_status : GMM_EDOM;
+                snprintf(first_msg, sizeof first_msg, "%s", c.fail_msg);
+            }
+            continue;
+        }
+        if (!c.cancelled && (!have_best || r.loglik > res->loglik)) {
+            have_best = 1;
+            map_theta(&c, u);
+            memcpy(best, theta, np * sizeof *best);
+            res->loglik = r.loglik;
+            res->grad_norm = r.grad_norm;
+            res->iterations = r.iterations;
+            res->best_start = s;
+            res->converged = r.converged;
+            res->lbfgs_status = r.status;
+            res->message = r.message;
+            res->domain_msg[0] = '\0';
+            if (r.domain)
+                snprintf(res->domain_msg, sizeof res->domain_msg, "%s", r.domain_msg);
+        }
+        if (c.cancelled) {
+            memcpy(obj->value, have_best ? best : init, np * sizeof *best);
+            st = gmm_error(GMM_ECANCEL, "fit: cancelled by the progress callback");
+            goto done;
+        }
+    }
+    if (!have_best) {
+        st = gmm_error(first_fail, "fit: starting point: %s", first_msg);
+        goto done;
+    }
+    memcpy(obj->value, best, np * sizeof *best);
+
+done:
+    gmm_free(idx);
+    gmm_free(theta);
+    gmm_free(grad);
+    gmm_free(u);
+    gmm_free(u0);
+    gmm_free(g0);
+    gmm_free(pf);
+    gmm_free(init);
+    gmm_free(best);
+    return st;
+}

@@ -1,0 +1,274 @@
+/* marglik.c -- Gaussian marginal likelihood of a banded GMRF observed through
+ * a sparse map (paper, section 3.1, eq. 2), its reverse mode and the
+ * posterior.  See marglik.h for the model.
+ *
+ * Forward, with P = Q + E'E / noise (banded: row k of E touches `width`
+ * consecutive columns, width - 1 <= kl), L L' = P, b = E'y, r = L^{-1} b:
+ *
+ *   log p(y) = -nobs/2 log 2pi - logdet(L L')/2 + log|Q|/2 - nobs/2 log noise
+ *              - y'y / (2 noise) + r'r / (2 noise^2).
+ *
+ * Reverse (cbar = 1):  rbar = r / noise^2 -> tri_solve_vec_rev gives Lbar
+ * (b does not depend on Q or noise); Lbar += -1/2 dlogdet; chol_decomp_rev
+ * gives Pbar; Qbar += Pbar (P's copy of Q), and noise enters P through
+ * -E'E / noise^2:  noisebar += -sum_stored Pbar .* (E'E)_stored / noise^2,
+ * plus the explicit terms -nobs/(2 noise) + y'y/(2 noise^2) - r'r/noise^3.
+ * The prior term log|Q|/2 goes through chol(Q) when it was computed here.
+ * The forward pass keeps L, LQ, r, y'y, r'r, noise and the obs pointer.
+ */
+#include "gmm/marglik.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "gmm/alloc.h"
+
+struct gmm_marglik_work {
+    size_t n, kl;
+    /* P and L = chol(P) share storage (the Cholesky runs in place), as do
+     * Lbar and Pbar (chol_decomp_rev may alias them): two views each, so
+     * every band the band module sees has the kind it expects. */
+    double *pdata, *bardata;
+    gmm_band P, L, Pbar, Lbar;
+    gmm_band *LQ;    /* chol(Q), when the prior log-determinant is computed here */
+    double *r;       /* L^{-1} E'y */
+    double *work, *work2; /* n doubles each */
+    /* What the last successful eval saw. */
+    int valid, prior_here;
+    const gmm_obs *obs;
+    double noise, yy, rr;
+};
+
+gmm_marglik_work *gmm_marglik_work_alloc(size_t n, size_t kl)
+{
+    gmm_marglik_work *w = gmm_calloc(1, sizeof *w);
+    if (!w) {
+        gmm_error(GMM_ENOMEM, "marglik: out of memory");
+        return NULL;
+    }
+    w->n = n;
+    w->kl = n == 0 ? 0 : kl > n - 1 ? n - 1 : kl; /* as band.h clamps */
+    size_t sz = gmm_band_size(n, w->kl, 0);
+    w->pdata = gmm_malloc(sz, sizeof *w->pdata);
+    w->bardata = gmm_malloc(sz, sizeof *w->bardata);
+    w->LQ = gmm_band_alloc(n, w->kl, 0, GMM_BAND_LOWER);
+    w->r = gmm_malloc(n, sizeof *w->r);
+    w->work = gmm_malloc(n, sizeof *w->work);
+    w->work2 = gmm_malloc(n, sizeof *w->work2);
+    if (!w->pdata || !w->bardata || !w->LQ || !w->r || !w->work || !w->work2) {
+        gmm_marglik_work_free(w);
+        gmm_error(GMM_ENOMEM, "marglik: out of memory for n = %zu, bandwidth %zu", n, kl);
+        return NULL;
+    }
+    gmm_band_view(&w->P, w->pdata, n, w->kl, 0, GMM_BAND_SYMMETRIC);
+    gmm_band_view(&w->L, w->pdata, n, w->kl, 0, GMM_BAND_LOWER);
+    gmm_band_view(&w->Pbar, w->bardata, n, w->kl, 0, GMM_BAND_SYMMETRIC);
+    gmm_band_view(&w->Lbar, w->bardata, n, w->kl, 0, GMM_BAND_LOWER);
+    return w;
+}
+
+void gmm_marglik_work_free(gmm_marglik_work *w)
+{
+    if (!w)
+        return;
+    gmm_free(w->pdata);
+    gmm_free(w->bardata);
+    gmm_band_free(w->LQ);
+    gmm_free(w->r);
+    gmm_free(w->work);
+    gmm_free(w->work2);
+    gmm_free(w);
+}
+
+/* The band module's ENOTPD message, prefixed with which matrix failed; the
+ * row index is kept. */
+static gmm_status not_pd(const char *what)
+{
+    char msg[GMM_ERROR_MAX];
+    gmm_status st = gmm_error_status();
+    size_t row = gmm_error_index();
+    snprintf(msg, sizeof msg, "%s", gmm_error_message());
+    if (st != GMM_ENOTPD)
+        return gmm_error(st, "%s: %s", what, msg);
+    if (row == GMM_NO_INDEX)
+        return gmm_error(st, "%s: %s", what, msg);
+    return gmm_error_at(st, row, "%s not positive definite (row %zu): %s", what, row, msg);
+}
+
+static gmm_status check_obs(const gmm_band *Q, const gmm_obs *obs, double noise,
+                            const gmm_marglik_work *w)
+{
+    if (!Q || !obs || !w)
+        return gmm_error(GMM_EINVAL, "marglik: NULL argument");
+    if (Q->kind != GMM_BAND_SYMMETRIC)
+        return gmm_error(GMM_EDIM, "marglik: Q must be SYMMETRIC");
+    if (Q->n != w->n || Q->kl != w->kl)
+        return gmm_error(GMM_EDIM, "marglik: Q is %zu x %zu with bandwidth %zu, workspace is "
+                                   "for %zu with bandwidth %zu",
+                         Q->n, Q->n, Q->kl, w->n, w->kl);
+    if (obs->n != Q->n)
+        return gmm_error(GMM_EDIM, "marglik: E has %zu columns, Q is %zu x %zu", obs->n, Q->n,
+                         Q->n);
+    if (obs->nobs > 0) {
+        if (!obs->offset || !obs->coef || !obs->y)
+            return gmm_error(GMM_EINVAL, "marglik: NULL observation array");
+        if (obs->width == 0 || obs->width - 1 > Q->kl)
+            return gmm_error(GMM_EDIM, "marglik: observation width %zu needs bandwidth >= %zu, "
+                                       "Q has %zu",
+                             obs->width, obs->width ? obs->width - 1 : 0, Q->kl);
+    }
+    if (!(noise > 0.0) || !isfinite(noise))
+        return gmm_error(GMM_EINVAL, "marglik: noise variance must be finite and > 0, got %g",
+                         noise);
+    for (size_t k = 0; k < obs->nobs; k++) {
+        if (obs->offset[k] > obs->n || obs->width > obs->n - obs->offset[k])
+            return gmm_error_at(GMM_EDIM, k, "marglik: observation %zu reads columns %zu..%zu "
+                                             "of %zu",
+                                k, obs->offset[k], obs->offset[k] + obs->width - 1, obs->n);
+        if (!isfinite(obs->y[k]))
+            return gmm_error_at(GMM_EINVAL, k, "marglik: observation %zu is not finite", k);
+        const double *c = obs->coef + k * obs->coef_stride;
+        for (size_t m = 0; m < obs->width; m++)
+            if (!isfinite(c[m]))
+                return gmm_error_at(GMM_EINVAL, k,
+                                    "marglik: coefficient %zu of observation %zu is not finite",
+                                    m, k);
+    }
+    return GMM_OK;
+}
+
+gmm_status gmm_marglik_eval(const gmm_band *Q, const gmm_obs *obs, double noise,
+                            const double *prior_logdet, gmm_marglik_work *w, double *loglik)
+{
+    gmm_status st;
+    const double log2pi = 1.8378770664093454836;
+    double logdet_q, yy = 0.0, rr = 0.0;
+
+    if (w)
+        w->valid = 0;
+    if ((st = check_obs(Q, obs, noise, w)) != GMM_OK)
+        return st;
+    if (!loglik)
+        return gmm_error(GMM_EINVAL, "marglik: NULL loglik");
+    if (prior_logdet && !isfinite(*prior_logdet))
+        return gmm_error(GMM_EINVAL, "marglik: supplied log|Q| is not finite");
+
+    if (prior_logdet) {
+        logdet_q = *prior_logdet;
+    } else {
+        if (gmm_band_chol_decomp(Q, w->LQ) != GMM_OK)
+            return not_pd("prior precision");
+        logdet_q = gmm_band_chol_logdet(w->LQ);
+    }
+
+    /* P = Q + E'E / noise: row k adds c c' / noise on its width x width
+     * block (lower triangle stored); repeated rows accumulate. */
+    if ((st = gmm_band_copy(&w->P, Q)) != GMM_OK)
+        return st;
+    memset(w->r, 0, w->n * sizeof *w->r);
+    for (size_t k = 0; k < obs->nobs; k++) {
+        const double *c = obs->coef + k * obs->coef_stride;
+        size_t o = obs->offset[k];
+        for (size_t b = 0; b < obs->width; b++) {
+            double *col = gmm_band_col(&w->P, o + b);
+            for (size_t a = b; a < obs->width; a++)
+                col[o + a] += c[a] * c[b] / noise;
+            w->r[o + b] += c[b] * obs->y[k];
+        }
+        yy += obs->y[k] * obs->y[k];
+    }
+    if (gmm_band_chol_decomp(&w->P, &w->L) != GMM_OK)
+        return not_pd("posterior precision");
+    if ((st = gmm_band_tri_solve_vec(&w->L, GMM_NOTRANS, w->r)) != GMM_OK)
+        return st;
+    for (size_t i = 0; i < w->n; i++)
+        rr += w->r[i] * w->r[i];
+
+    double nobs = (double)obs->nobs;
+    double f = -0.5 * nobs * log2pi - 0.5 * gmm_band_chol_logdet(&w->L) + 0.5 * logdet_q -
+               0.5 * nobs * log(noise) - yy / (2.0 * noise) + rr / (2.0 * noise * noise);
+    if (!isfinite(f))
+        return gmm_error(GMM_EDOM, "marglik: log-likelihood is not finite");
+    *loglik = f;
+    w->valid = 1;
+    w->prior_here = prior_logdet == NULL;
+    w->obs = obs;
+    w->noise = noise;
+    w->yy = yy;
+    w->rr = rr;
+    return GMM_OK;
+}
+
+gmm_status gmm_marglik_grad(gmm_marglik_work *w, gmm_band *Qbar, double *noisebar)
+{
+    gmm_status st;
+    if (!w || !w->valid)
+        return gmm_error(GMM_EINVAL, "marglik: gradient without a successful evaluation");
+    if (Qbar && (Qbar->kind != GMM_BAND_SYMMETRIC || Qbar->n != w->n || Qbar->kl != w->kl))
+        return gmm_error(GMM_EDIM, "marglik: Qbar must be SYMMETRIC %zu x %zu with bandwidth "
+                                   "%zu",
+                         w->n, w->n, w->kl);
+    const gmm_obs *obs = w->obs;
+    double noise = w->noise, n2 = noise * noise;
+
+    /* r'r / (2 noise^2) through r = L^{-1} b; rbar = r / noise^2 (in work). */
+    gmm_band_set_zero(&w->Lbar);
+    for (size_t i = 0; i < w->n; i++)
+        w->work[i] = w->r[i] / n2;
+    st = gmm_band_tri_solve_vec_rev(&w->L, GMM_NOTRANS, w->r, w->work, NULL, &w->Lbar,
+                                    w->work2);
+    if (st != GMM_OK)
+        return st;
+    if ((st = gmm_band_chol_logdet_rev(&w->L, -0.5, &w->Lbar)) != GMM_OK)
+        return st;
+    /* Pbar overwrites Lbar (same storage). */
+    if ((st = gmm_band_chol_decomp_rev(&w->L, &w->Lbar, &w->Pbar)) != GMM_OK)
+        return st;
+    if (Qbar && (st = gmm_band_copy_band_rev(&w->Pbar, Qbar)) != GMM_OK)
+        return st;
+    if (noisebar) {
+        double s = 0.0;
+        for (size_t k = 0; k < obs->nobs; k++) {
+            const double *c = obs->coef + k * obs->coef_stride;
+            size_t o = obs->offset[k];
+            for (size_t b = 0; b < obs->width; b++) {
+                const double *col = gmm_band_col(&w->Pbar, o + b);
+                for (size_t a = b; a < obs->width; a++)
+                    s += col[o + a] * c[a] * c[b];
+            }
+        }
+        *noisebar += -s / n2 - 0.5 * (double)obs->nobs / noise + w->yy / (2.0 * n2) -
+                     w->rr / (n2 * noise);
+    }
+    if (Qbar && w->prior_here) {
+        gmm_band_set_zero(&w->Lbar);
+        if ((st = gmm_band_chol_logdet_rev(w->LQ, 0.5, &w->Lbar)) != GMM_OK)
+            return st;
+        st = gmm_band_chol_decomp_rev(w->LQ, &w->Lbar, Qbar);
+    }
+    return st;
+}
+
+gmm_status gmm_marglik_posterior(gmm_marglik_work *w, double *mean, gmm_band *cov)
+{
+    gmm_status st;
+    if (!w || !w->valid)
+        return gmm_error(GMM_EINVAL, "marglik: posterior without a successful evaluation");
+    if (cov && (cov->kind != GMM_BAND_SYMMETRIC || cov->n != w->n || cov->kl < w->kl))
+        return gmm_error(GMM_EDIM, "marglik: posterior covariance band must be SYMMETRIC "
+                                   "%zu x %zu with bandwidth >= %zu",
+                         w->n, w->n, w->kl);
+    if (mean) {
+        /* P^{-1} E'y / noise = L^{-T} r / noise. */
+        for (size_t i = 0; i < w->n; i++)
+            mean[i] = w->r[i];
+        if ((st = gmm_band_tri_solve_vec(&w->L, GMM_TRANS, mean)) != GMM_OK)
+            return st;
+        for (size_t i = 0; i < w->n; i++)
+            mean[i] /= w->noise;
+    }
+    if (cov && (st = gmm_band_chol_selinv(&w->L, cov)) != GMM_OK)
+        return st;
+    return GMM_OK;
+}

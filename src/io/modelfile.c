@@ -1,0 +1,367 @@
+/* modelfile.c -- the model JSON through jansson (see modelfile.h). */
+#include "gmm/modelfile.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <string.h>
+
+#include "gmm/alloc.h"
+#include "gmm/io.h"
+#include "gmm/json.h"
+#include "gmm/version.h"
+
+void gmm_model_init(gmm_model *m) { memset(m, 0, sizeof *m); }
+
+static const char *shown(const char *name, int out)
+{
+    if (!name || strcmp(name, "-") == 0)
+        return out ? "<stdout>" : "<stdin>";
+    return name;
+}
+
+/* ---- writing ------------------------------------------------------------ */
+
+/* Adds key: value to obj, taking the reference to value; 0 on failure. */
+static int put(json_t *obj, const char *key, json_t *value)
+{
+    return value && json_object_set_new(obj, key, value) == 0;
+}
+
+static json_t *string_or_null(const char *s) { return s ? json_string(s) : json_null(); }
+
+gmm_status gmm_model_write(const gmm_model *m, FILE *f, const char *name)
+{
+    const char *file = shown(name, 1);
+    json_t *root = NULL, *params = NULL, *data = NULL;
+    gmm_status st = GMM_OK;
+
+    if (!m || !f)
+        return gmm_error(GMM_EINVAL, "%s: model write: NULL argument", file);
+    if ((m->kernel == NULL) == (m->precision == NULL))
+        return gmm_error(GMM_EINVAL, "%s: a model has exactly one of 'kernel' and 'precision'",
+                         file);
+    if (!m->likelihood)
+        return gmm_error(GMM_EINVAL, "%s: model without 'likelihood'", file);
+    if (!m->data.file)
+        return gmm_error(GMM_EINVAL, "%s: model without 'data.file'", file);
+    if (m->precision && !m->graph)
+        return gmm_error(GMM_EINVAL, "%s: a graph model needs 'graph'", file);
+    if (!isfinite(m->loglik))
+        return gmm_error(GMM_EINVAL, "%s: loglik is not finite (%g)", file, m->loglik);
+    if (m->has_center && !isfinite(m->center))
+        return gmm_error(GMM_EINVAL, "%s: center is not finite (%g)", file, m->center);
+    if (m->nparam && (!m->param_name || !m->param_value))
+        return gmm_error(GMM_EINVAL, "%s: model parameters missing", file);
+    for (size_t i = 0; i < m->nparam; i++) {
+        if (!m->param_name[i])
+            return gmm_error(GMM_EINVAL, "%s: parameter %zu has no name", file, i);
+        if (!isfinite(m->param_value[i]))
+            return gmm_error(GMM_EINVAL, "%s: parameter '%s' is not finite (%g)", file,
+                             m->param_name[i], m->param_value[i]);
+    }
+    if ((m->edge_cols[0] == NULL) != (m->edge_cols[1] == NULL) ||
+        (m->edge_cols[2] && !m->edge_cols[0]))
+        return gmm_error(GMM_EINVAL, "%s: edge_cols needs both 'i' and 'j'", file);
+
+    root = json_object();
+    params = json_object();
+    data = json_object();
+    int ok = root && params && data;
+    ok = ok && put(root, "format_version", json_integer(GMM_FORMAT_VERSION));
+    ok = ok && put(root, "tool_version", json_string(GMM_VERSION));
+    if (m->kernel)
+        ok = ok && put(root, "kernel", json_string(m->kernel));
+    else
+        ok = ok && put(root, "precision", json_string(m->precision));
+    for (size_t i = 0; ok && i < m->nparam; i++)
+        ok = put(params, m->param_name[i], json_real(m->param_value[i]));
+    ok = ok && json_object_set(root, "parameters", params) == 0;
+    ok = ok && put(root, "likelihood", json_string(m->likelihood));
+    ok = ok && put(root, "center", m->has_center ? json_real(m->center) : json_null());
+    ok = ok && put(root, "loglik", json_real(m->loglik));
+    ok = ok && put(root, "iterations", json_integer((json_int_t)m->iterations));
+    ok = ok && put(root, "converged", json_boolean(m->converged));
+    ok = ok && put(data, "file", json_string(m->data.file));
+    ok = ok && put(data, "x", string_or_null(m->data.x));
+    ok = ok && put(data, "y", string_or_null(m->data.y));
+    ok = ok && put(data, "node", string_or_null(m->data.node));
+    ok = ok && put(data, "exposure", string_or_null(m->data.exposure));
+    ok = ok && json_object_set(root, "data", data) == 0;
+    if (m->merge_tol > 0.0)
+        ok = ok && put(root, "merge_tol", json_real(m->merge_tol));
+    if (m->graph)
+        ok = ok && put(root, "graph", json_string(m->graph));
+    if (m->edge_cols[0])
+        ok = ok && put(root, "edge_cols",
+                       json_pack("[sso]", m->edge_cols[0], m->edge_cols[1],
+                                 m->edge_cols[2] ? json_string(m->edge_cols[2]) : json_null()));
+    if (!ok) {
+        /* json_string also fails on invalid UTF-8: say so rather than OOM. */
+        st = gmm_error(GMM_EINVAL, "%s: cannot build the model JSON (out of memory, or a "
+                                   "name that is not valid UTF-8)",
+                       file);
+        goto done;
+    }
+    st = gmm_json_write(f, root, file);
+done:
+    json_decref(root);
+    json_decref(params);
+    json_decref(data);
+    return st;
+}
+
+/* ---- reading ------------------------------------------------------------ */
+
+static char *dup_string(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *d = gmm_malloc(n, 1);
+    if (d)
+        memcpy(d, s, n);
+    return d;
+}
+
+typedef struct {
+    const char *file;
+    gmm_status st;
+} reader;
+
+/* The first failure sticks; returns 0 so callers can `return fail(...)`. */
+static int fail_missing(reader *r, const char *label)
+{
+    if (r->st == GMM_OK)
+        r->st = gmm_error(GMM_EPARSE, "%s: missing key '%s'", r->file, label);
+    return 0;
+}
+
+static int fail_type(reader *r, const char *label, const char *what)
+{
+    if (r->st == GMM_OK)
+        r->st = gmm_error(GMM_EPARSE, "%s: key '%s' must be %s", r->file, label, what);
+    return 0;
+}
+
+static int fail_nomem(reader *r)
+{
+    if (r->st == GMM_OK)
+        r->st = gmm_error(GMM_ENOMEM, "%s: out of memory", r->file);
+    return 0;
+}
+
+/* Required (or optional) string at obj[key] into *out (NULL for null when
+ * nullable).  `label` names the key in messages. */
+static int get_string(reader *r, json_t *obj, const char *key, const char *label, int required,
+                      int nullable, char **out)
+{
+    json_t *v = json_object_get(obj, key);
+    *out = NULL;
+    if (!v)
+        return required ? fail_missing(r, label) : 1;
+    if (json_is_null(v) && nullable)
+        return 1;
+    if (!json_is_string(v))
+        return fail_type(r, label, nullable ? "a string or null" : "a string");
+    if (!(*out = dup_string(json_string_value(v))))
+        return fail_nomem(r);
+    return 1;
+}
+
+static int get_number(reader *r, json_t *obj, const char *key, double *out)
+{
+    json_t *v = json_object_get(obj, key);
+    if (!v)
+        return fail_missing(r, key);
+    if (!json_is_number(v))
+        return fail_type(r, key, "a number");
+    *out = json_number_value(v);
+    return 1;
+}
+
+static gmm_status parse(reader *r, json_t *root, gmm_model *m)
+{
+    json_t *v;
+    if (!json_is_object(root))
+        return gmm_error(GMM_EPARSE, "%s: a model file holds a JSON object", r->file);
+
+    v = json_object_get(root, "format_version");
+    if (!v)
+        return gmm_error(GMM_EPARSE, "%s: missing key 'format_version'", r->file);
+    if (!json_is_integer(v) || json_integer_value(v) < 1)
+        return gmm_error(GMM_EPARSE, "%s: key 'format_version' must be a positive integer",
+                         r->file);
+    if (json_integer_value(v) > GMM_FORMAT_VERSION)
+        return gmm_error(GMM_EPARSE,
+                         "%s: format_version %lld is newer than this gmm-infer (%s) reads (%d)",
+                         r->file, (long long)json_integer_value(v), GMM_VERSION,
+                         GMM_FORMAT_VERSION);
+    m->format_version = (int)json_integer_value(v);
+
+    if (!get_string(r, root, "tool_version", "tool_version", 1, 0, &m->tool_version))
+        return r->st;
+    int has_k = json_object_get(root, "kernel") != NULL;
+    int has_p = json_object_get(root, "precision") != NULL;
+    if (!has_k && !has_p)
+        return gmm_error(GMM_EPARSE, "%s: missing key 'kernel' (or 'precision' for a graph "
+                                     "model)",
+                         r->file);
+    if (has_k && has_p)
+        return gmm_error(GMM_EPARSE, "%s: a model has 'kernel' or 'precision', not both",
+                         r->file);
+    if (has_k && !get_string(r, root, "kernel", "kernel", 1, 0, &m->kernel))
+        return r->st;
+    if (has_p && !get_string(r, root, "precision", "precision", 1, 0, &m->precision))
+        return r->st;
+
+    json_t *params = json_object_get(root, "parameters");
+    if (!params)
+        return gmm_error(GMM_EPARSE, "%s: missing key 'parameters'", r->file);
+    if (!json_is_object(params))
+        return gmm_error(GMM_EPARSE, "%s: key 'parameters' must be an object", r->file);
+    size_t np = json_object_size(params);
+    m->param_name = gmm_calloc(np, sizeof *m->param_name);
+    m->param_value = gmm_calloc(np, sizeof *m->param_value);
+    if (!m->param_name || !m->param_value)
+        return gmm_error(GMM_ENOMEM, "%s: out of memory", r->file);
+    const char *key;
+    json_object_foreach(params, key, v)
+    {
+        if (!json_is_number(v))
+            return gmm_error(GMM_EPARSE, "%s: parameter '%s' must be a number", r->file, key);
+        m->param_value[m->nparam] = json_number_value(v);
+        if (!(m->param_name[m->nparam] = dup_string(key)))
+            return gmm_error(GMM_ENOMEM, "%s: out of memory", r->file);
+        m->nparam++;
+    }
+
+    if (!get_string(r, root, "likelihood", "likelihood", 1, 0, &m->likelihood))
+        return r->st;
+    v = json_object_get(root, "center");
+    if (!v)
+        return gmm_error(GMM_EPARSE, "%s: missing key 'center'", r->file);
+    if (json_is_number(v)) {
+        m->has_center = 1;
+        m->center = json_number_value(v);
+    } else if (!json_is_null(v)) {
+        return gmm_error(GMM_EPARSE, "%s: key 'center' must be a number or null", r->file);
+    }
+    if (!get_number(r, root, "loglik", &m->loglik))
+        return r->st;
+    v = json_object_get(root, "iterations");
+    if (!v)
+        return gmm_error(GMM_EPARSE, "%s: missing key 'iterations'", r->file);
+    if (!json_is_integer(v) || json_integer_value(v) < 0)
+        return gmm_error(GMM_EPARSE, "%s: key 'iterations' must be a non-negative integer",
+                         r->file);
+    m->iterations = (size_t)json_integer_value(v);
+    v = json_object_get(root, "converged");
+    if (!v)
+        return gmm_error(GMM_EPARSE, "%s: missing key 'converged'", r->file);
+    if (!json_is_boolean(v))
+        return gmm_error(GMM_EPARSE, "%s: key 'converged' must be true or false", r->file);
+    m->converged = json_is_true(v);
+
+    json_t *data = json_object_get(root, "data");
+    if (!data)
+        return gmm_error(GMM_EPARSE, "%s: missing key 'data'", r->file);
+    if (!json_is_object(data))
+        return gmm_error(GMM_EPARSE, "%s: key 'data' must be an object", r->file);
+    if (!get_string(r, data, "file", "data.file", 1, 0, &m->data.file) ||
+        !get_string(r, data, "x", "data.x", 0, 1, &m->data.x) ||
+        !get_string(r, data, "y", "data.y", 0, 1, &m->data.y) ||
+        !get_string(r, data, "node", "data.node", 0, 1, &m->data.node) ||
+        !get_string(r, data, "exposure", "data.exposure", 0, 1, &m->data.exposure))
+        return r->st;
+
+    v = json_object_get(root, "merge_tol");
+    if (v && (!json_is_number(v) || !(json_number_value(v) >= 0.0) ||
+              !isfinite(json_number_value(v))))
+        return gmm_error(GMM_EPARSE, "%s: key 'merge_tol' must be a non-negative number",
+                         r->file);
+    m->merge_tol = v ? json_number_value(v) : 0.0;
+    if (!get_string(r, root, "graph", "graph", m->precision != NULL, 0, &m->graph))
+        return r->st;
+    v = json_object_get(root, "edge_cols");
+    if (v) {
+        if (!json_is_array(v) || json_array_size(v) < 2 || json_array_size(v) > 3)
+            return gmm_error(GMM_EPARSE, "%s: key 'edge_cols' must be an array of 2 or 3 "
+                                         "column names",
+                             r->file);
+        for (size_t k = 0; k < json_array_size(v); k++) {
+            json_t *e = json_array_get(v, k);
+            if (k == 2 && json_is_null(e))
+                continue;
+            if (!json_is_string(e))
+                return gmm_error(GMM_EPARSE, "%s: 'edge_cols' entry %zu must be a string",
+                                 r->file, k);
+            if (!(m->edge_cols[k] = dup_string(json_string_value(e))))
+                return gmm_error(GMM_ENOMEM, "%s: out of memory", r->file);
+        }
+    }
+    return GMM_OK;
+}
+
+gmm_status gmm_model_read(const char *path, gmm_model *m)
+{
+    reader r = {shown(path, 0), GMM_OK};
+    json_t *root = NULL;
+    gmm_status st;
+
+    if (!m)
+        return gmm_error(GMM_EINVAL, "model read: NULL model");
+    gmm_model_init(m);
+    if (!path)
+        return gmm_error(GMM_EINVAL, "model read: NULL path");
+    if ((st = gmm_json_read(path, &root)) != GMM_OK)
+        return st;
+    st = parse(&r, root, m);
+    json_decref(root);
+    if (st != GMM_OK)
+        gmm_model_free(m);
+    return st;
+}
+
+void gmm_model_free(gmm_model *m)
+{
+    if (!m)
+        return;
+    gmm_free(m->tool_version);
+    gmm_free(m->kernel);
+    gmm_free(m->precision);
+    for (size_t i = 0; i < m->nparam; i++)
+        gmm_free(m->param_name[i]);
+    gmm_free(m->param_name);
+    gmm_free(m->param_value);
+    gmm_free(m->likelihood);
+    gmm_free(m->data.file);
+    gmm_free(m->data.x);
+    gmm_free(m->data.y);
+    gmm_free(m->data.node);
+    gmm_free(m->data.exposure);
+    gmm_free(m->graph);
+    for (int k = 0; k < 3; k++)
+        gmm_free(m->edge_cols[k]);
+    gmm_model_init(m);
+}
+
+gmm_status gmm_model_save(const gmm_model *m, const char *path)
+{
+    gmm_outfile *o = NULL;
+    gmm_status st = gmm_outfile_open(path, &o);
+    if (st != GMM_OK)
+        return st;
+    if ((st = gmm_model_write(m, gmm_outfile_stream(o), path)) != GMM_OK) {
+        gmm_outfile_abort(o);
+        return st;
+    }
+    return gmm_outfile_commit(o);
+}
+
+gmm_status gmm_model_param_index(const gmm_model *m, const char *name, size_t *index)
+{
+    for (size_t i = 0; i < m->nparam; i++)
+        if (strcmp(m->param_name[i], name) == 0) {
+            *index = i;
+            return GMM_OK;
+        }
+    return gmm_error(GMM_EPARSE, "model: no parameter '%s'", name);
+}

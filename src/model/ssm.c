@@ -1,0 +1,795 @@
+/* ssm.c -- state-space GP regression: symbolic layout once (sorting, states,
+ * distinct intervals, observation map), then per parameter value the d x d
+ * blocks, the band of the prior precision, the marginal likelihood
+ * (marglik.h) and its reverse mode chained to the kernel parameters.
+ *
+ * REVERSE SWEEP (ssm_grad).  gmm_marglik_grad gives Qbar on the STORED
+ * entries of the prior precision band (band.h convention).  Per state k the
+ * diagonal block D_k has full symmetric gradient Gd_k (stored diagonal as
+ * is, stored off-diagonal halved into both triangles); the sub-diagonal
+ * block B_k = -W_k A_k (W = Q^-1) is stored whole, so its gradient Gb_k is
+ * the stored values.  With D_k = W_k + A_{k+1}' W_{k+1} A_{k+1}, and sums
+ * over the intervals of one cached group g (S1 = sum Gd_k over intervals
+ * ending at k, S2 = sum Gd_{k-1}, S3 = sum Gb_k):
+ *
+ *   Wbar_g = S1 + A S2 A' - S3 A',      Abar_g = 2 W A S2 - W S3,
+ *   Qbar_g = -W Wbar_g W - (count_g / 2) W      (the last from +1/2 log|Q_prior|),
+ *   Pbar   = -W0 Gd_0 W0 - W0 / 2,      W0 = Pinf^-1,
+ *
+ * then the kernel's reverse mode per group (gmm_kernel_rev).  Forward saves:
+ * per group A, W, W A, A' W A; W0.
+ */
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gmm/alloc.h"
+#include "gmm/band.h"
+#include "gmm/marglik.h"
+#include "gmm/ssm.h"
+#include "model_dense.h"
+
+struct gmm_ssm {
+    const gmm_kernel *k;
+    gmm_ssm_params par;
+    size_t n, K, d, N, kl, nobs, np;
+    double *x, *y;        /* n, caller's row order */
+    double *t;            /* K state inputs */
+    size_t *row_state;    /* n */
+    size_t ng;            /* distinct intervals */
+    double *gdt;          /* ng */
+    size_t *gcount;       /* ng */
+    size_t *ig;           /* K - 1: group of the interval ending at state k + 1 */
+    size_t imin;          /* an interval (ending at state imin + 1) of the smallest dt */
+    size_t *obs_off;
+    double *obs_y, *H;
+    gmm_obs obs;
+    /* demodulated kernels (kernel.h, DEMODULATION): one observation row per
+     * observation, and the posterior for the gradient through them */
+    int modulated;
+    double *Hobs, *mu;
+    gmm_band *cov;
+    double damp, noise; /* noise: of the last evaluation */
+    size_t nmerged;
+    /* numeric */
+    gmm_kernel_work *kw;
+    double *blk;          /* per group: A, W, WA, AtWA, S1, S2, S3 */
+    double *ldQ;          /* ng */
+    double *P, *W0, *T;   /* d^2, d^2, 4 d^2 scratch */
+    double ldP;
+    gmm_band *Q, *Qbar;
+    gmm_marglik_work *mw;
+    /* objective */
+    char **oname;
+    double *oval;
+    int *opos, *ofix;
+};
+
+enum { B_A, B_W, B_WA, B_AWA, B_S1, B_S2, B_S3, B_N };
+
+static double *blk(const gmm_ssm *m, size_t g, int which)
+{
+    return m->blk + (g * B_N + (size_t)which) * m->d * m->d;
+}
+
+void gmm_ssm_params_init(gmm_ssm_params *p)
+{
+    p->merge_tol = 0.0;
+    p->damp = NAN;
+    p->damp_rel = NAN;
+    p->dt_ulps = 8.0;
+    p->check_spacing = 1;
+}
+
+gmm_status gmm_ssm_params_check(const gmm_ssm_params *p)
+{
+    if (!p)
+        return gmm_error(GMM_EINVAL, "gmm_ssm_params: NULL");
+    if (!(p->merge_tol >= 0.0) || !isfinite(p->merge_tol))
+        return gmm_error(GMM_EINVAL, "merge_tol = %g must be finite and >= 0", p->merge_tol);
+    if (!isnan(p->damp) && (!(p->damp >= 0.0) || !isfinite(p->damp)))
+        return gmm_error(GMM_EINVAL, "damp = %g must be finite and >= 0 (or NAN: automatic)",
+                         p->damp);
+    if (!isnan(p->damp_rel) && (!(p->damp_rel > 0.0) || !isfinite(p->damp_rel)))
+        return gmm_error(GMM_EINVAL,
+                         "damp_rel = %g must be positive and finite (or NAN: automatic)",
+                         p->damp_rel);
+    if (!(p->dt_ulps >= 0.0) || !isfinite(p->dt_ulps))
+        return gmm_error(GMM_EINVAL, "dt_ulps = %g must be finite and >= 0", p->dt_ulps);
+    return GMM_OK;
+}
+
+void gmm_ssm_free(gmm_ssm *m)
+{
+    if (!m)
+        return;
+    gmm_free(m->x);
+    gmm_free(m->y);
+    gmm_free(m->t);
+    gmm_free(m->row_state);
+    gmm_free(m->gdt);
+    gmm_free(m->gcount);
+    gmm_free(m->ig);
+    gmm_free(m->obs_off);
+    gmm_free(m->obs_y);
+    gmm_free(m->H);
+    gmm_free(m->Hobs);
+    gmm_free(m->mu);
+    gmm_band_free(m->cov);
+    gmm_kernel_work_free(m->kw);
+    gmm_free(m->blk);
+    gmm_free(m->ldQ);
+    gmm_free(m->P);
+    gmm_band_free(m->Q);
+    gmm_band_free(m->Qbar);
+    gmm_marglik_work_free(m->mw);
+    gmm_free(m->oname);
+    gmm_free(m->oval);
+    gmm_free(m->opos);
+    gmm_free(m->ofix);
+    gmm_free(m);
+}
+
+typedef struct {
+    double v;
+    size_t i;
+} keyed;
+
+static int cmp_keyed(const void *a, const void *b)
+{
+    const keyed *p = a, *q = b;
+    if (p->v != q->v)
+        return p->v < q->v ? -1 : 1;
+    return (p->i > q->i) - (p->i < q->i);
+}
+
+/* States from sorted inputs; observation map. */
+static gmm_status layout_states(gmm_ssm *m, const keyed *s)
+{
+    size_t K = 0, nobs = 0;
+    double first = 0.0;
+    for (size_t r = 0; r < m->n; r++) {
+        double xv = s[r].v;
+        if (K == 0 || xv > first + m->par.merge_tol) {
+            first = xv;
+            m->t[K++] = xv;
+        } else if (xv != s[r - 1].v) {
+            m->nmerged++;
+        }
+        m->row_state[s[r].i] = K - 1;
+        if (!isnan(m->y[s[r].i]))
+            nobs++;
+    }
+    m->K = K;
+    m->nobs = nobs;
+    m->obs_off = gmm_malloc(nobs ? nobs : 1, sizeof *m->obs_off);
+    m->obs_y = gmm_malloc(nobs ? nobs : 1, sizeof *m->obs_y);
+    if (!m->obs_off || !m->obs_y)
+        return gmm_error(GMM_ENOMEM, "out of memory for the observation map");
+    size_t o = 0;
+    for (size_t r = 0; r < m->n; r++) {
+        size_t row = s[r].i;
+        if (isnan(m->y[row]))
+            continue;
+        m->obs_off[o] = m->row_state[row] * m->d;
+        m->obs_y[o++] = m->y[row];
+    }
+    return GMM_OK;
+}
+
+/* Group the K - 1 intervals into distinct values (within the resolution of
+ * the inputs) so each (A, Q) is computed once. */
+static gmm_status layout_intervals(gmm_ssm *m)
+{
+    size_t ni = m->K - 1;
+    m->ig = gmm_malloc(ni ? ni : 1, sizeof *m->ig);
+    m->gdt = gmm_malloc(ni ? ni : 1, sizeof *m->gdt);
+    m->gcount = gmm_calloc(ni ? ni : 1, sizeof *m->gcount);
+    keyed *s = gmm_malloc(ni ? ni : 1, sizeof *s);
+    if (!m->ig || !m->gdt || !m->gcount || !s) {
+        gmm_free(s);
+        return gmm_error(GMM_ENOMEM, "out of memory for the interval table");
+    }
+    double xmax = fmax(fabs(m->t[0]), fabs(m->t[m->K - 1]));
+    double tol = m->par.dt_ulps * DBL_EPSILON * xmax;
+    for (size_t k = 0; k < ni; k++) {
+        s[k].v = m->t[k + 1] - m->t[k];
+        s[k].i = k;
+    }
+    qsort(s, ni, sizeof *s, cmp_keyed);
+    size_t ng = 0;
+    for (size_t k = 0; k < ni; k++) {
+        if (ng == 0 || s[k].v > m->gdt[ng - 1] + tol)
+            m->gdt[ng++] = s[k].v;
+        m->ig[s[k].i] = ng - 1;
+        m->gcount[ng - 1]++;
+    }
+    m->ng = ng;
+    m->imin = ni ? s[0].i : 0;
+    gmm_free(s);
+    return GMM_OK;
+}
+
+gmm_status gmm_ssm_alloc(const gmm_kernel *k, const double *x, const double *y, size_t n,
+                         const gmm_ssm_params *par, gmm_ssm **out)
+{
+    gmm_status st = GMM_OK;
+    gmm_ssm *m = NULL;
+    keyed *s = NULL;
+    if (!out || !k || !x || !y)
+        return gmm_error(GMM_EINVAL, "gmm_ssm_alloc: NULL argument");
+    *out = NULL;
+    if (n == 0)
+        return gmm_error(GMM_EINVAL, "no inputs");
+    gmm_ssm_params dflt;
+    gmm_ssm_params_init(&dflt);
+    if (!par)
+        par = &dflt;
+    if ((st = gmm_ssm_params_check(par)))
+        return st;
+    for (size_t r = 0; r < n; r++) {
+        if (!isfinite(x[r]))
+            return gmm_error_at(GMM_EINVAL, r, "input x[%zu] = %g is not finite", r, x[r]);
+        if (isinf(y[r]))
+            return gmm_error_at(GMM_EINVAL, r, "output y[%zu] = %g is not finite", r, y[r]);
+    }
+    m = gmm_calloc(1, sizeof *m);
+    if (!m)
+        return gmm_error(GMM_ENOMEM, "out of memory for the model");
+    m->k = k;
+    m->par = *par;
+    m->n = n;
+    m->d = gmm_kernel_dim(k);
+    m->np = gmm_kernel_nparam(k);
+    m->x = gmm_malloc(n, sizeof *m->x);
+    m->y = gmm_malloc(n, sizeof *m->y);
+    m->t = gmm_malloc(n, sizeof *m->t);
+    m->row_state = gmm_malloc(n, sizeof *m->row_state);
+    s = gmm_malloc(n, sizeof *s);
+    if (!m->x || !m->y || !m->t || !m->row_state || !s) {
+        st = gmm_error(GMM_ENOMEM, "out of memory for the model");
+        goto done;
+    }
+    memcpy(m->x, x, n * sizeof *x);
+    for (size_t r = 0; r < n; r++) {
+        m->y[r] = isnan(y[r]) ? NAN : y[r];
+        s[r].v = x[r];
+        s[r].i = r;
+    }
+    qsort(s, n, sizeof *s, cmp_keyed);
+    if ((st = layout_states(m, s)) || (st = layout_intervals(m)))
+        goto done;
+    size_t d = m->d, dd = d * d;
+    m->N = m->K * d;
+    double span = m->t[m->K - 1] - m->t[0];
+    double rel = isnan(par->damp_rel) ? GMM_SSM_DAMP_C * sqrt(DBL_EPSILON * (double)m->K)
+                                      : par->damp_rel;
+    m->damp = !isnan(par->damp) ? par->damp : rel / (span > 0.0 ? span : 1.0);
+    m->H = gmm_malloc(d, sizeof *m->H);
+    m->kw = gmm_kernel_work_alloc(k);
+    m->blk = gmm_malloc((m->ng ? m->ng : 1) * B_N * dd, sizeof *m->blk);
+    m->ldQ = gmm_malloc(m->ng ? m->ng : 1, sizeof *m->ldQ);
+    m->P = gmm_malloc(6 * dd, sizeof *m->P);
+    m->Q = gmm_band_alloc(m->N, 2 * d - 1, 0, GMM_BAND_SYMMETRIC);
+    m->Qbar = gmm_band_alloc(m->N, 2 * d - 1, 0, GMM_BAND_SYMMETRIC);
+    if (!m->H || !m->kw || !m->blk || !m->ldQ || !m->P || !m->Q || !m->Qbar) {
+        st = gmm_error(GMM_ENOMEM, "out of memory for the model workspace");
+        goto done;
+    }
+    m->W0 = m->P + dd;
+    m->T = m->W0 + dd;
+    m->kl = m->Q->kl;
+    m->mw = gmm_marglik_work_alloc(m->N, m->kl);
+    if (!m->mw) {
+        st = gmm_error(GMM_ENOMEM, "out of memory for the marginal-likelihood workspace");
+        goto done;
+    }
+    m->obs.n = m->N;
+    m->obs.nobs = m->nobs;
+    m->obs.width = d;
+    m->obs.offset = m->obs_off;
+    m->obs.coef = m->H;
+    m->obs.coef_stride = 0;
+    m->obs.y = m->obs_y;
+    m->modulated = gmm_kernel_modulated(k);
+    if (m->modulated) {
+        m->Hobs = gmm_malloc(m->nobs ? m->nobs * d : 1, sizeof *m->Hobs);
+        m->mu = gmm_malloc(m->N, sizeof *m->mu);
+        m->cov = gmm_band_alloc(m->N, m->kl, 0, GMM_BAND_SYMMETRIC);
+        if (!m->Hobs || !m->mu || !m->cov) {
+            st = gmm_error(GMM_ENOMEM, "out of memory for the model workspace");
+            goto done;
+        }
+        m->obs.coef = m->Hobs;
+        m->obs.coef_stride = d;
+    }
+done:
+    gmm_free(s);
+    if (st)
+        gmm_ssm_free(m);
+    else
+        *out = m;
+    return st;
+}
+
+size_t gmm_ssm_nstates(const gmm_ssm *m) { return m->K; }
+size_t gmm_ssm_nobs(const gmm_ssm *m) { return m->nobs; }
+size_t gmm_ssm_dim(const gmm_ssm *m) { return m->d; }
+size_t gmm_ssm_bandwidth(const gmm_ssm *m) { return m->kl; }
+size_t gmm_ssm_nintervals(const gmm_ssm *m) { return m->ng; }
+size_t gmm_ssm_nmerged(const gmm_ssm *m) { return m->nmerged; }
+double gmm_ssm_damp(const gmm_ssm *m) { return m->damp; }
+size_t gmm_ssm_nparam(const gmm_ssm *m) { return m->np + 1; }
+size_t gmm_ssm_row_state(const gmm_ssm *m, size_t r) { return m->row_state[r]; }
+
+const char *gmm_ssm_param_name(const gmm_ssm *m, size_t i)
+{
+    return i < m->np ? gmm_kernel_param_name(m->k, i) : i == m->np ? "noise.variance" : NULL;
+}
+
+/* ---- forward ------------------------------------------------------------------ */
+
+static gmm_status check_spacing(const gmm_ssm *m, const double *theta)
+{
+    if (!m->par.check_spacing || m->ng == 0)
+        return GMM_OK;
+    size_t j;
+    double lim = gmm_kernel_spacing_limit(m->k, theta, &j);
+    double dt = m->gdt[0];
+    /* the slack keeps a grid built as i * (limit) from tripping on rounding */
+    if (dt >= lim * (1.0 - 1e-9))
+        return GMM_OK;
+    return gmm_error(GMM_EDOM,
+                     "inputs x = %.15g and %.15g are only %g apart, below the accuracy limit %g "
+                     "at %s = %g: the state-space likelihood would not be accurate to 1e-6 "
+                     "there. Merge inputs closer than that (a merge tolerance of %g coarsens "
+                     "them), or keep %s below %g",
+                     m->t[m->imin], m->t[m->imin + 1], dt, lim, gmm_kernel_param_name(m->k, j),
+                     theta[j], lim, gmm_kernel_param_name(m->k, j), dt * theta[j] / lim);
+}
+
+/* Everything up to (and including) the marginal likelihood at theta. */
+static gmm_status ssm_forward(gmm_ssm *m, const double *theta, double *loglik)
+{
+    gmm_status st;
+    size_t d = m->d, dd = d * d, K = m->K;
+    double noise = theta[m->np];
+    if (!(noise > 0.0) || !isfinite(noise))
+        return gmm_error(GMM_EDOM, "noise.variance = %g must be positive and finite", noise);
+    m->noise = noise;
+    if ((st = gmm_kernel_stat(m->k, theta, m->damp, m->kw, m->P, m->H)))
+        return st;
+    if ((st = check_spacing(m, theta)))
+        return st;
+    double *L = m->T, *X = m->T + dd;
+    memcpy(L, m->P, dd * sizeof *L);
+    if (md_chol(d, L))
+        return gmm_error(GMM_ENOTPD,
+                         "stationary covariance Pinf is not positive definite at these "
+                         "parameters (a periodic harmonic with zero weight? use fewer harmonics)");
+    m->ldP = md_chol_logdet(d, L);
+    md_chol_inverse(d, L, m->W0, X);
+    for (size_t g = 0; g < m->ng; g++) {
+        double *A = blk(m, g, B_A), *W = blk(m, g, B_W);
+        if ((st = gmm_kernel_disc(m->k, m->kw, m->gdt[g], A, L)))
+            return st;
+        if (md_chol(d, L))
+            return gmm_error(GMM_ENOTPD,
+                             "transition noise Q(dt = %g) is not positive definite at these "
+                             "parameters",
+                             m->gdt[g]);
+        m->ldQ[g] = md_chol_logdet(d, L);
+        md_chol_inverse(d, L, W, X);
+        md_gemm(d, 0, 0, 1.0, W, A, 0.0, blk(m, g, B_WA));
+        md_gemm(d, 1, 0, 1.0, A, blk(m, g, B_WA), 0.0, blk(m, g, B_AWA));
+        md_symmetrise(d, blk(m, g, B_AWA));
+    }
+    /* assemble the band (stored lower entries only, through the accessors) */
+    gmm_band *Q = m->Q;
+    double logdet = -m->ldP;
+    for (size_t k = 0; k < K; k++) {
+        const double *Wk = k == 0 ? m->W0 : blk(m, m->ig[k - 1], B_W);
+        const double *AWA = k + 1 < K ? blk(m, m->ig[k], B_AWA) : NULL;
+        size_t b = k * d;
+        for (size_t j = 0; j < d; j++)
+            for (size_t i = j; i < d; i++)
+                *gmm_band_ptr(Q, b + i, b + j) = Wk[i * d + j] + (AWA ? AWA[i * d + j] : 0.0);
+        if (k == 0)
+            continue;
+        size_t g = m->ig[k - 1];
+        const double *WA = blk(m, g, B_WA);
+        for (size_t j = 0; j < d; j++)
+            for (size_t i = 0; i < d; i++)
+                *gmm_band_ptr(Q, b + i, b - d + j) = -WA[i * d + j];
+        logdet -= m->ldQ[g];
+    }
+    if (m->modulated) {
+        size_t last = SIZE_MAX;
+        for (size_t o = 0; o < m->nobs; o++) {
+            size_t sk = m->obs_off[o] / d;
+            if (sk != last && (st = gmm_kernel_obs(m->k, m->kw, m->t[sk] - m->t[0], X)))
+                return st;
+            last = sk;
+            memcpy(m->Hobs + o * d, X, d * sizeof *X);
+        }
+    }
+    return gmm_marglik_eval(Q, &m->obs, noise, &logdet, m->mw, loglik);
+}
+
+/* ---- reverse ------------------------------------------------------------------ */
+
+/* Gradient through the time-varying observation rows (Fisher's identity):
+ * dlogp/dh_r = [(y_r - h_r' mu_s) mu_s - Sigma_ss h_r] / noise for row r
+ * reading state s, mu and Sigma the posterior mean and covariance. */
+static gmm_status obs_grad(gmm_ssm *m, double *grad)
+{
+    gmm_status st;
+    size_t d = m->d;
+    double noise = m->noise, *Hb = m->T, *Sh = m->T + d;
+    if ((st = gmm_marglik_posterior(m->mw, m->mu, m->cov)))
+        return st;
+    for (size_t o = 0; o < m->nobs;) {
+        size_t sk = m->obs_off[o] / d, b = sk * d;
+        const double *h = m->Hobs + o * d, *mu = m->mu + b;
+        for (size_t i = 0; i < d; i++) {
+            double v = 0.0;
+            for (size_t j = 0; j < d; j++)
+                v += gmm_band_get(m->cov, b + i, b + j) * h[j];
+            Sh[i] = v;
+        }
+        md_zero(d, Hb);
+        for (; o < m->nobs && m->obs_off[o] == b; o++) {
+            double r = m->obs_y[o] - md_dot(d, h, mu);
+            for (size_t i = 0; i < d; i++)
+                Hb[i] += (r * mu[i] - Sh[i]) / noise;
+        }
+        if ((st = gmm_kernel_obs_rev(m->k, m->kw, m->t[sk] - m->t[0], Hb, grad)))
+            return st;
+    }
+    return GMM_OK;
+}
+
+static gmm_status ssm_grad(gmm_ssm *m, double *grad)
+{
+    gmm_status st;
+    size_t d = m->d, dd = d * d, K = m->K;
+    double noisebar = 0.0;
+    gmm_band_set_zero(m->Qbar);
+    if ((st = gmm_marglik_grad(m->mw, m->Qbar, &noisebar)))
+        return st;
+    for (size_t i = 0; i < m->np + 1; i++)
+        grad[i] = 0.0;
+    grad[m->np] = noisebar;
+    for (size_t g = 0; g < m->ng; g++) {
+        md_zero(dd, blk(m, g, B_S1));
+        md_zero(dd, blk(m, g, B_S2));
+        md_zero(dd, blk(m, g, B_S3));
+    }
+    double *G = m->T, *Pbar = m->T + dd, *Wbar = m->T + 2 * dd, *Abar = m->T + 3 * dd;
+    const gmm_band *Qb = m->Qbar;
+    md_zero(dd, Pbar);
+    for (size_t k = 0; k < K; k++) {
+        size_t b = k * d;
+        for (size_t j = 0; j < d; j++) {
+            G[j * d + j] = *gmm_band_ptr(Qb, b + j, b + j);
+            for (size_t i = j + 1; i < d; i++)
+                G[i * d + j] = G[j * d + i] = 0.5 * *gmm_band_ptr(Qb, b + i, b + j);
+        }
+        if (k == 0)
+            memcpy(Pbar, G, dd * sizeof *G); /* Gd_0, mapped to Pinf below */
+        else
+            md_axpy(dd, 1.0, G, blk(m, m->ig[k - 1], B_S1));
+        if (k + 1 < K)
+            md_axpy(dd, 1.0, G, blk(m, m->ig[k], B_S2));
+        if (k > 0) {
+            double *S3 = blk(m, m->ig[k - 1], B_S3);
+            for (size_t i = 0; i < d; i++)
+                for (size_t j = 0; j < d; j++)
+                    S3[i * d + j] += *gmm_band_ptr(Qb, b + i, b - d + j);
+        }
+    }
+    for (size_t g = 0; g < m->ng; g++) {
+        const double *A = blk(m, g, B_A), *W = blk(m, g, B_W), *WA = blk(m, g, B_WA);
+        const double *S1 = blk(m, g, B_S1), *S2 = blk(m, g, B_S2), *S3 = blk(m, g, B_S3);
+        /* Wbar = S1 + A S2 A' - S3 A' */
+        md_gemm(d, 0, 0, 1.0, A, S2, 0.0, G);
+        memcpy(Wbar, S1, dd * sizeof *Wbar);
+        md_gemm(d, 0, 1, 1.0, G, A, 1.0, Wbar);
+        md_gemm(d, 0, 1, -1.0, S3, A, 1.0, Wbar);
+        /* Abar = 2 W A S2 - W S3 */
+        md_gemm(d, 0, 0, 2.0, WA, S2, 0.0, Abar);
+        md_gemm(d, 0, 0, -1.0, W, S3, 1.0, Abar);
+        /* Qbar = -W Wbar W - count/2 W (into G) */
+        double *T = blk(m, g, B_S1); /* S1 consumed */
+        md_gemm(d, 0, 0, 1.0, W, Wbar, 0.0, T);
+        md_gemm(d, 0, 0, -1.0, T, W, 0.0, G);
+        md_axpy(dd, -0.5 * (double)m->gcount[g], W, G);
+        if ((st = gmm_kernel_disc(m->k, m->kw, m->gdt[g], NULL, NULL)))
+            return st;
+        if ((st = gmm_kernel_rev(m->k, m->kw, Abar, G, NULL, grad)))
+            return st;
+    }
+    /* Pinf: W0 = Pinf^-1 gives -W0 Gd_0 W0; log|Q_prior| gives -W0/2 */
+    md_gemm(d, 0, 0, 1.0, m->W0, Pbar, 0.0, G);
+    md_gemm(d, 0, 0, -1.0, G, m->W0, 0.0, Pbar);
+    md_axpy(dd, -0.5, m->W0, Pbar);
+    if ((st = gmm_kernel_rev(m->k, m->kw, NULL, NULL, Pbar, grad)))
+        return st;
+    return m->modulated ? obs_grad(m, grad) : GMM_OK;
+}
+
+gmm_status gmm_ssm_loglik(gmm_ssm *m, const double *theta, double *loglik, double *grad)
+{
+    if (!m || !theta || !loglik)
+        return gmm_error(GMM_EINVAL, "gmm_ssm_loglik: NULL argument");
+    gmm_status st = ssm_forward(m, theta, loglik);
+    if (st || !grad)
+        return st;
+    return ssm_grad(m, grad);
+}
+
+/* ---- objective ---------------------------------------------------------------- */
+
+static gmm_status obj_eval(void *ctx, const double *theta, double *f, double *grad)
+{
+    return gmm_ssm_loglik(ctx, theta, f, grad);
+}
+
+gmm_status gmm_ssm_objective(gmm_ssm *m, const double *theta0, gmm_objective *obj)
+{
+    size_t np = m->np + 1;
+    if (!m->oname) {
+        m->oname = gmm_calloc(np, sizeof *m->oname);
+        m->oval = gmm_calloc(np, sizeof *m->oval);
+        m->opos = gmm_calloc(np, sizeof *m->opos);
+        m->ofix = gmm_calloc(np, sizeof *m->ofix);
+        if (!m->oname || !m->oval || !m->opos || !m->ofix)
+            return gmm_error(GMM_ENOMEM, "out of memory for the objective");
+    }
+    for (size_t i = 0; i < np; i++) {
+        m->oname[i] = (char *)gmm_ssm_param_name(m, i);
+        m->oval[i] = theta0 ? theta0[i] : i < m->np ? gmm_kernel_values_const(m->k)[i] : 1.0;
+        m->opos[i] = 1;
+        m->ofix[i] = 0;
+    }
+    obj->nparam = np;
+    obj->name = m->oname;
+    obj->value = m->oval;
+    obj->positive = m->opos;
+    obj->fixed = m->ofix;
+    obj->eval = obj_eval;
+    obj->ctx = m;
+    return GMM_OK;
+}
+
+/* ---- prediction ---------------------------------------------------------------- */
+
+/* PREDICTION FROM THE DATA STATES.  The queries never become states: the
+ * posterior of the data states (mean mu, covariance band Sigma covering the
+ * blocks (k, k) and (k+1, k)) and the Markov property give the posterior of
+ * the state x(t) at any t, so no interval shorter than the data's own is
+ * ever factorised and queries need no spacing.  For each query the row
+ * h = h(t - t_0) (gmm_kernel_obs: the representation of the model, rotating
+ * coordinates included) reduces everything to a coefficient vector g on one
+ * or two neighbouring states z, and an independent conditional part e:
+ *
+ *   f(t) = g' z + h' e,   mean = g' mu_z,   var = g' Sigma_z g + var(h' e).
+ *
+ * Between t_k and t_{k+1} (d1 = t - t_k, d2 = t_{k+1} - t), with
+ * S = A2 Q1 A2' + Q2 = Q(D) (D = d1 + d2, an interval of the model) and
+ * J = Q1 A2' S^-1:  x(t) = (A1 - J A2 A1) x_k + J x_{k+1} + e, and
+ *
+ *   w = J' h = S^-1 A2 Q1 h,   u = (I - J A2)' h = h - A2' w,
+ *   g = [A1' u; w],            var(h' e) = u' Q1 u + w' Q2 w,
+ *
+ * the last the Joseph form of Q1 - J A2 Q1: a sum of two nonnegative terms,
+ * so a tiny Q1 or Q2 (a query next to a state) loses no sign and nothing is
+ * cancelled.  Only S is factorised; Q1 and Q2 are only multiplied.  Before
+ * t_0 (A = A(t_0 - t), stationary prior): w = Pinf^-1 A Pinf h, u = h - A' w,
+ * g = w, var(h' e) = u' Pinf u + w' Q w (Joseph form of Pinf - G A Pinf, G =
+ * Pinf A' Pinf^-1).  After t_{K-1}: g = A(t - t_{K-1})' h, var(h' e) = h' Q h. */
+
+typedef struct {
+    double *A1, *Q1, *A2, *Q2, *S, *T; /* d x d */
+    double *h, *v, *w, *u, *g;         /* d, d, d, d, 2d */
+} pred_work;
+
+#define PRED_WORK_SIZE(d) (6 * (d) * (d) + 6 * (d))
+
+/* Carve p out of buf (PRED_WORK_SIZE(d) doubles). */
+static void pred_work_init(pred_work *p, double *buf, size_t d)
+{
+    double **mat[] = {&p->A1, &p->Q1, &p->A2, &p->Q2, &p->S, &p->T};
+    double **vec[] = {&p->h, &p->v, &p->w, &p->u};
+    for (size_t i = 0; i < sizeof mat / sizeof mat[0]; i++, buf += d * d)
+        *mat[i] = buf;
+    for (size_t i = 0; i < sizeof vec / sizeof vec[0]; i++, buf += d)
+        *vec[i] = buf;
+    p->g = buf;
+}
+
+/* Number of states with t_k <= t (the first state after t). */
+static size_t states_upto(const gmm_ssm *m, double t)
+{
+    size_t lo = 0, hi = m->K;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (m->t[mid] <= t)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* A query within merge_tol of a state (on either side) is predicted at that
+ * state, as an input there would have been merged into it. */
+static double snap(const gmm_ssm *m, double xq)
+{
+    double tol = m->par.merge_tol;
+    if (tol <= 0.0)
+        return xq;
+    size_t lo = states_upto(m, xq);
+    if (lo > 0 && xq - m->t[lo - 1] <= tol)
+        return m->t[lo - 1];
+    if (lo < m->K && m->t[lo] - xq <= tol)
+        return m->t[lo];
+    return xq;
+}
+
+/* y = M x (trans 0) or M' x (trans 1), d x d row-major. */
+static void mat_vec(size_t d, int trans, const double *M, const double *x, double *y)
+{
+    for (size_t i = 0; i < d; i++) {
+        double s = 0.0;
+        for (size_t j = 0; j < d; j++)
+            s += (trans ? M[j * d + i] : M[i * d + j]) * x[j];
+        y[i] = s;
+    }
+}
+
+static double quad_form(size_t d, const double *M, const double *x)
+{
+    double s = 0.0;
+    for (size_t i = 0; i < d; i++)
+        for (size_t j = 0; j < d; j++)
+            s += x[i] * M[i * d + j] * x[j];
+    return s;
+}
+
+/* g' Sigma[b .. b+w) g and g' mu[b .. b+w) from the posterior band. */
+static void band_moments(const gmm_band *cov, const double *mu, size_t b, size_t w,
+                         const double *g, double *mean, double *var)
+{
+    double mq = 0.0, vq = 0.0;
+    for (size_t i = 0; i < w; i++) {
+        if (g[i] == 0.0)
+            continue;
+        mq += g[i] * mu[b + i];
+        double s = 0.0;
+        for (size_t j = 0; j < w; j++)
+            s += gmm_band_get(cov, b + i, b + j) * g[j];
+        vq += g[i] * s;
+    }
+    *mean = mq;
+    *var = vq;
+}
+
+/* x = (L L')^-1 x in place, L lower (as left by md_chol). */
+static void chol_solve_vec(size_t d, const double *L, double *x)
+{
+    for (size_t i = 0; i < d; i++) {
+        double s = x[i];
+        for (size_t j = 0; j < i; j++)
+            s -= L[i * d + j] * x[j];
+        x[i] = s / L[i * d + i];
+    }
+    for (size_t i = d; i-- > 0;) {
+        double s = x[i];
+        for (size_t j = i + 1; j < d; j++)
+            s -= L[j * d + i] * x[j];
+        x[i] = s / L[i * d + i];
+    }
+}
+
+/* Posterior mean and variance of f(t) in the evaluated model a (mu, cov its
+ * data-state posterior); see PREDICTION FROM THE DATA STATES. */
+static gmm_status predict_one(gmm_ssm *a, const double *mu, const gmm_band *cov, double t,
+                              pred_work *p, double *mean, double *var)
+{
+    gmm_status st;
+    size_t d = a->d, dd = d * d, K = a->K, lo = states_upto(a, t);
+    double ve = 0.0;
+    if ((st = gmm_kernel_obs(a->k, a->kw, t - a->t[0], p->h)))
+        return st;
+    if (lo > 0 && a->t[lo - 1] == t) { /* at a state */
+        band_moments(cov, mu, (lo - 1) * d, d, p->h, mean, var);
+        return GMM_OK;
+    }
+    if (lo == K) { /* after the last state */
+        if ((st = gmm_kernel_disc(a->k, a->kw, t - a->t[K - 1], p->A1, p->Q1)))
+            return st;
+        mat_vec(d, 1, p->A1, p->h, p->g);
+        ve = quad_form(d, p->Q1, p->h);
+        band_moments(cov, mu, (K - 1) * d, d, p->g, mean, var);
+    } else if (lo == 0) { /* before the first state */
+        if ((st = gmm_kernel_disc(a->k, a->kw, a->t[0] - t, p->A1, p->Q1)))
+            return st;
+        mat_vec(d, 0, a->P, p->h, p->v);
+        mat_vec(d, 0, p->A1, p->v, p->u);
+        mat_vec(d, 0, a->W0, p->u, p->w);
+        mat_vec(d, 1, p->A1, p->w, p->u);
+        for (size_t i = 0; i < d; i++)
+            p->u[i] = p->h[i] - p->u[i];
+        ve = quad_form(d, a->P, p->u) + quad_form(d, p->Q1, p->w);
+        band_moments(cov, mu, 0, d, p->w, mean, var);
+    } else { /* between states lo - 1 and lo */
+        size_t k = lo - 1;
+        if ((st = gmm_kernel_disc(a->k, a->kw, t - a->t[k], p->A1, p->Q1))
+            || (st = gmm_kernel_disc(a->k, a->kw, a->t[k + 1] - t, p->A2, p->Q2)))
+            return st;
+        md_gemm(d, 0, 0, 1.0, p->A2, p->Q1, 0.0, p->T);
+        md_gemm(d, 0, 1, 1.0, p->T, p->A2, 0.0, p->S);
+        md_axpy(dd, 1.0, p->Q2, p->S);
+        md_symmetrise(d, p->S);
+        if (md_chol(d, p->S))
+            return gmm_error(GMM_ENOTPD,
+                             "transition noise Q(dt = %g) between inputs x = %.15g and %.15g is "
+                             "not positive definite at these parameters",
+                             a->t[k + 1] - a->t[k], a->t[k], a->t[k + 1]);
+        mat_vec(d, 0, p->Q1, p->h, p->v);
+        mat_vec(d, 0, p->A2, p->v, p->w);
+        chol_solve_vec(d, p->S, p->w);
+        mat_vec(d, 1, p->A2, p->w, p->u);
+        for (size_t i = 0; i < d; i++)
+            p->u[i] = p->h[i] - p->u[i];
+        mat_vec(d, 1, p->A1, p->u, p->g);
+        memcpy(p->g + d, p->w, d * sizeof *p->g);
+        ve = quad_form(d, p->Q1, p->u) + quad_form(d, p->Q2, p->w);
+        band_moments(cov, mu, k * d, 2 * d, p->g, mean, var);
+    }
+    *var += ve;
+    return GMM_OK;
+}
+
+gmm_status gmm_ssm_predict(const gmm_ssm *m, const double *theta, const double *xq, size_t nq,
+                           double *mean, double *var)
+{
+    gmm_status st = GMM_OK;
+    gmm_ssm *a = NULL;
+    gmm_band *cov = NULL;
+    double *mu = NULL, *buf = NULL, ll;
+    pred_work p;
+    if (!m || !theta || (nq && (!xq || !mean || !var)))
+        return gmm_error(GMM_EINVAL, "gmm_ssm_predict: NULL argument");
+    for (size_t q = 0; q < nq; q++)
+        if (!isfinite(xq[q]))
+            return gmm_error_at(GMM_EINVAL, q, "query x[%zu] = %g is not finite", q, xq[q]);
+    /* m is const: evaluate a model of the same data, kernel and damping */
+    gmm_ssm_params par = m->par;
+    par.damp = m->damp;
+    if ((st = gmm_ssm_alloc(m->k, m->x, m->y, m->n, &par, &a)))
+        goto done;
+    mu = gmm_malloc(a->N, sizeof *mu);
+    /* the bandwidth 2d - 1 of the precision covers the blocks (k, k) and (k+1, k) */
+    cov = gmm_band_alloc(a->N, 2 * a->d - 1, 0, GMM_BAND_SYMMETRIC);
+    buf = gmm_malloc(PRED_WORK_SIZE(a->d), sizeof *buf);
+    if (!mu || !cov || !buf) {
+        st = gmm_error(GMM_ENOMEM, "out of memory for prediction");
+        goto done;
+    }
+    pred_work_init(&p, buf, a->d);
+    if ((st = ssm_forward(a, theta, &ll)) || (st = gmm_marglik_posterior(a->mw, mu, cov)))
+        goto done;
+    for (size_t q = 0; q < nq; q++)
+        if ((st = predict_one(a, mu, cov, snap(a, xq[q]), &p, mean + q, var + q)))
+            goto done;
+done:
+    gmm_free(mu);
+    gmm_free(buf);
+    gmm_band_free(cov);
+    gmm_ssm_free(a);
+    return st;
+}

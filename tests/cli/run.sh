@@ -1,0 +1,252 @@
+#!/usr/bin/env bash
+# run.sh -- end-to-end tests of the gmm-infer binary.
+#
+#   GMM_INFER=build/release/gmm-infer tests/cli/run.sh [PATTERN...]
+#
+# Every tests/cli/cases/*.sh is sourced in name order (only those whose file
+# name contains one of the PATTERNs, when given).  To add tests, add a case
+# file; the runner does not change.  A case file is a list of cases:
+#
+#   begin "fit writes a model"            # start a case (ends the previous one)
+#   run "$GMM_INFER" fit -o "$CASE_TMP/m.json" data.csv
+#   expect_exit 0
+#   expect_stdout_empty
+#   expect_stderr '^gmm-infer fit: '     # grep -E regex, matched against any line
+#   expect_file "$CASE_TMP/m.json" '"format": 1'
+#
+# Assertions (each records a failure and carries on; none aborts the run):
+#   expect_exit N                       exit status of the last run
+#   expect_stdout RE / expect_stderr RE         some line matches RE
+#   expect_no_stdout RE / expect_no_stderr RE   no line matches RE
+#   expect_stdout_eq TEXT               stdout is exactly TEXT (+ final newline)
+#   expect_stdout_empty / expect_stderr_empty
+#   expect_file PATH [RE]               PATH exists (and some line matches RE)
+#   expect_no_file PATH
+#   fail MESSAGE                        record a failure of the current case
+#
+# Provided to case files: $GMM_INFER (absolute path of the binary), $ROOT
+# (the checkout), $CASE_TMP (an empty scratch directory per case), and after
+# each run: $STATUS, $OUT and $ERR (files holding stdout and stderr).
+# Commands run with stdin from /dev/null unless the case redirects it
+# (`run "$GMM_INFER" fit - < data.csv`), the working directory $ROOT, and a
+# time limit of $GMM_CLI_TIMEOUT seconds (default 60; exit status 124).
+# A case with no assertion fails.  VERBOSE=1 prints every case.
+#
+# The last line of output is exactly "N passed, M failed"; the exit status
+# is 0 only when nothing failed.
+
+set -u
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+CASES_DIR="$ROOT/tests/cli/cases"
+
+if [[ -z "${GMM_INFER:-}" ]]; then
+    echo "run.sh: set GMM_INFER to the gmm-infer binary" >&2
+    exit 2
+fi
+if [[ "$GMM_INFER" != /* ]]; then
+    GMM_INFER="$(cd "$(dirname "$GMM_INFER")" && pwd)/$(basename "$GMM_INFER")"
+fi
+if [[ ! -x "$GMM_INFER" ]]; then
+    echo "run.sh: $GMM_INFER is not an executable" >&2
+    exit 2
+fi
+export GMM_INFER ROOT
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/gmm-cli.XXXXXX") || exit 2
+trap 'rm -rf "$WORK"' EXIT
+OUT="$WORK/stdout"
+ERR="$WORK/stderr"
+STATUS=
+CASE_TMP=
+
+npass=0
+nfail=0
+ncase=0
+case_name=
+case_file=
+case_failed=0
+case_asserts=0
+last_cmd=
+
+# Print a case's failure with enough context to debug it from a CI log.
+fail() {
+    case_asserts=$((case_asserts + 1))
+    if [[ -z "$case_name" ]]; then
+        echo "FAIL ${case_file##*/}: $* (outside any case)"
+        nfail=$((nfail + 1))
+        return 0
+    fi
+    if [[ $case_failed -eq 0 ]]; then
+        echo "FAIL ${case_file##*/}: $case_name"
+        [[ -n "$last_cmd" ]] && echo "     command: $last_cmd"
+    fi
+    case_failed=1
+    echo "     $*"
+    return 0
+}
+
+show_output() {
+    local label=$1 file=$2
+    [[ -s "$file" ]] || { echo "     ($label empty)"; return 0; }
+    echo "     $label (first 10 lines):"
+    head -n 10 "$file" | sed 's/^/     | /'
+}
+
+finish_case() {
+    if [[ -s "$WORK/not-found" ]]; then
+        local cmd
+        while read -r cmd; do
+            fail "command not found: $cmd"
+        done <"$WORK/not-found"
+        rm -f "$WORK/not-found"
+    fi
+    [[ -n "$case_name" ]] || return 0
+    if [[ $case_asserts -eq 0 ]]; then
+        fail "no assertions in this case"
+    fi
+    if [[ $case_failed -eq 0 ]]; then
+        npass=$((npass + 1))
+        [[ "${VERBOSE:-0}" == 1 ]] && echo "ok   ${case_file##*/}: $case_name"
+    else
+        nfail=$((nfail + 1))
+    fi
+    case_name=
+    return 0
+}
+
+begin() {
+    finish_case
+    ncase=$((ncase + 1))
+    case_name=$1
+    case_failed=0
+    case_asserts=0
+    last_cmd=
+    STATUS=
+    : >"$OUT"
+    : >"$ERR"
+    CASE_TMP="$WORK/case$ncase"
+    mkdir -p "$CASE_TMP"
+    export CASE_TMP
+}
+
+run() {
+    if [[ -z "$case_name" ]]; then
+        fail "run outside a case (call begin first): $*"
+        return 0
+    fi
+    last_cmd=$(printf '%q ' "$@")
+    last_cmd=${last_cmd% }
+    timeout "${GMM_CLI_TIMEOUT:-60}" "$@" >"$OUT" 2>"$ERR"
+    STATUS=$?
+    return 0
+}
+
+expect_exit() {
+    case_asserts=$((case_asserts + 1))
+    if [[ "$STATUS" != "$1" ]]; then
+        fail "exit status $STATUS, expected $1"
+        show_output stderr "$ERR"
+    fi
+    return 0
+}
+
+# match_stream LABEL FILE RE WANT: WANT=1 some line must match, 0 none may.
+match_stream() {
+    local label=$1 file=$2 re=$3 want=$4
+    case_asserts=$((case_asserts + 1))
+    if grep -Eq -- "$re" "$file"; then
+        [[ $want -eq 1 ]] && return 0
+        fail "$label matches /$re/ but should not"
+    else
+        [[ $want -eq 0 ]] && return 0
+        fail "$label does not match /$re/"
+    fi
+    show_output "$label" "$file"
+    return 0
+}
+
+expect_stdout() { match_stream stdout "$OUT" "$1" 1; }
+expect_stderr() { match_stream stderr "$ERR" "$1" 1; }
+expect_no_stdout() { match_stream stdout "$OUT" "$1" 0; }
+expect_no_stderr() { match_stream stderr "$ERR" "$1" 0; }
+
+expect_stdout_eq() {
+    case_asserts=$((case_asserts + 1))
+    if [[ "$(cat "$OUT"; echo x)" != "$1"$'\n'x ]]; then
+        fail "stdout is not exactly '$1'"
+        show_output stdout "$OUT"
+    fi
+    return 0
+}
+
+expect_empty() {
+    case_asserts=$((case_asserts + 1))
+    if [[ -s "$2" ]]; then
+        fail "$1 is not empty"
+        show_output "$1" "$2"
+    fi
+    return 0
+}
+expect_stdout_empty() { expect_empty stdout "$OUT"; }
+expect_stderr_empty() { expect_empty stderr "$ERR"; }
+
+expect_file() {
+    case_asserts=$((case_asserts + 1))
+    if [[ ! -f "$1" ]]; then
+        fail "file $1 does not exist"
+    elif [[ $# -ge 2 ]] && ! grep -Eq -- "$2" "$1"; then
+        fail "file $1 does not match /$2/"
+        show_output "$1" "$1"
+    fi
+    return 0
+}
+
+expect_no_file() {
+    case_asserts=$((case_asserts + 1))
+    [[ -e "$1" ]] && fail "$1 exists but should not"
+    return 0
+}
+
+# A misspelt helper in a case file is a failure, not a message lost in the
+# log.  Bash runs this handler in a subshell, so it leaves a note in a file
+# that finish_case reads.
+command_not_found_handle() {
+    echo "$1" >>"$WORK/not-found"
+    return 127
+}
+
+selected() {
+    local name=${1##*/} p
+    [[ $# -eq 1 || ${#patterns[@]} -eq 0 ]] && return 0
+    for p in "${patterns[@]}"; do
+        [[ "$name" == *"$p"* ]] && return 0
+    done
+    return 1
+}
+
+patterns=("$@")
+shopt -s nullglob
+files=("$CASES_DIR"/*.sh)
+shopt -u nullglob
+if [[ ${#files[@]} -eq 0 ]]; then
+    echo "run.sh: no case files in $CASES_DIR" >&2
+    exit 2
+fi
+
+for case_file in "${files[@]}"; do
+    selected "$case_file" "${patterns[@]}" || continue
+    if ! bash -n "$case_file"; then
+        case_name=
+        fail "syntax error in the case file"
+        continue
+    fi
+    cd "$ROOT" || exit 2
+    # shellcheck source=/dev/null
+    source "$case_file" </dev/null
+    finish_case
+done
+cd "$ROOT" || exit 2
+
+echo "$npass passed, $nfail failed"
+[[ $nfail -eq 0 ]]

@@ -1,0 +1,649 @@
+/* test_ssm.c -- state-space GP regression against a dense GP of the same
+ * kernel (covariance k(tau) evaluated densely, GSL Cholesky: test-only), the
+ * gradient against central differences, the two hard cases (zero process
+ * noise; inputs much closer than the lengthscale), prediction, errors. */
+#include <check.h>
+#include <gsl/gsl_errno.h>
+#include <gsl/gsl_blas.h>
+#include <gsl/gsl_linalg.h>
+#include <gsl/gsl_matrix.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gmm/alloc.h"
+#include "gmm/kernel.h"
+#include "gmm/ssm.h"
+#include "gmm/spec.h"
+#include "support/testutil.h"
+
+/* ---- dense oracle --------------------------------------------------------------- */
+
+typedef struct {
+    size_t m;          /* observed rows */
+    double *xo;        /* m */
+    gsl_matrix *L;     /* chol(K + noise I) */
+    gsl_vector *alpha; /* (K + noise I)^-1 y */
+    double loglik;
+} dense_gp;
+
+static dense_gp dense_fit(const gmm_kernel *k, const double *theta, double damp, const double *x,
+                          const double *y, size_t n)
+{
+    gsl_set_error_handler_off();
+    dense_gp g = {0};
+    double noise = theta[gmm_kernel_nparam(k)];
+    g.xo = malloc(n * sizeof *g.xo);
+    double *yo = malloc(n * sizeof *yo);
+    for (size_t i = 0; i < n; i++)
+        if (!isnan(y[i])) {
+            g.xo[g.m] = x[i];
+            yo[g.m++] = y[i];
+        }
+    size_t m = g.m;
+    g.L = gsl_matrix_alloc(m, m);
+    g.alpha = gsl_vector_alloc(m);
+    for (size_t i = 0; i < m; i++)
+        for (size_t j = 0; j <= i; j++) {
+            double v = gmm_kernel_cov(k, theta, damp, g.xo[i] - g.xo[j]) + (i == j ? noise : 0.0);
+            gsl_matrix_set(g.L, i, j, v);
+            gsl_matrix_set(g.L, j, i, v);
+        }
+    ck_assert_int_eq(gsl_linalg_cholesky_decomp1(g.L), GSL_SUCCESS);
+    for (size_t i = 0; i < m; i++)
+        gsl_vector_set(g.alpha, i, yo[i]);
+    gsl_linalg_cholesky_svx(g.L, g.alpha);
+    double ld = 0.0, q = 0.0;
+    for (size_t i = 0; i < m; i++) {
+        ld += 2.0 * log(gsl_matrix_get(g.L, i, i));
+        q += yo[i] * gsl_vector_get(g.alpha, i);
+    }
+    g.loglik = -0.5 * q - 0.5 * ld - 0.5 * (double)m * log(2.0 * M_PI);
+    free(yo);
+    return g;
+}
+
+/* Posterior mean and variance of f at xq. */
+static void dense_predict(const dense_gp *g, const gmm_kernel *k, const double *theta,
+                          double damp, double xq, double *mean, double *var)
+{
+    gsl_vector *kq = gsl_vector_alloc(g->m), *v = gsl_vector_alloc(g->m);
+    for (size_t i = 0; i < g->m; i++)
+        gsl_vector_set(kq, i, gmm_kernel_cov(k, theta, damp, xq - g->xo[i]));
+    double mu = 0.0;
+    for (size_t i = 0; i < g->m; i++)
+        mu += gsl_vector_get(kq, i) * gsl_vector_get(g->alpha, i);
+    gsl_vector_memcpy(v, kq);
+    gsl_blas_dtrsv(CblasLower, CblasNoTrans, CblasNonUnit, g->L, v);
+    double s = 0.0;
+    for (size_t i = 0; i < g->m; i++)
+        s += gsl_vector_get(v, i) * gsl_vector_get(v, i);
+    *mean = mu;
+    *var = gmm_kernel_cov(k, theta, damp, 0.0) - s;
+    gsl_vector_free(kq);
+    gsl_vector_free(v);
+}
+
+static void dense_free(dense_gp *g)
+{
+    free(g->xo);
+    gsl_matrix_free(g->L);
+    gsl_vector_free(g->alpha);
+}
+
+/* ---- data and kernels ------------------------------------------------------------ */
+
+static gmm_kernel *kernel_of(const char *text)
+{
+    gmm_spec_node *s = NULL;
+    ck_assert_msg(gmm_spec_parse(text, &s) == GMM_OK, "parse %s: %s", text, gmm_error_message());
+    gmm_kernel *k = NULL;
+    gmm_status st = gmm_kernel_from_spec(s, &k);
+    ck_assert_msg(st == GMM_OK, "%s: %s", text, gmm_error_message());
+    gmm_spec_free(s);
+    return k;
+}
+
+/* theta = kernel values + noise */
+static double *theta_of(const gmm_kernel *k, double noise)
+{
+    size_t np = gmm_kernel_nparam(k);
+    double *th = malloc((np + 1) * sizeof *th);
+    memcpy(th, gmm_kernel_values_const(k), np * sizeof *th);
+    th[np] = noise;
+    return th;
+}
+
+/* n inputs with spacings of mean h, at least h/2 (exponential + h/2) (unsorted: shuffled), a few
+ * exact repeats and a few missing y; y a smooth signal plus noise. */
+static void make_data(tu_rng *r, size_t n, double h, double *x, double *y)
+{
+    double t = 0.3;
+    for (size_t i = 0; i < n; i++) {
+        t += h * (0.5 - 0.5 * log(1.0 - tu_uniform(r)));
+        x[i] = t;
+        y[i] = sin(2.0 * t) + 0.5 * cos(7.0 * t) + 0.3 * tu_normal(r);
+    }
+    for (size_t i = 5; i < n; i += 17)
+        x[i] = x[i - 3]; /* repeated input: two observations of one state */
+    for (size_t i = 7; i < n; i += 23)
+        y[i] = NAN; /* a state without observation */
+    for (size_t i = n - 1; i > 0; i--) {
+        size_t j = (size_t)(tu_uniform(r) * (double)(i + 1));
+        double a = x[i], b = y[i];
+        x[i] = x[j];
+        y[i] = y[j];
+        x[j] = a;
+        y[j] = b;
+    }
+}
+
+static const char *kernels[] = {
+    "matern12(variance=1.3, lengthscale=0.7)",
+    "matern32(variance=1.3, lengthscale=0.7)",
+    "matern52(variance=0.9, lengthscale=1.1)",
+    "quasiperiodic(variance=0.8, lengthscale=2.5, period=1.3, harmonics=3)",
+    "matern32(variance=1.2, lengthscale=3) + quasiperiodic(variance=0.5, lengthscale=4, "
+    "period=1, harmonics=2)",
+    "matern52(variance=0.9, lengthscale=1.9) + matern12(variance=0.4, lengthscale=0.3)",
+    "matern32(variance=1.1, lengthscale=2.0) * matern12(variance=0.8, lengthscale=1.7)",
+    "(matern12(variance=0.7, lengthscale=1.1) + matern32(variance=0.3, lengthscale=0.4)) * "
+    "matern52(variance=1.4, lengthscale=2.1)",
+    /* with zero-process-noise factors (compared with the damped dense GP here) */
+    "constant(variance=0.8)",
+    "cosine(variance=1.0, period=2.1)",
+    "periodic(variance=1.1, lengthscale=0.9, period=1.7, harmonics=2)",
+    "matern32(variance=1.0, lengthscale=1.5) + periodic(variance=0.6, lengthscale=1.2, "
+    "period=3.1, harmonics=3)",
+    "periodic(variance=1.1, lengthscale=0.9, period=1.7, harmonics=2) * matern32(variance=0.6, "
+    "lengthscale=1.5) + constant(variance=0.2)",
+    "cosine(variance=1.0, period=0.8) * periodic(variance=0.7, lengthscale=1.2, period=2.1, "
+    "harmonics=1)",
+};
+#define NKERN (sizeof kernels / sizeof kernels[0])
+
+/* ---- loglik and prediction against the dense GP ------------------------------- */
+
+START_TEST(test_loglik_and_predict_vs_dense)
+{
+    tu_rng r;
+    tu_rng_seed(&r, 3);
+    size_t n = 150;
+    double *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y);
+    for (size_t ik = 0; ik < NKERN; ik++) {
+        make_data(&r, n, 0.2, x, y);
+        gmm_kernel *k = kernel_of(kernels[ik]);
+        double *th = theta_of(k, 0.09);
+        gmm_ssm *m = NULL;
+        /* the model is exact for the damped kernel: compare with its dense GP,
+         * at a damping that keeps rounding far below 1e-8 (the default
+         * damping is tested against the undamped kernel below) */
+        gmm_ssm_params par;
+        gmm_ssm_params_init(&par);
+        par.damp_rel = 1e-4;
+        ck_assert_int_eq(gmm_ssm_alloc(k, x, y, n, &par, &m), GMM_OK);
+        double ll;
+        gmm_status st = gmm_ssm_loglik(m, th, &ll, NULL);
+        ck_assert_msg(st == GMM_OK, "%s: %s", kernels[ik], gmm_error_message());
+        double damp = gmm_ssm_damp(m);
+        dense_gp g = dense_fit(k, th, damp, x, y, n);
+        double e = fabs(ll - g.loglik) / fabs(g.loglik);
+        ck_assert_msg(e < 1e-8, "%s: ssm %.15g dense %.15g rel %g", kernels[ik], ll, g.loglik, e);
+        ck_assert_uint_eq(gmm_ssm_nobs(m), g.m);
+
+        /* posterior of f: at inputs, between them, beyond both ends */
+        double xmax = x[0], xmin = x[0];
+        for (size_t i = 0; i < n; i++) {
+            xmax = fmax(xmax, x[i]);
+            xmin = fmin(xmin, x[i]);
+        }
+        /* two inputs, a midpoint (>= 0.05 from inputs), before and beyond the data */
+        double xq[8] = {x[0], x[11], 0.0, xmin - 0.05, xmin - 1.3, xmax + 0.05, xmax + 1.7,
+                        x[11]};
+        double nb = INFINITY;
+        for (size_t i = 0; i < n; i++)
+            if (x[i] > x[11] && x[i] - x[11] < nb)
+                nb = x[i] - x[11];
+        xq[2] = x[11] + 0.5 * nb;
+        double mean[8], var[8], k0 = gmm_kernel_cov(k, th, damp, 0.0);
+        st = gmm_ssm_predict(m, th, xq, 8, mean, var);
+        ck_assert_msg(st == GMM_OK, "%s predict: %s", kernels[ik], gmm_error_message());
+        for (size_t q = 0; q < 8; q++) {
+            double dm, dv;
+            dense_predict(&g, k, th, damp, xq[q], &dm, &dv);
+            ck_assert_msg(fabs(mean[q] - dm) < 1e-8 * sqrt(k0) && fabs(var[q] - dv) < 1e-8 * k0,
+                          "%s predict at %g: mean %.12g vs %.12g, var %.12g vs %.12g",
+                          kernels[ik], xq[q], mean[q], dm, var[q], dv);
+        }
+        dense_free(&g);
+        gmm_ssm_free(m);
+        free(th);
+        gmm_kernel_free(k);
+    }
+    free(x);
+    free(y);
+}
+END_TEST
+
+START_TEST(test_layout)
+{
+    gmm_kernel *k = kernel_of("matern32(variance=1, lengthscale=1)");
+    /* decimal years on a weekly grid: float noise in the differences must not
+     * multiply the cached intervals */
+    size_t n = 400;
+    double *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y);
+    for (size_t i = 0; i < n; i++) {
+        x[i] = 1958.2 + (double)i * 7.0 / 365.0;
+        y[i] = (i % 9 == 0) ? NAN : sin(x[i]);
+    }
+    x[17] = x[16];
+    gmm_ssm *m = NULL;
+    ck_assert_int_eq(gmm_ssm_alloc(k, x, y, n, NULL, &m), GMM_OK);
+    ck_assert_uint_eq(gmm_ssm_nstates(m), n - 1);
+    ck_assert_uint_eq(gmm_ssm_nintervals(m), 2); /* one week, and two (the repeat) */
+    ck_assert_uint_eq(gmm_ssm_nmerged(m), 0);
+    ck_assert_uint_eq(gmm_ssm_dim(m), 2);
+    ck_assert_uint_eq(gmm_ssm_bandwidth(m), 3);
+    ck_assert_uint_eq(gmm_ssm_row_state(m, 17), gmm_ssm_row_state(m, 16));
+    ck_assert_uint_eq(gmm_ssm_nparam(m), 3);
+    ck_assert_str_eq(gmm_ssm_param_name(m, 2), "noise.variance");
+    gmm_ssm_free(m);
+    /* a single state */
+    double x1[3] = {2.0, 2.0, 2.0}, y1[3] = {1.0, NAN, 0.5};
+    ck_assert_int_eq(gmm_ssm_alloc(k, x1, y1, 3, NULL, &m), GMM_OK);
+    ck_assert_uint_eq(gmm_ssm_nstates(m), 1);
+    ck_assert_uint_eq(gmm_ssm_bandwidth(m), 1);
+    double th[3] = {1.0, 1.0, 0.5}, ll, g[3];
+    ck_assert_int_eq(gmm_ssm_loglik(m, th, &ll, g), GMM_OK);
+    /* y ~ N(0, [[1.5, 1], [1, 1.5]]) */
+    double det = 1.5 * 1.5 - 1.0, q = (1.5 * 1.0 - 2.0 * 0.5 + 1.5 * 0.25) / det;
+    ck_assert(fabs(ll - (-0.5 * q - 0.5 * log(det) - log(2.0 * M_PI))) < 1e-14);
+    gmm_ssm_free(m);
+    free(x);
+    free(y);
+    gmm_kernel_free(k);
+}
+END_TEST
+
+/* ---- gradient ------------------------------------------------------------------ */
+
+typedef struct {
+    gmm_ssm *m;
+    double *th;
+} fd_ctx;
+
+static double fd_f(fd_ctx *c)
+{
+    double ll;
+    ck_assert_int_eq(gmm_ssm_loglik(c->m, c->th, &ll, NULL), GMM_OK);
+    return ll;
+}
+
+START_TEST(test_gradient_fd)
+{
+    tu_rng r;
+    tu_rng_seed(&r, 5);
+    size_t n = 60;
+    double *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y);
+    for (size_t ik = 0; ik < NKERN; ik++) {
+        make_data(&r, n, 0.4, x, y);
+        gmm_kernel *k = kernel_of(kernels[ik]);
+        double *th = theta_of(k, 0.11);
+        gmm_ssm *m = NULL;
+        gmm_ssm_params par;
+        gmm_ssm_params_init(&par);
+        par.damp_rel = 1e-3; /* well-conditioned damped model: clean differences */
+        ck_assert_int_eq(gmm_ssm_alloc(k, x, y, n, &par, &m), GMM_OK);
+        size_t np = gmm_ssm_nparam(m);
+        double *g = malloc(np * sizeof *g), ll;
+        ck_assert_int_eq(gmm_ssm_loglik(m, th, &ll, g), GMM_OK);
+        fd_ctx c = {m, th};
+        for (size_t j = 0; j < np; j++) {
+            /* 4th-order central differences at steps h and h/2; their gap
+             * estimates the difference's own error (truncation, and the
+             * rounding noise of the loglik) and widens the tolerance by it */
+            double fdh[2];
+            for (int k2 = 0; k2 < 2; k2++) {
+                double save = th[j], h = (k2 ? 1e-4 : 2e-4) * save, f[4],
+                       off[4] = {-2, -1, 1, 2};
+                for (int s2 = 0; s2 < 4; s2++) {
+                    th[j] = save + off[s2] * h;
+                    f[s2] = fd_f(&c);
+                }
+                th[j] = save;
+                fdh[k2] = (f[0] - 8.0 * f[1] + 8.0 * f[2] - f[3]) / (12.0 * h);
+            }
+            double fd = fdh[1], tol = 1e-6 * fmax(fabs(fd), 1.0) + 2.0 * fabs(fdh[0] - fdh[1]);
+            ck_assert_msg(fabs(g[j] - fd) < tol, "%s d/d%s: %.12g vs fd %.12g", kernels[ik],
+                          gmm_ssm_param_name(m, j), g[j], fd);
+        }
+        free(g);
+        gmm_ssm_free(m);
+        free(th);
+        gmm_kernel_free(k);
+    }
+    free(x);
+    free(y);
+}
+END_TEST
+
+/* ---- the two hard cases ---------------------------------------------------------- */
+
+/* y drawn from the dense GP of the (undamped) kernel at x. */
+static void draw_dense(const gmm_kernel *k, const double *th, const double *x, double *y,
+                       size_t n, tu_rng *r)
+{
+    double noise = th[gmm_kernel_nparam(k)];
+    gsl_matrix *L = gsl_matrix_alloc(n, n);
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < n; j++)
+            gsl_matrix_set(L, i, j, gmm_kernel_cov(k, th, 0.0, x[i] - x[j]) + (i == j ? noise : 0));
+    ck_assert_int_eq(gsl_linalg_cholesky_decomp1(L), GSL_SUCCESS);
+    double *z = malloc(n * sizeof *z);
+    for (size_t i = 0; i < n; i++)
+        z[i] = tu_normal(r);
+    for (size_t i = 0; i < n; i++) {
+        double v = 0.0;
+        for (size_t j = 0; j <= i; j++)
+            v += gsl_matrix_get(L, i, j) * z[j];
+        y[i] = v;
+    }
+    free(z);
+    gsl_matrix_free(L);
+}
+
+/* Relative loglik error of the default model against the dense GP of the
+ * UNDAMPED kernel (damp 0). */
+static double err_vs_undamped(const char *spec, const double *x, size_t n, double noise_rel,
+                              tu_rng *r, gmm_status *st)
+{
+    gmm_kernel *k = kernel_of(spec);
+    double *th = theta_of(k, noise_rel * gmm_kernel_cov(k, gmm_kernel_values_const(k), 0.0, 0.0));
+    double *y = malloc(n * sizeof *y), ll;
+    draw_dense(k, th, x, y, n, r);
+    dense_gp g = dense_fit(k, th, 0.0, x, y, n);
+    gmm_ssm *m = NULL;
+    ck_assert_int_eq(gmm_ssm_alloc(k, x, y, n, NULL, &m), GMM_OK);
+    *st = gmm_ssm_loglik(m, th, &ll, NULL);
+    double e = fabs(ll - g.loglik) / fabs(g.loglik);
+    gmm_ssm_free(m);
+    dense_free(&g);
+    free(y);
+    free(th);
+    gmm_kernel_free(k);
+    return e;
+}
+
+/* (a) Zero process noise: with the default damping the loglik agrees with
+ * the dense GP of the undamped kernel to 1e-6 relative at n = 300
+ * (noise variance a tenth of the kernel variance; three data sets each). */
+START_TEST(test_zero_noise_vs_undamped_dense)
+{
+    const char *specs[] = {
+        "constant(variance=1)",
+        "cosine(variance=1, period=1.7)",
+        "periodic(variance=1, lengthscale=1, period=1.7, harmonics=3)",
+        "matern32(variance=1, lengthscale=3) + periodic(variance=0.6, lengthscale=1.2, "
+        "period=3.1, harmonics=3)",
+        "constant(variance=0.5) + matern52(variance=1, lengthscale=2)",
+        "cosine(variance=1, period=1.3) * periodic(variance=1, lengthscale=1, period=2.9, "
+        "harmonics=2)",
+        "constant(variance=1) * cosine(variance=1, period=2.9)",
+    };
+    size_t n = 300;
+    double *x = malloc(n * sizeof *x);
+    tu_rng r;
+    tu_rng_seed(&r, 21);
+    for (size_t i = 0; i < n; i++)
+        x[i] = 3.0 + 0.1 * (double)i + 0.03 * tu_uniform(&r);
+    for (size_t is = 0; is < sizeof specs / sizeof specs[0]; is++)
+        for (int rep = 0; rep < 3; rep++) {
+            gmm_status st;
+            double e = err_vs_undamped(specs[is], x, n, 0.1, &r, &st);
+            ck_assert_msg(st == GMM_OK, "%s: %s", specs[is], gmm_error_message());
+            ck_assert_msg(e < 1e-6, "%s: relative error %g vs the undamped dense GP", specs[is],
+                          e);
+        }
+    /* products with a noisy factor are not damped at all (no bias) */
+    gmm_kernel *k = kernel_of("matern32(variance=1, lengthscale=2) * periodic(variance=1, "
+                              "lengthscale=1, period=1.1, harmonics=2)");
+    ck_assert(!gmm_kernel_damped(k) && !gmm_kernel_modulated(k));
+    gmm_kernel_free(k);
+    k = kernel_of("(matern12 + cosine) * constant");
+    ck_assert(gmm_kernel_damped(k) && gmm_kernel_modulated(k));
+    gmm_kernel_free(k);
+    free(x);
+}
+END_TEST
+
+/* (b) Inputs close together: every kernel with a lengthscale agrees with the
+ * dense GP to 1e-6 at dt/l = 1e-2 (Matern-5/2 at its measured limit 2e-2,
+ * and it refuses 1e-2), regular grids of n = 300, noise/variance 0.1 and 1;
+ * below a kernel's limit the evaluation is refused with GMM_EDOM and a
+ * message saying what to do.  (constant, cosine and periodic have no
+ * lengthscale-driven conditioning: their floor is the damping trade-off of
+ * test (a); see tests/bench/bench_ssm_accuracy.c, Table 2.) */
+START_TEST(test_close_inputs)
+{
+    static const struct {
+        const char *spec;
+        double ell, r;
+    } cases[] = {
+        {"matern12(variance=1, lengthscale=1)", 1.0, 1e-2},
+        {"matern12(variance=1, lengthscale=1)", 1.0, 1e-5},
+        {"matern32(variance=1, lengthscale=1)", 1.0, 1e-2},
+        {"matern32(variance=1, lengthscale=1)", 1.0, 1e-3},
+        {"matern52(variance=1, lengthscale=1)", 1.0, 2e-2},
+        {"matern52(variance=1, lengthscale=1)", 1.0, 3e-2},
+        {"quasiperiodic(variance=1, lengthscale=1, period=0.7, harmonics=2)", 1.0, 1e-2},
+        {"quasiperiodic(variance=1, lengthscale=1, period=0.7, harmonics=2)", 1.0, 1e-4},
+        {"matern32(variance=1, lengthscale=1) + quasiperiodic(variance=0.5, lengthscale=1, "
+         "period=0.3, harmonics=2)", 1.0, 1e-2},
+        {"matern32(variance=1, lengthscale=1) * matern12(variance=1, lengthscale=1)", 1.0, 1e-2},
+        {"matern52(variance=1, lengthscale=1) * matern32(variance=1, lengthscale=1)", 1.0, 2e-2},
+        {"matern32(variance=1, lengthscale=1) * periodic(variance=1, lengthscale=1, "
+         "period=0.5, harmonics=2)", 1.0, 1e-2},
+    };
+    size_t n = 300;
+    double *x = malloc(n * sizeof *x);
+    tu_rng r;
+    tu_rng_seed(&r, 23);
+    for (size_t ic = 0; ic < sizeof cases / sizeof cases[0]; ic++) {
+        for (size_t i = 0; i < n; i++)
+            x[i] = 10.0 + (double)i * cases[ic].r * cases[ic].ell;
+        for (int rep = 0; rep < 2; rep++) {
+            gmm_status st;
+            double e = err_vs_undamped(cases[ic].spec, x, n, rep ? 1.0 : 0.1, &r, &st);
+            ck_assert_msg(st == GMM_OK, "%s at dt/l=%g: %s", cases[ic].spec, cases[ic].r,
+                          gmm_error_message());
+            ck_assert_msg(e < 1e-6, "%s at dt/l=%g: relative error %g", cases[ic].spec,
+                          cases[ic].r, e);
+        }
+    }
+    /* below the limits: refused, never a wrong number */
+    static const struct {
+        const char *spec;
+        double r;
+    } refused[] = {
+        {"matern52(variance=1, lengthscale=1)", 1e-2},
+        {"matern32(variance=1, lengthscale=1)", 2e-4},
+        {"matern32(variance=1, lengthscale=1) * cosine(variance=1, period=1)", 1.5e-3},
+        {"matern12(variance=1, lengthscale=2) + matern52(variance=1, lengthscale=1)", 1e-2},
+    };
+    double *y = malloc(n * sizeof *y), ll;
+    for (size_t ic = 0; ic < sizeof refused / sizeof refused[0]; ic++) {
+        gmm_kernel *k = kernel_of(refused[ic].spec);
+        double *th = theta_of(k, 0.1);
+        for (size_t i = 0; i < n; i++) {
+            x[i] = 10.0 + (double)i * refused[ic].r;
+            y[i] = sin(x[i]);
+        }
+        gmm_ssm *m = NULL;
+        ck_assert_int_eq(gmm_ssm_alloc(k, x, y, n, NULL, &m), GMM_OK);
+        ck_assert_int_eq(gmm_ssm_loglik(m, th, &ll, NULL), GMM_EDOM);
+        ck_assert_msg(strstr(gmm_error_message(), "accuracy limit")
+                          && strstr(gmm_error_message(), "lengthscale below")
+                          && strstr(gmm_error_message(), "merge tolerance"),
+                      "%s", gmm_error_message());
+        /* a lengthscale short enough for this spacing is accepted */
+        for (size_t i = 0; i < gmm_kernel_nparam(k); i++)
+            if (strstr(gmm_kernel_param_name(k, i), "lengthscale"))
+                th[i] *= 0.25 * refused[ic].r / 2e-2;
+        ck_assert_msg(gmm_ssm_loglik(m, th, &ll, NULL) == GMM_OK, "%s", gmm_error_message());
+        gmm_ssm_free(m);
+        free(th);
+        gmm_kernel_free(k);
+    }
+    free(x);
+    free(y);
+}
+END_TEST
+
+/* Merging near-ties within merge_tol: the count is reported, and the
+ * loglik is exactly that of the dense GP with each merged input moved to
+ * the first input of its group. */
+START_TEST(test_merge_near_ties)
+{
+    size_t n = 120;
+    double *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y), *xm = malloc(n * sizeof *xm);
+    tu_rng r;
+    tu_rng_seed(&r, 29);
+    for (size_t i = 0; i < n; i++) {
+        x[i] = 0.05 * (double)(i / 2) + ((i % 2) ? 1e-7 * (1.0 + tu_uniform(&r)) : 0.0);
+        xm[i] = 0.05 * (double)(i / 2);
+        y[i] = sin(3.0 * x[i]) + 0.1 * tu_normal(&r);
+    }
+    gmm_kernel *k = kernel_of("matern52(variance=1, lengthscale=1)");
+    double *th = theta_of(k, 0.05), ll;
+    gmm_ssm *m = NULL;
+    ck_assert_int_eq(gmm_ssm_alloc(k, x, y, n, NULL, &m), GMM_OK);
+    ck_assert_uint_eq(gmm_ssm_nmerged(m), 0);
+    ck_assert_int_eq(gmm_ssm_loglik(m, th, &ll, NULL), GMM_EDOM); /* 1e-7 apart: refused */
+    gmm_ssm_free(m);
+    gmm_ssm_params par;
+    gmm_ssm_params_init(&par);
+    par.merge_tol = 1e-6;
+    ck_assert_int_eq(gmm_ssm_alloc(k, x, y, n, &par, &m), GMM_OK);
+    ck_assert_uint_eq(gmm_ssm_nmerged(m), n / 2);
+    ck_assert_uint_eq(gmm_ssm_nstates(m), n / 2);
+    ck_assert_int_eq(gmm_ssm_loglik(m, th, &ll, NULL), GMM_OK);
+    dense_gp g = dense_fit(k, th, 0.0, xm, y, n);
+    ck_assert_msg(fabs(ll - g.loglik) < 1e-9 * fabs(g.loglik), "%g vs %g", ll, g.loglik);
+    /* a query within merge_tol of an input is predicted at that input */
+    double xq[2] = {x[1], x[1] + 0.025}, mean[2], var[2], dm, dv;
+    ck_assert_int_eq(gmm_ssm_predict(m, th, xq, 2, mean, var), GMM_OK);
+    dense_predict(&g, k, th, 0.0, xm[1], &dm, &dv);
+    ck_assert(fabs(mean[0] - dm) < 1e-8 && fabs(var[0] - dv) < 1e-8);
+    dense_predict(&g, k, th, 0.0, xq[1], &dm, &dv);
+    ck_assert(fabs(mean[1] - dm) < 1e-8 && fabs(var[1] - dv) < 1e-8);
+    dense_free(&g);
+    gmm_ssm_free(m);
+    free(th);
+    gmm_kernel_free(k);
+    free(x);
+    free(y);
+    free(xm);
+}
+END_TEST
+
+START_TEST(test_errors_and_objective)
+{
+    gmm_kernel *k = kernel_of("matern32(variance=1, lengthscale=1) + cosine(variance=1, period=2)");
+    double x[4] = {0.0, 1.0, 2.0, 3.0}, y[4] = {0.1, -0.2, NAN, 0.4};
+    gmm_ssm *m = (gmm_ssm *)x;
+    ck_assert_int_eq(gmm_ssm_alloc(k, x, y, 0, NULL, &m), GMM_EINVAL);
+    ck_assert_ptr_null(m);
+    double xb[2] = {0.0, NAN}, yb[2] = {1.0, INFINITY};
+    ck_assert_int_eq(gmm_ssm_alloc(k, xb, y, 2, NULL, &m), GMM_EINVAL);
+    ck_assert_uint_eq(gmm_error_index(), 1);
+    ck_assert_int_eq(gmm_ssm_alloc(k, x, yb, 2, NULL, &m), GMM_EINVAL);
+    gmm_ssm_params par;
+    gmm_ssm_params_init(&par);
+    par.merge_tol = -1.0;
+    ck_assert_int_eq(gmm_ssm_alloc(k, x, y, 4, &par, &m), GMM_EINVAL);
+    ck_assert(strstr(gmm_error_message(), "merge_tol") != NULL);
+
+    ck_assert_int_eq(gmm_ssm_alloc(k, x, y, 4, NULL, &m), GMM_OK);
+    ck_assert_uint_eq(gmm_ssm_nobs(m), 3);
+    double th[5] = {1.0, 1.0, 1.0, 2.0, 0.1}, ll, g[5];
+    th[1] = -1.0;
+    ck_assert_int_eq(gmm_ssm_loglik(m, th, &ll, g), GMM_EDOM);
+    ck_assert(strstr(gmm_error_message(), "0.matern32.lengthscale") != NULL);
+    th[1] = 1.0;
+    th[4] = 0.0;
+    ck_assert_int_eq(gmm_ssm_loglik(m, th, &ll, g), GMM_EDOM);
+    ck_assert(strstr(gmm_error_message(), "noise.variance") != NULL);
+    th[4] = 0.1;
+
+    gmm_objective obj;
+    ck_assert_int_eq(gmm_ssm_objective(m, th, &obj), GMM_OK);
+    ck_assert_uint_eq(obj.nparam, 5);
+    ck_assert_str_eq(obj.name[3], "1.cosine.period");
+    ck_assert_str_eq(obj.name[4], "noise.variance");
+    double f, gf[5];
+    ck_assert_int_eq(obj.eval(obj.ctx, obj.value, &f, gf), GMM_OK);
+    ck_assert_int_eq(gmm_ssm_loglik(m, th, &ll, g), GMM_OK);
+    ck_assert(f == ll);
+    for (size_t i = 0; i < 5; i++) {
+        ck_assert(gf[i] == g[i]);
+        ck_assert(obj.positive[i] && !obj.fixed[i] && obj.value[i] == th[i]);
+    }
+    gmm_ssm_free(m);
+    gmm_kernel_free(k);
+}
+END_TEST
+
+/* Out of memory anywhere from the kernel to a prediction: every failing
+ * allocation gives GMM_ENOMEM and a clean return (leaks are caught by the
+ * sanitizer build). */
+START_TEST(test_out_of_memory_sweep)
+{
+    double x[6] = {0.0, 0.4, 0.4, 1.1, 1.5, 2.2}, y[6] = {0.3, -0.1, 0.2, NAN, 0.5, -0.4};
+    double xq[2] = {0.7, 3.0}, mean[2], var[2];
+    int done = 0;
+    for (long fail = 0; fail < 10000 && !done; fail++) {
+        gmm_spec_node *s = NULL;
+        gmm_kernel *k = NULL;
+        gmm_ssm *m = NULL;
+        double th[6] = {1.0, 0.8, 0.5, 1.0, 1.3, 0.1}, ll, g[6];
+        gmm_alloc_fail_after(fail);
+        gmm_status st = gmm_spec_parse("matern32(variance=1, lengthscale=0.8) + constant * "
+                                       "cosine(period=1.3)",
+                                       &s);
+        if (!st)
+            st = gmm_kernel_from_spec(s, &k);
+        if (!st)
+            st = gmm_ssm_alloc(k, x, y, 6, NULL, &m);
+        if (!st)
+            st = gmm_ssm_loglik(m, th, &ll, g);
+        if (!st)
+            st = gmm_ssm_predict(m, th, xq, 2, mean, var);
+        gmm_alloc_fail_after(-1);
+        ck_assert_msg(st == GMM_OK || st == GMM_ENOMEM, "fail after %ld: %s", fail,
+                      gmm_error_message());
+        done = st == GMM_OK;
+        gmm_ssm_free(m);
+        gmm_kernel_free(k);
+        gmm_spec_free(s);
+    }
+    ck_assert(done);
+}
+END_TEST
+
+extern Suite *model_ssm_suite(void);
+Suite *model_ssm_suite(void)
+{
+    Suite *s = suite_create("model_ssm");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_layout);
+    tcase_add_test(tc, test_loglik_and_predict_vs_dense);
+    tcase_add_test(tc, test_gradient_fd);
+    tcase_add_test(tc, test_zero_noise_vs_undamped_dense);
+    tcase_add_test(tc, test_close_inputs);
+    tcase_add_test(tc, test_merge_near_ties);
+    tcase_add_test(tc, test_errors_and_objective);
+    tcase_add_test(tc, test_out_of_memory_sweep);
+    suite_add_tcase(s, tc);
+    return s;
+}
