@@ -1,8 +1,8 @@
 /* band_solve.c -- triangular solves with a banded lower-triangular L:
  * vector, dense block and banded right-hand sides (band.h section 2).
  *
- * Vector and block solves are CBLAS dtbsv on the LAPACK band layout, one
- * column at a time (O(n l) per column).
+ * Vector and block solves are substitutions down (L) or up (L^T) the stored
+ * columns, one right-hand side at a time (O(n l) per column).
  *
  * SOLVE BY A BANDED RIGHT-HAND SIDE (paper appendix, Alg. 5).  X = op(L)^{-1} B
  * is dense in general, but the entries inside a band are exact entries of the
@@ -29,31 +29,18 @@
  */
 #include "gmm/band.h"
 
-#include <cblas.h>
-#include <limits.h>
 #include <string.h>
 
 #include "gmm/alloc.h"
 
 static size_t min_sz(size_t a, size_t b) { return a < b ? a : b; }
 
-/* L must be a LOWER band whose order fits CBLAS's int. */
+/* L must be a LOWER band. */
 static gmm_status check_factor(const char *who, const gmm_band *L)
 {
     if (L->kind != GMM_BAND_LOWER)
         return gmm_error(GMM_EDIM, "%s: L must be LOWER (kind %d given)", who, (int)L->kind);
-    if (L->n > INT_MAX || L->ld > INT_MAX)
-        return gmm_error(GMM_EDIM, "%s: n = %zu too large for CBLAS", who, L->n);
     return GMM_OK;
-}
-
-/* x <- op(L)^{-1} x. */
-static void tbsv(const gmm_band *L, gmm_trans trans, double *x)
-{
-    if (L->n == 0)
-        return;
-    cblas_dtbsv(CblasColMajor, CblasLower, trans == GMM_TRANS ? CblasTrans : CblasNoTrans,
-                CblasNonUnit, (int)L->n, (int)L->kl, L->data, (int)L->ld, x, 1);
 }
 
 /* x[r0..r1] <- L[r0..r1, r0..r1]^{-1} x[r0..r1], column by column so that L
@@ -82,6 +69,19 @@ static void backward_segment(const gmm_band *L, size_t r0, size_t r1, double *x)
             s -= l[m] * x[m];
         x[i] = s / l[i];
     }
+}
+
+/* x <- op(L)^{-1} x: the segment solves over all rows.  Not CBLAS dtbsv:
+ * it spends a daxpy/ddot call per column, several times the arithmetic of a
+ * column for the bandwidths of state-space models (l ~ 10). */
+static void tbsv(const gmm_band *L, gmm_trans trans, double *x)
+{
+    if (L->n == 0)
+        return;
+    if (trans == GMM_TRANS)
+        backward_segment(L, 0, L->n - 1, x);
+    else
+        forward_segment(L, 0, L->n - 1, x);
 }
 
 gmm_status gmm_band_tri_solve_vec(const gmm_band *L, gmm_trans trans, double *x)
