@@ -208,6 +208,14 @@ gmm_status gmm_band_tri_solve_vec_rev(const gmm_band *L, gmm_trans trans, const 
                                       const double *sbar, double *vbar, gmm_band *Lbar,
                                       double *work);
 
+/* As gmm_band_tri_solve_vec_rev without vbar, but SETTING Lbar (=) instead
+ * of accumulating into it: Lbar = -(g s^T or s g^T) on L's band, every
+ * stored slot written.  A reverse sweep that starts here (the marginal
+ * likelihood's) needs no zeroed band.  work: n doubles (g on return) or
+ * NULL to allocate.  One pass over L and Lbar: O(n l). */
+gmm_status gmm_band_tri_solve_vec_rev_set(const gmm_band *L, gmm_trans trans, const double *s,
+                                          const double *sbar, gmm_band *Lbar, double *work);
+
 /* X <- op(L)^{-1} X for a dense column-major n x k block X (leading dimension
  * ldx >= n).  O(n l k). */
 gmm_status gmm_band_tri_solve_mat(const gmm_band *L, gmm_trans trans, size_t k, double *X,

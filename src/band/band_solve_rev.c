@@ -74,12 +74,95 @@ static void lbar_outer(gmm_band *Lbar, size_t k, const double *A, size_t lda, co
     }
 }
 
+/* One sweep for a single right-hand side: g = op(L)^{-T} sbar into G (which
+ * holds sbar on entry) and, when Lbar, the band outer product of the
+ * derivation -- set (=) or accumulated (+=) -- column by column as each g(m)
+ * becomes final, so L and Lbar are each streamed once.
+ *   op = L:    g by back substitution (rows n-1 .. 0); column i of Lbar is
+ *              -g(i..i+l) s(i), final once g(i) is.
+ *   op = L^T:  g by forward substitution down the columns; column m of Lbar
+ *              is -s(m..m+l) g(m). */
+static void vec_rev_sweep(const gmm_band *L, gmm_trans trans, const double *s, double *G,
+                          gmm_band *Lbar, int set)
+{
+    size_t n = L->n, l = L->kl;
+    if (trans == GMM_NOTRANS) {
+        for (size_t i = n; i-- > 0;) {
+            const double *lc = gmm_band_col(L, i);
+            size_t e = min_sz(n - 1, i + l);
+            double t = G[i];
+            for (size_t m = i + 1; m <= e; m++)
+                t -= lc[m] * G[m];
+            G[i] = t / lc[i];
+            if (!Lbar)
+                continue;
+            double *c = gmm_band_col(Lbar, i), si = s[i];
+            if (set)
+                for (size_t m = i; m <= e; m++)
+                    c[m] = -G[m] * si;
+            else
+                for (size_t m = i; m <= e; m++)
+                    c[m] -= G[m] * si;
+        }
+    } else {
+        for (size_t m = 0; m < n; m++) {
+            const double *lc = gmm_band_col(L, m);
+            size_t e = min_sz(n - 1, m + l);
+            double gm = G[m] /= lc[m];
+            for (size_t i = m + 1; i <= e; i++)
+                G[i] -= lc[i] * gm;
+            if (!Lbar)
+                continue;
+            double *c = gmm_band_col(Lbar, m);
+            if (set)
+                for (size_t i = m; i <= e; i++)
+                    c[i] = -s[i] * gm;
+            else
+                for (size_t i = m; i <= e; i++)
+                    c[i] -= s[i] * gm;
+        }
+    }
+}
+
+static gmm_status vec_rev(const char *who, const gmm_band *L, gmm_trans trans, const double *s,
+                          const double *sbar, double *vbar, gmm_band *Lbar, double *work,
+                          int set)
+{
+    gmm_status st = check_lbar(who, L, Lbar);
+    if (st != GMM_OK)
+        return st;
+    size_t n = L->n;
+    if ((!vbar && !Lbar) || n == 0)
+        return GMM_OK;
+    double *G = work, *own = NULL;
+    if (!G) {
+        G = own = gmm_malloc(n, sizeof *G);
+        if (!G)
+            return gmm_error(GMM_ENOMEM, "%s: out of memory (%zu doubles)", who, n);
+    }
+    memcpy(G, sbar, n * sizeof *G);
+    vec_rev_sweep(L, trans, s, G, Lbar, set);
+    /* vbar after the sweep, so that vbar may share storage with s. */
+    if (vbar)
+        for (size_t i = 0; i < n; i++)
+            vbar[i] += G[i];
+    gmm_free(own);
+    return GMM_OK;
+}
+
 gmm_status gmm_band_tri_solve_vec_rev(const gmm_band *L, gmm_trans trans, const double *s,
                                       const double *sbar, double *vbar, gmm_band *Lbar,
                                       double *work)
 {
-    return gmm_band_tri_solve_mat_rev(L, trans, 1, s, L->n, sbar, L->n, vbar, L->n, Lbar,
-                                      work);
+    return vec_rev("tri_solve_vec_rev", L, trans, s, sbar, vbar, Lbar, work, 0);
+}
+
+gmm_status gmm_band_tri_solve_vec_rev_set(const gmm_band *L, gmm_trans trans, const double *s,
+                                          const double *sbar, gmm_band *Lbar, double *work)
+{
+    if (!Lbar)
+        return gmm_error(GMM_EINVAL, "tri_solve_vec_rev_set: NULL Lbar");
+    return vec_rev("tri_solve_vec_rev_set", L, trans, s, sbar, NULL, Lbar, work, 1);
 }
 
 gmm_status gmm_band_tri_solve_mat_rev(const gmm_band *L, gmm_trans trans, size_t k,

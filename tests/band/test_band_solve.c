@@ -284,6 +284,48 @@ START_TEST(test_solve_vec_rev_accumulates)
 }
 END_TEST
 
+/* The set variant writes every stored slot of Lbar (whatever it held) with
+ * exactly what the accumulating variant adds to a zero band; sizes up to the
+ * band and past it, both transposes. */
+START_TEST(test_solve_vec_rev_set)
+{
+    tu_rng r;
+    tu_rng_seed(&r, 17);
+    const size_t ns[] = {1, 2, 5, 11, 40};
+    for (size_t a = 0; a < sizeof ns / sizeof ns[0]; a++) {
+        size_t n = ns[a], kl = 4;
+        gmm_band *L = gmm_band_alloc(n, kl, 0, GMM_BAND_LOWER);
+        gmm_band *L1 = gmm_band_alloc(n, kl, 0, GMM_BAND_LOWER);
+        gmm_band *L2 = gmm_band_alloc(n, kl, 0, GMM_BAND_LOWER);
+        tu_band_fill_lower(L, &r);
+        double *s = malloc(n * sizeof *s), *sbar = malloc(n * sizeof *sbar);
+        double *work = malloc(n * sizeof *work);
+        fill_vec(s, n, &r);
+        fill_vec(sbar, n, &r);
+        for (int t = 0; t <= 1; t++) {
+            gmm_band_set_zero(L1);
+            tu_band_fill_random(L2, &r); /* garbage the set variant must overwrite */
+            ck_assert_int_eq(
+                gmm_band_tri_solve_vec_rev(L, (gmm_trans)t, s, sbar, NULL, L1, NULL), GMM_OK);
+            ck_assert_int_eq(gmm_band_tri_solve_vec_rev_set(L, (gmm_trans)t, s, sbar, L2,
+                                                            t ? work : NULL),
+                             GMM_OK);
+            for (size_t j = 0; j < n; j++)
+                for (size_t i = j; i < n && i <= j + L->kl; i++)
+                    ck_assert(*gmm_band_ptr(L2, i, j) == *gmm_band_ptr(L1, i, j));
+        }
+        ck_assert_int_eq(gmm_band_tri_solve_vec_rev_set(L, GMM_NOTRANS, s, sbar, NULL, NULL),
+                         GMM_EINVAL);
+        free(s);
+        free(sbar);
+        free(work);
+        gmm_band_free(L);
+        gmm_band_free(L1);
+        gmm_band_free(L2);
+    }
+}
+END_TEST
+
 /* ---- banded right-hand side --------------------------------------------------- */
 
 /* Dense op(L)^{-1} Bd, n x n. */
@@ -523,6 +565,7 @@ Suite *band_solve_suite(void)
     tcase_add_test(tc, test_solve_vec_forward);
     tcase_add_test(tc, test_solve_mat_forward_and_rev);
     tcase_add_test(tc, test_solve_vec_rev_accumulates);
+    tcase_add_test(tc, test_solve_vec_rev_set);
     tcase_add_test(tc, test_solve_band_forward);
     tcase_add_test(tc, test_solve_band_rev);
     tcase_add_test(tc, test_solve_errors);
