@@ -15,6 +15,11 @@
  * plus the explicit terms -nobs/(2 noise) + y'y/(2 noise^2) - r'r/noise^3.
  * The prior term log|Q|/2 goes through chol(Q) when it was computed here.
  * The forward pass keeps L, LQ, r, y'y, r'r, noise and the obs pointer.
+ *
+ * Since P = Q + (terms free of Q), Pbar IS dlogp/dQ (when log|Q| is the
+ * caller's): a caller that assembles Q in P's storage and reads Pbar in
+ * place (gmm_marglik_prior_band, gmm_marglik_grad_view) saves a band copy,
+ * a band zeroing and a band addition per evaluation.
  */
 #include "gmm/marglik.h"
 
@@ -163,8 +168,9 @@ gmm_status gmm_marglik_eval(const gmm_band *Q, const gmm_obs *obs, double noise,
     }
 
     /* P = Q + E'E / noise: row k adds c c' / noise on its width x width
-     * block (lower triangle stored); repeated rows accumulate. */
-    if ((st = gmm_band_copy(&w->P, Q)) != GMM_OK)
+     * block (lower triangle stored); repeated rows accumulate.  A Q
+     * assembled in P's own storage (gmm_marglik_prior_band) is used as is. */
+    if (Q->data != w->pdata && (st = gmm_band_copy(&w->P, Q)) != GMM_OK)
         return st;
     memset(w->r, 0, w->n * sizeof *w->r);
     for (size_t k = 0; k < obs->nobs; k++) {
@@ -200,32 +206,35 @@ gmm_status gmm_marglik_eval(const gmm_band *Q, const gmm_obs *obs, double noise,
     return GMM_OK;
 }
 
-gmm_status gmm_marglik_grad(gmm_marglik_work *w, gmm_band *Qbar, double *noisebar)
+gmm_band *gmm_marglik_prior_band(gmm_marglik_work *w)
+{
+    if (!w) {
+        gmm_error(GMM_EINVAL, "marglik: NULL workspace");
+        return NULL;
+    }
+    w->valid = 0; /* the caller is about to overwrite L */
+    w->P.kind = GMM_BAND_SYMMETRIC;
+    return &w->P;
+}
+
+/* The reverse sweep up to dlogp/dP, left in w->Pbar, and the noise
+ * adjoint.  Every slot of Lbar is written by the first step (no zeroing). */
+static gmm_status grad_core(gmm_marglik_work *w, double *noisebar)
 {
     gmm_status st;
-    if (!w || !w->valid)
-        return gmm_error(GMM_EINVAL, "marglik: gradient without a successful evaluation");
-    if (Qbar && (Qbar->kind != GMM_BAND_SYMMETRIC || Qbar->n != w->n || Qbar->kl != w->kl))
-        return gmm_error(GMM_EDIM, "marglik: Qbar must be SYMMETRIC %zu x %zu with bandwidth "
-                                   "%zu",
-                         w->n, w->n, w->kl);
     const gmm_obs *obs = w->obs;
     double noise = w->noise, n2 = noise * noise;
 
     /* r'r / (2 noise^2) through r = L^{-1} b; rbar = r / noise^2 (in work). */
-    gmm_band_set_zero(&w->Lbar);
     for (size_t i = 0; i < w->n; i++)
         w->work[i] = w->r[i] / n2;
-    st = gmm_band_tri_solve_vec_rev(&w->L, GMM_NOTRANS, w->r, w->work, NULL, &w->Lbar,
-                                    w->work2);
+    st = gmm_band_tri_solve_vec_rev_set(&w->L, GMM_NOTRANS, w->r, w->work, &w->Lbar, w->work2);
     if (st != GMM_OK)
         return st;
     if ((st = gmm_band_chol_logdet_rev(&w->L, -0.5, &w->Lbar)) != GMM_OK)
         return st;
     /* Pbar overwrites Lbar (same storage). */
     if ((st = gmm_band_chol_decomp_rev(&w->L, &w->Lbar, &w->Pbar)) != GMM_OK)
-        return st;
-    if (Qbar && (st = gmm_band_copy_band_rev(&w->Pbar, Qbar)) != GMM_OK)
         return st;
     if (noisebar) {
         double s = 0.0;
@@ -241,6 +250,22 @@ gmm_status gmm_marglik_grad(gmm_marglik_work *w, gmm_band *Qbar, double *noiseba
         *noisebar += -s / n2 - 0.5 * (double)obs->nobs / noise + w->yy / (2.0 * n2) -
                      w->rr / (n2 * noise);
     }
+    return GMM_OK;
+}
+
+gmm_status gmm_marglik_grad(gmm_marglik_work *w, gmm_band *Qbar, double *noisebar)
+{
+    gmm_status st;
+    if (!w || !w->valid)
+        return gmm_error(GMM_EINVAL, "marglik: gradient without a successful evaluation");
+    if (Qbar && (Qbar->kind != GMM_BAND_SYMMETRIC || Qbar->n != w->n || Qbar->kl != w->kl))
+        return gmm_error(GMM_EDIM, "marglik: Qbar must be SYMMETRIC %zu x %zu with bandwidth "
+                                   "%zu",
+                         w->n, w->n, w->kl);
+    if ((st = grad_core(w, noisebar)) != GMM_OK)
+        return st;
+    if (Qbar && (st = gmm_band_copy_band_rev(&w->Pbar, Qbar)) != GMM_OK)
+        return st;
     if (Qbar && w->prior_here) {
         gmm_band_set_zero(&w->Lbar);
         if ((st = gmm_band_chol_logdet_rev(w->LQ, 0.5, &w->Lbar)) != GMM_OK)
@@ -248,6 +273,20 @@ gmm_status gmm_marglik_grad(gmm_marglik_work *w, gmm_band *Qbar, double *noiseba
         st = gmm_band_chol_decomp_rev(w->LQ, &w->Lbar, Qbar);
     }
     return st;
+}
+
+gmm_status gmm_marglik_grad_view(gmm_marglik_work *w, const gmm_band **Qbar, double *noisebar)
+{
+    gmm_status st;
+    if (!w || !w->valid || !Qbar)
+        return gmm_error(GMM_EINVAL, "marglik: gradient without a successful evaluation");
+    if (w->prior_here)
+        return gmm_error(GMM_EINVAL, "marglik: gradient view needs the prior log-determinant "
+                                     "supplied to the evaluation");
+    if ((st = grad_core(w, noisebar)) != GMM_OK)
+        return st;
+    *Qbar = &w->Pbar;
+    return GMM_OK;
 }
 
 gmm_status gmm_marglik_posterior(gmm_marglik_work *w, double *mean, gmm_band *cov)
