@@ -3,7 +3,12 @@
  * blocks, the band of the prior precision, the marginal likelihood
  * (marglik.h) and its reverse mode chained to the kernel parameters.
  *
- * REVERSE SWEEP (ssm_grad).  gmm_marglik_grad gives Qbar on the STORED
+ * The prior precision is assembled directly in the marginal likelihood's
+ * band (gmm_marglik_prior_band; see STATE COLUMNS) and its gradient read
+ * where the reverse sweep leaves it (gmm_marglik_grad_view): no band of our
+ * own, no copy, no zeroing.
+ *
+ * REVERSE SWEEP (ssm_grad).  gmm_marglik_grad_view gives Qbar on the STORED
  * entries of the prior precision band (band.h convention).  Per state k the
  * diagonal block D_k has full symmetric gradient Gd_k (stored diagonal as
  * is, stored off-diagonal halved into both triangles); the sub-diagonal
@@ -58,9 +63,9 @@ struct gmm_ssm {
     double *blk;          /* per group: A, W, WA, AtWA, S1, S2, S3 */
     double *ldQ;          /* ng */
     double *P, *W0, *T;   /* d^2, d^2, 4 d^2 scratch */
+    double *tpl;          /* d (kl + 1): one state's band columns (see STATE COLUMNS) */
     double ldP;
-    gmm_band *Q, *Qbar;
-    gmm_marglik_work *mw;
+    gmm_marglik_work *mw; /* the prior precision is assembled in its band */
     /* objective */
     char **oname;
     double *oval;
@@ -122,8 +127,7 @@ void gmm_ssm_free(gmm_ssm *m)
     gmm_free(m->blk);
     gmm_free(m->ldQ);
     gmm_free(m->P);
-    gmm_band_free(m->Q);
-    gmm_band_free(m->Qbar);
+    gmm_free(m->tpl);
     gmm_marglik_work_free(m->mw);
     gmm_free(m->oname);
     gmm_free(m->oval);
@@ -271,16 +275,15 @@ gmm_status gmm_ssm_alloc(const gmm_kernel *k, const double *x, const double *y, 
     m->kw = gmm_kernel_work_alloc(k);
     m->blk = gmm_malloc((m->ng ? m->ng : 1) * B_N * dd, sizeof *m->blk);
     m->ldQ = gmm_malloc(m->ng ? m->ng : 1, sizeof *m->ldQ);
+    m->kl = 2 * d - 1 < m->N ? 2 * d - 1 : m->N - 1; /* as band.h clamps */
     m->P = gmm_malloc(6 * dd, sizeof *m->P);
-    m->Q = gmm_band_alloc(m->N, 2 * d - 1, 0, GMM_BAND_SYMMETRIC);
-    m->Qbar = gmm_band_alloc(m->N, 2 * d - 1, 0, GMM_BAND_SYMMETRIC);
-    if (!m->H || !m->kw || !m->blk || !m->ldQ || !m->P || !m->Q || !m->Qbar) {
+    m->tpl = gmm_malloc(d * (m->kl + 1), sizeof *m->tpl);
+    if (!m->H || !m->kw || !m->blk || !m->ldQ || !m->P || !m->tpl) {
         st = gmm_error(GMM_ENOMEM, "out of memory for the model workspace");
         goto done;
     }
     m->W0 = m->P + dd;
     m->T = m->W0 + dd;
-    m->kl = m->Q->kl;
     m->mw = gmm_marglik_work_alloc(m->N, m->kl);
     if (!m->mw) {
         st = gmm_error(GMM_ENOMEM, "out of memory for the marginal-likelihood workspace");
@@ -350,6 +353,36 @@ static gmm_status check_spacing(const gmm_ssm *m, const double *theta)
                      theta[j], lim, gmm_kernel_param_name(m->k, j), dt * theta[j] / lim);
 }
 
+/* STATE COLUMNS.  State k owns band columns kd .. kd + d - 1; slot s of its
+ * column j (s = 0 .. kl) is entry (kd + j + s, kd + j) of the precision:
+ * the lower part of the diagonal block D_k for s < d - j, then column j of
+ * the sub-diagonal block B_{k+1} = -W_{k+1} A_{k+1} (rows of state k + 1)
+ * for d - j <= s < 2d - j, then structural zeros.  D_k = W_k + A_{k+1}'
+ * W_{k+1} A_{k+1} depends only on the groups of the intervals before and
+ * after state k: key_before (ng for state 0, whose W is Pinf^-1) and
+ * key_after (ng for the last state, which has no interval after it). */
+static size_t key_before(const gmm_ssm *m, size_t k) { return k == 0 ? m->ng : m->ig[k - 1]; }
+static size_t key_after(const gmm_ssm *m, size_t k) { return k + 1 < m->K ? m->ig[k] : m->ng; }
+
+/* The d columns (stride kl + 1) of a state with interval groups g1, g2. */
+static void state_template(const gmm_ssm *m, size_t g1, size_t g2, double *t)
+{
+    size_t d = m->d, ld = m->kl + 1;
+    const double *W = g1 < m->ng ? blk(m, g1, B_W) : m->W0;
+    const double *AWA = g2 < m->ng ? blk(m, g2, B_AWA) : NULL;
+    const double *WA = g2 < m->ng ? blk(m, g2, B_WA) : NULL;
+    for (size_t j = 0; j < d; j++) {
+        double *c = t + j * ld;
+        size_t s = 0;
+        for (size_t i = j; i < d; i++, s++)
+            c[s] = W[i * d + j] + (AWA ? AWA[i * d + j] : 0.0);
+        for (size_t i = 0; i < d && s < ld; i++, s++)
+            c[s] = WA ? -WA[i * d + j] : 0.0;
+        for (; s < ld; s++)
+            c[s] = 0.0;
+    }
+}
+
 /* Everything up to (and including) the marginal likelihood at theta. */
 static gmm_status ssm_forward(gmm_ssm *m, const double *theta, double *loglik)
 {
@@ -386,25 +419,26 @@ static gmm_status ssm_forward(gmm_ssm *m, const double *theta, double *loglik)
         md_gemm(d, 1, 0, 1.0, A, blk(m, g, B_WA), 0.0, blk(m, g, B_AWA));
         md_symmetrise(d, blk(m, g, B_AWA));
     }
-    /* assemble the band (stored lower entries only, through the accessors) */
-    gmm_band *Q = m->Q;
-    double logdet = -m->ldP;
+    /* Assemble in the marginal likelihood's own band (no copy of Q there):
+     * each state's columns from a template, rebuilt only when the state's
+     * pair of intervals changes -- once for a regular grid. */
+    gmm_band *Q = gmm_marglik_prior_band(m->mw);
+    size_t ld = m->kl + 1, key1 = SIZE_MAX, key2 = SIZE_MAX;
     for (size_t k = 0; k < K; k++) {
-        const double *Wk = k == 0 ? m->W0 : blk(m, m->ig[k - 1], B_W);
-        const double *AWA = k + 1 < K ? blk(m, m->ig[k], B_AWA) : NULL;
-        size_t b = k * d;
-        for (size_t j = 0; j < d; j++)
-            for (size_t i = j; i < d; i++)
-                *gmm_band_ptr(Q, b + i, b + j) = Wk[i * d + j] + (AWA ? AWA[i * d + j] : 0.0);
-        if (k == 0)
-            continue;
-        size_t g = m->ig[k - 1];
-        const double *WA = blk(m, g, B_WA);
-        for (size_t j = 0; j < d; j++)
-            for (size_t i = 0; i < d; i++)
-                *gmm_band_ptr(Q, b + i, b - d + j) = -WA[i * d + j];
-        logdet -= m->ldQ[g];
+        size_t g1 = key_before(m, k), g2 = key_after(m, k);
+        if (g1 != key1 || g2 != key2) {
+            state_template(m, g1, g2, m->tpl);
+            key1 = g1;
+            key2 = g2;
+        }
+        for (size_t j = 0; j < d; j++) {
+            size_t c = k * d + j, cnt = m->N - c < ld ? m->N - c : ld;
+            memcpy(gmm_band_col(Q, c) + c, m->tpl + j * ld, cnt * sizeof *m->tpl);
+        }
     }
+    double logdet = -m->ldP;
+    for (size_t g = 0; g < m->ng; g++)
+        logdet -= (double)m->gcount[g] * m->ldQ[g];
     if (m->modulated) {
         size_t last = SIZE_MAX;
         for (size_t o = 0; o < m->nobs; o++) {
@@ -451,13 +485,43 @@ static gmm_status obs_grad(gmm_ssm *m, double *grad)
     return GMM_OK;
 }
 
+/* Add a run of summed state columns (template layout, groups g1, g2) into
+ * the group sums: its D part, as a full symmetric gradient (stored
+ * off-diagonals halved into both triangles), to S1[g1] (Pbar0 for the first
+ * state) and S2[g2]; its B part to S3[g2]. */
+static void flush_run(gmm_ssm *m, size_t g1, size_t g2, const double *run, double *Pbar0)
+{
+    size_t d = m->d, ld = m->kl + 1;
+    double *S1 = g1 < m->ng ? blk(m, g1, B_S1) : Pbar0;
+    double *S2 = g2 < m->ng ? blk(m, g2, B_S2) : NULL;
+    double *S3 = g2 < m->ng ? blk(m, g2, B_S3) : NULL;
+    for (size_t j = 0; j < d; j++) {
+        const double *c = run + j * ld;
+        S1[j * d + j] += c[0];
+        if (S2)
+            S2[j * d + j] += c[0];
+        for (size_t i = j + 1; i < d; i++) {
+            double v = 0.5 * c[i - j];
+            S1[i * d + j] += v;
+            S1[j * d + i] += v;
+            if (S2) {
+                S2[i * d + j] += v;
+                S2[j * d + i] += v;
+            }
+        }
+        if (S3)
+            for (size_t i = 0; i < d; i++)
+                S3[i * d + j] += c[d - j + i];
+    }
+}
+
 static gmm_status ssm_grad(gmm_ssm *m, double *grad)
 {
     gmm_status st;
-    size_t d = m->d, dd = d * d, K = m->K;
+    size_t d = m->d, dd = d * d, K = m->K, ld = m->kl + 1;
     double noisebar = 0.0;
-    gmm_band_set_zero(m->Qbar);
-    if ((st = gmm_marglik_grad(m->mw, m->Qbar, &noisebar)))
+    const gmm_band *Qb;
+    if ((st = gmm_marglik_grad_view(m->mw, &Qb, &noisebar)))
         return st;
     for (size_t i = 0; i < m->np + 1; i++)
         grad[i] = 0.0;
@@ -468,28 +532,30 @@ static gmm_status ssm_grad(gmm_ssm *m, double *grad)
         md_zero(dd, blk(m, g, B_S3));
     }
     double *G = m->T, *Pbar = m->T + dd, *Wbar = m->T + 2 * dd, *Abar = m->T + 3 * dd;
-    const gmm_band *Qb = m->Qbar;
+    double *run = m->tpl;
     md_zero(dd, Pbar);
+    /* Sum the state columns over runs of states with the same pair of
+     * groups (one run for the interior of a regular grid), so the per-state
+     * work is one vector addition of the columns. */
+    size_t key1 = SIZE_MAX, key2 = SIZE_MAX;
     for (size_t k = 0; k < K; k++) {
-        size_t b = k * d;
-        for (size_t j = 0; j < d; j++) {
-            G[j * d + j] = *gmm_band_ptr(Qb, b + j, b + j);
-            for (size_t i = j + 1; i < d; i++)
-                G[i * d + j] = G[j * d + i] = 0.5 * *gmm_band_ptr(Qb, b + i, b + j);
+        size_t g1 = key_before(m, k), g2 = key_after(m, k);
+        if (g1 != key1 || g2 != key2) {
+            if (k > 0)
+                flush_run(m, key1, key2, run, Pbar);
+            md_zero(d * ld, run);
+            key1 = g1;
+            key2 = g2;
         }
-        if (k == 0)
-            memcpy(Pbar, G, dd * sizeof *G); /* Gd_0, mapped to Pinf below */
-        else
-            md_axpy(dd, 1.0, G, blk(m, m->ig[k - 1], B_S1));
-        if (k + 1 < K)
-            md_axpy(dd, 1.0, G, blk(m, m->ig[k], B_S2));
-        if (k > 0) {
-            double *S3 = blk(m, m->ig[k - 1], B_S3);
-            for (size_t i = 0; i < d; i++)
-                for (size_t j = 0; j < d; j++)
-                    S3[i * d + j] += *gmm_band_ptr(Qb, b + i, b - d + j);
+        for (size_t j = 0; j < d; j++) {
+            size_t c = k * d + j, cnt = m->N - c < ld ? m->N - c : ld;
+            const double *q = gmm_band_col(Qb, c) + c;
+            double *r = run + j * ld;
+            for (size_t s2 = 0; s2 < cnt; s2++)
+                r[s2] += q[s2];
         }
     }
+    flush_run(m, key1, key2, run, Pbar);
     for (size_t g = 0; g < m->ng; g++) {
         const double *A = blk(m, g, B_A), *W = blk(m, g, B_W), *WA = blk(m, g, B_WA);
         const double *S1 = blk(m, g, B_S1), *S2 = blk(m, g, B_S2), *S3 = blk(m, g, B_S3);
