@@ -208,13 +208,16 @@ gmm_status gmm_band_tri_solve_vec_rev(const gmm_band *L, gmm_trans trans, const 
                                       const double *sbar, double *vbar, gmm_band *Lbar,
                                       double *work);
 
-/* As gmm_band_tri_solve_vec_rev without vbar, but SETTING Lbar (=) instead
- * of accumulating into it: Lbar = -(g s^T or s g^T) on L's band, every
- * stored slot written.  A reverse sweep that starts here (the marginal
- * likelihood's) needs no zeroed band.  work: n doubles (g on return) or
- * NULL to allocate.  One pass over L and Lbar: O(n l). */
+/* Lbar = dc/dL for c = sbar . s + cbar_logdet logdet(L L^T), s = op(L)^{-1} v
+ * (v fixed), given s: the L-parts of gmm_band_tri_solve_vec_rev and of
+ * gmm_band_chol_logdet_rev together, but SET into Lbar (every stored slot
+ * written) rather than accumulated, in one pass over L and Lbar.  The start
+ * of the reverse sweep of a Gaussian log density (the marginal
+ * likelihood's): no zeroed band needed.  work: n doubles (g = op(L)^{-T}
+ * sbar on return) or NULL to allocate.  O(n l). */
 gmm_status gmm_band_tri_solve_vec_rev_set(const gmm_band *L, gmm_trans trans, const double *s,
-                                          const double *sbar, gmm_band *Lbar, double *work);
+                                          const double *sbar, double cbar_logdet,
+                                          gmm_band *Lbar, double *work);
 
 /* X <- op(L)^{-1} X for a dense column-major n x k block X (leading dimension
  * ldx >= n).  O(n l k). */

@@ -32,6 +32,7 @@
 #include <string.h>
 
 #include "gmm/alloc.h"
+#include "band_solve_impl.h"
 
 static size_t min_sz(size_t a, size_t b) { return a < b ? a : b; }
 
@@ -46,28 +47,32 @@ static gmm_status check_factor(const char *who, const gmm_band *L)
 /* x[r0..r1] <- L[r0..r1, r0..r1]^{-1} x[r0..r1], column by column so that L
  * is read down its contiguous stored columns.  Hand loops rather than dtbsv:
  * the segments are as short as X's band, where a BLAS call per column costs
- * more than the arithmetic. */
+ * more than the arithmetic.  Dividing by the reciprocal keeps the division
+ * off the chain x(m) -> x(m+1) (it depends on L only). */
 static void forward_segment(const gmm_band *L, size_t r0, size_t r1, double *x)
 {
     for (size_t m = r0; m <= r1; m++) {
         const double *l = gmm_band_col(L, m);
-        double xm = x[m] /= l[m];
+        double inv = 1.0 / l[m];
+        double xm = x[m] *= inv;
         size_t i1 = min_sz(r1, m + L->kl);
         for (size_t i = m + 1; i <= i1; i++)
             x[i] -= l[i] * xm;
     }
 }
 
-/* x[r0..r1] <- L[r0..r1, r0..r1]^{-T} x[r0..r1], bottom row first. */
+/* x[r0..r1] <- L[r0..r1, r0..r1]^{-T} x[r0..r1], bottom row first (see
+ * band_dot_far for the order of the sum). */
 static void backward_segment(const gmm_band *L, size_t r0, size_t r1, double *x)
 {
     for (size_t i = r1 + 1; i-- > r0;) {
         const double *l = gmm_band_col(L, i);
         size_t m1 = min_sz(r1, i + L->kl);
-        double s = x[i];
-        for (size_t m = i + 1; m <= m1; m++)
-            s -= l[m] * x[m];
-        x[i] = s / l[i];
+        double inv = 1.0 / l[i];
+        double s = x[i] - band_dot_far(l, x, i + 2, m1);
+        if (i + 1 <= m1)
+            s -= l[i + 1] * x[i + 1];
+        x[i] = s * inv;
     }
 }
 

@@ -41,6 +41,7 @@
 #include <string.h>
 
 #include "gmm/alloc.h"
+#include "band_solve_impl.h"
 
 static size_t min_sz(size_t a, size_t b) { return a < b ? a : b; }
 static size_t max_sz(size_t a, size_t b) { return a > b ? a : b; }
@@ -77,23 +78,26 @@ static void lbar_outer(gmm_band *Lbar, size_t k, const double *A, size_t lda, co
 /* One sweep for a single right-hand side: g = op(L)^{-T} sbar into G (which
  * holds sbar on entry) and, when Lbar, the band outer product of the
  * derivation -- set (=) or accumulated (+=) -- column by column as each g(m)
- * becomes final, so L and Lbar are each streamed once.
+ * becomes final, so L and Lbar are each streamed once; plus ldbar / L(i,i)
+ * on the diagonal (ldbar = 2 cbar: the adjoint of cbar logdet(L L^T)).
  *   op = L:    g by back substitution (rows n-1 .. 0); column i of Lbar is
  *              -g(i..i+l) s(i), final once g(i) is.
  *   op = L^T:  g by forward substitution down the columns; column m of Lbar
- *              is -s(m..m+l) g(m). */
+ *              is -s(m..m+l) g(m).
+ * Reciprocals and the order of the sums as in band_solve.c. */
 static void vec_rev_sweep(const gmm_band *L, gmm_trans trans, const double *s, double *G,
-                          gmm_band *Lbar, int set)
+                          gmm_band *Lbar, int set, double ldbar)
 {
     size_t n = L->n, l = L->kl;
     if (trans == GMM_NOTRANS) {
         for (size_t i = n; i-- > 0;) {
             const double *lc = gmm_band_col(L, i);
             size_t e = min_sz(n - 1, i + l);
-            double t = G[i];
-            for (size_t m = i + 1; m <= e; m++)
-                t -= lc[m] * G[m];
-            G[i] = t / lc[i];
+            double inv = 1.0 / lc[i];
+            double t = G[i] - band_dot_far(lc, G, i + 2, e);
+            if (i + 1 <= e)
+                t -= lc[i + 1] * G[i + 1];
+            G[i] = t * inv;
             if (!Lbar)
                 continue;
             double *c = gmm_band_col(Lbar, i), si = s[i];
@@ -103,12 +107,14 @@ static void vec_rev_sweep(const gmm_band *L, gmm_trans trans, const double *s, d
             else
                 for (size_t m = i; m <= e; m++)
                     c[m] -= G[m] * si;
+            c[i] += ldbar * inv;
         }
     } else {
         for (size_t m = 0; m < n; m++) {
             const double *lc = gmm_band_col(L, m);
             size_t e = min_sz(n - 1, m + l);
-            double gm = G[m] /= lc[m];
+            double inv = 1.0 / lc[m];
+            double gm = G[m] *= inv;
             for (size_t i = m + 1; i <= e; i++)
                 G[i] -= lc[i] * gm;
             if (!Lbar)
@@ -120,13 +126,14 @@ static void vec_rev_sweep(const gmm_band *L, gmm_trans trans, const double *s, d
             else
                 for (size_t i = m; i <= e; i++)
                     c[i] -= s[i] * gm;
+            c[m] += ldbar * inv;
         }
     }
 }
 
 static gmm_status vec_rev(const char *who, const gmm_band *L, gmm_trans trans, const double *s,
                           const double *sbar, double *vbar, gmm_band *Lbar, double *work,
-                          int set)
+                          int set, double ldbar)
 {
     gmm_status st = check_lbar(who, L, Lbar);
     if (st != GMM_OK)
@@ -141,7 +148,7 @@ static gmm_status vec_rev(const char *who, const gmm_band *L, gmm_trans trans, c
             return gmm_error(GMM_ENOMEM, "%s: out of memory (%zu doubles)", who, n);
     }
     memcpy(G, sbar, n * sizeof *G);
-    vec_rev_sweep(L, trans, s, G, Lbar, set);
+    vec_rev_sweep(L, trans, s, G, Lbar, set, ldbar);
     /* vbar after the sweep, so that vbar may share storage with s. */
     if (vbar)
         for (size_t i = 0; i < n; i++)
@@ -154,15 +161,17 @@ gmm_status gmm_band_tri_solve_vec_rev(const gmm_band *L, gmm_trans trans, const 
                                       const double *sbar, double *vbar, gmm_band *Lbar,
                                       double *work)
 {
-    return vec_rev("tri_solve_vec_rev", L, trans, s, sbar, vbar, Lbar, work, 0);
+    return vec_rev("tri_solve_vec_rev", L, trans, s, sbar, vbar, Lbar, work, 0, 0.0);
 }
 
 gmm_status gmm_band_tri_solve_vec_rev_set(const gmm_band *L, gmm_trans trans, const double *s,
-                                          const double *sbar, gmm_band *Lbar, double *work)
+                                          const double *sbar, double cbar_logdet,
+                                          gmm_band *Lbar, double *work)
 {
     if (!Lbar)
         return gmm_error(GMM_EINVAL, "tri_solve_vec_rev_set: NULL Lbar");
-    return vec_rev("tri_solve_vec_rev_set", L, trans, s, sbar, NULL, Lbar, work, 1);
+    return vec_rev("tri_solve_vec_rev_set", L, trans, s, sbar, NULL, Lbar, work, 1,
+                   2.0 * cbar_logdet);
 }
 
 gmm_status gmm_band_tri_solve_mat_rev(const gmm_band *L, gmm_trans trans, size_t k,

@@ -225,13 +225,13 @@ static gmm_status grad_core(gmm_marglik_work *w, double *noisebar)
     const gmm_obs *obs = w->obs;
     double noise = w->noise, n2 = noise * noise;
 
-    /* r'r / (2 noise^2) through r = L^{-1} b; rbar = r / noise^2 (in work). */
+    /* r'r / (2 noise^2) through r = L^{-1} b, rbar = r / noise^2 (in work),
+     * and -logdet(L L')/2, in one sweep. */
     for (size_t i = 0; i < w->n; i++)
         w->work[i] = w->r[i] / n2;
-    st = gmm_band_tri_solve_vec_rev_set(&w->L, GMM_NOTRANS, w->r, w->work, &w->Lbar, w->work2);
+    st = gmm_band_tri_solve_vec_rev_set(&w->L, GMM_NOTRANS, w->r, w->work, -0.5, &w->Lbar,
+                                        w->work2);
     if (st != GMM_OK)
-        return st;
-    if ((st = gmm_band_chol_logdet_rev(&w->L, -0.5, &w->Lbar)) != GMM_OK)
         return st;
     /* Pbar overwrites Lbar (same storage). */
     if ((st = gmm_band_chol_decomp_rev(&w->L, &w->Lbar, &w->Pbar)) != GMM_OK)

@@ -285,8 +285,9 @@ START_TEST(test_solve_vec_rev_accumulates)
 END_TEST
 
 /* The set variant writes every stored slot of Lbar (whatever it held) with
- * exactly what the accumulating variant adds to a zero band; sizes up to the
- * band and past it, both transposes. */
+ * what the accumulating variant plus chol_logdet_rev add to a zero band:
+ * exactly without the log-determinant, to rounding of cbar / L(i,i) with
+ * it; sizes up to the band and past it, both transposes. */
 START_TEST(test_solve_vec_rev_set)
 {
     tu_rng r;
@@ -302,19 +303,30 @@ START_TEST(test_solve_vec_rev_set)
         double *work = malloc(n * sizeof *work);
         fill_vec(s, n, &r);
         fill_vec(sbar, n, &r);
-        for (int t = 0; t <= 1; t++) {
-            gmm_band_set_zero(L1);
-            tu_band_fill_random(L2, &r); /* garbage the set variant must overwrite */
-            ck_assert_int_eq(
-                gmm_band_tri_solve_vec_rev(L, (gmm_trans)t, s, sbar, NULL, L1, NULL), GMM_OK);
-            ck_assert_int_eq(gmm_band_tri_solve_vec_rev_set(L, (gmm_trans)t, s, sbar, L2,
-                                                            t ? work : NULL),
-                             GMM_OK);
-            for (size_t j = 0; j < n; j++)
-                for (size_t i = j; i < n && i <= j + L->kl; i++)
-                    ck_assert(*gmm_band_ptr(L2, i, j) == *gmm_band_ptr(L1, i, j));
-        }
-        ck_assert_int_eq(gmm_band_tri_solve_vec_rev_set(L, GMM_NOTRANS, s, sbar, NULL, NULL),
+        for (int t = 0; t <= 1; t++)
+            for (int withdet = 0; withdet <= 1; withdet++) {
+                double cbar = withdet ? -0.7 : 0.0;
+                gmm_band_set_zero(L1);
+                tu_band_fill_random(L2, &r); /* garbage the set variant must overwrite */
+                ck_assert_int_eq(
+                    gmm_band_tri_solve_vec_rev(L, (gmm_trans)t, s, sbar, NULL, L1, NULL), GMM_OK);
+                if (withdet)
+                    ck_assert_int_eq(gmm_band_chol_logdet_rev(L, cbar, L1), GMM_OK);
+                ck_assert_int_eq(gmm_band_tri_solve_vec_rev_set(L, (gmm_trans)t, s, sbar, cbar,
+                                                                L2, t ? work : NULL),
+                                 GMM_OK);
+                for (size_t j = 0; j < n; j++)
+                    for (size_t i = j; i < n && i <= j + L->kl; i++) {
+                        double v1 = *gmm_band_ptr(L1, i, j), v2 = *gmm_band_ptr(L2, i, j);
+                        if (withdet && i == j)
+                            ck_assert_msg(fabs(v2 - v1) <= 4e-16 * (fabs(v1) + 2.0 * fabs(cbar) /
+                                                                    *gmm_band_ptr(L, i, i)),
+                                          "n %zu (%zu,%zu): %.17g vs %.17g", n, i, j, v2, v1);
+                        else
+                            ck_assert(v2 == v1);
+                    }
+            }
+        ck_assert_int_eq(gmm_band_tri_solve_vec_rev_set(L, GMM_NOTRANS, s, sbar, 0.0, NULL, NULL),
                          GMM_EINVAL);
         free(s);
         free(sbar);
