@@ -121,6 +121,20 @@ gmm_status gmm_band_copy_band(gmm_band *dst, const gmm_band *src);
  * GENERAL (srcbar(i,j) += dstbar(i,j) + dstbar(j,i)). */
 gmm_status gmm_band_copy_band_rev(const gmm_band *dstbar, gmm_band *srcbar);
 
+/* ---- column blocks (assembling block-banded matrices) ------------------------ */
+
+/* Columns j0 .. j0+w-1 of a band with ku == 0 (SYMMETRIC or LOWER) as a
+ * dense block: slot s (0 <= s <= kl) of column j = j0 + c is entry
+ * (j + s, j) and pairs with blk[c * ldb + s], ldb >= kl + 1; slots whose row
+ * is >= n do not exist and are skipped.  A state-space model assembles each
+ * state's d columns this way from one template, and sums its gradient back.
+ * cols_set: the band's slots = blk.  cols_acc: blk += the band's slots (blk
+ * entries of missing slots untouched).  O(w kl), one copy when the block
+ * lies inside the matrix and ldb == kl + 1.  GMM_EDIM for ku != 0,
+ * j0 + w > n or ldb < kl + 1. */
+gmm_status gmm_band_cols_set(gmm_band *b, size_t j0, size_t w, const double *blk, size_t ldb);
+gmm_status gmm_band_cols_acc(const gmm_band *b, size_t j0, size_t w, double *blk, size_t ldb);
+
 /* ---- element access -------------------------------------------------------- */
 
 /* True when (i, j) is a stored slot of b (for SYMMETRIC: i >= j in band). */
