@@ -133,6 +133,8 @@ static gmm_status check_obs(const gmm_band *Q, const gmm_obs *obs, double noise,
                                 k, obs->offset[k], obs->offset[k] + obs->width - 1, obs->n);
         if (!isfinite(obs->y[k]))
             return gmm_error_at(GMM_EINVAL, k, "marglik: observation %zu is not finite", k);
+        if (k > 0 && obs->coef_stride == 0)
+            continue; /* shared coefficients: checked at k = 0 */
         const double *c = obs->coef + k * obs->coef_stride;
         for (size_t m = 0; m < obs->width; m++)
             if (!isfinite(c[m]))
@@ -173,16 +175,21 @@ gmm_status gmm_marglik_eval(const gmm_band *Q, const gmm_obs *obs, double noise,
     if (Q->data != w->pdata && (st = gmm_band_copy(&w->P, Q)) != GMM_OK)
         return st;
     memset(w->r, 0, w->n * sizeof *w->r);
+    double inv_noise = 1.0 / noise;
     for (size_t k = 0; k < obs->nobs; k++) {
         const double *c = obs->coef + k * obs->coef_stride;
         size_t o = obs->offset[k];
+        double yk = obs->y[k];
         for (size_t b = 0; b < obs->width; b++) {
-            double *col = gmm_band_col(&w->P, o + b);
+            double cb = c[b];
+            if (cb == 0.0) /* state-space rows are mostly zeros */
+                continue;
+            double *col = gmm_band_col(&w->P, o + b), f = cb * inv_noise;
             for (size_t a = b; a < obs->width; a++)
-                col[o + a] += c[a] * c[b] / noise;
-            w->r[o + b] += c[b] * obs->y[k];
+                col[o + a] += c[a] * f;
+            w->r[o + b] += cb * yk;
         }
-        yy += obs->y[k] * obs->y[k];
+        yy += yk * yk;
     }
     if (gmm_band_chol_decomp(&w->P, &w->L) != GMM_OK)
         return not_pd("posterior precision");
@@ -227,8 +234,9 @@ static gmm_status grad_core(gmm_marglik_work *w, double *noisebar)
 
     /* r'r / (2 noise^2) through r = L^{-1} b, rbar = r / noise^2 (in work),
      * and -logdet(L L')/2, in one sweep. */
+    double inv_n2 = 1.0 / n2;
     for (size_t i = 0; i < w->n; i++)
-        w->work[i] = w->r[i] / n2;
+        w->work[i] = w->r[i] * inv_n2;
     st = gmm_band_tri_solve_vec_rev_set(&w->L, GMM_NOTRANS, w->r, w->work, -0.5, &w->Lbar,
                                         w->work2);
     if (st != GMM_OK)
@@ -242,9 +250,13 @@ static gmm_status grad_core(gmm_marglik_work *w, double *noisebar)
             const double *c = obs->coef + k * obs->coef_stride;
             size_t o = obs->offset[k];
             for (size_t b = 0; b < obs->width; b++) {
+                if (c[b] == 0.0)
+                    continue;
                 const double *col = gmm_band_col(&w->Pbar, o + b);
+                double t = 0.0;
                 for (size_t a = b; a < obs->width; a++)
-                    s += col[o + a] * c[a] * c[b];
+                    t += col[o + a] * c[a];
+                s += t * c[b];
             }
         }
         *noisebar += -s / n2 - 0.5 * (double)obs->nobs / noise + w->yy / (2.0 * n2) -

@@ -431,10 +431,8 @@ static gmm_status ssm_forward(gmm_ssm *m, const double *theta, double *loglik)
             key1 = g1;
             key2 = g2;
         }
-        for (size_t j = 0; j < d; j++) {
-            size_t c = k * d + j, cnt = m->N - c < ld ? m->N - c : ld;
-            memcpy(gmm_band_col(Q, c) + c, m->tpl + j * ld, cnt * sizeof *m->tpl);
-        }
+        if ((st = gmm_band_cols_set(Q, k * d, d, m->tpl, ld)))
+            return st;
     }
     double logdet = -m->ldP;
     for (size_t g = 0; g < m->ng; g++)
@@ -547,13 +545,8 @@ static gmm_status ssm_grad(gmm_ssm *m, double *grad)
             key1 = g1;
             key2 = g2;
         }
-        for (size_t j = 0; j < d; j++) {
-            size_t c = k * d + j, cnt = m->N - c < ld ? m->N - c : ld;
-            const double *q = gmm_band_col(Qb, c) + c;
-            double *r = run + j * ld;
-            for (size_t s2 = 0; s2 < cnt; s2++)
-                r[s2] += q[s2];
-        }
+        if ((st = gmm_band_cols_acc(Qb, k * d, d, run, ld)))
+            return st;
     }
     flush_run(m, key1, key2, run, Pbar);
     for (size_t g = 0; g < m->ng; g++) {
