@@ -55,9 +55,12 @@ static void forward_segment(const gmm_band *L, size_t r0, size_t r1, double *x)
         const double *l = gmm_band_col(L, m);
         double inv = 1.0 / l[m];
         double xm = x[m] *= inv;
-        size_t i1 = min_sz(r1, m + L->kl);
-        for (size_t i = m + 1; i <= i1; i++)
-            x[i] -= l[i] * xm;
+        size_t len = min_sz(r1, m + L->kl) - m;
+        /* restrict: x is never inside L (spares the overlap tests) */
+        double *restrict xs = x + m + 1;
+        const double *restrict ls = l + m + 1;
+        for (size_t i = 0; i < len; i++)
+            xs[i] -= ls[i] * xm;
     }
 }
 
@@ -76,17 +79,43 @@ static void backward_segment(const gmm_band *L, size_t r0, size_t r1, double *x)
     }
 }
 
-/* x <- op(L)^{-1} x: the segment solves over all rows.  Not CBLAS dtbsv:
- * it spends a daxpy/ddot call per column, several times the arithmetic of a
- * column for the bandwidths of state-space models (l ~ 10). */
+/* x <- L^{-1} x over all rows, L of bandwidth l (a constant in the
+ * specialised copies): forward_segment with the full columns (all but the
+ * last l) of fixed length. */
+BAND_INLINE void forward_all(const gmm_band *L, size_t l, double *x)
+{
+    size_t n = L->n, mfull = n > l ? n - l : 0;
+    for (size_t m = 0; m < n; m++) {
+        const double *restrict lc = gmm_band_col(L, m) + m;
+        double *restrict xs = x + m;
+        size_t len = m < mfull ? l : n - 1 - m;
+        double xm = xs[0] *= 1.0 / lc[0];
+        for (size_t i = 1; i <= len; i++)
+            xs[i] -= lc[i] * xm;
+    }
+}
+
+/* x <- op(L)^{-1} x.  Not CBLAS dtbsv: it spends a daxpy/ddot call per
+ * column, several times the arithmetic of a column for the bandwidths of
+ * state-space models (l ~ 10). */
 static void tbsv(const gmm_band *L, gmm_trans trans, double *x)
 {
     if (L->n == 0)
         return;
-    if (trans == GMM_TRANS)
+    if (trans == GMM_TRANS) {
         backward_segment(L, 0, L->n - 1, x);
-    else
-        forward_segment(L, 0, L->n - 1, x);
+        return;
+    }
+    switch (L->kl) {
+#define FIXED(K)                                                                                   \
+    case K:                                                                                        \
+        forward_all(L, K, x);                                                                      \
+        break;
+        BAND_FIXED_BANDWIDTHS(FIXED)
+#undef FIXED
+    default:
+        forward_all(L, L->kl, x);
+    }
 }
 
 gmm_status gmm_band_tri_solve_vec(const gmm_band *L, gmm_trans trans, double *x)

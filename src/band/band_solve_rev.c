@@ -100,14 +100,19 @@ static void vec_rev_sweep(const gmm_band *L, gmm_trans trans, const double *s, d
             G[i] = t * inv;
             if (!Lbar)
                 continue;
-            double *c = gmm_band_col(Lbar, i), si = s[i];
+            /* restrict: Lbar never shares storage with the work vector,
+             * which spares the vectorised loops their overlap tests */
+            double *restrict c = gmm_band_col(Lbar, i) + i;
+            const double *restrict g = G + i;
+            double si = s[i];
+            size_t len = e - i + 1;
             if (set)
-                for (size_t m = i; m <= e; m++)
-                    c[m] = -G[m] * si;
+                for (size_t m = 0; m < len; m++)
+                    c[m] = -g[m] * si;
             else
-                for (size_t m = i; m <= e; m++)
-                    c[m] -= G[m] * si;
-            c[i] += ldbar * inv;
+                for (size_t m = 0; m < len; m++)
+                    c[m] -= g[m] * si;
+            c[0] += ldbar * inv;
         }
     } else {
         for (size_t m = 0; m < n; m++) {
@@ -115,20 +120,53 @@ static void vec_rev_sweep(const gmm_band *L, gmm_trans trans, const double *s, d
             size_t e = min_sz(n - 1, m + l);
             double inv = 1.0 / lc[m];
             double gm = G[m] *= inv;
-            for (size_t i = m + 1; i <= e; i++)
-                G[i] -= lc[i] * gm;
+            {
+                double *restrict g = G + m;
+                const double *restrict lm = lc + m;
+                for (size_t i = 1; i <= e - m; i++)
+                    g[i] -= lm[i] * gm;
+            }
             if (!Lbar)
                 continue;
-            double *c = gmm_band_col(Lbar, m);
+            double *restrict c = gmm_band_col(Lbar, m) + m;
+            const double *restrict sm = s + m;
+            size_t len = e - m + 1;
             if (set)
-                for (size_t i = m; i <= e; i++)
-                    c[i] = -s[i] * gm;
+                for (size_t i = 0; i < len; i++)
+                    c[i] = -sm[i] * gm;
             else
-                for (size_t i = m; i <= e; i++)
-                    c[i] -= s[i] * gm;
-            c[m] += ldbar * inv;
+                for (size_t i = 0; i < len; i++)
+                    c[i] -= sm[i] * gm;
+            c[0] += ldbar * inv;
         }
     }
+}
+
+/* The op = L, set case of vec_rev_sweep (the marginal likelihood's), with
+ * the bandwidth l a constant in the specialised copies (band_solve_impl.h). */
+BAND_INLINE void notrans_set_col(const double *restrict lc, double *restrict g,
+                                 double *restrict c, double si, size_t len, double ldbar)
+{
+    double inv = 1.0 / lc[0];
+    double t = g[0] - band_dot_far(lc, g, 2, len);
+    if (len >= 1)
+        t -= lc[1] * g[1];
+    g[0] = t * inv;
+    for (size_t m = 0; m <= len; m++)
+        c[m] = -g[m] * si;
+    c[0] += ldbar * inv;
+}
+
+BAND_INLINE void notrans_set_sweep(const gmm_band *L, size_t l, const double *s, double *G,
+                                   gmm_band *Lbar, double ldbar)
+{
+    size_t n = L->n, ifull = n > l ? n - l : 0;
+    for (size_t i = n; i-- > ifull;)
+        notrans_set_col(gmm_band_col(L, i) + i, G + i, gmm_band_col(Lbar, i) + i, s[i],
+                        n - 1 - i, ldbar);
+    for (size_t i = ifull; i-- > 0;)
+        notrans_set_col(gmm_band_col(L, i) + i, G + i, gmm_band_col(Lbar, i) + i, s[i], l,
+                        ldbar);
 }
 
 static gmm_status vec_rev(const char *who, const gmm_band *L, gmm_trans trans, const double *s,
@@ -148,7 +186,20 @@ static gmm_status vec_rev(const char *who, const gmm_band *L, gmm_trans trans, c
             return gmm_error(GMM_ENOMEM, "%s: out of memory (%zu doubles)", who, n);
     }
     memcpy(G, sbar, n * sizeof *G);
-    vec_rev_sweep(L, trans, s, G, Lbar, set, ldbar);
+    if (set && trans == GMM_NOTRANS) {
+        switch (L->kl) {
+#define FIXED(K)                                                                                   \
+    case K:                                                                                        \
+        notrans_set_sweep(L, K, s, G, Lbar, ldbar);                                                \
+        break;
+            BAND_FIXED_BANDWIDTHS(FIXED)
+#undef FIXED
+        default:
+            notrans_set_sweep(L, L->kl, s, G, Lbar, ldbar);
+        }
+    } else {
+        vec_rev_sweep(L, trans, s, G, Lbar, set, ldbar);
+    }
     /* vbar after the sweep, so that vbar may share storage with s. */
     if (vbar)
         for (size_t i = 0; i < n; i++)

@@ -287,14 +287,15 @@ END_TEST
 /* The set variant writes every stored slot of Lbar (whatever it held) with
  * what the accumulating variant plus chol_logdet_rev add to a zero band:
  * exactly without the log-determinant, to rounding of cbar / L(i,i) with
- * it; sizes up to the band and past it, both transposes. */
+ * it; sizes up to the band and past it, both transposes, two bandwidths. */
 START_TEST(test_solve_vec_rev_set)
 {
     tu_rng r;
     tu_rng_seed(&r, 17);
-    const size_t ns[] = {1, 2, 5, 11, 40};
+    const size_t ns[] = {1, 2, 5, 11, 40, 1, 2, 5, 11, 40};
     for (size_t a = 0; a < sizeof ns / sizeof ns[0]; a++) {
-        size_t n = ns[a], kl = 4;
+        /* kl 4: the generic sweep; kl 11: a specialised copy (band_solve_impl.h) */
+        size_t n = ns[a], kl = a < 5 ? 4 : 11;
         gmm_band *L = gmm_band_alloc(n, kl, 0, GMM_BAND_LOWER);
         gmm_band *L1 = gmm_band_alloc(n, kl, 0, GMM_BAND_LOWER);
         gmm_band *L2 = gmm_band_alloc(n, kl, 0, GMM_BAND_LOWER);
