@@ -33,7 +33,11 @@
  * f, wrong when -loglik < 0): stop when (f_{k-past} - f_k) <= delta
  * max(1, |f_k|).  Both count as converged, as does liblbfgs's
  * "already minimised".  Any other stop (iteration limit, line-search failure)
- * is a result with converged = 0, not an error.
+ * is a result with converged = 0, not an error -- except a line-search
+ * stop (rounding: the objective is rough at long lengthscales) where the
+ * Newton decrement g' H^{-1} g / 2, H from central differences of the
+ * gradient, is below 1e-6 in loglik: that point is a maximum for every
+ * statistical purpose and counts as converged (costs 2 nfree evaluations).
  */
 #ifndef GMM_FIT_H
 #define GMM_FIT_H
