@@ -248,6 +248,27 @@ START_TEST(test_layout)
     ck_assert_uint_eq(gmm_ssm_nparam(m), 3);
     ck_assert_str_eq(gmm_ssm_param_name(m, 2), "noise.variance");
     gmm_ssm_free(m);
+    /* independent blocks narrow the band to d - 1 + (largest block) */
+    const struct {
+        const char *spec;
+        size_t d, bw;
+    } blocks[] = {
+        {"matern32 + quasiperiodic(period=1, harmonics=2)", 6, 7},
+        {"matern12 + matern12 + constant", 3, 3},
+        {"cosine(period=0.8) * periodic(period=2.1, harmonics=1)", 8, 11},
+        {"matern52 * cosine", 6, 11},
+    };
+    for (size_t b = 0; b < sizeof blocks / sizeof blocks[0]; b++) {
+        gmm_kernel *kb = kernel_of(blocks[b].spec);
+        for (size_t i = 0; i < gmm_kernel_nparam(kb); i++)
+            gmm_kernel_values(kb)[i] = 1.0;
+        ck_assert_int_eq(gmm_ssm_alloc(kb, x, y, n, NULL, &m), GMM_OK);
+        ck_assert_uint_eq(gmm_ssm_dim(m), blocks[b].d);
+        ck_assert_msg(gmm_ssm_bandwidth(m) == blocks[b].bw, "%s: bandwidth %zu", blocks[b].spec,
+                      gmm_ssm_bandwidth(m));
+        gmm_ssm_free(m);
+        gmm_kernel_free(kb);
+    }
     /* a single state */
     double x1[3] = {2.0, 2.0, 2.0}, y1[3] = {1.0, NAN, 0.5};
     ck_assert_int_eq(gmm_ssm_alloc(k, x1, y1, 3, NULL, &m), GMM_OK);
