@@ -233,6 +233,11 @@ gmm_status gmm_band_tri_solve_vec_rev_set(const gmm_band *L, gmm_trans trans, co
                                           const double *sbar, double cbar_logdet,
                                           gmm_band *Lbar, double *work);
 
+/* x <- L^{-1} x (as gmm_band_tri_solve_vec, op = L) and *logdet = log det(L
+ * L^T) (as gmm_band_chol_logdet, to a few ulps of its size) in one pass over
+ * L: what a Gaussian log density needs from its factor.  O(n l). */
+gmm_status gmm_band_tri_solve_vec_logdet(const gmm_band *L, double *x, double *logdet);
+
 /* X <- op(L)^{-1} X for a dense column-major n x k block X (leading dimension
  * ldx >= n).  O(n l k). */
 gmm_status gmm_band_tri_solve_mat(const gmm_band *L, gmm_trans trans, size_t k, double *X,

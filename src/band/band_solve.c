@@ -80,28 +80,44 @@ static void backward_segment(const gmm_band *L, size_t r0, size_t r1, double *x)
 }
 
 /* x <- L^{-1} x over all rows, L of bandwidth l (a constant in the
- * specialised copies): forward_segment with the full columns (all but the
- * last l) of fixed length. */
-BAND_INLINE void forward_all(const gmm_band *L, size_t l, double *x)
+ * specialised copies): forward_segment, with x(m+1) carried in a register
+ * from one column to the next so the chain x(m) -> x(m+1) does not pass
+ * through memory; when ld, also log det(L L^T) (band_logdet_*). */
+BAND_INLINE void forward_all(const gmm_band *L, size_t l, double *x, double *ld)
 {
     size_t n = L->n, mfull = n > l ? n - l : 0;
+    band_logdet acc;
+    band_logdet_init(&acc);
+    double carry = x[0]; /* x(m) with every update but its own division */
     for (size_t m = 0; m < n; m++) {
         const double *restrict lc = gmm_band_col(L, m) + m;
         double *restrict xs = x + m;
         size_t len = m < mfull ? l : n - 1 - m;
-        double xm = xs[0] *= 1.0 / lc[0];
-        for (size_t i = 1; i <= len; i++)
+        double xm = carry * (1.0 / lc[0]);
+        xs[0] = xm;
+        if (len >= 1)
+            carry = xs[1] - lc[1] * xm;
+        else if (m + 1 < n) /* bandwidth 0 */
+            carry = xs[1];
+        for (size_t i = 2; i <= len; i++)
             xs[i] -= lc[i] * xm;
+        if (ld)
+            band_logdet_add(&acc, lc[0]);
     }
+    if (ld)
+        *ld = band_logdet_value(&acc);
 }
 
-/* x <- op(L)^{-1} x.  Not CBLAS dtbsv: it spends a daxpy/ddot call per
- * column, several times the arithmetic of a column for the bandwidths of
- * state-space models (l ~ 10). */
-static void tbsv(const gmm_band *L, gmm_trans trans, double *x)
+/* x <- op(L)^{-1} x (and log det(L L^T) into *ld when ld, op = L only).  Not
+ * CBLAS dtbsv: it spends a daxpy/ddot call per column, several times the
+ * arithmetic of a column for the bandwidths of state-space models. */
+static void tbsv(const gmm_band *L, gmm_trans trans, double *x, double *ld)
 {
-    if (L->n == 0)
+    if (L->n == 0) {
+        if (ld)
+            *ld = 0.0;
         return;
+    }
     if (trans == GMM_TRANS) {
         backward_segment(L, 0, L->n - 1, x);
         return;
@@ -109,13 +125,24 @@ static void tbsv(const gmm_band *L, gmm_trans trans, double *x)
     switch (L->kl) {
 #define FIXED(K)                                                                                   \
     case K:                                                                                        \
-        forward_all(L, K, x);                                                                      \
+        forward_all(L, K, x, ld);                                                                  \
         break;
         BAND_FIXED_BANDWIDTHS(FIXED)
 #undef FIXED
     default:
-        forward_all(L, L->kl, x);
+        forward_all(L, L->kl, x, ld);
     }
+}
+
+gmm_status gmm_band_tri_solve_vec_logdet(const gmm_band *L, double *x, double *logdet)
+{
+    gmm_status st = check_factor("tri_solve_vec_logdet", L);
+    if (st != GMM_OK)
+        return st;
+    if (!logdet)
+        return gmm_error(GMM_EINVAL, "tri_solve_vec_logdet: NULL logdet");
+    tbsv(L, GMM_NOTRANS, x, logdet);
+    return GMM_OK;
 }
 
 gmm_status gmm_band_tri_solve_vec(const gmm_band *L, gmm_trans trans, double *x)
@@ -123,7 +150,7 @@ gmm_status gmm_band_tri_solve_vec(const gmm_band *L, gmm_trans trans, double *x)
     gmm_status st = check_factor("tri_solve_vec", L);
     if (st != GMM_OK)
         return st;
-    tbsv(L, trans, x);
+    tbsv(L, trans, x, NULL);
     return GMM_OK;
 }
 
@@ -136,7 +163,7 @@ gmm_status gmm_band_tri_solve_mat(const gmm_band *L, gmm_trans trans, size_t k, 
     if (k > 0 && ldx < L->n)
         return gmm_error(GMM_EDIM, "tri_solve_mat: ldx = %zu < n = %zu", ldx, L->n);
     for (size_t c = 0; c < k; c++)
-        tbsv(L, trans, X + c * ldx);
+        tbsv(L, trans, X + c * ldx, NULL);
     return GMM_OK;
 }
 

@@ -193,13 +193,14 @@ gmm_status gmm_marglik_eval(const gmm_band *Q, const gmm_obs *obs, double noise,
     }
     if (gmm_band_chol_decomp(&w->P, &w->L) != GMM_OK)
         return not_pd("posterior precision");
-    if ((st = gmm_band_tri_solve_vec(&w->L, GMM_NOTRANS, w->r)) != GMM_OK)
+    double logdet_p;
+    if ((st = gmm_band_tri_solve_vec_logdet(&w->L, w->r, &logdet_p)) != GMM_OK)
         return st;
     for (size_t i = 0; i < w->n; i++)
         rr += w->r[i] * w->r[i];
 
     double nobs = (double)obs->nobs;
-    double f = -0.5 * nobs * log2pi - 0.5 * gmm_band_chol_logdet(&w->L) + 0.5 * logdet_q -
+    double f = -0.5 * nobs * log2pi - 0.5 * logdet_p + 0.5 * logdet_q -
                0.5 * nobs * log(noise) - yy / (2.0 * noise) + rr / (2.0 * noise * noise);
     if (!isfinite(f))
         return gmm_error(GMM_EDOM, "marglik: log-likelihood is not finite");
