@@ -79,30 +79,45 @@ static void backward_segment(const gmm_band *L, size_t r0, size_t r1, double *x)
     }
 }
 
+/* One row of forward substitution by rows: x(i) = (x(i) - sum_m L(i,m) x(m))
+ * / L(i,i) over m = i-len .. i-1, row[m * st] = L(i, m); xp = x(i-1) carried
+ * in a register.  The far terms (x known for a while) go to band_dot_far's
+ * partial sums, so the chain x(i-1) -> x(i) is a multiply-add and a
+ * multiply.  Only scalar loads and stores of x: a vectorised column update
+ * (x(m+1..m+l) -= L(m+1..,m) x(m)) would load 16 bytes across the 8-byte
+ * stores of the previous column, defeating store forwarding every column. */
+BAND_INLINE double forward_row(const double *row, size_t st, double *x, size_t i, size_t len,
+                               double xp)
+{
+    double s = x[i];
+    if (len >= 2)
+        s -= band_dot_far_strided(row + (i - len) * st, st, x + (i - len), len - 1);
+    if (len >= 1)
+        s -= row[(i - 1) * st] * xp;
+    double xi = s * (1.0 / row[i * st]);
+    x[i] = xi;
+    return xi;
+}
+
 /* x <- L^{-1} x over all rows, L of bandwidth l (a constant in the
- * specialised copies): forward_segment, with x(m+1) carried in a register
- * from one column to the next so the chain x(m) -> x(m+1) does not pass
- * through memory; when ld, also log det(L L^T) (band_logdet_*). */
+ * specialised copies: the rows past the first l have l terms); when ld,
+ * also log det(L L^T) (band_logdet_*). */
 BAND_INLINE void forward_all(const gmm_band *L, size_t l, double *x, double *ld)
 {
-    size_t n = L->n, mfull = n > l ? n - l : 0;
+    size_t n = L->n, st = L->ld - 1, i0 = l < n ? l : n;
+    const double *d0 = gmm_band_col(L, 0); /* entry (i, m) at d0[m * st + i] */
     band_logdet acc;
     band_logdet_init(&acc);
-    double carry = x[0]; /* x(m) with every update but its own division */
-    for (size_t m = 0; m < n; m++) {
-        const double *restrict lc = gmm_band_col(L, m) + m;
-        double *restrict xs = x + m;
-        size_t len = m < mfull ? l : n - 1 - m;
-        double xm = carry * (1.0 / lc[0]);
-        xs[0] = xm;
-        if (len >= 1)
-            carry = xs[1] - lc[1] * xm;
-        else if (m + 1 < n) /* bandwidth 0 */
-            carry = xs[1];
-        for (size_t i = 2; i <= len; i++)
-            xs[i] -= lc[i] * xm;
+    double xp = 0.0;
+    for (size_t i = 0; i < i0; i++) {
+        xp = forward_row(d0 + i, st, x, i, i, xp);
         if (ld)
-            band_logdet_add(&acc, lc[0]);
+            band_logdet_add(&acc, d0[i * st + i]);
+    }
+    for (size_t i = i0; i < n; i++) {
+        xp = forward_row(d0 + i, st, x, i, l, xp);
+        if (ld)
+            band_logdet_add(&acc, d0[i * st + i]);
     }
     if (ld)
         *ld = band_logdet_value(&acc);

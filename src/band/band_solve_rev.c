@@ -144,29 +144,35 @@ static void vec_rev_sweep(const gmm_band *L, gmm_trans trans, const double *s, d
 
 /* The op = L, set case of vec_rev_sweep (the marginal likelihood's), with
  * the bandwidth l a constant in the specialised copies (band_solve_impl.h). */
-BAND_INLINE void notrans_set_col(const double *restrict lc, double *restrict g,
-                                 double *restrict c, double si, size_t len, double ldbar)
+/* One column; gp carries g(i+1) in a register from the previous column (the
+ * critical path), and returns g(i). */
+BAND_INLINE double notrans_set_col(const double *restrict lc, double *restrict g,
+                                   double *restrict c, double si, size_t len, double ldbar,
+                                   double gp)
 {
     double inv = 1.0 / lc[0];
     double t = g[0] - band_dot_far(lc, g, 2, len);
     if (len >= 1)
-        t -= lc[1] * g[1];
-    g[0] = t * inv;
-    for (size_t m = 0; m <= len; m++)
+        t -= lc[1] * gp;
+    double gi = t * inv;
+    g[0] = gi;
+    c[0] = -gi * si + ldbar * inv;
+    for (size_t m = 1; m <= len; m++)
         c[m] = -g[m] * si;
-    c[0] += ldbar * inv;
+    return gi;
 }
 
 BAND_INLINE void notrans_set_sweep(const gmm_band *L, size_t l, const double *s, double *G,
                                    gmm_band *Lbar, double ldbar)
 {
     size_t n = L->n, ifull = n > l ? n - l : 0;
+    double gp = 0.0;
     for (size_t i = n; i-- > ifull;)
-        notrans_set_col(gmm_band_col(L, i) + i, G + i, gmm_band_col(Lbar, i) + i, s[i],
-                        n - 1 - i, ldbar);
+        gp = notrans_set_col(gmm_band_col(L, i) + i, G + i, gmm_band_col(Lbar, i) + i, s[i],
+                             n - 1 - i, ldbar, gp);
     for (size_t i = ifull; i-- > 0;)
-        notrans_set_col(gmm_band_col(L, i) + i, G + i, gmm_band_col(Lbar, i) + i, s[i], l,
-                        ldbar);
+        gp = notrans_set_col(gmm_band_col(L, i) + i, G + i, gmm_band_col(Lbar, i) + i, s[i], l,
+                             ldbar, gp);
 }
 
 static gmm_status vec_rev(const char *who, const gmm_band *L, gmm_trans trans, const double *s,
