@@ -157,7 +157,11 @@ BAND_INLINE double notrans_set_col(const double *restrict lc, double *restrict g
     double gi = t * inv;
     g[0] = gi;
     c[0] = -gi * si + ldbar * inv;
-    for (size_t m = 1; m <= len; m++)
+    /* g(i+1) from the register: a vector load of g(i+1..) would straddle
+     * its recent 8-byte store */
+    if (len >= 1)
+        c[1] = -gp * si;
+    for (size_t m = 2; m <= len; m++)
         c[m] = -g[m] * si;
     return gi;
 }
