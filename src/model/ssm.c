@@ -51,6 +51,8 @@ struct gmm_ssm {
     size_t *obs_off;
     double *obs_y, *H, *Hp; /* H in kernel order, and in band order (see BLOCKS) */
     size_t *perm;           /* d: band position p of a state holds variable perm[p] */
+    size_t nb, *boff;       /* blocks: band positions boff[b] .. boff[b+1]-1 */
+    double *bs;             /* 10 smax^2: per-block scratch */
     gmm_obs obs;
     /* demodulated kernels (kernel.h, DEMODULATION): one observation row per
      * observation, and the posterior for the gradient through them */
@@ -123,6 +125,8 @@ void gmm_ssm_free(gmm_ssm *m)
     gmm_free(m->H);
     gmm_free(m->Hp);
     gmm_free(m->perm);
+    gmm_free(m->boff);
+    gmm_free(m->bs);
     gmm_free(m->Hobs);
     gmm_free(m->mu);
     gmm_band_free(m->cov);
@@ -229,26 +233,29 @@ static gmm_status layout_intervals(gmm_ssm *m)
  * d).  By the envelope theorem the Cholesky factor fills no further, so the
  * band of lower bandwidth d - 1 + smax holds the precision and its factor
  * exactly -- 7 instead of 11 for the CO2 kernel matern32 + quasiperiodic
- * (three blocks of 2), at about (8/12)^2 of the factorisation cost. */
+ * (three blocks of 2), at about (8/12)^2 of the factorisation cost.  The
+ * d x d algebra per interval runs block by block too (s^3 instead of d^3):
+ * W, W A and A' W A are block-diagonal, and so are the parts of the
+ * gradients that reach the kernel (its dA, dQ vanish off the blocks). */
 static gmm_status block_order(gmm_ssm *m, size_t *smax)
 {
-    size_t d = m->d, nb, *blk = gmm_malloc(2 * d, sizeof *blk);
+    size_t d = m->d, nb, *blk = gmm_malloc(d, sizeof *blk);
     if (!blk)
         return gmm_error(GMM_ENOMEM, "out of memory for the model workspace");
     gmm_status st = gmm_kernel_blocks(m->k, blk, &nb);
     if (st == GMM_OK) {
-        size_t p = 0, *size = blk + d;
+        size_t p = 0;
         *smax = 0;
+        m->nb = nb;
         for (size_t b = 0; b < nb; b++) {
-            size[0] = 0; /* scratch: this block's size */
+            m->boff[b] = p;
             for (size_t i = 0; i < d; i++)
-                if (blk[i] == b) {
+                if (blk[i] == b)
                     m->perm[p++] = i;
-                    size[0]++;
-                }
-            if (size[0] > *smax)
-                *smax = size[0];
+            if (p - m->boff[b] > *smax)
+                *smax = p - m->boff[b];
         }
+        m->boff[nb] = p;
     }
     gmm_free(blk);
     return st;
@@ -311,12 +318,14 @@ gmm_status gmm_ssm_alloc(const gmm_kernel *k, const double *x, const double *y, 
     m->damp = !isnan(par->damp) ? par->damp : rel / (span > 0.0 ? span : 1.0);
     m->H = gmm_malloc(d, sizeof *m->H);
     m->kw = gmm_kernel_work_alloc(k);
-    m->blk = gmm_malloc((m->ng ? m->ng : 1) * B_N * dd, sizeof *m->blk);
+    /* zeroed: W, W A and A' W A are only ever written on their blocks */
+    m->blk = gmm_calloc((m->ng ? m->ng : 1) * B_N * dd, sizeof *m->blk);
     m->ldQ = gmm_malloc(m->ng ? m->ng : 1, sizeof *m->ldQ);
     m->Hp = gmm_malloc(d, sizeof *m->Hp);
     m->perm = gmm_malloc(d, sizeof *m->perm);
+    m->boff = gmm_malloc(d + 1, sizeof *m->boff);
     m->P = gmm_malloc(6 * dd, sizeof *m->P);
-    if (!m->H || !m->Hp || !m->perm || !m->kw || !m->blk || !m->ldQ || !m->P) {
+    if (!m->H || !m->Hp || !m->perm || !m->boff || !m->kw || !m->blk || !m->ldQ || !m->P) {
         st = gmm_error(GMM_ENOMEM, "out of memory for the model workspace");
         goto done;
     }
@@ -325,7 +334,8 @@ gmm_status gmm_ssm_alloc(const gmm_kernel *k, const double *x, const double *y, 
         goto done;
     m->kl = d - 1 + smax < m->N ? d - 1 + smax : m->N - 1; /* as band.h clamps */
     m->tpl = gmm_malloc(d * (m->kl + 1), sizeof *m->tpl);
-    if (!m->tpl) {
+    m->bs = gmm_malloc(10 * smax * smax, sizeof *m->bs);
+    if (!m->tpl || !m->bs) {
         st = gmm_error(GMM_ENOMEM, "out of memory for the model workspace");
         goto done;
     }
@@ -400,6 +410,56 @@ static gmm_status check_spacing(const gmm_ssm *m, const double *theta)
                      theta[j], lim, gmm_kernel_param_name(m->k, j), dt * theta[j] / lim);
 }
 
+/* out (s x s) = M[idx, idx], M d x d row-major; and back. */
+static void gather(size_t d, const double *M, const size_t *idx, size_t s, double *out)
+{
+    for (size_t i = 0; i < s; i++)
+        for (size_t j = 0; j < s; j++)
+            out[i * s + j] = M[idx[i] * d + idx[j]];
+}
+
+static void scatter(size_t d, double *M, const size_t *idx, size_t s, const double *in)
+{
+    for (size_t i = 0; i < s; i++)
+        for (size_t j = 0; j < s; j++)
+            M[idx[i] * d + idx[j]] = in[i * s + j];
+}
+
+/* One interval group: A, W = Q^-1, W A, A' W A and log|Q| block by block
+ * (BLOCKS).  Q (d x d) is scratch. */
+static gmm_status group_forward(gmm_ssm *m, size_t g, double *Q)
+{
+    gmm_status st;
+    size_t d = m->d;
+    double *A = blk(m, g, B_A);
+    if ((st = gmm_kernel_disc(m->k, m->kw, m->gdt[g], A, Q)))
+        return st;
+    double ld = 0.0;
+    for (size_t b = 0; b < m->nb; b++) {
+        const size_t *idx = m->perm + m->boff[b];
+        size_t s = m->boff[b + 1] - m->boff[b], ss = s * s;
+        double *Lb = m->bs, *Wb = Lb + ss, *Ab = Wb + ss, *WAb = Ab + ss, *AWAb = WAb + ss;
+        double *X = AWAb + ss;
+        gather(d, Q, idx, s, Lb);
+        if (md_chol(s, Lb))
+            return gmm_error(GMM_ENOTPD,
+                             "transition noise Q(dt = %g) is not positive definite at these "
+                             "parameters",
+                             m->gdt[g]);
+        ld += md_chol_logdet(s, Lb);
+        md_chol_inverse(s, Lb, Wb, X);
+        gather(d, A, idx, s, Ab);
+        md_gemm(s, 0, 0, 1.0, Wb, Ab, 0.0, WAb);
+        md_gemm(s, 1, 0, 1.0, Ab, WAb, 0.0, AWAb);
+        md_symmetrise(s, AWAb);
+        scatter(d, blk(m, g, B_W), idx, s, Wb);
+        scatter(d, blk(m, g, B_WA), idx, s, WAb);
+        scatter(d, blk(m, g, B_AWA), idx, s, AWAb);
+    }
+    m->ldQ[g] = ld;
+    return GMM_OK;
+}
+
 /* STATE COLUMNS.  State k owns band columns kd .. kd + d - 1; slot s of its
  * column j (s = 0 .. kl) is entry (kd + j + s, kd + j) of the precision:
  * the lower part of the diagonal block D_k for s < d - j, then column j of
@@ -464,21 +524,9 @@ static gmm_status ssm_forward(gmm_ssm *m, const double *theta, double *loglik)
                          "parameters (a periodic harmonic with zero weight? use fewer harmonics)");
     m->ldP = md_chol_logdet(d, L);
     md_chol_inverse(d, L, m->W0, X);
-    for (size_t g = 0; g < m->ng; g++) {
-        double *A = blk(m, g, B_A), *W = blk(m, g, B_W);
-        if ((st = gmm_kernel_disc(m->k, m->kw, m->gdt[g], A, L)))
+    for (size_t g = 0; g < m->ng; g++)
+        if ((st = group_forward(m, g, L)))
             return st;
-        if (md_chol(d, L))
-            return gmm_error(GMM_ENOTPD,
-                             "transition noise Q(dt = %g) is not positive definite at these "
-                             "parameters",
-                             m->gdt[g]);
-        m->ldQ[g] = md_chol_logdet(d, L);
-        md_chol_inverse(d, L, W, X);
-        md_gemm(d, 0, 0, 1.0, W, A, 0.0, blk(m, g, B_WA));
-        md_gemm(d, 1, 0, 1.0, A, blk(m, g, B_WA), 0.0, blk(m, g, B_AWA));
-        md_symmetrise(d, blk(m, g, B_AWA));
-    }
     /* Assemble in the marginal likelihood's own band (no copy of Q there):
      * each state's columns from a template, rebuilt only when the state's
      * pair of intervals changes -- once for a regular grid. */
@@ -581,6 +629,45 @@ static void flush_run(gmm_ssm *m, size_t g1, size_t g2, const double *run, doubl
     }
 }
 
+/* One interval group's gradient (formulas in the file comment) block by
+ * block, then the kernel's reverse mode.  Abar, Qbar: d x d scratch. */
+static gmm_status group_grad(gmm_ssm *m, size_t g, double *Qbar, double *Abar, double *grad)
+{
+    gmm_status st;
+    size_t d = m->d;
+    md_zero(d * d, Abar);
+    md_zero(d * d, Qbar);
+    for (size_t b = 0; b < m->nb; b++) {
+        const size_t *idx = m->perm + m->boff[b];
+        size_t s = m->boff[b + 1] - m->boff[b], ss = s * s;
+        double *A = m->bs, *W = A + ss, *WA = W + ss, *S1 = WA + ss, *S2 = S1 + ss;
+        double *S3 = S2 + ss, *G = S3 + ss, *Wb = G + ss, *Ab = Wb + ss, *T = Ab + ss;
+        gather(d, blk(m, g, B_A), idx, s, A);
+        gather(d, blk(m, g, B_W), idx, s, W);
+        gather(d, blk(m, g, B_WA), idx, s, WA);
+        gather(d, blk(m, g, B_S1), idx, s, S1);
+        gather(d, blk(m, g, B_S2), idx, s, S2);
+        gather(d, blk(m, g, B_S3), idx, s, S3);
+        /* Wbar = S1 + A S2 A' - S3 A' */
+        md_gemm(s, 0, 0, 1.0, A, S2, 0.0, G);
+        memcpy(Wb, S1, ss * sizeof *Wb);
+        md_gemm(s, 0, 1, 1.0, G, A, 1.0, Wb);
+        md_gemm(s, 0, 1, -1.0, S3, A, 1.0, Wb);
+        /* Abar = 2 W A S2 - W S3 */
+        md_gemm(s, 0, 0, 2.0, WA, S2, 0.0, Ab);
+        md_gemm(s, 0, 0, -1.0, W, S3, 1.0, Ab);
+        /* Qbar = -W Wbar W - count/2 W (into G) */
+        md_gemm(s, 0, 0, 1.0, W, Wb, 0.0, T);
+        md_gemm(s, 0, 0, -1.0, T, W, 0.0, G);
+        md_axpy(ss, -0.5 * (double)m->gcount[g], W, G);
+        scatter(d, Abar, idx, s, Ab);
+        scatter(d, Qbar, idx, s, G);
+    }
+    if ((st = gmm_kernel_disc(m->k, m->kw, m->gdt[g], NULL, NULL)))
+        return st;
+    return gmm_kernel_rev(m->k, m->kw, Abar, Qbar, NULL, grad);
+}
+
 static gmm_status ssm_grad(gmm_ssm *m, double *grad)
 {
     gmm_status st;
@@ -617,27 +704,9 @@ static gmm_status ssm_grad(gmm_ssm *m, double *grad)
             return st;
     }
     flush_run(m, key1, key2, run, Pbar);
-    for (size_t g = 0; g < m->ng; g++) {
-        const double *A = blk(m, g, B_A), *W = blk(m, g, B_W), *WA = blk(m, g, B_WA);
-        const double *S1 = blk(m, g, B_S1), *S2 = blk(m, g, B_S2), *S3 = blk(m, g, B_S3);
-        /* Wbar = S1 + A S2 A' - S3 A' */
-        md_gemm(d, 0, 0, 1.0, A, S2, 0.0, G);
-        memcpy(Wbar, S1, dd * sizeof *Wbar);
-        md_gemm(d, 0, 1, 1.0, G, A, 1.0, Wbar);
-        md_gemm(d, 0, 1, -1.0, S3, A, 1.0, Wbar);
-        /* Abar = 2 W A S2 - W S3 */
-        md_gemm(d, 0, 0, 2.0, WA, S2, 0.0, Abar);
-        md_gemm(d, 0, 0, -1.0, W, S3, 1.0, Abar);
-        /* Qbar = -W Wbar W - count/2 W (into G) */
-        double *T = blk(m, g, B_S1); /* S1 consumed */
-        md_gemm(d, 0, 0, 1.0, W, Wbar, 0.0, T);
-        md_gemm(d, 0, 0, -1.0, T, W, 0.0, G);
-        md_axpy(dd, -0.5 * (double)m->gcount[g], W, G);
-        if ((st = gmm_kernel_disc(m->k, m->kw, m->gdt[g], NULL, NULL)))
+    for (size_t g = 0; g < m->ng; g++)
+        if ((st = group_grad(m, g, Wbar, Abar, grad)))
             return st;
-        if ((st = gmm_kernel_rev(m->k, m->kw, Abar, G, NULL, grad)))
-            return st;
-    }
     /* Pinf: W0 = Pinf^-1 gives -W0 Gd_0 W0; log|Q_prior| gives -W0/2 */
     md_gemm(d, 0, 0, 1.0, m->W0, Pbar, 0.0, G);
     md_gemm(d, 0, 0, -1.0, G, m->W0, 0.0, Pbar);
