@@ -101,6 +101,35 @@ static gmm_status not_pd(const char *what)
     return gmm_error_at(st, row, "%s not positive definite (row %zu): %s", what, row, msg);
 }
 
+/* Shared coefficient rows (coef_stride 0, a state-space model's H): the
+ * pairs b <= a with c_a c_b != 0, at most PAIRS_MAX of them (else 0 and the
+ * general loops run).  Every observation touches only these slots. */
+#define PAIRS_MAX 64
+typedef struct {
+    size_t n, a[PAIRS_MAX], b[PAIRS_MAX];
+    double v[PAIRS_MAX]; /* c_a c_b */
+} obs_pairs;
+
+static void shared_pairs(const gmm_obs *obs, obs_pairs *p)
+{
+    p->n = 0;
+    if (obs->coef_stride != 0 || obs->nobs == 0)
+        return;
+    const double *c = obs->coef;
+    for (size_t b = 0; b < obs->width; b++)
+        for (size_t a = b; a < obs->width && c[b] != 0.0; a++) {
+            if (c[a] == 0.0)
+                continue;
+            if (p->n == PAIRS_MAX) {
+                p->n = 0;
+                return;
+            }
+            p->a[p->n] = a;
+            p->b[p->n] = b;
+            p->v[p->n++] = c[a] * c[b];
+        }
+}
+
 static gmm_status check_obs(const gmm_band *Q, const gmm_obs *obs, double noise,
                             const gmm_marglik_work *w)
 {
@@ -176,7 +205,19 @@ gmm_status gmm_marglik_eval(const gmm_band *Q, const gmm_obs *obs, double noise,
         return st;
     memset(w->r, 0, w->n * sizeof *w->r);
     double inv_noise = 1.0 / noise;
-    for (size_t k = 0; k < obs->nobs; k++) {
+    obs_pairs pr;
+    shared_pairs(obs, &pr);
+    for (size_t k = 0; k < obs->nobs && pr.n; k++) {
+        size_t o = obs->offset[k];
+        double yk = obs->y[k];
+        for (size_t q = 0; q < pr.n; q++) {
+            gmm_band_col(&w->P, o + pr.b[q])[o + pr.a[q]] += pr.v[q] * inv_noise;
+            if (pr.a[q] == pr.b[q])
+                w->r[o + pr.b[q]] += obs->coef[pr.b[q]] * yk;
+        }
+        yy += yk * yk;
+    }
+    for (size_t k = 0; k < obs->nobs && !pr.n; k++) {
         const double *c = obs->coef + k * obs->coef_stride;
         size_t o = obs->offset[k];
         double yk = obs->y[k];
@@ -247,7 +288,14 @@ static gmm_status grad_core(gmm_marglik_work *w, double *noisebar)
         return st;
     if (noisebar) {
         double s = 0.0;
-        for (size_t k = 0; k < obs->nobs; k++) {
+        obs_pairs pr;
+        shared_pairs(obs, &pr);
+        for (size_t k = 0; k < obs->nobs && pr.n; k++) {
+            size_t o = obs->offset[k];
+            for (size_t q = 0; q < pr.n; q++)
+                s += gmm_band_col(&w->Pbar, o + pr.b[q])[o + pr.a[q]] * pr.v[q];
+        }
+        for (size_t k = 0; k < obs->nobs && !pr.n; k++) {
             const double *c = obs->coef + k * obs->coef_stride;
             size_t o = obs->offset[k];
             for (size_t b = 0; b < obs->width; b++) {
