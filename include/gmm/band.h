@@ -55,6 +55,8 @@
  * ERRORS.  Functions return gmm_status and record a reason with gmm_error():
  * GMM_EDIM for mismatched n, bandwidths or kinds (a programming error);
  * GMM_ENOTPD from the Cholesky, with gmm_error_index() the failing row;
+ * GMM_EDOM from the inverse subset when a diagonal entry of L is zero or not
+ * finite (gmm_error_index() the row);
  * GMM_ENOMEM when a workspace cannot be allocated.  Nothing prints or exits.
  *
  * Entries are reached only through the accessors below; code outside
@@ -192,20 +194,25 @@ gmm_status gmm_band_dot_rev(const gmm_band *A, const gmm_band *B, double cbar,
 /* ---- 1. Cholesky ---------------------------------------------------------------- */
 
 /* L L^T = Q.  Q SYMMETRIC with lower bandwidth l; L LOWER with the same n and
- * l (L may be Q itself: in place).  O(n l^2).  Returns GMM_ENOTPD, with
- * gmm_error_index() the 0-based row whose pivot is not positive (or not
- * finite), when Q is not positive definite; L's contents are then
- * unspecified.  Never produces a NaN silently. */
+ * l (L may be Q itself: in place; the struct then turns LOWER on success).
+ * O(n l^2); one l x 16 (l >= 192: l x 32) workspace allocated when l >= 40.
+ * Returns GMM_ENOTPD, with gmm_error_index() the 0-based row whose pivot is
+ * not positive (or not finite, or below DBL_MIN), when Q is not positive
+ * definite; L's contents are then unspecified.  Never produces a NaN
+ * silently.  GMM_EDIM for mismatched n, l or kinds; GMM_ENOMEM. */
 gmm_status gmm_band_chol_decomp(const gmm_band *Q, gmm_band *L);
 /* Reverse mode: given L = chol(Q) and Lbar (LOWER, same shape; used as
- * workspace and destroyed), Qbar (SYMMETRIC, same shape) += dc/dQ under the
- * symmetric convention above.  O(n l^2).  Qbar may alias Lbar (then Lbar's
- * storage receives Qbar = 0 + result: the caller zeroes nothing). */
+ * workspace and destroyed; must not alias L), Qbar (SYMMETRIC, same shape)
+ * += dc/dQ under the symmetric convention above.  O(n l^2), within ~2.5x the
+ * forward's time.  Qbar may alias Lbar (then Lbar's storage receives
+ * Qbar = 0 + result: the caller zeroes nothing; the struct turns
+ * SYMMETRIC).  Qbar NULL: nothing to do. */
 gmm_status gmm_band_chol_decomp_rev(const gmm_band *L, gmm_band *Lbar, gmm_band *Qbar);
 
-/* log det(L L^T) = 2 sum_i log L(i,i).  L LOWER. */
+/* log det(L L^T) = 2 sum_i log L(i,i).  L LOWER (not checked: the result is
+ * a double); 0 for n = 0.  O(n). */
 double gmm_band_chol_logdet(const gmm_band *L);
-/* Reverse mode: Lbar(i,i) += 2 cbar / L(i,i). */
+/* Reverse mode: Lbar(i,i) += 2 cbar / L(i,i).  L and Lbar LOWER, same n. */
 gmm_status gmm_band_chol_logdet_rev(const gmm_band *L, double cbar, gmm_band *Lbar);
 
 /* ---- 2. triangular solves --------------------------------------------------------- */

@@ -101,6 +101,10 @@ typedef struct {
                             * stopped ("converged: gradient norm below
                             * epsilon", "line search failed: rounding
                             * errors prevent progress", ...) */
+    char domain_msg[GMM_ERROR_MAX]; /* when the best start stopped against the
+                            * edge of the objective's domain (trial points
+                            * refused, e.g. below a kernel's accuracy limit):
+                            * the objective's last refusal; else "" */
 } gmm_fit_result;
 
 /* Maximise obj->eval over the free parameters.  On GMM_OK obj->value holds

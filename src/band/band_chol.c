@@ -16,16 +16,20 @@
  *                           columns with dtrsm + dsyrk on each block.
  *
  * Measured on the development machine (AMD EPYC Zen 3, 1 thread, OpenBLAS
- * 0.3.21 Zen kernel, gcc -O3, portable x86-64 build), n = 1e5, milliseconds,
- * best of 9 (the machine was shared, so only ratios are meaningful):
+ * 0.3.21 Zen kernels, gcc -O3, portable x86-64 build): n = 2e4, milliseconds
+ * of thread CPU time, minimum over 27 runs interleaved with dpbtrf on a
+ * shared machine.  "unblocked"/"blocked" force one path at every l.
  *
- *     l        1     3     8    11    16    24    32    48    64    117
- *     dpbtrf  2.6   3.1   6.3   8.7  12.4  19.4  27.6  45.6  73    ~80
- *     unblk   1.1   1.2   2.4   3.2   5.3   9.3  14.7  29.1  50    ~170
- *     blocked  -     -     -     -     -     -   16.7  23.8  34.6   ~77
+ *     l            1     3    11    24    32    40    48    64    80   117   160   250
+ *     dpbtrf     0.51  0.61  1.67  3.74  5.50  6.88  8.77  13.9  9.82  16.8  23.2  48.3
+ *     unblocked  0.22  0.25  0.69  1.84  2.92  4.13  5.58  9.80  14.8  34.9  58.2   161
+ *     blocked      -     -   2.13  2.18  2.85  3.47  4.34  6.89  8.27  15.4  22.7  49.3
  *
- * (see tests/bench/bench_band.c for the benchmark that produced the final
- * numbers in the report).  The crossover lies near l = 40.
+ * The paths cross between l = 32 and 40.  dpbtrf itself switches from its
+ * unblocked loop (one dsyr per column) to a blocked path between l = 64 and
+ * 80, hence its dip there; it and the blocked path call the same OpenBLAS
+ * kernels, so beyond l ~ 100 the two are within 10% of each other.
+ * tests/bench/bench_band.c measures the grid of the report (n up to 1e6).
  */
 #include <cblas.h>
 #include <float.h>
@@ -36,14 +40,21 @@
 #include "gmm/alloc.h"
 #include "gmm/band.h"
 
-/* Bandwidth from which the blocked path is used, and its block width.  Both
- * were measured (table above); -D overrides exist for re-tuning. */
+/* Bandwidth from which the blocked path is used (table above; a -D override
+ * exists for re-tuning). */
 #ifndef CHOL_BLOCKED_MIN
 #define CHOL_BLOCKED_MIN 40
 #endif
-#ifndef CHOL_NB
-#define CHOL_NB 32
-#endif
+
+/* Block width of the blocked path.  Narrow blocks win: OpenBLAS's dsyrk per
+ * column costs about the same for k = 16 as for k = 32 at these sizes, while
+ * the dtrsm and the unblocked diagonal block grow with nb.  Only beyond
+ * l ~ 200 does nb = 32 pay (measured: l = 250, 15% faster). */
+static size_t block_width(size_t l)
+{
+    size_t nb = l < 192 ? 16 : 32;
+    return nb < l ? nb : l;
+}
 
 /* A pivot is accepted when it is a normal positive double: below DBL_MIN its
  * reciprocal (used by the kernel) overflows, NaN and +inf fail the tests. */
@@ -200,7 +211,7 @@ gmm_status gmm_band_chol_decomp(const gmm_band *Q, gmm_band *L)
     if (l < CHOL_BLOCKED_MIN || l > (size_t)INT_MAX) { /* BLAS takes int sizes */
         row = chol_unblocked(a, n, l, l, &bad);
     } else {
-        size_t nb = CHOL_NB < l ? CHOL_NB : l;
+        size_t nb = block_width(l);
         double *work = gmm_malloc(l * nb, sizeof(double));
         if (!work)
             return gmm_error(GMM_ENOMEM, "chol: out of memory for a %zu x %zu panel", l, nb);

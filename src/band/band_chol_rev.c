@@ -56,15 +56,26 @@
 #include "gmm/alloc.h"
 #include "gmm/band.h"
 
-/* Bandwidth from which the blocked sweep is used, and its block width
- * (measured; see the report in tests/bench/bench_band.c); -D overrides exist
- * for re-tuning. */
+/* Bandwidth from which the blocked sweep is used (a -D override exists for
+ * re-tuning), and its block width (as in the forward, band_chol.c: narrow
+ * blocks win up to l ~ 200).  Measured as for the forward (n = 2e4, ms of
+ * thread CPU time, minimum of 27 runs), each path forced at every l:
+ *
+ *     l                 16    24    32    40    48    64   117
+ *     unblocked sweep  1.94  3.95  7.25  9.88  13.5  23.9  85.3
+ *     blocked sweep    4.18  5.49  7.02  8.68  10.6  15.4  35.4
+ *     (forward chol    1.06  1.84  2.85  3.43  4.30  6.46  15.2)
+ *
+ * so the sweep stays within 2.5x its forward at every l. */
 #ifndef CHOL_REV_BLOCKED_MIN
-#define CHOL_REV_BLOCKED_MIN 40
+#define CHOL_REV_BLOCKED_MIN 32
 #endif
-#ifndef CHOL_REV_NB
-#define CHOL_REV_NB 32
-#endif
+
+static size_t block_width(size_t l)
+{
+    size_t nb = l < 192 ? 16 : 32;
+    return nb < l ? nb : l;
+}
 
 /* Finish column j: Cbar /= D and H(j,j) = (Dbar - Cbar.C / D) / D, where the
  * column's rows run j .. e.  Returns H(j,j). */
@@ -205,6 +216,8 @@ gmm_status gmm_band_chol_decomp_rev(const gmm_band *L, gmm_band *Lbar, gmm_band 
         return gmm_error(GMM_EDIM, "chol rev: L and Lbar must be LOWER of the same shape "
                                    "(n %zu/%zu, l %zu/%zu)",
                          L->n, Lbar->n, L->kl, Lbar->kl);
+    if (Lbar->data == L->data && L->n > 0)
+        return gmm_error(GMM_EDIM, "chol rev: Lbar must not alias L");
     if (!Qbar)
         return GMM_OK;
     /* Qbar aliases Lbar when it is the same struct or views the same data;
@@ -223,7 +236,7 @@ gmm_status gmm_band_chol_decomp_rev(const gmm_band *L, gmm_band *Lbar, gmm_band 
     if (l < CHOL_REV_BLOCKED_MIN || l > (size_t)INT_MAX) { /* BLAS takes int sizes */
         chol_rev_unblocked(a, w, n, l, l);
     } else {
-        size_t nb = CHOL_REV_NB < l ? CHOL_REV_NB : l;
+        size_t nb = block_width(l);
         double *work = gmm_malloc(2 * l * nb + nb * nb, sizeof(double));
         if (!work)
             return gmm_error(GMM_ENOMEM, "chol rev: out of memory for %zu x %zu panels", l, nb);

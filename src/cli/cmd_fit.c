@@ -135,6 +135,8 @@ int cmd_fit(int argc, char **argv)
         cli_msg(cmd, "warning: not converged after %zu iterations (%s); writing the best "
                      "point with \"converged\": false",
                 res.iterations, res.message);
+    if (!res.converged && res.domain_msg[0])
+        cli_msg(cmd, "the last refused trial point: %s", res.domain_msg);
     else if (o.verbose)
         cli_msg(cmd, "%s after %zu iterations, %zu evaluations", res.message, res.iterations,
                 res.evaluations);

@@ -79,6 +79,8 @@ typedef struct {
     double *pf;          /* past values of f for the decrease test */
     size_t start, iter, evals;
     int start_failed, stopped_delta, cancelled;
+    int domain_hit;      /* a trial point was refused by the objective ... */
+    char domain_msg[GMM_ERROR_MAX]; /* ... with this message (the last one) */
     gmm_status fail_status;
     char fail_msg[GMM_ERROR_MAX];
 } run_ctx;
@@ -157,6 +159,9 @@ static lbfgsfloatval_t evaluate(void *instance, const lbfgsfloatval_t *x, lbfgsf
         memset(g, 0, nf * sizeof *g);
         return 0.0;
     }
+    /* Remember why: a fit that ends against the domain's edge says so. */
+    c->domain_hit = 1;
+    snprintf(c->domain_msg, sizeof c->domain_msg, "%s", gmm_error_message());
     /* Mirror of the linear model from the anchor (see fit.h): above f0, so
      * the trial is rejected; slope -g0.s > 0, so the cubic backtracks. */
     double dg = 0.0;
@@ -313,6 +318,8 @@ typedef struct {
     size_t iterations;
     int converged, status;
     const char *message;
+    int domain;
+    char domain_msg[GMM_ERROR_MAX];
 } run_result;
 
 /* One start from u (nfree, overwritten with the final point); sets
@@ -326,7 +333,7 @@ static void run_one(run_ctx *c, double *u, run_result *r)
     lp.max_iterations = (int)c->par->max_iterations;
     lp.max_linesearch = (int)c->par->max_linesearch;
     c->iter = 0;
-    c->start_failed = c->stopped_delta = c->cancelled = 0;
+    c->start_failed = c->stopped_delta = c->cancelled = c->domain_hit = 0;
     double fx = 0.0;
     int ret = lbfgs((int)c->nfree, u, &fx, evaluate, progress, c, &lp);
     if (c->start_failed)
@@ -356,6 +363,11 @@ static void run_one(run_ctx *c, double *u, run_result *r)
             r->converged = 1;
             r->message = "converged: the line search stopped on rounding where a Newton step "
                          "would gain less than 1e-6 in loglik";
+        } else if (!r->converged && line_search_stop(ret) && c->domain_hit) {
+            r->message = "stopped at the edge of the model's domain: the objective refused "
+                         "the trial points beyond it";
+            r->domain = 1;
+            snprintf(r->domain_msg, sizeof r->domain_msg, "%s", c->domain_msg);
         }
     }
 }
@@ -486,6 +498,9 @@ gmm_status gmm_fit(gmm_objective *obj, const gmm_fit_params *params, gmm_fit_res
             res->converged = r.converged;
             res->lbfgs_status = r.status;
             res->message = r.message;
+            res->domain_msg[0] = '\0';
+            if (r.domain)
+                snprintf(res->domain_msg, sizeof res->domain_msg, "%s", r.domain_msg);
         }
         if (c.cancelled) {
             memcpy(obj->value, have_best ? best : init, np * sizeof *best);

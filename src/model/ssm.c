@@ -762,26 +762,196 @@ gmm_status gmm_ssm_objective(gmm_ssm *m, const double *theta0, gmm_objective *ob
 
 /* ---- prediction ---------------------------------------------------------------- */
 
-/* A query within merge_tol of a state of m (on either side) is moved onto it,
- * so the augmented model keeps every data state where it was. */
+/* PREDICTION FROM THE DATA STATES.  The queries never become states: the
+ * posterior of the data states (mean mu, covariance band Sigma covering the
+ * blocks (k, k) and (k+1, k)) and the Markov property give the posterior of
+ * the state x(t) at any t, so no interval shorter than the data's own is
+ * ever factorised and queries need no spacing.  For each query the row
+ * h = h(t - t_0) (gmm_kernel_obs: the representation of the model, rotating
+ * coordinates included) reduces everything to a coefficient vector g on one
+ * or two neighbouring states z, and an independent conditional part e:
+ *
+ *   f(t) = g' z + h' e,   mean = g' mu_z,   var = g' Sigma_z g + var(h' e).
+ *
+ * Between t_k and t_{k+1} (d1 = t - t_k, d2 = t_{k+1} - t), with
+ * S = A2 Q1 A2' + Q2 = Q(D) (D = d1 + d2, an interval of the model) and
+ * J = Q1 A2' S^-1:  x(t) = (A1 - J A2 A1) x_k + J x_{k+1} + e, and
+ *
+ *   w = J' h = S^-1 A2 Q1 h,   u = (I - J A2)' h = h - A2' w,
+ *   g = [A1' u; w],            var(h' e) = u' Q1 u + w' Q2 w,
+ *
+ * the last the Joseph form of Q1 - J A2 Q1: a sum of two nonnegative terms,
+ * so a tiny Q1 or Q2 (a query next to a state) loses no sign and nothing is
+ * cancelled.  Only S is factorised; Q1 and Q2 are only multiplied.  Before
+ * t_0 (A = A(t_0 - t), stationary prior): w = Pinf^-1 A Pinf h, u = h - A' w,
+ * g = w, var(h' e) = u' Pinf u + w' Q w (Joseph form of Pinf - G A Pinf, G =
+ * Pinf A' Pinf^-1).  After t_{K-1}: g = A(t - t_{K-1})' h, var(h' e) = h' Q h. */
+
+typedef struct {
+    double *A1, *Q1, *A2, *Q2, *S, *T; /* d x d */
+    double *h, *v, *w, *u, *g;         /* d, d, d, d, 2d */
+} pred_work;
+
+#define PRED_WORK_SIZE(d) (6 * (d) * (d) + 6 * (d))
+
+/* Carve p out of buf (PRED_WORK_SIZE(d) doubles). */
+static void pred_work_init(pred_work *p, double *buf, size_t d)
+{
+    double **mat[] = {&p->A1, &p->Q1, &p->A2, &p->Q2, &p->S, &p->T};
+    double **vec[] = {&p->h, &p->v, &p->w, &p->u};
+    for (size_t i = 0; i < sizeof mat / sizeof mat[0]; i++, buf += d * d)
+        *mat[i] = buf;
+    for (size_t i = 0; i < sizeof vec / sizeof vec[0]; i++, buf += d)
+        *vec[i] = buf;
+    p->g = buf;
+}
+
+/* Number of states with t_k <= t (the first state after t). */
+static size_t states_upto(const gmm_ssm *m, double t)
+{
+    size_t lo = 0, hi = m->K;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (m->t[mid] <= t)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* A query within merge_tol of a state (on either side) is predicted at that
+ * state, as an input there would have been merged into it. */
 static double snap(const gmm_ssm *m, double xq)
 {
     double tol = m->par.merge_tol;
     if (tol <= 0.0)
         return xq;
-    size_t lo = 0, hi = m->K; /* first state > xq */
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (m->t[mid] <= xq)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    size_t lo = states_upto(m, xq);
     if (lo > 0 && xq - m->t[lo - 1] <= tol)
         return m->t[lo - 1];
     if (lo < m->K && m->t[lo] - xq <= tol)
         return m->t[lo];
     return xq;
+}
+
+/* y = M x (trans 0) or M' x (trans 1), d x d row-major. */
+static void mat_vec(size_t d, int trans, const double *M, const double *x, double *y)
+{
+    for (size_t i = 0; i < d; i++) {
+        double s = 0.0;
+        for (size_t j = 0; j < d; j++)
+            s += (trans ? M[j * d + i] : M[i * d + j]) * x[j];
+        y[i] = s;
+    }
+}
+
+static double quad_form(size_t d, const double *M, const double *x)
+{
+    double s = 0.0;
+    for (size_t i = 0; i < d; i++)
+        for (size_t j = 0; j < d; j++)
+            s += x[i] * M[i * d + j] * x[j];
+    return s;
+}
+
+/* g' Sigma[b .. b+w) g and g' mu[b .. b+w) from the posterior band; g (w =
+ * d or 2d) is in the kernel's order state by state, the band in its own
+ * (BLOCKS): band position i of a state pairs with g's variable perm[i]. */
+static void band_moments(const gmm_ssm *a, const gmm_band *cov, const double *mu, size_t b,
+                         size_t w, const double *g, double *mean, double *var)
+{
+    size_t d = a->d;
+    double mq = 0.0, vq = 0.0;
+    for (size_t i = 0; i < w; i++) {
+        double gi = g[i / d * d + a->perm[i % d]];
+        if (gi == 0.0)
+            continue;
+        mq += gi * mu[b + i];
+        double s = 0.0;
+        for (size_t j = 0; j < w; j++)
+            s += gmm_band_get(cov, b + i, b + j) * g[j / d * d + a->perm[j % d]];
+        vq += gi * s;
+    }
+    *mean = mq;
+    *var = vq;
+}
+
+/* x = (L L')^-1 x in place, L lower (as left by md_chol). */
+static void chol_solve_vec(size_t d, const double *L, double *x)
+{
+    for (size_t i = 0; i < d; i++) {
+        double s = x[i];
+        for (size_t j = 0; j < i; j++)
+            s -= L[i * d + j] * x[j];
+        x[i] = s / L[i * d + i];
+    }
+    for (size_t i = d; i-- > 0;) {
+        double s = x[i];
+        for (size_t j = i + 1; j < d; j++)
+            s -= L[j * d + i] * x[j];
+        x[i] = s / L[i * d + i];
+    }
+}
+
+/* Posterior mean and variance of f(t) in the evaluated model a (mu, cov its
+ * data-state posterior); see PREDICTION FROM THE DATA STATES. */
+static gmm_status predict_one(gmm_ssm *a, const double *mu, const gmm_band *cov, double t,
+                              pred_work *p, double *mean, double *var)
+{
+    gmm_status st;
+    size_t d = a->d, dd = d * d, K = a->K, lo = states_upto(a, t);
+    double ve = 0.0;
+    if ((st = gmm_kernel_obs(a->k, a->kw, t - a->t[0], p->h)))
+        return st;
+    if (lo > 0 && a->t[lo - 1] == t) { /* at a state */
+        band_moments(a, cov, mu, (lo - 1) * d, d, p->h, mean, var);
+        return GMM_OK;
+    }
+    if (lo == K) { /* after the last state */
+        if ((st = gmm_kernel_disc(a->k, a->kw, t - a->t[K - 1], p->A1, p->Q1)))
+            return st;
+        mat_vec(d, 1, p->A1, p->h, p->g);
+        ve = quad_form(d, p->Q1, p->h);
+        band_moments(a, cov, mu, (K - 1) * d, d, p->g, mean, var);
+    } else if (lo == 0) { /* before the first state */
+        if ((st = gmm_kernel_disc(a->k, a->kw, a->t[0] - t, p->A1, p->Q1)))
+            return st;
+        mat_vec(d, 0, a->P, p->h, p->v);
+        mat_vec(d, 0, p->A1, p->v, p->u);
+        mat_vec(d, 0, a->W0, p->u, p->w);
+        mat_vec(d, 1, p->A1, p->w, p->u);
+        for (size_t i = 0; i < d; i++)
+            p->u[i] = p->h[i] - p->u[i];
+        ve = quad_form(d, a->P, p->u) + quad_form(d, p->Q1, p->w);
+        band_moments(a, cov, mu, 0, d, p->w, mean, var);
+    } else { /* between states lo - 1 and lo */
+        size_t k = lo - 1;
+        if ((st = gmm_kernel_disc(a->k, a->kw, t - a->t[k], p->A1, p->Q1))
+            || (st = gmm_kernel_disc(a->k, a->kw, a->t[k + 1] - t, p->A2, p->Q2)))
+            return st;
+        md_gemm(d, 0, 0, 1.0, p->A2, p->Q1, 0.0, p->T);
+        md_gemm(d, 0, 1, 1.0, p->T, p->A2, 0.0, p->S);
+        md_axpy(dd, 1.0, p->Q2, p->S);
+        md_symmetrise(d, p->S);
+        if (md_chol(d, p->S))
+            return gmm_error(GMM_ENOTPD,
+                             "transition noise Q(dt = %g) between inputs x = %.15g and %.15g is "
+                             "not positive definite at these parameters",
+                             a->t[k + 1] - a->t[k], a->t[k], a->t[k + 1]);
+        mat_vec(d, 0, p->Q1, p->h, p->v);
+        mat_vec(d, 0, p->A2, p->v, p->w);
+        chol_solve_vec(d, p->S, p->w);
+        mat_vec(d, 1, p->A2, p->w, p->u);
+        for (size_t i = 0; i < d; i++)
+            p->u[i] = p->h[i] - p->u[i];
+        mat_vec(d, 1, p->A1, p->u, p->g);
+        memcpy(p->g + d, p->w, d * sizeof *p->g);
+        ve = quad_form(d, p->Q1, p->u) + quad_form(d, p->Q2, p->w);
+        band_moments(a, cov, mu, k * d, 2 * d, p->g, mean, var);
+    }
+    *var += ve;
+    return GMM_OK;
 }
 
 gmm_status gmm_ssm_predict(const gmm_ssm *m, const double *theta, const double *xq, size_t nq,
@@ -790,62 +960,36 @@ gmm_status gmm_ssm_predict(const gmm_ssm *m, const double *theta, const double *
     gmm_status st = GMM_OK;
     gmm_ssm *a = NULL;
     gmm_band *cov = NULL;
-    double *x2 = NULL, *y2 = NULL, *mu = NULL, ll;
+    double *mu = NULL, *buf = NULL, ll;
+    pred_work p;
     if (!m || !theta || (nq && (!xq || !mean || !var)))
         return gmm_error(GMM_EINVAL, "gmm_ssm_predict: NULL argument");
     for (size_t q = 0; q < nq; q++)
         if (!isfinite(xq[q]))
             return gmm_error_at(GMM_EINVAL, q, "query x[%zu] = %g is not finite", q, xq[q]);
-    size_t n2 = m->n + nq;
-    x2 = gmm_malloc(n2, sizeof *x2);
-    y2 = gmm_malloc(n2, sizeof *y2);
-    if (!x2 || !y2) {
-        st = gmm_error(GMM_ENOMEM, "out of memory for prediction");
-        goto done;
-    }
-    memcpy(x2, m->x, m->n * sizeof *x2);
-    memcpy(y2, m->y, m->n * sizeof *y2);
-    for (size_t q = 0; q < nq; q++) {
-        x2[m->n + q] = snap(m, xq[q]);
-        y2[m->n + q] = NAN;
-    }
+    /* m is const: evaluate a model of the same data, kernel and damping */
     gmm_ssm_params par = m->par;
     par.damp = m->damp;
-    if ((st = gmm_ssm_alloc(m->k, x2, y2, n2, &par, &a)))
-        goto done;
-    if ((st = ssm_forward(a, theta, &ll)))
+    if ((st = gmm_ssm_alloc(m->k, m->x, m->y, m->n, &par, &a)))
         goto done;
     mu = gmm_malloc(a->N, sizeof *mu);
-    cov = gmm_band_alloc(a->N, a->kl, 0, GMM_BAND_SYMMETRIC);
-    if (!mu || !cov) {
+    /* bandwidth 2d - 1 (at least the precision's, BLOCKS) covers the blocks (k, k)
+     * and (k+1, k) whatever the order of the variables within the states */
+    cov = gmm_band_alloc(a->N, 2 * a->d - 1, 0, GMM_BAND_SYMMETRIC);
+    buf = gmm_malloc(PRED_WORK_SIZE(a->d), sizeof *buf);
+    if (!mu || !cov || !buf) {
         st = gmm_error(GMM_ENOMEM, "out of memory for prediction");
         goto done;
     }
-    if ((st = gmm_marglik_posterior(a->mw, mu, cov)))
+    pred_work_init(&p, buf, a->d);
+    if ((st = ssm_forward(a, theta, &ll)) || (st = gmm_marglik_posterior(a->mw, mu, cov)))
         goto done;
-    size_t d = a->d;
-    double *h = a->T;
-    for (size_t q = 0; q < nq; q++) {
-        size_t sk = a->row_state[m->n + q], b = sk * d;
-        double mq = 0.0, vq = 0.0;
-        if ((st = gmm_kernel_obs(a->k, a->kw, a->t[sk] - a->t[0], a->T + d)))
+    for (size_t q = 0; q < nq; q++)
+        if ((st = predict_one(a, mu, cov, snap(a, xq[q]), &p, mean + q, var + q)))
             goto done;
-        for (size_t p = 0; p < d; p++) /* kernel order -> band order */
-            h[p] = a->T[d + a->perm[p]];
-        for (size_t i = 0; i < d; i++) {
-            if (h[i] == 0.0)
-                continue;
-            mq += h[i] * mu[b + i];
-            for (size_t j = 0; j < d; j++)
-                vq += h[i] * h[j] * gmm_band_get(cov, b + i, b + j);
-        }
-        mean[q] = mq;
-        var[q] = vq;
-    }
 done:
-    gmm_free(x2);
-    gmm_free(y2);
     gmm_free(mu);
+    gmm_free(buf);
     gmm_band_free(cov);
     gmm_ssm_free(a);
     return st;

@@ -396,7 +396,24 @@ START_TEST(test_domain_failures_backtrack)
         ck_assert_msg(w.failures > 0, "the test must exercise the wall");
         ck_assert(res.converged);
         ck_assert_msg(fabs(t.value[0] - 2.0) < 1e-5, "p = %.10g (%s)", t.value[0], res.message);
+        ck_assert_str_eq(res.domain_msg, ""); /* converged inside: no edge to report */
     }
+    /* The maximum beyond the wall: the fit ends against it, not converged,
+     * and names the objective's refusal. */
+    wall_data w = {1.5, 0};
+    double v0[] = {1.0};
+    int pos0[] = {0};
+    toy t;
+    toy_init(&t, 1, names, v0, pos0, wall_eval, &w);
+    gmm_fit_params p;
+    gmm_fit_params_init(&p);
+    gmm_fit_result res;
+    ck_assert_int_eq(gmm_fit(&t.obj, &p, &res), GMM_OK);
+    ck_assert_msg(!res.converged, "%s", res.message);
+    ck_assert_msg(strstr(res.message, "edge of the model's domain"), "%s", res.message);
+    ck_assert_msg(strstr(res.domain_msg, "not positive definite at row 3"), "%s",
+                  res.domain_msg);
+    ck_assert(t.value[0] < 1.5);
 }
 END_TEST
 
