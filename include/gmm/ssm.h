@@ -14,7 +14,10 @@
  *   A_k = A(t_k - t_{k-1}),  Q_k = Q(t_k - t_{k-1}),
  *   y_r = H x_{state(r)} + e_r,  e_r ~ N(0, noise.variance).
  *
- * The prior precision (SYMMETRIC band, lower bandwidth 2d - 1) has diagonal
+ * The prior precision (SYMMETRIC band, lower bandwidth 2d - 1, or d - 1 + s
+ * when the kernel's state splits into independent blocks of at most s
+ * variables, each state's variables then listed block by block: see BLOCKS in
+ * ssm.c; gmm_ssm_bandwidth reports it) has diagonal
  * blocks Pinf^-1 + A_1' Q_1^-1 A_1, Q_k^-1 + A_{k+1}' Q_{k+1}^-1 A_{k+1},
  * Q_{K-1}^-1 and sub-diagonal blocks -Q_k^-1 A_k; log|Q_prior| = -log|Pinf|
  * - sum_k log|Q_k| from the d x d blocks.  (A_k, Q_k) are computed once per
