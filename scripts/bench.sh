@@ -10,7 +10,9 @@
 #   `$GMM_INFER loglik --help` works, the same run also times `gmm-infer loglik`
 #   as a whole process and checks its loglik and gradient against the dense GP.
 # - scripts/bench_rcm.py: SciPy's reverse Cuthill-McKee on the shipped/shared
-#   graphs, a scrambled 10x20 grid and (not in quick mode) a 1e6-node grid.
+#   graphs, a scrambled 10x20 grid and (not in quick mode) a 1e6-node grid;
+#   with `$GMM_INFER order --help` working, `gmm-infer order` on the same
+#   graphs beside it, its bandwidth and profile recomputed from its permutation.
 #
 # One BLAS thread throughout.  A subcommand the binary does not have yet is
 # reported as 'skipped: ...', never a failure; a baseline that fails its own
@@ -56,8 +58,13 @@ echo "== state-space baselines (n = $sizes, 1 thread)"
 "$py" "$here/bench_ssm_baselines.py" --sizes "$sizes" --budget "$budget" $tool_opt
 
 echo "== reverse Cuthill-McKee (scipy)"
-if [ -n "$gmm" ] && [ -x "$gmm" ] && ! "$gmm" order --help >/dev/null 2>&1; then
-    echo "skipped: gmm-infer order (not available in $gmm yet)"
+order_opt=
+if [ -n "$gmm" ] && [ -x "$gmm" ]; then
+    if "$gmm" order --help >/dev/null 2>&1; then
+        order_opt=--gmm-infer=$gmm
+    else
+        echo "skipped: gmm-infer order (not available in $gmm yet)"
+    fi
 fi
-# shellcheck disable=SC2086 # $rcm_quick is one word or none
-"$py" "$here/bench_rcm.py" --budget "$budget" $rcm_quick
+# shellcheck disable=SC2086 # $rcm_quick and $order_opt are one word or none
+"$py" "$here/bench_rcm.py" --budget "$budget" $rcm_quick $order_opt

@@ -21,7 +21,11 @@ Output: JSON lines on stdout
   {"impl": "scipy-rcm", "graph", "n", "edges", "bandwidth_given", "bandwidth_rcm",
    "profile_given", "profile_rcm", "ms", "min_ms", "reps"}
 and a table on stderr.  --perm-dir DIR writes each RCM permutation (new position ->
-old node id, one per line) for a side-by-side comparison with `gmm-infer order`.
+old node id, one per line).  --gmm-infer PATH runs `PATH order GRAPH --perm FILE` on
+the same graphs (a whole process, CSV read included, is timed), checks that the
+permutation is one, recomputes bandwidth and profile from it with the definitions
+above, and prints rows {"impl": "gmm-infer-order", ..., "consistent": bool}.  The
+tool's "before" figures use its first-appearance numbering, not the file's ids.
 """
 
 import os
@@ -32,7 +36,9 @@ os.environ["OMP_NUM_THREADS"] = "1"
 import argparse  # noqa: E402
 import glob  # noqa: E402
 import json  # noqa: E402
+import subprocess  # noqa: E402
 import sys  # noqa: E402
+import tempfile  # noqa: E402
 import time  # noqa: E402
 
 import numpy as np  # noqa: E402
@@ -109,6 +115,54 @@ def grid(nr, nc, rng, drop=0.0, diag=0.0):
     return nr * nc, scramble[i], scramble[j]
 
 
+def run_tool(exe, name, n, i, j, path, reps):
+    """Time `exe order` on the edge file and recompute its bandwidth and profile from
+    the permutation it writes, with this script's definitions."""
+    tmp = tempfile.mkdtemp(prefix="bench_rcm.")
+    try:
+        if path is None:
+            path = os.path.join(tmp, "edges.csv")
+            with open(path, "w") as f:
+                f.write("i,j\n")
+                f.write("".join(f"{a},{b}\n" for a, b in zip(i.tolist(), j.tolist())))
+        perm_path = os.path.join(tmp, "perm.csv")
+        cmd = [exe, "order", path, "--perm", perm_path]
+        ts = []
+        for _ in range(reps):
+            t = time.perf_counter()
+            p = subprocess.run(cmd, capture_output=True, text=True)
+            ts.append((time.perf_counter() - t) * 1e3)
+            if p.returncode != 0:
+                return {"impl": "gmm-infer-order", "graph": name,
+                        "error": f"exit {p.returncode}: {p.stderr.strip()[:300]}"}
+        res = json.loads(p.stdout)
+        pm = np.loadtxt(perm_path, delimiter=",", skiprows=1, ndmin=2).astype(np.int64)
+    finally:
+        for f in os.listdir(tmp):
+            os.unlink(os.path.join(tmp, f))
+        os.rmdir(tmp)
+    node, position = pm[:, 0], pm[:, 1]
+    m = len(node)
+    valid = (len(np.unique(node)) == m and np.array_equal(np.sort(position), np.arange(m))
+             and node.min() >= 0 and node.max() < n)
+    row = {"impl": "gmm-infer-order", "graph": name, "n": res.get("nodes"),
+           "edges": res.get("edges"), "bandwidth_rcm": res.get("bandwidth_after"),
+           "profile_rcm": res.get("profile_after"), "bandwidth_first_appearance":
+           res.get("bandwidth_before"), "profile_first_appearance": res.get("profile_before"),
+           "ms": round(float(np.median(ts)), 4), "min_ms": round(min(ts), 4), "reps": reps,
+           "perm_valid": bool(valid)}
+    if valid:
+        # Nodes on no edge are unknown to the tool: put them last (no effect on either figure).
+        pos = np.full(n, -1, np.int64)
+        pos[node] = position
+        rest = pos < 0
+        pos[rest] = m + np.arange(int(rest.sum()))
+        bw, pr = bandwidth_profile(n, i, j, pos)
+        row["bandwidth_recomputed"], row["profile_recomputed"] = bw, pr
+        row["consistent"] = (bw == res.get("bandwidth_after") and pr == res.get("profile_after"))
+    return row
+
+
 def run(name, n, i, j, budget, min_reps, perm_dir):
     a = adjacency(n, i, j)
     perm, ms, mn, reps = timeit(lambda: reverse_cuthill_mckee(a, symmetric_mode=True),
@@ -135,26 +189,35 @@ def main():
     ap.add_argument("--budget", type=float, default=1.0, help="seconds of repeats per graph")
     ap.add_argument("--perm-dir", help="write the RCM permutations here")
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--gmm-infer", metavar="PATH",
+                    help="also run `PATH order` on every graph (whole process timed)")
     args = ap.parse_args()
     rng = np.random.default_rng(args.seed)
 
     paths = sorted(glob.glob(os.path.join(HERE, "..", "data", "*_edges.csv")))
     if not paths:
         paths = [os.path.join(SHARED, g + "_edges.csv") for g in SHARED_GRAPHS]
-    rows = []
+    rows, tool_rows = [], []
+
+    def both(name, n, i, j, path, budget, min_reps):
+        rows.append(run(name, n, i, j, budget, min_reps, args.perm_dir))
+        if args.gmm_infer:
+            row = run_tool(args.gmm_infer, name, n, i, j, path, 3 if n > 1e5 else 5)
+            tool_rows.append(row)
+            print(json.dumps(row), flush=True)
+
     for p in paths:
         if not os.path.exists(p):
             print(f"skipped: {p} not found", file=sys.stderr)
             continue
         n, i, j = read_edges(p)
-        rows.append(run(os.path.basename(p)[: -len("_edges.csv")], n, i, j,
-                        args.budget, 5, args.perm_dir))
+        both(os.path.basename(p)[: -len("_edges.csv")], n, i, j, p, args.budget, 5)
     n, i, j = grid(10, 20, rng)
-    rows.append(run("grid_10x20_scrambled", n, i, j, args.budget, 5, args.perm_dir))
+    both("grid_10x20_scrambled", n, i, j, None, args.budget, 5)
     if not args.quick:
         s = args.big
         n, i, j = grid(s, s, rng, drop=0.1, diag=0.1)
-        rows.append(run(f"grid_{s}x{s}_perturbed", n, i, j, 0.0, 3, args.perm_dir))
+        both(f"grid_{s}x{s}_perturbed", n, i, j, None, 0.0, 3)
 
     print(f"\n{'graph':<28} {'n':>8} {'edges':>8} {'bw given':>9} {'bw rcm':>7} "
           f"{'profile given':>14} {'profile rcm':>12} {'ms':>9}", file=sys.stderr)
@@ -162,6 +225,16 @@ def main():
         print(f"{r['graph']:<28} {r['n']:>8} {r['edges']:>8} {r['bandwidth_given']:>9} "
               f"{r['bandwidth_rcm']:>7} {r['profile_given']:>14} {r['profile_rcm']:>12} "
               f"{r['ms']:>9.3f}", file=sys.stderr)
+    if tool_rows:
+        print(f"\n{'gmm-infer order':<28} {'bw rcm':>7} {'profile rcm':>12} {'recomputed':>18} "
+              f"{'process ms':>11}", file=sys.stderr)
+        for r in tool_rows:
+            if "error" in r or not r["perm_valid"]:
+                print(f"{r['graph']:<28} {r.get('error', 'INVALID PERMUTATION')}", file=sys.stderr)
+                continue
+            rec = f"{r['bandwidth_recomputed']}/{r['profile_recomputed']}"
+            print(f"{r['graph']:<28} {r['bandwidth_rcm']:>7} {r['profile_rcm']:>12} {rec:>18} "
+                  f"{r['ms']:>11.3f}{'' if r['consistent'] else '  MISMATCH'}", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -55,6 +55,8 @@
  * ERRORS.  Functions return gmm_status and record a reason with gmm_error():
  * GMM_EDIM for mismatched n, bandwidths or kinds (a programming error);
  * GMM_ENOTPD from the Cholesky, with gmm_error_index() the failing row;
+ * GMM_EDOM from the inverse subset when a diagonal entry of L is zero or not
+ * finite (gmm_error_index() the row);
  * GMM_ENOMEM when a workspace cannot be allocated.  Nothing prints or exits.
  *
  * Entries are reached only through the accessors below; code outside
@@ -120,6 +122,20 @@ gmm_status gmm_band_copy_band(gmm_band *dst, const gmm_band *src);
  * band), honouring the symmetric convention when src is SYMMETRIC and dst
  * GENERAL (srcbar(i,j) += dstbar(i,j) + dstbar(j,i)). */
 gmm_status gmm_band_copy_band_rev(const gmm_band *dstbar, gmm_band *srcbar);
+
+/* ---- column blocks (assembling block-banded matrices) ------------------------ */
+
+/* Columns j0 .. j0+w-1 of a band with ku == 0 (SYMMETRIC or LOWER) as a
+ * dense block: slot s (0 <= s <= kl) of column j = j0 + c is entry
+ * (j + s, j) and pairs with blk[c * ldb + s], ldb >= kl + 1; slots whose row
+ * is >= n do not exist and are skipped.  A state-space model assembles each
+ * state's d columns this way from one template, and sums its gradient back.
+ * cols_set: the band's slots = blk.  cols_acc: blk += the band's slots (blk
+ * entries of missing slots untouched).  O(w kl), one copy when the block
+ * lies inside the matrix and ldb == kl + 1.  GMM_EDIM for ku != 0,
+ * j0 + w > n or ldb < kl + 1. */
+gmm_status gmm_band_cols_set(gmm_band *b, size_t j0, size_t w, const double *blk, size_t ldb);
+gmm_status gmm_band_cols_acc(const gmm_band *b, size_t j0, size_t w, double *blk, size_t ldb);
 
 /* ---- element access -------------------------------------------------------- */
 
@@ -212,6 +228,22 @@ gmm_status gmm_band_tri_solve_vec(const gmm_band *L, gmm_trans trans, double *x)
 gmm_status gmm_band_tri_solve_vec_rev(const gmm_band *L, gmm_trans trans, const double *s,
                                       const double *sbar, double *vbar, gmm_band *Lbar,
                                       double *work);
+
+/* Lbar = dc/dL for c = sbar . s + cbar_logdet logdet(L L^T), s = op(L)^{-1} v
+ * (v fixed), given s: the L-parts of gmm_band_tri_solve_vec_rev and of
+ * gmm_band_chol_logdet_rev together, but SET into Lbar (every stored slot
+ * written) rather than accumulated, in one pass over L and Lbar.  The start
+ * of the reverse sweep of a Gaussian log density (the marginal
+ * likelihood's): no zeroed band needed.  work: n doubles (g = op(L)^{-T}
+ * sbar on return) or NULL to allocate.  O(n l). */
+gmm_status gmm_band_tri_solve_vec_rev_set(const gmm_band *L, gmm_trans trans, const double *s,
+                                          const double *sbar, double cbar_logdet,
+                                          gmm_band *Lbar, double *work);
+
+/* x <- L^{-1} x (as gmm_band_tri_solve_vec, op = L) and *logdet = log det(L
+ * L^T) (as gmm_band_chol_logdet, to a few ulps of its size) in one pass over
+ * L: what a Gaussian log density needs from its factor.  O(n l). */
+gmm_status gmm_band_tri_solve_vec_logdet(const gmm_band *L, double *x, double *logdet);
 
 /* X <- op(L)^{-1} X for a dense column-major n x k block X (leading dimension
  * ldx >= n).  O(n l k). */

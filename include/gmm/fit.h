@@ -33,7 +33,11 @@
  * f, wrong when -loglik < 0): stop when (f_{k-past} - f_k) <= delta
  * max(1, |f_k|).  Both count as converged, as does liblbfgs's
  * "already minimised".  Any other stop (iteration limit, line-search failure)
- * is a result with converged = 0, not an error.
+ * is a result with converged = 0, not an error -- except a line-search
+ * stop (rounding: the objective is rough at long lengthscales) where the
+ * Newton decrement g' H^{-1} g / 2, H from central differences of the
+ * gradient, is below 1e-6 in loglik: that point is a maximum for every
+ * statistical purpose and counts as converged (costs 2 nfree evaluations).
  */
 #ifndef GMM_FIT_H
 #define GMM_FIT_H
@@ -97,6 +101,10 @@ typedef struct {
                             * stopped ("converged: gradient norm below
                             * epsilon", "line search failed: rounding
                             * errors prevent progress", ...) */
+    char domain_msg[GMM_ERROR_MAX]; /* when the best start stopped against the
+                            * edge of the objective's domain (trial points
+                            * refused, e.g. below a kernel's accuracy limit):
+                            * the objective's last refusal; else "" */
 } gmm_fit_result;
 
 /* Maximise obj->eval over the free parameters.  On GMM_OK obj->value holds

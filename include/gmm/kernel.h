@@ -110,6 +110,11 @@ typedef struct {
      * (d), and dh/dp (nparam x d, structural slots untouched).  See
      * DEMODULATION. */
     void (*hmod)(const double *p, double tau, double *h, double *dh);
+    /* The state splits into independent blocks of this many consecutive
+     * variables: F, A(dt), Q(dt) and Pinf are zero between blocks at every
+     * parameter value and dt (2: the harmonics of oscillator types).  0: one
+     * block.  See gmm_kernel_blocks. */
+    size_t block;
 } gmm_kernel_type;
 
 extern const gmm_kernel_type gmm_kernel_matern12;
@@ -224,6 +229,17 @@ gmm_status gmm_kernel_rev(const gmm_kernel *k, gmm_kernel_work *w, const double 
 /* True when the observation row depends on time (some damped oscillator
  * factor is demodulated, see DEMODULATION). */
 int gmm_kernel_modulated(const gmm_kernel *k);
+
+/* The independent blocks of the composite state, structurally: block[i]
+ * (d entries) labels state variable i with its block, 0 .. *nblocks - 1 in
+ * order of first appearance, such that F, Pinf, A(dt) and Q(dt) (every
+ * regularisation included) are zero between variables of different blocks
+ * at every theta and dt.  A leaf's blocks are its type's (gmm_kernel_type
+ * .block); a sum stacks its terms' blocks; the blocks of a product X (x) Y
+ * are the pairs (block of X, block of Y) -- generally not consecutive
+ * variables.  A state-space model orders each block consecutively to
+ * narrow the band of its precision (ssm.h).  O(d^2); GMM_ENOMEM. */
+gmm_status gmm_kernel_blocks(const gmm_kernel *k, size_t *block, size_t *nblocks);
 
 /* The composite's observation row at time offset tau from the reference t0
  * (d), at the theta of the last gmm_kernel_stat on w; equals the H of

@@ -62,6 +62,23 @@ gmm_status gmm_marglik_eval(const gmm_band *Q, const gmm_obs *obs, double noise,
  * successful eval (none yet, or the last one failed). */
 gmm_status gmm_marglik_grad(gmm_marglik_work *w, gmm_band *Qbar, double *noisebar);
 
+/* The workspace's own n x n SYMMETRIC band (kl) in which P is formed and
+ * factorised.  A caller may assemble Q directly into it (every stored slot)
+ * and pass it as Q to gmm_marglik_eval: no copy of Q is then made.  Its
+ * contents are destroyed by that eval (they become the factor), so Q must
+ * be assembled again before each eval.  Calling this invalidates the last
+ * eval (grad and posterior refuse until the next one).  NULL + GMM_EINVAL
+ * for a NULL w. */
+gmm_band *gmm_marglik_prior_band(gmm_marglik_work *w);
+
+/* As gmm_marglik_grad, but dlogp/dQ is not added into a caller's band: it is
+ * left in the workspace and *Qbar points at it (SYMMETRIC, Q's shape,
+ * band.h's convention; valid until the next eval, grad or grad_view on w).
+ * Saves zeroing and adding a band of (kl + 1) n doubles per evaluation.
+ * Only for an eval given prior_logdet (the prior term is then the
+ * caller's); GMM_EINVAL otherwise or without a successful eval. */
+gmm_status gmm_marglik_grad_view(gmm_marglik_work *w, const gmm_band **Qbar, double *noisebar);
+
 /* Posterior of f after the last eval: mean (length n, or NULL) and the band
  * of the posterior covariance (SYMMETRIC, kl >= Q->kl, or NULL) from the
  * Takahashi inverse subset -- its diagonal gives marginal variances, its d x d

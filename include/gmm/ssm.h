@@ -14,7 +14,10 @@
  *   A_k = A(t_k - t_{k-1}),  Q_k = Q(t_k - t_{k-1}),
  *   y_r = H x_{state(r)} + e_r,  e_r ~ N(0, noise.variance).
  *
- * The prior precision (SYMMETRIC band, lower bandwidth 2d - 1) has diagonal
+ * The prior precision (SYMMETRIC band, lower bandwidth 2d - 1, or d - 1 + s
+ * when the kernel's state splits into independent blocks of at most s
+ * variables, each state's variables then listed block by block: see BLOCKS in
+ * ssm.c; gmm_ssm_bandwidth reports it) has diagonal
  * blocks Pinf^-1 + A_1' Q_1^-1 A_1, Q_k^-1 + A_{k+1}' Q_{k+1}^-1 A_{k+1},
  * Q_{K-1}^-1 and sub-diagonal blocks -Q_k^-1 A_k; log|Q_prior| = -log|Pinf|
  * - sum_k log|Q_k| from the d x d blocks.  (A_k, Q_k) are computed once per
@@ -140,13 +143,26 @@ gmm_status gmm_ssm_loglik(gmm_ssm *m, const double *theta, double *loglik, doubl
 gmm_status gmm_ssm_objective(gmm_ssm *m, const double *theta0, gmm_objective *obj);
 
 /* Posterior mean and variance of the latent f at nq query inputs xq (any
- * order, inside or outside the data range, repeats allowed): the queries are
- * inserted as states without observations into a model of the same data,
- * kernel and damping, whose posterior (gmm_marglik_posterior: Takahashi band
- * of the covariance) gives H mu_k and H Sigma_kk H'.  A query within the
- * model's merge_tol of an input shares its state.  Allocates the augmented
- * model for the call.  Errors as gmm_ssm_loglik (a query closer to an input
- * than the accuracy limit is refused the same way), GMM_ENOMEM. */
+ * order, inside or outside the data range, repeats allowed; mean and var
+ * have nq entries).  The queries are NOT added to the model: it is
+ * evaluated once at theta on its own data (a copy of m, same kernel and
+ * damping), and the posterior of the data states (gmm_marglik_posterior:
+ * mean and the Takahashi band of the covariance, lower bandwidth 2d - 1,
+ * i.e. the blocks (k, k) and (k+1, k)) gives each query exactly by the
+ * Markov property: at a state, that state's posterior; between states k and
+ * k + 1, the bridge x(t) | x_k, x_{k+1} of the two sub-intervals (only
+ * Q(t_{k+1} - t_k), an interval of the model, is factorised); beyond the
+ * last state, A x + q; before the first, the stationary prior conditioned on
+ * the first state.  f(t) = h(t)' x(t) with the model's own row (rotating
+ * coordinates included).  So a query may be at ANY distance from an input or
+ * from another query (no spacing check: a query 1e-9 lengthscales from an
+ * input is as accurate as the posterior at that input); queries are
+ * independent marginals.  A query within the model's merge_tol of an input
+ * gets that input's state.  Allocates a copy of the model and the posterior
+ * for the call.  O(n log n + N d^2 + nq (d^3 + log K)).  Errors as
+ * gmm_ssm_loglik on the data alone (a bad theta, data inputs closer than
+ * the accuracy limit, GMM_ENOTPD), GMM_EINVAL for a NULL argument or a
+ * non-finite query (index in gmm_error_index()), GMM_ENOMEM. */
 gmm_status gmm_ssm_predict(const gmm_ssm *m, const double *theta, const double *xq, size_t nq,
                            double *mean, double *var);
 

@@ -151,6 +151,60 @@ gmm_status gmm_band_copy_band_rev(const gmm_band *dstbar, gmm_band *srcbar)
     return GMM_OK;
 }
 
+static gmm_status check_cols(const char *who, const gmm_band *b, size_t j0, size_t w,
+                             size_t ldb)
+{
+    if (b->ku != 0 || j0 > b->n || w > b->n - j0 || ldb < b->kl + 1)
+        return gmm_error(GMM_EDIM, "band %s: columns %zu..+%zu of a %zu x %zu band (ku %zu) "
+                                   "with block stride %zu < kl + 1 = %zu",
+                         who, j0, w, b->n, b->n, b->ku, ldb, b->kl + 1);
+    return GMM_OK;
+}
+
+/* With ku == 0, columns j0 .. j0+w-1 are w * ld consecutive doubles starting
+ * at entry (j0, j0); every slot exists when the last column's bottom slot,
+ * row j0 + w - 1 + kl, is inside the matrix. */
+static int cols_whole(const gmm_band *b, size_t j0, size_t w, size_t ldb)
+{
+    return ldb == b->ld && j0 + w - 1 + b->kl < b->n;
+}
+
+gmm_status gmm_band_cols_set(gmm_band *b, size_t j0, size_t w, const double *blk, size_t ldb)
+{
+    gmm_status st = check_cols("cols_set", b, j0, w, ldb);
+    if (st != GMM_OK || w == 0)
+        return st;
+    if (cols_whole(b, j0, w, ldb)) {
+        memcpy(gmm_band_col(b, j0) + j0, blk, w * b->ld * sizeof *blk);
+        return GMM_OK;
+    }
+    for (size_t c = 0; c < w; c++) {
+        size_t j = j0 + c, cnt = b->n - j < b->ld ? b->n - j : b->ld;
+        memcpy(gmm_band_col(b, j) + j, blk + c * ldb, cnt * sizeof *blk);
+    }
+    return GMM_OK;
+}
+
+gmm_status gmm_band_cols_acc(const gmm_band *b, size_t j0, size_t w, double *blk, size_t ldb)
+{
+    gmm_status st = check_cols("cols_acc", b, j0, w, ldb);
+    if (st != GMM_OK || w == 0)
+        return st;
+    if (cols_whole(b, j0, w, ldb)) {
+        const double *p = gmm_band_col(b, j0) + j0;
+        for (size_t t = 0; t < w * b->ld; t++)
+            blk[t] += p[t];
+        return GMM_OK;
+    }
+    for (size_t c = 0; c < w; c++) {
+        size_t j = j0 + c, cnt = b->n - j < b->ld ? b->n - j : b->ld;
+        const double *p = gmm_band_col(b, j) + j;
+        for (size_t s = 0; s < cnt; s++)
+            blk[c * ldb + s] += p[s];
+    }
+    return GMM_OK;
+}
+
 void gmm_band_diag(const gmm_band *A, double *d)
 {
     for (size_t i = 0; i < A->n; i++)

@@ -23,6 +23,8 @@
 
 #include <math.h>
 
+#include "band_selinv_impl.h"
+
 /* Step i of the sweep: stored column i of S from the later columns. */
 static void selinv_col(const gmm_band *L, gmm_band *S, size_t i)
 {
@@ -33,29 +35,29 @@ static void selinv_col(const gmm_band *L, gmm_band *S, size_t i)
     size_t jmax = i + S->kl < n ? i + S->kl : n - 1; /* last row of S's column i */
     double d = Lc[i];
 
+    /* k > j: Sigma(k,j) is stored (k,j), column j (k - j < l <= l'). */
     for (size_t j = i + 1; j <= jmax; j++)
-        Sc[j] = 0.0;
-    /* k <= j: Sigma(k,j) is stored (j,k), column k. */
-    for (size_t k = i + 1; k <= kmax; k++) {
+        Sc[j] = j < kmax ? selinv_dot(Lc + j + 1, gmm_band_col(S, j) + j + 1, kmax - j) : 0.0;
+    /* k <= j: Sigma(k,j) is stored (j,k), column k; two columns per pass
+     * halve the loads and stores of Sc. */
+    size_t k = i + 1;
+    for (; k + 1 <= kmax; k += 2) {
+        const double a0 = Lc[k], a1 = Lc[k + 1];
+        const double *S0 = gmm_band_col(S, k), *S1 = gmm_band_col(S, k + 1);
+        Sc[k] += a0 * S0[k];
+        for (size_t j = k + 1; j <= jmax; j++)
+            Sc[j] += a0 * S0[j] + a1 * S1[j];
+    }
+    if (k <= kmax) {
         const double a = Lc[k], *Sk = gmm_band_col(S, k);
         for (size_t j = k; j <= jmax; j++)
             Sc[j] += a * Sk[j];
-    }
-    /* k > j: Sigma(k,j) is stored (k,j), column j (k - j < l <= l'). */
-    for (size_t j = i + 1; j < kmax; j++) {
-        const double *Sj = gmm_band_col(S, j);
-        double s = 0.0;
-        for (size_t k = j + 1; k <= kmax; k++)
-            s += Lc[k] * Sj[k];
-        Sc[j] += s;
     }
     for (size_t j = i + 1; j <= jmax; j++)
         Sc[j] = -Sc[j] / d;
 
     /* The diagonal reads the off-diagonals of its own column just written. */
-    double t = 0.0;
-    for (size_t k = i + 1; k <= kmax; k++)
-        t += Lc[k] * Sc[k];
+    double t = kmax > i ? selinv_dot(Lc + i + 1, Sc + i + 1, kmax - i) : 0.0;
     Sc[i] = (1.0 / d - t) / d;
 }
 

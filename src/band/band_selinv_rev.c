@@ -40,6 +40,8 @@
 
 #include <math.h>
 
+#include "band_selinv_impl.h"
+
 static void selinv_rev_col(const gmm_band *L, const gmm_band *S, gmm_band *Sbar, gmm_band *Lbar,
                            size_t i)
 {
@@ -57,23 +59,34 @@ static void selinv_rev_col(const gmm_band *L, const gmm_band *S, gmm_band *Sbar,
         Bc[k] += tb * Lc[k];
     }
 
-    for (size_t j = i + 1; j <= jmax; j++) {
-        dbar -= Bc[j] * Sc[j] / d;
+    if (jmax > i)
+        dbar -= selinv_dot(Bc + i + 1, Sc + i + 1, jmax - i) / d;
+    for (size_t j = i + 1; j <= jmax; j++)
         Bc[j] = -Bc[j] / d; /* now tbar_ij */
-    }
     /* j >= k: S[k,j] is stored (j,k), column k. */
     for (size_t k = i + 1; k <= kmax; k++) {
-        const double a = Lc[k], *Sk = gmm_band_col(S, k);
+        const double a = Lc[k];
         double *Bk = gmm_band_col(Sbar, k);
-        double s = 0.0;
-        for (size_t j = k; j <= jmax; j++) {
-            s += Bc[j] * Sk[j];
+        Lbc[k] += selinv_dot(Bc + k, gmm_band_col(S, k) + k, jmax - k + 1);
+        for (size_t j = k; j <= jmax; j++)
             Bk[j] += a * Bc[j];
-        }
-        Lbc[k] += s;
     }
-    /* j < k: S[k,j] is stored (k,j), column j. */
-    for (size_t j = i + 1; j < kmax; j++) {
+    /* j < k: S[k,j] is stored (k,j), column j; two columns j, j+1 per pass
+     * halve the loads and stores of Lbar's column. */
+    size_t j = i + 1;
+    for (; j + 1 < kmax; j += 2) {
+        const double b0 = Bc[j], b1 = Bc[j + 1];
+        const double *S0 = gmm_band_col(S, j), *S1 = gmm_band_col(S, j + 1);
+        double *B0 = gmm_band_col(Sbar, j), *B1 = gmm_band_col(Sbar, j + 1);
+        Lbc[j + 1] += b0 * S0[j + 1];
+        B0[j + 1] += b0 * Lc[j + 1];
+        for (size_t k = j + 2; k <= kmax; k++) {
+            Lbc[k] += b0 * S0[k] + b1 * S1[k];
+            B0[k] += b0 * Lc[k];
+            B1[k] += b1 * Lc[k];
+        }
+    }
+    if (j < kmax) {
         const double b = Bc[j], *Sj = gmm_band_col(S, j);
         double *Bj = gmm_band_col(Sbar, j);
         for (size_t k = j + 1; k <= kmax; k++) {

@@ -1,8 +1,8 @@
 /* band_solve.c -- triangular solves with a banded lower-triangular L:
  * vector, dense block and banded right-hand sides (band.h section 2).
  *
- * Vector and block solves are CBLAS dtbsv on the LAPACK band layout, one
- * column at a time (O(n l) per column).
+ * Vector and block solves are substitutions down (L) or up (L^T) the stored
+ * columns, one right-hand side at a time (O(n l) per column).
  *
  * SOLVE BY A BANDED RIGHT-HAND SIDE (paper appendix, Alg. 5).  X = op(L)^{-1} B
  * is dense in general, but the entries inside a band are exact entries of the
@@ -29,59 +29,135 @@
  */
 #include "gmm/band.h"
 
-#include <cblas.h>
-#include <limits.h>
 #include <string.h>
 
 #include "gmm/alloc.h"
+#include "band_solve_impl.h"
 
 static size_t min_sz(size_t a, size_t b) { return a < b ? a : b; }
 
-/* L must be a LOWER band whose order fits CBLAS's int. */
+/* L must be a LOWER band. */
 static gmm_status check_factor(const char *who, const gmm_band *L)
 {
     if (L->kind != GMM_BAND_LOWER)
         return gmm_error(GMM_EDIM, "%s: L must be LOWER (kind %d given)", who, (int)L->kind);
-    if (L->n > INT_MAX || L->ld > INT_MAX)
-        return gmm_error(GMM_EDIM, "%s: n = %zu too large for CBLAS", who, L->n);
     return GMM_OK;
-}
-
-/* x <- op(L)^{-1} x. */
-static void tbsv(const gmm_band *L, gmm_trans trans, double *x)
-{
-    if (L->n == 0)
-        return;
-    cblas_dtbsv(CblasColMajor, CblasLower, trans == GMM_TRANS ? CblasTrans : CblasNoTrans,
-                CblasNonUnit, (int)L->n, (int)L->kl, L->data, (int)L->ld, x, 1);
 }
 
 /* x[r0..r1] <- L[r0..r1, r0..r1]^{-1} x[r0..r1], column by column so that L
  * is read down its contiguous stored columns.  Hand loops rather than dtbsv:
  * the segments are as short as X's band, where a BLAS call per column costs
- * more than the arithmetic. */
+ * more than the arithmetic.  Dividing by the reciprocal keeps the division
+ * off the chain x(m) -> x(m+1) (it depends on L only). */
 static void forward_segment(const gmm_band *L, size_t r0, size_t r1, double *x)
 {
     for (size_t m = r0; m <= r1; m++) {
         const double *l = gmm_band_col(L, m);
-        double xm = x[m] /= l[m];
-        size_t i1 = min_sz(r1, m + L->kl);
-        for (size_t i = m + 1; i <= i1; i++)
-            x[i] -= l[i] * xm;
+        double inv = 1.0 / l[m];
+        double xm = x[m] *= inv;
+        size_t len = min_sz(r1, m + L->kl) - m;
+        /* restrict: x is never inside L (spares the overlap tests) */
+        double *restrict xs = x + m + 1;
+        const double *restrict ls = l + m + 1;
+        for (size_t i = 0; i < len; i++)
+            xs[i] -= ls[i] * xm;
     }
 }
 
-/* x[r0..r1] <- L[r0..r1, r0..r1]^{-T} x[r0..r1], bottom row first. */
+/* x[r0..r1] <- L[r0..r1, r0..r1]^{-T} x[r0..r1], bottom row first (see
+ * band_dot_far for the order of the sum). */
 static void backward_segment(const gmm_band *L, size_t r0, size_t r1, double *x)
 {
     for (size_t i = r1 + 1; i-- > r0;) {
         const double *l = gmm_band_col(L, i);
         size_t m1 = min_sz(r1, i + L->kl);
-        double s = x[i];
-        for (size_t m = i + 1; m <= m1; m++)
-            s -= l[m] * x[m];
-        x[i] = s / l[i];
+        double inv = 1.0 / l[i];
+        double s = x[i] - band_dot_far(l, x, i + 2, m1);
+        if (i + 1 <= m1)
+            s -= l[i + 1] * x[i + 1];
+        x[i] = s * inv;
     }
+}
+
+/* One row of forward substitution by rows: x(i) = (x(i) - sum_m L(i,m) x(m))
+ * / L(i,i) over m = i-len .. i-1, row[m * st] = L(i, m); xp = x(i-1) carried
+ * in a register.  The far terms (x known for a while) go to band_dot_far's
+ * partial sums, so the chain x(i-1) -> x(i) is a multiply-add and a
+ * multiply.  Only scalar loads and stores of x: a vectorised column update
+ * (x(m+1..m+l) -= L(m+1..,m) x(m)) would load 16 bytes across the 8-byte
+ * stores of the previous column, defeating store forwarding every column. */
+BAND_INLINE double forward_row(const double *row, size_t st, double *x, size_t i, size_t len,
+                               double xp)
+{
+    double s = x[i];
+    if (len >= 2)
+        s -= band_dot_far_strided(row + (i - len) * st, st, x + (i - len), len - 1);
+    if (len >= 1)
+        s -= row[(i - 1) * st] * xp;
+    double xi = s * (1.0 / row[i * st]);
+    x[i] = xi;
+    return xi;
+}
+
+/* x <- L^{-1} x over all rows, L of bandwidth l (a constant in the
+ * specialised copies: the rows past the first l have l terms); when ld,
+ * also log det(L L^T) (band_logdet_*). */
+BAND_INLINE void forward_all(const gmm_band *L, size_t l, double *x, double *ld)
+{
+    size_t n = L->n, st = L->ld - 1, i0 = l < n ? l : n;
+    const double *d0 = gmm_band_col(L, 0); /* entry (i, m) at d0[m * st + i] */
+    band_logdet acc;
+    band_logdet_init(&acc);
+    double xp = 0.0;
+    for (size_t i = 0; i < i0; i++) {
+        xp = forward_row(d0 + i, st, x, i, i, xp);
+        if (ld)
+            band_logdet_add(&acc, d0[i * st + i]);
+    }
+    for (size_t i = i0; i < n; i++) {
+        xp = forward_row(d0 + i, st, x, i, l, xp);
+        if (ld)
+            band_logdet_add(&acc, d0[i * st + i]);
+    }
+    if (ld)
+        *ld = band_logdet_value(&acc);
+}
+
+/* x <- op(L)^{-1} x (and log det(L L^T) into *ld when ld, op = L only).  Not
+ * CBLAS dtbsv: it spends a daxpy/ddot call per column, several times the
+ * arithmetic of a column for the bandwidths of state-space models. */
+static void tbsv(const gmm_band *L, gmm_trans trans, double *x, double *ld)
+{
+    if (L->n == 0) {
+        if (ld)
+            *ld = 0.0;
+        return;
+    }
+    if (trans == GMM_TRANS) {
+        backward_segment(L, 0, L->n - 1, x);
+        return;
+    }
+    switch (L->kl) {
+#define FIXED(K)                                                                                   \
+    case K:                                                                                        \
+        forward_all(L, K, x, ld);                                                                  \
+        break;
+        BAND_FIXED_BANDWIDTHS(FIXED)
+#undef FIXED
+    default:
+        forward_all(L, L->kl, x, ld);
+    }
+}
+
+gmm_status gmm_band_tri_solve_vec_logdet(const gmm_band *L, double *x, double *logdet)
+{
+    gmm_status st = check_factor("tri_solve_vec_logdet", L);
+    if (st != GMM_OK)
+        return st;
+    if (!logdet)
+        return gmm_error(GMM_EINVAL, "tri_solve_vec_logdet: NULL logdet");
+    tbsv(L, GMM_NOTRANS, x, logdet);
+    return GMM_OK;
 }
 
 gmm_status gmm_band_tri_solve_vec(const gmm_band *L, gmm_trans trans, double *x)
@@ -89,7 +165,7 @@ gmm_status gmm_band_tri_solve_vec(const gmm_band *L, gmm_trans trans, double *x)
     gmm_status st = check_factor("tri_solve_vec", L);
     if (st != GMM_OK)
         return st;
-    tbsv(L, trans, x);
+    tbsv(L, trans, x, NULL);
     return GMM_OK;
 }
 
@@ -102,7 +178,7 @@ gmm_status gmm_band_tri_solve_mat(const gmm_band *L, gmm_trans trans, size_t k, 
     if (k > 0 && ldx < L->n)
         return gmm_error(GMM_EDIM, "tri_solve_mat: ldx = %zu < n = %zu", ldx, L->n);
     for (size_t c = 0; c < k; c++)
-        tbsv(L, trans, X + c * ldx);
+        tbsv(L, trans, X + c * ldx, NULL);
     return GMM_OK;
 }
 

@@ -41,6 +41,7 @@
 #include <string.h>
 
 #include "gmm/alloc.h"
+#include "band_solve_impl.h"
 
 static size_t min_sz(size_t a, size_t b) { return a < b ? a : b; }
 static size_t max_sz(size_t a, size_t b) { return a > b ? a : b; }
@@ -74,12 +75,164 @@ static void lbar_outer(gmm_band *Lbar, size_t k, const double *A, size_t lda, co
     }
 }
 
+/* One sweep for a single right-hand side: g = op(L)^{-T} sbar into G (which
+ * holds sbar on entry) and, when Lbar, the band outer product of the
+ * derivation -- set (=) or accumulated (+=) -- column by column as each g(m)
+ * becomes final, so L and Lbar are each streamed once; plus ldbar / L(i,i)
+ * on the diagonal (ldbar = 2 cbar: the adjoint of cbar logdet(L L^T)).
+ *   op = L:    g by back substitution (rows n-1 .. 0); column i of Lbar is
+ *              -g(i..i+l) s(i), final once g(i) is.
+ *   op = L^T:  g by forward substitution down the columns; column m of Lbar
+ *              is -s(m..m+l) g(m).
+ * Reciprocals and the order of the sums as in band_solve.c. */
+static void vec_rev_sweep(const gmm_band *L, gmm_trans trans, const double *s, double *G,
+                          gmm_band *Lbar, int set, double ldbar)
+{
+    size_t n = L->n, l = L->kl;
+    if (trans == GMM_NOTRANS) {
+        for (size_t i = n; i-- > 0;) {
+            const double *lc = gmm_band_col(L, i);
+            size_t e = min_sz(n - 1, i + l);
+            double inv = 1.0 / lc[i];
+            double t = G[i] - band_dot_far(lc, G, i + 2, e);
+            if (i + 1 <= e)
+                t -= lc[i + 1] * G[i + 1];
+            G[i] = t * inv;
+            if (!Lbar)
+                continue;
+            /* restrict: Lbar never shares storage with the work vector,
+             * which spares the vectorised loops their overlap tests */
+            double *restrict c = gmm_band_col(Lbar, i) + i;
+            const double *restrict g = G + i;
+            double si = s[i];
+            size_t len = e - i + 1;
+            if (set)
+                for (size_t m = 0; m < len; m++)
+                    c[m] = -g[m] * si;
+            else
+                for (size_t m = 0; m < len; m++)
+                    c[m] -= g[m] * si;
+            c[0] += ldbar * inv;
+        }
+    } else {
+        for (size_t m = 0; m < n; m++) {
+            const double *lc = gmm_band_col(L, m);
+            size_t e = min_sz(n - 1, m + l);
+            double inv = 1.0 / lc[m];
+            double gm = G[m] *= inv;
+            {
+                double *restrict g = G + m;
+                const double *restrict lm = lc + m;
+                for (size_t i = 1; i <= e - m; i++)
+                    g[i] -= lm[i] * gm;
+            }
+            if (!Lbar)
+                continue;
+            double *restrict c = gmm_band_col(Lbar, m) + m;
+            const double *restrict sm = s + m;
+            size_t len = e - m + 1;
+            if (set)
+                for (size_t i = 0; i < len; i++)
+                    c[i] = -sm[i] * gm;
+            else
+                for (size_t i = 0; i < len; i++)
+                    c[i] -= sm[i] * gm;
+            c[0] += ldbar * inv;
+        }
+    }
+}
+
+/* The op = L, set case of vec_rev_sweep (the marginal likelihood's), with
+ * the bandwidth l a constant in the specialised copies (band_solve_impl.h). */
+/* One column; gp carries g(i+1) in a register from the previous column (the
+ * critical path), and returns g(i). */
+BAND_INLINE double notrans_set_col(const double *restrict lc, double *restrict g,
+                                   double *restrict c, double si, size_t len, double ldbar,
+                                   double gp)
+{
+    double inv = 1.0 / lc[0];
+    double t = g[0] - band_dot_far(lc, g, 2, len);
+    if (len >= 1)
+        t -= lc[1] * gp;
+    double gi = t * inv;
+    g[0] = gi;
+    c[0] = -gi * si + ldbar * inv;
+    /* g(i+1) from the register: a vector load of g(i+1..) would straddle
+     * its recent 8-byte store */
+    if (len >= 1)
+        c[1] = -gp * si;
+    for (size_t m = 2; m <= len; m++)
+        c[m] = -g[m] * si;
+    return gi;
+}
+
+BAND_INLINE void notrans_set_sweep(const gmm_band *L, size_t l, const double *s, double *G,
+                                   gmm_band *Lbar, double ldbar)
+{
+    size_t n = L->n, ifull = n > l ? n - l : 0;
+    double gp = 0.0;
+    for (size_t i = n; i-- > ifull;)
+        gp = notrans_set_col(gmm_band_col(L, i) + i, G + i, gmm_band_col(Lbar, i) + i, s[i],
+                             n - 1 - i, ldbar, gp);
+    for (size_t i = ifull; i-- > 0;)
+        gp = notrans_set_col(gmm_band_col(L, i) + i, G + i, gmm_band_col(Lbar, i) + i, s[i], l,
+                             ldbar, gp);
+}
+
+static gmm_status vec_rev(const char *who, const gmm_band *L, gmm_trans trans, const double *s,
+                          const double *sbar, double *vbar, gmm_band *Lbar, double *work,
+                          int set, double ldbar)
+{
+    gmm_status st = check_lbar(who, L, Lbar);
+    if (st != GMM_OK)
+        return st;
+    size_t n = L->n;
+    if ((!vbar && !Lbar) || n == 0)
+        return GMM_OK;
+    double *G = work, *own = NULL;
+    if (!G) {
+        G = own = gmm_malloc(n, sizeof *G);
+        if (!G)
+            return gmm_error(GMM_ENOMEM, "%s: out of memory (%zu doubles)", who, n);
+    }
+    memcpy(G, sbar, n * sizeof *G);
+    if (set && trans == GMM_NOTRANS) {
+        switch (L->kl) {
+#define FIXED(K)                                                                                   \
+    case K:                                                                                        \
+        notrans_set_sweep(L, K, s, G, Lbar, ldbar);                                                \
+        break;
+            BAND_FIXED_BANDWIDTHS(FIXED)
+#undef FIXED
+        default:
+            notrans_set_sweep(L, L->kl, s, G, Lbar, ldbar);
+        }
+    } else {
+        vec_rev_sweep(L, trans, s, G, Lbar, set, ldbar);
+    }
+    /* vbar after the sweep, so that vbar may share storage with s. */
+    if (vbar)
+        for (size_t i = 0; i < n; i++)
+            vbar[i] += G[i];
+    gmm_free(own);
+    return GMM_OK;
+}
+
 gmm_status gmm_band_tri_solve_vec_rev(const gmm_band *L, gmm_trans trans, const double *s,
                                       const double *sbar, double *vbar, gmm_band *Lbar,
                                       double *work)
 {
-    return gmm_band_tri_solve_mat_rev(L, trans, 1, s, L->n, sbar, L->n, vbar, L->n, Lbar,
-                                      work);
+    return vec_rev("tri_solve_vec_rev", L, trans, s, sbar, vbar, Lbar, work, 0, 0.0);
+}
+
+gmm_status gmm_band_tri_solve_vec_rev_set(const gmm_band *L, gmm_trans trans, const double *s,
+                                          const double *sbar, double cbar_logdet,
+                                          gmm_band *Lbar, double *work)
+{
+    if (!Lbar)
+        return gmm_error(GMM_EINVAL, "tri_solve_vec_rev_set: NULL Lbar");
+    return vec_rev("tri_solve_vec_rev_set", L, trans, s, sbar, NULL, Lbar, work, 1,
+                   2.0 * cbar_logdet);
 }
 
 gmm_status gmm_band_tri_solve_mat_rev(const gmm_band *L, gmm_trans trans, size_t k,

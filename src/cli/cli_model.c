@@ -107,6 +107,12 @@ int cli_model_opt(cli_model_opts *o, const char *cmd, int c, const char *arg)
     case CLI_OPT_MERGE_TOL: return parse_positive(cmd, "merge-tol", arg, 1, &o->merge_tol);
     case CLI_OPT_FREE_PERIOD: o->free_period = 1; return 1;
     case CLI_OPT_VERBOSE: o->verbose = 1; return 1;
+    case CLI_OPT_EXPOSURE:
+        /* An exposure scales a count's rate; the Gaussian model has none.
+         * Refused by name rather than accepted and ignored. */
+        cli_msg(cmd, "--exposure applies to count likelihoods (Poisson), not to the Gaussian "
+                     "marginal likelihood of this command");
+        return -1;
     case CLI_OPT_FIX: {
         const char **f = gmm_realloc((void *)o->fix, o->nfix + 1, sizeof *f);
         if (!f) {
@@ -614,6 +620,33 @@ int cli_model_from_file(const char *cmd, const gmm_model *mf, const char *data, 
 fail:
     cli_model_free(m);
     return rc;
+}
+
+int cli_model_positional(const char *cmd, int argc, char **argv, cli_model_opts *o)
+{
+    if (optind < argc)
+        o->data = argv[optind++];
+    if (optind < argc) {
+        cli_msg(cmd, "unexpected argument '%s'", argv[optind]);
+        return CLI_EXIT_USAGE;
+    }
+    return 0;
+}
+
+int cli_model_open(const char *cmd, const cli_model_opts *o, const char *model_path,
+                   gmm_model *mf, cli_model **out)
+{
+    *out = NULL;
+    if (!model_path)
+        return cli_model_load(cmd, o, out);
+    if (o->given) {
+        cli_msg(cmd, "--model takes the model from the file: give no model options with it");
+        return CLI_EXIT_USAGE;
+    }
+    gmm_status s = gmm_model_read(model_path, mf);
+    if (s != GMM_OK)
+        return cli_fail(cmd, s);
+    return cli_model_from_file(cmd, mf, o->data, o->verbose, out);
 }
 
 gmm_objective *cli_model_objective(cli_model *m) { return &m->obj; }

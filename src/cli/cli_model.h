@@ -53,6 +53,7 @@ enum {
     CLI_OPT_MERGE_TOL,
     CLI_OPT_FIX,
     CLI_OPT_FREE_PERIOD,
+    CLI_OPT_EXPOSURE,
     CLI_OPT_VERBOSE,
     CLI_OPT_FIRST_COMMAND /* commands number their own options from here */
 };
@@ -71,6 +72,7 @@ enum {
         {"merge-tol", required_argument, NULL, CLI_OPT_MERGE_TOL},                              \
         {"fix", required_argument, NULL, CLI_OPT_FIX},                                          \
         {"free-period", no_argument, NULL, CLI_OPT_FREE_PERIOD},                                \
+        {"exposure", required_argument, NULL, CLI_OPT_EXPOSURE},                                \
         {"verbose", no_argument, NULL, CLI_OPT_VERBOSE}
 
 /* Help text for the options above (printed by each command's --help). */
@@ -94,6 +96,16 @@ int cli_model_load(const char *cmd, const cli_model_opts *o, cli_model **out);
 int cli_model_from_file(const char *cmd, const gmm_model *mf, const char *data, int verbose,
                         cli_model **out);
 void cli_model_free(cli_model *m);
+
+/* After getopt: take the optional positional DATA.csv from argv[optind..]
+ * into o->data (an extra argument is a usage error).  Returns an exit code. */
+int cli_model_positional(const char *cmd, int argc, char **argv, cli_model_opts *o);
+/* The model a command works on: from `model_path` (fit's output; then no
+ * model option may be given, and o->data, when set, overrides its data
+ * file) or else from the options.  mf receives the file's contents (free
+ * with gmm_model_free).  Returns an exit code. */
+int cli_model_open(const char *cmd, const cli_model_opts *o, const char *model_path,
+                   gmm_model *mf, cli_model **out);
 
 /* The objective (names, values, positive/fixed flags, eval). */
 gmm_objective *cli_model_objective(cli_model *m);

@@ -111,14 +111,8 @@ int cmd_fit(int argc, char **argv)
             goto done;
         }
     }
-    if (optind < argc)
-        o.data = argv[optind++];
-    if (optind < argc) {
-        cli_msg(cmd, "unexpected argument '%s'", argv[optind]);
-        rc = CLI_EXIT_USAGE;
-        goto done;
-    }
-    if ((rc = cli_model_load(cmd, &o, &m)) != 0)
+    if ((rc = cli_model_positional(cmd, argc, argv, &o)) != 0 ||
+        (rc = cli_model_load(cmd, &o, &m)) != 0)
         goto done;
 
     progress_ctx pc = {cmd, o.verbose || isatty(STDERR_FILENO)};
@@ -141,6 +135,8 @@ int cmd_fit(int argc, char **argv)
         cli_msg(cmd, "warning: not converged after %zu iterations (%s); writing the best "
                      "point with \"converged\": false",
                 res.iterations, res.message);
+    if (!res.converged && res.domain_msg[0])
+        cli_msg(cmd, "the last refused trial point: %s", res.domain_msg);
     else if (o.verbose)
         cli_msg(cmd, "%s after %zu iterations, %zu evaluations", res.message, res.iterations,
                 res.evaluations);

@@ -57,29 +57,8 @@ int cmd_loglik(int argc, char **argv)
             goto done;
         }
     }
-    if (optind < argc)
-        o.data = argv[optind++];
-    if (optind < argc) {
-        cli_msg(cmd, "unexpected argument '%s'", argv[optind]);
-        rc = CLI_EXIT_USAGE;
-        goto done;
-    }
-    if (model_path && o.given) {
-        cli_msg(cmd, "--model takes the model from the file: give no model options with it");
-        rc = CLI_EXIT_USAGE;
-        goto done;
-    }
-    if (model_path) {
-        gmm_status s = gmm_model_read(model_path, &mf);
-        if (s != GMM_OK) {
-            rc = cli_fail(cmd, s);
-            goto done;
-        }
-        rc = cli_model_from_file(cmd, &mf, o.data, o.verbose, &m);
-    } else {
-        rc = cli_model_load(cmd, &o, &m);
-    }
-    if (rc)
+    if ((rc = cli_model_positional(cmd, argc, argv, &o)) != 0 ||
+        (rc = cli_model_open(cmd, &o, model_path, &mf, &m)) != 0)
         goto done;
 
     gmm_objective *obj = cli_model_objective(m);

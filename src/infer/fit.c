@@ -79,6 +79,8 @@ typedef struct {
     double *pf;          /* past values of f for the decrease test */
     size_t start, iter, evals;
     int start_failed, stopped_delta, cancelled;
+    int domain_hit;      /* a trial point was refused by the objective ... */
+    char domain_msg[GMM_ERROR_MAX]; /* ... with this message (the last one) */
     gmm_status fail_status;
     char fail_msg[GMM_ERROR_MAX];
 } run_ctx;
@@ -157,6 +159,9 @@ static lbfgsfloatval_t evaluate(void *instance, const lbfgsfloatval_t *x, lbfgsf
         memset(g, 0, nf * sizeof *g);
         return 0.0;
     }
+    /* Remember why: a fit that ends against the domain's edge says so. */
+    c->domain_hit = 1;
+    snprintf(c->domain_msg, sizeof c->domain_msg, "%s", gmm_error_message());
     /* Mirror of the linear model from the anchor (see fit.h): above f0, so
      * the trial is rejected; slope -g0.s > 0, so the cubic backtracks. */
     double dg = 0.0;
@@ -230,11 +235,91 @@ static const char *lbfgs_message(int ret)
     }
 }
 
+/* A line search that stops on rounding near the optimum is common here: at
+ * long lengthscales the state-space loglik is rough at ~1e-7 relative (the
+ * band holds entries ~ (lengthscale/dt)^(2 nu)), so liblbfgs cannot see a
+ * decrease although the gradient is not yet below epsilon.  Whether such a
+ * stop is at the maximum is decided by the Newton decrement
+ * g' H^{-1} g / 2 -- the loglik a Newton step would still gain -- with H
+ * from central differences of the analytic gradient (2 nfree evaluations,
+ * once per stop; H is nfree x nfree, the number of parameters).  Below
+ * NEWTON_GAIN nats the fit is converged for every statistical purpose. */
+#define NEWTON_GAIN 1e-6
+#define NEWTON_STEP 1e-4
+
+static int line_search_stop(int ret)
+{
+    return ret == LBFGSERR_ROUNDING_ERROR || ret == LBFGSERR_MINIMUMSTEP ||
+           ret == LBFGSERR_MAXIMUMLINESEARCH || ret == LBFGSERR_WIDTHTOOSMALL ||
+           ret == LBFGSERR_INCREASEGRADIENT || ret == LBFGSERR_OUTOFINTERVAL;
+}
+
+/* The Newton decrement at the anchor (c->u0, c->g0) into *gain; 0 when it
+ * cannot be computed (an evaluation failed, H not positive definite, no
+ * memory). */
+static int newton_gain(run_ctx *c, double *gain)
+{
+    size_t nf = c->nfree;
+    int ok = 0;
+    double *H = gmm_malloc(nf * nf + 3 * nf, sizeof *H);
+    if (!H)
+        return 0;
+    double *u = H + nf * nf, *gp = u + nf, *gm = gp + nf;
+    double f;
+    for (size_t k = 0; k < nf; k++) {
+        double h = NEWTON_STEP * fmax(1.0, fabs(c->u0[k]));
+        memcpy(u, c->u0, nf * sizeof *u);
+        u[k] = c->u0[k] + h;
+        if (!eval_min(c, u, &f, gp))
+            goto done;
+        u[k] = c->u0[k] - h;
+        if (!eval_min(c, u, &f, gm))
+            goto done;
+        for (size_t i = 0; i < nf; i++)
+            H[i * nf + k] = (gp[i] - gm[i]) / (2.0 * h);
+    }
+    /* Symmetrise, then an in-place Cholesky of the small dense H. */
+    for (size_t i = 0; i < nf; i++)
+        for (size_t k = 0; k < i; k++)
+            H[i * nf + k] = H[k * nf + i] = 0.5 * (H[i * nf + k] + H[k * nf + i]);
+    for (size_t j = 0; j < nf; j++) {
+        double d = H[j * nf + j];
+        for (size_t k = 0; k < j; k++)
+            d -= H[j * nf + k] * H[j * nf + k];
+        if (!(d > 0.0) || !isfinite(d))
+            goto done;
+        d = sqrt(d);
+        H[j * nf + j] = d;
+        for (size_t i = j + 1; i < nf; i++) {
+            double v = H[i * nf + j];
+            for (size_t k = 0; k < j; k++)
+                v -= H[i * nf + k] * H[j * nf + k];
+            H[i * nf + j] = v / d;
+        }
+    }
+    /* gain = |L^{-1} g|^2 / 2 (f is -loglik, so this is in loglik units). */
+    double g2 = 0.0;
+    for (size_t i = 0; i < nf; i++) {
+        double v = c->g0[i];
+        for (size_t k = 0; k < i; k++)
+            v -= H[i * nf + k] * u[k];
+        u[i] = v / H[i * nf + i];
+        g2 += u[i] * u[i];
+    }
+    *gain = 0.5 * g2;
+    ok = 1;
+done:
+    gmm_free(H);
+    return ok;
+}
+
 typedef struct {
     double loglik, grad_norm;
     size_t iterations;
     int converged, status;
     const char *message;
+    int domain;
+    char domain_msg[GMM_ERROR_MAX];
 } run_result;
 
 /* One start from u (nfree, overwritten with the final point); sets
@@ -248,7 +333,7 @@ static void run_one(run_ctx *c, double *u, run_result *r)
     lp.max_iterations = (int)c->par->max_iterations;
     lp.max_linesearch = (int)c->par->max_linesearch;
     c->iter = 0;
-    c->start_failed = c->stopped_delta = c->cancelled = 0;
+    c->start_failed = c->stopped_delta = c->cancelled = c->domain_hit = 0;
     double fx = 0.0;
     int ret = lbfgs((int)c->nfree, u, &fx, evaluate, progress, c, &lp);
     if (c->start_failed)
@@ -272,6 +357,18 @@ static void run_one(run_ctx *c, double *u, run_result *r)
     } else {
         r->converged = ret == LBFGS_SUCCESS || ret == LBFGS_ALREADY_MINIMIZED;
         r->message = lbfgs_message(ret);
+        double gain;
+        if (!r->converged && line_search_stop(ret) && newton_gain(c, &gain) &&
+            gain <= NEWTON_GAIN) {
+            r->converged = 1;
+            r->message = "converged: the line search stopped on rounding where a Newton step "
+                         "would gain less than 1e-6 in loglik";
+        } else if (!r->converged && line_search_stop(ret) && c->domain_hit) {
+            r->message = "stopped at the edge of the model's domain: the objective refused "
+                         "the trial points beyond it";
+            r->domain = 1;
+            snprintf(r->domain_msg, sizeof r->domain_msg, "%s", c->domain_msg);
+        }
     }
 }
 
@@ -401,6 +498,9 @@ gmm_status gmm_fit(gmm_objective *obj, const gmm_fit_params *params, gmm_fit_res
             res->converged = r.converged;
             res->lbfgs_status = r.status;
             res->message = r.message;
+            res->domain_msg[0] = '\0';
+            if (r.domain)
+                snprintf(res->domain_msg, sizeof res->domain_msg, "%s", r.domain_msg);
         }
         if (c.cancelled) {
             memcpy(obj->value, have_best ? best : init, np * sizeof *best);

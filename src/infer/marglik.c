@@ -15,6 +15,11 @@
  * plus the explicit terms -nobs/(2 noise) + y'y/(2 noise^2) - r'r/noise^3.
  * The prior term log|Q|/2 goes through chol(Q) when it was computed here.
  * The forward pass keeps L, LQ, r, y'y, r'r, noise and the obs pointer.
+ *
+ * Since P = Q + (terms free of Q), Pbar IS dlogp/dQ (when log|Q| is the
+ * caller's): a caller that assembles Q in P's storage and reads Pbar in
+ * place (gmm_marglik_prior_band, gmm_marglik_grad_view) saves a band copy,
+ * a band zeroing and a band addition per evaluation.
  */
 #include "gmm/marglik.h"
 
@@ -96,6 +101,35 @@ static gmm_status not_pd(const char *what)
     return gmm_error_at(st, row, "%s not positive definite (row %zu): %s", what, row, msg);
 }
 
+/* Shared coefficient rows (coef_stride 0, a state-space model's H): the
+ * pairs b <= a with c_a c_b != 0, at most PAIRS_MAX of them (else 0 and the
+ * general loops run).  Every observation touches only these slots. */
+#define PAIRS_MAX 64
+typedef struct {
+    size_t n, a[PAIRS_MAX], b[PAIRS_MAX];
+    double v[PAIRS_MAX]; /* c_a c_b */
+} obs_pairs;
+
+static void shared_pairs(const gmm_obs *obs, obs_pairs *p)
+{
+    p->n = 0;
+    if (obs->coef_stride != 0 || obs->nobs == 0)
+        return;
+    const double *c = obs->coef;
+    for (size_t b = 0; b < obs->width; b++)
+        for (size_t a = b; a < obs->width && c[b] != 0.0; a++) {
+            if (c[a] == 0.0)
+                continue;
+            if (p->n == PAIRS_MAX) {
+                p->n = 0;
+                return;
+            }
+            p->a[p->n] = a;
+            p->b[p->n] = b;
+            p->v[p->n++] = c[a] * c[b];
+        }
+}
+
 static gmm_status check_obs(const gmm_band *Q, const gmm_obs *obs, double noise,
                             const gmm_marglik_work *w)
 {
@@ -128,6 +162,8 @@ static gmm_status check_obs(const gmm_band *Q, const gmm_obs *obs, double noise,
                                 k, obs->offset[k], obs->offset[k] + obs->width - 1, obs->n);
         if (!isfinite(obs->y[k]))
             return gmm_error_at(GMM_EINVAL, k, "marglik: observation %zu is not finite", k);
+        if (k > 0 && obs->coef_stride == 0)
+            continue; /* shared coefficients: checked at k = 0 */
         const double *c = obs->coef + k * obs->coef_stride;
         for (size_t m = 0; m < obs->width; m++)
             if (!isfinite(c[m]))
@@ -163,30 +199,49 @@ gmm_status gmm_marglik_eval(const gmm_band *Q, const gmm_obs *obs, double noise,
     }
 
     /* P = Q + E'E / noise: row k adds c c' / noise on its width x width
-     * block (lower triangle stored); repeated rows accumulate. */
-    if ((st = gmm_band_copy(&w->P, Q)) != GMM_OK)
+     * block (lower triangle stored); repeated rows accumulate.  A Q
+     * assembled in P's own storage (gmm_marglik_prior_band) is used as is. */
+    if (Q->data != w->pdata && (st = gmm_band_copy(&w->P, Q)) != GMM_OK)
         return st;
     memset(w->r, 0, w->n * sizeof *w->r);
-    for (size_t k = 0; k < obs->nobs; k++) {
+    double inv_noise = 1.0 / noise;
+    obs_pairs pr;
+    shared_pairs(obs, &pr);
+    for (size_t k = 0; k < obs->nobs && pr.n; k++) {
+        size_t o = obs->offset[k];
+        double yk = obs->y[k];
+        for (size_t q = 0; q < pr.n; q++) {
+            gmm_band_col(&w->P, o + pr.b[q])[o + pr.a[q]] += pr.v[q] * inv_noise;
+            if (pr.a[q] == pr.b[q])
+                w->r[o + pr.b[q]] += obs->coef[pr.b[q]] * yk;
+        }
+        yy += yk * yk;
+    }
+    for (size_t k = 0; k < obs->nobs && !pr.n; k++) {
         const double *c = obs->coef + k * obs->coef_stride;
         size_t o = obs->offset[k];
+        double yk = obs->y[k];
         for (size_t b = 0; b < obs->width; b++) {
-            double *col = gmm_band_col(&w->P, o + b);
+            double cb = c[b];
+            if (cb == 0.0) /* state-space rows are mostly zeros */
+                continue;
+            double *col = gmm_band_col(&w->P, o + b), f = cb * inv_noise;
             for (size_t a = b; a < obs->width; a++)
-                col[o + a] += c[a] * c[b] / noise;
-            w->r[o + b] += c[b] * obs->y[k];
+                col[o + a] += c[a] * f;
+            w->r[o + b] += cb * yk;
         }
-        yy += obs->y[k] * obs->y[k];
+        yy += yk * yk;
     }
     if (gmm_band_chol_decomp(&w->P, &w->L) != GMM_OK)
         return not_pd("posterior precision");
-    if ((st = gmm_band_tri_solve_vec(&w->L, GMM_NOTRANS, w->r)) != GMM_OK)
+    double logdet_p;
+    if ((st = gmm_band_tri_solve_vec_logdet(&w->L, w->r, &logdet_p)) != GMM_OK)
         return st;
     for (size_t i = 0; i < w->n; i++)
         rr += w->r[i] * w->r[i];
 
     double nobs = (double)obs->nobs;
-    double f = -0.5 * nobs * log2pi - 0.5 * gmm_band_chol_logdet(&w->L) + 0.5 * logdet_q -
+    double f = -0.5 * nobs * log2pi - 0.5 * logdet_p + 0.5 * logdet_q -
                0.5 * nobs * log(noise) - yy / (2.0 * noise) + rr / (2.0 * noise * noise);
     if (!isfinite(f))
         return gmm_error(GMM_EDOM, "marglik: log-likelihood is not finite");
@@ -200,6 +255,65 @@ gmm_status gmm_marglik_eval(const gmm_band *Q, const gmm_obs *obs, double noise,
     return GMM_OK;
 }
 
+gmm_band *gmm_marglik_prior_band(gmm_marglik_work *w)
+{
+    if (!w) {
+        gmm_error(GMM_EINVAL, "marglik: NULL workspace");
+        return NULL;
+    }
+    w->valid = 0; /* the caller is about to overwrite L */
+    w->P.kind = GMM_BAND_SYMMETRIC;
+    return &w->P;
+}
+
+/* The reverse sweep up to dlogp/dP, left in w->Pbar, and the noise
+ * adjoint.  Every slot of Lbar is written by the first step (no zeroing). */
+static gmm_status grad_core(gmm_marglik_work *w, double *noisebar)
+{
+    gmm_status st;
+    const gmm_obs *obs = w->obs;
+    double noise = w->noise, n2 = noise * noise;
+
+    /* r'r / (2 noise^2) through r = L^{-1} b, rbar = r / noise^2 (in work),
+     * and -logdet(L L')/2, in one sweep. */
+    double inv_n2 = 1.0 / n2;
+    for (size_t i = 0; i < w->n; i++)
+        w->work[i] = w->r[i] * inv_n2;
+    st = gmm_band_tri_solve_vec_rev_set(&w->L, GMM_NOTRANS, w->r, w->work, -0.5, &w->Lbar,
+                                        w->work2);
+    if (st != GMM_OK)
+        return st;
+    /* Pbar overwrites Lbar (same storage). */
+    if ((st = gmm_band_chol_decomp_rev(&w->L, &w->Lbar, &w->Pbar)) != GMM_OK)
+        return st;
+    if (noisebar) {
+        double s = 0.0;
+        obs_pairs pr;
+        shared_pairs(obs, &pr);
+        for (size_t k = 0; k < obs->nobs && pr.n; k++) {
+            size_t o = obs->offset[k];
+            for (size_t q = 0; q < pr.n; q++)
+                s += gmm_band_col(&w->Pbar, o + pr.b[q])[o + pr.a[q]] * pr.v[q];
+        }
+        for (size_t k = 0; k < obs->nobs && !pr.n; k++) {
+            const double *c = obs->coef + k * obs->coef_stride;
+            size_t o = obs->offset[k];
+            for (size_t b = 0; b < obs->width; b++) {
+                if (c[b] == 0.0)
+                    continue;
+                const double *col = gmm_band_col(&w->Pbar, o + b);
+                double t = 0.0;
+                for (size_t a = b; a < obs->width; a++)
+                    t += col[o + a] * c[a];
+                s += t * c[b];
+            }
+        }
+        *noisebar += -s / n2 - 0.5 * (double)obs->nobs / noise + w->yy / (2.0 * n2) -
+                     w->rr / (n2 * noise);
+    }
+    return GMM_OK;
+}
+
 gmm_status gmm_marglik_grad(gmm_marglik_work *w, gmm_band *Qbar, double *noisebar)
 {
     gmm_status st;
@@ -209,38 +323,10 @@ gmm_status gmm_marglik_grad(gmm_marglik_work *w, gmm_band *Qbar, double *noiseba
         return gmm_error(GMM_EDIM, "marglik: Qbar must be SYMMETRIC %zu x %zu with bandwidth "
                                    "%zu",
                          w->n, w->n, w->kl);
-    const gmm_obs *obs = w->obs;
-    double noise = w->noise, n2 = noise * noise;
-
-    /* r'r / (2 noise^2) through r = L^{-1} b; rbar = r / noise^2 (in work). */
-    gmm_band_set_zero(&w->Lbar);
-    for (size_t i = 0; i < w->n; i++)
-        w->work[i] = w->r[i] / n2;
-    st = gmm_band_tri_solve_vec_rev(&w->L, GMM_NOTRANS, w->r, w->work, NULL, &w->Lbar,
-                                    w->work2);
-    if (st != GMM_OK)
-        return st;
-    if ((st = gmm_band_chol_logdet_rev(&w->L, -0.5, &w->Lbar)) != GMM_OK)
-        return st;
-    /* Pbar overwrites Lbar (same storage). */
-    if ((st = gmm_band_chol_decomp_rev(&w->L, &w->Lbar, &w->Pbar)) != GMM_OK)
+    if ((st = grad_core(w, noisebar)) != GMM_OK)
         return st;
     if (Qbar && (st = gmm_band_copy_band_rev(&w->Pbar, Qbar)) != GMM_OK)
         return st;
-    if (noisebar) {
-        double s = 0.0;
-        for (size_t k = 0; k < obs->nobs; k++) {
-            const double *c = obs->coef + k * obs->coef_stride;
-            size_t o = obs->offset[k];
-            for (size_t b = 0; b < obs->width; b++) {
-                const double *col = gmm_band_col(&w->Pbar, o + b);
-                for (size_t a = b; a < obs->width; a++)
-                    s += col[o + a] * c[a] * c[b];
-            }
-        }
-        *noisebar += -s / n2 - 0.5 * (double)obs->nobs / noise + w->yy / (2.0 * n2) -
-                     w->rr / (n2 * noise);
-    }
     if (Qbar && w->prior_here) {
         gmm_band_set_zero(&w->Lbar);
         if ((st = gmm_band_chol_logdet_rev(w->LQ, 0.5, &w->Lbar)) != GMM_OK)
@@ -248,6 +334,20 @@ gmm_status gmm_marglik_grad(gmm_marglik_work *w, gmm_band *Qbar, double *noiseba
         st = gmm_band_chol_decomp_rev(w->LQ, &w->Lbar, Qbar);
     }
     return st;
+}
+
+gmm_status gmm_marglik_grad_view(gmm_marglik_work *w, const gmm_band **Qbar, double *noisebar)
+{
+    gmm_status st;
+    if (!w || !w->valid || !Qbar)
+        return gmm_error(GMM_EINVAL, "marglik: gradient without a successful evaluation");
+    if (w->prior_here)
+        return gmm_error(GMM_EINVAL, "marglik: gradient view needs the prior log-determinant "
+                                     "supplied to the evaluation");
+    if ((st = grad_core(w, noisebar)) != GMM_OK)
+        return st;
+    *Qbar = &w->Pbar;
+    return GMM_OK;
 }
 
 gmm_status gmm_marglik_posterior(gmm_marglik_work *w, double *mean, gmm_band *cov)

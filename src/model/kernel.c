@@ -464,6 +464,70 @@ const double *gmm_kernel_values_const(const gmm_kernel *k) { return k->value; }
 int gmm_kernel_damped(const gmm_kernel *k) { return k->damped_any; }
 int gmm_kernel_modulated(const gmm_kernel *k) { return k->modulated; }
 
+/* Block labels of n's state into blk (n->d), returns their number (0 on out
+ * of memory).  Products index their state as (left, right) pairs, i.e.
+ * variable a * d_R + c, so the pair of block labels (bl, br) becomes
+ * bl * nb_R + br. */
+static size_t node_blocks(const knode *n, size_t *blk)
+{
+    size_t d = n->d;
+    if (n->op == KN_LEAF) {
+        size_t bs = n->type->block ? n->type->block : d;
+        for (size_t i = 0; i < d; i++)
+            blk[i] = i / bs;
+        return (d + bs - 1) / bs;
+    }
+    if (n->op == KN_SUM) {
+        size_t nb = 0, o = 0;
+        for (size_t c = 0; c < n->nchild; c++) {
+            size_t nc = node_blocks(n->child[c], blk + o);
+            if (nc == 0)
+                return 0;
+            for (size_t i = 0; i < n->child[c]->d; i++)
+                blk[o + i] += nb;
+            o += n->child[c]->d;
+            nb += nc;
+        }
+        return nb;
+    }
+    size_t dl = n->child[0]->d, dr = n->child[1]->d;
+    size_t *bl = gmm_malloc(dl + dr, sizeof *bl), nb = 0;
+    if (!bl)
+        return 0;
+    size_t nl = node_blocks(n->child[0], bl), nr = nl ? node_blocks(n->child[1], bl + dl) : 0;
+    if (nl && nr) {
+        for (size_t a = 0; a < dl; a++)
+            for (size_t c = 0; c < dr; c++)
+                blk[a * dr + c] = bl[a] * nr + bl[dl + c];
+        nb = nl * nr;
+    }
+    gmm_free(bl);
+    return nb;
+}
+
+gmm_status gmm_kernel_blocks(const gmm_kernel *k, size_t *block, size_t *nblocks)
+{
+    if (!k || !block || !nblocks)
+        return gmm_error(GMM_EINVAL, "gmm_kernel_blocks: NULL argument");
+    size_t nb = node_blocks(k->root, block), d = k->d;
+    if (nb == 0)
+        return gmm_error(GMM_ENOMEM, "out of memory for the kernel's block structure");
+    /* relabel in order of first appearance */
+    size_t *map = gmm_malloc(nb, sizeof *map), next = 0;
+    if (!map)
+        return gmm_error(GMM_ENOMEM, "out of memory for the kernel's block structure");
+    for (size_t b = 0; b < nb; b++)
+        map[b] = SIZE_MAX;
+    for (size_t i = 0; i < d; i++) {
+        if (map[block[i]] == SIZE_MAX)
+            map[block[i]] = next++;
+        block[i] = map[block[i]];
+    }
+    gmm_free(map);
+    *nblocks = next;
+    return GMM_OK;
+}
+
 gmm_status gmm_kernel_param_find(const gmm_kernel *k, const char *name, size_t *i)
 {
     for (size_t j = 0; j < k->nparam; j++)

@@ -291,7 +291,7 @@ static double matern_cov(size_t d, const double *p, double tau, double *dk)
     }                                                                                         \
     const gmm_kernel_type gmm_kernel_##NAME = {                                               \
         #NAME, FORMULA, 2, matern_param, NAME##_dim, 0, 1, MINREL, MINREL_OSC,                \
-        NAME##_sde, NAME##_stat, NAME##_disc, NAME##_cov, NULL};
+        NAME##_sde, NAME##_stat, NAME##_disc, NAME##_cov, NULL, 0};
 
 /* Accuracy limits measured by tests/bench/bench_ssm_accuracy.c (worst
  * relative loglik error over 9 data sets of n = 300, see ssm.h): Matern-1/2

@@ -27,19 +27,23 @@ static inline void md_mul(size_t m, size_t k, size_t n, const double *A, const d
 static inline void md_gemm(size_t d, int ta, int tb, double alpha, const double *A,
                            const double *B, double beta, double *C)
 {
+    /* beta == 0 writes C instead of zeroing it first (a memset call per row
+     * of a handful of doubles cost more than the row's arithmetic) */
     for (size_t i = 0; i < d; i++) {
         double *c = C + i * d;
-        if (beta == 0.0)
-            memset(c, 0, d * sizeof *c);
-        else if (beta != 1.0)
+        if (beta != 0.0 && beta != 1.0)
             for (size_t j = 0; j < d; j++)
                 c[j] *= beta;
         if (!tb) {
             for (size_t l = 0; l < d; l++) {
                 double a = alpha * (ta ? A[l * d + i] : A[i * d + l]);
                 const double *b = B + l * d;
-                for (size_t j = 0; j < d; j++)
-                    c[j] += a * b[j];
+                if (l == 0 && beta == 0.0)
+                    for (size_t j = 0; j < d; j++)
+                        c[j] = a * b[j];
+                else
+                    for (size_t j = 0; j < d; j++)
+                        c[j] += a * b[j];
             }
         } else {
             for (size_t j = 0; j < d; j++) {
@@ -51,7 +55,7 @@ static inline void md_gemm(size_t d, int ta, int tb, double alpha, const double 
                 else
                     for (size_t l = 0; l < d; l++)
                         s += A[i * d + l] * b[l];
-                c[j] += alpha * s;
+                c[j] = beta == 0.0 ? alpha * s : c[j] + alpha * s;
             }
         }
     }

@@ -124,6 +124,60 @@ START_TEST(test_dot_symmetric_counts_both_triangles)
 }
 END_TEST
 
+/* Column blocks against entry-wise access: whole blocks and blocks that run
+ * past the last row, strides equal to and wider than kl + 1; only existing
+ * slots are touched on either side. */
+START_TEST(test_cols_set_acc)
+{
+    tu_rng r;
+    tu_rng_seed(&r, 23);
+    const size_t ns[] = {1, 4, 9, 30};
+    for (size_t a = 0; a < sizeof ns / sizeof ns[0]; a++) {
+        size_t n = ns[a];
+        gmm_band *B = gmm_band_alloc(n, 5, 0, GMM_BAND_SYMMETRIC);
+        size_t ld = B->kl + 1;
+        for (size_t ldb = ld; ldb <= ld + 2; ldb += 2)
+            for (size_t j0 = 0; j0 < n; j0++)
+                for (size_t w = 0; j0 + w <= n && w <= 4; w++) {
+                    double blk[4 * 8], acc[4 * 8], ref[4 * 8];
+                    for (size_t t = 0; t < 4 * 8; t++)
+                        blk[t] = tu_normal(&r);
+                    tu_band_fill_random(B, &r);
+                    gmm_band *C = gmm_band_alloc(n, 5, 0, GMM_BAND_SYMMETRIC);
+                    gmm_band_copy(C, B);
+                    ck_assert_int_eq(gmm_band_cols_set(B, j0, w, blk, ldb), GMM_OK);
+                    for (size_t j = 0; j < n; j++)
+                        for (size_t i = j; i < n && i <= j + B->kl; i++) {
+                            int in = j >= j0 && j < j0 + w;
+                            double want = in ? blk[(j - j0) * ldb + (i - j)]
+                                             : *gmm_band_ptr(C, i, j);
+                            ck_assert(*gmm_band_ptr(B, i, j) == want);
+                        }
+                    for (size_t t = 0; t < 4 * 8; t++)
+                        acc[t] = ref[t] = tu_normal(&r);
+                    ck_assert_int_eq(gmm_band_cols_acc(C, j0, w, acc, ldb), GMM_OK);
+                    for (size_t c = 0; c < w; c++)
+                        for (size_t s2 = 0; s2 < ld; s2++) {
+                            size_t j = j0 + c, i = j + s2;
+                            if (i < n)
+                                ref[c * ldb + s2] += *gmm_band_ptr(C, i, j);
+                        }
+                    for (size_t t = 0; t < 4 * 8; t++)
+                        ck_assert(acc[t] == ref[t]);
+                    gmm_band_free(C);
+                }
+        double blk[8];
+        ck_assert_int_eq(gmm_band_cols_set(B, n, 1, blk, ld), GMM_EDIM);
+        ck_assert_int_eq(gmm_band_cols_acc(B, 0, 1, blk, ld - 1), GMM_EDIM);
+        gmm_band_free(B);
+    }
+    gmm_band *G = gmm_band_alloc(6, 2, 1, GMM_BAND_GENERAL);
+    double blk[8];
+    ck_assert_int_eq(gmm_band_cols_set(G, 0, 1, blk, 4), GMM_EDIM);
+    gmm_band_free(G);
+}
+END_TEST
+
 Suite *band_suite(void)
 {
     Suite *s = suite_create("band");
@@ -133,6 +187,7 @@ Suite *band_suite(void)
     tcase_add_test(tc, test_copy_band_and_transpose);
     tcase_add_test(tc, test_copy_band_rev_symmetric_fd);
     tcase_add_test(tc, test_dot_symmetric_counts_both_triangles);
+    tcase_add_test(tc, test_cols_set_acc);
     suite_add_tcase(s, tc);
     return s;
 }

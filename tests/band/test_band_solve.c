@@ -284,6 +284,112 @@ START_TEST(test_solve_vec_rev_accumulates)
 }
 END_TEST
 
+/* The fused solve + log-determinant: the same x as tri_solve_vec bit for
+ * bit, the log-determinant of chol_logdet to rounding -- also for diagonals
+ * spanning 1e-300 .. 1e300 (a product of factors would overflow), subnormal
+ * entries, and a zero (-inf) or negative (NaN) pivot as the sum of logs
+ * gives; bandwidths generic and specialised, n from 0 past the band. */
+START_TEST(test_solve_vec_logdet)
+{
+    tu_rng r;
+    tu_rng_seed(&r, 29);
+    const size_t ns[] = {0, 1, 3, 12, 200};
+    const size_t kls[] = {0, 2, 7, 11};
+    for (size_t a = 0; a < sizeof ns / sizeof ns[0]; a++)
+        for (size_t b = 0; b < sizeof kls / sizeof kls[0]; b++)
+            for (int scale = 0; scale < 3; scale++) {
+                size_t n = ns[a];
+                gmm_band *L = gmm_band_alloc(n, kls[b], 0, GMM_BAND_LOWER);
+                tu_band_fill_lower(L, &r);
+                for (size_t i = 0; i < n; i++) {
+                    double *dii = gmm_band_ptr(L, i, i);
+                    if (scale == 1) /* huge and tiny pivots */
+                        *dii *= pow(10.0, (i % 2 ? 1.0 : -1.0) * (double)(300 - i % 7));
+                    if (scale == 2 && i % 5 == 1)
+                        *dii = 3e-310 * (1.0 + tu_uniform(&r)); /* subnormal */
+                }
+                double *x = malloc((n + 1) * sizeof *x), *ref = malloc((n + 1) * sizeof *ref);
+                fill_vec(x, n, &r);
+                memcpy(ref, x, n * sizeof *x);
+                double ld = NAN;
+                ck_assert_int_eq(gmm_band_tri_solve_vec(L, GMM_NOTRANS, ref), GMM_OK);
+                ck_assert_int_eq(gmm_band_tri_solve_vec_logdet(L, x, &ld), GMM_OK);
+                for (size_t i = 0; i < n; i++)
+                    ck_assert(x[i] == ref[i] || (isnan(x[i]) && isnan(ref[i])));
+                double want = gmm_band_chol_logdet(L);
+                ck_assert_msg(fabs(ld - want) <= 1e-14 * (double)(n + 1) * fmax(1.0, fabs(want)),
+                              "n %zu l %zu scale %d: %.17g vs %.17g", n, L->kl, scale, ld, want);
+                if (n >= 3) {
+                    *gmm_band_ptr(L, 2, 2) = 0.0;
+                    ck_assert_int_eq(gmm_band_tri_solve_vec_logdet(L, x, &ld), GMM_OK);
+                    ck_assert(isinf(ld) && ld < 0);
+                    *gmm_band_ptr(L, 2, 2) = -1.0;
+                    ck_assert_int_eq(gmm_band_tri_solve_vec_logdet(L, x, &ld), GMM_OK);
+                    ck_assert(isnan(ld));
+                }
+                ck_assert_int_eq(gmm_band_tri_solve_vec_logdet(L, x, NULL), GMM_EINVAL);
+                free(x);
+                free(ref);
+                gmm_band_free(L);
+            }
+}
+END_TEST
+
+/* The set variant writes every stored slot of Lbar (whatever it held) with
+ * what the accumulating variant plus chol_logdet_rev add to a zero band:
+ * exactly without the log-determinant, to rounding of cbar / L(i,i) with
+ * it; sizes up to the band and past it, both transposes, two bandwidths. */
+START_TEST(test_solve_vec_rev_set)
+{
+    tu_rng r;
+    tu_rng_seed(&r, 17);
+    const size_t ns[] = {1, 2, 5, 11, 40, 1, 2, 5, 11, 40};
+    for (size_t a = 0; a < sizeof ns / sizeof ns[0]; a++) {
+        /* kl 4: the generic sweep; kl 11: a specialised copy (band_solve_impl.h) */
+        size_t n = ns[a], kl = a < 5 ? 4 : 11;
+        gmm_band *L = gmm_band_alloc(n, kl, 0, GMM_BAND_LOWER);
+        gmm_band *L1 = gmm_band_alloc(n, kl, 0, GMM_BAND_LOWER);
+        gmm_band *L2 = gmm_band_alloc(n, kl, 0, GMM_BAND_LOWER);
+        tu_band_fill_lower(L, &r);
+        double *s = malloc(n * sizeof *s), *sbar = malloc(n * sizeof *sbar);
+        double *work = malloc(n * sizeof *work);
+        fill_vec(s, n, &r);
+        fill_vec(sbar, n, &r);
+        for (int t = 0; t <= 1; t++)
+            for (int withdet = 0; withdet <= 1; withdet++) {
+                double cbar = withdet ? -0.7 : 0.0;
+                gmm_band_set_zero(L1);
+                tu_band_fill_random(L2, &r); /* garbage the set variant must overwrite */
+                ck_assert_int_eq(
+                    gmm_band_tri_solve_vec_rev(L, (gmm_trans)t, s, sbar, NULL, L1, NULL), GMM_OK);
+                if (withdet)
+                    ck_assert_int_eq(gmm_band_chol_logdet_rev(L, cbar, L1), GMM_OK);
+                ck_assert_int_eq(gmm_band_tri_solve_vec_rev_set(L, (gmm_trans)t, s, sbar, cbar,
+                                                                L2, t ? work : NULL),
+                                 GMM_OK);
+                for (size_t j = 0; j < n; j++)
+                    for (size_t i = j; i < n && i <= j + L->kl; i++) {
+                        double v1 = *gmm_band_ptr(L1, i, j), v2 = *gmm_band_ptr(L2, i, j);
+                        if (withdet && i == j)
+                            ck_assert_msg(fabs(v2 - v1) <= 4e-16 * (fabs(v1) + 2.0 * fabs(cbar) /
+                                                                    *gmm_band_ptr(L, i, i)),
+                                          "n %zu (%zu,%zu): %.17g vs %.17g", n, i, j, v2, v1);
+                        else
+                            ck_assert(v2 == v1);
+                    }
+            }
+        ck_assert_int_eq(gmm_band_tri_solve_vec_rev_set(L, GMM_NOTRANS, s, sbar, 0.0, NULL, NULL),
+                         GMM_EINVAL);
+        free(s);
+        free(sbar);
+        free(work);
+        gmm_band_free(L);
+        gmm_band_free(L1);
+        gmm_band_free(L2);
+    }
+}
+END_TEST
+
 /* ---- banded right-hand side --------------------------------------------------- */
 
 /* Dense op(L)^{-1} Bd, n x n. */
@@ -523,6 +629,8 @@ Suite *band_solve_suite(void)
     tcase_add_test(tc, test_solve_vec_forward);
     tcase_add_test(tc, test_solve_mat_forward_and_rev);
     tcase_add_test(tc, test_solve_vec_rev_accumulates);
+    tcase_add_test(tc, test_solve_vec_rev_set);
+    tcase_add_test(tc, test_solve_vec_logdet);
     tcase_add_test(tc, test_solve_band_forward);
     tcase_add_test(tc, test_solve_band_rev);
     tcase_add_test(tc, test_solve_errors);

@@ -396,7 +396,24 @@ START_TEST(test_domain_failures_backtrack)
         ck_assert_msg(w.failures > 0, "the test must exercise the wall");
         ck_assert(res.converged);
         ck_assert_msg(fabs(t.value[0] - 2.0) < 1e-5, "p = %.10g (%s)", t.value[0], res.message);
+        ck_assert_str_eq(res.domain_msg, ""); /* converged inside: no edge to report */
     }
+    /* The maximum beyond the wall: the fit ends against it, not converged,
+     * and names the objective's refusal. */
+    wall_data w = {1.5, 0};
+    double v0[] = {1.0};
+    int pos0[] = {0};
+    toy t;
+    toy_init(&t, 1, names, v0, pos0, wall_eval, &w);
+    gmm_fit_params p;
+    gmm_fit_params_init(&p);
+    gmm_fit_result res;
+    ck_assert_int_eq(gmm_fit(&t.obj, &p, &res), GMM_OK);
+    ck_assert_msg(!res.converged, "%s", res.message);
+    ck_assert_msg(strstr(res.message, "edge of the model's domain"), "%s", res.message);
+    ck_assert_msg(strstr(res.domain_msg, "not positive definite at row 3"), "%s",
+                  res.domain_msg);
+    ck_assert(t.value[0] < 1.5);
 }
 END_TEST
 
@@ -739,6 +756,69 @@ START_TEST(test_gradcheck_noisy_ar1)
 }
 END_TEST
 
+
+/* ---- a rough objective: the line search stops on rounding ----------------- */
+
+/* -0.5 |theta - c|^2 (scaled) plus deterministic roughness of amplitude
+ * `rough` (a hash of the bits of theta), with the exact smooth gradient: the
+ * situation of a state-space loglik at long lengthscales. */
+typedef struct {
+    double rough;
+    int flip; /* nonzero: the gradient of b has the wrong sign */
+} rough_data;
+
+static gmm_status rough_eval(void *ctx, const double *th, double *f, double *g)
+{
+    const rough_data *d = ctx;
+    const double c[2] = {1.5, -0.5}, w[2] = {300.0, 40.0};
+    uint64_t h = 0x9E3779B97F4A7C15ULL;
+    double q = 0.0;
+    for (int i = 0; i < 2; i++) {
+        uint64_t b;
+        memcpy(&b, &th[i], sizeof b);
+        h = (h ^ b) * 0xBF58476D1CE4E5B9ULL;
+        h ^= h >> 29;
+        q += w[i] * (th[i] - c[i]) * (th[i] - c[i]);
+        if (g)
+            g[i] = -w[i] * (th[i] - c[i]) * (d->flip && i == 1 ? -1.0 : 1.0);
+    }
+    *f = -0.5 * q + d->rough * ((double)(h >> 11) * 0x1.0p-53 - 0.5);
+    return GMM_OK;
+}
+
+START_TEST(test_rounding_stop_judged_by_newton_gain)
+{
+    const char *names[2] = {"a", "b"};
+    const int pos[2] = {0, 0};
+    const double starts[4][2] = {{0.0, 0.0}, {0.1, 0.2}, {-1.0, 1.0}, {3.0, -2.0}};
+    gmm_fit_params p;
+    gmm_fit_params_init(&p);
+    p.past = 0;        /* only the gradient test and the line search remain */
+    p.epsilon = 1e-10; /* out of reach of a roughness of 1e-8: every run ends
+                        * in a line-search stop, the path under test */
+    gmm_fit_result res;
+    toy t;
+    for (int k = 0; k < 4; k++) {
+        /* Roughness 1e-8: the stop comes at |g| ~ sqrt(2 rough w), where a
+         * Newton step would gain ~1e-8 << 1e-6: converged, at the maximum. */
+        rough_data d = {1e-8, 0};
+        toy_init(&t, 2, names, starts[k], pos, rough_eval, &d);
+        ck_assert_int_eq(gmm_fit(&t.obj, &p, &res), GMM_OK);
+        ck_assert_msg(res.converged, "start %d: %s (|g| %g)", k, res.message, res.grad_norm);
+        ck_assert_msg(strstr(res.message, "Newton"), "start %d: %s", k, res.message);
+        ck_assert_double_eq_tol(t.value[0], 1.5, 1e-4);
+        ck_assert_double_eq_tol(t.value[1], -0.5, 1e-3);
+        /* A gradient inconsistent with the objective (one component's sign
+         * flipped) makes the line search fail away from any maximum; the
+         * finite-difference Hessian is then not definite: not converged. */
+        rough_data bad = {1e-8, 1};
+        toy_init(&t, 2, names, starts[k], pos, rough_eval, &bad);
+        ck_assert_int_eq(gmm_fit(&t.obj, &p, &res), GMM_OK);
+        ck_assert_msg(!res.converged, "start %d: %s (|g| %g)", k, res.message, res.grad_norm);
+    }
+}
+END_TEST
+
 Suite *infer_fit_suite(void)
 {
     Suite *s = suite_create("infer_fit");
@@ -756,6 +836,7 @@ Suite *infer_fit_suite(void)
     tcase_add_test(tc, test_out_of_memory_sweep);
     tcase_add_test(tc, test_noisy_ar1_through_marglik);
     tcase_add_test(tc, test_gradcheck_noisy_ar1);
+    tcase_add_test(tc, test_rounding_stop_judged_by_newton_gain);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -359,6 +359,65 @@ START_TEST(test_posterior_vs_dense)
 }
 END_TEST
 
+/* Q assembled in the workspace's own band gives the same loglik, and the
+ * gradient left in place (grad_view) the same Qbar and noisebar, bit for
+ * bit, as the copying calls; the view needs a supplied log|Q|; taking the
+ * band invalidates the last eval. */
+START_TEST(test_prior_in_workspace_and_grad_view)
+{
+    for (size_t sh = 0; sh < NSHAPES; sh++) {
+        const shape *s = &shapes[sh];
+        model m;
+        model_make(&m, s->n, s->kl, s->nobs, s->width, s->step, s->shared, 900 + sh);
+        dense_result d;
+        dense_eval(&m, &d);
+        gmm_marglik_work *w = gmm_marglik_work_alloc(m.n, m.kl);
+        gmm_band *Qbar = gmm_band_alloc(m.n, m.kl, 0, GMM_BAND_SYMMETRIC);
+        double ll1, ll2, nb1 = 0.0, nb2 = 0.0;
+        ck_assert_int_eq(gmm_marglik_eval(m.Q, &m.obs, m.noise, &d.logdet_q, w, &ll1), GMM_OK);
+        ck_assert_int_eq(gmm_marglik_grad(w, Qbar, &nb1), GMM_OK);
+
+        gmm_band *P = gmm_marglik_prior_band(w);
+        ck_assert_ptr_nonnull(P);
+        ck_assert_int_eq(gmm_marglik_grad(w, Qbar, NULL), GMM_EINVAL); /* eval invalidated */
+        ck_assert(P->n == m.n && P->kl == m.kl && P->kind == GMM_BAND_SYMMETRIC);
+        ck_assert_int_eq(gmm_band_copy(P, m.Q), GMM_OK);
+        ck_assert_int_eq(gmm_marglik_eval(P, &m.obs, m.noise, &d.logdet_q, w, &ll2), GMM_OK);
+        ck_assert(ll1 == ll2);
+        const gmm_band *V = NULL;
+        ck_assert_int_eq(gmm_marglik_grad_view(w, &V, &nb2), GMM_OK);
+        ck_assert(nb1 == nb2);
+        ck_assert(V->n == m.n && V->kl == m.kl && V->kind == GMM_BAND_SYMMETRIC);
+        for (size_t j = 0; j < m.n; j++)
+            for (size_t i = j; i <= j + m.kl && i < m.n; i++)
+                ck_assert(*gmm_band_ptr(V, i, j) == *gmm_band_ptr(Qbar, i, j));
+        /* a second view of the same eval is the same */
+        ck_assert_int_eq(gmm_marglik_grad_view(w, &V, NULL), GMM_OK);
+        for (size_t j = 0; j < m.n; j++)
+            for (size_t i = j; i <= j + m.kl && i < m.n; i++)
+                ck_assert(*gmm_band_ptr(V, i, j) == *gmm_band_ptr(Qbar, i, j));
+        /* the posterior is still that of the eval */
+        double *mean = malloc(m.n * sizeof *mean), scale = 1.0, em = 0.0;
+        ck_assert_int_eq(gmm_marglik_posterior(w, mean, NULL), GMM_OK);
+        for (size_t i = 0; i < m.n; i++)
+            scale = fmax(scale, fabs(gsl_vector_get(d.post_mean, i)));
+        for (size_t i = 0; i < m.n; i++)
+            em = fmax(em, fabs(mean[i] - gsl_vector_get(d.post_mean, i)) / scale);
+        ck_assert_msg(em <= 100.0 * (double)(m.n + m.nobs) * eps, "shape %zu: mean %g", sh, em);
+        free(mean);
+        /* log|Q| computed here: no view */
+        ck_assert_int_eq(gmm_marglik_eval(m.Q, &m.obs, m.noise, NULL, w, &ll1), GMM_OK);
+        ck_assert_int_eq(gmm_marglik_grad_view(w, &V, NULL), GMM_EINVAL);
+        ck_assert_int_eq(gmm_marglik_grad_view(w, NULL, NULL), GMM_EINVAL);
+        gmm_band_free(Qbar);
+        gmm_marglik_work_free(w);
+        dense_free(&d);
+        model_free(&m);
+    }
+    ck_assert_ptr_null(gmm_marglik_prior_band(NULL));
+}
+END_TEST
+
 /* eval and grad run on the workspace alone: with every allocation failing
  * they still succeed. */
 START_TEST(test_no_allocation_in_eval_grad)
@@ -373,7 +432,13 @@ START_TEST(test_no_allocation_in_eval_grad)
     gmm_status s1 = gmm_marglik_eval(m.Q, &m.obs, m.noise, NULL, w, &ll);
     gmm_status s2 = gmm_marglik_grad(w, Qbar, &nb);
     gmm_status s3 = gmm_marglik_posterior(w, mean, NULL);
+    double fake = 1.0;
+    gmm_status s4 = gmm_marglik_eval(m.Q, &m.obs, m.noise, &fake, w, &ll);
+    const gmm_band *V;
+    gmm_status s5 = gmm_marglik_grad_view(w, &V, &nb);
     gmm_alloc_fail_after(-1);
+    ck_assert_int_eq(s4, GMM_OK);
+    ck_assert_int_eq(s5, GMM_OK);
     ck_assert_int_eq(s1, GMM_OK);
     ck_assert_int_eq(s2, GMM_OK);
     ck_assert_int_eq(s3, GMM_OK);
@@ -442,6 +507,7 @@ Suite *infer_marglik_suite(void)
     tcase_add_loop_test(tc, test_grad_vs_fd, 0, (int)NSHAPES);
     tcase_add_test(tc, test_grad_supplied_logdet_and_accumulation);
     tcase_add_loop_test(tc, test_posterior_vs_dense, 0, (int)NSHAPES);
+    tcase_add_test(tc, test_prior_in_workspace_and_grad_view);
     tcase_add_test(tc, test_no_allocation_in_eval_grad);
     tcase_add_test(tc, test_errors);
     suite_add_tcase(s, tc);

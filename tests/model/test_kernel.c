@@ -447,6 +447,71 @@ START_TEST(test_composite_rev_fd)
 }
 END_TEST
 
+/* The structural blocks: F, LQL, Pinf, A(dt) and Q(dt) exactly zero between
+ * variables of different blocks, with and without damping, for every
+ * composite; labels in order of first appearance; the counts and labels of
+ * a sum of a Matern and an oscillator and of a product of two oscillators
+ * (whose blocks interleave). */
+START_TEST(test_blocks)
+{
+    for (size_t ic = 0; ic < NCOMP; ic++) {
+        gmm_kernel *k = kernel_of(composites[ic]);
+        size_t d = gmm_kernel_dim(k), dd = d * d, blk[MAXD], nb;
+        ck_assert_int_eq(gmm_kernel_blocks(k, blk, &nb), GMM_OK);
+        size_t next = 0;
+        for (size_t i = 0; i < d; i++) {
+            ck_assert_uint_le(blk[i], next);
+            if (blk[i] == next)
+                next++;
+        }
+        ck_assert_uint_eq(next, nb);
+        gmm_kernel_work *w = gmm_kernel_work_alloc(k);
+        const double *th = gmm_kernel_values_const(k);
+        double *M = malloc(5 * dd * sizeof *M);
+        for (int id = 0; id < 2; id++) {
+            double damp = id ? 0.3 : 0.0;
+            ck_assert_int_eq(gmm_kernel_sde(k, th, damp, w, M, M + dd), GMM_OK);
+            ck_assert_int_eq(gmm_kernel_stat(k, th, damp, w, M + 2 * dd, NULL), GMM_OK);
+            for (int kk = 0; kk < 2; kk++) {
+                ck_assert_int_eq(gmm_kernel_disc(k, w, kk ? 1.7 : 0.03, M + 3 * dd, M + 4 * dd),
+                                 GMM_OK);
+                for (size_t t = 0; t < 5; t++)
+                    for (size_t i = 0; i < d; i++)
+                        for (size_t j = 0; j < d; j++)
+                            if (blk[i] != blk[j])
+                                ck_assert_msg(M[t * dd + i * d + j] == 0.0,
+                                              "%s: matrix %zu (%zu,%zu) = %g across blocks",
+                                              composites[ic], t, i, j, M[t * dd + i * d + j]);
+            }
+        }
+        free(M);
+        gmm_kernel_work_free(w);
+        gmm_kernel_free(k);
+    }
+    gmm_kernel *k = kernel_of("matern32(variance=1.2, lengthscale=0.8) + quasiperiodic("
+                              "variance=0.5, lengthscale=3, period=1, harmonics=2)");
+    size_t blk[MAXD], nb;
+    ck_assert_int_eq(gmm_kernel_blocks(k, blk, &nb), GMM_OK);
+    ck_assert_uint_eq(nb, 3);
+    const size_t want1[] = {0, 0, 1, 1, 2, 2};
+    for (size_t i = 0; i < 6; i++)
+        ck_assert_uint_eq(blk[i], want1[i]);
+    gmm_kernel_free(k);
+    k = kernel_of("cosine(variance=1.0, period=0.8) * periodic(variance=0.7, lengthscale=1.2, "
+                  "period=2.1, harmonics=1)");
+    ck_assert_int_eq(gmm_kernel_blocks(k, blk, &nb), GMM_OK);
+    ck_assert_uint_eq(nb, 2);
+    const size_t want2[] = {0, 0, 1, 1, 0, 0, 1, 1};
+    for (size_t i = 0; i < 8; i++)
+        ck_assert_uint_eq(blk[i], want2[i]);
+    gmm_kernel_free(k);
+    k = kernel_of("matern52(variance=0.9, lengthscale=1.9)");
+    ck_assert_int_eq(gmm_kernel_blocks(k, blk, &nb), GMM_OK);
+    ck_assert_uint_eq(nb, 1);
+    gmm_kernel_free(k);
+}
+END_TEST
+
 START_TEST(test_names_and_dims)
 {
     gmm_kernel *k = kernel_of("matern32 + quasiperiodic(period=1, harmonics=2)");
@@ -582,6 +647,7 @@ Suite *model_kernel_suite(void)
     tcase_add_test(tc, test_names_and_dims);
     tcase_add_test(tc, test_spec_errors_point_at_character);
     tcase_add_test(tc, test_defaults);
+    tcase_add_test(tc, test_blocks);
     tcase_add_test(tc, test_format_round_trip);
     suite_add_tcase(s, tc);
     return s;

@@ -248,6 +248,27 @@ START_TEST(test_layout)
     ck_assert_uint_eq(gmm_ssm_nparam(m), 3);
     ck_assert_str_eq(gmm_ssm_param_name(m, 2), "noise.variance");
     gmm_ssm_free(m);
+    /* independent blocks narrow the band to d - 1 + (largest block) */
+    const struct {
+        const char *spec;
+        size_t d, bw;
+    } blocks[] = {
+        {"matern32 + quasiperiodic(period=1, harmonics=2)", 6, 7},
+        {"matern12 + matern12 + constant", 3, 3},
+        {"cosine(period=0.8) * periodic(period=2.1, harmonics=1)", 8, 11},
+        {"matern52 * cosine", 6, 11},
+    };
+    for (size_t b = 0; b < sizeof blocks / sizeof blocks[0]; b++) {
+        gmm_kernel *kb = kernel_of(blocks[b].spec);
+        for (size_t i = 0; i < gmm_kernel_nparam(kb); i++)
+            gmm_kernel_values(kb)[i] = 1.0;
+        ck_assert_int_eq(gmm_ssm_alloc(kb, x, y, n, NULL, &m), GMM_OK);
+        ck_assert_uint_eq(gmm_ssm_dim(m), blocks[b].d);
+        ck_assert_msg(gmm_ssm_bandwidth(m) == blocks[b].bw, "%s: bandwidth %zu", blocks[b].spec,
+                      gmm_ssm_bandwidth(m));
+        gmm_ssm_free(m);
+        gmm_kernel_free(kb);
+    }
     /* a single state */
     double x1[3] = {2.0, 2.0, 2.0}, y1[3] = {1.0, NAN, 0.5};
     ck_assert_int_eq(gmm_ssm_alloc(k, x1, y1, 3, NULL, &m), GMM_OK);
@@ -279,6 +300,34 @@ static double fd_f(fd_ctx *c)
     return ll;
 }
 
+/* Every gradient entry of m at th against 4th-order central differences at
+ * steps h and h/2; their gap estimates the difference's own error
+ * (truncation, and the rounding noise of the loglik) and widens the
+ * tolerance by it. */
+static void check_grad_fd(gmm_ssm *m, double *th, const char *label)
+{
+    size_t np = gmm_ssm_nparam(m);
+    double *g = malloc(np * sizeof *g), ll;
+    ck_assert_int_eq(gmm_ssm_loglik(m, th, &ll, g), GMM_OK);
+    fd_ctx c = {m, th};
+    for (size_t j = 0; j < np; j++) {
+        double fdh[2];
+        for (int k2 = 0; k2 < 2; k2++) {
+            double save = th[j], h = (k2 ? 1e-4 : 2e-4) * save, f[4], off[4] = {-2, -1, 1, 2};
+            for (int s2 = 0; s2 < 4; s2++) {
+                th[j] = save + off[s2] * h;
+                f[s2] = fd_f(&c);
+            }
+            th[j] = save;
+            fdh[k2] = (f[0] - 8.0 * f[1] + 8.0 * f[2] - f[3]) / (12.0 * h);
+        }
+        double fd = fdh[1], tol = 1e-6 * fmax(fabs(fd), 1.0) + 2.0 * fabs(fdh[0] - fdh[1]);
+        ck_assert_msg(fabs(g[j] - fd) < tol, "%s d/d%s: %.12g vs fd %.12g", label,
+                      gmm_ssm_param_name(m, j), g[j], fd);
+    }
+    free(g);
+}
+
 START_TEST(test_gradient_fd)
 {
     tu_rng r;
@@ -294,31 +343,57 @@ START_TEST(test_gradient_fd)
         gmm_ssm_params_init(&par);
         par.damp_rel = 1e-3; /* well-conditioned damped model: clean differences */
         ck_assert_int_eq(gmm_ssm_alloc(k, x, y, n, &par, &m), GMM_OK);
-        size_t np = gmm_ssm_nparam(m);
-        double *g = malloc(np * sizeof *g), ll;
-        ck_assert_int_eq(gmm_ssm_loglik(m, th, &ll, g), GMM_OK);
-        fd_ctx c = {m, th};
-        for (size_t j = 0; j < np; j++) {
-            /* 4th-order central differences at steps h and h/2; their gap
-             * estimates the difference's own error (truncation, and the
-             * rounding noise of the loglik) and widens the tolerance by it */
-            double fdh[2];
-            for (int k2 = 0; k2 < 2; k2++) {
-                double save = th[j], h = (k2 ? 1e-4 : 2e-4) * save, f[4],
-                       off[4] = {-2, -1, 1, 2};
-                for (int s2 = 0; s2 < 4; s2++) {
-                    th[j] = save + off[s2] * h;
-                    f[s2] = fd_f(&c);
-                }
-                th[j] = save;
-                fdh[k2] = (f[0] - 8.0 * f[1] + 8.0 * f[2] - f[3]) / (12.0 * h);
-            }
-            double fd = fdh[1], tol = 1e-6 * fmax(fabs(fd), 1.0) + 2.0 * fabs(fdh[0] - fdh[1]);
-            ck_assert_msg(fabs(g[j] - fd) < tol, "%s d/d%s: %.12g vs fd %.12g", kernels[ik],
-                          gmm_ssm_param_name(m, j), g[j], fd);
-        }
-        free(g);
+        check_grad_fd(m, th, kernels[ik]);
         gmm_ssm_free(m);
+        free(th);
+        gmm_kernel_free(k);
+    }
+    free(x);
+    free(y);
+}
+END_TEST
+
+/* The assembly and its reverse group the states by the pair of intervals
+ * around them (one long run for the interior of a regular grid): gradients
+ * on grids with few distinct intervals -- regular, regular with gaps and a
+ * repeat (runs of several lengths), two states, one state -- against finite
+ * differences, for every kernel. */
+START_TEST(test_gradient_fd_grids)
+{
+    tu_rng r;
+    tu_rng_seed(&r, 8);
+    size_t n = 50;
+    double *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y);
+    for (size_t ik = 0; ik < NKERN; ik++) {
+        gmm_kernel *k = kernel_of(kernels[ik]);
+        double *th = theta_of(k, 0.11);
+        for (int grid = 0; grid < 4; grid++) {
+            size_t nn = grid == 2 ? 3 : grid == 3 ? 2 : n;
+            double t = 0.25;
+            for (size_t i = 0; i < nn; i++) {
+                /* grid 1: gaps of two and three steps after rows 9 and 30 */
+                t += 0.35 * (grid == 1 && i == 10 ? 2.0 : grid == 1 && i == 31 ? 3.0 : 1.0);
+                x[i] = t;
+                y[i] = sin(2.0 * t) + 0.3 * tu_normal(&r);
+            }
+            if (grid == 1) {
+                x[20] = x[19]; /* two observations of one state */
+                y[4] = y[27] = NAN;
+            }
+            if (grid == 2)
+                x[1] = x[2] = x[0]; /* one state */
+            gmm_ssm *m = NULL;
+            gmm_ssm_params par;
+            gmm_ssm_params_init(&par);
+            par.damp_rel = 1e-3;
+            ck_assert_int_eq(gmm_ssm_alloc(k, x, y, nn, &par, &m), GMM_OK);
+            ck_assert_uint_eq(gmm_ssm_nintervals(m), grid == 0 ? 1 : grid == 1 ? 3
+                                                                 : grid == 2 ? 0 : 1);
+            char label[256];
+            snprintf(label, sizeof label, "%s (grid %d)", kernels[ik], grid);
+            check_grad_fd(m, th, label);
+            gmm_ssm_free(m);
+        }
         free(th);
         gmm_kernel_free(k);
     }
@@ -639,6 +714,7 @@ Suite *model_ssm_suite(void)
     tcase_add_test(tc, test_layout);
     tcase_add_test(tc, test_loglik_and_predict_vs_dense);
     tcase_add_test(tc, test_gradient_fd);
+    tcase_add_test(tc, test_gradient_fd_grids);
     tcase_add_test(tc, test_zero_noise_vs_undamped_dense);
     tcase_add_test(tc, test_close_inputs);
     tcase_add_test(tc, test_merge_near_ties);

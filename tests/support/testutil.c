@@ -1,8 +1,11 @@
 /* testutil.c -- see testutil.h. */
 #include "testutil.h"
 
+#include <gsl/gsl_errno.h>
+#include <gsl/gsl_linalg.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 void tu_rng_seed(tu_rng *r, uint64_t seed) { r->s = seed * 0x9E3779B97F4A7C15ULL + 1; }
 
@@ -201,4 +204,75 @@ double tu_fd_check4(double *p, size_t m, const double *analytic, tu_scalar_fn f,
         }
     }
     return maxerr;
+}
+
+int tu_objective_log_se(const gmm_objective *o, const double *theta, double h, double *se,
+                        double *decrement, const double *truth, double *wald)
+{
+    size_t np = o->nparam, nf = 0;
+    size_t *fi = malloc(np * sizeof *fi);
+    double *th = malloc(np * sizeof *th), *gp = malloc(np * sizeof *gp),
+           *gm = malloc(np * sizeof *gm), *H = malloc(np * np * sizeof *H);
+    int rc = -1;
+    for (size_t i = 0; i < np; i++) {
+        se[i] = 0.0;
+        if (!o->fixed[i])
+            fi[nf++] = i;
+    }
+    memcpy(th, theta, np * sizeof *th);
+    for (size_t a = 0; a < nf; a++) {
+        size_t i = fi[a];
+        double f;
+        /* d/du_j of L at u_i +- h, where dL/du_j = p_j dL/dp_j */
+        th[i] = theta[i] * exp(h);
+        if (o->eval(o->ctx, th, &f, gp) != GMM_OK)
+            goto done;
+        for (size_t b = 0; b < nf; b++)
+            gp[fi[b]] *= th[fi[b]];
+        th[i] = theta[i] * exp(-h);
+        if (o->eval(o->ctx, th, &f, gm) != GMM_OK)
+            goto done;
+        for (size_t b = 0; b < nf; b++)
+            gm[fi[b]] *= th[fi[b]];
+        th[i] = theta[i];
+        for (size_t b = 0; b < nf; b++)
+            H[a * nf + b] = -(gp[fi[b]] - gm[fi[b]]) / (2.0 * h); /* information */
+    }
+    for (size_t a = 0; a < nf; a++)
+        for (size_t b = 0; b < a; b++)
+            H[a * nf + b] = H[b * nf + a] = 0.5 * (H[a * nf + b] + H[b * nf + a]);
+    if (truth) {
+        double w = 0.0;
+        for (size_t a = 0; a < nf; a++)
+            for (size_t b = 0; b < nf; b++)
+                w += log(theta[fi[a]] / truth[fi[a]]) * H[a * nf + b] *
+                     log(theta[fi[b]] / truth[fi[b]]);
+        *wald = w;
+    }
+    gsl_matrix_view Hv = gsl_matrix_view_array(H, nf, nf);
+    gsl_error_handler_t *old = gsl_set_error_handler_off();
+    int bad = gsl_linalg_cholesky_decomp1(&Hv.matrix) || gsl_linalg_cholesky_invert(&Hv.matrix);
+    gsl_set_error_handler(old);
+    if (bad)
+        goto done;
+    for (size_t a = 0; a < nf; a++)
+        se[fi[a]] = sqrt(gsl_matrix_get(&Hv.matrix, a, a));
+    if (decrement) {
+        double f, q = 0.0;
+        if (o->eval(o->ctx, theta, &f, gp) != GMM_OK)
+            goto done;
+        for (size_t a = 0; a < nf; a++)
+            for (size_t b = 0; b < nf; b++)
+                q += gp[fi[a]] * theta[fi[a]] * gsl_matrix_get(&Hv.matrix, a, b) * gp[fi[b]] *
+                     theta[fi[b]];
+        *decrement = 0.5 * q;
+    }
+    rc = 0;
+done:
+    free(fi);
+    free(th);
+    free(gp);
+    free(gm);
+    free(H);
+    return rc;
 }

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "gmm/band.h"
+#include "gmm/objective.h"
 
 /* Small deterministic PRNG (splitmix64) so every run sees the same inputs. */
 typedef struct {
@@ -63,5 +64,23 @@ double tu_fd_check_band(gmm_band *P, const gmm_band *Pbar, tu_scalar_fn f, void 
  * evaluations per entry). */
 double tu_fd_check4(double *p, size_t m, const double *analytic, tu_scalar_fn f, void *ctx,
                     double step, double abs_floor, size_t *worst);
+
+/* Standard errors of the log-parameters at a maximum theta (natural scale,
+ * o->nparam values) of o->eval: the observed information I on u = log p
+ * over the free entries of o (o->fixed[i] == 0; all must be positive), from
+ * central differences (step h in u) of the analytic gradient, symmetrised
+ * and inverted with a dense Cholesky.  se[i] (o->nparam) gets sqrt of the
+ * diagonal of I^-1 for free entries and 0 for fixed ones.  *decrement (may
+ * be NULL) gets the Newton decrement g' I^-1 g / 2 of the gradient g on u at
+ * theta: the loglik still to gain by a Newton step, i.e. how far theta is
+ * from the exact maximum.  With truth (o->nparam values) non-NULL, *wald
+ * gets the Wald statistic (u - u_truth)' I (u - u_truth) over the free
+ * entries (chi-square with (free count) degrees of freedom asymptotically):
+ * a joint test that also sees a shift along a well-determined combination
+ * of parameters that are each poorly determined.  Returns 0, or -1 when an
+ * evaluation fails or I is not positive definite (theta is then not a
+ * maximum).  Cost 2 (free count) + 1 evaluations. */
+int tu_objective_log_se(const gmm_objective *o, const double *theta, double h, double *se,
+                        double *decrement, const double *truth, double *wald);
 
 #endif

@@ -65,7 +65,8 @@ begin "the shipped CO2 data with the default kernel"
 run "$GMM_INFER" loglik "$co2"
 expect_exit 0
 expect_stdout '"state_dim": 6,'
-expect_stdout '"bandwidth": 11'
+# d - 1 + 2: three independent blocks of 2 (ssm.c, BLOCKS), not 2d - 1 = 11
+expect_stdout '"bandwidth": 7'
 expect_stderr 'read 2284 rows: 2225 observed, 59 missing'
 
 begin "graph models: loglik, fit and predict at every node"
