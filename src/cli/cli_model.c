@@ -163,8 +163,10 @@ void cli_model_free(cli_model *m)
     gmm_free(m);
 }
 
-/* Centre the observed y in place (unless no_center) and count them. */
-static void center_y(cli_model *m, int no_center)
+/* Count the observed y and centre them in place: by `fixed` when given (a
+ * model file's centre, so other data stay on the fitted model's scale), else
+ * by their mean; no_center leaves them as they are. */
+static void center_y(cli_model *m, int no_center, const double *fixed)
 {
     double sum = 0.0;
     size_t nobs = 0;
@@ -174,8 +176,13 @@ static void center_y(cli_model *m, int no_center)
             nobs++;
         }
     m->nobs = nobs;
-    m->has_center = !no_center && nobs > 0;
-    m->center = m->has_center ? sum / (double)nobs : 0.0;
+    if (no_center) {
+        m->has_center = 0;
+        m->center = 0.0;
+        return;
+    }
+    m->has_center = fixed != NULL || nobs > 0;
+    m->center = fixed ? *fixed : nobs > 0 ? sum / (double)nobs : 0.0;
     if (m->has_center)
         for (size_t r = 0; r < m->nrow; r++)
             m->y[r] -= m->center;
@@ -352,7 +359,8 @@ static int split_edge_cols(const char *cmd, cli_model *m, const char *spec)
     return 0;
 }
 
-static int build_graph(const char *cmd, cli_model *m, double noise, int strict, int verbose)
+static int build_graph(const char *cmd, cli_model *m, double noise, int strict, int verbose,
+                       int no_center, const double *fixed_center)
 {
     gmm_status s;
     int rc;
@@ -406,7 +414,7 @@ static int build_graph(const char *cmd, cli_model *m, double noise, int strict, 
         if (nisolated > 20)
             fprintf(stderr, "  ... and %zu more\n", nisolated - 20);
     }
-    center_y(m, m->has_center == -1);
+    center_y(m, no_center, fixed_center);
     if ((rc = parse_spec(cmd, m->spec_text, &m->spec)) != 0)
         goto done;
     if ((s = gmm_gmrf_alloc(m->g, m->spec, m->spec_text, &m->gmrf)) != GMM_OK) {
@@ -507,14 +515,14 @@ int cli_model_load(const char *cmd, const cli_model_opts *o, cli_model **out)
         }
         if ((rc = split_edge_cols(cmd, m, o->edge_cols)) != 0)
             goto fail;
-        m->has_center = o->no_center ? -1 : 0;
-        if ((rc = build_graph(cmd, m, o->noise, o->strict_nodes, o->verbose)) != 0)
+        if ((rc = build_graph(cmd, m, o->noise, o->strict_nodes, o->verbose, o->no_center,
+                              NULL)) != 0)
             goto fail;
         report_rows(cmd, m);
     } else {
         if ((rc = load_table_xy(cmd, m, o->data, o->xcol, o->ycol)) != 0)
             goto fail;
-        center_y(m, o->no_center);
+        center_y(m, o->no_center, NULL);
         report_rows(cmd, m);
         m->spec_text = dup_str(o->kernel ? o->kernel : CLI_DEFAULT_KERNEL);
         if (!m->spec_text) {
@@ -559,6 +567,12 @@ int cli_model_from_file(const char *cmd, const gmm_model *mf, const char *data, 
         goto fail;
     }
     /* The values are taken from "parameters" (by name) after the build. */
+    if (mf->data.exposure) {
+        cli_msg(cmd, "model file: \"data.exposure\" belongs to count likelihoods; this "
+                     "Gaussian model cannot use it");
+        rc = CLI_EXIT_ERROR;
+        goto fail;
+    }
     if (mf->precision && (!mf->data.node || !mf->data.y)) {
         cli_msg(cmd, "model file: a graph model needs \"data\": {\"node\": ..., \"y\": ...}");
         rc = CLI_EXIT_ERROR;
@@ -582,30 +596,15 @@ int cli_model_from_file(const char *cmd, const gmm_model *mf, const char *data, 
             goto fail;
         /* The length column was checked when the model was fitted. */
         m->len_optional = 1;
-        m->has_center = mf->has_center ? 0 : -1;
-        if ((rc = build_graph(cmd, m, 1.0, 0, verbose)) != 0)
+        if ((rc = build_graph(cmd, m, 1.0, 0, verbose, !mf->has_center,
+                              mf->has_center ? &mf->center : NULL)) != 0)
             goto fail;
     } else {
         if ((rc = load_table_xy(cmd, m, m->data_file, mf->data.x, mf->data.y)) != 0)
             goto fail;
-        center_y(m, !mf->has_center);
-        if (mf->has_center) {
-            /* Use the fitted centre, not this file's mean, so predictions
-             * from other data stay on the model's scale. */
-            for (size_t r = 0; r < m->nrow; r++)
-                if (!isnan(m->y[r]))
-                    m->y[r] += m->center - mf->center;
-            m->center = mf->center;
-        }
+        center_y(m, !mf->has_center, mf->has_center ? &mf->center : NULL);
         if ((rc = build_ssm(cmd, m, 1.0, mf->merge_tol, verbose)) != 0)
             goto fail;
-    }
-    if (m->graph && mf->has_center) {
-        for (size_t r = 0; r < m->nrow; r++)
-            if (!isnan(m->y[r]))
-                m->y[r] += m->center - mf->center;
-        m->center = mf->center;
-        m->has_center = 1;
     }
     for (size_t i = 0; i < m->obj.nparam; i++) {
         size_t k;

@@ -1,6 +1,8 @@
 /* cmd_fit.c -- `gmm-infer fit`: maximise the log marginal likelihood with
  * L-BFGS and write the model JSON (stdout, or -o FILE atomically). */
+#include <errno.h>
 #include <getopt.h>
+#include <stdint.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,13 +39,19 @@ static int progress(void *user, const gmm_fit_progress *p)
     return cli_stop_requested();
 }
 
-static int parse_count(const char *cmd, const char *opt, const char *arg, size_t min,
+/* An integer in [min, max] (max 0: no bound beyond size_t). */
+static int parse_count(const char *cmd, const char *opt, const char *arg, size_t min, size_t max,
                        size_t *out)
 {
     char *end;
+    errno = 0;
     unsigned long long v = strtoull(arg, &end, 10);
-    if (end == arg || *end || arg[0] == '-' || v < min) {
-        cli_msg(cmd, "--%s: '%s' is not an integer >= %zu", opt, arg, min);
+    if (end == arg || *end || arg[0] == '-' || v < min || errno == ERANGE || v > SIZE_MAX ||
+        (max && v > max)) {
+        if (max)
+            cli_msg(cmd, "--%s: '%s' is not an integer from %zu to %zu", opt, arg, min, max);
+        else
+            cli_msg(cmd, "--%s: '%s' is not an integer >= %zu", opt, arg, min);
         return -1;
     }
     *out = (size_t)v;
@@ -83,19 +91,19 @@ int cmd_fit(int argc, char **argv)
         switch (c) {
         case 'o': out_path = optarg; break;
         case OPT_RESTARTS:
-            if (parse_count(cmd, "restarts", optarg, 1, &fp.restarts)) {
+            if (parse_count(cmd, "restarts", optarg, 1, 100000, &fp.restarts)) {
                 rc = CLI_EXIT_USAGE;
                 goto done;
             }
             break;
         case OPT_MAXITER:
-            if (parse_count(cmd, "max-iter", optarg, 1, &fp.max_iterations)) {
+            if (parse_count(cmd, "max-iter", optarg, 1, 1000000000, &fp.max_iterations)) {
                 rc = CLI_EXIT_USAGE;
                 goto done;
             }
             break;
         case OPT_SEED:
-            if (parse_count(cmd, "seed", optarg, 0, &v)) {
+            if (parse_count(cmd, "seed", optarg, 0, 0, &v)) {
                 rc = CLI_EXIT_USAGE;
                 goto done;
             }
@@ -115,6 +123,11 @@ int cmd_fit(int argc, char **argv)
         (rc = cli_model_load(cmd, &o, &m)) != 0)
         goto done;
 
+    if (cli_model_nobs(m) == 0) {
+        cli_msg(cmd, "%s: no observed y: nothing to fit", o.data);
+        rc = CLI_EXIT_ERROR;
+        goto done;
+    }
     progress_ctx pc = {cmd, o.verbose || isatty(STDERR_FILENO)};
     fp.progress = progress;
     fp.user = &pc;

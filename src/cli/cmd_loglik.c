@@ -2,6 +2,7 @@
  * gradient with respect to every named parameter, as JSON on stdout. */
 #include <getopt.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -73,6 +74,20 @@ int cmd_loglik(int argc, char **argv)
         rc = cli_fail(cmd, s);
         goto done;
     }
+    /* JSON has no NaN or infinity: a non-finite entry is an error, never a
+     * key silently missing from the output. */
+    if (!isfinite(ll)) {
+        cli_msg(cmd, "the log likelihood is not finite (%g)", ll);
+        rc = CLI_EXIT_ERROR;
+        goto done;
+    }
+    for (size_t i = 0; i < obj->nparam; i++)
+        if (!isfinite(grad[i])) {
+            cli_msg(cmd, "the gradient with respect to '%s' is not finite at %s = %g",
+                    obj->name[i], obj->name[i], obj->value[i]);
+            rc = CLI_EXIT_ERROR;
+            goto done;
+        }
     root = json_object();
     json_t *g = json_object(), *p = json_object();
     if (!root || !g || !p) {
@@ -81,17 +96,27 @@ int cmd_loglik(int argc, char **argv)
         rc = cli_fail(cmd, GMM_ENOMEM);
         goto done;
     }
-    gmm_json_set_number(root, "loglik", ll);
-    for (size_t i = 0; i < obj->nparam; i++) {
-        gmm_json_set_number(g, obj->name[i], grad[i]);
-        gmm_json_set_number(p, obj->name[i], obj->value[i]);
-    }
-    gmm_json_set_new(root, "gradient", g);
-    gmm_json_set_new(root, "parameters", p);
-    gmm_json_set_new(root, "n_observed", json_integer((json_int_t)cli_model_nobs(m)));
-    gmm_json_set_new(root, "state_dim", json_integer((json_int_t)cli_model_state_dim(m)));
-    gmm_json_set_new(root, "bandwidth", json_integer((json_int_t)cli_model_bandwidth(m)));
-    if ((s = gmm_json_write(stdout, root, "-")) != GMM_OK)
+    s = gmm_json_set_number(root, "loglik", ll);
+    for (size_t i = 0; i < obj->nparam && s == GMM_OK; i++)
+        if ((s = gmm_json_set_number(g, obj->name[i], grad[i])) == GMM_OK)
+            s = gmm_json_set_number(p, obj->name[i], obj->value[i]);
+    if (s == GMM_OK)
+        s = gmm_json_set_new(root, "gradient", g);
+    else
+        json_decref(g);
+    if (s == GMM_OK)
+        s = gmm_json_set_new(root, "parameters", p);
+    else
+        json_decref(p);
+    if (s == GMM_OK)
+        s = gmm_json_set_new(root, "n_observed", json_integer((json_int_t)cli_model_nobs(m)));
+    if (s == GMM_OK)
+        s = gmm_json_set_new(root, "state_dim", json_integer((json_int_t)cli_model_state_dim(m)));
+    if (s == GMM_OK)
+        s = gmm_json_set_new(root, "bandwidth", json_integer((json_int_t)cli_model_bandwidth(m)));
+    if (s == GMM_OK)
+        s = gmm_json_write(stdout, root, "-");
+    if (s != GMM_OK)
         rc = cli_fail(cmd, s);
 done:
     json_decref(root);

@@ -51,8 +51,10 @@ int cli_fail(const char *cmd, gmm_status s)
 
 int cmd_version(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
+    if (argc > 1) {
+        cli_msg("version", "unexpected argument '%s'", argv[1]);
+        return CLI_EXIT_USAGE;
+    }
     printf("gmm-infer %s\n", GMM_VERSION);
     return CLI_EXIT_OK;
 }
