@@ -127,6 +127,30 @@ int cli_model_opt(cli_model_opts *o, const char *cmd, int c, const char *arg)
     }
 }
 
+int cli_model_common_opt(cli_model_opts *o, const char *cmd, int c, const char *arg,
+                         const char *usage_text, int *rc)
+{
+    int r = cli_model_opt(o, cmd, c, arg);
+    if (r > 0)
+        return 1;
+    if (r < 0) {
+        *rc = CLI_EXIT_USAGE;
+        return -1;
+    }
+    if (c == 'h') {
+        fputs(usage_text, stdout);
+        fputs(cli_model_options_help, stdout);
+        *rc = CLI_EXIT_OK;
+        return -1;
+    }
+    if (c == '?' || c == ':') {
+        fprintf(stderr, "Try 'gmm-infer %s --help'.\n", cmd);
+        *rc = CLI_EXIT_USAGE;
+        return -1;
+    }
+    return 0;
+}
+
 static char *dup_str(const char *s)
 {
     if (!s)

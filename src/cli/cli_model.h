@@ -84,6 +84,14 @@ void cli_model_opts_free(cli_model_opts *o);
  * not a model option, -1 a bad value (message printed). */
 int cli_model_opt(cli_model_opts *o, const char *cmd, int c, const char *arg);
 
+/* What every model command's getopt loop does alike: model options, -h
+ * (usage_text, then the model options' help, on stdout) and unknown options.
+ * Returns 1 when c was handled (parse on), 0 when c is the command's own
+ * option, -1 when the command must end now with exit code *rc (0 after
+ * --help, 2 on a usage error). */
+int cli_model_common_opt(cli_model_opts *o, const char *cmd, int c, const char *arg,
+                         const char *usage_text, int *rc);
+
 typedef struct cli_model cli_model;
 
 /* Read the data (and graph), build the model and its objective, print the

@@ -81,11 +81,9 @@ int cmd_fit(int argc, char **argv)
 
     optind = 1;
     while ((c = getopt_long(argc, argv, "ho:", longopts, NULL)) != -1) {
-        int r = cli_model_opt(&o, cmd, c, optarg);
-        if (r < 0) {
-            rc = CLI_EXIT_USAGE;
+        int r = cli_model_common_opt(&o, cmd, c, optarg, usage_text, &rc);
+        if (r < 0)
             goto done;
-        }
         if (r > 0)
             continue;
         switch (c) {
@@ -109,14 +107,7 @@ int cmd_fit(int argc, char **argv)
             }
             fp.seed = v;
             break;
-        case 'h':
-            fputs(usage_text, stdout);
-            fputs(cli_model_options_help, stdout);
-            goto done;
-        default:
-            fprintf(stderr, "Try 'gmm-infer %s --help'.\n", cmd);
-            rc = CLI_EXIT_USAGE;
-            goto done;
+        default: break;
         }
     }
     if ((rc = cli_model_positional(cmd, argc, argv, &o)) != 0 ||

@@ -39,24 +39,11 @@ int cmd_loglik(int argc, char **argv)
 
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-        int r = cli_model_opt(&o, cmd, c, optarg);
-        if (r < 0) {
-            rc = CLI_EXIT_USAGE;
+        int r = cli_model_common_opt(&o, cmd, c, optarg, usage_text, &rc);
+        if (r < 0)
             goto done;
-        }
-        if (r > 0)
-            continue;
-        if (c == OPT_MODEL) {
+        if (r == 0 && c == OPT_MODEL)
             model_path = optarg;
-        } else if (c == 'h') {
-            fputs(usage_text, stdout);
-            fputs(cli_model_options_help, stdout);
-            goto done;
-        } else {
-            fprintf(stderr, "Try 'gmm-infer %s --help'.\n", cmd);
-            rc = CLI_EXIT_USAGE;
-            goto done;
-        }
     }
     if ((rc = cli_model_positional(cmd, argc, argv, &o)) != 0 ||
         (rc = cli_model_open(cmd, &o, model_path, &mf, &m)) != 0)
