@@ -40,6 +40,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "band_chol_impl.h"
 #include "band_simd.h"
 #include "gmm/alloc.h"
 #include "gmm/band.h"
@@ -49,16 +50,6 @@
 #ifndef CHOL_BLOCKED_MIN
 #define CHOL_BLOCKED_MIN 48
 #endif
-
-/* Block width of the blocked path.  Narrow blocks win: OpenBLAS's dsyrk per
- * column costs about the same for k = 16 as for k = 32 at these sizes, while
- * the dtrsm and the unblocked diagonal block grow with nb.  Only beyond
- * l ~ 200 does nb = 32 pay (measured: l = 250, 15% faster). */
-static size_t block_width(size_t l)
-{
-    size_t nb = l < 192 ? 16 : 32;
-    return nb < l ? nb : l;
-}
 
 /* A pivot is accepted when it is a normal positive double: below DBL_MIN its
  * reciprocal (used by the kernel) overflows, NaN and +inf fail the tests. */
@@ -237,7 +228,7 @@ gmm_status gmm_band_chol_decomp(const gmm_band *Q, gmm_band *L)
     if (l < CHOL_BLOCKED_MIN || l > (size_t)INT_MAX) { /* BLAS takes int sizes */
         row = chol_unblocked(a, n, l, l, &bad);
     } else {
-        size_t nb = block_width(l);
+        size_t nb = chol_block_width(l);
         double *work = gmm_malloc(l * nb, sizeof(double));
         if (!work)
             return gmm_error(GMM_ENOMEM, "chol: out of memory for a %zu x %zu panel", l, nb);

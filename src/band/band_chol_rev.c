@@ -54,6 +54,7 @@
 #include <limits.h>
 #include <string.h>
 
+#include "band_chol_impl.h"
 #include "band_simd.h"
 #include "gmm/alloc.h"
 #include "gmm/band.h"
@@ -73,12 +74,6 @@
 #ifndef CHOL_REV_BLOCKED_MIN
 #define CHOL_REV_BLOCKED_MIN 48
 #endif
-
-static size_t block_width(size_t l)
-{
-    size_t nb = l < 192 ? 16 : 32;
-    return nb < l ? nb : l;
-}
 
 /* Two doubles, for the dot products of the sweep: summed in two lanes, a dot
  * product is a vector add per pair of rows instead of a chain of dependent
@@ -302,7 +297,7 @@ gmm_status gmm_band_chol_decomp_rev(const gmm_band *L, gmm_band *Lbar, gmm_band 
     if (l < CHOL_REV_BLOCKED_MIN || l > (size_t)INT_MAX) { /* BLAS takes int sizes */
         chol_rev_unblocked(a, w, n, l, l);
     } else {
-        size_t nb = block_width(l);
+        size_t nb = chol_block_width(l);
         double *work = gmm_malloc(2 * l * nb + nb * nb, sizeof(double));
         if (!work)
             return gmm_error(GMM_ENOMEM, "chol rev: out of memory for %zu x %zu panels", l, nb);

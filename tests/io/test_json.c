@@ -25,13 +25,7 @@ static void teardown(void)
     free(dir);
 }
 
-static char *in_dir(const char *name)
-{
-    size_t n = strlen(dir) + strlen(name) + 2;
-    char *p = malloc(n);
-    snprintf(p, n, "%s/%s", dir, name);
-    return p;
-}
+static char *in_dir(const char *name) { return tu_path(dir, name); }
 
 /* Write root to dir/name through an outfile; return the path. */
 static char *write_json(const char *name, const json_t *root)

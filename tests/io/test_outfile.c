@@ -23,13 +23,7 @@ static void teardown(void)
     free(dir);
 }
 
-static char *in_dir(const char *name)
-{
-    size_t n = strlen(dir) + strlen(name) + 2;
-    char *p = malloc(n);
-    snprintf(p, n, "%s/%s", dir, name);
-    return p;
-}
+static char *in_dir(const char *name) { return tu_path(dir, name); }
 
 START_TEST(test_commit_creates)
 {

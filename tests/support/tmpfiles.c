@@ -37,6 +37,8 @@ char *tu_write_file(const char *dir, const char *name, const char *data, size_t 
     return p;
 }
 
+char *tu_path(const char *dir, const char *name) { return join(dir, name); }
+
 char *tu_write_str(const char *dir, const char *name, const char *text)
 {
     return tu_write_file(dir, name, text, strlen(text));

@@ -10,6 +10,8 @@
 /* A new empty directory under $TMPDIR (default /tmp); caller free()s the
  * returned path after tu_rmdir_all. */
 char *tu_mkdtemp(void);
+/* The path dir/name (caller free()s). */
+char *tu_path(const char *dir, const char *name);
 /* Write len bytes of data to dir/name; returns the path (caller free()s). */
 char *tu_write_file(const char *dir, const char *name, const char *data, size_t len);
 /* Same, for a NUL-terminated string. */
