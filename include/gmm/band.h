@@ -324,4 +324,31 @@ gmm_status gmm_band_outer_rev(double alpha, size_t k, const double *M, size_t ld
                               const double *V, size_t ldv, const gmm_band *Obar, double *Mbar,
                               size_t ldmbar, double *Vbar, size_t ldvbar);
 
+/* ---- 6. square-root factorisation (rows folded into L) ----------------------------------------- */
+
+/* The Cholesky factor of P = M^T M computed from the rows of M, never from
+ * P: Givens rotations fold the rows one by one into the triangular factor
+ * R = L^T of a QR factorisation of M (George & Heath's row-sequential QR).
+ * Why: forming P squares the conditioning -- rounding its stored entries
+ * costs eps cond(P) relative in log det P, the rows only eps cond(M) =
+ * eps sqrt(cond P).  A state-space model with inputs much closer together
+ * than its lengthscale has P entries ~ (lengthscale/dt)^(2 nu) and needs
+ * this.  L is unique with a positive diagonal, so it IS chol(M^T M): its
+ * reverse mode is gmm_band_chol_decomp_rev on the result, giving dc/dP.
+ *
+ * Start from L = 0 (gmm_band_set_zero; L LOWER): the empty factor.  Each
+ * call folds one row v with nonzeros in columns j0 .. j0 + w - 1 (w <= kl +
+ * 1, j0 + w <= n; GMM_EDIM otherwise): L L^T += v v^T.  A row never leaves
+ * the band: with width <= kl + 1 every fill stays within kl of the
+ * diagonal.  Rows may come in any order; in nondecreasing j0 each costs
+ * O(w l) (a rotation per column until it lands in an empty row of the
+ * factor), in another order up to O((n - j0) l).  work: kl + 1 doubles, or
+ * NULL to allocate (GMM_ENOMEM).  Non-finite entries of v: GMM_EDOM. */
+gmm_status gmm_band_chol_add_row(gmm_band *L, size_t j0, size_t w, const double *v,
+                                 double *work);
+/* After the last row: GMM_ENOTPD with gmm_error_index() the first column
+ * whose diagonal is zero (M rank deficient there: no row reached it), below
+ * DBL_MIN or not finite.  O(n). */
+gmm_status gmm_band_chol_rows_check(const gmm_band *L);
+
 #endif
