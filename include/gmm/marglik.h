@@ -54,6 +54,32 @@ void gmm_marglik_work_free(gmm_marglik_work *w);
 gmm_status gmm_marglik_eval(const gmm_band *Q, const gmm_obs *obs, double noise,
                             const double *prior_logdet, gmm_marglik_work *w, double *loglik);
 
+/* A square root of the prior precision, Q = G'G, given row by row: row i
+ * (0 <= i < nrows) has its entries in columns first .. first + width - 1,
+ * width <= kl + 1, and the rows come in nondecreasing order of first.  The
+ * callback writes first and the width entries into v (room for kl + 1) and
+ * returns width. */
+typedef struct {
+    size_t nrows;
+    size_t (*row)(void *ctx, size_t i, size_t *first, double *v);
+    void *ctx;
+} gmm_prior_rows;
+
+/* As gmm_marglik_eval with the prior given by a square root G instead of Q
+ * (and log|Q| supplied, as prior_logdet there): L comes from the rows of
+ * [G; E / sqrt(noise)] (band.h section 6), never from P = G'G + E'E/noise
+ * itself.  Why: when P's entries are huge against the information the data
+ * add (a state-space model with inputs much closer than its lengthscale),
+ * the rounding of P's stored entries alone costs ~eps cond(P) of the log
+ * likelihood; the rows lose ~eps sqrt(cond P).  The same L, so
+ * gmm_marglik_grad_view / gmm_marglik_grad (dlogp/dQ, as if Q had been
+ * given) and gmm_marglik_posterior work unchanged.  The observation offsets
+ * must be nondecreasing (GMM_EINVAL naming the observation), as must the
+ * rows' first columns (GMM_EINVAL naming the row).  Cost O(n l^2), several
+ * times the Cholesky's (a rotation per row and column).  GMM_ENOTPD when
+ * the rows leave a column undetermined. */
+gmm_status gmm_marglik_eval_rows(const gmm_prior_rows *G, const gmm_obs *obs, double noise,
+                                 double prior_logdet, gmm_marglik_work *w, double *loglik);
 /* Reverse mode of the last successful eval on w: Qbar (SYMMETRIC, Q's shape,
  * symmetric convention of band.h) += dlogp/dQ and *noisebar += dlogp/dnoise.
  * Either may be NULL.  O(n l^2).  The obs given to that eval (the struct and

@@ -39,6 +39,7 @@ struct gmm_marglik_work {
     gmm_band *LQ;    /* chol(Q), when the prior log-determinant is computed here */
     double *r;       /* L^{-1} E'y */
     double *work, *work2; /* n doubles each */
+    double *rowbuf;       /* kl + 1 doubles: an observation row (square-root form) */
     /* What the last successful eval saw. */
     int valid, prior_here;
     const gmm_obs *obs;
@@ -61,7 +62,8 @@ gmm_marglik_work *gmm_marglik_work_alloc(size_t n, size_t kl)
     w->r = gmm_malloc(n, sizeof *w->r);
     w->work = gmm_malloc(n, sizeof *w->work);
     w->work2 = gmm_malloc(n, sizeof *w->work2);
-    if (!w->pdata || !w->bardata || !w->LQ || !w->r || !w->work || !w->work2) {
+    w->rowbuf = gmm_malloc(w->kl + 1, sizeof *w->rowbuf);
+    if (!w->pdata || !w->bardata || !w->LQ || !w->r || !w->work || !w->work2 || !w->rowbuf) {
         gmm_marglik_work_free(w);
         gmm_error(GMM_ENOMEM, "marglik: out of memory for n = %zu, bandwidth %zu", n, kl);
         return NULL;
@@ -83,6 +85,7 @@ void gmm_marglik_work_free(gmm_marglik_work *w)
     gmm_free(w->r);
     gmm_free(w->work);
     gmm_free(w->work2);
+    gmm_free(w->rowbuf);
     gmm_free(w);
 }
 
@@ -130,27 +133,19 @@ static void shared_pairs(const gmm_obs *obs, obs_pairs *p)
         }
 }
 
-static gmm_status check_obs(const gmm_band *Q, const gmm_obs *obs, double noise,
-                            const gmm_marglik_work *w)
+/* E against a workspace of order n and bandwidth kl, the noise, the data. */
+static gmm_status check_obs_map(const gmm_obs *obs, double noise, const gmm_marglik_work *w)
 {
-    if (!Q || !obs || !w)
-        return gmm_error(GMM_EINVAL, "marglik: NULL argument");
-    if (Q->kind != GMM_BAND_SYMMETRIC)
-        return gmm_error(GMM_EDIM, "marglik: Q must be SYMMETRIC");
-    if (Q->n != w->n || Q->kl != w->kl)
-        return gmm_error(GMM_EDIM, "marglik: Q is %zu x %zu with bandwidth %zu, workspace is "
-                                   "for %zu with bandwidth %zu",
-                         Q->n, Q->n, Q->kl, w->n, w->kl);
-    if (obs->n != Q->n)
-        return gmm_error(GMM_EDIM, "marglik: E has %zu columns, Q is %zu x %zu", obs->n, Q->n,
-                         Q->n);
+    if (obs->n != w->n)
+        return gmm_error(GMM_EDIM, "marglik: E has %zu columns, the workspace is for %zu",
+                         obs->n, w->n);
     if (obs->nobs > 0) {
         if (!obs->offset || !obs->coef || !obs->y)
             return gmm_error(GMM_EINVAL, "marglik: NULL observation array");
-        if (obs->width == 0 || obs->width - 1 > Q->kl)
+        if (obs->width == 0 || obs->width - 1 > w->kl)
             return gmm_error(GMM_EDIM, "marglik: observation width %zu needs bandwidth >= %zu, "
                                        "Q has %zu",
-                             obs->width, obs->width ? obs->width - 1 : 0, Q->kl);
+                             obs->width, obs->width ? obs->width - 1 : 0, w->kl);
     }
     if (!(noise > 0.0) || !isfinite(noise))
         return gmm_error(GMM_EINVAL, "marglik: noise variance must be finite and > 0, got %g",
@@ -174,12 +169,28 @@ static gmm_status check_obs(const gmm_band *Q, const gmm_obs *obs, double noise,
     return GMM_OK;
 }
 
+static gmm_status check_obs(const gmm_band *Q, const gmm_obs *obs, double noise,
+                            const gmm_marglik_work *w)
+{
+    if (!Q || !obs || !w)
+        return gmm_error(GMM_EINVAL, "marglik: NULL argument");
+    if (Q->kind != GMM_BAND_SYMMETRIC)
+        return gmm_error(GMM_EDIM, "marglik: Q must be SYMMETRIC");
+    if (Q->n != w->n || Q->kl != w->kl)
+        return gmm_error(GMM_EDIM, "marglik: Q is %zu x %zu with bandwidth %zu, workspace is "
+                                   "for %zu with bandwidth %zu",
+                         Q->n, Q->n, Q->kl, w->n, w->kl);
+    return check_obs_map(obs, noise, w);
+}
+
+static gmm_status finish(gmm_marglik_work *w, const gmm_obs *obs, double noise, double logdet_q,
+                         double yy, double *loglik);
+
 gmm_status gmm_marglik_eval(const gmm_band *Q, const gmm_obs *obs, double noise,
                             const double *prior_logdet, gmm_marglik_work *w, double *loglik)
 {
     gmm_status st;
-    const double log2pi = 1.8378770664093454836;
-    double logdet_q, yy = 0.0, rr = 0.0;
+    double logdet_q, yy = 0.0;
 
     if (w)
         w->valid = 0;
@@ -234,7 +245,20 @@ gmm_status gmm_marglik_eval(const gmm_band *Q, const gmm_obs *obs, double noise,
     }
     if (gmm_band_chol_decomp(&w->P, &w->L) != GMM_OK)
         return not_pd("posterior precision");
-    double logdet_p;
+    if ((st = finish(w, obs, noise, logdet_q, yy, loglik)) != GMM_OK)
+        return st;
+    w->prior_here = prior_logdet == NULL;
+    return GMM_OK;
+}
+
+/* From L (in w->L) and r = E'y (in w->r): the log-likelihood, and what the
+ * reverse mode and the posterior keep. */
+static gmm_status finish(gmm_marglik_work *w, const gmm_obs *obs, double noise, double logdet_q,
+                         double yy, double *loglik)
+{
+    gmm_status st;
+    const double log2pi = 1.8378770664093454836;
+    double logdet_p, rr = 0.0;
     if ((st = gmm_band_tri_solve_vec_logdet(&w->L, w->r, &logdet_p)) != GMM_OK)
         return st;
     for (size_t i = 0; i < w->n; i++)
@@ -247,11 +271,76 @@ gmm_status gmm_marglik_eval(const gmm_band *Q, const gmm_obs *obs, double noise,
         return gmm_error(GMM_EDOM, "marglik: log-likelihood is not finite");
     *loglik = f;
     w->valid = 1;
-    w->prior_here = prior_logdet == NULL;
     w->obs = obs;
     w->noise = noise;
     w->yy = yy;
     w->rr = rr;
+    return GMM_OK;
+}
+
+gmm_status gmm_marglik_eval_rows(const gmm_prior_rows *G, const gmm_obs *obs, double noise,
+                                 double prior_logdet, gmm_marglik_work *w, double *loglik)
+{
+    gmm_status st;
+    if (w)
+        w->valid = 0;
+    if (!G || !G->row || !obs || !w || !loglik)
+        return gmm_error(GMM_EINVAL, "marglik: NULL argument");
+    if ((st = check_obs_map(obs, noise, w)) != GMM_OK)
+        return st;
+    if (!isfinite(prior_logdet))
+        return gmm_error(GMM_EINVAL, "marglik: supplied log|Q| is not finite");
+    for (size_t k = 1; k < obs->nobs; k++)
+        if (obs->offset[k] < obs->offset[k - 1])
+            return gmm_error_at(GMM_EINVAL, k, "marglik: observation offsets must be "
+                                               "nondecreasing for the square-root form");
+
+    /* L from the rows of [G; E / sqrt(noise)], merged by first column so
+     * each row meets only the factor rows it touches (band.h section 6). */
+    w->L.kind = GMM_BAND_LOWER;
+    gmm_band_set_zero(&w->L);
+    memset(w->r, 0, w->n * sizeof *w->r);
+    double *v = w->work, *win = w->work2, yy = 0.0, sn = 1.0 / sqrt(noise);
+    size_t gi = 0, ok = 0, first = 0, width = 0, last = 0;
+    int have = 0;
+    while (gi < G->nrows || ok < obs->nobs) {
+        if (!have && gi < G->nrows) {
+            width = G->row(G->ctx, gi, &first, v);
+            if (gi > 0 && first < last)
+                return gmm_error_at(GMM_EINVAL, gi, "marglik: prior row %zu starts at column "
+                                                    "%zu, before row %zu",
+                                    gi, first, gi - 1);
+            last = first;
+            have = 1;
+        }
+        if (ok < obs->nobs && (!have || obs->offset[ok] <= first)) {
+            const double *c = obs->coef + ok * obs->coef_stride;
+            size_t o = obs->offset[ok];
+            double yk = obs->y[ok], *e = w->rowbuf;
+            size_t wd = obs->width;
+            for (size_t b = 0; b < wd; b++) {
+                e[b] = c[b] * sn;
+                w->r[o + b] += c[b] * yk;
+            }
+            yy += yk * yk;
+            if ((st = gmm_band_chol_add_row(&w->L, o, wd, e, win)) != GMM_OK)
+                return st;
+            ok++;
+        } else {
+            if ((st = gmm_band_chol_add_row(&w->L, first, width, v, win)) != GMM_OK) {
+                char msg[GMM_ERROR_MAX];
+                snprintf(msg, sizeof msg, "%s", gmm_error_message());
+                return gmm_error_at(st, gi, "marglik: prior row %zu: %s", gi, msg);
+            }
+            gi++;
+            have = 0;
+        }
+    }
+    if (gmm_band_chol_rows_check(&w->L) != GMM_OK)
+        return not_pd("posterior precision (square-root form)");
+    if ((st = finish(w, obs, noise, prior_logdet, yy, loglik)) != GMM_OK)
+        return st;
+    w->prior_here = 0;
     return GMM_OK;
 }
 

@@ -499,6 +499,124 @@ START_TEST(test_errors)
 }
 END_TEST
 
+/* ---- the square-root form ------------------------------------------------------ */
+
+/* G = L_Q' row by row: row i is column i of chol(Q) (columns i .. i + kl). */
+typedef struct {
+    const gmm_band *LQ;
+} sqrt_ctx;
+
+static size_t sqrt_row(void *ctx, size_t i, size_t *first, double *v)
+{
+    const gmm_band *L = ((const sqrt_ctx *)ctx)->LQ;
+    size_t w = 0;
+    for (size_t r = i; r < L->n && r <= i + L->kl; r++)
+        v[w++] = *gmm_band_ptr(L, r, i);
+    *first = i;
+    return w;
+}
+
+/* The observations sorted by offset (the square-root form reads them so). */
+static void sort_obs(model *m)
+{
+    for (size_t a = 1; a < m->nobs; a++)
+        for (size_t b = a; b > 0 && m->offset[b] < m->offset[b - 1]; b--) {
+            size_t t = m->offset[b];
+            m->offset[b] = m->offset[b - 1];
+            m->offset[b - 1] = t;
+            double y = m->y[b];
+            m->y[b] = m->y[b - 1];
+            m->y[b - 1] = y;
+            for (size_t c = 0; c < m->stride; c++) {
+                double u = m->coef[b * m->stride + c];
+                m->coef[b * m->stride + c] = m->coef[(b - 1) * m->stride + c];
+                m->coef[(b - 1) * m->stride + c] = u;
+            }
+        }
+}
+
+/* eval_rows with G = chol(Q)' gives the loglik of the dense model, and the
+ * same gradient (dlogp/dQ, noise) and posterior as eval from Q. */
+START_TEST(test_eval_rows_vs_eval_and_dense)
+{
+    const shape *s = &shapes[_i];
+    model m;
+    model_make(&m, s->n, s->kl, s->nobs, s->width, s->step, s->shared, 1300 + _i);
+    sort_obs(&m);
+    dense_result d;
+    dense_eval(&m, &d);
+    gmm_marglik_work *w = gmm_marglik_work_alloc(m.n, m.kl);
+    gmm_band *LQ = gmm_band_alloc(m.n, m.kl, 0, GMM_BAND_LOWER);
+    ck_assert_int_eq(gmm_band_chol_decomp(m.Q, LQ), GMM_OK);
+    sqrt_ctx c = {LQ};
+    gmm_prior_rows G = {m.n, sqrt_row, &c};
+    double ll1, ll2, nb1 = 0.0, nb2 = 0.0;
+    ck_assert_int_eq(gmm_marglik_eval(m.Q, &m.obs, m.noise, &d.logdet_q, w, &ll1), GMM_OK);
+    gmm_band *Qbar1 = gmm_band_alloc(m.n, m.kl, 0, GMM_BAND_SYMMETRIC);
+    gmm_band *Qbar2 = gmm_band_alloc(m.n, m.kl, 0, GMM_BAND_SYMMETRIC);
+    double *mean1 = malloc(m.n * sizeof *mean1), *mean2 = malloc(m.n * sizeof *mean2);
+    ck_assert_int_eq(gmm_marglik_grad(w, Qbar1, &nb1), GMM_OK);
+    ck_assert_int_eq(gmm_marglik_posterior(w, mean1, NULL), GMM_OK);
+
+    ck_assert_int_eq(gmm_marglik_eval_rows(&G, &m.obs, m.noise, d.logdet_q, w, &ll2), GMM_OK);
+    double tol = 100.0 * (double)(m.n + m.nobs) * eps * fmax(1.0, fabs(d.loglik));
+    ck_assert_msg(fabs(ll2 - d.loglik) <= tol, "shape %d: rows %.17g dense %.17g", _i, ll2,
+                  d.loglik);
+    ck_assert_int_eq(gmm_marglik_grad(w, Qbar2, &nb2), GMM_OK);
+    ck_assert_int_eq(gmm_marglik_posterior(w, mean2, NULL), GMM_OK);
+    double gs = fmax(1.0, fabs(nb1)), eg = fabs(nb1 - nb2) / gs, em = 0.0;
+    for (size_t j = 0; j < m.n; j++)
+        for (size_t i = j; i <= j + m.kl && i < m.n; i++)
+            gs = fmax(gs, fabs(*gmm_band_ptr(Qbar1, i, j)));
+    for (size_t j = 0; j < m.n; j++) {
+        for (size_t i = j; i <= j + m.kl && i < m.n; i++)
+            eg = fmax(eg, fabs(*gmm_band_ptr(Qbar1, i, j) - *gmm_band_ptr(Qbar2, i, j)) / gs);
+        em = fmax(em, fabs(mean1[j] - mean2[j]) / fmax(1.0, fabs(mean1[j])));
+    }
+    ck_assert_msg(eg <= tol && em <= tol, "shape %d: gradient %g mean %g", _i, eg, em);
+    free(mean1);
+    free(mean2);
+    gmm_band_free(Qbar1);
+    gmm_band_free(Qbar2);
+    gmm_band_free(LQ);
+    gmm_marglik_work_free(w);
+    dense_free(&d);
+    model_free(&m);
+}
+END_TEST
+
+static size_t bad_rows(void *ctx, size_t i, size_t *first, double *v)
+{
+    int kind = *(const int *)ctx;
+    v[0] = 1.0;
+    *first = kind == 0 ? 3 - i : 2 * i; /* 0: decreasing; 1: skips columns */
+    return 1;
+}
+
+START_TEST(test_eval_rows_errors)
+{
+    size_t n = 4, off[2] = {2, 1};
+    double coef[1] = {1.0}, y[2] = {0.5, -0.5}, ll;
+    gmm_obs obs = {n, 2, 1, off, coef, 0, y};
+    gmm_marglik_work *w = gmm_marglik_work_alloc(n, 1);
+    int kind = 0;
+    gmm_prior_rows G = {2, bad_rows, &kind};
+    ck_assert_int_eq(gmm_marglik_eval_rows(&G, &obs, 1.0, 0.0, w, &ll), GMM_EINVAL);
+    ck_assert_uint_eq(gmm_error_index(), 1); /* observation 1 is out of order */
+    off[0] = 0;
+    ck_assert_int_eq(gmm_marglik_eval_rows(&G, &obs, 1.0, 0.0, w, &ll), GMM_EINVAL);
+    ck_assert_uint_eq(gmm_error_index(), 1); /* prior row 1 starts before row 0 */
+    kind = 1; /* rows at columns 0 and 2, data at 0 and 1: column 3 undetermined */
+    ck_assert_int_eq(gmm_marglik_eval_rows(&G, &obs, 1.0, 0.0, w, &ll), GMM_ENOTPD);
+    ck_assert_msg(strstr(gmm_error_message(), "row 3"), "%s", gmm_error_message());
+    ck_assert_int_eq(gmm_marglik_grad_view(w, &(const gmm_band *){NULL}, NULL), GMM_EINVAL);
+    ck_assert_int_eq(gmm_marglik_eval_rows(&G, &obs, 1.0, NAN, w, &ll), GMM_EINVAL);
+    ck_assert_int_eq(gmm_marglik_eval_rows(&G, &obs, 0.0, 0.0, w, &ll), GMM_EINVAL);
+    ck_assert_int_eq(gmm_marglik_eval_rows(NULL, &obs, 1.0, 0.0, w, &ll), GMM_EINVAL);
+    gmm_marglik_work_free(w);
+}
+END_TEST
+
 Suite *infer_marglik_suite(void)
 {
     Suite *s = suite_create("infer_marglik");
@@ -510,6 +628,8 @@ Suite *infer_marglik_suite(void)
     tcase_add_test(tc, test_prior_in_workspace_and_grad_view);
     tcase_add_test(tc, test_no_allocation_in_eval_grad);
     tcase_add_test(tc, test_errors);
+    tcase_add_loop_test(tc, test_eval_rows_vs_eval_and_dense, 0, (int)NSHAPES);
+    tcase_add_test(tc, test_eval_rows_errors);
     suite_add_tcase(s, tc);
     return s;
 }
