@@ -342,10 +342,18 @@ gmm_status gmm_band_outer_rev(double alpha, size_t k, const double *M, size_t ld
  * the band: with width <= kl + 1 every fill stays within kl of the
  * diagonal.  Rows may come in any order; in nondecreasing j0 each costs
  * O(w l) (a rotation per column until it lands in an empty row of the
- * factor), in another order up to O((n - j0) l).  work: kl + 1 doubles, or
- * NULL to allocate (GMM_ENOMEM).  Non-finite entries of v: GMM_EDOM. */
+ * factor), in another order up to O((n - j0) l).  work: 4 (kl + 1)
+ * doubles, or NULL to allocate (GMM_ENOMEM).  Non-finite entries of v: GMM_EDOM. */
 gmm_status gmm_band_chol_add_row(gmm_band *L, size_t j0, size_t w, const double *v,
                                  double *work);
+/* B <- J B J in place, J the exchange matrix: entry (i, j) moves to
+ * (n-1-i, n-1-j).  B SYMMETRIC (a reversed triangle would not be lower).
+ * The same GMRF with its variables listed backwards: a caller that factors
+ * the reversed precision (see gmm_marglik_eval_rows) maps results back with
+ * it.  Linear and its own inverse and adjoint: a sensitivity is mapped back
+ * by the same call.  O(n l), in place.  GMM_EDIM for another kind. */
+gmm_status gmm_band_reverse(gmm_band *B);
+
 /* After the last row: GMM_ENOTPD with gmm_error_index() the first column
  * whose diagonal is zero (M rank deficient there: no row reached it), below
  * DBL_MIN or not finite.  O(n). */

@@ -94,9 +94,11 @@ typedef struct {
      * at which the state-space log-likelihood agreed with the dense GP to 1e-6
      * relative in tests/bench/bench_ssm_accuracy.c; min_dt_rel_osc applies when
      * the factor is multiplied by a cosine or periodic factor.  0: no limit
-     * was reached down to dt/lengthscale = 1e-6. */
+     * was reached down to dt/lengthscale = 1e-6.  The _rows pair: the same
+     * for the square-root form (ssm.h, CLOSE INPUTS), used below the first. */
     size_t scale_param;
     double min_dt_rel, min_dt_rel_osc;
+    double min_dt_rel_rows, min_dt_rel_osc_rows;
     /* F (d x d) and the diffusion L Qc L^T (d x d). */
     void (*sde)(const double *p, double *F, double *LQL);
     /* Pinf (d x d) and its derivatives, H (d). */
@@ -186,11 +188,12 @@ size_t gmm_kernel_format(const gmm_kernel *k, const double *theta, char *buf, si
 double gmm_kernel_cov(const gmm_kernel *k, const double *theta, double damp, double tau);
 
 /* The smallest interval dt every factor accepts at theta (its type's
- * min_dt_rel times its scale parameter; see ssm.h, CLOSE INPUTS): the
- * largest such value over the factors, 0 when none has a limit.  *param (may
- * be NULL) receives the index in theta of the binding parameter (SIZE_MAX
- * when none). */
-double gmm_kernel_spacing_limit(const gmm_kernel *k, const double *theta, size_t *param);
+ * min_dt_rel -- rows nonzero: min_dt_rel_rows -- times its scale parameter;
+ * see ssm.h, CLOSE INPUTS): the largest such value over the factors, 0 when
+ * none has a limit.  *param (may be NULL) receives the index in theta of the
+ * binding parameter (SIZE_MAX when none). */
+double gmm_kernel_spacing_limit(const gmm_kernel *k, const double *theta, int rows,
+                                size_t *param);
 
 /* ---- state space of a composite kernel ------------------------------------- */
 

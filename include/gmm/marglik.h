@@ -56,9 +56,10 @@ gmm_status gmm_marglik_eval(const gmm_band *Q, const gmm_obs *obs, double noise,
 
 /* A square root of the prior precision, Q = G'G, given row by row: row i
  * (0 <= i < nrows) has its entries in columns first .. first + width - 1,
- * width <= kl + 1, and the rows come in nondecreasing order of first.  The
- * callback writes first and the width entries into v (room for kl + 1) and
- * returns width. */
+ * 1 <= width <= kl + 1, and the rows come in nondecreasing order of their
+ * LAST column (first + width - 1).  The callback writes first and the width
+ * entries into v (room for kl + 1) and returns width.  It is called once
+ * per row, from the last row to the first. */
 typedef struct {
     size_t nrows;
     size_t (*row)(void *ctx, size_t i, size_t *first, double *v);
@@ -66,18 +67,22 @@ typedef struct {
 } gmm_prior_rows;
 
 /* As gmm_marglik_eval with the prior given by a square root G instead of Q
- * (and log|Q| supplied, as prior_logdet there): L comes from the rows of
- * [G; E / sqrt(noise)] (band.h section 6), never from P = G'G + E'E/noise
- * itself.  Why: when P's entries are huge against the information the data
- * add (a state-space model with inputs much closer than its lengthscale),
- * the rounding of P's stored entries alone costs ~eps cond(P) of the log
- * likelihood; the rows lose ~eps sqrt(cond P).  The same L, so
- * gmm_marglik_grad_view / gmm_marglik_grad (dlogp/dQ, as if Q had been
- * given) and gmm_marglik_posterior work unchanged.  The observation offsets
- * must be nondecreasing (GMM_EINVAL naming the observation), as must the
- * rows' first columns (GMM_EINVAL naming the row).  Cost O(n l^2), several
- * times the Cholesky's (a rotation per row and column).  GMM_ENOTPD when
- * the rows leave a column undetermined. */
+ * (and log|Q| supplied, as prior_logdet there): the factor comes from the
+ * rows of [G; E / sqrt(noise)] (band.h section 6), never from P = G'G +
+ * E'E/noise itself.  Why: when P's entries are huge against the information
+ * the data add (a state-space model with inputs much closer than its
+ * lengthscale, or a high signal-to-noise ratio over many inputs), the
+ * rounding of P's stored entries alone costs ~eps cond(P) of the log
+ * likelihood; the rows lose ~eps sqrt(cond P).  The rows are folded from
+ * the last column backwards (marglik.c, SQUARE-ROOT FORM): when each row's
+ * last entry is nonzero and no two rows end on the same column (a Markov
+ * chain's transition rows), the prior costs no rotation at all and each
+ * observation one sweep -- about the Cholesky's work.  gmm_marglik_grad,
+ * _grad_view (dlogp/dQ, as if Q had been given) and _posterior work
+ * unchanged.  Observation offsets must be nondecreasing (GMM_EINVAL naming
+ * the observation), rows ordered as above (GMM_EINVAL naming the row) and
+ * fit the band (GMM_EDIM).  GMM_ENOTPD (column in gmm_error_index()) when
+ * the rows and data leave a column undetermined.  O(n l^2). */
 gmm_status gmm_marglik_eval_rows(const gmm_prior_rows *G, const gmm_obs *obs, double noise,
                                  double prior_logdet, gmm_marglik_work *w, double *loglik);
 /* Reverse mode of the last successful eval on w: Qbar (SYMMETRIC, Q's shape,

@@ -32,46 +32,75 @@
  * damped by exp(-|tau| damp) (kernel.h): Q_k is then (1 - exp(-2 damp dt))
  * Pinf for such a factor, a minimal process noise proportional to Pinf, and
  * the model is an exact stationary GP (the regularised kernel), not an
- * approximation inside the algebra.  The damping trades two errors against
- * the undamped kernel: the bias of the damped kernel over the data, about
- * damp_rel = damp * span relative (span = t_{K-1} - t_0), against rounding:
- * the precision then holds entries ~ 1/(damp dt), and the loglik loses
- * accuracy roughly like 1/damp_rel.  By default damp_rel = GMM_SSM_DAMP_C *
- * sqrt(DBL_EPSILON K), near the balance of the two.  Damped oscillators are
- * carried in rotating coordinates (kernel.h, DEMODULATION), which cuts the
- * rounding part ~30x.  Measured against the UNDAMPED dense GP at n = 300
- * (tests/bench/bench_ssm_accuracy.c, Table 2; tests/model/test_ssm.c
- * asserts 1e-6 at noise/variance 0.1): worst relative loglik error <= 9e-7
- * at noise/variance 0.1, <= 4e-8 at 1, but up to 2e-6 at 0.01 -- both error
- * sources grow with the signal-to-noise ratio, and this is the floor of a
- * damping regularisation in double precision.  A product with a factor that
- * has process noise (periodic * matern32) is not damped and has no bias.
+ * approximation inside the algebra.  A damped model is always factorised
+ * in the square-root form (FACTORISATION): its precision holds entries ~
+ * 1/(damp dt), whose rounding in the Cholesky cost ~1/damp_rel of accuracy
+ * and forced the old default (0.4 sqrt(eps K)) to a balance that missed
+ * 1e-6 at noise/variance 0.01.  In the square-root form the rounding is
+ * negligible (measured below 1e-11 down to damp_rel = 1e-10) and what is
+ * left is the bias of the damped kernel over the data, proportional to
+ * damp_rel = damp * span (span = t_{K-1} - t_0): by default damp_rel =
+ * GMM_SSM_DAMP_REL = 2e-8.  Measured against the UNDAMPED dense GP at n =
+ * 300 (tests/bench/bench_ssm_accuracy.c, Table 2; tests/model/test_ssm.c
+ * asserts 1e-6 at noise/variance 0.01 and 0.1): worst relative loglik error
+ * about 14 damp_rel = 3e-7 at noise/variance 0.01, 5e-8 at 0.1, 2e-9 at 1
+ * (the bias grows with the signal-to-noise ratio).  What a smaller damping
+ * would cost is the GRADIENT: it is chained through the precision's
+ * entries, and its rounding grows like 1/damp_rel (about 1e-5 relative at
+ * 2e-8 in tests/model/test_ssm.c's data) -- which sets the default.  A
+ * product with a factor that has process noise (periodic * matern32) is
+ * not damped and has no bias.
+ *
+ * FACTORISATION.  The posterior precision P = Q_prior + H'H/noise is
+ * factorised either by the banded Cholesky of P assembled in the band (the
+ * paper's algorithm, fastest), or in the SQUARE-ROOT FORM: from the rows
+ * C_k (x_{k+1} - A_k x_k), C_k = chol(Q_k)^-1, and H/sqrt(noise), never
+ * forming P (gmm_marglik_eval_rows; same factor, same gradient code).  The
+ * Cholesky is only as accurate as P's stored entries: where they are huge
+ * against the information the data add -- inputs close together relative
+ * to a lengthscale, a long smooth record -- their rounding alone costs up
+ * to eps sum_i P_ii Pinf_ii of log-likelihood (the Cholesky's rounding
+ * BOUND; measured errors 0.01 .. 0.4 of it, tests/model/test_ssm.c).  On
+ * the CO2 model fitted to data/co2_train.csv the bound is 9e-4: the
+ * Cholesky's loglik is off by 1.3e-4 (dense GP: -957.453203327; Cholesky
+ * -957.453074495; square-root form -957.453203333), and `fit` with it stops
+ * on rounding unconverged, where the square-root form converges.  The
+ * square-root form costs 2-3x the Cholesky (a Givens rotation per row and
+ * column).  GMM_SSM_FACTOR_AUTO (default) takes the Cholesky while its
+ * bound is at most GMM_SSM_CHOL_TOL per observation, the inputs are no
+ * closer than its spacing limit below and nothing is damped; else the
+ * square-root form.  The choice depends on theta only, and where it
+ * switches the two differ by less than the Cholesky's bound.
  *
  * CLOSE INPUTS.  Q_k becomes nearly singular when dt << lengthscale (its
  * small eigenvalues scale like dt^(2 nu)).  A(dt) and Q(dt) themselves are
- * computed to a few ulps at any dt (kernel_matern.c), so the limit is the
- * band: the precision holds entries ~ (lengthscale/dt)^(2 nu) / variance,
- * and their rounding swamps the observations' information (a one-ulp
- * random perturbation of the stored entries moves the loglik by as much as
- * the whole error; neither long-double assembly nor a long-double Cholesky
- * helps).  Measured worst relative loglik error against the dense GP over
- * 9 data sets of n = 300 (tests/bench/bench_ssm_accuracy.c):
+ * computed to a few ulps at any dt (kernel_matern.c), so what limits the
+ * Cholesky is the rounding of P's entries ~ (lengthscale/dt)^(2 nu) /
+ * variance.  Measured worst relative loglik error against the dense GP
+ * over 9 data sets of n = 300 (tests/bench/bench_ssm_accuracy.c, Table 1):
  *
- *   dt/l        1e-1    3e-2    2e-2    1e-2    1e-3    1e-4    1e-6
- *   matern12    1e-13   2e-13   3e-12   3e-13   8e-13   6e-13   1e-11
- *   matern32    2e-13   1e-11   2e-11   8e-10   5e-7    3e-5    --
- *   matern52    4e-11   2e-8    2e-7    9e-6    2e-2    --      --
+ *   dt/l           1e-1    3e-2    2e-2    1e-2    1e-3    1e-4    1e-6   1e-10
+ *   Cholesky:
+ *   matern12       1e-13   2e-13   3e-12   3e-13   8e-13   6e-13   1e-11   --
+ *   matern32       2e-13   1e-11   2e-11   8e-10   5e-7    3e-5    --      --
+ *   matern52       4e-11   2e-8    2e-7    9e-6    2e-2    --      --      --
+ *   square-root form:
+ *   matern12       5e-14   2e-13   3e-12   2e-13   1e-13   6e-14   3e-12   6e-12
+ *   matern32       1e-13   4e-14   1e-13   3e-13   8e-14   8e-13   3e-12   1e-13
+ *   matern52       1e-13   2e-13   3e-13   6e-13   2e-10   2e-10   1e-9    7e-10
  *
- * and products with a cosine/periodic factor up to ~7x worse for
- * Matern-3/2.  Each kernel type documents the smallest dt/l at which the
- * error stayed below 1e-6 (gmm_kernel_type.min_dt_rel: Matern-3/2 3e-4,
- * 2e-3 in a product with an oscillator; Matern-5/2 2e-2 -- short of the
- * 1e-2 we aimed for; Matern-1/2 and quasiperiodic none).  With
- * check_spacing (default), an evaluation whose smallest interval is below
- * that limit fails with GMM_EDOM and a message naming the inputs, the
- * parameter and the remedies (merge near-ties with merge_tol, or a shorter
- * lengthscale) -- never a wrong number.  The error also grows slowly with n
- * (Matern-5/2 at dt/l = 1e-2: 2e-6 at n = 300, 6e-6 at n = 1000).
+ * (every kernel of the table, products and sums included, stays below 2e-9
+ * in the square-root form down to 1e-10).  Each kernel type records the
+ * smallest dt/l measured accurate to 1e-6 for each form
+ * (gmm_kernel_type.min_dt_rel, _rows): Cholesky Matern-3/2 3e-4 (2e-3 in a
+ * product with an oscillator), Matern-5/2 2e-2; square-root form 1e-10 for
+ * every kernel with a lengthscale -- not a failure but the end of what was
+ * measured.  Below the Cholesky's limit the automatic choice takes the
+ * square-root form; below 1e-10 (or below the Cholesky's limit with
+ * GMM_SSM_FACTOR_CHOL) check_spacing refuses the evaluation with GMM_EDOM
+ * and a message naming the inputs, the parameter and the remedies (merge
+ * near-ties with merge_tol, or a shorter lengthscale) -- never a wrong
+ * number.
  */
 #ifndef GMM_SSM_H
 #define GMM_SSM_H
@@ -82,8 +111,20 @@
 #include "gmm/objective.h"
 #include "gmm/status.h"
 
-/* Constant of the default damping (see ZERO PROCESS NOISE). */
-#define GMM_SSM_DAMP_C 0.4
+/* The automatic choice takes the Cholesky only while its rounding bound
+ * stays below this many units of log-likelihood per observation (see
+ * FACTORISATION). */
+#define GMM_SSM_CHOL_TOL 1e-9
+
+/* The default damping (see ZERO PROCESS NOISE). */
+#define GMM_SSM_DAMP_REL 2e-8
+
+/* Which factorisation of the posterior precision (see FACTORISATION). */
+typedef enum {
+    GMM_SSM_FACTOR_AUTO = 0, /* Cholesky unless the inputs are closer than its limit */
+    GMM_SSM_FACTOR_CHOL = 1, /* always the Cholesky of the assembled precision */
+    GMM_SSM_FACTOR_ROWS = 2  /* always the square-root form */
+} gmm_ssm_factor;
 
 typedef struct {
     double merge_tol;  /* >= 0: inputs within merge_tol (units of x) of the first
@@ -91,9 +132,10 @@ typedef struct {
                           Default 0: exact ties only. */
     double damp;       /* >= 0: damping rate of zero-noise factors; NAN (default):
                           damp_rel / span (damp_rel per unit x if span = 0) */
-    double damp_rel;   /* > 0, or NAN (default): GMM_SSM_DAMP_C sqrt(DBL_EPSILON K) */
+    double damp_rel;   /* > 0, or NAN (default): GMM_SSM_DAMP_REL */
     double dt_ulps;    /* >= 0, default 8 */
     int check_spacing; /* default 1 */
+    gmm_ssm_factor factor; /* default GMM_SSM_FACTOR_AUTO */
 } gmm_ssm_params;
 
 /* Defaults as documented on each field. */
@@ -122,6 +164,11 @@ size_t gmm_ssm_nintervals(const gmm_ssm *m); /* distinct cached intervals */
  * only exact ties were joined): a nonzero count is the caller's warning. */
 size_t gmm_ssm_nmerged(const gmm_ssm *m);
 double gmm_ssm_damp(const gmm_ssm *m);       /* damping rate in use */
+/* Of the last evaluation (after a successful gmm_ssm_loglik): whether it
+ * used the square-root form, and the Cholesky's rounding bound there (an
+ * estimate of its log-likelihood error; see FACTORISATION). */
+int gmm_ssm_used_rows(const gmm_ssm *m);
+double gmm_ssm_chol_bound(const gmm_ssm *m);
 size_t gmm_ssm_nparam(const gmm_ssm *m);     /* kernel parameters + 1 */
 const char *gmm_ssm_param_name(const gmm_ssm *m, size_t i);
 /* State index of input row r (rows in the caller's order). */

@@ -39,46 +39,54 @@ gmm_status gmm_band_chol_add_row(gmm_band *L, size_t j0, size_t w, const double 
         if (!isfinite(v[s]))
             return gmm_error_at(GMM_EDOM, j0 + s,
                                 "band_chol_add_row: entry in column %zu is not finite", j0 + s);
-    double *r = work;
-    if (!r && !(r = gmm_malloc(kl + 1, sizeof *r)))
+    /* The window for column j is r = buf + (j - base), kl + 1 slots; when it
+     * would run off the end of buf it is moved back to the start (amortised
+     * O(1) per column). */
+    size_t cap = 4 * (kl + 1);
+    double *buf = work;
+    if (!buf && !(buf = gmm_malloc(cap, sizeof *buf)))
         return gmm_error(GMM_ENOMEM, "band_chol_add_row: out of memory");
-    memcpy(r, v, w * sizeof *r);
-    for (size_t s = w; s <= kl; s++)
-        r[s] = 0.0;
-    /* hi: slots beyond hi of the window are zero */
+    memcpy(buf, v, w * sizeof *buf);
+    for (size_t s = w; s < cap; s++)
+        buf[s] = 0.0;
+    size_t base = j0;
+    /* hi: slots from hi on (relative to column j) are zero */
     size_t hi = w;
-    for (size_t j = j0; j < n && hi > 0; j++) {
+    for (size_t j = j0; j < n && hi > 0; j++, hi--) {
+        if (j - base + kl + 1 > cap) {
+            memmove(buf, buf + (j - base), (kl + 1) * sizeof *buf);
+            for (size_t s = kl + 1; s < cap; s++)
+                buf[s] = 0.0;
+            base = j;
+        }
+        double *r = buf + (j - base);
         double a = r[0];
+        if (a == 0.0)
+            continue;
         size_t m = n - 1 - j < kl ? n - 1 - j : kl; /* last slot of column j */
         double *c = L->data + j * ld;               /* c[s] = L(j + s, j) */
-        if (a != 0.0) {
-            double d = c[0];
-            if (d == 0.0) {
-                double sg = a < 0.0 ? -1.0 : 1.0;
-                for (size_t s = 0; s <= m; s++)
-                    c[s] = sg * r[s];
-                break;
-            }
-            double h = sqrt(d * d + a * a);
-            if (!(h <= DBL_MAX) || h < DBL_MIN)
-                h = hypot(d, a); /* |d| or |a| beyond 1e154 or below 1e-154 */
-            double cs = d / h, sn = a / h;
-            c[0] = h;
-            for (size_t s = 1; s <= m; s++) {
-                double x = c[s], y = r[s];
-                c[s] = cs * x + sn * y;
-                r[s] = cs * y - sn * x;
-            }
-            if (m + 1 > hi)
-                hi = m + 1;
+        double d = c[0];
+        if (d == 0.0) {
+            double sg = a < 0.0 ? -1.0 : 1.0;
+            for (size_t s = 0; s <= m; s++)
+                c[s] = sg * r[s];
+            break;
         }
-        /* slide the window to column j + 1 */
-        memmove(r, r + 1, kl * sizeof *r);
-        r[kl] = 0.0;
-        hi--;
+        double h = sqrt(d * d + a * a);
+        if (!(h <= DBL_MAX) || h < DBL_MIN)
+            h = hypot(d, a); /* |d| or |a| beyond 1e154 or below 1e-154 */
+        double ih = 1.0 / h, cs = d * ih, sn = a * ih;
+        c[0] = h;
+        for (size_t s = 1; s <= m; s++) {
+            double x = c[s], y = r[s];
+            c[s] = cs * x + sn * y;
+            r[s] = cs * y - sn * x;
+        }
+        if (m + 1 > hi)
+            hi = m + 1;
     }
     if (!work)
-        gmm_free(r);
+        gmm_free(buf);
     return GMM_OK;
 }
 
@@ -101,5 +109,24 @@ gmm_status gmm_band_chol_rows_check(const gmm_band *L)
                 return gmm_error_at(GMM_ENOTPD, j, "square-root factor: column %zu is not finite",
                                     j);
     }
+    return GMM_OK;
+}
+
+gmm_status gmm_band_reverse(gmm_band *B)
+{
+    if (!B)
+        return gmm_error(GMM_EINVAL, "band_reverse: NULL argument");
+    if (B->kind != GMM_BAND_SYMMETRIC || B->ku != 0)
+        return gmm_error(GMM_EDIM, "band_reverse: B must be SYMMETRIC");
+    /* slot s of column j, entry (j + s, j), pairs with entry (n-1-j, n-1-j-s):
+     * slot s of column n-1-j-s */
+    size_t n = B->n, ld = B->ld;
+    for (size_t s = 0; s <= B->kl && s < n; s++)
+        for (size_t j = 0, jj = n - 1 - s; j < jj; j++, jj--) {
+            double *a = B->data + j * ld + s, *b = B->data + jj * ld + s;
+            double t = *a;
+            *a = *b;
+            *b = t;
+        }
     return GMM_OK;
 }

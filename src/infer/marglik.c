@@ -24,6 +24,7 @@
 #include "gmm/marglik.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -39,9 +40,11 @@ struct gmm_marglik_work {
     gmm_band *LQ;    /* chol(Q), when the prior log-determinant is computed here */
     double *r;       /* L^{-1} E'y */
     double *work, *work2; /* n doubles each */
-    double *rowbuf;       /* kl + 1 doubles: an observation row (square-root form) */
+    double *rowbuf;       /* 5 (kl + 1) doubles: an observation row and the rotation
+                             window of the square-root form */
     /* What the last successful eval saw. */
     int valid, prior_here;
+    int reversed; /* L factors J P J (square-root form) */
     const gmm_obs *obs;
     double noise, yy, rr;
 };
@@ -62,7 +65,7 @@ gmm_marglik_work *gmm_marglik_work_alloc(size_t n, size_t kl)
     w->r = gmm_malloc(n, sizeof *w->r);
     w->work = gmm_malloc(n, sizeof *w->work);
     w->work2 = gmm_malloc(n, sizeof *w->work2);
-    w->rowbuf = gmm_malloc(w->kl + 1, sizeof *w->rowbuf);
+    w->rowbuf = gmm_malloc(5 * (w->kl + 1), sizeof *w->rowbuf);
     if (!w->pdata || !w->bardata || !w->LQ || !w->r || !w->work || !w->work2 || !w->rowbuf) {
         gmm_marglik_work_free(w);
         gmm_error(GMM_ENOMEM, "marglik: out of memory for n = %zu, bandwidth %zu", n, kl);
@@ -248,6 +251,7 @@ gmm_status gmm_marglik_eval(const gmm_band *Q, const gmm_obs *obs, double noise,
     if ((st = finish(w, obs, noise, logdet_q, yy, loglik)) != GMM_OK)
         return st;
     w->prior_here = prior_logdet == NULL;
+    w->reversed = 0;
     return GMM_OK;
 }
 
@@ -278,6 +282,25 @@ static gmm_status finish(gmm_marglik_work *w, const gmm_obs *obs, double noise, 
     return GMM_OK;
 }
 
+static void reverse_vec(size_t n, double *x)
+{
+    for (size_t i = 0, j = n ? n - 1 : 0; i < j; i++, j--) {
+        double t = x[i];
+        x[i] = x[j];
+        x[j] = t;
+    }
+}
+
+/* SQUARE-ROOT FORM.  The factor is that of the REVERSED precision J P J
+ * (band.h, gmm_band_reverse): the rows are folded from the last column
+ * backwards.  Why: for a Markov chain the prior's square root, read
+ * backwards, is already triangular -- each state's transition rows end on
+ * distinct columns with a nonzero last entry (a state-space model's C_k is
+ * triangular) -- so every prior row lands in an empty row of the factor
+ * without a rotation, and only the observations rotate: about one sweep of
+ * d Givens rotations each, the work of the Cholesky.  Read forwards, every
+ * transition row would have to be rotated through its whole state.  The
+ * reverse mode and the posterior map their results back with J. */
 gmm_status gmm_marglik_eval_rows(const gmm_prior_rows *G, const gmm_obs *obs, double noise,
                                  double prior_logdet, gmm_marglik_work *w, double *loglik)
 {
@@ -295,52 +318,68 @@ gmm_status gmm_marglik_eval_rows(const gmm_prior_rows *G, const gmm_obs *obs, do
             return gmm_error_at(GMM_EINVAL, k, "marglik: observation offsets must be "
                                                "nondecreasing for the square-root form");
 
-    /* L from the rows of [G; E / sqrt(noise)], merged by first column so
-     * each row meets only the factor rows it touches (band.h section 6). */
+    size_t n = w->n, kl = w->kl;
     w->L.kind = GMM_BAND_LOWER;
     gmm_band_set_zero(&w->L);
-    memset(w->r, 0, w->n * sizeof *w->r);
-    double *v = w->work, *win = w->work2, yy = 0.0, sn = 1.0 / sqrt(noise);
-    size_t gi = 0, ok = 0, first = 0, width = 0, last = 0;
+    memset(w->r, 0, n * sizeof *w->r);
+    double *v = w->work, *vr = w->rowbuf, *win = w->rowbuf + kl + 1;
+    double yy = 0.0, sn = 1.0 / sqrt(noise);
+    size_t gi = G->nrows, ok = obs->nobs, first = 0, width = 0, glast = 0, prev = SIZE_MAX;
     int have = 0;
-    while (gi < G->nrows || ok < obs->nobs) {
-        if (!have && gi < G->nrows) {
-            width = G->row(G->ctx, gi, &first, v);
-            if (gi > 0 && first < last)
-                return gmm_error_at(GMM_EINVAL, gi, "marglik: prior row %zu starts at column "
-                                                    "%zu, before row %zu",
-                                    gi, first, gi - 1);
-            last = first;
+    /* merged by last column, largest first (prior rows first on ties: they
+     * land without rotating) */
+    while (gi > 0 || ok > 0) {
+        if (!have && gi > 0) {
+            width = G->row(G->ctx, gi - 1, &first, v);
+            if (width == 0 || width > kl + 1 || first > n || width > n - first)
+                return gmm_error_at(GMM_EDIM, gi - 1, "marglik: prior row %zu (columns %zu, "
+                                                      "width %zu) does not fit the band",
+                                    gi - 1, first, width);
+            glast = first + width - 1;
+            if (glast > prev)
+                return gmm_error_at(GMM_EINVAL, gi - 1, "marglik: prior row %zu ends at column "
+                                                        "%zu, after row %zu",
+                                    gi - 1, glast, gi);
+            prev = glast;
             have = 1;
         }
-        if (ok < obs->nobs && (!have || obs->offset[ok] <= first)) {
+        size_t olast = ok > 0 ? obs->offset[ok - 1] + obs->width - 1 : 0;
+        if (ok > 0 && (!have || olast > glast)) {
+            size_t o = obs->offset[--ok], wd = obs->width;
             const double *c = obs->coef + ok * obs->coef_stride;
-            size_t o = obs->offset[ok];
-            double yk = obs->y[ok], *e = w->rowbuf;
-            size_t wd = obs->width;
+            double yk = obs->y[ok];
             for (size_t b = 0; b < wd; b++) {
-                e[b] = c[b] * sn;
+                vr[wd - 1 - b] = c[b] * sn;
                 w->r[o + b] += c[b] * yk;
             }
             yy += yk * yk;
-            if ((st = gmm_band_chol_add_row(&w->L, o, wd, e, win)) != GMM_OK)
+            if ((st = gmm_band_chol_add_row(&w->L, n - 1 - olast, wd, vr, win)) != GMM_OK)
                 return st;
-            ok++;
         } else {
-            if ((st = gmm_band_chol_add_row(&w->L, first, width, v, win)) != GMM_OK) {
+            for (size_t t = 0; t < width; t++)
+                vr[t] = v[width - 1 - t];
+            gi--;
+            have = 0;
+            if ((st = gmm_band_chol_add_row(&w->L, n - 1 - glast, width, vr, win)) != GMM_OK) {
                 char msg[GMM_ERROR_MAX];
                 snprintf(msg, sizeof msg, "%s", gmm_error_message());
                 return gmm_error_at(st, gi, "marglik: prior row %zu: %s", gi, msg);
             }
-            gi++;
-            have = 0;
         }
     }
-    if (gmm_band_chol_rows_check(&w->L) != GMM_OK)
-        return not_pd("posterior precision (square-root form)");
+    if (gmm_band_chol_rows_check(&w->L) != GMM_OK) {
+        /* report the column in the caller's order */
+        size_t j = gmm_error_index();
+        return gmm_error_at(GMM_ENOTPD, n - 1 - j,
+                            "posterior precision (square-root form) not positive definite: "
+                            "column %zu is not determined by the prior rows and the data",
+                            n - 1 - j);
+    }
+    reverse_vec(n, w->r);
     if ((st = finish(w, obs, noise, prior_logdet, yy, loglik)) != GMM_OK)
         return st;
     w->prior_here = 0;
+    w->reversed = 1;
     return GMM_OK;
 }
 
@@ -372,8 +411,10 @@ static gmm_status grad_core(gmm_marglik_work *w, double *noisebar)
                                         w->work2);
     if (st != GMM_OK)
         return st;
-    /* Pbar overwrites Lbar (same storage). */
+    /* Pbar overwrites Lbar (same storage); back to the caller's order. */
     if ((st = gmm_band_chol_decomp_rev(&w->L, &w->Lbar, &w->Pbar)) != GMM_OK)
+        return st;
+    if (w->reversed && (st = gmm_band_reverse(&w->Pbar)) != GMM_OK)
         return st;
     if (noisebar) {
         double s = 0.0;
@@ -456,8 +497,12 @@ gmm_status gmm_marglik_posterior(gmm_marglik_work *w, double *mean, gmm_band *co
             return st;
         for (size_t i = 0; i < w->n; i++)
             mean[i] /= w->noise;
+        if (w->reversed)
+            reverse_vec(w->n, mean);
     }
     if (cov && (st = gmm_band_chol_selinv(&w->L, cov)) != GMM_OK)
+        return st;
+    if (cov && w->reversed && (st = gmm_band_reverse(cov)) != GMM_OK)
         return st;
     return GMM_OK;
 }

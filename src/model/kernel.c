@@ -721,14 +721,17 @@ double gmm_kernel_cov(const gmm_kernel *k, const double *theta, double damp, dou
     return cov_node(k->root, theta ? theta : k->value, damp * k->zweight, tau);
 }
 
-double gmm_kernel_spacing_limit(const gmm_kernel *k, const double *theta, size_t *param)
+double gmm_kernel_spacing_limit(const gmm_kernel *k, const double *theta, int rows,
+                                size_t *param)
 {
     double lim = 0.0;
     size_t which = SIZE_MAX;
     for (size_t l = 0; l < k->nleaves; l++) {
         const knode *n = k->leaves[l];
         const gmm_kernel_type *t = n->type;
-        double rel = n->osc_partner ? fmax(t->min_dt_rel, t->min_dt_rel_osc) : t->min_dt_rel;
+        double r1 = rows ? t->min_dt_rel_rows : t->min_dt_rel;
+        double r2 = rows ? t->min_dt_rel_osc_rows : t->min_dt_rel_osc;
+        double rel = n->osc_partner ? fmax(r1, r2) : r1;
         if (t->scale_param >= t->nparam || rel <= 0.0)
             continue;
         size_t j = n->tix[t->scale_param];

@@ -266,7 +266,7 @@ static double matern_cov(size_t d, const double *p, double tau, double *dk)
     return v * poly * e;
 }
 
-#define MATERN_TYPE(D, NAME, FORMULA, MINREL, MINREL_OSC)                                                 \
+#define MATERN_TYPE(D, NAME, FORMULA, MINREL, MINREL_OSC, MINROWS, MINROWS_OSC)               \
     static size_t NAME##_dim(const double *p)                                                 \
     {                                                                                         \
         (void)p;                                                                              \
@@ -290,15 +290,19 @@ static double matern_cov(size_t d, const double *p, double tau, double *dk)
         return matern_cov(D, p, tau, dk);                                                     \
     }                                                                                         \
     const gmm_kernel_type gmm_kernel_##NAME = {                                               \
-        #NAME, FORMULA, 2, matern_param, NAME##_dim, 0, 1, MINREL, MINREL_OSC,                \
+        #NAME, FORMULA, 2, matern_param, NAME##_dim, 0, 1, MINREL, MINREL_OSC, MINROWS, MINROWS_OSC,                \
         NAME##_sde, NAME##_stat, NAME##_disc, NAME##_cov, NULL, 0};
 
 /* Accuracy limits measured by tests/bench/bench_ssm_accuracy.c (worst
  * relative loglik error over 9 data sets of n = 300, see ssm.h): Matern-1/2
  * stays below 1e-10 down to dt/l = 1e-6; Matern-3/2 reaches 1e-6 near
  * dt/l = 3e-4 (2e-3 times a cosine/periodic factor); Matern-5/2 near
- * dt/l = 2e-2 (the error grows like (l/dt)^5: ~1e-5 at 1e-2). */
-MATERN_TYPE(1, matern12, "variance * exp(-r), r = |tau|/lengthscale", 0.0, 0.0)
-MATERN_TYPE(2, matern32, "variance * (1 + r) exp(-r), r = sqrt(3)|tau|/lengthscale", 3e-4, 2e-3)
+ * dt/l = 2e-2 (the error grows like (l/dt)^5: ~1e-5 at 1e-2).  In the
+ * square-root form every one stays below 2e-9 down to dt/l = 1e-10, the
+ * end of the sweep, which is taken as the limit. */
+MATERN_TYPE(1, matern12, "variance * exp(-r), r = |tau|/lengthscale", 0.0, 0.0, 1e-10, 1e-10)
+MATERN_TYPE(2, matern32, "variance * (1 + r) exp(-r), r = sqrt(3)|tau|/lengthscale", 3e-4, 2e-3,
+            1e-10, 1e-10)
 MATERN_TYPE(3, matern52,
-            "variance * (1 + r + r^2/3) exp(-r), r = sqrt(5)|tau|/lengthscale", 2e-2, 2e-2)
+            "variance * (1 + r + r^2/3) exp(-r), r = sqrt(5)|tau|/lengthscale", 2e-2, 2e-2,
+            1e-10, 1e-10)

@@ -190,7 +190,7 @@ static double constant_cov(const double *p, double tau, double *dk)
 }
 
 const gmm_kernel_type gmm_kernel_constant = {
-    "constant", "variance", 1, constant_param, constant_dim, 1, 1, 0.0, 0.0,
+    "constant", "variance", 1, constant_param, constant_dim, 1, 1, 0.0, 0.0, 0.0, 0.0,
     constant_sde, constant_stat, constant_disc, constant_cov, NULL, 0};
 
 /* ---- cosine(variance, period) ---------------------------------------------- */
@@ -271,7 +271,7 @@ static void cosine_hmod(const double *p, double tau, double *h, double *dh)
 
 const gmm_kernel_type gmm_kernel_cosine = {
     "cosine", "variance * cos(2 pi tau/period)", 2, cosine_param, cosine_dim, 1, 2, 0.0, 0.0,
-    cosine_sde, cosine_stat, cosine_disc, cosine_cov, cosine_hmod, 2};
+    0.0, 0.0, cosine_sde, cosine_stat, cosine_disc, cosine_cov, cosine_hmod, 2};
 
 /* ---- periodic(variance, lengthscale, period, harmonics) --------------------- */
 
@@ -382,7 +382,7 @@ const gmm_kernel_type gmm_kernel_periodic = {
     "periodic",
     "variance * exp(-2 sin^2(pi tau/period)/lengthscale^2), as its cosine series "
     "truncated to harmonics 0..harmonics",
-    4, periodic_param, periodic_dim, 1, 4, 0.0, 0.0,
+    4, periodic_param, periodic_dim, 1, 4, 0.0, 0.0, 0.0, 0.0,
     periodic_sde, periodic_stat, periodic_disc, periodic_cov, periodic_hmod, 2};
 
 /* ---- quasiperiodic(variance, lengthscale, period, harmonics) ---------------- */
@@ -472,5 +472,5 @@ static double quasi_cov(const double *p, double tau, double *dk)
 const gmm_kernel_type gmm_kernel_quasiperiodic = {
     "quasiperiodic",
     "variance * exp(-|tau|/lengthscale) * sum_{j=1..harmonics} cos(2 pi j tau/period)",
-    4, quasi_param, quasi_dim, 0, 1, 0.0, 0.0,
+    4, quasi_param, quasi_dim, 0, 1, 0.0, 0.0, 1e-10, 1e-10,
     quasi_sde, quasi_stat, quasi_disc, quasi_cov, NULL, 2};

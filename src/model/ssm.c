@@ -66,6 +66,10 @@ struct gmm_ssm {
     double *blk;          /* per group: A, W, WA, AtWA, S1, S2, S3 */
     double *ldQ;          /* ng */
     double *P, *W0, *T;   /* d^2, d^2, 4 d^2 scratch */
+    double *C0;           /* d^2: chol(Pinf)^-1 in band order (SQUARE ROOT) */
+    size_t *rowstart;     /* d: first band position of each position's block */
+    int rows;             /* this evaluation uses the square-root form */
+    double bound;         /* the Cholesky's rounding bound at the last theta */
     double *tpl;          /* d (kl + 1): one state's band columns (see STATE COLUMNS) */
     double ldP;
     gmm_marglik_work *mw; /* the prior precision is assembled in its band */
@@ -75,7 +79,10 @@ struct gmm_ssm {
     int *opos, *ofix;
 };
 
-enum { B_A, B_W, B_WA, B_AWA, B_S1, B_S2, B_S3, B_N };
+/* Per group: A, W = Q^-1, W A, A' W A, the gradient sums S1..S3, and for
+ * the square-root form C = chol(Q)^-1 and C A (SQUARE ROOT), these two in
+ * band order. */
+enum { B_A, B_W, B_WA, B_AWA, B_S1, B_S2, B_S3, B_C, B_CA, B_N };
 
 static double *blk(const gmm_ssm *m, size_t g, int which)
 {
@@ -89,6 +96,7 @@ void gmm_ssm_params_init(gmm_ssm_params *p)
     p->damp_rel = NAN;
     p->dt_ulps = 8.0;
     p->check_spacing = 1;
+    p->factor = GMM_SSM_FACTOR_AUTO;
 }
 
 gmm_status gmm_ssm_params_check(const gmm_ssm_params *p)
@@ -106,6 +114,9 @@ gmm_status gmm_ssm_params_check(const gmm_ssm_params *p)
                          p->damp_rel);
     if (!(p->dt_ulps >= 0.0) || !isfinite(p->dt_ulps))
         return gmm_error(GMM_EINVAL, "dt_ulps = %g must be finite and >= 0", p->dt_ulps);
+    if (p->factor != GMM_SSM_FACTOR_AUTO && p->factor != GMM_SSM_FACTOR_CHOL &&
+        p->factor != GMM_SSM_FACTOR_ROWS)
+        return gmm_error(GMM_EINVAL, "factor = %d is not a gmm_ssm_factor", (int)p->factor);
     return GMM_OK;
 }
 
@@ -134,6 +145,7 @@ void gmm_ssm_free(gmm_ssm *m)
     gmm_free(m->blk);
     gmm_free(m->ldQ);
     gmm_free(m->P);
+    gmm_free(m->rowstart);
     gmm_free(m->tpl);
     gmm_marglik_work_free(m->mw);
     gmm_free(m->oname);
@@ -313,8 +325,7 @@ gmm_status gmm_ssm_alloc(const gmm_kernel *k, const double *x, const double *y, 
     size_t d = m->d, dd = d * d;
     m->N = m->K * d;
     double span = m->t[m->K - 1] - m->t[0];
-    double rel = isnan(par->damp_rel) ? GMM_SSM_DAMP_C * sqrt(DBL_EPSILON * (double)m->K)
-                                      : par->damp_rel;
+    double rel = isnan(par->damp_rel) ? GMM_SSM_DAMP_REL : par->damp_rel;
     m->damp = !isnan(par->damp) ? par->damp : rel / (span > 0.0 ? span : 1.0);
     m->H = gmm_malloc(d, sizeof *m->H);
     m->kw = gmm_kernel_work_alloc(k);
@@ -324,8 +335,10 @@ gmm_status gmm_ssm_alloc(const gmm_kernel *k, const double *x, const double *y, 
     m->Hp = gmm_malloc(d, sizeof *m->Hp);
     m->perm = gmm_malloc(d, sizeof *m->perm);
     m->boff = gmm_malloc(d + 1, sizeof *m->boff);
-    m->P = gmm_malloc(6 * dd, sizeof *m->P);
-    if (!m->H || !m->Hp || !m->perm || !m->boff || !m->kw || !m->blk || !m->ldQ || !m->P) {
+    m->P = gmm_malloc(7 * dd, sizeof *m->P);
+    m->rowstart = gmm_malloc(d, sizeof *m->rowstart);
+    if (!m->H || !m->Hp || !m->perm || !m->boff || !m->kw || !m->blk || !m->ldQ || !m->P ||
+        !m->rowstart) {
         st = gmm_error(GMM_ENOMEM, "out of memory for the model workspace");
         goto done;
     }
@@ -341,6 +354,10 @@ gmm_status gmm_ssm_alloc(const gmm_kernel *k, const double *x, const double *y, 
     }
     m->W0 = m->P + dd;
     m->T = m->W0 + dd;
+    m->C0 = m->T + 4 * dd;
+    for (size_t b = 0; b < m->nb; b++)
+        for (size_t q = m->boff[b]; q < m->boff[b + 1]; q++)
+            m->rowstart[q] = m->boff[b];
     m->mw = gmm_marglik_work_alloc(m->N, m->kl);
     if (!m->mw) {
         st = gmm_error(GMM_ENOMEM, "out of memory for the marginal-likelihood workspace");
@@ -381,6 +398,8 @@ size_t gmm_ssm_bandwidth(const gmm_ssm *m) { return m->kl; }
 size_t gmm_ssm_nintervals(const gmm_ssm *m) { return m->ng; }
 size_t gmm_ssm_nmerged(const gmm_ssm *m) { return m->nmerged; }
 double gmm_ssm_damp(const gmm_ssm *m) { return m->damp; }
+int gmm_ssm_used_rows(const gmm_ssm *m) { return m->rows; }
+double gmm_ssm_chol_bound(const gmm_ssm *m) { return m->bound; }
 size_t gmm_ssm_nparam(const gmm_ssm *m) { return m->np + 1; }
 size_t gmm_ssm_row_state(const gmm_ssm *m, size_t r) { return m->row_state[r]; }
 
@@ -391,15 +410,19 @@ const char *gmm_ssm_param_name(const gmm_ssm *m, size_t i)
 
 /* ---- forward ------------------------------------------------------------------ */
 
-static gmm_status check_spacing(const gmm_ssm *m, const double *theta)
+/* the slack keeps a grid built as i * (limit) from tripping on rounding */
+#define SPACING_SLACK (1.0 - 1e-9)
+
+/* Refuses spacings below the accuracy limit of the factorisations allowed
+ * (the square-root form's unless the Cholesky is forced). */
+static gmm_status check_spacing(gmm_ssm *m, const double *theta)
 {
+    size_t j;
+    double dt = m->ng ? m->gdt[0] : INFINITY;
     if (!m->par.check_spacing || m->ng == 0)
         return GMM_OK;
-    size_t j;
-    double lim = gmm_kernel_spacing_limit(m->k, theta, &j);
-    double dt = m->gdt[0];
-    /* the slack keeps a grid built as i * (limit) from tripping on rounding */
-    if (dt >= lim * (1.0 - 1e-9))
+    double lim = gmm_kernel_spacing_limit(m->k, theta, m->par.factor != GMM_SSM_FACTOR_CHOL, &j);
+    if (dt >= lim * SPACING_SLACK)
         return GMM_OK;
     return gmm_error(GMM_EDOM,
                      "inputs x = %.15g and %.15g are only %g apart, below the accuracy limit %g "
@@ -408,6 +431,38 @@ static gmm_status check_spacing(const gmm_ssm *m, const double *theta)
                      "them), or keep %s below %g",
                      m->t[m->imin], m->t[m->imin + 1], dt, lim, gmm_kernel_param_name(m->k, j),
                      theta[j], lim, gmm_kernel_param_name(m->k, j), dt * theta[j] / lim);
+}
+
+/* CHOICE OF FACTORISATION (ssm.h, FACTORISATION).  The bound on the
+ * Cholesky's rounding: eps sum_i P_ii Pinf_ii over the states, P the
+ * assembled posterior precision -- a stored entry's rounding, eps P_ii,
+ * moves log det P by up to eps P_ii Sigma_ii, and the posterior variance
+ * Sigma_ii is at most the prior's. */
+static double chol_rounding_bound(const gmm_ssm *m)
+{
+    size_t d = m->d;
+    double s = 0.0, h = 0.0;
+    for (size_t p = 0; p < d; p++) {
+        size_t v = m->perm[p];
+        double pv = m->P[v * d + v], t = m->W0[v * d + v];
+        for (size_t g = 0; g < m->ng; g++)
+            t += (double)m->gcount[g] * (blk(m, g, B_W)[v * d + v] + blk(m, g, B_AWA)[v * d + v]);
+        s += t * pv;
+        h += m->Hp[p] * m->Hp[p] * pv;
+    }
+    s += (double)m->nobs * h / m->noise;
+    return DBL_EPSILON * s;
+}
+
+static int choose_rows(gmm_ssm *m, const double *theta)
+{
+    m->bound = chol_rounding_bound(m);
+    if (m->par.factor != GMM_SSM_FACTOR_AUTO)
+        return m->par.factor == GMM_SSM_FACTOR_ROWS;
+    double dt = m->ng ? m->gdt[0] : INFINITY;
+    return gmm_kernel_damped(m->k) ||
+           dt < gmm_kernel_spacing_limit(m->k, theta, 0, NULL) * SPACING_SLACK ||
+           m->bound > GMM_SSM_CHOL_TOL * fmax(1.0, (double)m->nobs);
 }
 
 /* out (s x s) = M[idx, idx], M d x d row-major; and back. */
@@ -447,7 +502,7 @@ static gmm_status group_forward(gmm_ssm *m, size_t g, double *Q)
                              "parameters",
                              m->gdt[g]);
         ld += md_chol_logdet(s, Lb);
-        md_chol_inverse(s, Lb, Wb, X);
+        md_chol_inverse(s, Lb, Wb, X); /* leaves X = Lb^-1 */
         gather(d, A, idx, s, Ab);
         md_gemm(s, 0, 0, 1.0, Wb, Ab, 0.0, WAb);
         md_gemm(s, 1, 0, 1.0, Ab, WAb, 0.0, AWAb);
@@ -455,6 +510,16 @@ static gmm_status group_forward(gmm_ssm *m, size_t g, double *Q)
         scatter(d, blk(m, g, B_W), idx, s, Wb);
         scatter(d, blk(m, g, B_WA), idx, s, WAb);
         scatter(d, blk(m, g, B_AWA), idx, s, AWAb);
+        {
+            double *C = blk(m, g, B_C), *CA = blk(m, g, B_CA);
+            size_t o = m->boff[b];
+            md_mul(s, s, s, X, Ab, WAb); /* C A, reusing WAb */
+            for (size_t i = 0; i < s; i++)
+                for (size_t j = 0; j < s; j++) {
+                    C[(o + i) * d + o + j] = j <= i ? X[i * s + j] : 0.0;
+                    CA[(o + i) * d + o + j] = WAb[i * s + j];
+                }
+        }
     }
     m->ldQ[g] = ld;
     return GMM_OK;
@@ -501,6 +566,50 @@ static gmm_status state_template(const gmm_ssm *m, size_t g1, size_t g2, double 
     return GMM_OK;
 }
 
+/* The time-varying observation rows of a demodulated kernel (X: d scratch). */
+static gmm_status modulated_rows(gmm_ssm *m, double *X)
+{
+    gmm_status st;
+    size_t d = m->d, last = SIZE_MAX;
+    for (size_t o = 0; o < m->nobs; o++) {
+        size_t sk = m->obs_off[o] / d;
+        if (sk != last && (st = gmm_kernel_obs(m->k, m->kw, m->t[sk] - m->t[0], X)))
+            return st;
+        last = sk;
+        for (size_t p = 0; p < d; p++)
+            m->Hobs[o * d + p] = X[m->perm[p]];
+    }
+    return GMM_OK;
+}
+
+/* SQUARE ROOT.  The prior precision is G'G for the rows
+ *   C0 x_0                      (d rows, C0 = chol(Pinf)^-1),
+ *   C_k (x_{k+1} - A_k x_k)     (d rows per interval, C_k = chol(Q_k)^-1),
+ * each in band order and block by block (C_k, A_k block-diagonal): row p of
+ * interval k reads positions rowstart[p] .. d - 1 of state k (-C A) and
+ * rowstart[p] .. p of state k + 1 (C), a width d + p + 1 - rowstart[p] <=
+ * kl + 1, starting at column k d + rowstart[p] -- nondecreasing in (k, p).
+ * gmm_marglik_eval_rows folds them with the observations into L. */
+static size_t prior_row(void *ctx, size_t i, size_t *first, double *v)
+{
+    const gmm_ssm *m = ctx;
+    size_t d = m->d;
+    if (i < d) {
+        *first = 0;
+        for (size_t q = 0; q <= i; q++)
+            v[q] = m->C0[i * d + q];
+        return i + 1;
+    }
+    size_t k = i / d - 1, p = i % d, r0 = m->rowstart[p], w = 0;
+    const double *C = blk(m, m->ig[k], B_C) + p * d, *CA = blk(m, m->ig[k], B_CA) + p * d;
+    for (size_t q = r0; q < d; q++)
+        v[w++] = -CA[q];
+    for (size_t q = 0; q <= p; q++)
+        v[w++] = C[q];
+    *first = k * d + r0;
+    return w;
+}
+
 /* Everything up to (and including) the marginal likelihood at theta. */
 static gmm_status ssm_forward(gmm_ssm *m, const double *theta, double *loglik)
 {
@@ -527,6 +636,28 @@ static gmm_status ssm_forward(gmm_ssm *m, const double *theta, double *loglik)
     for (size_t g = 0; g < m->ng; g++)
         if ((st = group_forward(m, g, L)))
             return st;
+    m->rows = choose_rows(m, theta);
+    if (m->rows) {
+        /* C0 from Pinf in band order (its factor in kernel order would not
+         * be triangular there) */
+        for (size_t p = 0; p < d; p++)
+            for (size_t q = 0; q < d; q++)
+                L[p * d + q] = m->P[m->perm[p] * d + m->perm[q]];
+        if (md_chol(d, L))
+            return gmm_error(GMM_ENOTPD, "stationary covariance Pinf is not positive definite "
+                                         "at these parameters");
+        md_chol_inverse(d, L, X + dd, X);
+        memcpy(m->C0, X, dd * sizeof *X);
+    }
+    double logdet = -m->ldP;
+    for (size_t g = 0; g < m->ng; g++)
+        logdet -= (double)m->gcount[g] * m->ldQ[g];
+    if (m->modulated && (st = modulated_rows(m, X)))
+        return st;
+    if (m->rows) {
+        gmm_prior_rows G = {m->N, prior_row, m};
+        return gmm_marglik_eval_rows(&G, &m->obs, noise, logdet, m->mw, loglik);
+    }
     /* Assemble in the marginal likelihood's own band (no copy of Q there):
      * each state's columns from a template, rebuilt only when the state's
      * pair of intervals changes -- once for a regular grid. */
@@ -542,20 +673,6 @@ static gmm_status ssm_forward(gmm_ssm *m, const double *theta, double *loglik)
         }
         if ((st = gmm_band_cols_set(Q, k * d, d, m->tpl, ld)))
             return st;
-    }
-    double logdet = -m->ldP;
-    for (size_t g = 0; g < m->ng; g++)
-        logdet -= (double)m->gcount[g] * m->ldQ[g];
-    if (m->modulated) {
-        size_t last = SIZE_MAX;
-        for (size_t o = 0; o < m->nobs; o++) {
-            size_t sk = m->obs_off[o] / d;
-            if (sk != last && (st = gmm_kernel_obs(m->k, m->kw, m->t[sk] - m->t[0], X)))
-                return st;
-            last = sk;
-            for (size_t p = 0; p < d; p++)
-                m->Hobs[o * d + p] = X[m->perm[p]];
-        }
     }
     return gmm_marglik_eval(Q, &m->obs, noise, &logdet, m->mw, loglik);
 }

@@ -1,7 +1,8 @@
 /* test_band_qr.c -- the square-root factorisation (band.h section 6): the
  * factor folded from the rows of M against GSL's dense Cholesky of M^T M,
- * in sorted and shuffled row order, every bandwidth; errors; and the reason
- * it exists -- accuracy where forming M^T M loses it. */
+ * in sorted and shuffled row order, every bandwidth; errors; the reason it
+ * exists -- accuracy where forming M^T M loses it; and the band reversal
+ * J B J the square-root form of the marginal likelihood works in. */
 #include <check.h>
 #include <float.h>
 #include <gsl/gsl_errno.h>
@@ -75,7 +76,7 @@ START_TEST(test_rows_vs_dense)
                 if (!shuffled)
                     qsort(rows, nr, sizeof *rows, cmp_j0);
                 gmm_band *L = gmm_band_alloc(n, kl, 0, GMM_BAND_LOWER);
-                double work[64];
+                double work[256];
                 for (size_t k = 0; k < nr; k++)
                     ck_assert_int_eq(gmm_band_chol_add_row(L, rows[k].j0, rows[k].w, rows[k].v,
                                                            (k % 2) ? work : NULL),
@@ -165,6 +166,35 @@ START_TEST(test_rows_accuracy_lauchli)
 }
 END_TEST
 
+/* J B J against the dense reversal, and its own inverse. */
+START_TEST(test_reverse)
+{
+    tu_rng r;
+    tu_rng_seed(&r, 4201);
+    static const size_t ns[] = {1, 2, 3, 10, 57};
+    for (size_t in = 0; in < 5; in++)
+        for (size_t kl = 0; kl <= ns[in] + 1; kl += kl < 6 ? 1 : 13) {
+            size_t n = ns[in];
+            gmm_band *B = gmm_band_alloc(n, kl, 0, GMM_BAND_SYMMETRIC);
+            tu_band_fill_random(B, &r);
+            double *D = tu_band_to_dense(B), *R = malloc(n * n * sizeof *R);
+            for (size_t i = 0; i < n; i++)
+                for (size_t j = 0; j < n; j++)
+                    R[j * n + i] = D[(n - 1 - j) * n + (n - 1 - i)];
+            ck_assert_int_eq(gmm_band_reverse(B), GMM_OK);
+            ck_assert(tu_band_vs_dense(B, R) == 0.0);
+            ck_assert_int_eq(gmm_band_reverse(B), GMM_OK);
+            ck_assert(tu_band_vs_dense(B, D) == 0.0);
+            free(D);
+            free(R);
+            gmm_band_free(B);
+        }
+    gmm_band *L = gmm_band_alloc(4, 1, 0, GMM_BAND_LOWER);
+    ck_assert_int_eq(gmm_band_reverse(L), GMM_EDIM);
+    gmm_band_free(L);
+}
+END_TEST
+
 Suite *band_qr_suite(void)
 {
     Suite *s = suite_create("band_qr");
@@ -172,6 +202,7 @@ Suite *band_qr_suite(void)
     tcase_add_test(tc, test_rows_vs_dense);
     tcase_add_test(tc, test_rows_errors);
     tcase_add_test(tc, test_rows_accuracy_lauchli);
+    tcase_add_test(tc, test_reverse);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -14,6 +14,9 @@
  * quasiperiodic(harmonics=2), d = 6) on weekly inputs, n = 1e3 .. 1e5.
  *
  * BENCH_QUICK=1: one seed, fewer sizes; SKIP1=1 / SKIP3=1 skip tables 1 / 3.
+ * FACTOR=chol|rows: force one factorisation in tables 1 and 2 (default: the
+ * automatic choice -- the Cholesky above its limit, the square-root form below).
+ * DAMP_REL=x: table 2 at that damp_rel instead of the default.
  * Output is plain text.
  */
 #include <gsl/gsl_errno.h>
@@ -152,12 +155,18 @@ int main(void)
     size_t n = 300, nseed = quick ? 1 : 3;
     double noises[3] = {0.01, 0.1, 1.0};
     double rs[] = {1, 0.3, 0.1, 0.03, 0.02, 0.015, 0.01, 0.007, 0.005, 0.003, 0.002, 0.001,
-                   3e-4, 1e-4, 3e-5, 1e-5, 1e-6};
+                   3e-4, 1e-4, 3e-5, 1e-5, 1e-6, 1e-7, 1e-8, 1e-9, 1e-10};
     size_t nr = sizeof rs / sizeof rs[0];
     double *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y);
     gmm_ssm_params par;
     gmm_ssm_params_init(&par);
+    const char *fe = getenv("FACTOR");
+    gmm_ssm_factor factor = !fe                   ? GMM_SSM_FACTOR_AUTO
+                            : !strcmp(fe, "chol") ? GMM_SSM_FACTOR_CHOL
+                            : !strcmp(fe, "rows") ? GMM_SSM_FACTOR_ROWS
+                                                  : GMM_SSM_FACTOR_AUTO;
     par.check_spacing = 0;
+    par.factor = factor;
 
     if (!getenv("SKIP1")) {
     printf("Table 1: worst relative loglik error vs the dense GP, n = %zu, regular dt = r * "
@@ -200,6 +209,9 @@ int main(void)
         printf(" %9g", noises[inz]);
     printf("\n");
     gmm_ssm_params_init(&par);
+    par.factor = factor;
+    if (getenv("DAMP_REL"))
+        par.damp_rel = atof(getenv("DAMP_REL"));
     for (size_t ik = 0; ik < sizeof zero_noise / sizeof zero_noise[0]; ik++) {
         gmm_kernel *k = kernel_of(zero_noise[ik]);
         printf("%-12.12s", zero_noise[ik]);

@@ -501,19 +501,48 @@ END_TEST
 
 /* ---- the square-root form ------------------------------------------------------ */
 
-/* G = L_Q' row by row: row i is column i of chol(Q) (columns i .. i + kl). */
+/* Two square roots of Q.  chain = 0: G = L_Q' row by row, row i being
+ * column i of chol(Q) (columns i .. i + kl; the last rows all end on column
+ * n - 1, so folding them needs rotations).  chain = 1: G lower triangular
+ * (row i on columns i - kl .. i, G(i,i) > 0), Q = G'G assembled from it: every
+ * row ends on its own column, as a Markov chain's transition rows do, and
+ * the prior folds without a rotation. */
 typedef struct {
-    const gmm_band *LQ;
+    const gmm_band *F; /* chol(Q) (chain 0) or G stored as a LOWER band (chain 1) */
+    int chain;
 } sqrt_ctx;
 
 static size_t sqrt_row(void *ctx, size_t i, size_t *first, double *v)
 {
-    const gmm_band *L = ((const sqrt_ctx *)ctx)->LQ;
+    const sqrt_ctx *c = ctx;
+    const gmm_band *L = c->F;
     size_t w = 0;
+    if (c->chain) {
+        size_t j0 = i > L->kl ? i - L->kl : 0;
+        for (size_t j = j0; j <= i; j++)
+            v[w++] = *gmm_band_ptr(L, i, j);
+        *first = j0;
+        return w;
+    }
     for (size_t r = i; r < L->n && r <= i + L->kl; r++)
         v[w++] = *gmm_band_ptr(L, r, i);
     *first = i;
     return w;
+}
+
+/* Q = G'G for a random lower band G with a diagonal in [1, 2). */
+static void chain_prior(model *m, gmm_band *G, tu_rng *r)
+{
+    tu_band_fill_lower(G, r);
+    for (size_t i = 0; i < m->n; i++)
+        *gmm_band_ptr(G, i, i) = 1.0 + tu_uniform(r);
+    for (size_t j = 0; j < m->n; j++)
+        for (size_t i = j; i < m->n && i <= j + m->kl; i++) {
+            double t = 0.0; /* (G'G)(i,j) = sum_k G(k,i) G(k,j), k >= i */
+            for (size_t k = i; k < m->n && k <= j + m->kl; k++)
+                t += gmm_band_get(G, k, i) * gmm_band_get(G, k, j);
+            *gmm_band_ptr(m->Q, i, j) = t;
+        }
 }
 
 /* The observations sorted by offset (the square-root form reads them so). */
@@ -539,16 +568,23 @@ static void sort_obs(model *m)
  * same gradient (dlogp/dQ, noise) and posterior as eval from Q. */
 START_TEST(test_eval_rows_vs_eval_and_dense)
 {
-    const shape *s = &shapes[_i];
+    const shape *s = &shapes[_i / 2];
+    int chain = _i % 2;
     model m;
     model_make(&m, s->n, s->kl, s->nobs, s->width, s->step, s->shared, 1300 + _i);
     sort_obs(&m);
+    gmm_band *LQ = gmm_band_alloc(m.n, m.kl, 0, GMM_BAND_LOWER);
+    if (chain) {
+        tu_rng r;
+        tu_rng_seed(&r, 7100 + 10 * (uint64_t)_i);
+        chain_prior(&m, LQ, &r);
+    } else {
+        ck_assert_int_eq(gmm_band_chol_decomp(m.Q, LQ), GMM_OK);
+    }
     dense_result d;
     dense_eval(&m, &d);
     gmm_marglik_work *w = gmm_marglik_work_alloc(m.n, m.kl);
-    gmm_band *LQ = gmm_band_alloc(m.n, m.kl, 0, GMM_BAND_LOWER);
-    ck_assert_int_eq(gmm_band_chol_decomp(m.Q, LQ), GMM_OK);
-    sqrt_ctx c = {LQ};
+    sqrt_ctx c = {LQ, chain};
     gmm_prior_rows G = {m.n, sqrt_row, &c};
     double ll1, ll2, nb1 = 0.0, nb2 = 0.0;
     ck_assert_int_eq(gmm_marglik_eval(m.Q, &m.obs, m.noise, &d.logdet_q, w, &ll1), GMM_OK);
@@ -557,13 +593,23 @@ START_TEST(test_eval_rows_vs_eval_and_dense)
     double *mean1 = malloc(m.n * sizeof *mean1), *mean2 = malloc(m.n * sizeof *mean2);
     ck_assert_int_eq(gmm_marglik_grad(w, Qbar1, &nb1), GMM_OK);
     ck_assert_int_eq(gmm_marglik_posterior(w, mean1, NULL), GMM_OK);
+    gmm_band *cov1 = gmm_band_alloc(m.n, m.kl + 2, 0, GMM_BAND_SYMMETRIC);
+    gmm_band *cov2 = gmm_band_alloc(m.n, m.kl + 2, 0, GMM_BAND_SYMMETRIC);
+    ck_assert_int_eq(gmm_marglik_posterior(w, NULL, cov1), GMM_OK);
 
     ck_assert_int_eq(gmm_marglik_eval_rows(&G, &m.obs, m.noise, d.logdet_q, w, &ll2), GMM_OK);
     double tol = 100.0 * (double)(m.n + m.nobs) * eps * fmax(1.0, fabs(d.loglik));
-    ck_assert_msg(fabs(ll2 - d.loglik) <= tol, "shape %d: rows %.17g dense %.17g", _i, ll2,
-                  d.loglik);
+    ck_assert_msg(fabs(ll2 - d.loglik) <= tol, "shape %d chain %d: rows %.17g dense %.17g", _i / 2,
+                  chain, ll2, d.loglik);
     ck_assert_int_eq(gmm_marglik_grad(w, Qbar2, &nb2), GMM_OK);
-    ck_assert_int_eq(gmm_marglik_posterior(w, mean2, NULL), GMM_OK);
+    ck_assert_int_eq(gmm_marglik_posterior(w, mean2, cov2), GMM_OK);
+    double ec = 0.0, cs = 1.0;
+    for (size_t j = 0; j < m.n; j++)
+        for (size_t i = j; i <= j + cov1->kl && i < m.n; i++)
+            cs = fmax(cs, fabs(*gmm_band_ptr(cov1, i, j)));
+    for (size_t j = 0; j < m.n; j++)
+        for (size_t i = j; i <= j + cov1->kl && i < m.n; i++)
+            ec = fmax(ec, fabs(*gmm_band_ptr(cov1, i, j) - *gmm_band_ptr(cov2, i, j)) / cs);
     double gs = fmax(1.0, fabs(nb1)), eg = fabs(nb1 - nb2) / gs, em = 0.0;
     for (size_t j = 0; j < m.n; j++)
         for (size_t i = j; i <= j + m.kl && i < m.n; i++)
@@ -573,7 +619,10 @@ START_TEST(test_eval_rows_vs_eval_and_dense)
             eg = fmax(eg, fabs(*gmm_band_ptr(Qbar1, i, j) - *gmm_band_ptr(Qbar2, i, j)) / gs);
         em = fmax(em, fabs(mean1[j] - mean2[j]) / fmax(1.0, fabs(mean1[j])));
     }
-    ck_assert_msg(eg <= tol && em <= tol, "shape %d: gradient %g mean %g", _i, eg, em);
+    ck_assert_msg(eg <= tol && em <= tol && ec <= tol, "shape %d chain %d: gradient %g mean %g "
+                  "cov %g", _i / 2, chain, eg, em, ec);
+    gmm_band_free(cov1);
+    gmm_band_free(cov2);
     free(mean1);
     free(mean2);
     gmm_band_free(Qbar1);
@@ -589,7 +638,7 @@ static size_t bad_rows(void *ctx, size_t i, size_t *first, double *v)
 {
     int kind = *(const int *)ctx;
     v[0] = 1.0;
-    *first = kind == 0 ? 3 - i : 2 * i; /* 0: decreasing; 1: skips columns */
+    *first = kind == 0 ? 3 - i : 2 * i; /* 0: out of order; 1: skips columns */
     return 1;
 }
 
@@ -605,10 +654,11 @@ START_TEST(test_eval_rows_errors)
     ck_assert_uint_eq(gmm_error_index(), 1); /* observation 1 is out of order */
     off[0] = 0;
     ck_assert_int_eq(gmm_marglik_eval_rows(&G, &obs, 1.0, 0.0, w, &ll), GMM_EINVAL);
-    ck_assert_uint_eq(gmm_error_index(), 1); /* prior row 1 starts before row 0 */
+    ck_assert_uint_eq(gmm_error_index(), 0); /* prior row 0 ends after row 1 */
     kind = 1; /* rows at columns 0 and 2, data at 0 and 1: column 3 undetermined */
     ck_assert_int_eq(gmm_marglik_eval_rows(&G, &obs, 1.0, 0.0, w, &ll), GMM_ENOTPD);
-    ck_assert_msg(strstr(gmm_error_message(), "row 3"), "%s", gmm_error_message());
+    ck_assert_msg(strstr(gmm_error_message(), "column 3"), "%s", gmm_error_message());
+    ck_assert_uint_eq(gmm_error_index(), 3);
     ck_assert_int_eq(gmm_marglik_grad_view(w, &(const gmm_band *){NULL}, NULL), GMM_EINVAL);
     ck_assert_int_eq(gmm_marglik_eval_rows(&G, &obs, 1.0, NAN, w, &ll), GMM_EINVAL);
     ck_assert_int_eq(gmm_marglik_eval_rows(&G, &obs, 0.0, 0.0, w, &ll), GMM_EINVAL);
@@ -628,7 +678,7 @@ Suite *infer_marglik_suite(void)
     tcase_add_test(tc, test_prior_in_workspace_and_grad_view);
     tcase_add_test(tc, test_no_allocation_in_eval_grad);
     tcase_add_test(tc, test_errors);
-    tcase_add_loop_test(tc, test_eval_rows_vs_eval_and_dense, 0, (int)NSHAPES);
+    tcase_add_loop_test(tc, test_eval_rows_vs_eval_and_dense, 0, 2 * (int)NSHAPES);
     tcase_add_test(tc, test_eval_rows_errors);
     suite_add_tcase(s, tc);
     return s;

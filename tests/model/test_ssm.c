@@ -164,11 +164,13 @@ static const char *kernels[] = {
 
 /* ---- loglik and prediction against the dense GP ------------------------------- */
 
+/* Both factorisations (loop index: Cholesky, square-root form). */
 START_TEST(test_loglik_and_predict_vs_dense)
 {
     tu_rng r;
     tu_rng_seed(&r, 3);
     size_t n = 150;
+    gmm_ssm_factor factor = _i ? GMM_SSM_FACTOR_ROWS : GMM_SSM_FACTOR_CHOL;
     double *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y);
     for (size_t ik = 0; ik < NKERN; ik++) {
         make_data(&r, n, 0.2, x, y);
@@ -181,9 +183,11 @@ START_TEST(test_loglik_and_predict_vs_dense)
         gmm_ssm_params par;
         gmm_ssm_params_init(&par);
         par.damp_rel = 1e-4;
+        par.factor = factor;
         ck_assert_int_eq(gmm_ssm_alloc(k, x, y, n, &par, &m), GMM_OK);
         double ll;
         gmm_status st = gmm_ssm_loglik(m, th, &ll, NULL);
+        ck_assert_int_eq(gmm_ssm_used_rows(m), factor == GMM_SSM_FACTOR_ROWS);
         ck_assert_msg(st == GMM_OK, "%s: %s", kernels[ik], gmm_error_message());
         double damp = gmm_ssm_damp(m);
         dense_gp g = dense_fit(k, th, damp, x, y, n);
@@ -331,7 +335,7 @@ static void check_grad_fd(gmm_ssm *m, double *th, const char *label)
 START_TEST(test_gradient_fd)
 {
     tu_rng r;
-    tu_rng_seed(&r, 5);
+    tu_rng_seed(&r, 5 + 1000 * (uint64_t)_i);
     size_t n = 60;
     double *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y);
     for (size_t ik = 0; ik < NKERN; ik++) {
@@ -342,6 +346,7 @@ START_TEST(test_gradient_fd)
         gmm_ssm_params par;
         gmm_ssm_params_init(&par);
         par.damp_rel = 1e-3; /* well-conditioned damped model: clean differences */
+        par.factor = _i ? GMM_SSM_FACTOR_ROWS : GMM_SSM_FACTOR_CHOL;
         ck_assert_int_eq(gmm_ssm_alloc(k, x, y, n, &par, &m), GMM_OK);
         check_grad_fd(m, th, kernels[ik]);
         gmm_ssm_free(m);
@@ -450,8 +455,9 @@ static double err_vs_undamped(const char *spec, const double *x, size_t n, doubl
 }
 
 /* (a) Zero process noise: with the default damping the loglik agrees with
- * the dense GP of the undamped kernel to 1e-6 relative at n = 300
- * (noise variance a tenth of the kernel variance; three data sets each). */
+ * the dense GP of the undamped kernel to 1e-6 relative at n = 300 (noise
+ * variance a hundredth and a tenth of the kernel variance; two data sets
+ * each). */
 START_TEST(test_zero_noise_vs_undamped_dense)
 {
     const char *specs[] = {
@@ -472,9 +478,9 @@ START_TEST(test_zero_noise_vs_undamped_dense)
     for (size_t i = 0; i < n; i++)
         x[i] = 3.0 + 0.1 * (double)i + 0.03 * tu_uniform(&r);
     for (size_t is = 0; is < sizeof specs / sizeof specs[0]; is++)
-        for (int rep = 0; rep < 3; rep++) {
+        for (int rep = 0; rep < 4; rep++) {
             gmm_status st;
-            double e = err_vs_undamped(specs[is], x, n, 0.1, &r, &st);
+            double e = err_vs_undamped(specs[is], x, n, rep < 2 ? 0.01 : 0.1, &r, &st);
             ck_assert_msg(st == GMM_OK, "%s: %s", specs[is], gmm_error_message());
             ck_assert_msg(e < 1e-6, "%s: relative error %g vs the undamped dense GP", specs[is],
                           e);
@@ -492,32 +498,37 @@ START_TEST(test_zero_noise_vs_undamped_dense)
 END_TEST
 
 /* (b) Inputs close together: every kernel with a lengthscale agrees with the
- * dense GP to 1e-6 at dt/l = 1e-2 (Matern-5/2 at its measured limit 2e-2,
- * and it refuses 1e-2), regular grids of n = 300, noise/variance 0.1 and 1;
- * below a kernel's limit the evaluation is refused with GMM_EDOM and a
+ * dense GP to 1e-6 at dt/l = 1e-2 and far below (the automatic choice takes
+ * the square-root form there), regular grids of n = 300, noise/variance 0.1
+ * and 1; below the measured end (1e-10), or below the Cholesky's own limit
+ * when the Cholesky is forced, the evaluation is refused with GMM_EDOM and a
  * message saying what to do.  (constant, cosine and periodic have no
- * lengthscale-driven conditioning: their floor is the damping trade-off of
- * test (a); see tests/bench/bench_ssm_accuracy.c, Table 2.) */
+ * lengthscale-driven conditioning: their floor is the damping bias of test
+ * (a); see tests/bench/bench_ssm_accuracy.c, Table 2.) */
 START_TEST(test_close_inputs)
 {
     static const struct {
         const char *spec;
-        double ell, r;
+        double r;
     } cases[] = {
-        {"matern12(variance=1, lengthscale=1)", 1.0, 1e-2},
-        {"matern12(variance=1, lengthscale=1)", 1.0, 1e-5},
-        {"matern32(variance=1, lengthscale=1)", 1.0, 1e-2},
-        {"matern32(variance=1, lengthscale=1)", 1.0, 1e-3},
-        {"matern52(variance=1, lengthscale=1)", 1.0, 2e-2},
-        {"matern52(variance=1, lengthscale=1)", 1.0, 3e-2},
-        {"quasiperiodic(variance=1, lengthscale=1, period=0.7, harmonics=2)", 1.0, 1e-2},
-        {"quasiperiodic(variance=1, lengthscale=1, period=0.7, harmonics=2)", 1.0, 1e-4},
+        {"matern12(variance=1, lengthscale=1)", 1e-2},
+        {"matern12(variance=1, lengthscale=1)", 1e-7},
+        {"matern32(variance=1, lengthscale=1)", 1e-2},
+        {"matern32(variance=1, lengthscale=1)", 1e-5},
+        {"matern52(variance=1, lengthscale=1)", 1e-2},
+        {"matern52(variance=1, lengthscale=1)", 1e-4},
+        {"matern52(variance=1, lengthscale=1)", 1e-8},
+        {"quasiperiodic(variance=1, lengthscale=1, period=0.7, harmonics=2)", 1e-2},
+        {"quasiperiodic(variance=1, lengthscale=1, period=0.7, harmonics=2)", 1e-6},
         {"matern32(variance=1, lengthscale=1) + quasiperiodic(variance=0.5, lengthscale=1, "
-         "period=0.3, harmonics=2)", 1.0, 1e-2},
-        {"matern32(variance=1, lengthscale=1) * matern12(variance=1, lengthscale=1)", 1.0, 1e-2},
-        {"matern52(variance=1, lengthscale=1) * matern32(variance=1, lengthscale=1)", 1.0, 2e-2},
+         "period=0.3, harmonics=2)", 1e-2},
+        {"matern32(variance=1, lengthscale=1) * matern12(variance=1, lengthscale=1)", 1e-2},
+        {"matern52(variance=1, lengthscale=1) * matern32(variance=1, lengthscale=1)", 1e-2},
+        {"matern52(variance=1, lengthscale=1) * matern32(variance=1, lengthscale=1)", 1e-6},
         {"matern32(variance=1, lengthscale=1) * periodic(variance=1, lengthscale=1, "
-         "period=0.5, harmonics=2)", 1.0, 1e-2},
+         "period=0.5, harmonics=2)", 1e-2},
+        {"matern32(variance=1, lengthscale=1) * periodic(variance=1, lengthscale=1, "
+         "period=0.5, harmonics=2)", 1e-5},
     };
     size_t n = 300;
     double *x = malloc(n * sizeof *x);
@@ -525,7 +536,7 @@ START_TEST(test_close_inputs)
     tu_rng_seed(&r, 23);
     for (size_t ic = 0; ic < sizeof cases / sizeof cases[0]; ic++) {
         for (size_t i = 0; i < n; i++)
-            x[i] = 10.0 + (double)i * cases[ic].r * cases[ic].ell;
+            x[i] = 10.0 + (double)i * cases[ic].r;
         for (int rep = 0; rep < 2; rep++) {
             gmm_status st;
             double e = err_vs_undamped(cases[ic].spec, x, n, rep ? 1.0 : 0.1, &r, &st);
@@ -539,11 +550,15 @@ START_TEST(test_close_inputs)
     static const struct {
         const char *spec;
         double r;
+        gmm_ssm_factor factor;
     } refused[] = {
-        {"matern52(variance=1, lengthscale=1)", 1e-2},
-        {"matern32(variance=1, lengthscale=1)", 2e-4},
-        {"matern32(variance=1, lengthscale=1) * cosine(variance=1, period=1)", 1.5e-3},
-        {"matern12(variance=1, lengthscale=2) + matern52(variance=1, lengthscale=1)", 1e-2},
+        {"matern52(variance=1, lengthscale=1)", 5e-11, GMM_SSM_FACTOR_AUTO},
+        {"matern12(variance=1, lengthscale=2) + matern52(variance=1, lengthscale=1)", 5e-11,
+         GMM_SSM_FACTOR_ROWS},
+        {"matern52(variance=1, lengthscale=1)", 1e-2, GMM_SSM_FACTOR_CHOL},
+        {"matern32(variance=1, lengthscale=1)", 2e-4, GMM_SSM_FACTOR_CHOL},
+        {"matern32(variance=1, lengthscale=1) * cosine(variance=1, period=1)", 1.5e-3,
+         GMM_SSM_FACTOR_CHOL},
     };
     double *y = malloc(n * sizeof *y), ll;
     for (size_t ic = 0; ic < sizeof refused / sizeof refused[0]; ic++) {
@@ -554,7 +569,10 @@ START_TEST(test_close_inputs)
             y[i] = sin(x[i]);
         }
         gmm_ssm *m = NULL;
-        ck_assert_int_eq(gmm_ssm_alloc(k, x, y, n, NULL, &m), GMM_OK);
+        gmm_ssm_params par;
+        gmm_ssm_params_init(&par);
+        par.factor = refused[ic].factor;
+        ck_assert_int_eq(gmm_ssm_alloc(k, x, y, n, &par, &m), GMM_OK);
         ck_assert_int_eq(gmm_ssm_loglik(m, th, &ll, NULL), GMM_EDOM);
         ck_assert_msg(strstr(gmm_error_message(), "accuracy limit")
                           && strstr(gmm_error_message(), "lengthscale below")
@@ -563,9 +581,74 @@ START_TEST(test_close_inputs)
         /* a lengthscale short enough for this spacing is accepted */
         for (size_t i = 0; i < gmm_kernel_nparam(k); i++)
             if (strstr(gmm_kernel_param_name(k, i), "lengthscale"))
-                th[i] *= 0.25 * refused[ic].r / 2e-2;
+                th[i] *= refused[ic].factor == GMM_SSM_FACTOR_CHOL ? 0.25 * refused[ic].r / 2e-2
+                                                                   : 0.1;
         ck_assert_msg(gmm_ssm_loglik(m, th, &ll, NULL) == GMM_OK, "%s", gmm_error_message());
         gmm_ssm_free(m);
+        free(th);
+        gmm_kernel_free(k);
+    }
+    free(x);
+    free(y);
+}
+END_TEST
+
+/* The automatic choice: the Cholesky for well-spaced inputs, the
+ * square-root form for close ones, damped kernels and a long smooth record
+ * (large rounding bound); the two agree within the Cholesky's bound
+ * wherever both run, and the bound is not exceeded. */
+START_TEST(test_factor_choice)
+{
+    static const struct {
+        const char *spec;
+        double h, noise;
+        int rows; /* expected automatic choice */
+    } cases[] = {
+        {"matern32(variance=1, lengthscale=1)", 0.1, 0.1, 0},
+        {"matern52(variance=1, lengthscale=1)", 0.1, 0.01, 0},
+        {"matern52(variance=1, lengthscale=1)", 0.015, 0.1, 1}, /* below 2e-2 */
+        {"matern32(variance=1, lengthscale=1)", 0.005, 0.1, 1}, /* bound */
+        {"cosine(variance=1, period=1.3) + matern32(variance=1, lengthscale=1)", 0.1, 0.1, 1},
+        {"matern32(variance=400, lengthscale=20) + quasiperiodic(variance=2, lengthscale=90, "
+         "period=1, harmonics=2)", 7.0 / 365.25, 0.1, 1}, /* the CO2 model, weekly */
+    };
+    size_t n = 400;
+    double *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y);
+    tu_rng r;
+    tu_rng_seed(&r, 31);
+    for (size_t ic = 0; ic < sizeof cases / sizeof cases[0]; ic++) {
+        for (size_t i = 0; i < n; i++) {
+            x[i] = 2.0 + (double)i * cases[ic].h;
+            y[i] = sin(0.7 * x[i]) + 0.3 * tu_normal(&r);
+        }
+        gmm_kernel *k = kernel_of(cases[ic].spec);
+        double *th = theta_of(k, cases[ic].noise), ll[3], bound = 0.0;
+        for (int f = 0; f < 3; f++) {
+            gmm_ssm_params par;
+            gmm_ssm_params_init(&par);
+            par.factor = (gmm_ssm_factor)f;
+            gmm_ssm *m = NULL;
+            ck_assert_int_eq(gmm_ssm_alloc(k, x, y, n, &par, &m), GMM_OK);
+            gmm_status st = gmm_ssm_loglik(m, th, &ll[f], NULL);
+            if (f == GMM_SSM_FACTOR_CHOL && st == GMM_EDOM) {
+                ll[f] = NAN; /* below the Cholesky's spacing limit */
+            } else {
+                ck_assert_msg(st == GMM_OK, "%s: %s", cases[ic].spec, gmm_error_message());
+                ck_assert_int_eq(gmm_ssm_used_rows(m), f == GMM_SSM_FACTOR_AUTO
+                                                           ? cases[ic].rows
+                                                           : f == GMM_SSM_FACTOR_ROWS);
+            }
+            if (f == GMM_SSM_FACTOR_CHOL)
+                bound = gmm_ssm_chol_bound(m);
+            gmm_ssm_free(m);
+        }
+        ck_assert(ll[GMM_SSM_FACTOR_AUTO] ==
+                  ll[cases[ic].rows ? GMM_SSM_FACTOR_ROWS : GMM_SSM_FACTOR_CHOL]);
+        if (!isnan(ll[GMM_SSM_FACTOR_CHOL]) && !gmm_kernel_damped(k))
+            ck_assert_msg(fabs(ll[GMM_SSM_FACTOR_CHOL] - ll[GMM_SSM_FACTOR_ROWS]) <=
+                              bound + 1e-12 * fabs(ll[GMM_SSM_FACTOR_ROWS]),
+                          "%s: Cholesky %.15g, square-root %.15g, bound %g", cases[ic].spec,
+                          ll[GMM_SSM_FACTOR_CHOL], ll[GMM_SSM_FACTOR_ROWS], bound);
         free(th);
         gmm_kernel_free(k);
     }
@@ -584,7 +667,7 @@ START_TEST(test_merge_near_ties)
     tu_rng r;
     tu_rng_seed(&r, 29);
     for (size_t i = 0; i < n; i++) {
-        x[i] = 0.05 * (double)(i / 2) + ((i % 2) ? 1e-7 * (1.0 + tu_uniform(&r)) : 0.0);
+        x[i] = 0.05 * (double)(i / 2) + ((i % 2) ? 1e-11 * (1.0 + tu_uniform(&r)) : 0.0);
         xm[i] = 0.05 * (double)(i / 2);
         y[i] = sin(3.0 * x[i]) + 0.1 * tu_normal(&r);
     }
@@ -593,11 +676,11 @@ START_TEST(test_merge_near_ties)
     gmm_ssm *m = NULL;
     ck_assert_int_eq(gmm_ssm_alloc(k, x, y, n, NULL, &m), GMM_OK);
     ck_assert_uint_eq(gmm_ssm_nmerged(m), 0);
-    ck_assert_int_eq(gmm_ssm_loglik(m, th, &ll, NULL), GMM_EDOM); /* 1e-7 apart: refused */
+    ck_assert_int_eq(gmm_ssm_loglik(m, th, &ll, NULL), GMM_EDOM); /* 1e-11 apart: refused */
     gmm_ssm_free(m);
     gmm_ssm_params par;
     gmm_ssm_params_init(&par);
-    par.merge_tol = 1e-6;
+    par.merge_tol = 1e-10;
     ck_assert_int_eq(gmm_ssm_alloc(k, x, y, n, &par, &m), GMM_OK);
     ck_assert_uint_eq(gmm_ssm_nmerged(m), n / 2);
     ck_assert_uint_eq(gmm_ssm_nstates(m), n / 2);
@@ -712,11 +795,12 @@ Suite *model_ssm_suite(void)
     TCase *tc = tcase_create("core");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_layout);
-    tcase_add_test(tc, test_loglik_and_predict_vs_dense);
-    tcase_add_test(tc, test_gradient_fd);
+    tcase_add_loop_test(tc, test_loglik_and_predict_vs_dense, 0, 2);
+    tcase_add_loop_test(tc, test_gradient_fd, 0, 2);
     tcase_add_test(tc, test_gradient_fd_grids);
     tcase_add_test(tc, test_zero_noise_vs_undamped_dense);
     tcase_add_test(tc, test_close_inputs);
+    tcase_add_test(tc, test_factor_choice);
     tcase_add_test(tc, test_merge_near_ties);
     tcase_add_test(tc, test_errors_and_objective);
     tcase_add_test(tc, test_out_of_memory_sweep);
