@@ -102,6 +102,9 @@ int cmd_loglik(int argc, char **argv)
     if (s == GMM_OK)
         s = gmm_json_set_new(root, "bandwidth", json_integer((json_int_t)cli_model_bandwidth(m)));
     if (s == GMM_OK)
+        s = gmm_json_set_new(root, "factorisation",
+                             json_string(cli_model_factorisation(cmd, m, o.verbose)));
+    if (s == GMM_OK)
         s = gmm_json_write(stdout, root, "-");
     if (s != GMM_OK)
         rc = cli_fail(cmd, s);
