@@ -1,6 +1,6 @@
 /* bench_ssm.c -- the state-space marginal likelihood and its gradient as n
  * grows: the CO2 model of the paper (matern32 + quasiperiodic(harmonics=2),
- * state dimension 6, bandwidth 11) on synthetic weekly data with 3% of the
+ * state dimension 6, bandwidth 7) on synthetic weekly data with 3% of the
  * weeks missing.  A linear method shows a constant time per input.
  *
  *   n in {1e3, 3e3, 1e4, 1e5, 1e6}    (BENCH_QUICK=1: up to 1e5)
