@@ -359,9 +359,11 @@ gmm_status gmm_band_chol_add_row(gmm_band *L, size_t j0, size_t w, const double 
  * Cost: O(c a l) for c columns swept with a rows active: a block whose
  * rows start in columns of L that are filled and end beyond them (rows
  * folded in order of first column) sweeps about the block's span once.
- * work: (3 m + 1)(kl + 1) + m doubles, or NULL to allocate (GMM_ENOMEM). */
+ * work: gmm_band_chol_add_rows_work(m, kl) doubles (~3 m (kl + 4)), or
+ * NULL to allocate (GMM_ENOMEM). */
 gmm_status gmm_band_chol_add_rows(gmm_band *L, size_t m, const size_t *first, const double *V,
                                   size_t ldv, double *work);
+size_t gmm_band_chol_add_rows_work(size_t m, size_t kl);
 
 /* After the last row: GMM_ENOTPD with gmm_error_index() the first column
  * whose diagonal is zero (M rank deficient there: no row reached it), below

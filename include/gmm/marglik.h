@@ -77,10 +77,10 @@ typedef struct {
  * likelihood; the rows lose ~eps sqrt(cond P).  The rows are merged by
  * first column and folded in blocks of rows that start in the same stretch
  * of columns (marglik.c, SQUARE-ROOT FORM): one Householder reflection per
- * column and block -- for a Markov chain two per column (2d per state with
- * d states), where Givens rotations row by row cost ~7d.  Measured on the
- * CO2 model (d = 6), n = 3000: 1.5-2x the Cholesky's time for loglik and
- * gradient.  gmm_marglik_grad, _grad_view (dlogp/dQ, as if Q had been
+ * column and block -- for a Markov chain with d-dimensional states, 2d per
+ * state, where Givens rotations row by row cost ~7d.  Measured on the CO2
+ * model (d = 6), loglik and gradient: about 2.2x the Cholesky's time.
+ * gmm_marglik_grad, _grad_view (dlogp/dQ, as if Q had been
  * given) and _posterior work unchanged.  Observation offsets must be
  * nondecreasing (GMM_EINVAL naming the observation), rows ordered as above
  * (GMM_EINVAL naming the earlier of two rows out of order) and fit the band

@@ -26,6 +26,20 @@
 #include "gmm/alloc.h"
 #include "band_simd.h"
 
+/* Whether v[0 .. k) are all finite, branch-free (vectorised by the
+ * compiler): an exponent of all ones (infinite or NaN) carries into bit 63
+ * when one more unit of the exponent is added. */
+static int all_finite(const double *v, size_t k)
+{
+    uint64_t bad = 0;
+    for (size_t s = 0; s < k; s++) {
+        uint64_t b;
+        memcpy(&b, v + s, sizeof b);
+        bad |= (b & 0x7ff0000000000000u) + 0x0010000000000000u;
+    }
+    return !(bad >> 63);
+}
+
 /* Below this, squares of the entries lose precision (DBL_MIN / eps). */
 #define SAFMIN (DBL_MIN / DBL_EPSILON)
 
@@ -112,10 +126,9 @@ gmm_status gmm_band_chol_rows_check(const gmm_band *L)
                                 "not determine it: M^T M is singular there)",
                                 j, c[0]);
         size_t m = L->n - 1 - j < L->kl ? L->n - 1 - j : L->kl;
-        for (size_t s = 1; s <= m; s++)
-            if (!isfinite(c[s]))
-                return gmm_error_at(GMM_ENOTPD, j, "square-root factor: column %zu is not finite",
-                                    j);
+        if (!all_finite(c + 1, m))
+            return gmm_error_at(GMM_ENOTPD, j, "square-root factor: column %zu is not finite",
+                                j);
     }
     return GMM_OK;
 }
@@ -145,88 +158,227 @@ gmm_status gmm_band_chol_rows_check(const gmm_band *L)
  * exact enough, u is scaled by |p| first (H does not change); below 1e-146
  * |p|, x is dropped (it perturbs M^T M far below rounding).  One square
  * root and one division per column instead of one per row and column. */
-/* Nonzero when the active rows changed beyond column j (they may then
- * hold fill from the pivot). */
-BAND_INLINE int reflect(double *restrict pv, double *restrict Y, size_t cap, size_t i0,
-                         size_t i1, size_t r, size_t mm, double *restrict x,
-                         double *restrict dot)
+
+/* Four lanes of the window at once (GNU C vectors: SSE2 pairs in the
+ * baseline copy, AVX2 in the other -- the same operations either way). */
+typedef double v4d __attribute__((vector_size(32)));
+BAND_INLINE void ld4(v4d *v, const double *p) { memcpy(v, p, sizeof *v); }
+BAND_INLINE void st4(double *p, const v4d *v) { memcpy(p, v, sizeof *v); }
+
+/* Whole vectors when nl is (whatever the copy): no scalar store is then
+ * read back by a vector load (a store-forwarding stall). */
+BAND_INLINE void swap_slots(size_t nl, double *restrict p, double *restrict y)
 {
-    double alpha = pv[0], sigma = 0.0, amax = fabs(alpha);
+    size_t s = 0;
+    for (; s + 4 <= nl; s += 4) {
+        v4d a, b;
+        ld4(&a, p + s);
+        ld4(&b, y + s);
+        st4(p + s, &b);
+        st4(y + s, &a);
+    }
+    for (; s < nl; s++) {
+        double t = y[s];
+        y[s] = p[s];
+        p[s] = t;
+    }
+}
+
+BAND_INLINE void negate_slots(size_t nl, double *p)
+{
+    size_t s = 0;
+    for (; s + 4 <= nl; s += 4) {
+        v4d a;
+        ld4(&a, p + s);
+        a = -a;
+        st4(p + s, &a);
+    }
+    for (; s < nl; s++)
+        p[s] = -p[s];
+}
+
+/* The reflection's scalars for column j, after pivoting (the pivot p and
+ * the active rows i0 .. i1 - 1 at slot r, nl slots each, x[i] = row i's
+ * entry in column j): 1 with alpha = p[0] >= 0, sigma = |x|^2 and the
+ * scale sc of u; 0 when there is nothing to reflect, *changed saying
+ * whether the rows were modified all the same (a swap, or a negligible x
+ * dropped). */
+BAND_INLINE int reflect_setup(double *restrict p, double *restrict Y, size_t cap, size_t i0,
+                              size_t i1, size_t r, size_t nl, double *restrict x,
+                              double *alpha_out, double *sigma_out, double *sc_out,
+                              int *changed)
+{
+    double alpha = p[0], amax = fabs(alpha);
     size_t imax = SIZE_MAX;
     for (size_t i = i0; i < i1; i++) {
-        x[i] = Y[i * cap + r];
-        sigma += x[i] * x[i];
-        if (fabs(x[i]) > amax) {
-            amax = fabs(x[i]);
-            imax = i;
-        }
+        double ax = fabs(x[i]);
+        imax = ax > amax ? i : imax;
+        amax = ax > amax ? ax : amax;
     }
+    *changed = 0;
+    if (amax == 0.0)
+        return 0;
     if (imax != SIZE_MAX) { /* row pivoting: the largest entry becomes the pivot */
         double *y = Y + imax * cap + r;
-        for (size_t s = 0; s <= mm; s++) {
-            double t = y[s];
-            y[s] = pv[s];
-            pv[s] = t;
-        }
+        swap_slots(nl, p, y);
         x[imax] = alpha;
-        alpha = pv[0];
-        sigma = 0.0;
-        for (size_t i = i0; i < i1; i++)
-            sigma += x[i] * x[i];
+        alpha = p[0];
+        *changed = 1;
     }
-    double nrm2 = alpha * alpha + sigma, sc = 1.0;
-    if (!(sigma >= SAFMIN && nrm2 <= 0.25 * DBL_MAX)) {
+    if (alpha < 0.0) { /* a row's sign is free: M^T M does not see it */
+        negate_slots(nl, p);
+        alpha = -alpha;
+    }
+    double s0 = 0.0, s1 = 0.0, sc = 1.0;
+    size_t i = i0;
+    for (; i + 1 < i1; i += 2) {
+        s0 += x[i] * x[i];
+        s1 += x[i + 1] * x[i + 1];
+    }
+    if (i < i1)
+        s0 += x[i] * x[i];
+    double sigma = s0 + s1;
+    if (!(sigma >= SAFMIN && alpha * alpha + sigma <= 0.25 * DBL_MAX)) {
         int any = 0;
-        for (size_t i = i0; i < i1; i++)
+        for (i = i0; i < i1; i++)
             any |= x[i] != 0.0;
         if (!any)
             return 0;
-        sc = amax; /* = |alpha| after the pivoting */
+        sc = alpha; /* the largest entry, after the pivoting */
         double inv = 1.0 / sc;
-        alpha *= inv;
+        alpha = 1.0;
         sigma = 0.0;
-        for (size_t i = i0; i < i1; i++) {
+        for (i = i0; i < i1; i++) {
             x[i] *= inv;
             sigma += x[i] * x[i];
         }
         if (sigma < SAFMIN) { /* |x| < 1e-146 |pivot|: negligible */
-            for (size_t i = i0; i < i1; i++)
+            for (i = i0; i < i1; i++)
                 Y[i * cap + r] = 0.0;
-            return imax != SIZE_MAX;
+            *changed = 1;
+            return 0;
         }
-        nrm2 = alpha * alpha + sigma;
     }
-    double norm = sqrt(nrm2);
-    double u0 = alpha > 0.0 ? -sigma / (alpha + norm) : alpha - norm;
-    double t = 2.0 / (u0 * u0 + sigma);
+    *alpha_out = alpha;
+    *sigma_out = sigma;
+    *sc_out = sc;
+    return 1;
+}
+
+/* u = [u0; x], u0 = alpha - nu = -sigma / (alpha + nu) (Parlett), nu =
+ * |(alpha, x)|; H = I - t u u' with t = 2 / |u|^2 = (alpha + nu) / (nu
+ * sigma): the two divisions are independent of each other. */
+#define REFLECT_SCALARS(alpha, sigma, u0, t, nu)                                                 \
+    double nu = sqrt(alpha * alpha + sigma), g_ = alpha + nu, is_ = 1.0 / sigma;              \
+    double u0 = -sigma / g_, t = g_ / nu * is_
+
+/* Slots 0 .. 4 NV - 1 of the pivot and the rows (NV a constant: unrolled).
+ * 2 when reflected (x then holds the rows' column j + 1), else as
+ * reflect_setup's *changed. */
+BAND_INLINE int reflect_lanes(const size_t NV, double *restrict p, double *restrict Y,
+                              size_t cap, size_t i0, size_t i1, size_t r,
+                              double *restrict x)
+{
+    double alpha, sigma, sc;
+    int changed;
+    if (!reflect_setup(p, Y, cap, i0, i1, r, 4 * NV, x, &alpha, &sigma, &sc, &changed))
+        return changed;
+    v4d d[4] = {{0.0}}, a;
+    for (size_t i = i0; i < i1; i++) {
+        const double *y = Y + i * cap + r;
+        for (size_t v = 0; v < NV; v++) {
+            ld4(&a, y + 4 * v);
+            d[v] += x[i] * a;
+        }
+    }
+    REFLECT_SCALARS(alpha, sigma, u0, t, nu);
+    for (size_t v = 0; v < NV; v++) {
+        ld4(&a, p + 4 * v);
+        d[v] = (u0 * a + d[v]) * t;
+        a -= d[v] * u0;
+        if (v == 0)
+            a[0] = sc * nu;
+        st4(p + 4 * v, &a);
+    }
+    /* Slot 0 of the rows (column j, now zero) is never read again; their
+     * slot 1 goes to x for column j + 1 straight from the register (a load
+     * from Y would straddle two vector stores: no store forwarding). */
+    for (size_t i = i0; i < i1; i++) {
+        double *y = Y + i * cap + r, xi = x[i];
+        for (size_t v = 0; v < NV; v++) {
+            ld4(&a, y + 4 * v);
+            a -= d[v] * xi;
+            st4(y + 4 * v, &a);
+            if (v == 0)
+                x[i] = a[1];
+        }
+    }
+    return 2;
+}
+
+/* The same for any width: slots 0 .. mm, dot: mm + 1 doubles. */
+BAND_INLINE int reflect_any(double *restrict p, double *restrict Y, size_t cap, size_t i0,
+                            size_t i1, size_t r, size_t mm, double *restrict x,
+                            double *restrict dot)
+{
+    double alpha, sigma, sc;
+    int changed;
+    if (!reflect_setup(p, Y, cap, i0, i1, r, mm + 1, x, &alpha, &sigma, &sc, &changed))
+        return changed;
     for (size_t s = 0; s <= mm; s++)
-        dot[s] = u0 * pv[s];
+        dot[s] = 0.0;
     for (size_t i = i0; i < i1; i++) {
         const double *y = Y + i * cap + r;
         double xi = x[i];
         for (size_t s = 0; s <= mm; s++)
             dot[s] += xi * y[s];
     }
+    REFLECT_SCALARS(alpha, sigma, u0, t, nu);
     for (size_t s = 0; s <= mm; s++) {
-        dot[s] *= t;
-        pv[s] -= dot[s] * u0;
+        dot[s] = (u0 * p[s] + dot[s]) * t;
+        p[s] -= dot[s] * u0;
     }
     for (size_t i = i0; i < i1; i++) {
         double *y = Y + i * cap + r, xi = x[i];
         for (size_t s = 0; s <= mm; s++)
             y[s] -= dot[s] * xi;
-        y[0] = 0.0;
+        x[i] = y[1];
     }
-    pv[0] = sc * norm;
-    return 1;
+    p[0] = sc * nu;
+    return 2;
 }
+
+/* Column j against pivot p (nl >= mm + 1 slots addressable): the vector
+ * kernel for nl <= 16, else the loop. */
+BAND_INLINE int reflect(size_t nl, double *restrict p, double *restrict Y, size_t cap,
+                        size_t i0, size_t i1, size_t r, size_t mm, double *restrict x,
+                        double *restrict dot)
+{
+    switch (nl) {
+    case 4:
+        return reflect_lanes(1, p, Y, cap, i0, i1, r, x);
+    case 8:
+        return reflect_lanes(2, p, Y, cap, i0, i1, r, x);
+    case 12:
+        return reflect_lanes(3, p, Y, cap, i0, i1, r, x);
+    case 16:
+        return reflect_lanes(4, p, Y, cap, i0, i1, r, x);
+    default:
+        return reflect_any(p, Y, cap, i0, i1, r, mm, x, dot);
+    }
+}
+
+/* Window width: kl + 1 rounded up to whole vectors (the slots past kl of a
+ * row are zero and stay zero: the pivot is zero-padded there too). */
+static size_t lanes(size_t kl) { return (kl + 4) / 4 * 4; }
 
 BAND_INLINE void fold_rows(double *restrict Ld, size_t ld, size_t n, size_t kl, size_t m,
                            const size_t *first, const double *V, size_t ldv,
-                           double *restrict Y, size_t cap, double *restrict x,
-                           double *restrict dot)
+                           double *restrict Y, double *restrict x, double *restrict dot)
 {
+    size_t nl = lanes(kl), cap = 3 * nl;
     size_t lo = 0, na = 0, j = first[0], base = j, hi = 0; /* hi: rows zero from column hi */
+    double pad[16];
     while (lo < m) {
         if (lo < na && j >= hi)
             lo = na; /* the active rows are zero: drop them */
@@ -236,8 +388,8 @@ BAND_INLINE void fold_rows(double *restrict Ld, size_t ld, size_t n, size_t kl, 
             j = first[na]; /* >= j: rows come in order of first column */
         }
         size_t r = j - base;
-        if (r + kl + 1 > cap || lo == na) {
-            /* the active rows live in slots r .. cap - 1 (< r + kl) */
+        if (r + nl > cap || lo == na) {
+            /* the active rows live in slots r .. cap - 1 */
             for (size_t i = lo; i < na; i++) {
                 double *y = Y + i * cap;
                 memmove(y, y + r, (cap - r) * sizeof *y);
@@ -249,13 +401,12 @@ BAND_INLINE void fold_rows(double *restrict Ld, size_t ld, size_t n, size_t kl, 
         for (; na < m && first[na] <= j; na++) {
             double *y = Y + na * cap;
             const double *v = V + na * ldv;
-            size_t last = 0;
-            memset(y + r, 0, (cap - r) * sizeof *y);
-            for (size_t s = 0; s <= kl && j + s < n; s++) {
-                y[r + s] = v[s];
-                if (v[s] != 0.0)
-                    last = s + 1;
-            }
+            size_t w = j + kl + 1 < n ? kl + 1 : n - j, last = w;
+            x[na] = v[0];
+            memcpy(y + r, v, w * sizeof *y);
+            memset(y + r + w, 0, (cap - r - w) * sizeof *y);
+            while (last > 0 && v[last - 1] == 0.0)
+                last--;
             if (first[na] + last > hi)
                 hi = first[na] + last;
         }
@@ -265,17 +416,35 @@ BAND_INLINE void fold_rows(double *restrict Ld, size_t ld, size_t n, size_t kl, 
             size_t q = mm;
             while (q > 0 && Lc[q] == 0.0)
                 q--;
-            if (reflect(Lc, Y, cap, lo, na, r, mm, x, dot) && j + q + 1 > hi)
+            int changed;
+            if (nl == mm + 1 || nl > 16) {
+                changed = reflect(nl, Lc, Y, cap, lo, na, r, mm, x, dot);
+            } else { /* a short column, or kl + 1 not a whole number of vectors */
+                memcpy(pad, Lc, (mm + 1) * sizeof *pad);
+                for (size_t s = mm + 1; s < nl; s++)
+                    pad[s] = 0.0;
+                changed = reflect(nl, pad, Y, cap, lo, na, r, mm, x, dot);
+                memcpy(Lc, pad, (mm + 1) * sizeof *pad);
+            }
+            if (changed && j + q + 1 > hi)
                 hi = j + q + 1;
+            if (changed != 2)
+                for (size_t i = lo; i < na; i++)
+                    x[i] = Y[i * cap + r + 1];
         } else {
             double *pv = Y + lo * cap + r;
-            (void)reflect(pv, Y, cap, lo + 1, na, r, mm, x, dot);
+            int done = reflect(nl, pv, Y, cap, lo + 1, na, r, mm, x, dot);
             if (pv[0] != 0.0) {
                 double sg = pv[0] < 0.0 ? -1.0 : 1.0;
                 for (size_t s = 0; s <= mm; s++)
                     Lc[s] = sg * pv[s];
                 lo++;
+            } else {
+                done = 0;
             }
+            if (done != 2)
+                for (size_t i = lo; i < na; i++)
+                    x[i] = Y[i * cap + r + 1];
         }
         j++;
     }
@@ -283,19 +452,21 @@ BAND_INLINE void fold_rows(double *restrict Ld, size_t ld, size_t n, size_t kl, 
 
 static void fold_rows_plain(double *Ld, size_t ld, size_t n, size_t kl, size_t m,
                             const size_t *first, const double *V, size_t ldv, double *Y,
-                            size_t cap, double *x, double *dot)
+                            double *x, double *dot)
 {
-    fold_rows(Ld, ld, n, kl, m, first, V, ldv, Y, cap, x, dot);
+    fold_rows(Ld, ld, n, kl, m, first, V, ldv, Y, x, dot);
 }
 
 #if BAND_AVX2
 BAND_TARGET_AVX2 static void fold_rows_avx2(double *Ld, size_t ld, size_t n, size_t kl, size_t m,
                                             const size_t *first, const double *V, size_t ldv,
-                                            double *Y, size_t cap, double *x, double *dot)
+                                            double *Y, double *x, double *dot)
 {
-    fold_rows(Ld, ld, n, kl, m, first, V, ldv, Y, cap, x, dot);
+    fold_rows(Ld, ld, n, kl, m, first, V, ldv, Y, x, dot);
 }
 #endif
+
+size_t gmm_band_chol_add_rows_work(size_t m, size_t kl) { return (3 * m + 1) * lanes(kl) + m; }
 
 gmm_status gmm_band_chol_add_rows(gmm_band *L, size_t m, const size_t *first, const double *V,
                                   size_t ldv, double *work)
@@ -317,10 +488,7 @@ gmm_status gmm_band_chol_add_rows(gmm_band *L, size_t m, const size_t *first, co
                                 "band_chol_add_rows: row %zu starts at column %zu (of %zu; "
                                 "first columns must be nondecreasing)",
                                 i, first[i], n);
-        double nan_if_bad = 0.0;
-        for (size_t s = 0; s <= kl; s++)
-            nan_if_bad += v[s] * 0.0; /* NaN for an infinite or NaN entry */
-        if (nan_if_bad != 0.0 || isnan(nan_if_bad))
+        if (!all_finite(v, kl + 1))
             for (size_t s = 0; s <= kl; s++)
                 if (!isfinite(v[s]))
                     return gmm_error_at(GMM_EDOM, i,
@@ -333,17 +501,17 @@ gmm_status gmm_band_chol_add_rows(gmm_band *L, size_t m, const size_t *first, co
                                     "of %zu",
                                     i, first[i] + s, n);
     }
-    size_t cap = 3 * (kl + 1);
+    size_t nl = lanes(kl);
     double *buf = work;
-    if (!buf && !(buf = gmm_malloc(m * cap + kl + 1 + m, sizeof *buf)))
+    if (!buf && !(buf = gmm_malloc(gmm_band_chol_add_rows_work(m, kl), sizeof *buf)))
         return gmm_error(GMM_ENOMEM, "band_chol_add_rows: out of memory");
-    double *Y = buf, *dot = buf + m * cap, *x = dot + kl + 1;
+    double *Y = buf, *dot = buf + m * 3 * nl, *x = dot + nl;
 #if BAND_AVX2
     if (band_cpu_has_avx2())
-        fold_rows_avx2(L->data, L->ld, n, kl, m, first, V, ldv, Y, cap, x, dot);
+        fold_rows_avx2(L->data, L->ld, n, kl, m, first, V, ldv, Y, x, dot);
     else
 #endif
-        fold_rows_plain(L->data, L->ld, n, kl, m, first, V, ldv, Y, cap, x, dot);
+        fold_rows_plain(L->data, L->ld, n, kl, m, first, V, ldv, Y, x, dot);
     if (!work)
         gmm_free(buf);
     return GMM_OK;

@@ -73,7 +73,7 @@ gmm_marglik_work *gmm_marglik_work_alloc(size_t n, size_t kl)
     w->bfirst = gmm_malloc(2 * BLOCK_MAX, sizeof *w->bfirst);
     w->bsrc = w->bfirst ? w->bfirst + BLOCK_MAX : NULL;
     w->bv = gmm_malloc(BLOCK_MAX * (w->kl + 1), sizeof *w->bv);
-    w->bwork = gmm_malloc((3 * BLOCK_MAX + 1) * (w->kl + 1) + BLOCK_MAX, sizeof *w->bwork);
+    w->bwork = gmm_malloc(gmm_band_chol_add_rows_work(BLOCK_MAX, w->kl), sizeof *w->bwork);
     if (!w->pdata || !w->bardata || !w->LQ || !w->r || !w->work || !w->work2 || !w->bfirst ||
         !w->bv || !w->bwork) {
         gmm_marglik_work_free(w);
@@ -299,7 +299,13 @@ static gmm_status finish(gmm_marglik_work *w, const gmm_obs *obs, double noise, 
  * the filled columns of L, then deposit the block's remainder into the empty
  * ones after them.  For a state-space model that block is one state's
  * observation and its d transition rows: 2d reflections per state, each
- * with one square root, where row-by-row Givens rotations cost ~7d. */
+ * with one square root, where row-by-row Givens rotations cost ~7d.
+ * Reading the rows backwards (the factor of J P J, J the exchange matrix)
+ * does not help even though a Markov chain's transition rows, read so, are
+ * triangular: the observations have filled the factor's rows they would
+ * land in.  Measured on the CO2 model (d = 6): 42 rotations per state in
+ * either order row by row, 12 reflections per state in either order by
+ * blocks. */
 gmm_status gmm_marglik_eval_rows(const gmm_prior_rows *G, const gmm_obs *obs, double noise,
                                  double prior_logdet, gmm_marglik_work *w, double *loglik)
 {
