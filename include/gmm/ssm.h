@@ -101,6 +101,23 @@
  * and a message naming the inputs, the parameter and the remedies (merge
  * near-ties with merge_tol, or a shorter lengthscale) -- never a wrong
  * number.
+ *
+ * GRADIENT.  The square-root form fixes the log likelihood, not its
+ * gradient: the reverse mode is chained through dlogp/dP and the blocks W,
+ * W A, A' W A of the precision in both forms, and its rounding grows with
+ * the same (lengthscale/dt)^(2 nu) -- measured in log-parameter units at
+ * about 0.1 to 10 times the Cholesky's rounding bound (20% of the
+ * lengthscale gradient of matern52 at dt/l = 3e-3 on weekly CO2 data).  So
+ * a gradient keeps the Cholesky's spacing limits (min_dt_rel) whatever
+ * the form: below them gmm_ssm_loglik with grad != NULL fails with GMM_EDOM
+ * and a message saying the log likelihood alone is still available.  At
+ * those limits the gradient agrees with finite differences to about 1e-4 of
+ * max(|gradient|, 1) (tests/model/test_ssm.c, test_gradient_close_inputs),
+ * where ordinary spacings give 1e-6.  Damped kernels have no spacing
+ * limit; their gradient rounding grows like K^2 / damp_rel (about 0.3 in
+ * log-parameter units for periodic at K = 2000, where the gradient itself
+ * is in the hundreds or more).  An accurate reverse mode through the
+ * square-root factor itself is not implemented.
  */
 #ifndef GMM_SSM_H
 #define GMM_SSM_H
@@ -179,7 +196,8 @@ size_t gmm_ssm_row_state(const gmm_ssm *m, size_t r);
  * marginal likelihood, the block assembly and the kernel.  O(N d^2 + (number
  * of distinct intervals) d^3).  Errors (an ordinary outcome during a line
  * search): GMM_EDOM for a parameter not positive/finite or spacing below the
- * accuracy limit, GMM_ENOTPD when a Q_k, Pinf or the posterior precision is
+ * accuracy limit (of the gradient when grad != NULL: GRADIENT), GMM_ENOTPD
+ * when a Q_k, Pinf or the posterior precision is
  * not numerically positive definite. */
 gmm_status gmm_ssm_loglik(gmm_ssm *m, const double *theta, double *loglik, double *grad);
 

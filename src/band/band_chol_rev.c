@@ -35,7 +35,8 @@
  *
  * Two paths, as in the forward (band_chol.c): an unblocked sweep over pairs of
  * columns for small l (run as an AVX2 build when the CPU has it,
- * band_simd.h), and, from CHOL_REV_BLOCKED_MIN on, a blocked sweep
+ * band_simd.h; for l <= 16 a copy compiled for that l, its interior steps
+ * unrolled: FIXED BANDWIDTHS), and, from CHOL_REV_BLOCKED_MIN on, a blocked sweep
  * that undoes the blocked forward's block steps in reverse order with dsymm,
  * dtrsm and dgemm (the BLAS-3 form of Murray's blocked algorithm, here for the
  * right-looking block step):
@@ -88,27 +89,27 @@ BAND_INLINE pair pair_load(const double *p)
 }
 BAND_INLINE void pair_store(double *p, pair v) { memcpy(p, &v, sizeof v); }
 
-/* Finish column j: Cbar /= D and H(j,j) = (Dbar - Cbar.C / D) / D, where the
- * column's rows run j .. e.  Returns H(j,j). */
-BAND_INLINE double finish_column(const double *lj, double *wj, size_t j, size_t e)
-{
-    double inv = 1.0 / lj[j];
-    pair t2 = {0.0, 0.0}, inv2 = {inv, inv};
-    size_t i = j + 1;
-    for (; i + 1 <= e; i += 2) {
-        pair w = pair_load(wj + i);
-        t2 += w * pair_load(lj + i);
-        pair_store(wj + i, w * inv2);
-    }
-    double t = t2[0] + t2[1];
-    if (i <= e) {
-        t += wj[i] * lj[i];
-        wj[i] *= inv;
-    }
-    double h = (wj[j] - t * inv) * inv;
-    wj[j] = h;
-    return h;
-}
+#define CHOL_REV_PAIR chol_rev_pair
+#define CHOL_REV_FINISH finish_column
+#define CHOL_UNROLL
+#include "band_chol_rev_pair.h"
+#undef CHOL_REV_PAIR
+#undef CHOL_REV_FINISH
+#undef CHOL_UNROLL
+#define CHOL_REV_PAIR chol_rev_pair_unrolled
+#define CHOL_REV_FINISH finish_column_unrolled
+/* Sanitizer builds instrument every unrolled access: the forced unroll
+ * there took minutes to compile this file, so they test the same steps
+ * rolled (identical arithmetic; the unroll changes only the code layout). */
+#if defined(__SANITIZE_ADDRESS__)
+#define CHOL_UNROLL
+#else
+#define CHOL_UNROLL _Pragma("GCC unroll 16")
+#endif
+#include "band_chol_rev_pair.h"
+#undef CHOL_REV_PAIR
+#undef CHOL_REV_FINISH
+#undef CHOL_UNROLL
 
 /* The unblocked sweep, in place: on entry W holds Lbar of the n x n band of
  * bandwidth bw <= s stored as L (entry (i,j) at [j*s + i]); on return W holds
@@ -120,7 +121,7 @@ BAND_INLINE double finish_column(const double *lj, double *wj, size_t j, size_t 
  * one column at a time with scalar sums 2.8 / 3.0x, pairs with scalar sums
  * 2.4 / 2.8x, pairs with two-lane sums 1.9 / 2.2x. */
 BAND_INLINE void chol_rev_unblocked_body(const double *L, double *W, size_t n, size_t bw,
-                                         size_t s)
+                                         size_t s, int fixed)
 {
     if (bw == 0) { /* diagonal: H(j,j) = Dbar / D */
         for (size_t j = 0; j < n; j++)
@@ -130,64 +131,18 @@ BAND_INLINE void chol_rev_unblocked_body(const double *L, double *W, size_t n, s
     size_t top = n; /* columns top .. n-1 are finished */
     if (n % 2 == 1) {
         size_t j = n - 1; /* the last column has no rows below its diagonal */
-        double h = finish_column(L + j * s, W + j * s, j, j);
+        double h = finish_column(L + j * s, W + j * s, j, j, 0);
         for (size_t k = j > bw ? j - bw : 0; k < j; k++)
             W[k * s + j] -= h * L[k * s + j];
         top = j;
     }
     while (top >= 2) {
         size_t p = top - 2, q = p + 1;
-        const double *lp = L + p * s, *lq = L + q * s;
-        double *restrict wp = W + p * s;
-        double *restrict wq = W + q * s;
-        size_t ep = p + bw < n ? p + bw : n - 1;
-        size_t eq = q + bw < n ? q + bw : n - 1;
-
-        double h1 = finish_column(lq, wq, q, eq);
-        { /* column q's step reaches column p (k = p) */
-            double r = lp[q];
-            pair d2 = {0.0, 0.0}, r2 = {r, r};
-            size_t i = q + 1;
-            for (; i + 1 <= ep; i += 2) {
-                pair a = pair_load(wq + i);
-                d2 += a * pair_load(lp + i);
-                pair_store(wp + i, pair_load(wp + i) - a * r2);
-            }
-            double dot = d2[0] + d2[1];
-            if (i <= ep) {
-                dot += wq[i] * lp[i];
-                wp[i] -= wq[i] * r;
-            }
-            wp[q] -= dot + h1 * r;
-        }
-        double h0 = finish_column(lp, wp, p, ep);
-
-        /* Columns k that both p and q reach: k + bw >= q. */
-        for (size_t k = q > bw ? q - bw : 0; k < p; k++) {
-            const double *restrict lk = L + k * s;
-            double *restrict wk = W + k * s;
-            size_t ek = k + bw < n ? k + bw : n - 1;
-            double r0 = lk[p], r1 = lk[q];
-            double d0 = wp[q] * lk[q], d1 = 0.0; /* row q: from column p only */
-            wk[q] -= wp[q] * r0;
-            pair s0 = {0.0, 0.0}, s1 = {0.0, 0.0}, v0 = {r0, r0}, v1 = {r1, r1};
-            size_t i = q + 1;
-            for (; i + 1 <= ek; i += 2) {
-                pair a = pair_load(wp + i), b = pair_load(wq + i), c = pair_load(lk + i);
-                s0 += a * c;
-                s1 += b * c;
-                pair_store(wk + i, pair_load(wk + i) - (a * v0 + b * v1));
-            }
-            if (i <= ek) {
-                d0 += wp[i] * lk[i];
-                d1 += wq[i] * lk[i];
-                wk[i] -= wp[i] * r0 + wq[i] * r1;
-            }
-            wk[p] -= (d0 + (s0[0] + s0[1])) + h0 * r0;
-            wk[q] -= (d1 + (s1[0] + s1[1])) + h1 * r1;
-        }
-        if (p >= bw) /* k = p - bw: reached by column p, at row p only */
-            W[(p - bw) * s + p] -= h0 * L[(p - bw) * s + p];
+        if (fixed && p >= bw && p + bw + 2 <= n)
+            chol_rev_pair_unrolled(L, W, n, bw, s, p, p + bw, q + bw, q - bw, 1);
+        else
+            chol_rev_pair(L, W, n, bw, s, p, p + bw < n ? p + bw : n - 1,
+                          q + bw < n ? q + bw : n - 1, q > bw ? q - bw : 0, 0);
         top = p;
     }
 }
@@ -195,13 +150,13 @@ BAND_INLINE void chol_rev_unblocked_body(const double *L, double *W, size_t n, s
 /* The body above for the x86-64 baseline and for AVX2 (band_simd.h). */
 static void chol_rev_unblocked_base(const double *L, double *W, size_t n, size_t bw, size_t s)
 {
-    chol_rev_unblocked_body(L, W, n, bw, s);
+    chol_rev_unblocked_body(L, W, n, bw, s, 0);
 }
 #if BAND_AVX2
 BAND_TARGET_AVX2 static void chol_rev_unblocked_avx2(const double *L, double *W, size_t n,
                                                      size_t bw, size_t s)
 {
-    chol_rev_unblocked_body(L, W, n, bw, s);
+    chol_rev_unblocked_body(L, W, n, bw, s, 0);
 }
 #endif
 static void chol_rev_unblocked(const double *L, double *W, size_t n, size_t bw, size_t s)
@@ -213,6 +168,52 @@ static void chol_rev_unblocked(const double *L, double *W, size_t n, size_t bw, 
     }
 #endif
     chol_rev_unblocked_base(L, W, n, bw, s);
+}
+
+/* FIXED BANDWIDTHS (as for the forward, band_chol.c): the sweep instantiated
+ * with bw = s = L a compile-time constant in both builds, its interior pairs
+ * unrolled into straight-line code. */
+#define CHOL_REV_FIXED_MAX 16
+#define CHOL_REV_FIXED_LIST(F)                                                                 \
+    F(1) F(2) F(3) F(4) F(5) F(6) F(7) F(8) F(9) F(10) F(11) F(12) F(13) F(14) F(15) F(16)
+typedef void (*chol_rev_fn)(const double *L, double *W, size_t n);
+#define CHOL_REV_FIXED_BASE(L_)                                                                \
+    static void chol_rev_fixed_base_##L_(const double *L, double *W, size_t n)                \
+    {                                                                                          \
+        chol_rev_unblocked_body(L, W, n, L_, L_, 1);                                           \
+    }
+CHOL_REV_FIXED_LIST(CHOL_REV_FIXED_BASE)
+#define CHOL_REV_ENTRY_BASE(L_) chol_rev_fixed_base_##L_,
+static const chol_rev_fn chol_rev_fixed_base[CHOL_REV_FIXED_MAX + 1] = {
+    NULL, CHOL_REV_FIXED_LIST(CHOL_REV_ENTRY_BASE)};
+#if BAND_AVX2
+#define CHOL_REV_FIXED_AVX2(L_)                                                                \
+    BAND_TARGET_AVX2 static void chol_rev_fixed_avx2_##L_(const double *L, double *W,         \
+                                                          size_t n)                           \
+    {                                                                                          \
+        chol_rev_unblocked_body(L, W, n, L_, L_, 1);                                           \
+    }
+CHOL_REV_FIXED_LIST(CHOL_REV_FIXED_AVX2)
+#define CHOL_REV_ENTRY_AVX2(L_) chol_rev_fixed_avx2_##L_,
+static const chol_rev_fn chol_rev_fixed_avx2[CHOL_REV_FIXED_MAX + 1] = {
+    NULL, CHOL_REV_FIXED_LIST(CHOL_REV_ENTRY_AVX2)};
+#endif
+
+/* The sweep over the whole band of bandwidth l (stride l), by a
+ * fixed-bandwidth copy when there is one. */
+static void chol_rev_band(const double *L, double *W, size_t n, size_t l)
+{
+    if (l >= 1 && l <= CHOL_REV_FIXED_MAX) {
+#if BAND_AVX2
+        if (band_cpu_has_avx2()) {
+            chol_rev_fixed_avx2[l](L, W, n);
+            return;
+        }
+#endif
+        chol_rev_fixed_base[l](L, W, n);
+        return;
+    }
+    chol_rev_unblocked(L, W, n, l, l);
 }
 
 /* Copy the panel of block column i (rows i+ib .. i+ib+m-1, columns
@@ -295,7 +296,7 @@ gmm_status gmm_band_chol_decomp_rev(const gmm_band *L, gmm_band *Lbar, gmm_band 
     const double *a = gmm_band_col(L, 0); /* a[j*l + i] = L(i, j) */
     double *w = gmm_band_col(Lbar, 0);
     if (l < CHOL_REV_BLOCKED_MIN || l > (size_t)INT_MAX) { /* BLAS takes int sizes */
-        chol_rev_unblocked(a, w, n, l, l);
+        chol_rev_band(a, w, n, l);
     } else {
         size_t nb = chol_block_width(l);
         double *work = gmm_malloc(2 * l * nb + nb * nb, sizeof(double));

@@ -74,9 +74,9 @@ gmm_status gmm_band_chol_add_row(gmm_band *L, size_t j0, size_t w, const double 
     size_t hi = w;
     for (size_t j = j0; j < n && hi > 0; j++, hi--) {
         if (j - base + kl + 1 > cap) {
-            /* the row lives in slots j - base .. cap - 1 (< j - base + kl) */
-            size_t live = cap - (j - base);
-            memmove(buf, buf + (j - base), live * sizeof *buf);
+            /* slots from cap on were never written: zero */
+            size_t off = j - base, live = cap - off;
+            memmove(buf, buf + off, live * sizeof *buf);
             for (size_t s = live; s < cap; s++)
                 buf[s] = 0.0;
             base = j;

@@ -23,6 +23,8 @@ const char cli_model_options_help[] =
     "                      period held fixed unless --free-period)\n"
     "  --x NAME, --y NAME  input and output columns (default: the first two)\n"
     "  --merge-tol T       inputs closer than T share one state (default 0)\n"
+    "  --factor F          auto (default), cholesky or square-root: how the posterior\n"
+    "                      precision is factorised (man page: Factorisation)\n"
     "Model (graph GMRF):\n"
     "  --graph EDGES.csv   edge list (columns i,j[,length])\n"
     "  --edge-cols I,J[,LEN]  its column names\n"
@@ -107,6 +109,18 @@ int cli_model_opt(cli_model_opts *o, const char *cmd, int c, const char *arg)
     case CLI_OPT_MERGE_TOL: return parse_positive(cmd, "merge-tol", arg, 1, &o->merge_tol);
     case CLI_OPT_FREE_PERIOD: o->free_period = 1; return 1;
     case CLI_OPT_VERBOSE: o->verbose = 1; return 1;
+    case CLI_OPT_FACTOR:
+        if (!strcmp(arg, "auto"))
+            o->factor = GMM_SSM_FACTOR_AUTO;
+        else if (!strcmp(arg, "cholesky"))
+            o->factor = GMM_SSM_FACTOR_CHOL;
+        else if (!strcmp(arg, "square-root"))
+            o->factor = GMM_SSM_FACTOR_ROWS;
+        else {
+            cli_msg(cmd, "--factor: '%s' is not auto, cholesky or square-root", arg);
+            return -1;
+        }
+        return 1;
     case CLI_OPT_EXPOSURE:
         /* An exposure scales a count's rate; the Gaussian model has none.
          * Refused by name rather than accepted and ignored. */
@@ -288,7 +302,8 @@ done:
     return rc;
 }
 
-static int build_ssm(const char *cmd, cli_model *m, double noise, double merge_tol, int verbose)
+static int build_ssm(const char *cmd, cli_model *m, double noise, double merge_tol, int factor,
+                     int verbose)
 {
     gmm_status s;
     int rc;
@@ -320,6 +335,7 @@ static int build_ssm(const char *cmd, cli_model *m, double noise, double merge_t
     gmm_ssm_params par;
     gmm_ssm_params_init(&par);
     par.merge_tol = m->merge_tol = merge_tol;
+    par.factor = (gmm_ssm_factor)factor;
     if ((s = gmm_ssm_alloc(m->kernel, m->x, m->y, m->nrow, &par, &m->ssm)) != GMM_OK)
         return cli_fail(cmd, s);
     if (gmm_ssm_nmerged(m->ssm) > 0)
@@ -555,7 +571,7 @@ int cli_model_load(const char *cmd, const cli_model_opts *o, cli_model **out)
         }
         if (o->verbose && !o->kernel)
             cli_msg(cmd, "default kernel: %s", CLI_DEFAULT_KERNEL);
-        if ((rc = build_ssm(cmd, m, o->noise, o->merge_tol, o->verbose)) != 0)
+        if ((rc = build_ssm(cmd, m, o->noise, o->merge_tol, o->factor, o->verbose)) != 0)
             goto fail;
         if (!o->kernel && !o->free_period) {
             const char *f = CLI_DEFAULT_KERNEL_FIXED;
@@ -573,7 +589,7 @@ fail:
 }
 
 int cli_model_from_file(const char *cmd, const gmm_model *mf, const char *data, int verbose,
-                        cli_model **out)
+                        int factor, cli_model **out)
 {
     int rc;
     *out = NULL;
@@ -627,7 +643,7 @@ int cli_model_from_file(const char *cmd, const gmm_model *mf, const char *data, 
         if ((rc = load_table_xy(cmd, m, m->data_file, mf->data.x, mf->data.y)) != 0)
             goto fail;
         center_y(m, !mf->has_center, mf->has_center ? &mf->center : NULL);
-        if ((rc = build_ssm(cmd, m, 1.0, mf->merge_tol, verbose)) != 0)
+        if ((rc = build_ssm(cmd, m, 1.0, mf->merge_tol, factor, verbose)) != 0)
             goto fail;
     }
     for (size_t i = 0; i < m->obj.nparam; i++) {
@@ -669,7 +685,7 @@ int cli_model_open(const char *cmd, const cli_model_opts *o, const char *model_p
     gmm_status s = gmm_model_read(model_path, mf);
     if (s != GMM_OK)
         return cli_fail(cmd, s);
-    return cli_model_from_file(cmd, mf, o->data, o->verbose, out);
+    return cli_model_from_file(cmd, mf, o->data, o->verbose, o->factor, out);
 }
 
 gmm_objective *cli_model_objective(cli_model *m) { return &m->obj; }
@@ -677,6 +693,16 @@ int cli_model_is_graph(const cli_model *m) { return m->graph; }
 size_t cli_model_nobs(const cli_model *m) { return m->nobs; }
 
 size_t cli_model_state_dim(const cli_model *m) { return m->graph ? 1 : gmm_ssm_dim(m->ssm); }
+
+const char *cli_model_factorisation(const char *cmd, const cli_model *m, int verbose)
+{
+    int rows = !m->graph && gmm_ssm_used_rows(m->ssm);
+    if (verbose && !m->graph)
+        cli_msg(cmd, "factorisation: %s (the Cholesky's rounding bound at these parameters: "
+                     "%.2g of log-likelihood)",
+                rows ? "square-root form" : "Cholesky", gmm_ssm_chol_bound(m->ssm));
+    return rows ? "square-root" : "cholesky";
+}
 
 size_t cli_model_bandwidth(const cli_model *m)
 {

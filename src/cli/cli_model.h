@@ -32,6 +32,7 @@ typedef struct {
     int strict_nodes;       /* --strict-nodes */
     double merge_tol;       /* --merge-tol T (0: exact ties only) */
     int verbose;            /* --verbose */
+    int factor;             /* --factor (gmm_ssm_factor; 0 = auto) */
     int free_period;        /* --free-period (default kernel only) */
     const char **fix;       /* --fix NAME (repeatable) */
     size_t nfix;
@@ -55,6 +56,7 @@ enum {
     CLI_OPT_FREE_PERIOD,
     CLI_OPT_EXPOSURE,
     CLI_OPT_VERBOSE,
+    CLI_OPT_FACTOR, /* after VERBOSE: a numerical choice, allowed with --model */
     CLI_OPT_FIRST_COMMAND /* commands number their own options from here */
 };
 
@@ -73,7 +75,8 @@ enum {
         {"fix", required_argument, NULL, CLI_OPT_FIX},                                          \
         {"free-period", no_argument, NULL, CLI_OPT_FREE_PERIOD},                                \
         {"exposure", required_argument, NULL, CLI_OPT_EXPOSURE},                                \
-        {"verbose", no_argument, NULL, CLI_OPT_VERBOSE}
+        {"verbose", no_argument, NULL, CLI_OPT_VERBOSE},                                        \
+        {"factor", required_argument, NULL, CLI_OPT_FACTOR}
 
 /* Help text for the options above (printed by each command's --help). */
 extern const char cli_model_options_help[];
@@ -102,7 +105,7 @@ int cli_model_load(const char *cmd, const cli_model_opts *o, cli_model **out);
  * values, data file and columns; `data` (may be NULL) overrides the model's
  * data file.  Returns an exit code. */
 int cli_model_from_file(const char *cmd, const gmm_model *mf, const char *data, int verbose,
-                        cli_model **out);
+                        int factor, cli_model **out);
 void cli_model_free(cli_model *m);
 
 /* After getopt: take the optional positional DATA.csv from argv[optind..]
@@ -120,6 +123,10 @@ gmm_objective *cli_model_objective(cli_model *m);
 int cli_model_is_graph(const cli_model *m);
 size_t cli_model_nobs(const cli_model *m);
 size_t cli_model_state_dim(const cli_model *m);
+/* "cholesky" or "square-root": how the last evaluation factorised the
+ * posterior precision (graphs: always the Cholesky).  With verbose, the
+ * choice and the Cholesky's rounding bound are also reported on stderr. */
+const char *cli_model_factorisation(const char *cmd, const cli_model *m, int verbose);
 size_t cli_model_bandwidth(const cli_model *m);
 /* The centring constant (0 when --no-center). */
 double cli_model_center(const cli_model *m, int *has_center);

@@ -56,7 +56,22 @@ int cmd_loglik(int argc, char **argv)
         goto done;
     }
     double ll;
+    int have_grad = 1;
     gmm_status s = obj->eval(obj->ctx, obj->value, &ll, grad);
+    if (s == GMM_EDOM) {
+        /* A state-space gradient is refused where it would be inaccurate
+         * (inputs close relative to a lengthscale) while the log likelihood
+         * itself is still accurate: report it, with "gradient": null. */
+        char why[GMM_ERROR_MAX];
+        snprintf(why, sizeof why, "%s", gmm_error_message());
+        if (obj->eval(obj->ctx, obj->value, &ll, NULL) == GMM_OK) {
+            cli_msg(cmd, "warning: no gradient: %s", why);
+            have_grad = 0;
+            s = GMM_OK;
+        } else {
+            s = gmm_error(GMM_EDOM, "%s", why);
+        }
+    }
     if (s != GMM_OK) {
         rc = cli_fail(cmd, s);
         goto done;
@@ -68,7 +83,7 @@ int cmd_loglik(int argc, char **argv)
         rc = CLI_EXIT_ERROR;
         goto done;
     }
-    for (size_t i = 0; i < obj->nparam; i++)
+    for (size_t i = 0; i < obj->nparam && have_grad; i++)
         if (!isfinite(grad[i])) {
             cli_msg(cmd, "the gradient with respect to '%s' is not finite at %s = %g",
                     obj->name[i], obj->name[i], obj->value[i]);
@@ -85,12 +100,15 @@ int cmd_loglik(int argc, char **argv)
     }
     s = gmm_json_set_number(root, "loglik", ll);
     for (size_t i = 0; i < obj->nparam && s == GMM_OK; i++)
-        if ((s = gmm_json_set_number(g, obj->name[i], grad[i])) == GMM_OK)
+        if (!have_grad || (s = gmm_json_set_number(g, obj->name[i], grad[i])) == GMM_OK)
             s = gmm_json_set_number(p, obj->name[i], obj->value[i]);
-    if (s == GMM_OK)
+    if (s == GMM_OK && have_grad) {
         s = gmm_json_set_new(root, "gradient", g);
-    else
+    } else {
         json_decref(g);
+        if (s == GMM_OK)
+            s = gmm_json_set_new(root, "gradient", json_null());
+    }
     if (s == GMM_OK)
         s = gmm_json_set_new(root, "parameters", p);
     else
@@ -101,6 +119,9 @@ int cmd_loglik(int argc, char **argv)
         s = gmm_json_set_new(root, "state_dim", json_integer((json_int_t)cli_model_state_dim(m)));
     if (s == GMM_OK)
         s = gmm_json_set_new(root, "bandwidth", json_integer((json_int_t)cli_model_bandwidth(m)));
+    if (s == GMM_OK)
+        s = gmm_json_set_new(root, "factorisation",
+                             json_string(cli_model_factorisation(cmd, m, o.verbose)));
     if (s == GMM_OK)
         s = gmm_json_write(stdout, root, "-");
     if (s != GMM_OK)

@@ -14,6 +14,7 @@
 #include "gmm/alloc.h"
 #include "gmm/io.h"
 #include "gmm/modelfile.h"
+#include "gmm/ssm.h"
 
 static const char usage_text[] =
     "Usage: gmm-infer predict --model MODEL.json [DATA.csv] [--at FILE | --grid FROM:TO:STEP]\n"
@@ -158,7 +159,7 @@ int cmd_predict(int argc, char **argv)
         rc = CLI_EXIT_USAGE;
         goto done;
     }
-    if ((rc = cli_model_from_file(cmd, &mf, data, verbose, &m)) != 0)
+    if ((rc = cli_model_from_file(cmd, &mf, data, verbose, GMM_SSM_FACTOR_AUTO, &m)) != 0)
         goto done;
 
     if (cli_model_is_graph(m)) {

@@ -472,5 +472,5 @@ static double quasi_cov(const double *p, double tau, double *dk)
 const gmm_kernel_type gmm_kernel_quasiperiodic = {
     "quasiperiodic",
     "variance * exp(-|tau|/lengthscale) * sum_{j=1..harmonics} cos(2 pi j tau/period)",
-    4, quasi_param, quasi_dim, 0, 1, 0.0, 0.0, 1e-10, 1e-10,
+    4, quasi_param, quasi_dim, 0, 1, 0.0, 0.0, 0.0, 0.0,
     quasi_sde, quasi_stat, quasi_disc, quasi_cov, NULL, 2};

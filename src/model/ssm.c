@@ -414,23 +414,31 @@ const char *gmm_ssm_param_name(const gmm_ssm *m, size_t i)
 #define SPACING_SLACK (1.0 - 1e-9)
 
 /* Refuses spacings below the accuracy limit of the factorisations allowed
- * (the square-root form's unless the Cholesky is forced). */
-static gmm_status check_spacing(gmm_ssm *m, const double *theta)
+ * (the square-root form's unless the Cholesky is forced) or, for a
+ * gradient, below the Cholesky's limit whatever the form (GRADIENT in
+ * ssm.h, CLOSE INPUTS). */
+static gmm_status check_spacing(gmm_ssm *m, const double *theta, int grad)
 {
     size_t j;
     double dt = m->ng ? m->gdt[0] : INFINITY;
     if (!m->par.check_spacing || m->ng == 0)
         return GMM_OK;
-    double lim = gmm_kernel_spacing_limit(m->k, theta, m->par.factor != GMM_SSM_FACTOR_CHOL, &j);
+    int rows = m->par.factor != GMM_SSM_FACTOR_CHOL && !grad;
+    double lim = gmm_kernel_spacing_limit(m->k, theta, rows, &j);
     if (dt >= lim * SPACING_SLACK)
         return GMM_OK;
     return gmm_error(GMM_EDOM,
                      "inputs x = %.15g and %.15g are only %g apart, below the accuracy limit %g "
-                     "at %s = %g: the state-space likelihood would not be accurate to 1e-6 "
-                     "there. Merge inputs closer than that (a merge tolerance of %g coarsens "
-                     "them), or keep %s below %g",
+                     "at %s = %g: the state-space %s would not be accurate there. Merge inputs "
+                     "closer than that (a merge tolerance of %g coarsens them), or keep %s below "
+                     "%g",
                      m->t[m->imin], m->t[m->imin + 1], dt, lim, gmm_kernel_param_name(m->k, j),
-                     theta[j], lim, gmm_kernel_param_name(m->k, j), dt * theta[j] / lim);
+                     theta[j],
+                     grad && m->par.factor != GMM_SSM_FACTOR_CHOL
+                         ? "gradient (the log likelihood alone is computed to 1e-6 far below "
+                           "this limit)"
+                         : "likelihood",
+                     lim, gmm_kernel_param_name(m->k, j), dt * theta[j] / lim);
 }
 
 /* CHOICE OF FACTORISATION (ssm.h, FACTORISATION).  The bound on the
@@ -638,7 +646,7 @@ static gmm_status ssm_forward(gmm_ssm *m, const double *theta, double *loglik)
         return st;
     for (size_t p = 0; p < d; p++)
         m->Hp[p] = m->H[m->perm[p]];
-    if ((st = check_spacing(m, theta)))
+    if ((st = check_spacing(m, theta, 0)))
         return st;
     double *L = m->T, *X = m->T + dd;
     memcpy(L, m->P, dd * sizeof *L);
@@ -853,7 +861,10 @@ gmm_status gmm_ssm_loglik(gmm_ssm *m, const double *theta, double *loglik, doubl
 {
     if (!m || !theta || !loglik)
         return gmm_error(GMM_EINVAL, "gmm_ssm_loglik: NULL argument");
-    gmm_status st = ssm_forward(m, theta, loglik);
+    gmm_status st;
+    if (grad && (st = check_spacing(m, theta, 1)))
+        return st;
+    st = ssm_forward(m, theta, loglik);
     if (st || !grad)
         return st;
     return ssm_grad(m, grad);

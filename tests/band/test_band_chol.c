@@ -477,6 +477,84 @@ START_TEST(test_rev_blocked_matches_unblocked)
 }
 END_TEST
 
+/* Bandwidths 1 .. 16 run fixed-bandwidth copies of the unblocked loops
+ * (band_chol.c, band_chol_rev.c: FIXED BANDWIDTHS), 17 on the generic ones.
+ * A bandwidth-l Q embedded in a band of bandwidth l + 17 (generic) has the
+ * same factor, and the derivatives with respect to the common slots agree:
+ * every fixed copy against the generic loops, for even and odd n (the pair
+ * loops end differently), at sizes with many interior pairs. */
+START_TEST(test_fixed_bandwidths_match_generic)
+{
+    tu_rng r;
+    tu_rng_seed(&r, 34);
+    const size_t ns[] = {100, 101};
+    for (size_t t = 0; t < 2; t++)
+        for (size_t l = 1; l <= 17; l++) {
+            size_t n = ns[t], lw = l + 17;
+            gmm_band *Qn = gmm_band_alloc(n, l, 0, GMM_BAND_SYMMETRIC);
+            gmm_band *Qw = gmm_band_alloc(n, lw, 0, GMM_BAND_SYMMETRIC);
+            gmm_band *Ln = gmm_band_alloc(n, l, 0, GMM_BAND_LOWER);
+            gmm_band *Lw = gmm_band_alloc(n, lw, 0, GMM_BAND_LOWER);
+            gmm_band *Wn = gmm_band_alloc(n, l, 0, GMM_BAND_LOWER);
+            gmm_band *Ww = gmm_band_alloc(n, lw, 0, GMM_BAND_LOWER);
+            tu_band_fill_spd(Qn, &r);
+            ck_assert_int_eq(gmm_band_copy_band(Qw, Qn), GMM_OK);
+            tu_band_fill_random(Wn, &r);
+            ck_assert_int_eq(gmm_band_copy_band(Ww, Wn), GMM_OK);
+            ck_assert_int_eq(gmm_band_chol_decomp(Qn, Ln), GMM_OK);
+            ck_assert_int_eq(gmm_band_chol_decomp(Qw, Lw), GMM_OK);
+            ck_assert_int_eq(gmm_band_chol_decomp_rev(Ln, Wn, Wn), GMM_OK);
+            ck_assert_int_eq(gmm_band_chol_decomp_rev(Lw, Ww, Ww), GMM_OK);
+            double lscale = 1.0, wscale = 1.0, lerr = 0.0, werr = 0.0;
+            for (size_t j = 0; j < n; j++)
+                for (size_t i = j; i <= j + lw && i < n; i++) {
+                    lscale = fmax(lscale, fabs(*gmm_band_ptr(Lw, i, j)));
+                    wscale = fmax(wscale, fabs(*gmm_band_ptr(Ww, i, j)));
+                    if (i > j + l) /* the factor does not fill beyond l */
+                        lerr = fmax(lerr, fabs(*gmm_band_ptr(Lw, i, j)));
+                }
+            for (size_t j = 0; j < n; j++)
+                for (size_t i = j; i <= j + l && i < n; i++) {
+                    lerr = fmax(lerr, fabs(*gmm_band_ptr(Lw, i, j) - *gmm_band_ptr(Ln, i, j)));
+                    werr = fmax(werr, fabs(*gmm_band_ptr(Ww, i, j) - *gmm_band_ptr(Wn, i, j)));
+                }
+            /* as in test_rev_blocked_matches_unblocked */
+            ck_assert_msg(lerr / lscale <= 16.0 * n * DBL_EPSILON, "n %zu l %zu: L rel diff %g",
+                          n, l, lerr / lscale);
+            ck_assert_msg(werr / wscale <= 16.0 * n * DBL_EPSILON,
+                          "n %zu l %zu: Qbar rel diff %g", n, l, werr / wscale);
+            gmm_band_free(Qn);
+            gmm_band_free(Qw);
+            gmm_band_free(Ln);
+            gmm_band_free(Lw);
+            gmm_band_free(Wn);
+            gmm_band_free(Ww);
+        }
+}
+END_TEST
+
+/* A failing pivot inside the fixed-bandwidth loops (both columns of a pair,
+ * away from the ends) is reported at its row. */
+START_TEST(test_fixed_bandwidths_notpd)
+{
+    tu_rng r;
+    tu_rng_seed(&r, 35);
+    for (size_t l = 1; l <= 16; l++) {
+        size_t n = 80;
+        gmm_band *Q = gmm_band_alloc(n, l, 0, GMM_BAND_SYMMETRIC);
+        for (size_t row = 40; row <= 41; row++) {
+            tu_band_fill_spd(Q, &r);
+            *gmm_band_ptr(Q, row, row) = -0.25;
+            expect_notpd(Q, row);
+            tu_band_fill_spd(Q, &r);
+            *gmm_band_ptr(Q, row, row - 1) = NAN;
+            expect_notpd(Q, row);
+        }
+        gmm_band_free(Q);
+    }
+}
+END_TEST
+
 /* ---- log-determinant --------------------------------------------------------------- */
 
 static double logdet_of_q(void *vctx)
@@ -590,6 +668,8 @@ Suite *band_chol_suite(void)
     tcase_add_test(tr, test_rev_fd_small);
     tcase_add_test(tr, test_rev_fd_blocked_directional);
     tcase_add_test(tr, test_rev_blocked_matches_unblocked);
+    tcase_add_test(tr, test_fixed_bandwidths_match_generic);
+    tcase_add_test(tr, test_fixed_bandwidths_notpd);
     tcase_add_test(tr, test_logdet_and_rev);
     tcase_add_test(tr, test_logdet_rev_accumulates);
     suite_add_tcase(s, tr);

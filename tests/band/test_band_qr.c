@@ -76,7 +76,11 @@ START_TEST(test_rows_vs_dense)
                 if (!shuffled)
                     qsort(rows, nr, sizeof *rows, cmp_j0);
                 gmm_band *L = gmm_band_alloc(n, kl, 0, GMM_BAND_LOWER);
+                /* NaN beyond the 4 (kl + 1) slots the routine may use: a read
+                 * past them would poison L */
                 double work[256];
+                for (size_t k = 0; k < 256; k++)
+                    work[k] = NAN;
                 for (size_t k = 0; k < nr; k++)
                     ck_assert_int_eq(gmm_band_chol_add_row(L, rows[k].j0, rows[k].w, rows[k].v,
                                                            (k % 2) ? work : NULL),
@@ -149,7 +153,8 @@ START_TEST(test_rows_block_vs_dense)
     tu_rng_seed(&r, 4301);
     qrow *rows = malloc(200 * sizeof *rows);
     size_t *first = malloc(200 * sizeof *first);
-    double *V = malloc(200 * 64 * sizeof *V), *work = malloc((3 * 9 + 1) * 64 * sizeof *work);
+    double *V = malloc(200 * 64 * sizeof *V);
+    double *work = malloc((gmm_band_chol_add_rows_work(9, 62) + 16) * sizeof *work);
     for (size_t in = 0; in < sizeof ns / sizeof ns[0]; in++) {
         size_t n = ns[in];
         for (size_t kl = 0; kl <= n + 1 && kl < 63; kl += (kl < 12 ? 1 : 9)) {
@@ -176,6 +181,10 @@ START_TEST(test_rows_block_vs_dense)
                 for (size_t b = 0; b < nb; b++) {
                     size_t k0 = bstart[order[b]], m = bstart[order[b] + 1] - k0;
                     to_block(rows + k0, m, klc, sc, first, V);
+                    /* NaN in the workspace and past it: reading a slot before
+                     * writing it, or beyond the stated size, poisons L */
+                    for (size_t k = 0; k < gmm_band_chol_add_rows_work(m, klc) + 16; k++)
+                        work[k] = NAN;
                     ck_assert_int_eq(gmm_band_chol_add_rows(L, m, first, V, klc + 1,
                                                             (b % 2) ? work : NULL),
                                      GMM_OK);

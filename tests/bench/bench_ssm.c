@@ -1,12 +1,15 @@
 /* bench_ssm.c -- the state-space marginal likelihood and its gradient as n
  * grows: the CO2 model of the paper (matern32 + quasiperiodic(harmonics=2),
- * state dimension 6, bandwidth 11) on synthetic weekly data with 3% of the
+ * state dimension 6, bandwidth 7) on synthetic weekly data with 3% of the
  * weeks missing.  A linear method shows a constant time per input.
  *
  *   n in {1e3, 3e3, 1e4, 1e5, 1e6}    (BENCH_QUICK=1: up to 1e5)
  *   BENCH_CSV=FILE  append rows op,n,l,impl,ms (op ssm_loglik, ssm_loglik_grad)
  *
- * Times are wall-clock medians over repeats (one thread: the code is serial).
+ * Times are wall-clock medians over repeats (one thread: the code is serial),
+ * for both factorisations of the posterior precision (the Cholesky of the
+ * assembled band, the paper's algorithm; the square-root form), and the
+ * one the automatic choice takes for this model (ssm.h, FACTORISATION).
  */
 #include <math.h>
 #include <stdio.h>
@@ -88,10 +91,12 @@ int main(void)
     memcpy(theta, gmm_kernel_values(k), np * sizeof *theta);
     theta[np] = 0.1;
 
-    printf("CO2 state-space model (state dim %zu): loglik and loglik + gradient, wall ms\n",
+    printf("CO2 state-space model (state dim %zu): loglik and loglik + gradient, wall ms,\n"
+           "by factorisation (ssm.h, FACTORISATION; auto: the one chosen here)\n",
            gmm_kernel_dim(k));
-    printf("%10s %6s %12s %12s %14s %10s\n", "n", "bw", "loglik", "+gradient", "us/input(grad)",
-           "grad/val");
+    printf("%10s %4s %10s %10s %10s %10s %9s %12s\n", "n", "bw", "chol", "chol+grad", "sqrt",
+           "sqrt+grad", "sqrt/chol", "auto");
+    static const char *impl[2] = {"gmm_cholesky", "gmm_square_root"};
     for (size_t s = 0; s < nsizes; s++) {
         size_t n = sizes[s];
         double *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y);
@@ -100,22 +105,37 @@ int main(void)
             y[i] = uniform() < 0.03 ? NAN : 10 * sin(x[i] / 7) + 3 * sin(6.283185 * x[i]) +
                                                0.3 * (uniform() - 0.5);
         }
-        gmm_ssm *m;
-        if (gmm_ssm_alloc(k, x, y, n, NULL, &m) != GMM_OK) {
-            fprintf(stderr, "bench_ssm: %s\n", gmm_error_message());
-            return 1;
-        }
         size_t reps = n <= 10000 ? 31 : n <= 100000 ? 7 : 3;
-        double tv = time_eval(m, theta, NULL, reps);
-        double tg = time_eval(m, theta, grad, reps);
-        size_t bw = gmm_ssm_bandwidth(m);
-        printf("%10zu %6zu %12.3f %12.3f %14.3f %10.2f\n", n, bw, tv, tg, 1e3 * tg / (double)n,
-               tg / tv);
-        if (out) {
-            fprintf(out, "ssm_loglik,%zu,%zu,gmm,%.6g\n", n, bw, tv);
-            fprintf(out, "ssm_loglik_grad,%zu,%zu,gmm,%.6g\n", n, bw, tg);
+        double tv[2], tg[2];
+        size_t bw = 0;
+        int autorows = 0;
+        for (int f = 0; f < 3; f++) {
+            gmm_ssm_params par;
+            gmm_ssm_params_init(&par);
+            par.factor = f == 0 ? GMM_SSM_FACTOR_CHOL
+                         : f == 1 ? GMM_SSM_FACTOR_ROWS
+                                  : GMM_SSM_FACTOR_AUTO;
+            gmm_ssm *m;
+            if (gmm_ssm_alloc(k, x, y, n, &par, &m) != GMM_OK) {
+                fprintf(stderr, "bench_ssm: %s\n", gmm_error_message());
+                return 1;
+            }
+            if (f < 2) {
+                tv[f] = time_eval(m, theta, NULL, reps);
+                tg[f] = time_eval(m, theta, grad, reps);
+            } else {
+                time_eval(m, theta, NULL, 1);
+                autorows = gmm_ssm_used_rows(m);
+            }
+            bw = gmm_ssm_bandwidth(m);
+            gmm_ssm_free(m);
         }
-        gmm_ssm_free(m);
+        printf("%10zu %4zu %10.3f %10.3f %10.3f %10.3f %9.2f %12s\n", n, bw, tv[0], tg[0], tv[1],
+               tg[1], tg[1] / tg[0], autorows ? "square-root" : "cholesky");
+        for (int f = 0; out && f < 2; f++) {
+            fprintf(out, "ssm_loglik,%zu,%zu,%s,%.6g\n", n, bw, impl[f], tv[f]);
+            fprintf(out, "ssm_loglik_grad,%zu,%zu,%s,%.6g\n", n, bw, impl[f], tg[f]);
+        }
         free(x);
         free(y);
     }
