@@ -353,8 +353,12 @@ gmm_status gmm_band_chol_add_row(gmm_band *L, size_t j0, size_t w, const double 
  * column: one Householder reflection zeroes a column of every row of the
  * block that reaches it, against L's column (when nonempty) or against one
  * of the rows, which then becomes that column of L and leaves the block.
- * Rows in nondecreasing first[i] (first[i] < n), else GMM_EDIM naming the
- * row in gmm_error_index(), as for an entry past column n - 1; a
+ * The row with the largest entry in the column is pivoted in first, so a
+ * small row keeps an error relative to its own size beside rows 1e10 times
+ * larger, as with the rotations (band_qr.c, ROW PIVOTING).  V is not
+ * modified; m = 0 does nothing.  NULL L, first or V: GMM_EINVAL.  Rows in
+ * nondecreasing first[i] (first[i] < n), else GMM_EDIM naming the row in
+ * gmm_error_index(), as for an entry past column n - 1 or ldv < kl + 1; a
  * non-finite entry: GMM_EDOM naming the row.  L is unchanged on error.
  * Cost: O(c a l) for c columns swept with a rows active: a block whose
  * rows start in columns of L that are filled and end beyond them (rows
