@@ -346,13 +346,28 @@ gmm_status gmm_band_outer_rev(double alpha, size_t k, const double *M, size_t ld
  * doubles, or NULL to allocate (GMM_ENOMEM).  Non-finite entries of v: GMM_EDOM. */
 gmm_status gmm_band_chol_add_row(gmm_band *L, size_t j0, size_t w, const double *v,
                                  double *work);
-/* B <- J B J in place, J the exchange matrix: entry (i, j) moves to
- * (n-1-i, n-1-j).  B SYMMETRIC (a reversed triangle would not be lower).
- * The same GMRF with its variables listed backwards: a caller that factors
- * the reversed precision (see gmm_marglik_eval_rows) maps results back with
- * it.  Linear and its own inverse and adjoint: a sensitivity is mapped back
- * by the same call.  O(n l), in place.  GMM_EDIM for another kind. */
-gmm_status gmm_band_reverse(gmm_band *B);
+/* The same for m rows at once: L L^T += V^T V, row i of V (V + i ldv,
+ * ldv >= kl + 1) holding kl + 1 entries at columns first[i] .. first[i] +
+ * kl (entries at columns >= n must be 0).  Where gmm_band_chol_add_row pays
+ * a square root and a division per row and column, this pays them per
+ * column: one Householder reflection zeroes a column of every row of the
+ * block that reaches it, against L's column (when nonempty) or against one
+ * of the rows, which then becomes that column of L and leaves the block.
+ * The row with the largest entry in the column is pivoted in first, so a
+ * small row keeps an error relative to its own size beside rows 1e10 times
+ * larger, as with the rotations (band_qr.c, ROW PIVOTING).  V is not
+ * modified; m = 0 does nothing.  NULL L, first or V: GMM_EINVAL.  Rows in
+ * nondecreasing first[i] (first[i] < n), else GMM_EDIM naming the row in
+ * gmm_error_index(), as for an entry past column n - 1 or ldv < kl + 1; a
+ * non-finite entry: GMM_EDOM naming the row.  L is unchanged on error.
+ * Cost: O(c a l) for c columns swept with a rows active: a block whose
+ * rows start in columns of L that are filled and end beyond them (rows
+ * folded in order of first column) sweeps about the block's span once.
+ * work: gmm_band_chol_add_rows_work(m, kl) doubles (~3 m (kl + 4)), or
+ * NULL to allocate (GMM_ENOMEM). */
+gmm_status gmm_band_chol_add_rows(gmm_band *L, size_t m, const size_t *first, const double *V,
+                                  size_t ldv, double *work);
+size_t gmm_band_chol_add_rows_work(size_t m, size_t kl);
 
 /* After the last row: GMM_ENOTPD with gmm_error_index() the first column
  * whose diagonal is zero (M rank deficient there: no row reached it), below

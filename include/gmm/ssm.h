@@ -66,8 +66,8 @@
  * Cholesky's loglik is off by 1.3e-4 (dense GP: -957.453203327; Cholesky
  * -957.453074495; square-root form -957.453203333), and `fit` with it stops
  * on rounding unconverged, where the square-root form converges.  The
- * square-root form costs 2-3x the Cholesky (a Givens rotation per row and
- * column).  GMM_SSM_FACTOR_AUTO (default) takes the Cholesky while its
+ * square-root form costs about 3x the Cholesky (2d Householder reflections
+ * per state; marglik.h).  GMM_SSM_FACTOR_AUTO (default) takes the Cholesky while its
  * bound is at most GMM_SSM_CHOL_TOL per observation, the inputs are no
  * closer than its spacing limit below and nothing is damped; else the
  * square-root form.  The choice depends on theta only, and where it

@@ -598,9 +598,15 @@ static gmm_status modulated_rows(gmm_ssm *m, double *X)
  * rowstart[p] .. p of state k + 1 (C), a width d + p + 1 - rowstart[p] <=
  * kl + 1, starting at column k d + rowstart[p] -- nondecreasing in (k, p).
  * gmm_marglik_eval_rows folds them with the observations into L. */
+typedef struct {
+    const gmm_ssm *m;
+    size_t next, k, p; /* row next is row p of interval k (no division per row) */
+} prior_cursor;
+
 static size_t prior_row(void *ctx, size_t i, size_t *first, double *v)
 {
-    const gmm_ssm *m = ctx;
+    prior_cursor *c = ctx;
+    const gmm_ssm *m = c->m;
     size_t d = m->d;
     if (i < d) {
         *first = 0;
@@ -608,7 +614,16 @@ static size_t prior_row(void *ctx, size_t i, size_t *first, double *v)
             v[q] = m->C0[i * d + q];
         return i + 1;
     }
-    size_t k = i / d - 1, p = i % d, r0 = m->rowstart[p], w = 0;
+    if (i != c->next) {
+        c->k = i / d - 1;
+        c->p = i % d;
+    }
+    size_t k = c->k, p = c->p, r0 = m->rowstart[p], w = 0;
+    c->next = i + 1;
+    if (++c->p == d) {
+        c->p = 0;
+        c->k++;
+    }
     const double *C = blk(m, m->ig[k], B_C) + p * d, *CA = blk(m, m->ig[k], B_CA) + p * d;
     for (size_t q = r0; q < d; q++)
         v[w++] = -CA[q];
@@ -663,7 +678,8 @@ static gmm_status ssm_forward(gmm_ssm *m, const double *theta, double *loglik)
     if (m->modulated && (st = modulated_rows(m, X)))
         return st;
     if (m->rows) {
-        gmm_prior_rows G = {m->N, prior_row, m};
+        prior_cursor cur = {m, SIZE_MAX, 0, 0};
+        gmm_prior_rows G = {m->N, prior_row, &cur};
         return gmm_marglik_eval_rows(&G, &m->obs, noise, logdet, m->mw, loglik);
     }
     /* Assemble in the marginal likelihood's own band (no copy of Q there):
