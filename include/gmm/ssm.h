@@ -37,13 +37,14 @@
  * 1/(damp dt), whose rounding in the Cholesky cost ~1/damp_rel of accuracy
  * and forced the old default (0.4 sqrt(eps K)) to a balance that missed
  * 1e-6 at noise/variance 0.01.  In the square-root form the rounding is
- * negligible (measured below 1e-11 down to damp_rel = 1e-10) and what is
- * left is the bias of the damped kernel over the data, proportional to
+ * negligible (the error stayed proportional to damp_rel from 1e-5 down to
+ * 1e-10, 1.4e-9 there) and what is left is the bias of the damped kernel
+ * over the data, proportional to
  * damp_rel = damp * span (span = t_{K-1} - t_0): by default damp_rel =
  * GMM_SSM_DAMP_REL = 2e-8.  Measured against the UNDAMPED dense GP at n =
  * 300 (tests/bench/bench_ssm_accuracy.c, Table 2; tests/model/test_ssm.c
  * asserts 1e-6 at noise/variance 0.01 and 0.1): worst relative loglik error
- * about 14 damp_rel = 3e-7 at noise/variance 0.01, 5e-8 at 0.1, 2e-9 at 1
+ * about 14 damp_rel = 2.8e-7 at noise/variance 0.01, 1.1e-7 at 0.1, 1.8e-9 at 1
  * (the bias grows with the signal-to-noise ratio).  What a smaller damping
  * would cost is the GRADIENT: it is chained through the precision's
  * entries, and its rounding grows like 1/damp_rel (about 1e-5 relative at
@@ -64,7 +65,7 @@
  * it exceeded 1e-6, and below 4e-8 elsewhere).  On
  * the CO2 model fitted to data/co2_train.csv the bound is 9e-4: the
  * Cholesky's loglik is off by 1.3e-4 (dense GP: -957.453203327; Cholesky
- * -957.453074495; square-root form -957.453203333), and `fit` with it stops
+ * -957.453074495; square-root form -957.453203331), and `fit` with it stops
  * on rounding unconverged, where the square-root form converges.  The
  * square-root form costs about 3x the Cholesky (2d Householder reflections
  * per state; marglik.h).  GMM_SSM_FACTOR_AUTO (default) takes the Cholesky while its
@@ -80,23 +81,24 @@
  * variance.  Measured worst relative loglik error against the dense GP
  * over 9 data sets of n = 300 (tests/bench/bench_ssm_accuracy.c, Table 1):
  *
- *   dt/l           1e-1    3e-2    2e-2    1e-2    1e-3    1e-4    1e-6   1e-10
+ *   dt/l        1e-1    1e-2    1e-3    1e-4    1e-6    1e-8    1e-10
  *   Cholesky:
- *   matern12       1e-13   2e-13   3e-12   3e-13   8e-13   6e-13   1e-11   --
- *   matern32       2e-13   1e-11   2e-11   8e-10   5e-7    3e-5    --      --
- *   matern52       4e-11   2e-8    2e-7    9e-6    2e-2    --      --      --
+ *   matern12    5e-14   2e-13   9e-13   5e-13   1e-11   6e-9    9e-9
+ *   matern32    3e-13   8e-10   5e-7    3e-5    --      --      --
+ *   matern52    4e-11   9e-6    2e-2    --      --      --      --
  *   square-root form:
- *   matern12       5e-14   2e-13   3e-12   2e-13   1e-13   6e-14   3e-12   6e-12
- *   matern32       1e-13   4e-14   1e-13   3e-13   8e-14   8e-13   3e-12   1e-13
- *   matern52       1e-13   2e-13   3e-13   6e-13   2e-10   2e-10   1e-9    7e-10
+ *   matern12    5e-14   2e-13   1e-13   1e-13   3e-12   4e-12   5e-12
+ *   matern32    3e-13   3e-13   3e-12   4e-12   3e-12   2e-12   9e-14
+ *   matern52    1e-13   7e-13   6e-11   3e-10   3e-11   8e-14   7e-13
  *
- * (every kernel of the table, products and sums included, stays below 2e-9
+ * (every kernel of the table, products and sums included, stays below 4e-9
  * in the square-root form down to 1e-10).  Each kernel type records the
  * smallest dt/l measured accurate to 1e-6 for each form
  * (gmm_kernel_type.min_dt_rel, _rows): Cholesky Matern-3/2 3e-4 (2e-3 in a
  * product with an oscillator), Matern-5/2 2e-2; square-root form 1e-10 for
- * every kernel with a lengthscale -- not a failure but the end of what was
- * measured.  Below the Cholesky's limit the automatic choice takes the
+ * Matern-3/2 and -5/2 (alone or combined) -- not a failure but the end of
+ * what was measured -- and none for Matern-1/2 and quasiperiodic, whose
+ * precision grows only like l/dt.  Below the Cholesky's limit the automatic choice takes the
  * square-root form; below 1e-10 (or below the Cholesky's limit with
  * GMM_SSM_FACTOR_CHOL) check_spacing refuses the evaluation with GMM_EDOM
  * and a message naming the inputs, the parameter and the remedies (merge

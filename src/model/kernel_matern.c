@@ -298,8 +298,9 @@ static double matern_cov(size_t d, const double *p, double tau, double *dk)
  * stays below 1e-10 down to dt/l = 1e-6; Matern-3/2 reaches 1e-6 near
  * dt/l = 3e-4 (2e-3 times a cosine/periodic factor); Matern-5/2 near
  * dt/l = 2e-2 (the error grows like (l/dt)^5: ~1e-5 at 1e-2).  In the
- * square-root form every one stays below 2e-9 down to dt/l = 1e-10, the
- * end of the sweep, which is taken as the limit. */
+ * square-root form every one stays below 4e-9 down to dt/l = 1e-10, the
+ * end of the sweep, which is taken as the limit for Matern-3/2 and -5/2;
+ * Matern-1/2, whose precision grows only like l/dt, has none in either. */
 MATERN_TYPE(1, matern12, "variance * exp(-r), r = |tau|/lengthscale", 0.0, 0.0, 0.0, 0.0)
 MATERN_TYPE(2, matern32, "variance * (1 + r) exp(-r), r = sqrt(3)|tau|/lengthscale", 3e-4, 2e-3,
             1e-10, 1e-10)
