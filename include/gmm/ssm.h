@@ -39,18 +39,24 @@
  * 1e-6 at noise/variance 0.01.  In the square-root form the rounding is
  * negligible (the error stayed proportional to damp_rel from 1e-5 down to
  * 1e-10, 1.4e-9 there) and what is left is the bias of the damped kernel
- * over the data, proportional to
- * damp_rel = damp * span (span = t_{K-1} - t_0): by default damp_rel =
- * GMM_SSM_DAMP_REL = 2e-8.  Measured against the UNDAMPED dense GP at n =
- * 300 (tests/bench/bench_ssm_accuracy.c, Table 2; tests/model/test_ssm.c
- * asserts 1e-6 at noise/variance 0.01 and 0.1): worst relative loglik error
- * about 14 damp_rel = 2.8e-7 at noise/variance 0.01, 1.1e-7 at 0.1, 1.8e-9 at 1
- * (the bias grows with the signal-to-noise ratio).  What a smaller damping
- * would cost is the GRADIENT: it is chained through the precision's
- * entries, and its rounding grows like 1/damp_rel (about 1e-5 relative at
- * 2e-8 in tests/model/test_ssm.c's data) -- which sets the default.  A
- * product with a factor that has process noise (periodic * matern32) is
- * not damped and has no bias.
+ * over the data, proportional to damp_rel = damp * span (span = t_{K-1} -
+ * t_0).  What a small damping costs instead is the GRADIENT (below): it
+ * is chained through the precision's entries, and its rounding grows like
+ * K^2 / damp_rel (the rounding bound of FACTORISATION is ~ eps K^2 /
+ * damp_rel).  The default balances the two: damp_rel = max(2e-8, 800 eps
+ * K^2) (GMM_SSM_DAMP_REL, GMM_SSM_DAMP_K2): 2e-8 up to K ~ 340 states,
+ * then growing so that the gradient's rounding stays near 1e-2 of log
+ * likelihood, where fits converge.  Measured against the UNDAMPED dense GP
+ * at n = 300 (tests/bench/bench_ssm_accuracy.c, Table 2;
+ * tests/model/test_ssm.c asserts 1e-6 at noise/variance 0.01 and 0.1):
+ * worst relative loglik error 2.8e-7 at noise/variance 0.01, 1.1e-7 at 0.1,
+ * 1.8e-9 at 1 (the bias grows with the signal-to-noise ratio).  On the CO2
+ * training weeks (K = 2075, damp_rel 7.6e-7), `fit --kernel 'matern32 +
+ * periodic(period=1, harmonics=3)'` converges, its loglik 1.0e-5 relative
+ * from the undamped dense GP's; with damp_rel 2e-8 it stopped on rounding
+ * (bound 0.38), with 2.7e-7 it converged too.  A product with a factor
+ * that has process noise (periodic * matern32) is not damped and has no
+ * bias.
  *
  * FACTORISATION.  The posterior precision P = Q_prior + H'H/noise is
  * factorised either by the banded Cholesky of P assembled in the band (the
@@ -117,9 +123,10 @@
  * those limits the gradient agrees with finite differences to about 1e-4 of
  * max(|gradient|, 1) (tests/model/test_ssm.c, test_gradient_close_inputs),
  * where ordinary spacings give 1e-6.  Damped kernels have no spacing
- * limit; their gradient rounding grows like K^2 / damp_rel (about 0.3 in
- * log-parameter units for periodic at K = 2000, where the gradient itself
- * is in the hundreds or more).  An accurate reverse mode through the
+ * limit; their gradient rounding grows like K^2 / damp_rel, which the
+ * default damping holds near 1e-2 of log likelihood beyond K ~ 340 (it
+ * was 0.3 for periodic at K = 2000 with damp_rel 2e-8, enough to stop a
+ * fit on rounding).  An accurate reverse mode through the
  * square-root factor itself is not implemented.
  */
 #ifndef GMM_SSM_H
@@ -136,8 +143,10 @@
  * FACTORISATION). */
 #define GMM_SSM_CHOL_TOL 1e-9
 
-/* The default damping (see ZERO PROCESS NOISE). */
+/* The default damping: damp_rel = max(GMM_SSM_DAMP_REL, GMM_SSM_DAMP_K2
+ * DBL_EPSILON K^2) (see ZERO PROCESS NOISE). */
 #define GMM_SSM_DAMP_REL 2e-8
+#define GMM_SSM_DAMP_K2 800.0
 
 /* Which factorisation of the posterior precision (see FACTORISATION). */
 typedef enum {
@@ -152,7 +161,8 @@ typedef struct {
                           Default 0: exact ties only. */
     double damp;       /* >= 0: damping rate of zero-noise factors; NAN (default):
                           damp_rel / span (damp_rel per unit x if span = 0) */
-    double damp_rel;   /* > 0, or NAN (default): GMM_SSM_DAMP_REL */
+    double damp_rel;   /* > 0, or NAN (default): max(GMM_SSM_DAMP_REL,
+                          GMM_SSM_DAMP_K2 DBL_EPSILON K^2) */
     double dt_ulps;    /* >= 0, default 8 */
     int check_spacing; /* default 1 */
     gmm_ssm_factor factor; /* default GMM_SSM_FACTOR_AUTO */

@@ -325,7 +325,12 @@ gmm_status gmm_ssm_alloc(const gmm_kernel *k, const double *x, const double *y, 
     size_t d = m->d, dd = d * d;
     m->N = m->K * d;
     double span = m->t[m->K - 1] - m->t[0];
-    double rel = isnan(par->damp_rel) ? GMM_SSM_DAMP_REL : par->damp_rel;
+    /* ZERO PROCESS NOISE in ssm.h: the bias floor, or the damping that keeps
+     * the gradient's rounding (~ K^2 / damp_rel) at a fit's tolerance */
+    double kk = (double)m->K;
+    double rel = isnan(par->damp_rel)
+                     ? fmax(GMM_SSM_DAMP_REL, GMM_SSM_DAMP_K2 * DBL_EPSILON * kk * kk)
+                     : par->damp_rel;
     m->damp = !isnan(par->damp) ? par->damp : rel / (span > 0.0 ? span : 1.0);
     m->H = gmm_malloc(d, sizeof *m->H);
     m->kw = gmm_kernel_work_alloc(k);
