@@ -126,8 +126,11 @@
  * limit; their gradient rounding grows like K^2 / damp_rel, which the
  * default damping holds near 1e-2 of log likelihood beyond K ~ 340 (it
  * was 0.3 for periodic at K = 2000 with damp_rel 2e-8, enough to stop a
- * fit on rounding).  An accurate reverse mode through the
- * square-root factor itself is not implemented.
+ * fit on rounding).  The limit belongs to differentiating through P: in
+ * the orthogonal factor of the square-root form the whitened innovations'
+ * covariance is Q_G Q_G' (Q_G the rows of Q for G), free of this
+ * cancellation, and a reverse mode through it would not share the limit
+ * (README, Limitations).
  */
 #ifndef GMM_SSM_H
 #define GMM_SSM_H

@@ -147,6 +147,24 @@ static void shared_pairs(const gmm_obs *obs, obs_pairs *p)
         }
 }
 
+/* r = E'y (length obs->n, overwritten); returns y'y.  Both forms of the
+ * evaluation start from it. */
+static double obs_rhs(const gmm_obs *obs, double *r)
+{
+    double yy = 0.0;
+    memset(r, 0, obs->n * sizeof *r);
+    for (size_t k = 0; k < obs->nobs; k++) {
+        const double *c = obs->coef + k * obs->coef_stride;
+        size_t o = obs->offset[k];
+        double yk = obs->y[k];
+        for (size_t b = 0; b < obs->width; b++)
+            if (c[b] != 0.0) /* state-space rows are mostly zeros */
+                r[o + b] += c[b] * yk;
+        yy += yk * yk;
+    }
+    return yy;
+}
+
 /* E against a workspace of order n and bandwidth kl, the noise, the data. */
 static gmm_status check_obs_map(const gmm_obs *obs, double noise, const gmm_marglik_work *w)
 {
@@ -204,7 +222,7 @@ gmm_status gmm_marglik_eval(const gmm_band *Q, const gmm_obs *obs, double noise,
                             const double *prior_logdet, gmm_marglik_work *w, double *loglik)
 {
     gmm_status st;
-    double logdet_q, yy = 0.0;
+    double logdet_q, yy;
 
     if (w)
         w->valid = 0;
@@ -228,24 +246,18 @@ gmm_status gmm_marglik_eval(const gmm_band *Q, const gmm_obs *obs, double noise,
      * assembled in P's own storage (gmm_marglik_prior_band) is used as is. */
     if (Q->data != w->pdata && (st = gmm_band_copy(&w->P, Q)) != GMM_OK)
         return st;
-    memset(w->r, 0, w->n * sizeof *w->r);
+    yy = obs_rhs(obs, w->r);
     double inv_noise = 1.0 / noise;
     obs_pairs pr;
     shared_pairs(obs, &pr);
     for (size_t k = 0; k < obs->nobs && pr.n; k++) {
         size_t o = obs->offset[k];
-        double yk = obs->y[k];
-        for (size_t q = 0; q < pr.n; q++) {
+        for (size_t q = 0; q < pr.n; q++)
             gmm_band_col(&w->P, o + pr.b[q])[o + pr.a[q]] += pr.v[q] * inv_noise;
-            if (pr.a[q] == pr.b[q])
-                w->r[o + pr.b[q]] += obs->coef[pr.b[q]] * yk;
-        }
-        yy += yk * yk;
     }
     for (size_t k = 0; k < obs->nobs && !pr.n; k++) {
         const double *c = obs->coef + k * obs->coef_stride;
         size_t o = obs->offset[k];
-        double yk = obs->y[k];
         for (size_t b = 0; b < obs->width; b++) {
             double cb = c[b];
             if (cb == 0.0) /* state-space rows are mostly zeros */
@@ -253,9 +265,7 @@ gmm_status gmm_marglik_eval(const gmm_band *Q, const gmm_obs *obs, double noise,
             double *col = gmm_band_col(&w->P, o + b), f = cb * inv_noise;
             for (size_t a = b; a < obs->width; a++)
                 col[o + a] += c[a] * f;
-            w->r[o + b] += cb * yk;
         }
-        yy += yk * yk;
     }
     if (gmm_band_chol_decomp(&w->P, &w->L) != GMM_OK)
         return not_pd("posterior precision");
@@ -326,17 +336,9 @@ gmm_status gmm_marglik_eval_rows(const gmm_prior_rows *G, const gmm_obs *obs, do
     size_t n = w->n, kl = w->kl, ld = kl + 1, nobs = obs->nobs, wd = obs->width;
     w->L.kind = GMM_BAND_LOWER;
     gmm_band_set_zero(&w->L);
-    memset(w->r, 0, n * sizeof *w->r);
-    double yy = 0.0, sn = 1.0 / sqrt(noise), *gv = w->work;
+    double yy = obs_rhs(obs, w->r), sn = 1.0 / sqrt(noise), *gv = w->work;
     size_t gi = 0, ok = 0, gfirst = 0, gwidth = 0, filled = 0;
     int have = 0;
-    for (size_t k = 0; k < nobs; k++) {
-        size_t o = obs->offset[k];
-        const double *c = obs->coef + k * obs->coef_stride;
-        for (size_t b = 0; b < wd; b++)
-            w->r[o + b] += c[b] * obs->y[k];
-        yy += obs->y[k] * obs->y[k];
-    }
     while (have || gi < G->nrows || ok < nobs) {
         size_t m = 0, lim = 0, reach = filled;
         for (;;) {

@@ -523,16 +523,16 @@ static gmm_status group_forward(gmm_ssm *m, size_t g, double *Q)
         scatter(d, blk(m, g, B_W), idx, s, Wb);
         scatter(d, blk(m, g, B_WA), idx, s, WAb);
         scatter(d, blk(m, g, B_AWA), idx, s, AWAb);
-        {
-            double *C = blk(m, g, B_C), *CA = blk(m, g, B_CA);
-            size_t o = m->boff[b];
-            md_mul(s, s, s, X, Ab, WAb); /* C A, reusing WAb */
-            for (size_t i = 0; i < s; i++)
-                for (size_t j = 0; j < s; j++) {
-                    C[(o + i) * d + o + j] = j <= i ? X[i * s + j] : 0.0;
-                    CA[(o + i) * d + o + j] = WAb[i * s + j];
-                }
-        }
+        /* C and C A for the square root, in band order (block b sits at
+         * positions boff[b] ..) */
+        double *C = blk(m, g, B_C), *CA = blk(m, g, B_CA);
+        size_t o = m->boff[b];
+        md_mul(s, s, s, X, Ab, WAb); /* C A, reusing WAb */
+        for (size_t i = 0; i < s; i++)
+            for (size_t j = 0; j < s; j++) {
+                C[(o + i) * d + o + j] = j <= i ? X[i * s + j] : 0.0;
+                CA[(o + i) * d + o + j] = WAb[i * s + j];
+            }
     }
     m->ldQ[g] = ld;
     return GMM_OK;
@@ -638,8 +638,9 @@ static size_t prior_row(void *ctx, size_t i, size_t *first, double *v)
     return w;
 }
 
-/* Everything up to (and including) the marginal likelihood at theta. */
-static gmm_status ssm_forward(gmm_ssm *m, const double *theta, double *loglik)
+/* Everything up to (and including) the marginal likelihood at theta; grad:
+ * a gradient will follow (its spacing limit applies: check_spacing). */
+static gmm_status ssm_forward(gmm_ssm *m, const double *theta, double *loglik, int grad)
 {
     gmm_status st;
     size_t d = m->d, dd = d * d, K = m->K;
@@ -651,32 +652,25 @@ static gmm_status ssm_forward(gmm_ssm *m, const double *theta, double *loglik)
         return st;
     for (size_t p = 0; p < d; p++)
         m->Hp[p] = m->H[m->perm[p]];
-    if ((st = check_spacing(m, theta, 0)))
+    if ((st = check_spacing(m, theta, grad)))
         return st;
-    double *L = m->T, *X = m->T + dd;
-    memcpy(L, m->P, dd * sizeof *L);
+    /* Pinf factorised in band order, where the inverse of its factor is C0,
+     * the first rows of the square root (SQUARE ROOT); W0 = Pinf^-1 goes
+     * back to kernel order. */
+    double *L = m->T, *X = m->T + dd, *Wp = m->T + 2 * dd;
+    gather(d, m->P, m->perm, d, L);
     if (md_chol(d, L))
         return gmm_error(GMM_ENOTPD,
                          "stationary covariance Pinf is not positive definite at these "
                          "parameters (a periodic harmonic with zero weight? use fewer harmonics)");
     m->ldP = md_chol_logdet(d, L);
-    md_chol_inverse(d, L, m->W0, X);
+    md_chol_inverse(d, L, Wp, X); /* leaves X = L^-1 */
+    scatter(d, m->W0, m->perm, d, Wp);
+    memcpy(m->C0, X, dd * sizeof *X);
     for (size_t g = 0; g < m->ng; g++)
         if ((st = group_forward(m, g, L)))
             return st;
     m->rows = choose_rows(m, theta);
-    if (m->rows) {
-        /* C0 from Pinf in band order (its factor in kernel order would not
-         * be triangular there) */
-        for (size_t p = 0; p < d; p++)
-            for (size_t q = 0; q < d; q++)
-                L[p * d + q] = m->P[m->perm[p] * d + m->perm[q]];
-        if (md_chol(d, L))
-            return gmm_error(GMM_ENOTPD, "stationary covariance Pinf is not positive definite "
-                                         "at these parameters");
-        md_chol_inverse(d, L, X + dd, X);
-        memcpy(m->C0, X, dd * sizeof *X);
-    }
     double logdet = -m->ldP;
     for (size_t g = 0; g < m->ng; g++)
         logdet -= (double)m->gcount[g] * m->ldQ[g];
@@ -866,10 +860,7 @@ gmm_status gmm_ssm_loglik(gmm_ssm *m, const double *theta, double *loglik, doubl
 {
     if (!m || !theta || !loglik)
         return gmm_error(GMM_EINVAL, "gmm_ssm_loglik: NULL argument");
-    gmm_status st;
-    if (grad && (st = check_spacing(m, theta, 1)))
-        return st;
-    st = ssm_forward(m, theta, loglik);
+    gmm_status st = ssm_forward(m, theta, loglik, grad != NULL);
     if (st || !grad)
         return st;
     return ssm_grad(m, grad);
@@ -1131,7 +1122,7 @@ gmm_status gmm_ssm_predict(const gmm_ssm *m, const double *theta, const double *
         goto done;
     }
     pred_work_init(&p, buf, a->d);
-    if ((st = ssm_forward(a, theta, &ll)) || (st = gmm_marglik_posterior(a->mw, mu, cov)))
+    if ((st = ssm_forward(a, theta, &ll, 0)) || (st = gmm_marglik_posterior(a->mw, mu, cov)))
         goto done;
     for (size_t q = 0; q < nq; q++)
         if ((st = predict_one(a, mu, cov, snap(a, xq[q]), &p, mean + q, var + q)))
