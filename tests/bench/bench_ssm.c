@@ -20,6 +20,7 @@
 #include "gmm/kernel.h"
 #include "gmm/spec.h"
 #include "gmm/ssm.h"
+#include "support/tu_ssm.h"
 
 static double now(void)
 {
@@ -52,7 +53,7 @@ static double time_eval(gmm_ssm *m, const double *theta, double *grad, size_t re
         reps = 64;
     for (size_t r = 0; r < reps; r++) {
         double t0 = now();
-        if (gmm_ssm_loglik(m, theta, &ll, grad) != GMM_OK) {
+        if (tu_ssm_loglik(m, theta, &ll, grad) != GMM_OK) {
             fprintf(stderr, "bench_ssm: evaluation failed: %s\n", gmm_error_message());
             exit(1);
         }
@@ -116,7 +117,7 @@ int main(void)
                          : f == 1 ? GMM_SSM_FACTOR_ROWS
                                   : GMM_SSM_FACTOR_AUTO;
             gmm_ssm *m;
-            if (gmm_ssm_alloc(k, x, y, n, &par, &m) != GMM_OK) {
+            if (tu_ssm_alloc(k, x, y, n, &par, &m) != GMM_OK) {
                 fprintf(stderr, "bench_ssm: %s\n", gmm_error_message());
                 return 1;
             }

@@ -18,6 +18,113 @@
  * automatic choice -- the Cholesky above its limit, the square-root form below).
  * DAMP_REL=x: table 2 at that damp_rel instead of the default.
  * Output is plain text.
+ *
+ * WHAT THESE TABLES DECIDED (moved here from ssm.h: the header states the
+ * contract, the measurements live beside the benchmark that made them).
+ *
+ * ZERO PROCESS NOISE.  Factors with Q = 0 (constant, cosine, periodic) are
+ * damped by exp(-|tau| damp) (kernel.h): Q_k is then (1 - exp(-2 damp dt))
+ * Pinf for such a factor, a minimal process noise proportional to Pinf, and
+ * the model is an exact stationary GP (the regularised kernel), not an
+ * approximation inside the algebra.  A damped model is always factorised
+ * in the square-root form (FACTORISATION): its precision holds entries ~
+ * 1/(damp dt), whose rounding in the Cholesky cost ~1/damp_rel of accuracy
+ * and forced the old default (0.4 sqrt(eps K)) to a balance that missed
+ * 1e-6 at noise/variance 0.01.  In the square-root form the rounding is
+ * negligible (the error stayed proportional to damp_rel from 1e-5 down to
+ * 1e-10, 1.4e-9 there) and what is left is the bias of the damped kernel
+ * over the data, proportional to damp_rel = damp * span (span = t_{K-1} -
+ * t_0).  What a small damping costs instead is the GRADIENT (below): it
+ * is chained through the precision's entries, and its rounding grows like
+ * K^2 / damp_rel (the rounding bound of FACTORISATION is ~ eps K^2 /
+ * damp_rel).  The default balances the two: damp_rel = max(2e-8, 800 eps
+ * K^2) (GMM_SSM_DAMP_REL, GMM_SSM_DAMP_K2): 2e-8 up to K ~ 340 states,
+ * then growing so that the gradient's rounding stays near 1e-2 of log
+ * likelihood, where fits converge.  Measured against the UNDAMPED dense GP
+ * at n = 300 (tests/bench/bench_ssm_accuracy.c, Table 2;
+ * tests/model/test_ssm.c asserts 1e-6 at noise/variance 0.01 and 0.1):
+ * worst relative loglik error 2.8e-7 at noise/variance 0.01, 1.1e-7 at 0.1,
+ * 1.8e-9 at 1 (the bias grows with the signal-to-noise ratio).  On the CO2
+ * training weeks (K = 2075, damp_rel 7.6e-7), `fit --kernel 'matern32 +
+ * periodic(period=1, harmonics=3)'` converges, its loglik 1.0e-5 relative
+ * from the undamped dense GP's; with damp_rel 2e-8 it stopped on rounding
+ * (bound 0.38), with 2.7e-7 it converged too.  A product with a factor
+ * that has process noise (periodic * matern32) is not damped and has no
+ * bias.
+ *
+ * FACTORISATION.  The posterior precision P = Q_prior + H'H/noise is
+ * factorised either by the banded Cholesky of P assembled in the band (the
+ * paper's algorithm, fastest), or in the SQUARE-ROOT FORM: from the rows
+ * C_k (x_{k+1} - A_k x_k), C_k = chol(Q_k)^-1, and H/sqrt(noise), never
+ * forming P (gmm_marglik_eval_rows; same factor, same gradient code).  The
+ * Cholesky is only as accurate as P's stored entries: where they are huge
+ * against the information the data add -- inputs close together relative
+ * to a lengthscale, a long smooth record -- their rounding alone costs up
+ * to eps sum_i P_ii Pinf_ii of log-likelihood (the Cholesky's rounding
+ * BOUND; over 300 configurations the error was at most 0.84 of it where
+ * it exceeded 1e-6, and below 4e-8 elsewhere).  On
+ * the CO2 model fitted to data/co2_train.csv the bound is 9e-4: the
+ * Cholesky's loglik is off by 1.3e-4 (dense GP: -957.453203327; Cholesky
+ * -957.453074495; square-root form -957.453203331), and `fit` with it stops
+ * on rounding unconverged, where the square-root form converges.  The
+ * square-root form costs about 3x the Cholesky (2d Householder reflections
+ * per state; marglik.h).  GMM_SSM_FACTOR_AUTO (default) takes the Cholesky while its
+ * bound is at most GMM_SSM_CHOL_TOL per observation, the inputs are no
+ * closer than its spacing limit below and nothing is damped; else the
+ * square-root form.  The choice depends on theta only, and where it
+ * switches the two differ by less than the Cholesky's bound.
+ *
+ * CLOSE INPUTS.  Q_k becomes nearly singular when dt << lengthscale (its
+ * small eigenvalues scale like dt^(2 nu)).  A(dt) and Q(dt) themselves are
+ * computed to a few ulps at any dt (kernel_matern.c), so what limits the
+ * Cholesky is the rounding of P's entries ~ (lengthscale/dt)^(2 nu) /
+ * variance.  Measured worst relative loglik error against the dense GP
+ * over 9 data sets of n = 300 (tests/bench/bench_ssm_accuracy.c, Table 1):
+ *
+ *   dt/l        1e-1    1e-2    1e-3    1e-4    1e-6    1e-8    1e-10
+ *   Cholesky:
+ *   matern12    5e-14   2e-13   9e-13   5e-13   1e-11   6e-9    9e-9
+ *   matern32    3e-13   8e-10   5e-7    3e-5    --      --      --
+ *   matern52    4e-11   9e-6    2e-2    --      --      --      --
+ *   square-root form:
+ *   matern12    5e-14   2e-13   1e-13   1e-13   3e-12   4e-12   5e-12
+ *   matern32    3e-13   3e-13   3e-12   4e-12   3e-12   2e-12   9e-14
+ *   matern52    1e-13   7e-13   6e-11   3e-10   3e-11   8e-14   7e-13
+ *
+ * (every kernel of the table, products and sums included, stays below 4e-9
+ * in the square-root form down to 1e-10).  Each kernel type records the
+ * smallest dt/l measured accurate to 1e-6 for each form
+ * (gmm_kernel_type.min_dt_rel, _rows): Cholesky Matern-3/2 3e-4 (2e-3 in a
+ * product with an oscillator), Matern-5/2 2e-2; square-root form 1e-10 for
+ * Matern-3/2 and -5/2 (alone or combined) -- not a failure but the end of
+ * what was measured -- and none for Matern-1/2 and quasiperiodic, whose
+ * precision grows only like l/dt.  Below the Cholesky's limit the automatic choice takes the
+ * square-root form; below 1e-10 (or below the Cholesky's limit with
+ * GMM_SSM_FACTOR_CHOL) check_spacing refuses the evaluation with GMM_EDOM
+ * and a message naming the inputs, the parameter and the remedies (merge
+ * near-ties with merge_tol, or a shorter lengthscale) -- never a wrong
+ * number.
+ *
+ * GRADIENT.  The square-root form fixes the log likelihood, not its
+ * gradient: the reverse mode is chained through dlogp/dP and the blocks W,
+ * W A, A' W A of the precision in both forms, and its rounding grows with
+ * the same (lengthscale/dt)^(2 nu) -- measured in log-parameter units at
+ * about 0.1 to 10 times the Cholesky's rounding bound (20% of the
+ * lengthscale gradient of matern52 at dt/l = 3e-3 on weekly CO2 data).  So
+ * a gradient keeps the Cholesky's spacing limits (min_dt_rel) whatever
+ * the form: below them gmm_ssm_loglik with grad != NULL fails with GMM_EDOM
+ * and a message saying the log likelihood alone is still available.  At
+ * those limits the gradient agrees with finite differences to about 1e-4 of
+ * max(|gradient|, 1) (tests/model/test_ssm.c, test_gradient_close_inputs),
+ * where ordinary spacings give 1e-6.  Damped kernels have no spacing
+ * limit; their gradient rounding grows like K^2 / damp_rel, which the
+ * default damping holds near 1e-2 of log likelihood beyond K ~ 340 (it
+ * was 0.3 for periodic at K = 2000 with damp_rel 2e-8, enough to stop a
+ * fit on rounding).  The limit belongs to differentiating through P: in
+ * the orthogonal factor of the square-root form the whitened innovations'
+ * covariance is Q_G Q_G' (Q_G the rows of Q for G), free of this
+ * cancellation, and a reverse mode through it would not share the limit
+ * (README, Limitations).
  */
 #include <gsl/gsl_errno.h>
 #include <gsl/gsl_linalg.h>
@@ -31,6 +138,7 @@
 #include "gmm/kernel.h"
 #include "gmm/spec.h"
 #include "gmm/ssm.h"
+#include "support/tu_ssm.h"
 
 static uint64_t rng_s;
 static double unif(void)
@@ -112,9 +220,9 @@ static double ssm_err(const gmm_kernel *k, double *th, const double *x, const do
 {
     gmm_ssm *m = NULL;
     double ll;
-    if (gmm_ssm_alloc(k, x, y, n, par, &m))
+    if (tu_ssm_alloc(k, x, y, n, par, &m))
         return INFINITY;
-    gmm_status st = gmm_ssm_loglik(m, th, &ll, NULL);
+    gmm_status st = tu_ssm_loglik(m, th, &ll, NULL);
     gmm_ssm_free(m);
     return st ? INFINITY : fabs(ll - ref) / fabs(ref);
 }
@@ -248,7 +356,7 @@ int main(void)
         }
         double *th = theta_of(k, 0.1), g[6], ll;
         gmm_ssm *m = NULL;
-        if (gmm_ssm_alloc(k, xx, yy, nn, NULL, &m) || gmm_ssm_loglik(m, th, &ll, g)) {
+        if (tu_ssm_alloc(k, xx, yy, nn, NULL, &m) || tu_ssm_loglik(m, th, &ll, g)) {
             fprintf(stderr, "bench_ssm_accuracy: %s\n", gmm_error_message());
             return 1;
         }
@@ -256,7 +364,7 @@ int main(void)
         struct timespec t0, t1;
         clock_gettime(CLOCK_MONOTONIC, &t0);
         for (int r = 0; r < reps; r++)
-            gmm_ssm_loglik(m, th, &ll, g);
+            tu_ssm_loglik(m, th, &ll, g);
         clock_gettime(CLOCK_MONOTONIC, &t1);
         double sec = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
         printf("n = %6zu  loglik+gradient %8.3f ms  (%zu cached intervals)\n", nn,

@@ -42,6 +42,7 @@
 #include "gmm/kernel.h"
 #include "gmm/spec.h"
 #include "gmm/ssm.h"
+#include "support/tu_ssm.h"
 #include "support/testutil.h"
 
 /* ---- the kernels, in closed form ----------------------------------------------- */
@@ -199,14 +200,14 @@ static fit_out run_case(const fit_case *c, int strict)
     simulate(c, truth, x, y);
 
     gmm_ssm *m = NULL;
-    ck_assert_int_eq(gmm_ssm_alloc(k, x, y, c->n, NULL, &m), GMM_OK);
+    ck_assert_int_eq(tu_ssm_alloc(k, x, y, c->n, NULL, &m), GMM_OK);
     size_t ifix = nt;
     if (c->fixed)
         ck_assert_int_eq(gmm_kernel_param_find(k, c->fixed, &ifix), GMM_OK);
     for (size_t i = 0; i < nt; i++)
         start[i] = i == ifix ? truth[i] : truth[i] * (i % 2 ? 0.5 : 2.0);
     gmm_objective obj;
-    ck_assert_int_eq(gmm_ssm_objective(m, start, &obj), GMM_OK);
+    ck_assert_int_eq(tu_ssm_objective(m, start, &obj), GMM_OK);
     if (ifix < nt)
         obj.fixed[ifix] = 1;
 
@@ -254,7 +255,7 @@ static fit_out run_case(const fit_case *c, int strict)
                 ck_assert(obj.value[i] == truth[i]);
                 continue;
             }
-            const char *nm = gmm_ssm_param_name(m, i);
+            const char *nm = tu_ssm_param_name(m, i);
             ck_assert_msg(out.se[i] < c->se_max, "%s: %s standard error %.3g >= %.3g", c->name,
                           nm, out.se[i], c->se_max);
             ck_assert_msg(fabs(out.z[i]) < 3.0 * out.se[i],
@@ -268,8 +269,9 @@ static fit_out run_case(const fit_case *c, int strict)
                 out.decrement, out.wald, wq);
         for (size_t i = 0; i < nt; i++)
             fprintf(stderr, "  %-28s truth %-8g fit %-10.5g log ratio %+.3f  SE %.3f\n",
-                    gmm_ssm_param_name(m, i), truth[i], obj.value[i], out.z[i], out.se[i]);
+                    tu_ssm_param_name(m, i), truth[i], obj.value[i], out.z[i], out.se[i]);
     }
+    tu_ssm_objective_free(&obj);
     gmm_ssm_free(m);
     gmm_kernel_free(k);
     free(x);

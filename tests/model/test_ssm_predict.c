@@ -38,6 +38,7 @@
 #include "gmm/kernel.h"
 #include "gmm/spec.h"
 #include "gmm/ssm.h"
+#include "support/tu_ssm.h"
 #include "support/testutil.h"
 
 static gmm_kernel *kernel_of(const char *text)
@@ -176,12 +177,12 @@ START_TEST(test_predict_relative)
     gmm_ssm_params_init(&par);
     par.damp_rel = 1e-4;
     gmm_ssm *m = NULL;
-    ck_assert_int_eq(gmm_ssm_alloc(k, x, y, n, &par, &m), GMM_OK);
+    ck_assert_int_eq(tu_ssm_alloc(k, x, y, n, &par, &m), GMM_OK);
     double damp = gmm_ssm_damp(m);
     ck_assert(gmm_kernel_damped(k) ? damp > 0.0 : 1);
     double *mean = malloc(nq * sizeof *mean), *var = malloc(nq * sizeof *var);
     double *dm = malloc(nq * sizeof *dm), *dv = malloc(nq * sizeof *dv);
-    gmm_status st = gmm_ssm_predict(m, th, xq, nq, mean, var);
+    gmm_status st = tu_ssm_predict(m, th, xq, nq, mean, var);
     ck_assert_msg(st == GMM_OK, "%s: %s", kernels[_i], gmm_error_message());
     dense_posterior(k, th, damp, x, y, n, xq, nq, dm, dv);
 
@@ -335,12 +336,12 @@ START_TEST(test_predict_close_queries)
     gmm_ssm_params_init(&par);
     par.damp_rel = c->damp_rel;
     gmm_ssm *m = NULL;
-    ck_assert_int_eq(gmm_ssm_alloc(k, x, y, n, &par, &m), GMM_OK);
+    ck_assert_int_eq(tu_ssm_alloc(k, x, y, n, &par, &m), GMM_OK);
     double damp = gmm_ssm_damp(m), ll;
     /* the data alone are accepted: the queries are what this test is about */
-    ck_assert_msg(gmm_ssm_loglik(m, th, &ll, NULL) == GMM_OK, "%s: %s", c->kernel,
+    ck_assert_msg(tu_ssm_loglik(m, th, &ll, NULL) == GMM_OK, "%s: %s", c->kernel,
                   gmm_error_message());
-    gmm_status st = gmm_ssm_predict(m, th, xq, nq, mq, vq);
+    gmm_status st = tu_ssm_predict(m, th, xq, nq, mq, vq);
     ck_assert_msg(st == GMM_OK, "%s: %s", c->kernel, gmm_error_message());
     double *mean = malloc(nq * sizeof *mean), *var = malloc(nq * sizeof *var);
     double *dm = malloc(nq * sizeof *dm), *dv = malloc(nq * sizeof *dv);

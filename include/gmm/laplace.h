@@ -1,0 +1,83 @@
+/* laplace.h -- the Laplace approximation of a latent GMRF under a
+ * non-Gaussian likelihood (Rasmussen & Williams, Algorithms 3.1 and 5.1;
+ * Rue, Martino & Chopin 2009), in banded form: linear in n.
+ *
+ *   x ~ N(0, Q^-1),  f_i = b + h_i' x[o_i .. o_i + width),
+ *   y_i ~ p(y_i | f_i, phi)   (likelihood.h; e_i the exposure)
+ *
+ * Newton iterations to the mode x^ of Psi(x) = sum_i log p(y_i | f_i) -
+ * x'Qx/2, each a banded Cholesky of P = Q + H'WH (W = diag of -d2 log p),
+ * with backtracking on Psi so they converge from any start for a
+ * log-concave likelihood; then
+ *
+ *   log q(y) = sum_i log p(y_i | f^_i) - x^'Q x^/2 + log|Q|/2 - log|P|/2
+ *
+ * and its exact gradient in Q, b, phi and the coefficients h_i, including
+ * the dependence through the mode (laplace.c: third derivatives times the
+ * marginal variances s_i = h_i' Sigma h_i from the Takahashi inverse subset
+ * of P, and one more banded solve).
+ */
+#ifndef GMM_LAPLACE_H
+#define GMM_LAPLACE_H
+
+#include <stddef.h>
+
+#include "gmm/band.h"
+#include "gmm/likelihood.h"
+#include "gmm/status.h"
+
+/* The observations: nobs rows, row i reading x[offset[i] .. + width) with
+ * coefficients coef[i width .. + width), outcome y[i] (finite, valid for the
+ * likelihood), exposure e[i] (e NULL: 1). */
+typedef struct {
+    size_t nobs, width;
+    const size_t *offset;
+    const double *coef;
+    const double *y;
+    const double *e;
+} gmm_laplace_obs;
+
+typedef struct {
+    size_t max_iter;  /* Newton iterations, default 200 */
+    double tol;       /* stop when the Newton decrement g'P^-1 g is below
+                       * tol max(1, |Psi|) (then one more full step); default
+                       * 1e-12 */
+} gmm_laplace_params;
+
+void gmm_laplace_params_init(gmm_laplace_params *p);
+
+typedef struct gmm_laplace gmm_laplace;
+
+/* Workspace for latent dimension n, prior bandwidth kl, covariance band
+ * cov_kl >= kl (what predictions need), up to maxobs rows of width <= kl +
+ * 1.  About four bands of (cov_kl + 1) n doubles.  NULL + GMM_ENOMEM. */
+gmm_laplace *gmm_laplace_alloc(size_t n, size_t kl, size_t cov_kl, size_t maxobs, size_t width);
+void gmm_laplace_free(gmm_laplace *w);
+
+/* Find the mode and log q(y) into *logq.  Q SYMMETRIC n x n, bandwidth kl
+ * (read only).  logdet_q: log|Q| when the caller knows it (state-space),
+ * NAN to factorise Q here.  x0: starting latent (n) or NULL (0; the last
+ * mode of w is used when warm != 0 and one exists).  Errors: GMM_ENOTPD
+ * (Q, or P: index = row), GMM_ENOCONV (no convergence in max_iter; the
+ * message gives the decrement), GMM_EDOM (non-finite values), GMM_EDIM. */
+gmm_status gmm_laplace_eval(gmm_laplace *w, const gmm_band *Q, double logdet_q,
+                            const gmm_laplace_obs *obs, const gmm_lik *lik, double b,
+                            const double *x0, int warm, const gmm_laplace_params *par,
+                            double *logq);
+/* Iterations of the last eval. */
+size_t gmm_laplace_iterations(const gmm_laplace *w);
+
+/* Reverse mode of the last successful eval (obs and lik unchanged):
+ * Qbar (SYMMETRIC, bandwidth >= kl, band.h convention) += dlogq/dQ, without
+ * the log|Q|/2 term when the eval was given logdet_q (the caller then adds
+ * 1/2 dlog|Q|); *bbar += dlogq/db; parbar (nparam of lik) += dlogq/dphi;
+ * coefbar (nobs x width) += dlogq/dh.  Any may be NULL.  O(n cov_kl^2). */
+gmm_status gmm_laplace_grad(gmm_laplace *w, gmm_band *Qbar, double *bbar, double *parbar,
+                            double *coefbar);
+
+/* After a successful eval: the mode (n, or NULL) and the band of the
+ * Laplace posterior covariance P^-1 (SYMMETRIC, bandwidth <= cov_kl of the
+ * workspace and >= kl, or NULL). */
+gmm_status gmm_laplace_posterior(gmm_laplace *w, double *mode, gmm_band *cov);
+
+#endif

@@ -1,0 +1,147 @@
+/* latent.h -- a latent Gaussian Markov field x ~ N(0, Q(theta)^-1) with a
+ * banded precision, observed through a sparse linear map f = H x: the one
+ * type that state-space models (ssm.h) and graph GMRFs (gmrf.h) implement
+ * and that likelihoods, the Laplace approximation, HMC and VI use without
+ * telling the families apart.
+ *
+ *   n        latent dimension (graph: one per node in RCM order; state-space:
+ *            the K d stacked states)
+ *   kl       lower bandwidth of Q
+ *   nrows    data rows; row r reads width latents from offset[r] with
+ *            coefficients h_r (graph: width 1, h = 1; state-space: width d,
+ *            h_r = H, or h(t_r) for demodulated kernels, varying with theta)
+ *   theta    nparam named parameters, each > 0 (or >= 0 where zero_ok)
+ *
+ * gmm_latent_prior leaves state in the object that gmm_latent_prior_rev
+ * reads: call them as a pair with no other call on the object in between.
+ * Objects are not thread-safe; one per thread.
+ *
+ * INTRINSIC PRIORS (random walks, Besag) have a rank-deficient Q; they will
+ * declare their null space through gmm_latent_nconstr (0 for every family
+ * today): methods then work in the constrained space (sum to zero).
+ */
+#ifndef GMM_LATENT_H
+#define GMM_LATENT_H
+
+#include <stddef.h>
+
+#include "gmm/band.h"
+#include "gmm/gmrf.h"
+#include "gmm/kernel.h"
+#include "gmm/ssm.h"
+#include "gmm/status.h"
+
+typedef struct gmm_latent gmm_latent;
+
+/* A state-space latent over the n inputs x (copied; k borrowed, must
+ * outlive the object).  Errors as gmm_ssm_alloc. */
+gmm_status gmm_latent_ssm_alloc(const gmm_kernel *k, const double *x, size_t n,
+                                const gmm_ssm_params *par, gmm_latent **out);
+/* A graph latent: data row r observes node row_node[r] (graph numbering,
+ * < g->n).  g is borrowed and must outlive the object.  GMM_EINVAL for a
+ * node out of range (index = row), GMM_ENOMEM (with the band's size). */
+gmm_status gmm_latent_gmrf_alloc(const gmm_gmrf *g, size_t nrows, const size_t *row_node,
+                                 gmm_latent **out);
+void gmm_latent_free(gmm_latent *l); /* NULL-safe */
+
+/* "state-space" or "graph" (for messages and model files). */
+const char *gmm_latent_family(const gmm_latent *l);
+size_t gmm_latent_dim(const gmm_latent *l);
+size_t gmm_latent_bandwidth(const gmm_latent *l);
+/* Bandwidth of a posterior covariance band that gmm_latent_predict_at and
+ * gmm_latent_predict_rows need (>= gmm_latent_bandwidth). */
+size_t gmm_latent_cov_bandwidth(const gmm_latent *l);
+size_t gmm_latent_nrows(const gmm_latent *l);
+size_t gmm_latent_nconstr(const gmm_latent *l);
+size_t gmm_latent_nparam(const gmm_latent *l);
+const char *gmm_latent_param_name(const gmm_latent *l, size_t i);
+/* Starting values (the spec's values or defaults); nparam entries. */
+const double *gmm_latent_param_start(const gmm_latent *l);
+/* Nonzero when parameter i may be 0 (a graph ridge). */
+int gmm_latent_param_zero_ok(const gmm_latent *l, size_t i);
+/* GMM_OK when every theta[i] is in its domain, else GMM_EDOM naming it. */
+gmm_status gmm_latent_theta_check(const gmm_latent *l, const double *theta);
+
+/* ---- observation map ------------------------------------------------------ */
+
+size_t gmm_latent_obs_width(const gmm_latent *l);
+/* First latent read by each data row (nrows, owned by l). */
+const size_t *gmm_latent_obs_offset(const gmm_latent *l);
+/* Nonzero when the coefficients depend on theta (demodulated kernels). */
+int gmm_latent_obs_varies(const gmm_latent *l);
+/* Coefficients of every row at theta into coef (nrows x width, row r at
+ * coef + r width).  Reverse mode: thetabar += d(sum coefbar . coef)/dtheta
+ * (nothing when they do not vary).  O(nrows width). */
+gmm_status gmm_latent_obs_coef(gmm_latent *l, const double *theta, double *coef);
+gmm_status gmm_latent_obs_coef_rev(gmm_latent *l, const double *theta, const double *coefbar,
+                                   double *thetabar);
+
+/* ---- prior ---------------------------------------------------------------- */
+
+/* Q(theta) into Q (SYMMETRIC, n x n, kl = gmm_latent_bandwidth; every stored
+ * slot written).  *logdet (may be NULL) receives log|Q| where the family
+ * knows it without factorising Q (state-space: from the d x d blocks), else
+ * NAN (the caller factorises Q).  Errors: GMM_EDOM (theta outside its
+ * domain, state-space inputs below the accuracy limit), GMM_ENOTPD, GMM_EDIM.
+ * O(n kl) for graphs, O(n d^2 + intervals d^3) for state-space models. */
+gmm_status gmm_latent_prior(gmm_latent *l, const double *theta, gmm_band *Q, double *logdet);
+/* Reverse mode of the last gmm_latent_prior: thetabar (nparam) += sum over
+ * stored (i, j) of Qbar(i, j) dQ_stored(i, j)/dtheta (band.h's symmetric
+ * convention) + logdetbar dlog|Q|/dtheta.  logdetbar must be 0 when that
+ * call returned logdet NAN (GMM_EINVAL otherwise). */
+gmm_status gmm_latent_prior_rev(gmm_latent *l, const gmm_band *Qbar, double logdetbar,
+                                double *thetabar);
+
+/* ---- Gaussian likelihood, exact ----------------------------------------- */
+
+/* log p(y | theta, noise) for y_r ~ N(f_r, noise) (y: nrows, NAN =
+ * missing) with its gradient in theta (thetabar, nparam, OVERWRITTEN; NULL:
+ * value only) and noise (*noisebar).  The family's own fastest accurate
+ * path (state-space: Cholesky or square-root form, ssm.h).  Errors as
+ * gmm_latent_prior plus GMM_ENOTPD of the posterior precision. */
+gmm_status gmm_latent_gaussian(gmm_latent *l, const double *theta, const double *y, double noise,
+                               double *loglik, double *thetabar, double *noisebar);
+/* After gmm_latent_gaussian: the exact posterior of x, mean (n, or NULL)
+ * and covariance band (SYMMETRIC, bandwidth >= gmm_latent_bandwidth, or
+ * NULL).  O(n kl^2). */
+gmm_status gmm_latent_gaussian_posterior(gmm_latent *l, double *mean, gmm_band *cov);
+/* After gmm_latent_gaussian: how the posterior precision was factorised
+ * ("cholesky" or "square-root") and the Cholesky's rounding bound (0 when
+ * not estimated). */
+const char *gmm_latent_factorisation(const gmm_latent *l, double *bound);
+
+/* ---- prediction from a Gaussian posterior of x ---------------------------- */
+
+/* Posterior mean and variance of f at each data row, f_r = h_r' x, from
+ * x's posterior mean (n) and covariance band (SYMMETRIC, bandwidth >=
+ * gmm_latent_cov_bandwidth), at theta (for varying coefficients).  O(nrows
+ * width^2). */
+gmm_status gmm_latent_predict_rows(gmm_latent *l, const double *theta, const double *mean,
+                                   const gmm_band *cov, double *fmean, double *fvar);
+/* Nonzero when the family predicts at new inputs (state-space). */
+int gmm_latent_has_inputs(const gmm_latent *l);
+/* f at nq new inputs xq (state-space only: GMM_EINVAL otherwise); see
+ * gmm_ssm_predict_post. */
+gmm_status gmm_latent_predict_at(gmm_latent *l, const double *theta, const double *mean,
+                                 const gmm_band *cov, const double *xq, size_t nq, double *fmean,
+                                 double *fvar);
+/* Graph latents: latent index (RCM row) of graph node v; state-space:
+ * GMM_NO_INDEX. */
+size_t gmm_latent_node_index(const gmm_latent *l, size_t v);
+
+/* ---- whitening (for HMC and VI) ------------------------------------------- */
+
+/* x = W(theta) v with v ~ N(0, I) giving x ~ N(0, Q^-1), and x = W v, its
+ * transpose u = W' g and their reverse modes in theta.  Graphs: W = L_Q^-T
+ * (one banded solve); state-space: the innovations form x_0 = chol(Pinf) v_0,
+ * x_{k+1} = A_k x_k + chol(Q_k) v_{k+1}, exact at any spacing.  Call
+ * gmm_latent_whiten_setup(theta) first; the others then use that theta.
+ * O(n kl) per call after the setup. */
+gmm_status gmm_latent_whiten_setup(gmm_latent *l, const double *theta);
+gmm_status gmm_latent_whiten(gmm_latent *l, const double *v, double *x);
+gmm_status gmm_latent_whiten_t(gmm_latent *l, const double *g, double *u);
+/* thetabar += d(xbar . W(theta) v)/dtheta. */
+gmm_status gmm_latent_whiten_rev(gmm_latent *l, const double *v, const double *xbar,
+                                 double *thetabar);
+
+#endif

@@ -1,0 +1,66 @@
+/* problem.h -- a latent model (latent.h), a likelihood (likelihood.h) and
+ * the data: the marginal likelihood of the hyperparameters as a
+ * gmm_objective for fit and gradcheck -- exact for the Gaussian likelihood,
+ * the Laplace approximation (laplace.h) otherwise -- and the Gaussian
+ * posterior of the latents it implies, with predictions of f.
+ *
+ * PARAMETERS, in this order: the latent model's (gmm_latent_param_name),
+ * the likelihood's ("likelihood.<param>"), then "intercept" for a
+ * non-Gaussian likelihood unless it was dropped: f_i = b + (H x)_i.
+ * Gaussian data are centred by the caller instead (no intercept).
+ */
+#ifndef GMM_PROBLEM_H
+#define GMM_PROBLEM_H
+
+#include <stddef.h>
+
+#include "gmm/band.h"
+#include "gmm/latent.h"
+#include "gmm/likelihood.h"
+#include "gmm/objective.h"
+#include "gmm/status.h"
+
+typedef struct gmm_problem gmm_problem;
+
+/* lat and lik are borrowed (lik's values are the starting values) and must
+ * outlive the problem; y (nrows of lat, NAN = missing) and e (NULL = 1) are
+ * copied and checked (gmm_lik_check_data: GMM_EINVAL with the row in
+ * gmm_error_index()).  intercept: nonzero to estimate b (non-Gaussian only;
+ * GMM_EINVAL for the Gaussian), starting at b0.  Workspaces are sized here;
+ * evaluations do not allocate.  GMM_ENOMEM. */
+gmm_status gmm_problem_alloc(gmm_latent *lat, const gmm_lik *lik, const double *y,
+                             const double *e, int intercept, double b0, gmm_problem **out);
+void gmm_problem_free(gmm_problem *p); /* NULL-safe */
+
+/* The objective (names, values = starting values, positive flags, none
+ * fixed, eval); owned by p.  eval(theta) is log p(y | theta) (exact) or
+ * log q(y | theta) (Laplace) with its exact gradient. */
+gmm_objective *gmm_problem_objective(gmm_problem *p);
+/* Nonzero for the exact (Gaussian) marginal likelihood. */
+int gmm_problem_exact(const gmm_problem *p);
+int gmm_problem_has_intercept(const gmm_problem *p);
+const gmm_latent *gmm_problem_latent(const gmm_problem *p);
+/* Newton iterations of the last Laplace evaluation (0 when exact). */
+size_t gmm_problem_iterations(const gmm_problem *p);
+/* Observed rows. */
+size_t gmm_problem_nobs(const gmm_problem *p);
+
+/* The Gaussian posterior of the latents at theta (exact, or the Laplace
+ * approximation): mean (n, or NULL) and the covariance band (SYMMETRIC,
+ * bandwidth gmm_latent_cov_bandwidth, or NULL).  Errors as the objective's
+ * evaluation. */
+gmm_status gmm_problem_posterior(gmm_problem *p, const double *theta, double *mean,
+                                 gmm_band *cov);
+
+/* Posterior mean and variance of the linear predictor b + f at theta:
+ * at every data row (nrows), at every node of a graph latent (n, graph
+ * numbering), or at new inputs of a state-space latent.  Errors as
+ * gmm_problem_posterior; GMM_EINVAL where the family has no such sites. */
+gmm_status gmm_problem_predict_rows(gmm_problem *p, const double *theta, double *mean,
+                                    double *var);
+gmm_status gmm_problem_predict_nodes(gmm_problem *p, const double *theta, double *mean,
+                                     double *var);
+gmm_status gmm_problem_predict_at(gmm_problem *p, const double *theta, const double *xq,
+                                  size_t nq, double *mean, double *var);
+
+#endif

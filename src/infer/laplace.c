@@ -1,0 +1,401 @@
+/* laplace.c -- the Laplace approximation in banded form (laplace.h).
+ *
+ * GRADIENT.  With g_i, w_i = -d2_i, t_i = d3_i the derivatives of log p in
+ * f_i at the mode, Sigma = P^-1, s_i = h_i' Sigma_oo h_i, the total
+ * derivative of log q in any parameter a is its explicit derivative at
+ * fixed x^ (the mode condition H'g = Q x^ removes x^'s effect on the first
+ * two terms) plus the effect of x^ on -log|P|/2 through W:
+ *
+ *   explicit:  sum_i dlogp_i - x'dQ x/2 + [tr(Q^-1 dQ)/2] - tr(Sigma dP)/2,
+ *              dP = dQ + sum_i (dw_i h_i h_i' + w_i (dh_i h_i' + h_i dh_i')),
+ *              dw_i = dw_i/dphi - t_i (db + dh_i' x^) at fixed x^;
+ *   implicit:  r' dx^/da,  r = H'(s o t)/2,  dx^/da = P^-1 d(H'g - Q x)/da,
+ *              so it is z' d(H'g - Qx)/da with z = P^-1 r (one more solve).
+ *
+ * Collected per input (u_i = h_i' z_o, c_i = g_i + s_i t_i / 2 - w_i u_i):
+ *
+ *   Qbar  = -x x'/2 - Sigma/2 - (z x' + x z')/2  [+ Q^-1/2]
+ *   bbar  = sum_i c_i
+ *   phibar = sum_i dlogp_i/dphi + (s_i/2) dd2_i/dphi + u_i dd1_i/dphi
+ *   hbar_i = c_i x_o + g_i z_o - w_i Sigma_oo h_i
+ */
+#include "gmm/laplace.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "gmm/alloc.h"
+
+struct gmm_laplace {
+    size_t n, kl, ckl, maxobs, width;
+    gmm_band *P, *L, *LQ, *S, *SQ;
+    double *x, *xt, *gr, *dx, *tmp, *z;   /* n each */
+    double *f, *g, *w, *t, *s;            /* maxobs each */
+    const gmm_laplace_obs *obs;
+    const gmm_lik *lik;
+    const gmm_band *Q;
+    double b, logq;
+    size_t iter;
+    int valid, have_mode, logdet_here;
+};
+
+void gmm_laplace_params_init(gmm_laplace_params *p)
+{
+    p->max_iter = 200;
+    p->tol = 1e-12;
+}
+
+void gmm_laplace_free(gmm_laplace *w)
+{
+    if (!w)
+        return;
+    gmm_band_free(w->P);
+    gmm_band_free(w->L);
+    gmm_band_free(w->LQ);
+    gmm_band_free(w->S);
+    gmm_band_free(w->SQ);
+    double *v[] = {w->x, w->xt, w->gr, w->dx, w->tmp, w->z, w->f, w->g, w->w, w->t, w->s};
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+        gmm_free(v[i]);
+    gmm_free(w);
+}
+
+gmm_laplace *gmm_laplace_alloc(size_t n, size_t kl, size_t cov_kl, size_t maxobs, size_t width)
+{
+    if (n == 0 || cov_kl < kl || width == 0 || width > kl + 1) {
+        gmm_error(GMM_EINVAL, "laplace: bad workspace shape (n %zu, kl %zu, cov_kl %zu, width %zu)",
+                  n, kl, cov_kl, width);
+        return NULL;
+    }
+    gmm_laplace *w = gmm_calloc(1, sizeof *w);
+    if (!w) {
+        gmm_error(GMM_ENOMEM, "laplace: out of memory");
+        return NULL;
+    }
+    w->n = n;
+    w->kl = kl;
+    w->ckl = cov_kl;
+    w->maxobs = maxobs;
+    w->width = width;
+    size_t no = maxobs ? maxobs : 1;
+    w->P = gmm_band_alloc(n, kl, 0, GMM_BAND_SYMMETRIC);
+    w->L = gmm_band_alloc(n, kl, 0, GMM_BAND_LOWER);
+    w->LQ = gmm_band_alloc(n, kl, 0, GMM_BAND_LOWER);
+    w->S = gmm_band_alloc(n, cov_kl, 0, GMM_BAND_SYMMETRIC);
+    w->SQ = gmm_band_alloc(n, kl, 0, GMM_BAND_SYMMETRIC);
+    double **v[] = {&w->x, &w->xt, &w->gr, &w->dx, &w->tmp, &w->z};
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+        *v[i] = gmm_calloc(n, sizeof(double));
+    double **o[] = {&w->f, &w->g, &w->w, &w->t, &w->s};
+    for (size_t i = 0; i < sizeof o / sizeof o[0]; i++)
+        *o[i] = gmm_calloc(no, sizeof(double));
+    int ok = w->P && w->L && w->LQ && w->S && w->SQ;
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+        ok = ok && *v[i];
+    for (size_t i = 0; i < sizeof o / sizeof o[0]; i++)
+        ok = ok && *o[i];
+    if (!ok) {
+        gmm_laplace_free(w);
+        gmm_error(GMM_ENOMEM, "laplace: out of memory for a workspace of %zu latents, bandwidth "
+                              "%zu",
+                  n, cov_kl);
+        return NULL;
+    }
+    return w;
+}
+
+size_t gmm_laplace_iterations(const gmm_laplace *w) { return w->iter; }
+
+/* Psi(x) = sum log p - x'Qx/2; f, g, w, t at x on the way; Qx in tmp. */
+static double psi(gmm_laplace *w, const double *x)
+{
+    const gmm_laplace_obs *ob = w->obs;
+    double sum = 0.0, out[4];
+    for (size_t i = 0; i < ob->nobs; i++) {
+        const double *h = ob->coef + i * ob->width;
+        const double *xo = x + ob->offset[i];
+        double f = w->b;
+        for (size_t a = 0; a < ob->width; a++)
+            f += h[a] * xo[a];
+        gmm_lik_eval(w->lik, ob->y[i], ob->e ? ob->e[i] : 1.0, f, out, NULL);
+        w->f[i] = f;
+        w->g[i] = out[1];
+        w->w[i] = -out[2];
+        w->t[i] = out[3];
+        sum += out[0];
+    }
+    gmm_band_gemv(GMM_NOTRANS, 1.0, w->Q, x, 0.0, w->tmp);
+    double q = 0.0;
+    for (size_t j = 0; j < w->n; j++)
+        q += x[j] * w->tmp[j];
+    return sum - 0.5 * q;
+}
+
+/* P = Q + H'WH and its Cholesky factor L. */
+static gmm_status factor_p(gmm_laplace *w)
+{
+    const gmm_laplace_obs *ob = w->obs;
+    gmm_status st = gmm_band_copy(w->P, w->Q);
+    if (st)
+        return st;
+    for (size_t i = 0; i < ob->nobs; i++) {
+        const double *h = ob->coef + i * ob->width;
+        size_t o = ob->offset[i];
+        double wi = w->w[i];
+        if (wi == 0.0)
+            continue;
+        for (size_t a = 0; a < ob->width; a++) {
+            if (h[a] == 0.0)
+                continue;
+            double *col = gmm_band_col(w->P, o + a), c = wi * h[a];
+            for (size_t b2 = a; b2 < ob->width; b2++)
+                col[o + b2] += c * h[b2];
+        }
+    }
+    st = gmm_band_chol_decomp(w->P, w->L);
+    if (st == GMM_ENOTPD) {
+        size_t row = gmm_error_index();
+        return gmm_error_at(GMM_ENOTPD, row,
+                            "Laplace: posterior precision Q + H'WH not positive definite at "
+                            "row %zu",
+                            row);
+    }
+    return st;
+}
+
+gmm_status gmm_laplace_eval(gmm_laplace *w, const gmm_band *Q, double logdet_q,
+                            const gmm_laplace_obs *obs, const gmm_lik *lik, double b,
+                            const double *x0, int warm, const gmm_laplace_params *par,
+                            double *logq)
+{
+    gmm_status st;
+    gmm_laplace_params dflt;
+    if (!w || !Q || !obs || !lik || !logq)
+        return gmm_error(GMM_EINVAL, "laplace: NULL argument");
+    w->valid = 0;
+    if (!par) {
+        gmm_laplace_params_init(&dflt);
+        par = &dflt;
+    }
+    if (Q->n != w->n || Q->kl != w->kl || Q->kind != GMM_BAND_SYMMETRIC)
+        return gmm_error(GMM_EDIM, "laplace: Q is %zu x %zu with bandwidth %zu, workspace for "
+                                   "%zu and %zu",
+                         Q->n, Q->n, Q->kl, w->n, w->kl);
+    if (obs->nobs > w->maxobs || (obs->nobs && obs->width != w->width))
+        return gmm_error(GMM_EDIM, "laplace: %zu observations of width %zu, workspace for %zu "
+                                   "of width %zu",
+                         obs->nobs, obs->width, w->maxobs, w->width);
+    for (size_t i = 0; i < obs->nobs; i++)
+        if (obs->offset[i] + obs->width > w->n)
+            return gmm_error_at(GMM_EDIM, i, "laplace: observation %zu reads past the latent", i);
+    if (!isfinite(b))
+        return gmm_error(GMM_EDOM, "intercept = %g is not finite", b);
+    w->obs = obs;
+    w->lik = lik;
+    w->Q = Q;
+    w->b = b;
+    w->logdet_here = isnan(logdet_q);
+    if (w->logdet_here) {
+        if ((st = gmm_band_chol_decomp(Q, w->LQ)) != GMM_OK) {
+            size_t row = gmm_error_index();
+            return st == GMM_ENOTPD
+                       ? gmm_error_at(st, row, "prior precision not positive definite (row %zu)",
+                                      row)
+                       : st;
+        }
+        logdet_q = gmm_band_chol_logdet(w->LQ);
+    }
+    if (x0)
+        memcpy(w->x, x0, w->n * sizeof *w->x);
+    else if (!(warm && w->have_mode))
+        memset(w->x, 0, w->n * sizeof *w->x);
+    w->have_mode = 0;
+
+    double Psi = psi(w, w->x);
+    if (!isfinite(Psi))
+        return gmm_error(GMM_EDOM, "Laplace: log density not finite at the starting point");
+    int final = 0;
+    size_t it = 0;
+    for (;;) {
+        if ((st = factor_p(w)))
+            return st;
+        if (final)
+            break;
+        /* gradient H'g - Qx, Newton direction P^-1 grad */
+        for (size_t j = 0; j < w->n; j++)
+            w->gr[j] = -w->tmp[j];
+        for (size_t i = 0; i < obs->nobs; i++) {
+            const double *h = obs->coef + i * obs->width;
+            for (size_t a = 0; a < obs->width; a++)
+                w->gr[obs->offset[i] + a] += w->g[i] * h[a];
+        }
+        memcpy(w->dx, w->gr, w->n * sizeof *w->dx);
+        if ((st = gmm_band_tri_solve_vec(w->L, GMM_NOTRANS, w->dx)) ||
+            (st = gmm_band_tri_solve_vec(w->L, GMM_TRANS, w->dx)))
+            return st;
+        double dec = 0.0;
+        for (size_t j = 0; j < w->n; j++)
+            dec += w->gr[j] * w->dx[j];
+        if (!isfinite(dec))
+            return gmm_error(GMM_EDOM, "Laplace: Newton step not finite at iteration %zu", it);
+        if (dec <= par->tol * fmax(1.0, fabs(Psi))) {
+            /* one more full step: quadratic convergence makes the mode (and
+             * so the gradient) exact to rounding */
+            for (size_t j = 0; j < w->n; j++)
+                w->x[j] += w->dx[j];
+            Psi = psi(w, w->x);
+            if (!isfinite(Psi))
+                return gmm_error(GMM_EDOM, "Laplace: log density not finite at the mode");
+            final = 1;
+            it++;
+            continue;
+        }
+        if (it >= par->max_iter)
+            return gmm_error(GMM_ENOCONV, "Laplace: no convergence in %zu Newton iterations "
+                                          "(decrement %g)",
+                             it, dec);
+        double step = 1.0, Pt = -INFINITY;
+        int ok = 0;
+        for (int ls = 0; ls < 60; ls++, step *= 0.5) {
+            for (size_t j = 0; j < w->n; j++)
+                w->xt[j] = w->x[j] + step * w->dx[j];
+            Pt = psi(w, w->xt);
+            if (isfinite(Pt) && Pt >= Psi + 1e-4 * step * dec) {
+                ok = 1;
+                break;
+            }
+        }
+        if (!ok) {
+            /* the last trial overwrote f, g, w, t: restore them at x */
+            Psi = psi(w, w->x);
+            if (dec <= 1e-6 * fmax(1.0, fabs(Psi))) {
+                final = 1; /* rounding: as good as it gets */
+                continue;
+            }
+            return gmm_error(GMM_ENOCONV, "Laplace: line search failed at iteration %zu "
+                                          "(decrement %g)",
+                             it, dec);
+        }
+        double *tx = w->x;
+        w->x = w->xt;
+        w->xt = tx;
+        Psi = Pt;
+        it++;
+    }
+    double ldp = gmm_band_chol_logdet(w->L), sum = 0.0, q = 0.0, out[4];
+    for (size_t i = 0; i < obs->nobs; i++) {
+        gmm_lik_eval(lik, obs->y[i], obs->e ? obs->e[i] : 1.0, w->f[i], out, NULL);
+        sum += out[0];
+    }
+    for (size_t j = 0; j < w->n; j++)
+        q += w->x[j] * w->tmp[j];
+    double lq = sum - 0.5 * q + 0.5 * logdet_q - 0.5 * ldp;
+    if (!isfinite(lq))
+        return gmm_error(GMM_EDOM, "Laplace: log marginal likelihood not finite");
+    *logq = w->logq = lq;
+    w->iter = it;
+    w->valid = 1;
+    w->have_mode = 1;
+    return GMM_OK;
+}
+
+/* Qbar += alpha S in the stored-entry convention (S SYMMETRIC, full-matrix
+ * gradient alpha S), over the slots both bands hold. */
+static void add_sym(gmm_band *Qbar, double alpha, const gmm_band *S)
+{
+    size_t kl = Qbar->kl < S->kl ? Qbar->kl : S->kl;
+    for (size_t j = 0; j < S->n; j++) {
+        double *qc = gmm_band_col(Qbar, j);
+        const double *sc = gmm_band_col(S, j);
+        size_t iend = j + kl < S->n - 1 ? j + kl : S->n - 1;
+        qc[j] += alpha * sc[j];
+        for (size_t i = j + 1; i <= iend; i++)
+            qc[i] += 2.0 * alpha * sc[i];
+    }
+}
+
+gmm_status gmm_laplace_grad(gmm_laplace *w, gmm_band *Qbar, double *bbar, double *parbar,
+                            double *coefbar)
+{
+    gmm_status st;
+    if (!w || !w->valid)
+        return gmm_error(GMM_EINVAL, "laplace: no successful evaluation to differentiate");
+    const gmm_laplace_obs *ob = w->obs;
+    size_t n = w->n, wd = ob->width;
+    if (Qbar && (Qbar->n != n || Qbar->kl < w->kl || Qbar->kind != GMM_BAND_SYMMETRIC))
+        return gmm_error(GMM_EDIM, "laplace: Qbar must be SYMMETRIC %zu x %zu with bandwidth >= "
+                                   "%zu",
+                         n, n, w->kl);
+    if ((st = gmm_band_chol_selinv(w->L, w->S)))
+        return st;
+    /* s_i, r = H'(s o t)/2, z = P^-1 r */
+    memset(w->z, 0, n * sizeof *w->z);
+    for (size_t i = 0; i < ob->nobs; i++) {
+        const double *h = ob->coef + i * wd;
+        size_t o = ob->offset[i];
+        double s = 0.0;
+        for (size_t a = 0; a < wd; a++)
+            for (size_t c = 0; c < wd; c++)
+                s += h[a] * h[c] * gmm_band_get(w->S, o + a, o + c);
+        w->s[i] = s;
+        for (size_t a = 0; a < wd; a++)
+            w->z[o + a] += 0.5 * s * w->t[i] * h[a];
+    }
+    if ((st = gmm_band_tri_solve_vec(w->L, GMM_NOTRANS, w->z)) ||
+        (st = gmm_band_tri_solve_vec(w->L, GMM_TRANS, w->z)))
+        return st;
+    if (Qbar) {
+        if ((st = gmm_band_outer(-0.5, 1, w->x, n, w->x, n, Qbar)) ||
+            (st = gmm_band_outer(-1.0, 1, w->z, n, w->x, n, Qbar)))
+            return st;
+        add_sym(Qbar, -0.5, w->S);
+        if (w->logdet_here) {
+            if ((st = gmm_band_chol_selinv(w->LQ, w->SQ)))
+                return st;
+            add_sym(Qbar, 0.5, w->SQ);
+        }
+    }
+    size_t np = w->lik->type->nparam;
+    double out[4], dpar[3 * GMM_LIK_MAXPARAM];
+    for (size_t i = 0; i < ob->nobs; i++) {
+        const double *h = ob->coef + i * wd;
+        size_t o = ob->offset[i];
+        double u = 0.0;
+        for (size_t a = 0; a < wd; a++)
+            u += h[a] * w->z[o + a];
+        double ci = w->g[i] + 0.5 * w->s[i] * w->t[i] - w->w[i] * u;
+        if (bbar)
+            *bbar += ci;
+        if (parbar && np) {
+            gmm_lik_eval(w->lik, ob->y[i], ob->e ? ob->e[i] : 1.0, w->f[i], out, dpar);
+            for (size_t k = 0; k < np; k++)
+                parbar[k] += dpar[3 * k] + 0.5 * w->s[i] * dpar[3 * k + 2] + u * dpar[3 * k + 1];
+        }
+        if (coefbar) {
+            double *cb = coefbar + i * wd;
+            for (size_t a = 0; a < wd; a++) {
+                double sh = 0.0;
+                for (size_t c = 0; c < wd; c++)
+                    sh += gmm_band_get(w->S, o + a, o + c) * h[c];
+                cb[a] += ci * w->x[o + a] + w->g[i] * w->z[o + a] - w->w[i] * sh;
+            }
+        }
+    }
+    return GMM_OK;
+}
+
+gmm_status gmm_laplace_posterior(gmm_laplace *w, double *mode, gmm_band *cov)
+{
+    if (!w || !w->valid)
+        return gmm_error(GMM_EINVAL, "laplace: no successful evaluation");
+    if (mode)
+        memcpy(mode, w->x, w->n * sizeof *mode);
+    if (cov) {
+        if (cov->n != w->n || cov->kl < w->kl || cov->kind != GMM_BAND_SYMMETRIC)
+            return gmm_error(GMM_EDIM, "laplace: cov must be SYMMETRIC %zu x %zu with bandwidth "
+                                       ">= %zu",
+                             w->n, w->n, w->kl);
+        return gmm_band_chol_selinv(w->L, cov);
+    }
+    return GMM_OK;
+}

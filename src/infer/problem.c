@@ -1,0 +1,344 @@
+/* problem.c -- latent model + likelihood + data as an objective and a
+ * posterior (problem.h). */
+#include "gmm/problem.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "gmm/alloc.h"
+#include "gmm/laplace.h"
+
+struct gmm_problem {
+    gmm_latent *lat;
+    const gmm_lik *lik0;
+    gmm_lik lik;          /* values of the current evaluation */
+    size_t nrows, n, nl, np, nparam, width, nobs;
+    int exact, intercept;
+    double *y, *e;        /* nrows (e NULL: no exposure) */
+    /* observed rows, in the latent's row order */
+    size_t *orow, *ooff;
+    double *oy, *oe, *ocoef, *coef_all, *coefbar_all, *ocoefbar;
+    gmm_laplace_obs lobs;
+    gmm_band *Q, *Qbar;
+    gmm_laplace *lap;
+    double *thetabar;     /* nparam scratch */
+    double ld;            /* log|Q| of the last prior (NAN: not known) */
+    gmm_objective obj;
+    char (*names)[64];
+};
+
+void gmm_problem_free(gmm_problem *p)
+{
+    if (!p)
+        return;
+    gmm_free(p->y);
+    gmm_free(p->e);
+    gmm_free(p->orow);
+    gmm_free(p->ooff);
+    gmm_free(p->oy);
+    gmm_free(p->oe);
+    gmm_free(p->ocoef);
+    gmm_free(p->coef_all);
+    gmm_free(p->coefbar_all);
+    gmm_free(p->ocoefbar);
+    gmm_band_free(p->Q);
+    gmm_band_free(p->Qbar);
+    gmm_laplace_free(p->lap);
+    gmm_free(p->thetabar);
+    gmm_free(p->obj.name);
+    gmm_free(p->obj.value);
+    gmm_free(p->obj.positive);
+    gmm_free(p->obj.fixed);
+    gmm_free(p->names);
+    gmm_free(p);
+}
+
+static gmm_status set_lik(gmm_problem *p, const double *theta)
+{
+    p->lik = *p->lik0;
+    for (size_t k = 0; k < p->np; k++) {
+        double v = theta[p->nl + k];
+        if (!isfinite(v) || !(v > 0.0))
+            return gmm_error_at(GMM_EDOM, p->nl + k, "%s = %g must be positive and finite",
+                                p->obj.name[p->nl + k], v);
+        p->lik.par[k] = v;
+    }
+    return GMM_OK;
+}
+
+/* Observed rows' coefficients from all rows' (after gmm_latent_obs_coef). */
+static void gather_coef(gmm_problem *p)
+{
+    for (size_t i = 0; i < p->nobs; i++)
+        memcpy(p->ocoef + i * p->width, p->coef_all + p->orow[i] * p->width,
+               p->width * sizeof *p->ocoef);
+}
+
+/* Prior and mode at theta (the Laplace case). */
+static gmm_status laplace_forward(gmm_problem *p, const double *theta, double *f)
+{
+    gmm_status st;
+    double ld;
+    if ((st = set_lik(p, theta)))
+        return st;
+    if (gmm_latent_obs_varies(p->lat)) {
+        if ((st = gmm_latent_obs_coef(p->lat, theta, p->coef_all)))
+            return st;
+        gather_coef(p);
+    }
+    if ((st = gmm_latent_prior(p->lat, theta, p->Q, &ld)))
+        return st;
+    p->ld = ld;
+    double b = p->intercept ? theta[p->nparam - 1] : 0.0;
+    return gmm_laplace_eval(p->lap, p->Q, ld, &p->lobs, &p->lik, b, NULL, 1, NULL, f);
+}
+
+static gmm_status eval(void *ctx, const double *theta, double *f, double *grad)
+{
+    gmm_problem *p = ctx;
+    gmm_status st;
+    if (p->exact) {
+        double noise = theta[p->nl];
+        if (!isfinite(noise) || !(noise > 0.0))
+            return gmm_error_at(GMM_EDOM, p->nl, "likelihood.variance = %g must be positive "
+                                                 "and finite",
+                                noise);
+        return gmm_latent_gaussian(p->lat, theta, p->y, noise, f, grad, grad ? grad + p->nl : NULL);
+    }
+    if ((st = laplace_forward(p, theta, f)) || !grad)
+        return st;
+    memset(grad, 0, p->nparam * sizeof *grad);
+    gmm_band_set_zero(p->Qbar);
+    int varies = gmm_latent_obs_varies(p->lat);
+    if (varies)
+        memset(p->ocoefbar, 0, p->nobs * p->width * sizeof *p->ocoefbar);
+    double bbar = 0.0;
+    if ((st = gmm_laplace_grad(p->lap, p->Qbar, &bbar, grad + p->nl, varies ? p->ocoefbar : NULL)))
+        return st;
+    /* log|Q|/2 is ours when the family gave log|Q| (laplace.h) */
+    if ((st = gmm_latent_prior_rev(p->lat, p->Qbar, isnan(p->ld) ? 0.0 : 0.5, grad)))
+        return st;
+    if (varies) {
+        memset(p->coefbar_all, 0, p->nrows * p->width * sizeof *p->coefbar_all);
+        for (size_t i = 0; i < p->nobs; i++)
+            memcpy(p->coefbar_all + p->orow[i] * p->width, p->ocoefbar + i * p->width,
+                   p->width * sizeof *p->ocoefbar);
+        if ((st = gmm_latent_obs_coef_rev(p->lat, theta, p->coefbar_all, grad)))
+            return st;
+    }
+    if (p->intercept)
+        grad[p->nparam - 1] = bbar;
+    return GMM_OK;
+}
+
+gmm_status gmm_problem_alloc(gmm_latent *lat, const gmm_lik *lik, const double *y,
+                             const double *e, int intercept, double b0, gmm_problem **out)
+{
+    gmm_status st;
+    if (!lat || !lik || !lik->type || !y || !out)
+        return gmm_error(GMM_EINVAL, "gmm_problem_alloc: NULL argument");
+    *out = NULL;
+    int exact = lik->type->conjugate;
+    if (exact && intercept)
+        return gmm_error(GMM_EINVAL, "the %s likelihood takes no intercept (its data are "
+                                     "centred instead)",
+                         lik->type->name);
+    if (intercept && !isfinite(b0))
+        return gmm_error(GMM_EINVAL, "intercept start %g is not finite", b0);
+    size_t nrows = gmm_latent_nrows(lat);
+    if ((st = gmm_lik_check_data(lik, y, e, nrows)))
+        return st;
+    gmm_problem *p = gmm_calloc(1, sizeof *p);
+    if (!p)
+        return gmm_error(GMM_ENOMEM, "out of memory for the model");
+    p->lat = lat;
+    p->lik0 = lik;
+    p->lik = *lik;
+    p->nrows = nrows;
+    p->n = gmm_latent_dim(lat);
+    p->nl = gmm_latent_nparam(lat);
+    p->np = lik->type->nparam;
+    p->exact = exact;
+    p->intercept = intercept != 0;
+    p->nparam = p->nl + p->np + (size_t)p->intercept;
+    p->width = gmm_latent_obs_width(lat);
+    p->ld = NAN;
+    size_t nr = nrows ? nrows : 1, np = p->nparam ? p->nparam : 1;
+    p->y = gmm_malloc(nr, sizeof *p->y);
+    if (e)
+        p->e = gmm_malloc(nr, sizeof *p->e);
+    p->obj.name = gmm_calloc(np, sizeof *p->obj.name);
+    p->obj.value = gmm_calloc(np, sizeof *p->obj.value);
+    p->obj.positive = gmm_calloc(np, sizeof *p->obj.positive);
+    p->obj.fixed = gmm_calloc(np, sizeof *p->obj.fixed);
+    p->names = gmm_calloc(np, sizeof *p->names);
+    p->thetabar = gmm_calloc(np, sizeof *p->thetabar);
+    if (!p->y || (e && !p->e) || !p->obj.name || !p->obj.value || !p->obj.positive ||
+        !p->obj.fixed || !p->names || !p->thetabar) {
+        st = gmm_error(GMM_ENOMEM, "out of memory for the model");
+        goto fail;
+    }
+    memcpy(p->y, y, nrows * sizeof *y);
+    if (e)
+        memcpy(p->e, e, nrows * sizeof *e);
+    for (size_t i = 0; i < p->nl; i++) {
+        snprintf(p->names[i], sizeof p->names[i], "%s", gmm_latent_param_name(lat, i));
+        p->obj.value[i] = gmm_latent_param_start(lat)[i];
+        p->obj.positive[i] = !gmm_latent_param_zero_ok(lat, i);
+    }
+    for (size_t k = 0; k < p->np; k++) {
+        gmm_lik_param_name(lik, k, p->names[p->nl + k]);
+        p->obj.value[p->nl + k] = lik->par[k];
+        p->obj.positive[p->nl + k] = 1;
+    }
+    if (p->intercept) {
+        snprintf(p->names[p->nparam - 1], sizeof p->names[0], "intercept");
+        p->obj.value[p->nparam - 1] = b0;
+    }
+    for (size_t i = 0; i < p->nparam; i++)
+        p->obj.name[i] = p->names[i];
+    p->obj.nparam = p->nparam;
+    p->obj.eval = eval;
+    p->obj.ctx = p;
+    for (size_t r = 0; r < nrows; r++)
+        p->nobs += !isnan(y[r]);
+    if (!exact) {
+        size_t no = p->nobs ? p->nobs : 1, w = p->width, kl = gmm_latent_bandwidth(lat);
+        p->orow = gmm_malloc(no, sizeof *p->orow);
+        p->ooff = gmm_malloc(no, sizeof *p->ooff);
+        p->oy = gmm_malloc(no, sizeof *p->oy);
+        p->oe = gmm_malloc(no, sizeof *p->oe);
+        p->ocoef = gmm_malloc(no * w, sizeof *p->ocoef);
+        p->ocoefbar = gmm_malloc(no * w, sizeof *p->ocoefbar);
+        p->coef_all = gmm_malloc(nr * w, sizeof *p->coef_all);
+        p->coefbar_all = gmm_malloc(nr * w, sizeof *p->coefbar_all);
+        p->Q = gmm_band_alloc(p->n, kl, 0, GMM_BAND_SYMMETRIC);
+        p->Qbar = gmm_band_alloc(p->n, kl, 0, GMM_BAND_SYMMETRIC);
+        if (!p->orow || !p->ooff || !p->oy || !p->oe || !p->ocoef || !p->ocoefbar ||
+            !p->coef_all || !p->coefbar_all || !p->Q || !p->Qbar) {
+            st = gmm_error(GMM_ENOMEM, "out of memory for the Laplace approximation "
+                                       "(%zu latents, bandwidth %zu)",
+                           p->n, kl);
+            goto fail;
+        }
+        p->lap = gmm_laplace_alloc(p->n, kl, gmm_latent_cov_bandwidth(lat), p->nobs, w);
+        if (!p->lap) {
+            st = gmm_error_status();
+            goto fail;
+        }
+        const size_t *off = gmm_latent_obs_offset(lat);
+        if ((st = gmm_latent_obs_coef(lat, p->obj.value, p->coef_all)))
+            goto fail;
+        size_t o = 0;
+        for (size_t r = 0; r < nrows; r++) {
+            if (isnan(y[r]))
+                continue;
+            p->orow[o] = r;
+            p->ooff[o] = off[r];
+            p->oy[o] = y[r];
+            p->oe[o++] = e ? e[r] : 1.0;
+        }
+        gather_coef(p);
+        p->lobs = (gmm_laplace_obs){p->nobs, w, p->ooff, p->ocoef, p->oy, p->oe};
+    }
+    *out = p;
+    return GMM_OK;
+fail:
+    gmm_problem_free(p);
+    return st;
+}
+
+gmm_objective *gmm_problem_objective(gmm_problem *p) { return &p->obj; }
+int gmm_problem_exact(const gmm_problem *p) { return p->exact; }
+int gmm_problem_has_intercept(const gmm_problem *p) { return p->intercept; }
+const gmm_latent *gmm_problem_latent(const gmm_problem *p) { return p->lat; }
+size_t gmm_problem_nobs(const gmm_problem *p) { return p->nobs; }
+size_t gmm_problem_iterations(const gmm_problem *p)
+{
+    return p->exact ? 0 : gmm_laplace_iterations(p->lap);
+}
+
+gmm_status gmm_problem_posterior(gmm_problem *p, const double *theta, double *mean,
+                                 gmm_band *cov)
+{
+    gmm_status st;
+    double f;
+    if (!p || !theta)
+        return gmm_error(GMM_EINVAL, "gmm_problem_posterior: NULL argument");
+    if ((st = eval(p, theta, &f, NULL)))
+        return st;
+    if (p->exact)
+        return gmm_latent_gaussian_posterior(p->lat, mean, cov);
+    return gmm_laplace_posterior(p->lap, mean, cov);
+}
+
+/* The posterior mean and covariance band at theta, allocated. */
+static gmm_status posterior_alloc(gmm_problem *p, const double *theta, double **mean,
+                                  gmm_band **cov)
+{
+    *mean = gmm_malloc(p->n, sizeof **mean);
+    *cov = gmm_band_alloc(p->n, gmm_latent_cov_bandwidth(p->lat), 0, GMM_BAND_SYMMETRIC);
+    if (!*mean || !*cov)
+        return gmm_error(GMM_ENOMEM, "out of memory for the posterior (%zu latents)", p->n);
+    return gmm_problem_posterior(p, theta, *mean, *cov);
+}
+
+static void add_intercept(const gmm_problem *p, const double *theta, size_t m, double *mean)
+{
+    if (!p->intercept)
+        return;
+    for (size_t i = 0; i < m; i++)
+        mean[i] += theta[p->nparam - 1];
+}
+
+gmm_status gmm_problem_predict_rows(gmm_problem *p, const double *theta, double *mean,
+                                    double *var)
+{
+    double *mu = NULL;
+    gmm_band *cov = NULL;
+    gmm_status st = posterior_alloc(p, theta, &mu, &cov);
+    if (st == GMM_OK && (st = gmm_latent_predict_rows(p->lat, theta, mu, cov, mean, var)) == GMM_OK)
+        add_intercept(p, theta, p->nrows, mean);
+    gmm_free(mu);
+    gmm_band_free(cov);
+    return st;
+}
+
+gmm_status gmm_problem_predict_nodes(gmm_problem *p, const double *theta, double *mean,
+                                     double *var)
+{
+    if (gmm_latent_node_index(p->lat, 0) == GMM_NO_INDEX)
+        return gmm_error(GMM_EINVAL, "a %s model has no nodes", gmm_latent_family(p->lat));
+    double *mu = NULL;
+    gmm_band *cov = NULL;
+    gmm_status st = posterior_alloc(p, theta, &mu, &cov);
+    if (st == GMM_OK) {
+        for (size_t v = 0; v < p->n; v++) {
+            size_t r = gmm_latent_node_index(p->lat, v);
+            mean[v] = mu[r];
+            var[v] = gmm_band_get(cov, r, r);
+        }
+        add_intercept(p, theta, p->n, mean);
+    }
+    gmm_free(mu);
+    gmm_band_free(cov);
+    return st;
+}
+
+gmm_status gmm_problem_predict_at(gmm_problem *p, const double *theta, const double *xq,
+                                  size_t nq, double *mean, double *var)
+{
+    if (!gmm_latent_has_inputs(p->lat))
+        return gmm_error(GMM_EINVAL, "a %s model predicts at its nodes, not at new inputs",
+                         gmm_latent_family(p->lat));
+    double *mu = NULL;
+    gmm_band *cov = NULL;
+    gmm_status st = posterior_alloc(p, theta, &mu, &cov);
+    if (st == GMM_OK &&
+        (st = gmm_latent_predict_at(p->lat, theta, mu, cov, xq, nq, mean, var)) == GMM_OK)
+        add_intercept(p, theta, nq, mean);
+    gmm_free(mu);
+    gmm_band_free(cov);
+    return st;
+}

@@ -1,0 +1,228 @@
+/* latent.c -- the family-independent part of latent.h: accessors, checks,
+ * prediction at data rows, dispatch to the family's methods. */
+#include "latent_impl.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "gmm/alloc.h"
+
+gmm_latent *latent_new(const gmm_latent_ops *ops, size_t nrows, size_t width, size_t nparam)
+{
+    gmm_latent *l = gmm_calloc(1, sizeof *l);
+    if (!l)
+        return NULL;
+    l->ops = ops;
+    l->nrows = nrows;
+    l->width = width;
+    l->nparam = nparam;
+    l->offset = gmm_calloc(nrows ? nrows : 1, sizeof *l->offset);
+    l->coef = gmm_calloc(nrows * width > 0 ? nrows * width : 1, sizeof *l->coef);
+    l->name = gmm_calloc(nparam ? nparam : 1, sizeof *l->name);
+    l->start = gmm_calloc(nparam ? nparam : 1, sizeof *l->start);
+    l->zero_ok = gmm_calloc(nparam ? nparam : 1, sizeof *l->zero_ok);
+    if (!l->offset || !l->coef || !l->name || !l->start || !l->zero_ok) {
+        gmm_latent_free(l);
+        return NULL;
+    }
+    return l;
+}
+
+void gmm_latent_free(gmm_latent *l)
+{
+    if (!l)
+        return;
+    if (l->ops && l->ops->free)
+        l->ops->free(l->impl);
+    gmm_free(l->offset);
+    gmm_free(l->coef);
+    gmm_free((void *)l->name);
+    gmm_free(l->start);
+    gmm_free(l->zero_ok);
+    gmm_free(l->node_row);
+    gmm_free(l);
+}
+
+const char *gmm_latent_family(const gmm_latent *l) { return l->ops->family; }
+size_t gmm_latent_dim(const gmm_latent *l) { return l->n; }
+size_t gmm_latent_bandwidth(const gmm_latent *l) { return l->kl; }
+size_t gmm_latent_cov_bandwidth(const gmm_latent *l) { return l->cov_kl; }
+size_t gmm_latent_nrows(const gmm_latent *l) { return l->nrows; }
+size_t gmm_latent_nconstr(const gmm_latent *l)
+{
+    (void)l;
+    return 0;
+}
+size_t gmm_latent_nparam(const gmm_latent *l) { return l->nparam; }
+const char *gmm_latent_param_name(const gmm_latent *l, size_t i)
+{
+    return i < l->nparam ? l->name[i] : NULL;
+}
+const double *gmm_latent_param_start(const gmm_latent *l) { return l->start; }
+int gmm_latent_param_zero_ok(const gmm_latent *l, size_t i) { return l->zero_ok[i]; }
+size_t gmm_latent_obs_width(const gmm_latent *l) { return l->width; }
+const size_t *gmm_latent_obs_offset(const gmm_latent *l) { return l->offset; }
+int gmm_latent_obs_varies(const gmm_latent *l) { return l->varies; }
+int gmm_latent_has_inputs(const gmm_latent *l) { return l->ops->predict_at != NULL; }
+
+size_t gmm_latent_node_index(const gmm_latent *l, size_t v)
+{
+    return l->node_row && v < l->n ? l->node_row[v] : GMM_NO_INDEX;
+}
+
+gmm_status gmm_latent_theta_check(const gmm_latent *l, const double *theta)
+{
+    for (size_t i = 0; i < l->nparam; i++) {
+        double t = theta[i];
+        if (!isfinite(t) || t < 0.0 || (t == 0.0 && !l->zero_ok[i]))
+            return gmm_error_at(GMM_EDOM, i, "%s = %g must be %s and finite", l->name[i], t,
+                                l->zero_ok[i] ? "non-negative" : "positive");
+    }
+    return GMM_OK;
+}
+
+gmm_status gmm_latent_obs_coef(gmm_latent *l, const double *theta, double *coef)
+{
+    if (!coef || !theta)
+        return gmm_error(GMM_EINVAL, "gmm_latent_obs_coef: NULL argument");
+    if (l->varies) {
+        gmm_status st = l->ops->obs_coef(l->impl, theta, l->coef);
+        if (st)
+            return st;
+    }
+    memcpy(coef, l->coef, l->nrows * l->width * sizeof *coef);
+    return GMM_OK;
+}
+
+gmm_status gmm_latent_obs_coef_rev(gmm_latent *l, const double *theta, const double *coefbar,
+                                   double *thetabar)
+{
+    if (!l->varies)
+        return GMM_OK;
+    return l->ops->obs_coef_rev(l->impl, theta, coefbar, thetabar);
+}
+
+gmm_status gmm_latent_prior(gmm_latent *l, const double *theta, gmm_band *Q, double *logdet)
+{
+    if (!l || !theta || !Q)
+        return gmm_error(GMM_EINVAL, "gmm_latent_prior: NULL argument");
+    if (Q->n != l->n || Q->kl != l->kl || Q->kind != GMM_BAND_SYMMETRIC)
+        return gmm_error(GMM_EDIM, "gmm_latent_prior: Q must be SYMMETRIC %zu x %zu with "
+                                   "bandwidth %zu",
+                         l->n, l->n, l->kl);
+    gmm_status st = gmm_latent_theta_check(l, theta);
+    double ld = NAN;
+    if (st == GMM_OK)
+        st = l->ops->prior(l->impl, theta, Q, &ld);
+    l->logdet_known = st == GMM_OK && !isnan(ld);
+    if (logdet)
+        *logdet = ld;
+    return st;
+}
+
+gmm_status gmm_latent_prior_rev(gmm_latent *l, const gmm_band *Qbar, double logdetbar,
+                                double *thetabar)
+{
+    if (!l || !Qbar || !thetabar)
+        return gmm_error(GMM_EINVAL, "gmm_latent_prior_rev: NULL argument");
+    if (logdetbar != 0.0 && !l->logdet_known)
+        return gmm_error(GMM_EINVAL, "gmm_latent_prior_rev: the %s family gave no log|Q|",
+                         l->ops->family);
+    return l->ops->prior_rev(l->impl, Qbar, logdetbar, thetabar);
+}
+
+gmm_status gmm_latent_gaussian(gmm_latent *l, const double *theta, const double *y, double noise,
+                               double *loglik, double *thetabar, double *noisebar)
+{
+    if (!l || !theta || !y || !loglik)
+        return gmm_error(GMM_EINVAL, "gmm_latent_gaussian: NULL argument");
+    gmm_status st = gmm_latent_theta_check(l, theta);
+    if (st)
+        return st;
+    return l->ops->gaussian(l->impl, theta, y, noise, loglik, thetabar, noisebar);
+}
+
+gmm_status gmm_latent_gaussian_posterior(gmm_latent *l, double *mean, gmm_band *cov)
+{
+    return l->ops->gaussian_posterior(l->impl, mean, cov);
+}
+
+const char *gmm_latent_factorisation(const gmm_latent *l, double *bound)
+{
+    if (bound)
+        *bound = 0.0;
+    return l->ops->factorisation ? l->ops->factorisation(l->impl, bound) : "cholesky";
+}
+
+gmm_status gmm_latent_predict_rows(gmm_latent *l, const double *theta, const double *mean,
+                                   const gmm_band *cov, double *fmean, double *fvar)
+{
+    gmm_status st;
+    if (!l || !theta || !mean || !cov || !fmean || !fvar)
+        return gmm_error(GMM_EINVAL, "gmm_latent_predict_rows: NULL argument");
+    if (cov->n != l->n || cov->kl + 1 < l->width || cov->kind != GMM_BAND_SYMMETRIC)
+        return gmm_error(GMM_EDIM, "gmm_latent_predict_rows: cov must be SYMMETRIC %zu x %zu "
+                                   "with bandwidth >= %zu",
+                         l->n, l->n, l->width - 1);
+    if (l->varies) {
+        /* the coefficients at theta need the family's state at theta */
+        if ((st = l->ops->obs_coef(l->impl, theta, l->coef)))
+            return st;
+    }
+    size_t w = l->width;
+    for (size_t r = 0; r < l->nrows; r++) {
+        const double *h = l->coef + r * w;
+        size_t o = l->offset[r];
+        double m = 0.0, v = 0.0;
+        for (size_t a = 0; a < w; a++) {
+            if (h[a] == 0.0)
+                continue;
+            m += h[a] * mean[o + a];
+            for (size_t b = 0; b < w; b++)
+                v += h[a] * h[b] * gmm_band_get(cov, o + a, o + b);
+        }
+        fmean[r] = m;
+        fvar[r] = v;
+    }
+    return GMM_OK;
+}
+
+gmm_status gmm_latent_predict_at(gmm_latent *l, const double *theta, const double *mean,
+                                 const gmm_band *cov, const double *xq, size_t nq, double *fmean,
+                                 double *fvar)
+{
+    if (!l->ops->predict_at)
+        return gmm_error(GMM_EINVAL, "a %s model predicts at its nodes, not at new inputs",
+                         l->ops->family);
+    return l->ops->predict_at(l->impl, theta, mean, cov, xq, nq, fmean, fvar);
+}
+
+static gmm_status no_whiten(const gmm_latent *l)
+{
+    return gmm_error(GMM_EINVAL, "whitening is not available for the %s family",
+                     l->ops->family);
+}
+
+gmm_status gmm_latent_whiten_setup(gmm_latent *l, const double *theta)
+{
+    if (!l->ops->whiten_setup)
+        return no_whiten(l);
+    gmm_status st = gmm_latent_theta_check(l, theta);
+    return st ? st : l->ops->whiten_setup(l->impl, theta);
+}
+
+gmm_status gmm_latent_whiten(gmm_latent *l, const double *v, double *x)
+{
+    return l->ops->whiten ? l->ops->whiten(l->impl, v, x) : no_whiten(l);
+}
+
+gmm_status gmm_latent_whiten_t(gmm_latent *l, const double *g, double *u)
+{
+    return l->ops->whiten_t ? l->ops->whiten_t(l->impl, g, u) : no_whiten(l);
+}
+
+gmm_status gmm_latent_whiten_rev(gmm_latent *l, const double *v, const double *xbar,
+                                 double *thetabar)
+{
+    return l->ops->whiten_rev ? l->ops->whiten_rev(l->impl, v, xbar, thetabar) : no_whiten(l);
+}

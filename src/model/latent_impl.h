@@ -1,0 +1,50 @@
+/* latent_impl.h -- the latent-model vtable each family fills (latent.h).
+ * Private to src/model/. */
+#ifndef GMM_LATENT_IMPL_H
+#define GMM_LATENT_IMPL_H
+
+#include "gmm/latent.h"
+
+typedef struct {
+    const char *family;
+    void (*free)(void *impl);
+    gmm_status (*prior)(void *impl, const double *theta, gmm_band *Q, double *logdet);
+    gmm_status (*prior_rev)(void *impl, const gmm_band *Qbar, double logdetbar, double *thetabar);
+    /* NULL when the coefficients are constant (stored in the object) */
+    gmm_status (*obs_coef)(void *impl, const double *theta, double *coef);
+    gmm_status (*obs_coef_rev)(void *impl, const double *theta, const double *coefbar,
+                               double *thetabar);
+    gmm_status (*gaussian)(void *impl, const double *theta, const double *y, double noise,
+                           double *loglik, double *thetabar, double *noisebar);
+    gmm_status (*gaussian_posterior)(void *impl, double *mean, gmm_band *cov);
+    const char *(*factorisation)(const void *impl, double *bound);
+    /* NULL: no new inputs */
+    gmm_status (*predict_at)(void *impl, const double *theta, const double *mean,
+                             const gmm_band *cov, const double *xq, size_t nq, double *fmean,
+                             double *fvar);
+    gmm_status (*whiten_setup)(void *impl, const double *theta);
+    gmm_status (*whiten)(void *impl, const double *v, double *x);
+    gmm_status (*whiten_t)(void *impl, const double *g, double *u);
+    gmm_status (*whiten_rev)(void *impl, const double *v, const double *xbar, double *thetabar);
+} gmm_latent_ops;
+
+struct gmm_latent {
+    const gmm_latent_ops *ops;
+    void *impl;
+    size_t n, kl, cov_kl, nrows, width, nparam;
+    size_t *offset;        /* nrows */
+    double *coef;          /* nrows x width: constant coefficients (or the last
+                            * obs_coef when they vary) */
+    int varies;
+    const char **name;     /* nparam (strings owned by the family) */
+    double *start;         /* nparam */
+    int *zero_ok;          /* nparam */
+    int logdet_known;      /* the last prior call returned log|Q| */
+    size_t *node_row;      /* graphs: n, graph node -> latent index */
+};
+
+/* Allocate the common part (arrays sized from the fields set by the caller:
+ * nrows, width, nparam); NULL + GMM_ENOMEM. */
+gmm_latent *latent_new(const gmm_latent_ops *ops, size_t nrows, size_t width, size_t nparam);
+
+#endif

@@ -1,0 +1,92 @@
+/* ssm_impl.h -- the state-space model's private state, shared by ssm.c
+ * (layout), ssm_prior.c (blocks, prior precision, marginal likelihood and
+ * their reverse modes) and ssm_predict.c.  Private to src/model/. */
+#ifndef GMM_SSM_IMPL_H
+#define GMM_SSM_IMPL_H
+
+#include <stddef.h>
+
+#include "gmm/band.h"
+#include "gmm/marglik.h"
+#include "gmm/ssm.h"
+
+struct gmm_ssm {
+    const gmm_kernel *k;
+    gmm_ssm_params par;
+    size_t n, K, d, N, kl, nobs, np;
+    double *x, *y;        /* n, caller's row order (y: NAN until gmm_ssm_set_y) */
+    size_t *order;        /* n: rows sorted by x (stable) */
+    int ydata;            /* gmm_ssm_set_y was called */
+    int prior_ok;         /* gmm_ssm_prior succeeded; nothing else ran since */
+    double *t;            /* K state inputs */
+    size_t *row_state;    /* n */
+    size_t ng;            /* distinct intervals */
+    double *gdt;          /* ng */
+    size_t *gcount;       /* ng */
+    size_t *ig;           /* K - 1: group of the interval ending at state k + 1 */
+    size_t imin;          /* an interval (ending at state imin + 1) of the smallest dt */
+    size_t *obs_off;
+    double *obs_y, *H, *Hp; /* H in kernel order, and in band order (see BLOCKS) */
+    size_t *perm;           /* d: band position p of a state holds variable perm[p] */
+    size_t nb, *boff;       /* blocks: band positions boff[b] .. boff[b+1]-1 */
+    double *bs;             /* 10 smax^2: per-block scratch */
+    gmm_obs obs;
+    /* demodulated kernels (kernel.h, DEMODULATION): one observation row per
+     * observation, and the posterior for the gradient through them */
+    int modulated;
+    double *Hobs, *mu;
+    gmm_band *cov;
+    double damp, noise; /* noise: of the last evaluation */
+    size_t nmerged;
+    /* numeric */
+    gmm_kernel_work *kw;
+    double *blk;          /* per group: A, W, WA, AtWA, S1, S2, S3 */
+    double *ldQ;          /* ng */
+    double *P, *W0, *T;   /* d^2, d^2, 4 d^2 scratch */
+    double *C0;           /* d^2: chol(Pinf)^-1 in band order (SQUARE ROOT) */
+    size_t *rowstart;     /* d: first band position of each position's block */
+    int rows;             /* this evaluation uses the square-root form */
+    double bound;         /* the Cholesky's rounding bound at the last theta */
+    double *tpl;          /* d (kl + 1): one state's band columns (see STATE COLUMNS) */
+    double ldP;
+    gmm_marglik_work *mw; /* the prior precision is assembled in its band */
+    /* objective */
+    char **oname;
+    double *oval;
+    int *opos, *ofix;
+};
+
+/* Per group: A, W = Q^-1, W A, A' W A, the gradient sums S1..S3, and for
+ * the square-root form C = chol(Q)^-1 and C A (SQUARE ROOT), these two in
+ * band order. */
+enum { B_A, B_W, B_WA, B_AWA, B_S1, B_S2, B_S3, B_C, B_CA, B_N };
+
+static inline double *blk(const gmm_ssm *m, size_t g, int which)
+{
+    return m->blk + (g * B_N + (size_t)which) * m->d * m->d;
+}
+
+/* out (s x s) = M[idx, idx], M d x d row-major; and back. */
+static inline void ssm_gather(size_t d, const double *M, const size_t *idx, size_t s, double *out)
+{
+    for (size_t i = 0; i < s; i++)
+        for (size_t j = 0; j < s; j++)
+            out[i * s + j] = M[idx[i] * d + idx[j]];
+}
+
+static inline void ssm_scatter(size_t d, double *M, const size_t *idx, size_t s, const double *in)
+{
+    for (size_t i = 0; i < s; i++)
+        for (size_t j = 0; j < s; j++)
+            M[idx[i] * d + idx[j]] = in[i * s + j];
+}
+
+/* Everything up to the marginal likelihood at theta (kernel parameters)
+ * with Gaussian noise `noise` on the observed rows (ssm_prior.c); grad: a
+ * gradient will follow. */
+gmm_status ssm_forward(gmm_ssm *m, const double *theta, double noise, double *loglik, int grad);
+
+/* Pinf, H and Pinf^-1 (W0), C0 = chol(Pinf)^-1 at theta (ssm_prior.c). */
+gmm_status ssm_pinf(gmm_ssm *m, const double *theta);
+
+#endif

@@ -1,0 +1,612 @@
+/* ssm_prior.c -- per parameter value, the state-space model's d x d
+ * blocks, the band of the prior precision, the marginal likelihood
+ * (marglik.h) and its reverse mode chained to the kernel parameters.
+ *
+ * The prior precision is assembled directly in the marginal likelihood's
+ * band (gmm_marglik_prior_band; see STATE COLUMNS) and its gradient read
+ * where the reverse sweep leaves it (gmm_marglik_grad_view): no band of our
+ * own, no copy, no zeroing.
+ *
+ * REVERSE SWEEP (ssm_grad).  gmm_marglik_grad_view gives Qbar on the STORED
+ * entries of the prior precision band (band.h convention).  Per state k the
+ * diagonal block D_k has full symmetric gradient Gd_k (stored diagonal as
+ * is, stored off-diagonal halved into both triangles); the sub-diagonal
+ * block B_k = -W_k A_k (W = Q^-1) is stored whole, so its gradient Gb_k is
+ * the stored values.  With D_k = W_k + A_{k+1}' W_{k+1} A_{k+1}, and sums
+ * over the intervals of one cached group g (S1 = sum Gd_k over intervals
+ * ending at k, S2 = sum Gd_{k-1}, S3 = sum Gb_k):
+ *
+ *   Wbar_g = S1 + A S2 A' - S3 A',      Abar_g = 2 W A S2 - W S3,
+ *   Qbar_g = -W Wbar_g W - c count_g W      (the last from c log|Q_prior|),
+ *   Pbar   = -W0 Gd_0 W0 - c W0,      W0 = Pinf^-1,
+ *
+ * (c = 1/2 in the marginal likelihood, the caller's logdetbar in
+ * gmm_ssm_prior_rev), then the kernel's reverse mode per group
+ * (gmm_kernel_rev).  Forward saves:
+ * per group A, W, W A, A' W A; W0.
+ */
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gmm/alloc.h"
+#include "gmm/band.h"
+#include "gmm/marglik.h"
+#include "gmm/ssm.h"
+#include "model_dense.h"
+
+#include "ssm_impl.h"
+
+/* the slack keeps a grid built as i * (limit) from tripping on rounding */
+#define SPACING_SLACK (1.0 - 1e-9)
+
+/* Refuses spacings below the accuracy limit of the factorisations allowed
+ * (the square-root form's unless the Cholesky is forced) or, for a
+ * gradient, below the Cholesky's limit whatever the form (GRADIENT in
+ * ssm.h, CLOSE INPUTS). */
+static gmm_status check_spacing(gmm_ssm *m, const double *theta, int grad)
+{
+    size_t j;
+    double dt = m->ng ? m->gdt[0] : INFINITY;
+    if (!m->par.check_spacing || m->ng == 0)
+        return GMM_OK;
+    int rows = m->par.factor != GMM_SSM_FACTOR_CHOL && !grad;
+    double lim = gmm_kernel_spacing_limit(m->k, theta, rows, &j);
+    if (dt >= lim * SPACING_SLACK)
+        return GMM_OK;
+    return gmm_error(GMM_EDOM,
+                     "inputs x = %.15g and %.15g are only %g apart, below the accuracy limit %g "
+                     "at %s = %g: the state-space %s would not be accurate there. Merge inputs "
+                     "closer than that (a merge tolerance of %g coarsens them), or keep %s below "
+                     "%g",
+                     m->t[m->imin], m->t[m->imin + 1], dt, lim, gmm_kernel_param_name(m->k, j),
+                     theta[j],
+                     grad && m->par.factor != GMM_SSM_FACTOR_CHOL
+                         ? "gradient (the log likelihood alone is computed to 1e-6 far below "
+                           "this limit)"
+                         : "likelihood",
+                     lim, gmm_kernel_param_name(m->k, j), dt * theta[j] / lim);
+}
+
+/* CHOICE OF FACTORISATION (ssm.h, FACTORISATION).  The bound on the
+ * Cholesky's rounding: eps sum_i P_ii Pinf_ii over the states, P the
+ * assembled posterior precision -- a stored entry's rounding, eps P_ii,
+ * moves log det P by up to eps P_ii Sigma_ii, and the posterior variance
+ * Sigma_ii is at most the prior's. */
+static double chol_rounding_bound(const gmm_ssm *m)
+{
+    size_t d = m->d;
+    double s = 0.0, h = 0.0;
+    for (size_t p = 0; p < d; p++) {
+        size_t v = m->perm[p];
+        double pv = m->P[v * d + v], t = m->W0[v * d + v];
+        for (size_t g = 0; g < m->ng; g++)
+            t += (double)m->gcount[g] * (blk(m, g, B_W)[v * d + v] + blk(m, g, B_AWA)[v * d + v]);
+        s += t * pv;
+        h += m->Hp[p] * m->Hp[p] * pv;
+    }
+    s += (double)m->nobs * h / m->noise;
+    return DBL_EPSILON * s;
+}
+
+static int choose_rows(gmm_ssm *m, const double *theta)
+{
+    m->bound = chol_rounding_bound(m);
+    if (m->par.factor != GMM_SSM_FACTOR_AUTO)
+        return m->par.factor == GMM_SSM_FACTOR_ROWS;
+    double dt = m->ng ? m->gdt[0] : INFINITY;
+    return gmm_kernel_damped(m->k) ||
+           dt < gmm_kernel_spacing_limit(m->k, theta, 0, NULL) * SPACING_SLACK ||
+           m->bound > GMM_SSM_CHOL_TOL * fmax(1.0, (double)m->nobs);
+}
+
+/* One interval group: A, W = Q^-1, W A, A' W A and log|Q| block by block
+ * (BLOCKS).  Q (d x d) is scratch. */
+static gmm_status group_forward(gmm_ssm *m, size_t g, double *Q)
+{
+    gmm_status st;
+    size_t d = m->d;
+    double *A = blk(m, g, B_A);
+    if ((st = gmm_kernel_disc(m->k, m->kw, m->gdt[g], A, Q)))
+        return st;
+    double ld = 0.0;
+    for (size_t b = 0; b < m->nb; b++) {
+        const size_t *idx = m->perm + m->boff[b];
+        size_t s = m->boff[b + 1] - m->boff[b], ss = s * s;
+        double *Lb = m->bs, *Wb = Lb + ss, *Ab = Wb + ss, *WAb = Ab + ss, *AWAb = WAb + ss;
+        double *X = AWAb + ss;
+        ssm_gather(d, Q, idx, s, Lb);
+        if (md_chol(s, Lb))
+            return gmm_error(GMM_ENOTPD,
+                             "transition noise Q(dt = %g) is not positive definite at these "
+                             "parameters",
+                             m->gdt[g]);
+        ld += md_chol_logdet(s, Lb);
+        md_chol_inverse(s, Lb, Wb, X); /* leaves X = Lb^-1 */
+        ssm_gather(d, A, idx, s, Ab);
+        md_gemm(s, 0, 0, 1.0, Wb, Ab, 0.0, WAb);
+        md_gemm(s, 1, 0, 1.0, Ab, WAb, 0.0, AWAb);
+        md_symmetrise(s, AWAb);
+        ssm_scatter(d, blk(m, g, B_W), idx, s, Wb);
+        ssm_scatter(d, blk(m, g, B_WA), idx, s, WAb);
+        ssm_scatter(d, blk(m, g, B_AWA), idx, s, AWAb);
+        /* C and C A for the square root, in band order (block b sits at
+         * positions boff[b] ..) */
+        double *C = blk(m, g, B_C), *CA = blk(m, g, B_CA);
+        size_t o = m->boff[b];
+        md_mul(s, s, s, X, Ab, WAb); /* C A, reusing WAb */
+        for (size_t i = 0; i < s; i++)
+            for (size_t j = 0; j < s; j++) {
+                C[(o + i) * d + o + j] = j <= i ? X[i * s + j] : 0.0;
+                CA[(o + i) * d + o + j] = WAb[i * s + j];
+            }
+    }
+    m->ldQ[g] = ld;
+    return GMM_OK;
+}
+
+/* STATE COLUMNS.  State k owns band columns kd .. kd + d - 1; slot s of its
+ * column j (s = 0 .. kl) is entry (kd + j + s, kd + j) of the precision:
+ * the lower part of the diagonal block D_k for s < d - j, then column j of
+ * the sub-diagonal block B_{k+1} = -W_{k+1} A_{k+1} (rows of state k + 1)
+ * for d - j <= s < 2d - j, then structural zeros.  D_k = W_k + A_{k+1}'
+ * W_{k+1} A_{k+1} depends only on the groups of the intervals before and
+ * after state k: key_before (ng for state 0, whose W is Pinf^-1) and
+ * key_after (ng for the last state, which has no interval after it). */
+static size_t key_before(const gmm_ssm *m, size_t k) { return k == 0 ? m->ng : m->ig[k - 1]; }
+static size_t key_after(const gmm_ssm *m, size_t k) { return k + 1 < m->K ? m->ig[k] : m->ng; }
+
+/* The d columns (stride kl + 1) of a state with interval groups g1, g2, in
+ * band order (BLOCKS).  Entries of B beyond the band are zero by the block
+ * structure; one that is not would be lost, so it is an error. */
+static gmm_status state_template(const gmm_ssm *m, size_t g1, size_t g2, double *t)
+{
+    size_t d = m->d, ld = m->kl + 1;
+    const size_t *P = m->perm;
+    const double *W = g1 < m->ng ? blk(m, g1, B_W) : m->W0;
+    const double *AWA = g2 < m->ng ? blk(m, g2, B_AWA) : NULL;
+    const double *WA = g2 < m->ng ? blk(m, g2, B_WA) : NULL;
+    for (size_t j = 0; j < d; j++) {
+        double *c = t + j * ld;
+        size_t s = 0, pj = P[j];
+        for (size_t i = j; i < d; i++, s++)
+            c[s] = W[P[i] * d + pj] + (AWA ? AWA[P[i] * d + pj] : 0.0);
+        for (size_t i = 0; i < d && WA; i++, s++) {
+            double v = -WA[P[i] * d + pj];
+            if (s < ld)
+                c[s] = v;
+            else if (v != 0.0)
+                return gmm_error(GMM_EINVAL, "internal: the kernel's declared block structure "
+                                             "does not hold (W A(%zu,%zu) = %g)",
+                                 P[i], pj, -v);
+        }
+        for (; s < ld; s++)
+            c[s] = 0.0;
+    }
+    return GMM_OK;
+}
+
+/* The time-varying observation rows of a demodulated kernel (X: d scratch). */
+static gmm_status modulated_rows(gmm_ssm *m, double *X)
+{
+    gmm_status st;
+    size_t d = m->d, last = SIZE_MAX;
+    for (size_t o = 0; o < m->nobs; o++) {
+        size_t sk = m->obs_off[o] / d;
+        if (sk != last && (st = gmm_kernel_obs(m->k, m->kw, m->t[sk] - m->t[0], X)))
+            return st;
+        last = sk;
+        for (size_t p = 0; p < d; p++)
+            m->Hobs[o * d + p] = X[m->perm[p]];
+    }
+    return GMM_OK;
+}
+
+/* SQUARE ROOT.  The prior precision is G'G for the rows
+ *   C0 x_0                      (d rows, C0 = chol(Pinf)^-1),
+ *   C_k (x_{k+1} - A_k x_k)     (d rows per interval, C_k = chol(Q_k)^-1),
+ * each in band order and block by block (C_k, A_k block-diagonal): row p of
+ * interval k reads positions rowstart[p] .. d - 1 of state k (-C A) and
+ * rowstart[p] .. p of state k + 1 (C), a width d + p + 1 - rowstart[p] <=
+ * kl + 1, starting at column k d + rowstart[p] -- nondecreasing in (k, p).
+ * gmm_marglik_eval_rows folds them with the observations into L. */
+typedef struct {
+    const gmm_ssm *m;
+    size_t next, k, p; /* row next is row p of interval k (no division per row) */
+} prior_cursor;
+
+static size_t prior_row(void *ctx, size_t i, size_t *first, double *v)
+{
+    prior_cursor *c = ctx;
+    const gmm_ssm *m = c->m;
+    size_t d = m->d;
+    if (i < d) {
+        *first = 0;
+        for (size_t q = 0; q <= i; q++)
+            v[q] = m->C0[i * d + q];
+        return i + 1;
+    }
+    if (i != c->next) {
+        c->k = i / d - 1;
+        c->p = i % d;
+    }
+    size_t k = c->k, p = c->p, r0 = m->rowstart[p], w = 0;
+    c->next = i + 1;
+    if (++c->p == d) {
+        c->p = 0;
+        c->k++;
+    }
+    const double *C = blk(m, m->ig[k], B_C) + p * d, *CA = blk(m, m->ig[k], B_CA) + p * d;
+    for (size_t q = r0; q < d; q++)
+        v[w++] = -CA[q];
+    for (size_t q = 0; q <= p; q++)
+        v[w++] = C[q];
+    *first = k * d + r0;
+    return w;
+}
+
+/* The d x d blocks at theta (kernel parameters): Pinf and its inverse
+ * factor, every interval group's A, W, W A, A' W A, C, C A, and log|Q_prior|
+ * from them.  chol_limit: the spacing limit is the Cholesky's (GRADIENT). */
+static gmm_status prior_blocks(gmm_ssm *m, const double *theta, int chol_limit, double *logdet)
+{
+    gmm_status st;
+    size_t d = m->d;
+    if ((st = check_spacing(m, theta, chol_limit)) || (st = ssm_pinf(m, theta)))
+        return st;
+    double *L = m->T;
+    for (size_t g = 0; g < m->ng; g++)
+        if ((st = group_forward(m, g, L)))
+            return st;
+    double ld = -m->ldP;
+    for (size_t g = 0; g < m->ng; g++)
+        ld -= (double)m->gcount[g] * m->ldQ[g];
+    *logdet = ld;
+    (void)d;
+    return GMM_OK;
+}
+
+gmm_status ssm_pinf(gmm_ssm *m, const double *theta)
+{
+    gmm_status st;
+    size_t d = m->d, dd = d * d;
+    if ((st = gmm_kernel_stat(m->k, theta, m->damp, m->kw, m->P, m->H)))
+        return st;
+    for (size_t p = 0; p < d; p++)
+        m->Hp[p] = m->H[m->perm[p]];
+    /* Pinf factorised in band order, where the inverse of its factor is C0,
+     * the first rows of the square root (SQUARE ROOT); W0 = Pinf^-1 goes
+     * back to kernel order. */
+    double *L = m->T, *X = m->T + dd, *Wp = m->T + 2 * dd;
+    ssm_gather(d, m->P, m->perm, d, L);
+    if (md_chol(d, L))
+        return gmm_error(GMM_ENOTPD,
+                         "stationary covariance Pinf is not positive definite at these "
+                         "parameters (a periodic harmonic with zero weight? use fewer harmonics)");
+    m->ldP = md_chol_logdet(d, L);
+    md_chol_inverse(d, L, Wp, X); /* leaves X = L^-1 */
+    ssm_scatter(d, m->W0, m->perm, d, Wp);
+    memcpy(m->C0, X, dd * sizeof *X);
+    return GMM_OK;
+}
+
+/* The prior precision into Q (every stored slot): each state's columns
+ * from a template, rebuilt only when the state's pair of intervals changes
+ * -- once for a regular grid. */
+static gmm_status assemble(gmm_ssm *m, gmm_band *Q)
+{
+    gmm_status st;
+    size_t d = m->d, ld = m->kl + 1, key1 = SIZE_MAX, key2 = SIZE_MAX;
+    for (size_t k = 0; k < m->K; k++) {
+        size_t g1 = key_before(m, k), g2 = key_after(m, k);
+        if (g1 != key1 || g2 != key2) {
+            if ((st = state_template(m, g1, g2, m->tpl)))
+                return st;
+            key1 = g1;
+            key2 = g2;
+        }
+        if ((st = gmm_band_cols_set(Q, k * d, d, m->tpl, ld)))
+            return st;
+    }
+    return GMM_OK;
+}
+
+gmm_status ssm_forward(gmm_ssm *m, const double *theta, double noise, double *loglik, int grad)
+{
+    gmm_status st;
+    double logdet;
+    if (!m->ydata)
+        return gmm_error(GMM_EINVAL, "state-space model: no outcomes set (gmm_ssm_set_y)");
+    if (!(noise > 0.0) || !isfinite(noise))
+        return gmm_error(GMM_EDOM, "likelihood.variance = %g must be positive and finite", noise);
+    m->noise = noise;
+    if ((st = prior_blocks(m, theta, grad, &logdet)))
+        return st;
+    m->rows = choose_rows(m, theta);
+    if (m->modulated && (st = modulated_rows(m, m->T)))
+        return st;
+    if (m->rows) {
+        prior_cursor cur = {m, SIZE_MAX, 0, 0};
+        gmm_prior_rows G = {m->N, prior_row, &cur};
+        return gmm_marglik_eval_rows(&G, &m->obs, noise, logdet, m->mw, loglik);
+    }
+    /* Assembled in the marginal likelihood's own band: no copy of Q there */
+    gmm_band *Q = gmm_marglik_prior_band(m->mw);
+    if ((st = assemble(m, Q)))
+        return st;
+    return gmm_marglik_eval(Q, &m->obs, noise, &logdet, m->mw, loglik);
+}
+
+gmm_status gmm_ssm_prior(gmm_ssm *m, const double *theta, gmm_band *Q, double *logdet)
+{
+    gmm_status st;
+    double ld;
+    if (!m || !theta || !Q)
+        return gmm_error(GMM_EINVAL, "gmm_ssm_prior: NULL argument");
+    if (Q->n != m->N || Q->kl != m->kl || Q->kind != GMM_BAND_SYMMETRIC)
+        return gmm_error(GMM_EDIM, "gmm_ssm_prior: Q must be SYMMETRIC %zu x %zu with bandwidth "
+                                   "%zu",
+                         m->N, m->N, m->kl);
+    m->prior_ok = 0;
+    if ((st = prior_blocks(m, theta, 1, &ld)) || (st = assemble(m, Q)))
+        return st;
+    if (logdet)
+        *logdet = ld;
+    m->prior_ok = 1;
+    return GMM_OK;
+}
+
+gmm_status gmm_ssm_obs_rows(gmm_ssm *m, const double *theta, double *coef)
+{
+    gmm_status st;
+    size_t d = m->d;
+    if (!m || !theta || !coef)
+        return gmm_error(GMM_EINVAL, "gmm_ssm_obs_rows: NULL argument");
+    m->prior_ok = 0;
+    if ((st = ssm_pinf(m, theta)))
+        return st;
+    for (size_t r = 0; r < m->n; r++) {
+        double *c = coef + r * d;
+        if (!m->modulated) {
+            memcpy(c, m->Hp, d * sizeof *c);
+            continue;
+        }
+        if ((st = gmm_kernel_obs(m->k, m->kw, m->t[m->row_state[r]] - m->t[0], m->T)))
+            return st;
+        for (size_t p = 0; p < d; p++)
+            c[p] = m->T[m->perm[p]];
+    }
+    return GMM_OK;
+}
+
+gmm_status gmm_ssm_obs_rows_rev(gmm_ssm *m, const double *theta, const double *coefbar,
+                                double *thetabar)
+{
+    gmm_status st;
+    size_t d = m->d;
+    if (!m || !theta || !coefbar || !thetabar)
+        return gmm_error(GMM_EINVAL, "gmm_ssm_obs_rows_rev: NULL argument");
+    m->prior_ok = 0;
+    if ((st = ssm_pinf(m, theta)))
+        return st;
+    if (!m->modulated) {
+        /* h is the kernel's H (band order): one reverse call with the sum */
+        double *Hk = m->T;
+        md_zero(d, Hk);
+        for (size_t r = 0; r < m->n; r++)
+            for (size_t p = 0; p < d; p++)
+                Hk[m->perm[p]] += coefbar[r * d + p];
+        return gmm_kernel_obs_rev(m->k, m->kw, 0.0, Hk, thetabar);
+    }
+    for (size_t r = 0; r < m->n; r++) {
+        double *Hk = m->T;
+        for (size_t p = 0; p < d; p++)
+            Hk[m->perm[p]] = coefbar[r * d + p];
+        if ((st = gmm_kernel_obs_rev(m->k, m->kw, m->t[m->row_state[r]] - m->t[0], Hk,
+                                     thetabar)))
+            return st;
+    }
+    return GMM_OK;
+}
+
+/* ---- reverse ------------------------------------------------------------------ */
+
+/* Gradient through the time-varying observation rows (Fisher's identity):
+ * dlogp/dh_r = [(y_r - h_r' mu_s) mu_s - Sigma_ss h_r] / noise for row r
+ * reading state s, mu and Sigma the posterior mean and covariance. */
+static gmm_status obs_grad(gmm_ssm *m, double *grad)
+{
+    gmm_status st;
+    size_t d = m->d;
+    double noise = m->noise, *Hb = m->T, *Sh = m->T + d, *Hk = m->T + 2 * d;
+    if ((st = gmm_marglik_posterior(m->mw, m->mu, m->cov)))
+        return st;
+    for (size_t o = 0; o < m->nobs;) {
+        size_t sk = m->obs_off[o] / d, b = sk * d;
+        const double *h = m->Hobs + o * d, *mu = m->mu + b;
+        for (size_t i = 0; i < d; i++) {
+            double v = 0.0;
+            for (size_t j = 0; j < d; j++)
+                v += gmm_band_get(m->cov, b + i, b + j) * h[j];
+            Sh[i] = v;
+        }
+        md_zero(d, Hb);
+        for (; o < m->nobs && m->obs_off[o] == b; o++) {
+            double r = m->obs_y[o] - md_dot(d, h, mu);
+            for (size_t i = 0; i < d; i++)
+                Hb[i] += (r * mu[i] - Sh[i]) / noise;
+        }
+        for (size_t p = 0; p < d; p++) /* band order -> kernel order */
+            Hk[m->perm[p]] = Hb[p];
+        if ((st = gmm_kernel_obs_rev(m->k, m->kw, m->t[sk] - m->t[0], Hk, grad)))
+            return st;
+    }
+    return GMM_OK;
+}
+
+/* Add a run of summed state columns (template layout, groups g1, g2) into
+ * the group sums: its D part, as a full symmetric gradient (stored
+ * off-diagonals halved into both triangles), to S1[g1] (Pbar0 for the first
+ * state) and S2[g2]; its B part to S3[g2]. */
+static void flush_run(gmm_ssm *m, size_t g1, size_t g2, const double *run, double *Pbar0)
+{
+    size_t d = m->d, ld = m->kl + 1;
+    const size_t *P = m->perm;
+    double *S1 = g1 < m->ng ? blk(m, g1, B_S1) : Pbar0;
+    double *S2 = g2 < m->ng ? blk(m, g2, B_S2) : NULL;
+    double *S3 = g2 < m->ng ? blk(m, g2, B_S3) : NULL;
+    for (size_t j = 0; j < d; j++) {
+        const double *c = run + j * ld;
+        size_t pj = P[j];
+        S1[pj * d + pj] += c[0];
+        if (S2)
+            S2[pj * d + pj] += c[0];
+        for (size_t i = j + 1; i < d; i++) {
+            double v = 0.5 * c[i - j];
+            size_t pi = P[i];
+            S1[pi * d + pj] += v;
+            S1[pj * d + pi] += v;
+            if (S2) {
+                S2[pi * d + pj] += v;
+                S2[pj * d + pi] += v;
+            }
+        }
+        /* B entries beyond the band are structurally zero (BLOCKS): no
+         * gradient to pass on */
+        for (size_t i = 0; S3 && i < d && d - j + i < ld; i++)
+            S3[P[i] * d + pj] += c[d - j + i];
+    }
+}
+
+/* One interval group's gradient (formulas in the file comment) block by
+ * block, then the kernel's reverse mode.  Abar, Qbar: d x d scratch. */
+static gmm_status group_grad(gmm_ssm *m, size_t g, double ldbar, double *Qbar, double *Abar,
+                             double *grad)
+{
+    gmm_status st;
+    size_t d = m->d;
+    md_zero(d * d, Abar);
+    md_zero(d * d, Qbar);
+    for (size_t b = 0; b < m->nb; b++) {
+        const size_t *idx = m->perm + m->boff[b];
+        size_t s = m->boff[b + 1] - m->boff[b], ss = s * s;
+        double *A = m->bs, *W = A + ss, *WA = W + ss, *S1 = WA + ss, *S2 = S1 + ss;
+        double *S3 = S2 + ss, *G = S3 + ss, *Wb = G + ss, *Ab = Wb + ss, *T = Ab + ss;
+        ssm_gather(d, blk(m, g, B_A), idx, s, A);
+        ssm_gather(d, blk(m, g, B_W), idx, s, W);
+        ssm_gather(d, blk(m, g, B_WA), idx, s, WA);
+        ssm_gather(d, blk(m, g, B_S1), idx, s, S1);
+        ssm_gather(d, blk(m, g, B_S2), idx, s, S2);
+        ssm_gather(d, blk(m, g, B_S3), idx, s, S3);
+        /* Wbar = S1 + A S2 A' - S3 A' */
+        md_gemm(s, 0, 0, 1.0, A, S2, 0.0, G);
+        memcpy(Wb, S1, ss * sizeof *Wb);
+        md_gemm(s, 0, 1, 1.0, G, A, 1.0, Wb);
+        md_gemm(s, 0, 1, -1.0, S3, A, 1.0, Wb);
+        /* Abar = 2 W A S2 - W S3 */
+        md_gemm(s, 0, 0, 2.0, WA, S2, 0.0, Ab);
+        md_gemm(s, 0, 0, -1.0, W, S3, 1.0, Ab);
+        /* Qbar = -W Wbar W - ldbar count W (into G) */
+        md_gemm(s, 0, 0, 1.0, W, Wb, 0.0, T);
+        md_gemm(s, 0, 0, -1.0, T, W, 0.0, G);
+        md_axpy(ss, -ldbar * (double)m->gcount[g], W, G);
+        ssm_scatter(d, Abar, idx, s, Ab);
+        ssm_scatter(d, Qbar, idx, s, G);
+    }
+    if ((st = gmm_kernel_disc(m->k, m->kw, m->gdt[g], NULL, NULL)))
+        return st;
+    return gmm_kernel_rev(m->k, m->kw, Abar, Qbar, NULL, grad);
+}
+
+/* thetabar += the chain of Qb (dlogp/dQ_prior on the stored slots) and of
+ * ldbar * d log|Q_prior| through the blocks to the kernel parameters. */
+static gmm_status prior_rev(gmm_ssm *m, const gmm_band *Qb, double ldbar, double *grad)
+{
+    gmm_status st;
+    size_t d = m->d, dd = d * d, K = m->K, ld = m->kl + 1;
+    for (size_t g = 0; g < m->ng; g++) {
+        md_zero(dd, blk(m, g, B_S1));
+        md_zero(dd, blk(m, g, B_S2));
+        md_zero(dd, blk(m, g, B_S3));
+    }
+    double *G = m->T, *Pbar = m->T + dd, *Wbar = m->T + 2 * dd, *Abar = m->T + 3 * dd;
+    double *run = m->tpl;
+    md_zero(dd, Pbar);
+    /* Sum the state columns over runs of states with the same pair of
+     * groups (one run for the interior of a regular grid), so the per-state
+     * work is one vector addition of the columns. */
+    size_t key1 = SIZE_MAX, key2 = SIZE_MAX;
+    for (size_t k = 0; k < K; k++) {
+        size_t g1 = key_before(m, k), g2 = key_after(m, k);
+        if (g1 != key1 || g2 != key2) {
+            if (k > 0)
+                flush_run(m, key1, key2, run, Pbar);
+            md_zero(d * ld, run);
+            key1 = g1;
+            key2 = g2;
+        }
+        if ((st = gmm_band_cols_acc(Qb, k * d, d, run, ld)))
+            return st;
+    }
+    flush_run(m, key1, key2, run, Pbar);
+    for (size_t g = 0; g < m->ng; g++)
+        if ((st = group_grad(m, g, ldbar, Wbar, Abar, grad)))
+            return st;
+    /* Pinf: W0 = Pinf^-1 gives -W0 Gd_0 W0; ldbar log|Q_prior| gives -ldbar W0 */
+    md_gemm(d, 0, 0, 1.0, m->W0, Pbar, 0.0, G);
+    md_gemm(d, 0, 0, -1.0, G, m->W0, 0.0, Pbar);
+    md_axpy(dd, -ldbar, m->W0, Pbar);
+    return gmm_kernel_rev(m->k, m->kw, NULL, NULL, Pbar, grad);
+}
+
+gmm_status gmm_ssm_prior_rev(gmm_ssm *m, const gmm_band *Qbar, double logdetbar,
+                             double *thetabar)
+{
+    if (!m || !Qbar || !thetabar)
+        return gmm_error(GMM_EINVAL, "gmm_ssm_prior_rev: NULL argument");
+    if (!m->prior_ok)
+        return gmm_error(GMM_EINVAL, "gmm_ssm_prior_rev: no gmm_ssm_prior before");
+    if (Qbar->n != m->N || Qbar->kl < m->kl || Qbar->kind != GMM_BAND_SYMMETRIC)
+        return gmm_error(GMM_EDIM, "gmm_ssm_prior_rev: Qbar must be SYMMETRIC %zu x %zu with "
+                                   "bandwidth >= %zu",
+                         m->N, m->N, m->kl);
+    if (Qbar->kl != m->kl) {
+        /* the column template reads exactly kl + 1 slots per column */
+        return gmm_error(GMM_EDIM, "gmm_ssm_prior_rev: Qbar's bandwidth %zu is not the model's "
+                                   "%zu",
+                         Qbar->kl, m->kl);
+    }
+    return prior_rev(m, Qbar, logdetbar, thetabar);
+}
+
+static gmm_status ssm_grad(gmm_ssm *m, double *grad, double *noisebar)
+{
+    gmm_status st;
+    const gmm_band *Qb;
+    double nb = 0.0;
+    if ((st = gmm_marglik_grad_view(m->mw, &Qb, &nb)))
+        return st;
+    for (size_t i = 0; i < m->np; i++)
+        grad[i] = 0.0;
+    if (noisebar)
+        *noisebar = nb;
+    if ((st = prior_rev(m, Qb, 0.5, grad)))
+        return st;
+    return m->modulated ? obs_grad(m, grad) : GMM_OK;
+}
+
+gmm_status gmm_ssm_loglik(gmm_ssm *m, const double *theta, double noise, double *loglik,
+                          double *grad, double *noisebar)
+{
+    if (!m || !theta || !loglik)
+        return gmm_error(GMM_EINVAL, "gmm_ssm_loglik: NULL argument");
+    m->prior_ok = 0;
+    gmm_status st = ssm_forward(m, theta, noise, loglik, grad != NULL || noisebar != NULL);
+    if (st || (!grad && !noisebar))
+        return st;
+    if (!grad)
+        return gmm_error(GMM_EINVAL, "gmm_ssm_loglik: noisebar without grad");
+    return ssm_grad(m, grad, noisebar);
+}
