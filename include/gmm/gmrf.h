@@ -156,25 +156,4 @@ gmm_status gmm_gmrf_obs_alloc(const gmm_gmrf *m, size_t nrow, const size_t *node
                               const double *y, gmm_gmrf_obs **out);
 void gmm_gmrf_obs_free(gmm_gmrf_obs *o);
 
-/* ---- the Gaussian workflow: an objective for fit and gradcheck ------------ */
-
-/* log p(y | theta) for y observed at nodes with Gaussian noise (paper, eq. 2,
- * marglik.h), as a gmm_objective: parameters are the model's nparam
- * precision parameters (names, starting values from m) followed by
- * "noise.variance" (starting at `noise`); all flagged positive (a ridge of 0
- * must be fixed), none fixed.  eval assembles Q (gmm_gmrf_assemble), calls
- * gmm_marglik_eval (Q factorised there: prior_logdet NULL) and, for the
- * gradient, gmm_marglik_grad then gmm_gmrf_assemble_rev.  m and obs are
- * borrowed and must outlive the objective.  Allocates Q, Qbar and the
- * marginal-likelihood workspace once (after gmm_gmrf_band_check(m, limit),
- * limit 0 the default), so evaluations never allocate.  GMM_EINVAL for
- * noise <= 0 or obs->n != m->n; GMM_ENOMEM (with the band's numbers). */
-gmm_status gmm_gmrf_objective_alloc(const gmm_gmrf *m, const gmm_obs *obs, double noise,
-                                    size_t limit, gmm_objective **out);
-void gmm_gmrf_objective_free(gmm_objective *o); /* NULL-safe */
-/* The marginal-likelihood workspace of an objective from
- * gmm_gmrf_objective_alloc (and only those), for gmm_marglik_posterior after
- * an evaluation at the fitted theta (the posterior is in permuted rows). */
-gmm_marglik_work *gmm_gmrf_objective_work(const gmm_objective *o);
-
 #endif

@@ -101,4 +101,11 @@ void gmm_lik_eval(const gmm_lik *lik, double y, double e, double f, double out[4
 gmm_status gmm_lik_expect(const gmm_lik *lik, double y, double e, double mu, double s2,
                           size_t nquad, double out[3], double *dpar);
 
+/* The mean outcome per unit exposure, E[y | f] at e = 1 (the rate exp(f)
+ * for a log link, the probability for bernoulli, f for gaussian), under f ~
+ * N(mu, s2): out[0] its posterior mean (closed form for the log link,
+ * Gauss-Hermite otherwise), out[1], out[2] its quantiles at mu -/+ z sd
+ * (the inverse link is monotone).  GMM_EINVAL for s2 < 0. */
+gmm_status gmm_lik_response(const gmm_lik *lik, double mu, double s2, double z, double out[3]);
+
 #endif

@@ -1,5 +1,7 @@
 /* cli_model.c -- options, data and model construction shared by loglik,
- * fit, gradcheck and predict (see cli_model.h). */
+ * fit, gradcheck and predict (see cli_model.h): one latent model (latent.h)
+ * and one likelihood (likelihood.h) joined with the data in a gmm_problem
+ * (problem.h).  Only construction knows the two families apart. */
 #include "cli_model.h"
 
 #include <math.h>
@@ -13,6 +15,9 @@
 #include "gmm/graph.h"
 #include "gmm/io.h"
 #include "gmm/kernel.h"
+#include "gmm/latent.h"
+#include "gmm/likelihood.h"
+#include "gmm/problem.h"
 #include "gmm/spec.h"
 #include "gmm/ssm.h"
 
@@ -21,6 +26,7 @@ const char cli_model_options_help[] =
     "  --kernel SPEC       kernel spec, e.g. 'matern32 + quasiperiodic(period=1)'\n"
     "                      (default: " CLI_DEFAULT_KERNEL ",\n"
     "                      period held fixed unless --free-period)\n"
+    "  --free-period       let the default kernel's period be fitted too\n"
     "  --x NAME, --y NAME  input and output columns (default: the first two)\n"
     "  --merge-tol T       inputs closer than T share one state (default 0)\n"
     "  --factor F          auto (default), cholesky or square-root: how the posterior\n"
@@ -31,43 +37,51 @@ const char cli_model_options_help[] =
     "  --precision SPEC    e.g. 'edge-ou(variance=1, lengthscale=10)'\n"
     "  --node NAME, --y NAME  node and outcome columns of DATA.csv\n"
     "  --strict-nodes      a DATA.csv node missing from the graph is an error\n"
+    "Likelihood:\n"
+    "  --likelihood L      gaussian (default), poisson, bernoulli or\n"
+    "                      negbinomial(dispersion=D); non-Gaussian ones use the\n"
+    "                      Laplace approximation\n"
+    "  --noise V           Gaussian variance start (default: a tenth of var(y))\n"
+    "  --no-center         Gaussian: do not subtract the mean of the observed y\n"
+    "  --exposure NAME     poisson/negbinomial: exposure column (default: 1)\n"
+    "  --intercept B       non-Gaussian: start of the intercept b in f = b + Hx\n"
+    "                      (default: the log rate or logit of the mean of y)\n"
+    "  --no-intercept      non-Gaussian: no intercept\n"
     "Both:\n"
-    "  --noise V           Gaussian noise variance (default: a tenth of var(y))\n"
-    "  --no-center         do not subtract the mean of the observed y\n"
-    "  --fix NAME          hold parameter NAME during a fit (repeatable)\n"
+    "  --fix NAME          hold parameter NAME (e.g. intercept) where parameters are\n"
+    "                      fitted or checked (repeatable)\n"
     "  --verbose           report defaults, sizes and progress on stderr\n";
 
 struct cli_model {
     int graph;
     char *data_file;
-    char *xname, *yname, *nodename;
+    char *xname, *yname, *nodename, *ename;
     char *spec_text;
     gmm_spec_node *spec;
     double center;
     int has_center;
     double merge_tol;
     size_t nrow, nobs;
-    double *x, *y; /* nrow each (y centred, NAN missing) */
-    /* state-space */
+    double *x, *y, *e; /* nrow each (y centred for Gaussian data, NAN missing) */
+    size_t *line;      /* nrow: source line of each row */
+    gmm_lik lik;
     gmm_kernel *kernel;
-    gmm_ssm *ssm;
-    /* graph */
     char *graph_file;
     char *edge_cols[3];
     int len_optional;
     gmm_graph *g;
     gmm_gmrf *gmrf;
-    gmm_gmrf_obs *gobs;
     size_t *row_node;
-    gmm_objective *gobj;  /* graph objective (owned) */
-    gmm_objective obj;    /* the model's objective; for graphs a copy of *gobj
-                           * sharing its arrays */
+    gmm_latent *lat;
+    gmm_problem *prob;
+    gmm_objective *obj;
 };
 
 void cli_model_opts_init(cli_model_opts *o)
 {
     memset(o, 0, sizeof *o);
     o->noise = NAN;
+    o->intercept = NAN;
 }
 
 void cli_model_opts_free(cli_model_opts *o)
@@ -91,25 +105,61 @@ static int parse_positive(const char *cmd, const char *opt, const char *arg, int
     return 1;
 }
 
+/* Single-valued options given twice are an error, not "last one wins". */
+static int once(cli_model_opts *o, const char *cmd, int c, const char *name)
+{
+    size_t k = (size_t)(c - CLI_OPT_KERNEL);
+    if (k < sizeof o->seen / sizeof o->seen[0]) {
+        if (o->seen[k]) {
+            cli_msg(cmd, "--%s given twice", name);
+            return -1;
+        }
+        o->seen[k] = 1;
+    }
+    return 1;
+}
+
 int cli_model_opt(cli_model_opts *o, const char *cmd, int c, const char *arg)
 {
     if (c >= CLI_OPT_KERNEL && c < CLI_OPT_VERBOSE)
         o->given++;
     switch (c) {
-    case CLI_OPT_KERNEL: o->kernel = arg; return 1;
-    case CLI_OPT_GRAPH: o->graph = arg; return 1;
-    case CLI_OPT_PRECISION: o->precision = arg; return 1;
-    case CLI_OPT_EDGE_COLS: o->edge_cols = arg; return 1;
-    case CLI_OPT_X: o->xcol = arg; return 1;
-    case CLI_OPT_Y: o->ycol = arg; return 1;
-    case CLI_OPT_NODE: o->node = arg; return 1;
-    case CLI_OPT_NOISE: return parse_positive(cmd, "noise", arg, 0, &o->noise);
+    case CLI_OPT_KERNEL: o->kernel = arg; return once(o, cmd, c, "kernel");
+    case CLI_OPT_GRAPH: o->graph = arg; return once(o, cmd, c, "graph");
+    case CLI_OPT_PRECISION: o->precision = arg; return once(o, cmd, c, "precision");
+    case CLI_OPT_EDGE_COLS: o->edge_cols = arg; return once(o, cmd, c, "edge-cols");
+    case CLI_OPT_X: o->xcol = arg; return once(o, cmd, c, "x");
+    case CLI_OPT_Y: o->ycol = arg; return once(o, cmd, c, "y");
+    case CLI_OPT_NODE: o->node = arg; return once(o, cmd, c, "node");
+    case CLI_OPT_NOISE:
+        if (once(o, cmd, c, "noise") < 0)
+            return -1;
+        return parse_positive(cmd, "noise", arg, 0, &o->noise);
     case CLI_OPT_NO_CENTER: o->no_center = 1; return 1;
     case CLI_OPT_STRICT_NODES: o->strict_nodes = 1; return 1;
-    case CLI_OPT_MERGE_TOL: return parse_positive(cmd, "merge-tol", arg, 1, &o->merge_tol);
+    case CLI_OPT_MERGE_TOL:
+        if (once(o, cmd, c, "merge-tol") < 0)
+            return -1;
+        return parse_positive(cmd, "merge-tol", arg, 1, &o->merge_tol);
     case CLI_OPT_FREE_PERIOD: o->free_period = 1; return 1;
+    case CLI_OPT_LIKELIHOOD: o->likelihood = arg; return once(o, cmd, c, "likelihood");
+    case CLI_OPT_EXPOSURE: o->exposure = arg; return once(o, cmd, c, "exposure");
+    case CLI_OPT_INTERCEPT: {
+        char *end;
+        if (once(o, cmd, c, "intercept") < 0)
+            return -1;
+        o->intercept = strtod(arg, &end);
+        if (end == arg || *end || !isfinite(o->intercept)) {
+            cli_msg(cmd, "--intercept: '%s' is not a finite number", arg);
+            return -1;
+        }
+        return 1;
+    }
+    case CLI_OPT_NO_INTERCEPT: o->no_intercept = 1; return 1;
     case CLI_OPT_VERBOSE: o->verbose = 1; return 1;
     case CLI_OPT_FACTOR:
+        if (once(o, cmd, c, "factor") < 0)
+            return -1;
         if (!strcmp(arg, "auto"))
             o->factor = GMM_SSM_FACTOR_AUTO;
         else if (!strcmp(arg, "cholesky"))
@@ -121,12 +171,6 @@ int cli_model_opt(cli_model_opts *o, const char *cmd, int c, const char *arg)
             return -1;
         }
         return 1;
-    case CLI_OPT_EXPOSURE:
-        /* An exposure scales a count's rate; the Gaussian model has none.
-         * Refused by name rather than accepted and ignored. */
-        cli_msg(cmd, "--exposure applies to count likelihoods (Poisson), not to the Gaussian "
-                     "marginal likelihood of this command");
-        return -1;
     case CLI_OPT_FIX: {
         const char **f = gmm_realloc((void *)o->fix, o->nfix + 1, sizeof *f);
         if (!f) {
@@ -180,20 +224,22 @@ void cli_model_free(cli_model *m)
 {
     if (!m)
         return;
-    gmm_ssm_free(m->ssm);
+    gmm_problem_free(m->prob);
+    gmm_latent_free(m->lat);
     gmm_kernel_free(m->kernel);
-    gmm_gmrf_objective_free(m->gobj);
-    gmm_gmrf_obs_free(m->gobs);
     gmm_gmrf_free(m->gmrf);
     gmm_graph_free(m->g);
     gmm_spec_free(m->spec);
     gmm_free(m->row_node);
     gmm_free(m->x);
     gmm_free(m->y);
+    gmm_free(m->e);
+    gmm_free(m->line);
     gmm_free(m->data_file);
     gmm_free(m->xname);
     gmm_free(m->yname);
     gmm_free(m->nodename);
+    gmm_free(m->ename);
     gmm_free(m->spec_text);
     gmm_free(m->graph_file);
     for (int i = 0; i < 3; i++)
@@ -201,9 +247,11 @@ void cli_model_free(cli_model *m)
     gmm_free(m);
 }
 
-/* Count the observed y and centre them in place: by `fixed` when given (a
- * model file's centre, so other data stay on the fitted model's scale), else
- * by their mean; no_center leaves them as they are. */
+/* Count the observed y and, for a Gaussian likelihood, centre them in
+ * place: by `fixed` when given (a model file's centre, so other data stay
+ * on the fitted model's scale), else by their mean; no_center leaves them.
+ * Counts and binary outcomes are never centred (their intercept plays that
+ * part). */
 static void center_y(cli_model *m, int no_center, const double *fixed)
 {
     double sum = 0.0;
@@ -214,7 +262,7 @@ static void center_y(cli_model *m, int no_center, const double *fixed)
             nobs++;
         }
     m->nobs = nobs;
-    if (no_center) {
+    if (no_center || !m->lik.type->conjugate) {
         m->has_center = 0;
         m->center = 0.0;
         return;
@@ -237,73 +285,141 @@ static int parse_spec(const char *cmd, const char *text, gmm_spec_node **out)
     return 0;
 }
 
+/* --likelihood (or a model file's) into m->lik.  0 or an exit code. */
+static int parse_likelihood(const char *cmd, cli_model *m, const char *text)
+{
+    gmm_status s = gmm_lik_parse(text ? text : "gaussian", &m->lik);
+    if (s != GMM_OK) {
+        if (s == GMM_EPARSE && text) {
+            cli_print_spec_error(cmd, text, gmm_error_index());
+            return cli_exit_code(s);
+        }
+        return cli_fail(cmd, s);
+    }
+    return 0;
+}
+
 /* Apply --fix names (and the default kernel's fixed period). */
 static int apply_fix(const char *cmd, cli_model *m, const char **fix, size_t nfix)
 {
     for (size_t f = 0; f < nfix; f++) {
         size_t i;
-        for (i = 0; i < m->obj.nparam; i++)
-            if (!strcmp(m->obj.name[i], fix[f]))
+        /* "noise.variance": the Gaussian variance's name before 0.2 */
+        const char *name = !strcmp(fix[f], "noise.variance") && m->lik.type->conjugate
+                               ? "likelihood.variance"
+                               : fix[f];
+        for (i = 0; i < m->obj->nparam; i++)
+            if (!strcmp(m->obj->name[i], name))
                 break;
-        if (i == m->obj.nparam) {
+        if (i == m->obj->nparam) {
             cli_msg(cmd, "--fix: no parameter '%s'; the parameters are:", fix[f]);
-            for (size_t k = 0; k < m->obj.nparam; k++)
-                fprintf(stderr, "  %s\n", m->obj.name[k]);
+            for (size_t k = 0; k < m->obj->nparam; k++)
+                fprintf(stderr, "  %s\n", m->obj->name[k]);
             return CLI_EXIT_USAGE;
         }
-        m->obj.fixed[i] = 1;
+        m->obj->fixed[i] = 1;
     }
     return 0;
 }
 
-/* ---- state-space models ---------------------------------------------------- */
+/* ---- data ----------------------------------------------------------------------- */
 
-static int load_table_xy(const char *cmd, cli_model *m, const char *path, const char *xcol,
-                         const char *ycol)
+/* The data table's columns: x (state-space) or node (graph, attached later),
+ * y, and the exposure when named; every row's source line. */
+static int load_data(const char *cmd, cli_model *m, gmm_table *t, const char *xcol,
+                     const char *ycol)
 {
-    gmm_table *t = NULL;
-    gmm_status s = gmm_table_read(path, &t);
-    if (s != GMM_OK)
+    gmm_status s;
+    size_t cx = 0, cy = 1, ce = 0;
+    if (!m->graph) {
+        if (t->ncol < 2 && (!xcol || !ycol)) {
+            cli_msg(cmd, "%s: need two columns (x and y), found %zu", t->file, t->ncol);
+            return CLI_EXIT_ERROR;
+        }
+        if ((s = xcol ? gmm_table_column(t, xcol, &cx) : GMM_OK) != GMM_OK)
+            return cli_fail(cmd, s);
+    }
+    if ((s = ycol ? gmm_table_column(t, ycol, &cy) : GMM_OK) != GMM_OK)
         return cli_fail(cmd, s);
-    int rc = 0;
-    size_t cx, cy;
-    if (t->ncol < 2 && (!xcol || !ycol)) {
-        cli_msg(cmd, "%s: need two columns (x and y), found %zu", t->file, t->ncol);
-        rc = CLI_EXIT_ERROR;
-        goto done;
-    }
-    if ((s = xcol ? gmm_table_column(t, xcol, &cx) : (cx = 0, GMM_OK)) != GMM_OK ||
-        (s = ycol ? gmm_table_column(t, ycol, &cy) : (cy = 1, GMM_OK)) != GMM_OK) {
-        rc = cli_fail(cmd, s);
-        goto done;
-    }
-    if (t->nrow == 0) {
+    if (m->ename && (s = gmm_table_column(t, m->ename, &ce)) != GMM_OK)
+        return cli_fail(cmd, s);
+    if (t->nrow == 0 && !m->graph) {
         cli_msg(cmd, "%s: no data rows", t->file);
-        rc = CLI_EXIT_ERROR;
-        goto done;
+        return CLI_EXIT_ERROR;
     }
+    size_t nr = t->nrow ? t->nrow : 1;
     m->nrow = t->nrow;
-    m->x = gmm_malloc(t->nrow, sizeof(double));
-    m->y = gmm_malloc(t->nrow, sizeof(double));
-    m->xname = dup_str(t->header[cx]);
+    m->x = gmm_malloc(nr, sizeof(double));
+    m->y = gmm_malloc(nr, sizeof(double));
+    m->line = gmm_malloc(nr, sizeof(size_t));
+    if (m->ename)
+        m->e = gmm_malloc(nr, sizeof(double));
+    gmm_free(m->yname);
     m->yname = dup_str(t->header[cy]);
-    if (!m->x || !m->y || !m->xname || !m->yname) {
-        cli_msg(cmd, "out of memory");
-        rc = CLI_EXIT_ERROR;
-        goto done;
+    if (!m->graph) {
+        gmm_free(m->xname);
+        m->xname = dup_str(t->header[cx]);
     }
-    if ((s = gmm_table_column_double(t, cx, 0, m->x)) != GMM_OK ||
-        (s = gmm_table_column_double(t, cy, 1, m->y)) != GMM_OK) {
-        rc = cli_fail(cmd, s);
-        goto done;
+    if (!m->x || !m->y || !m->line || (m->ename && !m->e) || !m->yname ||
+        (!m->graph && !m->xname))
+        return cli_fail(cmd, gmm_error(GMM_ENOMEM, "out of memory for the data"));
+    memcpy(m->line, t->line, t->nrow * sizeof(size_t));
+    if ((!m->graph && (s = gmm_table_column_double(t, cx, 0, m->x)) != GMM_OK) ||
+        (s = gmm_table_column_double(t, cy, 1, m->y)) != GMM_OK)
+        return cli_fail(cmd, s);
+    if (m->e) {
+        /* an exposure may be missing only where y is */
+        if ((s = gmm_table_column_double(t, ce, 1, m->e)) != GMM_OK)
+            return cli_fail(cmd, s);
+        for (size_t r = 0; r < t->nrow; r++)
+            if (isnan(m->e[r]) && !isnan(m->y[r])) {
+                cli_msg(cmd, "%s:%zu: column '%s': missing exposure for an observed outcome",
+                        t->file, t->line[r], m->ename);
+                return CLI_EXIT_ERROR;
+            } else if (isnan(m->e[r])) {
+                m->e[r] = 1.0;
+            }
     }
-done:
-    gmm_table_free(t);
-    return rc;
+    return 0;
 }
 
-static int build_ssm(const char *cmd, cli_model *m, double noise, double merge_tol, int factor,
-                     int verbose)
+/* The outcomes against the likelihood, naming file, line and column. */
+static int check_outcomes(const char *cmd, cli_model *m)
+{
+    gmm_status s = gmm_lik_check_data(&m->lik, m->y, m->e, m->nrow);
+    if (s == GMM_OK)
+        return 0;
+    size_t r = gmm_error_index();
+    if (r == GMM_NO_INDEX || r >= m->nrow)
+        return cli_fail(cmd, s);
+    const char *col = strstr(gmm_error_message(), "exposure") && m->ename ? m->ename : m->yname;
+    cli_msg(cmd, "%s:%zu: column '%s': %s", m->data_file, m->line[r], col, gmm_error_message());
+    return cli_exit_code(s);
+}
+
+/* ---- state-space models ---------------------------------------------------- */
+
+/* A working response on the latent's scale for the kernel's default
+ * variance: y itself (Gaussian), log((y + 1/2)/e) for a log link, 2y - 1
+ * for Bernoulli. */
+static double *working_response(const cli_model *m)
+{
+    double *z = gmm_malloc(m->nrow, sizeof *z);
+    if (!z)
+        return NULL;
+    for (size_t r = 0; r < m->nrow; r++) {
+        double y = m->y[r];
+        if (m->lik.type->conjugate || isnan(y))
+            z[r] = y;
+        else if (m->lik.type->link_log)
+            z[r] = log((y + 0.5) / (m->e ? m->e[r] : 1.0));
+        else
+            z[r] = 2.0 * y - 1.0;
+    }
+    return z;
+}
+
+static int build_ssm(const char *cmd, cli_model *m, double merge_tol, int factor, int verbose)
 {
     gmm_status s;
     int rc;
@@ -318,9 +434,14 @@ static int build_ssm(const char *cmd, cli_model *m, double noise, double merge_t
     }
     size_t np = gmm_kernel_nparam(m->kernel);
     int *defaulted = gmm_calloc(np ? np : 1, sizeof(int));
-    if (!defaulted)
+    double *z = working_response(m);
+    if (!defaulted || !z) {
+        gmm_free(defaulted);
+        gmm_free(z);
         return cli_fail(cmd, GMM_ENOMEM);
-    s = gmm_kernel_fill_defaults(m->kernel, m->x, m->y, m->nrow, defaulted);
+    }
+    s = gmm_kernel_fill_defaults(m->kernel, m->x, z, m->nrow, defaulted);
+    gmm_free(z);
     if (s != GMM_OK) {
         gmm_free(defaulted);
         return cli_fail(cmd, s);
@@ -336,29 +457,8 @@ static int build_ssm(const char *cmd, cli_model *m, double noise, double merge_t
     gmm_ssm_params_init(&par);
     par.merge_tol = m->merge_tol = merge_tol;
     par.factor = (gmm_ssm_factor)factor;
-    if ((s = gmm_ssm_alloc(m->kernel, m->x, m->y, m->nrow, &par, &m->ssm)) != GMM_OK)
+    if ((s = gmm_latent_ssm_alloc(m->kernel, m->x, m->nrow, &par, &m->lat)) != GMM_OK)
         return cli_fail(cmd, s);
-    if (gmm_ssm_nmerged(m->ssm) > 0)
-        cli_msg(cmd, "warning: %zu distinct inputs within --merge-tol %g of another were merged "
-                     "into one state",
-                gmm_ssm_nmerged(m->ssm), merge_tol);
-
-    /* Starting values: the kernel's (given or defaulted), then the noise. */
-    double *theta0 = gmm_malloc(np + 1, sizeof(double));
-    if (!theta0)
-        return cli_fail(cmd, GMM_ENOMEM);
-    memcpy(theta0, gmm_kernel_values(m->kernel), np * sizeof(double));
-    theta0[np] = isnan(noise) ? gmm_kernel_default_noise(m->y, m->nrow) : noise;
-    if (verbose && isnan(noise))
-        cli_msg(cmd, "default noise.variance = %.6g", theta0[np]);
-    s = gmm_ssm_objective(m->ssm, theta0, &m->obj);
-    gmm_free(theta0);
-    if (s != GMM_OK)
-        return cli_fail(cmd, s);
-    if (verbose)
-        cli_msg(cmd, "state dimension %zu, %zu states, bandwidth %zu, %zu distinct intervals",
-                gmm_ssm_dim(m->ssm), gmm_ssm_nstates(m->ssm), gmm_ssm_bandwidth(m->ssm),
-                gmm_ssm_nintervals(m->ssm));
     return 0;
 }
 
@@ -399,12 +499,12 @@ static int split_edge_cols(const char *cmd, cli_model *m, const char *spec)
     return 0;
 }
 
-static int build_graph(const char *cmd, cli_model *m, double noise, int strict, int verbose,
-                       int no_center, const double *fixed_center)
+/* Read the graph, attach the data's nodes, order by RCM, build the latent. */
+static int build_graph(const char *cmd, cli_model *m, gmm_table *data, int strict, int verbose)
 {
     gmm_status s;
     int rc;
-    gmm_table *edges = NULL, *data = NULL;
+    gmm_table *edges = NULL;
     size_t *isolated = NULL, nisolated = 0;
 
     if ((s = gmm_table_read(m->graph_file, &edges)) != GMM_OK) {
@@ -420,24 +520,9 @@ static int build_graph(const char *cmd, cli_model *m, double noise, int strict, 
     if (m->g->nmerged)
         cli_msg(cmd, "warning: %zu duplicate edge(s) in %s merged", m->g->nmerged,
                 m->graph_file);
-    if ((s = gmm_table_read(m->data_file, &data)) != GMM_OK) {
-        rc = cli_fail(cmd, s);
-        goto done;
-    }
-    size_t cy;
-    if ((s = gmm_table_column(data, m->yname, &cy)) != GMM_OK) {
-        rc = cli_fail(cmd, s);
-        goto done;
-    }
-    m->nrow = data->nrow;
-    m->y = gmm_malloc(data->nrow ? data->nrow : 1, sizeof(double));
     m->row_node = gmm_malloc(data->nrow ? data->nrow : 1, sizeof(size_t));
-    if (!m->y || !m->row_node) {
+    if (!m->row_node) {
         rc = cli_fail(cmd, GMM_ENOMEM);
-        goto done;
-    }
-    if ((s = gmm_table_column_double(data, cy, 1, m->y)) != GMM_OK) {
-        rc = cli_fail(cmd, s);
         goto done;
     }
     if ((s = gmm_graph_attach_nodes(m->g, data, m->nodename, strict, m->row_node, &isolated,
@@ -454,7 +539,6 @@ static int build_graph(const char *cmd, cli_model *m, double noise, int strict, 
         if (nisolated > 20)
             fprintf(stderr, "  ... and %zu more\n", nisolated - 20);
     }
-    center_y(m, no_center, fixed_center);
     if ((rc = parse_spec(cmd, m->spec_text, &m->spec)) != 0)
         goto done;
     if ((s = gmm_gmrf_alloc(m->g, m->spec, m->spec_text, &m->gmrf)) != GMM_OK) {
@@ -465,35 +549,79 @@ static int build_graph(const char *cmd, cli_model *m, double noise, int strict, 
         rc = cli_exit_code(s);
         goto done;
     }
-    if ((s = gmm_gmrf_band_check(m->gmrf, 0)) != GMM_OK) {
-        rc = cli_fail(cmd, s);
-        goto done;
-    }
     if (verbose) {
         char buf[256];
         gmm_gmrf_describe(m->gmrf, buf, sizeof buf);
         cli_msg(cmd, "%s", buf);
     }
-    if ((s = gmm_gmrf_obs_alloc(m->gmrf, m->nrow, m->row_node, m->y, &m->gobs)) != GMM_OK) {
+    if ((s = gmm_latent_gmrf_alloc(m->gmrf, m->nrow, m->row_node, &m->lat)) != GMM_OK) {
         rc = cli_fail(cmd, s);
         goto done;
     }
-    if (isnan(noise)) {
-        noise = gmm_kernel_default_noise(m->y, m->nrow);
-        if (verbose)
-            cli_msg(cmd, "default noise.variance = %.6g", noise);
-    }
-    if ((s = gmm_gmrf_objective_alloc(m->gmrf, &m->gobs->obs, noise, 0, &m->gobj)) != GMM_OK) {
-        rc = cli_fail(cmd, s);
-        goto done;
-    }
-    m->obj = *m->gobj;
     rc = 0;
 done:
     gmm_free(isolated);
     gmm_table_free(edges);
-    gmm_table_free(data);
     return rc;
+}
+
+/* ---- the problem ---------------------------------------------------------------- */
+
+/* A default intercept: the log of the overall rate (log link), the logit of
+ * the mean outcome (Bernoulli), clamped away from the degenerate ends. */
+static double default_intercept(const cli_model *m)
+{
+    double sy = 0.0, se = 0.0;
+    for (size_t r = 0; r < m->nrow; r++)
+        if (!isnan(m->y[r])) {
+            sy += m->y[r];
+            se += m->e ? m->e[r] : 1.0;
+        }
+    if (se == 0.0)
+        return 0.0;
+    if (m->lik.type->link_log)
+        return log((sy + 0.5) / se);
+    double p = (sy + 0.5) / (se + 1.0);
+    return log(p / (1.0 - p));
+}
+
+/* Likelihood defaults, the problem, the objective; starting values. */
+static int build_problem(const char *cmd, cli_model *m, double noise, int no_intercept,
+                         double intercept, int verbose)
+{
+    gmm_status s;
+    int rc;
+    if ((rc = check_outcomes(cmd, m)) != 0)
+        return rc;
+    if (!isnan(noise))
+        m->lik.par[0] = noise; /* Gaussian only: checked by the caller */
+    int defaulted = m->lik.type->nparam && isnan(m->lik.par[0]);
+    gmm_lik_fill_defaults(&m->lik, m->y, m->nrow);
+    if (verbose && defaulted) {
+        char name[64];
+        cli_msg(cmd, "default %s = %.6g", gmm_lik_param_name(&m->lik, 0, name), m->lik.par[0]);
+    }
+    int has_b = !m->lik.type->conjugate && !no_intercept;
+    double b0 = isnan(intercept) ? default_intercept(m) : intercept;
+    if (has_b && verbose && isnan(intercept))
+        cli_msg(cmd, "default intercept = %.6g", b0);
+    if ((s = gmm_problem_alloc(m->lat, &m->lik, m->y, m->e, has_b, has_b ? b0 : 0.0,
+                               &m->prob)) != GMM_OK) {
+        if (s == GMM_EINVAL && gmm_error_index() < m->nrow)
+            return check_outcomes(cmd, m);
+        return cli_fail(cmd, s);
+    }
+    m->obj = gmm_problem_objective(m->prob);
+    if (verbose) {
+        cli_msg(cmd, "%s latent model: %zu latent variables, bandwidth %zu; likelihood %s (%s)",
+                gmm_latent_family(m->lat), gmm_latent_dim(m->lat),
+                gmm_latent_bandwidth(m->lat), m->lik.type->name,
+                m->lik.type->conjugate ? "exact marginal likelihood" : "Laplace approximation");
+        if (!m->graph) {
+            (void)0;
+        }
+    }
+    return 0;
 }
 
 /* ---- entry points --------------------------------------------------------------- */
@@ -504,14 +632,8 @@ static void report_rows(const char *cmd, const cli_model *m)
             m->nrow - m->nobs);
 }
 
-int cli_model_load(const char *cmd, const cli_model_opts *o, cli_model **out)
+static int check_options(const char *cmd, const cli_model_opts *o, const gmm_lik *lik)
 {
-    int rc;
-    *out = NULL;
-    if (!o->data) {
-        cli_msg(cmd, "missing DATA.csv (see '%s --help')", cmd);
-        return CLI_EXIT_USAGE;
-    }
     if (o->graph && o->kernel) {
         cli_msg(cmd, "--kernel and --graph exclude each other");
         return CLI_EXIT_USAGE;
@@ -535,95 +657,158 @@ int cli_model_load(const char *cmd, const cli_model_opts *o, cli_model **out)
         cli_msg(cmd, "--free-period applies to the default kernel only");
         return CLI_EXIT_USAGE;
     }
+    if (lik->type->conjugate) {
+        if (o->exposure || o->no_intercept || !isnan(o->intercept)) {
+            cli_msg(cmd, "--exposure, --intercept and --no-intercept apply to non-Gaussian "
+                         "likelihoods (Gaussian data are centred instead)");
+            return CLI_EXIT_USAGE;
+        }
+    } else {
+        if (!isnan(o->noise) || o->no_center) {
+            cli_msg(cmd, "--noise and --no-center apply to the Gaussian likelihood (use "
+                         "--likelihood's own parameters, e.g. 'negbinomial(dispersion=2)')");
+            return CLI_EXIT_USAGE;
+        }
+        if (o->exposure && !lik->type->exposure) {
+            cli_msg(cmd, "--exposure: the %s likelihood has no exposure", lik->type->name);
+            return CLI_EXIT_USAGE;
+        }
+        if (o->no_intercept && !isnan(o->intercept)) {
+            cli_msg(cmd, "--intercept and --no-intercept exclude each other");
+            return CLI_EXIT_USAGE;
+        }
+    }
+    return 0;
+}
+
+int cli_model_load(const char *cmd, const cli_model_opts *o, cli_model **out)
+{
+    int rc;
+    gmm_status s;
+    gmm_table *data = NULL;
+    *out = NULL;
+    if (!o->data) {
+        cli_msg(cmd, "missing DATA.csv (see '%s --help')", cmd);
+        return CLI_EXIT_USAGE;
+    }
     cli_model *m = gmm_calloc(1, sizeof *m);
     if (!m)
         return cli_fail(cmd, GMM_ENOMEM);
+    /* specs first: a spec error is reported before any data is read */
+    if ((rc = parse_likelihood(cmd, m, o->likelihood)) != 0 ||
+        (rc = check_options(cmd, o, &m->lik)) != 0)
+        goto fail;
+    m->graph = o->graph != NULL;
     m->data_file = dup_str(o->data);
-    if (!m->data_file) {
+    m->spec_text = dup_str(o->graph ? o->precision : o->kernel ? o->kernel : CLI_DEFAULT_KERNEL);
+    m->ename = dup_str(o->exposure);
+    if (!m->data_file || !m->spec_text || (o->exposure && !m->ename)) {
         rc = cli_fail(cmd, GMM_ENOMEM);
         goto fail;
     }
-    if (o->graph) {
-        m->graph = 1;
+    gmm_spec_node *probe = NULL;
+    if ((rc = parse_spec(cmd, m->spec_text, &probe)) != 0)
+        goto fail;
+    gmm_spec_free(probe);
+    if ((s = gmm_table_read(o->data, &data)) != GMM_OK) {
+        rc = cli_fail(cmd, s);
+        goto fail;
+    }
+    if (m->graph) {
         m->graph_file = dup_str(o->graph);
-        m->spec_text = dup_str(o->precision);
         m->nodename = dup_str(o->node);
-        m->yname = dup_str(o->ycol);
-        if (!m->graph_file || !m->spec_text || !m->nodename || !m->yname) {
+        if (!m->graph_file || !m->nodename) {
             rc = cli_fail(cmd, GMM_ENOMEM);
             goto fail;
         }
-        if ((rc = split_edge_cols(cmd, m, o->edge_cols)) != 0)
-            goto fail;
-        if ((rc = build_graph(cmd, m, o->noise, o->strict_nodes, o->verbose, o->no_center,
-                              NULL)) != 0)
-            goto fail;
-        report_rows(cmd, m);
-    } else {
-        if ((rc = load_table_xy(cmd, m, o->data, o->xcol, o->ycol)) != 0)
+        if ((rc = split_edge_cols(cmd, m, o->edge_cols)) != 0 ||
+            (rc = load_data(cmd, m, data, NULL, o->ycol)) != 0)
             goto fail;
         center_y(m, o->no_center, NULL);
         report_rows(cmd, m);
-        m->spec_text = dup_str(o->kernel ? o->kernel : CLI_DEFAULT_KERNEL);
-        if (!m->spec_text) {
-            rc = cli_fail(cmd, GMM_ENOMEM);
+        if ((rc = build_graph(cmd, m, data, o->strict_nodes, o->verbose)) != 0)
             goto fail;
-        }
+    } else {
+        if ((rc = load_data(cmd, m, data, o->xcol, o->ycol)) != 0)
+            goto fail;
+        center_y(m, o->no_center, NULL);
+        report_rows(cmd, m);
         if (o->verbose && !o->kernel)
             cli_msg(cmd, "default kernel: %s", CLI_DEFAULT_KERNEL);
-        if ((rc = build_ssm(cmd, m, o->noise, o->merge_tol, o->factor, o->verbose)) != 0)
+        if ((rc = build_ssm(cmd, m, o->merge_tol, o->factor, o->verbose)) != 0)
             goto fail;
-        if (!o->kernel && !o->free_period) {
-            const char *f = CLI_DEFAULT_KERNEL_FIXED;
-            if ((rc = apply_fix(cmd, m, &f, 1)) != 0)
-                goto fail;
-        }
+    }
+    if ((rc = build_problem(cmd, m, o->noise, o->no_intercept, o->intercept, o->verbose)) != 0)
+        goto fail;
+    if (!m->graph && !o->kernel && !o->free_period) {
+        const char *f = CLI_DEFAULT_KERNEL_FIXED;
+        if ((rc = apply_fix(cmd, m, &f, 1)) != 0)
+            goto fail;
     }
     if ((rc = apply_fix(cmd, m, o->fix, o->nfix)) != 0)
         goto fail;
+    gmm_table_free(data);
     *out = m;
     return 0;
 fail:
+    gmm_table_free(data);
     cli_model_free(m);
     return rc;
+}
+
+/* The value of parameter `name` in a model file; format 1 files name the
+ * Gaussian variance "noise.variance". */
+static int model_value(const gmm_model *mf, const char *name, double *v)
+{
+    size_t k;
+    if (gmm_model_param_index(mf, name, &k) == GMM_OK ||
+        (!strcmp(name, "likelihood.variance") &&
+         gmm_model_param_index(mf, "noise.variance", &k) == GMM_OK)) {
+        *v = mf->param_value[k];
+        return 1;
+    }
+    return 0;
 }
 
 int cli_model_from_file(const char *cmd, const gmm_model *mf, const char *data, int verbose,
                         int factor, cli_model **out)
 {
     int rc;
+    gmm_status s;
+    gmm_table *t = NULL;
     *out = NULL;
-    if (mf->likelihood && strcmp(mf->likelihood, "gaussian")) {
-        cli_msg(cmd, "model likelihood '%s' is not supported by this command", mf->likelihood);
-        return CLI_EXIT_ERROR;
-    }
     cli_model *m = gmm_calloc(1, sizeof *m);
     if (!m)
         return cli_fail(cmd, GMM_ENOMEM);
+    if ((rc = parse_likelihood(cmd, m, mf->likelihood)) != 0)
+        goto fail;
+    m->graph = mf->precision != NULL;
     m->data_file = dup_str(data ? data : mf->data.file);
     m->spec_text = dup_str(mf->kernel ? mf->kernel : mf->precision);
-    if (!m->data_file || !m->spec_text) {
+    m->ename = dup_str(mf->data.exposure);
+    if (!m->data_file || !m->spec_text || (mf->data.exposure && !m->ename)) {
         rc = cli_fail(cmd, GMM_ENOMEM);
         goto fail;
     }
-    /* The values are taken from "parameters" (by name) after the build. */
-    if (mf->data.exposure) {
-        cli_msg(cmd, "model file: \"data.exposure\" belongs to count likelihoods; this "
-                     "Gaussian model cannot use it");
+    if (mf->data.exposure && !m->lik.type->exposure) {
+        cli_msg(cmd, "model file: \"data.exposure\" given for the %s likelihood, which has none",
+                m->lik.type->name);
         rc = CLI_EXIT_ERROR;
         goto fail;
     }
-    if (mf->precision && (!mf->data.node || !mf->data.y)) {
+    if (m->graph && (!mf->data.node || !mf->data.y)) {
         cli_msg(cmd, "model file: a graph model needs \"data\": {\"node\": ..., \"y\": ...}");
         rc = CLI_EXIT_ERROR;
         goto fail;
     }
-    if (mf->precision) {
-        m->graph = 1;
+    if ((s = gmm_table_read(m->data_file, &t)) != GMM_OK) {
+        rc = cli_fail(cmd, s);
+        goto fail;
+    }
+    if (m->graph) {
         m->graph_file = dup_str(mf->graph);
         m->nodename = dup_str(mf->data.node);
-        m->yname = dup_str(mf->data.y);
-        if (!m->graph_file || !m->nodename || !m->yname) {
+        if (!m->graph_file || !m->nodename) {
             rc = cli_fail(cmd, GMM_ENOMEM);
             goto fail;
         }
@@ -636,27 +821,41 @@ int cli_model_from_file(const char *cmd, const gmm_model *mf, const char *data, 
             goto fail;
         /* The length column was checked when the model was fitted. */
         m->len_optional = 1;
-        if ((rc = build_graph(cmd, m, 1.0, 0, verbose, !mf->has_center,
-                              mf->has_center ? &mf->center : NULL)) != 0)
-            goto fail;
-    } else {
-        if ((rc = load_table_xy(cmd, m, m->data_file, mf->data.x, mf->data.y)) != 0)
+        if ((rc = load_data(cmd, m, t, NULL, mf->data.y)) != 0)
             goto fail;
         center_y(m, !mf->has_center, mf->has_center ? &mf->center : NULL);
-        if ((rc = build_ssm(cmd, m, 1.0, mf->merge_tol, factor, verbose)) != 0)
+        if ((rc = build_graph(cmd, m, t, 0, verbose)) != 0)
+            goto fail;
+    } else {
+        if ((rc = load_data(cmd, m, t, mf->data.x, mf->data.y)) != 0)
+            goto fail;
+        center_y(m, !mf->has_center, mf->has_center ? &mf->center : NULL);
+        if ((rc = build_ssm(cmd, m, mf->merge_tol, factor, verbose)) != 0)
             goto fail;
     }
-    for (size_t i = 0; i < m->obj.nparam; i++) {
-        size_t k;
-        if (gmm_model_param_index(mf, m->obj.name[i], &k) != GMM_OK) {
-            rc = cli_fail(cmd, GMM_EPARSE);
+    double b0 = 0.0;
+    int has_b = model_value(mf, "intercept", &b0);
+    if (m->lik.type->conjugate && has_b) {
+        cli_msg(cmd, "model file: an \"intercept\" parameter with the Gaussian likelihood");
+        rc = CLI_EXIT_ERROR;
+        goto fail;
+    }
+    for (size_t k = 0; k < m->lik.type->nparam; k++)
+        m->lik.par[k] = 1.0; /* overwritten from the file below */
+    if ((rc = build_problem(cmd, m, NAN, !has_b, has_b ? b0 : NAN, 0)) != 0)
+        goto fail;
+    for (size_t i = 0; i < m->obj->nparam; i++) {
+        if (!model_value(mf, m->obj->name[i], &m->obj->value[i])) {
+            cli_msg(cmd, "model file: no value for parameter '%s'", m->obj->name[i]);
+            rc = CLI_EXIT_ERROR;
             goto fail;
         }
-        m->obj.value[i] = mf->param_value[k];
     }
+    gmm_table_free(t);
     *out = m;
     return 0;
 fail:
+    gmm_table_free(t);
     cli_model_free(m);
     return rc;
 }
@@ -688,26 +887,31 @@ int cli_model_open(const char *cmd, const cli_model_opts *o, const char *model_p
     return cli_model_from_file(cmd, mf, o->data, o->verbose, o->factor, out);
 }
 
-gmm_objective *cli_model_objective(cli_model *m) { return &m->obj; }
-int cli_model_is_graph(const cli_model *m) { return m->graph; }
+gmm_objective *cli_model_objective(cli_model *m) { return m->obj; }
 size_t cli_model_nobs(const cli_model *m) { return m->nobs; }
+int cli_model_has_inputs(const cli_model *m) { return gmm_latent_has_inputs(m->lat); }
 
-size_t cli_model_state_dim(const cli_model *m) { return m->graph ? 1 : gmm_ssm_dim(m->ssm); }
+const char *cli_model_approximation(const cli_model *m)
+{
+    return gmm_problem_exact(m->prob) ? "exact" : "laplace";
+}
+
+size_t cli_model_newton_iterations(const cli_model *m) { return gmm_problem_iterations(m->prob); }
 
 const char *cli_model_factorisation(const char *cmd, const cli_model *m, int verbose)
 {
-    int rows = !m->graph && gmm_ssm_used_rows(m->ssm);
-    if (verbose && !m->graph)
+    double bound;
+    const char *f = gmm_latent_factorisation(m->lat, &bound);
+    if (verbose && gmm_problem_exact(m->prob) && bound > 0.0)
         cli_msg(cmd, "factorisation: %s (the Cholesky's rounding bound at these parameters: "
                      "%.2g of log-likelihood)",
-                rows ? "square-root form" : "Cholesky", gmm_ssm_chol_bound(m->ssm));
-    return rows ? "square-root" : "cholesky";
+                strcmp(f, "cholesky") ? "square-root form" : "Cholesky", bound);
+    return gmm_problem_exact(m->prob) ? f : "cholesky";
 }
 
-size_t cli_model_bandwidth(const cli_model *m)
-{
-    return m->graph ? m->gmrf->bw : gmm_ssm_bandwidth(m->ssm);
-}
+size_t cli_model_state_dim(const cli_model *m) { return gmm_latent_obs_width(m->lat); }
+
+size_t cli_model_bandwidth(const cli_model *m) { return gmm_latent_bandwidth(m->lat); }
 
 double cli_model_center(const cli_model *m, int *has_center)
 {
@@ -716,18 +920,20 @@ double cli_model_center(const cli_model *m, int *has_center)
     return m->has_center > 0 ? m->center : 0.0;
 }
 
-double cli_model_noise(const cli_model *m) { return m->obj.value[m->obj.nparam - 1]; }
+const gmm_lik *cli_model_likelihood(const cli_model *m) { return &m->lik; }
 
 int cli_model_describe(const char *cmd, cli_model *m, gmm_model *mf, char **scratch)
 {
     *scratch = NULL;
     gmm_model_init(mf);
+    gmm_objective *o = m->obj;
+    size_t nl = gmm_latent_nparam(m->lat);
     if (m->graph) {
-        size_t need = gmm_spec_format(m->spec, m->obj.nparam, m->obj.name, m->obj.value, NULL, 0);
+        size_t need = gmm_spec_format(m->spec, nl, o->name, o->value, NULL, 0);
         char *buf = gmm_malloc(need + 1, 1);
         if (!buf)
             return cli_fail(cmd, GMM_ENOMEM);
-        gmm_spec_format(m->spec, m->obj.nparam, m->obj.name, m->obj.value, buf, need + 1);
+        gmm_spec_format(m->spec, nl, o->name, o->value, buf, need + 1);
         *scratch = buf;
         mf->precision = buf;
         mf->graph = m->graph_file;
@@ -735,11 +941,11 @@ int cli_model_describe(const char *cmd, cli_model *m, gmm_model *mf, char **scra
             mf->edge_cols[k] = m->edge_cols[k];
         mf->data.node = m->nodename;
     } else {
-        size_t need = gmm_kernel_format(m->kernel, m->obj.value, NULL, 0) + 1;
+        size_t need = gmm_kernel_format(m->kernel, o->value, NULL, 0) + 1;
         char *buf = gmm_malloc(need, 1);
         if (!buf)
             return cli_fail(cmd, GMM_ENOMEM);
-        gmm_kernel_format(m->kernel, m->obj.value, buf, need);
+        gmm_kernel_format(m->kernel, o->value, buf, need);
         *scratch = buf;
         mf->kernel = buf;
         mf->data.x = m->xname;
@@ -747,58 +953,38 @@ int cli_model_describe(const char *cmd, cli_model *m, gmm_model *mf, char **scra
     }
     mf->data.file = m->data_file;
     mf->data.y = m->yname;
-    mf->nparam = m->obj.nparam;
-    mf->param_name = m->obj.name;
-    mf->param_value = m->obj.value;
-    mf->likelihood = "gaussian";
+    mf->data.exposure = m->ename;
+    mf->nparam = o->nparam;
+    mf->param_name = o->name;
+    mf->param_value = o->value;
+    mf->likelihood = (char *)m->lik.type->name;
     mf->has_center = m->has_center > 0;
     mf->center = m->center;
     return 0;
 }
 
-/* Evaluate at the current values, then read the posterior (in RCM-permuted
- * rows) back into graph numbering. */
-static gmm_status predict_graph(cli_model *m, size_t nq, double *mean, double *var)
+size_t cli_model_nsites(const cli_model *m)
 {
-    const gmm_gmrf *g = m->gmrf;
-    if (nq != g->n)
-        return gmm_error(GMM_EDIM, "predict: %zu outputs for %zu nodes", nq, g->n);
-    double ll;
-    gmm_status s = m->obj.eval(m->obj.ctx, m->obj.value, &ll, NULL);
-    if (s != GMM_OK)
-        return s;
-    gmm_band *cov = gmm_gmrf_band_alloc(g, 0);
-    double *mp = gmm_malloc(g->n ? g->n : 1, sizeof(double));
-    if (!cov || !mp) {
-        s = gmm_error(GMM_ENOMEM, "predict: out of memory");
-        goto done;
-    }
-    if ((s = gmm_marglik_posterior(gmm_gmrf_objective_work(m->gobj), mp, cov)) != GMM_OK)
-        goto done;
-    for (size_t v = 0; v < g->n; v++) {
-        size_t r = g->iperm[v];
-        mean[v] = mp[r];
-        var[v] = gmm_band_get(cov, r, r);
-    }
-done:
-    gmm_band_free(cov);
-    gmm_free(mp);
-    return s;
+    return gmm_latent_has_inputs(m->lat) ? m->nrow : m->gmrf->n;
 }
 
 gmm_status cli_model_predict(cli_model *m, const double *xq, size_t nq, double *mean, double *var)
 {
-    gmm_status s = m->graph ? predict_graph(m, nq, mean, var)
-                            : gmm_ssm_predict(m->ssm, m->obj.value, xq, nq, mean, var);
+    gmm_status s;
+    if (gmm_latent_has_inputs(m->lat)) {
+        s = gmm_problem_predict_at(m->prob, m->obj->value, xq, nq, mean, var);
+    } else {
+        if (nq != m->gmrf->n)
+            return gmm_error(GMM_EDIM, "predict: %zu outputs for %zu nodes", nq, m->gmrf->n);
+        s = gmm_problem_predict_nodes(m->prob, m->obj->value, mean, var);
+    }
     if (s == GMM_OK && m->has_center > 0)
         for (size_t i = 0; i < nq; i++)
             mean[i] += m->center;
     return s;
 }
 
-size_t cli_model_nnodes(const cli_model *m) { return m->graph ? m->gmrf->n : 0; }
-
-const char *cli_model_node_label(const cli_model *m, size_t v, char *buf)
+const char *cli_model_site_label(const cli_model *m, size_t v, char *buf)
 {
     return gmm_graph_node_label(m->g, v, buf);
 }
@@ -807,4 +993,9 @@ const double *cli_model_data_x(const cli_model *m, size_t *n)
 {
     *n = m->nrow;
     return m->x;
+}
+
+double cli_model_noise(const cli_model *m)
+{
+    return m->lik.type->conjugate ? m->obj->value[gmm_latent_nparam(m->lat)] : 0.0;
 }

@@ -1,14 +1,17 @@
 /* cli_model.h -- the options every model-reading subcommand shares, and the
- * one place the CLI turns them (or a model file) into a model: a state-space
- * GP (--kernel) or a graph GMRF (--graph + --precision), with its data, its
- * parameter vector and its objective.  loglik, fit, gradcheck and predict
- * all go through here, so the two model families behave alike. */
+ * one place the CLI turns them (or a model file) into a model: a latent
+ * model (a state-space GP from --kernel, or a graph GMRF from --graph +
+ * --precision) and a likelihood (--likelihood) joined with the data in a
+ * gmm_problem (problem.h), with its parameter vector and objective.
+ * loglik, fit, gradcheck and predict all go through here and never ask
+ * which family they hold. */
 #ifndef GMM_CLI_MODEL_H
 #define GMM_CLI_MODEL_H
 
 #include <getopt.h>
 #include <stddef.h>
 
+#include "gmm/likelihood.h"
 #include "gmm/modelfile.h"
 #include "gmm/objective.h"
 
@@ -28,6 +31,11 @@ typedef struct {
     const char *ycol;       /* --y NAME */
     const char *node;       /* --node NAME */
     double noise;           /* --noise V (NAN: default) */
+    const char *likelihood; /* --likelihood SPEC (NULL: gaussian) */
+    const char *exposure;   /* --exposure NAME */
+    double intercept;       /* --intercept B (NAN: default) */
+    int no_intercept;       /* --no-intercept */
+    unsigned char seen[32]; /* single-valued options seen (given twice: error) */
     int no_center;          /* --no-center */
     int strict_nodes;       /* --strict-nodes */
     double merge_tol;       /* --merge-tol T (0: exact ties only) */
@@ -55,6 +63,9 @@ enum {
     CLI_OPT_FIX,
     CLI_OPT_FREE_PERIOD,
     CLI_OPT_EXPOSURE,
+    CLI_OPT_LIKELIHOOD,
+    CLI_OPT_INTERCEPT,
+    CLI_OPT_NO_INTERCEPT,
     CLI_OPT_VERBOSE,
     CLI_OPT_FACTOR, /* after VERBOSE: a numerical choice, allowed with --model */
     CLI_OPT_FIRST_COMMAND /* commands number their own options from here */
@@ -75,6 +86,9 @@ enum {
         {"fix", required_argument, NULL, CLI_OPT_FIX},                                          \
         {"free-period", no_argument, NULL, CLI_OPT_FREE_PERIOD},                                \
         {"exposure", required_argument, NULL, CLI_OPT_EXPOSURE},                                \
+        {"likelihood", required_argument, NULL, CLI_OPT_LIKELIHOOD},                            \
+        {"intercept", required_argument, NULL, CLI_OPT_INTERCEPT},                              \
+        {"no-intercept", no_argument, NULL, CLI_OPT_NO_INTERCEPT},                              \
         {"verbose", no_argument, NULL, CLI_OPT_VERBOSE},                                        \
         {"factor", required_argument, NULL, CLI_OPT_FACTOR}
 
@@ -120,32 +134,41 @@ int cli_model_open(const char *cmd, const cli_model_opts *o, const char *model_p
 
 /* The objective (names, values, positive/fixed flags, eval). */
 gmm_objective *cli_model_objective(cli_model *m);
-int cli_model_is_graph(const cli_model *m);
 size_t cli_model_nobs(const cli_model *m);
-size_t cli_model_state_dim(const cli_model *m);
+/* "exact" (Gaussian) or "laplace"; Newton iterations of the last Laplace
+ * evaluation. */
+const char *cli_model_approximation(const cli_model *m);
+size_t cli_model_newton_iterations(const cli_model *m);
 /* "cholesky" or "square-root": how the last evaluation factorised the
- * posterior precision (graphs: always the Cholesky).  With verbose, the
- * choice and the Cholesky's rounding bound are also reported on stderr. */
+ * posterior precision.  With verbose, the choice and the Cholesky's
+ * rounding bound are also reported on stderr. */
 const char *cli_model_factorisation(const char *cmd, const cli_model *m, int verbose);
 size_t cli_model_bandwidth(const cli_model *m);
-/* The centring constant (0 when --no-center). */
+/* Latents one observation reads: the state dimension (graphs: 1). */
+size_t cli_model_state_dim(const cli_model *m);
+/* The centring constant (0 when --no-center or not Gaussian). */
 double cli_model_center(const cli_model *m, int *has_center);
+const gmm_lik *cli_model_likelihood(const cli_model *m);
 
 /* Fill a gmm_model (modelfile.h) describing m at its current parameter
  * values; strings point into m or are allocated into *scratch (free with
  * gmm_free after use).  Returns an exit code. */
 int cli_model_describe(const char *cmd, cli_model *m, gmm_model *mf, char **scratch);
 
-/* Predictions of the latent f (mean, var) at the current parameters:
- * state-space: at nq inputs xq; graphs: at every node (xq ignored, nq must
- * be the number of nodes).  Returns a gmm_status. */
+/* Where the model predicts without --at: models with inputs (state-space)
+ * at the data's inputs (cli_model_data_x), the others at their nsites
+ * sites (graph nodes, labelled by cli_model_site_label; buf >= 64 bytes). */
+int cli_model_has_inputs(const cli_model *m);
+size_t cli_model_nsites(const cli_model *m);
+const char *cli_model_site_label(const cli_model *m, size_t v, char *buf);
+/* Posterior mean and variance of the linear predictor f (+ the centre of
+ * Gaussian data) at the current parameters: at nq inputs xq for models with
+ * inputs, else at every site (xq ignored, nq = nsites).  Exact for the
+ * Gaussian likelihood, the Laplace approximation otherwise.  A gmm_status. */
 gmm_status cli_model_predict(cli_model *m, const double *xq, size_t nq, double *mean, double *var);
-/* Graph models: number of nodes and the label of node v (buf >= 64 bytes). */
-size_t cli_model_nnodes(const cli_model *m);
-const char *cli_model_node_label(const cli_model *m, size_t v, char *buf);
 /* The observed data inputs (state-space: every row's x, n of them). */
 const double *cli_model_data_x(const cli_model *m, size_t *n);
-/* The noise variance at the current parameters. */
+/* The Gaussian noise variance at the current parameters (0 otherwise). */
 double cli_model_noise(const cli_model *m);
 
 #endif

@@ -118,6 +118,14 @@ int cmd_loglik(int argc, char **argv)
     if (s == GMM_OK)
         s = gmm_json_set_new(root, "state_dim", json_integer((json_int_t)cli_model_state_dim(m)));
     if (s == GMM_OK)
+        s = gmm_json_set_new(root, "likelihood",
+                             json_string(cli_model_likelihood(m)->type->name));
+    if (s == GMM_OK)
+        s = gmm_json_set_new(root, "approximation", json_string(cli_model_approximation(m)));
+    if (s == GMM_OK && strcmp(cli_model_approximation(m), "exact"))
+        s = gmm_json_set_new(root, "newton_iterations",
+                             json_integer((json_int_t)cli_model_newton_iterations(m)));
+    if (s == GMM_OK)
         s = gmm_json_set_new(root, "bandwidth", json_integer((json_int_t)cli_model_bandwidth(m)));
     if (s == GMM_OK)
         s = gmm_json_set_new(root, "factorisation",

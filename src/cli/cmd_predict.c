@@ -20,7 +20,10 @@ static const char usage_text[] =
     "Usage: gmm-infer predict --model MODEL.json [DATA.csv] [--at FILE | --grid FROM:TO:STEP]\n"
     "                         [--observed] [-o FILE]\n"
     "Print CSV x,mean,var,lower,upper (graph models: node,mean,var,lower,upper):\n"
-    "the posterior of the latent f with a 95% interval.\n\n"
+    "the posterior of the latent f (plus the intercept) with a 95% interval; for\n"
+    "count likelihoods also rate,rate_lower,rate_upper (the rate per unit exposure,\n"
+    "exp(f): posterior mean and the interval), for bernoulli prob,prob_lower,\n"
+    "prob_upper.  Non-Gaussian models use the Laplace approximation.\n\n"
     "  --model FILE        the model written by fit (required)\n"
     "  DATA.csv            condition on this data instead of the model's data file\n"
     "  --at FILE           predict at the x values of FILE (column --at-col, or the\n"
@@ -153,17 +156,25 @@ int cmd_predict(int argc, char **argv)
         rc = cli_fail(cmd, s);
         goto done;
     }
-    if (mf.precision && (at || grid)) {
-        cli_msg(cmd, "--at and --grid apply to state-space models; graph models predict at "
-                     "every node");
+    if ((rc = cli_model_from_file(cmd, &mf, data, verbose, GMM_SSM_FACTOR_AUTO, &m)) != 0)
+        goto done;
+    if (!cli_model_has_inputs(m) && (at || grid)) {
+        cli_msg(cmd, "--at and --grid apply to models with inputs (state-space); this model "
+                     "predicts at every node");
         rc = CLI_EXIT_USAGE;
         goto done;
     }
-    if ((rc = cli_model_from_file(cmd, &mf, data, verbose, GMM_SSM_FACTOR_AUTO, &m)) != 0)
+    const gmm_lik *lik = cli_model_likelihood(m);
+    if (observed && !lik->type->conjugate) {
+        cli_msg(cmd, "--observed applies to the Gaussian likelihood; the %s columns give the "
+                     "expected outcome",
+                lik->type->link_log ? "rate" : "prob");
+        rc = CLI_EXIT_USAGE;
         goto done;
+    }
 
-    if (cli_model_is_graph(m)) {
-        nq = cli_model_nnodes(m);
+    if (!cli_model_has_inputs(m)) {
+        nq = cli_model_nsites(m);
     } else if (grid) {
         if ((rc = parse_grid(cmd, grid, &xq, &nq)) != 0)
             goto done;
@@ -195,17 +206,35 @@ int cmd_predict(int argc, char **argv)
         goto done;
     }
     FILE *f = gmm_outfile_stream(of);
-    fprintf(f, "%s,mean,var,lower,upper\n", cli_model_is_graph(m) ? "node" : "x");
+    /* non-Gaussian: the mean outcome per unit exposure (rate) or the
+     * probability, its posterior mean and the same 95% interval mapped
+     * through the (monotone) inverse link (gmm_lik_response) */
+    const char *resp = lik->type->conjugate ? NULL : lik->type->link_log ? "rate" : "prob";
+    fprintf(f, "%s,mean,var,lower,upper", cli_model_has_inputs(m) ? "x" : "node");
+    if (resp)
+        fprintf(f, ",%s,%s_lower,%s_upper", resp, resp, resp);
+    fputc('\n', f);
     for (size_t i = 0; i < nq; i++) {
         double v = var[i] + noise, sd = sqrt(v > 0 ? v : 0);
-        if (cli_model_is_graph(m)) {
+        if (!cli_model_has_inputs(m)) {
             char buf[64];
-            fprintf(f, "%s,", cli_model_node_label(m, i, buf));
+            fprintf(f, "%s,", cli_model_site_label(m, i, buf));
         } else {
             fprintf(f, "%.17g,", xq[i]);
         }
-        fprintf(f, "%.17g,%.17g,%.17g,%.17g\n", mean[i], v, mean[i] - Z975 * sd,
+        fprintf(f, "%.17g,%.17g,%.17g,%.17g", mean[i], v, mean[i] - Z975 * sd,
                 mean[i] + Z975 * sd);
+        if (resp) {
+            double r[3];
+            if ((s = gmm_lik_response(lik, mean[i], v, Z975, r)) != GMM_OK)
+                break;
+            fprintf(f, ",%.17g,%.17g,%.17g", r[0], r[1], r[2]);
+        }
+        fputc('\n', f);
+    }
+    if (s != GMM_OK) {
+        rc = cli_fail(cmd, s);
+        goto done;
     }
     s = gmm_outfile_commit(of);
     of = NULL;

@@ -214,8 +214,9 @@ gmm_status gmm_laplace_eval(gmm_laplace *w, const gmm_band *Q, double logdet_q,
     double Psi = psi(w, w->x);
     if (!isfinite(Psi))
         return gmm_error(GMM_EDOM, "Laplace: log density not finite at the starting point");
-    int final = 0;
+    int final = 0, stall = 0;
     size_t it = 0;
+    double best = INFINITY;
     for (;;) {
         if ((st = factor_p(w)))
             return st;
@@ -238,7 +239,13 @@ gmm_status gmm_laplace_eval(gmm_laplace *w, const gmm_band *Q, double logdet_q,
             dec += w->gr[j] * w->dx[j];
         if (!isfinite(dec))
             return gmm_error(GMM_EDOM, "Laplace: Newton step not finite at iteration %zu", it);
-        if (dec <= par->tol * fmax(1.0, fabs(Psi))) {
+        /* Newton converges quadratically near the mode: a decrement that
+         * stops falling has hit the rounding of the gradient (ill-conditioned
+         * Q), where further steps only move x in the noise */
+        stall = dec > 0.25 * best ? stall + 1 : 0;
+        best = fmin(best, dec);
+        if (dec <= par->tol * fmax(1.0, fabs(Psi)) ||
+            (stall >= 3 && dec <= 1e-6 * fmax(1.0, fabs(Psi)))) {
             /* one more full step: quadratic convergence makes the mode (and
              * so the gradient) exact to rounding */
             for (size_t j = 0; j < w->n; j++)

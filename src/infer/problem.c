@@ -185,7 +185,9 @@ gmm_status gmm_problem_alloc(gmm_latent *lat, const gmm_lik *lik, const double *
     for (size_t i = 0; i < p->nl; i++) {
         snprintf(p->names[i], sizeof p->names[i], "%s", gmm_latent_param_name(lat, i));
         p->obj.value[i] = gmm_latent_param_start(lat)[i];
-        p->obj.positive[i] = !gmm_latent_param_zero_ok(lat, i);
+        /* optimised on the log scale; a parameter that may be 0 (a ridge)
+         * is held fixed there (fit.h) */
+        p->obj.positive[i] = 1;
     }
     for (size_t k = 0; k < p->np; k++) {
         gmm_lik_param_name(lik, k, p->names[p->nl + k]);

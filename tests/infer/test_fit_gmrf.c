@@ -41,6 +41,7 @@
 #include "gmm/gmrf.h"
 #include "gmm/spec.h"
 #include "support/testutil.h"
+#include "support/tu_gmrf.h"
 
 /* ---- graph, dense precision, data ---------------------------------------------- */
 
@@ -224,8 +225,9 @@ static fit_out run_case(const fit_case *c, int strict)
 
     gmm_gmrf_obs *ob = NULL;
     ck_assert_int_eq(gmm_gmrf_obs_alloc(m, nrow, node, y, &ob), GMM_OK);
-    gmm_objective *o = NULL;
-    ck_assert_int_eq(gmm_gmrf_objective_alloc(m, &ob->obs, 2.0 * c->noise, 0, &o), GMM_OK);
+    tu_gprob gp;
+    ck_assert_int_eq(tu_gmrf_problem(m, nrow, node, y, 2.0 * c->noise, &gp), GMM_OK);
+    gmm_objective *o = gmm_problem_objective(gp.p);
     ck_assert_uint_eq(o->nparam, 3);
 
     /* The objective equals the dense model in graph numbering, at the truth
@@ -282,7 +284,7 @@ static fit_out run_case(const fit_case *c, int strict)
             fprintf(stderr, "  %-26s truth %-6g fit %-10.5g log ratio %+.3f  SE %.3f\n",
                     o->name[i], truth[i], o->value[i], out.z[i], out.se[i]);
     }
-    gmm_gmrf_objective_free(o);
+    tu_gmrf_problem_free(&gp);
     gmm_gmrf_obs_free(ob);
     gmm_gmrf_free(m);
     gmm_spec_free(spec);

@@ -1,5 +1,5 @@
 /* test_gmrf_objective.c -- the graph GMRF's Gaussian marginal likelihood
- * (gmm_gmrf_objective_alloc) against a dense GSL computation of the same
+ * (a graph latent with the Gaussian likelihood, problem.h) against a dense GSL computation of the same
  * model, y ~ N(0, E Q^{-1} E' + noise I), and its gradient against central
  * differences. */
 #include <check.h>
@@ -11,6 +11,7 @@
 #include "gmm/alloc.h"
 #include "gmm/gmrf.h"
 #include "support/testutil.h"
+#include "support/tu_gmrf.h"
 
 static gmm_graph *test_graph(tu_rng *r, size_t n, size_t chords, size_t iso)
 {
@@ -116,10 +117,11 @@ START_TEST(test_objective_vs_dense)
         gmm_gmrf_obs *ob = NULL;
         ck_assert_int_eq(gmm_gmrf_obs_alloc(m, nrow, node, y, &ob), GMM_OK);
 
-        gmm_objective *o = NULL;
-        ck_assert_int_eq(gmm_gmrf_objective_alloc(m, &ob->obs, 0.4, 0, &o), GMM_OK);
+        tu_gprob gp;
+        ck_assert_int_eq(tu_gmrf_problem(m, nrow, node, y, 0.4, &gp), GMM_OK);
+        gmm_objective *o = gmm_problem_objective(gp.p);
         ck_assert_uint_eq(o->nparam, m->nparam + 1);
-        ck_assert_str_eq(o->name[o->nparam - 1], "noise.variance");
+        ck_assert_str_eq(o->name[o->nparam - 1], "likelihood.variance");
         ck_assert(o->value[o->nparam - 1] == 0.4);
 
         double theta[5], grad[5], f;
@@ -146,10 +148,9 @@ START_TEST(test_objective_vs_dense)
         theta[o->nparam - 1] = 0.4;
         theta[0] = 0.0;
         ck_assert_int_eq(o->eval(o->ctx, theta, &f, grad), GMM_EDOM);
-        ck_assert_ptr_nonnull(gmm_gmrf_objective_work(o));
 
         gmm_band_free(Q);
-        gmm_gmrf_objective_free(o);
+        tu_gmrf_problem_free(&gp);
         gmm_gmrf_obs_free(ob);
         free(node);
         free(y);
@@ -171,29 +172,25 @@ START_TEST(test_objective_refuses_huge_band)
     ck_assert_int_eq(gmm_gmrf_alloc(g, spec, NULL, &m), GMM_OK);
     size_t node[] = {1, 2};
     double y[] = {0.5, -0.5};
-    gmm_gmrf_obs *ob = NULL;
-    ck_assert_int_eq(gmm_gmrf_obs_alloc(m, 2, node, y, &ob), GMM_OK);
-    gmm_objective *o = (gmm_objective *)1;
-    ck_assert_int_eq(gmm_gmrf_objective_alloc(m, &ob->obs, 1.0, 64, &o), GMM_ENOMEM);
-    ck_assert_ptr_null(o);
+    ck_assert_int_eq(gmm_gmrf_band_check(m, 64), GMM_ENOMEM);
     ck_assert(strstr(gmm_error_message(), "n = 30 nodes"));
-    ck_assert_int_eq(gmm_gmrf_objective_alloc(m, &ob->obs, 0.0, 0, &o), GMM_EINVAL);
+    tu_gprob gp;
+    ck_assert_int_eq(tu_gmrf_problem(m, 2, node, y, 0.0, &gp), GMM_EINVAL);
+    /* every allocation failure of the construction is a clean ENOMEM */
     int failed = 0;
-    for (long k = 0; k < 40; k++) {
-        o = NULL;
+    for (long k = 0; k < 60; k++) {
         gmm_alloc_fail_after(k);
-        gmm_status st = gmm_gmrf_objective_alloc(m, &ob->obs, 1.0, 0, &o);
+        gmm_status st = tu_gmrf_problem(m, 2, node, y, 1.0, &gp);
         gmm_alloc_fail_after(-1);
         if (st == GMM_OK) {
-            gmm_gmrf_objective_free(o);
+            tu_gmrf_problem_free(&gp);
             break;
         }
         ck_assert_int_eq(st, GMM_ENOMEM);
-        ck_assert_ptr_null(o);
+        ck_assert_ptr_null(gp.p);
         failed++;
     }
     ck_assert_int_gt(failed, 5);
-    gmm_gmrf_obs_free(ob);
     gmm_gmrf_free(m);
     gmm_spec_free(spec);
     gmm_graph_free(g);

@@ -22,7 +22,7 @@ run "$GMM_INFER" loglik "$CASE_TMP/small.csv" --kernel 'matern32(variance=1, len
 expect_exit 0
 expect_stdout '"loglik": -?[0-9]'
 expect_stdout '"0\.matern32\.lengthscale": '
-expect_stdout '"noise\.variance": '
+expect_stdout '"likelihood\.variance": '
 expect_stdout '"n_observed": 61,'
 expect_stdout '"state_dim": 2,'
 expect_stdout '"bandwidth": 3'
