@@ -1,6 +1,7 @@
 /* fit.c -- L-BFGS maximum likelihood over an objective (see fit.h for the
  * choices: log scale, domain failures, stopping tests). */
 #include "gmm/fit.h"
+#include "gmm/rng.h"
 
 #include <lbfgs.h>
 #include <math.h>
@@ -46,23 +47,6 @@ gmm_status gmm_fit_params_check(const gmm_fit_params *p)
     if (!(p->jitter >= 0.0) || !isfinite(p->jitter))
         return gmm_error(GMM_EINVAL, "fit: jitter must be finite and >= 0, got %g", p->jitter);
     return GMM_OK;
-}
-
-/* ---- jitter PRNG (splitmix64, Box-Muller): reproducible from the seed ---- */
-
-static uint64_t rng_next(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-}
-
-static double rng_normal(uint64_t *s)
-{
-    double u1 = ((double)(rng_next(s) >> 11) + 0.5) * 0x1.0p-53;
-    double u2 = (double)(rng_next(s) >> 11) * 0x1.0p-53;
-    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
 }
 
 /* ---- one L-BFGS run ---------------------------------------------------- */
@@ -451,7 +435,8 @@ gmm_status gmm_fit(gmm_objective *obj, const gmm_fit_params *params, gmm_fit_res
     c.g0 = g0;
     c.pf = pf;
 
-    uint64_t rng = params->seed;
+    gmm_rng rng;
+    gmm_rng_seed(&rng, params->seed, 0);
     int have_best = 0;
     gmm_status first_fail = GMM_OK;
     char first_msg[GMM_ERROR_MAX] = "";
@@ -459,7 +444,7 @@ gmm_status gmm_fit(gmm_objective *obj, const gmm_fit_params *params, gmm_fit_res
         for (size_t k = 0; k < nfree; k++) {
             size_t i = idx[k];
             double v = init[i];
-            double z = s == 0 ? 0.0 : params->jitter * rng_normal(&rng);
+            double z = s == 0 ? 0.0 : params->jitter * gmm_rng_normal(&rng);
             u[k] = obj->positive[i] ? log(v) + z : v + z * fmax(1.0, fabs(v));
         }
         c.start = s;
