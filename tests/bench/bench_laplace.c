@@ -1,0 +1,178 @@
+/* bench_laplace.c -- the Laplace approximation's log marginal likelihood
+ * and gradient as n grows (problem.h): a linear method shows a constant
+ * time per latent.
+ *
+ *   series: Poisson counts on a regular grid, matern32 (d = 2, bandwidth
+ *           3), n in {1e3, 1e4, 1e5, 1e6} (BENCH_QUICK=1: up to 1e5)
+ *   graph:  Poisson counts on a strip lattice of w x (n / w) nodes (w = 20:
+ *           bandwidth ~20 after RCM, like a road network), edge-ou
+ *           precision, n in {1e3, 1e4, 1e5} (BENCH_QUICK=1: up to 1e4)
+ *   BENCH_CSV=FILE  append rows op,n,l,impl,ms (op laplace_loglik_grad)
+ *
+ * Times are wall-clock: the first evaluation (cold: the mode searched from
+ * x = 0), then the median of evaluations at hyperparameters moved by 5%
+ * each time (the first parameter scaled by 1.05^k), the mode warm-started
+ * from the previous one as in a fit's line search; Newton iterations of
+ * each kind (the last of the moved ones).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "gmm/graph.h"
+#include "gmm/kernel.h"
+#include "gmm/latent.h"
+#include "gmm/likelihood.h"
+#include "gmm/problem.h"
+#include "gmm/rng.h"
+#include "gmm/spec.h"
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static void die(const char *what)
+{
+    fprintf(stderr, "bench_laplace: %s: %s\n", what, gmm_error_message());
+    exit(1);
+}
+
+/* Poisson counts of rate exp(f), f a slow sine plus noise. */
+static double poisson(gmm_rng *r, double mu)
+{
+    double l = exp(-mu), p = 1.0;
+    int k = 0;
+    if (mu > 30.0) /* normal approximation: the benchmark needs counts, not exactness */
+        return fmax(0.0, floor(mu + sqrt(mu) * gmm_rng_normal(r) + 0.5));
+    do {
+        k++;
+        p *= gmm_rng_uniform(r);
+    } while (p > l);
+    return (double)(k - 1);
+}
+
+static void run(const char *label, gmm_latent *lat, size_t n, FILE *csv)
+{
+    gmm_rng r;
+    gmm_rng_seed(&r, 99, 0);
+    size_t nr = gmm_latent_nrows(lat);
+    double *y = malloc(nr * sizeof *y);
+    for (size_t i = 0; i < nr; i++)
+        y[i] = poisson(&r, exp(1.0 + sin(6.283 * (double)i / 500.0) + 0.3 * gmm_rng_normal(&r)));
+    gmm_lik lik;
+    if (gmm_lik_parse("poisson", &lik))
+        die("likelihood");
+    gmm_problem *p = NULL;
+    if (gmm_problem_alloc(lat, &lik, y, NULL, 1, 1.0, &p))
+        die("problem");
+    gmm_objective *o = gmm_problem_objective(p);
+    double *g = malloc(o->nparam * sizeof *g), f, t[16];
+    size_t reps = n >= 1000000 ? 3 : n >= 100000 ? 5 : 11, cold = 0;
+    double *th = malloc(o->nparam * sizeof *th);
+    memcpy(th, o->value, o->nparam * sizeof *th);
+    for (size_t k = 0; k < reps; k++) {
+        if (k > 0)
+            th[0] *= 1.05;
+        double t0 = now();
+        if (o->eval(o->ctx, th, &f, g))
+            die("evaluation");
+        t[k] = 1e3 * (now() - t0);
+        if (k == 0)
+            cold = gmm_problem_iterations(p);
+    }
+    double cold_ms = t[0];
+    qsort(t + 1, reps - 1, sizeof *t, cmp_double);
+    double ms = t[1 + (reps - 1) / 2];
+    printf("%-8s n = %8zu  bandwidth %3zu  cold %9.2f ms (%2zu Newton)  moved %9.2f ms (%zu "
+           "Newton)  %6.3f us/latent\n",
+           label, n, gmm_latent_bandwidth(lat), cold_ms, cold, ms, gmm_problem_iterations(p),
+           1e3 * ms / (double)gmm_latent_dim(lat));
+    if (csv)
+        fprintf(csv, "laplace_loglik_grad_%s,%zu,%zu,gmm_moved,%.6g\nlaplace_loglik_grad_%s,%zu,"
+                     "%zu,gmm_cold,%.6g\n",
+                label, n, gmm_latent_bandwidth(lat), ms, label, n, gmm_latent_bandwidth(lat),
+                cold_ms);
+    gmm_problem_free(p);
+    free(th);
+    free(g);
+    free(y);
+}
+
+int main(void)
+{
+    int quick = getenv("BENCH_QUICK") && *getenv("BENCH_QUICK");
+    const char *csvname = getenv("BENCH_CSV");
+    FILE *csv = csvname && *csvname ? fopen(csvname, "a") : NULL;
+    size_t ns[] = {1000, 10000, 100000, 1000000};
+    size_t nmax = quick ? 100000 : 1000000;
+    gmm_spec_node *s = NULL;
+    gmm_kernel *k = NULL;
+    if (gmm_spec_parse("matern32(variance=1, lengthscale=50)", &s) ||
+        gmm_kernel_from_spec(s, &k))
+        die("kernel");
+    for (size_t i = 0; i < 4 && ns[i] <= nmax; i++) {
+        size_t n = ns[i];
+        double *x = malloc(n * sizeof *x);
+        for (size_t j = 0; j < n; j++)
+            x[j] = (double)j;
+        gmm_latent *lat = NULL;
+        if (gmm_latent_ssm_alloc(k, x, n, NULL, &lat))
+            die("state-space latent");
+        run("series", lat, n, csv);
+        gmm_latent_free(lat);
+        free(x);
+    }
+    gmm_kernel_free(k);
+    gmm_spec_free(s);
+
+    size_t gmax = quick ? 10000 : 100000, w = 20;
+    if (gmm_spec_parse("edge-ou(variance=1, lengthscale=5)", &s))
+        die("precision");
+    for (size_t i = 0; i < 3 && ns[i] <= gmax; i++) {
+        size_t n = ns[i], len = n / w, m = 0;
+        size_t *ei = malloc(2 * n * sizeof *ei), *ej = malloc(2 * n * sizeof *ej);
+        for (size_t a = 0; a < len; a++)
+            for (size_t b = 0; b < w; b++) {
+                size_t v = a * w + b;
+                if (b + 1 < w) {
+                    ei[m] = v;
+                    ej[m++] = v + 1;
+                }
+                if (a + 1 < len) {
+                    ei[m] = v;
+                    ej[m++] = v + w;
+                }
+            }
+        gmm_graph *g = NULL;
+        gmm_gmrf *gm = NULL;
+        gmm_latent *lat = NULL;
+        size_t *node = malloc(n * sizeof *node);
+        for (size_t v = 0; v < n; v++)
+            node[v] = v;
+        if (gmm_graph_from_edges(n, m, ei, ej, NULL, NULL, NULL, &g) ||
+            gmm_gmrf_alloc(g, s, NULL, &gm) || gmm_latent_gmrf_alloc(gm, n, node, &lat))
+            die("graph latent");
+        run("graph", lat, n, csv);
+        gmm_latent_free(lat);
+        gmm_gmrf_free(gm);
+        gmm_graph_free(g);
+        free(node);
+        free(ei);
+        free(ej);
+    }
+    gmm_spec_free(s);
+    if (csv)
+        fclose(csv);
+    return 0;
+}
