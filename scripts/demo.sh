@@ -61,3 +61,24 @@ if command -v gnuplot >/dev/null 2>&1; then
 else
     echo "demo: gnuplot not installed (scripts/install-deps.sh --demo); no plot" >&2
 fi
+
+# Counts through the Laplace approximation: the yearly coal-mining disasters
+# (exposure: the part of 1851 and 1962 the record covers) and the influenza
+# totals of the 140 districts (population as exposure).
+echo "demo: Poisson fit of data/coal.csv (matern32, Laplace)" >&2
+"$bin" fit "$here/data/coal.csv" --likelihood poisson --exposure exposure --kernel matern32 \
+    -o "$out/coal-model.json"
+"$bin" predict --model "$out/coal-model.json" --grid 1851:1962.2:0.1 -o "$out/coal-rate.csv"
+echo "demo: Poisson fit of the influenza district totals (edge-ou graph, Laplace)" >&2
+"$bin" fit "$here/data/flu_bybw_nodes.csv" --graph "$here/data/flu_bybw_edges.csv" \
+    --node node --y count_total --exposure population_2001 --likelihood poisson \
+    --precision 'edge-ou(variance=1, lengthscale=300)' -o "$out/flu-model.json"
+"$bin" predict --model "$out/flu-model.json" -o "$out/flu-rate.csv"
+if command -v gnuplot >/dev/null 2>&1; then
+    "$here/scripts/plot-predict" --predict "$out/coal-rate.csv" --data "$here/data/coal.csv" \
+        --per exposure --band rate,rate_lower,rate_upper \
+        --title "gmm-infer: coal-mining disasters, Poisson GP (matern32), Laplace" \
+        --xlabel "year" --ylabel "disasters per year (rate and 95% interval)" \
+        -o "$out/coal-rate.png"
+    echo "demo: plot written to $out/coal-rate.png" >&2
+fi
