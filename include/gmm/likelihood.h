@@ -108,7 +108,8 @@ void gmm_lik_eval(const gmm_lik *lik, double y, double e, double f, double out[4
  * 20 points 6e-9 at s2 = 1, 2e-6 at s2 = 2, 1e-4 at s2 = 4; 40 points 8e-10
  * at s2 = 2; 100 points 1e-11 at s2 = 4, 1e-7 at s2 = 9 -- choose nquad
  * from s2.  GMM_EINVAL for nquad > GMM_LIK_QUAD_MAX, s2 < 0 or NAN, NULL
- * lik or out. */
+ * lik or out; GMM_ENOCONV if building a rule fails (QL not converging:
+ * never seen for n <= GMM_LIK_QUAD_MAX). */
 gmm_status gmm_lik_expect(const gmm_lik *lik, double y, double e, double mu, double s2,
                           size_t nquad, double out[3], double *dpar);
 
