@@ -43,7 +43,7 @@ struct gmm_lik_type {
     /* log p(y | f) and its first three derivatives in f: out[0..3].  dpar
      * (NULL, or 3 nparam doubles): d/dpar_k of out[0], out[1], out[2] at
      * dpar[3 k + 0 .. 2].  Finite for finite f (no overflow to inf for
-     * |f| < 700). */
+     * |f| < 700 and, with an exposure, |f + log e| < 700). */
     void (*eval)(const double *par, double y, double e, double f, double out[4], double *dpar);
     /* E_{f ~ N(mu, s2)} log p(y | f) and its derivatives in mu and s2 into
      * out[0..2]; dpar (NULL or nparam): d/dpar of out[0].  NULL: none in closed
@@ -70,23 +70,29 @@ const gmm_lik_type *gmm_lik_type_find(const char *name);
  * (the caller fills a default, see gmm_lik_fill_defaults).  Errors:
  * GMM_EPARSE with gmm_error_index() the offset in text of the bad character
  * (unknown family -- the message lists the known ones --, unknown or
- * repeated key, a value not > 0, a sum or product). */
+ * repeated key, a value not > 0 (the offset of its key, as for kernels), a
+ * sum or product (its first '+' or '*'), or a syntax error from
+ * gmm_spec_parse); GMM_EINVAL (NULL), GMM_ENOMEM.  *out is unchanged on
+ * failure. */
 gmm_status gmm_lik_parse(const char *text, gmm_lik *out);
 
 /* Replace NAN parameters by defaults from the data: gaussian variance = a
- * tenth of the sample variance of the observed y (1 when fewer than two),
- * negbinomial dispersion = 1.  y: n values, NAN = missing. */
+ * tenth of the sample variance of the observed y (gmm_kernel_default_noise:
+ * 1 when fewer than two, 0.1 when all are equal), negbinomial dispersion =
+ * 1.  y: n values, NAN = missing. */
 void gmm_lik_fill_defaults(gmm_lik *lik, const double *y, size_t n);
 
-/* "likelihood.<param>" for parameter k into buf (size >= 64). */
+/* "likelihood.<param>" for parameter k into buf (size >= 64); NULL when k
+ * >= nparam. */
 const char *gmm_lik_param_name(const gmm_lik *lik, size_t k, char *buf);
 
-/* Check the outcomes and exposures of n rows (y NAN = missing, never
- * checked; e NULL = all 1).  The first bad row r: GMM_EINVAL, index r in
- * gmm_error_index(), message "y = 2.5 is not a non-negative integer (poisson)"
- * or "exposure = 0 must be positive and finite" (no file or row in the
- * message: the caller adds them).  An exposure given to a family without
- * one is GMM_EINVAL too. */
+/* Check the outcomes and exposures of n rows (y NAN = missing: neither y
+ * nor that row's exposure is checked; e NULL = all 1).  The first bad row r:
+ * GMM_EINVAL, index r in gmm_error_index(), message "y = 2.5 is not a
+ * non-negative integer (poisson)", "y = inf is not finite" or "exposure = 0
+ * must be positive and finite" (no file or row in the message: the caller
+ * adds them).  An exposure (e != NULL) given to a family without one is
+ * GMM_EINVAL with no index: "the bernoulli likelihood takes no exposure". */
 gmm_status gmm_lik_check_data(const gmm_lik *lik, const double *y, const double *e, size_t n);
 
 /* log p(y | f) with derivatives (see eval above); par = lik->par. */
@@ -94,10 +100,16 @@ void gmm_lik_eval(const gmm_lik *lik, double y, double e, double f, double out[4
 
 /* E_{N(mu, s2)} log p(y | f) and derivatives in mu, s2 (out[0..2]) and in
  * the parameters (dpar, NULL or nparam): the closed form where the family
- * has one, else Gauss-Hermite with nquad points (0: GMM_LIK_QUAD_DEFAULT;
- * at most GMM_LIK_QUAD_MAX), derivatives by d/dmu E = E[d1], d/ds2 E =
- * E[d2] / 2.  s2 >= 0.  Nodes are computed once per nquad and cached
- * (thread-safe).  GMM_EINVAL for nquad > GMM_LIK_QUAD_MAX or s2 < 0. */
+ * has one (nquad is then only range-checked), else Gauss-Hermite with nquad
+ * points (0: GMM_LIK_QUAD_DEFAULT; at most GMM_LIK_QUAD_MAX), derivatives by
+ * d/dmu E = E[d1], d/ds2 E = E[d2] / 2; s2 = 0 is the exact point mass.
+ * Nodes are computed once per nquad and cached (thread-safe).  Accuracy of
+ * the rule for bernoulli and negbinomial (measured worst relative error):
+ * 20 points 6e-9 at s2 = 1, 2e-6 at s2 = 2, 1e-4 at s2 = 4; 40 points 8e-10
+ * at s2 = 2; 100 points 1e-11 at s2 = 4, 1e-7 at s2 = 9 -- choose nquad
+ * from s2.  GMM_EINVAL for nquad > GMM_LIK_QUAD_MAX, s2 < 0 or NAN, NULL
+ * lik or out; GMM_ENOCONV if building a rule fails (QL not converging:
+ * never seen for n <= GMM_LIK_QUAD_MAX). */
 gmm_status gmm_lik_expect(const gmm_lik *lik, double y, double e, double mu, double s2,
                           size_t nquad, double out[3], double *dpar);
 
