@@ -174,7 +174,8 @@ int gmm_kernel_damped(const gmm_kernel *k);
 gmm_status gmm_kernel_fill_defaults(gmm_kernel *k, const double *x, const double *y, size_t n,
                                     int *defaulted);
 /* A default noise variance: a tenth of the sample variance of the observed y
- * (1 when it is zero or there are fewer than two observations). */
+ * (0.1 when they are all equal -- their variance is then taken as 1 --, and 1
+ * when there are fewer than two observations). */
 double gmm_kernel_default_noise(const double *y, size_t n);
 
 /* Write the spec with every value (theta, or the stored values when NULL)
