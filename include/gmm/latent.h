@@ -132,15 +132,23 @@ size_t gmm_latent_node_index(const gmm_latent *l, size_t v);
 /* ---- whitening (for HMC and VI) ------------------------------------------- */
 
 /* x = W(theta) v with v ~ N(0, I) giving x ~ N(0, Q^-1), and x = W v, its
- * transpose u = W' g and their reverse modes in theta.  Graphs: W = L_Q^-T
- * (one banded solve); state-space: the innovations form x_0 = chol(Pinf) v_0,
- * x_{k+1} = A_k x_k + chol(Q_k) v_{k+1}, exact at any spacing.  Call
- * gmm_latent_whiten_setup(theta) first; the others then use that theta.
- * O(n kl) per call after the setup. */
+ * transpose u = W' g and their reverse modes in theta.  Graphs: W = L_Q^-T,
+ * L_Q L_Q' = Q (one banded solve); state-space: the innovations form x_0 =
+ * chol(Pinf) v_0, x_{k+1} = A_k x_k + chol(Q_k) v_{k+1}, exact at any
+ * spacing (gmm_ssm_whiten).  Call gmm_latent_whiten_setup(theta) first (it
+ * factorises Q, graphs, or the d x d blocks, state-space; the first call
+ * allocates the workspace); the others then use that theta, whatever other
+ * calls on l come in between (but the setup and whiten_rev end a
+ * gmm_latent_prior/_prior_rev pair).  Vectors have n entries; v and x (g
+ * and u) may be the same array.  Errors: setup as gmm_latent_prior
+ * (GMM_EDOM, GMM_ENOTPD) and GMM_ENOMEM; the others GMM_EINVAL without a
+ * successful setup.  O(n kl) per whiten and whiten_t after the setup. */
 gmm_status gmm_latent_whiten_setup(gmm_latent *l, const double *theta);
 gmm_status gmm_latent_whiten(gmm_latent *l, const double *v, double *x);
 gmm_status gmm_latent_whiten_t(gmm_latent *l, const double *g, double *u);
-/* thetabar += d(xbar . W(theta) v)/dtheta. */
+/* thetabar (nparam) += d(xbar . W(theta) v)/dtheta.  Graphs O(n kl^2) (the
+ * Cholesky's reverse mode); state-space O(n kl + intervals (d^3 + nparam
+ * d^2)) (the kernel's reverse mode per interval group). */
 gmm_status gmm_latent_whiten_rev(gmm_latent *l, const double *v, const double *xbar,
                                  double *thetabar);
 

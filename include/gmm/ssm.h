@@ -2,7 +2,8 @@
  * states of a stationary GP at the sorted inputs, their block-tridiagonal
  * prior precision as one band with its reverse mode, the observation rows
  * f_r = h_r' x_{state(r)}, the exact Gaussian marginal likelihood with its
- * gradient (paper, sections 3.1 and 5.2), and prediction at any input from
+ * gradient (paper, sections 3.1 and 5.2), the whitening map of the prior
+ * (WHITENING, for HMC and VI: section 3.2) and prediction at any input from
  * a Gaussian posterior of the states.  latent.h wraps it as a gmm_latent.
  *
  * MODEL.  Inputs x (n rows, any order; repeated values allowed) are sorted
@@ -145,6 +146,41 @@ gmm_status gmm_ssm_prior_rev(gmm_ssm *m, const gmm_band *Qbar, double logdetbar,
 gmm_status gmm_ssm_obs_rows(gmm_ssm *m, const double *theta, double *coef);
 gmm_status gmm_ssm_obs_rows_rev(gmm_ssm *m, const double *theta, const double *coefbar,
                                 double *thetabar);
+
+/* WHITENING (for HMC and VI; latent.h).  x = W(theta) v maps white noise v
+ * ~ N(0, I_N) to the states x ~ N(0, Q_prior^-1), in the band order of the
+ * precision, by the innovations form
+ *
+ *   x_0 = chol(Pinf) v_0,   x_{k+1} = A_k x_k + chol(Q_k) v_{k+1},
+ *
+ * chol the lower Cholesky factor of each block (BLOCKS) in band order:
+ * W^-1 is block lower bidiagonal (the square root's rows, SQUARE ROOT in
+ * ssm_prior.c), W is applied by the recursion, and W W' = Q_prior^-1
+ * exactly whatever the spacing: no inverse of a Q_k and no Cholesky of the
+ * assembled precision, hence no spacing limit (chol(Q_k) of a tiny Q_k is
+ * accurate: the kernels form Q_k without the cancellation of Pinf - A Pinf
+ * A').
+ *
+ * gmm_ssm_whiten_setup computes A_k, chol(Q_k) per interval group and
+ * chol(Pinf) at theta (the first call allocates the whitening workspace,
+ * O(intervals d^2 + N) doubles); the three others then use that theta,
+ * whatever other calls on m come in between.  The setup and whiten_rev end
+ * a gmm_ssm_prior/_prior_rev pair (they move the kernel's workspace).
+ * Errors: GMM_EDOM (theta), GMM_ENOTPD (a Q_k or Pinf), GMM_ENOMEM; the
+ * others GMM_EINVAL without a successful setup.  Setup O(intervals d^3). */
+gmm_status gmm_ssm_whiten_setup(gmm_ssm *m, const double *theta);
+/* x = W v (N each; v and x may be the same array).  O(N kl). */
+gmm_status gmm_ssm_whiten(gmm_ssm *m, const double *v, double *x);
+/* u = W' g (N each, the adjoint recursion run backwards; g and u may be the
+ * same array).  O(N kl). */
+gmm_status gmm_ssm_whiten_t(gmm_ssm *m, const double *g, double *u);
+/* thetabar (nparam) += d(xbar . W(theta) v)/dtheta at the setup's theta:
+ * the gradients of every A_k and chol(Q_k), summed per interval group, and
+ * of chol(Pinf), chained through the Cholesky's reverse mode (Murray 2016)
+ * to Q_k and Pinf and through the kernel's.  O(N kl + intervals (d^3 +
+ * nparam d^2)). */
+gmm_status gmm_ssm_whiten_rev(gmm_ssm *m, const double *v, const double *xbar,
+                              double *thetabar);
 
 /* The Gaussian likelihood y_r ~ N(f_r, noise) on the rows of the last
  * gmm_ssm_set_y: log p(y | theta, noise) into *loglik and, when grad !=

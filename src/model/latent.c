@@ -205,6 +205,8 @@ static gmm_status no_whiten(const gmm_latent *l)
 
 gmm_status gmm_latent_whiten_setup(gmm_latent *l, const double *theta)
 {
+    if (!l || !theta)
+        return gmm_error(GMM_EINVAL, "gmm_latent_whiten_setup: NULL argument");
     if (!l->ops->whiten_setup)
         return no_whiten(l);
     gmm_status st = gmm_latent_theta_check(l, theta);

@@ -1,6 +1,13 @@
 /* latent_gmrf.c -- the graph family as a gmm_latent (latent.h): Q assembled
  * in RCM order (gmrf.h), one latent per node, each data row reading its
- * node's latent with coefficient 1. */
+ * node's latent with coefficient 1.
+ *
+ * WHITENING.  W = L^-T, L L' = Q (banded Cholesky of the assembled Q at the
+ * setup's theta): x = L^-T v and W' g = L^-1 g are one banded triangular
+ * solve each.  Reverse mode of c = xbar . L^-T v: Lbar from the solve's
+ * reverse (gmm_band_tri_solve_vec_rev, x recomputed), Qbar from the
+ * Cholesky's (gmm_band_chol_decomp_rev, in Lbar's storage), thetabar from
+ * the assembly's (gmm_gmrf_assemble_rev).  Forward saves L and theta. */
 #include <math.h>
 #include <string.h>
 
@@ -9,7 +16,8 @@
 
 typedef struct {
     const gmm_gmrf *g;
-    const double *theta;  /* of the last prior call (borrowed for its reverse) */
+    double *theta;        /* nparam: of the last prior call, for its reverse */
+    int prior_ok;         /* that call succeeded */
     size_t nrows;
     const size_t *offset; /* the latent's row offsets */
     /* Gaussian likelihood: Q, Qbar, workspace and the observed rows */
@@ -18,6 +26,11 @@ typedef struct {
     size_t *ooff;
     double *oy, one;
     gmm_obs obs;
+    /* whitening, allocated by the first setup: L's and Lbar's band storage,
+     * x of whiten_rev, the solve's work (n each), the setup's theta */
+    double *wbuf, *wL, *wLb, *wx, *wwork, *wtheta;
+    gmm_band L;           /* view of wL: the factor */
+    int wready;
 } gmrf_impl;
 
 static void gmrf_free_impl(void *p)
@@ -30,15 +43,20 @@ static void gmrf_free_impl(void *p)
     gmm_marglik_work_free(c->w);
     gmm_free(c->ooff);
     gmm_free(c->oy);
+    gmm_free(c->theta);
+    gmm_free(c->wbuf);
     gmm_free(c);
 }
 
 static gmm_status gmrf_prior(void *p, const double *theta, gmm_band *Q, double *logdet)
 {
     gmrf_impl *c = p;
-    c->theta = theta;
     *logdet = NAN;
-    return gmm_gmrf_assemble(c->g, theta, Q);
+    gmm_status st = gmm_gmrf_assemble(c->g, theta, Q);
+    c->prior_ok = st == GMM_OK;
+    if (c->prior_ok)
+        memcpy(c->theta, theta, c->g->nparam * sizeof *theta);
+    return st;
 }
 
 static gmm_status gmrf_prior_rev(void *p, const gmm_band *Qbar, double logdetbar,
@@ -46,6 +64,8 @@ static gmm_status gmrf_prior_rev(void *p, const gmm_band *Qbar, double logdetbar
 {
     gmrf_impl *c = p;
     (void)logdetbar; /* 0: checked by latent.c */
+    if (!c->prior_ok)
+        return gmm_error(GMM_EINVAL, "gmm_latent_prior_rev: no gmm_latent_prior before");
     return gmm_gmrf_assemble_rev(c->g, c->theta, Qbar, thetabar);
 }
 
@@ -107,6 +127,91 @@ static gmm_status gmrf_gaussian_post(void *p, double *mean, gmm_band *cov)
     return gmm_marglik_posterior(c->w, mean, cov);
 }
 
+static gmm_status gmrf_whiten_setup(void *p, const double *theta)
+{
+    gmrf_impl *c = p;
+    gmm_status st;
+    size_t n = c->g->n, bw = c->g->bw;
+    c->wready = 0;
+    if (!c->wbuf) {
+        size_t band = gmm_band_size(n, bw, 0);
+        if ((st = gmm_gmrf_band_check(c->g, 0)))
+            return st;
+        c->wbuf = gmm_malloc(2 * band + 2 * n + (c->g->nparam ? c->g->nparam : 1),
+                             sizeof *c->wbuf);
+        if (!c->wbuf)
+            return gmm_error(GMM_ENOMEM, "out of memory for the whitening workspace (two "
+                                         "bands of %zu x %zu, bandwidth %zu)",
+                             n, n, bw);
+        c->wL = c->wbuf;
+        c->wLb = c->wL + band;
+        c->wx = c->wLb + band;
+        c->wwork = c->wx + n;
+        c->wtheta = c->wwork + n;
+    }
+    /* Q assembled in L's storage, factorised in place (the view turns LOWER) */
+    if ((st = gmm_band_view(&c->L, c->wL, n, bw, 0, GMM_BAND_SYMMETRIC)) ||
+        (st = gmm_gmrf_assemble(c->g, theta, &c->L)) || (st = gmm_band_chol_decomp(&c->L, &c->L)))
+        return st;
+    memcpy(c->wtheta, theta, c->g->nparam * sizeof *theta);
+    c->wready = 1;
+    return GMM_OK;
+}
+
+static gmm_status wready(const gmrf_impl *c, const double *a, const double *b, const char *fn)
+{
+    if (!c->wready)
+        return gmm_error(GMM_EINVAL, "%s: no successful whitening setup before", fn);
+    if (!a || !b)
+        return gmm_error(GMM_EINVAL, "%s: NULL argument", fn);
+    return GMM_OK;
+}
+
+static gmm_status gmrf_whiten(void *p, const double *v, double *x)
+{
+    gmrf_impl *c = p;
+    gmm_status st = wready(c, v, x, "gmm_latent_whiten");
+    if (st)
+        return st;
+    if (x != v)
+        memcpy(x, v, c->g->n * sizeof *x);
+    return gmm_band_tri_solve_vec(&c->L, GMM_TRANS, x);
+}
+
+static gmm_status gmrf_whiten_t(void *p, const double *g, double *u)
+{
+    gmrf_impl *c = p;
+    gmm_status st = wready(c, g, u, "gmm_latent_whiten_t");
+    if (st)
+        return st;
+    if (u != g)
+        memcpy(u, g, c->g->n * sizeof *u);
+    return gmm_band_tri_solve_vec(&c->L, GMM_NOTRANS, u);
+}
+
+static gmm_status gmrf_whiten_rev(void *p, const double *v, const double *xbar,
+                                  double *thetabar)
+{
+    gmrf_impl *c = p;
+    gmm_status st = wready(c, v, xbar, "gmm_latent_whiten_rev");
+    if (st)
+        return st;
+    if (!thetabar)
+        return gmm_error(GMM_EINVAL, "gmm_latent_whiten_rev: NULL argument");
+    size_t n = c->g->n;
+    gmm_band Lb;
+    memcpy(c->wx, v, n * sizeof *v);
+    if ((st = gmm_band_tri_solve_vec(&c->L, GMM_TRANS, c->wx)) ||
+        (st = gmm_band_view(&Lb, c->wLb, n, c->g->bw, 0, GMM_BAND_LOWER)))
+        return st;
+    gmm_band_set_zero(&Lb);
+    /* Lbar, then Qbar in the same storage (the view turns SYMMETRIC) */
+    if ((st = gmm_band_tri_solve_vec_rev(&c->L, GMM_TRANS, c->wx, xbar, NULL, &Lb, c->wwork)) ||
+        (st = gmm_band_chol_decomp_rev(&c->L, &Lb, &Lb)))
+        return st;
+    return gmm_gmrf_assemble_rev(c->g, c->wtheta, &Lb, thetabar);
+}
+
 static const gmm_latent_ops gmrf_ops = {
     .family = "graph",
     .free = gmrf_free_impl,
@@ -114,6 +219,10 @@ static const gmm_latent_ops gmrf_ops = {
     .prior_rev = gmrf_prior_rev,
     .gaussian = gmrf_gaussian,
     .gaussian_posterior = gmrf_gaussian_post,
+    .whiten_setup = gmrf_whiten_setup,
+    .whiten = gmrf_whiten,
+    .whiten_t = gmrf_whiten_t,
+    .whiten_rev = gmrf_whiten_rev,
 };
 
 gmm_status gmm_latent_gmrf_alloc(const gmm_gmrf *g, size_t nrows, const size_t *row_node,
@@ -136,10 +245,11 @@ gmm_status gmm_latent_gmrf_alloc(const gmm_gmrf *g, size_t nrows, const size_t *
     if (c) {
         c->ooff = gmm_malloc(nrows ? nrows : 1, sizeof *c->ooff);
         c->oy = gmm_malloc(nrows ? nrows : 1, sizeof *c->oy);
+        c->theta = gmm_malloc(g->nparam ? g->nparam : 1, sizeof *c->theta);
     }
     if (l)
         l->node_row = gmm_malloc(g->n ? g->n : 1, sizeof *l->node_row);
-    if (!l || !c || !c->ooff || !c->oy || !l->node_row) {
+    if (!l || !c || !c->ooff || !c->oy || !c->theta || !l->node_row) {
         if (!l)
             gmrf_free_impl(c);
         gmm_latent_free(l);

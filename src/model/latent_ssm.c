@@ -58,6 +58,27 @@ static gmm_status ssm_predict_at(void *impl, const double *theta, const double *
     return gmm_ssm_predict_post(impl, theta, mean, cov, xq, nq, fmean, fvar);
 }
 
+static gmm_status ssm_whiten_setup(void *impl, const double *theta)
+{
+    return gmm_ssm_whiten_setup(impl, theta);
+}
+
+static gmm_status ssm_whiten(void *impl, const double *v, double *x)
+{
+    return gmm_ssm_whiten(impl, v, x);
+}
+
+static gmm_status ssm_whiten_t(void *impl, const double *g, double *u)
+{
+    return gmm_ssm_whiten_t(impl, g, u);
+}
+
+static gmm_status ssm_whiten_rev(void *impl, const double *v, const double *xbar,
+                                 double *thetabar)
+{
+    return gmm_ssm_whiten_rev(impl, v, xbar, thetabar);
+}
+
 static const gmm_latent_ops ssm_ops = {
     .family = "state-space",
     .free = ssm_free_impl,
@@ -69,6 +90,10 @@ static const gmm_latent_ops ssm_ops = {
     .gaussian_posterior = ssm_gaussian_post,
     .factorisation = ssm_factorisation,
     .predict_at = ssm_predict_at,
+    .whiten_setup = ssm_whiten_setup,
+    .whiten = ssm_whiten,
+    .whiten_t = ssm_whiten_t,
+    .whiten_rev = ssm_whiten_rev,
 };
 
 gmm_status gmm_latent_ssm_alloc(const gmm_kernel *k, const double *x, size_t n,

@@ -179,6 +179,48 @@ static inline void md_chol_inverse(size_t d, const double *L, double *W, double 
         }
 }
 
+/* Reverse mode of L = chol(Q) (md_chol): Qbar (d x d) += the full-matrix
+ * gradient of a symmetric Q (kernel.h's convention) given Lbar = dc/dL (only
+ * its lower triangle is read).  Murray (2016), "Differentiation of the
+ * Cholesky decomposition", eq. 10, in its symmetric form: with Phi(M) the
+ * lower triangle of M with the diagonal halved,
+ *
+ *     Qbar = L^-T sym(Phi(L^T Lbar)) L^-1,   sym(P) = (P + P^T)/2,
+ *
+ * from dQ = dL L^T + L dL^T: L^-1 dL = Phi(L^-1 dQ L^-T), so dc = tr(Lbar^T
+ * dL) = <Phi(L^T Lbar), L^-1 dQ L^-T>, and dQ is symmetric.  sym(Phi(M))
+ * is M/2 on and below the diagonal, mirrored above.  X: 2 d^2 scratch.
+ * O(d^3). */
+static inline void md_chol_rev(size_t d, const double *L, const double *Lbar, double *Qbar,
+                               double *X)
+{
+    double *P = X, *Y = X + d * d;
+    /* P = sym(Phi(L^T Lbar)): (L^T Lbar)(i, j) = sum_{l >= i} L(l, i) Lbar(l, j), j <= i */
+    for (size_t i = 0; i < d; i++)
+        for (size_t j = 0; j <= i; j++) {
+            double s = 0.0;
+            for (size_t l = i; l < d; l++)
+                s += L[l * d + i] * Lbar[l * d + j];
+            P[i * d + j] = P[j * d + i] = 0.5 * s;
+        }
+    /* Y = L^-T P (back substitution, column by column), then P = L^-T Y^T =
+     * L^-T P L^-1 (P symmetric) */
+    for (int pass = 0; pass < 2; pass++) {
+        const double *B = pass ? Y : P;
+        double *Z = pass ? P : Y;
+        for (size_t c = 0; c < d; c++)
+            for (size_t i = d; i-- > 0;) {
+                double s = pass ? B[c * d + i] : B[i * d + c];
+                for (size_t l = i + 1; l < d; l++)
+                    s -= L[l * d + i] * Z[l * d + c];
+                Z[i * d + c] = s / L[i * d + i];
+            }
+    }
+    for (size_t i = 0; i < d; i++)
+        for (size_t j = 0; j < d; j++)
+            Qbar[i * d + j] += 0.5 * (P[i * d + j] + P[j * d + i]);
+}
+
 /* log det(L L^T) = 2 sum log L_ii. */
 static inline double md_chol_logdet(size_t d, const double *L)
 {

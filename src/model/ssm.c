@@ -76,6 +76,7 @@ void gmm_ssm_free(gmm_ssm *m)
     gmm_free(m->tpl);
     gmm_marglik_work_free(m->mw);
     gmm_free(m->order);
+    gmm_free(m->wbuf);
     gmm_free(m);
 }
 

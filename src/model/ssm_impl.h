@@ -50,6 +50,13 @@ struct gmm_ssm {
     double *tpl;          /* d (kl + 1): one state's band columns (see STATE COLUMNS) */
     double ldP;
     gmm_marglik_work *mw; /* the prior precision is assembled in its band */
+    /* whitening (ssm_whiten.c): one buffer, allocated by the first
+     * gmm_ssm_whiten_setup; per group d x d in band order, nonzero on the
+     * blocks only: A, chol(Q) and their gradients; chol(Pinf) and its
+     * gradient; x of whiten_rev's forward pass (N); two d-vectors; the
+     * setup's theta */
+    double *wbuf, *wA, *wL, *wAb, *wLb, *wL0, *wL0b, *wx, *wlam, *wtheta;
+    int wready; /* the setup succeeded */
     /* objective */
     char **oname;
     double *oval;
