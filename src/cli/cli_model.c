@@ -2,12 +2,17 @@
  * fit, gradcheck and predict (see cli_model.h): one latent model (latent.h)
  * and one likelihood (likelihood.h) joined with the data in a gmm_problem
  * (problem.h).  Only construction knows the two families apart. */
+/* realpath (XSI) */
+#define _XOPEN_SOURCE 700
+
 #include "cli_model.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "gmm/alloc.h"
@@ -54,7 +59,9 @@ const char cli_model_options_help[] =
 
 struct cli_model {
     int graph;
-    char *data_file;
+    char *data_file;       /* as given (messages) */
+    char *data_rec;        /* as recorded in a model file: absolute, or "-" */
+    char *graph_rec;
     char *xname, *yname, *nodename, *ename;
     char *spec_text;
     gmm_spec_node *spec;
@@ -236,6 +243,8 @@ void cli_model_free(cli_model *m)
     gmm_free(m->e);
     gmm_free(m->line);
     gmm_free(m->data_file);
+    gmm_free(m->data_rec);
+    gmm_free(m->graph_rec);
     gmm_free(m->xname);
     gmm_free(m->yname);
     gmm_free(m->nodename);
@@ -318,6 +327,65 @@ static int apply_fix(const char *cmd, cli_model *m, const char **fix, size_t nfi
             return CLI_EXIT_USAGE;
         }
         m->obj->fixed[i] = 1;
+    }
+    return 0;
+}
+
+/* The path a model file records for an input: absolute, so the model works
+ * from any directory and wherever it is moved ("-" stays "-"). */
+static char *record_path(const char *path)
+{
+    if (!path || !strcmp(path, "-"))
+        return dup_str(path);
+    char *abs = realpath(path, NULL); /* malloc'ed by libc */
+    char *r = dup_str(abs ? abs : path);
+    free(abs);
+    return r;
+}
+
+/* An input named by a model file: absolute as recorded; a relative one
+ * (files of earlier versions) against the model file's directory first,
+ * then the working directory.  0, or an exit code after a message naming
+ * what was looked for. */
+static int resolve_path(const char *cmd, const char *model_path, const char *what,
+                        const char *rec, char **out)
+{
+    *out = NULL;
+    if (!strcmp(rec, "-")) {
+        cli_msg(cmd, "%s: the model's %s came from standard input; give the file again, e.g. "
+                     "'gmm-infer %s --model %s DATA.csv'",
+                model_path ? model_path : "model", what, cmd, model_path ? model_path : "M.json");
+        return CLI_EXIT_USAGE;
+    }
+    if (rec[0] == '/' || !model_path || !strcmp(model_path, "-")) {
+        *out = dup_str(rec);
+    } else {
+        const char *slash = strrchr(model_path, '/');
+        size_t dl = slash ? (size_t)(slash - model_path) + 1 : 0;
+        char *cand = gmm_malloc(dl + strlen(rec) + 1, 1);
+        if (!cand)
+            return cli_fail(cmd, GMM_ENOMEM);
+        memcpy(cand, model_path, dl);
+        strcpy(cand + dl, rec);
+        if (access(cand, R_OK) == 0 || access(rec, R_OK) != 0) {
+            if (access(cand, R_OK) != 0) {
+                cli_msg(cmd, "%s: the model's %s '%s' is not found (looked for %s and ./%s)",
+                        model_path, what, rec, cand, rec);
+                gmm_free(cand);
+                return CLI_EXIT_ERROR;
+            }
+            *out = cand;
+            return 0;
+        }
+        gmm_free(cand);
+        *out = dup_str(rec);
+    }
+    if (!*out)
+        return cli_fail(cmd, GMM_ENOMEM);
+    if (access(*out, R_OK) != 0) {
+        cli_msg(cmd, "%s: the model's %s '%s' cannot be read: %s", model_path ? model_path : "model",
+                what, *out, strerror(errno));
+        return CLI_EXIT_ERROR;
     }
     return 0;
 }
@@ -700,9 +768,12 @@ int cli_model_load(const char *cmd, const cli_model_opts *o, cli_model **out)
         goto fail;
     m->graph = o->graph != NULL;
     m->data_file = dup_str(o->data);
+    m->data_rec = record_path(o->data);
+    m->graph_rec = record_path(o->graph);
     m->spec_text = dup_str(o->graph ? o->precision : o->kernel ? o->kernel : CLI_DEFAULT_KERNEL);
     m->ename = dup_str(o->exposure);
-    if (!m->data_file || !m->spec_text || (o->exposure && !m->ename)) {
+    if (!m->data_file || !m->data_rec || (o->graph && !m->graph_rec) || !m->spec_text ||
+        (o->exposure && !m->ename)) {
         rc = cli_fail(cmd, GMM_ENOMEM);
         goto fail;
     }
@@ -770,8 +841,8 @@ static int model_value(const gmm_model *mf, const char *name, double *v)
     return 0;
 }
 
-int cli_model_from_file(const char *cmd, const gmm_model *mf, const char *data, int verbose,
-                        int factor, cli_model **out)
+int cli_model_from_file(const char *cmd, const gmm_model *mf, const char *model_path,
+                        const char *data, int verbose, int factor, cli_model **out)
 {
     int rc;
     gmm_status s;
@@ -783,10 +854,19 @@ int cli_model_from_file(const char *cmd, const gmm_model *mf, const char *data, 
     if ((rc = parse_likelihood(cmd, m, mf->likelihood)) != 0)
         goto fail;
     m->graph = mf->precision != NULL;
-    m->data_file = dup_str(data ? data : mf->data.file);
+    if (data)
+        m->data_file = dup_str(data);
+    else if ((rc = resolve_path(cmd, model_path, "data file", mf->data.file, &m->data_file)) != 0)
+        goto fail;
+    if (m->graph && (rc = resolve_path(cmd, model_path, "edge list", mf->graph,
+                                       &m->graph_file)) != 0)
+        goto fail;
+    m->data_rec = record_path(m->data_file);
+    m->graph_rec = record_path(m->graph_file);
     m->spec_text = dup_str(mf->kernel ? mf->kernel : mf->precision);
     m->ename = dup_str(mf->data.exposure);
-    if (!m->data_file || !m->spec_text || (mf->data.exposure && !m->ename)) {
+    if (!m->data_file || !m->data_rec || (m->graph && !m->graph_rec) || !m->spec_text ||
+        (mf->data.exposure && !m->ename)) {
         rc = cli_fail(cmd, GMM_ENOMEM);
         goto fail;
     }
@@ -806,9 +886,8 @@ int cli_model_from_file(const char *cmd, const gmm_model *mf, const char *data, 
         goto fail;
     }
     if (m->graph) {
-        m->graph_file = dup_str(mf->graph);
         m->nodename = dup_str(mf->data.node);
-        if (!m->graph_file || !m->nodename) {
+        if (!m->nodename) {
             rc = cli_fail(cmd, GMM_ENOMEM);
             goto fail;
         }
@@ -884,7 +963,7 @@ int cli_model_open(const char *cmd, const cli_model_opts *o, const char *model_p
     gmm_status s = gmm_model_read(model_path, mf);
     if (s != GMM_OK)
         return cli_fail(cmd, s);
-    return cli_model_from_file(cmd, mf, o->data, o->verbose, o->factor, out);
+    return cli_model_from_file(cmd, mf, model_path, o->data, o->verbose, o->factor, out);
 }
 
 gmm_objective *cli_model_objective(cli_model *m) { return m->obj; }
@@ -936,7 +1015,7 @@ int cli_model_describe(const char *cmd, cli_model *m, gmm_model *mf, char **scra
         gmm_spec_format(m->spec, nl, o->name, o->value, buf, need + 1);
         *scratch = buf;
         mf->precision = buf;
-        mf->graph = m->graph_file;
+        mf->graph = m->graph_rec;
         for (int k = 0; k < 3; k++)
             mf->edge_cols[k] = m->edge_cols[k];
         mf->data.node = m->nodename;
@@ -951,7 +1030,7 @@ int cli_model_describe(const char *cmd, cli_model *m, gmm_model *mf, char **scra
         mf->data.x = m->xname;
         mf->merge_tol = m->merge_tol;
     }
-    mf->data.file = m->data_file;
+    mf->data.file = m->data_rec;
     mf->data.y = m->yname;
     mf->data.exposure = m->ename;
     mf->nparam = o->nparam;

@@ -115,11 +115,13 @@ typedef struct cli_model cli_model;
  * data summary on stderr.  Returns an exit code (0 on success, with *out set;
  * messages printed otherwise). */
 int cli_model_load(const char *cmd, const cli_model_opts *o, cli_model **out);
-/* Rebuild a model from a model file (fit's output): its spec, parameter
- * values, data file and columns; `data` (may be NULL) overrides the model's
- * data file.  Returns an exit code. */
-int cli_model_from_file(const char *cmd, const gmm_model *mf, const char *data, int verbose,
-                        int factor, cli_model **out);
+/* Rebuild a model from a model file (fit's output, read from model_path):
+ * its spec, parameter values, data file and columns; `data` (may be NULL)
+ * overrides the model's data file.  Recorded paths are absolute; relative
+ * ones (older files) are looked for beside the model file first.  Returns
+ * an exit code. */
+int cli_model_from_file(const char *cmd, const gmm_model *mf, const char *model_path,
+                        const char *data, int verbose, int factor, cli_model **out);
 void cli_model_free(cli_model *m);
 
 /* After getopt: take the optional positional DATA.csv from argv[optind..]

@@ -156,7 +156,7 @@ int cmd_predict(int argc, char **argv)
         rc = cli_fail(cmd, s);
         goto done;
     }
-    if ((rc = cli_model_from_file(cmd, &mf, data, verbose, GMM_SSM_FACTOR_AUTO, &m)) != 0)
+    if ((rc = cli_model_from_file(cmd, &mf, model_path, data, verbose, GMM_SSM_FACTOR_AUTO, &m)) != 0)
         goto done;
     if (!cli_model_has_inputs(m) && (at || grid)) {
         cli_msg(cmd, "--at and --grid apply to models with inputs (state-space); this model "
