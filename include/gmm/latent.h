@@ -28,6 +28,7 @@
 #include "gmm/band.h"
 #include "gmm/gmrf.h"
 #include "gmm/kernel.h"
+#include "gmm/marglik.h"
 #include "gmm/ssm.h"
 #include "gmm/status.h"
 
@@ -91,6 +92,48 @@ gmm_status gmm_latent_prior(gmm_latent *l, const double *theta, gmm_band *Q, dou
  * call returned logdet NAN (GMM_EINVAL otherwise). */
 gmm_status gmm_latent_prior_rev(gmm_latent *l, const gmm_band *Qbar, double logdetbar,
                                 double *thetabar);
+
+/* ---- square root of the prior (for VI) ------------------------------------- */
+
+/* Rows of a square root G of the prior precision, Q = G'G, in the order
+ * marglik.h's gmm_prior_rows documents (row i: w_i <= kl + 1 entries from
+ * column first_i, first_i nondecreasing), kl = gmm_latent_bandwidth.
+ * Variational inference takes these instead of the assembled Q to keep its
+ * digits when inputs are close relative to a lengthscale (Q's entries then
+ * dwarf the information they carry; the rows never form Q).
+ * State-space models: the transition rows C0 x_0, C_k (x_{k+1} - A_k x_k)
+ * (gmm_ssm_prior_rows: G is the inverse of the whitening map, exact at any
+ * spacing, no GMM_EDOM for close inputs).  Graphs have no natural square
+ * root: GMM_EINVAL (factorise gmm_latent_prior's Q instead).
+ *
+ * gmm_latent_prior_rows fills G at theta (nrows = gmm_latent_prior_nrows;
+ * the callback's ctx is owned by l; the rows may be read in any order, any
+ * number of times, until the next call on l other than
+ * gmm_latent_prior_rows_rev) and log|Q| into *logdet (may be NULL).  The
+ * first call allocates the reverse mode's workspace.  Ends a
+ * gmm_latent_prior/_prior_rev pair.  Errors: GMM_EINVAL (NULL, no square
+ * root), GMM_EDOM (theta), GMM_ENOTPD, GMM_ENOMEM.  State-space: O(intervals
+ * d^3), then O(kl) per row. */
+gmm_status gmm_latent_prior_rows(gmm_latent *l, const double *theta, gmm_prior_rows *G,
+                                 double *logdet);
+/* Reverse mode at the theta of the last gmm_latent_prior_rows on l, which
+ * must have succeeded (whatever other calls came in between):
+ *
+ *   thetabar (nparam) += d/dtheta [ sum_i sum_{j < w_i} Gbar[i (kl + 1) + j] G_i[j]
+ *                                   + logdetbar log|Q| ],
+ *
+ * G_i[j] the j-th entry of row i exactly as the callback writes it (column
+ * first_i + j; structural zeros inside the row included, with derivative
+ * 0).  Gbar: nrows (kl + 1) doubles, row-major with stride kl + 1 whatever
+ * w_i; the slots j >= w_i are not read.  Ends a gmm_latent_prior/_prior_rev
+ * pair.  Errors: GMM_EINVAL (NULL, no square root, the last
+ * gmm_latent_prior_rows failed or none ran), GMM_ENOTPD.  State-space: O(N kl +
+ * intervals (d^3 + nparam d^2)). */
+gmm_status gmm_latent_prior_rows_rev(gmm_latent *l, const double *Gbar, double logdetbar,
+                                     double *thetabar);
+/* Rows of the square root (state-space: N = gmm_latent_dim), 0 for a
+ * family without one. */
+size_t gmm_latent_prior_nrows(const gmm_latent *l);
 
 /* ---- Gaussian likelihood, exact ----------------------------------------- */
 

@@ -52,6 +52,7 @@
 
 #include "gmm/kernel.h"
 #include "gmm/band.h"
+#include "gmm/marglik.h"
 #include "gmm/status.h"
 
 /* The automatic choice takes the Cholesky only while its rounding bound
@@ -139,6 +140,50 @@ gmm_status gmm_ssm_prior(gmm_ssm *m, const double *theta, gmm_band *Q, double *l
  * Qbar SYMMETRIC with the model's shape.  O(N d^2 + intervals d^3). */
 gmm_status gmm_ssm_prior_rev(gmm_ssm *m, const gmm_band *Qbar, double logdetbar,
                              double *thetabar);
+/* SQUARE ROOT of the prior precision (for variational inference; latent.h):
+ * Q_prior = G'G for the N rows, in band order (BLOCKS),
+ *
+ *   rows 0 .. d - 1:          C0 x_0,                 C0 = chol(Pinf)^-1,
+ *   rows (k + 1) d + p:       row p of C_k (x_{k+1} - A_k x_k),
+ *                             C_k = chol(Q_k)^-1  (k = 0 .. K - 2),
+ *
+ * chol the lower Cholesky factor of each block, so C0, C_k and C_k A_k are
+ * block-diagonal.  Row p < d has its p + 1 entries C0(p, 0 .. p) from column
+ * 0; row (k + 1) d + p, with o the first position of p's block, has d - o + p
+ * + 1 <= kl + 1 entries from column k d + o: -(C_k A_k)(p, o .. d - 1), then
+ * C_k(p, 0 .. p) (entries off p's block are written, as zeros).  First
+ * columns are nondecreasing (marglik.h's gmm_prior_rows contract).  G is
+ * the inverse of the whitening map (W G = I) and, like it, computed
+ * without any inverse of an assembled matrix: there is no spacing limit
+ * (no GMM_EDOM for close inputs), which is why variational inference takes
+ * these rows rather than the assembled Q when inputs are close relative to
+ * a lengthscale.
+ *
+ * gmm_ssm_prior_rows fills G at theta (nrows N, row callback, ctx owned by m;
+ * rows may be read in any order and any number of times while G is valid:
+ * until the next call on m other than gmm_ssm_prior_rows_rev) and
+ * log|Q_prior| into *logdet (may be NULL).
+ * The first call allocates the workspace of the reverse mode (O(intervals
+ * d^2 + nparam) doubles).  It ends a gmm_ssm_prior/_prior_rev pair.
+ * Errors: GMM_EINVAL (NULL), GMM_EDOM (theta), GMM_ENOTPD (a Q_k or Pinf),
+ * GMM_ENOMEM.  O(intervals d^3); each row O(kl). */
+gmm_status gmm_ssm_prior_rows(gmm_ssm *m, const double *theta, gmm_prior_rows *G,
+                              double *logdet);
+/* Reverse mode at the theta of the last successful gmm_ssm_prior_rows on m
+ * (whatever other calls came in between): thetabar (nparam) += d/dtheta of
+ *
+ *   sum_i sum_{j < w_i} Gbar[i (kl + 1) + j] G_i[j]  +  logdetbar log|Q_prior|,
+ *
+ * G_i[j] entry j of row i as the callback writes it (w_i entries from its
+ * first column), kl = gmm_ssm_bandwidth; Gbar has N (kl + 1) entries and
+ * those with j >= w_i are not read.  Cbar and (C A)bar per interval group,
+ * chained through C = chol(Q)^-1 and the Cholesky's reverse mode to Q_k and
+ * A_k, C0bar to Pinf, then the kernel's reverse mode (ssm_rows.c).  Ends a
+ * gmm_ssm_prior/_prior_rev pair.  GMM_EINVAL (NULL, no successful
+ * gmm_ssm_prior_rows before).  O(N kl + intervals (d^3 + nparam d^2)). */
+gmm_status gmm_ssm_prior_rows_rev(gmm_ssm *m, const double *Gbar, double logdetbar,
+                                  double *thetabar);
+
 /* The observation row at theta of each of the n data rows into coef (n x d,
  * row r at coef + r d, band order).  Reverse mode: thetabar += d(sum
  * coefbar . coef)/dtheta.  Either ends a gmm_ssm_prior/_prior_rev pair.

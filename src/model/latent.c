@@ -228,3 +228,39 @@ gmm_status gmm_latent_whiten_rev(gmm_latent *l, const double *v, const double *x
 {
     return l->ops->whiten_rev ? l->ops->whiten_rev(l->impl, v, xbar, thetabar) : no_whiten(l);
 }
+
+size_t gmm_latent_prior_nrows(const gmm_latent *l) { return l->prior_nrows; }
+
+static gmm_status no_rows(const gmm_latent *l)
+{
+    return gmm_error(GMM_EINVAL, "the %s family has no natural square root of its prior "
+                                 "precision (factorise Q from gmm_latent_prior instead)",
+                     l->ops->family);
+}
+
+gmm_status gmm_latent_prior_rows(gmm_latent *l, const double *theta, gmm_prior_rows *G,
+                                 double *logdet)
+{
+    if (!l || !theta || !G)
+        return gmm_error(GMM_EINVAL, "gmm_latent_prior_rows: NULL argument");
+    if (!l->ops->prior_rows)
+        return no_rows(l);
+    gmm_status st = gmm_latent_theta_check(l, theta);
+    if (st == GMM_OK)
+        st = l->ops->prior_rows(l->impl, theta, G, logdet);
+    l->rows_ok = st == GMM_OK;
+    return st;
+}
+
+gmm_status gmm_latent_prior_rows_rev(gmm_latent *l, const double *Gbar, double logdetbar,
+                                     double *thetabar)
+{
+    if (!l || !Gbar || !thetabar)
+        return gmm_error(GMM_EINVAL, "gmm_latent_prior_rows_rev: NULL argument");
+    if (!l->ops->prior_rows_rev)
+        return no_rows(l);
+    if (!l->rows_ok)
+        return gmm_error(GMM_EINVAL, "gmm_latent_prior_rows_rev: the last "
+                                     "gmm_latent_prior_rows did not succeed (or none ran)");
+    return l->ops->prior_rows_rev(l->impl, Gbar, logdetbar, thetabar);
+}

@@ -26,12 +26,18 @@ typedef struct {
     gmm_status (*whiten)(void *impl, const double *v, double *x);
     gmm_status (*whiten_t)(void *impl, const double *g, double *u);
     gmm_status (*whiten_rev)(void *impl, const double *v, const double *xbar, double *thetabar);
+    /* NULL: no natural square root of Q (prior_nrows 0) */
+    gmm_status (*prior_rows)(void *impl, const double *theta, gmm_prior_rows *G,
+                             double *logdet);
+    gmm_status (*prior_rows_rev)(void *impl, const double *Gbar, double logdetbar,
+                                 double *thetabar);
 } gmm_latent_ops;
 
 struct gmm_latent {
     const gmm_latent_ops *ops;
     void *impl;
     size_t n, kl, cov_kl, nrows, width, nparam;
+    size_t prior_nrows;    /* rows of the prior's square root (0: none) */
     size_t *offset;        /* nrows */
     double *coef;          /* nrows x width: constant coefficients (or the last
                             * obs_coef when they vary) */
@@ -40,6 +46,7 @@ struct gmm_latent {
     double *start;         /* nparam */
     int *zero_ok;          /* nparam */
     int logdet_known;      /* the last prior call returned log|Q| */
+    int rows_ok;           /* the last prior_rows call succeeded */
     size_t *node_row;      /* graphs: n, graph node -> latent index */
 };
 

@@ -1,5 +1,6 @@
 /* latent_ssm.c -- the state-space family as a gmm_latent (latent.h): every
- * method forwards to ssm.h; whitening by the innovations form. */
+ * method forwards to ssm.h; whitening by the innovations form, the prior's
+ * square root from its transition rows. */
 #include <math.h>
 #include <string.h>
 
@@ -79,6 +80,18 @@ static gmm_status ssm_whiten_rev(void *impl, const double *v, const double *xbar
     return gmm_ssm_whiten_rev(impl, v, xbar, thetabar);
 }
 
+static gmm_status ssm_prior_rows(void *impl, const double *theta, gmm_prior_rows *G,
+                                 double *logdet)
+{
+    return gmm_ssm_prior_rows(impl, theta, G, logdet);
+}
+
+static gmm_status ssm_prior_rows_rev(void *impl, const double *Gbar, double logdetbar,
+                                     double *thetabar)
+{
+    return gmm_ssm_prior_rows_rev(impl, Gbar, logdetbar, thetabar);
+}
+
 static const gmm_latent_ops ssm_ops = {
     .family = "state-space",
     .free = ssm_free_impl,
@@ -94,6 +107,8 @@ static const gmm_latent_ops ssm_ops = {
     .whiten = ssm_whiten,
     .whiten_t = ssm_whiten_t,
     .whiten_rev = ssm_whiten_rev,
+    .prior_rows = ssm_prior_rows,
+    .prior_rows_rev = ssm_prior_rows_rev,
 };
 
 gmm_status gmm_latent_ssm_alloc(const gmm_kernel *k, const double *x, size_t n,
@@ -115,6 +130,7 @@ gmm_status gmm_latent_ssm_alloc(const gmm_kernel *k, const double *x, size_t n,
     l->impl = m;
     l->n = gmm_ssm_dimension(m);
     l->kl = gmm_ssm_bandwidth(m);
+    l->prior_nrows = l->n;
     /* prediction between states reads the blocks (k, k) and (k+1, k) */
     l->cov_kl = 2 * d - 1 > l->kl ? 2 * d - 1 : l->kl;
     if (l->cov_kl > l->n - 1)

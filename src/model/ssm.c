@@ -77,6 +77,7 @@ void gmm_ssm_free(gmm_ssm *m)
     gmm_marglik_work_free(m->mw);
     gmm_free(m->order);
     gmm_free(m->wbuf);
+    gmm_free(m->rbuf);
     gmm_free(m);
 }
 

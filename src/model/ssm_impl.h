@@ -10,6 +10,13 @@
 #include "gmm/marglik.h"
 #include "gmm/ssm.h"
 
+/* A reader of the prior's square root (SQUARE ROOT in ssm_prior.c): row
+ * next is row p of interval k, so rows read in order need no division. */
+typedef struct {
+    const struct gmm_ssm *m;
+    size_t next, k, p;
+} ssm_cursor;
+
 struct gmm_ssm {
     const gmm_kernel *k;
     gmm_ssm_params par;
@@ -57,6 +64,13 @@ struct gmm_ssm {
      * setup's theta */
     double *wbuf, *wA, *wL, *wAb, *wLb, *wL0, *wL0b, *wx, *wlam, *wtheta;
     int wready; /* the setup succeeded */
+    /* the prior's square root (ssm_rows.c): one buffer, allocated by the
+     * first gmm_ssm_prior_rows: per group Cbar and (C A)bar (d x d, band
+     * order), C0bar, the forward call's theta; the cursor its G reads
+     * through */
+    double *rbuf, *rCb, *rCAb, *rC0b, *rtheta;
+    ssm_cursor rcur;
+    int rready; /* the last gmm_ssm_prior_rows succeeded */
     /* objective */
     char **oname;
     double *oval;
@@ -95,5 +109,15 @@ gmm_status ssm_forward(gmm_ssm *m, const double *theta, double noise, double *lo
 
 /* Pinf, H and Pinf^-1 (W0), C0 = chol(Pinf)^-1 at theta (ssm_prior.c). */
 gmm_status ssm_pinf(gmm_ssm *m, const double *theta);
+
+/* The d x d blocks at theta (Pinf, C0, and per interval group A, W, W A,
+ * A' W A, C, C A) and log|Q_prior| into *logdet, with no spacing check
+ * (ssm_prior.c). */
+gmm_status ssm_blocks(gmm_ssm *m, const double *theta, double *logdet);
+
+/* Row i of the square root G (SQUARE ROOT in ssm_prior.c) through the
+ * cursor ctx (an ssm_cursor on m): first column into *first, entries into
+ * v, returns the width.  Any order; consecutive rows cost no division. */
+size_t ssm_prior_row(void *ctx, size_t i, size_t *first, double *v);
 
 #endif

@@ -211,15 +211,11 @@ static gmm_status modulated_rows(gmm_ssm *m, double *X)
  * interval k reads positions rowstart[p] .. d - 1 of state k (-C A) and
  * rowstart[p] .. p of state k + 1 (C), a width d + p + 1 - rowstart[p] <=
  * kl + 1, starting at column k d + rowstart[p] -- nondecreasing in (k, p).
- * gmm_marglik_eval_rows folds them with the observations into L. */
-typedef struct {
-    const gmm_ssm *m;
-    size_t next, k, p; /* row next is row p of interval k (no division per row) */
-} prior_cursor;
-
-static size_t prior_row(void *ctx, size_t i, size_t *first, double *v)
+ * gmm_marglik_eval_rows folds them with the observations into L;
+ * gmm_ssm_prior_rows hands them out (ssm_rows.c, with the reverse mode). */
+size_t ssm_prior_row(void *ctx, size_t i, size_t *first, double *v)
 {
-    prior_cursor *c = ctx;
+    ssm_cursor *c = ctx;
     const gmm_ssm *m = c->m;
     size_t d = m->d;
     if (i < d) {
@@ -252,9 +248,14 @@ static size_t prior_row(void *ctx, size_t i, size_t *first, double *v)
  * from them.  chol_limit: the spacing limit is the Cholesky's (GRADIENT). */
 static gmm_status prior_blocks(gmm_ssm *m, const double *theta, int chol_limit, double *logdet)
 {
+    gmm_status st = check_spacing(m, theta, chol_limit);
+    return st ? st : ssm_blocks(m, theta, logdet);
+}
+
+gmm_status ssm_blocks(gmm_ssm *m, const double *theta, double *logdet)
+{
     gmm_status st;
-    size_t d = m->d;
-    if ((st = check_spacing(m, theta, chol_limit)) || (st = ssm_pinf(m, theta)))
+    if ((st = ssm_pinf(m, theta)))
         return st;
     double *L = m->T;
     for (size_t g = 0; g < m->ng; g++)
@@ -264,7 +265,6 @@ static gmm_status prior_blocks(gmm_ssm *m, const double *theta, int chol_limit, 
     for (size_t g = 0; g < m->ng; g++)
         ld -= (double)m->gcount[g] * m->ldQ[g];
     *logdet = ld;
-    (void)d;
     return GMM_OK;
 }
 
@@ -328,8 +328,8 @@ gmm_status ssm_forward(gmm_ssm *m, const double *theta, double noise, double *lo
     if (m->modulated && (st = modulated_rows(m, m->T)))
         return st;
     if (m->rows) {
-        prior_cursor cur = {m, SIZE_MAX, 0, 0};
-        gmm_prior_rows G = {m->N, prior_row, &cur};
+        ssm_cursor cur = {m, SIZE_MAX, 0, 0};
+        gmm_prior_rows G = {m->N, ssm_prior_row, &cur};
         return gmm_marglik_eval_rows(&G, &m->obs, noise, logdet, m->mw, loglik);
     }
     /* Assembled in the marginal likelihood's own band: no copy of Q there */

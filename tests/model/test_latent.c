@@ -3,7 +3,10 @@
  * models, against the kernel's covariance; whiten_t as the transpose of
  * whiten; whiten_rev against finite differences), the prior and its reverse
  * mode, the demodulated observation rows and their reverse mode against
- * finite differences, prediction at data rows against a dense computation.
+ * finite differences, prediction at data rows against a dense computation,
+ * the prior's square root (G'G against the assembled Q, G against the
+ * whitening's inverse, its reverse mode against finite differences, close
+ * inputs, graphs without one).
  * GMM_TEST_REPORT=1 prints the measured errors. */
 #include <check.h>
 #include <gsl/gsl_eigen.h>
@@ -81,14 +84,10 @@ static gmm_kernel *kernel_of(const char *text)
     return k;
 }
 
-/* damp_rel: 0 for the default damping of zero-noise factors */
-static void ssm_case_init(ssm_case *c, const char *spec, uint64_t seed, double damp_rel)
+/* The case on inputs c->x (c->nx, one of them a repeat) already set;
+ * damp_rel: 0 for the default damping of zero-noise factors. */
+static void ssm_case_setup(ssm_case *c, const char *spec, double damp_rel)
 {
-    tu_rng r;
-    tu_rng_seed(&r, seed);
-    memset(c, 0, sizeof *c);
-    c->nx = 13;
-    make_inputs(&r, c->nx, c->x);
     c->k = kernel_of(spec);
     double y[16];
     for (size_t i = 0; i < c->nx; i++)
@@ -109,6 +108,31 @@ static void ssm_case_init(ssm_case *c, const char *spec, uint64_t seed, double d
     c->theta = malloc(c->np * sizeof *c->theta);
     memcpy(c->theta, gmm_latent_param_start(c->l), c->np * sizeof *c->theta);
     ck_assert_uint_eq(c->N, (c->nx - 1) * gmm_kernel_dim(c->k));
+}
+
+/* On make_inputs' irregular inputs: every interval its own group. */
+static void ssm_case_init(ssm_case *c, const char *spec, uint64_t seed, double damp_rel)
+{
+    tu_rng r;
+    tu_rng_seed(&r, seed);
+    memset(c, 0, sizeof *c);
+    c->nx = 13;
+    make_inputs(&r, c->nx, c->x);
+    ssm_case_setup(c, spec, damp_rel);
+}
+
+/* A regular grid of spacing 0.35 (ten intervals in one group), a repeated
+ * input, then two longer irregular intervals: groups with counts 10, 1, 1. */
+static void ssm_case_grid(ssm_case *c, const char *spec, double damp_rel)
+{
+    memset(c, 0, sizeof *c);
+    c->nx = 14;
+    for (size_t i = 0; i < 11; i++)
+        c->x[i] = 0.2 + 0.35 * (double)i;
+    c->x[11] = c->x[4];
+    c->x[12] = c->x[10] + 0.61;
+    c->x[13] = c->x[12] + 0.83;
+    ssm_case_setup(c, spec, damp_rel);
 }
 
 static void ssm_case_free(ssm_case *c)
@@ -410,6 +434,8 @@ typedef struct {
     double ldbar;
     double *coef;
     const double *coefbar;
+    const double *Gbar; /* N (kl + 1), for prior_rows_rev */
+    double *row;        /* kl + 1 */
     double mag; /* sum of |terms| of the last evaluation */
 } fd_ctx;
 
@@ -701,6 +727,309 @@ START_TEST(test_predict_rows_dense)
 }
 END_TEST
 
+/* ---- (5) the prior's square root ------------------------------------------------- */
+
+/* The rows of G as a dense N x N (row-major), checking the callback's
+ * contract on the way (marglik.h: 1 <= width <= kl + 1, inside the matrix,
+ * first columns nondecreasing); read twice, backwards then forwards, to
+ * check that any order gives the same rows. */
+static double *dense_rows(const gmm_prior_rows *G, size_t N, size_t kl, const char *what)
+{
+    double *D = calloc(N * N, sizeof *D), *v = malloc((kl + 1) * sizeof *v);
+    double *D2 = calloc(N * N, sizeof *D2);
+    ck_assert_uint_eq(G->nrows, N);
+    for (int pass = 0; pass < 2; pass++) {
+        double *M = pass ? D : D2;
+        size_t last = 0;
+        for (size_t t = 0; t < N; t++) {
+            size_t i = pass ? t : N - 1 - t, first = SIZE_MAX;
+            size_t w = G->row(G->ctx, i, &first, v);
+            ck_assert_msg(w >= 1 && w <= kl + 1 && first + w <= N,
+                          "%s: row %zu: width %zu from column %zu (kl %zu)", what, i, w, first,
+                          kl);
+            if (pass)
+                ck_assert_msg(first >= last, "%s: row %zu starts before row %zu", what, i, i - 1);
+            last = first;
+            for (size_t j = 0; j < w; j++)
+                M[i * N + first + j] = v[j];
+        }
+    }
+    ck_assert_msg(memcmp(D, D2, N * N * sizeof *D) == 0, "%s: rows depend on the order read",
+                  what);
+    free(D2);
+    free(v);
+    return D;
+}
+
+/* G'G against the assembled Q (band -> dense), log|Q| against GSL's dense
+ * Cholesky of Q (1e-9, as check_wwt), and G = W^-1 (G applied to x = W v
+ * gives v back).  Tolerances: entry (i, j) of G'G sums at most 2d products,
+ * so it rounds by ~2d eps (|G|'|G|)_ij, and the assembled Q (W + A'W A, the
+ * same sum in exact arithmetic) by the same order: |G'G - Q|_ij /
+ * (|G|'|G|)_ij must stay below 8 (kl + 1) eps, entries where |G|'|G| = 0
+ * being exact zeros in both; G W v - v is measured per row against sum_j
+ * |G_ij| |x_j| (the rounding of x = W v, ~eps |x|, meets |G|), below the
+ * same bound.  The error over max |Q| is reported too. */
+static void check_rows_gtg(gmm_latent *l, const double *theta, const char *what,
+                           uint64_t seed, double *err_q, double *err_w)
+{
+    tu_rng r;
+    tu_rng_seed(&r, seed);
+    size_t N = gmm_latent_dim(l), kl = gmm_latent_bandwidth(l);
+    double ld_family, ld_dense, ld_rows, cond;
+    double *Qd = dense_prior(l, theta, &ld_family);
+    double *Inv = dense_inverse(Qd, N, &cond, &ld_dense);
+    gmm_prior_rows G;
+    ck_assert_uint_eq(gmm_latent_prior_nrows(l), N);
+    gmm_status st = gmm_latent_prior_rows(l, theta, &G, &ld_rows);
+    ck_assert_msg(st == GMM_OK, "%s: prior_rows: %s", what, gmm_error_message());
+    double *Gd = dense_rows(&G, N, kl, what);
+    double e = 0.0, eq = 0.0, qmax = 0.0;
+    for (size_t k = 0; k < N * N; k++)
+        qmax = fmax(qmax, fabs(Qd[k]));
+    for (size_t i = 0; i < N; i++)
+        for (size_t j = 0; j < N; j++) {
+            double s = 0.0, a = 0.0, q = Qd[j * N + i]; /* Qd column-major (symmetric) */
+            for (size_t k = 0; k < N; k++) {
+                s += Gd[k * N + i] * Gd[k * N + j];
+                a += fabs(Gd[k * N + i] * Gd[k * N + j]);
+            }
+            if (a == 0.0) /* structural zeros are exact in both */
+                ck_assert_msg(s == 0.0 && q == 0.0, "%s: Q(%zu, %zu) = %g, G'G %g", what, i, j,
+                              q, s);
+            else
+                e = fmax(e, fabs(s - q) / a);
+            eq = fmax(eq, fabs(s - q) / qmax);
+        }
+    /* G (W v) = v */
+    double *v = malloc(N * sizeof *v), *x = malloc(N * sizeof *x), ew = 0.0;
+    for (size_t i = 0; i < N; i++)
+        v[i] = tu_normal(&r);
+    ck_assert_int_eq(gmm_latent_whiten_setup(l, theta), GMM_OK);
+    ck_assert_int_eq(gmm_latent_whiten(l, v, x), GMM_OK);
+    for (size_t i = 0; i < N; i++) {
+        double y = 0.0, a = 0.0;
+        for (size_t j = 0; j < N; j++) {
+            y += Gd[i * N + j] * x[j];
+            a += fabs(Gd[i * N + j] * x[j]);
+        }
+        ew = fmax(ew, fabs(y - v[i]) / a);
+    }
+    double tol = 8.0 * (double)(kl + 1) * EPS;
+    if (report())
+        fprintf(stderr, "latent G'G vs Q %-42.42s cond %8.2e  G'G %8.2e (/max|Q| %8.2e)  "
+                        "GWv %8.2e (tol %8.2e) logdet %8.2e\n",
+                what, cond, e, eq, ew, tol, fabs(ld_rows - ld_dense) / fmax(1.0, fabs(ld_dense)));
+    ck_assert_msg(e < tol, "%s: G'G vs Q: %g", what, e);
+    ck_assert_msg(ew < tol, "%s: G W v vs v: %g", what, ew);
+    ck_assert_msg(ld_rows == ld_family, "%s: log|Q| rows %.17g vs prior %.17g", what, ld_rows,
+                  ld_family);
+    ck_assert_msg(fabs(ld_rows - ld_dense) < 1e-9 * fmax(1.0, fabs(ld_dense)),
+                  "%s: log|Q| %.15g vs dense %.15g", what, ld_rows, ld_dense);
+    *err_q = e;
+    *err_w = ew;
+    free(v);
+    free(x);
+    free(Gd);
+    free(Qd);
+    free(Inv);
+}
+
+START_TEST(test_prior_rows_gtg)
+{
+    for (size_t ik = 0; ik < NKERN; ik++)
+        for (int id = 0; id < 2; id++) {
+            ssm_case c;
+            ssm_case_init(&c, kernels[ik], 11 + ik, dampings[id]);
+            if (id == 0 || gmm_kernel_damped(c.k)) {
+                double eq, ew;
+                check_rows_gtg(c.l, c.theta, kernels[ik], 600 + ik, &eq, &ew);
+                /* and away from the start values */
+                for (size_t i = 0; i < c.np; i++)
+                    c.theta[i] *= 0.8 + 0.05 * (double)i;
+                check_rows_gtg(c.l, c.theta, kernels[ik], 610 + ik, &eq, &ew);
+            }
+            ssm_case_free(&c);
+            ssm_case_grid(&c, kernels[ik], dampings[id]);
+            if (id == 0 || gmm_kernel_damped(c.k)) {
+                double eq, ew;
+                check_rows_gtg(c.l, c.theta, kernels[ik], 620 + ik, &eq, &ew);
+            }
+            ssm_case_free(&c);
+        }
+}
+END_TEST
+
+static double rows_fn(void *p)
+{
+    fd_ctx *c = p;
+    gmm_prior_rows G;
+    double ld;
+    size_t ldg = gmm_latent_bandwidth(c->l) + 1, first;
+    ck_assert_int_eq(gmm_latent_prior_rows(c->l, c->theta, &G, &ld), GMM_OK);
+    double s = c->ldbar * ld;
+    c->mag = fabs(s);
+    for (size_t i = 0; i < G.nrows; i++) {
+        size_t w = G.row(G.ctx, i, &first, c->row);
+        for (size_t j = 0; j < w; j++) {
+            double t = c->Gbar[i * ldg + j] * c->row[j];
+            s += t;
+            c->mag += fabs(t);
+        }
+    }
+    return s;
+}
+
+/* sum over rows of Gbar . G_i(theta) + ldbar log|Q| against fd_tol_check's
+ * fourth-order differences; Gbar random in every slot, those past a row's
+ * width included (they must not be read). */
+static double check_rows_rev(gmm_latent *l, double *theta, const char *what, uint64_t seed)
+{
+    tu_rng r;
+    tu_rng_seed(&r, seed);
+    size_t N = gmm_latent_dim(l), np = gmm_latent_nparam(l), ld = gmm_latent_bandwidth(l) + 1;
+    double *Gbar = malloc(N * ld * sizeof *Gbar), *row = malloc(ld * sizeof *row);
+    double *grad = malloc(np * sizeof *grad), ldbar = tu_normal(&r);
+    for (size_t i = 0; i < N * ld; i++)
+        Gbar[i] = tu_normal(&r);
+    for (size_t i = 0; i < np; i++)
+        grad[i] = 0.25; /* accumulated into */
+    gmm_prior_rows G;
+    ck_assert_int_eq(gmm_latent_prior_rows(l, theta, &G, NULL), GMM_OK);
+    gmm_status st = gmm_latent_prior_rows_rev(l, Gbar, ldbar, grad);
+    ck_assert_msg(st == GMM_OK, "%s: prior_rows_rev: %s", what, gmm_error_message());
+    for (size_t i = 0; i < np; i++)
+        grad[i] -= 0.25;
+    fd_ctx c = {.l = l, .theta = theta, .N = N, .Gbar = Gbar, .row = row, .ldbar = ldbar};
+    double err = fd_tol_check(&c, np, grad, rows_fn, what, "rows_rev");
+    free(Gbar);
+    free(row);
+    free(grad);
+    return err;
+}
+
+START_TEST(test_prior_rows_rev_fd)
+{
+    for (size_t ik = 0; ik < NKERN; ik++)
+        for (int id = 0; id < 2; id++) {
+            ssm_case c;
+            ssm_case_init(&c, kernels[ik], 11 + ik, dampings[id]);
+            if (id == 0 || gmm_kernel_damped(c.k))
+                check_rows_rev(c.l, c.theta, kernels[ik], 700 + ik);
+            ssm_case_free(&c);
+            /* interval groups of several intervals (the logdet term counts them) */
+            ssm_case_grid(&c, kernels[ik], dampings[id]);
+            if (id == 0 || gmm_kernel_damped(c.k))
+                check_rows_rev(c.l, c.theta, kernels[ik], 710 + ik);
+            ssm_case_free(&c);
+        }
+}
+END_TEST
+
+/* Inputs far closer than the likelihood's accuracy limit (dt / lengthscale
+ * = 1.5e-7, where gmm_latent_prior refuses): the rows are computed, G W v =
+ * v holds to the same tolerance as above, and the reverse mode still
+ * agrees with finite differences. */
+START_TEST(test_prior_rows_close_inputs)
+{
+    gmm_kernel *k = kernel_of("matern52(variance=1.3, lengthscale=2.0)");
+    double x[6] = {0.0, 1e-6, 2e-6, 0.5, 0.5 + 3e-7, 1.5};
+    gmm_latent *l = NULL;
+    ck_assert_int_eq(gmm_latent_ssm_alloc(k, x, 6, NULL, &l), GMM_OK);
+    size_t N = gmm_latent_dim(l), kl = gmm_latent_bandwidth(l), np = gmm_latent_nparam(l);
+    double th[2];
+    memcpy(th, gmm_latent_param_start(l), sizeof th);
+    gmm_band *Q = gmm_band_alloc(N, kl, 0, GMM_BAND_SYMMETRIC);
+    ck_assert_int_eq(gmm_latent_prior(l, th, Q, NULL), GMM_EDOM);
+    gmm_prior_rows G;
+    double ld;
+    ck_assert_int_eq(gmm_latent_prior_rows(l, th, &G, &ld), GMM_OK);
+    ck_assert(isfinite(ld));
+    double *Gd = dense_rows(&G, N, kl, "close inputs");
+    double v[18], xx[18], ew = 0.0;
+    tu_rng r;
+    tu_rng_seed(&r, 78);
+    for (size_t i = 0; i < N; i++)
+        v[i] = tu_normal(&r);
+    ck_assert_int_eq(gmm_latent_whiten_setup(l, th), GMM_OK);
+    ck_assert_int_eq(gmm_latent_whiten(l, v, xx), GMM_OK);
+    for (size_t i = 0; i < N; i++) {
+        double y = 0.0, a = 0.0;
+        for (size_t j = 0; j < N; j++) {
+            y += Gd[i * N + j] * xx[j];
+            a += fabs(Gd[i * N + j] * xx[j]);
+        }
+        ew = fmax(ew, fabs(y - v[i]) / a);
+    }
+    if (report())
+        fprintf(stderr, "latent close inputs (dt/l = 1.5e-7) G W v vs v: %8.2e\n", ew);
+    ck_assert_msg(ew < 8.0 * (double)(kl + 1) * EPS, "close inputs: G W v: %g", ew);
+    check_rows_rev(l, th, "matern52, dt/l = 1.5e-7", 79);
+    ck_assert_uint_eq(np, 2);
+    free(Gd);
+    gmm_band_free(Q);
+    gmm_latent_free(l);
+    gmm_kernel_free(k);
+}
+END_TEST
+
+/* rows_rev before any rows or after a failed call is refused; it keeps the
+ * theta of the last prior_rows whatever runs in between; prior_rows ends a
+ * prior/prior_rev pair; graphs have no square root. */
+START_TEST(test_prior_rows_errors_and_call_order)
+{
+    ssm_case c;
+    ssm_case_init(&c, kernels[0], 11, 0.0);
+    size_t N = c.N, ld = gmm_latent_bandwidth(c.l) + 1;
+    double *Gbar = malloc(N * ld * sizeof *Gbar), g1[16] = {0}, g2[16] = {0}, bad[16];
+    for (size_t i = 0; i < N * ld; i++)
+        Gbar[i] = cos((double)i);
+    gmm_prior_rows G;
+    ck_assert_int_eq(gmm_latent_prior_rows_rev(c.l, Gbar, 0.5, g1), GMM_EINVAL);
+    memcpy(bad, c.theta, c.np * sizeof *bad);
+    bad[1] = -1.0;
+    ck_assert_int_eq(gmm_latent_prior_rows(c.l, bad, &G, NULL), GMM_EDOM);
+    ck_assert_int_eq(gmm_latent_prior_rows(c.l, NULL, &G, NULL), GMM_EINVAL);
+    ck_assert_int_eq(gmm_latent_prior_rows(c.l, c.theta, &G, NULL), GMM_OK);
+    ck_assert_int_eq(gmm_latent_prior_rows_rev(c.l, Gbar, 0.5, g1), GMM_OK);
+    ck_assert_int_eq(gmm_latent_prior_rows_rev(c.l, NULL, 0.5, g1), GMM_EINVAL);
+    /* other calls in between (the prior at another theta, whitening, the
+     * likelihood) leave the reverse mode at the rows' theta */
+    gmm_band *Q = gmm_band_alloc(N, ld - 1, 0, GMM_BAND_SYMMETRIC);
+    for (size_t i = 0; i < c.np; i++)
+        bad[i] = 1.3 * c.theta[i];
+    ck_assert_int_eq(gmm_latent_prior(c.l, bad, Q, NULL), GMM_OK);
+    ck_assert_int_eq(gmm_latent_whiten_setup(c.l, bad), GMM_OK);
+    double y[16], ll;
+    for (size_t i = 0; i < c.nx; i++)
+        y[i] = sin(2.0 * c.x[i]);
+    ck_assert_int_eq(gmm_latent_gaussian(c.l, bad, y, 0.3, &ll, NULL, NULL), GMM_OK);
+    ck_assert_int_eq(gmm_latent_prior_rows_rev(c.l, Gbar, 0.5, g2), GMM_OK);
+    for (size_t i = 0; i < c.np; i++)
+        ck_assert_msg(g1[i] == g2[i], "rows_rev moved: %.17g vs %.17g", g1[i], g2[i]);
+    /* ... and prior_rows ends a prior/prior_rev pair */
+    ck_assert_int_eq(gmm_latent_prior(c.l, bad, Q, NULL), GMM_OK);
+    ck_assert_int_eq(gmm_latent_prior_rows(c.l, c.theta, &G, NULL), GMM_OK);
+    ck_assert_int_eq(gmm_latent_prior_rev(c.l, Q, 0.0, g2), GMM_EINVAL);
+    /* a failed prior_rows leaves no reverse mode behind */
+    bad[0] = NAN;
+    ck_assert_int_eq(gmm_latent_prior_rows(c.l, bad, &G, NULL), GMM_EDOM);
+    ck_assert_int_eq(gmm_latent_prior_rows_rev(c.l, Gbar, 0.5, g2), GMM_EINVAL);
+    gmm_band_free(Q);
+    free(Gbar);
+    ssm_case_free(&c);
+
+    graph_case gc;
+    graph_case_init(&gc, 5);
+    double gb[64] = {0}, th[4] = {0};
+    ck_assert_uint_eq(gmm_latent_prior_nrows(gc.l), 0);
+    ck_assert_int_eq(gmm_latent_prior_rows(gc.l, gc.theta, &G, NULL), GMM_EINVAL);
+    ck_assert(strstr(gmm_error_message(), "no natural square root") != NULL);
+    ck_assert_int_eq(gmm_latent_prior_rows_rev(gc.l, gb, 0.0, th), GMM_EINVAL);
+    graph_case_free(&gc);
+}
+END_TEST
+
 /* ---- spacing, order of calls, errors --------------------------------------------- */
 
 /* Inputs far closer than the likelihood's accuracy limit: the prior is
@@ -839,6 +1168,10 @@ Suite *model_latent_suite(void)
     tcase_add_test(tc, test_predict_rows_dense);
     tcase_add_test(tc, test_ssm_whiten_close_inputs);
     tcase_add_test(tc, test_whiten_errors_and_call_order);
+    tcase_add_test(tc, test_prior_rows_gtg);
+    tcase_add_test(tc, test_prior_rows_rev_fd);
+    tcase_add_test(tc, test_prior_rows_close_inputs);
+    tcase_add_test(tc, test_prior_rows_errors_and_call_order);
     suite_add_tcase(s, tc);
     return s;
 }
