@@ -258,6 +258,22 @@ gmm_status gmm_ssm_alloc(const gmm_kernel *k, const double *x, size_t n,
     layout_states(m, s);
     if ((st = layout_intervals(m)))
         goto done;
+    /* refuse before allocating: per interval group B_N d x d blocks, a few
+     * bands of (kl + 1) N doubles for the marginal likelihood, and the
+     * kernel's own d x d work (estimated in doubles: no overflow) */
+    {
+        double dd_ = (double)m->d * (double)m->d, kl_ = 2.0 * (double)m->d;
+        double need = 8.0 * ((double)(m->ng ? m->ng : 1) * B_N * dd_ + 40.0 * dd_ +
+                             6.0 * (kl_ + 1.0) * (double)m->K * (double)m->d);
+        if (need > (double)GMM_SSM_WORK_LIMIT) {
+            st = gmm_error(GMM_ENOMEM,
+                           "the state-space model would need about %.3g GB of workspace (state "
+                           "dimension %zu, %zu states, %zu distinct intervals), over the limit of "
+                           "%.3g GB: use fewer kernel terms, factors or harmonics",
+                           need / 1e9, m->d, m->K, m->ng, (double)GMM_SSM_WORK_LIMIT / 1e9);
+            goto done;
+        }
+    }
     size_t d = m->d, dd = d * d;
     m->N = m->K * d;
     double span = m->t[m->K - 1] - m->t[0];

@@ -107,3 +107,23 @@ JSON
 run "$GMM_INFER" loglik --model "$CASE_TMP/old.json"
 expect_exit 0
 expect_stdout '"likelihood\.variance": 0\.01'
+
+begin "a kernel whose workspace is too large is refused at once with the size it needs"
+printf 'x,y\n1,1\n2,2\n3,1\n' > "$CASE_TMP/s.csv"
+k=matern32; for _ in $(seq 29); do k="$k * matern32"; done
+run "$GMM_INFER" loglik "$CASE_TMP/s.csv" --kernel "$k"
+expect_exit 1
+expect_stderr 'would need about .* GB of workspace \(state dimension 1073741824'
+
+begin "a model moved away from where it was fitted still finds its data; stdin data is asked for"
+mkdir -p "$CASE_TMP/a" "$CASE_TMP/b"
+printf 'x,y\n1,2\n2,3\n3,1\n4,0\n' > "$CASE_TMP/a/c.csv"
+(cd "$CASE_TMP/a" && "$GMM_INFER" fit c.csv --likelihood poisson --kernel matern12 -o ../b/m.json) 2>/dev/null
+run "$GMM_INFER" predict --model "$CASE_TMP/b/m.json" --grid 2:2:1
+expect_exit 0
+expect_stdout '^2,'
+run "$GMM_INFER" fit - --likelihood poisson --kernel matern12 -o "$CASE_TMP/in.json" < "$CASE_TMP/a/c.csv"
+expect_exit 0
+run "$GMM_INFER" predict --model "$CASE_TMP/in.json" < /dev/null
+expect_exit 2
+expect_stderr 'came from standard input'
