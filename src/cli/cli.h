@@ -6,6 +6,7 @@
 
 #include <signal.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "gmm/status.h"
 
@@ -48,6 +49,13 @@ int cli_fail(const char *cmd, gmm_status s);
  * with pos = gmm_error_index(). */
 void cli_print_spec_error(const char *cmd, const char *text, size_t pos);
 
+/* A CSV field, quoted when it needs to be (RFC 4180): commas, quotes,
+ * line breaks, or blanks at either end (which readers would trim). */
+void cli_put_csv_field(FILE *f, const char *s);
+/* A number as R's write.csv would read it back exactly: %.17g, NA for
+ * NaN, Inf and -Inf. */
+void cli_put_csv_number(FILE *f, double x);
+
 /* 0, or the number of the SIGINT/SIGTERM received since
  * cli_install_signals().  Long commands return nonzero from their progress
  * callback when it is set (cli_stop_requested()), the library returns
@@ -70,5 +78,6 @@ int cmd_loglik(int argc, char **argv);
 int cmd_fit(int argc, char **argv);
 int cmd_predict(int argc, char **argv);
 int cmd_gradcheck(int argc, char **argv);
+int cmd_summary(int argc, char **argv);
 
 #endif

@@ -1,5 +1,7 @@
 /* cli_common.c -- helpers the subcommands share: spec errors with a caret,
- * and turning SIGINT/SIGTERM into a clean cancellation. */
+ * CSV fields and numbers, and turning SIGINT/SIGTERM into a clean
+ * cancellation. */
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -24,6 +26,31 @@ void cli_print_spec_error(const char *cmd, const char *text, size_t pos)
     gmm_spec_caret(text, pos, buf, size);
     fprintf(stderr, "%s\n", buf);
     gmm_free(buf);
+}
+
+void cli_put_csv_field(FILE *f, const char *s)
+{
+    if (!s[strcspn(s, ",\"\r\n")] && s[0] != ' ' && (!*s || s[strlen(s) - 1] != ' ')) {
+        fputs(s, f);
+        return;
+    }
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"')
+            fputc('"', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+void cli_put_csv_number(FILE *f, double x)
+{
+    if (isnan(x))
+        fputs("NA", f);
+    else if (isinf(x))
+        fputs(x > 0 ? "Inf" : "-Inf", f);
+    else
+        fprintf(f, "%.17g", x);
 }
 
 static void on_signal(int sig) { cli_interrupted = sig; }

@@ -76,22 +76,6 @@ static int split_cols(char *spec, const char **ci, const char **cj, const char *
     return (**ci && **cj) ? 0 : -1;
 }
 
-/* A CSV field, quoted when it needs to be (RFC 4180). */
-static void put_csv_field(FILE *f, const char *s)
-{
-    if (!s[strcspn(s, ",\"\r\n")] && s[0] != ' ' && (!*s || s[strlen(s) - 1] != ' ')) {
-        fputs(s, f);
-        return;
-    }
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"')
-            fputc('"', f);
-        fputc(*s, f);
-    }
-    fputc('"', f);
-}
-
 static gmm_status write_perm(const char *path, const gmm_graph *g, const size_t *iperm)
 {
     gmm_outfile *o = NULL;
@@ -102,7 +86,7 @@ static gmm_status write_perm(const char *path, const gmm_graph *g, const size_t 
     char buf[24];
     fputs("node,position\n", f);
     for (size_t v = 0; v < g->n; v++) {
-        put_csv_field(f, gmm_graph_node_label(g, v, buf));
+        cli_put_csv_field(f, gmm_graph_node_label(g, v, buf));
         fprintf(f, ",%zu\n", iperm[v]);
     }
     return gmm_outfile_commit(o);

@@ -1,0 +1,135 @@
+/* cmd_summary.c -- `gmm-infer summary DRAWS.csv...`: the posterior summary
+ * of MCMC draws, one row per variable, with the columns and the
+ * definitions of R's posterior::summarise_draws() (summary.h), over the
+ * chains of every file merged by chain id (draws.h). */
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "cli.h"
+#include "gmm/draws.h"
+#include "gmm/io.h"
+#include "gmm/summary.h"
+
+static const char *CMD = "summary";
+
+static void usage(FILE *f)
+{
+    fputs("Usage: gmm-infer summary [OPTIONS] DRAWS.csv...\n"
+          "\n"
+          "Summarise MCMC draws as R's posterior::summarise_draws() does: print CSV\n"
+          "  variable,mean,median,sd,mad,q5,q95,rhat,ess_bulk,ess_tail\n"
+          "with one row per variable (lp__ included, other columns ending in __ skipped),\n"
+          "rank-normalised split R-hat and bulk/tail effective sample sizes (Vehtari et\n"
+          "al. 2021); NA where posterior gives NA (constant draws, a missing draw, chains\n"
+          "too short).  Each file ('-' for stdin) has a header row with a .chain column\n"
+          "(.iteration and .draw are ignored: a chain's draws are its rows in file\n"
+          "order).  The chains of all files are merged; a chain id in two files, files\n"
+          "with different variables and chains of different lengths are errors.\n"
+          "\n"
+          "Options:\n"
+          "  -o, --output FILE   write to FILE (atomically) instead of stdout\n"
+          "  -h, --help          show this help and exit\n"
+          "\n"
+          "Exit status: 0 success, 1 bad input or I/O error, 2 usage error,\n"
+          "130/143 interrupted.\n",
+          f);
+}
+
+/* A usage error: the message, a pointer to --help, exit status 2. */
+#if defined(__GNUC__)
+__attribute__((format(printf, 1, 2)))
+#endif
+static int usage_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("gmm-infer summary: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputs("\nTry 'gmm-infer summary --help'.\n", stderr);
+    va_end(ap);
+    return CLI_EXIT_USAGE;
+}
+
+/* Every variable's summary row to f; GMM_ECANCEL on a signal. */
+static gmm_status write_summary(FILE *f, const gmm_draws *d)
+{
+    gmm_summary_work *w = NULL;
+    gmm_status st = gmm_summary_work_alloc(d->nchain, d->niter, &w);
+    if (st != GMM_OK)
+        return st;
+    fputs("variable,mean,median,sd,mad,q5,q95,rhat,ess_bulk,ess_tail\n", f);
+    for (size_t v = 0; v < d->nvar; v++) {
+        if (cli_stop_requested()) {
+            st = gmm_error(GMM_ECANCEL, "interrupted");
+            break;
+        }
+        gmm_summary s;
+        st = gmm_summary_compute(gmm_draws_variable(d, v), d->nchain, d->niter, w, &s);
+        if (st != GMM_OK)
+            break;
+        const double col[] = {s.mean, s.median, s.sd,   s.mad,      s.q5,
+                              s.q95,  s.rhat,   s.ess_bulk, s.ess_tail};
+        cli_put_csv_field(f, d->name[v]);
+        for (size_t k = 0; k < sizeof col / sizeof col[0]; k++) {
+            fputc(',', f);
+            cli_put_csv_number(f, col[k]);
+        }
+        fputc('\n', f);
+    }
+    gmm_summary_work_free(w);
+    return st;
+}
+
+int cmd_summary(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"output", required_argument, NULL, 'o'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *out_path = NULL;
+    int c;
+
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":ho:", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'o':
+            out_path = optarg;
+            break;
+        case 'h':
+            usage(stdout);
+            return CLI_EXIT_OK;
+        case ':':
+            return usage_error("option '%s' needs an argument", argv[optind - 1]);
+        default:
+            return usage_error("unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind == argc)
+        return usage_error("missing DRAWS.csv");
+    size_t nstdin = 0;
+    for (int i = optind; i < argc; i++)
+        nstdin += argv[i][0] == '-' && !argv[i][1];
+    if (nstdin > 1)
+        return usage_error("'-' (stdin) given %zu times", nstdin);
+
+    if (cli_install_signals() != 0)
+        cli_msg(CMD, "warning: cannot catch SIGINT/SIGTERM");
+    gmm_draws *d = NULL;
+    gmm_outfile *of = NULL;
+    gmm_status st = gmm_draws_read((const char *const *)(argv + optind), (size_t)(argc - optind),
+                                   &d);
+    if (st == GMM_OK)
+        st = gmm_outfile_open(out_path, &of);
+    if (st == GMM_OK)
+        st = write_summary(gmm_outfile_stream(of), d);
+    if (st == GMM_OK) {
+        st = gmm_outfile_commit(of);
+        of = NULL;
+    }
+    gmm_outfile_abort(of);
+    gmm_draws_free(d);
+    return st == GMM_OK ? CLI_EXIT_OK : cli_fail(CMD, st);
+}

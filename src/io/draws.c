@@ -1,0 +1,355 @@
+/* draws.c -- draws files (posterior's draws_df layout) into chains x
+ * iterations per variable, merged over files by chain id (draws.h).
+ *
+ * Each file is read whole as a table, its rows grouped by chain (a sort of
+ * (chain id, row) pairs, so a file may interleave chains), and each group
+ * becomes a chunk holding its variables' draws; the table is freed before
+ * the next file.  When every file is in, the chunks are sorted by chain id
+ * (then file, so a clash names the earlier file first), checked for clashes
+ * and equal lengths, and copied into one array.
+ */
+#include "gmm/draws.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gmm/alloc.h"
+#include "gmm/io.h"
+
+typedef struct {
+    long id;
+    size_t file;  /* index into the paths */
+    size_t line;  /* line of the chain's first row */
+    size_t nrow;
+    double *x;    /* nvar x nrow, variable-major */
+} chunk;
+
+typedef struct {
+    long id;
+    size_t row;
+} idrow;
+
+typedef struct {
+    const char *name;
+    size_t v;
+} named;
+
+typedef struct {
+    const char *const *paths;
+    size_t nvar;
+    char **name;
+    named *by_name;  /* the names sorted, to match later files' columns */
+    chunk *chunks;
+    size_t nchunk, cap;
+} reader;
+
+static const char *shown(const char *path) { return strcmp(path, "-") ? path : "<stdin>"; }
+
+/* A variable column: not reserved, not a sampler diagnostic other than lp__. */
+static int is_variable(const char *name)
+{
+    static const char *const reserved[] = {".chain", ".iteration", ".draw"};
+    for (size_t k = 0; k < sizeof reserved / sizeof reserved[0]; k++)
+        if (!strcmp(name, reserved[k]))
+            return 0;
+    size_t len = strlen(name);
+    return !(len > 2 && !strcmp(name + len - 2, "__") && strcmp(name, "lp__"));
+}
+
+static char *dup_string(const char *s)
+{
+    size_t len = strlen(s) + 1;
+    char *d = gmm_malloc(len, 1);
+    if (d)
+        memcpy(d, s, len);
+    return d;
+}
+
+static int cmp_named(const void *a, const void *b)
+{
+    return strcmp(((const named *)a)->name, ((const named *)b)->name);
+}
+
+/* The index of variable `name`, or nvar. */
+static size_t find_variable(const reader *r, const char *name)
+{
+    named key = {name, 0};
+    const named *hit = bsearch(&key, r->by_name, r->nvar, sizeof key, cmp_named);
+    return hit ? hit->v : r->nvar;
+}
+
+static int cmp_idrow(const void *a, const void *b)
+{
+    const idrow *x = a, *y = b;
+    if (x->id != y->id)
+        return (x->id > y->id) - (x->id < y->id);
+    return (x->row > y->row) - (x->row < y->row);
+}
+
+static int cmp_chunk(const void *a, const void *b)
+{
+    const chunk *x = a, *y = b;
+    if (x->id != y->id)
+        return (x->id > y->id) - (x->id < y->id);
+    return (x->file > y->file) - (x->file < y->file);
+}
+
+/* A positive decimal integer, the whole cell. */
+static int parse_chain_id(const char *s, long *id)
+{
+    const char *p = s + (*s == '+');
+    if (*p < '0' || *p > '9')
+        return -1;
+    char *end;
+    errno = 0;
+    long v = strtol(p, &end, 10);
+    if (*end || errno == ERANGE || v <= 0)
+        return -1;
+    *id = v;
+    return 0;
+}
+
+/* The column of each variable in table t (col, nvar entries): the first
+ * file defines the variables, later files must have the same set. */
+static gmm_status match_columns(reader *r, const gmm_table *t, size_t file, size_t *col)
+{
+    if (file == 0) {
+        for (size_t c = 0; c < t->ncol; c++)
+            if (is_variable(t->header[c]))
+                r->nvar++;
+        if (r->nvar == 0)
+            return gmm_error(GMM_EPARSE,
+                             "%s: no variables (only .chain/.iteration/.draw and sampler columns "
+                             "ending in __)",
+                             t->file);
+        r->name = gmm_calloc(r->nvar, sizeof *r->name);
+        if (!r->name)
+            return gmm_error(GMM_ENOMEM, "out of memory");
+        for (size_t c = 0, v = 0; c < t->ncol; c++)
+            if (is_variable(t->header[c])) {
+                if (!(r->name[v] = dup_string(t->header[c])))
+                    return gmm_error(GMM_ENOMEM, "out of memory");
+                col[v++] = c;
+            }
+        r->by_name = gmm_malloc(r->nvar, sizeof *r->by_name);
+        if (!r->by_name)
+            return gmm_error(GMM_ENOMEM, "out of memory");
+        for (size_t v = 0; v < r->nvar; v++)
+            r->by_name[v] = (named){r->name[v], v};
+        qsort(r->by_name, r->nvar, sizeof *r->by_name, cmp_named);
+        return GMM_OK;
+    }
+    /* Header names are distinct (the table reader checks), so nvar
+     * matches mean the same set. */
+    const char *first = shown(r->paths[0]);
+    size_t found = 0;
+    for (size_t c = 0; c < t->ncol; c++) {
+        if (!is_variable(t->header[c]))
+            continue;
+        size_t v = find_variable(r, t->header[c]);
+        if (v == r->nvar)
+            return gmm_error(GMM_EPARSE, "%s: column '%s' is not in %s", t->file, t->header[c],
+                             first);
+        col[v] = c;
+        found++;
+    }
+    if (found < r->nvar) {
+        /* Name the first variable missing here. */
+        unsigned char *hit = gmm_calloc(r->nvar, 1);
+        if (!hit)
+            return gmm_error(GMM_ENOMEM, "out of memory");
+        for (size_t c = 0; c < t->ncol; c++)
+            if (is_variable(t->header[c]))
+                hit[find_variable(r, t->header[c])] = 1;
+        size_t v = 0;
+        while (hit[v])
+            v++;
+        gmm_free(hit);
+        return gmm_error(GMM_EPARSE, "%s: no column '%s' (%s has it)", t->file, r->name[v],
+                         first);
+    }
+    return GMM_OK;
+}
+
+/* One file's chains into new chunks. */
+static gmm_status read_file(reader *r, size_t file)
+{
+    gmm_table *t = NULL;
+    size_t *col = NULL, chain_col;
+    idrow *ir = NULL;
+    double *buf = NULL;
+    gmm_status st = gmm_table_read(r->paths[file], &t);
+    if (st != GMM_OK)
+        return st;
+    if ((st = gmm_table_column(t, ".chain", &chain_col)) != GMM_OK)
+        goto done;
+    col = gmm_malloc(t->ncol, sizeof *col);
+    if (!col) {
+        st = gmm_error(GMM_ENOMEM, "out of memory");
+        goto done;
+    }
+    if ((st = match_columns(r, t, file, col)) != GMM_OK)
+        goto done;
+    if (t->nrow == 0) {
+        st = gmm_error(GMM_EPARSE, "%s: no draws", t->file);
+        goto done;
+    }
+
+    ir = gmm_malloc(t->nrow, sizeof *ir);
+    buf = gmm_malloc(t->nrow, sizeof *buf);
+    if (!ir || !buf) {
+        st = gmm_error(GMM_ENOMEM, "out of memory reading %s", t->file);
+        goto done;
+    }
+    for (size_t i = 0; i < t->nrow; i++) {
+        ir[i].row = i;
+        if (parse_chain_id(t->cell[i][chain_col], &ir[i].id) != 0) {
+            st = gmm_error_at(GMM_EPARSE, i, "%s:%zu: column '.chain': '%s' is not a positive integer",
+                              t->file, t->line[i], t->cell[i][chain_col]);
+            goto done;
+        }
+    }
+    qsort(ir, t->nrow, sizeof *ir, cmp_idrow);
+
+    /* One chunk per run of equal ids. */
+    size_t first_chunk = r->nchunk;
+    for (size_t a = 0, b; a < t->nrow; a = b) {
+        for (b = a + 1; b < t->nrow && ir[b].id == ir[a].id; b++)
+            ;
+        if (r->nchunk == r->cap) {
+            size_t cap = r->cap ? 2 * r->cap : 8;
+            chunk *c = gmm_realloc(r->chunks, cap, sizeof *c);
+            if (!c) {
+                st = gmm_error(GMM_ENOMEM, "out of memory");
+                goto done;
+            }
+            r->chunks = c;
+            r->cap = cap;
+        }
+        chunk *c = &r->chunks[r->nchunk];
+        c->id = ir[a].id;
+        c->file = file;
+        c->line = t->line[ir[a].row];
+        c->nrow = b - a;
+        c->x = gmm_malloc(r->nvar * c->nrow, sizeof *c->x);
+        if (!c->x) {
+            st = gmm_error(GMM_ENOMEM, "out of memory reading %s", t->file);
+            goto done;
+        }
+        r->nchunk++;
+    }
+    for (size_t v = 0; v < r->nvar; v++) {
+        if ((st = gmm_table_column_double(t, col[v], 1, buf)) != GMM_OK)
+            goto done;
+        size_t k = first_chunk, j = 0;
+        for (size_t i = 0; i < t->nrow; i++, j++) {
+            if (j == r->chunks[k].nrow) {
+                k++;
+                j = 0;
+            }
+            r->chunks[k].x[v * r->chunks[k].nrow + j] = buf[ir[i].row];
+        }
+    }
+
+done:
+    gmm_free(buf);
+    gmm_free(ir);
+    gmm_free(col);
+    gmm_table_free(t);
+    return st;
+}
+
+/* Sorted chunks into d: clashes, equal lengths, one array. */
+static gmm_status assemble(reader *r, gmm_draws *d)
+{
+    chunk *c = r->chunks;
+    qsort(c, r->nchunk, sizeof *c, cmp_chunk);
+    for (size_t k = 1; k < r->nchunk; k++)
+        if (c[k].id == c[k - 1].id)
+            return gmm_error(GMM_EPARSE, "%s:%zu: chain %ld is also in %s",
+                             shown(r->paths[c[k].file]), c[k].line, c[k].id,
+                             shown(r->paths[c[k - 1].file]));
+    size_t lo = 0, hi = 0;
+    for (size_t k = 1; k < r->nchunk; k++) {
+        if (c[k].nrow < c[lo].nrow)
+            lo = k;
+        if (c[k].nrow > c[hi].nrow)
+            hi = k;
+    }
+    if (c[lo].nrow != c[hi].nrow)
+        return gmm_error(GMM_EPARSE,
+                         "chains of different lengths: chain %ld has %zu draws (%s), chain %ld "
+                         "has %zu (%s)",
+                         c[lo].id, c[lo].nrow, shown(r->paths[c[lo].file]), c[hi].id, c[hi].nrow,
+                         shown(r->paths[c[hi].file]));
+    d->nvar = r->nvar;
+    d->nchain = r->nchunk;
+    d->niter = c[0].nrow;
+    d->chain = gmm_malloc(d->nchain, sizeof *d->chain);
+    d->x = gmm_malloc(d->nvar * d->nchain, d->niter * sizeof *d->x);
+    if (!d->chain || !d->x)
+        return gmm_error(GMM_ENOMEM, "out of memory for %zu variables x %zu chains x %zu draws",
+                         d->nvar, d->nchain, d->niter);
+    for (size_t k = 0; k < d->nchain; k++) {
+        d->chain[k] = c[k].id;
+        for (size_t v = 0; v < d->nvar; v++)
+            memcpy(d->x + (v * d->nchain + k) * d->niter, c[k].x + v * d->niter,
+                   d->niter * sizeof *d->x);
+    }
+    return GMM_OK;
+}
+
+gmm_status gmm_draws_read(const char *const *paths, size_t npath, gmm_draws **out)
+{
+    if (!out)
+        return gmm_error(GMM_EINVAL, "gmm_draws_read: NULL argument");
+    *out = NULL;
+    if (!paths || npath == 0)
+        return gmm_error(GMM_EINVAL, "gmm_draws_read: no files");
+    for (size_t f = 0; f < npath; f++)
+        if (!paths[f])
+            return gmm_error(GMM_EINVAL, "gmm_draws_read: NULL path");
+
+    reader r = {.paths = paths};
+    gmm_draws *d = gmm_calloc(1, sizeof *d);
+    gmm_status st = d ? GMM_OK : gmm_error(GMM_ENOMEM, "out of memory");
+    for (size_t f = 0; st == GMM_OK && f < npath; f++)
+        st = read_file(&r, f);
+    if (st == GMM_OK)
+        st = assemble(&r, d);
+    if (st == GMM_OK) {
+        d->name = r.name;
+        r.name = NULL;
+        *out = d;
+        d = NULL;
+    }
+    for (size_t k = 0; k < r.nchunk; k++)
+        gmm_free(r.chunks[k].x);
+    gmm_free(r.chunks);
+    gmm_free(r.by_name);
+    if (r.name)
+        for (size_t v = 0; v < r.nvar; v++)
+            gmm_free(r.name[v]);
+    gmm_free(r.name);
+    gmm_draws_free(d);
+    return st;
+}
+
+void gmm_draws_free(gmm_draws *d)
+{
+    if (!d)
+        return;
+    if (d->name)
+        for (size_t v = 0; v < d->nvar; v++)
+            gmm_free(d->name[v]);
+    gmm_free(d->name);
+    gmm_free(d->chain);
+    gmm_free(d->x);
+    gmm_free(d);
+}
+
+const double *gmm_draws_variable(const gmm_draws *d, size_t v)
+{
+    return d && v < d->nvar ? d->x + v * d->nchain * d->niter : NULL;
+}
