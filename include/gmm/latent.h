@@ -189,6 +189,9 @@ size_t gmm_latent_node_index(const gmm_latent *l, size_t v);
 gmm_status gmm_latent_whiten_setup(gmm_latent *l, const double *theta);
 gmm_status gmm_latent_whiten(gmm_latent *l, const double *v, double *x);
 gmm_status gmm_latent_whiten_t(gmm_latent *l, const double *g, double *u);
+/* v = W^-1 x (to start a sampler at a given latent, e.g. the Laplace mode);
+ * x and v must not alias.  O(n kl). */
+gmm_status gmm_latent_unwhiten(gmm_latent *l, const double *x, double *v);
 /* thetabar (nparam) += d(xbar . W(theta) v)/dtheta.  Graphs O(n kl^2) (the
  * Cholesky's reverse mode); state-space O(n kl + intervals (d^3 + nparam
  * d^2)) (the kernel's reverse mode per interval group). */

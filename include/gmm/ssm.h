@@ -225,6 +225,10 @@ gmm_status gmm_ssm_whiten_setup(gmm_ssm *m, const double *theta);
 gmm_status gmm_ssm_whiten(gmm_ssm *m, const double *v, double *x);
 /* u = W' g (N each, the adjoint recursion run backwards; g and u may be the
  * same array).  O(N kl). */
+/* v = W^-1 x (the innovations whitened: v_0 = chol(Pinf)^-1 x_0, v_{k+1} =
+ * chol(Q_k)^-1 (x_{k+1} - A_k x_k)) at the setup's theta; x and v must not
+ * alias.  O(N d). */
+gmm_status gmm_ssm_unwhiten(gmm_ssm *m, const double *x, double *v);
 gmm_status gmm_ssm_whiten_t(gmm_ssm *m, const double *g, double *u);
 /* thetabar (nparam) += d(xbar . W(theta) v)/dtheta at the setup's theta:
  * the gradients of every A_k and chol(Q_k), summed per interval group, and

@@ -218,6 +218,11 @@ gmm_status gmm_latent_whiten(gmm_latent *l, const double *v, double *x)
     return l->ops->whiten ? l->ops->whiten(l->impl, v, x) : no_whiten(l);
 }
 
+gmm_status gmm_latent_unwhiten(gmm_latent *l, const double *x, double *v)
+{
+    return l->ops->unwhiten ? l->ops->unwhiten(l->impl, x, v) : no_whiten(l);
+}
+
 gmm_status gmm_latent_whiten_t(gmm_latent *l, const double *g, double *u)
 {
     return l->ops->whiten_t ? l->ops->whiten_t(l->impl, g, u) : no_whiten(l);

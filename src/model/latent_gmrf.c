@@ -178,6 +178,17 @@ static gmm_status gmrf_whiten(void *p, const double *v, double *x)
     return gmm_band_tri_solve_vec(&c->L, GMM_TRANS, x);
 }
 
+static gmm_status gmrf_unwhiten(void *p, const double *x, double *v)
+{
+    gmrf_impl *c = p;
+    gmm_status st = wready(c, x, v, "gmm_latent_unwhiten");
+    if (st)
+        return st;
+    if (x == v)
+        return gmm_error(GMM_EINVAL, "gmm_latent_unwhiten: x and v alias");
+    return gmm_band_gemv(GMM_TRANS, 1.0, &c->L, x, 0.0, v); /* v = L' x */
+}
+
 static gmm_status gmrf_whiten_t(void *p, const double *g, double *u)
 {
     gmrf_impl *c = p;
@@ -222,6 +233,7 @@ static const gmm_latent_ops gmrf_ops = {
     .whiten_setup = gmrf_whiten_setup,
     .whiten = gmrf_whiten,
     .whiten_t = gmrf_whiten_t,
+    .unwhiten = gmrf_unwhiten,
     .whiten_rev = gmrf_whiten_rev,
 };
 

@@ -25,6 +25,7 @@ typedef struct {
     gmm_status (*whiten_setup)(void *impl, const double *theta);
     gmm_status (*whiten)(void *impl, const double *v, double *x);
     gmm_status (*whiten_t)(void *impl, const double *g, double *u);
+    gmm_status (*unwhiten)(void *impl, const double *x, double *v);
     gmm_status (*whiten_rev)(void *impl, const double *v, const double *xbar, double *thetabar);
     /* NULL: no natural square root of Q (prior_nrows 0) */
     gmm_status (*prior_rows)(void *impl, const double *theta, gmm_prior_rows *G,

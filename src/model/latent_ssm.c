@@ -92,6 +92,11 @@ static gmm_status ssm_prior_rows_rev(void *impl, const double *Gbar, double logd
     return gmm_ssm_prior_rows_rev(impl, Gbar, logdetbar, thetabar);
 }
 
+static gmm_status ssm_unwhiten_impl(void *impl, const double *x, double *v)
+{
+    return gmm_ssm_unwhiten(impl, x, v);
+}
+
 static const gmm_latent_ops ssm_ops = {
     .family = "state-space",
     .free = ssm_free_impl,
@@ -106,6 +111,7 @@ static const gmm_latent_ops ssm_ops = {
     .whiten_setup = ssm_whiten_setup,
     .whiten = ssm_whiten,
     .whiten_t = ssm_whiten_t,
+    .unwhiten = ssm_unwhiten_impl,
     .whiten_rev = ssm_whiten_rev,
     .prior_rows = ssm_prior_rows,
     .prior_rows_rev = ssm_prior_rows_rev,

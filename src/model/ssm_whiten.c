@@ -180,6 +180,35 @@ gmm_status gmm_ssm_whiten(gmm_ssm *m, const double *v, double *x)
     return GMM_OK;
 }
 
+gmm_status gmm_ssm_unwhiten(gmm_ssm *m, const double *x, double *v)
+{
+    gmm_status st = ready(m, "gmm_ssm_unwhiten");
+    if (st)
+        return st;
+    if (!x || !v || x == v)
+        return gmm_error(GMM_EINVAL, "gmm_ssm_unwhiten: NULL or aliased argument");
+    size_t d = m->d, dd = d * d;
+    /* v_k = L^-1 (x_k - A x_{k-1}), forward substitution block by block */
+    for (size_t k = 0; k < m->K; k++) {
+        const double *A = k ? m->wA + m->ig[k - 1] * dd : NULL;
+        const double *L = k ? m->wL + m->ig[k - 1] * dd : m->wL0;
+        const double *xk = x + k * d, *xp = k ? x + (k - 1) * d : NULL;
+        double *vk = v + k * d;
+        for (size_t b = 0; b < m->nb; b++) {
+            size_t o = m->boff[b], e = m->boff[b + 1];
+            for (size_t p = o; p < e; p++) {
+                double r = xk[p];
+                for (size_t q = o; A && q < e; q++)
+                    r -= A[p * d + q] * xp[q];
+                for (size_t q = o; q < p; q++)
+                    r -= L[p * d + q] * vk[q];
+                vk[p] = r / L[p * d + p];
+            }
+        }
+    }
+    return GMM_OK;
+}
+
 gmm_status gmm_ssm_whiten_t(gmm_ssm *m, const double *g, double *u)
 {
     gmm_status st = ready(m, "gmm_ssm_whiten_t");

@@ -398,6 +398,14 @@ static void check_transpose(gmm_latent *l, const double *theta, const char *what
         memcpy(y, g, N * sizeof *y);
         ck_assert_int_eq(gmm_latent_whiten_t(l, y, y), GMM_OK);
         ck_assert(memcmp(u, y, N * sizeof *y) == 0);
+        /* unwhiten inverts whiten: W^-1 (W v) = v to rounding */
+        ck_assert_int_eq(gmm_latent_unwhiten(l, x, y), GMM_OK);
+        double ue = 0.0, un = 0.0;
+        for (size_t i = 0; i < N; i++) {
+            ue = fmax(ue, fabs(y[i] - v[i]));
+            un = fmax(un, fabs(v[i]));
+        }
+        ck_assert_msg(ue <= 1e-9 * un, "%s: W^-1 W v off by %g", what, ue);
     }
     free(v);
     free(g);
