@@ -63,4 +63,24 @@ gmm_status gmm_problem_predict_nodes(gmm_problem *p, const double *theta, double
 gmm_status gmm_problem_predict_at(gmm_problem *p, const double *theta, const double *xq,
                                   size_t nq, double *mean, double *var);
 
+/* ---- the log joint in whitened coordinates (for HMC) --------------------- */
+
+/* Fix the hyperparameters theta (nparam) for the functions below: the
+ * latent's whitening x = W(theta) v, the observation rows and the
+ * likelihood's parameters at theta.  Errors as gmm_latent_whiten_setup;
+ * GMM_EDOM for a likelihood parameter out of its domain. */
+gmm_status gmm_problem_whiten_setup(gmm_problem *p, const double *theta);
+/* lp = sum_i log p(y_i | b + h_i' x) - |v|^2 / 2 at x = W v (constants of
+ * the N(0, I) density dropped, as Stan's lp__), and its gradient in v
+ * (n, or NULL): W' H' g - v.  One whiten and one transposed whiten: O(n kl).
+ * A non-finite log density is GMM_EDOM (a divergence for the sampler). */
+gmm_status gmm_problem_whitened_logp(gmm_problem *p, const double *v, double *lp, double *grad);
+/* The linear predictor b + (H W v)_r at every data row (nrows), and the
+ * latent x = W v at the graph nodes (graph numbering; n) or NULL. */
+gmm_status gmm_problem_whitened_linpred(gmm_problem *p, const double *v, double *frows,
+                                        double *xnodes);
+/* A starting point: v = W^-1 (the posterior mode at theta: exact or
+ * Laplace), after gmm_problem_whiten_setup at the same theta. */
+gmm_status gmm_problem_whitened_start(gmm_problem *p, const double *theta, double *v);
+
 #endif

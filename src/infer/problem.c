@@ -24,6 +24,11 @@ struct gmm_problem {
     gmm_laplace *lap;
     double *thetabar;     /* nparam scratch */
     double ld;            /* log|Q| of the last prior (NAN: not known) */
+    /* whitened log joint: theta fixed by gmm_problem_whiten_setup */
+    int wready;
+    double wb;            /* intercept */
+    gmm_lik wlik;
+    double *wcoef, *wx, *wg; /* nrows x width, n, n */
     gmm_objective obj;
     char (*names)[64];
 };
@@ -46,6 +51,9 @@ void gmm_problem_free(gmm_problem *p)
     gmm_band_free(p->Qbar);
     gmm_laplace_free(p->lap);
     gmm_free(p->thetabar);
+    gmm_free(p->wcoef);
+    gmm_free(p->wx);
+    gmm_free(p->wg);
     gmm_free(p->obj.name);
     gmm_free(p->obj.value);
     gmm_free(p->obj.positive);
@@ -343,4 +351,108 @@ gmm_status gmm_problem_predict_at(gmm_problem *p, const double *theta, const dou
     gmm_free(mu);
     gmm_band_free(cov);
     return st;
+}
+
+gmm_status gmm_problem_whiten_setup(gmm_problem *p, const double *theta)
+{
+    gmm_status st;
+    if (!p || !theta)
+        return gmm_error(GMM_EINVAL, "gmm_problem_whiten_setup: NULL argument");
+    p->wready = 0;
+    if (!p->wx) {
+        size_t nc = p->nrows * p->width;
+        p->wcoef = gmm_malloc(nc ? nc : 1, sizeof *p->wcoef);
+        p->wx = gmm_malloc(p->n, sizeof *p->wx);
+        p->wg = gmm_malloc(p->n, sizeof *p->wg);
+        if (!p->wcoef || !p->wx || !p->wg)
+            return gmm_error(GMM_ENOMEM, "out of memory for the whitened density (%zu latents)",
+                             p->n);
+    }
+    if ((st = set_lik(p, theta)))
+        return st;
+    p->wlik = p->lik;
+    p->wb = p->intercept ? theta[p->nparam - 1] : 0.0;
+    if ((st = gmm_latent_theta_check(p->lat, theta)) ||
+        (st = gmm_latent_obs_coef(p->lat, theta, p->wcoef)) ||
+        (st = gmm_latent_whiten_setup(p->lat, theta)))
+        return st;
+    p->wready = 1;
+    return GMM_OK;
+}
+
+gmm_status gmm_problem_whitened_logp(gmm_problem *p, const double *v, double *lp, double *grad)
+{
+    gmm_status st;
+    if (!p || !p->wready)
+        return gmm_error(GMM_EINVAL, "gmm_problem_whitened_logp: no whitening setup");
+    if ((st = gmm_latent_whiten(p->lat, v, p->wx)))
+        return st;
+    const size_t *off = gmm_latent_obs_offset(p->lat);
+    size_t w = p->width;
+    double sum = 0.0, out[4];
+    if (grad)
+        memset(p->wg, 0, p->n * sizeof *p->wg);
+    for (size_t r = 0; r < p->nrows; r++) {
+        if (isnan(p->y[r]))
+            continue;
+        const double *h = p->wcoef + r * w, *x = p->wx + off[r];
+        double f = p->wb;
+        for (size_t a = 0; a < w; a++)
+            f += h[a] * x[a];
+        gmm_lik_eval(&p->wlik, p->y[r], p->e ? p->e[r] : 1.0, f, out, NULL);
+        sum += out[0];
+        if (grad)
+            for (size_t a = 0; a < w; a++)
+                p->wg[off[r] + a] += out[1] * h[a];
+    }
+    double vv = 0.0;
+    for (size_t j = 0; j < p->n; j++)
+        vv += v[j] * v[j];
+    double l = sum - 0.5 * vv;
+    if (!isfinite(l))
+        return gmm_error(GMM_EDOM, "whitened log density not finite");
+    *lp = l;
+    if (!grad)
+        return GMM_OK;
+    if ((st = gmm_latent_whiten_t(p->lat, p->wg, grad)))
+        return st;
+    for (size_t j = 0; j < p->n; j++)
+        grad[j] -= v[j];
+    return GMM_OK;
+}
+
+gmm_status gmm_problem_whitened_linpred(gmm_problem *p, const double *v, double *frows,
+                                        double *xnodes)
+{
+    gmm_status st;
+    if (!p || !p->wready)
+        return gmm_error(GMM_EINVAL, "gmm_problem_whitened_linpred: no whitening setup");
+    if ((st = gmm_latent_whiten(p->lat, v, p->wx)))
+        return st;
+    const size_t *off = gmm_latent_obs_offset(p->lat);
+    size_t w = p->width;
+    for (size_t r = 0; frows && r < p->nrows; r++) {
+        const double *h = p->wcoef + r * w, *x = p->wx + off[r];
+        double f = p->wb;
+        for (size_t a = 0; a < w; a++)
+            f += h[a] * x[a];
+        frows[r] = f;
+    }
+    if (xnodes) {
+        if (gmm_latent_node_index(p->lat, 0) == GMM_NO_INDEX)
+            return gmm_error(GMM_EINVAL, "a %s model has no nodes", gmm_latent_family(p->lat));
+        for (size_t v2 = 0; v2 < p->n; v2++)
+            xnodes[v2] = p->wb + p->wx[gmm_latent_node_index(p->lat, v2)];
+    }
+    return GMM_OK;
+}
+
+gmm_status gmm_problem_whitened_start(gmm_problem *p, const double *theta, double *v)
+{
+    gmm_status st;
+    if (!p || !p->wready || !theta || !v)
+        return gmm_error(GMM_EINVAL, "gmm_problem_whitened_start: no whitening setup");
+    if ((st = gmm_problem_posterior(p, theta, p->wg, NULL)))
+        return st;
+    return gmm_latent_unwhiten(p->lat, p->wg, v);
 }
