@@ -123,7 +123,8 @@ bench: $(BENCH_BIN) $(BIN) | deps-bench
 	  echo "== $$b"; \
 	  BENCH_CSV="$(BENCH_CSV)" BENCH_QUICK="$(BENCH_QUICK)" $$b || exit 1; \
 	done
-	@if [ -x scripts/bench.sh ]; then GMM_INFER=$(BIN) BENCH_QUICK="$(BENCH_QUICK)" scripts/bench.sh; fi
+	@if [ -x scripts/bench.sh ]; then GMM_INFER=$(BIN) BENCH_QUICK="$(BENCH_QUICK)" \
+	  BENCH_CSV="$(BENCH_CSV)" scripts/bench.sh; fi
 
 demo: gmm-infer | deps-demo
 	scripts/demo.sh

@@ -1,7 +1,7 @@
 #!/bin/sh
 # bench.sh -- the Python baselines of `make bench`, run after the C benchmarks.
 #
-#   GMM_INFER=build/release/gmm-infer [BENCH_QUICK=1] scripts/bench.sh
+#   GMM_INFER=build/release/gmm-infer [BENCH_QUICK=1] [BENCH_CSV=FILE] scripts/bench.sh
 #
 # - scripts/bench_ssm_baselines.py: statsmodels' Kalman filter, the exact dense
 #   GP (LAPACK dpotrf, analytic gradient) and SciPy's banded Cholesky on the CO2
@@ -9,6 +9,10 @@
 #   data; n = 1000, 3000, 10000 (BENCH_QUICK: n = 3000, shorter repeats).  When
 #   `$GMM_INFER loglik --help` works, the same run also times `gmm-infer loglik`
 #   as a whole process and checks its loglik and gradient against the dense GP.
+#   With BENCH_CSV (the file the C benchmarks append to), it also times
+#   statsmodels' loglik + score on tests/bench/bench_ssm.c's own data and
+#   parameters at n = 3000 and appends ssm_loglik_grad,3000,<l>,statsmodels,<ms>
+#   beside bench_ssm's gmm_default row (quick mode included).
 # - scripts/bench_rcm.py: SciPy's reverse Cuthill-McKee on the shipped/shared
 #   graphs, a scrambled 10x20 grid and (not in quick mode) a 1e6-node grid;
 #   with `$GMM_INFER order --help` working, `gmm-infer order` on the same
@@ -53,9 +57,14 @@ else
     echo "skipped: gmm-infer loglik (not available in $gmm yet)"
 fi
 
+csv_opt=
+if [ -n "${BENCH_CSV:-}" ]; then
+    csv_opt=--csv=$BENCH_CSV
+fi
+
 echo "== state-space baselines (n = $sizes, 1 thread)"
-# shellcheck disable=SC2086 # $tool_opt is one word or none
-"$py" "$here/bench_ssm_baselines.py" --sizes "$sizes" --budget "$budget" $tool_opt
+# shellcheck disable=SC2086 # $tool_opt and $csv_opt are one word or none
+"$py" "$here/bench_ssm_baselines.py" --sizes "$sizes" --budget "$budget" $tool_opt $csv_opt
 
 echo "== reverse Cuthill-McKee (scipy)"
 order_opt=

@@ -28,6 +28,19 @@ implementations agree on the loglik.
                      read, loglik + gradient, JSON out) on the same data written
                      to a temporary CSV, and compare its loglik and gradient
                      with the dense GP's.
+  --csv FILE         the side-by-side comparison with the C benchmark
+                     (tests/bench/bench_ssm.c): rebuild its data bit for bit
+                     (its parameters, its weekly grid from 1958, its splitmix64
+                     stream: 3% of y missing, the rest 10 sin(x/7) + 3 sin(2 pi x)
+                     + noise) at n = --twin-n (3000), time statsmodels' loglik and
+                     loglik + score on it, and append rows
+                         ssm_loglik,<n>,<l>,statsmodels,<ms>
+                         ssm_loglik_grad,<n>,<l>,statsmodels,<ms>
+                     to FILE beside bench_ssm's gmm_default rows (l: the tool's
+                     bandwidth for the model, read from those rows); prints the
+                     ratio when they are there.  With --gmm-infer, first checks
+                     that `gmm-infer loglik --no-center` on that data gives
+                     statsmodels' loglik (the two time the same thing).
 
 Output: JSON lines {"impl", "n", "op", "ms", ...} on stdout (ms = median of
 the repeats, min_ms the fastest), a table on stderr.  The first line,
@@ -63,6 +76,9 @@ NAMES = ["0.matern32.variance", "0.matern32.lengthscale",
 # decaying seasonal cycle.
 THETA = np.array([4.0, 2.0, 1.5, 20.0, 0.05])
 CLI_TOL = 1e-6  # relative agreement of gmm-infer's loglik and gradient with the dense GP
+# tests/bench/bench_ssm.c's model (same order as NAMES) and data generator.
+BENCH_SSM_THETA = np.array([100.0, 20.0, 2.0, 50.0, 0.1])
+BENCH_SSM_SIZES = [1000, 3000, 10000, 100000, 1000000]
 
 
 def spec(theta):
@@ -312,6 +328,120 @@ def distinct_steps(x):
     return dx[first], inv
 
 
+# ---------------------------------------------------------------- bench_ssm's twin
+
+class SplitMix64:
+    """bench_ssm.c's uniform(): splitmix64 from 12345, top 53 bits."""
+
+    M = (1 << 64) - 1
+
+    def __init__(self, seed=12345):
+        self.s = seed
+
+    def uniform(self):
+        self.s = (self.s + 0x9E3779B97F4A7C15) & self.M
+        z = self.s
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & self.M
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & self.M
+        z ^= z >> 31
+        return (z >> 11) * 2.0 ** -53
+
+
+def bench_ssm_data(n):
+    """x, y of bench_ssm.c at size n: its rng runs on across its sizes, so the
+    smaller sizes are drawn first.  Same IEEE operations in the same order as
+    the C (math.sin is the C library's sin)."""
+    import math
+    if n not in BENCH_SSM_SIZES:
+        raise SystemExit(f"--twin-n {n}: bench_ssm.c runs n in {BENCH_SSM_SIZES}")
+    rng = SplitMix64()
+    for m in BENCH_SSM_SIZES:
+        x = [1958.0 + float(i) * 7.0 / 365.25 for i in range(m)]
+        y = []
+        for xi in x:
+            if rng.uniform() < 0.03:
+                y.append(float("nan"))
+            else:
+                y.append(10 * math.sin(xi / 7) + 3 * math.sin(6.283185 * xi)
+                         + 0.3 * (rng.uniform() - 0.5))
+        if m == n:
+            return np.array(x), np.array(y)
+    raise AssertionError("unreachable")
+
+
+def csv_rows(path, op, n, impl):
+    """(l, ms) of the rows op,n,*,impl in a BENCH_CSV file (last one wins)."""
+    found = None
+    try:
+        with open(path) as f:
+            for line in f:
+                p = line.strip().split(",")
+                if len(p) == 5 and p[0] == op and p[1] == str(n) and p[3] == impl:
+                    found = (int(p[2]), float(p[4]))
+    except OSError:
+        pass
+    return found
+
+
+def cli_loglik(exe, x, y, theta, verbose):
+    """gmm-infer loglik --no-center on (x, y): (loglik, bandwidth or None)."""
+    import re
+    with tempfile.NamedTemporaryFile("w", suffix=".csv", delete=False) as f:
+        f.write("x,y\n")
+        for a, b in zip(x, y):
+            f.write(f"{a!r},{'NaN' if np.isnan(b) else repr(b)}\n")
+        path = f.name
+    try:
+        cmd = [exe, "loglik", path, "--kernel", spec(theta), "--noise", repr(theta[4]),
+               "--no-center"] + (["--verbose"] if verbose else [])
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        if p.returncode != 0:
+            raise SystemExit(f"bench_ssm twin: {' '.join(cmd)}: exit {p.returncode}: "
+                             f"{p.stderr.strip()[:300]}")
+        m = re.search(r"bandwidth (\d+)", p.stderr)
+        return json.loads(p.stdout)["loglik"], (int(m.group(1)) if m else None)
+    finally:
+        os.unlink(path)
+
+
+def bench_ssm_twin(args, rows):
+    n, theta = args.twin_n, BENCH_SSM_THETA
+    x, y = bench_ssm_data(n)
+    mod = make_statsmodels(y, WEEK, False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ll_sm = float(mod.loglike(theta))
+    gmm = csv_rows(args.csv, "ssm_loglik_grad", n, "gmm_default")
+    bw = gmm[0] if gmm else None
+    if args.gmm_infer:
+        ll_cli, bw_cli = cli_loglik(args.gmm_infer, x, y, theta, verbose=True)
+        # The same model on the same data: statsmodels' Kalman filter against the
+        # tool's factorisation, both exact.
+        assert abs(ll_cli - ll_sm) <= 1e-8 * abs(ll_sm), ("bench_ssm twin", ll_cli, ll_sm)
+        bw = bw if bw is not None else bw_cli
+        print(f"bench_ssm twin (n = {n}): statsmodels loglik {ll_sm:.10f} = gmm-infer "
+              f"{ll_cli:.10f}", file=sys.stderr)
+    if bw is None:
+        bw = 7  # the tool's band for this model (its two blocks laid out side by side)
+        print(f"bench_ssm twin: bandwidth not found (no gmm_default row, no --gmm-infer); "
+              f"using {bw}", file=sys.stderr)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r0 = emit(rows, "statsmodels(bench_ssm)", n, "loglik", lambda: mod.loglike(theta),
+                  budget=args.budget, loglik=ll_sm)
+        r1 = emit(rows, "statsmodels(bench_ssm)", n, "loglik+grad",
+                  lambda: (mod.loglike(theta), mod.score(theta)), budget=args.budget)
+    if args.csv:
+        with open(args.csv, "a") as f:
+            if f.tell() == 0:
+                f.write("op,n,l,impl,ms\n")
+            f.write(f"ssm_loglik,{n},{bw},statsmodels,{r0['ms']:.6g}\n")
+            f.write(f"ssm_loglik_grad,{n},{bw},statsmodels,{r1['ms']:.6g}\n")
+    if gmm:
+        print(f"ssm_loglik_grad at n = {n}: gmm_default {gmm[1]:.3f} ms, statsmodels "
+              f"{r1['ms']:.3f} ms: gmm {r1['ms'] / gmm[1]:.1f}x faster", file=sys.stderr)
+
+
 # ---------------------------------------------------------------- timing
 
 def timeit(fn, min_reps, budget):
@@ -411,6 +541,10 @@ def main():
                     help="seconds of repeats per timing (at least 5 repeats; dense 3)")
     ap.add_argument("--gmm-infer", metavar="PATH", help="also time PATH loglik")
     ap.add_argument("--seed", type=int, default=20190416)
+    ap.add_argument("--csv", metavar="FILE",
+                    help="append statsmodels' rows beside bench_ssm's (see above)")
+    ap.add_argument("--twin-n", type=int, default=3000,
+                    help="n of the side-by-side comparison with bench_ssm (default 3000)")
     args = ap.parse_args()
     sizes = [int(float(s)) for s in args.sizes.split(",")]
 
@@ -423,6 +557,8 @@ def main():
     spd = g @ g.T + 1000.0 * np.eye(1000)
     emit(rows, "calibration", 1000, "dpotrf",
          lambda: sla.cho_factor(spd, lower=True, check_finite=False), budget=args.budget / 2)
+    if args.csv:
+        bench_ssm_twin(args, rows)
     for n in sizes:
         x, y = simulate(THETA, n, rng)
         obs = np.ones(n, bool)
@@ -470,13 +606,13 @@ def main():
                     print(f"WARNING: gmm-infer loglik at n = {n} disagrees with the dense GP "
                           f"(tolerance {CLI_TOL:g} relative): {res}", file=sys.stderr)
 
-    print(f"\n{'impl':<18} {'n':>7} {'op':<12} {'median ms':>10} {'min ms':>10}", file=sys.stderr)
+    print(f"\n{'impl':<22} {'n':>7} {'op':<12} {'median ms':>10} {'min ms':>10}", file=sys.stderr)
     for row in rows:
         if "ms" in row:
-            print(f"{row['impl']:<18} {row['n']:>7} {row['op']:<12} {row['ms']:>10.3f} "
+            print(f"{row['impl']:<22} {row['n']:>7} {row['op']:<12} {row['ms']:>10.3f} "
                   f"{row['min_ms']:>10.3f}", file=sys.stderr)
         else:
-            print(f"{row['impl']:<18} {row['n']:>7} {row['op']:<12} {row.get('error')}",
+            print(f"{row['impl']:<22} {row['n']:>7} {row['op']:<12} {row.get('error')}",
                   file=sys.stderr)
 
 

@@ -20,6 +20,19 @@
 #define BAND_INLINE static inline
 #endif
 #define BAND_FIXED_BANDWIDTHS(F) F(1) F(3) F(5) F(7) F(9) F(11) F(13) F(15)
+/* When the vector solves take the blocked substitutions of
+ * band_solve_blk.h (which need l >= 8) instead of the column-by-column
+ * loops: with L^T from l = 8 (faster at every n measured); with L from l = 8
+ * once L no longer fits a cache (n (l + 1) > 2^19 doubles, 4 MB), and from
+ * l = 12 at any n -- in cache the unrolled fixed-bandwidth rows of
+ * forward_all are 20-35% faster at l = 9 and 11.  Measured in band_solve.c. */
+#define BLK_MIN_L 8
+#define BLK_MIN_L_CACHED 12
+#define BLK_CACHED_DOUBLES ((size_t)1 << 19)
+static inline int blk_use(size_t n, size_t l, int trans)
+{
+    return l >= BLK_MIN_L && (trans || l >= BLK_MIN_L_CACHED || n * (l + 1) > BLK_CACHED_DOUBLES);
+}
 
 /* sum_{m = m0..e} l[m] x[m] (0 when m0 > e) in four partial sums.  Back
  * substitution x(i) = (b(i) - sum_{m > i} L(m,i) x(m)) / L(i,i) calls it

@@ -179,6 +179,33 @@ BAND_INLINE void notrans_set_sweep(const gmm_band *L, size_t l, const double *s,
                              ldbar, gp);
 }
 
+/* Wide bands, op = L: G = L^{-T} sbar by the blocked back substitution
+ * (band_solve.c), then Lbar in one streaming pass, column j (op)=
+ * -g(j..j+l) s(j), plus ldbar / L(j,j) on the diagonal.  The fused sweep
+ * (vec_rev_sweep) does the back substitution by one dot product per column,
+ * 4.7x slower than this at l = 117 (n = 1e5: 29 ms against 6.2 ms).  For
+ * op = L^T the fused forward sweep streams L and Lbar together and stays
+ * (measured 10-25% faster from memory than a separate pass). */
+static void lbar_pass(const gmm_band *L, const double *s, const double *G, gmm_band *Lbar,
+                      int set, double ldbar)
+{
+    size_t n = L->n, l = L->kl;
+    for (size_t j = 0; j < n; j++) {
+        double *restrict c = gmm_band_col(Lbar, j) + j;
+        const double *restrict g = G + j;
+        double sj = s[j];
+        size_t len = min_sz(n - 1, j + l) - j + 1;
+        if (set)
+            for (size_t i = 0; i < len; i++)
+                c[i] = -g[i] * sj;
+        else
+            for (size_t i = 0; i < len; i++)
+                c[i] -= g[i] * sj;
+        if (ldbar != 0.0)
+            c[0] += ldbar / gmm_band_col(L, j)[j];
+    }
+}
+
 static gmm_status vec_rev(const char *who, const gmm_band *L, gmm_trans trans, const double *s,
                           const double *sbar, double *vbar, gmm_band *Lbar, double *work,
                           int set, double ldbar)
@@ -196,7 +223,11 @@ static gmm_status vec_rev(const char *who, const gmm_band *L, gmm_trans trans, c
             return gmm_error(GMM_ENOMEM, "%s: out of memory (%zu doubles)", who, n);
     }
     memcpy(G, sbar, n * sizeof *G);
-    if (set && trans == GMM_NOTRANS) {
+    if (trans == GMM_NOTRANS && blk_use(L->n, L->kl, 1)) {
+        gmm_band_tri_solve_vec(L, GMM_TRANS, G);
+        if (Lbar)
+            lbar_pass(L, s, G, Lbar, set, ldbar);
+    } else if (set && trans == GMM_NOTRANS) {
         switch (L->kl) {
 #define FIXED(K)                                                                                   \
     case K:                                                                                        \

@@ -130,6 +130,60 @@ START_TEST(test_solve_vec_forward)
 }
 END_TEST
 
+/* Large n, where the solves run their blocked form (band_solve_blk.h) for
+ * every l >= 8 -- also l = 8 .. 11, which in cache keep the row loops --
+ * with n = 8k + 1 and 8k + 7 so that the last columns take the tail paths:
+ * the componentwise backward error max_i |L x - b|_i / (|L| |x| + |b|)_i
+ * (substitution's is below (l + 1) eps: Higham, Accuracy and Stability,
+ * Thm 8.5) must stay below 2 (l + 3) eps (the blocked form rounds the
+ * quotient L(k', k) / L(k, k) once more); measured worst 0.14 (l + 3) eps.
+ * The factors are diagonally dominant so that x stays O(1) at this n. */
+START_TEST(test_solve_vec_wide_large)
+{
+    tu_rng r;
+    tu_rng_seed(&r, 31);
+    const size_t ns[] = {70001, 70007}, kls[] = {8, 11, 16, 40};
+    double worst = 0.0;
+    for (size_t a = 0; a < 2; a++)
+        for (size_t b = 0; b < sizeof kls / sizeof kls[0]; b++)
+            for (int t = 0; t <= 1; t++) {
+                size_t n = ns[a], l = kls[b];
+                gmm_band *L = gmm_band_alloc(n, l, 0, GMM_BAND_LOWER);
+                for (size_t j = 0; j < n; j++) {
+                    double *c = gmm_band_col(L, j);
+                    c[j] = 1.0 + tu_uniform(&r);
+                    for (size_t i = j + 1; i <= j + l && i < n; i++)
+                        c[i] = 0.5 * (tu_uniform(&r) - 0.5) / (double)l;
+                }
+                double *x = malloc(n * sizeof *x), *bv = malloc(n * sizeof *bv);
+                fill_vec(bv, n, &r);
+                memcpy(x, bv, n * sizeof *x);
+                ck_assert_int_eq(gmm_band_tri_solve_vec(L, (gmm_trans)t, x), GMM_OK);
+                double e = 0.0;
+                for (size_t i = 0; i < n; i++) {
+                    /* row i of op(L) against x */
+                    double s = -bv[i], m = fabs(bv[i]);
+                    size_t j0 = t ? i : (i >= l ? i - l : 0), j1 = t ? (i + l < n ? i + l : n - 1) : i;
+                    for (size_t j = j0; j <= j1; j++) {
+                        double v = t ? gmm_band_col(L, i)[j] : gmm_band_col(L, j)[i];
+                        s += v * x[j];
+                        m += fabs(v * x[j]);
+                    }
+                    e = fmax(e, fabs(s) / m);
+                }
+                e /= (double)(l + 3) * EPS;
+                worst = fmax(worst, e);
+                ck_assert_msg(e <= 2.0, "n %zu l %zu t %d: backward error %.3g (l + 3) eps", n, l,
+                              t, e);
+                free(x);
+                free(bv);
+                gmm_band_free(L);
+            }
+    if (getenv("GMM_TEST_REPORT"))
+        fprintf(stderr, "wide blocked solves: worst backward error %.2g (l + 3) eps\n", worst);
+}
+END_TEST
+
 typedef struct {
     gmm_band *L;
     gmm_trans t;
@@ -294,7 +348,7 @@ START_TEST(test_solve_vec_logdet)
     tu_rng r;
     tu_rng_seed(&r, 29);
     const size_t ns[] = {0, 1, 3, 12, 200};
-    const size_t kls[] = {0, 2, 7, 11};
+    const size_t kls[] = {0, 2, 7, 11, 16, 40}; /* 16, 40: the blocked substitution */
     for (size_t a = 0; a < sizeof ns / sizeof ns[0]; a++)
         for (size_t b = 0; b < sizeof kls / sizeof kls[0]; b++)
             for (int scale = 0; scale < 3; scale++) {
@@ -627,6 +681,7 @@ Suite *band_solve_suite(void)
     TCase *tc = tcase_create("solve");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_solve_vec_forward);
+    tcase_add_test(tc, test_solve_vec_wide_large);
     tcase_add_test(tc, test_solve_mat_forward_and_rev);
     tcase_add_test(tc, test_solve_vec_rev_accumulates);
     tcase_add_test(tc, test_solve_vec_rev_set);

@@ -1,6 +1,7 @@
 /* bench_band.c -- the band module's Cholesky against LAPACK's dpbtrf
  * (OpenBLAS) and GSL's banded Cholesky, each reverse mode against its forward
- * operator, and the inverse subset (selinv) against the Cholesky.  Both sides
+ * operator, the triangular solves with L and L^T against OpenBLAS's dtbsv,
+ * and the inverse subset (selinv) against the Cholesky.  Both sides
  * of each comparison work in place on a restored copy: gmm_band_chol_decomp
  * is called with L == Q, as dpbtrf overwrites its input.
  *
@@ -18,6 +19,8 @@
  *   BENCH_QUICK=1   n in {1e4, 1e5} and 3 repetitions (well under a minute)
  *   BENCH_CSV=FILE  also append rows "op,n,l,impl,ms" (header when FILE is new;
  *                   ms: the median thread CPU time printed in the table)
+ *   BENCH_OPS=TEXT  only the operators whose name contains TEXT (e.g.
+ *                   tri_solve)
  *
  * Adding an operator: write a prepare (untimed) and a run (timed) function
  * and add one line to `rows` below; `base` names the row a ratio is taken
@@ -136,6 +139,18 @@ static int run_solve_dtbsv(cell *c)
     return 0;
 }
 
+static int run_solve_n_gmm(cell *c)
+{
+    return gmm_band_tri_solve_vec(c->L, GMM_NOTRANS, c->s) != 0;
+}
+
+static int run_solve_n_dtbsv(cell *c)
+{
+    cblas_dtbsv(CblasColMajor, CblasLower, CblasNoTrans, CblasNonUnit, (int)c->n, (int)c->l,
+                c->L->data, (int)c->L->ld, c->s, 1);
+    return 0;
+}
+
 static void prep_solve_rev(cell *c)
 {
     fill_adjoint(c->B);
@@ -147,6 +162,12 @@ static int run_solve_rev_gmm(cell *c)
 {
     return gmm_band_tri_solve_vec_rev(c->L, GMM_TRANS, c->s, c->sbar, c->vbar, c->B, c->work) !=
            GMM_OK;
+}
+
+static int run_solve_n_rev_gmm(cell *c)
+{
+    return gmm_band_tri_solve_vec_rev(c->L, GMM_NOTRANS, c->s, c->sbar, c->vbar, c->B,
+                                      c->work) != GMM_OK;
 }
 
 /* S = the band of (L L^T)^{-1}, and its reverse mode (Sbar in A, destroyed;
@@ -182,6 +203,9 @@ static const bench_row rows[] = {
     {"tri_solve_vec(L^T)", "gmm", NULL, prep_vec, run_solve_gmm},
     {"tri_solve_vec(L^T)", "openblas", NULL, prep_vec, run_solve_dtbsv},
     {"tri_solve_vec_rev", "gmm", "tri_solve_vec(L^T)", prep_solve_rev, run_solve_rev_gmm},
+    {"tri_solve_vec(L)", "gmm", NULL, prep_vec, run_solve_n_gmm},
+    {"tri_solve_vec(L)", "openblas", NULL, prep_vec, run_solve_n_dtbsv},
+    {"tri_solve_vec_rev(L)", "gmm", "tri_solve_vec(L)", prep_solve_rev, run_solve_n_rev_gmm},
     {"selinv", "gmm", "chol", prep_selinv, run_selinv_gmm},
     {"selinv_rev", "gmm", "selinv", prep_selinv_rev, run_selinv_rev_gmm},
 };
@@ -214,13 +238,15 @@ static double median(double *t, int k)
  * (run 1 of every row, then run 2, ...), so a change of load on the machine
  * hits all of them alike; a row stops repeating once its runs took 15 s, so a
  * slow baseline does not hold up the grid.  ms[r] < 0: the row failed. */
+static const char *only_ops; /* BENCH_OPS */
+
 static void time_cell(cell *c, int reps, double *ms)
 {
     double t[NROWS][16], total[NROWS] = {0};
     int k[NROWS] = {0}, failed[NROWS] = {0};
     for (int rep = 0; rep < reps && rep < 16; rep++)
         for (size_t r = 0; r < NROWS; r++) {
-            if (failed[r] || total[r] > 15e3)
+            if (failed[r] || total[r] > 15e3 || (only_ops && !strstr(rows[r].op, only_ops)))
                 continue;
             rows[r].prepare(c);
             double t0 = cpu_now();
@@ -304,6 +330,9 @@ int main(void)
 {
     const char *quick = getenv("BENCH_QUICK"), *csv = getenv("BENCH_CSV");
     const char *coretype = getenv("OPENBLAS_CORETYPE");
+    only_ops = getenv("BENCH_OPS");
+    if (only_ops && !*only_ops)
+        only_ops = NULL;
     int q = quick && *quick && *quick != '0';
     const size_t ns[] = {10000, 100000, 1000000}, ls[] = {1, 3, 11, 32, 117};
     size_t nn = q ? 2 : 3, nl = sizeof ls / sizeof *ls;
@@ -346,7 +375,8 @@ int main(void)
                     fprintf(out, "%s,%zu,%zu,%s,%.6g\n", rows[r].op, n, l, rows[r].impl, ms[r]);
             /* One printed line per op: its implementations side by side. */
             for (size_t r = 0; r < NROWS; r++) {
-                if (r > 0 && strcmp(rows[r].op, rows[r - 1].op) == 0)
+                if ((r > 0 && strcmp(rows[r].op, rows[r - 1].op) == 0) ||
+                    (only_ops && !strstr(rows[r].op, only_ops)))
                     continue;
                 double t[3] = {-1, -1, -1}, fwd = -1;
                 const char *impls[3] = {"gmm", "openblas", "gsl"};
@@ -372,7 +402,7 @@ int main(void)
         }
     printf("\nblas/gmm, gsl/gmm: speed-up of gmm over dpbtrf/dtbsv and GSL (> 1: gmm faster);\n"
            "/base: gmm time over that of the op it builds on: chol_rev/chol,\n"
-           "tri_solve_vec_rev/tri_solve_vec, selinv/chol, selinv_rev/selinv.\n");
+           "tri_solve_vec_rev/tri_solve_vec (L^T and L), selinv/chol, selinv_rev/selinv.\n");
     if (out)
         fclose(out);
     return 0;

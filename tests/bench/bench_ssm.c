@@ -4,12 +4,17 @@
  * weeks missing.  A linear method shows a constant time per input.
  *
  *   n in {1e3, 3e3, 1e4, 1e5, 1e6}    (BENCH_QUICK=1: up to 1e5)
- *   BENCH_CSV=FILE  append rows op,n,l,impl,ms (op ssm_loglik, ssm_loglik_grad)
+ *   BENCH_CSV=FILE  append rows op,n,l,impl,ms (op ssm_loglik, ssm_loglik_grad;
+ *                   impl gmm_cholesky, gmm_square_root, and gmm_default: the
+ *                   model as `gmm-infer` builds it, automatic choice included)
  *
  * Times are wall-clock medians over repeats (one thread: the code is serial),
  * for both factorisations of the posterior precision (the Cholesky of the
- * assembled band, the paper's algorithm; the square-root form), and the
- * one the automatic choice takes for this model (ssm.h, FACTORISATION).
+ * assembled band, the paper's algorithm; the square-root form), and for the
+ * default (the automatic choice, ssm.h, FACTORISATION), timed as such.
+ * scripts/bench_ssm_baselines.py rebuilds this data and these parameters bit
+ * for bit (the same splitmix64 stream) and writes statsmodels' rows beside
+ * these (impl statsmodels): keep the two in step.
  */
 #include <math.h>
 #include <stdio.h>
@@ -95,9 +100,9 @@ int main(void)
     printf("CO2 state-space model (state dim %zu): loglik and loglik + gradient, wall ms,\n"
            "by factorisation (ssm.h, FACTORISATION; auto: the one chosen here)\n",
            gmm_kernel_dim(k));
-    printf("%10s %4s %10s %10s %10s %10s %9s %12s\n", "n", "bw", "chol", "chol+grad", "sqrt",
-           "sqrt+grad", "sqrt/chol", "auto");
-    static const char *impl[2] = {"gmm_cholesky", "gmm_square_root"};
+    printf("%10s %4s %10s %10s %10s %10s %9s %12s %10s\n", "n", "bw", "chol", "chol+grad", "sqrt",
+           "sqrt+grad", "sqrt/chol", "auto", "auto+grad");
+    static const char *impl[3] = {"gmm_cholesky", "gmm_square_root", "gmm_default"};
     for (size_t s = 0; s < nsizes; s++) {
         size_t n = sizes[s];
         double *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y);
@@ -107,7 +112,7 @@ int main(void)
                                                0.3 * (uniform() - 0.5);
         }
         size_t reps = n <= 10000 ? 31 : n <= 100000 ? 7 : 3;
-        double tv[2], tg[2];
+        double tv[3], tg[3];
         size_t bw = 0;
         int autorows = 0;
         for (int f = 0; f < 3; f++) {
@@ -121,19 +126,16 @@ int main(void)
                 fprintf(stderr, "bench_ssm: %s\n", gmm_error_message());
                 return 1;
             }
-            if (f < 2) {
-                tv[f] = time_eval(m, theta, NULL, reps);
-                tg[f] = time_eval(m, theta, grad, reps);
-            } else {
-                time_eval(m, theta, NULL, 1);
+            tv[f] = time_eval(m, theta, NULL, reps);
+            tg[f] = time_eval(m, theta, grad, reps);
+            if (f == 2)
                 autorows = gmm_ssm_used_rows(m);
-            }
             bw = gmm_ssm_bandwidth(m);
             gmm_ssm_free(m);
         }
-        printf("%10zu %4zu %10.3f %10.3f %10.3f %10.3f %9.2f %12s\n", n, bw, tv[0], tg[0], tv[1],
-               tg[1], tg[1] / tg[0], autorows ? "square-root" : "cholesky");
-        for (int f = 0; out && f < 2; f++) {
+        printf("%10zu %4zu %10.3f %10.3f %10.3f %10.3f %9.2f %12s %10.3f\n", n, bw, tv[0], tg[0],
+               tv[1], tg[1], tg[1] / tg[0], autorows ? "square-root" : "cholesky", tg[2]);
+        for (int f = 0; out && f < 3; f++) {
             fprintf(out, "ssm_loglik,%zu,%zu,%s,%.6g\n", n, bw, impl[f], tv[f]);
             fprintf(out, "ssm_loglik_grad,%zu,%zu,%s,%.6g\n", n, bw, impl[f], tg[f]);
         }

@@ -1,9 +1,10 @@
 /* test_gradcheck.c -- the user-facing gradient check: right gradients pass
- * (including ~0 gradients at an optimum), a wrong one is caught and named,
- * objective failures during the differences are reported with the
- * parameter. */
+ * (including ~0 gradients at an optimum, and on an objective whose rounding
+ * noise is far above eps |f|), a wrong one is caught and named, objective
+ * failures during the differences are reported with the parameter. */
 #include <check.h>
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "gmm/alloc.h"
@@ -13,6 +14,7 @@
 typedef struct {
     double y[8];
     double bug;        /* multiplies d/ds2 */
+    double bug_mu;     /* multiplies d/dmu */
     double wall;       /* s2 >= wall: GMM_ENOTPD */
 } iid;
 
@@ -28,7 +30,7 @@ static gmm_status iid_eval(void *ctx, const double *th, double *f, double *g)
     }
     *f = -4.0 * log(6.283185307179586 * s2) - ss / (2 * s2) + 0.1 * th[2] * th[2] * th[2];
     if (g) {
-        g[0] = s1 / s2;
+        g[0] = d->bug_mu * s1 / s2;
         g[1] = d->bug * (-4.0 / s2 + ss / (2 * s2 * s2));
         g[2] = 0.3 * th[2] * th[2];
     }
@@ -48,7 +50,7 @@ static void setup(fixture *f)
     static const double y[8] = {1.2, -0.3, 2.5, 0.7, 1.9, -1.1, 0.4, 3.3};
     memset(f, 0, sizeof *f);
     memcpy(f->d.y, y, sizeof y);
-    f->d.bug = 1.0;
+    f->d.bug = f->d.bug_mu = 1.0;
     f->d.wall = INFINITY;
     f->name[0] = "mu";
     f->name[1] = "noise.variance";
@@ -126,6 +128,110 @@ START_TEST(test_wrong_gradient_is_caught)
 }
 END_TEST
 
+/* 1e-4 relative on an entry of the size of the objective's (d/dmu = 2.3,
+ * loglik -17.2) is 13x the allowance: still caught. */
+START_TEST(test_small_relative_error_is_caught)
+{
+    fixture f;
+    setup(&f);
+    f.d.bug_mu = 1.0 + 1e-4;
+    gmm_gradcheck_params p;
+    gmm_gradcheck_params_init(&p);
+    gmm_gradcheck_result r;
+    ck_assert_int_eq(gmm_gradcheck(&f.obj, &p, &r), GMM_ECHECK);
+    ck_assert(!r.row[0].ok && r.row[1].ok && r.row[2].ok);
+    ck_assert_msg(fabs(r.row[0].analytic - r.row[0].numeric) > 5.0 * r.row[0].allowed,
+                  "difference %g, allowed %g", fabs(r.row[0].analytic - r.row[0].numeric),
+                  r.row[0].allowed);
+    gmm_gradcheck_result_free(&r);
+}
+END_TEST
+
+/* An objective shaped like the CO2 fit's (loglik -957 at an optimum in two
+ * log-parameters, a third with a large, fast-varying derivative like the
+ * period's: 270.87 cos(250 u)) with rounding noise of the CO2 likelihood's
+ * size: a deterministic function of theta, uniform in +-1e-8 (sd 5.8e-9,
+ * 3e4 eps |f|).  Analytic errors of the size measured on the CO2 fit at its
+ * optimum (3e-4 on the log scale, 3e-7 |f|) must pass, as must the exact
+ * large derivative; 1e-4 relative on the large one must fail. */
+typedef struct {
+    double slop[2]; /* added to d/du of the two at the optimum */
+    double bug;     /* multiplies the third's derivative */
+} noisy;
+
+static double hash_noise(const double *th, size_t n)
+{
+    uint64_t h = 0x9e3779b97f4a7c15u;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t b;
+        memcpy(&b, &th[i], sizeof b);
+        h ^= b;
+        h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9u; /* splitmix64's finaliser */
+        h = (h ^ (h >> 27)) * 0x94d049bb133111ebu;
+        h ^= h >> 31;
+    }
+    return (double)(h >> 11) * 0x1.0p-52 - 1.0; /* uniform in [-1, 1) */
+}
+
+static gmm_status noisy_eval(void *ctx, const double *th, double *f, double *g)
+{
+    noisy *d = ctx;
+    double ua = log(th[0] / 400.0), ub = log(th[1] / 20.0), uc = log(th[2]);
+    *f = -957.0 - 500.0 * ua * ua - 300.0 * ub * ub + 270.87 / 250.0 * sin(250.0 * uc) +
+         1e-8 * hash_noise(th, 3);
+    if (g) {
+        g[0] = (-1000.0 * ua + d->slop[0]) / th[0];
+        g[1] = (-600.0 * ub + d->slop[1]) / th[1];
+        g[2] = d->bug * 270.87 * cos(250.0 * uc) / th[2];
+    }
+    return GMM_OK;
+}
+
+static gmm_status noisy_check(noisy *d, gmm_gradcheck_result *r)
+{
+    static char *name[3] = {"a", "b", "period"};
+    static int positive[3] = {1, 1, 1}, fixed[3];
+    double value[3] = {400.0, 20.0, 1.0};
+    gmm_objective obj = {3, name, value, positive, fixed, noisy_eval, d};
+    gmm_gradcheck_params p;
+    gmm_gradcheck_params_init(&p);
+    return gmm_gradcheck(&obj, &p, r);
+}
+
+START_TEST(test_noisy_objective_at_optimum)
+{
+    noisy d = {{3e-4, -3e-4}, 1.0};
+    gmm_gradcheck_result r;
+    ck_assert_int_eq(noisy_check(&d, &r), GMM_OK);
+    const double exact[3] = {0.0, 0.0, 270.87};
+    const double value[3] = {400.0, 20.0, 1.0};
+    for (size_t i = 0; i < 3; i++) {
+        /* ECnoise finds the noise (sd 5.8e-9) within a factor of 3, and the
+         * error bound covers the difference's actual error. */
+        ck_assert_msg(r.row[i].noise > 2e-9 && r.row[i].noise < 2e-8, "%s: noise %g",
+                      r.row[i].name, r.row[i].noise);
+        ck_assert_msg(fabs(r.row[i].numeric - exact[i] / value[i]) <= r.row[i].fd_error,
+                      "%s: fd %.10g, exact %.10g, bound %g", r.row[i].name, r.row[i].numeric,
+                      exact[i] / value[i], r.row[i].fd_error);
+    }
+    /* The large derivative to 2e-5 relative despite the noise (measured 1e-5:
+     * the bound is GSL's conservative one), a fifth of the error below. */
+    ck_assert_msg(r.row[2].fd_error < 2e-5 * 270.87, "%g", r.row[2].fd_error);
+    gmm_gradcheck_result_free(&r);
+
+    d.slop[0] = 3e-3; /* 3e-6 |f|: beyond the objective's scale */
+    ck_assert_int_eq(noisy_check(&d, &r), GMM_ECHECK);
+    ck_assert(!r.row[0].ok && r.row[1].ok && r.row[2].ok);
+    gmm_gradcheck_result_free(&r);
+
+    d.slop[0] = 3e-4;
+    d.bug = 1.0 + 1e-4; /* 0.027 on 270.87 */
+    ck_assert_int_eq(noisy_check(&d, &r), GMM_ECHECK);
+    ck_assert(r.row[0].ok && r.row[1].ok && !r.row[2].ok);
+    gmm_gradcheck_result_free(&r);
+}
+END_TEST
+
 START_TEST(test_objective_failures)
 {
     fixture f;
@@ -166,9 +272,9 @@ START_TEST(test_params_check)
     ck_assert_int_eq(gmm_gradcheck_params_check(&p), GMM_EINVAL);
     ck_assert(strstr(gmm_error_message(), "rel_tol"));
     gmm_gradcheck_params_init(&p);
-    p.abs_tol = NAN;
+    p.rel_tol = NAN;
     ck_assert_int_eq(gmm_gradcheck_params_check(&p), GMM_EINVAL);
-    ck_assert(strstr(gmm_error_message(), "abs_tol"));
+    ck_assert(strstr(gmm_error_message(), "rel_tol"));
 }
 END_TEST
 
@@ -201,6 +307,8 @@ Suite *infer_gradcheck_suite(void)
     tcase_add_test(tc, test_correct_gradient_passes);
     tcase_add_test(tc, test_zero_gradient_at_optimum_passes);
     tcase_add_test(tc, test_wrong_gradient_is_caught);
+    tcase_add_test(tc, test_small_relative_error_is_caught);
+    tcase_add_test(tc, test_noisy_objective_at_optimum);
     tcase_add_test(tc, test_objective_failures);
     tcase_add_test(tc, test_params_check);
     tcase_add_test(tc, test_out_of_memory_sweep);
