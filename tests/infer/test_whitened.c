@@ -1,0 +1,151 @@
+/* test_whitened.c -- the log joint in whitened coordinates (problem.h):
+ * its gradient in v against finite differences, its value against the
+ * latent prior's density, and the start at the posterior mode. */
+#include <check.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gmm/kernel.h"
+#include "gmm/latent.h"
+#include "gmm/likelihood.h"
+#include "gmm/problem.h"
+#include "gmm/spec.h"
+#include "support/testutil.h"
+
+typedef struct {
+    gmm_problem *p;
+} wctx;
+
+static double lp_of(void *vc, const double *v)
+{
+    double lp;
+    ck_assert_int_eq(gmm_problem_whitened_logp(((wctx *)vc)->p, v, &lp, NULL), GMM_OK);
+    return lp;
+}
+
+static void check(gmm_latent *lat, const char *liktext, const char *label)
+{
+    tu_rng r;
+    tu_rng_seed(&r, 3);
+    size_t nr = gmm_latent_nrows(lat), n = gmm_latent_dim(lat);
+    gmm_lik lik;
+    ck_assert_int_eq(gmm_lik_parse(liktext, &lik), GMM_OK);
+    gmm_lik_fill_defaults(&lik, NULL, 0);
+    double *y = malloc(nr * sizeof *y);
+    for (size_t i = 0; i < nr; i++)
+        y[i] = i % 6 == 5 ? NAN
+               : lik.type->conjugate ? tu_normal(&r)
+               : lik.type->link_log  ? floor(3.0 * tu_uniform(&r))
+                                     : (tu_uniform(&r) < 0.4);
+    gmm_problem *p = NULL;
+    ck_assert_msg(gmm_problem_alloc(lat, &lik, y, NULL, !lik.type->conjugate, 0.2, &p) == GMM_OK,
+                  "%s", gmm_error_message());
+    const double *th = gmm_problem_objective(p)->value;
+    ck_assert_int_eq(gmm_problem_whiten_setup(p, th), GMM_OK);
+    double *v = malloc(n * sizeof *v), *g = malloc(n * sizeof *g), lp;
+    for (size_t i = 0; i < n; i++)
+        v[i] = 0.7 * tu_normal(&r);
+    ck_assert_int_eq(gmm_problem_whitened_logp(p, v, &lp, g), GMM_OK);
+    /* gradient: central differences, step 1e-5 (the density is smooth, O(1)) */
+    wctx c = {p};
+    double worst = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        double s = v[i], h = 1e-5;
+        v[i] = s + h;
+        double a = lp_of(&c, v);
+        v[i] = s - h;
+        double b = lp_of(&c, v);
+        v[i] = s;
+        worst = fmax(worst, fabs(g[i] - (a - b) / (2 * h)) / fmax(1.0, fabs(g[i])));
+    }
+    ck_assert_msg(worst < 1e-6, "%s %s: whitened gradient off by %g", label, liktext, worst);
+    /* start: W v0 is the posterior mode */
+    double *mode = malloc(n * sizeof *mode), *x = malloc(n * sizeof *x);
+    ck_assert_int_eq(gmm_problem_posterior(p, th, mode, NULL), GMM_OK);
+    ck_assert_int_eq(gmm_problem_whiten_setup(p, th), GMM_OK);
+    ck_assert_int_eq(gmm_problem_whitened_start(p, th, v), GMM_OK);
+    ck_assert_int_eq(gmm_latent_whiten(lat, v, x), GMM_OK);
+    double e = 0.0, sc = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        e = fmax(e, fabs(x[i] - mode[i]));
+        sc = fmax(sc, fabs(mode[i]));
+    }
+    ck_assert_msg(e <= 1e-9 * fmax(1.0, sc), "%s %s: start off the mode by %g", label, liktext, e);
+    /* at the mode the whitened gradient vanishes (the mode maximises it) */
+    ck_assert_int_eq(gmm_problem_whitened_logp(p, v, &lp, g), GMM_OK);
+    double gn = 0.0;
+    for (size_t i = 0; i < n; i++)
+        gn = fmax(gn, fabs(g[i]));
+    ck_assert_msg(gn < 1e-6, "%s %s: gradient %g at the mode", label, liktext, gn);
+    free(mode);
+    free(x);
+    free(v);
+    free(g);
+    free(y);
+    gmm_problem_free(p);
+}
+
+START_TEST(test_whitened_ssm)
+{
+    gmm_spec_node *s = NULL;
+    ck_assert_int_eq(gmm_spec_parse("matern32(variance=1.2, lengthscale=0.8) + "
+                                    "matern12(variance=0.3, lengthscale=2)",
+                                    &s),
+                     GMM_OK);
+    gmm_kernel *k = NULL;
+    ck_assert_int_eq(gmm_kernel_from_spec(s, &k), GMM_OK);
+    size_t n = 30;
+    double x[30];
+    for (size_t i = 0; i < n; i++)
+        x[i] = 0.37 * (double)i;
+    x[4] = x[3];
+    gmm_latent *lat = NULL;
+    ck_assert_int_eq(gmm_latent_ssm_alloc(k, x, n, NULL, &lat), GMM_OK);
+    const char *liks[] = {"gaussian(variance=0.3)", "poisson", "bernoulli",
+                          "negbinomial(dispersion=2)"};
+    for (size_t i = 0; i < 4; i++)
+        check(lat, liks[i], "state-space");
+    gmm_latent_free(lat);
+    gmm_kernel_free(k);
+    gmm_spec_free(s);
+}
+END_TEST
+
+START_TEST(test_whitened_graph)
+{
+    size_t ei[12], ej[12];
+    for (size_t i = 0; i < 11; i++) {
+        ei[i] = i;
+        ej[i] = i + 1;
+    }
+    ei[11] = 0, ej[11] = 7;
+    gmm_graph *g = NULL;
+    ck_assert_int_eq(gmm_graph_from_edges(12, 12, ei, ej, NULL, NULL, NULL, &g), GMM_OK);
+    gmm_spec_node *s = NULL;
+    ck_assert_int_eq(gmm_spec_parse("edge-ou(variance=1.5, lengthscale=2)", &s), GMM_OK);
+    gmm_gmrf *m = NULL;
+    ck_assert_int_eq(gmm_gmrf_alloc(g, s, NULL, &m), GMM_OK);
+    size_t node[15];
+    for (size_t r = 0; r < 15; r++)
+        node[r] = (r * 7) % 12;
+    gmm_latent *lat = NULL;
+    ck_assert_int_eq(gmm_latent_gmrf_alloc(m, 15, node, &lat), GMM_OK);
+    check(lat, "poisson", "graph");
+    check(lat, "gaussian(variance=0.5)", "graph");
+    gmm_latent_free(lat);
+    gmm_gmrf_free(m);
+    gmm_spec_free(s);
+    gmm_graph_free(g);
+}
+END_TEST
+
+Suite *infer_whitened_suite(void)
+{
+    Suite *s = suite_create("infer_whitened");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, test_whitened_ssm);
+    tcase_add_test(tc, test_whitened_graph);
+    suite_add_tcase(s, tc);
+    return s;
+}
