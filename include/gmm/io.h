@@ -58,21 +58,57 @@ gmm_status gmm_table_column(const gmm_table *t, const char *name, size_t *col);
 gmm_status gmm_table_column_double(const gmm_table *t, size_t col, int allow_missing,
                                    double *x);
 
-/* ---- atomic output ------------------------------------------------------- */
+/* ---- output files -------------------------------------------------------- */
 
-/* An output stream that becomes `path` only on commit: data go to a temporary
- * file ".NAME.tmpXXXXXX" in the same directory, and commit flushes, fsyncs
- * and renames it over path (then fsyncs the directory).  Abort leaves path
- * untouched and removes the temporary; a crash leaves path untouched (and
- * the temporary behind).  The new file gets mode 0666 & ~umask.  path NULL
- * or "-" means stdout (commit then only flushes; abort cannot unwrite).
- * Errors are GMM_EIO with the path and strerror text (open: cannot create
- * the temporary; commit: write/fsync/rename failures, after which the
- * temporary is removed), or GMM_ENOMEM. */
+/* An output stream that becomes `path` only on commit, and never damages
+ * what path names.  Symlinks at path's last component are followed (a
+ * relative link from the link's directory; the link stays a link).  What is
+ * at the end decides how it is written:
+ *
+ *   - nothing, or a regular file: data go to a temporary ".NAME.tmpXXXXXX"
+ *     in the target's directory, and commit flushes, fsyncs and renames it
+ *     over the target (then fsyncs the directory).  Abort leaves the target
+ *     untouched and removes the temporary; a crash leaves the target
+ *     untouched (and the temporary behind).  A new file gets mode
+ *     0666 & ~umask; a replaced one keeps its permission bits, and its owner
+ *     and group where the process may set them (root), else the group when
+ *     the user belongs to it (set-user/group-ID bits are dropped then).
+ *     ACLs and extended attributes are not copied, and a file with several
+ *     hard links is replaced under this name only.  A target that exists
+ *     but is not writable (mode 0444) is refused, as a shell's '>' would;
+ *   - a character or block device (/dev/null), a FIFO, or anything reached
+ *     through /proc (/dev/stdout, /dev/fd/N): opened and written in place,
+ *     no temporary and no rename (a FIFO's open blocks until a reader
+ *     comes, as a shell redirection does; a regular file reached through
+ *     /proc is appended to).  Abort cannot unwrite what was flushed.  When
+ *     the target is the file stdout is open on (-o /dev/stdout), the data
+ *     go through the stdout stream itself, in order with the rest of it;
+ *   - a directory is refused (EISDIR), a socket cannot be opened (ENXIO).
+ *
+ * path NULL or "-" means stdout (commit then only flushes; abort cannot
+ * unwrite).  Errors are GMM_EIO and name the user's path, never the
+ * temporary: "PATH: cannot write: <strerror>" when it cannot be opened
+ * (as gmm_outfile_check) or renamed, "PATH: write error: <strerror>" when a
+ * write, flush, fsync or close fails at commit ("<stdout>: write error: ..."
+ * for stdout; the temporary is removed); GMM_ENOMEM. */
 typedef struct gmm_outfile gmm_outfile;
 gmm_status gmm_outfile_open(const char *path, gmm_outfile **out);
 FILE *gmm_outfile_stream(gmm_outfile *o);
 gmm_status gmm_outfile_commit(gmm_outfile *o); /* frees o */
 void gmm_outfile_abort(gmm_outfile *o);         /* frees o; NULL-safe */
+
+/* Can gmm_outfile_open(path) be expected to succeed?  Call it before long
+ * work so that a bad -o is reported at once.  Checks, without creating
+ * anything: path is a file name (not "" nor ending in '/'), its links lead
+ * somewhere (ELOOP, ENOTDIR, EACCES otherwise), the target is not a
+ * directory, an existing target is writable, and the directory that will
+ * hold the temporary exists and is writable and searchable (for the
+ * effective user: root passes permission bits, not a read-only file
+ * system).  GMM_OK for NULL and "-" (stdout).  GMM_EIO "PATH: cannot write:
+ * <strerror>" ("out/m.json: cannot write: No such file or directory",
+ * "...: Permission denied", "...: Read-only file system", "...: Is a
+ * directory"), naming the user's path; GMM_ENOMEM.  A later open can still
+ * fail (a full disk, a race); the caller still checks it. */
+gmm_status gmm_outfile_check(const char *path);
 
 #endif
