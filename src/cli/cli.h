@@ -48,6 +48,14 @@ int cli_fail(const char *cmd, gmm_status s);
  * with pos = gmm_error_index(). */
 void cli_print_spec_error(const char *cmd, const char *text, size_t pos);
 
+/* Flush and close stdout and report whether everything written to it
+ * arrived: 0, or "gmm-infer CMD: <stdout>: write error: REASON" on stderr
+ * (REASON from errno: "No space left on device" for > /dev/full) and
+ * CLI_EXIT_ERROR.  A closed stdout (>&-) that nothing was written to is
+ * not an error.  main() calls it after every command, so no command can
+ * exit 0 with its output lost; after it, stdout is closed. */
+int cli_close_stdout(const char *cmd);
+
 /* 0, or the number of the SIGINT/SIGTERM received since
  * cli_install_signals().  Long commands return nonzero from their progress
  * callback when it is set (cli_stop_requested()), the library returns
