@@ -36,10 +36,15 @@ typedef struct {
  * ("file: cannot open: <strerror>"); GMM_EPARSE for an empty file (no
  * header), an empty or duplicated header name, a ragged row ("file:L:
  * expected C fields, found F"; gmm_error_index() is the 0-based data row),
- * malformed quoting ("file:L:COL: ..." with COL the 1-based byte column)
- * and a quoted field left open at the end of the file.  Memory: a few
+ * malformed quoting ("file:L:COL: ..." with COL the 1-based byte column),
+ * a NUL byte anywhere ("file:L:COL: NUL byte (not a text file? ...)": a
+ * cell is a C string, so "1\0junk" would otherwise read as "1") and a
+ * quoted field left open at the end of the file.  Memory: a few
  * allocations, O(file size); time O(file size). */
 gmm_status gmm_table_read(const char *path, gmm_table **out);
+/* The same from an open stream, read to its end and not closed; `name`
+ * (NULL: "<input>") is the file named in messages and in t->file. */
+gmm_status gmm_table_read_stream(FILE *f, const char *name, gmm_table **out);
 void gmm_table_free(gmm_table *t);
 
 /* Index of column `name`, or GMM_EPARSE ("file: no column 'name' (columns:
@@ -50,13 +55,32 @@ gmm_status gmm_table_column(const gmm_table *t, const char *name, size_t *col);
  * Blanks around a cell are ignored.  A cell that is empty, "NA", "NaN" or
  * "nan" becomes NAN when allow_missing (else "file:L: column 'y': empty
  * cell" / "...: missing value 'NA'"); any other cell must be one finite
- * strtod number ("file:L: column 'y': 'abc' is not a number", "...: 'inf'
- * is not finite"; overflow is not finite, underflow to a subnormal is
- * accepted).  GMM_EPARSE with gmm_error_index() the 0-based row; GMM_EDIM
+ * decimal number, [+-] digits [. digits] [e [+-] digits] (or .digits):
+ * "file:L: column 'y': 'abc' is not a number", "...: '0x10' is not a
+ * decimal number" (strtod's hexadecimal is refused, as are "nan(...)"
+ * and other spellings of NaN), "...: 'inf' is not finite" (also
+ * "Infinity" and overflow such as 1e999); underflow to a subnormal or zero
+ * is accepted.  GMM_EPARSE with gmm_error_index() the 0-based row; GMM_EDIM
  * for col >= ncol.  strtod is locale-dependent: callers keep LC_NUMERIC "C"
  * (the CLI does).  O(nrow). */
 gmm_status gmm_table_column_double(const gmm_table *t, size_t col, int allow_missing,
                                    double *x);
+
+/* Distinct decimal numbers in column `col` that read as the same double --
+ * x = 1e16 + year turns 2001 and 2002 into one input -- so that callers can
+ * warn before they merge rows.  x is the column as gmm_table_column_double
+ * gave it (rows with a non-finite x are skipped).  Two cells are the same
+ * number when they are as decimals ("1", "1.0", "10e-1", "-0" and "0"
+ * agree), so a repeated input is never a collision.  *count is the number
+ * of decimals lost: for every double that k > 1 distinct decimals read as,
+ * k - 1.  *row_a < *row_b (0-based rows; t->line[] gives the lines) are one
+ * example: two different numbers with the same double, row_b the earliest
+ * row in the file where such a merge shows; both GMM_NO_INDEX when *count
+ * is 0.  GMM_EINVAL (NULL), GMM_EDIM (col >= ncol), GMM_ENOMEM.  Memory
+ * 8 nrow bytes, plus 24 per row whose double is repeated; time
+ * O(nrow log nrow). */
+gmm_status gmm_table_column_collisions(const gmm_table *t, size_t col, const double *x,
+                                       size_t *count, size_t *row_a, size_t *row_b);
 
 /* ---- output files -------------------------------------------------------- */
 
