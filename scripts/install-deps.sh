@@ -5,13 +5,14 @@
 #
 #   scripts/install-deps.sh           build + test dependencies
 #   scripts/install-deps.sh --bench   also what `make bench` compares against
-#   scripts/install-deps.sh --demo    also what `make demo` plots with
+#   scripts/install-deps.sh --demo    also what `make demo` and
+#                                     scripts/plot-graph plot with
 #   scripts/install-deps.sh --check   only report what is missing (exit 1 if any)
 set -eu
 
 BUILD_PKGS="pkg-config libgsl-dev libopenblas-dev libcsv-dev libjansson-dev liblbfgs-dev check libsubunit-dev"
 BENCH_PKGS="python3 python3-numpy python3-scipy python3-sklearn python3-statsmodels"
-DEMO_PKGS="gnuplot-nox"
+DEMO_PKGS="gnuplot-nox python3 python3-matplotlib"
 
 pkgs="$BUILD_PKGS"
 check_only=0

@@ -36,10 +36,15 @@ typedef struct {
  * ("file: cannot open: <strerror>"); GMM_EPARSE for an empty file (no
  * header), an empty or duplicated header name, a ragged row ("file:L:
  * expected C fields, found F"; gmm_error_index() is the 0-based data row),
- * malformed quoting ("file:L:COL: ..." with COL the 1-based byte column)
- * and a quoted field left open at the end of the file.  Memory: a few
+ * malformed quoting ("file:L:COL: ..." with COL the 1-based byte column),
+ * a NUL byte anywhere ("file:L:COL: NUL byte (not a text file? ...)": a
+ * cell is a C string, so "1\0junk" would otherwise read as "1") and a
+ * quoted field left open at the end of the file.  Memory: a few
  * allocations, O(file size); time O(file size). */
 gmm_status gmm_table_read(const char *path, gmm_table **out);
+/* The same from an open stream, read to its end and not closed; `name`
+ * (NULL: "<input>") is the file named in messages and in t->file. */
+gmm_status gmm_table_read_stream(FILE *f, const char *name, gmm_table **out);
 void gmm_table_free(gmm_table *t);
 
 /* Index of column `name`, or GMM_EPARSE ("file: no column 'name' (columns:
@@ -50,29 +55,84 @@ gmm_status gmm_table_column(const gmm_table *t, const char *name, size_t *col);
  * Blanks around a cell are ignored.  A cell that is empty, "NA", "NaN" or
  * "nan" becomes NAN when allow_missing (else "file:L: column 'y': empty
  * cell" / "...: missing value 'NA'"); any other cell must be one finite
- * strtod number ("file:L: column 'y': 'abc' is not a number", "...: 'inf'
- * is not finite"; overflow is not finite, underflow to a subnormal is
- * accepted).  GMM_EPARSE with gmm_error_index() the 0-based row; GMM_EDIM
+ * decimal number, [+-] digits [. digits] [e [+-] digits] (or .digits):
+ * "file:L: column 'y': 'abc' is not a number", "...: '0x10' is not a
+ * decimal number" (strtod's hexadecimal is refused, as are "nan(...)"
+ * and other spellings of NaN), "...: 'inf' is not finite" (also
+ * "Infinity" and overflow such as 1e999); underflow to a subnormal or zero
+ * is accepted.  GMM_EPARSE with gmm_error_index() the 0-based row; GMM_EDIM
  * for col >= ncol.  strtod is locale-dependent: callers keep LC_NUMERIC "C"
  * (the CLI does).  O(nrow). */
 gmm_status gmm_table_column_double(const gmm_table *t, size_t col, int allow_missing,
                                    double *x);
 
-/* ---- atomic output ------------------------------------------------------- */
+/* Distinct decimal numbers in column `col` that read as the same double --
+ * x = 1e16 + year turns 2001 and 2002 into one input -- so that callers can
+ * warn before they merge rows.  x is the column as gmm_table_column_double
+ * gave it (rows with a non-finite x are skipped).  Two cells are the same
+ * number when they are as decimals ("1", "1.0", "10e-1", "-0" and "0"
+ * agree), so a repeated input is never a collision.  *count is the number
+ * of decimals lost: for every double that k > 1 distinct decimals read as,
+ * k - 1.  *row_a < *row_b (0-based rows; t->line[] gives the lines) are one
+ * example: two different numbers with the same double, row_b the earliest
+ * row in the file where such a merge shows; both GMM_NO_INDEX when *count
+ * is 0.  GMM_EINVAL (NULL), GMM_EDIM (col >= ncol), GMM_ENOMEM.  Memory
+ * 8 nrow bytes, plus 24 per row whose double is repeated; time
+ * O(nrow log nrow). */
+gmm_status gmm_table_column_collisions(const gmm_table *t, size_t col, const double *x,
+                                       size_t *count, size_t *row_a, size_t *row_b);
 
-/* An output stream that becomes `path` only on commit: data go to a temporary
- * file ".NAME.tmpXXXXXX" in the same directory, and commit flushes, fsyncs
- * and renames it over path (then fsyncs the directory).  Abort leaves path
- * untouched and removes the temporary; a crash leaves path untouched (and
- * the temporary behind).  The new file gets mode 0666 & ~umask.  path NULL
- * or "-" means stdout (commit then only flushes; abort cannot unwrite).
- * Errors are GMM_EIO with the path and strerror text (open: cannot create
- * the temporary; commit: write/fsync/rename failures, after which the
- * temporary is removed), or GMM_ENOMEM. */
+/* ---- output files -------------------------------------------------------- */
+
+/* An output stream that becomes `path` only on commit, and never damages
+ * what path names.  Symlinks at path's last component are followed (a
+ * relative link from the link's directory; the link stays a link).  What is
+ * at the end decides how it is written:
+ *
+ *   - nothing, or a regular file: data go to a temporary ".NAME.tmpXXXXXX"
+ *     in the target's directory, and commit flushes, fsyncs and renames it
+ *     over the target (then fsyncs the directory).  Abort leaves the target
+ *     untouched and removes the temporary; a crash leaves the target
+ *     untouched (and the temporary behind).  A new file gets mode
+ *     0666 & ~umask; a replaced one keeps its permission bits, and its owner
+ *     and group where the process may set them (root), else the group when
+ *     the user belongs to it (set-user/group-ID bits are dropped then).
+ *     ACLs and extended attributes are not copied, and a file with several
+ *     hard links is replaced under this name only.  A target that exists
+ *     but is not writable (mode 0444) is refused, as a shell's '>' would;
+ *   - a character or block device (/dev/null), a FIFO, or anything reached
+ *     through /proc (/dev/stdout, /dev/fd/N): opened and written in place,
+ *     no temporary and no rename (a FIFO's open blocks until a reader
+ *     comes, as a shell redirection does; a regular file reached through
+ *     /proc is appended to).  Abort cannot unwrite what was flushed.  When
+ *     the target is the file stdout is open on (-o /dev/stdout), the data
+ *     go through the stdout stream itself, in order with the rest of it;
+ *   - a directory is refused (EISDIR), a socket cannot be opened (ENXIO).
+ *
+ * path NULL or "-" means stdout (commit then only flushes; abort cannot
+ * unwrite).  Errors are GMM_EIO and name the user's path, never the
+ * temporary: "PATH: cannot write: <strerror>" when it cannot be opened
+ * (as gmm_outfile_check) or renamed, "PATH: write error: <strerror>" when a
+ * write, flush, fsync or close fails at commit ("<stdout>: write error: ..."
+ * for stdout; the temporary is removed); GMM_ENOMEM. */
 typedef struct gmm_outfile gmm_outfile;
 gmm_status gmm_outfile_open(const char *path, gmm_outfile **out);
 FILE *gmm_outfile_stream(gmm_outfile *o);
 gmm_status gmm_outfile_commit(gmm_outfile *o); /* frees o */
 void gmm_outfile_abort(gmm_outfile *o);         /* frees o; NULL-safe */
+
+/* Can gmm_outfile_open(path) be expected to succeed?  Call it before long
+ * work so that a bad -o is reported at once.  Checks, without creating
+ * anything: path is a file name (not "" nor ending in '/'), its links lead
+ * somewhere (ELOOP, ENOTDIR, EACCES otherwise), the target is not a
+ * directory, an existing target is writable, and the directory that will
+ * hold the temporary exists and is writable and searchable (for the
+ * effective user: root passes permission bits, not a read-only file
+ * system).  GMM_OK for NULL and "-" (stdout).  GMM_EIO "PATH: cannot write:
+ * <strerror>" ("out/m.json: cannot write: No such file or directory",
+ * "...: Permission denied", "...: Read-only file system", "...: Is a
+ * directory"), naming the user's path; GMM_ENOMEM.  A later open can still
+ * fail (a full disk, a race); the caller still checks it. */
+gmm_status gmm_outfile_check(const char *path);
 
 #endif

@@ -21,8 +21,9 @@
 
 #include "gmm/status.h"
 
-/* Write `root` to f, indented by 2, with a final newline.  GMM_EIO (naming
- * `name`, the file's name for messages) when the stream fails.  Does not
+/* Write `root` to f, indented by 2, with a final newline.  GMM_EIO when the
+ * stream fails ("NAME: write error: <strerror>", `name` being the file's
+ * name for messages) or jansson cannot encode root.  Does not
  * close or flush-to-disk f: use a gmm_outfile for that.  O(size). */
 gmm_status gmm_json_write(FILE *f, const json_t *root, const char *name);
 

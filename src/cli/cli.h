@@ -55,6 +55,13 @@ void cli_put_csv_field(FILE *f, const char *s);
 /* A number as R's write.csv would read it back exactly: %.17g, NA for
  * NaN, Inf and -Inf. */
 void cli_put_csv_number(FILE *f, double x);
+/* Flush and close stdout and report whether everything written to it
+ * arrived: 0, or "gmm-infer CMD: <stdout>: write error: REASON" on stderr
+ * (REASON from errno: "No space left on device" for > /dev/full) and
+ * CLI_EXIT_ERROR.  A closed stdout (>&-) that nothing was written to is
+ * not an error.  main() calls it after every command, so no command can
+ * exit 0 with its output lost; after it, stdout is closed. */
+int cli_close_stdout(const char *cmd);
 
 /* 0, or the number of the SIGINT/SIGTERM received since
  * cli_install_signals().  Long commands return nonzero from their progress

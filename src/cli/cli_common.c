@@ -1,10 +1,12 @@
 /* cli_common.c -- helpers the subcommands share: spec errors with a caret,
- * CSV fields and numbers, and turning SIGINT/SIGTERM into a clean
- * cancellation. */
+ * CSV fields and numbers, turning SIGINT/SIGTERM into a clean cancellation,
+ * and checking that stdout took everything. */
+#include <errno.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "gmm/alloc.h"
@@ -51,6 +53,35 @@ void cli_put_csv_number(FILE *f, double x)
         fputs(x > 0 ? "Inf" : "-Inf", f);
     else
         fprintf(f, "%.17g", x);
+int cli_close_stdout(const char *cmd)
+{
+    /* The stream's error flag may have been set by a write long ago; the
+     * flush retries what is buffered and gives errno back. */
+    int err = 0, failed = ferror(stdout);
+    errno = 0;
+    if (fflush(stdout) != 0) {
+        err = errno;
+        failed = 1;
+    }
+    /* A flush that failed earlier, inside the command, has lost its errno
+     * (glibc discards the buffer then).  A write of no bytes asks the file
+     * again without sending anything: /dev/full still says ENOSPC. */
+    if (failed && !err && write(STDOUT_FILENO, "", 0) < 0)
+        err = errno;
+    errno = 0;
+    /* Nothing is buffered now, so EBADF from fclose only says fd 1 was
+     * never open: nothing was lost. */
+    if (fclose(stdout) != 0 && errno != EBADF && !failed) {
+        err = errno;
+        failed = 1;
+    }
+    if (!failed)
+        return CLI_EXIT_OK;
+    if (err)
+        cli_msg(cmd, "<stdout>: write error: %s", strerror(err));
+    else
+        cli_msg(cmd, "<stdout>: write error");
+    return CLI_EXIT_ERROR;
 }
 
 static void on_signal(int sig) { cli_interrupted = sig; }

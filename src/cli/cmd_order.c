@@ -1,6 +1,7 @@
 /* cmd_order.c -- `gmm-infer order EDGES.csv`: the reverse Cuthill-McKee
  * ordering of a graph (the symbolic step of every graph model), reported as
  * JSON, optionally with the permutation as CSV. */
+#include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <stdarg.h>
@@ -117,8 +118,9 @@ static gmm_status print_report(const gmm_graph *g, size_t ncomp, const size_t *i
             st = gmm_error(GMM_ENOMEM, "out of memory");
     if (st == GMM_OK)
         st = gmm_json_write(stdout, root, "<stdout>");
+    errno = 0;
     if (st == GMM_OK && fflush(stdout) != 0)
-        st = gmm_error(GMM_EIO, "cannot write to stdout");
+        st = gmm_error(GMM_EIO, "<stdout>: write error: %s", strerror(errno ? errno : EIO));
     json_decref(root);
     return st;
 }
@@ -178,7 +180,10 @@ int cmd_order(int argc, char **argv)
     gmm_table *t = NULL;
     gmm_graph *g = NULL;
     size_t *perm = NULL, *iperm = NULL, *comp = NULL, ncomp = 0;
-    gmm_status st = gmm_table_read(edges_path, &t);
+    /* An unwritable --perm is reported before the graph is read. */
+    gmm_status st = gmm_outfile_check(perm_path);
+    if (st == GMM_OK)
+        st = gmm_table_read(edges_path, &t);
     if (st == GMM_OK)
         st = gmm_graph_read_table(t, ci, cj, cl, len_optional, &g);
     if (st != GMM_OK) {

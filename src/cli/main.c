@@ -71,13 +71,10 @@ static void usage(FILE *f)
     fputs("\nRun 'gmm-infer COMMAND --help' for a command's options; see gmm-infer(1).\n", f);
 }
 
-int main(int argc, char **argv)
+/* Run the command line; main() then checks stdout. */
+static int run(int argc, char **argv, const char **cmd_name)
 {
-    /* Numbers are read and written in the C locale whatever the user's. */
-    setlocale(LC_NUMERIC, "C");
-    /* GSL's default handler aborts; the library checks every GSL status. */
-    gsl_set_error_handler_off();
-
+    *cmd_name = NULL;
     if (argc < 2) {
         usage(stderr);
         return CLI_EXIT_USAGE;
@@ -87,12 +84,38 @@ int main(int argc, char **argv)
         usage(stdout);
         return CLI_EXIT_OK;
     }
-    if (!strcmp(cmd, "--version") || !strcmp(cmd, "-V"))
+    if (!strcmp(cmd, "--version") || !strcmp(cmd, "-V")) {
+        *cmd_name = "version";
         return cmd_version(argc - 1, argv + 1);
+    }
     for (const cli_command *c = cli_commands; c->name; c++)
-        if (!strcmp(cmd, c->name))
+        if (!strcmp(cmd, c->name)) {
+            *cmd_name = c->name;
             return c->run(argc - 1, argv + 1);
+        }
     cli_msg(NULL, "unknown command '%s'", cmd);
     usage(stderr);
     return CLI_EXIT_USAGE;
+}
+
+int main(int argc, char **argv)
+{
+    /* Numbers are read and written in the C locale whatever the user's. */
+    setlocale(LC_NUMERIC, "C");
+    /* GSL's default handler aborts; the library checks every GSL status. */
+    gsl_set_error_handler_off();
+
+    const char *cmd = NULL;
+    int rc = run(argc, argv, &cmd);
+    /* Output that never arrived is a failure whatever the command thought:
+     * success (0) and a failed check (3, whose report is the output) become
+     * 1.  After another failure the command has said what went wrong; a
+     * lost stdout adds nothing to that. */
+    if (rc == CLI_EXIT_OK || rc == CLI_EXIT_CHECK) {
+        if (cli_close_stdout(cmd) != CLI_EXIT_OK)
+            rc = CLI_EXIT_ERROR;
+    } else {
+        fclose(stdout);
+    }
+    return rc;
 }

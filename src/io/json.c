@@ -15,9 +15,12 @@ gmm_status gmm_json_write(FILE *f, const json_t *root, const char *name)
     if (!name)
         name = "<output>";
     errno = 0;
-    if (json_dumpf(root, f, DUMP_FLAGS) != 0 || fputc('\n', f) == EOF || ferror(f))
-        return gmm_error(GMM_EIO, "cannot write '%s': %s", name,
-                         errno ? strerror(errno) : "JSON encoding failed");
+    if (json_dumpf(root, f, DUMP_FLAGS) != 0 || fputc('\n', f) == EOF || ferror(f)) {
+        if (ferror(f) || errno)
+            return gmm_error(GMM_EIO, "%s: write error: %s", name,
+                             strerror(errno ? errno : EIO));
+        return gmm_error(GMM_EIO, "%s: JSON encoding failed", name);
+    }
     return GMM_OK;
 }
 

@@ -1,15 +1,28 @@
-/* outfile.c -- output files that appear whole or not at all.
+/* outfile.c -- output files that appear whole or not at all, and that never
+ * damage what they are written to.
  *
- * Data go to ".NAME.tmpXXXXXX" beside the target (the same directory, hence
- * the same file system, so rename(2) replaces the target atomically); commit
- * flushes, fsyncs, closes and renames.  A reader of the target therefore
- * sees the old file or the complete new one, never a prefix, and a failed
- * run leaves yesterday's model in place.
+ * The target is the user's path with symlinks at its last component
+ * followed (a link stays a link; its target is replaced).  Then:
+ *
+ *   - a regular file, or nothing yet: data go to ".NAME.tmpXXXXXX" beside
+ *     the target (the same directory, hence the same file system, so
+ *     rename(2) replaces it atomically); commit flushes, fsyncs, closes and
+ *     renames.  A reader of the target sees the old file or the complete new
+ *     one, never a prefix, and a failed run leaves yesterday's model in
+ *     place.  An existing file's permission bits (and, when the process may
+ *     set it, its owner and group) pass to the new one;
+ *   - anything else (a character or block device such as /dev/null, a FIFO)
+ *     is opened and written in place: no temporary, no rename, which would
+ *     put a regular file where the device or pipe was.  A socket cannot be
+ *     opened (ENXIO), and a directory is refused.
+ *
+ * Every message names the user's path, never the temporary.
  */
 #include "gmm/io.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -17,18 +30,28 @@
 
 #include "gmm/alloc.h"
 
+/* Symlinks followed before giving up (Linux's own limit is 40). */
+#define MAX_LINKS 40
+/* Bytes of the target's name kept in the temporary's: ".NAME.tmpXXXXXX"
+ * must stay within NAME_MAX (255) when NAME does. */
+#define TMP_NAME_KEEP 200
+
 struct gmm_outfile {
-    FILE *f;
-    char *path;  /* NULL for stdout */
-    char *tmp;
+    FILE *f;       /* stdout for "-", and for a path that leads to stdout's file */
+    char *path;    /* the user's path, for messages; NULL for "-" */
+    char *target;  /* path with symlinks followed: what commit replaces */
+    char *tmp;     /* the temporary ("" when none, or when written in place) */
+    int direct;    /* a non-regular target, written in place */
 };
 
-static void outfile_free(gmm_outfile *o)
-{
-    gmm_free(o->path);
-    gmm_free(o->tmp);
-    gmm_free(o);
-}
+/* Where output to path goes: the target and what is there now. */
+typedef struct {
+    char *target;
+    int exists;
+    struct stat sb;  /* the target's, when exists */
+    int direct;      /* write in place: not a regular file, or reached
+                      * through /proc (/dev/stdout, /dev/fd/N) */
+} out_plan;
 
 static char *dup_str(const char *s)
 {
@@ -38,13 +61,237 @@ static char *dup_str(const char *s)
     return d;
 }
 
+static gmm_status cannot_write(const char *path, int err)
+{
+    return gmm_error(GMM_EIO, "%s: cannot write: %s", path, strerror(err));
+}
+
+/* The directory part of p ("." for "a", "/" for "/a"), allocated. */
+static char *dir_of(const char *p)
+{
+    const char *slash = strrchr(p, '/');
+    if (!slash)
+        return dup_str(".");
+    if (slash == p)
+        return dup_str("/");
+    size_t n = (size_t)(slash - p);
+    char *d = gmm_malloc(n + 1, 1);
+    if (d) {
+        memcpy(d, p, n);
+        d[n] = '\0';
+    }
+    return d;
+}
+
+/* Is p's directory on the file system mounted at /proc (/proc/self/fd,
+ * or /dev/fd after its link)?  Compared by device, so links on the way do
+ * not matter; false when /proc is not a mount point or p's directory is
+ * missing. */
+static int in_proc(const char *p)
+{
+    struct stat proc, root, d;
+    char *dir = dir_of(p);
+    int yes = dir && stat("/proc", &proc) == 0 && stat("/", &root) == 0 &&
+              proc.st_dev != root.st_dev && stat(dir, &d) == 0 && d.st_dev == proc.st_dev;
+    gmm_free(dir);
+    return yes;
+}
+
+/* Follow symlinks at the last component of path (a relative link is read
+ * from the link's directory).  *target is allocated; *exists is 0 when
+ * nothing is there (a new file, or a dangling link's target).  Under /proc
+ * links are not followed by hand: /dev/stdout leads to /proc/self/fd/1,
+ * whose "target" may be "pipe:[1234]"; there *magic is set and sb is what
+ * the kernel's own resolution reaches.  Returns 0 or an errno value (ENOMEM
+ * when an allocation failed). */
+static int follow_links(const char *path, char **target, int *exists, int *magic,
+                        struct stat *sb)
+{
+    char *cur = dup_str(path), *link = NULL;
+    int err = 0;
+    *target = NULL;
+    *magic = 0;
+    if (!cur)
+        return ENOMEM;
+    for (int hops = 0;; hops++) {
+        if (in_proc(cur)) {
+            *magic = 1;
+            if (stat(cur, sb) != 0) {
+                err = errno;
+                goto done;
+            }
+            *exists = 1;
+            break;
+        }
+        if (lstat(cur, sb) != 0) {
+            if (errno != ENOENT) {
+                err = errno;
+                goto done;
+            }
+            *exists = 0;
+            break;
+        }
+        if (!S_ISLNK(sb->st_mode)) {
+            *exists = 1;
+            break;
+        }
+        if (hops == MAX_LINKS) {
+            err = ELOOP;
+            goto done;
+        }
+        /* st_size is the link's length, except on some pseudo file systems
+         * (0 there): then PATH_MAX. */
+        size_t cap = (sb->st_size > 0 ? (size_t)sb->st_size : PATH_MAX) + 1;
+        link = gmm_malloc(cap, 1);
+        if (!link) {
+            err = ENOMEM;
+            goto done;
+        }
+        ssize_t n = readlink(cur, link, cap);
+        if (n < 0 || (size_t)n >= cap) {
+            err = n < 0 ? errno : ENAMETOOLONG;
+            goto done;
+        }
+        link[n] = '\0';
+        char *next;
+        const char *slash = strrchr(cur, '/');
+        if (link[0] == '/' || !slash) {
+            next = link;
+            link = NULL;
+        } else {
+            size_t dlen = (size_t)(slash - cur) + 1;  /* keeps the '/' */
+            next = gmm_malloc(dlen + (size_t)n + 1, 1);
+            if (!next) {
+                err = ENOMEM;
+                goto done;
+            }
+            memcpy(next, cur, dlen);
+            memcpy(next + dlen, link, (size_t)n + 1);
+            gmm_free(link);
+            link = NULL;
+        }
+        gmm_free(cur);
+        cur = next;
+    }
+    /* A link to "dir/" names a directory, whatever is there. */
+    if (!*cur || cur[strlen(cur) - 1] == '/')
+        err = EISDIR;
+done:
+    gmm_free(link);
+    if (err) {
+        gmm_free(cur);
+        return err;
+    }
+    *target = cur;
+    return 0;
+}
+
+/* Everything that can be known about writing path without writing it:
+ * a file name, links followed, not a directory, the target (when it is
+ * there) writable, and the directory that will hold the temporary present
+ * and writable.  Errors name path. */
+static gmm_status plan_output(const char *path, out_plan *p)
+{
+    memset(p, 0, sizeof *p);
+    size_t len = strlen(path);
+    if (!len)
+        return gmm_error(GMM_EIO, "'': cannot write: not a file name");
+    if (path[len - 1] == '/')
+        return cannot_write(path, EISDIR);
+    int magic;
+    int err = follow_links(path, &p->target, &p->exists, &magic, &p->sb);
+    if (err == ENOMEM)
+        return gmm_error(GMM_ENOMEM, "out of memory opening '%s'", path);
+    if (err)
+        return cannot_write(path, err);
+    gmm_status st = GMM_OK;
+    char *dir = NULL;
+    if (p->exists && (S_ISDIR(p->sb.st_mode) || S_ISSOCK(p->sb.st_mode))) {
+        /* open(2) of a socket fails with ENXIO: say so now. */
+        st = cannot_write(path, S_ISDIR(p->sb.st_mode) ? EISDIR : ENXIO);
+        goto done;
+    }
+    /* Writing in place, or replacing: either way the target must be
+     * writable (a read-only file is not replaced behind its owner's back). */
+    if (p->exists && faccessat(AT_FDCWD, p->target, W_OK, AT_EACCESS) != 0) {
+        st = cannot_write(path, errno);
+        goto done;
+    }
+    p->direct = magic || (p->exists && !S_ISREG(p->sb.st_mode));
+    if (p->direct)
+        goto done;
+    /* The temporary is created beside the target. */
+    dir = dir_of(p->target);
+    if (!dir) {
+        st = gmm_error(GMM_ENOMEM, "out of memory opening '%s'", path);
+        goto done;
+    }
+    if (faccessat(AT_FDCWD, dir, W_OK | X_OK, AT_EACCESS) != 0)
+        st = cannot_write(path, errno);
+done:
+    gmm_free(dir);
+    if (st != GMM_OK) {
+        gmm_free(p->target);
+        p->target = NULL;
+    }
+    return st;
+}
+
+gmm_status gmm_outfile_check(const char *path)
+{
+    if (!path || !strcmp(path, "-"))
+        return GMM_OK;
+    out_plan p;
+    gmm_status st = plan_output(path, &p);
+    gmm_free(p.target);
+    return st;
+}
+
+static void outfile_free(gmm_outfile *o)
+{
+    gmm_free(o->path);
+    gmm_free(o->target);
+    gmm_free(o->tmp);
+    gmm_free(o);
+}
+
+/* Give the new file fd what the file it replaces had: owner and group where
+ * the process may set them (root; or the group alone for a member of it),
+ * then the permission bits -- set-user/group-ID only when the owner came
+ * across too.  A new file gets 0666 & ~umask, as an ordinary create would
+ * (mkstemp makes it 0600).  0 or an errno value. */
+static int copy_attributes(int fd, const out_plan *p)
+{
+    if (!p->exists) {
+        /* umask can only be read by setting it: briefly changes process
+         * state (harmless for a CLI, not thread-safe against concurrent
+         * file creation). */
+        mode_t mask = umask(077);
+        umask(mask);
+        return fchmod(fd, 0666 & ~mask) != 0 ? errno : 0;
+    }
+    struct stat now;
+    if (fstat(fd, &now) != 0)
+        return errno;
+    int same_owner = now.st_uid == p->sb.st_uid && now.st_gid == p->sb.st_gid;
+    if (!same_owner) {
+        if (fchown(fd, p->sb.st_uid, p->sb.st_gid) == 0)
+            same_owner = 1;
+        else if (now.st_gid != p->sb.st_gid)
+            (void)fchown(fd, (uid_t)-1, p->sb.st_gid);  /* best effort */
+    }
+    mode_t mode = p->sb.st_mode & (same_owner ? 07777 : 0777);
+    return fchmod(fd, mode) != 0 ? errno : 0;
+}
+
 gmm_status gmm_outfile_open(const char *path, gmm_outfile **out)
 {
     if (!out)
         return gmm_error(GMM_EINVAL, "gmm_outfile_open: NULL argument");
     *out = NULL;
     gmm_status st = GMM_OK;
-    int fd = -1;
+    int fd = -1, err = 0;
+    out_plan p = {0};
     gmm_outfile *o = gmm_calloc(1, sizeof *o);
     if (!o)
         return gmm_error(GMM_ENOMEM, "out of memory opening an output file");
@@ -53,46 +300,67 @@ gmm_status gmm_outfile_open(const char *path, gmm_outfile **out)
         *out = o;
         return GMM_OK;
     }
-    size_t len = strlen(path);
-    if (!len || path[len - 1] == '/') {
-        st = gmm_error(GMM_EIO, "'%s': not a file name", path);
+    if ((st = plan_output(path, &p)) != GMM_OK)
         goto done;
-    }
-    const char *slash = strrchr(path, '/');
-    size_t dirlen = slash ? (size_t)(slash - path) + 1 : 0;  /* keeps the '/' */
+    o->target = p.target;
+    p.target = NULL;
     o->path = dup_str(path);
-    o->tmp = gmm_malloc(len + sizeof ".tmpXXXXXX" + 1, 1);
-    if (!o->path || !o->tmp) {
+    if (!o->path) {
         st = gmm_error(GMM_ENOMEM, "out of memory opening '%s'", path);
         goto done;
     }
-    memcpy(o->tmp, path, dirlen);
-    snprintf(o->tmp + dirlen, len - dirlen + sizeof ".tmpXXXXXX" + 1, ".%s.tmpXXXXXX",
-             path + dirlen);
-    fd = mkstemp(o->tmp);
-    if (fd < 0) {
-        st = gmm_error(GMM_EIO, "cannot create a temporary file for '%s': %s", path,
-                       strerror(errno));
-        o->tmp[0] = '\0';
+    struct stat so;
+    if (p.direct && fstat(STDOUT_FILENO, &so) == 0 && so.st_dev == p.sb.st_dev &&
+        so.st_ino == p.sb.st_ino) {
+        /* `-o /dev/stdout`, or a device or FIFO that stdout is open on:
+         * through stdout's own stream, so the two keep their order and do
+         * not overwrite each other at separate offsets. */
+        o->f = stdout;
         goto done;
     }
-    /* mkstemp makes the file 0600; the result should have the permissions
-     * an ordinary create would give.  umask can only be read by setting it,
-     * so this briefly changes process state (harmless for a CLI, not
-     * thread-safe against concurrent file creation). */
-    mode_t mask = umask(077);
-    umask(mask);
-    if (fchmod(fd, 0666 & ~mask) != 0) {
-        st = gmm_error(GMM_EIO, "cannot set permissions of '%s': %s", o->tmp, strerror(errno));
-        goto done;
+    if (p.direct) {
+        /* Written in place.  A FIFO blocks here until a reader opens it,
+         * as a shell's redirection would.  A regular file reached through
+         * /proc is another descriptor's file (`-o /dev/stdout > log`):
+         * appended to, so that neither `>` nor `>>` loses what is there. */
+        o->direct = 1;
+        fd = open(o->target, O_WRONLY | O_NOCTTY | (S_ISREG(p.sb.st_mode) ? O_APPEND : 0));
+        if (fd < 0) {
+            st = cannot_write(path, errno);
+            goto done;
+        }
+    } else {
+        const char *base = strrchr(o->target, '/');
+        base = base ? base + 1 : o->target;
+        size_t dlen = (size_t)(base - o->target), blen = strlen(base);
+        if (blen > TMP_NAME_KEEP)
+            blen = TMP_NAME_KEEP;
+        o->tmp = gmm_malloc(dlen + blen + sizeof "..tmpXXXXXX", 1);
+        if (!o->tmp) {
+            st = gmm_error(GMM_ENOMEM, "out of memory opening '%s'", path);
+            goto done;
+        }
+        memcpy(o->tmp, o->target, dlen);
+        sprintf(o->tmp + dlen, ".%.*s.tmpXXXXXX", (int)blen, base);
+        fd = mkstemp(o->tmp);
+        if (fd < 0) {
+            st = cannot_write(path, errno);
+            o->tmp[0] = '\0';
+            goto done;
+        }
+        if ((err = copy_attributes(fd, &p)) != 0) {
+            st = cannot_write(path, err);
+            goto done;
+        }
     }
     o->f = fdopen(fd, "w");
     if (!o->f) {
-        st = gmm_error(GMM_EIO, "cannot open '%s': %s", o->tmp, strerror(errno));
+        st = cannot_write(path, errno);
         goto done;
     }
     fd = -1;
 done:
+    gmm_free(p.target);
     if (st != GMM_OK) {
         if (fd >= 0)
             close(fd);
@@ -107,26 +375,20 @@ done:
 
 FILE *gmm_outfile_stream(gmm_outfile *o) { return o ? o->f : NULL; }
 
-/* fsync the directory holding path so the rename itself survives a crash.
- * Some file systems refuse fsync on a directory (EINVAL); the data are
- * already safe then, so that is not an error. */
-static void sync_dir(const char *path)
+/* fsync the directory holding the target so the rename itself survives a
+ * crash.  Some file systems refuse fsync on a directory (EINVAL); the data
+ * are already safe then, so that is not an error. */
+static void sync_dir(const char *target)
 {
-    const char *slash = strrchr(path, '/');
-    char dir[4096];
-    if (!slash)
-        strcpy(dir, ".");
-    else if (slash == path)
-        strcpy(dir, "/");
-    else if ((size_t)(slash - path) < sizeof dir)
-        snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
-    else
+    char *dir = dir_of(target);
+    if (!dir)
         return;
     int fd = open(dir, O_RDONLY);
     if (fd >= 0) {
         (void)fsync(fd);
         close(fd);
     }
+    gmm_free(dir);
 }
 
 gmm_status gmm_outfile_commit(gmm_outfile *o)
@@ -134,35 +396,36 @@ gmm_status gmm_outfile_commit(gmm_outfile *o)
     if (!o)
         return gmm_error(GMM_EINVAL, "gmm_outfile_commit: NULL argument");
     gmm_status st = GMM_OK;
+    int err = 0;
     errno = 0;
-    if (!o->path) {
+    if (o->f == stdout) {
         if (fflush(stdout) != 0 || ferror(stdout))
-            st = gmm_error(GMM_EIO, "cannot write to standard output: %s",
+            st = gmm_error(GMM_EIO, "%s: write error: %s", o->path ? o->path : "<stdout>",
                            strerror(errno ? errno : EIO));
         outfile_free(o);
         return st;
     }
-    int err = 0;
     if (fflush(o->f) != 0 || ferror(o->f))
         err = errno ? errno : EIO;
-    else if (fsync(fileno(o->f)) != 0)
+    else if (!o->direct && fsync(fileno(o->f)) != 0)
         err = errno;
     if (fclose(o->f) != 0 && !err)
         err = errno;
     o->f = NULL;
     if (err) {
-        st = gmm_error(GMM_EIO, "cannot write '%s': %s", o->path, strerror(err));
+        st = gmm_error(GMM_EIO, "%s: write error: %s", o->path, strerror(err));
         goto done;
     }
-    if (rename(o->tmp, o->path) != 0) {
-        st = gmm_error(GMM_EIO, "cannot rename '%s' to '%s': %s", o->tmp, o->path,
-                       strerror(errno));
+    if (o->direct)
+        goto done;
+    if (rename(o->tmp, o->target) != 0) {
+        st = cannot_write(o->path, errno);
         goto done;
     }
     o->tmp[0] = '\0';
-    sync_dir(o->path);
+    sync_dir(o->target);
 done:
-    if (o->tmp[0])
+    if (o->tmp && o->tmp[0])
         unlink(o->tmp);
     outfile_free(o);
     return st;
@@ -172,14 +435,15 @@ void gmm_outfile_abort(gmm_outfile *o)
 {
     if (!o)
         return;
-    if (!o->path) {
+    if (o->f == stdout) {
         /* What went to stdout cannot be taken back; push out what is
          * buffered so the stream stays consistent. */
         fflush(stdout);
     } else {
+        /* A device or FIFO has had whatever was flushed: nothing to undo. */
         if (o->f)
             fclose(o->f);
-        if (o->tmp[0])
+        if (o->tmp && o->tmp[0])
             unlink(o->tmp);
     }
     outfile_free(o);

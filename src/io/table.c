@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "gmm/alloc.h"
 
@@ -154,9 +155,13 @@ static void scan_row_start(reader *r, const unsigned char *s, size_t len)
         }
 }
 
+enum { FEED_OK, FEED_CSV_ERROR, FEED_NUL };
+
 /* Feed buf[0..len) in pieces ending at each CR/LF, keeping r->line and
- * r->col0 right.  Returns nonzero on a libcsv error, with *bad the 1-based
- * column of the offending byte on line r->line. */
+ * r->col0 right.  Returns FEED_CSV_ERROR on a libcsv error and FEED_NUL at
+ * a NUL byte (cells are NUL-terminated strings: "1\0junk" would silently
+ * read as "1"), with *bad the 1-based column of the offending byte on line
+ * r->line. */
 static int feed(reader *r, struct csv_parser *p, const unsigned char *buf, size_t len,
                 size_t *bad)
 {
@@ -166,14 +171,19 @@ static int feed(reader *r, struct csv_parser *p, const unsigned char *buf, size_
         while (j < len && buf[j] != '\n' && buf[j] != '\r')
             j++;
         size_t end = j < len ? j + 1 : len;  /* the piece includes its CR/LF */
+        const unsigned char *nul = memchr(buf + i, '\0', end - i);
+        if (nul) {
+            *bad = r->col0 + (size_t)(nul - (buf + i)) + 1;
+            return FEED_NUL;
+        }
         scan_row_start(r, buf + i, end - i);
         size_t got = csv_parse(p, buf + i, end - i, on_field, on_row, r);
         if (got != end - i) {
             *bad = r->col0 + got + 1;
-            return 1;
+            return FEED_CSV_ERROR;
         }
         if (r->status != GMM_OK)
-            return 0;
+            return FEED_OK;
         unsigned char last = buf[end - 1];
         if (last == '\r' || last == '\n') {
             /* The LF of a CRLF pair ends no further line. */
@@ -186,7 +196,7 @@ static int feed(reader *r, struct csv_parser *p, const unsigned char *buf, size_
         r->prev_cr = last == '\r';
         i = end;
     }
-    return 0;
+    return FEED_OK;
 }
 
 static void reader_free(reader *r)
@@ -236,13 +246,13 @@ done:
     return GMM_OK;
 }
 
-gmm_status gmm_table_read(const char *path, gmm_table **out)
+gmm_status gmm_table_read_stream(FILE *f, const char *name, gmm_table **out)
 {
-    if (!path || !out)
-        return gmm_error(GMM_EINVAL, "gmm_table_read: NULL argument");
+    if (!f || !out)
+        return gmm_error(GMM_EINVAL, "gmm_table_read_stream: NULL argument");
     *out = NULL;
-    int use_stdin = !strcmp(path, "-");
-    const char *name = use_stdin ? "<stdin>" : path;
+    if (!name)
+        name = "<input>";
     gmm_status st = GMM_OK;
     unsigned char *buf = NULL;
     int parser_ready = 0;
@@ -253,9 +263,6 @@ gmm_status gmm_table_read(const char *path, gmm_table **out)
     r.line = 1;
     r.row_pending = 1;
 
-    FILE *f = use_stdin ? stdin : fopen(path, "rb");
-    if (!f)
-        return gmm_error(GMM_EIO, "%s: cannot open: %s", name, strerror(errno));
     buf = gmm_malloc(READ_CHUNK, 1);
     if (!buf) {
         st = gmm_error(GMM_ENOMEM, "%s: out of memory reading the table", name);
@@ -285,7 +292,13 @@ gmm_status gmm_table_read(const char *path, gmm_table **out)
             skip = 3;
         first = 0;
         size_t bad = 0;
-        if (feed(&r, &p, buf + skip, n - skip, &bad)) {
+        int fed = feed(&r, &p, buf + skip, n - skip, &bad);
+        if (fed == FEED_NUL) {
+            st = gmm_error(GMM_EPARSE, "%s:%zu:%zu: NUL byte (not a text file? UTF-16 "
+                           "must be converted to UTF-8)", name, r.line, bad);
+            goto done;
+        }
+        if (fed == FEED_CSV_ERROR) {
             if (csv_error(&p) == CSV_EPARSE)
                 st = gmm_error(GMM_EPARSE, "%s:%zu:%zu: malformed quoting (a '\"' must open "
                                "a field or be doubled inside a quoted field)",
@@ -321,7 +334,21 @@ done:
         csv_free(&p);
     gmm_free(buf);
     reader_free(&r);
-    if (f && !use_stdin)
+    return st;
+}
+
+gmm_status gmm_table_read(const char *path, gmm_table **out)
+{
+    if (!path || !out)
+        return gmm_error(GMM_EINVAL, "gmm_table_read: NULL argument");
+    *out = NULL;
+    int use_stdin = !strcmp(path, "-");
+    const char *name = use_stdin ? "<stdin>" : path;
+    FILE *f = use_stdin ? stdin : fopen(path, "rb");
+    if (!f)
+        return gmm_error(GMM_EIO, "%s: cannot open: %s", name, strerror(errno));
+    gmm_status st = gmm_table_read_stream(f, name, out);
+    if (!use_stdin)
         fclose(f);
     return st;
 }
@@ -374,6 +401,45 @@ static int is_missing(const char *s, size_t len)
     return 0;
 }
 
+static int is_digit(char c) { return c >= '0' && c <= '9'; }
+
+/* Is s[0..len) a decimal number: [+-] (D+ [. D*] | . D+) [(e|E) [+-] D+]?
+ * (strtod also reads hexadecimal, "inf", "infinity" and "nan(...)".) */
+static int is_decimal(const char *s, size_t len)
+{
+    size_t i = 0, nd = 0;
+    if (i < len && (s[i] == '+' || s[i] == '-'))
+        i++;
+    for (; i < len && is_digit(s[i]); i++)
+        nd++;
+    if (i < len && s[i] == '.')
+        for (i++; i < len && is_digit(s[i]); i++)
+            nd++;
+    if (!nd)
+        return 0;
+    if (i < len && (s[i] == 'e' || s[i] == 'E')) {
+        i++;
+        if (i < len && (s[i] == '+' || s[i] == '-'))
+            i++;
+        if (i == len || !is_digit(s[i]))
+            return 0;
+        while (i < len && is_digit(s[i]))
+            i++;
+    }
+    return i == len;
+}
+
+/* Does s[0..len) spell an infinity ("inf", "-Infinity", ...)? */
+static int is_infinity(const char *s, size_t len)
+{
+    if (len && (s[0] == '+' || s[0] == '-')) {
+        s++;
+        len--;
+    }
+    return (len == 3 && !strncasecmp(s, "inf", 3)) ||
+           (len == 8 && !strncasecmp(s, "infinity", 8));
+}
+
 gmm_status gmm_table_column_double(const gmm_table *t, size_t col, int allow_missing, double *x)
 {
     if (!t || !x)
@@ -390,6 +456,7 @@ gmm_status gmm_table_column_double(const gmm_table *t, size_t col, int allow_mis
         size_t len = strlen(b);
         while (len && is_blank(b[len - 1]))
             len--;
+        const char *more = strlen(cell) > 40 ? "..." : "";
         if (is_missing(b, len)) {
             if (!allow_missing)
                 return gmm_error_at(GMM_EPARSE, r, "%s:%zu: column '%s': %s%s%s", t->file,
@@ -398,20 +465,226 @@ gmm_status gmm_table_column_double(const gmm_table *t, size_t col, int allow_mis
             x[r] = NAN;
             continue;
         }
-        char *end;
+        if (is_infinity(b, len))
+            return gmm_error_at(GMM_EPARSE, r, "%s:%zu: column '%s': '%.40s%s' is not finite",
+                                t->file, t->line[r], cname, cell, more);
+        if (!is_decimal(b, len)) {
+            const char *u = b + (*b == '+' || *b == '-');
+            int hex = u[0] == '0' && (u[1] == 'x' || u[1] == 'X');
+            return gmm_error_at(GMM_EPARSE, r, "%s:%zu: column '%s': '%.40s%s' is not a %snumber",
+                                t->file, t->line[r], cname, cell, more, hex ? "decimal " : "");
+        }
         errno = 0;
-        double v = len ? strtod(b, &end) : 0.0;
-        if (!len || end != b + len || isnan(v))
-            return gmm_error_at(GMM_EPARSE, r, "%s:%zu: column '%s': '%.40s%s' is not a number",
-                                t->file, t->line[r], cname, cell,
-                                strlen(cell) > 40 ? "..." : "");
+        double v = strtod(b, NULL);
         /* ERANGE also flags underflow to a subnormal or zero: that value is
-         * fine; only overflow (and an explicit infinity) is not. */
+         * fine; only overflow is not. */
         if (isinf(v) || (errno == ERANGE && fabs(v) > DBL_MIN))
             return gmm_error_at(GMM_EPARSE, r, "%s:%zu: column '%s': '%.40s%s' is not finite",
-                                t->file, t->line[r], cname, cell,
-                                strlen(cell) > 40 ? "..." : "");
+                                t->file, t->line[r], cname, cell, more);
         x[r] = v;
     }
     return GMM_OK;
+}
+
+/* ---- distinct decimals that read as one double --------------------------- */
+
+/* A decimal number as sign, the power of ten of its first significant digit
+ * and its significant digits (trailing zeros dropped): the same for "1",
+ * "1.0", "+10e-1" and "0.1e1", different for 1e16 + 1 and 1e16 + 2. */
+typedef struct {
+    int sign;          /* -1, 0 (any zero) or 1 */
+    long exp;          /* saturated at +-LONG_LIMIT */
+    const char *dig;   /* first significant digit (a '.' may follow inside) */
+    size_t ndig;
+} decimal;
+
+#define LONG_LIMIT 1000000000L
+
+static void decimal_parse(const char *s, decimal *d)
+{
+    memset(d, 0, sizeof *d);
+    while (is_blank(*s))
+        s++;
+    int neg = *s == '-';
+    if (*s == '+' || *s == '-')
+        s++;
+    long nint = 0, j = 0, j0 = -1, j1 = -1;  /* digits before '.', digit index */
+    int point = 0;
+    for (; is_digit(*s) || (*s == '.' && !point); s++) {
+        if (*s == '.') {
+            point = 1;
+            continue;
+        }
+        if (!point && nint < LONG_LIMIT)
+            nint++;
+        if (*s != '0') {
+            if (j0 < 0) {
+                j0 = j;
+                d->dig = s;
+            }
+            j1 = j;
+        }
+        if (j < LONG_LIMIT)
+            j++;
+    }
+    if (j0 < 0)
+        return;  /* zero, whatever its sign */
+    long e = 0;
+    if (*s == 'e' || *s == 'E') {
+        s++;
+        int eneg = *s == '-';
+        if (*s == '+' || *s == '-')
+            s++;
+        for (; is_digit(*s); s++)
+            if (e < LONG_LIMIT)
+                e = 10 * e + (*s - '0');
+        if (eneg)
+            e = -e;
+    }
+    d->sign = neg ? -1 : 1;
+    d->exp = nint - 1 - j0 + e;
+    d->ndig = (size_t)(j1 - j0 + 1);
+}
+
+/* A total order of decimals in which equal numbers compare equal (not the
+ * numeric order: only grouping matters). */
+static int decimal_cmp(const decimal *a, const decimal *b)
+{
+    if (a->sign != b->sign)
+        return a->sign < b->sign ? -1 : 1;
+    if (!a->sign)
+        return 0;
+    if (a->exp != b->exp)
+        return a->exp < b->exp ? -1 : 1;
+    const char *p = a->dig, *q = b->dig;
+    size_t n = a->ndig < b->ndig ? a->ndig : b->ndig;
+    for (size_t k = 0; k < n; k++, p++, q++) {
+        if (*p == '.')
+            p++;
+        if (*q == '.')
+            q++;
+        if (*p != *q)
+            return *p < *q ? -1 : 1;
+    }
+    return a->ndig == b->ndig ? 0 : (a->ndig < b->ndig ? -1 : 1);
+}
+
+typedef struct {
+    double v;
+    const char *text;
+    size_t row;
+} collide_entry;
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int cmp_entry(const void *pa, const void *pb)
+{
+    const collide_entry *a = pa, *b = pb;
+    if (a->v != b->v)
+        return a->v < b->v ? -1 : 1;
+    decimal da, db;
+    decimal_parse(a->text, &da);
+    decimal_parse(b->text, &db);
+    int c = decimal_cmp(&da, &db);
+    if (c)
+        return c;
+    return a->row < b->row ? -1 : a->row > b->row;
+}
+
+/* Does the sorted v[0..m) hold x at least twice? */
+static int held_twice(const double *v, size_t m, double x)
+{
+    size_t lo = 0, hi = m;  /* first index with v >= x */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (v[mid] < x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo + 1 < m && v[lo] == x && v[lo + 1] == x;
+}
+
+gmm_status gmm_table_column_collisions(const gmm_table *t, size_t col, const double *x,
+                                       size_t *count, size_t *row_a, size_t *row_b)
+{
+    if (!t || !x || !count || !row_a || !row_b)
+        return gmm_error(GMM_EINVAL, "gmm_table_column_collisions: NULL argument");
+    if (col >= t->ncol)
+        return gmm_error(GMM_EDIM, "gmm_table_column_collisions: column %zu of %zu", col,
+                         t->ncol);
+    *count = 0;
+    *row_a = *row_b = GMM_NO_INDEX;
+    gmm_status st = GMM_OK;
+    collide_entry *e = NULL;
+    size_t m = 0, ne = 0;
+    double *v = gmm_malloc(t->nrow ? t->nrow : 1, sizeof *v);
+    if (!v)
+        return gmm_error(GMM_ENOMEM, "%s: out of memory comparing column '%s'", t->file,
+                         t->header[col]);
+    /* Most columns hold no double twice: sort the values alone first. */
+    for (size_t r = 0; r < t->nrow; r++)
+        if (isfinite(x[r]))
+            v[m++] = x[r];
+    qsort(v, m, sizeof *v, cmp_double);
+    for (size_t k = 1; k < m; k++)
+        if (v[k] == v[k - 1])
+            ne++;
+    if (!ne)
+        goto done;
+    /* Only rows whose double is repeated need their texts compared. */
+    ne = 0;
+    for (size_t r = 0; r < t->nrow; r++)
+        if (isfinite(x[r]) && held_twice(v, m, x[r]))
+            ne++;
+    e = gmm_malloc(ne, sizeof *e);
+    if (!e) {
+        st = gmm_error(GMM_ENOMEM, "%s: out of memory comparing column '%s'", t->file,
+                       t->header[col]);
+        goto done;
+    }
+    ne = 0;
+    for (size_t r = 0; r < t->nrow; r++)
+        if (isfinite(x[r]) && held_twice(v, m, x[r]))
+            e[ne++] = (collide_entry){x[r], t->cell[r][col], r};
+    qsort(e, ne, sizeof *e, cmp_entry);
+    /* A run of one double holds groups of equal decimals, each group's rows
+     * ascending.  Each group after the first is a decimal lost; the pair
+     * reported is where a reader of the file first meets one: the two
+     * smallest group-first rows of the run whose second is smallest. */
+    for (size_t i = 0; i < ne;) {
+        size_t end = i + 1;
+        while (end < ne && e[end].v == e[i].v)
+            end++;
+        size_t first = e[i].row, second = GMM_NO_INDEX;
+        decimal prev, cur;
+        decimal_parse(e[i].text, &prev);
+        for (size_t k = i + 1; k < end; k++) {
+            decimal_parse(e[k].text, &cur);
+            if (!decimal_cmp(&prev, &cur))
+                continue;
+            prev = cur;
+            (*count)++;
+            size_t r = e[k].row;  /* the group's first row */
+            if (r < first) {
+                second = first;
+                first = r;
+            } else if (second == GMM_NO_INDEX || r < second) {
+                second = r;
+            }
+        }
+        if (second != GMM_NO_INDEX && (*row_b == GMM_NO_INDEX || second < *row_b)) {
+            *row_a = first;
+            *row_b = second;
+        }
+        i = end;
+    }
+done:
+    gmm_free(v);
+    gmm_free(e);
+    return st;
 }

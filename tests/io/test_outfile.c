@@ -1,12 +1,19 @@
 /* test_outfile.c -- atomic output: the target changes only on commit, and no
- * temporary file survives commit, abort or a failed commit. */
+ * temporary file survives commit, abort or a failed commit; devices, FIFOs
+ * and /proc links are written in place, symlinks followed (and kept), an
+ * existing file's mode and owner kept; gmm_outfile_check names the user's
+ * path. */
 #include <check.h>
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "gmm/alloc.h"
@@ -17,10 +24,49 @@ static char *dir;
 
 static void setup(void) { dir = tu_mkdtemp(); }
 
+/* Remove dir's subdirectories (tu_rmdir_all is not recursive). */
+static void rm_subdirs(const char *d)
+{
+    DIR *h = opendir(d);
+    if (!h)
+        return;
+    struct dirent *e;
+    while ((e = readdir(h)) != NULL) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+            continue;
+        char *p = tu_path(d, e->d_name);
+        struct stat sb;
+        if (lstat(p, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+            chmod(p, 0700);
+            rm_subdirs(p);
+            tu_rmdir_all(p);
+        }
+        free(p);
+    }
+    closedir(h);
+}
+
 static void teardown(void)
 {
+    rm_subdirs(dir);
     tu_rmdir_all(dir);
     free(dir);
+}
+
+/* Run the next calls as an unprivileged user when the tests run as root,
+ * so that permission bits matter; back with as_self(). */
+static void as_nobody(void)
+{
+    if (geteuid() == 0) {
+        ck_assert_int_eq(chmod(dir, 0755), 0);
+        ck_assert_int_eq(seteuid(65534), 0);
+    }
+}
+
+static void as_self(void)
+{
+    if (getuid() == 0)
+        ck_assert_int_eq(seteuid(0), 0);
 }
 
 static char *in_dir(const char *name) { return tu_path(dir, name); }
@@ -136,44 +182,392 @@ START_TEST(test_stdout)
 }
 END_TEST
 
-START_TEST(test_open_errors)
+/* open fails with GMM_EIO and exactly "<path><suffix>"; nothing created. */
+static void open_fails(const char *path, const char *suffix)
 {
-    char *path = in_dir("no/such/dir/out.csv");
+    size_t before = tu_dir_count(dir);
     gmm_outfile *o = (gmm_outfile *)&o;
     ck_assert_int_eq(gmm_outfile_open(path, &o), GMM_EIO);
     ck_assert_ptr_null(o);
     char want[1024];
-    snprintf(want, sizeof want,
-             "cannot create a temporary file for '%s': No such file or directory", path);
+    snprintf(want, sizeof want, "%s%s", path, suffix);
     ck_assert_str_eq(gmm_error_message(), want);
+    ck_assert_int_eq(gmm_outfile_check(path), GMM_EIO);
+    ck_assert_str_eq(gmm_error_message(), want);
+    ck_assert_uint_eq(tu_dir_count(dir), before);
+}
+
+START_TEST(test_open_errors)
+{
+    char *path = in_dir("no/such/dir/out.csv");
+    open_fails(path, ": cannot write: No such file or directory");
     free(path);
 
     path = in_dir("sub/");
-    ck_assert_int_eq(gmm_outfile_open(path, &o), GMM_EIO);
-    snprintf(want, sizeof want, "'%s': not a file name", path);
-    ck_assert_str_eq(gmm_error_message(), want);
+    open_fails(path, ": cannot write: Is a directory");
+    free(path);
+    /* A directory itself, a file used as a directory. */
+    open_fails(dir, ": cannot write: Is a directory");
+    char *file = tu_write_str(dir, "plain", "x");
+    path = in_dir("plain/out.csv");
+    open_fails(path, ": cannot write: Not a directory");
+    free(path);
+    free(file);
+    /* A loop of links. */
+    char *a = in_dir("loop-a"), *b = in_dir("loop-b");
+    ck_assert_int_eq(symlink("loop-b", a), 0);
+    ck_assert_int_eq(symlink("loop-a", b), 0);
+    open_fails(a, ": cannot write: Too many levels of symbolic links");
+    free(a);
+    free(b);
+
+    gmm_outfile *o = NULL;
     ck_assert_int_eq(gmm_outfile_open("", &o), GMM_EIO);
+    ck_assert_str_eq(gmm_error_message(), "'': cannot write: not a file name");
+    ck_assert_int_eq(gmm_outfile_check(""), GMM_EIO);
     ck_assert_int_eq(gmm_outfile_open("x", NULL), GMM_EINVAL);
+}
+END_TEST
+
+/* The early check creates nothing and passes what open would accept. */
+START_TEST(test_check_ok)
+{
+    char *path = in_dir("new.json");
+    ck_assert_int_eq(gmm_outfile_check(path), GMM_OK);
+    ck_assert_uint_eq(tu_dir_count(dir), 0);
+    free(path);
+    path = tu_write_str(dir, "old.json", "x");
+    ck_assert_int_eq(gmm_outfile_check(path), GMM_OK);
+    free(path);
+    ck_assert_int_eq(gmm_outfile_check("-"), GMM_OK);
+    ck_assert_int_eq(gmm_outfile_check(NULL), GMM_OK);
+    ck_assert_int_eq(gmm_outfile_check("/dev/null"), GMM_OK);
+    ck_assert_uint_eq(tu_dir_count(dir), 1);
+}
+END_TEST
+
+/* A read-only directory, and a read-only file in a writable one, for an
+ * unprivileged user: refused by check and open, naming the user's path;
+ * nothing created, the file untouched. */
+START_TEST(test_read_only)
+{
+    char *ro = in_dir("ro");
+    ck_assert_int_eq(mkdir(ro, 0755), 0);
+    char *inside = in_dir("ro/out.json");
+    char *rofile = tu_write_str(dir, "locked.json", "keep\n");
+    ck_assert_int_eq(chmod(rofile, 0444), 0);
+    ck_assert_int_eq(chmod(ro, 0555), 0);
+    as_nobody();
+    if (geteuid() == 0) /* could not drop root: permission bits do not apply */
+        ck_assert_int_eq(chmod(ro, 0555), 0);
+    gmm_status st1 = gmm_outfile_check(inside);
+    char m1[GMM_ERROR_MAX];
+    snprintf(m1, sizeof m1, "%s", gmm_error_message());
+    gmm_outfile *o = NULL;
+    gmm_status st2 = gmm_outfile_open(inside, &o);
+    gmm_status st3 = gmm_outfile_check(rofile);
+    char m3[GMM_ERROR_MAX];
+    snprintf(m3, sizeof m3, "%s", gmm_error_message());
+    gmm_status st4 = gmm_outfile_open(rofile, &o);
+    as_self();
+    char want[1024];
+    snprintf(want, sizeof want, "%s: cannot write: Permission denied", inside);
+    ck_assert_int_eq(st1, GMM_EIO);
+    ck_assert_str_eq(m1, want);
+    ck_assert_int_eq(st2, GMM_EIO);
+    snprintf(want, sizeof want, "%s: cannot write: Permission denied", rofile);
+    ck_assert_int_eq(st3, GMM_EIO);
+    ck_assert_str_eq(m3, want);
+    ck_assert_int_eq(st4, GMM_EIO);
+    ck_assert_uint_eq(tu_dir_count(ro), 0);
+    char *got = tu_read_file(rofile, NULL);
+    ck_assert_str_eq(got, "keep\n");
+    free(got);
+    free(ro);
+    free(inside);
+    free(rofile);
+}
+END_TEST
+
+/* rename fails at commit (a directory appeared at the target after open):
+ * an error naming the user's path, and the temporary is removed. */
+START_TEST(test_commit_error_cleans_up)
+{
+    char *path = in_dir("adir");
+    gmm_outfile *o = NULL;
+    ck_assert_int_eq(gmm_outfile_open(path, &o), GMM_OK);
+    fputs("data", gmm_outfile_stream(o));
+    ck_assert_int_eq(mkdir(path, 0755), 0);
+    ck_assert_uint_eq(tu_dir_count(dir), 2);
+    ck_assert_int_eq(gmm_outfile_commit(o), GMM_EIO);
+    char want[1024];
+    snprintf(want, sizeof want, "%s: cannot write: Is a directory", path);
+    ck_assert_str_eq(gmm_error_message(), want);
+    ck_assert_uint_eq(tu_dir_count(dir), 1);
+    rmdir(path);
     free(path);
 }
 END_TEST
 
-/* rename onto a directory fails at commit: an error naming both files, and
- * the temporary is removed. */
-START_TEST(test_commit_error_cleans_up)
+/* A failed write is an error at commit naming the path and the reason. */
+START_TEST(test_write_error)
 {
-    char *path = in_dir("adir");
-    ck_assert_int_eq(mkdir(path, 0755), 0);
+    gmm_outfile *o = NULL;
+    ck_assert_int_eq(gmm_outfile_open("/dev/full", &o), GMM_OK);
+    fputs("data\n", gmm_outfile_stream(o));
+    ck_assert_int_eq(gmm_outfile_commit(o), GMM_EIO);
+    ck_assert_str_eq(gmm_error_message(), "/dev/full: write error: No space left on device");
+    /* Past the stream's buffer: the failure happens before commit, which
+     * still reports it. */
+    ck_assert_int_eq(gmm_outfile_open("/dev/full", &o), GMM_OK);
+    for (int k = 0; k < 10000; k++)
+        fputs("0123456789\n", gmm_outfile_stream(o));
+    ck_assert_int_eq(gmm_outfile_commit(o), GMM_EIO);
+    ck_assert_str_eq(gmm_error_message(), "/dev/full: write error: No space left on device");
+    struct stat sb;
+    ck_assert_int_eq(stat("/dev/full", &sb), 0);
+    ck_assert(S_ISCHR(sb.st_mode));
+}
+END_TEST
+
+/* A character device is written in place: /dev/null stays a device. */
+START_TEST(test_device_in_place)
+{
+    struct stat sb;
+    ck_assert_int_eq(lstat("/dev/null", &sb), 0);
+    ck_assert_msg(S_ISCHR(sb.st_mode), "/dev/null is not a character device before the test");
+    gmm_outfile *o = NULL;
+    ck_assert_int_eq(gmm_outfile_open("/dev/null", &o), GMM_OK);
+    fputs("discarded\n", gmm_outfile_stream(o));
+    ck_assert_int_eq(gmm_outfile_commit(o), GMM_OK);
+    ck_assert_int_eq(gmm_outfile_open("/dev/null", &o), GMM_OK);
+    fputs("discarded too\n", gmm_outfile_stream(o));
+    gmm_outfile_abort(o);
+    ck_assert_int_eq(lstat("/dev/null", &sb), 0);
+    ck_assert(S_ISCHR(sb.st_mode));
+    ck_assert_uint_eq(sb.st_mode & 0666, 0666);
+    /* Through a symlink too: the link stays, the device stays. */
+    char *link = in_dir("null-link");
+    ck_assert_int_eq(symlink("/dev/null", link), 0);
+    ck_assert_int_eq(gmm_outfile_open(link, &o), GMM_OK);
+    fputs("x", gmm_outfile_stream(o));
+    ck_assert_int_eq(gmm_outfile_commit(o), GMM_OK);
+    ck_assert_int_eq(lstat(link, &sb), 0);
+    ck_assert(S_ISLNK(sb.st_mode));
+    ck_assert_int_eq(lstat("/dev/null", &sb), 0);
+    ck_assert(S_ISCHR(sb.st_mode));
+    ck_assert_uint_eq(tu_dir_count(dir), 1);
+    free(link);
+}
+END_TEST
+
+typedef struct {
+    const char *path;
+    char buf[256];
+    size_t len;
+} fifo_reader;
+
+static void *read_fifo(void *arg)
+{
+    fifo_reader *r = arg;
+    int fd = open(r->path, O_RDONLY);
+    if (fd < 0)
+        return NULL;
+    ssize_t n;
+    while (r->len < sizeof r->buf - 1 &&
+           (n = read(fd, r->buf + r->len, sizeof r->buf - 1 - r->len)) > 0)
+        r->len += (size_t)n;
+    r->buf[r->len] = '\0';
+    close(fd);
+    return NULL;
+}
+
+/* A FIFO is written in place, to its reader; it stays a FIFO and no
+ * temporary appears beside it. */
+START_TEST(test_fifo_in_place)
+{
+    char *path = in_dir("pipe");
+    ck_assert_int_eq(mkfifo(path, 0600), 0);
+    fifo_reader r = {path, {0}, 0};
+    pthread_t th;
+    ck_assert_int_eq(pthread_create(&th, NULL, read_fifo, &r), 0);
+    gmm_outfile *o = NULL;
+    ck_assert_int_eq(gmm_outfile_open(path, &o), GMM_OK); /* waits for the reader */
+    ck_assert_uint_eq(tu_dir_count(dir), 1);
+    fputs("node,mean\n0,1.5\n", gmm_outfile_stream(o));
+    ck_assert_int_eq(gmm_outfile_commit(o), GMM_OK);
+    ck_assert_int_eq(pthread_join(th, NULL), 0);
+    ck_assert_str_eq(r.buf, "node,mean\n0,1.5\n");
+    struct stat sb;
+    ck_assert_int_eq(lstat(path, &sb), 0);
+    ck_assert(S_ISFIFO(sb.st_mode));
+    ck_assert_uint_eq(tu_dir_count(dir), 1);
+    free(path);
+}
+END_TEST
+
+/* A socket cannot be opened for writing: an error, and the socket stays. */
+START_TEST(test_socket_refused)
+{
+    char *path = in_dir("sock");
+    struct sockaddr_un addr;
+    memset(&addr, 0, sizeof addr);
+    addr.sun_family = AF_UNIX;
+    ck_assert_uint_lt(strlen(path), sizeof addr.sun_path);
+    strcpy(addr.sun_path, path);
+    int s = socket(AF_UNIX, SOCK_STREAM, 0);
+    ck_assert_int_ge(s, 0);
+    ck_assert_int_eq(bind(s, (struct sockaddr *)&addr, sizeof addr), 0);
+    open_fails(path, ": cannot write: No such device or address");
+    struct stat sb;
+    ck_assert_int_eq(lstat(path, &sb), 0);
+    ck_assert(S_ISSOCK(sb.st_mode));
+    close(s);
+    free(path);
+}
+END_TEST
+
+/* /proc links (/dev/stdout, /dev/fd/N) reach another descriptor's file:
+ * written in place, a pipe's read end gets the data, a regular file is
+ * appended to, and nothing is created beside it. */
+START_TEST(test_proc_links_in_place)
+{
+    int fds[2];
+    ck_assert_int_eq(pipe(fds), 0);
+    char path[64];
+    snprintf(path, sizeof path, "/dev/fd/%d", fds[1]);
+    gmm_outfile *o = NULL;
+    ck_assert_int_eq(gmm_outfile_check(path), GMM_OK);
+    ck_assert_int_eq(gmm_outfile_open(path, &o), GMM_OK);
+    fputs("through the pipe", gmm_outfile_stream(o));
+    ck_assert_int_eq(gmm_outfile_commit(o), GMM_OK);
+    close(fds[1]);
+    char buf[64] = {0};
+    ck_assert_int_eq(read(fds[0], buf, sizeof buf - 1), 16);
+    ck_assert_str_eq(buf, "through the pipe");
+    close(fds[0]);
+
+    char *file = tu_write_str(dir, "log.txt", "");
+    int fd = open(file, O_WRONLY);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(write(fd, "abc", 3), 3);
+    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    ck_assert_msg(gmm_outfile_open(path, &o) == GMM_OK, "%s", gmm_error_message());
+    fputs("def", gmm_outfile_stream(o));
+    ck_assert_int_eq(gmm_outfile_commit(o), GMM_OK);
+    close(fd);
+    char *got = tu_read_file(file, NULL);
+    ck_assert_str_eq(got, "abcdef");
+    ck_assert_uint_eq(tu_dir_count(dir), 1);
+    free(got);
+    free(file);
+
+    /* A descriptor that is not open: an error, nothing created in /proc. */
+    ck_assert_int_eq(gmm_outfile_check("/dev/fd/987654"), GMM_EIO);
+    ck_assert_str_eq(gmm_error_message(),
+                     "/dev/fd/987654: cannot write: No such file or directory");
+}
+END_TEST
+
+/* A symlink is followed and its target replaced atomically; the link stays
+ * a link, a chain of links is followed to its end, a dangling link's target
+ * is created, and the temporary lives beside the target (another
+ * directory), not beside the link. */
+START_TEST(test_symlink_followed)
+{
+    char *sub = in_dir("sub");
+    ck_assert_int_eq(mkdir(sub, 0755), 0);
+    char *real = tu_write_str(sub, "real.json", "old\n");
+    ck_assert_int_eq(chmod(real, 0640), 0);
+    char *link = in_dir("link.json"), *link2 = in_dir("link2.json");
+    ck_assert_int_eq(symlink("sub/real.json", link), 0);
+    ck_assert_int_eq(symlink("link.json", link2), 0);
+
+    gmm_outfile *o = NULL;
+    ck_assert_int_eq(gmm_outfile_open(link2, &o), GMM_OK);
+    fputs("new\n", gmm_outfile_stream(o));
+    ck_assert_uint_eq(tu_dir_count(sub), 2); /* the temporary, beside real.json */
+    ck_assert_uint_eq(tu_dir_count(dir), 3);
+    ck_assert_int_eq(gmm_outfile_commit(o), GMM_OK);
+    struct stat sb;
+    ck_assert_int_eq(lstat(link, &sb), 0);
+    ck_assert(S_ISLNK(sb.st_mode));
+    ck_assert_int_eq(lstat(link2, &sb), 0);
+    ck_assert(S_ISLNK(sb.st_mode));
+    char buf[64];
+    ssize_t n = readlink(link, buf, sizeof buf - 1);
+    ck_assert_int_eq(n, 13);
+    buf[n] = '\0';
+    ck_assert_str_eq(buf, "sub/real.json");
+    char *got = tu_read_file(real, NULL);
+    ck_assert_str_eq(got, "new\n");
+    free(got);
+    ck_assert_int_eq(lstat(real, &sb), 0);
+    ck_assert(S_ISREG(sb.st_mode));
+    ck_assert_uint_eq(sb.st_mode & 07777, 0640);
+    ck_assert_uint_eq(tu_dir_count(sub), 1);
+
+    /* A dangling link: its target is created, the link kept. */
+    char *dangling = in_dir("dangling.json");
+    ck_assert_int_eq(symlink("sub/made.json", dangling), 0);
+    ck_assert_int_eq(gmm_outfile_open(dangling, &o), GMM_OK);
+    fputs("made\n", gmm_outfile_stream(o));
+    ck_assert_int_eq(gmm_outfile_commit(o), GMM_OK);
+    ck_assert_int_eq(lstat(dangling, &sb), 0);
+    ck_assert(S_ISLNK(sb.st_mode));
+    char *made = tu_path(sub, "made.json");
+    got = tu_read_file(made, NULL);
+    ck_assert_str_eq(got, "made\n");
+    free(got);
+
+    /* An absolute link to a missing directory: the link's path named. */
+    char *bad = in_dir("bad.json");
+    ck_assert_int_eq(symlink("/nonexistent-gmm-dir/x.json", bad), 0);
+    open_fails(bad, ": cannot write: No such file or directory");
+
+    free(bad);
+    free(made);
+    free(dangling);
+    free(link);
+    free(link2);
+    free(real);
+    free(sub);
+}
+END_TEST
+
+/* An existing file keeps its permission bits whatever the umask (and its
+ * owner and group, when the tests run as root). */
+START_TEST(test_mode_and_owner_kept)
+{
+    char *path = tu_write_str(dir, "m.json", "old\n");
+    ck_assert_int_eq(chmod(path, 0640), 0);
+    int root = geteuid() == 0;
+    if (root)
+        ck_assert_int_eq(chown(path, 1234, 5678), 0);
+    umask(077);
     gmm_outfile *o = NULL;
     ck_assert_int_eq(gmm_outfile_open(path, &o), GMM_OK);
-    fputs("data", gmm_outfile_stream(o));
-    ck_assert_uint_eq(tu_dir_count(dir), 2);
-    ck_assert_int_eq(gmm_outfile_commit(o), GMM_EIO);
-    const char *m = gmm_error_message();
-    ck_assert_msg(strstr(m, "cannot rename '") && strstr(m, path) && strstr(m, "Is a directory"),
-                  "message: %s", m);
+    fputs("new\n", gmm_outfile_stream(o));
+    ck_assert_int_eq(gmm_outfile_commit(o), GMM_OK);
+    umask(022);
+    struct stat sb;
+    ck_assert_int_eq(stat(path, &sb), 0);
+    ck_assert_uint_eq(sb.st_mode & 07777, 0640);
+    if (root) {
+        ck_assert_uint_eq(sb.st_uid, 1234);
+        ck_assert_uint_eq(sb.st_gid, 5678);
+    }
+    char *got = tu_read_file(path, NULL);
+    ck_assert_str_eq(got, "new\n");
+    free(got);
+
+    /* Executable bits too (a script written by the tool stays runnable). */
+    ck_assert_int_eq(chmod(path, 0755), 0);
+    ck_assert_int_eq(gmm_outfile_open(path, &o), GMM_OK);
+    ck_assert_int_eq(gmm_outfile_commit(o), GMM_OK);
+    ck_assert_int_eq(stat(path, &sb), 0);
+    ck_assert_uint_eq(sb.st_mode & 07777, 0755);
     ck_assert_uint_eq(tu_dir_count(dir), 1);
-    rmdir(path);
     free(path);
 }
 END_TEST
@@ -214,7 +608,16 @@ Suite *io_outfile_suite(void)
     tcase_add_test(tc, test_relative_path_and_tmp_name);
     tcase_add_test(tc, test_stdout);
     tcase_add_test(tc, test_open_errors);
+    tcase_add_test(tc, test_check_ok);
+    tcase_add_test(tc, test_read_only);
     tcase_add_test(tc, test_commit_error_cleans_up);
+    tcase_add_test(tc, test_write_error);
+    tcase_add_test(tc, test_device_in_place);
+    tcase_add_test(tc, test_fifo_in_place);
+    tcase_add_test(tc, test_socket_refused);
+    tcase_add_test(tc, test_proc_links_in_place);
+    tcase_add_test(tc, test_symlink_followed);
+    tcase_add_test(tc, test_mode_and_owner_kept);
     tcase_add_test(tc, test_out_of_memory);
     suite_add_tcase(s, tc);
     return s;

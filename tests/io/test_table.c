@@ -1,6 +1,7 @@
 /* test_table.c -- CSV reading: line numbers through CRLF, quoted newlines
- * and blank lines; every error message with its file and line; numeric
- * columns; out-of-memory paths. */
+ * and blank lines; every error message with its file and line; NUL bytes;
+ * numeric columns (decimal only); distinct decimals that read as one
+ * double; reading from a stream; out-of-memory paths. */
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
@@ -389,6 +390,183 @@ START_TEST(test_column_double_errors)
 }
 END_TEST
 
+/* A NUL byte is an error at its line and column, wherever it is: a cell is
+ * a C string, and "4\0junk" must not read as "4". */
+START_TEST(test_nul_byte)
+{
+    const char msg[] = ": NUL byte (not a text file? UTF-16 must be converted to UTF-8)";
+    char want[256];
+    const char a[] = "x,y\n1,2\n3,4\0junk\n";
+    snprintf(want, sizeof want, ":3:4%s", msg);
+    read_bad(a, sizeof a - 1, GMM_EPARSE, want);
+    const char b[] = "x\0,y\n1,2\n";
+    snprintf(want, sizeof want, ":1:2%s", msg);
+    read_bad(b, sizeof b - 1, GMM_EPARSE, want);
+    /* Inside a quoted field that spans lines: the line of the NUL. */
+    const char c[] = "x,y\r\n\"a\r\nbc\0\",1\r\n";
+    snprintf(want, sizeof want, ":3:3%s", msg);
+    read_bad(c, sizeof c - 1, GMM_EPARSE, want);
+    /* UTF-16 text: the first NUL, on line 1. */
+    const char d[] = "x\0\n\0" "1\0\n\0";
+    snprintf(want, sizeof want, ":1:2%s", msg);
+    read_bad(d, sizeof d - 1, GMM_EPARSE, want);
+}
+END_TEST
+
+/* gmm_table_read_stream: the same reader on an open stream, named in
+ * messages as asked. */
+START_TEST(test_read_stream)
+{
+    static char text[] = "a,b\n1,2\n\n3,4\n";
+    FILE *f = fmemopen(text, strlen(text), "r");
+    ck_assert_ptr_nonnull(f);
+    gmm_table *t = NULL;
+    ck_assert_int_eq(gmm_table_read_stream(f, "mem.csv", &t), GMM_OK);
+    ck_assert_str_eq(t->file, "mem.csv");
+    check_lines(t, (size_t[]){2, 4}, 2);
+    gmm_table_free(t);
+    fclose(f);
+
+    static char bad[] = "a,b\n1\n";
+    f = fmemopen(bad, strlen(bad), "r");
+    ck_assert_int_eq(gmm_table_read_stream(f, NULL, &t), GMM_EPARSE);
+    ck_assert_str_eq(gmm_error_message(), "<input>:2: expected 2 fields, found 1");
+    fclose(f);
+    ck_assert_int_eq(gmm_table_read_stream(NULL, "x", &t), GMM_EINVAL);
+}
+END_TEST
+
+/* Numbers are decimal: strtod's hexadecimal, infinities and NaN spellings
+ * other than the missing-value tokens are refused. */
+START_TEST(test_column_decimal_only)
+{
+    static const struct {
+        const char *cell, *what;
+    } bad[] = {
+        {"0x10", "'0x10' is not a decimal number"},
+        {"-0X1p3", "'-0X1p3' is not a decimal number"},
+        {"+0x0", "'+0x0' is not a decimal number"},
+        {"0x", "'0x' is not a decimal number"},
+        {"Inf", "'Inf' is not finite"},
+        {"+INFINITY", "'+INFINITY' is not finite"},
+        {"nan(123)", "'nan(123)' is not a number"},
+        {"1e", "'1e' is not a number"},
+        {"1e+", "'1e+' is not a number"},
+        {"e5", "'e5' is not a number"},
+        {".", "'.' is not a number"},
+        {"-", "'-' is not a number"},
+        {"+.e1", "'+.e1' is not a number"},
+        {"1.2.3", "'1.2.3' is not a number"},
+        {"1d5", "'1d5' is not a number"},
+        {"1,5", "'1,5' is not a number"},
+        {"--1", "'--1' is not a number"},
+        {"1e5.5", "'1e5.5' is not a number"},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        char text[256];
+        snprintf(text, sizeof text, "id,value\n1,2\n2,\"%s\"\n", bad[k].cell);
+        gmm_table *t = read_good(text);
+        double v[2];
+        ck_assert_int_eq(gmm_table_column_double(t, 1, 1, v), GMM_EPARSE);
+        char want[1024];
+        snprintf(want, sizeof want, "%s:3: column 'value': %s", t->file, bad[k].what);
+        ck_assert_str_eq(gmm_error_message(), want);
+        gmm_table_free(t);
+    }
+    gmm_table *t = read_good("v\n1.\n.5\n-.5e-3\n+1E+05\n007\n 2e0 \n0e999999\n1e-99999\n");
+    double v[8];
+    ck_assert_int_eq(gmm_table_column_double(t, 0, 0, v), GMM_OK);
+    const double want[8] = {1.0, 0.5, -0.5e-3, 1e5, 7.0, 2.0, 0.0, 0.0};
+    for (int k = 0; k < 8; k++)
+        ck_assert_msg(v[k] == want[k], "row %d: %g, expected %g", k, v[k], want[k]);
+    gmm_table_free(t);
+}
+END_TEST
+
+/* Read one numeric column and count its collisions. */
+static size_t collisions(const char *text, size_t *a, size_t *b)
+{
+    gmm_table *t = read_good(text);
+    double *x = malloc((t->nrow ? t->nrow : 1) * sizeof *x);
+    ck_assert_int_eq(gmm_table_column_double(t, 0, 1, x), GMM_OK);
+    size_t n = 99;
+    ck_assert_int_eq(gmm_table_column_collisions(t, 0, x, &n, a, b), GMM_OK);
+    free(x);
+    gmm_table_free(t);
+    return n;
+}
+
+START_TEST(test_column_collisions)
+{
+    size_t a, b;
+    /* No repeated double at all; repeated numbers however written. */
+    ck_assert_uint_eq(collisions("x\n1\n2\n3\n", &a, &b), 0);
+    ck_assert_uint_eq(a, GMM_NO_INDEX);
+    ck_assert_uint_eq(b, GMM_NO_INDEX);
+    ck_assert_uint_eq(collisions("x\n1\n1.0\n10e-1\n0.1e1\n+1.000\n1\n2\n", &a, &b), 0);
+    ck_assert_uint_eq(collisions("x\n0\n-0\n0.000e5\n.0\n", &a, &b), 0);
+    ck_assert_uint_eq(collisions("x\n12.5\n0012.50\n1250e-2\n", &a, &b), 0);
+    ck_assert_uint_eq(collisions("x\n\n", &a, &b), 0);
+    ck_assert_uint_eq(collisions("x\nNaN\nNA\n5\n", &a, &b), 0);
+
+    /* 1e16 + 1 reads as 1e16: rows 1 and 3 (lines 3 and 5). */
+    ck_assert_uint_eq(collisions("x\n5\n10000000000000001\n7\n1e16\nNaN\n", &a, &b), 1);
+    ck_assert_uint_eq(a, 1);
+    ck_assert_uint_eq(b, 3);
+    /* Underflow: 1e-400 and 0 are different numbers, one double. */
+    ck_assert_uint_eq(collisions("x\n0\n1e-400\n", &a, &b), 1);
+    /* Negative numbers group by their own digits. */
+    ck_assert_uint_eq(collisions("x\n-10000000000000001\n-1e16\n-10000000000000000.0\n",
+                                 &a, &b), 1);
+    ck_assert_uint_eq(a, 0);
+    ck_assert_uint_eq(b, 1);
+
+    /* x = 1e16 + year, 1901..2000: 100 years on 51 doubles, 49 lost; the
+     * first merge in the file is 1904 (row 3) with 1903 (row 2).  Rows
+     * repeated verbatim add nothing. */
+    char *text = malloc(4096);
+    size_t n = (size_t)sprintf(text, "x\n");
+    for (int rep = 0; rep < 2; rep++)
+        for (int y = 1901; y <= 2000; y++)
+            n += (size_t)sprintf(text + n, "1000000000000%d\n", y);
+    ck_assert_uint_eq(collisions(text, &a, &b), 49);
+    ck_assert_uint_eq(a, 2);
+    ck_assert_uint_eq(b, 3);
+    free(text);
+
+    /* Arguments. */
+    gmm_table *t = read_good("x\n1\n");
+    double x[1] = {1};
+    size_t c;
+    ck_assert_int_eq(gmm_table_column_collisions(t, 1, x, &c, &a, &b), GMM_EDIM);
+    ck_assert_int_eq(gmm_table_column_collisions(t, 0, NULL, &c, &a, &b), GMM_EINVAL);
+    gmm_table_free(t);
+}
+END_TEST
+
+START_TEST(test_column_collisions_out_of_memory)
+{
+    gmm_table *t = read_good("x\n10000000000000001\n1e16\n3\n");
+    double x[3];
+    ck_assert_int_eq(gmm_table_column_double(t, 0, 0, x), GMM_OK);
+    int succeeded = 0;
+    for (long k = 0; k < 10 && !succeeded; k++) {
+        size_t c = 99, a = 99, b = 99;
+        gmm_alloc_fail_after(k);
+        gmm_status st = gmm_table_column_collisions(t, 0, x, &c, &a, &b);
+        gmm_alloc_fail_after(-1);
+        if (st == GMM_OK) {
+            ck_assert_uint_eq(c, 1);
+            succeeded = 1;
+        } else {
+            ck_assert_int_eq(st, GMM_ENOMEM);
+        }
+    }
+    ck_assert(succeeded);
+    gmm_table_free(t);
+}
+END_TEST
+
 /* Every allocation of a read, failed in turn: ENOMEM or success, no leak
  * (ASan/valgrind check the leaks). */
 START_TEST(test_out_of_memory)
@@ -435,6 +613,11 @@ Suite *io_table_suite(void)
     tcase_add_test(tc, test_column_lookup);
     tcase_add_test(tc, test_column_double);
     tcase_add_test(tc, test_column_double_errors);
+    tcase_add_test(tc, test_nul_byte);
+    tcase_add_test(tc, test_read_stream);
+    tcase_add_test(tc, test_column_decimal_only);
+    tcase_add_test(tc, test_column_collisions);
+    tcase_add_test(tc, test_column_collisions_out_of_memory);
     tcase_add_test(tc, test_out_of_memory);
     suite_add_tcase(s, tc);
     return s;
