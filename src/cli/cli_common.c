@@ -53,6 +53,8 @@ void cli_put_csv_number(FILE *f, double x)
         fputs(x > 0 ? "Inf" : "-Inf", f);
     else
         fprintf(f, "%.17g", x);
+}
+
 int cli_close_stdout(const char *cmd)
 {
     /* The stream's error flag may have been set by a write long ago; the
