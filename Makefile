@@ -36,7 +36,7 @@ CPPFLAGS = -Iinclude -D_POSIX_C_SOURCE=200809L
 CFLAGS = -std=c11 $(OPT) -g $(WARN) $(SAN) $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 # GSL's CBLAS calls go to OpenBLAS (which also provides LAPACK's dpbtrf).
 LDLIBS = $(shell pkg-config --libs-only-L $(PKGS) 2>/dev/null) -lgsl -lopenblas -lcsv \
-         -ljansson -llbfgs -lm
+         -ljansson -llbfgs -lm -pthread
 TEST_LDLIBS = $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubunit -lrt -lpthread)
 
 LIB_SRC := $(sort $(wildcard src/core/*.c src/band/*.c src/io/*.c src/model/*.c \

@@ -45,6 +45,10 @@ gmm_status gmm_latent_gmrf_alloc(const gmm_gmrf *g, size_t nrows, const size_t *
                                  gmm_latent **out);
 void gmm_latent_free(gmm_latent *l); /* NULL-safe */
 
+/* The state-space model behind a state-space latent (NULL for graphs): for
+ * its own diagnostics (merged inputs, intervals, damping). */
+gmm_ssm *gmm_latent_ssm(const gmm_latent *l);
+
 /* "state-space" or "graph" (for messages and model files). */
 const char *gmm_latent_family(const gmm_latent *l);
 size_t gmm_latent_dim(const gmm_latent *l);

@@ -80,7 +80,9 @@ gmm_status gmm_problem_whitened_logp(gmm_problem *p, const double *v, double *lp
 gmm_status gmm_problem_whitened_linpred(gmm_problem *p, const double *v, double *frows,
                                         double *xnodes);
 /* A starting point: v = W^-1 (the posterior mode at theta: exact or
- * Laplace), after gmm_problem_whiten_setup at the same theta. */
+ * Laplace, its Newton iterations from x = 0 so that the result does not
+ * depend on earlier calls), after gmm_problem_whiten_setup at the same
+ * theta. */
 gmm_status gmm_problem_whitened_start(gmm_problem *p, const double *theta, double *v);
 
 #endif

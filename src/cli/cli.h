@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "gmm/draws.h"
 #include "gmm/status.h"
 
 /* Exit codes (also in the man page): */
@@ -86,5 +87,12 @@ int cmd_fit(int argc, char **argv);
 int cmd_predict(int argc, char **argv);
 int cmd_gradcheck(int argc, char **argv);
 int cmd_summary(int argc, char **argv);
+int cmd_hmc(int argc, char **argv);
+
+/* The posterior summary of draws (gmm-infer summary's table: variable,
+ * mean, median, sd, mad, q5, q95, rhat, ess_bulk, ess_tail) to f;
+ * GMM_ECANCEL on a signal.  In cmd_summary.c. */
+gmm_status cli_write_summary(FILE *f, const gmm_draws *d);
+
 
 #endif

@@ -514,7 +514,7 @@ static int build_ssm(const char *cmd, cli_model *m, double merge_tol, int factor
         gmm_free(defaulted);
         return cli_fail(cmd, s);
     }
-    if (verbose)
+    if (verbose > 0)
         for (size_t i = 0; i < np; i++)
             if (defaulted[i])
                 cli_msg(cmd, "default %s = %.6g", gmm_kernel_param_name(m->kernel, i),
@@ -527,6 +527,15 @@ static int build_ssm(const char *cmd, cli_model *m, double merge_tol, int factor
     par.factor = (gmm_ssm_factor)factor;
     if ((s = gmm_latent_ssm_alloc(m->kernel, m->x, m->nrow, &par, &m->lat)) != GMM_OK)
         return cli_fail(cmd, s);
+    const gmm_ssm *ssm = gmm_latent_ssm(m->lat);
+    if (gmm_ssm_nmerged(ssm) > 0 && verbose >= 0)
+        cli_msg(cmd, "warning: %zu distinct inputs within --merge-tol %g of another were merged "
+                     "into one state",
+                gmm_ssm_nmerged(ssm), merge_tol);
+    if (verbose > 0)
+        cli_msg(cmd, "state dimension %zu, %zu states, bandwidth %zu, %zu distinct intervals",
+                gmm_ssm_dim(ssm), gmm_ssm_nstates(ssm), gmm_ssm_bandwidth(ssm),
+                gmm_ssm_nintervals(ssm));
     return 0;
 }
 
@@ -585,7 +594,7 @@ static int build_graph(const char *cmd, cli_model *m, gmm_table *data, int stric
         rc = cli_fail(cmd, s);
         goto done;
     }
-    if (m->g->nmerged)
+    if (m->g->nmerged && verbose >= 0)
         cli_msg(cmd, "warning: %zu duplicate edge(s) in %s merged", m->g->nmerged,
                 m->graph_file);
     m->row_node = gmm_malloc(data->nrow ? data->nrow : 1, sizeof(size_t));
@@ -598,7 +607,7 @@ static int build_graph(const char *cmd, cli_model *m, gmm_table *data, int stric
         rc = cli_fail(cmd, s);
         goto done;
     }
-    if (nisolated) {
+    if (nisolated && verbose >= 0) {
         char buf[64];
         cli_msg(cmd, "warning: %zu node(s) of %s are not in %s and become isolated nodes:",
                 nisolated, data->file, m->graph_file);
@@ -617,7 +626,7 @@ static int build_graph(const char *cmd, cli_model *m, gmm_table *data, int stric
         rc = cli_exit_code(s);
         goto done;
     }
-    if (verbose) {
+    if (verbose > 0) {
         char buf[256];
         gmm_gmrf_describe(m->gmrf, buf, sizeof buf);
         cli_msg(cmd, "%s", buf);
@@ -796,20 +805,23 @@ int cli_model_load(const char *cmd, const cli_model_opts *o, cli_model **out)
             (rc = load_data(cmd, m, data, NULL, o->ycol)) != 0)
             goto fail;
         center_y(m, o->no_center, NULL);
-        report_rows(cmd, m);
-        if ((rc = build_graph(cmd, m, data, o->strict_nodes, o->verbose)) != 0)
+        if (!o->quiet)
+            report_rows(cmd, m);
+        if ((rc = build_graph(cmd, m, data, o->strict_nodes, o->quiet ? -1 : o->verbose)) != 0)
             goto fail;
     } else {
         if ((rc = load_data(cmd, m, data, o->xcol, o->ycol)) != 0)
             goto fail;
         center_y(m, o->no_center, NULL);
-        report_rows(cmd, m);
+        if (!o->quiet)
+            report_rows(cmd, m);
         if (o->verbose && !o->kernel)
             cli_msg(cmd, "default kernel: %s", CLI_DEFAULT_KERNEL);
-        if ((rc = build_ssm(cmd, m, o->merge_tol, o->factor, o->verbose)) != 0)
+        if ((rc = build_ssm(cmd, m, o->merge_tol, o->factor, o->quiet ? -1 : o->verbose)) != 0)
             goto fail;
     }
-    if ((rc = build_problem(cmd, m, o->noise, o->no_intercept, o->intercept, o->verbose)) != 0)
+    if ((rc = build_problem(cmd, m, o->noise, o->no_intercept, o->intercept,
+                            o->quiet ? 0 : o->verbose)) != 0)
         goto fail;
     if (!m->graph && !o->kernel && !o->free_period) {
         const char *f = CLI_DEFAULT_KERNEL_FIXED;
@@ -967,6 +979,7 @@ int cli_model_open(const char *cmd, const cli_model_opts *o, const char *model_p
 }
 
 gmm_objective *cli_model_objective(cli_model *m) { return m->obj; }
+gmm_problem *cli_model_problem(cli_model *m) { return m->prob; }
 size_t cli_model_nobs(const cli_model *m) { return m->nobs; }
 int cli_model_has_inputs(const cli_model *m) { return gmm_latent_has_inputs(m->lat); }
 

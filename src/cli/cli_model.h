@@ -14,6 +14,7 @@
 #include "gmm/likelihood.h"
 #include "gmm/modelfile.h"
 #include "gmm/objective.h"
+#include "gmm/problem.h"
 
 /* The spec used when neither --kernel nor --graph is given: a smooth trend
  * plus a yearly quasi-periodic component (x in years), the paper's CO2
@@ -36,6 +37,8 @@ typedef struct {
     double intercept;       /* --intercept B (NAN: default) */
     int no_intercept;       /* --no-intercept */
     unsigned char seen[32]; /* single-valued options seen (given twice: error) */
+    int quiet;              /* build without the data report and warnings (a
+                             * second copy of a model, for another thread) */
     int no_center;          /* --no-center */
     int strict_nodes;       /* --strict-nodes */
     double merge_tol;       /* --merge-tol T (0: exact ties only) */
@@ -136,6 +139,8 @@ int cli_model_open(const char *cmd, const cli_model_opts *o, const char *model_p
 
 /* The objective (names, values, positive/fixed flags, eval). */
 gmm_objective *cli_model_objective(cli_model *m);
+/* The problem (latent + likelihood + data) behind it; owned by m. */
+gmm_problem *cli_model_problem(cli_model *m);
 size_t cli_model_nobs(const cli_model *m);
 /* "exact" (Gaussian) or "laplace"; Newton iterations of the last Laplace
  * evaluation. */

@@ -51,8 +51,7 @@ static int usage_error(const char *fmt, ...)
     return CLI_EXIT_USAGE;
 }
 
-/* Every variable's summary row to f; GMM_ECANCEL on a signal. */
-static gmm_status write_summary(FILE *f, const gmm_draws *d)
+gmm_status cli_write_summary(FILE *f, const gmm_draws *d)
 {
     gmm_summary_work *w = NULL;
     gmm_status st = gmm_summary_work_alloc(d->nchain, d->niter, &w);
@@ -124,7 +123,7 @@ int cmd_summary(int argc, char **argv)
     if (st == GMM_OK)
         st = gmm_outfile_open(out_path, &of);
     if (st == GMM_OK)
-        st = write_summary(gmm_outfile_stream(of), d);
+        st = cli_write_summary(gmm_outfile_stream(of), d);
     if (st == GMM_OK) {
         st = gmm_outfile_commit(of);
         of = NULL;

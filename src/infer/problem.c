@@ -24,6 +24,7 @@ struct gmm_problem {
     gmm_laplace *lap;
     double *thetabar;     /* nparam scratch */
     double ld;            /* log|Q| of the last prior (NAN: not known) */
+    int cold;             /* the next Laplace evaluation starts from x = 0 */
     /* whitened log joint: theta fixed by gmm_problem_whiten_setup */
     int wready;
     double wb;            /* intercept */
@@ -99,7 +100,9 @@ static gmm_status laplace_forward(gmm_problem *p, const double *theta, double *f
         return st;
     p->ld = ld;
     double b = p->intercept ? theta[p->nparam - 1] : 0.0;
-    return gmm_laplace_eval(p->lap, p->Q, ld, &p->lobs, &p->lik, b, NULL, 1, NULL, f);
+    int warm = !p->cold;
+    p->cold = 0;
+    return gmm_laplace_eval(p->lap, p->Q, ld, &p->lobs, &p->lik, b, NULL, warm, NULL, f);
 }
 
 static gmm_status eval(void *ctx, const double *theta, double *f, double *grad)
@@ -452,6 +455,9 @@ gmm_status gmm_problem_whitened_start(gmm_problem *p, const double *theta, doubl
     gmm_status st;
     if (!p || !p->wready || !theta || !v)
         return gmm_error(GMM_EINVAL, "gmm_problem_whitened_start: no whitening setup");
+    /* from x = 0, not from whatever mode an earlier call left: the start
+     * (and so a chain) must not depend on the object's history */
+    p->cold = 1;
     if ((st = gmm_problem_posterior(p, theta, p->wg, NULL)))
         return st;
     return gmm_latent_unwhiten(p->lat, p->wg, v);

@@ -44,6 +44,10 @@ void gmm_latent_free(gmm_latent *l)
 }
 
 const char *gmm_latent_family(const gmm_latent *l) { return l->ops->family; }
+gmm_ssm *gmm_latent_ssm(const gmm_latent *l)
+{
+    return l->ops->predict_at ? (gmm_ssm *)l->impl : NULL; /* only state-space has inputs */
+}
 size_t gmm_latent_dim(const gmm_latent *l) { return l->n; }
 size_t gmm_latent_bandwidth(const gmm_latent *l) { return l->kl; }
 size_t gmm_latent_cov_bandwidth(const gmm_latent *l) { return l->cov_kl; }

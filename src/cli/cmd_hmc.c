@@ -1,0 +1,594 @@
+/* cmd_hmc.c -- `gmm-infer hmc`: posterior draws of the latent field by
+ * whitened HMC (NUTS by default) at fixed hyperparameters, as CmdStan-style
+ * CSV that R's posterior and ArviZ read as they are.
+ *
+ * Chains run on --threads threads, each thread with its own model (the
+ * library's objects are one per thread); each chain writes its rows to its
+ * own temporary file, and the output is their concatenation in chain order,
+ * so the bytes do not depend on the number of threads.  The output goes to
+ * FILE.partial and is renamed FILE when complete; on SIGINT/SIGTERM the
+ * finished draws are flushed there, the name keeps .partial, exit 130/143. */
+#define _XOPEN_SOURCE 700
+
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "cli_model.h"
+#include "gmm/alloc.h"
+#include "gmm/draws.h"
+#include "gmm/hmc.h"
+#include "gmm/io.h"
+#include "gmm/problem.h"
+#include "gmm/rng.h"
+
+static const char usage_text[] =
+    "Usage: gmm-infer hmc DATA.csv [MODEL OPTIONS] [options]\n"
+    "       gmm-infer hmc --model MODEL.json [DATA.csv] [options]\n"
+    "Draw from the posterior of the latent field at fixed hyperparameters (the\n"
+    "model's values) by whitened HMC: x = W(theta) v, v ~ N(0, I) a priori.\n"
+    "Prints CmdStan-style CSV: .chain,.iteration,.draw,lp__,accept_stat__,\n"
+    "stepsize__,treedepth__,n_leapfrog__,divergent__,energy__, then f[i] (the\n"
+    "linear predictor at data row i, 1-based) or f[node] for graph models.\n\n"
+    "  --model FILE        the model (fit's output); otherwise model options\n"
+    "  --chains K          chains (default 4)\n"
+    "  --threads T         threads (default 1); the output does not depend on T\n"
+    "  --seed S            random seed (default 1)\n"
+    "  --chain-id C        number the chains C, C+1, ... (default 1); each chain id\n"
+    "                      has its own random stream, so jobs with distinct ids\n"
+    "                      make distinct chains that `gmm-infer summary` merges\n"
+    "  --warmup W          warm-up iterations, adapting (default 1000)\n"
+    "  --draws D           draws kept per chain (default 1000)\n"
+    "  --sampler S         nuts (default) or hmc (fixed length, --steps L)\n"
+    "  --steps L           leapfrog steps of --sampler hmc (default 10)\n"
+    "  --max-depth N       NUTS tree depth limit (default 10)\n"
+    "  --target-accept A   step-size adaptation target (default 0.8)\n"
+    "  -o, --output FILE   write the draws to FILE (via FILE.partial)\n"
+    "  --summary FILE      also write the posterior summary (as `gmm-infer summary`)\n"
+    "  --quiet             no progress on stderr\n"
+    "  -h, --help          this help\n";
+
+typedef struct {
+    /* shared, read-only */
+    const gmm_hmc_params *par;
+    const double *theta;
+    size_t nchain;
+    uint64_t chain0;
+    int quiet;
+    /* chain outputs */
+    FILE **tmp;
+    size_t *ndone;
+    size_t *ndiv;
+    double *stepsize;
+    gmm_status *status;
+    char (*msg)[GMM_ERROR_MAX];
+    /* work distribution */
+    pthread_mutex_t lock;
+    size_t next;
+} run_ctx;
+
+typedef struct {
+    run_ctx *rc;
+    cli_model *m;
+} worker;
+
+typedef struct {
+    run_ctx *rc;
+    uint64_t chain;
+} prog_ctx;
+
+static gmm_status whitened_logp(void *ctx, const double *v, double *lp, double *grad)
+{
+    return gmm_problem_whitened_logp(ctx, v, lp, grad);
+}
+
+static int progress(void *user, const gmm_hmc_progress *p)
+{
+    prog_ctx *pc = user;
+    if (cli_stop_requested())
+        return 1;
+    if (!pc->rc->quiet && (p->iteration % 200 == 0 || p->iteration == p->total)) {
+        pthread_mutex_lock(&pc->rc->lock);
+        fprintf(stderr, "gmm-infer hmc: chain %llu: iteration %zu/%zu (%s), step size %.3g, "
+                        "%zu divergences\n",
+                (unsigned long long)pc->chain, p->iteration, p->total,
+                p->draw->warmup ? "warm-up" : "sampling", p->draw->stepsize, p->divergences);
+        pthread_mutex_unlock(&pc->rc->lock);
+    }
+    return 0;
+}
+
+/* One chain, its rows to rc->tmp[c]. */
+static gmm_status run_chain(run_ctx *rc, cli_model *m, size_t c)
+{
+    gmm_status st;
+    gmm_problem *p = cli_model_problem(m);
+    size_t n = gmm_latent_dim(gmm_problem_latent(p));
+    size_t nf = cli_model_has_inputs(m) ? gmm_latent_nrows(gmm_problem_latent(p)) : n;
+    uint64_t id = rc->chain0 + c;
+    double *v = gmm_malloc(n, sizeof *v), *f = gmm_malloc(nf ? nf : 1, sizeof *f);
+    gmm_hmc *h = NULL;
+    if (!v || !f) {
+        st = gmm_error(GMM_ENOMEM, "out of memory for chain %llu", (unsigned long long)id);
+        goto done;
+    }
+    gmm_hmc_params par = *rc->par;
+    prog_ctx pc = {rc, id};
+    par.chain = id;
+    par.progress = progress;
+    par.user = &pc;
+    if ((st = gmm_problem_whiten_setup(p, rc->theta)) ||
+        (st = gmm_problem_whitened_start(p, rc->theta, v)))
+        goto done;
+    /* chains start at the posterior mode jittered by N(0, 0.5^2) in the
+     * whitened coordinates (whose posterior sd is at most 1), drawn from
+     * the chain's own stream so the starts differ between chains */
+    gmm_rng r;
+    gmm_rng_seed(&r, par.seed ^ 0x5DEECE66DULL, id);
+    for (size_t i = 0; i < n; i++)
+        v[i] += 0.5 * gmm_rng_normal(&r);
+    if (!(h = gmm_hmc_alloc(n, &par))) {
+        st = gmm_error_status();
+        goto done;
+    }
+    gmm_hmc_target t = {whitened_logp, p};
+    if ((st = gmm_hmc_init(h, v, &t)))
+        goto done;
+    FILE *out = rc->tmp[c];
+    size_t it = 0;
+    for (size_t k = 0; k < par.warmup + par.draws; k++) {
+        gmm_hmc_draw d;
+        st = gmm_hmc_iterate(h, &d);
+        if (st != GMM_OK && st != GMM_ECANCEL)
+            break;
+        if (!d.warmup) {
+            gmm_status s2 = cli_model_has_inputs(m)
+                                ? gmm_problem_whitened_linpred(p, d.q, f, NULL)
+                                : gmm_problem_whitened_linpred(p, d.q, NULL, f);
+            if (s2) {
+                st = s2;
+                break;
+            }
+            it++;
+            rc->ndiv[c] += (size_t)d.divergent;
+            fprintf(out, "%llu,%zu,%zu,", (unsigned long long)id, it,
+                    (size_t)(id - 1) * par.draws + it);
+            const double col[] = {d.lp, d.accept_stat, d.stepsize, (double)d.treedepth,
+                                  (double)d.n_leapfrog, (double)d.divergent, d.energy};
+            for (size_t j = 0; j < sizeof col / sizeof col[0]; j++)
+                fprintf(out, j ? ",%.17g" : "%.17g", col[j]);
+            for (size_t j = 0; j < nf; j++)
+                fprintf(out, ",%.17g", f[j] + cli_model_center(m, NULL));
+            fputc('\n', out);
+            rc->ndone[c] = it;
+        }
+        if (st == GMM_ECANCEL)
+            break;
+    }
+    rc->stepsize[c] = gmm_hmc_stepsize(h);
+    if (ferror(out))
+        st = gmm_error(GMM_EIO, "temporary file of chain %llu: write error: %s",
+                       (unsigned long long)id, strerror(errno));
+done:
+    gmm_hmc_free(h);
+    gmm_free(v);
+    gmm_free(f);
+    return st;
+}
+
+static void *work(void *arg)
+{
+    worker *w = arg;
+    run_ctx *rc = w->rc;
+    for (;;) {
+        pthread_mutex_lock(&rc->lock);
+        size_t c = rc->next++;
+        pthread_mutex_unlock(&rc->lock);
+        if (c >= rc->nchain)
+            break;
+        rc->status[c] = run_chain(rc, w->m, c);
+        if (rc->status[c] != GMM_OK)
+            snprintf(rc->msg[c], sizeof rc->msg[c], "%s", gmm_error_message());
+    }
+    return NULL;
+}
+
+static int parse_size(const char *cmd, const char *opt, const char *arg, size_t lo, size_t hi,
+                      size_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(arg, &end, 10);
+    if (end == arg || *end || errno || arg[0] == '-' || v < lo || v > hi) {
+        cli_msg(cmd, "--%s: '%s' is not a whole number in %zu..%zu", opt, arg, lo, hi);
+        return CLI_EXIT_USAGE;
+    }
+    *out = (size_t)v;
+    return 0;
+}
+
+/* The header: sampler columns, then f[row] or f[node label]. */
+static void write_header(FILE *f, cli_model *m)
+{
+    fputs(".chain,.iteration,.draw,lp__,accept_stat__,stepsize__,treedepth__,n_leapfrog__,"
+          "divergent__,energy__",
+          f);
+    if (cli_model_has_inputs(m)) {
+        size_t nr = gmm_latent_nrows(gmm_problem_latent(cli_model_problem(m)));
+        for (size_t r = 0; r < nr; r++)
+            fprintf(f, ",f[%zu]", r + 1);
+    } else {
+        char buf[64], name[96];
+        for (size_t v = 0; v < cli_model_nsites(m); v++) {
+            snprintf(name, sizeof name, "f[%s]", cli_model_site_label(m, v, buf));
+            fputc(',', f);
+            cli_put_csv_field(f, name);
+        }
+    }
+    fputc('\n', f);
+}
+
+/* Copy the chains' rows after the header; 0 or errno. */
+static int concat(FILE *dst, run_ctx *rc)
+{
+    char buf[1 << 16];
+    for (size_t c = 0; c < rc->nchain; c++) {
+        FILE *t = rc->tmp[c];
+        if (fflush(t) || fseek(t, 0, SEEK_SET))
+            return errno ? errno : EIO;
+        size_t k;
+        while ((k = fread(buf, 1, sizeof buf, t)) > 0)
+            if (fwrite(buf, 1, k, dst) != k)
+                return errno ? errno : EIO;
+        if (ferror(t))
+            return errno ? errno : EIO;
+    }
+    return 0;
+}
+
+int cmd_hmc(int argc, char **argv)
+{
+    const char *cmd = "hmc";
+    enum {
+        OPT_MODEL = CLI_OPT_FIRST_COMMAND,
+        OPT_CHAINS,
+        OPT_THREADS,
+        OPT_SEED,
+        OPT_CHAIN_ID,
+        OPT_WARMUP,
+        OPT_DRAWS,
+        OPT_SAMPLER,
+        OPT_STEPS,
+        OPT_MAX_DEPTH,
+        OPT_TARGET_ACCEPT,
+        OPT_SUMMARY,
+        OPT_QUIET
+    };
+    static const struct option longopts[] = {
+        CLI_MODEL_LONGOPTS,
+        {"model", required_argument, NULL, OPT_MODEL},
+        {"chains", required_argument, NULL, OPT_CHAINS},
+        {"threads", required_argument, NULL, OPT_THREADS},
+        {"seed", required_argument, NULL, OPT_SEED},
+        {"chain-id", required_argument, NULL, OPT_CHAIN_ID},
+        {"warmup", required_argument, NULL, OPT_WARMUP},
+        {"draws", required_argument, NULL, OPT_DRAWS},
+        {"sampler", required_argument, NULL, OPT_SAMPLER},
+        {"steps", required_argument, NULL, OPT_STEPS},
+        {"max-depth", required_argument, NULL, OPT_MAX_DEPTH},
+        {"target-accept", required_argument, NULL, OPT_TARGET_ACCEPT},
+        {"summary", required_argument, NULL, OPT_SUMMARY},
+        {"quiet", no_argument, NULL, OPT_QUIET},
+        {"output", required_argument, NULL, 'o'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    cli_model_opts o;
+    cli_model_opts_init(&o);
+    gmm_hmc_params par;
+    gmm_hmc_params_init(&par);
+    const char *model_path = NULL, *out_path = NULL, *summary_path = NULL;
+    size_t nchain = 4, nthread = 1, chain0 = 1, tmp = 0;
+    int quiet = 0, c, rc = 0;
+    gmm_model mf;
+    gmm_model_init(&mf);
+    cli_model **models = NULL;
+    run_ctx R;
+    memset(&R, 0, sizeof R);
+    pthread_t *th = NULL;
+    worker *wk = NULL;
+    FILE *dst = NULL;
+    char *partial = NULL, *sumtmp = NULL;
+    int lock_ok = 0;
+
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "ho:", longopts, NULL)) != -1) {
+        int r = cli_model_common_opt(&o, cmd, c, optarg, usage_text, &rc);
+        if (r < 0)
+            goto done;
+        if (r > 0)
+            continue;
+        switch (c) {
+        case OPT_MODEL: model_path = optarg; break;
+        case OPT_CHAINS: rc = parse_size(cmd, "chains", optarg, 1, 4096, &nchain); break;
+        case OPT_THREADS: rc = parse_size(cmd, "threads", optarg, 1, 1024, &nthread); break;
+        case OPT_SEED: rc = parse_size(cmd, "seed", optarg, 0, SIZE_MAX, &tmp); par.seed = tmp; break;
+        case OPT_CHAIN_ID:
+            rc = parse_size(cmd, "chain-id", optarg, 1, (size_t)1 << 40, &chain0);
+            break;
+        case OPT_WARMUP: rc = parse_size(cmd, "warmup", optarg, 0, 100000000, &par.warmup); break;
+        case OPT_DRAWS: rc = parse_size(cmd, "draws", optarg, 1, 100000000, &par.draws); break;
+        case OPT_SAMPLER:
+            if (!strcmp(optarg, "nuts"))
+                par.sampler = GMM_HMC_NUTS;
+            else if (!strcmp(optarg, "hmc"))
+                par.sampler = GMM_HMC_STATIC;
+            else {
+                cli_msg(cmd, "--sampler: '%s' is not nuts or hmc", optarg);
+                rc = CLI_EXIT_USAGE;
+            }
+            break;
+        case OPT_STEPS: rc = parse_size(cmd, "steps", optarg, 1, 10000000, &par.steps); break;
+        case OPT_MAX_DEPTH:
+            rc = parse_size(cmd, "max-depth", optarg, 1, 30, &tmp);
+            par.max_depth = (unsigned)tmp;
+            break;
+        case OPT_TARGET_ACCEPT: {
+            char *end;
+            par.target_accept = strtod(optarg, &end);
+            if (end == optarg || *end || !(par.target_accept > 0.0 && par.target_accept < 1.0)) {
+                cli_msg(cmd, "--target-accept: '%s' is not a number in (0, 1)", optarg);
+                rc = CLI_EXIT_USAGE;
+            }
+            break;
+        }
+        case OPT_SUMMARY: summary_path = optarg; break;
+        case OPT_QUIET: quiet = 1; break;
+        case 'o': out_path = optarg; break;
+        default: rc = CLI_EXIT_USAGE; break;
+        }
+        if (rc)
+            goto done;
+    }
+    gmm_status s = gmm_hmc_params_check(&par);
+    if (s != GMM_OK) {
+        rc = cli_fail(cmd, s);
+        if (rc == CLI_EXIT_ERROR)
+            rc = CLI_EXIT_USAGE;
+        goto done;
+    }
+    if ((rc = cli_model_positional(cmd, argc, argv, &o)) != 0)
+        goto done;
+    for (const char *pth = out_path; pth; pth = pth == out_path ? summary_path : NULL)
+        if (strcmp(pth, "-") && (s = gmm_outfile_check(pth)) != GMM_OK) {
+            rc = cli_fail(cmd, s);
+            goto done;
+        }
+    if (nthread > nchain)
+        nthread = nchain;
+    models = gmm_calloc(nthread, sizeof *models);
+    if (!models) {
+        rc = cli_fail(cmd, GMM_ENOMEM);
+        goto done;
+    }
+    /* one model per thread: the first reports as every command does, the
+     * others are built quietly from the same options */
+    if ((rc = cli_model_open(cmd, &o, model_path, &mf, &models[0])) != 0)
+        goto done;
+    o.quiet = 1;
+    for (size_t t = 1; t < nthread; t++) {
+        gmm_model mf2;
+        gmm_model_init(&mf2);
+        rc = cli_model_open(cmd, &o, model_path, &mf2, &models[t]);
+        gmm_model_free(&mf2);
+        if (rc)
+            goto done;
+    }
+    gmm_objective *obj = cli_model_objective(models[0]);
+    if (!quiet)
+        cli_msg(cmd, "%zu chain(s) of %zu warm-up + %zu draws, %s, on %zu thread(s); "
+                     "hyperparameters fixed at the model's values",
+                nchain, par.warmup, par.draws,
+                par.sampler == GMM_HMC_NUTS ? "NUTS" : "fixed-length HMC", nthread);
+
+    R.par = &par;
+    R.theta = obj->value;
+    R.nchain = nchain;
+    R.chain0 = chain0;
+    R.quiet = quiet || !isatty(STDERR_FILENO);
+    R.tmp = gmm_calloc(nchain, sizeof *R.tmp);
+    R.ndone = gmm_calloc(nchain, sizeof *R.ndone);
+    R.ndiv = gmm_calloc(nchain, sizeof *R.ndiv);
+    R.stepsize = gmm_calloc(nchain, sizeof *R.stepsize);
+    R.status = gmm_calloc(nchain, sizeof *R.status);
+    R.msg = gmm_calloc(nchain, sizeof *R.msg);
+    th = gmm_calloc(nthread, sizeof *th);
+    wk = gmm_calloc(nthread, sizeof *wk);
+    if (!R.tmp || !R.ndone || !R.ndiv || !R.stepsize || !R.status || !R.msg || !th || !wk) {
+        rc = cli_fail(cmd, GMM_ENOMEM);
+        goto done;
+    }
+    for (size_t k = 0; k < nchain; k++)
+        if (!(R.tmp[k] = tmpfile())) {
+            cli_msg(cmd, "cannot create a temporary file: %s", strerror(errno));
+            rc = CLI_EXIT_ERROR;
+            goto done;
+        }
+    pthread_mutex_init(&R.lock, NULL);
+    lock_ok = 1;
+    cli_install_signals();
+    for (size_t t = 0; t < nthread; t++) {
+        wk[t] = (worker){&R, models[t]};
+        if (t > 0 && pthread_create(&th[t], NULL, work, &wk[t])) {
+            cli_msg(cmd, "cannot start thread %zu", t);
+            rc = CLI_EXIT_ERROR;
+            nthread = t;
+            break;
+        }
+    }
+    work(&wk[0]);
+    for (size_t t = 1; t < nthread; t++)
+        pthread_join(th[t], NULL);
+    if (rc)
+        goto done;
+
+    int interrupted = cli_stop_requested();
+    gmm_status first = GMM_OK;
+    for (size_t k = 0; k < nchain; k++)
+        if (R.status[k] != GMM_OK && R.status[k] != GMM_ECANCEL && first == GMM_OK) {
+            first = R.status[k];
+            cli_msg(cmd, "chain %llu: %s", (unsigned long long)(chain0 + k), R.msg[k]);
+        }
+    /* the draws: to FILE.partial, renamed when complete; stdout as is */
+    if (out_path && strcmp(out_path, "-")) {
+        size_t len = strlen(out_path);
+        partial = gmm_malloc(len + 9, 1);
+        if (!partial) {
+            rc = cli_fail(cmd, GMM_ENOMEM);
+            goto done;
+        }
+        memcpy(partial, out_path, len);
+        memcpy(partial + len, ".partial", 9);
+        dst = fopen(partial, "w");
+        if (!dst) {
+            cli_msg(cmd, "%s: cannot write: %s", partial, strerror(errno));
+            rc = CLI_EXIT_ERROR;
+            goto done;
+        }
+    } else if (summary_path) {
+        /* the summary reads the draws back: keep a copy */
+        const char *tdir = getenv("TMPDIR");
+        size_t tl = strlen(tdir && *tdir ? tdir : "/tmp");
+        sumtmp = gmm_malloc(tl + 32, 1);
+        if (!sumtmp) {
+            rc = cli_fail(cmd, GMM_ENOMEM);
+            goto done;
+        }
+        snprintf(sumtmp, tl + 32, "%s/gmm-hmc.XXXXXX", tdir && *tdir ? tdir : "/tmp");
+        int fd = mkstemp(sumtmp);
+        if (fd < 0 || !(dst = fdopen(fd, "w+"))) {
+            cli_msg(cmd, "cannot create a temporary file: %s", strerror(errno));
+            rc = CLI_EXIT_ERROR;
+            goto done;
+        }
+    } else {
+        dst = stdout;
+    }
+    write_header(dst, models[0]);
+    int err = concat(dst, &R);
+    if (!err && dst != stdout && (fflush(dst) || fsync(fileno(dst))))
+        err = errno ? errno : EIO;
+    if (dst == stdout && sumtmp == NULL && fflush(dst))
+        err = errno ? errno : EIO;
+    if (err) {
+        cli_msg(cmd, "%s: write error: %s", partial ? partial : sumtmp ? sumtmp : "<stdout>",
+                strerror(err));
+        rc = CLI_EXIT_ERROR;
+        goto done;
+    }
+    if (sumtmp) {
+        /* stdout gets the draws too */
+        if (fseek(dst, 0, SEEK_SET) == 0) {
+            char buf[1 << 16];
+            size_t k;
+            while ((k = fread(buf, 1, sizeof buf, dst)) > 0)
+                fwrite(buf, 1, k, stdout);
+        }
+        if (fflush(stdout)) {
+            cli_msg(cmd, "<stdout>: write error: %s", strerror(errno));
+            rc = CLI_EXIT_ERROR;
+            goto done;
+        }
+    }
+    if (dst != stdout) {
+        FILE *d2 = dst;
+        dst = NULL;
+        if (fclose(d2)) {
+            cli_msg(cmd, "%s: write error: %s", partial ? partial : sumtmp, strerror(errno));
+            rc = CLI_EXIT_ERROR;
+            goto done;
+        }
+    }
+    size_t ndraws = 0, ndiv = 0;
+    for (size_t k = 0; k < nchain; k++) {
+        ndraws += R.ndone[k];
+        ndiv += R.ndiv[k];
+    }
+    if (interrupted) {
+        cli_msg(cmd, "interrupted: %zu finished draws kept in %s", ndraws,
+                partial ? partial : "the output");
+        rc = cli_interrupt_exit_code();
+        goto done;
+    }
+    if (first != GMM_OK) {
+        rc = cli_exit_code(first);
+        goto done;
+    }
+    if (partial && rename(partial, out_path)) {
+        cli_msg(cmd, "%s: cannot rename to %s: %s", partial, out_path, strerror(errno));
+        rc = CLI_EXIT_ERROR;
+        goto done;
+    }
+    if (!quiet) {
+        for (size_t k = 0; k < nchain; k++)
+            cli_msg(cmd, "chain %llu: step size %.3g, %zu divergent transitions",
+                    (unsigned long long)(chain0 + k), R.stepsize[k], R.ndiv[k]);
+        if (ndiv)
+            cli_msg(cmd, "warning: %zu divergent transitions after warm-up: the draws may be "
+                         "biased (try --target-accept 0.95)",
+                    ndiv);
+    }
+    if (summary_path) {
+        const char *src = sumtmp ? sumtmp : out_path;
+        gmm_draws *d = NULL;
+        gmm_outfile *of = NULL;
+        if ((s = gmm_draws_read(&src, 1, &d)) != GMM_OK ||
+            (s = gmm_outfile_open(summary_path, &of)) != GMM_OK ||
+            (s = cli_write_summary(gmm_outfile_stream(of), d)) != GMM_OK) {
+            gmm_outfile_abort(of);
+            gmm_draws_free(d);
+            rc = cli_fail(cmd, s);
+            goto done;
+        }
+        s = gmm_outfile_commit(of);
+        gmm_draws_free(d);
+        if (s != GMM_OK) {
+            rc = cli_fail(cmd, s);
+            goto done;
+        }
+    }
+done:
+    if (dst && dst != stdout)
+        fclose(dst);
+    if (sumtmp)
+        unlink(sumtmp);
+    gmm_free(sumtmp);
+    gmm_free(partial);
+    if (R.tmp)
+        for (size_t k = 0; k < nchain; k++)
+            if (R.tmp[k])
+                fclose(R.tmp[k]);
+    if (lock_ok)
+        pthread_mutex_destroy(&R.lock);
+    gmm_free(R.tmp);
+    gmm_free(R.ndone);
+    gmm_free(R.ndiv);
+    gmm_free(R.stepsize);
+    gmm_free(R.status);
+    gmm_free(R.msg);
+    gmm_free(th);
+    gmm_free(wk);
+    if (models)
+        for (size_t t = 0; t < nthread; t++)
+            cli_model_free(models[t]);
+    gmm_free(models);
+    gmm_model_free(&mf);
+    cli_model_opts_free(&o);
+    return rc;
+}

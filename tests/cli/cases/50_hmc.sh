@@ -1,0 +1,66 @@
+# shellcheck shell=bash
+# 50_hmc.sh -- whitened HMC: CmdStan-style draws, byte-identical for any
+# number of threads, chains as separate jobs merged by summary, the
+# .partial file of an interrupted run, errors.
+
+coal="$ROOT/data/coal.csv"
+kern='matern32(variance=0.5, lengthscale=20)'
+
+begin "hmc writes CmdStan-style draws and a summary"
+run "$GMM_INFER" hmc "$coal" --likelihood poisson --exposure exposure --kernel "$kern" \
+    --chains 2 --warmup 150 --draws 60 --quiet -o "$CASE_TMP/d.csv" --summary "$CASE_TMP/s.csv"
+expect_exit 0
+expect_file "$CASE_TMP/d.csv" '^\.chain,\.iteration,\.draw,lp__,accept_stat__,stepsize__,treedepth__,n_leapfrog__,divergent__,energy__,f\[1\],'
+expect_file "$CASE_TMP/s.csv" '^variable,mean,median,sd,mad,q5,q95,rhat,ess_bulk,ess_tail$'
+expect_file "$CASE_TMP/s.csv" '^f\[112\],'
+expect_no_file "$CASE_TMP/d.csv.partial"
+if [[ $(wc -l < "$CASE_TMP/d.csv") -ne 121 ]]; then fail "expected 1 + 2 x 60 lines"; fi
+if [[ $(awk -F, 'NR > 1 { print $1 }' "$CASE_TMP/d.csv" | uniq | tr '\n' ' ') != "1 2 " ]]; then
+    fail "rows are not grouped by chain 1, 2"
+fi
+
+begin "the draws do not depend on the number of threads"
+for t in 1 2; do
+    run "$GMM_INFER" hmc "$coal" --likelihood poisson --kernel "$kern" --chains 3 --threads $t \
+        --warmup 100 --draws 40 --seed 9 --quiet -o "$CASE_TMP/t$t.csv"
+    expect_exit 0
+done
+if ! cmp -s "$CASE_TMP/t1.csv" "$CASE_TMP/t2.csv"; then fail "1 and 2 threads differ"; fi
+
+begin "chains run as separate processes merge to the same summary as one run"
+GMM_INFER="$GMM_INFER" run "$ROOT/scripts/run-chains" -k 2 -j 2 -o "$CASE_TMP/rc" -- "$coal" \
+    --likelihood poisson --kernel "$kern" --warmup 100 --draws 50
+expect_exit 0
+run "$GMM_INFER" hmc "$coal" --likelihood poisson --kernel "$kern" --warmup 100 --draws 50 \
+    --chains 2 --quiet --summary "$CASE_TMP/one.csv" -o "$CASE_TMP/one-draws.csv"
+expect_exit 0
+if ! cmp -s "$CASE_TMP/one.csv" "$CASE_TMP/rc-summary.csv"; then
+    fail "merged summary differs from the single multi-chain run"
+fi
+run "$GMM_INFER" summary "$CASE_TMP/rc-chain-1.csv" "$CASE_TMP/one-draws.csv"
+expect_exit 1
+expect_stderr 'chain'
+
+begin "an interrupted run keeps its finished draws in FILE.partial, rows whole"
+"$GMM_INFER" hmc "$coal" --likelihood poisson --kernel "$kern" --chains 2 --warmup 200 \
+    --draws 200000 --quiet -o "$CASE_TMP/int.csv" 2> "$CASE_TMP/int.err" &
+pid=$!
+sleep 1
+kill -INT "$pid"
+st=0
+wait "$pid" || st=$?
+if [[ $st -ne 130 ]]; then fail "exit status $st after SIGINT, expected 130"; fi
+expect_no_file "$CASE_TMP/int.csv"
+expect_file "$CASE_TMP/int.csv.partial" '^\.chain,'
+if [[ -f "$CASE_TMP/int.csv.partial" ]] &&
+    ! awk -F, 'NR == 1 { n = NF } NF != n { bad = 1 } END { exit bad }' "$CASE_TMP/int.csv.partial"; then
+    fail "a row of the .partial file is incomplete"
+fi
+
+begin "hmc usage errors"
+run "$GMM_INFER" hmc "$coal" --likelihood poisson --sampler gibbs
+expect_exit 2
+run "$GMM_INFER" hmc "$coal" --likelihood poisson --chains 0
+expect_exit 2
+run "$GMM_INFER" hmc "$coal" --likelihood poisson --target-accept 1
+expect_exit 2
