@@ -85,4 +85,36 @@ gmm_status gmm_problem_whitened_linpred(gmm_problem *p, const double *v, double 
  * theta. */
 gmm_status gmm_problem_whitened_start(gmm_problem *p, const double *theta, double *v);
 
+/* ---- the log joint of v and the hyperparameters (HMC --sample-hyper) ----- */
+
+/* A prior on one parameter: lognormal(mu, sigma) on a positive parameter
+ * (its log u is N(mu, sigma^2), and u is what is sampled), normal(mu,
+ * sigma) on the intercept (sampled as it is). */
+typedef enum { GMM_PRIOR_LOGNORMAL = 1, GMM_PRIOR_NORMAL = 2 } gmm_prior_kind;
+typedef struct {
+    gmm_prior_kind kind;
+    double mu, sigma; /* sigma > 0 */
+} gmm_prior;
+
+/* Sample the parameters with sampled[k] != 0 (nparam flags; a fixed one
+ * keeps theta[k]) jointly with v, under priors[k] (lognormal for positive
+ * parameters, normal for the intercept: GMM_EINVAL otherwise).  theta and
+ * priors are copied.  Errors: GMM_EINVAL (a bad prior), GMM_ENOMEM. */
+gmm_status gmm_problem_joint_setup(gmm_problem *p, const double *theta, const int *sampled,
+                                   const gmm_prior *priors);
+/* n + the number of sampled parameters: q = (v, u), u the sampled
+ * parameters in their order (log scale for positive ones). */
+size_t gmm_problem_joint_dim(const gmm_problem *p);
+/* lp = log p(y | b + H W(theta) v) - |v|^2/2 + sum_k log prior(u_k) and its
+ * gradient in q (through the whitening's and the observation rows' reverse
+ * modes in theta, the likelihood's parameter gradient and the intercept).
+ * Each call re-does the whitening setup at theta(q): O(n kl) plus the
+ * family's setup (graphs: a banded Cholesky, O(n kl^2)).  A theta outside
+ * the domain or a non-finite density is GMM_EDOM. */
+gmm_status gmm_problem_joint_logp(gmm_problem *p, const double *q, double *lp, double *grad);
+/* theta (nparam) at q; and the start q at theta (the posterior mode in v,
+ * from x = 0, and u = log theta). */
+gmm_status gmm_problem_joint_theta(const gmm_problem *p, const double *q, double *theta);
+gmm_status gmm_problem_joint_start(gmm_problem *p, double *q);
+
 #endif

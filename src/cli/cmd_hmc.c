@@ -27,7 +27,9 @@
 #include "gmm/hmc.h"
 #include "gmm/io.h"
 #include "gmm/problem.h"
+#include "gmm/json.h"
 #include "gmm/rng.h"
+#include "gmm/version.h"
 
 static const char usage_text[] =
     "Usage: gmm-infer hmc DATA.csv [MODEL OPTIONS] [options]\n"
@@ -50,8 +52,15 @@ static const char usage_text[] =
     "  --steps L           leapfrog steps of --sampler hmc (default 10)\n"
     "  --max-depth N       NUTS tree depth limit (default 10)\n"
     "  --target-accept A   step-size adaptation target (default 0.8)\n"
-    "  -o, --output FILE   write the draws to FILE (via FILE.partial)\n"
+    "  -o, --output FILE   write the draws to FILE (via FILE.partial), and how they\n"
+    "                      were made (settings, priors, step sizes) to FILE.json\n"
     "  --summary FILE      also write the posterior summary (as `gmm-infer summary`)\n"
+    "  --sample-hyper      also sample the free hyperparameters (kernel or precision,\n"
+    "                      likelihood, intercept; not those held by --fix), on the\n"
+    "                      log scale for positive ones\n"
+    "  --prior NAME=D      prior of a sampled parameter: lognormal(MU,SIGMA) (on its\n"
+    "                      log: N(MU, SIGMA^2)), or normal(MU,SIGMA) for intercept;\n"
+    "                      default lognormal(log value, 1), normal(value, 2)\n"
     "  --quiet             no progress on stderr\n"
     "  -h, --help          this help\n";
 
@@ -59,6 +68,8 @@ typedef struct {
     /* shared, read-only */
     const gmm_hmc_params *par;
     const double *theta;
+    const int *sampled;    /* NULL: hyperparameters fixed */
+    const gmm_prior *prior;
     size_t nchain;
     uint64_t chain0;
     int quiet;
@@ -87,6 +98,11 @@ typedef struct {
 static gmm_status whitened_logp(void *ctx, const double *v, double *lp, double *grad)
 {
     return gmm_problem_whitened_logp(ctx, v, lp, grad);
+}
+
+static gmm_status joint_logp(void *ctx, const double *q, double *lp, double *grad)
+{
+    return gmm_problem_joint_logp(ctx, q, lp, grad);
 }
 
 static int progress(void *user, const gmm_hmc_progress *p)
@@ -124,23 +140,44 @@ static gmm_status run_chain(run_ctx *rc, cli_model *m, size_t c)
     par.chain = id;
     par.progress = progress;
     par.user = &pc;
-    if ((st = gmm_problem_whiten_setup(p, rc->theta)) ||
-        (st = gmm_problem_whitened_start(p, rc->theta, v)))
+    size_t np = cli_model_objective(m)->nparam, dim = n;
+    double *th = gmm_malloc(np ? np : 1, sizeof *th);
+    if (!th || !(v = gmm_realloc(v, n + np, sizeof *v))) {
+        gmm_free(th);
+        st = gmm_error(GMM_ENOMEM, "out of memory for chain %llu", (unsigned long long)id);
         goto done;
+    }
+    memcpy(th, rc->theta, np * sizeof *th);
+    if (rc->sampled) {
+        if ((st = gmm_problem_joint_setup(p, rc->theta, rc->sampled, rc->prior)) ||
+            (st = gmm_problem_joint_start(p, v))) {
+            gmm_free(th);
+            goto done;
+        }
+        dim = gmm_problem_joint_dim(p);
+    } else if ((st = gmm_problem_whiten_setup(p, rc->theta)) ||
+               (st = gmm_problem_whitened_start(p, rc->theta, v))) {
+        gmm_free(th);
+        goto done;
+    }
     /* chains start at the posterior mode jittered by N(0, 0.5^2) in the
      * whitened coordinates (whose posterior sd is at most 1), drawn from
-     * the chain's own stream so the starts differ between chains */
+     * the chain's own stream so the starts differ between chains; sampled
+     * hyperparameters start at the model's values */
     gmm_rng r;
     gmm_rng_seed(&r, par.seed ^ 0x5DEECE66DULL, id);
     for (size_t i = 0; i < n; i++)
         v[i] += 0.5 * gmm_rng_normal(&r);
-    if (!(h = gmm_hmc_alloc(n, &par))) {
+    if (!(h = gmm_hmc_alloc(dim, &par))) {
+        gmm_free(th);
         st = gmm_error_status();
         goto done;
     }
-    gmm_hmc_target t = {whitened_logp, p};
-    if ((st = gmm_hmc_init(h, v, &t)))
+    gmm_hmc_target t = {rc->sampled ? joint_logp : whitened_logp, p};
+    if ((st = gmm_hmc_init(h, v, &t))) {
+        gmm_free(th);
         goto done;
+    }
     FILE *out = rc->tmp[c];
     size_t it = 0;
     for (size_t k = 0; k < par.warmup + par.draws; k++) {
@@ -149,9 +186,14 @@ static gmm_status run_chain(run_ctx *rc, cli_model *m, size_t c)
         if (st != GMM_OK && st != GMM_ECANCEL)
             break;
         if (!d.warmup) {
-            gmm_status s2 = cli_model_has_inputs(m)
-                                ? gmm_problem_whitened_linpred(p, d.q, f, NULL)
-                                : gmm_problem_whitened_linpred(p, d.q, NULL, f);
+            gmm_status s2 = GMM_OK;
+            if (rc->sampled && ((s2 = gmm_problem_joint_theta(p, d.q, th)) ||
+                                (s2 = gmm_problem_whiten_setup(p, th)))) {
+                st = s2;
+                break;
+            }
+            s2 = cli_model_has_inputs(m) ? gmm_problem_whitened_linpred(p, d.q, f, NULL)
+                                         : gmm_problem_whitened_linpred(p, d.q, NULL, f);
             if (s2) {
                 st = s2;
                 break;
@@ -164,6 +206,9 @@ static gmm_status run_chain(run_ctx *rc, cli_model *m, size_t c)
                                   (double)d.n_leapfrog, (double)d.divergent, d.energy};
             for (size_t j = 0; j < sizeof col / sizeof col[0]; j++)
                 fprintf(out, j ? ",%.17g" : "%.17g", col[j]);
+            for (size_t j = 0; rc->sampled && j < np; j++)
+                if (rc->sampled[j])
+                    fprintf(out, ",%.17g", th[j]);
             for (size_t j = 0; j < nf; j++)
                 fprintf(out, ",%.17g", f[j] + cli_model_center(m, NULL));
             fputc('\n', out);
@@ -172,6 +217,7 @@ static gmm_status run_chain(run_ctx *rc, cli_model *m, size_t c)
         if (st == GMM_ECANCEL)
             break;
     }
+    gmm_free(th);
     rc->stepsize[c] = gmm_hmc_stepsize(h);
     if (ferror(out))
         st = gmm_error(GMM_EIO, "temporary file of chain %llu: write error: %s",
@@ -215,11 +261,17 @@ static int parse_size(const char *cmd, const char *opt, const char *arg, size_t 
 }
 
 /* The header: sampler columns, then f[row] or f[node label]. */
-static void write_header(FILE *f, cli_model *m)
+static void write_header(FILE *f, cli_model *m, const int *sampled)
 {
     fputs(".chain,.iteration,.draw,lp__,accept_stat__,stepsize__,treedepth__,n_leapfrog__,"
           "divergent__,energy__",
           f);
+    gmm_objective *o = cli_model_objective(m);
+    for (size_t k = 0; sampled && k < o->nparam; k++)
+        if (sampled[k]) {
+            fputc(',', f);
+            cli_put_csv_field(f, o->name[k]);
+        }
     if (cli_model_has_inputs(m)) {
         size_t nr = gmm_latent_nrows(gmm_problem_latent(cli_model_problem(m)));
         for (size_t r = 0; r < nr; r++)
@@ -253,6 +305,137 @@ static int concat(FILE *dst, run_ctx *rc)
     return 0;
 }
 
+/* Which parameters are sampled (the free ones) and their priors: defaults,
+ * then --prior NAME=lognormal(MU,SIGMA) / normal(MU,SIGMA); printed. */
+static int setup_priors(const char *cmd, const gmm_objective *o, cli_model *m,
+                        const char **args, size_t nargs, int **sampled, gmm_prior **priors,
+                        int quiet)
+{
+    size_t np = o->nparam;
+    int has_b = gmm_problem_has_intercept(cli_model_problem(m));
+    *sampled = gmm_calloc(np ? np : 1, sizeof **sampled);
+    *priors = gmm_calloc(np ? np : 1, sizeof **priors);
+    if (!*sampled || !*priors)
+        return cli_fail(cmd, GMM_ENOMEM);
+    for (size_t k = 0; k < np; k++) {
+        int is_b = has_b && k == np - 1;
+        (*sampled)[k] = !o->fixed[k];
+        if (is_b)
+            (*priors)[k] = (gmm_prior){GMM_PRIOR_NORMAL, o->value[k], 2.0};
+        else
+            (*priors)[k] = (gmm_prior){GMM_PRIOR_LOGNORMAL,
+                                       o->value[k] > 0 ? log(o->value[k]) : 0.0, 1.0};
+    }
+    for (size_t a = 0; a < nargs; a++) {
+        const char *eq = strchr(args[a], '=');
+        char name[256], kind[16];
+        double mu, sigma;
+        int used = 0;
+        if (!eq || (size_t)(eq - args[a]) >= sizeof name ||
+            sscanf(eq + 1, "%15[a-z](%lf ,%lf )%n", kind, &mu, &sigma, &used) != 3 ||
+            eq[1 + used] != '\0' || !isfinite(mu) || !(sigma > 0.0) || !isfinite(sigma)) {
+            cli_msg(cmd, "--prior: '%s' is not NAME=lognormal(MU,SIGMA) or NAME=normal(MU,SIGMA) "
+                         "with SIGMA > 0",
+                    args[a]);
+            return CLI_EXIT_USAGE;
+        }
+        memcpy(name, args[a], (size_t)(eq - args[a]));
+        name[eq - args[a]] = '\0';
+        size_t k;
+        for (k = 0; k < np && strcmp(o->name[k], name); k++)
+            ;
+        if (k == np || !(*sampled)[k]) {
+            cli_msg(cmd, "--prior: '%s' is not a sampled parameter%s", name,
+                    k < np ? " (it is held by --fix)" : "");
+            return CLI_EXIT_USAGE;
+        }
+        int is_b = has_b && k == np - 1;
+        if (strcmp(kind, is_b ? "normal" : "lognormal")) {
+            cli_msg(cmd, "--prior: %s takes a %s prior", name, is_b ? "normal" : "lognormal");
+            return CLI_EXIT_USAGE;
+        }
+        (*priors)[k] = (gmm_prior){is_b ? GMM_PRIOR_NORMAL : GMM_PRIOR_LOGNORMAL, mu, sigma};
+    }
+    for (size_t k = 0; k < np; k++) {
+        if (!(*sampled)[k])
+            continue;
+        if ((*priors)[k].kind == GMM_PRIOR_LOGNORMAL && !(o->value[k] > 0.0)) {
+            cli_msg(cmd, "%s = %g cannot be sampled on the log scale: hold it with --fix %s",
+                    o->name[k], o->value[k], o->name[k]);
+            return CLI_EXIT_USAGE;
+        }
+        if (!quiet)
+            cli_msg(cmd, "prior: %s ~ %s(%.6g, %.6g)", o->name[k],
+                    (*priors)[k].kind == GMM_PRIOR_NORMAL ? "normal" : "lognormal",
+                    (*priors)[k].mu, (*priors)[k].sigma);
+    }
+    return 0;
+}
+
+/* FILE.json beside the draws: how they were made (sampler settings, the
+ * hyperparameters and priors, per-chain step sizes and divergences), so a
+ * draws file never loses what it is a sample of. */
+static gmm_status write_config(const char *path, const gmm_hmc_params *par, const run_ctx *R,
+                               const gmm_objective *o, const char *model_path,
+                               const char *data)
+{
+    gmm_status s = GMM_OK;
+    json_t *root = json_object(), *hyp = json_object(), *pri = json_object();
+    json_t *ids = json_array(), *eps = json_array(), *div = json_array();
+    if (!root || !hyp || !pri || !ids || !eps || !div) {
+        json_decref(root);
+        json_decref(hyp);
+        json_decref(pri);
+        json_decref(ids);
+        json_decref(eps);
+        json_decref(div);
+        return gmm_error(GMM_ENOMEM, "out of memory");
+    }
+    char buf[128];
+    json_object_set_new(root, "tool_version", json_string(GMM_VERSION));
+    json_object_set_new(root, "command", json_string("hmc"));
+    json_object_set_new(root, "model", model_path ? json_string(model_path) : json_null());
+    json_object_set_new(root, "data", data ? json_string(data) : json_null());
+    json_object_set_new(root, "sampler",
+                        json_string(par->sampler == GMM_HMC_NUTS ? "nuts" : "hmc"));
+    json_object_set_new(root, "seed", json_integer((json_int_t)par->seed));
+    json_object_set_new(root, "warmup", json_integer((json_int_t)par->warmup));
+    json_object_set_new(root, "draws", json_integer((json_int_t)par->draws));
+    json_object_set_new(root, "max_depth", json_integer((json_int_t)par->max_depth));
+    json_object_set_new(root, "steps", json_integer((json_int_t)par->steps));
+    gmm_json_set_number(root, "target_accept", par->target_accept);
+    for (size_t k = 0; k < o->nparam; k++) {
+        int smp = R->sampled && R->sampled[k];
+        if (!smp) {
+            gmm_json_set_number(hyp, o->name[k], o->value[k]);
+            continue;
+        }
+        snprintf(buf, sizeof buf, "%s(%.17g, %.17g)",
+                 R->prior[k].kind == GMM_PRIOR_NORMAL ? "normal" : "lognormal", R->prior[k].mu,
+                 R->prior[k].sigma);
+        json_object_set_new(pri, o->name[k], json_string(buf));
+    }
+    json_object_set_new(root, "fixed_parameters", hyp);
+    json_object_set_new(root, "priors", pri);
+    for (size_t c = 0; c < R->nchain; c++) {
+        json_array_append_new(ids, json_integer((json_int_t)(R->chain0 + c)));
+        json_array_append_new(eps, json_real(R->stepsize[c]));
+        json_array_append_new(div, json_integer((json_int_t)R->ndiv[c]));
+    }
+    json_object_set_new(root, "chains", ids);
+    json_object_set_new(root, "step_size", eps);
+    json_object_set_new(root, "divergences", div);
+    gmm_outfile *of = NULL;
+    if ((s = gmm_outfile_open(path, &of)) == GMM_OK &&
+        (s = gmm_json_write(gmm_outfile_stream(of), root, path)) == GMM_OK) {
+        s = gmm_outfile_commit(of);
+        of = NULL;
+    }
+    gmm_outfile_abort(of);
+    json_decref(root);
+    return s;
+}
+
 int cmd_hmc(int argc, char **argv)
 {
     const char *cmd = "hmc";
@@ -269,7 +452,9 @@ int cmd_hmc(int argc, char **argv)
         OPT_MAX_DEPTH,
         OPT_TARGET_ACCEPT,
         OPT_SUMMARY,
-        OPT_QUIET
+        OPT_QUIET,
+        OPT_SAMPLE_HYPER,
+        OPT_PRIOR
     };
     static const struct option longopts[] = {
         CLI_MODEL_LONGOPTS,
@@ -286,6 +471,8 @@ int cmd_hmc(int argc, char **argv)
         {"target-accept", required_argument, NULL, OPT_TARGET_ACCEPT},
         {"summary", required_argument, NULL, OPT_SUMMARY},
         {"quiet", no_argument, NULL, OPT_QUIET},
+        {"sample-hyper", no_argument, NULL, OPT_SAMPLE_HYPER},
+        {"prior", required_argument, NULL, OPT_PRIOR},
         {"output", required_argument, NULL, 'o'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
@@ -295,7 +482,11 @@ int cmd_hmc(int argc, char **argv)
     gmm_hmc_params_init(&par);
     const char *model_path = NULL, *out_path = NULL, *summary_path = NULL;
     size_t nchain = 4, nthread = 1, chain0 = 1, tmp = 0;
-    int quiet = 0, c, rc = 0;
+    int quiet = 0, sample_hyper = 0, c, rc = 0;
+    const char **prior_args = NULL;
+    size_t nprior_args = 0;
+    int *sampled = NULL;
+    gmm_prior *priors = NULL;
     gmm_model mf;
     gmm_model_init(&mf);
     cli_model **models = NULL;
@@ -350,6 +541,17 @@ int cmd_hmc(int argc, char **argv)
         }
         case OPT_SUMMARY: summary_path = optarg; break;
         case OPT_QUIET: quiet = 1; break;
+        case OPT_SAMPLE_HYPER: sample_hyper = 1; break;
+        case OPT_PRIOR: {
+            const char **pa = gmm_realloc((void *)prior_args, nprior_args + 1, sizeof *pa);
+            if (!pa) {
+                rc = cli_fail(cmd, GMM_ENOMEM);
+                break;
+            }
+            pa[nprior_args++] = optarg;
+            prior_args = pa;
+            break;
+        }
         case 'o': out_path = optarg; break;
         default: rc = CLI_EXIT_USAGE; break;
         }
@@ -391,14 +593,26 @@ int cmd_hmc(int argc, char **argv)
             goto done;
     }
     gmm_objective *obj = cli_model_objective(models[0]);
+    if (nprior_args && !sample_hyper) {
+        cli_msg(cmd, "--prior applies with --sample-hyper");
+        rc = CLI_EXIT_USAGE;
+        goto done;
+    }
+    if (sample_hyper && (rc = setup_priors(cmd, obj, models[0], prior_args, nprior_args,
+                                           &sampled, &priors, quiet)) != 0)
+        goto done;
     if (!quiet)
         cli_msg(cmd, "%zu chain(s) of %zu warm-up + %zu draws, %s, on %zu thread(s); "
-                     "hyperparameters fixed at the model's values",
+                     "%s",
                 nchain, par.warmup, par.draws,
-                par.sampler == GMM_HMC_NUTS ? "NUTS" : "fixed-length HMC", nthread);
+                par.sampler == GMM_HMC_NUTS ? "NUTS" : "fixed-length HMC", nthread,
+                sample_hyper ? "free hyperparameters sampled"
+                             : "hyperparameters fixed at the model's values");
 
     R.par = &par;
     R.theta = obj->value;
+    R.sampled = sample_hyper ? sampled : NULL;
+    R.prior = priors;
     R.nchain = nchain;
     R.chain0 = chain0;
     R.quiet = quiet || !isatty(STDERR_FILENO);
@@ -480,7 +694,7 @@ int cmd_hmc(int argc, char **argv)
     } else {
         dst = stdout;
     }
-    write_header(dst, models[0]);
+    write_header(dst, models[0], sample_hyper ? sampled : NULL);
     int err = concat(dst, &R);
     if (!err && dst != stdout && (fflush(dst) || fsync(fileno(dst))))
         err = errno ? errno : EIO;
@@ -534,6 +748,14 @@ int cmd_hmc(int argc, char **argv)
         cli_msg(cmd, "%s: cannot rename to %s: %s", partial, out_path, strerror(errno));
         rc = CLI_EXIT_ERROR;
         goto done;
+    }
+    if (partial) {
+        /* FILE.json: partial holds room for it (".partial" is longer) */
+        memcpy(partial + strlen(out_path), ".json", 6);
+        if ((s = write_config(partial, &par, &R, obj, model_path, o.data)) != GMM_OK) {
+            rc = cli_fail(cmd, s);
+            goto done;
+        }
     }
     if (!quiet) {
         for (size_t k = 0; k < nchain; k++)
@@ -590,5 +812,8 @@ done:
     gmm_free(models);
     gmm_model_free(&mf);
     cli_model_opts_free(&o);
+    gmm_free((void *)prior_args);
+    gmm_free(sampled);
+    gmm_free(priors);
     return rc;
 }

@@ -30,6 +30,11 @@ struct gmm_problem {
     double wb;            /* intercept */
     gmm_lik wlik;
     double *wcoef, *wx, *wg; /* nrows x width, n, n */
+    /* joint sampling of the hyperparameters */
+    int *jsamp;           /* nparam flags */
+    gmm_prior *jprior;    /* nparam */
+    double *jtheta, *jbar, *jcbar; /* nparam, nparam, nrows x width */
+    size_t jn;            /* sampled count */
     gmm_objective obj;
     char (*names)[64];
 };
@@ -53,6 +58,11 @@ void gmm_problem_free(gmm_problem *p)
     gmm_laplace_free(p->lap);
     gmm_free(p->thetabar);
     gmm_free(p->wcoef);
+    gmm_free(p->jsamp);
+    gmm_free(p->jprior);
+    gmm_free(p->jtheta);
+    gmm_free(p->jbar);
+    gmm_free(p->jcbar);
     gmm_free(p->wx);
     gmm_free(p->wg);
     gmm_free(p->obj.name);
@@ -461,4 +471,145 @@ gmm_status gmm_problem_whitened_start(gmm_problem *p, const double *theta, doubl
     if ((st = gmm_problem_posterior(p, theta, p->wg, NULL)))
         return st;
     return gmm_latent_unwhiten(p->lat, p->wg, v);
+}
+
+gmm_status gmm_problem_joint_setup(gmm_problem *p, const double *theta, const int *sampled,
+                                   const gmm_prior *priors)
+{
+    if (!p || !theta || !sampled || !priors)
+        return gmm_error(GMM_EINVAL, "gmm_problem_joint_setup: NULL argument");
+    size_t np = p->nparam ? p->nparam : 1, nc = p->nrows * p->width;
+    if (!p->jsamp) {
+        p->jsamp = gmm_calloc(np, sizeof *p->jsamp);
+        p->jprior = gmm_calloc(np, sizeof *p->jprior);
+        p->jtheta = gmm_calloc(np, sizeof *p->jtheta);
+        p->jbar = gmm_calloc(np, sizeof *p->jbar);
+        p->jcbar = gmm_calloc(nc ? nc : 1, sizeof *p->jcbar);
+        if (!p->jsamp || !p->jprior || !p->jtheta || !p->jbar || !p->jcbar)
+            return gmm_error(GMM_ENOMEM, "out of memory for the joint density");
+    }
+    p->jn = 0;
+    for (size_t k = 0; k < p->nparam; k++) {
+        int is_b = p->intercept && k == p->nparam - 1;
+        if (sampled[k]) {
+            gmm_prior_kind want = is_b ? GMM_PRIOR_NORMAL : GMM_PRIOR_LOGNORMAL;
+            if (priors[k].kind != want || !isfinite(priors[k].mu) ||
+                !(priors[k].sigma > 0.0) || !isfinite(priors[k].sigma))
+                return gmm_error_at(GMM_EINVAL, k, "prior of %s: %s(mu, sigma > 0) expected",
+                                    p->obj.name[k], is_b ? "normal" : "lognormal");
+            if (!is_b && !(theta[k] > 0.0))
+                return gmm_error_at(GMM_EINVAL, k, "%s = %g cannot be sampled on the log scale",
+                                    p->obj.name[k], theta[k]);
+            p->jn++;
+        }
+        p->jsamp[k] = sampled[k] != 0;
+        p->jprior[k] = priors[k];
+        p->jtheta[k] = theta[k];
+    }
+    return GMM_OK;
+}
+
+size_t gmm_problem_joint_dim(const gmm_problem *p) { return p->n + p->jn; }
+
+gmm_status gmm_problem_joint_theta(const gmm_problem *p, const double *q, double *theta)
+{
+    if (!p->jsamp)
+        return gmm_error(GMM_EINVAL, "gmm_problem_joint_theta: no joint setup");
+    size_t j = p->n;
+    for (size_t k = 0; k < p->nparam; k++) {
+        int is_b = p->intercept && k == p->nparam - 1;
+        theta[k] = !p->jsamp[k] ? p->jtheta[k] : is_b ? q[j++] : exp(q[j++]);
+    }
+    return GMM_OK;
+}
+
+gmm_status gmm_problem_joint_start(gmm_problem *p, double *q)
+{
+    gmm_status st;
+    if (!p->jsamp)
+        return gmm_error(GMM_EINVAL, "gmm_problem_joint_start: no joint setup");
+    if ((st = gmm_problem_whiten_setup(p, p->jtheta)) ||
+        (st = gmm_problem_whitened_start(p, p->jtheta, q)))
+        return st;
+    size_t j = p->n;
+    for (size_t k = 0; k < p->nparam; k++)
+        if (p->jsamp[k])
+            q[j++] = p->intercept && k == p->nparam - 1 ? p->jtheta[k] : log(p->jtheta[k]);
+    return GMM_OK;
+}
+
+gmm_status gmm_problem_joint_logp(gmm_problem *p, const double *q, double *lp, double *grad)
+{
+    gmm_status st;
+    if (!p || !p->jsamp)
+        return gmm_error(GMM_EINVAL, "gmm_problem_joint_logp: no joint setup");
+    double *th = p->thetabar; /* scratch: theta at q */
+    gmm_problem_joint_theta(p, q, th);
+    for (size_t k = 0; k < p->nparam; k++)
+        if (!isfinite(th[k]))
+            return gmm_error(GMM_EDOM, "%s = %g is not finite", p->obj.name[k], th[k]);
+    if ((st = gmm_problem_whiten_setup(p, th)))
+        return st == GMM_EINVAL ? gmm_error(GMM_EDOM, "%s", gmm_error_message()) : st;
+    const double *v = q;
+    if ((st = gmm_latent_whiten(p->lat, v, p->wx)))
+        return st;
+    const size_t *off = gmm_latent_obs_offset(p->lat);
+    size_t w = p->width, nl = p->nl;
+    int varies = gmm_latent_obs_varies(p->lat);
+    double sum = 0.0, bbar = 0.0, out[4], dpar[3 * GMM_LIK_MAXPARAM];
+    memset(p->wg, 0, p->n * sizeof *p->wg);
+    memset(p->jbar, 0, p->nparam * sizeof *p->jbar);
+    if (varies)
+        memset(p->jcbar, 0, p->nrows * w * sizeof *p->jcbar);
+    for (size_t r = 0; r < p->nrows; r++) {
+        if (isnan(p->y[r]))
+            continue;
+        const double *h = p->wcoef + r * w, *x = p->wx + off[r];
+        double f = p->wb;
+        for (size_t a = 0; a < w; a++)
+            f += h[a] * x[a];
+        gmm_lik_eval(&p->wlik, p->y[r], p->e ? p->e[r] : 1.0, f, out, dpar);
+        sum += out[0];
+        bbar += out[1];
+        for (size_t a = 0; a < w; a++)
+            p->wg[off[r] + a] += out[1] * h[a];
+        if (varies)
+            for (size_t a = 0; a < w; a++)
+                p->jcbar[r * w + a] = out[1] * x[a];
+        for (size_t k = 0; k < p->np; k++)
+            p->jbar[nl + k] += dpar[3 * k];
+    }
+    double vv = 0.0, lprior = 0.0;
+    for (size_t j = 0; j < p->n; j++)
+        vv += v[j] * v[j];
+    size_t j = p->n;
+    for (size_t k = 0; k < p->nparam; k++)
+        if (p->jsamp[k]) {
+            double z = (q[j++] - p->jprior[k].mu) / p->jprior[k].sigma;
+            lprior -= 0.5 * z * z;
+        }
+    double l = sum - 0.5 * vv + lprior;
+    if (!isfinite(l))
+        return gmm_error(GMM_EDOM, "joint log density not finite");
+    *lp = l;
+    if (!grad)
+        return GMM_OK;
+    /* v: W' H' g - v; theta: through W(theta) and the rows, then to u */
+    if ((st = gmm_latent_whiten_t(p->lat, p->wg, grad)))
+        return st;
+    for (size_t i = 0; i < p->n; i++)
+        grad[i] -= v[i];
+    if ((st = gmm_latent_whiten_rev(p->lat, v, p->wg, p->jbar)) ||
+        (varies && (st = gmm_latent_obs_coef_rev(p->lat, th, p->jcbar, p->jbar))))
+        return st;
+    if (p->intercept)
+        p->jbar[p->nparam - 1] = bbar;
+    j = p->n;
+    for (size_t k = 0; k < p->nparam; k++)
+        if (p->jsamp[k]) {
+            int is_b = p->intercept && k == p->nparam - 1;
+            double dprior = -(q[j] - p->jprior[k].mu) / (p->jprior[k].sigma * p->jprior[k].sigma);
+            grad[j++] = (is_b ? p->jbar[k] : th[k] * p->jbar[k]) + dprior;
+        }
+    return GMM_OK;
 }

@@ -3,6 +3,7 @@
  * latent prior's density, and the start at the posterior mode. */
 #include <check.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -86,6 +87,78 @@ static void check(gmm_latent *lat, const char *liktext, const char *label)
     gmm_problem_free(p);
 }
 
+static double jlp_of(gmm_problem *p, const double *q)
+{
+    double lp;
+    ck_assert_msg(gmm_problem_joint_logp(p, q, &lp, NULL) == GMM_OK, "%s", gmm_error_message());
+    return lp;
+}
+
+/* The joint density of (v, sampled hyperparameters): gradient against
+ * 4th-order central differences in every coordinate. */
+static void check_joint(gmm_latent *lat, const char *liktext, const char *label)
+{
+    tu_rng r;
+    tu_rng_seed(&r, 5);
+    size_t nr = gmm_latent_nrows(lat), n = gmm_latent_dim(lat);
+    gmm_lik lik;
+    ck_assert_int_eq(gmm_lik_parse(liktext, &lik), GMM_OK);
+    gmm_lik_fill_defaults(&lik, NULL, 0);
+    double *y = malloc(nr * sizeof *y);
+    for (size_t i = 0; i < nr; i++)
+        y[i] = i % 6 == 5 ? NAN
+               : lik.type->conjugate ? tu_normal(&r)
+               : lik.type->link_log  ? floor(3.0 * tu_uniform(&r))
+                                     : (tu_uniform(&r) < 0.4);
+    gmm_problem *p = NULL;
+    ck_assert_int_eq(gmm_problem_alloc(lat, &lik, y, NULL, !lik.type->conjugate, 0.2, &p), GMM_OK);
+    gmm_objective *o = gmm_problem_objective(p);
+    size_t np = o->nparam;
+    int *samp = malloc(np * sizeof *samp);
+    gmm_prior *pr = malloc(np * sizeof *pr);
+    for (size_t k = 0; k < np; k++) {
+        int is_b = !lik.type->conjugate && k == np - 1;
+        samp[k] = 1;
+        pr[k] = (gmm_prior){is_b ? GMM_PRIOR_NORMAL : GMM_PRIOR_LOGNORMAL,
+                            is_b ? 0.1 : log(o->value[k]) + 0.2, 1.3};
+    }
+    ck_assert_int_eq(gmm_problem_joint_setup(p, o->value, samp, pr), GMM_OK);
+    size_t dim = gmm_problem_joint_dim(p);
+    ck_assert_uint_eq(dim, n + np);
+    double *q = malloc(dim * sizeof *q), *g = malloc(dim * sizeof *g), lp;
+    ck_assert_int_eq(gmm_problem_joint_start(p, q), GMM_OK);
+    for (size_t i = 0; i < dim; i++)
+        q[i] += 0.3 * tu_normal(&r);
+    ck_assert_int_eq(gmm_problem_joint_logp(p, q, &lp, g), GMM_OK);
+    double worst = 0.0;
+    size_t wi = 0;
+    for (size_t i = 0; i < dim; i++) {
+        double s0 = q[i], h = 1e-3, f[4], off[4] = {-2, -1, 1, 2};
+        for (int k = 0; k < 4; k++) {
+            q[i] = s0 + off[k] * h;
+            f[k] = jlp_of(p, q);
+        }
+        q[i] = s0;
+        double fd = (f[0] - 8.0 * f[1] + 8.0 * f[2] - f[3]) / (12.0 * h);
+        double e = fabs(g[i] - fd) / fmax(1.0, fabs(fd));
+        if (e > worst) {
+            worst = e;
+            wi = i;
+        }
+    }
+    if (getenv("GMM_TEST_REPORT"))
+        fprintf(stderr, "joint gradient %s %s: worst %.2g at q[%zu] (n = %zu)\n", label, liktext,
+                worst, wi, n);
+    ck_assert_msg(worst < 1e-6, "%s %s: joint gradient off by %g at q[%zu] (n = %zu)", label,
+                  liktext, worst, wi, n);
+    free(q);
+    free(g);
+    free(samp);
+    free(pr);
+    free(y);
+    gmm_problem_free(p);
+}
+
 START_TEST(test_whitened_ssm)
 {
     gmm_spec_node *s = NULL;
@@ -104,8 +177,24 @@ START_TEST(test_whitened_ssm)
     ck_assert_int_eq(gmm_latent_ssm_alloc(k, x, n, NULL, &lat), GMM_OK);
     const char *liks[] = {"gaussian(variance=0.3)", "poisson", "bernoulli",
                           "negbinomial(dispersion=2)"};
-    for (size_t i = 0; i < 4; i++)
+    for (size_t i = 0; i < 4; i++) {
         check(lat, liks[i], "state-space");
+        check_joint(lat, liks[i], "state-space");
+    }
+    gmm_latent_free(lat);
+    gmm_kernel_free(k);
+    gmm_spec_free(s);
+    /* a demodulated kernel: its observation rows depend on the period */
+    ck_assert_int_eq(gmm_spec_parse("periodic(variance=0.8, lengthscale=1.1, period=2.3, "
+                                    "harmonics=2) + matern12(variance=0.2, lengthscale=1)",
+                                    &s),
+                     GMM_OK);
+    ck_assert_int_eq(gmm_kernel_from_spec(s, &k), GMM_OK);
+    gmm_ssm_params par;
+    gmm_ssm_params_init(&par);
+    par.damp_rel = 1e-3;
+    ck_assert_int_eq(gmm_latent_ssm_alloc(k, x, n, &par, &lat), GMM_OK);
+    check_joint(lat, "poisson", "demodulated");
     gmm_latent_free(lat);
     gmm_kernel_free(k);
     gmm_spec_free(s);
@@ -133,6 +222,8 @@ START_TEST(test_whitened_graph)
     ck_assert_int_eq(gmm_latent_gmrf_alloc(m, 15, node, &lat), GMM_OK);
     check(lat, "poisson", "graph");
     check(lat, "gaussian(variance=0.5)", "graph");
+    check_joint(lat, "negbinomial(dispersion=2)", "graph");
+    check_joint(lat, "gaussian(variance=0.5)", "graph");
     gmm_latent_free(lat);
     gmm_gmrf_free(m);
     gmm_spec_free(s);

@@ -64,3 +64,22 @@ run "$GMM_INFER" hmc "$coal" --likelihood poisson --chains 0
 expect_exit 2
 run "$GMM_INFER" hmc "$coal" --likelihood poisson --target-accept 1
 expect_exit 2
+
+begin "hmc --sample-hyper: sampled parameters as columns, priors recorded in FILE.json"
+run "$GMM_INFER" hmc "$coal" --likelihood poisson --kernel "$kern" --sample-hyper \
+    --prior '0.matern32.lengthscale=lognormal(3,0.5)' --chains 1 --warmup 100 --draws 30 \
+    -o "$CASE_TMP/h.csv"
+expect_exit 0
+expect_stderr 'prior: 0\.matern32\.lengthscale ~ lognormal\(3, 0\.5\)'
+expect_stderr 'prior: intercept ~ normal\('
+expect_file "$CASE_TMP/h.csv" '^\.chain,.*,energy__,0\.matern32\.variance,0\.matern32\.lengthscale,intercept,f\[1\],'
+expect_file "$CASE_TMP/h.csv.json" '"0\.matern32\.lengthscale": "lognormal\(3, 0\.5\)"'
+run "$GMM_INFER" hmc "$coal" --likelihood poisson --kernel "$kern" --sample-hyper \
+    --prior 'intercept=lognormal(0,1)'
+expect_exit 2
+run "$GMM_INFER" hmc "$coal" --likelihood poisson --kernel "$kern" --sample-hyper \
+    --fix intercept --prior 'intercept=normal(0,1)'
+expect_exit 2
+expect_stderr 'held by --fix'
+run "$GMM_INFER" hmc "$coal" --likelihood poisson --kernel "$kern" --prior 'intercept=normal(0,1)'
+expect_exit 2
