@@ -435,6 +435,18 @@ static int load_data(const char *cmd, cli_model *m, gmm_table *t, const char *xc
     if ((!m->graph && (s = gmm_table_column_double(t, cx, 0, m->x)) != GMM_OK) ||
         (s = gmm_table_column_double(t, cy, 1, m->y)) != GMM_OK)
         return cli_fail(cmd, s);
+    if (!m->graph) {
+        /* x = 1e16 + year: distinct inputs that are one double would merge
+         * rows into one state without a word */
+        size_t cnt = 0, ra = 0, rb = 0;
+        if ((s = gmm_table_column_collisions(t, cx, m->x, &cnt, &ra, &rb)) != GMM_OK)
+            return cli_fail(cmd, s);
+        if (cnt)
+            cli_msg(cmd, "warning: %s: %zu distinct value(s) of column '%s' read as the same "
+                         "number as another (e.g. lines %zu and %zu): those rows become one "
+                         "input; rescale or shift the column",
+                    t->file, cnt, t->header[cx], t->line[ra], t->line[rb]);
+    }
     if (m->e) {
         /* an exposure may be missing only where y is */
         if ((s = gmm_table_column_double(t, ce, 1, m->e)) != GMM_OK)
@@ -859,6 +871,7 @@ int cli_model_from_file(const char *cmd, const gmm_model *mf, const char *model_
     int rc;
     gmm_status s;
     gmm_table *t = NULL;
+    const char *mp = model_path && strcmp(model_path, "-") ? model_path : "<stdin>";
     *out = NULL;
     cli_model *m = gmm_calloc(1, sizeof *m);
     if (!m)
@@ -883,13 +896,13 @@ int cli_model_from_file(const char *cmd, const gmm_model *mf, const char *model_
         goto fail;
     }
     if (mf->data.exposure && !m->lik.type->exposure) {
-        cli_msg(cmd, "model file: \"data.exposure\" given for the %s likelihood, which has none",
+        cli_msg(cmd, "%s: \"data.exposure\" given for the %s likelihood, which has none", mp,
                 m->lik.type->name);
         rc = CLI_EXIT_ERROR;
         goto fail;
     }
     if (m->graph && (!mf->data.node || !mf->data.y)) {
-        cli_msg(cmd, "model file: a graph model needs \"data\": {\"node\": ..., \"y\": ...}");
+        cli_msg(cmd, "%s: a graph model needs \"data\": {\"node\": ..., \"y\": ...}", mp);
         rc = CLI_EXIT_ERROR;
         goto fail;
     }
@@ -927,7 +940,7 @@ int cli_model_from_file(const char *cmd, const gmm_model *mf, const char *model_
     double b0 = 0.0;
     int has_b = model_value(mf, "intercept", &b0);
     if (m->lik.type->conjugate && has_b) {
-        cli_msg(cmd, "model file: an \"intercept\" parameter with the Gaussian likelihood");
+        cli_msg(cmd, "%s: an \"intercept\" parameter with the Gaussian likelihood", mp);
         rc = CLI_EXIT_ERROR;
         goto fail;
     }
@@ -937,7 +950,32 @@ int cli_model_from_file(const char *cmd, const gmm_model *mf, const char *model_
         goto fail;
     for (size_t i = 0; i < m->obj->nparam; i++) {
         if (!model_value(mf, m->obj->name[i], &m->obj->value[i])) {
-            cli_msg(cmd, "model file: no value for parameter '%s'", m->obj->name[i]);
+            cli_msg(cmd, "%s: \"parameters\" has no value for '%s'", mp, m->obj->name[i]);
+            rc = CLI_EXIT_ERROR;
+            goto fail;
+        }
+        if (!(m->obj->value[i] > 0.0) &&
+            !(m->obj->value[i] == 0.0 && i < gmm_latent_nparam(m->lat) &&
+              gmm_latent_param_zero_ok(m->lat, i)) &&
+            !(gmm_problem_has_intercept(m->prob) && i == m->obj->nparam - 1)) {
+            cli_msg(cmd, "%s: parameter '%s' = %g is out of its domain (it must be positive)",
+                    mp, m->obj->name[i], m->obj->value[i]);
+            rc = CLI_EXIT_ERROR;
+            goto fail;
+        }
+    }
+    /* a key the model does not have is a typo or another model's file */
+    for (size_t k = 0; k < mf->nparam; k++) {
+        const char *key = mf->param_name[k];
+        size_t i;
+        for (i = 0; i < m->obj->nparam; i++)
+            if (!strcmp(key, m->obj->name[i]) ||
+                (!strcmp(key, "noise.variance") && !strcmp(m->obj->name[i], "likelihood.variance")))
+                break;
+        if (i == m->obj->nparam) {
+            cli_msg(cmd, "%s: unknown parameter '%s' in \"parameters\"; the model's are:", mp, key);
+            for (size_t j = 0; j < m->obj->nparam; j++)
+                fprintf(stderr, "  %s\n", m->obj->name[j]);
             rc = CLI_EXIT_ERROR;
             goto fail;
         }
@@ -949,6 +987,50 @@ fail:
     gmm_table_free(t);
     cli_model_free(m);
     return rc;
+}
+
+int cli_model_fit_check(const char *cmd, const cli_model *m)
+{
+    size_t nobs = 0;
+    double first = NAN, same = 1, any = 0;
+    for (size_t r = 0; r < m->nrow; r++) {
+        if (isnan(m->y[r]))
+            continue;
+        if (nobs++ == 0)
+            first = m->y[r];
+        else if (m->y[r] != first)
+            same = 0;
+        any += m->y[r] != 0.0;
+    }
+    if (nobs == 0) {
+        cli_msg(cmd, "%s: no observed y: nothing to fit", m->data_file);
+        return CLI_EXIT_ERROR;
+    }
+    if (nobs == 1) {
+        cli_msg(cmd, "%s: only one observed y: a fit needs at least two (loglik and predict "
+                     "work with one)",
+                m->data_file);
+        return CLI_EXIT_ERROR;
+    }
+    if (same && m->lik.type->conjugate) {
+        cli_msg(cmd, "%s: every observed %s is %.17g: there is no variation to fit (its "
+                     "variance would go to 0)",
+                m->data_file, m->yname, first + m->center);
+        return CLI_EXIT_ERROR;
+    }
+    if (!any && m->lik.type->link_log) {
+        cli_msg(cmd, "%s: every observed count in '%s' is 0: the rate's maximum likelihood is 0 "
+                     "(the intercept would go to -infinity)",
+                m->data_file, m->yname);
+        return CLI_EXIT_ERROR;
+    }
+    if (same && !m->lik.type->conjugate && !m->lik.type->link_log) {
+        cli_msg(cmd, "%s: every observed '%s' is %g: the probability's maximum likelihood is %g "
+                     "(the intercept would go to %sinfinity)",
+                m->data_file, m->yname, first, first, first > 0 ? "+" : "-");
+        return CLI_EXIT_ERROR;
+    }
+    return 0;
 }
 
 int cli_model_positional(const char *cmd, int argc, char **argv, cli_model_opts *o)

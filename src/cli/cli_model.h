@@ -127,6 +127,11 @@ int cli_model_from_file(const char *cmd, const gmm_model *mf, const char *model_
                         const char *data, int verbose, int factor, cli_model **out);
 void cli_model_free(cli_model *m);
 
+/* Data a fit cannot work with, said before trying: no observed y, one, a
+ * constant Gaussian y, counts all 0, binary outcomes all equal.  Returns an
+ * exit code. */
+int cli_model_fit_check(const char *cmd, const cli_model *m);
+
 /* After getopt: take the optional positional DATA.csv from argv[optind..]
  * into o->data (an extra argument is a usage error).  Returns an exit code. */
 int cli_model_positional(const char *cmd, int argc, char **argv, cli_model_opts *o);

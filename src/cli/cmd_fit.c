@@ -11,6 +11,7 @@
 
 #include "cli.h"
 #include "cli_model.h"
+#include "gmm/io.h"
 #include "gmm/alloc.h"
 #include "gmm/fit.h"
 #include "gmm/modelfile.h"
@@ -110,15 +111,19 @@ int cmd_fit(int argc, char **argv)
         default: break;
         }
     }
-    if ((rc = cli_model_positional(cmd, argc, argv, &o)) != 0 ||
-        (rc = cli_model_load(cmd, &o, &m)) != 0)
+    if ((rc = cli_model_positional(cmd, argc, argv, &o)) != 0)
         goto done;
-
-    if (cli_model_nobs(m) == 0) {
-        cli_msg(cmd, "%s: no observed y: nothing to fit", o.data);
-        rc = CLI_EXIT_ERROR;
+    /* an unwritable -o is said before the work, not after it */
+    gmm_status s0;
+    if (out_path && strcmp(out_path, "-") && (s0 = gmm_outfile_check(out_path)) != GMM_OK) {
+        rc = cli_fail(cmd, s0);
         goto done;
     }
+    if ((rc = cli_model_load(cmd, &o, &m)) != 0)
+        goto done;
+
+    if ((rc = cli_model_fit_check(cmd, m)) != 0)
+        goto done;
     progress_ctx pc = {cmd, o.verbose || isatty(STDERR_FILENO)};
     fp.progress = progress;
     fp.user = &pc;

@@ -151,7 +151,12 @@ int cmd_predict(int argc, char **argv)
         rc = CLI_EXIT_USAGE;
         goto done;
     }
-    gmm_status s = gmm_model_read(model_path, &mf);
+    gmm_status s;
+    if (out_path && strcmp(out_path, "-") && (s = gmm_outfile_check(out_path)) != GMM_OK) {
+        rc = cli_fail(cmd, s);
+        goto done;
+    }
+    s = gmm_model_read(model_path, &mf);
     if (s != GMM_OK) {
         rc = cli_fail(cmd, s);
         goto done;

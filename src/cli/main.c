@@ -47,12 +47,20 @@ void cli_msg(const char *cmd, const char *fmt, ...)
 int cli_fail(const char *cmd, gmm_status s)
 {
     const char *m = gmm_error_message();
+    /* the library may name the operation itself ("fit: ..."): said once */
+    size_t cl = cmd ? strlen(cmd) : 0;
+    if (m && cl && !strncmp(m, cmd, cl) && m[cl] == ':' && m[cl + 1] == ' ')
+        m += cl + 2;
     cli_msg(cmd, "%s", m && *m ? m : gmm_strerror(s));
     return cli_exit_code(s);
 }
 
 int cmd_version(int argc, char **argv)
 {
+    if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+        printf("Usage: gmm-infer version\nPrint the version and exit.\n");
+        return CLI_EXIT_OK;
+    }
     if (argc > 1) {
         cli_msg("version", "unexpected argument '%s'", argv[1]);
         return CLI_EXIT_USAGE;
@@ -81,7 +89,27 @@ static int run(int argc, char **argv, const char **cmd_name)
         return CLI_EXIT_USAGE;
     }
     const char *cmd = argv[1];
+    if (!strcmp(cmd, "help") && argc == 3) {
+        /* gmm-infer help CMD = gmm-infer CMD --help */
+        for (const cli_command *c = cli_commands; c->name; c++)
+            if (!strcmp(argv[2], c->name)) {
+                char *hargv[] = {(char *)c->name, (char *)"--help", NULL};
+                *cmd_name = c->name;
+                return c->run(2, hargv);
+            }
+        cli_msg(NULL, "help: unknown command '%s'", argv[2]);
+        usage(stderr);
+        return CLI_EXIT_USAGE;
+    }
     if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
+        if (argc > 2 && strcmp(cmd, "help")) {
+            cli_msg(NULL, "unexpected argument '%s'", argv[2]);
+            return CLI_EXIT_USAGE;
+        }
+        if (argc > 3) {
+            cli_msg(NULL, "help takes one command name");
+            return CLI_EXIT_USAGE;
+        }
         usage(stdout);
         return CLI_EXIT_OK;
     }

@@ -292,7 +292,9 @@ static gmm_status finish(gmm_marglik_work *w, const gmm_obs *obs, double noise, 
     double f = -0.5 * nobs * log2pi - 0.5 * logdet_p + 0.5 * logdet_q -
                0.5 * nobs * log(noise) - yy / (2.0 * noise) + rr / (2.0 * noise * noise);
     if (!isfinite(f))
-        return gmm_error(GMM_EDOM, "marglik: log-likelihood is not finite");
+        return gmm_error(GMM_EDOM, "the Gaussian log likelihood is not finite at noise variance "
+                                   "%g (too small for the scale of the data?)",
+                         noise);
     *loglik = f;
     w->valid = 1;
     w->obs = obs;
