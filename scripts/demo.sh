@@ -24,7 +24,7 @@ end=$(date +%s.%N)
 
 "$bin" predict --model "$out/co2-model.json" --at "$here/data/co2_test.csv" --observed \
     -o "$out/co2-test-predict.csv"
-"$bin" predict --model "$out/co2-model.json" --grid 1990:2002:0.01 --observed \
+"$bin" predict --model "$out/co2-model.json" --grid 1958:2002:0.01 --observed \
     -o "$out/co2-grid-predict.csv"
 
 # Mean log predictive density of the test y under N(mean, var) (var includes
@@ -53,10 +53,11 @@ JSON
 cat "$out/co2-summary.json"
 
 if command -v gnuplot >/dev/null 2>&1; then
-    "$here/scripts/plot-predict" --predict "$out/co2-grid-predict.csv" \
+    "$here/scripts/plot-predict" --predict "$out/co2-grid-predict.csv" --size 1200,900 \
         --data "$here/data/co2_train.csv" --test "$here/data/co2_test.csv" \
-        --title "gmm-infer: Mauna Loa CO2, trained before 1998" \
-        --xlabel "year" --ylabel "CO2 (ppm)" -o "$out/co2.png"
+        --title "gmm-infer: Mauna Loa CO2, trained before 1998, forecast 1998-2001" \
+        --xlabel "year" --ylabel "CO2 (ppm)" --split 1998 --zoom 1995:2002 \
+        --band-label "95% interval of a new observation (noise included)" -o "$out/co2.png"
     echo "demo: plot written to $out/co2.png" >&2
 else
     echo "demo: gnuplot not installed (scripts/install-deps.sh --demo); no plot" >&2
@@ -78,7 +79,8 @@ if command -v gnuplot >/dev/null 2>&1; then
     "$here/scripts/plot-predict" --predict "$out/coal-rate.csv" --data "$here/data/coal.csv" \
         --per exposure --band rate,rate_lower,rate_upper \
         --title "gmm-infer: coal-mining disasters, Poisson GP (matern32), Laplace" \
-        --xlabel "year" --ylabel "disasters per year (rate and 95% interval)" \
+        --xlabel "year" --ylabel "disasters per year" \
+        --band-label "95% interval of the rate exp(b + f)" \
         -o "$out/coal-rate.png"
     echo "demo: plot written to $out/coal-rate.png" >&2
 fi
