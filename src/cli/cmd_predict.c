@@ -12,7 +12,9 @@
 #include "cli.h"
 #include "cli_model.h"
 #include "gmm/alloc.h"
+#include "gmm/draws.h"
 #include "gmm/io.h"
+#include "gmm/summary.h"
 #include "gmm/modelfile.h"
 #include "gmm/ssm.h"
 
@@ -31,6 +33,9 @@ static const char usage_text[] =
     "  --at-col NAME       column of --at FILE\n"
     "  --grid FROM:TO:STEP predict on a regular grid (inclusive of TO when on it)\n"
     "  --observed          add the noise variance: intervals for new observations\n"
+    "  --draws FILE        summarise MCMC draws of f (gmm-infer hmc's output;\n"
+    "                      repeatable): mean, var and the 90% interval (5% and 95%\n"
+    "                      quantiles) at the data rows or nodes\n"
     "  -o, --output FILE   write to FILE (atomically) instead of stdout\n"
     "  --verbose           report sizes on stderr\n"
     "  -h, --help          this help\n"
@@ -93,11 +98,103 @@ done:
     return rc;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The posterior of f from MCMC draws (gmm-infer hmc): for every column
+ * f[...] the mean, variance and 90% interval (5% and 95% quantiles), at the
+ * data row's x (state-space) or the node; rates / probabilities through the
+ * inverse link, draw by draw. */
+static int predict_draws(const char *cmd, cli_model *m, const gmm_lik *lik, const char **paths,
+                         size_t npath, const char *out_path)
+{
+    gmm_draws *d = NULL;
+    gmm_outfile *of = NULL;
+    double *buf = NULL;
+    int rc = 0;
+    gmm_status s = gmm_draws_read(paths, npath, &d);
+    if (s != GMM_OK)
+        return cli_fail(cmd, s);
+    size_t N = d->nchain * d->niter, nx = 0;
+    const double *x = cli_model_data_x(m, &nx);
+    buf = gmm_malloc(N ? N : 1, sizeof *buf);
+    if (!buf) {
+        rc = cli_fail(cmd, GMM_ENOMEM);
+        goto done;
+    }
+    if ((s = gmm_outfile_open(out_path, &of)) != GMM_OK) {
+        rc = cli_fail(cmd, s);
+        goto done;
+    }
+    FILE *f = gmm_outfile_stream(of);
+    const char *resp = lik->type->conjugate ? NULL : lik->type->link_log ? "rate" : "prob";
+    fprintf(f, "%s,mean,var,lower,upper", cli_model_has_inputs(m) ? "x" : "node");
+    if (resp)
+        fprintf(f, ",%s,%s_lower,%s_upper", resp, resp, resp);
+    fputc('\n', f);
+    size_t nout = 0;
+    for (size_t v = 0; v < d->nvar; v++) {
+        const char *name = d->name[v];
+        size_t len = strlen(name);
+        if (len < 4 || strncmp(name, "f[", 2) || name[len - 1] != ']')
+            continue;
+        if (cli_model_has_inputs(m)) {
+            char *end;
+            unsigned long r = strtoul(name + 2, &end, 10);
+            if (end != name + len - 1 || r < 1 || r > nx) {
+                cli_msg(cmd, "%s: column '%s' is not a data row of the model's data (1..%zu)",
+                        paths[0], name, nx);
+                rc = CLI_EXIT_ERROR;
+                goto done;
+            }
+            fprintf(f, "%.17g", x[r - 1]);
+        } else {
+            fprintf(f, "%.*s", (int)(len - 3), name + 2);
+        }
+        memcpy(buf, gmm_draws_variable(d, v), N * sizeof *buf);
+        double mu = 0.0, ss = 0.0, rm = 0.0;
+        for (size_t i = 0; i < N; i++) {
+            mu += buf[i];
+            if (resp)
+                rm += lik->type->mean(lik->par, 1.0, buf[i]);
+        }
+        mu /= (double)N;
+        for (size_t i = 0; i < N; i++)
+            ss += (buf[i] - mu) * (buf[i] - mu);
+        qsort(buf, N, sizeof *buf, cmp_double);
+        double lo = gmm_summary_quantile_sorted(buf, N, 0.05);
+        double hi = gmm_summary_quantile_sorted(buf, N, 0.95);
+        fprintf(f, ",%.17g,%.17g,%.17g,%.17g", mu, N > 1 ? ss / (double)(N - 1) : 0.0, lo, hi);
+        if (resp)
+            fprintf(f, ",%.17g,%.17g,%.17g", rm / (double)N, lik->type->mean(lik->par, 1.0, lo),
+                    lik->type->mean(lik->par, 1.0, hi));
+        fputc('\n', f);
+        nout++;
+    }
+    if (nout == 0) {
+        cli_msg(cmd, "%s: no f[...] columns in the draws", paths[0]);
+        rc = CLI_EXIT_ERROR;
+        goto done;
+    }
+    s = gmm_outfile_commit(of);
+    of = NULL;
+    if (s != GMM_OK)
+        rc = cli_fail(cmd, s);
+done:
+    gmm_outfile_abort(of);
+    gmm_draws_free(d);
+    gmm_free(buf);
+    return rc;
+}
+
 int cmd_predict(int argc, char **argv)
 {
     const char *cmd = "predict";
     enum { OPT_MODEL = CLI_OPT_FIRST_COMMAND, OPT_AT, OPT_ATCOL, OPT_GRID, OPT_OBSERVED,
-           OPT_VERBOSE };
+           OPT_VERBOSE, OPT_DRAWS };
     static const struct option longopts[] = {{"model", required_argument, NULL, OPT_MODEL},
                                              {"at", required_argument, NULL, OPT_AT},
                                              {"at-col", required_argument, NULL, OPT_ATCOL},
@@ -105,10 +202,13 @@ int cmd_predict(int argc, char **argv)
                                              {"observed", no_argument, NULL, OPT_OBSERVED},
                                              {"output", required_argument, NULL, 'o'},
                                              {"verbose", no_argument, NULL, OPT_VERBOSE},
+                                             {"draws", required_argument, NULL, OPT_DRAWS},
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
     const char *model_path = NULL, *at = NULL, *atcol = NULL, *grid = NULL, *out_path = NULL;
     const char *data = NULL;
+    const char **draws = NULL;
+    size_t ndraws = 0;
     int observed = 0, verbose = 0, c, rc = 0;
     gmm_model mf;
     gmm_model_init(&mf);
@@ -121,6 +221,16 @@ int cmd_predict(int argc, char **argv)
     while ((c = getopt_long(argc, argv, "ho:", longopts, NULL)) != -1) {
         switch (c) {
         case OPT_MODEL: model_path = optarg; break;
+        case OPT_DRAWS: {
+            const char **d = gmm_realloc((void *)draws, ndraws + 1, sizeof *d);
+            if (!d) {
+                rc = cli_fail(cmd, GMM_ENOMEM);
+                goto done;
+            }
+            d[ndraws++] = optarg;
+            draws = d;
+            break;
+        }
         case OPT_AT: at = optarg; break;
         case OPT_ATCOL: atcol = optarg; break;
         case OPT_GRID: grid = optarg; break;
@@ -170,6 +280,17 @@ int cmd_predict(int argc, char **argv)
         goto done;
     }
     const gmm_lik *lik = cli_model_likelihood(m);
+    if (ndraws) {
+        if (at || grid || observed) {
+            cli_msg(cmd, "--draws summarises the draws of f at the data rows or nodes; --at, "
+                         "--grid and --observed need the latent states, which the draws do not "
+                         "hold (without --draws, predict uses the exact or Laplace posterior)");
+            rc = CLI_EXIT_USAGE;
+            goto done;
+        }
+        rc = predict_draws(cmd, m, lik, draws, ndraws, out_path);
+        goto done;
+    }
     if (observed && !lik->type->conjugate) {
         cli_msg(cmd, "--observed applies to the Gaussian likelihood; the %s columns give the "
                      "expected outcome",
@@ -252,5 +373,6 @@ done:
     gmm_free(var);
     cli_model_free(m);
     gmm_model_free(&mf);
+    gmm_free((void *)draws);
     return rc;
 }

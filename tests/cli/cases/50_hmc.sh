@@ -83,3 +83,17 @@ expect_exit 2
 expect_stderr 'held by --fix'
 run "$GMM_INFER" hmc "$coal" --likelihood poisson --kernel "$kern" --prior 'intercept=normal(0,1)'
 expect_exit 2
+
+begin "predict --draws summarises f from the draws, with rates"
+run "$GMM_INFER" fit "$coal" --likelihood poisson --kernel matern12 -o "$CASE_TMP/m.json"
+expect_exit 0
+run "$GMM_INFER" hmc --model "$CASE_TMP/m.json" --chains 2 --warmup 100 --draws 50 --quiet \
+    -o "$CASE_TMP/dr.csv"
+expect_exit 0
+run "$GMM_INFER" predict --model "$CASE_TMP/m.json" --draws "$CASE_TMP/dr.csv"
+expect_exit 0
+expect_stdout '^x,mean,var,lower,upper,rate,rate_lower,rate_upper$'
+expect_stdout '^1851,'
+expect_stdout '^1962,'
+run "$GMM_INFER" predict --model "$CASE_TMP/m.json" --draws "$CASE_TMP/dr.csv" --grid 1900:1901:1
+expect_exit 2
