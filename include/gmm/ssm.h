@@ -65,11 +65,6 @@
 #define GMM_SSM_DAMP_REL 2e-8
 #define GMM_SSM_DAMP_K2 800.0
 
-/* Largest workspace gmm_ssm_alloc accepts, in bytes (its estimate is
- * refused with GMM_ENOMEM and the size it would need before anything large
- * is allocated). */
-#define GMM_SSM_WORK_LIMIT ((size_t)1 << 32)
-
 /* Which factorisation of the posterior precision (see NUMERICS). */
 typedef enum {
     GMM_SSM_FACTOR_AUTO = 0, /* Cholesky unless the inputs are closer than its limit */
@@ -88,6 +83,10 @@ typedef struct {
     double dt_ulps;    /* >= 0, default 8 */
     int check_spacing; /* default 1 */
     gmm_ssm_factor factor; /* default GMM_SSM_FACTOR_AUTO */
+    size_t work_limit; /* bytes of workspace gmm_ssm_alloc accepts (its estimate,
+                          refused with the size it would need before anything
+                          large is allocated); 0 (default): 90% of the
+                          machine's physical memory */
 } gmm_ssm_params;
 
 /* Defaults as documented on each field. */
@@ -101,8 +100,8 @@ typedef struct gmm_ssm gmm_ssm;
  * workspaces (sized once; evaluations do not allocate).  k is borrowed and
  * must outlive the model; x (n, finite) is copied.  par NULL: defaults.
  * Errors: GMM_EINVAL (n == 0, a non-finite x, bad params), GMM_ENOMEM
- * (also when the workspace would exceed GMM_SSM_WORK_LIMIT: the message
- * gives the size).
+ * (also when the workspace would exceed par->work_limit: the message gives
+ * the size).
  * O(n log n + K d^2). */
 gmm_status gmm_ssm_alloc(const gmm_kernel *k, const double *x, size_t n,
                          const gmm_ssm_params *par, gmm_ssm **out);

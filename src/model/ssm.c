@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "gmm/alloc.h"
 #include "gmm/band.h"
@@ -23,6 +24,7 @@ void gmm_ssm_params_init(gmm_ssm_params *p)
     p->damp_rel = NAN;
     p->dt_ulps = 8.0;
     p->check_spacing = 1;
+    p->work_limit = 0;
     p->factor = GMM_SSM_FACTOR_AUTO;
 }
 
@@ -206,6 +208,24 @@ static gmm_status block_order(gmm_ssm *m, size_t *smax)
     return st;
 }
 
+/* The workspace limit in bytes: the caller's, or the machine's memory. */
+static double work_limit(const gmm_ssm_params *par)
+{
+    if (par->work_limit > 0)
+        return (double)par->work_limit;
+    long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+    return pages > 0 && size > 0 ? 0.9 * (double)pages * (double)size : 16e9;
+}
+
+static gmm_status too_big(const gmm_ssm *m, double need, double limit)
+{
+    return gmm_error(GMM_ENOMEM,
+                     "the state-space model would need about %.3g GB of workspace (state "
+                     "dimension %zu, %zu states, %zu distinct intervals), over the limit of "
+                     "%.3g GB: use fewer kernel terms, factors or harmonics, or fewer inputs",
+                     need / 1e9, m->d, m->K, m->ng, limit / 1e9);
+}
+
 gmm_status gmm_ssm_alloc(const gmm_kernel *k, const double *x, size_t n,
                          const gmm_ssm_params *par, gmm_ssm **out)
 {
@@ -258,19 +278,15 @@ gmm_status gmm_ssm_alloc(const gmm_kernel *k, const double *x, size_t n,
     layout_states(m, s);
     if ((st = layout_intervals(m)))
         goto done;
-    /* refuse before allocating: per interval group B_N d x d blocks, a few
-     * bands of (kl + 1) N doubles for the marginal likelihood, and the
-     * kernel's own d x d work (estimated in doubles: no overflow) */
+    /* refuse before allocating (estimates in doubles: no overflow): first
+     * the d x d work -- B_N blocks per interval group and the kernel's --,
+     * then, once the block order gives the bandwidth, the bands */
+    double limit = work_limit(par);
     {
-        double dd_ = (double)m->d * (double)m->d, kl_ = 2.0 * (double)m->d;
-        double need = 8.0 * ((double)(m->ng ? m->ng : 1) * B_N * dd_ + 40.0 * dd_ +
-                             6.0 * (kl_ + 1.0) * (double)m->K * (double)m->d);
-        if (need > (double)GMM_SSM_WORK_LIMIT) {
-            st = gmm_error(GMM_ENOMEM,
-                           "the state-space model would need about %.3g GB of workspace (state "
-                           "dimension %zu, %zu states, %zu distinct intervals), over the limit of "
-                           "%.3g GB: use fewer kernel terms, factors or harmonics",
-                           need / 1e9, m->d, m->K, m->ng, (double)GMM_SSM_WORK_LIMIT / 1e9);
+        double dd_ = (double)m->d * (double)m->d;
+        double need = 8.0 * ((double)(m->ng ? m->ng : 1) * B_N * dd_ + 40.0 * dd_);
+        if (need > limit) {
+            st = too_big(m, need, limit);
             goto done;
         }
     }
@@ -315,6 +331,15 @@ gmm_status gmm_ssm_alloc(const gmm_kernel *k, const double *x, size_t n,
     for (size_t b = 0; b < m->nb; b++)
         for (size_t q = m->boff[b]; q < m->boff[b + 1]; q++)
             m->rowstart[q] = m->boff[b];
+    {
+        /* the marginal likelihood's three bands and its posterior's, the
+         * vectors, the prediction's wider covariance band */
+        double need = 8.0 * (5.0 * ((double)m->kl + 1.0) + 2.0 * (double)d + 8.0) * (double)m->N;
+        if (need > limit) {
+            st = too_big(m, need, limit);
+            goto done;
+        }
+    }
     m->mw = gmm_marglik_work_alloc(m->N, m->kl);
     if (!m->mw) {
         st = gmm_error(GMM_ENOMEM, "out of memory for the marginal-likelihood workspace");
