@@ -3,6 +3,10 @@
 #   make                 build gmm-infer (installs missing Debian packages first)
 #   make check           build and run every test suite and the CLI tests
 #   make check SANITIZE=1  the same under -fsanitize=address,undefined
+#   make fuzz            libFuzzer on the CSV reader, the spec parser and the
+#                        model-file reader, FUZZ_SECONDS (60) each (needs clang:
+#                        scripts/install-deps.sh --fuzz); crashes are kept in
+#                        tests/fuzz/regress/, which `make check` replays with cc
 #   make bench           run the benchmarks (BENCH_CSV=FILE, BENCH_QUICK=1)
 #   make demo            the README's main job on the shipped data
 #   make install PREFIX=/usr/local
@@ -56,7 +60,8 @@ LIB := $(BUILD)/libgmm.a
 BIN := $(BUILD)/gmm-infer
 TEST_BIN := $(BUILD)/tests/run
 
-.PHONY: all deps deps-bench deps-demo check check-unit check-cli bench demo install clean
+.PHONY: all deps deps-bench deps-demo deps-fuzz check check-unit check-cli check-fuzz fuzz \
+        bench demo install clean
 
 all: gmm-infer
 
@@ -68,6 +73,9 @@ deps-bench:
 
 deps-demo:
 	@scripts/install-deps.sh --demo
+
+deps-fuzz:
+	@scripts/install-deps.sh --fuzz
 
 # The top-level ./gmm-infer is a copy of the release build, so the README's
 # commands work from the checkout.
@@ -108,13 +116,58 @@ $(BUILD)/bench/%: tests/bench/%.c $(LIB) | deps
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -Itests $(CFLAGS) -o $@ $< $(LIB) $(LDLIBS)
 
-check: check-unit check-cli
+check: check-unit check-cli check-fuzz
 
 check-unit: $(TEST_BIN)
 	$(TEST_BIN)
 
 check-cli: $(BIN)
 	@if [ -x tests/cli/run.sh ]; then GMM_INFER=$(BIN) tests/cli/run.sh; fi
+
+# ---- fuzzing (tests/fuzz/) ------------------------------------------------
+# Each harness tests/fuzz/fuzz_NAME.c defines LLVMFuzzerTestOneInput.  `make
+# check` links it with tests/fuzz/replay.c (cc, no clang) and runs it on the
+# seed corpus and the kept regression cases; `make fuzz` builds it and the
+# library with clang -fsanitize=fuzzer,address,undefined into build/fuzz/ and
+# runs each harness in turn, one process, for FUZZ_SECONDS seconds
+# (scripts/fuzz.sh: working corpus in build/fuzz/corpus/NAME, crashes copied
+# to tests/fuzz/regress/NAME/).
+FUZZ_NAMES := table spec modelfile graph
+FUZZ_SECONDS ?= 60
+FUZZ_CC ?= clang
+FUZZ_BUILD := build/fuzz
+FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+FUZZ_CFLAGS = -std=c11 -O1 -g $(WARN) -Wno-format-nonliteral $(FUZZ_SAN) $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+FUZZ_LIB := $(FUZZ_BUILD)/libgmm.a
+FUZZ_BIN := $(FUZZ_NAMES:%=$(FUZZ_BUILD)/fuzz_%)
+REPLAY_BIN := $(FUZZ_NAMES:%=$(BUILD)/fuzz/replay_%)
+
+$(BUILD)/fuzz/replay_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c tests/fuzz/fuzz.h $(LIB) | deps
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -Itests/fuzz $(CFLAGS) -o $@ tests/fuzz/fuzz_$*.c tests/fuzz/replay.c \
+	  $(LIB) $(LDLIBS)
+
+check-fuzz: $(REPLAY_BIN)
+	@for n in $(FUZZ_NAMES); do \
+	  dirs="tests/fuzz/corpus/$$n"; \
+	  [ -d tests/fuzz/regress/$$n ] && dirs="$$dirs tests/fuzz/regress/$$n"; \
+	  printf 'fuzz %s ' "$$n"; $(BUILD)/fuzz/replay_$$n $$dirs || exit 1; \
+	done
+
+$(FUZZ_BUILD)/%.o: %.c | deps-fuzz
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(CPPFLAGS) -MMD -MP $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+
+$(FUZZ_LIB): $(LIB_SRC:%.c=$(FUZZ_BUILD)/%.o)
+	rm -f $@
+	ar rcs $@ $^
+
+$(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(FUZZ_LIB) | deps-fuzz
+	$(FUZZ_CC) $(CPPFLAGS) -Itests/fuzz $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_LIB) \
+	  $(LDLIBS)
+
+fuzz: $(FUZZ_BIN)
+	scripts/fuzz.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_NAMES)
 
 BENCH_CSV ?=
 BENCH_QUICK ?=
@@ -137,4 +190,5 @@ install: $(BIN)
 clean:
 	rm -rf build gmm-infer
 
--include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_OBJ:.o=.d)
+-include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_OBJ:.o=.d) \
+         $(LIB_SRC:%.c=$(FUZZ_BUILD)/%.d)

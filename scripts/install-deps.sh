@@ -7,12 +7,17 @@
 #   scripts/install-deps.sh --bench   also what `make bench` compares against
 #   scripts/install-deps.sh --demo    also what `make demo` and
 #                                     scripts/plot-graph plot with
+#   scripts/install-deps.sh --fuzz    also clang and its libFuzzer runtime
+#                                     (`make fuzz`; `make check` needs neither)
 #   scripts/install-deps.sh --check   only report what is missing (exit 1 if any)
 set -eu
 
 BUILD_PKGS="pkg-config libgsl-dev libopenblas-dev libcsv-dev libjansson-dev liblbfgs-dev check libsubunit-dev"
 BENCH_PKGS="python3 python3-numpy python3-scipy python3-sklearn python3-statsmodels"
 DEMO_PKGS="gnuplot-nox python3 python3-matplotlib"
+# clang alone (without its recommends) lacks libFuzzer: Debian 12 ships it in
+# libclang-rt-14-dev, for the default clang 14.
+FUZZ_PKGS="clang libclang-rt-14-dev"
 
 pkgs="$BUILD_PKGS"
 check_only=0
@@ -20,6 +25,7 @@ for arg in "$@"; do
     case "$arg" in
     --bench) pkgs="$pkgs $BENCH_PKGS" ;;
     --demo) pkgs="$pkgs $DEMO_PKGS" ;;
+    --fuzz) pkgs="$pkgs $FUZZ_PKGS" ;;
     --check) check_only=1 ;;
     *) echo "install-deps.sh: unknown option '$arg'" >&2; exit 2 ;;
     esac
