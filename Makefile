@@ -80,7 +80,7 @@ deps-fuzz:
 # The top-level ./gmm-infer is a copy of the release build, so the README's
 # commands work from the checkout.
 gmm-infer: $(BIN)
-	cp $(BIN) $@
+	cp $(BIN) $@.tmp && mv -f $@.tmp $@
 
 $(BUILD)/%.o: %.c | deps
 	@mkdir -p $(dir $@)

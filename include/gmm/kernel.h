@@ -57,6 +57,11 @@
 
 /* Largest number of parameters of one kernel type. */
 #define GMM_KERNEL_MAXPARAM 4
+/* Largest state dimension of a composite kernel: a spec beyond it is a
+ * GMM_EPARSE pointing at the term that crosses it (a state-space model
+ * stores d x d blocks per distinct interval and factorises bands of
+ * bandwidth up to 2d). */
+#define GMM_KERNEL_MAXDIM 4096
 /* Largest harmonics value accepted (state dimension of periodic 2(J+1)). */
 #define GMM_KERNEL_MAXHARMONICS 64
 

@@ -801,6 +801,22 @@ int cli_model_load(const char *cmd, const cli_model_opts *o, cli_model **out)
     gmm_spec_node *probe = NULL;
     if ((rc = parse_spec(cmd, m->spec_text, &probe)) != 0)
         goto fail;
+    if (!m->graph) {
+        /* kernel names, keys and sizes too, before the data are read */
+        gmm_kernel *kp = NULL;
+        s = gmm_kernel_from_spec(probe, &kp);
+        gmm_kernel_free(kp);
+        if (s != GMM_OK) {
+            gmm_spec_free(probe);
+            if (s == GMM_EPARSE) {
+                cli_print_spec_error(cmd, m->spec_text, gmm_error_index());
+                rc = cli_exit_code(s);
+            } else {
+                rc = cli_fail(cmd, s);
+            }
+            goto fail;
+        }
+    }
     gmm_spec_free(probe);
     if ((s = gmm_table_read(o->data, &data)) != GMM_OK) {
         rc = cli_fail(cmd, s);

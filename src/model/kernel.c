@@ -254,6 +254,13 @@ static gmm_status build(const gmm_spec_node *s, build_ctx *c, int first, knode *
             if (st)
                 goto fail;
             n->d += n->child[i]->d;
+            if (n->d > GMM_KERNEL_MAXDIM) {
+                st = gmm_error_at(GMM_EPARSE, s->child[i]->pos,
+                                  "the kernel's state dimension reaches %zu here, over the limit "
+                                  "%d (each term adds its own state)",
+                                  n->d, GMM_KERNEL_MAXDIM);
+                goto fail;
+            }
         }
         *out = n;
         return GMM_OK;
@@ -274,7 +281,16 @@ static gmm_status build(const gmm_spec_node *s, build_ctx *c, int first, knode *
         st = build(s->child[i], c, 0, &n->child[1]);
         if (st)
             goto fail;
-        n->d = n->child[0]->d * n->child[1]->d;
+        /* checked before multiplying: a product of 64 factors overflows */
+        size_t d0 = n->child[0]->d, d1 = n->child[1]->d;
+        if (d1 && d0 > GMM_KERNEL_MAXDIM / d1) {
+            st = gmm_error_at(GMM_EPARSE, s->child[i]->pos,
+                              "the product's state dimension would be %.4g here, over the limit "
+                              "%d (a product multiplies its factors' state dimensions)",
+                              (double)d0 * (double)d1, GMM_KERNEL_MAXDIM);
+            goto fail;
+        }
+        n->d = d0 * d1;
     }
     *out = acc;
     return GMM_OK;
