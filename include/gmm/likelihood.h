@@ -120,4 +120,13 @@ gmm_status gmm_lik_expect(const gmm_lik *lik, double y, double e, double mu, dou
  * (the inverse link is monotone).  GMM_EINVAL for s2 < 0. */
 gmm_status gmm_lik_response(const gmm_lik *lik, double mu, double s2, double z, double out[3]);
 
+/* The log predictive density of an outcome, log E_{f ~ N(mu, s2)} p(y | f)
+ * (e the exposure): closed form for gaussian (N(y; mu, s2 + variance)),
+ * else adaptive Gauss-Hermite (40 points centred at the mode of p(y|f)
+ * N(f; mu, s2), scaled by its curvature: accurate however narrow the
+ * likelihood is against the Gaussian).  s2 = 0: log p(y | mu).  For held-out
+ * scoring.  GMM_EINVAL (s2 < 0, non-finite input), GMM_EDOM. */
+gmm_status gmm_lik_predictive(const gmm_lik *lik, double y, double e, double mu, double s2,
+                              double *lpd);
+
 #endif

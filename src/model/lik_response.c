@@ -55,3 +55,67 @@ gmm_status gmm_lik_response(const gmm_lik *lik, double mu, double s2, double z, 
     out[0] = s / 1.7724538509055160273; /* sqrt(pi) */
     return GMM_OK;
 }
+
+gmm_status gmm_lik_predictive(const gmm_lik *lik, double y, double e, double mu, double s2,
+                              double *lpd)
+{
+    if (!lik || !lik->type || !lpd)
+        return gmm_error(GMM_EINVAL, "gmm_lik_predictive: NULL argument");
+    if (!(s2 >= 0.0) || !isfinite(mu) || !isfinite(s2) || !isfinite(y))
+        return gmm_error(GMM_EINVAL, "gmm_lik_predictive: y %g, mean %g, variance %g", y, mu,
+                         s2);
+    double out[4];
+    if (s2 == 0.0) {
+        gmm_lik_eval(lik, y, e, mu, out, NULL);
+        *lpd = out[0];
+        return GMM_OK;
+    }
+    if (lik->type->conjugate) { /* N(y; mu, s2 + variance) */
+        double v = s2 + lik->par[0], r = y - mu;
+        *lpd = -0.5 * (1.8378770664093454836 + log(v)) - 0.5 * r * r / v;
+        return GMM_OK;
+    }
+    pthread_once(&gh_once, gh_init);
+    if (!gh_ok)
+        return gmm_error(GMM_ENOMEM, "Gauss-Hermite nodes: out of memory");
+    /* adaptive Gauss-Hermite: centred at the mode f* of log p(y | f) +
+     * log N(f; mu, s2) with the scale of its curvature, so a likelihood far
+     * narrower than the Gaussian (many counts) is still integrated exactly */
+    double f = mu;
+    for (int it = 0; it < 100; it++) {
+        gmm_lik_eval(lik, y, e, f, out, NULL);
+        double g = out[1] - (f - mu) / s2, h = out[2] - 1.0 / s2;
+        double step = -g / h;
+        if (!isfinite(step))
+            break;
+        /* damped: the log density is concave, a step never needs more than
+         * halving to increase it, and |step| <= 10 sd keeps exp() finite */
+        double lim = 10.0 * sqrt(s2) + 10.0;
+        if (fabs(step) > lim)
+            step = step > 0 ? lim : -lim;
+        f += step;
+        if (fabs(step) < 1e-12 * (1.0 + fabs(f)))
+            break;
+    }
+    gmm_lik_eval(lik, y, e, f, out, NULL);
+    double c = 1.0 / s2 - out[2]; /* curvature > 0 */
+    if (!(c > 0.0) || !isfinite(c))
+        return gmm_error(GMM_EDOM, "predictive density: no curvature at the mode");
+    double sc = sqrt(2.0 / c), lw[NGH], mx = -INFINITY;
+    for (size_t i = 0; i < NGH; i++) {
+        double x = f + sc * gh_x[i], r = x - mu;
+        gmm_lik_eval(lik, y, e, x, out, NULL);
+        lw[i] = log(gh_w[i]) + gh_x[i] * gh_x[i] + out[0] - 0.5 * r * r / s2;
+        if (lw[i] > mx)
+            mx = lw[i];
+    }
+    double sum = 0.0;
+    for (size_t i = 0; i < NGH; i++)
+        sum += exp(lw[i] - mx);
+    /* N(f; mu, s2) normalisation and the change of variables f = f* + sc x */
+    *lpd = mx + log(sum) + log(sc) - 0.5 * log(2.0 * 3.14159265358979323846 * s2);
+    if (!isfinite(*lpd))
+        return gmm_error(GMM_EDOM, "predictive density not finite (y %g, mean %g, var %g)", y,
+                         mu, s2);
+    return GMM_OK;
+}
