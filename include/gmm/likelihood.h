@@ -129,4 +129,10 @@ gmm_status gmm_lik_response(const gmm_lik *lik, double mu, double s2, double z, 
 gmm_status gmm_lik_predictive(const gmm_lik *lik, double y, double e, double mu, double s2,
                               double *lpd);
 
+/* The same from draws f[0..nf) of the linear predictor: log of the mean of
+ * p(y | f_s) (log-sum-exp).  GMM_EINVAL (no draws), GMM_EDOM (no finite
+ * density). */
+gmm_status gmm_lik_predictive_draws(const gmm_lik *lik, double y, double e, const double *f,
+                                    size_t nf, double *lpd);
+
 #endif

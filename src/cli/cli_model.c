@@ -1174,6 +1174,18 @@ gmm_status cli_model_predict(cli_model *m, const double *xq, size_t nq, double *
     return s;
 }
 
+int cli_model_site_find(const cli_model *m, const char *label, size_t *v)
+{
+    return !gmm_latent_has_inputs(m->lat) && gmm_graph_node_find(m->g, label, v);
+}
+
+const char *cli_model_data_exposure_name(const cli_model *m) { return m->ename; }
+const char *cli_model_data_y_name(const cli_model *m) { return m->yname; }
+const char *cli_model_data_site_name(const cli_model *m)
+{
+    return gmm_latent_has_inputs(m->lat) ? m->xname : m->nodename;
+}
+
 const char *cli_model_site_label(const cli_model *m, size_t v, char *buf)
 {
     return gmm_graph_node_label(m->g, v, buf);

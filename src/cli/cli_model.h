@@ -173,6 +173,13 @@ int cli_model_describe(const char *cmd, cli_model *m, gmm_model *mf, char **scra
 int cli_model_has_inputs(const cli_model *m);
 size_t cli_model_nsites(const cli_model *m);
 const char *cli_model_site_label(const cli_model *m, size_t v, char *buf);
+/* The site (graph node) with this label: 1 and *v, or 0. */
+int cli_model_site_find(const cli_model *m, const char *label, size_t *v);
+/* Column names of the model's data: outcome, exposure (or NULL), and the
+ * input (state-space) or node (graph) column. */
+const char *cli_model_data_y_name(const cli_model *m);
+const char *cli_model_data_exposure_name(const cli_model *m);
+const char *cli_model_data_site_name(const cli_model *m);
 /* Posterior mean and variance of the linear predictor f (+ the centre of
  * Gaussian data) at the current parameters: at nq inputs xq for models with
  * inputs, else at every site (xq ignored, nq = nsites).  Exact for the

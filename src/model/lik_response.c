@@ -119,3 +119,24 @@ gmm_status gmm_lik_predictive(const gmm_lik *lik, double y, double e, double mu,
                          mu, s2);
     return GMM_OK;
 }
+
+gmm_status gmm_lik_predictive_draws(const gmm_lik *lik, double y, double e, const double *f,
+                                    size_t nf, double *lpd)
+{
+    if (!lik || !lik->type || !f || !lpd || nf == 0)
+        return gmm_error(GMM_EINVAL, "gmm_lik_predictive_draws: NULL argument or no draws");
+    double out[4], mx = -INFINITY, sum = 0.0;
+    for (size_t s = 0; s < nf; s++) {
+        gmm_lik_eval(lik, y, e, f[s], out, NULL);
+        if (out[0] > mx)
+            mx = out[0];
+    }
+    if (!isfinite(mx))
+        return gmm_error(GMM_EDOM, "predictive density: no draw gives y = %g a finite density", y);
+    for (size_t s = 0; s < nf; s++) {
+        gmm_lik_eval(lik, y, e, f[s], out, NULL);
+        sum += exp(out[0] - mx);
+    }
+    *lpd = mx + log(sum / (double)nf);
+    return GMM_OK;
+}

@@ -127,3 +127,24 @@ expect_exit 0
 run "$GMM_INFER" predict --model "$CASE_TMP/in.json" < /dev/null
 expect_exit 2
 expect_stderr 'came from standard input'
+
+begin "score: held-out log predictive density under the Laplace posterior and under draws"
+run "$GMM_INFER" fit "$ROOT/data/flu_even.csv" --graph "$ROOT/data/flu_bybw_edges.csv" \
+    --node node --y count --exposure population_2001 --likelihood poisson \
+    --precision 'edge-ou(variance=1, lengthscale=300)' -o "$CASE_TMP/fe.json"
+expect_exit 0
+run "$GMM_INFER" score --model "$CASE_TMP/fe.json" "$ROOT/data/flu_odd.csv" --rows "$CASE_TMP/r.csv"
+expect_exit 0
+expect_stdout '"posterior": "laplace"'
+expect_stdout '"n": 140'
+expect_file "$CASE_TMP/r.csv" '^line,node,count,lpd$'
+run "$GMM_INFER" hmc --model "$CASE_TMP/fe.json" --chains 1 --warmup 100 --draws 50 --quiet \
+    -o "$CASE_TMP/fd.csv"
+expect_exit 0
+run "$GMM_INFER" score --model "$CASE_TMP/fe.json" "$ROOT/data/flu_odd.csv" --draws "$CASE_TMP/fd.csv"
+expect_exit 0
+expect_stdout '"posterior": "draws"'
+printf 'node,count,population_2001\n9999,3,1000\n' > "$CASE_TMP/bad.csv"
+run "$GMM_INFER" score --model "$CASE_TMP/fe.json" "$CASE_TMP/bad.csv"
+expect_exit 1
+expect_stderr "bad\.csv:2: node '9999'"
