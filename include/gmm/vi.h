@@ -78,9 +78,10 @@ typedef struct {
     size_t iteration;    /* 1-based */
     size_t evaluations;  /* ELBO evaluations so far */
     double elbo;         /* at the new iterate */
-    double grad_norm;    /* Euclidean norm of the ELBO's gradient over the
-                          * optimised variables (lambda, and the free
-                          * hyperparameters on their optimisation scale) */
+    double grad_norm;    /* Euclidean norm of the ELBO's gradient in the
+                          * optimiser's variables: lambda / scale (vi.c,
+                          * SCALING) and the free hyperparameters on their
+                          * optimisation scale (log for positive ones) */
 } gmm_vi_progress;
 
 /* Nonzero return cancels gmm_vi_fit (GMM_ECANCEL). */
@@ -96,7 +97,8 @@ typedef struct {
                          * |ELBO|) over the last 3 iterations; >= 0.
                          * Default 1e-9. */
     double epsilon;     /* also stop when |grad| <= epsilon max(1, |u|) (u
-                         * the optimised variables); > 0.  Default 1e-6. */
+                         * the optimiser's variables, as in grad_norm);
+                         * > 0.  Default 1e-6. */
     size_t memory;      /* L-BFGS corrections kept, 1 .. 1000.  Default 10. */
     size_t nquad;       /* Gauss-Hermite points, 0 (default: chosen per row
                          * from s2, above) or 1 .. GMM_LIK_QUAD_MAX */

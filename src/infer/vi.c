@@ -74,7 +74,6 @@
 #include <lbfgs.h>
 #include <math.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "gmm/alloc.h"
@@ -161,17 +160,24 @@ void gmm_vi_free(gmm_vi *v)
     gmm_free(v);
 }
 
-static const size_t *sort_off; /* qsort's key (alloc only; not thread-safe) */
-
-static int by_offset(const void *a, const void *b)
-{
-    size_t i = *(const size_t *)a, j = *(const size_t *)b;
-    if (sort_off[i] != sort_off[j])
-        return sort_off[i] < sort_off[j] ? -1 : 1;
-    return i < j ? -1 : i > j;
-}
-
 static size_t smax(size_t a, size_t b) { return a > b ? a : b; }
+
+/* oord: the observed rows in nondecreasing offset, stably (a counting sort:
+ * offsets are below n). */
+static gmm_status sort_by_offset(gmm_vi *v)
+{
+    size_t *count = gmm_calloc(v->n + 1, sizeof *count);
+    if (!count)
+        return gmm_error(GMM_ENOMEM, "vi: out of memory for %zu latents", v->n);
+    for (size_t i = 0; i < v->nobs; i++)
+        count[v->ooff[i] + 1]++;
+    for (size_t j = 0; j < v->n; j++)
+        count[j + 1] += count[j];
+    for (size_t i = 0; i < v->nobs; i++)
+        v->oord[count[v->ooff[i]]++] = i;
+    gmm_free(count);
+    return GMM_OK;
+}
 
 gmm_status gmm_vi_alloc(gmm_problem *p, const gmm_vi_params *par, gmm_vi **out)
 {
@@ -282,12 +288,12 @@ gmm_status gmm_vi_alloc(gmm_problem *p, const gmm_vi_params *par, gmm_vi **out)
         v->ooff[o] = off[r];
         v->oy[o] = y[r];
         v->oe[o] = e ? e[r] : 1.0;
-        v->oord[o] = o;
         o++;
     }
-    sort_off = v->ooff;
-    qsort(v->oord, v->nobs, sizeof *v->oord, by_offset);
-    sort_off = NULL;
+    if ((st = sort_by_offset(v))) {
+        gmm_vi_free(v);
+        return st;
+    }
     if (!v->varies) {
         if ((st = gmm_latent_obs_coef(lat, v->theta, v->coef_all))) {
             gmm_vi_free(v);

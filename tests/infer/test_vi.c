@@ -253,6 +253,97 @@ START_TEST(test_vi_grad_graph)
 }
 END_TEST
 
+/* ---- the start -------------------------------------------------------------------------- */
+
+/* gmm_vi_start_laplace is the Laplace approximation: its mode and the
+ * covariance band of P^-1 (gmm_problem_posterior), with the factor folded
+ * from the prior's rows and the rows sorted by state (inputs given out of
+ * order, one repeated); for a Gaussian likelihood that is the exact
+ * posterior: the ELBO there is log p(y) and its lambda-gradient 0. */
+static void check_start(gmm_latent *lat, const char *liktext, gmm_vi_prior_form form,
+                        const char *label)
+{
+    tu_rng r;
+    tu_rng_seed(&r, 37);
+    size_t nr = gmm_latent_nrows(lat), n = gmm_latent_dim(lat);
+    gmm_lik lik = lik_of(liktext);
+    double *y = malloc(nr * sizeof *y), *e = malloc(nr * sizeof *e);
+    outcomes(&lik, &r, nr, y, e);
+    int gauss = lik.type->conjugate;
+    gmm_problem *p = NULL;
+    ck_assert_int_eq(gmm_problem_alloc(lat, &lik, y, lik.type->exposure ? e : NULL, !gauss, 0.3,
+                                       &p),
+                     GMM_OK);
+    gmm_objective *o = gmm_problem_objective(p);
+    size_t ckl = gmm_latent_cov_bandwidth(lat);
+    gmm_band *c1 = gmm_band_alloc(n, ckl, 0, GMM_BAND_SYMMETRIC);
+    gmm_band *c2 = gmm_band_alloc(n, ckl, 0, GMM_BAND_SYMMETRIC);
+    double *m1 = malloc(n * sizeof *m1), *m2 = malloc(n * sizeof *m2), f, lp;
+    ck_assert_int_eq(o->eval(o->ctx, o->value, &lp, NULL), GMM_OK);
+    ck_assert_int_eq(gmm_problem_posterior(p, o->value, m1, c1), GMM_OK);
+    gmm_vi_params par;
+    gmm_vi_params_init(&par);
+    par.prior = form;
+    gmm_vi *v = NULL;
+    ck_assert_int_eq(gmm_vi_alloc(p, &par, &v), GMM_OK);
+    const char *start;
+    ck_assert_int_eq(gmm_vi_start_laplace(v, &start), GMM_OK);
+    ck_assert_str_eq(start, "laplace");
+    ck_assert_int_eq(gmm_vi_posterior(v, m2, c2), GMM_OK);
+    double *d1 = tu_band_to_dense(c1);
+    double em = tu_max_rel_diff(m2, m1, n), ec = tu_band_vs_dense(c2, d1);
+    ck_assert_msg(em < 1e-9 && ec < 1e-9, "%s %s: start's mean off by %.3g, covariance by %.3g",
+                  label, liktext, em, ec);
+    double *g = malloc(gmm_vi_nvar(v) * sizeof *g), gn = 0.0;
+    ck_assert_int_eq(gmm_vi_elbo(v, gmm_vi_theta(v), gmm_vi_lambda(v), &f, g, NULL), GMM_OK);
+    for (size_t j = 0; j < gmm_vi_nvar(v); j++)
+        gn = fmax(gn, fabs(g[j]));
+    if (verbose())
+        printf("vi start %-12s %-24s %s: mean %.1e, cov %.1e; ELBO %.12f, log q(y) %.12f, "
+               "|grad| %.1e\n",
+               label, liktext, gmm_vi_uses_rows(v) ? "rows" : "assembled", em, ec, f, lp, gn);
+    if (gauss)
+        ck_assert_msg(fabs(f - lp) <= 1e-10 * fabs(lp) && gn < 1e-8,
+                      "%s: ELBO %.15g vs log p(y) %.15g, gradient %.3g", label, f, lp, gn);
+    else
+        ck_assert_msg(f < lp + 0.5, "%s: ELBO %.15g vs Laplace %.15g", label, f, lp);
+    free(g);
+    free(d1);
+    free(m1);
+    free(m2);
+    gmm_band_free(c1);
+    gmm_band_free(c2);
+    gmm_vi_free(v);
+    gmm_problem_free(p);
+    free(y);
+    free(e);
+}
+
+START_TEST(test_vi_start)
+{
+    size_t n = 24;
+    double x[24];
+    for (size_t i = 0; i < n; i++)
+        x[i] = 0.35 * (double)((i * 7) % n); /* a permutation of the grid */
+    x[5] = x[11];
+    gmm_kernel *k = NULL;
+    gmm_latent *lat = ssm_latent("matern52(variance=1.1, lengthscale=1.3)", x, n, &k);
+    for (int f = 0; f < 2; f++) {
+        gmm_vi_prior_form form = f ? GMM_VI_PRIOR_ASSEMBLED : GMM_VI_PRIOR_AUTO;
+        check_start(lat, "gaussian(variance=0.2)", form, "state-space");
+        check_start(lat, "poisson", form, "state-space");
+        check_start(lat, "bernoulli", form, "state-space");
+    }
+    gmm_latent_free(lat);
+    gmm_kernel_free(k);
+    graph_model gm;
+    graph_of("edge-ou(variance=1.5, lengthscale=2)", 17, &gm);
+    check_start(gm.lat, "gaussian(variance=0.2)", GMM_VI_PRIOR_AUTO, "graph");
+    check_start(gm.lat, "negbinomial(dispersion=2)", GMM_VI_PRIOR_AUTO, "graph");
+    graph_free(&gm);
+}
+END_TEST
+
 /* ---- Gaussian likelihood: VI is exact --------------------------------------------------- */
 
 /* From m = 0, L = I, L-BFGS reaches the exact log marginal likelihood and
@@ -923,6 +1014,7 @@ Suite *infer_vi_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_vi_grad_ssm);
     tcase_add_test(tc, test_vi_grad_graph);
+    tcase_add_test(tc, test_vi_start);
     tcase_add_test(tc, test_vi_gaussian_exact);
     tcase_add_test(tc, test_vi_learn_hyper);
     tcase_add_test(tc, test_vi_close_inputs);
