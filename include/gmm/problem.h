@@ -40,6 +40,15 @@ gmm_objective *gmm_problem_objective(gmm_problem *p);
 int gmm_problem_exact(const gmm_problem *p);
 int gmm_problem_has_intercept(const gmm_problem *p);
 const gmm_latent *gmm_problem_latent(const gmm_problem *p);
+/* The same latent for methods that evaluate it (vi.h): it was lent to
+ * gmm_problem_alloc as a modifiable object. */
+gmm_latent *gmm_problem_latent_eval(gmm_problem *p);
+/* The likelihood as given (its values are the starting values), the
+ * outcomes (nrows, NAN = missing) and exposures (nrows; NULL when none were
+ * given): the problem's copies. */
+const gmm_lik *gmm_problem_lik(const gmm_problem *p);
+const double *gmm_problem_y(const gmm_problem *p);
+const double *gmm_problem_exposure(const gmm_problem *p);
 /* Newton iterations of the last Laplace evaluation (0 when exact). */
 size_t gmm_problem_iterations(const gmm_problem *p);
 /* Observed rows. */

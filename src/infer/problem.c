@@ -276,6 +276,10 @@ gmm_objective *gmm_problem_objective(gmm_problem *p) { return &p->obj; }
 int gmm_problem_exact(const gmm_problem *p) { return p->exact; }
 int gmm_problem_has_intercept(const gmm_problem *p) { return p->intercept; }
 const gmm_latent *gmm_problem_latent(const gmm_problem *p) { return p->lat; }
+gmm_latent *gmm_problem_latent_eval(gmm_problem *p) { return p->lat; }
+const gmm_lik *gmm_problem_lik(const gmm_problem *p) { return p->lik0; }
+const double *gmm_problem_y(const gmm_problem *p) { return p->y; }
+const double *gmm_problem_exposure(const gmm_problem *p) { return p->e; }
 size_t gmm_problem_nobs(const gmm_problem *p) { return p->nobs; }
 size_t gmm_problem_iterations(const gmm_problem *p)
 {

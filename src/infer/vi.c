@@ -1,0 +1,1213 @@
+/* vi.c -- precision-parameterised variational inference (vi.h).
+ *
+ * FORWARD.  With Sigma = (L L')^-1 on the band l' = max(b, width - 1, kl)
+ * (gmm_band_chol_selinv), for each observed row r: mu_r = b0 + h_r' m_o,
+ * s2_r = h_r' Sigma_oo h_r, E_r = E_{N(mu_r, s2_r)} log p(y_r | f) with
+ * a_r = dE_r/dmu_r, c_r = dE_r/ds2_r (gmm_lik_expect).  The KL is
+ *
+ *   KL = 1/2 [tr(Sigma D) + m'Q m - log|Q| + log|L L'|],   D = Q - L L',
+ *
+ * using tr(Sigma Q) = n + tr(Sigma D) (Sigma L L' = I); D lives on the band
+ * max(kl, b).  log|L L'| = 2 sum_j lambda_jj (the stored log-diagonal);
+ * log|Q| from the family, or from a banded Cholesky of Q (graphs).
+ * Assembled (graphs): D = Q - L L' in double, m'Q m by gmm_band_gemv.
+ * Rows (state-space, Q = G'G): D = sum_i g_i g_i' - L L' accumulated in
+ * double-double (fma products, TwoSum), rounded once; m'Q m = sum_i (g_i'm)^2.
+ *
+ * WHY D.  Near the posterior, L L' ~ Q + H'WH, so D ~ -H'WH has entries of
+ * the data's size while Q's grow like (lengthscale / spacing)^(2 nu + 1)
+ * (state-space): tr(Sigma Q) is a sum of such entries cancelling to O(n),
+ * so any error in Q's entries or in the sum costs eps (l/dt)^(2 nu + 1).
+ * The double-double D has no such error beyond the rows' own (G's entries
+ * ~ (l/dt)^(nu + 1/2), the square root's digits), and tr(Sigma D) no
+ * cancellation.  The gradient in L gains likewise (below: -D/2 in
+ * Sigmabar instead of -Q/2, and no -1/L_jj from the entropy to cancel).
+ *
+ * REVERSE.  ELBO = sum_r E_r - KL.  In Sigma (full-matrix gradient; band.h's
+ * symmetric convention doubles the off-diagonals when stored), with D held
+ * fixed -- its own dependence on L, -tr(Sigma (dL L' + L dL'))/2 =
+ * -sum_j dL_jj / L_jj, cancels the entropy's +sum_j dL_jj / L_jj
+ * exactly (L^-1 is lower triangular):
+ *
+ *   Sigmabar = sum_r c_r h_r h_r'  -  D / 2
+ *   mbar     = sum_r a_r h_r       -  Q m            (= - sum_i (g_i'm) g_i)
+ *   Lbar     = selinv_rev(L, Sigma, Sigmabar)        (gmm_band_chol_selinv_rev)
+ *   lambdabar_jj = L_jj Lbar_jj                      (log-diagonal)
+ *
+ * In the hyperparameters: Qbar = -(Sigma + m m') / 2 on Q's band and
+ * log|Q|bar = 1/2, through gmm_latent_prior_rev (and, when the family gives
+ * no log|Q|, the Cholesky's reverse mode first); with rows, the entries'
+ * adjoints gbar_i = -(Sigma g_i + (g_i'm) m) on g_i's columns and log|Q|bar
+ * = 1/2 through gmm_latent_prior_rows_rev; b0bar = sum_r a_r; phibar =
+ * sum_r dE_r/dphi; hbar_r = a_r m_o + 2 c_r Sigma_oo h_r through
+ * gmm_latent_obs_coef_rev.  Forward saves L, Sigma, D, a_r, c_r (and Q, or
+ * the rows' adjoints computed while the rows are read).
+ *
+ * ORDER OF LATENT CALLS.  obs_coef, then prior (or prior_rows); the
+ * reverse: prior_rev right after (latent.h pairs them), then obs_coef_rev.
+ *
+ * ACCURACY (test_vi_close_inputs: matern32, 30 inputs at spacing dt,
+ * lengthscale 1, Gaussian noise, q the exact posterior and q with its mean
+ * moved 1%; against the ELBO from the same G, L and m in binary128, dense).
+ * Relative error of the ELBO:
+ *
+ *   dt / l                     1e-1    1e-2    1e-3    1e-4    1e-6
+ *   rows, double-double D      2e-15   3e-15   1e-14   6e-14   1e-14
+ *   rows, D in double          9e-16   2e-13   1e-9    1e-6    1.7 (!)
+ *   assembled Q                5e-14   7e-11   7e-8    refused (GMM_EDOM)
+ *
+ * The lambda-gradient's noise at the optimum grows like eps (l/dt)^3 |m| in
+ * both forms (2.7e-7 at 1e-3, 2e2 at 1e-6): Q m at a mean rounded to
+ * doubles, inherent to storing m; the hyperparameter gradient chains
+ * through G's entries and keeps the Cholesky's limits (README, Accuracy).
+ *
+ * SCALING.  gmm_vi_fit runs L-BFGS on u = lambda / scale, a diagonal
+ * preconditioner from the run's starting L (set_scale), and starts a new
+ * run, with a new scale, when some L_jj has moved by more than a factor 2
+ * (learning the hyperparameters moves q far): from L = I to the Gaussian
+ * posterior (test_vi_gaussian_exact) this took 344 -> 68 iterations, a
+ * joint fit of theta (test_vi_learn_hyper) from over 2000 to 295.
+ */
+#include "gmm/vi.h"
+
+#include <float.h>
+#include <lbfgs.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "gmm/alloc.h"
+#include "gmm/latent.h"
+#include "gmm/likelihood.h"
+
+struct gmm_vi {
+    gmm_problem *prob;
+    gmm_latent *lat;
+    gmm_vi_params par;
+    gmm_lik lik;              /* values of the current evaluation */
+    size_t n, kl, b, sk, dk, width, nrows, nobs, nl, np, nparam, nvar, nrowsG;
+    int intercept, varies, rows, have_start;
+    const char *start;
+    /* observed rows in the latent's row order; oord sorts them by offset */
+    size_t *orow, *ooff, *oord;
+    double *oy, *oe, *ocoef, *coef_all, *coefbar_all;
+    double *mu, *s2, *ea, *ec; /* per observed row */
+    unsigned char *rule;      /* Gauss-Hermite points per row / 4 (adaptive) */
+    int freeze;               /* use rule[] as is (inside a line search) */
+    double *dpar;             /* np, summed */
+    gmm_band *L, *Lbar, *S, *Sbar;
+    gmm_band *D, *Dlo;        /* Q_p - L L' (rows: with its low part) */
+    gmm_band *Q, *Qbar;       /* assembled prior (NULL with rows) */
+    gmm_band *K, *Kbar;       /* chol of Q (family without log|Q|) or of P */
+    double *Gbar, *grow, *Sg, *work; /* rows: N (kl + 1), kl + 1 each, 4 (kl + 1) */
+    double *lambda, *theta, *thbar, *tmp;
+    int logdet_here;          /* log|Q| from K in the last evaluation */
+    double ldq;               /* log|L L'| = 2 sum of the log-diagonal (unpack) */
+};
+
+/* ---- parameters ------------------------------------------------------------ */
+
+void gmm_vi_params_init(gmm_vi_params *p)
+{
+    memset(p, 0, sizeof *p);
+    p->bandwidth = GMM_VI_BANDWIDTH_PRIOR;
+    p->max_iter = 2000;
+    p->tol = 1e-9;
+    p->epsilon = 1e-6;
+    p->memory = 10;
+    p->nquad = 0;
+    p->learn_hyper = 0;
+    p->prior = GMM_VI_PRIOR_AUTO;
+}
+
+gmm_status gmm_vi_params_check(const gmm_vi_params *p)
+{
+    if (!p)
+        return gmm_error(GMM_EINVAL, "vi: no parameters");
+    if (!(p->tol >= 0.0) || !isfinite(p->tol))
+        return gmm_error(GMM_EINVAL, "vi: tol must be finite and >= 0, got %g", p->tol);
+    if (!(p->epsilon > 0.0) || !isfinite(p->epsilon))
+        return gmm_error(GMM_EINVAL, "vi: epsilon must be finite and > 0, got %g", p->epsilon);
+    if (p->max_iter > 100000000)
+        return gmm_error(GMM_EINVAL, "vi: max_iter must be at most 1e8, got %zu", p->max_iter);
+    if (p->memory < 1 || p->memory > 1000)
+        return gmm_error(GMM_EINVAL, "vi: memory must be in 1..1000, got %zu", p->memory);
+    if (p->nquad > GMM_LIK_QUAD_MAX)
+        return gmm_error(GMM_EINVAL, "vi: nquad must be 0 (automatic) or 1..%d, got %zu",
+                         GMM_LIK_QUAD_MAX, p->nquad);
+    if (p->prior != GMM_VI_PRIOR_AUTO && p->prior != GMM_VI_PRIOR_ROWS &&
+        p->prior != GMM_VI_PRIOR_ASSEMBLED)
+        return gmm_error(GMM_EINVAL, "vi: prior must be AUTO, ROWS or ASSEMBLED, got %d",
+                         (int)p->prior);
+    return GMM_OK;
+}
+
+/* ---- allocation ------------------------------------------------------------ */
+
+void gmm_vi_free(gmm_vi *v)
+{
+    if (!v)
+        return;
+    gmm_band *bands[] = {v->L,    v->Lbar, v->S, v->Sbar, v->D,
+                         v->Dlo,  v->Q,    v->Qbar, v->K, v->Kbar};
+    for (size_t i = 0; i < sizeof bands / sizeof bands[0]; i++)
+        gmm_band_free(bands[i]);
+    void *arr[] = {v->orow, v->ooff, v->oord, v->oy, v->oe, v->ocoef, v->coef_all,
+                   v->coefbar_all, v->mu, v->s2, v->ea, v->ec, v->rule, v->dpar, v->Gbar,
+                   v->grow, v->Sg, v->work, v->lambda, v->theta, v->thbar, v->tmp};
+    for (size_t i = 0; i < sizeof arr / sizeof arr[0]; i++)
+        gmm_free(arr[i]);
+    gmm_free(v);
+}
+
+static size_t smax(size_t a, size_t b) { return a > b ? a : b; }
+
+/* oord: the observed rows in nondecreasing offset, stably (a counting sort:
+ * offsets are below n). */
+static gmm_status sort_by_offset(gmm_vi *v)
+{
+    size_t *count = gmm_calloc(v->n + 1, sizeof *count);
+    if (!count)
+        return gmm_error(GMM_ENOMEM, "vi: out of memory for %zu latents", v->n);
+    for (size_t i = 0; i < v->nobs; i++)
+        count[v->ooff[i] + 1]++;
+    for (size_t j = 0; j < v->n; j++)
+        count[j + 1] += count[j];
+    for (size_t i = 0; i < v->nobs; i++)
+        v->oord[count[v->ooff[i]]++] = i;
+    gmm_free(count);
+    return GMM_OK;
+}
+
+gmm_status gmm_vi_alloc(gmm_problem *p, const gmm_vi_params *par, gmm_vi **out)
+{
+    gmm_status st;
+    if (!p || !out)
+        return gmm_error(GMM_EINVAL, "gmm_vi_alloc: NULL argument");
+    *out = NULL;
+    if ((st = gmm_vi_params_check(par)))
+        return st;
+    gmm_latent *lat = gmm_problem_latent_eval(p);
+    if (gmm_latent_nconstr(lat))
+        return gmm_error(GMM_EINVAL, "vi: intrinsic priors are not supported");
+    int rows = par->prior == GMM_VI_PRIOR_ROWS ||
+               (par->prior == GMM_VI_PRIOR_AUTO && gmm_latent_prior_nrows(lat) > 0);
+    if (rows && gmm_latent_prior_nrows(lat) == 0)
+        return gmm_error(GMM_EINVAL, "vi: the %s family has no square root of its prior "
+                                     "precision (use the assembled prior)",
+                         gmm_latent_family(lat));
+    gmm_vi *v = gmm_calloc(1, sizeof *v);
+    if (!v)
+        return gmm_error(GMM_ENOMEM, "vi: out of memory");
+    const gmm_objective *obj = gmm_problem_objective(p);
+    v->prob = p;
+    v->lat = lat;
+    v->par = *par;
+    v->lik = *gmm_problem_lik(p);
+    v->n = gmm_latent_dim(lat);
+    v->kl = gmm_latent_bandwidth(lat);
+    v->width = gmm_latent_obs_width(lat);
+    v->nrows = gmm_latent_nrows(lat);
+    v->nl = gmm_latent_nparam(lat);
+    v->np = v->lik.type->nparam;
+    v->nparam = obj->nparam;
+    v->intercept = gmm_problem_has_intercept(p);
+    v->varies = gmm_latent_obs_varies(lat);
+    v->rows = rows;
+    v->nrowsG = rows ? gmm_latent_prior_nrows(lat) : 0;
+    size_t n = v->n, kl = v->kl, w = v->width, nm1 = n ? n - 1 : 0;
+    v->b = par->bandwidth == GMM_VI_BANDWIDTH_PRIOR ? kl : par->bandwidth;
+    if (v->b > nm1)
+        v->b = nm1;
+    v->sk = smax(smax(v->b, w - 1), kl);
+    if (v->sk > nm1)
+        v->sk = nm1;
+    v->dk = smax(v->b, kl);
+    if (v->dk > nm1)
+        v->dk = nm1;
+    v->nvar = n + gmm_band_size(n, v->b, 0);
+    const double *y = gmm_problem_y(p), *e = gmm_problem_exposure(p);
+    for (size_t r = 0; r < v->nrows; r++)
+        v->nobs += !isnan(y[r]);
+    size_t no = v->nobs ? v->nobs : 1, nr = v->nrows ? v->nrows : 1;
+    size_t npar = v->nparam ? v->nparam : 1, k1 = kl + 1;
+    v->orow = gmm_malloc(no, sizeof *v->orow);
+    v->ooff = gmm_malloc(no, sizeof *v->ooff);
+    v->oord = gmm_malloc(no, sizeof *v->oord);
+    v->oy = gmm_malloc(no, sizeof *v->oy);
+    v->oe = gmm_malloc(no, sizeof *v->oe);
+    v->ocoef = gmm_malloc(no * w, sizeof *v->ocoef);
+    v->coef_all = gmm_malloc(nr * w, sizeof *v->coef_all);
+    v->coefbar_all = gmm_malloc(nr * w, sizeof *v->coefbar_all);
+    v->mu = gmm_malloc(no, sizeof *v->mu);
+    v->s2 = gmm_malloc(no, sizeof *v->s2);
+    v->ea = gmm_malloc(no, sizeof *v->ea);
+    v->ec = gmm_malloc(no, sizeof *v->ec);
+    v->rule = gmm_calloc(no, sizeof *v->rule);
+    v->dpar = gmm_calloc(GMM_LIK_MAXPARAM, sizeof *v->dpar);
+    v->lambda = gmm_calloc(v->nvar, sizeof *v->lambda);
+    v->theta = gmm_malloc(npar, sizeof *v->theta);
+    v->thbar = gmm_malloc(npar, sizeof *v->thbar);
+    v->tmp = gmm_malloc(n, sizeof *v->tmp);
+    v->grow = gmm_malloc(k1, sizeof *v->grow);
+    v->Sg = gmm_malloc(k1, sizeof *v->Sg);
+    v->work = gmm_malloc(4 * k1, sizeof *v->work);
+    v->L = gmm_band_alloc(n, v->b, 0, GMM_BAND_LOWER);
+    v->Lbar = gmm_band_alloc(n, v->b, 0, GMM_BAND_LOWER);
+    v->S = gmm_band_alloc(n, v->sk, 0, GMM_BAND_SYMMETRIC);
+    v->Sbar = gmm_band_alloc(n, v->sk, 0, GMM_BAND_SYMMETRIC);
+    v->K = gmm_band_alloc(n, kl, 0, GMM_BAND_SYMMETRIC);
+    v->Kbar = gmm_band_alloc(n, kl, 0, GMM_BAND_LOWER);
+    v->D = gmm_band_alloc(n, v->dk, 0, GMM_BAND_SYMMETRIC);
+    int ok = v->orow && v->ooff && v->oord && v->oy && v->oe && v->ocoef && v->coef_all &&
+             v->coefbar_all && v->mu && v->s2 && v->ea && v->ec && v->rule && v->dpar &&
+             v->lambda && v->theta && v->thbar && v->tmp && v->grow && v->Sg && v->work &&
+             v->L && v->Lbar && v->S && v->Sbar && v->K && v->Kbar && v->D;
+    if (ok && rows) {
+        v->Gbar = gmm_calloc(v->nrowsG * k1, sizeof *v->Gbar);
+        v->Dlo = gmm_band_alloc(n, v->dk, 0, GMM_BAND_SYMMETRIC);
+        ok = v->Gbar && v->Dlo;
+    } else if (ok) {
+        v->Q = gmm_band_alloc(n, kl, 0, GMM_BAND_SYMMETRIC);
+        v->Qbar = gmm_band_alloc(n, kl, 0, GMM_BAND_SYMMETRIC);
+        ok = v->Q && v->Qbar;
+    }
+    if (!ok) {
+        st = gmm_error(GMM_ENOMEM, "vi: out of memory for %zu latents (bandwidth %zu, "
+                                   "covariance band %zu)",
+                       n, v->b, v->sk);
+        gmm_vi_free(v);
+        return st;
+    }
+    memcpy(v->theta, obj->value, v->nparam * sizeof *v->theta);
+    const size_t *off = gmm_latent_obs_offset(lat);
+    for (size_t r = 0, o = 0; r < v->nrows; r++) {
+        if (isnan(y[r]))
+            continue;
+        v->orow[o] = r;
+        v->ooff[o] = off[r];
+        v->oy[o] = y[r];
+        v->oe[o] = e ? e[r] : 1.0;
+        o++;
+    }
+    if ((st = sort_by_offset(v))) {
+        gmm_vi_free(v);
+        return st;
+    }
+    if (!v->varies) {
+        if ((st = gmm_latent_obs_coef(lat, v->theta, v->coef_all))) {
+            gmm_vi_free(v);
+            return st;
+        }
+        for (size_t i = 0; i < v->nobs; i++)
+            memcpy(v->ocoef + i * w, v->coef_all + v->orow[i] * w, w * sizeof *v->ocoef);
+    }
+    v->start = "given";
+    *out = v;
+    return GMM_OK;
+}
+
+size_t gmm_vi_dim(const gmm_vi *v) { return v->n; }
+size_t gmm_vi_bandwidth(const gmm_vi *v) { return v->b; }
+size_t gmm_vi_nvar(const gmm_vi *v) { return v->nvar; }
+size_t gmm_vi_nparam(const gmm_vi *v) { return v->nparam; }
+int gmm_vi_uses_rows(const gmm_vi *v) { return v->rows; }
+const double *gmm_vi_theta(const gmm_vi *v) { return v->theta; }
+const double *gmm_vi_lambda(const gmm_vi *v) { return v->lambda; }
+const double *gmm_vi_mean(const gmm_vi *v) { return v->lambda; }
+
+/* ---- one evaluation ----------------------------------------------------------- */
+
+/* The likelihood's parameters and the coefficients at theta. */
+static gmm_status set_hyper(gmm_vi *v, const double *theta)
+{
+    gmm_status st;
+    v->lik = *gmm_problem_lik(v->prob);
+    for (size_t k = 0; k < v->np; k++) {
+        double t = theta[v->nl + k];
+        if (!isfinite(t) || !(t > 0.0))
+            return gmm_error_at(GMM_EDOM, v->nl + k, "%s = %g must be positive and finite",
+                                gmm_problem_objective(v->prob)->name[v->nl + k], t);
+        v->lik.par[k] = t;
+    }
+    if (v->intercept && !isfinite(theta[v->nparam - 1]))
+        return gmm_error_at(GMM_EDOM, v->nparam - 1, "intercept = %g is not finite",
+                            theta[v->nparam - 1]);
+    if ((st = gmm_latent_theta_check(v->lat, theta)))
+        return st;
+    if (v->varies) {
+        if ((st = gmm_latent_obs_coef(v->lat, theta, v->coef_all)))
+            return st;
+        size_t w = v->width;
+        for (size_t i = 0; i < v->nobs; i++)
+            memcpy(v->ocoef + i * w, v->coef_all + v->orow[i] * w, w * sizeof *v->ocoef);
+    }
+    return GMM_OK;
+}
+
+/* L from lambda: the band copied, its log-diagonal exponentiated. */
+static gmm_status unpack(gmm_vi *v, const double *lambda)
+{
+    memcpy(v->L->data, lambda + v->n, gmm_band_size(v->n, v->b, 0) * sizeof *lambda);
+    v->ldq = 0.0;
+    for (size_t j = 0; j < v->n; j++) {
+        double *d = gmm_band_ptr(v->L, j, j), t = exp(*d);
+        v->ldq += 2.0 * *d;
+        if (!(t >= DBL_MIN) || !isfinite(t))
+            return gmm_error_at(GMM_EDOM, j, "vi: L(%zu, %zu) = exp(%g) is not a positive "
+                                             "normal double",
+                                j, j, *d);
+        *d = t;
+    }
+    return GMM_OK;
+}
+
+/* Gauss-Hermite points for row i at variance s2 (vi.h, EXPECTATIONS). */
+static size_t rule_of(gmm_vi *v, size_t i, double s2)
+{
+    if (v->par.nquad)
+        return v->par.nquad;
+    if (!v->freeze || !v->rule[i])
+        v->rule[i] = s2 <= 0.4 ? 5 : s2 <= 1.0 ? 10 : 25;
+    return 4 * (size_t)v->rule[i];
+}
+
+/* The expectations: sum_r E_r into *sum; mu, s2, a, c per row and the
+ * summed parameter derivatives.  With gl, Sigmabar += c_r h h' and lambar's
+ * m part += a_r h. */
+static gmm_status expectations(gmm_vi *v, double b0, const double *m, double *sum,
+                               double *mbar, int gl)
+{
+    size_t w = v->width;
+    double out[3], dp[GMM_LIK_MAXPARAM], acc = 0.0;
+    memset(v->dpar, 0, GMM_LIK_MAXPARAM * sizeof *v->dpar);
+    for (size_t i = 0; i < v->nobs; i++) {
+        const double *h = v->ocoef + i * w;
+        size_t o = v->ooff[i];
+        double mu = b0, s2 = 0.0;
+        for (size_t a = 0; a < w; a++) {
+            if (h[a] == 0.0)
+                continue;
+            mu += h[a] * m[o + a];
+            double t = 0.0;
+            for (size_t c = 0; c < w; c++)
+                t += gmm_band_get(v->S, o + a, o + c) * h[c];
+            s2 += h[a] * t;
+        }
+        if (s2 < 0.0) /* rounding of a variance that is ~0 against Sigma's entries */
+            s2 = 0.0;
+        gmm_status st = gmm_lik_expect(&v->lik, v->oy[i], v->oe[i], mu, s2, rule_of(v, i, s2), out,
+                                       v->np ? dp : NULL);
+        if (st)
+            return st;
+        v->mu[i] = mu;
+        v->s2[i] = s2;
+        v->ea[i] = out[1];
+        v->ec[i] = out[2];
+        acc += out[0];
+        for (size_t k = 0; k < v->np; k++)
+            v->dpar[k] += dp[k];
+        if (!gl)
+            continue;
+        for (size_t a = 0; a < w; a++) {
+            if (h[a] == 0.0)
+                continue;
+            mbar[o + a] += out[1] * h[a];
+            *gmm_band_ptr(v->Sbar, o + a, o + a) += out[2] * h[a] * h[a];
+            for (size_t c = 0; c < a; c++)
+                *gmm_band_ptr(v->Sbar, o + a, o + c) += 2.0 * out[2] * h[a] * h[c];
+        }
+    }
+    *sum = acc;
+    return GMM_OK;
+}
+
+/* (hi, lo) += a c exactly up to the low part's rounding: the product split
+ * by fma (TwoProduct), the sum by Knuth's TwoSum. */
+static inline void dd_add_prod(double *hi, double *lo, double a, double c)
+{
+    double p = a * c, pe = fma(a, c, -p);
+    double t = *hi + p, z = t - *hi;
+    *lo += ((*hi - (t - z)) + (p - z)) + pe;
+    *hi = t;
+}
+
+/* The prior's terms from its rows: D = G'G in double-double (D, Dlo), m'Q m,
+ * the rows' share of mbar (gl) and the rows' adjoints Gbar (gt). */
+static void rows_terms(gmm_vi *v, const gmm_prior_rows *G, const double *m, double *mqm,
+                       double *mbar, int gl, int gt)
+{
+    size_t k1 = v->kl + 1;
+    double *g = v->grow, q = 0.0;
+    gmm_band_set_zero(v->D);
+    gmm_band_set_zero(v->Dlo);
+    for (size_t i = 0; i < G->nrows; i++) {
+        size_t first, wi = G->row(G->ctx, i, &first, g);
+        double t = 0.0;
+        for (size_t a = 0; a < wi; a++) {
+            t += g[a] * m[first + a];
+            double *dh = gmm_band_col(v->D, first + a), *dl = gmm_band_col(v->Dlo, first + a);
+            for (size_t c = a; c < wi; c++) /* (first + c, first + a), c >= a */
+                dd_add_prod(dh + first + c, dl + first + c, g[c], g[a]);
+        }
+        q += t * t;
+        if (gl)
+            for (size_t a = 0; a < wi; a++)
+                mbar[first + a] -= t * g[a];
+        if (gt)
+            for (size_t a = 0; a < wi; a++) {
+                double sg = 0.0;
+                for (size_t c = 0; c < wi; c++)
+                    sg += gmm_band_get(v->S, first + a, first + c) * g[c];
+                v->Gbar[i * k1 + a] = -(sg + t * m[first + a]);
+            }
+    }
+    *mqm = q;
+}
+
+/* D -= L L' on D's band: in double-double into (D, Dlo) and rounded into D
+ * (rows), or in double (assembled, D = Q on entry).  O(n b^2). */
+static void sub_llt(gmm_vi *v)
+{
+    size_t n = v->n, b = v->b;
+    for (size_t k = 0; k < n; k++) {
+        const double *l = gmm_band_col(v->L, k);
+        size_t imax = k + b < n ? k + b : n - 1;
+        for (size_t j = k; j <= imax; j++) {
+            double *dh = gmm_band_col(v->D, j), lj = -l[j];
+            if (v->rows) {
+                double *dl = gmm_band_col(v->Dlo, j);
+                for (size_t i = j; i <= imax; i++) /* (i, j), i >= j */
+                    dd_add_prod(dh + i, dl + i, l[i], lj);
+            } else {
+                for (size_t i = j; i <= imax; i++)
+                    dh[i] += l[i] * lj;
+            }
+        }
+    }
+    if (!v->rows)
+        return;
+    for (size_t j = 0; j < n; j++) {
+        double *dh = gmm_band_col(v->D, j);
+        const double *dl = gmm_band_col(v->Dlo, j);
+        size_t imax = j + v->dk < n ? j + v->dk : n - 1;
+        for (size_t i = j; i <= imax; i++)
+            dh[i] += dl[i];
+    }
+}
+
+gmm_status gmm_vi_elbo(gmm_vi *v, const double *theta, const double *lambda, double *elbo,
+                       double *lambar, double *thetabar)
+{
+    gmm_status st;
+    if (!v || !theta || !lambda || !elbo)
+        return gmm_error(GMM_EINVAL, "gmm_vi_elbo: NULL argument");
+    size_t n = v->n;
+    int gl = lambar != NULL, gt = thetabar != NULL;
+    const double *m = lambda;
+    double b0 = v->intercept ? theta[v->nparam - 1] : 0.0, ldp = NAN, tr, mqm, sumE;
+    double *mbar = lambar;
+    gmm_prior_rows G;
+    if ((st = set_hyper(v, theta)) || (st = unpack(v, lambda)))
+        return st;
+    /* the prior at theta */
+    v->logdet_here = 0;
+    if (v->rows) {
+        if ((st = gmm_latent_prior_rows(v->lat, theta, &G, &ldp)))
+            return st;
+    } else {
+        if ((st = gmm_latent_prior(v->lat, theta, v->Q, &ldp)))
+            return st;
+        if (isnan(ldp)) {
+            v->K->kind = GMM_BAND_SYMMETRIC;
+            if ((st = gmm_band_copy(v->K, v->Q)) || (st = gmm_band_chol_decomp(v->K, v->K)))
+                return st;
+            ldp = gmm_band_chol_logdet(v->K);
+            v->logdet_here = 1;
+        }
+    }
+    if ((st = gmm_band_chol_selinv(v->L, v->S)))
+        return st;
+    if (gl) {
+        memset(mbar, 0, n * sizeof *mbar);
+        gmm_band_set_zero(v->Sbar);
+    }
+    if ((st = expectations(v, b0, m, &sumE, mbar, gl)))
+        return st;
+    if (v->rows) {
+        rows_terms(v, &G, m, &mqm, mbar, gl, gt);
+    } else {
+        if ((st = gmm_band_copy_band(v->D, v->Q)) ||
+            (st = gmm_band_gemv(GMM_NOTRANS, 1.0, v->Q, m, 0.0, v->tmp)))
+            return st;
+        mqm = 0.0;
+        for (size_t j = 0; j < n; j++)
+            mqm += m[j] * v->tmp[j];
+        if (gl)
+            for (size_t j = 0; j < n; j++)
+                mbar[j] -= v->tmp[j];
+        if (gt) {
+            gmm_band_set_zero(v->Qbar);
+            if ((st = gmm_band_dot_rev(v->S, v->Q, -0.5, NULL, v->Qbar)))
+                return st;
+        }
+    }
+    /* tr(Sigma Q) - n = tr(Sigma D), D = Q - L L' (ACCURACY) */
+    sub_llt(v);
+    tr = gmm_band_dot(v->S, v->D);
+    if (gl && (st = gmm_band_dot_rev(v->S, v->D, -0.5, v->Sbar, NULL)))
+        return st;
+    double kl = 0.5 * (tr + mqm - ldp + v->ldq), val = sumE - kl;
+    if (!isfinite(val))
+        return gmm_error(GMM_EDOM, "vi: ELBO not finite (expectations %g, KL %g)", sumE, kl);
+    if (gl) {
+        gmm_band_set_zero(v->Lbar);
+        if ((st = gmm_band_chol_selinv_rev(v->L, v->S, v->Sbar, v->Lbar)))
+            return st;
+        memcpy(lambar + n, v->Lbar->data, gmm_band_size(n, v->b, 0) * sizeof *lambar);
+        gmm_band lb;
+        if ((st = gmm_band_view(&lb, lambar + n, n, v->b, 0, GMM_BAND_LOWER)))
+            return st;
+        for (size_t j = 0; j < n; j++) {
+            double *d = gmm_band_ptr(&lb, j, j);
+            *d *= *gmm_band_ptr(v->L, j, j);
+        }
+    }
+    if (gt) {
+        memset(thetabar, 0, v->nparam * sizeof *thetabar);
+        if (v->rows) {
+            if ((st = gmm_latent_prior_rows_rev(v->lat, v->Gbar, 0.5, thetabar)))
+                return st;
+        } else {
+            if ((st = gmm_band_outer(-0.5, 1, m, n, m, n, v->Qbar)))
+                return st;
+            if (v->logdet_here) {
+                gmm_band_set_zero(v->Kbar);
+                if ((st = gmm_band_chol_logdet_rev(v->K, 0.5, v->Kbar)) ||
+                    (st = gmm_band_chol_decomp_rev(v->K, v->Kbar, v->Qbar)))
+                    return st;
+            }
+            if ((st = gmm_latent_prior_rev(v->lat, v->Qbar, v->logdet_here ? 0.0 : 0.5,
+                                           thetabar)))
+                return st;
+        }
+        for (size_t k = 0; k < v->np; k++)
+            thetabar[v->nl + k] = v->dpar[k];
+        double bb = 0.0;
+        for (size_t i = 0; i < v->nobs; i++)
+            bb += v->ea[i];
+        if (v->intercept)
+            thetabar[v->nparam - 1] = bb;
+        if (v->varies) {
+            size_t w = v->width;
+            memset(v->coefbar_all, 0, v->nrows * w * sizeof *v->coefbar_all);
+            for (size_t i = 0; i < v->nobs; i++) {
+                const double *h = v->ocoef + i * w;
+                double *hb = v->coefbar_all + v->orow[i] * w;
+                size_t o = v->ooff[i];
+                for (size_t a = 0; a < w; a++) {
+                    double s = 0.0;
+                    for (size_t c = 0; c < w; c++)
+                        s += gmm_band_get(v->S, o + a, o + c) * h[c];
+                    hb[a] = v->ea[i] * m[o + a] + 2.0 * v->ec[i] * s;
+                }
+            }
+            if ((st = gmm_latent_obs_coef_rev(v->lat, theta, v->coefbar_all, thetabar)))
+                return st;
+        }
+    }
+    *elbo = val;
+    return GMM_OK;
+}
+
+/* ---- state ----------------------------------------------------------------------- */
+
+/* lambda's band from v->L (its diagonal to logs). */
+static void pack(gmm_vi *v)
+{
+    gmm_band lb;
+    memcpy(v->lambda + v->n, v->L->data, gmm_band_size(v->n, v->b, 0) * sizeof *v->lambda);
+    gmm_band_view(&lb, v->lambda + v->n, v->n, v->b, 0, GMM_BAND_LOWER);
+    for (size_t j = 0; j < v->n; j++) {
+        double *d = gmm_band_ptr(&lb, j, j);
+        *d = log(*d);
+    }
+}
+
+static gmm_status theta_check(gmm_vi *v, const double *theta)
+{
+    gmm_status st = gmm_latent_theta_check(v->lat, theta);
+    for (size_t k = 0; st == GMM_OK && k < v->np; k++) {
+        double t = theta[v->nl + k];
+        if (!isfinite(t) || !(t > 0.0))
+            st = gmm_error_at(GMM_EINVAL, v->nl + k, "vi: likelihood parameter %zu = %g must be "
+                                                     "positive and finite",
+                              k, t);
+    }
+    if (st == GMM_OK && v->intercept && !isfinite(theta[v->nparam - 1]))
+        st = gmm_error(GMM_EINVAL, "vi: intercept %g is not finite", theta[v->nparam - 1]);
+    return st == GMM_EDOM ? GMM_EINVAL : st;
+}
+
+gmm_status gmm_vi_set_state(gmm_vi *v, const double *theta, const double *m, const gmm_band *L)
+{
+    gmm_status st;
+    if (!v)
+        return gmm_error(GMM_EINVAL, "gmm_vi_set_state: NULL argument");
+    if (theta && (st = theta_check(v, theta)))
+        return st;
+    if (L && (L->n != v->n || L->kind != GMM_BAND_LOWER))
+        return gmm_error(GMM_EDIM, "gmm_vi_set_state: L must be LOWER %zu x %zu", v->n, v->n);
+    for (size_t j = 0; L && j < v->n; j++) {
+        double d = gmm_band_get(L, j, j);
+        if (!(d > 0.0) || !isfinite(d))
+            return gmm_error_at(GMM_EINVAL, j, "gmm_vi_set_state: L(%zu, %zu) = %g is not "
+                                               "positive and finite",
+                                j, j, d);
+    }
+    if (theta)
+        memcpy(v->theta, theta, v->nparam * sizeof *theta);
+    if (m)
+        memcpy(v->lambda, m, v->n * sizeof *m);
+    else
+        memset(v->lambda, 0, v->n * sizeof *v->lambda);
+    if (L) {
+        if ((st = gmm_band_copy_band(v->L, L)))
+            return st;
+    } else {
+        gmm_band_set_zero(v->L);
+        for (size_t j = 0; j < v->n; j++)
+            *gmm_band_ptr(v->L, j, j) = 1.0;
+    }
+    pack(v);
+    v->have_start = 1;
+    v->start = "given";
+    return GMM_OK;
+}
+
+/* K = chol(Q_p + sum_i w_i h_i h_i') (w NULL: the prior alone) at v->theta,
+ * the coefficients set (set_hyper). */
+static gmm_status factor_start(gmm_vi *v, const double *w)
+{
+    gmm_status st;
+    size_t wd = v->width;
+    if (v->rows) {
+        /* fold the prior's rows and sqrt(w_i) h_i, merged by first column */
+        gmm_prior_rows G;
+        if ((st = gmm_latent_prior_rows(v->lat, v->theta, &G, NULL)))
+            return st;
+        gmm_band_set_zero(v->K);
+        v->K->kind = GMM_BAND_LOWER;
+        size_t io = 0, first = 0, gw = 0;
+        double *hv = v->Sg;
+        for (size_t i = 0; i < G.nrows || (w && io < v->nobs);) {
+            if (i < G.nrows && gw == 0)
+                gw = G.row(G.ctx, i, &first, v->grow);
+            size_t o = w && io < v->nobs ? v->oord[io] : 0;
+            if (w && io < v->nobs && (i == G.nrows || v->ooff[o] < first)) {
+                io++;
+                if (!(w[o] > 0.0))
+                    continue;
+                double sw = sqrt(w[o]);
+                for (size_t a = 0; a < wd; a++)
+                    hv[a] = sw * v->ocoef[o * wd + a];
+                if ((st = gmm_band_chol_add_row(v->K, v->ooff[o], wd, hv, v->work)))
+                    return st;
+                continue;
+            }
+            if ((st = gmm_band_chol_add_row(v->K, first, gw, v->grow, v->work)))
+                return st;
+            i++;
+            gw = 0;
+        }
+        return gmm_band_chol_rows_check(v->K);
+    }
+    if ((st = gmm_latent_prior(v->lat, v->theta, v->Q, NULL)))
+        return st;
+    v->K->kind = GMM_BAND_SYMMETRIC;
+    if ((st = gmm_band_copy(v->K, v->Q)))
+        return st;
+    for (size_t i = 0; w && i < v->nobs; i++) {
+        const double *h = v->ocoef + i * wd;
+        size_t o = v->ooff[i];
+        for (size_t a = 0; a < wd; a++)
+            for (size_t c = 0; c <= a; c++)
+                *gmm_band_ptr(v->K, o + a, o + c) += w[i] * h[a] * h[c];
+    }
+    return gmm_band_chol_decomp(v->K, v->K);
+}
+
+gmm_status gmm_vi_start_laplace(gmm_vi *v, const char **start)
+{
+    gmm_status st;
+    if (!v)
+        return gmm_error(GMM_EINVAL, "gmm_vi_start_laplace: NULL argument");
+    double *m = v->lambda;
+    int laplace = 1;
+    st = gmm_problem_posterior(v->prob, v->theta, m, NULL);
+    if (st == GMM_EDOM || st == GMM_ENOTPD || st == GMM_ENOCONV) {
+        laplace = 0;
+        memset(m, 0, v->n * sizeof *m);
+    } else if (st) {
+        return st;
+    }
+    if ((st = set_hyper(v, v->theta)))
+        return st;
+    double *w = NULL;
+    if (laplace) {
+        w = v->ec; /* scratch: -d2 log p at the mode */
+        double b0 = v->intercept ? v->theta[v->nparam - 1] : 0.0, out[4];
+        for (size_t i = 0; i < v->nobs; i++) {
+            const double *h = v->ocoef + i * v->width;
+            double f = b0;
+            for (size_t a = 0; a < v->width; a++)
+                f += h[a] * m[v->ooff[i] + a];
+            gmm_lik_eval(&v->lik, v->oy[i], v->oe[i], f, out, NULL);
+            w[i] = -out[2];
+        }
+    }
+    if ((st = factor_start(v, w)))
+        return st;
+    if ((st = gmm_band_copy_band(v->L, v->K)))
+        return st;
+    pack(v);
+    v->have_start = 1;
+    v->start = laplace ? "laplace" : "prior";
+    if (start)
+        *start = v->start;
+    return GMM_OK;
+}
+
+/* ---- q as a posterior --------------------------------------------------------------- */
+
+gmm_status gmm_vi_factor(gmm_vi *v, gmm_band *L)
+{
+    gmm_status st;
+    if (!v || !L)
+        return gmm_error(GMM_EINVAL, "gmm_vi_factor: NULL argument");
+    if (L->n != v->n || L->kind != GMM_BAND_LOWER)
+        return gmm_error(GMM_EDIM, "gmm_vi_factor: L must be LOWER %zu x %zu", v->n, v->n);
+    if ((st = unpack(v, v->lambda)))
+        return st;
+    return gmm_band_copy_band(L, v->L);
+}
+
+gmm_status gmm_vi_posterior(gmm_vi *v, double *mean, gmm_band *cov)
+{
+    gmm_status st;
+    if (!v)
+        return gmm_error(GMM_EINVAL, "gmm_vi_posterior: NULL argument");
+    if (mean)
+        memcpy(mean, v->lambda, v->n * sizeof *mean);
+    if (!cov)
+        return GMM_OK;
+    if (cov->n != v->n || cov->kind != GMM_BAND_SYMMETRIC)
+        return gmm_error(GMM_EDIM, "gmm_vi_posterior: cov must be SYMMETRIC %zu x %zu", v->n,
+                         v->n);
+    if ((st = unpack(v, v->lambda)))
+        return st;
+    if (cov->kl >= v->b)
+        return gmm_band_chol_selinv(v->L, cov);
+    if ((st = gmm_band_chol_selinv(v->L, v->S)))
+        return st;
+    return gmm_band_copy_band(cov, v->S);
+}
+
+static void add_b0(const gmm_vi *v, size_t m, double *mean)
+{
+    for (size_t i = 0; v->intercept && i < m; i++)
+        mean[i] += v->theta[v->nparam - 1];
+}
+
+gmm_status gmm_vi_predict_rows(gmm_vi *v, double *mean, double *var)
+{
+    gmm_status st;
+    if (!v || !mean || !var)
+        return gmm_error(GMM_EINVAL, "gmm_vi_predict_rows: NULL argument");
+    if ((st = gmm_vi_posterior(v, NULL, v->S)) ||
+        (st = gmm_latent_predict_rows(v->lat, v->theta, v->lambda, v->S, mean, var)))
+        return st;
+    add_b0(v, v->nrows, mean);
+    return GMM_OK;
+}
+
+gmm_status gmm_vi_predict_nodes(gmm_vi *v, double *mean, double *var)
+{
+    gmm_status st;
+    if (!v || !mean || !var)
+        return gmm_error(GMM_EINVAL, "gmm_vi_predict_nodes: NULL argument");
+    if (gmm_latent_node_index(v->lat, 0) == GMM_NO_INDEX)
+        return gmm_error(GMM_EINVAL, "a %s model has no nodes", gmm_latent_family(v->lat));
+    if ((st = gmm_vi_posterior(v, NULL, v->S)))
+        return st;
+    for (size_t j = 0; j < v->n; j++) {
+        size_t r = gmm_latent_node_index(v->lat, j);
+        mean[j] = v->lambda[r];
+        var[j] = gmm_band_get(v->S, r, r);
+    }
+    add_b0(v, v->n, mean);
+    return GMM_OK;
+}
+
+gmm_status gmm_vi_predict_at(gmm_vi *v, const double *xq, size_t nq, double *mean, double *var)
+{
+    gmm_status st;
+    if (!v || (nq && (!xq || !mean || !var)))
+        return gmm_error(GMM_EINVAL, "gmm_vi_predict_at: NULL argument");
+    if (!gmm_latent_has_inputs(v->lat))
+        return gmm_error(GMM_EINVAL, "a %s model predicts at its nodes, not at new inputs",
+                         gmm_latent_family(v->lat));
+    gmm_band *cov = gmm_band_alloc(v->n, smax(gmm_latent_cov_bandwidth(v->lat), v->b), 0,
+                                   GMM_BAND_SYMMETRIC);
+    if (!cov)
+        return gmm_error(GMM_ENOMEM, "vi: out of memory for the covariance band");
+    st = gmm_vi_posterior(v, NULL, cov);
+    if (st == GMM_OK &&
+        (st = gmm_latent_predict_at(v->lat, v->theta, v->lambda, cov, xq, nq, mean, var)) ==
+            GMM_OK)
+        add_b0(v, nq, mean);
+    gmm_band_free(cov);
+    return st;
+}
+
+/* ---- L-BFGS ---------------------------------------------------------------------------- */
+
+/* One run over u = (lambda, free hyperparameters on their optimisation
+ * scale); minimises -ELBO.  Trial points where the ELBO is not defined are
+ * answered as fit.c does (fit.h, DOMAIN FAILURES). */
+typedef struct {
+    gmm_vi *v;
+    size_t nvar, nfree, nu, past;
+    size_t *idx;          /* free hyperparameter k is theta[idx[k]] */
+    const int *positive;
+    double *th, *thbar;   /* trial theta, its gradient */
+    double *u0, *g0, f0;  /* last accepted iterate */
+    double *ulast;        /* the last evaluated point (adaptive rules) */
+    double *scale, *lam;  /* lambda = scale * u (nvar each) */
+    size_t *dpos;         /* lambda's slot of L(j, j) (n) */
+    double *ld0;          /* log L(j, j) when scale was set (n) */
+    int rescale;          /* L's diagonal moved away from scale's */
+    double pf[4];
+    size_t iter, evals;
+    int start_failed, cancelled, stopped_delta, have_last;
+    gmm_status fail_status, fatal; /* fatal: GMM_ENOMEM in an evaluation */
+    char fail_msg[GMM_ERROR_MAX];
+} run_ctx;
+
+static int map_theta(run_ctx *c, const double *u)
+{
+    for (size_t k = 0; k < c->nfree; k++) {
+        size_t i = c->idx[k];
+        double x = u[c->nvar + k];
+        if (c->positive[i]) {
+            x = exp(x);
+            if (!(x > 0.0) || !isfinite(x))
+                return 0;
+        }
+        c->th[i] = x;
+    }
+    return 1;
+}
+
+/* -ELBO and its gradient at u; 0 on a domain failure. */
+static int eval_min(run_ctx *c, const double *u, double *f, double *g)
+{
+    gmm_vi *v = c->v;
+    double elbo;
+    c->evals++;
+    c->have_last = 0;
+    if (!map_theta(c, u)) {
+        c->fail_status = gmm_error(GMM_EDOM, "a log-scale parameter left the range of doubles");
+        return 0;
+    }
+    for (size_t j = 0; j < c->nvar; j++)
+        c->lam[j] = c->scale[j] * u[j];
+    gmm_status st = gmm_vi_elbo(v, c->th, c->lam, &elbo, g, c->nfree ? c->thbar : NULL);
+    if (st) {
+        c->fail_status = st;
+        return 0;
+    }
+    for (size_t j = 0; j < c->nvar; j++)
+        g[j] = -c->scale[j] * g[j];
+    for (size_t k = 0; k < c->nfree; k++) {
+        size_t i = c->idx[k];
+        g[c->nvar + k] = -c->thbar[i] * (c->positive[i] ? c->th[i] : 1.0);
+    }
+    for (size_t j = 0; j < c->nu; j++)
+        if (!isfinite(g[j])) {
+            c->fail_status = gmm_error(GMM_EDOM, "vi: gradient not finite");
+            return 0;
+        }
+    memcpy(c->ulast, u, c->nu * sizeof *u);
+    c->have_last = 1;
+    *f = -elbo;
+    return 1;
+}
+
+/* Start a new run with a new scale when an L(j, j) moved by more than a
+ * factor 2 from the scale's (learning the hyperparameters moves q far). */
+#define RESCALE_LOG 0.6931471805599453
+
+static lbfgsfloatval_t evaluate(void *instance, const lbfgsfloatval_t *x, lbfgsfloatval_t *g,
+                                const int n, const lbfgsfloatval_t step)
+{
+    run_ctx *c = instance;
+    size_t nu = (size_t)n;
+    double f;
+    /* the starting point chooses each row's rule; line searches keep them */
+    c->v->freeze = step != 0.0;
+    int ok = !c->fatal && eval_min(c, x, &f, g);
+    c->v->freeze = 1;
+    if (!ok && !c->fatal && c->fail_status == GMM_ENOMEM) {
+        c->fatal = GMM_ENOMEM; /* not a domain failure: end the run */
+        snprintf(c->fail_msg, sizeof c->fail_msg, "%s", gmm_error_message());
+    }
+    if (ok) {
+        if (step == 0.0) {
+            memcpy(c->u0, x, nu * sizeof *x);
+            memcpy(c->g0, g, nu * sizeof *g);
+            c->f0 = f;
+            c->pf[0] = f;
+        }
+        return f;
+    }
+    if (step == 0.0) {
+        c->start_failed = 1;
+        snprintf(c->fail_msg, sizeof c->fail_msg, "%s", gmm_error_message());
+        memset(g, 0, nu * sizeof *g);
+        return 0.0;
+    }
+    double dg = 0.0;
+    for (size_t k = 0; k < nu; k++) {
+        double s = (x[k] - c->u0[k]) / step;
+        dg += c->g0[k] * s;
+        g[k] = -c->g0[k];
+    }
+    return c->f0 + fabs(dg) * step + (dg == 0.0 ? 1.0 : 0.0);
+}
+
+static int progress(void *instance, const lbfgsfloatval_t *x, const lbfgsfloatval_t *g,
+                    const lbfgsfloatval_t fx, const lbfgsfloatval_t xnorm,
+                    const lbfgsfloatval_t gnorm, const lbfgsfloatval_t step, int n, int k,
+                    int ls)
+{
+    run_ctx *c = instance;
+    gmm_vi *v = c->v;
+    size_t nu = (size_t)n;
+    if (c->fatal)
+        return 1;
+    (void)xnorm;
+    (void)step;
+    (void)ls;
+    memcpy(c->u0, x, nu * sizeof *x);
+    memcpy(c->g0, g, nu * sizeof *g);
+    c->f0 = fx;
+    c->iter = (size_t)k;
+    /* each row's rule from its variance at the accepted iterate */
+    if (!v->par.nquad && c->have_last && !memcmp(c->ulast, x, nu * sizeof *x)) {
+        v->freeze = 0;
+        for (size_t i = 0; i < v->nobs; i++)
+            rule_of(v, i, v->s2[i]);
+        v->freeze = 1;
+    }
+    if (v->par.progress) {
+        gmm_vi_progress p = {c->iter, c->evals, -fx, gnorm};
+        if (v->par.progress(v->par.user, &p)) {
+            c->cancelled = 1;
+            return 1;
+        }
+    }
+    size_t slot = c->iter % c->past;
+    if (c->iter >= c->past && c->pf[slot] - fx <= v->par.tol * fmax(1.0, fabs(fx))) {
+        c->stopped_delta = 1;
+        return 1;
+    }
+    c->pf[slot] = fx;
+    for (size_t j = 0; j < v->n; j++)
+        if (fabs(x[c->dpos[j]] - c->ld0[j]) > RESCALE_LOG) {
+            c->rescale = 1;
+            return 1;
+        }
+    return 0;
+}
+
+static const char *lbfgs_message(int ret)
+{
+    switch (ret) {
+    case LBFGS_SUCCESS: return "converged: gradient norm below epsilon";
+    case LBFGS_ALREADY_MINIMIZED: return "converged: the starting point is a stationary point";
+    case LBFGSERR_MAXIMUMITERATION: return "stopped: maximum number of iterations reached";
+    case LBFGSERR_ROUNDING_ERROR:
+        return "line search failed: rounding errors prevent further progress";
+    case LBFGSERR_MINIMUMSTEP: return "line search failed: step below the minimum";
+    case LBFGSERR_MAXIMUMSTEP: return "line search failed: step above the maximum";
+    case LBFGSERR_MAXIMUMLINESEARCH:
+        return "line search failed: maximum number of evaluations reached";
+    case LBFGSERR_WIDTHTOOSMALL: return "line search failed: interval of uncertainty too small";
+    case LBFGSERR_INCREASEGRADIENT:
+        return "line search failed: the search direction is not a descent direction";
+    case LBFGSERR_OUTOFINTERVAL: return "line search failed: step out of the interval";
+    default: return "stopped by liblbfgs";
+    }
+}
+
+/* The optimiser's variables u = lambda / scale, scale from the start's L
+ * (a diagonal preconditioner): the Fisher metric of q in (m, L) is
+ * Euclidean in a = L' dm and E = L^-1 dL, whose diagonal approximation
+ * (L by its diagonal) is dm_j = da_j / L_jj, dL_ij = L_ii dE_ij (i > j),
+ * and for the log-diagonal 1 (already scale-free). */
+static gmm_status set_scale(gmm_vi *v, double *scale, size_t *dpos, double *ld0)
+{
+    gmm_status st;
+    gmm_band sb;
+    size_t n = v->n;
+    if ((st = unpack(v, v->lambda)) ||
+        (st = gmm_band_view(&sb, scale + n, n, v->b, 0, GMM_BAND_LOWER)))
+        return st;
+    for (size_t j = 0; j < v->nvar; j++)
+        scale[j] = 1.0;
+    for (size_t j = 0; j < n; j++) {
+        scale[j] = 1.0 / *gmm_band_ptr(v->L, j, j);
+        dpos[j] = n + (size_t)(gmm_band_ptr(&sb, j, j) - sb.data);
+        ld0[j] = log(*gmm_band_ptr(v->L, j, j));
+        size_t imax = j + v->b < n ? j + v->b : n - 1;
+        for (size_t i = j + 1; i <= imax; i++)
+            *gmm_band_ptr(&sb, i, j) = *gmm_band_ptr(v->L, i, i);
+    }
+    return GMM_OK;
+}
+
+gmm_status gmm_vi_fit(gmm_vi *v, gmm_vi_result *res)
+{
+    gmm_status st = GMM_OK;
+    if (!v || !res)
+        return gmm_error(GMM_EINVAL, "gmm_vi_fit: NULL argument");
+    memset(res, 0, sizeof *res);
+    if (!v->have_start && (st = gmm_vi_start_laplace(v, NULL)))
+        return st;
+    res->start = v->start;
+    const gmm_objective *obj = gmm_problem_objective(v->prob);
+    run_ctx c;
+    memset(&c, 0, sizeof c);
+    c.v = v;
+    c.nvar = v->nvar;
+    c.past = 3;
+    c.positive = obj->positive;
+    if (v->par.learn_hyper)
+        for (size_t i = 0; i < v->nparam; i++)
+            c.nfree += !obj->fixed[i];
+    c.nu = c.nvar + c.nfree;
+    if (c.nu > (size_t)0x7fffffff)
+        return gmm_error(GMM_EINVAL, "vi: too many variables (%zu)", c.nu);
+    c.idx = gmm_malloc(c.nfree ? c.nfree : 1, sizeof *c.idx);
+    c.th = gmm_malloc(v->nparam ? v->nparam : 1, sizeof *c.th);
+    c.thbar = gmm_malloc(v->nparam ? v->nparam : 1, sizeof *c.thbar);
+    double *u = gmm_malloc(c.nu, sizeof *u);
+    c.u0 = gmm_malloc(c.nu, sizeof *c.u0);
+    c.g0 = gmm_malloc(c.nu, sizeof *c.g0);
+    c.ulast = gmm_malloc(c.nu, sizeof *c.ulast);
+    c.scale = gmm_malloc(c.nvar, sizeof *c.scale);
+    c.lam = gmm_malloc(c.nvar, sizeof *c.lam);
+    c.dpos = gmm_malloc(v->n, sizeof *c.dpos);
+    c.ld0 = gmm_malloc(v->n, sizeof *c.ld0);
+    if (!c.idx || !c.th || !c.thbar || !u || !c.u0 || !c.g0 || !c.ulast || !c.scale || !c.lam ||
+        !c.dpos || !c.ld0) {
+        st = gmm_error(GMM_ENOMEM, "vi: out of memory for the optimiser (%zu variables)", c.nu);
+        goto done;
+    }
+    for (size_t i = 0, k = 0; v->par.learn_hyper && i < v->nparam; i++) {
+        if (obj->fixed[i])
+            continue;
+        if (obj->positive[i] && !(v->theta[i] > 0.0)) {
+            st = gmm_error(GMM_EINVAL, "vi: start value of '%s' must be > 0, got %g",
+                           obj->name[i], v->theta[i]);
+            goto done;
+        }
+        c.idx[k++] = i;
+    }
+    size_t iters = 0;
+    int ret;
+    for (;;) { /* runs, each with the scale of its start */
+        memcpy(c.th, v->theta, v->nparam * sizeof *c.th);
+        if ((st = set_scale(v, c.scale, c.dpos, c.ld0)))
+            goto done;
+        for (size_t j = 0; j < c.nvar; j++)
+            u[j] = v->lambda[j] / c.scale[j];
+        for (size_t k = 0; k < c.nfree; k++) {
+            size_t i = c.idx[k];
+            u[c.nvar + k] = obj->positive[i] ? log(v->theta[i]) : v->theta[i];
+        }
+        lbfgs_parameter_t lp;
+        lbfgs_parameter_init(&lp);
+        lp.m = (int)v->par.memory;
+        lp.epsilon = v->par.epsilon;
+        lp.max_iterations = v->par.max_iter ? (int)(v->par.max_iter - iters) : 0;
+        lp.max_linesearch = 40;
+        double fx = 0.0;
+        c.iter = 0;
+        c.start_failed = c.stopped_delta = c.rescale = 0;
+        ret = lbfgs((int)c.nu, u, &fx, evaluate, progress, &c, &lp);
+        v->freeze = 0;
+        if (c.fatal) {
+            st = gmm_error(c.fatal, "vi: %s", c.fail_msg);
+            goto done;
+        }
+        if (c.start_failed) {
+            st = gmm_error(c.fail_status ? c.fail_status : GMM_EDOM, "vi: starting point: %s",
+                           c.fail_msg);
+            goto done;
+        }
+        if (ret == LBFGSERR_OUTOFMEMORY) {
+            st = gmm_error(GMM_ENOMEM, "vi: out of memory in liblbfgs");
+            goto done;
+        }
+        if (ret <= LBFGSERR_INVALID_ORTHANTWISE_END && ret >= LBFGSERR_INVALID_N) {
+            st = gmm_error(GMM_EINVAL, "vi: liblbfgs rejected its parameters (code %d)", ret);
+            goto done;
+        }
+        /* the last accepted iterate (liblbfgs reverts x after a failed line
+         * search but leaves fx at the last trial) */
+        for (size_t j = 0; j < c.nvar; j++)
+            v->lambda[j] = c.scale[j] * c.u0[j];
+        map_theta(&c, c.u0);
+        memcpy(v->theta, c.th, v->nparam * sizeof *c.th);
+        iters += c.iter;
+        if (!c.rescale || (v->par.max_iter && iters >= v->par.max_iter))
+            break;
+        res->restarts++;
+    }
+    res->evaluations = c.evals;
+    double gn = 0.0;
+    for (size_t j = 0; j < c.nu; j++)
+        gn += c.g0[j] * c.g0[j];
+    res->elbo = -c.f0;
+    res->grad_norm = sqrt(gn);
+    res->iterations = iters;
+    if (c.stopped_delta) {
+        res->converged = 1;
+        res->message = "converged: relative change of the ELBO below tol";
+    } else if (c.cancelled) {
+        res->message = "cancelled";
+        st = gmm_error(GMM_ECANCEL, "vi: cancelled by the progress callback");
+    } else if (c.rescale) {
+        res->message = "stopped: maximum number of iterations reached";
+    } else {
+        res->converged = ret == LBFGS_SUCCESS || ret == LBFGS_ALREADY_MINIMIZED;
+        res->message = lbfgs_message(ret);
+    }
+    v->have_start = 1;
+    v->start = "given";
+done:
+    gmm_free(c.idx);
+    gmm_free(c.th);
+    gmm_free(c.thbar);
+    gmm_free(u);
+    gmm_free(c.u0);
+    gmm_free(c.g0);
+    gmm_free(c.ulast);
+    gmm_free(c.scale);
+    gmm_free(c.lam);
+    gmm_free(c.dpos);
+    gmm_free(c.ld0);
+    return st;
+}
