@@ -18,6 +18,8 @@
  *                                       "precision")
  *     "merge_tol": 1e-3,                state-space only, when > 0
  *     "edge_cols": ["i", "j", "length"] optional; the last may be null
+ *     "elbo": -123.4, "variational": {"file": "m.q.csv", "bandwidth": 3}
+ *                                       VI results only
  *   }
  *
  * Reading is tolerant of what it does not know (unknown keys are ignored, so
@@ -62,6 +64,14 @@ typedef struct {
     char *graph;          /* edge-list file of a graph model, or NULL */
     char *edge_cols[3];   /* i, j, length column names; all NULL when absent,
                            * edge_cols[2] may be NULL alone */
+    /* A VI result (gmm-infer vi), written as "elbo" and "variational":
+     * {"file": ..., "bandwidth": b} when has_vi: q's mean and the band of its
+     * precision factor L are in that CSV (index,mean,l0,...,lb with l_j =
+     * L(index, index - j)); a relative file name is beside the model. */
+    int has_vi;
+    double elbo;
+    char *vi_file;
+    size_t vi_bandwidth;
 } gmm_model;
 
 /* All fields zero / NULL. */

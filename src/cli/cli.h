@@ -89,6 +89,7 @@ int cmd_gradcheck(int argc, char **argv);
 int cmd_summary(int argc, char **argv);
 int cmd_hmc(int argc, char **argv);
 int cmd_score(int argc, char **argv);
+int cmd_vi(int argc, char **argv);
 
 /* The posterior summary of draws (gmm-infer summary's table: variable,
  * mean, median, sd, mad, q5, q95, rhat, ess_bulk, ess_tail) to f;

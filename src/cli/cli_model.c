@@ -25,6 +25,7 @@
 #include "gmm/problem.h"
 #include "gmm/spec.h"
 #include "gmm/ssm.h"
+#include "gmm/vi.h"
 
 const char cli_model_options_help[] =
     "Model (state-space GP):\n"
@@ -82,6 +83,7 @@ struct cli_model {
     gmm_latent *lat;
     gmm_problem *prob;
     gmm_objective *obj;
+    gmm_vi *vi;        /* a VI result's q (predictions use it), or NULL */
 };
 
 void cli_model_opts_init(cli_model_opts *o)
@@ -231,6 +233,7 @@ void cli_model_free(cli_model *m)
 {
     if (!m)
         return;
+    gmm_vi_free(m->vi);
     gmm_problem_free(m->prob);
     gmm_latent_free(m->lat);
     gmm_kernel_free(m->kernel);
@@ -980,6 +983,8 @@ int cli_model_from_file(const char *cmd, const gmm_model *mf, const char *model_
             goto fail;
         }
     }
+    if (mf->has_vi && (rc = cli_model_load_vi(cmd, m, mf, model_path)) != 0)
+        goto fail;
     /* a key the model does not have is a typo or another model's file */
     for (size_t k = 0; k < mf->nparam; k++) {
         const char *key = mf->param_name[k];
@@ -1086,6 +1091,83 @@ const char *cli_model_approximation(const cli_model *m)
     return gmm_problem_exact(m->prob) ? "exact" : "laplace";
 }
 
+const char *cli_model_posterior_kind(const cli_model *m)
+{
+    return m->vi ? "vi" : cli_model_approximation(m);
+}
+
+gmm_vi *cli_model_vi(cli_model *m) { return m->vi; }
+
+void cli_model_set_vi(cli_model *m, gmm_vi *v)
+{
+    gmm_vi_free(m->vi);
+    m->vi = v;
+}
+
+int cli_model_load_vi(const char *cmd, cli_model *m, const gmm_model *mf, const char *model_path)
+{
+    int rc = 0;
+    gmm_status s;
+    char *path = NULL;
+    gmm_table *t = NULL;
+    gmm_band *L = NULL;
+    double *mean = NULL;
+    gmm_vi *v = NULL;
+    const char *mp = model_path && strcmp(model_path, "-") ? model_path : "<stdin>";
+    if ((rc = resolve_path(cmd, model_path, "variational parameters", mf->vi_file, &path)) != 0)
+        return rc;
+    if ((s = gmm_table_read(path, &t)) != GMM_OK) {
+        rc = cli_fail(cmd, s);
+        goto done;
+    }
+    size_t n = gmm_latent_dim(m->lat), b = mf->vi_bandwidth;
+    if (t->nrow != n || t->ncol != b + 3) {
+        cli_msg(cmd, "%s: %zu rows of %zu columns; the model has %zu latents and q bandwidth "
+                     "%zu (%zu columns: index,mean,l0..l%zu)",
+                path, t->nrow, t->ncol, n, b, b + 3, b);
+        rc = CLI_EXIT_ERROR;
+        goto done;
+    }
+    gmm_vi_params par;
+    gmm_vi_params_init(&par);
+    par.bandwidth = b;
+    mean = gmm_malloc(n, sizeof *mean);
+    L = gmm_band_alloc(n, b, 0, GMM_BAND_LOWER);
+    double *col = gmm_malloc(n, sizeof *col);
+    if (!mean || !L || !col) {
+        gmm_free(col);
+        rc = cli_fail(cmd, GMM_ENOMEM);
+        goto done;
+    }
+    s = gmm_table_column_double(t, 1, 0, mean);
+    for (size_t j = 0; s == GMM_OK && j <= b; j++) {
+        /* l_j = L(i, i - j): missing (NaN) above the corner */
+        if ((s = gmm_table_column_double(t, 2 + j, 1, col)) != GMM_OK)
+            break;
+        for (size_t i = j; i < n; i++)
+            *gmm_band_ptr(L, i, i - j) = col[i];
+    }
+    gmm_free(col);
+    if (s != GMM_OK || (s = gmm_vi_alloc(m->prob, &par, &v)) != GMM_OK ||
+        (s = gmm_vi_set_state(v, m->obj->value, mean, L)) != GMM_OK) {
+        if (s == GMM_EINVAL || s == GMM_EDIM)
+            cli_msg(cmd, "%s (variational parameters of %s): %s", path, mp, gmm_error_message());
+        else
+            cli_fail(cmd, s);
+        rc = CLI_EXIT_ERROR;
+        goto done;
+    }
+    cli_model_set_vi(m, v);
+    v = NULL;
+done:
+    gmm_vi_free(v);
+    gmm_band_free(L);
+    gmm_free(mean);
+    gmm_table_free(t);
+    gmm_free(path);
+    return rc;
+}
+
 size_t cli_model_newton_iterations(const cli_model *m) { return gmm_problem_iterations(m->prob); }
 
 const char *cli_model_factorisation(const char *cmd, const cli_model *m, int verbose)
@@ -1162,11 +1244,13 @@ gmm_status cli_model_predict(cli_model *m, const double *xq, size_t nq, double *
 {
     gmm_status s;
     if (gmm_latent_has_inputs(m->lat)) {
-        s = gmm_problem_predict_at(m->prob, m->obj->value, xq, nq, mean, var);
+        s = m->vi ? gmm_vi_predict_at(m->vi, xq, nq, mean, var)
+                  : gmm_problem_predict_at(m->prob, m->obj->value, xq, nq, mean, var);
     } else {
         if (nq != m->gmrf->n)
             return gmm_error(GMM_EDIM, "predict: %zu outputs for %zu nodes", nq, m->gmrf->n);
-        s = gmm_problem_predict_nodes(m->prob, m->obj->value, mean, var);
+        s = m->vi ? gmm_vi_predict_nodes(m->vi, mean, var)
+                  : gmm_problem_predict_nodes(m->prob, m->obj->value, mean, var);
     }
     if (s == GMM_OK && m->has_center > 0)
         for (size_t i = 0; i < nq; i++)

@@ -15,6 +15,7 @@
 #include "gmm/modelfile.h"
 #include "gmm/objective.h"
 #include "gmm/problem.h"
+#include "gmm/vi.h"
 
 /* The spec used when neither --kernel nor --graph is given: a smooth trend
  * plus a yearly quasi-periodic component (x in years), the paper's CO2
@@ -150,6 +151,15 @@ size_t cli_model_nobs(const cli_model *m);
 /* "exact" (Gaussian) or "laplace"; Newton iterations of the last Laplace
  * evaluation. */
 const char *cli_model_approximation(const cli_model *m);
+/* The posterior predictions use: "exact", "laplace", or "vi" when q is
+ * attached (a VI result's model file, or cli_model_set_vi). */
+const char *cli_model_posterior_kind(const cli_model *m);
+gmm_vi *cli_model_vi(cli_model *m);
+/* Attach q (ownership passes to m; NULL detaches). */
+void cli_model_set_vi(cli_model *m, gmm_vi *v);
+/* q from a VI result's model file (its "variational" sidecar, found beside
+ * the model file): allocated and attached.  Returns an exit code. */
+int cli_model_load_vi(const char *cmd, cli_model *m, const gmm_model *mf, const char *model_path);
 size_t cli_model_newton_iterations(const cli_model *m);
 /* "cholesky" or "square-root": how the last evaluation factorised the
  * posterior precision.  With verbose, the choice and the Cholesky's

@@ -194,7 +194,7 @@ int cmd_score(int argc, char **argv)
             }
         }
     } else {
-        source = strcmp(cli_model_approximation(m), "exact") ? "laplace" : "exact";
+        source = cli_model_posterior_kind(m);
         size_t nq = inputs ? n : cli_model_nsites(m);
         mean = gmm_malloc(nq ? nq : 1, sizeof *mean);
         var = gmm_malloc(nq ? nq : 1, sizeof *var);

@@ -15,6 +15,7 @@ const cli_command cli_commands[] = {
     {"predict", cmd_predict, "posterior mean and 95% interval (CSV)"},
     {"gradcheck", cmd_gradcheck, "check the gradient against finite differences"},
     {"hmc", cmd_hmc, "posterior draws of the latent field by whitened NUTS (CSV)"},
+    {"vi", cmd_vi, "variational inference with a banded precision factor (JSON model)"},
     {"score", cmd_score, "log predictive density of held-out outcomes (JSON)"},
     {"summary", cmd_summary, "posterior summary of MCMC draws files: R-hat, bulk/tail ESS (CSV)"},
     {"order", cmd_order, "reverse Cuthill-McKee ordering of a graph: bandwidth, profile"},

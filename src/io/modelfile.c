@@ -91,6 +91,12 @@ gmm_status gmm_model_write(const gmm_model *m, FILE *f, const char *name)
         ok = ok && put(root, "merge_tol", json_real(m->merge_tol));
     if (m->graph)
         ok = ok && put(root, "graph", json_string(m->graph));
+    if (m->has_vi) {
+        ok = ok && put(root, "elbo", json_real(m->elbo));
+        ok = ok && put(root, "variational",
+                       json_pack("{s:s,s:I}", "file", m->vi_file ? m->vi_file : "",
+                                 "bandwidth", (json_int_t)m->vi_bandwidth));
+    }
     if (m->edge_cols[0])
         ok = ok && put(root, "edge_cols",
                        json_pack("[sso]", m->edge_cols[0], m->edge_cols[1],
@@ -280,6 +286,22 @@ static gmm_status parse(reader *r, json_t *root, gmm_model *m)
     m->merge_tol = v ? json_number_value(v) : 0.0;
     if (!get_string(r, root, "graph", "graph", m->precision != NULL, 0, &m->graph))
         return r->st;
+    v = json_object_get(root, "variational");
+    if (v) {
+        json_t *vf = json_object_get(v, "file"), *vb = json_object_get(v, "bandwidth");
+        json_t *ve = json_object_get(root, "elbo");
+        if (!json_is_object(v) || !json_is_string(vf) || !json_is_integer(vb) ||
+            json_integer_value(vb) < 0 || !json_is_number(ve) ||
+            !isfinite(json_number_value(ve)))
+            return gmm_error(GMM_EPARSE, "%s: key 'variational' must be {\"file\": name, "
+                                         "\"bandwidth\": integer} with a finite 'elbo'",
+                             r->file);
+        m->has_vi = 1;
+        m->elbo = json_number_value(ve);
+        m->vi_bandwidth = (size_t)json_integer_value(vb);
+        if (!(m->vi_file = dup_string(json_string_value(vf))))
+            return gmm_error(GMM_ENOMEM, "%s: out of memory", r->file);
+    }
     v = json_object_get(root, "edge_cols");
     if (v) {
         if (!json_is_array(v) || json_array_size(v) < 2 || json_array_size(v) > 3)
@@ -338,6 +360,7 @@ void gmm_model_free(gmm_model *m)
     gmm_free(m->data.node);
     gmm_free(m->data.exposure);
     gmm_free(m->graph);
+    gmm_free(m->vi_file);
     for (int k = 0; k < 3; k++)
         gmm_free(m->edge_cols[k]);
     gmm_model_init(m);

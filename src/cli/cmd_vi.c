@@ -1,0 +1,387 @@
+/* cmd_vi.c -- `gmm-infer vi`: precision-parameterised variational inference
+ * (vi.h): q(x) = N(m, (L L')^-1), L a lower band, fitted by L-BFGS on the
+ * exact ELBO gradient, optionally with the hyperparameters.  Writes the
+ * model JSON (as fit does, plus "elbo" and "variational") and q's
+ * parameters in a CSV beside it, so that predict, score and --init read it
+ * back. */
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "cli_model.h"
+#include "gmm/alloc.h"
+#include "gmm/io.h"
+#include "gmm/modelfile.h"
+#include "gmm/vi.h"
+
+static const char usage_text[] =
+    "Usage: gmm-infer vi DATA.csv [MODEL OPTIONS] -o MODEL.json [options]\n"
+    "       gmm-infer vi --model MODEL.json [DATA.csv] -o OUT.json [options]\n"
+    "Fit q(x) = N(m, (L L')^-1), L a lower band matrix, to the posterior of the\n"
+    "latent field by maximising the ELBO (L-BFGS on its exact gradient), from the\n"
+    "Laplace approximation.  Writes the model (JSON, as fit does, with \"elbo\" and\n"
+    "\"variational\") and q's parameters to OUT.q.csv beside it; predict, score and\n"
+    "--init read them back.\n\n"
+    "  --model FILE          start from a model (fit's or vi's output) instead of\n"
+    "                        model options\n"
+    "  -o, --output FILE     the model file to write (required)\n"
+    "  --bandwidth B         L's lower bandwidth (default: the prior precision's;\n"
+    "                        0: mean-field)\n"
+    "  --learn-hyper         also optimise the free hyperparameters (kernel or\n"
+    "                        precision, likelihood, intercept) jointly\n"
+    "  --init FILE           resume from a vi result (its q and hyperparameters)\n"
+    "  --quadrature-points K Gauss-Hermite points per row (default: chosen per row)\n"
+    "  --max-iter N          L-BFGS iterations (default 2000)\n"
+    "  --tol T               stop when the ELBO rises by at most T relative over 3\n"
+    "                        iterations (default 1e-9)\n"
+    "  --posterior FILE      also write the posterior of f per data row or node (CSV:\n"
+    "                        mean, var, 90% interval; rate or probability too)\n"
+    "  --quiet               no progress on stderr\n"
+    "  -h, --help            this help\n";
+
+/* 95% quantile of the standard normal: the 90% interval */
+#define Z95 1.6448536269514722
+
+typedef struct {
+    const char *cmd;
+    int show;
+} prog_ctx;
+
+static int progress(void *user, const gmm_vi_progress *p)
+{
+    prog_ctx *c = user;
+    if (cli_stop_requested())
+        return 1;
+    if (c->show && (p->iteration <= 5 || p->iteration % 10 == 0))
+        cli_msg(c->cmd, "iteration %4zu  ELBO %.10g  |grad| %.3g", p->iteration, p->elbo,
+                p->grad_norm);
+    return 0;
+}
+
+static int parse_count(const char *cmd, const char *opt, const char *arg, size_t *out)
+{
+    char *end;
+    unsigned long long v = strtoull(arg, &end, 10);
+    if (end == arg || *end || arg[0] == '-' || v > 100000000ULL) {
+        cli_msg(cmd, "--%s: '%s' is not a whole number in 0..1e8", opt, arg);
+        return CLI_EXIT_USAGE;
+    }
+    *out = (size_t)v;
+    return 0;
+}
+
+/* OUT.q.csv: index,mean,l0..lb (l_j = L(i, i - j), NaN above the corner). */
+static gmm_status write_q(const char *path, gmm_vi *v)
+{
+    size_t n = gmm_vi_dim(v), b = gmm_vi_bandwidth(v);
+    gmm_band *L = gmm_band_alloc(n, b, 0, GMM_BAND_LOWER);
+    if (!L)
+        return gmm_error(GMM_ENOMEM, "out of memory for q's factor");
+    gmm_status s = gmm_vi_factor(v, L);
+    gmm_outfile *of = NULL;
+    if (s == GMM_OK && (s = gmm_outfile_open(path, &of)) == GMM_OK) {
+        FILE *f = gmm_outfile_stream(of);
+        const double *m = gmm_vi_mean(v);
+        fputs("index,mean", f);
+        for (size_t j = 0; j <= b; j++)
+            fprintf(f, ",l%zu", j);
+        fputc('\n', f);
+        for (size_t i = 0; i < n; i++) {
+            fprintf(f, "%zu,%.17g", i, m[i]);
+            for (size_t j = 0; j <= b; j++) {
+                if (j <= i)
+                    fprintf(f, ",%.17g", gmm_band_get(L, i, i - j));
+                else
+                    fputs(",NaN", f);
+            }
+            fputc('\n', f);
+        }
+        s = gmm_outfile_commit(of);
+        of = NULL;
+    }
+    gmm_outfile_abort(of);
+    gmm_band_free(L);
+    return s;
+}
+
+/* The posterior of f under q per data row (state-space: at the row's x)
+ * or node. */
+static int write_posterior(const char *cmd, const char *path, cli_model *m)
+{
+    gmm_status s;
+    int rc = 0, inputs = cli_model_has_inputs(m);
+    size_t nq = 0;
+    const double *x = inputs ? cli_model_data_x(m, &nq) : NULL;
+    if (!inputs)
+        nq = cli_model_nsites(m);
+    double *mean = gmm_malloc(nq ? nq : 1, sizeof *mean), *var = gmm_malloc(nq ? nq : 1,
+                                                                             sizeof *var);
+    gmm_outfile *of = NULL;
+    const gmm_lik *lik = cli_model_likelihood(m);
+    const char *resp = lik->type->conjugate ? NULL : lik->type->link_log ? "rate" : "prob";
+    if (!mean || !var) {
+        rc = cli_fail(cmd, GMM_ENOMEM);
+        goto done;
+    }
+    if ((s = cli_model_predict(m, x, nq, mean, var)) != GMM_OK ||
+        (s = gmm_outfile_open(path, &of)) != GMM_OK) {
+        rc = cli_fail(cmd, s);
+        goto done;
+    }
+    FILE *f = gmm_outfile_stream(of);
+    fprintf(f, "%s,mean,var,q5,q95", inputs ? "x" : "node");
+    if (resp)
+        fprintf(f, ",%s,%s_q5,%s_q95", resp, resp, resp);
+    fputc('\n', f);
+    for (size_t i = 0; i < nq; i++) {
+        char buf[64];
+        double sd = sqrt(var[i] > 0.0 ? var[i] : 0.0);
+        if (inputs)
+            fprintf(f, "%.17g", x[i]);
+        else
+            cli_put_csv_field(f, cli_model_site_label(m, i, buf));
+        fprintf(f, ",%.17g,%.17g,%.17g,%.17g", mean[i], var[i], mean[i] - Z95 * sd,
+                mean[i] + Z95 * sd);
+        if (resp) {
+            double r[3];
+            if ((s = gmm_lik_response(lik, mean[i], var[i], Z95, r)) != GMM_OK) {
+                rc = cli_fail(cmd, s);
+                goto done;
+            }
+            fprintf(f, ",%.17g,%.17g,%.17g", r[0], r[1], r[2]);
+        }
+        fputc('\n', f);
+    }
+    s = gmm_outfile_commit(of);
+    of = NULL;
+    if (s != GMM_OK)
+        rc = cli_fail(cmd, s);
+done:
+    gmm_outfile_abort(of);
+    gmm_free(mean);
+    gmm_free(var);
+    return rc;
+}
+
+int cmd_vi(int argc, char **argv)
+{
+    const char *cmd = "vi";
+    enum {
+        OPT_MODEL = CLI_OPT_FIRST_COMMAND,
+        OPT_BANDWIDTH,
+        OPT_LEARN,
+        OPT_INIT,
+        OPT_QUAD,
+        OPT_MAXIT,
+        OPT_TOL,
+        OPT_POSTERIOR,
+        OPT_QUIET
+    };
+    static const struct option longopts[] = {
+        CLI_MODEL_LONGOPTS,
+        {"model", required_argument, NULL, OPT_MODEL},
+        {"bandwidth", required_argument, NULL, OPT_BANDWIDTH},
+        {"learn-hyper", no_argument, NULL, OPT_LEARN},
+        {"init", required_argument, NULL, OPT_INIT},
+        {"quadrature-points", required_argument, NULL, OPT_QUAD},
+        {"max-iter", required_argument, NULL, OPT_MAXIT},
+        {"tol", required_argument, NULL, OPT_TOL},
+        {"posterior", required_argument, NULL, OPT_POSTERIOR},
+        {"quiet", no_argument, NULL, OPT_QUIET},
+        {"output", required_argument, NULL, 'o'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    cli_model_opts o;
+    cli_model_opts_init(&o);
+    gmm_vi_params par;
+    gmm_vi_params_init(&par);
+    const char *model_path = NULL, *out_path = NULL, *init = NULL, *post = NULL;
+    int quiet = 0, c, rc = 0;
+    gmm_model mf, mi;
+    gmm_model_init(&mf);
+    gmm_model_init(&mi);
+    cli_model *m = NULL;
+    char *scratch = NULL, *qpath = NULL;
+    gmm_vi *v = NULL;
+    gmm_status s;
+
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "ho:", longopts, NULL)) != -1) {
+        int r = cli_model_common_opt(&o, cmd, c, optarg, usage_text, &rc);
+        if (r < 0)
+            goto done;
+        if (r > 0)
+            continue;
+        switch (c) {
+        case OPT_MODEL: model_path = optarg; break;
+        case OPT_BANDWIDTH: rc = parse_count(cmd, "bandwidth", optarg, &par.bandwidth); break;
+        case OPT_LEARN: par.learn_hyper = 1; break;
+        case OPT_INIT: init = optarg; break;
+        case OPT_QUAD: rc = parse_count(cmd, "quadrature-points", optarg, &par.nquad); break;
+        case OPT_MAXIT: rc = parse_count(cmd, "max-iter", optarg, &par.max_iter); break;
+        case OPT_TOL: {
+            char *end;
+            par.tol = strtod(optarg, &end);
+            if (end == optarg || *end || !(par.tol >= 0.0) || !isfinite(par.tol)) {
+                cli_msg(cmd, "--tol: '%s' is not a non-negative number", optarg);
+                rc = CLI_EXIT_USAGE;
+            }
+            break;
+        }
+        case OPT_POSTERIOR: post = optarg; break;
+        case OPT_QUIET: quiet = 1; break;
+        case 'o': out_path = optarg; break;
+        default: rc = CLI_EXIT_USAGE; break;
+        }
+        if (rc)
+            goto done;
+    }
+    if ((rc = cli_model_positional(cmd, argc, argv, &o)) != 0)
+        goto done;
+    if (!out_path || !strcmp(out_path, "-")) {
+        cli_msg(cmd, "-o MODEL.json is required: q's parameters are written beside it");
+        rc = CLI_EXIT_USAGE;
+        goto done;
+    }
+    if ((s = gmm_vi_params_check(&par)) != GMM_OK) {
+        cli_fail(cmd, s);
+        rc = CLI_EXIT_USAGE;
+        goto done;
+    }
+    size_t ol = strlen(out_path);
+    qpath = gmm_malloc(ol + 7, 1);
+    if (!qpath) {
+        rc = cli_fail(cmd, GMM_ENOMEM);
+        goto done;
+    }
+    /* OUT.json -> OUT.q.csv; another name gets .q.csv appended */
+    size_t stem = ol > 5 && !strcmp(out_path + ol - 5, ".json") ? ol - 5 : ol;
+    memcpy(qpath, out_path, stem);
+    strcpy(qpath + stem, ".q.csv");
+    const char *checks[] = {out_path, qpath, post};
+    for (size_t k = 0; k < 3; k++)
+        if (checks[k] && (s = gmm_outfile_check(checks[k])) != GMM_OK) {
+            rc = cli_fail(cmd, s);
+            goto done;
+        }
+    if ((rc = cli_model_open(cmd, &o, model_path, &mf, &m)) != 0)
+        goto done;
+    if ((rc = cli_model_fit_check(cmd, m)) != 0)
+        goto done;
+    /* a --model that is itself a vi result: start from its q unless --init */
+    cli_model_set_vi(m, NULL);
+    gmm_objective *obj = cli_model_objective(m);
+    prog_ctx pc = {cmd, !quiet && (o.verbose || isatty(STDERR_FILENO))};
+    par.progress = progress;
+    par.user = &pc;
+    if ((s = gmm_vi_alloc(cli_model_problem(m), &par, &v)) != GMM_OK) {
+        rc = cli_fail(cmd, s);
+        goto done;
+    }
+    const char *start = "laplace";
+    if (init || (model_path && mf.has_vi)) {
+        const char *ip = init ? init : model_path;
+        const gmm_model *src = &mf;
+        if (init) {
+            if ((s = gmm_model_read(init, &mi)) != GMM_OK) {
+                rc = cli_fail(cmd, s);
+                goto done;
+            }
+            src = &mi;
+        }
+        if (!src->has_vi) {
+            cli_msg(cmd, "%s: not a vi result (no \"variational\")", ip);
+            rc = CLI_EXIT_ERROR;
+            goto done;
+        }
+        /* its hyperparameters, by name, then its q */
+        for (size_t k = 0; k < obj->nparam; k++) {
+            size_t j;
+            if (gmm_model_param_index(src, obj->name[k], &j) != GMM_OK) {
+                cli_msg(cmd, "%s: no value for '%s': not a result of this model", ip,
+                        obj->name[k]);
+                rc = CLI_EXIT_ERROR;
+                goto done;
+            }
+            obj->value[k] = src->param_value[j];
+        }
+        if ((rc = cli_model_load_vi(cmd, m, src, ip)) != 0)
+            goto done;
+        gmm_band *L = gmm_band_alloc(gmm_vi_dim(v), gmm_vi_bandwidth(v), 0, GMM_BAND_LOWER);
+        if (!L || (s = gmm_vi_factor(cli_model_vi(m), L)) != GMM_OK ||
+            (s = gmm_vi_set_state(v, obj->value, gmm_vi_mean(cli_model_vi(m)), L)) != GMM_OK) {
+            gmm_band_free(L);
+            rc = cli_fail(cmd, L ? s : GMM_ENOMEM);
+            goto done;
+        }
+        gmm_band_free(L);
+        cli_model_set_vi(m, NULL);
+        start = "given";
+    } else if ((s = gmm_vi_start_laplace(v, &start)) != GMM_OK) {
+        rc = cli_fail(cmd, s);
+        goto done;
+    }
+    if (!quiet)
+        cli_msg(cmd, "q: bandwidth %zu, %zu variational parameters, KL through the prior's %s; "
+                     "start: %s%s",
+                gmm_vi_bandwidth(v), gmm_vi_nvar(v),
+                gmm_vi_uses_rows(v) ? "square root" : "assembled precision", start,
+                par.learn_hyper ? "; hyperparameters learnt jointly" : "");
+    cli_install_signals();
+    gmm_vi_result res;
+    s = gmm_vi_fit(v, &res);
+    int interrupted = s == GMM_ECANCEL;
+    if (s != GMM_OK && !interrupted) {
+        rc = cli_fail(cmd, s);
+        goto done;
+    }
+    /* the state (the final point, or the last accepted one when interrupted)
+     * is written either way, so --init can resume an interrupted job */
+    memcpy(obj->value, gmm_vi_theta(v), obj->nparam * sizeof *obj->value);
+    gmm_model out;
+    if ((rc = cli_model_describe(cmd, m, &out, &scratch)) != 0)
+        goto done;
+    out.loglik = res.elbo;
+    out.iterations = res.iterations;
+    out.converged = res.converged && !interrupted;
+    out.has_vi = 1;
+    out.elbo = res.elbo;
+    out.vi_bandwidth = gmm_vi_bandwidth(v);
+    const char *qbase = strrchr(qpath, '/');
+    out.vi_file = (char *)(qbase ? qbase + 1 : qpath); /* beside the model */
+    if ((s = write_q(qpath, v)) != GMM_OK || (s = gmm_model_save(&out, out_path)) != GMM_OK) {
+        rc = cli_fail(cmd, s);
+        goto done;
+    }
+    if (interrupted) {
+        cli_msg(cmd, "interrupted after %zu iterations: the last point is in %s (\"converged\": "
+                     "false); resume with --init %s",
+                res.iterations, out_path, out_path);
+        rc = cli_interrupt_exit_code();
+        goto done;
+    }
+    if (!quiet)
+        cli_msg(cmd, "%s after %zu iterations: ELBO %.10g", res.message, res.iterations,
+                res.elbo);
+    if (!res.converged)
+        cli_msg(cmd, "warning: not converged (%s)", res.message);
+    if (post) {
+        cli_model_set_vi(m, v);
+        v = NULL;
+        if ((rc = write_posterior(cmd, post, m)) != 0)
+            goto done;
+    }
+done:
+    gmm_vi_free(v);
+    gmm_free(scratch);
+    gmm_free(qpath);
+    cli_model_free(m);
+    gmm_model_free(&mf);
+    gmm_model_free(&mi);
+    cli_model_opts_free(&o);
+    return rc;
+}
