@@ -61,6 +61,8 @@ static const char usage_text[] =
     "  --prior NAME=D      prior of a sampled parameter: lognormal(MU,SIGMA) (on its\n"
     "                      log: N(MU, SIGMA^2)), or normal(MU,SIGMA) for intercept;\n"
     "                      default lognormal(log value, 1), normal(value, 2)\n"
+    "  --latent-subset S   write f only at these data rows (1-based numbers and\n"
+    "                      ranges A-B) or nodes (labels), comma-separated\n"
     "  --quiet             no progress on stderr\n"
     "  -h, --help          this help\n";
 
@@ -69,6 +71,7 @@ typedef struct {
     const gmm_hmc_params *par;
     const double *theta;
     const int *sampled;    /* NULL: hyperparameters fixed */
+    const unsigned char *keep; /* f columns written (NULL: all) */
     const gmm_prior *prior;
     size_t nchain;
     uint64_t chain0;
@@ -210,7 +213,8 @@ static gmm_status run_chain(run_ctx *rc, cli_model *m, size_t c)
                 if (rc->sampled[j])
                     fprintf(out, ",%.17g", th[j]);
             for (size_t j = 0; j < nf; j++)
-                fprintf(out, ",%.17g", f[j] + cli_model_center(m, NULL));
+                if (!rc->keep || rc->keep[j])
+                    fprintf(out, ",%.17g", f[j] + cli_model_center(m, NULL));
             fputc('\n', out);
             rc->ndone[c] = it;
         }
@@ -261,7 +265,7 @@ static int parse_size(const char *cmd, const char *opt, const char *arg, size_t 
 }
 
 /* The header: sampler columns, then f[row] or f[node label]. */
-static void write_header(FILE *f, cli_model *m, const int *sampled)
+static void write_header(FILE *f, cli_model *m, const int *sampled, const unsigned char *keep)
 {
     fputs(".chain,.iteration,.draw,lp__,accept_stat__,stepsize__,treedepth__,n_leapfrog__,"
           "divergent__,energy__",
@@ -275,10 +279,13 @@ static void write_header(FILE *f, cli_model *m, const int *sampled)
     if (cli_model_has_inputs(m)) {
         size_t nr = gmm_latent_nrows(gmm_problem_latent(cli_model_problem(m)));
         for (size_t r = 0; r < nr; r++)
-            fprintf(f, ",f[%zu]", r + 1);
+            if (!keep || keep[r])
+                fprintf(f, ",f[%zu]", r + 1);
     } else {
         char buf[64], name[96];
         for (size_t v = 0; v < cli_model_nsites(m); v++) {
+            if (keep && !keep[v])
+                continue;
             snprintf(name, sizeof name, "f[%s]", cli_model_site_label(m, v, buf));
             fputc(',', f);
             cli_put_csv_field(f, name);
@@ -301,6 +308,53 @@ static int concat(FILE *dst, run_ctx *rc)
                 return errno ? errno : EIO;
         if (ferror(t))
             return errno ? errno : EIO;
+    }
+    return 0;
+}
+
+/* --latent-subset: data rows (1-based numbers and ranges A-B, state-space)
+ * or node labels (graphs), comma-separated, into a mask of nsites. */
+static int parse_subset(const char *cmd, cli_model *m, const char *spec, unsigned char **keep)
+{
+    int inputs = cli_model_has_inputs(m);
+    size_t ns = inputs ? gmm_latent_nrows(gmm_problem_latent(cli_model_problem(m)))
+                       : cli_model_nsites(m);
+    *keep = gmm_calloc(ns ? ns : 1, 1);
+    if (!*keep)
+        return cli_fail(cmd, GMM_ENOMEM);
+    const char *p = spec;
+    while (*p) {
+        size_t len = strcspn(p, ",");
+        char tok[256];
+        if (len == 0 || len >= sizeof tok) {
+            cli_msg(cmd, "--latent-subset: empty or overlong item in '%s'", spec);
+            return CLI_EXIT_USAGE;
+        }
+        memcpy(tok, p, len);
+        tok[len] = '\0';
+        if (inputs) {
+            char *end;
+            unsigned long a = strtoul(tok, &end, 10), b = a;
+            if (*end == '-')
+                b = strtoul(end + 1, &end, 10);
+            if (*end || a < 1 || b < a || b > ns) {
+                cli_msg(cmd, "--latent-subset: '%s' is not a data row or range A-B in 1..%zu",
+                        tok, ns);
+                return CLI_EXIT_USAGE;
+            }
+            for (unsigned long r = a; r <= b; r++)
+                (*keep)[r - 1] = 1;
+        } else {
+            size_t v;
+            if (!cli_model_site_find(m, tok, &v)) {
+                cli_msg(cmd, "--latent-subset: '%s' is not a node of the graph", tok);
+                return CLI_EXIT_USAGE;
+            }
+            (*keep)[v] = 1;
+        }
+        p += len;
+        if (*p == ',')
+            p++;
     }
     return 0;
 }
@@ -454,7 +508,8 @@ int cmd_hmc(int argc, char **argv)
         OPT_SUMMARY,
         OPT_QUIET,
         OPT_SAMPLE_HYPER,
-        OPT_PRIOR
+        OPT_PRIOR,
+        OPT_SUBSET
     };
     static const struct option longopts[] = {
         CLI_MODEL_LONGOPTS,
@@ -473,6 +528,7 @@ int cmd_hmc(int argc, char **argv)
         {"quiet", no_argument, NULL, OPT_QUIET},
         {"sample-hyper", no_argument, NULL, OPT_SAMPLE_HYPER},
         {"prior", required_argument, NULL, OPT_PRIOR},
+        {"latent-subset", required_argument, NULL, OPT_SUBSET},
         {"output", required_argument, NULL, 'o'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
@@ -487,6 +543,8 @@ int cmd_hmc(int argc, char **argv)
     size_t nprior_args = 0;
     int *sampled = NULL;
     gmm_prior *priors = NULL;
+    const char *subset = NULL;
+    unsigned char *keep = NULL;
     gmm_model mf;
     gmm_model_init(&mf);
     cli_model **models = NULL;
@@ -542,6 +600,7 @@ int cmd_hmc(int argc, char **argv)
         case OPT_SUMMARY: summary_path = optarg; break;
         case OPT_QUIET: quiet = 1; break;
         case OPT_SAMPLE_HYPER: sample_hyper = 1; break;
+        case OPT_SUBSET: subset = optarg; break;
         case OPT_PRIOR: {
             const char **pa = gmm_realloc((void *)prior_args, nprior_args + 1, sizeof *pa);
             if (!pa) {
@@ -598,6 +657,8 @@ int cmd_hmc(int argc, char **argv)
         rc = CLI_EXIT_USAGE;
         goto done;
     }
+    if (subset && (rc = parse_subset(cmd, models[0], subset, &keep)) != 0)
+        goto done;
     if (sample_hyper && (rc = setup_priors(cmd, obj, models[0], prior_args, nprior_args,
                                            &sampled, &priors, quiet)) != 0)
         goto done;
@@ -612,6 +673,7 @@ int cmd_hmc(int argc, char **argv)
     R.par = &par;
     R.theta = obj->value;
     R.sampled = sample_hyper ? sampled : NULL;
+    R.keep = keep;
     R.prior = priors;
     R.nchain = nchain;
     R.chain0 = chain0;
@@ -694,7 +756,7 @@ int cmd_hmc(int argc, char **argv)
     } else {
         dst = stdout;
     }
-    write_header(dst, models[0], sample_hyper ? sampled : NULL);
+    write_header(dst, models[0], sample_hyper ? sampled : NULL, keep);
     int err = concat(dst, &R);
     if (!err && dst != stdout && (fflush(dst) || fsync(fileno(dst))))
         err = errno ? errno : EIO;
@@ -815,5 +877,6 @@ done:
     gmm_free((void *)prior_args);
     gmm_free(sampled);
     gmm_free(priors);
+    gmm_free(keep);
     return rc;
 }

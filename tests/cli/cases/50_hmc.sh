@@ -97,3 +97,11 @@ expect_stdout '^1851,'
 expect_stdout '^1962,'
 run "$GMM_INFER" predict --model "$CASE_TMP/m.json" --draws "$CASE_TMP/dr.csv" --grid 1900:1901:1
 expect_exit 2
+
+begin "hmc --latent-subset writes f only where asked"
+run "$GMM_INFER" hmc "$coal" --likelihood poisson --kernel "$kern" --chains 1 --warmup 50 \
+    --draws 5 --latent-subset 1-3,112 --quiet
+expect_exit 0
+expect_stdout ',energy__,f\[1\],f\[2\],f\[3\],f\[112\]$'
+run "$GMM_INFER" hmc "$coal" --likelihood poisson --kernel "$kern" --latent-subset 0
+expect_exit 2
