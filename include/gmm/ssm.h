@@ -266,6 +266,11 @@ gmm_status gmm_ssm_posterior(gmm_ssm *m, double *mean, gmm_band *cov);
 gmm_status gmm_ssm_predict_post(gmm_ssm *m, const double *theta, const double *mu,
                                 const gmm_band *cov, const double *xq, size_t nq, double *mean,
                                 double *var);
+/* A callback gmm_ssm_predict_post calls every 262144 queries with the
+ * number done and the total; a nonzero return cancels (GMM_ECANCEL).  NULL
+ * (default): none. */
+void gmm_ssm_set_progress(gmm_ssm *m, int (*fn)(void *user, size_t done, size_t total),
+                          void *user);
 /* The same under the exact Gaussian posterior given the rows of the last
  * gmm_ssm_set_y with noise variance `noise`.  Errors as gmm_ssm_loglik and
  * gmm_ssm_predict_post.  O(N d^2 + nq (d^3 + log K)). */

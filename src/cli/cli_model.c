@@ -1240,6 +1240,19 @@ size_t cli_model_nsites(const cli_model *m)
     return gmm_latent_has_inputs(m->lat) ? m->nrow : m->gmrf->n;
 }
 
+static int predict_progress(void *user, size_t done, size_t total)
+{
+    cli_msg((const char *)user, "predicted %zu of %zu inputs", done, total);
+    return cli_stop_requested();
+}
+
+void cli_model_progress(cli_model *m, const char *cmd)
+{
+    gmm_ssm *ssm = gmm_latent_ssm(m->lat);
+    if (ssm)
+        gmm_ssm_set_progress(ssm, predict_progress, (void *)cmd);
+}
+
 gmm_status cli_model_predict(cli_model *m, const double *xq, size_t nq, double *mean, double *var)
 {
     gmm_status s;

@@ -195,6 +195,9 @@ const char *cli_model_data_site_name(const cli_model *m);
  * inputs, else at every site (xq ignored, nq = nsites).  Exact for the
  * Gaussian likelihood, the Laplace approximation otherwise.  A gmm_status. */
 gmm_status cli_model_predict(cli_model *m, const double *xq, size_t nq, double *mean, double *var);
+/* Report the progress of long predictions on stderr (and let SIGINT
+ * cancel them): for a terminal. */
+void cli_model_progress(cli_model *m, const char *cmd);
 /* The observed data inputs (state-space: every row's x, n of them). */
 const double *cli_model_data_x(const cli_model *m, size_t *n);
 /* The Gaussian noise variance at the current parameters (0 otherwise). */

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "cli_model.h"
@@ -321,6 +322,12 @@ int cmd_predict(int argc, char **argv)
     if (!mean || !var) {
         rc = cli_fail(cmd, GMM_ENOMEM);
         goto done;
+    }
+    if (isatty(STDERR_FILENO) || verbose) {
+        /* long work shows progress: the posterior first, then the queries */
+        cli_msg(cmd, "posterior of %zu rows, then %zu predictions", cli_model_nobs(m), nq);
+        cli_model_progress(m, cmd);
+        cli_install_signals();
     }
     if ((s = cli_model_predict(m, xq, nq, mean, var)) != GMM_OK) {
         rc = cli_fail(cmd, s);

@@ -25,6 +25,8 @@ struct gmm_ssm {
     size_t *order;        /* n: rows sorted by x (stable) */
     int ydata;            /* gmm_ssm_set_y was called */
     int prior_ok;         /* gmm_ssm_prior succeeded; nothing else ran since */
+    int (*progress)(void *user, size_t done, size_t total); /* predictions */
+    void *progress_user;
     double *t;            /* K state inputs */
     size_t *row_state;    /* n */
     size_t ng;            /* distinct intervals */

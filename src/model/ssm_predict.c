@@ -204,11 +204,23 @@ gmm_status gmm_ssm_predict_post(gmm_ssm *m, const double *theta, const double *m
     if (!buf)
         return gmm_error(GMM_ENOMEM, "out of memory for prediction");
     pred_work_init(&p, buf, m->d);
-    for (size_t q = 0; q < nq; q++)
+    for (size_t q = 0; q < nq; q++) {
         if ((st = predict_one(m, mu, cov, snap(m, xq[q]), &p, mean + q, var + q)))
             break;
+        if (m->progress && (q + 1) % 262144 == 0 && m->progress(m->progress_user, q + 1, nq)) {
+            st = gmm_error(GMM_ECANCEL, "prediction cancelled");
+            break;
+        }
+    }
     gmm_free(buf);
     return st;
+}
+
+void gmm_ssm_set_progress(gmm_ssm *m, int (*fn)(void *user, size_t done, size_t total),
+                          void *user)
+{
+    m->progress = fn;
+    m->progress_user = user;
 }
 
 gmm_status gmm_ssm_predict(gmm_ssm *m, const double *theta, double noise, const double *xq,
