@@ -64,6 +64,12 @@ void cli_put_csv_number(FILE *f, double x);
  * exit 0 with its output lost; after it, stdout is closed. */
 int cli_close_stdout(const char *cmd);
 
+/* Option --OPT's value ARG as an integer in [min, max] (max 0: any size_t)
+ * into *out: 0, or CLI_EXIT_USAGE after "--OPT: 'ARG' is not an integer
+ * from MIN to MAX". */
+int cli_parse_size(const char *cmd, const char *opt, const char *arg, size_t min, size_t max,
+                   size_t *out);
+
 /* 0, or the number of the SIGINT/SIGTERM received since
  * cli_install_signals().  Long commands return nonzero from their progress
  * callback when it is set (cli_stop_requested()), the library returns

@@ -4,7 +4,9 @@
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -108,4 +110,22 @@ int cli_stop_requested(void) { return cli_interrupted != 0; }
 int cli_interrupt_exit_code(void)
 {
     return cli_interrupted == SIGTERM ? CLI_EXIT_TERM : CLI_EXIT_INT;
+}
+
+int cli_parse_size(const char *cmd, const char *opt, const char *arg, size_t min, size_t max,
+                   size_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(arg, &end, 10);
+    if (end == arg || *end || arg[0] == '-' || v < min || errno == ERANGE || v > SIZE_MAX ||
+        (max && v > max)) {
+        if (max)
+            cli_msg(cmd, "--%s: '%s' is not an integer from %zu to %zu", opt, arg, min, max);
+        else
+            cli_msg(cmd, "--%s: '%s' is not an integer >= %zu", opt, arg, min);
+        return CLI_EXIT_USAGE;
+    }
+    *out = (size_t)v;
+    return 0;
 }

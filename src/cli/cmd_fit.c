@@ -40,25 +40,6 @@ static int progress(void *user, const gmm_fit_progress *p)
     return cli_stop_requested();
 }
 
-/* An integer in [min, max] (max 0: no bound beyond size_t). */
-static int parse_count(const char *cmd, const char *opt, const char *arg, size_t min, size_t max,
-                       size_t *out)
-{
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(arg, &end, 10);
-    if (end == arg || *end || arg[0] == '-' || v < min || errno == ERANGE || v > SIZE_MAX ||
-        (max && v > max)) {
-        if (max)
-            cli_msg(cmd, "--%s: '%s' is not an integer from %zu to %zu", opt, arg, min, max);
-        else
-            cli_msg(cmd, "--%s: '%s' is not an integer >= %zu", opt, arg, min);
-        return -1;
-    }
-    *out = (size_t)v;
-    return 0;
-}
-
 int cmd_fit(int argc, char **argv)
 {
     const char *cmd = "fit";
@@ -90,19 +71,19 @@ int cmd_fit(int argc, char **argv)
         switch (c) {
         case 'o': out_path = optarg; break;
         case OPT_RESTARTS:
-            if (parse_count(cmd, "restarts", optarg, 1, 100000, &fp.restarts)) {
+            if (cli_parse_size(cmd, "restarts", optarg, 1, 100000, &fp.restarts)) {
                 rc = CLI_EXIT_USAGE;
                 goto done;
             }
             break;
         case OPT_MAXITER:
-            if (parse_count(cmd, "max-iter", optarg, 1, 1000000000, &fp.max_iterations)) {
+            if (cli_parse_size(cmd, "max-iter", optarg, 1, 1000000000, &fp.max_iterations)) {
                 rc = CLI_EXIT_USAGE;
                 goto done;
             }
             break;
         case OPT_SEED:
-            if (parse_count(cmd, "seed", optarg, 0, 0, &v)) {
+            if (cli_parse_size(cmd, "seed", optarg, 0, 0, &v)) {
                 rc = CLI_EXIT_USAGE;
                 goto done;
             }

@@ -250,20 +250,6 @@ static void *work(void *arg)
     return NULL;
 }
 
-static int parse_size(const char *cmd, const char *opt, const char *arg, size_t lo, size_t hi,
-                      size_t *out)
-{
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(arg, &end, 10);
-    if (end == arg || *end || errno || arg[0] == '-' || v < lo || v > hi) {
-        cli_msg(cmd, "--%s: '%s' is not a whole number in %zu..%zu", opt, arg, lo, hi);
-        return CLI_EXIT_USAGE;
-    }
-    *out = (size_t)v;
-    return 0;
-}
-
 /* The header: sampler columns, then f[row] or f[node label]. */
 static void write_header(FILE *f, cli_model *m, const int *sampled, const unsigned char *keep)
 {
@@ -565,14 +551,19 @@ int cmd_hmc(int argc, char **argv)
             continue;
         switch (c) {
         case OPT_MODEL: model_path = optarg; break;
-        case OPT_CHAINS: rc = parse_size(cmd, "chains", optarg, 1, 4096, &nchain); break;
-        case OPT_THREADS: rc = parse_size(cmd, "threads", optarg, 1, 1024, &nthread); break;
-        case OPT_SEED: rc = parse_size(cmd, "seed", optarg, 0, SIZE_MAX, &tmp); par.seed = tmp; break;
-        case OPT_CHAIN_ID:
-            rc = parse_size(cmd, "chain-id", optarg, 1, (size_t)1 << 40, &chain0);
+        case OPT_CHAINS: rc = cli_parse_size(cmd, "chains", optarg, 1, 4096, &nchain); break;
+        case OPT_THREADS: rc = cli_parse_size(cmd, "threads", optarg, 1, 1024, &nthread); break;
+        case OPT_SEED:
+            rc = cli_parse_size(cmd, "seed", optarg, 0, 0, &tmp);
+            par.seed = tmp;
             break;
-        case OPT_WARMUP: rc = parse_size(cmd, "warmup", optarg, 0, 100000000, &par.warmup); break;
-        case OPT_DRAWS: rc = parse_size(cmd, "draws", optarg, 1, 100000000, &par.draws); break;
+        case OPT_CHAIN_ID:
+            rc = cli_parse_size(cmd, "chain-id", optarg, 1, (size_t)1 << 40, &chain0);
+            break;
+        case OPT_WARMUP:
+            rc = cli_parse_size(cmd, "warmup", optarg, 0, 100000000, &par.warmup);
+            break;
+        case OPT_DRAWS: rc = cli_parse_size(cmd, "draws", optarg, 1, 100000000, &par.draws); break;
         case OPT_SAMPLER:
             if (!strcmp(optarg, "nuts"))
                 par.sampler = GMM_HMC_NUTS;
@@ -583,9 +574,9 @@ int cmd_hmc(int argc, char **argv)
                 rc = CLI_EXIT_USAGE;
             }
             break;
-        case OPT_STEPS: rc = parse_size(cmd, "steps", optarg, 1, 10000000, &par.steps); break;
+        case OPT_STEPS: rc = cli_parse_size(cmd, "steps", optarg, 1, 10000000, &par.steps); break;
         case OPT_MAX_DEPTH:
-            rc = parse_size(cmd, "max-depth", optarg, 1, 30, &tmp);
+            rc = cli_parse_size(cmd, "max-depth", optarg, 1, 30, &tmp);
             par.max_depth = (unsigned)tmp;
             break;
         case OPT_TARGET_ACCEPT: {

@@ -62,18 +62,6 @@ static int progress(void *user, const gmm_vi_progress *p)
     return 0;
 }
 
-static int parse_count(const char *cmd, const char *opt, const char *arg, size_t *out)
-{
-    char *end;
-    unsigned long long v = strtoull(arg, &end, 10);
-    if (end == arg || *end || arg[0] == '-' || v > 100000000ULL) {
-        cli_msg(cmd, "--%s: '%s' is not a whole number in 0..1e8", opt, arg);
-        return CLI_EXIT_USAGE;
-    }
-    *out = (size_t)v;
-    return 0;
-}
-
 /* OUT.q.csv: index,mean,l0..lb (l_j = L(i, i - j), NaN above the corner). */
 static gmm_status write_q(const char *path, gmm_vi *v)
 {
@@ -218,11 +206,17 @@ int cmd_vi(int argc, char **argv)
             continue;
         switch (c) {
         case OPT_MODEL: model_path = optarg; break;
-        case OPT_BANDWIDTH: rc = parse_count(cmd, "bandwidth", optarg, &par.bandwidth); break;
+        case OPT_BANDWIDTH:
+            rc = cli_parse_size(cmd, "bandwidth", optarg, 0, 100000000, &par.bandwidth);
+            break;
         case OPT_LEARN: par.learn_hyper = 1; break;
         case OPT_INIT: init = optarg; break;
-        case OPT_QUAD: rc = parse_count(cmd, "quadrature-points", optarg, &par.nquad); break;
-        case OPT_MAXIT: rc = parse_count(cmd, "max-iter", optarg, &par.max_iter); break;
+        case OPT_QUAD:
+            rc = cli_parse_size(cmd, "quadrature-points", optarg, 0, GMM_LIK_QUAD_MAX, &par.nquad);
+            break;
+        case OPT_MAXIT:
+            rc = cli_parse_size(cmd, "max-iter", optarg, 0, 100000000, &par.max_iter);
+            break;
         case OPT_TOL: {
             char *end;
             par.tol = strtod(optarg, &end);

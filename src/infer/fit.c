@@ -2,6 +2,7 @@
  * choices: log scale, domain failures, stopping tests). */
 #include "gmm/fit.h"
 #include "gmm/rng.h"
+#include "infer_impl.h"
 
 #include <lbfgs.h>
 #include <math.h>
@@ -198,7 +199,7 @@ static int progress(void *instance, const lbfgsfloatval_t *x, const lbfgsfloatva
     return 0;
 }
 
-static const char *lbfgs_message(int ret)
+const char *infer_lbfgs_message(int ret)
 {
     switch (ret) {
     case LBFGS_SUCCESS: return "converged: gradient norm below epsilon";
@@ -340,7 +341,7 @@ static void run_one(run_ctx *c, double *u, run_result *r)
         r->message = "cancelled";
     } else {
         r->converged = ret == LBFGS_SUCCESS || ret == LBFGS_ALREADY_MINIMIZED;
-        r->message = lbfgs_message(ret);
+        r->message = infer_lbfgs_message(ret);
         double gain;
         if (!r->converged && line_search_stop(ret) && newton_gain(c, &gain) &&
             gain <= NEWTON_GAIN) {

@@ -69,6 +69,7 @@
  * joint fit of theta (test_vi_learn_hyper) from over 2000 to 295.
  */
 #include "gmm/vi.h"
+#include "infer_impl.h"
 
 #include <float.h>
 #include <lbfgs.h>
@@ -1031,25 +1032,6 @@ static int progress(void *instance, const lbfgsfloatval_t *x, const lbfgsfloatva
     return 0;
 }
 
-static const char *lbfgs_message(int ret)
-{
-    switch (ret) {
-    case LBFGS_SUCCESS: return "converged: gradient norm below epsilon";
-    case LBFGS_ALREADY_MINIMIZED: return "converged: the starting point is a stationary point";
-    case LBFGSERR_MAXIMUMITERATION: return "stopped: maximum number of iterations reached";
-    case LBFGSERR_ROUNDING_ERROR:
-        return "line search failed: rounding errors prevent further progress";
-    case LBFGSERR_MINIMUMSTEP: return "line search failed: step below the minimum";
-    case LBFGSERR_MAXIMUMSTEP: return "line search failed: step above the maximum";
-    case LBFGSERR_MAXIMUMLINESEARCH:
-        return "line search failed: maximum number of evaluations reached";
-    case LBFGSERR_WIDTHTOOSMALL: return "line search failed: interval of uncertainty too small";
-    case LBFGSERR_INCREASEGRADIENT:
-        return "line search failed: the search direction is not a descent direction";
-    case LBFGSERR_OUTOFINTERVAL: return "line search failed: step out of the interval";
-    default: return "stopped by liblbfgs";
-    }
-}
 
 /* The optimiser's variables u = lambda / scale, scale from the start's L
  * (a diagonal preconditioner): the Fisher metric of q in (m, L) is
@@ -1193,7 +1175,7 @@ gmm_status gmm_vi_fit(gmm_vi *v, gmm_vi_result *res)
         res->message = "stopped: maximum number of iterations reached";
     } else {
         res->converged = ret == LBFGS_SUCCESS || ret == LBFGS_ALREADY_MINIMIZED;
-        res->message = lbfgs_message(ret);
+        res->message = infer_lbfgs_message(ret);
     }
     v->have_start = 1;
     v->start = "given";
