@@ -836,10 +836,12 @@ int cli_model_load(const char *cmd, const cli_model_opts *o, cli_model **out)
             (rc = load_data(cmd, m, data, NULL, o->ycol)) != 0)
             goto fail;
         center_y(m, o->no_center, NULL);
-        if (!o->quiet)
-            report_rows(cmd, m);
+        /* the precision spec is checked against the graph first: its errors
+         * come before the data report */
         if ((rc = build_graph(cmd, m, data, o->strict_nodes, o->quiet ? -1 : o->verbose)) != 0)
             goto fail;
+        if (!o->quiet)
+            report_rows(cmd, m);
     } else {
         if ((rc = load_data(cmd, m, data, o->xcol, o->ycol)) != 0)
             goto fail;
