@@ -13,6 +13,7 @@
 #define GMM_PROBLEM_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "gmm/band.h"
 #include "gmm/latent.h"
@@ -72,6 +73,21 @@ gmm_status gmm_problem_predict_nodes(gmm_problem *p, const double *theta, double
 gmm_status gmm_problem_predict_at(gmm_problem *p, const double *theta, const double *xq,
                                   size_t nq, double *mean, double *var);
 
+/* Posterior of b + f at nq new inputs xq (state-space latents) from MCMC
+ * draws of the latent states: draw s gives x_s (row s of xs, n values) and
+ * theta_s (row s of thetas, nparam values; theta_stride 0: one theta for
+ * all).  Given a draw, f(t) is normal -- the Markov bridge between the
+ * draw's neighbouring states, or the prior dynamics beyond them
+ * (gmm_ssm_predict_post with the draw as a point mass) -- and one f(t) is
+ * drawn from it per draw (gmm_rng, seed); mean, var, q5 and q95 (R's type 7
+ * quantiles) are over those nq x ndraw values.  GMM_EINVAL for a family
+ * without inputs or no draws; GMM_ENOMEM (ndraw nq doubles are kept).
+ * O(ndraw nq (d^3 + log K)). */
+gmm_status gmm_problem_predict_at_draws(gmm_problem *p, const double *thetas,
+                                        size_t theta_stride, const double *xs, size_t ndraw,
+                                        const double *xq, size_t nq, uint64_t seed,
+                                        double *mean, double *var, double *q5, double *q95);
+
 /* ---- the log joint in whitened coordinates (for HMC) --------------------- */
 
 /* Fix the hyperparameters theta (nparam) for the functions below: the
@@ -88,6 +104,8 @@ gmm_status gmm_problem_whitened_logp(gmm_problem *p, const double *v, double *lp
  * latent x = W v at the graph nodes (graph numbering; n) or NULL. */
 gmm_status gmm_problem_whitened_linpred(gmm_problem *p, const double *v, double *frows,
                                         double *xnodes);
+/* The latent x = W v (n) at the setup's theta. */
+gmm_status gmm_problem_whitened_latent(gmm_problem *p, const double *v, double *x);
 /* A starting point: v = W^-1 (the posterior mode at theta: exact or
  * Laplace, its Newton iterations from x = 0 so that the result does not
  * depend on earlier calls), after gmm_problem_whiten_setup at the same

@@ -63,6 +63,8 @@ static const char usage_text[] =
     "                      default lognormal(log value, 1), normal(value, 2)\n"
     "  --latent-subset S   write f only at these data rows (1-based numbers and\n"
     "                      ranges A-B) or nodes (labels), comma-separated\n"
+    "  --states            also write the latent states x[1..n] of each draw (what\n"
+    "                      `predict --draws --at/--grid` needs for new inputs)\n"
     "  --quiet             no progress on stderr\n"
     "  -h, --help          this help\n";
 
@@ -72,6 +74,7 @@ typedef struct {
     const double *theta;
     const int *sampled;    /* NULL: hyperparameters fixed */
     const unsigned char *keep; /* f columns written (NULL: all) */
+    int states;            /* also write the latent x[1..n] */
     const gmm_prior *prior;
     size_t nchain;
     uint64_t chain0;
@@ -133,8 +136,9 @@ static gmm_status run_chain(run_ctx *rc, cli_model *m, size_t c)
     size_t nf = cli_model_has_inputs(m) ? gmm_latent_nrows(gmm_problem_latent(p)) : n;
     uint64_t id = rc->chain0 + c;
     double *v = gmm_malloc(n, sizeof *v), *f = gmm_malloc(nf ? nf : 1, sizeof *f);
+    double *xs = gmm_malloc(n, sizeof *xs);
     gmm_hmc *h = NULL;
-    if (!v || !f) {
+    if (!v || !f || !xs) {
         st = gmm_error(GMM_ENOMEM, "out of memory for chain %llu", (unsigned long long)id);
         goto done;
     }
@@ -215,6 +219,14 @@ static gmm_status run_chain(run_ctx *rc, cli_model *m, size_t c)
             for (size_t j = 0; j < nf; j++)
                 if (!rc->keep || rc->keep[j])
                     fprintf(out, ",%.17g", f[j] + cli_model_center(m, NULL));
+            if (rc->states) {
+                if ((s2 = gmm_problem_whitened_latent(p, d.q, xs)) != GMM_OK) {
+                    st = s2;
+                    break;
+                }
+                for (size_t j = 0; j < n; j++)
+                    fprintf(out, ",%.17g", xs[j]);
+            }
             fputc('\n', out);
             rc->ndone[c] = it;
         }
@@ -230,6 +242,7 @@ done:
     gmm_hmc_free(h);
     gmm_free(v);
     gmm_free(f);
+    gmm_free(xs);
     return st;
 }
 
@@ -251,7 +264,8 @@ static void *work(void *arg)
 }
 
 /* The header: sampler columns, then f[row] or f[node label]. */
-static void write_header(FILE *f, cli_model *m, const int *sampled, const unsigned char *keep)
+static void write_header(FILE *f, cli_model *m, const int *sampled, const unsigned char *keep,
+                         int states)
 {
     fputs(".chain,.iteration,.draw,lp__,accept_stat__,stepsize__,treedepth__,n_leapfrog__,"
           "divergent__,energy__",
@@ -277,6 +291,9 @@ static void write_header(FILE *f, cli_model *m, const int *sampled, const unsign
             cli_put_csv_field(f, name);
         }
     }
+    size_t n = gmm_latent_dim(gmm_problem_latent(cli_model_problem(m)));
+    for (size_t i = 0; states && i < n; i++)
+        fprintf(f, ",x[%zu]", i + 1);
     fputc('\n', f);
 }
 
@@ -495,7 +512,8 @@ int cmd_hmc(int argc, char **argv)
         OPT_QUIET,
         OPT_SAMPLE_HYPER,
         OPT_PRIOR,
-        OPT_SUBSET
+        OPT_SUBSET,
+        OPT_STATES
     };
     static const struct option longopts[] = {
         CLI_MODEL_LONGOPTS,
@@ -515,6 +533,7 @@ int cmd_hmc(int argc, char **argv)
         {"sample-hyper", no_argument, NULL, OPT_SAMPLE_HYPER},
         {"prior", required_argument, NULL, OPT_PRIOR},
         {"latent-subset", required_argument, NULL, OPT_SUBSET},
+        {"states", no_argument, NULL, OPT_STATES},
         {"output", required_argument, NULL, 'o'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
@@ -524,7 +543,7 @@ int cmd_hmc(int argc, char **argv)
     gmm_hmc_params_init(&par);
     const char *model_path = NULL, *out_path = NULL, *summary_path = NULL;
     size_t nchain = 4, nthread = 1, chain0 = 1, tmp = 0;
-    int quiet = 0, sample_hyper = 0, c, rc = 0;
+    int quiet = 0, sample_hyper = 0, states = 0, c, rc = 0;
     const char **prior_args = NULL;
     size_t nprior_args = 0;
     int *sampled = NULL;
@@ -592,6 +611,7 @@ int cmd_hmc(int argc, char **argv)
         case OPT_QUIET: quiet = 1; break;
         case OPT_SAMPLE_HYPER: sample_hyper = 1; break;
         case OPT_SUBSET: subset = optarg; break;
+        case OPT_STATES: states = 1; break;
         case OPT_PRIOR: {
             const char **pa = gmm_realloc((void *)prior_args, nprior_args + 1, sizeof *pa);
             if (!pa) {
@@ -665,6 +685,7 @@ int cmd_hmc(int argc, char **argv)
     R.theta = obj->value;
     R.sampled = sample_hyper ? sampled : NULL;
     R.keep = keep;
+    R.states = states;
     R.prior = priors;
     R.nchain = nchain;
     R.chain0 = chain0;
@@ -747,7 +768,7 @@ int cmd_hmc(int argc, char **argv)
     } else {
         dst = stdout;
     }
-    write_header(dst, models[0], sample_hyper ? sampled : NULL, keep);
+    write_header(dst, models[0], sample_hyper ? sampled : NULL, keep, states);
     int err = concat(dst, &R);
     if (!err && dst != stdout && (fflush(dst) || fsync(fileno(dst))))
         err = errno ? errno : EIO;

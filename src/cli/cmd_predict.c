@@ -36,7 +36,8 @@ static const char usage_text[] =
     "  --observed          add the noise variance: intervals for new observations\n"
     "  --draws FILE        summarise MCMC draws of f (gmm-infer hmc's output;\n"
     "                      repeatable): mean, var and the 90% interval (5% and 95%\n"
-    "                      quantiles) at the data rows or nodes\n"
+    "                      quantiles) at the data rows or nodes; with --at/--grid,\n"
+    "                      at new inputs from draws with states (hmc --states)\n"
     "  -o, --output FILE   write to FILE (atomically) instead of stdout\n"
     "  --verbose           report sizes on stderr\n"
     "  -h, --help          this help\n"
@@ -191,6 +192,95 @@ done:
     return rc;
 }
 
+/* At new inputs from draws that hold the latent states (hmc --states):
+ * each new f(t) drawn from the Markov bridge given each draw
+ * (gmm_problem_predict_at_draws); 90% intervals; rates through the
+ * inverse link (monotone: the quantiles map, the mean is over the draws). */
+static int predict_draws_at(const char *cmd, cli_model *m, const gmm_lik *lik,
+                            const char **paths, size_t npath, const double *xq, size_t nq,
+                            const char *out_path)
+{
+    gmm_draws *d = NULL;
+    gmm_outfile *of = NULL;
+    double *xs = NULL, *th = NULL, *mean = NULL, *var = NULL, *lo = NULL, *hi = NULL;
+    int rc = 0;
+    gmm_status s = gmm_draws_read(paths, npath, &d);
+    if (s != GMM_OK)
+        return cli_fail(cmd, s);
+    gmm_problem *p = cli_model_problem(m);
+    gmm_objective *o = cli_model_objective(m);
+    size_t n = gmm_latent_dim(gmm_problem_latent(p)), N = d->nchain * d->niter, np = o->nparam;
+    size_t x1 = d->nvar, nqq = nq ? nq : 1;
+    for (size_t v = 0; v < d->nvar && x1 == d->nvar; v++)
+        if (!strcmp(d->name[v], "x[1]"))
+            x1 = v;
+    if (x1 == d->nvar || x1 + n > d->nvar) {
+        cli_msg(cmd, "%s: no latent states x[1..%zu]: predicting new inputs from draws needs "
+                     "them (gmm-infer hmc --states)",
+                paths[0], n);
+        rc = CLI_EXIT_ERROR;
+        goto done;
+    }
+    xs = gmm_malloc(N * n, sizeof *xs);
+    th = gmm_malloc(N * (np ? np : 1), sizeof *th);
+    mean = gmm_malloc(nqq, sizeof *mean);
+    var = gmm_malloc(nqq, sizeof *var);
+    lo = gmm_malloc(nqq, sizeof *lo);
+    hi = gmm_malloc(nqq, sizeof *hi);
+    if (!xs || !th || !mean || !var || !lo || !hi) {
+        rc = cli_fail(cmd, GMM_ENOMEM);
+        goto done;
+    }
+    for (size_t j = 0; j < n; j++) {
+        const double *col = gmm_draws_variable(d, x1 + j);
+        for (size_t k = 0; k < N; k++)
+            xs[k * n + j] = col[k];
+    }
+    /* sampled hyperparameters are columns by name; the others the model's */
+    for (size_t k2 = 0; k2 < np; k2++) {
+        size_t v;
+        for (v = 0; v < d->nvar && strcmp(d->name[v], o->name[k2]); v++)
+            ;
+        for (size_t k = 0; k < N; k++)
+            th[k * np + k2] = v < d->nvar ? gmm_draws_variable(d, v)[k] : o->value[k2];
+    }
+    if ((s = gmm_problem_predict_at_draws(p, th, np, xs, N, xq, nq, 1, mean, var, lo, hi)) !=
+            GMM_OK ||
+        (s = gmm_outfile_open(out_path, &of)) != GMM_OK) {
+        rc = cli_fail(cmd, s);
+        goto done;
+    }
+    FILE *f = gmm_outfile_stream(of);
+    double c0 = cli_model_center(m, NULL);
+    const char *resp = lik->type->conjugate ? NULL : lik->type->link_log ? "rate" : "prob";
+    fprintf(f, "x,mean,var,lower,upper");
+    if (resp)
+        fprintf(f, ",%s_lower,%s_upper", resp, resp);
+    fputc('\n', f);
+    for (size_t q = 0; q < nq; q++) {
+        fprintf(f, "%.17g,%.17g,%.17g,%.17g,%.17g", xq[q], mean[q] + c0, var[q], lo[q] + c0,
+                hi[q] + c0);
+        if (resp)
+            fprintf(f, ",%.17g,%.17g", lik->type->mean(lik->par, 1.0, lo[q]),
+                    lik->type->mean(lik->par, 1.0, hi[q]));
+        fputc('\n', f);
+    }
+    s = gmm_outfile_commit(of);
+    of = NULL;
+    if (s != GMM_OK)
+        rc = cli_fail(cmd, s);
+done:
+    gmm_outfile_abort(of);
+    gmm_draws_free(d);
+    gmm_free(xs);
+    gmm_free(th);
+    gmm_free(mean);
+    gmm_free(var);
+    gmm_free(lo);
+    gmm_free(hi);
+    return rc;
+}
+
 int cmd_predict(int argc, char **argv)
 {
     const char *cmd = "predict";
@@ -282,11 +372,18 @@ int cmd_predict(int argc, char **argv)
     }
     const gmm_lik *lik = cli_model_likelihood(m);
     if (ndraws) {
-        if (at || grid || observed) {
-            cli_msg(cmd, "--draws summarises the draws of f at the data rows or nodes; --at, "
-                         "--grid and --observed need the latent states, which the draws do not "
-                         "hold (without --draws, predict uses the exact or Laplace posterior)");
+        if (observed) {
+            cli_msg(cmd, "--observed does not apply with --draws (the draws are of f)");
             rc = CLI_EXIT_USAGE;
+            goto done;
+        }
+        if (at || grid) {
+            if (grid)
+                rc = parse_grid(cmd, grid, &xq, &nq);
+            else
+                rc = read_at(cmd, at, atcol, mf.data.x, &xq, &nq);
+            if (rc == 0)
+                rc = predict_draws_at(cmd, m, lik, draws, ndraws, xq, nq, out_path);
             goto done;
         }
         rc = predict_draws(cmd, m, lik, draws, ndraws, out_path);

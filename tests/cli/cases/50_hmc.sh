@@ -95,8 +95,6 @@ expect_exit 0
 expect_stdout '^x,mean,var,lower,upper,rate,rate_lower,rate_upper$'
 expect_stdout '^1851,'
 expect_stdout '^1962,'
-run "$GMM_INFER" predict --model "$CASE_TMP/m.json" --draws "$CASE_TMP/dr.csv" --grid 1900:1901:1
-expect_exit 2
 
 begin "hmc --latent-subset writes f only where asked"
 run "$GMM_INFER" hmc "$coal" --likelihood poisson --kernel "$kern" --chains 1 --warmup 50 \
@@ -105,3 +103,21 @@ expect_exit 0
 expect_stdout ',energy__,f\[1\],f\[2\],f\[3\],f\[112\]$'
 run "$GMM_INFER" hmc "$coal" --likelihood poisson --kernel "$kern" --latent-subset 0
 expect_exit 2
+
+begin "predict --draws at new inputs needs and uses the latent states"
+run "$GMM_INFER" fit "$coal" --likelihood poisson --kernel matern12 -o "$CASE_TMP/m.json"
+expect_exit 0
+run "$GMM_INFER" hmc --model "$CASE_TMP/m.json" --chains 1 --warmup 100 --draws 40 --quiet \
+    -o "$CASE_TMP/dr.csv"
+expect_exit 0
+run "$GMM_INFER" hmc --model "$CASE_TMP/m.json" --chains 1 --warmup 100 --draws 40 --states \
+    --quiet -o "$CASE_TMP/st.csv"
+expect_exit 0
+expect_file "$CASE_TMP/st.csv" ',x\[1\],x\[2\],'
+run "$GMM_INFER" predict --model "$CASE_TMP/m.json" --draws "$CASE_TMP/st.csv" --grid 1900:1961:60
+expect_exit 0
+expect_stdout '^x,mean,var,lower,upper,rate_lower,rate_upper$'
+expect_stdout '^1960,'
+run "$GMM_INFER" predict --model "$CASE_TMP/m.json" --draws "$CASE_TMP/dr.csv" --grid 1900:1901:1
+expect_exit 1
+expect_stderr 'hmc --states'
