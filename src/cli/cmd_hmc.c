@@ -27,6 +27,7 @@
 #include "gmm/hmc.h"
 #include "gmm/io.h"
 #include "gmm/problem.h"
+#include "gmm/vi.h"
 #include "gmm/json.h"
 #include "gmm/rng.h"
 #include "gmm/version.h"
@@ -65,6 +66,8 @@ static const char usage_text[] =
     "                      ranges A-B) or nodes (labels), comma-separated\n"
     "  --states            also write the latent states x[1..n] of each draw (what\n"
     "                      `predict --draws --at/--grid` needs for new inputs)\n"
+    "  --init FILE         start the chains at q's mean of a vi result (default:\n"
+    "                      the posterior mode, exact or Laplace), jittered\n"
     "  --quiet             no progress on stderr\n"
     "  -h, --help          this help\n";
 
@@ -75,6 +78,7 @@ typedef struct {
     const int *sampled;    /* NULL: hyperparameters fixed */
     const unsigned char *keep; /* f columns written (NULL: all) */
     int states;            /* also write the latent x[1..n] */
+    const double *x0;      /* --init: the latent to start at (NULL: the mode) */
     const gmm_prior *prior;
     size_t nchain;
     uint64_t chain0;
@@ -163,7 +167,8 @@ static gmm_status run_chain(run_ctx *rc, cli_model *m, size_t c)
         }
         dim = gmm_problem_joint_dim(p);
     } else if ((st = gmm_problem_whiten_setup(p, rc->theta)) ||
-               (st = gmm_problem_whitened_start(p, rc->theta, v))) {
+               (st = rc->x0 ? gmm_latent_unwhiten((gmm_latent *)gmm_problem_latent(p), rc->x0, v)
+                            : gmm_problem_whitened_start(p, rc->theta, v))) {
         gmm_free(th);
         goto done;
     }
@@ -513,7 +518,8 @@ int cmd_hmc(int argc, char **argv)
         OPT_SAMPLE_HYPER,
         OPT_PRIOR,
         OPT_SUBSET,
-        OPT_STATES
+        OPT_STATES,
+        OPT_INIT
     };
     static const struct option longopts[] = {
         CLI_MODEL_LONGOPTS,
@@ -534,6 +540,7 @@ int cmd_hmc(int argc, char **argv)
         {"prior", required_argument, NULL, OPT_PRIOR},
         {"latent-subset", required_argument, NULL, OPT_SUBSET},
         {"states", no_argument, NULL, OPT_STATES},
+        {"init", required_argument, NULL, OPT_INIT},
         {"output", required_argument, NULL, 'o'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
@@ -548,7 +555,8 @@ int cmd_hmc(int argc, char **argv)
     size_t nprior_args = 0;
     int *sampled = NULL;
     gmm_prior *priors = NULL;
-    const char *subset = NULL;
+    const char *subset = NULL, *init = NULL;
+    double *x0 = NULL;
     unsigned char *keep = NULL;
     gmm_model mf;
     gmm_model_init(&mf);
@@ -612,6 +620,7 @@ int cmd_hmc(int argc, char **argv)
         case OPT_SAMPLE_HYPER: sample_hyper = 1; break;
         case OPT_SUBSET: subset = optarg; break;
         case OPT_STATES: states = 1; break;
+        case OPT_INIT: init = optarg; break;
         case OPT_PRIOR: {
             const char **pa = gmm_realloc((void *)prior_args, nprior_args + 1, sizeof *pa);
             if (!pa) {
@@ -670,6 +679,32 @@ int cmd_hmc(int argc, char **argv)
     }
     if (subset && (rc = parse_subset(cmd, models[0], subset, &keep)) != 0)
         goto done;
+    if (init) {
+        /* q's mean of a vi result: chains start there (jittered) */
+        gmm_model mi;
+        gmm_model_init(&mi);
+        if ((s = gmm_model_read(init, &mi)) != GMM_OK) {
+            rc = cli_fail(cmd, s);
+            goto done;
+        }
+        if (!mi.has_vi) {
+            cli_msg(cmd, "--init %s: not a vi result (no \"variational\")", init);
+            gmm_model_free(&mi);
+            rc = CLI_EXIT_ERROR;
+            goto done;
+        }
+        rc = cli_model_load_vi(cmd, models[0], &mi, init);
+        gmm_model_free(&mi);
+        if (rc)
+            goto done;
+        size_t n0 = gmm_latent_dim(gmm_problem_latent(cli_model_problem(models[0])));
+        if (!(x0 = gmm_malloc(n0, sizeof *x0))) {
+            rc = cli_fail(cmd, GMM_ENOMEM);
+            goto done;
+        }
+        memcpy(x0, gmm_vi_mean(cli_model_vi(models[0])), n0 * sizeof *x0);
+        cli_model_set_vi(models[0], NULL);
+    }
     if (sample_hyper && (rc = setup_priors(cmd, obj, models[0], prior_args, nprior_args,
                                            &sampled, &priors, quiet)) != 0)
         goto done;
@@ -686,6 +721,7 @@ int cmd_hmc(int argc, char **argv)
     R.sampled = sample_hyper ? sampled : NULL;
     R.keep = keep;
     R.states = states;
+    R.x0 = x0;
     R.prior = priors;
     R.nchain = nchain;
     R.chain0 = chain0;
@@ -890,5 +926,6 @@ done:
     gmm_free(sampled);
     gmm_free(priors);
     gmm_free(keep);
+    gmm_free(x0);
     return rc;
 }

@@ -40,3 +40,13 @@ expect_exit 2
 run "$GMM_INFER" vi "$ROOT/data/coal.csv" --likelihood poisson --init "$ROOT/data/coal.csv" \
     -o "$CASE_TMP/x.json"
 expect_exit 1
+
+begin "hmc --init starts the chains at a vi result's mean"
+run "$GMM_INFER" vi "$ROOT/data/coal.csv" --likelihood poisson --kernel 'matern12(variance=0.5, lengthscale=20)' \
+    --quiet -o "$CASE_TMP/q.json"
+expect_exit 0
+run "$GMM_INFER" hmc --model "$CASE_TMP/q.json" --init "$CASE_TMP/q.json" --chains 1 --warmup 50 \
+    --draws 5 --quiet -o "$CASE_TMP/d.csv"
+expect_exit 0
+run "$GMM_INFER" hmc --model "$CASE_TMP/q.json" --init "$ROOT/data/coal.csv" --chains 1
+expect_exit 1
