@@ -385,6 +385,7 @@ size_t gmm_band_chol_add_rows_work(size_t m, size_t kl);
 typedef struct {
     double *data;
     size_t len, cap; /* doubles used and allocated */
+    size_t last;     /* position of the last block */
 } gmm_band_tape;
 
 /* As gmm_band_chol_add_rows (same arguments, checks and result), and one
@@ -417,15 +418,17 @@ gmm_status gmm_band_chol_rows_unfold(const gmm_band_tape *tape, size_t pos, size
  * every call of gmm_band_chol_add_rows_tape from L = 0 to the complete
  * factor (blocks at positions 0 ..), M the rows they folded, P = M'M =
  * L L'; z (n) = R mu = L' mu, the mean of R x under x ~ N(mu, P^-1).  For
- * each block b, from the last to the first, fn(ctx, b, moments): its rows
+ * each block, from the last to the first (in nondecreasing order of first
+ * column, as gmm_marglik_eval_rows folds them), fn(ctx, b, moments), b
+ * counted back from the last block (0: the last), with the block's rows
  * a_i (as given, i < m) and the x_c for the columns J = c0 .. c0 + nj - 1
- * whose R rows earlier blocks had filled when b came, with entries in J
+ * whose R rows earlier blocks had filled when it came, with entries in J
  * only (the longest such run; a Markov chain's transition rows: the state
  * they leave; nj <= 2 (kl + 1), possibly 0), each as lw lanes (a
  * multiple of 4) of which r is the mean, in rows (m x lw) and xj (nj x lw):
  *
- *   E[(a_i'x)(a_k'x)] - [i == k] = gmm_band_moment(rows + i lw, rows + k lw)
- *   E[(a_i'x) x_c]               = gmm_band_moment(rows + i lw, xj + c lw)
+ *   E[(a_i'x)(a_k'x)] - [i == k] = gmm_band_moment(bm, rows + i lw, rows + k lw)
+ *   E[(a_i'x) x_c]               = gmm_band_moment(bm, rows + i lw, xj + c lw)
  *
  * (never two x's), each from the fold's orthogonal map (band_qr.c, ROW
  * MOMENTS): accurate relative to the whitened scale of a_i'x (a variance at

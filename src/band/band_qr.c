@@ -398,7 +398,9 @@ BAND_INLINE int reflect(size_t nl, double *restrict p, double *restrict Y, size_
 static size_t lanes(size_t kl) { return (kl + 4) / 4 * 4; }
 
 /* TAPE (gmm_band_chol_add_rows_tape).  The call appends one block: a header
- * [c0, m, cend, body length, nj, fill, span] (integers as doubles), c0 = first[0] and
+ * [c0, m, cend, body length, nj, fill, span, prev] (integers as doubles;
+ * prev: the position of the block before, -1 for the first; tape->last is
+ * this block's), c0 = first[0] and
  * R's rows c0 .. cend - 1 the ones its reflections touched; F_J (nj x nj,
  * row-major, upper triangular): R's rows c0 .. c0 + nj - 1 as the call
  * found them -- J (for ROW MOMENTS), the longest run of rows from c0 that
@@ -422,7 +424,7 @@ static size_t lanes(size_t kl) { return (kl + 4) / 4 * 4; }
 #define TAPE_DEP 8u
 #define TAPE_DEPNEG 16u
 #define TAPE_MAXROWS 65535u
-#define TAPE_HDR 7
+#define TAPE_HDR 8
 
 static inline void put_u64(double *p, uint64_t v) { memcpy(p, &v, sizeof v); }
 static inline uint64_t get_u64(const double *p)
@@ -741,6 +743,8 @@ static gmm_status add_rows(gmm_band *L, size_t m, const size_t *first, const dou
         h[4] = (double)nj;
         h[5] = (double)fill;
         h[6] = (double)(2 * (kl + 1));
+        h[7] = hpos > 0 ? (double)tp->last : -1.0;
+        tp->last = hpos;
     }
     return GMM_OK;
 }
@@ -762,7 +766,7 @@ gmm_status gmm_band_chol_add_rows_tape(gmm_band *L, size_t m, const size_t *firs
 
 /* The block at pos (TAPE): fields, body and trailer positions. */
 typedef struct {
-    size_t c0, m, cend, nj, fill, span, body, blen, dest, next;
+    size_t c0, m, cend, nj, fill, span, prev, body, blen, dest, next;
     const double *F;
 } tape_block;
 
@@ -778,6 +782,7 @@ static gmm_status tape_block_at(const gmm_band_tape *tape, size_t pos, tape_bloc
     tb->nj = (size_t)h[4];
     tb->fill = (size_t)h[5];
     tb->span = (size_t)h[6];
+    tb->prev = h[7] < 0.0 ? SIZE_MAX : (size_t)h[7];
     tb->F = h + TAPE_HDR;
     tb->dest = pos + TAPE_HDR + tb->nj * tb->nj;
     tb->body = tb->dest + tb->m;
@@ -863,14 +868,18 @@ BAND_INLINE void unfold_nv(const size_t NV, const double *restrict body, size_t 
                     break;
             }
         }
-        if (code & TAPE_NEG)
-            for (size_t v = 0; v < nv; v++) {
-                ld4(&a, p + 4 * v);
-                a = -a;
-                st4(p + 4 * v, &a);
-            }
-        if (tr.imax1)
-            swap_slots(4 * nv, p, Y + (tr.imax1 - 1) * lds);
+        /* the sign and the swap without branches (data-dependent: they
+         * would be mispredicted); a swap of p with itself does nothing */
+        double sg = (code & TAPE_NEG) ? -1.0 : 1.0;
+        double *ys = tr.imax1 ? Y + (tr.imax1 - 1) * lds : p;
+        for (size_t v = 0; v < nv; v++) {
+            v4d b;
+            ld4(&a, p + 4 * v);
+            ld4(&b, ys + 4 * v);
+            a *= sg;
+            st4(p + 4 * v, &b);
+            st4(ys + 4 * v, &a);
+        }
     }
 }
 
@@ -1055,38 +1064,34 @@ gmm_status gmm_band_chol_rows_moments(const gmm_band_tape *tape, const double *z
     gmm_status st;
     if (!tape || !z || !fn || !work)
         return gmm_error(GMM_EINVAL, "band_chol_rows_moments: NULL argument");
-    /* the blocks' positions, and the largest run of filled rows */
-    size_t nb = 0, fmax = 0, c0prev = 0;
-    for (size_t pos = 0; pos < tape->len; nb++) {
+    /* the blocks from the last (tape->last) back through their links; the
+     * state takes at most span rows of span + 1 (the span is the tape's) */
+    if (tape->len == 0)
+        return GMM_OK;
+    tape_block tl = {0};
+    if ((st = tape_block_at(tape, tape->last, &tl)))
+        return st;
+    if (tl.next != tape->len)
+        return gmm_error(GMM_EINVAL, "band_chol_rows_moments: the tape's last block is not "
+                                     "at its end");
+    size_t fmax = tl.span, sbase = fmax * (fmax + 1);
+    if (grow_buf(work, sbase))
+        return gmm_error(GMM_ENOMEM, "band_chol_rows_moments: out of memory");
+    /* the state: R's rows slo .. shi - 1 still to be folded by the blocks
+     * after (those b + 1 found filled), rs lanes of D and the mean */
+    size_t slo = 0, shi = 0, rs = 0, c0next = SIZE_MAX;
+    for (size_t pos = tape->last, b = 0; pos != SIZE_MAX; b++) {
         tape_block tb = {0};
         if ((st = tape_block_at(tape, pos, &tb)))
             return st;
-        if (tb.c0 < c0prev)
-            return gmm_error(GMM_EINVAL, "band_chol_rows_moments: block %zu starts at column "
-                                         "%zu, before the block before it (%zu)",
-                             nb, tb.c0, c0prev);
-        c0prev = tb.c0;
-        fmax = tb.fill > fmax ? tb.fill : fmax;
-        pos = tb.next;
-    }
-    /* work: positions (nb), the state (fmax rows of fmax + 1), scratch */
-    size_t sbase = nb + fmax * (fmax + 1);
-    if (grow_buf(work, sbase))
-        return gmm_error(GMM_ENOMEM, "band_chol_rows_moments: out of memory");
-    for (size_t pos = 0, b = 0; pos < tape->len; b++) {
-        tape_block tb = {0};
-        tape_block_at(tape, pos, &tb);
-        work->data[b] = (double)pos;
-        pos = tb.next;
-    }
-    /* the state: R's rows slo .. shi - 1 still to be folded by the blocks
-     * after (those b + 1 found filled), rs lanes of D and the mean */
-    size_t slo = 0, shi = 0, rs = 0;
-    for (size_t b = nb; b-- > 0;) {
-        tape_block tb = {0};
-        tape_block_at(tape, (size_t)work->data[b], &tb);
-        if (b > 0) /* the block before, while this one is undone: the tape streams backwards */
-            for (size_t q = (size_t)work->data[b - 1]; q < tb.dest; q += 8)
+        if (tb.c0 > c0next || tb.span != fmax)
+            return gmm_error(GMM_EINVAL, "band_chol_rows_moments: block at %zu starts at column "
+                                         "%zu, after the block after it (%zu)",
+                             pos, tb.c0, c0next);
+        c0next = tb.c0;
+        pos = tb.prev;
+        if (pos != SIZE_MAX) /* the block before, while this one is undone: the tape streams backwards */
+            for (size_t q = pos; q < tb.dest; q += 8)
                 __builtin_prefetch(tape->data + q);
         const double *dest = tape->data + tb.dest;
         size_t c0 = tb.c0, m = tb.m, nj = tb.nj, nf = tb.fill, hiR = tb.cend, nz = 0;
@@ -1114,7 +1119,7 @@ gmm_status gmm_band_chol_rows_moments(const gmm_band_tape *tape, const double *z
         size_t need = (nR + m) * lw + nj * lw + 2 * nf * nf + nf;
         if (grow_buf(work, sbase + need))
             return gmm_error(GMM_ENOMEM, "band_chol_rows_moments: out of memory");
-        double *state = work->data + nb, *S = work->data + sbase;
+        double *state = work->data, *S = work->data + sbase;
         double *X = S + (nR + m) * lw, *W = X + nj * lw, *dg = W + nf * nf;
         memset(S, 0, (nR + m) * lw * sizeof *S);
         for (size_t j = c0; j < hiR; j++) {

@@ -527,7 +527,7 @@ static gmm_status moments_block(void *ctx, size_t block, const gmm_band_block_mo
 {
     moments_ctx *mc = ctx;
     gmm_marglik_work *w = mc->w;
-    const row_block *rb = w->rb + block;
+    const row_block *rb = w->rb + (w->nrb - 1 - block); /* block counts back from the last */
     const size_t *src = w->src + rb->spos;
     const gmm_obs *obs = w->obs;
     double s = sqrt(w->noise);

@@ -263,12 +263,12 @@ gmm_status gmm_ssm_alloc(const gmm_kernel *k, const double *x, size_t n,
      * kernel's own d x d work (estimated in doubles: no overflow) */
     {
         double dd_ = (double)m->d * (double)m->d, kl_ = 2.0 * (double)m->d;
-        /* ... and the square-root form's record for its gradient (marglik.h,
-         * ROW MOMENTS): per state F_J (d^2), 2d reflections of up to d + 2
-         * rows plus their scalars, the rows' sources */
+        /* (six bands of 2d + 1 per state, about twice what the three bands
+         * of kl + 1 <= 2d and the square-root form's record for its
+         * gradient take together: marglik.h, ROW MOMENTS, ~2d (d + 8) + d^2
+         * per state) */
         double need = 8.0 * ((double)(m->ng ? m->ng : 1) * B_N * dd_ + 40.0 * dd_ +
-                             6.0 * (kl_ + 1.0) * (double)m->K * (double)m->d +
-                             (3.0 * dd_ + 16.0 * (double)m->d + 8.0) * (double)m->K);
+                             6.0 * (kl_ + 1.0) * (double)m->K * (double)m->d);
         if (need > (double)GMM_SSM_WORK_LIMIT) {
             st = gmm_error(GMM_ENOMEM,
                            "the state-space model would need about %.3g GB of workspace (state "

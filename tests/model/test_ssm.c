@@ -14,6 +14,7 @@
 #include "gmm/alloc.h"
 #include "gmm/kernel.h"
 #include "gmm/ssm.h"
+#include "support/tu_dense_gp.h"
 #include "support/tu_ssm.h"
 #include "gmm/spec.h"
 #include "support/testutil.h"
@@ -613,71 +614,6 @@ START_TEST(test_close_inputs)
 }
 END_TEST
 
-/* The dense GP's analytic gradient: dlogp/dtheta_j = 1/2 alpha' dK_j alpha
- * - 1/2 tr(K^-1 dK_j), K = cov + noise I, alpha = K^-1 y (kernel
- * parameters, then the noise), dK from gmm_kernel_cov_grad, by plain loops
- * in long double (no BLAS: the same bits under every OpenBLAS kernel).
- * K + noise I keeps a condition number below 1 + n variance / noise, so
- * this is good to ~1e-12 relative however close the inputs. */
-static void dense_gradient(const gmm_kernel *k, const double *th, double damp, const double *x,
-                           const double *y, size_t n, double *g)
-{
-    size_t np = gmm_kernel_nparam(k);
-    long double *L = malloc(n * n * sizeof *L), *Ki = malloc(n * n * sizeof *Ki);
-    long double *a = malloc(n * sizeof *a), *col = malloc(n * sizeof *col);
-    long double *G = calloc(np + 1, sizeof *G);
-    double *dk = malloc((np + 1) * sizeof *dk);
-    for (size_t i = 0; i < n; i++)
-        for (size_t j = 0; j <= i; j++) {
-            long double v = gmm_kernel_cov(k, th, damp, x[i] - x[j]) + (i == j ? th[np] : 0.0);
-            for (size_t p = 0; p < j; p++)
-                v -= L[i * n + p] * L[j * n + p];
-            if (i == j) {
-                ck_assert(v > 0);
-                L[i * n + i] = sqrtl(v);
-            } else {
-                L[i * n + j] = v / L[j * n + j];
-            }
-        }
-    for (size_t c = 0; c <= n; c++) { /* columns of K^-1, then alpha */
-        for (size_t i = 0; i < n; i++) {
-            long double t = c < n ? (long double)(i == c) : (long double)y[i];
-            for (size_t p = 0; p < i; p++)
-                t -= L[i * n + p] * col[p];
-            col[i] = t / L[i * n + i];
-        }
-        for (size_t i = n; i-- > 0;) {
-            long double t = col[i];
-            for (size_t p = i + 1; p < n; p++)
-                t -= L[p * n + i] * col[p];
-            col[i] = t / L[i * n + i];
-        }
-        for (size_t i = 0; i < n; i++) {
-            if (c < n)
-                Ki[i * n + c] = col[i];
-            else
-                a[i] = col[i];
-        }
-    }
-    for (size_t i = 0; i < n; i++)
-        for (size_t j = 0; j < n; j++) {
-            gmm_kernel_cov_grad(k, th, damp, x[i] - x[j], dk);
-            long double w = 0.5L * (a[i] * a[j] - Ki[i * n + j]);
-            for (size_t p = 0; p < np; p++)
-                G[p] += w * dk[p];
-            if (i == j)
-                G[np] += w;
-        }
-    for (size_t p = 0; p <= np; p++)
-        g[p] = (double)G[p];
-    free(dk);
-    free(G);
-    free(col);
-    free(a);
-    free(Ki);
-    free(L);
-}
-
 /* GRADIENT (ssm.h): against the dense GP's analytic gradient on regular
  * grids of n = 200, dt from 1e-1 down to 1e-6 of the lengthscale, every
  * kind of kernel, noise a tenth of the variance, y drawn from the dense GP:
@@ -751,7 +687,7 @@ START_TEST(test_gradient_vs_dense_gp)
         gmm_status st = tu_ssm_loglik(m, th, &ll, g);
         ck_assert_msg(st == GMM_OK, "%s at dt/l %g: %s", cases[ic].spec, cases[ic].r,
                       gmm_error_message());
-        dense_gradient(k, th, damp, x, y, n, gd);
+        ck_assert_int_eq(tu_dense_grad(k, th, th[np], damp, x, y, n, gd, NULL), 0);
         double worst = 0.0;
         for (size_t p = 0; p <= np; p++)
             worst = fmax(worst, fabs(g[p] - gd[p]) / fmax(fabs(gd[p]), 1.0));
