@@ -369,6 +369,98 @@ gmm_status gmm_band_chol_add_rows(gmm_band *L, size_t m, const size_t *first, co
                                   size_t ldv, double *work);
 size_t gmm_band_chol_add_rows_work(size_t m, size_t kl);
 
+/* TAPE: the block fold recorded, so that its orthogonal transformation can
+ * be applied backwards (a posterior's moments in the square-root form:
+ * marglik.c, ROW MOMENTS).  Write the rows of M before a call (the block's
+ * rows, and L's rows -- R = L^T's rows -- that its reflections touch) and
+ * after it (R's rows, and the block's rows, each either deposited as one
+ * of R's rows or reduced to zero) as linear forms in x: the call maps the
+ * first to the second by an orthogonal matrix.  The tape holds that map as
+ * the reflections, swaps and sign changes of the fold (band_qr.c, TAPE);
+ * gmm_band_chol_rows_unfold applies its inverse to vectors attached to the
+ * rows (a covariance square root and a mean, say), carrying what is known
+ * after the fold back to the rows as they came in.  The tape grows by
+ * gmm_realloc as needed (keep it between calls and reset len: evaluations
+ * after the first then allocate nothing); free data with gmm_free. */
+typedef struct {
+    double *data;
+    size_t len, cap; /* doubles used and allocated */
+    size_t last;     /* position of the last block */
+} gmm_band_tape;
+
+/* As gmm_band_chol_add_rows (same arguments, checks and result), and one
+ * block appended to tape (positions tape->len before the call .. after).
+ * m may be 0 (an empty block).  GMM_ENOMEM when the tape cannot grow (L is
+ * then folded in part: evaluate again).  Cost: the fold's, and (2 + active
+ * rows) doubles per column swept. */
+gmm_status gmm_band_chol_add_rows_tape(gmm_band *L, size_t m, const size_t *first,
+                                       const double *V, size_t ldv, double *work,
+                                       gmm_band_tape *tape);
+/* The block at tape position pos: its first column c0, rows m, R's rows
+ * touched c0 .. cend - 1, the position of the next block, and when dest is
+ * non-NULL (m entries) the R row each block row was deposited as (SIZE_MAX:
+ * reduced to zero).  GMM_EINVAL when no block starts at pos.  O(records). */
+gmm_status gmm_band_tape_block(const gmm_band_tape *tape, size_t pos, size_t *c0, size_t *m,
+                               size_t *cend, size_t *next, size_t *dest);
+/* The inverse of the block's map at pos applied to w lanes (w a multiple of
+ * 4, stride lds >= w) of the rows of S: R's row j (c0 <= j < cend) at S + (j
+ * - c0) lds, block row i at S + (nR + i) lds, nR >= cend - c0.  On entry the
+ * rows hold what belongs to the rows after the fold (a deposited block row's
+ * entry is not read: it is set from its R row), on return what belongs to
+ * them before it (an R row deposited by the block is zeroed).  Each lane is
+ * transformed independently, exactly as the fold transformed the rows'
+ * entries (the same reflections, in reverse).  O(the fold's work, w lanes
+ * per row instead of kl + 1). */
+gmm_status gmm_band_chol_rows_unfold(const gmm_band_tape *tape, size_t pos, size_t nR,
+                                     double *S, size_t lds, size_t w);
+
+/* The posterior moments of the rows of a recorded factorisation.  tape:
+ * every call of gmm_band_chol_add_rows_tape from L = 0 to the complete
+ * factor (blocks at positions 0 ..), M the rows they folded, P = M'M =
+ * L L'; z (n) = R mu = L' mu, the mean of R x under x ~ N(mu, P^-1).  For
+ * each block, from the last to the first (in nondecreasing order of first
+ * column, as gmm_marglik_eval_rows folds them), fn(ctx, b, moments), b
+ * counted back from the last block (0: the last), with the block's rows
+ * a_i (as given, i < m) and the x_c for the columns J = c0 .. c0 + nj - 1
+ * whose R rows earlier blocks had filled when it came, with entries in J
+ * only (the longest such run; a Markov chain's transition rows: the state
+ * they leave; nj <= 2 (kl + 1), possibly 0), each as lw lanes (a
+ * multiple of 4) of which r is the mean, in rows (m x lw) and xj (nj x lw):
+ *
+ *   E[(a_i'x)(a_k'x)] - [i == k] = gmm_band_moment(bm, rows + i lw, rows + k lw)
+ *   E[(a_i'x) x_c]               = gmm_band_moment(bm, rows + i lw, xj + c lw)
+ *
+ * (never two x's), each from the fold's orthogonal map (band_qr.c, ROW
+ * MOMENTS): accurate relative to the whitened scale of a_i'x (a variance at
+ * most 1 when M holds P's information), however large a_i's entries and
+ * however ill-conditioned P.  Pointers valid during the call; a nonzero
+ * status from fn stops the sweep and is returned.  work: a growable buffer
+ * (as the tape; keep it between calls).  GMM_EINVAL (NULL, a malformed
+ * tape), GMM_EDIM, GMM_ENOMEM.  Cost about the fold's. */
+typedef struct {
+    size_t c0, m, nj, lw, r;
+    const double *rows, *xj;
+} gmm_band_block_moments;
+typedef gmm_status (*gmm_band_moments_fn)(void *ctx, size_t block,
+                                          const gmm_band_block_moments *bm);
+gmm_status gmm_band_chol_rows_moments(const gmm_band_tape *tape, const double *z, size_t n,
+                                      gmm_band_moments_fn fn, void *ctx, gmm_band_tape *work);
+/* A second moment from two lane vectors of gmm_band_block_moments: a row
+ * is I - D D' in covariance with D its lanes other than r, so E[ab] = m_a
+ * m_b - D_a . D_b (- 1 for a row with itself, as stated there). */
+static inline double gmm_band_moment(const gmm_band_block_moments *bm, const double *a,
+                                     const double *b)
+{
+    double t0 = 0.0, t1 = 0.0, t2 = 0.0, t3 = 0.0;
+    for (size_t l = 0; l < bm->lw; l += 4) {
+        t0 += a[l] * b[l];
+        t1 += a[l + 1] * b[l + 1];
+        t2 += a[l + 2] * b[l + 2];
+        t3 += a[l + 3] * b[l + 3];
+    }
+    return 2.0 * a[bm->r] * b[bm->r] - ((t0 + t1) + (t2 + t3));
+}
+
 /* After the last row: GMM_ENOTPD with gmm_error_index() the first column
  * whose diagonal is zero (M rank deficient there: no row reached it), below
  * DBL_MIN or not finite.  O(n). */

@@ -192,6 +192,11 @@ size_t gmm_kernel_format(const gmm_kernel *k, const double *theta, char *buf, si
  * zero-process-noise factor multiplied by exp(-|tau| damp / Z) (damp = 0:
  * the exact kernel).  Dense oracles and docs; O(number of leaves + harmonics). */
 double gmm_kernel_cov(const gmm_kernel *k, const double *theta, double damp, double tau);
+/* The same, and dk (nparam, OVERWRITTEN) = dk(tau)/dtheta, analytic (product
+ * rule over the tree; the damping rate is not a parameter): the dense GP's
+ * gradient for oracles.  O(leaves x depth + harmonics + nparam). */
+double gmm_kernel_cov_grad(const gmm_kernel *k, const double *theta, double damp, double tau,
+                           double *dk);
 
 /* The smallest interval dt every factor accepts at theta (its type's
  * min_dt_rel -- rows nonzero: min_dt_rel_rows -- times its scale parameter;

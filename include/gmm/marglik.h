@@ -65,6 +65,13 @@ typedef struct {
     size_t nrows;
     size_t (*row)(void *ctx, size_t i, size_t *first, double *v);
     void *ctx;
+    /* Optional (NULL: none): nonzero when row i starts a new block of the
+     * square-root form's fold -- the block of row i then holds no earlier
+     * prior row, nor an observation starting in a column before row i's
+     * first.  For gmm_marglik_rows_moments: a state-space model starts a
+     * block at each interval's transition rows, so each block's moments
+     * belong to one interval. */
+    int (*block_start)(void *ctx, size_t i);
 } gmm_prior_rows;
 
 /* As gmm_marglik_eval with the prior given by a square root G instead of Q
@@ -89,6 +96,42 @@ typedef struct {
  * data leave a column undetermined.  O(n l^2). */
 gmm_status gmm_marglik_eval_rows(const gmm_prior_rows *G, const gmm_obs *obs, double noise,
                                  double prior_logdet, gmm_marglik_work *w, double *loglik);
+/* ROW MOMENTS.  The posterior second moments of the prior rows, for a
+ * gradient by Fisher's identity that never forms P's cancellation-prone
+ * pieces (marglik.c, ROW MOMENTS).  With v_a = G_a x (row a of G) and x ~
+ * N(mu, P^-1) the posterior, per block of the fold: its prior rows row0 ..
+ * row0 + nrows - 1 and the columns col0 .. col0 + ncols - 1 that earlier
+ * blocks had already reached (J: for a state-space model whose blocks
+ * start at each interval's transition rows, the state the interval leaves;
+ * ncols may be 0), as lanes (band.h, gmm_band_chol_rows_moments):
+ *
+ *   E[v_a v_b] - [a == b] = gmm_band_moment(&mo->lanes, rows + a lw, rows + b lw),
+ *   E[v_a x_c]            = gmm_band_moment(&mo->lanes, rows + a lw, xj + c lw),
+ *
+ * rows = mo->lanes.rows (nrows rows), xj = mo->lanes.xj (ncols rows), lw =
+ * mo->lanes.lw, c counted from col0.  Accurate to rounding relative to
+ * their own size (whitened quantities of order 1) however ill-conditioned
+ * P is.  The pointers are valid during the callback only. */
+typedef struct {
+    size_t row0, nrows, col0, ncols;
+    gmm_band_block_moments lanes;
+} gmm_rows_moments;
+typedef gmm_status (*gmm_rows_moments_fn)(void *ctx, const gmm_rows_moments *mo);
+
+/* on: the next gmm_marglik_eval_rows on w records its fold (its reflections
+ * and per block the rows' sources and R's rows it pivots on: about (2 +
+ * active rows) doubles per column swept and |J|^2 per block, grown as
+ * needed and kept for later evaluations) for gmm_marglik_rows_moments. */
+void gmm_marglik_rows_record(gmm_marglik_work *w, int on);
+/* After a recorded gmm_marglik_eval_rows on w: fn(ctx, block) for each
+ * block with prior rows, from the last block to the first (fn's nonzero
+ * status stops the sweep and is returned; fn may be NULL), and *noisebar
+ * += dlogp/dnoise (may be NULL): -nobs / (2 noise) + sum_k E[(y_k -
+ * e_k'x)^2] / (2 noise^2).  GMM_EINVAL without a recorded evaluation,
+ * GMM_ENOMEM.  O(the fold's work); scratch grown as needed and kept. */
+gmm_status gmm_marglik_rows_moments(gmm_marglik_work *w, gmm_rows_moments_fn fn, void *ctx,
+                                    double *noisebar);
+
 /* Reverse mode of the last successful eval on w: Qbar (SYMMETRIC, Q's shape,
  * symmetric convention of band.h) += dlogp/dQ and *noisebar += dlogp/dnoise.
  * Either may be NULL.  O(n l^2).  The obs given to that eval (the struct and

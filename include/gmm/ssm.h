@@ -42,8 +42,20 @@
  * bound eps sum_i P_ii Pinf_ii is below GMM_SSM_CHOL_TOL per observation,
  * the inputs are no closer than its spacing limit and nothing is damped.
  * Inputs closer than a kernel's accuracy limit (gmm_kernel_type.min_dt_rel,
- * _rows) are refused with GMM_EDOM naming them; the gradient (chained
- * through the precision's blocks in both forms) keeps the Cholesky's limit.
+ * _rows) are refused with GMM_EDOM naming them.
+ *
+ * GRADIENT.  In the square-root form the gradient comes by Fisher's
+ * identity from the posterior moments of the prior's whitened rows v =
+ * C_k (x_{k+1} - A_k x_k), read off the fold's orthogonal map (marglik.h,
+ * ROW MOMENTS; ROWS GRADIENT in ssm_prior.c): E[v v'] - I and E[v x_k'],
+ * of order 1, chained through Qbar = C'(E[v v'] - I) C / 2 and Abar =
+ * C'E[v x_k'] -- never through the precision's entries (~ (l/dt)^(2 nu)),
+ * so it is as accurate as the log likelihood and shares its spacing limit:
+ * against the dense GP's analytic gradient, within 1e-8 of max(|g|, 1) for
+ * every kernel down to dt/l = 1e-6 (tests/bench/bench_ssm_accuracy.c,
+ * Table 4).  The Cholesky keeps the chain through dlogp/dQ_prior, whose
+ * rounding is up to ~10 times its bound: with a gradient the automatic
+ * choice takes it only while the bound is below GMM_SSM_CHOL_GRAD_TOL.
  */
 #ifndef GMM_SSM_H
 #define GMM_SSM_H
@@ -59,6 +71,10 @@
  * stays below this many units of log-likelihood per observation (see
  * NUMERICS). */
 #define GMM_SSM_CHOL_TOL 1e-9
+/* ... and, when a gradient is wanted, below this many units of log
+ * likelihood in all (its gradient's rounding is up to ~10 times the bound:
+ * GRADIENT). */
+#define GMM_SSM_CHOL_GRAD_TOL 1e-8
 
 /* The default damping: damp_rel = max(GMM_SSM_DAMP_REL, GMM_SSM_DAMP_K2
  * DBL_EPSILON K^2) (see NUMERICS). */
@@ -240,9 +256,11 @@ gmm_status gmm_ssm_whiten_rev(gmm_ssm *m, const double *v, const double *xbar,
 /* The Gaussian likelihood y_r ~ N(f_r, noise) on the rows of the last
  * gmm_ssm_set_y: log p(y | theta, noise) into *loglik and, when grad !=
  * NULL, its gradient in theta (nparam, OVERWRITTEN) and in noise (*noisebar,
- * may be NULL).  O(N d^2 + intervals d^3).  Errors (an ordinary outcome in a
- * line search): GMM_EDOM for a parameter not positive/finite or spacing
- * below the accuracy limit (of the gradient when grad != NULL), GMM_ENOTPD
+ * may be NULL).  O(N d^2 + intervals d^3); the square-root form's gradient
+ * keeps a record of its fold (about 2d (d + 8) doubles per state, grown by
+ * the first gradient and kept: marglik.h, gmm_marglik_rows_record).  Errors
+ * (an ordinary outcome in a line search): GMM_EDOM for a parameter not
+ * positive/finite or spacing below the accuracy limit, GMM_ENOTPD
  * when a Q_k, Pinf or the posterior precision is not positive definite;
  * GMM_EINVAL without gmm_ssm_set_y. */
 gmm_status gmm_ssm_loglik(gmm_ssm *m, const double *theta, double noise, double *loglik,

@@ -197,6 +197,14 @@ BAND_INLINE void negate_slots(size_t nl, double *p)
         p[s] = -p[s];
 }
 
+/* What a reflection did besides reflecting, for the tape (TAPE below): the
+ * row swapped into the pivot (SIZE_MAX: none) and whether the pivot was
+ * negated. */
+typedef struct {
+    size_t imax;
+    int neg;
+} refl_info;
+
 /* The reflection's scalars for column j, after pivoting (the pivot p and
  * the active rows i0 .. i1 - 1 at slot r, nl slots each, x[i] = row i's
  * entry in column j): 1 with alpha = p[0] >= 0, sigma = |x|^2 and the
@@ -206,7 +214,7 @@ BAND_INLINE void negate_slots(size_t nl, double *p)
 BAND_INLINE int reflect_setup(double *restrict p, double *restrict Y, size_t cap, size_t i0,
                               size_t i1, size_t r, size_t nl, double *restrict x,
                               double *alpha_out, double *sigma_out, double *sc_out,
-                              int *changed)
+                              int *changed, refl_info *info)
 {
     double alpha = p[0], amax = fabs(alpha);
     size_t imax = SIZE_MAX;
@@ -216,6 +224,8 @@ BAND_INLINE int reflect_setup(double *restrict p, double *restrict Y, size_t cap
         amax = ax > amax ? ax : amax;
     }
     *changed = 0;
+    info->imax = SIZE_MAX;
+    info->neg = 0;
     if (amax == 0.0)
         return 0;
     if (imax != SIZE_MAX) { /* row pivoting: the largest entry becomes the pivot */
@@ -224,10 +234,12 @@ BAND_INLINE int reflect_setup(double *restrict p, double *restrict Y, size_t cap
         x[imax] = alpha;
         alpha = p[0];
         *changed = 1;
+        info->imax = imax;
     }
     if (alpha < 0.0) { /* a row's sign is free: M^T M does not see it */
         negate_slots(nl, p);
         alpha = -alpha;
+        info->neg = 1;
     }
     double s0 = 0.0, s1 = 0.0, sc = 1.0;
     size_t i = i0;
@@ -272,16 +284,25 @@ BAND_INLINE int reflect_setup(double *restrict p, double *restrict Y, size_t cap
     double nu = sqrt(alpha * alpha + sigma), g_ = alpha + nu, is_ = 1.0 / sigma;              \
     double u0 = -sigma / g_, t = g_ / nu * is_
 
+/* A reflection's u0, t and x (the rest of u) into a tape record (TAPE). */
+BAND_INLINE void tape_put(double *restrict rec, double u0, double t, const double *restrict x,
+                          size_t k)
+{
+    rec[0] = u0;
+    rec[1] = t;
+    memcpy(rec + 2, x, k * sizeof *x);
+}
+
 /* Slots 0 .. 4 NV - 1 of the pivot and the rows (NV a constant: unrolled).
  * 2 when reflected (x then holds the rows' column j + 1), else as
  * reflect_setup's *changed. */
 BAND_INLINE int reflect_lanes(const size_t NV, double *restrict p, double *restrict Y,
                               size_t cap, size_t i0, size_t i1, size_t r,
-                              double *restrict x)
+                              double *restrict x, refl_info *info, double *restrict rec)
 {
     double alpha, sigma, sc;
     int changed;
-    if (!reflect_setup(p, Y, cap, i0, i1, r, 4 * NV, x, &alpha, &sigma, &sc, &changed))
+    if (!reflect_setup(p, Y, cap, i0, i1, r, 4 * NV, x, &alpha, &sigma, &sc, &changed, info))
         return changed;
     v4d d[4] = {{0.0}}, a;
     for (size_t i = i0; i < i1; i++) {
@@ -292,6 +313,8 @@ BAND_INLINE int reflect_lanes(const size_t NV, double *restrict p, double *restr
         }
     }
     REFLECT_SCALARS(alpha, sigma, u0, t, nu);
+    if (rec)
+        tape_put(rec, u0, t, x + i0, i1 - i0);
     for (size_t v = 0; v < NV; v++) {
         ld4(&a, p + 4 * v);
         d[v] = (u0 * a + d[v]) * t;
@@ -319,11 +342,11 @@ BAND_INLINE int reflect_lanes(const size_t NV, double *restrict p, double *restr
 /* The same for any width: slots 0 .. mm, dot: mm + 1 doubles. */
 BAND_INLINE int reflect_any(double *restrict p, double *restrict Y, size_t cap, size_t i0,
                             size_t i1, size_t r, size_t mm, double *restrict x,
-                            double *restrict dot)
+                            double *restrict dot, refl_info *info, double *restrict rec)
 {
     double alpha, sigma, sc;
     int changed;
-    if (!reflect_setup(p, Y, cap, i0, i1, r, mm + 1, x, &alpha, &sigma, &sc, &changed))
+    if (!reflect_setup(p, Y, cap, i0, i1, r, mm + 1, x, &alpha, &sigma, &sc, &changed, info))
         return changed;
     for (size_t s = 0; s <= mm; s++)
         dot[s] = 0.0;
@@ -334,6 +357,8 @@ BAND_INLINE int reflect_any(double *restrict p, double *restrict Y, size_t cap, 
             dot[s] += xi * y[s];
     }
     REFLECT_SCALARS(alpha, sigma, u0, t, nu);
+    if (rec)
+        tape_put(rec, u0, t, x + i0, i1 - i0);
     for (size_t s = 0; s <= mm; s++) {
         dot[s] = (u0 * p[s] + dot[s]) * t;
         p[s] -= dot[s] * u0;
@@ -352,19 +377,19 @@ BAND_INLINE int reflect_any(double *restrict p, double *restrict Y, size_t cap, 
  * kernel for nl <= 16, else the loop. */
 BAND_INLINE int reflect(size_t nl, double *restrict p, double *restrict Y, size_t cap,
                         size_t i0, size_t i1, size_t r, size_t mm, double *restrict x,
-                        double *restrict dot)
+                        double *restrict dot, refl_info *info, double *restrict rec)
 {
     switch (nl) {
     case 4:
-        return reflect_lanes(1, p, Y, cap, i0, i1, r, x);
+        return reflect_lanes(1, p, Y, cap, i0, i1, r, x, info, rec);
     case 8:
-        return reflect_lanes(2, p, Y, cap, i0, i1, r, x);
+        return reflect_lanes(2, p, Y, cap, i0, i1, r, x, info, rec);
     case 12:
-        return reflect_lanes(3, p, Y, cap, i0, i1, r, x);
+        return reflect_lanes(3, p, Y, cap, i0, i1, r, x, info, rec);
     case 16:
-        return reflect_lanes(4, p, Y, cap, i0, i1, r, x);
+        return reflect_lanes(4, p, Y, cap, i0, i1, r, x, info, rec);
     default:
-        return reflect_any(p, Y, cap, i0, i1, r, mm, x, dot);
+        return reflect_any(p, Y, cap, i0, i1, r, mm, x, dot, info, rec);
     }
 }
 
@@ -372,9 +397,118 @@ BAND_INLINE int reflect(size_t nl, double *restrict p, double *restrict Y, size_
  * row are zero and stay zero: the pivot is zero-padded there too). */
 static size_t lanes(size_t kl) { return (kl + 4) / 4 * 4; }
 
-BAND_INLINE void fold_rows(double *restrict Ld, size_t ld, size_t n, size_t kl, size_t m,
-                           const size_t *first, const double *V, size_t ldv,
-                           double *restrict Y, double *restrict x, double *restrict dot)
+/* TAPE (gmm_band_chol_add_rows_tape).  The call appends one block: a header
+ * [c0, m, cend, body length, nj, fill, span, prev] (integers as doubles;
+ * prev: the position of the block before, -1 for the first; tape->last is
+ * this block's), c0 = first[0] and
+ * R's rows c0 .. cend - 1 the ones its reflections touched; F_J (nj x nj,
+ * row-major, upper triangular): R's rows c0 .. c0 + nj - 1 as the call
+ * found them -- J (for ROW MOMENTS), the longest run of rows from c0 that
+ * earlier calls had filled with entries inside those columns only; (in the
+ * header) fill: R's rows c0 .. c0 + fill - 1 span those that earlier calls
+ * had filled within span = 2 (kl + 1) columns (some may be empty);
+ * for each of its m rows the R row it was deposited as (-1: reduced to
+ * zero); then one record per column j where anything happened:
+ *   [j, w, (u0, t, x_i0 .. x_na-1 when reflected), length]
+ * j, w and length are 64-bit integers stored in the doubles' bits; w =
+ * code | 2^8 lo | 2^24 na | 2^40 (1 + the block row swapped into the pivot,
+ * 0 for none), code: TAPE_DEPKIND (the pivot was block row lo -- R's row j
+ * empty -- and the rows reflected against it lo + 1 .. na - 1; else R's row
+ * j against lo .. na - 1), TAPE_NEG (the pivot negated after the swap),
+ * TAPE_REFL, TAPE_DEP (block row lo became R's row j, times -1 with
+ * TAPE_DEPNEG).  x are the rows' entries of u (scaled as reflected).  Each
+ * record ends with its length, so the replay walks backwards. */
+#define TAPE_DEPKIND 1u
+#define TAPE_NEG 2u
+#define TAPE_REFL 4u
+#define TAPE_DEP 8u
+#define TAPE_DEPNEG 16u
+#define TAPE_MAXROWS 65535u
+#define TAPE_HDR 8
+
+static inline void put_u64(double *p, uint64_t v) { memcpy(p, &v, sizeof v); }
+static inline uint64_t get_u64(const double *p)
+{
+    uint64_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+/* A record's fields (TAPE). */
+typedef struct {
+    size_t j, lo, na, i0, imax1, len;
+    unsigned code;
+} tape_rec;
+
+static inline tape_rec tape_read(const double *rec)
+{
+    tape_rec t;
+    uint64_t w = get_u64(rec + 1);
+    t.j = (size_t)get_u64(rec);
+    t.code = (unsigned)(w & 0xffu);
+    t.lo = (size_t)((w >> 8) & 0xffffu);
+    t.na = (size_t)((w >> 24) & 0xffffu);
+    t.imax1 = (size_t)((w >> 40) & 0xffffu);
+    t.i0 = (t.code & TAPE_DEPKIND) ? t.lo + 1 : t.lo;
+    t.len = 3 + ((t.code & TAPE_REFL) ? 2 + t.na - t.i0 : 0);
+    return t;
+}
+
+/* Room for one more record of up to k doubles on the tape (TAPE): 0, or 1
+ * when it cannot grow. */
+static int tape_room(gmm_band_tape *tp, size_t k)
+{
+    if (tp->len + k <= tp->cap)
+        return 0;
+    size_t cap = tp->cap ? 2 * tp->cap : 1024;
+    while (cap < tp->len + k)
+        cap *= 2;
+    double *d = gmm_realloc(tp->data, cap, sizeof *d);
+    if (!d)
+        return 1;
+    tp->data = d;
+    tp->cap = cap;
+    return 0;
+}
+
+/* A growable buffer (the tape's type) with room for need doubles: 0, or 1
+ * when it cannot grow (its contents kept either way). */
+static int grow_buf(gmm_band_tape *b, size_t need)
+{
+    if (need <= b->cap)
+        return 0;
+    size_t cap = b->cap ? 2 * b->cap : 1024;
+    while (cap < need)
+        cap *= 2;
+    double *d = gmm_realloc(b->data, cap, sizeof *d);
+    if (!d)
+        return 1;
+    b->data = d;
+    b->cap = cap;
+    return 0;
+}
+
+/* Close a record opened at rec (TAPE). */
+static inline void tape_close(gmm_band_tape *tp, double *rec, size_t j, unsigned code, size_t lo,
+                              size_t na, const refl_info *info)
+{
+    uint64_t imax1 = info->imax == SIZE_MAX ? 0 : (uint64_t)info->imax + 1;
+    code |= info->neg ? TAPE_NEG : 0u;
+    put_u64(rec, (uint64_t)j);
+    put_u64(rec + 1, (uint64_t)code | (uint64_t)lo << 8 | (uint64_t)na << 24 | imax1 << 40);
+    size_t i0 = (code & TAPE_DEPKIND) ? lo + 1 : lo;
+    size_t len = 3 + ((code & TAPE_REFL) ? 2 + na - i0 : 0);
+    put_u64(rec + len - 1, (uint64_t)len);
+    tp->len += len;
+}
+
+/* The fold; tp NULL (a constant in the plain copies: no recording) or the
+ * tape the block's reflections are appended to.  0, or 1 when the tape
+ * cannot grow. */
+BAND_INLINE int fold_rows(double *restrict Ld, size_t ld, size_t n, size_t kl, size_t m,
+                          const size_t *first, const double *V, size_t ldv,
+                          double *restrict Y, double *restrict x, double *restrict dot,
+                          gmm_band_tape *tp, size_t doff)
 {
     size_t nl = lanes(kl), cap = 3 * nl;
     size_t lo = 0, na = 0, j = first[0], base = j, hi = 0; /* hi: rows zero from column hi */
@@ -411,19 +545,26 @@ BAND_INLINE void fold_rows(double *restrict Ld, size_t ld, size_t n, size_t kl, 
                 hi = first[na] + last;
         }
         size_t mm = n - 1 - j < kl ? n - 1 - j : kl;
-        double *Lc = Ld + j * ld;
+        double *Lc = Ld + j * ld, *rec = NULL;
+        refl_info info;
+        if (tp) {
+            if (tape_room(tp, 5 + na - lo))
+                return 1;
+            rec = tp->data + tp->len;
+        }
         if (Lc[0] != 0.0) {
             size_t q = mm;
             while (q > 0 && Lc[q] == 0.0)
                 q--;
             int changed;
             if (nl == mm + 1 || nl > 16) {
-                changed = reflect(nl, Lc, Y, cap, lo, na, r, mm, x, dot);
+                changed = reflect(nl, Lc, Y, cap, lo, na, r, mm, x, dot, &info, rec ? rec + 2 : NULL);
             } else { /* a short column, or kl + 1 not a whole number of vectors */
                 memcpy(pad, Lc, (mm + 1) * sizeof *pad);
                 for (size_t s = mm + 1; s < nl; s++)
                     pad[s] = 0.0;
-                changed = reflect(nl, pad, Y, cap, lo, na, r, mm, x, dot);
+                changed = reflect(nl, pad, Y, cap, lo, na, r, mm, x, dot, &info,
+                                  rec ? rec + 2 : NULL);
                 memcpy(Lc, pad, (mm + 1) * sizeof *pad);
             }
             if (changed && j + q + 1 > hi)
@@ -431,53 +572,82 @@ BAND_INLINE void fold_rows(double *restrict Ld, size_t ld, size_t n, size_t kl, 
             if (changed != 2)
                 for (size_t i = lo; i < na; i++)
                     x[i] = Y[i * cap + r + 1];
+            if (rec && (changed || info.neg))
+                tape_close(tp, rec, j, changed == 2 ? TAPE_REFL : 0u, lo, na, &info);
         } else {
             double *pv = Y + lo * cap + r;
-            int done = reflect(nl, pv, Y, cap, lo + 1, na, r, mm, x, dot);
+            size_t slot = lo;
+            int done = reflect(nl, pv, Y, cap, lo + 1, na, r, mm, x, dot, &info,
+                               rec ? rec + 2 : NULL);
+            int refl = done == 2;
+            unsigned code = TAPE_DEPKIND | (refl ? TAPE_REFL : 0u);
             if (pv[0] != 0.0) {
                 double sg = pv[0] < 0.0 ? -1.0 : 1.0;
                 for (size_t s = 0; s <= mm; s++)
                     Lc[s] = sg * pv[s];
                 lo++;
+                code |= TAPE_DEP | (sg < 0.0 ? TAPE_DEPNEG : 0u);
+                if (tp)
+                    tp->data[doff + slot] = (double)j; /* its deposit (TAPE) */
             } else {
                 done = 0;
             }
             if (done != 2)
                 for (size_t i = lo; i < na; i++)
                     x[i] = Y[i * cap + r + 1];
+            if (rec && (code & (TAPE_DEP | TAPE_REFL) || info.imax != SIZE_MAX || info.neg))
+                tape_close(tp, rec, j, code, slot, na, &info);
         }
         j++;
     }
+    return 0;
 }
 
-static void fold_rows_plain(double *Ld, size_t ld, size_t n, size_t kl, size_t m,
-                            const size_t *first, const double *V, size_t ldv, double *Y,
-                            double *x, double *dot)
+static int fold_rows_plain(double *Ld, size_t ld, size_t n, size_t kl, size_t m,
+                           const size_t *first, const double *V, size_t ldv, double *Y,
+                           double *x, double *dot)
 {
-    fold_rows(Ld, ld, n, kl, m, first, V, ldv, Y, x, dot);
+    return fold_rows(Ld, ld, n, kl, m, first, V, ldv, Y, x, dot, NULL, 0);
+}
+
+static int fold_rows_plain_tape(double *Ld, size_t ld, size_t n, size_t kl, size_t m,
+                                const size_t *first, const double *V, size_t ldv, double *Y,
+                                double *x, double *dot, gmm_band_tape *tp, size_t doff)
+{
+    return fold_rows(Ld, ld, n, kl, m, first, V, ldv, Y, x, dot, tp, doff);
 }
 
 #if BAND_AVX2
-BAND_TARGET_AVX2 static void fold_rows_avx2(double *Ld, size_t ld, size_t n, size_t kl, size_t m,
-                                            const size_t *first, const double *V, size_t ldv,
-                                            double *Y, double *x, double *dot)
+BAND_TARGET_AVX2 static int fold_rows_avx2(double *Ld, size_t ld, size_t n, size_t kl, size_t m,
+                                           const size_t *first, const double *V, size_t ldv,
+                                           double *Y, double *x, double *dot)
 {
-    fold_rows(Ld, ld, n, kl, m, first, V, ldv, Y, x, dot);
+    return fold_rows(Ld, ld, n, kl, m, first, V, ldv, Y, x, dot, NULL, 0);
+}
+
+BAND_TARGET_AVX2 static int fold_rows_avx2_tape(double *Ld, size_t ld, size_t n, size_t kl,
+                                                size_t m, const size_t *first, const double *V,
+                                                size_t ldv, double *Y, double *x, double *dot,
+                                                gmm_band_tape *tp, size_t doff)
+{
+    return fold_rows(Ld, ld, n, kl, m, first, V, ldv, Y, x, dot, tp, doff);
 }
 #endif
 
 size_t gmm_band_chol_add_rows_work(size_t m, size_t kl) { return (3 * m + 1) * lanes(kl) + m; }
 
-gmm_status gmm_band_chol_add_rows(gmm_band *L, size_t m, const size_t *first, const double *V,
-                                  size_t ldv, double *work)
+static gmm_status add_rows(gmm_band *L, size_t m, const size_t *first, const double *V,
+                           size_t ldv, double *work, gmm_band_tape *tp)
 {
     if (!L || (m > 0 && (!first || !V)))
         return gmm_error(GMM_EINVAL, "band_chol_add_rows: NULL argument");
     if (L->kind != GMM_BAND_LOWER || L->ku != 0)
         return gmm_error(GMM_EDIM, "band_chol_add_rows: L must be LOWER");
     size_t n = L->n, kl = L->kl;
-    if (m == 0)
+    if (m == 0 && !tp)
         return GMM_OK;
+    if (m > TAPE_MAXROWS && tp)
+        return gmm_error(GMM_EDIM, "band_chol_add_rows: %zu rows in one block", m);
     if (ldv < kl + 1)
         return gmm_error(GMM_EDIM, "band_chol_add_rows: row stride %zu < bandwidth + 1 = %zu",
                          ldv, kl + 1);
@@ -501,18 +671,493 @@ gmm_status gmm_band_chol_add_rows(gmm_band *L, size_t m, const size_t *first, co
                                     "of %zu",
                                     i, first[i] + s, n);
     }
-    size_t nl = lanes(kl);
-    double *buf = work;
-    if (!buf && !(buf = gmm_malloc(gmm_band_chol_add_rows_work(m, kl), sizeof *buf)))
-        return gmm_error(GMM_ENOMEM, "band_chol_add_rows: out of memory");
-    double *Y = buf, *dot = buf + m * 3 * nl, *x = dot + nl;
+    size_t hpos = 0, c0 = m ? first[0] : 0, nj = 0, fill = 0;
+    if (tp) {
+        /* J: R's rows from c0 on that earlier calls filled (at most 2 (kl +
+         * 1) of them), cut to the longest run whose entries stay inside
+         * its own columns (so x_J = F_J^-1 R_J x: TAPE); F_J as they are */
+        size_t reach = c0, run = 0;
+        for (size_t a = 0; c0 + a < n && a < 2 * (kl + 1); a++)
+            if (L->data[(c0 + a) * L->ld] != 0.0)
+                fill = a + 1; /* past the last filled row (empty ones between) */
+        while (run < fill && L->data[(c0 + run) * L->ld] != 0.0)
+            run++;
+        for (size_t a = 0; a < run; a++) {
+            const double *col = L->data + (c0 + a) * L->ld;
+            size_t last = n - 1 - (c0 + a) < kl ? n - 1 - (c0 + a) : kl;
+            while (last > 0 && col[last] == 0.0)
+                last--;
+            if (c0 + a + last + 1 > reach)
+                reach = c0 + a + last + 1;
+            if (reach <= c0 + a + 1)
+                nj = a + 1; /* rows c0 .. c0 + a reach no further than c0 + a */
+        }
+        if (tape_room(tp, TAPE_HDR + nj * nj + m))
+            return gmm_error(GMM_ENOMEM, "band_chol_add_rows: out of memory for the tape");
+        hpos = tp->len;
+        double *F = tp->data + hpos + TAPE_HDR;
+        for (size_t i = 0; i < nj; i++) {
+            const double *col = L->data + (c0 + i) * L->ld;
+            for (size_t c = 0; c < i; c++)
+                F[i * nj + c] = 0.0;
+            for (size_t c = i; c < nj; c++)
+                F[i * nj + c] = c - i > kl ? 0.0 : col[c - i];
+        }
+        for (size_t i = 0; i < m; i++)
+            F[nj * nj + i] = -1.0; /* deposits, filled in by the fold */
+        tp->len += TAPE_HDR + nj * nj + m;
+    }
+    int bad = 0;
+    if (m > 0) {
+        size_t nl = lanes(kl);
+        double *buf = work;
+        if (!buf && !(buf = gmm_malloc(gmm_band_chol_add_rows_work(m, kl), sizeof *buf)))
+            return gmm_error(GMM_ENOMEM, "band_chol_add_rows: out of memory");
+        double *Y = buf, *dot = buf + m * 3 * nl, *x = dot + nl;
+#if BAND_AVX2
+        if (band_cpu_has_avx2())
+            bad = tp ? fold_rows_avx2_tape(L->data, L->ld, n, kl, m, first, V, ldv, Y, x, dot, tp,
+                                           hpos + TAPE_HDR + nj * nj)
+                     : fold_rows_avx2(L->data, L->ld, n, kl, m, first, V, ldv, Y, x, dot);
+        else
+#endif
+            bad = tp ? fold_rows_plain_tape(L->data, L->ld, n, kl, m, first, V, ldv, Y, x, dot, tp,
+                                            hpos + TAPE_HDR + nj * nj)
+                     : fold_rows_plain(L->data, L->ld, n, kl, m, first, V, ldv, Y, x, dot);
+        if (!work)
+            gmm_free(buf);
+    }
+    if (bad)
+        return gmm_error(GMM_ENOMEM, "band_chol_add_rows: out of memory for the tape");
+    if (tp) {
+        size_t b0 = hpos + TAPE_HDR + nj * nj + m, body = tp->len - b0, cend = c0;
+        if (body > 0) { /* the last record's column */
+            const double *last = tp->data + tp->len;
+            cend = (size_t)get_u64(last - get_u64(last - 1)) + 1;
+        }
+        double *h = tp->data + hpos;
+        h[0] = (double)c0;
+        h[1] = (double)m;
+        h[2] = (double)cend;
+        h[3] = (double)body;
+        h[4] = (double)nj;
+        h[5] = (double)fill;
+        h[6] = (double)(2 * (kl + 1));
+        h[7] = hpos > 0 ? (double)tp->last : -1.0;
+        tp->last = hpos;
+    }
+    return GMM_OK;
+}
+
+gmm_status gmm_band_chol_add_rows(gmm_band *L, size_t m, const size_t *first, const double *V,
+                                  size_t ldv, double *work)
+{
+    return add_rows(L, m, first, V, ldv, work, NULL);
+}
+
+gmm_status gmm_band_chol_add_rows_tape(gmm_band *L, size_t m, const size_t *first,
+                                       const double *V, size_t ldv, double *work,
+                                       gmm_band_tape *tape)
+{
+    if (!tape)
+        return gmm_error(GMM_EINVAL, "band_chol_add_rows_tape: NULL tape");
+    return add_rows(L, m, first, V, ldv, work, tape);
+}
+
+/* The block at pos (TAPE): fields, body and trailer positions. */
+typedef struct {
+    size_t c0, m, cend, nj, fill, span, prev, body, blen, dest, next;
+    const double *F;
+} tape_block;
+
+static gmm_status tape_block_at(const gmm_band_tape *tape, size_t pos, tape_block *tb)
+{
+    if (!tape || !tape->data || pos + TAPE_HDR > tape->len)
+        return gmm_error(GMM_EINVAL, "band_tape: no block at %zu", pos);
+    const double *h = tape->data + pos;
+    tb->c0 = (size_t)h[0];
+    tb->m = (size_t)h[1];
+    tb->cend = (size_t)h[2];
+    tb->blen = (size_t)h[3];
+    tb->nj = (size_t)h[4];
+    tb->fill = (size_t)h[5];
+    tb->span = (size_t)h[6];
+    tb->prev = h[7] < 0.0 ? SIZE_MAX : (size_t)h[7];
+    tb->F = h + TAPE_HDR;
+    tb->dest = pos + TAPE_HDR + tb->nj * tb->nj;
+    tb->body = tb->dest + tb->m;
+    tb->next = tb->body + tb->blen;
+    if (tb->next > tape->len)
+        return gmm_error(GMM_EINVAL, "band_tape: block at %zu is cut short", pos);
+    return GMM_OK;
+}
+
+gmm_status gmm_band_tape_block(const gmm_band_tape *tape, size_t pos, size_t *c0, size_t *m,
+                               size_t *cend, size_t *next, size_t *dest)
+{
+    tape_block tb = {0};
+    gmm_status st = tape_block_at(tape, pos, &tb);
+    if (st)
+        return st;
+    *c0 = tb.c0;
+    *m = tb.m;
+    *cend = tb.cend;
+    *next = tb.next;
+    if (dest) {
+        const double *d = tape->data + tb.dest;
+        for (size_t i = 0; i < tb.m; i++)
+            dest[i] = d[i] < 0.0 ? SIZE_MAX : (size_t)d[i];
+    }
+    return GMM_OK;
+}
+
+/* UNFOLD: the block's records from the last to the first, each undone in
+ * reverse order (the deposit, the reflection -- H = I - t u u' is its own
+ * inverse --, the negation, the swap) on w lanes of the rows of S: R's row j
+ * at S + (j - c0) lds, block row i at S + (nR + i) lds. */
+/* Lanes 4 NV (NV a constant, unrolled; 0: any w, by groups of 4). */
+BAND_INLINE void unfold_nv(const size_t NV, const double *restrict body, size_t blen, size_t c0,
+                           size_t nR, double *restrict S, size_t lds, size_t w)
+{
+    const size_t nv = NV ? NV : w / 4;
+    size_t q = blen;
+    while (q > 0) {
+        const double *rec = body + q - get_u64(body + q - 1);
+        tape_rec tr = tape_read(rec);
+        q -= tr.len;
+        unsigned code = tr.code;
+        size_t i0 = tr.i0, i1 = tr.na;
+        double *Rj = S + (tr.j - c0) * lds, *Y = S + nR * lds;
+        double *p = (code & TAPE_DEPKIND) ? Y + tr.lo * lds : Rj;
+        v4d a;
+        if (code & TAPE_DEP) { /* block row lo was deposited as R's row j */
+            double sg = (code & TAPE_DEPNEG) ? -1.0 : 1.0;
+            v4d z = {0.0, 0.0, 0.0, 0.0};
+            for (size_t v = 0; v < nv; v++) {
+                ld4(&a, Rj + 4 * v);
+                a *= sg;
+                st4(p + 4 * v, &a);
+                st4(Rj + 4 * v, &z);
+            }
+        }
+        if (code & TAPE_REFL) {
+            double u0 = rec[2], t = rec[3];
+            const double *x = rec + 4 - i0;
+            for (size_t v0 = 0; v0 < nv; v0 += 4) {
+                size_t nb = NV ? NV : (nv - v0 < 4 ? nv - v0 : 4);
+                v4d d[4] = {{0.0}};
+                for (size_t i = i0; i < i1; i++)
+                    for (size_t v = 0; v < nb; v++) {
+                        ld4(&a, Y + i * lds + 4 * (v0 + v));
+                        d[v] += x[i] * a;
+                    }
+                for (size_t v = 0; v < nb; v++) {
+                    ld4(&a, p + 4 * (v0 + v));
+                    d[v] = (u0 * a + d[v]) * t;
+                    a -= d[v] * u0;
+                    st4(p + 4 * (v0 + v), &a);
+                }
+                for (size_t i = i0; i < i1; i++)
+                    for (size_t v = 0; v < nb; v++) {
+                        double *y = Y + i * lds + 4 * (v0 + v);
+                        ld4(&a, y);
+                        a -= d[v] * x[i];
+                        st4(y, &a);
+                    }
+                if (NV)
+                    break;
+            }
+        }
+        /* the sign and the swap without branches (data-dependent: they
+         * would be mispredicted); a swap of p with itself does nothing */
+        double sg = (code & TAPE_NEG) ? -1.0 : 1.0;
+        double *ys = tr.imax1 ? Y + (tr.imax1 - 1) * lds : p;
+        for (size_t v = 0; v < nv; v++) {
+            v4d b;
+            ld4(&a, p + 4 * v);
+            ld4(&b, ys + 4 * v);
+            a *= sg;
+            st4(p + 4 * v, &b);
+            st4(ys + 4 * v, &a);
+        }
+    }
+}
+
+BAND_INLINE void unfold(const double *restrict body, size_t blen, size_t c0, size_t nR,
+                        double *restrict S, size_t lds, size_t w)
+{
+    switch (w) {
+    case 4:
+        unfold_nv(1, body, blen, c0, nR, S, lds, w);
+        break;
+    case 8:
+        unfold_nv(2, body, blen, c0, nR, S, lds, w);
+        break;
+    case 12:
+        unfold_nv(3, body, blen, c0, nR, S, lds, w);
+        break;
+    case 16:
+        unfold_nv(4, body, blen, c0, nR, S, lds, w);
+        break;
+    default:
+        unfold_nv(0, body, blen, c0, nR, S, lds, w);
+    }
+}
+
+static void unfold_plain(const double *body, size_t blen, size_t c0, size_t nR, double *S,
+                         size_t lds, size_t w)
+{
+    unfold(body, blen, c0, nR, S, lds, w);
+}
+
+#if BAND_AVX2
+BAND_TARGET_AVX2 static void unfold_avx2(const double *body, size_t blen, size_t c0, size_t nR,
+                                         double *S, size_t lds, size_t w)
+{
+    unfold(body, blen, c0, nR, S, lds, w);
+}
+#endif
+
+gmm_status gmm_band_chol_rows_unfold(const gmm_band_tape *tape, size_t pos, size_t nR,
+                                     double *S, size_t lds, size_t w)
+{
+    tape_block tb = {0};
+    gmm_status st = tape_block_at(tape, pos, &tb);
+    if (st)
+        return st;
+    if (!S || w % 4 != 0 || lds < w || nR < tb.cend - tb.c0)
+        return gmm_error(GMM_EDIM, "band_chol_rows_unfold: %zu R rows for columns %zu..%zu, "
+                                   "%zu lanes (a multiple of 4) with stride %zu",
+                         nR, tb.c0, tb.cend, w, lds);
+    const double *body = tape->data + tb.body;
 #if BAND_AVX2
     if (band_cpu_has_avx2())
-        fold_rows_avx2(L->data, L->ld, n, kl, m, first, V, ldv, Y, x, dot);
+        unfold_avx2(body, tb.blen, tb.c0, nR, S, lds, w);
     else
 #endif
-        fold_rows_plain(L->data, L->ld, n, kl, m, first, V, ldv, Y, x, dot);
-    if (!work)
-        gmm_free(buf);
+        unfold_plain(body, tb.blen, tb.c0, nR, S, lds, w);
+    return GMM_OK;
+}
+
+/* ---- row moments ---------------------------------------------------------------- */
+
+/* ROW MOMENTS (gmm_band_chol_rows_moments).  Write every row of the fold as
+ * a linear form in x (R's rows R_j x; the input rows a_i'x).  Under x ~
+ * N(mu, (R'R)^-1) with R mu = z, R x has mean z and covariance I: once
+ * final, R's rows are independent with unit variance; a row reduced to
+ * zero is the constant 0.  A call's fold maps the rows before it to the
+ * rows after it orthogonally (TAPE), so the moments before follow from
+ * those after by the inverse map (UNFOLD) -- no product with the rows' own
+ * (possibly huge) entries, no difference of nearly equal covariances.
+ * Each row's covariance is kept as I - D D' (D: lanes 0 .. r - 1 of its
+ * slot, the mean in lane r): a row reduced to zero is a unit lane, a final
+ * R row an empty one, and R's rows J that a block pivots on (deposited by
+ * earlier calls) carry theirs from the later blocks: blocks are undone
+ * from the last to the first, J's D compressed to |J| lanes by an LQ
+ * factorisation between them.  A block's input rows then have
+ *
+ *   E[a a'] - I = -D_a D_a' + m_a m_a',
+ *   E[a e_J'] = -D_a D_J' + m_a m_J',    e_J = F_J x_J (R's rows J as the
+ *                                         block found them: TAPE),
+ *   E[a x_J'] = E[a e_J'] F_J^-T.
+ *
+ * Cost: the fold's reflections once more on r + 1 lanes (r = |J| + rows
+ * reduced to zero), and O((m + |J|)^2 r) per block for the products. */
+
+/* a . b over lw lanes (a multiple of 4). */
+BAND_INLINE double dot_lanes(const double *restrict a, const double *restrict b, size_t lw)
+{
+    v4d acc = {0.0, 0.0, 0.0, 0.0}, x, y;
+    for (size_t l = 0; l < lw; l += 4) {
+        ld4(&x, a + l);
+        ld4(&y, b + l);
+        acc += x * y;
+    }
+    return (acc[0] + acc[1]) + (acc[2] + acc[3]);
+}
+
+/* W (p x p, row-major, lower triangular) with W W' = Z, Z the p x p Gram
+ * matrix (lower triangle read, in W) of rows whose entries are at most 1 in
+ * size: W = L' diag(sqrt(dg)) from Z = L' diag(dg) L'' (L' unit lower
+ * triangular: one division per column on the critical path, the square
+ * roots independent), a pivot at or below 8 eps p (Z singular up to
+ * rounding) giving a zero column.  The rows' I - D D' covariance keeps the
+ * rounding of Z's entries. */
+BAND_INLINE void gram_ldl(double *restrict W, size_t p, double *restrict dg)
+{
+    /* W: Z's lower triangle in, U = L' diag(dg) built in place (column j
+     * done before j + 1); Lu (after dg): L' itself */
+    double tiny = 8.0 * DBL_EPSILON * (double)p, *Lu = dg + p;
+    for (size_t j = 0; j < p; j++) {
+        double djj = W[j * p + j];
+        for (size_t k = 0; k < j; k++)
+            djj -= W[j * p + k] * Lu[j * p + k];
+        int keep = djj > tiny;
+        double id = keep ? 1.0 / djj : 0.0;
+        dg[j] = keep ? djj : 0.0;
+        for (size_t i = j + 1; i < p; i++) {
+            double t = W[i * p + j];
+            for (size_t k = 0; k < j; k++)
+                t -= W[i * p + k] * Lu[j * p + k];
+            W[i * p + j] = keep ? t : 0.0;
+            Lu[i * p + j] = t * id;
+        }
+    }
+    for (size_t j = 0; j < p; j++) {
+        double sq = sqrt(dg[j]);
+        W[j * p + j] = sq;
+        for (size_t i = j + 1; i < p; i++)
+            W[i * p + j] = Lu[i * p + j] * sq;
+        for (size_t k = j + 1; k < p; k++)
+            W[j * p + k] = 0.0;
+    }
+}
+
+/* X = F^-1 S_J (nj x lw, by back substitution on whole rows: x_J = F^-1
+ * e_J, so x_c's lanes are those combinations of J's) and W (nf x nf) with
+ * W W' = D D' for the nf filled rows (the next state), from the unfolded
+ * rows S (R's rows c0 .. at 0 ..; lw lanes, the mean in lane r, lanes past
+ * r zero). */
+BAND_INLINE void block_moments(const double *restrict S, size_t lw, size_t r, size_t nj,
+                               size_t nf, const double *restrict F, double *restrict X,
+                               double *restrict W, double *restrict dg)
+{
+    for (size_t c = 0; c < nf; c++)
+        for (size_t c2 = 0; c2 <= c; c2++) {
+            const double *a = S + c * lw, *b = S + c2 * lw;
+            W[c * nf + c2] = dot_lanes(a, b, lw) - a[r] * b[r];
+        }
+    gram_ldl(W, nf, dg);
+    for (size_t c = nj; c-- > 0;) {
+        double *xc = X + c * lw, id = 1.0 / F[c * nj + c];
+        v4d acc, t;
+        for (size_t l = 0; l < lw; l += 4) {
+            ld4(&acc, S + c * lw + l);
+            for (size_t c2 = c + 1; c2 < nj; c2++) {
+                ld4(&t, X + c2 * lw + l);
+                acc -= F[c * nj + c2] * t;
+            }
+            acc *= id;
+            st4(xc + l, &acc);
+        }
+    }
+}
+
+static void block_moments_plain(const double *S, size_t lw, size_t r, size_t nj, size_t nf,
+                                const double *F, double *X, double *W, double *dg)
+{
+    block_moments(S, lw, r, nj, nf, F, X, W, dg);
+}
+
+#if BAND_AVX2
+BAND_TARGET_AVX2 static void block_moments_avx2(const double *S, size_t lw, size_t r,
+                                                size_t nj, size_t nf, const double *F,
+                                                double *X, double *W, double *dg)
+{
+    block_moments(S, lw, r, nj, nf, F, X, W, dg);
+}
+#endif
+
+gmm_status gmm_band_chol_rows_moments(const gmm_band_tape *tape, const double *z, size_t n,
+                                      gmm_band_moments_fn fn, void *ctx, gmm_band_tape *work)
+{
+    gmm_status st;
+    if (!tape || !z || !fn || !work)
+        return gmm_error(GMM_EINVAL, "band_chol_rows_moments: NULL argument");
+    /* the blocks from the last (tape->last) back through their links; the
+     * state takes at most span rows of span + 1 (the span is the tape's) */
+    if (tape->len == 0)
+        return GMM_OK;
+    tape_block tl = {0};
+    if ((st = tape_block_at(tape, tape->last, &tl)))
+        return st;
+    if (tl.next != tape->len)
+        return gmm_error(GMM_EINVAL, "band_chol_rows_moments: the tape's last block is not "
+                                     "at its end");
+    size_t fmax = tl.span, sbase = fmax * (fmax + 1);
+    if (grow_buf(work, sbase))
+        return gmm_error(GMM_ENOMEM, "band_chol_rows_moments: out of memory");
+    /* the state: R's rows slo .. shi - 1 still to be folded by the blocks
+     * after (those b + 1 found filled), rs lanes of D and the mean */
+    size_t slo = 0, shi = 0, rs = 0, c0next = SIZE_MAX;
+    for (size_t pos = tape->last, b = 0; pos != SIZE_MAX; b++) {
+        tape_block tb = {0};
+        if ((st = tape_block_at(tape, pos, &tb)))
+            return st;
+        if (tb.c0 > c0next || tb.span != fmax)
+            return gmm_error(GMM_EINVAL, "band_chol_rows_moments: block at %zu starts at column "
+                                         "%zu, after the block after it (%zu)",
+                             pos, tb.c0, c0next);
+        c0next = tb.c0;
+        pos = tb.prev;
+        if (pos != SIZE_MAX) /* the block before, while this one is undone: the tape streams backwards */
+            for (size_t q = pos; q < tb.dest; q += 8)
+                __builtin_prefetch(tape->data + q);
+        const double *dest = tape->data + tb.dest;
+        size_t c0 = tb.c0, m = tb.m, nj = tb.nj, nf = tb.fill, hiR = tb.cend, nz = 0;
+        if (c0 + nf > hiR)
+            hiR = c0 + nf;
+        if (shi > hiR)
+            hiR = shi;
+        if (hiR > n)
+            return gmm_error(GMM_EDIM, "band_chol_rows_moments: rows up to %zu of %zu", hiR, n);
+        for (size_t i = 0; i < m; i++)
+            nz += dest[i] < 0.0;
+        /* a row still to be folded beyond the span the block looked at for
+         * filled rows must be its own deposit (else an earlier block filled
+         * it, and leaving the state it would be lost) */
+        for (size_t j = c0 + tb.span > slo ? c0 + tb.span : slo; j < shi; j++) {
+            size_t i = 0;
+            while (i < m && !(dest[i] >= 0.0 && (size_t)dest[i] == j))
+                i++;
+            if (i == m)
+                return gmm_error(GMM_EINVAL, "band_chol_rows_moments: R's row %zu was filled "
+                                             "more than %zu columns after block %zu's first",
+                                 j, tb.span, b);
+        }
+        size_t nR = hiR - c0, r = rs + nz, lw = (r + 4) / 4 * 4;
+        size_t need = (nR + m) * lw + nj * lw + 2 * nf * nf + nf;
+        if (grow_buf(work, sbase + need))
+            return gmm_error(GMM_ENOMEM, "band_chol_rows_moments: out of memory");
+        double *state = work->data, *S = work->data + sbase;
+        double *X = S + (nR + m) * lw, *W = X + nj * lw, *dg = W + nf * nf;
+        memset(S, 0, (nR + m) * lw * sizeof *S);
+        for (size_t j = c0; j < hiR; j++) {
+            double *row = S + (j - c0) * lw;
+            if (j >= slo && j < shi) {
+                const double *sr = state + (j - slo) * (rs + 1);
+                memcpy(row, sr, rs * sizeof *row);
+                row[r] = sr[rs];
+            } else {
+                row[r] = z[j]; /* final: mean z_j, unit variance */
+            }
+        }
+        for (size_t i = 0, zi = rs; i < m; i++)
+            if (dest[i] < 0.0)
+                S[(nR + i) * lw + zi++] = 1.0; /* reduced to zero */
+        const double *body = tape->data + tb.body;
+#if BAND_AVX2
+        if (band_cpu_has_avx2()) {
+            unfold_avx2(body, tb.blen, c0, nR, S, lw, lw);
+            block_moments_avx2(S, lw, r, nj, nf, tb.F, X, W, dg);
+        } else
+#endif
+        {
+            unfold_plain(body, tb.blen, c0, nR, S, lw, lw);
+            block_moments_plain(S, lw, r, nj, nf, tb.F, X, W, dg);
+        }
+        gmm_band_block_moments bm = {c0, m, nj, lw, r, S + nR * lw, X};
+        if ((st = fn(ctx, b, &bm)))
+            return st;
+        /* the next state: the filled rows, D = W (nf lanes), their means */
+        for (size_t j = 0; j < nf; j++) {
+            double *sr = state + j * (nf + 1);
+            memcpy(sr, W + j * nf, nf * sizeof *sr);
+            sr[nf] = S[j * lw + r];
+        }
+        slo = c0;
+        shi = c0 + nf;
+        rs = nf;
+    }
     return GMM_OK;
 }

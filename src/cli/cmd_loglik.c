@@ -59,9 +59,11 @@ int cmd_loglik(int argc, char **argv)
     int have_grad = 1;
     gmm_status s = obj->eval(obj->ctx, obj->value, &ll, grad);
     if (s == GMM_EDOM) {
-        /* A state-space gradient is refused where it would be inaccurate
-         * (inputs close relative to a lengthscale) while the log likelihood
-         * itself is still accurate: report it, with "gradient": null. */
+        /* A model that can give its log likelihood but not its gradient
+         * here: report the log likelihood, with "gradient": null.  (A
+         * state-space gradient shares its log likelihood's spacing limit
+         * since the square-root form has its own; this stays for any
+         * model that refuses a gradient alone.) */
         char why[GMM_ERROR_MAX];
         snprintf(why, sizeof why, "%s", gmm_error_message());
         if (obj->eval(obj->ctx, obj->value, &ll, NULL) == GMM_OK) {

@@ -737,6 +737,40 @@ double gmm_kernel_cov(const gmm_kernel *k, const double *theta, double damp, dou
     return cov_node(k->root, theta ? theta : k->value, damp * k->zweight, tau);
 }
 
+/* dk += w dk(tau)/dtheta of node n (w: the product of its siblings' values
+ * up the tree); returns its value. */
+static double cov_grad_node(const knode *n, const double *theta, double damp, double tau,
+                            double w, double *dk)
+{
+    if (n->op == KN_LEAF) {
+        double p[GMM_KERNEL_MAXPARAM], g[GMM_KERNEL_MAXPARAM] = {0.0};
+        leaf_params(n, theta, p);
+        double k = n->type->cov(p, tau, g), f = n->damped ? exp(-fabs(tau) * damp) : 1.0;
+        for (size_t i = 0; i < n->type->nparam; i++)
+            if (n->tix[i] != SIZE_MAX)
+                dk[n->tix[i]] += w * f * g[i];
+        return k * f;
+    }
+    double r = n->op == KN_SUM ? 0.0 : 1.0;
+    for (size_t i = 0; i < n->nchild; i++) {
+        double wi = w;
+        for (size_t j = 0; n->op == KN_PROD && j < n->nchild; j++)
+            if (j != i)
+                wi *= cov_node(n->child[j], theta, damp, tau);
+        double c = cov_grad_node(n->child[i], theta, damp, tau, wi, dk);
+        r = n->op == KN_SUM ? r + c : r * c;
+    }
+    return r;
+}
+
+double gmm_kernel_cov_grad(const gmm_kernel *k, const double *theta, double damp, double tau,
+                           double *dk)
+{
+    for (size_t i = 0; i < k->nparam; i++)
+        dk[i] = 0.0;
+    return cov_grad_node(k->root, theta ? theta : k->value, damp * k->zweight, tau, 1.0, dk);
+}
+
 double gmm_kernel_spacing_limit(const gmm_kernel *k, const double *theta, int rows,
                                 size_t *param)
 {

@@ -31,8 +31,18 @@
 #include "gmm/alloc.h"
 
 /* Rows per block of the square-root form (gmm_marglik_eval_rows): a
- * state-space model's block is its d transition rows and an observation. */
+ * state-space model's block is its d transition rows and an observation.
+ * With block starts a block may grow to BLOCK_MAX + kl + 1 rows so that
+ * prior rows with one first column are never split (ROW MOMENTS). */
 #define BLOCK_MAX 32
+/* An observation in a block's row sources (bsrc): OBS_TAG | its index. */
+#define OBS_TAG (~(SIZE_MAX >> 1))
+
+/* What ROW MOMENTS needs of one block of the fold beside its tape: where
+ * its row sources (m of them) were saved, its prior rows g0 .. g1 - 1. */
+typedef struct {
+    size_t spos, g0, g1;
+} row_block;
 
 struct gmm_marglik_work {
     size_t n, kl;
@@ -46,8 +56,19 @@ struct gmm_marglik_work {
     double *work, *work2; /* n doubles each */
     /* square-root form: a block of up to BLOCK_MAX rows (first columns,
      * entries, where each came from) and gmm_band_chol_add_rows' work */
-    size_t *bfirst, *bsrc;
+    size_t *bfirst, *bsrc, bcap;
     double *bv, *bwork;
+    /* ROW MOMENTS: recorded by eval_rows when record is set; all grow as
+     * needed and are kept (later evaluations allocate nothing) */
+    int record, recorded;
+    gmm_band_tape tape;
+    row_block *rb;
+    size_t nrb, rbcap;
+    size_t *src;          /* the blocks' row sources */
+    size_t nsrc, srccap;
+    gmm_band_tape mwork;  /* gmm_band_chol_rows_moments' buffer */
+    double *vbuf;         /* a block's vv and vx */
+    size_t vcap;
     /* What the last successful eval saw. */
     int valid, prior_here;
     const gmm_obs *obs;
@@ -70,10 +91,11 @@ gmm_marglik_work *gmm_marglik_work_alloc(size_t n, size_t kl)
     w->r = gmm_malloc(n, sizeof *w->r);
     w->work = gmm_malloc(n, sizeof *w->work);
     w->work2 = gmm_malloc(n, sizeof *w->work2);
-    w->bfirst = gmm_malloc(2 * BLOCK_MAX, sizeof *w->bfirst);
-    w->bsrc = w->bfirst ? w->bfirst + BLOCK_MAX : NULL;
-    w->bv = gmm_malloc(BLOCK_MAX * (w->kl + 1), sizeof *w->bv);
-    w->bwork = gmm_malloc(gmm_band_chol_add_rows_work(BLOCK_MAX, w->kl), sizeof *w->bwork);
+    w->bcap = BLOCK_MAX + w->kl + 1;
+    w->bfirst = gmm_malloc(2 * w->bcap, sizeof *w->bfirst);
+    w->bsrc = w->bfirst ? w->bfirst + w->bcap : NULL;
+    w->bv = gmm_malloc(w->bcap * (w->kl + 1), sizeof *w->bv);
+    w->bwork = gmm_malloc(gmm_band_chol_add_rows_work(w->bcap, w->kl), sizeof *w->bwork);
     if (!w->pdata || !w->bardata || !w->LQ || !w->r || !w->work || !w->work2 || !w->bfirst ||
         !w->bv || !w->bwork) {
         gmm_marglik_work_free(w);
@@ -99,6 +121,11 @@ void gmm_marglik_work_free(gmm_marglik_work *w)
     gmm_free(w->work2);
     gmm_free(w->bfirst);
     gmm_free(w->bv);
+    gmm_free(w->tape.data);
+    gmm_free(w->rb);
+    gmm_free(w->src);
+    gmm_free(w->mwork.data);
+    gmm_free(w->vbuf);
     gmm_free(w->bwork);
     gmm_free(w);
 }
@@ -304,6 +331,48 @@ static gmm_status finish(gmm_marglik_work *w, const gmm_obs *obs, double noise, 
     return GMM_OK;
 }
 
+/* *p (cap *cap elements of size sz) with room for need: 0, or 1 when it
+ * cannot grow.  Doubling: evaluations after the first allocate nothing. */
+static int grow(void **p, size_t *cap, size_t need, size_t sz)
+{
+    if (need <= *cap)
+        return 0;
+    size_t c = *cap ? 2 * *cap : 64;
+    while (c < need)
+        c *= 2;
+    void *q = gmm_realloc(*p, c, sz);
+    if (!q)
+        return 1;
+    *p = q;
+    *cap = c;
+    return 0;
+}
+
+/* Before folding a block of m rows (ROW MOMENTS): its sources and prior
+ * rows. */
+static gmm_status record_block(gmm_marglik_work *w, size_t m)
+{
+    size_t g0 = SIZE_MAX, g1 = 0;
+    if (grow((void **)&w->rb, &w->rbcap, w->nrb + 1, sizeof *w->rb) ||
+        grow((void **)&w->src, &w->srccap, w->nsrc + m, sizeof *w->src))
+        return gmm_error(GMM_ENOMEM, "marglik: out of memory for the square-root form's "
+                                     "record");
+    for (size_t i = 0; i < m; i++) {
+        size_t src = w->bsrc[i];
+        w->src[w->nsrc + i] = src;
+        if (!(src & OBS_TAG)) {
+            g0 = src < g0 ? src : g0;
+            g1 = src + 1 > g1 ? src + 1 : g1;
+        }
+    }
+    row_block *b = w->rb + w->nrb++;
+    b->spos = w->nsrc;
+    b->g0 = g0 == SIZE_MAX ? 0 : g0;
+    b->g1 = g0 == SIZE_MAX ? 0 : g1;
+    w->nsrc += m;
+    return GMM_OK;
+}
+
 /* SQUARE-ROOT FORM.  The rows of [G; E / sqrt(noise)] are merged by first
  * column and folded into L in blocks (gmm_band_chol_add_rows): a block
  * takes the rows that start inside the columns already reached by earlier
@@ -317,13 +386,17 @@ static gmm_status finish(gmm_marglik_work *w, const gmm_obs *obs, double noise, 
  * triangular: the observations have filled the factor's rows they would
  * land in.  Measured on the CO2 model (d = 6): 42 rotations per state in
  * either order row by row, 12 reflections per state in either order by
- * blocks. */
+ * blocks.  G->block_start, when given, also ends a block before each row
+ * it marks (and before the observations that start in that row's first
+ * column), and no block then splits the prior rows of one first column. */
 gmm_status gmm_marglik_eval_rows(const gmm_prior_rows *G, const gmm_obs *obs, double noise,
                                  double prior_logdet, gmm_marglik_work *w, double *loglik)
 {
     gmm_status st;
-    if (w)
+    if (w) {
         w->valid = 0;
+        w->recorded = 0;
+    }
     if (!G || !G->row || !obs || !w || !loglik)
         return gmm_error(GMM_EINVAL, "marglik: NULL argument");
     if ((st = check_obs_map(obs, noise, w)) != GMM_OK)
@@ -340,9 +413,11 @@ gmm_status gmm_marglik_eval_rows(const gmm_prior_rows *G, const gmm_obs *obs, do
     gmm_band_set_zero(&w->L);
     double yy = obs_rhs(obs, w->r), sn = 1.0 / sqrt(noise), *gv = w->work;
     size_t gi = 0, ok = 0, gfirst = 0, gwidth = 0, filled = 0;
-    int have = 0;
+    int have = 0, record = w->record;
+    w->tape.len = 0;
+    w->nrb = w->nsrc = 0;
     while (have || gi < G->nrows || ok < nobs) {
-        size_t m = 0, lim = 0, reach = filled;
+        size_t m = 0, lim = 0, reach = filled, opener = SIZE_MAX, lastpf = SIZE_MAX;
         for (;;) {
             if (!have && gi < G->nrows) {
                 size_t f;
@@ -358,23 +433,34 @@ gmm_status gmm_marglik_eval_rows(const gmm_prior_rows *G, const gmm_obs *obs, do
                 gfirst = f;
                 have = 1;
             }
+            int bstart = have && G->block_start && G->block_start(G->ctx, gi);
+            if (m == 0 && bstart)
+                opener = gi; /* this block is the one gi starts */
             size_t ofirst = ok < nobs ? obs->offset[ok] : 0;
             int take_obs = ok < nobs && (!have || ofirst <= gfirst);
             if (!take_obs && !have)
                 break;
             size_t f = take_obs ? ofirst : gfirst, wdt = take_obs ? wd : gwidth;
-            if (m > 0 && (m == BLOCK_MAX || f >= lim))
+            if (m > 0 && f >= lim)
                 break;
+            if (!G->block_start) {
+                if (m == BLOCK_MAX)
+                    break;
+            } else if (m == w->bcap || (m >= BLOCK_MAX && (take_obs || gfirst != lastpf)) ||
+                       (m > 0 && bstart && gi != opener && (!take_obs || ofirst >= gfirst))) {
+                break;
+            }
             double *v = w->bv + m * ld;
             if (take_obs) {
                 const double *c = obs->coef + ok * obs->coef_stride;
                 for (size_t b = 0; b < wd; b++)
                     v[b] = c[b] * sn;
-                w->bsrc[m] = SIZE_MAX;
+                w->bsrc[m] = OBS_TAG | ok;
                 ok++;
             } else {
                 memcpy(v, gv, gwidth * sizeof *v);
                 w->bsrc[m] = gi;
+                lastpf = gfirst;
                 gi++;
                 have = 0;
             }
@@ -387,11 +473,18 @@ gmm_status gmm_marglik_eval_rows(const gmm_prior_rows *G, const gmm_obs *obs, do
                 reach = f + wdt;
             m++;
         }
-        if ((st = gmm_band_chol_add_rows(&w->L, m, w->bfirst, w->bv, ld, w->bwork)) != GMM_OK) {
+        if (record && (st = record_block(w, m)) != GMM_OK)
+            return st;
+        st = record ? gmm_band_chol_add_rows_tape(&w->L, m, w->bfirst, w->bv, ld, w->bwork,
+                                                  &w->tape)
+                    : gmm_band_chol_add_rows(&w->L, m, w->bfirst, w->bv, ld, w->bwork);
+        if (st != GMM_OK) {
             char msg[GMM_ERROR_MAX];
-            size_t src = w->bsrc[gmm_error_index()];
+            size_t src = st == GMM_ENOMEM ? SIZE_MAX : w->bsrc[gmm_error_index()];
             snprintf(msg, sizeof msg, "%s", gmm_error_message());
             if (src == SIZE_MAX)
+                return gmm_error(st, "marglik: %s", msg);
+            if (src & OBS_TAG)
                 return gmm_error(st, "marglik: an observation row: %s", msg);
             return gmm_error_at(st, src, "marglik: prior row %zu: %s", src, msg);
         }
@@ -407,6 +500,76 @@ gmm_status gmm_marglik_eval_rows(const gmm_prior_rows *G, const gmm_obs *obs, do
     if ((st = finish(w, obs, noise, prior_logdet, yy, loglik)) != GMM_OK)
         return st;
     w->prior_here = 0;
+    w->recorded = record;
+    return GMM_OK;
+}
+
+void gmm_marglik_rows_record(gmm_marglik_work *w, int on)
+{
+    if (w)
+        w->record = on != 0;
+}
+
+/* ROW MOMENTS (gmm_marglik_rows_moments).  The fold is recorded
+ * (band.h, TAPE) and gmm_band_chol_rows_moments gives each block's rows'
+ * posterior moments (z = R mu = L^-1 E'y / noise, the forward solve's r /
+ * noise); here they are sorted by source.  Prior rows v = G_block x pass on
+ * E[v v'] - I and E[v x_J']; an observation row o = c'x / s (s =
+ * sqrt(noise)) gives E[(y - c'x)^2] = (y - s E[o])^2 + noise Var(o), Var(o) =
+ * E[o^2] - E[o]^2, for the noise gradient by Fisher's identity:
+ * dlogp/dnoise = -nobs / (2 noise) + sum E[(y - c'x)^2] / (2 noise^2). */
+typedef struct {
+    gmm_marglik_work *w;
+    gmm_rows_moments_fn fn;
+    void *ctx;
+    double ey;
+} moments_ctx;
+
+static gmm_status moments_block(void *ctx, size_t block, const gmm_band_block_moments *bm)
+{
+    moments_ctx *mc = ctx;
+    gmm_marglik_work *w = mc->w;
+    const row_block *rb = w->rb + (w->nrb - 1 - block); /* block counts back from the last */
+    const size_t *src = w->src + rb->spos;
+    const gmm_obs *obs = w->obs;
+    double s = sqrt(w->noise);
+    size_t np = rb->g1 - rb->g0, lw = bm->lw;
+    if (grow((void **)&w->vbuf, &w->vcap, np * lw + 1, sizeof *w->vbuf))
+        return gmm_error(GMM_ENOMEM, "marglik: out of memory for the row moments");
+    for (size_t i = 0; i < bm->m; i++) {
+        const double *a = bm->rows + i * lw;
+        if (src[i] & OBS_TAG) {
+            /* Var(o) = E[o^2] - E[o]^2 */
+            double e = obs->y[src[i] & ~OBS_TAG] - s * a[bm->r];
+            double var = 1.0 + gmm_band_moment(bm, a, a) - a[bm->r] * a[bm->r];
+            mc->ey += e * e + w->noise * var;
+        } else {
+            memcpy(w->vbuf + (src[i] - rb->g0) * lw, a, lw * sizeof *a);
+        }
+    }
+    if (np == 0 || !mc->fn)
+        return GMM_OK;
+    gmm_rows_moments mo = {rb->g0, np, bm->c0, bm->nj, {bm->c0, np, bm->nj, lw, bm->r,
+                                                         w->vbuf, bm->xj}};
+    return mc->fn(mc->ctx, &mo);
+}
+
+gmm_status gmm_marglik_rows_moments(gmm_marglik_work *w, gmm_rows_moments_fn fn, void *ctx,
+                                    double *noisebar)
+{
+    gmm_status st;
+    if (!w || !w->valid || !w->recorded)
+        return gmm_error(GMM_EINVAL, "marglik: row moments without a recorded square-root "
+                                     "evaluation (gmm_marglik_rows_record)");
+    /* z = R mu = r / noise, into work */
+    for (size_t i = 0; i < w->n; i++)
+        w->work[i] = w->r[i] / w->noise;
+    moments_ctx mc = {w, fn, ctx, 0.0};
+    if ((st = gmm_band_chol_rows_moments(&w->tape, w->work, w->n, moments_block, &mc,
+                                         &w->mwork)))
+        return st;
+    if (noisebar)
+        *noisebar += -0.5 * (double)w->obs->nobs / w->noise + mc.ey / (2.0 * w->noise * w->noise);
     return GMM_OK;
 }
 

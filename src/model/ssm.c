@@ -333,8 +333,11 @@ gmm_status gmm_ssm_alloc(const gmm_kernel *k, const double *x, size_t n,
             m->rowstart[q] = m->boff[b];
     {
         /* the marginal likelihood's three bands and its posterior's, the
-         * vectors, the prediction's wider covariance band */
-        double need = 8.0 * (5.0 * ((double)m->kl + 1.0) + 2.0 * (double)d + 8.0) * (double)m->N;
+         * vectors, the prediction's wider covariance band, and the
+         * square-root form's record for its gradient (marglik.h, ROW
+         * MOMENTS: ~2d (d + 8) + d^2 per state, i.e. 3d + 16 per latent) */
+        double need = 8.0 * (5.0 * ((double)m->kl + 1.0) + 5.0 * (double)d + 24.0) *
+                      (double)m->N;
         if (need > limit) {
             st = too_big(m, need, limit);
             goto done;

@@ -7,6 +7,12 @@
  * where the reverse sweep leaves it (gmm_marglik_grad_view): no band of our
  * own, no copy, no zeroing.
  *
+ * Two reverse modes: the square-root form's gradient by Fisher's identity
+ * from the posterior moments of the prior's whitened rows (ROWS GRADIENT,
+ * below), and the Cholesky's and gmm_ssm_prior_rev's chain through the
+ * precision's entries (REVERSE SWEEP), whose rounding grows like
+ * (l/dt)^(2 nu).
+ *
  * REVERSE SWEEP (ssm_grad).  gmm_marglik_grad_view gives Qbar on the STORED
  * entries of the prior precision band (band.h convention).  Per state k the
  * diagonal block D_k has full symmetric gradient Gd_k (stored diagonal as
@@ -43,16 +49,16 @@
 #define SPACING_SLACK (1.0 - 1e-9)
 
 /* Refuses spacings below the accuracy limit of the factorisations allowed
- * (the square-root form's unless the Cholesky is forced) or, for a
- * gradient, below the Cholesky's limit whatever the form (GRADIENT in
- * ssm.h, CLOSE INPUTS). */
-static gmm_status check_spacing(gmm_ssm *m, const double *theta, int grad)
+ * (the square-root form's unless the Cholesky is forced or chol_limit is
+ * set: gmm_ssm_prior's caller factorises Q itself).  A gradient shares the
+ * limit of its log likelihood (ssm.h, GRADIENT). */
+static gmm_status check_spacing(gmm_ssm *m, const double *theta, int chol_limit)
 {
     size_t j;
     double dt = m->ng ? m->gdt[0] : INFINITY;
     if (!m->par.check_spacing || m->ng == 0)
         return GMM_OK;
-    int rows = m->par.factor != GMM_SSM_FACTOR_CHOL && !grad;
+    int rows = m->par.factor != GMM_SSM_FACTOR_CHOL && !chol_limit;
     double lim = gmm_kernel_spacing_limit(m->k, theta, rows, &j);
     if (dt >= lim * SPACING_SLACK)
         return GMM_OK;
@@ -62,12 +68,8 @@ static gmm_status check_spacing(gmm_ssm *m, const double *theta, int grad)
                      "closer than that (a merge tolerance of %g coarsens them), or keep %s below "
                      "%g",
                      m->t[m->imin], m->t[m->imin + 1], dt, lim, gmm_kernel_param_name(m->k, j),
-                     theta[j],
-                     grad && m->par.factor != GMM_SSM_FACTOR_CHOL
-                         ? "gradient (the log likelihood alone is computed to 1e-6 far below "
-                           "this limit)"
-                         : "likelihood",
-                     lim, gmm_kernel_param_name(m->k, j), dt * theta[j] / lim);
+                     theta[j], rows ? "likelihood" : "Cholesky factorisation", lim,
+                     gmm_kernel_param_name(m->k, j), dt * theta[j] / lim);
 }
 
 /* CHOICE OF FACTORISATION (ssm.h, FACTORISATION).  The bound on the
@@ -91,15 +93,19 @@ static double chol_rounding_bound(const gmm_ssm *m)
     return DBL_EPSILON * s;
 }
 
-static int choose_rows(gmm_ssm *m, const double *theta)
+/* grad: a gradient follows, and the Cholesky's (chained through the
+ * precision's entries, ssm.h GRADIENT) carries rounding up to ~10 times its
+ * bound: it is taken only below GMM_SSM_CHOL_GRAD_TOL. */
+static int choose_rows(gmm_ssm *m, const double *theta, int grad)
 {
     m->bound = chol_rounding_bound(m);
     if (m->par.factor != GMM_SSM_FACTOR_AUTO)
         return m->par.factor == GMM_SSM_FACTOR_ROWS;
     double dt = m->ng ? m->gdt[0] : INFINITY;
+    double tol = grad ? GMM_SSM_CHOL_GRAD_TOL : GMM_SSM_CHOL_TOL * fmax(1.0, (double)m->nobs);
     return gmm_kernel_damped(m->k) ||
            dt < gmm_kernel_spacing_limit(m->k, theta, 0, NULL) * SPACING_SLACK ||
-           m->bound > GMM_SSM_CHOL_TOL * fmax(1.0, (double)m->nobs);
+           m->bound > tol;
 }
 
 /* One interval group: A, W = Q^-1, W A, A' W A and log|Q| block by block
@@ -243,9 +249,17 @@ size_t ssm_prior_row(void *ctx, size_t i, size_t *first, double *v)
     return w;
 }
 
+/* Each interval's transition rows start a block of the fold (marglik.h):
+ * its row moments then belong to that interval (ROWS GRADIENT). */
+static int ssm_block_start(void *ctx, size_t i)
+{
+    const ssm_cursor *c = ctx;
+    return i >= c->m->d && i % c->m->d == 0;
+}
+
 /* The d x d blocks at theta (kernel parameters): Pinf and its inverse
  * factor, every interval group's A, W, W A, A' W A, C, C A, and log|Q_prior|
- * from them.  chol_limit: the spacing limit is the Cholesky's (GRADIENT). */
+ * from them.  chol_limit: the spacing limit is the Cholesky's. */
 static gmm_status prior_blocks(gmm_ssm *m, const double *theta, int chol_limit, double *logdet)
 {
     gmm_status st = check_spacing(m, theta, chol_limit);
@@ -322,14 +336,15 @@ gmm_status ssm_forward(gmm_ssm *m, const double *theta, double noise, double *lo
     if (!(noise > 0.0) || !isfinite(noise))
         return gmm_error(GMM_EDOM, "likelihood.variance = %g must be positive and finite", noise);
     m->noise = noise;
-    if ((st = prior_blocks(m, theta, grad, &logdet)))
+    if ((st = prior_blocks(m, theta, 0, &logdet)))
         return st;
-    m->rows = choose_rows(m, theta);
+    m->rows = choose_rows(m, theta, grad);
     if (m->modulated && (st = modulated_rows(m, m->T)))
         return st;
     if (m->rows) {
         ssm_cursor cur = {m, SIZE_MAX, 0, 0};
-        gmm_prior_rows G = {m->N, ssm_prior_row, &cur};
+        gmm_prior_rows G = {m->N, ssm_prior_row, &cur, ssm_block_start};
+        gmm_marglik_rows_record(m->mw, grad);
         return gmm_marglik_eval_rows(&G, &m->obs, noise, logdet, m->mw, loglik);
     }
     /* Assembled in the marginal likelihood's own band: no copy of Q there */
@@ -581,11 +596,137 @@ gmm_status gmm_ssm_prior_rev(gmm_ssm *m, const gmm_band *Qbar, double logdetbar,
     return prior_rev(m, Qbar, logdetbar, thetabar);
 }
 
+/* ROWS GRADIENT (the square-root form).  By Fisher's identity dlogp/dtheta
+ * = E[d log p(x, y | theta)/dtheta] under the posterior, and in the rows
+ * of the square root the prior term of interval k is
+ *
+ *   -1/2 log|Q_k| - 1/2 |v|^2,   v = C (x_{k+1} - A x_k),  C = chol(Q_k)^-1,
+ *
+ * (x held fixed), so with the row moments of marglik.h -- S = E[v v'] - I
+ * and E[v x_k'] summed over the intervals of a group -- the group's
+ * full-matrix gradients are
+ *
+ *   Qbar = 1/2 C' S C,      Abar = C' E[v x_k'],
+ *
+ * and Pbar = 1/2 C0' S_0 C0 for the first d rows (v = C0 x_0).  Every
+ * factor is whitened: S and E[v x_k'] are of order 1 and computed from the
+ * fold's orthogonal map (marglik.c, ROW MOMENTS), C' S C multiplies
+ * C's huge entries into Qbar, but gmm_kernel_rev takes sum Qbar .* dQ with
+ * dQ as small, so nothing cancels.  The old chain -- dlogp/dQ_prior =
+ * -(Sigma + mu mu')/2 through W = Q^-1, W A, A'WA -- formed S as C (Sigma_
+ * {k+1,k+1} - A Sigma_{k,k+1} - ...) C', a difference of entries of Sigma
+ * each rounded to eps |Sigma|, amplified by |C|^2 ~ (l/dt)^(2 nu)
+ * (tests/bench/bench_ssm_accuracy.c, Table 4).  Both are block-diagonal
+ * (BLOCKS): only the entries within p's block are gathered. */
+typedef struct {
+    gmm_ssm *m;
+} rows_ctx;
+
+static gmm_status rows_moments_cb(void *ctx, const gmm_rows_moments *mo)
+{
+    gmm_ssm *m = ((rows_ctx *)ctx)->m;
+    const gmm_band_block_moments *bm = &mo->lanes;
+    size_t d = m->d, dd = d * d, lw = bm->lw, k = mo->row0 / d;
+    /* a block holds the d rows of one interval (the first d: v = C0 x_0),
+     * its J the state the interval leaves (ssm_block_start) */
+    if (mo->row0 % d != 0 || mo->nrows != d ||
+        (k > 0 && (mo->col0 > (k - 1) * d || mo->col0 + mo->ncols < k * d)))
+        return gmm_error(GMM_EINVAL, "internal: the row moments of interval %zu are not one "
+                                     "block",
+                         k);
+    double *S = m->T + 3 * dd, *E = NULL; /* S_0 */
+    const double *xk = NULL;
+    if (k > 0) {
+        size_t g = m->ig[k - 1];
+        S = blk(m, g, B_S1);
+        E = blk(m, g, B_S2);
+        xk = bm->xj + ((k - 1) * d - mo->col0) * lw;
+    }
+    for (size_t p = 0; p < d; p++) {
+        const double *vp = bm->rows + p * lw;
+        /* within p's block (BLOCKS): band positions rowstart[p] .. */
+        for (size_t q = m->rowstart[p]; q < d && m->rowstart[q] == m->rowstart[p]; q++) {
+            if (q >= p) {
+                double t = gmm_band_moment(bm, vp, bm->rows + q * lw);
+                S[p * d + q] += t;
+                if (q != p)
+                    S[q * d + p] += t;
+            }
+            if (E)
+                E[p * d + q] += gmm_band_moment(bm, vp, xk + q * lw);
+        }
+    }
+    return GMM_OK;
+}
+
+/* out (kernel order) += 1/2 C' S C (band order, C and S block-diagonal). */
+static void whitened_to_kernel(const gmm_ssm *m, const double *C, const double *S,
+                               double *T, double *out)
+{
+    size_t d = m->d;
+    md_gemm(d, 0, 0, 1.0, S, C, 0.0, T);           /* S C */
+    for (size_t i = 0; i < d; i++)                   /* C' (S C), by blocks */
+        for (size_t j = 0; j < d; j++) {
+            if (m->rowstart[i] != m->rowstart[j])
+                continue;
+            double t = 0.0;
+            for (size_t l = m->rowstart[i]; l < d && m->rowstart[l] == m->rowstart[i]; l++)
+                t += C[l * d + i] * T[l * d + j];
+            out[m->perm[i] * d + m->perm[j]] += 0.5 * t;
+        }
+}
+
+static gmm_status rows_grad(gmm_ssm *m, double *grad, double *noisebar)
+{
+    gmm_status st;
+    size_t d = m->d, dd = d * d;
+    double *Qb = m->T, *Ab = m->T + dd, *Tm = m->T + 2 * dd, *S0 = m->T + 3 * dd;
+    for (size_t g = 0; g < m->ng; g++) {
+        md_zero(dd, blk(m, g, B_S1));
+        md_zero(dd, blk(m, g, B_S2));
+    }
+    md_zero(dd, S0);
+    rows_ctx rc = {m};
+    double nb = 0.0;
+    if ((st = gmm_marglik_rows_moments(m->mw, rows_moments_cb, &rc, &nb)))
+        return st;
+    if (noisebar)
+        *noisebar = nb;
+    for (size_t g = 0; g < m->ng; g++) {
+        const double *C = blk(m, g, B_C), *E = blk(m, g, B_S2);
+        md_zero(dd, Qb);
+        md_zero(dd, Ab);
+        whitened_to_kernel(m, C, blk(m, g, B_S1), Tm, Qb);
+        for (size_t i = 0; i < d; i++) /* Abar = C' E, by blocks */
+            for (size_t j = 0; j < d; j++) {
+                if (m->rowstart[i] != m->rowstart[j])
+                    continue;
+                double t = 0.0;
+                for (size_t l = m->rowstart[i]; l < d && m->rowstart[l] == m->rowstart[i]; l++)
+                    t += C[l * d + i] * E[l * d + j];
+                Ab[m->perm[i] * d + m->perm[j]] = t;
+            }
+        if ((st = gmm_kernel_disc(m->k, m->kw, m->gdt[g], NULL, NULL)) ||
+            (st = gmm_kernel_rev(m->k, m->kw, Ab, Qb, NULL, grad)))
+            return st;
+    }
+    md_zero(dd, Qb);
+    whitened_to_kernel(m, m->C0, S0, Tm, Qb);
+    return gmm_kernel_rev(m->k, m->kw, NULL, NULL, Qb, grad);
+}
+
 static gmm_status ssm_grad(gmm_ssm *m, double *grad, double *noisebar)
 {
     gmm_status st;
     const gmm_band *Qb;
     double nb = 0.0;
+    if (m->rows) {
+        for (size_t i = 0; i < m->np; i++)
+            grad[i] = 0.0;
+        if ((st = rows_grad(m, grad, noisebar)))
+            return st;
+        return m->modulated ? obs_grad(m, grad) : GMM_OK;
+    }
     if ((st = gmm_marglik_grad_view(m->mw, &Qb, &nb)))
         return st;
     for (size_t i = 0; i < m->np; i++)

@@ -13,8 +13,16 @@
  * Table 3: loglik + gradient time of the paper's CO2 model (matern32 +
  * quasiperiodic(harmonics=2), d = 6) on weekly inputs, n = 1e3 .. 1e5.
  *
- * BENCH_QUICK=1: one seed, fewer sizes; SKIP1=1 / SKIP3=1 skip tables 1 / 3.
- * FACTOR=chol|rows: force one factorisation in tables 1 and 2 (default: the
+ * Table 4: the gradient against the dense GP's analytic gradient (long
+ * double, tests/support/tu_dense_gp.h): n = 300 regular grids from dt =
+ * 0.1 down to 1e-10 lengthscales, y drawn from the (damped) dense GP at
+ * noise/variance 0.01, 0.1 and 1 and three seeds; the WORST error of the
+ * parameters' gradients in units of max(|g|, 1), and the form used (the
+ * automatic choice, or FACTOR's).
+ *
+ * BENCH_QUICK=1: one seed, fewer sizes; SKIP1=1 / SKIP3=1 / SKIP4=1 skip
+ * tables 1 / 3 / 4.
+ * FACTOR=chol|rows: force one factorisation in tables 1, 2 and 4 (default: the
  * automatic choice -- the Cholesky above its limit, the square-root form below).
  * DAMP_REL=x: table 2 at that damp_rel instead of the default.
  * Output is plain text.
@@ -34,13 +42,14 @@
  * negligible (the error stayed proportional to damp_rel from 1e-5 down to
  * 1e-10, 1.4e-9 there) and what is left is the bias of the damped kernel
  * over the data, proportional to damp_rel = damp * span (span = t_{K-1} -
- * t_0).  What a small damping costs instead is the GRADIENT (below): it
- * is chained through the precision's entries, and its rounding grows like
- * K^2 / damp_rel (the rounding bound of FACTORISATION is ~ eps K^2 /
- * damp_rel).  The default balances the two: damp_rel = max(2e-8, 800 eps
- * K^2) (GMM_SSM_DAMP_REL, GMM_SSM_DAMP_K2): 2e-8 up to K ~ 340 states,
- * then growing so that the gradient's rounding stays near 1e-2 of log
- * likelihood, where fits converge.  Measured against the UNDAMPED dense GP
+ * t_0).  What a small damping cost instead was the GRADIENT while it was
+ * chained through the precision's entries: its rounding grew like K^2 /
+ * damp_rel (the rounding bound of FACTORISATION is ~ eps K^2 / damp_rel).
+ * The default balances the two: damp_rel = max(2e-8, 800 eps K^2)
+ * (GMM_SSM_DAMP_REL, GMM_SSM_DAMP_K2): 2e-8 up to K ~ 340 states, then
+ * growing so that that gradient's rounding stayed near 1e-2 of log
+ * likelihood, where fits converge (the square-root form's gradient no
+ * longer needs it: GRADIENT).  Measured against the UNDAMPED dense GP
  * at n = 300 (tests/bench/bench_ssm_accuracy.c, Table 2;
  * tests/model/test_ssm.c asserts 1e-6 at noise/variance 0.01 and 0.1):
  * worst relative loglik error 2.8e-7 at noise/variance 0.01, 1.1e-7 at 0.1,
@@ -56,7 +65,7 @@
  * factorised either by the banded Cholesky of P assembled in the band (the
  * paper's algorithm, fastest), or in the SQUARE-ROOT FORM: from the rows
  * C_k (x_{k+1} - A_k x_k), C_k = chol(Q_k)^-1, and H/sqrt(noise), never
- * forming P (gmm_marglik_eval_rows; same factor, same gradient code).  The
+ * forming P (gmm_marglik_eval_rows; the same factor).  The
  * Cholesky is only as accurate as P's stored entries: where they are huge
  * against the information the data add -- inputs close together relative
  * to a lengthscale, a long smooth record -- their rounding alone costs up
@@ -105,26 +114,67 @@
  * near-ties with merge_tol, or a shorter lengthscale) -- never a wrong
  * number.
  *
- * GRADIENT.  The square-root form fixes the log likelihood, not its
- * gradient: the reverse mode is chained through dlogp/dP and the blocks W,
- * W A, A' W A of the precision in both forms, and its rounding grows with
- * the same (lengthscale/dt)^(2 nu) -- measured in log-parameter units at
- * about 0.1 to 10 times the Cholesky's rounding bound (20% of the
- * lengthscale gradient of matern52 at dt/l = 3e-3 on weekly CO2 data).  So
- * a gradient keeps the Cholesky's spacing limits (min_dt_rel) whatever
- * the form: below them gmm_ssm_loglik with grad != NULL fails with GMM_EDOM
- * and a message saying the log likelihood alone is still available.  At
- * those limits the gradient agrees with finite differences to about 1e-4 of
- * max(|gradient|, 1) (tests/model/test_ssm.c, test_gradient_close_inputs),
- * where ordinary spacings give 1e-6.  Damped kernels have no spacing
- * limit; their gradient rounding grows like K^2 / damp_rel, which the
- * default damping holds near 1e-2 of log likelihood beyond K ~ 340 (it
- * was 0.3 for periodic at K = 2000 with damp_rel 2e-8, enough to stop a
- * fit on rounding).  The limit belongs to differentiating through P: in
- * the orthogonal factor of the square-root form the whitened innovations'
- * covariance is Q_G Q_G' (Q_G the rows of Q for G), free of this
- * cancellation, and a reverse mode through it would not share the limit
- * (README, Limitations).
+ * GRADIENT (Table 4).  The Cholesky's gradient is chained through
+ * dlogp/dQ_prior = -(Sigma + mu mu')/2 and the precision's blocks W = Q^-1,
+ * W A, A'WA, so its rounding grows like (l/dt)^(2 nu), as the Cholesky's
+ * log likelihood's does: FACTOR=chol, worst of 9 data sets, in units of
+ * max(|g|, 1) (-- : not finite),
+ *
+ *   dt/l        1e-1    1e-2    1e-3    1e-4    1e-5    1e-6
+ *   matern12    2e-11   2e-11   4e-11   2e-9    4e-8    6e-7
+ *   matern32    5e-10   4e-7    2e-4    1.3     2e3     --
+ *   matern52    5e-7    4e-2    2e3     --      --      --
+ *   damped      2e-3 .. 8e-2 already at dt = 0.1 (matern32 + periodic,
+ *               cosine * periodic, (matern12 + cosine) * constant).
+ *
+ * Before this table the square-root form chained its gradient the same way
+ * and shared these errors.  Where they enter was measured by feeding
+ * gmm_kernel_rev the exact (dense GP) moments of the whitened transition
+ * rows v = C_k (x_{k+1} - A_k x_k), C_k = chol(Q_k)^-1, chained by Fisher's
+ * identity through Qbar = C'(E[v v'] - I) C / 2 and Abar = C'E[v x_k']:
+ * right to 1e-13 at every spacing.  With E[v v'] instead formed from
+ * Sigma's band, C (Sigma_{k+1,k+1} - A Sigma_{k,k+1} - Sigma_{k+1,k} A' + A
+ * Sigma_kk A') C', Matern-5/2's error is 1.2e3 at dt/l = 1e-4 and 6e12 at
+ * 1e-6 (eps (l/dt)^(2 nu): a difference of entries each rounded to eps
+ * |Sigma|, times |C|^2); with E[v x_k'] from Sigma (the A term; C dA ~
+ * (dt/l)^(1/2) is small) 7e-6 at 1e-4 and 8e-4 at 1e-6 (eps (l/dt)^(nu -
+ * 1/2)).  Chaining dlogp/dG = -(G Sigma + G mu mu') over the rows of G
+ * instead gains only the square root of the first (4.7e-2 at 1e-3, 53 at
+ * 1e-4): the sum over G's huge entries cancels as well.  So the square-root
+ * form takes both moments from the fold's orthogonal map (band.h TAPE,
+ * marglik.h ROW MOMENTS), where they are of order 1 and never differenced,
+ * and chains them as above (ssm_prior.c, ROWS GRADIENT).  Table 4 with the
+ * automatic choice (the square-root form wherever the Cholesky's bound
+ * exceeds GMM_SSM_CHOL_GRAD_TOL):
+ *
+ *   dt/l        1e-1    1e-2    1e-3    1e-4    1e-5    1e-6    1e-8    1e-10
+ *   matern12    2e-11   2e-11   4e-11   2e-9    4e-8    4e-10   7e-10   2e-9
+ *   matern32    5e-10   2e-12   4e-11   8e-10   2e-10   2e-11   3e-11   1e-11
+ *   matern52    3e-11   8e-11   4e-9    9e-8    2e-7    2e-10   6e-12   6e-12
+ *   quasiper.   2e-10   2e-10   5e-10   7e-9    8e-11   4e-10   7e-10   2e-9
+ *   m32 + qp    3e-10   5e-10   1e-9    2e-10   1e-10   2e-10   7e-10   2e-9
+ *   m32 * m12   6e-11   4e-11   1e-10   2e-11   8e-11   4e-10   7e-10   2e-9
+ *   m52 * m32   4e-10   4e-12   6e-11   2e-10   3e-10   9e-11   6e-11   8e-12
+ *   m32 * per.  3e-9    5e-11   4e-10   7e-9    1e-9    3e-9    3e-10   8e-11
+ *   m32 + per.  4e-10   8e-11   1e-10   2e-10   1e-10   2e-9    2e-10   3e-9
+ *   cos * per.  4e-10   5e-10   1e-9    7e-10   3e-10   3e-10   2e-11   1e-9
+ *   (m12+cos)*c 4e-12   7e-12   4e-12   9e-12   4e-11   2e-10   4e-10   2e-9
+ *
+ * (the periodic kernels' dt in units of 1): the gradient is as accurate as
+ * the square-root form's log likelihood (Table 1) and shares its spacing
+ * limit (1e-10 for Matern-3/2 and -5/2); the worst, 2e-7 for Matern-5/2 at
+ * dt/l = 1e-5, is that log likelihood's own rounding (2.8e-9 relative
+ * there).  On the CO2 fit's optimum (n = 2016) the gradient is within 2e-9
+ * per unit log of the dense GP's for every parameter (the matern32
+ * lengthscale's was off by 3.5e-4).  Damped kernels lose the rounding that
+ * grew like K^2 / damp_rel: on the 2075 CO2 weeks, matern32 +
+ * periodic(harmonics=3) at damp_rel 2e-8 is within 3e-9 per unit log of
+ * the dense GP's gradient, where the Cholesky's chain is off by 1.5 in the
+ * period -- the K^2 term of the default damping (ZERO PROCESS NOISE) is no
+ * longer needed for fits; it stays until Table 2 is remeasured at large K.
+ * The cost: the fold is recorded (about 2d (d + 8) doubles per state) and
+ * undone once on about d + 2 lanes -- CO2 at n = 3000, loglik + gradient
+ * 2.1 -> 3.0 ms (tests/bench/bench_ssm.c).
  */
 #include <gsl/gsl_errno.h>
 #include <gsl/gsl_linalg.h>
@@ -138,6 +188,7 @@
 #include "gmm/kernel.h"
 #include "gmm/spec.h"
 #include "gmm/ssm.h"
+#include "support/tu_dense_gp.h"
 #include "support/tu_ssm.h"
 
 static uint64_t rng_s;
@@ -338,6 +389,87 @@ int main(void)
         }
         printf("   %s\n", zero_noise[ik]);
         gmm_kernel_free(k);
+    }
+
+    if (!getenv("SKIP4")) {
+        /* Table 4: the gradient against the dense GP's analytic gradient */
+        static const char *gk[] = {
+            "matern12(variance=1, lengthscale=1)",
+            "matern32(variance=1, lengthscale=1)",
+            "matern52(variance=1, lengthscale=1)",
+            "quasiperiodic(variance=1, lengthscale=1, period=0.7, harmonics=2)",
+            "matern32(variance=1, lengthscale=1) + quasiperiodic(variance=0.5, lengthscale=1, "
+            "period=0.3, harmonics=2)",
+            "matern32(variance=1, lengthscale=1) * matern12(variance=1, lengthscale=1)",
+            "matern52(variance=1, lengthscale=1) * matern32(variance=1, lengthscale=1)",
+            "matern32(variance=1, lengthscale=1) * periodic(variance=1, lengthscale=1, "
+            "period=0.5, harmonics=2)",
+            "matern32(variance=1, lengthscale=3) + periodic(variance=0.6, lengthscale=1, "
+            "period=3.1, harmonics=3)",
+            "cosine(variance=1, period=1.3) * periodic(variance=1, lengthscale=1, period=2.9, "
+            "harmonics=2)",
+            "(matern12(variance=1, lengthscale=1) + cosine(variance=1, period=1.1)) * "
+            "constant(variance=1)",
+        };
+        double gr[] = {1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 1e-8, 1e-10};
+        size_t ngr = sizeof gr / sizeof gr[0];
+        printf("\nTable 4: worst gradient error vs the dense GP's analytic gradient, in units of "
+               "max(|g|, 1), n = %zu, regular dt = r * lengthscale (the periodic kernels' r in "
+               "units of 1), %zu data sets\n%-8s",
+               n, 3 * nseed, "r");
+        for (size_t ir = 0; ir < ngr; ir++)
+            printf(" %8.3g", gr[ir]);
+        printf("  limit(1e-6)\n");
+        gmm_ssm_params_init(&par);
+        par.check_spacing = 0;
+        par.factor = factor;
+        for (size_t ik = 0; ik < sizeof gk / sizeof gk[0]; ik++) {
+            gmm_kernel *k = kernel_of(gk[ik]);
+            size_t np = gmm_kernel_nparam(k);
+            double limit = NAN, *z = malloc(n * sizeof *z), g[16], gd[16];
+            int ok = 1, rows_all = 1, chol_any = 0;
+            printf("%-8.8s", gk[ik]);
+            for (size_t ir = 0; ir < ngr; ir++) {
+                double worst = 0.0;
+                for (size_t is = 0; is < nseed; is++)
+                    for (size_t inz = 0; inz < 3; inz++) {
+                        rng_s = 4000 + 1000 * is + 17 * inz + ir;
+                        double *th = theta_of(k, noises[inz] * gmm_kernel_cov(k, NULL, 0.0, 0.0));
+                        for (size_t i = 0; i < n; i++) {
+                            x[i] = 10.0 + (double)i * gr[ir];
+                            z[i] = normal();
+                        }
+                        gmm_ssm *m = NULL;
+                        double ll, e = INFINITY;
+                        if (!gmm_ssm_alloc(k, x, n, &par, &m)) {
+                            double damp = gmm_ssm_damp(m);
+                            if (!tu_dense_draw(k, th, th[np], damp, x, n, z, y) &&
+                                !gmm_ssm_set_y(m, y) && !tu_ssm_loglik(m, th, &ll, g) &&
+                                !tu_dense_grad(k, th, th[np], damp, x, y, n, gd, NULL)) {
+                                e = 0.0;
+                                for (size_t p = 0; p <= np; p++)
+                                    e = fmax(e, fabs(g[p] - gd[p]) / fmax(fabs(gd[p]), 1.0));
+                                rows_all &= gmm_ssm_used_rows(m);
+                                chol_any |= !gmm_ssm_used_rows(m);
+                            }
+                        }
+                        gmm_ssm_free(m);
+                        worst = fmax(worst, isnan(e) ? INFINITY : e);
+                        free(th);
+                    }
+                printf(" %8.1e", worst);
+                ok = ok && worst <= 1e-6;
+                if (ok)
+                    limit = gr[ir];
+            }
+            printf("  %g  %s  %s\n", limit,
+                   rows_all ? "square-root" : chol_any && factor != GMM_SSM_FACTOR_CHOL
+                                                  ? "both"
+                                                  : "Cholesky",
+                   gk[ik]);
+            free(z);
+            gmm_kernel_free(k);
+        }
     }
 
     if (getenv("SKIP3"))
