@@ -386,6 +386,7 @@ typedef struct {
     double *data;
     size_t len, cap; /* doubles used and allocated */
     size_t last;     /* position of the last block */
+    size_t reach;    /* the columns the blocks since len was 0 touched: 0 .. reach - 1 */
 } gmm_band_tape;
 
 /* As gmm_band_chol_add_rows (same arguments, checks and result), and one

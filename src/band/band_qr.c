@@ -677,7 +677,9 @@ static gmm_status add_rows(gmm_band *L, size_t m, const size_t *first, const dou
          * 1) of them), cut to the longest run whose entries stay inside
          * its own columns (so x_J = F_J^-1 R_J x: TAPE); F_J as they are */
         size_t reach = c0, run = 0;
-        for (size_t a = 0; c0 + a < n && a < 2 * (kl + 1); a++)
+        if (tp->len == 0)
+            tp->reach = 0; /* a new factorisation */
+        for (size_t a = 0; c0 + a < tp->reach && a < 2 * (kl + 1); a++)
             if (L->data[(c0 + a) * L->ld] != 0.0)
                 fill = a + 1; /* past the last filled row (empty ones between) */
         while (run < fill && L->data[(c0 + run) * L->ld] != 0.0)
@@ -745,6 +747,7 @@ static gmm_status add_rows(gmm_band *L, size_t m, const size_t *first, const dou
         h[6] = (double)(2 * (kl + 1));
         h[7] = hpos > 0 ? (double)tp->last : -1.0;
         tp->last = hpos;
+        tp->reach = cend > tp->reach ? cend : tp->reach;
     }
     return GMM_OK;
 }

@@ -618,13 +618,9 @@ gmm_status gmm_ssm_prior_rev(gmm_ssm *m, const gmm_band *Qbar, double logdetbar,
  * each rounded to eps |Sigma|, amplified by |C|^2 ~ (l/dt)^(2 nu)
  * (tests/bench/bench_ssm_accuracy.c, Table 4).  Both are block-diagonal
  * (BLOCKS): only the entries within p's block are gathered. */
-typedef struct {
-    gmm_ssm *m;
-} rows_ctx;
-
 static gmm_status rows_moments_cb(void *ctx, const gmm_rows_moments *mo)
 {
-    gmm_ssm *m = ((rows_ctx *)ctx)->m;
+    gmm_ssm *m = ctx;
     const gmm_band_block_moments *bm = &mo->lanes;
     size_t d = m->d, dd = d * d, lw = bm->lw, k = mo->row0 / d;
     /* a block holds the d rows of one interval (the first d: v = C0 x_0),
@@ -686,9 +682,8 @@ static gmm_status rows_grad(gmm_ssm *m, double *grad, double *noisebar)
         md_zero(dd, blk(m, g, B_S2));
     }
     md_zero(dd, S0);
-    rows_ctx rc = {m};
     double nb = 0.0;
-    if ((st = gmm_marglik_rows_moments(m->mw, rows_moments_cb, &rc, &nb)))
+    if ((st = gmm_marglik_rows_moments(m->mw, rows_moments_cb, m, &nb)))
         return st;
     if (noisebar)
         *noisebar = nb;
