@@ -4,7 +4,8 @@
 # fresh Debian machine `make check` alone installs, builds and tests.
 #
 #   scripts/install-deps.sh           build + test dependencies
-#   scripts/install-deps.sh --bench   also what `make bench` compares against
+#   scripts/install-deps.sh --bench   also what `make bench` and
+#                                     scripts/bench_stan.sh compare against
 #   scripts/install-deps.sh --demo    also what `make demo` and
 #                                     scripts/plot-graph plot with
 #   scripts/install-deps.sh --fuzz    also clang and its libFuzzer runtime
@@ -13,7 +14,10 @@
 set -eu
 
 BUILD_PKGS="pkg-config libgsl-dev libopenblas-dev libcsv-dev libjansson-dev liblbfgs-dev check libsubunit-dev"
-BENCH_PKGS="python3 python3-numpy python3-scipy python3-sklearn python3-statsmodels"
+# r-cran-rstan: scripts/bench_stan.sh (r-base-dev: the compiler and headers
+# its models are built with; jsonlite reads the model files)
+BENCH_PKGS="python3 python3-numpy python3-scipy python3-sklearn python3-statsmodels
+    r-cran-rstan r-base-dev r-cran-jsonlite"
 DEMO_PKGS="gnuplot-nox python3 python3-matplotlib"
 # clang alone (without its recommends) lacks libFuzzer: Debian 12 ships it in
 # libclang-rt-14-dev, for the default clang 14.

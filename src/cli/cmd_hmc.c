@@ -87,6 +87,7 @@ typedef struct {
     FILE **tmp;
     size_t *ndone;
     size_t *ndiv;
+    size_t (*nleap)[2]; /* leapfrog steps of warm-up [0] and draws [1] */
     double *stepsize;
     gmm_status *status;
     char (*msg)[GMM_ERROR_MAX];
@@ -197,6 +198,7 @@ static gmm_status run_chain(run_ctx *rc, cli_model *m, size_t c)
         st = gmm_hmc_iterate(h, &d);
         if (st != GMM_OK && st != GMM_ECANCEL)
             break;
+        rc->nleap[c][!d.warmup] += d.n_leapfrog;
         if (!d.warmup) {
             gmm_status s2 = GMM_OK;
             if (rc->sampled && ((s2 = gmm_problem_joint_theta(p, d.q, th)) ||
@@ -435,8 +437,9 @@ static int setup_priors(const char *cmd, const gmm_objective *o, cli_model *m,
 }
 
 /* FILE.json beside the draws: how they were made (sampler settings, the
- * hyperparameters and priors, per-chain step sizes and divergences), so a
- * draws file never loses what it is a sample of. */
+ * hyperparameters and priors, per-chain step sizes, divergences and leapfrog
+ * steps of warm-up and draws), so a draws file never loses what it is a
+ * sample of. */
 static gmm_status write_config(const char *path, const gmm_hmc_params *par, const run_ctx *R,
                                const gmm_objective *o, const char *model_path,
                                const char *data)
@@ -444,7 +447,11 @@ static gmm_status write_config(const char *path, const gmm_hmc_params *par, cons
     gmm_status s = GMM_OK;
     json_t *root = json_object(), *hyp = json_object(), *pri = json_object();
     json_t *ids = json_array(), *eps = json_array(), *div = json_array();
-    if (!root || !hyp || !pri || !ids || !eps || !div) {
+    json_t *leap = json_object(), *lw = json_array(), *ld = json_array();
+    if (!root || !hyp || !pri || !ids || !eps || !div || !leap || !lw || !ld) {
+        json_decref(leap);
+        json_decref(lw);
+        json_decref(ld);
         json_decref(root);
         json_decref(hyp);
         json_decref(pri);
@@ -483,10 +490,15 @@ static gmm_status write_config(const char *path, const gmm_hmc_params *par, cons
         json_array_append_new(ids, json_integer((json_int_t)(R->chain0 + c)));
         json_array_append_new(eps, json_real(R->stepsize[c]));
         json_array_append_new(div, json_integer((json_int_t)R->ndiv[c]));
+        json_array_append_new(lw, json_integer((json_int_t)R->nleap[c][0]));
+        json_array_append_new(ld, json_integer((json_int_t)R->nleap[c][1]));
     }
     json_object_set_new(root, "chains", ids);
     json_object_set_new(root, "step_size", eps);
     json_object_set_new(root, "divergences", div);
+    json_object_set_new(leap, "warmup", lw);
+    json_object_set_new(leap, "draws", ld);
+    json_object_set_new(root, "leapfrog_steps", leap);
     gmm_outfile *of = NULL;
     if ((s = gmm_outfile_open(path, &of)) == GMM_OK &&
         (s = gmm_json_write(gmm_outfile_stream(of), root, path)) == GMM_OK) {
@@ -729,12 +741,14 @@ int cmd_hmc(int argc, char **argv)
     R.tmp = gmm_calloc(nchain, sizeof *R.tmp);
     R.ndone = gmm_calloc(nchain, sizeof *R.ndone);
     R.ndiv = gmm_calloc(nchain, sizeof *R.ndiv);
+    R.nleap = gmm_calloc(nchain, sizeof *R.nleap);
     R.stepsize = gmm_calloc(nchain, sizeof *R.stepsize);
     R.status = gmm_calloc(nchain, sizeof *R.status);
     R.msg = gmm_calloc(nchain, sizeof *R.msg);
     th = gmm_calloc(nthread, sizeof *th);
     wk = gmm_calloc(nthread, sizeof *wk);
-    if (!R.tmp || !R.ndone || !R.ndiv || !R.stepsize || !R.status || !R.msg || !th || !wk) {
+    if (!R.tmp || !R.ndone || !R.ndiv || !R.nleap || !R.stepsize || !R.status || !R.msg ||
+        !th || !wk) {
         rc = cli_fail(cmd, GMM_ENOMEM);
         goto done;
     }
@@ -911,6 +925,7 @@ done:
     gmm_free(R.tmp);
     gmm_free(R.ndone);
     gmm_free(R.ndiv);
+    gmm_free(R.nleap);
     gmm_free(R.stepsize);
     gmm_free(R.status);
     gmm_free(R.msg);

@@ -74,6 +74,11 @@ expect_stderr 'prior: 0\.matern32\.lengthscale ~ lognormal\(3, 0\.5\)'
 expect_stderr 'prior: intercept ~ normal\('
 expect_file "$CASE_TMP/h.csv" '^\.chain,.*,energy__,0\.matern32\.variance,0\.matern32\.lengthscale,intercept,f\[1\],'
 expect_file "$CASE_TMP/h.csv.json" '"0\.matern32\.lengthscale": "lognormal\(3, 0\.5\)"'
+expect_file "$CASE_TMP/h.csv.json" '"leapfrog_steps": \{'
+# the draws' leapfrog steps recorded in FILE.json are the sum of n_leapfrog__
+want=$(awk -F, 'NR > 1 { s += $8 } END { print s }' "$CASE_TMP/h.csv")
+got=$(tr -d ' \n' < "$CASE_TMP/h.csv.json" | sed -n 's/.*"leapfrog_steps":{[^}]*"draws":\[\([0-9]*\)\].*/\1/p')
+if [[ "$got" != "$want" ]]; then fail "leapfrog_steps.draws $got, sum of n_leapfrog__ $want"; fi
 run "$GMM_INFER" hmc "$coal" --likelihood poisson --kernel "$kern" --sample-hyper \
     --prior 'intercept=lognormal(0,1)'
 expect_exit 2

@@ -1,0 +1,20 @@
+#!/bin/sh
+# bench_stan.sh -- gmm-infer hmc against Stan on the influenza and Chicago
+# graphs (README, "HMC against Stan"): installs the benchmark's Debian
+# packages (scripts/install-deps.sh --bench: r-cran-rstan among them), builds
+# gmm-infer and runs scripts/bench_stan.R, which prints the README's table.
+#
+#   scripts/bench_stan.sh [--out DIR] [--chains K] [--warmup W] [--draws D]
+#                         [--cases flu,flu-hyper,chicago]
+#
+# About 15 minutes with the defaults (4 chains x 1000 + 1000, one core), most
+# of it Stan on flu-hyper; the draws, summaries and results.csv go to DIR
+# (default bench-stan).
+set -eu
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh --bench
+make -j2 gmm-infer >&2
+# one BLAS thread: OpenBLAS workers spinning beside the samplers would count
+# as their CPU time
+export OPENBLAS_NUM_THREADS=1
+exec Rscript scripts/bench_stan.R --gmm-infer ./gmm-infer "$@"
