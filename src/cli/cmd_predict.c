@@ -100,12 +100,6 @@ done:
     return rc;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* The posterior of f from MCMC draws (gmm-infer hmc): for every column
  * f[...] the mean, variance and 90% interval (5% and 95% quantiles), at the
  * data row's x (state-space) or the node; rates / probabilities through the
@@ -115,19 +109,15 @@ static int predict_draws(const char *cmd, cli_model *m, const gmm_lik *lik, cons
 {
     gmm_draws *d = NULL;
     gmm_outfile *of = NULL;
-    double *buf = NULL;
+    gmm_summary_work *sw = NULL;
     int rc = 0;
     gmm_status s = gmm_draws_read(paths, npath, &d);
     if (s != GMM_OK)
         return cli_fail(cmd, s);
     size_t N = d->nchain * d->niter, nx = 0;
     const double *x = cli_model_data_x(m, &nx);
-    buf = gmm_malloc(N ? N : 1, sizeof *buf);
-    if (!buf) {
-        rc = cli_fail(cmd, GMM_ENOMEM);
-        goto done;
-    }
-    if ((s = gmm_outfile_open(out_path, &of)) != GMM_OK) {
+    if ((s = gmm_summary_work_alloc(d->nchain, d->niter, &sw)) != GMM_OK ||
+        (s = gmm_outfile_open(out_path, &of)) != GMM_OK) {
         rc = cli_fail(cmd, s);
         goto done;
     }
@@ -156,20 +146,17 @@ static int predict_draws(const char *cmd, cli_model *m, const gmm_lik *lik, cons
         } else {
             fprintf(f, "%.*s", (int)(len - 3), name + 2);
         }
-        memcpy(buf, gmm_draws_variable(d, v), N * sizeof *buf);
-        double mu = 0.0, ss = 0.0, rm = 0.0;
-        for (size_t i = 0; i < N; i++) {
-            mu += buf[i];
-            if (resp)
-                rm += lik->type->mean(lik->par, 1.0, buf[i]);
+        /* mean, sd and the type-7 quantiles as `summary` computes them */
+        const double *dv = gmm_draws_variable(d, v);
+        gmm_summary sm;
+        if ((s = gmm_summary_compute(dv, d->nchain, d->niter, sw, &sm)) != GMM_OK) {
+            rc = cli_fail(cmd, s);
+            goto done;
         }
-        mu /= (double)N;
-        for (size_t i = 0; i < N; i++)
-            ss += (buf[i] - mu) * (buf[i] - mu);
-        qsort(buf, N, sizeof *buf, cmp_double);
-        double lo = gmm_summary_quantile_sorted(buf, N, 0.05);
-        double hi = gmm_summary_quantile_sorted(buf, N, 0.95);
-        fprintf(f, ",%.17g,%.17g,%.17g,%.17g", mu, N > 1 ? ss / (double)(N - 1) : 0.0, lo, hi);
+        double mu = sm.mean, lo = sm.q5, hi = sm.q95, rm = 0.0;
+        for (size_t i = 0; resp && i < N; i++)
+            rm += lik->type->mean(lik->par, 1.0, dv[i]);
+        fprintf(f, ",%.17g,%.17g,%.17g,%.17g", mu, N > 1 ? sm.sd * sm.sd : 0.0, lo, hi);
         if (resp)
             fprintf(f, ",%.17g,%.17g,%.17g", rm / (double)N, lik->type->mean(lik->par, 1.0, lo),
                     lik->type->mean(lik->par, 1.0, hi));
@@ -188,7 +175,7 @@ static int predict_draws(const char *cmd, cli_model *m, const gmm_lik *lik, cons
 done:
     gmm_outfile_abort(of);
     gmm_draws_free(d);
-    gmm_free(buf);
+    gmm_summary_work_free(sw);
     return rc;
 }
 
