@@ -400,6 +400,17 @@ gmm_status gmm_problem_whiten_setup(gmm_problem *p, const double *theta)
     return GMM_OK;
 }
 
+/* b + h_r' x at data row r, from the whitening setup's rows and p->wx. */
+static double row_f(const gmm_problem *p, size_t r)
+{
+    const double *h = p->wcoef + r * p->width;
+    const double *x = p->wx + gmm_latent_obs_offset(p->lat)[r];
+    double f = p->wb;
+    for (size_t a = 0; a < p->width; a++)
+        f += h[a] * x[a];
+    return f;
+}
+
 gmm_status gmm_problem_whitened_logp(gmm_problem *p, const double *v, double *lp, double *grad)
 {
     gmm_status st;
@@ -415,10 +426,8 @@ gmm_status gmm_problem_whitened_logp(gmm_problem *p, const double *v, double *lp
     for (size_t r = 0; r < p->nrows; r++) {
         if (isnan(p->y[r]))
             continue;
-        const double *h = p->wcoef + r * w, *x = p->wx + off[r];
-        double f = p->wb;
-        for (size_t a = 0; a < w; a++)
-            f += h[a] * x[a];
+        const double *h = p->wcoef + r * w;
+        double f = row_f(p, r);
         gmm_lik_eval(&p->wlik, p->y[r], p->e ? p->e[r] : 1.0, f, out, NULL);
         sum += out[0];
         if (grad)
@@ -449,14 +458,8 @@ gmm_status gmm_problem_whitened_linpred(gmm_problem *p, const double *v, double 
         return gmm_error(GMM_EINVAL, "gmm_problem_whitened_linpred: no whitening setup");
     if ((st = gmm_latent_whiten(p->lat, v, p->wx)))
         return st;
-    const size_t *off = gmm_latent_obs_offset(p->lat);
-    size_t w = p->width;
     for (size_t r = 0; frows && r < p->nrows; r++) {
-        const double *h = p->wcoef + r * w, *x = p->wx + off[r];
-        double f = p->wb;
-        for (size_t a = 0; a < w; a++)
-            f += h[a] * x[a];
-        frows[r] = f;
+        frows[r] = row_f(p, r);
     }
     if (xnodes) {
         if (gmm_latent_node_index(p->lat, 0) == GMM_NO_INDEX)
@@ -572,9 +575,7 @@ gmm_status gmm_problem_joint_logp(gmm_problem *p, const double *q, double *lp, d
         if (isnan(p->y[r]))
             continue;
         const double *h = p->wcoef + r * w, *x = p->wx + off[r];
-        double f = p->wb;
-        for (size_t a = 0; a < w; a++)
-            f += h[a] * x[a];
+        double f = row_f(p, r);
         gmm_lik_eval(&p->wlik, p->y[r], p->e ? p->e[r] : 1.0, f, out, dpar);
         sum += out[0];
         bbar += out[1];
