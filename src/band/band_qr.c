@@ -165,38 +165,6 @@ typedef double v4d __attribute__((vector_size(32)));
 BAND_INLINE void ld4(v4d *v, const double *p) { memcpy(v, p, sizeof *v); }
 BAND_INLINE void st4(double *p, const v4d *v) { memcpy(p, v, sizeof *v); }
 
-/* Whole vectors when nl is (whatever the copy): no scalar store is then
- * read back by a vector load (a store-forwarding stall). */
-BAND_INLINE void swap_slots(size_t nl, double *restrict p, double *restrict y)
-{
-    size_t s = 0;
-    for (; s + 4 <= nl; s += 4) {
-        v4d a, b;
-        ld4(&a, p + s);
-        ld4(&b, y + s);
-        st4(p + s, &b);
-        st4(y + s, &a);
-    }
-    for (; s < nl; s++) {
-        double t = y[s];
-        y[s] = p[s];
-        p[s] = t;
-    }
-}
-
-BAND_INLINE void negate_slots(size_t nl, double *p)
-{
-    size_t s = 0;
-    for (; s + 4 <= nl; s += 4) {
-        v4d a;
-        ld4(&a, p + s);
-        a = -a;
-        st4(p + s, &a);
-    }
-    for (; s < nl; s++)
-        p[s] = -p[s];
-}
-
 /* What a reflection did besides reflecting, for the tape (TAPE below): the
  * row swapped into the pivot (SIZE_MAX: none) and whether the pivot was
  * negated. */
@@ -216,33 +184,69 @@ BAND_INLINE int reflect_setup(double *restrict p, double *restrict Y, size_t cap
                               double *alpha_out, double *sigma_out, double *sc_out,
                               int *changed, refl_info *info)
 {
-    double alpha = p[0], amax = fabs(alpha);
-    size_t imax = SIZE_MAX;
-    for (size_t i = i0; i < i1; i++) {
-        double ax = fabs(x[i]);
-        imax = ax > amax ? i : imax;
-        amax = ax > amax ? ax : amax;
+    /* The first largest |entry| (the pivot's own first), by two chains over
+     * alternate rows merged at the end, and the swap and sign without
+     * branches: both are data-dependent (mispredicted), and the column's
+     * chain of dependent operations is what bounds the fold's speed. */
+    double alpha = p[0], amax = fabs(alpha), bmax = -1.0, xa = alpha, xb = 0.0;
+    size_t imax = SIZE_MAX, ib = SIZE_MAX, i = i0;
+    for (; i + 1 < i1; i += 2) {
+        double ax = fabs(x[i]), bx = fabs(x[i + 1]);
+        int ga = ax > amax, gb = bx > bmax;
+        imax = ga ? i : imax;
+        xa = ga ? x[i] : xa;
+        amax = ga ? ax : amax;
+        ib = gb ? i + 1 : ib;
+        xb = gb ? x[i + 1] : xb;
+        bmax = gb ? bx : bmax;
     }
+    if (i < i1) {
+        double ax = fabs(x[i]);
+        int ga = ax > amax;
+        imax = ga ? i : imax;
+        xa = ga ? x[i] : xa;
+        amax = ga ? ax : amax;
+    }
+    int tb = bmax > amax || (bmax == amax && imax != SIZE_MAX && ib < imax);
+    imax = tb ? ib : imax;
+    xa = tb ? xb : xa;
+    amax = tb ? bmax : amax;
     *changed = 0;
     info->imax = SIZE_MAX;
     info->neg = 0;
     if (amax == 0.0)
         return 0;
-    if (imax != SIZE_MAX) { /* row pivoting: the largest entry becomes the pivot */
-        double *y = Y + imax * cap + r;
-        swap_slots(nl, p, y);
-        x[imax] = alpha;
-        alpha = p[0];
-        *changed = 1;
+    {
+        /* row pivoting: the largest entry becomes the pivot (a swap of p
+         * with itself when it is the largest), made nonnegative (a row's
+         * sign is free: M^T M does not see it).  Both stores carry the same
+         * value when the rows coincide, so their order does not matter. */
+        int none = imax == SIZE_MAX;
+        double sg = xa < 0.0 ? -1.0 : 1.0, sy = none ? sg : 1.0, dummy;
+        double *y = none ? p : Y + imax * cap + r;
+        size_t s = 0;
+        for (; s + 4 <= nl; s += 4) {
+            v4d a, b;
+            ld4(&a, p + s);
+            ld4(&b, y + s);
+            a *= sy;
+            b *= sg;
+            st4(y + s, &a);
+            st4(p + s, &b);
+        }
+        for (; s < nl; s++) {
+            double a = p[s] * sy, b = y[s] * sg;
+            y[s] = a;
+            p[s] = b;
+        }
+        *(none ? &dummy : x + imax) = alpha;
+        alpha = fabs(xa);
+        *changed = !none;
         info->imax = imax;
-    }
-    if (alpha < 0.0) { /* a row's sign is free: M^T M does not see it */
-        negate_slots(nl, p);
-        alpha = -alpha;
-        info->neg = 1;
+        info->neg = xa < 0.0;
     }
     double s0 = 0.0, s1 = 0.0, sc = 1.0;
-    size_t i = i0;
+    i = i0;
     for (; i + 1 < i1; i += 2) {
         s0 += x[i] * x[i];
         s1 += x[i + 1] * x[i + 1];
@@ -304,14 +308,27 @@ BAND_INLINE int reflect_lanes(const size_t NV, double *restrict p, double *restr
     int changed;
     if (!reflect_setup(p, Y, cap, i0, i1, r, 4 * NV, x, &alpha, &sigma, &sc, &changed, info))
         return changed;
-    v4d d[4] = {{0.0}}, a;
-    for (size_t i = i0; i < i1; i++) {
+    /* d = p' ... the rows' products with x, in two chains (alternate rows) */
+    v4d d[4] = {{0.0}}, e[4] = {{0.0}}, a, b;
+    size_t i = i0;
+    for (; i + 1 < i1; i += 2) {
+        const double *y = Y + i * cap + r;
+        for (size_t v = 0; v < NV; v++) {
+            ld4(&a, y + 4 * v);
+            ld4(&b, y + cap + 4 * v);
+            d[v] += x[i] * a;
+            e[v] += x[i + 1] * b;
+        }
+    }
+    if (i < i1) {
         const double *y = Y + i * cap + r;
         for (size_t v = 0; v < NV; v++) {
             ld4(&a, y + 4 * v);
             d[v] += x[i] * a;
         }
     }
+    for (size_t v = 0; v < NV; v++)
+        d[v] += e[v];
     REFLECT_SCALARS(alpha, sigma, u0, t, nu);
     if (rec)
         tape_put(rec, u0, t, x + i0, i1 - i0);
@@ -326,7 +343,7 @@ BAND_INLINE int reflect_lanes(const size_t NV, double *restrict p, double *restr
     /* Slot 0 of the rows (column j, now zero) is never read again; their
      * slot 1 goes to x for column j + 1 straight from the register (a load
      * from Y would straddle two vector stores: no store forwarding). */
-    for (size_t i = i0; i < i1; i++) {
+    for (i = i0; i < i1; i++) {
         double *y = Y + i * cap + r, xi = x[i];
         for (size_t v = 0; v < NV; v++) {
             ld4(&a, y + 4 * v);
