@@ -65,12 +65,15 @@ typedef struct {
     size_t nrows;
     size_t (*row)(void *ctx, size_t i, size_t *first, double *v);
     void *ctx;
-    /* Optional (NULL: none): nonzero when row i starts a new block of the
-     * square-root form's fold -- the block of row i then holds no earlier
-     * prior row, nor an observation starting in a column before row i's
-     * first.  For gmm_marglik_rows_moments: a state-space model starts a
-     * block at each interval's transition rows, so each block's moments
-     * belong to one interval. */
+    /* Optional (NULL: none): nonzero when row i starts a new segment of
+     * the square-root form's fold.  A block of the fold holds whole
+     * segments: one, or several in a row while they fit (marglik.c,
+     * segment_fits), and never part of one; the block of a segment's first
+     * row holds no earlier prior row of another block, nor an observation
+     * starting in a column before that row's first.  For
+     * gmm_marglik_rows_moments: a state-space model starts a segment at
+     * each interval's transition rows, so each block's moments belong to
+     * whole intervals. */
     int (*block_start)(void *ctx, size_t i);
 } gmm_prior_rows;
 

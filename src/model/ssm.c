@@ -67,6 +67,7 @@ void gmm_ssm_free(gmm_ssm *m)
     gmm_free(m->perm);
     gmm_free(m->boff);
     gmm_free(m->bs);
+    gmm_free(m->xl);
     gmm_free(m->Hobs);
     gmm_free(m->mu);
     gmm_band_free(m->cov);

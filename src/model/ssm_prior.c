@@ -249,8 +249,8 @@ size_t ssm_prior_row(void *ctx, size_t i, size_t *first, double *v)
     return w;
 }
 
-/* Each interval's transition rows start a block of the fold (marglik.h):
- * its row moments then belong to that interval (ROWS GRADIENT). */
+/* Each interval's transition rows start a segment of the fold (marglik.h):
+ * a block's row moments then belong to whole intervals (ROWS GRADIENT). */
 static int ssm_block_start(void *ctx, size_t i)
 {
     const ssm_cursor *c = ctx;
@@ -618,39 +618,92 @@ gmm_status gmm_ssm_prior_rev(gmm_ssm *m, const gmm_band *Qbar, double logdetbar,
  * each rounded to eps |Sigma|, amplified by |C|^2 ~ (l/dt)^(2 nu)
  * (tests/bench/bench_ssm_accuracy.c, Table 4).  Both are block-diagonal
  * (BLOCKS): only the entries within p's block are gathered. */
+/* z = T^-1 v on whole lane vectors (d of them, lw lanes each): T lower
+ * triangular d x d (band order; C or C0, whose inverse is a factor of Q_k
+ * or Pinf), by forward substitution -- backward stable, so z (the state's
+ * lanes, of the prior's scale) keeps its digits however large T's entries. */
+static void lanes_lower_solve(size_t d, size_t lw, const double *T, const double *v, double *z)
+{
+    for (size_t i = 0; i < d; i++) {
+        double *zi = z + i * lw, id = 1.0 / T[i * d + i];
+        memcpy(zi, v + i * lw, lw * sizeof *zi);
+        for (size_t j = 0; j < i; j++) {
+            double c = T[i * d + j];
+            if (c != 0.0)
+                for (size_t l = 0; l < lw; l++)
+                    zi[l] -= c * z[j * lw + l];
+        }
+        for (size_t l = 0; l < lw; l++)
+            zi[l] *= id;
+    }
+}
+
 static gmm_status rows_moments_cb(void *ctx, const gmm_rows_moments *mo)
 {
     gmm_ssm *m = ctx;
     const gmm_band_block_moments *bm = &mo->lanes;
-    size_t d = m->d, dd = d * d, lw = bm->lw, k = mo->row0 / d;
-    /* a block holds the d rows of one interval (the first d: v = C0 x_0),
-     * its J the state the interval leaves (ssm_block_start) */
-    if (mo->row0 % d != 0 || mo->nrows != d ||
-        (k > 0 && (mo->col0 > (k - 1) * d || mo->col0 + mo->ncols < k * d)))
-        return gmm_error(GMM_EINVAL, "internal: the row moments of interval %zu are not one "
-                                     "block",
-                         k);
-    double *S = m->T + 3 * dd, *E = NULL; /* S_0 */
-    const double *xk = NULL;
-    if (k > 0) {
-        size_t g = m->ig[k - 1];
-        S = blk(m, g, B_S1);
-        E = blk(m, g, B_S2);
-        xk = bm->xj + ((k - 1) * d - mo->col0) * lw;
+    size_t d = m->d, dd = d * d, lw = bm->lw, k0 = mo->row0 / d, nk = mo->nrows / d;
+    /* a block holds the rows of whole intervals k0 - 1 .. (the first d rows:
+     * v = C0 x_0, "interval -1"), merged (marglik.c, segment_fits); J is the
+     * state the first of them leaves, and each later one's state follows
+     * from the rows before it: x_{k+1} = A x_k + C^-1 v_k (lanes are linear
+     * in the rows, and no two of these rows are the same) */
+    if (mo->row0 % d != 0 || mo->nrows % d != 0 || nk == 0 ||
+        (k0 > 0 && (mo->col0 > (k0 - 1) * d || mo->col0 + mo->ncols < k0 * d)))
+        return gmm_error(GMM_EINVAL, "internal: the row moments of intervals from %zu are not "
+                                     "whole intervals",
+                         k0);
+    if (nk > 1 && m->xlcap < 2 * d * lw) {
+        double *b = gmm_realloc(m->xl, 2 * d * lw, sizeof *b);
+        if (!b)
+            return gmm_error(GMM_ENOMEM, "out of memory for the row moments");
+        m->xl = b;
+        m->xlcap = 2 * d * lw;
     }
-    for (size_t p = 0; p < d; p++) {
-        const double *vp = bm->rows + p * lw;
-        /* within p's block (BLOCKS): band positions rowstart[p] .. */
-        for (size_t q = m->rowstart[p]; q < d && m->rowstart[q] == m->rowstart[p]; q++) {
-            if (q >= p) {
-                double t = gmm_band_moment(bm, vp, bm->rows + q * lw);
-                S[p * d + q] += t;
-                if (q != p)
-                    S[q * d + p] += t;
-            }
-            if (E)
-                E[p * d + q] += gmm_band_moment(bm, vp, xk + q * lw);
+    const double *xk = k0 > 0 ? bm->xj + ((k0 - 1) * d - mo->col0) * lw : NULL;
+    for (size_t t = 0; t < nk; t++) {
+        size_t k = k0 + t;
+        const double *v = bm->rows + t * d * lw;
+        double *S = m->T + 3 * dd, *E = NULL; /* S_0 */
+        size_t g = 0;
+        if (k > 0) {
+            g = m->ig[k - 1];
+            S = blk(m, g, B_S1);
+            E = blk(m, g, B_S2);
         }
+        for (size_t p = 0; p < d; p++) {
+            const double *vp = v + p * lw;
+            /* within p's block (BLOCKS): band positions rowstart[p] .. */
+            for (size_t q = m->rowstart[p]; q < d && m->rowstart[q] == m->rowstart[p]; q++) {
+                if (q >= p) {
+                    double tq = gmm_band_moment(bm, vp, v + q * lw);
+                    S[p * d + q] += tq;
+                    if (q != p)
+                        S[q * d + p] += tq;
+                }
+                if (E)
+                    E[p * d + q] += gmm_band_moment(bm, vp, xk + q * lw);
+            }
+        }
+        if (t + 1 == nk)
+            break;
+        /* the next interval's state x_k (lanes): C0^-1 v for k = 0, else
+         * A x_{k-1} + C^-1 v, A by blocks in band order */
+        double *xn = m->xl + (t % 2) * d * lw;
+        if (k == 0) {
+            lanes_lower_solve(d, lw, m->C0, v, xn);
+        } else {
+            lanes_lower_solve(d, lw, blk(m, g, B_C), v, xn);
+            const double *A = blk(m, g, B_A);
+            for (size_t i = 0; i < d; i++)
+                for (size_t j = m->rowstart[i]; j < d && m->rowstart[j] == m->rowstart[i]; j++) {
+                    double a = A[m->perm[i] * d + m->perm[j]];
+                    if (a != 0.0)
+                        for (size_t l = 0; l < lw; l++)
+                            xn[i * lw + l] += a * xk[j * lw + l];
+                }
+        }
+        xk = xn;
     }
     return GMM_OK;
 }
