@@ -182,39 +182,64 @@ typedef struct {
 BAND_INLINE int reflect_setup(double *restrict p, double *restrict Y, size_t cap, size_t i0,
                               size_t i1, size_t r, size_t nl, double *restrict x,
                               double *alpha_out, double *sigma_out, double *sc_out,
-                              int *changed, refl_info *info)
+                              double *nu_out, int *changed, refl_info *info)
 {
-    /* The first largest |entry| (the pivot's own first), by two chains over
-     * alternate rows merged at the end, and the swap and sign without
-     * branches: both are data-dependent (mispredicted), and the column's
-     * chain of dependent operations is what bounds the fold's speed. */
-    double alpha = p[0], amax = fabs(alpha), bmax = -1.0, xa = alpha, xb = 0.0;
-    size_t imax = SIZE_MAX, ib = SIZE_MAX, i = i0;
-    for (; i + 1 < i1; i += 2) {
-        double ax = fabs(x[i]), bx = fabs(x[i + 1]);
-        int ga = ax > amax, gb = bx > bmax;
-        imax = ga ? i : imax;
-        xa = ga ? x[i] : xa;
-        amax = ga ? ax : amax;
-        ib = gb ? i + 1 : ib;
-        xb = gb ? x[i + 1] : xb;
-        bmax = gb ? bx : bmax;
+    /* A column's reflection is a chain of dependent operations, and that
+     * chain is what bounds the fold's speed (the arithmetic is a fraction
+     * of the machine's).  So: the first largest |entry| (the pivot's own
+     * first) by four chains over the rows merged at the end; the swap and
+     * the sign without branches (both data-dependent, mispredicted); the
+     * norm nu = |(alpha, x)| -- which the swap does not change -- from the
+     * entries as they come, its square root overlapping the search; and
+     * sigma (the squares but the pivot's, after the swap) by four chains. */
+    double alpha = p[0];
+    /* chain c: amax, its entry, its key (0: the pivot, else 1 + the row),
+     * the sum of squares */
+#define PIV_STEP(am, xv, ky, ss, idx)                                                            \
+    do {                                                                                         \
+        double v_ = x[idx], av_ = fabs(v_);                                                      \
+        int gt_ = av_ > am;                                                                      \
+        ky = gt_ ? (idx) + 1 : ky;                                                               \
+        xv = gt_ ? v_ : xv;                                                                      \
+        am = gt_ ? av_ : am;                                                                     \
+        ss += v_ * v_;                                                                           \
+    } while (0)
+#define PIV_MERGE(am, xv, ky, bm, xb, kb)                                                        \
+    do {                                                                                         \
+        int tb_ = bm > am || (bm == am && kb < ky);                                              \
+        ky = tb_ ? kb : ky;                                                                      \
+        xv = tb_ ? xb : xv;                                                                      \
+        am = tb_ ? bm : am;                                                                      \
+    } while (0)
+    double am0 = fabs(alpha), am1 = -1.0, am2 = -1.0, am3 = -1.0;
+    double xv0 = alpha, xv1 = 0.0, xv2 = 0.0, xv3 = 0.0;
+    double ss0 = alpha * alpha, ss1 = 0.0, ss2 = 0.0, ss3 = 0.0;
+    size_t k0 = 0, k1 = 0, k2 = 0, k3 = 0, i = i0;
+    for (; i + 3 < i1; i += 4) {
+        PIV_STEP(am0, xv0, k0, ss0, i);
+        PIV_STEP(am1, xv1, k1, ss1, i + 1);
+        PIV_STEP(am2, xv2, k2, ss2, i + 2);
+        PIV_STEP(am3, xv3, k3, ss3, i + 3);
     }
-    if (i < i1) {
-        double ax = fabs(x[i]);
-        int ga = ax > amax;
-        imax = ga ? i : imax;
-        xa = ga ? x[i] : xa;
-        amax = ga ? ax : amax;
-    }
-    int tb = bmax > amax || (bmax == amax && imax != SIZE_MAX && ib < imax);
-    imax = tb ? ib : imax;
-    xa = tb ? xb : xa;
-    amax = tb ? bmax : amax;
+    if (i < i1)
+        PIV_STEP(am0, xv0, k0, ss0, i);
+    if (i + 1 < i1)
+        PIV_STEP(am1, xv1, k1, ss1, i + 1);
+    if (i + 2 < i1)
+        PIV_STEP(am2, xv2, k2, ss2, i + 2);
+    PIV_MERGE(am0, xv0, k0, am2, xv2, k2);
+    PIV_MERGE(am1, xv1, k1, am3, xv3, k3);
+    PIV_MERGE(am0, xv0, k0, am1, xv1, k1);
+#undef PIV_STEP
+#undef PIV_MERGE
+    double ss[4] = {ss0, ss1, ss2, ss3}, am[1] = {am0}, xv[1] = {xv0};
+    size_t key[1] = {k0};
+    double nu = sqrt((ss[0] + ss[1]) + (ss[2] + ss[3])), xa = xv[0];
+    size_t imax = key[0] ? key[0] - 1 : SIZE_MAX;
     *changed = 0;
     info->imax = SIZE_MAX;
     info->neg = 0;
-    if (amax == 0.0)
+    if (am[0] == 0.0)
         return 0;
     {
         /* row pivoting: the largest entry becomes the pivot (a swap of p
@@ -245,15 +270,20 @@ BAND_INLINE int reflect_setup(double *restrict p, double *restrict Y, size_t cap
         info->imax = imax;
         info->neg = xa < 0.0;
     }
-    double s0 = 0.0, s1 = 0.0, sc = 1.0;
-    i = i0;
-    for (; i + 1 < i1; i += 2) {
+    double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0, sc = 1.0;
+    for (i = i0; i + 3 < i1; i += 4) {
         s0 += x[i] * x[i];
         s1 += x[i + 1] * x[i + 1];
+        s2 += x[i + 2] * x[i + 2];
+        s3 += x[i + 3] * x[i + 3];
     }
     if (i < i1)
         s0 += x[i] * x[i];
-    double sigma = s0 + s1;
+    if (i + 1 < i1)
+        s1 += x[i + 1] * x[i + 1];
+    if (i + 2 < i1)
+        s2 += x[i + 2] * x[i + 2];
+    double sigma = (s0 + s1) + (s2 + s3);
     if (!(sigma >= SAFMIN && alpha * alpha + sigma <= 0.25 * DBL_MAX)) {
         int any = 0;
         for (i = i0; i < i1; i++)
@@ -274,10 +304,12 @@ BAND_INLINE int reflect_setup(double *restrict p, double *restrict Y, size_t cap
             *changed = 1;
             return 0;
         }
+        nu = sqrt(alpha * alpha + sigma);
     }
     *alpha_out = alpha;
     *sigma_out = sigma;
     *sc_out = sc;
+    *nu_out = nu;
     return 1;
 }
 
@@ -285,7 +317,7 @@ BAND_INLINE int reflect_setup(double *restrict p, double *restrict Y, size_t cap
  * |(alpha, x)|; H = I - t u u' with t = 2 / |u|^2 = (alpha + nu) / (nu
  * sigma): the two divisions are independent of each other. */
 #define REFLECT_SCALARS(alpha, sigma, u0, t, nu)                                                 \
-    double nu = sqrt(alpha * alpha + sigma), g_ = alpha + nu, is_ = 1.0 / sigma;              \
+    double g_ = alpha + nu, is_ = 1.0 / sigma;                                                \
     double u0 = -sigma / g_, t = g_ / nu * is_
 
 /* A reflection's u0, t and x (the rest of u) into a tape record (TAPE). */
@@ -304,9 +336,9 @@ BAND_INLINE int reflect_lanes(const size_t NV, double *restrict p, double *restr
                               size_t cap, size_t i0, size_t i1, size_t r,
                               double *restrict x, refl_info *info, double *restrict rec)
 {
-    double alpha, sigma, sc;
+    double alpha, sigma, sc, nu;
     int changed;
-    if (!reflect_setup(p, Y, cap, i0, i1, r, 4 * NV, x, &alpha, &sigma, &sc, &changed, info))
+    if (!reflect_setup(p, Y, cap, i0, i1, r, 4 * NV, x, &alpha, &sigma, &sc, &nu, &changed, info))
         return changed;
     /* d = p' ... the rows' products with x, in two chains (alternate rows) */
     v4d d[4] = {{0.0}}, e[4] = {{0.0}}, a, b;
@@ -361,9 +393,9 @@ BAND_INLINE int reflect_any(double *restrict p, double *restrict Y, size_t cap, 
                             size_t i1, size_t r, size_t mm, double *restrict x,
                             double *restrict dot, refl_info *info, double *restrict rec)
 {
-    double alpha, sigma, sc;
+    double alpha, sigma, sc, nu;
     int changed;
-    if (!reflect_setup(p, Y, cap, i0, i1, r, mm + 1, x, &alpha, &sigma, &sc, &changed, info))
+    if (!reflect_setup(p, Y, cap, i0, i1, r, mm + 1, x, &alpha, &sigma, &sc, &nu, &changed, info))
         return changed;
     for (size_t s = 0; s <= mm; s++)
         dot[s] = 0.0;
