@@ -82,9 +82,10 @@ struct gmm_ssm {
 };
 
 /* Per group: A, W = Q^-1, W A, A' W A, the gradient sums S1..S3, and for
- * the square-root form C = chol(Q)^-1 and C A (SQUARE ROOT), these two in
- * band order. */
-enum { B_A, B_W, B_WA, B_AWA, B_S1, B_S2, B_S3, B_C, B_CA, B_N };
+ * the square-root form C = chol(Q)^-1 and C A (SQUARE ROOT), and A and
+ * chol(Q) for its gradient's states (ROWS GRADIENT), these four in band
+ * order. */
+enum { B_A, B_W, B_WA, B_AWA, B_S1, B_S2, B_S3, B_C, B_CA, B_AB, B_L, B_N };
 
 static inline double *blk(const gmm_ssm *m, size_t g, int which)
 {

@@ -141,12 +141,15 @@ static gmm_status group_forward(gmm_ssm *m, size_t g, double *Q)
         /* C and C A for the square root, in band order (block b sits at
          * positions boff[b] ..) */
         double *C = blk(m, g, B_C), *CA = blk(m, g, B_CA);
+        double *AB = blk(m, g, B_AB), *LB = blk(m, g, B_L);
         size_t o = m->boff[b];
         md_mul(s, s, s, X, Ab, WAb); /* C A, reusing WAb */
         for (size_t i = 0; i < s; i++)
             for (size_t j = 0; j < s; j++) {
                 C[(o + i) * d + o + j] = j <= i ? X[i * s + j] : 0.0;
                 CA[(o + i) * d + o + j] = WAb[i * s + j];
+                AB[(o + i) * d + o + j] = Ab[i * s + j];
+                LB[(o + i) * d + o + j] = j <= i ? Lb[i * s + j] : 0.0;
             }
     }
     m->ldQ[g] = ld;
@@ -638,6 +641,41 @@ static void lanes_lower_solve(size_t d, size_t lw, const double *T, const double
     }
 }
 
+/* xn = A x + L v on lane vectors (d each, lw lanes, lw a multiple of 4):
+ * A and L = chol(Q) band order, block-diagonal (L lower), so row i sums
+ * over its own block; four lanes at a time in registers (the rows of xn
+ * are written once). */
+typedef double lane2 __attribute__((vector_size(16)));
+static void lanes_next_state(const gmm_ssm *m, const double *A, const double *L,
+                             const double *restrict x, const double *restrict v, size_t lw,
+                             double *restrict xn)
+{
+    size_t d = m->d;
+    for (size_t i = 0; i < d; i++) {
+        size_t b0 = m->rowstart[i], b1 = i + 1;
+        while (b1 < d && m->rowstart[b1] == b0)
+            b1++;
+        const double *ai = A + i * d, *li = L + i * d;
+        for (size_t l = 0; l < lw; l += 4) {
+            lane2 a0 = {0.0, 0.0}, a1 = {0.0, 0.0}, t0, t1;
+            for (size_t j = b0; j < b1; j++) {
+                memcpy(&t0, x + j * lw + l, sizeof t0);
+                memcpy(&t1, x + j * lw + l + 2, sizeof t1);
+                a0 += ai[j] * t0;
+                a1 += ai[j] * t1;
+            }
+            for (size_t j = b0; j <= i; j++) {
+                memcpy(&t0, v + j * lw + l, sizeof t0);
+                memcpy(&t1, v + j * lw + l + 2, sizeof t1);
+                a0 += li[j] * t0;
+                a1 += li[j] * t1;
+            }
+            memcpy(xn + i * lw + l, &a0, sizeof a0);
+            memcpy(xn + i * lw + l + 2, &a1, sizeof a1);
+        }
+    }
+}
+
 static gmm_status rows_moments_cb(void *ctx, const gmm_rows_moments *mo)
 {
     gmm_ssm *m = ctx;
@@ -690,19 +728,10 @@ static gmm_status rows_moments_cb(void *ctx, const gmm_rows_moments *mo)
         /* the next interval's state x_k (lanes): C0^-1 v for k = 0, else
          * A x_{k-1} + C^-1 v, A by blocks in band order */
         double *xn = m->xl + (t % 2) * d * lw;
-        if (k == 0) {
+        if (k == 0)
             lanes_lower_solve(d, lw, m->C0, v, xn);
-        } else {
-            lanes_lower_solve(d, lw, blk(m, g, B_C), v, xn);
-            const double *A = blk(m, g, B_A);
-            for (size_t i = 0; i < d; i++)
-                for (size_t j = m->rowstart[i]; j < d && m->rowstart[j] == m->rowstart[i]; j++) {
-                    double a = A[m->perm[i] * d + m->perm[j]];
-                    if (a != 0.0)
-                        for (size_t l = 0; l < lw; l++)
-                            xn[i * lw + l] += a * xk[j * lw + l];
-                }
-        }
+        else
+            lanes_next_state(m, blk(m, g, B_AB), blk(m, g, B_L), xk, v, lw, xn);
         xk = xn;
     }
     return GMM_OK;
