@@ -23,6 +23,7 @@
  */
 #include "gmm/marglik.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -442,7 +443,7 @@ gmm_status gmm_marglik_eval_rows(const gmm_prior_rows *G, const gmm_obs *obs, do
     gmm_band_set_zero(&w->L);
     double yy = obs_rhs(obs, w->r), sn = 1.0 / sqrt(noise), *gv = w->work;
     size_t gi = 0, ok = 0, gfirst = 0, gwidth = 0, filled = 0;
-    int have = 0, record = w->record;
+    int have = 0, gstart = 0, record = w->record;
     w->tape.len = 0;
     w->nrb = w->nsrc = 0;
     while (have || gi < G->nrows || ok < nobs) {
@@ -462,8 +463,9 @@ gmm_status gmm_marglik_eval_rows(const gmm_prior_rows *G, const gmm_obs *obs, do
                                         gi - 1, gfirst, gi, f);
                 gfirst = f;
                 have = 1;
+                gstart = G->block_start && G->block_start(G->ctx, gi);
             }
-            int bstart = have && G->block_start && G->block_start(G->ctx, gi);
+            int bstart = have && gstart;
             if (m == 0 && bstart)
                 opener = gi; /* this block is the one gi starts */
             if (m > 0 && bstart && gi != opener && gi != merged)
@@ -525,15 +527,25 @@ gmm_status gmm_marglik_eval_rows(const gmm_prior_rows *G, const gmm_obs *obs, do
         }
         filled = reach;
     }
-    if (gmm_band_chol_rows_check(&w->L) != GMM_OK) {
-        size_t j = gmm_error_index();
-        return gmm_error_at(GMM_ENOTPD, j,
-                            "posterior precision (square-root form) not positive definite: "
-                            "column %zu is not determined by the prior rows and the data",
-                            j);
+    /* the diagonal here; the whole factor (entries not finite) only when
+     * the solve in finish() fails: a non-finite entry reaches r there */
+    int diag_ok = 1;
+    for (size_t j = 0; j < n; j++) {
+        double dj = w->L.data[j * w->L.ld];
+        diag_ok &= dj >= DBL_MIN && dj <= DBL_MAX;
     }
-    if ((st = finish(w, obs, noise, prior_logdet, yy, loglik)) != GMM_OK)
-        return st;
+    st = diag_ok ? finish(w, obs, noise, prior_logdet, yy, loglik) : GMM_ENOTPD;
+    if (st != GMM_OK) {
+        if (gmm_band_chol_rows_check(&w->L) != GMM_OK) {
+            size_t j = gmm_error_index();
+            return gmm_error_at(GMM_ENOTPD, j,
+                                "posterior precision (square-root form) not positive definite: "
+                                "column %zu is not determined by the prior rows and the data",
+                                j);
+        }
+        return diag_ok ? st : gmm_error(GMM_ENOTPD, "posterior precision (square-root form) "
+                                                    "not positive definite");
+    }
     w->prior_here = 0;
     w->recorded = record;
     return GMM_OK;
