@@ -1153,20 +1153,19 @@ gmm_status gmm_band_chol_rows_moments(const gmm_band_tape *tape, const double *z
             hiR = shi;
         if (hiR > n)
             return gmm_error(GMM_EDIM, "band_chol_rows_moments: rows up to %zu of %zu", hiR, n);
-        for (size_t i = 0; i < m; i++)
-            nz += dest[i] < 0.0;
         /* a row still to be folded beyond the span the block looked at for
          * filled rows must be its own deposit (else an earlier block filled
-         * it, and leaving the state it would be lost) */
-        for (size_t j = c0 + tb.span > slo ? c0 + tb.span : slo; j < shi; j++) {
-            size_t i = 0;
-            while (i < m && !(dest[i] >= 0.0 && (size_t)dest[i] == j))
-                i++;
-            if (i == m)
-                return gmm_error(GMM_EINVAL, "band_chol_rows_moments: R's row %zu was filled "
-                                             "more than %zu columns after block %zu's first",
-                                 j, tb.span, b);
+         * it, and leaving the state it would be lost): the block's deposits
+         * are distinct rows, so counting those in the range suffices */
+        size_t jlo = c0 + tb.span > slo ? c0 + tb.span : slo, nin = 0;
+        for (size_t i = 0; i < m; i++) {
+            nz += dest[i] < 0.0;
+            nin += dest[i] >= (double)jlo && dest[i] < (double)shi;
         }
+        if (jlo < shi && nin != shi - jlo)
+            return gmm_error(GMM_EINVAL, "band_chol_rows_moments: an R row from %zu to %zu was "
+                                         "filled more than %zu columns after block %zu's first",
+                             jlo, shi - 1, tb.span, b);
         size_t nR = hiR - c0, r = rs + nz, lw = (r + 4) / 4 * 4;
         size_t need = (nR + m) * lw + nj * lw + 2 * nf * nf + nf;
         if (grow_buf(work, sbase + need))
