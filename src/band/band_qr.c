@@ -179,20 +179,13 @@ typedef struct {
  * scale sc of u; 0 when there is nothing to reflect, *changed saying
  * whether the rows were modified all the same (a swap, or a negligible x
  * dropped). */
-BAND_INLINE int reflect_setup(double *restrict p, double *restrict Y, size_t cap, size_t i0,
-                              size_t i1, size_t r, size_t nl, double *restrict x,
-                              double *alpha_out, double *sigma_out, double *sc_out,
-                              double *nu_out, int *changed, refl_info *info)
+/* The first largest |entry| of the column -- the pivot's alpha, then x[i0
+ * .. i1) -- by four chains over the rows merged at the end (the pivot
+ * first on ties): its row (SIZE_MAX: the pivot), |entry| and entry, and
+ * the column's norm nu = |(alpha, x)|, which pivoting does not change. */
+BAND_INLINE size_t pivot_search(double alpha, const double *restrict x, size_t i0, size_t i1,
+                                double *amax, double *xa_out, double *nu_out)
 {
-    /* A column's reflection is a chain of dependent operations, and that
-     * chain is what bounds the fold's speed (the arithmetic is a fraction
-     * of the machine's).  So: the first largest |entry| (the pivot's own
-     * first) by four chains over the rows merged at the end; the swap and
-     * the sign without branches (both data-dependent, mispredicted); the
-     * norm nu = |(alpha, x)| -- which the swap does not change -- from the
-     * entries as they come, its square root overlapping the search; and
-     * sigma (the squares but the pivot's, after the swap) by four chains. */
-    double alpha = p[0];
     /* chain c: amax, its entry, its key (0: the pivot, else 1 + the row),
      * the sum of squares */
 #define PIV_STEP(am, xv, ky, ss, idx)                                                            \
@@ -232,14 +225,32 @@ BAND_INLINE int reflect_setup(double *restrict p, double *restrict Y, size_t cap
     PIV_MERGE(am0, xv0, k0, am1, xv1, k1);
 #undef PIV_STEP
 #undef PIV_MERGE
-    double ss[4] = {ss0, ss1, ss2, ss3}, am[1] = {am0}, xv[1] = {xv0};
-    size_t key[1] = {k0};
-    double nu = sqrt((ss[0] + ss[1]) + (ss[2] + ss[3])), xa = xv[0];
-    size_t imax = key[0] ? key[0] - 1 : SIZE_MAX;
+    *amax = am0;
+    *xa_out = xv0;
+    *nu_out = sqrt((ss0 + ss1) + (ss2 + ss3));
+    return k0 ? k0 - 1 : SIZE_MAX;
+}
+
+BAND_INLINE int reflect_setup(double *restrict p, double *restrict Y, size_t cap, size_t i0,
+                              size_t i1, size_t r, size_t nl, double *restrict x,
+                              double *alpha_out, double *sigma_out, double *sc_out,
+                              double *nu_out, int *changed, refl_info *info)
+{
+    /* A column's reflection is a chain of dependent operations, and that
+     * chain is what bounds the fold's speed (the arithmetic is a fraction
+     * of the machine's).  So: the first largest |entry| (the pivot's own
+     * first) by four chains over the rows merged at the end; the swap and
+     * the sign without branches (both data-dependent, mispredicted); the
+     * norm nu = |(alpha, x)| -- which the swap does not change -- from the
+     * entries as they come, its square root overlapping the search; and
+     * sigma (the squares but the pivot's, after the swap) by four chains. */
+    double alpha = p[0], amax, xa, nu;
+    size_t imax = pivot_search(alpha, x, i0, i1, &amax, &xa, &nu);
+    size_t i;
     *changed = 0;
     info->imax = SIZE_MAX;
     info->neg = 0;
-    if (am[0] == 0.0)
+    if (amax == 0.0)
         return 0;
     {
         /* row pivoting: the largest entry becomes the pivot (a swap of p
@@ -332,9 +343,9 @@ BAND_INLINE void tape_put(double *restrict rec, double u0, double t, const doubl
 /* Slots 0 .. 4 NV - 1 of the pivot and the rows (NV a constant: unrolled).
  * 2 when reflected (x then holds the rows' column j + 1), else as
  * reflect_setup's *changed. */
-BAND_INLINE int reflect_lanes(const size_t NV, double *restrict p, double *restrict Y,
-                              size_t cap, size_t i0, size_t i1, size_t r,
-                              double *restrict x, refl_info *info, double *restrict rec)
+BAND_INLINE int reflect_lanes_swap(const size_t NV, double *restrict p, double *restrict Y,
+                                   size_t cap, size_t i0, size_t i1, size_t r,
+                                   double *restrict x, refl_info *info, double *restrict rec)
 {
     double alpha, sigma, sc, nu;
     int changed;
@@ -385,6 +396,94 @@ BAND_INLINE int reflect_lanes(const size_t NV, double *restrict p, double *restr
                 x[i] = a[1];
         }
     }
+    return 2;
+}
+
+/* reflect_lanes_swap's result without moving any row before reflecting:
+ * the swapped rows are read where they are (the new pivot from row imax,
+ * row imax's part from the old pivot) and the results written to where the
+ * swap would have put them, so no store is read back on the column's chain
+ * of dependent operations (pivoting swaps nearly every column).  The rare
+ * columns with nothing to reflect, or whose x needs scaling, take
+ * reflect_lanes_swap (nothing has been modified when they do).  p and Y
+ * may be read through one pointer (the selects), so neither is restrict. */
+BAND_INLINE int reflect_lanes(const size_t NV, double *p, double *Y, size_t cap, size_t i0,
+                              size_t i1, size_t r, double *restrict x, refl_info *info,
+                              double *restrict rec)
+{
+    double alpha = p[0], amax, xa, nu;
+    size_t imax = pivot_search(alpha, x, i0, i1, &amax, &xa, &nu);
+    double an = fabs(xa), s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
+    size_t i = i0;
+    /* row i's entry after the swap: the old pivot's at imax */
+#define XS(k) ((k) == imax ? alpha : x[k])
+    for (; i + 3 < i1; i += 4) {
+        double a0 = XS(i), a1 = XS(i + 1), a2 = XS(i + 2), a3 = XS(i + 3);
+        s0 += a0 * a0;
+        s1 += a1 * a1;
+        s2 += a2 * a2;
+        s3 += a3 * a3;
+    }
+    for (; i < i1; i++) {
+        double a0 = XS(i);
+        s0 += a0 * a0;
+    }
+    double sigma = (s0 + s1) + (s2 + s3);
+    if (!(amax > 0.0 && sigma >= SAFMIN && an * an + sigma <= 0.25 * DBL_MAX))
+        return reflect_lanes_swap(NV, p, Y, cap, i0, i1, r, x, info, rec);
+    int none = imax == SIZE_MAX;
+    double sg = xa < 0.0 ? -1.0 : 1.0, dummy;
+    const double *ps = none ? p : Y + imax * cap + r; /* the new pivot, before its sign */
+    v4d d[4] = {{0.0}}, e[4] = {{0.0}}, pn[4], a, b;
+    for (i = i0; i + 1 < i1; i += 2) {
+        const double *y0 = i == imax ? p : Y + i * cap + r;
+        const double *y1 = i + 1 == imax ? p : Y + (i + 1) * cap + r;
+        double x0 = XS(i), x1 = XS(i + 1);
+        for (size_t v = 0; v < NV; v++) {
+            ld4(&a, y0 + 4 * v);
+            ld4(&b, y1 + 4 * v);
+            d[v] += x0 * a;
+            e[v] += x1 * b;
+        }
+    }
+    if (i < i1) {
+        const double *y0 = i == imax ? p : Y + i * cap + r;
+        double x0 = XS(i);
+        for (size_t v = 0; v < NV; v++) {
+            ld4(&a, y0 + 4 * v);
+            d[v] += x0 * a;
+        }
+    }
+    for (size_t v = 0; v < NV; v++)
+        d[v] += e[v];
+    REFLECT_SCALARS(an, sigma, u0, t, nu);
+    *(none ? &dummy : x + imax) = alpha; /* x as the swap leaves it (the tape's) */
+    if (rec)
+        tape_put(rec, u0, t, x + i0, i1 - i0);
+    for (size_t v = 0; v < NV; v++) {
+        ld4(&a, ps + 4 * v);
+        a *= sg;
+        d[v] = (u0 * a + d[v]) * t;
+        pn[v] = a - d[v] * u0;
+    }
+    pn[0][0] = nu;
+    /* every row read before the pivot is written (row imax reads p) */
+    for (i = i0; i < i1; i++) {
+        const double *src = i == imax ? p : Y + i * cap + r;
+        double *y = Y + i * cap + r, xi = x[i];
+        for (size_t v = 0; v < NV; v++) {
+            ld4(&a, src + 4 * v);
+            a -= d[v] * xi;
+            st4(y + 4 * v, &a);
+            if (v == 0)
+                x[i] = a[1];
+        }
+    }
+    for (size_t v = 0; v < NV; v++)
+        st4(p + 4 * v, &pn[v]);
+#undef XS
+    info->imax = imax;
+    info->neg = xa < 0.0;
     return 2;
 }
 
