@@ -337,7 +337,8 @@ BAND_INLINE void tape_put(double *restrict rec, double u0, double t, const doubl
 {
     rec[0] = u0;
     rec[1] = t;
-    memcpy(rec + 2, x, k * sizeof *x);
+    for (size_t s = 0; s < k; s++)
+        rec[2 + s] = x[s];
 }
 
 /* Slots 0 .. 4 NV - 1 of the pivot and the rows (NV a constant: unrolled).
@@ -650,6 +651,43 @@ static inline void tape_close(gmm_band_tape *tp, double *rec, size_t j, unsigned
     tp->len += len;
 }
 
+/* Row y's slots r .. cap - 1 moved to 0 .., the rest zeroed; and v (w
+ * entries) into slots r .., the rest zeroed.  Inline vector loops: these
+ * run for every row and window move, too short for a library call (the
+ * Makefile keeps GCC from turning them back into one). */
+BAND_INLINE void slide_row(double *y, size_t r, size_t cap)
+{
+    v4d a, z = {0.0, 0.0, 0.0, 0.0};
+    size_t s = 0;
+    for (; s + r + 4 <= cap; s += 4) { /* forward: each load precedes the stores over it */
+        ld4(&a, y + s + r);
+        st4(y + s, &a);
+    }
+    for (; s + r < cap; s++)
+        y[s] = y[s + r];
+    for (; s + 4 <= cap; s += 4)
+        st4(y + s, &z);
+    for (; s < cap; s++)
+        y[s] = 0.0;
+}
+
+BAND_INLINE void load_row(double *restrict y, size_t r, const double *restrict v, size_t w,
+                          size_t cap)
+{
+    v4d a, z = {0.0, 0.0, 0.0, 0.0};
+    size_t s = 0;
+    for (; s + 4 <= w; s += 4) {
+        ld4(&a, v + s);
+        st4(y + r + s, &a);
+    }
+    for (; s < w; s++)
+        y[r + s] = v[s];
+    for (s += r; s + 4 <= cap; s += 4)
+        st4(y + s, &z);
+    for (; s < cap; s++)
+        y[s] = 0.0;
+}
+
 /* The fold; tp NULL (a constant in the plain copies: no recording) or the
  * tape the block's reflections are appended to.  0, or 1 when the tape
  * cannot grow. */
@@ -672,11 +710,8 @@ BAND_INLINE int fold_rows(double *restrict Ld, size_t ld, size_t n, size_t kl, s
         size_t r = j - base;
         if (r + nl > cap || lo == na) {
             /* the active rows live in slots r .. cap - 1 */
-            for (size_t i = lo; i < na; i++) {
-                double *y = Y + i * cap;
-                memmove(y, y + r, (cap - r) * sizeof *y);
-                memset(y + cap - r, 0, r * sizeof *y);
-            }
+            for (size_t i = lo; i < na; i++)
+                slide_row(Y + i * cap, r, cap);
             base = j;
             r = 0;
         }
@@ -685,8 +720,7 @@ BAND_INLINE int fold_rows(double *restrict Ld, size_t ld, size_t n, size_t kl, s
             const double *v = V + na * ldv;
             size_t w = j + kl + 1 < n ? kl + 1 : n - j, last = w;
             x[na] = v[0];
-            memcpy(y + r, v, w * sizeof *y);
-            memset(y + r + w, 0, (cap - r - w) * sizeof *y);
+            load_row(y, r, v, w, cap);
             while (last > 0 && v[last - 1] == 0.0)
                 last--;
             if (first[na] + last > hi)
