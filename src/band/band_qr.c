@@ -1166,18 +1166,19 @@ BAND_INLINE double dot_lanes(const double *restrict a, const double *restrict b,
  * size: W = L' diag(sqrt(dg)) from Z = L' diag(dg) L'' (L' unit lower
  * triangular: one division per column on the critical path, the square
  * roots independent), a pivot at or below 8 eps p (Z singular up to
- * rounding) giving a zero column.  The rows' I - D D' covariance keeps the
- * rounding of Z's entries. */
-BAND_INLINE void gram_ldl(double *restrict W, size_t p, double *restrict dg)
+ * rounding) giving a zero column.  Returns the smallest nonzero |pivot|:
+ * below LDL_PIVOT_MIN the caller redoes W by lanes_lq. */
+BAND_INLINE double gram_ldl(double *restrict W, size_t p, double *restrict dg)
 {
     /* W: Z's lower triangle in, U = L' diag(dg) built in place (column j
      * done before j + 1); Lu (after dg): L' itself */
-    double tiny = 8.0 * DBL_EPSILON * (double)p, *Lu = dg + p;
+    double tiny = 8.0 * DBL_EPSILON * (double)p, *Lu = dg + p, dmin = INFINITY;
     for (size_t j = 0; j < p; j++) {
         double djj = W[j * p + j];
         for (size_t k = 0; k < j; k++)
             djj -= W[j * p + k] * Lu[j * p + k];
         int keep = djj > tiny;
+        dmin = djj != 0.0 && fabs(djj) < dmin ? fabs(djj) : dmin;
         double id = keep ? 1.0 / djj : 0.0;
         dg[j] = keep ? djj : 0.0;
         for (size_t i = j + 1; i < p; i++) {
@@ -1196,6 +1197,62 @@ BAND_INLINE void gram_ldl(double *restrict W, size_t p, double *restrict dg)
         for (size_t k = j + 1; k < p; k++)
             W[j * p + k] = 0.0;
     }
+    return dmin;
+}
+
+/* The same W from the lanes themselves: an LQ factorisation D = [W 0] Q
+ * (D the lanes 0 .. r - 1 of the nf rows of S, stride lw; lane r, the
+ * mean, left out) by Householder reflections from the right, in T (nf x
+ * lw) and u (lw).  Orthogonal: W W' keeps D D' to rounding relative to D's
+ * entries (at most 1 in size) however near singular D D' is.  The Gram
+ * route did not when a pivot was small: on a test's ill-conditioned random
+ * chain (test_marglik, shape 10) the row moments came out 1e-9 off, and
+ * which way the unfold summed its products decided whether they passed;
+ * with this fallback 1.3e-13 either way.  About twice gram_ldl's time, so
+ * only there (the CO2 model: 1 block of 600). */
+#define LDL_PIVOT_MIN 1e-6
+BAND_INLINE void lanes_lq(const double *restrict S, size_t lw, size_t r, size_t nf,
+                          double *restrict W, double *restrict T, double *restrict u)
+{
+    v4d a, b, z = {0.0, 0.0, 0.0, 0.0};
+    for (size_t c = 0; c < nf; c++) {
+        memcpy(T + c * lw, S + c * lw, lw * sizeof *T);
+        T[c * lw + r] = 0.0;
+    }
+    for (size_t c = 0; c < nf && c < r; c++) {
+        double *tc = T + c * lw, nrm2 = 0.0;
+        for (size_t l = c; l < r; l++)
+            nrm2 += tc[l] * tc[l];
+        if (!(nrm2 > 0.0))
+            continue;
+        double nrm = sqrt(nrm2), a0 = tc[c], beta = a0 >= 0.0 ? -nrm : nrm;
+        double den = nrm2 - a0 * beta; /* |u|^2 / 2, no cancellation */
+        for (size_t l = 0; l < lw; l += 4)
+            st4(u + l, &z);
+        for (size_t l = c; l < r; l++)
+            u[l] = tc[l];
+        u[c] = a0 - beta;
+        for (size_t c2 = c + 1; c2 < nf; c2++) {
+            double *t2 = T + c2 * lw;
+            v4d acc = z;
+            for (size_t l = 0; l < lw; l += 4) {
+                ld4(&a, u + l);
+                ld4(&b, t2 + l);
+                acc += a * b;
+            }
+            double dd = ((acc[0] + acc[1]) + (acc[2] + acc[3])) / den;
+            for (size_t l = 0; l < lw; l += 4) {
+                ld4(&a, u + l);
+                ld4(&b, t2 + l);
+                b -= dd * a;
+                st4(t2 + l, &b);
+            }
+        }
+        tc[c] = beta;
+    }
+    for (size_t c = 0; c < nf; c++)
+        for (size_t c2 = 0; c2 < nf; c2++)
+            W[c * nf + c2] = c2 <= c && c2 < r ? T[c * lw + c2] : 0.0;
 }
 
 /* X = F^-1 S_J (nj x lw, by back substitution on whole rows: x_J = F^-1
@@ -1205,14 +1262,15 @@ BAND_INLINE void gram_ldl(double *restrict W, size_t p, double *restrict dg)
  * r zero). */
 BAND_INLINE void block_moments(const double *restrict S, size_t lw, size_t r, size_t nj,
                                size_t nf, const double *restrict F, double *restrict X,
-                               double *restrict W, double *restrict dg)
+                               double *restrict W, double *restrict T)
 {
     for (size_t c = 0; c < nf; c++)
         for (size_t c2 = 0; c2 <= c; c2++) {
             const double *a = S + c * lw, *b = S + c2 * lw;
             W[c * nf + c2] = dot_lanes(a, b, lw) - a[r] * b[r];
         }
-    gram_ldl(W, nf, dg);
+    if (gram_ldl(W, nf, T) < LDL_PIVOT_MIN)
+        lanes_lq(S, lw, r, nf, W, T, T + nf * lw);
     for (size_t c = nj; c-- > 0;) {
         double *xc = X + c * lw, id = 1.0 / F[c * nj + c];
         v4d acc, t;
@@ -1229,17 +1287,17 @@ BAND_INLINE void block_moments(const double *restrict S, size_t lw, size_t r, si
 }
 
 static void block_moments_plain(const double *S, size_t lw, size_t r, size_t nj, size_t nf,
-                                const double *F, double *X, double *W, double *dg)
+                                const double *F, double *X, double *W, double *T)
 {
-    block_moments(S, lw, r, nj, nf, F, X, W, dg);
+    block_moments(S, lw, r, nj, nf, F, X, W, T);
 }
 
 #if BAND_AVX2
 BAND_TARGET_AVX2 static void block_moments_avx2(const double *S, size_t lw, size_t r,
                                                 size_t nj, size_t nf, const double *F,
-                                                double *X, double *W, double *dg)
+                                                double *X, double *W, double *T)
 {
-    block_moments(S, lw, r, nj, nf, F, X, W, dg);
+    block_moments(S, lw, r, nj, nf, F, X, W, T);
 }
 #endif
 
@@ -1300,11 +1358,11 @@ gmm_status gmm_band_chol_rows_moments(const gmm_band_tape *tape, const double *z
                                          "filled more than %zu columns after block %zu's first",
                              jlo, shi - 1, tb.span, b);
         size_t nR = hiR - c0, r = rs + nz, lw = (r + 4) / 4 * 4;
-        size_t need = (nR + m) * lw + nj * lw + 2 * nf * nf + nf;
+        size_t need = (nR + m) * lw + nj * lw + nf * nf + (nf + 1) * lw + nf * nf + nf;
         if (grow_buf(work, sbase + need))
             return gmm_error(GMM_ENOMEM, "band_chol_rows_moments: out of memory");
         double *state = work->data, *S = work->data + sbase;
-        double *X = S + (nR + m) * lw, *W = X + nj * lw, *dg = W + nf * nf;
+        double *X = S + (nR + m) * lw, *W = X + nj * lw, *T = W + nf * nf;
         memset(S, 0, (nR + m) * lw * sizeof *S);
         for (size_t j = c0; j < hiR; j++) {
             double *row = S + (j - c0) * lw;
@@ -1323,12 +1381,12 @@ gmm_status gmm_band_chol_rows_moments(const gmm_band_tape *tape, const double *z
 #if BAND_AVX2
         if (band_cpu_has_avx2()) {
             unfold_avx2(body, tb.blen, c0, nR, S, lw, lw);
-            block_moments_avx2(S, lw, r, nj, nf, tb.F, X, W, dg);
+            block_moments_avx2(S, lw, r, nj, nf, tb.F, X, W, T);
         } else
 #endif
         {
             unfold_plain(body, tb.blen, c0, nR, S, lw, lw);
-            block_moments_plain(S, lw, r, nj, nf, tb.F, X, W, dg);
+            block_moments_plain(S, lw, r, nj, nf, tb.F, X, W, T);
         }
         gmm_band_block_moments bm = {c0, m, nj, lw, r, S + nR * lw, X};
         if ((st = fn(ctx, b, &bm)))
