@@ -5,7 +5,7 @@ Model: matern32 + quasiperiodic(period=1, harmonics=2) plus Gaussian noise,
 state dimension 6, on n synthetic weekly inputs (dt = 7/365.25 years).
 Free parameters (the CO2 fit's; the period is held at 1):
     0.matern32.variance, 0.matern32.lengthscale,
-    1.quasiperiodic.variance, 1.quasiperiodic.lengthscale, noise.variance
+    1.quasiperiodic.variance, 1.quasiperiodic.lengthscale, likelihood.variance
 
 Implementations timed, one BLAS thread:
   statsmodels     MLEModel Kalman filter with A = expm(F dt), Q = Pinf - A Pinf A^T
@@ -71,7 +71,7 @@ J = 2          # harmonics of the quasiperiodic kernel
 PERIOD = 1.0
 D = 2 + 2 * J  # state dimension
 NAMES = ["0.matern32.variance", "0.matern32.lengthscale",
-         "1.quasiperiodic.variance", "1.quasiperiodic.lengthscale", "noise.variance"]
+         "1.quasiperiodic.variance", "1.quasiperiodic.lengthscale", "likelihood.variance"]
 # CO2-like scales in ppm and years (centred y): a smooth trend plus a slowly
 # decaying seasonal cycle.
 THETA = np.array([4.0, 2.0, 1.5, 20.0, 0.05])
