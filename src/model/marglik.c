@@ -32,12 +32,14 @@
 #include "gmm/alloc.h"
 
 /* Rows per block of the square-root form (gmm_marglik_eval_rows): a
- * state-space model's block is its d transition rows and an observation.
- * With block starts a block may grow to BLOCK_MAX + kl + 1 rows so that
- * prior rows with one first column are never split (ROW MOMENTS). */
+ * state-space model's segment is an interval's d transition rows and an
+ * observation, and a block merges whole segments while it holds fewer than
+ * BLOCK_MERGE rows (segment_fits; 32: about 5 intervals of the CO2 model,
+ * the fastest of 16 .. 64 measured -- fewer sweep states twice more often,
+ * more give the gradient's undo more lanes).  With block starts a block may
+ * grow to BLOCK_MAX + kl + 1 rows so that prior rows with one first column
+ * are never split (ROW MOMENTS). */
 #define BLOCK_MAX 48
-/* Segments (G->block_start) are merged into one block while it holds
- * fewer rows than this (segment_fits). */
 #define BLOCK_MERGE 32
 /* An observation in a block's row sources (bsrc): OBS_TAG | its index. */
 #define OBS_TAG (~(SIZE_MAX >> 1))
@@ -381,9 +383,9 @@ static gmm_status record_block(gmm_marglik_work *w, size_t m)
  * up to the next block start -- fits the block being gathered (m rows so
  * far) whole: its prior rows, and every observation from ok on that can
  * start in its columns, counted generously (no later rule may split it).
- * Merging segments halves the fold's sequential reflections: a state's
- * columns are then swept once, by its own rows and its predecessor's
- * remainder together, instead of once by each block. */
+ * Merging segments nearly halves the fold's sequential reflections: a
+ * state's columns are then swept once, by its own rows and its
+ * predecessor's remainder together, instead of once by each block. */
 static int segment_fits(const gmm_prior_rows *G, const gmm_obs *obs, size_t gi, size_t gfirst,
                         size_t ok, size_t kl, size_t m)
 {
