@@ -341,76 +341,54 @@ BAND_INLINE void tape_put(double *restrict rec, double u0, double t, const doubl
         rec[2 + s] = x[s];
 }
 
-/* Slots 0 .. 4 NV - 1 of the pivot and the rows (NV a constant: unrolled).
- * 2 when reflected (x then holds the rows' column j + 1), else as
- * reflect_setup's *changed. */
-BAND_INLINE int reflect_lanes_swap(const size_t NV, double *restrict p, double *restrict Y,
-                                   size_t cap, size_t i0, size_t i1, size_t r,
-                                   double *restrict x, refl_info *info, double *restrict rec)
+/* The same for any width: slots 0 .. mm, dot: mm + 1 doubles. */
+BAND_INLINE int reflect_any(double *restrict p, double *restrict Y, size_t cap, size_t i0,
+                            size_t i1, size_t r, size_t mm, double *restrict x,
+                            double *restrict dot, refl_info *info, double *restrict rec)
 {
     double alpha, sigma, sc, nu;
     int changed;
-    if (!reflect_setup(p, Y, cap, i0, i1, r, 4 * NV, x, &alpha, &sigma, &sc, &nu, &changed, info))
+    if (!reflect_setup(p, Y, cap, i0, i1, r, mm + 1, x, &alpha, &sigma, &sc, &nu, &changed, info))
         return changed;
-    /* d = p' ... the rows' products with x, in two chains (alternate rows) */
-    v4d d[4] = {{0.0}}, e[4] = {{0.0}}, a, b;
-    size_t i = i0;
-    for (; i + 1 < i1; i += 2) {
+    for (size_t s = 0; s <= mm; s++)
+        dot[s] = 0.0;
+    for (size_t i = i0; i < i1; i++) {
         const double *y = Y + i * cap + r;
-        for (size_t v = 0; v < NV; v++) {
-            ld4(&a, y + 4 * v);
-            ld4(&b, y + cap + 4 * v);
-            d[v] += x[i] * a;
-            e[v] += x[i + 1] * b;
-        }
+        double xi = x[i];
+        for (size_t s = 0; s <= mm; s++)
+            dot[s] += xi * y[s];
     }
-    if (i < i1) {
-        const double *y = Y + i * cap + r;
-        for (size_t v = 0; v < NV; v++) {
-            ld4(&a, y + 4 * v);
-            d[v] += x[i] * a;
-        }
-    }
-    for (size_t v = 0; v < NV; v++)
-        d[v] += e[v];
     REFLECT_SCALARS(alpha, sigma, u0, t, nu);
     if (rec)
         tape_put(rec, u0, t, x + i0, i1 - i0);
-    for (size_t v = 0; v < NV; v++) {
-        ld4(&a, p + 4 * v);
-        d[v] = (u0 * a + d[v]) * t;
-        a -= d[v] * u0;
-        if (v == 0)
-            a[0] = sc * nu;
-        st4(p + 4 * v, &a);
+    for (size_t s = 0; s <= mm; s++) {
+        dot[s] = (u0 * p[s] + dot[s]) * t;
+        p[s] -= dot[s] * u0;
     }
-    /* Slot 0 of the rows (column j, now zero) is never read again; their
-     * slot 1 goes to x for column j + 1 straight from the register (a load
-     * from Y would straddle two vector stores: no store forwarding). */
-    for (i = i0; i < i1; i++) {
+    for (size_t i = i0; i < i1; i++) {
         double *y = Y + i * cap + r, xi = x[i];
-        for (size_t v = 0; v < NV; v++) {
-            ld4(&a, y + 4 * v);
-            a -= d[v] * xi;
-            st4(y + 4 * v, &a);
-            if (v == 0)
-                x[i] = a[1];
-        }
+        for (size_t s = 0; s <= mm; s++)
+            y[s] -= dot[s] * xi;
+        x[i] = y[1];
     }
+    p[0] = sc * nu;
     return 2;
 }
 
-/* reflect_lanes_swap's result without moving any row before reflecting:
- * the swapped rows are read where they are (the new pivot from row imax,
- * row imax's part from the old pivot) and the results written to where the
- * swap would have put them, so no store is read back on the column's chain
- * of dependent operations (pivoting swaps nearly every column).  The rare
- * columns with nothing to reflect, or whose x needs scaling, take
- * reflect_lanes_swap (nothing has been modified when they do).  p and Y
- * may be read through one pointer (the selects), so neither is restrict. */
+/* Column j against pivot p on 4 NV slots (NV a constant: unrolled): 2
+ * when reflected (x then holds the rows' column j + 1), else as
+ * reflect_setup's *changed.  reflect_any's result without moving any row
+ * before reflecting: the swapped rows are read where they are (the new
+ * pivot from row imax, row imax's part from the old pivot) and the results
+ * written to where the swap would have put them, so no store is read back
+ * on the column's chain of dependent operations (pivoting swaps nearly
+ * every column).  The rare columns with nothing to reflect, or whose x
+ * needs scaling, take reflect_any itself (nothing has been modified when
+ * they do; dot: 4 NV doubles).  p and Y may be read through one pointer
+ * (the selects), so neither is restrict. */
 BAND_INLINE int reflect_lanes(const size_t NV, double *p, double *Y, size_t cap, size_t i0,
-                              size_t i1, size_t r, double *restrict x, refl_info *info,
-                              double *restrict rec)
+                              size_t i1, size_t r, double *restrict x, double *restrict dot,
+                              refl_info *info, double *restrict rec)
 {
     double alpha = p[0], amax, xa, nu;
     size_t imax = pivot_search(alpha, x, i0, i1, &amax, &xa, &nu);
@@ -431,7 +409,7 @@ BAND_INLINE int reflect_lanes(const size_t NV, double *p, double *Y, size_t cap,
     }
     double sigma = (s0 + s1) + (s2 + s3);
     if (!(amax > 0.0 && sigma >= SAFMIN && an * an + sigma <= 0.25 * DBL_MAX))
-        return reflect_lanes_swap(NV, p, Y, cap, i0, i1, r, x, info, rec);
+        return reflect_any(p, Y, cap, i0, i1, r, 4 * NV - 1, x, dot, info, rec);
     int none = imax == SIZE_MAX;
     double sg = xa < 0.0 ? -1.0 : 1.0, dummy;
     const double *ps = none ? p : Y + imax * cap + r; /* the new pivot, before its sign */
@@ -488,40 +466,6 @@ BAND_INLINE int reflect_lanes(const size_t NV, double *p, double *Y, size_t cap,
     return 2;
 }
 
-/* The same for any width: slots 0 .. mm, dot: mm + 1 doubles. */
-BAND_INLINE int reflect_any(double *restrict p, double *restrict Y, size_t cap, size_t i0,
-                            size_t i1, size_t r, size_t mm, double *restrict x,
-                            double *restrict dot, refl_info *info, double *restrict rec)
-{
-    double alpha, sigma, sc, nu;
-    int changed;
-    if (!reflect_setup(p, Y, cap, i0, i1, r, mm + 1, x, &alpha, &sigma, &sc, &nu, &changed, info))
-        return changed;
-    for (size_t s = 0; s <= mm; s++)
-        dot[s] = 0.0;
-    for (size_t i = i0; i < i1; i++) {
-        const double *y = Y + i * cap + r;
-        double xi = x[i];
-        for (size_t s = 0; s <= mm; s++)
-            dot[s] += xi * y[s];
-    }
-    REFLECT_SCALARS(alpha, sigma, u0, t, nu);
-    if (rec)
-        tape_put(rec, u0, t, x + i0, i1 - i0);
-    for (size_t s = 0; s <= mm; s++) {
-        dot[s] = (u0 * p[s] + dot[s]) * t;
-        p[s] -= dot[s] * u0;
-    }
-    for (size_t i = i0; i < i1; i++) {
-        double *y = Y + i * cap + r, xi = x[i];
-        for (size_t s = 0; s <= mm; s++)
-            y[s] -= dot[s] * xi;
-        x[i] = y[1];
-    }
-    p[0] = sc * nu;
-    return 2;
-}
-
 /* Column j against pivot p (nl >= mm + 1 slots addressable): the vector
  * kernel for nl <= 16, else the loop. */
 BAND_INLINE int reflect(size_t nl, double *restrict p, double *restrict Y, size_t cap,
@@ -530,13 +474,13 @@ BAND_INLINE int reflect(size_t nl, double *restrict p, double *restrict Y, size_
 {
     switch (nl) {
     case 4:
-        return reflect_lanes(1, p, Y, cap, i0, i1, r, x, info, rec);
+        return reflect_lanes(1, p, Y, cap, i0, i1, r, x, dot, info, rec);
     case 8:
-        return reflect_lanes(2, p, Y, cap, i0, i1, r, x, info, rec);
+        return reflect_lanes(2, p, Y, cap, i0, i1, r, x, dot, info, rec);
     case 12:
-        return reflect_lanes(3, p, Y, cap, i0, i1, r, x, info, rec);
+        return reflect_lanes(3, p, Y, cap, i0, i1, r, x, dot, info, rec);
     case 16:
-        return reflect_lanes(4, p, Y, cap, i0, i1, r, x, info, rec);
+        return reflect_lanes(4, p, Y, cap, i0, i1, r, x, dot, info, rec);
     default:
         return reflect_any(p, Y, cap, i0, i1, r, mm, x, dot, info, rec);
     }
