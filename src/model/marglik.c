@@ -23,7 +23,6 @@
  */
 #include "gmm/marglik.h"
 
-#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -529,25 +528,15 @@ gmm_status gmm_marglik_eval_rows(const gmm_prior_rows *G, const gmm_obs *obs, do
         }
         filled = reach;
     }
-    /* the diagonal here; the whole factor (entries not finite) only when
-     * the solve in finish() fails: a non-finite entry reaches r there */
-    int diag_ok = 1;
-    for (size_t j = 0; j < n; j++) {
-        double dj = w->L.data[j * w->L.ld];
-        diag_ok &= dj >= DBL_MIN && dj <= DBL_MAX;
+    if (gmm_band_chol_rows_check(&w->L) != GMM_OK) {
+        size_t j = gmm_error_index();
+        return gmm_error_at(GMM_ENOTPD, j,
+                            "posterior precision (square-root form) not positive definite: "
+                            "column %zu is not determined by the prior rows and the data",
+                            j);
     }
-    st = diag_ok ? finish(w, obs, noise, prior_logdet, yy, loglik) : GMM_ENOTPD;
-    if (st != GMM_OK) {
-        if (gmm_band_chol_rows_check(&w->L) != GMM_OK) {
-            size_t j = gmm_error_index();
-            return gmm_error_at(GMM_ENOTPD, j,
-                                "posterior precision (square-root form) not positive definite: "
-                                "column %zu is not determined by the prior rows and the data",
-                                j);
-        }
-        return diag_ok ? st : gmm_error(GMM_ENOTPD, "posterior precision (square-root form) "
-                                                    "not positive definite");
-    }
+    if ((st = finish(w, obs, noise, prior_logdet, yy, loglik)) != GMM_OK)
+        return st;
     w->prior_here = 0;
     w->recorded = record;
     return GMM_OK;
