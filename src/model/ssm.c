@@ -309,7 +309,7 @@ gmm_status gmm_ssm_alloc(const gmm_kernel *k, const double *x, size_t n,
     m->Hp = gmm_malloc(d, sizeof *m->Hp);
     m->perm = gmm_malloc(d, sizeof *m->perm);
     m->boff = gmm_malloc(d + 1, sizeof *m->boff);
-    m->P = gmm_malloc(7 * dd, sizeof *m->P);
+    m->P = gmm_malloc(8 * dd, sizeof *m->P);
     m->rowstart = gmm_malloc(d, sizeof *m->rowstart);
     if (!m->H || !m->Hp || !m->perm || !m->boff || !m->kw || !m->blk || !m->ldQ || !m->P ||
         !m->rowstart) {
@@ -329,6 +329,7 @@ gmm_status gmm_ssm_alloc(const gmm_kernel *k, const double *x, size_t n,
     m->W0 = m->P + dd;
     m->T = m->W0 + dd;
     m->C0 = m->T + 4 * dd;
+    m->L0 = m->C0 + dd;
     for (size_t b = 0; b < m->nb; b++)
         for (size_t q = m->boff[b]; q < m->boff[b + 1]; q++)
             m->rowstart[q] = m->boff[b];

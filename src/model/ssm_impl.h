@@ -53,6 +53,7 @@ struct gmm_ssm {
     double *ldQ;          /* ng */
     double *P, *W0, *T;   /* d^2, d^2, 4 d^2 scratch */
     double *C0;           /* d^2: chol(Pinf)^-1 in band order (SQUARE ROOT) */
+    double *L0;           /* d^2: chol(Pinf) in band order (ROWS GRADIENT) */
     double *xl;           /* ROWS GRADIENT: two states' lanes (xlcap doubles) */
     size_t xlcap;
     size_t *rowstart;     /* d: first band position of each position's block */

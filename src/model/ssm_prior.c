@@ -306,6 +306,7 @@ gmm_status ssm_pinf(gmm_ssm *m, const double *theta)
     md_chol_inverse(d, L, Wp, X); /* leaves X = L^-1 */
     ssm_scatter(d, m->W0, m->perm, d, Wp);
     memcpy(m->C0, X, dd * sizeof *X);
+    memcpy(m->L0, L, dd * sizeof *L);
     return GMM_OK;
 }
 
@@ -621,30 +622,11 @@ gmm_status gmm_ssm_prior_rev(gmm_ssm *m, const gmm_band *Qbar, double logdetbar,
  * each rounded to eps |Sigma|, amplified by |C|^2 ~ (l/dt)^(2 nu)
  * (tests/bench/bench_ssm_accuracy.c, Table 4).  Both are block-diagonal
  * (BLOCKS): only the entries within p's block are gathered. */
-/* z = T^-1 v on whole lane vectors (d of them, lw lanes each): T lower
- * triangular d x d (band order; C or C0, whose inverse is a factor of Q_k
- * or Pinf), by forward substitution -- backward stable, so z (the state's
- * lanes, of the prior's scale) keeps its digits however large T's entries. */
-static void lanes_lower_solve(size_t d, size_t lw, const double *T, const double *v, double *z)
-{
-    for (size_t i = 0; i < d; i++) {
-        double *zi = z + i * lw, id = 1.0 / T[i * d + i];
-        memcpy(zi, v + i * lw, lw * sizeof *zi);
-        for (size_t j = 0; j < i; j++) {
-            double c = T[i * d + j];
-            if (c != 0.0)
-                for (size_t l = 0; l < lw; l++)
-                    zi[l] -= c * z[j * lw + l];
-        }
-        for (size_t l = 0; l < lw; l++)
-            zi[l] *= id;
-    }
-}
-
 /* xn = A x + L v on lane vectors (d each, lw lanes, lw a multiple of 4):
- * A and L = chol(Q) band order, block-diagonal (L lower), so row i sums
- * over its own block; four lanes at a time in registers (the rows of xn
- * are written once). */
+ * A (NULL: none, x unread) and L = chol(Q) or chol(Pinf), band order,
+ * block-diagonal (L lower), so row i sums over its own block; four lanes at
+ * a time in registers (the rows of xn are written once).  Products with L's
+ * small entries, never a solve with C = L^-1's large ones. */
 typedef double lane2 __attribute__((vector_size(16)));
 static void lanes_next_state(const gmm_ssm *m, const double *A, const double *L,
                              const double *restrict x, const double *restrict v, size_t lw,
@@ -655,10 +637,10 @@ static void lanes_next_state(const gmm_ssm *m, const double *A, const double *L,
         size_t b0 = m->rowstart[i], b1 = i + 1;
         while (b1 < d && m->rowstart[b1] == b0)
             b1++;
-        const double *ai = A + i * d, *li = L + i * d;
+        const double *ai = A ? A + i * d : NULL, *li = L + i * d;
         for (size_t l = 0; l < lw; l += 4) {
             lane2 a0 = {0.0, 0.0}, a1 = {0.0, 0.0}, t0, t1;
-            for (size_t j = b0; j < b1; j++) {
+            for (size_t j = b0; A && j < b1; j++) {
                 memcpy(&t0, x + j * lw + l, sizeof t0);
                 memcpy(&t1, x + j * lw + l + 2, sizeof t1);
                 a0 += ai[j] * t0;
@@ -725,11 +707,11 @@ static gmm_status rows_moments_cb(void *ctx, const gmm_rows_moments *mo)
         }
         if (t + 1 == nk)
             break;
-        /* the next interval's state x_k (lanes): C0^-1 v for k = 0, else
-         * A x_{k-1} + C^-1 v, A by blocks in band order */
+        /* the next interval's state x_k (lanes): chol(Pinf) v for k = 0,
+         * else A x_{k-1} + chol(Q) v */
         double *xn = m->xl + (t % 2) * d * lw;
         if (k == 0)
-            lanes_lower_solve(d, lw, m->C0, v, xn);
+            lanes_next_state(m, NULL, m->L0, NULL, v, lw, xn);
         else
             lanes_next_state(m, blk(m, g, B_AB), blk(m, g, B_L), xk, v, lw, xn);
         xk = xn;
