@@ -64,6 +64,14 @@ void cli_put_csv_number(FILE *f, double x);
  * exit 0 with its output lost; after it, stdout is closed. */
 int cli_close_stdout(const char *cmd);
 
+/* A usage error: "gmm-infer CMD: message" and a pointer to CMD's --help
+ * on stderr; returns CLI_EXIT_USAGE. */
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
 /* Option --OPT's value ARG as an integer in [min, max] (max 0: any size_t)
  * into *out: 0, or CLI_EXIT_USAGE after "--OPT: 'ARG' is not an integer
  * from MIN to MAX". */

@@ -2,6 +2,7 @@
  * CSV fields and numbers, turning SIGINT/SIGTERM into a clean cancellation,
  * and checking that stdout took everything. */
 #include <errno.h>
+#include <stdarg.h>
 #include <math.h>
 #include <signal.h>
 #include <stdint.h>
@@ -15,6 +16,17 @@
 #include "gmm/spec.h"
 
 volatile sig_atomic_t cli_interrupted = 0;
+
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "gmm-infer %s: ", cmd);
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\nTry 'gmm-infer %s --help'.\n", cmd);
+    va_end(ap);
+    return CLI_EXIT_USAGE;
+}
 
 void cli_print_spec_error(const char *cmd, const char *text, size_t pos)
 {

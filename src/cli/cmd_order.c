@@ -4,7 +4,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,21 +39,6 @@ static void usage(FILE *f)
           "\n"
           "Exit status: 0 success, 1 bad input or I/O error, 2 usage error.\n",
           f);
-}
-
-/* A usage error: the message, a pointer to --help, exit status 2. */
-#if defined(__GNUC__)
-__attribute__((format(printf, 1, 2)))
-#endif
-static int usage_error(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("gmm-infer order: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputs("\nTry 'gmm-infer order --help'.\n", stderr);
-    va_end(ap);
-    return CLI_EXIT_USAGE;
 }
 
 /* Split "I,J[,LEN]" in place into its names (LEN NULL when absent); 0 on
@@ -151,13 +135,13 @@ int cmd_order(int argc, char **argv)
             usage(stdout);
             return CLI_EXIT_OK;
         case ':':
-            return usage_error("option '%s' needs an argument", argv[optind - 1]);
+            return cli_usage_error("order", "option '%s' needs an argument", argv[optind - 1]);
         default:
-            return usage_error("unknown option '%s'", argv[optind - 1]);
+            return cli_usage_error("order", "unknown option '%s'", argv[optind - 1]);
         }
     }
     if (argc - optind != 1)
-        return usage_error("%s", argc - optind < 1 ? "missing EDGES.csv"
+        return cli_usage_error("order", "%s", argc - optind < 1 ? "missing EDGES.csv"
                                                    : "expected one EDGES.csv argument");
     const char *edges_path = argv[optind];
 
@@ -171,7 +155,7 @@ int cmd_order(int argc, char **argv)
         strcpy(colbuf, cols);
         if (split_cols(colbuf, &ci, &cj, &cl) != 0) {
             free(colbuf);
-            return usage_error("--edge-cols wants I,J or I,J,LEN, got '%s'", cols);
+            return cli_usage_error("order", "--edge-cols wants I,J or I,J,LEN, got '%s'", cols);
         }
         len_optional = 0; /* named: required; absent: no lengths */
     }

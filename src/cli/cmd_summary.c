@@ -3,7 +3,6 @@
  * definitions of R's posterior::summarise_draws() (summary.h), over the
  * chains of every file merged by chain id (draws.h). */
 #include <getopt.h>
-#include <stdarg.h>
 #include <stdio.h>
 
 #include "cli.h"
@@ -34,21 +33,6 @@ static void usage(FILE *f)
           "Exit status: 0 success, 1 bad input or I/O error, 2 usage error,\n"
           "130/143 interrupted.\n",
           f);
-}
-
-/* A usage error: the message, a pointer to --help, exit status 2. */
-#if defined(__GNUC__)
-__attribute__((format(printf, 1, 2)))
-#endif
-static int usage_error(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("gmm-infer summary: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputs("\nTry 'gmm-infer summary --help'.\n", stderr);
-    va_end(ap);
-    return CLI_EXIT_USAGE;
 }
 
 gmm_status cli_write_summary(FILE *f, const gmm_draws *d)
@@ -101,18 +85,18 @@ int cmd_summary(int argc, char **argv)
             usage(stdout);
             return CLI_EXIT_OK;
         case ':':
-            return usage_error("option '%s' needs an argument", argv[optind - 1]);
+            return cli_usage_error("summary", "option '%s' needs an argument", argv[optind - 1]);
         default:
-            return usage_error("unknown option '%s'", argv[optind - 1]);
+            return cli_usage_error("summary", "unknown option '%s'", argv[optind - 1]);
         }
     }
     if (optind == argc)
-        return usage_error("missing DRAWS.csv");
+        return cli_usage_error("summary", "missing DRAWS.csv");
     size_t nstdin = 0;
     for (int i = optind; i < argc; i++)
         nstdin += argv[i][0] == '-' && !argv[i][1];
     if (nstdin > 1)
-        return usage_error("'-' (stdin) given %zu times", nstdin);
+        return cli_usage_error("summary", "'-' (stdin) given %zu times", nstdin);
 
     if (cli_install_signals() != 0)
         cli_msg(CMD, "warning: cannot catch SIGINT/SIGTERM");
