@@ -462,6 +462,24 @@ static inline double gmm_band_moment(const gmm_band_block_moments *bm, const dou
     return 2.0 * a[bm->r] * b[bm->r] - ((t0 + t1) + (t2 + t3));
 }
 
+/* out[i ldo + k] += the sum over t < nt of gmm_band_moment(bm, a + t stride
+ * + i lw, b + t stride + k lw), i < na, k < nb (lw = bm->lw): the moments
+ * of na rows with nb rows, summed over nt groups of rows stride doubles
+ * apart (a state-space model's intervals).  Each row's lanes are read once
+ * per 2 x 2 tile, the sums reduced once. */
+void gmm_band_moment_gram(const gmm_band_block_moments *bm, const double *a, size_t na,
+                          const double *b, size_t nb, size_t stride, size_t nt, double *out,
+                          size_t ldo);
+
+/* out = M a + N b on rows of lw lanes (lw a multiple of 4, as the moments'):
+ * out row i (i < no) = sum_j M[i ldm + j] a_j (j < na) + sum_j N[i ldn + j]
+ * b_j (j < nb; N NULL: none), a_j = a + j lw, and likewise b_j and out's
+ * rows (out must not overlap a or b): lanes are linear in the rows, so a
+ * linear map of rows maps their lanes. */
+void gmm_band_lanes_mix(size_t lw, size_t no, const double *M, size_t ldm, const double *a,
+                        size_t na, const double *N, size_t ldn, const double *b, size_t nb,
+                        double *out);
+
 /* After the last row: GMM_ENOTPD with gmm_error_index() the first column
  * whose diagonal is zero (M rank deficient there: no row reached it), below
  * DBL_MIN or not finite.  O(n). */

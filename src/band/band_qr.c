@@ -1199,6 +1199,241 @@ BAND_INLINE void lanes_lq(const double *restrict S, size_t lw, size_t r, size_t 
             W[c * nf + c2] = c2 <= c && c2 < r ? T[c * lw + c2] : 0.0;
 }
 
+/* A TA x TB tile of gmm_band_moment_gram (TA, TB <= 2) on 4 NV lanes (NV a
+ * constant; 0: any lw).  Two sums per pair (even and odd vectors), named
+ * rather than an array, which GCC would keep in memory: the chains are
+ * about nt NV / 2 long. */
+BAND_INLINE void gram_tile(const size_t NV, const size_t TA, const size_t TB,
+                           const double *restrict a, const double *restrict b, size_t lw,
+                           size_t r, size_t stride, size_t nt, double *restrict out, size_t ldo)
+{
+    v4d z = {0.0, 0.0, 0.0, 0.0};
+    v4d e00 = z, o00 = z, e01 = z, o01 = z, e10 = z, o10 = z, e11 = z, o11 = z;
+    double r00 = 0.0, r01 = 0.0, r10 = 0.0, r11 = 0.0;
+    const size_t nv = NV ? NV : lw / 4;
+    for (size_t t = 0; t < nt; t++, a += stride, b += stride) {
+        for (size_t v = 0; v < nv; v += 2) {
+            v4d x0, x1 = z, y0, y1 = z;
+            ld4(&x0, a + 4 * v);
+            ld4(&y0, b + 4 * v);
+            if (TA > 1)
+                ld4(&x1, a + lw + 4 * v);
+            if (TB > 1)
+                ld4(&y1, b + lw + 4 * v);
+            e00 += x0 * y0;
+            if (TB > 1)
+                e01 += x0 * y1;
+            if (TA > 1)
+                e10 += x1 * y0;
+            if (TA > 1 && TB > 1)
+                e11 += x1 * y1;
+            if (v + 1 < nv) {
+                ld4(&x0, a + 4 * v + 4);
+                ld4(&y0, b + 4 * v + 4);
+                if (TA > 1)
+                    ld4(&x1, a + lw + 4 * v + 4);
+                if (TB > 1)
+                    ld4(&y1, b + lw + 4 * v + 4);
+                o00 += x0 * y0;
+                if (TB > 1)
+                    o01 += x0 * y1;
+                if (TA > 1)
+                    o10 += x1 * y0;
+                if (TA > 1 && TB > 1)
+                    o11 += x1 * y1;
+            }
+        }
+        r00 += a[r] * b[r];
+        if (TB > 1)
+            r01 += a[r] * b[lw + r];
+        if (TA > 1)
+            r10 += a[lw + r] * b[r];
+        if (TA > 1 && TB > 1)
+            r11 += a[lw + r] * b[lw + r];
+    }
+#define GRAM_OUT(o, e, od, rr)                                                                   \
+    do {                                                                                         \
+        v4d s_ = (e) + (od);                                                                     \
+        (o) += 2.0 * (rr) - ((s_[0] + s_[1]) + (s_[2] + s_[3]));                                \
+    } while (0)
+    GRAM_OUT(out[0], e00, o00, r00);
+    if (TB > 1)
+        GRAM_OUT(out[1], e01, o01, r01);
+    if (TA > 1)
+        GRAM_OUT(out[ldo], e10, o10, r10);
+    if (TA > 1 && TB > 1)
+        GRAM_OUT(out[ldo + 1], e11, o11, r11);
+#undef GRAM_OUT
+}
+
+BAND_INLINE void gram_nv(const size_t NV, const double *restrict a, size_t na,
+                         const double *restrict b, size_t nb, size_t lw, size_t r,
+                         size_t stride, size_t nt, double *restrict out, size_t ldo)
+{
+    for (size_t i = 0; i < na; i += 2)
+        for (size_t k = 0; k < nb; k += 2) {
+            const double *ai = a + i * lw, *bk = b + k * lw;
+            double *o = out + i * ldo + k;
+            int ta = na - i >= 2, tb = nb - k >= 2;
+            if (ta && tb)
+                gram_tile(NV, 2, 2, ai, bk, lw, r, stride, nt, o, ldo);
+            else if (ta)
+                gram_tile(NV, 2, 1, ai, bk, lw, r, stride, nt, o, ldo);
+            else if (tb)
+                gram_tile(NV, 1, 2, ai, bk, lw, r, stride, nt, o, ldo);
+            else
+                gram_tile(NV, 1, 1, ai, bk, lw, r, stride, nt, o, ldo);
+        }
+}
+
+BAND_INLINE void moment_gram(const double *restrict a, size_t na, const double *restrict b,
+                             size_t nb, size_t lw, size_t r, size_t stride, size_t nt,
+                             double *restrict out, size_t ldo)
+{
+    switch (lw) {
+    case 4:
+        gram_nv(1, a, na, b, nb, lw, r, stride, nt, out, ldo);
+        break;
+    case 8:
+        gram_nv(2, a, na, b, nb, lw, r, stride, nt, out, ldo);
+        break;
+    case 12:
+        gram_nv(3, a, na, b, nb, lw, r, stride, nt, out, ldo);
+        break;
+    case 16:
+        gram_nv(4, a, na, b, nb, lw, r, stride, nt, out, ldo);
+        break;
+    default:
+        gram_nv(0, a, na, b, nb, lw, r, stride, nt, out, ldo);
+    }
+}
+
+static void moment_gram_plain(const double *a, size_t na, const double *b, size_t nb, size_t lw,
+                              size_t r, size_t stride, size_t nt, double *out, size_t ldo)
+{
+    moment_gram(a, na, b, nb, lw, r, stride, nt, out, ldo);
+}
+
+#if BAND_AVX2
+BAND_TARGET_AVX2 static void moment_gram_avx2(const double *a, size_t na, const double *b,
+                                              size_t nb, size_t lw, size_t r, size_t stride,
+                                              size_t nt, double *out, size_t ldo)
+{
+    moment_gram(a, na, b, nb, lw, r, stride, nt, out, ldo);
+}
+#endif
+
+void gmm_band_moment_gram(const gmm_band_block_moments *bm, const double *a, size_t na,
+                          const double *b, size_t nb, size_t stride, size_t nt, double *out,
+                          size_t ldo)
+{
+#if BAND_AVX2
+    if (band_cpu_has_avx2()) {
+        moment_gram_avx2(a, na, b, nb, bm->lw, bm->r, stride, nt, out, ldo);
+        return;
+    }
+#endif
+    moment_gram_plain(a, na, b, nb, bm->lw, bm->r, stride, nt, out, ldo);
+}
+
+/* gmm_band_lanes_mix on 4 NV lanes (NV a constant: each output row in
+ * registers -- named sums, not an array, which GCC would keep in memory;
+ * 0: any lw, a vector at a time). */
+BAND_INLINE void lanes_mix_nv(const size_t NV, size_t lw, size_t no, const double *restrict M,
+                              size_t ldm, const double *restrict a, size_t na,
+                              const double *restrict N, size_t ldn, const double *restrict b,
+                              size_t nb, double *restrict out)
+{
+#define MIX_TERM(c, p)                                                                           \
+    do {                                                                                         \
+        v4d t_;                                                                                  \
+        ld4(&t_, (p));                                                                           \
+        s0 += (c) * t_;                                                                          \
+        if (NV > 1) {                                                                            \
+            ld4(&t_, (p) + 4);                                                                   \
+            s1 += (c) * t_;                                                                      \
+        }                                                                                        \
+        if (NV > 2) {                                                                            \
+            ld4(&t_, (p) + 8);                                                                   \
+            s2 += (c) * t_;                                                                      \
+        }                                                                                        \
+        if (NV > 3) {                                                                            \
+            ld4(&t_, (p) + 12);                                                                  \
+            s3 += (c) * t_;                                                                      \
+        }                                                                                        \
+    } while (0)
+    for (size_t i = 0; i < no; i++)
+        for (size_t q = 0; q < (NV ? 1 : lw / 4); q++) {
+            v4d s0 = {0.0, 0.0, 0.0, 0.0}, s1 = s0, s2 = s0, s3 = s0;
+            double *o = out + i * lw + 4 * q;
+            for (size_t j = 0; j < na; j++)
+                MIX_TERM(M[i * ldm + j], a + j * lw + 4 * q);
+            for (size_t j = 0; N && j < nb; j++)
+                MIX_TERM(N[i * ldn + j], b + j * lw + 4 * q);
+            st4(o, &s0);
+            if (NV > 1)
+                st4(o + 4, &s1);
+            if (NV > 2)
+                st4(o + 8, &s2);
+            if (NV > 3)
+                st4(o + 12, &s3);
+        }
+#undef MIX_TERM
+}
+
+BAND_INLINE void lanes_mix(size_t lw, size_t no, const double *restrict M, size_t ldm,
+                           const double *restrict a, size_t na, const double *restrict N,
+                           size_t ldn, const double *restrict b, size_t nb,
+                           double *restrict out)
+{
+    switch (lw) {
+    case 4:
+        lanes_mix_nv(1, lw, no, M, ldm, a, na, N, ldn, b, nb, out);
+        break;
+    case 8:
+        lanes_mix_nv(2, lw, no, M, ldm, a, na, N, ldn, b, nb, out);
+        break;
+    case 12:
+        lanes_mix_nv(3, lw, no, M, ldm, a, na, N, ldn, b, nb, out);
+        break;
+    case 16:
+        lanes_mix_nv(4, lw, no, M, ldm, a, na, N, ldn, b, nb, out);
+        break;
+    default:
+        lanes_mix_nv(0, lw, no, M, ldm, a, na, N, ldn, b, nb, out);
+    }
+}
+
+static void lanes_mix_plain(size_t lw, size_t no, const double *M, size_t ldm, const double *a,
+                            size_t na, const double *N, size_t ldn, const double *b, size_t nb,
+                            double *out)
+{
+    lanes_mix(lw, no, M, ldm, a, na, N, ldn, b, nb, out);
+}
+
+#if BAND_AVX2
+BAND_TARGET_AVX2 static void lanes_mix_avx2(size_t lw, size_t no, const double *M, size_t ldm,
+                                            const double *a, size_t na, const double *N,
+                                            size_t ldn, const double *b, size_t nb,
+                                            double *out)
+{
+    lanes_mix(lw, no, M, ldm, a, na, N, ldn, b, nb, out);
+}
+#endif
+
+void gmm_band_lanes_mix(size_t lw, size_t no, const double *M, size_t ldm, const double *a,
+                        size_t na, const double *N, size_t ldn, const double *b, size_t nb,
+                        double *out)
+{
+#if BAND_AVX2
+    if (band_cpu_has_avx2()) {
+        lanes_mix_avx2(lw, no, M, ldm, a, na, N, ldn, b, nb, out);
+        return;
+    }
+#endif
+    lanes_mix_plain(lw, no, M, ldm, a, na, N, ldn, b, nb, out);
+}
+
 /* X = F^-1 S_J (nj x lw, by back substitution on whole rows: x_J = F^-1
  * e_J, so x_c's lanes are those combinations of J's) and W (nf x nf) with
  * W W' = D D' for the nf filled rows (the next state), from the unfolded

@@ -306,7 +306,9 @@ gmm_status ssm_pinf(gmm_ssm *m, const double *theta)
     md_chol_inverse(d, L, Wp, X); /* leaves X = L^-1 */
     ssm_scatter(d, m->W0, m->perm, d, Wp);
     memcpy(m->C0, X, dd * sizeof *X);
-    memcpy(m->L0, L, dd * sizeof *L);
+    for (size_t i = 0; i < d; i++) /* lower: ROWS GRADIENT takes whole blocks */
+        for (size_t j = 0; j < d; j++)
+            m->L0[i * d + j] = j <= i ? L[i * d + j] : 0.0;
     return GMM_OK;
 }
 
@@ -622,39 +624,22 @@ gmm_status gmm_ssm_prior_rev(gmm_ssm *m, const gmm_band *Qbar, double logdetbar,
  * each rounded to eps |Sigma|, amplified by |C|^2 ~ (l/dt)^(2 nu)
  * (tests/bench/bench_ssm_accuracy.c, Table 4).  Both are block-diagonal
  * (BLOCKS): only the entries within p's block are gathered. */
-/* xn = A x + L v on lane vectors (d each, lw lanes, lw a multiple of 4):
- * A (NULL: none, x unread) and L = chol(Q) or chol(Pinf), band order,
- * block-diagonal (L lower), so row i sums over its own block; four lanes at
- * a time in registers (the rows of xn are written once).  Products with L's
+/* xn = A x + L v on lanes (d rows each, lw lanes): A (NULL: none, x
+ * unread) and L = chol(Q) or chol(Pinf), band order, block-diagonal (L
+ * lower, zero above its diagonal), so block by block.  Products with L's
  * small entries, never a solve with C = L^-1's large ones. */
-typedef double lane2 __attribute__((vector_size(16)));
 static void lanes_next_state(const gmm_ssm *m, const double *A, const double *L,
-                             const double *restrict x, const double *restrict v, size_t lw,
-                             double *restrict xn)
+                             const double *x, const double *v, size_t lw, double *xn)
 {
     size_t d = m->d;
-    for (size_t i = 0; i < d; i++) {
-        size_t b0 = m->rowstart[i], b1 = i + 1;
-        while (b1 < d && m->rowstart[b1] == b0)
-            b1++;
-        const double *ai = A ? A + i * d : NULL, *li = L + i * d;
-        for (size_t l = 0; l < lw; l += 4) {
-            lane2 a0 = {0.0, 0.0}, a1 = {0.0, 0.0}, t0, t1;
-            for (size_t j = b0; A && j < b1; j++) {
-                memcpy(&t0, x + j * lw + l, sizeof t0);
-                memcpy(&t1, x + j * lw + l + 2, sizeof t1);
-                a0 += ai[j] * t0;
-                a1 += ai[j] * t1;
-            }
-            for (size_t j = b0; j <= i; j++) {
-                memcpy(&t0, v + j * lw + l, sizeof t0);
-                memcpy(&t1, v + j * lw + l + 2, sizeof t1);
-                a0 += li[j] * t0;
-                a1 += li[j] * t1;
-            }
-            memcpy(xn + i * lw + l, &a0, sizeof a0);
-            memcpy(xn + i * lw + l + 2, &a1, sizeof a1);
-        }
+    for (size_t b = 0; b < m->nb; b++) {
+        size_t o = m->boff[b], s = m->boff[b + 1] - o;
+        if (A)
+            gmm_band_lanes_mix(lw, s, A + o * d + o, d, x + o * lw, s, L + o * d + o, d,
+                               v + o * lw, s, xn + o * lw);
+        else
+            gmm_band_lanes_mix(lw, s, L + o * d + o, d, v + o * lw, s, NULL, 0, NULL, 0,
+                               xn + o * lw);
     }
 }
 
@@ -663,6 +648,7 @@ static gmm_status rows_moments_cb(void *ctx, const gmm_rows_moments *mo)
     gmm_ssm *m = ctx;
     const gmm_band_block_moments *bm = &mo->lanes;
     size_t d = m->d, dd = d * d, lw = bm->lw, k0 = mo->row0 / d, nk = mo->nrows / d;
+    size_t sd = d * lw; /* one interval's rows, or one state's lanes */
     /* a block holds the rows of whole intervals k0 - 1 .. (the first d rows:
      * v = C0 x_0, "interval -1"), merged (marglik.c, segment_fits); J is the
      * state the first of them leaves, and each later one's state follows
@@ -673,48 +659,53 @@ static gmm_status rows_moments_cb(void *ctx, const gmm_rows_moments *mo)
         return gmm_error(GMM_EINVAL, "internal: the row moments of intervals from %zu are not "
                                      "whole intervals",
                          k0);
-    if (nk > 1 && m->xlcap < 2 * d * lw) {
-        double *b = gmm_realloc(m->xl, 2 * d * lw, sizeof *b);
+    if (m->xlcap < nk * sd) {
+        double *b = gmm_realloc(m->xl, nk * sd, sizeof *b);
         if (!b)
             return gmm_error(GMM_ENOMEM, "out of memory for the row moments");
         m->xl = b;
-        m->xlcap = 2 * d * lw;
+        m->xlcap = nk * sd;
     }
-    const double *xk = k0 > 0 ? bm->xj + ((k0 - 1) * d - mo->col0) * lw : NULL;
-    for (size_t t = 0; t < nk; t++) {
+    /* every interval's state x_k as lanes, xl + t sd (x_0's slot unused for
+     * k0 = 0): J's for the first, then chol(Pinf) v for k = 0, else
+     * A x_{k-1} + chol(Q) v */
+    if (k0 > 0)
+        memcpy(m->xl, bm->xj + ((k0 - 1) * d - mo->col0) * lw, sd * sizeof *m->xl);
+    for (size_t t = 0; t + 1 < nk; t++) {
         size_t k = k0 + t;
-        const double *v = bm->rows + t * d * lw;
-        double *S = m->T + 3 * dd, *E = NULL; /* S_0 */
-        size_t g = 0;
-        if (k > 0) {
-            g = m->ig[k - 1];
-            S = blk(m, g, B_S1);
-            E = blk(m, g, B_S2);
+        const double *v = bm->rows + t * sd;
+        if (k == 0) {
+            lanes_next_state(m, NULL, m->L0, NULL, v, lw, m->xl + sd);
+        } else {
+            size_t g = m->ig[k - 1];
+            lanes_next_state(m, blk(m, g, B_AB), blk(m, g, B_L), m->xl + t * sd, v, lw,
+                             m->xl + (t + 1) * sd);
         }
-        for (size_t p = 0; p < d; p++) {
-            const double *vp = v + p * lw;
-            /* within p's block (BLOCKS): band positions rowstart[p] .. */
-            for (size_t q = m->rowstart[p]; q < d && m->rowstart[q] == m->rowstart[p]; q++) {
-                if (q >= p) {
-                    double tq = gmm_band_moment(bm, vp, v + q * lw);
-                    S[p * d + q] += tq;
-                    if (q != p)
-                        S[q * d + p] += tq;
-                }
-                if (E)
-                    E[p * d + q] += gmm_band_moment(bm, vp, xk + q * lw);
-            }
+    }
+    /* summed over each run of intervals of one group ("interval -1" alone),
+     * within each block (BLOCKS): S = E[v v'] - I whole, E = E[v x_k'] */
+    size_t t = 0;
+    if (k0 == 0) {
+        double *S0 = m->T + 3 * dd;
+        for (size_t b = 0; b < m->nb; b++) {
+            size_t o = m->boff[b], s = m->boff[b + 1] - o;
+            const double *vb = bm->rows + o * lw;
+            gmm_band_moment_gram(bm, vb, s, vb, s, sd, 1, S0 + o * d + o, d);
         }
-        if (t + 1 == nk)
-            break;
-        /* the next interval's state x_k (lanes): chol(Pinf) v for k = 0,
-         * else A x_{k-1} + chol(Q) v */
-        double *xn = m->xl + (t % 2) * d * lw;
-        if (k == 0)
-            lanes_next_state(m, NULL, m->L0, NULL, v, lw, xn);
-        else
-            lanes_next_state(m, blk(m, g, B_AB), blk(m, g, B_L), xk, v, lw, xn);
-        xk = xn;
+        t = 1;
+    }
+    while (t < nk) {
+        size_t g = m->ig[k0 + t - 1], t1 = t + 1;
+        while (t1 < nk && m->ig[k0 + t1 - 1] == g)
+            t1++;
+        double *S = blk(m, g, B_S1), *E = blk(m, g, B_S2);
+        for (size_t b = 0; b < m->nb; b++) {
+            size_t o = m->boff[b], s = m->boff[b + 1] - o;
+            const double *vb = bm->rows + (t * d + o) * lw, *xb = m->xl + (t * d + o) * lw;
+            gmm_band_moment_gram(bm, vb, s, vb, s, sd, t1 - t, S + o * d + o, d);
+            gmm_band_moment_gram(bm, vb, s, xb, s, sd, t1 - t, E + o * d + o, d);
+        }
+        t = t1;
     }
     return GMM_OK;
 }

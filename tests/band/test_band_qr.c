@@ -685,6 +685,80 @@ START_TEST(test_rows_moments_vs_dense)
 }
 END_TEST
 
+/* The lane products a state-space model's gradient sums (gmm_band_moment_gram,
+ * gmm_band_lanes_mix) against plain sums, every vector count of the kernels
+ * (1 .. 4, and the general path), odd tile shapes: within the rounding bound
+ * of a sum of k products, k eps sum |terms| (the order of the sums differs). */
+START_TEST(test_lane_products)
+{
+    static const size_t lws[] = {4, 8, 12, 16, 20, 28};
+    tu_rng r;
+    tu_rng_seed(&r, 733);
+    double *a = malloc(3 * 5 * 28 * sizeof *a), *b = malloc(3 * 5 * 28 * sizeof *b);
+    double out[5 * 7], M[5 * 5], N[5 * 5], mix[5 * 28];
+    for (size_t il = 0; il < sizeof lws / sizeof lws[0]; il++) {
+        size_t lw = lws[il], stride = 5 * lw;
+        for (size_t i = 0; i < 3 * stride; i++) {
+            a[i] = tu_normal(&r);
+            b[i] = tu_normal(&r);
+        }
+        gmm_band_block_moments bm = {0, 0, 0, lw, lw - 1 - (size_t)(tu_uniform(&r) * 3.0),
+                                     NULL, NULL};
+        for (size_t na = 1; na <= 5; na += 2)
+            for (size_t nb = 1; nb <= 4; nb++)
+                for (size_t nt = 1; nt <= 3; nt += 2) {
+                    for (size_t k = 0; k < 5 * 7; k++)
+                        out[k] = 1.0; /* added to; column 6 untouched */
+                    gmm_band_moment_gram(&bm, a, na, b, nb, stride, nt, out, 7);
+                    for (size_t i = 0; i < 5; i++)
+                        for (size_t k = 0; k < 7; k++) {
+                            double want = 1.0, bound = 0.0;
+                            for (size_t t = 0; i < na && k < nb && t < nt; t++) {
+                                const double *ai = a + t * stride + i * lw;
+                                const double *bk = b + t * stride + k * lw;
+                                want += gmm_band_moment(&bm, ai, bk);
+                                for (size_t l = 0; l < lw; l++)
+                                    bound += fabs(ai[l] * bk[l]);
+                                bound += 2.0 * fabs(ai[bm.r] * bk[bm.r]);
+                            }
+                            bound = (double)(nt * lw + 4) * DBL_EPSILON * (bound + 1.0);
+                            ck_assert_msg(fabs(out[i * 7 + k] - want) <= 2.0 * bound,
+                                          "gram lw %zu %zu x %zu nt %zu (%zu, %zu): %.17g vs "
+                                          "%.17g",
+                                          lw, na, nb, nt, i, k, out[i * 7 + k], want);
+                        }
+                }
+        for (size_t no = 1; no <= 5; no += 2)
+            for (size_t na = 1; na <= 3; na++)
+                for (size_t nb = 0; nb <= 3; nb += 3) {
+                    for (size_t k = 0; k < 25; k++) {
+                        M[k] = tu_normal(&r);
+                        N[k] = tu_normal(&r);
+                    }
+                    gmm_band_lanes_mix(lw, no, M, 5, a, na, nb ? N : NULL, 5, b, nb, mix);
+                    for (size_t i = 0; i < no; i++)
+                        for (size_t l = 0; l < lw; l++) {
+                            double want = 0.0, bound = 0.0;
+                            for (size_t j = 0; j < na; j++) {
+                                want += M[i * 5 + j] * a[j * lw + l];
+                                bound += fabs(M[i * 5 + j] * a[j * lw + l]);
+                            }
+                            for (size_t j = 0; j < nb; j++) {
+                                want += N[i * 5 + j] * b[j * lw + l];
+                                bound += fabs(N[i * 5 + j] * b[j * lw + l]);
+                            }
+                            ck_assert_msg(fabs(mix[i * lw + l] - want) <=
+                                              (double)(na + nb + 1) * DBL_EPSILON * bound,
+                                          "mix lw %zu %zu <- %zu + %zu: %.17g vs %.17g", lw,
+                                          no, na, nb, mix[i * lw + l], want);
+                        }
+                }
+    }
+    free(a);
+    free(b);
+}
+END_TEST
+
 Suite *band_qr_suite(void)
 {
     Suite *s = suite_create("band_qr");
@@ -699,6 +773,7 @@ Suite *band_qr_suite(void)
     tcase_add_test(tc, test_rows_accuracy_lauchli);
     tcase_add_test(tc, test_rows_tape_unfold);
     tcase_add_test(tc, test_rows_moments_vs_dense);
+    tcase_add_test(tc, test_lane_products);
     suite_add_tcase(s, tc);
     return s;
 }
