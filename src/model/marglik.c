@@ -40,6 +40,8 @@
  * are never split (ROW MOMENTS). */
 #define BLOCK_MAX 48
 #define BLOCK_MERGE 32
+/* Prior rows read at once through gmm_prior_rows' rows (a segment's). */
+#define QCAP 64
 /* An observation in a block's row sources (bsrc): OBS_TAG | its index. */
 #define OBS_TAG (~(SIZE_MAX >> 1))
 
@@ -63,6 +65,9 @@ struct gmm_marglik_work {
      * entries, where each came from) and gmm_band_chol_add_rows' work */
     size_t *bfirst, *bsrc, bcap;
     double *bv, *bwork;
+    /* prior rows read ahead by G->rows: up to QCAP, their first columns */
+    size_t *qfirst;
+    double *qv;
     /* ROW MOMENTS: recorded by eval_rows when record is set; all grow as
      * needed and are kept (later evaluations allocate nothing) */
     int record, recorded;
@@ -101,8 +106,10 @@ gmm_marglik_work *gmm_marglik_work_alloc(size_t n, size_t kl)
     w->bsrc = w->bfirst ? w->bfirst + w->bcap : NULL;
     w->bv = gmm_malloc(w->bcap * (w->kl + 1), sizeof *w->bv);
     w->bwork = gmm_malloc(gmm_band_chol_add_rows_work(w->bcap, w->kl), sizeof *w->bwork);
+    w->qfirst = gmm_malloc(QCAP, sizeof *w->qfirst);
+    w->qv = gmm_malloc(QCAP * (w->kl + 1), sizeof *w->qv);
     if (!w->pdata || !w->bardata || !w->LQ || !w->r || !w->work || !w->work2 || !w->bfirst ||
-        !w->bv || !w->bwork) {
+        !w->bv || !w->bwork || !w->qfirst || !w->qv) {
         gmm_marglik_work_free(w);
         gmm_error(GMM_ENOMEM, "marglik: out of memory for n = %zu, bandwidth %zu", n, kl);
         return NULL;
@@ -132,6 +139,8 @@ void gmm_marglik_work_free(gmm_marglik_work *w)
     gmm_free(w->mwork.data);
     gmm_free(w->vbuf);
     gmm_free(w->bwork);
+    gmm_free(w->qfirst);
+    gmm_free(w->qv);
     gmm_free(w);
 }
 
@@ -386,12 +395,15 @@ static gmm_status record_block(gmm_marglik_work *w, size_t m)
  * state's columns are then swept once, by its own rows and its
  * predecessor's remainder together, instead of once by each block. */
 static int segment_fits(const gmm_prior_rows *G, const gmm_obs *obs, size_t gi, size_t gfirst,
-                        size_t ok, size_t kl, size_t m)
+                        size_t ok, size_t kl, size_t m, size_t seglen)
 {
     if (m >= BLOCK_MERGE)
         return 0;
     size_t need = m + 1;
-    for (size_t i = gi + 1; i < G->nrows && !G->block_start(G->ctx, i) && need < BLOCK_MAX; i++)
+    if (seglen) /* known (read whole by G->rows) */
+        need = need + seglen - 1 < BLOCK_MAX ? need + seglen - 1 : BLOCK_MAX;
+    for (size_t i = gi + 1;
+         !seglen && i < G->nrows && !G->block_start(G->ctx, i) && need < BLOCK_MAX; i++)
         need++;
     for (size_t t = ok; t < obs->nobs && obs->offset[t] <= gfirst + kl && need < BLOCK_MAX; t++)
         need++;
@@ -442,8 +454,12 @@ gmm_status gmm_marglik_eval_rows(const gmm_prior_rows *G, const gmm_obs *obs, do
     size_t n = w->n, kl = w->kl, ld = kl + 1, nobs = obs->nobs, wd = obs->width;
     w->L.kind = GMM_BAND_LOWER;
     gmm_band_set_zero(&w->L);
-    double yy = obs_rhs(obs, w->r), sn = 1.0 / sqrt(noise), *gv = w->work;
+    double yy = obs_rhs(obs, w->r), sn = 1.0 / sqrt(noise);
+    const double *gv = w->work; /* the prior row gi, read and not yet taken (have) */
     size_t gi = 0, ok = 0, gfirst = 0, gwidth = 0, filled = 0;
+    /* G->rows: qn rows read ahead, the next at qi; qlen: the segment's
+     * length when they are all of it (else 0) */
+    size_t qn = 0, qi = 0, qlen = 0;
     int have = 0, gstart = 0, record = w->record;
     w->tape.len = 0;
     w->nrb = w->nsrc = 0;
@@ -453,7 +469,30 @@ gmm_status gmm_marglik_eval_rows(const gmm_prior_rows *G, const gmm_obs *obs, do
         for (;;) {
             if (!have && gi < G->nrows) {
                 size_t f;
-                gwidth = G->row(G->ctx, gi, &f, gv);
+                int seg0 = 1; /* may start a segment */
+                if (G->rows) {
+                    if (qi == qn) {
+                        size_t cap = G->nrows - gi < QCAP ? G->nrows - gi : QCAP;
+                        qn = G->rows(G->ctx, gi, cap, w->qfirst, w->qv, ld);
+                        if (qn == 0 || qn > cap)
+                            return gmm_error_at(GMM_EINVAL, gi, "marglik: the prior's row "
+                                                                "reader gave %zu rows from "
+                                                                "row %zu (1 .. %zu)",
+                                                qn, gi, cap);
+                        qlen = qn < cap || gi + qn == G->nrows ? qn : 0;
+                        qi = 0;
+                    }
+                    seg0 = qi == 0;
+                    f = w->qfirst[qi];
+                    gv = w->qv + qi * ld;
+                    /* padded: the width up to the last nonzero entry */
+                    gwidth = ld;
+                    while (gwidth > 1 && gv[gwidth - 1] == 0.0)
+                        gwidth--;
+                    qi++;
+                } else {
+                    gwidth = G->row(G->ctx, gi, &f, w->work);
+                }
                 if (gwidth == 0 || gwidth > kl + 1 || f > n || gwidth > n - f)
                     return gmm_error_at(GMM_EDIM, gi, "marglik: prior row %zu (columns %zu, "
                                                       "width %zu) does not fit the band",
@@ -464,13 +503,15 @@ gmm_status gmm_marglik_eval_rows(const gmm_prior_rows *G, const gmm_obs *obs, do
                                         gi - 1, gfirst, gi, f);
                 gfirst = f;
                 have = 1;
-                gstart = G->block_start && G->block_start(G->ctx, gi);
+                gstart = G->block_start && seg0 && G->block_start(G->ctx, gi);
             }
             int bstart = have && gstart;
             if (m == 0 && bstart)
                 opener = gi; /* this block is the one gi starts */
             if (m > 0 && bstart && gi != opener && gi != merged)
-                merged = segment_fits(G, obs, gi, gfirst, ok, kl, m) ? gi : SIZE_MAX;
+                merged = segment_fits(G, obs, gi, gfirst, ok, kl, m, qi == 1 ? qlen : 0)
+                             ? gi
+                             : SIZE_MAX;
             if (merged != SIZE_MAX && reach > lim)
                 lim = reach; /* a merged segment's rows start inside the block's reach */
             size_t ofirst = ok < nobs ? obs->offset[ok] : 0;

@@ -77,6 +77,7 @@ void gmm_ssm_free(gmm_ssm *m)
     gmm_free(m->P);
     gmm_free(m->rowstart);
     gmm_free(m->tpl);
+    gmm_free(m->rtpl);
     gmm_marglik_work_free(m->mw);
     gmm_free(m->order);
     gmm_free(m->wbuf);
@@ -321,8 +322,9 @@ gmm_status gmm_ssm_alloc(const gmm_kernel *k, const double *x, size_t n,
         goto done;
     m->kl = d - 1 + smax < m->N ? d - 1 + smax : m->N - 1; /* as band.h clamps */
     m->tpl = gmm_malloc(d * (m->kl + 1), sizeof *m->tpl);
+    m->rtpl = gmm_malloc((m->ng + 1) * d * (m->kl + 1), sizeof *m->rtpl);
     m->bs = gmm_malloc(10 * smax * smax, sizeof *m->bs);
-    if (!m->tpl || !m->bs) {
+    if (!m->tpl || !m->rtpl || !m->bs) {
         st = gmm_error(GMM_ENOMEM, "out of memory for the model workspace");
         goto done;
     }

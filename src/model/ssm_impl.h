@@ -60,6 +60,8 @@ struct gmm_ssm {
     int rows;             /* this evaluation uses the square-root form */
     double bound;         /* the Cholesky's rounding bound at the last theta */
     double *tpl;          /* d (kl + 1): one state's band columns (see STATE COLUMNS) */
+    double *rtpl;         /* (ng + 1) d (kl + 1): per group the d rows of the square
+                           * root, then C0's (SQUARE ROOT), each zero-padded */
     double ldP;
     gmm_marglik_work *mw; /* the prior precision is assembled in its band */
     /* whitening (ssm_whiten.c): one buffer, allocated by the first

@@ -108,6 +108,25 @@ static int choose_rows(gmm_ssm *m, const double *theta, int grad)
            m->bound > tol;
 }
 
+/* The square root's rows of one interval group (g < ng: -C A then C, SQUARE
+ * ROOT) or C0's (g = ng, CA NULL), each at its width from its first column
+ * and zero-padded to kl + 1: what the readers below copy. */
+static void rows_template(gmm_ssm *m, size_t g, const double *C, const double *CA)
+{
+    size_t d = m->d, ld = m->kl + 1;
+    double *T = m->rtpl + g * d * ld;
+    for (size_t p = 0; p < d; p++) {
+        double *v = T + p * ld;
+        size_t w = 0;
+        for (size_t q = m->rowstart[p]; CA && q < d; q++)
+            v[w++] = -CA[p * d + q];
+        for (size_t q = 0; q <= p; q++)
+            v[w++] = C[p * d + q];
+        for (; w < ld; w++)
+            v[w] = 0.0;
+    }
+}
+
 /* One interval group: A, W = Q^-1, W A, A' W A and log|Q| block by block
  * (BLOCKS).  Q (d x d) is scratch. */
 static gmm_status group_forward(gmm_ssm *m, size_t g, double *Q)
@@ -153,6 +172,7 @@ static gmm_status group_forward(gmm_ssm *m, size_t g, double *Q)
             }
     }
     m->ldQ[g] = ld;
+    rows_template(m, g, blk(m, g, B_C), blk(m, g, B_CA));
     return GMM_OK;
 }
 
@@ -226,30 +246,50 @@ size_t ssm_prior_row(void *ctx, size_t i, size_t *first, double *v)
 {
     ssm_cursor *c = ctx;
     const gmm_ssm *m = c->m;
-    size_t d = m->d;
+    size_t d = m->d, ld = m->kl + 1;
     if (i < d) {
         *first = 0;
-        for (size_t q = 0; q <= i; q++)
-            v[q] = m->C0[i * d + q];
+        memcpy(v, m->rtpl + (m->ng * d + i) * ld, (i + 1) * sizeof *v);
         return i + 1;
     }
     if (i != c->next) {
         c->k = i / d - 1;
         c->p = i % d;
     }
-    size_t k = c->k, p = c->p, r0 = m->rowstart[p], w = 0;
+    size_t k = c->k, p = c->p, r0 = m->rowstart[p], w = d - r0 + p + 1;
     c->next = i + 1;
     if (++c->p == d) {
         c->p = 0;
         c->k++;
     }
-    const double *C = blk(m, m->ig[k], B_C) + p * d, *CA = blk(m, m->ig[k], B_CA) + p * d;
-    for (size_t q = r0; q < d; q++)
-        v[w++] = -CA[q];
-    for (size_t q = 0; q <= p; q++)
-        v[w++] = C[q];
+    memcpy(v, m->rtpl + (m->ig[k] * d + p) * ld, w * sizeof *v);
     *first = k * d + r0;
     return w;
+}
+
+/* gmm_prior_rows' rows: row i to the end of its segment (the interval's d
+ * rows, or C0's), at most cap, from the templates in one copy. */
+static size_t ssm_prior_rows_at(void *ctx, size_t i, size_t cap, size_t *first, double *v,
+                                size_t ldv)
+{
+    const ssm_cursor *c = ctx;
+    const gmm_ssm *m = c->m;
+    size_t d = m->d, ld = m->kl + 1, k = i / d, p = i % d, nr = d - p < cap ? d - p : cap;
+    const double *T = m->rtpl + ((k == 0 ? m->ng : m->ig[k - 1]) * d + p) * ld;
+    size_t base = k == 0 ? 0 : (k - 1) * d;
+    for (size_t t = 0; t < nr; t++)
+        first[t] = k == 0 ? 0 : base + m->rowstart[p + t];
+    if (ldv == ld) {
+        memcpy(v, T, nr * ld * sizeof *v);
+    } else {
+        for (size_t t = 0; t < nr; t++) {
+            size_t w = ld < ldv ? ld : ldv;
+            memcpy(v + t * ldv, T + t * ld, w * sizeof *v);
+            for (; w < ldv; w++)
+                v[t * ldv + w] = 0.0;
+        }
+    }
+    return nr;
 }
 
 /* Each interval's transition rows start a segment of the fold (marglik.h):
@@ -306,6 +346,7 @@ gmm_status ssm_pinf(gmm_ssm *m, const double *theta)
     md_chol_inverse(d, L, Wp, X); /* leaves X = L^-1 */
     ssm_scatter(d, m->W0, m->perm, d, Wp);
     memcpy(m->C0, X, dd * sizeof *X);
+    rows_template(m, m->ng, m->C0, NULL);
     for (size_t i = 0; i < d; i++) /* lower: ROWS GRADIENT takes whole blocks */
         for (size_t j = 0; j < d; j++)
             m->L0[i * d + j] = j <= i ? L[i * d + j] : 0.0;
@@ -349,7 +390,7 @@ gmm_status ssm_forward(gmm_ssm *m, const double *theta, double noise, double *lo
         return st;
     if (m->rows) {
         ssm_cursor cur = {m, SIZE_MAX, 0, 0};
-        gmm_prior_rows G = {m->N, ssm_prior_row, &cur, ssm_block_start};
+        gmm_prior_rows G = {m->N, ssm_prior_row, &cur, ssm_block_start, ssm_prior_rows_at};
         gmm_marglik_rows_record(m->mw, grad);
         return gmm_marglik_eval_rows(&G, &m->obs, noise, logdet, m->mw, loglik);
     }

@@ -77,6 +77,8 @@ gmm_status gmm_ssm_prior_rows(gmm_ssm *m, const double *theta, gmm_prior_rows *G
     G->nrows = m->N;
     G->row = ssm_prior_row;
     G->ctx = &m->rcur;
+    G->block_start = NULL; /* the fold's segments are the likelihood's own (ssm_prior.c) */
+    G->rows = NULL;
     if (logdet)
         *logdet = ld;
     m->rready = 1;

@@ -585,7 +585,7 @@ START_TEST(test_eval_rows_vs_eval_and_dense)
     dense_eval(&m, &d);
     gmm_marglik_work *w = gmm_marglik_work_alloc(m.n, m.kl);
     sqrt_ctx c = {LQ, chain};
-    gmm_prior_rows G = {m.n, sqrt_row, &c, NULL};
+    gmm_prior_rows G = {m.n, sqrt_row, &c, NULL, NULL};
     double ll1, ll2, nb1 = 0.0, nb2 = 0.0;
     ck_assert_int_eq(gmm_marglik_eval(m.Q, &m.obs, m.noise, &d.logdet_q, w, &ll1), GMM_OK);
     gmm_band *Qbar1 = gmm_band_alloc(m.n, m.kl, 0, GMM_BAND_SYMMETRIC);
@@ -704,6 +704,24 @@ static int every_third_row(void *ctx, size_t i)
     return i > 0 && i % 3 == 0;
 }
 
+/* gmm_prior_rows' rows for sqrt_row: to the end of the segment (every
+ * third row, when batch_starts; else all) or cap rows, zero-padded. */
+static int batch_starts;
+static size_t sqrt_rows_at(void *ctx, size_t i, size_t cap, size_t *first, double *v,
+                           size_t ldv)
+{
+    const sqrt_ctx *c = ctx;
+    size_t nr = 0;
+    do {
+        size_t w = sqrt_row(ctx, i + nr, first + nr, v + nr * ldv);
+        for (; w < ldv; w++)
+            v[nr * ldv + w] = 0.0;
+        nr++;
+    } while (nr < cap && i + nr < c->F->n &&
+             !(batch_starts && every_third_row(NULL, i + nr)));
+    return nr;
+}
+
 START_TEST(test_rows_moments_vs_dense)
 {
     const shape *s = &shapes[_i / 4];
@@ -723,7 +741,7 @@ START_TEST(test_rows_moments_vs_dense)
     dense_eval(&m, &d);
     gmm_marglik_work *w = gmm_marglik_work_alloc(m.n, m.kl);
     sqrt_ctx c = {LQ, chain};
-    gmm_prior_rows G = {m.n, sqrt_row, &c, starts ? every_third_row : NULL};
+    gmm_prior_rows G = {m.n, sqrt_row, &c, starts ? every_third_row : NULL, NULL};
     double ll, nb1 = 0.0, nb2 = 0.0;
     const gmm_band *Qb;
     gmm_marglik_rows_record(w, 1);
@@ -752,6 +770,24 @@ START_TEST(test_rows_moments_vs_dense)
     ck_assert_int_eq(gmm_marglik_grad_view(w, &Qb, &nb2), GMM_OK);
     double tol = 100.0 * (double)(m.n + m.nobs) * eps * fmax(1.0, fabs(nb2));
     ck_assert_msg(fabs(nb1 - nb2) <= tol, "noise gradient %.17g vs %.17g", nb1, nb2);
+    /* the rows read by segments (G.rows; shape 10 without starts: 64 rows,
+     * the reader's cap, then the rest): the same blocks, so the same loglik
+     * and noise gradient to the last bit */
+    {
+        gmm_prior_rows Gb = G;
+        double llb, nbb = 0.0;
+        Gb.rows = sqrt_rows_at;
+        batch_starts = starts;
+        gmm_marglik_rows_record(w, 1);
+        ck_assert_int_eq(gmm_marglik_eval_rows(&Gb, &m.obs, m.noise, d.logdet_q, w, &llb),
+                         GMM_OK);
+        mom_ctx mc = {&c, &d, m.n, 0, 0, 0.0, 1.0, 0.0, 1.0};
+        ck_assert_int_eq(gmm_marglik_rows_moments(w, check_moments, &mc, &nbb), GMM_OK);
+        ck_assert_msg(llb == ll && nbb == nb1,
+                      "shape %d chain %d starts %d: loglik %.17g vs %.17g, noise gradient "
+                      "%.17g vs %.17g",
+                      _i / 4, chain, starts, llb, ll, nbb, nb1);
+    }
     /* not recorded: refused */
     gmm_marglik_rows_record(w, 0);
     ck_assert_int_eq(gmm_marglik_eval_rows(&G, &m.obs, m.noise, d.logdet_q, w, &ll), GMM_OK);
@@ -778,7 +814,7 @@ START_TEST(test_eval_rows_errors)
     gmm_obs obs = {n, 2, 1, off, coef, 0, y};
     gmm_marglik_work *w = gmm_marglik_work_alloc(n, 1);
     int kind = 0;
-    gmm_prior_rows G = {2, bad_rows, &kind, NULL};
+    gmm_prior_rows G = {2, bad_rows, &kind, NULL, NULL};
     ck_assert_int_eq(gmm_marglik_eval_rows(&G, &obs, 1.0, 0.0, w, &ll), GMM_EINVAL);
     ck_assert_uint_eq(gmm_error_index(), 1); /* observation 1 is out of order */
     off[0] = 0;
