@@ -78,10 +78,12 @@ typedef struct {
     /* Optional (NULL: row by row): rows i, i + 1, ... at once -- to the end
      * of row i's segment (all of them when there are no segments), at most
      * cap, at least one -- each written as row would write it, zero-padded
-     * to ldv = kl + 1 entries at v + t ldv, its first column in first[t];
-     * returns how many.  Rows come by the thousand: one call and one copy
-     * per segment instead of a call per row. */
-    size_t (*rows)(void *ctx, size_t i, size_t cap, size_t *first, double *v, size_t ldv);
+     * to ldv = kl + 1 entries at v + t ldv, its first column in first[t]
+     * and the width row would return in width[t]; returns how many.  Rows
+     * come by the thousand: one call and one copy per segment instead of a
+     * call per row. */
+    size_t (*rows)(void *ctx, size_t i, size_t cap, size_t *first, size_t *width, double *v,
+                   size_t ldv);
 } gmm_prior_rows;
 
 /* As gmm_marglik_eval with the prior given by a square root G instead of Q

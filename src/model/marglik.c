@@ -65,8 +65,9 @@ struct gmm_marglik_work {
      * entries, where each came from) and gmm_band_chol_add_rows' work */
     size_t *bfirst, *bsrc, bcap;
     double *bv, *bwork;
-    /* prior rows read ahead by G->rows: up to QCAP, their first columns */
-    size_t *qfirst;
+    /* prior rows read ahead by G->rows: up to QCAP, their first columns
+     * and widths */
+    size_t *qfirst, *qwidth;
     double *qv;
     /* ROW MOMENTS: recorded by eval_rows when record is set; all grow as
      * needed and are kept (later evaluations allocate nothing) */
@@ -106,7 +107,8 @@ gmm_marglik_work *gmm_marglik_work_alloc(size_t n, size_t kl)
     w->bsrc = w->bfirst ? w->bfirst + w->bcap : NULL;
     w->bv = gmm_malloc(w->bcap * (w->kl + 1), sizeof *w->bv);
     w->bwork = gmm_malloc(gmm_band_chol_add_rows_work(w->bcap, w->kl), sizeof *w->bwork);
-    w->qfirst = gmm_malloc(QCAP, sizeof *w->qfirst);
+    w->qfirst = gmm_malloc(2 * QCAP, sizeof *w->qfirst);
+    w->qwidth = w->qfirst ? w->qfirst + QCAP : NULL;
     w->qv = gmm_malloc(QCAP * (w->kl + 1), sizeof *w->qv);
     if (!w->pdata || !w->bardata || !w->LQ || !w->r || !w->work || !w->work2 || !w->bfirst ||
         !w->bv || !w->bwork || !w->qfirst || !w->qv) {
@@ -473,7 +475,7 @@ gmm_status gmm_marglik_eval_rows(const gmm_prior_rows *G, const gmm_obs *obs, do
                 if (G->rows) {
                     if (qi == qn) {
                         size_t cap = G->nrows - gi < QCAP ? G->nrows - gi : QCAP;
-                        qn = G->rows(G->ctx, gi, cap, w->qfirst, w->qv, ld);
+                        qn = G->rows(G->ctx, gi, cap, w->qfirst, w->qwidth, w->qv, ld);
                         if (qn == 0 || qn > cap)
                             return gmm_error_at(GMM_EINVAL, gi, "marglik: the prior's row "
                                                                 "reader gave %zu rows from "
@@ -485,10 +487,7 @@ gmm_status gmm_marglik_eval_rows(const gmm_prior_rows *G, const gmm_obs *obs, do
                     seg0 = qi == 0;
                     f = w->qfirst[qi];
                     gv = w->qv + qi * ld;
-                    /* padded: the width up to the last nonzero entry */
-                    gwidth = ld;
-                    while (gwidth > 1 && gv[gwidth - 1] == 0.0)
-                        gwidth--;
+                    gwidth = w->qwidth[qi];
                     qi++;
                 } else {
                     gwidth = G->row(G->ctx, gi, &f, w->work);

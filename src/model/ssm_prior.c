@@ -269,16 +269,19 @@ size_t ssm_prior_row(void *ctx, size_t i, size_t *first, double *v)
 
 /* gmm_prior_rows' rows: row i to the end of its segment (the interval's d
  * rows, or C0's), at most cap, from the templates in one copy. */
-static size_t ssm_prior_rows_at(void *ctx, size_t i, size_t cap, size_t *first, double *v,
-                                size_t ldv)
+static size_t ssm_prior_rows_at(void *ctx, size_t i, size_t cap, size_t *first, size_t *width,
+                                double *v, size_t ldv)
 {
     const ssm_cursor *c = ctx;
     const gmm_ssm *m = c->m;
     size_t d = m->d, ld = m->kl + 1, k = i / d, p = i % d, nr = d - p < cap ? d - p : cap;
     const double *T = m->rtpl + ((k == 0 ? m->ng : m->ig[k - 1]) * d + p) * ld;
     size_t base = k == 0 ? 0 : (k - 1) * d;
-    for (size_t t = 0; t < nr; t++)
-        first[t] = k == 0 ? 0 : base + m->rowstart[p + t];
+    for (size_t t = 0; t < nr; t++) {
+        size_t q = p + t, r0 = k == 0 ? 0 : m->rowstart[q];
+        first[t] = base + r0;
+        width[t] = k == 0 ? q + 1 : d - r0 + q + 1;
+    }
     if (ldv == ld) {
         memcpy(v, T, nr * ld * sizeof *v);
     } else {

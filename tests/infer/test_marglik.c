@@ -707,13 +707,13 @@ static int every_third_row(void *ctx, size_t i)
 /* gmm_prior_rows' rows for sqrt_row: to the end of the segment (every
  * third row, when batch_starts; else all) or cap rows, zero-padded. */
 static int batch_starts;
-static size_t sqrt_rows_at(void *ctx, size_t i, size_t cap, size_t *first, double *v,
-                           size_t ldv)
+static size_t sqrt_rows_at(void *ctx, size_t i, size_t cap, size_t *first, size_t *width,
+                           double *v, size_t ldv)
 {
     const sqrt_ctx *c = ctx;
     size_t nr = 0;
     do {
-        size_t w = sqrt_row(ctx, i + nr, first + nr, v + nr * ldv);
+        size_t w = width[nr] = sqrt_row(ctx, i + nr, first + nr, v + nr * ldv);
         for (; w < ldv; w++)
             v[nr * ldv + w] = 0.0;
         nr++;
