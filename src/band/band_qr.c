@@ -343,12 +343,29 @@ BAND_INLINE int reflect_setup(double *restrict p, double *restrict Y, size_t cap
     double g_ = alpha + nu, is_ = 1.0 / sigma;                                                \
     double u0 = -sigma / g_, t = g_ / nu * is_
 
-/* A reflection's u0, t and x (the rest of u) into a tape record (TAPE). */
+/* A reflection's u0, t and x (the rest of u) into a tape record (TAPE).
+ * Up to TAPE_XRUN entries as a fixed run of vectors: a loop's exit on k,
+ * which changes from column to column, is mispredicted.  So up to
+ * TAPE_XRUN doubles past x's k are read (x has the slack) and written
+ * (the fold keeps the room; the record's trailer is written after). */
+#define TAPE_XRUN 16
 BAND_INLINE void tape_put(double *restrict rec, double u0, double t, const double *restrict x,
                           size_t k)
 {
     rec[0] = u0;
     rec[1] = t;
+    if (k <= TAPE_XRUN) {
+        v4d a, b, c, d;
+        ld4(&a, x);
+        ld4(&b, x + 4);
+        ld4(&c, x + 8);
+        ld4(&d, x + 12);
+        st4(rec + 2, &a);
+        st4(rec + 6, &b);
+        st4(rec + 10, &c);
+        st4(rec + 14, &d);
+        return;
+    }
     for (size_t s = 0; s < k; s++)
         rec[2 + s] = x[s];
 }
@@ -686,7 +703,7 @@ BAND_INLINE int fold_rows(double *restrict Ld, size_t ld, size_t n, size_t kl, s
         double *Lc = Ld + j * ld, *rec = NULL;
         refl_info info;
         if (tp) {
-            if (tape_room(tp, 5 + na - lo))
+            if (tape_room(tp, 5 + (na - lo > TAPE_XRUN ? na - lo : TAPE_XRUN)))
                 return 1;
             rec = tp->data + tp->len;
         }
@@ -774,7 +791,7 @@ BAND_TARGET_AVX2 static int fold_rows_avx2_tape(double *Ld, size_t ld, size_t n,
 
 size_t gmm_band_chol_add_rows_work(size_t m, size_t kl)
 {
-    return (3 * m + 1) * lanes(kl) + m + ALIGN_SLACK;
+    return (3 * m + 1) * lanes(kl) + m + TAPE_XRUN + ALIGN_SLACK; /* x: tape_put's run */
 }
 
 static gmm_status add_rows(gmm_band *L, size_t m, const size_t *first, const double *V,
@@ -857,6 +874,8 @@ static gmm_status add_rows(gmm_band *L, size_t m, const size_t *first, const dou
         if (!buf && !(buf = gmm_malloc(gmm_band_chol_add_rows_work(m, kl), sizeof *buf)))
             return gmm_error(GMM_ENOMEM, "band_chol_add_rows: out of memory");
         double *Y = align_lines(buf), *dot = Y + m * 3 * nl, *x = dot + nl;
+        for (size_t i = m; i < m + TAPE_XRUN; i++)
+            x[i] = 0.0; /* tape_put reads them: defined */
 #if BAND_AVX2
         if (band_cpu_has_avx2())
             bad = tp ? fold_rows_avx2_tape(L->data, L->ld, n, kl, m, first, V, ldv, Y, x, dot, tp,
