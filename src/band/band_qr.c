@@ -1370,6 +1370,42 @@ void gmm_band_moment_gram(const gmm_band_block_moments *bm, const double *a, siz
     moment_gram_plain(a, na, b, nb, bm->lw, bm->r, stride, nt, out, ldo);
 }
 
+static void gram_blocks_plain(size_t lw, size_t r, size_t nblk, const size_t *boff,
+                              const double *a, const double *b, size_t stride, size_t nt,
+                              double *out, size_t ldo)
+{
+    for (size_t k = 0; k < nblk; k++) {
+        size_t o = boff[k], s = boff[k + 1] - o;
+        moment_gram(a + o * lw, s, b + o * lw, s, lw, r, stride, nt, out + o * ldo + o, ldo);
+    }
+}
+
+#if BAND_AVX2
+BAND_TARGET_AVX2 static void gram_blocks_avx2(size_t lw, size_t r, size_t nblk,
+                                              const size_t *boff, const double *a,
+                                              const double *b, size_t stride, size_t nt,
+                                              double *out, size_t ldo)
+{
+    for (size_t k = 0; k < nblk; k++) {
+        size_t o = boff[k], s = boff[k + 1] - o;
+        moment_gram(a + o * lw, s, b + o * lw, s, lw, r, stride, nt, out + o * ldo + o, ldo);
+    }
+}
+#endif
+
+void gmm_band_moment_gram_blocks(const gmm_band_block_moments *bm, size_t nblk,
+                                 const size_t *boff, const double *a, const double *b,
+                                 size_t stride, size_t nt, double *out, size_t ldo)
+{
+#if BAND_AVX2
+    if (band_cpu_has_avx2()) {
+        gram_blocks_avx2(bm->lw, bm->r, nblk, boff, a, b, stride, nt, out, ldo);
+        return;
+    }
+#endif
+    gram_blocks_plain(bm->lw, bm->r, nblk, boff, a, b, stride, nt, out, ldo);
+}
+
 /* gmm_band_lanes_mix on 4 NV lanes (NV a constant: each output row in
  * registers -- named sums, not an array, which GCC would keep in memory;
  * 0: any lw, a vector at a time). */
@@ -1466,6 +1502,44 @@ void gmm_band_lanes_mix(size_t lw, size_t no, const double *M, size_t ldm, const
     }
 #endif
     lanes_mix_plain(lw, no, M, ldm, a, na, N, ldn, b, nb, out);
+}
+
+static void mix_blocks_plain(size_t lw, size_t nblk, const size_t *boff, const double *M,
+                             size_t ldm, const double *a, const double *N, size_t ldn,
+                             const double *b, double *out)
+{
+    for (size_t k = 0; k < nblk; k++) {
+        size_t o = boff[k], s = boff[k + 1] - o;
+        lanes_mix(lw, s, M + o * ldm + o, ldm, a + o * lw, s, N ? N + o * ldn + o : NULL, ldn,
+                  b ? b + o * lw : NULL, s, out + o * lw);
+    }
+}
+
+#if BAND_AVX2
+BAND_TARGET_AVX2 static void mix_blocks_avx2(size_t lw, size_t nblk, const size_t *boff,
+                                             const double *M, size_t ldm, const double *a,
+                                             const double *N, size_t ldn, const double *b,
+                                             double *out)
+{
+    for (size_t k = 0; k < nblk; k++) {
+        size_t o = boff[k], s = boff[k + 1] - o;
+        lanes_mix(lw, s, M + o * ldm + o, ldm, a + o * lw, s, N ? N + o * ldn + o : NULL, ldn,
+                  b ? b + o * lw : NULL, s, out + o * lw);
+    }
+}
+#endif
+
+void gmm_band_lanes_mix_blocks(size_t lw, size_t nblk, const size_t *boff, const double *M,
+                               size_t ldm, const double *a, const double *N, size_t ldn,
+                               const double *b, double *out)
+{
+#if BAND_AVX2
+    if (band_cpu_has_avx2()) {
+        mix_blocks_avx2(lw, nblk, boff, M, ldm, a, N, ldn, b, out);
+        return;
+    }
+#endif
+    mix_blocks_plain(lw, nblk, boff, M, ldm, a, N, ldn, b, out);
 }
 
 /* X = F^-1 S_J (nj x lw, by back substitution on whole rows: x_J = F^-1

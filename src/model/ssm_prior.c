@@ -675,16 +675,10 @@ gmm_status gmm_ssm_prior_rev(gmm_ssm *m, const gmm_band *Qbar, double logdetbar,
 static void lanes_next_state(const gmm_ssm *m, const double *A, const double *L,
                              const double *x, const double *v, size_t lw, double *xn)
 {
-    size_t d = m->d;
-    for (size_t b = 0; b < m->nb; b++) {
-        size_t o = m->boff[b], s = m->boff[b + 1] - o;
-        if (A)
-            gmm_band_lanes_mix(lw, s, A + o * d + o, d, x + o * lw, s, L + o * d + o, d,
-                               v + o * lw, s, xn + o * lw);
-        else
-            gmm_band_lanes_mix(lw, s, L + o * d + o, d, v + o * lw, s, NULL, 0, NULL, 0,
-                               xn + o * lw);
-    }
+    if (A)
+        gmm_band_lanes_mix_blocks(lw, m->nb, m->boff, A, m->d, x, L, m->d, v, xn);
+    else
+        gmm_band_lanes_mix_blocks(lw, m->nb, m->boff, L, m->d, v, NULL, 0, NULL, xn);
 }
 
 static gmm_status rows_moments_cb(void *ctx, const gmm_rows_moments *mo)
@@ -730,25 +724,17 @@ static gmm_status rows_moments_cb(void *ctx, const gmm_rows_moments *mo)
      * within each block (BLOCKS): S = E[v v'] - I whole, E = E[v x_k'] */
     size_t t = 0;
     if (k0 == 0) {
-        double *S0 = m->T + 3 * dd;
-        for (size_t b = 0; b < m->nb; b++) {
-            size_t o = m->boff[b], s = m->boff[b + 1] - o;
-            const double *vb = bm->rows + o * lw;
-            gmm_band_moment_gram(bm, vb, s, vb, s, sd, 1, S0 + o * d + o, d);
-        }
+        gmm_band_moment_gram_blocks(bm, m->nb, m->boff, bm->rows, bm->rows, sd, 1,
+                                    m->T + 3 * dd, d);
         t = 1;
     }
     while (t < nk) {
         size_t g = m->ig[k0 + t - 1], t1 = t + 1;
         while (t1 < nk && m->ig[k0 + t1 - 1] == g)
             t1++;
-        double *S = blk(m, g, B_S1), *E = blk(m, g, B_S2);
-        for (size_t b = 0; b < m->nb; b++) {
-            size_t o = m->boff[b], s = m->boff[b + 1] - o;
-            const double *vb = bm->rows + (t * d + o) * lw, *xb = m->xl + (t * d + o) * lw;
-            gmm_band_moment_gram(bm, vb, s, vb, s, sd, t1 - t, S + o * d + o, d);
-            gmm_band_moment_gram(bm, vb, s, xb, s, sd, t1 - t, E + o * d + o, d);
-        }
+        const double *v = bm->rows + t * sd, *xk = m->xl + t * sd;
+        gmm_band_moment_gram_blocks(bm, m->nb, m->boff, v, v, sd, t1 - t, blk(m, g, B_S1), d);
+        gmm_band_moment_gram_blocks(bm, m->nb, m->boff, v, xk, sd, t1 - t, blk(m, g, B_S2), d);
         t = t1;
     }
     return GMM_OK;

@@ -686,7 +686,7 @@ START_TEST(test_rows_moments_vs_dense)
 END_TEST
 
 /* The lane products a state-space model's gradient sums (gmm_band_moment_gram,
- * gmm_band_lanes_mix) against plain sums, every vector count of the kernels
+ * gmm_band_lanes_mix, and their _blocks forms) against plain sums, every vector count of the kernels
  * (1 .. 4, and the general path), odd tile shapes: within the rounding bound
  * of a sum of k products, k eps sum |terms| (the order of the sums differs). */
 START_TEST(test_lane_products)
@@ -753,6 +753,29 @@ START_TEST(test_lane_products)
                                           no, na, nb, mix[i * lw + l], want);
                         }
                 }
+    }
+    /* the block-diagonal forms: the same as block by block, to the bit */
+    static const size_t boff[] = {0, 2, 3, 5};
+    for (size_t il = 0; il < sizeof lws / sizeof lws[0]; il++) {
+        size_t lw = lws[il], stride = 5 * lw;
+        gmm_band_block_moments bm = {0, 0, 0, lw, lw - 1, NULL, NULL};
+        double o1[25], o2[25], m1[5 * 28], m2[5 * 28];
+        for (size_t k = 0; k < 25; k++) {
+            o1[k] = o2[k] = tu_normal(&r);
+            M[k] = tu_normal(&r);
+            N[k] = tu_normal(&r);
+        }
+        gmm_band_moment_gram_blocks(&bm, 3, boff, a, b, stride, 2, o1, 5);
+        gmm_band_lanes_mix_blocks(lw, 3, boff, M, 5, a, N, 5, b, m1);
+        for (size_t k = 0; k < 3; k++) {
+            size_t o = boff[k], sb = boff[k + 1] - o;
+            gmm_band_moment_gram(&bm, a + o * lw, sb, b + o * lw, sb, stride, 2, o2 + o * 5 + o,
+                                 5);
+            gmm_band_lanes_mix(lw, sb, M + o * 5 + o, 5, a + o * lw, sb, N + o * 5 + o, 5,
+                               b + o * lw, sb, m2 + o * lw);
+        }
+        ck_assert_int_eq(memcmp(o1, o2, sizeof o1), 0);
+        ck_assert_int_eq(memcmp(m1, m2, 5 * lw * sizeof *m1), 0);
     }
     free(a);
     free(b);
