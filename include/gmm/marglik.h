@@ -96,10 +96,9 @@ typedef struct {
  * likelihood; the rows lose ~eps sqrt(cond P).  The rows are merged by
  * first column and folded in blocks of rows that start in the same stretch
  * of columns (marglik.c, SQUARE-ROOT FORM): one Householder reflection per
- * column and block -- for a Markov chain with d-dimensional states, 2d per
- * state, where Givens rotations row by row cost ~7d.  Measured on the CO2
- * model (d = 6), loglik and gradient at n = 3000: 3.0-3.3 ms, the
- * Cholesky 1.1 ms (Givens rotations: 4.4-4.7 ms).
+ * column and block -- for a Markov chain with d-dimensional states, at most
+ * 2d per state (d + d / (intervals per block) with merged segments), where
+ * Givens rotations row by row cost ~7d (timings: README, Benchmarks).
  * gmm_marglik_grad, _grad_view (dlogp/dQ, as if Q had been
  * given) and _posterior work unchanged.  Observation offsets must be
  * nondecreasing (GMM_EINVAL naming the observation), rows ordered as above

@@ -475,7 +475,7 @@ int main(void)
     if (getenv("SKIP3"))
         return 0;
     printf("\nTable 3: loglik + gradient time, matern32 + quasiperiodic(harmonics=2), weekly "
-           "inputs (d = 6, bandwidth 11)\n");
+           "inputs (d = 6, bandwidth 7)\n");
     gmm_kernel *k = kernel_of("matern32(variance=100, lengthscale=20) + quasiperiodic("
                               "variance=5, lengthscale=50, period=1, harmonics=2)");
     size_t sizes[] = {1000, 3000, 10000, 100000};
