@@ -465,33 +465,34 @@ static inline double gmm_band_moment(const gmm_band_block_moments *bm, const dou
 /* out[i ldo + k] += the sum over t < nt of gmm_band_moment(bm, a + t stride
  * + i lw, b + t stride + k lw), i < na, k < nb (lw = bm->lw): the moments
  * of na rows with nb rows, summed over nt groups of rows stride doubles
- * apart (a state-space model's intervals).  Each row's lanes are read once
- * per 2 x 2 tile, the sums reduced once. */
+ * apart (a state-space model's intervals); out must not overlap a or b.
+ * Each row's lanes are read once per 2 x 2 tile, the sums reduced once. */
 void gmm_band_moment_gram(const gmm_band_block_moments *bm, const double *a, size_t na,
                           const double *b, size_t nb, size_t stride, size_t nt, double *out,
                           size_t ldo);
+
+/* out = M a + N b on rows of lw lanes (lw a multiple of 4, as the moments'):
+ * out row i (i < no) = sum_j M[i ldm + j] a_j (j < na) + sum_j N[i ldn + j]
+ * b_j (j < nb; N NULL: none, b unread), a_j = a + j lw, and likewise b_j and out's
+ * rows (out must not overlap a or b): lanes are linear in the rows, so a
+ * linear map of rows maps their lanes. */
+void gmm_band_lanes_mix(size_t lw, size_t no, const double *M, size_t ldm, const double *a,
+                        size_t na, const double *N, size_t ldn, const double *b, size_t nb,
+                        double *out);
 
 /* Both of the above on the diagonal blocks of a block-diagonal map, in one
  * call: block k holds rows boff[k] .. boff[k + 1] - 1 (nblk blocks), and
  * gmm_band_moment_gram_blocks adds block k's moments (its rows of a with
  * its rows of b) into out's diagonal block k (out[boff[k] ldo + boff[k]]
  * on), gmm_band_lanes_mix_blocks maps block k's rows of a and b by M's and
- * N's diagonal block k (stride ldm, ldn; N NULL: none) into out's rows. */
+ * N's diagonal block k (stride ldm, ldn; N NULL: none, b then unread) into
+ * out's rows.  out must not overlap a or b in either. */
 void gmm_band_moment_gram_blocks(const gmm_band_block_moments *bm, size_t nblk,
                                  const size_t *boff, const double *a, const double *b,
                                  size_t stride, size_t nt, double *out, size_t ldo);
 void gmm_band_lanes_mix_blocks(size_t lw, size_t nblk, const size_t *boff, const double *M,
                                size_t ldm, const double *a, const double *N, size_t ldn,
                                const double *b, double *out);
-
-/* out = M a + N b on rows of lw lanes (lw a multiple of 4, as the moments'):
- * out row i (i < no) = sum_j M[i ldm + j] a_j (j < na) + sum_j N[i ldn + j]
- * b_j (j < nb; N NULL: none), a_j = a + j lw, and likewise b_j and out's
- * rows (out must not overlap a or b): lanes are linear in the rows, so a
- * linear map of rows maps their lanes. */
-void gmm_band_lanes_mix(size_t lw, size_t no, const double *M, size_t ldm, const double *a,
-                        size_t na, const double *N, size_t ldn, const double *b, size_t nb,
-                        double *out);
 
 /* After the last row: GMM_ENOTPD with gmm_error_index() the first column
  * whose diagonal is zero (M rank deficient there: no row reached it), below

@@ -60,7 +60,9 @@ gmm_status gmm_marglik_eval(const gmm_band *Q, const gmm_obs *obs, double noise,
  * 1 <= width <= kl + 1, and the rows come in nondecreasing order of their
  * FIRST column.  The callback writes first and the width entries into v
  * (room for kl + 1) and returns width.  It is called once per row, from the
- * first row to the last. */
+ * first row to the last -- unless rows (below) is given, which then reads
+ * them all (row is still required).  Zero-initialise the struct: members
+ * added later are optional and NULL means none. */
 typedef struct {
     size_t nrows;
     size_t (*row)(void *ctx, size_t i, size_t *first, double *v);
@@ -75,13 +77,14 @@ typedef struct {
      * each interval's transition rows, so each block's moments belong to
      * whole intervals. */
     int (*block_start)(void *ctx, size_t i);
-    /* Optional (NULL: row by row): rows i, i + 1, ... at once -- to the end
-     * of row i's segment (all of them when there are no segments), at most
-     * cap, at least one -- each written as row would write it, zero-padded
-     * to ldv = kl + 1 entries at v + t ldv, its first column in first[t]
-     * and the width row would return in width[t]; returns how many.  Rows
-     * come by the thousand: one call and one copy per segment instead of a
-     * call per row. */
+    /* Optional (NULL: row by row): rows i, i + 1, ... at once -- at least
+     * one, at most cap, and never past the end of row i's segment (rows
+     * after the first of a read are taken as inside it); best all of it --
+     * each written as row would write it, zero-padded to ldv = kl + 1
+     * entries at v + t ldv, its first column in first[t] and the width row
+     * would return in width[t]; returns how many.  Rows come by the
+     * thousand: one call and one copy per segment instead of a call per
+     * row. */
     size_t (*rows)(void *ctx, size_t i, size_t cap, size_t *first, size_t *width, double *v,
                    size_t ldv);
 } gmm_prior_rows;

@@ -40,8 +40,9 @@ static int all_finite(const double *v, size_t k)
     return !(bad >> 63);
 }
 
-/* Work rows of whole vectors start on a cache line (64 bytes): a vector
- * load that splits two lines costs more than one that does not, and
+/* Work buffers of rows of whole vectors start on a cache line (64 bytes),
+ * so that with row strides of whole vectors no vector load splits two
+ * lines: one that does costs more than one that does not, and
  * malloc's large blocks start 16 bytes into a page (measured: the CO2 loglik
  * + gradient 3% slower with the unfold's rows 48 bytes into a line, by heap
  * layout alone).  Buffers carry ALIGN_SLACK doubles for it. */
@@ -346,9 +347,12 @@ BAND_INLINE int reflect_setup(double *restrict p, double *restrict Y, size_t cap
 /* A reflection's u0, t and x (the rest of u) into a tape record (TAPE).
  * Up to TAPE_XRUN entries as a fixed run of vectors: a loop's exit on k,
  * which changes from column to column, is mispredicted.  So up to
- * TAPE_XRUN doubles past x's k are read (x has the slack) and written
- * (the fold keeps the room; the record's trailer is written after). */
+ * TAPE_XRUN doubles past x's k are read (x has the slack; slots not yet
+ * holding a row may be stale or, before the rows arrive, never written:
+ * copied, never used) and written (the fold keeps the room; the record's
+ * trailer is written after). */
 #define TAPE_XRUN 16
+_Static_assert(TAPE_XRUN == 16, "tape_put's run is four vectors");
 BAND_INLINE void tape_put(double *restrict rec, double u0, double t, const double *restrict x,
                           size_t k)
 {

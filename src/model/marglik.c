@@ -481,7 +481,13 @@ gmm_status gmm_marglik_eval_rows(const gmm_prior_rows *G, const gmm_obs *obs, do
                                                                 "reader gave %zu rows from "
                                                                 "row %zu (1 .. %zu)",
                                                 qn, gi, cap);
-                        qlen = qn < cap || gi + qn == G->nrows ? qn : 0;
+                        /* the segment's length, when the read ended
+                         * at its end (one question; a short read leaves
+                         * segment_fits to ask row by row) */
+                        qlen = gi + qn == G->nrows ||
+                                       (G->block_start && G->block_start(G->ctx, gi + qn))
+                                   ? qn
+                                   : 0;
                         qi = 0;
                     }
                     seg0 = qi == 0;

@@ -339,9 +339,12 @@ gmm_status gmm_ssm_alloc(const gmm_kernel *k, const double *x, size_t n,
         /* the marginal likelihood's three bands and its posterior's, the
          * vectors, the prediction's wider covariance band, and the
          * square-root form's record for its gradient (marglik.h, ROW
-         * MOMENTS: ~2d (d + 8) + d^2 per state, i.e. 3d + 16 per latent) */
+         * MOMENTS: ~2d (d + 8) + d^2 per state, i.e. 3d + 16 per latent);
+         * per interval group its blocks and its square-root rows (as many
+         * groups as intervals on an irregular grid) */
         double need = 8.0 * (5.0 * ((double)m->kl + 1.0) + 5.0 * (double)d + 24.0) *
                       (double)m->N;
+        need += 8.0 * ((double)m->ng + 1.0) * ((double)(B_N * dd) + (double)d * (m->kl + 1.0));
         if (need > limit) {
             st = too_big(m, need, limit);
             goto done;
