@@ -462,31 +462,22 @@ static inline double gmm_band_moment(const gmm_band_block_moments *bm, const dou
     return 2.0 * a[bm->r] * b[bm->r] - ((t0 + t1) + (t2 + t3));
 }
 
-/* out[i ldo + k] += the sum over t < nt of gmm_band_moment(bm, a + t stride
- * + i lw, b + t stride + k lw), i < na, k < nb (lw = bm->lw): the moments
- * of na rows with nb rows, summed over nt groups of rows stride doubles
- * apart (a state-space model's intervals); out must not overlap a or b.
- * Each row's lanes are read once per 2 x 2 tile, the sums reduced once. */
-void gmm_band_moment_gram(const gmm_band_block_moments *bm, const double *a, size_t na,
-                          const double *b, size_t nb, size_t stride, size_t nt, double *out,
-                          size_t ldo);
-
-/* out = M a + N b on rows of lw lanes (lw a multiple of 4, as the moments'):
- * out row i (i < no) = sum_j M[i ldm + j] a_j (j < na) + sum_j N[i ldn + j]
- * b_j (j < nb; N NULL: none, b unread), a_j = a + j lw, and likewise b_j and out's
- * rows (out must not overlap a or b): lanes are linear in the rows, so a
- * linear map of rows maps their lanes. */
-void gmm_band_lanes_mix(size_t lw, size_t no, const double *M, size_t ldm, const double *a,
-                        size_t na, const double *N, size_t ldn, const double *b, size_t nb,
-                        double *out);
-
-/* Both of the above on the diagonal blocks of a block-diagonal map, in one
- * call: block k holds rows boff[k] .. boff[k + 1] - 1 (nblk blocks), and
- * gmm_band_moment_gram_blocks adds block k's moments (its rows of a with
- * its rows of b) into out's diagonal block k (out[boff[k] ldo + boff[k]]
- * on), gmm_band_lanes_mix_blocks maps block k's rows of a and b by M's and
- * N's diagonal block k (stride ldm, ldn; N NULL: none, b then unread) into
- * out's rows.  out must not overlap a or b in either. */
+/* Lane products for a state-space model's moments, on the diagonal blocks
+ * of a block-diagonal map: block k holds rows boff[k] .. boff[k + 1] - 1
+ * (nblk blocks), rows of lw lanes (lw a multiple of 4, as the moments'),
+ * and out must not overlap a or b.
+ *
+ * gmm_band_moment_gram_blocks: for every block and its rows i, k,
+ *   out[i ldo + k] += sum_{t < nt} gmm_band_moment(bm, a + t stride + i lw,
+ *                                                   b + t stride + k lw)
+ * (lw = bm->lw): the moments summed over nt groups of rows stride doubles
+ * apart (the intervals of a block of the fold), each row's lanes read once
+ * per 2 x 2 tile, the sums reduced once.
+ *
+ * gmm_band_lanes_mix_blocks: out row i = sum_j M[i ldm + j] a_j + sum_j
+ * N[i ldn + j] b_j over the rows j of i's block (N NULL: none, b unread),
+ * a_j = a + j lw, likewise b_j and out's rows: lanes are linear in the
+ * rows, so a linear map of rows maps their lanes. */
 void gmm_band_moment_gram_blocks(const gmm_band_block_moments *bm, size_t nblk,
                                  const size_t *boff, const double *a, const double *b,
                                  size_t stride, size_t nt, double *out, size_t ldo);

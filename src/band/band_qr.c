@@ -580,23 +580,6 @@ static inline tape_rec tape_read(const double *rec)
     return t;
 }
 
-/* Room for one more record of up to k doubles on the tape (TAPE): 0, or 1
- * when it cannot grow. */
-static int tape_room(gmm_band_tape *tp, size_t k)
-{
-    if (tp->len + k <= tp->cap)
-        return 0;
-    size_t cap = tp->cap ? 2 * tp->cap : 1024;
-    while (cap < tp->len + k)
-        cap *= 2;
-    double *d = gmm_realloc(tp->data, cap, sizeof *d);
-    if (!d)
-        return 1;
-    tp->data = d;
-    tp->cap = cap;
-    return 0;
-}
-
 /* A growable buffer (the tape's type) with room for need doubles: 0, or 1
  * when it cannot grow (its contents kept either way). */
 static int grow_buf(gmm_band_tape *b, size_t need)
@@ -613,6 +596,10 @@ static int grow_buf(gmm_band_tape *b, size_t need)
     b->cap = cap;
     return 0;
 }
+
+/* Room for one more record of up to k doubles on the tape (TAPE): 0, or 1
+ * when it cannot grow. */
+static int tape_room(gmm_band_tape *tp, size_t k) { return grow_buf(tp, tp->len + k); }
 
 /* Close a record opened at rec (TAPE). */
 static inline void tape_close(gmm_band_tape *tp, double *rec, size_t j, unsigned code, size_t lo,
@@ -1237,7 +1224,7 @@ BAND_INLINE void lanes_lq(const double *restrict S, size_t lw, size_t r, size_t 
             W[c * nf + c2] = c2 <= c && c2 < r ? T[c * lw + c2] : 0.0;
 }
 
-/* A TA x TB tile of gmm_band_moment_gram (TA, TB <= 2) on 4 NV lanes (NV a
+/* A TA x TB tile of moment_gram (TA, TB <= 2) on 4 NV lanes (NV a
  * constant; 0: any lw).  Two sums per pair (even and odd vectors), named
  * rather than an array, which GCC would keep in memory: the chains are
  * about nt NV / 2 long. */
@@ -1346,71 +1333,7 @@ BAND_INLINE void moment_gram(const double *restrict a, size_t na, const double *
     }
 }
 
-static void moment_gram_plain(const double *a, size_t na, const double *b, size_t nb, size_t lw,
-                              size_t r, size_t stride, size_t nt, double *out, size_t ldo)
-{
-    moment_gram(a, na, b, nb, lw, r, stride, nt, out, ldo);
-}
-
-#if BAND_AVX2
-BAND_TARGET_AVX2 static void moment_gram_avx2(const double *a, size_t na, const double *b,
-                                              size_t nb, size_t lw, size_t r, size_t stride,
-                                              size_t nt, double *out, size_t ldo)
-{
-    moment_gram(a, na, b, nb, lw, r, stride, nt, out, ldo);
-}
-#endif
-
-void gmm_band_moment_gram(const gmm_band_block_moments *bm, const double *a, size_t na,
-                          const double *b, size_t nb, size_t stride, size_t nt, double *out,
-                          size_t ldo)
-{
-#if BAND_AVX2
-    if (band_cpu_has_avx2()) {
-        moment_gram_avx2(a, na, b, nb, bm->lw, bm->r, stride, nt, out, ldo);
-        return;
-    }
-#endif
-    moment_gram_plain(a, na, b, nb, bm->lw, bm->r, stride, nt, out, ldo);
-}
-
-static void gram_blocks_plain(size_t lw, size_t r, size_t nblk, const size_t *boff,
-                              const double *a, const double *b, size_t stride, size_t nt,
-                              double *out, size_t ldo)
-{
-    for (size_t k = 0; k < nblk; k++) {
-        size_t o = boff[k], s = boff[k + 1] - o;
-        moment_gram(a + o * lw, s, b + o * lw, s, lw, r, stride, nt, out + o * ldo + o, ldo);
-    }
-}
-
-#if BAND_AVX2
-BAND_TARGET_AVX2 static void gram_blocks_avx2(size_t lw, size_t r, size_t nblk,
-                                              const size_t *boff, const double *a,
-                                              const double *b, size_t stride, size_t nt,
-                                              double *out, size_t ldo)
-{
-    for (size_t k = 0; k < nblk; k++) {
-        size_t o = boff[k], s = boff[k + 1] - o;
-        moment_gram(a + o * lw, s, b + o * lw, s, lw, r, stride, nt, out + o * ldo + o, ldo);
-    }
-}
-#endif
-
-void gmm_band_moment_gram_blocks(const gmm_band_block_moments *bm, size_t nblk,
-                                 const size_t *boff, const double *a, const double *b,
-                                 size_t stride, size_t nt, double *out, size_t ldo)
-{
-#if BAND_AVX2
-    if (band_cpu_has_avx2()) {
-        gram_blocks_avx2(bm->lw, bm->r, nblk, boff, a, b, stride, nt, out, ldo);
-        return;
-    }
-#endif
-    gram_blocks_plain(bm->lw, bm->r, nblk, boff, a, b, stride, nt, out, ldo);
-}
-
-/* gmm_band_lanes_mix on 4 NV lanes (NV a constant: each output row in
+/* lanes_mix on 4 NV lanes (NV a constant: each output row in
  * registers -- named sums, not an array, which GCC would keep in memory;
  * 0: any lw, a vector at a time). */
 BAND_INLINE void lanes_mix_nv(const size_t NV, size_t lw, size_t no, const double *restrict M,
@@ -1478,60 +1401,73 @@ BAND_INLINE void lanes_mix(size_t lw, size_t no, const double *restrict M, size_
     }
 }
 
-static void lanes_mix_plain(size_t lw, size_t no, const double *M, size_t ldm, const double *a,
-                            size_t na, const double *N, size_t ldn, const double *b, size_t nb,
-                            double *out)
+/* The two on the diagonal blocks of a block-diagonal map (band.h), one
+ * body for both copies. */
+BAND_INLINE void gram_blocks(size_t lw, size_t r, size_t nblk, const size_t *boff,
+                             const double *a, const double *b, size_t stride, size_t nt,
+                             double *out, size_t ldo)
 {
-    lanes_mix(lw, no, M, ldm, a, na, N, ldn, b, nb, out);
-}
-
-#if BAND_AVX2
-BAND_TARGET_AVX2 static void lanes_mix_avx2(size_t lw, size_t no, const double *M, size_t ldm,
-                                            const double *a, size_t na, const double *N,
-                                            size_t ldn, const double *b, size_t nb,
-                                            double *out)
-{
-    lanes_mix(lw, no, M, ldm, a, na, N, ldn, b, nb, out);
-}
-#endif
-
-void gmm_band_lanes_mix(size_t lw, size_t no, const double *M, size_t ldm, const double *a,
-                        size_t na, const double *N, size_t ldn, const double *b, size_t nb,
-                        double *out)
-{
-#if BAND_AVX2
-    if (band_cpu_has_avx2()) {
-        lanes_mix_avx2(lw, no, M, ldm, a, na, N, ldn, b, nb, out);
-        return;
+    for (size_t k = 0; k < nblk; k++) {
+        size_t o = boff[k], s = boff[k + 1] - o;
+        moment_gram(a + o * lw, s, b + o * lw, s, lw, r, stride, nt, out + o * ldo + o, ldo);
     }
-#endif
-    lanes_mix_plain(lw, no, M, ldm, a, na, N, ldn, b, nb, out);
+}
+
+BAND_INLINE void mix_blocks(size_t lw, size_t nblk, const size_t *boff, const double *M,
+                            size_t ldm, const double *a, const double *N, size_t ldn,
+                            const double *b, double *out)
+{
+    for (size_t k = 0; k < nblk; k++) {
+        size_t o = boff[k], s = boff[k + 1] - o;
+        lanes_mix(lw, s, M + o * ldm + o, ldm, a + o * lw, s, N ? N + o * ldn + o : NULL, ldn,
+                  b ? b + o * lw : NULL, s, out + o * lw);
+    }
+}
+
+static void gram_blocks_plain(size_t lw, size_t r, size_t nblk, const size_t *boff,
+                              const double *a, const double *b, size_t stride, size_t nt,
+                              double *out, size_t ldo)
+{
+    gram_blocks(lw, r, nblk, boff, a, b, stride, nt, out, ldo);
 }
 
 static void mix_blocks_plain(size_t lw, size_t nblk, const size_t *boff, const double *M,
                              size_t ldm, const double *a, const double *N, size_t ldn,
                              const double *b, double *out)
 {
-    for (size_t k = 0; k < nblk; k++) {
-        size_t o = boff[k], s = boff[k + 1] - o;
-        lanes_mix(lw, s, M + o * ldm + o, ldm, a + o * lw, s, N ? N + o * ldn + o : NULL, ldn,
-                  b ? b + o * lw : NULL, s, out + o * lw);
-    }
+    mix_blocks(lw, nblk, boff, M, ldm, a, N, ldn, b, out);
 }
 
 #if BAND_AVX2
+BAND_TARGET_AVX2 static void gram_blocks_avx2(size_t lw, size_t r, size_t nblk,
+                                              const size_t *boff, const double *a,
+                                              const double *b, size_t stride, size_t nt,
+                                              double *out, size_t ldo)
+{
+    gram_blocks(lw, r, nblk, boff, a, b, stride, nt, out, ldo);
+}
+
 BAND_TARGET_AVX2 static void mix_blocks_avx2(size_t lw, size_t nblk, const size_t *boff,
                                              const double *M, size_t ldm, const double *a,
                                              const double *N, size_t ldn, const double *b,
                                              double *out)
 {
-    for (size_t k = 0; k < nblk; k++) {
-        size_t o = boff[k], s = boff[k + 1] - o;
-        lanes_mix(lw, s, M + o * ldm + o, ldm, a + o * lw, s, N ? N + o * ldn + o : NULL, ldn,
-                  b ? b + o * lw : NULL, s, out + o * lw);
-    }
+    mix_blocks(lw, nblk, boff, M, ldm, a, N, ldn, b, out);
 }
 #endif
+
+void gmm_band_moment_gram_blocks(const gmm_band_block_moments *bm, size_t nblk,
+                                 const size_t *boff, const double *a, const double *b,
+                                 size_t stride, size_t nt, double *out, size_t ldo)
+{
+#if BAND_AVX2
+    if (band_cpu_has_avx2()) {
+        gram_blocks_avx2(bm->lw, bm->r, nblk, boff, a, b, stride, nt, out, ldo);
+        return;
+    }
+#endif
+    gram_blocks_plain(bm->lw, bm->r, nblk, boff, a, b, stride, nt, out, ldo);
+}
 
 void gmm_band_lanes_mix_blocks(size_t lw, size_t nblk, const size_t *boff, const double *M,
                                size_t ldm, const double *a, const double *N, size_t ldn,

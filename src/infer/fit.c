@@ -147,15 +147,7 @@ static lbfgsfloatval_t evaluate(void *instance, const lbfgsfloatval_t *x, lbfgsf
     /* Remember why: a fit that ends against the domain's edge says so. */
     c->domain_hit = 1;
     snprintf(c->domain_msg, sizeof c->domain_msg, "%s", gmm_error_message());
-    /* Mirror of the linear model from the anchor (see fit.h): above f0, so
-     * the trial is rejected; slope -g0.s > 0, so the cubic backtracks. */
-    double dg = 0.0;
-    for (size_t k = 0; k < nf; k++) {
-        double s = (x[k] - c->u0[k]) / step;
-        dg += c->g0[k] * s;
-        g[k] = -c->g0[k];
-    }
-    return c->f0 + fabs(dg) * step + (dg == 0.0 ? 1.0 : 0.0);
+    return infer_mirror_trial(x, c->u0, c->g0, c->f0, step, nf, g);
 }
 
 static int progress(void *instance, const lbfgsfloatval_t *x, const lbfgsfloatval_t *g,
@@ -197,6 +189,18 @@ static int progress(void *instance, const lbfgsfloatval_t *x, const lbfgsfloatva
         c->pf[slot] = fx;
     }
     return 0;
+}
+
+double infer_mirror_trial(const double *x, const double *u0, const double *g0, double f0,
+                          double step, size_t n, double *g)
+{
+    double dg = 0.0;
+    for (size_t k = 0; k < n; k++) {
+        double s = (x[k] - u0[k]) / step;
+        dg += g0[k] * s;
+        g[k] = -g0[k];
+    }
+    return f0 + fabs(dg) * step + (dg == 0.0 ? 1.0 : 0.0);
 }
 
 const char *infer_lbfgs_message(int ret)

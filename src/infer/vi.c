@@ -978,13 +978,7 @@ static lbfgsfloatval_t evaluate(void *instance, const lbfgsfloatval_t *x, lbfgsf
         memset(g, 0, nu * sizeof *g);
         return 0.0;
     }
-    double dg = 0.0;
-    for (size_t k = 0; k < nu; k++) {
-        double s = (x[k] - c->u0[k]) / step;
-        dg += c->g0[k] * s;
-        g[k] = -c->g0[k];
-    }
-    return c->f0 + fabs(dg) * step + (dg == 0.0 ? 1.0 : 0.0);
+    return infer_mirror_trial(x, c->u0, c->g0, c->f0, step, nu, g); /* rejected */
 }
 
 static int progress(void *instance, const lbfgsfloatval_t *x, const lbfgsfloatval_t *g,

@@ -740,21 +740,29 @@ static gmm_status rows_moments_cb(void *ctx, const gmm_rows_moments *mo)
     return GMM_OK;
 }
 
-/* out (kernel order) += 1/2 C' S C (band order, C and S block-diagonal). */
-static void whitened_to_kernel(const gmm_ssm *m, const double *C, const double *S,
-                               double *T, double *out)
+/* out (kernel order) += scale C' X (band order, C and X block-diagonal: the
+ * product by blocks). */
+static void blocks_ct_x(const gmm_ssm *m, const double *C, const double *X, double scale,
+                        double *out)
 {
     size_t d = m->d;
-    md_gemm(d, 0, 0, 1.0, S, C, 0.0, T);           /* S C */
-    for (size_t i = 0; i < d; i++)                   /* C' (S C), by blocks */
+    for (size_t i = 0; i < d; i++)
         for (size_t j = 0; j < d; j++) {
             if (m->rowstart[i] != m->rowstart[j])
                 continue;
             double t = 0.0;
             for (size_t l = m->rowstart[i]; l < d && m->rowstart[l] == m->rowstart[i]; l++)
-                t += C[l * d + i] * T[l * d + j];
-            out[m->perm[i] * d + m->perm[j]] += 0.5 * t;
+                t += C[l * d + i] * X[l * d + j];
+            out[m->perm[i] * d + m->perm[j]] += scale * t;
         }
+}
+
+/* out (kernel order) += 1/2 C' S C (band order, C and S block-diagonal). */
+static void whitened_to_kernel(const gmm_ssm *m, const double *C, const double *S,
+                               double *T, double *out)
+{
+    md_gemm(m->d, 0, 0, 1.0, S, C, 0.0, T); /* S C */
+    blocks_ct_x(m, C, T, 0.5, out);
 }
 
 static gmm_status rows_grad(gmm_ssm *m, double *grad, double *noisebar)
@@ -777,15 +785,7 @@ static gmm_status rows_grad(gmm_ssm *m, double *grad, double *noisebar)
         md_zero(dd, Qb);
         md_zero(dd, Ab);
         whitened_to_kernel(m, C, blk(m, g, B_S1), Tm, Qb);
-        for (size_t i = 0; i < d; i++) /* Abar = C' E, by blocks */
-            for (size_t j = 0; j < d; j++) {
-                if (m->rowstart[i] != m->rowstart[j])
-                    continue;
-                double t = 0.0;
-                for (size_t l = m->rowstart[i]; l < d && m->rowstart[l] == m->rowstart[i]; l++)
-                    t += C[l * d + i] * E[l * d + j];
-                Ab[m->perm[i] * d + m->perm[j]] = t;
-            }
+        blocks_ct_x(m, C, E, 1.0, Ab); /* Abar = C' E */
         if ((st = gmm_kernel_disc(m->k, m->kw, m->gdt[g], NULL, NULL)) ||
             (st = gmm_kernel_rev(m->k, m->kw, Ab, Qb, NULL, grad)))
             return st;

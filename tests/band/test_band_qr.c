@@ -685,13 +685,18 @@ START_TEST(test_rows_moments_vs_dense)
 }
 END_TEST
 
-/* The lane products a state-space model's gradient sums (gmm_band_moment_gram,
- * gmm_band_lanes_mix, and their _blocks forms) against plain sums, every vector count of the kernels
- * (1 .. 4, and the general path), odd tile shapes: within the rounding bound
- * of a sum of k products, k eps sum |terms| (the order of the sums differs). */
+/* The lane products a state-space model's gradient sums
+ * (gmm_band_moment_gram_blocks, gmm_band_lanes_mix_blocks) against plain
+ * sums, every vector count of the kernels (1 .. 4, and the general path),
+ * every tile shape: within the rounding bound of a sum of k products,
+ * k eps sum |terms| (the order of the sums differs). */
 START_TEST(test_lane_products)
 {
     static const size_t lws[] = {4, 8, 12, 16, 20, 28};
+    /* block partitions of 5 rows: one block of 5 (every tile shape: 2 x 2,
+     * 2 x 1, 1 x 2, 1 x 1), blocks of 1, 3, 1, and of 2, 1, 2 */
+    static const size_t parts[3][4] = {{0, 5}, {0, 1, 4, 5}, {0, 2, 3, 5}};
+    static const size_t nparts[3] = {1, 3, 3};
     tu_rng r;
     tu_rng_seed(&r, 733);
     double *a = malloc(3 * 5 * 28 * sizeof *a), *b = malloc(3 * 5 * 28 * sizeof *b);
@@ -704,78 +709,61 @@ START_TEST(test_lane_products)
         }
         gmm_band_block_moments bm = {0, 0, 0, lw, lw - 1 - (size_t)(tu_uniform(&r) * 3.0),
                                      NULL, NULL};
-        for (size_t na = 1; na <= 5; na += 2)
-            for (size_t nb = 1; nb <= 4; nb++)
-                for (size_t nt = 1; nt <= 3; nt += 2) {
-                    for (size_t k = 0; k < 5 * 7; k++)
-                        out[k] = 1.0; /* added to; column 6 untouched */
-                    gmm_band_moment_gram(&bm, a, na, b, nb, stride, nt, out, 7);
-                    for (size_t i = 0; i < 5; i++)
-                        for (size_t k = 0; k < 7; k++) {
-                            double want = 1.0, bound = 0.0;
-                            for (size_t t = 0; i < na && k < nb && t < nt; t++) {
-                                const double *ai = a + t * stride + i * lw;
-                                const double *bk = b + t * stride + k * lw;
-                                want += gmm_band_moment(&bm, ai, bk);
-                                for (size_t l = 0; l < lw; l++)
-                                    bound += fabs(ai[l] * bk[l]);
-                                bound += 2.0 * fabs(ai[bm.r] * bk[bm.r]);
-                            }
-                            bound = (double)(nt * lw + 4) * DBL_EPSILON * (bound + 1.0);
-                            ck_assert_msg(fabs(out[i * 7 + k] - want) <= 2.0 * bound,
-                                          "gram lw %zu %zu x %zu nt %zu (%zu, %zu): %.17g vs "
-                                          "%.17g",
-                                          lw, na, nb, nt, i, k, out[i * 7 + k], want);
+        for (size_t ip = 0; ip < 3; ip++) {
+            const size_t *boff = parts[ip];
+            size_t nblk = nparts[ip], blk[5];
+            for (size_t k = 0; k < nblk; k++)
+                for (size_t i = boff[k]; i < boff[k + 1]; i++)
+                    blk[i] = k;
+            for (size_t nt = 1; nt <= 3; nt += 2) {
+                for (size_t k = 0; k < 5 * 7; k++)
+                    out[k] = 1.0; /* added to on the blocks only; columns 5, 6 untouched */
+                gmm_band_moment_gram_blocks(&bm, nblk, boff, a, b, stride, nt, out, 7);
+                for (size_t i = 0; i < 5; i++)
+                    for (size_t k = 0; k < 7; k++) {
+                        double want = 1.0, bound = 0.0;
+                        for (size_t t = 0; k < 5 && blk[i] == blk[k] && t < nt; t++) {
+                            const double *ai = a + t * stride + i * lw;
+                            const double *bk = b + t * stride + k * lw;
+                            want += gmm_band_moment(&bm, ai, bk);
+                            for (size_t l = 0; l < lw; l++)
+                                bound += fabs(ai[l] * bk[l]);
+                            bound += 2.0 * fabs(ai[bm.r] * bk[bm.r]);
                         }
-                }
-        for (size_t no = 1; no <= 5; no += 2)
-            for (size_t na = 1; na <= 3; na++)
-                for (size_t nb = 0; nb <= 3; nb += 3) {
-                    for (size_t k = 0; k < 25; k++) {
-                        M[k] = tu_normal(&r);
-                        N[k] = tu_normal(&r);
+                        bound = (double)(nt * lw + 4) * DBL_EPSILON * (bound + 1.0);
+                        ck_assert_msg(fabs(out[i * 7 + k] - want) <= 2.0 * bound,
+                                      "gram lw %zu partition %zu nt %zu (%zu, %zu): %.17g vs "
+                                      "%.17g",
+                                      lw, ip, nt, i, k, out[i * 7 + k], want);
                     }
-                    gmm_band_lanes_mix(lw, no, M, 5, a, na, nb ? N : NULL, 5, b, nb, mix);
-                    for (size_t i = 0; i < no; i++)
-                        for (size_t l = 0; l < lw; l++) {
-                            double want = 0.0, bound = 0.0;
-                            for (size_t j = 0; j < na; j++) {
-                                want += M[i * 5 + j] * a[j * lw + l];
-                                bound += fabs(M[i * 5 + j] * a[j * lw + l]);
-                            }
-                            for (size_t j = 0; j < nb; j++) {
-                                want += N[i * 5 + j] * b[j * lw + l];
-                                bound += fabs(N[i * 5 + j] * b[j * lw + l]);
-                            }
-                            ck_assert_msg(fabs(mix[i * lw + l] - want) <=
-                                              (double)(na + nb + 1) * DBL_EPSILON * bound,
-                                          "mix lw %zu %zu <- %zu + %zu: %.17g vs %.17g", lw,
-                                          no, na, nb, mix[i * lw + l], want);
-                        }
+            }
+            for (int withn = 0; withn < 2; withn++) {
+                for (size_t k = 0; k < 25; k++) {
+                    M[k] = tu_normal(&r);
+                    N[k] = tu_normal(&r);
                 }
-    }
-    /* the block-diagonal forms: the same as block by block, to the bit */
-    static const size_t boff[] = {0, 2, 3, 5};
-    for (size_t il = 0; il < sizeof lws / sizeof lws[0]; il++) {
-        size_t lw = lws[il], stride = 5 * lw;
-        gmm_band_block_moments bm = {0, 0, 0, lw, lw - 1, NULL, NULL};
-        double o1[25], o2[25], m1[5 * 28], m2[5 * 28];
-        for (size_t k = 0; k < 25; k++) {
-            o1[k] = o2[k] = tu_normal(&r);
-            M[k] = tu_normal(&r);
-            N[k] = tu_normal(&r);
+                gmm_band_lanes_mix_blocks(lw, nblk, boff, M, 5, a, withn ? N : NULL, 5,
+                                          withn ? b : NULL, mix);
+                for (size_t i = 0; i < 5; i++)
+                    for (size_t l = 0; l < lw; l++) {
+                        double want = 0.0, bound = 0.0;
+                        size_t j0 = boff[blk[i]], j1 = boff[blk[i] + 1];
+                        for (size_t j = j0; j < j1; j++) {
+                            want += M[i * 5 + j] * a[j * lw + l];
+                            bound += fabs(M[i * 5 + j] * a[j * lw + l]);
+                        }
+                        for (size_t j = j0; withn && j < j1; j++) {
+                            want += N[i * 5 + j] * b[j * lw + l];
+                            bound += fabs(N[i * 5 + j] * b[j * lw + l]);
+                        }
+                        size_t nj = (j1 - j0) * (withn ? 2 : 1);
+                        ck_assert_msg(fabs(mix[i * lw + l] - want) <=
+                                          (double)(nj + 1) * DBL_EPSILON * bound,
+                                      "mix lw %zu partition %zu N %d row %zu: %.17g vs %.17g",
+                                      lw, ip, withn, i, mix[i * lw + l], want);
+                    }
+            }
         }
-        gmm_band_moment_gram_blocks(&bm, 3, boff, a, b, stride, 2, o1, 5);
-        gmm_band_lanes_mix_blocks(lw, 3, boff, M, 5, a, N, 5, b, m1);
-        for (size_t k = 0; k < 3; k++) {
-            size_t o = boff[k], sb = boff[k + 1] - o;
-            gmm_band_moment_gram(&bm, a + o * lw, sb, b + o * lw, sb, stride, 2, o2 + o * 5 + o,
-                                 5);
-            gmm_band_lanes_mix(lw, sb, M + o * 5 + o, 5, a + o * lw, sb, N + o * 5 + o, 5,
-                               b + o * lw, sb, m2 + o * lw);
-        }
-        ck_assert_int_eq(memcmp(o1, o2, sizeof o1), 0);
-        ck_assert_int_eq(memcmp(m1, m2, 5 * lw * sizeof *m1), 0);
     }
     free(a);
     free(b);

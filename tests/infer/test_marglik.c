@@ -564,6 +564,24 @@ static void sort_obs(model *m)
         }
 }
 
+/* The model of shape s (seed), its observations sorted by offset, and a
+ * square root of its prior: chol(Q), or with chain a random chain's rows
+ * (chain_prior, seeded by cseed) that replace Q. */
+static gmm_band *sqrt_model(model *m, const shape *s, int chain, uint64_t seed, uint64_t cseed)
+{
+    model_make(m, s->n, s->kl, s->nobs, s->width, s->step, s->shared, seed);
+    sort_obs(m);
+    gmm_band *LQ = gmm_band_alloc(m->n, m->kl, 0, GMM_BAND_LOWER);
+    if (chain) {
+        tu_rng r;
+        tu_rng_seed(&r, cseed);
+        chain_prior(m, LQ, &r);
+    } else {
+        ck_assert_int_eq(gmm_band_chol_decomp(m->Q, LQ), GMM_OK);
+    }
+    return LQ;
+}
+
 /* eval_rows with G = chol(Q)' gives the loglik of the dense model, and the
  * same gradient (dlogp/dQ, noise) and posterior as eval from Q. */
 START_TEST(test_eval_rows_vs_eval_and_dense)
@@ -571,16 +589,7 @@ START_TEST(test_eval_rows_vs_eval_and_dense)
     const shape *s = &shapes[_i / 2];
     int chain = _i % 2;
     model m;
-    model_make(&m, s->n, s->kl, s->nobs, s->width, s->step, s->shared, 1300 + _i);
-    sort_obs(&m);
-    gmm_band *LQ = gmm_band_alloc(m.n, m.kl, 0, GMM_BAND_LOWER);
-    if (chain) {
-        tu_rng r;
-        tu_rng_seed(&r, 7100 + 10 * (uint64_t)_i);
-        chain_prior(&m, LQ, &r);
-    } else {
-        ck_assert_int_eq(gmm_band_chol_decomp(m.Q, LQ), GMM_OK);
-    }
+    gmm_band *LQ = sqrt_model(&m, s, chain, 1300 + (uint64_t)_i, 7100 + 10 * (uint64_t)_i);
     dense_result d;
     dense_eval(&m, &d);
     gmm_marglik_work *w = gmm_marglik_work_alloc(m.n, m.kl);
@@ -728,16 +737,7 @@ START_TEST(test_rows_moments_vs_dense)
     const shape *s = &shapes[_i / 4];
     int chain = _i % 2, starts = (_i / 2) % 2;
     model m;
-    model_make(&m, s->n, s->kl, s->nobs, s->width, s->step, s->shared, 2300 + _i);
-    sort_obs(&m);
-    gmm_band *LQ = gmm_band_alloc(m.n, m.kl, 0, GMM_BAND_LOWER);
-    if (chain) {
-        tu_rng r;
-        tu_rng_seed(&r, 9100 + 10 * (uint64_t)_i);
-        chain_prior(&m, LQ, &r);
-    } else {
-        ck_assert_int_eq(gmm_band_chol_decomp(m.Q, LQ), GMM_OK);
-    }
+    gmm_band *LQ = sqrt_model(&m, s, chain, 2300 + (uint64_t)_i, 9100 + 10 * (uint64_t)_i);
     dense_result d;
     dense_eval(&m, &d);
     gmm_marglik_work *w = gmm_marglik_work_alloc(m.n, m.kl);
