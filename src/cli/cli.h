@@ -9,7 +9,9 @@
 #include <stdio.h>
 
 #include "gmm/draws.h"
+#include "gmm/likelihood.h"
 #include "gmm/status.h"
+#include "gmm/summary.h"
 
 /* Exit codes (also in the man page): */
 enum {
@@ -77,6 +79,22 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
  * from MIN to MAX". */
 int cli_parse_size(const char *cmd, const char *opt, const char *arg, size_t min, size_t max,
                    size_t *out);
+
+/* --level's default: the probability of every printed interval. */
+#define CLI_DEFAULT_LEVEL 0.9
+
+/* Option --level's value ARG, a probability in (0, 1), into *level: 0, or
+ * CLI_EXIT_USAGE after "--level: 'ARG' is not a probability in (0, 1)". */
+int cli_parse_level(const char *cmd, const char *arg, double *level);
+
+/* The prediction table (predict, vi --posterior): the header
+ *   SITE,mean,var,lower,upper[,R,R_lower,R_upper],level
+ * with SITE "x" or "node" and R "rate" (log link), "prob" (bernoulli) or
+ * nothing (gaussian), then one row per prediction: the site (label, or x
+ * when label is NULL), p's fields and the level (shortest exact form). */
+void cli_pred_header(FILE *f, const char *site, const gmm_lik *lik);
+void cli_pred_row(FILE *f, const char *label, double x, const gmm_summary_pred *p,
+                  const gmm_lik *lik, double level);
 
 /* 0, or the number of the SIGINT/SIGTERM received since
  * cli_install_signals().  Long commands return nonzero from their progress

@@ -12,7 +12,7 @@
 const cli_command cli_commands[] = {
     {"loglik", cmd_loglik, "log marginal likelihood and its gradient (JSON)"},
     {"fit", cmd_fit, "fit the parameters by maximum marginal likelihood (L-BFGS)"},
-    {"predict", cmd_predict, "posterior mean and 95% interval (CSV)"},
+    {"predict", cmd_predict, "posterior mean and interval at a level (CSV)"},
     {"gradcheck", cmd_gradcheck, "check the gradient against finite differences"},
     {"hmc", cmd_hmc, "posterior draws of the latent field by whitened NUTS (CSV)"},
     {"vi", cmd_vi, "variational inference with a banded precision factor (JSON model)"},
