@@ -25,7 +25,7 @@ enum {
 
 typedef struct {
     const char *name;
-    int (*run)(int argc, char **argv); /* argv[0] is the subcommand name */
+    int (*run)(int argc, char **argv); /* argv[0] is "gmm-infer NAME" */
     const char *summary;
 } cli_command;
 
@@ -46,11 +46,13 @@ int cli_fail(const char *cmd, gmm_status s);
 
 /* ---- cli_common.c ---------------------------------------------------- */
 
-/* Report a spec syntax error: "gmm-infer CMD: <last library error>" and
+/* Report a spec syntax error: "gmm-infer CMD: <last library error>" (a
+ * spec read from a model file: "gmm-infer CMD: FILE: \"KEY\": <error>") and
  * then the spec with a caret under offset pos (gmm_spec_caret), all on
  * stderr.  Call right after gmm_spec_parse (or a model-layer check) failed,
- * with pos = gmm_error_index(). */
-void cli_print_spec_error(const char *cmd, const char *text, size_t pos);
+ * with pos = gmm_error_index().  file NULL: a spec of the command line. */
+void cli_print_spec_error(const char *cmd, const char *file, const char *key, const char *text,
+                          size_t pos);
 
 /* A CSV field, quoted when it needs to be (RFC 4180): commas, quotes,
  * line breaks, or blanks at either end (which readers would trim). */

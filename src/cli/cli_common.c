@@ -28,10 +28,16 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
     return CLI_EXIT_USAGE;
 }
 
-void cli_print_spec_error(const char *cmd, const char *text, size_t pos)
+void cli_print_spec_error(const char *cmd, const char *file, const char *key, const char *text,
+                          size_t pos)
 {
     const char *m = gmm_error_message();
-    cli_msg(cmd, "%s", m && *m ? m : "malformed spec");
+    if (!m || !*m)
+        m = "malformed spec";
+    if (file)
+        cli_msg(cmd, "%s: \"%s\": %s", file, key, m);
+    else
+        cli_msg(cmd, "%s", m);
     if (!text)
         return;
     /* Two lines of at most 2 + strlen(text) + 1 bytes each, plus NUL. */
