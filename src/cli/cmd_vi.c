@@ -183,7 +183,7 @@ int cmd_vi(int argc, char **argv)
     gmm_vi_params_init(&par);
     const char *model_path = NULL, *out_path = NULL, *init = NULL, *post = NULL;
     int quiet = 0, c, rc = 0;
-    double level = CLI_DEFAULT_LEVEL;
+    double level = NAN; /* NAN: not given */
     gmm_model mf, mi;
     gmm_model_init(&mf);
     gmm_model_init(&mi);
@@ -237,7 +237,7 @@ int cmd_vi(int argc, char **argv)
         rc = CLI_EXIT_USAGE;
         goto done;
     }
-    if (level != CLI_DEFAULT_LEVEL && !post) {
+    if (!isnan(level) && !post) {
         cli_msg(cmd, "--level applies to --posterior's intervals");
         rc = CLI_EXIT_USAGE;
         goto done;
@@ -367,7 +367,7 @@ int cmd_vi(int argc, char **argv)
     if (post) {
         cli_model_set_vi(m, v);
         v = NULL;
-        if ((rc = write_posterior(cmd, post, m, level)) != 0)
+        if ((rc = write_posterior(cmd, post, m, isnan(level) ? CLI_DEFAULT_LEVEL : level)) != 0)
             goto done;
     }
 done:
