@@ -6,7 +6,7 @@
 #      year) to the weeks before 1998 (data/co2_train.csv);
 #   2. forecast 1998-2001 (data/co2_test.csv) with --observed intervals and
 #      report the test mean log predictive density of y;
-#   3. plot data, forecast and 95% band to demo/co2.png (gnuplot).
+#   3. plot data, forecast and its 90% band to demo/co2.png (gnuplot).
 #
 # Outputs in demo/ (or $DEMO_DIR): co2-model.json, co2-test-predict.csv,
 # co2-grid-predict.csv, co2.png, and co2-summary.json (stdout too).
@@ -28,10 +28,12 @@ end=$(date +%s.%N)
     -o "$out/co2-grid-predict.csv"
 
 # Mean log predictive density of the test y under N(mean, var) (var includes
-# the noise: --observed).  Rows are in the test file's order.
+# the noise: --observed).  Rows are in the test file's order; the test's y
+# is the last column of each pasted row.
 mlpd=$(paste -d, "$out/co2-test-predict.csv" "$here/data/co2_test.csv" | awk -F, '
-    NR > 1 && $7 != "NaN" && $7 != "" {
-        d = $7 - $2; s += -0.5 * log(2 * 3.141592653589793 * $3) - 0.5 * d * d / $3; n++
+    NR == 1 { for (k = 1; k <= NF; k++) col[$k] = k; m = col["mean"]; v = col["var"]; next }
+    $NF != "NaN" && $NF != "" {
+        d = $NF - $m; s += -0.5 * log(2 * 3.141592653589793 * $v) - 0.5 * d * d / $v; n++
     }
     END { if (n == 0) exit 1; printf "%.4f %d", s / n, n }')
 loglik=$(sed -n 's/^ *"loglik": \(.*\),$/\1/p' "$out/co2-model.json")
@@ -57,7 +59,7 @@ if command -v gnuplot >/dev/null 2>&1; then
         --data "$here/data/co2_train.csv" --test "$here/data/co2_test.csv" \
         --title "gmm-infer: Mauna Loa CO2, trained before 1998, forecast 1998-2001" \
         --xlabel "year" --ylabel "CO2 (ppm)" --split 1998 --zoom 1995:2002 \
-        --band-label "95% interval of a new observation (noise included)" -o "$out/co2.png"
+        --band-label "interval of a new observation (noise included)" -o "$out/co2.png"
     echo "demo: plot written to $out/co2.png" >&2
 else
     echo "demo: gnuplot not installed (scripts/install-deps.sh --demo); no plot" >&2
@@ -80,7 +82,7 @@ if command -v gnuplot >/dev/null 2>&1; then
         --per exposure --band rate,rate_lower,rate_upper \
         --title "gmm-infer: coal-mining disasters, Poisson GP (matern32), Laplace" \
         --xlabel "year" --ylabel "disasters per year" \
-        --band-label "95% interval of the rate exp(b + f)" \
+        --band-label "interval of the rate exp(b + f)" \
         -o "$out/coal-rate.png"
     echo "demo: plot written to $out/coal-rate.png" >&2
 fi

@@ -14,7 +14,11 @@
  *
  *     |a - fd| <= rel_tol * max(|a|, |fd|, |f|, 1) + fd_error
  *
- * (a = analytic, f = loglik).  The |f| term is the objective's scale: on
+ * (a = analytic, f = loglik): the row's abs_error <= allowed (the same
+ * test on p's scale: both sides divided by dp/du = p).  rel_tol is thus a
+ * tolerance relative to max(|a|, |fd|, |f|, 1), not to |a| alone: rel_error
+ * may be far above it in a row that passes, where the gradient is tiny
+ * against |f|.  The |f| term is the objective's scale: on
  * the log scale dloglik/du is a sum of terms of the size of loglik's (one
  * per observation), which cancel at an optimum, so a gradient there is
  * judged against |f| and not against itself: a gradient of 2e-4 on a
@@ -50,11 +54,13 @@ typedef struct {
                         * parameter sits on the boundary of its domain (a
                         * positive parameter equal to 0: not checked, ok) */
     double fd_error;   /* error bound of numeric, natural scale */
-    double allowed;    /* the right-hand side of the test above, natural scale */
+    double abs_error;  /* |analytic - numeric|, natural scale */
+    double allowed;    /* the right-hand side of the test above, natural
+                        * scale: ok is abs_error <= allowed */
     double noise;      /* measured rounding noise of loglik along p (sd) */
     double rel_error;  /* |analytic - numeric| / max(|analytic|, |numeric|);
                         * 0 when both are 0 */
-    int ok;            /* passes the test above */
+    int ok;            /* passes the test above (abs_error <= allowed) */
 } gmm_gradcheck_row;
 
 typedef struct {

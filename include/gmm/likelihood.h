@@ -89,9 +89,10 @@ const char *gmm_lik_param_name(const gmm_lik *lik, size_t k, char *buf);
 /* Check the outcomes and exposures of n rows (y NAN = missing: neither y
  * nor that row's exposure is checked; e NULL = all 1).  The first bad row r:
  * GMM_EINVAL, index r in gmm_error_index(), message "y = 2.5 is not a
- * non-negative integer (poisson)", "y = inf is not finite" or "exposure = 0
- * must be positive and finite" (no file or row in the message: the caller
- * adds them).  An exposure (e != NULL) given to a family without one is
+ * non-negative integer (poisson)", "y = inf is not finite", "exposure = 0
+ * must be positive and finite" or, for a NaN exposure of an observed y,
+ * "missing exposure for an observed outcome" (no file or row in the message:
+ * the caller adds them).  An exposure (e != NULL) given to a family without one is
  * GMM_EINVAL with no index: "the bernoulli likelihood takes no exposure". */
 gmm_status gmm_lik_check_data(const gmm_lik *lik, const double *y, const double *e, size_t n);
 

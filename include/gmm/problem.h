@@ -20,6 +20,7 @@
 #include "gmm/likelihood.h"
 #include "gmm/objective.h"
 #include "gmm/status.h"
+#include "gmm/summary.h"
 
 typedef struct gmm_problem gmm_problem;
 
@@ -79,14 +80,15 @@ gmm_status gmm_problem_predict_at(gmm_problem *p, const double *theta, const dou
  * all).  Given a draw, f(t) is normal -- the Markov bridge between the
  * draw's neighbouring states, or the prior dynamics beyond them
  * (gmm_ssm_predict_post with the draw as a point mass) -- and one f(t) is
- * drawn from it per draw (gmm_rng, seed); mean, var, q5 and q95 (R's type 7
- * quantiles) are over those nq x ndraw values.  GMM_EINVAL for a family
- * without inputs or no draws; GMM_ENOMEM (ndraw nq doubles are kept).
- * O(ndraw nq (d^3 + log K)). */
+ * drawn from it per draw (gmm_rng, seed); out[q] (nq) summarises the ndraw
+ * values at xq[q] as gmm_summary_pred_draws does, with the interval at
+ * `level` and the response of p's likelihood.  GMM_EINVAL for a family
+ * without inputs, no draws or a level outside (0, 1); GMM_ENOMEM (ndraw nq
+ * doubles are kept).  O(ndraw nq (d^3 + log K)). */
 gmm_status gmm_problem_predict_at_draws(gmm_problem *p, const double *thetas,
                                         size_t theta_stride, const double *xs, size_t ndraw,
                                         const double *xq, size_t nq, uint64_t seed,
-                                        double *mean, double *var, double *q5, double *q95);
+                                        double level, gmm_summary_pred *out);
 
 /* ---- the log joint in whitened coordinates (for HMC) --------------------- */
 

@@ -56,6 +56,7 @@
 
 #include <stddef.h>
 
+#include "gmm/likelihood.h"
 #include "gmm/status.h"
 
 typedef struct {
@@ -97,5 +98,35 @@ gmm_status gmm_summary_ess_mean(const double *draws, size_t nchain, size_t niter
 /* R's quantile type 7 of n >= 1 sorted values at probability p in [0, 1]
  * (NAN for n = 0 or p outside [0, 1]).  O(1). */
 double gmm_summary_quantile_sorted(const double *sorted, size_t n, double p);
+
+/* ---- predictions ----------------------------------------------------------
+ *
+ * The posterior of one prediction as predict and vi --posterior print it:
+ * the linear predictor f and the response r = E[y | f] at exposure 1 (the
+ * rate exp(f) for a log link, the probability for bernoulli, f itself for
+ * gaussian), each with a central interval at probability `level` in (0, 1)
+ * (0.9: the 5% and 95% quantiles, as q5 and q95 above).  The inverse link is
+ * increasing, so r's interval is f's mapped through it. */
+typedef struct {
+    double mean, var;            /* of f */
+    double lower, upper;         /* f's central interval at the level */
+    double resp;                 /* the posterior mean of r */
+    double resp_lower, resp_upper; /* r's interval: lik's mean at lower, upper */
+} gmm_summary_pred;
+
+/* Under f ~ N(mu, s2): lower, upper = mu -/+ z sd with z = Phi^-1((1 +
+ * level) / 2); resp as gmm_lik_response.  GMM_EINVAL for NULL lik or out,
+ * level outside (0, 1), s2 < 0 or a non-finite mu or s2. */
+gmm_status gmm_summary_pred_normal(const gmm_lik *lik, double mu, double s2, double level,
+                                   gmm_summary_pred *out);
+
+/* From n >= 1 draws of f (f[0..n), sorted in place: pass a copy to keep
+ * the order): mean and var (denominator n - 1; 0 for n = 1) as
+ * gmm_summary_compute's mean and sd^2, lower and upper R's type 7 quantiles
+ * at (1 -/+ level) / 2, resp the mean over the draws of lik's mean; every
+ * field NAN when a draw is NaN (as gmm_summary_compute).  GMM_EINVAL for
+ * NULL arguments, n = 0 or level outside (0, 1).  O(n log n). */
+gmm_status gmm_summary_pred_draws(const gmm_lik *lik, double *f, size_t n, double level,
+                                  gmm_summary_pred *out);
 
 #endif

@@ -9,7 +9,9 @@
 #include <stdio.h>
 
 #include "gmm/draws.h"
+#include "gmm/likelihood.h"
 #include "gmm/status.h"
+#include "gmm/summary.h"
 
 /* Exit codes (also in the man page): */
 enum {
@@ -23,7 +25,7 @@ enum {
 
 typedef struct {
     const char *name;
-    int (*run)(int argc, char **argv); /* argv[0] is the subcommand name */
+    int (*run)(int argc, char **argv); /* argv[0] is "gmm-infer NAME" */
     const char *summary;
 } cli_command;
 
@@ -44,11 +46,13 @@ int cli_fail(const char *cmd, gmm_status s);
 
 /* ---- cli_common.c ---------------------------------------------------- */
 
-/* Report a spec syntax error: "gmm-infer CMD: <last library error>" and
+/* Report a spec syntax error: "gmm-infer CMD: <last library error>" (a
+ * spec read from a model file: "gmm-infer CMD: FILE: \"KEY\": <error>") and
  * then the spec with a caret under offset pos (gmm_spec_caret), all on
  * stderr.  Call right after gmm_spec_parse (or a model-layer check) failed,
- * with pos = gmm_error_index(). */
-void cli_print_spec_error(const char *cmd, const char *text, size_t pos);
+ * with pos = gmm_error_index().  file NULL: a spec of the command line. */
+void cli_print_spec_error(const char *cmd, const char *file, const char *key, const char *text,
+                          size_t pos);
 
 /* A CSV field, quoted when it needs to be (RFC 4180): commas, quotes,
  * line breaks, or blanks at either end (which readers would trim). */
@@ -77,6 +81,22 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
  * from MIN to MAX". */
 int cli_parse_size(const char *cmd, const char *opt, const char *arg, size_t min, size_t max,
                    size_t *out);
+
+/* --level's default: the probability of every printed interval. */
+#define CLI_DEFAULT_LEVEL 0.9
+
+/* Option --level's value ARG, a probability in (0, 1), into *level: 0, or
+ * CLI_EXIT_USAGE after "--level: 'ARG' is not a probability in (0, 1)". */
+int cli_parse_level(const char *cmd, const char *arg, double *level);
+
+/* The prediction table (predict, vi --posterior): the header
+ *   SITE,mean,var,lower,upper[,R,R_lower,R_upper],level
+ * with SITE "x" or "node" and R "rate" (log link), "prob" (bernoulli) or
+ * nothing (gaussian), then one row per prediction: the site (label, or x
+ * when label is NULL), p's fields and the level (shortest exact form). */
+void cli_pred_header(FILE *f, const char *site, const gmm_lik *lik);
+void cli_pred_row(FILE *f, const char *label, double x, const gmm_summary_pred *p,
+                  const gmm_lik *lik, double level);
 
 /* 0, or the number of the SIGINT/SIGTERM received since
  * cli_install_signals().  Long commands return nonzero from their progress

@@ -28,10 +28,16 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
     return CLI_EXIT_USAGE;
 }
 
-void cli_print_spec_error(const char *cmd, const char *text, size_t pos)
+void cli_print_spec_error(const char *cmd, const char *file, const char *key, const char *text,
+                          size_t pos)
 {
     const char *m = gmm_error_message();
-    cli_msg(cmd, "%s", m && *m ? m : "malformed spec");
+    if (!m || !*m)
+        m = "malformed spec";
+    if (file)
+        cli_msg(cmd, "%s: \"%s\": %s", file, key, m);
+    else
+        cli_msg(cmd, "%s", m);
     if (!text)
         return;
     /* Two lines of at most 2 + strlen(text) + 1 bytes each, plus NUL. */
@@ -140,4 +146,58 @@ int cli_parse_size(const char *cmd, const char *opt, const char *arg, size_t min
     }
     *out = (size_t)v;
     return 0;
+}
+
+int cli_parse_level(const char *cmd, const char *arg, double *level)
+{
+    char *end;
+    double v = strtod(arg, &end);
+    if (end == arg || *end || !(v > 0.0 && v < 1.0)) {
+        cli_msg(cmd, "--level: '%s' is not a probability in (0, 1)", arg);
+        return CLI_EXIT_USAGE;
+    }
+    *level = v;
+    return 0;
+}
+
+/* "rate", "prob" or NULL: the response columns' prefix. */
+static const char *resp_name(const gmm_lik *lik)
+{
+    return lik->type->conjugate ? NULL : lik->type->link_log ? "rate" : "prob";
+}
+
+void cli_pred_header(FILE *f, const char *site, const gmm_lik *lik)
+{
+    const char *r = resp_name(lik);
+    fprintf(f, "%s,mean,var,lower,upper", site);
+    if (r)
+        fprintf(f, ",%s,%s_lower,%s_upper", r, r, r);
+    fputs(",level\n", f);
+}
+
+void cli_pred_row(FILE *f, const char *label, double x, const gmm_summary_pred *p,
+                  const gmm_lik *lik, double level)
+{
+    if (label)
+        cli_put_csv_field(f, label);
+    else
+        cli_put_csv_number(f, x);
+    const double col[] = {p->mean, p->var, p->lower, p->upper};
+    for (size_t k = 0; k < 4; k++) {
+        fputc(',', f);
+        cli_put_csv_number(f, col[k]);
+    }
+    if (resp_name(lik)) {
+        const double rc[] = {p->resp, p->resp_lower, p->resp_upper};
+        for (size_t k = 0; k < 3; k++) {
+            fputc(',', f);
+            cli_put_csv_number(f, rc[k]);
+        }
+    }
+    /* 0.9, not 0.90000000000000002: the level as the user typed it */
+    char buf[32];
+    snprintf(buf, sizeof buf, "%.15g", level);
+    if (strtod(buf, NULL) != level)
+        snprintf(buf, sizeof buf, "%.17g", level);
+    fprintf(f, ",%s\n", buf);
 }

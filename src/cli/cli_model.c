@@ -84,6 +84,10 @@ struct cli_model {
     gmm_problem *prob;
     gmm_objective *obj;
     gmm_vi *vi;        /* a VI result's q (predictions use it), or NULL */
+    /* The model file the specs come from, for their error messages (the
+     * caller's string, read only while the model is built), or NULL: they
+     * come from the command line. */
+    const char *spec_file;
 };
 
 void cli_model_opts_init(cli_model_opts *o)
@@ -286,15 +290,22 @@ static void center_y(cli_model *m, int no_center, const double *fixed)
             m->y[r] -= m->center;
 }
 
-/* Parse a spec, printing a caret on error.  0 or an exit code. */
-static int parse_spec(const char *cmd, const char *text, gmm_spec_node **out)
+/* A spec error of m's spec under KEY of its model file ("kernel"), with a
+ * caret at the library's error index; cli_exit_code(s). */
+static int spec_error(const char *cmd, const cli_model *m, const char *key, const char *text,
+                      gmm_status s)
+{
+    cli_print_spec_error(cmd, m->spec_file, key, text, gmm_error_index());
+    return cli_exit_code(s);
+}
+
+/* Parse m's spec under KEY (a spec error names the model file and KEY).
+ * 0 or an exit code. */
+static int parse_spec(const char *cmd, const cli_model *m, const char *key, const char *text,
+                      gmm_spec_node **out)
 {
     gmm_status s = gmm_spec_parse(text, out);
-    if (s != GMM_OK) {
-        cli_print_spec_error(cmd, text, gmm_error_index());
-        return cli_exit_code(s);
-    }
-    return 0;
+    return s != GMM_OK ? spec_error(cmd, m, key, text, s) : 0;
 }
 
 /* --likelihood (or a model file's) into m->lik.  0 or an exit code. */
@@ -302,10 +313,8 @@ static int parse_likelihood(const char *cmd, cli_model *m, const char *text)
 {
     gmm_status s = gmm_lik_parse(text ? text : "gaussian", &m->lik);
     if (s != GMM_OK) {
-        if (s == GMM_EPARSE && text) {
-            cli_print_spec_error(cmd, text, gmm_error_index());
-            return cli_exit_code(s);
-        }
+        if (s == GMM_EPARSE && text)
+            return spec_error(cmd, m, "likelihood", text, s);
         return cli_fail(cmd, s);
     }
     return 0;
@@ -506,15 +515,10 @@ static int build_ssm(const char *cmd, cli_model *m, double merge_tol, int factor
 {
     gmm_status s;
     int rc;
-    if ((rc = parse_spec(cmd, m->spec_text, &m->spec)) != 0)
+    if ((rc = parse_spec(cmd, m, "kernel", m->spec_text, &m->spec)) != 0)
         return rc;
-    if ((s = gmm_kernel_from_spec(m->spec, &m->kernel)) != GMM_OK) {
-        if (s == GMM_EPARSE) {
-            cli_print_spec_error(cmd, m->spec_text, gmm_error_index());
-            return cli_exit_code(s);
-        }
-        return cli_fail(cmd, s);
-    }
+    if ((s = gmm_kernel_from_spec(m->spec, &m->kernel)) != GMM_OK)
+        return s == GMM_EPARSE ? spec_error(cmd, m, "kernel", m->spec_text, s) : cli_fail(cmd, s);
     size_t np = gmm_kernel_nparam(m->kernel);
     int *defaulted = gmm_calloc(np ? np : 1, sizeof(int));
     double *z = working_response(m);
@@ -631,14 +635,11 @@ static int build_graph(const char *cmd, cli_model *m, gmm_table *data, int stric
         if (nisolated > 20)
             fprintf(stderr, "  ... and %zu more\n", nisolated - 20);
     }
-    if ((rc = parse_spec(cmd, m->spec_text, &m->spec)) != 0)
+    if ((rc = parse_spec(cmd, m, "precision", m->spec_text, &m->spec)) != 0)
         goto done;
     if ((s = gmm_gmrf_alloc(m->g, m->spec, m->spec_text, &m->gmrf)) != GMM_OK) {
-        if (s == GMM_EPARSE)
-            cli_print_spec_error(cmd, m->spec_text, gmm_error_index());
-        else
-            cli_fail(cmd, s);
-        rc = cli_exit_code(s);
+        rc = s == GMM_EPARSE ? spec_error(cmd, m, "precision", m->spec_text, s)
+                             : cli_fail(cmd, s);
         goto done;
     }
     if (verbose > 0) {
@@ -802,7 +803,7 @@ int cli_model_load(const char *cmd, const cli_model_opts *o, cli_model **out)
         goto fail;
     }
     gmm_spec_node *probe = NULL;
-    if ((rc = parse_spec(cmd, m->spec_text, &probe)) != 0)
+    if ((rc = parse_spec(cmd, m, NULL, m->spec_text, &probe)) != 0)
         goto fail;
     if (!m->graph) {
         /* kernel names, keys and sizes too, before the data are read */
@@ -811,12 +812,7 @@ int cli_model_load(const char *cmd, const cli_model_opts *o, cli_model **out)
         gmm_kernel_free(kp);
         if (s != GMM_OK) {
             gmm_spec_free(probe);
-            if (s == GMM_EPARSE) {
-                cli_print_spec_error(cmd, m->spec_text, gmm_error_index());
-                rc = cli_exit_code(s);
-            } else {
-                rc = cli_fail(cmd, s);
-            }
+            rc = s == GMM_EPARSE ? spec_error(cmd, m, NULL, m->spec_text, s) : cli_fail(cmd, s);
             goto fail;
         }
     }
@@ -897,6 +893,7 @@ int cli_model_from_file(const char *cmd, const gmm_model *mf, const char *model_
     cli_model *m = gmm_calloc(1, sizeof *m);
     if (!m)
         return cli_fail(cmd, GMM_ENOMEM);
+    m->spec_file = mp;
     if ((rc = parse_likelihood(cmd, m, mf->likelihood)) != 0)
         goto fail;
     m->graph = mf->precision != NULL;

@@ -16,11 +16,16 @@ static const char usage_text[] =
     "                           [OPTIONS]\n"
     "       gmm-infer gradcheck --model MODEL.json [DATA.csv]\n"
     "Compare the analytic gradient with central finite differences; print CSV\n"
-    "  parameter,value,analytic,numeric,fd_error,rel_error,ok\n"
-    "(ok is 'skipped' for a parameter on the boundary of its domain, e.g. a ridge of 0)\n"
-    "and exit 3 when some gradient disagrees beyond the tolerance.\n\n"
+    "  parameter,value,analytic,numeric,fd_error,abs_error,allowed,ok\n"
+    "with abs_error = |analytic - numeric| and ok = abs_error <= allowed, where\n"
+    "  allowed = T max(|analytic|, |numeric|, |loglik|, 1) + fd_error\n"
+    "on the scale of log p for a positive parameter p (printed on p's scale), and\n"
+    "fd_error the finite difference's error bound.  ok is 'skipped' for a\n"
+    "parameter on the boundary of its domain (e.g. a ridge of 0).  Exit 3 when\n"
+    "some gradient is not ok.\n\n"
     "  --model FILE        take the model from fit's output\n"
-    "  --tol T             relative tolerance (default 1e-6)\n"
+    "  --tol T             T in allowed: relative to the larger of the gradient\n"
+    "                      and the log likelihood's size (default 1e-6)\n"
     "  -h, --help          this help\n";
 
 int cmd_gradcheck(int argc, char **argv)
@@ -72,11 +77,11 @@ int cmd_gradcheck(int argc, char **argv)
         rc = cli_fail(cmd, s);
         goto done;
     }
-    printf("parameter,value,analytic,numeric,fd_error,rel_error,ok\n");
+    printf("parameter,value,analytic,numeric,fd_error,abs_error,allowed,ok\n");
     for (size_t i = 0; i < res.nparam; i++) {
         const gmm_gradcheck_row *r = &res.row[i];
-        printf("%s,%.17g,%.17g,%.17g,%.3g,%.3g,%s\n", r->name, r->value, r->analytic,
-               r->numeric, r->fd_error, r->rel_error,
+        printf("%s,%.17g,%.17g,%.17g,%.3g,%.3g,%.3g,%s\n", r->name, r->value, r->analytic,
+               r->numeric, r->fd_error, r->abs_error, r->allowed,
                isnan(r->numeric) ? "skipped" : r->ok ? "true" : "false");
     }
     fflush(stdout);

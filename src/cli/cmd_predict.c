@@ -1,8 +1,9 @@
-/* cmd_predict.c -- `gmm-infer predict`: posterior mean, variance and 95%
- * interval of the latent f (or of y with --observed) as CSV, for a fitted
- * model: at new inputs (interpolation and forecasting) for state-space
- * models, at every node for graph models.  Variances come from the Takahashi
- * inverse subset of the posterior precision: linear in n, no dense matrix. */
+/* cmd_predict.c -- `gmm-infer predict`: posterior mean, variance and a
+ * central interval (--level) of the latent f (or of y with --observed) as
+ * CSV, for a fitted model: at new inputs (interpolation and forecasting) for
+ * state-space models, at every node for graph models.  Variances come from
+ * the Takahashi inverse subset of the posterior precision: linear in n, no
+ * dense matrix. */
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -21,12 +22,13 @@
 
 static const char usage_text[] =
     "Usage: gmm-infer predict --model MODEL.json [DATA.csv] [--at FILE | --grid FROM:TO:STEP]\n"
-    "                         [--observed] [-o FILE]\n"
-    "Print CSV x,mean,var,lower,upper (graph models: node,mean,var,lower,upper):\n"
-    "the posterior of the latent f (plus the intercept) with a 95% interval; for\n"
-    "count likelihoods also rate,rate_lower,rate_upper (the rate per unit exposure,\n"
-    "exp(f): posterior mean and the interval), for bernoulli prob,prob_lower,\n"
-    "prob_upper.  Non-Gaussian models use the Laplace approximation.\n\n"
+    "                         [--observed] [--draws FILE]... [--level P] [-o FILE]\n"
+    "Print CSV x,mean,var,lower,upper,level (graph models: node,...): the\n"
+    "posterior of the latent f (plus the intercept) with its central interval at\n"
+    "probability level P; for count likelihoods also rate,rate_lower,rate_upper\n"
+    "(the rate per unit exposure, exp(f): posterior mean and interval), for\n"
+    "bernoulli prob,prob_lower,prob_upper, before the level column.\n"
+    "Non-Gaussian models use the Laplace approximation.\n\n"
     "  --model FILE        the model written by fit (required)\n"
     "  DATA.csv            condition on this data instead of the model's data file\n"
     "  --at FILE           predict at the x values of FILE (column --at-col, or the\n"
@@ -35,16 +37,39 @@ static const char usage_text[] =
     "  --grid FROM:TO:STEP predict on a regular grid (inclusive of TO when on it)\n"
     "  --observed          add the noise variance: intervals for new observations\n"
     "  --draws FILE        summarise MCMC draws of f (gmm-infer hmc's output;\n"
-    "                      repeatable): mean, var and the 90% interval (5% and 95%\n"
-    "                      quantiles) at the data rows or nodes; with --at/--grid,\n"
-    "                      at new inputs from draws with states (hmc --states)\n"
+    "                      repeatable): mean, var and the interval between the\n"
+    "                      (1-P)/2 and (1+P)/2 quantiles at the data rows or nodes;\n"
+    "                      with --at/--grid, at new inputs from draws with states\n"
+    "                      (hmc --states)\n"
+    "  --level P           the intervals' probability, in (0, 1) (default 0.9)\n"
     "  -o, --output FILE   write to FILE (atomically) instead of stdout\n"
     "  --verbose           report sizes on stderr\n"
     "  -h, --help          this help\n"
     "Without --at or --grid, predictions are at the data's inputs.\n";
 
-/* 97.5% quantile of the standard normal. */
-#define Z975 1.959963984540054
+/* The table to out_path (stdout for NULL or "-"), written only when
+ * complete: sites x[i] (models with inputs) or the nodes node[i] (NULL:
+ * node i). */
+static int write_table(const char *cmd, const char *out_path, const cli_model *m,
+                       const gmm_lik *lik, const double *x, const size_t *node,
+                       const gmm_summary_pred *pr, size_t n, double level)
+{
+    gmm_outfile *of = NULL;
+    gmm_status s = gmm_outfile_open(out_path, &of);
+    if (s != GMM_OK)
+        return cli_fail(cmd, s);
+    FILE *f = gmm_outfile_stream(of);
+    int inputs = cli_model_has_inputs(m);
+    cli_pred_header(f, inputs ? "x" : "node", lik);
+    for (size_t i = 0; i < n; i++) {
+        char buf[64];
+        const char *label = inputs ? NULL : cli_model_site_label(m, node ? node[i] : i, buf);
+        cli_pred_row(f, label, inputs ? x[i] : 0.0, &pr[i], lik, level);
+    }
+    if ((s = gmm_outfile_commit(of)) != GMM_OK)
+        return cli_fail(cmd, s);
+    return 0;
+}
 
 static int parse_grid(const char *cmd, const char *arg, double **xq, size_t *nq)
 {
@@ -101,39 +126,38 @@ done:
 }
 
 /* The posterior of f from MCMC draws (gmm-infer hmc): for every column
- * f[...] the mean, variance and 90% interval (5% and 95% quantiles), at the
- * data row's x (state-space) or the node; rates / probabilities through the
- * inverse link, draw by draw. */
+ * f[...] the mean, variance and interval at the level, at the data row's x
+ * (state-space) or the node; rates / probabilities through the inverse
+ * link, draw by draw.  Every column is checked before anything is
+ * written. */
 static int predict_draws(const char *cmd, cli_model *m, const gmm_lik *lik, const char **paths,
-                         size_t npath, const char *out_path)
+                         size_t npath, double level, const char *out_path)
 {
     gmm_draws *d = NULL;
-    gmm_outfile *of = NULL;
-    gmm_summary_work *sw = NULL;
-    int rc = 0;
+    double *site = NULL, *work = NULL;
+    size_t *node = NULL;
+    gmm_summary_pred *pr = NULL;
+    int rc = 0, inputs = cli_model_has_inputs(m);
     gmm_status s = gmm_draws_read(paths, npath, &d);
     if (s != GMM_OK)
         return cli_fail(cmd, s);
-    size_t N = d->nchain * d->niter, nx = 0;
+    size_t N = d->nchain * d->niter, nx = 0, nv = d->nvar ? d->nvar : 1;
     const double *x = cli_model_data_x(m, &nx);
-    if ((s = gmm_summary_work_alloc(d->nchain, d->niter, &sw)) != GMM_OK ||
-        (s = gmm_outfile_open(out_path, &of)) != GMM_OK) {
-        rc = cli_fail(cmd, s);
+    site = gmm_malloc(nv, sizeof *site);
+    node = gmm_malloc(nv, sizeof *node);
+    pr = gmm_malloc(nv, sizeof *pr);
+    work = gmm_malloc(N ? N : 1, sizeof *work);
+    if (!site || !node || !pr || !work) {
+        rc = cli_fail(cmd, GMM_ENOMEM);
         goto done;
     }
-    FILE *f = gmm_outfile_stream(of);
-    const char *resp = lik->type->conjugate ? NULL : lik->type->link_log ? "rate" : "prob";
-    fprintf(f, "%s,mean,var,lower,upper", cli_model_has_inputs(m) ? "x" : "node");
-    if (resp)
-        fprintf(f, ",%s,%s_lower,%s_upper", resp, resp, resp);
-    fputc('\n', f);
     size_t nout = 0;
     for (size_t v = 0; v < d->nvar; v++) {
         const char *name = d->name[v];
         size_t len = strlen(name);
         if (len < 4 || strncmp(name, "f[", 2) || name[len - 1] != ']')
             continue;
-        if (cli_model_has_inputs(m)) {
+        if (inputs) {
             char *end;
             unsigned long r = strtoul(name + 2, &end, 10);
             if (end != name + len - 1 || r < 1 || r > nx) {
@@ -142,25 +166,22 @@ static int predict_draws(const char *cmd, cli_model *m, const gmm_lik *lik, cons
                 rc = CLI_EXIT_ERROR;
                 goto done;
             }
-            fprintf(f, "%.17g", x[r - 1]);
+            site[nout] = x[r - 1];
         } else {
-            fprintf(f, "%.*s", (int)(len - 3), name + 2);
+            char label[256];
+            snprintf(label, sizeof label, "%.*s", (int)(len - 3), name + 2);
+            if (!cli_model_site_find(m, label, &node[nout])) {
+                cli_msg(cmd, "%s: column '%s' is not a node of the model's graph", paths[0],
+                        name);
+                rc = CLI_EXIT_ERROR;
+                goto done;
+            }
         }
-        /* mean, sd and the type-7 quantiles as `summary` computes them */
-        const double *dv = gmm_draws_variable(d, v);
-        gmm_summary sm;
-        if ((s = gmm_summary_compute(dv, d->nchain, d->niter, sw, &sm)) != GMM_OK) {
+        memcpy(work, gmm_draws_variable(d, v), N * sizeof *work);
+        if ((s = gmm_summary_pred_draws(lik, work, N, level, &pr[nout])) != GMM_OK) {
             rc = cli_fail(cmd, s);
             goto done;
         }
-        double mu = sm.mean, lo = sm.q5, hi = sm.q95, rm = 0.0;
-        for (size_t i = 0; resp && i < N; i++)
-            rm += lik->type->mean(lik->par, 1.0, dv[i]);
-        fprintf(f, ",%.17g,%.17g,%.17g,%.17g", mu, N > 1 ? sm.sd * sm.sd : 0.0, lo, hi);
-        if (resp)
-            fprintf(f, ",%.17g,%.17g,%.17g", rm / (double)N, lik->type->mean(lik->par, 1.0, lo),
-                    lik->type->mean(lik->par, 1.0, hi));
-        fputc('\n', f);
         nout++;
     }
     if (nout == 0) {
@@ -168,28 +189,26 @@ static int predict_draws(const char *cmd, cli_model *m, const gmm_lik *lik, cons
         rc = CLI_EXIT_ERROR;
         goto done;
     }
-    s = gmm_outfile_commit(of);
-    of = NULL;
-    if (s != GMM_OK)
-        rc = cli_fail(cmd, s);
+    rc = write_table(cmd, out_path, m, lik, site, node, pr, nout, level);
 done:
-    gmm_outfile_abort(of);
     gmm_draws_free(d);
-    gmm_summary_work_free(sw);
+    gmm_free(site);
+    gmm_free(node);
+    gmm_free(pr);
+    gmm_free(work);
     return rc;
 }
 
 /* At new inputs from draws that hold the latent states (hmc --states):
  * each new f(t) drawn from the Markov bridge given each draw
- * (gmm_problem_predict_at_draws); 90% intervals; rates through the
- * inverse link (monotone: the quantiles map, the mean is over the draws). */
+ * (gmm_problem_predict_at_draws), summarised as predict_draws does. */
 static int predict_draws_at(const char *cmd, cli_model *m, const gmm_lik *lik,
                             const char **paths, size_t npath, const double *xq, size_t nq,
-                            const char *out_path)
+                            double level, const char *out_path)
 {
     gmm_draws *d = NULL;
-    gmm_outfile *of = NULL;
-    double *xs = NULL, *th = NULL, *mean = NULL, *var = NULL, *lo = NULL, *hi = NULL;
+    double *xs = NULL, *th = NULL;
+    gmm_summary_pred *pr = NULL;
     int rc = 0;
     gmm_status s = gmm_draws_read(paths, npath, &d);
     if (s != GMM_OK)
@@ -210,11 +229,8 @@ static int predict_draws_at(const char *cmd, cli_model *m, const gmm_lik *lik,
     }
     xs = gmm_malloc(N * n, sizeof *xs);
     th = gmm_malloc(N * (np ? np : 1), sizeof *th);
-    mean = gmm_malloc(nqq, sizeof *mean);
-    var = gmm_malloc(nqq, sizeof *var);
-    lo = gmm_malloc(nqq, sizeof *lo);
-    hi = gmm_malloc(nqq, sizeof *hi);
-    if (!xs || !th || !mean || !var || !lo || !hi) {
+    pr = gmm_malloc(nqq, sizeof *pr);
+    if (!xs || !th || !pr) {
         rc = cli_fail(cmd, GMM_ENOMEM);
         goto done;
     }
@@ -231,40 +247,24 @@ static int predict_draws_at(const char *cmd, cli_model *m, const gmm_lik *lik,
         for (size_t k = 0; k < N; k++)
             th[k * np + k2] = v < d->nvar ? gmm_draws_variable(d, v)[k] : o->value[k2];
     }
-    if ((s = gmm_problem_predict_at_draws(p, th, np, xs, N, xq, nq, 1, mean, var, lo, hi)) !=
-            GMM_OK ||
-        (s = gmm_outfile_open(out_path, &of)) != GMM_OK) {
+    if ((s = gmm_problem_predict_at_draws(p, th, np, xs, N, xq, nq, 1, level, pr)) != GMM_OK) {
         rc = cli_fail(cmd, s);
         goto done;
     }
-    FILE *f = gmm_outfile_stream(of);
+    /* Gaussian data were centred: f and its interval move back by the
+     * centre (the response of a Gaussian model is not printed) */
     double c0 = cli_model_center(m, NULL);
-    const char *resp = lik->type->conjugate ? NULL : lik->type->link_log ? "rate" : "prob";
-    fprintf(f, "x,mean,var,lower,upper");
-    if (resp)
-        fprintf(f, ",%s_lower,%s_upper", resp, resp);
-    fputc('\n', f);
     for (size_t q = 0; q < nq; q++) {
-        fprintf(f, "%.17g,%.17g,%.17g,%.17g,%.17g", xq[q], mean[q] + c0, var[q], lo[q] + c0,
-                hi[q] + c0);
-        if (resp)
-            fprintf(f, ",%.17g,%.17g", lik->type->mean(lik->par, 1.0, lo[q]),
-                    lik->type->mean(lik->par, 1.0, hi[q]));
-        fputc('\n', f);
+        pr[q].mean += c0;
+        pr[q].lower += c0;
+        pr[q].upper += c0;
     }
-    s = gmm_outfile_commit(of);
-    of = NULL;
-    if (s != GMM_OK)
-        rc = cli_fail(cmd, s);
+    rc = write_table(cmd, out_path, m, lik, xq, NULL, pr, nq, level);
 done:
-    gmm_outfile_abort(of);
     gmm_draws_free(d);
     gmm_free(xs);
     gmm_free(th);
-    gmm_free(mean);
-    gmm_free(var);
-    gmm_free(lo);
-    gmm_free(hi);
+    gmm_free(pr);
     return rc;
 }
 
@@ -272,7 +272,7 @@ int cmd_predict(int argc, char **argv)
 {
     const char *cmd = "predict";
     enum { OPT_MODEL = CLI_OPT_FIRST_COMMAND, OPT_AT, OPT_ATCOL, OPT_GRID, OPT_OBSERVED,
-           OPT_VERBOSE, OPT_DRAWS };
+           OPT_VERBOSE, OPT_DRAWS, OPT_LEVEL };
     static const struct option longopts[] = {{"model", required_argument, NULL, OPT_MODEL},
                                              {"at", required_argument, NULL, OPT_AT},
                                              {"at-col", required_argument, NULL, OPT_ATCOL},
@@ -281,6 +281,7 @@ int cmd_predict(int argc, char **argv)
                                              {"output", required_argument, NULL, 'o'},
                                              {"verbose", no_argument, NULL, OPT_VERBOSE},
                                              {"draws", required_argument, NULL, OPT_DRAWS},
+                                             {"level", required_argument, NULL, OPT_LEVEL},
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
     const char *model_path = NULL, *at = NULL, *atcol = NULL, *grid = NULL, *out_path = NULL;
@@ -288,12 +289,13 @@ int cmd_predict(int argc, char **argv)
     const char **draws = NULL;
     size_t ndraws = 0;
     int observed = 0, verbose = 0, c, rc = 0;
+    double level = CLI_DEFAULT_LEVEL;
     gmm_model mf;
     gmm_model_init(&mf);
     cli_model *m = NULL;
     double *xq = NULL, *mean = NULL, *var = NULL;
+    gmm_summary_pred *pr = NULL;
     size_t nq = 0;
-    gmm_outfile *of = NULL;
 
     optind = 1;
     while ((c = getopt_long(argc, argv, "ho:", longopts, NULL)) != -1) {
@@ -314,6 +316,10 @@ int cmd_predict(int argc, char **argv)
         case OPT_GRID: grid = optarg; break;
         case OPT_OBSERVED: observed = 1; break;
         case OPT_VERBOSE: verbose = 1; break;
+        case OPT_LEVEL:
+            if ((rc = cli_parse_level(cmd, optarg, &level)) != 0)
+                goto done;
+            break;
         case 'o': out_path = optarg; break;
         case 'h': fputs(usage_text, stdout); goto done;
         default:
@@ -370,10 +376,10 @@ int cmd_predict(int argc, char **argv)
             else
                 rc = read_at(cmd, at, atcol, mf.data.x, &xq, &nq);
             if (rc == 0)
-                rc = predict_draws_at(cmd, m, lik, draws, ndraws, xq, nq, out_path);
+                rc = predict_draws_at(cmd, m, lik, draws, ndraws, xq, nq, level, out_path);
             goto done;
         }
-        rc = predict_draws(cmd, m, lik, draws, ndraws, out_path);
+        rc = predict_draws(cmd, m, lik, draws, ndraws, level, out_path);
         goto done;
     }
     if (observed && !lik->type->conjugate) {
@@ -403,7 +409,8 @@ int cmd_predict(int argc, char **argv)
     }
     mean = gmm_malloc(nq ? nq : 1, sizeof(double));
     var = gmm_malloc(nq ? nq : 1, sizeof(double));
-    if (!mean || !var) {
+    pr = gmm_malloc(nq ? nq : 1, sizeof *pr);
+    if (!mean || !var || !pr) {
         rc = cli_fail(cmd, GMM_ENOMEM);
         goto done;
     }
@@ -417,51 +424,21 @@ int cmd_predict(int argc, char **argv)
         rc = cli_fail(cmd, s);
         goto done;
     }
-    double noise = observed ? cli_model_noise(m) : 0.0;
-    if ((s = gmm_outfile_open(out_path, &of)) != GMM_OK) {
-        rc = cli_fail(cmd, s);
-        goto done;
-    }
-    FILE *f = gmm_outfile_stream(of);
     /* non-Gaussian: the mean outcome per unit exposure (rate) or the
-     * probability, its posterior mean and the same 95% interval mapped
-     * through the (monotone) inverse link (gmm_lik_response) */
-    const char *resp = lik->type->conjugate ? NULL : lik->type->link_log ? "rate" : "prob";
-    fprintf(f, "%s,mean,var,lower,upper", cli_model_has_inputs(m) ? "x" : "node");
-    if (resp)
-        fprintf(f, ",%s,%s_lower,%s_upper", resp, resp, resp);
-    fputc('\n', f);
-    for (size_t i = 0; i < nq; i++) {
-        double v = var[i] + noise, sd = sqrt(v > 0 ? v : 0);
-        if (!cli_model_has_inputs(m)) {
-            char buf[64];
-            fprintf(f, "%s,", cli_model_site_label(m, i, buf));
-        } else {
-            fprintf(f, "%.17g,", xq[i]);
+     * probability too, its interval f's mapped through the inverse link */
+    double noise = observed ? cli_model_noise(m) : 0.0;
+    for (size_t i = 0; i < nq; i++)
+        if ((s = gmm_summary_pred_normal(lik, mean[i], var[i] + noise, level, &pr[i])) !=
+            GMM_OK) {
+            rc = cli_fail(cmd, s);
+            goto done;
         }
-        fprintf(f, "%.17g,%.17g,%.17g,%.17g", mean[i], v, mean[i] - Z975 * sd,
-                mean[i] + Z975 * sd);
-        if (resp) {
-            double r[3];
-            if ((s = gmm_lik_response(lik, mean[i], v, Z975, r)) != GMM_OK)
-                break;
-            fprintf(f, ",%.17g,%.17g,%.17g", r[0], r[1], r[2]);
-        }
-        fputc('\n', f);
-    }
-    if (s != GMM_OK) {
-        rc = cli_fail(cmd, s);
-        goto done;
-    }
-    s = gmm_outfile_commit(of);
-    of = NULL;
-    if (s != GMM_OK)
-        rc = cli_fail(cmd, s);
+    rc = write_table(cmd, out_path, m, lik, xq, NULL, pr, nq, level);
 done:
-    gmm_outfile_abort(of);
     gmm_free(xq);
     gmm_free(mean);
     gmm_free(var);
+    gmm_free(pr);
     cli_model_free(m);
     gmm_model_free(&mf);
     gmm_free((void *)draws);

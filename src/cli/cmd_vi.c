@@ -38,13 +38,13 @@ static const char usage_text[] =
     "  --max-iter N          L-BFGS iterations (default 2000)\n"
     "  --tol T               stop when the ELBO rises by at most T relative over 3\n"
     "                        iterations (default 1e-9)\n"
-    "  --posterior FILE      also write the posterior of f per data row or node (CSV:\n"
-    "                        mean, var, 90% interval; rate or probability too)\n"
+    "  --posterior FILE      also write the posterior of f per data row or node (CSV\n"
+    "                        as predict prints it: mean, var, lower, upper; rate or\n"
+    "                        probability too; level)\n"
+    "  --level P             --posterior's interval probability, in (0, 1) (default\n"
+    "                        0.9)\n"
     "  --quiet               no progress on stderr\n"
     "  -h, --help            this help\n";
-
-/* 95% quantile of the standard normal: the 90% interval */
-#define Z95 1.6448536269514722
 
 typedef struct {
     const char *cmd;
@@ -97,8 +97,8 @@ static gmm_status write_q(const char *path, gmm_vi *v)
 }
 
 /* The posterior of f under q per data row (state-space: at the row's x)
- * or node. */
-static int write_posterior(const char *cmd, const char *path, cli_model *m)
+ * or node: predict's table (cli_pred_header). */
+static int write_posterior(const char *cmd, const char *path, cli_model *m, double level)
 {
     gmm_status s;
     int rc = 0, inputs = cli_model_has_inputs(m);
@@ -108,41 +108,32 @@ static int write_posterior(const char *cmd, const char *path, cli_model *m)
         nq = cli_model_nsites(m);
     double *mean = gmm_malloc(nq ? nq : 1, sizeof *mean), *var = gmm_malloc(nq ? nq : 1,
                                                                              sizeof *var);
+    gmm_summary_pred *pr = gmm_malloc(nq ? nq : 1, sizeof *pr);
     gmm_outfile *of = NULL;
     const gmm_lik *lik = cli_model_likelihood(m);
-    const char *resp = lik->type->conjugate ? NULL : lik->type->link_log ? "rate" : "prob";
-    if (!mean || !var) {
+    if (!mean || !var || !pr) {
         rc = cli_fail(cmd, GMM_ENOMEM);
         goto done;
     }
-    if ((s = cli_model_predict(m, x, nq, mean, var)) != GMM_OK ||
-        (s = gmm_outfile_open(path, &of)) != GMM_OK) {
+    if ((s = cli_model_predict(m, x, nq, mean, var)) != GMM_OK) {
+        rc = cli_fail(cmd, s);
+        goto done;
+    }
+    for (size_t i = 0; i < nq; i++)
+        if ((s = gmm_summary_pred_normal(lik, mean[i], var[i], level, &pr[i])) != GMM_OK) {
+            rc = cli_fail(cmd, s);
+            goto done;
+        }
+    if ((s = gmm_outfile_open(path, &of)) != GMM_OK) {
         rc = cli_fail(cmd, s);
         goto done;
     }
     FILE *f = gmm_outfile_stream(of);
-    fprintf(f, "%s,mean,var,q5,q95", inputs ? "x" : "node");
-    if (resp)
-        fprintf(f, ",%s,%s_q5,%s_q95", resp, resp, resp);
-    fputc('\n', f);
+    cli_pred_header(f, inputs ? "x" : "node", lik);
     for (size_t i = 0; i < nq; i++) {
         char buf[64];
-        double sd = sqrt(var[i] > 0.0 ? var[i] : 0.0);
-        if (inputs)
-            fprintf(f, "%.17g", x[i]);
-        else
-            cli_put_csv_field(f, cli_model_site_label(m, i, buf));
-        fprintf(f, ",%.17g,%.17g,%.17g,%.17g", mean[i], var[i], mean[i] - Z95 * sd,
-                mean[i] + Z95 * sd);
-        if (resp) {
-            double r[3];
-            if ((s = gmm_lik_response(lik, mean[i], var[i], Z95, r)) != GMM_OK) {
-                rc = cli_fail(cmd, s);
-                goto done;
-            }
-            fprintf(f, ",%.17g,%.17g,%.17g", r[0], r[1], r[2]);
-        }
-        fputc('\n', f);
+        cli_pred_row(f, inputs ? NULL : cli_model_site_label(m, i, buf), inputs ? x[i] : 0.0,
+                     &pr[i], lik, level);
     }
     s = gmm_outfile_commit(of);
     of = NULL;
@@ -152,6 +143,7 @@ done:
     gmm_outfile_abort(of);
     gmm_free(mean);
     gmm_free(var);
+    gmm_free(pr);
     return rc;
 }
 
@@ -167,6 +159,7 @@ int cmd_vi(int argc, char **argv)
         OPT_MAXIT,
         OPT_TOL,
         OPT_POSTERIOR,
+        OPT_LEVEL,
         OPT_QUIET
     };
     static const struct option longopts[] = {
@@ -179,6 +172,7 @@ int cmd_vi(int argc, char **argv)
         {"max-iter", required_argument, NULL, OPT_MAXIT},
         {"tol", required_argument, NULL, OPT_TOL},
         {"posterior", required_argument, NULL, OPT_POSTERIOR},
+        {"level", required_argument, NULL, OPT_LEVEL},
         {"quiet", no_argument, NULL, OPT_QUIET},
         {"output", required_argument, NULL, 'o'},
         {"help", no_argument, NULL, 'h'},
@@ -189,6 +183,7 @@ int cmd_vi(int argc, char **argv)
     gmm_vi_params_init(&par);
     const char *model_path = NULL, *out_path = NULL, *init = NULL, *post = NULL;
     int quiet = 0, c, rc = 0;
+    double level = NAN; /* NAN: not given */
     gmm_model mf, mi;
     gmm_model_init(&mf);
     gmm_model_init(&mi);
@@ -227,6 +222,7 @@ int cmd_vi(int argc, char **argv)
             break;
         }
         case OPT_POSTERIOR: post = optarg; break;
+        case OPT_LEVEL: rc = cli_parse_level(cmd, optarg, &level); break;
         case OPT_QUIET: quiet = 1; break;
         case 'o': out_path = optarg; break;
         default: rc = CLI_EXIT_USAGE; break;
@@ -238,6 +234,11 @@ int cmd_vi(int argc, char **argv)
         goto done;
     if (!out_path || !strcmp(out_path, "-")) {
         cli_msg(cmd, "-o MODEL.json is required: q's parameters are written beside it");
+        rc = CLI_EXIT_USAGE;
+        goto done;
+    }
+    if (!isnan(level) && !post) {
+        cli_msg(cmd, "--level applies to --posterior's intervals");
         rc = CLI_EXIT_USAGE;
         goto done;
     }
@@ -366,7 +367,7 @@ int cmd_vi(int argc, char **argv)
     if (post) {
         cli_model_set_vi(m, v);
         v = NULL;
-        if ((rc = write_posterior(cmd, post, m)) != 0)
+        if ((rc = write_posterior(cmd, post, m, isnan(level) ? CLI_DEFAULT_LEVEL : level)) != 0)
             goto done;
     }
 done:

@@ -12,7 +12,7 @@
 const cli_command cli_commands[] = {
     {"loglik", cmd_loglik, "log marginal likelihood and its gradient (JSON)"},
     {"fit", cmd_fit, "fit the parameters by maximum marginal likelihood (L-BFGS)"},
-    {"predict", cmd_predict, "posterior mean and 95% interval (CSV)"},
+    {"predict", cmd_predict, "posterior mean and interval at a level (CSV)"},
     {"gradcheck", cmd_gradcheck, "check the gradient against finite differences"},
     {"hmc", cmd_hmc, "posterior draws of the latent field by whitened NUTS (CSV)"},
     {"vi", cmd_vi, "variational inference with a banded precision factor (JSON model)"},
@@ -82,6 +82,17 @@ static void usage(FILE *f)
     fputs("\nRun 'gmm-infer COMMAND --help' for a command's options; see gmm-infer(1).\n", f);
 }
 
+/* Run command c with argv[0] = "gmm-infer NAME": getopt prefixes its own
+ * messages ("unrecognized option") with argv[0], so they read as every
+ * other message of the command does. */
+static int run_command(const cli_command *c, int argc, char **argv)
+{
+    static char name[64];
+    snprintf(name, sizeof name, "gmm-infer %s", c->name);
+    argv[0] = name;
+    return c->run(argc, argv);
+}
+
 /* Run the command line; main() then checks stdout. */
 static int run(int argc, char **argv, const char **cmd_name)
 {
@@ -95,9 +106,9 @@ static int run(int argc, char **argv, const char **cmd_name)
         /* gmm-infer help CMD = gmm-infer CMD --help */
         for (const cli_command *c = cli_commands; c->name; c++)
             if (!strcmp(argv[2], c->name)) {
-                char *hargv[] = {(char *)c->name, (char *)"--help", NULL};
+                char *hargv[] = {NULL, (char *)"--help", NULL};
                 *cmd_name = c->name;
-                return c->run(2, hargv);
+                return run_command(c, 2, hargv);
             }
         cli_msg(NULL, "help: unknown command '%s'", argv[2]);
         usage(stderr);
@@ -122,7 +133,7 @@ static int run(int argc, char **argv, const char **cmd_name)
     for (const cli_command *c = cli_commands; c->name; c++)
         if (!strcmp(cmd, c->name)) {
             *cmd_name = c->name;
-            return c->run(argc - 1, argv + 1);
+            return run_command(c, argc - 1, argv + 1);
         }
     cli_msg(NULL, "unknown command '%s'", cmd);
     usage(stderr);

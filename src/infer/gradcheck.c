@@ -197,7 +197,7 @@ gmm_status gmm_gradcheck(const gmm_objective *obj, const gmm_gradcheck_params *p
         if (pos && p == 0.0) {
             /* On the boundary of its domain (a fixed ridge of 0): no central
              * difference exists; the row is reported as not checked. */
-            r->numeric = r->fd_error = r->rel_error = r->allowed = r->noise = NAN;
+            r->numeric = r->fd_error = r->abs_error = r->rel_error = r->allowed = r->noise = NAN;
             r->ok = 1;
             continue;
         }
@@ -217,6 +217,8 @@ gmm_status gmm_gradcheck(const gmm_objective *obj, const gmm_gradcheck_params *p
         double allowed = params->rel_tol * fmax(big, fmax(fabs(ll), 1.0)) + err_u;
         r->numeric = fd_u / jac;
         r->fd_error = err_u / jac;
+        /* divided by the same jac > 0, so ok <=> abs_error <= allowed */
+        r->abs_error = diff / jac;
         r->allowed = allowed / jac;
         r->noise = noise;
         r->rel_error = big > 0.0 ? diff / big : 0.0;

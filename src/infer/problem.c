@@ -629,25 +629,21 @@ gmm_status gmm_problem_whitened_latent(gmm_problem *p, const double *v, double *
     return gmm_latent_whiten(p->lat, v, x);
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 gmm_status gmm_problem_predict_at_draws(gmm_problem *p, const double *thetas,
                                         size_t theta_stride, const double *xs, size_t ndraw,
                                         const double *xq, size_t nq, uint64_t seed,
-                                        double *mean, double *var, double *q5, double *q95)
+                                        double level, gmm_summary_pred *out)
 {
     gmm_status st = GMM_OK;
-    if (!p || !thetas || !xs || (nq && (!xq || !mean || !var || !q5 || !q95)))
+    if (!p || !thetas || !xs || (nq && (!xq || !out)))
         return gmm_error(GMM_EINVAL, "gmm_problem_predict_at_draws: NULL argument");
     if (!gmm_latent_has_inputs(p->lat))
         return gmm_error(GMM_EINVAL, "a %s model has no inputs to predict at",
                          gmm_latent_family(p->lat));
     if (ndraw == 0)
         return gmm_error(GMM_EINVAL, "no draws to predict from");
+    if (!(level > 0.0 && level < 1.0))
+        return gmm_error(GMM_EINVAL, "interval level %g is not in (0, 1)", level);
     size_t nqq = nq ? nq : 1;
     gmm_band *zero = gmm_band_alloc(p->n, gmm_latent_cov_bandwidth(p->lat), 0,
                                     GMM_BAND_SYMMETRIC);
@@ -667,19 +663,8 @@ gmm_status gmm_problem_predict_at_draws(gmm_problem *p, const double *thetas,
         for (size_t q = 0; q < nq; q++)
             fs[q * ndraw + s] = b + m[q] + sqrt(v[q] > 0.0 ? v[q] : 0.0) * gmm_rng_normal(&r);
     }
-    for (size_t q = 0; q < nq; q++) {
-        double *f = fs + q * ndraw, mu = 0.0, ss = 0.0;
-        for (size_t s = 0; s < ndraw; s++)
-            mu += f[s];
-        mu /= (double)ndraw;
-        for (size_t s = 0; s < ndraw; s++)
-            ss += (f[s] - mu) * (f[s] - mu);
-        qsort(f, ndraw, sizeof *f, cmp_double);
-        mean[q] = mu;
-        var[q] = ndraw > 1 ? ss / (double)(ndraw - 1) : 0.0;
-        q5[q] = gmm_summary_quantile_sorted(f, ndraw, 0.05);
-        q95[q] = gmm_summary_quantile_sorted(f, ndraw, 0.95);
-    }
+    for (size_t q = 0; q < nq && st == GMM_OK; q++)
+        st = gmm_summary_pred_draws(p->lik0, fs + q * ndraw, ndraw, level, &out[q]);
 done:
     gmm_band_free(zero);
     gmm_free(fs);

@@ -584,3 +584,56 @@ gmm_status gmm_summary_ess_mean(const double *draws, size_t nchain, size_t niter
     gmm_summary_work_free(own);
     return st;
 }
+
+/* ---- predictions --------------------------------------------------------- */
+
+static int level_ok(double level) { return level > 0.0 && level < 1.0; }
+
+gmm_status gmm_summary_pred_normal(const gmm_lik *lik, double mu, double s2, double level,
+                                   gmm_summary_pred *out)
+{
+    if (!lik || !out)
+        return gmm_error(GMM_EINVAL, "gmm_summary_pred_normal: NULL argument");
+    if (!level_ok(level))
+        return gmm_error(GMM_EINVAL, "interval level %g is not in (0, 1)", level);
+    double z = gsl_cdf_ugaussian_Pinv(0.5 + 0.5 * level), r[3];
+    gmm_status st = gmm_lik_response(lik, mu, s2, z, r);
+    if (st != GMM_OK)
+        return st;
+    double sd = sqrt(s2);
+    out->mean = mu;
+    out->var = s2;
+    out->lower = mu - z * sd;
+    out->upper = mu + z * sd;
+    out->resp = r[0];
+    out->resp_lower = r[1];
+    out->resp_upper = r[2];
+    return GMM_OK;
+}
+
+gmm_status gmm_summary_pred_draws(const gmm_lik *lik, double *f, size_t n, double level,
+                                  gmm_summary_pred *out)
+{
+    if (!lik || !lik->type || !f || !out || n == 0)
+        return gmm_error(GMM_EINVAL, "gmm_summary_pred_draws: NULL argument or no draws");
+    if (!level_ok(level))
+        return gmm_error(GMM_EINVAL, "interval level %g is not in (0, 1)", level);
+    if (any_nan(f, n)) {
+        out->mean = out->var = out->lower = out->upper = NAN;
+        out->resp = out->resp_lower = out->resp_upper = NAN;
+        return GMM_OK;
+    }
+    const gmm_lik_type *t = lik->type;
+    out->mean = r_mean(f, n);
+    out->var = n > 1 ? r_var(f, n) : 0.0;
+    qsort(f, n, sizeof *f, cmp_double);
+    out->lower = gmm_summary_quantile_sorted(f, n, 0.5 - 0.5 * level);
+    out->upper = gmm_summary_quantile_sorted(f, n, 0.5 + 0.5 * level);
+    long double rs = 0.0L;
+    for (size_t i = 0; i < n; i++)
+        rs += t->mean(lik->par, 1.0, f[i]);
+    out->resp = (double)(rs / (long double)n);
+    out->resp_lower = t->mean(lik->par, 1.0, out->lower);
+    out->resp_upper = t->mean(lik->par, 1.0, out->upper);
+    return GMM_OK;
+}

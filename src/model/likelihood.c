@@ -206,6 +206,8 @@ gmm_status gmm_lik_check_data(const gmm_lik *lik, const double *y, const double 
         if (why)
             return gmm_error_at(GMM_EINVAL, i, "y = %s %s (%s)", fmt_num(y[i], num), why,
                                 t->name);
+        if (e && isnan(e[i]))
+            return gmm_error_at(GMM_EINVAL, i, "missing exposure for an observed outcome");
         if (e && !(e[i] > 0.0 && isfinite(e[i])))
             return gmm_error_at(GMM_EINVAL, i, "exposure = %s must be positive and finite",
                                 fmt_num(e[i], num));

@@ -66,6 +66,11 @@ static void check_fixture(const char *set)
 
     gmm_summary_work *w = NULL;
     ck_assert(gmm_summary_work_alloc(d->nchain, d->niter, &w) == GMM_OK);
+    size_t N = d->nchain * d->niter;
+    double *copy = malloc(N * sizeof *copy);
+    ck_assert_ptr_nonnull(copy);
+    gmm_lik lik;
+    ck_assert(gmm_lik_parse("gaussian(variance=1)", &lik) == GMM_OK);
     for (size_t v = 0; v < d->nvar; v++) {
         ck_assert_str_eq(d->name[v], t->cell[v][namecol]);
         const double *x = gmm_draws_variable(d, v);
@@ -74,6 +79,25 @@ static void check_fixture(const char *set)
         ck_assert(gmm_summary_compute(x, d->nchain, d->niter, w, &s) == GMM_OK);
         ck_assert(gmm_summary_ess_mean(x, d->nchain, d->niter, w, &ess_mean) == GMM_OK);
         as_array(&s, ess_mean, got);
+        /* predict --draws at level 0.9: posterior's mean, sd^2, q5 and q95 */
+        gmm_summary_pred pr;
+        memcpy(copy, x, N * sizeof *copy);
+        ck_assert(gmm_summary_pred_draws(&lik, copy, N, 0.9, &pr) == GMM_OK);
+        const double pg[4] = {pr.mean, sqrt(pr.var), pr.lower, pr.upper};
+        const size_t pk[4] = {0, 2, 4, 5};
+        for (size_t j = 0; j < 4; j++) {
+            double want = ref[pk[j] * t->nrow + v];
+            if (N == 1 && pk[j] == 2)
+                want = 0.0; /* one draw: var 0 where sd is NA */
+            if (isnan(want)) {
+                ck_assert_msg(isnan(pg[j]) || (pk[j] == 2 && isnan(ref[v])), "%s %s pred %s",
+                              set, d->name[v], measure[pk[j]]);
+                continue;
+            }
+            double diff = fabs(pg[j] - want), rel = want != 0.0 ? diff / fabs(want) : diff;
+            ck_assert_msg(rel <= REL_TOL, "%s %s pred %s: %.17g, posterior %.17g", set,
+                          d->name[v], measure[pk[j]], pg[j], want);
+        }
         for (size_t k = 0; k < NMEASURE; k++) {
             double want = ref[k * t->nrow + v];
             if (isnan(want)) {
@@ -89,6 +113,7 @@ static void check_fixture(const char *set)
         }
     }
     gmm_summary_work_free(w);
+    free(copy);
     free(ref);
     gmm_table_free(t);
     gmm_draws_free(d);
@@ -231,6 +256,57 @@ START_TEST(test_small_and_nan)
 }
 END_TEST
 
+/* The prediction summaries: central intervals at the level (normal
+ * quantiles from tables; R's type 7 by hand), the response through the
+ * inverse link, NaN draws, bad levels. */
+START_TEST(test_pred)
+{
+    gmm_lik pois, bern;
+    ck_assert(gmm_lik_parse("poisson", &pois) == GMM_OK);
+    ck_assert(gmm_lik_parse("bernoulli", &bern) == GMM_OK);
+    gmm_summary_pred p;
+    /* Phi^-1(0.95) = 1.6448536269514722, Phi^-1(0.975) = 1.959963984540054 */
+    const double lv[2] = {0.9, 0.95}, z[2] = {1.6448536269514722, 1.959963984540054};
+    for (size_t k = 0; k < 2; k++) {
+        ck_assert(gmm_summary_pred_normal(&pois, 0.3, 0.25, lv[k], &p) == GMM_OK);
+        ck_assert(p.mean == 0.3 && p.var == 0.25);
+        ck_assert(fabs(p.lower - (0.3 - 0.5 * z[k])) < 1e-15);
+        ck_assert(fabs(p.upper - (0.3 + 0.5 * z[k])) < 1e-15);
+        ck_assert(fabs(p.resp - exp(0.3 + 0.125)) < 1e-15);
+        ck_assert(p.resp_lower == exp(p.lower) && p.resp_upper == exp(p.upper));
+    }
+    ck_assert(gmm_summary_pred_normal(&bern, -1.0, 1.0, 0.5, &p) == GMM_OK);
+    ck_assert(fabs(p.lower - (-1.0 - 0.6744897501960817)) < 1e-15);
+    ck_assert(fabs(p.resp_lower - 1.0 / (1.0 + exp(-p.lower))) < 1e-16);
+    ck_assert(p.resp_lower < p.resp && p.resp < p.resp_upper);
+
+    /* 1..5 shuffled: type 7 at 0.25 and 0.75 (level 0.5) is 2 and 4; at
+     * 0.1 and 0.9 (level 0.8) 1.4 and 4.6 */
+    double f[5] = {5, 1, 4, 2, 3};
+    ck_assert(gmm_summary_pred_draws(&pois, f, 5, 0.5, &p) == GMM_OK);
+    ck_assert(p.mean == 3.0 && p.var == 2.5 && p.lower == 2.0 && p.upper == 4.0);
+    double r = (exp(1) + exp(2) + exp(3) + exp(4) + exp(5)) / 5.0;
+    ck_assert(fabs(p.resp - r) < 1e-14 * r);
+    ck_assert(p.resp_lower == exp(2.0) && p.resp_upper == exp(4.0));
+    ck_assert(gmm_summary_pred_draws(&pois, f, 5, 0.8, &p) == GMM_OK);
+    ck_assert(fabs(p.lower - 1.4) < 1e-14 && fabs(p.upper - 4.6) < 1e-14);
+    double one = 2.0;
+    ck_assert(gmm_summary_pred_draws(&pois, &one, 1, 0.9, &p) == GMM_OK);
+    ck_assert(p.mean == 2.0 && p.var == 0.0 && p.lower == 2.0 && p.upper == 2.0);
+    f[3] = NAN;
+    ck_assert(gmm_summary_pred_draws(&pois, f, 5, 0.9, &p) == GMM_OK);
+    ck_assert(isnan(p.mean) && isnan(p.lower) && isnan(p.resp_upper));
+
+    const double bad[] = {0.0, 1.0, -0.5, 1.5, NAN};
+    for (size_t k = 0; k < 5; k++) {
+        ck_assert_int_eq(gmm_summary_pred_normal(&pois, 0.0, 1.0, bad[k], &p), GMM_EINVAL);
+        ck_assert_int_eq(gmm_summary_pred_draws(&pois, &one, 1, bad[k], &p), GMM_EINVAL);
+    }
+    ck_assert_int_eq(gmm_summary_pred_normal(&pois, 0.0, -1.0, 0.9, &p), GMM_EINVAL);
+    ck_assert_int_eq(gmm_summary_pred_draws(&pois, f, 0, 0.9, &p), GMM_EINVAL);
+}
+END_TEST
+
 /* Infinite draws: ranks stay finite (rhat, ess_bulk), ess_tail is NA. */
 START_TEST(test_infinite)
 {
@@ -302,6 +378,7 @@ Suite *infer_summary_suite(void)
     tcase_add_test(tc, test_single_measures);
     tcase_add_test(tc, test_small_and_nan);
     tcase_add_test(tc, test_infinite);
+    tcase_add_test(tc, test_pred);
     tcase_add_test(tc, test_argument_errors);
     tcase_add_test(tc, test_out_of_memory);
     suite_add_tcase(s, tc);

@@ -228,7 +228,7 @@ START_TEST(test_check_data)
     double e6[] = {1.0, 2.0, 0.0, 1.0, 1.0};
     check_fails("poisson", y6, e6, 5, 2, "exposure = 0 must be positive and finite");
     double e7[] = {1.0, 2.0, 0.5, -3.0, NAN};
-    check_fails("negbinomial", y6, e7, 5, 4, "exposure = nan must be positive and finite");
+    check_fails("negbinomial", y6, e7, 5, 4, "missing exposure for an observed outcome");
     double e8[] = {1.0, INFINITY, 0.5, 1.0, 1.0};
     check_fails("poisson", y6, e8, 5, 1, "exposure = inf must be positive and finite");
     double y9[] = {0.0, 1.0}, e9[] = {1.0, 1.0};

@@ -32,7 +32,7 @@ begin "gradcheck passes on a small model and prints CSV"
 small_csv
 run "$GMM_INFER" gradcheck "$CASE_TMP/small.csv" --kernel 'matern52(variance=1, lengthscale=1.5)' --noise 0.05
 expect_exit 0
-expect_stdout '^parameter,value,analytic,numeric,fd_error,rel_error,ok$'
+expect_stdout '^parameter,value,analytic,numeric,fd_error,abs_error,allowed,ok$'
 expect_stdout '^0\.matern52\.lengthscale,.*,true$'
 expect_no_stdout ',false$'
 
@@ -46,7 +46,7 @@ expect_file "$CASE_TMP/m.json" '"kernel": "matern32\(variance='
 expect_file "$CASE_TMP/m.json" '"converged": (true|false)'
 run "$GMM_INFER" predict --model "$CASE_TMP/m.json" --grid 0:8:0.5
 expect_exit 0
-expect_stdout '^x,mean,var,lower,upper$'
+expect_stdout '^x,mean,var,lower,upper,level$'
 expect_stdout '^8,'
 run "$GMM_INFER" loglik --model "$CASE_TMP/m.json"
 expect_exit 0
@@ -80,7 +80,7 @@ expect_file "$CASE_TMP/g.json" '"precision": "edge-ou\('
 expect_file "$CASE_TMP/g.json" '"graph": '
 run "$GMM_INFER" predict --model "$CASE_TMP/g.json"
 expect_exit 0
-expect_stdout '^node,mean,var,lower,upper$'
+expect_stdout '^node,mean,var,lower,upper,level$'
 expect_stdout '^337,'
 
 begin "a kernel spec error points at the character"

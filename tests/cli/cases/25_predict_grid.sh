@@ -11,11 +11,11 @@ awk -F, 'NR == 1 || $1 >= 1990' "$ROOT/data/co2_train.csv" >"$CASE_TMP/weekly.cs
 run "$GMM_INFER" fit "$CASE_TMP/weekly.csv" -o "$CASE_TMP/w.json"
 expect_exit 0
 run "$GMM_INFER" predict --model "$CASE_TMP/w.json" --grid 1990:1998:0.01 --observed \
-    -o "$CASE_TMP/grid.csv"
+    --level 0.95 -o "$CASE_TMP/grid.csv"
 expect_exit 0
 expect_stdout_empty
 expect_stderr_empty
-expect_file "$CASE_TMP/grid.csv" '^x,mean,var,lower,upper$'
+expect_file "$CASE_TMP/grid.csv" '^x,mean,var,lower,upper,level$'
 expect_file "$CASE_TMP/grid.csv" '^1998,'
 [[ $(wc -l <"$CASE_TMP/grid.csv") -eq 802 ]] || fail "grid.csv should have 801 rows"
 # The grid does come closer to an input than the accuracy limit of the
@@ -29,12 +29,15 @@ near=$(awk -F, -v ell="$ell" '
     END { print (ell > 0 && m < 3e-4 * ell) ? "yes" : "no: " m " vs 3e-4 * " ell }' \
     "$CASE_TMP/weekly.csv" "$CASE_TMP/grid.csv")
 [[ "$near" == yes ]] || fail "no grid point below the accuracy limit from an input ($near)"
-# Every row finite with a positive variance; the 95% band of y (--observed)
-# at the grid point nearest each input holds at least 90% of the data.
+# Every row finite with a positive variance and the band mean -/+ 1.959964
+# sd at level 0.95; that band of y (--observed) at the grid point nearest
+# each input holds at least 90% of the data.
 check=$(awk -F, '
     FNR == 1 { next }
     NR == FNR {
-        if ($2 + 0 != $2 || !($3 > 0) || !($4 < $2) || !($2 < $5)) bad = bad " " $1
+        h = 1.959963984540054 * sqrt($3); tol = 1e-12 * (($2 < 0 ? -$2 : $2) + h)
+        if ($2 + 0 != $2 || !($3 > 0) || $6 != "0.95" ||
+            ($4 - ($2 - h)) ^ 2 > tol ^ 2 || ($5 - ($2 + h)) ^ 2 > tol ^ 2) bad = bad " " $1
         i = sprintf("%.0f", ($1 - 1990) / 0.01); lo[i] = $4; hi[i] = $5; next
     }
     {

@@ -13,7 +13,7 @@ expect_file "$CASE_TMP/coal.json" '"exposure": "exposure"'
 expect_file "$CASE_TMP/coal.json" '"intercept": '
 run "$GMM_INFER" predict --model "$CASE_TMP/coal.json" --grid 1900:1901:1
 expect_exit 0
-expect_stdout '^x,mean,var,lower,upper,rate,rate_lower,rate_upper$'
+expect_stdout '^x,mean,var,lower,upper,rate,rate_lower,rate_upper,level$'
 expect_stdout '^1900,'
 run "$GMM_INFER" gradcheck --model "$CASE_TMP/coal.json"
 expect_exit 0
@@ -37,7 +37,7 @@ expect_exit 0
 expect_file "$CASE_TMP/flu.json" '"converged": true'
 run "$GMM_INFER" predict --model "$CASE_TMP/flu.json"
 expect_exit 0
-expect_stdout '^node,mean,var,lower,upper,rate,rate_lower,rate_upper$'
+expect_stdout '^node,mean,var,lower,upper,rate,rate_lower,rate_upper,level$'
 
 begin "bernoulli outcomes; --no-intercept; --fix intercept"
 printf 'x,y\n1,0\n2,1\n3,1\n4,0\n5,1\n6,1\n7,1\n8,0\n' > "$CASE_TMP/b.csv"

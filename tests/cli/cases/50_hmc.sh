@@ -97,7 +97,7 @@ run "$GMM_INFER" hmc --model "$CASE_TMP/m.json" --chains 2 --warmup 100 --draws 
 expect_exit 0
 run "$GMM_INFER" predict --model "$CASE_TMP/m.json" --draws "$CASE_TMP/dr.csv"
 expect_exit 0
-expect_stdout '^x,mean,var,lower,upper,rate,rate_lower,rate_upper$'
+expect_stdout '^x,mean,var,lower,upper,rate,rate_lower,rate_upper,level$'
 expect_stdout '^1851,'
 expect_stdout '^1962,'
 
@@ -121,7 +121,7 @@ expect_exit 0
 expect_file "$CASE_TMP/st.csv" ',x\[1\],x\[2\],'
 run "$GMM_INFER" predict --model "$CASE_TMP/m.json" --draws "$CASE_TMP/st.csv" --grid 1900:1961:60
 expect_exit 0
-expect_stdout '^x,mean,var,lower,upper,rate_lower,rate_upper$'
+expect_stdout '^x,mean,var,lower,upper,rate,rate_lower,rate_upper,level$'
 expect_stdout '^1960,'
 run "$GMM_INFER" predict --model "$CASE_TMP/m.json" --draws "$CASE_TMP/dr.csv" --grid 1900:1901:1
 expect_exit 1

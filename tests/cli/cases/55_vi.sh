@@ -12,13 +12,13 @@ expect_file "$CASE_TMP/v.json" '"variational": '
 expect_file "$CASE_TMP/v.json" '"file": "v\.q\.csv"'
 expect_file "$CASE_TMP/v.json" '"converged": true'
 expect_file "$CASE_TMP/v.q.csv" '^index,mean,l0,'
-expect_file "$CASE_TMP/post.csv" '^node,mean,var,q5,q95,rate,rate_q5,rate_q95$'
+expect_file "$CASE_TMP/post.csv" '^node,mean,var,lower,upper,rate,rate_lower,rate_upper,level$'
 run "$GMM_INFER" score --model "$CASE_TMP/v.json" "$ROOT/data/chicago_test.csv"
 expect_exit 0
 expect_stdout '"posterior": "vi"'
 run "$GMM_INFER" predict --model "$CASE_TMP/v.json"
 expect_exit 0
-expect_stdout '^node,mean,var,lower,upper,rate,rate_lower,rate_upper$'
+expect_stdout '^node,mean,var,lower,upper,rate,rate_lower,rate_upper,level$'
 
 begin "vi on a state-space model predicts at new inputs; --init resumes"
 run "$GMM_INFER" vi "$ROOT/data/coal.csv" --likelihood poisson --exposure exposure \
