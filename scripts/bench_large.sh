@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench_large.sh -- gmm-infer hmc at n = 1e5 (README, "HMC against Stan"):
+# bench_large.sh -- gmm-infer hmc at n = 1e5 (docs/benchmarks.md, "HMC"):
 # Poisson counts on a 20 x 5000 strip lattice (edge-ou precision) and a
 # 1e5-point series (matern32 state-space model), hyperparameters fixed at
 # gmm-infer fit's values, data from scripts/make-bench-data at two count

@@ -1,8 +1,8 @@
 #!/bin/sh
 # bench_stan.sh -- gmm-infer hmc against Stan on the influenza and Chicago
-# graphs (README, "HMC against Stan"): installs the benchmark's Debian
+# graphs (docs/benchmarks.md, "HMC"): installs the benchmark's Debian
 # packages (scripts/install-deps.sh --bench: r-cran-rstan among them), builds
-# gmm-infer and runs scripts/bench_stan.R, which prints the README's table.
+# gmm-infer and runs scripts/bench_stan.R, which prints the table of docs/benchmarks.md.
 #
 #   scripts/bench_stan.sh [--out DIR] [--chains K] [--warmup W] [--draws D]
 #                         [--cases flu,flu-hyper,chicago]

@@ -1,6 +1,6 @@
 #!/bin/sh
-# make-split-data.sh -- the held-out splits of the VI experiment (README,
-# "The paper's experiment"), from the shipped data:
+# make-split-data.sh -- the held-out splits of the VI experiment (docs/benchmarks.md,
+# "Variational inference and held-out scores"), from the shipped data:
 #
 #   data/flu_even.csv, data/flu_odd.csv   per-district totals of the even
 #       weeks (t = 0, 2, ..., 414) and of the odd weeks (t = 1, ..., 415) of

@@ -101,7 +101,7 @@ typedef struct {
  * of columns (marglik.c, SQUARE-ROOT FORM): one Householder reflection per
  * column and block -- for a Markov chain with d-dimensional states, at most
  * 2d per state (d + d / (intervals per block) with merged segments), where
- * Givens rotations row by row cost ~7d (timings: README, Benchmarks).
+ * Givens rotations row by row cost ~7d (timings: docs/benchmarks.md).
  * gmm_marglik_grad, _grad_view (dlogp/dQ, as if Q had been
  * given) and _posterior work unchanged.  Observation offsets must be
  * nondecreasing (GMM_EINVAL naming the observation), rows ordered as above

@@ -179,10 +179,10 @@ static void blk_solve(const gmm_band *L, gmm_trans trans, double *x, double *ld)
  * tests/bench/bench_band.c, median ms, n = 1e5):
  *
  *   l                  1      3      11     32     117
- *   L^T x  before    0.44   0.45   0.46   1.04   16.5    dtbsv 0.74 0.90 1.71 1.53 5.79
- *          now       0.43   0.44   0.39   0.53   2.82          0.70 0.91 1.66 1.49 5.85
- *   L x    before    0.22   0.23   0.46   2.12   22.1    dtbsv 0.67 0.68 0.69 0.93 2.87
- *          now       0.22   0.23   0.34   0.58   2.83          0.66 0.67 0.69 0.91 3.12
+ *   L^T x  gmm       0.43   0.44   0.39   0.53   2.82
+ *          dtbsv     0.70   0.91   1.66   1.49   5.85
+ *   L x    gmm       0.22   0.23   0.34   0.58   2.83
+ *          dtbsv     0.66   0.67   0.69   0.91   3.12
  *
  * (n = 1e4 and 1e6 alike; at l = 117 from memory both sides run at the
  * machine's read bandwidth, 1.02-1.10x.) */

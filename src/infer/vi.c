@@ -59,7 +59,7 @@
  * The lambda-gradient's noise at the optimum grows like eps (l/dt)^3 |m| in
  * both forms (2.7e-7 at 1e-3, 2e2 at 1e-6): Q m at a mean rounded to
  * doubles, inherent to storing m; the hyperparameter gradient chains
- * through G's entries and keeps the Cholesky's limits (README, Accuracy).
+ * through G's entries and keeps the Cholesky's limits (docs/accuracy.md).
  *
  * SCALING.  gmm_vi_fit runs L-BFGS on u = lambda / scale, a diagonal
  * preconditioner from the run's starting L (set_scale), and starts a new

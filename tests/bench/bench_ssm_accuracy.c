@@ -27,8 +27,8 @@
  * DAMP_REL=x: table 2 at that damp_rel instead of the default.
  * Output is plain text.
  *
- * WHAT THESE TABLES DECIDED (moved here from ssm.h: the header states the
- * contract, the measurements live beside the benchmark that made them).
+ * WHAT THESE TABLES DECIDED (ssm.h states the contract; the measurements
+ * live beside the benchmark that made them).
  *
  * ZERO PROCESS NOISE.  Factors with Q = 0 (constant, cosine, periodic) are
  * damped by exp(-|tau| damp) (kernel.h): Q_k is then (1 - exp(-2 damp dt))
@@ -36,9 +36,9 @@
  * the model is an exact stationary GP (the regularised kernel), not an
  * approximation inside the algebra.  A damped model is always factorised
  * in the square-root form (FACTORISATION): its precision holds entries ~
- * 1/(damp dt), whose rounding in the Cholesky cost ~1/damp_rel of accuracy
- * and forced the old default (0.4 sqrt(eps K)) to a balance that missed
- * 1e-6 at noise/variance 0.01.  In the square-root form the rounding is
+ * 1/(damp dt), whose rounding in the Cholesky costs ~1/damp_rel of
+ * accuracy: a damping large enough for it (0.4 sqrt(eps K)) misses 1e-6 at
+ * noise/variance 0.01 by its bias.  In the square-root form the rounding is
  * negligible (the error stayed proportional to damp_rel from 1e-5 down to
  * 1e-10, 1.4e-9 there) and what is left is the bias of the damped kernel
  * over the data, proportional to damp_rel = damp * span (span = t_{K-1} -
@@ -127,8 +127,7 @@
  *   damped      2e-3 .. 8e-2 already at dt = 0.1 (matern32 + periodic,
  *               cosine * periodic, (matern12 + cosine) * constant).
  *
- * Before this table the square-root form chained its gradient the same way
- * and shared these errors.  Where they enter was measured by feeding
+ * Where these errors enter was measured by feeding
  * gmm_kernel_rev the exact (dense GP) moments of the whitened transition
  * rows v = C_k (x_{k+1} - A_k x_k), C_k = chol(Q_k)^-1, chained by Fisher's
  * identity through Qbar = C'(E[v v'] - I) C / 2 and Abar = C'E[v x_k']:
@@ -165,16 +164,16 @@
  * limit (1e-10 for Matern-3/2 and -5/2); the worst, 2e-7 for Matern-5/2 at
  * dt/l = 1e-5, is that log likelihood's own rounding (2.8e-9 relative
  * there).  On the CO2 fit's optimum (n = 2016) the gradient is within 2e-9
- * per unit log of the dense GP's for every parameter (the matern32
- * lengthscale's was off by 3.5e-4).  Damped kernels lose the rounding that
+ * per unit log of the dense GP's for every parameter (the Cholesky's chain
+ * is off by 3.5e-4 in the matern32 lengthscale).  Damped kernels lose the rounding that
  * grew like K^2 / damp_rel: on the 2075 CO2 weeks, matern32 +
  * periodic(harmonics=3) at damp_rel 2e-8 is within 3e-9 per unit log of
  * the dense GP's gradient, where the Cholesky's chain is off by 1.5 in the
- * period -- the K^2 term of the default damping (ZERO PROCESS NOISE) is no
- * longer needed for fits; it stays until Table 2 is remeasured at large K.
- * The cost: the fold is recorded (about 2d (d + 8) doubles per state) and
- * undone once on about d + 2 lanes -- CO2 at n = 3000, loglik + gradient
- * 2.1 -> 3.0 ms (tests/bench/bench_ssm.c).
+ * period: the square-root form's fits do not need the K^2 term of the
+ * default damping (ZERO PROCESS NOISE); removing it needs Table 2 measured
+ * at large K.  The cost: the fold is recorded (about 2d (d + 8) doubles per
+ * state) and undone once on about d + 2 lanes (tests/bench/bench_ssm.c
+ * times it).
  */
 #include <gsl/gsl_errno.h>
 #include <gsl/gsl_linalg.h>

@@ -19,8 +19,8 @@ expect_file "$CASE_TMP/grid.csv" '^x,mean,var,lower,upper,level$'
 expect_file "$CASE_TMP/grid.csv" '^1998,'
 [[ $(wc -l <"$CASE_TMP/grid.csv") -eq 802 ]] || fail "grid.csv should have 801 rows"
 # The grid does come closer to an input than the accuracy limit of the
-# fitted Matern-3/2 factor (3e-4 lengthscales): such a query used to be
-# refused.
+# fitted Matern-3/2 factor (3e-4 lengthscales): queries are not states, so
+# the limit does not apply to them and such a query must be answered.
 ell=$(sed -n 's/^ *"0\.matern32\.lengthscale": \(.*\),$/\1/p' "$CASE_TMP/w.json")
 near=$(awk -F, -v ell="$ell" '
     FNR == 1 { next }

@@ -41,3 +41,45 @@ for c in $cmds; do
             fail "'$c --help' lists $opt, the man page does not"
     done
 done
+
+# help_options CMD: the options CMD --help defines (its option lines, not
+# its usage line or prose), one per line, -h/--help left out (the page
+# documents them once, for every command).
+help_options() {
+    "$GMM_INFER" "$1" --help | grep -E '^ {1,4}-' |
+        grep -oE '(^|[ ,(])(--[a-z]([a-z-]*[a-z])?|-[a-zA-Z])([^[:alnum:]-]|$)' |
+        sed -E 's/^[ ,(]//; s/[^a-z]$//' | grep -vxE -- '-h|--help' | sort -u
+}
+# man_options SECTION-RE: the options of the .TP items of the man page's
+# subsections or sections whose header matches SECTION-RE (up to the next
+# header of the same or a higher level).
+man_options() {
+    awk -v re="$1" '
+        /^\.SH / { on = ($0 ~ re); lvl = "SH"; next }
+        /^\.SS / { if (!(on && lvl == "SH")) { on = ($0 ~ re); lvl = "SS" }; next }
+        on && prev == ".TP" { print }
+        { prev = $0 }' "$page" |
+        sed 's/\\-/-/g' |
+        grep -oE '(^|[ ,(])(--[a-z]([a-z-]*[a-z])?|-[a-zA-Z])([^[:alnum:]-]|$)' |
+        sed -E 's/^[ ,(]//; s/[^a-z]$//' | grep -vxE -- '-h|--help' | sort -u
+}
+
+begin "each command's --help options are the options its man page section lists, both ways"
+run "$GMM_INFER" --help
+cmds=$(sed -n '/^Commands:/,/^$/s/^  \([a-z][a-z-]*\)  *.*/\1/p' "$OUT")
+[[ -n "$cmds" ]] || fail "no commands found in the usage"
+for c in $cmds; do
+    [[ "$c" == version ]] && continue
+    h=$(help_options "$c")
+    [[ -n "$h" ]] || fail "'$c --help' lists no options"
+    m=$(man_options "^\\.SS $c\$")
+    # Commands whose help has model options take those of MODEL OPTIONS.
+    if "$GMM_INFER" "$c" --help | grep -q '^Model (state-space GP):'; then
+        m=$(printf '%s\n%s\n' "$m" "$(man_options '^\.SH MODEL OPTIONS$')" | sort -u)
+    fi
+    case_asserts=$((case_asserts + 1))
+    missing=$(comm -23 <(echo "$h") <(echo "$m") | tr '\n' ' ')
+    extra=$(comm -13 <(echo "$h") <(echo "$m") | sed '/^$/d' | tr '\n' ' ')
+    [[ -z "$missing" ]] || fail "'$c --help' lists $missing; the man page's $c does not"
+    [[ -z "$extra" ]] || fail "the man page's $c lists $extra; '$c --help' does not"
+done
