@@ -391,6 +391,44 @@ static int copy_rows(FILE *dst, FILE *t, size_t rows, int skip)
     return err;
 }
 
+/* After an interrupt: the divergences and leapfrog steps of the draws
+ * kept (the first rc->kept of each chain), which FILE.json records, from
+ * their divergent__ and n_leapfrog__ columns; 0 or errno. */
+static int recount_kept(run_ctx *rc)
+{
+    char *line = NULL;
+    size_t cap = 0;
+    int err = 0;
+    for (size_t c = 0; c < rc->nchain && !err; c++) {
+        FILE *t = rc->tmp[c];
+        rc->ndiv[c] = rc->nleap[c][1] = 0;
+        if (!rc->ndone[c])
+            continue;
+        if (fflush(t) || fseek(t, 0, SEEK_SET)) {
+            err = errno ? errno : EIO;
+            break;
+        }
+        for (size_t r = 0; r < rc->kept; r++) {
+            /* .chain,.iteration,.draw,lp__,accept_stat__,stepsize__,
+             * treedepth__,n_leapfrog__,divergent__: fields 8 and 9 */
+            char *p = getline(&line, &cap, t) > 0 ? line : NULL;
+            for (int k = 0; k < 7 && p; k++)
+                if ((p = strchr(p, ',')) != NULL)
+                    p++;
+            char *end;
+            double leap = p ? strtod(p, &end) : 0.0;
+            if (!p || *end != ',') {
+                err = EIO;
+                break;
+            }
+            rc->nleap[c][1] += (size_t)leap;
+            rc->ndiv[c] += strtod(end + 1, NULL) != 0.0;
+        }
+    }
+    free(line); /* getline's, from malloc */
+    return err;
+}
+
 /* The draws in the draws-data-frame layout: the header, then the first
  * rc->kept rows of every chain that has draws, in chain order; 0 or
  * errno. */
@@ -444,7 +482,8 @@ static int write_cmdstan(FILE *f, run_ctx *rc, size_t c, cli_model *m, const int
     fputs("# output\n#   sig_figs = 17\n", f);
     fprintf(f, "# f.i: the linear predictor at %s i; the inverse metric is the sampler's, on\n"
                "# the whitened latent field%s, not on f\n",
-            cli_model_has_inputs(m) ? "data row" : "the graph's node", sampled ? " and the log hyperparameters" : "");
+            cli_model_has_inputs(m) ? "data row" : "the graph's node",
+            sampled ? " and the hyperparameters (positive ones on the log scale)" : "");
     write_header(f, m, sampled, keep, states, 1);
     fprintf(f, "# Adaptation terminated\n# Step size = %.17g\n", rc->stepsize[c]);
     fputs("# Diagonal elements of inverse mass matrix:\n# ", f);
@@ -1044,6 +1083,12 @@ int cmd_hmc(int argc, char **argv)
         if (!nkept) {
             cli_msg(cmd, "interrupted before the first draw: nothing written");
             rc = cli_interrupt_exit_code();
+            goto done;
+        }
+        int err = recount_kept(&R);
+        if (err) {
+            cli_msg(cmd, "temporary file of the chains: read error: %s", strerror(err));
+            rc = CLI_EXIT_ERROR;
             goto done;
         }
     }

@@ -74,6 +74,14 @@ if [[ -f "$CASE_TMP/int.csv.partial" ]]; then
     [[ $n1 -gt 0 && $n1 -eq $n2 ]] || fail "chains of $n1 and $n2 draws, expected equal and > 0"
     expect_file "$CASE_TMP/int.csv.partial.json" '"draws_per_chain": '"$n1"','
     expect_file "$CASE_TMP/int.csv.partial.json" '"interrupted": \{'
+    # the divergences and leapfrog steps recorded are those of the rows kept
+    want=$(awk -F, 'NR > 1 { s[$1] += $8 } END { print s[1] "," s[2] }' "$CASE_TMP/int.csv.partial")
+    got=$(tr -d ' \n' < "$CASE_TMP/int.csv.partial.json" |
+        sed -n 's/.*"leapfrog_steps":{[^}]*"draws":\[\([0-9,]*\)\].*/\1/p')
+    [[ "$got" == "$want" ]] || fail "leapfrog_steps.draws $got, sums of n_leapfrog__ $want"
+    want=$(awk -F, 'NR > 1 { s[$1] += $9 } END { print s[1] + 0 "," s[2] + 0 }' "$CASE_TMP/int.csv.partial")
+    got=$(tr -d ' \n' < "$CASE_TMP/int.csv.partial.json" | sed -n 's/.*"divergences":\[\([0-9,]*\)\].*/\1/p')
+    [[ "$got" == "$want" ]] || fail "divergences $got, sums of divergent__ $want"
     # each chain is a prefix of itself: rows 1..n1 numbered in order
     awk -F, 'NR > 1 && $2 != ++k[$1] { bad = 1 } END { exit bad }' "$CASE_TMP/int.csv.partial" ||
         fail "a chain's rows are not its first draws in order"
