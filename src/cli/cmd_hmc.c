@@ -1173,9 +1173,10 @@ int cmd_hmc(int argc, char **argv)
         ndiv += R.ndiv[k];
     if (interrupted) {
         cli_msg(cmd, "interrupted: %zu chain(s) of %zu draws each (the shortest chain's count) "
-                     "kept in %s%s",
+                     "kept in %s%s%s",
                 nkept, R.kept, files[0] ? files[0] : "<stdout>",
-                nfile > 1 ? " and the other chains' files" : "");
+                nfile > 1 ? " and the other chains' files" : "",
+                summary_path ? "; no summary written" : "");
         rc = cli_interrupt_exit_code();
         goto done;
     }

@@ -373,9 +373,8 @@ START_TEST(test_kind_and_flush)
     char *file = in_dir("m.json"), *fifo = in_dir("pipe"), *full = in_dir("full");
     ck_assert_int_eq(gmm_outfile_check_kind(file, &in_place), GMM_OK);
     ck_assert_int_eq(in_place, 0);
-    tu_write_str(dir, "m.json", "old\n");
     free(file);
-    file = in_dir("m.json");
+    file = tu_write_str(dir, "m.json", "old\n");
     in_place = -1;
     ck_assert_int_eq(gmm_outfile_check_kind(file, &in_place), GMM_OK);
     ck_assert_int_eq(in_place, 0);
