@@ -135,4 +135,24 @@ void gmm_outfile_abort(gmm_outfile *o);         /* frees o; NULL-safe */
  * fail (a full disk, a race); the caller still checks it. */
 gmm_status gmm_outfile_check(const char *path);
 
+/* gmm_outfile_check, and whether output to path would be written in place
+ * (*in_place 1: stdout, a device, a FIFO, a file reached through /proc) or
+ * go to a regular file replaced on commit (0).  A command that writes a
+ * companion file beside its output (FILE.json, FILE.q.csv) asks this first:
+ * beside /dev/full or a FIFO is no place for one.  in_place may be NULL;
+ * it is set only on GMM_OK. */
+gmm_status gmm_outfile_check_kind(const char *path, int *in_place);
+
+/* 1 when o writes in place (as above), 0 when commit renames a temporary
+ * over the target. */
+int gmm_outfile_in_place(const gmm_outfile *o);
+
+/* Push o's data out without committing: flush the stream and, for a
+ * temporary, fsync it, so that a full disk or device shows now ("PATH:
+ * write error: <strerror>", GMM_EIO).  A command with several files to
+ * write flushes them all before it commits any, so that one failing
+ * leaves none replaced.  o stays open either way: commit or abort follow
+ * (commit repeats nothing costly). */
+gmm_status gmm_outfile_flush(gmm_outfile *o);
+
 #endif

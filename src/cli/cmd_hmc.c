@@ -1,15 +1,18 @@
 /* cmd_hmc.c -- `gmm-infer hmc`: posterior draws of the latent field by
- * whitened HMC (NUTS by default) at fixed hyperparameters, as CmdStan-style
- * CSV that R's posterior and ArviZ read as they are.
+ * whitened HMC (NUTS by default) at fixed hyperparameters, in the
+ * draws-data-frame layout that R's posterior reads (--format csv), or as
+ * CmdStan's own output CSV, one file per chain (--format cmdstan).
  *
  * Chains run on --threads threads, each thread with its own model (the
  * library's objects are one per thread); each chain writes its rows to its
- * own temporary file, and the output is their concatenation in chain order,
- * so the bytes do not depend on the number of threads.  The output goes to
- * FILE.partial and is renamed FILE when complete; on SIGINT/SIGTERM the
- * finished draws are flushed there, the name keeps .partial, exit 130/143. */
+ * own temporary file, and the output is made from those in chain order, so
+ * the bytes do not depend on the number of threads.  Files are written
+ * through gmm_outfile (atomically, or in place for a device or FIFO).  On
+ * SIGINT/SIGTERM the chains with draws are cut to the shortest one's count
+ * and written, a regular file under the name FILE.partial, exit 130/143. */
 #define _XOPEN_SOURCE 700
 
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
@@ -18,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -37,9 +41,9 @@ static const char usage_text[] =
     "       gmm-infer hmc --model MODEL.json [DATA.csv] [options]\n"
     "Draw from the posterior of the latent field at fixed hyperparameters (the\n"
     "model's values) by whitened HMC: x = W(theta) v, v ~ N(0, I) a priori.\n"
-    "Prints CmdStan-style CSV: .chain,.iteration,.draw,lp__,accept_stat__,\n"
-    "stepsize__,treedepth__,n_leapfrog__,divergent__,energy__, then f[i] (the\n"
-    "linear predictor at data row i, 1-based) or f[node] for graph models.\n\n"
+    "Prints CSV: .chain,.iteration,.draw,lp__,accept_stat__,stepsize__,\n"
+    "treedepth__,n_leapfrog__,divergent__,energy__, then f[i] (the linear\n"
+    "predictor at data row i, 1-based) or f[node] for graph models.\n\n"
     "  --model FILE        the model (fit's output); otherwise model options\n"
     "  --chains K          chains (default 4)\n"
     "  --threads T         threads (default 1); the output does not depend on T\n"
@@ -53,8 +57,13 @@ static const char usage_text[] =
     "  --steps L           leapfrog steps of --sampler hmc (default 10)\n"
     "  --max-depth N       NUTS tree depth limit (default 10)\n"
     "  --target-accept A   step-size adaptation target (default 0.8)\n"
-    "  -o, --output FILE   write the draws to FILE (via FILE.partial), and how they\n"
-    "                      were made (settings, priors, step sizes) to FILE.json\n"
+    "  -o, --output FILE   write the draws to FILE (atomically), and how they were\n"
+    "                      made (settings, priors, step sizes) to FILE.json when FILE\n"
+    "                      is a regular file; interrupted: whole chains, cut to the\n"
+    "                      same length, in FILE.partial (and FILE.partial.json)\n"
+    "  --format F          csv (default): one file, the layout of posterior's\n"
+    "                      as_draws_df; cmdstan: CmdStan's output CSV, one file per\n"
+    "                      chain, FILE_1.csv, FILE_2.csv, ... (needs -o FILE)\n"
     "  --summary FILE      also write the posterior summary (as `gmm-infer summary`)\n"
     "  --sample-hyper      also sample the free hyperparameters (kernel or precision,\n"
     "                      likelihood, intercept; not those held by --fix), on the\n"
@@ -89,8 +98,15 @@ typedef struct {
     size_t *ndiv;
     size_t (*nleap)[2]; /* leapfrog steps of warm-up [0] and draws [1] */
     double *stepsize;
+    double **metric;       /* the inverse metric after warm-up, mdim values */
+    size_t *mdim;
+    double (*seconds)[2];  /* wall time of warm-up [0] and draws [1] */
     gmm_status *status;
     char (*msg)[GMM_ERROR_MAX];
+    /* what the output holds (the sidecar says it) */
+    int cmdstan;           /* --format cmdstan: one file per chain */
+    int interrupted;
+    size_t kept;           /* draws per chain written */
     /* work distribution */
     pthread_mutex_t lock;
     size_t next;
@@ -130,6 +146,11 @@ static int progress(void *user, const gmm_hmc_progress *p)
         pthread_mutex_unlock(&pc->rc->lock);
     }
     return 0;
+}
+
+static double seconds_between(const struct timespec *a, const struct timespec *b)
+{
+    return (double)(b->tv_sec - a->tv_sec) + 1e-9 * (double)(b->tv_nsec - a->tv_nsec);
 }
 
 /* One chain, its rows to rc->tmp[c]. */
@@ -193,8 +214,17 @@ static gmm_status run_chain(run_ctx *rc, cli_model *m, size_t c)
     }
     FILE *out = rc->tmp[c];
     size_t it = 0;
+    struct timespec t0, t1;
+    int phase = 0; /* timing warm-up (0) or draws (1) */
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     for (size_t k = 0; k < par.warmup + par.draws; k++) {
         gmm_hmc_draw d;
+        if (k == par.warmup) {
+            clock_gettime(CLOCK_MONOTONIC, &t1);
+            rc->seconds[c][0] = seconds_between(&t0, &t1);
+            t0 = t1;
+            phase = 1;
+        }
         st = gmm_hmc_iterate(h, &d);
         if (st != GMM_OK && st != GMM_ECANCEL)
             break;
@@ -241,7 +271,15 @@ static gmm_status run_chain(run_ctx *rc, cli_model *m, size_t c)
             break;
     }
     gmm_free(th);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    rc->seconds[c][phase] = seconds_between(&t0, &t1);
     rc->stepsize[c] = gmm_hmc_stepsize(h);
+    if ((rc->metric[c] = gmm_malloc(dim, sizeof *rc->metric[c])) != NULL) {
+        memcpy(rc->metric[c], gmm_hmc_inv_metric(h), dim * sizeof *rc->metric[c]);
+        rc->mdim[c] = dim;
+    } else if (st == GMM_OK) {
+        st = gmm_error(GMM_ENOMEM, "out of memory for chain %llu", (unsigned long long)id);
+    }
     if (ferror(out))
         st = gmm_error(GMM_EIO, "temporary file of chain %llu: write error: %s",
                        (unsigned long long)id, strerror(errno));
@@ -270,29 +308,49 @@ static void *work(void *arg)
     return NULL;
 }
 
-/* The header: sampler columns, then f[row] or f[node label]. */
-static void write_header(FILE *f, cli_model *m, const int *sampled, const unsigned char *keep,
-                         int states)
+/* A parameter's name as a CmdStan column: Stan's names are identifiers,
+ * and a '.' there separates indices, so "0.matern32.variance" becomes
+ * "0_matern32_variance" (any other character than a letter, digit or '_'
+ * becomes '_' too). */
+static void put_cmdstan_name(FILE *f, const char *name)
 {
-    fputs(".chain,.iteration,.draw,lp__,accept_stat__,stepsize__,treedepth__,n_leapfrog__,"
-          "divergent__,energy__",
-          f);
+    for (const char *p = name; *p; p++)
+        fputc(isalnum((unsigned char)*p) || *p == '_' ? *p : '_', f);
+}
+
+/* The header row: sampler columns, the sampled parameters, then f at each
+ * data row or node, then the states.  The draws-data-frame layout (csv)
+ * starts with .chain,.iteration,.draw and names f[row], f[node label],
+ * x[i]; CmdStan's names f.row, f.node (the node's 1-based position), x.i. */
+static void write_header(FILE *f, cli_model *m, const int *sampled, const unsigned char *keep,
+                         int states, int cmdstan)
+{
+    if (!cmdstan)
+        fputs(".chain,.iteration,.draw,", f);
+    fputs("lp__,accept_stat__,stepsize__,treedepth__,n_leapfrog__,divergent__,energy__", f);
     gmm_objective *o = cli_model_objective(m);
     for (size_t k = 0; sampled && k < o->nparam; k++)
         if (sampled[k]) {
             fputc(',', f);
-            cli_put_csv_field(f, o->name[k]);
+            if (cmdstan)
+                put_cmdstan_name(f, o->name[k]);
+            else
+                cli_put_csv_field(f, o->name[k]);
         }
     if (cli_model_has_inputs(m)) {
         size_t nr = gmm_latent_nrows(gmm_problem_latent(cli_model_problem(m)));
         for (size_t r = 0; r < nr; r++)
             if (!keep || keep[r])
-                fprintf(f, ",f[%zu]", r + 1);
+                fprintf(f, cmdstan ? ",f.%zu" : ",f[%zu]", r + 1);
     } else {
         char buf[64], name[96];
         for (size_t v = 0; v < cli_model_nsites(m); v++) {
             if (keep && !keep[v])
                 continue;
+            if (cmdstan) {
+                fprintf(f, ",f.%zu", v + 1);
+                continue;
+            }
             snprintf(name, sizeof name, "f[%s]", cli_model_site_label(m, v, buf));
             fputc(',', f);
             cli_put_csv_field(f, name);
@@ -300,26 +358,145 @@ static void write_header(FILE *f, cli_model *m, const int *sampled, const unsign
     }
     size_t n = gmm_latent_dim(gmm_problem_latent(cli_model_problem(m)));
     for (size_t i = 0; states && i < n; i++)
-        fprintf(f, ",x[%zu]", i + 1);
+        fprintf(f, cmdstan ? ",x.%zu" : ",x[%zu]", i + 1);
     fputc('\n', f);
 }
 
-/* Copy the chains' rows after the header; 0 or errno. */
-static int concat(FILE *dst, run_ctx *rc)
+/* Copy the first `rows` rows of a chain's temporary to dst, without their
+ * first `skip` fields (3 drops .chain,.iteration,.draw); 0 or errno. */
+static int copy_rows(FILE *dst, FILE *t, size_t rows, int skip)
 {
-    char buf[1 << 16];
-    for (size_t c = 0; c < rc->nchain; c++) {
-        FILE *t = rc->tmp[c];
-        if (fflush(t) || fseek(t, 0, SEEK_SET))
-            return errno ? errno : EIO;
-        size_t k;
-        while ((k = fread(buf, 1, sizeof buf, t)) > 0)
-            if (fwrite(buf, 1, k, dst) != k)
-                return errno ? errno : EIO;
-        if (ferror(t))
-            return errno ? errno : EIO;
+    if (fflush(t) || fseek(t, 0, SEEK_SET))
+        return errno ? errno : EIO;
+    char *line = NULL;
+    size_t cap = 0, r;
+    int err = 0;
+    for (r = 0; r < rows; r++) {
+        ssize_t len = getline(&line, &cap, t);
+        if (len <= 0)
+            break;
+        char *p = line;
+        for (int k = 0; k < skip && p; k++)
+            if ((p = strchr(p, ',')) != NULL)
+                p++;
+        size_t w = p ? (size_t)len - (size_t)(p - line) : 0;
+        if (!p || fwrite(p, 1, w, dst) != w) {
+            err = p ? (errno ? errno : EIO) : EIO;
+            break;
+        }
     }
-    return 0;
+    if (!err && (ferror(t) || r < rows))
+        err = errno ? errno : EIO;
+    free(line); /* getline's, from malloc */
+    return err;
+}
+
+/* After an interrupt: the divergences and leapfrog steps of the draws
+ * kept (the first rc->kept of each chain), which FILE.json records, from
+ * their divergent__ and n_leapfrog__ columns; 0 or errno. */
+static int recount_kept(run_ctx *rc)
+{
+    char *line = NULL;
+    size_t cap = 0;
+    int err = 0;
+    for (size_t c = 0; c < rc->nchain && !err; c++) {
+        FILE *t = rc->tmp[c];
+        rc->ndiv[c] = rc->nleap[c][1] = 0;
+        if (!rc->ndone[c])
+            continue;
+        if (fflush(t) || fseek(t, 0, SEEK_SET)) {
+            err = errno ? errno : EIO;
+            break;
+        }
+        for (size_t r = 0; r < rc->kept; r++) {
+            /* .chain,.iteration,.draw,lp__,accept_stat__,stepsize__,
+             * treedepth__,n_leapfrog__,divergent__: fields 8 and 9 */
+            char *p = getline(&line, &cap, t) > 0 ? line : NULL;
+            for (int k = 0; k < 7 && p; k++)
+                if ((p = strchr(p, ',')) != NULL)
+                    p++;
+            char *end;
+            double leap = p ? strtod(p, &end) : 0.0;
+            if (!p || *end != ',') {
+                err = EIO;
+                break;
+            }
+            rc->nleap[c][1] += (size_t)leap;
+            rc->ndiv[c] += strtod(end + 1, NULL) != 0.0;
+        }
+    }
+    free(line); /* getline's, from malloc */
+    return err;
+}
+
+/* The draws in the draws-data-frame layout: the header, then the first
+ * rc->kept rows of every chain that has draws, in chain order; 0 or
+ * errno. */
+static int write_csv(FILE *f, run_ctx *rc, cli_model *m, const int *sampled,
+                     const unsigned char *keep, int states)
+{
+    write_header(f, m, sampled, keep, states, 0);
+    for (size_t c = 0; c < rc->nchain; c++) {
+        int err = rc->ndone[c] ? copy_rows(f, rc->tmp[c], rc->kept, 0) : 0;
+        if (err)
+            return err;
+    }
+    return ferror(f) ? EIO : 0;
+}
+
+/* Chain c in CmdStan's output CSV (the Stan CSV of `method=sample`): its
+ * configuration as '#' comments with CmdStan's keys, the header, the
+ * adaptation (step size and the diagonal inverse metric), the draws, the
+ * elapsed times.  Values are written as in the csv layout (%.17g), so the
+ * two formats hold the same numbers.  0 or errno. */
+static int write_cmdstan(FILE *f, run_ctx *rc, size_t c, cli_model *m, const int *sampled,
+                         const unsigned char *keep, int states, const char *data,
+                         const char *model_path)
+{
+    const gmm_hmc_params *par = rc->par;
+    int nuts = par->sampler == GMM_HMC_NUTS;
+    fprintf(f, "# gmm_infer_version = %s\n", GMM_VERSION);
+    fputs("# model = gmm_infer_hmc\n", f);
+    if (model_path)
+        fprintf(f, "# model_file = %s\n", model_path);
+    fputs("# method = sample\n#   sample\n", f);
+    fprintf(f, "#     num_samples = %zu\n#     num_warmup = %zu\n", rc->kept, par->warmup);
+    fputs("#     save_warmup = 0\n#     thin = 1\n#     adapt\n", f);
+    fprintf(f, "#       engaged = %d\n", par->warmup > 0);
+    fprintf(f, "#       gamma = %.17g\n#       delta = %.17g\n#       kappa = %.17g\n",
+            par->gamma, par->target_accept, par->kappa);
+    fprintf(f, "#       t0 = %.17g\n#       init_buffer = %zu\n#       term_buffer = %zu\n",
+            par->t0, par->init_buffer, par->term_buffer);
+    fprintf(f, "#       window = %zu\n#     algorithm = hmc\n#       hmc\n", par->base_window);
+    if (nuts)
+        fprintf(f, "#         engine = nuts\n#           nuts\n#             max_depth = %u\n",
+                par->max_depth);
+    else
+        fprintf(f, "#         engine = static\n#           static\n#             steps = %zu\n",
+                par->steps);
+    fprintf(f, "#         metric = diag_e\n#         stepsize = %.17g\n", par->stepsize);
+    fputs("#         stepsize_jitter = 0\n#     num_chains = 1\n", f);
+    fprintf(f, "# id = %llu\n", (unsigned long long)(rc->chain0 + c));
+    fprintf(f, "# data\n#   file = %s\n", data ? data : "");
+    fprintf(f, "# random\n#   seed = %llu\n", (unsigned long long)par->seed);
+    fputs("# output\n#   sig_figs = 17\n", f);
+    fprintf(f, "# f.i: the linear predictor at %s i; the inverse metric is the sampler's, on\n"
+               "# the whitened latent field%s, not on f\n",
+            cli_model_has_inputs(m) ? "data row" : "the graph's node",
+            sampled ? " and the hyperparameters (positive ones on the log scale)" : "");
+    write_header(f, m, sampled, keep, states, 1);
+    fprintf(f, "# Adaptation terminated\n# Step size = %.17g\n", rc->stepsize[c]);
+    fputs("# Diagonal elements of inverse mass matrix:\n# ", f);
+    for (size_t i = 0; i < rc->mdim[c]; i++)
+        fprintf(f, i ? ", %.17g" : "%.17g", rc->metric[c][i]);
+    fputc('\n', f);
+    int err = copy_rows(f, rc->tmp[c], rc->kept, 3);
+    if (err)
+        return err;
+    fprintf(f, "# \n#  Elapsed Time: %.3f seconds (Warm-up)\n#                %.3f seconds "
+               "(Sampling)\n#                %.3f seconds (Total)\n# \n",
+            rc->seconds[c][0], rc->seconds[c][1], rc->seconds[c][0] + rc->seconds[c][1]);
+    return ferror(f) ? EIO : 0;
 }
 
 /* --latent-subset: data rows (1-based numbers and ranges A-B, state-space)
@@ -436,6 +613,52 @@ static int setup_priors(const char *cmd, const gmm_objective *o, cli_model *m,
     return 0;
 }
 
+/* path + suffix, allocated (NULL when out of memory). */
+static char *dup_path(const char *path, const char *suffix)
+{
+    size_t a = strlen(path), b = strlen(suffix);
+    char *p = gmm_malloc(a + b + 1, 1);
+    if (p) {
+        memcpy(p, path, a);
+        memcpy(p + a, suffix, b + 1);
+    }
+    return p;
+}
+
+/* --format cmdstan's file of chain `id`: FILE_ID.csv, as CmdStan names a
+ * run's chains (FILE's own .csv, if any, goes after the id). */
+static char *chain_file(const char *path, uint64_t id)
+{
+    size_t len = strlen(path);
+    if (len > 4 && !strcmp(path + len - 4, ".csv"))
+        len -= 4;
+    char *p = gmm_malloc(len + 32, 1);
+    if (p)
+        snprintf(p, len + 32, "%.*s_%llu.csv", (int)len, path, (unsigned long long)id);
+    return p;
+}
+
+/* What the sidecar says of the output: its format and, after an
+ * interrupt, that the chains were cut and to how many draws. */
+static void output_note(json_t *root, const run_ctx *R)
+{
+    json_object_set_new(root, "format", json_string(R->cmdstan ? "cmdstan" : "csv"));
+    if (!R->interrupted)
+        return;
+    json_t *in = json_object(), *kept = json_array();
+    if (!in || !kept) {
+        json_decref(in);
+        json_decref(kept);
+        return;
+    }
+    for (size_t c = 0; c < R->nchain; c++)
+        if (R->ndone[c])
+            json_array_append_new(kept, json_integer((json_int_t)(R->chain0 + c)));
+    json_object_set_new(in, "draws_per_chain", json_integer((json_int_t)R->kept));
+    json_object_set_new(in, "chains_kept", kept);
+    json_object_set_new(root, "interrupted", in);
+}
+
 /* FILE.json beside the draws: how they were made (sampler settings, the
  * hyperparameters and priors, per-chain step sizes, divergences and leapfrog
  * steps of warm-up and draws), so a draws file never loses what it is a
@@ -499,6 +722,7 @@ static gmm_status write_config(const char *path, const gmm_hmc_params *par, cons
     json_object_set_new(leap, "warmup", lw);
     json_object_set_new(leap, "draws", ld);
     json_object_set_new(root, "leapfrog_steps", leap);
+    output_note(root, R);
     gmm_outfile *of = NULL;
     if ((s = gmm_outfile_open(path, &of)) == GMM_OK &&
         (s = gmm_json_write(gmm_outfile_stream(of), root, path)) == GMM_OK) {
@@ -508,6 +732,44 @@ static gmm_status write_config(const char *path, const gmm_hmc_params *par, cons
     gmm_outfile_abort(of);
     json_decref(root);
     return s;
+}
+
+/* Every file the run will write, checked before the work: the draws (for
+ * cmdstan, each chain's file; FILE itself names them and must not be a
+ * device or FIFO), FILE.json beside a regular FILE, the summary. */
+static int check_outputs(const char *cmd, const char *out, const char *summary, int cmdstan,
+                         size_t chain0, size_t nchain)
+{
+    gmm_status s = GMM_OK;
+    int in_place = 1;
+    if (out && !strcmp(out, "-"))
+        out = NULL;
+    if (cmdstan && !out) {
+        cli_msg(cmd, "--format cmdstan writes one file per chain: give -o FILE (the chains "
+                     "go to FILE_1.csv, FILE_2.csv, ...)");
+        return CLI_EXIT_USAGE;
+    }
+    if (out && (s = gmm_outfile_check_kind(out, &in_place)) != GMM_OK)
+        return cli_fail(cmd, s);
+    if (cmdstan && in_place) {
+        cli_msg(cmd, "--format cmdstan: -o %s names the chains' files %s_1.csv, ...: give a "
+                     "file name, not a device or FIFO",
+                out, out);
+        return CLI_EXIT_USAGE;
+    }
+    for (size_t k = 0; cmdstan && k < nchain && s == GMM_OK; k++) {
+        char *p = chain_file(out, chain0 + k);
+        s = p ? gmm_outfile_check(p) : gmm_error(GMM_ENOMEM, "out of memory");
+        gmm_free(p);
+    }
+    if (s == GMM_OK && out && !in_place) {
+        char *p = dup_path(out, ".json");
+        s = p ? gmm_outfile_check(p) : gmm_error(GMM_ENOMEM, "out of memory");
+        gmm_free(p);
+    }
+    if (s == GMM_OK && summary && strcmp(summary, "-"))
+        s = gmm_outfile_check(summary);
+    return s == GMM_OK ? 0 : cli_fail(cmd, s);
 }
 
 int cmd_hmc(int argc, char **argv)
@@ -531,7 +793,8 @@ int cmd_hmc(int argc, char **argv)
         OPT_PRIOR,
         OPT_SUBSET,
         OPT_STATES,
-        OPT_INIT
+        OPT_INIT,
+        OPT_FORMAT
     };
     static const struct option longopts[] = {
         CLI_MODEL_LONGOPTS,
@@ -553,6 +816,7 @@ int cmd_hmc(int argc, char **argv)
         {"latent-subset", required_argument, NULL, OPT_SUBSET},
         {"states", no_argument, NULL, OPT_STATES},
         {"init", required_argument, NULL, OPT_INIT},
+        {"format", required_argument, NULL, OPT_FORMAT},
         {"output", required_argument, NULL, 'o'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
@@ -578,8 +842,11 @@ int cmd_hmc(int argc, char **argv)
     pthread_t *th = NULL;
     worker *wk = NULL;
     FILE *dst = NULL;
-    char *partial = NULL, *sumtmp = NULL;
-    int lock_ok = 0;
+    char *sumtmp = NULL;
+    char **files = NULL;     /* the draws' files (NULL: stdout) */
+    gmm_outfile **ofs = NULL;
+    size_t nfile = 0;
+    int lock_ok = 0, cmdstan = 0;
 
     optind = 1;
     while ((c = getopt_long(argc, argv, "ho:", longopts, NULL)) != -1) {
@@ -633,6 +900,14 @@ int cmd_hmc(int argc, char **argv)
         case OPT_SUBSET: subset = optarg; break;
         case OPT_STATES: states = 1; break;
         case OPT_INIT: init = optarg; break;
+        case OPT_FORMAT:
+            if (!strcmp(optarg, "csv") || !strcmp(optarg, "cmdstan"))
+                cmdstan = optarg[1] == 'm';
+            else {
+                cli_msg(cmd, "--format: '%s' is not csv or cmdstan", optarg);
+                rc = CLI_EXIT_USAGE;
+            }
+            break;
         case OPT_PRIOR: {
             const char **pa = gmm_realloc((void *)prior_args, nprior_args + 1, sizeof *pa);
             if (!pa) {
@@ -658,11 +933,8 @@ int cmd_hmc(int argc, char **argv)
     }
     if ((rc = cli_model_positional(cmd, argc, argv, &o)) != 0)
         goto done;
-    for (const char *pth = out_path; pth; pth = pth == out_path ? summary_path : NULL)
-        if (strcmp(pth, "-") && (s = gmm_outfile_check(pth)) != GMM_OK) {
-            rc = cli_fail(cmd, s);
-            goto done;
-        }
+    if ((rc = check_outputs(cmd, out_path, summary_path, cmdstan, chain0, nchain)) != 0)
+        goto done;
     if (nthread > nchain)
         nthread = nchain;
     models = gmm_calloc(nthread, sizeof *models);
@@ -743,12 +1015,15 @@ int cmd_hmc(int argc, char **argv)
     R.ndiv = gmm_calloc(nchain, sizeof *R.ndiv);
     R.nleap = gmm_calloc(nchain, sizeof *R.nleap);
     R.stepsize = gmm_calloc(nchain, sizeof *R.stepsize);
+    R.metric = gmm_calloc(nchain, sizeof *R.metric);
+    R.mdim = gmm_calloc(nchain, sizeof *R.mdim);
+    R.seconds = gmm_calloc(nchain, sizeof *R.seconds);
     R.status = gmm_calloc(nchain, sizeof *R.status);
     R.msg = gmm_calloc(nchain, sizeof *R.msg);
     th = gmm_calloc(nthread, sizeof *th);
     wk = gmm_calloc(nthread, sizeof *wk);
-    if (!R.tmp || !R.ndone || !R.ndiv || !R.nleap || !R.stepsize || !R.status || !R.msg ||
-        !th || !wk) {
+    if (!R.tmp || !R.ndone || !R.ndiv || !R.nleap || !R.stepsize || !R.metric || !R.mdim ||
+        !R.seconds || !R.status || !R.msg || !th || !wk) {
         rc = cli_fail(cmd, GMM_ENOMEM);
         goto done;
     }
@@ -783,103 +1058,127 @@ int cmd_hmc(int argc, char **argv)
             first = R.status[k];
             cli_msg(cmd, "chain %llu: %s", (unsigned long long)(chain0 + k), R.msg[k]);
         }
-    /* the draws: to FILE.partial, renamed when complete; stdout as is */
-    if (out_path && strcmp(out_path, "-")) {
-        size_t len = strlen(out_path);
-        partial = gmm_malloc(len + 9, 1);
-        if (!partial) {
-            rc = cli_fail(cmd, GMM_ENOMEM);
-            goto done;
-        }
-        memcpy(partial, out_path, len);
-        memcpy(partial + len, ".partial", 9);
-        dst = fopen(partial, "w");
-        if (!dst) {
-            cli_msg(cmd, "%s: cannot write: %s", partial, strerror(errno));
-            rc = CLI_EXIT_ERROR;
-            goto done;
-        }
-    } else if (summary_path) {
-        /* the summary reads the draws back: keep a copy */
-        const char *tdir = getenv("TMPDIR");
-        size_t tl = strlen(tdir && *tdir ? tdir : "/tmp");
-        sumtmp = gmm_malloc(tl + 32, 1);
-        if (!sumtmp) {
-            rc = cli_fail(cmd, GMM_ENOMEM);
-            goto done;
-        }
-        snprintf(sumtmp, tl + 32, "%s/gmm-hmc.XXXXXX", tdir && *tdir ? tdir : "/tmp");
-        int fd = mkstemp(sumtmp);
-        if (fd < 0 || !(dst = fdopen(fd, "w+"))) {
-            cli_msg(cmd, "cannot create a temporary file: %s", strerror(errno));
-            rc = CLI_EXIT_ERROR;
-            goto done;
-        }
-    } else {
-        dst = stdout;
-    }
-    write_header(dst, models[0], sample_hyper ? sampled : NULL, keep, states);
-    int err = concat(dst, &R);
-    if (!err && dst != stdout && (fflush(dst) || fsync(fileno(dst))))
-        err = errno ? errno : EIO;
-    if (dst == stdout && sumtmp == NULL && fflush(dst))
-        err = errno ? errno : EIO;
-    if (err) {
-        cli_msg(cmd, "%s: write error: %s", partial ? partial : sumtmp ? sumtmp : "<stdout>",
-                strerror(err));
-        rc = CLI_EXIT_ERROR;
-        goto done;
-    }
-    if (sumtmp) {
-        /* stdout gets the draws too */
-        if (fseek(dst, 0, SEEK_SET) == 0) {
-            char buf[1 << 16];
-            size_t k;
-            while ((k = fread(buf, 1, sizeof buf, dst)) > 0)
-                fwrite(buf, 1, k, stdout);
-        }
-        if (fflush(stdout)) {
-            cli_msg(cmd, "<stdout>: write error: %s", strerror(errno));
-            rc = CLI_EXIT_ERROR;
-            goto done;
-        }
-    }
-    if (dst != stdout) {
-        FILE *d2 = dst;
-        dst = NULL;
-        if (fclose(d2)) {
-            cli_msg(cmd, "%s: write error: %s", partial ? partial : sumtmp, strerror(errno));
-            rc = CLI_EXIT_ERROR;
-            goto done;
-        }
-    }
-    size_t ndraws = 0, ndiv = 0;
-    for (size_t k = 0; k < nchain; k++) {
-        ndraws += R.ndone[k];
-        ndiv += R.ndiv[k];
-    }
-    if (interrupted) {
-        cli_msg(cmd, "interrupted: %zu finished draws kept in %s", ndraws,
-                partial ? partial : "the output");
-        rc = cli_interrupt_exit_code();
-        goto done;
-    }
     if (first != GMM_OK) {
+        /* a failed run leaves nothing behind, not even a header */
+        cli_msg(cmd, "no draws written");
         rc = cli_exit_code(first);
         goto done;
     }
-    if (partial && rename(partial, out_path)) {
-        cli_msg(cmd, "%s: cannot rename to %s: %s", partial, out_path, strerror(errno));
-        rc = CLI_EXIT_ERROR;
+    /* Interrupted chains stop at different points: each chain with draws is
+     * cut to the shortest one's count, so that the output holds whole chains
+     * of equal length, as summary and posterior need. */
+    size_t nkept = nchain;
+    R.kept = par.draws;
+    R.interrupted = interrupted;
+    R.cmdstan = cmdstan;
+    if (interrupted) {
+        nkept = 0;
+        R.kept = SIZE_MAX;
+        for (size_t k = 0; k < nchain; k++)
+            if (R.ndone[k]) {
+                nkept++;
+                if (R.ndone[k] < R.kept)
+                    R.kept = R.ndone[k];
+            }
+        if (!nkept) {
+            cli_msg(cmd, "interrupted before the first draw: nothing written");
+            rc = cli_interrupt_exit_code();
+            goto done;
+        }
+        int err = recount_kept(&R);
+        if (err) {
+            cli_msg(cmd, "temporary file of the chains: read error: %s", strerror(err));
+            rc = CLI_EXIT_ERROR;
+            goto done;
+        }
+    }
+    /* the files: one (csv) or one per chain with draws (cmdstan); an
+     * interrupted run's regular files are named FILE.partial, a device or
+     * FIFO is written as it is */
+    nfile = cmdstan ? nkept : 1;
+    files = gmm_calloc(nfile, sizeof *files);
+    ofs = gmm_calloc(nfile, sizeof *ofs);
+    if (!files || !ofs) {
+        rc = cli_fail(cmd, GMM_ENOMEM);
         goto done;
     }
-    if (partial) {
-        /* FILE.json: partial holds room for it (".partial" is longer) */
-        memcpy(partial + strlen(out_path), ".json", 6);
-        if ((s = write_config(partial, &par, &R, obj, model_path, o.data)) != GMM_OK) {
+    for (size_t k = 0, j = 0; j < nfile; k++) {
+        if (cmdstan && !R.ndone[k])
+            continue;
+        const char *base = out_path && strcmp(out_path, "-") ? out_path : NULL;
+        int in_place = 1;
+        if (base && !(files[j] = cmdstan ? chain_file(base, chain0 + k) : dup_path(base, ""))) {
+            rc = cli_fail(cmd, GMM_ENOMEM);
+            goto done;
+        }
+        if (files[j] && interrupted && gmm_outfile_check_kind(files[j], &in_place) == GMM_OK &&
+            !in_place) {
+            char *pp = dup_path(files[j], ".partial");
+            gmm_free(files[j]);
+            if (!(files[j] = pp)) {
+                rc = cli_fail(cmd, GMM_ENOMEM);
+                goto done;
+            }
+        }
+        int err = 0;
+        if ((s = gmm_outfile_open(files[j], &ofs[j])) == GMM_OK) {
+            FILE *f = gmm_outfile_stream(ofs[j]);
+            err = cmdstan ? write_cmdstan(f, &R, k, models[0], R.sampled, keep, states, o.data,
+                                          model_path)
+                          : write_csv(f, &R, models[0], R.sampled, keep, states);
+            if (!err)
+                s = gmm_outfile_flush(ofs[j]);
+        }
+        if (err)
+            s = gmm_error(GMM_EIO, "%s: write error: %s", files[j] ? files[j] : "<stdout>",
+                          strerror(err));
+        if (s != GMM_OK) {
             rc = cli_fail(cmd, s);
             goto done;
         }
+        j++;
+    }
+    /* every file is written out before any is committed: a full disk
+     * replaces none of them */
+    int draws_in_place = gmm_outfile_in_place(ofs[0]);
+    for (size_t j = 0; j < nfile; j++) {
+        s = gmm_outfile_commit(ofs[j]);
+        ofs[j] = NULL;
+        if (s != GMM_OK) {
+            rc = cli_fail(cmd, s);
+            goto done;
+        }
+    }
+    /* FILE.json: beside a regular file only (not /dev/full.json) */
+    if (out_path && strcmp(out_path, "-")) {
+        char *side = NULL;
+        if (!cmdstan && draws_in_place) {
+            cli_msg(cmd, "%s is not a regular file: the settings are not written to %s.json",
+                    out_path, out_path);
+        } else if (!(side = dup_path(cmdstan ? out_path : files[0],
+                                     cmdstan && interrupted ? ".partial.json" : ".json"))) {
+            rc = cli_fail(cmd, GMM_ENOMEM);
+            goto done;
+        } else {
+            s = write_config(side, &par, &R, obj, model_path, o.data);
+            gmm_free(side);
+            if (s != GMM_OK) {
+                rc = cli_fail(cmd, s);
+                goto done;
+            }
+        }
+    }
+    size_t ndiv = 0;
+    for (size_t k = 0; k < nchain; k++)
+        ndiv += R.ndiv[k];
+    if (interrupted) {
+        cli_msg(cmd, "interrupted: %zu chain(s) of %zu draws each (the shortest chain's count) "
+                     "kept in %s%s%s",
+                nkept, R.kept, files[0] ? files[0] : "<stdout>",
+                nfile > 1 ? " and the other chains' files" : "",
+                summary_path ? "; no summary written" : "");
+        rc = cli_interrupt_exit_code();
+        goto done;
     }
     if (!quiet) {
         for (size_t k = 0; k < nchain; k++)
@@ -889,9 +1188,42 @@ int cmd_hmc(int argc, char **argv)
             cli_msg(cmd, "warning: %zu divergent transitions after warm-up: the draws may be "
                          "biased (try --target-accept 0.95)",
                     ndiv);
+        if (cmdstan)
+            cli_msg(cmd, "wrote %s%s%s", files[0], nfile > 1 ? " ... " : "",
+                    nfile > 1 ? files[nfile - 1] : "");
     }
     if (summary_path) {
-        const char *src = sumtmp ? sumtmp : out_path;
+        /* the summary reads the draws back, in the csv layout, from a
+         * temporary of our own: the output may be a FIFO or per chain */
+        const char *tdir = getenv("TMPDIR");
+        size_t tl = strlen(tdir && *tdir ? tdir : "/tmp");
+        sumtmp = gmm_malloc(tl + 32, 1);
+        if (!sumtmp) {
+            rc = cli_fail(cmd, GMM_ENOMEM);
+            goto done;
+        }
+        snprintf(sumtmp, tl + 32, "%s/gmm-hmc.XXXXXX", tdir && *tdir ? tdir : "/tmp");
+        int fd = mkstemp(sumtmp);
+        if (fd < 0 || !(dst = fdopen(fd, "w"))) {
+            if (fd >= 0)
+                close(fd);
+            else
+                sumtmp[0] = '\0';
+            cli_msg(cmd, "cannot create a temporary file: %s", strerror(errno));
+            rc = CLI_EXIT_ERROR;
+            goto done;
+        }
+        int err = write_csv(dst, &R, models[0], R.sampled, keep, states);
+        FILE *d2 = dst;
+        dst = NULL;
+        if (fclose(d2) && !err)
+            err = errno ? errno : EIO;
+        if (err) {
+            cli_msg(cmd, "%s: write error: %s", sumtmp, strerror(err));
+            rc = CLI_EXIT_ERROR;
+            goto done;
+        }
+        const char *src = sumtmp;
         gmm_draws *d = NULL;
         gmm_outfile *of = NULL;
         if ((s = gmm_draws_read(&src, 1, &d)) != GMM_OK ||
@@ -910,12 +1242,19 @@ int cmd_hmc(int argc, char **argv)
         }
     }
 done:
-    if (dst && dst != stdout)
+    if (dst)
         fclose(dst);
-    if (sumtmp)
+    if (sumtmp && sumtmp[0])
         unlink(sumtmp);
     gmm_free(sumtmp);
-    gmm_free(partial);
+    for (size_t j = 0; j < nfile; j++) {
+        if (ofs)
+            gmm_outfile_abort(ofs[j]);
+        if (files)
+            gmm_free(files[j]);
+    }
+    gmm_free(ofs);
+    gmm_free(files);
     if (R.tmp)
         for (size_t k = 0; k < nchain; k++)
             if (R.tmp[k])
@@ -927,6 +1266,11 @@ done:
     gmm_free(R.ndiv);
     gmm_free(R.nleap);
     gmm_free(R.stepsize);
+    for (size_t k = 0; R.metric && k < nchain; k++)
+        gmm_free(R.metric[k]);
+    gmm_free(R.metric);
+    gmm_free(R.mdim);
+    gmm_free(R.seconds);
     gmm_free(R.status);
     gmm_free(R.msg);
     gmm_free(th);

@@ -62,17 +62,16 @@ static int progress(void *user, const gmm_vi_progress *p)
     return 0;
 }
 
-/* OUT.q.csv: index,mean,l0..lb (l_j = L(i, i - j), NaN above the corner). */
-static gmm_status write_q(const char *path, gmm_vi *v)
+/* OUT.q.csv: index,mean,l0..lb (l_j = L(i, i - j), NaN above the corner),
+ * to f. */
+static gmm_status write_q(FILE *f, gmm_vi *v)
 {
     size_t n = gmm_vi_dim(v), b = gmm_vi_bandwidth(v);
     gmm_band *L = gmm_band_alloc(n, b, 0, GMM_BAND_LOWER);
     if (!L)
         return gmm_error(GMM_ENOMEM, "out of memory for q's factor");
     gmm_status s = gmm_vi_factor(v, L);
-    gmm_outfile *of = NULL;
-    if (s == GMM_OK && (s = gmm_outfile_open(path, &of)) == GMM_OK) {
-        FILE *f = gmm_outfile_stream(of);
+    if (s == GMM_OK) {
         const double *m = gmm_vi_mean(v);
         fputs("index,mean", f);
         for (size_t j = 0; j <= b; j++)
@@ -88,11 +87,32 @@ static gmm_status write_q(const char *path, gmm_vi *v)
             }
             fputc('\n', f);
         }
-        s = gmm_outfile_commit(of);
-        of = NULL;
     }
-    gmm_outfile_abort(of);
     gmm_band_free(L);
+    return s;
+}
+
+/* The model to `path` and q to `qpath` (named in the model): both written
+ * out before either is committed, so that a write error (a full disk)
+ * replaces neither. */
+static gmm_status save_model_and_q(const gmm_model *out, const char *path, const char *qpath,
+                                   gmm_vi *v)
+{
+    gmm_outfile *oq = NULL, *om = NULL;
+    gmm_status s;
+    if ((s = gmm_outfile_open(qpath, &oq)) == GMM_OK &&
+        (s = write_q(gmm_outfile_stream(oq), v)) == GMM_OK &&
+        (s = gmm_outfile_open(path, &om)) == GMM_OK &&
+        (s = gmm_model_write(out, gmm_outfile_stream(om), path)) == GMM_OK &&
+        (s = gmm_outfile_flush(oq)) == GMM_OK && (s = gmm_outfile_flush(om)) == GMM_OK) {
+        s = gmm_outfile_commit(oq);
+        oq = NULL;
+        if (s == GMM_OK)
+            s = gmm_outfile_commit(om);
+        om = NULL;
+    }
+    gmm_outfile_abort(oq);
+    gmm_outfile_abort(om);
     return s;
 }
 
@@ -257,8 +277,22 @@ int cmd_vi(int argc, char **argv)
     size_t stem = ol > 5 && !strcmp(out_path + ol - 5, ".json") ? ol - 5 : ol;
     memcpy(qpath, out_path, stem);
     strcpy(qpath + stem, ".q.csv");
-    const char *checks[] = {out_path, qpath, post};
-    for (size_t k = 0; k < 3; k++)
+    /* q goes beside the model: that needs a model file, not a device or
+     * FIFO (no /dev/full.q.csv) */
+    int in_place = 0;
+    if ((s = gmm_outfile_check_kind(out_path, &in_place)) != GMM_OK) {
+        rc = cli_fail(cmd, s);
+        goto done;
+    }
+    if (in_place) {
+        cli_msg(cmd, "-o %s is not a regular file: the model file names q's parameters, "
+                     "written beside it (%s)",
+                out_path, qpath);
+        rc = CLI_EXIT_USAGE;
+        goto done;
+    }
+    const char *checks[] = {qpath, post};
+    for (size_t k = 0; k < 2; k++)
         if (checks[k] && (s = gmm_outfile_check(checks[k])) != GMM_OK) {
             rc = cli_fail(cmd, s);
             goto done;
@@ -348,7 +382,7 @@ int cmd_vi(int argc, char **argv)
     out.vi_bandwidth = gmm_vi_bandwidth(v);
     const char *qbase = strrchr(qpath, '/');
     out.vi_file = (char *)(qbase ? qbase + 1 : qpath); /* beside the model */
-    if ((s = write_q(qpath, v)) != GMM_OK || (s = gmm_model_save(&out, out_path)) != GMM_OK) {
+    if ((s = save_model_and_q(&out, out_path, qpath, v)) != GMM_OK) {
         rc = cli_fail(cmd, s);
         goto done;
     }

@@ -237,15 +237,22 @@ done:
     return st;
 }
 
-gmm_status gmm_outfile_check(const char *path)
+gmm_status gmm_outfile_check_kind(const char *path, int *in_place)
 {
-    if (!path || !strcmp(path, "-"))
+    if (!path || !strcmp(path, "-")) {
+        if (in_place)
+            *in_place = 1;
         return GMM_OK;
+    }
     out_plan p;
     gmm_status st = plan_output(path, &p);
+    if (st == GMM_OK && in_place)
+        *in_place = p.direct;
     gmm_free(p.target);
     return st;
 }
+
+gmm_status gmm_outfile_check(const char *path) { return gmm_outfile_check_kind(path, NULL); }
 
 static void outfile_free(gmm_outfile *o)
 {
@@ -374,6 +381,24 @@ done:
 }
 
 FILE *gmm_outfile_stream(gmm_outfile *o) { return o ? o->f : NULL; }
+
+int gmm_outfile_in_place(const gmm_outfile *o) { return o && (o->f == stdout || o->direct); }
+
+gmm_status gmm_outfile_flush(gmm_outfile *o)
+{
+    if (!o || !o->f)
+        return gmm_error(GMM_EINVAL, "gmm_outfile_flush: NULL argument");
+    errno = 0;
+    int err = 0;
+    if (fflush(o->f) != 0 || ferror(o->f))
+        err = errno ? errno : EIO;
+    else if (o->f != stdout && !o->direct && fsync(fileno(o->f)) != 0)
+        err = errno;
+    if (err)
+        return gmm_error(GMM_EIO, "%s: write error: %s", o->path ? o->path : "<stdout>",
+                         strerror(err));
+    return GMM_OK;
+}
 
 /* fsync the directory holding the target so the rename itself survives a
  * crash.  Some file systems refuse fsync on a directory (EINVAL); the data

@@ -3,6 +3,8 @@
  * and /proc links are written in place, symlinks followed (and kept), an
  * existing file's mode and owner kept; gmm_outfile_check names the user's
  * path. */
+#define _XOPEN_SOURCE 700
+
 #include <check.h>
 #include <dirent.h>
 #include <errno.h>
@@ -13,6 +15,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -361,6 +364,73 @@ START_TEST(test_device_in_place)
 }
 END_TEST
 
+/* check_kind tells a regular target (replaced on commit) from one written
+ * in place; flush reports a full device before anything is committed and
+ * leaves a regular target untouched until commit. */
+START_TEST(test_kind_and_flush)
+{
+    int in_place = -1;
+    char *file = in_dir("m.json"), *fifo = in_dir("pipe"), *full = in_dir("full");
+    ck_assert_int_eq(gmm_outfile_check_kind(file, &in_place), GMM_OK);
+    ck_assert_int_eq(in_place, 0);
+    free(file);
+    file = tu_write_str(dir, "m.json", "old\n");
+    in_place = -1;
+    ck_assert_int_eq(gmm_outfile_check_kind(file, &in_place), GMM_OK);
+    ck_assert_int_eq(in_place, 0);
+    ck_assert_int_eq(gmm_outfile_check_kind("-", &in_place), GMM_OK);
+    ck_assert_int_eq(in_place, 1);
+    in_place = -1;
+    ck_assert_int_eq(gmm_outfile_check_kind("/dev/null", &in_place), GMM_OK);
+    ck_assert_int_eq(in_place, 1);
+    ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+    in_place = -1;
+    ck_assert_int_eq(gmm_outfile_check_kind(fifo, &in_place), GMM_OK);
+    ck_assert_int_eq(in_place, 1);
+    in_place = -1;
+    ck_assert_int_eq(gmm_outfile_check_kind(dir, &in_place), GMM_EIO);
+    ck_assert_int_eq(in_place, -1);
+
+    gmm_outfile *o = NULL;
+    ck_assert_int_eq(gmm_outfile_open(file, &o), GMM_OK);
+    ck_assert_int_eq(gmm_outfile_in_place(o), 0);
+    fputs("new\n", gmm_outfile_stream(o));
+    ck_assert_int_eq(gmm_outfile_flush(o), GMM_OK);
+    char *got = tu_read_file(file, NULL);
+    ck_assert_str_eq(got, "old\n");
+    free(got);
+    ck_assert_int_eq(gmm_outfile_commit(o), GMM_OK);
+    got = tu_read_file(file, NULL);
+    ck_assert_str_eq(got, "new\n");
+    free(got);
+
+    /* A device of our own where we may make one (root), not the real
+     * /dev/full: a bug here must not replace the system's device. */
+    const char *dev = "/dev/full";
+    if (geteuid() == 0 && mknod(full, S_IFCHR | 0666, makedev(1, 7)) == 0)
+        dev = full;
+    ck_assert_int_eq(gmm_outfile_open(dev, &o), GMM_OK);
+    ck_assert_int_eq(gmm_outfile_in_place(o), 1);
+    fputs("data\n", gmm_outfile_stream(o));
+    ck_assert_int_eq(gmm_outfile_flush(o), GMM_EIO);
+    char want[1024];
+    snprintf(want, sizeof want, "%s: write error: No space left on device", dev);
+    ck_assert_str_eq(gmm_error_message(), want);
+    gmm_outfile_abort(o);
+    struct stat sb;
+    ck_assert_int_eq(lstat(dev, &sb), 0);
+    ck_assert(S_ISCHR(sb.st_mode));
+    ck_assert_int_eq(gmm_outfile_open("-", &o), GMM_OK);
+    ck_assert_int_eq(gmm_outfile_in_place(o), 1);
+    gmm_outfile_abort(o);
+    unlink(full);
+    unlink(fifo);
+    free(file);
+    free(fifo);
+    free(full);
+}
+END_TEST
+
 typedef struct {
     const char *path;
     char buf[256];
@@ -613,6 +683,7 @@ Suite *io_outfile_suite(void)
     tcase_add_test(tc, test_commit_error_cleans_up);
     tcase_add_test(tc, test_write_error);
     tcase_add_test(tc, test_device_in_place);
+    tcase_add_test(tc, test_kind_and_flush);
     tcase_add_test(tc, test_fifo_in_place);
     tcase_add_test(tc, test_socket_refused);
     tcase_add_test(tc, test_proc_links_in_place);

@@ -41,21 +41,67 @@ run "$GMM_INFER" summary "$CASE_TMP/rc-chain-1.csv" "$CASE_TMP/one-draws.csv"
 expect_exit 1
 expect_stderr 'chain'
 
-begin "an interrupted run keeps its finished draws in FILE.partial, rows whole"
-"$GMM_INFER" hmc "$coal" --likelihood poisson --kernel "$kern" --chains 2 --warmup 200 \
-    --draws 200000 --quiet -o "$CASE_TMP/int.csv" 2> "$CASE_TMP/int.err" &
+begin "an interrupted run keeps whole chains of equal length in FILE.partial, with FILE.partial.json"
+# Two chains on two threads, interrupted once both have written draws (their
+# unlinked temporaries, seen through /proc, are not empty): they stop at
+# different points, and the output keeps the shortest one's count of each.
+"$GMM_INFER" hmc "$coal" --likelihood poisson --kernel "$kern" --chains 2 --threads 2 \
+    --warmup 50 --draws 100000000 --quiet -o "$CASE_TMP/int.csv" 2> "$CASE_TMP/int.err" &
 pid=$!
-sleep 1
+for ((i = 0; i < 300; i++)); do
+    n=0
+    for fd in /proc/$pid/fd/*; do
+        [[ $(readlink "$fd" 2>/dev/null) == *'(deleted)' && $(stat -L -c %s "$fd" 2>/dev/null) -gt 0 ]] &&
+            n=$((n + 1))
+    done
+    [[ $n -ge 2 ]] && break
+    sleep 0.05
+done
+[[ $n -ge 2 ]] || fail "the chains wrote no draws in 15 s"
 kill -INT "$pid"
 st=0
 wait "$pid" || st=$?
 if [[ $st -ne 130 ]]; then fail "exit status $st after SIGINT, expected 130"; fi
 expect_no_file "$CASE_TMP/int.csv"
+expect_no_file "$CASE_TMP/int.csv.json"
 expect_file "$CASE_TMP/int.csv.partial" '^\.chain,'
-if [[ -f "$CASE_TMP/int.csv.partial" ]] &&
-    ! awk -F, 'NR == 1 { n = NF } NF != n { bad = 1 } END { exit bad }' "$CASE_TMP/int.csv.partial"; then
-    fail "a row of the .partial file is incomplete"
+expect_file "$CASE_TMP/int.err" 'interrupted: 2 chain\(s\) of [0-9]+ draws each'
+if [[ -f "$CASE_TMP/int.csv.partial" ]]; then
+    awk -F, 'NR == 1 { n = NF } NF != n { bad = 1 } END { exit bad }' "$CASE_TMP/int.csv.partial" ||
+        fail "a row of the .partial file is incomplete"
+    counts=$(awk -F, 'NR > 1 { n[$1]++ } END { print n[1] + 0, n[2] + 0 }' "$CASE_TMP/int.csv.partial")
+    read -r n1 n2 <<<"$counts"
+    [[ $n1 -gt 0 && $n1 -eq $n2 ]] || fail "chains of $n1 and $n2 draws, expected equal and > 0"
+    expect_file "$CASE_TMP/int.csv.partial.json" '"draws_per_chain": '"$n1"','
+    expect_file "$CASE_TMP/int.csv.partial.json" '"interrupted": \{'
+    # the divergences and leapfrog steps recorded are those of the rows kept
+    want=$(awk -F, 'NR > 1 { s[$1] += $8 } END { print s[1] "," s[2] }' "$CASE_TMP/int.csv.partial")
+    got=$(tr -d ' \n' < "$CASE_TMP/int.csv.partial.json" |
+        sed -n 's/.*"leapfrog_steps":{[^}]*"draws":\[\([0-9,]*\)\].*/\1/p')
+    [[ "$got" == "$want" ]] || fail "leapfrog_steps.draws $got, sums of n_leapfrog__ $want"
+    want=$(awk -F, 'NR > 1 { s[$1] += $9 } END { print s[1] + 0 "," s[2] + 0 }' "$CASE_TMP/int.csv.partial")
+    got=$(tr -d ' \n' < "$CASE_TMP/int.csv.partial.json" | sed -n 's/.*"divergences":\[\([0-9,]*\)\].*/\1/p')
+    [[ "$got" == "$want" ]] || fail "divergences $got, sums of divergent__ $want"
+    # each chain is a prefix of itself: rows 1..n1 numbered in order
+    awk -F, 'NR > 1 && $2 != ++k[$1] { bad = 1 } END { exit bad }' "$CASE_TMP/int.csv.partial" ||
+        fail "a chain's rows are not its first draws in order"
+    run "$GMM_INFER" summary "$CASE_TMP/int.csv.partial"
+    expect_exit 0
+    expect_stdout '^f\[112\],'
 fi
+
+begin "a failed run leaves no file behind"
+# The chains' temporaries exceed a 8 KiB file size limit (SIGXFSZ ignored:
+# the writes fail): an error, and no FILE, FILE.partial or FILE.json.
+run bash -c 'trap "" XFSZ; ulimit -f 8; exec "$@"' x "$GMM_INFER" hmc "$coal" \
+    --likelihood poisson --kernel "$kern" --chains 2 --warmup 30 --draws 20 --quiet \
+    -o "$CASE_TMP/f.csv"
+expect_exit 1
+expect_stderr 'chain 1: temporary file of chain 1: write error: File too large'
+expect_stderr 'no draws written'
+expect_no_file "$CASE_TMP/f.csv"
+expect_no_file "$CASE_TMP/f.csv.partial"
+expect_no_file "$CASE_TMP/f.csv.json"
 
 begin "hmc usage errors"
 run "$GMM_INFER" hmc "$coal" --likelihood poisson --sampler gibbs
