@@ -79,8 +79,8 @@ typedef struct {
     size_t evaluations;  /* ELBO evaluations so far */
     double elbo;         /* at the new iterate */
     double grad_norm;    /* Euclidean norm of the ELBO's gradient in the
-                          * optimiser's variables: lambda / scale (vi.c,
-                          * SCALING) and the free hyperparameters on their
+                          * optimiser's variables: u, preconditioned (vi.c,
+                          * SCALING), and the free hyperparameters on their
                           * optimisation scale (log for positive ones) */
 } gmm_vi_progress;
 
