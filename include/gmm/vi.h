@@ -207,6 +207,18 @@ gmm_status gmm_vi_start_laplace(gmm_vi *v, const char **start);
  * iteration: ~1-2 ELBO evaluations plus O(memory nvar). */
 gmm_status gmm_vi_fit(gmm_vi *v, gmm_vi_result *res);
 
+/* The error of the expectations' quadrature at the current state (set by
+ * gmm_vi_set_state, gmm_vi_start_laplace or gmm_vi_fit): *err = sum_r
+ * |E_r(K) - E_r(K')|, E_r(K) with the rule of nquad points (0: the
+ * automatic per-row choice) and K' = 2K (K = GMM_LIK_QUAD_MAX: K / 2, an
+ * overestimate) -- the rule's own error when K' is the more accurate, as
+ * it is for these smooth integrands (likelihood.h's table).  0 for the
+ * families in closed form (gaussian, poisson), whatever nquad.  A fixed
+ * rule's accuracy depends on the variances s2_r, so no nquad is accurate
+ * for every data set: check it here.  Errors: GMM_EINVAL (NULL, no state
+ * set, nquad > GMM_LIK_QUAD_MAX), those of gmm_vi_elbo.  O(nrows K). */
+gmm_status gmm_vi_quad_error(gmm_vi *v, size_t nquad, double *err);
+
 /* ---- q as a posterior ------------------------------------------------------- */
 
 /* m (n, or NULL) and the band of Sigma = (L L')^-1 (SYMMETRIC n x n, any

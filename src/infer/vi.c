@@ -372,13 +372,16 @@ static gmm_status unpack(gmm_vi *v, const double *lambda)
     return GMM_OK;
 }
 
+/* The automatic rule's points at variance s2 (vi.h, EXPECTATIONS). */
+static size_t auto_rule(double s2) { return s2 <= 0.4 ? 20 : s2 <= 1.0 ? 40 : 100; }
+
 /* Gauss-Hermite points for row i at variance s2 (vi.h, EXPECTATIONS). */
 static size_t rule_of(gmm_vi *v, size_t i, double s2)
 {
     if (v->par.nquad)
         return v->par.nquad;
     if (!v->freeze || !v->rule[i])
-        v->rule[i] = s2 <= 0.4 ? 5 : s2 <= 1.0 ? 10 : 25;
+        v->rule[i] = (unsigned char)(auto_rule(s2) / 4);
     return 4 * (size_t)v->rule[i];
 }
 
@@ -800,6 +803,36 @@ gmm_status gmm_vi_factor(gmm_vi *v, gmm_band *L)
     if ((st = unpack(v, v->lambda)))
         return st;
     return gmm_band_copy_band(L, v->L);
+}
+
+gmm_status gmm_vi_quad_error(gmm_vi *v, size_t nquad, double *err)
+{
+    gmm_status st;
+    double elbo, out[3], ref[3];
+    if (!v || !err)
+        return gmm_error(GMM_EINVAL, "gmm_vi_quad_error: NULL argument");
+    if (nquad > GMM_LIK_QUAD_MAX)
+        return gmm_error(GMM_EINVAL, "vi: nquad must be 0 (automatic) or 1..%d, got %zu",
+                         GMM_LIK_QUAD_MAX, nquad);
+    if (!v->have_start)
+        return gmm_error(GMM_EINVAL, "gmm_vi_quad_error: no state set");
+    *err = 0.0;
+    v->freeze = 0;
+    if ((st = gmm_vi_elbo(v, v->theta, v->lambda, &elbo, NULL, NULL)))
+        return st;
+    for (size_t i = 0; i < v->nobs; i++) {
+        size_t k = nquad ? nquad : auto_rule(v->s2[i]);
+        size_t kr = k < GMM_LIK_QUAD_MAX ? smax(2 * k, 2) : GMM_LIK_QUAD_MAX / 2;
+        if (kr > GMM_LIK_QUAD_MAX)
+            kr = GMM_LIK_QUAD_MAX;
+        if ((st = gmm_lik_expect(&v->lik, v->oy[i], v->oe[i], v->mu[i], v->s2[i], k, out,
+                                 NULL)) ||
+            (st = gmm_lik_expect(&v->lik, v->oy[i], v->oe[i], v->mu[i], v->s2[i], kr, ref,
+                                 NULL)))
+            return st;
+        *err += fabs(out[0] - ref[0]);
+    }
+    return GMM_OK;
 }
 
 gmm_status gmm_vi_posterior(gmm_vi *v, double *mean, gmm_band *cov)

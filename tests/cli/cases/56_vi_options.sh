@@ -24,3 +24,52 @@ expect_exit 0
 elbo2=$(sed -n 's/^ *"elbo": \(.*\),$/\1/p' "$CASE_TMP/v2.json")
 awk -v a="$elbo" -v b="$elbo2" 'BEGIN { exit !(b - a < 1e-6) }' ||
     fail "coal vi: resumed ELBO $elbo2 against $elbo"
+
+begin "vi resumed with --init, or from a vi --model, keeps q's bandwidth"
+run "$GMM_INFER" vi "$ROOT/data/coal.csv" --likelihood poisson --exposure exposure \
+    --kernel 'matern12(variance=0.5, lengthscale=20)' --bandwidth 6 --quiet -o "$CASE_TMP/b6.json"
+expect_exit 0
+expect_file "$CASE_TMP/b6.json" '"bandwidth": 6'
+run "$GMM_INFER" vi "$ROOT/data/coal.csv" --likelihood poisson --exposure exposure \
+    --kernel 'matern12(variance=0.5, lengthscale=20)' --init "$CASE_TMP/b6.json" --quiet \
+    -o "$CASE_TMP/r1.json"
+expect_exit 0
+expect_file "$CASE_TMP/r1.json" '"bandwidth": 6'
+expect_file "$CASE_TMP/r1.q.csv" '^index,mean,l0,l1,l2,l3,l4,l5,l6$'
+run "$GMM_INFER" vi --model "$CASE_TMP/b6.json" --quiet -o "$CASE_TMP/r2.json"
+expect_exit 0
+expect_file "$CASE_TMP/r2.json" '"bandwidth": 6'
+# an explicit --bandwidth still wins, and says what it does to the start
+run "$GMM_INFER" vi --model "$CASE_TMP/b6.json" --bandwidth 2 -o "$CASE_TMP/r3.json"
+expect_exit 0
+expect_stderr 'b6\.json has q of bandwidth 6: starting from it restricted to 2'
+expect_file "$CASE_TMP/r3.json" '"bandwidth": 2'
+
+begin "vi --max-iter 0 is refused, as fit's is"
+run "$GMM_INFER" vi "$ROOT/data/coal.csv" --likelihood poisson --max-iter 0 -o "$CASE_TMP/x.json"
+expect_exit 2
+expect_stderr "^gmm-infer vi: --max-iter: '0' is not an integer from 1 to "
+expect_no_file "$CASE_TMP/x.json"
+
+begin "vi refuses a quadrature rule too coarse for the data, accepts one accurate enough"
+awk -F, 'NR == 1 { print "year,y"; next } { print $1 "," ($2 > 0) }' "$ROOT/data/coal.csv" \
+    > "$CASE_TMP/b.csv"
+bern=(vi "$CASE_TMP/b.csv" --x year --y y --likelihood bernoulli
+    --kernel 'matern32(variance=1, lengthscale=10)' --quiet)
+# 1 point: E log p(y | f) at f = mu, 3.5 nats above the ELBO on these data
+run "$GMM_INFER" "${bern[@]}" --quadrature-points 1 -o "$CASE_TMP/q1.json"
+expect_exit 1
+expect_stderr '^gmm-infer vi: --quadrature-points 1: the rule.s error in the ELBO at the start is 3\.[0-9]+ '
+expect_no_file "$CASE_TMP/q1.json"
+run "$GMM_INFER" "${bern[@]}" --quadrature-points 4 -o "$CASE_TMP/q4.json"
+expect_exit 1
+run "$GMM_INFER" "${bern[@]}" --quadrature-points 16 -o "$CASE_TMP/q16.json"
+expect_exit 0
+run "$GMM_INFER" "${bern[@]}" -o "$CASE_TMP/qa.json"
+expect_exit 0
+expect_no_stderr "quadrature"
+# the accepted rule's ELBO agrees with the automatic one's to the limit
+e16=$(sed -n 's/^ *"elbo": \(.*\),$/\1/p' "$CASE_TMP/q16.json")
+ea=$(sed -n 's/^ *"elbo": \(.*\),$/\1/p' "$CASE_TMP/qa.json")
+awk -v a="$e16" -v b="$ea" 'BEGIN { d = a - b; exit !(d < 1e-6 && d > -1e-6) }' ||
+    fail "ELBO with 16 points $e16, automatic $ea"
