@@ -822,9 +822,8 @@ gmm_status gmm_vi_quad_error(gmm_vi *v, size_t nquad, double *err)
         return st;
     for (size_t i = 0; i < v->nobs; i++) {
         size_t k = nquad ? nquad : auto_rule(v->s2[i]);
-        size_t kr = k < GMM_LIK_QUAD_MAX ? smax(2 * k, 2) : GMM_LIK_QUAD_MAX / 2;
-        if (kr > GMM_LIK_QUAD_MAX)
-            kr = GMM_LIK_QUAD_MAX;
+        size_t kr = k == GMM_LIK_QUAD_MAX ? k / 2 : 2 * k < GMM_LIK_QUAD_MAX ? 2 * k
+                                                                            : GMM_LIK_QUAD_MAX;
         if ((st = gmm_lik_expect(&v->lik, v->oy[i], v->oe[i], v->mu[i], v->s2[i], k, out,
                                  NULL)) ||
             (st = gmm_lik_expect(&v->lik, v->oy[i], v->oe[i], v->mu[i], v->s2[i], kr, ref,
