@@ -73,3 +73,28 @@ e16=$(sed -n 's/^ *"elbo": \(.*\),$/\1/p' "$CASE_TMP/q16.json")
 ea=$(sed -n 's/^ *"elbo": \(.*\),$/\1/p' "$CASE_TMP/qa.json")
 awk -v a="$e16" -v b="$ea" 'BEGIN { d = a - b; exit !(d < 1e-6 && d > -1e-6) }' ||
     fail "ELBO with 16 points $e16, automatic $ea"
+
+begin "an interrupted vi --bandwidth B --learn-hyper says how to resume, and resuming keeps B"
+awk 'BEGIN { print "x,count"; s = 1
+    for (i = 0; i < 20000; i++) { s = (s * 1103515245 + 12345) % 2147483648
+        printf "%d,%d\n", i, int(3 * (1 + sin(i / 50)) + 2 * s / 2147483648) } }' \
+    > "$CASE_TMP/long.csv"
+long=("$CASE_TMP/long.csv" --likelihood poisson --kernel 'matern32(variance=1, lengthscale=30)')
+# --tol 0: this run lasts minutes unless interrupted
+"$GMM_INFER" vi "${long[@]}" --bandwidth 5 --learn-hyper --tol 0 --quiet \
+    -o "$CASE_TMP/int.json" 2> "$CASE_TMP/int.err" &
+pid=$!
+sleep 1
+kill -INT "$pid"
+st=0
+wait "$pid" || st=$?
+if [[ $st -ne 130 ]]; then fail "exit status $st after SIGINT, expected 130"; fi
+grep -q "resume with --init $CASE_TMP/int.json --learn-hyper\$" "$CASE_TMP/int.err" ||
+    fail "interrupted vi: $(cat "$CASE_TMP/int.err")"
+expect_file "$CASE_TMP/int.json" '"converged": false'
+expect_file "$CASE_TMP/int.json" '"bandwidth": 5'
+run "$GMM_INFER" vi "${long[@]}" --init "$CASE_TMP/int.json" --learn-hyper --max-iter 1 --quiet \
+    -o "$CASE_TMP/int.json"
+expect_exit 0
+expect_file "$CASE_TMP/int.json" '"bandwidth": 5'
+expect_file "$CASE_TMP/int.q.csv" '^index,mean,l0,l1,l2,l3,l4,l5$'
