@@ -204,7 +204,10 @@ gmm_status gmm_vi_start_laplace(gmm_vi *v, const char **start);
  * Errors: the start's (the ELBO not defined at the starting point: message
  * prefixed "vi: starting point: "), GMM_ECANCEL (the state then holds the
  * last accepted iterate and *res describes it), GMM_ENOMEM.  Cost per
- * iteration: ~1-2 ELBO evaluations plus O(memory nvar). */
+ * iteration: ~1-2 ELBO evaluations plus O(memory nvar) and the
+ * preconditioner's O(n b^2) (vi.c, SCALING; O(n b^3) once per run).
+ * Memory besides v's: L-BFGS's 2 memory nvar doubles, the preconditioner's
+ * n (b + 1)^2 (n (b + 1) when b + 1 > 2 memory: its diagonal only). */
 gmm_status gmm_vi_fit(gmm_vi *v, gmm_vi_result *res);
 
 /* The error of the expectations' quadrature at the current state (set by

@@ -35,7 +35,8 @@ static const char usage_text[] =
     "                        precision, likelihood, intercept) jointly\n"
     "  --init FILE           resume from a vi result (its q, q's bandwidth unless\n"
     "                        --bandwidth is given, and its hyperparameters)\n"
-    "  --quadrature-points K Gauss-Hermite points per row (default: chosen per row);\n"
+    "  --quadrature-points K Gauss-Hermite points per row for bernoulli and\n"
+    "                        negbinomial (default: chosen per row);\n"
     "                        refused when the rule's error in the ELBO, estimated\n"
     "                        against twice the points, exceeds 1e-8 max(1, |ELBO|)\n"
     "  --max-iter N          L-BFGS iterations, N >= 1 (default 2000)\n"
@@ -305,6 +306,13 @@ int cmd_vi(int argc, char **argv)
         goto done;
     if ((rc = cli_model_fit_check(cmd, m)) != 0)
         goto done;
+    if (par.nquad && cli_model_likelihood(m)->type->expect) {
+        cli_msg(cmd, "--quadrature-points: the %s likelihood's expectations are in closed form, "
+                     "without quadrature",
+                cli_model_likelihood(m)->type->name);
+        rc = CLI_EXIT_USAGE;
+        goto done;
+    }
     /* a --model that is itself a vi result: start from its q unless --init */
     cli_model_set_vi(m, NULL);
     gmm_objective *obj = cli_model_objective(m);

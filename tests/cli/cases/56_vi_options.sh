@@ -98,3 +98,10 @@ run "$GMM_INFER" vi "${long[@]}" --init "$CASE_TMP/int.json" --learn-hyper --max
 expect_exit 0
 expect_file "$CASE_TMP/int.json" '"bandwidth": 5'
 expect_file "$CASE_TMP/int.q.csv" '^index,mean,l0,l1,l2,l3,l4,l5$'
+
+begin "vi --quadrature-points is refused where no quadrature is done"
+run "$GMM_INFER" vi "$ROOT/data/coal.csv" --likelihood poisson --quadrature-points 20 \
+    -o "$CASE_TMP/x.json"
+expect_exit 2
+expect_stderr "^gmm-infer vi: --quadrature-points: the poisson likelihood's expectations are in closed form, without quadrature$"
+expect_no_file "$CASE_TMP/x.json"
