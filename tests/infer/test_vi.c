@@ -349,7 +349,8 @@ END_TEST
 /* From m = 0, L = I, L-BFGS reaches the exact log marginal likelihood and
  * the exact posterior (mean, covariance band) when b covers the
  * posterior's bandwidth. */
-static void check_gaussian_exact(gmm_latent *lat, const double *y, const char *label)
+static void check_gaussian_exact(gmm_latent *lat, const double *y, const char *label,
+                                 size_t memory)
 {
     gmm_lik lik = lik_of("gaussian(variance=0.2)");
     gmm_problem *p = NULL;
@@ -367,6 +368,7 @@ static void check_gaussian_exact(gmm_latent *lat, const double *y, const char *l
     par.tol = 0.0; /* to the gradient test */
     par.epsilon = 1e-9;
     par.max_iter = 20000;
+    par.memory = memory;
     gmm_vi *v = NULL;
     ck_assert_int_eq(gmm_vi_alloc(p, &par, &v), GMM_OK);
     ck_assert_int_eq(gmm_vi_set_state(v, NULL, NULL, NULL), GMM_OK);
@@ -439,12 +441,16 @@ START_TEST(test_vi_gaussian_exact)
     }
     gmm_kernel *k = NULL;
     gmm_latent *lat = ssm_latent("matern32(variance=1.2, lengthscale=0.9)", x, n, &k);
-    check_gaussian_exact(lat, y, "state-space");
+    check_gaussian_exact(lat, y, "state-space", 10);
     gmm_latent_free(lat);
     gmm_kernel_free(k);
     graph_model gm;
     graph_of("edge-ou(variance=1.5, lengthscale=2)", 17, &gm);
-    check_gaussian_exact(gm.lat, y, "graph");
+    check_gaussian_exact(gm.lat, y, "graph", 10);
+    /* memory 2: L's blocks (b + 1 > 2 memory) preconditioned by their
+     * diagonals only (vi.c, SCALING) */
+    ck_assert_uint_gt(gmm_latent_bandwidth(gm.lat) + 1, 4);
+    check_gaussian_exact(gm.lat, y, "graph, diag", 2);
     graph_free(&gm);
 }
 END_TEST
