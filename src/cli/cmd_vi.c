@@ -226,8 +226,9 @@ int cmd_vi(int argc, char **argv)
     cli_model_opts_init(&o);
     gmm_vi_params par;
     gmm_vi_params_init(&par);
+    int bw_given = 0; /* else a resumed q keeps its own bandwidth */
     const char *model_path = NULL, *out_path = NULL, *init = NULL, *post = NULL;
-    int quiet = 0, bw_given = 0, c, rc = 0;
+    int quiet = 0, c, rc = 0;
     gmm_model mf, mi;
     gmm_model_init(&mf);
     gmm_model_init(&mi);
