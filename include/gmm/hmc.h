@@ -53,7 +53,9 @@
  *     1e-3 (5 / (n + 5)) (Welford variance of the window's n draws), the step
  *     size heuristic runs again from the current point, mu = log(10 eps), and
  *     dual averaging restarts.
- * With warmup = 0 there is no adaptation at all: eps = params.stepsize.
+ * With warmup = 0 there is no adaptation: eps is the heuristic's from
+ * params.stepsize (params.search_stepsize = 0: params.stepsize itself) and
+ * the metric is kept, for every transition.
  *
  * REPRODUCIBILITY.  Every random number comes from the sampler's own gmm_rng,
  * seeded at gmm_hmc_init with (params.seed, params.chain): a chain is a
@@ -136,6 +138,13 @@ typedef struct {
                              * 1..1e7 (checked only for GMM_HMC_STATIC).
                              * Default 10. */
     double stepsize;        /* initial step size, finite > 0.  Default 1. */
+    int search_stepsize;    /* nonzero: gmm_hmc_init searches eps from
+                             * stepsize by Stan's heuristic (WARM-UP) even
+                             * with warmup = 0, as CmdStan does, so draws
+                             * without warm-up move at a step the target
+                             * accepts; 0: only when warmup > 0 (eps =
+                             * stepsize exactly without warm-up).
+                             * Default 1. */
     double target_accept;   /* dual averaging's target (delta), in (0, 1).
                              * Default 0.8. */
     double gamma;           /* dual averaging: regularisation scale, > 0.
@@ -178,7 +187,8 @@ void gmm_hmc_free(gmm_hmc *h);
 /* Start (or restart) the chain at q0 (dim values, copied) on *target
  * (copied; target->ctx must outlive the chain): seeds the generator from
  * (seed, chain), resets the iteration count and the adaptation, evaluates
- * logp(q0) and, when warmup > 0, searches the initial step size.  The metric
+ * logp(q0) and, when warmup > 0 or search_stepsize, searches the initial
+ * step size.  The metric
  * is kept (unit, set, or adapted by a previous run).
  * Errors: GMM_EINVAL (NULL, non-finite q0), the callback's status at q0
  * (a start must be inside the domain: GMM_EDOM, prefixed "hmc: initial

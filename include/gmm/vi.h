@@ -79,8 +79,8 @@ typedef struct {
     size_t evaluations;  /* ELBO evaluations so far */
     double elbo;         /* at the new iterate */
     double grad_norm;    /* Euclidean norm of the ELBO's gradient in the
-                          * optimiser's variables: lambda / scale (vi.c,
-                          * SCALING) and the free hyperparameters on their
+                          * optimiser's variables: u, preconditioned (vi.c,
+                          * SCALING), and the free hyperparameters on their
                           * optimisation scale (log for positive ones) */
 } gmm_vi_progress;
 
@@ -204,8 +204,23 @@ gmm_status gmm_vi_start_laplace(gmm_vi *v, const char **start);
  * Errors: the start's (the ELBO not defined at the starting point: message
  * prefixed "vi: starting point: "), GMM_ECANCEL (the state then holds the
  * last accepted iterate and *res describes it), GMM_ENOMEM.  Cost per
- * iteration: ~1-2 ELBO evaluations plus O(memory nvar). */
+ * iteration: ~1-2 ELBO evaluations plus O(memory nvar) and the
+ * preconditioner's O(n b^2) (vi.c, SCALING; O(n b^3) once per run).
+ * Memory besides v's: L-BFGS's 2 memory nvar doubles, the preconditioner's
+ * n (b + 1)^2 (n (b + 1) when b + 1 > 2 memory: its diagonal only). */
 gmm_status gmm_vi_fit(gmm_vi *v, gmm_vi_result *res);
+
+/* The error of the expectations' quadrature at the current state (set by
+ * gmm_vi_set_state, gmm_vi_start_laplace or gmm_vi_fit): *err = sum_r
+ * |E_r(K) - E_r(K')|, E_r(K) with the rule of nquad points (0: the
+ * automatic per-row choice) and K' = 2K (K = GMM_LIK_QUAD_MAX: K / 2, an
+ * overestimate) -- the rule's own error when K' is the more accurate, as
+ * it is for these smooth integrands (likelihood.h's table).  0 for the
+ * families in closed form (gaussian, poisson), whatever nquad.  A fixed
+ * rule's accuracy depends on the variances s2_r, so no nquad is accurate
+ * for every data set: check it here.  Errors: GMM_EINVAL (NULL, no state
+ * set, nquad > GMM_LIK_QUAD_MAX), those of gmm_vi_elbo.  O(nrows K). */
+gmm_status gmm_vi_quad_error(gmm_vi *v, size_t nquad, double *err);
 
 /* ---- q as a posterior ------------------------------------------------------- */
 

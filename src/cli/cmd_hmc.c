@@ -51,12 +51,15 @@ static const char usage_text[] =
     "  --chain-id C        number the chains C, C+1, ... (default 1); each chain id\n"
     "                      has its own random stream, so jobs with distinct ids\n"
     "                      make distinct chains that `gmm-infer summary` merges\n"
-    "  --warmup W          warm-up iterations, adapting (default 1000)\n"
+    "  --warmup W          warm-up iterations, adapting (default 1000); with 0 the\n"
+    "                      step size is Stan's initial search's (one leapfrog step\n"
+    "                      accepted with probability about 0.8), never adapted\n"
     "  --draws D           draws kept per chain (default 1000)\n"
     "  --sampler S         nuts (default) or hmc (fixed length, --steps L)\n"
     "  --steps L           leapfrog steps of --sampler hmc (default 10)\n"
     "  --max-depth N       NUTS tree depth limit (default 10)\n"
-    "  --target-accept A   step-size adaptation target (default 0.8)\n"
+    "  --target-accept A   step-size adaptation target in warm-up (default 0.8;\n"
+    "                      refused with --warmup 0)\n"
     "  -o, --output FILE   write the draws to FILE (atomically), and how they were\n"
     "                      made (settings, priors, step sizes) to FILE.json when FILE\n"
     "                      is a regular file; interrupted: whole chains, cut to the\n"
@@ -826,7 +829,7 @@ int cmd_hmc(int argc, char **argv)
     gmm_hmc_params_init(&par);
     const char *model_path = NULL, *out_path = NULL, *summary_path = NULL;
     size_t nchain = 4, nthread = 1, chain0 = 1, tmp = 0;
-    int quiet = 0, sample_hyper = 0, states = 0, c, rc = 0;
+    int quiet = 0, sample_hyper = 0, states = 0, target_given = 0, c, rc = 0;
     const char **prior_args = NULL;
     size_t nprior_args = 0;
     int *sampled = NULL;
@@ -887,6 +890,7 @@ int cmd_hmc(int argc, char **argv)
             break;
         case OPT_TARGET_ACCEPT: {
             char *end;
+            target_given = 1;
             par.target_accept = strtod(optarg, &end);
             if (end == optarg || *end || !(par.target_accept > 0.0 && par.target_accept < 1.0)) {
                 cli_msg(cmd, "--target-accept: '%s' is not a number in (0, 1)", optarg);
@@ -929,6 +933,12 @@ int cmd_hmc(int argc, char **argv)
         rc = cli_fail(cmd, s);
         if (rc == CLI_EXIT_ERROR)
             rc = CLI_EXIT_USAGE;
+        goto done;
+    }
+    if (target_given && par.warmup == 0) {
+        cli_msg(cmd, "--target-accept adapts the step size during warm-up: it does nothing "
+                     "with --warmup 0");
+        rc = CLI_EXIT_USAGE;
         goto done;
     }
     if ((rc = cli_model_positional(cmd, argc, argv, &o)) != 0)
@@ -1184,9 +1194,14 @@ int cmd_hmc(int argc, char **argv)
         for (size_t k = 0; k < nchain; k++)
             cli_msg(cmd, "chain %llu: step size %.3g, %zu divergent transitions",
                     (unsigned long long)(chain0 + k), R.stepsize[k], R.ndiv[k]);
-        if (ndiv)
+        if (ndiv && par.warmup)
             cli_msg(cmd, "warning: %zu divergent transitions after warm-up: the draws may be "
                          "biased (try --target-accept 0.95)",
+                    ndiv);
+        else if (ndiv)
+            cli_msg(cmd, "warning: %zu divergent transitions: the draws may be biased (without "
+                         "warm-up the step size is the initial search's, never adapted: give "
+                         "--warmup, e.g. 1000)",
                     ndiv);
         if (cmdstan)
             cli_msg(cmd, "wrote %s%s%s", files[0], nfile > 1 ? " ... " : "",

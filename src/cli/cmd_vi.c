@@ -29,13 +29,17 @@ static const char usage_text[] =
     "  --model FILE          start from a model (fit's or vi's output) instead of\n"
     "                        model options\n"
     "  -o, --output FILE     the model file to write (required)\n"
-    "  --bandwidth B         L's lower bandwidth (default: the prior precision's;\n"
-    "                        0: mean-field)\n"
+    "  --bandwidth B         L's lower bandwidth (default: the prior precision's,\n"
+    "                        or the starting vi result's; 0: mean-field)\n"
     "  --learn-hyper         also optimise the free hyperparameters (kernel or\n"
     "                        precision, likelihood, intercept) jointly\n"
-    "  --init FILE           resume from a vi result (its q and hyperparameters)\n"
-    "  --quadrature-points K Gauss-Hermite points per row (default: chosen per row)\n"
-    "  --max-iter N          L-BFGS iterations (default 2000)\n"
+    "  --init FILE           resume from a vi result (its q, q's bandwidth unless\n"
+    "                        --bandwidth is given, and its hyperparameters)\n"
+    "  --quadrature-points K Gauss-Hermite points per row for bernoulli and\n"
+    "                        negbinomial (default: chosen per row);\n"
+    "                        refused when the rule's error in the ELBO, estimated\n"
+    "                        against twice the points, exceeds 1e-8 max(1, |ELBO|)\n"
+    "  --max-iter N          L-BFGS iterations, N >= 1 (default 2000)\n"
     "  --tol T               stop when the ELBO rises by at most T relative over 3\n"
     "                        iterations (default 1e-9)\n"
     "  --posterior FILE      also write the posterior of f per data row or node (CSV\n"
@@ -167,6 +171,41 @@ done:
     return rc;
 }
 
+/* The largest error of the expectations' quadrature accepted, relative to
+ * max(1, |ELBO|): below the digits the ELBO is printed with and what
+ * --quadrature-points is for (the automatic rule keeps 1e-11 relative per
+ * row up to s2 = 4, likelihood.h). */
+#define QUAD_RTOL 1e-8
+
+/* 0 when the rule of nquad points (0: automatic) is accurate at v's state,
+ * else a message and CLI_EXIT_ERROR (refuse) or a warning and 0. */
+static int quad_check(const char *cmd, gmm_vi *v, size_t nquad, const char *when, int refuse,
+                      int verbose)
+{
+    double err, elbo;
+    gmm_status s;
+    if ((s = gmm_vi_quad_error(v, nquad, &err)) != GMM_OK ||
+        (s = gmm_vi_elbo(v, gmm_vi_theta(v), gmm_vi_lambda(v), &elbo, NULL, NULL)) != GMM_OK)
+        return cli_fail(cmd, s);
+    double lim = QUAD_RTOL * fmax(1.0, fabs(elbo));
+    if (verbose)
+        cli_msg(cmd, "%s: quadrature error of the ELBO %.3g (limit %.3g)", when, err, lim);
+    if (err <= lim)
+        return 0;
+    if (refuse) {
+        cli_msg(cmd, "--quadrature-points %zu: the rule's error in the ELBO %s is %.3g "
+                     "(estimated against a rule of twice the points), above %g max(1, |ELBO|) "
+                     "= %.3g: give more points, or omit the option (points chosen per row)",
+                nquad, when, err, QUAD_RTOL, lim);
+        return CLI_EXIT_ERROR;
+    }
+    cli_msg(cmd, "warning: the quadrature error in the ELBO %s is %.3g, above %g max(1, "
+                 "|ELBO|) = %.3g (some rows' variances are too large for the Gauss-Hermite "
+                 "rules)",
+            when, err, QUAD_RTOL, lim);
+    return 0;
+}
+
 int cmd_vi(int argc, char **argv)
 {
     const char *cmd = "vi";
@@ -201,6 +240,7 @@ int cmd_vi(int argc, char **argv)
     cli_model_opts_init(&o);
     gmm_vi_params par;
     gmm_vi_params_init(&par);
+    int bw_given = 0; /* else a resumed q keeps its own bandwidth */
     const char *model_path = NULL, *out_path = NULL, *init = NULL, *post = NULL;
     int quiet = 0, c, rc = 0;
     double level = NAN; /* NAN: not given */
@@ -223,6 +263,7 @@ int cmd_vi(int argc, char **argv)
         case OPT_MODEL: model_path = optarg; break;
         case OPT_BANDWIDTH:
             rc = cli_parse_size(cmd, "bandwidth", optarg, 0, 100000000, &par.bandwidth);
+            bw_given = 1;
             break;
         case OPT_LEARN: par.learn_hyper = 1; break;
         case OPT_INIT: init = optarg; break;
@@ -230,7 +271,7 @@ int cmd_vi(int argc, char **argv)
             rc = cli_parse_size(cmd, "quadrature-points", optarg, 0, GMM_LIK_QUAD_MAX, &par.nquad);
             break;
         case OPT_MAXIT:
-            rc = cli_parse_size(cmd, "max-iter", optarg, 0, 100000000, &par.max_iter);
+            rc = cli_parse_size(cmd, "max-iter", optarg, 1, 100000000, &par.max_iter);
             break;
         case OPT_TOL: {
             char *end;
@@ -301,9 +342,35 @@ int cmd_vi(int argc, char **argv)
         goto done;
     if ((rc = cli_model_fit_check(cmd, m)) != 0)
         goto done;
+    if (par.nquad && cli_model_likelihood(m)->type->expect) {
+        cli_msg(cmd, "--quadrature-points: the %s likelihood's expectations are in closed form, "
+                     "without quadrature",
+                cli_model_likelihood(m)->type->name);
+        rc = CLI_EXIT_USAGE;
+        goto done;
+    }
     /* a --model that is itself a vi result: start from its q unless --init */
     cli_model_set_vi(m, NULL);
     gmm_objective *obj = cli_model_objective(m);
+    const char *ip = init ? init : model_path;
+    const gmm_model *src = NULL;
+    if (init) {
+        if ((s = gmm_model_read(init, &mi)) != GMM_OK) {
+            rc = cli_fail(cmd, s);
+            goto done;
+        }
+        if (!mi.has_vi) {
+            cli_msg(cmd, "%s: not a vi result (no \"variational\")", init);
+            rc = CLI_EXIT_ERROR;
+            goto done;
+        }
+        src = &mi;
+    } else if (model_path && mf.has_vi) {
+        src = &mf;
+    }
+    /* resuming keeps q's family unless --bandwidth asks for another */
+    if (src && !bw_given)
+        par.bandwidth = src->vi_bandwidth;
     prog_ctx pc = {cmd, !quiet && (o.verbose || isatty(STDERR_FILENO))};
     par.progress = progress;
     par.user = &pc;
@@ -312,21 +379,12 @@ int cmd_vi(int argc, char **argv)
         goto done;
     }
     const char *start = "laplace";
-    if (init || (model_path && mf.has_vi)) {
-        const char *ip = init ? init : model_path;
-        const gmm_model *src = &mf;
-        if (init) {
-            if ((s = gmm_model_read(init, &mi)) != GMM_OK) {
-                rc = cli_fail(cmd, s);
-                goto done;
-            }
-            src = &mi;
-        }
-        if (!src->has_vi) {
-            cli_msg(cmd, "%s: not a vi result (no \"variational\")", ip);
-            rc = CLI_EXIT_ERROR;
-            goto done;
-        }
+    if (src) {
+        if (bw_given && gmm_vi_bandwidth(v) != src->vi_bandwidth && !quiet)
+            cli_msg(cmd, "%s has q of bandwidth %zu: starting from it %s to %zu", ip,
+                    src->vi_bandwidth,
+                    gmm_vi_bandwidth(v) > src->vi_bandwidth ? "zero-extended" : "restricted",
+                    gmm_vi_bandwidth(v));
         /* its hyperparameters, by name, then its q */
         for (size_t k = 0; k < obj->nparam; k++) {
             size_t j;
@@ -360,6 +418,8 @@ int cmd_vi(int argc, char **argv)
                 gmm_vi_bandwidth(v), gmm_vi_nvar(v),
                 gmm_vi_uses_rows(v) ? "square root" : "assembled precision", start,
                 par.learn_hyper ? "; hyperparameters learnt jointly" : "");
+    if (par.nquad && (rc = quad_check(cmd, v, par.nquad, "at the start", 1, o.verbose)) != 0)
+        goto done;
     cli_install_signals();
     gmm_vi_result res;
     s = gmm_vi_fit(v, &res);
@@ -368,6 +428,9 @@ int cmd_vi(int argc, char **argv)
         rc = cli_fail(cmd, s);
         goto done;
     }
+    if (!interrupted &&
+        (rc = quad_check(cmd, v, par.nquad, "at the optimum", par.nquad != 0, o.verbose)) != 0)
+        goto done;
     /* the state (the final point, or the last accepted one when interrupted)
      * is written either way, so --init can resume an interrupted job */
     memcpy(obj->value, gmm_vi_theta(v), obj->nparam * sizeof *obj->value);
@@ -387,9 +450,14 @@ int cmd_vi(int argc, char **argv)
         goto done;
     }
     if (interrupted) {
+        /* --init keeps q's bandwidth; what else the run optimised is named */
+        char qopt[64] = "";
+        if (par.nquad)
+            snprintf(qopt, sizeof qopt, " --quadrature-points %zu", par.nquad);
         cli_msg(cmd, "interrupted after %zu iterations: the last point is in %s (\"converged\": "
-                     "false); resume with --init %s",
-                res.iterations, out_path, out_path);
+                     "false); resume with --init %s%s%s",
+                res.iterations, out_path, out_path, par.learn_hyper ? " --learn-hyper" : "",
+                qopt);
         rc = cli_interrupt_exit_code();
         goto done;
     }

@@ -83,6 +83,7 @@ void gmm_hmc_params_init(gmm_hmc_params *p)
     p->max_depth = 10;
     p->steps = 10;
     p->stepsize = 1.0;
+    p->search_stepsize = 1;
     p->target_accept = 0.8;
     p->gamma = 0.05;
     p->t0 = 10.0;
@@ -764,7 +765,7 @@ gmm_status gmm_hmc_init(gmm_hmc *h, const double *q0, const gmm_hmc_target *targ
     windows_setup(h);
     da_restart(h);
     h->da_mu = log(10.0 * h->par.stepsize); /* Stan: from the user's step size */
-    if (h->par.warmup > 0 && (st = init_stepsize(h)) != GMM_OK)
+    if ((h->par.warmup > 0 || h->par.search_stepsize) && (st = init_stepsize(h)) != GMM_OK)
         return st;
     h->ready = 1;
     return GMM_OK;

@@ -61,12 +61,24 @@
  * doubles, inherent to storing m; the hyperparameter gradient chains
  * through G's entries and keeps the Cholesky's limits (docs/accuracy.md).
  *
- * SCALING.  gmm_vi_fit runs L-BFGS on u = lambda / scale, a diagonal
- * preconditioner from the run's starting L (set_scale), and starts a new
- * run, with a new scale, when some L_jj has moved by more than a factor 2
- * (learning the hyperparameters moves q far): from L = I to the Gaussian
- * posterior (test_vi_gaussian_exact) this took 344 -> 68 iterations, a
- * joint fit of theta (test_vi_learn_hyper) from over 2000 to 295.
+ * SCALING.  gmm_vi_fit runs L-BFGS on u, lambda = lambda0 + T u, T from the
+ * run's starting q (precond_set): m = m0 + L0^-T a and each column of L
+ * moved by R_j^-T w_j, R_j R_j' the column's block of the Hessian of the
+ * Gaussian ELBO at L0 (Sigma0 on the column's rows).  In u that Hessian is
+ * the identity at the Gaussian optimum, whatever the conditioning of Q_p:
+ * a diagonal scaling (dm_j by 1 / L_jj, L_ij by L_ii) left the smooth
+ * state-space posteriors (the coal series, matern32, lengthscale 21 at
+ * unit spacing) ill-conditioned: 2000 iterations without converging, the
+ * ELBO creeping -175.965 -> -175.935, where T converges in 6 to -175.924.  A
+ * new run with a new T starts when some L_jj has moved by more than a
+ * factor 1.5 (learning the hyperparameters moves q far; against a factor
+ * 2, coal with its hyperparameters 929 -> 690 iterations and a higher
+ * ELBO, Chicago 231 -> 179, influenza 211 -> 224).  Measured against the diagonal scaling: from
+ * L = I to the Gaussian posterior (test_vi_gaussian_exact) 68 -> 23
+ * iterations, the joint fit of theta (test_vi_learn_hyper) 295 -> 151, the
+ * README's Chicago --learn-hyper 656 -> 179; bench_vi's 1e4-point Poisson
+ * series 15 -> 6 (the diagonal scaling had stopped on the ELBO's relative
+ * change 1.18 below the optimum), its 1e4-node graph 21 -> 10.
  */
 #include "gmm/vi.h"
 #include "infer_impl.h"
@@ -363,13 +375,16 @@ static gmm_status unpack(gmm_vi *v, const double *lambda)
     return GMM_OK;
 }
 
+/* The automatic rule's points at variance s2 (vi.h, EXPECTATIONS). */
+static size_t auto_rule(double s2) { return s2 <= 0.4 ? 20 : s2 <= 1.0 ? 40 : 100; }
+
 /* Gauss-Hermite points for row i at variance s2 (vi.h, EXPECTATIONS). */
 static size_t rule_of(gmm_vi *v, size_t i, double s2)
 {
     if (v->par.nquad)
         return v->par.nquad;
     if (!v->freeze || !v->rule[i])
-        v->rule[i] = s2 <= 0.4 ? 5 : s2 <= 1.0 ? 10 : 25;
+        v->rule[i] = (unsigned char)(auto_rule(s2) / 4);
     return 4 * (size_t)v->rule[i];
 }
 
@@ -793,6 +808,35 @@ gmm_status gmm_vi_factor(gmm_vi *v, gmm_band *L)
     return gmm_band_copy_band(L, v->L);
 }
 
+gmm_status gmm_vi_quad_error(gmm_vi *v, size_t nquad, double *err)
+{
+    gmm_status st;
+    double elbo, out[3], ref[3];
+    if (!v || !err)
+        return gmm_error(GMM_EINVAL, "gmm_vi_quad_error: NULL argument");
+    if (nquad > GMM_LIK_QUAD_MAX)
+        return gmm_error(GMM_EINVAL, "vi: nquad must be 0 (automatic) or 1..%d, got %zu",
+                         GMM_LIK_QUAD_MAX, nquad);
+    if (!v->have_start)
+        return gmm_error(GMM_EINVAL, "gmm_vi_quad_error: no state set");
+    *err = 0.0;
+    v->freeze = 0;
+    if ((st = gmm_vi_elbo(v, v->theta, v->lambda, &elbo, NULL, NULL)))
+        return st;
+    for (size_t i = 0; i < v->nobs; i++) {
+        size_t k = nquad ? nquad : auto_rule(v->s2[i]);
+        size_t kr = k == GMM_LIK_QUAD_MAX ? k / 2 : 2 * k < GMM_LIK_QUAD_MAX ? 2 * k
+                                                                            : GMM_LIK_QUAD_MAX;
+        if ((st = gmm_lik_expect(&v->lik, v->oy[i], v->oe[i], v->mu[i], v->s2[i], k, out,
+                                 NULL)) ||
+            (st = gmm_lik_expect(&v->lik, v->oy[i], v->oe[i], v->mu[i], v->s2[i], kr, ref,
+                                 NULL)))
+            return st;
+        *err += fabs(out[0] - ref[0]);
+    }
+    return GMM_OK;
+}
+
 gmm_status gmm_vi_posterior(gmm_vi *v, double *mean, gmm_band *cov)
 {
     gmm_status st;
@@ -884,16 +928,88 @@ typedef struct {
     double *th, *thbar;   /* trial theta, its gradient */
     double *u0, *g0, f0;  /* last accepted iterate */
     double *ulast;        /* the last evaluated point (adaptive rules) */
-    double *scale, *lam;  /* lambda = scale * u (nvar each) */
-    size_t *dpos;         /* lambda's slot of L(j, j) (n) */
-    double *ld0;          /* log L(j, j) when scale was set (n) */
-    int rescale;          /* L's diagonal moved away from scale's */
+    double *lam;          /* lambda at the trial point (nvar) */
+    double *lam0;         /* lambda at the run's start (nvar): lambda = lam0 + T u */
+    double *tu;           /* nvar doubles of workspace */
+    gmm_band *L0, *S0;    /* the start's L and the band b of its inverse */
+    double *R;            /* per column of L: the lower Cholesky factor of
+                           * its metric block, nb x nb each (nb = b + 1), or
+                           * with full = 0 the square roots of the blocks'
+                           * diagonals, nb each */
+    double *wk;           /* nb doubles of workspace */
+    int full;
+    int rescale;          /* L's diagonal moved away from the start's */
     double pf[4];
     size_t iter, evals;
+    size_t iter0;         /* iterations of the earlier runs */
     int start_failed, cancelled, stopped_delta, have_last;
     gmm_status fail_status, fatal; /* fatal: GMM_ENOMEM in an evaluation */
     char fail_msg[GMM_ERROR_MAX];
 } run_ctx;
+
+/* lambda = lam0 + T u (SCALING): m = m0 + L0^-T a; column j of L moves by
+ * R_j^-T w_j, its diagonal slot holding log L(j, j) by that / L0(j, j). */
+static void precond_apply(run_ctx *c, const double *u, double *lam)
+{
+    gmm_vi *v = c->v;
+    size_t n = v->n, nb = v->b + 1;
+    gmm_band ub, lb;
+    memcpy(lam, u, n * sizeof *u);
+    gmm_band_tri_solve_vec(c->L0, GMM_TRANS, lam);
+    for (size_t j = 0; j < n; j++)
+        lam[j] += c->lam0[j];
+    memcpy(lam + n, c->lam0 + n, (c->nvar - n) * sizeof *lam); /* and the unused corner */
+    gmm_band_view(&ub, (double *)u + n, n, v->b, 0, GMM_BAND_LOWER);
+    gmm_band_view(&lb, lam + n, n, v->b, 0, GMM_BAND_LOWER);
+    for (size_t j = 0; j < n; j++) {
+        size_t k = (v->b < n - 1 - j ? v->b : n - 1 - j) + 1;
+        const double *R = c->R + j * (c->full ? nb * nb : nb);
+        double *x = c->wk;
+        for (size_t i = 0; i < k; i++)
+            x[i] = gmm_band_get(&ub, j + i, j);
+        for (size_t i = k; i-- > 0;) { /* R' x = w */
+            if (c->full) {
+                for (size_t r = i + 1; r < k; r++)
+                    x[i] -= R[i * nb + r] * x[r];
+                x[i] /= R[i * nb + i];
+            } else {
+                x[i] /= R[i];
+            }
+        }
+        x[0] /= gmm_band_get(c->L0, j, j);
+        for (size_t i = 0; i < k; i++)
+            *gmm_band_ptr(&lb, j + i, j) += x[i];
+    }
+}
+
+/* g <- T' g in place (nvar entries; 0 at the unused corner). */
+static void precond_grad(run_ctx *c, double *g)
+{
+    gmm_vi *v = c->v;
+    size_t n = v->n, nb = v->b + 1;
+    gmm_band gb;
+    gmm_band_tri_solve_vec(c->L0, GMM_NOTRANS, g);
+    gmm_band_view(&gb, g + n, n, v->b, 0, GMM_BAND_LOWER);
+    for (size_t j = 0; j < n; j++) {
+        size_t k = (v->b < n - 1 - j ? v->b : n - 1 - j) + 1;
+        const double *R = c->R + j * (c->full ? nb * nb : nb);
+        double *y = c->wk;
+        for (size_t i = 0; i < k; i++)
+            y[i] = gmm_band_get(&gb, j + i, j);
+        y[0] /= gmm_band_get(c->L0, j, j);
+        for (size_t i = 0; i < k; i++) { /* R y = g */
+            if (c->full) {
+                for (size_t r = 0; r < i; r++)
+                    y[i] -= R[r * nb + i] * y[r];
+                y[i] /= R[i * nb + i];
+            } else {
+                y[i] /= R[i];
+            }
+        }
+        for (size_t i = 0; i < k; i++)
+            *gmm_band_ptr(&gb, j + i, j) = y[i];
+    }
+}
 
 static int map_theta(run_ctx *c, const double *u)
 {
@@ -921,15 +1037,15 @@ static int eval_min(run_ctx *c, const double *u, double *f, double *g)
         c->fail_status = gmm_error(GMM_EDOM, "a log-scale parameter left the range of doubles");
         return 0;
     }
-    for (size_t j = 0; j < c->nvar; j++)
-        c->lam[j] = c->scale[j] * u[j];
+    precond_apply(c, u, c->lam);
     gmm_status st = gmm_vi_elbo(v, c->th, c->lam, &elbo, g, c->nfree ? c->thbar : NULL);
     if (st) {
         c->fail_status = st;
         return 0;
     }
+    precond_grad(c, g);
     for (size_t j = 0; j < c->nvar; j++)
-        g[j] = -c->scale[j] * g[j];
+        g[j] = -g[j];
     for (size_t k = 0; k < c->nfree; k++) {
         size_t i = c->idx[k];
         g[c->nvar + k] = -c->thbar[i] * (c->positive[i] ? c->th[i] : 1.0);
@@ -945,9 +1061,9 @@ static int eval_min(run_ctx *c, const double *u, double *f, double *g)
     return 1;
 }
 
-/* Start a new run with a new scale when an L(j, j) moved by more than a
- * factor 2 from the scale's (learning the hyperparameters moves q far). */
-#define RESCALE_LOG 0.6931471805599453
+/* Start a new run with a new T when an L(j, j) moved by more than a factor
+ * 1.5 from the run's start (SCALING). */
+#define RESCALE_LOG 0.4054651081081644
 
 static lbfgsfloatval_t evaluate(void *instance, const lbfgsfloatval_t *x, lbfgsfloatval_t *g,
                                 const int n, const lbfgsfloatval_t step)
@@ -1006,7 +1122,7 @@ static int progress(void *instance, const lbfgsfloatval_t *x, const lbfgsfloatva
         v->freeze = 1;
     }
     if (v->par.progress) {
-        gmm_vi_progress p = {c->iter, c->evals, -fx, gnorm};
+        gmm_vi_progress p = {c->iter0 + c->iter, c->evals, -fx, gnorm};
         if (v->par.progress(v->par.user, &p)) {
             c->cancelled = 1;
             return 1;
@@ -1018,37 +1134,71 @@ static int progress(void *instance, const lbfgsfloatval_t *x, const lbfgsfloatva
         return 1;
     }
     c->pf[slot] = fx;
-    for (size_t j = 0; j < v->n; j++)
-        if (fabs(x[c->dpos[j]] - c->ld0[j]) > RESCALE_LOG) {
+    precond_apply(c, x, c->tu);
+    for (size_t j = 0; j < v->n; j++) {
+        size_t d = v->n + (size_t)(gmm_band_ptr(c->L0, j, j) - c->L0->data);
+        if (fabs(c->tu[d] - c->lam0[d]) > RESCALE_LOG) {
             c->rescale = 1;
             return 1;
         }
+    }
     return 0;
 }
 
 
-/* The optimiser's variables u = lambda / scale, scale from the start's L
- * (a diagonal preconditioner): the Fisher metric of q in (m, L) is
- * Euclidean in a = L' dm and E = L^-1 dL, whose diagonal approximation
- * (L by its diagonal) is dm_j = da_j / L_jj, dL_ij = L_ii dE_ij (i > j),
- * and for the log-diagonal 1 (already scale-free). */
-static gmm_status set_scale(gmm_vi *v, double *scale, size_t *dpos, double *ld0)
+/* The preconditioner T of a run, from its starting point (SCALING): the
+ * second-order expansion of the ELBO for a Gaussian likelihood at its
+ * optimum is -|L0' dm|^2 / 2 - (|L0^-1 dL|_F^2 + sum_j (dL_jj / L0_jj)^2)
+ * / 2, whose L part splits by columns: column j's metric is the block of
+ * Sigma0 = (L0 L0')^-1 on its rows plus 1 / L0_jj^2 at its diagonal, M_j
+ * = R_j R_j'.  In u the expansion is -|u|^2 / 2.  Blocks are kept when
+ * they take no more memory than L-BFGS's own history (nb <= 2 memory),
+ * else (and for a block whose Cholesky fails in rounding) their
+ * diagonals.  O(n b^3). */
+static gmm_status precond_set(gmm_vi *v, run_ctx *c)
 {
     gmm_status st;
-    gmm_band sb;
-    size_t n = v->n;
-    if ((st = unpack(v, v->lambda)) ||
-        (st = gmm_band_view(&sb, scale + n, n, v->b, 0, GMM_BAND_LOWER)))
+    size_t n = v->n, nb = v->b + 1;
+    memcpy(c->lam0, v->lambda, c->nvar * sizeof *c->lam0);
+    if ((st = unpack(v, v->lambda)) || (st = gmm_band_copy(c->L0, v->L)) ||
+        (st = gmm_band_chol_selinv(c->L0, c->S0)))
         return st;
-    for (size_t j = 0; j < v->nvar; j++)
-        scale[j] = 1.0;
     for (size_t j = 0; j < n; j++) {
-        scale[j] = 1.0 / *gmm_band_ptr(v->L, j, j);
-        dpos[j] = n + (size_t)(gmm_band_ptr(&sb, j, j) - sb.data);
-        ld0[j] = log(*gmm_band_ptr(v->L, j, j));
-        size_t imax = j + v->b < n ? j + v->b : n - 1;
-        for (size_t i = j + 1; i <= imax; i++)
-            *gmm_band_ptr(&sb, i, j) = *gmm_band_ptr(v->L, i, i);
+        size_t k = (v->b < n - 1 - j ? v->b : n - 1 - j) + 1;
+        double d = gmm_band_get(c->L0, j, j), dd = 1.0 / (d * d);
+        if (!c->full) {
+            double *R = c->R + j * nb;
+            for (size_t i = 0; i < k; i++)
+                R[i] = sqrt(gmm_band_get(c->S0, j + i, j + i) + (i ? 0.0 : dd));
+            continue;
+        }
+        double *R = c->R + j * nb * nb; /* column-major, lower */
+        int ok = 1;
+        for (size_t a = 0; a < k; a++)
+            for (size_t r = a; r < k; r++)
+                R[a * nb + r] = gmm_band_get(c->S0, j + r, j + a) + (r || a ? 0.0 : dd);
+        for (size_t a = 0; a < k && ok; a++) {
+            double p = R[a * nb + a];
+            for (size_t t = 0; t < a; t++)
+                p -= R[t * nb + a] * R[t * nb + a];
+            if (!(p > 0.0) || !isfinite(p)) {
+                ok = 0;
+                break;
+            }
+            R[a * nb + a] = p = sqrt(p);
+            for (size_t r = a + 1; r < k; r++) {
+                double x = R[a * nb + r];
+                for (size_t t = 0; t < a; t++)
+                    x -= R[t * nb + r] * R[t * nb + a];
+                R[a * nb + r] = x / p;
+            }
+        }
+        if (!ok)
+            for (size_t a = 0; a < k; a++)
+                for (size_t r = a; r < k; r++)
+                    R[a * nb + r] = r == a ? sqrt(gmm_band_get(c->S0, j + a, j + a) +
+                                                  (a ? 0.0 : dd))
+                                           : 0.0;
     }
     return GMM_OK;
 }
@@ -1082,12 +1232,17 @@ gmm_status gmm_vi_fit(gmm_vi *v, gmm_vi_result *res)
     c.u0 = gmm_malloc(c.nu, sizeof *c.u0);
     c.g0 = gmm_malloc(c.nu, sizeof *c.g0);
     c.ulast = gmm_malloc(c.nu, sizeof *c.ulast);
-    c.scale = gmm_malloc(c.nvar, sizeof *c.scale);
+    size_t nb = v->b + 1;
+    c.full = nb <= 2 * v->par.memory;
     c.lam = gmm_malloc(c.nvar, sizeof *c.lam);
-    c.dpos = gmm_malloc(v->n, sizeof *c.dpos);
-    c.ld0 = gmm_malloc(v->n, sizeof *c.ld0);
-    if (!c.idx || !c.th || !c.thbar || !u || !c.u0 || !c.g0 || !c.ulast || !c.scale || !c.lam ||
-        !c.dpos || !c.ld0) {
+    c.lam0 = gmm_malloc(c.nvar, sizeof *c.lam0);
+    c.tu = gmm_malloc(c.nvar, sizeof *c.tu);
+    c.wk = gmm_malloc(nb, sizeof *c.wk);
+    c.R = gmm_malloc(v->n * (c.full ? nb : 1), nb * sizeof *c.R);
+    c.L0 = gmm_band_alloc(v->n, v->b, 0, GMM_BAND_LOWER);
+    c.S0 = gmm_band_alloc(v->n, v->b, 0, GMM_BAND_SYMMETRIC);
+    if (!c.idx || !c.th || !c.thbar || !u || !c.u0 || !c.g0 || !c.ulast || !c.lam || !c.lam0 ||
+        !c.tu || !c.wk || !c.R || !c.L0 || !c.S0) {
         st = gmm_error(GMM_ENOMEM, "vi: out of memory for the optimiser (%zu variables)", c.nu);
         goto done;
     }
@@ -1105,10 +1260,9 @@ gmm_status gmm_vi_fit(gmm_vi *v, gmm_vi_result *res)
     int ret;
     for (;;) { /* runs, each with the scale of its start */
         memcpy(c.th, v->theta, v->nparam * sizeof *c.th);
-        if ((st = set_scale(v, c.scale, c.dpos, c.ld0)))
+        if ((st = precond_set(v, &c)))
             goto done;
-        for (size_t j = 0; j < c.nvar; j++)
-            u[j] = v->lambda[j] / c.scale[j];
+        memset(u, 0, c.nvar * sizeof *u);
         for (size_t k = 0; k < c.nfree; k++) {
             size_t i = c.idx[k];
             u[c.nvar + k] = obj->positive[i] ? log(v->theta[i]) : v->theta[i];
@@ -1121,6 +1275,7 @@ gmm_status gmm_vi_fit(gmm_vi *v, gmm_vi_result *res)
         lp.max_linesearch = 40;
         double fx = 0.0;
         c.iter = 0;
+        c.iter0 = iters;
         c.start_failed = c.stopped_delta = c.rescale = 0;
         ret = lbfgs((int)c.nu, u, &fx, evaluate, progress, &c, &lp);
         v->freeze = 0;
@@ -1143,8 +1298,7 @@ gmm_status gmm_vi_fit(gmm_vi *v, gmm_vi_result *res)
         }
         /* the last accepted iterate (liblbfgs reverts x after a failed line
          * search but leaves fx at the last trial) */
-        for (size_t j = 0; j < c.nvar; j++)
-            v->lambda[j] = c.scale[j] * c.u0[j];
+        precond_apply(&c, c.u0, v->lambda);
         map_theta(&c, c.u0);
         memcpy(v->theta, c.th, v->nparam * sizeof *c.th);
         iters += c.iter;
@@ -1181,9 +1335,12 @@ done:
     gmm_free(c.u0);
     gmm_free(c.g0);
     gmm_free(c.ulast);
-    gmm_free(c.scale);
     gmm_free(c.lam);
-    gmm_free(c.dpos);
-    gmm_free(c.ld0);
+    gmm_free(c.lam0);
+    gmm_free(c.tu);
+    gmm_free(c.wk);
+    gmm_free(c.R);
+    gmm_band_free(c.L0);
+    gmm_band_free(c.S0);
     return st;
 }

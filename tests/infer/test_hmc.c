@@ -467,6 +467,7 @@ START_TEST(test_hmc_depth_scale)
     par.warmup = 0;
     par.draws = 600;
     par.stepsize = 0.2;
+    par.search_stepsize = 0;
     normal_target t1 = {D, NULL, 1.0, 0, 0.0, 0}, t8 = {D, NULL, 8.0, 0, 0.0, 0};
     run_chain(D, &par, normal_logp, &t1, q0, &o1);
     run_chain(D, &par, normal_logp, &t8, q0, &o8);
@@ -499,6 +500,45 @@ START_TEST(test_hmc_depth_scale)
     check_normal_moments(&o8, par.draws, D, NULL, 1e-3);
     chain_free(&o1);
     chain_free(&o8);
+}
+END_TEST
+
+/* Without warm-up the step size still comes from Stan's initial search
+ * (search_stepsize, the default), so a target far narrower than the
+ * default stepsize 1 is sampled: no divergence, the draws move, and their
+ * moments are right.  Leapfrog on N(0, s^2) is stable for eps < 2 s. */
+START_TEST(test_hmc_no_warmup)
+{
+    enum { D = 10 };
+    const double s = 1e-3;
+    double q0[D];
+    for (size_t i = 0; i < D; i++)
+        q0[i] = s * 0.3 * cos((double)i);
+    gmm_hmc_params par;
+    gmm_hmc_params_init(&par);
+    par.seed = 11;
+    par.warmup = 0;
+    par.draws = 1000;
+    normal_target t = {D, NULL, s, 0, 0.0, 0};
+    chain_out o;
+    run_chain(D, &par, normal_logp, &t, q0, &o);
+    ck_assert_msg(o.divergent == 0, "%zu divergent transitions", o.divergent);
+    ck_assert_msg(o.stepsize > 0.1 * s && o.stepsize < 2.0 * s, "step size %g for scale %g",
+                  o.stepsize, s);
+    size_t same = 0;
+    for (size_t i = 1; i < par.draws; i++)
+        same += o.q[i * D] == o.q[(i - 1) * D];
+    ck_assert_msg(same < par.draws / 10, "%zu of %zu draws repeat the previous", same,
+                  (size_t)par.draws);
+    check_normal_moments(&o, par.draws, D, NULL, s);
+    chain_free(&o);
+    /* search_stepsize = 0 keeps the given step size (here 1: every
+     * transition diverges, as before the search) */
+    par.search_stepsize = 0;
+    par.draws = 20;
+    run_chain(D, &par, normal_logp, &t, q0, &o);
+    ck_assert(o.stepsize == 1.0 && o.divergent == par.draws);
+    chain_free(&o);
 }
 END_TEST
 
@@ -660,6 +700,7 @@ START_TEST(test_hmc_real_errors)
     par.warmup = 0;
     par.draws = 1000;
     par.stepsize = 0.8;
+    par.search_stepsize = 0;
     gmm_hmc *h = gmm_hmc_alloc(D, &par);
     double q0[D] = {0.0, 0.0}, qbad[D] = {3.0, 0.0};
     ck_assert_int_eq(gmm_hmc_init(h, qbad, &tg), GMM_ENOMEM);
@@ -884,6 +925,7 @@ Suite *infer_hmc_suite(void)
     tcase_add_test(tc, test_hmc_pooled_chains);
     tcase_add_test(tc, test_hmc_scales_metric);
     tcase_add_test(tc, test_hmc_depth_scale);
+    tcase_add_test(tc, test_hmc_no_warmup);
     tcase_add_test(tc, test_hmc_reproducible);
     tcase_add_test(tc, test_hmc_domain_failures);
     tcase_add_test(tc, test_hmc_real_errors);

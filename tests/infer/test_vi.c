@@ -349,7 +349,8 @@ END_TEST
 /* From m = 0, L = I, L-BFGS reaches the exact log marginal likelihood and
  * the exact posterior (mean, covariance band) when b covers the
  * posterior's bandwidth. */
-static void check_gaussian_exact(gmm_latent *lat, const double *y, const char *label)
+static void check_gaussian_exact(gmm_latent *lat, const double *y, const char *label,
+                                 size_t memory)
 {
     gmm_lik lik = lik_of("gaussian(variance=0.2)");
     gmm_problem *p = NULL;
@@ -367,6 +368,7 @@ static void check_gaussian_exact(gmm_latent *lat, const double *y, const char *l
     par.tol = 0.0; /* to the gradient test */
     par.epsilon = 1e-9;
     par.max_iter = 20000;
+    par.memory = memory;
     gmm_vi *v = NULL;
     ck_assert_int_eq(gmm_vi_alloc(p, &par, &v), GMM_OK);
     ck_assert_int_eq(gmm_vi_set_state(v, NULL, NULL, NULL), GMM_OK);
@@ -439,12 +441,16 @@ START_TEST(test_vi_gaussian_exact)
     }
     gmm_kernel *k = NULL;
     gmm_latent *lat = ssm_latent("matern32(variance=1.2, lengthscale=0.9)", x, n, &k);
-    check_gaussian_exact(lat, y, "state-space");
+    check_gaussian_exact(lat, y, "state-space", 10);
     gmm_latent_free(lat);
     gmm_kernel_free(k);
     graph_model gm;
     graph_of("edge-ou(variance=1.5, lengthscale=2)", 17, &gm);
-    check_gaussian_exact(gm.lat, y, "graph");
+    check_gaussian_exact(gm.lat, y, "graph", 10);
+    /* memory 2: L's blocks (b + 1 > 2 memory) preconditioned by their
+     * diagonals only (vi.c, SCALING) */
+    ck_assert_uint_gt(gmm_latent_bandwidth(gm.lat) + 1, 4);
+    check_gaussian_exact(gm.lat, y, "graph, diag", 2);
     graph_free(&gm);
 }
 END_TEST
@@ -820,6 +826,99 @@ START_TEST(test_vi_poisson_quadrature)
 }
 END_TEST
 
+/* ---- the quadrature's error estimate against adaptive integration ------------------------- */
+
+typedef struct {
+    const gmm_lik *lik;
+    double y, e, mu, sd;
+} erow;
+
+static double erow_f(double z, void *vp)
+{
+    const erow *c = vp;
+    double out[4];
+    gmm_lik_eval(c->lik, c->y, c->e, c->mu + c->sd * z, out, NULL);
+    return out[0] * exp(-0.5 * z * z) / sqrt(2.0 * M_PI);
+}
+
+/* gmm_vi_quad_error(K) estimates sum_r |E_r(K) - E_r| by the rule of 2K
+ * points: against E_r from GSL's adaptive integration (1e-12 relative) at
+ * q's per-row mean and variance, within a factor 2 for the coarse rules
+ * where the error is well above rounding; 0 for a closed-form family. */
+START_TEST(test_vi_quad_error)
+{
+    gsl_set_error_handler_off();
+    graph_model gm;
+    graph_of("edge-ou(variance=4, lengthscale=2)", 17, &gm);
+    tu_rng r;
+    tu_rng_seed(&r, 43);
+    double y[17], e[17], mu[17], s2[17];
+    const char *liks[] = {"bernoulli", "negbinomial", "poisson"};
+    gsl_integration_workspace *w = gsl_integration_workspace_alloc(200);
+    for (size_t l = 0; l < 3; l++) {
+        gmm_lik lik = lik_of(liks[l]);
+        outcomes(&lik, &r, 17, y, e);
+        const double *ep = lik.type->exposure ? e : NULL;
+        gmm_problem *p = NULL;
+        ck_assert_int_eq(gmm_problem_alloc(gm.lat, &lik, y, ep, 1, 0.1, &p), GMM_OK);
+        gmm_vi_params par;
+        gmm_vi_params_init(&par);
+        gmm_vi *v = NULL;
+        double est;
+        ck_assert_int_eq(gmm_vi_alloc(p, &par, &v), GMM_OK);
+        ck_assert_int_eq(gmm_vi_quad_error(v, 4, &est), GMM_EINVAL); /* no state yet */
+        ck_assert_int_eq(gmm_vi_start_laplace(v, NULL), GMM_OK);
+        ck_assert_int_eq(gmm_vi_quad_error(v, GMM_LIK_QUAD_MAX + 1, &est), GMM_EINVAL);
+        ck_assert_int_eq(gmm_vi_predict_rows(v, mu, s2), GMM_OK);
+        double exact[17], s2max = 0.0;
+        for (size_t i = 0; i < 17; i++) {
+            if (isnan(y[i]))
+                continue;
+            erow c = {&lik, y[i], ep ? e[i] : 1.0, mu[i], sqrt(s2[i])};
+            gsl_function F = {erow_f, &c};
+            double err;
+            /* beyond 12 sd the Gaussian weight (< 1e-31) leaves nothing */
+            int st = gsl_integration_qag(&F, -12.0, 12.0, 1e-15, 1e-12, 200, GSL_INTEG_GAUSS61,
+                                         w, &exact[i], &err);
+            ck_assert_msg(st == 0 || st == GSL_EROUND, "row %zu: %s", i, gsl_strerror(st));
+            s2max = fmax(s2max, s2[i]);
+        }
+        static const size_t ks[] = {1, 2, 3, 4, 6, 8, 0};
+        for (size_t t = 0; t < sizeof ks / sizeof ks[0]; t++) {
+            double truth = 0.0;
+            for (size_t i = 0; i < 17; i++) {
+                if (isnan(y[i]))
+                    continue;
+                double out[3];
+                size_t k = ks[t] ? ks[t] : s2[i] <= 0.4 ? 20 : s2[i] <= 1.0 ? 40 : 100;
+                ck_assert_int_eq(gmm_lik_expect(&lik, y[i], ep ? e[i] : 1.0, mu[i], s2[i], k,
+                                                out, NULL),
+                                 GMM_OK);
+                truth += fabs(out[0] - exact[i]);
+            }
+            ck_assert_int_eq(gmm_vi_quad_error(v, ks[t], &est), GMM_OK);
+            if (verbose())
+                printf("vi quad_error %-9s K %3zu (max s2 %.2f): estimate %.3e, true %.3e\n",
+                       liks[l], ks[t], s2max, est, truth);
+            if (lik.type->conjugate || !strcmp(liks[l], "poisson")) {
+                ck_assert_msg(est == 0.0, "%s: estimate %g", liks[l], est);
+            } else if (truth > 1e-9) {
+                ck_assert_msg(est > 0.5 * truth && est < 2.0 * truth,
+                              "%s K %zu: estimate %.3e, true error %.3e", liks[l], ks[t], est,
+                              truth);
+            } else {
+                ck_assert_msg(est < 1e-9, "%s K %zu: estimate %.3e, true error %.3e", liks[l],
+                              ks[t], est, truth);
+            }
+        }
+        gmm_vi_free(v);
+        gmm_problem_free(p);
+    }
+    gsl_integration_workspace_free(w);
+    graph_free(&gm);
+}
+END_TEST
+
 /* ---- the square-root prior terms at close inputs against a dense reference -------------- */
 
 /* The reference arithmetic: binary128 where the compiler has it (GCC and
@@ -1019,6 +1118,7 @@ Suite *infer_vi_suite(void)
     tcase_add_test(tc, test_vi_learn_hyper);
     tcase_add_test(tc, test_vi_close_inputs);
     tcase_add_test(tc, test_vi_poisson_quadrature);
+    tcase_add_test(tc, test_vi_quad_error);
     tcase_add_test(tc, test_vi_api);
     tcase_add_test(tc, test_vi_oom);
     suite_add_tcase(s, tc);
