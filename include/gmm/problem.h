@@ -48,6 +48,11 @@ gmm_latent *gmm_problem_latent_eval(gmm_problem *p);
  * outcomes (nrows, NAN = missing) and exposures (nrows; NULL when none were
  * given): the problem's copies. */
 const gmm_lik *gmm_problem_lik(const gmm_problem *p);
+/* The likelihood with its parameters at theta (nparam values: the
+ * "likelihood.<param>" entries), into *out -- what scoring and predicting
+ * at theta use.  GMM_EDOM (index in gmm_error_index()) for a parameter
+ * that is not finite and > 0; GMM_EINVAL for NULL arguments. */
+gmm_status gmm_problem_lik_at(const gmm_problem *p, const double *theta, gmm_lik *out);
 const double *gmm_problem_y(const gmm_problem *p);
 const double *gmm_problem_exposure(const gmm_problem *p);
 /* Newton iterations of the last Laplace evaluation (0 when exact). */

@@ -72,7 +72,8 @@ struct cli_model {
     size_t nrow, nobs;
     double *x, *y, *e; /* nrow each (y centred for Gaussian data, NAN missing) */
     size_t *line;      /* nrow: source line of each row */
-    gmm_lik lik;
+    gmm_lik lik;           /* the family; its values only start a fit */
+    gmm_lik lik_now;       /* at the current parameters (cli_model_likelihood) */
     gmm_kernel *kernel;
     char *graph_file;
     char *edge_cols[3];
@@ -965,8 +966,10 @@ int cli_model_from_file(const char *cmd, const gmm_model *mf, const char *model_
         rc = CLI_EXIT_ERROR;
         goto fail;
     }
+    /* a start for the problem only: the file's values go into obj->value
+     * below, and cli_model_likelihood reads them there */
     for (size_t k = 0; k < m->lik.type->nparam; k++)
-        m->lik.par[k] = 1.0; /* overwritten from the file below */
+        m->lik.par[k] = 1.0;
     if ((rc = build_problem(cmd, m, NAN, !has_b, has_b ? b0 : NAN, 0)) != 0)
         goto fail;
     for (size_t i = 0; i < m->obj->nparam; i++) {
@@ -1194,7 +1197,14 @@ double cli_model_center(const cli_model *m, int *has_center)
     return m->has_center > 0 ? m->center : 0.0;
 }
 
-const gmm_lik *cli_model_likelihood(const cli_model *m) { return &m->lik; }
+const gmm_lik *cli_model_likelihood(cli_model *m)
+{
+    /* obj->value holds the parameters (a model file's, or a fit's result);
+     * they are in their domain by construction, so this cannot fail */
+    if (gmm_problem_lik_at(m->prob, m->obj->value, &m->lik_now) != GMM_OK)
+        m->lik_now = m->lik;
+    return &m->lik_now;
+}
 
 int cli_model_describe(const char *cmd, cli_model *m, gmm_model *mf, char **scratch)
 {

@@ -170,7 +170,9 @@ size_t cli_model_bandwidth(const cli_model *m);
 size_t cli_model_state_dim(const cli_model *m);
 /* The centring constant (0 when --no-center or not Gaussian). */
 double cli_model_center(const cli_model *m, int *has_center);
-const gmm_lik *cli_model_likelihood(const cli_model *m);
+/* The likelihood at the current parameters (obj->value: the model file's,
+ * or a fit's result); owned by m, valid until the next call. */
+const gmm_lik *cli_model_likelihood(cli_model *m);
 
 /* Fill a gmm_model (modelfile.h) describing m at its current parameter
  * values; strings point into m or are allocated into *scratch (free with

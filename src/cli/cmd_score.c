@@ -142,16 +142,39 @@ int cmd_score(int argc, char **argv)
         if (!ename)
             e[r] = 1.0;
         if (!inputs && !cli_model_site_find(m, t->cell[r][cs], &idx[r])) {
-            cli_msg(cmd, "%s:%zu: node '%s' is not a node of the model's graph", t->file,
-                    t->line[r], t->cell[r][cs]);
+            cli_msg(cmd, "%s:%zu: column '%s': node '%s' is not a node of the model's graph",
+                    t->file, t->line[r], t->header[cs], t->cell[r][cs]);
             rc = CLI_EXIT_ERROR;
             goto done;
         }
     }
+    size_t nobs = 0;
+    for (size_t r = 0; r < n; r++) {
+        if (isnan(y[r]))
+            continue;
+        nobs++;
+        if (ename && isnan(e[r])) {
+            cli_msg(cmd, "%s:%zu: column '%s': missing exposure for an observed outcome",
+                    t->file, t->line[r], ename);
+            rc = CLI_EXIT_ERROR;
+            goto done;
+        }
+    }
+    if (nobs == 0) {
+        if (n == 0)
+            cli_msg(cmd, "%s: no data rows: nothing to score", t->file);
+        else
+            cli_msg(cmd, "%s: column '%s' is missing on all %zu rows: nothing to score",
+                    t->file, t->header[cy], n);
+        rc = CLI_EXIT_ERROR;
+        goto done;
+    }
     if ((s = gmm_lik_check_data(lik, y, ename ? e : NULL, n)) != GMM_OK) {
         size_t r = gmm_error_index();
         if (r < n)
-            cli_msg(cmd, "%s:%zu: %s", t->file, t->line[r], gmm_error_message());
+            cli_msg(cmd, "%s:%zu: column '%s': %s", t->file, t->line[r],
+                    strstr(gmm_error_message(), "exposure") && ename ? ename : t->header[cy],
+                    gmm_error_message());
         else
             cli_fail(cmd, s);
         rc = CLI_EXIT_ERROR;
@@ -218,12 +241,9 @@ int cmd_score(int argc, char **argv)
         }
     }
     double total = 0.0;
-    size_t nobs = 0;
     for (size_t r = 0; r < n; r++)
-        if (!isnan(y[r])) {
+        if (!isnan(y[r]))
             total += lpd[r];
-            nobs++;
-        }
     if (rows_path) {
         if ((s = gmm_outfile_open(rows_path, &of)) != GMM_OK) {
             rc = cli_fail(cmd, s);
@@ -248,8 +268,7 @@ int cmd_score(int argc, char **argv)
     root = json_object();
     if (!root || (s = gmm_json_set_number(root, "lpd", total)) != GMM_OK ||
         (s = gmm_json_set_new(root, "n", json_integer((json_int_t)nobs))) != GMM_OK ||
-        (s = gmm_json_set_number(root, "mean_lpd", nobs ? total / (double)nobs : 0.0)) !=
-            GMM_OK ||
+        (s = gmm_json_set_number(root, "mean_lpd", total / (double)nobs)) != GMM_OK ||
         (s = gmm_json_set_new(root, "posterior", json_string(source))) != GMM_OK ||
         (s = gmm_json_set_new(root, "test", json_string(test))) != GMM_OK ||
         (s = gmm_json_write(stdout, root, "-")) != GMM_OK) {

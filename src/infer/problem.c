@@ -78,15 +78,7 @@ void gmm_problem_free(gmm_problem *p)
 
 static gmm_status set_lik(gmm_problem *p, const double *theta)
 {
-    p->lik = *p->lik0;
-    for (size_t k = 0; k < p->np; k++) {
-        double v = theta[p->nl + k];
-        if (!isfinite(v) || !(v > 0.0))
-            return gmm_error_at(GMM_EDOM, p->nl + k, "%s = %g must be positive and finite",
-                                p->obj.name[p->nl + k], v);
-        p->lik.par[k] = v;
-    }
-    return GMM_OK;
+    return gmm_problem_lik_at(p, theta, &p->lik);
 }
 
 /* Observed rows' coefficients from all rows' (after gmm_latent_obs_coef). */
@@ -281,6 +273,22 @@ int gmm_problem_has_intercept(const gmm_problem *p) { return p->intercept; }
 const gmm_latent *gmm_problem_latent(const gmm_problem *p) { return p->lat; }
 gmm_latent *gmm_problem_latent_eval(gmm_problem *p) { return p->lat; }
 const gmm_lik *gmm_problem_lik(const gmm_problem *p) { return p->lik0; }
+
+gmm_status gmm_problem_lik_at(const gmm_problem *p, const double *theta, gmm_lik *out)
+{
+    if (!p || !theta || !out)
+        return gmm_error(GMM_EINVAL, "gmm_problem_lik_at: NULL argument");
+    gmm_lik l = *p->lik0;
+    for (size_t k = 0; k < p->np; k++) {
+        double v = theta[p->nl + k];
+        if (!isfinite(v) || !(v > 0.0))
+            return gmm_error_at(GMM_EDOM, p->nl + k, "%s = %g must be positive and finite",
+                                p->obj.name[p->nl + k], v);
+        l.par[k] = v;
+    }
+    *out = l;
+    return GMM_OK;
+}
 const double *gmm_problem_y(const gmm_problem *p) { return p->y; }
 const double *gmm_problem_exposure(const gmm_problem *p) { return p->e; }
 size_t gmm_problem_nobs(const gmm_problem *p) { return p->nobs; }

@@ -1,0 +1,162 @@
+# 70_score.sh -- score against independent computations, model files used
+# whole by every command that reads them, draws tied to their model.
+#
+# References (tests/cli/ref/, built by `make check`): dense_gp_score (a
+# dense GP with GSL's Cholesky) and nb_quad_score (GSL adaptive quadrature).
+
+REF=${GMM_REF:-$(dirname "$GMM_INFER")/tests/ref}
+
+# Deterministic data: a smooth curve plus LCG noise (awk, no RNG state).
+score_gauss_csv() { # N X0 STEP SEED
+    awk -v n="$1" -v x0="$2" -v h="$3" -v s="$4" 'BEGIN { print "x,y";
+        for (i = 0; i < n; i++) { x = x0 + i * h + 0.05 * (i % 3);
+            s = (s * 1103515245 + 12345) % 2147483648; u = s / 2147483648 - 0.5;
+            printf "%.6f,%.6f\n", x, sin(x) + 0.4 * cos(2.3 * x) + 0.6 * u } }'
+}
+score_count_csv() { # N X0 STEP SEED
+    awk -v n="$1" -v x0="$2" -v h="$3" -v s="$4" 'BEGIN { print "t,n,e";
+        for (i = 0; i < n; i++) { x = x0 + i * h;
+            s = (s * 1103515245 + 12345) % 2147483648; u = s / 2147483648;
+            e = 1 + (i % 4) * 0.5; mu = e * exp(1.2 + 0.8 * sin(x / 3));
+            printf "%.2f,%d,%.2f\n", x, int(mu * (0.4 + 1.2 * u)), e } }'
+}
+# Model files written out, so every value in them is known.
+score_gauss_model() { # DATA > JSON
+    cat <<JSON
+{"format_version": 1, "tool_version": "0.1.0",
+ "kernel": "matern12(variance=0.7, lengthscale=1.9)",
+ "parameters": {
+  "0.matern12.variance": 0.7,
+  "0.matern12.lengthscale": 1.9,
+  "likelihood.variance": 0.0315
+ },
+ "likelihood": "gaussian",
+ "center": 0.25,
+ "loglik": 0, "iterations": 0, "converged": true,
+ "data": {"file": "$1", "x": "x", "y": "y"}}
+JSON
+}
+score_nb_model() { # DATA > JSON
+    cat <<JSON
+{"format_version": 1, "tool_version": "0.1.0",
+ "kernel": "matern32(variance=0.5, lengthscale=4)",
+ "parameters": {
+  "0.matern32.variance": 0.5,
+  "0.matern32.lengthscale": 4,
+  "likelihood.dispersion": 3.5,
+  "intercept": 1.1
+ },
+ "likelihood": "negbinomial",
+ "center": null,
+ "loglik": 0, "iterations": 0, "converged": true,
+ "data": {"file": "$1", "x": "t", "y": "n", "exposure": "e"}}
+JSON
+}
+# The "lpd" of score's JSON on $OUT.
+score_lpd() { sed -n 's/^ *"lpd": \(.*\),$/\1/p' "$OUT"; }
+# A and B agree to relative TOL.
+rel_close() { awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN { d = a - b; if (d < 0) d = -d;
+    m = b < 0 ? -b : b; exit !(a != "" && b != "" && d <= t * m) }'; }
+
+begin "score: the Gaussian lpd equals a dense GP's sum of log N(y*; mean, var + noise)"
+score_gauss_csv 60 0 0.37 12345 > "$CASE_TMP/train.csv"
+score_gauss_csv 25 0.11 0.83 777 > "$CASE_TMP/test.csv"
+score_gauss_model "$CASE_TMP/train.csv" > "$CASE_TMP/m.json"
+ref=$("$REF/dense_gp_score" "$CASE_TMP/m.json" "$CASE_TMP/test.csv") || fail "dense_gp_score failed"
+run "$GMM_INFER" score --model "$CASE_TMP/m.json" "$CASE_TMP/test.csv"
+expect_exit 0
+expect_stdout '"n": 25'
+rel_close "$(score_lpd)" "$ref" 1e-10 || fail "score lpd $(score_lpd), dense GP $ref"
+# predict --observed is the same predictive: its interval's centre and the
+# dense GP agree through score's number above; the noise is the file's
+run "$GMM_INFER" loglik --model "$CASE_TMP/m.json"
+expect_stdout '"likelihood.variance": 0.0315'
+
+begin "score: the negative-binomial lpd equals quadrature over predict's eta with the file's dispersion"
+score_count_csv 50 0 0.5 99 > "$CASE_TMP/train.csv"
+score_count_csv 20 0.3 1.21 5 > "$CASE_TMP/test.csv"
+score_nb_model "$CASE_TMP/train.csv" > "$CASE_TMP/nb.json"
+run "$GMM_INFER" predict --model "$CASE_TMP/nb.json" --at "$CASE_TMP/test.csv" -o "$CASE_TMP/p.csv"
+expect_exit 0
+ref=$("$REF/nb_quad_score" "$CASE_TMP/p.csv" "$CASE_TMP/test.csv" n e 3.5) ||
+    fail "nb_quad_score failed"
+run "$GMM_INFER" score --model "$CASE_TMP/nb.json" "$CASE_TMP/test.csv"
+expect_exit 0
+expect_stdout '"n": 20'
+rel_close "$(score_lpd)" "$ref" 1e-8 || fail "score lpd $(score_lpd), quadrature $ref"
+
+begin "every command that reads a model file uses every value in it"
+score_gauss_csv 40 0 0.37 12345 > "$CASE_TMP/train.csv"
+score_gauss_csv 10 0.11 0.83 777 > "$CASE_TMP/test.csv"
+score_count_csv 30 0 0.5 99 > "$CASE_TMP/ctrain.csv"
+score_count_csv 10 0.3 1.21 5 > "$CASE_TMP/ctest.csv"
+score_gauss_model "$CASE_TMP/train.csv" > "$CASE_TMP/g.json"
+score_nb_model "$CASE_TMP/ctrain.csv" > "$CASE_TMP/c.json"
+run "$GMM_INFER" score --model "$CASE_TMP/c.json" "$CASE_TMP/ctest.csv"
+expect_exit 0
+# what each command prints (vi: its ELBO; hmc: a few draws)
+model_outputs() { # MODEL TEST > outputs
+    local mm=$1 tt=$2
+    for c in loglik gradcheck predict; do
+        echo "== $c"; "$GMM_INFER" $c --model "$mm" 2>/dev/null
+    done
+    echo "== score"; "$GMM_INFER" score --model "$mm" "$tt" 2>/dev/null
+    echo "== vi"; "$GMM_INFER" vi --model "$mm" -o "$CASE_TMP/v.json" >/dev/null 2>&1 &&
+        grep '"elbo"' "$CASE_TMP/v.json"
+    echo "== hmc"; "$GMM_INFER" hmc --model "$mm" --chains 1 --warmup 20 --draws 3 --quiet \
+        2>/dev/null
+}
+for spec in "g.json:test.csv:0.matern12.variance 0.matern12.lengthscale likelihood.variance center" \
+            "c.json:ctest.csv:0.matern32.variance 0.matern32.lengthscale likelihood.dispersion intercept"; do
+    base=${spec%%:*}; rest=${spec#*:}; test=${rest%%:*}; keys=${rest#*:}
+    cp "$CASE_TMP/$base" "$CASE_TMP/cur.json"
+    model_outputs "$CASE_TMP/cur.json" "$CASE_TMP/$test" > "$CASE_TMP/base.out"
+    for cmd in loglik gradcheck predict score vi hmc; do
+        grep -A1 "^== $cmd\$" "$CASE_TMP/base.out" | grep -qv '^==' ||
+            fail "$base: $cmd printed nothing"
+    done
+    for key in $keys; do
+        # the value times 1.25 (keys are unique lines of the file)
+        awk -v k="\"$key\":" '{ for (i = 1; i <= NF; i++) if ($i == k) {
+            v = $(i + 1); sub(/,$/, "", v); c = ($(i + 1) ~ /,$/) ? "," : "";
+            $(i + 1) = sprintf("%.17g%s", v * 1.25, c) } print }' "$CASE_TMP/$base" \
+            > "$CASE_TMP/cur.json"
+        cmp -s "$CASE_TMP/$base" "$CASE_TMP/cur.json" && fail "$base: '$key' not changed"
+        model_outputs "$CASE_TMP/cur.json" "$CASE_TMP/$test" > "$CASE_TMP/new.out"
+        for cmd in loglik gradcheck predict score vi hmc; do
+            a=$(sed -n "/^== $cmd\$/,/^== /p" "$CASE_TMP/base.out")
+            b=$(sed -n "/^== $cmd\$/,/^== /p" "$CASE_TMP/new.out")
+            [[ "$a" != "$b" ]] || fail "$base: $cmd's output does not change with '$key'"
+        done
+    done
+done
+
+begin "score refuses a test file with nothing to score"
+score_gauss_csv 30 0 0.37 12345 > "$CASE_TMP/train.csv"
+score_gauss_model "$CASE_TMP/train.csv" > "$CASE_TMP/m.json"
+printf 'x,y\n' > "$CASE_TMP/empty.csv"
+run "$GMM_INFER" score --model "$CASE_TMP/m.json" "$CASE_TMP/empty.csv"
+expect_exit 1
+expect_stdout_empty
+expect_stderr 'empty\.csv: no data rows'
+printf 'x,y\n1,\n2,NA\n' > "$CASE_TMP/missing.csv"
+run "$GMM_INFER" score --model "$CASE_TMP/m.json" "$CASE_TMP/missing.csv"
+expect_exit 1
+expect_stdout_empty
+expect_stderr "missing\.csv: column 'y' is missing on all 2 rows"
+
+begin "score's errors name file:line: column"
+score_count_csv 30 0 0.5 99 > "$CASE_TMP/ctrain.csv"
+score_nb_model "$CASE_TMP/ctrain.csv" > "$CASE_TMP/c.json"
+printf 't,n,e\n1,2,1\n2,2.5,1\n' > "$CASE_TMP/bad.csv"
+run "$GMM_INFER" score --model "$CASE_TMP/c.json" "$CASE_TMP/bad.csv"
+expect_exit 1
+expect_stderr "bad\.csv:3: column 'n': y = 2\.5 is not a non-negative integer"
+printf 't,n,e\n1,2,1\n2,3,\n' > "$CASE_TMP/noe.csv"
+run "$GMM_INFER" score --model "$CASE_TMP/c.json" "$CASE_TMP/noe.csv"
+expect_exit 1
+expect_stderr "noe\.csv:3: column 'e': missing exposure for an observed outcome"
+printf 't,n,e\n1,2,0\n' > "$CASE_TMP/zero.csv"
+run "$GMM_INFER" score --model "$CASE_TMP/c.json" "$CASE_TMP/zero.csv"
+expect_exit 1
+expect_stderr "zero\.csv:2: column 'e': exposure = 0 must be positive"
