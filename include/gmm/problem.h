@@ -92,6 +92,17 @@ gmm_status gmm_problem_predict_at_draws(gmm_problem *p, const double *thetas,
                                         size_t theta_stride, const double *xs, size_t ndraw,
                                         const double *xq, size_t nq, uint64_t seed,
                                         double *mean, double *var, double *q5, double *q95);
+/* The same draws' conditional normals themselves: given draw s (states row
+ * s of xs, theta_s as above), b + f at xq[q] is N(mean[s nq + q], var[s nq +
+ * q]) -- the Markov bridge, var 0 at an input that has a state.  For exact
+ * per-draw predictive densities (score).  mean and var hold ndraw nq
+ * values.  Errors as gmm_problem_predict_at_draws (no allocation of draws'
+ * size: GMM_ENOMEM only for one band of the latent's size).
+ * O(ndraw nq (d^3 + log K)). */
+gmm_status gmm_problem_predict_at_draws_normal(gmm_problem *p, const double *thetas,
+                                               size_t theta_stride, const double *xs,
+                                               size_t ndraw, const double *xq, size_t nq,
+                                               double *mean, double *var);
 
 /* ---- the log joint in whitened coordinates (for HMC) --------------------- */
 

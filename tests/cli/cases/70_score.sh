@@ -160,3 +160,30 @@ printf 't,n,e\n1,2,0\n' > "$CASE_TMP/zero.csv"
 run "$GMM_INFER" score --model "$CASE_TMP/c.json" "$CASE_TMP/zero.csv"
 expect_exit 1
 expect_stderr "zero\.csv:2: column 'e': exposure = 0 must be positive"
+
+begin "score --draws of a state-space model: the bridge given each draw's states, against a dense conditional"
+score_gauss_csv 40 0 0.37 12345 > "$CASE_TMP/train.csv"
+score_gauss_csv 15 0.11 0.93 777 > "$CASE_TMP/test.csv"
+score_gauss_model "$CASE_TMP/train.csv" > "$CASE_TMP/m.json"
+run "$GMM_INFER" hmc --model "$CASE_TMP/m.json" --chains 2 --warmup 100 --draws 100 --states \
+    --quiet -o "$CASE_TMP/d.csv"
+expect_exit 0
+ref=$("$REF/dense_gp_score" "$CASE_TMP/m.json" "$CASE_TMP/test.csv" "$CASE_TMP/d.csv") ||
+    fail "dense_gp_score failed"
+run "$GMM_INFER" score --model "$CASE_TMP/m.json" "$CASE_TMP/test.csv" --draws "$CASE_TMP/d.csv"
+expect_exit 0
+expect_stdout '"posterior": "draws"'
+rel_close "$(score_lpd)" "$ref" 1e-10 || fail "score lpd $(score_lpd), dense conditional $ref"
+# at the data's own inputs the f[row] columns alone serve, and agree
+run "$GMM_INFER" score --model "$CASE_TMP/m.json" "$CASE_TMP/train.csv" --draws "$CASE_TMP/d.csv"
+expect_exit 0
+with_states=$(score_lpd)
+cut -d, -f1-50 "$CASE_TMP/d.csv" > "$CASE_TMP/f.csv"
+run "$GMM_INFER" score --model "$CASE_TMP/m.json" "$CASE_TMP/train.csv" --draws "$CASE_TMP/f.csv"
+expect_exit 0
+rel_close "$(score_lpd)" "$with_states" 1e-12 ||
+    fail "f columns $(score_lpd), states $with_states"
+# new inputs without the states: said exactly what is needed
+run "$GMM_INFER" score --model "$CASE_TMP/m.json" "$CASE_TMP/test.csv" --draws "$CASE_TMP/f.csv"
+expect_exit 1
+expect_stderr "test\.csv:2: column 'x': 0\.11 is not an input of the model's data, and .*f\.csv has no latent states x\[1\.\.40\]: .*hmc --states"

@@ -3,13 +3,20 @@
  * for `gmm-infer score` (tests/cli/cases/70_score.sh).
  *
  *   dense_gp_score MODEL.json TEST.csv    prints sum_i log N(y*_i; m_i, v_i + s2)
+ *   dense_gp_score MODEL.json TEST.csv DRAWS.csv
+ *                     prints sum_i log mean_s N(y*_i; c + m_si, v_si + s2)
  *
  * with K = k(X, X) + s2 I over the model's observed training rows, m = c +
  * k*' K^-1 (y - c), v = k** - k*' K^-1 k* (c the file's centre, s2 its
  * likelihood.variance).  Kernels: sums of matern12 and matern32 terms,
  * read from the file's "parameters" ("<i>.matern12.variance", ...).  Reads
  * the JSON with jansson and the CSVs with its own reader; factorises with
- * GSL's dense Cholesky: nothing of the tool is used. */
+ * GSL's dense Cholesky: nothing of the tool is used.
+ *
+ * With DRAWS.csv (hmc --states of a one-term matern12 model, whose state
+ * x[j] is f - c at the j-th distinct input in increasing order): m_si and
+ * v_si are the dense conditional normal of f(x*_i) - c given all of draw
+ * s's states, k*' K^-1 x_s and k** - k*' K^-1 k* with K = k(X, X). */
 #include <gsl/gsl_blas.h>
 #include <gsl/gsl_linalg.h>
 #include <jansson.h>
@@ -35,10 +42,70 @@ static double kern(const term *t, size_t nt, double a, double b)
     return k;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static int draws_score(const term *t, size_t nt, double noise, double c, double *X, size_t n,
+                       const ref_csv *te, size_t ex, size_t ey, const char *path)
+{
+    if (nt != 1 || t[0].nu32)
+        ref_die("draws: a one-term matern12 model only", NULL);
+    qsort(X, n, sizeof *X, cmp_double);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (i == 0 || X[i] != X[k - 1])
+            X[k++] = X[i];
+    n = k;
+    ref_csv d;
+    ref_csv_read(path, &d);
+    size_t x1 = ref_csv_col(&d, "x[1]");
+    gsl_matrix *K = gsl_matrix_alloc(n, n);
+    gsl_vector *kv = gsl_vector_alloc(n), *w = gsl_vector_alloc(n);
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < n; j++)
+            gsl_matrix_set(K, i, j, kern(t, nt, X[i], X[j]));
+    gsl_set_error_handler_off();
+    if (gsl_linalg_cholesky_decomp1(K))
+        ref_die("K is not positive definite", NULL);
+    double lpd = 0.0, *l = malloc(d.nrow * sizeof *l);
+    for (size_t q = 0; q < te->nrow; q++) {
+        double xs = te->x[q * te->ncol + ex], ys = te->x[q * te->ncol + ey];
+        if (isnan(ys))
+            continue;
+        /* w = K^-1 k*, v = k** - k*' w */
+        for (size_t i = 0; i < n; i++)
+            gsl_vector_set(kv, i, kern(t, nt, xs, X[i]));
+        gsl_vector_memcpy(w, kv);
+        gsl_linalg_cholesky_svx(K, w);
+        double kw;
+        gsl_blas_ddot(kv, w, &kw);
+        double v = kern(t, nt, xs, xs) - kw;
+        if (v < 0.0)
+            v = 0.0;
+        double mx = -INFINITY, sum = 0.0;
+        for (size_t s = 0; s < d.nrow; s++) {
+            double m = c;
+            for (size_t i = 0; i < n; i++)
+                m += gsl_vector_get(w, i) * d.x[s * d.ncol + x1 + i];
+            l[s] = -0.5 * log(2.0 * M_PI * (v + noise)) - 0.5 * (ys - m) * (ys - m) / (v + noise);
+            if (l[s] > mx)
+                mx = l[s];
+        }
+        for (size_t s = 0; s < d.nrow; s++)
+            sum += exp(l[s] - mx);
+        lpd += mx + log(sum / (double)d.nrow);
+    }
+    printf("%.17g\n", lpd);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
-    if (argc != 3)
-        ref_die("usage: dense_gp_score MODEL.json TEST.csv", NULL);
+    if (argc != 3 && argc != 4)
+        ref_die("usage: dense_gp_score MODEL.json TEST.csv [DRAWS.csv]", NULL);
     json_error_t jerr;
     json_t *root = json_load_file(argv[1], 0, &jerr);
     if (!root)
@@ -82,6 +149,8 @@ int main(int argc, char **argv)
             X[n] = tr.x[r * tr.ncol + tx];
             Y[n++] = tr.x[r * tr.ncol + ty] - c;
         }
+    if (argc == 4)
+        return draws_score(t, nt, noise, c, X, n, &te, ex, ey, argv[3]);
     gsl_matrix *K = gsl_matrix_alloc(n, n);
     gsl_vector *alpha = gsl_vector_alloc(n), *kv = gsl_vector_alloc(n);
     for (size_t i = 0; i < n; i++)

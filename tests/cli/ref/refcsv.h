@@ -11,7 +11,7 @@
 
 typedef struct {
     size_t nrow, ncol;
-    char *name[64];
+    char *name[1024];
     double *x; /* nrow x ncol, row-major; NAN missing */
 } ref_csv;
 
@@ -24,7 +24,7 @@ static void ref_die(const char *what, const char *arg)
 static void ref_csv_read(const char *path, ref_csv *t)
 {
     FILE *f = fopen(path, "r");
-    char line[1 << 16];
+    static char line[1 << 20];
     if (!f || !fgets(line, sizeof line, f))
         ref_die("cannot read", path);
     memset(t, 0, sizeof *t);
@@ -33,7 +33,7 @@ static void ref_csv_read(const char *path, ref_csv *t)
         q = strchr(p, ',');
         if (q)
             *q++ = '\0';
-        if (t->ncol == 64)
+        if (t->ncol == 1024)
             ref_die("too many columns in", path);
         t->name[t->ncol++] = strdup(p);
     }
