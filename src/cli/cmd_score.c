@@ -368,7 +368,8 @@ int cmd_score(int argc, char **argv)
             rc = cli_fail(cmd, s);
             goto done;
         }
-        if ((rc = score_draws(cmd, m, t, cs, y, e, site, idx, d, draws[0], lpd)) != 0)
+        if ((rc = cli_model_check_draws(cmd, m, draws, ndraws, d)) != 0 ||
+            (rc = score_draws(cmd, m, t, cs, y, e, site, idx, d, draws[0], lpd)) != 0)
             goto done;
     } else {
         source = cli_model_posterior_kind(m);

@@ -187,3 +187,77 @@ rel_close "$(score_lpd)" "$with_states" 1e-12 ||
 run "$GMM_INFER" score --model "$CASE_TMP/m.json" "$CASE_TMP/test.csv" --draws "$CASE_TMP/f.csv"
 expect_exit 1
 expect_stderr "test\.csv:2: column 'x': 0\.11 is not an input of the model's data, and .*f\.csv has no latent states x\[1\.\.40\]: .*hmc --states"
+
+begin "draws are tied to their model: the sidecar's origin is checked by predict and score"
+score_count_csv 30 0 0.5 99 > "$CASE_TMP/c.csv"
+score_nb_model "$CASE_TMP/c.csv" | sed 's/negbinomial/poisson/; /dispersion/d' > "$CASE_TMP/p.json"
+# a graph whose node labels are 1..30: the names f[1..30] of the series' rows
+{ echo "i,j"; for k in $(seq 1 29); do echo "$k,$((k + 1))"; done; } > "$CASE_TMP/e.csv"
+awk -F, 'NR == 1 { print "node,n,e"; next } { print NR - 1 "," $2 "," $3 }' "$CASE_TMP/c.csv" \
+    > "$CASE_TMP/g.csv"
+cat > "$CASE_TMP/g.json" <<JSON
+{"format_version": 1, "tool_version": "0.1.0",
+ "precision": "edge-ou(variance=0.5, lengthscale=4)", "graph": "$CASE_TMP/e.csv",
+ "parameters": {"0.edge-ou.variance": 0.5, "0.edge-ou.lengthscale": 4, "intercept": 1.1},
+ "likelihood": "poisson", "center": null, "loglik": 0, "iterations": 0, "converged": true,
+ "data": {"file": "$CASE_TMP/g.csv", "node": "node", "y": "n", "exposure": "e"}}
+JSON
+run "$GMM_INFER" predict --model "$CASE_TMP/g.json"
+expect_exit 0
+run "$GMM_INFER" hmc --model "$CASE_TMP/p.json" --chains 1 --warmup 50 --draws 20 --states \
+    --quiet -o "$CASE_TMP/pd.csv"
+expect_exit 0
+expect_file "$CASE_TMP/pd.csv.json" '"sites_digest": "fnv1a64:[0-9a-f]{16}"'
+expect_file "$CASE_TMP/pd.csv.json" '"model_digest": "fnv1a64:[0-9a-f]{16}"'
+# its own model takes them, without a word
+run "$GMM_INFER" predict --model "$CASE_TMP/p.json" --draws "$CASE_TMP/pd.csv"
+expect_exit 0
+expect_stderr_empty
+# the series' f[1..30] are not the graph's nodes 1..30
+run "$GMM_INFER" predict --model "$CASE_TMP/g.json" --draws "$CASE_TMP/pd.csv"
+expect_exit 1
+expect_stdout_empty
+expect_stderr "pd\.csv: draws of another model \(another latent family\): made from .*p\.json \(poisson, state-space, 60 latents, 30 rows\); this one is .*g\.json \(poisson, graph"
+# Poisson draws under a Gaussian model
+score_gauss_csv 30 0 0.37 12345 > "$CASE_TMP/train.csv"
+score_gauss_model "$CASE_TMP/train.csv" > "$CASE_TMP/m.json"
+run "$GMM_INFER" score --model "$CASE_TMP/m.json" "$CASE_TMP/train.csv" --draws "$CASE_TMP/pd.csv"
+expect_exit 1
+expect_stdout_empty
+expect_stderr "draws of another model \(another likelihood\): made from .*p\.json \(poisson"
+# states of one kernel under another: a lengthscale that differs is named
+sed 's/lengthscale": 4/lengthscale": 5/' "$CASE_TMP/p.json" > "$CASE_TMP/p5.json"
+run "$GMM_INFER" predict --model "$CASE_TMP/p5.json" --draws "$CASE_TMP/pd.csv" --grid 1:3:1
+expect_exit 1
+expect_stderr "another model \(0\.matern32\.lengthscale = 4, not 5\)"
+sed 's/matern32/matern12/g' "$CASE_TMP/p.json" > "$CASE_TMP/p12.json"
+run "$GMM_INFER" predict --model "$CASE_TMP/p12.json" --draws "$CASE_TMP/pd.csv" --grid 1:3:1
+expect_exit 1
+expect_stderr "another number of latents"
+# other data under the same model
+sed 's/^\([0-9.]*\),\([0-9]*\),/\1,1\2,/' "$CASE_TMP/c.csv" > "$CASE_TMP/c2.csv"
+run "$GMM_INFER" predict --model "$CASE_TMP/p.json" "$CASE_TMP/c2.csv" --draws "$CASE_TMP/pd.csv"
+expect_exit 1
+expect_stderr "another model \(other data\)"
+# the same model in another file: taken, with a note
+{ cat "$CASE_TMP/p.json"; echo; } > "$CASE_TMP/q.json"
+run "$GMM_INFER" predict --model "$CASE_TMP/q.json" --draws "$CASE_TMP/pd.csv"
+expect_exit 0
+expect_stderr "warning: .*pd\.csv: made from another model file than .*q\.json"
+
+begin "draws without a sidecar: only draws whose columns are exactly the model's, with a warning"
+score_count_csv 30 0 0.5 99 > "$CASE_TMP/c.csv"
+score_nb_model "$CASE_TMP/c.csv" | sed 's/negbinomial/poisson/; /dispersion/d' > "$CASE_TMP/p.json"
+run "$GMM_INFER" hmc --model "$CASE_TMP/p.json" --chains 1 --warmup 50 --draws 20 --quiet
+expect_exit 0
+cp "$OUT" "$CASE_TMP/out.csv"
+run "$GMM_INFER" predict --model "$CASE_TMP/p.json" --draws "$CASE_TMP/out.csv"
+expect_exit 0
+expect_stderr "warning: .*out\.csv: no sidecar .*out\.csv\.json, so that the draws come from this model is not checked"
+run "$GMM_INFER" predict --model "$CASE_TMP/p.json" --draws - < "$CASE_TMP/out.csv"
+expect_exit 0
+expect_stderr "warning: -: no sidecar <stdin>\.json"
+cut -d, -f1-30 "$CASE_TMP/out.csv" > "$CASE_TMP/part.csv"
+run "$GMM_INFER" score --model "$CASE_TMP/p.json" "$CASE_TMP/c.csv" --draws "$CASE_TMP/part.csv"
+expect_exit 1
+expect_stderr "part\.csv: no sidecar .*part\.csv\.json says which model these draws came from, and column 'f\[21\] \(missing\)' is not this model's"
