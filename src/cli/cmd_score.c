@@ -32,10 +32,11 @@ static const char usage_text[] =
     "  TEST.csv            held-out data with the model's columns: the input (x)\n"
     "                      or node column, the outcome, and the exposure column of\n"
     "                      a count model (from this file, not the training data)\n"
-    "  --draws FILE        score under these draws instead (repeatable)\n"
+    "  --draws FILE        score under these draws instead (repeatable); they must\n"
+    "                      be this model's: hmc -o FILE records it in FILE.json\n"
     "  --rows FILE         write the per-row log predictive densities as CSV\n"
     "  -h, --help          this help\n"
-    "Rows with a missing outcome are skipped.\n";
+    "Rows with a missing outcome are skipped; a file with none observed is an error.\n";
 
 static int cmp_double(const void *a, const void *b)
 {

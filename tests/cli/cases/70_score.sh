@@ -72,6 +72,21 @@ rel_close "$(score_lpd)" "$ref" 1e-10 || fail "score lpd $(score_lpd), dense GP 
 run "$GMM_INFER" loglik --model "$CASE_TMP/m.json"
 expect_stdout '"likelihood.variance": 0.0315'
 
+begin "score: the CO2 model's mean lpd is the demo's, from predict --observed"
+run "$GMM_INFER" fit "$ROOT/data/co2_train.csv" -o "$CASE_TMP/co2.json"
+expect_exit 0
+run "$GMM_INFER" predict --model "$CASE_TMP/co2.json" --at "$ROOT/data/co2_test.csv" --observed \
+    -o "$CASE_TMP/p.csv"
+expect_exit 0
+ref=$(paste -d, "$CASE_TMP/p.csv" "$ROOT/data/co2_test.csv" | awk -F, '
+    NR > 1 && $7 != "NaN" && $7 != "" {
+        d = $7 - $2; s += -0.5 * log(2 * 3.141592653589793 * $3) - 0.5 * d * d / $3 }
+    END { printf "%.17g", s }')
+run "$GMM_INFER" score --model "$CASE_TMP/co2.json" "$ROOT/data/co2_test.csv"
+expect_exit 0
+expect_stdout '"mean_lpd": -2\.2061'
+rel_close "$(score_lpd)" "$ref" 1e-10 || fail "score lpd $(score_lpd), predict --observed $ref"
+
 begin "score: the negative-binomial lpd equals quadrature over predict's eta with the file's dispersion"
 score_count_csv 50 0 0.5 99 > "$CASE_TMP/train.csv"
 score_count_csv 20 0.3 1.21 5 > "$CASE_TMP/test.csv"
