@@ -276,3 +276,24 @@ cut -d, -f1-30 "$CASE_TMP/out.csv" > "$CASE_TMP/part.csv"
 run "$GMM_INFER" score --model "$CASE_TMP/p.json" "$CASE_TMP/c.csv" --draws "$CASE_TMP/part.csv"
 expect_exit 1
 expect_stderr "part\.csv: no sidecar .*part\.csv\.json says which model these draws came from, and column 'f\[21\] \(missing\)' is not this model's"
+
+begin "score --draws with sampled hyperparameters: each draw's own noise"
+score_gauss_csv 20 0 0.37 12345 > "$CASE_TMP/train.csv"
+score_gauss_model "$CASE_TMP/train.csv" > "$CASE_TMP/m.json"
+run "$GMM_INFER" hmc --model "$CASE_TMP/m.json" --chains 1 --warmup 100 --draws 50 \
+    --sample-hyper --quiet -o "$CASE_TMP/d.csv"
+expect_exit 0
+# sum_r log mean_s N(y_r; f_s[r], noise_s), from the columns themselves
+ref=$(awk -F, 'NR == FNR { if (FNR > 1) y[FNR - 1] = $2; next }
+    FNR == 1 { for (j = 1; j <= NF; j++) { if ($j == "likelihood.variance") cv = j;
+                                          if ($j ~ /^f\[/) { k = substr($j, 3) + 0; cf[k] = j } }
+               next }
+    { ns++; for (k in cf) { d = y[k] - $(cf[k]);
+          l[k, ns] = -0.5 * log(2 * 3.141592653589793 * $cv) - 0.5 * d * d / $cv } }
+    END { for (k in cf) { mx = -1e300; for (s = 1; s <= ns; s++) if (l[k, s] > mx) mx = l[k, s];
+              t = 0; for (s = 1; s <= ns; s++) t += exp(l[k, s] - mx);
+              tot += mx + log(t / ns) }
+          printf "%.17g", tot }' "$CASE_TMP/train.csv" "$CASE_TMP/d.csv")
+run "$GMM_INFER" score --model "$CASE_TMP/m.json" "$CASE_TMP/train.csv" --draws "$CASE_TMP/d.csv"
+expect_exit 0
+rel_close "$(score_lpd)" "$ref" 1e-10 || fail "score lpd $(score_lpd), by the draws' noise $ref"
