@@ -78,6 +78,20 @@ gmm_status gmm_problem_predict_nodes(gmm_problem *p, const double *theta, double
 gmm_status gmm_problem_predict_at(gmm_problem *p, const double *theta, const double *xq,
                                   size_t nq, double *mean, double *var);
 
+/* Given MCMC draws of the latent states (draw s: x_s, row s of xs, n
+ * values, and theta_s, row s of thetas; theta_stride 0: one theta for all),
+ * b + f at new input xq[q] is normal, N(mean[s nq + q], var[s nq + q]) --
+ * the Markov bridge between the draw's neighbouring states, or the prior
+ * dynamics beyond them; var 0 at an input that has a state.  For exact
+ * per-draw predictive densities (score).  mean and var hold ndraw nq
+ * values.  GMM_EINVAL for a family without inputs or no draws; GMM_ENOMEM
+ * (one band of the latent's size).
+ * O(ndraw nq (d^3 + log K)). */
+gmm_status gmm_problem_predict_at_draws_normal(gmm_problem *p, const double *thetas,
+                                               size_t theta_stride, const double *xs,
+                                               size_t ndraw, const double *xq, size_t nq,
+                                               double *mean, double *var);
+
 /* Posterior of b + f at nq new inputs xq (state-space latents) from MCMC
  * draws of the latent states: draw s gives x_s (row s of xs, n values) and
  * theta_s (row s of thetas, nparam values; theta_stride 0: one theta for
@@ -92,17 +106,6 @@ gmm_status gmm_problem_predict_at_draws(gmm_problem *p, const double *thetas,
                                         size_t theta_stride, const double *xs, size_t ndraw,
                                         const double *xq, size_t nq, uint64_t seed,
                                         double *mean, double *var, double *q5, double *q95);
-/* The same draws' conditional normals themselves: given draw s (states row
- * s of xs, theta_s as above), b + f at xq[q] is N(mean[s nq + q], var[s nq +
- * q]) -- the Markov bridge, var 0 at an input that has a state.  For exact
- * per-draw predictive densities (score).  mean and var hold ndraw nq
- * values.  Errors as gmm_problem_predict_at_draws (no allocation of draws'
- * size: GMM_ENOMEM only for one band of the latent's size).
- * O(ndraw nq (d^3 + log K)). */
-gmm_status gmm_problem_predict_at_draws_normal(gmm_problem *p, const double *thetas,
-                                               size_t theta_stride, const double *xs,
-                                               size_t ndraw, const double *xq, size_t nq,
-                                               double *mean, double *var);
 
 /* ---- the log joint in whitened coordinates (for HMC) --------------------- */
 

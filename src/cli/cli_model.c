@@ -64,6 +64,8 @@ struct cli_model {
     char *data_file;       /* as given (messages) */
     char *data_rec;        /* as recorded in a model file: absolute, or "-" */
     char *graph_rec;
+    char *model_path;      /* the model file as given (NULL: from options, or stdin) */
+    char *model_rec;       /* the same, absolute */
     char *xname, *yname, *nodename, *ename;
     char *spec_text;
     gmm_spec_node *spec;
@@ -86,8 +88,6 @@ struct cli_model {
     gmm_problem *prob;
     gmm_objective *obj;
     gmm_vi *vi;        /* a VI result's q (predictions use it), or NULL */
-    char *model_path;  /* the model file as given (NULL: from options, or stdin) */
-    char *model_rec;   /* the same, absolute */
 };
 
 void cli_model_opts_init(cli_model_opts *o)

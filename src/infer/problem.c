@@ -643,6 +643,59 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+gmm_status gmm_problem_predict_at_draws(gmm_problem *p, const double *thetas,
+                                        size_t theta_stride, const double *xs, size_t ndraw,
+                                        const double *xq, size_t nq, uint64_t seed,
+                                        double *mean, double *var, double *q5, double *q95)
+{
+    gmm_status st = GMM_OK;
+    if (!p || !thetas || !xs || (nq && (!xq || !mean || !var || !q5 || !q95)))
+        return gmm_error(GMM_EINVAL, "gmm_problem_predict_at_draws: NULL argument");
+    if (!gmm_latent_has_inputs(p->lat))
+        return gmm_error(GMM_EINVAL, "a %s model has no inputs to predict at",
+                         gmm_latent_family(p->lat));
+    if (ndraw == 0)
+        return gmm_error(GMM_EINVAL, "no draws to predict from");
+    size_t nqq = nq ? nq : 1;
+    gmm_band *zero = gmm_band_alloc(p->n, gmm_latent_cov_bandwidth(p->lat), 0,
+                                    GMM_BAND_SYMMETRIC);
+    double *fs = gmm_malloc(nqq * ndraw, sizeof *fs), *m = gmm_malloc(nqq, sizeof *m);
+    double *v = gmm_malloc(nqq, sizeof *v);
+    if (!zero || !fs || !m || !v) {
+        st = gmm_error(GMM_ENOMEM, "out of memory for %zu draws at %zu inputs", ndraw, nq);
+        goto done;
+    }
+    gmm_rng r;
+    gmm_rng_seed(&r, seed, 0);
+    for (size_t s = 0; s < ndraw; s++) {
+        const double *th = thetas + s * theta_stride;
+        double b = p->intercept ? th[p->nparam - 1] : 0.0;
+        if ((st = gmm_latent_predict_at(p->lat, th, xs + s * p->n, zero, xq, nq, m, v)))
+            goto done;
+        for (size_t q = 0; q < nq; q++)
+            fs[q * ndraw + s] = b + m[q] + sqrt(v[q] > 0.0 ? v[q] : 0.0) * gmm_rng_normal(&r);
+    }
+    for (size_t q = 0; q < nq; q++) {
+        double *f = fs + q * ndraw, mu = 0.0, ss = 0.0;
+        for (size_t s = 0; s < ndraw; s++)
+            mu += f[s];
+        mu /= (double)ndraw;
+        for (size_t s = 0; s < ndraw; s++)
+            ss += (f[s] - mu) * (f[s] - mu);
+        qsort(f, ndraw, sizeof *f, cmp_double);
+        mean[q] = mu;
+        var[q] = ndraw > 1 ? ss / (double)(ndraw - 1) : 0.0;
+        q5[q] = gmm_summary_quantile_sorted(f, ndraw, 0.05);
+        q95[q] = gmm_summary_quantile_sorted(f, ndraw, 0.95);
+    }
+done:
+    gmm_band_free(zero);
+    gmm_free(fs);
+    gmm_free(m);
+    gmm_free(v);
+    return st;
+}
+
 gmm_status gmm_problem_predict_at_draws_normal(gmm_problem *p, const double *thetas,
                                                size_t theta_stride, const double *xs,
                                                size_t ndraw, const double *xq, size_t nq,
@@ -650,7 +703,7 @@ gmm_status gmm_problem_predict_at_draws_normal(gmm_problem *p, const double *the
 {
     gmm_status st = GMM_OK;
     if (!p || !thetas || !xs || (nq && (!xq || !mean || !var)))
-        return gmm_error(GMM_EINVAL, "gmm_problem_predict_at_draws: NULL argument");
+        return gmm_error(GMM_EINVAL, "gmm_problem_predict_at_draws_normal: NULL argument");
     if (!gmm_latent_has_inputs(p->lat))
         return gmm_error(GMM_EINVAL, "a %s model has no inputs to predict at",
                          gmm_latent_family(p->lat));
@@ -671,51 +724,5 @@ gmm_status gmm_problem_predict_at_draws_normal(gmm_problem *p, const double *the
             m[q] += b;
     }
     gmm_band_free(zero);
-    return st;
-}
-
-gmm_status gmm_problem_predict_at_draws(gmm_problem *p, const double *thetas,
-                                        size_t theta_stride, const double *xs, size_t ndraw,
-                                        const double *xq, size_t nq, uint64_t seed,
-                                        double *mean, double *var, double *q5, double *q95)
-{
-    gmm_status st = GMM_OK;
-    if (!p || !thetas || !xs || (nq && (!xq || !mean || !var || !q5 || !q95)))
-        return gmm_error(GMM_EINVAL, "gmm_problem_predict_at_draws: NULL argument");
-    size_t nqq = nq ? nq : 1;
-    double *fs = gmm_malloc(nqq * (ndraw ? ndraw : 1), sizeof *fs);
-    double *m = gmm_malloc(nqq * (ndraw ? ndraw : 1), sizeof *m);
-    double *v = gmm_malloc(nqq * (ndraw ? ndraw : 1), sizeof *v);
-    if (!fs || !m || !v) {
-        st = gmm_error(GMM_ENOMEM, "out of memory for %zu draws at %zu inputs", ndraw, nq);
-        goto done;
-    }
-    if ((st = gmm_problem_predict_at_draws_normal(p, thetas, theta_stride, xs, ndraw, xq, nq, m,
-                                                  v)) != GMM_OK)
-        goto done;
-    gmm_rng r;
-    gmm_rng_seed(&r, seed, 0);
-    for (size_t s = 0; s < ndraw; s++)
-        for (size_t q = 0; q < nq; q++) {
-            double vv = v[s * nq + q];
-            fs[q * ndraw + s] = m[s * nq + q] + sqrt(vv > 0.0 ? vv : 0.0) * gmm_rng_normal(&r);
-        }
-    for (size_t q = 0; q < nq; q++) {
-        double *f = fs + q * ndraw, mu = 0.0, ss = 0.0;
-        for (size_t s = 0; s < ndraw; s++)
-            mu += f[s];
-        mu /= (double)ndraw;
-        for (size_t s = 0; s < ndraw; s++)
-            ss += (f[s] - mu) * (f[s] - mu);
-        qsort(f, ndraw, sizeof *f, cmp_double);
-        mean[q] = mu;
-        var[q] = ndraw > 1 ? ss / (double)(ndraw - 1) : 0.0;
-        q5[q] = gmm_summary_quantile_sorted(f, ndraw, 0.05);
-        q95[q] = gmm_summary_quantile_sorted(f, ndraw, 0.95);
-    }
-done:
-    gmm_free(fs);
-    gmm_free(m);
-    gmm_free(v);
     return st;
 }
