@@ -79,8 +79,9 @@ run "$GMM_INFER" predict --model "$CASE_TMP/co2.json" --at "$ROOT/data/co2_test.
     -o "$CASE_TMP/p.csv"
 expect_exit 0
 ref=$(paste -d, "$CASE_TMP/p.csv" "$ROOT/data/co2_test.csv" | awk -F, '
-    NR > 1 && $7 != "NaN" && $7 != "" {
-        d = $7 - $2; s += -0.5 * log(2 * 3.141592653589793 * $3) - 0.5 * d * d / $3 }
+    NR == 1 { for (k = 1; k <= NF; k++) col[$k] = k; m = col["mean"]; v = col["var"]; next }
+    $NF != "NaN" && $NF != "" {
+        d = $NF - $m; s += -0.5 * log(2 * 3.141592653589793 * $v) - 0.5 * d * d / $v }
     END { printf "%.17g", s }')
 run "$GMM_INFER" score --model "$CASE_TMP/co2.json" "$ROOT/data/co2_test.csv"
 expect_exit 0
