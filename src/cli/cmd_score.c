@@ -38,9 +38,15 @@ static const char usage_text[] =
     "  -h, --help          this help\n"
     "Rows with a missing outcome are skipped; a file with none observed is an error.\n";
 
-static int cmp_double(const void *a, const void *b)
+/* A data input and its row, ordered by input. */
+typedef struct {
+    double x;
+    size_t row;
+} xrow;
+
+static int cmp_xrow(const void *a, const void *b)
 {
-    double x = *(const double *)a, y = *(const double *)b;
+    double x = ((const xrow *)a)->x, y = ((const xrow *)b)->x;
     return (x > y) - (x < y);
 }
 
@@ -67,8 +73,8 @@ static double log_mean_exp(const double *l, size_t N)
     return mx + log(sum / (double)N);
 }
 
-/* Rows of `block` test rows at a time: the per-draw normals of the bridge
- * take 2 N block doubles. */
+/* Test rows per bridge call: its per-draw normals take 2 N SCORE_BLOCK
+ * doubles. */
 #define SCORE_BLOCK 256
 
 /* The lpd of every observed test row under the draws:
@@ -92,7 +98,8 @@ static int score_draws(const char *cmd, cli_model *m, const gmm_table *t, size_t
     double c0 = cli_model_center(m, NULL);
     double *th = gmm_malloc(N * (np ? np : 1), sizeof *th), *l = gmm_malloc(N, sizeof *l);
     gmm_lik *lik = gmm_malloc(N, sizeof *lik);
-    double *xs = NULL, *xq = NULL, *M = NULL, *V = NULL, *xsort = NULL;
+    double *xs = NULL, *xq = NULL, *M = NULL, *V = NULL;
+    xrow *xsort = NULL;
     size_t *rq = NULL;
     gmm_status s;
     if (!th || !l || !lik) {
@@ -167,15 +174,17 @@ static int score_draws(const char *cmd, cli_model *m, const gmm_table *t, size_t
             goto done;
         }
         for (size_t i = 0; i < nx; i++)
-            xsort[i] = x[i];
-        qsort(xsort, nx, sizeof *xsort, cmp_double);
+            xsort[i] = (xrow){x[i], i};
+        qsort(xsort, nx, sizeof *xsort, cmp_xrow);
     }
     for (size_t r = 0; r < n; r++) {
         if (isnan(y[r]))
             continue;
         char name[96], buf[64];
         if (inputs) {
-            const double *hit = bsearch(&site[r], xsort, nx, sizeof *xsort, cmp_double);
+            /* rows at one input share its state, so any of them serves */
+            const xrow key = {site[r], 0}, *hit = bsearch(&key, xsort, nx, sizeof *xsort,
+                                                          cmp_xrow);
             if (!hit) {
                 cli_msg(cmd, "%s:%zu: column '%s': %.17g is not an input of the model's data, "
                              "and %s has no latent states x[1..%zu]: scoring new inputs under "
@@ -184,10 +193,7 @@ static int score_draws(const char *cmd, cli_model *m, const gmm_table *t, size_t
                 rc = CLI_EXIT_ERROR;
                 goto done;
             }
-            size_t row;
-            for (row = 0; row < nx && x[row] != site[r]; row++)
-                ;
-            snprintf(name, sizeof name, "f[%zu]", row + 1);
+            snprintf(name, sizeof name, "f[%zu]", hit->row + 1);
         } else {
             snprintf(name, sizeof name, "f[%s]", cli_model_site_label(m, idx[r], buf));
         }
