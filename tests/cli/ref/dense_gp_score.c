@@ -99,6 +99,11 @@ static int draws_score(const term *t, size_t nt, double noise, double c, double 
         lpd += mx + log(sum / (double)d.nrow);
     }
     printf("%.17g\n", lpd);
+    free(l);
+    ref_csv_free(&d);
+    gsl_matrix_free(K);
+    gsl_vector_free(kv);
+    gsl_vector_free(w);
     return 0;
 }
 
@@ -149,8 +154,15 @@ int main(int argc, char **argv)
             X[n] = tr.x[r * tr.ncol + tx];
             Y[n++] = tr.x[r * tr.ncol + ty] - c;
         }
-    if (argc == 4)
-        return draws_score(t, nt, noise, c, X, n, &te, ex, ey, argv[3]);
+    if (argc == 4) {
+        int rc = draws_score(t, nt, noise, c, X, n, &te, ex, ey, argv[3]);
+        free(X);
+        free(Y);
+        ref_csv_free(&tr);
+        ref_csv_free(&te);
+        json_decref(root);
+        return rc;
+    }
     gsl_matrix *K = gsl_matrix_alloc(n, n);
     gsl_vector *alpha = gsl_vector_alloc(n), *kv = gsl_vector_alloc(n);
     for (size_t i = 0; i < n; i++)
@@ -181,5 +193,13 @@ int main(int argc, char **argv)
         lpd += -0.5 * log(2.0 * M_PI * v) - 0.5 * (ys - m) * (ys - m) / v;
     }
     printf("%.17g\n", lpd);
+    gsl_matrix_free(K);
+    gsl_vector_free(alpha);
+    gsl_vector_free(kv);
+    free(X);
+    free(Y);
+    ref_csv_free(&tr);
+    ref_csv_free(&te);
+    json_decref(root);
     return 0;
 }

@@ -74,5 +74,7 @@ int main(int argc, char **argv)
     }
     printf("%.17g\n", lpd);
     gsl_integration_workspace_free(ws);
+    ref_csv_free(&pr);
+    ref_csv_free(&te);
     return 0;
 }

@@ -63,6 +63,13 @@ static void ref_csv_read(const char *path, ref_csv *t)
     fclose(f);
 }
 
+static void ref_csv_free(ref_csv *t)
+{
+    for (size_t j = 0; j < t->ncol; j++)
+        free(t->name[j]);
+    free(t->x);
+}
+
 static size_t ref_csv_col(const ref_csv *t, const char *name)
 {
     for (size_t j = 0; j < t->ncol; j++)
