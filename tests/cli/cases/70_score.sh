@@ -108,7 +108,25 @@ score_count_csv 30 0 0.5 99 > "$CASE_TMP/ctrain.csv"
 score_count_csv 10 0.3 1.21 5 > "$CASE_TMP/ctest.csv"
 score_gauss_model "$CASE_TMP/train.csv" > "$CASE_TMP/g.json"
 score_nb_model "$CASE_TMP/ctrain.csv" > "$CASE_TMP/c.json"
+{ echo "i,j"; for k in $(seq 1 29); do echo "$k,$((k + 1))"; done; } > "$CASE_TMP/e.csv"
+awk -F, 'NR == 1 { print "node,n,e"; next } { print NR - 1 "," $2 "," $3 }' "$CASE_TMP/ctrain.csv" \
+    > "$CASE_TMP/gtrain.csv"
+head -11 "$CASE_TMP/gtrain.csv" > "$CASE_TMP/gtest.csv"
+cat > "$CASE_TMP/n.json" <<JSON
+{"format_version": 1, "tool_version": "0.1.0",
+ "precision": "edge-ou(variance=0.5, lengthscale=4)", "graph": "$CASE_TMP/e.csv",
+ "parameters": {
+  "0.edge-ou.variance": 0.5,
+  "0.edge-ou.lengthscale": 4,
+  "likelihood.dispersion": 3.5,
+  "intercept": 1.1
+ },
+ "likelihood": "negbinomial", "center": null, "loglik": 0, "iterations": 0, "converged": true,
+ "data": {"file": "$CASE_TMP/gtrain.csv", "node": "node", "y": "n", "exposure": "e"}}
+JSON
 run "$GMM_INFER" score --model "$CASE_TMP/c.json" "$CASE_TMP/ctest.csv"
+expect_exit 0
+run "$GMM_INFER" score --model "$CASE_TMP/n.json" "$CASE_TMP/gtest.csv"
 expect_exit 0
 # what each command prints (vi: its ELBO; hmc: a few draws)
 model_outputs() { # MODEL TEST > outputs
@@ -123,7 +141,8 @@ model_outputs() { # MODEL TEST > outputs
         2>/dev/null
 }
 for spec in "g.json:test.csv:0.matern12.variance 0.matern12.lengthscale likelihood.variance center" \
-            "c.json:ctest.csv:0.matern32.variance 0.matern32.lengthscale likelihood.dispersion intercept"; do
+            "c.json:ctest.csv:0.matern32.variance 0.matern32.lengthscale likelihood.dispersion intercept" \
+            "n.json:gtest.csv:0.edge-ou.variance 0.edge-ou.lengthscale likelihood.dispersion intercept"; do
     base=${spec%%:*}; rest=${spec#*:}; test=${rest%%:*}; keys=${rest#*:}
     cp "$CASE_TMP/$base" "$CASE_TMP/cur.json"
     model_outputs "$CASE_TMP/cur.json" "$CASE_TMP/$test" > "$CASE_TMP/base.out"
