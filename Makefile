@@ -55,6 +55,10 @@ CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
 TEST_OBJ := $(TEST_SUPPORT_SRC:%.c=$(BUILD)/%.o) $(TEST_SRC:%.c=$(BUILD)/%.o) \
             $(BUILD)/tests/runner.o
 BENCH_BIN := $(BENCH_SRC:tests/bench/%.c=$(BUILD)/bench/%)
+# Reference programs of the CLI tests (tests/cli/ref/): independent of the
+# library, they link GSL and jansson only.
+REF_SRC := $(sort $(wildcard tests/cli/ref/*.c))
+REF_BIN := $(REF_SRC:tests/cli/ref/%.c=$(BUILD)/tests/ref/%)
 
 LIB := $(BUILD)/libgmm.a
 BIN := $(BUILD)/gmm-infer
@@ -128,8 +132,13 @@ check: check-unit check-cli check-fuzz
 check-unit: $(TEST_BIN)
 	$(TEST_BIN)
 
-check-cli: $(BIN)
-	@if [ -x tests/cli/run.sh ]; then GMM_INFER=$(BIN) tests/cli/run.sh; fi
+$(BUILD)/tests/ref/%: tests/cli/ref/%.c $(wildcard tests/cli/ref/*.h) | deps
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(LDLIBS)
+
+check-cli: $(BIN) $(REF_BIN)
+	@if [ -x tests/cli/run.sh ]; then GMM_INFER=$(BIN) GMM_REF=$(abspath $(BUILD)/tests/ref) \
+	  tests/cli/run.sh; fi
 
 # ---- fuzzing (tests/fuzz/) ------------------------------------------------
 # Each harness tests/fuzz/fuzz_NAME.c defines LLVMFuzzerTestOneInput.  `make

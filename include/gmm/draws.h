@@ -29,7 +29,9 @@
 #define GMM_DRAWS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
+#include "gmm/json.h"
 #include "gmm/status.h"
 
 typedef struct {
@@ -56,5 +58,73 @@ void gmm_draws_free(gmm_draws *d); /* NULL-safe */
 
 /* The draws of variable v: nchain x niter, chain-major. */
 const double *gmm_draws_variable(const gmm_draws *d, size_t v);
+
+/* ---- the model draws belong to (draws_origin.c) --------------------------
+ *
+ * Draws of f or of the latent states mean something only under the model
+ * that made them.  A sampler records what identifies that model as
+ * "origin" in the draws file's sidecar FILE.json, and a command reading
+ * draws with a model compares it with its own:
+ *
+ *   "origin": {
+ *     "model_file": "/abs/m.json" | null,   (null: built from options)
+ *     "model_digest": "fnv1a64:<16 hex>" | null,   (of the file's bytes)
+ *     "likelihood": "poisson", "latent": "state-space" | "graph",
+ *     "latent_size": n, "rows": data rows,
+ *     "sites_digest": "fnv1a64:...",   (the inputs' bits, or the node labels)
+ *     "data_digest": "fnv1a64:...",    (outcomes, exposures, centre)
+ *     "parameters": {"NAME": value when fixed, "sampled" when sampled}
+ *   }
+ *
+ * The digest is 64-bit FNV-1a: it tells files apart, it is no protection
+ * against a forger. */
+
+/* A running digest: init, then add bytes. */
+void gmm_digest_init(uint64_t *h);
+void gmm_digest_add(uint64_t *h, const void *p, size_t n);
+/* "fnv1a64:" and 16 lower-case hex digits into out (>= 25 bytes). */
+void gmm_digest_format(uint64_t h, char *out);
+/* The digest of a file's bytes into out (>= 25 bytes).  GMM_EIO naming
+ * the file when it cannot be read. */
+gmm_status gmm_digest_file(const char *path, char *out);
+
+/* A model's identity; strings and arrays are borrowed. */
+typedef struct {
+    const char *model_file;  /* NULL: no file */
+    const char *model_digest; /* NULL: no file */
+    const char *likelihood;
+    const char *latent;
+    size_t latent_size, rows;
+    const char *sites_digest, *data_digest;
+    size_t nparam;
+    const char *const *param_name;
+    const double *param_value;
+    const int *sampled;      /* nparam flags, or NULL: all fixed */
+} gmm_draws_origin;
+
+/* The "origin" object above, new (the caller owns it).  GMM_EDOM for a
+ * non-finite fixed value, GMM_ENOMEM. */
+gmm_status gmm_draws_origin_json(const gmm_draws_origin *o, json_t **out);
+
+/* The "origin" of draws file `path`'s sidecar PATH.json into *out (a new
+ * reference), or *out = NULL when there is none to read: "-", no sidecar,
+ * or a sidecar without "origin" (earlier versions).  GMM_EPARSE for a
+ * sidecar that is not JSON or whose "origin" is not an object, GMM_EIO for
+ * one that exists but cannot be read. */
+gmm_status gmm_draws_origin_read(const char *path, json_t **out);
+
+/* Do draws recorded as `rec` (an "origin" object) belong to model `cur`
+ * (its parameters: each value; `sampled` is ignored)?  The likelihood,
+ * latent family and size, rows, sites, data and parameter names must be
+ * equal, and each parameter fixed in `rec` must have cur's value exactly
+ * (sampled ones are the draws' own).  GMM_OK when they belong -- then
+ * *same_file is 0 when both record a model file and the digests differ
+ * (an equal model in another file: the caller may say so) --, else
+ * GMM_EINVAL with a message naming the first difference and the model the
+ * draws came from ("draws of another model: made from coal.json (poisson,
+ * state-space, 112 latents, 112 rows); this one is ...").  GMM_EPARSE for
+ * a malformed `rec`. */
+gmm_status gmm_draws_origin_check(const json_t *rec, const gmm_draws_origin *cur,
+                                  int *same_file);
 
 #endif

@@ -49,6 +49,11 @@ gmm_latent *gmm_problem_latent_eval(gmm_problem *p);
  * outcomes (nrows, NAN = missing) and exposures (nrows; NULL when none were
  * given): the problem's copies. */
 const gmm_lik *gmm_problem_lik(const gmm_problem *p);
+/* The likelihood with its parameters at theta (nparam values: the
+ * "likelihood.<param>" entries), into *out -- what scoring and predicting
+ * at theta use.  GMM_EDOM (index in gmm_error_index()) for a parameter
+ * that is not finite and > 0; GMM_EINVAL for NULL arguments. */
+gmm_status gmm_problem_lik_at(const gmm_problem *p, const double *theta, gmm_lik *out);
 const double *gmm_problem_y(const gmm_problem *p);
 const double *gmm_problem_exposure(const gmm_problem *p);
 /* Newton iterations of the last Laplace evaluation (0 when exact). */
@@ -73,6 +78,20 @@ gmm_status gmm_problem_predict_nodes(gmm_problem *p, const double *theta, double
                                      double *var);
 gmm_status gmm_problem_predict_at(gmm_problem *p, const double *theta, const double *xq,
                                   size_t nq, double *mean, double *var);
+
+/* Given MCMC draws of the latent states (draw s: x_s, row s of xs, n
+ * values, and theta_s, row s of thetas; theta_stride 0: one theta for all),
+ * b + f at new input xq[q] is normal, N(mean[s nq + q], var[s nq + q]) --
+ * the Markov bridge between the draw's neighbouring states, or the prior
+ * dynamics beyond them; var 0 at an input that has a state.  For exact
+ * per-draw predictive densities (score).  mean and var hold ndraw nq
+ * values.  GMM_EINVAL for a family without inputs or no draws; GMM_ENOMEM
+ * (one band of the latent's size).
+ * O(ndraw nq (d^3 + log K)). */
+gmm_status gmm_problem_predict_at_draws_normal(gmm_problem *p, const double *thetas,
+                                               size_t theta_stride, const double *xs,
+                                               size_t ndraw, const double *xq, size_t nq,
+                                               double *mean, double *var);
 
 /* Posterior of b + f at nq new inputs xq (state-space latents) from MCMC
  * draws of the latent states: draw s gives x_s (row s of xs, n values) and

@@ -16,6 +16,7 @@
 
 #include "cli.h"
 #include "gmm/alloc.h"
+#include "gmm/draws.h"
 #include "gmm/gmrf.h"
 #include "gmm/graph.h"
 #include "gmm/io.h"
@@ -63,6 +64,8 @@ struct cli_model {
     char *data_file;       /* as given (messages) */
     char *data_rec;        /* as recorded in a model file: absolute, or "-" */
     char *graph_rec;
+    char *model_path;      /* the model file as given (NULL: from options, or stdin) */
+    char *model_rec;       /* the same, absolute */
     char *xname, *yname, *nodename, *ename;
     char *spec_text;
     gmm_spec_node *spec;
@@ -72,7 +75,8 @@ struct cli_model {
     size_t nrow, nobs;
     double *x, *y, *e; /* nrow each (y centred for Gaussian data, NAN missing) */
     size_t *line;      /* nrow: source line of each row */
-    gmm_lik lik;
+    gmm_lik lik;           /* the family; its values only start a fit */
+    gmm_lik lik_now;       /* at the current parameters (cli_model_likelihood) */
     gmm_kernel *kernel;
     char *graph_file;
     char *edge_cols[3];
@@ -258,6 +262,8 @@ void cli_model_free(cli_model *m)
     gmm_free(m->ename);
     gmm_free(m->spec_text);
     gmm_free(m->graph_file);
+    gmm_free(m->model_path);
+    gmm_free(m->model_rec);
     for (int i = 0; i < 3; i++)
         gmm_free(m->edge_cols[i]);
     gmm_free(m);
@@ -906,6 +912,11 @@ int cli_model_from_file(const char *cmd, const gmm_model *mf, const char *model_
         goto fail;
     m->data_rec = record_path(m->data_file);
     m->graph_rec = record_path(m->graph_file);
+    if (model_path && strcmp(model_path, "-") &&
+        (!(m->model_path = dup_str(model_path)) || !(m->model_rec = record_path(model_path)))) {
+        rc = cli_fail(cmd, GMM_ENOMEM);
+        goto fail;
+    }
     m->spec_text = dup_str(mf->kernel ? mf->kernel : mf->precision);
     m->ename = dup_str(mf->data.exposure);
     if (!m->data_file || !m->data_rec || (m->graph && !m->graph_rec) || !m->spec_text ||
@@ -962,8 +973,10 @@ int cli_model_from_file(const char *cmd, const gmm_model *mf, const char *model_
         rc = CLI_EXIT_ERROR;
         goto fail;
     }
+    /* a start for the problem only: the file's values go into obj->value
+     * below, and cli_model_likelihood reads them there */
     for (size_t k = 0; k < m->lik.type->nparam; k++)
-        m->lik.par[k] = 1.0; /* overwritten from the file below */
+        m->lik.par[k] = 1.0;
     if ((rc = build_problem(cmd, m, NAN, !has_b, has_b ? b0 : NAN, 0)) != 0)
         goto fail;
     for (size_t i = 0; i < m->obj->nparam; i++) {
@@ -1191,7 +1204,14 @@ double cli_model_center(const cli_model *m, int *has_center)
     return m->has_center > 0 ? m->center : 0.0;
 }
 
-const gmm_lik *cli_model_likelihood(const cli_model *m) { return &m->lik; }
+const gmm_lik *cli_model_likelihood(cli_model *m)
+{
+    /* obj->value holds the parameters (a model file's, or a fit's result);
+     * they are in their domain by construction, so this cannot fail */
+    if (gmm_problem_lik_at(m->prob, m->obj->value, &m->lik_now) != GMM_OK)
+        m->lik_now = m->lik;
+    return &m->lik_now;
+}
 
 int cli_model_describe(const char *cmd, cli_model *m, gmm_model *mf, char **scratch)
 {
@@ -1296,4 +1316,153 @@ const double *cli_model_data_x(const cli_model *m, size_t *n)
 double cli_model_noise(const cli_model *m)
 {
     return m->lik.type->conjugate ? m->obj->value[gmm_latent_nparam(m->lat)] : 0.0;
+}
+
+/* ---- the model draws belong to --------------------------------------------------- */
+
+/* m's identity (draws.h); the digests go into dig[3] (model file, sites,
+ * data).  sampled: nparam flags or NULL. */
+static gmm_status draws_origin(cli_model *m, const int *sampled, gmm_draws_origin *o,
+                               char dig[3][32])
+{
+    gmm_status s;
+    uint64_t h;
+    memset(o, 0, sizeof *o);
+    o->model_file = m->model_rec;
+    if (m->model_path) {
+        if ((s = gmm_digest_file(m->model_path, dig[0])) != GMM_OK)
+            return s;
+        o->model_digest = dig[0];
+    }
+    o->likelihood = m->lik.type->name;
+    o->latent = gmm_latent_family(m->lat);
+    o->latent_size = gmm_latent_dim(m->lat);
+    o->rows = m->nrow;
+    gmm_digest_init(&h);
+    if (gmm_latent_has_inputs(m->lat)) {
+        gmm_digest_add(&h, m->x, m->nrow * sizeof *m->x);
+    } else {
+        char buf[64];
+        for (size_t v = 0; v < m->gmrf->n; v++) {
+            const char *l = gmm_graph_node_label(m->g, v, buf);
+            gmm_digest_add(&h, l, strlen(l) + 1);
+        }
+    }
+    gmm_digest_format(h, dig[1]);
+    o->sites_digest = dig[1];
+    /* y as modelled (centred), the centre, the exposures; NAN has one
+     * pattern here (the table reader's) */
+    gmm_digest_init(&h);
+    gmm_digest_add(&h, m->y, m->nrow * sizeof *m->y);
+    double c = m->has_center > 0 ? m->center : 0.0;
+    gmm_digest_add(&h, &c, sizeof c);
+    if (m->e)
+        gmm_digest_add(&h, m->e, m->nrow * sizeof *m->e);
+    gmm_digest_format(h, dig[2]);
+    o->data_digest = dig[2];
+    o->nparam = m->obj->nparam;
+    o->param_name = (const char *const *)m->obj->name;
+    o->param_value = m->obj->value;
+    o->sampled = sampled;
+    return GMM_OK;
+}
+
+gmm_status cli_model_draws_origin(cli_model *m, const int *sampled, json_t **out)
+{
+    gmm_draws_origin o;
+    char dig[3][32];
+    gmm_status s = draws_origin(m, sampled, &o, dig);
+    return s != GMM_OK ? s : gmm_draws_origin_json(&o, out);
+}
+
+/* Draws without a sidecar: their columns must be exactly those hmc writes
+ * for m -- f at every data row or node in order, x[1..n] if any, and
+ * otherwise lp__ and m's parameters.  NULL when they are, else the first
+ * column that is not (in buf). */
+static const char *foreign_column(cli_model *m, const gmm_draws *d, char *buf, size_t size)
+{
+    size_t nf = gmm_latent_has_inputs(m->lat) ? m->nrow : m->gmrf->n, jf = 0, jx = 0;
+    size_t nx = gmm_latent_dim(m->lat);
+    char want[96], lb[64];
+    for (size_t v = 0; v < d->nvar; v++) {
+        const char *name = d->name[v];
+        if (!strncmp(name, "f[", 2)) {
+            if (jf == nf)
+                return name;
+            if (gmm_latent_has_inputs(m->lat))
+                snprintf(want, sizeof want, "f[%zu]", jf + 1);
+            else
+                snprintf(want, sizeof want, "f[%s]", gmm_graph_node_label(m->g, jf, lb));
+            jf++;
+            if (strcmp(name, want))
+                return name;
+        } else if (!strncmp(name, "x[", 2)) {
+            snprintf(want, sizeof want, "x[%zu]", ++jx);
+            if (jx > nx || strcmp(name, want))
+                return name;
+        } else if (strcmp(name, "lp__")) {
+            size_t k;
+            for (k = 0; k < m->obj->nparam && strcmp(name, m->obj->name[k]); k++)
+                ;
+            if (k == m->obj->nparam)
+                return name;
+        }
+    }
+    if (jf < nf) {
+        if (gmm_latent_has_inputs(m->lat))
+            snprintf(buf, size, "f[%zu] (missing)", jf + 1);
+        else
+            snprintf(buf, size, "f[%s] (missing)", gmm_graph_node_label(m->g, jf, lb));
+        return buf;
+    }
+    if (jx && jx < nx) {
+        snprintf(buf, size, "x[%zu] (missing)", jx + 1);
+        return buf;
+    }
+    return NULL;
+}
+
+int cli_model_check_draws(const char *cmd, cli_model *m, const char *const *paths,
+                          size_t npath, const gmm_draws *d)
+{
+    gmm_draws_origin cur;
+    char dig[3][32];
+    gmm_status s = draws_origin(m, NULL, &cur, dig);
+    if (s != GMM_OK)
+        return cli_fail(cmd, s);
+    for (size_t i = 0; i < npath; i++) {
+        json_t *rec = NULL;
+        int same = 1;
+        if ((s = gmm_draws_origin_read(paths[i], &rec)) != GMM_OK)
+            return cli_fail(cmd, s);
+        if (rec) {
+            s = gmm_draws_origin_check(rec, &cur, &same);
+            json_decref(rec);
+            if (s != GMM_OK) {
+                cli_msg(cmd, "%s: %s", paths[i], gmm_error_message());
+                return CLI_EXIT_ERROR;
+            }
+            if (!same)
+                cli_msg(cmd, "warning: %s: made from another model file than %s, with the "
+                             "same likelihood, latent, data and parameters",
+                        paths[i], m->model_path ? m->model_path : "this model");
+            continue;
+        }
+        char buf[96];
+        const char *bad = foreign_column(m, d, buf, sizeof buf);
+        if (bad) {
+            cli_msg(cmd, "%s: no sidecar %s.json says which model these draws came from, and "
+                         "column '%s' is not this model's (%s %s, f at %zu %s): give the draws "
+                         "of this model (gmm-infer hmc --model ... -o FILE writes FILE.json)",
+                    paths[i], strcmp(paths[i], "-") ? paths[i] : "<stdin>", bad,
+                    m->lik.type->name, gmm_latent_family(m->lat),
+                    gmm_latent_has_inputs(m->lat) ? m->nrow : m->gmrf->n,
+                    gmm_latent_has_inputs(m->lat) ? "data rows" : "nodes");
+            return CLI_EXIT_ERROR;
+        }
+        cli_msg(cmd, "warning: %s: no sidecar %s.json, so that the draws come from this model "
+                     "is not checked, only that their columns are its columns",
+                paths[i], strcmp(paths[i], "-") ? paths[i] : "<stdin>");
+    }
+    return 0;
 }

@@ -11,6 +11,7 @@
 #include <getopt.h>
 #include <stddef.h>
 
+#include "gmm/draws.h"
 #include "gmm/likelihood.h"
 #include "gmm/modelfile.h"
 #include "gmm/objective.h"
@@ -170,7 +171,9 @@ size_t cli_model_bandwidth(const cli_model *m);
 size_t cli_model_state_dim(const cli_model *m);
 /* The centring constant (0 when --no-center or not Gaussian). */
 double cli_model_center(const cli_model *m, int *has_center);
-const gmm_lik *cli_model_likelihood(const cli_model *m);
+/* The likelihood at the current parameters (obj->value: the model file's,
+ * or a fit's result); owned by m, valid until the next call. */
+const gmm_lik *cli_model_likelihood(cli_model *m);
 
 /* Fill a gmm_model (modelfile.h) describing m at its current parameter
  * values; strings point into m or are allocated into *scratch (free with
@@ -202,5 +205,19 @@ void cli_model_progress(cli_model *m, const char *cmd);
 const double *cli_model_data_x(const cli_model *m, size_t *n);
 /* The Gaussian noise variance at the current parameters (0 otherwise). */
 double cli_model_noise(const cli_model *m);
+
+/* m's identity at its current parameters, as the "origin" of a draws
+ * sidecar (draws.h); sampled: nparam flags, or NULL (all fixed).  A new
+ * JSON object in *out.  A gmm_status (GMM_EIO: the model file cannot be
+ * read again for its digest). */
+gmm_status cli_model_draws_origin(cli_model *m, const int *sampled, json_t **out);
+/* Draws d, read from paths[0..npath), against m: each file's sidecar
+ * "origin" must be m's (gmm_draws_origin_check; a message naming the model
+ * they came from otherwise).  A file without one ("-", stdout redirected,
+ * earlier versions) passes only when its columns are exactly those hmc
+ * writes for m (all of f, x[1..n] or none, lp__ and m's parameters), with
+ * a warning that its origin is unchecked.  Returns an exit code. */
+int cli_model_check_draws(const char *cmd, cli_model *m, const char *const *paths,
+                          size_t npath, const gmm_draws *d);
 
 #endif

@@ -87,6 +87,7 @@ typedef struct {
     /* shared, read-only */
     const gmm_hmc_params *par;
     const double *theta;
+    cli_model *model;      /* the first thread's: the sidecar's "origin" */
     const int *sampled;    /* NULL: hyperparameters fixed */
     const unsigned char *keep; /* f columns written (NULL: all) */
     int states;            /* also write the latent x[1..n] */
@@ -712,6 +713,12 @@ static gmm_status write_config(const char *path, const gmm_hmc_params *par, cons
     }
     json_object_set_new(root, "fixed_parameters", hyp);
     json_object_set_new(root, "priors", pri);
+    json_t *org = NULL;
+    if ((s = cli_model_draws_origin(R->model, R->sampled, &org)) != GMM_OK) {
+        json_decref(root);
+        return s;
+    }
+    json_object_set_new(root, "origin", org);
     for (size_t c = 0; c < R->nchain; c++) {
         json_array_append_new(ids, json_integer((json_int_t)(R->chain0 + c)));
         json_array_append_new(eps, json_real(R->stepsize[c]));
@@ -1012,6 +1019,7 @@ int cmd_hmc(int argc, char **argv)
 
     R.par = &par;
     R.theta = obj->value;
+    R.model = models[0];
     R.sampled = sample_hyper ? sampled : NULL;
     R.keep = keep;
     R.states = states;

@@ -141,6 +141,10 @@ static int predict_draws(const char *cmd, cli_model *m, const gmm_lik *lik, cons
     gmm_status s = gmm_draws_read(paths, npath, &d);
     if (s != GMM_OK)
         return cli_fail(cmd, s);
+    if ((rc = cli_model_check_draws(cmd, m, paths, npath, d)) != 0) {
+        gmm_draws_free(d);
+        return rc;
+    }
     size_t N = d->nchain * d->niter, nx = 0, nv = d->nvar ? d->nvar : 1;
     const double *x = cli_model_data_x(m, &nx);
     site = gmm_malloc(nv, sizeof *site);
@@ -213,6 +217,10 @@ static int predict_draws_at(const char *cmd, cli_model *m, const gmm_lik *lik,
     gmm_status s = gmm_draws_read(paths, npath, &d);
     if (s != GMM_OK)
         return cli_fail(cmd, s);
+    if ((rc = cli_model_check_draws(cmd, m, paths, npath, d)) != 0) {
+        gmm_draws_free(d);
+        return rc;
+    }
     gmm_problem *p = cli_model_problem(m);
     gmm_objective *o = cli_model_objective(m);
     size_t n = gmm_latent_dim(gmm_problem_latent(p)), N = d->nchain * d->niter, np = o->nparam;

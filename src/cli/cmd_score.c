@@ -16,6 +16,7 @@
 #include "gmm/json.h"
 #include "gmm/likelihood.h"
 #include "gmm/modelfile.h"
+#include "gmm/problem.h"
 
 static const char usage_text[] =
     "Usage: gmm-infer score --model MODEL.json TEST.csv [--draws DRAWS.csv]... [--rows FILE]\n"
@@ -23,15 +24,210 @@ static const char usage_text[] =
     "sum_i log E[p(y_i | f_i)], as JSON (\"lpd\", \"n\", \"mean_lpd\", \"posterior\"):\n"
     "under the model's posterior (the exact Gaussian one, or the Laplace\n"
     "approximation for other likelihoods) given its own data, or under MCMC draws\n"
-    "of f (gmm-infer hmc's output; graph models: f[node] columns).\n\n"
+    "(gmm-infer hmc's output): log mean_s E[p(y_i | f_i) | draw s], from the f[node]\n"
+    "columns of graph models, the f[row] columns at test inputs that are data\n"
+    "inputs, or the latent states x[1..n] (hmc --states) at any input, where f\n"
+    "given a draw is the Markov bridge's normal.\n\n"
     "  --model FILE        the model (fit's output; required)\n"
     "  TEST.csv            held-out data with the model's columns: the input (x)\n"
     "                      or node column, the outcome, and the exposure column of\n"
     "                      a count model (from this file, not the training data)\n"
-    "  --draws FILE        score under these draws instead (repeatable)\n"
+    "  --draws FILE        score under these draws instead (repeatable); they must\n"
+    "                      be this model's: hmc -o FILE records it in FILE.json\n"
     "  --rows FILE         write the per-row log predictive densities as CSV\n"
     "  -h, --help          this help\n"
-    "Rows with a missing outcome are skipped.\n";
+    "Rows with a missing outcome are skipped; a file with none observed is an error.\n";
+
+/* A data input and its row, ordered by input. */
+typedef struct {
+    double x;
+    size_t row;
+} xrow;
+
+static int cmp_xrow(const void *a, const void *b)
+{
+    double x = ((const xrow *)a)->x, y = ((const xrow *)b)->x;
+    return (x > y) - (x < y);
+}
+
+/* The column named `name` of d, or d->nvar. */
+static size_t draws_var(const gmm_draws *d, const char *name)
+{
+    size_t v;
+    for (v = 0; v < d->nvar && strcmp(d->name[v], name); v++)
+        ;
+    return v;
+}
+
+/* log of the mean of exp(l[0..N)), without overflow. */
+static double log_mean_exp(const double *l, size_t N)
+{
+    double mx = -INFINITY, sum = 0.0;
+    for (size_t k = 0; k < N; k++)
+        if (l[k] > mx)
+            mx = l[k];
+    if (!isfinite(mx))
+        return mx;
+    for (size_t k = 0; k < N; k++)
+        sum += exp(l[k] - mx);
+    return mx + log(sum / (double)N);
+}
+
+/* Test rows per bridge call: its per-draw normals take 2 N SCORE_BLOCK
+ * doubles. */
+#define SCORE_BLOCK 256
+
+/* The lpd of every observed test row under the draws:
+ *   log mean_s E[p(y | f) | draw s]
+ * with the likelihood at each draw's parameters (sampled columns, else the
+ * model's).  Draw s fixes f at a data row (column f[row] or f[node]): then
+ * E[p(y | f) | s] = p(y | f_s).  A state-space model at other inputs needs
+ * the draw's latent states x[1..n] (hmc --states): f | s is the Markov
+ * bridge's normal N(m_s, v_s) and E[p(y | f) | s] is gmm_lik_predictive's
+ * (exact for the Gaussian, adaptive quadrature otherwise); with the states
+ * every row goes that way (at a data input v_s = 0).  An exit code. */
+static int score_draws(const char *cmd, cli_model *m, const gmm_table *t, size_t cs,
+                       const double *y, const double *e, const double *site, const size_t *idx,
+                       const gmm_draws *d, const char *dpath, double *lpd)
+{
+    gmm_problem *p = cli_model_problem(m);
+    gmm_objective *o = cli_model_objective(m);
+    size_t n = t->nrow, N = d->nchain * d->niter, np = o->nparam;
+    size_t nlat = gmm_latent_dim(gmm_problem_latent(p));
+    int inputs = cli_model_has_inputs(m), rc = 0;
+    double c0 = cli_model_center(m, NULL);
+    double *th = gmm_malloc(N * (np ? np : 1), sizeof *th), *l = gmm_malloc(N, sizeof *l);
+    gmm_lik *lik = gmm_malloc(N, sizeof *lik);
+    double *xs = NULL, *xq = NULL, *M = NULL, *V = NULL;
+    xrow *xsort = NULL;
+    size_t *rq = NULL;
+    gmm_status s;
+    if (!th || !l || !lik) {
+        rc = cli_fail(cmd, GMM_ENOMEM);
+        goto done;
+    }
+    for (size_t k2 = 0; k2 < np; k2++) {
+        size_t v = draws_var(d, o->name[k2]);
+        for (size_t k = 0; k < N; k++)
+            th[k * np + k2] = v < d->nvar ? gmm_draws_variable(d, v)[k] : o->value[k2];
+    }
+    for (size_t k = 0; k < N; k++)
+        if ((s = gmm_problem_lik_at(p, th + k * np, &lik[k])) != GMM_OK) {
+            cli_msg(cmd, "%s: draw %zu: %s", dpath, k + 1, gmm_error_message());
+            rc = CLI_EXIT_ERROR;
+            goto done;
+        }
+    size_t x1 = inputs ? draws_var(d, "x[1]") : d->nvar;
+    int states = x1 < d->nvar && x1 + nlat <= d->nvar;
+    if (states) {
+        char name[48];
+        snprintf(name, sizeof name, "x[%zu]", nlat);
+        states = !strcmp(d->name[x1 + nlat - 1], name);
+    }
+    if (states) {
+        xs = gmm_malloc(N * nlat, sizeof *xs);
+        xq = gmm_malloc(SCORE_BLOCK, sizeof *xq);
+        rq = gmm_malloc(SCORE_BLOCK, sizeof *rq);
+        M = gmm_malloc(N * SCORE_BLOCK, sizeof *M);
+        V = gmm_malloc(N * SCORE_BLOCK, sizeof *V);
+        if (!xs || !xq || !rq || !M || !V) {
+            rc = cli_fail(cmd, GMM_ENOMEM);
+            goto done;
+        }
+        for (size_t j = 0; j < nlat; j++) {
+            const double *col = gmm_draws_variable(d, x1 + j);
+            for (size_t k = 0; k < N; k++)
+                xs[k * nlat + j] = col[k];
+        }
+        for (size_t r0 = 0; r0 < n;) {
+            size_t nq = 0;
+            for (; r0 < n && nq < SCORE_BLOCK; r0++)
+                if (!isnan(y[r0])) {
+                    xq[nq] = site[r0];
+                    rq[nq++] = r0;
+                }
+            if ((s = gmm_problem_predict_at_draws_normal(p, th, np, xs, N, xq, nq, M, V)) !=
+                GMM_OK) {
+                rc = cli_fail(cmd, s);
+                goto done;
+            }
+            for (size_t q = 0; q < nq; q++) {
+                size_t r = rq[q];
+                for (size_t k = 0; k < N; k++)
+                    if ((s = gmm_lik_predictive(&lik[k], y[r] - c0, e[r], M[k * nq + q],
+                                                V[k * nq + q], &l[k])) != GMM_OK) {
+                        rc = cli_fail(cmd, s);
+                        goto done;
+                    }
+                lpd[r] = log_mean_exp(l, N);
+            }
+        }
+        goto done;
+    }
+    /* f at the data rows: a test input must be one of the data's */
+    size_t nx = 0;
+    const double *x = inputs ? cli_model_data_x(m, &nx) : NULL;
+    if (inputs) {
+        xsort = gmm_malloc(nx ? nx : 1, sizeof *xsort);
+        if (!xsort) {
+            rc = cli_fail(cmd, GMM_ENOMEM);
+            goto done;
+        }
+        for (size_t i = 0; i < nx; i++)
+            xsort[i] = (xrow){x[i], i};
+        qsort(xsort, nx, sizeof *xsort, cmp_xrow);
+    }
+    for (size_t r = 0; r < n; r++) {
+        if (isnan(y[r]))
+            continue;
+        char name[96], buf[64];
+        if (inputs) {
+            /* rows at one input share its state, so any of them serves */
+            const xrow key = {site[r], 0}, *hit = bsearch(&key, xsort, nx, sizeof *xsort,
+                                                          cmp_xrow);
+            if (!hit) {
+                cli_msg(cmd, "%s:%zu: column '%s': %.17g is not an input of the model's data, "
+                             "and %s has no latent states x[1..%zu]: scoring new inputs under "
+                             "draws needs them (gmm-infer hmc --states)",
+                        t->file, t->line[r], t->header[cs], site[r], dpath, nlat);
+                rc = CLI_EXIT_ERROR;
+                goto done;
+            }
+            snprintf(name, sizeof name, "f[%zu]", hit->row + 1);
+        } else {
+            snprintf(name, sizeof name, "f[%s]", cli_model_site_label(m, idx[r], buf));
+        }
+        size_t v = draws_var(d, name);
+        if (v == d->nvar) {
+            cli_msg(cmd, "%s: no column '%s' (the %s of %s:%zu); draws made with "
+                         "--latent-subset must include it",
+                    dpath, name, inputs ? "data row at the input" : "node", t->file,
+                    t->line[r]);
+            rc = CLI_EXIT_ERROR;
+            goto done;
+        }
+        /* the draws are of f + the centre (Gaussian data) */
+        const double *f = gmm_draws_variable(d, v);
+        for (size_t k = 0; k < N; k++)
+            if ((s = gmm_lik_predictive(&lik[k], y[r] - c0, e[r], f[k] - c0, 0.0, &l[k])) !=
+                GMM_OK) {
+                rc = cli_fail(cmd, s);
+                goto done;
+            }
+        lpd[r] = log_mean_exp(l, N);
+    }
+done:
+    gmm_free(th);
+    gmm_free(l);
+    gmm_free(lik);
+    gmm_free(xs);
+    gmm_free(xq);
+    gmm_free(rq);
+    gmm_free(M);
+    gmm_free(V);
+    gmm_free(xsort);
+    return rc;
+}
 
 int cmd_score(int argc, char **argv)
 {
@@ -53,7 +249,6 @@ int cmd_score(int argc, char **argv)
     gmm_draws *d = NULL;
     gmm_outfile *of = NULL;
     double *site = NULL, *y = NULL, *e = NULL, *mean = NULL, *var = NULL, *lpd = NULL;
-    double *fcol = NULL;
     size_t *idx = NULL;
     json_t *root = NULL;
     gmm_status s;
@@ -101,14 +296,6 @@ int cmd_score(int argc, char **argv)
         goto done;
     const gmm_lik *lik = cli_model_likelihood(m);
     int inputs = cli_model_has_inputs(m);
-    if (ndraws && inputs) {
-        cli_msg(cmd, "--draws holds f at the training rows only; scoring held-out inputs of a "
-                     "state-space model needs the latent states (score without --draws uses "
-                     "the exact or Laplace posterior)");
-        rc = CLI_EXIT_USAGE;
-        goto done;
-    }
-
     /* the test data: site (x or node), outcome, exposure */
     if ((s = gmm_table_read(test, &t)) != GMM_OK) {
         rc = cli_fail(cmd, s);
@@ -142,16 +329,39 @@ int cmd_score(int argc, char **argv)
         if (!ename)
             e[r] = 1.0;
         if (!inputs && !cli_model_site_find(m, t->cell[r][cs], &idx[r])) {
-            cli_msg(cmd, "%s:%zu: node '%s' is not a node of the model's graph", t->file,
-                    t->line[r], t->cell[r][cs]);
+            cli_msg(cmd, "%s:%zu: column '%s': node '%s' is not a node of the model's graph",
+                    t->file, t->line[r], t->header[cs], t->cell[r][cs]);
             rc = CLI_EXIT_ERROR;
             goto done;
         }
     }
+    size_t nobs = 0;
+    for (size_t r = 0; r < n; r++) {
+        if (isnan(y[r]))
+            continue;
+        nobs++;
+        if (ename && isnan(e[r])) {
+            cli_msg(cmd, "%s:%zu: column '%s': missing exposure for an observed outcome",
+                    t->file, t->line[r], ename);
+            rc = CLI_EXIT_ERROR;
+            goto done;
+        }
+    }
+    if (nobs == 0) {
+        if (n == 0)
+            cli_msg(cmd, "%s: no data rows: nothing to score", t->file);
+        else
+            cli_msg(cmd, "%s: column '%s' is missing on all %zu rows: nothing to score",
+                    t->file, t->header[cy], n);
+        rc = CLI_EXIT_ERROR;
+        goto done;
+    }
     if ((s = gmm_lik_check_data(lik, y, ename ? e : NULL, n)) != GMM_OK) {
         size_t r = gmm_error_index();
         if (r < n)
-            cli_msg(cmd, "%s:%zu: %s", t->file, t->line[r], gmm_error_message());
+            cli_msg(cmd, "%s:%zu: column '%s': %s", t->file, t->line[r],
+                    strstr(gmm_error_message(), "exposure") && ename ? ename : t->header[cy],
+                    gmm_error_message());
         else
             cli_fail(cmd, s);
         rc = CLI_EXIT_ERROR;
@@ -165,34 +375,9 @@ int cmd_score(int argc, char **argv)
             rc = cli_fail(cmd, s);
             goto done;
         }
-        size_t N = d->nchain * d->niter;
-        char name[96], buf[64];
-        for (size_t r = 0; r < n; r++) {
-            if (isnan(y[r]))
-                continue;
-            snprintf(name, sizeof name, "f[%s]", cli_model_site_label(m, idx[r], buf));
-            size_t v;
-            for (v = 0; v < d->nvar && strcmp(d->name[v], name); v++)
-                ;
-            if (v == d->nvar) {
-                cli_msg(cmd, "%s: no column '%s' for the node of %s:%zu", draws[0], name, t->file,
-                        t->line[r]);
-                rc = CLI_EXIT_ERROR;
-                goto done;
-            }
-            /* the draws are of f + the centre (Gaussian data) */
-            if (!fcol && !(fcol = gmm_malloc(N, sizeof *fcol))) {
-                rc = cli_fail(cmd, GMM_ENOMEM);
-                goto done;
-            }
-            for (size_t k = 0; k < N; k++)
-                fcol[k] = gmm_draws_variable(d, v)[k] - center;
-            if ((s = gmm_lik_predictive_draws(lik, y[r] - center, e[r], fcol, N, &lpd[r])) !=
-                GMM_OK) {
-                rc = cli_fail(cmd, s);
-                goto done;
-            }
-        }
+        if ((rc = cli_model_check_draws(cmd, m, draws, ndraws, d)) != 0 ||
+            (rc = score_draws(cmd, m, t, cs, y, e, site, idx, d, draws[0], lpd)) != 0)
+            goto done;
     } else {
         source = cli_model_posterior_kind(m);
         size_t nq = inputs ? n : cli_model_nsites(m);
@@ -218,12 +403,9 @@ int cmd_score(int argc, char **argv)
         }
     }
     double total = 0.0;
-    size_t nobs = 0;
     for (size_t r = 0; r < n; r++)
-        if (!isnan(y[r])) {
+        if (!isnan(y[r]))
             total += lpd[r];
-            nobs++;
-        }
     if (rows_path) {
         if ((s = gmm_outfile_open(rows_path, &of)) != GMM_OK) {
             rc = cli_fail(cmd, s);
@@ -248,8 +430,7 @@ int cmd_score(int argc, char **argv)
     root = json_object();
     if (!root || (s = gmm_json_set_number(root, "lpd", total)) != GMM_OK ||
         (s = gmm_json_set_new(root, "n", json_integer((json_int_t)nobs))) != GMM_OK ||
-        (s = gmm_json_set_number(root, "mean_lpd", nobs ? total / (double)nobs : 0.0)) !=
-            GMM_OK ||
+        (s = gmm_json_set_number(root, "mean_lpd", total / (double)nobs)) != GMM_OK ||
         (s = gmm_json_set_new(root, "posterior", json_string(source))) != GMM_OK ||
         (s = gmm_json_set_new(root, "test", json_string(test))) != GMM_OK ||
         (s = gmm_json_write(stdout, root, "-")) != GMM_OK) {
@@ -268,7 +449,6 @@ done:
     gmm_free(var);
     gmm_free(lpd);
     gmm_free(idx);
-    gmm_free(fcol);
     gmm_free((void *)draws);
     cli_model_free(m);
     gmm_model_free(&mf);

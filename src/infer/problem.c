@@ -78,15 +78,7 @@ void gmm_problem_free(gmm_problem *p)
 
 static gmm_status set_lik(gmm_problem *p, const double *theta)
 {
-    p->lik = *p->lik0;
-    for (size_t k = 0; k < p->np; k++) {
-        double v = theta[p->nl + k];
-        if (!isfinite(v) || !(v > 0.0))
-            return gmm_error_at(GMM_EDOM, p->nl + k, "%s = %g must be positive and finite",
-                                p->obj.name[p->nl + k], v);
-        p->lik.par[k] = v;
-    }
-    return GMM_OK;
+    return gmm_problem_lik_at(p, theta, &p->lik);
 }
 
 /* Observed rows' coefficients from all rows' (after gmm_latent_obs_coef). */
@@ -281,6 +273,22 @@ int gmm_problem_has_intercept(const gmm_problem *p) { return p->intercept; }
 const gmm_latent *gmm_problem_latent(const gmm_problem *p) { return p->lat; }
 gmm_latent *gmm_problem_latent_eval(gmm_problem *p) { return p->lat; }
 const gmm_lik *gmm_problem_lik(const gmm_problem *p) { return p->lik0; }
+
+gmm_status gmm_problem_lik_at(const gmm_problem *p, const double *theta, gmm_lik *out)
+{
+    if (!p || !theta || !out)
+        return gmm_error(GMM_EINVAL, "gmm_problem_lik_at: NULL argument");
+    gmm_lik l = *p->lik0;
+    for (size_t k = 0; k < p->np; k++) {
+        double v = theta[p->nl + k];
+        if (!isfinite(v) || !(v > 0.0))
+            return gmm_error_at(GMM_EDOM, p->nl + k, "%s = %g must be positive and finite",
+                                p->obj.name[p->nl + k], v);
+        l.par[k] = v;
+    }
+    *out = l;
+    return GMM_OK;
+}
 const double *gmm_problem_y(const gmm_problem *p) { return p->y; }
 const double *gmm_problem_exposure(const gmm_problem *p) { return p->e; }
 size_t gmm_problem_nobs(const gmm_problem *p) { return p->nobs; }
@@ -670,5 +678,36 @@ done:
     gmm_free(fs);
     gmm_free(m);
     gmm_free(v);
+    return st;
+}
+
+gmm_status gmm_problem_predict_at_draws_normal(gmm_problem *p, const double *thetas,
+                                               size_t theta_stride, const double *xs,
+                                               size_t ndraw, const double *xq, size_t nq,
+                                               double *mean, double *var)
+{
+    gmm_status st = GMM_OK;
+    if (!p || !thetas || !xs || (nq && (!xq || !mean || !var)))
+        return gmm_error(GMM_EINVAL, "gmm_problem_predict_at_draws_normal: NULL argument");
+    if (!gmm_latent_has_inputs(p->lat))
+        return gmm_error(GMM_EINVAL, "a %s model has no inputs to predict at",
+                         gmm_latent_family(p->lat));
+    if (ndraw == 0)
+        return gmm_error(GMM_EINVAL, "no draws to predict from");
+    /* a draw is a point mass: its covariance is zero */
+    gmm_band *zero = gmm_band_alloc(p->n, gmm_latent_cov_bandwidth(p->lat), 0,
+                                    GMM_BAND_SYMMETRIC);
+    if (!zero)
+        return gmm_error(GMM_ENOMEM, "out of memory for a band of %zu rows", p->n);
+    for (size_t s = 0; s < ndraw && st == GMM_OK; s++) {
+        const double *th = thetas + s * theta_stride;
+        double b = p->intercept ? th[p->nparam - 1] : 0.0, *m = mean + s * nq;
+        if ((st = gmm_latent_predict_at(p->lat, th, xs + s * p->n, zero, xq, nq, m,
+                                        var + s * nq)) != GMM_OK)
+            break;
+        for (size_t q = 0; q < nq; q++)
+            m[q] += b;
+    }
+    gmm_band_free(zero);
     return st;
 }

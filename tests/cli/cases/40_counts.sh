@@ -147,4 +147,4 @@ expect_stdout '"posterior": "draws"'
 printf 'node,count,population_2001\n9999,3,1000\n' > "$CASE_TMP/bad.csv"
 run "$GMM_INFER" score --model "$CASE_TMP/fe.json" "$CASE_TMP/bad.csv"
 expect_exit 1
-expect_stderr "bad\.csv:2: node '9999'"
+expect_stderr "bad\.csv:2: column 'node': node '9999'"
