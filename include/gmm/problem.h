@@ -98,11 +98,11 @@ gmm_status gmm_problem_predict_at_draws_normal(gmm_problem *p, const double *the
  * theta_s (row s of thetas, nparam values; theta_stride 0: one theta for
  * all).  Given a draw, f(t) is normal -- the Markov bridge between the
  * draw's neighbouring states, or the prior dynamics beyond them
- * (gmm_ssm_predict_post with the draw as a point mass) -- and one f(t) is
- * drawn from it per draw (gmm_rng, seed); out[q] (nq) summarises the ndraw
+ * (gmm_problem_predict_at_draws_normal) -- and one f(t) is drawn from it
+ * per draw (gmm_rng, seed); out[q] (nq) summarises the ndraw
  * values at xq[q] as gmm_summary_pred_draws does, with the interval at
  * `level` and the response of p's likelihood.  GMM_EINVAL for a family
- * without inputs, no draws or a level outside (0, 1); GMM_ENOMEM (ndraw nq
+ * without inputs, no draws or a level outside (0, 1); GMM_ENOMEM (3 ndraw nq
  * doubles are kept).  O(ndraw nq (d^3 + log K)). */
 gmm_status gmm_problem_predict_at_draws(gmm_problem *p, const double *thetas,
                                         size_t theta_stride, const double *xs, size_t ndraw,

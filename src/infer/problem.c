@@ -645,36 +645,28 @@ gmm_status gmm_problem_predict_at_draws(gmm_problem *p, const double *thetas,
     gmm_status st = GMM_OK;
     if (!p || !thetas || !xs || (nq && (!xq || !out)))
         return gmm_error(GMM_EINVAL, "gmm_problem_predict_at_draws: NULL argument");
-    if (!gmm_latent_has_inputs(p->lat))
-        return gmm_error(GMM_EINVAL, "a %s model has no inputs to predict at",
-                         gmm_latent_family(p->lat));
-    if (ndraw == 0)
-        return gmm_error(GMM_EINVAL, "no draws to predict from");
     if (!(level > 0.0 && level < 1.0))
         return gmm_error(GMM_EINVAL, "interval level %g is not in (0, 1)", level);
-    size_t nqq = nq ? nq : 1;
-    gmm_band *zero = gmm_band_alloc(p->n, gmm_latent_cov_bandwidth(p->lat), 0,
-                                    GMM_BAND_SYMMETRIC);
-    double *fs = gmm_malloc(nqq * ndraw, sizeof *fs), *m = gmm_malloc(nqq, sizeof *m);
-    double *v = gmm_malloc(nqq, sizeof *v);
-    if (!zero || !fs || !m || !v) {
+    size_t nqq = nq ? nq : 1, nd = ndraw ? ndraw : 1;
+    double *fs = gmm_malloc(nqq * nd, sizeof *fs), *m = gmm_malloc(nqq * nd, sizeof *m);
+    double *v = gmm_malloc(nqq * nd, sizeof *v);
+    if (!fs || !m || !v) {
         st = gmm_error(GMM_ENOMEM, "out of memory for %zu draws at %zu inputs", ndraw, nq);
         goto done;
     }
+    if ((st = gmm_problem_predict_at_draws_normal(p, thetas, theta_stride, xs, ndraw, xq, nq, m,
+                                                  v)) != GMM_OK)
+        goto done;
     gmm_rng r;
     gmm_rng_seed(&r, seed, 0);
-    for (size_t s = 0; s < ndraw; s++) {
-        const double *th = thetas + s * theta_stride;
-        double b = p->intercept ? th[p->nparam - 1] : 0.0;
-        if ((st = gmm_latent_predict_at(p->lat, th, xs + s * p->n, zero, xq, nq, m, v)))
-            goto done;
-        for (size_t q = 0; q < nq; q++)
-            fs[q * ndraw + s] = b + m[q] + sqrt(v[q] > 0.0 ? v[q] : 0.0) * gmm_rng_normal(&r);
-    }
+    for (size_t s = 0; s < ndraw; s++)
+        for (size_t q = 0; q < nq; q++) {
+            double vq = v[s * nq + q];
+            fs[q * ndraw + s] = m[s * nq + q] + sqrt(vq > 0.0 ? vq : 0.0) * gmm_rng_normal(&r);
+        }
     for (size_t q = 0; q < nq && st == GMM_OK; q++)
         st = gmm_summary_pred_draws(p->lik0, fs + q * ndraw, ndraw, level, &out[q]);
 done:
-    gmm_band_free(zero);
     gmm_free(fs);
     gmm_free(m);
     gmm_free(v);
