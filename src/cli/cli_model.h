@@ -1,10 +1,8 @@
 /* cli_model.h -- the options every model-reading subcommand shares, and the
- * one place the CLI turns them (or a model file) into a model: a latent
- * model (a state-space GP from --kernel, or a graph GMRF from --graph +
- * --precision) and a likelihood (--likelihood) joined with the data in a
- * gmm_problem (problem.h), with its parameter vector and objective.
- * loglik, fit, gradcheck and predict all go through here and never ask
- * which family they hold. */
+ * one place the CLI turns them (or a model file) into a model description
+ * (gmm_mdl_spec, model.h) and has the library build it: a latent model (a
+ * state-space GP from --kernel, or a graph GMRF from --graph +
+ * --precision) and a likelihood (--likelihood) joined with the data. */
 #ifndef GMM_CLI_MODEL_H
 #define GMM_CLI_MODEL_H
 
@@ -12,11 +10,8 @@
 #include <stddef.h>
 
 #include "gmm/draws.h"
-#include "gmm/likelihood.h"
+#include "gmm/model.h"
 #include "gmm/modelfile.h"
-#include "gmm/objective.h"
-#include "gmm/problem.h"
-#include "gmm/vi.h"
 
 /* The spec used when neither --kernel nor --graph is given: a smooth trend
  * plus a yearly quasi-periodic component (x in years), the paper's CO2
@@ -114,25 +109,21 @@ int cli_model_opt(cli_model_opts *o, const char *cmd, int c, const char *arg);
 int cli_model_common_opt(cli_model_opts *o, const char *cmd, int c, const char *arg,
                          const char *usage_text, int *rc);
 
-typedef struct cli_model cli_model;
-
-/* Read the data (and graph), build the model and its objective, print the
- * data summary on stderr.  Returns an exit code (0 on success, with *out set;
- * messages printed otherwise). */
-int cli_model_load(const char *cmd, const cli_model_opts *o, cli_model **out);
+/* Read the data (and graph), build the model (model.h) from the options
+ * and print what the build reports on stderr (the data summary, warnings,
+ * with --verbose defaults and sizes).  Returns an exit code (0 on success,
+ * with *out set; messages printed otherwise). */
+int cli_model_load(const char *cmd, const cli_model_opts *o, gmm_mdl **out);
 /* Rebuild a model from a model file (fit's output, read from model_path):
- * its spec, parameter values, data file and columns; `data` (may be NULL)
- * overrides the model's data file.  Recorded paths are absolute; relative
- * ones (older files) are looked for beside the model file first.  Returns
- * an exit code. */
+ * its spec, parameter values, data file and columns, and a VI result's q;
+ * `data` (may be NULL) overrides the model's data file.  Recorded paths
+ * are absolute; relative ones (older files) are looked for beside the
+ * model file first.  Returns an exit code. */
 int cli_model_from_file(const char *cmd, const gmm_model *mf, const char *model_path,
-                        const char *data, int verbose, int factor, cli_model **out);
-void cli_model_free(cli_model *m);
+                        const char *data, int verbose, int factor, gmm_mdl **out);
 
-/* Data a fit cannot work with, said before trying: no observed y, one, a
- * constant Gaussian y, counts all 0, binary outcomes all equal.  Returns an
- * exit code. */
-int cli_model_fit_check(const char *cmd, const cli_model *m);
+/* gmm_mdl_fit_check, its message printed.  Returns an exit code. */
+int cli_model_fit_check(const char *cmd, const gmm_mdl *m);
 
 /* After getopt: take the optional positional DATA.csv from argv[optind..]
  * into o->data (an extra argument is a usage error).  Returns an exit code. */
@@ -142,82 +133,23 @@ int cli_model_positional(const char *cmd, int argc, char **argv, cli_model_opts 
  * file) or else from the options.  mf receives the file's contents (free
  * with gmm_model_free).  Returns an exit code. */
 int cli_model_open(const char *cmd, const cli_model_opts *o, const char *model_path,
-                   gmm_model *mf, cli_model **out);
+                   gmm_model *mf, gmm_mdl **out);
 
-/* The objective (names, values, positive/fixed flags, eval). */
-gmm_objective *cli_model_objective(cli_model *m);
-/* The problem (latent + likelihood + data) behind it; owned by m. */
-gmm_problem *cli_model_problem(cli_model *m);
-size_t cli_model_nobs(const cli_model *m);
-/* "exact" (Gaussian) or "laplace"; Newton iterations of the last Laplace
- * evaluation. */
-const char *cli_model_approximation(const cli_model *m);
-/* The posterior predictions use: "exact", "laplace", or "vi" when q is
- * attached (a VI result's model file, or cli_model_set_vi). */
-const char *cli_model_posterior_kind(const cli_model *m);
-gmm_vi *cli_model_vi(cli_model *m);
-/* Attach q (ownership passes to m; NULL detaches). */
-void cli_model_set_vi(cli_model *m, gmm_vi *v);
 /* q from a VI result's model file (its "variational" sidecar, found beside
  * the model file): allocated and attached.  Returns an exit code. */
-int cli_model_load_vi(const char *cmd, cli_model *m, const gmm_model *mf, const char *model_path);
-size_t cli_model_newton_iterations(const cli_model *m);
-/* "cholesky" or "square-root": how the last evaluation factorised the
- * posterior precision.  With verbose, the choice and the Cholesky's
+int cli_model_load_vi(const char *cmd, gmm_mdl *m, const gmm_model *mf, const char *model_path);
+/* gmm_mdl_factorisation; with verbose, the choice and the Cholesky's
  * rounding bound are also reported on stderr. */
-const char *cli_model_factorisation(const char *cmd, const cli_model *m, int verbose);
-size_t cli_model_bandwidth(const cli_model *m);
-/* Latents one observation reads: the state dimension (graphs: 1). */
-size_t cli_model_state_dim(const cli_model *m);
-/* The centring constant (0 when --no-center or not Gaussian). */
-double cli_model_center(const cli_model *m, int *has_center);
-/* The likelihood at the current parameters (obj->value: the model file's,
- * or a fit's result); owned by m, valid until the next call. */
-const gmm_lik *cli_model_likelihood(cli_model *m);
-
-/* Fill a gmm_model (modelfile.h) describing m at its current parameter
- * values; strings point into m or are allocated into *scratch (free with
- * gmm_free after use).  Returns an exit code. */
-int cli_model_describe(const char *cmd, cli_model *m, gmm_model *mf, char **scratch);
-
-/* Where the model predicts without --at: models with inputs (state-space)
- * at the data's inputs (cli_model_data_x), the others at their nsites
- * sites (graph nodes, labelled by cli_model_site_label; buf >= 64 bytes). */
-int cli_model_has_inputs(const cli_model *m);
-size_t cli_model_nsites(const cli_model *m);
-const char *cli_model_site_label(const cli_model *m, size_t v, char *buf);
-/* The site (graph node) with this label: 1 and *v, or 0. */
-int cli_model_site_find(const cli_model *m, const char *label, size_t *v);
-/* Column names of the model's data: outcome, exposure (or NULL), and the
- * input (state-space) or node (graph) column. */
-const char *cli_model_data_y_name(const cli_model *m);
-const char *cli_model_data_exposure_name(const cli_model *m);
-const char *cli_model_data_site_name(const cli_model *m);
-/* Posterior mean and variance of the linear predictor f (+ the centre of
- * Gaussian data) at the current parameters: at nq inputs xq for models with
- * inputs, else at every site (xq ignored, nq = nsites).  Exact for the
- * Gaussian likelihood, the Laplace approximation otherwise.  A gmm_status. */
-gmm_status cli_model_predict(cli_model *m, const double *xq, size_t nq, double *mean, double *var);
+const char *cli_model_factorisation(const char *cmd, const gmm_mdl *m, int verbose);
+/* gmm_mdl_describe; returns an exit code. */
+int cli_model_describe(const char *cmd, gmm_mdl *m, gmm_model *mf, char **scratch);
 /* Report the progress of long predictions on stderr (and let SIGINT
  * cancel them): for a terminal. */
-void cli_model_progress(cli_model *m, const char *cmd);
-/* The observed data inputs (state-space: every row's x, n of them). */
-const double *cli_model_data_x(const cli_model *m, size_t *n);
-/* The Gaussian noise variance at the current parameters (0 otherwise). */
-double cli_model_noise(const cli_model *m);
-
-/* m's identity at its current parameters, as the "origin" of a draws
- * sidecar (draws.h); sampled: nparam flags, or NULL (all fixed).  A new
- * JSON object in *out.  A gmm_status (GMM_EIO: the model file cannot be
- * read again for its digest). */
-gmm_status cli_model_draws_origin(cli_model *m, const int *sampled, json_t **out);
-/* Draws d, read from paths[0..npath), against m: each file's sidecar
- * "origin" must be m's (gmm_draws_origin_check; a message naming the model
- * they came from otherwise).  A file without one ("-", stdout redirected,
- * earlier versions) passes only when its columns are exactly those hmc
- * writes for m (all of f, x[1..n] or none, lp__ and m's parameters), with
- * a warning that its origin is unchecked.  Returns an exit code. */
-int cli_model_check_draws(const char *cmd, cli_model *m, const char *const *paths,
+void cli_model_progress(gmm_mdl *m, const char *cmd);
+/* Draws d, read from paths[0..npath), against m (gmm_mdl_check_draws),
+ * with a warning for draws of another model file or without a sidecar.
+ * Returns an exit code. */
+int cli_model_check_draws(const char *cmd, gmm_mdl *m, const char *const *paths,
                           size_t npath, const gmm_draws *d);
 
 #endif

@@ -57,7 +57,7 @@ int cmd_fit(int argc, char **argv)
     gmm_fit_params_init(&fp);
     const char *out_path = NULL;
     int c, rc = 0;
-    cli_model *m = NULL;
+    gmm_mdl *m = NULL;
     char *scratch = NULL;
     size_t v;
 
@@ -109,7 +109,7 @@ int cmd_fit(int argc, char **argv)
     fp.progress = progress;
     fp.user = &pc;
     cli_install_signals();
-    gmm_objective *obj = cli_model_objective(m);
+    gmm_objective *obj = gmm_mdl_objective(m);
     gmm_fit_result res;
     gmm_status s = gmm_fit(obj, &fp, &res);
     if (s == GMM_ECANCEL) {
@@ -150,7 +150,7 @@ int cmd_fit(int argc, char **argv)
         (void)cli_model_factorisation(cmd, m, 1); /* of the last evaluation */
 done:
     gmm_free(scratch);
-    cli_model_free(m);
+    gmm_mdl_free(m);
     cli_model_opts_free(&o);
     return rc;
 }

@@ -42,7 +42,7 @@ int cmd_gradcheck(int argc, char **argv)
     gmm_gradcheck_params_init(&gp);
     const char *model_path = NULL;
     int c, rc = 0;
-    cli_model *m = NULL;
+    gmm_mdl *m = NULL;
     gmm_model mf;
     gmm_model_init(&mf);
     char *end;
@@ -72,7 +72,7 @@ int cmd_gradcheck(int argc, char **argv)
         goto done;
 
     gmm_gradcheck_result res;
-    gmm_status s = gmm_gradcheck(cli_model_objective(m), &gp, &res);
+    gmm_status s = gmm_gradcheck(gmm_mdl_objective(m), &gp, &res);
     if (s != GMM_OK && s != GMM_ECHECK) {
         rc = cli_fail(cmd, s);
         goto done;
@@ -91,7 +91,7 @@ int cmd_gradcheck(int argc, char **argv)
     if (s == GMM_ECHECK)
         rc = cli_fail(cmd, s);
 done:
-    cli_model_free(m);
+    gmm_mdl_free(m);
     gmm_model_free(&mf);
     cli_model_opts_free(&o);
     return rc;

@@ -87,7 +87,7 @@ typedef struct {
     /* shared, read-only */
     const gmm_hmc_params *par;
     const double *theta;
-    cli_model *model;      /* the first thread's: the sidecar's "origin" */
+    gmm_mdl *model;      /* the first thread's: the sidecar's "origin" */
     const int *sampled;    /* NULL: hyperparameters fixed */
     const unsigned char *keep; /* f columns written (NULL: all) */
     int states;            /* also write the latent x[1..n] */
@@ -118,7 +118,7 @@ typedef struct {
 
 typedef struct {
     run_ctx *rc;
-    cli_model *m;
+    gmm_mdl *m;
 } worker;
 
 typedef struct {
@@ -158,12 +158,12 @@ static double seconds_between(const struct timespec *a, const struct timespec *b
 }
 
 /* One chain, its rows to rc->tmp[c]. */
-static gmm_status run_chain(run_ctx *rc, cli_model *m, size_t c)
+static gmm_status run_chain(run_ctx *rc, gmm_mdl *m, size_t c)
 {
     gmm_status st;
-    gmm_problem *p = cli_model_problem(m);
+    gmm_problem *p = gmm_mdl_problem(m);
     size_t n = gmm_latent_dim(gmm_problem_latent(p));
-    size_t nf = cli_model_has_inputs(m) ? gmm_latent_nrows(gmm_problem_latent(p)) : n;
+    size_t nf = gmm_mdl_has_inputs(m) ? gmm_latent_nrows(gmm_problem_latent(p)) : n;
     uint64_t id = rc->chain0 + c;
     double *v = gmm_malloc(n, sizeof *v), *f = gmm_malloc(nf ? nf : 1, sizeof *f);
     double *xs = gmm_malloc(n, sizeof *xs);
@@ -177,7 +177,7 @@ static gmm_status run_chain(run_ctx *rc, cli_model *m, size_t c)
     par.chain = id;
     par.progress = progress;
     par.user = &pc;
-    size_t np = cli_model_objective(m)->nparam, dim = n;
+    size_t np = gmm_mdl_objective(m)->nparam, dim = n;
     double *th = gmm_malloc(np ? np : 1, sizeof *th);
     if (!th || !(v = gmm_realloc(v, n + np, sizeof *v))) {
         gmm_free(th);
@@ -240,7 +240,7 @@ static gmm_status run_chain(run_ctx *rc, cli_model *m, size_t c)
                 st = s2;
                 break;
             }
-            s2 = cli_model_has_inputs(m) ? gmm_problem_whitened_linpred(p, d.q, f, NULL)
+            s2 = gmm_mdl_has_inputs(m) ? gmm_problem_whitened_linpred(p, d.q, f, NULL)
                                          : gmm_problem_whitened_linpred(p, d.q, NULL, f);
             if (s2) {
                 st = s2;
@@ -259,7 +259,7 @@ static gmm_status run_chain(run_ctx *rc, cli_model *m, size_t c)
                     fprintf(out, ",%.17g", th[j]);
             for (size_t j = 0; j < nf; j++)
                 if (!rc->keep || rc->keep[j])
-                    fprintf(out, ",%.17g", f[j] + cli_model_center(m, NULL));
+                    fprintf(out, ",%.17g", f[j] + gmm_mdl_center(m, NULL));
             if (rc->states) {
                 if ((s2 = gmm_problem_whitened_latent(p, d.q, xs)) != GMM_OK) {
                     st = s2;
@@ -326,13 +326,13 @@ static void put_cmdstan_name(FILE *f, const char *name)
  * data row or node, then the states.  The draws-data-frame layout (csv)
  * starts with .chain,.iteration,.draw and names f[row], f[node label],
  * x[i]; CmdStan's names f.row, f.node (the node's 1-based position), x.i. */
-static void write_header(FILE *f, cli_model *m, const int *sampled, const unsigned char *keep,
+static void write_header(FILE *f, gmm_mdl *m, const int *sampled, const unsigned char *keep,
                          int states, int cmdstan)
 {
     if (!cmdstan)
         fputs(".chain,.iteration,.draw,", f);
     fputs("lp__,accept_stat__,stepsize__,treedepth__,n_leapfrog__,divergent__,energy__", f);
-    gmm_objective *o = cli_model_objective(m);
+    gmm_objective *o = gmm_mdl_objective(m);
     for (size_t k = 0; sampled && k < o->nparam; k++)
         if (sampled[k]) {
             fputc(',', f);
@@ -341,26 +341,26 @@ static void write_header(FILE *f, cli_model *m, const int *sampled, const unsign
             else
                 cli_put_csv_field(f, o->name[k]);
         }
-    if (cli_model_has_inputs(m)) {
-        size_t nr = gmm_latent_nrows(gmm_problem_latent(cli_model_problem(m)));
+    if (gmm_mdl_has_inputs(m)) {
+        size_t nr = gmm_latent_nrows(gmm_problem_latent(gmm_mdl_problem(m)));
         for (size_t r = 0; r < nr; r++)
             if (!keep || keep[r])
                 fprintf(f, cmdstan ? ",f.%zu" : ",f[%zu]", r + 1);
     } else {
         char buf[64], name[96];
-        for (size_t v = 0; v < cli_model_nsites(m); v++) {
+        for (size_t v = 0; v < gmm_mdl_nsites(m); v++) {
             if (keep && !keep[v])
                 continue;
             if (cmdstan) {
                 fprintf(f, ",f.%zu", v + 1);
                 continue;
             }
-            snprintf(name, sizeof name, "f[%s]", cli_model_site_label(m, v, buf));
+            snprintf(name, sizeof name, "f[%s]", gmm_mdl_site_label(m, v, buf));
             fputc(',', f);
             cli_put_csv_field(f, name);
         }
     }
-    size_t n = gmm_latent_dim(gmm_problem_latent(cli_model_problem(m)));
+    size_t n = gmm_latent_dim(gmm_problem_latent(gmm_mdl_problem(m)));
     for (size_t i = 0; states && i < n; i++)
         fprintf(f, cmdstan ? ",x.%zu" : ",x[%zu]", i + 1);
     fputc('\n', f);
@@ -436,7 +436,7 @@ static int recount_kept(run_ctx *rc)
 /* The draws in the draws-data-frame layout: the header, then the first
  * rc->kept rows of every chain that has draws, in chain order; 0 or
  * errno. */
-static int write_csv(FILE *f, run_ctx *rc, cli_model *m, const int *sampled,
+static int write_csv(FILE *f, run_ctx *rc, gmm_mdl *m, const int *sampled,
                      const unsigned char *keep, int states)
 {
     write_header(f, m, sampled, keep, states, 0);
@@ -453,7 +453,7 @@ static int write_csv(FILE *f, run_ctx *rc, cli_model *m, const int *sampled,
  * adaptation (step size and the diagonal inverse metric), the draws, the
  * elapsed times.  Values are written as in the csv layout (%.17g), so the
  * two formats hold the same numbers.  0 or errno. */
-static int write_cmdstan(FILE *f, run_ctx *rc, size_t c, cli_model *m, const int *sampled,
+static int write_cmdstan(FILE *f, run_ctx *rc, size_t c, gmm_mdl *m, const int *sampled,
                          const unsigned char *keep, int states, const char *data,
                          const char *model_path)
 {
@@ -486,7 +486,7 @@ static int write_cmdstan(FILE *f, run_ctx *rc, size_t c, cli_model *m, const int
     fputs("# output\n#   sig_figs = 17\n", f);
     fprintf(f, "# f.i: the linear predictor at %s i; the inverse metric is the sampler's, on\n"
                "# the whitened latent field%s, not on f\n",
-            cli_model_has_inputs(m) ? "data row" : "the graph's node",
+            gmm_mdl_has_inputs(m) ? "data row" : "the graph's node",
             sampled ? " and the hyperparameters (positive ones on the log scale)" : "");
     write_header(f, m, sampled, keep, states, 1);
     fprintf(f, "# Adaptation terminated\n# Step size = %.17g\n", rc->stepsize[c]);
@@ -505,11 +505,11 @@ static int write_cmdstan(FILE *f, run_ctx *rc, size_t c, cli_model *m, const int
 
 /* --latent-subset: data rows (1-based numbers and ranges A-B, state-space)
  * or node labels (graphs), comma-separated, into a mask of nsites. */
-static int parse_subset(const char *cmd, cli_model *m, const char *spec, unsigned char **keep)
+static int parse_subset(const char *cmd, gmm_mdl *m, const char *spec, unsigned char **keep)
 {
-    int inputs = cli_model_has_inputs(m);
-    size_t ns = inputs ? gmm_latent_nrows(gmm_problem_latent(cli_model_problem(m)))
-                       : cli_model_nsites(m);
+    int inputs = gmm_mdl_has_inputs(m);
+    size_t ns = inputs ? gmm_latent_nrows(gmm_problem_latent(gmm_mdl_problem(m)))
+                       : gmm_mdl_nsites(m);
     *keep = gmm_calloc(ns ? ns : 1, 1);
     if (!*keep)
         return cli_fail(cmd, GMM_ENOMEM);
@@ -537,7 +537,7 @@ static int parse_subset(const char *cmd, cli_model *m, const char *spec, unsigne
                 (*keep)[r - 1] = 1;
         } else {
             size_t v;
-            if (!cli_model_site_find(m, tok, &v)) {
+            if (!gmm_mdl_site_find(m, tok, &v)) {
                 cli_msg(cmd, "--latent-subset: '%s' is not a node of the graph", tok);
                 return CLI_EXIT_USAGE;
             }
@@ -552,12 +552,12 @@ static int parse_subset(const char *cmd, cli_model *m, const char *spec, unsigne
 
 /* Which parameters are sampled (the free ones) and their priors: defaults,
  * then --prior NAME=lognormal(MU,SIGMA) / normal(MU,SIGMA); printed. */
-static int setup_priors(const char *cmd, const gmm_objective *o, cli_model *m,
+static int setup_priors(const char *cmd, const gmm_objective *o, gmm_mdl *m,
                         const char **args, size_t nargs, int **sampled, gmm_prior **priors,
                         int quiet)
 {
     size_t np = o->nparam;
-    int has_b = gmm_problem_has_intercept(cli_model_problem(m));
+    int has_b = gmm_problem_has_intercept(gmm_mdl_problem(m));
     *sampled = gmm_calloc(np ? np : 1, sizeof **sampled);
     *priors = gmm_calloc(np ? np : 1, sizeof **priors);
     if (!*sampled || !*priors)
@@ -714,7 +714,7 @@ static gmm_status write_config(const char *path, const gmm_hmc_params *par, cons
     json_object_set_new(root, "fixed_parameters", hyp);
     json_object_set_new(root, "priors", pri);
     json_t *org = NULL;
-    if ((s = cli_model_draws_origin(R->model, R->sampled, &org)) != GMM_OK) {
+    if ((s = gmm_mdl_draws_origin(R->model, R->sampled, &org)) != GMM_OK) {
         json_decref(root);
         return s;
     }
@@ -846,7 +846,7 @@ int cmd_hmc(int argc, char **argv)
     unsigned char *keep = NULL;
     gmm_model mf;
     gmm_model_init(&mf);
-    cli_model **models = NULL;
+    gmm_mdl **models = NULL;
     run_ctx R;
     memset(&R, 0, sizeof R);
     pthread_t *th = NULL;
@@ -972,7 +972,7 @@ int cmd_hmc(int argc, char **argv)
         if (rc)
             goto done;
     }
-    gmm_objective *obj = cli_model_objective(models[0]);
+    gmm_objective *obj = gmm_mdl_objective(models[0]);
     if (nprior_args && !sample_hyper) {
         cli_msg(cmd, "--prior applies with --sample-hyper");
         rc = CLI_EXIT_USAGE;
@@ -998,13 +998,13 @@ int cmd_hmc(int argc, char **argv)
         gmm_model_free(&mi);
         if (rc)
             goto done;
-        size_t n0 = gmm_latent_dim(gmm_problem_latent(cli_model_problem(models[0])));
+        size_t n0 = gmm_latent_dim(gmm_problem_latent(gmm_mdl_problem(models[0])));
         if (!(x0 = gmm_malloc(n0, sizeof *x0))) {
             rc = cli_fail(cmd, GMM_ENOMEM);
             goto done;
         }
-        memcpy(x0, gmm_vi_mean(cli_model_vi(models[0])), n0 * sizeof *x0);
-        cli_model_set_vi(models[0], NULL);
+        memcpy(x0, gmm_vi_mean(gmm_mdl_vi(models[0])), n0 * sizeof *x0);
+        gmm_mdl_set_vi(models[0], NULL);
     }
     if (sample_hyper && (rc = setup_priors(cmd, obj, models[0], prior_args, nprior_args,
                                            &sampled, &priors, quiet)) != 0)
@@ -1300,7 +1300,7 @@ done:
     gmm_free(wk);
     if (models)
         for (size_t t = 0; t < nthread; t++)
-            cli_model_free(models[t]);
+            gmm_mdl_free(models[t]);
     gmm_free(models);
     gmm_model_free(&mf);
     cli_model_opts_free(&o);

@@ -31,7 +31,7 @@ int cmd_loglik(int argc, char **argv)
     cli_model_opts_init(&o);
     const char *model_path = NULL;
     int c, rc = 0;
-    cli_model *m = NULL;
+    gmm_mdl *m = NULL;
     gmm_model mf;
     gmm_model_init(&mf);
     json_t *root = NULL;
@@ -49,7 +49,7 @@ int cmd_loglik(int argc, char **argv)
         (rc = cli_model_open(cmd, &o, model_path, &mf, &m)) != 0)
         goto done;
 
-    gmm_objective *obj = cli_model_objective(m);
+    gmm_objective *obj = gmm_mdl_objective(m);
     grad = gmm_malloc(obj->nparam, sizeof(double));
     if (!grad) {
         rc = cli_fail(cmd, GMM_ENOMEM);
@@ -116,19 +116,19 @@ int cmd_loglik(int argc, char **argv)
     else
         json_decref(p);
     if (s == GMM_OK)
-        s = gmm_json_set_new(root, "n_observed", json_integer((json_int_t)cli_model_nobs(m)));
+        s = gmm_json_set_new(root, "n_observed", json_integer((json_int_t)gmm_mdl_nobs(m)));
     if (s == GMM_OK)
-        s = gmm_json_set_new(root, "state_dim", json_integer((json_int_t)cli_model_state_dim(m)));
+        s = gmm_json_set_new(root, "state_dim", json_integer((json_int_t)gmm_mdl_state_dim(m)));
     if (s == GMM_OK)
         s = gmm_json_set_new(root, "likelihood",
-                             json_string(cli_model_likelihood(m)->type->name));
+                             json_string(gmm_mdl_likelihood(m)->type->name));
     if (s == GMM_OK)
-        s = gmm_json_set_new(root, "approximation", json_string(cli_model_approximation(m)));
-    if (s == GMM_OK && strcmp(cli_model_approximation(m), "exact"))
+        s = gmm_json_set_new(root, "approximation", json_string(gmm_mdl_approximation(m)));
+    if (s == GMM_OK && strcmp(gmm_mdl_approximation(m), "exact"))
         s = gmm_json_set_new(root, "newton_iterations",
-                             json_integer((json_int_t)cli_model_newton_iterations(m)));
+                             json_integer((json_int_t)gmm_mdl_newton_iterations(m)));
     if (s == GMM_OK)
-        s = gmm_json_set_new(root, "bandwidth", json_integer((json_int_t)cli_model_bandwidth(m)));
+        s = gmm_json_set_new(root, "bandwidth", json_integer((json_int_t)gmm_mdl_bandwidth(m)));
     if (s == GMM_OK)
         s = gmm_json_set_new(root, "factorisation",
                              json_string(cli_model_factorisation(cmd, m, o.verbose)));
@@ -139,7 +139,7 @@ int cmd_loglik(int argc, char **argv)
 done:
     json_decref(root);
     gmm_free(grad);
-    cli_model_free(m);
+    gmm_mdl_free(m);
     gmm_model_free(&mf);
     cli_model_opts_free(&o);
     return rc;

@@ -50,7 +50,7 @@ static const char usage_text[] =
 /* The table to out_path (stdout for NULL or "-"), written only when
  * complete: sites x[i] (models with inputs) or the nodes node[i] (NULL:
  * node i). */
-static int write_table(const char *cmd, const char *out_path, const cli_model *m,
+static int write_table(const char *cmd, const char *out_path, const gmm_mdl *m,
                        const gmm_lik *lik, const double *x, const size_t *node,
                        const gmm_summary_pred *pr, size_t n, double level)
 {
@@ -59,11 +59,11 @@ static int write_table(const char *cmd, const char *out_path, const cli_model *m
     if (s != GMM_OK)
         return cli_fail(cmd, s);
     FILE *f = gmm_outfile_stream(of);
-    int inputs = cli_model_has_inputs(m);
+    int inputs = gmm_mdl_has_inputs(m);
     cli_pred_header(f, inputs ? "x" : "node", lik);
     for (size_t i = 0; i < n; i++) {
         char buf[64];
-        const char *label = inputs ? NULL : cli_model_site_label(m, node ? node[i] : i, buf);
+        const char *label = inputs ? NULL : gmm_mdl_site_label(m, node ? node[i] : i, buf);
         cli_pred_row(f, label, inputs ? x[i] : 0.0, &pr[i], lik, level);
     }
     if ((s = gmm_outfile_commit(of)) != GMM_OK)
@@ -130,14 +130,14 @@ done:
  * (state-space) or the node; rates / probabilities through the inverse
  * link, draw by draw.  Every column is checked before anything is
  * written. */
-static int predict_draws(const char *cmd, cli_model *m, const gmm_lik *lik, const char **paths,
+static int predict_draws(const char *cmd, gmm_mdl *m, const gmm_lik *lik, const char **paths,
                          size_t npath, double level, const char *out_path)
 {
     gmm_draws *d = NULL;
     double *site = NULL, *work = NULL;
     size_t *node = NULL;
     gmm_summary_pred *pr = NULL;
-    int rc = 0, inputs = cli_model_has_inputs(m);
+    int rc = 0, inputs = gmm_mdl_has_inputs(m);
     gmm_status s = gmm_draws_read(paths, npath, &d);
     if (s != GMM_OK)
         return cli_fail(cmd, s);
@@ -146,7 +146,7 @@ static int predict_draws(const char *cmd, cli_model *m, const gmm_lik *lik, cons
         return rc;
     }
     size_t N = d->nchain * d->niter, nx = 0, nv = d->nvar ? d->nvar : 1;
-    const double *x = cli_model_data_x(m, &nx);
+    const double *x = gmm_mdl_data_x(m, &nx);
     site = gmm_malloc(nv, sizeof *site);
     node = gmm_malloc(nv, sizeof *node);
     pr = gmm_malloc(nv, sizeof *pr);
@@ -174,7 +174,7 @@ static int predict_draws(const char *cmd, cli_model *m, const gmm_lik *lik, cons
         } else {
             char label[256];
             snprintf(label, sizeof label, "%.*s", (int)(len - 3), name + 2);
-            if (!cli_model_site_find(m, label, &node[nout])) {
+            if (!gmm_mdl_site_find(m, label, &node[nout])) {
                 cli_msg(cmd, "%s: column '%s' is not a node of the model's graph", paths[0],
                         name);
                 rc = CLI_EXIT_ERROR;
@@ -206,7 +206,7 @@ done:
 /* At new inputs from draws that hold the latent states (hmc --states):
  * each new f(t) drawn from the Markov bridge given each draw
  * (gmm_problem_predict_at_draws), summarised as predict_draws does. */
-static int predict_draws_at(const char *cmd, cli_model *m, const gmm_lik *lik,
+static int predict_draws_at(const char *cmd, gmm_mdl *m, const gmm_lik *lik,
                             const char **paths, size_t npath, const double *xq, size_t nq,
                             double level, const char *out_path)
 {
@@ -221,8 +221,8 @@ static int predict_draws_at(const char *cmd, cli_model *m, const gmm_lik *lik,
         gmm_draws_free(d);
         return rc;
     }
-    gmm_problem *p = cli_model_problem(m);
-    gmm_objective *o = cli_model_objective(m);
+    gmm_problem *p = gmm_mdl_problem(m);
+    gmm_objective *o = gmm_mdl_objective(m);
     size_t n = gmm_latent_dim(gmm_problem_latent(p)), N = d->nchain * d->niter, np = o->nparam;
     size_t x1 = d->nvar, nqq = nq ? nq : 1;
     for (size_t v = 0; v < d->nvar && x1 == d->nvar; v++)
@@ -261,7 +261,7 @@ static int predict_draws_at(const char *cmd, cli_model *m, const gmm_lik *lik,
     }
     /* Gaussian data were centred: f and its interval move back by the
      * centre (the response of a Gaussian model is not printed) */
-    double c0 = cli_model_center(m, NULL);
+    double c0 = gmm_mdl_center(m, NULL);
     for (size_t q = 0; q < nq; q++) {
         pr[q].mean += c0;
         pr[q].lower += c0;
@@ -300,7 +300,7 @@ int cmd_predict(int argc, char **argv)
     double level = CLI_DEFAULT_LEVEL;
     gmm_model mf;
     gmm_model_init(&mf);
-    cli_model *m = NULL;
+    gmm_mdl *m = NULL;
     double *xq = NULL, *mean = NULL, *var = NULL;
     gmm_summary_pred *pr = NULL;
     size_t nq = 0;
@@ -365,13 +365,13 @@ int cmd_predict(int argc, char **argv)
     }
     if ((rc = cli_model_from_file(cmd, &mf, model_path, data, verbose, GMM_SSM_FACTOR_AUTO, &m)) != 0)
         goto done;
-    if (!cli_model_has_inputs(m) && (at || grid)) {
+    if (!gmm_mdl_has_inputs(m) && (at || grid)) {
         cli_msg(cmd, "--at and --grid apply to models with inputs (state-space); this model "
                      "predicts at every node");
         rc = CLI_EXIT_USAGE;
         goto done;
     }
-    const gmm_lik *lik = cli_model_likelihood(m);
+    const gmm_lik *lik = gmm_mdl_likelihood(m);
     if (ndraws) {
         if (observed) {
             cli_msg(cmd, "--observed does not apply with --draws (the draws are of f)");
@@ -398,8 +398,8 @@ int cmd_predict(int argc, char **argv)
         goto done;
     }
 
-    if (!cli_model_has_inputs(m)) {
-        nq = cli_model_nsites(m);
+    if (!gmm_mdl_has_inputs(m)) {
+        nq = gmm_mdl_nsites(m);
     } else if (grid) {
         if ((rc = parse_grid(cmd, grid, &xq, &nq)) != 0)
             goto done;
@@ -407,7 +407,7 @@ int cmd_predict(int argc, char **argv)
         if ((rc = read_at(cmd, at, atcol, mf.data.x, &xq, &nq)) != 0)
             goto done;
     } else {
-        const double *x = cli_model_data_x(m, &nq);
+        const double *x = gmm_mdl_data_x(m, &nq);
         xq = gmm_malloc(nq ? nq : 1, sizeof(double));
         if (!xq) {
             rc = cli_fail(cmd, GMM_ENOMEM);
@@ -424,17 +424,17 @@ int cmd_predict(int argc, char **argv)
     }
     if (isatty(STDERR_FILENO) || verbose) {
         /* long work shows progress: the posterior first, then the queries */
-        cli_msg(cmd, "posterior of %zu rows, then %zu predictions", cli_model_nobs(m), nq);
+        cli_msg(cmd, "posterior of %zu rows, then %zu predictions", gmm_mdl_nobs(m), nq);
         cli_model_progress(m, cmd);
         cli_install_signals();
     }
-    if ((s = cli_model_predict(m, xq, nq, mean, var)) != GMM_OK) {
+    if ((s = gmm_mdl_predict(m, xq, nq, mean, var)) != GMM_OK) {
         rc = cli_fail(cmd, s);
         goto done;
     }
     /* non-Gaussian: the mean outcome per unit exposure (rate) or the
      * probability too, its interval f's mapped through the inverse link */
-    double noise = observed ? cli_model_noise(m) : 0.0;
+    double noise = observed ? gmm_mdl_noise(m) : 0.0;
     for (size_t i = 0; i < nq; i++)
         if ((s = gmm_summary_pred_normal(lik, mean[i], var[i] + noise, level, &pr[i])) !=
             GMM_OK) {
@@ -447,7 +447,7 @@ done:
     gmm_free(mean);
     gmm_free(var);
     gmm_free(pr);
-    cli_model_free(m);
+    gmm_mdl_free(m);
     gmm_model_free(&mf);
     gmm_free((void *)draws);
     return rc;

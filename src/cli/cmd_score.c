@@ -86,16 +86,16 @@ static double log_mean_exp(const double *l, size_t N)
  * bridge's normal N(m_s, v_s) and E[p(y | f) | s] is gmm_lik_predictive's
  * (exact for the Gaussian, adaptive quadrature otherwise); with the states
  * every row goes that way (at a data input v_s = 0).  An exit code. */
-static int score_draws(const char *cmd, cli_model *m, const gmm_table *t, size_t cs,
+static int score_draws(const char *cmd, gmm_mdl *m, const gmm_table *t, size_t cs,
                        const double *y, const double *e, const double *site, const size_t *idx,
                        const gmm_draws *d, const char *dpath, double *lpd)
 {
-    gmm_problem *p = cli_model_problem(m);
-    gmm_objective *o = cli_model_objective(m);
+    gmm_problem *p = gmm_mdl_problem(m);
+    gmm_objective *o = gmm_mdl_objective(m);
     size_t n = t->nrow, N = d->nchain * d->niter, np = o->nparam;
     size_t nlat = gmm_latent_dim(gmm_problem_latent(p));
-    int inputs = cli_model_has_inputs(m), rc = 0;
-    double c0 = cli_model_center(m, NULL);
+    int inputs = gmm_mdl_has_inputs(m), rc = 0;
+    double c0 = gmm_mdl_center(m, NULL);
     double *th = gmm_malloc(N * (np ? np : 1), sizeof *th), *l = gmm_malloc(N, sizeof *l);
     gmm_lik *lik = gmm_malloc(N, sizeof *lik);
     double *xs = NULL, *xq = NULL, *M = NULL, *V = NULL;
@@ -166,7 +166,7 @@ static int score_draws(const char *cmd, cli_model *m, const gmm_table *t, size_t
     }
     /* f at the data rows: a test input must be one of the data's */
     size_t nx = 0;
-    const double *x = inputs ? cli_model_data_x(m, &nx) : NULL;
+    const double *x = inputs ? gmm_mdl_data_x(m, &nx) : NULL;
     if (inputs) {
         xsort = gmm_malloc(nx ? nx : 1, sizeof *xsort);
         if (!xsort) {
@@ -195,7 +195,7 @@ static int score_draws(const char *cmd, cli_model *m, const gmm_table *t, size_t
             }
             snprintf(name, sizeof name, "f[%zu]", hit->row + 1);
         } else {
-            snprintf(name, sizeof name, "f[%s]", cli_model_site_label(m, idx[r], buf));
+            snprintf(name, sizeof name, "f[%s]", gmm_mdl_site_label(m, idx[r], buf));
         }
         size_t v = draws_var(d, name);
         if (v == d->nvar) {
@@ -244,7 +244,7 @@ int cmd_score(int argc, char **argv)
     int c, rc = 0;
     gmm_model mf;
     gmm_model_init(&mf);
-    cli_model *m = NULL;
+    gmm_mdl *m = NULL;
     gmm_table *t = NULL;
     gmm_draws *d = NULL;
     gmm_outfile *of = NULL;
@@ -294,17 +294,17 @@ int cmd_score(int argc, char **argv)
     }
     if ((rc = cli_model_from_file(cmd, &mf, model_path, NULL, 0, 0, &m)) != 0)
         goto done;
-    const gmm_lik *lik = cli_model_likelihood(m);
-    int inputs = cli_model_has_inputs(m);
+    const gmm_lik *lik = gmm_mdl_likelihood(m);
+    int inputs = gmm_mdl_has_inputs(m);
     /* the test data: site (x or node), outcome, exposure */
     if ((s = gmm_table_read(test, &t)) != GMM_OK) {
         rc = cli_fail(cmd, s);
         goto done;
     }
     size_t cs, cy, ce = 0, n = t->nrow;
-    const char *ename = cli_model_data_exposure_name(m);
-    if ((s = gmm_table_column(t, cli_model_data_site_name(m), &cs)) != GMM_OK ||
-        (s = gmm_table_column(t, cli_model_data_y_name(m), &cy)) != GMM_OK ||
+    const char *ename = gmm_mdl_data_exposure_name(m);
+    if ((s = gmm_table_column(t, gmm_mdl_data_site_name(m), &cs)) != GMM_OK ||
+        (s = gmm_table_column(t, gmm_mdl_data_y_name(m), &cy)) != GMM_OK ||
         (ename && (s = gmm_table_column(t, ename, &ce)) != GMM_OK)) {
         rc = cli_fail(cmd, s);
         goto done;
@@ -328,7 +328,7 @@ int cmd_score(int argc, char **argv)
     for (size_t r = 0; r < n; r++) {
         if (!ename)
             e[r] = 1.0;
-        if (!inputs && !cli_model_site_find(m, t->cell[r][cs], &idx[r])) {
+        if (!inputs && !gmm_mdl_site_find(m, t->cell[r][cs], &idx[r])) {
             cli_msg(cmd, "%s:%zu: column '%s': node '%s' is not a node of the model's graph",
                     t->file, t->line[r], t->header[cs], t->cell[r][cs]);
             rc = CLI_EXIT_ERROR;
@@ -367,7 +367,7 @@ int cmd_score(int argc, char **argv)
         rc = CLI_EXIT_ERROR;
         goto done;
     }
-    double center = cli_model_center(m, NULL);
+    double center = gmm_mdl_center(m, NULL);
     const char *source;
     if (ndraws) {
         source = "draws";
@@ -379,15 +379,15 @@ int cmd_score(int argc, char **argv)
             (rc = score_draws(cmd, m, t, cs, y, e, site, idx, d, draws[0], lpd)) != 0)
             goto done;
     } else {
-        source = cli_model_posterior_kind(m);
-        size_t nq = inputs ? n : cli_model_nsites(m);
+        source = gmm_mdl_posterior_kind(m);
+        size_t nq = inputs ? n : gmm_mdl_nsites(m);
         mean = gmm_malloc(nq ? nq : 1, sizeof *mean);
         var = gmm_malloc(nq ? nq : 1, sizeof *var);
         if (!mean || !var) {
             rc = cli_fail(cmd, GMM_ENOMEM);
             goto done;
         }
-        if ((s = cli_model_predict(m, site, nq, mean, var)) != GMM_OK) {
+        if ((s = gmm_mdl_predict(m, site, nq, mean, var)) != GMM_OK) {
             rc = cli_fail(cmd, s);
             goto done;
         }
@@ -412,7 +412,7 @@ int cmd_score(int argc, char **argv)
             goto done;
         }
         FILE *f = gmm_outfile_stream(of);
-        fprintf(f, "line,%s,%s,lpd\n", cli_model_data_site_name(m), cli_model_data_y_name(m));
+        fprintf(f, "line,%s,%s,lpd\n", gmm_mdl_data_site_name(m), gmm_mdl_data_y_name(m));
         for (size_t r = 0; r < n; r++) {
             if (isnan(y[r]))
                 continue;
@@ -450,7 +450,7 @@ done:
     gmm_free(lpd);
     gmm_free(idx);
     gmm_free((void *)draws);
-    cli_model_free(m);
+    gmm_mdl_free(m);
     gmm_model_free(&mf);
     return rc;
 }

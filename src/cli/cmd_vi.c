@@ -122,24 +122,24 @@ static gmm_status save_model_and_q(const gmm_model *out, const char *path, const
 
 /* The posterior of f under q per data row (state-space: at the row's x)
  * or node: predict's table (cli_pred_header). */
-static int write_posterior(const char *cmd, const char *path, cli_model *m, double level)
+static int write_posterior(const char *cmd, const char *path, gmm_mdl *m, double level)
 {
     gmm_status s;
-    int rc = 0, inputs = cli_model_has_inputs(m);
+    int rc = 0, inputs = gmm_mdl_has_inputs(m);
     size_t nq = 0;
-    const double *x = inputs ? cli_model_data_x(m, &nq) : NULL;
+    const double *x = inputs ? gmm_mdl_data_x(m, &nq) : NULL;
     if (!inputs)
-        nq = cli_model_nsites(m);
+        nq = gmm_mdl_nsites(m);
     double *mean = gmm_malloc(nq ? nq : 1, sizeof *mean), *var = gmm_malloc(nq ? nq : 1,
                                                                              sizeof *var);
     gmm_summary_pred *pr = gmm_malloc(nq ? nq : 1, sizeof *pr);
     gmm_outfile *of = NULL;
-    const gmm_lik *lik = cli_model_likelihood(m);
+    const gmm_lik *lik = gmm_mdl_likelihood(m);
     if (!mean || !var || !pr) {
         rc = cli_fail(cmd, GMM_ENOMEM);
         goto done;
     }
-    if ((s = cli_model_predict(m, x, nq, mean, var)) != GMM_OK) {
+    if ((s = gmm_mdl_predict(m, x, nq, mean, var)) != GMM_OK) {
         rc = cli_fail(cmd, s);
         goto done;
     }
@@ -156,7 +156,7 @@ static int write_posterior(const char *cmd, const char *path, cli_model *m, doub
     cli_pred_header(f, inputs ? "x" : "node", lik);
     for (size_t i = 0; i < nq; i++) {
         char buf[64];
-        cli_pred_row(f, inputs ? NULL : cli_model_site_label(m, i, buf), inputs ? x[i] : 0.0,
+        cli_pred_row(f, inputs ? NULL : gmm_mdl_site_label(m, i, buf), inputs ? x[i] : 0.0,
                      &pr[i], lik, level);
     }
     s = gmm_outfile_commit(of);
@@ -247,7 +247,7 @@ int cmd_vi(int argc, char **argv)
     gmm_model mf, mi;
     gmm_model_init(&mf);
     gmm_model_init(&mi);
-    cli_model *m = NULL;
+    gmm_mdl *m = NULL;
     char *scratch = NULL, *qpath = NULL;
     gmm_vi *v = NULL;
     gmm_status s;
@@ -342,16 +342,16 @@ int cmd_vi(int argc, char **argv)
         goto done;
     if ((rc = cli_model_fit_check(cmd, m)) != 0)
         goto done;
-    if (par.nquad && cli_model_likelihood(m)->type->expect) {
+    if (par.nquad && gmm_mdl_likelihood(m)->type->expect) {
         cli_msg(cmd, "--quadrature-points: the %s likelihood's expectations are in closed form, "
                      "without quadrature",
-                cli_model_likelihood(m)->type->name);
+                gmm_mdl_likelihood(m)->type->name);
         rc = CLI_EXIT_USAGE;
         goto done;
     }
     /* a --model that is itself a vi result: start from its q unless --init */
-    cli_model_set_vi(m, NULL);
-    gmm_objective *obj = cli_model_objective(m);
+    gmm_mdl_set_vi(m, NULL);
+    gmm_objective *obj = gmm_mdl_objective(m);
     const char *ip = init ? init : model_path;
     const gmm_model *src = NULL;
     if (init) {
@@ -374,7 +374,7 @@ int cmd_vi(int argc, char **argv)
     prog_ctx pc = {cmd, !quiet && (o.verbose || isatty(STDERR_FILENO))};
     par.progress = progress;
     par.user = &pc;
-    if ((s = gmm_vi_alloc(cli_model_problem(m), &par, &v)) != GMM_OK) {
+    if ((s = gmm_vi_alloc(gmm_mdl_problem(m), &par, &v)) != GMM_OK) {
         rc = cli_fail(cmd, s);
         goto done;
     }
@@ -399,14 +399,14 @@ int cmd_vi(int argc, char **argv)
         if ((rc = cli_model_load_vi(cmd, m, src, ip)) != 0)
             goto done;
         gmm_band *L = gmm_band_alloc(gmm_vi_dim(v), gmm_vi_bandwidth(v), 0, GMM_BAND_LOWER);
-        if (!L || (s = gmm_vi_factor(cli_model_vi(m), L)) != GMM_OK ||
-            (s = gmm_vi_set_state(v, obj->value, gmm_vi_mean(cli_model_vi(m)), L)) != GMM_OK) {
+        if (!L || (s = gmm_vi_factor(gmm_mdl_vi(m), L)) != GMM_OK ||
+            (s = gmm_vi_set_state(v, obj->value, gmm_vi_mean(gmm_mdl_vi(m)), L)) != GMM_OK) {
             gmm_band_free(L);
             rc = cli_fail(cmd, L ? s : GMM_ENOMEM);
             goto done;
         }
         gmm_band_free(L);
-        cli_model_set_vi(m, NULL);
+        gmm_mdl_set_vi(m, NULL);
         start = "given";
     } else if ((s = gmm_vi_start_laplace(v, &start)) != GMM_OK) {
         rc = cli_fail(cmd, s);
@@ -467,7 +467,7 @@ int cmd_vi(int argc, char **argv)
     if (!res.converged)
         cli_msg(cmd, "warning: not converged (%s)", res.message);
     if (post) {
-        cli_model_set_vi(m, v);
+        gmm_mdl_set_vi(m, v);
         v = NULL;
         if ((rc = write_posterior(cmd, post, m, isnan(level) ? CLI_DEFAULT_LEVEL : level)) != 0)
             goto done;
@@ -476,7 +476,7 @@ done:
     gmm_vi_free(v);
     gmm_free(scratch);
     gmm_free(qpath);
-    cli_model_free(m);
+    gmm_mdl_free(m);
     gmm_model_free(&mf);
     gmm_model_free(&mi);
     cli_model_opts_free(&o);

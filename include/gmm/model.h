@@ -1,0 +1,224 @@
+/* model.h -- a whole model from a description: the latent (a state-space GP
+ * from a kernel spec, or a graph GMRF from an edge list and a precision
+ * spec), the likelihood, the data bound to both, the likelihood's defaults,
+ * exposure and the centring of Gaussian data, joined in a gmm_problem
+ * (problem.h) with its objective.  The description (gmm_mdl_spec) does not
+ * depend on the command line: a program fills it from its options, or from a
+ * model file (modelfile.h) through gmm_mdl_spec.values.  gmm_mdl_describe
+ * gives the model back as a model file.
+ *
+ * Only this layer knows the families apart; callers ask it for sites
+ * (data rows or graph nodes), predictions and the identity of the model
+ * that draws came from.
+ *
+ * Nothing here prints: what a user may want to know while a model is built
+ * (the data read, warnings, defaults, sizes) goes to the spec's report
+ * callback; failures are gmm_status with gmm_error's message, and for
+ * those the caller words differently (a spec error with a caret, an
+ * inconsistent description) a gmm_mdl_failure says which. */
+#ifndef GMM_MODEL_H
+#define GMM_MODEL_H
+
+#include <stddef.h>
+
+#include <jansson.h>
+
+#include "gmm/draws.h"
+#include "gmm/likelihood.h"
+#include "gmm/modelfile.h"
+#include "gmm/objective.h"
+#include "gmm/problem.h"
+#include "gmm/status.h"
+#include "gmm/vi.h"
+
+typedef struct gmm_mdl gmm_mdl;
+
+/* What a report is about (the callback decides what to show). */
+typedef enum {
+    GMM_MDL_REPORT_DATA,    /* "read N rows: O observed, M missing" (not from a model file) */
+    GMM_MDL_REPORT_WARNING, /* "warning: ...": rows merged, nodes isolated, ... */
+    GMM_MDL_REPORT_INFO,    /* defaults chosen, sizes (only with spec.verbose) */
+    GMM_MDL_REPORT_SUMMARY  /* the latent and likelihood in one line (spec.verbose, not from
+                             * a model file) */
+} gmm_mdl_report;
+
+/* A report's text, one line or several ("\n  item" lines), without a final
+ * newline; valid during the call. */
+typedef void (*gmm_mdl_report_fn)(void *user, gmm_mdl_report kind, const char *text);
+
+typedef struct {
+    /* Latent: a kernel spec, or a precision spec with its edge list. */
+    const char *kernel;        /* "matern32 + ..."; NULL with precision */
+    const char *precision;     /* "edge-ou(...)"; set for a graph model */
+    const char *graph;         /* edge-list CSV (graph models) */
+    const char *edge_cols[3];  /* i, j, length columns; all NULL: "i", "j" and an
+                                * optional "length"; [2] NULL: no lengths.  A
+                                * named length is required (with values: optional) */
+    int strict_nodes;          /* a data node missing from the graph is an error */
+    double merge_tol;          /* state-space: inputs closer than this share a state */
+    int factor;                /* gmm_ssm_factor (0: auto) */
+    /* Data. */
+    const char *data;          /* CSV path ("-": stdin) */
+    const char *x, *y, *node;  /* column names; NULL x, y: the first two columns */
+    const char *exposure;      /* exposure column or NULL */
+    /* Likelihood. */
+    const char *likelihood;    /* spec, NULL: "gaussian" */
+    double noise;              /* Gaussian variance start; NAN: a tenth of var(y) */
+    double intercept;          /* start of the intercept; NAN: the data's */
+    int no_intercept;
+    int no_center;             /* Gaussian data not centred */
+    /* Parameters held fixed (names of the objective; "noise.variance" is the
+     * Gaussian variance's older name). */
+    const char *const *fix;
+    size_t nfix;
+    /* A model file's values (NULL: none): its centre, intercept and every
+     * parameter value; its paths and spec strings are NOT read from here
+     * (fill the fields above), its "variational" part neither (see
+     * gmm_mdl_load_vi).  values_name names the file in messages. */
+    const gmm_model *values;
+    const char *values_name;
+    /* The path of the model file the values came from (NULL: none), kept
+     * for the draws' origin (its digest). */
+    const char *model_path;
+    int verbose;               /* report defaults and sizes */
+    gmm_mdl_report_fn report;  /* NULL: reports are dropped */
+    void *report_user;
+} gmm_mdl_spec;
+
+/* Zero, with noise and intercept NAN. */
+void gmm_mdl_spec_init(gmm_mdl_spec *s);
+
+/* How a build failed, beyond its status and message. */
+typedef struct {
+    /* nonzero: the description contradicts itself or names what is not
+     * there (fields that exclude each other, a fixed name that is no
+     * parameter, edge columns): the caller's mistake, not the data's */
+    int usage;
+    /* a spec's syntax or values: its key ("kernel", "precision",
+     * "likelihood"), its text (points into the spec) and the offset of the
+     * error in it; text NULL otherwise */
+    const char *spec_key;
+    const char *spec_text;
+    size_t spec_pos;
+    /* nonzero: the message is about spec.fix ("no parameter 'x'; the
+     * parameters are:") */
+    int fix;
+    /* the model's parameter names when the message ends in a list of them
+     * (a name in spec.fix or values that is not one): "  name\n" each,
+     * allocated (the caller frees it with gmm_free), or NULL */
+    char *params;
+} gmm_mdl_failure;
+
+/* Free what a failure holds (fail->params); NULL-safe. */
+void gmm_mdl_failure_free(gmm_mdl_failure *fail);
+
+/* Build the model s describes: parse the specs (before any data is read),
+ * read the data (and the edge list), check every observed row against the
+ * likelihood (GMM_EPARSE/EINVAL "FILE:LINE: column 'y': ..."), centre
+ * Gaussian data (by the mean, or values->center), fill the kernel's and the
+ * likelihood's defaults from the data, build latent, problem and objective,
+ * hold s->fix fixed and, with s->values, take every parameter from them.
+ * *out is owned by the caller (gmm_mdl_free).  fail (may be NULL) is filled
+ * on failure.  Errors: GMM_EINVAL (with fail->usage for a contradictory
+ * description), GMM_EPARSE (specs, data, model-file values), GMM_EIO,
+ * GMM_ENOMEM, and the latent's and problem's own. */
+gmm_status gmm_mdl_build(const gmm_mdl_spec *s, gmm_mdl **out, gmm_mdl_failure *fail);
+void gmm_mdl_free(gmm_mdl *m); /* NULL-safe */
+
+/* Data a fit cannot work with, said before trying: no observed y, one, a
+ * constant Gaussian y, counts all 0, binary outcomes all equal: GMM_EINVAL
+ * with the reason. */
+gmm_status gmm_mdl_fit_check(const gmm_mdl *m);
+
+/* The objective (names, values, positive/fixed flags, eval) and the problem
+ * behind it; both owned by m. */
+gmm_objective *gmm_mdl_objective(gmm_mdl *m);
+gmm_problem *gmm_mdl_problem(gmm_mdl *m);
+size_t gmm_mdl_nobs(const gmm_mdl *m);
+/* "exact" (Gaussian) or "laplace"; "vi" when q is attached. */
+const char *gmm_mdl_approximation(const gmm_mdl *m);
+const char *gmm_mdl_posterior_kind(const gmm_mdl *m);
+gmm_vi *gmm_mdl_vi(gmm_mdl *m);
+/* Attach q (ownership passes to m; NULL detaches). */
+void gmm_mdl_set_vi(gmm_mdl *m, gmm_vi *v);
+/* q from a VI factor file (CSV index,mean,l0..lb with l_j = L(i, i - j),
+ * bandwidth b; modelfile.h), at m's current parameters, attached to m.
+ * Errors: GMM_EIO, GMM_EPARSE (the table), GMM_EINVAL ("PATH: N rows of C
+ * columns; the model has ..." and q's own checks, prefixed "PATH
+ * (variational parameters of MODEL): "), GMM_ENOMEM. */
+gmm_status gmm_mdl_load_vi(gmm_mdl *m, const char *path, size_t bandwidth,
+                           const char *model_name);
+size_t gmm_mdl_newton_iterations(const gmm_mdl *m);
+/* "cholesky" or "square-root": how the last evaluation factorised the
+ * posterior precision; *bound (may be NULL) the Cholesky's rounding bound
+ * of an exact evaluation (0: none to report). */
+const char *gmm_mdl_factorisation(const gmm_mdl *m, double *bound);
+size_t gmm_mdl_bandwidth(const gmm_mdl *m);
+/* Latents one observation reads: the state dimension (graphs: 1). */
+size_t gmm_mdl_state_dim(const gmm_mdl *m);
+/* The centring constant (0 when not centred). */
+double gmm_mdl_center(const gmm_mdl *m, int *has_center);
+/* The likelihood at the current parameters; owned by m, valid until the
+ * next call. */
+const gmm_lik *gmm_mdl_likelihood(gmm_mdl *m);
+/* The Gaussian noise variance at the current parameters (0 otherwise). */
+double gmm_mdl_noise(const gmm_mdl *m);
+
+/* Fill a gmm_model describing m at its current parameter values; strings
+ * point into m or into *scratch (free with gmm_free after use).  The
+ * recorded paths are absolute.  GMM_ENOMEM. */
+gmm_status gmm_mdl_describe(const gmm_mdl *m, gmm_model *mf, char **scratch);
+
+/* Sites: where the model predicts without new inputs.  Models with inputs
+ * (state-space) have one per data row (x from gmm_mdl_data_x), the others
+ * one per graph node, labelled by gmm_mdl_site_label (buf >= 64 bytes). */
+int gmm_mdl_has_inputs(const gmm_mdl *m);
+size_t gmm_mdl_nsites(const gmm_mdl *m);
+const char *gmm_mdl_site_label(const gmm_mdl *m, size_t v, char *buf);
+/* The site (graph node) with this label: 1 and *v, or 0. */
+int gmm_mdl_site_find(const gmm_mdl *m, const char *label, size_t *v);
+/* Column names: outcome, exposure (or NULL), input or node column. */
+const char *gmm_mdl_data_y_name(const gmm_mdl *m);
+const char *gmm_mdl_data_exposure_name(const gmm_mdl *m);
+const char *gmm_mdl_data_site_name(const gmm_mdl *m);
+/* The data file as given. */
+const char *gmm_mdl_data_file(const gmm_mdl *m);
+/* The observed inputs (state-space: every row's x, n of them). */
+const double *gmm_mdl_data_x(const gmm_mdl *m, size_t *n);
+/* Posterior mean and variance of the linear predictor (+ the centre of
+ * Gaussian data) at the current parameters, under q when attached: at nq
+ * inputs xq for models with inputs, else at every site (xq ignored, nq must
+ * be nsites: GMM_EDIM).  Exact for the Gaussian likelihood, Laplace
+ * otherwise. */
+gmm_status gmm_mdl_predict(gmm_mdl *m, const double *xq, size_t nq, double *mean, double *var);
+/* Progress of long predictions (state-space): fn(user, done, total),
+ * nonzero cancels (GMM_ECANCEL). */
+void gmm_mdl_set_progress(gmm_mdl *m, int (*fn)(void *user, size_t done, size_t total),
+                          void *user);
+
+/* m's identity at its current parameters, as the "origin" of a draws
+ * sidecar (draws.h); sampled: nparam flags, or NULL (all fixed).  A new
+ * JSON object in *out.  GMM_EIO: the model file cannot be read again for
+ * its digest. */
+gmm_status gmm_mdl_draws_origin(gmm_mdl *m, const int *sampled, json_t **out);
+
+/* What gmm_mdl_check_draws found for one file of draws. */
+typedef enum {
+    GMM_MDL_DRAWS_SAME,       /* its sidecar names m */
+    GMM_MDL_DRAWS_OTHER_FILE, /* another model file with m's likelihood, latent, data and
+                               * parameters */
+    GMM_MDL_DRAWS_UNCHECKED   /* no sidecar; its columns are m's */
+} gmm_mdl_draws_verdict;
+
+/* Draws d, read from `path`, against m: its sidecar "origin" must be m's
+ * (gmm_draws_origin_check).  A file without one passes only when its
+ * columns are exactly those hmc writes for m (f at every site in order,
+ * x[1..n] or none, lp__ and m's parameters).  Errors: GMM_EINVAL
+ * "PATH: ..." naming the model the draws came from or the first column
+ * that is not m's; the sidecar reader's. */
+gmm_status gmm_mdl_check_draws(gmm_mdl *m, const char *path, const gmm_draws *d,
+                               gmm_mdl_draws_verdict *verdict);
+/* The model file m was built from, as given (NULL: none). */
+const char *gmm_mdl_model_path(const gmm_mdl *m);
+
+#endif

@@ -1,0 +1,751 @@
+/* model.c -- building a whole model from its description (model.h): one
+ * latent model (latent.h) and one likelihood (likelihood.h) joined with the
+ * data in a gmm_problem (problem.h).  Only construction knows the two
+ * latent families apart. */
+/* realpath (XSI) */
+#define _XOPEN_SOURCE 700
+
+#include "model_impl.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gmm/alloc.h"
+#include "gmm/io.h"
+#include "gmm/problem.h"
+#include "gmm/ssm.h"
+
+void gmm_mdl_spec_init(gmm_mdl_spec *s)
+{
+    memset(s, 0, sizeof *s);
+    s->noise = NAN;
+    s->intercept = NAN;
+}
+
+void gmm_mdl_failure_free(gmm_mdl_failure *fail)
+{
+    if (!fail)
+        return;
+    gmm_free(fail->params);
+    fail->params = NULL;
+}
+
+char *gmm_mdl_strdup(const char *s)
+{
+    if (!s)
+        return NULL;
+    size_t n = strlen(s) + 1;
+    char *d = gmm_malloc(n, 1);
+    if (d)
+        memcpy(d, s, n);
+    return d;
+}
+
+void gmm_mdl_free(gmm_mdl *m)
+{
+    if (!m)
+        return;
+    gmm_vi_free(m->vi);
+    gmm_problem_free(m->prob);
+    gmm_latent_free(m->lat);
+    gmm_kernel_free(m->kernel);
+    gmm_gmrf_free(m->gmrf);
+    gmm_graph_free(m->g);
+    gmm_spec_free(m->spec);
+    gmm_free(m->row_node);
+    gmm_free(m->x);
+    gmm_free(m->y);
+    gmm_free(m->e);
+    gmm_free(m->line);
+    gmm_free(m->data_file);
+    gmm_free(m->data_rec);
+    gmm_free(m->graph_rec);
+    gmm_free(m->xname);
+    gmm_free(m->yname);
+    gmm_free(m->nodename);
+    gmm_free(m->ename);
+    gmm_free(m->spec_text);
+    gmm_free(m->graph_file);
+    gmm_free(m->model_path);
+    gmm_free(m->model_rec);
+    for (int i = 0; i < 3; i++)
+        gmm_free(m->edge_cols[i]);
+    gmm_free(m);
+}
+
+/* What one build works with: the description, where a failure is told. */
+typedef struct {
+    const gmm_mdl_spec *s;
+    gmm_mdl_failure *fail;
+} build;
+
+static void report(const build *b, gmm_mdl_report kind, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+static void report(const build *b, gmm_mdl_report kind, const char *fmt, ...)
+{
+    if (!b->s->report)
+        return;
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    b->s->report(b->s->report_user, kind, buf);
+}
+
+/* A contradictory description: GMM_EINVAL with usage set. */
+static gmm_status usage_error(const build *b, const char *msg)
+{
+    b->fail->usage = 1;
+    return gmm_error(GMM_EINVAL, "%s", msg);
+}
+
+/* A spec error under KEY, at the library's error index: status s. */
+static gmm_status spec_error(const build *b, const char *key, const char *text, gmm_status s)
+{
+    b->fail->spec_key = key;
+    b->fail->spec_text = text;
+    b->fail->spec_pos = gmm_error_index();
+    return s;
+}
+
+/* "  name\n" for each of m's parameters, into fail->params. */
+static void list_params(const build *b, const gmm_mdl *m)
+{
+    size_t len = 1;
+    for (size_t k = 0; k < m->obj->nparam; k++)
+        len += strlen(m->obj->name[k]) + 3;
+    char *p = gmm_malloc(len, 1);
+    if (!p)
+        return;
+    size_t at = 0;
+    for (size_t k = 0; k < m->obj->nparam; k++)
+        at += (size_t)sprintf(p + at, "  %s\n", m->obj->name[k]);
+    p[at] = '\0';
+    b->fail->params = p;
+}
+
+/* Count the observed y and, for a Gaussian likelihood, centre them in
+ * place: by `fixed` when given (a model file's centre, so other data stay
+ * on the fitted model's scale), else by their mean; no_center leaves them.
+ * Counts and binary outcomes are never centred (their intercept plays that
+ * part). */
+static void center_y(gmm_mdl *m, int no_center, const double *fixed)
+{
+    double sum = 0.0;
+    size_t nobs = 0;
+    for (size_t r = 0; r < m->nrow; r++)
+        if (!isnan(m->y[r])) {
+            sum += m->y[r];
+            nobs++;
+        }
+    m->nobs = nobs;
+    if (no_center || !m->lik.type->conjugate) {
+        m->has_center = 0;
+        m->center = 0.0;
+        return;
+    }
+    m->has_center = fixed != NULL || nobs > 0;
+    m->center = fixed ? *fixed : nobs > 0 ? sum / (double)nobs : 0.0;
+    if (m->has_center)
+        for (size_t r = 0; r < m->nrow; r++)
+            m->y[r] -= m->center;
+}
+
+static gmm_status parse_spec(const build *b, const char *key, const char *text,
+                             gmm_spec_node **out)
+{
+    gmm_status s = gmm_spec_parse(text, out);
+    return s != GMM_OK ? spec_error(b, key, text, s) : GMM_OK;
+}
+
+/* The likelihood spec (NULL: gaussian) into m->lik. */
+static gmm_status parse_likelihood(const build *b, gmm_mdl *m, const char *text)
+{
+    gmm_status s = gmm_lik_parse(text ? text : "gaussian", &m->lik);
+    if (s == GMM_EPARSE && text)
+        return spec_error(b, "likelihood", text, s);
+    return s;
+}
+
+/* Hold the parameter `name` fixed. */
+static gmm_status fix_param(const build *b, gmm_mdl *m, const char *fix)
+{
+    /* "noise.variance": the Gaussian variance's name before 0.2 */
+    const char *name =
+        !strcmp(fix, "noise.variance") && m->lik.type->conjugate ? "likelihood.variance" : fix;
+    for (size_t i = 0; i < m->obj->nparam; i++)
+        if (!strcmp(m->obj->name[i], name)) {
+            m->obj->fixed[i] = 1;
+            return GMM_OK;
+        }
+    b->fail->fix = 1;
+    b->fail->usage = 1;
+    list_params(b, m);
+    return gmm_error(GMM_EINVAL, "no parameter '%s'; the parameters are:", fix);
+}
+
+/* The path a model file records for an input: absolute, so the model works
+ * from any directory and wherever it is moved ("-" stays "-"). */
+static char *record_path(const char *path)
+{
+    if (!path || !strcmp(path, "-"))
+        return gmm_mdl_strdup(path);
+    char *abs = realpath(path, NULL); /* malloc'ed by libc */
+    char *r = gmm_mdl_strdup(abs ? abs : path);
+    free(abs);
+    return r;
+}
+
+/* ---- data ----------------------------------------------------------------------- */
+
+/* The data table's columns: x (state-space) or node (graph, attached later),
+ * y, and the exposure when named; every row's source line. */
+static gmm_status load_data(const build *b, gmm_mdl *m, gmm_table *t, const char *xcol,
+                            const char *ycol)
+{
+    gmm_status s;
+    size_t cx = 0, cy = 1, ce = 0;
+    if (!m->graph) {
+        if (t->ncol < 2 && (!xcol || !ycol))
+            return gmm_error(GMM_EPARSE, "%s: need two columns (x and y), found %zu", t->file,
+                             t->ncol);
+        if ((s = xcol ? gmm_table_column(t, xcol, &cx) : GMM_OK) != GMM_OK)
+            return s;
+    }
+    if ((s = ycol ? gmm_table_column(t, ycol, &cy) : GMM_OK) != GMM_OK)
+        return s;
+    if (m->ename && (s = gmm_table_column(t, m->ename, &ce)) != GMM_OK)
+        return s;
+    if (t->nrow == 0 && !m->graph)
+        return gmm_error(GMM_EPARSE, "%s: no data rows", t->file);
+    size_t nr = t->nrow ? t->nrow : 1;
+    m->nrow = t->nrow;
+    m->x = gmm_malloc(nr, sizeof(double));
+    m->y = gmm_malloc(nr, sizeof(double));
+    m->line = gmm_malloc(nr, sizeof(size_t));
+    if (m->ename)
+        m->e = gmm_malloc(nr, sizeof(double));
+    gmm_free(m->yname);
+    m->yname = gmm_mdl_strdup(t->header[cy]);
+    if (!m->graph) {
+        gmm_free(m->xname);
+        m->xname = gmm_mdl_strdup(t->header[cx]);
+    }
+    if (!m->x || !m->y || !m->line || (m->ename && !m->e) || !m->yname ||
+        (!m->graph && !m->xname))
+        return gmm_error(GMM_ENOMEM, "out of memory for the data");
+    memcpy(m->line, t->line, t->nrow * sizeof(size_t));
+    if ((!m->graph && (s = gmm_table_column_double(t, cx, 0, m->x)) != GMM_OK) ||
+        (s = gmm_table_column_double(t, cy, 1, m->y)) != GMM_OK)
+        return s;
+    if (!m->graph) {
+        /* x = 1e16 + year: distinct inputs that are one double would merge
+         * rows into one state without a word */
+        size_t cnt = 0, ra = 0, rb = 0;
+        if ((s = gmm_table_column_collisions(t, cx, m->x, &cnt, &ra, &rb)) != GMM_OK)
+            return s;
+        if (cnt)
+            report(b, GMM_MDL_REPORT_WARNING,
+                   "warning: %s: %zu distinct value(s) of column '%s' read as the same "
+                   "number as another (e.g. lines %zu and %zu): those rows become one "
+                   "input; rescale or shift the column",
+                   t->file, cnt, t->header[cx], t->line[ra], t->line[rb]);
+    }
+    if (m->e) {
+        /* an exposure may be missing only where y is */
+        if ((s = gmm_table_column_double(t, ce, 1, m->e)) != GMM_OK)
+            return s;
+        for (size_t r = 0; r < t->nrow; r++)
+            if (isnan(m->e[r]) && !isnan(m->y[r]))
+                return gmm_error_at(GMM_EPARSE, r,
+                                    "%s:%zu: column '%s': missing exposure for an observed "
+                                    "outcome",
+                                    t->file, t->line[r], m->ename);
+            else if (isnan(m->e[r]))
+                m->e[r] = 1.0;
+    }
+    return GMM_OK;
+}
+
+/* The outcomes against the likelihood, naming file, line and column. */
+static gmm_status check_outcomes(gmm_mdl *m)
+{
+    gmm_status s = gmm_lik_check_data(&m->lik, m->y, m->e, m->nrow);
+    if (s == GMM_OK)
+        return GMM_OK;
+    size_t r = gmm_error_index();
+    if (r == GMM_NO_INDEX || r >= m->nrow)
+        return s;
+    char why[GMM_ERROR_MAX];
+    snprintf(why, sizeof why, "%s", gmm_error_message());
+    const char *col = strstr(why, "exposure") && m->ename ? m->ename : m->yname;
+    return gmm_error_at(s, r, "%s:%zu: column '%s': %s", m->data_file, m->line[r], col, why);
+}
+
+/* ---- state-space models ---------------------------------------------------- */
+
+/* A working response on the latent's scale for the kernel's default
+ * variance: y itself (Gaussian), log((y + 1/2)/e) for a log link, 2y - 1
+ * for Bernoulli. */
+static double *working_response(const gmm_mdl *m)
+{
+    double *z = gmm_malloc(m->nrow, sizeof *z);
+    if (!z)
+        return NULL;
+    for (size_t r = 0; r < m->nrow; r++) {
+        double y = m->y[r];
+        if (m->lik.type->conjugate || isnan(y))
+            z[r] = y;
+        else if (m->lik.type->link_log)
+            z[r] = log((y + 0.5) / (m->e ? m->e[r] : 1.0));
+        else
+            z[r] = 2.0 * y - 1.0;
+    }
+    return z;
+}
+
+static gmm_status build_ssm(const build *b, gmm_mdl *m)
+{
+    const gmm_mdl_spec *sp = b->s;
+    gmm_status s;
+    if ((s = parse_spec(b, "kernel", b->s->kernel, &m->spec)) != GMM_OK)
+        return s;
+    if ((s = gmm_kernel_from_spec(m->spec, &m->kernel)) != GMM_OK)
+        return s == GMM_EPARSE ? spec_error(b, "kernel", b->s->kernel, s) : s;
+    size_t np = gmm_kernel_nparam(m->kernel);
+    int *defaulted = gmm_calloc(np ? np : 1, sizeof(int));
+    double *z = working_response(m);
+    if (!defaulted || !z) {
+        gmm_free(defaulted);
+        gmm_free(z);
+        return gmm_error(GMM_ENOMEM, "out of memory");
+    }
+    s = gmm_kernel_fill_defaults(m->kernel, m->x, z, m->nrow, defaulted);
+    gmm_free(z);
+    if (s != GMM_OK) {
+        gmm_free(defaulted);
+        return s;
+    }
+    if (sp->verbose)
+        for (size_t i = 0; i < np; i++)
+            if (defaulted[i])
+                report(b, GMM_MDL_REPORT_INFO, "default %s = %.6g",
+                       gmm_kernel_param_name(m->kernel, i), gmm_kernel_values(m->kernel)[i]);
+    gmm_free(defaulted);
+
+    gmm_ssm_params par;
+    gmm_ssm_params_init(&par);
+    par.merge_tol = m->merge_tol = sp->merge_tol;
+    par.factor = (gmm_ssm_factor)sp->factor;
+    if ((s = gmm_latent_ssm_alloc(m->kernel, m->x, m->nrow, &par, &m->lat)) != GMM_OK)
+        return s;
+    const gmm_ssm *ssm = gmm_latent_ssm(m->lat);
+    if (gmm_ssm_nmerged(ssm) > 0)
+        report(b, GMM_MDL_REPORT_WARNING,
+               "warning: %zu distinct inputs within --merge-tol %g of another were merged "
+               "into one state",
+               gmm_ssm_nmerged(ssm), sp->merge_tol);
+    if (sp->verbose)
+        report(b, GMM_MDL_REPORT_INFO,
+               "state dimension %zu, %zu states, bandwidth %zu, %zu distinct intervals",
+               gmm_ssm_dim(ssm), gmm_ssm_nstates(ssm), gmm_ssm_bandwidth(ssm),
+               gmm_ssm_nintervals(ssm));
+    return GMM_OK;
+}
+
+/* ---- graph models ------------------------------------------------------------- */
+
+/* The isolated nodes' warning: a header and up to 20 labels. */
+static void report_isolated(const build *b, gmm_mdl *m, const gmm_table *data,
+                            const size_t *isolated, size_t nisolated)
+{
+    if (!b->s->report)
+        return;
+    size_t cap = 256 + 70 * (nisolated < 20 ? nisolated : 20) + 64;
+    char *buf = gmm_malloc(cap, 1), lb[64];
+    if (!buf)
+        return;
+    int at = snprintf(buf, cap,
+                      "warning: %zu node(s) of %s are not in %s and become isolated nodes:",
+                      nisolated, data->file, m->graph_file);
+    for (size_t k = 0; k < nisolated && k < 20 && at >= 0 && (size_t)at < cap; k++)
+        at += snprintf(buf + at, cap - (size_t)at, "\n  %s",
+                       gmm_graph_node_label(m->g, isolated[k], lb));
+    if (nisolated > 20 && at >= 0 && (size_t)at < cap)
+        snprintf(buf + at, cap - (size_t)at, "\n  ... and %zu more", nisolated - 20);
+    b->s->report(b->s->report_user, GMM_MDL_REPORT_WARNING, buf);
+    gmm_free(buf);
+}
+
+/* Read the graph, attach the data's nodes, order by RCM, build the latent. */
+static gmm_status build_graph(const build *b, gmm_mdl *m, gmm_table *data, int strict)
+{
+    gmm_status s;
+    gmm_table *edges = NULL;
+    size_t *isolated = NULL, nisolated = 0;
+
+    if ((s = gmm_table_read(m->graph_file, &edges)) != GMM_OK)
+        goto done;
+    /* The default "length" column is optional; a named one is required. */
+    if ((s = gmm_graph_read_table(edges, m->edge_cols[0], m->edge_cols[1], m->edge_cols[2],
+                                  m->len_optional, &m->g)) != GMM_OK)
+        goto done;
+    if (m->g->nmerged)
+        report(b, GMM_MDL_REPORT_WARNING, "warning: %zu duplicate edge(s) in %s merged",
+               m->g->nmerged, m->graph_file);
+    m->row_node = gmm_malloc(data->nrow ? data->nrow : 1, sizeof(size_t));
+    if (!m->row_node) {
+        s = gmm_error(GMM_ENOMEM, "out of memory");
+        goto done;
+    }
+    if ((s = gmm_graph_attach_nodes(m->g, data, m->nodename, strict, m->row_node, &isolated,
+                                    &nisolated)) != GMM_OK)
+        goto done;
+    if (nisolated)
+        report_isolated(b, m, data, isolated, nisolated);
+    if ((s = parse_spec(b, "precision", b->s->precision, &m->spec)) != GMM_OK)
+        goto done;
+    if ((s = gmm_gmrf_alloc(m->g, m->spec, m->spec_text, &m->gmrf)) != GMM_OK) {
+        if (s == GMM_EPARSE)
+            spec_error(b, "precision", b->s->precision, s);
+        goto done;
+    }
+    if (b->s->verbose) {
+        char buf[256];
+        gmm_gmrf_describe(m->gmrf, buf, sizeof buf);
+        report(b, GMM_MDL_REPORT_INFO, "%s", buf);
+    }
+    s = gmm_latent_gmrf_alloc(m->gmrf, m->nrow, m->row_node, &m->lat);
+done:
+    gmm_free(isolated);
+    gmm_table_free(edges);
+    return s;
+}
+
+/* ---- the problem ---------------------------------------------------------------- */
+
+/* A default intercept: the log of the overall rate (log link), the logit of
+ * the mean outcome (Bernoulli), clamped away from the degenerate ends. */
+static double default_intercept(const gmm_mdl *m)
+{
+    double sy = 0.0, se = 0.0;
+    for (size_t r = 0; r < m->nrow; r++)
+        if (!isnan(m->y[r])) {
+            sy += m->y[r];
+            se += m->e ? m->e[r] : 1.0;
+        }
+    if (se == 0.0)
+        return 0.0;
+    if (m->lik.type->link_log)
+        return log((sy + 0.5) / se);
+    double p = (sy + 0.5) / (se + 1.0);
+    return log(p / (1.0 - p));
+}
+
+/* Likelihood defaults, the problem, the objective; starting values.
+ * verbose: report the defaults chosen and the model's summary. */
+static gmm_status build_problem(const build *b, gmm_mdl *m, double noise, int no_intercept,
+                                double intercept, int verbose)
+{
+    gmm_status s;
+    if ((s = check_outcomes(m)) != GMM_OK)
+        return s;
+    if (!isnan(noise))
+        m->lik.par[0] = noise; /* Gaussian only: checked by the caller */
+    int defaulted = m->lik.type->nparam && isnan(m->lik.par[0]);
+    gmm_lik_fill_defaults(&m->lik, m->y, m->nrow);
+    if (verbose && defaulted) {
+        char name[64];
+        report(b, GMM_MDL_REPORT_INFO, "default %s = %.6g",
+               gmm_lik_param_name(&m->lik, 0, name), m->lik.par[0]);
+    }
+    int has_b = !m->lik.type->conjugate && !no_intercept;
+    double b0 = isnan(intercept) ? default_intercept(m) : intercept;
+    if (has_b && verbose && isnan(intercept))
+        report(b, GMM_MDL_REPORT_INFO, "default intercept = %.6g", b0);
+    if ((s = gmm_problem_alloc(m->lat, &m->lik, m->y, m->e, has_b, has_b ? b0 : 0.0,
+                               &m->prob)) != GMM_OK) {
+        if (s == GMM_EINVAL && gmm_error_index() < m->nrow)
+            return check_outcomes(m);
+        return s;
+    }
+    m->obj = gmm_problem_objective(m->prob);
+    if (verbose)
+        report(b, GMM_MDL_REPORT_SUMMARY,
+               "%s latent model: %zu latent variables, bandwidth %zu; likelihood %s (%s)",
+               gmm_latent_family(m->lat), gmm_latent_dim(m->lat), gmm_latent_bandwidth(m->lat),
+               m->lik.type->name,
+               m->lik.type->conjugate ? "exact marginal likelihood" : "Laplace approximation");
+    return GMM_OK;
+}
+
+/* ---- the description's consistency ----------------------------------------------- */
+
+/* Fields that exclude each other, said before anything is read. */
+static gmm_status check_spec(const build *b, const gmm_lik *lik)
+{
+    const gmm_mdl_spec *o = b->s;
+    const char *mp = o->values_name ? o->values_name : "<stdin>";
+    if (o->values) {
+        if (o->exposure && !lik->type->exposure)
+            return gmm_error(GMM_EPARSE,
+                             "%s: \"data.exposure\" given for the %s likelihood, which has none",
+                             mp, lik->type->name);
+        if (o->precision && (!o->node || !o->y))
+            return gmm_error(GMM_EPARSE,
+                             "%s: a graph model needs \"data\": {\"node\": ..., \"y\": ...}", mp);
+        return GMM_OK;
+    }
+    int g = o->graph != NULL;
+    if (g && o->kernel)
+        return usage_error(b, "--kernel and --graph exclude each other");
+    if (!g && (o->precision || o->node || o->edge_cols[0]))
+        return usage_error(b, "--precision, --node and --edge-cols need --graph");
+    if (g && (!o->precision || !o->node || !o->y))
+        /* --y has no default for graphs: node files often carry coordinate
+         * columns named x and y, and modelling one by accident is silent. */
+        return usage_error(b, "--graph needs --precision SPEC, --node NAME and --y NAME");
+    if (g && (o->x || o->merge_tol > 0))
+        return usage_error(b, "--x, --merge-tol and --free-period apply to state-space models, "
+                              "not to --graph");
+    if (lik->type->conjugate) {
+        if (o->exposure || o->no_intercept || !isnan(o->intercept))
+            return usage_error(b, "--exposure, --intercept and --no-intercept apply to "
+                                  "non-Gaussian likelihoods (Gaussian data are centred instead)");
+    } else {
+        if (!isnan(o->noise) || o->no_center)
+            return usage_error(b, "--noise and --no-center apply to the Gaussian likelihood "
+                                  "(use --likelihood's own parameters, e.g. "
+                                  "'negbinomial(dispersion=2)')");
+        if (o->exposure && !lik->type->exposure) {
+            b->fail->usage = 1;
+            return gmm_error(GMM_EINVAL, "--exposure: the %s likelihood has no exposure",
+                             lik->type->name);
+        }
+        if (o->no_intercept && !isnan(o->intercept))
+            return usage_error(b, "--intercept and --no-intercept exclude each other");
+    }
+    return GMM_OK;
+}
+
+/* ---- a model file's values ----------------------------------------------------- */
+
+/* The value of parameter `name` in a model file; format 1 files name the
+ * Gaussian variance "noise.variance". */
+static int model_value(const gmm_model *mf, const char *name, double *v)
+{
+    size_t k;
+    if (gmm_model_param_index(mf, name, &k) == GMM_OK ||
+        (!strcmp(name, "likelihood.variance") &&
+         gmm_model_param_index(mf, "noise.variance", &k) == GMM_OK)) {
+        *v = mf->param_value[k];
+        return 1;
+    }
+    return 0;
+}
+
+/* Every parameter from the file, each in its domain, and no key the model
+ * does not have (a typo or another model's file). */
+static gmm_status take_values(const build *b, gmm_mdl *m, const gmm_model *mf, const char *mp)
+{
+    for (size_t i = 0; i < m->obj->nparam; i++) {
+        if (!model_value(mf, m->obj->name[i], &m->obj->value[i]))
+            return gmm_error(GMM_EPARSE, "%s: \"parameters\" has no value for '%s'", mp,
+                             m->obj->name[i]);
+        if (!(m->obj->value[i] > 0.0) &&
+            !(m->obj->value[i] == 0.0 && i < gmm_latent_nparam(m->lat) &&
+              gmm_latent_param_zero_ok(m->lat, i)) &&
+            !(gmm_problem_has_intercept(m->prob) && i == m->obj->nparam - 1))
+            return gmm_error(GMM_EPARSE,
+                             "%s: parameter '%s' = %g is out of its domain (it must be "
+                             "positive)",
+                             mp, m->obj->name[i], m->obj->value[i]);
+    }
+    for (size_t k = 0; k < mf->nparam; k++) {
+        const char *key = mf->param_name[k];
+        size_t i;
+        for (i = 0; i < m->obj->nparam; i++)
+            if (!strcmp(key, m->obj->name[i]) ||
+                (!strcmp(key, "noise.variance") && !strcmp(m->obj->name[i], "likelihood.variance")))
+                break;
+        if (i == m->obj->nparam) {
+            list_params(b, m);
+            return gmm_error(GMM_EPARSE,
+                             "%s: unknown parameter '%s' in \"parameters\"; the model's are:", mp,
+                             key);
+        }
+    }
+    return GMM_OK;
+}
+
+/* ---- entry point ----------------------------------------------------------------- */
+
+static gmm_status build_model(const build *b, gmm_mdl *m)
+{
+    const gmm_mdl_spec *o = b->s;
+    const gmm_model *mf = o->values;
+    const char *mp = o->values_name ? o->values_name : "<stdin>";
+    gmm_status s;
+    gmm_table *data = NULL;
+    /* specs first: a spec error is reported before any data is read */
+    if ((s = parse_likelihood(b, m, o->likelihood)) != GMM_OK || (s = check_spec(b, &m->lik)) != GMM_OK)
+        return s;
+    if (!o->data || !(o->graph ? o->precision : o->kernel))
+        return gmm_error(GMM_EINVAL, "model: no data file, or no %s spec",
+                         o->graph ? "precision" : "kernel");
+    m->graph = o->graph != NULL;
+    m->data_file = gmm_mdl_strdup(o->data);
+    m->data_rec = record_path(o->data);
+    m->graph_file = gmm_mdl_strdup(o->graph);
+    m->graph_rec = record_path(o->graph);
+    m->spec_text = gmm_mdl_strdup(m->graph ? o->precision : o->kernel);
+    m->ename = gmm_mdl_strdup(o->exposure);
+    m->nodename = gmm_mdl_strdup(o->node);
+    if (o->model_path) {
+        m->model_path = gmm_mdl_strdup(o->model_path);
+        m->model_rec = record_path(o->model_path);
+    }
+    const char *defaults[3] = {"i", "j", "length"};
+    m->len_optional = !o->edge_cols[0] || mf;
+    for (int k = 0; k < 3; k++) {
+        const char *c = o->edge_cols[0] ? o->edge_cols[k] : defaults[k];
+        if (m->graph && c && !(m->edge_cols[k] = gmm_mdl_strdup(c)))
+            return gmm_error(GMM_ENOMEM, "out of memory");
+    }
+    if (!m->data_file || !m->data_rec || (m->graph && (!m->graph_rec || !m->graph_file)) ||
+        !m->spec_text || (o->exposure && !m->ename) || (o->node && !m->nodename) ||
+        (o->model_path && (!m->model_path || !m->model_rec)))
+        return gmm_error(GMM_ENOMEM, "out of memory");
+    if (!mf) {
+        gmm_spec_node *probe = NULL;
+        const char *key = m->graph ? "precision" : "kernel";
+        if ((s = parse_spec(b, key, m->graph ? o->precision : o->kernel, &probe)) != GMM_OK)
+            return s;
+        if (!m->graph) {
+            /* kernel names, keys and sizes too, before the data are read */
+            gmm_kernel *kp = NULL;
+            s = gmm_kernel_from_spec(probe, &kp);
+            gmm_kernel_free(kp);
+            if (s != GMM_OK) {
+                gmm_spec_free(probe);
+                return s == GMM_EPARSE ? spec_error(b, key, m->graph ? o->precision : o->kernel, s) : s;
+            }
+        }
+        gmm_spec_free(probe);
+    }
+    if ((s = gmm_table_read(o->data, &data)) != GMM_OK)
+        goto done;
+    if ((s = load_data(b, m, data, m->graph ? NULL : o->x, o->y)) != GMM_OK)
+        goto done;
+    if (mf)
+        center_y(m, !mf->has_center, mf->has_center ? &mf->center : NULL);
+    else
+        center_y(m, o->no_center, NULL);
+    if (m->graph) {
+        /* the precision spec is checked against the graph first: its errors
+         * come before the data report */
+        if ((s = build_graph(b, m, data, o->strict_nodes)) != GMM_OK)
+            goto done;
+        if (!mf)
+            report(b, GMM_MDL_REPORT_DATA, "read %zu rows: %zu observed, %zu missing", m->nrow,
+                   m->nobs, m->nrow - m->nobs);
+    } else {
+        if (!mf)
+            report(b, GMM_MDL_REPORT_DATA, "read %zu rows: %zu observed, %zu missing", m->nrow,
+                   m->nobs, m->nrow - m->nobs);
+        if ((s = build_ssm(b, m)) != GMM_OK)
+            goto done;
+    }
+    if (mf) {
+        double b0 = 0.0;
+        int has_b = model_value(mf, "intercept", &b0);
+        if (m->lik.type->conjugate && has_b) {
+            s = gmm_error(GMM_EPARSE, "%s: an \"intercept\" parameter with the Gaussian likelihood",
+                          mp);
+            goto done;
+        }
+        /* a start for the problem only: the file's values replace it */
+        for (size_t k = 0; k < m->lik.type->nparam; k++)
+            m->lik.par[k] = 1.0;
+        if ((s = build_problem(b, m, NAN, !has_b, has_b ? b0 : NAN, 0)) != GMM_OK ||
+            (s = take_values(b, m, mf, mp)) != GMM_OK)
+            goto done;
+    } else if ((s = build_problem(b, m, o->noise, o->no_intercept, o->intercept, o->verbose)) !=
+               GMM_OK) {
+        goto done;
+    }
+    for (size_t f = 0; f < o->nfix; f++)
+        if ((s = fix_param(b, m, o->fix[f])) != GMM_OK)
+            goto done;
+done:
+    gmm_table_free(data);
+    return s;
+}
+
+gmm_status gmm_mdl_build(const gmm_mdl_spec *s, gmm_mdl **out, gmm_mdl_failure *fail)
+{
+    gmm_mdl_failure scratch;
+    if (!fail)
+        fail = &scratch;
+    memset(fail, 0, sizeof *fail);
+    *out = NULL;
+    gmm_mdl *m = gmm_calloc(1, sizeof *m);
+    if (!m)
+        return gmm_error(GMM_ENOMEM, "out of memory");
+    build b = {s, fail};
+    gmm_status st = build_model(&b, m);
+    if (fail == &scratch)
+        gmm_mdl_failure_free(fail);
+    if (st != GMM_OK) {
+        gmm_mdl_free(m);
+        return st;
+    }
+    *out = m;
+    return GMM_OK;
+}
+
+gmm_status gmm_mdl_fit_check(const gmm_mdl *m)
+{
+    size_t nobs = 0;
+    double first = NAN, same = 1, any = 0;
+    for (size_t r = 0; r < m->nrow; r++) {
+        if (isnan(m->y[r]))
+            continue;
+        if (nobs++ == 0)
+            first = m->y[r];
+        else if (m->y[r] != first)
+            same = 0;
+        any += m->y[r] != 0.0;
+    }
+    if (nobs == 0)
+        return gmm_error(GMM_EINVAL, "%s: no observed y: nothing to fit", m->data_file);
+    if (nobs == 1)
+        return gmm_error(GMM_EINVAL,
+                         "%s: only one observed y: a fit needs at least two (loglik and predict "
+                         "work with one)",
+                         m->data_file);
+    if (same && m->lik.type->conjugate)
+        return gmm_error(GMM_EINVAL,
+                         "%s: every observed %s is %.17g: there is no variation to fit (its "
+                         "variance would go to 0)",
+                         m->data_file, m->yname, first + m->center);
+    if (!any && m->lik.type->link_log)
+        return gmm_error(GMM_EINVAL,
+                         "%s: every observed count in '%s' is 0: the rate's maximum likelihood "
+                         "is 0 (the intercept would go to -infinity)",
+                         m->data_file, m->yname);
+    if (same && !m->lik.type->conjugate && !m->lik.type->link_log)
+        return gmm_error(GMM_EINVAL,
+                         "%s: every observed '%s' is %g: the probability's maximum likelihood "
+                         "is %g (the intercept would go to %sinfinity)",
+                         m->data_file, m->yname, first, first, first > 0 ? "+" : "-");
+    return GMM_OK;
+}

@@ -1,0 +1,150 @@
+/* model_draws.c -- the model draws belong to (model.h, draws.h): a built
+ * model's identity as a sidecar's "origin", and the check of draws against
+ * it. */
+#include "model_impl.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "gmm/draws.h"
+
+/* m's identity (draws.h); the digests go into dig[3] (model file, sites,
+ * data).  sampled: nparam flags or NULL. */
+static gmm_status draws_origin(gmm_mdl *m, const int *sampled, gmm_draws_origin *o,
+                               char dig[3][32])
+{
+    gmm_status s;
+    uint64_t h;
+    memset(o, 0, sizeof *o);
+    o->model_file = m->model_rec;
+    if (m->model_path) {
+        if ((s = gmm_digest_file(m->model_path, dig[0])) != GMM_OK)
+            return s;
+        o->model_digest = dig[0];
+    }
+    o->likelihood = m->lik.type->name;
+    o->latent = gmm_latent_family(m->lat);
+    o->latent_size = gmm_latent_dim(m->lat);
+    o->rows = m->nrow;
+    gmm_digest_init(&h);
+    if (gmm_latent_has_inputs(m->lat)) {
+        gmm_digest_add(&h, m->x, m->nrow * sizeof *m->x);
+    } else {
+        char buf[64];
+        for (size_t v = 0; v < m->gmrf->n; v++) {
+            const char *l = gmm_graph_node_label(m->g, v, buf);
+            gmm_digest_add(&h, l, strlen(l) + 1);
+        }
+    }
+    gmm_digest_format(h, dig[1]);
+    o->sites_digest = dig[1];
+    /* y as modelled (centred), the centre, the exposures; NAN has one
+     * pattern here (the table reader's) */
+    gmm_digest_init(&h);
+    gmm_digest_add(&h, m->y, m->nrow * sizeof *m->y);
+    double c = m->has_center > 0 ? m->center : 0.0;
+    gmm_digest_add(&h, &c, sizeof c);
+    if (m->e)
+        gmm_digest_add(&h, m->e, m->nrow * sizeof *m->e);
+    gmm_digest_format(h, dig[2]);
+    o->data_digest = dig[2];
+    o->nparam = m->obj->nparam;
+    o->param_name = (const char *const *)m->obj->name;
+    o->param_value = m->obj->value;
+    o->sampled = sampled;
+    return GMM_OK;
+}
+
+gmm_status gmm_mdl_draws_origin(gmm_mdl *m, const int *sampled, json_t **out)
+{
+    gmm_draws_origin o;
+    char dig[3][32];
+    gmm_status s = draws_origin(m, sampled, &o, dig);
+    return s != GMM_OK ? s : gmm_draws_origin_json(&o, out);
+}
+
+/* Draws without a sidecar: their columns must be exactly those hmc writes
+ * for m -- f at every data row or node in order, x[1..n] if any, and
+ * otherwise lp__ and m's parameters.  NULL when they are, else the first
+ * column that is not (in buf). */
+static const char *foreign_column(gmm_mdl *m, const gmm_draws *d, char *buf, size_t size)
+{
+    int inputs = gmm_latent_has_inputs(m->lat);
+    size_t nf = inputs ? m->nrow : m->gmrf->n, jf = 0, jx = 0;
+    size_t nx = gmm_latent_dim(m->lat);
+    char want[96], lb[64];
+    for (size_t v = 0; v < d->nvar; v++) {
+        const char *name = d->name[v];
+        if (!strncmp(name, "f[", 2)) {
+            if (jf == nf)
+                return name;
+            if (inputs)
+                snprintf(want, sizeof want, "f[%zu]", jf + 1);
+            else
+                snprintf(want, sizeof want, "f[%s]", gmm_graph_node_label(m->g, jf, lb));
+            jf++;
+            if (strcmp(name, want))
+                return name;
+        } else if (!strncmp(name, "x[", 2)) {
+            snprintf(want, sizeof want, "x[%zu]", ++jx);
+            if (jx > nx || strcmp(name, want))
+                return name;
+        } else if (strcmp(name, "lp__")) {
+            size_t k;
+            for (k = 0; k < m->obj->nparam && strcmp(name, m->obj->name[k]); k++)
+                ;
+            if (k == m->obj->nparam)
+                return name;
+        }
+    }
+    if (jf < nf) {
+        if (inputs)
+            snprintf(buf, size, "f[%zu] (missing)", jf + 1);
+        else
+            snprintf(buf, size, "f[%s] (missing)", gmm_graph_node_label(m->g, jf, lb));
+        return buf;
+    }
+    if (jx && jx < nx) {
+        snprintf(buf, size, "x[%zu] (missing)", jx + 1);
+        return buf;
+    }
+    return NULL;
+}
+
+gmm_status gmm_mdl_check_draws(gmm_mdl *m, const char *path, const gmm_draws *d,
+                               gmm_mdl_draws_verdict *verdict)
+{
+    gmm_draws_origin cur;
+    char dig[3][32];
+    json_t *rec = NULL;
+    int same = 1;
+    gmm_status s = draws_origin(m, NULL, &cur, dig);
+    if (s != GMM_OK || (s = gmm_draws_origin_read(path, &rec)) != GMM_OK)
+        return s;
+    if (rec) {
+        s = gmm_draws_origin_check(rec, &cur, &same);
+        json_decref(rec);
+        if (s != GMM_OK) {
+            char why[GMM_ERROR_MAX];
+            snprintf(why, sizeof why, "%s", gmm_error_message());
+            return gmm_error(GMM_EINVAL, "%s: %s", path, why);
+        }
+        *verdict = same ? GMM_MDL_DRAWS_SAME : GMM_MDL_DRAWS_OTHER_FILE;
+        return GMM_OK;
+    }
+    char buf[96];
+    const char *bad = foreign_column(m, d, buf, sizeof buf);
+    if (bad) {
+        int inputs = gmm_latent_has_inputs(m->lat);
+        return gmm_error(GMM_EINVAL,
+                         "%s: no sidecar %s.json says which model these draws came from, and "
+                         "column '%s' is not this model's (%s %s, f at %zu %s): give the draws "
+                         "of this model (gmm-infer hmc --model ... -o FILE writes FILE.json)",
+                         path, strcmp(path, "-") ? path : "<stdin>", bad, m->lik.type->name,
+                         gmm_latent_family(m->lat), inputs ? m->nrow : m->gmrf->n,
+                         inputs ? "data rows" : "nodes");
+    }
+    *verdict = GMM_MDL_DRAWS_UNCHECKED;
+    return GMM_OK;
+}

@@ -1,0 +1,47 @@
+/* model_impl.h -- the gmm_mdl struct, shared by model.c (building),
+ * model_sites.c (queries, sites, predictions, the model file) and
+ * model_draws.c (the identity of the model draws came from). */
+#ifndef GMM_MODEL_IMPL_H
+#define GMM_MODEL_IMPL_H
+
+#include "gmm/gmrf.h"
+#include "gmm/graph.h"
+#include "gmm/kernel.h"
+#include "gmm/latent.h"
+#include "gmm/model.h"
+#include "gmm/spec.h"
+
+struct gmm_mdl {
+    int graph;
+    char *data_file;       /* as given (messages) */
+    char *data_rec;        /* as recorded in a model file: absolute, or "-" */
+    char *graph_rec;
+    char *model_path;      /* the model file as given (NULL: none) */
+    char *model_rec;       /* the same, absolute */
+    char *xname, *yname, *nodename, *ename;
+    char *spec_text;
+    gmm_spec_node *spec;
+    double center;
+    int has_center;
+    double merge_tol;
+    size_t nrow, nobs;
+    double *x, *y, *e; /* nrow each (y centred for Gaussian data, NAN missing) */
+    size_t *line;      /* nrow: source line of each row */
+    gmm_lik lik;           /* the family; its values only start a fit */
+    gmm_lik lik_now;       /* at the current parameters (gmm_mdl_likelihood) */
+    gmm_kernel *kernel;
+    char *graph_file;
+    char *edge_cols[3];
+    int len_optional;
+    gmm_graph *g;
+    gmm_gmrf *gmrf;
+    size_t *row_node;
+    gmm_latent *lat;
+    gmm_problem *prob;
+    gmm_objective *obj;
+    gmm_vi *vi;        /* a VI result's q (predictions use it), or NULL */
+};
+
+char *gmm_mdl_strdup(const char *s);
+
+#endif

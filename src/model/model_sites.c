@@ -1,0 +1,225 @@
+/* model_sites.c -- what a built model (model.h) answers: its parts, its
+ * sites (data rows or graph nodes), predictions there or at new inputs, a
+ * VI result's q, and its description as a model file. */
+#include "model_impl.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "gmm/alloc.h"
+#include "gmm/band.h"
+#include "gmm/io.h"
+#include "gmm/ssm.h"
+
+gmm_objective *gmm_mdl_objective(gmm_mdl *m) { return m->obj; }
+gmm_problem *gmm_mdl_problem(gmm_mdl *m) { return m->prob; }
+size_t gmm_mdl_nobs(const gmm_mdl *m) { return m->nobs; }
+int gmm_mdl_has_inputs(const gmm_mdl *m) { return gmm_latent_has_inputs(m->lat); }
+const char *gmm_mdl_model_path(const gmm_mdl *m) { return m->model_path; }
+const char *gmm_mdl_data_file(const gmm_mdl *m) { return m->data_file; }
+
+const char *gmm_mdl_approximation(const gmm_mdl *m)
+{
+    return gmm_problem_exact(m->prob) ? "exact" : "laplace";
+}
+
+const char *gmm_mdl_posterior_kind(const gmm_mdl *m)
+{
+    return m->vi ? "vi" : gmm_mdl_approximation(m);
+}
+
+gmm_vi *gmm_mdl_vi(gmm_mdl *m) { return m->vi; }
+
+void gmm_mdl_set_vi(gmm_mdl *m, gmm_vi *v)
+{
+    gmm_vi_free(m->vi);
+    m->vi = v;
+}
+
+gmm_status gmm_mdl_load_vi(gmm_mdl *m, const char *path, size_t b, const char *model_name)
+{
+    gmm_status s;
+    gmm_table *t = NULL;
+    gmm_band *L = NULL;
+    double *mean = NULL, *col = NULL;
+    gmm_vi *v = NULL;
+    if ((s = gmm_table_read(path, &t)) != GMM_OK)
+        goto done;
+    size_t n = gmm_latent_dim(m->lat);
+    if (t->nrow != n || t->ncol != b + 3) {
+        s = gmm_error(GMM_EINVAL,
+                      "%s: %zu rows of %zu columns; the model has %zu latents and q bandwidth "
+                      "%zu (%zu columns: index,mean,l0..l%zu)",
+                      path, t->nrow, t->ncol, n, b, b + 3, b);
+        goto done;
+    }
+    gmm_vi_params par;
+    gmm_vi_params_init(&par);
+    par.bandwidth = b;
+    mean = gmm_malloc(n, sizeof *mean);
+    L = gmm_band_alloc(n, b, 0, GMM_BAND_LOWER);
+    col = gmm_malloc(n, sizeof *col);
+    if (!mean || !L || !col) {
+        s = gmm_error(GMM_ENOMEM, "out of memory");
+        goto done;
+    }
+    s = gmm_table_column_double(t, 1, 0, mean);
+    for (size_t j = 0; s == GMM_OK && j <= b; j++) {
+        /* l_j = L(i, i - j): missing (NaN) above the corner */
+        if ((s = gmm_table_column_double(t, 2 + j, 1, col)) != GMM_OK)
+            break;
+        for (size_t i = j; i < n; i++)
+            *gmm_band_ptr(L, i, i - j) = col[i];
+    }
+    if (s == GMM_OK && (s = gmm_vi_alloc(m->prob, &par, &v)) == GMM_OK)
+        s = gmm_vi_set_state(v, m->obj->value, mean, L);
+    if (s == GMM_EINVAL || s == GMM_EDIM) {
+        char why[GMM_ERROR_MAX];
+        snprintf(why, sizeof why, "%s", gmm_error_message());
+        s = gmm_error(GMM_EINVAL, "%s (variational parameters of %s): %s", path, model_name,
+                      why);
+    }
+    if (s == GMM_OK) {
+        gmm_mdl_set_vi(m, v);
+        v = NULL;
+    }
+done:
+    gmm_vi_free(v);
+    gmm_band_free(L);
+    gmm_free(col);
+    gmm_free(mean);
+    gmm_table_free(t);
+    return s;
+}
+
+size_t gmm_mdl_newton_iterations(const gmm_mdl *m) { return gmm_problem_iterations(m->prob); }
+
+const char *gmm_mdl_factorisation(const gmm_mdl *m, double *bound)
+{
+    double bd;
+    const char *f = gmm_latent_factorisation(m->lat, &bd);
+    if (bound)
+        *bound = gmm_problem_exact(m->prob) ? bd : 0.0;
+    return gmm_problem_exact(m->prob) ? f : "cholesky";
+}
+
+size_t gmm_mdl_state_dim(const gmm_mdl *m) { return gmm_latent_obs_width(m->lat); }
+
+size_t gmm_mdl_bandwidth(const gmm_mdl *m) { return gmm_latent_bandwidth(m->lat); }
+
+double gmm_mdl_center(const gmm_mdl *m, int *has_center)
+{
+    if (has_center)
+        *has_center = m->has_center > 0;
+    return m->has_center > 0 ? m->center : 0.0;
+}
+
+const gmm_lik *gmm_mdl_likelihood(gmm_mdl *m)
+{
+    /* obj->value holds the parameters (a model file's, or a fit's result);
+     * they are in their domain by construction, so this cannot fail */
+    if (gmm_problem_lik_at(m->prob, m->obj->value, &m->lik_now) != GMM_OK)
+        m->lik_now = m->lik;
+    return &m->lik_now;
+}
+
+double gmm_mdl_noise(const gmm_mdl *m)
+{
+    return m->lik.type->conjugate ? m->obj->value[gmm_latent_nparam(m->lat)] : 0.0;
+}
+
+gmm_status gmm_mdl_describe(const gmm_mdl *m, gmm_model *mf, char **scratch)
+{
+    *scratch = NULL;
+    gmm_model_init(mf);
+    const gmm_objective *o = m->obj;
+    size_t nl = gmm_latent_nparam(m->lat);
+    if (m->graph) {
+        size_t need = gmm_spec_format(m->spec, nl, o->name, o->value, NULL, 0);
+        char *buf = gmm_malloc(need + 1, 1);
+        if (!buf)
+            return gmm_error(GMM_ENOMEM, "out of memory");
+        gmm_spec_format(m->spec, nl, o->name, o->value, buf, need + 1);
+        *scratch = buf;
+        mf->precision = buf;
+        mf->graph = m->graph_rec;
+        for (int k = 0; k < 3; k++)
+            mf->edge_cols[k] = m->edge_cols[k];
+        mf->data.node = m->nodename;
+    } else {
+        size_t need = gmm_kernel_format(m->kernel, o->value, NULL, 0) + 1;
+        char *buf = gmm_malloc(need, 1);
+        if (!buf)
+            return gmm_error(GMM_ENOMEM, "out of memory");
+        gmm_kernel_format(m->kernel, o->value, buf, need);
+        *scratch = buf;
+        mf->kernel = buf;
+        mf->data.x = m->xname;
+        mf->merge_tol = m->merge_tol;
+    }
+    mf->data.file = m->data_rec;
+    mf->data.y = m->yname;
+    mf->data.exposure = m->ename;
+    mf->nparam = o->nparam;
+    mf->param_name = o->name;
+    mf->param_value = o->value;
+    mf->likelihood = (char *)m->lik.type->name;
+    mf->has_center = m->has_center > 0;
+    mf->center = m->center;
+    return GMM_OK;
+}
+
+size_t gmm_mdl_nsites(const gmm_mdl *m)
+{
+    return gmm_latent_has_inputs(m->lat) ? m->nrow : m->gmrf->n;
+}
+
+void gmm_mdl_set_progress(gmm_mdl *m, int (*fn)(void *user, size_t done, size_t total),
+                          void *user)
+{
+    gmm_ssm *ssm = gmm_latent_ssm(m->lat);
+    if (ssm)
+        gmm_ssm_set_progress(ssm, fn, user);
+}
+
+gmm_status gmm_mdl_predict(gmm_mdl *m, const double *xq, size_t nq, double *mean, double *var)
+{
+    gmm_status s;
+    if (gmm_latent_has_inputs(m->lat)) {
+        s = m->vi ? gmm_vi_predict_at(m->vi, xq, nq, mean, var)
+                  : gmm_problem_predict_at(m->prob, m->obj->value, xq, nq, mean, var);
+    } else {
+        if (nq != m->gmrf->n)
+            return gmm_error(GMM_EDIM, "predict: %zu outputs for %zu nodes", nq, m->gmrf->n);
+        s = m->vi ? gmm_vi_predict_nodes(m->vi, mean, var)
+                  : gmm_problem_predict_nodes(m->prob, m->obj->value, mean, var);
+    }
+    if (s == GMM_OK && m->has_center > 0)
+        for (size_t i = 0; i < nq; i++)
+            mean[i] += m->center;
+    return s;
+}
+
+int gmm_mdl_site_find(const gmm_mdl *m, const char *label, size_t *v)
+{
+    return !gmm_latent_has_inputs(m->lat) && gmm_graph_node_find(m->g, label, v);
+}
+
+const char *gmm_mdl_data_exposure_name(const gmm_mdl *m) { return m->ename; }
+const char *gmm_mdl_data_y_name(const gmm_mdl *m) { return m->yname; }
+const char *gmm_mdl_data_site_name(const gmm_mdl *m)
+{
+    return gmm_latent_has_inputs(m->lat) ? m->xname : m->nodename;
+}
+
+const char *gmm_mdl_site_label(const gmm_mdl *m, size_t v, char *buf)
+{
+    return gmm_graph_node_label(m->g, v, buf);
+}
+
+const double *gmm_mdl_data_x(const gmm_mdl *m, size_t *n)
+{
+    *n = m->nrow;
+    return m->x;
+}

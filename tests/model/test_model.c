@@ -1,0 +1,411 @@
+/* test_model.c -- whole models from a gmm_mdl_spec (model.h), with no
+ * command line: a Gaussian state-space model against the dense GP of its
+ * kernel, a Poisson state-space model and a graph model against the same
+ * latent, likelihood and data assembled by hand from the lower layers, the
+ * model file round trip, the reports, and failures that say where. */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gmm/alloc.h"
+#include "gmm/gmrf.h"
+#include "gmm/graph.h"
+#include "gmm/io.h"
+#include "gmm/kernel.h"
+#include "gmm/latent.h"
+#include "gmm/model.h"
+#include "gmm/spec.h"
+#include "support/tmpfiles.h"
+#include "support/tu_dense_gp.h"
+
+/* Reports collected, one string each, kind in the first byte. */
+typedef struct {
+    char text[16][512];
+    int kind[16];
+    size_t n;
+} reports;
+
+static void collect(void *user, gmm_mdl_report kind, const char *text)
+{
+    reports *r = user;
+    if (r->n < 16) {
+        snprintf(r->text[r->n], sizeof r->text[0], "%s", text);
+        r->kind[r->n++] = (int)kind;
+    }
+}
+
+static const char *find_report(const reports *r, int kind, const char *prefix)
+{
+    for (size_t i = 0; i < r->n; i++)
+        if (r->kind[i] == kind && !strncmp(r->text[i], prefix, strlen(prefix)))
+            return r->text[i];
+    return NULL;
+}
+
+/* x, a smooth y with noise, an exposure; one y missing when `missing`. */
+static char *write_series(const char *dir, int counts, int missing, size_t n, double *x,
+                          double *y, double *e)
+{
+    size_t cap = 64 + 64 * n, at = 0;
+    char *buf = malloc(cap);
+    at += (size_t)snprintf(buf + at, cap - at, "t,count,e\n");
+    for (size_t i = 0; i < n; i++) {
+        x[i] = 0.37 * (double)i + 0.05 * sin((double)i);
+        double f = sin(x[i]) + 0.3 * cos(3.1 * (double)i);
+        e[i] = 0.5 + 0.1 * (double)(i % 4);
+        y[i] = counts ? floor(e[i] * exp(1.0 + f) + 0.5) : 2.0 + f;
+        if (missing && i == 4) {
+            y[i] = NAN;
+            at += (size_t)snprintf(buf + at, cap - at, "%.17g,,%.17g\n", x[i], e[i]);
+        } else {
+            at += (size_t)snprintf(buf + at, cap - at, "%.17g,%.17g,%.17g\n", x[i], y[i], e[i]);
+        }
+    }
+    char *path = tu_write_str(dir, "series.csv", buf);
+    free(buf);
+    return path;
+}
+
+/* The Gaussian state-space model's log likelihood is the dense GP's at the
+ * centred y, its centre the mean of y; the model file says what was
+ * built. */
+START_TEST(test_model_gaussian_ssm_dense)
+{
+    enum { N = 25 };
+    double x[N], y[N], e[N];
+    char *dir = tu_mkdtemp();
+    char *path = write_series(dir, 0, 0, N, x, y, e);
+    reports rep = {0};
+    gmm_mdl_spec s;
+    gmm_mdl_spec_init(&s);
+    s.data = path;
+    s.y = "count";
+    s.kernel = "matern32(variance=1.3, lengthscale=0.7)";
+    s.noise = 0.2;
+    s.verbose = 1;
+    s.report = collect;
+    s.report_user = &rep;
+    gmm_mdl *m = NULL;
+    gmm_mdl_failure f;
+    ck_assert_int_eq(gmm_mdl_build(&s, &m, &f), GMM_OK);
+    ck_assert_ptr_nonnull(find_report(&rep, GMM_MDL_REPORT_DATA, "read 25 rows: 25 observed, 0 missing"));
+    ck_assert_ptr_nonnull(find_report(&rep, GMM_MDL_REPORT_SUMMARY, "state-space latent model"));
+
+    double mean = 0.0;
+    for (size_t i = 0; i < N; i++)
+        mean += y[i] / N;
+    int has_c = 0;
+    ck_assert_double_eq_tol(gmm_mdl_center(m, &has_c), mean, 1e-14 * fabs(mean));
+    ck_assert_int_eq(has_c, 1);
+
+    gmm_objective *o = gmm_mdl_objective(m);
+    ck_assert_uint_eq(o->nparam, 3);
+    ck_assert_str_eq(o->name[2], "likelihood.variance");
+    ck_assert_double_eq(o->value[2], 0.2);
+    double ll;
+    ck_assert_int_eq(o->eval(o->ctx, o->value, &ll, NULL), GMM_OK);
+
+    /* dense: log N(y - c | 0, K + noise I) */
+    gmm_spec_node *sp = NULL;
+    gmm_kernel *k = NULL;
+    ck_assert_int_eq(gmm_spec_parse(s.kernel, &sp), GMM_OK);
+    ck_assert_int_eq(gmm_kernel_from_spec(sp, &k), GMM_OK);
+    long double *L = malloc(N * N * sizeof *L), z[N], ref = 0.0L;
+    ck_assert_int_eq(tu_dense_chol(k, o->value, 0.2, 0.0, x, N, L), 0);
+    for (size_t i = 0; i < N; i++) {
+        long double v = (long double)(y[i] - gmm_mdl_center(m, NULL));
+        for (size_t j = 0; j < i; j++)
+            v -= L[i * N + j] * z[j];
+        z[i] = v / L[i * N + i];
+        ref += -0.5L * z[i] * z[i] - logl(L[i * N + i]) - 0.5L * logl(2.0L * acosl(-1.0L));
+    }
+    ck_assert_msg(fabs(ll - (double)ref) < 1e-9 * fabs((double)ref), "ll %.17g dense %.17Lg", ll,
+                  ref);
+
+    gmm_model mf;
+    char *scratch = NULL;
+    ck_assert_int_eq(gmm_mdl_describe(m, &mf, &scratch), GMM_OK);
+    ck_assert_str_eq(mf.likelihood, "gaussian");
+    ck_assert_ptr_nonnull(mf.kernel);
+    ck_assert_ptr_null(mf.precision);
+    ck_assert_str_eq(mf.data.y, "count");
+    ck_assert_str_eq(mf.data.x, "t");
+    ck_assert_int_eq(mf.has_center, 1);
+    ck_assert(mf.data.file[0] == '/');
+    gmm_free(scratch);
+
+    ck_assert_int_eq(gmm_mdl_has_inputs(m), 1);
+    ck_assert_uint_eq(gmm_mdl_nsites(m), N);
+    ck_assert_double_eq(gmm_mdl_noise(m), 0.2);
+    free(L);
+    gmm_kernel_free(k);
+    gmm_spec_free(sp);
+    gmm_mdl_free(m);
+    tu_rmdir_all(dir);
+    free(dir);
+    free(path);
+}
+END_TEST
+
+/* A Poisson state-space model with exposure, a missing count and the
+ * default intercept: the same objective as latent + likelihood + data put
+ * together by hand; built again from its own description (a model file's
+ * values), the same parameters. */
+START_TEST(test_model_poisson_ssm_by_hand)
+{
+    enum { N = 30 };
+    double x[N], y[N], e[N];
+    char *dir = tu_mkdtemp();
+    char *path = write_series(dir, 1, 1, N, x, y, e);
+    reports rep = {0};
+    gmm_mdl_spec s;
+    gmm_mdl_spec_init(&s);
+    s.data = path;
+    s.y = "count";
+    s.exposure = "e";
+    s.likelihood = "poisson";
+    s.kernel = "matern32(variance=0.8, lengthscale=1.5)";
+    s.report = collect;
+    s.report_user = &rep;
+    gmm_mdl *m = NULL;
+    ck_assert_int_eq(gmm_mdl_build(&s, &m, NULL), GMM_OK);
+    ck_assert_ptr_nonnull(find_report(&rep, GMM_MDL_REPORT_DATA, "read 30 rows: 29 observed, 1 missing"));
+    ck_assert_ptr_null(find_report(&rep, GMM_MDL_REPORT_INFO, "")); /* not verbose */
+    ck_assert_int_eq(gmm_mdl_center(m, NULL), 0.0);
+    ck_assert_str_eq(gmm_mdl_approximation(m), "laplace");
+
+    /* by hand: the default intercept log((sum y + 1/2) / sum e) over observed rows */
+    double sy = 0.0, se = 0.0;
+    for (size_t i = 0; i < N; i++)
+        if (!isnan(y[i])) {
+            sy += y[i];
+            se += e[i];
+        }
+    double b0 = log((sy + 0.5) / se);
+    gmm_spec_node *sp = NULL;
+    gmm_kernel *k = NULL;
+    gmm_latent *lat = NULL;
+    gmm_problem *p = NULL;
+    gmm_lik lik;
+    gmm_ssm_params par;
+    gmm_ssm_params_init(&par);
+    ck_assert_int_eq(gmm_spec_parse(s.kernel, &sp), GMM_OK);
+    ck_assert_int_eq(gmm_kernel_from_spec(sp, &k), GMM_OK);
+    ck_assert_int_eq(gmm_latent_ssm_alloc(k, x, N, &par, &lat), GMM_OK);
+    ck_assert_int_eq(gmm_lik_parse("poisson", &lik), GMM_OK);
+    ck_assert_int_eq(gmm_problem_alloc(lat, &lik, y, e, 1, b0, &p), GMM_OK);
+    gmm_objective *o = gmm_mdl_objective(m), *oh = gmm_problem_objective(p);
+    ck_assert_uint_eq(o->nparam, oh->nparam);
+    for (size_t i = 0; i < o->nparam; i++) {
+        ck_assert_str_eq(o->name[i], oh->name[i]);
+        ck_assert_double_eq_tol(o->value[i], oh->value[i], 1e-15 * fabs(oh->value[i]));
+    }
+    double th[3] = {1.1, 2.0, 0.4}, ll, llh, g[3], gh[3];
+    ck_assert_uint_eq(o->nparam, 3);
+    ck_assert_int_eq(o->eval(o->ctx, th, &ll, g), GMM_OK);
+    ck_assert_int_eq(oh->eval(oh->ctx, th, &llh, gh), GMM_OK);
+    ck_assert_double_eq(ll, llh);
+    for (size_t i = 0; i < 3; i++)
+        ck_assert_double_eq(g[i], gh[i]);
+
+    /* its description, read back as a model file's values */
+    for (size_t i = 0; i < 3; i++)
+        o->value[i] = th[i];
+    gmm_model mf;
+    char *scratch = NULL;
+    ck_assert_int_eq(gmm_mdl_describe(m, &mf, &scratch), GMM_OK);
+    ck_assert_str_eq(mf.likelihood, "poisson");
+    ck_assert_str_eq(mf.data.exposure, "e");
+    ck_assert_int_eq(mf.has_center, 0);
+    gmm_mdl_spec s2;
+    gmm_mdl_spec_init(&s2);
+    s2.data = mf.data.file;
+    s2.x = mf.data.x;
+    s2.y = mf.data.y;
+    s2.exposure = mf.data.exposure;
+    s2.likelihood = mf.likelihood;
+    s2.kernel = mf.kernel;
+    s2.values = &mf;
+    s2.values_name = "m.json";
+    gmm_mdl *m2 = NULL;
+    ck_assert_int_eq(gmm_mdl_build(&s2, &m2, NULL), GMM_OK);
+    gmm_objective *o2 = gmm_mdl_objective(m2);
+    for (size_t i = 0; i < 3; i++)
+        ck_assert_double_eq(o2->value[i], th[i]);
+    double ll2;
+    ck_assert_int_eq(o2->eval(o2->ctx, o2->value, &ll2, NULL), GMM_OK);
+    ck_assert_double_eq(ll2, ll);
+
+    gmm_mdl_free(m2);
+    gmm_free(scratch);
+    gmm_problem_free(p);
+    gmm_latent_free(lat);
+    gmm_kernel_free(k);
+    gmm_spec_free(sp);
+    gmm_mdl_free(m);
+    tu_rmdir_all(dir);
+    free(dir);
+    free(path);
+}
+END_TEST
+
+/* A graph model: the same objective as the graph, its nodes, the GMRF and
+ * the problem put together by hand; its sites are the graph's nodes. */
+START_TEST(test_model_graph_by_hand)
+{
+    char *dir = tu_mkdtemp();
+    char *edges = tu_write_str(dir, "edges.csv",
+                               "i,j,length\na,b,1\nb,c,2\nc,d,1.5\nd,e,1\nb,e,3\n");
+    char *nodes = tu_write_str(dir, "nodes.csv",
+                               "node,count\na,3\nb,0\nc,5\nd,\ne,2\na,4\n");
+    reports rep = {0};
+    gmm_mdl_spec s;
+    gmm_mdl_spec_init(&s);
+    s.data = nodes;
+    s.graph = edges;
+    s.precision = "edge-ou(variance=1.2, lengthscale=2)";
+    s.node = "node";
+    s.y = "count";
+    s.likelihood = "poisson";
+    s.fix = (const char *const[]){"intercept"};
+    s.nfix = 1;
+    s.report = collect;
+    s.report_user = &rep;
+    gmm_mdl *m = NULL;
+    ck_assert_int_eq(gmm_mdl_build(&s, &m, NULL), GMM_OK);
+    ck_assert_ptr_nonnull(find_report(&rep, GMM_MDL_REPORT_DATA, "read 6 rows: 5 observed, 1 missing"));
+    ck_assert_int_eq(gmm_mdl_has_inputs(m), 0);
+    ck_assert_uint_eq(gmm_mdl_nsites(m), 5);
+    size_t v;
+    char buf[64];
+    ck_assert_int_eq(gmm_mdl_site_find(m, "c", &v), 1);
+    ck_assert_str_eq(gmm_mdl_site_label(m, v, buf), "c");
+    ck_assert_int_eq(gmm_mdl_site_find(m, "zz", &v), 0);
+    ck_assert_str_eq(gmm_mdl_data_site_name(m), "node");
+
+    gmm_table *te = NULL, *tn = NULL;
+    gmm_graph *g = NULL;
+    gmm_gmrf *q = NULL;
+    gmm_spec_node *sp = NULL;
+    gmm_latent *lat = NULL;
+    gmm_problem *p = NULL;
+    gmm_lik lik;
+    size_t row_node[6], *iso = NULL, niso = 0;
+    double y[6];
+    ck_assert_int_eq(gmm_table_read(edges, &te), GMM_OK);
+    ck_assert_int_eq(gmm_table_read(nodes, &tn), GMM_OK);
+    ck_assert_int_eq(gmm_graph_read_table(te, "i", "j", "length", 1, &g), GMM_OK);
+    ck_assert_int_eq(gmm_graph_attach_nodes(g, tn, "node", 0, row_node, &iso, &niso), GMM_OK);
+    ck_assert_int_eq(gmm_table_column_double(tn, 1, 1, y), GMM_OK);
+    ck_assert_int_eq(gmm_spec_parse(s.precision, &sp), GMM_OK);
+    ck_assert_int_eq(gmm_gmrf_alloc(g, sp, s.precision, &q), GMM_OK);
+    ck_assert_int_eq(gmm_latent_gmrf_alloc(q, 6, row_node, &lat), GMM_OK);
+    ck_assert_int_eq(gmm_lik_parse("poisson", &lik), GMM_OK);
+    ck_assert_int_eq(gmm_problem_alloc(lat, &lik, y, NULL, 1, log((14.0 + 0.5) / 5.0), &p),
+                     GMM_OK);
+    gmm_objective *o = gmm_mdl_objective(m), *oh = gmm_problem_objective(p);
+    ck_assert_uint_eq(o->nparam, oh->nparam);
+    ck_assert_str_eq(o->name[o->nparam - 1], "intercept");
+    ck_assert_int_eq(o->fixed[o->nparam - 1], 1);
+    for (size_t i = 0; i < o->nparam; i++) {
+        ck_assert_str_eq(o->name[i], oh->name[i]);
+        ck_assert_double_eq_tol(o->value[i], oh->value[i], 1e-15 * fabs(oh->value[i]));
+    }
+    double ll, llh;
+    ck_assert_int_eq(o->eval(o->ctx, o->value, &ll, NULL), GMM_OK);
+    ck_assert_int_eq(oh->eval(oh->ctx, oh->value, &llh, NULL), GMM_OK);
+    ck_assert_double_eq(ll, llh);
+
+    /* predictions at every node, against the problem's */
+    double mean[5], var[5], mh[5], vh[5];
+    ck_assert_int_eq(gmm_mdl_predict(m, NULL, 5, mean, var), GMM_OK);
+    ck_assert_int_eq(gmm_problem_predict_nodes(p, oh->value, mh, vh), GMM_OK);
+    for (size_t i = 0; i < 5; i++) {
+        ck_assert_double_eq(mean[i], mh[i]);
+        ck_assert_double_eq(var[i], vh[i]);
+    }
+    ck_assert_int_eq(gmm_mdl_predict(m, NULL, 4, mean, var), GMM_EDIM);
+
+    gmm_free(iso);
+    gmm_problem_free(p);
+    gmm_latent_free(lat);
+    gmm_gmrf_free(q);
+    gmm_spec_free(sp);
+    gmm_graph_free(g);
+    gmm_table_free(te);
+    gmm_table_free(tn);
+    gmm_mdl_free(m);
+    tu_rmdir_all(dir);
+    free(dir);
+    free(edges);
+    free(nodes);
+}
+END_TEST
+
+/* Failures say where: a spec's key, text and offset; a data row's
+ * file:line: column; a contradictory description; a fixed name that is no
+ * parameter, with the list of those there are. */
+START_TEST(test_model_failures)
+{
+    char *dir = tu_mkdtemp();
+    char *path = tu_write_str(dir, "d.csv", "t,y\n1,2\n2,-1\n3,4\n");
+    gmm_mdl_spec s;
+    gmm_mdl_spec_init(&s);
+    s.data = path;
+    gmm_mdl *m = NULL;
+    gmm_mdl_failure f;
+
+    s.kernel = "matern32(variance=1, lengthscal=2)";
+    ck_assert_int_eq(gmm_mdl_build(&s, &m, &f), GMM_EPARSE);
+    ck_assert_ptr_null(m);
+    ck_assert_str_eq(f.spec_key, "kernel");
+    ck_assert_ptr_eq(f.spec_text, s.kernel);
+    ck_assert_uint_eq(f.spec_pos, 21); /* the unknown key */
+    ck_assert_int_eq(f.usage, 0);
+    gmm_mdl_failure_free(&f);
+
+    s.kernel = "matern32";
+    s.likelihood = "poisson";
+    ck_assert_int_eq(gmm_mdl_build(&s, &m, &f), GMM_EINVAL);
+    char want[512];
+    snprintf(want, sizeof want, "%s:3: column 'y': ", path);
+    ck_assert_msg(!strncmp(gmm_error_message(), want, strlen(want)), "%s", gmm_error_message());
+    ck_assert_ptr_null(f.spec_text);
+    gmm_mdl_failure_free(&f);
+
+    s.likelihood = NULL;
+    s.exposure = "y";
+    ck_assert_int_eq(gmm_mdl_build(&s, &m, &f), GMM_EINVAL);
+    ck_assert_int_eq(f.usage, 1);
+    gmm_mdl_failure_free(&f);
+
+    s.exposure = NULL;
+    s.fix = (const char *const[]){"0.matern32.lengthscale", "nosuch"};
+    s.nfix = 2;
+    ck_assert_int_eq(gmm_mdl_build(&s, &m, &f), GMM_EINVAL);
+    ck_assert_int_eq(f.fix, 1);
+    ck_assert_str_eq(gmm_error_message(), "no parameter 'nosuch'; the parameters are:");
+    ck_assert_str_eq(f.params, "  0.matern32.variance\n  0.matern32.lengthscale\n"
+                               "  likelihood.variance\n");
+    gmm_mdl_failure_free(&f);
+    ck_assert_ptr_null(f.params);
+
+    tu_rmdir_all(dir);
+    free(dir);
+    free(path);
+}
+END_TEST
+
+Suite *model_model_suite(void)
+{
+    Suite *s = suite_create("model_model");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, test_model_gaussian_ssm_dense);
+    tcase_add_test(tc, test_model_poisson_ssm_by_hand);
+    tcase_add_test(tc, test_model_graph_by_hand);
+    tcase_add_test(tc, test_model_failures);
+    suite_add_tcase(s, tc);
+    return s;
+}
