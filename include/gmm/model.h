@@ -20,6 +20,7 @@
 #define GMM_MODEL_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #include <jansson.h>
 
@@ -29,6 +30,7 @@
 #include "gmm/objective.h"
 #include "gmm/problem.h"
 #include "gmm/status.h"
+#include "gmm/summary.h"
 #include "gmm/vi.h"
 
 typedef struct gmm_mdl gmm_mdl;
@@ -148,6 +150,11 @@ void gmm_mdl_set_vi(gmm_mdl *m, gmm_vi *v);
  * (variational parameters of MODEL): "), GMM_ENOMEM. */
 gmm_status gmm_mdl_load_vi(gmm_mdl *m, const char *path, size_t bandwidth,
                            const char *model_name);
+/* The VI factor file of q (see gmm_mdl_load_vi) to f.  GMM_ENOMEM. */
+gmm_status gmm_mdl_write_vi(gmm_vi *v, FILE *f);
+/* Start v where the attached q (gmm_mdl_load_vi) is, at m's current
+ * parameters, and detach q.  GMM_EINVAL when none is attached; v's own. */
+gmm_status gmm_mdl_vi_start_attached(gmm_mdl *m, gmm_vi *v);
 size_t gmm_mdl_newton_iterations(const gmm_mdl *m);
 /* "cholesky" or "square-root": how the last evaluation factorised the
  * posterior precision; *bound (may be NULL) the Cholesky's rounding bound
@@ -170,11 +177,18 @@ double gmm_mdl_noise(const gmm_mdl *m);
 gmm_status gmm_mdl_describe(const gmm_mdl *m, gmm_model *mf, char **scratch);
 
 /* Sites: where the model predicts without new inputs.  Models with inputs
- * (state-space) have one per data row (x from gmm_mdl_data_x), the others
- * one per graph node, labelled by gmm_mdl_site_label (buf >= 64 bytes). */
+ * (state-space) have one per data row (x from gmm_mdl_data_x), labelled by
+ * x ("%.17g"), the others one per graph node, labelled by its name; both
+ * by gmm_mdl_site_label (buf >= 64 bytes). */
 int gmm_mdl_has_inputs(const gmm_mdl *m);
 size_t gmm_mdl_nsites(const gmm_mdl *m);
 const char *gmm_mdl_site_label(const gmm_mdl *m, size_t v, char *buf);
+/* The sites' column: "x" (inputs) or "node". */
+const char *gmm_mdl_site_column(const gmm_mdl *m);
+/* What the summaries of the response are called, the prefix of their
+ * columns: "rate" (a log link), "prob" (a logit link), or NULL (Gaussian:
+ * the response is f itself, and --observed adds the noise instead). */
+const char *gmm_mdl_response_name(const gmm_mdl *m);
 /* The site (graph node) with this label: 1 and *v, or 0. */
 int gmm_mdl_site_find(const gmm_mdl *m, const char *label, size_t *v);
 /* Column names: outcome, exposure (or NULL), input or node column. */
@@ -191,6 +205,14 @@ const double *gmm_mdl_data_x(const gmm_mdl *m, size_t *n);
  * be nsites: GMM_EDIM).  Exact for the Gaussian likelihood, Laplace
  * otherwise. */
 gmm_status gmm_mdl_predict(gmm_mdl *m, const double *xq, size_t nq, double *mean, double *var);
+/* gmm_mdl_predict summarised (summary.h): mean, variance, the interval of
+ * probability `level` of f and of its response through the inverse link
+ * (gmm_summary_pred_normal), at nq inputs xq, or at every site when xq is
+ * NULL (nq must be gmm_mdl_nsites: GMM_EDIM).  observed: intervals for new
+ * observations (the noise variance added; only without a response name:
+ * GMM_EINVAL otherwise).  pr: nq summaries, caller-allocated. */
+gmm_status gmm_mdl_predict_summary(gmm_mdl *m, const double *xq, size_t nq, double level,
+                                   int observed, gmm_summary_pred *pr);
 /* Progress of long predictions (state-space): fn(user, done, total),
  * nonzero cancels (GMM_ECANCEL). */
 void gmm_mdl_set_progress(gmm_mdl *m, int (*fn)(void *user, size_t done, size_t total),
@@ -218,6 +240,11 @@ typedef enum {
  * that is not m's; the sidecar reader's. */
 gmm_status gmm_mdl_check_draws(gmm_mdl *m, const char *path, const gmm_draws *d,
                                gmm_mdl_draws_verdict *verdict);
+/* The site a draws column names (hmc's "f[ROW]" with ROW 1..n for models
+ * with inputs, "f[LABEL]" for graphs; column of at least 4 characters,
+ * "f[...]") into *v.  GMM_EINVAL "column 'NAME' is not a data row of the
+ * model's data (1..n)" / "... is not a node of the model's graph". */
+gmm_status gmm_mdl_draws_site(const gmm_mdl *m, const char *column, size_t *v);
 /* The model file m was built from, as given (NULL: none). */
 const char *gmm_mdl_model_path(const gmm_mdl *m);
 

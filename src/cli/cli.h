@@ -91,12 +91,13 @@ int cli_parse_level(const char *cmd, const char *arg, double *level);
 
 /* The prediction table (predict, vi --posterior): the header
  *   SITE,mean,var,lower,upper[,R,R_lower,R_upper],level
- * with SITE "x" or "node" and R "rate" (log link), "prob" (bernoulli) or
- * nothing (gaussian), then one row per prediction: the site (label, or x
- * when label is NULL), p's fields and the level (shortest exact form). */
-void cli_pred_header(FILE *f, const char *site, const gmm_lik *lik);
+ * with SITE gmm_mdl_site_column's and R gmm_mdl_response_name's ("rate",
+ * "prob", or NULL: no such columns), then one row per prediction: the site
+ * (label, or x when label is NULL), p's fields and the level (shortest
+ * exact form). */
+void cli_pred_header(FILE *f, const char *site, const char *resp);
 void cli_pred_row(FILE *f, const char *label, double x, const gmm_summary_pred *p,
-                  const gmm_lik *lik, double level);
+                  const char *resp, double level);
 
 /* 0, or the number of the SIGINT/SIGTERM received since
  * cli_install_signals().  Long commands return nonzero from their progress

@@ -160,15 +160,8 @@ int cli_parse_level(const char *cmd, const char *arg, double *level)
     return 0;
 }
 
-/* "rate", "prob" or NULL: the response columns' prefix. */
-static const char *resp_name(const gmm_lik *lik)
+void cli_pred_header(FILE *f, const char *site, const char *r)
 {
-    return lik->type->conjugate ? NULL : lik->type->link_log ? "rate" : "prob";
-}
-
-void cli_pred_header(FILE *f, const char *site, const gmm_lik *lik)
-{
-    const char *r = resp_name(lik);
     fprintf(f, "%s,mean,var,lower,upper", site);
     if (r)
         fprintf(f, ",%s,%s_lower,%s_upper", r, r, r);
@@ -176,7 +169,7 @@ void cli_pred_header(FILE *f, const char *site, const gmm_lik *lik)
 }
 
 void cli_pred_row(FILE *f, const char *label, double x, const gmm_summary_pred *p,
-                  const gmm_lik *lik, double level)
+                  const char *resp, double level)
 {
     if (label)
         cli_put_csv_field(f, label);
@@ -187,7 +180,7 @@ void cli_pred_row(FILE *f, const char *label, double x, const gmm_summary_pred *
         fputc(',', f);
         cli_put_csv_number(f, col[k]);
     }
-    if (resp_name(lik)) {
+    if (resp) {
         const double rc[] = {p->resp, p->resp_lower, p->resp_upper};
         for (size_t k = 0; k < 3; k++) {
             fputc(',', f);

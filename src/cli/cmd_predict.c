@@ -48,23 +48,23 @@ static const char usage_text[] =
     "Without --at or --grid, predictions are at the data's inputs.\n";
 
 /* The table to out_path (stdout for NULL or "-"), written only when
- * complete: sites x[i] (models with inputs) or the nodes node[i] (NULL:
- * node i). */
+ * complete: at new inputs x[i], or else at the model's sites site[i]
+ * (NULL: site i). */
 static int write_table(const char *cmd, const char *out_path, const gmm_mdl *m,
-                       const gmm_lik *lik, const double *x, const size_t *node,
-                       const gmm_summary_pred *pr, size_t n, double level)
+                       const double *x, const size_t *site, const gmm_summary_pred *pr,
+                       size_t n, double level)
 {
     gmm_outfile *of = NULL;
     gmm_status s = gmm_outfile_open(out_path, &of);
     if (s != GMM_OK)
         return cli_fail(cmd, s);
     FILE *f = gmm_outfile_stream(of);
-    int inputs = gmm_mdl_has_inputs(m);
-    cli_pred_header(f, inputs ? "x" : "node", lik);
+    const char *resp = gmm_mdl_response_name(m);
+    cli_pred_header(f, gmm_mdl_site_column(m), resp);
     for (size_t i = 0; i < n; i++) {
         char buf[64];
-        const char *label = inputs ? NULL : gmm_mdl_site_label(m, node ? node[i] : i, buf);
-        cli_pred_row(f, label, inputs ? x[i] : 0.0, &pr[i], lik, level);
+        const char *label = x ? NULL : gmm_mdl_site_label(m, site ? site[i] : i, buf);
+        cli_pred_row(f, label, x ? x[i] : 0.0, &pr[i], resp, level);
     }
     if ((s = gmm_outfile_commit(of)) != GMM_OK)
         return cli_fail(cmd, s);
@@ -134,10 +134,10 @@ static int predict_draws(const char *cmd, gmm_mdl *m, const gmm_lik *lik, const 
                          size_t npath, double level, const char *out_path)
 {
     gmm_draws *d = NULL;
-    double *site = NULL, *work = NULL;
-    size_t *node = NULL;
+    double *work = NULL;
+    size_t *site = NULL;
     gmm_summary_pred *pr = NULL;
-    int rc = 0, inputs = gmm_mdl_has_inputs(m);
+    int rc = 0;
     gmm_status s = gmm_draws_read(paths, npath, &d);
     if (s != GMM_OK)
         return cli_fail(cmd, s);
@@ -145,13 +145,11 @@ static int predict_draws(const char *cmd, gmm_mdl *m, const gmm_lik *lik, const 
         gmm_draws_free(d);
         return rc;
     }
-    size_t N = d->nchain * d->niter, nx = 0, nv = d->nvar ? d->nvar : 1;
-    const double *x = gmm_mdl_data_x(m, &nx);
+    size_t N = d->nchain * d->niter, nv = d->nvar ? d->nvar : 1;
     site = gmm_malloc(nv, sizeof *site);
-    node = gmm_malloc(nv, sizeof *node);
     pr = gmm_malloc(nv, sizeof *pr);
     work = gmm_malloc(N ? N : 1, sizeof *work);
-    if (!site || !node || !pr || !work) {
+    if (!site || !pr || !work) {
         rc = cli_fail(cmd, GMM_ENOMEM);
         goto done;
     }
@@ -161,25 +159,10 @@ static int predict_draws(const char *cmd, gmm_mdl *m, const gmm_lik *lik, const 
         size_t len = strlen(name);
         if (len < 4 || strncmp(name, "f[", 2) || name[len - 1] != ']')
             continue;
-        if (inputs) {
-            char *end;
-            unsigned long r = strtoul(name + 2, &end, 10);
-            if (end != name + len - 1 || r < 1 || r > nx) {
-                cli_msg(cmd, "%s: column '%s' is not a data row of the model's data (1..%zu)",
-                        paths[0], name, nx);
-                rc = CLI_EXIT_ERROR;
-                goto done;
-            }
-            site[nout] = x[r - 1];
-        } else {
-            char label[256];
-            snprintf(label, sizeof label, "%.*s", (int)(len - 3), name + 2);
-            if (!gmm_mdl_site_find(m, label, &node[nout])) {
-                cli_msg(cmd, "%s: column '%s' is not a node of the model's graph", paths[0],
-                        name);
-                rc = CLI_EXIT_ERROR;
-                goto done;
-            }
+        if ((s = gmm_mdl_draws_site(m, name, &site[nout])) != GMM_OK) {
+            cli_msg(cmd, "%s: %s", paths[0], gmm_error_message());
+            rc = CLI_EXIT_ERROR;
+            goto done;
         }
         memcpy(work, gmm_draws_variable(d, v), N * sizeof *work);
         if ((s = gmm_summary_pred_draws(lik, work, N, level, &pr[nout])) != GMM_OK) {
@@ -193,11 +176,10 @@ static int predict_draws(const char *cmd, gmm_mdl *m, const gmm_lik *lik, const 
         rc = CLI_EXIT_ERROR;
         goto done;
     }
-    rc = write_table(cmd, out_path, m, lik, site, node, pr, nout, level);
+    rc = write_table(cmd, out_path, m, NULL, site, pr, nout, level);
 done:
     gmm_draws_free(d);
     gmm_free(site);
-    gmm_free(node);
     gmm_free(pr);
     gmm_free(work);
     return rc;
@@ -206,7 +188,7 @@ done:
 /* At new inputs from draws that hold the latent states (hmc --states):
  * each new f(t) drawn from the Markov bridge given each draw
  * (gmm_problem_predict_at_draws), summarised as predict_draws does. */
-static int predict_draws_at(const char *cmd, gmm_mdl *m, const gmm_lik *lik,
+static int predict_draws_at(const char *cmd, gmm_mdl *m,
                             const char **paths, size_t npath, const double *xq, size_t nq,
                             double level, const char *out_path)
 {
@@ -267,7 +249,7 @@ static int predict_draws_at(const char *cmd, gmm_mdl *m, const gmm_lik *lik,
         pr[q].lower += c0;
         pr[q].upper += c0;
     }
-    rc = write_table(cmd, out_path, m, lik, xq, NULL, pr, nq, level);
+    rc = write_table(cmd, out_path, m, xq, NULL, pr, nq, level);
 done:
     gmm_draws_free(d);
     gmm_free(xs);
@@ -301,7 +283,7 @@ int cmd_predict(int argc, char **argv)
     gmm_model mf;
     gmm_model_init(&mf);
     gmm_mdl *m = NULL;
-    double *xq = NULL, *mean = NULL, *var = NULL;
+    double *xq = NULL;
     gmm_summary_pred *pr = NULL;
     size_t nq = 0;
 
@@ -384,41 +366,31 @@ int cmd_predict(int argc, char **argv)
             else
                 rc = read_at(cmd, at, atcol, mf.data.x, &xq, &nq);
             if (rc == 0)
-                rc = predict_draws_at(cmd, m, lik, draws, ndraws, xq, nq, level, out_path);
+                rc = predict_draws_at(cmd, m, draws, ndraws, xq, nq, level, out_path);
             goto done;
         }
         rc = predict_draws(cmd, m, lik, draws, ndraws, level, out_path);
         goto done;
     }
-    if (observed && !lik->type->conjugate) {
+    if (observed && gmm_mdl_response_name(m)) {
         cli_msg(cmd, "--observed applies to the Gaussian likelihood; the %s columns give the "
                      "expected outcome",
-                lik->type->link_log ? "rate" : "prob");
+                gmm_mdl_response_name(m));
         rc = CLI_EXIT_USAGE;
         goto done;
     }
 
-    if (!gmm_mdl_has_inputs(m)) {
-        nq = gmm_mdl_nsites(m);
-    } else if (grid) {
+    if (grid) {
         if ((rc = parse_grid(cmd, grid, &xq, &nq)) != 0)
             goto done;
     } else if (at) {
         if ((rc = read_at(cmd, at, atcol, mf.data.x, &xq, &nq)) != 0)
             goto done;
     } else {
-        const double *x = gmm_mdl_data_x(m, &nq);
-        xq = gmm_malloc(nq ? nq : 1, sizeof(double));
-        if (!xq) {
-            rc = cli_fail(cmd, GMM_ENOMEM);
-            goto done;
-        }
-        memcpy(xq, x, nq * sizeof(double));
+        nq = gmm_mdl_nsites(m);
     }
-    mean = gmm_malloc(nq ? nq : 1, sizeof(double));
-    var = gmm_malloc(nq ? nq : 1, sizeof(double));
     pr = gmm_malloc(nq ? nq : 1, sizeof *pr);
-    if (!mean || !var || !pr) {
+    if (!pr) {
         rc = cli_fail(cmd, GMM_ENOMEM);
         goto done;
     }
@@ -428,24 +400,13 @@ int cmd_predict(int argc, char **argv)
         cli_model_progress(m, cmd);
         cli_install_signals();
     }
-    if ((s = gmm_mdl_predict(m, xq, nq, mean, var)) != GMM_OK) {
+    if ((s = gmm_mdl_predict_summary(m, xq, nq, level, observed, pr)) != GMM_OK) {
         rc = cli_fail(cmd, s);
         goto done;
     }
-    /* non-Gaussian: the mean outcome per unit exposure (rate) or the
-     * probability too, its interval f's mapped through the inverse link */
-    double noise = observed ? gmm_mdl_noise(m) : 0.0;
-    for (size_t i = 0; i < nq; i++)
-        if ((s = gmm_summary_pred_normal(lik, mean[i], var[i] + noise, level, &pr[i])) !=
-            GMM_OK) {
-            rc = cli_fail(cmd, s);
-            goto done;
-        }
-    rc = write_table(cmd, out_path, m, lik, xq, NULL, pr, nq, level);
+    rc = write_table(cmd, out_path, m, xq, NULL, pr, nq, level);
 done:
     gmm_free(xq);
-    gmm_free(mean);
-    gmm_free(var);
     gmm_free(pr);
     gmm_mdl_free(m);
     gmm_model_free(&mf);

@@ -66,36 +66,6 @@ static int progress(void *user, const gmm_vi_progress *p)
     return 0;
 }
 
-/* OUT.q.csv: index,mean,l0..lb (l_j = L(i, i - j), NaN above the corner),
- * to f. */
-static gmm_status write_q(FILE *f, gmm_vi *v)
-{
-    size_t n = gmm_vi_dim(v), b = gmm_vi_bandwidth(v);
-    gmm_band *L = gmm_band_alloc(n, b, 0, GMM_BAND_LOWER);
-    if (!L)
-        return gmm_error(GMM_ENOMEM, "out of memory for q's factor");
-    gmm_status s = gmm_vi_factor(v, L);
-    if (s == GMM_OK) {
-        const double *m = gmm_vi_mean(v);
-        fputs("index,mean", f);
-        for (size_t j = 0; j <= b; j++)
-            fprintf(f, ",l%zu", j);
-        fputc('\n', f);
-        for (size_t i = 0; i < n; i++) {
-            fprintf(f, "%zu,%.17g", i, m[i]);
-            for (size_t j = 0; j <= b; j++) {
-                if (j <= i)
-                    fprintf(f, ",%.17g", gmm_band_get(L, i, i - j));
-                else
-                    fputs(",NaN", f);
-            }
-            fputc('\n', f);
-        }
-    }
-    gmm_band_free(L);
-    return s;
-}
-
 /* The model to `path` and q to `qpath` (named in the model): both written
  * out before either is committed, so that a write error (a full disk)
  * replaces neither. */
@@ -105,7 +75,7 @@ static gmm_status save_model_and_q(const gmm_model *out, const char *path, const
     gmm_outfile *oq = NULL, *om = NULL;
     gmm_status s;
     if ((s = gmm_outfile_open(qpath, &oq)) == GMM_OK &&
-        (s = write_q(gmm_outfile_stream(oq), v)) == GMM_OK &&
+        (s = gmm_mdl_write_vi(v, gmm_outfile_stream(oq))) == GMM_OK &&
         (s = gmm_outfile_open(path, &om)) == GMM_OK &&
         (s = gmm_model_write(out, gmm_outfile_stream(om), path)) == GMM_OK &&
         (s = gmm_outfile_flush(oq)) == GMM_OK && (s = gmm_outfile_flush(om)) == GMM_OK) {
@@ -125,39 +95,28 @@ static gmm_status save_model_and_q(const gmm_model *out, const char *path, const
 static int write_posterior(const char *cmd, const char *path, gmm_mdl *m, double level)
 {
     gmm_status s;
-    int rc = 0, inputs = gmm_mdl_has_inputs(m);
-    size_t nq = 0;
-    const double *x = inputs ? gmm_mdl_data_x(m, &nq) : NULL;
-    if (!inputs)
-        nq = gmm_mdl_nsites(m);
-    double *mean = gmm_malloc(nq ? nq : 1, sizeof *mean), *var = gmm_malloc(nq ? nq : 1,
-                                                                             sizeof *var);
+    int rc = 0;
+    size_t nq = gmm_mdl_nsites(m);
     gmm_summary_pred *pr = gmm_malloc(nq ? nq : 1, sizeof *pr);
     gmm_outfile *of = NULL;
-    const gmm_lik *lik = gmm_mdl_likelihood(m);
-    if (!mean || !var || !pr) {
+    const char *resp = gmm_mdl_response_name(m);
+    if (!pr) {
         rc = cli_fail(cmd, GMM_ENOMEM);
         goto done;
     }
-    if ((s = gmm_mdl_predict(m, x, nq, mean, var)) != GMM_OK) {
+    if ((s = gmm_mdl_predict_summary(m, NULL, nq, level, 0, pr)) != GMM_OK) {
         rc = cli_fail(cmd, s);
         goto done;
     }
-    for (size_t i = 0; i < nq; i++)
-        if ((s = gmm_summary_pred_normal(lik, mean[i], var[i], level, &pr[i])) != GMM_OK) {
-            rc = cli_fail(cmd, s);
-            goto done;
-        }
     if ((s = gmm_outfile_open(path, &of)) != GMM_OK) {
         rc = cli_fail(cmd, s);
         goto done;
     }
     FILE *f = gmm_outfile_stream(of);
-    cli_pred_header(f, inputs ? "x" : "node", lik);
+    cli_pred_header(f, gmm_mdl_site_column(m), resp);
     for (size_t i = 0; i < nq; i++) {
         char buf[64];
-        cli_pred_row(f, inputs ? NULL : gmm_mdl_site_label(m, i, buf), inputs ? x[i] : 0.0,
-                     &pr[i], lik, level);
+        cli_pred_row(f, gmm_mdl_site_label(m, i, buf), 0.0, &pr[i], resp, level);
     }
     s = gmm_outfile_commit(of);
     of = NULL;
@@ -165,8 +124,6 @@ static int write_posterior(const char *cmd, const char *path, gmm_mdl *m, double
         rc = cli_fail(cmd, s);
 done:
     gmm_outfile_abort(of);
-    gmm_free(mean);
-    gmm_free(var);
     gmm_free(pr);
     return rc;
 }
@@ -398,15 +355,10 @@ int cmd_vi(int argc, char **argv)
         }
         if ((rc = cli_model_load_vi(cmd, m, src, ip)) != 0)
             goto done;
-        gmm_band *L = gmm_band_alloc(gmm_vi_dim(v), gmm_vi_bandwidth(v), 0, GMM_BAND_LOWER);
-        if (!L || (s = gmm_vi_factor(gmm_mdl_vi(m), L)) != GMM_OK ||
-            (s = gmm_vi_set_state(v, obj->value, gmm_vi_mean(gmm_mdl_vi(m)), L)) != GMM_OK) {
-            gmm_band_free(L);
-            rc = cli_fail(cmd, L ? s : GMM_ENOMEM);
+        if ((s = gmm_mdl_vi_start_attached(m, v)) != GMM_OK) {
+            rc = cli_fail(cmd, s);
             goto done;
         }
-        gmm_band_free(L);
-        gmm_mdl_set_vi(m, NULL);
         start = "given";
     } else if ((s = gmm_vi_start_laplace(v, &start)) != GMM_OK) {
         rc = cli_fail(cmd, s);

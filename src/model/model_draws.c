@@ -4,6 +4,7 @@
 #include "model_impl.h"
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -146,5 +147,25 @@ gmm_status gmm_mdl_check_draws(gmm_mdl *m, const char *path, const gmm_draws *d,
                          inputs ? "data rows" : "nodes");
     }
     *verdict = GMM_MDL_DRAWS_UNCHECKED;
+    return GMM_OK;
+}
+
+gmm_status gmm_mdl_draws_site(const gmm_mdl *m, const char *name, size_t *v)
+{
+    size_t len = strlen(name);
+    if (gmm_latent_has_inputs(m->lat)) {
+        char *end;
+        unsigned long r = strtoul(name + 2, &end, 10);
+        if (end != name + len - 1 || r < 1 || r > m->nrow)
+            return gmm_error(GMM_EINVAL,
+                             "column '%s' is not a data row of the model's data (1..%zu)", name,
+                             m->nrow);
+        *v = r - 1;
+        return GMM_OK;
+    }
+    char label[256];
+    snprintf(label, sizeof label, "%.*s", (int)(len - 3), name + 2);
+    if (!gmm_graph_node_find(m->g, label, v))
+        return gmm_error(GMM_EINVAL, "column '%s' is not a node of the model's graph", name);
     return GMM_OK;
 }

@@ -215,7 +215,93 @@ const char *gmm_mdl_data_site_name(const gmm_mdl *m)
 
 const char *gmm_mdl_site_label(const gmm_mdl *m, size_t v, char *buf)
 {
+    if (gmm_latent_has_inputs(m->lat)) {
+        snprintf(buf, 64, "%.17g", m->x[v]);
+        return buf;
+    }
     return gmm_graph_node_label(m->g, v, buf);
+}
+
+const char *gmm_mdl_site_column(const gmm_mdl *m)
+{
+    return gmm_latent_has_inputs(m->lat) ? "x" : "node";
+}
+
+const char *gmm_mdl_response_name(const gmm_mdl *m)
+{
+    return m->lik.type->conjugate ? NULL : m->lik.type->link_log ? "rate" : "prob";
+}
+
+gmm_status gmm_mdl_predict_summary(gmm_mdl *m, const double *xq, size_t nq, double level,
+                                   int observed, gmm_summary_pred *pr)
+{
+    if (observed && gmm_mdl_response_name(m))
+        return gmm_error(GMM_EINVAL, "predict: new observations of the %s likelihood have no "
+                                     "normal interval",
+                         m->lik.type->name);
+    if (!xq && gmm_latent_has_inputs(m->lat)) {
+        if (nq != m->nrow)
+            return gmm_error(GMM_EDIM, "predict: %zu outputs for %zu data rows", nq, m->nrow);
+        xq = m->x;
+    }
+    double *mean = gmm_malloc(nq ? nq : 1, sizeof *mean);
+    double *var = gmm_malloc(nq ? nq : 1, sizeof *var);
+    gmm_status s = mean && var ? GMM_OK : gmm_error(GMM_ENOMEM, "out of memory");
+    if (s == GMM_OK)
+        s = gmm_mdl_predict(m, xq, nq, mean, var);
+    if (s == GMM_OK) {
+        /* non-Gaussian: the mean outcome per unit exposure (rate) or the
+         * probability too, its interval f's mapped through the inverse link */
+        const gmm_lik *lik = gmm_mdl_likelihood(m);
+        double noise = observed ? gmm_mdl_noise(m) : 0.0;
+        for (size_t i = 0; i < nq && s == GMM_OK; i++)
+            s = gmm_summary_pred_normal(lik, mean[i], var[i] + noise, level, &pr[i]);
+    }
+    gmm_free(mean);
+    gmm_free(var);
+    return s;
+}
+
+gmm_status gmm_mdl_write_vi(gmm_vi *v, FILE *f)
+{
+    size_t n = gmm_vi_dim(v), b = gmm_vi_bandwidth(v);
+    gmm_band *L = gmm_band_alloc(n, b, 0, GMM_BAND_LOWER);
+    if (!L)
+        return gmm_error(GMM_ENOMEM, "out of memory for q's factor");
+    gmm_status s = gmm_vi_factor(v, L);
+    if (s == GMM_OK) {
+        const double *m = gmm_vi_mean(v);
+        fputs("index,mean", f);
+        for (size_t j = 0; j <= b; j++)
+            fprintf(f, ",l%zu", j);
+        fputc('\n', f);
+        for (size_t i = 0; i < n; i++) {
+            fprintf(f, "%zu,%.17g", i, m[i]);
+            for (size_t j = 0; j <= b; j++) {
+                if (j <= i)
+                    fprintf(f, ",%.17g", gmm_band_get(L, i, i - j));
+                else
+                    fputs(",NaN", f);
+            }
+            fputc('\n', f);
+        }
+    }
+    gmm_band_free(L);
+    return s;
+}
+
+gmm_status gmm_mdl_vi_start_attached(gmm_mdl *m, gmm_vi *v)
+{
+    if (!m->vi)
+        return gmm_error(GMM_EINVAL, "vi: no q attached to start from");
+    gmm_band *L = gmm_band_alloc(gmm_vi_dim(v), gmm_vi_bandwidth(v), 0, GMM_BAND_LOWER);
+    gmm_status s = L ? GMM_OK : gmm_error(GMM_ENOMEM, "out of memory");
+    if (s == GMM_OK && (s = gmm_vi_factor(m->vi, L)) == GMM_OK)
+        s = gmm_vi_set_state(v, m->obj->value, gmm_vi_mean(m->vi), L);
+    gmm_band_free(L);
+    if (s == GMM_OK)
+        gmm_mdl_set_vi(m, NULL);
+    return s;
 }
 
 const double *gmm_mdl_data_x(const gmm_mdl *m, size_t *n)

@@ -139,6 +139,32 @@ START_TEST(test_model_gaussian_ssm_dense)
     ck_assert_int_eq(gmm_mdl_has_inputs(m), 1);
     ck_assert_uint_eq(gmm_mdl_nsites(m), N);
     ck_assert_double_eq(gmm_mdl_noise(m), 0.2);
+    ck_assert_str_eq(gmm_mdl_site_column(m), "x");
+    ck_assert_ptr_null(gmm_mdl_response_name(m));
+    char buf[64], want[64];
+    snprintf(want, sizeof want, "%.17g", x[3]);
+    ck_assert_str_eq(gmm_mdl_site_label(m, 3, buf), want);
+    size_t v;
+    ck_assert_int_eq(gmm_mdl_draws_site(m, "f[25]", &v), GMM_OK);
+    ck_assert_uint_eq(v, 24);
+    ck_assert_int_eq(gmm_mdl_draws_site(m, "f[26]", &v), GMM_EINVAL);
+    ck_assert_int_eq(gmm_mdl_draws_site(m, "f[a]", &v), GMM_EINVAL);
+
+    /* at the sites: the data's inputs; observed: the noise added */
+    double pm[N], pv[N];
+    gmm_summary_pred pr[N], po[N];
+    ck_assert_int_eq(gmm_mdl_predict(m, x, N, pm, pv), GMM_OK);
+    ck_assert_int_eq(gmm_mdl_predict_summary(m, NULL, N, 0.9, 0, pr), GMM_OK);
+    ck_assert_int_eq(gmm_mdl_predict_summary(m, NULL, N, 0.9, 1, po), GMM_OK);
+    ck_assert_int_eq(gmm_mdl_predict_summary(m, NULL, N - 1, 0.9, 0, pr), GMM_EDIM);
+    for (size_t i = 0; i < N; i++) {
+        ck_assert_double_eq(pr[i].mean, pm[i]);
+        ck_assert_double_eq(pr[i].var, pv[i]);
+        ck_assert_double_eq(po[i].var, pv[i] + 0.2);
+        /* the 90% interval of a normal: mean -+ 1.6448536269514722 sd */
+        double h = 1.6448536269514722 * sqrt(pv[i] + 0.2);
+        ck_assert_double_eq_tol(po[i].upper - po[i].lower, 2.0 * h, 1e-12 * h);
+    }
     free(L);
     gmm_kernel_free(k);
     gmm_spec_free(sp);
@@ -327,6 +353,21 @@ START_TEST(test_model_graph_by_hand)
         ck_assert_double_eq(var[i], vh[i]);
     }
     ck_assert_int_eq(gmm_mdl_predict(m, NULL, 4, mean, var), GMM_EDIM);
+    ck_assert_str_eq(gmm_mdl_site_column(m), "node");
+    ck_assert_str_eq(gmm_mdl_response_name(m), "rate");
+    gmm_summary_pred pr[5];
+    ck_assert_int_eq(gmm_mdl_predict_summary(m, NULL, 5, 0.8, 1, pr), GMM_EINVAL);
+    ck_assert_int_eq(gmm_mdl_predict_summary(m, NULL, 5, 0.8, 0, pr), GMM_OK);
+    for (size_t i = 0; i < 5; i++) {
+        /* the rate's interval is the linear predictor's through exp; the
+         * Laplace mode is found again from the last (its Newton stop) */
+        ck_assert_double_eq_tol(pr[i].mean, mh[i], 1e-8 * (1.0 + fabs(mh[i])));
+        ck_assert_double_eq_tol(log(pr[i].resp_lower), pr[i].lower, 1e-12);
+        ck_assert_double_eq_tol(log(pr[i].resp_upper), pr[i].upper, 1e-12);
+    }
+    ck_assert_int_eq(gmm_mdl_draws_site(m, "f[d]", &v), GMM_OK);
+    ck_assert_str_eq(gmm_mdl_site_label(m, v, buf), "d");
+    ck_assert_int_eq(gmm_mdl_draws_site(m, "f[zz]", &v), GMM_EINVAL);
 
     gmm_free(iso);
     gmm_problem_free(p);
