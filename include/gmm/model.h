@@ -245,6 +245,17 @@ gmm_status gmm_mdl_check_draws(gmm_mdl *m, const char *path, const gmm_draws *d,
  * "f[...]") into *v.  GMM_EINVAL "column 'NAME' is not a data row of the
  * model's data (1..n)" / "... is not a node of the model's graph". */
 gmm_status gmm_mdl_draws_site(const gmm_mdl *m, const char *column, size_t *v);
+/* Site v's column in draws (hmc's): "f[ROW]" (ROW = v + 1) for models with
+ * inputs, "f[LABEL]" for graphs; in buf (>= 96 bytes). */
+const char *gmm_mdl_draws_column(const gmm_mdl *m, size_t v, char *buf);
+/* What a site is, for a sentence: "data row" or "the graph's node". */
+const char *gmm_mdl_site_noun(const gmm_mdl *m);
+/* The sites one item of a list names: a data row "A" or a range "A-B"
+ * (1-based) for models with inputs, a node's label for graphs, as the
+ * 0-based range [*first, *last].  GMM_EINVAL "'ITEM' is not a data row or
+ * range A-B in 1..n" / "'ITEM' is not a node of the graph". */
+gmm_status gmm_mdl_sites_parse(const gmm_mdl *m, const char *item, size_t *first,
+                               size_t *last);
 /* The model file m was built from, as given (NULL: none). */
 const char *gmm_mdl_model_path(const gmm_mdl *m);
 

@@ -341,24 +341,16 @@ static void write_header(FILE *f, gmm_mdl *m, const int *sampled, const unsigned
             else
                 cli_put_csv_field(f, o->name[k]);
         }
-    if (gmm_mdl_has_inputs(m)) {
-        size_t nr = gmm_latent_nrows(gmm_problem_latent(gmm_mdl_problem(m)));
-        for (size_t r = 0; r < nr; r++)
-            if (!keep || keep[r])
-                fprintf(f, cmdstan ? ",f.%zu" : ",f[%zu]", r + 1);
-    } else {
-        char buf[64], name[96];
-        for (size_t v = 0; v < gmm_mdl_nsites(m); v++) {
-            if (keep && !keep[v])
-                continue;
-            if (cmdstan) {
-                fprintf(f, ",f.%zu", v + 1);
-                continue;
-            }
-            snprintf(name, sizeof name, "f[%s]", gmm_mdl_site_label(m, v, buf));
-            fputc(',', f);
-            cli_put_csv_field(f, name);
+    char name[96];
+    for (size_t v = 0; v < gmm_mdl_nsites(m); v++) {
+        if (keep && !keep[v])
+            continue;
+        if (cmdstan) {
+            fprintf(f, ",f.%zu", v + 1);
+            continue;
         }
+        fputc(',', f);
+        cli_put_csv_field(f, gmm_mdl_draws_column(m, v, name));
     }
     size_t n = gmm_latent_dim(gmm_problem_latent(gmm_mdl_problem(m)));
     for (size_t i = 0; states && i < n; i++)
@@ -486,7 +478,7 @@ static int write_cmdstan(FILE *f, run_ctx *rc, size_t c, gmm_mdl *m, const int *
     fputs("# output\n#   sig_figs = 17\n", f);
     fprintf(f, "# f.i: the linear predictor at %s i; the inverse metric is the sampler's, on\n"
                "# the whitened latent field%s, not on f\n",
-            gmm_mdl_has_inputs(m) ? "data row" : "the graph's node",
+            gmm_mdl_site_noun(m),
             sampled ? " and the hyperparameters (positive ones on the log scale)" : "");
     write_header(f, m, sampled, keep, states, 1);
     fprintf(f, "# Adaptation terminated\n# Step size = %.17g\n", rc->stepsize[c]);
@@ -507,15 +499,13 @@ static int write_cmdstan(FILE *f, run_ctx *rc, size_t c, gmm_mdl *m, const int *
  * or node labels (graphs), comma-separated, into a mask of nsites. */
 static int parse_subset(const char *cmd, gmm_mdl *m, const char *spec, unsigned char **keep)
 {
-    int inputs = gmm_mdl_has_inputs(m);
-    size_t ns = inputs ? gmm_latent_nrows(gmm_problem_latent(gmm_mdl_problem(m)))
-                       : gmm_mdl_nsites(m);
+    size_t ns = gmm_mdl_nsites(m);
     *keep = gmm_calloc(ns ? ns : 1, 1);
     if (!*keep)
         return cli_fail(cmd, GMM_ENOMEM);
     const char *p = spec;
     while (*p) {
-        size_t len = strcspn(p, ",");
+        size_t len = strcspn(p, ","), a, b;
         char tok[256];
         if (len == 0 || len >= sizeof tok) {
             cli_msg(cmd, "--latent-subset: empty or overlong item in '%s'", spec);
@@ -523,26 +513,12 @@ static int parse_subset(const char *cmd, gmm_mdl *m, const char *spec, unsigned 
         }
         memcpy(tok, p, len);
         tok[len] = '\0';
-        if (inputs) {
-            char *end;
-            unsigned long a = strtoul(tok, &end, 10), b = a;
-            if (*end == '-')
-                b = strtoul(end + 1, &end, 10);
-            if (*end || a < 1 || b < a || b > ns) {
-                cli_msg(cmd, "--latent-subset: '%s' is not a data row or range A-B in 1..%zu",
-                        tok, ns);
-                return CLI_EXIT_USAGE;
-            }
-            for (unsigned long r = a; r <= b; r++)
-                (*keep)[r - 1] = 1;
-        } else {
-            size_t v;
-            if (!gmm_mdl_site_find(m, tok, &v)) {
-                cli_msg(cmd, "--latent-subset: '%s' is not a node of the graph", tok);
-                return CLI_EXIT_USAGE;
-            }
-            (*keep)[v] = 1;
+        if (gmm_mdl_sites_parse(m, tok, &a, &b) != GMM_OK) {
+            cli_msg(cmd, "--latent-subset: %s", gmm_error_message());
+            return CLI_EXIT_USAGE;
         }
+        for (size_t r = a; r <= b; r++)
+            (*keep)[r] = 1;
         p += len;
         if (*p == ',')
             p++;

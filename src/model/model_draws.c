@@ -169,3 +169,38 @@ gmm_status gmm_mdl_draws_site(const gmm_mdl *m, const char *name, size_t *v)
         return gmm_error(GMM_EINVAL, "column '%s' is not a node of the model's graph", name);
     return GMM_OK;
 }
+
+const char *gmm_mdl_draws_column(const gmm_mdl *m, size_t v, char *buf)
+{
+    char lb[64];
+    if (gmm_latent_has_inputs(m->lat))
+        snprintf(buf, 96, "f[%zu]", v + 1);
+    else
+        snprintf(buf, 96, "f[%s]", gmm_graph_node_label(m->g, v, lb));
+    return buf;
+}
+
+const char *gmm_mdl_site_noun(const gmm_mdl *m)
+{
+    return gmm_latent_has_inputs(m->lat) ? "data row" : "the graph's node";
+}
+
+gmm_status gmm_mdl_sites_parse(const gmm_mdl *m, const char *item, size_t *first, size_t *last)
+{
+    if (gmm_latent_has_inputs(m->lat)) {
+        char *end;
+        unsigned long a = strtoul(item, &end, 10), b = a;
+        if (*end == '-')
+            b = strtoul(end + 1, &end, 10);
+        if (*end || a < 1 || b < a || b > m->nrow)
+            return gmm_error(GMM_EINVAL, "'%s' is not a data row or range A-B in 1..%zu", item,
+                             m->nrow);
+        *first = a - 1;
+        *last = b - 1;
+        return GMM_OK;
+    }
+    if (!gmm_graph_node_find(m->g, item, first))
+        return gmm_error(GMM_EINVAL, "'%s' is not a node of the graph", item);
+    *last = *first;
+    return GMM_OK;
+}

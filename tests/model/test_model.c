@@ -149,6 +149,15 @@ START_TEST(test_model_gaussian_ssm_dense)
     ck_assert_uint_eq(v, 24);
     ck_assert_int_eq(gmm_mdl_draws_site(m, "f[26]", &v), GMM_EINVAL);
     ck_assert_int_eq(gmm_mdl_draws_site(m, "f[a]", &v), GMM_EINVAL);
+    char col[96];
+    ck_assert_str_eq(gmm_mdl_draws_column(m, 24, col), "f[25]");
+    size_t a, b;
+    ck_assert_int_eq(gmm_mdl_sites_parse(m, "2-4", &a, &b), GMM_OK);
+    ck_assert_uint_eq(a, 1);
+    ck_assert_uint_eq(b, 3);
+    ck_assert_int_eq(gmm_mdl_sites_parse(m, "0", &a, &b), GMM_EINVAL);
+    ck_assert_int_eq(gmm_mdl_sites_parse(m, "3-2", &a, &b), GMM_EINVAL);
+    ck_assert_int_eq(gmm_mdl_sites_parse(m, "26", &a, &b), GMM_EINVAL);
 
     /* at the sites: the data's inputs; observed: the noise added */
     double pm[N], pv[N];
@@ -367,6 +376,13 @@ START_TEST(test_model_graph_by_hand)
     }
     ck_assert_int_eq(gmm_mdl_draws_site(m, "f[d]", &v), GMM_OK);
     ck_assert_str_eq(gmm_mdl_site_label(m, v, buf), "d");
+    char col[96];
+    ck_assert_str_eq(gmm_mdl_draws_column(m, v, col), "f[d]");
+    size_t a, b;
+    ck_assert_int_eq(gmm_mdl_sites_parse(m, "d", &a, &b), GMM_OK);
+    ck_assert_uint_eq(a, v);
+    ck_assert_uint_eq(b, v);
+    ck_assert_int_eq(gmm_mdl_sites_parse(m, "1-2", &a, &b), GMM_EINVAL);
     ck_assert_int_eq(gmm_mdl_draws_site(m, "f[zz]", &v), GMM_EINVAL);
 
     gmm_free(iso);
