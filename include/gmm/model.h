@@ -25,6 +25,7 @@
 #include <jansson.h>
 
 #include "gmm/draws.h"
+#include "gmm/io.h"
 #include "gmm/likelihood.h"
 #include "gmm/modelfile.h"
 #include "gmm/objective.h"
@@ -256,6 +257,38 @@ const char *gmm_mdl_site_noun(const gmm_mdl *m);
  * range A-B in 1..n" / "'ITEM' is not a node of the graph". */
 gmm_status gmm_mdl_sites_parse(const gmm_mdl *m, const char *item, size_t *first,
                                size_t *last);
+/* Held-out data for gmm_mdl_score: a CSV with the model's site (input or
+ * node), outcome and exposure columns, checked against the likelihood. */
+typedef struct {
+    gmm_table *table;      /* the file as read (lines, cells for messages) */
+    size_t col_site, col_y;
+    size_t n, nobs;        /* rows, rows with an observed outcome */
+    double *y, *e;         /* n each: outcome (NAN: missing), exposure (1: none) */
+    double *x;             /* n inputs (models with inputs) */
+    size_t *site;          /* n graph nodes (graphs) */
+} gmm_mdl_test;
+
+/* Read `path` as held-out data of m.  Errors: the table's (GMM_EIO,
+ * GMM_EPARSE: a missing column), GMM_EPARSE "FILE:LINE: column 'C': ..."
+ * (a node not in the graph, a missing exposure, an outcome the likelihood
+ * refuses) and "FILE: ...: nothing to score" when no outcome is observed,
+ * GMM_ENOMEM. */
+gmm_status gmm_mdl_test_read(const gmm_mdl *m, const char *path, gmm_mdl_test **out);
+void gmm_mdl_test_free(gmm_mdl_test *t); /* NULL-safe */
+/* lpd[r] = log E[p(y_r | f_r)] for every observed row r of t under m's
+ * posterior (exact, Laplace, or q when attached); lpd has t->n entries,
+ * those of missing rows are not written. */
+gmm_status gmm_mdl_score(gmm_mdl *m, const gmm_mdl_test *t, double *lpd);
+/* The same under draws d (of m: see gmm_mdl_check_draws) read from dpath:
+ * log mean_s E[p(y_r | f_r) | draw s] with the likelihood at each draw's
+ * parameters (sampled columns, else m's).  A draw fixes f at a site
+ * (column f[row] at a data input, f[node]); with the latent states
+ * x[1..n] (hmc --states) f at any input is the Markov bridge's normal.
+ * Errors: GMM_EINVAL "DPATH: draw K: ..." (parameters out of their
+ * domain), "FILE:LINE: column 'C': X is not an input of the model's data,
+ * and ..." (no states), "DPATH: no column 'f[...]' ..."; the bridge's. */
+gmm_status gmm_mdl_score_draws(gmm_mdl *m, const gmm_mdl_test *t, const gmm_draws *d,
+                               const char *dpath, double *lpd);
 /* The model file m was built from, as given (NULL: none). */
 const char *gmm_mdl_model_path(const gmm_mdl *m);
 

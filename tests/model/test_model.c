@@ -174,6 +174,19 @@ START_TEST(test_model_gaussian_ssm_dense)
         double h = 1.6448536269514722 * sqrt(pv[i] + 0.2);
         ck_assert_double_eq_tol(po[i].upper - po[i].lower, 2.0 * h, 1e-12 * h);
     }
+
+    /* the data as held-out data: lpd_r = log N(y_r | mean_r, var_r + noise) */
+    gmm_mdl_test *tt = NULL;
+    double lpd[N];
+    ck_assert_int_eq(gmm_mdl_test_read(m, path, &tt), GMM_OK);
+    ck_assert_uint_eq(tt->nobs, N);
+    ck_assert_int_eq(gmm_mdl_score(m, tt, lpd), GMM_OK);
+    for (size_t i = 0; i < N; i++) {
+        double s2 = pv[i] + 0.2, r = y[i] - pm[i];
+        double want_l = -0.5 * log(2.0 * acos(-1.0) * s2) - 0.5 * r * r / s2;
+        ck_assert_double_eq_tol(lpd[i], want_l, 1e-12 * (1.0 + fabs(want_l)));
+    }
+    gmm_mdl_test_free(tt);
     free(L);
     gmm_kernel_free(k);
     gmm_spec_free(sp);
@@ -384,6 +397,25 @@ START_TEST(test_model_graph_by_hand)
     ck_assert_uint_eq(b, v);
     ck_assert_int_eq(gmm_mdl_sites_parse(m, "1-2", &a, &b), GMM_EINVAL);
     ck_assert_int_eq(gmm_mdl_draws_site(m, "f[zz]", &v), GMM_EINVAL);
+
+    /* held-out rows name their node; an unknown one is refused at its line */
+    char *test = tu_write_str(dir, "test.csv", "node,count\ne,1\nb,\nq,2\n");
+    gmm_mdl_test *tt = NULL;
+    ck_assert_int_eq(gmm_mdl_test_read(m, test, &tt), GMM_EPARSE);
+    char want[512];
+    snprintf(want, sizeof want,
+             "%s:4: column 'node': node 'q' is not a node of the model's graph", test);
+    ck_assert_str_eq(gmm_error_message(), want);
+    free(test);
+    test = tu_write_str(dir, "test.csv", "node,count\ne,1\nb,\n");
+    ck_assert_int_eq(gmm_mdl_test_read(m, test, &tt), GMM_OK);
+    ck_assert_uint_eq(tt->nobs, 1);
+    double lpd[2] = {0.0, 0.0};
+    ck_assert_int_eq(gmm_mdl_score(m, tt, lpd), GMM_OK);
+    ck_assert(lpd[0] < 0.0 && isfinite(lpd[0]));
+    ck_assert_double_eq(lpd[1], 0.0); /* missing: not written */
+    gmm_mdl_test_free(tt);
+    free(test);
 
     gmm_free(iso);
     gmm_problem_free(p);

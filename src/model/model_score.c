@@ -1,0 +1,309 @@
+/* model_score.c -- held-out data against a built model (model.h): the log
+ * predictive density of every observed test row under the model's
+ * posterior or under MCMC draws. */
+#include "model_impl.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gmm/alloc.h"
+#include "gmm/io.h"
+#include "gmm/problem.h"
+
+void gmm_mdl_test_free(gmm_mdl_test *t)
+{
+    if (!t)
+        return;
+    gmm_table_free(t->table);
+    gmm_free(t->y);
+    gmm_free(t->e);
+    gmm_free(t->x);
+    gmm_free(t->site);
+    gmm_free(t);
+}
+
+gmm_status gmm_mdl_test_read(const gmm_mdl *m, const char *path, gmm_mdl_test **out)
+{
+    gmm_status s;
+    int inputs = gmm_latent_has_inputs(m->lat);
+    *out = NULL;
+    gmm_mdl_test *t = gmm_calloc(1, sizeof *t);
+    if (!t)
+        return gmm_error(GMM_ENOMEM, "out of memory");
+    if ((s = gmm_table_read(path, &t->table)) != GMM_OK)
+        goto fail;
+    const gmm_table *tb = t->table;
+    size_t ce = 0, n = tb->nrow, nn = n ? n : 1;
+    const char *ename = m->ename;
+    if ((s = gmm_table_column(tb, gmm_mdl_data_site_name(m), &t->col_site)) != GMM_OK ||
+        (s = gmm_table_column(tb, m->yname, &t->col_y)) != GMM_OK ||
+        (ename && (s = gmm_table_column(tb, ename, &ce)) != GMM_OK))
+        goto fail;
+    t->n = n;
+    t->y = gmm_malloc(nn, sizeof *t->y);
+    t->e = gmm_malloc(nn, sizeof *t->e);
+    t->x = gmm_malloc(nn, sizeof *t->x);
+    t->site = gmm_malloc(nn, sizeof *t->site);
+    if (!t->y || !t->e || !t->x || !t->site) {
+        s = gmm_error(GMM_ENOMEM, "out of memory");
+        goto fail;
+    }
+    if ((s = gmm_table_column_double(tb, t->col_y, 1, t->y)) != GMM_OK ||
+        (inputs && (s = gmm_table_column_double(tb, t->col_site, 0, t->x)) != GMM_OK) ||
+        (ename && (s = gmm_table_column_double(tb, ce, 1, t->e)) != GMM_OK))
+        goto fail;
+    for (size_t r = 0; r < n; r++) {
+        if (!ename)
+            t->e[r] = 1.0;
+        if (!inputs && !gmm_graph_node_find(m->g, tb->cell[r][t->col_site], &t->site[r])) {
+            s = gmm_error_at(GMM_EPARSE, r,
+                             "%s:%zu: column '%s': node '%s' is not a node of the model's graph",
+                             tb->file, tb->line[r], tb->header[t->col_site],
+                             tb->cell[r][t->col_site]);
+            goto fail;
+        }
+    }
+    for (size_t r = 0; r < n; r++) {
+        if (isnan(t->y[r]))
+            continue;
+        t->nobs++;
+        if (ename && isnan(t->e[r])) {
+            s = gmm_error_at(GMM_EPARSE, r,
+                             "%s:%zu: column '%s': missing exposure for an observed outcome",
+                             tb->file, tb->line[r], ename);
+            goto fail;
+        }
+    }
+    if (t->nobs == 0) {
+        if (n == 0)
+            s = gmm_error(GMM_EPARSE, "%s: no data rows: nothing to score", tb->file);
+        else
+            s = gmm_error(GMM_EPARSE, "%s: column '%s' is missing on all %zu rows: nothing to "
+                                      "score",
+                          tb->file, tb->header[t->col_y], n);
+        goto fail;
+    }
+    if ((s = gmm_lik_check_data(&m->lik, t->y, ename ? t->e : NULL, n)) != GMM_OK) {
+        size_t r = gmm_error_index();
+        if (r < n) {
+            char why[GMM_ERROR_MAX];
+            snprintf(why, sizeof why, "%s", gmm_error_message());
+            s = gmm_error_at(s, r, "%s:%zu: column '%s': %s", tb->file, tb->line[r],
+                             strstr(why, "exposure") && ename ? ename : tb->header[t->col_y],
+                             why);
+        }
+        goto fail;
+    }
+    *out = t;
+    return GMM_OK;
+fail:
+    gmm_mdl_test_free(t);
+    return s;
+}
+
+gmm_status gmm_mdl_score(gmm_mdl *m, const gmm_mdl_test *t, double *lpd)
+{
+    int inputs = gmm_latent_has_inputs(m->lat);
+    const gmm_lik *lik = gmm_mdl_likelihood(m);
+    double center = gmm_mdl_center(m, NULL);
+    size_t nq = inputs ? t->n : gmm_mdl_nsites(m);
+    double *mean = gmm_malloc(nq ? nq : 1, sizeof *mean);
+    double *var = gmm_malloc(nq ? nq : 1, sizeof *var);
+    gmm_status s = mean && var ? GMM_OK : gmm_error(GMM_ENOMEM, "out of memory");
+    if (s == GMM_OK)
+        s = gmm_mdl_predict(m, t->x, nq, mean, var);
+    for (size_t r = 0; s == GMM_OK && r < t->n; r++) {
+        if (isnan(t->y[r]))
+            continue;
+        size_t q = inputs ? r : t->site[r];
+        s = gmm_lik_predictive(lik, t->y[r] - center, t->e[r], mean[q] - center, var[q],
+                               &lpd[r]);
+    }
+    gmm_free(mean);
+    gmm_free(var);
+    return s;
+}
+
+/* A data input and its row, ordered by input. */
+typedef struct {
+    double x;
+    size_t row;
+} xrow;
+
+static int cmp_xrow(const void *a, const void *b)
+{
+    double x = ((const xrow *)a)->x, y = ((const xrow *)b)->x;
+    return (x > y) - (x < y);
+}
+
+/* The column named `name` of d, or d->nvar. */
+static size_t draws_var(const gmm_draws *d, const char *name)
+{
+    size_t v;
+    for (v = 0; v < d->nvar && strcmp(d->name[v], name); v++)
+        ;
+    return v;
+}
+
+/* log of the mean of exp(l[0..N)), without overflow. */
+static double log_mean_exp(const double *l, size_t N)
+{
+    double mx = -INFINITY, sum = 0.0;
+    for (size_t k = 0; k < N; k++)
+        if (l[k] > mx)
+            mx = l[k];
+    if (!isfinite(mx))
+        return mx;
+    for (size_t k = 0; k < N; k++)
+        sum += exp(l[k] - mx);
+    return mx + log(sum / (double)N);
+}
+
+/* Test rows per bridge call: its per-draw normals take 2 N SCORE_BLOCK
+ * doubles. */
+#define SCORE_BLOCK 256
+
+gmm_status gmm_mdl_score_draws(gmm_mdl *m, const gmm_mdl_test *tt, const gmm_draws *d,
+                               const char *dpath, double *lpd)
+{
+    const gmm_table *t = tt->table;
+    const double *y = tt->y, *e = tt->e, *site = tt->x;
+    const size_t *idx = tt->site;
+    size_t cs = tt->col_site;
+    gmm_problem *p = gmm_mdl_problem(m);
+    gmm_objective *o = gmm_mdl_objective(m);
+    size_t n = t->nrow, N = d->nchain * d->niter, np = o->nparam;
+    size_t nlat = gmm_latent_dim(gmm_problem_latent(p));
+    int inputs = gmm_latent_has_inputs(m->lat);
+    double c0 = gmm_mdl_center(m, NULL);
+    double *th = gmm_malloc(N * (np ? np : 1), sizeof *th), *l = gmm_malloc(N, sizeof *l);
+    gmm_lik *lik = gmm_malloc(N, sizeof *lik);
+    double *xs = NULL, *xq = NULL, *M = NULL, *V = NULL;
+    xrow *xsort = NULL;
+    size_t *rq = NULL;
+    gmm_status s = GMM_OK;
+    if (!th || !l || !lik) {
+        s = gmm_error(GMM_ENOMEM, "out of memory");
+        goto done;
+    }
+    for (size_t k2 = 0; k2 < np; k2++) {
+        size_t v = draws_var(d, o->name[k2]);
+        for (size_t k = 0; k < N; k++)
+            th[k * np + k2] = v < d->nvar ? gmm_draws_variable(d, v)[k] : o->value[k2];
+    }
+    for (size_t k = 0; k < N; k++)
+        if ((s = gmm_problem_lik_at(p, th + k * np, &lik[k])) != GMM_OK) {
+            char why[GMM_ERROR_MAX];
+            snprintf(why, sizeof why, "%s", gmm_error_message());
+            s = gmm_error(GMM_EINVAL, "%s: draw %zu: %s", dpath, k + 1, why);
+            goto done;
+        }
+    size_t x1 = inputs ? draws_var(d, "x[1]") : d->nvar;
+    int states = x1 < d->nvar && x1 + nlat <= d->nvar;
+    if (states) {
+        char name[48];
+        snprintf(name, sizeof name, "x[%zu]", nlat);
+        states = !strcmp(d->name[x1 + nlat - 1], name);
+    }
+    if (states) {
+        xs = gmm_malloc(N * nlat, sizeof *xs);
+        xq = gmm_malloc(SCORE_BLOCK, sizeof *xq);
+        rq = gmm_malloc(SCORE_BLOCK, sizeof *rq);
+        M = gmm_malloc(N * SCORE_BLOCK, sizeof *M);
+        V = gmm_malloc(N * SCORE_BLOCK, sizeof *V);
+        if (!xs || !xq || !rq || !M || !V) {
+            s = gmm_error(GMM_ENOMEM, "out of memory");
+            goto done;
+        }
+        for (size_t j = 0; j < nlat; j++) {
+            const double *col = gmm_draws_variable(d, x1 + j);
+            for (size_t k = 0; k < N; k++)
+                xs[k * nlat + j] = col[k];
+        }
+        for (size_t r0 = 0; r0 < n;) {
+            size_t nq = 0;
+            for (; r0 < n && nq < SCORE_BLOCK; r0++)
+                if (!isnan(y[r0])) {
+                    xq[nq] = site[r0];
+                    rq[nq++] = r0;
+                }
+            if ((s = gmm_problem_predict_at_draws_normal(p, th, np, xs, N, xq, nq, M, V)) !=
+                GMM_OK)
+                goto done;
+            for (size_t q = 0; q < nq; q++) {
+                size_t r = rq[q];
+                for (size_t k = 0; k < N; k++)
+                    if ((s = gmm_lik_predictive(&lik[k], y[r] - c0, e[r], M[k * nq + q],
+                                                V[k * nq + q], &l[k])) != GMM_OK)
+                        goto done;
+                lpd[r] = log_mean_exp(l, N);
+            }
+        }
+        goto done;
+    }
+    /* f at the data rows: a test input must be one of the data's */
+    size_t nx = m->nrow;
+    const double *x = m->x;
+    if (inputs) {
+        xsort = gmm_malloc(nx ? nx : 1, sizeof *xsort);
+        if (!xsort) {
+            s = gmm_error(GMM_ENOMEM, "out of memory");
+            goto done;
+        }
+        for (size_t i = 0; i < nx; i++)
+            xsort[i] = (xrow){x[i], i};
+        qsort(xsort, nx, sizeof *xsort, cmp_xrow);
+    }
+    for (size_t r = 0; r < n; r++) {
+        if (isnan(y[r]))
+            continue;
+        char name[96];
+        size_t sv;
+        if (inputs) {
+            /* rows at one input share its state, so any of them serves */
+            const xrow key = {site[r], 0}, *hit = bsearch(&key, xsort, nx, sizeof *xsort,
+                                                          cmp_xrow);
+            if (!hit) {
+                s = gmm_error_at(GMM_EINVAL, r,
+                                 "%s:%zu: column '%s': %.17g is not an input of the model's "
+                                 "data, and %s has no latent states x[1..%zu]: scoring new "
+                                 "inputs under draws needs them (gmm-infer hmc --states)",
+                                 t->file, t->line[r], t->header[cs], site[r], dpath, nlat);
+                goto done;
+            }
+            sv = hit->row;
+        } else {
+            sv = idx[r];
+        }
+        gmm_mdl_draws_column(m, sv, name);
+        size_t v = draws_var(d, name);
+        if (v == d->nvar) {
+            s = gmm_error_at(GMM_EINVAL, r,
+                             "%s: no column '%s' (the %s of %s:%zu); draws made with "
+                             "--latent-subset must include it",
+                             dpath, name, inputs ? "data row at the input" : "node", t->file,
+                             t->line[r]);
+            goto done;
+        }
+        /* the draws are of f + the centre (Gaussian data) */
+        const double *f = gmm_draws_variable(d, v);
+        for (size_t k = 0; k < N; k++)
+            if ((s = gmm_lik_predictive(&lik[k], y[r] - c0, e[r], f[k] - c0, 0.0, &l[k])) !=
+                GMM_OK)
+                goto done;
+        lpd[r] = log_mean_exp(l, N);
+    }
+done:
+    gmm_free(th);
+    gmm_free(l);
+    gmm_free(lik);
+    gmm_free(xs);
+    gmm_free(xq);
+    gmm_free(rq);
+    gmm_free(M);
+    gmm_free(V);
+    gmm_free(xsort);
+    return s;
+}
