@@ -596,7 +596,8 @@ static gmm_status build_model(const build *b, gmm_mdl *m)
     gmm_status s;
     gmm_table *data = NULL;
     /* specs first: a spec error is reported before any data is read */
-    if ((s = parse_likelihood(b, m, o->likelihood)) != GMM_OK || (s = check_spec(b, &m->lik)) != GMM_OK)
+    if ((s = parse_likelihood(b, m, o->likelihood)) != GMM_OK ||
+        (s = check_spec(b, &m->lik)) != GMM_OK)
         return s;
     if (!o->data || !(o->graph ? o->precision : o->kernel))
         return gmm_error(GMM_EINVAL, "model: no data file, or no %s spec",
@@ -627,7 +628,8 @@ static gmm_status build_model(const build *b, gmm_mdl *m)
     if (!mf) {
         gmm_spec_node *probe = NULL;
         const char *key = m->graph ? "precision" : "kernel";
-        if ((s = parse_spec(b, key, m->graph ? o->precision : o->kernel, &probe)) != GMM_OK)
+        const char *text = m->graph ? o->precision : o->kernel;
+        if ((s = parse_spec(b, key, text, &probe)) != GMM_OK)
             return s;
         if (!m->graph) {
             /* kernel names, keys and sizes too, before the data are read */
@@ -636,7 +638,7 @@ static gmm_status build_model(const build *b, gmm_mdl *m)
             gmm_kernel_free(kp);
             if (s != GMM_OK) {
                 gmm_spec_free(probe);
-                return s == GMM_EPARSE ? spec_error(b, key, m->graph ? o->precision : o->kernel, s) : s;
+                return s == GMM_EPARSE ? spec_error(b, key, text, s) : s;
             }
         }
         gmm_spec_free(probe);

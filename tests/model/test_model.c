@@ -90,7 +90,8 @@ START_TEST(test_model_gaussian_ssm_dense)
     gmm_mdl *m = NULL;
     gmm_mdl_failure f;
     ck_assert_int_eq(gmm_mdl_build(&s, &m, &f), GMM_OK);
-    ck_assert_ptr_nonnull(find_report(&rep, GMM_MDL_REPORT_DATA, "read 25 rows: 25 observed, 0 missing"));
+    ck_assert_ptr_nonnull(
+        find_report(&rep, GMM_MDL_REPORT_DATA, "read 25 rows: 25 observed, 0 missing"));
     ck_assert_ptr_nonnull(find_report(&rep, GMM_MDL_REPORT_SUMMARY, "state-space latent model"));
 
     double mean = 0.0;
@@ -219,7 +220,8 @@ START_TEST(test_model_poisson_ssm_by_hand)
     s.report_user = &rep;
     gmm_mdl *m = NULL;
     ck_assert_int_eq(gmm_mdl_build(&s, &m, NULL), GMM_OK);
-    ck_assert_ptr_nonnull(find_report(&rep, GMM_MDL_REPORT_DATA, "read 30 rows: 29 observed, 1 missing"));
+    ck_assert_ptr_nonnull(
+        find_report(&rep, GMM_MDL_REPORT_DATA, "read 30 rows: 29 observed, 1 missing"));
     ck_assert_ptr_null(find_report(&rep, GMM_MDL_REPORT_INFO, "")); /* not verbose */
     ck_assert_int_eq(gmm_mdl_center(m, NULL), 0.0);
     ck_assert_str_eq(gmm_mdl_approximation(m), "laplace");
@@ -287,6 +289,28 @@ START_TEST(test_model_poisson_ssm_by_hand)
     ck_assert_double_eq(ll2, ll);
 
     gmm_mdl_free(m2);
+
+    /* a model file's values: each in its domain, none the model lacks */
+    gmm_mdl_failure f;
+    double keep = mf.param_value[1];
+    mf.param_value[1] = -2.0;
+    ck_assert_int_eq(gmm_mdl_build(&s2, &m2, &f), GMM_EPARSE);
+    ck_assert_str_eq(gmm_error_message(), "m.json: parameter '0.matern32.lengthscale' = -2 is "
+                                          "out of its domain (it must be positive)");
+    gmm_mdl_failure_free(&f);
+    mf.param_value[1] = keep;
+    char *names[4] = {mf.param_name[0], mf.param_name[1], mf.param_name[2], "0.matern32.sigma"};
+    double vals[4] = {th[0], th[1], th[2], 1.0};
+    mf.param_name = names;
+    mf.param_value = vals;
+    mf.nparam = 4;
+    ck_assert_int_eq(gmm_mdl_build(&s2, &m2, &f), GMM_EPARSE);
+    ck_assert_str_eq(gmm_error_message(), "m.json: unknown parameter '0.matern32.sigma' in "
+                                          "\"parameters\"; the model's are:");
+    ck_assert_str_eq(f.params, "  0.matern32.variance\n  0.matern32.lengthscale\n  intercept\n");
+    ck_assert_int_eq(f.usage, 0);
+    gmm_mdl_failure_free(&f);
+    ck_assert_ptr_null(m2);
     gmm_free(scratch);
     gmm_problem_free(p);
     gmm_latent_free(lat);
@@ -323,7 +347,8 @@ START_TEST(test_model_graph_by_hand)
     s.report_user = &rep;
     gmm_mdl *m = NULL;
     ck_assert_int_eq(gmm_mdl_build(&s, &m, NULL), GMM_OK);
-    ck_assert_ptr_nonnull(find_report(&rep, GMM_MDL_REPORT_DATA, "read 6 rows: 5 observed, 1 missing"));
+    ck_assert_ptr_nonnull(
+        find_report(&rep, GMM_MDL_REPORT_DATA, "read 6 rows: 5 observed, 1 missing"));
     ck_assert_int_eq(gmm_mdl_has_inputs(m), 0);
     ck_assert_uint_eq(gmm_mdl_nsites(m), 5);
     size_t v;
