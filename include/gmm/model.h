@@ -5,7 +5,8 @@
  * (problem.h) with its objective.  The description (gmm_mdl_spec) does not
  * depend on the command line: a program fills it from its options, or from a
  * model file (modelfile.h) through gmm_mdl_spec.values.  gmm_mdl_describe
- * gives the model back as a model file.
+ * gives the model back as a model file.  (gmm_model, modelfile.h, is that
+ * file's contents; gmm_mdl is the model built and ready to evaluate.)
  *
  * Only this layer knows the families apart; callers ask it for sites
  * (data rows or graph nodes), predictions and the identity of the model

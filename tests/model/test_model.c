@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "gmm/alloc.h"
 #include "gmm/gmrf.h"
@@ -512,6 +513,56 @@ START_TEST(test_model_failures)
 }
 END_TEST
 
+/* Nothing is printed: failures, warnings and reports with no callback
+ * leave stdout and stderr untouched. */
+START_TEST(test_model_never_prints)
+{
+    char *dir = tu_mkdtemp();
+    char *path = tu_write_str(dir, "d.csv", "t,y\n1,2\n1.0000001,3\n2,-1\n3,4\n4,\n");
+    char *out = tu_path(dir, "out.txt");
+    fflush(stdout);
+    fflush(stderr);
+    int save1 = dup(1), save2 = dup(2);
+    FILE *o = fopen(out, "w");
+    ck_assert_ptr_nonnull(o);
+    dup2(fileno(o), 1);
+    dup2(fileno(o), 2);
+    gmm_mdl_spec s;
+    gmm_mdl_spec_init(&s);
+    s.data = path;
+    s.kernel = "matern32";
+    s.merge_tol = 1e-3; /* a warning: two inputs merged */
+    s.verbose = 1;
+    gmm_mdl *m = NULL;
+    gmm_status st1 = gmm_mdl_build(&s, &m, NULL);
+    s.likelihood = "poisson"; /* -1 is no count */
+    gmm_mdl *m2 = NULL;
+    gmm_status st2 = gmm_mdl_build(&s, &m2, NULL);
+    s.likelihood = "poisson(";
+    gmm_status st3 = gmm_mdl_build(&s, &m2, NULL);
+    fflush(stdout);
+    fflush(stderr);
+    dup2(save1, 1);
+    dup2(save2, 2);
+    close(save1);
+    close(save2);
+    fclose(o);
+    ck_assert_int_eq(st1, GMM_OK);
+    ck_assert_int_eq(st2, GMM_EINVAL);
+    ck_assert_int_eq(st3, GMM_EPARSE);
+    size_t len = 1;
+    char *text = tu_read_file(out, &len);
+    ck_assert_ptr_nonnull(text);
+    ck_assert_msg(len == 0, "printed: %s", text);
+    free(text);
+    gmm_mdl_free(m);
+    tu_rmdir_all(dir);
+    free(dir);
+    free(path);
+    free(out);
+}
+END_TEST
+
 Suite *model_model_suite(void)
 {
     Suite *s = suite_create("model_model");
@@ -520,6 +571,7 @@ Suite *model_model_suite(void)
     tcase_add_test(tc, test_model_poisson_ssm_by_hand);
     tcase_add_test(tc, test_model_graph_by_hand);
     tcase_add_test(tc, test_model_failures);
+    tcase_add_test(tc, test_model_never_prints);
     suite_add_tcase(s, tc);
     return s;
 }
