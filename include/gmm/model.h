@@ -290,6 +290,24 @@ gmm_status gmm_mdl_score(gmm_mdl *m, const gmm_mdl_test *t, double *lpd);
  * and ..." (no states), "DPATH: no column 'f[...]' ..."; the bridge's. */
 gmm_status gmm_mdl_score_draws(gmm_mdl *m, const gmm_mdl_test *t, const gmm_draws *d,
                                const char *dpath, double *lpd);
+/* The posterior of f from draws d of m (read from dpath, for messages):
+ * for every column f[...], in order, its site (site[k]) and the mean,
+ * variance and interval at the level of f, and of the response through
+ * the inverse link draw by draw (pr[k]); *nout of them.  site and pr hold
+ * d->nvar entries.  Errors: GMM_EINVAL "DPATH: column ... is not ..." (see
+ * gmm_mdl_draws_site), "DPATH: no f[...] columns in the draws"; the
+ * summaries'. */
+gmm_status gmm_mdl_predict_draws(gmm_mdl *m, const gmm_draws *d, const char *dpath,
+                                 double level, size_t *site, gmm_summary_pred *pr, size_t *nout);
+/* At nq new inputs xq (models with inputs) from draws that hold the latent
+ * states x[1..n] (hmc --states): each new f drawn from the Markov bridge
+ * given each draw (gmm_problem_predict_at_draws), with the draw's sampled
+ * parameters, summarised into pr[0..nq) as above (means and intervals of
+ * centred data moved back by the centre).  Errors: GMM_EINVAL "DPATH: no
+ * latent states x[1..n]: ..."; the bridge's. */
+gmm_status gmm_mdl_predict_draws_at(gmm_mdl *m, const gmm_draws *d, const char *dpath,
+                                    const double *xq, size_t nq, double level,
+                                    gmm_summary_pred *pr);
 /* The model file m was built from, as given (NULL: none). */
 const char *gmm_mdl_model_path(const gmm_mdl *m);
 

@@ -125,135 +125,40 @@ done:
     return rc;
 }
 
-/* The posterior of f from MCMC draws (gmm-infer hmc): for every column
- * f[...] the mean, variance and interval at the level, at the data row's x
- * (state-space) or the node; rates / probabilities through the inverse
- * link, draw by draw.  Every column is checked before anything is
- * written. */
-static int predict_draws(const char *cmd, gmm_mdl *m, const gmm_lik *lik, const char **paths,
-                         size_t npath, double level, const char *out_path)
+/* The posterior of f from MCMC draws (gmm-infer hmc) at their f[...]
+ * columns' sites (gmm_mdl_predict_draws), or at new inputs xq (nq of
+ * them; gmm_mdl_predict_draws_at) when xq is set.  Every column is checked
+ * before anything is written. */
+static int predict_draws(const char *cmd, gmm_mdl *m, const char **paths, size_t npath,
+                         const double *xq, size_t nq, double level, const char *out_path)
 {
     gmm_draws *d = NULL;
-    double *work = NULL;
-    size_t *site = NULL;
+    size_t *site = NULL, nout = 0;
     gmm_summary_pred *pr = NULL;
     int rc = 0;
     gmm_status s = gmm_draws_read(paths, npath, &d);
     if (s != GMM_OK)
         return cli_fail(cmd, s);
-    if ((rc = cli_model_check_draws(cmd, m, paths, npath, d)) != 0) {
-        gmm_draws_free(d);
-        return rc;
-    }
-    size_t N = d->nchain * d->niter, nv = d->nvar ? d->nvar : 1;
+    if ((rc = cli_model_check_draws(cmd, m, paths, npath, d)) != 0)
+        goto done;
+    size_t nv = xq ? (nq ? nq : 1) : d->nvar ? d->nvar : 1;
     site = gmm_malloc(nv, sizeof *site);
     pr = gmm_malloc(nv, sizeof *pr);
-    work = gmm_malloc(N ? N : 1, sizeof *work);
-    if (!site || !pr || !work) {
+    if (!site || !pr) {
         rc = cli_fail(cmd, GMM_ENOMEM);
         goto done;
     }
-    size_t nout = 0;
-    for (size_t v = 0; v < d->nvar; v++) {
-        const char *name = d->name[v];
-        size_t len = strlen(name);
-        if (len < 4 || strncmp(name, "f[", 2) || name[len - 1] != ']')
-            continue;
-        if ((s = gmm_mdl_draws_site(m, name, &site[nout])) != GMM_OK) {
-            cli_msg(cmd, "%s: %s", paths[0], gmm_error_message());
-            rc = CLI_EXIT_ERROR;
-            goto done;
-        }
-        memcpy(work, gmm_draws_variable(d, v), N * sizeof *work);
-        if ((s = gmm_summary_pred_draws(lik, work, N, level, &pr[nout])) != GMM_OK) {
-            rc = cli_fail(cmd, s);
-            goto done;
-        }
-        nout++;
-    }
-    if (nout == 0) {
-        cli_msg(cmd, "%s: no f[...] columns in the draws", paths[0]);
-        rc = CLI_EXIT_ERROR;
-        goto done;
-    }
-    rc = write_table(cmd, out_path, m, NULL, site, pr, nout, level);
-done:
-    gmm_draws_free(d);
-    gmm_free(site);
-    gmm_free(pr);
-    gmm_free(work);
-    return rc;
-}
-
-/* At new inputs from draws that hold the latent states (hmc --states):
- * each new f(t) drawn from the Markov bridge given each draw
- * (gmm_problem_predict_at_draws), summarised as predict_draws does. */
-static int predict_draws_at(const char *cmd, gmm_mdl *m,
-                            const char **paths, size_t npath, const double *xq, size_t nq,
-                            double level, const char *out_path)
-{
-    gmm_draws *d = NULL;
-    double *xs = NULL, *th = NULL;
-    gmm_summary_pred *pr = NULL;
-    int rc = 0;
-    gmm_status s = gmm_draws_read(paths, npath, &d);
-    if (s != GMM_OK)
-        return cli_fail(cmd, s);
-    if ((rc = cli_model_check_draws(cmd, m, paths, npath, d)) != 0) {
-        gmm_draws_free(d);
-        return rc;
-    }
-    gmm_problem *p = gmm_mdl_problem(m);
-    gmm_objective *o = gmm_mdl_objective(m);
-    size_t n = gmm_latent_dim(gmm_problem_latent(p)), N = d->nchain * d->niter, np = o->nparam;
-    size_t x1 = d->nvar, nqq = nq ? nq : 1;
-    for (size_t v = 0; v < d->nvar && x1 == d->nvar; v++)
-        if (!strcmp(d->name[v], "x[1]"))
-            x1 = v;
-    if (x1 == d->nvar || x1 + n > d->nvar) {
-        cli_msg(cmd, "%s: no latent states x[1..%zu]: predicting new inputs from draws needs "
-                     "them (gmm-infer hmc --states)",
-                paths[0], n);
-        rc = CLI_EXIT_ERROR;
-        goto done;
-    }
-    xs = gmm_malloc(N * n, sizeof *xs);
-    th = gmm_malloc(N * (np ? np : 1), sizeof *th);
-    pr = gmm_malloc(nqq, sizeof *pr);
-    if (!xs || !th || !pr) {
-        rc = cli_fail(cmd, GMM_ENOMEM);
-        goto done;
-    }
-    for (size_t j = 0; j < n; j++) {
-        const double *col = gmm_draws_variable(d, x1 + j);
-        for (size_t k = 0; k < N; k++)
-            xs[k * n + j] = col[k];
-    }
-    /* sampled hyperparameters are columns by name; the others the model's */
-    for (size_t k2 = 0; k2 < np; k2++) {
-        size_t v;
-        for (v = 0; v < d->nvar && strcmp(d->name[v], o->name[k2]); v++)
-            ;
-        for (size_t k = 0; k < N; k++)
-            th[k * np + k2] = v < d->nvar ? gmm_draws_variable(d, v)[k] : o->value[k2];
-    }
-    if ((s = gmm_problem_predict_at_draws(p, th, np, xs, N, xq, nq, 1, level, pr)) != GMM_OK) {
+    s = xq ? gmm_mdl_predict_draws_at(m, d, paths[0], xq, nq, level, pr)
+           : gmm_mdl_predict_draws(m, d, paths[0], level, site, pr, &nout);
+    if (s != GMM_OK) {
         rc = cli_fail(cmd, s);
         goto done;
     }
-    /* Gaussian data were centred: f and its interval move back by the
-     * centre (the response of a Gaussian model is not printed) */
-    double c0 = gmm_mdl_center(m, NULL);
-    for (size_t q = 0; q < nq; q++) {
-        pr[q].mean += c0;
-        pr[q].lower += c0;
-        pr[q].upper += c0;
-    }
-    rc = write_table(cmd, out_path, m, xq, NULL, pr, nq, level);
+    rc = xq ? write_table(cmd, out_path, m, xq, NULL, pr, nq, level)
+            : write_table(cmd, out_path, m, NULL, site, pr, nout, level);
 done:
     gmm_draws_free(d);
-    gmm_free(xs);
-    gmm_free(th);
+    gmm_free(site);
     gmm_free(pr);
     return rc;
 }
@@ -353,7 +258,6 @@ int cmd_predict(int argc, char **argv)
         rc = CLI_EXIT_USAGE;
         goto done;
     }
-    const gmm_lik *lik = gmm_mdl_likelihood(m);
     if (ndraws) {
         if (observed) {
             cli_msg(cmd, "--observed does not apply with --draws (the draws are of f)");
@@ -366,10 +270,10 @@ int cmd_predict(int argc, char **argv)
             else
                 rc = read_at(cmd, at, atcol, mf.data.x, &xq, &nq);
             if (rc == 0)
-                rc = predict_draws_at(cmd, m, draws, ndraws, xq, nq, level, out_path);
+                rc = predict_draws(cmd, m, draws, ndraws, xq, nq, level, out_path);
             goto done;
         }
-        rc = predict_draws(cmd, m, lik, draws, ndraws, level, out_path);
+        rc = predict_draws(cmd, m, draws, ndraws, NULL, 0, level, out_path);
         goto done;
     }
     if (observed && gmm_mdl_response_name(m)) {

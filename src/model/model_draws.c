@@ -8,7 +8,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "gmm/alloc.h"
 #include "gmm/draws.h"
+#include "gmm/problem.h"
 
 /* m's identity (draws.h); the digests go into dig[3] (model file, sites,
  * data).  sampled: nparam flags or NULL. */
@@ -203,4 +205,90 @@ gmm_status gmm_mdl_sites_parse(const gmm_mdl *m, const char *item, size_t *first
         return gmm_error(GMM_EINVAL, "'%s' is not a node of the graph", item);
     *last = *first;
     return GMM_OK;
+}
+
+gmm_status gmm_mdl_predict_draws(gmm_mdl *m, const gmm_draws *d, const char *dpath,
+                                 double level, size_t *site, gmm_summary_pred *pr, size_t *nout)
+{
+    gmm_status s = GMM_OK;
+    const gmm_lik *lik = gmm_mdl_likelihood(m);
+    size_t N = d->nchain * d->niter;
+    double *work = gmm_malloc(N ? N : 1, sizeof *work);
+    *nout = 0;
+    if (!work)
+        return gmm_error(GMM_ENOMEM, "out of memory");
+    for (size_t v = 0; v < d->nvar; v++) {
+        const char *name = d->name[v];
+        size_t len = strlen(name);
+        if (len < 4 || strncmp(name, "f[", 2) || name[len - 1] != ']')
+            continue;
+        if ((s = gmm_mdl_draws_site(m, name, &site[*nout])) != GMM_OK) {
+            char why[GMM_ERROR_MAX];
+            snprintf(why, sizeof why, "%s", gmm_error_message());
+            s = gmm_error(GMM_EINVAL, "%s: %s", dpath, why);
+            goto done;
+        }
+        memcpy(work, gmm_draws_variable(d, v), N * sizeof *work);
+        if ((s = gmm_summary_pred_draws(lik, work, N, level, &pr[*nout])) != GMM_OK)
+            goto done;
+        (*nout)++;
+    }
+    if (*nout == 0)
+        s = gmm_error(GMM_EINVAL, "%s: no f[...] columns in the draws", dpath);
+done:
+    gmm_free(work);
+    return s;
+}
+
+gmm_status gmm_mdl_predict_draws_at(gmm_mdl *m, const gmm_draws *d, const char *dpath,
+                                    const double *xq, size_t nq, double level,
+                                    gmm_summary_pred *pr)
+{
+    gmm_status s;
+    gmm_problem *p = m->prob;
+    gmm_objective *o = m->obj;
+    size_t n = gmm_latent_dim(m->lat), N = d->nchain * d->niter, np = o->nparam;
+    size_t x1 = d->nvar;
+    double *xs = NULL, *th = NULL;
+    for (size_t v = 0; v < d->nvar && x1 == d->nvar; v++)
+        if (!strcmp(d->name[v], "x[1]"))
+            x1 = v;
+    if (x1 == d->nvar || x1 + n > d->nvar)
+        return gmm_error(GMM_EINVAL,
+                         "%s: no latent states x[1..%zu]: predicting new inputs from draws "
+                         "needs them (gmm-infer hmc --states)",
+                         dpath, n);
+    xs = gmm_malloc(N * n, sizeof *xs);
+    th = gmm_malloc(N * (np ? np : 1), sizeof *th);
+    if (!xs || !th) {
+        s = gmm_error(GMM_ENOMEM, "out of memory");
+        goto done;
+    }
+    for (size_t j = 0; j < n; j++) {
+        const double *col = gmm_draws_variable(d, x1 + j);
+        for (size_t k = 0; k < N; k++)
+            xs[k * n + j] = col[k];
+    }
+    /* sampled hyperparameters are columns by name; the others the model's */
+    for (size_t k2 = 0; k2 < np; k2++) {
+        size_t v;
+        for (v = 0; v < d->nvar && strcmp(d->name[v], o->name[k2]); v++)
+            ;
+        for (size_t k = 0; k < N; k++)
+            th[k * np + k2] = v < d->nvar ? gmm_draws_variable(d, v)[k] : o->value[k2];
+    }
+    if ((s = gmm_problem_predict_at_draws(p, th, np, xs, N, xq, nq, 1, level, pr)) != GMM_OK)
+        goto done;
+    /* Gaussian data were centred: f and its interval move back by the
+     * centre (the response of a Gaussian model is not printed) */
+    double c0 = gmm_mdl_center(m, NULL);
+    for (size_t q = 0; q < nq; q++) {
+        pr[q].mean += c0;
+        pr[q].lower += c0;
+        pr[q].upper += c0;
+    }
+done:
+    gmm_free(xs);
+    gmm_free(th);
+    return s;
 }
