@@ -201,6 +201,10 @@ const char *gmm_mdl_data_site_name(const gmm_mdl *m);
 const char *gmm_mdl_data_file(const gmm_mdl *m);
 /* The observed inputs (state-space: every row's x, n of them). */
 const double *gmm_mdl_data_x(const gmm_mdl *m, size_t *n);
+/* The linear predictor b + f at every site (nsites of them: data rows, or
+ * graph nodes) for the whitened latent field v (gmm_problem_whitened_linpred);
+ * after gmm_problem_whiten_setup. */
+gmm_status gmm_mdl_whitened_sites(gmm_mdl *m, const double *v, double *f);
 /* Posterior mean and variance of the linear predictor (+ the centre of
  * Gaussian data) at the current parameters, under q when attached: at nq
  * inputs xq for models with inputs, else at every site (xq ignored, nq must

@@ -163,7 +163,7 @@ static gmm_status run_chain(run_ctx *rc, gmm_mdl *m, size_t c)
     gmm_status st;
     gmm_problem *p = gmm_mdl_problem(m);
     size_t n = gmm_latent_dim(gmm_problem_latent(p));
-    size_t nf = gmm_mdl_has_inputs(m) ? gmm_latent_nrows(gmm_problem_latent(p)) : n;
+    size_t nf = gmm_mdl_nsites(m);
     uint64_t id = rc->chain0 + c;
     double *v = gmm_malloc(n, sizeof *v), *f = gmm_malloc(nf ? nf : 1, sizeof *f);
     double *xs = gmm_malloc(n, sizeof *xs);
@@ -240,8 +240,7 @@ static gmm_status run_chain(run_ctx *rc, gmm_mdl *m, size_t c)
                 st = s2;
                 break;
             }
-            s2 = gmm_mdl_has_inputs(m) ? gmm_problem_whitened_linpred(p, d.q, f, NULL)
-                                         : gmm_problem_whitened_linpred(p, d.q, NULL, f);
+            s2 = gmm_mdl_whitened_sites(m, d.q, f);
             if (s2) {
                 st = s2;
                 break;

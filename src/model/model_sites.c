@@ -183,6 +183,12 @@ void gmm_mdl_set_progress(gmm_mdl *m, int (*fn)(void *user, size_t done, size_t 
         gmm_ssm_set_progress(ssm, fn, user);
 }
 
+gmm_status gmm_mdl_whitened_sites(gmm_mdl *m, const double *v, double *f)
+{
+    return gmm_latent_has_inputs(m->lat) ? gmm_problem_whitened_linpred(m->prob, v, f, NULL)
+                                         : gmm_problem_whitened_linpred(m->prob, v, NULL, f);
+}
+
 gmm_status gmm_mdl_predict(gmm_mdl *m, const double *xq, size_t nq, double *mean, double *var)
 {
     gmm_status s;
