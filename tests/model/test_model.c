@@ -459,6 +459,92 @@ START_TEST(test_model_graph_by_hand)
 }
 END_TEST
 
+/* Draws of a graph model (made here, f at each node): their summaries at
+ * the sites, the held-out lpd under them against log mean_k Poisson(y |
+ * exp f_k) computed directly, and the check of their columns. */
+START_TEST(test_model_graph_draws)
+{
+    char *dir = tu_mkdtemp();
+    char *edges = tu_write_str(dir, "edges.csv", "i,j\na,b\nb,c\n");
+    char *nodes = tu_write_str(dir, "nodes.csv", "node,count\na,3\nb,0\nc,5\n");
+    char *test = tu_write_str(dir, "test.csv", "node,count\nc,4\na,\nb,1\n");
+    char *dpath = tu_path(dir, "draws.csv"); /* named only: no sidecar there */
+    gmm_mdl_spec s;
+    gmm_mdl_spec_init(&s);
+    s.data = nodes;
+    s.graph = edges;
+    s.precision = "edge-ou(variance=1, lengthscale=2)";
+    s.node = "node";
+    s.y = "count";
+    s.likelihood = "poisson";
+    gmm_mdl *m = NULL;
+    ck_assert_int_eq(gmm_mdl_build(&s, &m, NULL), GMM_OK);
+
+    enum { K = 7 };
+    char *names[3] = {"f[a]", "f[b]", "f[c]"};
+    long chain[1] = {1};
+    double x[3 * K];
+    for (size_t v = 0; v < 3; v++)
+        for (size_t k = 0; k < K; k++)
+            x[v * K + k] = 0.3 * (double)v + 0.2 * sin(1.7 * (double)(k + 3 * v));
+    gmm_draws d = {3, 1, K, names, chain, x};
+
+    gmm_mdl_draws_verdict verdict;
+    ck_assert_int_eq(gmm_mdl_check_draws(m, dpath, &d, &verdict), GMM_OK);
+    ck_assert_int_eq(verdict, GMM_MDL_DRAWS_UNCHECKED);
+
+    size_t site[3], nout = 0;
+    gmm_summary_pred pr[3];
+    ck_assert_int_eq(gmm_mdl_predict_draws(m, &d, dpath, 0.9, site, pr, &nout), GMM_OK);
+    ck_assert_uint_eq(nout, 3);
+    for (size_t v = 0; v < 3; v++) {
+        static const char *const label[3] = {"a", "b", "c"};
+        char buf[64];
+        ck_assert_str_eq(gmm_mdl_site_label(m, site[v], buf), label[v]);
+        double mf = 0.0, mr = 0.0;
+        for (size_t k = 0; k < K; k++) {
+            mf += x[v * K + k] / K;
+            mr += exp(x[v * K + k]) / K;
+        }
+        ck_assert_double_eq_tol(pr[v].mean, mf, 1e-14);
+        ck_assert_double_eq_tol(pr[v].resp, mr, 1e-14 * mr);
+    }
+
+    gmm_mdl_test *tt = NULL;
+    double lpd[3] = {0.0, 0.0, 0.0};
+    ck_assert_int_eq(gmm_mdl_test_read(m, test, &tt), GMM_OK);
+    ck_assert_int_eq(gmm_mdl_score_draws(m, tt, &d, dpath, lpd), GMM_OK);
+    const size_t col[3] = {2, 0, 1}; /* test rows c, a (missing), b */
+    const double yt[3] = {4.0, NAN, 1.0};
+    for (size_t r = 0; r < 3; r++) {
+        if (isnan(yt[r]))
+            continue;
+        double mean = 0.0;
+        for (size_t k = 0; k < K; k++) {
+            double f = x[col[r] * K + k];
+            mean += exp(yt[r] * f - exp(f) - lgamma(yt[r] + 1.0)) / K;
+        }
+        ck_assert_double_eq_tol(lpd[r], log(mean), 1e-12);
+    }
+    gmm_mdl_test_free(tt);
+
+    /* a node missing from the columns */
+    d.nvar = 2;
+    ck_assert_int_eq(gmm_mdl_check_draws(m, dpath, &d, &verdict), GMM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(gmm_error_message(), "column 'f[c] (missing)'"));
+    names[1] = "f[q]";
+    ck_assert_int_eq(gmm_mdl_predict_draws(m, &d, dpath, 0.9, site, pr, &nout), GMM_EINVAL);
+
+    gmm_mdl_free(m);
+    tu_rmdir_all(dir);
+    free(dir);
+    free(edges);
+    free(nodes);
+    free(test);
+    free(dpath);
+}
+END_TEST
+
 /* Failures say where: a spec's key, text and offset; a data row's
  * file:line: column; a contradictory description; a fixed name that is no
  * parameter, with the list of those there are. */
@@ -570,6 +656,7 @@ Suite *model_model_suite(void)
     tcase_add_test(tc, test_model_gaussian_ssm_dense);
     tcase_add_test(tc, test_model_poisson_ssm_by_hand);
     tcase_add_test(tc, test_model_graph_by_hand);
+    tcase_add_test(tc, test_model_graph_draws);
     tcase_add_test(tc, test_model_failures);
     tcase_add_test(tc, test_model_never_prints);
     suite_add_tcase(s, tc);
