@@ -605,6 +605,37 @@ START_TEST(test_outliers)
 }
 END_TEST
 
+/* Student-t is not log-concave: two outcomes at -/+ 5 on one latent with a
+ * weak prior make Psi bimodal with a saddle at x = 0.  Started there,
+ * Newton has nothing to do and P = Q + H'WH < 0: refused (GMM_ENOTPD at
+ * the mode, not a value of log q at a minimum); started beside it, it
+ * reaches one of the two modes, where W < 0 at the other row and P > 0. */
+START_TEST(test_studentt_saddle)
+{
+    double y[2] = {-5.0, 5.0}, coef[2] = {1, 1};
+    size_t off[2] = {0, 0};
+    gmm_band *Q = gmm_band_alloc(1, 0, 0, GMM_BAND_SYMMETRIC);
+    gmm_band_col(Q, 0)[0] = 1e-3;
+    gmm_laplace_obs ob = {2, 1, off, coef, y, NULL};
+    gmm_lik lik = lik_of("studentt(df=2, scale=0.5)");
+    gmm_laplace *lw = gmm_laplace_alloc(1, 0, 0, 2, 1);
+    double x0 = 0.0, lq, mode;
+    ck_assert_int_eq(gmm_laplace_eval(lw, Q, NAN, &ob, &lik, 0.0, &x0, 0, NULL, &lq),
+                     GMM_ENOTPD);
+    ck_assert_msg(strstr(gmm_error_message(), "at the mode") != NULL, "%s", gmm_error_message());
+    x0 = 0.3;
+    ck_assert_msg(gmm_laplace_eval(lw, Q, NAN, &ob, &lik, 0.0, &x0, 0, NULL, &lq) == GMM_OK, "%s",
+                  gmm_error_message());
+    ck_assert_int_eq(gmm_laplace_posterior(lw, &mode, NULL), GMM_OK);
+    double out[4];
+    gmm_lik_eval(&lik, y[0], 1.0, mode, out, NULL);
+    ck_assert_msg(mode > 4.0 && out[2] > 0.0, "mode %g, d2 at the far row %g", mode, out[2]);
+    ck_assert(isfinite(lq));
+    gmm_laplace_free(lw);
+    gmm_band_free(Q);
+}
+END_TEST
+
 /* Bad outcomes are refused by row. */
 START_TEST(test_bad_outcomes)
 {
@@ -643,6 +674,7 @@ Suite *infer_laplace_suite(void)
     tcase_add_test(tc, test_bad_outcomes);
     tcase_add_test(tc, test_tiny_variance);
     tcase_add_test(tc, test_outliers);
+    tcase_add_test(tc, test_studentt_saddle);
     suite_add_tcase(s, tc);
     return s;
 }
