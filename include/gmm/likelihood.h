@@ -87,6 +87,14 @@ struct gmm_lik_type {
     /* Default parameter values from the outcomes (y NAN = missing) into
      * dflt[0..nparam).  GMM_ENOMEM.  NULL when nparam is 0. */
     gmm_status (*defaults)(const double *y, size_t n, double *dflt);
+    /* NULL when the observed rows (y NAN = missing, e NULL = all 1; at
+     * least one observed) identify a fit, else why not, written into buf
+     * (size bytes) naming the outcome column yname: every y equal (no
+     * variation: gaussian, studentt), every count 0 (log link), every y 0
+     * or every y its trials (binomial): the maximum likelihood is at the
+     * boundary. */
+    const char *(*degenerate)(const double *y, const double *e, size_t n, const char *yname,
+                              char *buf, size_t size);
     /* log E_{f ~ N(mu, s2)} p(y | f) for s2 > 0 (gmm_lik_predictive); NULL:
      * adaptive Gauss-Hermite about the mode, which needs a log-concave
      * p(y | f).  GMM_EDOM when not finite. */
@@ -119,9 +127,9 @@ gmm_status gmm_lik_parse(const char *text, gmm_lik *out);
 /* Replace NAN parameters by the type's defaults from the data: gaussian
  * variance = a tenth of the sample variance of the observed y
  * (gmm_kernel_default_noise: 1 when fewer than two, 0.1 when all are
- * equal), negbinomial dispersion = 1, studentt df = 4 and scale = a tenth
- * of the robust variance's square root, 1.4826 MAD(y) / sqrt(10) (as
- * gaussian's when the MAD is 0).  y: n values, NAN = missing.  GMM_ENOMEM
+ * equal), negbinomial dispersion = 1, studentt df = 4 and scale^2 = a
+ * tenth of the robust variance (1.4826 MAD(y))^2, which outliers do not
+ * inflate (gaussian's default when the MAD is 0).  y: n values, NAN = missing.  GMM_ENOMEM
  * (lik unchanged); GMM_OK for a NULL lik. */
 gmm_status gmm_lik_fill_defaults(gmm_lik *lik, const double *y, size_t n);
 
@@ -132,7 +140,8 @@ const char *gmm_lik_param_name(const gmm_lik *lik, size_t k, char *buf);
 /* Check one row: outcome y (NAN = missing: nothing is checked) and its
  * per-row quantity *e (e NULL: the row has none).  GMM_OK, or GMM_EINVAL
  * with the message of gmm_lik_check_data and *col (may be NULL) = 0 when y
- * is at fault, 1 when e is (the column named by the type's rowq). */
+ * is at fault, 1 when e is (the column named by the type's rowq); e given
+ * to a family without one: GMM_EINVAL, *col unchanged. */
 gmm_status gmm_lik_check_row(const gmm_lik *lik, double y, const double *e, int *col);
 
 /* Check the outcomes and per-row quantities of n rows (y NAN = missing:
@@ -146,6 +155,15 @@ gmm_status gmm_lik_check_row(const gmm_lik *lik, double y, const double *e, int 
  * them).  An e given to a family without one is GMM_EINVAL with no index:
  * "the bernoulli likelihood takes no exposure". */
 gmm_status gmm_lik_check_data(const gmm_lik *lik, const double *y, const double *e, size_t n);
+
+/* Whether the observed rows can be fitted (see the type's degenerate):
+ * GMM_OK, or GMM_EINVAL with a message such as "every observed count in
+ * 'y' is 0: the rate's maximum likelihood is 0 (the intercept would go to
+ * -infinity)" (yname the outcome's column name; no file in the message).
+ * y is on the data's own scale (before any centring).  GMM_OK when no row
+ * is observed (nothing to say here). */
+gmm_status gmm_lik_check_fit_data(const gmm_lik *lik, const double *y, const double *e,
+                                  size_t n, const char *yname);
 
 /* The link f = g(m) of a mean m per unit e, and its inverse m = g^-1(f)
  * (E[y | f] at e = 1: exp(f), the probability, or f). */

@@ -104,6 +104,33 @@ static gmm_status binomial_intercept(const double *y, const double *e, size_t n,
     return GMM_OK;
 }
 
+/* Every y 0, or every y its trials: the probability's maximum likelihood
+ * is 0 or 1.  Without trials (bernoulli) the message names the value. */
+static const char *binomial_degenerate(const double *y, const double *e, size_t n,
+                                       const char *yname, char *buf, size_t size)
+{
+    int zero = 1, full = 1;
+    double first = NAN;
+    for (size_t r = 0; r < n; r++)
+        if (!isnan(y[r])) {
+            if (isnan(first))
+                first = y[r];
+            zero &= y[r] == 0.0;
+            full &= y[r] == (e ? e[r] : 1.0);
+        }
+    if (!zero && !full)
+        return NULL;
+    if (!e || zero)
+        snprintf(buf, size, "every observed '%s' is %g: the probability's maximum likelihood is "
+                            "%g (the intercept would go to %sinfinity)",
+                 yname, first, zero ? 0.0 : 1.0, zero ? "-" : "+");
+    else
+        snprintf(buf, size, "every observed '%s' equals its trials: the probability's maximum "
+                            "likelihood is 1 (the intercept would go to +infinity)",
+                 yname);
+    return buf;
+}
+
 /* The likelihood's peak is at the logit of k / n (clamped off 0 and n). */
 static gmm_status binomial_predictive(const double *par, double y, double e, double mu,
                                       double s2, double *lpd)
@@ -132,6 +159,7 @@ const gmm_lik_type gmm_lik_impl_binomial = {
     .working = binomial_working,
     .intercept = binomial_intercept,
     .defaults = NULL,
+    .degenerate = binomial_degenerate,
     .predictive = binomial_predictive,
 };
 
@@ -154,5 +182,6 @@ const gmm_lik_type gmm_lik_impl_bernoulli = {
     .working = binomial_working,
     .intercept = binomial_intercept,
     .defaults = NULL,
+    .degenerate = binomial_degenerate,
     .predictive = NULL,
 };

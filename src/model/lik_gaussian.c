@@ -89,6 +89,13 @@ static gmm_status gaussian_defaults(const double *y, size_t n, double *dflt)
     return GMM_OK;
 }
 
+static const char *gaussian_degenerate(const double *y, const double *e, size_t n,
+                                       const char *yname, char *buf, size_t size)
+{
+    (void)e;
+    return gmm_lik_impl_degenerate_level(y, n, yname, "variance", buf, size);
+}
+
 /* N(y; mu, s2 + variance) */
 static gmm_status gaussian_predictive(const double *par, double y, double e, double mu,
                                       double s2, double *lpd)
@@ -118,5 +125,6 @@ const gmm_lik_type gmm_lik_impl_gaussian = {
     .working = gaussian_working,
     .intercept = gaussian_intercept,
     .defaults = gaussian_defaults,
+    .degenerate = gaussian_degenerate,
     .predictive = gaussian_predictive,
 };

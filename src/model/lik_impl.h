@@ -30,6 +30,13 @@ double gmm_lik_impl_link_log(const double *par, double m);
 double gmm_lik_impl_mean_normal_log(const double *par, double mu, double s2);
 double gmm_lik_impl_working_log(double y, double e);
 gmm_status gmm_lik_impl_intercept_log(const double *y, const double *e, size_t n, double *b);
+const char *gmm_lik_impl_degenerate_log(const double *y, const double *e, size_t n,
+                                        const char *yname, char *buf, size_t size);
+
+/* degenerate of the real-valued families: every observed y equal, so the
+ * noise parameter `param` ("variance", "scale") would go to 0. */
+const char *gmm_lik_impl_degenerate_level(const double *y, size_t n, const char *yname,
+                                          const char *param, char *buf, size_t size);
 
 /* log E_{f ~ N(mu, s2)} p(y | f) of type t by adaptive quadrature (GSL's
  * QAGP) over mu -/+ 40 sd, broken at mu and at `peak` (where p(y | f) peaks

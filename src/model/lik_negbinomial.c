@@ -163,5 +163,6 @@ const gmm_lik_type gmm_lik_impl_negbinomial = {
     .working = gmm_lik_impl_working_log,
     .intercept = gmm_lik_impl_intercept_log,
     .defaults = negbinomial_defaults,
+    .degenerate = gmm_lik_impl_degenerate_log,
     .predictive = NULL,
 };

@@ -61,5 +61,6 @@ const gmm_lik_type gmm_lik_impl_poisson = {
     .working = gmm_lik_impl_working_log,
     .intercept = gmm_lik_impl_intercept_log,
     .defaults = NULL,
+    .degenerate = gmm_lik_impl_degenerate_log,
     .predictive = NULL,
 };

@@ -275,6 +275,13 @@ static gmm_status studentt_defaults(const double *y, size_t n, double *dflt)
     return GMM_OK;
 }
 
+static const char *studentt_degenerate(const double *y, const double *e, size_t n,
+                                       const char *yname, char *buf, size_t size)
+{
+    (void)e;
+    return gmm_lik_impl_degenerate_level(y, n, yname, "scale", buf, size);
+}
+
 /* The t factor's peak is at f = y. */
 static gmm_status studentt_predictive(const double *par, double y, double e, double mu,
                                       double s2, double *lpd)
@@ -301,5 +308,6 @@ const gmm_lik_type gmm_lik_impl_studentt = {
     .working = studentt_working,
     .intercept = studentt_intercept,
     .defaults = studentt_defaults,
+    .degenerate = studentt_degenerate,
     .predictive = studentt_predictive,
 };

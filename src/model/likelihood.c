@@ -89,6 +89,19 @@ double gmm_lik_impl_mean_normal_log(const double *par, double mu, double s2)
 
 double gmm_lik_impl_working_log(double y, double e) { return log((y + 0.5) / e); }
 
+const char *gmm_lik_impl_degenerate_log(const double *y, const double *e, size_t n,
+                                        const char *yname, char *buf, size_t size)
+{
+    (void)e;
+    for (size_t r = 0; r < n; r++)
+        if (!isnan(y[r]) && y[r] != 0.0)
+            return NULL;
+    snprintf(buf, size, "every observed count in '%s' is 0: the rate's maximum likelihood is 0 "
+                        "(the intercept would go to -infinity)",
+             yname);
+    return buf;
+}
+
 gmm_status gmm_lik_impl_intercept_log(const double *y, const double *e, size_t n, double *b)
 {
     double sy = 0.0, se = 0.0;
@@ -292,6 +305,40 @@ gmm_status gmm_lik_check_data(const gmm_lik *lik, const double *y, const double 
 }
 
 /* ---- behaviour ------------------------------------------------------------------- */
+
+gmm_status gmm_lik_check_fit_data(const gmm_lik *lik, const double *y, const double *e,
+                                  size_t n, const char *yname)
+{
+    char buf[256];
+    if (!lik || !lik->type || (n > 0 && !y))
+        return gmm_error(GMM_EINVAL, "gmm_lik_check_fit_data: NULL argument");
+    size_t nobs = 0;
+    for (size_t r = 0; r < n; r++)
+        nobs += !isnan(y[r]);
+    const char *why = nobs && lik->type->degenerate
+                          ? lik->type->degenerate(y, lik->type->rowq ? e : NULL, n,
+                                                  yname ? yname : "y", buf, sizeof buf)
+                          : NULL;
+    return why ? gmm_error(GMM_EINVAL, "%s", why) : GMM_OK;
+}
+
+const char *gmm_lik_impl_degenerate_level(const double *y, size_t n, const char *yname,
+                                          const char *param, char *buf, size_t size)
+{
+    double first = NAN;
+    for (size_t r = 0; r < n; r++)
+        if (!isnan(y[r])) {
+            if (isnan(first))
+                first = y[r];
+            else if (y[r] != first)
+                return NULL;
+        }
+    snprintf(buf, size, "every observed %s is %.17g: there is no variation to fit (its %s "
+                        "would go to 0)",
+             yname, first, param);
+    return buf;
+}
+
 
 double gmm_lik_link(const gmm_lik *lik, double m) { return lik->type->link(lik->par, m); }
 

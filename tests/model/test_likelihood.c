@@ -491,6 +491,44 @@ START_TEST(test_behaviour)
     l = lik_of("studentt(scale=2)");
     ck_assert_int_eq(gmm_lik_fill_defaults(&l, yo, 6), GMM_OK);
     ck_assert(l.par[0] == 4.0 && l.par[1] == 2.0);
+    /* data that cannot be fitted: the maximum likelihood on a boundary */
+    static const struct {
+        const char *spec;
+        double y[3], e[3];
+        int trials;
+        const char *msg; /* NULL: fine */
+    } fits[] = {
+        {"gaussian", {2.5, NAN, 2.5}, {0}, 0,
+         "every observed c is 2.5: there is no variation to fit (its variance would go to 0)"},
+        {"gaussian", {2.5, NAN, 2.0}, {0}, 0, NULL},
+        {"studentt", {-1.0, -1.0, -1.0}, {0}, 0,
+         "every observed c is -1: there is no variation to fit (its scale would go to 0)"},
+        {"poisson", {0.0, NAN, 0.0}, {0}, 0,
+         "every observed count in 'c' is 0: the rate's maximum likelihood is 0 (the intercept "
+         "would go to -infinity)"},
+        {"negbinomial", {0.0, 1.0, 0.0}, {0}, 0, NULL},
+        {"bernoulli", {1.0, NAN, 1.0}, {0}, 0,
+         "every observed 'c' is 1: the probability's maximum likelihood is 1 (the intercept "
+         "would go to +infinity)"},
+        {"bernoulli", {0.0, 0.0, 0.0}, {0}, 0,
+         "every observed 'c' is 0: the probability's maximum likelihood is 0 (the intercept "
+         "would go to -infinity)"},
+        {"binomial", {2.0, 5.0, 1.0}, {2.0, 5.0, 1.0}, 1,
+         "every observed 'c' equals its trials: the probability's maximum likelihood is 1 (the "
+         "intercept would go to +infinity)"},
+        {"binomial", {2.0, 2.0, 2.0}, {2.0, 5.0, 3.0}, 1, NULL},
+        {"binomial", {0.0, NAN, 0.0}, {2.0, 5.0, 3.0}, 1,
+         "every observed 'c' is 0: the probability's maximum likelihood is 0 (the intercept "
+         "would go to -infinity)"},
+    };
+    for (size_t i = 0; i < sizeof fits / sizeof fits[0]; i++) {
+        l = lik_of(fits[i].spec);
+        gmm_status st = gmm_lik_check_fit_data(&l, fits[i].y, fits[i].trials ? fits[i].e : NULL,
+                                               3, "c");
+        ck_assert_msg(fits[i].msg ? st == GMM_EINVAL && !strcmp(gmm_error_message(), fits[i].msg)
+                                  : st == GMM_OK,
+                      "%s case %zu: %s", fits[i].spec, i, st ? gmm_error_message() : "ok");
+    }
     /* link and inverse link */
     const char *specs[] = {"gaussian(variance=1)", "poisson", "binomial", "bernoulli",
                            "negbinomial(dispersion=2)", "studentt(df=3, scale=1)"};
