@@ -61,10 +61,15 @@ static void outcomes(const gmm_lik *lik, tu_rng *r, size_t n, double *y, double 
         e[i] = 0.5 + 1.5 * tu_uniform(r);
         if (!strcmp(lik->type->name, "bernoulli"))
             y[i] = tu_uniform(r) < 1.0 / (1.0 + exp(-f)) ? 1.0 : 0.0;
-        else if (lik->type->link_log)
+        else if (!strcmp(lik->type->name, "binomial")) {
+            e[i] = floor(1.0 + 12.0 * tu_uniform(r));
+            y[i] = 0.0;
+            for (double k = 0; k < e[i]; k++)
+                y[i] += tu_uniform(r) < 1.0 / (1.0 + exp(-f)) ? 1.0 : 0.0;
+        } else if (lik->type->link_log)
             y[i] = floor(e[i] * exp(f + 0.5) + 2.0 * tu_uniform(r));
         else
-            y[i] = f + 0.3 * tu_normal(r);
+            y[i] = f + 0.3 * tu_normal(r) + (i % 9 == 4 && lik->type->nparam == 2 ? 5.0 : 0.0);
         if (i % 7 == 3)
             y[i] = NAN;
     }
@@ -210,7 +215,9 @@ static void check_grad(gmm_latent *lat, const char *liktext, gmm_vi_prior_form f
 }
 
 static const char *all_liks[] = {"gaussian(variance=0.3)", "poisson", "bernoulli",
-                                 "negbinomial(dispersion=1.7)"};
+                                 "negbinomial(dispersion=1.7)", "binomial",
+                                 "studentt(df=3.5, scale=0.4)"};
+#define NLIKS (sizeof all_liks / sizeof all_liks[0])
 
 START_TEST(test_vi_grad_ssm)
 {
@@ -232,7 +239,7 @@ START_TEST(test_vi_grad_ssm)
         gmm_latent *lat = ssm_latent(kernels[ik], x, n, &k);
         if (ik == 1)
             ck_assert(gmm_latent_obs_varies(lat));
-        for (size_t il = 0; il < 4; il++)
+        for (size_t il = 0; il < NLIKS; il++)
             check_grad(lat, all_liks[il], GMM_VI_PRIOR_AUTO, "state-space");
         check_grad(lat, "poisson", GMM_VI_PRIOR_ASSEMBLED, "state-space");
         check_grad(lat, "gaussian(variance=0.3)", GMM_VI_PRIOR_ASSEMBLED, "state-space");
@@ -247,7 +254,7 @@ START_TEST(test_vi_grad_graph)
     graph_model gm;
     graph_of("laplacian(precision=0.8, ridge=0.3) + edge-ou(variance=2, lengthscale=0.7)", 17,
              &gm);
-    for (size_t il = 0; il < 4; il++)
+    for (size_t il = 0; il < NLIKS; il++)
         check_grad(gm.lat, all_liks[il], GMM_VI_PRIOR_AUTO, "graph");
     graph_free(&gm);
 }
