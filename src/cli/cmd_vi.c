@@ -16,6 +16,7 @@
 #include "gmm/alloc.h"
 #include "gmm/io.h"
 #include "gmm/modelfile.h"
+#include "gmm/qfile.h"
 #include "gmm/vi.h"
 
 static const char usage_text[] =
@@ -66,36 +67,6 @@ static int progress(void *user, const gmm_vi_progress *p)
     return 0;
 }
 
-/* OUT.q.csv: index,mean,l0..lb (l_j = L(i, i - j), NaN above the corner),
- * to f. */
-static gmm_status write_q(FILE *f, gmm_vi *v)
-{
-    size_t n = gmm_vi_dim(v), b = gmm_vi_bandwidth(v);
-    gmm_band *L = gmm_band_alloc(n, b, 0, GMM_BAND_LOWER);
-    if (!L)
-        return gmm_error(GMM_ENOMEM, "out of memory for q's factor");
-    gmm_status s = gmm_vi_factor(v, L);
-    if (s == GMM_OK) {
-        const double *m = gmm_vi_mean(v);
-        fputs("index,mean", f);
-        for (size_t j = 0; j <= b; j++)
-            fprintf(f, ",l%zu", j);
-        fputc('\n', f);
-        for (size_t i = 0; i < n; i++) {
-            fprintf(f, "%zu,%.17g", i, m[i]);
-            for (size_t j = 0; j <= b; j++) {
-                if (j <= i)
-                    fprintf(f, ",%.17g", gmm_band_get(L, i, i - j));
-                else
-                    fputs(",NaN", f);
-            }
-            fputc('\n', f);
-        }
-    }
-    gmm_band_free(L);
-    return s;
-}
-
 /* The model to `path` and q to `qpath` (named in the model): both written
  * out before either is committed, so that a write error (a full disk)
  * replaces neither. */
@@ -105,7 +76,7 @@ static gmm_status save_model_and_q(const gmm_model *out, const char *path, const
     gmm_outfile *oq = NULL, *om = NULL;
     gmm_status s;
     if ((s = gmm_outfile_open(qpath, &oq)) == GMM_OK &&
-        (s = write_q(gmm_outfile_stream(oq), v)) == GMM_OK &&
+        (s = gmm_qfile_write_vi(gmm_outfile_stream(oq), v)) == GMM_OK &&
         (s = gmm_outfile_open(path, &om)) == GMM_OK &&
         (s = gmm_model_write(out, gmm_outfile_stream(om), path)) == GMM_OK &&
         (s = gmm_outfile_flush(oq)) == GMM_OK && (s = gmm_outfile_flush(om)) == GMM_OK) {
