@@ -11,6 +11,7 @@
 #include <stdio.h>
 
 #include "gmm/band.h"
+#include "gmm/modelfile.h"
 #include "gmm/status.h"
 #include "gmm/vi.h"
 
@@ -36,5 +37,16 @@ gmm_status gmm_qfile_write_vi(FILE *f, gmm_vi *v);
  * (gmm_vi_set_state's).  gmm_qfile_read's errors, then gmm_vi_set_state's
  * (GMM_EINVAL for a diagonal entry not > 0 or a bad theta). */
 gmm_status gmm_qfile_read_vi(const char *path, const double *theta, gmm_vi *v);
+
+/* The q file's name beside the model file `model_path`: OUT.json ->
+ * OUT.q.csv, another name gets .q.csv appended.  Allocated (gmm_free), NULL
+ * when out of memory. */
+char *gmm_qfile_path(const char *model_path);
+
+/* The model (out, naming q's file) to path and v's q to qpath, both written
+ * out before either is committed (gmm_outfile), so that a write error (a
+ * full disk) replaces neither.  gmm_outfile's and gmm_model_write's
+ * errors. */
+gmm_status gmm_qfile_save(const gmm_model *out, const char *path, const char *qpath, gmm_vi *v);
 
 #endif

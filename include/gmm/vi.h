@@ -182,6 +182,10 @@ gmm_status gmm_vi_factor(gmm_vi *v, gmm_band *L);
  * diagonal > 0 and finite; NULL: the identity).  GMM_EINVAL (bad theta, a
  * diagonal entry not > 0), GMM_EDIM (L's order or kind). */
 gmm_status gmm_vi_set_state(gmm_vi *v, const double *theta, const double *m, const gmm_band *L);
+/* The same with src's q (of the same order; its L restricted or
+ * zero-extended to v's bandwidth): resuming from another vi result.
+ * gmm_vi_set_state's errors, GMM_ENOMEM. */
+gmm_status gmm_vi_set_state_from(gmm_vi *v, const double *theta, gmm_vi *src);
 /* Set q from the Laplace approximation at the current theta
  * (gmm_problem_posterior: exact for the Gaussian likelihood): m = its mode
  * and L = chol(P), P = Q_p + H'WH at the mode (W = -d2 log p), restricted

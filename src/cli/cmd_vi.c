@@ -67,30 +67,6 @@ static int progress(void *user, const gmm_vi_progress *p)
     return 0;
 }
 
-/* The model to `path` and q to `qpath` (named in the model): both written
- * out before either is committed, so that a write error (a full disk)
- * replaces neither. */
-static gmm_status save_model_and_q(const gmm_model *out, const char *path, const char *qpath,
-                                   gmm_vi *v)
-{
-    gmm_outfile *oq = NULL, *om = NULL;
-    gmm_status s;
-    if ((s = gmm_outfile_open(qpath, &oq)) == GMM_OK &&
-        (s = gmm_qfile_write_vi(gmm_outfile_stream(oq), v)) == GMM_OK &&
-        (s = gmm_outfile_open(path, &om)) == GMM_OK &&
-        (s = gmm_model_write(out, gmm_outfile_stream(om), path)) == GMM_OK &&
-        (s = gmm_outfile_flush(oq)) == GMM_OK && (s = gmm_outfile_flush(om)) == GMM_OK) {
-        s = gmm_outfile_commit(oq);
-        oq = NULL;
-        if (s == GMM_OK)
-            s = gmm_outfile_commit(om);
-        om = NULL;
-    }
-    gmm_outfile_abort(oq);
-    gmm_outfile_abort(om);
-    return s;
-}
-
 /* The posterior of f under q per data row (state-space: at the row's x)
  * or node: predict's table (cli_pred_header). */
 static int write_posterior(const char *cmd, const char *path, cli_model *m, double level)
@@ -181,16 +157,8 @@ int cmd_vi(int argc, char **argv)
 {
     const char *cmd = "vi";
     enum {
-        OPT_MODEL = CLI_OPT_FIRST_COMMAND,
-        OPT_BANDWIDTH,
-        OPT_LEARN,
-        OPT_INIT,
-        OPT_QUAD,
-        OPT_MAXIT,
-        OPT_TOL,
-        OPT_POSTERIOR,
-        OPT_LEVEL,
-        OPT_QUIET
+        OPT_MODEL = CLI_OPT_FIRST_COMMAND, OPT_BANDWIDTH, OPT_LEARN, OPT_INIT, OPT_QUAD,
+        OPT_MAXIT, OPT_TOL, OPT_POSTERIOR, OPT_LEVEL, OPT_QUIET
     };
     static const struct option longopts[] = {
         CLI_MODEL_LONGOPTS,
@@ -279,16 +247,11 @@ int cmd_vi(int argc, char **argv)
         rc = CLI_EXIT_USAGE;
         goto done;
     }
-    size_t ol = strlen(out_path);
-    qpath = gmm_malloc(ol + 7, 1);
-    if (!qpath) {
+    /* OUT.json -> OUT.q.csv; another name gets .q.csv appended */
+    if (!(qpath = gmm_qfile_path(out_path))) {
         rc = cli_fail(cmd, GMM_ENOMEM);
         goto done;
     }
-    /* OUT.json -> OUT.q.csv; another name gets .q.csv appended */
-    size_t stem = ol > 5 && !strcmp(out_path + ol - 5, ".json") ? ol - 5 : ol;
-    memcpy(qpath, out_path, stem);
-    strcpy(qpath + stem, ".q.csv");
     /* q goes beside the model: that needs a model file, not a device or
      * FIFO (no /dev/full.q.csv) */
     int in_place = 0;
@@ -369,14 +332,10 @@ int cmd_vi(int argc, char **argv)
         }
         if ((rc = cli_model_load_vi(cmd, m, src, ip)) != 0)
             goto done;
-        gmm_band *L = gmm_band_alloc(gmm_vi_dim(v), gmm_vi_bandwidth(v), 0, GMM_BAND_LOWER);
-        if (!L || (s = gmm_vi_factor(cli_model_vi(m), L)) != GMM_OK ||
-            (s = gmm_vi_set_state(v, obj->value, gmm_vi_mean(cli_model_vi(m)), L)) != GMM_OK) {
-            gmm_band_free(L);
-            rc = cli_fail(cmd, L ? s : GMM_ENOMEM);
+        if ((s = gmm_vi_set_state_from(v, obj->value, cli_model_vi(m))) != GMM_OK) {
+            rc = cli_fail(cmd, s);
             goto done;
         }
-        gmm_band_free(L);
         cli_model_set_vi(m, NULL);
         start = "given";
     } else if ((s = gmm_vi_start_laplace(v, &start)) != GMM_OK) {
@@ -416,7 +375,7 @@ int cmd_vi(int argc, char **argv)
     out.vi_bandwidth = gmm_vi_bandwidth(v);
     const char *qbase = strrchr(qpath, '/');
     out.vi_file = (char *)(qbase ? qbase + 1 : qpath); /* beside the model */
-    if ((s = save_model_and_q(&out, out_path, qpath, v)) != GMM_OK) {
+    if ((s = gmm_qfile_save(&out, out_path, qpath, v)) != GMM_OK) {
         rc = cli_fail(cmd, s);
         goto done;
     }

@@ -700,6 +700,20 @@ gmm_status gmm_vi_set_state(gmm_vi *v, const double *theta, const double *m, con
     return GMM_OK;
 }
 
+gmm_status gmm_vi_set_state_from(gmm_vi *v, const double *theta, gmm_vi *src)
+{
+    if (!v || !src)
+        return gmm_error(GMM_EINVAL, "gmm_vi_set_state_from: NULL argument");
+    gmm_band *L = gmm_band_alloc(v->n, v->b, 0, GMM_BAND_LOWER);
+    if (!L)
+        return gmm_error(GMM_ENOMEM, "vi: out of memory for q's factor");
+    gmm_status st = gmm_vi_factor(src, L);
+    if (st == GMM_OK)
+        st = gmm_vi_set_state(v, theta, gmm_vi_mean(src), L);
+    gmm_band_free(L);
+    return st;
+}
+
 /* K = chol(Q_p + sum_i w_i h_i h_i') (w NULL: the prior alone) at v->theta,
  * the coefficients set (set_hyper). */
 static gmm_status factor_start(gmm_vi *v, const double *w)

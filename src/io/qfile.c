@@ -87,3 +87,35 @@ gmm_status gmm_qfile_read_vi(const char *path, const double *theta, gmm_vi *v)
     gmm_free(mean);
     return s;
 }
+
+char *gmm_qfile_path(const char *model_path)
+{
+    size_t ol = strlen(model_path);
+    char *q = gmm_malloc(ol + 7, 1);
+    if (!q)
+        return NULL;
+    size_t stem = ol > 5 && !strcmp(model_path + ol - 5, ".json") ? ol - 5 : ol;
+    memcpy(q, model_path, stem);
+    strcpy(q + stem, ".q.csv");
+    return q;
+}
+
+gmm_status gmm_qfile_save(const gmm_model *out, const char *path, const char *qpath, gmm_vi *v)
+{
+    gmm_outfile *oq = NULL, *om = NULL;
+    gmm_status s;
+    if ((s = gmm_outfile_open(qpath, &oq)) == GMM_OK &&
+        (s = gmm_qfile_write_vi(gmm_outfile_stream(oq), v)) == GMM_OK &&
+        (s = gmm_outfile_open(path, &om)) == GMM_OK &&
+        (s = gmm_model_write(out, gmm_outfile_stream(om), path)) == GMM_OK &&
+        (s = gmm_outfile_flush(oq)) == GMM_OK && (s = gmm_outfile_flush(om)) == GMM_OK) {
+        s = gmm_outfile_commit(oq);
+        oq = NULL;
+        if (s == GMM_OK)
+            s = gmm_outfile_commit(om);
+        om = NULL;
+    }
+    gmm_outfile_abort(oq);
+    gmm_outfile_abort(om);
+    return s;
+}

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gmm/alloc.h"
 #include "gmm/band.h"
 #include "gmm/qfile.h"
 #include "support/testutil.h"
@@ -60,11 +61,25 @@ START_TEST(test_qfile_round_trip)
 }
 END_TEST
 
+START_TEST(test_qfile_path)
+{
+    const char *in[] = {"out/m.json", "m", "m.JSON", ".json", "x.json.bak"};
+    const char *want[] = {"out/m.q.csv", "m.q.csv", "m.JSON.q.csv", ".json.q.csv",
+                          "x.json.bak.q.csv"};
+    for (size_t k = 0; k < 5; k++) {
+        char *q = gmm_qfile_path(in[k]);
+        ck_assert_str_eq(q, want[k]);
+        gmm_free(q);
+    }
+}
+END_TEST
+
 Suite *io_qfile_suite(void)
 {
     Suite *s = suite_create("io_qfile");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, test_qfile_round_trip);
+    tcase_add_test(tc, test_qfile_path);
     suite_add_tcase(s, tc);
     return s;
 }
