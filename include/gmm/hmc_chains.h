@@ -72,9 +72,10 @@ void gmm_hmc_run_params_init(gmm_hmc_run_params *rp);
 void gmm_hmc_default_priors(gmm_problem *p, int *sampled, gmm_prior *prior);
 
 /* GMM_EINVAL naming the first sampled parameter with a lognormal prior
- * whose value is not > 0 (its index in *bad); GMM_OK otherwise. */
-gmm_status gmm_hmc_check_priors(gmm_problem *p, const int *sampled, const gmm_prior *prior,
-                                size_t *bad);
+ * whose value in theta (nparam) is not > 0 (its index in *bad); GMM_OK
+ * otherwise. */
+gmm_status gmm_hmc_check_priors(gmm_problem *p, const double *theta, const int *sampled,
+                                const gmm_prior *prior, size_t *bad);
 
 /* One chain's account, valid while its gmm_hmc_chains lives. */
 typedef struct {
@@ -98,7 +99,8 @@ typedef struct gmm_hmc_chains gmm_hmc_chains;
  * hold no draws (gmm_hmc_chains_kept 0).  Other errors: *out NULL, the first
  * failing chain's error recorded as "chain ID: reason" (its status), and
  * nothing kept.  GMM_EINVAL: bad params (gmm_hmc_params_check's, no
- * chain or thread); GMM_EIO: the temporary storage failed. */
+ * chain, thread or theta, sampled without priors, gmm_hmc_check_priors's);
+ * GMM_EIO: the temporary storage failed; GMM_ENOMEM. */
 gmm_status gmm_hmc_run_chains(gmm_problem *const *probs, size_t nthread,
                               const gmm_hmc_run_params *rp, gmm_hmc_chains **out);
 void gmm_hmc_chains_free(gmm_hmc_chains *r); /* NULL-safe */

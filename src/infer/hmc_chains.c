@@ -61,15 +61,15 @@ void gmm_hmc_default_priors(gmm_problem *p, int *sampled, gmm_prior *prior)
     }
 }
 
-gmm_status gmm_hmc_check_priors(gmm_problem *p, const int *sampled, const gmm_prior *prior,
-                                size_t *bad)
+gmm_status gmm_hmc_check_priors(gmm_problem *p, const double *theta, const int *sampled,
+                                const gmm_prior *prior, size_t *bad)
 {
     const gmm_objective *o = gmm_problem_objective(p);
     for (size_t k = 0; k < o->nparam; k++)
-        if (sampled[k] && prior[k].kind == GMM_PRIOR_LOGNORMAL && !(o->value[k] > 0.0)) {
+        if (sampled[k] && prior[k].kind == GMM_PRIOR_LOGNORMAL && !(theta[k] > 0.0)) {
             *bad = k;
             return gmm_error(GMM_EINVAL, "%s = %g cannot be sampled on the log scale", o->name[k],
-                             o->value[k]);
+                             theta[k]);
         }
     return GMM_OK;
 }
@@ -318,7 +318,7 @@ gmm_status gmm_hmc_run_chains(gmm_problem *const *probs, size_t nthread,
         (rp->sampled && !rp->prior))
         return gmm_error(GMM_EINVAL, "hmc chains: no chain, thread, theta or prior");
     size_t bad;
-    if (rp->sampled && (s = gmm_hmc_check_priors(probs[0], rp->sampled, rp->prior, &bad)))
+    if (rp->sampled && (s = gmm_hmc_check_priors(probs[0], rp->theta, rp->sampled, rp->prior, &bad)))
         return s;
     if (nthread > rp->nchain)
         nthread = rp->nchain;

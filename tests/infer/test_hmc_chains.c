@@ -293,7 +293,14 @@ START_TEST(test_chains_sink_error_and_hyper)
     }
     ck_assert_uint_eq(ns, np);
     size_t bad = 99;
-    ck_assert_int_eq(gmm_hmc_check_priors(p, sampled, prior, &bad), GMM_OK);
+    ck_assert_int_eq(gmm_hmc_check_priors(p, o->value, sampled, prior, &bad), GMM_OK);
+    double th0[8];
+    ck_assert(np <= 8);
+    memcpy(th0, o->value, np * sizeof *th0);
+    th0[1] = 0.0; /* a variance or lengthscale at 0: not on the log scale */
+    ck_assert_int_eq(gmm_hmc_check_priors(p, th0, sampled, prior, &bad), GMM_EINVAL);
+    ck_assert_uint_eq(bad, 1);
+    ck_assert_ptr_nonnull(strstr(gmm_error_message(), o->name[1]));
 
     gmm_hmc_run_params rp;
     params(&rp, p);
