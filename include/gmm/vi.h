@@ -226,6 +226,15 @@ gmm_status gmm_vi_fit(gmm_vi *v, gmm_vi_result *res);
  * set, nquad > GMM_LIK_QUAD_MAX), those of gmm_vi_elbo.  O(nrows K). */
 gmm_status gmm_vi_quad_error(gmm_vi *v, size_t nquad, double *err);
 
+/* The largest quadrature error accepted, relative to max(1, |ELBO|): below
+ * the digits the ELBO is printed with (the automatic rule keeps 1e-11
+ * relative per row up to s2 = 4, likelihood.h). */
+#define GMM_VI_QUAD_RTOL 1e-8
+/* gmm_vi_quad_error's *err and its limit GMM_VI_QUAD_RTOL max(1, |ELBO|)
+ * at the current state; the rule is accurate when *err <= *limit.  Errors
+ * as gmm_vi_quad_error and gmm_vi_elbo. */
+gmm_status gmm_vi_quad_check(gmm_vi *v, size_t nquad, double *err, double *limit);
+
 /* ---- q as a posterior ------------------------------------------------------- */
 
 /* m (n, or NULL) and the band of Sigma = (L L')^-1 (SYMMETRIC n x n, any

@@ -118,23 +118,15 @@ done:
     return rc;
 }
 
-/* The largest error of the expectations' quadrature accepted, relative to
- * max(1, |ELBO|): below the digits the ELBO is printed with and what
- * --quadrature-points is for (the automatic rule keeps 1e-11 relative per
- * row up to s2 = 4, likelihood.h). */
-#define QUAD_RTOL 1e-8
-
 /* 0 when the rule of nquad points (0: automatic) is accurate at v's state,
  * else a message and CLI_EXIT_ERROR (refuse) or a warning and 0. */
 static int quad_check(const char *cmd, gmm_vi *v, size_t nquad, const char *when, int refuse,
                       int verbose)
 {
-    double err, elbo;
-    gmm_status s;
-    if ((s = gmm_vi_quad_error(v, nquad, &err)) != GMM_OK ||
-        (s = gmm_vi_elbo(v, gmm_vi_theta(v), gmm_vi_lambda(v), &elbo, NULL, NULL)) != GMM_OK)
+    double err, lim;
+    gmm_status s = gmm_vi_quad_check(v, nquad, &err, &lim);
+    if (s != GMM_OK)
         return cli_fail(cmd, s);
-    double lim = QUAD_RTOL * fmax(1.0, fabs(elbo));
     if (verbose)
         cli_msg(cmd, "%s: quadrature error of the ELBO %.3g (limit %.3g)", when, err, lim);
     if (err <= lim)
@@ -143,13 +135,13 @@ static int quad_check(const char *cmd, gmm_vi *v, size_t nquad, const char *when
         cli_msg(cmd, "--quadrature-points %zu: the rule's error in the ELBO %s is %.3g "
                      "(estimated against a rule of twice the points), above %g max(1, |ELBO|) "
                      "= %.3g: give more points, or omit the option (points chosen per row)",
-                nquad, when, err, QUAD_RTOL, lim);
+                nquad, when, err, GMM_VI_QUAD_RTOL, lim);
         return CLI_EXIT_ERROR;
     }
     cli_msg(cmd, "warning: the quadrature error in the ELBO %s is %.3g, above %g max(1, "
                  "|ELBO|) = %.3g (some rows' variances are too large for the Gauss-Hermite "
                  "rules)",
-            when, err, QUAD_RTOL, lim);
+            when, err, GMM_VI_QUAD_RTOL, lim);
     return 0;
 }
 

@@ -1321,3 +1321,16 @@ done:
     gmm_band_free(c.S0);
     return st;
 }
+
+gmm_status gmm_vi_quad_check(gmm_vi *v, size_t nquad, double *err, double *limit)
+{
+    double elbo;
+    gmm_status s;
+    if (!err || !limit)
+        return gmm_error(GMM_EINVAL, "gmm_vi_quad_check: NULL argument");
+    if ((s = gmm_vi_quad_error(v, nquad, err)) != GMM_OK ||
+        (s = gmm_vi_elbo(v, gmm_vi_theta(v), gmm_vi_lambda(v), &elbo, NULL, NULL)) != GMM_OK)
+        return s;
+    *limit = GMM_VI_QUAD_RTOL * fmax(1.0, fabs(elbo));
+    return GMM_OK;
+}

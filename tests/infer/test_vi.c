@@ -948,6 +948,12 @@ START_TEST(test_vi_quad_error)
                 truth += fabs(out[0] - exact[i]);
             }
             ck_assert_int_eq(gmm_vi_quad_error(v, ks[t], &est), GMM_OK);
+            /* the check: the same error, against 1e-8 max(1, |ELBO|) */
+            double cerr, lim, elbo;
+            ck_assert_int_eq(gmm_vi_quad_check(v, ks[t], &cerr, &lim), GMM_OK);
+            ck_assert_int_eq(gmm_vi_elbo(v, gmm_vi_theta(v), gmm_vi_lambda(v), &elbo, NULL, NULL),
+                             GMM_OK);
+            ck_assert(cerr == est && lim == 1e-8 * fmax(1.0, fabs(elbo)));
             if (verbose())
                 printf("vi quad_error %-9s K %3zu (max s2 %.2f): estimate %.3e, true %.3e\n",
                        liks[l], ks[t], s2max, est, truth);
