@@ -24,6 +24,7 @@
 #include "gmm/latent.h"
 #include "gmm/likelihood.h"
 #include "gmm/problem.h"
+#include "gmm/qfile.h"
 #include "gmm/spec.h"
 #include "gmm/ssm.h"
 #include "gmm/vi.h"
@@ -1121,47 +1122,15 @@ int cli_model_load_vi(const char *cmd, cli_model *m, const gmm_model *mf, const 
     int rc = 0;
     gmm_status s;
     char *path = NULL;
-    gmm_table *t = NULL;
-    gmm_band *L = NULL;
-    double *mean = NULL;
     gmm_vi *v = NULL;
     const char *mp = model_path && strcmp(model_path, "-") ? model_path : "<stdin>";
     if ((rc = resolve_path(cmd, model_path, "variational parameters", mf->vi_file, &path)) != 0)
         return rc;
-    if ((s = gmm_table_read(path, &t)) != GMM_OK) {
-        rc = cli_fail(cmd, s);
-        goto done;
-    }
-    size_t n = gmm_latent_dim(m->lat), b = mf->vi_bandwidth;
-    if (t->nrow != n || t->ncol != b + 3) {
-        cli_msg(cmd, "%s: %zu rows of %zu columns; the model has %zu latents and q bandwidth "
-                     "%zu (%zu columns: index,mean,l0..l%zu)",
-                path, t->nrow, t->ncol, n, b, b + 3, b);
-        rc = CLI_EXIT_ERROR;
-        goto done;
-    }
     gmm_vi_params par;
     gmm_vi_params_init(&par);
-    par.bandwidth = b;
-    mean = gmm_malloc(n, sizeof *mean);
-    L = gmm_band_alloc(n, b, 0, GMM_BAND_LOWER);
-    double *col = gmm_malloc(n, sizeof *col);
-    if (!mean || !L || !col) {
-        gmm_free(col);
-        rc = cli_fail(cmd, GMM_ENOMEM);
-        goto done;
-    }
-    s = gmm_table_column_double(t, 1, 0, mean);
-    for (size_t j = 0; s == GMM_OK && j <= b; j++) {
-        /* l_j = L(i, i - j): missing (NaN) above the corner */
-        if ((s = gmm_table_column_double(t, 2 + j, 1, col)) != GMM_OK)
-            break;
-        for (size_t i = j; i < n; i++)
-            *gmm_band_ptr(L, i, i - j) = col[i];
-    }
-    gmm_free(col);
-    if (s != GMM_OK || (s = gmm_vi_alloc(m->prob, &par, &v)) != GMM_OK ||
-        (s = gmm_vi_set_state(v, m->obj->value, mean, L)) != GMM_OK) {
+    par.bandwidth = mf->vi_bandwidth;
+    if ((s = gmm_vi_alloc(m->prob, &par, &v)) != GMM_OK ||
+        (s = gmm_qfile_read_vi(path, m->obj->value, v)) != GMM_OK) {
         if (s == GMM_EINVAL || s == GMM_EDIM)
             cli_msg(cmd, "%s (variational parameters of %s): %s", path, mp, gmm_error_message());
         else
@@ -1173,9 +1142,6 @@ int cli_model_load_vi(const char *cmd, cli_model *m, const gmm_model *mf, const 
     v = NULL;
 done:
     gmm_vi_free(v);
-    gmm_band_free(L);
-    gmm_free(mean);
-    gmm_table_free(t);
     gmm_free(path);
     return rc;
 }

@@ -609,6 +609,57 @@ END_TEST
 
 /* Every allocation failure of gmm_vi_alloc and gmm_vi_fit is a clean
  * GMM_ENOMEM (no leak: the sanitizer build checks). */
+/* Resuming from another q: the mean and L restricted (narrower) or
+ * zero-extended (wider) to the new bandwidth. */
+START_TEST(test_vi_set_state_from)
+{
+    graph_model gm;
+    graph_of("edge-ou(variance=1.5, lengthscale=2)", 17, &gm);
+    tu_rng r;
+    tu_rng_seed(&r, 43);
+    double y[17], e[17];
+    gmm_lik lik = lik_of("poisson");
+    outcomes(&lik, &r, 17, y, e);
+    gmm_problem *p = NULL;
+    ck_assert_int_eq(gmm_problem_alloc(gm.lat, &lik, y, NULL, 1, 0.1, &p), GMM_OK);
+    gmm_vi_params par;
+    gmm_vi *v[3] = {NULL, NULL, NULL};
+    size_t bw[3] = {2, 1, 4};
+    for (int k = 0; k < 3; k++) {
+        gmm_vi_params_init(&par);
+        par.bandwidth = bw[k];
+        ck_assert_int_eq(gmm_vi_alloc(p, &par, &v[k]), GMM_OK);
+    }
+    gmm_vi_result res;
+    ck_assert_int_eq(gmm_vi_fit(v[0], &res), GMM_OK);
+    const double *th = gmm_problem_objective(p)->value;
+    size_t n = gmm_vi_dim(v[0]);
+    gmm_band *L0 = gmm_band_alloc(n, 2, 0, GMM_BAND_LOWER);
+    ck_assert_int_eq(gmm_vi_factor(v[0], L0), GMM_OK);
+    for (int k = 1; k < 3; k++) {
+        ck_assert_int_eq(gmm_vi_set_state_from(v[k], th, v[0]), GMM_OK);
+        gmm_band *Lk = gmm_band_alloc(n, bw[k], 0, GMM_BAND_LOWER);
+        ck_assert_int_eq(gmm_vi_factor(v[k], Lk), GMM_OK);
+        for (size_t i = 0; i < n; i++) {
+            ck_assert(gmm_vi_mean(v[k])[i] == gmm_vi_mean(v[0])[i]);
+            for (size_t j = 0; j <= bw[k] && j <= i; j++) {
+                double want = j <= 2 ? gmm_band_get(L0, i, i - j) : 0.0;
+                ck_assert_msg(fabs(gmm_band_get(Lk, i, i - j) - want) <= 1e-14 * fabs(want),
+                              "b %zu: L(%zu, %zu) %.17g, want %.17g", bw[k], i, i - j,
+                              gmm_band_get(Lk, i, i - j), want);
+            }
+        }
+        gmm_band_free(Lk);
+    }
+    ck_assert_int_eq(gmm_vi_set_state_from(v[1], th, NULL), GMM_EINVAL);
+    gmm_band_free(L0);
+    for (int k = 0; k < 3; k++)
+        gmm_vi_free(v[k]);
+    gmm_problem_free(p);
+    graph_free(&gm);
+}
+END_TEST
+
 START_TEST(test_vi_oom)
 {
     graph_model gm;
@@ -904,6 +955,12 @@ START_TEST(test_vi_quad_error)
                 truth += fabs(out[0] - exact[i]);
             }
             ck_assert_int_eq(gmm_vi_quad_error(v, ks[t], &est), GMM_OK);
+            /* the check: the same error, against 1e-8 max(1, |ELBO|) */
+            double cerr, lim, elbo;
+            ck_assert_int_eq(gmm_vi_quad_check(v, ks[t], &cerr, &lim), GMM_OK);
+            ck_assert_int_eq(gmm_vi_elbo(v, gmm_vi_theta(v), gmm_vi_lambda(v), &elbo, NULL, NULL),
+                             GMM_OK);
+            ck_assert(cerr == est && lim == 1e-8 * fmax(1.0, fabs(elbo)));
             if (verbose())
                 printf("vi quad_error %-9s K %3zu (max s2 %.2f): estimate %.3e, true %.3e\n",
                        liks[l], ks[t], s2max, est, truth);
@@ -1127,6 +1184,7 @@ Suite *infer_vi_suite(void)
     tcase_add_test(tc, test_vi_poisson_quadrature);
     tcase_add_test(tc, test_vi_quad_error);
     tcase_add_test(tc, test_vi_api);
+    tcase_add_test(tc, test_vi_set_state_from);
     tcase_add_test(tc, test_vi_oom);
     suite_add_tcase(s, tc);
     return s;
