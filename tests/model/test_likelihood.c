@@ -22,6 +22,7 @@
 
 #include "gmm/alloc.h"
 #include "gmm/likelihood.h"
+#include "support/tu_model.h"
 
 #define EPS DBL_EPSILON
 
@@ -30,13 +31,6 @@ static int verbose(void)
 {
     const char *v = getenv("CK_VERBOSITY");
     return v && strcmp(v, "verbose") == 0;
-}
-
-static gmm_lik lik_of(const char *text)
-{
-    gmm_lik l;
-    ck_assert_msg(gmm_lik_parse(text, &l) == GMM_OK, "'%s': %s", text, gmm_error_message());
-    return l;
 }
 
 /* ---- table --------------------------------------------------------------------- */
@@ -87,18 +81,18 @@ END_TEST
 
 START_TEST(test_parse)
 {
-    gmm_lik l = lik_of("poisson");
+    gmm_lik l = tu_lik_of("poisson", NAN);
     ck_assert_ptr_eq(l.type, gmm_lik_type_find("poisson"));
-    l = lik_of("gaussian(variance=2)");
+    l = tu_lik_of("gaussian(variance=2)", NAN);
     ck_assert_ptr_eq(l.type, gmm_lik_type_find("gaussian"));
     ck_assert(l.par[0] == 2.0);
-    l = lik_of("  negbinomial( dispersion = 0.5 ) ");
+    l = tu_lik_of("  negbinomial( dispersion = 0.5 ) ", NAN);
     ck_assert(l.par[0] == 0.5);
-    l = lik_of("(bernoulli)");
+    l = tu_lik_of("(bernoulli)", NAN);
     ck_assert_ptr_eq(l.type, gmm_lik_type_find("bernoulli"));
-    l = lik_of("negbinomial");
+    l = tu_lik_of("negbinomial", NAN);
     ck_assert(isnan(l.par[0]));
-    l = lik_of("gaussian()");
+    l = tu_lik_of("gaussian()", NAN);
     ck_assert(isnan(l.par[0]));
 
     /* defaults */
@@ -106,27 +100,27 @@ START_TEST(test_parse)
     double var = (4.0 + 0.0 + 1.0 + 9.0 + 0.0) / 4.0; /* mean 3 */
     gmm_lik_fill_defaults(&l, y, 6);
     ck_assert(fabs(l.par[0] - 0.1 * var) <= 4 * EPS * var);
-    l = lik_of("gaussian(variance=5)");
+    l = tu_lik_of("gaussian(variance=5)", NAN);
     gmm_lik_fill_defaults(&l, y, 6);
     ck_assert(l.par[0] == 5.0);
-    l = lik_of("gaussian");
+    l = tu_lik_of("gaussian", NAN);
     gmm_lik_fill_defaults(&l, y, 1);
     ck_assert(l.par[0] == 1.0);
     double yc[3] = {2.0, NAN, 2.0};
-    l = lik_of("gaussian");
+    l = tu_lik_of("gaussian", NAN);
     gmm_lik_fill_defaults(&l, yc, 3);
     ck_assert(fabs(l.par[0] - 0.1) <= EPS);
-    l = lik_of("negbinomial");
+    l = tu_lik_of("negbinomial", NAN);
     gmm_lik_fill_defaults(&l, y, 6);
     ck_assert(l.par[0] == 1.0);
 
     char buf[64];
-    l = lik_of("negbinomial");
+    l = tu_lik_of("negbinomial", NAN);
     ck_assert_str_eq(gmm_lik_param_name(&l, 0, buf), "likelihood.dispersion");
     ck_assert_ptr_null(gmm_lik_param_name(&l, 1, buf));
-    l = lik_of("gaussian");
+    l = tu_lik_of("gaussian", NAN);
     ck_assert_str_eq(gmm_lik_param_name(&l, 0, buf), "likelihood.variance");
-    l = lik_of("poisson");
+    l = tu_lik_of("poisson", NAN);
     ck_assert_ptr_null(gmm_lik_param_name(&l, 0, buf));
 }
 END_TEST
@@ -199,7 +193,7 @@ END_TEST
 static void check_fails(const char *spec, const double *y, const double *e, size_t n,
                         size_t row, const char *msg)
 {
-    gmm_lik l = lik_of(spec);
+    gmm_lik l = tu_lik_of(spec, NAN);
     gmm_error_clear();
     ck_assert_int_eq(gmm_lik_check_data(&l, y, e, n), GMM_EINVAL);
     ck_assert_msg(gmm_error_index() == row, "%s: row %zu, expected %zu (%s)", spec,
@@ -236,14 +230,14 @@ START_TEST(test_check_data)
     check_fails("gaussian", y9, e9, 2, GMM_NO_INDEX, "the gaussian likelihood takes no exposure");
 
     /* good data: NaN rows skipped whatever their exposure */
-    gmm_lik l = lik_of("poisson");
+    gmm_lik l = tu_lik_of("poisson", NAN);
     double y10[] = {NAN, 0.0, 7.0, NAN, 1e300}, e10[] = {0.0, 1e-300, 3.0, NAN, 1.0};
     ck_assert_int_eq(gmm_lik_check_data(&l, y10, e10, 5), GMM_OK);
     ck_assert_int_eq(gmm_lik_check_data(&l, y10, NULL, 5), GMM_OK);
-    l = lik_of("bernoulli");
+    l = tu_lik_of("bernoulli", NAN);
     double y11[] = {NAN, 0.0, 1.0, NAN};
     ck_assert_int_eq(gmm_lik_check_data(&l, y11, NULL, 4), GMM_OK);
-    l = lik_of("gaussian");
+    l = tu_lik_of("gaussian", NAN);
     double y12[] = {-2.5, NAN, 1e-300, 3.7};
     ck_assert_int_eq(gmm_lik_check_data(&l, y12, NULL, 4), GMM_OK);
     ck_assert_int_eq(gmm_lik_check_data(&l, NULL, NULL, 0), GMM_OK);
@@ -263,7 +257,7 @@ START_TEST(test_eval_vs_gsl_densities)
 {
     double out[4], worst = 0.0; /* |log p - ref| / (the error sum) */
     int nchecked = 0;
-    gmm_lik g = lik_of("gaussian(variance=0.7)");
+    gmm_lik g = tu_lik_of("gaussian(variance=0.7)", NAN);
     for (double y = -3.0; y <= 3.0; y += 0.75)
         for (double f = -2.0; f <= 2.0; f += 0.5) {
             gmm_lik_eval(&g, y, 1.0, f, out, NULL);
@@ -272,7 +266,7 @@ START_TEST(test_eval_vs_gsl_densities)
             ck_assert_msg(fabs(out[0] - ref) <= 8 * B, "gaussian y=%g f=%g", y, f);
             worst = fmax(worst, fabs(out[0] - ref) / B);
         }
-    gmm_lik p = lik_of("poisson");
+    gmm_lik p = tu_lik_of("poisson", NAN);
     for (unsigned k = 0; k < 60; k += 7)
         for (double f = -3.0; f <= 4.0; f += 0.5)
             for (double e = 0.25; e < 20.0; e *= 4.0) {
@@ -285,7 +279,7 @@ START_TEST(test_eval_vs_gsl_densities)
                 ck_assert_msg(fabs(out[0] - ref) <= 8 * B, "poisson y=%u e=%g f=%g", k, e, f);
                 worst = fmax(worst, fabs(out[0] - ref) / B);
             }
-    gmm_lik b = lik_of("bernoulli");
+    gmm_lik b = tu_lik_of("bernoulli", NAN);
     for (unsigned k = 0; k < 2; k++)
         for (double f = -6.0; f <= 6.0; f += 0.5) {
             gmm_lik_eval(&b, k, 1.0, f, out, NULL);
@@ -324,7 +318,7 @@ END_TEST
 START_TEST(test_eval_tails)
 {
     double out[4];
-    gmm_lik b = lik_of("bernoulli");
+    gmm_lik b = tu_lik_of("bernoulli", NAN);
     /* log sigma(f) and its derivatives keep full relative accuracy in both tails */
     gmm_lik_eval(&b, 1.0, 1.0, 600.0, out, NULL);
     ck_assert(fabs(out[0] + exp(-600.0)) <= 4 * EPS * exp(-600.0));
@@ -356,7 +350,7 @@ START_TEST(test_eval_tails)
     }
 
     /* poisson at f = -600: log p = y (log e + f) - log y! to the last digits */
-    gmm_lik p = lik_of("poisson");
+    gmm_lik p = tu_lik_of("poisson", NAN);
     gmm_lik_eval(&p, 3.0, 2.0, -600.0, out, NULL);
     ck_assert(fabs(out[0] - (3.0 * (log(2.0) - 600.0) - log(6.0))) <= 4 * EPS * 1800.0);
     ck_assert(out[1] == 3.0);
@@ -368,7 +362,7 @@ END_TEST
  * d/dr log NB = -((y - m)^2 - y) / (2 r^2) (1 + O(max(y, m) / r)). */
 START_TEST(test_negbinomial_poisson_limit)
 {
-    gmm_lik p = lik_of("poisson");
+    gmm_lik p = tu_lik_of("poisson", NAN);
     double out[4], ref[4], dp[3];
     for (double y = 0.0; y < 40.0; y += 3.0)
         for (double f = -1.0; f <= 3.0; f += 1.0) {
@@ -516,7 +510,7 @@ static const double F_GRID[] = {-600.0, -30.0, -5.0, -0.7, 0.0, 0.3, 2.0, 8.0, 3
 static void check_family_fd(const char *spec, const double *ys, size_t ny, const double *es,
                             size_t ne, fd_stats *s)
 {
-    gmm_lik l = lik_of(spec);
+    gmm_lik l = tu_lik_of(spec, NAN);
     for (size_t iy = 0; iy < ny; iy++)
         for (size_t ie = 0; ie < ne; ie++)
             for (size_t jf = 0; jf < NF; jf++) {
@@ -737,7 +731,7 @@ static void expect_sweep(const char *spec, int closed_as_quad, const double *ys,
                          gsl_integration_workspace *ws)
 {
     static const double mus[] = {-3.0, -1.0, 0.0, 0.5, 2.0, 4.0};
-    gmm_lik l = lik_of(spec);
+    gmm_lik l = tu_lik_of(spec, NAN);
     gmm_lik_type copy;
     if (closed_as_quad) { /* the same family through Gauss-Hermite */
         copy = *l.type;
@@ -812,7 +806,7 @@ START_TEST(test_expect_edges)
         for (size_t k = 0; k < l.type->nparam; k++)
             ck_assert(fabs(dp[k] - dref[3 * k]) <= 4 * EPS * fabs(dref[3 * k]));
     }
-    gmm_lik l = lik_of("bernoulli");
+    gmm_lik l = tu_lik_of("bernoulli", NAN);
     double a[3], b[3];
     ck_assert_int_eq(gmm_lik_expect(&l, 1.0, 1.0, 0.2, 0.8, 0, a, NULL), GMM_OK);
     ck_assert_int_eq(gmm_lik_expect(&l, 1.0, 1.0, 0.2, 0.8, GMM_LIK_QUAD_DEFAULT, b, NULL),
@@ -824,7 +818,7 @@ START_TEST(test_expect_edges)
     ck_assert_int_eq(gmm_lik_expect(&l, 1.0, 1.0, 0.2, NAN, 0, a, NULL), GMM_EINVAL);
     ck_assert_int_eq(gmm_lik_expect(NULL, 1.0, 1.0, 0.2, 1.0, 0, a, NULL), GMM_EINVAL);
     ck_assert_int_eq(gmm_lik_expect(&l, 1.0, 1.0, 0.2, 1.0, 0, NULL, NULL), GMM_EINVAL);
-    l = lik_of("poisson");
+    l = tu_lik_of("poisson", NAN);
     ck_assert_int_eq(gmm_lik_expect(&l, 1.0, 1.0, 0.2, -1.0, 0, a, NULL), GMM_EINVAL);
 }
 END_TEST
