@@ -12,8 +12,8 @@
  * e > 0 is the row's exposure (1 unless the family takes one: poisson,
  * negbinomial).  Parameters are named "likelihood.<param>" in a model's
  * parameter vector; every one must be finite and > 0.  Adding a family is
- * one file (src/model/lik_<name>.c) and one row in the table of
- * src/model/likelihood.c.
+ * one file (src/model/lik/lik_<name>.c) and one row in the table of
+ * src/model/lik/likelihood.c.
  */
 #ifndef GMM_LIKELIHOOD_H
 #define GMM_LIKELIHOOD_H

@@ -25,7 +25,7 @@
 #include "gmm/alloc.h"
 #include "gmm/kernel.h"
 #include "kernel_impl.h"
-#include "model_dense.h"
+#include "../model_dense.h"
 
 /* ---- covariance function ------------------------------------------------------ */
 
