@@ -833,9 +833,9 @@ START_TEST(test_eval_rows_errors)
 }
 END_TEST
 
-Suite *infer_marglik_suite(void)
+Suite *model_marglik_suite(void)
 {
-    Suite *s = suite_create("infer_marglik");
+    Suite *s = suite_create("model_marglik");
     TCase *tc = tcase_create("core");
     tcase_add_loop_test(tc, test_loglik_vs_dense, 0, (int)NSHAPES);
     tcase_add_loop_test(tc, test_grad_vs_fd, 0, (int)NSHAPES);
