@@ -19,8 +19,8 @@
  * e > 0 of poisson and negbinomial, the number of trials n of binomial; 1
  * for a family without one.  Parameters are named "likelihood.<param>" in a
  * model's parameter vector; every one must be finite and > 0.  Adding a
- * family is one file (src/model/lik_<name>.c) and one row in the table of
- * src/model/likelihood.c.
+ * family is one file (src/model/lik/lik_<name>.c) and one row in the table
+ * of src/model/lik/likelihood.c.
  */
 #ifndef GMM_LIKELIHOOD_H
 #define GMM_LIKELIHOOD_H
@@ -191,11 +191,9 @@ void gmm_lik_eval(const gmm_lik *lik, double y, double e, double f, double out[4
  * scale; nquad is then only range-checked), else Gauss-Hermite with nquad
  * points (0: GMM_LIK_QUAD_DEFAULT; at most GMM_LIK_QUAD_MAX), derivatives by
  * d/dmu E = E[d1], d/ds2 E = E[d2] / 2; s2 = 0 is the exact point mass.
- * Nodes are computed once per nquad and cached (thread-safe).  Accuracy of
- * the rule for bernoulli and negbinomial (measured worst relative error):
- * 20 points 6e-9 at s2 = 1, 2e-6 at s2 = 2, 1e-4 at s2 = 4; 40 points 8e-10
- * at s2 = 2; 100 points 1e-11 at s2 = 4, 1e-7 at s2 = 9 -- choose nquad
- * from s2.  GMM_EINVAL for nquad > GMM_LIK_QUAD_MAX, s2 < 0 or NAN, NULL
+ * Nodes are computed once per nquad and cached (thread-safe).  Choose nquad
+ * from s2 (the rule's accuracy by nquad and s2: docs/accuracy.md,
+ * Likelihoods).  GMM_EINVAL for nquad > GMM_LIK_QUAD_MAX, s2 < 0 or NAN, NULL
  * lik or out; GMM_ENOCONV if building a rule fails (QL not converging:
  * never seen for n <= GMM_LIK_QUAD_MAX). */
 gmm_status gmm_lik_expect(const gmm_lik *lik, double y, double e, double mu, double s2,

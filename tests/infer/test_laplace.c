@@ -26,26 +26,7 @@
 #include "gmm/problem.h"
 #include "gmm/spec.h"
 #include "support/testutil.h"
-
-static gmm_kernel *kernel_of(const char *text)
-{
-    gmm_spec_node *s = NULL;
-    ck_assert_msg(gmm_spec_parse(text, &s) == GMM_OK, "parse %s: %s", text, gmm_error_message());
-    gmm_kernel *k = NULL;
-    ck_assert_msg(gmm_kernel_from_spec(s, &k) == GMM_OK, "%s: %s", text, gmm_error_message());
-    gmm_spec_free(s);
-    return k;
-}
-
-static gmm_lik lik_of(const char *text)
-{
-    gmm_lik l;
-    ck_assert_msg(gmm_lik_parse(text, &l) == GMM_OK, "%s: %s", text, gmm_error_message());
-    for (size_t k = 0; k < l.type->nparam; k++)
-        if (isnan(l.par[k]))
-            l.par[k] = 1.7;
-    return l;
-}
+#include "support/tu_model.h"
 
 /* Outcomes for a likelihood: counts around exp(f), successes out of 1 to 12
  * trials, or real values (every ninth a gross outlier for studentt), from
@@ -247,7 +228,7 @@ static void check_problem(gmm_latent *lat, const char *liktext, const char *labe
     tu_rng r;
     tu_rng_seed(&r, 11);
     size_t nr = gmm_latent_nrows(lat);
-    gmm_lik lik = lik_of(liktext);
+    gmm_lik lik = tu_lik_of(liktext, 1.7);
     double *y = malloc(nr * sizeof *y), *e = malloc(nr * sizeof *e);
     outcomes(&lik, &r, nr, y, e);
     int expo = lik.type->exposure;
@@ -305,7 +286,7 @@ START_TEST(test_ssm_laplace)
         x[i] = 0.3 * (double)i + 0.1 * tu_uniform(&r);
     x[9] = x[8]; /* a repeated input: two rows of one state */
     for (size_t ik = 0; ik < sizeof kernels / sizeof kernels[0]; ik++) {
-        gmm_kernel *k = kernel_of(kernels[ik]);
+        gmm_kernel *k = tu_kernel_of(kernels[ik]);
         gmm_latent *lat = NULL;
         gmm_ssm_params par;
         gmm_ssm_params_init(&par);
@@ -370,7 +351,7 @@ START_TEST(test_gaussian_exact)
         x[i] = 0.25 * (double)i;
         y[i] = i % 5 == 2 ? NAN : sin(x[i]) + 0.2 * tu_normal(&r);
     }
-    gmm_kernel *k = kernel_of("matern52(variance=1.1, lengthscale=0.9)");
+    gmm_kernel *k = tu_kernel_of("matern52(variance=1.1, lengthscale=0.9)");
     gmm_latent *lat = NULL;
     ck_assert_int_eq(gmm_latent_ssm_alloc(k, x, n, NULL, &lat), GMM_OK);
     const double *th = gmm_latent_param_start(lat);
@@ -391,7 +372,7 @@ START_TEST(test_gaussian_exact)
             yo[m++] = y[i];
         }
     gmm_laplace_obs ob = {m, w, off, co, yo, NULL};
-    gmm_lik lik = lik_of("gaussian(variance=0.07)");
+    gmm_lik lik = tu_lik_of("gaussian(variance=0.07)", 1.7);
     gmm_laplace *lw = gmm_laplace_alloc(N, kl, kl, m, w);
     double lq, lq2;
     ck_assert_int_eq(gmm_laplace_eval(lw, Q, ld, &ob, &lik, 0.0, NULL, 0, NULL, &lq), GMM_OK);
@@ -446,7 +427,7 @@ START_TEST(test_one_latent_poisson)
         gmm_band *Q = gmm_band_alloc(1, 0, 0, GMM_BAND_SYMMETRIC);
         gmm_band_col(Q, 0)[0] = q;
         gmm_laplace_obs ob = {3, 1, off, coef, y, e};
-        gmm_lik lik = lik_of("poisson");
+        gmm_lik lik = tu_lik_of("poisson", 1.7);
         gmm_laplace *lw = gmm_laplace_alloc(1, 0, 0, 3, 1);
         double lq;
         ck_assert_int_eq(gmm_laplace_eval(lw, Q, log(q), &ob, &lik, b, NULL, 0, NULL, &lq),
@@ -484,7 +465,7 @@ START_TEST(test_far_start)
     gmm_band_col(Q, 0)[1] = -0.5;
     gmm_band_col(Q, 1)[1] = 1.0;
     gmm_laplace_obs ob = {2, 1, off, coef, y, NULL};
-    gmm_lik lik = lik_of("poisson");
+    gmm_lik lik = tu_lik_of("poisson", 1.7);
     gmm_laplace *lw = gmm_laplace_alloc(2, 1, 1, 2, 1);
     double x0[2] = {30.0, -30.0}, a, b;
     ck_assert_msg(gmm_laplace_eval(lw, Q, NAN, &ob, &lik, 0.0, x0, 0, NULL, &a) == GMM_OK, "%s",
@@ -509,12 +490,12 @@ START_TEST(test_tiny_variance)
     tu_rng_seed(&r, 23);
     for (size_t i = 0; i < n; i++)
         x[i] = 0.4 * (double)i;
-    gmm_kernel *k = kernel_of("matern12(variance=1e-12, lengthscale=1)");
+    gmm_kernel *k = tu_kernel_of("matern12(variance=1e-12, lengthscale=1)");
     gmm_latent *lat = NULL;
     ck_assert_int_eq(gmm_latent_ssm_alloc(k, x, n, NULL, &lat), GMM_OK);
     const char *specs[] = {"binomial", "studentt(df=2.5, scale=0.7)"};
     for (size_t is = 0; is < 2; is++) {
-        gmm_lik lik = lik_of(specs[is]);
+        gmm_lik lik = tu_lik_of(specs[is], 1.7);
         int binom = is == 0;
         double b = binom ? -0.35 : 1.2, want = 0.0;
         for (size_t i = 0; i < n; i++) {
@@ -568,13 +549,13 @@ START_TEST(test_outliers)
     }
     for (size_t j = 0; j < 3; j++)
         y[out_rows[j]] += j == 1 ? -8.0 : 8.0;
-    gmm_kernel *k = kernel_of("matern32(variance=1, lengthscale=1.5)");
+    gmm_kernel *k = tu_kernel_of("matern32(variance=1, lengthscale=1.5)");
     gmm_latent *lat = NULL;
     ck_assert_int_eq(gmm_latent_ssm_alloc(k, x, n, NULL, &lat), GMM_OK);
     const char *specs[] = {"gaussian(variance=0.01)", "studentt(df=3, scale=0.1)"};
     double dev[2][3][3]; /* |posterior mean - truth| at row - 1, row, row + 1 */
     for (size_t is = 0; is < 2; is++) {
-        gmm_lik lik = lik_of(specs[is]);
+        gmm_lik lik = tu_lik_of(specs[is], 1.7);
         gmm_problem *p = NULL;
         ck_assert_int_eq(gmm_problem_alloc(lat, &lik, y, NULL, 0, 0.0, &p), GMM_OK);
         double mean[80], var[80];
@@ -617,7 +598,7 @@ START_TEST(test_studentt_saddle)
     gmm_band *Q = gmm_band_alloc(1, 0, 0, GMM_BAND_SYMMETRIC);
     gmm_band_col(Q, 0)[0] = 1e-3;
     gmm_laplace_obs ob = {2, 1, off, coef, y, NULL};
-    gmm_lik lik = lik_of("studentt(df=2, scale=0.5)");
+    gmm_lik lik = tu_lik_of("studentt(df=2, scale=0.5)", 1.7);
     gmm_laplace *lw = gmm_laplace_alloc(1, 0, 0, 2, 1);
     double x0 = 0.0, lq, mode;
     ck_assert_int_eq(gmm_laplace_eval(lw, Q, NAN, &ob, &lik, 0.0, &x0, 0, NULL, &lq),
@@ -640,10 +621,10 @@ END_TEST
 START_TEST(test_bad_outcomes)
 {
     double x[4] = {0, 1, 2, 3}, y[4] = {1, 2.5, NAN, 3}, e[4] = {1, 1, 1, 1};
-    gmm_kernel *k = kernel_of("matern12(variance=1, lengthscale=1)");
+    gmm_kernel *k = tu_kernel_of("matern12(variance=1, lengthscale=1)");
     gmm_latent *lat = NULL;
     ck_assert_int_eq(gmm_latent_ssm_alloc(k, x, 4, NULL, &lat), GMM_OK);
-    gmm_lik lik = lik_of("poisson");
+    gmm_lik lik = tu_lik_of("poisson", 1.7);
     gmm_problem *p = NULL;
     ck_assert_int_eq(gmm_problem_alloc(lat, &lik, y, e, 1, 0.0, &p), GMM_EINVAL);
     ck_assert_uint_eq(gmm_error_index(), 1);
@@ -652,7 +633,7 @@ START_TEST(test_bad_outcomes)
     ck_assert_int_eq(gmm_problem_alloc(lat, &lik, y, e, 1, 0.0, &p), GMM_EINVAL);
     ck_assert_uint_eq(gmm_error_index(), 3);
     e[3] = 1.0;
-    gmm_lik gl = lik_of("gaussian(variance=1)");
+    gmm_lik gl = tu_lik_of("gaussian(variance=1)", 1.7);
     ck_assert_int_eq(gmm_problem_alloc(lat, &gl, y, NULL, 1, 0.0, &p), GMM_EINVAL);
     ck_assert_int_eq(gmm_problem_alloc(lat, &lik, y, e, 1, 0.0, &p), GMM_OK);
     gmm_problem_free(p);

@@ -26,31 +26,12 @@
 #include "gmm/spec.h"
 #include "gmm/vi.h"
 #include "support/testutil.h"
+#include "support/tu_model.h"
 
 static int verbose(void)
 {
     const char *v = getenv("CK_VERBOSITY");
     return v && strcmp(v, "verbose") == 0;
-}
-
-static gmm_kernel *kernel_of(const char *text)
-{
-    gmm_spec_node *s = NULL;
-    ck_assert_msg(gmm_spec_parse(text, &s) == GMM_OK, "parse %s: %s", text, gmm_error_message());
-    gmm_kernel *k = NULL;
-    ck_assert_msg(gmm_kernel_from_spec(s, &k) == GMM_OK, "%s: %s", text, gmm_error_message());
-    gmm_spec_free(s);
-    return k;
-}
-
-static gmm_lik lik_of(const char *text)
-{
-    gmm_lik l;
-    ck_assert_msg(gmm_lik_parse(text, &l) == GMM_OK, "%s: %s", text, gmm_error_message());
-    for (size_t k = 0; k < l.type->nparam; k++)
-        if (isnan(l.par[k]))
-            l.par[k] = 1.7;
-    return l;
 }
 
 /* Outcomes for a likelihood from a smooth f; every 7th row missing. */
@@ -77,7 +58,7 @@ static void outcomes(const gmm_lik *lik, tu_rng *r, size_t n, double *y, double 
 
 static gmm_latent *ssm_latent(const char *spec, const double *x, size_t n, gmm_kernel **k)
 {
-    *k = kernel_of(spec);
+    *k = tu_kernel_of(spec);
     gmm_ssm_params par;
     gmm_ssm_params_init(&par);
     par.damp_rel = 1e-3; /* oscillators: damping far from rounding */
@@ -168,7 +149,7 @@ static void check_grad(gmm_latent *lat, const char *liktext, gmm_vi_prior_form f
     tu_rng r;
     tu_rng_seed(&r, 19);
     size_t nr = gmm_latent_nrows(lat);
-    gmm_lik lik = lik_of(liktext);
+    gmm_lik lik = tu_lik_of(liktext, 1.7);
     double *y = malloc(nr * sizeof *y), *e = malloc(nr * sizeof *e);
     outcomes(&lik, &r, nr, y, e);
     int gauss = lik.type->conjugate;
@@ -273,7 +254,7 @@ static void check_start(gmm_latent *lat, const char *liktext, gmm_vi_prior_form 
     tu_rng r;
     tu_rng_seed(&r, 37);
     size_t nr = gmm_latent_nrows(lat), n = gmm_latent_dim(lat);
-    gmm_lik lik = lik_of(liktext);
+    gmm_lik lik = tu_lik_of(liktext, 1.7);
     double *y = malloc(nr * sizeof *y), *e = malloc(nr * sizeof *e);
     outcomes(&lik, &r, nr, y, e);
     int gauss = lik.type->conjugate;
@@ -359,7 +340,7 @@ END_TEST
 static void check_gaussian_exact(gmm_latent *lat, const double *y, const char *label,
                                  size_t memory)
 {
-    gmm_lik lik = lik_of("gaussian(variance=0.2)");
+    gmm_lik lik = tu_lik_of("gaussian(variance=0.2)", 1.7);
     gmm_problem *p = NULL;
     ck_assert_int_eq(gmm_problem_alloc(lat, &lik, y, NULL, 0, 0.0, &p), GMM_OK);
     gmm_objective *o = gmm_problem_objective(p);
@@ -477,7 +458,7 @@ START_TEST(test_vi_learn_hyper)
     }
     gmm_kernel *k = NULL;
     gmm_latent *lat = ssm_latent("matern32(variance=1, lengthscale=1)", x, n, &k);
-    gmm_lik lik = lik_of("gaussian(variance=0.5)");
+    gmm_lik lik = tu_lik_of("gaussian(variance=0.5)", 1.7);
     gmm_problem *p = NULL;
     ck_assert_int_eq(gmm_problem_alloc(lat, &lik, y, NULL, 0, 0.0, &p), GMM_OK);
     gmm_vi_params par;
@@ -547,7 +528,7 @@ START_TEST(test_vi_api)
     tu_rng r;
     tu_rng_seed(&r, 41);
     double y[17], e[17];
-    gmm_lik lik = lik_of("bernoulli");
+    gmm_lik lik = tu_lik_of("bernoulli", 1.7);
     outcomes(&lik, &r, 17, y, e);
     gmm_problem *p = NULL;
     ck_assert_int_eq(gmm_problem_alloc(gm.lat, &lik, y, NULL, 1, 0.1, &p), GMM_OK);
@@ -618,7 +599,7 @@ START_TEST(test_vi_set_state_from)
     tu_rng r;
     tu_rng_seed(&r, 43);
     double y[17], e[17];
-    gmm_lik lik = lik_of("poisson");
+    gmm_lik lik = tu_lik_of("poisson", 1.7);
     outcomes(&lik, &r, 17, y, e);
     gmm_problem *p = NULL;
     ck_assert_int_eq(gmm_problem_alloc(gm.lat, &lik, y, NULL, 1, 0.1, &p), GMM_OK);
@@ -667,7 +648,7 @@ START_TEST(test_vi_oom)
     tu_rng r;
     tu_rng_seed(&r, 43);
     double y[17], e[17];
-    gmm_lik lik = lik_of("poisson");
+    gmm_lik lik = tu_lik_of("poisson", 1.7);
     outcomes(&lik, &r, 17, y, e);
     gmm_problem *p = NULL;
     ck_assert_int_eq(gmm_problem_alloc(gm.lat, &lik, y, e, 1, 0.1, &p), GMM_OK);
@@ -764,7 +745,7 @@ static q2_err poisson_two(double scale)
     ck_assert_int_eq(gmm_gmrf_alloc(g, sp, "edge-ou", &gm), GMM_OK);
     gmm_latent *lat = NULL;
     ck_assert_int_eq(gmm_latent_gmrf_alloc(gm, 5, node, &lat), GMM_OK);
-    gmm_lik lik = lik_of("poisson");
+    gmm_lik lik = tu_lik_of("poisson", 1.7);
     gmm_problem *p = NULL;
     ck_assert_int_eq(gmm_problem_alloc(lat, &lik, y, e, 1, 0.2, &p), GMM_OK);
     const double *th = gmm_problem_objective(p)->value;
@@ -914,7 +895,7 @@ START_TEST(test_vi_quad_error)
     const char *liks[] = {"bernoulli", "negbinomial", "poisson"};
     gsl_integration_workspace *w = gsl_integration_workspace_alloc(200);
     for (size_t l = 0; l < 3; l++) {
-        gmm_lik lik = lik_of(liks[l]);
+        gmm_lik lik = tu_lik_of(liks[l], 1.7);
         outcomes(&lik, &r, 17, y, e);
         const double *ep = lik.type->exposure ? e : NULL;
         gmm_problem *p = NULL;
@@ -1094,7 +1075,7 @@ START_TEST(test_vi_close_inputs)
             x[i] = dts[id] * (double)i;
         gmm_kernel *k = NULL;
         gmm_latent *lat = ssm_latent("matern32(variance=1, lengthscale=1)", x, n, &k);
-        gmm_lik lik = lik_of("gaussian(variance=0.1)");
+        gmm_lik lik = tu_lik_of("gaussian(variance=0.1)", 1.7);
         gmm_problem *p = NULL;
         ck_assert_int_eq(gmm_problem_alloc(lat, &lik, y, NULL, 0, 0.0, &p), GMM_OK);
         gmm_vi_params par;

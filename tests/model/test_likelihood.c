@@ -23,6 +23,7 @@
 
 #include "gmm/alloc.h"
 #include "gmm/likelihood.h"
+#include "support/tu_model.h"
 
 #define EPS DBL_EPSILON
 
@@ -31,13 +32,6 @@ static int verbose(void)
 {
     const char *v = getenv("CK_VERBOSITY");
     return v && strcmp(v, "verbose") == 0;
-}
-
-static gmm_lik lik_of(const char *text)
-{
-    gmm_lik l;
-    ck_assert_msg(gmm_lik_parse(text, &l) == GMM_OK, "'%s': %s", text, gmm_error_message());
-    return l;
 }
 
 /* ---- table --------------------------------------------------------------------- */
@@ -96,18 +90,18 @@ END_TEST
 
 START_TEST(test_parse)
 {
-    gmm_lik l = lik_of("poisson");
+    gmm_lik l = tu_lik_of("poisson", NAN);
     ck_assert_ptr_eq(l.type, gmm_lik_type_find("poisson"));
-    l = lik_of("gaussian(variance=2)");
+    l = tu_lik_of("gaussian(variance=2)", NAN);
     ck_assert_ptr_eq(l.type, gmm_lik_type_find("gaussian"));
     ck_assert(l.par[0] == 2.0);
-    l = lik_of("  negbinomial( dispersion = 0.5 ) ");
+    l = tu_lik_of("  negbinomial( dispersion = 0.5 ) ", NAN);
     ck_assert(l.par[0] == 0.5);
-    l = lik_of("(bernoulli)");
+    l = tu_lik_of("(bernoulli)", NAN);
     ck_assert_ptr_eq(l.type, gmm_lik_type_find("bernoulli"));
-    l = lik_of("negbinomial");
+    l = tu_lik_of("negbinomial", NAN);
     ck_assert(isnan(l.par[0]));
-    l = lik_of("gaussian()");
+    l = tu_lik_of("gaussian()", NAN);
     ck_assert(isnan(l.par[0]));
 
     /* defaults */
@@ -115,27 +109,27 @@ START_TEST(test_parse)
     double var = (4.0 + 0.0 + 1.0 + 9.0 + 0.0) / 4.0; /* mean 3 */
     gmm_lik_fill_defaults(&l, y, 6);
     ck_assert(fabs(l.par[0] - 0.1 * var) <= 4 * EPS * var);
-    l = lik_of("gaussian(variance=5)");
+    l = tu_lik_of("gaussian(variance=5)", NAN);
     gmm_lik_fill_defaults(&l, y, 6);
     ck_assert(l.par[0] == 5.0);
-    l = lik_of("gaussian");
+    l = tu_lik_of("gaussian", NAN);
     gmm_lik_fill_defaults(&l, y, 1);
     ck_assert(l.par[0] == 1.0);
     double yc[3] = {2.0, NAN, 2.0};
-    l = lik_of("gaussian");
+    l = tu_lik_of("gaussian", NAN);
     gmm_lik_fill_defaults(&l, yc, 3);
     ck_assert(fabs(l.par[0] - 0.1) <= EPS);
-    l = lik_of("negbinomial");
+    l = tu_lik_of("negbinomial", NAN);
     gmm_lik_fill_defaults(&l, y, 6);
     ck_assert(l.par[0] == 1.0);
 
     char buf[64];
-    l = lik_of("negbinomial");
+    l = tu_lik_of("negbinomial", NAN);
     ck_assert_str_eq(gmm_lik_param_name(&l, 0, buf), "likelihood.dispersion");
     ck_assert_ptr_null(gmm_lik_param_name(&l, 1, buf));
-    l = lik_of("gaussian");
+    l = tu_lik_of("gaussian", NAN);
     ck_assert_str_eq(gmm_lik_param_name(&l, 0, buf), "likelihood.variance");
-    l = lik_of("poisson");
+    l = tu_lik_of("poisson", NAN);
     ck_assert_ptr_null(gmm_lik_param_name(&l, 0, buf));
 }
 END_TEST
@@ -208,7 +202,7 @@ END_TEST
 static void check_fails(const char *spec, const double *y, const double *e, size_t n,
                         size_t row, const char *msg)
 {
-    gmm_lik l = lik_of(spec);
+    gmm_lik l = tu_lik_of(spec, NAN);
     gmm_error_clear();
     ck_assert_int_eq(gmm_lik_check_data(&l, y, e, n), GMM_EINVAL);
     ck_assert_msg(gmm_error_index() == row, "%s: row %zu, expected %zu (%s)", spec,
@@ -259,7 +253,7 @@ START_TEST(test_check_data)
     check_fails("studentt", y5, NULL, 2, 1, "y = inf is not finite");
     check_fails("studentt", y9, e9, 2, GMM_NO_INDEX, "the studentt likelihood takes no exposure");
     {
-        gmm_lik l = lik_of("binomial");
+        gmm_lik l = tu_lik_of("binomial", NAN);
         double e = 3.0, eb0 = 0.0;
         int col = -1;
         ck_assert_int_eq(gmm_lik_check_row(&l, 3.0, &e, &col), GMM_OK);
@@ -269,24 +263,24 @@ START_TEST(test_check_data)
         ck_assert_str_eq(gmm_error_message(), "y = 4 exceeds trials = 3 (binomial)");
         ck_assert_int_eq(gmm_lik_check_row(&l, 0.0, &eb0, &col), GMM_EINVAL);
         ck_assert_int_eq(col, 1);
-        l = lik_of("poisson");
+        l = tu_lik_of("poisson", NAN);
         ck_assert_int_eq(gmm_lik_check_row(&l, 2.0, &eb0, &col), GMM_EINVAL);
         ck_assert_int_eq(col, 1);
         ck_assert_str_eq(gmm_error_message(), "exposure = 0 must be positive and finite");
-        l = lik_of("bernoulli");
+        l = tu_lik_of("bernoulli", NAN);
         ck_assert_int_eq(gmm_lik_check_row(&l, 1.0, &e, &col), GMM_EINVAL);
         ck_assert_int_eq(gmm_lik_check_row(&l, 1.0, NULL, &col), GMM_OK);
     }
 
     /* good data: NaN rows skipped whatever their exposure */
-    gmm_lik l = lik_of("poisson");
+    gmm_lik l = tu_lik_of("poisson", NAN);
     double y10[] = {NAN, 0.0, 7.0, NAN, 1e300}, e10[] = {0.0, 1e-300, 3.0, NAN, 1.0};
     ck_assert_int_eq(gmm_lik_check_data(&l, y10, e10, 5), GMM_OK);
     ck_assert_int_eq(gmm_lik_check_data(&l, y10, NULL, 5), GMM_OK);
-    l = lik_of("bernoulli");
+    l = tu_lik_of("bernoulli", NAN);
     double y11[] = {NAN, 0.0, 1.0, NAN};
     ck_assert_int_eq(gmm_lik_check_data(&l, y11, NULL, 4), GMM_OK);
-    l = lik_of("gaussian");
+    l = tu_lik_of("gaussian", NAN);
     double y12[] = {-2.5, NAN, 1e-300, 3.7};
     ck_assert_int_eq(gmm_lik_check_data(&l, y12, NULL, 4), GMM_OK);
     ck_assert_int_eq(gmm_lik_check_data(&l, NULL, NULL, 0), GMM_OK);
@@ -306,7 +300,7 @@ START_TEST(test_eval_vs_gsl_densities)
 {
     double out[4], worst = 0.0; /* |log p - ref| / (the error sum) */
     int nchecked = 0;
-    gmm_lik g = lik_of("gaussian(variance=0.7)");
+    gmm_lik g = tu_lik_of("gaussian(variance=0.7)", NAN);
     for (double y = -3.0; y <= 3.0; y += 0.75)
         for (double f = -2.0; f <= 2.0; f += 0.5) {
             gmm_lik_eval(&g, y, 1.0, f, out, NULL);
@@ -315,7 +309,7 @@ START_TEST(test_eval_vs_gsl_densities)
             ck_assert_msg(fabs(out[0] - ref) <= 8 * B, "gaussian y=%g f=%g", y, f);
             worst = fmax(worst, fabs(out[0] - ref) / B);
         }
-    gmm_lik p = lik_of("poisson");
+    gmm_lik p = tu_lik_of("poisson", NAN);
     for (unsigned k = 0; k < 60; k += 7)
         for (double f = -3.0; f <= 4.0; f += 0.5)
             for (double e = 0.25; e < 20.0; e *= 4.0) {
@@ -328,7 +322,7 @@ START_TEST(test_eval_vs_gsl_densities)
                 ck_assert_msg(fabs(out[0] - ref) <= 8 * B, "poisson y=%u e=%g f=%g", k, e, f);
                 worst = fmax(worst, fabs(out[0] - ref) / B);
             }
-    gmm_lik b = lik_of("bernoulli");
+    gmm_lik b = tu_lik_of("bernoulli", NAN);
     for (unsigned k = 0; k < 2; k++)
         for (double f = -6.0; f <= 6.0; f += 0.5) {
             gmm_lik_eval(&b, k, 1.0, f, out, NULL);
@@ -372,7 +366,7 @@ START_TEST(test_eval_binomial_studentt)
 {
     double out[4];
     int nchecked = 0;
-    gmm_lik b = lik_of("binomial");
+    gmm_lik b = tu_lik_of("binomial", NAN);
     const unsigned ns[] = {1, 2, 7, 40, 300};
     for (size_t in = 0; in < 5; in++)
         for (unsigned k = 0; k <= ns[in]; k += 1 + ns[in] / 9)
@@ -435,7 +429,7 @@ static void bernoulli_ref(double y, double f, double out[4])
 
 START_TEST(test_bernoulli_is_binomial)
 {
-    gmm_lik b = lik_of("bernoulli"), bn = lik_of("binomial");
+    gmm_lik b = tu_lik_of("bernoulli", NAN), bn = tu_lik_of("binomial", NAN);
     ck_assert(b.type != bn.type && b.type->eval == bn.type->eval);
     for (double y = 0.0; y <= 1.0; y += 1.0)
         for (double f = -750.0; f <= 750.0; f += 0.37) {
@@ -458,25 +452,25 @@ START_TEST(test_behaviour)
 {
     const double y[] = {3.0, NAN, 0.0, 5.0, 1.0}, e[] = {4.0, 2.0, 1.0, 8.0, 2.0};
     double b;
-    gmm_lik l = lik_of("poisson");
+    gmm_lik l = tu_lik_of("poisson", NAN);
     ck_assert_int_eq(gmm_lik_default_intercept(&l, y, e, 5, &b), GMM_OK);
     ck_assert(fabs(b - log(9.5 / 15.0)) <= 4 * EPS);
     ck_assert(fabs(gmm_lik_working(&l, 3.0, 4.0) - log(3.5 / 4.0)) <= 4 * EPS);
     ck_assert(isnan(gmm_lik_working(&l, NAN, 4.0)));
-    l = lik_of("binomial");
+    l = tu_lik_of("binomial", NAN);
     ck_assert_int_eq(gmm_lik_default_intercept(&l, y, e, 5, &b), GMM_OK);
     ck_assert(fabs(b - log(9.5 / 16.0 / (1.0 - 9.5 / 16.0))) <= 8 * EPS);
     ck_assert(gmm_lik_working(&l, 3.0, 4.0) == 0.5);
-    l = lik_of("bernoulli"); /* no trials: e is ignored, as the family reads none */
+    l = tu_lik_of("bernoulli", NAN); /* no trials: e is ignored, as the family reads none */
     const double y01[] = {1.0, NAN, 0.0, 1.0, 1.0};
     ck_assert_int_eq(gmm_lik_default_intercept(&l, y01, e, 5, &b), GMM_OK);
     ck_assert(fabs(b - log(3.5 / 5.0 / (1.0 - 3.5 / 5.0))) <= 8 * EPS);
     ck_assert(gmm_lik_working(&l, 1.0, 1.0) == 1.0 && gmm_lik_working(&l, 0.0, 1.0) == -1.0);
-    l = lik_of("gaussian");
+    l = tu_lik_of("gaussian", NAN);
     ck_assert_int_eq(gmm_lik_default_intercept(&l, y, NULL, 5, &b), GMM_OK);
     ck_assert(fabs(b - 2.25) <= 4 * EPS);
     /* studentt: the median, which an outlier does not move */
-    l = lik_of("studentt");
+    l = tu_lik_of("studentt", NAN);
     const double yo[] = {1.0, 1e6, NAN, -2.0, 0.5, 0.75};
     ck_assert_int_eq(gmm_lik_default_intercept(&l, yo, NULL, 6, &b), GMM_OK);
     ck_assert(b == 0.75);
@@ -488,7 +482,7 @@ START_TEST(test_behaviour)
      * 0.75 about 0.75: 0.25) */
     ck_assert_int_eq(gmm_lik_fill_defaults(&l, yo, 6), GMM_OK);
     ck_assert(l.par[0] == 4.0 && fabs(l.par[1] - 1.4826 * 0.25 * sqrt(0.1)) <= 4 * EPS);
-    l = lik_of("studentt(scale=2)");
+    l = tu_lik_of("studentt(scale=2)", NAN);
     ck_assert_int_eq(gmm_lik_fill_defaults(&l, yo, 6), GMM_OK);
     ck_assert(l.par[0] == 4.0 && l.par[1] == 2.0);
     /* data that cannot be fitted: the maximum likelihood on a boundary */
@@ -522,7 +516,7 @@ START_TEST(test_behaviour)
          "would go to -infinity)"},
     };
     for (size_t i = 0; i < sizeof fits / sizeof fits[0]; i++) {
-        l = lik_of(fits[i].spec);
+        l = tu_lik_of(fits[i].spec, NAN);
         gmm_status st = gmm_lik_check_fit_data(&l, fits[i].y, fits[i].trials ? fits[i].e : NULL,
                                                3, "c");
         ck_assert_msg(fits[i].msg ? st == GMM_EINVAL && !strcmp(gmm_error_message(), fits[i].msg)
@@ -533,7 +527,7 @@ START_TEST(test_behaviour)
     const char *specs[] = {"gaussian(variance=1)", "poisson", "binomial", "bernoulli",
                            "negbinomial(dispersion=2)", "studentt(df=3, scale=1)"};
     for (size_t i = 0; i < 6; i++) {
-        l = lik_of(specs[i]);
+        l = tu_lik_of(specs[i], NAN);
         for (double f = -3.0; f <= 3.0; f += 0.5)
             ck_assert_msg(fabs(gmm_lik_link(&l, gmm_lik_inv_link(&l, f)) - f) <= 16 * EPS * 4.0,
                           "%s f=%g", specs[i], f);
@@ -544,7 +538,7 @@ END_TEST
 START_TEST(test_eval_tails)
 {
     double out[4];
-    gmm_lik b = lik_of("bernoulli");
+    gmm_lik b = tu_lik_of("bernoulli", NAN);
     /* log sigma(f) and its derivatives keep full relative accuracy in both tails */
     gmm_lik_eval(&b, 1.0, 1.0, 600.0, out, NULL);
     ck_assert(fabs(out[0] + exp(-600.0)) <= 4 * EPS * exp(-600.0));
@@ -576,7 +570,7 @@ START_TEST(test_eval_tails)
     }
 
     /* poisson at f = -600: log p = y (log e + f) - log y! to the last digits */
-    gmm_lik p = lik_of("poisson");
+    gmm_lik p = tu_lik_of("poisson", NAN);
     gmm_lik_eval(&p, 3.0, 2.0, -600.0, out, NULL);
     ck_assert(fabs(out[0] - (3.0 * (log(2.0) - 600.0) - log(6.0))) <= 4 * EPS * 1800.0);
     ck_assert(out[1] == 3.0);
@@ -588,7 +582,7 @@ END_TEST
  * d/dr log NB = -((y - m)^2 - y) / (2 r^2) (1 + O(max(y, m) / r)). */
 START_TEST(test_negbinomial_poisson_limit)
 {
-    gmm_lik p = lik_of("poisson");
+    gmm_lik p = tu_lik_of("poisson", NAN);
     double out[4], ref[4], dp[3];
     for (double y = 0.0; y < 40.0; y += 3.0)
         for (double f = -1.0; f <= 3.0; f += 1.0) {
@@ -754,7 +748,7 @@ static const double F_GRID[] = {-600.0, -30.0, -5.0, -0.7, 0.0, 0.3, 2.0, 8.0, 3
 static void check_family_fd(const char *spec, const double *ys, size_t ny, const double *es,
                             size_t ne, fd_stats *s)
 {
-    gmm_lik l = lik_of(spec);
+    gmm_lik l = tu_lik_of(spec, NAN);
     for (size_t iy = 0; iy < ny; iy++)
         for (size_t ie = 0; ie < ne; ie++)
             for (size_t jf = 0; jf < NF; jf++) {
@@ -989,7 +983,7 @@ static void expect_sweep(const char *spec, int closed_as_quad, const double *ys,
                          gsl_integration_workspace *ws)
 {
     static const double mus[] = {-3.0, -1.0, 0.0, 0.5, 2.0, 4.0};
-    gmm_lik l = lik_of(spec);
+    gmm_lik l = tu_lik_of(spec, NAN);
     gmm_lik_type copy;
     if (closed_as_quad) { /* the same family through Gauss-Hermite */
         copy = *l.type;
@@ -1074,7 +1068,7 @@ START_TEST(test_expect_edges)
         for (size_t k = 0; k < l.type->nparam; k++)
             ck_assert(fabs(dp[k] - dref[3 * k]) <= 4 * EPS * fabs(dref[3 * k]));
     }
-    gmm_lik l = lik_of("bernoulli");
+    gmm_lik l = tu_lik_of("bernoulli", NAN);
     double a[3], b[3];
     ck_assert_int_eq(gmm_lik_expect(&l, 1.0, 1.0, 0.2, 0.8, 0, a, NULL), GMM_OK);
     ck_assert_int_eq(gmm_lik_expect(&l, 1.0, 1.0, 0.2, 0.8, GMM_LIK_QUAD_DEFAULT, b, NULL),
@@ -1086,7 +1080,7 @@ START_TEST(test_expect_edges)
     ck_assert_int_eq(gmm_lik_expect(&l, 1.0, 1.0, 0.2, NAN, 0, a, NULL), GMM_EINVAL);
     ck_assert_int_eq(gmm_lik_expect(NULL, 1.0, 1.0, 0.2, 1.0, 0, a, NULL), GMM_EINVAL);
     ck_assert_int_eq(gmm_lik_expect(&l, 1.0, 1.0, 0.2, 1.0, 0, NULL, NULL), GMM_EINVAL);
-    l = lik_of("poisson");
+    l = tu_lik_of("poisson", NAN);
     ck_assert_int_eq(gmm_lik_expect(&l, 1.0, 1.0, 0.2, -1.0, 0, a, NULL), GMM_EINVAL);
 }
 END_TEST
