@@ -355,7 +355,7 @@ gmm_status gmm_band_chol_add_row(gmm_band *L, size_t j0, size_t w, const double 
  * of the rows, which then becomes that column of L and leaves the block.
  * The row with the largest entry in the column is pivoted in first, so a
  * small row keeps an error relative to its own size beside rows 1e10 times
- * larger, as with the rotations (band_qr.c, ROW PIVOTING).  V is not
+ * larger, as with the rotations (band_qr_fold.c, ROW PIVOTING).  V is not
  * modified; m = 0 does nothing.  NULL L, first or V: GMM_EINVAL.  Rows in
  * nondecreasing first[i] (first[i] < n), else GMM_EDIM naming the row in
  * gmm_error_index(), as for an entry past column n - 1 or ldv < kl + 1; a
@@ -376,7 +376,7 @@ size_t gmm_band_chol_add_rows_work(size_t m, size_t kl);
  * after it (R's rows, and the block's rows, each either deposited as one
  * of R's rows or reduced to zero) as linear forms in x: the call maps the
  * first to the second by an orthogonal matrix.  The tape holds that map as
- * the reflections, swaps and sign changes of the fold (band_qr.c, TAPE);
+ * the reflections, swaps and sign changes of the fold (band_qr_impl.h, TAPE);
  * gmm_band_chol_rows_unfold applies its inverse to vectors attached to the
  * rows (a covariance square root and a mean, say), carrying what is known
  * after the fold back to the rows as they came in.  The tape grows by
@@ -431,7 +431,7 @@ gmm_status gmm_band_chol_rows_unfold(const gmm_band_tape *tape, size_t pos, size
  *   E[(a_i'x)(a_k'x)] - [i == k] = gmm_band_moment(bm, rows + i lw, rows + k lw)
  *   E[(a_i'x) x_c]               = gmm_band_moment(bm, rows + i lw, xj + c lw)
  *
- * (never two x's), each from the fold's orthogonal map (band_qr.c, ROW
+ * (never two x's), each from the fold's orthogonal map (band_qr_moments.c, ROW
  * MOMENTS): accurate relative to the whitened scale of a_i'x (a variance at
  * most 1 when M holds P's information), however large a_i's entries and
  * however ill-conditioned P.  Pointers valid during the call; a nonzero

@@ -65,7 +65,7 @@
 
 #define GMM_GMRF_BAND_LIMIT ((size_t)1 << 30)
 
-/* A precision family (one row of the table in src/model/gmrf.c). */
+/* A precision family (one row of the table in src/model/gmrf/gmrf.c). */
 typedef struct gmm_precision_type gmm_precision_type;
 
 /* The symbolic model.  Read-only for callers; freed with gmm_gmrf_free. */

@@ -41,11 +41,10 @@
  * transition: then A = rho I exactly, Q = (1 - rho^2) Pinf (Pinf is
  * rotation invariant, q_j^2 I per harmonic), and the rotation moves into a
  * time-varying observation row h(t - t0) = H R(t - t0) (gmm_kernel_obs).  An
- * exact change of variables, per state, that keeps the band; it matters for
- * accuracy: the near-deterministic chain then has the Laplacian structure
- * of a damped constant, whose precision rounds far more gracefully (with a
- * rotating chain the loglik error at a given damping is measured ~30x
- * larger).  The period's gradient then flows through h.
+ * exact change of variables, per state, that keeps the band: the
+ * near-deterministic chain then has the Laplacian structure of a damped
+ * constant, whose precision rounds far more gracefully (docs/accuracy.md,
+ * Zero-noise kernels).  The period's gradient then flows through h.
  */
 #ifndef GMM_KERNEL_H
 #define GMM_KERNEL_H
@@ -95,12 +94,12 @@ typedef struct {
     const gmm_kernel_param *param;
     size_t (*dim)(const double *p);
     int zero_noise;            /* Q(dt) == 0 exactly: see ZERO PROCESS NOISE */
-    /* Accuracy limit (see ssm.h, CLOSE INPUTS): the smallest dt / p[scale_param]
+    /* Accuracy limit (docs/accuracy.md, Close inputs): the smallest dt / p[scale_param]
      * at which the state-space log-likelihood agreed with the dense GP to 1e-6
      * relative in tests/bench/bench_ssm_accuracy.c; min_dt_rel_osc applies when
      * the factor is multiplied by a cosine or periodic factor.  0: no limit
      * was reached down to dt/lengthscale = 1e-6.  The _rows pair: the same
-     * for the square-root form (ssm.h, CLOSE INPUTS), used below the first. */
+     * for the square-root form, used below the first. */
     size_t scale_param;
     double min_dt_rel, min_dt_rel_osc;
     double min_dt_rel_rows, min_dt_rel_osc_rows;
@@ -200,7 +199,7 @@ double gmm_kernel_cov_grad(const gmm_kernel *k, const double *theta, double damp
 
 /* The smallest interval dt every factor accepts at theta (its type's
  * min_dt_rel -- rows nonzero: min_dt_rel_rows -- times its scale parameter;
- * see ssm.h, CLOSE INPUTS): the largest such value over the factors, 0 when
+ * see docs/accuracy.md, Close inputs): the largest such value over the factors, 0 when
  * none has a limit.  *param (may be NULL) receives the index in theta of the
  * binding parameter (SIZE_MAX when none). */
 double gmm_kernel_spacing_limit(const gmm_kernel *k, const double *theta, int rows,

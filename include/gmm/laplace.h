@@ -8,7 +8,9 @@
  * Newton iterations to the mode x^ of Psi(x) = sum_i log p(y_i | f_i) -
  * x'Qx/2, each a banded Cholesky of P = Q + H'WH (W = diag of -d2 log p),
  * with backtracking on Psi so they converge from any start for a
- * log-concave likelihood; then
+ * log-concave likelihood; for one that is not (studentt: W < 0 at
+ * outlying rows), a step where P is indefinite takes its direction from P
+ * with W clamped at 0, and the line search keeps Psi increasing; then
  *
  *   log q(y) = sum_i log p(y_i | f^_i) - x^'Q x^/2 + log|Q|/2 - log|P|/2
  *
@@ -57,8 +59,10 @@ void gmm_laplace_free(gmm_laplace *w);
 /* Find the mode and log q(y) into *logq.  Q SYMMETRIC n x n, bandwidth kl
  * (read only).  logdet_q: log|Q| when the caller knows it (state-space),
  * NAN to factorise Q here.  x0: starting latent (n) or NULL (0; the last
- * mode of w is used when warm != 0 and one exists).  Errors: GMM_ENOTPD
- * (Q, or P: index = row), GMM_ENOCONV (no convergence in max_iter; the
+ * mode of w is used when warm != 0 and one exists).  A likelihood that is
+ * not log-concave may have several modes: the one found depends on the
+ * start.  Errors: GMM_ENOTPD (Q, or P at the point Newton converged to,
+ * a saddle rather than a mode: index = row), GMM_ENOCONV (no convergence in max_iter; the
  * message gives the decrement), GMM_EDOM (non-finite values), GMM_EDIM. */
 gmm_status gmm_laplace_eval(gmm_laplace *w, const gmm_band *Q, double logdet_q,
                             const gmm_laplace_obs *obs, const gmm_lik *lik, double b,

@@ -145,18 +145,12 @@ const char *gmm_mdl_posterior_kind(const gmm_mdl *m);
 gmm_vi *gmm_mdl_vi(gmm_mdl *m);
 /* Attach q (ownership passes to m; NULL detaches). */
 void gmm_mdl_set_vi(gmm_mdl *m, gmm_vi *v);
-/* q from a VI factor file (CSV index,mean,l0..lb with l_j = L(i, i - j),
- * bandwidth b; modelfile.h), at m's current parameters, attached to m.
- * Errors: GMM_EIO, GMM_EPARSE (the table), GMM_EINVAL ("PATH: N rows of C
- * columns; the model has ..." and q's own checks, prefixed "PATH
- * (variational parameters of MODEL): "), GMM_ENOMEM. */
+/* q from a VI factor file (qfile.h, bandwidth b), at m's current
+ * parameters, attached to m.  Errors: gmm_qfile_read_vi's, its GMM_EINVAL
+ * and GMM_EDIM prefixed "PATH (variational parameters of MODEL): ";
+ * GMM_ENOMEM. */
 gmm_status gmm_mdl_load_vi(gmm_mdl *m, const char *path, size_t bandwidth,
                            const char *model_name);
-/* The VI factor file of q (see gmm_mdl_load_vi) to f.  GMM_ENOMEM. */
-gmm_status gmm_mdl_write_vi(gmm_vi *v, FILE *f);
-/* Start v where the attached q (gmm_mdl_load_vi) is, at m's current
- * parameters, and detach q.  GMM_EINVAL when none is attached; v's own. */
-gmm_status gmm_mdl_vi_start_attached(gmm_mdl *m, gmm_vi *v);
 size_t gmm_mdl_newton_iterations(const gmm_mdl *m);
 /* "cholesky" or "square-root": how the last evaluation factorised the
  * posterior precision; *bound (may be NULL) the Cholesky's rounding bound

@@ -32,30 +32,20 @@
  * "<leaf>.<kernel>.<param>", on their natural scale, all positive.  The
  * Gaussian likelihood's variance is passed separately (gmm_ssm_loglik).
  *
- * NUMERICS (measured in tests/bench/bench_ssm_accuracy.c, whose header
- * keeps the tables): zero-noise factors (constant, cosine, periodic) are
+ * FACTORISATION.  Zero-noise factors (constant, cosine, periodic) are
  * damped by exp(-|tau| damp), damp_rel = damp * span = max(GMM_SSM_DAMP_REL,
- * GMM_SSM_DAMP_K2 eps K^2), an exact stationary GP of a regularised kernel.
+ * GMM_SSM_DAMP_K2 eps K^2): an exact stationary GP of a regularised kernel.
  * The posterior precision is factorised by the banded Cholesky or in the
  * square-root form (rows C_k (x_{k+1} - A_k x_k), C_k = chol(Q_k)^-1, never
  * forming P); GMM_SSM_FACTOR_AUTO takes the Cholesky while its rounding
- * bound eps sum_i P_ii Pinf_ii is below GMM_SSM_CHOL_TOL per observation,
- * the inputs are no closer than its spacing limit and nothing is damped.
- * Inputs closer than a kernel's accuracy limit (gmm_kernel_type.min_dt_rel,
- * _rows) are refused with GMM_EDOM naming them.
- *
- * GRADIENT.  In the square-root form the gradient comes by Fisher's
- * identity from the posterior moments of the prior's whitened rows v =
- * C_k (x_{k+1} - A_k x_k), read off the fold's orthogonal map (marglik.h,
- * ROW MOMENTS; ROWS GRADIENT in ssm_prior.c): E[v v'] - I and E[v x_k'],
- * of order 1, chained through Qbar = C'(E[v v'] - I) C / 2 and Abar =
- * C'E[v x_k'] -- never through the precision's entries (~ (l/dt)^(2 nu)),
- * so it is as accurate as the log likelihood and shares its spacing limit:
- * against the dense GP's analytic gradient, within 1e-8 of max(|g|, 1) for
- * every kernel down to dt/l = 1e-6 (tests/bench/bench_ssm_accuracy.c,
- * Table 4).  The Cholesky keeps the chain through dlogp/dQ_prior, whose
- * rounding is up to ~10 times its bound: with a gradient the automatic
- * choice takes it only while the bound is below GMM_SSM_CHOL_GRAD_TOL.
+ * bound eps sum_i P_ii Pinf_ii is below GMM_SSM_CHOL_TOL per observation
+ * (with a gradient, below GMM_SSM_CHOL_GRAD_TOL in all), the inputs are no
+ * closer than its spacing limit and nothing is damped.  In the square-root
+ * form the gradient comes by Fisher's identity from the posterior moments
+ * of the prior's whitened rows (marglik.h, ROW MOMENTS; ROWS GRADIENT in
+ * ssm_prior.c).  Inputs closer than a kernel's accuracy limit
+ * (gmm_kernel_type.min_dt_rel, _rows) are refused with GMM_EDOM naming
+ * them.  Why, and how accurate each form is: docs/accuracy.md.
  */
 #ifndef GMM_SSM_H
 #define GMM_SSM_H
@@ -69,19 +59,18 @@
 
 /* The automatic choice takes the Cholesky only while its rounding bound
  * stays below this many units of log-likelihood per observation (see
- * NUMERICS). */
+ * FACTORISATION). */
 #define GMM_SSM_CHOL_TOL 1e-9
 /* ... and, when a gradient is wanted, below this many units of log
- * likelihood in all (its gradient's rounding is up to ~10 times the bound:
- * GRADIENT). */
+ * likelihood in all (see FACTORISATION). */
 #define GMM_SSM_CHOL_GRAD_TOL 1e-8
 
 /* The default damping: damp_rel = max(GMM_SSM_DAMP_REL, GMM_SSM_DAMP_K2
- * DBL_EPSILON K^2) (see NUMERICS). */
+ * DBL_EPSILON K^2) (see FACTORISATION). */
 #define GMM_SSM_DAMP_REL 2e-8
 #define GMM_SSM_DAMP_K2 800.0
 
-/* Which factorisation of the posterior precision (see NUMERICS). */
+/* Which factorisation of the posterior precision (see FACTORISATION). */
 typedef enum {
     GMM_SSM_FACTOR_AUTO = 0, /* Cholesky unless the inputs are closer than its limit */
     GMM_SSM_FACTOR_CHOL = 1, /* always the Cholesky of the assembled precision */

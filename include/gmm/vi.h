@@ -182,6 +182,10 @@ gmm_status gmm_vi_factor(gmm_vi *v, gmm_band *L);
  * diagonal > 0 and finite; NULL: the identity).  GMM_EINVAL (bad theta, a
  * diagonal entry not > 0), GMM_EDIM (L's order or kind). */
 gmm_status gmm_vi_set_state(gmm_vi *v, const double *theta, const double *m, const gmm_band *L);
+/* The same with src's q (of the same order; its L restricted or
+ * zero-extended to v's bandwidth): resuming from another vi result.
+ * gmm_vi_set_state's errors, GMM_ENOMEM. */
+gmm_status gmm_vi_set_state_from(gmm_vi *v, const double *theta, gmm_vi *src);
 /* Set q from the Laplace approximation at the current theta
  * (gmm_problem_posterior: exact for the Gaussian likelihood): m = its mode
  * and L = chol(P), P = Q_p + H'WH at the mode (W = -d2 log p), restricted
@@ -221,6 +225,15 @@ gmm_status gmm_vi_fit(gmm_vi *v, gmm_vi_result *res);
  * for every data set: check it here.  Errors: GMM_EINVAL (NULL, no state
  * set, nquad > GMM_LIK_QUAD_MAX), those of gmm_vi_elbo.  O(nrows K). */
 gmm_status gmm_vi_quad_error(gmm_vi *v, size_t nquad, double *err);
+
+/* The largest quadrature error accepted, relative to max(1, |ELBO|): below
+ * the digits the ELBO is printed with (the automatic rule keeps 1e-11
+ * relative per row up to s2 = 4, likelihood.h). */
+#define GMM_VI_QUAD_RTOL 1e-8
+/* gmm_vi_quad_error's *err and its limit GMM_VI_QUAD_RTOL max(1, |ELBO|)
+ * at the current state; the rule is accurate when *err <= *limit.  Errors
+ * as gmm_vi_quad_error and gmm_vi_elbo. */
+gmm_status gmm_vi_quad_check(gmm_vi *v, size_t nquad, double *err, double *limit);
 
 /* ---- q as a posterior ------------------------------------------------------- */
 

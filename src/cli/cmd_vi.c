@@ -16,6 +16,7 @@
 #include "gmm/alloc.h"
 #include "gmm/io.h"
 #include "gmm/modelfile.h"
+#include "gmm/qfile.h"
 #include "gmm/vi.h"
 
 static const char usage_text[] =
@@ -66,30 +67,6 @@ static int progress(void *user, const gmm_vi_progress *p)
     return 0;
 }
 
-/* The model to `path` and q to `qpath` (named in the model): both written
- * out before either is committed, so that a write error (a full disk)
- * replaces neither. */
-static gmm_status save_model_and_q(const gmm_model *out, const char *path, const char *qpath,
-                                   gmm_vi *v)
-{
-    gmm_outfile *oq = NULL, *om = NULL;
-    gmm_status s;
-    if ((s = gmm_outfile_open(qpath, &oq)) == GMM_OK &&
-        (s = gmm_mdl_write_vi(v, gmm_outfile_stream(oq))) == GMM_OK &&
-        (s = gmm_outfile_open(path, &om)) == GMM_OK &&
-        (s = gmm_model_write(out, gmm_outfile_stream(om), path)) == GMM_OK &&
-        (s = gmm_outfile_flush(oq)) == GMM_OK && (s = gmm_outfile_flush(om)) == GMM_OK) {
-        s = gmm_outfile_commit(oq);
-        oq = NULL;
-        if (s == GMM_OK)
-            s = gmm_outfile_commit(om);
-        om = NULL;
-    }
-    gmm_outfile_abort(oq);
-    gmm_outfile_abort(om);
-    return s;
-}
-
 /* The posterior of f under q per data row (state-space: at the row's x)
  * or node: predict's table (cli_pred_header). */
 static int write_posterior(const char *cmd, const char *path, gmm_mdl *m, double level)
@@ -128,23 +105,15 @@ done:
     return rc;
 }
 
-/* The largest error of the expectations' quadrature accepted, relative to
- * max(1, |ELBO|): below the digits the ELBO is printed with and what
- * --quadrature-points is for (the automatic rule keeps 1e-11 relative per
- * row up to s2 = 4, likelihood.h). */
-#define QUAD_RTOL 1e-8
-
 /* 0 when the rule of nquad points (0: automatic) is accurate at v's state,
  * else a message and CLI_EXIT_ERROR (refuse) or a warning and 0. */
 static int quad_check(const char *cmd, gmm_vi *v, size_t nquad, const char *when, int refuse,
                       int verbose)
 {
-    double err, elbo;
-    gmm_status s;
-    if ((s = gmm_vi_quad_error(v, nquad, &err)) != GMM_OK ||
-        (s = gmm_vi_elbo(v, gmm_vi_theta(v), gmm_vi_lambda(v), &elbo, NULL, NULL)) != GMM_OK)
+    double err, lim;
+    gmm_status s = gmm_vi_quad_check(v, nquad, &err, &lim);
+    if (s != GMM_OK)
         return cli_fail(cmd, s);
-    double lim = QUAD_RTOL * fmax(1.0, fabs(elbo));
     if (verbose)
         cli_msg(cmd, "%s: quadrature error of the ELBO %.3g (limit %.3g)", when, err, lim);
     if (err <= lim)
@@ -153,13 +122,13 @@ static int quad_check(const char *cmd, gmm_vi *v, size_t nquad, const char *when
         cli_msg(cmd, "--quadrature-points %zu: the rule's error in the ELBO %s is %.3g "
                      "(estimated against a rule of twice the points), above %g max(1, |ELBO|) "
                      "= %.3g: give more points, or omit the option (points chosen per row)",
-                nquad, when, err, QUAD_RTOL, lim);
+                nquad, when, err, GMM_VI_QUAD_RTOL, lim);
         return CLI_EXIT_ERROR;
     }
     cli_msg(cmd, "warning: the quadrature error in the ELBO %s is %.3g, above %g max(1, "
                  "|ELBO|) = %.3g (some rows' variances are too large for the Gauss-Hermite "
                  "rules)",
-            when, err, QUAD_RTOL, lim);
+            when, err, GMM_VI_QUAD_RTOL, lim);
     return 0;
 }
 
@@ -167,16 +136,8 @@ int cmd_vi(int argc, char **argv)
 {
     const char *cmd = "vi";
     enum {
-        OPT_MODEL = CLI_OPT_FIRST_COMMAND,
-        OPT_BANDWIDTH,
-        OPT_LEARN,
-        OPT_INIT,
-        OPT_QUAD,
-        OPT_MAXIT,
-        OPT_TOL,
-        OPT_POSTERIOR,
-        OPT_LEVEL,
-        OPT_QUIET
+        OPT_MODEL = CLI_OPT_FIRST_COMMAND, OPT_BANDWIDTH, OPT_LEARN, OPT_INIT, OPT_QUAD,
+        OPT_MAXIT, OPT_TOL, OPT_POSTERIOR, OPT_LEVEL, OPT_QUIET
     };
     static const struct option longopts[] = {
         CLI_MODEL_LONGOPTS,
@@ -265,16 +226,11 @@ int cmd_vi(int argc, char **argv)
         rc = CLI_EXIT_USAGE;
         goto done;
     }
-    size_t ol = strlen(out_path);
-    qpath = gmm_malloc(ol + 7, 1);
-    if (!qpath) {
+    /* OUT.json -> OUT.q.csv; another name gets .q.csv appended */
+    if (!(qpath = gmm_qfile_path(out_path))) {
         rc = cli_fail(cmd, GMM_ENOMEM);
         goto done;
     }
-    /* OUT.json -> OUT.q.csv; another name gets .q.csv appended */
-    size_t stem = ol > 5 && !strcmp(out_path + ol - 5, ".json") ? ol - 5 : ol;
-    memcpy(qpath, out_path, stem);
-    strcpy(qpath + stem, ".q.csv");
     /* q goes beside the model: that needs a model file, not a device or
      * FIFO (no /dev/full.q.csv) */
     int in_place = 0;
@@ -355,10 +311,11 @@ int cmd_vi(int argc, char **argv)
         }
         if ((rc = cli_model_load_vi(cmd, m, src, ip)) != 0)
             goto done;
-        if ((s = gmm_mdl_vi_start_attached(m, v)) != GMM_OK) {
+        if ((s = gmm_vi_set_state_from(v, obj->value, gmm_mdl_vi(m))) != GMM_OK) {
             rc = cli_fail(cmd, s);
             goto done;
         }
+        gmm_mdl_set_vi(m, NULL);
         start = "given";
     } else if ((s = gmm_vi_start_laplace(v, &start)) != GMM_OK) {
         rc = cli_fail(cmd, s);
@@ -397,7 +354,7 @@ int cmd_vi(int argc, char **argv)
     out.vi_bandwidth = gmm_vi_bandwidth(v);
     const char *qbase = strrchr(qpath, '/');
     out.vi_file = (char *)(qbase ? qbase + 1 : qpath); /* beside the model */
-    if ((s = save_model_and_q(&out, out_path, qpath, v)) != GMM_OK) {
+    if ((s = gmm_qfile_save(&out, out_path, qpath, v)) != GMM_OK) {
         rc = cli_fail(cmd, s);
         goto done;
     }

@@ -4,7 +4,7 @@
 #include "gmm/rng.h"
 #include "infer_impl.h"
 
-#include <lbfgs.h>
+#include <lbfgs.h> /* the return codes */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -59,15 +59,12 @@ typedef struct {
     const size_t *idx;   /* free variable k is parameter idx[k] */
     double *theta;       /* nparam, natural scale (fixed entries preset) */
     double *grad;        /* nparam, objective's gradient */
-    /* The last accepted iterate: where every line search starts. */
-    double *u0, *g0, f0;
-    double *pf;          /* past values of f for the decrease test */
-    size_t start, iter, evals;
-    int start_failed, stopped_delta, cancelled;
+    infer_lbfgs lb;      /* the run, its anchor (the last accepted iterate) */
+    size_t start, evals;
+    int cancelled;
     int domain_hit;      /* a trial point was refused by the objective ... */
     char domain_msg[GMM_ERROR_MAX]; /* ... with this message (the last one) */
     gmm_status fail_status;
-    char fail_msg[GMM_ERROR_MAX];
 } run_ctx;
 
 /* theta's free entries from u; 0 when a log-scale variable leaves the
@@ -121,107 +118,37 @@ static int eval_min(run_ctx *c, const double *u, double *f, double *g)
     return 1;
 }
 
-static lbfgsfloatval_t evaluate(void *instance, const lbfgsfloatval_t *x, lbfgsfloatval_t *g,
-                                const int n, const lbfgsfloatval_t step)
+static int evaluate(void *ctx, const double *x, double *f, double *g, double step)
 {
-    run_ctx *c = instance;
-    size_t nf = (size_t)n;
-    double f;
-    if (eval_min(c, x, &f, g)) {
-        if (step == 0.0) { /* the starting point: the first anchor */
-            memcpy(c->u0, x, nf * sizeof *x);
-            memcpy(c->g0, g, nf * sizeof *g);
-            c->f0 = f;
-            c->pf[0] = f;
-        }
-        return f;
-    }
-    if (step == 0.0) {
-        /* No line search to steer: a zero gradient makes liblbfgs stop at
-         * once ("already minimised"); the run is then discarded. */
-        c->start_failed = 1;
-        snprintf(c->fail_msg, sizeof c->fail_msg, "%s", gmm_error_message());
-        memset(g, 0, nf * sizeof *g);
-        return 0.0;
-    }
-    /* Remember why: a fit that ends against the domain's edge says so. */
-    c->domain_hit = 1;
-    snprintf(c->domain_msg, sizeof c->domain_msg, "%s", gmm_error_message());
-    return infer_mirror_trial(x, c->u0, c->g0, c->f0, step, nf, g);
-}
-
-static int progress(void *instance, const lbfgsfloatval_t *x, const lbfgsfloatval_t *g,
-                    const lbfgsfloatval_t fx, const lbfgsfloatval_t xnorm,
-                    const lbfgsfloatval_t gnorm, const lbfgsfloatval_t step, int n, int k,
-                    int ls)
-{
-    run_ctx *c = instance;
-    size_t nf = (size_t)n, past = c->par->past;
-    (void)xnorm;
-    (void)step;
-    (void)ls;
-    memcpy(c->u0, x, nf * sizeof *x);
-    memcpy(c->g0, g, nf * sizeof *g);
-    c->f0 = fx;
-    c->iter = (size_t)k;
-    if (c->par->progress) {
-        gmm_fit_progress p;
-        map_theta(c, x); /* x was evaluated: its exp is representable */
-        p.start = c->start;
-        p.iteration = c->iter;
-        p.evaluations = c->evals;
-        p.loglik = -fx;
-        p.grad_norm = gnorm;
-        p.value = c->theta;
-        if (c->par->progress(c->par->user, &p)) {
-            c->cancelled = 1;
-            return 1;
-        }
-    }
-    if (past > 0) {
-        /* pf[k % past] holds f from `past` iterations back (pf[0] = f at the
-         * start), as in liblbfgs, but scaled by max(1, |f|) not f. */
-        size_t slot = c->iter % past;
-        if (c->iter >= past && c->pf[slot] - fx <= c->par->delta * fmax(1.0, fabs(fx))) {
-            c->stopped_delta = 1;
-            return 1;
-        }
-        c->pf[slot] = fx;
+    run_ctx *c = ctx;
+    if (eval_min(c, x, f, g))
+        return 1;
+    if (step != 0.0) {
+        /* Remember why: a fit that ends against the domain's edge says so. */
+        c->domain_hit = 1;
+        snprintf(c->domain_msg, sizeof c->domain_msg, "%s", gmm_error_message());
     }
     return 0;
 }
 
-double infer_mirror_trial(const double *x, const double *u0, const double *g0, double f0,
-                          double step, size_t n, double *g)
+static int accepted(void *ctx, const double *x, double f, double gnorm)
 {
-    double dg = 0.0;
-    for (size_t k = 0; k < n; k++) {
-        double s = (x[k] - u0[k]) / step;
-        dg += g0[k] * s;
-        g[k] = -g0[k];
+    run_ctx *c = ctx;
+    if (!c->par->progress)
+        return 0;
+    gmm_fit_progress p;
+    map_theta(c, x); /* x was evaluated: its exp is representable */
+    p.start = c->start;
+    p.iteration = c->lb.iter;
+    p.evaluations = c->evals;
+    p.loglik = -f;
+    p.grad_norm = gnorm;
+    p.value = c->theta;
+    if (c->par->progress(c->par->user, &p)) {
+        c->cancelled = 1;
+        return 1;
     }
-    return f0 + fabs(dg) * step + (dg == 0.0 ? 1.0 : 0.0);
-}
-
-const char *infer_lbfgs_message(int ret)
-{
-    switch (ret) {
-    case LBFGS_SUCCESS: return "converged: gradient norm below epsilon";
-    case LBFGS_ALREADY_MINIMIZED: return "converged: the starting point is a stationary point";
-    case LBFGSERR_MAXIMUMITERATION: return "stopped: maximum number of iterations reached";
-    case LBFGSERR_ROUNDING_ERROR:
-        return "line search failed: rounding errors prevent further progress";
-    case LBFGSERR_MINIMUMSTEP: return "line search failed: step below the minimum";
-    case LBFGSERR_MAXIMUMSTEP: return "line search failed: step above the maximum";
-    case LBFGSERR_MAXIMUMLINESEARCH:
-        return "line search failed: maximum number of evaluations reached";
-    case LBFGSERR_WIDTHTOOSMALL: return "line search failed: interval of uncertainty too small";
-    case LBFGSERR_INCREASEGRADIENT:
-        return "line search failed: the search direction is not a descent direction";
-    case LBFGSERR_OUTOFINTERVAL: return "line search failed: step out of the interval";
-    case LBFGSERR_OUTOFMEMORY: return "out of memory in liblbfgs";
-    default: return "stopped by liblbfgs";
-    }
+    return 0;
 }
 
 /* A line search that stops on rounding near the optimum is common here: at
@@ -243,12 +170,13 @@ static int line_search_stop(int ret)
            ret == LBFGSERR_INCREASEGRADIENT || ret == LBFGSERR_OUTOFINTERVAL;
 }
 
-/* The Newton decrement at the anchor (c->u0, c->g0) into *gain; 0 when it
+/* The Newton decrement at the anchor (u0, g0) into *gain; 0 when it
  * cannot be computed (an evaluation failed, H not positive definite, no
  * memory). */
 static int newton_gain(run_ctx *c, double *gain)
 {
     size_t nf = c->nfree;
+    const double *u0 = c->lb.u0, *g0 = c->lb.g0;
     int ok = 0;
     double *H = gmm_malloc(nf * nf + 3 * nf, sizeof *H);
     if (!H)
@@ -256,12 +184,12 @@ static int newton_gain(run_ctx *c, double *gain)
     double *u = H + nf * nf, *gp = u + nf, *gm = gp + nf;
     double f;
     for (size_t k = 0; k < nf; k++) {
-        double h = NEWTON_STEP * fmax(1.0, fabs(c->u0[k]));
-        memcpy(u, c->u0, nf * sizeof *u);
-        u[k] = c->u0[k] + h;
+        double h = NEWTON_STEP * fmax(1.0, fabs(u0[k]));
+        memcpy(u, u0, nf * sizeof *u);
+        u[k] = u0[k] + h;
         if (!eval_min(c, u, &f, gp))
             goto done;
-        u[k] = c->u0[k] - h;
+        u[k] = u0[k] - h;
         if (!eval_min(c, u, &f, gm))
             goto done;
         for (size_t i = 0; i < nf; i++)
@@ -289,7 +217,7 @@ static int newton_gain(run_ctx *c, double *gain)
     /* gain = |L^{-1} g|^2 / 2 (f is -loglik, so this is in loglik units). */
     double g2 = 0.0;
     for (size_t i = 0; i < nf; i++) {
-        double v = c->g0[i];
+        double v = g0[i];
         for (size_t k = 0; k < i; k++)
             v -= H[i * nf + k] * u[k];
         u[i] = v / H[i * nf + i];
@@ -312,39 +240,27 @@ typedef struct {
 } run_result;
 
 /* One start from u (nfree, overwritten with the final point); sets
- * c->start_failed when the objective fails at u. */
-static void run_one(run_ctx *c, double *u, run_result *r)
+ * c->lb.start_failed when the objective fails at u.  GMM_OK, or liblbfgs's
+ * own failures (infer_lbfgs_run). */
+static gmm_status run_one(run_ctx *c, double *u, run_result *r)
 {
-    lbfgs_parameter_t lp;
-    lbfgs_parameter_init(&lp);
-    lp.m = (int)c->par->memory;
-    lp.epsilon = c->par->epsilon;
-    lp.max_iterations = (int)c->par->max_iterations;
-    lp.max_linesearch = (int)c->par->max_linesearch;
-    c->iter = 0;
-    c->start_failed = c->stopped_delta = c->cancelled = c->domain_hit = 0;
-    double fx = 0.0;
-    int ret = lbfgs((int)c->nfree, u, &fx, evaluate, progress, c, &lp);
-    if (c->start_failed)
-        return;
-    /* The last accepted iterate (liblbfgs reverts x after a failed line
-     * search but leaves fx at the last trial). */
-    memcpy(u, c->u0, c->nfree * sizeof *u);
-    double gn = 0.0;
-    for (size_t k = 0; k < c->nfree; k++)
-        gn += c->g0[k] * c->g0[k];
-    r->loglik = -c->f0;
-    r->grad_norm = sqrt(gn);
-    r->iterations = c->iter;
+    c->cancelled = c->domain_hit = 0;
+    gmm_status st = infer_lbfgs_run(&c->lb, u, "fit");
+    int ret = c->lb.ret;
+    if (st != GMM_OK || c->lb.start_failed)
+        return st;
+    r->loglik = -c->lb.f0;
+    r->grad_norm = infer_lbfgs_gnorm(&c->lb);
+    r->iterations = c->lb.iter;
     r->status = ret;
-    if (c->stopped_delta) {
+    if (c->lb.stopped_delta) {
         r->converged = 1;
         r->message = "converged: relative decrease of the objective below delta";
     } else if (c->cancelled) {
         r->converged = 0;
         r->message = "cancelled";
     } else {
-        r->converged = ret == LBFGS_SUCCESS || ret == LBFGS_ALREADY_MINIMIZED;
+        r->converged = infer_lbfgs_converged(ret);
         r->message = infer_lbfgs_message(ret);
         double gain;
         if (!r->converged && line_search_stop(ret) && newton_gain(c, &gain) &&
@@ -359,6 +275,7 @@ static void run_one(run_ctx *c, double *u, run_result *r)
             snprintf(r->domain_msg, sizeof r->domain_msg, "%s", c->domain_msg);
         }
     }
+    return GMM_OK;
 }
 
 gmm_status gmm_fit(gmm_objective *obj, const gmm_fit_params *params, gmm_fit_result *res)
@@ -366,9 +283,10 @@ gmm_status gmm_fit(gmm_objective *obj, const gmm_fit_params *params, gmm_fit_res
     gmm_status st = GMM_OK;
     size_t np, nfree = 0;
     size_t *idx = NULL;
-    double *theta = NULL, *grad = NULL, *u = NULL, *u0 = NULL, *g0 = NULL, *pf = NULL;
+    double *theta = NULL, *grad = NULL, *u = NULL;
     double *init = NULL, *best = NULL;
     run_ctx c;
+    memset(&c, 0, sizeof c); /* c.lb is freed on every path */
 
     if (!obj || !res || !obj->eval || (obj->nparam && (!obj->value || !obj->positive ||
                                                         !obj->fixed || !obj->name)))
@@ -395,12 +313,9 @@ gmm_status gmm_fit(gmm_objective *obj, const gmm_fit_params *params, gmm_fit_res
     theta = gmm_malloc(np, sizeof *theta);
     grad = gmm_malloc(np, sizeof *grad);
     u = gmm_malloc(nfree, sizeof *u);
-    u0 = gmm_malloc(nfree, sizeof *u0);
-    g0 = gmm_malloc(nfree, sizeof *g0);
-    pf = gmm_malloc(params->past + 1, sizeof *pf);
     init = gmm_malloc(np, sizeof *init);
     best = gmm_malloc(np, sizeof *best);
-    if (!idx || !theta || !grad || !u || !u0 || !g0 || !pf || !init || !best) {
+    if (!idx || !theta || !grad || !u || !init || !best) {
         st = gmm_error(GMM_ENOMEM, "fit: out of memory (%zu parameters)", np);
         goto done;
     }
@@ -429,16 +344,24 @@ gmm_status gmm_fit(gmm_objective *obj, const gmm_fit_params *params, gmm_fit_res
         goto done;
     }
 
-    memset(&c, 0, sizeof c);
     c.obj = obj;
     c.par = params;
     c.nfree = nfree;
     c.idx = idx;
     c.theta = theta;
     c.grad = grad;
-    c.u0 = u0;
-    c.g0 = g0;
-    c.pf = pf;
+    if ((st = infer_lbfgs_alloc(&c.lb, nfree, params->past)) != GMM_OK) {
+        st = gmm_error(st, "fit: %s", gmm_error_message());
+        goto done;
+    }
+    c.lb.memory = params->memory;
+    c.lb.epsilon = params->epsilon;
+    c.lb.max_iterations = params->max_iterations;
+    c.lb.max_linesearch = params->max_linesearch;
+    c.lb.delta = params->delta;
+    c.lb.eval = evaluate;
+    c.lb.accepted = accepted;
+    c.lb.ctx = &c;
 
     gmm_rng rng;
     gmm_rng_seed(&rng, params->seed, 0);
@@ -457,23 +380,16 @@ gmm_status gmm_fit(gmm_objective *obj, const gmm_fit_params *params, gmm_fit_res
         c.fail_status = GMM_OK;
         run_result r;
         memset(&r, 0, sizeof r);
-        c.f0 = 0.0;
-        run_one(&c, u, &r);
+        c.lb.f0 = 0.0;
+        st = run_one(&c, u, &r);
         res->evaluations += c.evals;
-        if (r.status == LBFGSERR_OUTOFMEMORY) {
-            st = gmm_error(GMM_ENOMEM, "fit: out of memory in liblbfgs");
+        if (st != GMM_OK)
             goto done;
-        }
-        if (r.status <= LBFGSERR_INVALID_ORTHANTWISE_END && r.status >= LBFGSERR_INVALID_N) {
-            st = gmm_error(GMM_EINVAL, "fit: liblbfgs rejected its parameters (code %d)",
-                           r.status);
-            goto done;
-        }
-        if (c.start_failed) {
+        if (c.lb.start_failed) {
             res->failed_starts++;
             if (first_fail == GMM_OK) {
                 first_fail = c.fail_status != GMM_OK ? c.fail_status : GMM_EDOM;
-                snprintf(first_msg, sizeof first_msg, "%s", c.fail_msg);
+                snprintf(first_msg, sizeof first_msg, "%s", c.lb.fail_msg);
             }
             continue;
         }
@@ -509,9 +425,7 @@ done:
     gmm_free(theta);
     gmm_free(grad);
     gmm_free(u);
-    gmm_free(u0);
-    gmm_free(g0);
-    gmm_free(pf);
+    infer_lbfgs_free(&c.lb);
     gmm_free(init);
     gmm_free(best);
     return st;

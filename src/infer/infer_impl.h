@@ -4,14 +4,69 @@
 
 #include <stddef.h>
 
+#include "gmm/status.h"
+
+/* ---- one L-BFGS run (lbfgs_run.c), for fit and vi ------------------------
+ *
+ * liblbfgs minimises f over x (n) with the caller's evaluation and hooks;
+ * the driver keeps what both optimisers need around it:
+ *
+ *  - the anchor (u0, g0, f0): the last accepted iterate, where every line
+ *    search starts; a trial point the objective refuses (eval returns 0 at
+ *    step > 0) is reported as the mirror of the linear model from the
+ *    anchor -- above f0, so the trial is rejected, with slope -g0.s > 0,
+ *    so the cubic backtracks (fit.h);
+ *  - a refused starting point (step 0): the run stops at once (a zero
+ *    gradient makes liblbfgs return "already minimised"), start_failed set
+ *    and the objective's reason in fail_msg;
+ *  - the decrease test: stop, stopped_delta set, when f fell by at most
+ *    delta max(1, |f|) over `past` iterations (as liblbfgs's own, which
+ *    divides by f instead);
+ *  - after the run, x is the anchor (liblbfgs reverts x after a failed line
+ *    search but leaves its f at the last trial). */
+typedef struct {
+    /* set by the caller */
+    size_t memory, max_iterations, max_linesearch; /* max_iterations 0: none */
+    double epsilon;                                /* liblbfgs's gradient test */
+    size_t past;                                   /* 0: no decrease test */
+    double delta;
+    /* f and g (n) at x: 1, or 0 when the objective refuses x (its reason in
+     * gmm_error's record).  step: 0 at the start, else a line-search trial. */
+    int (*eval)(void *ctx, const double *x, double *f, double *g, double step);
+    /* At every accepted iterate (iter set), before the decrease test:
+     * nonzero stops the run (the caller's ctx says why).  May be NULL. */
+    int (*accepted)(void *ctx, const double *x, double f, double gnorm);
+    /* After a decrease test that did not stop: nonzero stops.  May be NULL. */
+    int (*after)(void *ctx, const double *x);
+    void *ctx;
+    /* the run (infer_lbfgs_alloc sizes them; infer_lbfgs_run sets them) */
+    size_t n;
+    double *u0, *g0, f0;  /* the anchor: n, n */
+    double *pf;           /* past + 1 values of f for the decrease test */
+    size_t iter;          /* accepted iterations of this run */
+    int ret;              /* liblbfgs's return code */
+    int start_failed, stopped_delta, stopped; /* stopped: by a hook */
+    char fail_msg[GMM_ERROR_MAX];
+} infer_lbfgs;
+
+/* Size d for n variables (n <= INT_MAX) and d->past; d's settings and
+ * hooks are the caller's to fill.  GMM_ENOMEM, GMM_EINVAL (n too large). */
+gmm_status infer_lbfgs_alloc(infer_lbfgs *d, size_t n, size_t past);
+void infer_lbfgs_free(infer_lbfgs *d);
+
+/* One run from x (n; overwritten with the anchor at the end, unless the
+ * start failed).  GMM_OK whatever liblbfgs's return (in d->ret), except
+ * its own failures: GMM_ENOMEM ("WHO: out of memory in liblbfgs") and
+ * GMM_EINVAL ("WHO: liblbfgs rejected its parameters"). */
+gmm_status infer_lbfgs_run(infer_lbfgs *d, double *x, const char *who);
+
+/* |g0|, the gradient norm at the anchor. */
+double infer_lbfgs_gnorm(const infer_lbfgs *d);
+
+/* liblbfgs's return code: converged (success or already minimised). */
+int infer_lbfgs_converged(int ret);
+
 /* A static description of how a liblbfgs run ended (its return code). */
 const char *infer_lbfgs_message(int ret);
-
-/* The value and gradient (g, n) returned for a line-search trial x at step
- * outside the domain: the mirror of the linear model from the anchor u0
- * (value f0, gradient g0) -- above f0, so the trial is rejected, with slope
- * -g0.s > 0, so the cubic backtracks (fit.h). */
-double infer_mirror_trial(const double *x, const double *u0, const double *g0, double f0,
-                          double step, size_t n, double *g);
 
 #endif

@@ -1,5 +1,17 @@
 /* laplace.c -- the Laplace approximation in banded form (laplace.h).
  *
+ * NEWTON.  For a likelihood that is not log-concave (studentt) W = -d2 is
+ * negative at outlying rows, and P = Q + H'WH may be indefinite away from
+ * the mode.  Each iteration tries the exact Newton matrix P; when its
+ * Cholesky fails, it takes the direction from P with W's negative entries
+ * set to 0 (positive definite since Q is, so an ascent direction), and the
+ * backtracking line search on Psi does the rest -- as GPML's infLaplace
+ * (W clamped at 0, a line search on Psi) and R-INLA do.  Near a mode where
+ * P is positive definite the steps are exact Newton again, so convergence
+ * stays quadratic.  At the mode P must be positive definite (a maximum of
+ * Psi; else GMM_ENOTPD): log|P| and the gradient below use the true W,
+ * negative entries included, and hold for any positive definite P.
+ *
  * GRADIENT.  With g_i, w_i = -d2_i, t_i = d3_i the derivatives of log p in
  * f_i at the mode, Sigma = P^-1, s_i = h_i' Sigma_oo h_i, the total
  * derivative of log q in any parameter a is its explicit derivative at
@@ -131,8 +143,9 @@ static double psi(gmm_laplace *w, const double *x)
     return sum - 0.5 * q;
 }
 
-/* P = Q + H'WH and its Cholesky factor L. */
-static gmm_status factor_p(gmm_laplace *w)
+/* P = Q + H'WH and its Cholesky factor L; with clamp, W's negative
+ * entries are taken as 0, which keeps P positive definite. */
+static gmm_status factor_p(gmm_laplace *w, int clamp)
 {
     const gmm_laplace_obs *ob = w->obs;
     gmm_status st = gmm_band_copy(w->P, w->Q);
@@ -141,7 +154,7 @@ static gmm_status factor_p(gmm_laplace *w)
     for (size_t i = 0; i < ob->nobs; i++) {
         const double *h = ob->coef + i * ob->width;
         size_t o = ob->offset[i];
-        double wi = w->w[i];
+        double wi = clamp ? fmax(w->w[i], 0.0) : w->w[i];
         if (wi == 0.0)
             continue;
         for (size_t a = 0; a < ob->width; a++) {
@@ -161,6 +174,14 @@ static gmm_status factor_p(gmm_laplace *w)
                             row);
     }
     return st;
+}
+
+static int has_negative_w(const gmm_laplace *w)
+{
+    for (size_t i = 0; i < w->obs->nobs; i++)
+        if (w->w[i] < 0.0)
+            return 1;
+    return 0;
 }
 
 gmm_status gmm_laplace_eval(gmm_laplace *w, const gmm_band *Q, double logdet_q,
@@ -218,7 +239,17 @@ gmm_status gmm_laplace_eval(gmm_laplace *w, const gmm_band *Q, double logdet_q,
     size_t it = 0;
     double best = INFINITY;
     for (;;) {
-        if ((st = factor_p(w)))
+        st = factor_p(w, 0);
+        if (st == GMM_ENOTPD && final) {
+            size_t row = gmm_error_index();
+            return gmm_error_at(GMM_ENOTPD, row,
+                                "Laplace: Q + H'WH not positive definite at the mode (row %zu): "
+                                "the likelihood's negative curvature makes it a saddle",
+                                row);
+        }
+        if (st == GMM_ENOTPD && has_negative_w(w))
+            st = factor_p(w, 1); /* still an ascent direction for the line search */
+        if (st)
             return st;
         if (final)
             break;

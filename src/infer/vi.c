@@ -84,7 +84,6 @@
 #include "infer_impl.h"
 
 #include <float.h>
-#include <lbfgs.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -701,6 +700,20 @@ gmm_status gmm_vi_set_state(gmm_vi *v, const double *theta, const double *m, con
     return GMM_OK;
 }
 
+gmm_status gmm_vi_set_state_from(gmm_vi *v, const double *theta, gmm_vi *src)
+{
+    if (!v || !src)
+        return gmm_error(GMM_EINVAL, "gmm_vi_set_state_from: NULL argument");
+    gmm_band *L = gmm_band_alloc(v->n, v->b, 0, GMM_BAND_LOWER);
+    if (!L)
+        return gmm_error(GMM_ENOMEM, "vi: out of memory for q's factor");
+    gmm_status st = gmm_vi_factor(src, L);
+    if (st == GMM_OK)
+        st = gmm_vi_set_state(v, theta, gmm_vi_mean(src), L);
+    gmm_band_free(L);
+    return st;
+}
+
 /* K = chol(Q_p + sum_i w_i h_i h_i') (w NULL: the prior alone) at v->theta,
  * the coefficients set (set_hyper). */
 static gmm_status factor_start(gmm_vi *v, const double *w)
@@ -922,11 +935,11 @@ gmm_status gmm_vi_predict_at(gmm_vi *v, const double *xq, size_t nq, double *mea
  * answered as fit.c does (fit.h, DOMAIN FAILURES). */
 typedef struct {
     gmm_vi *v;
-    size_t nvar, nfree, nu, past;
+    size_t nvar, nfree, nu;
     size_t *idx;          /* free hyperparameter k is theta[idx[k]] */
     const int *positive;
     double *th, *thbar;   /* trial theta, its gradient */
-    double *u0, *g0, f0;  /* last accepted iterate */
+    infer_lbfgs lb;       /* the run, its anchor (the last accepted iterate) */
     double *ulast;        /* the last evaluated point (adaptive rules) */
     double *lam;          /* lambda at the trial point (nvar) */
     double *lam0;         /* lambda at the run's start (nvar): lambda = lam0 + T u */
@@ -939,12 +952,11 @@ typedef struct {
     double *wk;           /* nb doubles of workspace */
     int full;
     int rescale;          /* L's diagonal moved away from the start's */
-    double pf[4];
-    size_t iter, evals;
+    size_t evals;
     size_t iter0;         /* iterations of the earlier runs */
-    int start_failed, cancelled, stopped_delta, have_last;
+    int cancelled, have_last;
     gmm_status fail_status, fatal; /* fatal: GMM_ENOMEM in an evaluation */
-    char fail_msg[GMM_ERROR_MAX];
+    char fatal_msg[GMM_ERROR_MAX];
 } run_ctx;
 
 /* lambda = lam0 + T u (SCALING): m = m0 + L0^-T a; column j of L moves by
@@ -1065,75 +1077,49 @@ static int eval_min(run_ctx *c, const double *u, double *f, double *g)
  * 1.5 from the run's start (SCALING). */
 #define RESCALE_LOG 0.4054651081081644
 
-static lbfgsfloatval_t evaluate(void *instance, const lbfgsfloatval_t *x, lbfgsfloatval_t *g,
-                                const int n, const lbfgsfloatval_t step)
+static int evaluate(void *ctx, const double *x, double *f, double *g, double step)
 {
-    run_ctx *c = instance;
-    size_t nu = (size_t)n;
-    double f;
+    run_ctx *c = ctx;
     /* the starting point chooses each row's rule; line searches keep them */
     c->v->freeze = step != 0.0;
-    int ok = !c->fatal && eval_min(c, x, &f, g);
+    int ok = !c->fatal && eval_min(c, x, f, g);
     c->v->freeze = 1;
     if (!ok && !c->fatal && c->fail_status == GMM_ENOMEM) {
         c->fatal = GMM_ENOMEM; /* not a domain failure: end the run */
-        snprintf(c->fail_msg, sizeof c->fail_msg, "%s", gmm_error_message());
+        snprintf(c->fatal_msg, sizeof c->fatal_msg, "%s", gmm_error_message());
     }
-    if (ok) {
-        if (step == 0.0) {
-            memcpy(c->u0, x, nu * sizeof *x);
-            memcpy(c->g0, g, nu * sizeof *g);
-            c->f0 = f;
-            c->pf[0] = f;
-        }
-        return f;
-    }
-    if (step == 0.0) {
-        c->start_failed = 1;
-        snprintf(c->fail_msg, sizeof c->fail_msg, "%s", gmm_error_message());
-        memset(g, 0, nu * sizeof *g);
-        return 0.0;
-    }
-    return infer_mirror_trial(x, c->u0, c->g0, c->f0, step, nu, g); /* rejected */
+    return ok;
 }
 
-static int progress(void *instance, const lbfgsfloatval_t *x, const lbfgsfloatval_t *g,
-                    const lbfgsfloatval_t fx, const lbfgsfloatval_t xnorm,
-                    const lbfgsfloatval_t gnorm, const lbfgsfloatval_t step, int n, int k,
-                    int ls)
+static int accepted(void *ctx, const double *x, double f, double gnorm)
 {
-    run_ctx *c = instance;
+    run_ctx *c = ctx;
     gmm_vi *v = c->v;
-    size_t nu = (size_t)n;
     if (c->fatal)
         return 1;
-    (void)xnorm;
-    (void)step;
-    (void)ls;
-    memcpy(c->u0, x, nu * sizeof *x);
-    memcpy(c->g0, g, nu * sizeof *g);
-    c->f0 = fx;
-    c->iter = (size_t)k;
     /* each row's rule from its variance at the accepted iterate */
-    if (!v->par.nquad && c->have_last && !memcmp(c->ulast, x, nu * sizeof *x)) {
+    if (!v->par.nquad && c->have_last && !memcmp(c->ulast, x, c->nu * sizeof *x)) {
         v->freeze = 0;
         for (size_t i = 0; i < v->nobs; i++)
             rule_of(v, i, v->s2[i]);
         v->freeze = 1;
     }
     if (v->par.progress) {
-        gmm_vi_progress p = {c->iter0 + c->iter, c->evals, -fx, gnorm};
+        gmm_vi_progress p = {c->iter0 + c->lb.iter, c->evals, -f, gnorm};
         if (v->par.progress(v->par.user, &p)) {
             c->cancelled = 1;
             return 1;
         }
     }
-    size_t slot = c->iter % c->past;
-    if (c->iter >= c->past && c->pf[slot] - fx <= v->par.tol * fmax(1.0, fabs(fx))) {
-        c->stopped_delta = 1;
-        return 1;
-    }
-    c->pf[slot] = fx;
+    return 0;
+}
+
+/* After the decrease test: a new run when L's diagonal left the start's
+ * scale. */
+static int after(void *ctx, const double *x)
+{
+    run_ctx *c = ctx;
+    gmm_vi *v = c->v;
     precond_apply(c, x, c->tu);
     for (size_t j = 0; j < v->n; j++) {
         size_t d = v->n + (size_t)(gmm_band_ptr(c->L0, j, j) - c->L0->data);
@@ -1144,7 +1130,6 @@ static int progress(void *instance, const lbfgsfloatval_t *x, const lbfgsfloatva
     }
     return 0;
 }
-
 
 /* The preconditioner T of a run, from its starting point (SCALING): the
  * second-order expansion of the ELBO for a Gaussian likelihood at its
@@ -1217,7 +1202,6 @@ gmm_status gmm_vi_fit(gmm_vi *v, gmm_vi_result *res)
     memset(&c, 0, sizeof c);
     c.v = v;
     c.nvar = v->nvar;
-    c.past = 3;
     c.positive = obj->positive;
     if (v->par.learn_hyper)
         for (size_t i = 0; i < v->nparam; i++)
@@ -1229,8 +1213,6 @@ gmm_status gmm_vi_fit(gmm_vi *v, gmm_vi_result *res)
     c.th = gmm_malloc(v->nparam ? v->nparam : 1, sizeof *c.th);
     c.thbar = gmm_malloc(v->nparam ? v->nparam : 1, sizeof *c.thbar);
     double *u = gmm_malloc(c.nu, sizeof *u);
-    c.u0 = gmm_malloc(c.nu, sizeof *c.u0);
-    c.g0 = gmm_malloc(c.nu, sizeof *c.g0);
     c.ulast = gmm_malloc(c.nu, sizeof *c.ulast);
     size_t nb = v->b + 1;
     c.full = nb <= 2 * v->par.memory;
@@ -1241,7 +1223,19 @@ gmm_status gmm_vi_fit(gmm_vi *v, gmm_vi_result *res)
     c.R = gmm_malloc(v->n * (c.full ? nb : 1), nb * sizeof *c.R);
     c.L0 = gmm_band_alloc(v->n, v->b, 0, GMM_BAND_LOWER);
     c.S0 = gmm_band_alloc(v->n, v->b, 0, GMM_BAND_SYMMETRIC);
-    if (!c.idx || !c.th || !c.thbar || !u || !c.u0 || !c.g0 || !c.ulast || !c.lam || !c.lam0 ||
+    if ((st = infer_lbfgs_alloc(&c.lb, c.nu, 3)) != GMM_OK) {
+        st = gmm_error(st, "vi: %s", gmm_error_message());
+        goto done;
+    }
+    c.lb.memory = v->par.memory;
+    c.lb.epsilon = v->par.epsilon;
+    c.lb.max_linesearch = 40;
+    c.lb.delta = v->par.tol;
+    c.lb.eval = evaluate;
+    c.lb.accepted = accepted;
+    c.lb.after = after;
+    c.lb.ctx = &c;
+    if (!c.idx || !c.th || !c.thbar || !u || !c.ulast || !c.lam || !c.lam0 ||
         !c.tu || !c.wk || !c.R || !c.L0 || !c.S0) {
         st = gmm_error(GMM_ENOMEM, "vi: out of memory for the optimiser (%zu variables)", c.nu);
         goto done;
@@ -1267,53 +1261,37 @@ gmm_status gmm_vi_fit(gmm_vi *v, gmm_vi_result *res)
             size_t i = c.idx[k];
             u[c.nvar + k] = obj->positive[i] ? log(v->theta[i]) : v->theta[i];
         }
-        lbfgs_parameter_t lp;
-        lbfgs_parameter_init(&lp);
-        lp.m = (int)v->par.memory;
-        lp.epsilon = v->par.epsilon;
-        lp.max_iterations = v->par.max_iter ? (int)(v->par.max_iter - iters) : 0;
-        lp.max_linesearch = 40;
-        double fx = 0.0;
-        c.iter = 0;
+        c.lb.max_iterations = v->par.max_iter ? v->par.max_iter - iters : 0;
         c.iter0 = iters;
-        c.start_failed = c.stopped_delta = c.rescale = 0;
-        ret = lbfgs((int)c.nu, u, &fx, evaluate, progress, &c, &lp);
+        c.rescale = 0;
+        gmm_status lst = infer_lbfgs_run(&c.lb, u, "vi");
+        ret = c.lb.ret;
         v->freeze = 0;
         if (c.fatal) {
-            st = gmm_error(c.fatal, "vi: %s", c.fail_msg);
+            st = gmm_error(c.fatal, "vi: %s", c.fatal_msg);
             goto done;
         }
-        if (c.start_failed) {
+        if (c.lb.start_failed) {
             st = gmm_error(c.fail_status ? c.fail_status : GMM_EDOM, "vi: starting point: %s",
-                           c.fail_msg);
+                           c.lb.fail_msg);
             goto done;
         }
-        if (ret == LBFGSERR_OUTOFMEMORY) {
-            st = gmm_error(GMM_ENOMEM, "vi: out of memory in liblbfgs");
+        if ((st = lst) != GMM_OK)
             goto done;
-        }
-        if (ret <= LBFGSERR_INVALID_ORTHANTWISE_END && ret >= LBFGSERR_INVALID_N) {
-            st = gmm_error(GMM_EINVAL, "vi: liblbfgs rejected its parameters (code %d)", ret);
-            goto done;
-        }
-        /* the last accepted iterate (liblbfgs reverts x after a failed line
-         * search but leaves fx at the last trial) */
-        precond_apply(&c, c.u0, v->lambda);
-        map_theta(&c, c.u0);
+        /* the last accepted iterate */
+        precond_apply(&c, c.lb.u0, v->lambda);
+        map_theta(&c, c.lb.u0);
         memcpy(v->theta, c.th, v->nparam * sizeof *c.th);
-        iters += c.iter;
+        iters += c.lb.iter;
         if (!c.rescale || (v->par.max_iter && iters >= v->par.max_iter))
             break;
         res->restarts++;
     }
     res->evaluations = c.evals;
-    double gn = 0.0;
-    for (size_t j = 0; j < c.nu; j++)
-        gn += c.g0[j] * c.g0[j];
-    res->elbo = -c.f0;
-    res->grad_norm = sqrt(gn);
+    res->elbo = -c.lb.f0;
+    res->grad_norm = infer_lbfgs_gnorm(&c.lb);
     res->iterations = iters;
-    if (c.stopped_delta) {
+    if (c.lb.stopped_delta) {
         res->converged = 1;
         res->message = "converged: relative change of the ELBO below tol";
     } else if (c.cancelled) {
@@ -1322,7 +1300,7 @@ gmm_status gmm_vi_fit(gmm_vi *v, gmm_vi_result *res)
     } else if (c.rescale) {
         res->message = "stopped: maximum number of iterations reached";
     } else {
-        res->converged = ret == LBFGS_SUCCESS || ret == LBFGS_ALREADY_MINIMIZED;
+        res->converged = infer_lbfgs_converged(ret);
         res->message = infer_lbfgs_message(ret);
     }
     v->have_start = 1;
@@ -1332,8 +1310,7 @@ done:
     gmm_free(c.th);
     gmm_free(c.thbar);
     gmm_free(u);
-    gmm_free(c.u0);
-    gmm_free(c.g0);
+    infer_lbfgs_free(&c.lb);
     gmm_free(c.ulast);
     gmm_free(c.lam);
     gmm_free(c.lam0);
@@ -1343,4 +1320,17 @@ done:
     gmm_band_free(c.L0);
     gmm_band_free(c.S0);
     return st;
+}
+
+gmm_status gmm_vi_quad_check(gmm_vi *v, size_t nquad, double *err, double *limit)
+{
+    double elbo;
+    gmm_status s;
+    if (!err || !limit)
+        return gmm_error(GMM_EINVAL, "gmm_vi_quad_check: NULL argument");
+    if ((s = gmm_vi_quad_error(v, nquad, err)) != GMM_OK ||
+        (s = gmm_vi_elbo(v, gmm_vi_theta(v), gmm_vi_lambda(v), &elbo, NULL, NULL)) != GMM_OK)
+        return s;
+    *limit = GMM_VI_QUAD_RTOL * fmax(1.0, fabs(elbo));
+    return GMM_OK;
 }

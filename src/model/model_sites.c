@@ -10,6 +10,7 @@
 #include "gmm/alloc.h"
 #include "gmm/band.h"
 #include "gmm/io.h"
+#include "gmm/qfile.h"
 #include "gmm/ssm.h"
 
 gmm_objective *gmm_mdl_objective(gmm_mdl *m) { return m->obj; }
@@ -39,41 +40,13 @@ void gmm_mdl_set_vi(gmm_mdl *m, gmm_vi *v)
 
 gmm_status gmm_mdl_load_vi(gmm_mdl *m, const char *path, size_t b, const char *model_name)
 {
-    gmm_status s;
-    gmm_table *t = NULL;
-    gmm_band *L = NULL;
-    double *mean = NULL, *col = NULL;
     gmm_vi *v = NULL;
-    if ((s = gmm_table_read(path, &t)) != GMM_OK)
-        goto done;
-    size_t n = gmm_latent_dim(m->lat);
-    if (t->nrow != n || t->ncol != b + 3) {
-        s = gmm_error(GMM_EINVAL,
-                      "%s: %zu rows of %zu columns; the model has %zu latents and q bandwidth "
-                      "%zu (%zu columns: index,mean,l0..l%zu)",
-                      path, t->nrow, t->ncol, n, b, b + 3, b);
-        goto done;
-    }
     gmm_vi_params par;
     gmm_vi_params_init(&par);
     par.bandwidth = b;
-    mean = gmm_malloc(n, sizeof *mean);
-    L = gmm_band_alloc(n, b, 0, GMM_BAND_LOWER);
-    col = gmm_malloc(n, sizeof *col);
-    if (!mean || !L || !col) {
-        s = gmm_error(GMM_ENOMEM, "out of memory");
-        goto done;
-    }
-    s = gmm_table_column_double(t, 1, 0, mean);
-    for (size_t j = 0; s == GMM_OK && j <= b; j++) {
-        /* l_j = L(i, i - j): missing (NaN) above the corner */
-        if ((s = gmm_table_column_double(t, 2 + j, 1, col)) != GMM_OK)
-            break;
-        for (size_t i = j; i < n; i++)
-            *gmm_band_ptr(L, i, i - j) = col[i];
-    }
-    if (s == GMM_OK && (s = gmm_vi_alloc(m->prob, &par, &v)) == GMM_OK)
-        s = gmm_vi_set_state(v, m->obj->value, mean, L);
+    gmm_status s = gmm_vi_alloc(m->prob, &par, &v);
+    if (s == GMM_OK)
+        s = gmm_qfile_read_vi(path, m->obj->value, v);
     if (s == GMM_EINVAL || s == GMM_EDIM) {
         char why[GMM_ERROR_MAX];
         snprintf(why, sizeof why, "%s", gmm_error_message());
@@ -84,12 +57,7 @@ gmm_status gmm_mdl_load_vi(gmm_mdl *m, const char *path, size_t b, const char *m
         gmm_mdl_set_vi(m, v);
         v = NULL;
     }
-done:
     gmm_vi_free(v);
-    gmm_band_free(L);
-    gmm_free(col);
-    gmm_free(mean);
-    gmm_table_free(t);
     return s;
 }
 
@@ -268,47 +236,6 @@ gmm_status gmm_mdl_predict_summary(gmm_mdl *m, const double *xq, size_t nq, doub
     return s;
 }
 
-gmm_status gmm_mdl_write_vi(gmm_vi *v, FILE *f)
-{
-    size_t n = gmm_vi_dim(v), b = gmm_vi_bandwidth(v);
-    gmm_band *L = gmm_band_alloc(n, b, 0, GMM_BAND_LOWER);
-    if (!L)
-        return gmm_error(GMM_ENOMEM, "out of memory for q's factor");
-    gmm_status s = gmm_vi_factor(v, L);
-    if (s == GMM_OK) {
-        const double *m = gmm_vi_mean(v);
-        fputs("index,mean", f);
-        for (size_t j = 0; j <= b; j++)
-            fprintf(f, ",l%zu", j);
-        fputc('\n', f);
-        for (size_t i = 0; i < n; i++) {
-            fprintf(f, "%zu,%.17g", i, m[i]);
-            for (size_t j = 0; j <= b; j++) {
-                if (j <= i)
-                    fprintf(f, ",%.17g", gmm_band_get(L, i, i - j));
-                else
-                    fputs(",NaN", f);
-            }
-            fputc('\n', f);
-        }
-    }
-    gmm_band_free(L);
-    return s;
-}
-
-gmm_status gmm_mdl_vi_start_attached(gmm_mdl *m, gmm_vi *v)
-{
-    if (!m->vi)
-        return gmm_error(GMM_EINVAL, "vi: no q attached to start from");
-    gmm_band *L = gmm_band_alloc(gmm_vi_dim(v), gmm_vi_bandwidth(v), 0, GMM_BAND_LOWER);
-    gmm_status s = L ? GMM_OK : gmm_error(GMM_ENOMEM, "out of memory");
-    if (s == GMM_OK && (s = gmm_vi_factor(m->vi, L)) == GMM_OK)
-        s = gmm_vi_set_state(v, m->obj->value, gmm_vi_mean(m->vi), L);
-    gmm_band_free(L);
-    if (s == GMM_OK)
-        gmm_mdl_set_vi(m, NULL);
-    return s;
-}
 
 const double *gmm_mdl_data_x(const gmm_mdl *m, size_t *n)
 {

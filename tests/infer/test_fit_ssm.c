@@ -42,8 +42,9 @@
 #include "gmm/kernel.h"
 #include "gmm/spec.h"
 #include "gmm/ssm.h"
-#include "support/tu_ssm.h"
 #include "support/testutil.h"
+#include "support/tu_model.h"
+#include "support/tu_ssm.h"
 
 /* ---- the kernels, in closed form ----------------------------------------------- */
 
@@ -156,16 +157,6 @@ static double dense_loglik(const fit_case *c, size_t np, const double *th, const
     return -0.5 * q - ld - 0.5 * (double)m * log(2.0 * M_PI);
 }
 
-static gmm_kernel *kernel_of(const char *text)
-{
-    gmm_spec_node *s = NULL;
-    ck_assert_msg(gmm_spec_parse(text, &s) == GMM_OK, "parse %s: %s", text, gmm_error_message());
-    gmm_kernel *k = NULL;
-    ck_assert_msg(gmm_kernel_from_spec(s, &k) == GMM_OK, "%s: %s", text, gmm_error_message());
-    gmm_spec_free(s);
-    return k;
-}
-
 /* ---- one fit ------------------------------------------------------------------------ */
 
 typedef struct {
@@ -182,7 +173,7 @@ typedef struct {
  * strict, the 3-SE recovery. */
 static fit_out run_case(const fit_case *c, int strict)
 {
-    gmm_kernel *k = kernel_of(c->spec);
+    gmm_kernel *k = tu_kernel_of(c->spec);
     size_t np = gmm_kernel_nparam(k), nt = np + 1;
     ck_assert_uint_le(nt, 8);
     double truth[8], start[8];

@@ -26,31 +26,12 @@
 #include "gmm/spec.h"
 #include "gmm/vi.h"
 #include "support/testutil.h"
+#include "support/tu_model.h"
 
 static int verbose(void)
 {
     const char *v = getenv("CK_VERBOSITY");
     return v && strcmp(v, "verbose") == 0;
-}
-
-static gmm_kernel *kernel_of(const char *text)
-{
-    gmm_spec_node *s = NULL;
-    ck_assert_msg(gmm_spec_parse(text, &s) == GMM_OK, "parse %s: %s", text, gmm_error_message());
-    gmm_kernel *k = NULL;
-    ck_assert_msg(gmm_kernel_from_spec(s, &k) == GMM_OK, "%s: %s", text, gmm_error_message());
-    gmm_spec_free(s);
-    return k;
-}
-
-static gmm_lik lik_of(const char *text)
-{
-    gmm_lik l;
-    ck_assert_msg(gmm_lik_parse(text, &l) == GMM_OK, "%s: %s", text, gmm_error_message());
-    for (size_t k = 0; k < l.type->nparam; k++)
-        if (isnan(l.par[k]))
-            l.par[k] = 1.7;
-    return l;
 }
 
 /* Outcomes for a likelihood from a smooth f; every 7th row missing. */
@@ -61,10 +42,15 @@ static void outcomes(const gmm_lik *lik, tu_rng *r, size_t n, double *y, double 
         e[i] = 0.5 + 1.5 * tu_uniform(r);
         if (!strcmp(lik->type->name, "bernoulli"))
             y[i] = tu_uniform(r) < 1.0 / (1.0 + exp(-f)) ? 1.0 : 0.0;
-        else if (lik->type->link_log)
+        else if (!strcmp(lik->type->name, "binomial")) {
+            e[i] = floor(1.0 + 12.0 * tu_uniform(r));
+            y[i] = 0.0;
+            for (double k = 0; k < e[i]; k++)
+                y[i] += tu_uniform(r) < 1.0 / (1.0 + exp(-f)) ? 1.0 : 0.0;
+        } else if (lik->type->link_log)
             y[i] = floor(e[i] * exp(f + 0.5) + 2.0 * tu_uniform(r));
         else
-            y[i] = f + 0.3 * tu_normal(r);
+            y[i] = f + 0.3 * tu_normal(r) + (i % 9 == 4 && lik->type->nparam == 2 ? 5.0 : 0.0);
         if (i % 7 == 3)
             y[i] = NAN;
     }
@@ -72,7 +58,7 @@ static void outcomes(const gmm_lik *lik, tu_rng *r, size_t n, double *y, double 
 
 static gmm_latent *ssm_latent(const char *spec, const double *x, size_t n, gmm_kernel **k)
 {
-    *k = kernel_of(spec);
+    *k = tu_kernel_of(spec);
     gmm_ssm_params par;
     gmm_ssm_params_init(&par);
     par.damp_rel = 1e-3; /* oscillators: damping far from rounding */
@@ -163,7 +149,7 @@ static void check_grad(gmm_latent *lat, const char *liktext, gmm_vi_prior_form f
     tu_rng r;
     tu_rng_seed(&r, 19);
     size_t nr = gmm_latent_nrows(lat);
-    gmm_lik lik = lik_of(liktext);
+    gmm_lik lik = tu_lik_of(liktext, 1.7);
     double *y = malloc(nr * sizeof *y), *e = malloc(nr * sizeof *e);
     outcomes(&lik, &r, nr, y, e);
     int gauss = lik.type->conjugate;
@@ -210,7 +196,9 @@ static void check_grad(gmm_latent *lat, const char *liktext, gmm_vi_prior_form f
 }
 
 static const char *all_liks[] = {"gaussian(variance=0.3)", "poisson", "bernoulli",
-                                 "negbinomial(dispersion=1.7)"};
+                                 "negbinomial(dispersion=1.7)", "binomial",
+                                 "studentt(df=3.5, scale=0.4)"};
+#define NLIKS (sizeof all_liks / sizeof all_liks[0])
 
 START_TEST(test_vi_grad_ssm)
 {
@@ -232,7 +220,7 @@ START_TEST(test_vi_grad_ssm)
         gmm_latent *lat = ssm_latent(kernels[ik], x, n, &k);
         if (ik == 1)
             ck_assert(gmm_latent_obs_varies(lat));
-        for (size_t il = 0; il < 4; il++)
+        for (size_t il = 0; il < NLIKS; il++)
             check_grad(lat, all_liks[il], GMM_VI_PRIOR_AUTO, "state-space");
         check_grad(lat, "poisson", GMM_VI_PRIOR_ASSEMBLED, "state-space");
         check_grad(lat, "gaussian(variance=0.3)", GMM_VI_PRIOR_ASSEMBLED, "state-space");
@@ -247,7 +235,7 @@ START_TEST(test_vi_grad_graph)
     graph_model gm;
     graph_of("laplacian(precision=0.8, ridge=0.3) + edge-ou(variance=2, lengthscale=0.7)", 17,
              &gm);
-    for (size_t il = 0; il < 4; il++)
+    for (size_t il = 0; il < NLIKS; il++)
         check_grad(gm.lat, all_liks[il], GMM_VI_PRIOR_AUTO, "graph");
     graph_free(&gm);
 }
@@ -266,7 +254,7 @@ static void check_start(gmm_latent *lat, const char *liktext, gmm_vi_prior_form 
     tu_rng r;
     tu_rng_seed(&r, 37);
     size_t nr = gmm_latent_nrows(lat), n = gmm_latent_dim(lat);
-    gmm_lik lik = lik_of(liktext);
+    gmm_lik lik = tu_lik_of(liktext, 1.7);
     double *y = malloc(nr * sizeof *y), *e = malloc(nr * sizeof *e);
     outcomes(&lik, &r, nr, y, e);
     int gauss = lik.type->conjugate;
@@ -352,7 +340,7 @@ END_TEST
 static void check_gaussian_exact(gmm_latent *lat, const double *y, const char *label,
                                  size_t memory)
 {
-    gmm_lik lik = lik_of("gaussian(variance=0.2)");
+    gmm_lik lik = tu_lik_of("gaussian(variance=0.2)", 1.7);
     gmm_problem *p = NULL;
     ck_assert_int_eq(gmm_problem_alloc(lat, &lik, y, NULL, 0, 0.0, &p), GMM_OK);
     gmm_objective *o = gmm_problem_objective(p);
@@ -470,7 +458,7 @@ START_TEST(test_vi_learn_hyper)
     }
     gmm_kernel *k = NULL;
     gmm_latent *lat = ssm_latent("matern32(variance=1, lengthscale=1)", x, n, &k);
-    gmm_lik lik = lik_of("gaussian(variance=0.5)");
+    gmm_lik lik = tu_lik_of("gaussian(variance=0.5)", 1.7);
     gmm_problem *p = NULL;
     ck_assert_int_eq(gmm_problem_alloc(lat, &lik, y, NULL, 0, 0.0, &p), GMM_OK);
     gmm_vi_params par;
@@ -540,7 +528,7 @@ START_TEST(test_vi_api)
     tu_rng r;
     tu_rng_seed(&r, 41);
     double y[17], e[17];
-    gmm_lik lik = lik_of("bernoulli");
+    gmm_lik lik = tu_lik_of("bernoulli", 1.7);
     outcomes(&lik, &r, 17, y, e);
     gmm_problem *p = NULL;
     ck_assert_int_eq(gmm_problem_alloc(gm.lat, &lik, y, NULL, 1, 0.1, &p), GMM_OK);
@@ -602,6 +590,57 @@ END_TEST
 
 /* Every allocation failure of gmm_vi_alloc and gmm_vi_fit is a clean
  * GMM_ENOMEM (no leak: the sanitizer build checks). */
+/* Resuming from another q: the mean and L restricted (narrower) or
+ * zero-extended (wider) to the new bandwidth. */
+START_TEST(test_vi_set_state_from)
+{
+    graph_model gm;
+    graph_of("edge-ou(variance=1.5, lengthscale=2)", 17, &gm);
+    tu_rng r;
+    tu_rng_seed(&r, 43);
+    double y[17], e[17];
+    gmm_lik lik = tu_lik_of("poisson", 1.7);
+    outcomes(&lik, &r, 17, y, e);
+    gmm_problem *p = NULL;
+    ck_assert_int_eq(gmm_problem_alloc(gm.lat, &lik, y, NULL, 1, 0.1, &p), GMM_OK);
+    gmm_vi_params par;
+    gmm_vi *v[3] = {NULL, NULL, NULL};
+    size_t bw[3] = {2, 1, 4};
+    for (int k = 0; k < 3; k++) {
+        gmm_vi_params_init(&par);
+        par.bandwidth = bw[k];
+        ck_assert_int_eq(gmm_vi_alloc(p, &par, &v[k]), GMM_OK);
+    }
+    gmm_vi_result res;
+    ck_assert_int_eq(gmm_vi_fit(v[0], &res), GMM_OK);
+    const double *th = gmm_problem_objective(p)->value;
+    size_t n = gmm_vi_dim(v[0]);
+    gmm_band *L0 = gmm_band_alloc(n, 2, 0, GMM_BAND_LOWER);
+    ck_assert_int_eq(gmm_vi_factor(v[0], L0), GMM_OK);
+    for (int k = 1; k < 3; k++) {
+        ck_assert_int_eq(gmm_vi_set_state_from(v[k], th, v[0]), GMM_OK);
+        gmm_band *Lk = gmm_band_alloc(n, bw[k], 0, GMM_BAND_LOWER);
+        ck_assert_int_eq(gmm_vi_factor(v[k], Lk), GMM_OK);
+        for (size_t i = 0; i < n; i++) {
+            ck_assert(gmm_vi_mean(v[k])[i] == gmm_vi_mean(v[0])[i]);
+            for (size_t j = 0; j <= bw[k] && j <= i; j++) {
+                double want = j <= 2 ? gmm_band_get(L0, i, i - j) : 0.0;
+                ck_assert_msg(fabs(gmm_band_get(Lk, i, i - j) - want) <= 1e-14 * fabs(want),
+                              "b %zu: L(%zu, %zu) %.17g, want %.17g", bw[k], i, i - j,
+                              gmm_band_get(Lk, i, i - j), want);
+            }
+        }
+        gmm_band_free(Lk);
+    }
+    ck_assert_int_eq(gmm_vi_set_state_from(v[1], th, NULL), GMM_EINVAL);
+    gmm_band_free(L0);
+    for (int k = 0; k < 3; k++)
+        gmm_vi_free(v[k]);
+    gmm_problem_free(p);
+    graph_free(&gm);
+}
+END_TEST
+
 START_TEST(test_vi_oom)
 {
     graph_model gm;
@@ -609,7 +648,7 @@ START_TEST(test_vi_oom)
     tu_rng r;
     tu_rng_seed(&r, 43);
     double y[17], e[17];
-    gmm_lik lik = lik_of("poisson");
+    gmm_lik lik = tu_lik_of("poisson", 1.7);
     outcomes(&lik, &r, 17, y, e);
     gmm_problem *p = NULL;
     ck_assert_int_eq(gmm_problem_alloc(gm.lat, &lik, y, e, 1, 0.1, &p), GMM_OK);
@@ -706,7 +745,7 @@ static q2_err poisson_two(double scale)
     ck_assert_int_eq(gmm_gmrf_alloc(g, sp, "edge-ou", &gm), GMM_OK);
     gmm_latent *lat = NULL;
     ck_assert_int_eq(gmm_latent_gmrf_alloc(gm, 5, node, &lat), GMM_OK);
-    gmm_lik lik = lik_of("poisson");
+    gmm_lik lik = tu_lik_of("poisson", 1.7);
     gmm_problem *p = NULL;
     ck_assert_int_eq(gmm_problem_alloc(lat, &lik, y, e, 1, 0.2, &p), GMM_OK);
     const double *th = gmm_problem_objective(p)->value;
@@ -856,7 +895,7 @@ START_TEST(test_vi_quad_error)
     const char *liks[] = {"bernoulli", "negbinomial", "poisson"};
     gsl_integration_workspace *w = gsl_integration_workspace_alloc(200);
     for (size_t l = 0; l < 3; l++) {
-        gmm_lik lik = lik_of(liks[l]);
+        gmm_lik lik = tu_lik_of(liks[l], 1.7);
         outcomes(&lik, &r, 17, y, e);
         const double *ep = lik.type->exposure ? e : NULL;
         gmm_problem *p = NULL;
@@ -897,6 +936,12 @@ START_TEST(test_vi_quad_error)
                 truth += fabs(out[0] - exact[i]);
             }
             ck_assert_int_eq(gmm_vi_quad_error(v, ks[t], &est), GMM_OK);
+            /* the check: the same error, against 1e-8 max(1, |ELBO|) */
+            double cerr, lim, elbo;
+            ck_assert_int_eq(gmm_vi_quad_check(v, ks[t], &cerr, &lim), GMM_OK);
+            ck_assert_int_eq(gmm_vi_elbo(v, gmm_vi_theta(v), gmm_vi_lambda(v), &elbo, NULL, NULL),
+                             GMM_OK);
+            ck_assert(cerr == est && lim == 1e-8 * fmax(1.0, fabs(elbo)));
             if (verbose())
                 printf("vi quad_error %-9s K %3zu (max s2 %.2f): estimate %.3e, true %.3e\n",
                        liks[l], ks[t], s2max, est, truth);
@@ -1030,7 +1075,7 @@ START_TEST(test_vi_close_inputs)
             x[i] = dts[id] * (double)i;
         gmm_kernel *k = NULL;
         gmm_latent *lat = ssm_latent("matern32(variance=1, lengthscale=1)", x, n, &k);
-        gmm_lik lik = lik_of("gaussian(variance=0.1)");
+        gmm_lik lik = tu_lik_of("gaussian(variance=0.1)", 1.7);
         gmm_problem *p = NULL;
         ck_assert_int_eq(gmm_problem_alloc(lat, &lik, y, NULL, 0, 0.0, &p), GMM_OK);
         gmm_vi_params par;
@@ -1120,6 +1165,7 @@ Suite *infer_vi_suite(void)
     tcase_add_test(tc, test_vi_poisson_quadrature);
     tcase_add_test(tc, test_vi_quad_error);
     tcase_add_test(tc, test_vi_api);
+    tcase_add_test(tc, test_vi_set_state_from);
     tcase_add_test(tc, test_vi_oom);
     suite_add_tcase(s, tc);
     return s;

@@ -15,6 +15,7 @@
 #include "gmm/kernel.h"
 #include "gmm/spec.h"
 #include "support/testutil.h"
+#include "support/tu_model.h"
 
 #define MAXD 64
 
@@ -289,17 +290,6 @@ END_TEST
 
 /* ---- composite kernels ------------------------------------------------------- */
 
-static gmm_kernel *kernel_of(const char *text)
-{
-    gmm_spec_node *s = NULL;
-    ck_assert_msg(gmm_spec_parse(text, &s) == GMM_OK, "parse %s: %s", text, gmm_error_message());
-    gmm_kernel *k = NULL;
-    gmm_status st = gmm_kernel_from_spec(s, &k);
-    ck_assert_msg(st == GMM_OK, "%s: %s", text, gmm_error_message());
-    gmm_spec_free(s);
-    return k;
-}
-
 static const char *composites[] = {
     "matern32(variance=1.3, lengthscale=0.7)",
     "matern52(variance=0.9, lengthscale=1.9) + matern12(variance=0.4, lengthscale=0.3)",
@@ -320,7 +310,7 @@ static const char *composites[] = {
 START_TEST(test_composite_state_space)
 {
     for (size_t ic = 0; ic < NCOMP; ic++) {
-        gmm_kernel *k = kernel_of(composites[ic]);
+        gmm_kernel *k = tu_kernel_of(composites[ic]);
         size_t d = gmm_kernel_dim(k), dd = d * d;
         gmm_kernel_work *w = gmm_kernel_work_alloc(k);
         const double *th = gmm_kernel_values_const(k);
@@ -413,7 +403,7 @@ START_TEST(test_composite_rev_fd)
     tu_rng r;
     tu_rng_seed(&r, 11);
     for (size_t ic = 0; ic < NCOMP; ic++) {
-        gmm_kernel *k = kernel_of(composites[ic]);
+        gmm_kernel *k = tu_kernel_of(composites[ic]);
         size_t d = gmm_kernel_dim(k), dd = d * d, np = gmm_kernel_nparam(k);
         gmm_kernel_work *w = gmm_kernel_work_alloc(k);
         double *bars = malloc((3 * dd + d) * sizeof *bars), *theta = malloc(np * sizeof *theta);
@@ -457,7 +447,7 @@ START_TEST(test_cov_grad_fd)
 {
     static const double taus[] = {0.0, 1e-6, 0.013, 0.4, 2.7};
     for (size_t ic = 0; ic < NCOMP; ic++) {
-        gmm_kernel *k = kernel_of(composites[ic]);
+        gmm_kernel *k = tu_kernel_of(composites[ic]);
         size_t np = gmm_kernel_nparam(k);
         double *th = malloc(np * sizeof *th), *g = malloc(np * sizeof *g);
         memcpy(th, gmm_kernel_values_const(k), np * sizeof *th);
@@ -495,7 +485,7 @@ END_TEST
 START_TEST(test_blocks)
 {
     for (size_t ic = 0; ic < NCOMP; ic++) {
-        gmm_kernel *k = kernel_of(composites[ic]);
+        gmm_kernel *k = tu_kernel_of(composites[ic]);
         size_t d = gmm_kernel_dim(k), dd = d * d, blk[MAXD], nb;
         ck_assert_int_eq(gmm_kernel_blocks(k, blk, &nb), GMM_OK);
         size_t next = 0;
@@ -528,7 +518,7 @@ START_TEST(test_blocks)
         gmm_kernel_work_free(w);
         gmm_kernel_free(k);
     }
-    gmm_kernel *k = kernel_of("matern32(variance=1.2, lengthscale=0.8) + quasiperiodic("
+    gmm_kernel *k = tu_kernel_of("matern32(variance=1.2, lengthscale=0.8) + quasiperiodic("
                               "variance=0.5, lengthscale=3, period=1, harmonics=2)");
     size_t blk[MAXD], nb;
     ck_assert_int_eq(gmm_kernel_blocks(k, blk, &nb), GMM_OK);
@@ -537,7 +527,7 @@ START_TEST(test_blocks)
     for (size_t i = 0; i < 6; i++)
         ck_assert_uint_eq(blk[i], want1[i]);
     gmm_kernel_free(k);
-    k = kernel_of("cosine(variance=1.0, period=0.8) * periodic(variance=0.7, lengthscale=1.2, "
+    k = tu_kernel_of("cosine(variance=1.0, period=0.8) * periodic(variance=0.7, lengthscale=1.2, "
                   "period=2.1, harmonics=1)");
     ck_assert_int_eq(gmm_kernel_blocks(k, blk, &nb), GMM_OK);
     ck_assert_uint_eq(nb, 2);
@@ -545,7 +535,7 @@ START_TEST(test_blocks)
     for (size_t i = 0; i < 8; i++)
         ck_assert_uint_eq(blk[i], want2[i]);
     gmm_kernel_free(k);
-    k = kernel_of("matern52(variance=0.9, lengthscale=1.9)");
+    k = tu_kernel_of("matern52(variance=0.9, lengthscale=1.9)");
     ck_assert_int_eq(gmm_kernel_blocks(k, blk, &nb), GMM_OK);
     ck_assert_uint_eq(nb, 1);
     gmm_kernel_free(k);
@@ -554,7 +544,7 @@ END_TEST
 
 START_TEST(test_names_and_dims)
 {
-    gmm_kernel *k = kernel_of("matern32 + quasiperiodic(period=1, harmonics=2)");
+    gmm_kernel *k = tu_kernel_of("matern32 + quasiperiodic(period=1, harmonics=2)");
     ck_assert_uint_eq(gmm_kernel_dim(k), 6);
     ck_assert_uint_eq(gmm_kernel_nparam(k), 5);
     ck_assert_uint_eq(gmm_kernel_nleaves(k), 2);
@@ -572,7 +562,7 @@ START_TEST(test_names_and_dims)
     ck_assert(!gmm_kernel_damped(k));
     gmm_kernel_free(k);
 
-    k = kernel_of("(matern12 + cosine) * periodic(harmonics=3) * constant");
+    k = tu_kernel_of("(matern12 + cosine) * periodic(harmonics=3) * constant");
     ck_assert_uint_eq(gmm_kernel_dim(k), (1 + 2) * 8 * 1);
     ck_assert_str_eq(gmm_kernel_param_name(k, 0), "0.matern12.variance");
     ck_assert_str_eq(gmm_kernel_param_name(k, 7), "3.constant.variance");
@@ -621,7 +611,7 @@ START_TEST(test_defaults)
         y[i] = (i % 2) ? 1.0 : -1.0;
     }
     y[100] = NAN;
-    gmm_kernel *k = kernel_of("matern32(lengthscale=2) + matern12 * cosine + "
+    gmm_kernel *k = tu_kernel_of("matern32(lengthscale=2) + matern12 * cosine + "
                               "quasiperiodic(period=3)");
     int def[9];
     ck_assert_int_eq(gmm_kernel_fill_defaults(k, x, y, n, def), GMM_OK);
@@ -639,7 +629,7 @@ START_TEST(test_defaults)
     /* the lengthscale cap: 50 median spacings */
     for (size_t i = 0; i < n; i++)
         x[i] = (double)i * (i + 1 < n ? 1.0 : 1e6);
-    k = kernel_of("matern52");
+    k = tu_kernel_of("matern52");
     ck_assert_int_eq(gmm_kernel_fill_defaults(k, x, y, n, NULL), GMM_OK);
     ck_assert(gmm_kernel_values_const(k)[1] == 50.0);
     gmm_kernel_free(k);
@@ -651,11 +641,11 @@ END_TEST
 START_TEST(test_format_round_trip)
 {
     for (size_t ic = 0; ic < NCOMP; ic++) {
-        gmm_kernel *k = kernel_of(composites[ic]);
+        gmm_kernel *k = tu_kernel_of(composites[ic]);
         size_t need = gmm_kernel_format(k, NULL, NULL, 0);
         char *buf = malloc(need + 1);
         ck_assert_uint_eq(gmm_kernel_format(k, NULL, buf, need + 1), need);
-        gmm_kernel *k2 = kernel_of(buf);
+        gmm_kernel *k2 = tu_kernel_of(buf);
         ck_assert_uint_eq(gmm_kernel_nparam(k2), gmm_kernel_nparam(k));
         ck_assert_uint_eq(gmm_kernel_dim(k2), gmm_kernel_dim(k));
         for (size_t i = 0; i < gmm_kernel_nparam(k); i++) {

@@ -25,6 +25,7 @@
 #include "gmm/spec.h"
 #include "gmm/ssm.h"
 #include "support/testutil.h"
+#include "support/tu_model.h"
 
 #define EPS 2.220446049250313e-16
 
@@ -73,22 +74,11 @@ typedef struct {
     double damp;   /* of the model (gmm_kernel_cov of the regularised kernel) */
 } ssm_case;
 
-static gmm_kernel *kernel_of(const char *text)
-{
-    gmm_spec_node *s = NULL;
-    ck_assert_msg(gmm_spec_parse(text, &s) == GMM_OK, "parse %s: %s", text, gmm_error_message());
-    gmm_kernel *k = NULL;
-    gmm_status st = gmm_kernel_from_spec(s, &k);
-    ck_assert_msg(st == GMM_OK, "%s: %s", text, gmm_error_message());
-    gmm_spec_free(s);
-    return k;
-}
-
 /* The case on inputs c->x (c->nx, one of them a repeat) already set;
  * damp_rel: 0 for the default damping of zero-noise factors. */
 static void ssm_case_setup(ssm_case *c, const char *spec, double damp_rel)
 {
-    c->k = kernel_of(spec);
+    c->k = tu_kernel_of(spec);
     double y[16];
     for (size_t i = 0; i < c->nx; i++)
         y[i] = sin(3.0 * c->x[i]);
@@ -940,7 +930,7 @@ END_TEST
  * agrees with finite differences. */
 START_TEST(test_prior_rows_close_inputs)
 {
-    gmm_kernel *k = kernel_of("matern52(variance=1.3, lengthscale=2.0)");
+    gmm_kernel *k = tu_kernel_of("matern52(variance=1.3, lengthscale=2.0)");
     double x[6] = {0.0, 1e-6, 2e-6, 0.5, 0.5 + 3e-7, 1.5};
     gmm_latent *l = NULL;
     ck_assert_int_eq(gmm_latent_ssm_alloc(k, x, 6, NULL, &l), GMM_OK);
@@ -1045,7 +1035,7 @@ END_TEST
  * kernel (h' W W' h = k(tau) needs no inverse). */
 START_TEST(test_ssm_whiten_close_inputs)
 {
-    gmm_kernel *k = kernel_of("matern52(variance=1.3, lengthscale=2.0)");
+    gmm_kernel *k = tu_kernel_of("matern52(variance=1.3, lengthscale=2.0)");
     double x[6] = {0.0, 1e-6, 2e-6, 0.5, 0.5 + 3e-7, 1.5};
     gmm_latent *l = NULL;
     ck_assert_int_eq(gmm_latent_ssm_alloc(k, x, 6, NULL, &l), GMM_OK);

@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "gmm/likelihood.h"
 
@@ -28,20 +29,25 @@ static double integrand(double f, void *vp)
 START_TEST(test_predictive_vs_quadrature)
 {
     const char *liks[] = {"poisson", "bernoulli", "negbinomial(dispersion=2.5)",
-                          "gaussian(variance=0.4)"};
-    const double ys[][3] = {{0, 3, 250}, {0, 1, 1}, {0, 4, 60}, {-1.2, 0.3, 4.0}};
+                          "gaussian(variance=0.4)", "binomial", "studentt(df=3, scale=0.3)",
+                          "studentt(df=40, scale=0.05)"};
+    /* studentt at y = 9: a t peak far out in the normal's tail, two modes */
+    const double ys[][3] = {{0, 3, 250}, {0, 1, 1}, {0, 4, 60}, {-1.2, 0.3, 4.0},
+                            {0, 5, 12}, {-1.2, 0.3, 9.0}, {-1.2, 0.3, 9.0}};
     const double mus[] = {-1.0, 0.7, 4.5}, s2s[] = {0.01, 0.5, 3.0};
     gsl_integration_workspace *ws = gsl_integration_workspace_alloc(2000);
     double worst = 0.0;
-    for (size_t l = 0; l < 4; l++) {
+    for (size_t l = 0; l < 7; l++) {
         gmm_lik lik;
         ck_assert_int_eq(gmm_lik_parse(liks[l], &lik), GMM_OK);
         for (size_t iy = 0; iy < 3; iy++)
             for (size_t im = 0; im < 3; im++)
                 for (size_t is = 0; is < 3; is++) {
                     double y = ys[l][iy], mu = mus[im], s2 = s2s[is], e = 1.3, lpd;
-                    if (lik.type->conjugate || !lik.type->exposure)
+                    if (!lik.type->rowq)
                         e = 1.0;
+                    else if (!strcmp(lik.type->rowq, "trials"))
+                        e = 12.0;
                     ck_assert_int_eq(gmm_lik_predictive(&lik, y, e, mu, s2, &lpd), GMM_OK);
                     pq q = {&lik, y, e, mu, s2, lpd, 0};
                     gsl_function F = {integrand, &q};
@@ -50,7 +56,10 @@ START_TEST(test_predictive_vs_quadrature)
                      * narrow likelihood peak far from mu (250 counts) is
                      * missed by qagi: break the range at mu and at the
                      * likelihood's own peak */
-                    double ly = lik.type->link_log ? log((y + 0.5) / e) : y;
+                    double ly = !lik.type->resp ? y
+                                : lik.type->rowq && !strcmp(lik.type->rowq, "trials")
+                                    ? gmm_lik_link(&lik, (y + 0.5) / (e + 1.0))
+                                    : log((y + 0.5) / e);
                     double pts[4] = {-60.0, fmin(mu, ly), fmax(mu, ly), 60.0};
                     if (pts[1] == pts[2])
                         pts[2] += 1e-3;
@@ -74,9 +83,15 @@ END_TEST
 
 START_TEST(test_response_mean)
 {
-    const char *liks[] = {"poisson", "bernoulli", "negbinomial(dispersion=2.5)"};
+    const char *liks[] = {"poisson", "bernoulli", "negbinomial(dispersion=2.5)", "binomial"};
     gsl_integration_workspace *ws = gsl_integration_workspace_alloc(2000);
-    for (size_t l = 0; l < 3; l++) {
+    /* identity link: the mean is mu, the interval mu -/+ z sd */
+    gmm_lik t;
+    ck_assert_int_eq(gmm_lik_parse("studentt(df=3, scale=0.3)", &t), GMM_OK);
+    double o[3];
+    ck_assert_int_eq(gmm_lik_response(&t, 0.7, 0.25, 1.96, o), GMM_OK);
+    ck_assert(o[0] == 0.7 && o[1] == 0.7 - 1.96 * 0.5 && o[2] == 0.7 + 1.96 * 0.5);
+    for (size_t l = 0; l < 4; l++) {
         gmm_lik lik;
         ck_assert_int_eq(gmm_lik_parse(liks[l], &lik), GMM_OK);
         if (isnan(lik.par[0]))

@@ -14,6 +14,7 @@
 #include <gsl/gsl_integration.h>
 #include <gsl/gsl_math.h>
 #include <gsl/gsl_randist.h>
+#include <gsl/gsl_sf_gamma.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -22,6 +23,7 @@
 
 #include "gmm/alloc.h"
 #include "gmm/likelihood.h"
+#include "support/tu_model.h"
 
 #define EPS DBL_EPSILON
 
@@ -32,34 +34,35 @@ static int verbose(void)
     return v && strcmp(v, "verbose") == 0;
 }
 
-static gmm_lik lik_of(const char *text)
-{
-    gmm_lik l;
-    ck_assert_msg(gmm_lik_parse(text, &l) == GMM_OK, "'%s': %s", text, gmm_error_message());
-    return l;
-}
-
 /* ---- table --------------------------------------------------------------------- */
 
 START_TEST(test_table)
 {
-    const char *names[] = {"gaussian", "poisson", "bernoulli", "negbinomial"};
-    const int exposure[] = {0, 1, 0, 1}, conjugate[] = {1, 0, 0, 0}, link_log[] = {0, 1, 0, 1};
-    const size_t nparam[] = {1, 0, 0, 1};
-    ck_assert_uint_eq(gmm_lik_ntypes(), 4);
-    for (size_t i = 0; i < 4; i++) {
+    const char *names[] = {"gaussian", "poisson", "binomial", "bernoulli", "negbinomial",
+                           "studentt"};
+    const char *rowq[] = {NULL, "exposure", "trials", NULL, "exposure", NULL};
+    const char *resp[] = {NULL, "rate", "prob", "prob", "rate", NULL};
+    const int conjugate[] = {1, 0, 0, 0, 0, 0}, link_log[] = {0, 1, 0, 0, 1, 0};
+    const size_t nparam[] = {1, 0, 0, 0, 1, 2};
+    ck_assert_uint_eq(gmm_lik_ntypes(), 6);
+    for (size_t i = 0; i < 6; i++) {
         const gmm_lik_type *t = gmm_lik_type_at(i);
         ck_assert_ptr_nonnull(t);
         ck_assert_str_eq(t->name, names[i]);
         ck_assert_ptr_eq(gmm_lik_type_find(names[i]), t);
-        ck_assert_int_eq(!!t->exposure, exposure[i]);
+        ck_assert_int_eq(!!t->exposure, rowq[i] != NULL);
+        ck_assert(rowq[i] ? t->rowq && !strcmp(t->rowq, rowq[i]) : !t->rowq);
+        ck_assert(resp[i] ? t->resp && !strcmp(t->resp, resp[i]) : !t->resp);
+        ck_assert(!t->rowq == !t->check_e);
+        ck_assert(t->link && t->working && t->intercept);
+        ck_assert(!t->nparam == !t->defaults);
         ck_assert_int_eq(!!t->conjugate, conjugate[i]);
         ck_assert_int_eq(!!t->link_log, link_log[i]);
         ck_assert_uint_eq(t->nparam, nparam[i]);
         ck_assert(t->nparam <= GMM_LIK_MAXPARAM);
         ck_assert(t->eval != NULL && t->mean != NULL);
     }
-    ck_assert_ptr_null(gmm_lik_type_at(4));
+    ck_assert_ptr_null(gmm_lik_type_at(6));
     ck_assert_ptr_null(gmm_lik_type_find("poison"));
     ck_assert_ptr_null(gmm_lik_type_find(NULL));
     ck_assert(gmm_lik_type_find("gaussian")->expect != NULL);
@@ -87,18 +90,18 @@ END_TEST
 
 START_TEST(test_parse)
 {
-    gmm_lik l = lik_of("poisson");
+    gmm_lik l = tu_lik_of("poisson", NAN);
     ck_assert_ptr_eq(l.type, gmm_lik_type_find("poisson"));
-    l = lik_of("gaussian(variance=2)");
+    l = tu_lik_of("gaussian(variance=2)", NAN);
     ck_assert_ptr_eq(l.type, gmm_lik_type_find("gaussian"));
     ck_assert(l.par[0] == 2.0);
-    l = lik_of("  negbinomial( dispersion = 0.5 ) ");
+    l = tu_lik_of("  negbinomial( dispersion = 0.5 ) ", NAN);
     ck_assert(l.par[0] == 0.5);
-    l = lik_of("(bernoulli)");
+    l = tu_lik_of("(bernoulli)", NAN);
     ck_assert_ptr_eq(l.type, gmm_lik_type_find("bernoulli"));
-    l = lik_of("negbinomial");
+    l = tu_lik_of("negbinomial", NAN);
     ck_assert(isnan(l.par[0]));
-    l = lik_of("gaussian()");
+    l = tu_lik_of("gaussian()", NAN);
     ck_assert(isnan(l.par[0]));
 
     /* defaults */
@@ -106,27 +109,27 @@ START_TEST(test_parse)
     double var = (4.0 + 0.0 + 1.0 + 9.0 + 0.0) / 4.0; /* mean 3 */
     gmm_lik_fill_defaults(&l, y, 6);
     ck_assert(fabs(l.par[0] - 0.1 * var) <= 4 * EPS * var);
-    l = lik_of("gaussian(variance=5)");
+    l = tu_lik_of("gaussian(variance=5)", NAN);
     gmm_lik_fill_defaults(&l, y, 6);
     ck_assert(l.par[0] == 5.0);
-    l = lik_of("gaussian");
+    l = tu_lik_of("gaussian", NAN);
     gmm_lik_fill_defaults(&l, y, 1);
     ck_assert(l.par[0] == 1.0);
     double yc[3] = {2.0, NAN, 2.0};
-    l = lik_of("gaussian");
+    l = tu_lik_of("gaussian", NAN);
     gmm_lik_fill_defaults(&l, yc, 3);
     ck_assert(fabs(l.par[0] - 0.1) <= EPS);
-    l = lik_of("negbinomial");
+    l = tu_lik_of("negbinomial", NAN);
     gmm_lik_fill_defaults(&l, y, 6);
     ck_assert(l.par[0] == 1.0);
 
     char buf[64];
-    l = lik_of("negbinomial");
+    l = tu_lik_of("negbinomial", NAN);
     ck_assert_str_eq(gmm_lik_param_name(&l, 0, buf), "likelihood.dispersion");
     ck_assert_ptr_null(gmm_lik_param_name(&l, 1, buf));
-    l = lik_of("gaussian");
+    l = tu_lik_of("gaussian", NAN);
     ck_assert_str_eq(gmm_lik_param_name(&l, 0, buf), "likelihood.variance");
-    l = lik_of("poisson");
+    l = tu_lik_of("poisson", NAN);
     ck_assert_ptr_null(gmm_lik_param_name(&l, 0, buf));
 }
 END_TEST
@@ -138,8 +141,8 @@ START_TEST(test_parse_errors)
         size_t index;
         const char *msg; /* a substring of the message */
     } cases[] = {
-        {"poison", 0, "unknown likelihood 'poison' (likelihoods: gaussian, poisson, bernoulli, "
-                      "negbinomial)"},
+        {"poison", 0, "unknown likelihood 'poison' (likelihoods: gaussian, poisson, binomial, "
+                      "bernoulli, negbinomial, studentt)"},
         {"  poison(x=1)", 2, "unknown likelihood"},
         {"gaussian(scale=1)", 9, "unknown parameter 'scale' of gaussian (parameters: variance)"},
         {"poisson(variance=1)", 8, "(poisson has none)"},
@@ -199,7 +202,7 @@ END_TEST
 static void check_fails(const char *spec, const double *y, const double *e, size_t n,
                         size_t row, const char *msg)
 {
-    gmm_lik l = lik_of(spec);
+    gmm_lik l = tu_lik_of(spec, NAN);
     gmm_error_clear();
     ck_assert_int_eq(gmm_lik_check_data(&l, y, e, n), GMM_EINVAL);
     ck_assert_msg(gmm_error_index() == row, "%s: row %zu, expected %zu (%s)", spec,
@@ -235,15 +238,49 @@ START_TEST(test_check_data)
     check_fails("bernoulli", y9, e9, 2, GMM_NO_INDEX, "the bernoulli likelihood takes no exposure");
     check_fails("gaussian", y9, e9, 2, GMM_NO_INDEX, "the gaussian likelihood takes no exposure");
 
+    /* trials: a count k in 0..n, n a positive integer */
+    double yb[] = {0.0, 3.0, NAN, 5.0}, eb[] = {1.0, 3.0, 0.0, 3.0};
+    check_fails("binomial", yb, eb, 4, 3, "y = 5 exceeds trials = 3 (binomial)");
+    double eb2[] = {1.0, 0.0, 1.0, 9.0};
+    check_fails("binomial", yb, eb2, 4, 1, "trials = 0 must be a positive integer");
+    double eb3[] = {1.0, 3.5, 1.0, 9.0};
+    check_fails("binomial", yb, eb3, 4, 1, "trials = 3.5 must be a positive integer");
+    double eb4[] = {NAN, 3.0, 1.0, 9.0};
+    check_fails("binomial", yb, eb4, 4, 0, "missing trials for an observed outcome");
+    double yb5[] = {0.0, 1.5}, eb5[] = {2.0, 2.0};
+    check_fails("binomial", yb5, eb5, 2, 1, "y = 1.5 is not a non-negative integer (binomial)");
+    check_fails("binomial", yb, NULL, 4, 1, "y = 3 exceeds trials = 1 (binomial)");
+    check_fails("studentt", y5, NULL, 2, 1, "y = inf is not finite");
+    check_fails("studentt", y9, e9, 2, GMM_NO_INDEX, "the studentt likelihood takes no exposure");
+    {
+        gmm_lik l = tu_lik_of("binomial", NAN);
+        double e = 3.0, eb0 = 0.0;
+        int col = -1;
+        ck_assert_int_eq(gmm_lik_check_row(&l, 3.0, &e, &col), GMM_OK);
+        ck_assert_int_eq(gmm_lik_check_row(&l, NAN, &eb0, &col), GMM_OK);
+        ck_assert_int_eq(gmm_lik_check_row(&l, 4.0, &e, &col), GMM_EINVAL);
+        ck_assert_int_eq(col, 0);
+        ck_assert_str_eq(gmm_error_message(), "y = 4 exceeds trials = 3 (binomial)");
+        ck_assert_int_eq(gmm_lik_check_row(&l, 0.0, &eb0, &col), GMM_EINVAL);
+        ck_assert_int_eq(col, 1);
+        l = tu_lik_of("poisson", NAN);
+        ck_assert_int_eq(gmm_lik_check_row(&l, 2.0, &eb0, &col), GMM_EINVAL);
+        ck_assert_int_eq(col, 1);
+        ck_assert_str_eq(gmm_error_message(), "exposure = 0 must be positive and finite");
+        l = tu_lik_of("bernoulli", NAN);
+        ck_assert_int_eq(gmm_lik_check_row(&l, 1.0, &e, &col), GMM_EINVAL);
+        ck_assert_int_eq(gmm_lik_check_row(&l, 1.0, NULL, &col), GMM_OK);
+    }
+
     /* good data: NaN rows skipped whatever their exposure */
-    gmm_lik l = lik_of("poisson");
+    gmm_lik l = tu_lik_of("poisson", NAN);
     double y10[] = {NAN, 0.0, 7.0, NAN, 1e300}, e10[] = {0.0, 1e-300, 3.0, NAN, 1.0};
     ck_assert_int_eq(gmm_lik_check_data(&l, y10, e10, 5), GMM_OK);
     ck_assert_int_eq(gmm_lik_check_data(&l, y10, NULL, 5), GMM_OK);
-    l = lik_of("bernoulli");
+    l = tu_lik_of("bernoulli", NAN);
     double y11[] = {NAN, 0.0, 1.0, NAN};
     ck_assert_int_eq(gmm_lik_check_data(&l, y11, NULL, 4), GMM_OK);
-    l = lik_of("gaussian");
+    l = tu_lik_of("gaussian", NAN);
     double y12[] = {-2.5, NAN, 1e-300, 3.7};
     ck_assert_int_eq(gmm_lik_check_data(&l, y12, NULL, 4), GMM_OK);
     ck_assert_int_eq(gmm_lik_check_data(&l, NULL, NULL, 0), GMM_OK);
@@ -263,7 +300,7 @@ START_TEST(test_eval_vs_gsl_densities)
 {
     double out[4], worst = 0.0; /* |log p - ref| / (the error sum) */
     int nchecked = 0;
-    gmm_lik g = lik_of("gaussian(variance=0.7)");
+    gmm_lik g = tu_lik_of("gaussian(variance=0.7)", NAN);
     for (double y = -3.0; y <= 3.0; y += 0.75)
         for (double f = -2.0; f <= 2.0; f += 0.5) {
             gmm_lik_eval(&g, y, 1.0, f, out, NULL);
@@ -272,7 +309,7 @@ START_TEST(test_eval_vs_gsl_densities)
             ck_assert_msg(fabs(out[0] - ref) <= 8 * B, "gaussian y=%g f=%g", y, f);
             worst = fmax(worst, fabs(out[0] - ref) / B);
         }
-    gmm_lik p = lik_of("poisson");
+    gmm_lik p = tu_lik_of("poisson", NAN);
     for (unsigned k = 0; k < 60; k += 7)
         for (double f = -3.0; f <= 4.0; f += 0.5)
             for (double e = 0.25; e < 20.0; e *= 4.0) {
@@ -285,7 +322,7 @@ START_TEST(test_eval_vs_gsl_densities)
                 ck_assert_msg(fabs(out[0] - ref) <= 8 * B, "poisson y=%u e=%g f=%g", k, e, f);
                 worst = fmax(worst, fabs(out[0] - ref) / B);
             }
-    gmm_lik b = lik_of("bernoulli");
+    gmm_lik b = tu_lik_of("bernoulli", NAN);
     for (unsigned k = 0; k < 2; k++)
         for (double f = -6.0; f <= 6.0; f += 0.5) {
             gmm_lik_eval(&b, k, 1.0, f, out, NULL);
@@ -321,10 +358,187 @@ START_TEST(test_eval_vs_gsl_densities)
 }
 END_TEST
 
+/* binomial against GSL's pmf (R's dbinom: the full log C(n, k)), and
+ * studentt against GSL's t density of (y - f) / s over s (R's dt with a
+ * scale).  GSL's error: eps times the magnitudes of the log terms it
+ * exponentiates; tolerance 8 times that. */
+START_TEST(test_eval_binomial_studentt)
+{
+    double out[4];
+    int nchecked = 0;
+    gmm_lik b = tu_lik_of("binomial", NAN);
+    const unsigned ns[] = {1, 2, 7, 40, 300};
+    for (size_t in = 0; in < 5; in++)
+        for (unsigned k = 0; k <= ns[in]; k += 1 + ns[in] / 9)
+            for (double f = -4.0; f <= 4.0; f += 0.5) {
+                double n = ns[in];
+                gmm_lik_eval(&b, k, n, f, out, NULL);
+                double pp = 1.0 / (1.0 + exp(-f)), ref = log(gsl_ran_binomial_pdf(k, pp, ns[in]));
+                if (!(ref > -700.0))
+                    continue;
+                nchecked++;
+                double B = EPS * (1.0 + 3.0 * lgamma(n + 1.0) + n * (fabs(f) + 1.0)
+                                  + k * pp / (1.0 - pp) + fabs(ref));
+                ck_assert_msg(fabs(out[0] - ref) <= 8 * B, "binomial k=%u n=%g f=%g: %.17g vs %.17g",
+                              k, n, f, out[0], ref);
+                double lc = gsl_sf_lnchoose(ns[in], k);
+                ck_assert_msg(fabs(out[0] - (lc + k * log(pp) + (n - k) * log1p(-pp)))
+                                  <= 8 * B, "binomial k=%u n=%g f=%g", k, n, f);
+            }
+    const double nus[] = {0.5, 1.0, 3.0, 30.0, 1e6}, ss[] = {0.05, 1.0, 20.0};
+    for (size_t iv = 0; iv < 5; iv++)
+        for (size_t is = 0; is < 3; is++) {
+            gmm_lik t = {gmm_lik_type_find("studentt"), {nus[iv], ss[is]}};
+            for (double y = -3.0; y <= 3.0; y += 1.5)
+                for (double f = -2.0; f <= 2.0; f += 0.5) {
+                    gmm_lik_eval(&t, y, 1.0, f, out, NULL);
+                    double z = (y - f) / ss[is];
+                    double ref = log(gsl_ran_tdist_pdf(z, nus[iv]) / ss[is]);
+                    nchecked++;
+                    /* GSL's lngamma difference loses eps nu log nu for large nu */
+                    double B = EPS * (1.0 + fabs(ref) + fabs(log(ss[is]))
+                                      + nus[iv] * log1p(nus[iv]) + (nus[iv] + 1) * z * z);
+                    ck_assert_msg(fabs(out[0] - ref) <= 8 * B,
+                                  "studentt nu=%g s=%g y=%g f=%g: %.17g vs %.17g", nus[iv],
+                                  ss[is], y, f, out[0], ref);
+                }
+        }
+    ck_assert_int_ge(nchecked, 600);
+}
+END_TEST
+
+/* bernoulli, and binomial with one trial, give the bits of the Bernoulli
+ * evaluation below (the family's formulas before it was one case of the
+ * binomial): fits of 0/1 data are unchanged to the last digit. */
+static void bernoulli_ref(double y, double f, double out[4])
+{
+    double t = exp(-fabs(f)), p, q;
+    if (f >= 0.0) {
+        p = 1.0 / (1.0 + t);
+        q = t * p;
+    } else {
+        q = 1.0 / (1.0 + t);
+        p = t * q;
+    }
+    double l = log1p(t);
+    out[0] = y == 1.0 ? -(fmax(-f, 0.0) + l) : -(fmax(f, 0.0) + l);
+    out[1] = y == 1.0 ? q : -p;
+    out[2] = -p * q;
+    out[3] = p * q * tanh(0.5 * f);
+}
+
+START_TEST(test_bernoulli_is_binomial)
+{
+    gmm_lik b = tu_lik_of("bernoulli", NAN), bn = tu_lik_of("binomial", NAN);
+    ck_assert(b.type != bn.type && b.type->eval == bn.type->eval);
+    for (double y = 0.0; y <= 1.0; y += 1.0)
+        for (double f = -750.0; f <= 750.0; f += 0.37) {
+            double ref[4], o1[4], o2[4];
+            bernoulli_ref(y, f, ref);
+            gmm_lik_eval(&b, y, 1.0, f, o1, NULL);
+            gmm_lik_eval(&bn, y, 1.0, f, o2, NULL);
+            for (int k = 0; k < 4; k++)
+                ck_assert_msg(o1[k] == ref[k] && o2[k] == ref[k] &&
+                                  signbit(o1[k]) == signbit(ref[k]),
+                              "y=%g f=%.17g out[%d]: %.17g %.17g vs %.17g", y, f, k, o1[k], o2[k],
+                              ref[k]);
+            ck_assert(b.type->mean(b.par, 1.0, f) == bn.type->mean(bn.par, 1.0, f));
+        }
+}
+END_TEST
+
+/* What callers ask of a family instead of its name. */
+START_TEST(test_behaviour)
+{
+    const double y[] = {3.0, NAN, 0.0, 5.0, 1.0}, e[] = {4.0, 2.0, 1.0, 8.0, 2.0};
+    double b;
+    gmm_lik l = tu_lik_of("poisson", NAN);
+    ck_assert_int_eq(gmm_lik_default_intercept(&l, y, e, 5, &b), GMM_OK);
+    ck_assert(fabs(b - log(9.5 / 15.0)) <= 4 * EPS);
+    ck_assert(fabs(gmm_lik_working(&l, 3.0, 4.0) - log(3.5 / 4.0)) <= 4 * EPS);
+    ck_assert(isnan(gmm_lik_working(&l, NAN, 4.0)));
+    l = tu_lik_of("binomial", NAN);
+    ck_assert_int_eq(gmm_lik_default_intercept(&l, y, e, 5, &b), GMM_OK);
+    ck_assert(fabs(b - log(9.5 / 16.0 / (1.0 - 9.5 / 16.0))) <= 8 * EPS);
+    ck_assert(gmm_lik_working(&l, 3.0, 4.0) == 0.5);
+    l = tu_lik_of("bernoulli", NAN); /* no trials: e is ignored, as the family reads none */
+    const double y01[] = {1.0, NAN, 0.0, 1.0, 1.0};
+    ck_assert_int_eq(gmm_lik_default_intercept(&l, y01, e, 5, &b), GMM_OK);
+    ck_assert(fabs(b - log(3.5 / 5.0 / (1.0 - 3.5 / 5.0))) <= 8 * EPS);
+    ck_assert(gmm_lik_working(&l, 1.0, 1.0) == 1.0 && gmm_lik_working(&l, 0.0, 1.0) == -1.0);
+    l = tu_lik_of("gaussian", NAN);
+    ck_assert_int_eq(gmm_lik_default_intercept(&l, y, NULL, 5, &b), GMM_OK);
+    ck_assert(fabs(b - 2.25) <= 4 * EPS);
+    /* studentt: the median, which an outlier does not move */
+    l = tu_lik_of("studentt", NAN);
+    const double yo[] = {1.0, 1e6, NAN, -2.0, 0.5, 0.75};
+    ck_assert_int_eq(gmm_lik_default_intercept(&l, yo, NULL, 6, &b), GMM_OK);
+    ck_assert(b == 0.75);
+    ck_assert_int_eq(gmm_lik_default_intercept(&l, yo, NULL, 5, &b), GMM_OK);
+    ck_assert(b == 0.75); /* 1, 1e6, -2, 0.5: (0.5 + 1) / 2 */
+    ck_assert_int_eq(gmm_lik_default_intercept(&l, yo + 2, NULL, 1, &b), GMM_OK);
+    ck_assert(b == 0.0);
+    /* defaults: df 4, scale 1.4826 MAD / sqrt(10) (MAD of 1, 1e6, -2, 0.5,
+     * 0.75 about 0.75: 0.25) */
+    ck_assert_int_eq(gmm_lik_fill_defaults(&l, yo, 6), GMM_OK);
+    ck_assert(l.par[0] == 4.0 && fabs(l.par[1] - 1.4826 * 0.25 * sqrt(0.1)) <= 4 * EPS);
+    l = tu_lik_of("studentt(scale=2)", NAN);
+    ck_assert_int_eq(gmm_lik_fill_defaults(&l, yo, 6), GMM_OK);
+    ck_assert(l.par[0] == 4.0 && l.par[1] == 2.0);
+    /* data that cannot be fitted: the maximum likelihood on a boundary */
+    static const struct {
+        const char *spec;
+        double y[3], e[3];
+        int trials;
+        const char *msg; /* NULL: fine */
+    } fits[] = {
+        {"gaussian", {2.5, NAN, 2.5}, {0}, 0,
+         "every observed c is 2.5: there is no variation to fit (its variance would go to 0)"},
+        {"gaussian", {2.5, NAN, 2.0}, {0}, 0, NULL},
+        {"studentt", {-1.0, -1.0, -1.0}, {0}, 0,
+         "every observed c is -1: there is no variation to fit (its scale would go to 0)"},
+        {"poisson", {0.0, NAN, 0.0}, {0}, 0,
+         "every observed count in 'c' is 0: the rate's maximum likelihood is 0 (the intercept "
+         "would go to -infinity)"},
+        {"negbinomial", {0.0, 1.0, 0.0}, {0}, 0, NULL},
+        {"bernoulli", {1.0, NAN, 1.0}, {0}, 0,
+         "every observed 'c' is 1: the probability's maximum likelihood is 1 (the intercept "
+         "would go to +infinity)"},
+        {"bernoulli", {0.0, 0.0, 0.0}, {0}, 0,
+         "every observed 'c' is 0: the probability's maximum likelihood is 0 (the intercept "
+         "would go to -infinity)"},
+        {"binomial", {2.0, 5.0, 1.0}, {2.0, 5.0, 1.0}, 1,
+         "every observed 'c' equals its trials: the probability's maximum likelihood is 1 (the "
+         "intercept would go to +infinity)"},
+        {"binomial", {2.0, 2.0, 2.0}, {2.0, 5.0, 3.0}, 1, NULL},
+        {"binomial", {0.0, NAN, 0.0}, {2.0, 5.0, 3.0}, 1,
+         "every observed 'c' is 0: the probability's maximum likelihood is 0 (the intercept "
+         "would go to -infinity)"},
+    };
+    for (size_t i = 0; i < sizeof fits / sizeof fits[0]; i++) {
+        l = tu_lik_of(fits[i].spec, NAN);
+        gmm_status st = gmm_lik_check_fit_data(&l, fits[i].y, fits[i].trials ? fits[i].e : NULL,
+                                               3, "c");
+        ck_assert_msg(fits[i].msg ? st == GMM_EINVAL && !strcmp(gmm_error_message(), fits[i].msg)
+                                  : st == GMM_OK,
+                      "%s case %zu: %s", fits[i].spec, i, st ? gmm_error_message() : "ok");
+    }
+    /* link and inverse link */
+    const char *specs[] = {"gaussian(variance=1)", "poisson", "binomial", "bernoulli",
+                           "negbinomial(dispersion=2)", "studentt(df=3, scale=1)"};
+    for (size_t i = 0; i < 6; i++) {
+        l = tu_lik_of(specs[i], NAN);
+        for (double f = -3.0; f <= 3.0; f += 0.5)
+            ck_assert_msg(fabs(gmm_lik_link(&l, gmm_lik_inv_link(&l, f)) - f) <= 16 * EPS * 4.0,
+                          "%s f=%g", specs[i], f);
+    }
+}
+END_TEST
+
 START_TEST(test_eval_tails)
 {
     double out[4];
-    gmm_lik b = lik_of("bernoulli");
+    gmm_lik b = tu_lik_of("bernoulli", NAN);
     /* log sigma(f) and its derivatives keep full relative accuracy in both tails */
     gmm_lik_eval(&b, 1.0, 1.0, 600.0, out, NULL);
     ck_assert(fabs(out[0] + exp(-600.0)) <= 4 * EPS * exp(-600.0));
@@ -356,7 +570,7 @@ START_TEST(test_eval_tails)
     }
 
     /* poisson at f = -600: log p = y (log e + f) - log y! to the last digits */
-    gmm_lik p = lik_of("poisson");
+    gmm_lik p = tu_lik_of("poisson", NAN);
     gmm_lik_eval(&p, 3.0, 2.0, -600.0, out, NULL);
     ck_assert(fabs(out[0] - (3.0 * (log(2.0) - 600.0) - log(6.0))) <= 4 * EPS * 1800.0);
     ck_assert(out[1] == 3.0);
@@ -368,7 +582,7 @@ END_TEST
  * d/dr log NB = -((y - m)^2 - y) / (2 r^2) (1 + O(max(y, m) / r)). */
 START_TEST(test_negbinomial_poisson_limit)
 {
-    gmm_lik p = lik_of("poisson");
+    gmm_lik p = tu_lik_of("poisson", NAN);
     double out[4], ref[4], dp[3];
     for (double y = 0.0; y < 40.0; y += 3.0)
         for (double f = -1.0; f <= 3.0; f += 1.0) {
@@ -417,6 +631,24 @@ static double term_scale(const gmm_lik *l, double y, double e, double f, int whi
         return which == 0 ? y * (fabs(log(e)) + fabs(f)) + m + lgamma(y + 1.0)
                : which == 1 ? y + m
                             : m;
+    if (!strcmp(name, "binomial")) {
+        double p = 1.0 / (1.0 + exp(-f)), q = 1.0 / (1.0 + exp(f));
+        double sn = log1p(exp(-f)), sp = log1p(exp(f));
+        if (!isfinite(sn))
+            sn = -f;
+        if (!isfinite(sp))
+            sp = f;
+        return which == 0 ? lgamma(e + 1.0) + lgamma(y + 1.0) + lgamma(e - y + 1.0) + y * sn
+                                + (e - y) * sp
+               : which == 1 ? y * q + (e - y) * p
+                            : e * p * q;
+    }
+    if (!strcmp(name, "studentt")) {
+        double nu = l->par[0], s = l->par[1], a = nu * s * s, r2 = (y - f) * (y - f);
+        return which == 0   ? 0.5 * nu * log1p(nu) + fabs(log(s)) + 0.5 * (nu + 1) * log1p(r2 / a)
+               : which == 1 ? (nu + 1) * fabs(y - f) / (a + r2)
+                            : (nu + 1) / (a + r2);
+    }
     if (!strcmp(name, "bernoulli")) { /* no cancellation anywhere */
         double out[4];
         gmm_lik_eval(l, y, e, f, out, NULL);
@@ -516,7 +748,7 @@ static const double F_GRID[] = {-600.0, -30.0, -5.0, -0.7, 0.0, 0.3, 2.0, 8.0, 3
 static void check_family_fd(const char *spec, const double *ys, size_t ny, const double *es,
                             size_t ne, fd_stats *s)
 {
-    gmm_lik l = lik_of(spec);
+    gmm_lik l = tu_lik_of(spec, NAN);
     for (size_t iy = 0; iy < ny; iy++)
         for (size_t ie = 0; ie < ne; ie++)
             for (size_t jf = 0; jf < NF; jf++) {
@@ -542,11 +774,15 @@ static void check_family_fd(const char *spec, const double *ys, size_t ny, const
 START_TEST(test_derivatives_fd)
 {
     static const double yg[] = {-1.3, 0.0, 2.7}, yc[] = {0, 1, 3, 17, 31, 32, 250},
-                        yb[] = {0, 1}, e1[] = {1.0}, ec[] = {1.0, 0.25, 40.0};
+                        yb[] = {0, 1}, e1[] = {1.0}, ec[] = {1.0, 0.25, 40.0},
+                        ybn[] = {0, 1, 3, 17}, ebn[] = {17.0, 40.0, 250.0},
+                        yt[] = {-1.3, 0.0, 2.7, 40.0};
     const char *specs[] = {"gaussian(variance=0.7)", "gaussian(variance=3)", "poisson",
                            "bernoulli", "negbinomial(dispersion=0.3)",
                            "negbinomial(dispersion=2.5)", "negbinomial(dispersion=40)",
-                           "negbinomial(dispersion=1000)"};
+                           "negbinomial(dispersion=1000)", "binomial",
+                           "studentt(df=0.7, scale=0.2)", "studentt(df=3, scale=1.5)",
+                           "studentt(df=60, scale=0.05)"};
     for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
         fd_stats s = {0};
         const char *sp = specs[i];
@@ -554,6 +790,11 @@ START_TEST(test_derivatives_fd)
             check_family_fd(sp, yg, 3, e1, 1, &s);
         else if (!strcmp(sp, "bernoulli"))
             check_family_fd(sp, yb, 2, e1, 1, &s);
+        else if (!strcmp(sp, "binomial")) {
+            check_family_fd(sp, yb, 2, e1, 1, &s);
+            check_family_fd(sp, ybn, 4, ebn, 3, &s);
+        } else if (!strncmp(sp, "studentt", 8))
+            check_family_fd(sp, yt, 4, e1, 1, &s);
         else
             check_family_fd(sp, yc, 7, ec, 3, &s);
         if (verbose())
@@ -692,7 +933,12 @@ static double qags(ex_ctx *c, int kind, gsl_integration_workspace *ws, double *a
     gsl_function F = {ex_fn, c};
     double r;
     c->kind = kind;
-    int st = gsl_integration_qags(&F, -38.0, 38.0, 0.0, 1e-13, ws->limit, ws, &r, abserr);
+    /* identity link: p(y | f) peaks at f = y, narrowly for a small studentt
+     * scale: break the range there */
+    double ty = (c->y - c->mu) / sqrt(c->s2), pts[3] = {-38.0, ty, 38.0};
+    int st = !c->lik->type->resp && fabs(ty) < 38.0
+                 ? gsl_integration_qagp(&F, pts, 3, 0.0, 1e-13, ws->limit, ws, &r, abserr)
+                 : gsl_integration_qags(&F, -38.0, 38.0, 0.0, 1e-13, ws->limit, ws, &r, abserr);
     ck_assert_msg(st == GSL_SUCCESS || st == GSL_EROUND, "qags: %s", gsl_strerror(st));
     return r;
 }
@@ -720,8 +966,8 @@ static void check_expect(const gmm_lik *l, double y, double e, double mu, double
         double ae, ae2;
         double ref = qags(&c, ref_kind[q], ws, &ae);
         double S = fmax(qags(&c, scale_kind[q], ws, &ae2), 1e-300);
-        ck_assert_msg(ae <= 1e-10 * S, "%s %s: reference error %.3g of scale %.3g",
-                      l->type->name, what[q], ae, S);
+        ck_assert_msg(ae <= 1e-10 * S, "%s %s y=%g mu=%g s2=%g par=%g,%g: reference error %.3g of scale %.3g",
+                      l->type->name, what[q], y, mu, s2, l->par[0], l->par[1], ae, S);
         double err = fabs(got[q] - ref) / S;
         ck_assert_msg(err <= tol,
                       "%s %s y=%g e=%g mu=%g s2=%g n=%zu: %.17g vs %.17g (%.3g of scale %.3g)",
@@ -737,7 +983,7 @@ static void expect_sweep(const char *spec, int closed_as_quad, const double *ys,
                          gsl_integration_workspace *ws)
 {
     static const double mus[] = {-3.0, -1.0, 0.0, 0.5, 2.0, 4.0};
-    gmm_lik l = lik_of(spec);
+    gmm_lik l = tu_lik_of(spec, NAN);
     gmm_lik_type copy;
     if (closed_as_quad) { /* the same family through Gauss-Hermite */
         copy = *l.type;
@@ -748,7 +994,9 @@ static void expect_sweep(const char *spec, int closed_as_quad, const double *ys,
     for (size_t iy = 0; iy < ny; iy++)
         for (size_t im = 0; im < sizeof mus / sizeof mus[0]; im++)
             for (size_t is = 0; is < ns; is++) {
-                double e = l.type->exposure ? (im % 2 ? 0.6 : 2.0) : 1.0;
+                double e = !l.type->rowq                     ? 1.0
+                           : !strcmp(l.type->rowq, "trials") ? (im % 2 ? 20.0 : 3.0)
+                                                             : (im % 2 ? 0.6 : 2.0);
                 check_expect(&l, ys[iy], e, mus[im], s2s[is], nquad, tol, ws, &s);
             }
     if (verbose())
@@ -761,7 +1009,7 @@ START_TEST(test_expectations)
 {
     gsl_set_error_handler_off();
     gsl_integration_workspace *ws = gsl_integration_workspace_alloc(2000);
-    static const double yg[] = {-1.3, 2.7}, yc[] = {0, 2, 17}, yb[] = {0, 1};
+    static const double yg[] = {-1.3, 2.7}, yc[] = {0, 2, 17}, yb[] = {0, 1}, ybn[] = {0, 1, 3};
     /* The rule's error decays like exp(-c sqrt(n) / sqrt(s2)): log p of
      * bernoulli and negbinomial has complex singularities at distance pi
      * from the real f axis (those of log(1 + exp(f))).  Measured worst
@@ -779,6 +1027,7 @@ START_TEST(test_expectations)
     expect_sweep("bernoulli", 0, yb, 2, moderate, 3, 0, 1e-8, ws);
     expect_sweep("negbinomial(dispersion=2.5)", 0, yc, 3, moderate, 3, 0, 1e-8, ws);
     expect_sweep("negbinomial(dispersion=0.4)", 0, yc, 3, moderate, 3, 0, 1e-8, ws);
+    expect_sweep("binomial", 0, ybn, 3, moderate, 3, 0, 1e-8, ws);
     /* the closed forms agree with the quadrature, and with their own Gauss-Hermite */
     static const double all[] = {0.05, 0.6, 2.0, 4.0, 9.0};
     expect_sweep("gaussian(variance=0.7)", 0, yg, 2, all, 5, 0, 1e-8, ws);
@@ -786,6 +1035,13 @@ START_TEST(test_expectations)
     expect_sweep("gaussian(variance=0.7)", 1, yg, 2, all, 5, 0, 1e-8, ws);
     expect_sweep("poisson", 1, yc, 3, moderate, 3, 0, 1e-8, ws);
     expect_sweep("poisson", 1, yc, 3, mid, 2, 40, 1e-8, ws);
+    /* studentt: its own rule, graded towards the poles at y -/+ i scale
+     * sqrt(df), whatever s2 and nquad -- scales far below sd included
+     * (measured worst 6e-13 of scale) */
+    static const double yt[] = {-1.3, 0.4, 2.7, 6.0};
+    expect_sweep("studentt(df=3, scale=1)", 0, yt, 4, all, 5, 0, 1e-10, ws);
+    expect_sweep("studentt(df=0.8, scale=0.02)", 0, yt, 4, all, 5, 0, 1e-10, ws);
+    expect_sweep("studentt(df=50, scale=0.3)", 0, yt, 4, all, 5, 0, 1e-10, ws);
     /* larger s2 needs more points */
     expect_sweep("bernoulli", 0, yb, 2, mid, 2, 40, 1e-8, ws);
     expect_sweep("negbinomial(dispersion=2.5)", 0, yc, 3, mid, 2, 40, 1e-8, ws);
@@ -812,7 +1068,7 @@ START_TEST(test_expect_edges)
         for (size_t k = 0; k < l.type->nparam; k++)
             ck_assert(fabs(dp[k] - dref[3 * k]) <= 4 * EPS * fabs(dref[3 * k]));
     }
-    gmm_lik l = lik_of("bernoulli");
+    gmm_lik l = tu_lik_of("bernoulli", NAN);
     double a[3], b[3];
     ck_assert_int_eq(gmm_lik_expect(&l, 1.0, 1.0, 0.2, 0.8, 0, a, NULL), GMM_OK);
     ck_assert_int_eq(gmm_lik_expect(&l, 1.0, 1.0, 0.2, 0.8, GMM_LIK_QUAD_DEFAULT, b, NULL),
@@ -824,7 +1080,7 @@ START_TEST(test_expect_edges)
     ck_assert_int_eq(gmm_lik_expect(&l, 1.0, 1.0, 0.2, NAN, 0, a, NULL), GMM_EINVAL);
     ck_assert_int_eq(gmm_lik_expect(NULL, 1.0, 1.0, 0.2, 1.0, 0, a, NULL), GMM_EINVAL);
     ck_assert_int_eq(gmm_lik_expect(&l, 1.0, 1.0, 0.2, 1.0, 0, NULL, NULL), GMM_EINVAL);
-    l = lik_of("poisson");
+    l = tu_lik_of("poisson", NAN);
     ck_assert_int_eq(gmm_lik_expect(&l, 1.0, 1.0, 0.2, -1.0, 0, a, NULL), GMM_EINVAL);
 }
 END_TEST
@@ -841,6 +1097,9 @@ Suite *model_likelihood_suite(void)
     tcase_add_test(tc, test_parse_out_of_memory);
     tcase_add_test(tc, test_check_data);
     tcase_add_test(tc, test_eval_vs_gsl_densities);
+    tcase_add_test(tc, test_eval_binomial_studentt);
+    tcase_add_test(tc, test_bernoulli_is_binomial);
+    tcase_add_test(tc, test_behaviour);
     tcase_add_test(tc, test_eval_tails);
     tcase_add_test(tc, test_negbinomial_poisson_limit);
     tcase_add_test(tc, test_derivatives_fd);

@@ -18,6 +18,7 @@
 #include "support/tu_ssm.h"
 #include "gmm/spec.h"
 #include "support/testutil.h"
+#include "support/tu_model.h"
 
 /* ---- dense oracle --------------------------------------------------------------- */
 
@@ -95,17 +96,6 @@ static void dense_free(dense_gp *g)
 
 /* ---- data and kernels ------------------------------------------------------------ */
 
-static gmm_kernel *kernel_of(const char *text)
-{
-    gmm_spec_node *s = NULL;
-    ck_assert_msg(gmm_spec_parse(text, &s) == GMM_OK, "parse %s: %s", text, gmm_error_message());
-    gmm_kernel *k = NULL;
-    gmm_status st = gmm_kernel_from_spec(s, &k);
-    ck_assert_msg(st == GMM_OK, "%s: %s", text, gmm_error_message());
-    gmm_spec_free(s);
-    return k;
-}
-
 /* theta = kernel values + noise */
 static double *theta_of(const gmm_kernel *k, double noise)
 {
@@ -176,7 +166,7 @@ START_TEST(test_loglik_and_predict_vs_dense)
     double *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y);
     for (size_t ik = 0; ik < NKERN; ik++) {
         make_data(&r, n, 0.2, x, y);
-        gmm_kernel *k = kernel_of(kernels[ik]);
+        gmm_kernel *k = tu_kernel_of(kernels[ik]);
         double *th = theta_of(k, 0.09);
         gmm_ssm *m = NULL;
         /* the model is exact for the damped kernel: compare with its dense GP,
@@ -233,7 +223,7 @@ END_TEST
 
 START_TEST(test_layout)
 {
-    gmm_kernel *k = kernel_of("matern32(variance=1, lengthscale=1)");
+    gmm_kernel *k = tu_kernel_of("matern32(variance=1, lengthscale=1)");
     /* decimal years on a weekly grid: float noise in the differences must not
      * multiply the cached intervals */
     size_t n = 400;
@@ -265,7 +255,7 @@ START_TEST(test_layout)
         {"matern52 * cosine", 6, 11},
     };
     for (size_t b = 0; b < sizeof blocks / sizeof blocks[0]; b++) {
-        gmm_kernel *kb = kernel_of(blocks[b].spec);
+        gmm_kernel *kb = tu_kernel_of(blocks[b].spec);
         for (size_t i = 0; i < gmm_kernel_nparam(kb); i++)
             gmm_kernel_values(kb)[i] = 1.0;
         ck_assert_int_eq(tu_ssm_alloc(kb, x, y, n, NULL, &m), GMM_OK);
@@ -350,7 +340,7 @@ START_TEST(test_gradient_fd)
     double *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y);
     for (size_t ik = 0; ik < NKERN; ik++) {
         make_data(&r, n, 0.4, x, y);
-        gmm_kernel *k = kernel_of(kernels[ik]);
+        gmm_kernel *k = tu_kernel_of(kernels[ik]);
         double *th = theta_of(k, 0.11);
         gmm_ssm *m = NULL;
         gmm_ssm_params par;
@@ -380,7 +370,7 @@ START_TEST(test_gradient_fd_grids)
     size_t n = 50;
     double *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y);
     for (size_t ik = 0; ik < NKERN; ik++) {
-        gmm_kernel *k = kernel_of(kernels[ik]);
+        gmm_kernel *k = tu_kernel_of(kernels[ik]);
         double *th = theta_of(k, 0.11);
         for (int grid = 0; grid < 4; grid++) {
             size_t nn = grid == 2 ? 3 : grid == 3 ? 2 : n;
@@ -458,7 +448,7 @@ static void draw_dense(const gmm_kernel *k, const double *th, double damp, const
 static double err_vs_undamped(const char *spec, const double *x, size_t n, double noise_rel,
                               tu_rng *r, gmm_status *st)
 {
-    gmm_kernel *k = kernel_of(spec);
+    gmm_kernel *k = tu_kernel_of(spec);
     double *th = theta_of(k, noise_rel * gmm_kernel_cov(k, gmm_kernel_values_const(k), 0.0, 0.0));
     double *y = malloc(n * sizeof *y), ll;
     draw_dense(k, th, 0.0, x, y, n, r);
@@ -507,11 +497,11 @@ START_TEST(test_zero_noise_vs_undamped_dense)
                           e);
         }
     /* products with a noisy factor are not damped at all (no bias) */
-    gmm_kernel *k = kernel_of("matern32(variance=1, lengthscale=2) * periodic(variance=1, "
+    gmm_kernel *k = tu_kernel_of("matern32(variance=1, lengthscale=2) * periodic(variance=1, "
                               "lengthscale=1, period=1.1, harmonics=2)");
     ck_assert(!gmm_kernel_damped(k) && !gmm_kernel_modulated(k));
     gmm_kernel_free(k);
-    k = kernel_of("(matern12 + cosine) * constant");
+    k = tu_kernel_of("(matern12 + cosine) * constant");
     ck_assert(gmm_kernel_damped(k) && gmm_kernel_modulated(k));
     gmm_kernel_free(k);
     free(x);
@@ -583,7 +573,7 @@ START_TEST(test_close_inputs)
     };
     double *y = malloc(n * sizeof *y), ll;
     for (size_t ic = 0; ic < sizeof refused / sizeof refused[0]; ic++) {
-        gmm_kernel *k = kernel_of(refused[ic].spec);
+        gmm_kernel *k = tu_kernel_of(refused[ic].spec);
         double *th = theta_of(k, 0.1);
         for (size_t i = 0; i < n; i++) {
             x[i] = 10.0 + (double)i * refused[ic].r;
@@ -670,7 +660,7 @@ START_TEST(test_gradient_vs_dense_gp)
     tu_rng r;
     tu_rng_seed(&r, 41);
     for (size_t ic = 0; ic < sizeof cases / sizeof cases[0]; ic++) {
-        gmm_kernel *k = kernel_of(cases[ic].spec);
+        gmm_kernel *k = tu_kernel_of(cases[ic].spec);
         double *th = theta_of(k, 0.1 * gmm_kernel_cov(k, gmm_kernel_values_const(k), 0.0, 0.0));
         size_t np = gmm_kernel_nparam(k);
         double g[16], gd[16], ll;
@@ -712,7 +702,7 @@ START_TEST(test_gradient_vs_dense_gp)
         {"matern32(variance=1, lengthscale=1)", 2e-4, GMM_SSM_FACTOR_CHOL},
     };
     for (size_t ic = 0; ic < sizeof refused / sizeof refused[0]; ic++) {
-        gmm_kernel *k = kernel_of(refused[ic].spec);
+        gmm_kernel *k = tu_kernel_of(refused[ic].spec);
         double *th = theta_of(k, 0.1), ll, g[4];
         for (size_t i = 0; i < n; i++) {
             x[i] = 10.0 + (double)i * refused[ic].r;
@@ -768,7 +758,7 @@ START_TEST(test_factor_choice)
             x[i] = 2.0 + (double)i * cases[ic].h;
             y[i] = sin(0.7 * x[i]) + 0.3 * tu_normal(&r);
         }
-        gmm_kernel *k = kernel_of(cases[ic].spec);
+        gmm_kernel *k = tu_kernel_of(cases[ic].spec);
         double *th = theta_of(k, cases[ic].noise), ll[3], bound = 0.0;
         for (int f = 0; f < 3; f++) {
             gmm_ssm_params par;
@@ -832,7 +822,7 @@ START_TEST(test_merge_near_ties)
         xm[i] = 0.05 * (double)(i / 2);
         y[i] = sin(3.0 * x[i]) + 0.1 * tu_normal(&r);
     }
-    gmm_kernel *k = kernel_of("matern52(variance=1, lengthscale=1)");
+    gmm_kernel *k = tu_kernel_of("matern52(variance=1, lengthscale=1)");
     double *th = theta_of(k, 0.05), ll;
     gmm_ssm *m = NULL;
     ck_assert_int_eq(tu_ssm_alloc(k, x, y, n, NULL, &m), GMM_OK);
@@ -867,7 +857,8 @@ END_TEST
 
 START_TEST(test_errors_and_objective)
 {
-    gmm_kernel *k = kernel_of("matern32(variance=1, lengthscale=1) + cosine(variance=1, period=2)");
+    gmm_kernel *k =
+        tu_kernel_of("matern32(variance=1, lengthscale=1) + cosine(variance=1, period=2)");
     double x[4] = {0.0, 1.0, 2.0, 3.0}, y[4] = {0.1, -0.2, NAN, 0.4};
     gmm_ssm *m = (gmm_ssm *)x;
     ck_assert_int_eq(tu_ssm_alloc(k, x, y, 0, NULL, &m), GMM_EINVAL);

@@ -38,18 +38,9 @@
 #include "gmm/kernel.h"
 #include "gmm/spec.h"
 #include "gmm/ssm.h"
-#include "support/tu_ssm.h"
 #include "support/testutil.h"
-
-static gmm_kernel *kernel_of(const char *text)
-{
-    gmm_spec_node *s = NULL;
-    ck_assert_msg(gmm_spec_parse(text, &s) == GMM_OK, "parse %s: %s", text, gmm_error_message());
-    gmm_kernel *k = NULL;
-    ck_assert_msg(gmm_kernel_from_spec(s, &k) == GMM_OK, "%s: %s", text, gmm_error_message());
-    gmm_spec_free(s);
-    return k;
-}
+#include "support/tu_model.h"
+#include "support/tu_ssm.h"
 
 /* Dense posterior of f at xq from the observed rows. */
 static void dense_posterior(const gmm_kernel *k, const double *th, double damp, const double *x,
@@ -110,7 +101,7 @@ START_TEST(test_predict_relative)
     const size_t n = 240;
     tu_rng r;
     tu_rng_seed(&r, 900 + 1000003 * (uint64_t)_i);
-    gmm_kernel *k = kernel_of(kernels[_i]);
+    gmm_kernel *k = tu_kernel_of(kernels[_i]);
     size_t np = gmm_kernel_nparam(k);
     double *th = malloc((np + 1) * sizeof *th);
     memcpy(th, gmm_kernel_values_const(k), np * sizeof *th);
@@ -272,7 +263,7 @@ START_TEST(test_predict_close_queries)
     const size_t n = 200;
     tu_rng r;
     tu_rng_seed(&r, 4242 + 7919 * (uint64_t)_i);
-    gmm_kernel *k = kernel_of(c->kernel);
+    gmm_kernel *k = tu_kernel_of(c->kernel);
     size_t np = gmm_kernel_nparam(k);
     double *th = malloc((np + 1) * sizeof *th);
     memcpy(th, gmm_kernel_values_const(k), np * sizeof *th);

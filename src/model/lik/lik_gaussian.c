@@ -8,6 +8,7 @@
  */
 #include <math.h>
 
+#include "gmm/kernel.h"
 #include "lik_impl.h"
 
 #define LOG_2PI 1.8378770664093454835606594728112353
@@ -49,15 +50,81 @@ static double gaussian_mean(const double *par, double e, double f)
     return f;
 }
 
+static double identity_link(const double *par, double m)
+{
+    (void)par;
+    return m;
+}
+
+static double gaussian_mean_normal(const double *par, double mu, double s2)
+{
+    (void)par;
+    (void)s2;
+    return mu;
+}
+
+static double gaussian_working(double y, double e)
+{
+    (void)e;
+    return y;
+}
+
+static gmm_status gaussian_intercept(const double *y, const double *e, size_t n, double *b)
+{
+    (void)e;
+    double sum = 0.0;
+    size_t m = 0;
+    for (size_t r = 0; r < n; r++)
+        if (!isnan(y[r])) {
+            sum += y[r];
+            m++;
+        }
+    *b = m ? sum / (double)m : 0.0;
+    return GMM_OK;
+}
+
+static gmm_status gaussian_defaults(const double *y, size_t n, double *dflt)
+{
+    dflt[0] = gmm_kernel_default_noise(y, n);
+    return GMM_OK;
+}
+
+static const char *gaussian_degenerate(const double *y, const double *e, size_t n,
+                                       const char *yname, char *buf, size_t size)
+{
+    (void)e;
+    return gmm_lik_impl_degenerate_level(y, n, yname, "variance", buf, size);
+}
+
+/* N(y; mu, s2 + variance) */
+static gmm_status gaussian_predictive(const double *par, double y, double e, double mu,
+                                      double s2, double *lpd)
+{
+    (void)e;
+    double v = s2 + par[0], r = y - mu;
+    *lpd = -0.5 * (LOG_2PI + log(v)) - 0.5 * r * r / v;
+    return GMM_OK;
+}
+
 const gmm_lik_type gmm_lik_impl_gaussian = {
     .name = "gaussian",
     .nparam = 1,
     .param = gaussian_param,
+    .rowq = NULL,
     .exposure = 0,
     .conjugate = 1,
     .link_log = 0,
+    .resp = NULL,
     .check_y = NULL,
+    .check_e = NULL,
     .eval = gaussian_eval,
     .expect = gaussian_expect,
     .mean = gaussian_mean,
+    .link = identity_link,
+    .mean_normal = gaussian_mean_normal,
+    .working = gaussian_working,
+    .intercept = gaussian_intercept,
+    .defaults = gaussian_defaults,
+    .degenerate = gaussian_degenerate,
+    .predictive = gaussian_predictive,
 };

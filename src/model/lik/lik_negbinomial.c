@@ -129,6 +129,15 @@ static void negbinomial_eval(const double *par, double y, double e, double f, do
     }
 }
 
+/* Dispersion 1: variance mu + mu^2, a geometric count. */
+static gmm_status negbinomial_defaults(const double *y, size_t n, double *dflt)
+{
+    (void)y;
+    (void)n;
+    dflt[0] = 1.0;
+    return GMM_OK;
+}
+
 static double negbinomial_mean(const double *par, double e, double f)
 {
     (void)par;
@@ -139,11 +148,21 @@ const gmm_lik_type gmm_lik_impl_negbinomial = {
     .name = "negbinomial",
     .nparam = 1,
     .param = negbinomial_param,
+    .rowq = "exposure",
     .exposure = 1,
     .conjugate = 0,
     .link_log = 1,
+    .resp = "rate",
     .check_y = gmm_lik_impl_check_count,
+    .check_e = gmm_lik_impl_check_exposure,
     .eval = negbinomial_eval,
     .expect = NULL,
     .mean = negbinomial_mean,
+    .link = gmm_lik_impl_link_log,
+    .mean_normal = gmm_lik_impl_mean_normal_log,
+    .working = gmm_lik_impl_working_log,
+    .intercept = gmm_lik_impl_intercept_log,
+    .defaults = negbinomial_defaults,
+    .degenerate = gmm_lik_impl_degenerate_log,
+    .predictive = NULL,
 };

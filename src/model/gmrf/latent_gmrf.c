@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "gmm/alloc.h"
-#include "latent_impl.h"
+#include "../latent_impl.h"
 
 typedef struct {
     const gmm_gmrf *g;

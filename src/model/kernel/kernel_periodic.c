@@ -30,7 +30,7 @@
 #include <stddef.h>
 
 #include "gmm/kernel.h"
-#include "model_dense.h"
+#include "../model_dense.h"
 
 #define TWO_PI 6.283185307179586476925286766559
 

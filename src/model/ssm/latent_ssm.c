@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "gmm/alloc.h"
-#include "latent_impl.h"
+#include "../latent_impl.h"
 
 static void ssm_free_impl(void *impl) { gmm_ssm_free(impl); }
 

@@ -28,7 +28,7 @@
 #include <stddef.h>
 
 #include "gmm/kernel.h"
-#include "model_dense.h"
+#include "../model_dense.h"
 
 #define MAXD 3
 

@@ -756,7 +756,7 @@ START_TEST(test_rows_moments_vs_dense)
         /* c n eps with c = 1000: measured at most 1.3e-13 of the largest
          * moment (shape 10, the wide random chain with blocks by starts,
          * 1.3e-13 of 2.1; 5.4e-14 by columns), 6e-15 elsewhere.  Before the
-         * state's compression fell back to LQ at small pivots (band_qr.c,
+         * state's compression fell back to LQ at small pivots (band_qr_moments.c,
          * lanes_lq) the same case gave 1e-9 or 5e-12 depending on how the
          * unfold summed: keep c where it is. */
         double tol = 1000.0 * (double)(m.n + m.nobs) * eps;
@@ -833,9 +833,9 @@ START_TEST(test_eval_rows_errors)
 }
 END_TEST
 
-Suite *infer_marglik_suite(void)
+Suite *model_marglik_suite(void)
 {
-    Suite *s = suite_create("infer_marglik");
+    Suite *s = suite_create("model_marglik");
     TCase *tc = tcase_create("core");
     tcase_add_loop_test(tc, test_loglik_vs_dense, 0, (int)NSHAPES);
     tcase_add_loop_test(tc, test_grad_vs_fd, 0, (int)NSHAPES);

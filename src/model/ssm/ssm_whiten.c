@@ -33,7 +33,7 @@
 
 #include "gmm/alloc.h"
 #include "gmm/ssm.h"
-#include "model_dense.h"
+#include "../model_dense.h"
 
 #include "ssm_impl.h"
 

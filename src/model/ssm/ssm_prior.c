@@ -41,7 +41,7 @@
 #include "gmm/band.h"
 #include "gmm/marglik.h"
 #include "gmm/ssm.h"
-#include "model_dense.h"
+#include "../model_dense.h"
 
 #include "ssm_impl.h"
 
@@ -51,7 +51,7 @@
 /* Refuses spacings below the accuracy limit of the factorisations allowed
  * (the square-root form's unless the Cholesky is forced or chol_limit is
  * set: gmm_ssm_prior's caller factorises Q itself).  A gradient shares the
- * limit of its log likelihood (ssm.h, GRADIENT). */
+ * limit of its log likelihood (docs/accuracy.md, Gradients). */
 static gmm_status check_spacing(gmm_ssm *m, const double *theta, int chol_limit)
 {
     size_t j;

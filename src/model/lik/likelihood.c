@@ -35,8 +35,10 @@
 static const gmm_lik_type *const type_table[] = {
     &gmm_lik_impl_gaussian,
     &gmm_lik_impl_poisson,
+    &gmm_lik_impl_binomial,
     &gmm_lik_impl_bernoulli,
     &gmm_lik_impl_negbinomial,
+    &gmm_lik_impl_studentt,
 };
 #define NTYPES (sizeof type_table / sizeof type_table[0])
 
@@ -60,9 +62,56 @@ double gmm_lik_impl_lgamma(double x)
     return lgamma_r(x, &sign);
 }
 
-const char *gmm_lik_impl_check_count(double y)
+const char *gmm_lik_impl_check_count(double y, double e, char *buf, size_t size)
 {
+    (void)e;
+    (void)buf;
+    (void)size;
     return y >= 0.0 && floor(y) == y ? NULL : "is not a non-negative integer";
+}
+
+const char *gmm_lik_impl_check_exposure(double e)
+{
+    return e > 0.0 && isfinite(e) ? NULL : "must be positive and finite";
+}
+
+double gmm_lik_impl_link_log(const double *par, double m)
+{
+    (void)par;
+    return log(m);
+}
+
+double gmm_lik_impl_mean_normal_log(const double *par, double mu, double s2)
+{
+    (void)par;
+    return exp(mu + 0.5 * s2);
+}
+
+double gmm_lik_impl_working_log(double y, double e) { return log((y + 0.5) / e); }
+
+const char *gmm_lik_impl_degenerate_log(const double *y, const double *e, size_t n,
+                                        const char *yname, char *buf, size_t size)
+{
+    (void)e;
+    for (size_t r = 0; r < n; r++)
+        if (!isnan(y[r]) && y[r] != 0.0)
+            return NULL;
+    snprintf(buf, size, "every observed count in '%s' is 0: the rate's maximum likelihood is 0 "
+                        "(the intercept would go to -infinity)",
+             yname);
+    return buf;
+}
+
+gmm_status gmm_lik_impl_intercept_log(const double *y, const double *e, size_t n, double *b)
+{
+    double sy = 0.0, se = 0.0;
+    for (size_t r = 0; r < n; r++)
+        if (!isnan(y[r])) {
+            sy += y[r];
+            se += e ? e[r] : 1.0;
+        }
+    *b = se == 0.0 ? 0.0 : log((sy + 0.5) / se);
+    return GMM_OK;
 }
 
 /* ---- spec ---------------------------------------------------------------------- */
@@ -158,15 +207,24 @@ gmm_status gmm_lik_parse(const char *text, gmm_lik *out)
     return st;
 }
 
-void gmm_lik_fill_defaults(gmm_lik *lik, const double *y, size_t n)
+gmm_status gmm_lik_fill_defaults(gmm_lik *lik, const double *y, size_t n)
 {
-    if (!lik || !lik->type)
-        return;
-    for (size_t k = 0; k < lik->type->nparam; k++)
+    if (!lik || !lik->type || !lik->type->defaults)
+        return GMM_OK;
+    size_t np = lik->type->nparam;
+    int any = 0;
+    for (size_t k = 0; k < np; k++)
+        any |= isnan(lik->par[k]);
+    if (!any)
+        return GMM_OK;
+    double dflt[GMM_LIK_MAXPARAM];
+    gmm_status st = lik->type->defaults(y, n, dflt);
+    if (st)
+        return st;
+    for (size_t k = 0; k < np; k++)
         if (isnan(lik->par[k]))
-            lik->par[k] = strcmp(lik->type->param[k], "variance") == 0
-                              ? gmm_kernel_default_noise(y, n)
-                              : 1.0;
+            lik->par[k] = dflt[k];
+    return GMM_OK;
 }
 
 const char *gmm_lik_param_name(const gmm_lik *lik, size_t k, char *buf)
@@ -189,30 +247,114 @@ static const char *fmt_num(double v, char buf[32])
     return buf;
 }
 
+/* The fault of one observed row into msg: 0 none, 1 in y, 2 in e. */
+static int row_fault(const gmm_lik_type *t, double y, const double *e, char *msg, size_t size)
+{
+    char num[32], buf[96];
+    if (!isfinite(y)) {
+        snprintf(msg, size, "y = %s is not finite", fmt_num(y, num));
+        return 1;
+    }
+    const char *why = t->check_y ? t->check_y(y, e ? *e : 1.0, buf, sizeof buf) : NULL;
+    if (why) {
+        snprintf(msg, size, "y = %s %s (%s)", fmt_num(y, num), why, t->name);
+        return 1;
+    }
+    if (!e)
+        return 0;
+    const char *q = t->rowq ? t->rowq : "exposure";
+    if (isnan(*e)) {
+        snprintf(msg, size, "missing %s for an observed outcome", q);
+        return 2;
+    }
+    why = t->check_e ? t->check_e(*e) : NULL;
+    if (why) {
+        snprintf(msg, size, "%s = %s %s", q, fmt_num(*e, num), why);
+        return 2;
+    }
+    return 0;
+}
+
+gmm_status gmm_lik_check_row(const gmm_lik *lik, double y, const double *e, int *col)
+{
+    char msg[256];
+    if (!lik || !lik->type)
+        return gmm_error(GMM_EINVAL, "gmm_lik_check_row: NULL argument");
+    if (e && !lik->type->rowq)
+        return gmm_error(GMM_EINVAL, "the %s likelihood takes no exposure", lik->type->name);
+    int fault = isnan(y) ? 0 : row_fault(lik->type, y, e, msg, sizeof msg);
+    if (!fault)
+        return GMM_OK;
+    if (col)
+        *col = fault - 1;
+    return gmm_error(GMM_EINVAL, "%s", msg);
+}
+
 gmm_status gmm_lik_check_data(const gmm_lik *lik, const double *y, const double *e, size_t n)
 {
-    char num[32];
+    char msg[256];
     if (!lik || !lik->type || (n > 0 && !y))
         return gmm_error(GMM_EINVAL, "gmm_lik_check_data: NULL argument");
     const gmm_lik_type *t = lik->type;
-    if (e && !t->exposure)
+    if (e && !t->rowq)
         return gmm_error(GMM_EINVAL, "the %s likelihood takes no exposure", t->name);
-    for (size_t i = 0; i < n; i++) {
-        if (isnan(y[i]))
-            continue;
-        if (!isfinite(y[i]))
-            return gmm_error_at(GMM_EINVAL, i, "y = %s is not finite", fmt_num(y[i], num));
-        const char *why = t->check_y ? t->check_y(y[i]) : NULL;
-        if (why)
-            return gmm_error_at(GMM_EINVAL, i, "y = %s %s (%s)", fmt_num(y[i], num), why,
-                                t->name);
-        if (e && isnan(e[i]))
-            return gmm_error_at(GMM_EINVAL, i, "missing exposure for an observed outcome");
-        if (e && !(e[i] > 0.0 && isfinite(e[i])))
-            return gmm_error_at(GMM_EINVAL, i, "exposure = %s must be positive and finite",
-                                fmt_num(e[i], num));
-    }
+    for (size_t i = 0; i < n; i++)
+        if (!isnan(y[i]) && row_fault(t, y[i], e ? e + i : NULL, msg, sizeof msg))
+            return gmm_error_at(GMM_EINVAL, i, "%s", msg);
     return GMM_OK;
+}
+
+/* ---- behaviour ------------------------------------------------------------------- */
+
+gmm_status gmm_lik_check_fit_data(const gmm_lik *lik, const double *y, const double *e,
+                                  size_t n, const char *yname)
+{
+    char buf[256];
+    if (!lik || !lik->type || (n > 0 && !y))
+        return gmm_error(GMM_EINVAL, "gmm_lik_check_fit_data: NULL argument");
+    size_t nobs = 0;
+    for (size_t r = 0; r < n; r++)
+        nobs += !isnan(y[r]);
+    const char *why = nobs && lik->type->degenerate
+                          ? lik->type->degenerate(y, lik->type->rowq ? e : NULL, n,
+                                                  yname ? yname : "y", buf, sizeof buf)
+                          : NULL;
+    return why ? gmm_error(GMM_EINVAL, "%s", why) : GMM_OK;
+}
+
+const char *gmm_lik_impl_degenerate_level(const double *y, size_t n, const char *yname,
+                                          const char *param, char *buf, size_t size)
+{
+    double first = NAN;
+    for (size_t r = 0; r < n; r++)
+        if (!isnan(y[r])) {
+            if (isnan(first))
+                first = y[r];
+            else if (y[r] != first)
+                return NULL;
+        }
+    snprintf(buf, size, "every observed %s is %.17g: there is no variation to fit (its %s "
+                        "would go to 0)",
+             yname, first, param);
+    return buf;
+}
+
+
+double gmm_lik_link(const gmm_lik *lik, double m) { return lik->type->link(lik->par, m); }
+
+double gmm_lik_inv_link(const gmm_lik *lik, double f) { return lik->type->mean(lik->par, 1.0, f); }
+
+double gmm_lik_working(const gmm_lik *lik, double y, double e)
+{
+    return isnan(y) ? NAN : lik->type->working(y, e);
+}
+
+gmm_status gmm_lik_default_intercept(const gmm_lik *lik, const double *y, const double *e,
+                                     size_t n, double *b)
+{
+    if (!lik || !lik->type || (n > 0 && !y) || !b)
+        return gmm_error(GMM_EINVAL, "gmm_lik_default_intercept: NULL argument");
+    return lik->type->intercept(y, lik->type->rowq ? e : NULL, n, b);
 }
 
 /* ---- evaluation -------------------------------------------------------------------- */

@@ -1,10 +1,13 @@
 /* lik_response.c -- the mean outcome under a Gaussian posterior of f
- * (gmm_lik_response in likelihood.h), for predictions. */
+ * (gmm_lik_response in likelihood.h), for predictions, and the predictive
+ * density of an outcome (gmm_lik_predictive), for scoring. */
+#include <gsl/gsl_errno.h>
 #include <gsl/gsl_integration.h>
 #include <math.h>
 #include <pthread.h>
 
 #include "gmm/likelihood.h"
+#include "lik_impl.h"
 
 /* 40 Gauss-Hermite points: E[logistic(f)] to ~1e-12 for s2 <= 100. */
 #define NGH 40
@@ -37,12 +40,8 @@ gmm_status gmm_lik_response(const gmm_lik *lik, double mu, double s2, double z, 
     double sd = sqrt(s2);
     out[1] = t->mean(lik->par, 1.0, mu - z * sd);
     out[2] = t->mean(lik->par, 1.0, mu + z * sd);
-    if (t->link_log) {
-        out[0] = exp(mu + 0.5 * s2);
-        return GMM_OK;
-    }
-    if (t->conjugate) {
-        out[0] = mu;
+    if (t->mean_normal) {
+        out[0] = t->mean_normal(lik->par, mu, s2);
         return GMM_OK;
     }
     pthread_once(&gh_once, gh_init);
@@ -70,10 +69,12 @@ gmm_status gmm_lik_predictive(const gmm_lik *lik, double y, double e, double mu,
         *lpd = out[0];
         return GMM_OK;
     }
-    if (lik->type->conjugate) { /* N(y; mu, s2 + variance) */
-        double v = s2 + lik->par[0], r = y - mu;
-        *lpd = -0.5 * (1.8378770664093454836 + log(v)) - 0.5 * r * r / v;
-        return GMM_OK;
+    if (lik->type->predictive) {
+        gmm_status st = lik->type->predictive(lik->par, y, e, mu, s2, lpd);
+        if (st == GMM_OK && !isfinite(*lpd))
+            return gmm_error(GMM_EDOM, "predictive density not finite (y %g, mean %g, var %g)",
+                             y, mu, s2);
+        return st;
     }
     pthread_once(&gh_once, gh_init);
     if (!gh_ok)
@@ -138,5 +139,70 @@ gmm_status gmm_lik_predictive_draws(const gmm_lik *lik, double y, double e, cons
         sum += exp(out[0] - mx);
     }
     *lpd = mx + log(sum / (double)nf);
+    return GMM_OK;
+}
+
+typedef struct {
+    const gmm_lik_type *t;
+    const double *par;
+    double y, e, mu, s2, shift;
+} pred_ctx;
+
+/* log p(y | f) + log N(f; mu, s2) */
+static double log_joint(const pred_ctx *c, double f)
+{
+    double out[4], r = f - c->mu;
+    c->t->eval(c->par, c->y, c->e, f, out, NULL);
+    return out[0] - 0.5 * (1.8378770664093454836 + log(c->s2)) - 0.5 * r * r / c->s2;
+}
+
+static double joint(double f, void *p)
+{
+    const pred_ctx *c = p;
+    return exp(log_joint(c, f) - c->shift);
+}
+
+#define PRED_GRID 400
+#define PRED_LIMIT 400
+
+/* Over mu -/+ 40 sd (the normal factor is below e^-800 beyond, p(y | f) <=
+ * 1 or bounded) with break points at mu and, when inside, the peak: QAGP
+ * bisects towards each however narrow.  The integrand is scaled by its
+ * largest value on a grid of the interval (and at the peak), so it neither
+ * overflows nor underflows. */
+gmm_status gmm_lik_impl_predictive_quad(const gmm_lik_type *t, const double *par, double y,
+                                        double e, double mu, double s2, double peak,
+                                        double *lpd)
+{
+    pred_ctx c = {t, par, y, e, mu, s2, -INFINITY};
+    double sd = sqrt(s2), lo = mu - 40.0 * sd, hi = mu + 40.0 * sd;
+    for (int i = 0; i <= PRED_GRID; i++)
+        c.shift = fmax(c.shift, log_joint(&c, lo + (hi - lo) * i / PRED_GRID));
+    double pts[4];
+    size_t np = 0;
+    pts[np++] = lo;
+    if (peak > lo && peak < mu) {
+        c.shift = fmax(c.shift, log_joint(&c, peak));
+        pts[np++] = peak;
+    }
+    pts[np++] = mu;
+    if (peak > mu && peak < hi) {
+        c.shift = fmax(c.shift, log_joint(&c, peak));
+        pts[np++] = peak;
+    }
+    pts[np++] = hi;
+    if (!isfinite(c.shift))
+        return gmm_error(GMM_EDOM, "%s predictive density: no finite density", t->name);
+    gsl_integration_workspace *w = gsl_integration_workspace_alloc(PRED_LIMIT);
+    if (!w)
+        return gmm_error(GMM_ENOMEM, "%s predictive density: out of memory", t->name);
+    gsl_function F = {joint, &c};
+    double v, err;
+    int rc = gsl_integration_qagp(&F, pts, np, 0.0, 1e-10, PRED_LIMIT, w, &v, &err);
+    gsl_integration_workspace_free(w);
+    if (rc || !(v > 0.0))
+        return gmm_error(GMM_EDOM, "%s predictive density: quadrature failed (%s)", t->name,
+                         rc ? gsl_strerror(rc) : "zero integral");
+    *lpd = c.shift + log(v);
     return GMM_OK;
 }

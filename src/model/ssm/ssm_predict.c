@@ -10,7 +10,7 @@
 #include "gmm/band.h"
 #include "gmm/marglik.h"
 #include "gmm/ssm.h"
-#include "model_dense.h"
+#include "../model_dense.h"
 
 #include "ssm_impl.h"
 

@@ -1,0 +1,133 @@
+/* hmc_chains.h -- chains of whitened HMC on a gmm_problem: the runner behind
+ * `gmm-infer hmc`.
+ *
+ * gmm_hmc_run_chains runs K chains (ids chain0, chain0 + 1, ...) on T
+ * threads, thread t on its own problem (the library's objects are one per
+ * thread; the problems must describe the same model).  Chain c starts at the
+ * posterior mode (or at a given latent x0) jittered by N(0, 0.5^2) in the
+ * whitened coordinates, drawn from the chain's own random stream, so the
+ * draws depend on the seed and the chain id only, never on T.  Each chain's
+ * rows go to its own temporary storage (a temporary file); after the run the
+ * caller reads them back, in chain order, through a sink of callbacks: the
+ * library never prints, the caller decides the format and the files.
+ *
+ * A row holds GMM_HMC_NSAMPLER sampler values (lp__, accept_stat__,
+ * stepsize__, treedepth__, n_leapfrog__, divergent__, energy__), then the
+ * sampled hyperparameters (in objective order), then f -- the linear
+ * predictor plus `offset` at each data row (a latent with inputs) or at each
+ * node (a graph), only where keep[i] -- then, with `states`, the latent
+ * x[0..n-1].
+ *
+ * Cancellation: the progress callback returning nonzero stops every chain at
+ * its next iteration (chains not yet started do not start); the run then
+ * returns GMM_ECANCEL with the chains that have draws cut to the shortest
+ * one's count (whole chains of equal length, as a summary needs), and the
+ * divergences and leapfrog steps recounted over the draws kept.
+ */
+#ifndef GMM_HMC_CHAINS_H
+#define GMM_HMC_CHAINS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gmm/hmc.h"
+#include "gmm/problem.h"
+#include "gmm/status.h"
+
+#define GMM_HMC_NSAMPLER 7
+
+typedef struct {
+    gmm_hmc_params hmc;        /* sampler settings; hmc.chain, hmc.progress and
+                                * hmc.user are the runner's (ignored) */
+    size_t nchain;             /* >= 1 */
+    uint64_t chain0;           /* the first chain's id (>= 1; its stream) */
+    const double *theta;       /* hyperparameters (the objective's nparam);
+                                * the sampled ones start there */
+    const int *sampled;        /* nparam flags, or NULL: theta fixed */
+    const gmm_prior *prior;    /* nparam priors of the sampled ones (with
+                                * sampled; gmm_hmc_default_priors) */
+    const double *x0;          /* the latent (n) to start at, or NULL: the
+                                * posterior mode (exact or Laplace) at theta;
+                                * with sampled hyperparameters the chains
+                                * start at gmm_problem_joint_start's point,
+                                * and x0 is not used */
+    double offset;             /* added to every f (the data's centre) */
+    const unsigned char *keep; /* f sites written (NULL: all) */
+    int states;                /* nonzero: rows also hold x */
+    /* Called after every iteration of every chain, one call at a time (the
+     * runner serialises them), from the chains' threads; nonzero cancels.
+     * May be NULL. */
+    int (*progress)(void *user, const gmm_hmc_progress *p);
+    void *user;
+} gmm_hmc_run_params;
+
+/* Defaults: 4 chains from id 1, hmc's defaults, the rest zero/NULL. */
+void gmm_hmc_run_params_init(gmm_hmc_run_params *rp);
+
+/* The free parameters of p's objective (not fixed) as sampled[k] = 1, and
+ * their default priors: normal(value, 2) for the intercept, lognormal(log
+ * value, 1) for the others (mu 0 when value <= 0, which the sampler cannot
+ * take on the log scale: gmm_hmc_check_priors says so).  sampled, prior:
+ * nparam each, caller's. */
+void gmm_hmc_default_priors(gmm_problem *p, int *sampled, gmm_prior *prior);
+
+/* GMM_EINVAL naming the first sampled parameter with a lognormal prior
+ * whose value in theta (nparam) is not > 0 (its index in *bad); GMM_OK
+ * otherwise. */
+gmm_status gmm_hmc_check_priors(gmm_problem *p, const double *theta, const int *sampled,
+                                const gmm_prior *prior, size_t *bad);
+
+/* One chain's account, valid while its gmm_hmc_chains lives. */
+typedef struct {
+    uint64_t id;
+    size_t ndone;              /* draws made (before any cut) */
+    size_t divergences;        /* over the draws kept */
+    size_t leapfrog[2];        /* leapfrog steps of warm-up [0], kept draws [1] */
+    double stepsize;           /* the step size after warm-up */
+    const double *inv_metric;  /* the sampler's diagonal inverse metric after
+                                * warm-up (metric_dim values), on the whitened
+                                * latent field and the sampled hyperparameters */
+    size_t metric_dim;
+    double seconds[2];         /* wall time of warm-up [0] and draws [1] */
+} gmm_hmc_chain_info;
+
+typedef struct gmm_hmc_chains gmm_hmc_chains;
+
+/* Run rp->nchain chains on nthread threads (probs: nthread problems of the
+ * same model; nthread is capped at nchain).  On GMM_OK or GMM_ECANCEL, *out
+ * holds the chains (free with gmm_hmc_chains_free); after a cancel it may
+ * hold no draws (gmm_hmc_chains_kept 0).  Other errors: *out NULL, the first
+ * failing chain's error recorded as "chain ID: reason" (its status), and
+ * nothing kept.  GMM_EINVAL: bad params (gmm_hmc_params_check's, no
+ * chain, thread or theta, sampled without priors, gmm_hmc_check_priors's);
+ * GMM_EIO: the temporary storage failed; GMM_ENOMEM. */
+gmm_status gmm_hmc_run_chains(gmm_problem *const *probs, size_t nthread,
+                              const gmm_hmc_run_params *rp, gmm_hmc_chains **out);
+void gmm_hmc_chains_free(gmm_hmc_chains *r); /* NULL-safe */
+
+size_t gmm_hmc_chains_count(const gmm_hmc_chains *r);        /* nchain */
+const gmm_hmc_chain_info *gmm_hmc_chains_info(const gmm_hmc_chains *r, size_t c);
+size_t gmm_hmc_chains_ncol(const gmm_hmc_chains *r);         /* values per row */
+size_t gmm_hmc_chains_kept(const gmm_hmc_chains *r);         /* rows per chain kept */
+int gmm_hmc_chains_cut(const gmm_hmc_chains *r);             /* cut after a cancel */
+/* Chain c is in the output: it has kept rows. */
+int gmm_hmc_chains_has_draws(const gmm_hmc_chains *r, size_t c);
+
+/* Where the rows go.  Each callback returns GMM_OK to go on, or a status
+ * (with gmm_error's record) that stops the replay and is returned. */
+typedef struct {
+    gmm_status (*begin)(void *user, const gmm_hmc_chain_info *c); /* may be NULL */
+    /* the row of draw `iteration` (1-based) of chain c: ncol values */
+    gmm_status (*row)(void *user, const gmm_hmc_chain_info *c, size_t iteration,
+                      const double *row, size_t ncol);
+    gmm_status (*end)(void *user, const gmm_hmc_chain_info *c);   /* may be NULL */
+    void *user;
+} gmm_hmc_sink;
+
+/* The kept rows of chain c (begin, rows, end), or of every chain with draws
+ * in chain order (gmm_hmc_chains_write).  May be called any number of times.
+ * GMM_EIO when the temporary storage cannot be read; the sink's status. */
+gmm_status gmm_hmc_chains_replay(const gmm_hmc_chains *r, size_t c, const gmm_hmc_sink *s);
+gmm_status gmm_hmc_chains_write(const gmm_hmc_chains *r, const gmm_hmc_sink *s);
+
+#endif

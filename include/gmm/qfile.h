@@ -1,0 +1,52 @@
+/* qfile.h -- the file of a vi result's q(x) = N(m, (L L')^-1) (OUT.q.csv
+ * beside the model file): one row per latent i (0-based),
+ *
+ *   index,mean,l0,l1,...,lb     l_j = L(i, i - j), NaN above the corner
+ *
+ * with every number as %.17g, so that a read gives back the same doubles. */
+#ifndef GMM_QFILE_H
+#define GMM_QFILE_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "gmm/band.h"
+#include "gmm/modelfile.h"
+#include "gmm/status.h"
+#include "gmm/vi.h"
+
+/* Write mean (n) and L (n x n LOWER band holding bandwidth b) to f.
+ * GMM_EINVAL (NULL, L not LOWER or not n x n); write errors are left on f
+ * (ferror) for the caller's flush to report. */
+gmm_status gmm_qfile_write(FILE *f, size_t n, size_t b, const double *mean, const gmm_band *L);
+
+/* Read path into mean (n) and L (caller's LOWER band, n x n, holding
+ * bandwidth b): n the model's latents, b the model file's q bandwidth.  The table's read
+ * errors (gmm_table_read: GMM_EIO, GMM_EPARSE at file:line: column);
+ * GMM_EPARSE when the file is not n rows of b + 3 columns, naming both
+ * shapes; GMM_EPARSE at the row for a missing or malformed mean or l_j below
+ * the corner; GMM_EINVAL for a NULL or a band of another shape. */
+gmm_status gmm_qfile_read(const char *path, size_t n, size_t b, double *mean, gmm_band *L);
+
+/* v's state (gmm_vi_mean, gmm_vi_factor at its bandwidth) to f, as
+ * gmm_qfile_write.  GMM_ENOMEM. */
+gmm_status gmm_qfile_write_vi(FILE *f, gmm_vi *v);
+
+/* Read path into v's state: q of v's order and bandwidth (allocated by the
+ * caller with the model file's bandwidth), at hyperparameters theta
+ * (gmm_vi_set_state's).  gmm_qfile_read's errors, then gmm_vi_set_state's
+ * (GMM_EINVAL for a diagonal entry not > 0 or a bad theta). */
+gmm_status gmm_qfile_read_vi(const char *path, const double *theta, gmm_vi *v);
+
+/* The q file's name beside the model file `model_path`: OUT.json ->
+ * OUT.q.csv, another name gets .q.csv appended.  Allocated (gmm_free), NULL
+ * when out of memory. */
+char *gmm_qfile_path(const char *model_path);
+
+/* The model (out, naming q's file) to path and v's q to qpath, both written
+ * out before either is committed (gmm_outfile), so that a write error (a
+ * full disk) replaces neither.  gmm_outfile's and gmm_model_write's
+ * errors. */
+gmm_status gmm_qfile_save(const gmm_model *out, const char *path, const char *qpath, gmm_vi *v);
+
+#endif

@@ -1,0 +1,619 @@
+/* cli_hmc.c -- the files of `gmm-infer hmc` (cli_hmc.h): the draws in the
+ * draws-data-frame layout that R's posterior reads (csv), or CmdStan's own
+ * output CSV, one file per chain (cmdstan), from the library's chains in
+ * chain order; FILE.json, how they were made; the summary.  Files are
+ * written through gmm_outfile (atomically, or in place for a device or
+ * FIFO); after an interrupt, regular files are named FILE.partial. */
+#define _XOPEN_SOURCE 700
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "cli_hmc.h"
+#include "gmm/alloc.h"
+#include "gmm/draws.h"
+#include "gmm/io.h"
+#include "gmm/json.h"
+#include "gmm/modelfile.h"
+#include "gmm/vi.h"
+#include "gmm/version.h"
+
+/* A parameter's name as a CmdStan column: Stan's names are identifiers,
+ * and a '.' there separates indices, so "0.matern32.variance" becomes
+ * "0_matern32_variance" (any other character than a letter, digit or '_'
+ * becomes '_' too). */
+static void put_cmdstan_name(FILE *f, const char *name)
+{
+    for (const char *p = name; *p; p++)
+        fputc(isalnum((unsigned char)*p) || *p == '_' ? *p : '_', f);
+}
+
+/* The header row: sampler columns, the sampled parameters, then f at each
+ * data row or node, then the states.  The draws-data-frame layout (csv)
+ * starts with .chain,.iteration,.draw and names f[row], f[node label],
+ * x[i]; CmdStan's names f.row, f.node (the node's 1-based position), x.i. */
+static void write_header(FILE *f, gmm_mdl *m, const int *sampled, const unsigned char *keep,
+                         int states, int cmdstan)
+{
+    if (!cmdstan)
+        fputs(".chain,.iteration,.draw,", f);
+    fputs("lp__,accept_stat__,stepsize__,treedepth__,n_leapfrog__,divergent__,energy__", f);
+    gmm_objective *o = gmm_mdl_objective(m);
+    for (size_t k = 0; sampled && k < o->nparam; k++)
+        if (sampled[k]) {
+            fputc(',', f);
+            if (cmdstan)
+                put_cmdstan_name(f, o->name[k]);
+            else
+                cli_put_csv_field(f, o->name[k]);
+        }
+    char name[96];
+    for (size_t v = 0; v < gmm_mdl_nsites(m); v++) {
+        if (keep && !keep[v])
+            continue;
+        if (cmdstan) {
+            fprintf(f, ",f.%zu", v + 1);
+            continue;
+        }
+        fputc(',', f);
+        cli_put_csv_field(f, gmm_mdl_draws_column(m, v, name));
+    }
+    size_t n = gmm_latent_dim(gmm_problem_latent(gmm_mdl_problem(m)));
+    for (size_t i = 0; states && i < n; i++)
+        fprintf(f, cmdstan ? ",x.%zu" : ",x[%zu]", i + 1);
+    fputc('\n', f);
+}
+
+/* Where the rows go: one stream, named for its errors. */
+typedef struct {
+    FILE *f;
+    const char *name;
+    const cli_hmc_out *w;
+    int cmdstan;
+    size_t kept;   /* draws per chain */
+} sink_ctx;
+
+static gmm_status stream_status(const sink_ctx *s)
+{
+    if (!ferror(s->f))
+        return GMM_OK;
+    return gmm_error(GMM_EIO, "%s: write error: %s", s->name ? s->name : "<stdout>",
+                     strerror(errno ? errno : EIO));
+}
+
+/* A row as text, %.17g (both formats hold the same numbers); the csv layout
+ * leads with .chain,.iteration,.draw. */
+static gmm_status put_row(void *user, const gmm_hmc_chain_info *c, size_t it, const double *row,
+                          size_t ncol)
+{
+    sink_ctx *s = user;
+    if (!s->cmdstan)
+        fprintf(s->f, "%llu,%zu,%zu,", (unsigned long long)c->id, it,
+                (size_t)(c->id - 1) * s->w->rp->hmc.draws + it);
+    for (size_t j = 0; j < ncol; j++)
+        fprintf(s->f, j ? ",%.17g" : "%.17g", row[j]);
+    fputc('\n', s->f);
+    return GMM_OK;
+}
+
+/* The draws in the draws-data-frame layout: the header, then the kept rows
+ * of every chain that has draws, in chain order. */
+static gmm_status write_csv(FILE *f, const char *name, const cli_hmc_out *w,
+                            const gmm_hmc_chains *ch)
+{
+    sink_ctx s = {f, name, w, 0, gmm_hmc_chains_kept(ch)};
+    gmm_hmc_sink sk = {NULL, put_row, NULL, &s};
+    write_header(f, w->model, w->rp->sampled, w->rp->keep, w->rp->states, 0);
+    gmm_status st = gmm_hmc_chains_write(ch, &sk);
+    return st != GMM_OK ? st : stream_status(&s);
+}
+
+/* Chain c in CmdStan's output CSV (the Stan CSV of `method=sample`): its
+ * configuration as '#' comments with CmdStan's keys, the header, the
+ * adaptation (step size and the diagonal inverse metric), the draws, the
+ * elapsed times. */
+static gmm_status cmdstan_begin(void *user, const gmm_hmc_chain_info *ci)
+{
+    sink_ctx *s = user;
+    const cli_hmc_out *w = s->w;
+    const gmm_hmc_params *par = &w->rp->hmc;
+    FILE *f = s->f;
+    int nuts = par->sampler == GMM_HMC_NUTS;
+    fprintf(f, "# gmm_infer_version = %s\n", GMM_VERSION);
+    fputs("# model = gmm_infer_hmc\n", f);
+    if (w->model_path)
+        fprintf(f, "# model_file = %s\n", w->model_path);
+    fputs("# method = sample\n#   sample\n", f);
+    fprintf(f, "#     num_samples = %zu\n#     num_warmup = %zu\n", s->kept, par->warmup);
+    fputs("#     save_warmup = 0\n#     thin = 1\n#     adapt\n", f);
+    fprintf(f, "#       engaged = %d\n", par->warmup > 0);
+    fprintf(f, "#       gamma = %.17g\n#       delta = %.17g\n#       kappa = %.17g\n",
+            par->gamma, par->target_accept, par->kappa);
+    fprintf(f, "#       t0 = %.17g\n#       init_buffer = %zu\n#       term_buffer = %zu\n",
+            par->t0, par->init_buffer, par->term_buffer);
+    fprintf(f, "#       window = %zu\n#     algorithm = hmc\n#       hmc\n", par->base_window);
+    if (nuts)
+        fprintf(f, "#         engine = nuts\n#           nuts\n#             max_depth = %u\n",
+                par->max_depth);
+    else
+        fprintf(f, "#         engine = static\n#           static\n#             steps = %zu\n",
+                par->steps);
+    fprintf(f, "#         metric = diag_e\n#         stepsize = %.17g\n", par->stepsize);
+    fputs("#         stepsize_jitter = 0\n#     num_chains = 1\n", f);
+    fprintf(f, "# id = %llu\n", (unsigned long long)ci->id);
+    fprintf(f, "# data\n#   file = %s\n", w->data ? w->data : "");
+    fprintf(f, "# random\n#   seed = %llu\n", (unsigned long long)par->seed);
+    fputs("# output\n#   sig_figs = 17\n", f);
+    fprintf(f, "# f.i: the linear predictor at %s i; the inverse metric is the sampler's, on\n"
+               "# the whitened latent field%s, not on f\n",
+            gmm_mdl_site_noun(w->model),
+            w->rp->sampled ? " and the hyperparameters (positive ones on the log scale)" : "");
+    write_header(f, w->model, w->rp->sampled, w->rp->keep, w->rp->states, 1);
+    fprintf(f, "# Adaptation terminated\n# Step size = %.17g\n", ci->stepsize);
+    fputs("# Diagonal elements of inverse mass matrix:\n# ", f);
+    for (size_t i = 0; i < ci->metric_dim; i++)
+        fprintf(f, i ? ", %.17g" : "%.17g", ci->inv_metric[i]);
+    fputc('\n', f);
+    return GMM_OK;
+}
+
+static gmm_status cmdstan_end(void *user, const gmm_hmc_chain_info *ci)
+{
+    sink_ctx *s = user;
+    fprintf(s->f, "# \n#  Elapsed Time: %.3f seconds (Warm-up)\n#                %.3f seconds "
+                  "(Sampling)\n#                %.3f seconds (Total)\n# \n",
+            ci->seconds[0], ci->seconds[1], ci->seconds[0] + ci->seconds[1]);
+    return stream_status(s);
+}
+
+/* --latent-subset: data rows (1-based numbers and ranges A-B, state-space)
+ * or node labels (graphs), comma-separated, into a mask of nsites. */
+int cli_hmc_parse_subset(const char *cmd, gmm_mdl *m, const char *spec, unsigned char **keep)
+{
+    size_t ns = gmm_mdl_nsites(m);
+    *keep = gmm_calloc(ns ? ns : 1, 1);
+    if (!*keep)
+        return cli_fail(cmd, GMM_ENOMEM);
+    const char *p = spec;
+    while (*p) {
+        size_t len = strcspn(p, ","), a, b;
+        char tok[256];
+        if (len == 0 || len >= sizeof tok) {
+            cli_msg(cmd, "--latent-subset: empty or overlong item in '%s'", spec);
+            return CLI_EXIT_USAGE;
+        }
+        memcpy(tok, p, len);
+        tok[len] = '\0';
+        if (gmm_mdl_sites_parse(m, tok, &a, &b) != GMM_OK) {
+            cli_msg(cmd, "--latent-subset: %s", gmm_error_message());
+            return CLI_EXIT_USAGE;
+        }
+        for (size_t r = a; r <= b; r++)
+            (*keep)[r] = 1;
+        p += len;
+        if (*p == ',')
+            p++;
+    }
+    return 0;
+}
+
+int cli_hmc_priors(const char *cmd, gmm_mdl *m, const char **args, size_t nargs, int **sampled,
+                   gmm_prior **priors, int quiet)
+{
+    gmm_problem *p = gmm_mdl_problem(m);
+    const gmm_objective *o = gmm_problem_objective(p);
+    size_t np = o->nparam;
+    int has_b = gmm_problem_has_intercept(p);
+    *sampled = gmm_calloc(np ? np : 1, sizeof **sampled);
+    *priors = gmm_calloc(np ? np : 1, sizeof **priors);
+    if (!*sampled || !*priors)
+        return cli_fail(cmd, GMM_ENOMEM);
+    gmm_hmc_default_priors(p, *sampled, *priors);
+    for (size_t a = 0; a < nargs; a++) {
+        const char *eq = strchr(args[a], '=');
+        char name[256], kind[16];
+        double mu, sigma;
+        int used = 0;
+        if (!eq || (size_t)(eq - args[a]) >= sizeof name ||
+            sscanf(eq + 1, "%15[a-z](%lf ,%lf )%n", kind, &mu, &sigma, &used) != 3 ||
+            eq[1 + used] != '\0' || !isfinite(mu) || !(sigma > 0.0) || !isfinite(sigma)) {
+            cli_msg(cmd, "--prior: '%s' is not NAME=lognormal(MU,SIGMA) or NAME=normal(MU,SIGMA) "
+                         "with SIGMA > 0",
+                    args[a]);
+            return CLI_EXIT_USAGE;
+        }
+        memcpy(name, args[a], (size_t)(eq - args[a]));
+        name[eq - args[a]] = '\0';
+        size_t k;
+        for (k = 0; k < np && strcmp(o->name[k], name); k++)
+            ;
+        if (k == np || !(*sampled)[k]) {
+            cli_msg(cmd, "--prior: '%s' is not a sampled parameter%s", name,
+                    k < np ? " (it is held by --fix)" : "");
+            return CLI_EXIT_USAGE;
+        }
+        int is_b = has_b && k == np - 1;
+        if (strcmp(kind, is_b ? "normal" : "lognormal")) {
+            cli_msg(cmd, "--prior: %s takes a %s prior", name, is_b ? "normal" : "lognormal");
+            return CLI_EXIT_USAGE;
+        }
+        (*priors)[k] = (gmm_prior){is_b ? GMM_PRIOR_NORMAL : GMM_PRIOR_LOGNORMAL, mu, sigma};
+    }
+    for (size_t k = 0; k < np; k++) {
+        if (!(*sampled)[k])
+            continue;
+        if ((*priors)[k].kind == GMM_PRIOR_LOGNORMAL && !(o->value[k] > 0.0)) {
+            cli_msg(cmd, "%s = %g cannot be sampled on the log scale: hold it with --fix %s",
+                    o->name[k], o->value[k], o->name[k]);
+            return CLI_EXIT_USAGE;
+        }
+        if (!quiet)
+            cli_msg(cmd, "prior: %s ~ %s(%.6g, %.6g)", o->name[k],
+                    (*priors)[k].kind == GMM_PRIOR_NORMAL ? "normal" : "lognormal",
+                    (*priors)[k].mu, (*priors)[k].sigma);
+    }
+    return 0;
+}
+
+/* path + suffix, allocated (NULL when out of memory). */
+static char *dup_path(const char *path, const char *suffix)
+{
+    size_t a = strlen(path), b = strlen(suffix);
+    char *p = gmm_malloc(a + b + 1, 1);
+    if (p) {
+        memcpy(p, path, a);
+        memcpy(p + a, suffix, b + 1);
+    }
+    return p;
+}
+
+/* --format cmdstan's file of chain `id`: FILE_ID.csv, as CmdStan names a
+ * run's chains (FILE's own .csv, if any, goes after the id). */
+static char *chain_file(const char *path, uint64_t id)
+{
+    size_t len = strlen(path);
+    if (len > 4 && !strcmp(path + len - 4, ".csv"))
+        len -= 4;
+    char *p = gmm_malloc(len + 32, 1);
+    if (p)
+        snprintf(p, len + 32, "%.*s_%llu.csv", (int)len, path, (unsigned long long)id);
+    return p;
+}
+
+/* FILE.json beside the draws: how they were made (sampler settings, the
+ * hyperparameters and priors, per-chain step sizes, divergences and leapfrog
+ * steps of warm-up and draws; the format and, after an interrupt, that the
+ * chains were cut and to how many draws), so a draws file never loses what
+ * it is a sample of. */
+static gmm_status write_config(const char *path, const cli_hmc_out *w, const gmm_hmc_chains *ch)
+{
+    const gmm_hmc_params *par = &w->rp->hmc;
+    const gmm_objective *o = gmm_mdl_objective(w->model);
+    gmm_status s = GMM_OK;
+    json_t *root = json_object(), *hyp = json_object(), *pri = json_object();
+    json_t *ids = json_array(), *eps = json_array(), *div = json_array();
+    json_t *leap = json_object(), *lw = json_array(), *ld = json_array();
+    if (!root || !hyp || !pri || !ids || !eps || !div || !leap || !lw || !ld) {
+        json_decref(leap);
+        json_decref(lw);
+        json_decref(ld);
+        json_decref(root);
+        json_decref(hyp);
+        json_decref(pri);
+        json_decref(ids);
+        json_decref(eps);
+        json_decref(div);
+        return gmm_error(GMM_ENOMEM, "out of memory");
+    }
+    char buf[128];
+    json_object_set_new(root, "tool_version", json_string(GMM_VERSION));
+    json_object_set_new(root, "command", json_string("hmc"));
+    json_object_set_new(root, "model", w->model_path ? json_string(w->model_path) : json_null());
+    json_object_set_new(root, "data", w->data ? json_string(w->data) : json_null());
+    json_object_set_new(root, "sampler",
+                        json_string(par->sampler == GMM_HMC_NUTS ? "nuts" : "hmc"));
+    json_object_set_new(root, "seed", json_integer((json_int_t)par->seed));
+    json_object_set_new(root, "warmup", json_integer((json_int_t)par->warmup));
+    json_object_set_new(root, "draws", json_integer((json_int_t)par->draws));
+    json_object_set_new(root, "max_depth", json_integer((json_int_t)par->max_depth));
+    json_object_set_new(root, "steps", json_integer((json_int_t)par->steps));
+    gmm_json_set_number(root, "target_accept", par->target_accept);
+    for (size_t k = 0; k < o->nparam; k++) {
+        int smp = w->rp->sampled && w->rp->sampled[k];
+        if (!smp) {
+            gmm_json_set_number(hyp, o->name[k], o->value[k]);
+            continue;
+        }
+        snprintf(buf, sizeof buf, "%s(%.17g, %.17g)",
+                 w->rp->prior[k].kind == GMM_PRIOR_NORMAL ? "normal" : "lognormal", w->rp->prior[k].mu,
+                 w->rp->prior[k].sigma);
+        json_object_set_new(pri, o->name[k], json_string(buf));
+    }
+    json_object_set_new(root, "fixed_parameters", hyp);
+    json_object_set_new(root, "priors", pri);
+    json_t *org = NULL;
+    if ((s = gmm_mdl_draws_origin(w->model, w->rp->sampled, &org)) != GMM_OK) {
+        json_decref(root);
+        return s;
+    }
+    json_object_set_new(root, "origin", org);
+    for (size_t c = 0; c < gmm_hmc_chains_count(ch); c++) {
+        const gmm_hmc_chain_info *ci = gmm_hmc_chains_info(ch, c);
+        json_array_append_new(ids, json_integer((json_int_t)ci->id));
+        json_array_append_new(eps, json_real(ci->stepsize));
+        json_array_append_new(div, json_integer((json_int_t)ci->divergences));
+        json_array_append_new(lw, json_integer((json_int_t)ci->leapfrog[0]));
+        json_array_append_new(ld, json_integer((json_int_t)ci->leapfrog[1]));
+    }
+    json_object_set_new(root, "chains", ids);
+    json_object_set_new(root, "step_size", eps);
+    json_object_set_new(root, "divergences", div);
+    json_object_set_new(leap, "warmup", lw);
+    json_object_set_new(leap, "draws", ld);
+    json_object_set_new(root, "leapfrog_steps", leap);
+    json_object_set_new(root, "format", json_string(w->cmdstan ? "cmdstan" : "csv"));
+    if (gmm_hmc_chains_cut(ch)) {
+        json_t *in = json_object(), *kept = json_array();
+        for (size_t c = 0; in && kept && c < gmm_hmc_chains_count(ch); c++)
+            if (gmm_hmc_chains_has_draws(ch, c))
+                json_array_append_new(kept,
+                                      json_integer((json_int_t)gmm_hmc_chains_info(ch, c)->id));
+        if (in && kept) {
+            json_object_set_new(in, "draws_per_chain",
+                                json_integer((json_int_t)gmm_hmc_chains_kept(ch)));
+            json_object_set_new(in, "chains_kept", kept);
+            json_object_set_new(root, "interrupted", in);
+        } else {
+            json_decref(in);
+            json_decref(kept);
+        }
+    }
+    gmm_outfile *of = NULL;
+    if ((s = gmm_outfile_open(path, &of)) == GMM_OK &&
+        (s = gmm_json_write(gmm_outfile_stream(of), root, path)) == GMM_OK) {
+        s = gmm_outfile_commit(of);
+        of = NULL;
+    }
+    gmm_outfile_abort(of);
+    json_decref(root);
+    return s;
+}
+
+int cli_hmc_check_outputs(const char *cmd, const cli_hmc_out *w)
+{
+    gmm_status s = GMM_OK;
+    int in_place = 1, cmdstan = w->cmdstan;
+    const char *out = w->out && strcmp(w->out, "-") ? w->out : NULL;
+    if (cmdstan && !out) {
+        cli_msg(cmd, "--format cmdstan writes one file per chain: give -o FILE (the chains "
+                     "go to FILE_1.csv, FILE_2.csv, ...)");
+        return CLI_EXIT_USAGE;
+    }
+    if (out && (s = gmm_outfile_check_kind(out, &in_place)) != GMM_OK)
+        return cli_fail(cmd, s);
+    if (cmdstan && in_place) {
+        cli_msg(cmd, "--format cmdstan: -o %s names the chains' files %s_1.csv, ...: give a "
+                     "file name, not a device or FIFO",
+                out, out);
+        return CLI_EXIT_USAGE;
+    }
+    for (size_t k = 0; cmdstan && k < w->rp->nchain && s == GMM_OK; k++) {
+        char *p = chain_file(out, w->rp->chain0 + k);
+        s = p ? gmm_outfile_check(p) : gmm_error(GMM_ENOMEM, "out of memory");
+        gmm_free(p);
+    }
+    if (s == GMM_OK && out && !in_place) {
+        char *p = dup_path(out, ".json");
+        s = p ? gmm_outfile_check(p) : gmm_error(GMM_ENOMEM, "out of memory");
+        gmm_free(p);
+    }
+    if (s == GMM_OK && w->summary && strcmp(w->summary, "-"))
+        s = gmm_outfile_check(w->summary);
+    return s == GMM_OK ? 0 : cli_fail(cmd, s);
+}
+
+/* The draws' file of chain k (cmdstan) or of all chains (csv), written
+ * out, not committed. */
+static gmm_status write_draws(const cli_hmc_out *w, const gmm_hmc_chains *ch, size_t k,
+                             const char *name, gmm_outfile **of)
+{
+    gmm_status s = gmm_outfile_open(name, of);
+    if (s != GMM_OK)
+        return s;
+    FILE *f = gmm_outfile_stream(*of);
+    if (w->cmdstan) {
+        sink_ctx sc = {f, name, w, 1, gmm_hmc_chains_kept(ch)};
+        gmm_hmc_sink sk = {cmdstan_begin, put_row, cmdstan_end, &sc};
+        s = gmm_hmc_chains_replay(ch, k, &sk);
+    } else {
+        s = write_csv(f, name, w, ch);
+    }
+    return s == GMM_OK ? gmm_outfile_flush(*of) : s;
+}
+
+/* The summary reads the draws back, in the csv layout, from a temporary of
+ * our own: the output may be a FIFO or per chain. */
+static int write_summary(const char *cmd, const cli_hmc_out *w, const gmm_hmc_chains *ch)
+{
+    const char *tdir = getenv("TMPDIR");
+    size_t tl = strlen(tdir && *tdir ? tdir : "/tmp");
+    char *tmp = gmm_malloc(tl + 32, 1);
+    if (!tmp)
+        return cli_fail(cmd, GMM_ENOMEM);
+    snprintf(tmp, tl + 32, "%s/gmm-hmc.XXXXXX", tdir && *tdir ? tdir : "/tmp");
+    int fd = mkstemp(tmp), rc = 0;
+    FILE *dst = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (!dst) {
+        cli_msg(cmd, "cannot create a temporary file: %s", strerror(errno));
+        if (fd >= 0) {
+            close(fd);
+            unlink(tmp);
+        }
+        gmm_free(tmp);
+        return CLI_EXIT_ERROR;
+    }
+    gmm_status s = write_csv(dst, tmp, w, ch);
+    if (fclose(dst) && s == GMM_OK)
+        s = gmm_error(GMM_EIO, "%s: write error: %s", tmp, strerror(errno ? errno : EIO));
+    const char *src = tmp;
+    gmm_draws *d = NULL;
+    gmm_outfile *of = NULL;
+    if (s != GMM_OK || (s = gmm_draws_read(&src, 1, &d)) != GMM_OK ||
+        (s = gmm_outfile_open(w->summary, &of)) != GMM_OK ||
+        (s = cli_write_summary(gmm_outfile_stream(of), d)) != GMM_OK) {
+        gmm_outfile_abort(of);
+        rc = cli_fail(cmd, s);
+    } else if ((s = gmm_outfile_commit(of)) != GMM_OK) {
+        rc = cli_fail(cmd, s);
+    }
+    gmm_draws_free(d);
+    unlink(tmp);
+    gmm_free(tmp);
+    return rc;
+}
+
+int cli_hmc_write(const char *cmd, const cli_hmc_out *w, const gmm_hmc_chains *ch)
+{
+    size_t nchain = gmm_hmc_chains_count(ch), nkept = 0;
+    int interrupted = gmm_hmc_chains_cut(ch), rc = 0;
+    for (size_t k = 0; k < nchain; k++)
+        nkept += gmm_hmc_chains_has_draws(ch, k);
+    if (!nkept) {
+        cli_msg(cmd, "interrupted before the first draw: nothing written");
+        return cli_interrupt_exit_code();
+    }
+    /* the files: one (csv) or one per chain with draws (cmdstan); an
+     * interrupted run's regular files are named FILE.partial, a device or
+     * FIFO is written as it is */
+    size_t nfile = w->cmdstan ? nkept : 1;
+    char **files = gmm_calloc(nfile, sizeof *files); /* NULL: stdout */
+    gmm_outfile **ofs = gmm_calloc(nfile, sizeof *ofs);
+    const char *base = w->out && strcmp(w->out, "-") ? w->out : NULL;
+    gmm_status s = files && ofs ? GMM_OK : gmm_error(GMM_ENOMEM, "out of memory");
+    for (size_t k = 0, j = 0; s == GMM_OK && j < nfile; k++) {
+        if (w->cmdstan && !gmm_hmc_chains_has_draws(ch, k))
+            continue;
+        int in_place = 1;
+        if (base && !(files[j] = w->cmdstan ? chain_file(base, w->rp->chain0 + k)
+                                            : dup_path(base, ""))) {
+            s = gmm_error(GMM_ENOMEM, "out of memory");
+            break;
+        }
+        if (files[j] && interrupted &&
+            gmm_outfile_check_kind(files[j], &in_place) == GMM_OK && !in_place) {
+            char *pp = dup_path(files[j], ".partial");
+            gmm_free(files[j]);
+            if (!(files[j] = pp)) {
+                s = gmm_error(GMM_ENOMEM, "out of memory");
+                break;
+            }
+        }
+        s = write_draws(w, ch, k, files[j], &ofs[j]);
+        j++;
+    }
+    /* every file is written out before any is committed: a full disk
+     * replaces none of them */
+    int draws_in_place = s == GMM_OK && gmm_outfile_in_place(ofs[0]);
+    for (size_t j = 0; s == GMM_OK && j < nfile; j++) {
+        s = gmm_outfile_commit(ofs[j]);
+        ofs[j] = NULL;
+    }
+    if (s != GMM_OK) {
+        rc = cli_fail(cmd, s);
+        goto done;
+    }
+    /* FILE.json: beside a regular file only (not /dev/full.json) */
+    if (base) {
+        char *side = NULL;
+        if (!w->cmdstan && draws_in_place) {
+            cli_msg(cmd, "%s is not a regular file: the settings are not written to %s.json",
+                    base, base);
+        } else if (!(side = dup_path(w->cmdstan ? base : files[0],
+                                     w->cmdstan && interrupted ? ".partial.json" : ".json"))) {
+            rc = cli_fail(cmd, GMM_ENOMEM);
+            goto done;
+        } else {
+            s = write_config(side, w, ch);
+            gmm_free(side);
+            if (s != GMM_OK) {
+                rc = cli_fail(cmd, s);
+                goto done;
+            }
+        }
+    }
+    size_t ndiv = 0;
+    for (size_t k = 0; k < nchain; k++)
+        ndiv += gmm_hmc_chains_info(ch, k)->divergences;
+    if (interrupted) {
+        cli_msg(cmd, "interrupted: %zu chain(s) of %zu draws each (the shortest chain's count) "
+                     "kept in %s%s%s",
+                nkept, gmm_hmc_chains_kept(ch), files[0] ? files[0] : "<stdout>",
+                nfile > 1 ? " and the other chains' files" : "",
+                w->summary ? "; no summary written" : "");
+        rc = cli_interrupt_exit_code();
+        goto done;
+    }
+    if (!w->quiet) {
+        for (size_t k = 0; k < nchain; k++) {
+            const gmm_hmc_chain_info *ci = gmm_hmc_chains_info(ch, k);
+            cli_msg(cmd, "chain %llu: step size %.3g, %zu divergent transitions",
+                    (unsigned long long)ci->id, ci->stepsize, ci->divergences);
+        }
+        if (ndiv && w->rp->hmc.warmup)
+            cli_msg(cmd, "warning: %zu divergent transitions after warm-up: the draws may be "
+                         "biased (try --target-accept 0.95)",
+                    ndiv);
+        else if (ndiv)
+            cli_msg(cmd, "warning: %zu divergent transitions: the draws may be biased (without "
+                         "warm-up the step size is the initial search's, never adapted: give "
+                         "--warmup, e.g. 1000)",
+                    ndiv);
+        if (w->cmdstan)
+            cli_msg(cmd, "wrote %s%s%s", files[0], nfile > 1 ? " ... " : "",
+                    nfile > 1 ? files[nfile - 1] : "");
+    }
+    if (w->summary)
+        rc = write_summary(cmd, w, ch);
+done:
+    for (size_t j = 0; j < nfile; j++) {
+        if (ofs)
+            gmm_outfile_abort(ofs[j]);
+        if (files)
+            gmm_free(files[j]);
+    }
+    gmm_free(ofs);
+    gmm_free(files);
+    return rc;
+}
+
+int cli_hmc_init_point(const char *cmd, gmm_mdl *m, const char *init, double **x0)
+{
+    gmm_model mi;
+    gmm_model_init(&mi);
+    gmm_status s = gmm_model_read(init, &mi);
+    int rc = 0;
+    if (s != GMM_OK) {
+        rc = cli_fail(cmd, s);
+    } else if (!mi.has_vi) {
+        cli_msg(cmd, "--init %s: not a vi result (no \"variational\")", init);
+        rc = CLI_EXIT_ERROR;
+    } else {
+        rc = cli_model_load_vi(cmd, m, &mi, init);
+    }
+    gmm_model_free(&mi);
+    if (rc)
+        return rc;
+    size_t n = gmm_latent_dim(gmm_problem_latent(gmm_mdl_problem(m)));
+    if (!(*x0 = gmm_malloc(n, sizeof **x0)))
+        return cli_fail(cmd, GMM_ENOMEM);
+    memcpy(*x0, gmm_vi_mean(gmm_mdl_vi(m)), n * sizeof **x0);
+    gmm_mdl_set_vi(m, NULL);
+    return 0;
+}

@@ -1,0 +1,44 @@
+/* cli_hmc.h -- what `gmm-infer hmc` writes: the draws (csv, or CmdStan's
+ * CSV per chain), FILE.json beside them, the summary; and the options that
+ * name model sites and priors.  The chains themselves are the library's
+ * (gmm/hmc_chains.h). */
+#ifndef GMM_CLI_HMC_H
+#define GMM_CLI_HMC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cli_model.h"
+#include "gmm/hmc_chains.h"
+
+typedef struct {
+    const gmm_hmc_run_params *rp; /* the run: settings, sampled, priors, keep */
+    gmm_mdl *model;          /* the first thread's: header names, "origin" */
+    int cmdstan;               /* --format cmdstan */
+    const char *out;           /* -o (NULL or "-": stdout) */
+    const char *summary;       /* --summary, or NULL */
+    const char *model_path, *data;
+    int quiet;
+} cli_hmc_out;
+
+/* Every file the run will write, checked before the work; 0 or an exit code. */
+int cli_hmc_check_outputs(const char *cmd, const cli_hmc_out *w);
+
+/* The draws, FILE.json and the summary of a finished or cancelled run (ch);
+ * messages on stderr; 0 or an exit code (the interrupt's after a cancel). */
+int cli_hmc_write(const char *cmd, const cli_hmc_out *w, const gmm_hmc_chains *ch);
+
+/* --latent-subset S into a mask of the model's f sites; 0 or an exit code. */
+int cli_hmc_parse_subset(const char *cmd, gmm_mdl *m, const char *spec, unsigned char **keep);
+
+/* The sampled parameters and their priors: the library's defaults, then
+ * --prior NAME=lognormal(MU,SIGMA) / normal(MU,SIGMA) (args); printed
+ * unless quiet; 0 or an exit code. */
+int cli_hmc_priors(const char *cmd, gmm_mdl *m, const char **args, size_t nargs, int **sampled,
+                   gmm_prior **priors, int quiet);
+
+/* --init FILE: q's mean of a vi result (n latents, allocated), where the
+ * chains start (jittered); 0 or an exit code. */
+int cli_hmc_init_point(const char *cmd, gmm_mdl *m, const char *init, double **x0);
+
+#endif

@@ -1,0 +1,437 @@
+/* hmc_chains.c -- K chains of whitened HMC on T threads, each chain's rows
+ * in its own temporary file (binary doubles), read back in chain order
+ * (hmc_chains.h).  The temporaries make the output independent of T: the
+ * chains finish in any order, the rows come back in chain order. */
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "gmm/alloc.h"
+#include "gmm/hmc_chains.h"
+#include "gmm/latent.h"
+#include "gmm/objective.h"
+#include "gmm/rng.h"
+
+struct gmm_hmc_chains {
+    size_t nchain, ncol, kept;
+    int cut;
+    FILE **tmp;
+    gmm_hmc_chain_info *info;
+    double **metric;
+};
+
+typedef struct {
+    const gmm_hmc_run_params *rp;
+    gmm_hmc_chains *r;
+    gmm_status *status;
+    char (*msg)[GMM_ERROR_MAX];
+    pthread_mutex_t lock;
+    size_t next;
+    int cancel;
+} run_ctx;
+
+typedef struct {
+    run_ctx *rc;
+    gmm_problem *p;
+} worker;
+
+void gmm_hmc_run_params_init(gmm_hmc_run_params *rp)
+{
+    memset(rp, 0, sizeof *rp);
+    gmm_hmc_params_init(&rp->hmc);
+    rp->nchain = 4;
+    rp->chain0 = 1;
+}
+
+void gmm_hmc_default_priors(gmm_problem *p, int *sampled, gmm_prior *prior)
+{
+    const gmm_objective *o = gmm_problem_objective(p);
+    size_t np = o->nparam;
+    int has_b = gmm_problem_has_intercept(p);
+    for (size_t k = 0; k < np; k++) {
+        sampled[k] = !o->fixed[k];
+        if (has_b && k == np - 1)
+            prior[k] = (gmm_prior){GMM_PRIOR_NORMAL, o->value[k], 2.0};
+        else
+            prior[k] = (gmm_prior){GMM_PRIOR_LOGNORMAL, o->value[k] > 0 ? log(o->value[k]) : 0.0,
+                                   1.0};
+    }
+}
+
+gmm_status gmm_hmc_check_priors(gmm_problem *p, const double *theta, const int *sampled,
+                                const gmm_prior *prior, size_t *bad)
+{
+    const gmm_objective *o = gmm_problem_objective(p);
+    for (size_t k = 0; k < o->nparam; k++)
+        if (sampled[k] && prior[k].kind == GMM_PRIOR_LOGNORMAL && !(theta[k] > 0.0)) {
+            *bad = k;
+            return gmm_error(GMM_EINVAL, "%s = %g cannot be sampled on the log scale", o->name[k],
+                             theta[k]);
+        }
+    return GMM_OK;
+}
+
+static gmm_status whitened_logp(void *ctx, const double *v, double *lp, double *grad)
+{
+    return gmm_problem_whitened_logp(ctx, v, lp, grad);
+}
+
+static gmm_status joint_logp(void *ctx, const double *q, double *lp, double *grad)
+{
+    return gmm_problem_joint_logp(ctx, q, lp, grad);
+}
+
+/* Every chain's progress, one call at a time: a cancel stops them all. */
+static int progress(void *user, const gmm_hmc_progress *p)
+{
+    run_ctx *rc = user;
+    pthread_mutex_lock(&rc->lock);
+    if (!rc->cancel && rc->rp->progress && rc->rp->progress(rc->rp->user, p))
+        rc->cancel = 1;
+    int stop = rc->cancel;
+    pthread_mutex_unlock(&rc->lock);
+    return stop;
+}
+
+static double seconds_between(const struct timespec *a, const struct timespec *b)
+{
+    return (double)(b->tv_sec - a->tv_sec) + 1e-9 * (double)(b->tv_nsec - a->tv_nsec);
+}
+
+/* f at the data rows (a latent with inputs) or at the nodes. */
+static size_t nsites(gmm_problem *p)
+{
+    const gmm_latent *l = gmm_problem_latent(p);
+    return gmm_latent_has_inputs(l) ? gmm_latent_nrows(l) : gmm_latent_dim(l);
+}
+
+/* One chain, its rows to r->tmp[c]. */
+static gmm_status run_chain(run_ctx *rc, gmm_problem *p, size_t c)
+{
+    const gmm_hmc_run_params *rp = rc->rp;
+    gmm_hmc_chain_info *ci = &rc->r->info[c];
+    gmm_status st;
+    int inputs = gmm_latent_has_inputs(gmm_problem_latent(p));
+    size_t n = gmm_latent_dim(gmm_problem_latent(p)), nf = nsites(p);
+    size_t np = gmm_problem_objective(p)->nparam, dim = n, ncol = rc->r->ncol;
+    uint64_t id = ci->id;
+    double *v = gmm_malloc(n + np, sizeof *v), *f = gmm_malloc(nf ? nf : 1, sizeof *f);
+    double *xs = gmm_malloc(n ? n : 1, sizeof *xs), *th = gmm_malloc(np ? np : 1, sizeof *th);
+    double *row = gmm_malloc(ncol, sizeof *row);
+    gmm_hmc *h = NULL;
+    int werr = 0;
+    if (!v || !f || !xs || !th || !row) {
+        st = gmm_error(GMM_ENOMEM, "out of memory for chain %llu", (unsigned long long)id);
+        goto done;
+    }
+    gmm_hmc_params par = rp->hmc;
+    par.chain = id;
+    par.progress = progress;
+    par.user = rc;
+    memcpy(th, rp->theta, np * sizeof *th);
+    if (rp->sampled) {
+        if ((st = gmm_problem_joint_setup(p, rp->theta, rp->sampled, rp->prior)) ||
+            (st = gmm_problem_joint_start(p, v)))
+            goto done;
+        dim = gmm_problem_joint_dim(p);
+    } else if ((st = gmm_problem_whiten_setup(p, rp->theta)) ||
+               (st = rp->x0 ? gmm_latent_unwhiten(gmm_problem_latent_eval(p), rp->x0, v)
+                            : gmm_problem_whitened_start(p, rp->theta, v))) {
+        goto done;
+    }
+    /* the jitter, N(0, 0.5^2) in the whitened coordinates (whose posterior
+     * sd is at most 1), from the chain's own stream so the starts differ
+     * between chains; sampled hyperparameters start at theta */
+    gmm_rng g;
+    gmm_rng_seed(&g, par.seed ^ 0x5DEECE66DULL, id);
+    for (size_t i = 0; i < n; i++)
+        v[i] += 0.5 * gmm_rng_normal(&g);
+    if (!(h = gmm_hmc_alloc(dim, &par))) {
+        st = gmm_error_status();
+        goto done;
+    }
+    gmm_hmc_target t = {rp->sampled ? joint_logp : whitened_logp, p};
+    if ((st = gmm_hmc_init(h, v, &t)))
+        goto done;
+    FILE *out = rc->r->tmp[c];
+    struct timespec t0, t1;
+    int phase = 0; /* timing warm-up (0) or draws (1) */
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (size_t k = 0; k < par.warmup + par.draws; k++) {
+        gmm_hmc_draw d;
+        if (k == par.warmup) {
+            clock_gettime(CLOCK_MONOTONIC, &t1);
+            ci->seconds[0] = seconds_between(&t0, &t1);
+            t0 = t1;
+            phase = 1;
+        }
+        st = gmm_hmc_iterate(h, &d);
+        if (st != GMM_OK && st != GMM_ECANCEL)
+            break;
+        ci->leapfrog[!d.warmup] += d.n_leapfrog;
+        if (!d.warmup) {
+            gmm_status s2 = GMM_OK;
+            if (rp->sampled && ((s2 = gmm_problem_joint_theta(p, d.q, th)) ||
+                                (s2 = gmm_problem_whiten_setup(p, th)))) {
+                st = s2;
+                break;
+            }
+            if ((s2 = inputs ? gmm_problem_whitened_linpred(p, d.q, f, NULL)
+                             : gmm_problem_whitened_linpred(p, d.q, NULL, f)) ||
+                (rp->states && (s2 = gmm_problem_whitened_latent(p, d.q, xs)))) {
+                st = s2;
+                break;
+            }
+            size_t j = 0;
+            const double col[GMM_HMC_NSAMPLER] = {d.lp, d.accept_stat, d.stepsize,
+                                                  (double)d.treedepth, (double)d.n_leapfrog,
+                                                  (double)d.divergent, d.energy};
+            for (size_t i = 0; i < GMM_HMC_NSAMPLER; i++)
+                row[j++] = col[i];
+            for (size_t i = 0; rp->sampled && i < np; i++)
+                if (rp->sampled[i])
+                    row[j++] = th[i];
+            for (size_t i = 0; i < nf; i++)
+                if (!rp->keep || rp->keep[i])
+                    row[j++] = f[i] + rp->offset;
+            for (size_t i = 0; rp->states && i < n; i++)
+                row[j++] = xs[i];
+            if (fwrite(row, sizeof *row, ncol, out) != ncol) {
+                werr = errno ? errno : EIO;
+                break;
+            }
+            ci->divergences += (size_t)d.divergent;
+            ci->ndone++;
+        }
+        if (st == GMM_ECANCEL)
+            break;
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    ci->seconds[phase] = seconds_between(&t0, &t1);
+    ci->stepsize = gmm_hmc_stepsize(h);
+    if ((rc->r->metric[c] = gmm_malloc(dim, sizeof *rc->r->metric[c])) != NULL) {
+        memcpy(rc->r->metric[c], gmm_hmc_inv_metric(h), dim * sizeof *rc->r->metric[c]);
+        ci->inv_metric = rc->r->metric[c];
+        ci->metric_dim = dim;
+    } else if (st == GMM_OK) {
+        st = gmm_error(GMM_ENOMEM, "out of memory for chain %llu", (unsigned long long)id);
+    }
+    if (werr || ferror(out))
+        st = gmm_error(GMM_EIO, "temporary file of chain %llu: write error: %s",
+                       (unsigned long long)id, strerror(werr ? werr : errno));
+done:
+    gmm_hmc_free(h);
+    gmm_free(v);
+    gmm_free(f);
+    gmm_free(xs);
+    gmm_free(th);
+    gmm_free(row);
+    return st;
+}
+
+static void *work(void *arg)
+{
+    worker *w = arg;
+    run_ctx *rc = w->rc;
+    for (;;) {
+        pthread_mutex_lock(&rc->lock);
+        size_t c = rc->next++;
+        int stop = rc->cancel;
+        pthread_mutex_unlock(&rc->lock);
+        if (c >= rc->rp->nchain || stop)
+            break;
+        rc->status[c] = run_chain(rc, w->p, c);
+        if (rc->status[c] != GMM_OK)
+            snprintf(rc->msg[c], sizeof rc->msg[c], "%s", gmm_error_message());
+    }
+    return NULL;
+}
+
+void gmm_hmc_chains_free(gmm_hmc_chains *r)
+{
+    if (!r)
+        return;
+    for (size_t c = 0; c < r->nchain; c++) {
+        if (r->tmp && r->tmp[c])
+            fclose(r->tmp[c]);
+        if (r->metric)
+            gmm_free(r->metric[c]);
+    }
+    gmm_free(r->tmp);
+    gmm_free(r->metric);
+    gmm_free(r->info);
+    gmm_free(r);
+}
+
+static gmm_status read_row(FILE *t, double *row, size_t ncol)
+{
+    if (fread(row, sizeof *row, ncol, t) != ncol)
+        return gmm_error(GMM_EIO, "temporary file of the chains: read error: %s",
+                         ferror(t) ? strerror(errno) : "short file");
+    return GMM_OK;
+}
+
+/* After a cancel: every chain with draws cut to the shortest one's count,
+ * its divergences and leapfrog steps of draws recounted over those kept. */
+static gmm_status cut_chains(gmm_hmc_chains *r)
+{
+    size_t kept = SIZE_MAX;
+    for (size_t c = 0; c < r->nchain; c++)
+        if (r->info[c].ndone && r->info[c].ndone < kept)
+            kept = r->info[c].ndone;
+    r->cut = 1;
+    r->kept = kept == SIZE_MAX ? 0 : kept;
+    double *row = gmm_malloc(r->ncol, sizeof *row);
+    if (!row)
+        return gmm_error(GMM_ENOMEM, "out of memory");
+    gmm_status s = GMM_OK;
+    for (size_t c = 0; c < r->nchain && s == GMM_OK; c++) {
+        gmm_hmc_chain_info *ci = &r->info[c];
+        ci->divergences = ci->leapfrog[1] = 0;
+        if (!ci->ndone)
+            continue;
+        if (fflush(r->tmp[c]) || fseek(r->tmp[c], 0, SEEK_SET)) {
+            s = gmm_error(GMM_EIO, "temporary file of the chains: %s", strerror(errno));
+            break;
+        }
+        for (size_t k = 0; k < r->kept && (s = read_row(r->tmp[c], row, r->ncol)) == GMM_OK;
+             k++) {
+            ci->leapfrog[1] += (size_t)row[4];
+            ci->divergences += row[5] != 0.0;
+        }
+    }
+    gmm_free(row);
+    return s;
+}
+
+gmm_status gmm_hmc_run_chains(gmm_problem *const *probs, size_t nthread,
+                              const gmm_hmc_run_params *rp, gmm_hmc_chains **out)
+{
+    *out = NULL;
+    gmm_status s = gmm_hmc_params_check(&rp->hmc);
+    if (s != GMM_OK)
+        return s;
+    if (rp->nchain == 0 || nthread == 0 || !probs || !rp->theta ||
+        (rp->sampled && !rp->prior))
+        return gmm_error(GMM_EINVAL, "hmc chains: no chain, thread, theta or prior");
+    size_t bad;
+    if (rp->sampled && (s = gmm_hmc_check_priors(probs[0], rp->theta, rp->sampled, rp->prior, &bad)))
+        return s;
+    if (nthread > rp->nchain)
+        nthread = rp->nchain;
+    gmm_problem *p = probs[0];
+    size_t np = gmm_problem_objective(p)->nparam, nf = nsites(p), ns = 0, nk = 0;
+    for (size_t k = 0; rp->sampled && k < np; k++)
+        ns += rp->sampled[k] != 0;
+    for (size_t i = 0; i < nf; i++)
+        nk += !rp->keep || rp->keep[i];
+    gmm_hmc_chains *r = gmm_calloc(1, sizeof *r);
+    run_ctx rc;
+    memset(&rc, 0, sizeof rc);
+    pthread_t *th = gmm_calloc(nthread, sizeof *th);
+    worker *wk = gmm_calloc(nthread, sizeof *wk);
+    if (r) {
+        r->nchain = rp->nchain;
+        r->ncol = GMM_HMC_NSAMPLER + ns + nk +
+                  (rp->states ? gmm_latent_dim(gmm_problem_latent(p)) : 0);
+        r->kept = rp->hmc.draws;
+        r->tmp = gmm_calloc(rp->nchain, sizeof *r->tmp);
+        r->info = gmm_calloc(rp->nchain, sizeof *r->info);
+        r->metric = gmm_calloc(rp->nchain, sizeof *r->metric);
+    }
+    rc.rp = rp;
+    rc.r = r;
+    rc.status = gmm_calloc(rp->nchain, sizeof *rc.status);
+    rc.msg = gmm_calloc(rp->nchain, sizeof *rc.msg);
+    if (!r || !r->tmp || !r->info || !r->metric || !rc.status || !rc.msg || !th || !wk) {
+        s = gmm_error(GMM_ENOMEM, "out of memory for %zu chains", rp->nchain);
+        goto done;
+    }
+    for (size_t c = 0; c < rp->nchain; c++) {
+        r->info[c].id = rp->chain0 + c;
+        if (!(r->tmp[c] = tmpfile())) {
+            s = gmm_error(GMM_EIO, "cannot create a temporary file: %s", strerror(errno));
+            goto done;
+        }
+    }
+    pthread_mutex_init(&rc.lock, NULL);
+    size_t started = 1;
+    for (size_t t = 0; t < nthread; t++) {
+        wk[t] = (worker){&rc, probs[t]};
+        /* a thread that cannot start leaves its chains to the others */
+        if (t > 0 && !pthread_create(&th[t], NULL, work, &wk[t]))
+            started = t + 1;
+        else if (t > 0)
+            break;
+    }
+    work(&wk[0]);
+    for (size_t t = 1; t < started; t++)
+        pthread_join(th[t], NULL);
+    pthread_mutex_destroy(&rc.lock);
+    for (size_t c = 0; c < rp->nchain; c++)
+        if (rc.status[c] != GMM_OK && rc.status[c] != GMM_ECANCEL) {
+            s = gmm_error(rc.status[c], "chain %llu: %s", (unsigned long long)r->info[c].id,
+                          rc.msg[c]);
+            goto done;
+        }
+    if (rc.cancel && (s = cut_chains(r)) == GMM_OK)
+        s = GMM_ECANCEL;
+done:
+    gmm_free(th);
+    gmm_free(wk);
+    gmm_free(rc.status);
+    gmm_free(rc.msg);
+    if (s != GMM_OK && s != GMM_ECANCEL) {
+        gmm_hmc_chains_free(r);
+        return s;
+    }
+    *out = r;
+    return s;
+}
+
+size_t gmm_hmc_chains_count(const gmm_hmc_chains *r) { return r->nchain; }
+size_t gmm_hmc_chains_ncol(const gmm_hmc_chains *r) { return r->ncol; }
+size_t gmm_hmc_chains_kept(const gmm_hmc_chains *r) { return r->kept; }
+int gmm_hmc_chains_cut(const gmm_hmc_chains *r) { return r->cut; }
+
+const gmm_hmc_chain_info *gmm_hmc_chains_info(const gmm_hmc_chains *r, size_t c)
+{
+    return c < r->nchain ? &r->info[c] : NULL;
+}
+
+int gmm_hmc_chains_has_draws(const gmm_hmc_chains *r, size_t c)
+{
+    return c < r->nchain && r->info[c].ndone > 0 && r->kept > 0;
+}
+
+gmm_status gmm_hmc_chains_replay(const gmm_hmc_chains *r, size_t c, const gmm_hmc_sink *sk)
+{
+    if (!gmm_hmc_chains_has_draws(r, c))
+        return GMM_OK;
+    const gmm_hmc_chain_info *ci = &r->info[c];
+    FILE *t = r->tmp[c];
+    if (fflush(t) || fseek(t, 0, SEEK_SET))
+        return gmm_error(GMM_EIO, "temporary file of the chains: %s", strerror(errno));
+    double *row = gmm_malloc(r->ncol, sizeof *row);
+    if (!row)
+        return gmm_error(GMM_ENOMEM, "out of memory");
+    gmm_status s = sk->begin ? sk->begin(sk->user, ci) : GMM_OK;
+    for (size_t k = 0; k < r->kept && s == GMM_OK; k++)
+        if ((s = read_row(t, row, r->ncol)) == GMM_OK)
+            s = sk->row(sk->user, ci, k + 1, row, r->ncol);
+    if (s == GMM_OK && sk->end)
+        s = sk->end(sk->user, ci);
+    gmm_free(row);
+    return s;
+}
+
+gmm_status gmm_hmc_chains_write(const gmm_hmc_chains *r, const gmm_hmc_sink *s)
+{
+    gmm_status st = GMM_OK;
+    for (size_t c = 0; c < r->nchain && st == GMM_OK; c++)
+        st = gmm_hmc_chains_replay(r, c, s);
+    return st;
+}

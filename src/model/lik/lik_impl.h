@@ -1,0 +1,52 @@
+/* lik_impl.h -- private to src/model: the likelihood families of the table
+ * in likelihood.c (one file each, lik_<name>.c) and the numerics they share.
+ */
+#ifndef GMM_LIK_IMPL_H
+#define GMM_LIK_IMPL_H
+
+#include <math.h>
+
+#include "gmm/likelihood.h"
+
+extern const gmm_lik_type gmm_lik_impl_gaussian;
+extern const gmm_lik_type gmm_lik_impl_poisson;
+extern const gmm_lik_type gmm_lik_impl_binomial;
+extern const gmm_lik_type gmm_lik_impl_bernoulli;
+extern const gmm_lik_type gmm_lik_impl_negbinomial;
+extern const gmm_lik_type gmm_lik_impl_studentt;
+
+/* log Gamma(x) for x > 0 through lgamma_r: lgamma writes the global signgam,
+ * a data race when two threads evaluate likelihoods. */
+double gmm_lik_impl_lgamma(double x);
+
+/* check_y of the count families: NULL for a non-negative integer. */
+const char *gmm_lik_impl_check_count(double y, double e, char *buf, size_t size);
+
+/* The log-link families' (poisson, negbinomial) check_e of an exposure
+ * (positive, finite), link log(m), mean_normal exp(mu + s2 / 2), working
+ * response log((y + 1/2) / e) and intercept log((sum y + 1/2) / sum e). */
+const char *gmm_lik_impl_check_exposure(double e);
+double gmm_lik_impl_link_log(const double *par, double m);
+double gmm_lik_impl_mean_normal_log(const double *par, double mu, double s2);
+double gmm_lik_impl_working_log(double y, double e);
+gmm_status gmm_lik_impl_intercept_log(const double *y, const double *e, size_t n, double *b);
+const char *gmm_lik_impl_degenerate_log(const double *y, const double *e, size_t n,
+                                        const char *yname, char *buf, size_t size);
+
+/* degenerate of the real-valued families: every observed y equal, so the
+ * noise parameter `param` ("variance", "scale") would go to 0. */
+const char *gmm_lik_impl_degenerate_level(const double *y, size_t n, const char *yname,
+                                          const char *param, char *buf, size_t size);
+
+/* log E_{f ~ N(mu, s2)} p(y | f) of type t by adaptive quadrature (GSL's
+ * QAGP) over mu -/+ 40 sd, broken at mu and at `peak` (where p(y | f) peaks
+ * in f): for a predictive of a family whose p(y | f) N(f; mu, s2) may have
+ * two modes or a cliff that Gauss-Hermite would miss.  GMM_EDOM, GMM_ENOMEM. */
+gmm_status gmm_lik_impl_predictive_quad(const gmm_lik_type *t, const double *par, double y,
+                                        double e, double mu, double s2, double peak,
+                                        double *lpd);
+
+/* log(1 + exp(x)), without overflow for large x or loss for negative x. */
+static inline double lik_softplus(double x) { return fmax(x, 0.0) + log1p(exp(-fabs(x))); }
+
+#endif
