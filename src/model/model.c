@@ -293,22 +293,14 @@ static gmm_status check_outcomes(gmm_mdl *m)
 /* ---- state-space models ---------------------------------------------------- */
 
 /* A working response on the latent's scale for the kernel's default
- * variance: y itself (Gaussian), log((y + 1/2)/e) for a log link, 2y - 1
- * for Bernoulli. */
+ * variance (the likelihood's own, gmm_lik_working). */
 static double *working_response(const gmm_mdl *m)
 {
     double *z = gmm_malloc(m->nrow, sizeof *z);
     if (!z)
         return NULL;
-    for (size_t r = 0; r < m->nrow; r++) {
-        double y = m->y[r];
-        if (m->lik.type->conjugate || isnan(y))
-            z[r] = y;
-        else if (m->lik.type->link_log)
-            z[r] = log((y + 0.5) / (m->e ? m->e[r] : 1.0));
-        else
-            z[r] = 2.0 * y - 1.0;
-    }
+    for (size_t r = 0; r < m->nrow; r++)
+        z[r] = gmm_lik_working(&m->lik, m->y[r], m->e ? m->e[r] : 1.0);
     return z;
 }
 
@@ -432,24 +424,6 @@ done:
 
 /* ---- the problem ---------------------------------------------------------------- */
 
-/* A default intercept: the log of the overall rate (log link), the logit of
- * the mean outcome (Bernoulli), clamped away from the degenerate ends. */
-static double default_intercept(const gmm_mdl *m)
-{
-    double sy = 0.0, se = 0.0;
-    for (size_t r = 0; r < m->nrow; r++)
-        if (!isnan(m->y[r])) {
-            sy += m->y[r];
-            se += m->e ? m->e[r] : 1.0;
-        }
-    if (se == 0.0)
-        return 0.0;
-    if (m->lik.type->link_log)
-        return log((sy + 0.5) / se);
-    double p = (sy + 0.5) / (se + 1.0);
-    return log(p / (1.0 - p));
-}
-
 /* Likelihood defaults, the problem, the objective; starting values.
  * verbose: report the defaults chosen and the model's summary. */
 static gmm_status build_problem(const build *b, gmm_mdl *m, double noise, int no_intercept,
@@ -461,14 +435,17 @@ static gmm_status build_problem(const build *b, gmm_mdl *m, double noise, int no
     if (!isnan(noise))
         m->lik.par[0] = noise; /* Gaussian only: checked by the caller */
     int defaulted = m->lik.type->nparam && isnan(m->lik.par[0]);
-    gmm_lik_fill_defaults(&m->lik, m->y, m->nrow);
+    if ((s = gmm_lik_fill_defaults(&m->lik, m->y, m->nrow)) != GMM_OK)
+        return s;
     if (verbose && defaulted) {
         char name[64];
         report(b, GMM_MDL_REPORT_INFO, "default %s = %.6g",
                gmm_lik_param_name(&m->lik, 0, name), m->lik.par[0]);
     }
     int has_b = !m->lik.type->conjugate && !no_intercept;
-    double b0 = isnan(intercept) ? default_intercept(m) : intercept;
+    double b0 = intercept;
+    if (isnan(b0) && (s = gmm_lik_default_intercept(&m->lik, m->y, m->e, m->nrow, &b0)) != GMM_OK)
+        return s;
     if (has_b && verbose && isnan(intercept))
         report(b, GMM_MDL_REPORT_INFO, "default intercept = %.6g", b0);
     if ((s = gmm_problem_alloc(m->lat, &m->lik, m->y, m->e, has_b, has_b ? b0 : 0.0,
@@ -717,16 +694,8 @@ gmm_status gmm_mdl_build(const gmm_mdl_spec *s, gmm_mdl **out, gmm_mdl_failure *
 gmm_status gmm_mdl_fit_check(const gmm_mdl *m)
 {
     size_t nobs = 0;
-    double first = NAN, same = 1, any = 0;
-    for (size_t r = 0; r < m->nrow; r++) {
-        if (isnan(m->y[r]))
-            continue;
-        if (nobs++ == 0)
-            first = m->y[r];
-        else if (m->y[r] != first)
-            same = 0;
-        any += m->y[r] != 0.0;
-    }
+    for (size_t r = 0; r < m->nrow; r++)
+        nobs += !isnan(m->y[r]);
     if (nobs == 0)
         return gmm_error(GMM_EINVAL, "%s: no observed y: nothing to fit", m->data_file);
     if (nobs == 1)
@@ -734,20 +703,18 @@ gmm_status gmm_mdl_fit_check(const gmm_mdl *m)
                          "%s: only one observed y: a fit needs at least two (loglik and predict "
                          "work with one)",
                          m->data_file);
-    if (same && m->lik.type->conjugate)
-        return gmm_error(GMM_EINVAL,
-                         "%s: every observed %s is %.17g: there is no variation to fit (its "
-                         "variance would go to 0)",
-                         m->data_file, m->yname, first + m->center);
-    if (!any && m->lik.type->link_log)
-        return gmm_error(GMM_EINVAL,
-                         "%s: every observed count in '%s' is 0: the rate's maximum likelihood "
-                         "is 0 (the intercept would go to -infinity)",
-                         m->data_file, m->yname);
-    if (same && !m->lik.type->conjugate && !m->lik.type->link_log)
-        return gmm_error(GMM_EINVAL,
-                         "%s: every observed '%s' is %g: the probability's maximum likelihood "
-                         "is %g (the intercept would go to %sinfinity)",
-                         m->data_file, m->yname, first, first, first > 0 ? "+" : "-");
-    return GMM_OK;
+    /* the likelihood's own test, on the data's scale (before centring) */
+    double *y = gmm_malloc(m->nrow, sizeof *y);
+    if (!y)
+        return gmm_error(GMM_ENOMEM, "out of memory");
+    for (size_t r = 0; r < m->nrow; r++)
+        y[r] = m->y[r] + m->center;
+    gmm_status s = gmm_lik_check_fit_data(&m->lik, y, m->e, m->nrow, m->yname);
+    gmm_free(y);
+    if (s == GMM_EINVAL) {
+        char why[GMM_ERROR_MAX];
+        snprintf(why, sizeof why, "%s", gmm_error_message());
+        s = gmm_error(GMM_EINVAL, "%s: %s", m->data_file, why);
+    }
+    return s;
 }
