@@ -96,3 +96,11 @@ ties <- gauss(2, 100, rnorm(5), 0.5)
 ties[, , 1:4] <- round(ties[, , 1:4], 1)
 ties[, , 5] <- -1.25
 make_set("ties", ties)
+
+# Three chains of 349 (not a product of 2, 3 and 5: loo's FFT padding
+# scales the within-chain variance by nextn(349) / 349 against the
+# between-chain one) with shifted chain means and mild autocorrelation, so
+# r_eff sets the tail length (3 sqrt(S / r_eff) < 0.2 S).
+mixed <- gauss(3, 349, c(rnorm(15), 4.5), 0.3)
+for (ch in 1:3) mixed[, ch, ] <- mixed[, ch, ] + 0.02 * (ch - 2)
+make_set("mixed", mixed)

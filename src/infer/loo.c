@@ -10,9 +10,9 @@
  *   - ess_rfun's autocovariance divides the unnormalised inverse FFT by
  *     2 N^2 and pads to 2 fft_next_good_size(N), so the within-chain
  *     variance carries a factor nextn(N) / N; the chains are not split;
- *   - the tail is found by a stable sort (R's radix sort.int), so tied
- *     ratios keep their draw order and the smoothed values go to the
- *     later-drawn of equal ratios;
+ *   - the tail is found by a stable sort as R's radix sort.int (the order
+ *     of tied ratios cannot change a result: tied ratios are tied
+ *     log-likelihoods), the cutoff being the largest ratio below it;
  *   - gpdfit's first quartile is x[floor(N/4 + 1/2)] (1-based), its profile
  *     likelihood uses the k before the prior adjustment, sigma too;
  *   - Geyer's sum with max_t = 0 takes rho_0 once (R's 1:0), as summary.c.

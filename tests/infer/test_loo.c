@@ -122,6 +122,12 @@ END_TEST
 START_TEST(test_fixture_heavy) { check_fixture("heavy"); }
 END_TEST
 
+/* 3 x 349 with shifted chains: nextn(349) = 360 scales loo's within-chain
+ * autocovariances against the between-chain variance; r_eff ~ 0.5 sets the
+ * tail length. */
+START_TEST(test_fixture_mixed) { check_fixture("mixed"); }
+END_TEST
+
 /* Rounded log-likelihoods (tied ratios, constant tails: k = Inf) and a
  * constant observation. */
 START_TEST(test_fixture_ties)
@@ -165,6 +171,7 @@ Suite *infer_loo_suite(void)
     tcase_add_test(tc, test_fixture_normal);
     tcase_add_test(tc, test_fixture_one);
     tcase_add_test(tc, test_fixture_heavy);
+    tcase_add_test(tc, test_fixture_mixed);
     tcase_add_test(tc, test_fixture_ties);
     tcase_add_test(tc, test_errors);
     suite_add_tcase(s, tc);

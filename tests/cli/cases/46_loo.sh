@@ -27,7 +27,7 @@ run "$GMM_INFER" --help
 expect_stdout '^  loo +PSIS-LOO and WAIC'
 
 begin "loo of the fixture draws matches loo::loo and loo::waic (1e-8)"
-for set in normal one heavy ties; do
+for set in normal one heavy mixed ties; do
     run "$GMM_INFER" loo -p "$CASE_TMP/pw_$set.csv" "$fx/draws_$set.csv"
     expect_exit 0
     cp "$OUT" "$CASE_TMP/loo_$set.json"
