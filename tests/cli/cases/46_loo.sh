@@ -72,6 +72,23 @@ run "$GMM_INFER" hmc "$CASE_TMP/small.csv" --kernel "$kern" --noise 0.01 --log-l
 expect_exit 0
 expect_file "$CASE_TMP/d.csv" ',f\[62\],log_lik\[1\],log_lik\[2\],'
 expect_file "$CASE_TMP/d.csv" ',log_lik\[61\]$'
+# Each log_lik[r] is the Gaussian density of y_r at the draw's f[r] with the
+# noise variance 0.01 (f as written, on the data's scale: the library works
+# with centred data, so rounding of the centre allows ~1e-12 relative).
+verdict=$(awk -F, -v s2=0.01 '
+    NR == FNR { if (FNR > 1) y[FNR - 1] = $2; next }
+    FNR == 1 { for (k = 1; k <= NF; k++) {
+                   if ($k ~ /^f\[/) fc[substr($k, 3) + 0] = k
+                   if ($k ~ /^log_lik\[/) lc[substr($k, 9) + 0] = k }
+               next }
+    { for (r in lc) {
+          want = -0.5 * log(2 * 3.141592653589793 * s2) - (y[r] - $(fc[r]))^2 / (2 * s2)
+          d = $(lc[r]) - want; if (d < 0) d = -d; s = want < 0 ? -want : want
+          if (d > 1e-9 * s) { print "draw " FNR - 1 " log_lik[" r "]: " $(lc[r]) " vs " want; exit }
+          n++ } }
+    END { if (n != 61 * 1000) print n " values checked"; else print "ok" }' \
+    "$CASE_TMP/small.csv" "$CASE_TMP/d.csv")
+[[ $verdict == ok ]] || fail "log_lik against the Gaussian density: $verdict"
 run "$GMM_INFER" loo "$CASE_TMP/d.csv"
 expect_exit 0
 j="$CASE_TMP/loo.json"
