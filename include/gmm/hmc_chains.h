@@ -16,7 +16,9 @@
  * sampled hyperparameters (in objective order), then f -- the linear
  * predictor plus `offset` at each data row (a latent with inputs) or at each
  * node (a graph), only where keep[i] -- then, with `states`, the latent
- * x[0..n-1].
+ * x[0..n-1], then, with `log_lik`, log p(y_r | f_r, theta) at every observed
+ * data row r in row order (f_r the row's linear predictor, theta the draw's
+ * hyperparameters: the pointwise log-likelihood loo.h takes).
  *
  * Cancellation: the progress callback returning nonzero stops every chain at
  * its next iteration (chains not yet started do not start); the run then
@@ -54,6 +56,8 @@ typedef struct {
     double offset;             /* added to every f (the data's centre) */
     const unsigned char *keep; /* f sites written (NULL: all) */
     int states;                /* nonzero: rows also hold x */
+    int log_lik;               /* nonzero: rows also hold the observed rows'
+                                * log-likelihoods (gmm_problem_nobs of them) */
     /* Called after every iteration of every chain, one call at a time (the
      * runner serialises them), from the chains' threads; nonzero cancels.
      * May be NULL. */

@@ -122,6 +122,7 @@ int cmd_fit(int argc, char **argv);
 int cmd_predict(int argc, char **argv);
 int cmd_gradcheck(int argc, char **argv);
 int cmd_summary(int argc, char **argv);
+int cmd_loo(int argc, char **argv);
 int cmd_hmc(int argc, char **argv);
 int cmd_score(int argc, char **argv);
 int cmd_vi(int argc, char **argv);

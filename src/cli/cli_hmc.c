@@ -36,12 +36,16 @@ static void put_cmdstan_name(FILE *f, const char *name)
 }
 
 /* The header row: sampler columns, the sampled parameters, then f at each
- * data row or node, then the states.  The draws-data-frame layout (csv)
- * starts with .chain,.iteration,.draw and names f[row], f[node label],
- * x[i]; CmdStan's names f.row, f.node (the node's 1-based position), x.i. */
-static void write_header(FILE *f, gmm_mdl *m, const int *sampled, const unsigned char *keep,
-                         int states, int cmdstan)
+ * data row or node, then the states, then the log-likelihoods of the
+ * observed data rows.  The draws-data-frame layout (csv) starts with
+ * .chain,.iteration,.draw and names f[row], f[node label], x[i],
+ * log_lik[row]; CmdStan's names f.row, f.node (the node's 1-based
+ * position), x.i, log_lik.row. */
+static void write_header(FILE *f, gmm_mdl *m, const gmm_hmc_run_params *rp, int cmdstan)
 {
+    const int *sampled = rp->sampled;
+    const unsigned char *keep = rp->keep;
+    int states = rp->states;
     if (!cmdstan)
         fputs(".chain,.iteration,.draw,", f);
     fputs("lp__,accept_stat__,stepsize__,treedepth__,n_leapfrog__,divergent__,energy__", f);
@@ -68,6 +72,12 @@ static void write_header(FILE *f, gmm_mdl *m, const int *sampled, const unsigned
     size_t n = gmm_latent_dim(gmm_problem_latent(gmm_mdl_problem(m)));
     for (size_t i = 0; states && i < n; i++)
         fprintf(f, cmdstan ? ",x.%zu" : ",x[%zu]", i + 1);
+    const gmm_problem *p = gmm_mdl_problem(m);
+    const double *y = gmm_problem_y(p);
+    size_t nr = gmm_latent_nrows(gmm_problem_latent(p));
+    for (size_t r = 0; rp->log_lik && r < nr; r++)
+        if (!isnan(y[r]))
+            fprintf(f, cmdstan ? ",log_lik.%zu" : ",log_lik[%zu]", r + 1);
     fputc('\n', f);
 }
 
@@ -110,7 +120,7 @@ static gmm_status write_csv(FILE *f, const char *name, const cli_hmc_out *w,
 {
     sink_ctx s = {f, name, w, 0, gmm_hmc_chains_kept(ch)};
     gmm_hmc_sink sk = {NULL, put_row, NULL, &s};
-    write_header(f, w->model, w->rp->sampled, w->rp->keep, w->rp->states, 0);
+    write_header(f, w->model, w->rp, 0);
     gmm_status st = gmm_hmc_chains_write(ch, &sk);
     return st != GMM_OK ? st : stream_status(&s);
 }
@@ -155,7 +165,7 @@ static gmm_status cmdstan_begin(void *user, const gmm_hmc_chain_info *ci)
                "# the whitened latent field%s, not on f\n",
             gmm_mdl_site_noun(w->model),
             w->rp->sampled ? " and the hyperparameters (positive ones on the log scale)" : "");
-    write_header(f, w->model, w->rp->sampled, w->rp->keep, w->rp->states, 1);
+    write_header(f, w->model, w->rp, 1);
     fprintf(f, "# Adaptation terminated\n# Step size = %.17g\n", ci->stepsize);
     fputs("# Diagonal elements of inverse mass matrix:\n# ", f);
     for (size_t i = 0; i < ci->metric_dim; i++)

@@ -58,6 +58,8 @@ static const char usage_text[] =
     "                      ranges A-B) or nodes (labels), comma-separated\n"
     "  --states            also write the latent states x[1..n] of each draw (what\n"
     "                      `predict --draws --at/--grid` needs for new inputs)\n"
+    "  --log-lik           also write log p(y_r | f_r, theta) of each observed data\n"
+    "                      row r, log_lik[r] (what `gmm-infer loo` reads)\n"
     "  --init FILE         start the chains at q's mean of a vi result (default:\n"
     "                      the posterior mode, exact or Laplace), jittered\n"
     "  --quiet             no progress on stderr\n"
@@ -82,7 +84,7 @@ int cmd_hmc(int argc, char **argv)
     enum {
         OPT_MODEL = CLI_OPT_FIRST_COMMAND, OPT_CHAINS, OPT_THREADS, OPT_SEED, OPT_CHAIN_ID,
         OPT_WARMUP, OPT_DRAWS, OPT_SAMPLER, OPT_STEPS, OPT_MAX_DEPTH, OPT_TARGET_ACCEPT,
-        OPT_SUMMARY, OPT_QUIET, OPT_SAMPLE_HYPER, OPT_PRIOR, OPT_SUBSET, OPT_STATES, OPT_INIT,
+        OPT_SUMMARY, OPT_QUIET, OPT_SAMPLE_HYPER, OPT_PRIOR, OPT_SUBSET, OPT_STATES, OPT_LOG_LIK, OPT_INIT,
         OPT_FORMAT
     };
     static const struct option longopts[] = {
@@ -104,6 +106,7 @@ int cmd_hmc(int argc, char **argv)
         {"prior", required_argument, NULL, OPT_PRIOR},
         {"latent-subset", required_argument, NULL, OPT_SUBSET},
         {"states", no_argument, NULL, OPT_STATES},
+        {"log-lik", no_argument, NULL, OPT_LOG_LIK},
         {"init", required_argument, NULL, OPT_INIT},
         {"format", required_argument, NULL, OPT_FORMAT},
         {"output", required_argument, NULL, 'o'},
@@ -186,6 +189,7 @@ int cmd_hmc(int argc, char **argv)
         case OPT_SAMPLE_HYPER: sample_hyper = 1; break;
         case OPT_SUBSET: subset = optarg; break;
         case OPT_STATES: rp.states = 1; break;
+        case OPT_LOG_LIK: rp.log_lik = 1; break;
         case OPT_INIT: init = optarg; break;
         case OPT_FORMAT:
             if (!strcmp(optarg, "csv") || !strcmp(optarg, "cmdstan"))

@@ -18,6 +18,7 @@ const cli_command cli_commands[] = {
     {"vi", cmd_vi, "variational inference with a banded precision factor (JSON model)"},
     {"score", cmd_score, "log predictive density of held-out outcomes (JSON)"},
     {"summary", cmd_summary, "posterior summary of MCMC draws files: R-hat, bulk/tail ESS (CSV)"},
+    {"loo", cmd_loo, "PSIS-LOO and WAIC from hmc --log-lik draws (JSON)"},
     {"order", cmd_order, "reverse Cuthill-McKee ordering of a graph: bandwidth, profile"},
     {"version", cmd_version, "print the version and exit"},
     {NULL, NULL, NULL},

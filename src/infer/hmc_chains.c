@@ -12,6 +12,7 @@
 #include "gmm/alloc.h"
 #include "gmm/hmc_chains.h"
 #include "gmm/latent.h"
+#include "gmm/likelihood.h"
 #include "gmm/objective.h"
 #include "gmm/rng.h"
 
@@ -121,9 +122,13 @@ static gmm_status run_chain(run_ctx *rc, gmm_problem *p, size_t c)
     double *v = gmm_malloc(n + np, sizeof *v), *f = gmm_malloc(nf ? nf : 1, sizeof *f);
     double *xs = gmm_malloc(n ? n : 1, sizeof *xs), *th = gmm_malloc(np ? np : 1, sizeof *th);
     double *row = gmm_malloc(ncol, sizeof *row);
+    size_t nrow = gmm_latent_nrows(gmm_problem_latent(p));
+    double *frows = rp->log_lik && !inputs ? gmm_malloc(nrow ? nrow : 1, sizeof *frows) : f;
+    const double *y = gmm_problem_y(p), *e = gmm_problem_exposure(p);
+    gmm_lik lik;
     gmm_hmc *h = NULL;
     int werr = 0;
-    if (!v || !f || !xs || !th || !row) {
+    if (!v || !f || !xs || !th || !row || !frows) {
         st = gmm_error(GMM_ENOMEM, "out of memory for chain %llu", (unsigned long long)id);
         goto done;
     }
@@ -180,8 +185,10 @@ static gmm_status run_chain(run_ctx *rc, gmm_problem *p, size_t c)
                 break;
             }
             if ((s2 = inputs ? gmm_problem_whitened_linpred(p, d.q, f, NULL)
-                             : gmm_problem_whitened_linpred(p, d.q, NULL, f)) ||
-                (rp->states && (s2 = gmm_problem_whitened_latent(p, d.q, xs)))) {
+                             : gmm_problem_whitened_linpred(
+                                   p, d.q, rp->log_lik ? frows : NULL, f)) ||
+                (rp->states && (s2 = gmm_problem_whitened_latent(p, d.q, xs))) ||
+                (rp->log_lik && (s2 = gmm_problem_lik_at(p, th, &lik)))) {
                 st = s2;
                 break;
             }
@@ -199,6 +206,13 @@ static gmm_status run_chain(run_ctx *rc, gmm_problem *p, size_t c)
                     row[j++] = f[i] + rp->offset;
             for (size_t i = 0; rp->states && i < n; i++)
                 row[j++] = xs[i];
+            for (size_t r = 0; rp->log_lik && r < nrow; r++) {
+                if (isnan(y[r]))
+                    continue;
+                double ev[4];
+                gmm_lik_eval(&lik, y[r], e ? e[r] : 1.0, frows[r], ev, NULL);
+                row[j++] = ev[0];
+            }
             if (fwrite(row, sizeof *row, ncol, out) != ncol) {
                 werr = errno ? errno : EIO;
                 break;
@@ -229,6 +243,8 @@ done:
     gmm_free(xs);
     gmm_free(th);
     gmm_free(row);
+    if (frows != f)
+        gmm_free(frows);
     return st;
 }
 
@@ -336,7 +352,8 @@ gmm_status gmm_hmc_run_chains(gmm_problem *const *probs, size_t nthread,
     if (r) {
         r->nchain = rp->nchain;
         r->ncol = GMM_HMC_NSAMPLER + ns + nk +
-                  (rp->states ? gmm_latent_dim(gmm_problem_latent(p)) : 0);
+                  (rp->states ? gmm_latent_dim(gmm_problem_latent(p)) : 0) +
+                  (rp->log_lik ? gmm_problem_nobs(p) : 0);
         r->kept = rp->hmc.draws;
         r->tmp = gmm_calloc(rp->nchain, sizeof *r->tmp);
         r->info = gmm_calloc(rp->nchain, sizeof *r->info);

@@ -69,8 +69,8 @@ gmm_status gmm_mdl_draws_origin(gmm_mdl *m, const int *sampled, json_t **out)
 
 /* Draws without a sidecar: their columns must be exactly those hmc writes
  * for m -- f at every data row or node in order, x[1..n] if any, and
- * otherwise lp__ and m's parameters.  NULL when they are, else the first
- * column that is not (in buf). */
+ * otherwise lp__, m's parameters and log_lik[row] (not model columns).
+ * NULL when they are, else the first column that is not (in buf). */
 static const char *foreign_column(gmm_mdl *m, const gmm_draws *d, char *buf, size_t size)
 {
     int inputs = gmm_latent_has_inputs(m->lat);
@@ -93,7 +93,7 @@ static const char *foreign_column(gmm_mdl *m, const gmm_draws *d, char *buf, siz
             snprintf(want, sizeof want, "x[%zu]", ++jx);
             if (jx > nx || strcmp(name, want))
                 return name;
-        } else if (strcmp(name, "lp__")) {
+        } else if (strncmp(name, "log_lik[", 8) && strcmp(name, "lp__")) {
             size_t k;
             for (k = 0; k < m->obj->nparam && strcmp(name, m->obj->name[k]); k++)
                 ;

@@ -1,0 +1,85 @@
+/* loo.h -- Pareto-smoothed importance-sampling leave-one-out cross-validation
+ * (PSIS-LOO) and WAIC from pointwise log-likelihood draws, computed as the R
+ * package loo (version 2.5.1) computes
+ *
+ *   loo::loo(ll, r_eff = loo::relative_eff(exp(ll)))   and   loo::waic(ll)
+ *
+ * for ll an iterations x chains x observations array.
+ *
+ * The draws of one observation i are ll[c*niter + s] for chain c and
+ * iteration s (chain-major, the layout of draws.h), S = nchain niter.
+ *
+ * Per observation (Vehtari, Gelman and Gabry 2017; Vehtari et al. 2015/2022):
+ *
+ *   r_eff     loo's relative_eff: the ESS of exp(ll) over S, with loo's own
+ *             ess_rfun -- Geyer's initial monotone sequence over unsplit,
+ *             not rank-normalised chains, autocovariances by FFT scaled as
+ *             loo scales them (a factor nextn(niter) / niter on the
+ *             within-chain part that posterior's ESS does not have);
+ *   pareto_k  the shape of a generalised Pareto fitted (Zhang and Stephens
+ *             2009, loo's gpdfit: M = 30 + floor(sqrt(N)) grid points, prior
+ *             3, weakly informative adjustment k N/(N+10) + 5/(N+10)) to the
+ *             largest M_tail = ceiling(min(0.2 S, 3 sqrt(S / r_eff))) ratios
+ *             1/p(y_i | draw), whose logs are then replaced by the fitted
+ *             quantiles at (j - 1/2) / M_tail; weights above the largest raw
+ *             weight are truncated to it; INFINITY when M_tail < 5 or the
+ *             tail is constant (then the raw weights are used);
+ *   elpd_loo  log sum_s w_s p(y_i | draw s) with the weights normalised;
+ *   p_loo     lpd - elpd_loo, lpd = log mean_s p(y_i | draw s);
+ *   looic     -2 elpd_loo;
+ *   elpd_waic = lpd - p_waic with p_waic the variance (denominator S - 1)
+ *             of ll over the draws; waic = -2 elpd_waic.
+ *
+ * Totals over N observations: each estimate is the sum of the pointwise
+ * values, its SE sqrt(N var(pointwise)) (var with denominator N - 1).
+ * Pareto k counts with loo 2.5.1's cut points: good k <= 0.5, ok
+ * 0.5 < k <= 0.7, bad 0.7 < k <= 1, very bad k > 1.
+ *
+ * Cost per observation: one sort of S values, one FFT pair of length
+ * 2 nextn(niter) per chain, and (30 + sqrt(M_tail)) M_tail log1p for the
+ * Pareto fit.  Results agree with R's to rounding (tests/infer/test_loo.c
+ * checks 1e-8 relative on fixtures made by scripts/make-loo-fixtures.R).
+ */
+#ifndef GMM_LOO_H
+#define GMM_LOO_H
+
+#include <stddef.h>
+
+#include "gmm/status.h"
+
+typedef struct {
+    double elpd_loo, p_loo, looic;
+    double pareto_k;      /* INFINITY when no tail could be fitted */
+    double r_eff;         /* relative efficiency of exp(ll) */
+    double elpd_waic, p_waic, waic;
+} gmm_loo_point;
+
+typedef struct {
+    size_t nobs, ndraw;
+    double elpd_loo, se_elpd_loo, p_loo, se_p_loo, looic, se_looic;
+    double elpd_waic, se_elpd_waic, p_waic, se_p_waic, waic, se_waic;
+    size_t k_good, k_ok, k_bad, k_very_bad;
+} gmm_loo;
+
+/* Scratch space for nchain x niter draws of one observation (4 S doubles,
+ * S indices and GSL FFT tables of length 2 nextn(niter)).  GMM_EINVAL
+ * unless nchain >= 1, niter >= 2 (loo's ESS needs two draws per chain) and
+ * the sizes fit in memory; GMM_ENOMEM (*out NULL on failure). */
+typedef struct gmm_loo_work gmm_loo_work;
+gmm_status gmm_loo_work_alloc(size_t nchain, size_t niter, gmm_loo_work **out);
+void gmm_loo_work_free(gmm_loo_work *w); /* NULL-safe */
+
+/* The pointwise measures of one observation from its nchain x niter
+ * log-likelihood draws ll (not modified) into *out, with a workspace
+ * allocated for (nchain, niter) (GMM_EDIM otherwise).  GMM_EINVAL for NULL
+ * arguments; GMM_EDOM for a NaN or infinite draw (loo refuses them too). */
+gmm_status gmm_loo_point_compute(const double *ll, size_t nchain, size_t niter, gmm_loo_work *w,
+                                 gmm_loo_point *out);
+
+/* Totals of nobs >= 1 pointwise results (from draws of ndraw = S draws,
+ * recorded in *out): estimates, SEs (NAN for nobs = 1, as R's var) and
+ * the Pareto k counts.  GMM_EINVAL for NULL arguments or nobs = 0;
+ * GMM_ENOMEM. */
+gmm_status gmm_loo_totals(const gmm_loo_point *point, size_t nobs, size_t ndraw, gmm_loo *out);
+
+#endif

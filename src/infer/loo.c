@@ -1,0 +1,481 @@
+/* loo.c -- PSIS-LOO and WAIC as the R package loo 2.5.1 computes them: see
+ * loo.h for the definitions.
+ *
+ * Read from loo's R sources (relative_eff.array, ess_rfun, autocovariance,
+ * fft_next_good_size, do_psis_i, psis_smooth_tail, gpdfit, lx,
+ * adjust_k_wip, qgpd, n_pareto, pointwise_loo_calcs, waic.matrix,
+ * table_of_estimates, k_cut), keeping the details that move results by
+ * more than rounding:
+ *
+ *   - ess_rfun's autocovariance divides the unnormalised inverse FFT by
+ *     2 N^2 and pads to 2 fft_next_good_size(N), so the within-chain
+ *     variance carries a factor nextn(N) / N; the chains are not split;
+ *   - the tail is found by a stable sort as R's radix sort.int (the order
+ *     of tied ratios cannot change a result: tied ratios are tied
+ *     log-likelihoods), the cutoff being the largest ratio below it;
+ *   - gpdfit's first quartile is x[floor(N/4 + 1/2)] (1-based), its profile
+ *     likelihood uses the k before the prior adjustment, sigma too;
+ *   - Geyer's sum with max_t = 0 takes rho_0 once (R's 1:0), as summary.c.
+ */
+#include "gmm/loo.h"
+
+#include <gsl/gsl_errno.h>
+#include <gsl/gsl_fft_halfcomplex.h>
+#include <gsl/gsl_fft_real.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gmm/alloc.h"
+
+#define MIN_TAIL 5        /* enough_tail_samples */
+#define GRID_MIN 30       /* gpdfit's min_grid_pts */
+#define GPD_PRIOR 3.0
+#define WIP_A 10.0        /* adjust_k_wip */
+
+typedef struct {
+    double v;
+    size_t i;
+} ranked;
+
+struct gmm_loo_work {
+    size_t nchain, niter, S;
+    double *lw;        /* S: log weights */
+    double *tmp;       /* S: exp(ll), then ll + lw */
+    double *x;         /* S: the tail's exceedances */
+    ranked *ord;       /* S */
+    double *acov;      /* nchain niter */
+    double *rho;       /* niter */
+    double *chain_mean; /* nchain */
+    size_t nfft;
+    double *fft;
+    gsl_fft_real_wavetable *rwt;
+    gsl_fft_halfcomplex_wavetable *hwt;
+    gsl_fft_real_workspace *fwork;
+};
+
+/* ---- R's arithmetic ------------------------------------------------------ */
+
+static double r_mean(const double *x, size_t n)
+{
+    long double s = 0.0L;
+    for (size_t i = 0; i < n; i++)
+        s += x[i];
+    s /= (long double)n;
+    if (isfinite((double)s)) {
+        long double t = 0.0L;
+        for (size_t i = 0; i < n; i++)
+            t += x[i] - s;
+        s += t / (long double)n;
+    }
+    return (double)s;
+}
+
+static double r_var(const double *x, size_t n)
+{
+    if (n < 2)
+        return NAN;
+    double m = r_mean(x, n);
+    long double s = 0.0L;
+    for (size_t i = 0; i < n; i++) {
+        long double d = x[i] - (long double)m;
+        s += d * d;
+    }
+    return (double)(s / (long double)(n - 1));
+}
+
+/* matrixStats::logSumExp. */
+static double log_sum_exp(const double *x, size_t n)
+{
+    double mx = -INFINITY;
+    for (size_t i = 0; i < n; i++)
+        if (x[i] > mx)
+            mx = x[i];
+    if (!isfinite(mx))
+        return mx;
+    long double s = 0.0L;
+    for (size_t i = 0; i < n; i++)
+        s += exp(x[i] - mx);
+    return mx + log((double)s);
+}
+
+static size_t next_good_size(size_t n)
+{
+    if (n <= 2)
+        return 2;
+    for (;; n++) {
+        size_t r = n;
+        while (r % 2 == 0)
+            r /= 2;
+        while (r % 3 == 0)
+            r /= 3;
+        while (r % 5 == 0)
+            r /= 5;
+        if (r == 1)
+            return n;
+    }
+}
+
+static int cmp_ranked(const void *a, const void *b)
+{
+    const ranked *p = a, *q = b;
+    if (p->v != q->v)
+        return p->v < q->v ? -1 : 1;
+    return (p->i > q->i) - (p->i < q->i);
+}
+
+/* ---- relative efficiency ------------------------------------------------- */
+
+/* loo's autocovariance: Re(ifft(|fft(y - mean, padded)|^2))[0..N) / 2N^2. */
+static gmm_status autocovariance(const double *y, size_t N, gmm_loo_work *w, double *ac)
+{
+    size_t L = w->nfft;
+    double *f = w->fft, mean = r_mean(y, N);
+    for (size_t t = 0; t < N; t++)
+        f[t] = y[t] - mean;
+    memset(f + N, 0, (L - N) * sizeof *f);
+    if (gsl_fft_real_transform(f, 1, L, w->rwt, w->fwork) != GSL_SUCCESS)
+        return gmm_error(GMM_EDOM, "loo: FFT of length %zu failed", L);
+    f[0] *= f[0];
+    for (size_t k = 1; 2 * k < L; k++) {
+        double re = f[2 * k - 1], im = f[2 * k];
+        f[2 * k - 1] = re * re + im * im;
+        f[2 * k] = 0.0;
+    }
+    f[L - 1] *= f[L - 1];
+    if (gsl_fft_halfcomplex_backward(f, 1, L, w->hwt, w->fwork) != GSL_SUCCESS)
+        return gmm_error(GMM_EDOM, "loo: inverse FFT of length %zu failed", L);
+    double scale = 2.0 * (double)N * (double)N;
+    for (size_t k = 0; k < N; k++)
+        ac[k] = f[k] / scale;
+    return GMM_OK;
+}
+
+/* loo's ess_rfun of the C chains of n draws in v (chain-major), over C n. */
+static gmm_status relative_eff(const double *v, gmm_loo_work *w, double *r_eff)
+{
+    size_t C = w->nchain, n = w->niter;
+    for (size_t c = 0; c < C; c++) {
+        gmm_status st = autocovariance(v + c * n, n, w, w->acov + c * n);
+        if (st != GMM_OK)
+            return st;
+        w->chain_mean[c] = r_mean(v + c * n, n);
+    }
+    /* R's mean() over the chains of acov[t] */
+#define ACOV_MEAN(t, out)                                                    \
+    do {                                                                     \
+        long double s_ = 0.0L;                                               \
+        for (size_t c_ = 0; c_ < C; c_++)                                    \
+            s_ += w->acov[c_ * n + (t)];                                     \
+        s_ /= (long double)C;                                                \
+        long double u_ = 0.0L;                                               \
+        for (size_t c_ = 0; c_ < C; c_++)                                    \
+            u_ += w->acov[c_ * n + (t)] - s_;                                \
+        (out) = (double)(s_ + u_ / (long double)C);                          \
+    } while (0)
+    double N = (double)n, a0, a1;
+    ACOV_MEAN(0, a0);
+    double mean_var = a0 * N / (N - 1.0);
+    double var_plus = mean_var * (N - 1.0) / N;
+    if (C > 1)
+        var_plus += r_var(w->chain_mean, C);
+
+    double *rho = w->rho;
+    for (size_t k = 0; k < n; k++)
+        rho[k] = 0.0;
+    ACOV_MEAN(1, a1);
+    long t = 0, len = (long)n;
+    double even = 1.0, odd = 1.0 - (mean_var - a1) / var_plus;
+    rho[0] = even;
+    rho[1] = odd;
+    while (t < len - 5 && !isnan(even + odd) && even + odd > 0.0) {
+        t += 2;
+        double ae, ao;
+        ACOV_MEAN((size_t)t, ae);
+        ACOV_MEAN((size_t)t + 1, ao);
+        even = 1.0 - (mean_var - ae) / var_plus;
+        odd = 1.0 - (mean_var - ao) / var_plus;
+        if (even + odd >= 0.0) {
+            rho[t] = even;
+            rho[t + 1] = odd;
+        }
+    }
+#undef ACOV_MEAN
+    long max_t = t;
+    if (even > 0.0)
+        rho[max_t] = even;
+    for (t = 0; t <= max_t - 4;) {
+        t += 2;
+        if (rho[t] + rho[t + 1] > rho[t - 2] + rho[t - 1]) {
+            rho[t] = (rho[t - 2] + rho[t - 1]) / 2.0;
+            rho[t + 1] = rho[t];
+        }
+    }
+    long double sum = 0.0L;
+    if (max_t == 0)
+        sum = rho[0];
+    for (t = 0; t < max_t; t++)
+        sum += rho[t];
+    double tau = -1.0 + 2.0 * (double)sum + rho[max_t];
+    double total = (double)(C * n);
+    double bound = 1.0 / log10(total);
+    if (tau < bound)
+        tau = bound;
+    *r_eff = total / tau / total;
+    return GMM_OK;
+}
+
+/* ---- the generalised Pareto tail ----------------------------------------- */
+
+/* loo's gpdfit of the N >= 1 sorted exceedances x: *k (adjusted, INFINITY
+ * for NaN) and *sigma. */
+static void gpdfit(const double *x, size_t N, double *tmp, double *k, double *sigma)
+{
+    size_t M = GRID_MIN + (size_t)floor(sqrt((double)N));
+    size_t q = (size_t)floor((double)N / 4.0 + 0.5);
+    double xstar = x[q > 0 ? q - 1 : 0];
+    /* theta_j and the profile log-likelihood N lx(theta_j): tmp[0..M) and
+     * tmp[M..2M) (tmp holds S >= 2M doubles: M <= 30 + sqrt(0.2 S)). */
+    double *theta = tmp, *l = tmp + M;
+    for (size_t j = 1; j <= M; j++) {
+        double th = 1.0 / x[N - 1] + (1.0 - sqrt((double)M / ((double)j - 0.5))) / GPD_PRIOR / xstar;
+        double a = -th;
+        long double s = 0.0L;
+        for (size_t i = 0; i < N; i++)
+            s += log1p(a * x[i]);
+        s /= (long double)N;
+        if (isfinite((double)s)) {
+            long double u = 0.0L;
+            for (size_t i = 0; i < N; i++)
+                u += log1p(a * x[i]) - s;
+            s += u / (long double)N;
+        }
+        double kk = (double)s;
+        theta[j - 1] = th;
+        l[j - 1] = (double)N * (log(a / kk) - kk - 1.0);
+    }
+    double lse = log_sum_exp(l, M);
+    long double th_hat = 0.0L;
+    for (size_t j = 0; j < M; j++)
+        th_hat += theta[j] * exp(l[j] - lse);
+    double theta_hat = (double)th_hat;
+    long double s = 0.0L;
+    for (size_t i = 0; i < N; i++)
+        s += log1p(-theta_hat * x[i]);
+    s /= (long double)N;
+    if (isfinite((double)s)) {
+        long double u = 0.0L;
+        for (size_t i = 0; i < N; i++)
+            u += log1p(-theta_hat * x[i]) - s;
+        s += u / (long double)N;
+    }
+    double kk = (double)s;
+    *sigma = -kk / theta_hat;
+    double n_a = (double)N + WIP_A;
+    kk = kk * (double)N / n_a + WIP_A * 0.5 / n_a;
+    *k = isnan(kk) ? INFINITY : kk;
+}
+
+/* PSIS log weights of log ratios -ll into w->lw (unnormalised) and k. */
+static void psis(const double *ll, size_t tail_len, gmm_loo_work *w, double *khat)
+{
+    size_t S = w->S;
+    double *lw = w->lw;
+    double mx = -INFINITY;
+    for (size_t s = 0; s < S; s++)
+        if (-ll[s] > mx)
+            mx = -ll[s];
+    for (size_t s = 0; s < S; s++)
+        lw[s] = -ll[s] - mx;
+    *khat = INFINITY;
+    if (tail_len >= MIN_TAIL) {
+        ranked *ord = w->ord;
+        for (size_t s = 0; s < S; s++) {
+            ord[s].v = lw[s];
+            ord[s].i = s;
+        }
+        qsort(ord, S, sizeof *ord, cmp_ranked);
+        size_t first = S - tail_len;
+        double lo = ord[first].v, hi = ord[S - 1].v;
+        if (fabs(hi - lo) >= 2.220446049250313e-16 / 100.0) {
+            double cutoff = ord[first - 1].v, exp_cutoff = exp(cutoff);
+            double *x = w->x;
+            for (size_t j = 0; j < tail_len; j++)
+                x[j] = exp(ord[first + j].v) - exp_cutoff;
+            double k, sigma;
+            gpdfit(x, tail_len, w->tmp, &k, &sigma);
+            *khat = k;
+            if (isfinite(k)) {
+                for (size_t j = 0; j < tail_len; j++) {
+                    double p = ((double)j + 0.5) / (double)tail_len;
+                    double qq = (isnan(sigma) || sigma <= 0.0)
+                                    ? NAN
+                                    : sigma * expm1(-k * log1p(-p)) / k;
+                    lw[ord[first + j].i] = log(qq + exp_cutoff);
+                }
+            }
+        }
+    }
+    for (size_t s = 0; s < S; s++) {
+        if (lw[s] > 0.0)
+            lw[s] = 0.0;
+        lw[s] += mx;
+    }
+}
+
+/* ---- entry points --------------------------------------------------------- */
+
+void gmm_loo_work_free(gmm_loo_work *w)
+{
+    if (!w)
+        return;
+    gmm_free(w->lw);
+    gmm_free(w->tmp);
+    gmm_free(w->x);
+    gmm_free(w->ord);
+    gmm_free(w->acov);
+    gmm_free(w->rho);
+    gmm_free(w->chain_mean);
+    gmm_free(w->fft);
+    if (w->rwt)
+        gsl_fft_real_wavetable_free(w->rwt);
+    if (w->hwt)
+        gsl_fft_halfcomplex_wavetable_free(w->hwt);
+    if (w->fwork)
+        gsl_fft_real_workspace_free(w->fwork);
+    gmm_free(w);
+}
+
+gmm_status gmm_loo_work_alloc(size_t nchain, size_t niter, gmm_loo_work **out)
+{
+    if (!out)
+        return gmm_error(GMM_EINVAL, "loo: no output pointer");
+    *out = NULL;
+    if (nchain == 0 || niter < 2)
+        return gmm_error(GMM_EINVAL, "loo: %zu chains of %zu draws: need a chain of at least 2",
+                         nchain, niter);
+    if (nchain > SIZE_MAX / 16 / niter || niter > SIZE_MAX / 64)
+        return gmm_error(GMM_EINVAL, "loo: %zu chains of %zu draws is too many", nchain, niter);
+    gmm_loo_work *w = gmm_calloc(1, sizeof *w);
+    if (!w)
+        return gmm_error(GMM_ENOMEM, "loo: out of memory");
+    w->nchain = nchain;
+    w->niter = niter;
+    w->S = nchain * niter;
+    /* gpdfit's grid needs 2 (30 + sqrt(S)) doubles of tmp. */
+    size_t ntmp = w->S > 2 * (GRID_MIN + 1 + (size_t)sqrt((double)w->S))
+                      ? w->S
+                      : 2 * (GRID_MIN + 1 + (size_t)sqrt((double)w->S));
+    w->lw = gmm_malloc(w->S, sizeof *w->lw);
+    w->tmp = gmm_malloc(ntmp, sizeof *w->tmp);
+    w->x = gmm_malloc(w->S, sizeof *w->x);
+    w->ord = gmm_malloc(w->S, sizeof *w->ord);
+    w->acov = gmm_malloc(w->S, sizeof *w->acov);
+    w->rho = gmm_malloc(niter, sizeof *w->rho);
+    w->chain_mean = gmm_malloc(nchain, sizeof *w->chain_mean);
+    w->nfft = 2 * next_good_size(niter);
+    w->fft = gmm_malloc(w->nfft, sizeof *w->fft);
+    int ok = w->lw && w->tmp && w->x && w->ord && w->acov && w->rho && w->chain_mean && w->fft;
+    if (ok) {
+        w->rwt = gsl_fft_real_wavetable_alloc(w->nfft);
+        w->hwt = gsl_fft_halfcomplex_wavetable_alloc(w->nfft);
+        w->fwork = gsl_fft_real_workspace_alloc(w->nfft);
+        ok = w->rwt && w->hwt && w->fwork;
+    }
+    if (!ok) {
+        gmm_loo_work_free(w);
+        return gmm_error(GMM_ENOMEM, "loo: out of memory for %zu chains of %zu draws", nchain,
+                         niter);
+    }
+    *out = w;
+    return GMM_OK;
+}
+
+gmm_status gmm_loo_point_compute(const double *ll, size_t nchain, size_t niter, gmm_loo_work *w,
+                                 gmm_loo_point *out)
+{
+    if (!ll || !w || !out)
+        return gmm_error(GMM_EINVAL, "loo: NULL argument");
+    if (w->nchain != nchain || w->niter != niter)
+        return gmm_error(GMM_EDIM, "loo: workspace for %zu x %zu draws, given %zu x %zu",
+                         w->nchain, w->niter, nchain, niter);
+    size_t S = w->S;
+    for (size_t s = 0; s < S; s++)
+        if (!isfinite(ll[s]))
+            return gmm_error(GMM_EDOM, "loo: draw %zu of the log-likelihood is %g", s + 1, ll[s]);
+
+    for (size_t s = 0; s < S; s++)
+        w->tmp[s] = exp(ll[s]);
+    double r_eff;
+    gmm_status st = relative_eff(w->tmp, w, &r_eff);
+    if (st != GMM_OK)
+        return st;
+    double tl = ceil(fmin(0.2 * (double)S, 3.0 * sqrt((double)S / r_eff)));
+    double k;
+    psis(ll, (size_t)tl, w, &k);
+
+    double norm = log_sum_exp(w->lw, S);
+    for (size_t s = 0; s < S; s++)
+        w->tmp[s] = ll[s] + (w->lw[s] - norm);
+    double elpd = log_sum_exp(w->tmp, S);
+    double lpd = log_sum_exp(ll, S) - log((double)S);
+    double pw = r_var(ll, S);
+    out->elpd_loo = elpd;
+    out->p_loo = lpd - elpd;
+    out->looic = -2.0 * elpd;
+    out->pareto_k = k;
+    out->r_eff = r_eff;
+    out->elpd_waic = lpd - pw;
+    out->p_waic = pw;
+    out->waic = -2.0 * (lpd - pw);
+    return GMM_OK;
+}
+
+/* table_of_estimates for one column: sum and sqrt(N var). */
+static void estimate(const gmm_loo_point *p, size_t n, size_t off, double *tmp, double *est,
+                     double *se)
+{
+    long double s = 0.0L;
+    for (size_t i = 0; i < n; i++) {
+        tmp[i] = *(const double *)((const char *)(p + i) + off);
+        s += tmp[i];
+    }
+    *est = (double)s;
+    *se = sqrt((double)n * r_var(tmp, n));
+}
+
+gmm_status gmm_loo_totals(const gmm_loo_point *point, size_t nobs, size_t ndraw, gmm_loo *out)
+{
+    if (!point || !out || nobs == 0)
+        return gmm_error(GMM_EINVAL, "loo: no observations");
+    double *tmp = gmm_malloc(nobs, sizeof *tmp);
+    if (!tmp)
+        return gmm_error(GMM_ENOMEM, "loo: out of memory for %zu observations", nobs);
+    memset(out, 0, sizeof *out);
+    out->nobs = nobs;
+    out->ndraw = ndraw;
+#define EST(field, se)                                                                     \
+    estimate(point, nobs, offsetof(gmm_loo_point, field), tmp, &out->field, &out->se)
+    EST(elpd_loo, se_elpd_loo);
+    EST(p_loo, se_p_loo);
+    EST(looic, se_looic);
+    EST(elpd_waic, se_elpd_waic);
+    EST(p_waic, se_p_waic);
+    EST(waic, se_waic);
+#undef EST
+    for (size_t i = 0; i < nobs; i++) {
+        double k = point[i].pareto_k;
+        if (k <= 0.5)
+            out->k_good++;
+        else if (k <= 0.7)
+            out->k_ok++;
+        else if (k <= 1.0)
+            out->k_bad++;
+        else
+            out->k_very_bad++;
+    }
+    gmm_free(tmp);
+    return GMM_OK;
+}
