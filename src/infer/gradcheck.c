@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "gmm/alloc.h"
+#include "infer_impl.h"
 
 void gmm_gradcheck_params_init(gmm_gradcheck_params *p)
 {
@@ -67,18 +68,15 @@ static double loglik_of_u(one_dim *c, double u)
     return st == GMM_OK ? ll : NAN;
 }
 
-/* ECnoise: the standard deviation of f's rounding along u, from f at
- * u + k delta, k = -4..4 (f0 at k = 0 given).  The k-th differences of
- * independent noise of variance s^2 have variance s^2 (2k)! / (k!)^2, while
- * a smooth f's are about f^(k) delta^k, negligible at delta = 1e-6 u-units
- * for k >= 4.  The largest of the estimates from k = 4, 5, 6 is taken (9
- * points give 5, 4 and 3 differences: each estimate is good to a factor of
- * about 2).  Never below the representation error eps |f0| / 2. */
-static double noise_level(one_dim *c, double u, double f0, double delta)
+/* ECnoise (infer_impl.h): the k-th differences of independent noise of
+ * variance s^2 have variance s^2 (2k)! / (k!)^2, while a smooth f's are
+ * about f^(k) delta^k, negligible at delta = 1e-6 u-units for k >= 4.  The
+ * largest of the estimates from k = 4, 5, 6 is taken (9 points give 5, 4
+ * and 3 differences: each estimate is good to a factor of about 2).  Never
+ * below the representation error eps |f[4]| / 2. */
+double infer_ecnoise(double f[9])
 {
-    double f[9], s = 0.0, gamma = 1.0; /* gamma = (k!)^2 / (2k)! */
-    for (int k = -4; k <= 4; k++)
-        f[k + 4] = k ? loglik_of_u(c, u + k * delta) : f0;
+    double s = 0.0, gamma = 1.0, f0 = f[4]; /* gamma = (k!)^2 / (2k)! */
     for (int k = 1; k <= 6; k++) {
         for (int j = 0; j < 9 - k; j++) /* one more order of differences */
             f[j] = f[j + 1] - f[j];
@@ -91,6 +89,15 @@ static double noise_level(one_dim *c, double u, double f0, double delta)
         }
     }
     return fmax(s, 0.5 * DBL_EPSILON * fabs(f0));
+}
+
+/* The noise of f along u at u (f0 = f(u)), from 8 more evaluations. */
+static double noise_level(one_dim *c, double u, double f0, double delta)
+{
+    double f[9];
+    for (int k = -4; k <= 4; k++)
+        f[k + 4] = k ? loglik_of_u(c, u + k * delta) : f0;
+    return infer_ecnoise(f);
 }
 
 /* The 5-point central difference from f(u +- h), f(u +- h/2) (GSL's rule):

@@ -28,3 +28,24 @@ check=$(awk -F, 'NR == 1 { next }
     { a = $3 < 0 ? -$3 : $3; n = $4 < 0 ? -$4 : $4; big = a > n ? a : n
       if ($8 == "true" && $5 + 0 > 1e-3 * big && $5 + 0 > $7 - $5) print $1 ": ok with fd_error " $5 }' "$OUT")
 [[ -z "$check" ]] || fail "$check"
+
+begin "fit of the series converges at the likelihood's noise level and says so"
+count_series
+run "$GMM_INFER" fit "$CASE_TMP/series.csv" --likelihood poisson --kernel matern32 --verbose \
+    -o "$CASE_TMP/m.json"
+expect_exit 0
+expect_file "$CASE_TMP/m.json" '"converged": true,$'
+expect_file "$CASE_TMP/m.json" '^  "stop": "(noise|newton|gradient|decrease)",$'
+expect_stderr '^gmm-infer fit: stop: [a-z_]+'
+expect_no_stderr 'not converged'
+# the optimum of the data: lengthscale and variance of the slow sine
+ell=$(sed -n 's/^ *"0\.matern32\.lengthscale": \([0-9.e+-]*\),*$/\1/p' "$CASE_TMP/m.json")
+awk -v l="$ell" 'BEGIN { exit !(l > 300 && l < 1000) }' || fail "lengthscale $ell"
+case_asserts=$((case_asserts + 1))
+
+begin "ordinary fits stop by their usual tests and name them"
+run "$GMM_INFER" fit "$ROOT/data/coal.csv" --likelihood poisson --exposure exposure \
+    --kernel matern32 --verbose
+expect_exit 0
+expect_stdout '^  "stop": "gradient",$'
+expect_stderr '^gmm-infer fit: stop: gradient$'
