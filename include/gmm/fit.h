@@ -38,6 +38,11 @@
  * Newton decrement g' H^{-1} g / 2, H from central differences of the
  * gradient, is below 1e-6 in loglik: that point is a maximum for every
  * statistical purpose and counts as converged (costs 2 nfree evaluations).
+ * Failing that, the stop is at the objective's own resolution when the
+ * decrement (H from wider differences) is at most 4 times loglik's rounding
+ * noise, measured by ECnoise along the Newton direction: no line search can
+ * see a gain that small, and this also counts as converged ("noise"; 2 nfree
+ * + 8 more evaluations).  res->stop names the test that stopped the fit.
  */
 #ifndef GMM_FIT_H
 #define GMM_FIT_H
@@ -101,6 +106,16 @@ typedef struct {
                             * stopped ("converged: gradient norm below
                             * epsilon", "line search failed: rounding
                             * errors prevent progress", ...) */
+    const char *stop;      /* static name of the test that stopped the best
+                            * start: "gradient" (liblbfgs's gradient test or
+                            * a stationary start), "decrease", "newton",
+                            * "noise" (converged), "max_iter", "line_search",
+                            * "domain" (not converged), "fixed" (no free
+                            * parameter) */
+    double gain;           /* the Newton decrement of a "newton" or "noise"
+                            * stop, else NAN */
+    double noise;          /* the loglik's measured rounding noise (sd) of a
+                            * "noise" stop, else NAN */
     char domain_msg[GMM_ERROR_MAX]; /* when the best start stopped against the
                             * edge of the objective's domain (trial points
                             * refused, e.g. below a kernel's accuracy limit):

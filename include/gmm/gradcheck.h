@@ -10,12 +10,35 @@
  * measured first from 8 extra evaluations at u +- 1e-6 k (Moré and Wild's
  * ECnoise), since a likelihood from a banded factorisation is far noisier
  * than eps |f| (CO2 fit: 6e-9 at |f| = 957) -- after one step refinement
- * that balances the two terms.  Parameter p passes when, on the u scale,
+ * that balances the two terms.  With a = analytic, f = loglik and, on the
+ * u scale,
  *
- *     |a - fd| <= rel_tol * max(|a|, |fd|, |f|, 1) + fd_error
+ *     tol = rel_tol * max(|a|, |fd|, |f|, 1),
  *
- * (a = analytic, f = loglik): the row's abs_error <= allowed (the same
- * test on p's scale: both sides divided by dp/du = p).  rel_tol is thus a
+ * each row gets one of three verdicts:
+ *
+ *   fail          |a - fd| > tol + fd_error: the derivative lies within
+ *                 fd_error of fd, so a is certainly more than tol from it;
+ *   inconclusive  not failed, but fd_error > max(tol, 1e-3 max(|a|, |fd|)):
+ *                 the difference does not resolve the gradient to three
+ *                 digits, so a wrong gradient could pass (a noisy
+ *                 objective's fd_error can exceed the gradient itself:
+ *                 0.38 against 0.005 on a 1e4-point Poisson fit), and the
+ *                 check says it cannot tell;
+ *   ok            neither: a is within tol + 2 fd_error <= 3 max(tol, 1e-3
+ *                 max(|a|, |fd|)) of the true derivative.
+ *
+ * The row's allowed is tol + fd_error (fail is abs_error > allowed; the
+ * same tests hold on p's scale: every side divided by dp/du = p).  Why
+ * 1e-3 |a| and not tol alone: the 5-point rule's error bound is GSL's
+ * conservative truncation estimate (on smooth models ~1e-5 |a|, often 100
+ * times the actual error), so tol = 1e-6 |f| is below it on ordinary
+ * models whose differences agree to 1e-7; a bug -- a missing term, a
+ * wrong factor -- moves a by far more than 1e-3 of itself, and smaller
+ * discrepancies beyond allowed still fail.  Why not a larger fraction:
+ * ok is a claim that the digits were compared.  The smallest rel_tol at
+ * which fd_error <= tol is fd_error / max(|a|, |fd|, |f|, 1) (needed_tol).
+ * rel_tol is thus a
  * tolerance relative to max(|a|, |fd|, |f|, 1), not to |a| alone: rel_error
  * may be far above it in a row that passes, where the gradient is tiny
  * against |f|.  The |f| term is the objective's scale: on
@@ -33,6 +56,10 @@
 
 #include "gmm/objective.h"
 #include "gmm/status.h"
+
+/* The fraction of max(|a|, |fd|) that fd_error may reach in a decided row
+ * (above). */
+#define GMM_GRADCHECK_RESOLVE 1e-3
 
 typedef struct {
     double step;    /* initial step on the u scale, times max(1, |p|) for
@@ -55,24 +82,30 @@ typedef struct {
                         * positive parameter equal to 0: not checked, ok) */
     double fd_error;   /* error bound of numeric, natural scale */
     double abs_error;  /* |analytic - numeric|, natural scale */
-    double allowed;    /* the right-hand side of the test above, natural
-                        * scale: ok is abs_error <= allowed */
+    double allowed;    /* tol + fd_error (above), natural scale: the row
+                        * fails when abs_error > allowed */
     double noise;      /* measured rounding noise of loglik along p (sd) */
     double rel_error;  /* |analytic - numeric| / max(|analytic|, |numeric|);
                         * 0 when both are 0 */
-    int ok;            /* passes the test above (abs_error <= allowed) */
+    double needed_tol; /* the smallest rel_tol at which fd_error <= tol: with
+                        * it an inconclusive row is decided */
+    int ok;            /* verdict ok (above); 1 also for a skipped row */
+    int inconclusive;  /* verdict inconclusive (ok is then 0) */
 } gmm_gradcheck_row;
 
 typedef struct {
     double loglik;          /* at obj->value */
-    size_t nparam, nfail;
+    size_t nparam, nfail, ninconclusive;
     gmm_gradcheck_row *row; /* nparam rows, in the objective's order; owned */
 } gmm_gradcheck_result;
 
 /* Check obj's gradient at obj->value (unchanged on return).  Fills *res
- * (free with gmm_gradcheck_result_free, also after GMM_ECHECK).  Returns
- * GMM_OK when every row passes, GMM_ECHECK ("gradcheck: 2 of 5 gradients
- * disagree: first '1.matern32.lengthscale' ...") when some do not, GMM_EINVAL
+ * (free with gmm_gradcheck_result_free, also after GMM_ECHECK and
+ * GMM_EINCONCLUSIVE).  Returns GMM_OK when every row is ok, GMM_ECHECK
+ * ("gradcheck: 2 of 5 gradients disagree: first '1.matern32.lengthscale'
+ * ...") when some fail, else GMM_EINCONCLUSIVE ("gradcheck: 1 of 5
+ * gradients inconclusive: ... first 'x' ...; a tolerance >= 0.00025 would
+ * decide") when some are inconclusive, GMM_EINVAL
  * for bad params or a positive parameter <= 0, GMM_ENOMEM, or the objective's
  * status when it fails at obj->value or at a difference point (message
  * prefixed "gradcheck: '<name>' at <value>: "); on those errors *res holds

@@ -12,6 +12,8 @@
  *     "loglik": -1234.5,
  *     "iterations": 42,
  *     "converged": true,
+ *     "stop": "gradient",               fit's stopping test (gmm_fit_result);
+ *                                       optional, not read back
  *     "data": {"file": "data/co2.csv", "x": "decimal_year", "y": "co2_ppm",
  *              "node": null, "exposure": null},
  *     "graph": "edges.csv",             graph models only (required with
@@ -53,6 +55,8 @@ typedef struct {
     double loglik;        /* finite */
     size_t iterations;
     int converged;
+    const char *stop;     /* write: "stop" when not NULL (borrowed); read:
+                           * always NULL (informational only) */
     struct {
         char *file;       /* required */
         char *x, *y;      /* column names, or NULL */

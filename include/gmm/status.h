@@ -23,6 +23,7 @@ typedef enum {
     GMM_ENOCONV,  /* an iterative method did not converge */
     GMM_ECANCEL,  /* cancelled by a progress callback */
     GMM_ECHECK,   /* a user-requested check failed (gradcheck) */
+    GMM_EINCONCLUSIVE, /* a user-requested check could not decide (gradcheck) */
     GMM_NSTATUS
 } gmm_status;
 

@@ -19,6 +19,7 @@ enum {
     CLI_EXIT_ERROR = 1,  /* bad input, numerical failure, I/O */
     CLI_EXIT_USAGE = 2,  /* bad command line */
     CLI_EXIT_CHECK = 3,  /* a check failed (gradcheck) */
+    CLI_EXIT_INCONCLUSIVE = 4, /* a check could not decide (gradcheck) */
     CLI_EXIT_INT = 130,  /* interrupted (SIGINT) */
     CLI_EXIT_TERM = 143  /* terminated (SIGTERM) */
 };

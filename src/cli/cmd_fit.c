@@ -130,6 +130,13 @@ int cmd_fit(int argc, char **argv)
     else if (o.verbose)
         cli_msg(cmd, "%s after %zu iterations, %zu evaluations", res.message, res.iterations,
                 res.evaluations);
+    if (o.verbose && !isnan(res.noise))
+        cli_msg(cmd, "stop: %s (Newton step gain %.2g, loglik rounding noise %.2g)", res.stop,
+                res.gain, res.noise);
+    else if (o.verbose && !isnan(res.gain))
+        cli_msg(cmd, "stop: %s (Newton step gain %.2g)", res.stop, res.gain);
+    else if (o.verbose)
+        cli_msg(cmd, "stop: %s", res.stop);
     if (res.failed_starts)
         cli_msg(cmd, "warning: %zu of %zu starts failed at their starting point",
                 res.failed_starts, fp.restarts);
@@ -140,6 +147,7 @@ int cmd_fit(int argc, char **argv)
     mf.loglik = res.loglik;
     mf.iterations = res.iterations;
     mf.converged = res.converged;
+    mf.stop = res.stop;
     if ((s = gmm_model_save(&mf, out_path)) != GMM_OK) {
         rc = cli_fail(cmd, s);
         goto done;

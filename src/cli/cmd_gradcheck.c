@@ -1,6 +1,7 @@
 /* cmd_gradcheck.c -- `gmm-infer gradcheck`: the analytic gradient against
  * central finite differences, per parameter (as CmdStan's `diagnose`), so a
- * user can check a model on their own data.  Exit 3 when any disagrees. */
+ * user can check a model on their own data.  Exit 3 when any disagrees, 4
+ * when none does but some difference is too uncertain to decide. */
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -17,12 +18,16 @@ static const char usage_text[] =
     "       gmm-infer gradcheck --model MODEL.json [DATA.csv]\n"
     "Compare the analytic gradient with central finite differences; print CSV\n"
     "  parameter,value,analytic,numeric,fd_error,abs_error,allowed,ok\n"
-    "with abs_error = |analytic - numeric| and ok = abs_error <= allowed, where\n"
-    "  allowed = T max(|analytic|, |numeric|, |loglik|, 1) + fd_error\n"
-    "on the scale of log p for a positive parameter p (printed on p's scale), and\n"
-    "fd_error the finite difference's error bound.  ok is 'skipped' for a\n"
-    "parameter on the boundary of its domain (e.g. a ridge of 0).  Exit 3 when\n"
-    "some gradient is not ok.\n\n"
+    "with abs_error = |analytic - numeric|, fd_error the finite difference's\n"
+    "error bound and, on the scale of log p for a positive parameter p (printed\n"
+    "on p's scale),\n"
+    "  allowed = tol + fd_error,  tol = T max(|analytic|, |numeric|, |loglik|, 1).\n"
+    "ok is 'false' when abs_error > allowed, else 'inconclusive' when\n"
+    "  fd_error > max(tol, 1e-3 max(|analytic|, |numeric|))\n"
+    "(the difference too uncertain to tell a right gradient from a wrong one),\n"
+    "else 'true'; 'skipped' for a parameter on the boundary of its domain (e.g.\n"
+    "a ridge of 0).  Exit 3 when some gradient is false, else 4 when some is\n"
+    "inconclusive.\n\n"
     "  --model FILE        take the model from fit's output\n"
     "  --tol T             T in allowed: relative to the larger of the gradient\n"
     "                      and the log likelihood's size (default 1e-6)\n"
@@ -73,7 +78,7 @@ int cmd_gradcheck(int argc, char **argv)
 
     gmm_gradcheck_result res;
     gmm_status s = gmm_gradcheck(gmm_mdl_objective(m), &gp, &res);
-    if (s != GMM_OK && s != GMM_ECHECK) {
+    if (s != GMM_OK && s != GMM_ECHECK && s != GMM_EINCONCLUSIVE) {
         rc = cli_fail(cmd, s);
         goto done;
     }
@@ -82,13 +87,21 @@ int cmd_gradcheck(int argc, char **argv)
         const gmm_gradcheck_row *r = &res.row[i];
         printf("%s,%.17g,%.17g,%.17g,%.3g,%.3g,%.3g,%s\n", r->name, r->value, r->analytic,
                r->numeric, r->fd_error, r->abs_error, r->allowed,
-               isnan(r->numeric) ? "skipped" : r->ok ? "true" : "false");
+               isnan(r->numeric)  ? "skipped"
+               : r->inconclusive ? "inconclusive"
+               : r->ok           ? "true"
+                                 : "false");
     }
     fflush(stdout);
-    cli_msg(cmd, "loglik %.10g; %zu of %zu gradients within tolerance %g", res.loglik,
-            res.nparam - res.nfail, res.nparam, gp.rel_tol);
+    if (res.ninconclusive > 0)
+        cli_msg(cmd, "loglik %.10g; %zu of %zu gradients within tolerance %g, %zu inconclusive",
+                res.loglik, res.nparam - res.nfail - res.ninconclusive, res.nparam, gp.rel_tol,
+                res.ninconclusive);
+    else
+        cli_msg(cmd, "loglik %.10g; %zu of %zu gradients within tolerance %g", res.loglik,
+                res.nparam - res.nfail, res.nparam, gp.rel_tol);
     gmm_gradcheck_result_free(&res);
-    if (s == GMM_ECHECK)
+    if (s == GMM_ECHECK || s == GMM_EINCONCLUSIVE)
         rc = cli_fail(cmd, s);
 done:
     gmm_mdl_free(m);

@@ -29,6 +29,7 @@ int cli_exit_code(gmm_status s)
     switch (s) {
     case GMM_OK: return CLI_EXIT_OK;
     case GMM_ECHECK: return CLI_EXIT_CHECK;
+    case GMM_EINCONCLUSIVE: return CLI_EXIT_INCONCLUSIVE;
     case GMM_ECANCEL: return cli_interrupt_exit_code();
     default: return CLI_EXIT_ERROR;
     }
@@ -151,10 +152,10 @@ int main(int argc, char **argv)
     const char *cmd = NULL;
     int rc = run(argc, argv, &cmd);
     /* Output that never arrived is a failure whatever the command thought:
-     * success (0) and a failed check (3, whose report is the output) become
-     * 1.  After another failure the command has said what went wrong; a
+     * success (0) and a failed or undecided check (3, 4, whose report is
+     * the output) become 1.  After another failure the command has said what went wrong; a
      * lost stdout adds nothing to that. */
-    if (rc == CLI_EXIT_OK || rc == CLI_EXIT_CHECK) {
+    if (rc == CLI_EXIT_OK || rc == CLI_EXIT_CHECK || rc == CLI_EXIT_INCONCLUSIVE) {
         if (cli_close_stdout(cmd) != CLI_EXIT_OK)
             rc = CLI_EXIT_ERROR;
     } else {

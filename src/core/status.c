@@ -22,6 +22,7 @@ const char *gmm_strerror(gmm_status s)
     case GMM_ENOCONV: return "did not converge";
     case GMM_ECANCEL: return "cancelled";
     case GMM_ECHECK: return "check failed";
+    case GMM_EINCONCLUSIVE: return "check inconclusive";
     case GMM_NSTATUS: break;
     }
     return "unknown status";

@@ -163,6 +163,23 @@ static int accepted(void *ctx, const double *x, double f, double gnorm)
 #define NEWTON_GAIN 1e-6
 #define NEWTON_STEP 1e-4
 
+/* When the Newton decrement is above NEWTON_GAIN, or H is not positive
+ * definite, the stop may still be at the objective's resolution: on a long
+ * count series at a lengthscale of ~500 the Laplace loglik's rounding noise
+ * is 1e-5 to 6e-5 (|f| ~ 1e4) and its gradient's 1e-3 to 1e-2, so the
+ * differences of H at NEWTON_STEP (gradient noise / 1e-4) swamp the
+ * curvature and liblbfgs cannot see a decrease of a few 1e-6.  Then the
+ * decrement is computed again with H from steps of NOISE_HSTEP (its
+ * truncation, O(h^2) relative, does not matter for a size), the noise s of
+ * loglik measured once by ECnoise along the Newton direction, and the stop
+ * counts as converged at the noise level when the decrement is at most
+ * NOISE_GAIN s: a trial point's loglik is compared with the anchor's, a
+ * difference of sd sqrt(2) s, so a gain below 4 s (2.8 sd) is one no line
+ * search can see.  Costs 2 nfree + 8 evaluations, once per stop. */
+#define NOISE_HSTEP 1e-2
+#define NOISE_STEP 1e-6
+#define NOISE_GAIN 4.0
+
 static int line_search_stop(int ret)
 {
     return ret == LBFGSERR_ROUNDING_ERROR || ret == LBFGSERR_MINIMUMSTEP ||
@@ -170,10 +187,11 @@ static int line_search_stop(int ret)
            ret == LBFGSERR_INCREASEGRADIENT || ret == LBFGSERR_OUTOFINTERVAL;
 }
 
-/* The Newton decrement at the anchor (u0, g0) into *gain; 0 when it
- * cannot be computed (an evaluation failed, H not positive definite, no
- * memory). */
-static int newton_gain(run_ctx *c, double *gain)
+/* The Newton decrement at the anchor (u0, g0) into *gain, H from central
+ * differences of the gradient at steps of step max(1, |u0_k|); the Newton
+ * direction H^{-1} g0 into dir (nfree) unless NULL.  0 when it cannot be
+ * computed (an evaluation failed, H not positive definite, no memory). */
+static int newton_gain(run_ctx *c, double step, double *gain, double *dir)
 {
     size_t nf = c->nfree;
     const double *u0 = c->lb.u0, *g0 = c->lb.g0;
@@ -184,7 +202,7 @@ static int newton_gain(run_ctx *c, double *gain)
     double *u = H + nf * nf, *gp = u + nf, *gm = gp + nf;
     double f;
     for (size_t k = 0; k < nf; k++) {
-        double h = NEWTON_STEP * fmax(1.0, fabs(u0[k]));
+        double h = step * fmax(1.0, fabs(u0[k]));
         memcpy(u, u0, nf * sizeof *u);
         u[k] = u0[k] + h;
         if (!eval_min(c, u, &f, gp))
@@ -224,17 +242,58 @@ static int newton_gain(run_ctx *c, double *gain)
         g2 += u[i] * u[i];
     }
     *gain = 0.5 * g2;
+    if (dir) /* L' dir = L^{-1} g0, held in u */
+        for (size_t i = nf; i-- > 0;) {
+            double v = u[i];
+            for (size_t k = i + 1; k < nf; k++)
+                v -= H[k * nf + i] * dir[k];
+            dir[i] = v / H[i * nf + i];
+        }
     ok = 1;
 done:
     gmm_free(H);
     return ok;
 }
 
+/* ECnoise (infer_impl.h) of f at the anchor along dir (nfree, not 0):
+ * 8 evaluations at steps of NOISE_STEP max(1, |u0|_inf) along dir / |dir|.
+ * 0 when an evaluation fails or no memory. */
+static int anchor_noise(run_ctx *c, const double *dir, double *noise)
+{
+    size_t nf = c->nfree;
+    const double *u0 = c->lb.u0;
+    double dn = 0.0, scale = 1.0, f[9];
+    for (size_t k = 0; k < nf; k++) {
+        dn += dir[k] * dir[k];
+        scale = fmax(scale, fabs(u0[k]));
+    }
+    dn = sqrt(dn);
+    double *u = gmm_malloc(2 * nf, sizeof *u);
+    if (!u || !(dn > 0.0) || !isfinite(dn)) {
+        gmm_free(u);
+        return 0;
+    }
+    double *g = u + nf;
+    f[4] = c->lb.f0;
+    for (int j = -4; j <= 4; j++) {
+        for (size_t k = 0; j && k < nf; k++)
+            u[k] = u0[k] + j * NOISE_STEP * scale * dir[k] / dn;
+        if (j && !eval_min(c, u, &f[j + 4], g)) {
+            gmm_free(u);
+            return 0;
+        }
+    }
+    gmm_free(u);
+    *noise = infer_ecnoise(f);
+    return 1;
+}
+
 typedef struct {
     double loglik, grad_norm;
     size_t iterations;
     int converged, status;
-    const char *message;
+    const char *message, *stop;
+    double gain, noise;
     int domain;
     char domain_msg[GMM_ERROR_MAX];
 } run_result;
@@ -253,27 +312,47 @@ static gmm_status run_one(run_ctx *c, double *u, run_result *r)
     r->grad_norm = infer_lbfgs_gnorm(&c->lb);
     r->iterations = c->lb.iter;
     r->status = ret;
+    r->noise = r->gain = NAN;
     if (c->lb.stopped_delta) {
         r->converged = 1;
         r->message = "converged: relative decrease of the objective below delta";
+        r->stop = "decrease";
     } else if (c->cancelled) {
         r->converged = 0;
         r->message = "cancelled";
+        r->stop = "cancelled";
     } else {
         r->converged = infer_lbfgs_converged(ret);
         r->message = infer_lbfgs_message(ret);
-        double gain;
-        if (!r->converged && line_search_stop(ret) && newton_gain(c, &gain) &&
-            gain <= NEWTON_GAIN) {
+        r->stop = r->converged                         ? "gradient"
+                  : ret == LBFGSERR_MAXIMUMITERATION ? "max_iter"
+                                                      : "line_search";
+        double gain, noise, *dir = NULL;
+        if (r->converged || !line_search_stop(ret)) {
+            /* stopped by a test of its own */
+        } else if (newton_gain(c, NEWTON_STEP, &gain, NULL) && gain <= NEWTON_GAIN) {
             r->converged = 1;
+            r->gain = gain;
             r->message = "converged: the line search stopped on rounding where a Newton step "
                          "would gain less than 1e-6 in loglik";
-        } else if (!r->converged && line_search_stop(ret) && c->domain_hit) {
+            r->stop = "newton";
+        } else if ((dir = gmm_malloc(c->nfree, sizeof *dir)) &&
+                   newton_gain(c, NOISE_HSTEP, &gain, dir) && anchor_noise(c, dir, &noise) &&
+                   gain <= NOISE_GAIN * noise) {
+            r->converged = 1;
+            r->gain = gain;
+            r->noise = noise;
+            r->message = "converged at the noise level: the line search stopped where a Newton "
+                         "step would gain less than 4 times the loglik's rounding noise";
+            r->stop = "noise";
+        } else if (c->domain_hit) {
             r->message = "stopped at the edge of the model's domain: the objective refused "
                          "the trial points beyond it";
+            r->stop = "domain";
             r->domain = 1;
             snprintf(r->domain_msg, sizeof r->domain_msg, "%s", c->domain_msg);
         }
+        gmm_free(dir);
     }
     return GMM_OK;
 }
@@ -341,6 +420,8 @@ gmm_status gmm_fit(gmm_objective *obj, const gmm_fit_params *params, gmm_fit_res
         res->converged = 1;
         res->lbfgs_status = LBFGS_ALREADY_MINIMIZED;
         res->message = "nothing to fit: every parameter is fixed";
+        res->stop = "fixed";
+        res->gain = res->noise = NAN;
         goto done;
     }
 
@@ -404,6 +485,9 @@ gmm_status gmm_fit(gmm_objective *obj, const gmm_fit_params *params, gmm_fit_res
             res->converged = r.converged;
             res->lbfgs_status = r.status;
             res->message = r.message;
+            res->stop = r.stop;
+            res->gain = r.gain;
+            res->noise = r.noise;
             res->domain_msg[0] = '\0';
             if (r.domain)
                 snprintf(res->domain_msg, sizeof res->domain_msg, "%s", r.domain_msg);

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "gmm/alloc.h"
+#include "infer_impl.h"
 
 void gmm_gradcheck_params_init(gmm_gradcheck_params *p)
 {
@@ -67,18 +68,15 @@ static double loglik_of_u(one_dim *c, double u)
     return st == GMM_OK ? ll : NAN;
 }
 
-/* ECnoise: the standard deviation of f's rounding along u, from f at
- * u + k delta, k = -4..4 (f0 at k = 0 given).  The k-th differences of
- * independent noise of variance s^2 have variance s^2 (2k)! / (k!)^2, while
- * a smooth f's are about f^(k) delta^k, negligible at delta = 1e-6 u-units
- * for k >= 4.  The largest of the estimates from k = 4, 5, 6 is taken (9
- * points give 5, 4 and 3 differences: each estimate is good to a factor of
- * about 2).  Never below the representation error eps |f0| / 2. */
-static double noise_level(one_dim *c, double u, double f0, double delta)
+/* ECnoise (infer_impl.h): the k-th differences of independent noise of
+ * variance s^2 have variance s^2 (2k)! / (k!)^2, while a smooth f's are
+ * about f^(k) delta^k, negligible at delta = 1e-6 u-units for k >= 4.  The
+ * largest of the estimates from k = 4, 5, 6 is taken (9 points give 5, 4
+ * and 3 differences: each estimate is good to a factor of about 2).  Never
+ * below the representation error eps |f[4]| / 2. */
+double infer_ecnoise(double f[9])
 {
-    double f[9], s = 0.0, gamma = 1.0; /* gamma = (k!)^2 / (2k)! */
-    for (int k = -4; k <= 4; k++)
-        f[k + 4] = k ? loglik_of_u(c, u + k * delta) : f0;
+    double s = 0.0, gamma = 1.0, f0 = f[4]; /* gamma = (k!)^2 / (2k)! */
     for (int k = 1; k <= 6; k++) {
         for (int j = 0; j < 9 - k; j++) /* one more order of differences */
             f[j] = f[j + 1] - f[j];
@@ -91,6 +89,15 @@ static double noise_level(one_dim *c, double u, double f0, double delta)
         }
     }
     return fmax(s, 0.5 * DBL_EPSILON * fabs(f0));
+}
+
+/* The noise of f along u at u (f0 = f(u)), from 8 more evaluations. */
+static double noise_level(one_dim *c, double u, double f0, double delta)
+{
+    double f[9];
+    for (int k = -4; k <= 4; k++)
+        f[k + 4] = k ? loglik_of_u(c, u + k * delta) : f0;
+    return infer_ecnoise(f);
 }
 
 /* The 5-point central difference from f(u +- h), f(u +- h/2) (GSL's rule):
@@ -144,7 +151,7 @@ void gmm_gradcheck_result_free(gmm_gradcheck_result *res)
         return;
     gmm_free(res->row);
     res->row = NULL;
-    res->nparam = res->nfail = 0;
+    res->nparam = res->nfail = res->ninconclusive = 0;
 }
 
 gmm_status gmm_gradcheck(const gmm_objective *obj, const gmm_gradcheck_params *params,
@@ -186,7 +193,7 @@ gmm_status gmm_gradcheck(const gmm_objective *obj, const gmm_gradcheck_params *p
         goto fail;
     }
 
-    size_t nfail = 0, first = 0;
+    size_t nfail = 0, first = 0, ninc = 0, first_inc = 0;
     for (size_t i = 0; i < np; i++) {
         double p = theta[i];
         int pos = obj->positive[i];
@@ -197,7 +204,8 @@ gmm_status gmm_gradcheck(const gmm_objective *obj, const gmm_gradcheck_params *p
         if (pos && p == 0.0) {
             /* On the boundary of its domain (a fixed ridge of 0): no central
              * difference exists; the row is reported as not checked. */
-            r->numeric = r->fd_error = r->abs_error = r->rel_error = r->allowed = r->noise = NAN;
+            r->numeric = r->fd_error = r->abs_error = r->rel_error = r->allowed = r->noise =
+                r->needed_tol = NAN;
             r->ok = 1;
             continue;
         }
@@ -214,24 +222,40 @@ gmm_status gmm_gradcheck(const gmm_objective *obj, const gmm_gradcheck_params *p
         }
         double a_u = grad[i] * jac, fd_u = d.d, err_u = d.trunc + d.round;
         double diff = fabs(a_u - fd_u), big = fmax(fabs(a_u), fabs(fd_u));
-        double allowed = params->rel_tol * fmax(big, fmax(fabs(ll), 1.0)) + err_u;
+        double scale = fmax(big, fmax(fabs(ll), 1.0));
+        double tol = params->rel_tol * scale, allowed = tol + err_u;
         r->numeric = fd_u / jac;
         r->fd_error = err_u / jac;
-        /* divided by the same jac > 0, so ok <=> abs_error <= allowed */
+        /* divided by the same jac > 0: the verdicts hold on p's scale */
         r->abs_error = diff / jac;
         r->allowed = allowed / jac;
         r->noise = noise;
         r->rel_error = big > 0.0 ? diff / big : 0.0;
-        r->ok = isfinite(a_u) && diff <= allowed;
-        if (!r->ok && nfail++ == 0)
+        r->needed_tol = err_u / scale;
+        int fails = !isfinite(a_u) || !(diff <= allowed);
+        r->inconclusive = !fails && !(err_u <= fmax(tol, GMM_GRADCHECK_RESOLVE * big));
+        r->ok = !fails && !r->inconclusive;
+        if (fails && nfail++ == 0)
             first = i;
+        if (r->inconclusive && ninc++ == 0)
+            first_inc = i;
     }
     res->loglik = ll;
     res->nparam = np;
     res->nfail = nfail;
+    res->ninconclusive = ninc;
     res->row = row;
     row = NULL;
     st = GMM_OK;
+    if (nfail == 0 && ninc > 0) {
+        const gmm_gradcheck_row *w = &res->row[first_inc];
+        st = gmm_error(GMM_EINCONCLUSIVE,
+                       "gradcheck: %zu of %zu gradients inconclusive: the finite difference's "
+                       "error bound is above the tolerance and 1e-3 of the gradient: first '%s' "
+                       "(analytic %.6g, finite "
+                       "difference %.6g +- %.2g); a tolerance >= %.2g would decide",
+                       ninc, np, w->name, w->analytic, w->numeric, w->fd_error, w->needed_tol);
+    }
     if (nfail > 0)
         st = gmm_error(GMM_ECHECK,
                        "gradcheck: %zu of %zu gradients disagree with finite differences: first "

@@ -69,4 +69,14 @@ int infer_lbfgs_converged(int ret);
 /* A static description of how a liblbfgs run ended (its return code). */
 const char *infer_lbfgs_message(int ret);
 
+/* ---- the noise of an objective (gradcheck.c) -----------------------------
+ *
+ * Moré and Wild's ECnoise (SIAM J. Sci. Comput. 33(3), 2011): the standard
+ * deviation of f's rounding noise from f at u + k delta, k = -4..4, along
+ * one direction (f[k + 4]; delta small enough that f's smooth part is
+ * negligible in 4th differences: 1e-6 on a unit scale).  f is overwritten.
+ * A banded likelihood is far noisier than eps |f| (gradcheck.h), so both
+ * gradcheck's error bounds and fit's noise stop (fit.h) measure it. */
+double infer_ecnoise(double f[9]);
+
 #endif

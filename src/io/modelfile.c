@@ -81,6 +81,8 @@ gmm_status gmm_model_write(const gmm_model *m, FILE *f, const char *name)
     ok = ok && put(root, "loglik", json_real(m->loglik));
     ok = ok && put(root, "iterations", json_integer((json_int_t)m->iterations));
     ok = ok && put(root, "converged", json_boolean(m->converged));
+    if (m->stop)
+        ok = ok && put(root, "stop", json_string(m->stop));
     ok = ok && put(data, "file", json_string(m->data.file));
     ok = ok && put(data, "x", string_or_null(m->data.x));
     ok = ok && put(data, "y", string_or_null(m->data.y));

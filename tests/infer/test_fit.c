@@ -491,6 +491,7 @@ START_TEST(test_max_iterations_not_converged)
     ck_assert(!res.converged);
     ck_assert_uint_eq(res.iterations, 1);
     ck_assert(strstr(res.message, "maximum number of iterations"));
+    ck_assert_str_eq(res.stop, "max_iter");
     free(d.y);
 }
 END_TEST
@@ -764,7 +765,8 @@ END_TEST
  * situation of a state-space loglik at long lengthscales. */
 typedef struct {
     double rough;
-    int flip; /* nonzero: the gradient of b has the wrong sign */
+    int flip;     /* nonzero: the gradient of b has the wrong sign */
+    double grough; /* roughness of the gradient (0: exact) */
 } rough_data;
 
 static gmm_status rough_eval(void *ctx, const double *th, double *f, double *g)
@@ -781,6 +783,11 @@ static gmm_status rough_eval(void *ctx, const double *th, double *f, double *g)
         q += w[i] * (th[i] - c[i]) * (th[i] - c[i]);
         if (g)
             g[i] = -w[i] * (th[i] - c[i]) * (d->flip && i == 1 ? -1.0 : 1.0);
+    }
+    for (int i = 0; g && i < 2; i++) {
+        h = (h ^ (uint64_t)(i + 1)) * 0x94D049BB133111EBULL;
+        h ^= h >> 31;
+        g[i] += d->grough * ((double)(h >> 11) * 0x1.0p-53 - 0.5);
     }
     *f = -0.5 * q + d->rough * ((double)(h >> 11) * 0x1.0p-53 - 0.5);
     return GMM_OK;
@@ -801,21 +808,74 @@ START_TEST(test_rounding_stop_judged_by_newton_gain)
     for (int k = 0; k < 4; k++) {
         /* Roughness 1e-8: the stop comes at |g| ~ sqrt(2 rough w), where a
          * Newton step would gain ~1e-8 << 1e-6: converged, at the maximum. */
-        rough_data d = {1e-8, 0};
+        rough_data d = {1e-8, 0, 0.0};
         toy_init(&t, 2, names, starts[k], pos, rough_eval, &d);
         ck_assert_int_eq(gmm_fit(&t.obj, &p, &res), GMM_OK);
         ck_assert_msg(res.converged, "start %d: %s (|g| %g)", k, res.message, res.grad_norm);
         ck_assert_msg(strstr(res.message, "Newton"), "start %d: %s", k, res.message);
+        ck_assert_str_eq(res.stop, "newton");
+        ck_assert(res.gain <= 1e-6 && isnan(res.noise));
         ck_assert_double_eq_tol(t.value[0], 1.5, 1e-4);
         ck_assert_double_eq_tol(t.value[1], -0.5, 1e-3);
         /* A gradient inconsistent with the objective (one component's sign
          * flipped) makes the line search fail away from any maximum; the
          * finite-difference Hessian is then not definite: not converged. */
-        rough_data bad = {1e-8, 1};
+        rough_data bad = {1e-8, 1, 0.0};
+        toy_init(&t, 2, names, starts[k], pos, rough_eval, &bad);
+        ck_assert_int_eq(gmm_fit(&t.obj, &p, &res), GMM_OK);
+        ck_assert_msg(!res.converged, "start %d: %s (|g| %g)", k, res.message, res.grad_norm);
+        ck_assert_str_eq(res.stop, "line_search");
+    }
+}
+END_TEST
+
+/* A loglik noisier than the Newton test's 1e-6: value noise of sd 2.9e-4
+ * and gradient noise of ~0.1 (the Laplace loglik of a long count series at
+ * its optimum: 1e-5 to 6e-5 and 1e-2 at |f| ~ 1e4), so the Hessian from
+ * differences at 1e-4 is swamped (0.1 / 1e-4 against curvatures of 40 and
+ * 300) and the stop's Newton gain is above 1e-6 -- yet no line search can
+ * see it.  The stop is converged at the noise level ("noise"), the noise
+ * measured near the true sd and the point where that noise allows
+ * (|theta - c|_k <= sqrt(2 4 sd / w_k) for a gain of 4 sd).  A gradient of
+ * the wrong sign stays not converged. */
+START_TEST(test_rounding_stop_at_noise_level)
+{
+    const char *names[2] = {"a", "b"};
+    const int pos[2] = {0, 0};
+    const double starts[4][2] = {{0.0, 0.0}, {0.1, 0.2}, {-1.0, 1.0}, {3.0, -2.0}};
+    const double sd = 1e-3 / sqrt(12.0), w[2] = {300.0, 40.0}, c[2] = {1.5, -0.5};
+    gmm_fit_params p;
+    gmm_fit_params_init(&p);
+    p.past = 0;
+    p.epsilon = 1e-10;
+    gmm_fit_result res;
+    toy t;
+    int noise_stops = 0;
+    for (int k = 0; k < 4; k++) {
+        rough_data d = {1e-3, 0, 1e-1};
+        toy_init(&t, 2, names, starts[k], pos, rough_eval, &d);
+        ck_assert_int_eq(gmm_fit(&t.obj, &p, &res), GMM_OK);
+        ck_assert_msg(res.converged, "start %d: %s (|g| %g)", k, res.message, res.grad_norm);
+        ck_assert_msg(!strcmp(res.stop, "noise") || !strcmp(res.stop, "newton"),
+                      "start %d: %s", k, res.stop);
+        if (!strcmp(res.stop, "noise")) {
+            noise_stops++;
+            /* ECnoise from 9 values is good to a factor of ~2 (4 seen
+             * below); above the true sd is what would make the stop
+             * unsound, and it is not */
+            ck_assert_msg(res.noise > sd / 10 && res.noise < 2 * sd, "start %d: noise %g", k,
+                          res.noise);
+            ck_assert(res.gain <= 4.0 * res.noise);
+        }
+        for (int i = 0; i < 2; i++)
+            ck_assert_msg(fabs(t.value[i] - c[i]) <= sqrt(8.0 * 4.0 * sd / w[i]),
+                          "start %d: theta[%d] = %g", k, i, t.value[i]);
+        rough_data bad = {1e-3, 1, 1e-1};
         toy_init(&t, 2, names, starts[k], pos, rough_eval, &bad);
         ck_assert_int_eq(gmm_fit(&t.obj, &p, &res), GMM_OK);
         ck_assert_msg(!res.converged, "start %d: %s (|g| %g)", k, res.message, res.grad_norm);
     }
+    ck_assert_msg(noise_stops == 4, "%d of 4 stops at the noise level", noise_stops);
 }
 END_TEST
 
@@ -837,6 +897,7 @@ Suite *infer_fit_suite(void)
     tcase_add_test(tc, test_noisy_ar1_through_marglik);
     tcase_add_test(tc, test_gradcheck_noisy_ar1);
     tcase_add_test(tc, test_rounding_stop_judged_by_newton_gain);
+    tcase_add_test(tc, test_rounding_stop_at_noise_level);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -72,8 +72,10 @@ static void check_rows_agree(const gmm_gradcheck_result *r)
         double d = fabs(w->analytic - w->numeric);
         ck_assert_msg(fabs(w->abs_error - d) <= 1e-12 * d + 1e-300, "%s: abs_error %g vs %g",
                       w->name, w->abs_error, d);
-        ck_assert_msg(w->ok == (w->abs_error <= w->allowed), "%s: ok %d, %g vs allowed %g",
-                      w->name, w->ok, w->abs_error, w->allowed);
+        ck_assert_msg((w->ok || w->inconclusive) == (w->abs_error <= w->allowed),
+                      "%s: ok %d, inconclusive %d, %g vs allowed %g", w->name, w->ok,
+                      w->inconclusive, w->abs_error, w->allowed);
+        ck_assert_msg(!(w->ok && w->inconclusive), "%s", w->name);
     }
 }
 
@@ -178,6 +180,7 @@ END_TEST
 typedef struct {
     double slop[2]; /* added to d/du of the two at the optimum */
     double bug;     /* multiplies the third's derivative */
+    double amp;     /* half-width of the noise (1e-8: the CO2 likelihood's) */
 } noisy;
 
 static double hash_noise(const double *th, size_t n)
@@ -199,7 +202,7 @@ static gmm_status noisy_eval(void *ctx, const double *th, double *f, double *g)
     noisy *d = ctx;
     double ua = log(th[0] / 400.0), ub = log(th[1] / 20.0), uc = log(th[2]);
     *f = -957.0 - 500.0 * ua * ua - 300.0 * ub * ub + 270.87 / 250.0 * sin(250.0 * uc) +
-         1e-8 * hash_noise(th, 3);
+         d->amp * hash_noise(th, 3);
     if (g) {
         g[0] = (-1000.0 * ua + d->slop[0]) / th[0];
         g[1] = (-600.0 * ub + d->slop[1]) / th[1];
@@ -208,7 +211,7 @@ static gmm_status noisy_eval(void *ctx, const double *th, double *f, double *g)
     return GMM_OK;
 }
 
-static gmm_status noisy_check(noisy *d, gmm_gradcheck_result *r)
+static gmm_status noisy_check_tol(noisy *d, double rel_tol, gmm_gradcheck_result *r)
 {
     static char *name[3] = {"a", "b", "period"};
     static int positive[3] = {1, 1, 1}, fixed[3];
@@ -216,12 +219,18 @@ static gmm_status noisy_check(noisy *d, gmm_gradcheck_result *r)
     gmm_objective obj = {3, name, value, positive, fixed, noisy_eval, d};
     gmm_gradcheck_params p;
     gmm_gradcheck_params_init(&p);
+    p.rel_tol = rel_tol;
     return gmm_gradcheck(&obj, &p, r);
+}
+
+static gmm_status noisy_check(noisy *d, gmm_gradcheck_result *r)
+{
+    return noisy_check_tol(d, 1e-6, r);
 }
 
 START_TEST(test_noisy_objective_at_optimum)
 {
-    noisy d = {{3e-4, -3e-4}, 1.0};
+    noisy d = {{3e-4, -3e-4}, 1.0, 1e-8};
     gmm_gradcheck_result r;
     ck_assert_int_eq(noisy_check(&d, &r), GMM_OK);
     const double exact[3] = {0.0, 0.0, 270.87};
@@ -249,6 +258,62 @@ START_TEST(test_noisy_objective_at_optimum)
     d.bug = 1.0 + 1e-4; /* 0.027 on 270.87 */
     ck_assert_int_eq(noisy_check(&d, &r), GMM_ECHECK);
     ck_assert(r.row[0].ok && r.row[1].ok && !r.row[2].ok);
+    gmm_gradcheck_result_free(&r);
+}
+END_TEST
+
+/* The same objective with noise of 1e-2 (sd 5.8e-3, the size the Laplace
+ * likelihood of a long count series reaches): the differences' error bound
+ * is then far above the tolerance (1e-6 x 957), so a right gradient cannot
+ * be confirmed and neither can one wrong by 0.05 -- both inconclusive,
+ * never ok -- while one wrong by far more than the bound still fails. */
+START_TEST(test_noisy_objective_is_inconclusive)
+{
+    noisy d = {{0.0, 0.0}, 1.0, 1e-2};
+    gmm_gradcheck_result r;
+    ck_assert_int_eq(noisy_check(&d, &r), GMM_EINCONCLUSIVE);
+    ck_assert_uint_eq(r.nfail, 0);
+    ck_assert_uint_eq(r.ninconclusive, 3);
+    for (size_t i = 0; i < 3; i++) {
+        const gmm_gradcheck_row *w = &r.row[i];
+        ck_assert_msg(w->inconclusive && !w->ok, "%s", w->name);
+        /* the verdict's reason: fd_error above tol = allowed - fd_error */
+        ck_assert_msg(w->fd_error > w->allowed - w->fd_error, "%s: %g vs %g", w->name,
+                      w->fd_error, w->allowed - w->fd_error);
+        ck_assert(w->abs_error <= w->allowed);
+        ck_assert(w->needed_tol > 1e-6);
+    }
+    ck_assert_msg(strstr(gmm_error_message(), "3 of 3 gradients inconclusive"), "%s",
+                  gmm_error_message());
+    ck_assert_msg(strstr(gmm_error_message(), "'a'"), "%s", gmm_error_message());
+    gmm_gradcheck_result_free(&r);
+
+    /* wrong by 0.05 on the u scale: 50 times the tolerance, under fd_error */
+    d.slop[0] = 0.05;
+    ck_assert_int_eq(noisy_check(&d, &r), GMM_EINCONCLUSIVE);
+    ck_assert(r.row[0].inconclusive && !r.row[0].ok);
+    ck_assert(fabs(r.row[0].analytic * 400.0 - 0.05) < 1e-12);
+    gmm_gradcheck_result_free(&r);
+
+    /* wrong by 100: beyond any error bound, a failure (which outranks) */
+    d.slop[1] = 100.0;
+    ck_assert_int_eq(noisy_check(&d, &r), GMM_ECHECK);
+    ck_assert_uint_eq(r.nfail, 1);
+    ck_assert(!r.row[1].ok && !r.row[1].inconclusive);
+    ck_assert(r.row[1].abs_error > r.row[1].allowed);
+    ck_assert(r.row[0].inconclusive);
+    gmm_gradcheck_result_free(&r);
+
+    /* the tolerance the message names decides the right gradient: ok */
+    d.slop[0] = d.slop[1] = 0.0;
+    ck_assert_int_eq(noisy_check(&d, &r), GMM_EINCONCLUSIVE);
+    double need = 0.0;
+    for (size_t i = 0; i < 3; i++)
+        need = fmax(need, r.row[i].needed_tol);
+    gmm_gradcheck_result_free(&r);
+    ck_assert_int_eq(noisy_check_tol(&d, 1.01 * need, &r), GMM_OK);
+    for (size_t i = 0; i < 3; i++)
+        ck_assert(r.row[i].ok && !r.row[i].inconclusive);
     gmm_gradcheck_result_free(&r);
 }
 END_TEST
@@ -328,6 +393,7 @@ Suite *infer_gradcheck_suite(void)
     tcase_add_test(tc, test_correct_gradient_passes);
     tcase_add_test(tc, test_zero_gradient_at_optimum_passes);
     tcase_add_test(tc, test_wrong_gradient_is_caught);
+    tcase_add_test(tc, test_noisy_objective_is_inconclusive);
     tcase_add_test(tc, test_small_relative_error_is_caught);
     tcase_add_test(tc, test_noisy_objective_at_optimum);
     tcase_add_test(tc, test_objective_failures);

@@ -1,0 +1,51 @@
+# shellcheck shell=bash
+# 40_count_series.sh -- a long count series with a slow trend (the common
+# case: daily counts over years): y ~ Poisson(exp(sin(x / 200))), x =
+# 0..1999, a fixed Park-Miller generator so every awk makes the same data.
+# Its Laplace log likelihood is rough at the lengthscale it fits (~550):
+# gradcheck must say when its differences cannot decide.
+
+count_series() {
+    awk 'BEGIN { s = 1; print "x,y"
+        for (x = 0; x < 2000; x++) {
+            L = exp(-exp(sin(x / 200))); k = 0
+            s = (s * 16807) % 2147483647; p = s / 2147483647
+            while (p > L) { k++; s = (s * 16807) % 2147483647; p *= s / 2147483647 }
+            print x "," k } }' > "$CASE_TMP/series.csv"
+}
+
+begin "gradcheck on a rough likelihood is inconclusive (exit 4), never ok"
+count_series
+run "$GMM_INFER" gradcheck "$CASE_TMP/series.csv" --likelihood poisson \
+    --kernel 'matern32(variance=0.859, lengthscale=555)' --intercept -0.0788
+expect_exit 4
+expect_stdout '^0\.matern32\.variance,0\.8589*,.*,inconclusive$'
+expect_stderr 'gradients within tolerance 1e-06, [0-9] inconclusive$'
+expect_stderr "gradients inconclusive: .*first '0\.matern32\.variance'"
+expect_no_stdout ',false$'
+# a row whose difference is less certain than the gradient is never ok
+check=$(awk -F, 'NR == 1 { next }
+    { a = $3 < 0 ? -$3 : $3; n = $4 < 0 ? -$4 : $4; big = a > n ? a : n
+      if ($8 == "true" && $5 + 0 > 1e-3 * big && $5 + 0 > $7 - $5) print $1 ": ok with fd_error " $5 }' "$OUT")
+[[ -z "$check" ]] || fail "$check"
+
+begin "fit of the series converges at the likelihood's noise level and says so"
+count_series
+run "$GMM_INFER" fit "$CASE_TMP/series.csv" --likelihood poisson --kernel matern32 --verbose \
+    -o "$CASE_TMP/m.json"
+expect_exit 0
+expect_file "$CASE_TMP/m.json" '"converged": true,$'
+expect_file "$CASE_TMP/m.json" '^  "stop": "(noise|newton|gradient|decrease)",$'
+expect_stderr '^gmm-infer fit: stop: [a-z_]+'
+expect_no_stderr 'not converged'
+# the optimum of the data: lengthscale and variance of the slow sine
+ell=$(sed -n 's/^ *"0\.matern32\.lengthscale": \([0-9.e+-]*\),*$/\1/p' "$CASE_TMP/m.json")
+awk -v l="$ell" 'BEGIN { exit !(l > 300 && l < 1000) }' || fail "lengthscale $ell"
+case_asserts=$((case_asserts + 1))
+
+begin "ordinary fits stop by their usual tests and name them"
+run "$GMM_INFER" fit "$ROOT/data/coal.csv" --likelihood poisson --exposure exposure \
+    --kernel matern32 --verbose
+expect_exit 0
+expect_stdout '^  "stop": "gradient",$'
+expect_stderr '^gmm-infer fit: stop: gradient$'
