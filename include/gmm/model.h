@@ -64,7 +64,10 @@ typedef struct {
     /* Data. */
     const char *data;          /* CSV path ("-": stdin) */
     const char *x, *y, *node;  /* column names; NULL x, y: the first two columns */
-    const char *exposure;      /* exposure column or NULL */
+    const char *exposure;      /* exposure column or NULL (a family whose rowq is
+                                * "exposure") */
+    const char *trials;        /* trials column or NULL (rowq "trials"); at most one
+                                * of the two */
     /* Likelihood. */
     const char *likelihood;    /* spec, NULL: "gaussian" */
     double noise;              /* Gaussian variance start; NAN: a tenth of var(y) */
@@ -185,9 +188,13 @@ const char *gmm_mdl_site_column(const gmm_mdl *m);
  * columns: "rate" (a log link), "prob" (a logit link), or NULL (Gaussian:
  * the response is f itself, and --observed adds the noise instead). */
 const char *gmm_mdl_response_name(const gmm_mdl *m);
+/* Nonzero when new observations are normal about f (the Gaussian
+ * likelihood: predict --observed adds its noise variance). */
+int gmm_mdl_observed_normal(const gmm_mdl *m);
 /* The site (graph node) with this label: 1 and *v, or 0. */
 int gmm_mdl_site_find(const gmm_mdl *m, const char *label, size_t *v);
-/* Column names: outcome, exposure (or NULL), input or node column. */
+/* Column names: outcome, the per-row quantity's (exposure or trials, as
+ * the likelihood's rowq; NULL: none), input or node column. */
 const char *gmm_mdl_data_y_name(const gmm_mdl *m);
 const char *gmm_mdl_data_exposure_name(const gmm_mdl *m);
 const char *gmm_mdl_data_site_name(const gmm_mdl *m);

@@ -31,6 +31,7 @@ typedef struct {
     double noise;           /* --noise V (NAN: default) */
     const char *likelihood; /* --likelihood SPEC (NULL: gaussian) */
     const char *exposure;   /* --exposure NAME */
+    const char *trials;     /* --trials NAME */
     double intercept;       /* --intercept B (NAN: default) */
     int no_intercept;       /* --no-intercept */
     unsigned char seen[32]; /* single-valued options seen (given twice: error) */
@@ -66,6 +67,7 @@ enum {
     CLI_OPT_LIKELIHOOD,
     CLI_OPT_INTERCEPT,
     CLI_OPT_NO_INTERCEPT,
+    CLI_OPT_TRIALS,
     CLI_OPT_VERBOSE,
     CLI_OPT_FACTOR, /* after VERBOSE: a numerical choice, allowed with --model */
     CLI_OPT_FIRST_COMMAND /* commands number their own options from here */
@@ -89,6 +91,7 @@ enum {
         {"likelihood", required_argument, NULL, CLI_OPT_LIKELIHOOD},                            \
         {"intercept", required_argument, NULL, CLI_OPT_INTERCEPT},                              \
         {"no-intercept", no_argument, NULL, CLI_OPT_NO_INTERCEPT},                              \
+        {"trials", required_argument, NULL, CLI_OPT_TRIALS},                                    \
         {"verbose", no_argument, NULL, CLI_OPT_VERBOSE},                                        \
         {"factor", required_argument, NULL, CLI_OPT_FACTOR}
 

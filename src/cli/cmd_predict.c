@@ -276,10 +276,15 @@ int cmd_predict(int argc, char **argv)
         rc = predict_draws(cmd, m, draws, ndraws, NULL, 0, level, out_path);
         goto done;
     }
-    if (observed && gmm_mdl_response_name(m)) {
-        cli_msg(cmd, "--observed applies to the Gaussian likelihood; the %s columns give the "
-                     "expected outcome",
-                gmm_mdl_response_name(m));
+    if (observed && !gmm_mdl_observed_normal(m)) {
+        if (gmm_mdl_response_name(m))
+            cli_msg(cmd, "--observed applies to the Gaussian likelihood; the %s columns give "
+                         "the expected outcome",
+                    gmm_mdl_response_name(m));
+        else
+            cli_msg(cmd, "--observed applies to the Gaussian likelihood (new observations of "
+                         "the %s likelihood are not normal)",
+                    gmm_mdl_likelihood(m)->type->name);
         rc = CLI_EXIT_USAGE;
         goto done;
     }

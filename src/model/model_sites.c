@@ -128,7 +128,10 @@ gmm_status gmm_mdl_describe(const gmm_mdl *m, gmm_model *mf, char **scratch)
     }
     mf->data.file = m->data_rec;
     mf->data.y = m->yname;
-    mf->data.exposure = m->ename;
+    /* the per-row quantity's column under the name the family reads it by */
+    const char *q = m->lik.type->rowq;
+    mf->data.exposure = q && !strcmp(q, "exposure") ? m->ename : NULL;
+    mf->data.trials = q && !strcmp(q, "trials") ? m->ename : NULL;
     mf->nparam = o->nparam;
     mf->param_name = o->name;
     mf->param_value = o->value;
@@ -201,15 +204,18 @@ const char *gmm_mdl_site_column(const gmm_mdl *m)
     return gmm_latent_has_inputs(m->lat) ? "x" : "node";
 }
 
+int gmm_mdl_observed_normal(const gmm_mdl *m) { return m->lik.type->conjugate; }
+
 const char *gmm_mdl_response_name(const gmm_mdl *m)
 {
-    return m->lik.type->conjugate ? NULL : m->lik.type->link_log ? "rate" : "prob";
+    return m->lik.type->resp;
 }
 
 gmm_status gmm_mdl_predict_summary(gmm_mdl *m, const double *xq, size_t nq, double level,
                                    int observed, gmm_summary_pred *pr)
 {
-    if (observed && gmm_mdl_response_name(m))
+    /* only the exact Gaussian path has normal new observations */
+    if (observed && !gmm_mdl_observed_normal(m))
         return gmm_error(GMM_EINVAL, "predict: new observations of the %s likelihood have no "
                                      "normal interval",
                          m->lik.type->name);

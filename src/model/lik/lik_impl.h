@@ -1,5 +1,6 @@
-/* lik_impl.h -- private to src/model: the likelihood families of the table
- * in likelihood.c (one file each, lik_<name>.c) and the numerics they share.
+/* lik_impl.h -- private to src/model: the numerics the likelihood families
+ * share.  Each family is one file, lik_<name>.c, defining its type
+ * gmm_lik_impl_<name>; the table in likelihood.c is the one list of them.
  */
 #ifndef GMM_LIK_IMPL_H
 #define GMM_LIK_IMPL_H
@@ -7,13 +8,6 @@
 #include <math.h>
 
 #include "gmm/likelihood.h"
-
-extern const gmm_lik_type gmm_lik_impl_gaussian;
-extern const gmm_lik_type gmm_lik_impl_poisson;
-extern const gmm_lik_type gmm_lik_impl_binomial;
-extern const gmm_lik_type gmm_lik_impl_bernoulli;
-extern const gmm_lik_type gmm_lik_impl_negbinomial;
-extern const gmm_lik_type gmm_lik_impl_studentt;
 
 /* log Gamma(x) for x > 0 through lgamma_r: lgamma writes the global signgam,
  * a data race when two threads evaluate likelihoods. */

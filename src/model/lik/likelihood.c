@@ -32,14 +32,15 @@
 #include "gmm/spec.h"
 #include "lik_impl.h"
 
-static const gmm_lik_type *const type_table[] = {
-    &gmm_lik_impl_gaussian,
-    &gmm_lik_impl_poisson,
-    &gmm_lik_impl_binomial,
-    &gmm_lik_impl_bernoulli,
-    &gmm_lik_impl_negbinomial,
-    &gmm_lik_impl_studentt,
-};
+/* The table, the one list of the families: each NAME is the type
+ * gmm_lik_impl_NAME defined in lik_NAME.c (bernoulli in lik_binomial.c);
+ * the order is gmm_lik_type_at's. */
+#define LIK_TYPES(X) X(gaussian) X(poisson) X(binomial) X(bernoulli) X(negbinomial) X(studentt)
+
+#define LIK_DECLARE(name) extern const gmm_lik_type gmm_lik_impl_##name;
+LIK_TYPES(LIK_DECLARE)
+#define LIK_ROW(name) &gmm_lik_impl_##name,
+static const gmm_lik_type *const type_table[] = {LIK_TYPES(LIK_ROW)};
 #define NTYPES (sizeof type_table / sizeof type_table[0])
 
 size_t gmm_lik_ntypes(void) { return NTYPES; }
