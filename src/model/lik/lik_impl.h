@@ -40,6 +40,13 @@ gmm_status gmm_lik_impl_predictive_quad(const gmm_lik_type *t, const double *par
                                         double e, double mu, double s2, double peak,
                                         double *lpd);
 
+/* The n-point Gauss-Hermite rule for N(0, 1) (1 <= n <= GMM_LIK_QUAD_MAX):
+ * *t its nodes (ascending, symmetric), *w its weights (sum 1), static and
+ * built on first use (thread-safe): E g(z) ~ sum_i w_i g(t_i), exact for
+ * polynomials of degree < 2 n.  GMM_ENOCONV (QL not converging: never seen
+ * for n <= GMM_LIK_QUAD_MAX). */
+gmm_status gmm_lik_impl_gh_rule(size_t n, const double **t, const double **w);
+
 /* log(1 + exp(x)), without overflow for large x or loss for negative x. */
 static inline double lik_softplus(double x) { return fmax(x, 0.0) + log1p(exp(-fabs(x))); }
 

@@ -16,7 +16,8 @@
  * which keep their relative accuracy in the tails where the eigenvectors'
  * first components (Golub-Welsch's weights) have only absolute accuracy.
  * Each rule is computed once, under a mutex, into static storage and
- * published by an atomic flag.
+ * published by an atomic flag.  It is the one Gauss-Hermite rule of the
+ * likelihoods: lik_response.c's predictive summaries use it too.
  */
 #define _DEFAULT_SOURCE /* lgamma_r */
 
@@ -474,7 +475,7 @@ static int gh_rule(size_t n, double *t, double *w)
     return 0;
 }
 
-static gmm_status rule_get(size_t n, const double **t, const double **w)
+gmm_status gmm_lik_impl_gh_rule(size_t n, const double **t, const double **w)
 {
     int ok = 1;
     if (!atomic_load_explicit(&rule_ready[n], memory_order_acquire)) {
@@ -522,7 +523,7 @@ gmm_status gmm_lik_expect(const gmm_lik *lik, double y, double e, double mu, dou
     }
     const double *t = NULL, *w = NULL;
     size_t n = nquad ? nquad : GMM_LIK_QUAD_DEFAULT;
-    gmm_status st = rule_get(n, &t, &w);
+    gmm_status st = gmm_lik_impl_gh_rule(n, &t, &w);
     if (st)
         return st;
     double sd = sqrt(s2), acc[3] = {0.0, 0.0, 0.0}, dacc[GMM_LIK_MAXPARAM] = {0.0};
