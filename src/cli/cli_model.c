@@ -459,6 +459,19 @@ int cli_model_open(const char *cmd, const cli_model_opts *o, const char *model_p
     return cli_model_from_file(cmd, mf, model_path, o->data, o->verbose, o->factor, out);
 }
 
+int cli_model_vi_start(const char *cmd, gmm_mdl *m, gmm_vi *v, const gmm_model *src,
+                       const char *src_path, const char **start)
+{
+    char *path = NULL;
+    const char *sp = src_path && strcmp(src_path, "-") ? src_path : "<stdin>";
+    int rc = src ? resolve_path(cmd, src_path, "variational parameters", src->vi_file, &path) : 0;
+    if (rc != 0)
+        return rc;
+    gmm_status s = gmm_mdl_vi_start(m, v, src, path, sp, start);
+    gmm_free(path);
+    return s == GMM_OK ? 0 : cli_fail(cmd, s);
+}
+
 int cli_model_load_vi(const char *cmd, gmm_mdl *m, const gmm_model *mf, const char *model_path)
 {
     char *path = NULL;

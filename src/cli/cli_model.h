@@ -141,6 +141,11 @@ int cli_model_open(const char *cmd, const cli_model_opts *o, const char *model_p
 /* q from a VI result's model file (its "variational" sidecar, found beside
  * the model file): allocated and attached.  Returns an exit code. */
 int cli_model_load_vi(const char *cmd, gmm_mdl *m, const gmm_model *mf, const char *model_path);
+/* gmm_mdl_vi_start from the vi result src read from src_path (NULL: from
+ * the Laplace approximation), its q found as cli_model_load_vi finds it.
+ * Returns an exit code. */
+int cli_model_vi_start(const char *cmd, gmm_mdl *m, gmm_vi *v, const gmm_model *src,
+                       const char *src_path, const char **start);
 /* gmm_mdl_factorisation; with verbose, the choice and the Cholesky's
  * rounding bound are also reported on stderr. */
 const char *cli_model_factorisation(const char *cmd, const gmm_mdl *m, int verbose);

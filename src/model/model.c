@@ -730,3 +730,16 @@ gmm_status gmm_mdl_fit_check(const gmm_mdl *m)
     }
     return s;
 }
+
+gmm_status gmm_mdl_take_params(gmm_mdl *m, const gmm_model *src, const char *src_name)
+{
+    gmm_objective *obj = m->obj;
+    for (size_t k = 0; k < obj->nparam; k++) {
+        size_t j;
+        if (gmm_model_param_index(src, obj->name[k], &j) != GMM_OK)
+            return gmm_error(GMM_EINVAL, "%s: no value for '%s': not a result of this model",
+                             src_name, obj->name[k]);
+        obj->value[k] = src->param_value[j];
+    }
+    return GMM_OK;
+}
