@@ -43,10 +43,10 @@ struct gmm_lik_type {
     /* The per-row quantity e the family reads ("exposure", "trials"), for
      * messages and column names; NULL: none, e is 1. */
     const char *rowq;
-    int exposure;                     /* nonzero iff rowq != NULL */
     int conjugate;                    /* nonzero (gaussian only): the marginal
-                                       * likelihood is exact, no Laplace */
-    int link_log;                     /* nonzero: the mean of y is e exp(f) */
+                                       * likelihood is exact, no Laplace; the
+                                       * data are centred, new observations
+                                       * are normal */
     /* The name of the response scale of predictions, E[y | f] / e: "rate",
      * "prob"; NULL when it is f itself (identity link). */
     const char *resp;

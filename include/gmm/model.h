@@ -64,7 +64,10 @@ typedef struct {
     /* Data. */
     const char *data;          /* CSV path ("-": stdin) */
     const char *x, *y, *node;  /* column names; NULL x, y: the first two columns */
-    const char *exposure;      /* exposure column or NULL */
+    const char *exposure;      /* exposure column or NULL (a family whose rowq is
+                                * "exposure") */
+    const char *trials;        /* trials column or NULL (rowq "trials"); at most one
+                                * of the two */
     /* Likelihood. */
     const char *likelihood;    /* spec, NULL: "gaussian" */
     double noise;              /* Gaussian variance start; NAN: a tenth of var(y) */
@@ -145,12 +148,33 @@ const char *gmm_mdl_posterior_kind(const gmm_mdl *m);
 gmm_vi *gmm_mdl_vi(gmm_mdl *m);
 /* Attach q (ownership passes to m; NULL detaches). */
 void gmm_mdl_set_vi(gmm_mdl *m, gmm_vi *v);
+/* Every parameter of m's objective from the model file src, by name (src
+ * may have more): resuming from another result of the same model.
+ * GMM_EINVAL "SRC_NAME: no value for 'NAME': not a result of this model"
+ * (m's values then partly replaced). */
+gmm_status gmm_mdl_take_params(gmm_mdl *m, const gmm_model *src, const char *src_name);
 /* q from a VI factor file (qfile.h, bandwidth b), at m's current
  * parameters, attached to m.  Errors: gmm_qfile_read_vi's, its GMM_EINVAL
  * and GMM_EDIM prefixed "PATH (variational parameters of MODEL): ";
  * GMM_ENOMEM. */
 gmm_status gmm_mdl_load_vi(gmm_mdl *m, const char *path, size_t bandwidth,
                            const char *model_name);
+/* Start v (allocated on m's problem) for a vi run: from the Laplace
+ * approximation (src NULL: gmm_vi_start_laplace, *start its name), or from
+ * a vi result of this model, src (named src_name in messages): its
+ * parameters by name (gmm_mdl_take_params) and its q read from qpath (its
+ * bandwidth src->vi_bandwidth, zero-extended or restricted to v's; *start
+ * "given").  m is left without q.  Errors: gmm_mdl_take_params's,
+ * gmm_mdl_load_vi's, gmm_vi_set_state_from's, gmm_vi_start_laplace's. */
+gmm_status gmm_mdl_vi_start(gmm_mdl *m, gmm_vi *v, const gmm_model *src, const char *qpath,
+                            const char *src_name, const char **start);
+/* A vi run's result saved: m takes v's parameters (gmm_vi_theta), and the
+ * model file (m described, with res's ELBO as "loglik" and "elbo", its
+ * iterations, "converged" unless interrupted, and "variational" naming
+ * qpath's base name, beside the model) goes to path and v's q to qpath,
+ * together (gmm_qfile_save).  Errors: gmm_mdl_describe's, gmm_qfile_save's. */
+gmm_status gmm_mdl_save_vi(gmm_mdl *m, gmm_vi *v, const gmm_vi_result *res, int interrupted,
+                           const char *path, const char *qpath);
 size_t gmm_mdl_newton_iterations(const gmm_mdl *m);
 /* "cholesky" or "square-root": how the last evaluation factorised the
  * posterior precision; *bound (may be NULL) the Cholesky's rounding bound
@@ -185,9 +209,13 @@ const char *gmm_mdl_site_column(const gmm_mdl *m);
  * columns: "rate" (a log link), "prob" (a logit link), or NULL (Gaussian:
  * the response is f itself, and --observed adds the noise instead). */
 const char *gmm_mdl_response_name(const gmm_mdl *m);
+/* Nonzero when new observations are normal about f (the Gaussian
+ * likelihood: predict --observed adds its noise variance). */
+int gmm_mdl_observed_normal(const gmm_mdl *m);
 /* The site (graph node) with this label: 1 and *v, or 0. */
 int gmm_mdl_site_find(const gmm_mdl *m, const char *label, size_t *v);
-/* Column names: outcome, exposure (or NULL), input or node column. */
+/* Column names: outcome, the per-row quantity's (exposure or trials, as
+ * the likelihood's rowq; NULL: none), input or node column. */
 const char *gmm_mdl_data_y_name(const gmm_mdl *m);
 const char *gmm_mdl_data_exposure_name(const gmm_mdl *m);
 const char *gmm_mdl_data_site_name(const gmm_mdl *m);

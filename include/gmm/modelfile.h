@@ -16,6 +16,8 @@
  *                                       optional, not read back
  *     "data": {"file": "data/co2.csv", "x": "decimal_year", "y": "co2_ppm",
  *              "node": null, "exposure": null},
+ *         -- and "trials": "n" for a binomial likelihood with trials (absent
+ *            otherwise)
  *     "graph": "edges.csv",             graph models only (required with
  *                                       "precision")
  *     "merge_tol": 1e-3,                state-space only, when > 0
@@ -62,6 +64,7 @@ typedef struct {
         char *x, *y;      /* column names, or NULL */
         char *node;       /* graph models: node column, or NULL */
         char *exposure;   /* or NULL */
+        char *trials;     /* or NULL (written only when set) */
     } data;
     double merge_tol;     /* state-space: inputs closer than this share a state
                            * (written as "merge_tol" when > 0; absent: 0) */

@@ -43,6 +43,19 @@ gmm_status gmm_qfile_read_vi(const char *path, const double *theta, gmm_vi *v);
  * when out of memory. */
 char *gmm_qfile_path(const char *model_path);
 
+/* A vi result's model file (gmm_model_read) into *mf: GMM_EPARSE "PATH:
+ * not a vi result (no \"variational\")" when it has no q; gmm_model_read's
+ * errors.  Free *mf with gmm_model_free either way. */
+gmm_status gmm_qfile_read_result(const char *path, gmm_model *mf);
+
+/* Where a vi result goes: *qpath (allocated, gmm_free) the q file beside
+ * the model file path (gmm_qfile_path), after checking that path can be
+ * written (gmm_outfile_check_kind); *in_place 1 when path is written in
+ * place (stdout, a device, a FIFO), which has no "beside" (qpath is then
+ * not checked), else 0 and qpath checked (gmm_outfile_check).  Errors:
+ * those checks', GMM_ENOMEM (*qpath NULL). */
+gmm_status gmm_qfile_targets(const char *path, char **qpath, int *in_place);
+
 /* The model (out, naming q's file) to path and v's q to qpath, both written
  * out before either is committed (gmm_outfile), so that a write error (a
  * full disk) replaces neither.  gmm_outfile's and gmm_model_write's

@@ -90,15 +90,25 @@ int cli_parse_size(const char *cmd, const char *opt, const char *arg, size_t min
  * CLI_EXIT_USAGE after "--level: 'ARG' is not a probability in (0, 1)". */
 int cli_parse_level(const char *cmd, const char *arg, double *level);
 
-/* The prediction table (predict, vi --posterior): the header
+/* The prediction table of model m (predict, vi --posterior) to path
+ * (stdout for NULL or "-"), written only when complete: the header
  *   SITE,mean,var,lower,upper[,R,R_lower,R_upper],level
  * with SITE gmm_mdl_site_column's and R gmm_mdl_response_name's ("rate",
- * "prob", or NULL: no such columns), then one row per prediction: the site
- * (label, or x when label is NULL), p's fields and the level (shortest
- * exact form). */
-void cli_pred_header(FILE *f, const char *site, const char *resp);
-void cli_pred_row(FILE *f, const char *label, double x, const gmm_summary_pred *p,
-                  const char *resp, double level);
+ * "prob", or NULL: no such columns), then one row per prediction pr[i]: at
+ * the new input x[i], or else (x NULL) at the site's label, site[i] (site
+ * NULL: site i), then pr[i]'s fields and the level (shortest exact form).
+ * 0, or the exit code after the message. */
+struct gmm_mdl;
+int cli_pred_write(const char *cmd, const char *path, const struct gmm_mdl *m, const double *x,
+                   const size_t *site, const gmm_summary_pred *pr, size_t n, double level);
+/* The predictive summaries of model m (gmm_mdl_predict_summary: at the nq
+ * new inputs xq, or xq NULL at its nq = gmm_mdl_nsites sites) as that
+ * table.  0, or the exit code after the message. */
+int cli_pred_normal(const char *cmd, const char *path, struct gmm_mdl *m, const double *xq,
+                    size_t nq, double level, int observed);
+/* Option --OPT's value ARG, a finite number >= 0, into *out: 0, or
+ * CLI_EXIT_USAGE after "--OPT: 'ARG' is not a non-negative number". */
+int cli_parse_nonneg(const char *cmd, const char *opt, const char *arg, double *out);
 
 /* 0, or the number of the SIGINT/SIGTERM received since
  * cli_install_signals().  Long commands return nonzero from their progress

@@ -13,6 +13,8 @@
 
 #include "cli.h"
 #include "gmm/alloc.h"
+#include "gmm/io.h"
+#include "gmm/model.h"
 #include "gmm/spec.h"
 
 volatile sig_atomic_t cli_interrupted = 0;
@@ -160,7 +162,7 @@ int cli_parse_level(const char *cmd, const char *arg, double *level)
     return 0;
 }
 
-void cli_pred_header(FILE *f, const char *site, const char *r)
+static void pred_header(FILE *f, const char *site, const char *r)
 {
     fprintf(f, "%s,mean,var,lower,upper", site);
     if (r)
@@ -168,8 +170,8 @@ void cli_pred_header(FILE *f, const char *site, const char *r)
     fputs(",level\n", f);
 }
 
-void cli_pred_row(FILE *f, const char *label, double x, const gmm_summary_pred *p,
-                  const char *resp, double level)
+static void pred_row(FILE *f, const char *label, double x, const gmm_summary_pred *p,
+                     const char *resp, double level)
 {
     if (label)
         cli_put_csv_field(f, label);
@@ -193,4 +195,48 @@ void cli_pred_row(FILE *f, const char *label, double x, const gmm_summary_pred *
     if (strtod(buf, NULL) != level)
         snprintf(buf, sizeof buf, "%.17g", level);
     fprintf(f, ",%s\n", buf);
+}
+
+int cli_pred_write(const char *cmd, const char *path, const gmm_mdl *m, const double *x,
+                   const size_t *site, const gmm_summary_pred *pr, size_t n, double level)
+{
+    gmm_outfile *of = NULL;
+    gmm_status s = gmm_outfile_open(path, &of);
+    if (s != GMM_OK)
+        return cli_fail(cmd, s);
+    FILE *f = gmm_outfile_stream(of);
+    const char *resp = gmm_mdl_response_name(m);
+    pred_header(f, gmm_mdl_site_column(m), resp);
+    for (size_t i = 0; i < n; i++) {
+        char buf[64];
+        const char *label = x ? NULL : gmm_mdl_site_label(m, site ? site[i] : i, buf);
+        pred_row(f, label, x ? x[i] : 0.0, &pr[i], resp, level);
+    }
+    if ((s = gmm_outfile_commit(of)) != GMM_OK)
+        return cli_fail(cmd, s);
+    return 0;
+}
+
+int cli_pred_normal(const char *cmd, const char *path, gmm_mdl *m, const double *xq, size_t nq,
+                    double level, int observed)
+{
+    gmm_summary_pred *pr = gmm_malloc(nq ? nq : 1, sizeof *pr);
+    if (!pr)
+        return cli_fail(cmd, GMM_ENOMEM);
+    gmm_status s = gmm_mdl_predict_summary(m, xq, nq, level, observed, pr);
+    int rc = s != GMM_OK ? cli_fail(cmd, s) : cli_pred_write(cmd, path, m, xq, NULL, pr, nq, level);
+    gmm_free(pr);
+    return rc;
+}
+
+int cli_parse_nonneg(const char *cmd, const char *opt, const char *arg, double *out)
+{
+    char *end;
+    double v = strtod(arg, &end);
+    if (end == arg || *end || !(v >= 0.0) || !isfinite(v)) {
+        cli_msg(cmd, "--%s: '%s' is not a non-negative number", opt, arg);
+        return CLI_EXIT_USAGE;
+    }
+    *out = v;
+    return 0;
 }

@@ -35,14 +35,15 @@ const char cli_model_options_help[] =
     "  --node NAME, --y NAME  node and outcome columns of DATA.csv\n"
     "  --strict-nodes      a DATA.csv node missing from the graph is an error\n"
     "Likelihood:\n"
-    "  --likelihood L      gaussian (default), poisson, bernoulli or\n"
-    "                      negbinomial(dispersion=D); non-Gaussian ones use the\n"
-    "                      Laplace approximation\n"
+    "  --likelihood L      gaussian (default), poisson, binomial, bernoulli,\n"
+    "                      negbinomial(dispersion=D) or studentt(df=NU, scale=S);\n"
+    "                      non-Gaussian ones use the Laplace approximation\n"
     "  --noise V           Gaussian variance start (default: a tenth of var(y))\n"
     "  --no-center         Gaussian: do not subtract the mean of the observed y\n"
     "  --exposure NAME     poisson/negbinomial: exposure column (default: 1)\n"
+    "  --trials NAME       binomial: number-of-trials column (default: 1)\n"
     "  --intercept B       non-Gaussian: start of the intercept b in f = b + Hx\n"
-    "                      (default: the log rate or logit of the mean of y)\n"
+    "                      (default: the link of the mean of y; studentt: median)\n"
     "  --no-intercept      non-Gaussian: no intercept\n"
     "Both:\n"
     "  --fix NAME          hold parameter NAME (e.g. intercept) where parameters are\n"
@@ -116,6 +117,7 @@ int cli_model_opt(cli_model_opts *o, const char *cmd, int c, const char *arg)
     case CLI_OPT_FREE_PERIOD: o->free_period = 1; return 1;
     case CLI_OPT_LIKELIHOOD: o->likelihood = arg; return once(o, cmd, c, "likelihood");
     case CLI_OPT_EXPOSURE: o->exposure = arg; return once(o, cmd, c, "exposure");
+    case CLI_OPT_TRIALS: o->trials = arg; return once(o, cmd, c, "trials");
     case CLI_OPT_INTERCEPT: {
         char *end;
         if (once(o, cmd, c, "intercept") < 0)
@@ -301,6 +303,7 @@ int cli_model_load(const char *cmd, const cli_model_opts *o, gmm_mdl **out)
     s.y = o->ycol;
     s.node = o->node;
     s.exposure = o->exposure;
+    s.trials = o->trials;
     s.likelihood = o->likelihood;
     s.noise = o->noise;
     s.intercept = o->intercept;
@@ -400,6 +403,7 @@ int cli_model_from_file(const char *cmd, const gmm_model *mf, const char *model_
     s.y = mf->data.y;
     s.node = graph ? mf->data.node : NULL;
     s.exposure = mf->data.exposure;
+    s.trials = mf->data.trials;
     s.likelihood = mf->likelihood;
     s.values = mf;
     s.values_name = mp;
@@ -453,6 +457,19 @@ int cli_model_open(const char *cmd, const cli_model_opts *o, const char *model_p
     if (s != GMM_OK)
         return cli_fail(cmd, s);
     return cli_model_from_file(cmd, mf, model_path, o->data, o->verbose, o->factor, out);
+}
+
+int cli_model_vi_start(const char *cmd, gmm_mdl *m, gmm_vi *v, const gmm_model *src,
+                       const char *src_path, const char **start)
+{
+    char *path = NULL;
+    const char *sp = src_path && strcmp(src_path, "-") ? src_path : "<stdin>";
+    int rc = src ? resolve_path(cmd, src_path, "variational parameters", src->vi_file, &path) : 0;
+    if (rc != 0)
+        return rc;
+    gmm_status s = gmm_mdl_vi_start(m, v, src, path, sp, start);
+    gmm_free(path);
+    return s == GMM_OK ? 0 : cli_fail(cmd, s);
 }
 
 int cli_model_load_vi(const char *cmd, gmm_mdl *m, const gmm_model *mf, const char *model_path)

@@ -31,6 +31,7 @@ typedef struct {
     double noise;           /* --noise V (NAN: default) */
     const char *likelihood; /* --likelihood SPEC (NULL: gaussian) */
     const char *exposure;   /* --exposure NAME */
+    const char *trials;     /* --trials NAME */
     double intercept;       /* --intercept B (NAN: default) */
     int no_intercept;       /* --no-intercept */
     unsigned char seen[32]; /* single-valued options seen (given twice: error) */
@@ -66,6 +67,7 @@ enum {
     CLI_OPT_LIKELIHOOD,
     CLI_OPT_INTERCEPT,
     CLI_OPT_NO_INTERCEPT,
+    CLI_OPT_TRIALS,
     CLI_OPT_VERBOSE,
     CLI_OPT_FACTOR, /* after VERBOSE: a numerical choice, allowed with --model */
     CLI_OPT_FIRST_COMMAND /* commands number their own options from here */
@@ -89,6 +91,7 @@ enum {
         {"likelihood", required_argument, NULL, CLI_OPT_LIKELIHOOD},                            \
         {"intercept", required_argument, NULL, CLI_OPT_INTERCEPT},                              \
         {"no-intercept", no_argument, NULL, CLI_OPT_NO_INTERCEPT},                              \
+        {"trials", required_argument, NULL, CLI_OPT_TRIALS},                                    \
         {"verbose", no_argument, NULL, CLI_OPT_VERBOSE},                                        \
         {"factor", required_argument, NULL, CLI_OPT_FACTOR}
 
@@ -138,6 +141,11 @@ int cli_model_open(const char *cmd, const cli_model_opts *o, const char *model_p
 /* q from a VI result's model file (its "variational" sidecar, found beside
  * the model file): allocated and attached.  Returns an exit code. */
 int cli_model_load_vi(const char *cmd, gmm_mdl *m, const gmm_model *mf, const char *model_path);
+/* gmm_mdl_vi_start from the vi result src read from src_path (NULL: from
+ * the Laplace approximation), its q found as cli_model_load_vi finds it.
+ * Returns an exit code. */
+int cli_model_vi_start(const char *cmd, gmm_mdl *m, gmm_vi *v, const gmm_model *src,
+                       const char *src_path, const char **start);
 /* gmm_mdl_factorisation; with verbose, the choice and the Cholesky's
  * rounding bound are also reported on stderr. */
 const char *cli_model_factorisation(const char *cmd, const gmm_mdl *m, int verbose);

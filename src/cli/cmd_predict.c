@@ -47,30 +47,6 @@ static const char usage_text[] =
     "  -h, --help          this help\n"
     "Without --at or --grid, predictions are at the data's inputs.\n";
 
-/* The table to out_path (stdout for NULL or "-"), written only when
- * complete: at new inputs x[i], or else at the model's sites site[i]
- * (NULL: site i). */
-static int write_table(const char *cmd, const char *out_path, const gmm_mdl *m,
-                       const double *x, const size_t *site, const gmm_summary_pred *pr,
-                       size_t n, double level)
-{
-    gmm_outfile *of = NULL;
-    gmm_status s = gmm_outfile_open(out_path, &of);
-    if (s != GMM_OK)
-        return cli_fail(cmd, s);
-    FILE *f = gmm_outfile_stream(of);
-    const char *resp = gmm_mdl_response_name(m);
-    cli_pred_header(f, gmm_mdl_site_column(m), resp);
-    for (size_t i = 0; i < n; i++) {
-        char buf[64];
-        const char *label = x ? NULL : gmm_mdl_site_label(m, site ? site[i] : i, buf);
-        cli_pred_row(f, label, x ? x[i] : 0.0, &pr[i], resp, level);
-    }
-    if ((s = gmm_outfile_commit(of)) != GMM_OK)
-        return cli_fail(cmd, s);
-    return 0;
-}
-
 static int parse_grid(const char *cmd, const char *arg, double **xq, size_t *nq)
 {
     double a, b, st;
@@ -154,8 +130,8 @@ static int predict_draws(const char *cmd, gmm_mdl *m, const char **paths, size_t
         rc = cli_fail(cmd, s);
         goto done;
     }
-    rc = xq ? write_table(cmd, out_path, m, xq, NULL, pr, nq, level)
-            : write_table(cmd, out_path, m, NULL, site, pr, nout, level);
+    rc = xq ? cli_pred_write(cmd, out_path, m, xq, NULL, pr, nq, level)
+            : cli_pred_write(cmd, out_path, m, NULL, site, pr, nout, level);
 done:
     gmm_draws_free(d);
     gmm_free(site);
@@ -189,7 +165,6 @@ int cmd_predict(int argc, char **argv)
     gmm_model_init(&mf);
     gmm_mdl *m = NULL;
     double *xq = NULL;
-    gmm_summary_pred *pr = NULL;
     size_t nq = 0;
 
     optind = 1;
@@ -276,10 +251,15 @@ int cmd_predict(int argc, char **argv)
         rc = predict_draws(cmd, m, draws, ndraws, NULL, 0, level, out_path);
         goto done;
     }
-    if (observed && gmm_mdl_response_name(m)) {
-        cli_msg(cmd, "--observed applies to the Gaussian likelihood; the %s columns give the "
-                     "expected outcome",
-                gmm_mdl_response_name(m));
+    if (observed && !gmm_mdl_observed_normal(m)) {
+        if (gmm_mdl_response_name(m))
+            cli_msg(cmd, "--observed applies to the Gaussian likelihood; the %s columns give "
+                         "the expected outcome",
+                    gmm_mdl_response_name(m));
+        else
+            cli_msg(cmd, "--observed applies to the Gaussian likelihood (new observations of "
+                         "the %s likelihood are not normal)",
+                    gmm_mdl_likelihood(m)->type->name);
         rc = CLI_EXIT_USAGE;
         goto done;
     }
@@ -293,25 +273,15 @@ int cmd_predict(int argc, char **argv)
     } else {
         nq = gmm_mdl_nsites(m);
     }
-    pr = gmm_malloc(nq ? nq : 1, sizeof *pr);
-    if (!pr) {
-        rc = cli_fail(cmd, GMM_ENOMEM);
-        goto done;
-    }
     if (isatty(STDERR_FILENO) || verbose) {
         /* long work shows progress: the posterior first, then the queries */
         cli_msg(cmd, "posterior of %zu rows, then %zu predictions", gmm_mdl_nobs(m), nq);
         cli_model_progress(m, cmd);
         cli_install_signals();
     }
-    if ((s = gmm_mdl_predict_summary(m, xq, nq, level, observed, pr)) != GMM_OK) {
-        rc = cli_fail(cmd, s);
-        goto done;
-    }
-    rc = write_table(cmd, out_path, m, xq, NULL, pr, nq, level);
+    rc = cli_pred_normal(cmd, out_path, m, xq, nq, level, observed);
 done:
     gmm_free(xq);
-    gmm_free(pr);
     gmm_mdl_free(m);
     gmm_model_free(&mf);
     gmm_free((void *)draws);

@@ -36,8 +36,9 @@ static const char usage_text[] =
     "                        precision, likelihood, intercept) jointly\n"
     "  --init FILE           resume from a vi result (its q, q's bandwidth unless\n"
     "                        --bandwidth is given, and its hyperparameters)\n"
-    "  --quadrature-points K Gauss-Hermite points per row for bernoulli and\n"
-    "                        negbinomial (default: chosen per row);\n"
+    "  --quadrature-points K Gauss-Hermite points per row for likelihoods without\n"
+    "                        a closed form (binomial, bernoulli, negbinomial;\n"
+    "                        default: chosen per row);\n"
     "                        refused when the rule's error in the ELBO, estimated\n"
     "                        against twice the points, exceeds 1e-8 max(1, |ELBO|)\n"
     "  --max-iter N          L-BFGS iterations, N >= 1 (default 2000)\n"
@@ -65,44 +66,6 @@ static int progress(void *user, const gmm_vi_progress *p)
         cli_msg(c->cmd, "iteration %4zu  ELBO %.10g  |grad| %.3g", p->iteration, p->elbo,
                 p->grad_norm);
     return 0;
-}
-
-/* The posterior of f under q per data row (state-space: at the row's x)
- * or node: predict's table (cli_pred_header). */
-static int write_posterior(const char *cmd, const char *path, gmm_mdl *m, double level)
-{
-    gmm_status s;
-    int rc = 0;
-    size_t nq = gmm_mdl_nsites(m);
-    gmm_summary_pred *pr = gmm_malloc(nq ? nq : 1, sizeof *pr);
-    gmm_outfile *of = NULL;
-    const char *resp = gmm_mdl_response_name(m);
-    if (!pr) {
-        rc = cli_fail(cmd, GMM_ENOMEM);
-        goto done;
-    }
-    if ((s = gmm_mdl_predict_summary(m, NULL, nq, level, 0, pr)) != GMM_OK) {
-        rc = cli_fail(cmd, s);
-        goto done;
-    }
-    if ((s = gmm_outfile_open(path, &of)) != GMM_OK) {
-        rc = cli_fail(cmd, s);
-        goto done;
-    }
-    FILE *f = gmm_outfile_stream(of);
-    cli_pred_header(f, gmm_mdl_site_column(m), resp);
-    for (size_t i = 0; i < nq; i++) {
-        char buf[64];
-        cli_pred_row(f, gmm_mdl_site_label(m, i, buf), 0.0, &pr[i], resp, level);
-    }
-    s = gmm_outfile_commit(of);
-    of = NULL;
-    if (s != GMM_OK)
-        rc = cli_fail(cmd, s);
-done:
-    gmm_outfile_abort(of);
-    gmm_free(pr);
-    return rc;
 }
 
 /* 0 when the rule of nquad points (0: automatic) is accurate at v's state,
@@ -166,7 +129,7 @@ int cmd_vi(int argc, char **argv)
     gmm_model_init(&mf);
     gmm_model_init(&mi);
     gmm_mdl *m = NULL;
-    char *scratch = NULL, *qpath = NULL;
+    char *qpath = NULL;
     gmm_vi *v = NULL;
     gmm_status s;
 
@@ -191,15 +154,7 @@ int cmd_vi(int argc, char **argv)
         case OPT_MAXIT:
             rc = cli_parse_size(cmd, "max-iter", optarg, 1, 100000000, &par.max_iter);
             break;
-        case OPT_TOL: {
-            char *end;
-            par.tol = strtod(optarg, &end);
-            if (end == optarg || *end || !(par.tol >= 0.0) || !isfinite(par.tol)) {
-                cli_msg(cmd, "--tol: '%s' is not a non-negative number", optarg);
-                rc = CLI_EXIT_USAGE;
-            }
-            break;
-        }
+        case OPT_TOL: rc = cli_parse_nonneg(cmd, "tol", optarg, &par.tol); break;
         case OPT_POSTERIOR: post = optarg; break;
         case OPT_LEVEL: rc = cli_parse_level(cmd, optarg, &level); break;
         case OPT_QUIET: quiet = 1; break;
@@ -226,15 +181,11 @@ int cmd_vi(int argc, char **argv)
         rc = CLI_EXIT_USAGE;
         goto done;
     }
-    /* OUT.json -> OUT.q.csv; another name gets .q.csv appended */
-    if (!(qpath = gmm_qfile_path(out_path))) {
-        rc = cli_fail(cmd, GMM_ENOMEM);
-        goto done;
-    }
-    /* q goes beside the model: that needs a model file, not a device or
-     * FIFO (no /dev/full.q.csv) */
+    /* q goes beside the model (OUT.json -> OUT.q.csv): that needs a model
+     * file, not a device or FIFO (no /dev/full.q.csv) */
     int in_place = 0;
-    if ((s = gmm_outfile_check_kind(out_path, &in_place)) != GMM_OK) {
+    if ((s = gmm_qfile_targets(out_path, &qpath, &in_place)) != GMM_OK ||
+        (!in_place && post && (s = gmm_outfile_check(post)) != GMM_OK)) {
         rc = cli_fail(cmd, s);
         goto done;
     }
@@ -245,12 +196,6 @@ int cmd_vi(int argc, char **argv)
         rc = CLI_EXIT_USAGE;
         goto done;
     }
-    const char *checks[] = {qpath, post};
-    for (size_t k = 0; k < 2; k++)
-        if (checks[k] && (s = gmm_outfile_check(checks[k])) != GMM_OK) {
-            rc = cli_fail(cmd, s);
-            goto done;
-        }
     if ((rc = cli_model_open(cmd, &o, model_path, &mf, &m)) != 0)
         goto done;
     if ((rc = cli_model_fit_check(cmd, m)) != 0)
@@ -264,17 +209,11 @@ int cmd_vi(int argc, char **argv)
     }
     /* a --model that is itself a vi result: start from its q unless --init */
     gmm_mdl_set_vi(m, NULL);
-    gmm_objective *obj = gmm_mdl_objective(m);
     const char *ip = init ? init : model_path;
     const gmm_model *src = NULL;
     if (init) {
-        if ((s = gmm_model_read(init, &mi)) != GMM_OK) {
+        if ((s = gmm_qfile_read_result(init, &mi)) != GMM_OK) {
             rc = cli_fail(cmd, s);
-            goto done;
-        }
-        if (!mi.has_vi) {
-            cli_msg(cmd, "%s: not a vi result (no \"variational\")", init);
-            rc = CLI_EXIT_ERROR;
             goto done;
         }
         src = &mi;
@@ -292,35 +231,14 @@ int cmd_vi(int argc, char **argv)
         goto done;
     }
     const char *start = "laplace";
-    if (src) {
-        if (bw_given && gmm_vi_bandwidth(v) != src->vi_bandwidth && !quiet)
-            cli_msg(cmd, "%s has q of bandwidth %zu: starting from it %s to %zu", ip,
-                    src->vi_bandwidth,
-                    gmm_vi_bandwidth(v) > src->vi_bandwidth ? "zero-extended" : "restricted",
-                    gmm_vi_bandwidth(v));
-        /* its hyperparameters, by name, then its q */
-        for (size_t k = 0; k < obj->nparam; k++) {
-            size_t j;
-            if (gmm_model_param_index(src, obj->name[k], &j) != GMM_OK) {
-                cli_msg(cmd, "%s: no value for '%s': not a result of this model", ip,
-                        obj->name[k]);
-                rc = CLI_EXIT_ERROR;
-                goto done;
-            }
-            obj->value[k] = src->param_value[j];
-        }
-        if ((rc = cli_model_load_vi(cmd, m, src, ip)) != 0)
-            goto done;
-        if ((s = gmm_vi_set_state_from(v, obj->value, gmm_mdl_vi(m))) != GMM_OK) {
-            rc = cli_fail(cmd, s);
-            goto done;
-        }
-        gmm_mdl_set_vi(m, NULL);
-        start = "given";
-    } else if ((s = gmm_vi_start_laplace(v, &start)) != GMM_OK) {
-        rc = cli_fail(cmd, s);
+    if (src && bw_given && gmm_vi_bandwidth(v) != src->vi_bandwidth && !quiet)
+        cli_msg(cmd, "%s has q of bandwidth %zu: starting from it %s to %zu", ip,
+                src->vi_bandwidth,
+                gmm_vi_bandwidth(v) > src->vi_bandwidth ? "zero-extended" : "restricted",
+                gmm_vi_bandwidth(v));
+    /* its hyperparameters, by name, then its q; or the Laplace approximation */
+    if ((rc = cli_model_vi_start(cmd, m, v, src, ip, &start)) != 0)
         goto done;
-    }
     if (!quiet)
         cli_msg(cmd, "q: bandwidth %zu, %zu variational parameters, KL through the prior's %s; "
                      "start: %s%s",
@@ -340,21 +258,7 @@ int cmd_vi(int argc, char **argv)
     if (!interrupted &&
         (rc = quad_check(cmd, v, par.nquad, "at the optimum", par.nquad != 0, o.verbose)) != 0)
         goto done;
-    /* the state (the final point, or the last accepted one when interrupted)
-     * is written either way, so --init can resume an interrupted job */
-    memcpy(obj->value, gmm_vi_theta(v), obj->nparam * sizeof *obj->value);
-    gmm_model out;
-    if ((rc = cli_model_describe(cmd, m, &out, &scratch)) != 0)
-        goto done;
-    out.loglik = res.elbo;
-    out.iterations = res.iterations;
-    out.converged = res.converged && !interrupted;
-    out.has_vi = 1;
-    out.elbo = res.elbo;
-    out.vi_bandwidth = gmm_vi_bandwidth(v);
-    const char *qbase = strrchr(qpath, '/');
-    out.vi_file = (char *)(qbase ? qbase + 1 : qpath); /* beside the model */
-    if ((s = gmm_qfile_save(&out, out_path, qpath, v)) != GMM_OK) {
+    if ((s = gmm_mdl_save_vi(m, v, &res, interrupted, out_path, qpath)) != GMM_OK) {
         rc = cli_fail(cmd, s);
         goto done;
     }
@@ -378,12 +282,14 @@ int cmd_vi(int argc, char **argv)
     if (post) {
         gmm_mdl_set_vi(m, v);
         v = NULL;
-        if ((rc = write_posterior(cmd, post, m, isnan(level) ? CLI_DEFAULT_LEVEL : level)) != 0)
+        /* the posterior of f under q per data row or node: predict's table */
+        rc = cli_pred_normal(cmd, post, m, NULL, gmm_mdl_nsites(m),
+                             isnan(level) ? CLI_DEFAULT_LEVEL : level, 0);
+        if (rc != 0)
             goto done;
     }
 done:
     gmm_vi_free(v);
-    gmm_free(scratch);
     gmm_free(qpath);
     gmm_mdl_free(m);
     gmm_model_free(&mf);

@@ -88,6 +88,8 @@ gmm_status gmm_model_write(const gmm_model *m, FILE *f, const char *name)
     ok = ok && put(data, "y", string_or_null(m->data.y));
     ok = ok && put(data, "node", string_or_null(m->data.node));
     ok = ok && put(data, "exposure", string_or_null(m->data.exposure));
+    if (m->data.trials)
+        ok = ok && put(data, "trials", json_string(m->data.trials));
     ok = ok && json_object_set(root, "data", data) == 0;
     if (m->merge_tol > 0.0)
         ok = ok && put(root, "merge_tol", json_real(m->merge_tol));
@@ -277,7 +279,8 @@ static gmm_status parse(reader *r, json_t *root, gmm_model *m)
         !get_string(r, data, "x", "data.x", 0, 1, &m->data.x) ||
         !get_string(r, data, "y", "data.y", 0, 1, &m->data.y) ||
         !get_string(r, data, "node", "data.node", 0, 1, &m->data.node) ||
-        !get_string(r, data, "exposure", "data.exposure", 0, 1, &m->data.exposure))
+        !get_string(r, data, "exposure", "data.exposure", 0, 1, &m->data.exposure) ||
+        !get_string(r, data, "trials", "data.trials", 0, 1, &m->data.trials))
         return r->st;
 
     v = json_object_get(root, "merge_tol");
@@ -361,6 +364,7 @@ void gmm_model_free(gmm_model *m)
     gmm_free(m->data.y);
     gmm_free(m->data.node);
     gmm_free(m->data.exposure);
+    gmm_free(m->data.trials);
     gmm_free(m->graph);
     gmm_free(m->vi_file);
     for (int k = 0; k < 3; k++)

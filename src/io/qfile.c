@@ -100,6 +100,25 @@ char *gmm_qfile_path(const char *model_path)
     return q;
 }
 
+gmm_status gmm_qfile_read_result(const char *path, gmm_model *mf)
+{
+    gmm_status s = gmm_model_read(path, mf);
+    if (s == GMM_OK && !mf->has_vi)
+        s = gmm_error(GMM_EPARSE, "%s: not a vi result (no \"variational\")", path);
+    return s;
+}
+
+gmm_status gmm_qfile_targets(const char *path, char **qpath, int *in_place)
+{
+    *in_place = 0;
+    if (!(*qpath = gmm_qfile_path(path)))
+        return gmm_error(GMM_ENOMEM, "out of memory");
+    gmm_status s = gmm_outfile_check_kind(path, in_place);
+    if (s != GMM_OK || *in_place)
+        return s;
+    return gmm_outfile_check(*qpath);
+}
+
 gmm_status gmm_qfile_save(const gmm_model *out, const char *path, const char *qpath, gmm_vi *v)
 {
     gmm_outfile *oq = NULL, *om = NULL;

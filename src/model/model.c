@@ -260,15 +260,14 @@ static gmm_status load_data(const build *b, gmm_mdl *m, gmm_table *t, const char
                    t->file, cnt, t->header[cx], t->line[ra], t->line[rb]);
     }
     if (m->e) {
-        /* an exposure may be missing only where y is */
+        /* an exposure (trials) may be missing only where y is */
         if ((s = gmm_table_column_double(t, ce, 1, m->e)) != GMM_OK)
             return s;
         for (size_t r = 0; r < t->nrow; r++)
             if (isnan(m->e[r]) && !isnan(m->y[r]))
                 return gmm_error_at(GMM_EPARSE, r,
-                                    "%s:%zu: column '%s': missing exposure for an observed "
-                                    "outcome",
-                                    t->file, t->line[r], m->ename);
+                                    "%s:%zu: column '%s': missing %s for an observed outcome",
+                                    t->file, t->line[r], m->ename, m->lik.type->rowq);
             else if (isnan(m->e[r]))
                 m->e[r] = 1.0;
     }
@@ -286,7 +285,10 @@ static gmm_status check_outcomes(gmm_mdl *m)
         return s;
     char why[GMM_ERROR_MAX];
     snprintf(why, sizeof why, "%s", gmm_error_message());
-    const char *col = strstr(why, "exposure") && m->ename ? m->ename : m->yname;
+    /* which column is at fault: the row's own check says */
+    int fault = 0;
+    gmm_lik_check_row(&m->lik, m->y[r], m->e ? m->e + r : NULL, &fault);
+    const char *col = fault == 1 && m->ename ? m->ename : m->yname;
     return gmm_error_at(s, r, "%s:%zu: column '%s': %s", m->data_file, m->line[r], col, why);
 }
 
@@ -434,14 +436,17 @@ static gmm_status build_problem(const build *b, gmm_mdl *m, double noise, int no
         return s;
     if (!isnan(noise))
         m->lik.par[0] = noise; /* Gaussian only: checked by the caller */
-    int defaulted = m->lik.type->nparam && isnan(m->lik.par[0]);
+    int defaulted[GMM_LIK_MAXPARAM];
+    for (size_t k = 0; k < m->lik.type->nparam; k++)
+        defaulted[k] = isnan(m->lik.par[k]);
     if ((s = gmm_lik_fill_defaults(&m->lik, m->y, m->nrow)) != GMM_OK)
         return s;
-    if (verbose && defaulted) {
-        char name[64];
-        report(b, GMM_MDL_REPORT_INFO, "default %s = %.6g",
-               gmm_lik_param_name(&m->lik, 0, name), m->lik.par[0]);
-    }
+    for (size_t k = 0; verbose && k < m->lik.type->nparam; k++)
+        if (defaulted[k]) {
+            char name[64];
+            report(b, GMM_MDL_REPORT_INFO, "default %s = %.6g",
+                   gmm_lik_param_name(&m->lik, k, name), m->lik.par[k]);
+        }
     int has_b = !m->lik.type->conjugate && !no_intercept;
     double b0 = intercept;
     if (isnan(b0) && (s = gmm_lik_default_intercept(&m->lik, m->y, m->e, m->nrow, &b0)) != GMM_OK)
@@ -471,11 +476,14 @@ static gmm_status check_spec(const build *b, const gmm_lik *lik)
 {
     const gmm_mdl_spec *o = b->s;
     const char *mp = o->values_name ? o->values_name : "<stdin>";
+    /* the per-row quantity's column, under the name the family reads */
+    const char *qname = o->exposure ? "exposure" : o->trials ? "trials" : NULL;
+    int q_ok = !qname || (lik->type->rowq && !strcmp(lik->type->rowq, qname));
     if (o->values) {
-        if (o->exposure && !lik->type->exposure)
+        if (!q_ok || (o->exposure && o->trials))
             return gmm_error(GMM_EPARSE,
-                             "%s: \"data.exposure\" given for the %s likelihood, which has none",
-                             mp, lik->type->name);
+                             "%s: \"data.%s\" given for the %s likelihood, which has none", mp,
+                             o->trials && !q_ok ? "trials" : "exposure", lik->type->name);
         if (o->precision && (!o->node || !o->y))
             return gmm_error(GMM_EPARSE,
                              "%s: a graph model needs \"data\": {\"node\": ..., \"y\": ...}", mp);
@@ -493,20 +501,23 @@ static gmm_status check_spec(const build *b, const gmm_lik *lik)
     if (g && (o->x || o->merge_tol > 0))
         return usage_error(b, "--x, --merge-tol and --free-period apply to state-space models, "
                               "not to --graph");
+    if (o->exposure && o->trials)
+        return usage_error(b, "--exposure and --trials exclude each other");
     if (lik->type->conjugate) {
         if (o->exposure || o->no_intercept || !isnan(o->intercept))
             return usage_error(b, "--exposure, --intercept and --no-intercept apply to "
                                   "non-Gaussian likelihoods (Gaussian data are centred instead)");
-    } else {
+    }
+    if (!q_ok) {
+        b->fail->usage = 1;
+        return gmm_error(GMM_EINVAL, "--%s: the %s likelihood has no %s", qname,
+                         lik->type->name, qname);
+    }
+    if (!lik->type->conjugate) {
         if (!isnan(o->noise) || o->no_center)
             return usage_error(b, "--noise and --no-center apply to the Gaussian likelihood "
                                   "(use --likelihood's own parameters, e.g. "
                                   "'negbinomial(dispersion=2)')");
-        if (o->exposure && !lik->type->exposure) {
-            b->fail->usage = 1;
-            return gmm_error(GMM_EINVAL, "--exposure: the %s likelihood has no exposure",
-                             lik->type->name);
-        }
         if (o->no_intercept && !isnan(o->intercept))
             return usage_error(b, "--intercept and --no-intercept exclude each other");
     }
@@ -585,7 +596,8 @@ static gmm_status build_model(const build *b, gmm_mdl *m)
     m->graph_file = gmm_mdl_strdup(o->graph);
     m->graph_rec = record_path(o->graph);
     m->spec_text = gmm_mdl_strdup(m->graph ? o->precision : o->kernel);
-    m->ename = gmm_mdl_strdup(o->exposure);
+    const char *qcol = o->exposure ? o->exposure : o->trials;
+    m->ename = gmm_mdl_strdup(qcol);
     m->nodename = gmm_mdl_strdup(o->node);
     if (o->model_path) {
         m->model_path = gmm_mdl_strdup(o->model_path);
@@ -599,7 +611,7 @@ static gmm_status build_model(const build *b, gmm_mdl *m)
             return gmm_error(GMM_ENOMEM, "out of memory");
     }
     if (!m->data_file || !m->data_rec || (m->graph && (!m->graph_rec || !m->graph_file)) ||
-        !m->spec_text || (o->exposure && !m->ename) || (o->node && !m->nodename) ||
+        !m->spec_text || (qcol && !m->ename) || (o->node && !m->nodename) ||
         (o->model_path && (!m->model_path || !m->model_rec)))
         return gmm_error(GMM_ENOMEM, "out of memory");
     if (!mf) {
@@ -717,4 +729,17 @@ gmm_status gmm_mdl_fit_check(const gmm_mdl *m)
         s = gmm_error(GMM_EINVAL, "%s: %s", m->data_file, why);
     }
     return s;
+}
+
+gmm_status gmm_mdl_take_params(gmm_mdl *m, const gmm_model *src, const char *src_name)
+{
+    gmm_objective *obj = m->obj;
+    for (size_t k = 0; k < obj->nparam; k++) {
+        size_t j;
+        if (gmm_model_param_index(src, obj->name[k], &j) != GMM_OK)
+            return gmm_error(GMM_EINVAL, "%s: no value for '%s': not a result of this model",
+                             src_name, obj->name[k]);
+        obj->value[k] = src->param_value[j];
+    }
+    return GMM_OK;
 }

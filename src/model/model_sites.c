@@ -61,6 +61,47 @@ gmm_status gmm_mdl_load_vi(gmm_mdl *m, const char *path, size_t b, const char *m
     return s;
 }
 
+gmm_status gmm_mdl_vi_start(gmm_mdl *m, gmm_vi *v, const gmm_model *src, const char *qpath,
+                            const char *src_name, const char **start)
+{
+    gmm_mdl_set_vi(m, NULL);
+    if (!src)
+        return gmm_vi_start_laplace(v, start);
+    gmm_status s;
+    if ((s = gmm_mdl_take_params(m, src, src_name)) != GMM_OK ||
+        (s = gmm_mdl_load_vi(m, qpath, src->vi_bandwidth, src_name)) != GMM_OK)
+        return s;
+    s = gmm_vi_set_state_from(v, m->obj->value, gmm_mdl_vi(m));
+    gmm_mdl_set_vi(m, NULL);
+    if (s == GMM_OK)
+        *start = "given";
+    return s;
+}
+
+gmm_status gmm_mdl_save_vi(gmm_mdl *m, gmm_vi *v, const gmm_vi_result *res, int interrupted,
+                           const char *path, const char *qpath)
+{
+    /* the state (the final point, or the last accepted one when
+     * interrupted) is written either way, so a run can resume from it */
+    memcpy(m->obj->value, gmm_vi_theta(v), m->obj->nparam * sizeof *m->obj->value);
+    gmm_model out;
+    char *scratch = NULL;
+    gmm_status s = gmm_mdl_describe(m, &out, &scratch);
+    if (s == GMM_OK) {
+        out.loglik = res->elbo;
+        out.iterations = res->iterations;
+        out.converged = res->converged && !interrupted;
+        out.has_vi = 1;
+        out.elbo = res->elbo;
+        out.vi_bandwidth = gmm_vi_bandwidth(v);
+        const char *qbase = strrchr(qpath, '/');
+        out.vi_file = (char *)(qbase ? qbase + 1 : qpath); /* beside the model */
+        s = gmm_qfile_save(&out, path, qpath, v);
+    }
+    gmm_free(scratch);
+    return s;
+}
+
 size_t gmm_mdl_newton_iterations(const gmm_mdl *m) { return gmm_problem_iterations(m->prob); }
 
 const char *gmm_mdl_factorisation(const gmm_mdl *m, double *bound)
@@ -128,7 +169,10 @@ gmm_status gmm_mdl_describe(const gmm_mdl *m, gmm_model *mf, char **scratch)
     }
     mf->data.file = m->data_rec;
     mf->data.y = m->yname;
-    mf->data.exposure = m->ename;
+    /* the per-row quantity's column under the name the family reads it by */
+    const char *q = m->lik.type->rowq;
+    mf->data.exposure = q && !strcmp(q, "exposure") ? m->ename : NULL;
+    mf->data.trials = q && !strcmp(q, "trials") ? m->ename : NULL;
     mf->nparam = o->nparam;
     mf->param_name = o->name;
     mf->param_value = o->value;
@@ -201,15 +245,18 @@ const char *gmm_mdl_site_column(const gmm_mdl *m)
     return gmm_latent_has_inputs(m->lat) ? "x" : "node";
 }
 
+int gmm_mdl_observed_normal(const gmm_mdl *m) { return m->lik.type->conjugate; }
+
 const char *gmm_mdl_response_name(const gmm_mdl *m)
 {
-    return m->lik.type->conjugate ? NULL : m->lik.type->link_log ? "rate" : "prob";
+    return m->lik.type->resp;
 }
 
 gmm_status gmm_mdl_predict_summary(gmm_mdl *m, const double *xq, size_t nq, double level,
                                    int observed, gmm_summary_pred *pr)
 {
-    if (observed && gmm_mdl_response_name(m))
+    /* only the exact Gaussian path has normal new observations */
+    if (observed && !gmm_mdl_observed_normal(m))
         return gmm_error(GMM_EINVAL, "predict: new observations of the %s likelihood have no "
                                      "normal interval",
                          m->lik.type->name);

@@ -45,7 +45,7 @@ static void outcomes(const gmm_lik *lik, tu_rng *r, size_t n, double *y, double 
                 y[i] += tu_uniform(r) < 1.0 / (1.0 + exp(-f)) ? 1.0 : 0.0;
         } else if (!strcmp(lik->type->name, "studentt"))
             y[i] = f + 0.3 * tu_normal(r) + (i % 9 == 4 ? 6.0 : 0.0);
-        else if (lik->type->link_log)
+        else if (lik->type->rowq && !strcmp(lik->type->rowq, "exposure"))
             y[i] = floor(e[i] * exp(f + 0.5) + 2.0 * tu_uniform(r));
         else
             y[i] = f + 0.3 * tu_normal(r);
@@ -231,7 +231,7 @@ static void check_problem(gmm_latent *lat, const char *liktext, const char *labe
     gmm_lik lik = tu_lik_of(liktext, 1.7);
     double *y = malloc(nr * sizeof *y), *e = malloc(nr * sizeof *e);
     outcomes(&lik, &r, nr, y, e);
-    int expo = lik.type->exposure;
+    int expo = lik.type->rowq != NULL;
     gmm_problem *p = NULL;
     ck_assert_msg(gmm_problem_alloc(lat, &lik, y, expo ? e : NULL, 1, 0.3, &p) == GMM_OK, "%s: %s",
                   label, gmm_error_message());

@@ -47,7 +47,7 @@ static void outcomes(const gmm_lik *lik, tu_rng *r, size_t n, double *y, double 
             y[i] = 0.0;
             for (double k = 0; k < e[i]; k++)
                 y[i] += tu_uniform(r) < 1.0 / (1.0 + exp(-f)) ? 1.0 : 0.0;
-        } else if (lik->type->link_log)
+        } else if (lik->type->rowq && !strcmp(lik->type->rowq, "exposure"))
             y[i] = floor(e[i] * exp(f + 0.5) + 2.0 * tu_uniform(r));
         else
             y[i] = f + 0.3 * tu_normal(r) + (i % 9 == 4 && lik->type->nparam == 2 ? 5.0 : 0.0);
@@ -154,7 +154,7 @@ static void check_grad(gmm_latent *lat, const char *liktext, gmm_vi_prior_form f
     outcomes(&lik, &r, nr, y, e);
     int gauss = lik.type->conjugate;
     gmm_problem *p = NULL;
-    ck_assert_msg(gmm_problem_alloc(lat, &lik, y, lik.type->exposure ? e : NULL, !gauss, 0.3,
+    ck_assert_msg(gmm_problem_alloc(lat, &lik, y, lik.type->rowq ? e : NULL, !gauss, 0.3,
                                     &p) == GMM_OK,
                   "%s: %s", label, gmm_error_message());
     gmm_vi_params par;
@@ -259,7 +259,7 @@ static void check_start(gmm_latent *lat, const char *liktext, gmm_vi_prior_form 
     outcomes(&lik, &r, nr, y, e);
     int gauss = lik.type->conjugate;
     gmm_problem *p = NULL;
-    ck_assert_int_eq(gmm_problem_alloc(lat, &lik, y, lik.type->exposure ? e : NULL, !gauss, 0.3,
+    ck_assert_int_eq(gmm_problem_alloc(lat, &lik, y, lik.type->rowq ? e : NULL, !gauss, 0.3,
                                        &p),
                      GMM_OK);
     gmm_objective *o = gmm_problem_objective(p);
@@ -897,7 +897,7 @@ START_TEST(test_vi_quad_error)
     for (size_t l = 0; l < 3; l++) {
         gmm_lik lik = tu_lik_of(liks[l], 1.7);
         outcomes(&lik, &r, 17, y, e);
-        const double *ep = lik.type->exposure ? e : NULL;
+        const double *ep = lik.type->rowq ? e : NULL;
         gmm_problem *p = NULL;
         ck_assert_int_eq(gmm_problem_alloc(gm.lat, &lik, y, ep, 1, 0.1, &p), GMM_OK);
         gmm_vi_params par;

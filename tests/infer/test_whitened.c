@@ -37,7 +37,7 @@ static void check(gmm_latent *lat, const char *liktext, const char *label)
     for (size_t i = 0; i < nr; i++)
         y[i] = i % 6 == 5 ? NAN
                : lik.type->conjugate ? tu_normal(&r)
-               : lik.type->link_log  ? floor(3.0 * tu_uniform(&r))
+               : lik.type->rowq      ? floor(3.0 * tu_uniform(&r))
                                      : (tu_uniform(&r) < 0.4);
     gmm_problem *p = NULL;
     ck_assert_msg(gmm_problem_alloc(lat, &lik, y, NULL, !lik.type->conjugate, 0.2, &p) == GMM_OK,
@@ -108,7 +108,7 @@ static void check_joint(gmm_latent *lat, const char *liktext, const char *label)
     for (size_t i = 0; i < nr; i++)
         y[i] = i % 6 == 5 ? NAN
                : lik.type->conjugate ? tu_normal(&r)
-               : lik.type->link_log  ? floor(3.0 * tu_uniform(&r))
+               : lik.type->rowq      ? floor(3.0 * tu_uniform(&r))
                                      : (tu_uniform(&r) < 0.4);
     gmm_problem *p = NULL;
     ck_assert_int_eq(gmm_problem_alloc(lat, &lik, y, NULL, !lik.type->conjugate, 0.2, &p), GMM_OK);

@@ -42,7 +42,7 @@ START_TEST(test_table)
                            "studentt"};
     const char *rowq[] = {NULL, "exposure", "trials", NULL, "exposure", NULL};
     const char *resp[] = {NULL, "rate", "prob", "prob", "rate", NULL};
-    const int conjugate[] = {1, 0, 0, 0, 0, 0}, link_log[] = {0, 1, 0, 0, 1, 0};
+    const int conjugate[] = {1, 0, 0, 0, 0, 0};
     const size_t nparam[] = {1, 0, 0, 0, 1, 2};
     ck_assert_uint_eq(gmm_lik_ntypes(), 6);
     for (size_t i = 0; i < 6; i++) {
@@ -50,14 +50,12 @@ START_TEST(test_table)
         ck_assert_ptr_nonnull(t);
         ck_assert_str_eq(t->name, names[i]);
         ck_assert_ptr_eq(gmm_lik_type_find(names[i]), t);
-        ck_assert_int_eq(!!t->exposure, rowq[i] != NULL);
         ck_assert(rowq[i] ? t->rowq && !strcmp(t->rowq, rowq[i]) : !t->rowq);
         ck_assert(resp[i] ? t->resp && !strcmp(t->resp, resp[i]) : !t->resp);
         ck_assert(!t->rowq == !t->check_e);
         ck_assert(t->link && t->working && t->intercept);
         ck_assert(!t->nparam == !t->defaults);
         ck_assert_int_eq(!!t->conjugate, conjugate[i]);
-        ck_assert_int_eq(!!t->link_log, link_log[i]);
         ck_assert_uint_eq(t->nparam, nparam[i]);
         ck_assert(t->nparam <= GMM_LIK_MAXPARAM);
         ck_assert(t->eval != NULL && t->mean != NULL);

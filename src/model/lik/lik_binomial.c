@@ -131,6 +131,8 @@ static const char *binomial_degenerate(const double *y, const double *e, size_t 
     return buf;
 }
 
+extern const gmm_lik_type gmm_lik_impl_binomial; /* below */
+
 /* The likelihood's peak is at the logit of k / n (clamped off 0 and n). */
 static gmm_status binomial_predictive(const double *par, double y, double e, double mu,
                                       double s2, double *lpd)
@@ -145,9 +147,7 @@ const gmm_lik_type gmm_lik_impl_binomial = {
     .nparam = 0,
     .param = NULL,
     .rowq = "trials",
-    .exposure = 1,
     .conjugate = 0,
-    .link_log = 0,
     .resp = "prob",
     .check_y = binomial_check_y,
     .check_e = binomial_check_e,
@@ -168,9 +168,7 @@ const gmm_lik_type gmm_lik_impl_bernoulli = {
     .nparam = 0,
     .param = NULL,
     .rowq = NULL,
-    .exposure = 0,
     .conjugate = 0,
-    .link_log = 0,
     .resp = "prob",
     .check_y = bernoulli_check_y,
     .check_e = NULL,

@@ -1,5 +1,6 @@
-/* lik_impl.h -- private to src/model: the likelihood families of the table
- * in likelihood.c (one file each, lik_<name>.c) and the numerics they share.
+/* lik_impl.h -- private to src/model: the numerics the likelihood families
+ * share.  Each family is one file, lik_<name>.c, defining its type
+ * gmm_lik_impl_<name>; the table in likelihood.c is the one list of them.
  */
 #ifndef GMM_LIK_IMPL_H
 #define GMM_LIK_IMPL_H
@@ -7,13 +8,6 @@
 #include <math.h>
 
 #include "gmm/likelihood.h"
-
-extern const gmm_lik_type gmm_lik_impl_gaussian;
-extern const gmm_lik_type gmm_lik_impl_poisson;
-extern const gmm_lik_type gmm_lik_impl_binomial;
-extern const gmm_lik_type gmm_lik_impl_bernoulli;
-extern const gmm_lik_type gmm_lik_impl_negbinomial;
-extern const gmm_lik_type gmm_lik_impl_studentt;
 
 /* log Gamma(x) for x > 0 through lgamma_r: lgamma writes the global signgam,
  * a data race when two threads evaluate likelihoods. */
@@ -45,6 +39,13 @@ const char *gmm_lik_impl_degenerate_level(const double *y, size_t n, const char 
 gmm_status gmm_lik_impl_predictive_quad(const gmm_lik_type *t, const double *par, double y,
                                         double e, double mu, double s2, double peak,
                                         double *lpd);
+
+/* The n-point Gauss-Hermite rule for N(0, 1) (1 <= n <= GMM_LIK_QUAD_MAX):
+ * *t its nodes (ascending, symmetric), *w its weights (sum 1), static and
+ * built on first use (thread-safe): E g(z) ~ sum_i w_i g(t_i), exact for
+ * polynomials of degree < 2 n.  GMM_ENOCONV (QL not converging: never seen
+ * for n <= GMM_LIK_QUAD_MAX). */
+gmm_status gmm_lik_impl_gh_rule(size_t n, const double **t, const double **w);
 
 /* log(1 + exp(x)), without overflow for large x or loss for negative x. */
 static inline double lik_softplus(double x) { return fmax(x, 0.0) + log1p(exp(-fabs(x))); }

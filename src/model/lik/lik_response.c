@@ -4,31 +4,13 @@
 #include <gsl/gsl_errno.h>
 #include <gsl/gsl_integration.h>
 #include <math.h>
-#include <pthread.h>
 
 #include "gmm/likelihood.h"
 #include "lik_impl.h"
 
-/* 40 Gauss-Hermite points: E[logistic(f)] to ~1e-12 for s2 <= 100. */
+/* 40 Gauss-Hermite points (the rule of gmm_lik_expect): E[logistic(f)] to
+ * ~1e-12 for s2 <= 100. */
 #define NGH 40
-static double gh_x[NGH], gh_w[NGH];
-static int gh_ok;
-static pthread_once_t gh_once = PTHREAD_ONCE_INIT;
-
-static void gh_init(void)
-{
-    gsl_integration_fixed_workspace *w =
-        gsl_integration_fixed_alloc(gsl_integration_fixed_hermite, NGH, 0.0, 1.0, 0.0, 0.0);
-    if (!w)
-        return;
-    const double *x = gsl_integration_fixed_nodes(w), *wt = gsl_integration_fixed_weights(w);
-    for (size_t i = 0; i < NGH; i++) {
-        gh_x[i] = x[i];
-        gh_w[i] = wt[i];
-    }
-    gsl_integration_fixed_free(w);
-    gh_ok = 1;
-}
 
 gmm_status gmm_lik_response(const gmm_lik *lik, double mu, double s2, double z, double out[3])
 {
@@ -44,14 +26,15 @@ gmm_status gmm_lik_response(const gmm_lik *lik, double mu, double s2, double z, 
         out[0] = t->mean_normal(lik->par, mu, s2);
         return GMM_OK;
     }
-    pthread_once(&gh_once, gh_init);
-    if (!gh_ok)
-        return gmm_error(GMM_ENOMEM, "Gauss-Hermite nodes: out of memory");
-    /* E g(f) = pi^-1/2 sum w_i g(mu + sqrt(2 s2) x_i) */
-    double s = 0.0, c = sqrt(2.0 * s2);
+    const double *gt, *gw;
+    gmm_status st = gmm_lik_impl_gh_rule(NGH, &gt, &gw);
+    if (st != GMM_OK)
+        return st;
+    /* E g(f) = sum w_i g(mu + sd t_i) */
+    double s = 0.0;
     for (size_t i = 0; i < NGH; i++)
-        s += gh_w[i] * t->mean(lik->par, 1.0, mu + c * gh_x[i]);
-    out[0] = s / 1.7724538509055160273; /* sqrt(pi) */
+        s += gw[i] * t->mean(lik->par, 1.0, mu + sd * gt[i]);
+    out[0] = s;
     return GMM_OK;
 }
 
@@ -76,9 +59,10 @@ gmm_status gmm_lik_predictive(const gmm_lik *lik, double y, double e, double mu,
                              y, mu, s2);
         return st;
     }
-    pthread_once(&gh_once, gh_init);
-    if (!gh_ok)
-        return gmm_error(GMM_ENOMEM, "Gauss-Hermite nodes: out of memory");
+    const double *gt, *gw;
+    gmm_status st = gmm_lik_impl_gh_rule(NGH, &gt, &gw);
+    if (st != GMM_OK)
+        return st;
     /* adaptive Gauss-Hermite: centred at the mode f* of log p(y | f) +
      * log N(f; mu, s2) with the scale of its curvature, so a likelihood far
      * narrower than the Gaussian (many counts) is still integrated exactly */
@@ -102,19 +86,22 @@ gmm_status gmm_lik_predictive(const gmm_lik *lik, double y, double e, double mu,
     double c = 1.0 / s2 - out[2]; /* curvature > 0 */
     if (!(c > 0.0) || !isfinite(c))
         return gmm_error(GMM_EDOM, "predictive density: no curvature at the mode");
-    double sc = sqrt(2.0 / c), lw[NGH], mx = -INFINITY;
+    /* the rule's weights are for N(0, 1): w_i exp(t_i^2 / 2) sqrt(2 pi) per
+     * unit of t */
+    double sc = 1.0 / sqrt(c), lw[NGH], mx = -INFINITY;
     for (size_t i = 0; i < NGH; i++) {
-        double x = f + sc * gh_x[i], r = x - mu;
+        double x = f + sc * gt[i], r = x - mu;
         gmm_lik_eval(lik, y, e, x, out, NULL);
-        lw[i] = log(gh_w[i]) + gh_x[i] * gh_x[i] + out[0] - 0.5 * r * r / s2;
+        lw[i] = log(gw[i]) + 0.5 * gt[i] * gt[i] + out[0] - 0.5 * r * r / s2;
         if (lw[i] > mx)
             mx = lw[i];
     }
     double sum = 0.0;
     for (size_t i = 0; i < NGH; i++)
         sum += exp(lw[i] - mx);
-    /* N(f; mu, s2) normalisation and the change of variables f = f* + sc x */
-    *lpd = mx + log(sum) + log(sc) - 0.5 * log(2.0 * 3.14159265358979323846 * s2);
+    /* N(f; mu, s2)'s normalisation, N(0, 1)'s and the change of variables
+     * f = f* + sc t */
+    *lpd = mx + log(sum) + log(sc) - 0.5 * log(s2);
     if (!isfinite(*lpd))
         return gmm_error(GMM_EDOM, "predictive density not finite (y %g, mean %g, var %g)", y,
                          mu, s2);

@@ -282,6 +282,8 @@ static const char *studentt_degenerate(const double *y, const double *e, size_t 
     return gmm_lik_impl_degenerate_level(y, n, yname, "scale", buf, size);
 }
 
+extern const gmm_lik_type gmm_lik_impl_studentt; /* below */
+
 /* The t factor's peak is at f = y. */
 static gmm_status studentt_predictive(const double *par, double y, double e, double mu,
                                       double s2, double *lpd)
@@ -294,9 +296,7 @@ const gmm_lik_type gmm_lik_impl_studentt = {
     .nparam = 2,
     .param = studentt_param,
     .rowq = NULL,
-    .exposure = 0,
     .conjugate = 0,
-    .link_log = 0,
     .resp = NULL,
     .check_y = NULL,
     .check_e = NULL,

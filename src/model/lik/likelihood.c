@@ -16,7 +16,8 @@
  * which keep their relative accuracy in the tails where the eigenvectors'
  * first components (Golub-Welsch's weights) have only absolute accuracy.
  * Each rule is computed once, under a mutex, into static storage and
- * published by an atomic flag.
+ * published by an atomic flag.  It is the one Gauss-Hermite rule of the
+ * likelihoods: lik_response.c's predictive summaries use it too.
  */
 #define _DEFAULT_SOURCE /* lgamma_r */
 
@@ -32,14 +33,15 @@
 #include "gmm/spec.h"
 #include "lik_impl.h"
 
-static const gmm_lik_type *const type_table[] = {
-    &gmm_lik_impl_gaussian,
-    &gmm_lik_impl_poisson,
-    &gmm_lik_impl_binomial,
-    &gmm_lik_impl_bernoulli,
-    &gmm_lik_impl_negbinomial,
-    &gmm_lik_impl_studentt,
-};
+/* The table, the one list of the families: each NAME is the type
+ * gmm_lik_impl_NAME defined in lik_NAME.c (bernoulli in lik_binomial.c);
+ * the order is gmm_lik_type_at's. */
+#define LIK_TYPES(X) X(gaussian) X(poisson) X(binomial) X(bernoulli) X(negbinomial) X(studentt)
+
+#define LIK_DECLARE(name) extern const gmm_lik_type gmm_lik_impl_##name;
+LIK_TYPES(LIK_DECLARE)
+#define LIK_ROW(name) &gmm_lik_impl_##name,
+static const gmm_lik_type *const type_table[] = {LIK_TYPES(LIK_ROW)};
 #define NTYPES (sizeof type_table / sizeof type_table[0])
 
 size_t gmm_lik_ntypes(void) { return NTYPES; }
@@ -473,7 +475,7 @@ static int gh_rule(size_t n, double *t, double *w)
     return 0;
 }
 
-static gmm_status rule_get(size_t n, const double **t, const double **w)
+gmm_status gmm_lik_impl_gh_rule(size_t n, const double **t, const double **w)
 {
     int ok = 1;
     if (!atomic_load_explicit(&rule_ready[n], memory_order_acquire)) {
@@ -521,7 +523,7 @@ gmm_status gmm_lik_expect(const gmm_lik *lik, double y, double e, double mu, dou
     }
     const double *t = NULL, *w = NULL;
     size_t n = nquad ? nquad : GMM_LIK_QUAD_DEFAULT;
-    gmm_status st = rule_get(n, &t, &w);
+    gmm_status st = gmm_lik_impl_gh_rule(n, &t, &w);
     if (st)
         return st;
     double sd = sqrt(s2), acc[3] = {0.0, 0.0, 0.0}, dacc[GMM_LIK_MAXPARAM] = {0.0};
