@@ -80,6 +80,10 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
 /* Option --OPT's value ARG as an integer in [min, max] (max 0: any size_t)
  * into *out: 0, or CLI_EXIT_USAGE after "--OPT: 'ARG' is not an integer
  * from MIN to MAX". */
+/* Option --OPT's value ARG as one of two words A and B: *second = 0 for A,
+ * 1 for B, and 0; or CLI_EXIT_USAGE after "--OPT: 'ARG' is not A or B". */
+int cli_parse_choice(const char *cmd, const char *opt, const char *arg, const char *a,
+                     const char *b, int *second);
 int cli_parse_size(const char *cmd, const char *opt, const char *arg, size_t min, size_t max,
                    size_t *out);
 

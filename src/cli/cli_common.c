@@ -150,6 +150,17 @@ int cli_parse_size(const char *cmd, const char *opt, const char *arg, size_t min
     return 0;
 }
 
+int cli_parse_choice(const char *cmd, const char *opt, const char *arg, const char *a,
+                     const char *b, int *second)
+{
+    if (strcmp(arg, a) && strcmp(arg, b)) {
+        cli_msg(cmd, "--%s: '%s' is not %s or %s", opt, arg, a, b);
+        return CLI_EXIT_USAGE;
+    }
+    *second = !strcmp(arg, b);
+    return 0;
+}
+
 int cli_parse_level(const char *cmd, const char *arg, double *level)
 {
     char *end;

@@ -132,7 +132,7 @@ int cmd_hmc(int argc, char **argv)
     gmm_mdl **models = NULL;
     gmm_problem **probs = NULL;
     gmm_hmc_chains *ch = NULL;
-    int cmdstan = 0;
+    int cmdstan = 0, tmpi = 0;
 
     if (!prior_args)
         return cli_fail(cmd, GMM_ENOMEM);
@@ -160,14 +160,8 @@ int cmd_hmc(int argc, char **argv)
             break;
         case OPT_DRAWS: rc = cli_parse_size(cmd, "draws", optarg, 1, 100000000, &par->draws); break;
         case OPT_SAMPLER:
-            if (!strcmp(optarg, "nuts"))
-                par->sampler = GMM_HMC_NUTS;
-            else if (!strcmp(optarg, "hmc"))
-                par->sampler = GMM_HMC_STATIC;
-            else {
-                cli_msg(cmd, "--sampler: '%s' is not nuts or hmc", optarg);
-                rc = CLI_EXIT_USAGE;
-            }
+            if (!(rc = cli_parse_choice(cmd, "sampler", optarg, "nuts", "hmc", &tmpi)))
+                par->sampler = tmpi ? GMM_HMC_STATIC : GMM_HMC_NUTS;
             break;
         case OPT_STEPS: rc = cli_parse_size(cmd, "steps", optarg, 1, 10000000, &par->steps); break;
         case OPT_MAX_DEPTH:
@@ -192,12 +186,7 @@ int cmd_hmc(int argc, char **argv)
         case OPT_LOG_LIK: rp.log_lik = 1; break;
         case OPT_INIT: init = optarg; break;
         case OPT_FORMAT:
-            if (!strcmp(optarg, "csv") || !strcmp(optarg, "cmdstan"))
-                cmdstan = optarg[1] == 'm';
-            else {
-                cli_msg(cmd, "--format: '%s' is not csv or cmdstan", optarg);
-                rc = CLI_EXIT_USAGE;
-            }
+            rc = cli_parse_choice(cmd, "format", optarg, "csv", "cmdstan", &cmdstan);
             break;
         case OPT_PRIOR: prior_args[nprior_args++] = optarg; break;
         case 'o': out_path = optarg; break;
