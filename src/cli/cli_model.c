@@ -18,7 +18,7 @@
 #include "gmm/alloc.h"
 #include "gmm/ssm.h"
 
-const char cli_model_options_help[] =
+static const char options_help[] =
     "Model (state-space GP):\n"
     "  --kernel SPEC       kernel spec, e.g. 'matern32 + quasiperiodic(period=1)'\n"
     "                      (default: " CLI_DEFAULT_KERNEL ",\n"
@@ -35,20 +35,42 @@ const char cli_model_options_help[] =
     "  --node NAME, --y NAME  node and outcome columns of DATA.csv\n"
     "  --strict-nodes      a DATA.csv node missing from the graph is an error\n"
     "Likelihood:\n"
-    "  --likelihood L      gaussian (default), poisson, binomial, bernoulli,\n"
-    "                      negbinomial(dispersion=D) or studentt(df=NU, scale=S);\n"
-    "                      non-Gaussian ones use the Laplace approximation\n"
+    "  --likelihood L      one of the families below, with its parameters as\n"
+    "                      NAME(KEY=VALUE, ...); all but the exact Gaussian path\n"
+    "                      use the Laplace approximation\n"
+    "%s"
     "  --noise V           Gaussian variance start (default: a tenth of var(y))\n"
     "  --no-center         Gaussian: do not subtract the mean of the observed y\n"
-    "  --exposure NAME     poisson/negbinomial: exposure column (default: 1)\n"
-    "  --trials NAME       binomial: number-of-trials column (default: 1)\n"
+    "  --exposure NAME     exposure column, for a family that reads one (default: 1)\n"
+    "  --trials NAME       number-of-trials column, for a family that reads one\n"
+    "                      (default: 1)\n"
     "  --intercept B       non-Gaussian: start of the intercept b in f = b + Hx\n"
-    "                      (default: the link of the mean of y; studentt: median)\n"
+    "                      (default: the family's, from the data)\n"
     "  --no-intercept      non-Gaussian: no intercept\n"
     "Both:\n"
     "  --fix NAME          hold parameter NAME (e.g. intercept) where parameters are\n"
     "                      fitted or checked (repeatable)\n"
     "  --verbose           report defaults, sizes and progress on stderr\n";
+
+/* The families come from the likelihood table, so that a new one needs no
+ * edit here. */
+void cli_model_print_help(FILE *f)
+{
+    const char *split = strstr(options_help, "%s");
+    fwrite(options_help, 1, (size_t)(split - options_help), f);
+    for (size_t i = 0; i < gmm_lik_ntypes(); i++) {
+        const gmm_lik_type *t = gmm_lik_type_at(i);
+        int col = fprintf(f, "%22s%s", "", t->name);
+        for (size_t k = 0; k < t->nparam; k++)
+            col += fprintf(f, "%s%s", k ? ", " : "(", t->param[k]);
+        if (t->nparam)
+            col += fprintf(f, ")");
+        if (t->rowq)
+            fprintf(f, "%*s reads %s", col < 46 ? 46 - col : 0, "", t->rowq);
+        fputs(i == 0 ? " (default)\n" : "\n", f);
+    }
+    fputs(split + 2, f);
+}
 
 void cli_model_opts_init(cli_model_opts *o)
 {
@@ -171,7 +193,7 @@ int cli_model_common_opt(cli_model_opts *o, const char *cmd, int c, const char *
     }
     if (c == 'h') {
         fputs(usage_text, stdout);
-        fputs(cli_model_options_help, stdout);
+        cli_model_print_help(stdout);
         *rc = CLI_EXIT_OK;
         return -1;
     }

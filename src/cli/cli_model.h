@@ -8,6 +8,7 @@
 
 #include <getopt.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "gmm/draws.h"
 #include "gmm/model.h"
@@ -95,8 +96,9 @@ enum {
         {"verbose", no_argument, NULL, CLI_OPT_VERBOSE},                                        \
         {"factor", required_argument, NULL, CLI_OPT_FACTOR}
 
-/* Help text for the options above (printed by each command's --help). */
-extern const char cli_model_options_help[];
+/* Print the help text for the options above (each command's --help), the
+ * likelihood families listed from their table. */
+void cli_model_print_help(FILE *f);
 
 void cli_model_opts_init(cli_model_opts *o);
 void cli_model_opts_free(cli_model_opts *o);

@@ -27,7 +27,7 @@ static const char usage_text[] =
     "posterior of the latent f (plus the intercept) with its central interval at\n"
     "probability level P; for count likelihoods also rate,rate_lower,rate_upper\n"
     "(the rate per unit exposure, exp(f): posterior mean and interval), for\n"
-    "bernoulli prob,prob_lower,prob_upper, before the level column.\n"
+    "binary and binomial ones prob,prob_lower,prob_upper, before the level column.\n"
     "Non-Gaussian models use the Laplace approximation.\n\n"
     "  --model FILE        the model written by fit (required)\n"
     "  DATA.csv            condition on this data instead of the model's data file\n"
