@@ -306,6 +306,22 @@ void gmm_mdl_test_free(gmm_mdl_test *t); /* NULL-safe */
  * posterior (exact, Laplace, or q when attached); lpd has t->n entries,
  * those of missing rows are not written. */
 gmm_status gmm_mdl_score(gmm_mdl *m, const gmm_mdl_test *t, double *lpd);
+/* Leave-one-out: lpd[r] = log p(y_r | y_-r) for every observed data row r
+ * of m (m's data, nrow = gmm_mdl_data_x's n entries; missing rows get
+ * NAN), at m's current parameters.  The posterior of the linear predictor
+ * at row r, N(m_r, v_r), with row r's Gaussian site removed: the site is
+ * the likelihood's curvature w_r and slope g_r at the mode (Laplace), the
+ * expected ones under q (VI), 1/noise and the residual/noise (Gaussian:
+ * the exact LOO of Rasmussen & Williams eq. 5.12); the cavity
+ * 1/v = 1/v_r - w_r, mu = v (m_r/v_r - w_r m_r - g_r), and lpd[r] =
+ * log E_{N(mu, v)} p(y_r | f).  One prediction at the data rows, O(n) on
+ * top.  GMM_EDOM "data row L: the cavity variance is not positive ..."
+ * (a site that carries more than the posterior: non-log-concave
+ * likelihoods), GMM_ENOMEM; the prediction's and predictive's. */
+gmm_status gmm_mdl_score_loo(gmm_mdl *m, double *lpd);
+/* Data row r of m (r < nrow): its source line, outcome (as read, NAN
+ * missing) and site (gmm_mdl_site_label's v). */
+void gmm_mdl_data_row(const gmm_mdl *m, size_t r, size_t *line, double *y, size_t *site);
 /* The same under draws d (of m: see gmm_mdl_check_draws) read from dpath:
  * log mean_s E[p(y_r | f_r) | draw s] with the likelihood at each draw's
  * parameters (sampled columns, else m's).  A draw fixes f at a site

@@ -1,7 +1,8 @@
 /* cmd_score.c -- `gmm-infer score`: the log pointwise predictive density of
  * held-out outcomes, sum_i log E[p(y*_i | f_i)], under a model's posterior
  * (exact or Laplace, from a fit) or under MCMC draws (--draws): total as
- * JSON on stdout, per row as CSV with --rows. */
+ * JSON on stdout, per row as CSV with --rows; with --loo, the model's own
+ * data left out one row at a time (gmm_mdl_score_loo). */
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -20,6 +21,7 @@
 
 static const char usage_text[] =
     "Usage: gmm-infer score --model MODEL.json TEST.csv [--draws DRAWS.csv]... [--rows FILE]\n"
+    "       gmm-infer score --model MODEL.json --loo [--rows FILE]\n"
     "Print the log pointwise predictive density of the held-out outcomes of TEST.csv,\n"
     "sum_i log E[p(y_i | f_i)], as JSON (\"lpd\", \"n\", \"mean_lpd\", \"posterior\"):\n"
     "under the model's posterior (the exact Gaussian one, or the Laplace\n"
@@ -34,23 +36,94 @@ static const char usage_text[] =
     "                      a count model (from this file, not the training data)\n"
     "  --draws FILE        score under these draws instead (repeatable); they must\n"
     "                      be this model's: hmc -o FILE records it in FILE.json\n"
+    "  --loo               leave-one-out over the model's own data instead:\n"
+    "                      log p(y_i | y_-i) per observed row, as JSON \"elpd_loo\",\n"
+    "                      \"n\", \"mean_elpd_loo\", \"posterior\", \"method\": \"exact\"\n"
+    "                      (Gaussian) or \"cavity\" (the row's Gaussian site removed\n"
+    "                      from the Laplace or VI posterior: an approximation)\n"
     "  --rows FILE         write the per-row log predictive densities as CSV\n"
     "  -h, --help          this help\n"
     "Rows with a missing outcome are skipped; a file with none observed is an error.\n";
 
+/* score --loo: the JSON and the rows of gmm_mdl_score_loo. */
+static int score_loo(const char *cmd, gmm_mdl *m, const char *rows_path)
+{
+    size_t n;
+    gmm_mdl_data_x(m, &n);
+    double *lpd = gmm_malloc(n ? n : 1, sizeof *lpd);
+    gmm_outfile *of = NULL;
+    json_t *root = NULL;
+    int rc = 0;
+    gmm_status s = lpd ? gmm_mdl_score_loo(m, lpd) : GMM_ENOMEM;
+    if (s != GMM_OK) {
+        rc = cli_fail(cmd, s);
+        goto done;
+    }
+    double total = 0.0;
+    size_t nobs = 0;
+    for (size_t r = 0; r < n; r++)
+        if (!isnan(lpd[r])) {
+            total += lpd[r];
+            nobs++;
+        }
+    if (rows_path) {
+        if ((s = gmm_outfile_open(rows_path, &of)) != GMM_OK) {
+            rc = cli_fail(cmd, s);
+            goto done;
+        }
+        FILE *f = gmm_outfile_stream(of);
+        fprintf(f, "line,%s,%s,elpd_loo\n", gmm_mdl_data_site_name(m), gmm_mdl_data_y_name(m));
+        for (size_t r = 0; r < n; r++) {
+            size_t line, site;
+            double y;
+            char buf[96];
+            if (isnan(lpd[r]))
+                continue;
+            gmm_mdl_data_row(m, r, &line, &y, &site);
+            fprintf(f, "%zu,", line);
+            cli_put_csv_field(f, gmm_mdl_site_label(m, site, buf));
+            fprintf(f, ",%.17g,%.17g\n", y, lpd[r]);
+        }
+        s = gmm_outfile_commit(of);
+        of = NULL;
+        if (s != GMM_OK) {
+            rc = cli_fail(cmd, s);
+            goto done;
+        }
+    }
+    const char *post = gmm_mdl_posterior_kind(m);
+    root = json_object();
+    if (!root || (s = gmm_json_set_number(root, "elpd_loo", total)) != GMM_OK ||
+        (s = gmm_json_set_new(root, "n", json_integer((json_int_t)nobs))) != GMM_OK ||
+        (s = gmm_json_set_number(root, "mean_elpd_loo", total / (double)nobs)) != GMM_OK ||
+        (s = gmm_json_set_new(root, "posterior", json_string(post))) != GMM_OK ||
+        (s = gmm_json_set_new(root, "method",
+                              json_string(gmm_mdl_observed_normal(m) && strcmp(post, "vi")
+                                              ? "exact"
+                                              : "cavity"))) != GMM_OK ||
+        (s = gmm_json_write(stdout, root, "-")) != GMM_OK)
+        rc = cli_fail(cmd, root ? s : GMM_ENOMEM);
+done:
+    json_decref(root);
+    gmm_outfile_abort(of);
+    gmm_free(lpd);
+    return rc;
+}
+
 int cmd_score(int argc, char **argv)
 {
     const char *cmd = "score";
-    enum { OPT_MODEL = CLI_OPT_FIRST_COMMAND, OPT_DRAWS, OPT_ROWS };
+    enum { OPT_MODEL = CLI_OPT_FIRST_COMMAND, OPT_DRAWS, OPT_ROWS, OPT_LOO };
     static const struct option longopts[] = {{"model", required_argument, NULL, OPT_MODEL},
                                              {"draws", required_argument, NULL, OPT_DRAWS},
                                              {"rows", required_argument, NULL, OPT_ROWS},
+                                             {"loo", no_argument, NULL, OPT_LOO},
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
     const char *model_path = NULL, *rows_path = NULL, *test = NULL;
     const char **draws = NULL;
     size_t ndraws = 0;
-    int c, rc = 0;
+    int c, rc = 0, loo = 0;
     gmm_model mf;
     gmm_model_init(&mf);
     gmm_mdl *m = NULL;
@@ -66,6 +139,7 @@ int cmd_score(int argc, char **argv)
         switch (c) {
         case OPT_MODEL: model_path = optarg; break;
         case OPT_ROWS: rows_path = optarg; break;
+        case OPT_LOO: loo = 1; break;
         case OPT_DRAWS: {
             const char **dd = gmm_realloc((void *)draws, ndraws + 1, sizeof *dd);
             if (!dd) {
@@ -85,7 +159,12 @@ int cmd_score(int argc, char **argv)
     }
     if (optind < argc)
         test = argv[optind++];
-    if (optind < argc || !model_path || !test) {
+    if (loo && (test || ndraws)) {
+        cli_msg(cmd, "--loo scores the model's own data: no TEST.csv or --draws");
+        rc = CLI_EXIT_USAGE;
+        goto done;
+    }
+    if (optind < argc || !model_path || (!test && !loo)) {
         cli_msg(cmd, optind < argc ? "unexpected argument '%s'"
                                    : "--model MODEL.json and TEST.csv are required%s",
                 optind < argc ? argv[optind] : "");
@@ -102,6 +181,10 @@ int cmd_score(int argc, char **argv)
     }
     if ((rc = cli_model_from_file(cmd, &mf, model_path, NULL, 0, 0, &m)) != 0)
         goto done;
+    if (loo) {
+        rc = score_loo(cmd, m, rows_path);
+        goto done;
+    }
     if ((s = gmm_mdl_test_read(m, test, &tt)) != GMM_OK) {
         rc = cli_fail(cmd, s);
         goto done;

@@ -307,3 +307,63 @@ done:
     gmm_free(xsort);
     return s;
 }
+
+void gmm_mdl_data_row(const gmm_mdl *m, size_t r, size_t *line, double *y, size_t *site)
+{
+    *line = m->line[r];
+    *y = m->y[r] + (m->has_center > 0 ? m->center : 0.0);
+    *site = gmm_latent_has_inputs(m->lat) ? r : m->row_node[r];
+}
+
+gmm_status gmm_mdl_score_loo(gmm_mdl *m, double *lpd)
+{
+    int inputs = gmm_latent_has_inputs(m->lat);
+    const gmm_lik *lik = gmm_mdl_likelihood(m);
+    double center = gmm_mdl_center(m, NULL), noise = gmm_mdl_noise(m);
+    size_t n = m->nrow, nq = inputs ? n : gmm_mdl_nsites(m);
+    double *mean = gmm_malloc(nq ? nq : 1, sizeof *mean);
+    double *var = gmm_malloc(nq ? nq : 1, sizeof *var);
+    gmm_status s = mean && var ? GMM_OK : gmm_error(GMM_ENOMEM, "out of memory");
+    if (s == GMM_OK)
+        s = gmm_mdl_predict(m, m->x, nq, mean, var);
+    for (size_t r = 0; s == GMM_OK && r < n; r++) {
+        lpd[r] = NAN;
+        if (isnan(m->y[r]))
+            continue;
+        size_t q = inputs ? r : m->row_node[r];
+        double y = m->y[r], e = m->e ? m->e[r] : 1.0, mr = mean[q] - center, vr = var[q];
+        double w, g;
+        if (lik->type->conjugate) {
+            w = 1.0 / noise;
+            g = (y - mr) / noise;
+        } else if (m->vi) {
+            /* q's stationary point: its site is the expected slope and
+             * curvature (d/ds2 E log p = E[d2] / 2) */
+            double out[3];
+            if ((s = gmm_lik_expect(lik, y, e, mr, vr, 0, out, NULL)) != GMM_OK)
+                break;
+            w = -2.0 * out[2];
+            g = out[1];
+        } else {
+            double out[4];
+            gmm_lik_eval(lik, y, e, mr, out, NULL);
+            w = -out[2];
+            g = out[1];
+        }
+        /* 1 - v_r w is the share of row r's site in the posterior precision */
+        double keep = 1.0 - vr * w;
+        if (!(keep > 0.0)) {
+            s = gmm_error_at(GMM_EDOM, r,
+                             "data row %zu: the cavity variance is not positive (the "
+                             "row's site carries all of the posterior's precision): no "
+                             "leave-one-out approximation",
+                             m->line[r]);
+            break;
+        }
+        double vc = vr / keep, mc = vc * (mr / vr - w * mr - g);
+        s = gmm_lik_predictive(lik, y, e, mc, vc, &lpd[r]);
+    }
+    gmm_free(mean);
+    gmm_free(var);
+    return s;
+}
