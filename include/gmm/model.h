@@ -201,6 +201,9 @@ gmm_status gmm_mdl_describe(const gmm_mdl *m, gmm_model *mf, char **scratch);
  * x ("%.17g"), the others one per graph node, labelled by its name; both
  * by gmm_mdl_site_label (buf >= 64 bytes). */
 int gmm_mdl_has_inputs(const gmm_mdl *m);
+/* GMM_OK when m can predict at new inputs (gmm_mdl_predict with xq), else
+ * GMM_EINVAL with the reason (a graph model predicts at its nodes only). */
+gmm_status gmm_mdl_check_new_inputs(const gmm_mdl *m);
 size_t gmm_mdl_nsites(const gmm_mdl *m);
 const char *gmm_mdl_site_label(const gmm_mdl *m, size_t v, char *buf);
 /* The sites' column: "x" (inputs) or "node". */

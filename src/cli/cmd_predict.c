@@ -227,9 +227,8 @@ int cmd_predict(int argc, char **argv)
     }
     if ((rc = cli_model_from_file(cmd, &mf, model_path, data, verbose, GMM_SSM_FACTOR_AUTO, &m)) != 0)
         goto done;
-    if (!gmm_mdl_has_inputs(m) && (at || grid)) {
-        cli_msg(cmd, "--at and --grid apply to models with inputs (state-space); this model "
-                     "predicts at every node");
+    if ((at || grid) && gmm_mdl_check_new_inputs(m) != GMM_OK) {
+        cli_msg(cmd, "%s", gmm_error_message());
         rc = CLI_EXIT_USAGE;
         goto done;
     }

@@ -17,6 +17,14 @@ gmm_objective *gmm_mdl_objective(gmm_mdl *m) { return m->obj; }
 gmm_problem *gmm_mdl_problem(gmm_mdl *m) { return m->prob; }
 size_t gmm_mdl_nobs(const gmm_mdl *m) { return m->nobs; }
 int gmm_mdl_has_inputs(const gmm_mdl *m) { return gmm_latent_has_inputs(m->lat); }
+
+gmm_status gmm_mdl_check_new_inputs(const gmm_mdl *m)
+{
+    if (gmm_latent_has_inputs(m->lat))
+        return GMM_OK;
+    return gmm_error(GMM_EINVAL, "--at and --grid apply to models with inputs (state-space); "
+                                 "this model predicts at every node");
+}
 const char *gmm_mdl_model_path(const gmm_mdl *m) { return m->model_path; }
 const char *gmm_mdl_data_file(const gmm_mdl *m) { return m->data_file; }
 
