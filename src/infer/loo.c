@@ -20,8 +20,6 @@
 #include "gmm/loo.h"
 
 #include <gsl/gsl_errno.h>
-#include <gsl/gsl_fft_halfcomplex.h>
-#include <gsl/gsl_fft_real.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -29,6 +27,7 @@
 #include <string.h>
 
 #include "gmm/alloc.h"
+#include "rstats.h"
 
 #define MIN_TAIL 5        /* enough_tail_samples */
 #define GRID_MIN 30       /* gpdfit's min_grid_pts */
@@ -49,42 +48,10 @@ struct gmm_loo_work {
     double *acov;      /* nchain niter */
     double *rho;       /* niter */
     double *chain_mean; /* nchain */
-    size_t nfft;
-    double *fft;
-    gsl_fft_real_wavetable *rwt;
-    gsl_fft_halfcomplex_wavetable *hwt;
-    gsl_fft_real_workspace *fwork;
+    gmm_r_fft fft;      /* length 2 fft_next_good_size(niter) */
 };
 
 /* ---- R's arithmetic ------------------------------------------------------ */
-
-static double r_mean(const double *x, size_t n)
-{
-    long double s = 0.0L;
-    for (size_t i = 0; i < n; i++)
-        s += x[i];
-    s /= (long double)n;
-    if (isfinite((double)s)) {
-        long double t = 0.0L;
-        for (size_t i = 0; i < n; i++)
-            t += x[i] - s;
-        s += t / (long double)n;
-    }
-    return (double)s;
-}
-
-static double r_var(const double *x, size_t n)
-{
-    if (n < 2)
-        return NAN;
-    double m = r_mean(x, n);
-    long double s = 0.0L;
-    for (size_t i = 0; i < n; i++) {
-        long double d = x[i] - (long double)m;
-        s += d * d;
-    }
-    return (double)(s / (long double)(n - 1));
-}
 
 /* matrixStats::logSumExp. */
 static double log_sum_exp(const double *x, size_t n)
@@ -101,23 +68,6 @@ static double log_sum_exp(const double *x, size_t n)
     return mx + log((double)s);
 }
 
-static size_t next_good_size(size_t n)
-{
-    if (n <= 2)
-        return 2;
-    for (;; n++) {
-        size_t r = n;
-        while (r % 2 == 0)
-            r /= 2;
-        while (r % 3 == 0)
-            r /= 3;
-        while (r % 5 == 0)
-            r /= 5;
-        if (r == 1)
-            return n;
-    }
-}
-
 static int cmp_ranked(const void *a, const void *b)
 {
     const ranked *p = a, *q = b;
@@ -131,22 +81,10 @@ static int cmp_ranked(const void *a, const void *b)
 /* loo's autocovariance: Re(ifft(|fft(y - mean, padded)|^2))[0..N) / 2N^2. */
 static gmm_status autocovariance(const double *y, size_t N, gmm_loo_work *w, double *ac)
 {
-    size_t L = w->nfft;
-    double *f = w->fft, mean = r_mean(y, N);
-    for (size_t t = 0; t < N; t++)
-        f[t] = y[t] - mean;
-    memset(f + N, 0, (L - N) * sizeof *f);
-    if (gsl_fft_real_transform(f, 1, L, w->rwt, w->fwork) != GSL_SUCCESS)
-        return gmm_error(GMM_EDOM, "loo: FFT of length %zu failed", L);
-    f[0] *= f[0];
-    for (size_t k = 1; 2 * k < L; k++) {
-        double re = f[2 * k - 1], im = f[2 * k];
-        f[2 * k - 1] = re * re + im * im;
-        f[2 * k] = 0.0;
-    }
-    f[L - 1] *= f[L - 1];
-    if (gsl_fft_halfcomplex_backward(f, 1, L, w->hwt, w->fwork) != GSL_SUCCESS)
-        return gmm_error(GMM_EDOM, "loo: inverse FFT of length %zu failed", L);
+    gmm_status st = gmm_r_acov_sums(&w->fft, y, N, gmm_r_mean(y, N));
+    if (st != GMM_OK)
+        return st;
+    const double *f = w->fft.buf;
     double scale = 2.0 * (double)N * (double)N;
     for (size_t k = 0; k < N; k++)
         ac[k] = f[k] / scale;
@@ -161,7 +99,7 @@ static gmm_status relative_eff(const double *v, gmm_loo_work *w, double *r_eff)
         gmm_status st = autocovariance(v + c * n, n, w, w->acov + c * n);
         if (st != GMM_OK)
             return st;
-        w->chain_mean[c] = r_mean(v + c * n, n);
+        w->chain_mean[c] = gmm_r_mean(v + c * n, n);
     }
     /* R's mean() over the chains of acov[t] */
 #define ACOV_MEAN(t, out)                                                    \
@@ -180,7 +118,7 @@ static gmm_status relative_eff(const double *v, gmm_loo_work *w, double *r_eff)
     double mean_var = a0 * N / (N - 1.0);
     double var_plus = mean_var * (N - 1.0) / N;
     if (C > 1)
-        var_plus += r_var(w->chain_mean, C);
+        var_plus += gmm_r_var(w->chain_mean, C);
 
     double *rho = w->rho;
     for (size_t k = 0; k < n; k++)
@@ -338,13 +276,7 @@ void gmm_loo_work_free(gmm_loo_work *w)
     gmm_free(w->acov);
     gmm_free(w->rho);
     gmm_free(w->chain_mean);
-    gmm_free(w->fft);
-    if (w->rwt)
-        gsl_fft_real_wavetable_free(w->rwt);
-    if (w->hwt)
-        gsl_fft_halfcomplex_wavetable_free(w->hwt);
-    if (w->fwork)
-        gsl_fft_real_workspace_free(w->fwork);
+    gmm_r_fft_free(&w->fft);
     gmm_free(w);
 }
 
@@ -375,15 +307,10 @@ gmm_status gmm_loo_work_alloc(size_t nchain, size_t niter, gmm_loo_work **out)
     w->acov = gmm_malloc(w->S, sizeof *w->acov);
     w->rho = gmm_malloc(niter, sizeof *w->rho);
     w->chain_mean = gmm_malloc(nchain, sizeof *w->chain_mean);
-    w->nfft = 2 * next_good_size(niter);
-    w->fft = gmm_malloc(w->nfft, sizeof *w->fft);
-    int ok = w->lw && w->tmp && w->x && w->ord && w->acov && w->rho && w->chain_mean && w->fft;
-    if (ok) {
-        w->rwt = gsl_fft_real_wavetable_alloc(w->nfft);
-        w->hwt = gsl_fft_halfcomplex_wavetable_alloc(w->nfft);
-        w->fwork = gsl_fft_real_workspace_alloc(w->nfft);
-        ok = w->rwt && w->hwt && w->fwork;
-    }
+    int ok = w->lw && w->tmp && w->x && w->ord && w->acov && w->rho && w->chain_mean;
+    /* loo's fft_next_good_size: 2 for N <= 2, else R's nextn */
+    if (ok)
+        ok = gmm_r_fft_init(&w->fft, 2 * (niter <= 2 ? 2 : gmm_r_nextn(niter))) == GMM_OK;
     if (!ok) {
         gmm_loo_work_free(w);
         return gmm_error(GMM_ENOMEM, "loo: out of memory for %zu chains of %zu draws", nchain,
@@ -421,7 +348,7 @@ gmm_status gmm_loo_point_compute(const double *ll, size_t nchain, size_t niter, 
         w->tmp[s] = ll[s] + (w->lw[s] - norm);
     double elpd = log_sum_exp(w->tmp, S);
     double lpd = log_sum_exp(ll, S) - log((double)S);
-    double pw = r_var(ll, S);
+    double pw = gmm_r_var(ll, S);
     out->elpd_loo = elpd;
     out->p_loo = lpd - elpd;
     out->looic = -2.0 * elpd;
@@ -443,7 +370,7 @@ static void estimate(const gmm_loo_point *p, size_t n, size_t off, double *tmp, 
         s += tmp[i];
     }
     *est = (double)s;
-    *se = sqrt((double)n * r_var(tmp, n));
+    *se = sqrt((double)n * gmm_r_var(tmp, n));
 }
 
 gmm_status gmm_loo_totals(const gmm_loo_point *point, size_t nobs, size_t ndraw, gmm_loo *out)

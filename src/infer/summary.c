@@ -28,14 +28,13 @@
 #include <float.h>
 #include <gsl/gsl_cdf.h>
 #include <gsl/gsl_errno.h>
-#include <gsl/gsl_fft_halfcomplex.h>
-#include <gsl/gsl_fft_real.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "gmm/alloc.h"
+#include "rstats.h"
 
 /* posterior's rank offset c in (r - c) / (n - 2c + 1) and mad's constant. */
 #define RANK_OFFSET 0.375
@@ -55,48 +54,14 @@ struct gmm_summary_work {
     ranked *rank;             /* n */
     double *acov, *acov_mean, *rho; /* len each */
     double *chain_mean;       /* m */
-    size_t nfft;              /* 2 nextn(len); 0 when len < 3 (no ESS) */
-    double *fft;              /* nfft */
-    gsl_fft_real_wavetable *rwt;
-    gsl_fft_halfcomplex_wavetable *hwt;
-    gsl_fft_real_workspace *fwork;
+    gmm_r_fft fft;            /* length 2 nextn(len); unset when len < 3 (no ESS) */
 };
 
 /* ---- R's arithmetic ------------------------------------------------------ */
 
-/* mean.default: a long double sum, then one correction pass. */
-static double r_mean(const double *x, size_t n)
-{
-    long double s = 0.0L;
-    for (size_t i = 0; i < n; i++)
-        s += x[i];
-    s /= (long double)n;
-    if (isfinite((double)s)) {
-        long double t = 0.0L;
-        for (size_t i = 0; i < n; i++)
-            t += x[i] - s;
-        s += t / (long double)n;
-    }
-    return (double)s;
-}
-
-/* var(): denominator n - 1; NAN for n < 2. */
-static double r_var(const double *x, size_t n)
-{
-    if (n < 2)
-        return NAN;
-    double m = r_mean(x, n);
-    long double s = 0.0L;
-    for (size_t i = 0; i < n; i++) {
-        long double d = x[i] - (long double)m;
-        s += d * d;
-    }
-    return (double)(s / (long double)(n - 1));
-}
-
 static double median_sorted(const double *s, size_t n)
 {
-    return n % 2 ? s[n / 2] : r_mean(s + n / 2 - 1, 2);
+    return n % 2 ? s[n / 2] : gmm_r_mean(s + n / 2 - 1, 2);
 }
 
 double gmm_summary_quantile_sorted(const double *s, size_t n, double p)
@@ -196,11 +161,11 @@ static double rhat_basic(const double *v, size_t m, size_t len, double *chain_me
         return NAN;
     long double w = 0.0L;
     for (size_t j = 0; j < m; j++) {
-        chain_mean[j] = r_mean(v + j * len, len);
-        w += r_var(v + j * len, len);
+        chain_mean[j] = gmm_r_mean(v + j * len, len);
+        w += gmm_r_var(v + j * len, len);
     }
     double var_within = (double)(w / (long double)m);
-    double var_between = (double)len * r_var(chain_mean, m);
+    double var_between = (double)len * gmm_r_var(chain_mean, m);
     return sqrt((var_between / var_within + (double)len - 1.0) / (double)len);
 }
 
@@ -216,24 +181,11 @@ static gmm_status autocovariance(const double *x, size_t N, gmm_summary_work *w,
         memset(ac, 0, N * sizeof *ac);
         return GMM_OK;
     }
-    size_t L = w->nfft;
-    double *f = w->fft, mean = r_mean(x, N), var = r_var(x, N);
-    for (size_t t = 0; t < N; t++)
-        f[t] = x[t] - mean;
-    memset(f + N, 0, (L - N) * sizeof *f);
-    if (gsl_fft_real_transform(f, 1, L, w->rwt, w->fwork) != GSL_SUCCESS)
-        return gmm_error(GMM_EDOM, "summary: FFT of length %zu failed", L);
-    /* Halfcomplex layout: f[0] = X_0, (f[2k-1], f[2k]) = X_k, f[L-1] =
-     * X_{L/2} (L even).  Replace X by |X|^2. */
-    f[0] *= f[0];
-    for (size_t k = 1; 2 * k < L; k++) {
-        double re = f[2 * k - 1], im = f[2 * k];
-        f[2 * k - 1] = re * re + im * im;
-        f[2 * k] = 0.0;
-    }
-    f[L - 1] *= f[L - 1];
-    if (gsl_fft_halfcomplex_backward(f, 1, L, w->hwt, w->fwork) != GSL_SUCCESS)
-        return gmm_error(GMM_EDOM, "summary: inverse FFT of length %zu failed", L);
+    double var = gmm_r_var(x, N);
+    gmm_status st = gmm_r_acov_sums(&w->fft, x, N, gmm_r_mean(x, N));
+    if (st != GMM_OK)
+        return st;
+    const double *f = w->fft.buf;
     for (size_t k = 0; k < N; k++)
         ac[k] = f[k] / f[0] * var * (double)(N - 1) / (double)N;
     return GMM_OK;
@@ -261,13 +213,13 @@ static gmm_status ess_basic(const double *v, size_t m, size_t len, gmm_summary_w
     for (size_t k = 0; k < len; k++)
         am[k] /= (double)m;
     for (size_t j = 0; j < m; j++)
-        w->chain_mean[j] = r_mean(v + j * len, len);
+        w->chain_mean[j] = gmm_r_mean(v + j * len, len);
 
     double N = (double)len;
     double mean_var = am[0] * N / (N - 1.0);
     double var_plus = mean_var * (N - 1.0) / N;
     if (m > 1)
-        var_plus += r_var(w->chain_mean, m);
+        var_plus += gmm_r_var(w->chain_mean, m);
 
     /* rho[t] = 1 - (mean_var - acov_mean[t]) / var_plus; pairs (even, odd)
      * are kept while their sum is positive. */
@@ -383,22 +335,6 @@ static void sort_pooled(const double *x, gmm_summary_work *w)
 
 /* ---- workspace and entry points ------------------------------------------- */
 
-/* The smallest k >= n whose only prime factors are 2, 3 and 5 (R's nextn). */
-static size_t nextn(size_t n)
-{
-    for (size_t k = n;; k++) {
-        size_t r = k;
-        while (r % 2 == 0)
-            r /= 2;
-        while (r % 3 == 0)
-            r /= 3;
-        while (r % 5 == 0)
-            r /= 5;
-        if (r == 1)
-            return k;
-    }
-}
-
 void gmm_summary_work_free(gmm_summary_work *w)
 {
     if (!w)
@@ -411,13 +347,7 @@ void gmm_summary_work_free(gmm_summary_work *w)
     gmm_free(w->acov_mean);
     gmm_free(w->rho);
     gmm_free(w->chain_mean);
-    gmm_free(w->fft);
-    if (w->rwt)
-        gsl_fft_real_wavetable_free(w->rwt);
-    if (w->hwt)
-        gsl_fft_halfcomplex_wavetable_free(w->hwt);
-    if (w->fwork)
-        gsl_fft_real_workspace_free(w->fwork);
+    gmm_r_fft_free(&w->fft);
     gmm_free(w);
 }
 
@@ -453,12 +383,7 @@ gmm_status gmm_summary_work_alloc(size_t nchain, size_t niter, gmm_summary_work 
     int ok = w->sorted && w->tmp && w->split && w->rank && w->acov && w->acov_mean && w->rho &&
              w->chain_mean;
     if (ok && w->len >= 3) {
-        w->nfft = 2 * nextn(w->len);
-        w->fft = gmm_malloc(w->nfft, sizeof *w->fft);
-        w->rwt = gsl_fft_real_wavetable_alloc(w->nfft);
-        w->hwt = gsl_fft_halfcomplex_wavetable_alloc(w->nfft);
-        w->fwork = gsl_fft_real_workspace_alloc(w->nfft);
-        ok = w->fft && w->rwt && w->hwt && w->fwork;
+        ok = gmm_r_fft_init(&w->fft, 2 * gmm_r_nextn(w->len)) == GMM_OK;
     }
     if (!ok) {
         gmm_summary_work_free(w);
@@ -506,8 +431,8 @@ gmm_status gmm_summary_compute(const double *draws, size_t nchain, size_t niter,
         s.rhat = s.ess_bulk = s.ess_tail = NAN;
         goto done;
     }
-    s.mean = r_mean(draws, n);
-    s.sd = sqrt(r_var(draws, n));
+    s.mean = gmm_r_mean(draws, n);
+    s.sd = sqrt(gmm_r_var(draws, n));
     sort_pooled(draws, w);
     s.median = median_sorted(w->sorted, n);
     s.q5 = gmm_summary_quantile_sorted(w->sorted, n, 0.05);
@@ -624,8 +549,8 @@ gmm_status gmm_summary_pred_draws(const gmm_lik *lik, double *f, size_t n, doubl
         return GMM_OK;
     }
     const gmm_lik_type *t = lik->type;
-    out->mean = r_mean(f, n);
-    out->var = n > 1 ? r_var(f, n) : 0.0;
+    out->mean = gmm_r_mean(f, n);
+    out->var = n > 1 ? gmm_r_var(f, n) : 0.0;
     qsort(f, n, sizeof *f, cmp_double);
     out->lower = gmm_summary_quantile_sorted(f, n, 0.5 - 0.5 * level);
     out->upper = gmm_summary_quantile_sorted(f, n, 0.5 + 0.5 * level);
