@@ -43,32 +43,6 @@ static void gaussian_expect(const double *par, double y, double e, double mu, do
         dpar[0] = 0.5 * (q / v - 1.0) / v;
 }
 
-static double gaussian_mean(const double *par, double e, double f)
-{
-    (void)par;
-    (void)e;
-    return f;
-}
-
-static double identity_link(const double *par, double m)
-{
-    (void)par;
-    return m;
-}
-
-static double gaussian_mean_normal(const double *par, double mu, double s2)
-{
-    (void)par;
-    (void)s2;
-    return mu;
-}
-
-static double gaussian_working(double y, double e)
-{
-    (void)e;
-    return y;
-}
-
 static gmm_status gaussian_intercept(const double *y, const double *e, size_t n, double *b)
 {
     (void)e;
@@ -117,10 +91,10 @@ const gmm_lik_type gmm_lik_impl_gaussian = {
     .check_e = NULL,
     .eval = gaussian_eval,
     .expect = gaussian_expect,
-    .mean = gaussian_mean,
-    .link = identity_link,
-    .mean_normal = gaussian_mean_normal,
-    .working = gaussian_working,
+    .mean = gmm_lik_impl_mean_identity,
+    .link = gmm_lik_impl_link_identity,
+    .mean_normal = gmm_lik_impl_mean_normal_identity,
+    .working = gmm_lik_impl_working_identity,
     .intercept = gaussian_intercept,
     .defaults = gaussian_defaults,
     .degenerate = gaussian_degenerate,

@@ -27,6 +27,13 @@ gmm_status gmm_lik_impl_intercept_log(const double *y, const double *e, size_t n
 const char *gmm_lik_impl_degenerate_log(const double *y, const double *e, size_t n,
                                         const char *yname, char *buf, size_t size);
 
+/* The identity-link families' (gaussian, studentt) mean f, link m,
+ * mean_normal mu and working response y. */
+double gmm_lik_impl_mean_identity(const double *par, double e, double f);
+double gmm_lik_impl_link_identity(const double *par, double m);
+double gmm_lik_impl_mean_normal_identity(const double *par, double mu, double s2);
+double gmm_lik_impl_working_identity(double y, double e);
+
 /* degenerate of the real-valued families: every observed y equal, so the
  * noise parameter `param` ("variance", "scale") would go to 0. */
 const char *gmm_lik_impl_degenerate_level(const double *y, size_t n, const char *yname,

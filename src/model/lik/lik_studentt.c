@@ -184,32 +184,6 @@ static void studentt_expect(const double *par, double y, double e, double mu, do
         dpar[k] = dacc[k];
 }
 
-static double studentt_mean(const double *par, double e, double f)
-{
-    (void)par;
-    (void)e;
-    return f;
-}
-
-static double identity_link(const double *par, double m)
-{
-    (void)par;
-    return m;
-}
-
-static double studentt_mean_normal(const double *par, double mu, double s2)
-{
-    (void)par;
-    (void)s2;
-    return mu;
-}
-
-static double studentt_working(double y, double e)
-{
-    (void)e;
-    return y;
-}
-
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -302,10 +276,10 @@ const gmm_lik_type gmm_lik_impl_studentt = {
     .check_e = NULL,
     .eval = studentt_eval,
     .expect = studentt_expect,
-    .mean = studentt_mean,
-    .link = identity_link,
-    .mean_normal = studentt_mean_normal,
-    .working = studentt_working,
+    .mean = gmm_lik_impl_mean_identity,
+    .link = gmm_lik_impl_link_identity,
+    .mean_normal = gmm_lik_impl_mean_normal_identity,
+    .working = gmm_lik_impl_working_identity,
     .intercept = studentt_intercept,
     .defaults = studentt_defaults,
     .degenerate = studentt_degenerate,

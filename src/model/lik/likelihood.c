@@ -91,6 +91,32 @@ double gmm_lik_impl_mean_normal_log(const double *par, double mu, double s2)
 
 double gmm_lik_impl_working_log(double y, double e) { return log((y + 0.5) / e); }
 
+double gmm_lik_impl_mean_identity(const double *par, double e, double f)
+{
+    (void)par;
+    (void)e;
+    return f;
+}
+
+double gmm_lik_impl_link_identity(const double *par, double m)
+{
+    (void)par;
+    return m;
+}
+
+double gmm_lik_impl_mean_normal_identity(const double *par, double mu, double s2)
+{
+    (void)par;
+    (void)s2;
+    return mu;
+}
+
+double gmm_lik_impl_working_identity(double y, double e)
+{
+    (void)e;
+    return y;
+}
+
 const char *gmm_lik_impl_degenerate_log(const double *y, const double *e, size_t n,
                                         const char *yname, char *buf, size_t size)
 {
