@@ -16,6 +16,8 @@ void *gmm_calloc(size_t nmemb, size_t size);
 void *gmm_realloc(void *p, size_t nmemb, size_t size);
 /* free(); NULL-safe. */
 void gmm_free(void *p);
+/* A copy of the string s from gmm_malloc; NULL for NULL s or no memory. */
+char *gmm_strdup(const char *s);
 
 /* Testing hook: after `k` more successful allocations every allocation
  * fails; k < 0 (the default) disables injection.  Not thread-safe. */

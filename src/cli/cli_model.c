@@ -205,17 +205,6 @@ int cli_model_common_opt(cli_model_opts *o, const char *cmd, int c, const char *
     return 0;
 }
 
-static char *dup_str(const char *s)
-{
-    if (!s)
-        return NULL;
-    size_t n = strlen(s) + 1;
-    char *d = gmm_malloc(n, 1);
-    if (d)
-        memcpy(d, s, n);
-    return d;
-}
-
 /* What the build reports, on stderr as the command's messages. */
 typedef struct {
     const char *cmd;
@@ -366,7 +355,7 @@ static int resolve_path(const char *cmd, const char *model_path, const char *wha
         return CLI_EXIT_USAGE;
     }
     if (rec[0] == '/' || !model_path || !strcmp(model_path, "-")) {
-        *out = dup_str(rec);
+        *out = gmm_strdup(rec);
     } else {
         const char *slash = strrchr(model_path, '/');
         size_t dl = slash ? (size_t)(slash - model_path) + 1 : 0;
@@ -386,7 +375,7 @@ static int resolve_path(const char *cmd, const char *model_path, const char *wha
             return 0;
         }
         gmm_free(cand);
-        *out = dup_str(rec);
+        *out = gmm_strdup(rec);
     }
     if (!*out)
         return cli_fail(cmd, GMM_ENOMEM);

@@ -3,6 +3,7 @@
 
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 static long fail_countdown = -1;
 
@@ -49,3 +50,14 @@ void *gmm_realloc(void *p, size_t nmemb, size_t size)
 }
 
 void gmm_free(void *p) { free(p); }
+
+char *gmm_strdup(const char *s)
+{
+    if (!s)
+        return NULL;
+    size_t n = strlen(s) + 1;
+    char *d = gmm_malloc(n, 1);
+    if (d)
+        memcpy(d, s, n);
+    return d;
+}

@@ -57,15 +57,6 @@ static int is_variable(const char *name)
     return !(len > 2 && !strcmp(name + len - 2, "__") && strcmp(name, "lp__"));
 }
 
-static char *dup_string(const char *s)
-{
-    size_t len = strlen(s) + 1;
-    char *d = gmm_malloc(len, 1);
-    if (d)
-        memcpy(d, s, len);
-    return d;
-}
-
 static int cmp_named(const void *a, const void *b)
 {
     return strcmp(((const named *)a)->name, ((const named *)b)->name);
@@ -128,7 +119,7 @@ static gmm_status match_columns(reader *r, const gmm_table *t, size_t file, size
             return gmm_error(GMM_ENOMEM, "out of memory");
         for (size_t c = 0, v = 0; c < t->ncol; c++)
             if (is_variable(t->header[c])) {
-                if (!(r->name[v] = dup_string(t->header[c])))
+                if (!(r->name[v] = gmm_strdup(t->header[c])))
                     return gmm_error(GMM_ENOMEM, "out of memory");
                 col[v++] = c;
             }

@@ -122,15 +122,6 @@ done:
 
 /* ---- reading ------------------------------------------------------------ */
 
-static char *dup_string(const char *s)
-{
-    size_t n = strlen(s) + 1;
-    char *d = gmm_malloc(n, 1);
-    if (d)
-        memcpy(d, s, n);
-    return d;
-}
-
 typedef struct {
     const char *file;
     gmm_status st;
@@ -171,7 +162,7 @@ static int get_string(reader *r, json_t *obj, const char *key, const char *label
         return 1;
     if (!json_is_string(v))
         return fail_type(r, label, nullable ? "a string or null" : "a string");
-    if (!(*out = dup_string(json_string_value(v))))
+    if (!(*out = gmm_strdup(json_string_value(v))))
         return fail_nomem(r);
     return 1;
 }
@@ -238,7 +229,7 @@ static gmm_status parse(reader *r, json_t *root, gmm_model *m)
         if (!json_is_number(v))
             return gmm_error(GMM_EPARSE, "%s: parameter '%s' must be a number", r->file, key);
         m->param_value[m->nparam] = json_number_value(v);
-        if (!(m->param_name[m->nparam] = dup_string(key)))
+        if (!(m->param_name[m->nparam] = gmm_strdup(key)))
             return gmm_error(GMM_ENOMEM, "%s: out of memory", r->file);
         m->nparam++;
     }
@@ -304,7 +295,7 @@ static gmm_status parse(reader *r, json_t *root, gmm_model *m)
         m->has_vi = 1;
         m->elbo = json_number_value(ve);
         m->vi_bandwidth = (size_t)json_integer_value(vb);
-        if (!(m->vi_file = dup_string(json_string_value(vf))))
+        if (!(m->vi_file = gmm_strdup(json_string_value(vf))))
             return gmm_error(GMM_ENOMEM, "%s: out of memory", r->file);
     }
     v = json_object_get(root, "edge_cols");
@@ -320,7 +311,7 @@ static gmm_status parse(reader *r, json_t *root, gmm_model *m)
             if (!json_is_string(e))
                 return gmm_error(GMM_EPARSE, "%s: 'edge_cols' entry %zu must be a string",
                                  r->file, k);
-            if (!(m->edge_cols[k] = dup_string(json_string_value(e))))
+            if (!(m->edge_cols[k] = gmm_strdup(json_string_value(e))))
                 return gmm_error(GMM_ENOMEM, "%s: out of memory", r->file);
         }
     }

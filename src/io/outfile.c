@@ -53,14 +53,6 @@ typedef struct {
                       * through /proc (/dev/stdout, /dev/fd/N) */
 } out_plan;
 
-static char *dup_str(const char *s)
-{
-    char *d = gmm_malloc(strlen(s) + 1, 1);
-    if (d)
-        strcpy(d, s);
-    return d;
-}
-
 static gmm_status cannot_write(const char *path, int err)
 {
     return gmm_error(GMM_EIO, "%s: cannot write: %s", path, strerror(err));
@@ -71,9 +63,9 @@ static char *dir_of(const char *p)
 {
     const char *slash = strrchr(p, '/');
     if (!slash)
-        return dup_str(".");
+        return gmm_strdup(".");
     if (slash == p)
-        return dup_str("/");
+        return gmm_strdup("/");
     size_t n = (size_t)(slash - p);
     char *d = gmm_malloc(n + 1, 1);
     if (d) {
@@ -107,7 +99,7 @@ static int in_proc(const char *p)
 static int follow_links(const char *path, char **target, int *exists, int *magic,
                         struct stat *sb)
 {
-    char *cur = dup_str(path), *link = NULL;
+    char *cur = gmm_strdup(path), *link = NULL;
     int err = 0;
     *target = NULL;
     *magic = 0;
@@ -311,7 +303,7 @@ gmm_status gmm_outfile_open(const char *path, gmm_outfile **out)
         goto done;
     o->target = p.target;
     p.target = NULL;
-    o->path = dup_str(path);
+    o->path = gmm_strdup(path);
     if (!o->path) {
         st = gmm_error(GMM_ENOMEM, "out of memory opening '%s'", path);
         goto done;

@@ -33,17 +33,6 @@ void gmm_mdl_failure_free(gmm_mdl_failure *fail)
     fail->params = NULL;
 }
 
-char *gmm_mdl_strdup(const char *s)
-{
-    if (!s)
-        return NULL;
-    size_t n = strlen(s) + 1;
-    char *d = gmm_malloc(n, 1);
-    if (d)
-        memcpy(d, s, n);
-    return d;
-}
-
 void gmm_mdl_free(gmm_mdl *m)
 {
     if (!m)
@@ -197,9 +186,9 @@ static gmm_status fix_param(const build *b, gmm_mdl *m, const char *fix)
 static char *record_path(const char *path)
 {
     if (!path || !strcmp(path, "-"))
-        return gmm_mdl_strdup(path);
+        return gmm_strdup(path);
     char *abs = realpath(path, NULL); /* malloc'ed by libc */
-    char *r = gmm_mdl_strdup(abs ? abs : path);
+    char *r = gmm_strdup(abs ? abs : path);
     free(abs);
     return r;
 }
@@ -234,10 +223,10 @@ static gmm_status load_data(const build *b, gmm_mdl *m, gmm_table *t, const char
     if (m->ename)
         m->e = gmm_malloc(nr, sizeof(double));
     gmm_free(m->yname);
-    m->yname = gmm_mdl_strdup(t->header[cy]);
+    m->yname = gmm_strdup(t->header[cy]);
     if (!m->graph) {
         gmm_free(m->xname);
-        m->xname = gmm_mdl_strdup(t->header[cx]);
+        m->xname = gmm_strdup(t->header[cx]);
     }
     if (!m->x || !m->y || !m->line || (m->ename && !m->e) || !m->yname ||
         (!m->graph && !m->xname))
@@ -591,23 +580,23 @@ static gmm_status build_model(const build *b, gmm_mdl *m)
         return gmm_error(GMM_EINVAL, "model: no data file, or no %s spec",
                          o->graph ? "precision" : "kernel");
     m->graph = o->graph != NULL;
-    m->data_file = gmm_mdl_strdup(o->data);
+    m->data_file = gmm_strdup(o->data);
     m->data_rec = record_path(o->data);
-    m->graph_file = gmm_mdl_strdup(o->graph);
+    m->graph_file = gmm_strdup(o->graph);
     m->graph_rec = record_path(o->graph);
-    m->spec_text = gmm_mdl_strdup(m->graph ? o->precision : o->kernel);
+    m->spec_text = gmm_strdup(m->graph ? o->precision : o->kernel);
     const char *qcol = o->exposure ? o->exposure : o->trials;
-    m->ename = gmm_mdl_strdup(qcol);
-    m->nodename = gmm_mdl_strdup(o->node);
+    m->ename = gmm_strdup(qcol);
+    m->nodename = gmm_strdup(o->node);
     if (o->model_path) {
-        m->model_path = gmm_mdl_strdup(o->model_path);
+        m->model_path = gmm_strdup(o->model_path);
         m->model_rec = record_path(o->model_path);
     }
     const char *defaults[3] = {"i", "j", "length"};
     m->len_optional = !o->edge_cols[0] || mf;
     for (int k = 0; k < 3; k++) {
         const char *c = o->edge_cols[0] ? o->edge_cols[k] : defaults[k];
-        if (m->graph && c && !(m->edge_cols[k] = gmm_mdl_strdup(c)))
+        if (m->graph && c && !(m->edge_cols[k] = gmm_strdup(c)))
             return gmm_error(GMM_ENOMEM, "out of memory");
     }
     if (!m->data_file || !m->data_rec || (m->graph && (!m->graph_rec || !m->graph_file)) ||

@@ -42,6 +42,4 @@ struct gmm_mdl {
     gmm_vi *vi;        /* a VI result's q (predictions use it), or NULL */
 };
 
-char *gmm_mdl_strdup(const char *s);
-
 #endif
