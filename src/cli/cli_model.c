@@ -253,6 +253,20 @@ static int build_failed(const char *cmd, gmm_status s, const gmm_mdl_failure *f,
     return rc;
 }
 
+/* Build the model of spec s with its reports printed through r: 0 and
+ * *out, or the exit code after the failure's messages. */
+static int build(const char *cmd, gmm_mdl_spec *s, report_ctx *r, const char *spec_file,
+                 gmm_mdl **out)
+{
+    s->report = on_report;
+    s->report_user = r;
+    gmm_mdl_failure f;
+    gmm_status st = gmm_mdl_build(s, out, &f);
+    int rc = st != GMM_OK ? build_failed(cmd, st, &f, spec_file) : 0;
+    gmm_mdl_failure_free(&f);
+    return rc;
+}
+
 /* Split "I,J[,LEN]" into cols (pointers into buf, a copy of spec). */
 static int split_edge_cols(const char *cmd, const char *spec, char *buf, const char *cols[3])
 {
@@ -327,13 +341,7 @@ int cli_model_load(const char *cmd, const cli_model_opts *o, gmm_mdl **out)
         fix[s.nfix++] = o->fix[k];
     s.fix = fix;
     s.verbose = o->verbose;
-    s.report = on_report;
-    s.report_user = &r;
-    gmm_mdl_failure f;
-    gmm_status st = gmm_mdl_build(&s, out, &f);
-    if (st != GMM_OK)
-        rc = build_failed(cmd, st, &f, NULL);
-    gmm_mdl_failure_free(&f);
+    rc = build(cmd, &s, &r, NULL, out);
 done:
     gmm_free(cols);
     gmm_free((void *)fix);
@@ -420,13 +428,7 @@ int cli_model_from_file(const char *cmd, const gmm_model *mf, const char *model_
     s.values_name = mp;
     s.model_path = model_path && strcmp(model_path, "-") ? model_path : NULL;
     s.verbose = verbose;
-    s.report = on_report;
-    s.report_user = &r;
-    gmm_mdl_failure f;
-    gmm_status st = gmm_mdl_build(&s, out, &f);
-    if (st != GMM_OK)
-        rc = build_failed(cmd, st, &f, mp);
-    gmm_mdl_failure_free(&f);
+    rc = build(cmd, &s, &r, mp, out);
     if (rc == 0 && mf->has_vi && (rc = cli_model_load_vi(cmd, *out, mf, model_path)) != 0) {
         gmm_mdl_free(*out);
         *out = NULL;
