@@ -240,6 +240,35 @@ done:
     return s;
 }
 
+size_t gmm_mdl_impl_draws_var(const gmm_draws *d, const char *name)
+{
+    size_t v;
+    for (v = 0; v < d->nvar && strcmp(d->name[v], name); v++)
+        ;
+    return v;
+}
+
+void gmm_mdl_impl_draws_theta(const gmm_mdl *m, const gmm_draws *d, double *th)
+{
+    const gmm_objective *o = m->obj;
+    size_t N = d->nchain * d->niter, np = o->nparam;
+    for (size_t k2 = 0; k2 < np; k2++) {
+        size_t v = gmm_mdl_impl_draws_var(d, o->name[k2]);
+        for (size_t k = 0; k < N; k++)
+            th[k * np + k2] = v < d->nvar ? gmm_draws_variable(d, v)[k] : o->value[k2];
+    }
+}
+
+void gmm_mdl_impl_draws_states(const gmm_draws *d, size_t x1, size_t n, double *xs)
+{
+    size_t N = d->nchain * d->niter;
+    for (size_t j = 0; j < n; j++) {
+        const double *col = gmm_draws_variable(d, x1 + j);
+        for (size_t k = 0; k < N; k++)
+            xs[k * n + j] = col[k];
+    }
+}
+
 gmm_status gmm_mdl_predict_draws_at(gmm_mdl *m, const gmm_draws *d, const char *dpath,
                                     const double *xq, size_t nq, double level,
                                     gmm_summary_pred *pr)
@@ -248,11 +277,8 @@ gmm_status gmm_mdl_predict_draws_at(gmm_mdl *m, const gmm_draws *d, const char *
     gmm_problem *p = m->prob;
     gmm_objective *o = m->obj;
     size_t n = gmm_latent_dim(m->lat), N = d->nchain * d->niter, np = o->nparam;
-    size_t x1 = d->nvar;
+    size_t x1 = gmm_mdl_impl_draws_var(d, "x[1]");
     double *xs = NULL, *th = NULL;
-    for (size_t v = 0; v < d->nvar && x1 == d->nvar; v++)
-        if (!strcmp(d->name[v], "x[1]"))
-            x1 = v;
     if (x1 == d->nvar || x1 + n > d->nvar)
         return gmm_error(GMM_EINVAL,
                          "%s: no latent states x[1..%zu]: predicting new inputs from draws "
@@ -264,19 +290,8 @@ gmm_status gmm_mdl_predict_draws_at(gmm_mdl *m, const gmm_draws *d, const char *
         s = gmm_error(GMM_ENOMEM, "out of memory");
         goto done;
     }
-    for (size_t j = 0; j < n; j++) {
-        const double *col = gmm_draws_variable(d, x1 + j);
-        for (size_t k = 0; k < N; k++)
-            xs[k * n + j] = col[k];
-    }
-    /* sampled hyperparameters are columns by name; the others the model's */
-    for (size_t k2 = 0; k2 < np; k2++) {
-        size_t v;
-        for (v = 0; v < d->nvar && strcmp(d->name[v], o->name[k2]); v++)
-            ;
-        for (size_t k = 0; k < N; k++)
-            th[k * np + k2] = v < d->nvar ? gmm_draws_variable(d, v)[k] : o->value[k2];
-    }
+    gmm_mdl_impl_draws_states(d, x1, n, xs);
+    gmm_mdl_impl_draws_theta(m, d, th);
     if ((s = gmm_problem_predict_at_draws(p, th, np, xs, N, xq, nq, 1, level, pr)) != GMM_OK)
         goto done;
     /* Gaussian data were centred: f and its interval move back by the

@@ -4,6 +4,7 @@
 #ifndef GMM_MODEL_IMPL_H
 #define GMM_MODEL_IMPL_H
 
+#include "gmm/draws.h"
 #include "gmm/gmrf.h"
 #include "gmm/graph.h"
 #include "gmm/kernel.h"
@@ -41,5 +42,13 @@ struct gmm_mdl {
     gmm_objective *obj;
     gmm_vi *vi;        /* a VI result's q (predictions use it), or NULL */
 };
+
+/* The column named `name` of draws d, or d->nvar. */
+size_t gmm_mdl_impl_draws_var(const gmm_draws *d, const char *name);
+/* th (ndraw x nparam, draw-major): each draw's parameters -- a sampled one
+ * from its column, the others m's values. */
+void gmm_mdl_impl_draws_theta(const gmm_mdl *m, const gmm_draws *d, double *th);
+/* xs (ndraw x n, draw-major) from the n columns of d from x1 on. */
+void gmm_mdl_impl_draws_states(const gmm_draws *d, size_t x1, size_t n, double *xs);
 
 #endif

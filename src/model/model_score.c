@@ -138,15 +138,6 @@ static int cmp_xrow(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* The column named `name` of d, or d->nvar. */
-static size_t draws_var(const gmm_draws *d, const char *name)
-{
-    size_t v;
-    for (v = 0; v < d->nvar && strcmp(d->name[v], name); v++)
-        ;
-    return v;
-}
-
 /* log of the mean of exp(l[0..N)), without overflow. */
 static double log_mean_exp(const double *l, size_t N)
 {
@@ -188,11 +179,7 @@ gmm_status gmm_mdl_score_draws(gmm_mdl *m, const gmm_mdl_test *tt, const gmm_dra
         s = gmm_error(GMM_ENOMEM, "out of memory");
         goto done;
     }
-    for (size_t k2 = 0; k2 < np; k2++) {
-        size_t v = draws_var(d, o->name[k2]);
-        for (size_t k = 0; k < N; k++)
-            th[k * np + k2] = v < d->nvar ? gmm_draws_variable(d, v)[k] : o->value[k2];
-    }
+    gmm_mdl_impl_draws_theta(m, d, th);
     for (size_t k = 0; k < N; k++)
         if ((s = gmm_problem_lik_at(p, th + k * np, &lik[k])) != GMM_OK) {
             char why[GMM_ERROR_MAX];
@@ -200,7 +187,7 @@ gmm_status gmm_mdl_score_draws(gmm_mdl *m, const gmm_mdl_test *tt, const gmm_dra
             s = gmm_error(GMM_EINVAL, "%s: draw %zu: %s", dpath, k + 1, why);
             goto done;
         }
-    size_t x1 = inputs ? draws_var(d, "x[1]") : d->nvar;
+    size_t x1 = inputs ? gmm_mdl_impl_draws_var(d, "x[1]") : d->nvar;
     int states = x1 < d->nvar && x1 + nlat <= d->nvar;
     if (states) {
         char name[48];
@@ -217,11 +204,7 @@ gmm_status gmm_mdl_score_draws(gmm_mdl *m, const gmm_mdl_test *tt, const gmm_dra
             s = gmm_error(GMM_ENOMEM, "out of memory");
             goto done;
         }
-        for (size_t j = 0; j < nlat; j++) {
-            const double *col = gmm_draws_variable(d, x1 + j);
-            for (size_t k = 0; k < N; k++)
-                xs[k * nlat + j] = col[k];
-        }
+        gmm_mdl_impl_draws_states(d, x1, nlat, xs);
         for (size_t r0 = 0; r0 < n;) {
             size_t nq = 0;
             for (; r0 < n && nq < SCORE_BLOCK; r0++)
@@ -278,7 +261,7 @@ gmm_status gmm_mdl_score_draws(gmm_mdl *m, const gmm_mdl_test *tt, const gmm_dra
             sv = idx[r];
         }
         gmm_mdl_draws_column(m, sv, name);
-        size_t v = draws_var(d, name);
+        size_t v = gmm_mdl_impl_draws_var(d, name);
         if (v == d->nvar) {
             s = gmm_error_at(GMM_EINVAL, r,
                              "%s: no column '%s' (the %s of %s:%zu); draws made with "
