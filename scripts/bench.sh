@@ -17,6 +17,10 @@
 #   graphs, a scrambled 10x20 grid and (not in quick mode) a 1e6-node grid;
 #   with `$GMM_INFER order --help` working, `gmm-infer order` on the same
 #   graphs beside it, its bandwidth and profile recomputed from its permutation.
+# - scripts/bench_glmer.R: `gmm-infer fit` of a 1e5-row Poisson model with
+#   three covariates and a 1000-level iid term against lme4's glmer on the
+#   same data, side by side with the ratio (BENCH_QUICK: 2e4 rows, 200
+#   levels); skipped when Rscript or lme4 is missing.
 #
 # One BLAS thread throughout.  A subcommand the binary does not have yet is
 # reported as 'skipped: ...', never a failure; a baseline that fails its own
@@ -77,3 +81,14 @@ if [ -n "$gmm" ] && [ -x "$gmm" ]; then
 fi
 # shellcheck disable=SC2086 # $rcm_quick and $order_opt are one word or none
 "$py" "$here/bench_rcm.py" --budget "$budget" $rcm_quick $order_opt
+
+echo "== formula fit against lme4's glmer"
+if [ -z "$gmm" ] || [ ! -x "$gmm" ]; then
+    echo "skipped: glmer comparison (no gmm-infer)"
+elif ! Rscript -e 'suppressPackageStartupMessages(library(lme4))' >/dev/null 2>&1; then
+    echo "skipped: glmer comparison (Rscript or lme4 missing: apt-get install r-cran-lme4)"
+elif [ -n "${BENCH_QUICK:-}" ]; then
+    Rscript "$here/bench_glmer.R" "$gmm" 20000 200
+else
+    Rscript "$here/bench_glmer.R" "$gmm"
+fi

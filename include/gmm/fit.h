@@ -137,4 +137,14 @@ typedef struct {
  * reports converged with 0 iterations. */
 gmm_status gmm_fit(gmm_objective *obj, const gmm_fit_params *params, gmm_fit_result *res);
 
+/* Standard errors at obj->value (a maximum): the observed information H,
+ * the Hessian of -loglik over the free parameters (positive ones on the log
+ * scale) from central differences of the exact gradient (2 nfree
+ * evaluations), and se[k] = sqrt((H^-1)_kk) -- for a positive parameter
+ * multiplied by its value (the delta method back to its own scale).  se:
+ * nparam entries, NAN for fixed parameters.  Errors: GMM_ENOTPD (H not
+ * positive definite: not at a maximum, or a parameter not identified), the
+ * objective's status at a difference point, GMM_ENOMEM (nfree^2 doubles). */
+gmm_status gmm_fit_std_errors(gmm_objective *obj, double *se);
+
 #endif

@@ -75,6 +75,11 @@ gmm_status gmm_graph_from_edges(size_t n, size_t m, const size_t *ei, const size
 gmm_status gmm_graph_read_table(const gmm_table *t, const char *col_i, const char *col_j,
                                 const char *col_len, int len_optional, gmm_graph **out);
 
+/* A labelled graph with no nodes and no edges, for nodes that are only
+ * levels of a column (an iid effect): gmm_graph_attach_nodes adds them, in
+ * order of first appearance.  GMM_ENOMEM. */
+gmm_status gmm_graph_empty(gmm_graph **out);
+
 void gmm_graph_free(gmm_graph *g); /* NULL-safe */
 
 /* ---- nodes ------------------------------------------------------------------- */

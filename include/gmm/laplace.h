@@ -2,7 +2,7 @@
  * non-Gaussian likelihood (Rasmussen & Williams, Algorithms 3.1 and 5.1;
  * Rue, Martino & Chopin 2009), in banded form: linear in n.
  *
- *   x ~ N(0, Q^-1),  f_i = b + h_i' x[o_i .. o_i + width),
+ *   x ~ N(0, Q^-1),  f_i = b + s_i + h_i' x[o_i .. o_i + width),
  *   y_i ~ p(y_i | f_i, phi)   (likelihood.h; e_i the exposure)
  *
  * Newton iterations to the mode x^ of Psi(x) = sum_i log p(y_i | f_i) -
@@ -30,13 +30,15 @@
 
 /* The observations: nobs rows, row i reading x[offset[i] .. + width) with
  * coefficients coef[i width .. + width), outcome y[i] (finite, valid for the
- * likelihood), exposure e[i] (e NULL: 1). */
+ * likelihood), exposure e[i] (e NULL: 1), and a fixed shift s_i of its
+ * linear predictor, shift[i] (shift NULL: 0; the fixed effects X_i beta). */
 typedef struct {
     size_t nobs, width;
     const size_t *offset;
     const double *coef;
     const double *y;
     const double *e;
+    const double *shift;
 } gmm_laplace_obs;
 
 typedef struct {
@@ -75,9 +77,10 @@ size_t gmm_laplace_iterations(const gmm_laplace *w);
  * Qbar (SYMMETRIC, bandwidth >= kl, band.h convention) += dlogq/dQ, without
  * the log|Q|/2 term when the eval was given logdet_q (the caller then adds
  * 1/2 dlog|Q|); *bbar += dlogq/db; parbar (nparam of lik) += dlogq/dphi;
- * coefbar (nobs x width) += dlogq/dh.  Any may be NULL.  O(n cov_kl^2). */
+ * coefbar (nobs x width) += dlogq/dh; shiftbar (nobs) += dlogq/ds_i.  Any
+ * may be NULL.  O(n cov_kl^2). */
 gmm_status gmm_laplace_grad(gmm_laplace *w, gmm_band *Qbar, double *bbar, double *parbar,
-                            double *coefbar);
+                            double *coefbar, double *shiftbar);
 
 /* After a successful eval: the mode (n, or NULL) and the band of the
  * Laplace posterior covariance P^-1 (SYMMETRIC, bandwidth <= cov_kl of the

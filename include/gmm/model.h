@@ -51,6 +51,17 @@ typedef enum {
 typedef void (*gmm_mdl_report_fn)(void *user, gmm_mdl_report kind, const char *text);
 
 typedef struct {
+    /* A formula (formula.h), 'RESPONSE ~ TERMS' with one f() term, or NULL.
+     * Without values it replaces kernel, precision, graph, x, y and node
+     * (which must be NULL: a usage error); f(NAME, 'SPEC') is a kernel on
+     * input column NAME, f(NAME, 'SPEC', graph=EDGES.csv) a graph precision
+     * on node column NAME, f(NAME, iid) one N(0, variance) effect per level
+     * of NAME (the precision iid on a graph of the levels, no edges).  With
+     * values (a model file) those fields come from the file and the formula
+     * gives the fixed effects and the kind of latent.  Covariates and
+     * factor levels become coefficients (problem.h); a Gaussian model with
+     * any of them is not centred but has an intercept coefficient. */
+    const char *formula;
     /* Latent: a kernel spec, or a precision spec with its edge list. */
     const char *kernel;        /* "matern32 + ..."; NULL with precision */
     const char *precision;     /* "edge-ou(...)"; set for a graph model */
@@ -102,8 +113,9 @@ typedef struct {
      * parameter, edge columns): the caller's mistake, not the data's */
     int usage;
     /* a spec's syntax or values: its key ("kernel", "precision",
-     * "likelihood"), its text (points into the spec) and the offset of the
-     * error in it; text NULL otherwise */
+     * "likelihood", "formula": an error inside a formula's f() spec points
+     * into the formula), its text (points into the spec) and the offset of
+     * the error in it; text NULL otherwise */
     const char *spec_key;
     const char *spec_text;
     size_t spec_pos;
@@ -142,6 +154,9 @@ gmm_status gmm_mdl_fit_check(const gmm_mdl *m);
 gmm_objective *gmm_mdl_objective(gmm_mdl *m);
 gmm_problem *gmm_mdl_problem(gmm_mdl *m);
 size_t gmm_mdl_nobs(const gmm_mdl *m);
+/* The coefficients (problem.h): the last ncoef parameters of the
+ * objective, named "intercept", "coef.NAME" and "coef.NAME[LEVEL]". */
+size_t gmm_mdl_ncoef(const gmm_mdl *m);
 /* "exact" (Gaussian) or "laplace"; "vi" when q is attached. */
 const char *gmm_mdl_approximation(const gmm_mdl *m);
 const char *gmm_mdl_posterior_kind(const gmm_mdl *m);

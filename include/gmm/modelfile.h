@@ -4,6 +4,9 @@
  *   {
  *     "format_version": 1,              GMM_FORMAT_VERSION (version.h)
  *     "tool_version": "0.1.0",          GMM_VERSION of the writer
+ *     "formula": "y ~ x + f(t, 'matern32')",   optional: the model as a
+ *                                       formula (model.h), whose fixed
+ *                                       terms and latent kind it gives
  *     "kernel": "matern32(variance=2.5, lengthscale=0.7) + ...",
  *         -- or, for graph models, "precision": "edge-ou(...)"; exactly one
  *     "parameters": {"0.matern32.variance": 2.5, ..., "noise.variance": 0.1},
@@ -14,12 +17,18 @@
  *     "converged": true,
  *     "stop": "gradient",               fit's stopping test (gmm_fit_result);
  *                                       optional, not read back
+ *     "std_errors": {"intercept": 0.13, "coef.x1": 0.04},  fit's standard
+ *                                       errors of the coefficients, from
+ *                                       the observed information
+ *                                       (gmm_fit_std_errors); optional,
+ *                                       not read back
  *     "data": {"file": "data/co2.csv", "x": "decimal_year", "y": "co2_ppm",
  *              "node": null, "exposure": null},
  *         -- and "trials": "n" for a binomial likelihood with trials (absent
  *            otherwise)
  *     "graph": "edges.csv",             graph models only (required with
- *                                       "precision")
+ *                                       "precision" unless a formula's
+ *                                       f(NAME, iid) makes the graph)
  *     "merge_tol": 1e-3,                state-space only, when > 0
  *     "edge_cols": ["i", "j", "length"] optional; the last may be null
  *     "elbo": -123.4, "variational": {"file": "m.q.csv", "bandwidth": 3}
@@ -46,6 +55,7 @@
 typedef struct {
     int format_version;   /* read: as found; write: GMM_FORMAT_VERSION is written */
     char *tool_version;   /* read: as found; write: ignored, GMM_VERSION is written */
+    char *formula;        /* the model's formula, or NULL */
     char *kernel;         /* state-space kernel spec with values, or NULL */
     char *precision;      /* graph precision spec, or NULL (exactly one set) */
     size_t nparam;
@@ -59,6 +69,9 @@ typedef struct {
     int converged;
     const char *stop;     /* write: "stop" when not NULL (borrowed); read:
                            * always NULL (informational only) */
+    const double *std_error; /* write: nparam values (borrowed), "std_errors"
+                              * holds the finite ones; NULL: none.  read:
+                              * always NULL */
     struct {
         char *file;       /* required */
         char *x, *y;      /* column names, or NULL */

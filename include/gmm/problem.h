@@ -5,9 +5,13 @@
  * posterior of the latents it implies, with predictions of f.
  *
  * PARAMETERS, in this order: the latent model's (gmm_latent_param_name),
- * the likelihood's ("likelihood.<param>"), then "intercept" for a
- * non-Gaussian likelihood unless it was dropped: f_i = b + (H x)_i.
- * Gaussian data are centred by the caller instead (no intercept).
+ * the likelihood's ("likelihood.<param>"), then the ncoef coefficients beta
+ * of a design X (nrows x ncoef): f_r = X_r beta + (H x)_r.  The intercept
+ * is the coefficient of a column of ones ("intercept"); covariates and
+ * factor levels are further columns.  Coefficients are parameters of the
+ * marginal likelihood (maximum likelihood, as lme4), not latents.  A
+ * Gaussian model without covariates has its data centred by the caller
+ * instead (no coefficient).
  */
 #ifndef GMM_PROBLEM_H
 #define GMM_PROBLEM_H
@@ -32,6 +36,24 @@ typedef struct gmm_problem gmm_problem;
  * evaluations do not allocate.  GMM_ENOMEM. */
 gmm_status gmm_problem_alloc(gmm_latent *lat, const gmm_lik *lik, const double *y,
                              const double *e, int intercept, double b0, gmm_problem **out);
+
+/* The fixed effects of a problem: ncoef columns of X (nrows x ncoef,
+ * row-major, finite), named name[k] (< 64 bytes), starting at start[k]. */
+typedef struct {
+    size_t ncoef;
+    const double *X;
+    const char *const *name;
+    const double *start;
+} gmm_problem_design;
+
+/* As gmm_problem_alloc with a design d (copied; NULL or ncoef 0: none),
+ * for any likelihood (the Gaussian's marginal likelihood then has the
+ * gradient X'(K + noise I)^-1 (y - X beta) in beta, from the posterior
+ * mean at the rows).  Errors as gmm_problem_alloc; GMM_EINVAL for a
+ * non-finite X or start. */
+gmm_status gmm_problem_alloc_design(gmm_latent *lat, const gmm_lik *lik, const double *y,
+                                    const double *e, const gmm_problem_design *d,
+                                    gmm_problem **out);
 void gmm_problem_free(gmm_problem *p); /* NULL-safe */
 
 /* The objective (names, values = starting values, positive flags, none
@@ -40,7 +62,16 @@ void gmm_problem_free(gmm_problem *p); /* NULL-safe */
 gmm_objective *gmm_problem_objective(gmm_problem *p);
 /* Nonzero for the exact (Gaussian) marginal likelihood. */
 int gmm_problem_exact(const gmm_problem *p);
-int gmm_problem_has_intercept(const gmm_problem *p);
+/* The number of coefficients: the last ncoef parameters. */
+size_t gmm_problem_ncoef(const gmm_problem *p);
+/* Nonzero when every row's offset X_r beta is the same (no coefficient, or
+ * the intercept alone), so that f at a node or a new input is b + f
+ * without covariate values; *b (may be NULL) gets b at theta. */
+int gmm_problem_offset_constant(const gmm_problem *p, const double *theta, double *b);
+/* off[r] = X_r beta at theta, for every data row (nrows). */
+void gmm_problem_offsets(const gmm_problem *p, const double *theta, double *off);
+/* thetabar[coefficient k] += sum_r offbar[r] X_rk (offbar: nrows). */
+void gmm_problem_offsets_rev(const gmm_problem *p, const double *offbar, double *thetabar);
 const gmm_latent *gmm_problem_latent(const gmm_problem *p);
 /* The same latent for methods that evaluate it (vi.h): it was lent to
  * gmm_problem_alloc as a modifiable object. */
@@ -68,10 +99,12 @@ size_t gmm_problem_nobs(const gmm_problem *p);
 gmm_status gmm_problem_posterior(gmm_problem *p, const double *theta, double *mean,
                                  gmm_band *cov);
 
-/* Posterior mean and variance of the linear predictor b + f at theta:
+/* Posterior mean and variance of the linear predictor X beta + f at theta:
  * at every data row (nrows), at every node of a graph latent (n, graph
  * numbering), or at new inputs of a state-space latent.  Errors as
- * gmm_problem_posterior; GMM_EINVAL where the family has no such sites. */
+ * gmm_problem_posterior; GMM_EINVAL where the family has no such sites,
+ * and at nodes and new inputs when the offset is not constant (covariate
+ * values there are unknown: gmm_problem_offset_constant). */
 gmm_status gmm_problem_predict_rows(gmm_problem *p, const double *theta, double *mean,
                                     double *var);
 gmm_status gmm_problem_predict_nodes(gmm_problem *p, const double *theta, double *mean,
@@ -137,7 +170,7 @@ gmm_status gmm_problem_whitened_start(gmm_problem *p, const double *theta, doubl
 
 /* A prior on one parameter: lognormal(mu, sigma) on a positive parameter
  * (its log u is N(mu, sigma^2), and u is what is sampled), normal(mu,
- * sigma) on the intercept (sampled as it is). */
+ * sigma) on a coefficient (sampled as it is). */
 typedef enum { GMM_PRIOR_LOGNORMAL = 1, GMM_PRIOR_NORMAL = 2 } gmm_prior_kind;
 typedef struct {
     gmm_prior_kind kind;
@@ -146,7 +179,7 @@ typedef struct {
 
 /* Sample the parameters with sampled[k] != 0 (nparam flags; a fixed one
  * keeps theta[k]) jointly with v, under priors[k] (lognormal for positive
- * parameters, normal for the intercept: GMM_EINVAL otherwise).  theta and
+ * parameters, normal for coefficients: GMM_EINVAL otherwise).  theta and
  * priors are copied.  Errors: GMM_EINVAL (a bad prior), GMM_ENOMEM. */
 gmm_status gmm_problem_joint_setup(gmm_problem *p, const double *theta, const int *sampled,
                                    const gmm_prior *priors);
@@ -155,7 +188,7 @@ gmm_status gmm_problem_joint_setup(gmm_problem *p, const double *theta, const in
 size_t gmm_problem_joint_dim(const gmm_problem *p);
 /* lp = log p(y | b + H W(theta) v) - |v|^2/2 + sum_k log prior(u_k) and its
  * gradient in q (through the whitening's and the observation rows' reverse
- * modes in theta, the likelihood's parameter gradient and the intercept).
+ * modes in theta, the likelihood's parameter gradient and the coefficients).
  * Each call re-does the whitening setup at theta(q): O(n kl) plus the
  * family's setup (graphs: a banded Cholesky, O(n kl^2)).  A theta outside
  * the domain or a non-finite density is GMM_EDOM. */

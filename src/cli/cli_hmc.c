@@ -220,7 +220,7 @@ int cli_hmc_priors(const char *cmd, gmm_mdl *m, const char **args, size_t nargs,
     gmm_problem *p = gmm_mdl_problem(m);
     const gmm_objective *o = gmm_problem_objective(p);
     size_t np = o->nparam;
-    int has_b = gmm_problem_has_intercept(p);
+    size_t c0 = np - gmm_problem_ncoef(p); /* coefficients: normal priors */
     *sampled = gmm_calloc(np ? np : 1, sizeof **sampled);
     *priors = gmm_calloc(np ? np : 1, sizeof **priors);
     if (!*sampled || !*priors)
@@ -249,7 +249,7 @@ int cli_hmc_priors(const char *cmd, gmm_mdl *m, const char **args, size_t nargs,
                     k < np ? " (it is held by --fix)" : "");
             return CLI_EXIT_USAGE;
         }
-        int is_b = has_b && k == np - 1;
+        int is_b = k >= c0;
         if (strcmp(kind, is_b ? "normal" : "lognormal")) {
             cli_msg(cmd, "--prior: %s takes a %s prior", name, is_b ? "normal" : "lognormal");
             return CLI_EXIT_USAGE;

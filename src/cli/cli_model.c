@@ -19,6 +19,12 @@
 #include "gmm/ssm.h"
 
 static const char options_help[] =
+    "Model as a formula (man page: Formulas):\n"
+    "  --formula 'Y ~ TERMS'  terms joined by +: 1 (default), 0 or -1 (no\n"
+    "                      intercept), NAME (covariate), factor(NAME), and one\n"
+    "                      f(NAME, MODEL, ...): a kernel spec ('matern32') on\n"
+    "                      input NAME, a precision spec with graph=EDGES.csv on\n"
+    "                      node NAME, or iid (one N(0, variance) effect per level)\n"
     "Model (state-space GP):\n"
     "  --kernel SPEC       kernel spec, e.g. 'matern32 + quasiperiodic(period=1)'\n"
     "                      (default: " CLI_DEFAULT_KERNEL ",\n"
@@ -120,6 +126,7 @@ int cli_model_opt(cli_model_opts *o, const char *cmd, int c, const char *arg)
         o->given++;
     switch (c) {
     case CLI_OPT_KERNEL: o->kernel = arg; return once(o, cmd, c, "kernel");
+    case CLI_OPT_FORMULA: o->formula = arg; return once(o, cmd, c, "formula");
     case CLI_OPT_GRAPH: o->graph = arg; return once(o, cmd, c, "graph");
     case CLI_OPT_PRECISION: o->precision = arg; return once(o, cmd, c, "precision");
     case CLI_OPT_EDGE_COLS: o->edge_cols = arg; return once(o, cmd, c, "edge-cols");
@@ -306,7 +313,7 @@ int cli_model_load(const char *cmd, const cli_model_opts *o, gmm_mdl **out)
         return CLI_EXIT_USAGE;
     }
     int rc = 0;
-    report_ctx r = {cmd, o->quiet, o->verbose, 0, !o->graph && !o->kernel};
+    report_ctx r = {cmd, o->quiet, o->verbose, 0, !o->graph && !o->kernel && !o->formula};
     gmm_mdl_spec s;
     gmm_mdl_spec_init(&s);
     char *cols = o->edge_cols ? gmm_malloc(strlen(o->edge_cols) + 1, 1) : NULL;
@@ -317,7 +324,8 @@ int cli_model_load(const char *cmd, const cli_model_opts *o, gmm_mdl **out)
     }
     if (o->edge_cols && (rc = split_edge_cols(cmd, o->edge_cols, cols, s.edge_cols)) != 0)
         goto done;
-    s.kernel = o->graph ? o->kernel : o->kernel ? o->kernel : CLI_DEFAULT_KERNEL;
+    s.formula = o->formula;
+    s.kernel = o->graph || o->formula ? o->kernel : o->kernel ? o->kernel : CLI_DEFAULT_KERNEL;
     s.precision = o->precision;
     s.graph = o->graph;
     s.strict_nodes = o->strict_nodes;
@@ -335,7 +343,7 @@ int cli_model_load(const char *cmd, const cli_model_opts *o, gmm_mdl **out)
     s.no_intercept = o->no_intercept;
     s.no_center = o->no_center;
     /* the default kernel's period is held unless --free-period */
-    if (!o->graph && !o->kernel && !o->free_period)
+    if (!o->graph && !o->kernel && !o->formula && !o->free_period)
         fix[s.nfix++] = CLI_DEFAULT_KERNEL_FIXED;
     for (size_t k = 0; k < o->nfix; k++)
         fix[s.nfix++] = o->fix[k];
@@ -405,11 +413,13 @@ int cli_model_from_file(const char *cmd, const gmm_model *mf, const char *model_
     *out = NULL;
     if (!data && (rc = resolve_path(cmd, model_path, "data file", mf->data.file, &data_file)) != 0)
         goto done;
-    if (graph && (rc = resolve_path(cmd, model_path, "edge list", mf->graph, &graph_file)) != 0)
+    if (graph && mf->graph &&
+        (rc = resolve_path(cmd, model_path, "edge list", mf->graph, &graph_file)) != 0)
         goto done;
     report_ctx r = {cmd, 0, verbose, 1, 0};
     gmm_mdl_spec s;
     gmm_mdl_spec_init(&s);
+    s.formula = mf->formula;
     s.kernel = mf->kernel;
     s.precision = mf->precision;
     s.graph = graph_file;

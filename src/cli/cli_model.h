@@ -22,6 +22,7 @@
 
 typedef struct {
     const char *data;       /* DATA.csv (positional) */
+    const char *formula;    /* --formula 'RESPONSE ~ TERMS' */
     const char *kernel;     /* --kernel SPEC */
     const char *graph;      /* --graph EDGES.csv */
     const char *precision;  /* --precision SPEC */
@@ -69,6 +70,7 @@ enum {
     CLI_OPT_INTERCEPT,
     CLI_OPT_NO_INTERCEPT,
     CLI_OPT_TRIALS,
+    CLI_OPT_FORMULA,
     CLI_OPT_VERBOSE,
     CLI_OPT_FACTOR, /* after VERBOSE: a numerical choice, allowed with --model */
     CLI_OPT_FIRST_COMMAND /* commands number their own options from here */
@@ -77,6 +79,7 @@ enum {
 /* The long options above, for a command's getopt_long table. */
 #define CLI_MODEL_LONGOPTS                                                                       \
     {"kernel", required_argument, NULL, CLI_OPT_KERNEL},                                        \
+        {"formula", required_argument, NULL, CLI_OPT_FORMULA},                                  \
         {"graph", required_argument, NULL, CLI_OPT_GRAPH},                                      \
         {"precision", required_argument, NULL, CLI_OPT_PRECISION},                              \
         {"edge-cols", required_argument, NULL, CLI_OPT_EDGE_COLS},                              \

@@ -59,6 +59,7 @@ int cmd_fit(int argc, char **argv)
     int c, rc = 0;
     gmm_mdl *m = NULL;
     char *scratch = NULL;
+    double *se = NULL;
     size_t v;
 
     optind = 1;
@@ -141,9 +142,24 @@ int cmd_fit(int argc, char **argv)
         cli_msg(cmd, "warning: %zu of %zu starts failed at their starting point",
                 res.failed_starts, fp.restarts);
 
+    /* the coefficients' standard errors (the others are not reported: a
+     * variance's is a poor summary of its uncertainty) */
+    size_t np = obj->nparam, nc = gmm_mdl_ncoef(m);
+    if (nc && (se = gmm_malloc(np, sizeof *se)) == NULL) {
+        rc = cli_fail(cmd, GMM_ENOMEM);
+        goto done;
+    }
+    if (nc && (s = gmm_fit_std_errors(obj, se)) != GMM_OK) {
+        cli_msg(cmd, "warning: no standard errors: %s", gmm_error_message());
+        gmm_free(se);
+        se = NULL;
+    }
+    for (size_t k = 0; se && k < np - nc; k++)
+        se[k] = NAN;
     gmm_model mf;
     if ((rc = cli_model_describe(cmd, m, &mf, &scratch)) != 0)
         goto done;
+    mf.std_error = se;
     mf.loglik = res.loglik;
     mf.iterations = res.iterations;
     mf.converged = res.converged;
@@ -158,6 +174,7 @@ int cmd_fit(int argc, char **argv)
         (void)cli_model_factorisation(cmd, m, 1); /* of the last evaluation */
 done:
     gmm_free(scratch);
+    gmm_free(se);
     gmm_mdl_free(m);
     cli_model_opts_free(&o);
     return rc;

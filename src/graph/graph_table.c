@@ -6,6 +6,25 @@
 #include "gmm/alloc.h"
 #include "graph_priv.h"
 
+gmm_status gmm_graph_empty(gmm_graph **out)
+{
+    if (!out)
+        return gmm_error(GMM_EINVAL, "graph: NULL argument to gmm_graph_empty");
+    gmm_graph *g = gmm_calloc(1, sizeof *g);
+    if (g) {
+        g->labels = graph_labels_alloc(16);
+        g->ptr = gmm_calloc(2, sizeof *g->ptr);
+    }
+    if (!g || !g->labels || !g->ptr) {
+        gmm_graph_free(g);
+        *out = NULL;
+        return gmm_error(GMM_ENOMEM, "graph: out of memory");
+    }
+    g->labels->ptr_cap = 2;
+    *out = g;
+    return GMM_OK;
+}
+
 gmm_status gmm_graph_read_table(const gmm_table *t, const char *col_i, const char *col_j,
                                 const char *col_len, int len_optional, gmm_graph **out)
 {

@@ -191,14 +191,13 @@ static int line_search_stop(int ret)
  * differences of the gradient at steps of step max(1, |u0_k|); the Newton
  * direction H^{-1} g0 into dir (nfree) unless NULL.  0 when it cannot be
  * computed (an evaluation failed, H not positive definite, no memory). */
-static int newton_gain(run_ctx *c, double step, double *gain, double *dir)
+/* H (nf x nf, with 3 nf doubles of workspace after it) = the Hessian of
+ * -loglik at u0 from central differences of the gradient at steps of step
+ * max(1, |u0_k|), symmetrised, and then its lower Cholesky factor in
+ * place.  0 when an evaluation fails or H is not positive definite. */
+static int hessian_chol(run_ctx *c, const double *u0, double step, double *H)
 {
     size_t nf = c->nfree;
-    const double *u0 = c->lb.u0, *g0 = c->lb.g0;
-    int ok = 0;
-    double *H = gmm_malloc(nf * nf + 3 * nf, sizeof *H);
-    if (!H)
-        return 0;
     double *u = H + nf * nf, *gp = u + nf, *gm = gp + nf;
     double f;
     for (size_t k = 0; k < nf; k++) {
@@ -206,10 +205,10 @@ static int newton_gain(run_ctx *c, double step, double *gain, double *dir)
         memcpy(u, u0, nf * sizeof *u);
         u[k] = u0[k] + h;
         if (!eval_min(c, u, &f, gp))
-            goto done;
+            return 0;
         u[k] = u0[k] - h;
         if (!eval_min(c, u, &f, gm))
-            goto done;
+            return 0;
         for (size_t i = 0; i < nf; i++)
             H[i * nf + k] = (gp[i] - gm[i]) / (2.0 * h);
     }
@@ -222,7 +221,7 @@ static int newton_gain(run_ctx *c, double step, double *gain, double *dir)
         for (size_t k = 0; k < j; k++)
             d -= H[j * nf + k] * H[j * nf + k];
         if (!(d > 0.0) || !isfinite(d))
-            goto done;
+            return 0;
         d = sqrt(d);
         H[j * nf + j] = d;
         for (size_t i = j + 1; i < nf; i++) {
@@ -232,6 +231,20 @@ static int newton_gain(run_ctx *c, double step, double *gain, double *dir)
             H[i * nf + j] = v / d;
         }
     }
+    return 1;
+}
+
+static int newton_gain(run_ctx *c, double step, double *gain, double *dir)
+{
+    size_t nf = c->nfree;
+    const double *g0 = c->lb.g0;
+    int ok = 0;
+    double *H = gmm_malloc(nf * nf + 3 * nf, sizeof *H);
+    if (!H)
+        return 0;
+    double *u = H + nf * nf;
+    if (!hessian_chol(c, c->lb.u0, step, H))
+        goto done;
     /* gain = |L^{-1} g|^2 / 2 (f is -loglik, so this is in loglik units). */
     double g2 = 0.0;
     for (size_t i = 0; i < nf; i++) {
@@ -512,5 +525,69 @@ done:
     infer_lbfgs_free(&c.lb);
     gmm_free(init);
     gmm_free(best);
+    return st;
+}
+
+gmm_status gmm_fit_std_errors(gmm_objective *obj, double *se)
+{
+    if (!obj || !obj->eval || !se)
+        return gmm_error(GMM_EINVAL, "fit: NULL argument to gmm_fit_std_errors");
+    size_t np = obj->nparam, nf = 0;
+    for (size_t i = 0; i < np; i++) {
+        se[i] = NAN;
+        nf += !obj->fixed[i];
+    }
+    if (nf == 0)
+        return GMM_OK;
+    run_ctx c;
+    memset(&c, 0, sizeof c);
+    size_t *idx = gmm_malloc(nf, sizeof *idx);
+    double *theta = gmm_malloc(np, sizeof *theta), *grad = gmm_malloc(np, sizeof *grad);
+    double *u0 = gmm_malloc(nf, sizeof *u0), *H = gmm_malloc(nf * nf + 3 * nf, sizeof *H);
+    gmm_status st = GMM_OK;
+    if (!idx || !theta || !grad || !u0 || !H) {
+        st = gmm_error(GMM_ENOMEM, "fit: out of memory for the Hessian of %zu parameters", nf);
+        goto done;
+    }
+    memcpy(theta, obj->value, np * sizeof *theta);
+    for (size_t i = 0, k = 0; i < np; i++)
+        if (!obj->fixed[i]) {
+            idx[k] = i;
+            u0[k++] = obj->positive[i] ? log(obj->value[i]) : obj->value[i];
+        }
+    c.obj = obj;
+    c.nfree = nf;
+    c.idx = idx;
+    c.theta = theta;
+    c.grad = grad;
+    /* the Hessian of -loglik on the optimisation scale: its inverse is the
+     * covariance of the estimates there, and the block of the coefficients
+     * does not depend on how the others are parameterised */
+    if (!hessian_chol(&c, u0, NEWTON_STEP, H)) {
+        st = c.fail_status ? c.fail_status
+                           : gmm_error(GMM_ENOTPD, "the observed information is not positive "
+                                                   "definite: the fit is not at a maximum");
+        goto done;
+    }
+    double *z = H + nf * nf;
+    for (size_t k = 0; k < nf; k++) {
+        /* z = L^{-1} e_k: the variance is |z|^2, the diagonal of H^{-1} */
+        double v2 = 0.0;
+        for (size_t i = 0; i < nf; i++) {
+            double v = i == k ? 1.0 : 0.0;
+            for (size_t j = k; j < i; j++)
+                v -= H[i * nf + j] * z[j];
+            z[i] = i < k ? 0.0 : v / H[i * nf + i];
+            v2 += z[i] * z[i];
+        }
+        size_t i = idx[k];
+        se[i] = sqrt(v2) * (obj->positive[i] ? obj->value[i] : 1.0);
+    }
+done:
+    gmm_free(idx);
+    gmm_free(theta);
+    gmm_free(grad);
+    gmm_free(u0);
+    gmm_free(H);
     return st;
 }

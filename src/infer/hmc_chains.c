@@ -51,10 +51,10 @@ void gmm_hmc_default_priors(gmm_problem *p, int *sampled, gmm_prior *prior)
 {
     const gmm_objective *o = gmm_problem_objective(p);
     size_t np = o->nparam;
-    int has_b = gmm_problem_has_intercept(p);
+    size_t c0 = np - gmm_problem_ncoef(p);
     for (size_t k = 0; k < np; k++) {
         sampled[k] = !o->fixed[k];
-        if (has_b && k == np - 1)
+        if (k >= c0)
             prior[k] = (gmm_prior){GMM_PRIOR_NORMAL, o->value[k], 2.0};
         else
             prior[k] = (gmm_prior){GMM_PRIOR_LOGNORMAL, o->value[k] > 0 ? log(o->value[k]) : 0.0,

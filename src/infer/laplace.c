@@ -126,7 +126,7 @@ static double psi(gmm_laplace *w, const double *x)
     for (size_t i = 0; i < ob->nobs; i++) {
         const double *h = ob->coef + i * ob->width;
         const double *xo = x + ob->offset[i];
-        double f = w->b;
+        double f = w->b + (ob->shift ? ob->shift[i] : 0.0);
         for (size_t a = 0; a < ob->width; a++)
             f += h[a] * xo[a];
         gmm_lik_eval(w->lik, ob->y[i], ob->e ? ob->e[i] : 1.0, f, out, NULL);
@@ -353,7 +353,7 @@ static void add_sym(gmm_band *Qbar, double alpha, const gmm_band *S)
 }
 
 gmm_status gmm_laplace_grad(gmm_laplace *w, gmm_band *Qbar, double *bbar, double *parbar,
-                            double *coefbar)
+                            double *coefbar, double *shiftbar)
 {
     gmm_status st;
     if (!w || !w->valid)
@@ -404,6 +404,8 @@ gmm_status gmm_laplace_grad(gmm_laplace *w, gmm_band *Qbar, double *bbar, double
         double ci = w->g[i] + 0.5 * w->s[i] * w->t[i] - w->w[i] * u;
         if (bbar)
             *bbar += ci;
+        if (shiftbar)
+            shiftbar[i] += ci;
         if (parbar && np) {
             gmm_lik_eval(w->lik, ob->y[i], ob->e ? ob->e[i] : 1.0, w->f[i], out, dpar);
             for (size_t k = 0; k < np; k++)

@@ -17,8 +17,15 @@ struct gmm_problem {
     const gmm_lik *lik0;
     gmm_lik lik;          /* values of the current evaluation */
     size_t nrows, n, nl, np, nparam, width, nobs;
-    int exact, intercept;
+    int exact;
     double *y, *e;        /* nrows (e NULL: no exposure) */
+    /* fixed effects: the last ncoef parameters, design X (nrows x ncoef) */
+    size_t ncoef, c0;     /* c0 = nparam - ncoef */
+    int const_off;        /* X is empty or a column of ones */
+    double *X;
+    double *off, *offbar; /* nrows each: X beta, and its adjoint */
+    double *oshift, *oshiftbar; /* observed rows' X beta and adjoint (Laplace) */
+    double *ry, *rx;      /* exact: y - X beta (nrows), posterior mean of x (n) */
     /* observed rows, in the latent's row order */
     size_t *orow, *ooff;
     double *oy, *oe, *ocoef, *coef_all, *coefbar_all, *ocoefbar;
@@ -30,7 +37,7 @@ struct gmm_problem {
     int cold;             /* the next Laplace evaluation starts from x = 0 */
     /* whitened log joint: theta fixed by gmm_problem_whiten_setup */
     int wready;
-    double wb;            /* intercept */
+    double *woff;         /* X beta at the setup's theta (nrows) */
     gmm_lik wlik;
     double *wcoef, *wx, *wg; /* nrows x width, n, n */
     /* joint sampling of the hyperparameters */
@@ -48,6 +55,14 @@ void gmm_problem_free(gmm_problem *p)
         return;
     gmm_free(p->y);
     gmm_free(p->e);
+    gmm_free(p->X);
+    gmm_free(p->off);
+    gmm_free(p->offbar);
+    gmm_free(p->oshift);
+    gmm_free(p->oshiftbar);
+    gmm_free(p->ry);
+    gmm_free(p->rx);
+    gmm_free(p->woff);
     gmm_free(p->orow);
     gmm_free(p->ooff);
     gmm_free(p->oy);
@@ -104,10 +119,82 @@ static gmm_status laplace_forward(gmm_problem *p, const double *theta, double *f
     if ((st = gmm_latent_prior(p->lat, theta, p->Q, &ld)))
         return st;
     p->ld = ld;
-    double b = p->intercept ? theta[p->nparam - 1] : 0.0;
+    if (p->ncoef) {
+        gmm_problem_offsets(p, theta, p->off);
+        for (size_t i = 0; i < p->nobs; i++)
+            p->oshift[i] = p->off[p->orow[i]];
+    }
     int warm = !p->cold;
     p->cold = 0;
-    return gmm_laplace_eval(p->lap, p->Q, ld, &p->lobs, &p->lik, b, NULL, warm, NULL, f);
+    return gmm_laplace_eval(p->lap, p->Q, ld, &p->lobs, &p->lik, 0.0, NULL, warm, NULL, f);
+}
+
+/* The Gaussian marginal likelihood of r = y - X beta.  Its gradient in
+ * beta is X'(K + noise I)^-1 r = X'(r - E[f | r]) / noise: the residual
+ * from the posterior mean at the rows, so no dense matrix is formed. */
+static gmm_status exact_eval(gmm_problem *p, const double *theta, double noise, double *f,
+                             double *grad)
+{
+    gmm_status st;
+    const double *y = p->y;
+    if (p->ncoef) {
+        gmm_problem_offsets(p, theta, p->off);
+        for (size_t r = 0; r < p->nrows; r++)
+            p->ry[r] = p->y[r] - p->off[r];
+        y = p->ry;
+    }
+    if ((st = gmm_latent_gaussian(p->lat, theta, y, noise, f, grad, grad ? grad + p->nl : NULL)) ||
+        !grad || !p->ncoef)
+        return st;
+    if ((st = gmm_latent_gaussian_posterior(p->lat, p->rx, NULL)) ||
+        (st = gmm_latent_obs_coef(p->lat, theta, p->coef_all)))
+        return st;
+    const size_t *off = gmm_latent_obs_offset(p->lat);
+    for (size_t r = 0; r < p->nrows; r++) {
+        if (isnan(y[r])) {
+            p->offbar[r] = 0.0;
+            continue;
+        }
+        const double *h = p->coef_all + r * p->width, *x = p->rx + off[r];
+        double fr = 0.0;
+        for (size_t a = 0; a < p->width; a++)
+            fr += h[a] * x[a];
+        p->offbar[r] = (y[r] - fr) / noise;
+    }
+    memset(grad + p->c0, 0, p->ncoef * sizeof *grad);
+    gmm_problem_offsets_rev(p, p->offbar, grad);
+    return GMM_OK;
+}
+
+void gmm_problem_offsets(const gmm_problem *p, const double *theta, double *off)
+{
+    const double *beta = theta + p->c0;
+    for (size_t r = 0; r < p->nrows; r++) {
+        const double *xr = p->X + r * p->ncoef;
+        double s = 0.0;
+        for (size_t k = 0; k < p->ncoef; k++)
+            s += xr[k] * beta[k];
+        off[r] = s;
+    }
+}
+
+void gmm_problem_offsets_rev(const gmm_problem *p, const double *offbar, double *thetabar)
+{
+    double *bb = thetabar + p->c0;
+    for (size_t r = 0; r < p->nrows; r++) {
+        const double *xr = p->X + r * p->ncoef;
+        for (size_t k = 0; k < p->ncoef; k++)
+            bb[k] += xr[k] * offbar[r];
+    }
+}
+
+size_t gmm_problem_ncoef(const gmm_problem *p) { return p->ncoef; }
+
+int gmm_problem_offset_constant(const gmm_problem *p, const double *theta, double *b)
+{
+    if (b)
+        *b = p->ncoef ? theta[p->c0] : 0.0;
+    return p->const_off;
 }
 
 static gmm_status eval(void *ctx, const double *theta, double *f, double *grad)
@@ -120,7 +207,7 @@ static gmm_status eval(void *ctx, const double *theta, double *f, double *grad)
             return gmm_error_at(GMM_EDOM, p->nl, "likelihood.variance = %g must be positive "
                                                  "and finite",
                                 noise);
-        return gmm_latent_gaussian(p->lat, theta, p->y, noise, f, grad, grad ? grad + p->nl : NULL);
+        return exact_eval(p, theta, noise, f, grad);
     }
     if ((st = laplace_forward(p, theta, f)) || !grad)
         return st;
@@ -129,8 +216,10 @@ static gmm_status eval(void *ctx, const double *theta, double *f, double *grad)
     int varies = gmm_latent_obs_varies(p->lat);
     if (varies)
         memset(p->ocoefbar, 0, p->nobs * p->width * sizeof *p->ocoefbar);
-    double bbar = 0.0;
-    if ((st = gmm_laplace_grad(p->lap, p->Qbar, &bbar, grad + p->nl, varies ? p->ocoefbar : NULL)))
+    if (p->ncoef)
+        memset(p->oshiftbar, 0, p->nobs * sizeof *p->oshiftbar);
+    if ((st = gmm_laplace_grad(p->lap, p->Qbar, NULL, grad + p->nl, varies ? p->ocoefbar : NULL,
+                               p->ncoef ? p->oshiftbar : NULL)))
         return st;
     /* log|Q|/2 is ours when the family gave log|Q| (laplace.h) */
     if ((st = gmm_latent_prior_rev(p->lat, p->Qbar, isnan(p->ld) ? 0.0 : 0.5, grad)))
@@ -143,26 +232,59 @@ static gmm_status eval(void *ctx, const double *theta, double *f, double *grad)
         if ((st = gmm_latent_obs_coef_rev(p->lat, theta, p->coefbar_all, grad)))
             return st;
     }
-    if (p->intercept)
-        grad[p->nparam - 1] = bbar;
+    if (p->ncoef) {
+        memset(p->offbar, 0, p->nrows * sizeof *p->offbar);
+        for (size_t i = 0; i < p->nobs; i++)
+            p->offbar[p->orow[i]] = p->oshiftbar[i];
+        gmm_problem_offsets_rev(p, p->offbar, grad);
+    }
     return GMM_OK;
 }
 
 gmm_status gmm_problem_alloc(gmm_latent *lat, const gmm_lik *lik, const double *y,
                              const double *e, int intercept, double b0, gmm_problem **out)
 {
+    if (!lat || !lik || !lik->type || !y || !out)
+        return gmm_error(GMM_EINVAL, "gmm_problem_alloc: NULL argument");
+    if (lik->type->conjugate && intercept)
+        return gmm_error(GMM_EINVAL, "the %s likelihood takes no intercept (its data are "
+                                     "centred instead)",
+                         lik->type->name);
+    if (!intercept)
+        return gmm_problem_alloc_design(lat, lik, y, e, NULL, out);
+    size_t nrows = gmm_latent_nrows(lat);
+    double *ones = gmm_malloc(nrows ? nrows : 1, sizeof *ones);
+    if (!ones)
+        return gmm_error(GMM_ENOMEM, "out of memory for the model");
+    for (size_t r = 0; r < nrows; r++)
+        ones[r] = 1.0;
+    const char *name[] = {"intercept"};
+    gmm_problem_design d = {1, ones, name, &b0};
+    gmm_status st = gmm_problem_alloc_design(lat, lik, y, e, &d, out);
+    gmm_free(ones);
+    return st;
+}
+
+gmm_status gmm_problem_alloc_design(gmm_latent *lat, const gmm_lik *lik, const double *y,
+                                    const double *e, const gmm_problem_design *d,
+                                    gmm_problem **out)
+{
     gmm_status st;
     if (!lat || !lik || !lik->type || !y || !out)
         return gmm_error(GMM_EINVAL, "gmm_problem_alloc: NULL argument");
     *out = NULL;
     int exact = lik->type->conjugate;
-    if (exact && intercept)
-        return gmm_error(GMM_EINVAL, "the %s likelihood takes no intercept (its data are "
-                                     "centred instead)",
-                         lik->type->name);
-    if (intercept && !isfinite(b0))
-        return gmm_error(GMM_EINVAL, "intercept start %g is not finite", b0);
+    size_t ncoef = d ? d->ncoef : 0;
     size_t nrows = gmm_latent_nrows(lat);
+    if (ncoef && (!d->X || !d->name || !d->start))
+        return gmm_error(GMM_EINVAL, "gmm_problem_alloc: NULL design");
+    for (size_t k = 0; k < ncoef; k++)
+        if (!isfinite(d->start[k]))
+            return gmm_error(GMM_EINVAL, "%s start %g is not finite", d->name[k], d->start[k]);
+    for (size_t i = 0; i < nrows * ncoef; i++)
+        if (!isfinite(d->X[i]))
+            return gmm_error_at(GMM_EINVAL, i / ncoef, "row %zu: %s = %g is not finite",
+                                i / ncoef, d->name[i % ncoef], d->X[i]);
     if ((st = gmm_lik_check_data(lik, y, e, nrows)))
         return st;
     gmm_problem *p = gmm_calloc(1, sizeof *p);
@@ -176,8 +298,9 @@ gmm_status gmm_problem_alloc(gmm_latent *lat, const gmm_lik *lik, const double *
     p->nl = gmm_latent_nparam(lat);
     p->np = lik->type->nparam;
     p->exact = exact;
-    p->intercept = intercept != 0;
-    p->nparam = p->nl + p->np + (size_t)p->intercept;
+    p->ncoef = ncoef;
+    p->c0 = p->nl + p->np;
+    p->nparam = p->c0 + ncoef;
     p->width = gmm_latent_obs_width(lat);
     p->ld = NAN;
     size_t nr = nrows ? nrows : 1, np = p->nparam ? p->nparam : 1;
@@ -190,8 +313,20 @@ gmm_status gmm_problem_alloc(gmm_latent *lat, const gmm_lik *lik, const double *
     p->obj.fixed = gmm_calloc(np, sizeof *p->obj.fixed);
     p->names = gmm_calloc(np, sizeof *p->names);
     p->thetabar = gmm_calloc(np, sizeof *p->thetabar);
+    if (ncoef) {
+        p->X = gmm_malloc(nr * ncoef, sizeof *p->X);
+        p->off = gmm_malloc(nr, sizeof *p->off);
+        p->offbar = gmm_malloc(nr, sizeof *p->offbar);
+    }
+    if (ncoef && exact) {
+        p->ry = gmm_malloc(nr, sizeof *p->ry);
+        p->rx = gmm_malloc(p->n, sizeof *p->rx);
+        p->coef_all = gmm_malloc(nr * p->width, sizeof *p->coef_all);
+    }
     if (!p->y || (e && !p->e) || !p->obj.name || !p->obj.value || !p->obj.positive ||
-        !p->obj.fixed || !p->names || !p->thetabar) {
+        !p->obj.fixed || !p->names || !p->thetabar ||
+        (ncoef && (!p->X || !p->off || !p->offbar)) ||
+        (ncoef && exact && (!p->ry || !p->rx || !p->coef_all))) {
         st = gmm_error(GMM_ENOMEM, "out of memory for the model");
         goto fail;
     }
@@ -210,9 +345,15 @@ gmm_status gmm_problem_alloc(gmm_latent *lat, const gmm_lik *lik, const double *
         p->obj.value[p->nl + k] = lik->par[k];
         p->obj.positive[p->nl + k] = 1;
     }
-    if (p->intercept) {
-        snprintf(p->names[p->nparam - 1], sizeof p->names[0], "intercept");
-        p->obj.value[p->nparam - 1] = b0;
+    p->const_off = 1;
+    for (size_t k = 0; k < ncoef; k++) {
+        snprintf(p->names[p->c0 + k], sizeof p->names[0], "%s", d->name[k]);
+        p->obj.value[p->c0 + k] = d->start[k];
+    }
+    if (ncoef) {
+        memcpy(p->X, d->X, nrows * ncoef * sizeof *p->X);
+        for (size_t i = 0; i < nrows * ncoef; i++)
+            p->const_off = p->const_off && ncoef == 1 && p->X[i] == 1.0;
     }
     for (size_t i = 0; i < p->nparam; i++)
         p->obj.name[i] = p->names[i];
@@ -231,6 +372,14 @@ gmm_status gmm_problem_alloc(gmm_latent *lat, const gmm_lik *lik, const double *
         p->ocoefbar = gmm_malloc(no * w, sizeof *p->ocoefbar);
         p->coef_all = gmm_malloc(nr * w, sizeof *p->coef_all);
         p->coefbar_all = gmm_malloc(nr * w, sizeof *p->coefbar_all);
+        if (ncoef) {
+            p->oshift = gmm_malloc(no, sizeof *p->oshift);
+            p->oshiftbar = gmm_malloc(no, sizeof *p->oshiftbar);
+            if (!p->oshift || !p->oshiftbar) {
+                st = gmm_error(GMM_ENOMEM, "out of memory for the model");
+                goto fail;
+            }
+        }
         p->Q = gmm_band_alloc(p->n, kl, 0, GMM_BAND_SYMMETRIC);
         p->Qbar = gmm_band_alloc(p->n, kl, 0, GMM_BAND_SYMMETRIC);
         if (!p->orow || !p->ooff || !p->oy || !p->oe || !p->ocoef || !p->ocoefbar ||
@@ -258,7 +407,7 @@ gmm_status gmm_problem_alloc(gmm_latent *lat, const gmm_lik *lik, const double *
             p->oe[o++] = e ? e[r] : 1.0;
         }
         gather_coef(p);
-        p->lobs = (gmm_laplace_obs){p->nobs, w, p->ooff, p->ocoef, p->oy, p->oe};
+        p->lobs = (gmm_laplace_obs){p->nobs, w, p->ooff, p->ocoef, p->oy, p->oe, p->oshift};
     }
     *out = p;
     return GMM_OK;
@@ -269,7 +418,6 @@ fail:
 
 gmm_objective *gmm_problem_objective(gmm_problem *p) { return &p->obj; }
 int gmm_problem_exact(const gmm_problem *p) { return p->exact; }
-int gmm_problem_has_intercept(const gmm_problem *p) { return p->intercept; }
 const gmm_latent *gmm_problem_latent(const gmm_problem *p) { return p->lat; }
 gmm_latent *gmm_problem_latent_eval(gmm_problem *p) { return p->lat; }
 const gmm_lik *gmm_problem_lik(const gmm_problem *p) { return p->lik0; }
@@ -322,12 +470,19 @@ static gmm_status posterior_alloc(gmm_problem *p, const double *theta, double **
     return gmm_problem_posterior(p, theta, *mean, *cov);
 }
 
-static void add_intercept(const gmm_problem *p, const double *theta, size_t m, double *mean)
+/* b added to m means where the offset is constant, else GMM_EINVAL: a
+ * node or a new input has no covariate values. */
+static gmm_status add_intercept(const gmm_problem *p, const double *theta, size_t m,
+                                double *mean)
 {
-    if (!p->intercept)
-        return;
+    double b;
+    if (!gmm_problem_offset_constant(p, theta, &b))
+        return gmm_error(GMM_EINVAL, "the model has covariates: predictions need their values, "
+                                     "which nodes and new inputs do not have (predict at the "
+                                     "data rows)");
     for (size_t i = 0; i < m; i++)
-        mean[i] += theta[p->nparam - 1];
+        mean[i] += b;
+    return GMM_OK;
 }
 
 gmm_status gmm_problem_predict_rows(gmm_problem *p, const double *theta, double *mean,
@@ -336,8 +491,12 @@ gmm_status gmm_problem_predict_rows(gmm_problem *p, const double *theta, double 
     double *mu = NULL;
     gmm_band *cov = NULL;
     gmm_status st = posterior_alloc(p, theta, &mu, &cov);
-    if (st == GMM_OK && (st = gmm_latent_predict_rows(p->lat, theta, mu, cov, mean, var)) == GMM_OK)
-        add_intercept(p, theta, p->nrows, mean);
+    if (st == GMM_OK &&
+        (st = gmm_latent_predict_rows(p->lat, theta, mu, cov, mean, var)) == GMM_OK && p->ncoef) {
+        gmm_problem_offsets(p, theta, p->off);
+        for (size_t r = 0; r < p->nrows; r++)
+            mean[r] += p->off[r];
+    }
     gmm_free(mu);
     gmm_band_free(cov);
     return st;
@@ -357,7 +516,7 @@ gmm_status gmm_problem_predict_nodes(gmm_problem *p, const double *theta, double
             mean[v] = mu[r];
             var[v] = gmm_band_get(cov, r, r);
         }
-        add_intercept(p, theta, p->n, mean);
+        st = add_intercept(p, theta, p->n, mean);
     }
     gmm_free(mu);
     gmm_band_free(cov);
@@ -375,7 +534,7 @@ gmm_status gmm_problem_predict_at(gmm_problem *p, const double *theta, const dou
     gmm_status st = posterior_alloc(p, theta, &mu, &cov);
     if (st == GMM_OK &&
         (st = gmm_latent_predict_at(p->lat, theta, mu, cov, xq, nq, mean, var)) == GMM_OK)
-        add_intercept(p, theta, nq, mean);
+        st = add_intercept(p, theta, nq, mean);
     gmm_free(mu);
     gmm_band_free(cov);
     return st;
@@ -392,14 +551,16 @@ gmm_status gmm_problem_whiten_setup(gmm_problem *p, const double *theta)
         p->wcoef = gmm_malloc(nc ? nc : 1, sizeof *p->wcoef);
         p->wx = gmm_malloc(p->n, sizeof *p->wx);
         p->wg = gmm_malloc(p->n, sizeof *p->wg);
-        if (!p->wcoef || !p->wx || !p->wg)
+        p->woff = gmm_calloc(p->nrows ? p->nrows : 1, sizeof *p->woff);
+        if (!p->wcoef || !p->wx || !p->wg || !p->woff)
             return gmm_error(GMM_ENOMEM, "out of memory for the whitened density (%zu latents)",
                              p->n);
     }
     if ((st = set_lik(p, theta)))
         return st;
     p->wlik = p->lik;
-    p->wb = p->intercept ? theta[p->nparam - 1] : 0.0;
+    if (p->ncoef)
+        gmm_problem_offsets(p, theta, p->woff);
     if ((st = gmm_latent_theta_check(p->lat, theta)) ||
         (st = gmm_latent_obs_coef(p->lat, theta, p->wcoef)) ||
         (st = gmm_latent_whiten_setup(p->lat, theta)))
@@ -413,7 +574,7 @@ static double row_f(const gmm_problem *p, size_t r)
 {
     const double *h = p->wcoef + r * p->width;
     const double *x = p->wx + gmm_latent_obs_offset(p->lat)[r];
-    double f = p->wb;
+    double f = p->woff[r];
     for (size_t a = 0; a < p->width; a++)
         f += h[a] * x[a];
     return f;
@@ -473,7 +634,13 @@ gmm_status gmm_problem_whitened_linpred(gmm_problem *p, const double *v, double 
         if (gmm_latent_node_index(p->lat, 0) == GMM_NO_INDEX)
             return gmm_error(GMM_EINVAL, "a %s model has no nodes", gmm_latent_family(p->lat));
         for (size_t v2 = 0; v2 < p->n; v2++)
-            xnodes[v2] = p->wb + p->wx[gmm_latent_node_index(p->lat, v2)];
+            xnodes[v2] = p->wx[gmm_latent_node_index(p->lat, v2)];
+        /* the offset at the setup's theta (woff[0] when constant) */
+        if (!p->const_off)
+            return gmm_error(GMM_EINVAL, "the model has covariates: its nodes have no linear "
+                                         "predictor of their own");
+        for (size_t v2 = 0; p->ncoef && v2 < p->n; v2++)
+            xnodes[v2] += p->woff[0];
     }
     return GMM_OK;
 }
@@ -508,7 +675,7 @@ gmm_status gmm_problem_joint_setup(gmm_problem *p, const double *theta, const in
     }
     p->jn = 0;
     for (size_t k = 0; k < p->nparam; k++) {
-        int is_b = p->intercept && k == p->nparam - 1;
+        int is_b = k >= p->c0;
         if (sampled[k]) {
             gmm_prior_kind want = is_b ? GMM_PRIOR_NORMAL : GMM_PRIOR_LOGNORMAL;
             if (priors[k].kind != want || !isfinite(priors[k].mu) ||
@@ -535,7 +702,7 @@ gmm_status gmm_problem_joint_theta(const gmm_problem *p, const double *q, double
         return gmm_error(GMM_EINVAL, "gmm_problem_joint_theta: no joint setup");
     size_t j = p->n;
     for (size_t k = 0; k < p->nparam; k++) {
-        int is_b = p->intercept && k == p->nparam - 1;
+        int is_b = k >= p->c0;
         theta[k] = !p->jsamp[k] ? p->jtheta[k] : is_b ? q[j++] : exp(q[j++]);
     }
     return GMM_OK;
@@ -552,7 +719,7 @@ gmm_status gmm_problem_joint_start(gmm_problem *p, double *q)
     size_t j = p->n;
     for (size_t k = 0; k < p->nparam; k++)
         if (p->jsamp[k])
-            q[j++] = p->intercept && k == p->nparam - 1 ? p->jtheta[k] : log(p->jtheta[k]);
+            q[j++] = k >= p->c0 ? p->jtheta[k] : log(p->jtheta[k]);
     return GMM_OK;
 }
 
@@ -574,7 +741,7 @@ gmm_status gmm_problem_joint_logp(gmm_problem *p, const double *q, double *lp, d
     const size_t *off = gmm_latent_obs_offset(p->lat);
     size_t w = p->width, nl = p->nl;
     int varies = gmm_latent_obs_varies(p->lat);
-    double sum = 0.0, bbar = 0.0, out[4], dpar[3 * GMM_LIK_MAXPARAM];
+    double sum = 0.0, out[4], dpar[3 * GMM_LIK_MAXPARAM];
     memset(p->wg, 0, p->n * sizeof *p->wg);
     memset(p->jbar, 0, p->nparam * sizeof *p->jbar);
     if (varies)
@@ -586,7 +753,8 @@ gmm_status gmm_problem_joint_logp(gmm_problem *p, const double *q, double *lp, d
         double f = row_f(p, r);
         gmm_lik_eval(&p->wlik, p->y[r], p->e ? p->e[r] : 1.0, f, out, dpar);
         sum += out[0];
-        bbar += out[1];
+        if (p->ncoef)
+            p->offbar[r] = out[1];
         for (size_t a = 0; a < w; a++)
             p->wg[off[r] + a] += out[1] * h[a];
         if (varies)
@@ -618,12 +786,16 @@ gmm_status gmm_problem_joint_logp(gmm_problem *p, const double *q, double *lp, d
     if ((st = gmm_latent_whiten_rev(p->lat, v, p->wg, p->jbar)) ||
         (varies && (st = gmm_latent_obs_coef_rev(p->lat, th, p->jcbar, p->jbar))))
         return st;
-    if (p->intercept)
-        p->jbar[p->nparam - 1] = bbar;
+    if (p->ncoef) {
+        for (size_t r = 0; r < p->nrows; r++)
+            if (isnan(p->y[r]))
+                p->offbar[r] = 0.0;
+        gmm_problem_offsets_rev(p, p->offbar, p->jbar);
+    }
     j = p->n;
     for (size_t k = 0; k < p->nparam; k++)
         if (p->jsamp[k]) {
-            int is_b = p->intercept && k == p->nparam - 1;
+            int is_b = k >= p->c0;
             double dprior = -(q[j] - p->jprior[k].mu) / (p->jprior[k].sigma * p->jprior[k].sigma);
             grad[j++] = (is_b ? p->jbar[k] : th[k] * p->jbar[k]) + dprior;
         }
@@ -693,12 +865,11 @@ gmm_status gmm_problem_predict_at_draws_normal(gmm_problem *p, const double *the
         return gmm_error(GMM_ENOMEM, "out of memory for a band of %zu rows", p->n);
     for (size_t s = 0; s < ndraw && st == GMM_OK; s++) {
         const double *th = thetas + s * theta_stride;
-        double b = p->intercept ? th[p->nparam - 1] : 0.0, *m = mean + s * nq;
+        double *m = mean + s * nq;
         if ((st = gmm_latent_predict_at(p->lat, th, xs + s * p->n, zero, xq, nq, m,
                                         var + s * nq)) != GMM_OK)
             break;
-        for (size_t q = 0; q < nq; q++)
-            m[q] += b;
+        st = add_intercept(p, th, nq, m);
     }
     gmm_band_free(zero);
     return st;

@@ -1,7 +1,7 @@
 /* vi.c -- precision-parameterised variational inference (vi.h).
  *
  * FORWARD.  With Sigma = (L L')^-1 on the band l' = max(b, width - 1, kl)
- * (gmm_band_chol_selinv), for each observed row r: mu_r = b0 + h_r' m_o,
+ * (gmm_band_chol_selinv), for each observed row r: mu_r = X_r beta + h_r' m_o,
  * s2_r = h_r' Sigma_oo h_r, E_r = E_{N(mu_r, s2_r)} log p(y_r | f) with
  * a_r = dE_r/dmu_r, c_r = dE_r/ds2_r (gmm_lik_expect).  The KL is
  *
@@ -98,7 +98,9 @@ struct gmm_vi {
     gmm_vi_params par;
     gmm_lik lik;              /* values of the current evaluation */
     size_t n, kl, b, sk, dk, width, nrows, nobs, nl, np, nparam, nvar, nrowsG;
-    int intercept, varies, rows, have_start;
+    size_t ncoef, c0;         /* coefficients: theta[c0 ..] (problem.h) */
+    double *offs, *oshift;    /* X beta at every row (nrows; also its adjoint), observed */
+    int varies, rows, have_start;
     const char *start;
     /* observed rows in the latent's row order; oord sorts them by offset */
     size_t *orow, *ooff, *oord;
@@ -165,7 +167,7 @@ void gmm_vi_free(gmm_vi *v)
     for (size_t i = 0; i < sizeof bands / sizeof bands[0]; i++)
         gmm_band_free(bands[i]);
     void *arr[] = {v->orow, v->ooff, v->oord, v->oy, v->oe, v->ocoef, v->coef_all,
-                   v->coefbar_all, v->mu, v->s2, v->ea, v->ec, v->rule, v->dpar, v->Gbar,
+                   v->coefbar_all, v->mu, v->s2, v->ea, v->offs, v->oshift, v->ec, v->rule, v->dpar, v->Gbar,
                    v->grow, v->Sg, v->work, v->lambda, v->theta, v->thbar, v->tmp};
     for (size_t i = 0; i < sizeof arr / sizeof arr[0]; i++)
         gmm_free(arr[i]);
@@ -223,7 +225,8 @@ gmm_status gmm_vi_alloc(gmm_problem *p, const gmm_vi_params *par, gmm_vi **out)
     v->nl = gmm_latent_nparam(lat);
     v->np = v->lik.type->nparam;
     v->nparam = obj->nparam;
-    v->intercept = gmm_problem_has_intercept(p);
+    v->ncoef = gmm_problem_ncoef(p);
+    v->c0 = v->nparam - v->ncoef;
     v->varies = gmm_latent_obs_varies(lat);
     v->rows = rows;
     v->nrowsG = rows ? gmm_latent_prior_nrows(lat) : 0;
@@ -254,6 +257,8 @@ gmm_status gmm_vi_alloc(gmm_problem *p, const gmm_vi_params *par, gmm_vi **out)
     v->mu = gmm_malloc(no, sizeof *v->mu);
     v->s2 = gmm_malloc(no, sizeof *v->s2);
     v->ea = gmm_malloc(no, sizeof *v->ea);
+    v->offs = gmm_calloc(nr, sizeof *v->offs);
+    v->oshift = gmm_calloc(no, sizeof *v->oshift);
     v->ec = gmm_malloc(no, sizeof *v->ec);
     v->rule = gmm_calloc(no, sizeof *v->rule);
     v->dpar = gmm_calloc(GMM_LIK_MAXPARAM, sizeof *v->dpar);
@@ -272,7 +277,7 @@ gmm_status gmm_vi_alloc(gmm_problem *p, const gmm_vi_params *par, gmm_vi **out)
     v->Kbar = gmm_band_alloc(n, kl, 0, GMM_BAND_LOWER);
     v->D = gmm_band_alloc(n, v->dk, 0, GMM_BAND_SYMMETRIC);
     int ok = v->orow && v->ooff && v->oord && v->oy && v->oe && v->ocoef && v->coef_all &&
-             v->coefbar_all && v->mu && v->s2 && v->ea && v->ec && v->rule && v->dpar &&
+             v->coefbar_all && v->mu && v->s2 && v->ea && v->offs && v->oshift && v->ec && v->rule && v->dpar &&
              v->lambda && v->theta && v->thbar && v->tmp && v->grow && v->Sg && v->work &&
              v->L && v->Lbar && v->S && v->Sbar && v->K && v->Kbar && v->D;
     if (ok && rows) {
@@ -342,9 +347,15 @@ static gmm_status set_hyper(gmm_vi *v, const double *theta)
                                 gmm_problem_objective(v->prob)->name[v->nl + k], t);
         v->lik.par[k] = t;
     }
-    if (v->intercept && !isfinite(theta[v->nparam - 1]))
-        return gmm_error_at(GMM_EDOM, v->nparam - 1, "intercept = %g is not finite",
-                            theta[v->nparam - 1]);
+    for (size_t k = v->c0; k < v->nparam; k++)
+        if (!isfinite(theta[k]))
+            return gmm_error_at(GMM_EDOM, k, "%s = %g is not finite",
+                                gmm_problem_objective(v->prob)->name[k], theta[k]);
+    if (v->ncoef) {
+        gmm_problem_offsets(v->prob, theta, v->offs);
+        for (size_t i = 0; i < v->nobs; i++)
+            v->oshift[i] = v->offs[v->orow[i]];
+    }
     if ((st = gmm_latent_theta_check(v->lat, theta)))
         return st;
     if (v->varies) {
@@ -390,7 +401,7 @@ static size_t rule_of(gmm_vi *v, size_t i, double s2)
 /* The expectations: sum_r E_r into *sum; mu, s2, a, c per row and the
  * summed parameter derivatives.  With gl, Sigmabar += c_r h h' and lambar's
  * m part += a_r h. */
-static gmm_status expectations(gmm_vi *v, double b0, const double *m, double *sum,
+static gmm_status expectations(gmm_vi *v, const double *m, double *sum,
                                double *mbar, int gl)
 {
     size_t w = v->width;
@@ -399,7 +410,7 @@ static gmm_status expectations(gmm_vi *v, double b0, const double *m, double *su
     for (size_t i = 0; i < v->nobs; i++) {
         const double *h = v->ocoef + i * w;
         size_t o = v->ooff[i];
-        double mu = b0, s2 = 0.0;
+        double mu = v->oshift[i], s2 = 0.0;
         for (size_t a = 0; a < w; a++) {
             if (h[a] == 0.0)
                 continue;
@@ -520,7 +531,7 @@ gmm_status gmm_vi_elbo(gmm_vi *v, const double *theta, const double *lambda, dou
     size_t n = v->n;
     int gl = lambar != NULL, gt = thetabar != NULL;
     const double *m = lambda;
-    double b0 = v->intercept ? theta[v->nparam - 1] : 0.0, ldp = NAN, tr, mqm, sumE;
+    double ldp = NAN, tr, mqm, sumE;
     double *mbar = lambar;
     gmm_prior_rows G;
     if ((st = set_hyper(v, theta)) || (st = unpack(v, lambda)))
@@ -547,7 +558,7 @@ gmm_status gmm_vi_elbo(gmm_vi *v, const double *theta, const double *lambda, dou
         memset(mbar, 0, n * sizeof *mbar);
         gmm_band_set_zero(v->Sbar);
     }
-    if ((st = expectations(v, b0, m, &sumE, mbar, gl)))
+    if ((st = expectations(v, m, &sumE, mbar, gl)))
         return st;
     if (v->rows) {
         rows_terms(v, &G, m, &mqm, mbar, gl, gt);
@@ -608,11 +619,12 @@ gmm_status gmm_vi_elbo(gmm_vi *v, const double *theta, const double *lambda, dou
         }
         for (size_t k = 0; k < v->np; k++)
             thetabar[v->nl + k] = v->dpar[k];
-        double bb = 0.0;
-        for (size_t i = 0; i < v->nobs; i++)
-            bb += v->ea[i];
-        if (v->intercept)
-            thetabar[v->nparam - 1] = bb;
+        if (v->ncoef) {
+            memset(v->offs, 0, v->nrows * sizeof *v->offs);
+            for (size_t i = 0; i < v->nobs; i++)
+                v->offs[v->orow[i]] = v->ea[i];
+            gmm_problem_offsets_rev(v->prob, v->offs, thetabar);
+        }
         if (v->varies) {
             size_t w = v->width;
             memset(v->coefbar_all, 0, v->nrows * w * sizeof *v->coefbar_all);
@@ -659,8 +671,9 @@ static gmm_status theta_check(gmm_vi *v, const double *theta)
                                                      "positive and finite",
                               k, t);
     }
-    if (st == GMM_OK && v->intercept && !isfinite(theta[v->nparam - 1]))
-        st = gmm_error(GMM_EINVAL, "vi: intercept %g is not finite", theta[v->nparam - 1]);
+    for (size_t k = v->c0; st == GMM_OK && k < v->nparam; k++)
+        if (!isfinite(theta[k]))
+            st = gmm_error(GMM_EINVAL, "vi: coefficient %g is not finite", theta[k]);
     return st == GMM_EDOM ? GMM_EINVAL : st;
 }
 
@@ -785,10 +798,10 @@ gmm_status gmm_vi_start_laplace(gmm_vi *v, const char **start)
     double *w = NULL;
     if (laplace) {
         w = v->ec; /* scratch: -d2 log p at the mode */
-        double b0 = v->intercept ? v->theta[v->nparam - 1] : 0.0, out[4];
+        double out[4];
         for (size_t i = 0; i < v->nobs; i++) {
             const double *h = v->ocoef + i * v->width;
-            double f = b0;
+            double f = v->oshift[i];
             for (size_t a = 0; a < v->width; a++)
                 f += h[a] * m[v->ooff[i] + a];
             gmm_lik_eval(&v->lik, v->oy[i], v->oe[i], f, out, NULL);
@@ -871,10 +884,18 @@ gmm_status gmm_vi_posterior(gmm_vi *v, double *mean, gmm_band *cov)
     return gmm_band_copy_band(cov, v->S);
 }
 
-static void add_b0(const gmm_vi *v, size_t m, double *mean)
+/* The intercept added to m means at nodes or new inputs: GMM_EINVAL when
+ * the offset depends on covariates (gmm_problem_offset_constant). */
+static gmm_status add_b0(const gmm_vi *v, size_t m, double *mean)
 {
-    for (size_t i = 0; v->intercept && i < m; i++)
-        mean[i] += v->theta[v->nparam - 1];
+    double b;
+    if (!gmm_problem_offset_constant(v->prob, v->theta, &b))
+        return gmm_error(GMM_EINVAL, "the model has covariates: predictions need their values, "
+                                     "which nodes and new inputs do not have (predict at the "
+                                     "data rows)");
+    for (size_t i = 0; i < m; i++)
+        mean[i] += b;
+    return GMM_OK;
 }
 
 gmm_status gmm_vi_predict_rows(gmm_vi *v, double *mean, double *var)
@@ -885,7 +906,11 @@ gmm_status gmm_vi_predict_rows(gmm_vi *v, double *mean, double *var)
     if ((st = gmm_vi_posterior(v, NULL, v->S)) ||
         (st = gmm_latent_predict_rows(v->lat, v->theta, v->lambda, v->S, mean, var)))
         return st;
-    add_b0(v, v->nrows, mean);
+    if (v->ncoef) {
+        gmm_problem_offsets(v->prob, v->theta, v->offs);
+        for (size_t r = 0; r < v->nrows; r++)
+            mean[r] += v->offs[r];
+    }
     return GMM_OK;
 }
 
@@ -903,8 +928,7 @@ gmm_status gmm_vi_predict_nodes(gmm_vi *v, double *mean, double *var)
         mean[j] = v->lambda[r];
         var[j] = gmm_band_get(v->S, r, r);
     }
-    add_b0(v, v->n, mean);
-    return GMM_OK;
+    return add_b0(v, v->n, mean);
 }
 
 gmm_status gmm_vi_predict_at(gmm_vi *v, const double *xq, size_t nq, double *mean, double *var)
@@ -923,7 +947,7 @@ gmm_status gmm_vi_predict_at(gmm_vi *v, const double *xq, size_t nq, double *mea
     if (st == GMM_OK &&
         (st = gmm_latent_predict_at(v->lat, v->theta, v->lambda, cov, xq, nq, mean, var)) ==
             GMM_OK)
-        add_b0(v, nq, mean);
+        st = add_b0(v, nq, mean);
     gmm_band_free(cov);
     return st;
 }

@@ -44,7 +44,7 @@ gmm_status gmm_model_write(const gmm_model *m, FILE *f, const char *name)
         return gmm_error(GMM_EINVAL, "%s: model without 'likelihood'", file);
     if (!m->data.file)
         return gmm_error(GMM_EINVAL, "%s: model without 'data.file'", file);
-    if (m->precision && !m->graph)
+    if (m->precision && !m->graph && !m->formula)
         return gmm_error(GMM_EINVAL, "%s: a graph model needs 'graph'", file);
     if (!isfinite(m->loglik))
         return gmm_error(GMM_EINVAL, "%s: loglik is not finite (%g)", file, m->loglik);
@@ -69,6 +69,8 @@ gmm_status gmm_model_write(const gmm_model *m, FILE *f, const char *name)
     int ok = root && params && data;
     ok = ok && put(root, "format_version", json_integer(GMM_FORMAT_VERSION));
     ok = ok && put(root, "tool_version", json_string(GMM_VERSION));
+    if (m->formula)
+        ok = ok && put(root, "formula", json_string(m->formula));
     if (m->kernel)
         ok = ok && put(root, "kernel", json_string(m->kernel));
     else
@@ -83,6 +85,17 @@ gmm_status gmm_model_write(const gmm_model *m, FILE *f, const char *name)
     ok = ok && put(root, "converged", json_boolean(m->converged));
     if (m->stop)
         ok = ok && put(root, "stop", json_string(m->stop));
+    if (m->std_error) {
+        json_t *se = json_object();
+        ok = ok && se;
+        for (size_t i = 0; ok && i < m->nparam; i++)
+            if (isfinite(m->std_error[i]))
+                ok = put(se, m->param_name[i], json_real(m->std_error[i]));
+        if (ok)
+            ok = put(root, "std_errors", se);
+        else
+            json_decref(se);
+    }
     ok = ok && put(data, "file", json_string(m->data.file));
     ok = ok && put(data, "x", string_or_null(m->data.x));
     ok = ok && put(data, "y", string_or_null(m->data.y));
@@ -212,6 +225,8 @@ static gmm_status parse(reader *r, json_t *root, gmm_model *m)
         return r->st;
     if (has_p && !get_string(r, root, "precision", "precision", 1, 0, &m->precision))
         return r->st;
+    if (!get_string(r, root, "formula", "formula", 0, 0, &m->formula))
+        return r->st;
 
     json_t *params = json_object_get(root, "parameters");
     if (!params)
@@ -280,7 +295,8 @@ static gmm_status parse(reader *r, json_t *root, gmm_model *m)
         return gmm_error(GMM_EPARSE, "%s: key 'merge_tol' must be a non-negative number",
                          r->file);
     m->merge_tol = v ? json_number_value(v) : 0.0;
-    if (!get_string(r, root, "graph", "graph", m->precision != NULL, 0, &m->graph))
+    if (!get_string(r, root, "graph", "graph", m->precision != NULL && !m->formula, 0,
+                    &m->graph))
         return r->st;
     v = json_object_get(root, "variational");
     if (v) {
@@ -343,6 +359,7 @@ void gmm_model_free(gmm_model *m)
     if (!m)
         return;
     gmm_free(m->tool_version);
+    gmm_free(m->formula);
     gmm_free(m->kernel);
     gmm_free(m->precision);
     for (size_t i = 0; i < m->nparam; i++)

@@ -62,6 +62,10 @@ void gmm_mdl_free(gmm_mdl *m)
     gmm_free(m->model_rec);
     for (int i = 0; i < 3; i++)
         gmm_free(m->edge_cols[i]);
+    gmm_free(m->formula);
+    gmm_formula_free(m->fm);
+    gmm_free(m->X);
+    gmm_free(m->coef_name);
     gmm_free(m);
 }
 
@@ -69,6 +73,11 @@ void gmm_mdl_free(gmm_mdl *m)
 typedef struct {
     const gmm_mdl_spec *s;
     gmm_mdl_failure *fail;
+    /* a formula's f() spec: its text within the formula, which errors in
+     * it point into (ftext NULL: no formula) */
+    const char *ftext, *fspec;
+    size_t fbase;
+    int edgeless;     /* f(NAME, iid): a graph of the levels alone */
 } build;
 
 static void report(const build *b, gmm_mdl_report kind, const char *fmt, ...)
@@ -99,10 +108,96 @@ static gmm_status usage_error(const build *b, const char *msg)
 /* A spec error under KEY, at the library's error index: status s. */
 static gmm_status spec_error(const build *b, const char *key, const char *text, gmm_status s)
 {
+    size_t pos = gmm_error_index();
+    if (b->ftext && text == b->fspec) {
+        key = "formula";
+        text = b->ftext;
+        pos += b->fbase;
+    }
     b->fail->spec_key = key;
     b->fail->spec_text = text;
-    b->fail->spec_pos = gmm_error_index();
+    b->fail->spec_pos = pos;
     return s;
+}
+
+static gmm_status formula_error(const build *b, size_t pos, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* A formula error at offset pos of the formula: GMM_EPARSE. */
+static gmm_status formula_error(const build *b, size_t pos, const char *fmt, ...)
+{
+    char buf[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    gmm_error_at(GMM_EPARSE, pos, "%s", buf);
+    b->fail->spec_key = "formula";
+    b->fail->spec_text = b->s->formula;
+    b->fail->spec_pos = pos;
+    return GMM_EPARSE;
+}
+
+/* Parse s->formula into m->fm and fill *d: s with the latent, its column
+ * and the response from the formula (fields a model file gave are kept). */
+static gmm_status apply_formula(build *b, gmm_mdl *m, gmm_mdl_spec *d)
+{
+    const gmm_mdl_spec *o = b->s;
+    gmm_status s;
+    *d = *o;
+    if (!(m->formula = gmm_strdup(o->formula)))
+        return gmm_error(GMM_ENOMEM, "out of memory");
+    if ((s = gmm_formula_parse(o->formula, &m->fm)) != GMM_OK)
+        return s == GMM_EPARSE ? spec_error(b, "formula", o->formula, s) : s;
+    if (!o->values && (o->kernel || o->precision || o->graph || o->x || o->y || o->node))
+        return usage_error(b, "--formula replaces --kernel, --graph, --precision, --x, --y and "
+                              "--node");
+    const gmm_formula *fm = m->fm;
+    if (fm->nlatent == 0)
+        return formula_error(b, strlen(o->formula),
+                             "formula: a model needs a latent term f(NAME, MODEL, ...)");
+    if (fm->nlatent > 1)
+        return formula_error(b, fm->latent[1].pos,
+                             "formula: more than one f() term is not supported yet");
+    const gmm_formula_latent *t = &fm->latent[0];
+    static const char *const later[] = {"rw1", "rw2", "besag", "bym2"};
+    for (size_t k = 0; !t->quoted && k < sizeof later / sizeof later[0]; k++)
+        if (!strcmp(t->model, later[k]))
+            return formula_error(b, t->model_pos,
+                                 "formula: f(..., %s) is not supported yet (a kernel spec, a "
+                                 "graph precision with graph=EDGES.csv, or iid)",
+                                 t->model);
+    for (size_t a = 0; a < t->narg; a++)
+        if (strcmp(t->arg[a].key, "graph"))
+            return formula_error(b, t->arg[a].pos, "formula: f() has no key '%s' (keys: graph)",
+                                 t->arg[a].key);
+    size_t gpos = 0;
+    const char *graph = gmm_formula_arg_find(t, "graph", &gpos);
+    b->edgeless = !t->quoted && !strcmp(t->model, "iid");
+    if (b->edgeless && graph)
+        return formula_error(b, gpos, "formula: iid takes no graph (its levels are its nodes)");
+    m->edgeless = b->edgeless;
+    d->y = o->y ? o->y : fm->response;
+    if (b->edgeless) {
+        d->precision = o->precision ? o->precision : "iid";
+        d->node = o->node ? o->node : t->name;
+    } else if (graph) {
+        d->precision = o->precision ? o->precision : t->model;
+        d->graph = o->graph ? o->graph : graph;
+        d->node = o->node ? o->node : t->name;
+    } else {
+        d->kernel = o->kernel ? o->kernel : t->model;
+        d->x = o->x ? o->x : t->name;
+    }
+    if (!o->values) {
+        b->ftext = o->formula;
+        b->fspec = t->model;
+        b->fbase = t->model_pos;
+    }
+    return GMM_OK;
 }
 
 /* "  name\n" for each of m's parameters, into fail->params. */
@@ -375,12 +470,15 @@ static gmm_status build_graph(const build *b, gmm_mdl *m, gmm_table *data, int s
     gmm_table *edges = NULL;
     size_t *isolated = NULL, nisolated = 0;
 
-    if ((s = gmm_table_read(m->graph_file, &edges)) != GMM_OK)
+    if (m->edgeless) {
+        if ((s = gmm_graph_empty(&m->g)) != GMM_OK)
+            goto done;
+    } else if ((s = gmm_table_read(m->graph_file, &edges)) != GMM_OK ||
+               /* The default "length" column is optional; a named one is required. */
+               (s = gmm_graph_read_table(edges, m->edge_cols[0], m->edge_cols[1],
+                                         m->edge_cols[2], m->len_optional, &m->g)) != GMM_OK) {
         goto done;
-    /* The default "length" column is optional; a named one is required. */
-    if ((s = gmm_graph_read_table(edges, m->edge_cols[0], m->edge_cols[1], m->edge_cols[2],
-                                  m->len_optional, &m->g)) != GMM_OK)
-        goto done;
+    }
     if (m->g->nmerged)
         report(b, GMM_MDL_REPORT_WARNING, "warning: %zu duplicate edge(s) in %s merged",
                m->g->nmerged, m->graph_file);
@@ -392,7 +490,7 @@ static gmm_status build_graph(const build *b, gmm_mdl *m, gmm_table *data, int s
     if ((s = gmm_graph_attach_nodes(m->g, data, m->nodename, strict, m->row_node, &isolated,
                                     &nisolated)) != GMM_OK)
         goto done;
-    if (nisolated)
+    if (nisolated && !m->edgeless)
         report_isolated(b, m, data, isolated, nisolated);
     if ((s = parse_spec(b, "precision", b->s->precision, &m->spec)) != GMM_OK)
         goto done;
@@ -417,8 +515,8 @@ done:
 
 /* Likelihood defaults, the problem, the objective; starting values.
  * verbose: report the defaults chosen and the model's summary. */
-static gmm_status build_problem(const build *b, gmm_mdl *m, double noise, int no_intercept,
-                                double intercept, int verbose)
+static gmm_status build_problem(const build *b, gmm_mdl *m, double noise, double intercept,
+                                int verbose)
 {
     gmm_status s;
     if ((s = check_outcomes(m)) != GMM_OK)
@@ -436,14 +534,31 @@ static gmm_status build_problem(const build *b, gmm_mdl *m, double noise, int no
             report(b, GMM_MDL_REPORT_INFO, "default %s = %.6g",
                    gmm_lik_param_name(&m->lik, k, name), m->lik.par[k]);
         }
-    int has_b = !m->lik.type->conjugate && !no_intercept;
+    int has_b = m->ncoef > 0 && !strcmp(m->coef_name[0], "intercept");
     double b0 = intercept;
-    if (isnan(b0) && (s = gmm_lik_default_intercept(&m->lik, m->y, m->e, m->nrow, &b0)) != GMM_OK)
+    if (has_b && isnan(b0) &&
+        (s = gmm_lik_default_intercept(&m->lik, m->y, m->e, m->nrow, &b0)) != GMM_OK)
         return s;
     if (has_b && verbose && isnan(intercept))
         report(b, GMM_MDL_REPORT_INFO, "default intercept = %.6g", b0);
-    if ((s = gmm_problem_alloc(m->lat, &m->lik, m->y, m->e, has_b, has_b ? b0 : 0.0,
-                               &m->prob)) != GMM_OK) {
+    /* covariates and factor levels start at 0 */
+    size_t nc = m->ncoef ? m->ncoef : 1;
+    double *start = gmm_calloc(nc, sizeof *start);
+    const char **names = gmm_calloc(nc, sizeof *names);
+    if (!start || !names) {
+        gmm_free(start);
+        gmm_free((void *)names);
+        return gmm_error(GMM_ENOMEM, "out of memory");
+    }
+    for (size_t k = 0; k < m->ncoef; k++)
+        names[k] = m->coef_name[k];
+    if (has_b)
+        start[0] = b0;
+    gmm_problem_design d = {m->ncoef, m->X, names, start};
+    s = gmm_problem_alloc_design(m->lat, &m->lik, m->y, m->e, &d, &m->prob);
+    gmm_free(start);
+    gmm_free((void *)names);
+    if (s != GMM_OK) {
         if (s == GMM_EINVAL && gmm_error_index() < m->nrow)
             return check_outcomes(m);
         return s;
@@ -451,10 +566,12 @@ static gmm_status build_problem(const build *b, gmm_mdl *m, double noise, int no
     m->obj = gmm_problem_objective(m->prob);
     if (verbose)
         report(b, GMM_MDL_REPORT_SUMMARY,
-               "%s latent model: %zu latent variables, bandwidth %zu; likelihood %s (%s)",
+               "%s latent model: %zu latent variables, bandwidth %zu; likelihood %s (%s); %zu "
+               "coefficient(s)",
                gmm_latent_family(m->lat), gmm_latent_dim(m->lat), gmm_latent_bandwidth(m->lat),
                m->lik.type->name,
-               m->lik.type->conjugate ? "exact marginal likelihood" : "Laplace approximation");
+               m->lik.type->conjugate ? "exact marginal likelihood" : "Laplace approximation",
+               m->ncoef);
     return GMM_OK;
 }
 
@@ -478,7 +595,7 @@ static gmm_status check_spec(const build *b, const gmm_lik *lik)
                              "%s: a graph model needs \"data\": {\"node\": ..., \"y\": ...}", mp);
         return GMM_OK;
     }
-    int g = o->graph != NULL;
+    int g = o->graph != NULL || b->edgeless;
     if (g && o->kernel)
         return usage_error(b, "--kernel and --graph exclude each other");
     if (!g && (o->precision || o->node || o->edge_cols[0]))
@@ -492,7 +609,7 @@ static gmm_status check_spec(const build *b, const gmm_lik *lik)
                               "not to --graph");
     if (o->exposure && o->trials)
         return usage_error(b, "--exposure and --trials exclude each other");
-    if (lik->type->conjugate) {
+    if (lik->type->conjugate && !o->formula) {
         if (o->exposure || o->no_intercept || !isnan(o->intercept))
             return usage_error(b, "--exposure, --intercept and --no-intercept apply to "
                                   "non-Gaussian likelihoods (Gaussian data are centred instead)");
@@ -540,7 +657,7 @@ static gmm_status take_values(const build *b, gmm_mdl *m, const gmm_model *mf, c
         if (!(m->obj->value[i] > 0.0) &&
             !(m->obj->value[i] == 0.0 && i < gmm_latent_nparam(m->lat) &&
               gmm_latent_param_zero_ok(m->lat, i)) &&
-            !(gmm_problem_has_intercept(m->prob) && i == m->obj->nparam - 1))
+            !(i >= m->obj->nparam - gmm_problem_ncoef(m->prob)))
             return gmm_error(GMM_EPARSE,
                              "%s: parameter '%s' = %g is out of its domain (it must be "
                              "positive)",
@@ -576,10 +693,10 @@ static gmm_status build_model(const build *b, gmm_mdl *m)
     if ((s = parse_likelihood(b, m, o->likelihood)) != GMM_OK ||
         (s = check_spec(b, &m->lik)) != GMM_OK)
         return s;
-    if (!o->data || !(o->graph ? o->precision : o->kernel))
+    m->graph = o->graph != NULL || b->edgeless;
+    if (!o->data || !(m->graph ? o->precision : o->kernel))
         return gmm_error(GMM_EINVAL, "model: no data file, or no %s spec",
-                         o->graph ? "precision" : "kernel");
-    m->graph = o->graph != NULL;
+                         m->graph ? "precision" : "kernel");
     m->data_file = gmm_strdup(o->data);
     m->data_rec = record_path(o->data);
     m->graph_file = gmm_strdup(o->graph);
@@ -599,7 +716,7 @@ static gmm_status build_model(const build *b, gmm_mdl *m)
         if (m->graph && c && !(m->edge_cols[k] = gmm_strdup(c)))
             return gmm_error(GMM_ENOMEM, "out of memory");
     }
-    if (!m->data_file || !m->data_rec || (m->graph && (!m->graph_rec || !m->graph_file)) ||
+    if (!m->data_file || !m->data_rec || (o->graph && (!m->graph_rec || !m->graph_file)) ||
         !m->spec_text || (qcol && !m->ename) || (o->node && !m->nodename) ||
         (o->model_path && (!m->model_path || !m->model_rec)))
         return gmm_error(GMM_ENOMEM, "out of memory");
@@ -625,10 +742,27 @@ static gmm_status build_model(const build *b, gmm_mdl *m)
         goto done;
     if ((s = load_data(b, m, data, m->graph ? NULL : o->x, o->y)) != GMM_OK)
         goto done;
+    /* the coefficients: a formula's fixed terms, else the intercept of a
+     * non-Gaussian likelihood (Gaussian data are centred instead) */
+    double b_file = NAN;
+    int file_b = mf && model_value(mf, "intercept", &b_file);
+    int gauss = m->lik.type->conjugate, want_b;
+    if (m->fm)
+        want_b = m->fm->intercept && !o->no_intercept && (!gauss || m->fm->nfixed > 0);
+    else
+        want_b = mf ? file_b : !gauss && !o->no_intercept;
+    if (mf && gauss && file_b && !(m->fm && m->fm->nfixed > 0)) {
+        s = gmm_error(GMM_EPARSE, "%s: an \"intercept\" parameter with the Gaussian likelihood",
+                      mp);
+        goto done;
+    }
+    static const gmm_formula no_terms;
+    if ((s = gmm_mdl_impl_design(m, data, m->fm ? m->fm : &no_terms, want_b)) != GMM_OK)
+        goto done;
     if (mf)
         center_y(m, !mf->has_center, mf->has_center ? &mf->center : NULL);
     else
-        center_y(m, o->no_center, NULL);
+        center_y(m, o->no_center || m->ncoef > 0 || (m->fm && !m->fm->intercept), NULL);
     if (m->graph) {
         /* the precision spec is checked against the graph first: its errors
          * come before the data report */
@@ -645,21 +779,13 @@ static gmm_status build_model(const build *b, gmm_mdl *m)
             goto done;
     }
     if (mf) {
-        double b0 = 0.0;
-        int has_b = model_value(mf, "intercept", &b0);
-        if (m->lik.type->conjugate && has_b) {
-            s = gmm_error(GMM_EPARSE, "%s: an \"intercept\" parameter with the Gaussian likelihood",
-                          mp);
-            goto done;
-        }
         /* a start for the problem only: the file's values replace it */
         for (size_t k = 0; k < m->lik.type->nparam; k++)
             m->lik.par[k] = 1.0;
-        if ((s = build_problem(b, m, NAN, !has_b, has_b ? b0 : NAN, 0)) != GMM_OK ||
+        if ((s = build_problem(b, m, NAN, file_b ? b_file : 0.0, 0)) != GMM_OK ||
             (s = take_values(b, m, mf, mp)) != GMM_OK)
             goto done;
-    } else if ((s = build_problem(b, m, o->noise, o->no_intercept, o->intercept, o->verbose)) !=
-               GMM_OK) {
+    } else if ((s = build_problem(b, m, o->noise, o->intercept, o->verbose)) != GMM_OK) {
         goto done;
     }
     for (size_t f = 0; f < o->nfix; f++)
@@ -680,8 +806,13 @@ gmm_status gmm_mdl_build(const gmm_mdl_spec *s, gmm_mdl **out, gmm_mdl_failure *
     gmm_mdl *m = gmm_calloc(1, sizeof *m);
     if (!m)
         return gmm_error(GMM_ENOMEM, "out of memory");
-    build b = {s, fail};
-    gmm_status st = build_model(&b, m);
+    build b = {s, fail, NULL, NULL, 0, 0};
+    gmm_mdl_spec d;
+    gmm_status st = GMM_OK;
+    if (s->formula && (st = apply_formula(&b, m, &d)) == GMM_OK)
+        b.s = &d;
+    if (st == GMM_OK)
+        st = build_model(&b, m);
     if (fail == &scratch)
         gmm_mdl_failure_free(fail);
     if (st != GMM_OK) {

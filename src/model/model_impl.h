@@ -5,6 +5,7 @@
 #define GMM_MODEL_IMPL_H
 
 #include "gmm/draws.h"
+#include "gmm/formula.h"
 #include "gmm/gmrf.h"
 #include "gmm/graph.h"
 #include "gmm/kernel.h"
@@ -41,7 +42,26 @@ struct gmm_mdl {
     gmm_problem *prob;
     gmm_objective *obj;
     gmm_vi *vi;        /* a VI result's q (predictions use it), or NULL */
+    /* a formula's model: its text, its terms, the latent's graph made of the
+     * levels of the node column alone (iid), the fixed effects' design
+     * (nrow x ncoef) and the coefficients' names */
+    char *formula;
+    gmm_formula *fm;
+    int edgeless;
+    size_t ncoef;
+    double *X;
+    char (*coef_name)[64];
 };
+
+/* The design of fm's fixed terms over table t (the intercept first when
+ * `intercept`, then covariates and each factor's levels but its first) into
+ * m->X, m->ncoef and m->coef_name ("intercept", "coef.x", "coef.g[LEVEL]").
+ * Errors: the table's (a missing column, a covariate that is not a number
+ * or missing: "FILE:LINE: column ..."), GMM_EPARSE for an empty factor
+ * level, GMM_EINVAL for a factor with one level or a name over 63 bytes,
+ * GMM_ENOMEM. */
+gmm_status gmm_mdl_impl_design(gmm_mdl *m, const gmm_table *t, const gmm_formula *fm,
+                               int intercept);
 
 /* The column named `name` of draws d, or d->nvar. */
 size_t gmm_mdl_impl_draws_var(const gmm_draws *d, const char *name);

@@ -110,6 +110,8 @@ gmm_status gmm_mdl_save_vi(gmm_mdl *m, gmm_vi *v, const gmm_vi_result *res, int 
     return s;
 }
 
+size_t gmm_mdl_ncoef(const gmm_mdl *m) { return gmm_problem_ncoef(m->prob); }
+
 size_t gmm_mdl_newton_iterations(const gmm_mdl *m) { return gmm_problem_iterations(m->prob); }
 
 const char *gmm_mdl_factorisation(const gmm_mdl *m, double *bound)
@@ -175,6 +177,9 @@ gmm_status gmm_mdl_describe(const gmm_mdl *m, gmm_model *mf, char **scratch)
         mf->data.x = m->xname;
         mf->merge_tol = m->merge_tol;
     }
+    mf->formula = m->formula;
+    if (m->edgeless)
+        memset(mf->edge_cols, 0, sizeof mf->edge_cols);
     mf->data.file = m->data_rec;
     mf->data.y = m->yname;
     /* the per-row quantity's column under the name the family reads it by */
@@ -212,7 +217,12 @@ gmm_status gmm_mdl_whitened_sites(gmm_mdl *m, const double *v, double *f)
 gmm_status gmm_mdl_predict(gmm_mdl *m, const double *xq, size_t nq, double *mean, double *var)
 {
     gmm_status s;
-    if (gmm_latent_has_inputs(m->lat)) {
+    if (gmm_latent_has_inputs(m->lat) && xq == m->x && nq == m->nrow &&
+        !gmm_problem_offset_constant(m->prob, m->obj->value, NULL)) {
+        /* at the data rows themselves the covariates are known */
+        s = m->vi ? gmm_vi_predict_rows(m->vi, mean, var)
+                  : gmm_problem_predict_rows(m->prob, m->obj->value, mean, var);
+    } else if (gmm_latent_has_inputs(m->lat)) {
         s = m->vi ? gmm_vi_predict_at(m->vi, xq, nq, mean, var)
                   : gmm_problem_predict_at(m->prob, m->obj->value, xq, nq, mean, var);
     } else {

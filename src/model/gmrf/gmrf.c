@@ -100,9 +100,29 @@ static void laplacian_rev(const gmm_gmrf *m, const double *th, const gmm_band *Q
     thbar[1] += rbar;
 }
 
+/* ---- iid --------------------------------------------------------------------- */
+
+/* One N(0, variance) effect per node, whatever the edges: the random
+ * intercept of a grouping column (its levels as nodes of an edgeless
+ * graph, lme4's (1 | g)). */
+static void iid_add(const gmm_gmrf *m, const double *th, gmm_band *Q)
+{
+    for (size_t r = 0; r < m->n; r++)
+        *gmm_band_ptr(Q, r, r) += 1.0 / th[0];
+}
+
+static void iid_rev(const gmm_gmrf *m, const double *th, const gmm_band *Qbar, double *thbar)
+{
+    double d = 0.0;
+    for (size_t r = 0; r < m->n; r++)
+        d += *gmm_band_ptr(Qbar, r, r);
+    thbar[0] -= d / (th[0] * th[0]);
+}
+
 static const gmm_precision_type families[] = {
     {"edge-ou", 2, {"variance", "lengthscale"}, {1.0, 1.0}, {0, 0}, edge_ou_add, edge_ou_rev},
     {"laplacian", 2, {"precision", "ridge"}, {1.0, 1.0}, {0, 1}, laplacian_add, laplacian_rev},
+    {"iid", 1, {"variance", NULL}, {1.0, 0.0}, {0, 0}, iid_add, iid_rev},
 };
 #define NFAMILY (sizeof families / sizeof families[0])
 
@@ -168,7 +188,7 @@ static gmm_status fill_term(gmm_gmrf *m, size_t t, const gmm_spec_node *node)
     if (!T)
         return gmm_error_at(GMM_EPARSE, node->pos,
                             "precision: unknown precision '%s' at %zu (known: edge-ou, "
-                            "laplacian)",
+                            "laplacian, iid)",
                             node->name, node->pos);
     m->term[t] = T;
     size_t off = m->nparam;
@@ -184,8 +204,9 @@ static gmm_status fill_term(gmm_gmrf *m, size_t t, const gmm_spec_node *node)
             k++;
         if (k == T->nparam)
             return gmm_error_at(GMM_EPARSE, arg->pos,
-                                "precision: %s has no parameter '%s' (parameters: %s, %s)",
-                                T->name, arg->key, T->param[0], T->param[1]);
+                                "precision: %s has no parameter '%s' (parameters: %s%s%s)",
+                                T->name, arg->key, T->param[0], T->nparam > 1 ? ", " : "",
+                                T->nparam > 1 ? T->param[1] : "");
         if (given[k])
             return gmm_error_at(GMM_EPARSE, arg->pos, "precision: %s: '%s' given twice",
                                 T->name, arg->key);

@@ -1,0 +1,302 @@
+/* test_formula.c -- formulas (formula.h) and the fixed effects they give
+ * (problem.h's design): the parser's terms and error offsets; a Gaussian
+ * model with a covariate, a factor and f(g, iid) against the dense
+ * marginal likelihood y ~ N(X beta, v Z Z' + s2 I) and its gradient in
+ * every parameter; the Laplace objective's coefficient gradient against
+ * finite differences; the coefficient names and the treatment coding. */
+#include <check.h>
+#include <gsl/gsl_linalg.h>
+#include <gsl/gsl_matrix.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gmm/alloc.h"
+#include "gmm/formula.h"
+#include "gmm/model.h"
+#include "gmm/problem.h"
+#include "support/tmpfiles.h"
+
+START_TEST(test_formula_parse)
+{
+    gmm_formula *f = NULL;
+    ck_assert_int_eq(gmm_formula_parse("y ~ x1 + factor(period) - 1 + f(t, 'matern32 + "
+                                       "periodic(period=52)', graph = e d.csv)",
+                                       &f),
+                     GMM_OK);
+    ck_assert_str_eq(f->response, "y");
+    ck_assert_int_eq(f->intercept, 0);
+    ck_assert_uint_eq(f->nfixed, 2);
+    ck_assert_str_eq(f->fixed[0].name, "x1");
+    ck_assert_int_eq(f->fixed[0].factor, 0);
+    ck_assert_str_eq(f->fixed[1].name, "period");
+    ck_assert_int_eq(f->fixed[1].factor, 1);
+    ck_assert_uint_eq(f->fixed[1].pos, 16);
+    ck_assert_uint_eq(f->nlatent, 1);
+    ck_assert_str_eq(f->latent[0].name, "t");
+    ck_assert_str_eq(f->latent[0].model, "matern32 + periodic(period=52)");
+    ck_assert_uint_eq(f->latent[0].model_pos, 36);
+    ck_assert_int_eq(f->latent[0].quoted, 1);
+    size_t pos;
+    ck_assert_str_eq(gmm_formula_arg_find(&f->latent[0], "graph", &pos), "e d.csv");
+    ck_assert_ptr_null(gmm_formula_arg_find(&f->latent[0], "cyclic", NULL));
+    gmm_formula_free(f);
+
+    ck_assert_int_eq(gmm_formula_parse("n ~ -1 + f(g, iid)", &f), GMM_OK);
+    ck_assert_int_eq(f->intercept, 0);
+    ck_assert_str_eq(f->latent[0].model, "iid");
+    ck_assert_int_eq(f->latent[0].quoted, 0);
+    gmm_formula_free(f);
+    ck_assert_int_eq(gmm_formula_parse("n ~ 0 + 1 + x", &f), GMM_OK);
+    ck_assert_int_eq(f->intercept, 1);
+    gmm_formula_free(f);
+
+    /* errors: offset of the offending character */
+    struct {
+        const char *text;
+        size_t pos;
+    } bad[] = {
+        {"y x", 2},           {"y ~ x +", 7},          {"y ~ x x", 6},
+        {"y ~ - x", 6},       {"y ~ 2", 4},            {"y ~ g(x)", 4},
+        {"y ~ x + x", 8},     {"y ~ f(t 'a')", 8},     {"y ~ f(t, 'a)", 9},
+        {"y ~ f(t, a, k=1, k=2)", 17},                 {"y ~ factor(x", 12},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        ck_assert_msg(gmm_formula_parse(bad[i].text, &f) == GMM_EPARSE, "%s", bad[i].text);
+        ck_assert_ptr_null(f);
+        ck_assert_msg(gmm_error_index() == bad[i].pos, "%s: error at %zu, expected %zu",
+                      bad[i].text, gmm_error_index(), bad[i].pos);
+    }
+}
+END_TEST
+
+/* A data set: y, a covariate x, a factor p with levels "b", "a", "c" (a
+ * is the reference), a group g of 5 levels. */
+enum { N = 40, NG = 5 };
+static const char *const plev[] = {"b", "a", "c"};
+
+static char *write_data(const char *dir, int counts, double *x, int *p, int *g, double *y)
+{
+    char buf[8192];
+    size_t at = (size_t)snprintf(buf, sizeof buf, "y,x,p,g\n");
+    for (int i = 0; i < N; i++) {
+        x[i] = sin(1.7 * i) + 0.1 * i;
+        p[i] = (i * 7) % 3;
+        g[i] = (i * 3 + i / 7) % NG;
+        double f = 0.4 + 0.5 * x[i] + 0.3 * (p[i] == 0) - 0.2 * (p[i] == 2) + 0.4 * cos(g[i]);
+        y[i] = counts ? floor(exp(f) * (1.0 + 0.5 * sin(3.0 * i)) + 0.5)
+                      : f + 0.3 * sin(5.3 * i);
+        at += (size_t)snprintf(buf + at, sizeof buf - at, "%.17g,%.17g,%s,grp%d\n", y[i], x[i],
+                               plev[p[i]], g[i]);
+    }
+    return tu_write_str(dir, "d.csv", buf);
+}
+
+static gmm_mdl *build(const char *path, const char *formula, const char *lik)
+{
+    gmm_mdl_spec s;
+    gmm_mdl_spec_init(&s);
+    s.formula = formula;
+    s.data = path;
+    s.likelihood = lik;
+    gmm_mdl *m = NULL;
+    gmm_mdl_failure fail;
+    gmm_status st = gmm_mdl_build(&s, &m, &fail);
+    ck_assert_msg(st == GMM_OK, "%s", gmm_error_message());
+    gmm_mdl_failure_free(&fail);
+    return m;
+}
+
+static size_t param(const gmm_objective *o, const char *name)
+{
+    for (size_t k = 0; k < o->nparam; k++)
+        if (!strcmp(o->name[k], name))
+            return k;
+    ck_abort_msg("no parameter %s", name);
+    return 0;
+}
+
+/* log N(y; X beta, v Z Z' + s2 I) and its gradient (beta, v, s2), dense;
+ * pm, pv (may be NULL): the posterior mean and variance of the linear
+ * predictor X beta + Z u at every row. */
+static double dense_gauss(const double *x, const int *p, const int *g, const double *y,
+                          const double *beta, double v, double s2, double *gb, double *gv,
+                          double *gs, double *pm, double *pv)
+{
+    gsl_matrix *V = gsl_matrix_alloc(N, N), *Vi = gsl_matrix_alloc(N, N);
+    double r[N], a[N];
+    for (int i = 0; i < N; i++) {
+        double mu = beta[0] + beta[1] * x[i] + beta[2] * (p[i] == 0) + beta[3] * (p[i] == 2);
+        r[i] = y[i] - mu;
+        for (int j = 0; j < N; j++)
+            gsl_matrix_set(V, i, j, (g[i] == g[j] ? v : 0.0) + (i == j ? s2 : 0.0));
+    }
+    gsl_linalg_cholesky_decomp1(V);
+    double logdet = 0.0;
+    for (int i = 0; i < N; i++)
+        logdet += 2.0 * log(gsl_matrix_get(V, i, i));
+    gsl_matrix_memcpy(Vi, V);
+    gsl_linalg_cholesky_invert(Vi);
+    double q = 0.0;
+    for (int i = 0; i < N; i++) {
+        a[i] = 0.0;
+        for (int j = 0; j < N; j++)
+            a[i] += gsl_matrix_get(Vi, i, j) * r[j];
+        q += r[i] * a[i];
+    }
+    /* d/dbeta = X' a; d/dtheta = (a' dV a - tr(Vi dV)) / 2 */
+    memset(gb, 0, 4 * sizeof *gb);
+    *gv = *gs = 0.0;
+    for (int i = 0; i < N; i++) {
+        gb[0] += a[i];
+        gb[1] += x[i] * a[i];
+        gb[2] += (p[i] == 0) * a[i];
+        gb[3] += (p[i] == 2) * a[i];
+        *gs += 0.5 * (a[i] * a[i] - gsl_matrix_get(Vi, i, i));
+        for (int j = 0; j < N; j++)
+            if (g[i] == g[j])
+                *gv += 0.5 * (a[i] * a[j] - gsl_matrix_get(Vi, i, j));
+    }
+    /* K = v Z Z': mean X beta + K a, variance diag(K - K V^-1 K) */
+    for (int i = 0; pm && i < N; i++) {
+        pm[i] = y[i] - r[i];
+        pv[i] = v;
+        for (int j = 0; j < N; j++) {
+            if (g[i] != g[j])
+                continue;
+            pm[i] += v * a[j];
+            for (int k = 0; k < N; k++)
+                if (g[k] == g[i])
+                    pv[i] -= v * gsl_matrix_get(Vi, j, k) * v;
+        }
+    }
+    gsl_matrix_free(V);
+    gsl_matrix_free(Vi);
+    return -0.5 * (q + logdet + N * log(2.0 * M_PI));
+}
+
+START_TEST(test_formula_gaussian_dense)
+{
+    char *dir = tu_mkdtemp();
+    double x[N], y[N];
+    int p[N], g[N];
+    char *path = write_data(dir, 0, x, p, g, y);
+    gmm_mdl *m = build(path, "y ~ x + factor(p) + f(g, iid)", NULL);
+    gmm_objective *o = gmm_mdl_objective(m);
+    ck_assert_uint_eq(gmm_mdl_ncoef(m), 4);
+    size_t kb[4] = {param(o, "intercept"), param(o, "coef.x"), param(o, "coef.p[b]"),
+                    param(o, "coef.p[c]")};
+    size_t kv = param(o, "0.iid.variance"), ks = param(o, "likelihood.variance");
+    ck_assert_uint_eq(o->nparam, 6);
+    const double beta[4] = {0.3, 0.45, 0.25, -0.1}, v = 0.37, s2 = 0.11;
+    double *th = gmm_malloc(o->nparam, sizeof *th), *gr = gmm_malloc(o->nparam, sizeof *gr);
+    for (int k = 0; k < 4; k++)
+        th[kb[k]] = beta[k];
+    th[kv] = v;
+    th[ks] = s2;
+    double f, gb[4], gv, gs;
+    ck_assert_int_eq(o->eval(o->ctx, th, &f, gr), GMM_OK);
+    double pm[N], pv[N], mean[N], var[N];
+    double ref = dense_gauss(x, p, g, y, beta, v, s2, gb, &gv, &gs, pm, pv);
+    ck_assert_msg(fabs(f - ref) <= 1e-10 * fabs(ref), "loglik %.15g, dense %.15g", f, ref);
+    /* the linear predictor at the rows: the covariates' part added */
+    ck_assert_int_eq(gmm_problem_predict_rows(gmm_mdl_problem(m), th, mean, var), GMM_OK);
+    for (int i = 0; i < N; i++) {
+        ck_assert_msg(fabs(mean[i] - pm[i]) <= 1e-10 * (1.0 + fabs(pm[i])), "row %d mean", i);
+        ck_assert_msg(fabs(var[i] - pv[i]) <= 1e-10, "row %d var %g vs %g", i, var[i], pv[i]);
+    }
+    for (int k = 0; k < 4; k++)
+        ck_assert_msg(fabs(gr[kb[k]] - gb[k]) <= 1e-9 * (1.0 + fabs(gb[k])),
+                      "%s: %.15g, dense %.15g", o->name[kb[k]], gr[kb[k]], gb[k]);
+    ck_assert_msg(fabs(gr[kv] - gv) <= 1e-9 * (1.0 + fabs(gv)), "v: %g vs %g", gr[kv], gv);
+    ck_assert_msg(fabs(gr[ks] - gs) <= 1e-9 * (1.0 + fabs(gs)), "s2: %g vs %g", gr[ks], gs);
+    gmm_free(th);
+    gmm_free(gr);
+    gmm_mdl_free(m);
+    free(path);
+    tu_rmdir_all(dir);
+    free(dir);
+}
+END_TEST
+
+/* The Laplace objective's gradient in the coefficients (through the mode's
+ * per-row shift) against central differences of its value. */
+START_TEST(test_formula_laplace_coef_gradient)
+{
+    char *dir = tu_mkdtemp();
+    double x[N], y[N];
+    int p[N], g[N];
+    char *path = write_data(dir, 1, x, p, g, y);
+    gmm_mdl *m = build(path, "y ~ x + factor(p) + f(g, iid)", "poisson");
+    gmm_objective *o = gmm_mdl_objective(m);
+    size_t np = o->nparam;
+    double *th = gmm_malloc(np, sizeof *th), *gr = gmm_malloc(np, sizeof *gr);
+    memcpy(th, o->value, np * sizeof *th);
+    th[param(o, "coef.x")] = 0.4;
+    th[param(o, "coef.p[c]")] = -0.3;
+    th[param(o, "0.iid.variance")] = 0.5;
+    double f;
+    ck_assert_int_eq(o->eval(o->ctx, th, &f, gr), GMM_OK);
+    for (size_t k = 0; k < np; k++) {
+        double h = 1e-5, t0 = th[k], fp, fm;
+        th[k] = t0 + h;
+        ck_assert_int_eq(o->eval(o->ctx, th, &fp, NULL), GMM_OK);
+        th[k] = t0 - h;
+        ck_assert_int_eq(o->eval(o->ctx, th, &fm, NULL), GMM_OK);
+        th[k] = t0;
+        double fd = (fp - fm) / (2.0 * h);
+        ck_assert_msg(fabs(fd - gr[k]) <= 1e-6 * (1.0 + fabs(gr[k])), "%s: %.12g, fd %.12g",
+                      o->name[k], gr[k], fd);
+    }
+    gmm_free(th);
+    gmm_free(gr);
+    gmm_mdl_free(m);
+    free(path);
+    tu_rmdir_all(dir);
+    free(dir);
+}
+END_TEST
+
+/* f(g, iid) alone under a Gaussian likelihood is the dense N(0, v ZZ' + s2
+ * I) of the centred data: the iid family equals its dense computation. */
+START_TEST(test_formula_iid_dense)
+{
+    char *dir = tu_mkdtemp();
+    double x[N], y[N];
+    int p[N], g[N];
+    char *path = write_data(dir, 0, x, p, g, y);
+    gmm_mdl *m = build(path, "y ~ f(g, iid)", NULL);
+    gmm_objective *o = gmm_mdl_objective(m);
+    ck_assert_uint_eq(gmm_mdl_ncoef(m), 0);
+    int has;
+    double c = gmm_mdl_center(m, &has);
+    ck_assert(has);
+    double th[2], gr[2], f;
+    th[param(o, "0.iid.variance")] = 0.8;
+    th[param(o, "likelihood.variance")] = 0.2;
+    ck_assert_int_eq(o->eval(o->ctx, th, &f, gr), GMM_OK);
+    const double beta[4] = {c, 0, 0, 0};
+    double gb[4], gv, gs;
+    double ref = dense_gauss(x, p, g, y, beta, 0.8, 0.2, gb, &gv, &gs, NULL, NULL);
+    ck_assert_msg(fabs(f - ref) <= 1e-10 * fabs(ref), "loglik %.15g, dense %.15g", f, ref);
+    ck_assert_msg(fabs(gr[param(o, "0.iid.variance")] - gv) <= 1e-9 * (1.0 + fabs(gv)),
+                  "v gradient");
+    gmm_mdl_free(m);
+    free(path);
+    tu_rmdir_all(dir);
+    free(dir);
+}
+END_TEST
+
+Suite *model_formula_suite(void)
+{
+    Suite *s = suite_create("model_formula");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, test_formula_parse);
+    tcase_add_test(tc, test_formula_gaussian_dense);
+    tcase_add_test(tc, test_formula_laplace_coef_gradient);
+    tcase_add_test(tc, test_formula_iid_dense);
+    suite_add_tcase(s, tc);
+    return s;
+}
