@@ -16,6 +16,7 @@
 #include "gmm/formula.h"
 #include "gmm/model.h"
 #include "gmm/problem.h"
+#include "gmm/vi.h"
 #include "support/tmpfiles.h"
 
 START_TEST(test_formula_parse)
@@ -289,6 +290,97 @@ START_TEST(test_formula_iid_dense)
 }
 END_TEST
 
+/* A state-space term with a covariate and a factor under a Poisson
+ * likelihood: HMC's joint log density and VI's ELBO take the coefficients
+ * through the rows' offsets; their gradients in the coefficients against
+ * central differences. */
+START_TEST(test_formula_joint_and_elbo_gradients)
+{
+    char *dir = tu_mkdtemp();
+    char buf[8192];
+    size_t at = (size_t)snprintf(buf, sizeof buf, "t,z,p,y\n");
+    for (int i = 0; i < 30; i++)
+        at += (size_t)snprintf(buf + at, sizeof buf - at, "%d,%.4f,%s,%d\n", i,
+                               0.5 + 0.4 * sin(2.3 * i), plev[i % 3],
+                               (int)floor(2.0 * exp(sin(i / 5.0)) + 0.5 * (i % 4)));
+    char *path = tu_write_str(dir, "s.csv", buf);
+    gmm_mdl *m = build(path, "y ~ z + factor(p) + f(t, 'matern32(variance=0.7, lengthscale=4)')",
+                       "poisson");
+    gmm_problem *pb = gmm_mdl_problem(m);
+    gmm_objective *o = gmm_mdl_objective(m);
+    size_t np = o->nparam, nc = gmm_problem_ncoef(pb);
+    ck_assert_uint_eq(nc, 4);
+    double *th = gmm_malloc(np, sizeof *th);
+    memcpy(th, o->value, np * sizeof *th);
+    th[param(o, "coef.z")] = 0.3;
+    th[param(o, "coef.p[b]")] = -0.2;
+    th[param(o, "coef.p[c]")] = 0.15;
+
+    /* HMC: q = (v, u), every parameter sampled (coefficients as they are) */
+    int *samp = gmm_calloc(np, sizeof *samp);
+    gmm_prior *pr = gmm_calloc(np, sizeof *pr);
+    for (size_t k = 0; k < np; k++) {
+        samp[k] = 1;
+        pr[k] = k >= np - nc ? (gmm_prior){GMM_PRIOR_NORMAL, 0.0, 2.0}
+                             : (gmm_prior){GMM_PRIOR_LOGNORMAL, 0.0, 1.0};
+    }
+    ck_assert_int_eq(gmm_problem_joint_setup(pb, th, samp, pr), GMM_OK);
+    size_t dim = gmm_problem_joint_dim(pb), n = dim - np;
+    double *q = gmm_malloc(dim, sizeof *q), *gq = gmm_malloc(dim, sizeof *gq), lp, lpp, lpm;
+    ck_assert_int_eq(gmm_problem_joint_start(pb, q), GMM_OK);
+    for (size_t j = 0; j < n; j++)
+        q[j] += 0.1 * sin(1.0 + j);
+    ck_assert_int_eq(gmm_problem_joint_logp(pb, q, &lp, gq), GMM_OK);
+    for (size_t j = n + np - nc; j < dim; j++) {
+        double h = 1e-5, q0 = q[j];
+        q[j] = q0 + h;
+        ck_assert_int_eq(gmm_problem_joint_logp(pb, q, &lpp, NULL), GMM_OK);
+        q[j] = q0 - h;
+        ck_assert_int_eq(gmm_problem_joint_logp(pb, q, &lpm, NULL), GMM_OK);
+        q[j] = q0;
+        double fd = (lpp - lpm) / (2.0 * h);
+        ck_assert_msg(fabs(fd - gq[j]) <= 1e-6 * (1.0 + fabs(fd)), "joint %zu: %.12g, fd %.12g",
+                      j, gq[j], fd);
+    }
+
+    /* VI: the ELBO's gradient in theta at the Laplace start */
+    gmm_vi_params vp;
+    gmm_vi_params_init(&vp);
+    gmm_vi *v = NULL;
+    ck_assert_int_eq(gmm_vi_alloc(pb, &vp, &v), GMM_OK);
+    ck_assert_int_eq(gmm_vi_start_laplace(v, NULL), GMM_OK);
+    size_t nv = gmm_vi_nvar(v);
+    double *lam = gmm_malloc(nv, sizeof *lam), *lb = gmm_malloc(nv, sizeof *lb);
+    double *tb = gmm_malloc(np, sizeof *tb), e, ep, em;
+    memcpy(lam, gmm_vi_lambda(v), nv * sizeof *lam);
+    ck_assert_int_eq(gmm_vi_elbo(v, th, lam, &e, lb, tb), GMM_OK);
+    for (size_t k = np - nc; k < np; k++) {
+        double h = 1e-5, t0 = th[k];
+        th[k] = t0 + h;
+        ck_assert_int_eq(gmm_vi_elbo(v, th, lam, &ep, NULL, NULL), GMM_OK);
+        th[k] = t0 - h;
+        ck_assert_int_eq(gmm_vi_elbo(v, th, lam, &em, NULL, NULL), GMM_OK);
+        th[k] = t0;
+        double fd = (ep - em) / (2.0 * h);
+        ck_assert_msg(fabs(fd - tb[k]) <= 1e-6 * (1.0 + fabs(fd)), "elbo %s: %.12g, fd %.12g",
+                      o->name[k], tb[k], fd);
+    }
+    gmm_vi_free(v);
+    gmm_free(lam);
+    gmm_free(lb);
+    gmm_free(tb);
+    gmm_free(q);
+    gmm_free(gq);
+    gmm_free(samp);
+    gmm_free(pr);
+    gmm_free(th);
+    gmm_mdl_free(m);
+    free(path);
+    tu_rmdir_all(dir);
+    free(dir);
+}
+END_TEST
+
 Suite *model_formula_suite(void)
 {
     Suite *s = suite_create("model_formula");
@@ -297,6 +389,7 @@ Suite *model_formula_suite(void)
     tcase_add_test(tc, test_formula_gaussian_dense);
     tcase_add_test(tc, test_formula_laplace_coef_gradient);
     tcase_add_test(tc, test_formula_iid_dense);
+    tcase_add_test(tc, test_formula_joint_and_elbo_gradients);
     suite_add_tcase(s, tc);
     return s;
 }
