@@ -60,6 +60,11 @@ struct gmm_mdl {
  * or missing: "FILE:LINE: column ..."), GMM_EPARSE for an empty factor
  * level, GMM_EINVAL for a factor with one level or a name over 63 bytes,
  * GMM_ENOMEM. */
+/* Posterior mean (+ the centre) and variance of the linear predictor at
+ * every data row (nrow each), under q when attached: where a model with
+ * covariates predicts, whatever its family. */
+gmm_status gmm_mdl_impl_predict_rows(gmm_mdl *m, double *mean, double *var);
+
 gmm_status gmm_mdl_impl_design(gmm_mdl *m, const gmm_table *t, const gmm_formula *fm,
                                int intercept);
 

@@ -300,20 +300,24 @@ void gmm_mdl_data_row(const gmm_mdl *m, size_t r, size_t *line, double *y, size_
 
 gmm_status gmm_mdl_score_loo(gmm_mdl *m, double *lpd)
 {
-    int inputs = gmm_latent_has_inputs(m->lat);
+    /* one site per row for models with inputs, and where covariates make
+     * each row's linear predictor its own */
+    int rows = gmm_latent_has_inputs(m->lat) ||
+               !gmm_problem_offset_constant(m->prob, m->obj->value, NULL);
     const gmm_lik *lik = gmm_mdl_likelihood(m);
     double center = gmm_mdl_center(m, NULL), noise = gmm_mdl_noise(m);
-    size_t n = m->nrow, nq = inputs ? n : gmm_mdl_nsites(m);
+    size_t n = m->nrow, nq = rows ? n : gmm_mdl_nsites(m);
     double *mean = gmm_malloc(nq ? nq : 1, sizeof *mean);
     double *var = gmm_malloc(nq ? nq : 1, sizeof *var);
     gmm_status s = mean && var ? GMM_OK : gmm_error(GMM_ENOMEM, "out of memory");
     if (s == GMM_OK)
-        s = gmm_mdl_predict(m, m->x, nq, mean, var);
+        s = rows && !gmm_latent_has_inputs(m->lat) ? gmm_mdl_impl_predict_rows(m, mean, var)
+                                                   : gmm_mdl_predict(m, m->x, nq, mean, var);
     for (size_t r = 0; s == GMM_OK && r < n; r++) {
         lpd[r] = NAN;
         if (isnan(m->y[r]))
             continue;
-        size_t q = inputs ? r : m->row_node[r];
+        size_t q = rows ? r : m->row_node[r];
         double y = m->y[r], e = m->e ? m->e[r] : 1.0, mr = mean[q] - center, vr = var[q];
         double w, g;
         if (lik->type->conjugate) {

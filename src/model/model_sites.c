@@ -214,14 +214,22 @@ gmm_status gmm_mdl_whitened_sites(gmm_mdl *m, const double *v, double *f)
                                          : gmm_problem_whitened_linpred(m->prob, v, NULL, f);
 }
 
+gmm_status gmm_mdl_impl_predict_rows(gmm_mdl *m, double *mean, double *var)
+{
+    gmm_status s = m->vi ? gmm_vi_predict_rows(m->vi, mean, var)
+                         : gmm_problem_predict_rows(m->prob, m->obj->value, mean, var);
+    for (size_t i = 0; s == GMM_OK && m->has_center > 0 && i < m->nrow; i++)
+        mean[i] += m->center;
+    return s;
+}
+
 gmm_status gmm_mdl_predict(gmm_mdl *m, const double *xq, size_t nq, double *mean, double *var)
 {
     gmm_status s;
     if (gmm_latent_has_inputs(m->lat) && xq == m->x && nq == m->nrow &&
         !gmm_problem_offset_constant(m->prob, m->obj->value, NULL)) {
         /* at the data rows themselves the covariates are known */
-        s = m->vi ? gmm_vi_predict_rows(m->vi, mean, var)
-                  : gmm_problem_predict_rows(m->prob, m->obj->value, mean, var);
+        return gmm_mdl_impl_predict_rows(m, mean, var);
     } else if (gmm_latent_has_inputs(m->lat)) {
         s = m->vi ? gmm_vi_predict_at(m->vi, xq, nq, mean, var)
                   : gmm_problem_predict_at(m->prob, m->obj->value, xq, nq, mean, var);

@@ -120,10 +120,12 @@ static size_t param(const gmm_objective *o, const char *name)
 
 /* log N(y; X beta, v Z Z' + s2 I) and its gradient (beta, v, s2), dense;
  * pm, pv (may be NULL): the posterior mean and variance of the linear
- * predictor X beta + Z u at every row. */
+ * predictor X beta + Z u at every row, and loo the exact leave-one-out
+ * log density of every row: N(y_r; y_r - (V^-1 r)_r / (V^-1)_rr,
+ * 1 / (V^-1)_rr). */
 static double dense_gauss(const double *x, const int *p, const int *g, const double *y,
                           const double *beta, double v, double s2, double *gb, double *gv,
-                          double *gs, double *pm, double *pv)
+                          double *gs, double *pm, double *pv, double *loo)
 {
     gsl_matrix *V = gsl_matrix_alloc(N, N), *Vi = gsl_matrix_alloc(N, N);
     double r[N], a[N];
@@ -158,6 +160,10 @@ static double dense_gauss(const double *x, const int *p, const int *g, const dou
         for (int j = 0; j < N; j++)
             if (g[i] == g[j])
                 *gv += 0.5 * (a[i] * a[j] - gsl_matrix_get(Vi, i, j));
+    }
+    for (int i = 0; loo && i < N; i++) {
+        double d = gsl_matrix_get(Vi, i, i), e = a[i] / d;
+        loo[i] = -0.5 * (log(2.0 * M_PI / d) + e * e * d);
     }
     /* K = v Z Z': mean X beta + K a, variance diag(K - K V^-1 K) */
     for (int i = 0; pm && i < N; i++) {
@@ -198,8 +204,8 @@ START_TEST(test_formula_gaussian_dense)
     th[ks] = s2;
     double f, gb[4], gv, gs;
     ck_assert_int_eq(o->eval(o->ctx, th, &f, gr), GMM_OK);
-    double pm[N], pv[N], mean[N], var[N];
-    double ref = dense_gauss(x, p, g, y, beta, v, s2, gb, &gv, &gs, pm, pv);
+    double pm[N], pv[N], mean[N], var[N], loo[N], lpd[N];
+    double ref = dense_gauss(x, p, g, y, beta, v, s2, gb, &gv, &gs, pm, pv, loo);
     ck_assert_msg(fabs(f - ref) <= 1e-10 * fabs(ref), "loglik %.15g, dense %.15g", f, ref);
     /* the linear predictor at the rows: the covariates' part added */
     ck_assert_int_eq(gmm_problem_predict_rows(gmm_mdl_problem(m), th, mean, var), GMM_OK);
@@ -207,6 +213,12 @@ START_TEST(test_formula_gaussian_dense)
         ck_assert_msg(fabs(mean[i] - pm[i]) <= 1e-10 * (1.0 + fabs(pm[i])), "row %d mean", i);
         ck_assert_msg(fabs(var[i] - pv[i]) <= 1e-10, "row %d var %g vs %g", i, var[i], pv[i]);
     }
+    /* score --loo: each row's own linear predictor, the exact Gaussian LOO */
+    memcpy(o->value, th, o->nparam * sizeof *th);
+    ck_assert_int_eq(gmm_mdl_score_loo(m, lpd), GMM_OK);
+    for (int i = 0; i < N; i++)
+        ck_assert_msg(fabs(lpd[i] - loo[i]) <= 1e-9 * (1.0 + fabs(loo[i])), "row %d loo %.12g vs %.12g",
+                      i, lpd[i], loo[i]);
     for (int k = 0; k < 4; k++)
         ck_assert_msg(fabs(gr[kb[k]] - gb[k]) <= 1e-9 * (1.0 + fabs(gb[k])),
                       "%s: %.15g, dense %.15g", o->name[kb[k]], gr[kb[k]], gb[k]);
@@ -279,7 +291,7 @@ START_TEST(test_formula_iid_dense)
     ck_assert_int_eq(o->eval(o->ctx, th, &f, gr), GMM_OK);
     const double beta[4] = {c, 0, 0, 0};
     double gb[4], gv, gs;
-    double ref = dense_gauss(x, p, g, y, beta, 0.8, 0.2, gb, &gv, &gs, NULL, NULL);
+    double ref = dense_gauss(x, p, g, y, beta, 0.8, 0.2, gb, &gv, &gs, NULL, NULL, NULL);
     ck_assert_msg(fabs(f - ref) <= 1e-10 * fabs(ref), "loglik %.15g, dense %.15g", f, ref);
     ck_assert_msg(fabs(gr[param(o, "0.iid.variance")] - gv) <= 1e-9 * (1.0 + fabs(gv)),
                   "v gradient");

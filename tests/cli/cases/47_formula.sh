@@ -139,12 +139,19 @@ run "$GMM_INFER" fit --formula 'y ~ x9 + f(g, iid)' "$fx/gauss.csv"
 expect_exit 1
 expect_stderr "no column 'x9'"
 
-begin "predictions at nodes need covariate values: refused with the reason"
+begin "predictions at nodes need covariate values: refused with the reason; score --loo at rows"
 run "$GMM_INFER" fit --formula 'y ~ x1 + f(g, iid)' -o "$CASE_TMP/m.json" "$fx/gauss.csv"
 expect_exit 0
 run "$GMM_INFER" predict --model "$CASE_TMP/m.json"
 expect_exit 1
 expect_stderr 'covariates: predictions need their values'
+run "$GMM_INFER" hmc --model "$CASE_TMP/m.json" --draws 10 --warmup 10
+expect_exit 1
+expect_stderr 'covariates'
+# at the data rows the covariates are known: leave-one-out works
+run "$GMM_INFER" score --model "$CASE_TMP/m.json" --loo
+expect_exit 0
+expect_stdout '"n": 300'
 run "$GMM_INFER" fit --formula 'y ~ f(g, iid)' --likelihood poisson -o "$CASE_TMP/m.json" \
     "$fx/pois.csv"
 expect_exit 0
