@@ -38,6 +38,7 @@ struct gmm_problem {
     /* whitened log joint: theta fixed by gmm_problem_whiten_setup */
     int wready;
     double *woff;         /* X beta at the setup's theta (nrows) */
+    double wb;            /* the intercept there, when the offset is constant */
     gmm_lik wlik;
     double *wcoef, *wx, *wg; /* nrows x width, n, n */
     /* joint sampling of the hyperparameters */
@@ -561,6 +562,7 @@ gmm_status gmm_problem_whiten_setup(gmm_problem *p, const double *theta)
     p->wlik = p->lik;
     if (p->ncoef)
         gmm_problem_offsets(p, theta, p->woff);
+    gmm_problem_offset_constant(p, theta, &p->wb);
     if ((st = gmm_latent_theta_check(p->lat, theta)) ||
         (st = gmm_latent_obs_coef(p->lat, theta, p->wcoef)) ||
         (st = gmm_latent_whiten_setup(p->lat, theta)))
@@ -633,14 +635,11 @@ gmm_status gmm_problem_whitened_linpred(gmm_problem *p, const double *v, double 
     if (xnodes) {
         if (gmm_latent_node_index(p->lat, 0) == GMM_NO_INDEX)
             return gmm_error(GMM_EINVAL, "a %s model has no nodes", gmm_latent_family(p->lat));
-        for (size_t v2 = 0; v2 < p->n; v2++)
-            xnodes[v2] = p->wx[gmm_latent_node_index(p->lat, v2)];
-        /* the offset at the setup's theta (woff[0] when constant) */
         if (!p->const_off)
             return gmm_error(GMM_EINVAL, "the model has covariates: its nodes have no linear "
                                          "predictor of their own");
-        for (size_t v2 = 0; p->ncoef && v2 < p->n; v2++)
-            xnodes[v2] += p->woff[0];
+        for (size_t v2 = 0; v2 < p->n; v2++)
+            xnodes[v2] = p->wb + p->wx[gmm_latent_node_index(p->lat, v2)];
     }
     return GMM_OK;
 }
