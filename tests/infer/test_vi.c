@@ -143,8 +143,8 @@ static double fd4_sample(double *p, size_t m, const double *g, tu_scalar_fn f, v
 /* The ELBO's gradient in lambda (every entry, or a sample of 150) and in
  * theta (every entry) against 4th-order central differences: relative
  * 1e-6 of max(|g|, 1).  q: the Laplace start, moved at random. */
-static void check_grad(gmm_latent *lat, const char *liktext, gmm_vi_prior_form form,
-                       const char *label)
+static void check_grad_bw(gmm_latent *lat, const char *liktext, gmm_vi_prior_form form,
+                          size_t bandwidth, const char *label)
 {
     tu_rng r;
     tu_rng_seed(&r, 19);
@@ -160,6 +160,7 @@ static void check_grad(gmm_latent *lat, const char *liktext, gmm_vi_prior_form f
     gmm_vi_params par;
     gmm_vi_params_init(&par);
     par.prior = form;
+    par.bandwidth = bandwidth;
     par.nquad = 40; /* one rule throughout (no switching between differences) */
     gmm_vi *v = NULL;
     ck_assert_msg(gmm_vi_alloc(p, &par, &v) == GMM_OK, "%s", gmm_error_message());
@@ -195,6 +196,12 @@ static void check_grad(gmm_latent *lat, const char *liktext, gmm_vi_prior_form f
     free(e);
 }
 
+static void check_grad(gmm_latent *lat, const char *liktext, gmm_vi_prior_form form,
+                       const char *label)
+{
+    check_grad_bw(lat, liktext, form, GMM_VI_BANDWIDTH_PRIOR, label);
+}
+
 static const char *all_liks[] = {"gaussian(variance=0.3)", "poisson", "bernoulli",
                                  "negbinomial(dispersion=1.7)", "binomial",
                                  "studentt(df=3.5, scale=0.4)"};
@@ -224,6 +231,12 @@ START_TEST(test_vi_grad_ssm)
             check_grad(lat, all_liks[il], GMM_VI_PRIOR_AUTO, "state-space");
         check_grad(lat, "poisson", GMM_VI_PRIOR_ASSEMBLED, "state-space");
         check_grad(lat, "gaussian(variance=0.3)", GMM_VI_PRIOR_ASSEMBLED, "state-space");
+        /* q's band narrower and wider than the prior's: the rows' moments
+         * read a window of L and Sigma that ends where q's band does */
+        size_t kl = gmm_latent_bandwidth(lat);
+        check_grad_bw(lat, "poisson", GMM_VI_PRIOR_ROWS, 0, "state-space b 0");
+        check_grad_bw(lat, "poisson", GMM_VI_PRIOR_ROWS, kl - 1, "state-space b kl - 1");
+        check_grad_bw(lat, "bernoulli", GMM_VI_PRIOR_ROWS, kl + 3, "state-space b kl + 3");
         gmm_latent_free(lat);
         gmm_kernel_free(k);
     }
