@@ -12,7 +12,8 @@
  * log|Q| from the family, or from a banded Cholesky of Q (graphs).
  * Assembled (graphs): D = Q - L L' in double, m'Q m by gmm_band_gemv.
  * Rows (state-space, Q = G'G): D = sum_i g_i g_i' - L L' accumulated in
- * double-double (fma products, TwoSum), rounded once; m'Q m = sum_i (g_i'm)^2.
+ * double-double (fma products, TwoSum), rounded once; m'Q m = sum_i r_i^2,
+ * r_i = g_i'm in double-double.
  *
  * WHY D.  Near the posterior, L L' ~ Q + H'WH, so D ~ -H'WH has entries of
  * the data's size while Q's grow like (lengthscale / spacing)^(2 nu + 1)
@@ -30,18 +31,38 @@
  * exactly (L^-1 is lower triangular):
  *
  *   Sigmabar = sum_r c_r h_r h_r'  -  D / 2
- *   mbar     = sum_r a_r h_r       -  Q m            (= - sum_i (g_i'm) g_i)
+ *   mbar     = sum_r a_r h_r       -  Q m            (= - sum_i r_i g_i)
  *   Lbar     = selinv_rev(L, Sigma, Sigmabar)        (gmm_band_chol_selinv_rev)
  *   lambdabar_jj = L_jj Lbar_jj                      (log-diagonal)
  *
  * In the hyperparameters: Qbar = -(Sigma + m m') / 2 on Q's band and
  * log|Q|bar = 1/2, through gmm_latent_prior_rev (and, when the family gives
- * no log|Q|, the Cholesky's reverse mode first); with rows, the entries'
- * adjoints gbar_i = -(Sigma g_i + (g_i'm) m) on g_i's columns and log|Q|bar
- * = 1/2 through gmm_latent_prior_rows_rev; b0bar = sum_r a_r; phibar =
+ * no log|Q|, the Cholesky's reverse mode first); with rows, the prior's
+ * terms are E_q[log p(x | theta)] and their gradient comes from the
+ * moments of the whitened rows v = G x under q (WHITENED MOMENTS) through
+ * gmm_latent_prior_rows_rev_moments; b0bar = sum_r a_r; phibar =
  * sum_r dE_r/dphi; hbar_r = a_r m_o + 2 c_r Sigma_oo h_r through
  * gmm_latent_obs_coef_rev.  Forward saves L, Sigma, D, a_r, c_r (and Q, or
- * the rows' adjoints computed while the rows are read).
+ * the rows' moments computed while the rows are read).
+ *
+ * WHITENED MOMENTS.  Per segment t of G (the d transition rows v_t = C
+ * (x_t - A x_{t-1}), or C0 x_0) the prior's chain (ssm_prior.c, ROWS
+ * GRADIENT) needs E_q[v v'] = r r' + Cov(v) and E_q[v x_{t-1}'] = r m' +
+ * Cov(v, x_{t-1}), r = G_t m, all of order 1.  Cov(v) = G_t Sigma G_t' from
+ * Sigma's band would cancel entries ~ |G|^2 |Sigma| ~ (l/dt)^(2 nu + 1)
+ * down to 1 and keep eps (l/dt)^(2 nu + 1) of error (the old chain through
+ * the rows' entries had the same).  Instead, with J the segment's columns
+ * and F the b latents after them, L'(x - m) = e ~ N(0, I) gives x_J - m_J
+ * = -L_JJ^-T L_FJ' (x_F - m_F) + L_JJ^-T e_J with e_J independent of x_F,
+ * so with Z = G_J L_JJ^-T (a forward solve per row) and U = -Z L_FJ',
+ *
+ *   Cov(v)          = U Sigma_FF U' + Z Z',
+ *   Cov(v, x_J)     = (Z - U Sigma_FF L_FJ) L_JJ^-1,
+ *
+ * sums of products of order-1 factors (U is small where q follows the
+ * prior's dynamics, Z of order 1).  O(d (kl + b)^2) per segment, b = q's
+ * bandwidth.  r = G m and the rows' share -G'r of mbar are summed in
+ * double-double: G'r cancels terms ~ |G| |r| down to the data's size.
  *
  * ORDER OF LATENT CALLS.  obs_coef, then prior (or prior_rows); the
  * reverse: prior_rev right after (latent.h pairs them), then obs_coef_rev.
@@ -56,10 +77,15 @@
  *   rows, D in double          9e-16   2e-13   1e-9    1e-6    1.7 (!)
  *   assembled Q                5e-14   7e-11   7e-8    refused (GMM_EDOM)
  *
- * The lambda-gradient's noise at the optimum grows like eps (l/dt)^3 |m| in
- * both forms (2.7e-7 at 1e-3, 2e2 at 1e-6): Q m at a mean rounded to
- * doubles, inherent to storing m; the hyperparameter gradient chains
- * through G's entries and keeps the Cholesky's limits (docs/accuracy.md).
+ * The m-gradient is the exact one of the rows as stored (within 3e-16 of
+ * a binary128 evaluation from the same G at every spacing; in plain double
+ * 1e-5 at dt/l = 1e-4 and 0.7 at 1e-6); at the optimum it is nevertheless
+ * of size eps (l/dt)^3 |m| (2.7e-7 at 1e-3, 2e2 at 1e-6): Q times the
+ * rounding of a mean stored in doubles, which no evaluation removes.  The
+ * hyperparameter gradient through the whitened moments is within 5e-10 of
+ * max(|g|, 1) of the dense GP's at the posterior down to dt/l = 1e-6 for
+ * matern32, 1e-7 at 1e-4 for matern52 (through the rows' entries: 3.1 and
+ * 7.5e2; tests/bench/bench_vi_accuracy.c, docs/accuracy.md).
  *
  * SCALING.  gmm_vi_fit runs L-BFGS on u, lambda = lambda0 + T u, T from the
  * run's starting q (precond_set): m = m0 + L0^-T a and each column of L
