@@ -14,7 +14,13 @@
  * long double (tu_dense_grad: K + noise I is well conditioned at any
  * spacing); q's own rounding moves the ELBO's gradient only at second
  * order.  Printed: the worst error over the parameters (variance,
- * lengthscale, noise) in units of max(|g|, 1), worst over the seeds.
+ * lengthscale, noise) in units of max(|g|, 1), worst over the seeds.  That
+ * order is not negligible at the closest spacings: m is stored in doubles,
+ * and moving it by its rounding moves the exact gradient by about eps
+ * (l/dt)^(nu + 1/2) |m| per row (G's entries times m's last bit).  The row
+ * "theta, m's last bit" shows how far the gradient moves when each m_j is
+ * moved by one ulp at random: where it reaches the error, the envelope
+ * oracle has no more digits to give (matern52 below dt/l = 1e-4).
  *
  * MEAN.  At the posterior and with q's mean moved by 1%, the gradient in m
  * against sum_r a_r h_r - G'(G m) in binary128 from the same rows G (the
@@ -113,7 +119,7 @@ int main(void)
         gmm_kernel *k = NULL;
         if (gmm_spec_parse(kernels[ik], &s) || gmm_kernel_from_spec(s, &k))
             die("kernel");
-        double eth[6] = {0}, em0[6] = {0}, em1[6] = {0};
+        double eth[6] = {0}, eul[6] = {0}, em0[6] = {0}, em1[6] = {0};
         for (size_t ir = 0; ir < nr; ir++) {
             for (unsigned seed = 1; seed <= 3; seed++) {
                 double x[N], y[N], th[8];
@@ -166,6 +172,17 @@ int main(void)
                     double ref = i < nk ? gd[i] : gd[nk];
                     eth[ir] = fmax(eth[ir], fabs(gt[i] - ref) / fmax(fabs(ref), 1.0));
                 }
+                double gu[8];
+                for (size_t j = 0; j < n; j++)
+                    lam[j] = nextafter(lam[j], gmm_rng_uniform(&rng) < 0.5 ? -INFINITY
+                                                                           : INFINITY);
+                if (gmm_vi_elbo(v, gmm_vi_theta(v), lam, &elbo, NULL, gu))
+                    die("elbo");
+                for (size_t i = 0; i < np; i++)
+                    eul[ir] = fmax(eul[ir], fabs(gu[i] - gt[i]) / fmax(fabs(gt[i]), 1.0));
+                memcpy(lam, gmm_vi_lambda(v), n * sizeof *lam);
+                if (gmm_vi_elbo(v, gmm_vi_theta(v), lam, &elbo, gl, NULL))
+                    die("elbo");
                 em0[ir] = fmax(em0[ir], mean_error(lat, lam, y, NOISE, gl));
                 for (size_t j = 0; j < n; j++)
                     lam[j] *= 1.01;
@@ -180,9 +197,10 @@ int main(void)
             }
         }
         const char *kn = ik ? "matern52" : "matern32";
-        const char *lab[] = {"theta (envelope)", "m at the posterior", "m, mean moved 1%"};
-        double *rowsv[] = {eth, em0, em1};
-        for (size_t q = 0; q < 3; q++) {
+        const char *lab[] = {"theta (envelope)", "theta, m's last bit", "m at the posterior",
+                             "m, mean moved 1%"};
+        double *rowsv[] = {eth, eul, em0, em1};
+        for (size_t q = 0; q < 4; q++) {
             printf("%-9s %-22s", kn, lab[q]);
             for (size_t i = 0; i < nr; i++)
                 printf(" %8.1e", rowsv[q][i]);
