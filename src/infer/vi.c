@@ -313,7 +313,7 @@ gmm_status gmm_vi_alloc(gmm_problem *p, const gmm_vi_params *par, gmm_vi **out)
         v->nJ = nJ;
         v->Smo = gmm_malloc(2 * v->nrowsG * (sg ? sg : 1), sizeof *v->Smo);
         v->rw = gmm_malloc(sg * k1 + 2 * sg + nJ * nJ + v->b * nJ + sg * nJ + sg * v->b + v->b +
-                               nJ + 1,
+                               nJ + v->b * v->b + 1,
                            sizeof *v->rw);
         v->rfirst = gmm_malloc(2 * (sg ? sg : 1), sizeof *v->rfirst);
         v->mlo = gmm_malloc(n ? n : 1, sizeof *v->mlo);
@@ -502,14 +502,19 @@ static void seg_moments(gmm_vi *v, const double *rows, const size_t *first, cons
             j1 = first[a] + w[a] - 1;
     size_t nJ = j1 - j0 + 1, nF = j1 + 1 + b <= n - 1 ? b : n - 1 - j1;
     double *LJ = v->rw + s * ldr + 2 * s, *LF = LJ + nJ * nJ, *Z = LF + b * nJ;
-    double *U = Z + s * nJ, *SU = U + s * b, *wv = SU + b;
-    for (size_t a = 0; a < nJ; a++) /* L_JJ (row-major, lower) */
-        for (size_t c = 0; c < nJ; c++)
-            LJ[a * nJ + c] = c <= a && a - c <= b ? gmm_band_get(v->L, j0 + a, j0 + c) : 0.0;
-    for (size_t f = 0; f < nF; f++) /* L_FJ */
-        for (size_t c = 0; c < nJ; c++)
-            LF[f * nJ + c] = j1 + 1 + f - (j0 + c) <= b ? gmm_band_get(v->L, j1 + 1 + f, j0 + c)
-                                                         : 0.0;
+    double *U = Z + s * nJ, *SU = U + s * b, *wv = SU + b, *SF = wv + nJ;
+    for (size_t c = 0; c < nJ; c++) { /* L_JJ, L_FJ (row-major) from L's columns */
+        const double *lc = gmm_band_col(v->L, j0 + c);
+        for (size_t a = 0; a < nJ; a++)
+            LJ[a * nJ + c] = c <= a && a - c <= b ? lc[j0 + a] : 0.0;
+        for (size_t f = 0; f < nF; f++)
+            LF[f * nJ + c] = j1 + 1 + f - (j0 + c) <= b ? lc[j1 + 1 + f] : 0.0;
+    }
+    for (size_t f = 0; f < nF; f++) { /* Sigma_FF */
+        const double *sc = gmm_band_col(v->S, j1 + 1 + f);
+        for (size_t e = f; e < nF; e++)
+            SF[f * nF + e] = SF[e * nF + f] = sc[j1 + 1 + e];
+    }
     for (size_t a = 0; a < s; a++) {
         double *z = Z + a * nJ, *u = U + a * b;
         for (size_t c = 0; c < nJ; c++) { /* L_JJ z = g_a on J */
@@ -532,7 +537,7 @@ static void seg_moments(gmm_vi *v, const double *rows, const size_t *first, cons
         for (size_t f = 0; f < nF; f++) { /* SU = Sigma_FF u_a */
             double t = 0.0;
             for (size_t e = 0; e < nF; e++)
-                t += gmm_band_get(v->S, j1 + 1 + f, j1 + 1 + e) * ua[e];
+                t += SF[f * nF + e] * ua[e];
             SU[f] = t;
         }
         for (size_t c = 0; c <= a; c++) {
