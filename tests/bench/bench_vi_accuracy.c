@@ -27,7 +27,14 @@
  * exact gradient of the ELBO the library evaluates, whose rows are doubles);
  * printed relative to max(|ref|_inf, |sum_r a_r h_r|_inf).
  *
- * Time: about a second.
+ * L.  At the posterior, and with L's diagonal moved by 5% and the rest of
+ * its band by 1%, the gradient in L's band (lambda's: log-diagonal) against Sigma (Q +
+ * H'H / noise) L^-T - diag(1 / L_jj) (the Gaussian likelihood's ELBO), Q =
+ * G'G, in binary128 from the same rows and L; column j scaled by L_jj (a
+ * move of L(i, j) by L_jj, the diagonal's by a factor e), in units of
+ * max(|ref|, 1).
+ *
+ * Time: a few seconds (binary128 in software).
  */
 #include <math.h>
 #include <stdio.h>
@@ -104,6 +111,84 @@ static double mean_error(gmm_latent *lat, const double *m, const double *y, doub
     return err / scale;
 }
 
+/* The L-gradient's error (L above). */
+static double l_error(gmm_latent *lat, gmm_vi *v, double noise, const double *lambar)
+{
+    size_t n = gmm_latent_dim(lat), kl = gmm_latent_bandwidth(lat), b = gmm_vi_bandwidth(v);
+    size_t w = gmm_latent_obs_width(lat), nr = gmm_latent_nrows(lat);
+    const double *th = gmm_latent_param_start(lat);
+    gmm_prior_rows G;
+    if (gmm_latent_prior_rows(lat, th, &G, NULL))
+        die("rows");
+    gmm_band *Lb = gmm_band_alloc(n, b, 0, GMM_BAND_LOWER);
+    if (!Lb || gmm_vi_factor(v, Lb))
+        die("factor");
+    qreal *P = calloc(n * n, sizeof *P), *Li = calloc(n * n, sizeof *Li);
+    qreal *T = calloc(n * n, sizeof *T), *gq = malloc(n * sizeof *gq);
+    double *row = malloc((kl + 1) * sizeof *row), *coef = malloc(nr * w * sizeof *coef);
+    for (size_t i = 0; i < G.nrows; i++) { /* P = G'G + H'H / noise */
+        size_t first, wi = G.row(G.ctx, i, &first, row);
+        for (size_t a = 0; a < wi; a++)
+            for (size_t c = 0; c < wi; c++)
+                P[(first + a) * n + first + c] += (qreal)row[a] * (qreal)row[c];
+    }
+    if (gmm_latent_obs_coef(lat, th, coef))
+        die("coefficients");
+    const size_t *off = gmm_latent_obs_offset(lat);
+    for (size_t r = 0; r < nr; r++)
+        for (size_t a = 0; a < w; a++)
+            for (size_t c = 0; c < w; c++)
+                P[(off[r] + a) * n + off[r] + c] +=
+                    (qreal)coef[r * w + a] * (qreal)coef[r * w + c] / (qreal)noise;
+    for (size_t j = 0; j < n; j++) /* Li = L^-1, column by column */
+        for (size_t i = j; i < n; i++) {
+            qreal t = i == j ? 1 : 0;
+            for (size_t k = j; k < i; k++)
+                t -= (qreal)gmm_band_get(Lb, i, k) * Li[k * n + j];
+            Li[i * n + j] = t / (qreal)gmm_band_get(Lb, i, i);
+        }
+    for (size_t i = 0; i < n; i++) /* T = P L^-T */
+        for (size_t j = 0; j < n; j++) {
+            qreal t = 0;
+            for (size_t k = 0; k <= j; k++)
+                t += P[i * n + k] * Li[j * n + k];
+            T[i * n + j] = t;
+        }
+    for (size_t j = 0; j < n; j++) { /* T <- L^-1 T, then L^-T T: Sigma P L^-T */
+        for (size_t i = 0; i < n; i++) {
+            qreal t = 0;
+            for (size_t k = 0; k <= i; k++)
+                t += Li[i * n + k] * T[k * n + j];
+            gq[i] = t;
+        }
+        for (size_t i = 0; i < n; i++) {
+            qreal t = 0;
+            for (size_t k = i; k < n; k++)
+                t += Li[k * n + i] * gq[k];
+            P[i * n + j] = t;
+        }
+    }
+    gmm_band lb;
+    gmm_band_view(&lb, (double *)lambar + n, n, b, 0, GMM_BAND_LOWER);
+    double err = 0.0, scale = 1.0;
+    for (size_t j = 0; j < n; j++)
+        for (size_t i = j; i <= j + b && i < n; i++) {
+            double ljj = gmm_band_get(Lb, j, j);
+            qreal ref = P[i * n + j] - (i == j ? 1 / (qreal)ljj : 0);
+            double rs = (double)ref * ljj, got = gmm_band_get(&lb, i, j) * (i == j ? 1.0 : ljj);
+            scale = fmax(scale, fabs(rs));
+            err = fmax(err, fabs(got - rs));
+        }
+    gmm_band_free(Lb);
+    free(P);
+    free(Li);
+    free(T);
+    free(gq);
+    free(row);
+    free(coef);
+    return err / scale;
+}
+
 int main(void)
 {
     static const char *kernels[] = {"matern32(variance=1, lengthscale=1)",
@@ -119,7 +204,7 @@ int main(void)
         gmm_kernel *k = NULL;
         if (gmm_spec_parse(kernels[ik], &s) || gmm_kernel_from_spec(s, &k))
             die("kernel");
-        double eth[6] = {0}, eul[6] = {0}, em0[6] = {0}, em1[6] = {0};
+        double eth[6] = {0}, eul[6] = {0}, em0[6] = {0}, em1[6] = {0}, eL[6] = {0}, eL1[6] = {0};
         for (size_t ir = 0; ir < nr; ir++) {
             for (unsigned seed = 1; seed <= 3; seed++) {
                 double x[N], y[N], th[8];
@@ -184,6 +269,19 @@ int main(void)
                 if (gmm_vi_elbo(v, gmm_vi_theta(v), lam, &elbo, gl, NULL))
                     die("elbo");
                 em0[ir] = fmax(em0[ir], mean_error(lat, lam, y, NOISE, gl));
+                eL[ir] = fmax(eL[ir], l_error(lat, v, NOISE, gl));
+                /* L moved: its diagonal by 5%, the rest by 1% */
+                gmm_band *L1 = gmm_band_alloc(n, gmm_vi_bandwidth(v), 0, GMM_BAND_LOWER);
+                if (!L1 || gmm_vi_factor(v, L1))
+                    die("factor");
+                for (size_t j = 0; j < n; j++)
+                    for (size_t i = j; i <= j + gmm_vi_bandwidth(v) && i < n; i++)
+                        *gmm_band_ptr(L1, i, j) *= i == j ? 1.05 : 1.01;
+                if (gmm_vi_set_state(v, gmm_vi_theta(v), lam, L1) ||
+                    gmm_vi_elbo(v, gmm_vi_theta(v), gmm_vi_lambda(v), &elbo, gl, NULL))
+                    die("elbo");
+                eL1[ir] = fmax(eL1[ir], l_error(lat, v, NOISE, gl));
+                gmm_band_free(L1);
                 for (size_t j = 0; j < n; j++)
                     lam[j] *= 1.01;
                 if (gmm_vi_elbo(v, gmm_vi_theta(v), lam, &elbo, gl, NULL))
@@ -198,9 +296,9 @@ int main(void)
         }
         const char *kn = ik ? "matern52" : "matern32";
         const char *lab[] = {"theta (envelope)", "theta, m's last bit", "m at the posterior",
-                             "m, mean moved 1%"};
-        double *rowsv[] = {eth, eul, em0, em1};
-        for (size_t q = 0; q < 4; q++) {
+                             "m, mean moved 1%", "L at the posterior", "L moved"};
+        double *rowsv[] = {eth, eul, em0, em1, eL, eL1};
+        for (size_t q = 0; q < 6; q++) {
             printf("%-9s %-22s", kn, lab[q]);
             for (size_t i = 0; i < nr; i++)
                 printf(" %8.1e", rowsv[q][i]);
