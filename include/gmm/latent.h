@@ -113,7 +113,8 @@ gmm_status gmm_latent_prior_rev(gmm_latent *l, const gmm_band *Qbar, double logd
  * gmm_latent_prior_rows fills G at theta (nrows = gmm_latent_prior_nrows;
  * the callback's ctx is owned by l; the rows may be read in any order, any
  * number of times, until the next call on l other than
- * gmm_latent_prior_rows_rev) and log|Q| into *logdet (may be NULL).  The
+ * gmm_latent_prior_rows_rev and _rev_moments) and log|Q| into *logdet (may
+ * be NULL).  The
  * first call allocates the reverse mode's workspace.  Ends a
  * gmm_latent_prior/_prior_rev pair.  Errors: GMM_EINVAL (NULL, no square
  * root), GMM_EDOM (theta), GMM_ENOTPD, GMM_ENOMEM.  State-space: O(intervals

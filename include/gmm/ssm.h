@@ -172,7 +172,8 @@ gmm_status gmm_ssm_prior_rev(gmm_ssm *m, const gmm_band *Qbar, double logdetbar,
  *
  * gmm_ssm_prior_rows fills G at theta (nrows N, row callback, ctx owned by m;
  * rows may be read in any order and any number of times while G is valid:
- * until the next call on m other than gmm_ssm_prior_rows_rev) and
+ * until the next call on m other than gmm_ssm_prior_rows_rev and
+ * gmm_ssm_prior_rows_rev_moments) and
  * log|Q_prior| into *logdet (may be NULL).
  * The first call allocates the workspace of the reverse mode (O(intervals
  * d^2 + nparam) doubles).  It ends a gmm_ssm_prior/_prior_rev pair.

@@ -1120,6 +1120,18 @@ START_TEST(test_prior_rows_errors_and_call_order)
     ck_assert_int_eq(gmm_latent_prior_rows(c.l, c.theta, &G, NULL), GMM_OK);
     ck_assert_int_eq(gmm_latent_prior_rows_rev(c.l, Gbar, 0.5, g1), GMM_OK);
     ck_assert_int_eq(gmm_latent_prior_rows_rev(c.l, NULL, 0.5, g1), GMM_EINVAL);
+    /* the moments' reverse mode leaves G readable as it was */
+    double *r1 = malloc(ld * sizeof *r1), *r2 = malloc(ld * sizeof *r2), m1[16] = {0};
+    double m2[16] = {0};
+    size_t f1, f2, w1 = G.row(G.ctx, N - 1, &f1, r1);
+    ck_assert_int_eq(gmm_latent_prior_rows_rev_moments(c.l, Gbar, Gbar, m1), GMM_OK);
+    ck_assert_int_eq(gmm_latent_prior_rows_rev_moments(c.l, NULL, Gbar, m1), GMM_EINVAL);
+    ck_assert_uint_eq(G.row(G.ctx, N - 1, &f2, r2), w1);
+    ck_assert_uint_eq(f1, f2);
+    for (size_t j = 0; j < w1; j++)
+        ck_assert(r1[j] == r2[j]);
+    free(r1);
+    free(r2);
     /* other calls in between (the prior at another theta, whitening, the
      * likelihood) leave the reverse mode at the rows' theta */
     gmm_band *Q = gmm_band_alloc(N, ld - 1, 0, GMM_BAND_SYMMETRIC);
@@ -1134,6 +1146,10 @@ START_TEST(test_prior_rows_errors_and_call_order)
     ck_assert_int_eq(gmm_latent_prior_rows_rev(c.l, Gbar, 0.5, g2), GMM_OK);
     for (size_t i = 0; i < c.np; i++)
         ck_assert_msg(g1[i] == g2[i], "rows_rev moved: %.17g vs %.17g", g1[i], g2[i]);
+    ck_assert_int_eq(gmm_latent_whiten_setup(c.l, bad), GMM_OK);
+    ck_assert_int_eq(gmm_latent_prior_rows_rev_moments(c.l, Gbar, Gbar, m2), GMM_OK);
+    for (size_t i = 0; i < c.np; i++)
+        ck_assert_msg(m1[i] == m2[i], "rows_rev_moments moved: %.17g vs %.17g", m1[i], m2[i]);
     /* ... and prior_rows ends a prior/prior_rev pair */
     ck_assert_int_eq(gmm_latent_prior(c.l, bad, Q, NULL), GMM_OK);
     ck_assert_int_eq(gmm_latent_prior_rows(c.l, c.theta, &G, NULL), GMM_OK);
