@@ -50,8 +50,9 @@
  * GRADIENT) needs E_q[v v'] = r r' + Cov(v) and E_q[v x_{t-1}'] = r m' +
  * Cov(v, x_{t-1}), r = G_t m, all of order 1.  Cov(v) = G_t Sigma G_t' from
  * Sigma's band would cancel entries ~ |G|^2 |Sigma| ~ (l/dt)^(2 nu + 1)
- * down to 1 and keep eps (l/dt)^(2 nu + 1) of error (the old chain through
- * the rows' entries had the same).  Instead, with J the segment's columns
+ * down to 1 and keep eps (l/dt)^(2 nu + 1) of error (as would a chain
+ * through the rows' entries, gmm_latent_prior_rows_rev).  Instead, with J
+ * the segment's columns
  * and F the b latents after them, L'(x - m) = e ~ N(0, I) gives x_J - m_J
  * = -L_JJ^-T L_FJ' (x_F - m_F) + L_JJ^-T e_J with e_J independent of x_F,
  * so with Z = G_J L_JJ^-T (a forward solve per row) and U = -Z L_FJ',
@@ -84,8 +85,9 @@
  * rounding of a mean stored in doubles, which no evaluation removes.  The
  * hyperparameter gradient through the whitened moments is within 5e-10 of
  * max(|g|, 1) of the dense GP's at the posterior down to dt/l = 1e-6 for
- * matern32, 1e-7 at 1e-4 for matern52 (through the rows' entries: 3.1 and
- * 7.5e2; tests/bench/bench_vi_accuracy.c, docs/accuracy.md).
+ * matern32, 1e-7 at 1e-4 for matern52 (chained through the rows' entries
+ * instead: 3.1 and 7.5e2; tests/bench/bench_vi_accuracy.c,
+ * docs/accuracy.md).
  *
  * SCALING.  gmm_vi_fit runs L-BFGS on u, lambda = lambda0 + T u, T from the
  * run's starting q (precond_set): m = m0 + L0^-T a and each column of L
@@ -138,7 +140,7 @@ struct gmm_vi {
     gmm_band *Q, *Qbar;       /* assembled prior (NULL with rows) */
     gmm_band *K, *Kbar;       /* chol of Q (family without log|Q|) or of P */
     double *grow, *Sg, *work; /* kl + 1 each, 4 (kl + 1) */
-    size_t seg, nJ;           /* rows: rows per segment of G, its widest window */
+    size_t seg;               /* rows: rows per segment of G */
     double *Smo;              /* rows: per segment E[v v'] (N seg), then E[v x'] (N seg) */
     double *rw;               /* rows: one segment's rows and window (seg_moments) */
     size_t *rfirst;           /* rows: the segment's first columns, then widths */
@@ -308,9 +310,8 @@ gmm_status gmm_vi_alloc(gmm_problem *p, const gmm_vi_params *par, gmm_vi **out)
              v->lambda && v->theta && v->thbar && v->tmp && v->grow && v->Sg && v->work &&
              v->L && v->Lbar && v->S && v->Sbar && v->K && v->Kbar && v->D;
     if (ok && rows) {
-        size_t sg = gmm_latent_prior_segment(lat), nJ = k1 + sg;
+        size_t sg = gmm_latent_prior_segment(lat), nJ = k1 + sg; /* >= a window's width */
         v->seg = sg;
-        v->nJ = nJ;
         v->Smo = gmm_malloc(2 * v->nrowsG * (sg ? sg : 1), sizeof *v->Smo);
         v->rw = gmm_malloc(sg * k1 + 2 * sg + nJ * nJ + v->b * nJ + sg * nJ + sg * v->b + v->b +
                                nJ + v->b * v->b + 1,
