@@ -113,7 +113,8 @@ gmm_status gmm_latent_prior_rev(gmm_latent *l, const gmm_band *Qbar, double logd
  * gmm_latent_prior_rows fills G at theta (nrows = gmm_latent_prior_nrows;
  * the callback's ctx is owned by l; the rows may be read in any order, any
  * number of times, until the next call on l other than
- * gmm_latent_prior_rows_rev) and log|Q| into *logdet (may be NULL).  The
+ * gmm_latent_prior_rows_rev and _rev_moments) and log|Q| into *logdet (may
+ * be NULL).  The
  * first call allocates the reverse mode's workspace.  Ends a
  * gmm_latent_prior/_prior_rev pair.  Errors: GMM_EINVAL (NULL, no square
  * root), GMM_EDOM (theta), GMM_ENOTPD, GMM_ENOMEM.  State-space: O(intervals
@@ -135,9 +136,27 @@ gmm_status gmm_latent_prior_rows(gmm_latent *l, const double *theta, gmm_prior_r
  * intervals (d^3 + nparam d^2)). */
 gmm_status gmm_latent_prior_rows_rev(gmm_latent *l, const double *Gbar, double logdetbar,
                                      double *thetabar);
+/* Reverse mode in the rows' moments rather than their entries (state-space
+ * only; GMM_EINVAL otherwise), at the theta of the last successful
+ * gmm_latent_prior_rows: thetabar (nparam) += d/dtheta E[log N(x | 0,
+ * Q^-1)] with the distribution of x held fixed, given per segment t of s =
+ * gmm_latent_prior_segment rows (v_t = G_t x, segments t = 0 ..
+ * nrows / s - 1) the moments Svv_t = E[v_t v_t'] and Svx_t = E[v_t
+ * x_{t-1}'] (latents (t - 1) s .. t s - 1; t >= 1), s x s row-major at
+ * Svv + t s^2 and Svx + t s^2 (gmm_ssm_prior_rows_rev_moments).  The
+ * moments are of order 1 where G's entries grow like (l/dt)^(nu + 1/2):
+ * a gradient chained through them keeps its digits at close inputs, one
+ * chained through Gbar does not.  Errors as gmm_latent_prior_rows_rev.
+ * O(intervals (d^3 + nparam d^2)). */
+gmm_status gmm_latent_prior_rows_rev_moments(gmm_latent *l, const double *Svv,
+                                             const double *Svx, double *thetabar);
 /* Rows of the square root (state-space: N = gmm_latent_dim), 0 for a
  * family without one. */
 size_t gmm_latent_prior_nrows(const gmm_latent *l);
+/* Rows per segment of the square root (state-space: the state dimension d;
+ * segment t's rows read latents from (t - 1) d, or 0 for t = 0, to t d + d -
+ * 1), 0 for a family without one. */
+size_t gmm_latent_prior_segment(const gmm_latent *l);
 
 /* ---- Gaussian likelihood, exact ----------------------------------------- */
 

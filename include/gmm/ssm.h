@@ -172,7 +172,8 @@ gmm_status gmm_ssm_prior_rev(gmm_ssm *m, const gmm_band *Qbar, double logdetbar,
  *
  * gmm_ssm_prior_rows fills G at theta (nrows N, row callback, ctx owned by m;
  * rows may be read in any order and any number of times while G is valid:
- * until the next call on m other than gmm_ssm_prior_rows_rev) and
+ * until the next call on m other than gmm_ssm_prior_rows_rev and
+ * gmm_ssm_prior_rows_rev_moments) and
  * log|Q_prior| into *logdet (may be NULL).
  * The first call allocates the workspace of the reverse mode (O(intervals
  * d^2 + nparam) doubles).  It ends a gmm_ssm_prior/_prior_rev pair.
@@ -194,6 +195,23 @@ gmm_status gmm_ssm_prior_rows(gmm_ssm *m, const double *theta, gmm_prior_rows *G
  * gmm_ssm_prior_rows before).  O(N kl + intervals (d^3 + nparam d^2)). */
 gmm_status gmm_ssm_prior_rows_rev(gmm_ssm *m, const double *Gbar, double logdetbar,
                                   double *thetabar);
+/* Reverse mode at the theta of the last successful gmm_ssm_prior_rows on m
+ * in the rows' moments instead of their entries: for x with any fixed
+ * distribution, thetabar (nparam) += d/dtheta E[log N(x | 0, Q_prior^-1)]
+ * given, per segment t = 0 .. K - 1 of d rows (v_t = G_t x: v_0 = C0 x_0,
+ * v_t = C (x_t - A x_{t-1})), Svv_t = E[v_t v_t'] and, for t >= 1, Svx_t
+ * = E[v_t x_{t-1}'] (d x d each, row-major, rows in G's order, x_{t-1} in
+ * the latent order, at Svv + t d^2 and Svx + t d^2; Svx's segment 0 is not
+ * read).  Only entries within a kernel block count (BLOCKS).  Fisher's
+ * chain of the square-root form (ssm_prior.c, ROWS GRADIENT): Qbar = C'
+ * (sum_t Svv_t - count I) C / 2, Abar = C' sum_t Svx_t per interval group,
+ * Pbar = C0' (Svv_0 - I) C0 / 2 -- whitened moments of order 1, nothing
+ * formed from the rows' large entries.  Recomputes the blocks at that
+ * theta (G stays valid).  Ends a gmm_ssm_prior/_prior_rev pair.  GMM_EINVAL
+ * (NULL, no successful gmm_ssm_prior_rows before).  O(intervals (d^3 +
+ * nparam d^2)). */
+gmm_status gmm_ssm_prior_rows_rev_moments(gmm_ssm *m, const double *Svv, const double *Svx,
+                                          double *thetabar);
 
 /* The observation row at theta of each of the n data rows into coef (n x d,
  * row r at coef + r d, band order).  Reverse mode: thetabar += d(sum

@@ -28,11 +28,14 @@
  * log|Q_p| from the rows, tr(Sigma Q_p) = n + tr(Sigma (G'G - L L')) with
  * G'G - L L' accumulated in double-double (its entries are of the data's
  * size near the posterior, Q_p's grow like (lengthscale / spacing)^(2 nu +
- * 1)), and the hyperparameter gradient through gmm_latent_prior_rows_rev.
- * So there is no spacing limit (the assembled Q_p is refused below the
- * Cholesky's limits, ssm.h) and the ELBO keeps its digits: against a dense
- * binary128 computation, Matern-3/2, within 6e-14 relative down to spacing
- * / lengthscale 1e-6, where the assembled Q_p gives 7e-8 at 1e-3 (vi.c,
+ * 1)), and the hyperparameter gradient from the moments of the whitened
+ * rows G x under q (gmm_latent_prior_rows_rev_moments; vi.c, WHITENED
+ * MOMENTS), G m and G'(G m) in double-double.  So there is no spacing limit
+ * (the assembled Q_p is refused below the Cholesky's limits, ssm.h) and
+ * the ELBO and its gradient keep their digits: against a dense binary128
+ * computation, Matern-3/2, the ELBO within 6e-14 relative down to spacing
+ * / lengthscale 1e-6, where the assembled Q_p gives 7e-8 at 1e-3; the
+ * theta-gradient within 5e-10 of the dense GP's at the posterior (vi.c,
  * ACCURACY).
  *
  * GRADIENT.  Exact reverse mode (vi.c derives it) in lambda and, on

@@ -12,7 +12,8 @@
  * log|Q| from the family, or from a banded Cholesky of Q (graphs).
  * Assembled (graphs): D = Q - L L' in double, m'Q m by gmm_band_gemv.
  * Rows (state-space, Q = G'G): D = sum_i g_i g_i' - L L' accumulated in
- * double-double (fma products, TwoSum), rounded once; m'Q m = sum_i (g_i'm)^2.
+ * double-double (fma products, TwoSum), rounded once; m'Q m = sum_i r_i^2,
+ * r_i = g_i'm in double-double.
  *
  * WHY D.  Near the posterior, L L' ~ Q + H'WH, so D ~ -H'WH has entries of
  * the data's size while Q's grow like (lengthscale / spacing)^(2 nu + 1)
@@ -30,18 +31,39 @@
  * exactly (L^-1 is lower triangular):
  *
  *   Sigmabar = sum_r c_r h_r h_r'  -  D / 2
- *   mbar     = sum_r a_r h_r       -  Q m            (= - sum_i (g_i'm) g_i)
+ *   mbar     = sum_r a_r h_r       -  Q m            (= - sum_i r_i g_i)
  *   Lbar     = selinv_rev(L, Sigma, Sigmabar)        (gmm_band_chol_selinv_rev)
  *   lambdabar_jj = L_jj Lbar_jj                      (log-diagonal)
  *
  * In the hyperparameters: Qbar = -(Sigma + m m') / 2 on Q's band and
  * log|Q|bar = 1/2, through gmm_latent_prior_rev (and, when the family gives
- * no log|Q|, the Cholesky's reverse mode first); with rows, the entries'
- * adjoints gbar_i = -(Sigma g_i + (g_i'm) m) on g_i's columns and log|Q|bar
- * = 1/2 through gmm_latent_prior_rows_rev; b0bar = sum_r a_r; phibar =
+ * no log|Q|, the Cholesky's reverse mode first); with rows, the prior's
+ * terms are E_q[log p(x | theta)] and their gradient comes from the
+ * moments of the whitened rows v = G x under q (WHITENED MOMENTS) through
+ * gmm_latent_prior_rows_rev_moments; b0bar = sum_r a_r; phibar =
  * sum_r dE_r/dphi; hbar_r = a_r m_o + 2 c_r Sigma_oo h_r through
  * gmm_latent_obs_coef_rev.  Forward saves L, Sigma, D, a_r, c_r (and Q, or
- * the rows' adjoints computed while the rows are read).
+ * the rows' moments computed while the rows are read).
+ *
+ * WHITENED MOMENTS.  Per segment t of G (the d transition rows v_t = C
+ * (x_t - A x_{t-1}), or C0 x_0) the prior's chain (ssm_prior.c, ROWS
+ * GRADIENT) needs E_q[v v'] = r r' + Cov(v) and E_q[v x_{t-1}'] = r m' +
+ * Cov(v, x_{t-1}), r = G_t m, all of order 1.  Cov(v) = G_t Sigma G_t' from
+ * Sigma's band would cancel entries ~ |G|^2 |Sigma| ~ (l/dt)^(2 nu + 1)
+ * down to 1 and keep eps (l/dt)^(2 nu + 1) of error (as would a chain
+ * through the rows' entries, gmm_latent_prior_rows_rev).  Instead, with J
+ * the segment's columns
+ * and F the b latents after them, L'(x - m) = e ~ N(0, I) gives x_J - m_J
+ * = -L_JJ^-T L_FJ' (x_F - m_F) + L_JJ^-T e_J with e_J independent of x_F,
+ * so with Z = G_J L_JJ^-T (a forward solve per row) and U = -Z L_FJ',
+ *
+ *   Cov(v)          = U Sigma_FF U' + Z Z',
+ *   Cov(v, x_J)     = (Z - U Sigma_FF L_FJ) L_JJ^-1,
+ *
+ * sums of products of order-1 factors (U is small where q follows the
+ * prior's dynamics, Z of order 1).  O(d (kl + b)^2) per segment, b = q's
+ * bandwidth.  r = G m and the rows' share -G'r of mbar are summed in
+ * double-double: G'r cancels terms ~ |G| |r| down to the data's size.
  *
  * ORDER OF LATENT CALLS.  obs_coef, then prior (or prior_rows); the
  * reverse: prior_rev right after (latent.h pairs them), then obs_coef_rev.
@@ -56,10 +78,16 @@
  *   rows, D in double          9e-16   2e-13   1e-9    1e-6    1.7 (!)
  *   assembled Q                5e-14   7e-11   7e-8    refused (GMM_EDOM)
  *
- * The lambda-gradient's noise at the optimum grows like eps (l/dt)^3 |m| in
- * both forms (2.7e-7 at 1e-3, 2e2 at 1e-6): Q m at a mean rounded to
- * doubles, inherent to storing m; the hyperparameter gradient chains
- * through G's entries and keeps the Cholesky's limits (docs/accuracy.md).
+ * The m-gradient is the exact one of the rows as stored (within 3e-16 of
+ * a binary128 evaluation from the same G at every spacing; in plain double
+ * 1e-5 at dt/l = 1e-4 and 0.7 at 1e-6); at the optimum it is nevertheless
+ * of size eps (l/dt)^3 |m| (2.7e-7 at 1e-3, 2e2 at 1e-6): Q times the
+ * rounding of a mean stored in doubles, which no evaluation removes.  The
+ * hyperparameter gradient through the whitened moments is within 5e-10 of
+ * max(|g|, 1) of the dense GP's at the posterior down to dt/l = 1e-6 for
+ * matern32, 1e-7 at 1e-4 for matern52 (chained through the rows' entries
+ * instead: 3.1 and 7.5e2; tests/bench/bench_vi_accuracy.c,
+ * docs/accuracy.md).
  *
  * SCALING.  gmm_vi_fit runs L-BFGS on u, lambda = lambda0 + T u, T from the
  * run's starting q (precond_set): m = m0 + L0^-T a and each column of L
@@ -113,7 +141,12 @@ struct gmm_vi {
     gmm_band *D, *Dlo;        /* Q_p - L L' (rows: with its low part) */
     gmm_band *Q, *Qbar;       /* assembled prior (NULL with rows) */
     gmm_band *K, *Kbar;       /* chol of Q (family without log|Q|) or of P */
-    double *Gbar, *grow, *Sg, *work; /* rows: N (kl + 1), kl + 1 each, 4 (kl + 1) */
+    double *grow, *Sg, *work; /* kl + 1 each, 4 (kl + 1) */
+    size_t seg;               /* rows: rows per segment of G */
+    double *Smo;              /* rows: per segment E[v v'] (N seg), then E[v x'] (N seg) */
+    double *rw;               /* rows: one segment's rows and window (seg_moments) */
+    size_t *rfirst;           /* rows: the segment's first columns, then widths */
+    double *mlo;              /* rows: n, the low parts of the rows' share of mbar */
     double *lambda, *theta, *thbar, *tmp;
     int logdet_here;          /* log|Q| from K in the last evaluation */
     double ldq;               /* log|L L'| = 2 sum of the log-diagonal (unpack) */
@@ -167,7 +200,8 @@ void gmm_vi_free(gmm_vi *v)
     for (size_t i = 0; i < sizeof bands / sizeof bands[0]; i++)
         gmm_band_free(bands[i]);
     void *arr[] = {v->orow, v->ooff, v->oord, v->oy, v->oe, v->ocoef, v->coef_all,
-                   v->coefbar_all, v->mu, v->s2, v->ea, v->offs, v->oshift, v->ec, v->rule, v->dpar, v->Gbar,
+                   v->coefbar_all, v->mu, v->s2, v->ea, v->offs, v->oshift, v->ec, v->rule, v->dpar,
+                   v->Smo, v->rw, v->rfirst, v->mlo,
                    v->grow, v->Sg, v->work, v->lambda, v->theta, v->thbar, v->tmp};
     for (size_t i = 0; i < sizeof arr / sizeof arr[0]; i++)
         gmm_free(arr[i]);
@@ -281,9 +315,16 @@ gmm_status gmm_vi_alloc(gmm_problem *p, const gmm_vi_params *par, gmm_vi **out)
              v->lambda && v->theta && v->thbar && v->tmp && v->grow && v->Sg && v->work &&
              v->L && v->Lbar && v->S && v->Sbar && v->K && v->Kbar && v->D;
     if (ok && rows) {
-        v->Gbar = gmm_calloc(v->nrowsG * k1, sizeof *v->Gbar);
+        size_t sg = gmm_latent_prior_segment(lat), nJ = k1 + sg; /* >= a window's width */
+        v->seg = sg;
+        v->Smo = gmm_malloc(2 * v->nrowsG * (sg ? sg : 1), sizeof *v->Smo);
+        v->rw = gmm_malloc(sg * k1 + 2 * sg + nJ * nJ + v->b * nJ + sg * nJ + sg * v->b + v->b +
+                               nJ + v->b * v->b + 1,
+                           sizeof *v->rw);
+        v->rfirst = gmm_malloc(2 * (sg ? sg : 1), sizeof *v->rfirst);
+        v->mlo = gmm_malloc(n ? n : 1, sizeof *v->mlo);
         v->Dlo = gmm_band_alloc(n, v->dk, 0, GMM_BAND_SYMMETRIC);
-        ok = v->Gbar && v->Dlo;
+        ok = v->Smo && v->rw && v->rfirst && v->mlo && v->Dlo;
     } else if (ok) {
         v->Q = gmm_band_alloc(n, kl, 0, GMM_BAND_SYMMETRIC);
         v->Qbar = gmm_band_alloc(n, kl, 0, GMM_BAND_SYMMETRIC);
@@ -458,36 +499,135 @@ static inline void dd_add_prod(double *hi, double *lo, double a, double c)
     *hi = t;
 }
 
-/* The prior's terms from its rows: D = G'G in double-double (D, Dlo), m'Q m,
- * the rows' share of mbar (gl) and the rows' adjoints Gbar (gt). */
+/* One segment's moments of the whitened rows under q (WHITENED MOMENTS):
+ * the segment's rows (rw, width w[a] from first[a], ldr = kl + 1), their
+ * values r at m (double-double, rh + rl), into Svv (seg x seg) and Svx
+ * (seg x seg, E[v x_{prev}'], prev the latents from pcol; NULL: none). */
+static void seg_moments(gmm_vi *v, const double *rows, const size_t *first, const size_t *w,
+                        const double *rh, const double *m, size_t pcol, double *Svv,
+                        double *Svx)
+{
+    size_t s = v->seg, n = v->n, b = v->b, ldr = v->kl + 1;
+    size_t j0 = first[0], j1 = 0;
+    for (size_t a = 0; a < s; a++)
+        if (first[a] + w[a] - 1 > j1)
+            j1 = first[a] + w[a] - 1;
+    size_t nJ = j1 - j0 + 1, nF = j1 + 1 + b <= n - 1 ? b : n - 1 - j1;
+    double *LJ = v->rw + s * ldr + 2 * s, *LF = LJ + nJ * nJ, *Z = LF + b * nJ;
+    double *U = Z + s * nJ, *SU = U + s * b, *wv = SU + b, *SF = wv + nJ;
+    for (size_t c = 0; c < nJ; c++) { /* L_JJ, L_FJ (row-major) from L's columns */
+        const double *lc = gmm_band_col(v->L, j0 + c);
+        for (size_t a = 0; a < nJ; a++)
+            LJ[a * nJ + c] = c <= a && a - c <= b ? lc[j0 + a] : 0.0;
+        for (size_t f = 0; f < nF; f++)
+            LF[f * nJ + c] = j1 + 1 + f - (j0 + c) <= b ? lc[j1 + 1 + f] : 0.0;
+    }
+    for (size_t f = 0; f < nF; f++) { /* Sigma_FF */
+        const double *sc = gmm_band_col(v->S, j1 + 1 + f);
+        for (size_t e = f; e < nF; e++)
+            SF[f * nF + e] = SF[e * nF + f] = sc[j1 + 1 + e];
+    }
+    for (size_t a = 0; a < s; a++) {
+        double *z = Z + a * nJ, *u = U + a * b;
+        for (size_t c = 0; c < nJ; c++) { /* L_JJ z = g_a on J */
+            double t = first[a] <= j0 + c && j0 + c < first[a] + w[a]
+                           ? rows[a * ldr + (j0 + c - first[a])]
+                           : 0.0;
+            for (size_t e = 0; e < c; e++)
+                t -= LJ[c * nJ + e] * z[e];
+            z[c] = t / LJ[c * nJ + c];
+        }
+        for (size_t f = 0; f < nF; f++) { /* u = -L_FJ z */
+            double t = 0.0;
+            for (size_t c = 0; c < nJ; c++)
+                t -= LF[f * nJ + c] * z[c];
+            u[f] = t;
+        }
+    }
+    for (size_t a = 0; a < s; a++) {
+        const double *za = Z + a * nJ, *ua = U + a * b;
+        for (size_t f = 0; f < nF; f++) { /* SU = Sigma_FF u_a */
+            double t = 0.0;
+            for (size_t e = 0; e < nF; e++)
+                t += SF[f * nF + e] * ua[e];
+            SU[f] = t;
+        }
+        for (size_t c = 0; c <= a; c++) {
+            const double *zc = Z + c * nJ, *uc = U + c * b;
+            double t = 0.0;
+            for (size_t e = 0; e < nJ; e++)
+                t += za[e] * zc[e];
+            for (size_t f = 0; f < nF; f++)
+                t += uc[f] * SU[f];
+            Svv[a * s + c] = Svv[c * s + a] = t + rh[a] * rh[c];
+        }
+        if (!Svx)
+            continue;
+        /* Cov(v_a, x_J) = (z_a - L_FJ' Sigma_FF u_a)' L_JJ^-1 */
+        for (size_t c = 0; c < nJ; c++) {
+            double t = za[c];
+            for (size_t f = 0; f < nF; f++)
+                t -= LF[f * nJ + c] * SU[f];
+            wv[c] = t;
+        }
+        for (size_t c = nJ; c-- > 0;) {
+            double t = wv[c];
+            for (size_t f = c + 1; f < nJ; f++)
+                t -= LJ[f * nJ + c] * wv[f];
+            wv[c] = t / LJ[c * nJ + c];
+        }
+        for (size_t q = 0; q < s; q++) {
+            size_t col = pcol + q;
+            Svx[a * s + q] = rh[a] * m[col] + (col >= j0 && col <= j1 ? wv[col - j0] : 0.0);
+        }
+    }
+}
+
+/* The prior's terms from its rows: D = G'G in double-double (D, Dlo), m'Q m
+ * and the rows' share of mbar from r_i = g_i'm in double-double (gl), the
+ * whitened moments per segment into Smo (gt). */
 static void rows_terms(gmm_vi *v, const gmm_prior_rows *G, const double *m, double *mqm,
                        double *mbar, int gl, int gt)
 {
-    size_t k1 = v->kl + 1;
-    double *g = v->grow, q = 0.0;
+    size_t s = v->seg, ldr = v->kl + 1, nseg = G->nrows / s, ss = s * s;
+    double *rows = v->rw, *rh = rows + s * ldr, *rl = rh + s, q = 0.0;
+    size_t *first = v->rfirst, *w = first + s;
     gmm_band_set_zero(v->D);
     gmm_band_set_zero(v->Dlo);
-    for (size_t i = 0; i < G->nrows; i++) {
-        size_t first, wi = G->row(G->ctx, i, &first, g);
-        double t = 0.0;
-        for (size_t a = 0; a < wi; a++) {
-            t += g[a] * m[first + a];
-            double *dh = gmm_band_col(v->D, first + a), *dl = gmm_band_col(v->Dlo, first + a);
-            for (size_t c = a; c < wi; c++) /* (first + c, first + a), c >= a */
-                dd_add_prod(dh + first + c, dl + first + c, g[c], g[a]);
-        }
-        q += t * t;
-        if (gl)
-            for (size_t a = 0; a < wi; a++)
-                mbar[first + a] -= t * g[a];
-        if (gt)
-            for (size_t a = 0; a < wi; a++) {
-                double sg = 0.0;
-                for (size_t c = 0; c < wi; c++)
-                    sg += gmm_band_get(v->S, first + a, first + c) * g[c];
-                v->Gbar[i * k1 + a] = -(sg + t * m[first + a]);
-            }
+    if (gl) {
+        memset(v->tmp, 0, v->n * sizeof *v->tmp);
+        memset(v->mlo, 0, v->n * sizeof *v->mlo);
     }
+    for (size_t t = 0; t < nseg; t++) {
+        for (size_t a = 0; a < s; a++) {
+            size_t i = t * s + a, f;
+            double *g = rows + a * ldr;
+            size_t wi = w[a] = G->row(G->ctx, i, &f, g);
+            first[a] = f;
+            double th = 0.0, tl = 0.0;
+            for (size_t c = 0; c < wi; c++) {
+                dd_add_prod(&th, &tl, g[c], m[f + c]);
+                double *dh = gmm_band_col(v->D, f + c), *dl = gmm_band_col(v->Dlo, f + c);
+                for (size_t e = c; e < wi; e++) /* (f + e, f + c), e >= c */
+                    dd_add_prod(dh + f + e, dl + f + e, g[e], g[c]);
+            }
+            /* (th, tl) renormalised: r_i to double-double */
+            rh[a] = th + tl;
+            rl[a] = tl - (rh[a] - th);
+            q += rh[a] * rh[a] + 2.0 * rh[a] * rl[a];
+            if (gl)
+                for (size_t c = 0; c < wi; c++) { /* -G'r, its cancellation in double-double */
+                    dd_add_prod(v->tmp + f + c, v->mlo + f + c, g[c], -rh[a]);
+                    v->mlo[f + c] -= g[c] * rl[a];
+                }
+        }
+        if (gt)
+            seg_moments(v, rows, first, w, rh, m, t ? (t - 1) * s : 0, v->Smo + t * ss,
+                        t ? v->Smo + (nseg + t) * ss : NULL);
+    }
+    if (gl)
+        for (size_t j = 0; j < v->n; j++)
+            mbar[j] += v->tmp[j] + v->mlo[j];
     *mqm = q;
 }
 
@@ -602,7 +742,9 @@ gmm_status gmm_vi_elbo(gmm_vi *v, const double *theta, const double *lambda, dou
     if (gt) {
         memset(thetabar, 0, v->nparam * sizeof *thetabar);
         if (v->rows) {
-            if ((st = gmm_latent_prior_rows_rev(v->lat, v->Gbar, 0.5, thetabar)))
+            size_t nseg = v->nrowsG / v->seg;
+            if ((st = gmm_latent_prior_rows_rev_moments(
+                     v->lat, v->Smo, v->Smo + nseg * v->seg * v->seg, thetabar)))
                 return st;
         } else {
             if ((st = gmm_band_outer(-0.5, 1, m, n, m, n, v->Qbar)))

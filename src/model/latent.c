@@ -239,6 +239,7 @@ gmm_status gmm_latent_whiten_rev(gmm_latent *l, const double *v, const double *x
 }
 
 size_t gmm_latent_prior_nrows(const gmm_latent *l) { return l->prior_nrows; }
+size_t gmm_latent_prior_segment(const gmm_latent *l) { return l->prior_seg; }
 
 static gmm_status no_rows(const gmm_latent *l)
 {
@@ -272,4 +273,17 @@ gmm_status gmm_latent_prior_rows_rev(gmm_latent *l, const double *Gbar, double l
         return gmm_error(GMM_EINVAL, "gmm_latent_prior_rows_rev: the last "
                                      "gmm_latent_prior_rows did not succeed (or none ran)");
     return l->ops->prior_rows_rev(l->impl, Gbar, logdetbar, thetabar);
+}
+
+gmm_status gmm_latent_prior_rows_rev_moments(gmm_latent *l, const double *Svv,
+                                             const double *Svx, double *thetabar)
+{
+    if (!l || !Svv || !Svx || !thetabar)
+        return gmm_error(GMM_EINVAL, "gmm_latent_prior_rows_rev_moments: NULL argument");
+    if (!l->ops->prior_rows_rev_moments)
+        return no_rows(l);
+    if (!l->rows_ok)
+        return gmm_error(GMM_EINVAL, "gmm_latent_prior_rows_rev_moments: the last "
+                                     "gmm_latent_prior_rows did not succeed (or none ran)");
+    return l->ops->prior_rows_rev_moments(l->impl, Svv, Svx, thetabar);
 }

@@ -32,6 +32,8 @@ typedef struct {
                              double *logdet);
     gmm_status (*prior_rows_rev)(void *impl, const double *Gbar, double logdetbar,
                                  double *thetabar);
+    gmm_status (*prior_rows_rev_moments)(void *impl, const double *Svv, const double *Svx,
+                                         double *thetabar);
 } gmm_latent_ops;
 
 struct gmm_latent {
@@ -39,6 +41,7 @@ struct gmm_latent {
     void *impl;
     size_t n, kl, cov_kl, nrows, width, nparam;
     size_t prior_nrows;    /* rows of the prior's square root (0: none) */
+    size_t prior_seg;      /* rows per segment of the square root (0: none) */
     size_t *offset;        /* nrows */
     double *coef;          /* nrows x width: constant coefficients (or the last
                             * obs_coef when they vary) */

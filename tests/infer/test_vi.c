@@ -8,6 +8,7 @@
  *
  * CK_VERBOSITY=verbose prints the measured errors. */
 #include <check.h>
+#include <float.h>
 #include <gsl/gsl_errno.h>
 #include <gsl/gsl_integration.h>
 #include <gsl/gsl_sf_gamma.h>
@@ -26,6 +27,7 @@
 #include "gmm/spec.h"
 #include "gmm/vi.h"
 #include "support/testutil.h"
+#include "support/tu_dense_gp.h"
 #include "support/tu_model.h"
 
 static int verbose(void)
@@ -143,8 +145,8 @@ static double fd4_sample(double *p, size_t m, const double *g, tu_scalar_fn f, v
 /* The ELBO's gradient in lambda (every entry, or a sample of 150) and in
  * theta (every entry) against 4th-order central differences: relative
  * 1e-6 of max(|g|, 1).  q: the Laplace start, moved at random. */
-static void check_grad(gmm_latent *lat, const char *liktext, gmm_vi_prior_form form,
-                       const char *label)
+static void check_grad_bw(gmm_latent *lat, const char *liktext, gmm_vi_prior_form form,
+                          size_t bandwidth, const char *label)
 {
     tu_rng r;
     tu_rng_seed(&r, 19);
@@ -160,6 +162,7 @@ static void check_grad(gmm_latent *lat, const char *liktext, gmm_vi_prior_form f
     gmm_vi_params par;
     gmm_vi_params_init(&par);
     par.prior = form;
+    par.bandwidth = bandwidth;
     par.nquad = 40; /* one rule throughout (no switching between differences) */
     gmm_vi *v = NULL;
     ck_assert_msg(gmm_vi_alloc(p, &par, &v) == GMM_OK, "%s", gmm_error_message());
@@ -195,6 +198,12 @@ static void check_grad(gmm_latent *lat, const char *liktext, gmm_vi_prior_form f
     free(e);
 }
 
+static void check_grad(gmm_latent *lat, const char *liktext, gmm_vi_prior_form form,
+                       const char *label)
+{
+    check_grad_bw(lat, liktext, form, GMM_VI_BANDWIDTH_PRIOR, label);
+}
+
 static const char *all_liks[] = {"gaussian(variance=0.3)", "poisson", "bernoulli",
                                  "negbinomial(dispersion=1.7)", "binomial",
                                  "studentt(df=3.5, scale=0.4)"};
@@ -224,6 +233,12 @@ START_TEST(test_vi_grad_ssm)
             check_grad(lat, all_liks[il], GMM_VI_PRIOR_AUTO, "state-space");
         check_grad(lat, "poisson", GMM_VI_PRIOR_ASSEMBLED, "state-space");
         check_grad(lat, "gaussian(variance=0.3)", GMM_VI_PRIOR_ASSEMBLED, "state-space");
+        /* q's band narrower and wider than the prior's: the rows' moments
+         * read a window of L and Sigma that ends where q's band does */
+        size_t kl = gmm_latent_bandwidth(lat);
+        check_grad_bw(lat, "poisson", GMM_VI_PRIOR_ROWS, 0, "state-space b 0");
+        check_grad_bw(lat, "poisson", GMM_VI_PRIOR_ROWS, kl - 1, "state-space b kl - 1");
+        check_grad_bw(lat, "bernoulli", GMM_VI_PRIOR_ROWS, kl + 3, "state-space b kl + 3");
         gmm_latent_free(lat);
         gmm_kernel_free(k);
     }
@@ -1151,6 +1166,128 @@ START_TEST(test_vi_close_inputs)
 }
 END_TEST
 
+/* The gradient in m against sum_r a_r h_r - G'(G m) in qreal from the same
+ * rows (Gaussian likelihood, no intercept): the largest error relative to
+ * max(|ref|_inf, |sum_r a_r h_r|_inf). */
+static double mean_grad_error(gmm_latent *lat, const double *th, const double *m,
+                              const double *y, double noise, const double *mbar)
+{
+    size_t n = gmm_latent_dim(lat), kl = gmm_latent_bandwidth(lat);
+    size_t w = gmm_latent_obs_width(lat), nr = gmm_latent_nrows(lat);
+    gmm_prior_rows G;
+    ck_assert_int_eq(gmm_latent_prior_rows(lat, th, &G, NULL), GMM_OK);
+    qreal *ref = calloc(n, sizeof *ref), *ah = calloc(n, sizeof *ah);
+    double *row = malloc((kl + 1) * sizeof *row), *coef = malloc(nr * w * sizeof *coef);
+    for (size_t i = 0; i < G.nrows; i++) {
+        size_t first, wi = G.row(G.ctx, i, &first, row);
+        qreal t = 0;
+        for (size_t a = 0; a < wi; a++)
+            t += (qreal)row[a] * (qreal)m[first + a];
+        for (size_t a = 0; a < wi; a++)
+            ref[first + a] -= t * (qreal)row[a];
+    }
+    ck_assert_int_eq(gmm_latent_obs_coef(lat, th, coef), GMM_OK);
+    const size_t *off = gmm_latent_obs_offset(lat);
+    for (size_t r = 0; r < nr; r++) {
+        qreal mu = 0;
+        for (size_t a = 0; a < w; a++)
+            mu += (qreal)coef[r * w + a] * (qreal)m[off[r] + a];
+        for (size_t a = 0; a < w; a++)
+            ah[off[r] + a] += ((qreal)y[r] - mu) / (qreal)noise * (qreal)coef[r * w + a];
+    }
+    double scale = 0.0, err = 0.0;
+    for (size_t j = 0; j < n; j++) {
+        ref[j] += ah[j];
+        scale = fmax(scale, fmax(fabs((double)ref[j]), fabs((double)ah[j])));
+        err = fmax(err, fabs(mbar[j] - (double)ref[j]));
+    }
+    free(ref);
+    free(ah);
+    free(row);
+    free(coef);
+    return err / scale;
+}
+
+/* The ELBO's gradient at close inputs (30 inputs at spacing dt, lengthscale
+ * 1, Gaussian noise 0.1, q the exact posterior).  In theta against the
+ * dense GP's d log p(y)/dtheta in long double (tu_dense_grad): q is
+ * optimal for theta, so the ELBO's partial gradient is that (the envelope
+ * theorem), up to q's rounding at second order.  In m, at the posterior
+ * and with the mean moved 1%, against mean_grad_error's qreal reference
+ * from the same rows.  Measured (tests/bench/bench_vi_accuracy.c, n = 60):
+ * theta within 3e-10 of max(|g|, 1) for matern32 down to dt/l = 1e-6 and
+ * 2e-10 for matern52 at 1e-3 (through the rows' entries: 5e-4, 3.1 and
+ * 3e-2); m within 3e-16 (1e-2, 0.7, 3e-2).  The bounds: 1e-6 of max(|g|,
+ * 1) (the envelope's second-order term, sum_k 2 |r_k| eps (l/dt)^(nu +
+ * 1/2) |m|, r_k the posterior mean's whitened residuals, is below 1e-8
+ * here); 64 eps for m (r = G m and G'r in double-double leave the
+ * rounding of a few sums of order 1). */
+START_TEST(test_vi_close_inputs_grad)
+{
+    static const struct {
+        const char *kernel;
+        double dt;
+    } cases[] = {{"matern32(variance=1, lengthscale=1)", 1e-5},
+                 {"matern32(variance=1, lengthscale=1)", 1e-6},
+                 {"matern52(variance=1, lengthscale=1)", 1e-3}};
+    size_t n = 30;
+    double x[30], y[30], noise = 0.1;
+    tu_rng r;
+    tu_rng_seed(&r, 32);
+    for (size_t i = 0; i < n; i++)
+        y[i] = 1.0 + 0.3 * tu_normal(&r);
+    for (size_t ic = 0; ic < sizeof cases / sizeof cases[0]; ic++) {
+        for (size_t i = 0; i < n; i++)
+            x[i] = cases[ic].dt * (double)i;
+        gmm_kernel *k = NULL;
+        gmm_latent *lat = ssm_latent(cases[ic].kernel, x, n, &k);
+        size_t nk = gmm_latent_nparam(lat);
+        double gd[4];
+        ck_assert_int_eq(tu_dense_grad(k, gmm_latent_param_start(lat), noise, 0.0, x, y, n, gd,
+                                       NULL),
+                         0);
+        gmm_lik lik = tu_lik_of("gaussian(variance=0.1)", 1.0);
+        gmm_problem *p = NULL;
+        ck_assert_int_eq(gmm_problem_alloc(lat, &lik, y, NULL, 0, 0.0, &p), GMM_OK);
+        gmm_vi_params par;
+        gmm_vi_params_init(&par);
+        par.prior = GMM_VI_PRIOR_ROWS;
+        gmm_vi *v = NULL;
+        ck_assert_int_eq(gmm_vi_alloc(p, &par, &v), GMM_OK);
+        ck_assert_msg(gmm_vi_start_laplace(v, NULL) == GMM_OK, "%s", gmm_error_message());
+        size_t nv = gmm_vi_nvar(v), N = gmm_vi_dim(v), np = gmm_vi_nparam(v);
+        ck_assert_uint_eq(np, nk + 1);
+        double *lam = malloc(nv * sizeof *lam), *gl = malloc(nv * sizeof *gl), gt[4], f;
+        const double *th = gmm_vi_theta(v);
+        memcpy(lam, gmm_vi_lambda(v), nv * sizeof *lam);
+        ck_assert_int_eq(gmm_vi_elbo(v, th, lam, &f, gl, gt), GMM_OK);
+        double eth = 0.0;
+        for (size_t i = 0; i < np; i++)
+            eth = fmax(eth, fabs(gt[i] - gd[i]) / fmax(fabs(gd[i]), 1.0));
+        double em0 = mean_grad_error(lat, th, lam, y, noise, gl);
+        for (size_t j = 0; j < N; j++)
+            lam[j] *= 1.01;
+        ck_assert_int_eq(gmm_vi_elbo(v, th, lam, &f, gl, NULL), GMM_OK);
+        double em1 = mean_grad_error(lat, th, lam, y, noise, gl);
+        if (verbose())
+            printf("vi close inputs gradient %s dt/l %.0e: theta %.2e of max(|g|, 1); m %.2e at "
+                   "the posterior, %.2e moved\n",
+                   cases[ic].kernel, cases[ic].dt, eth, em0, em1);
+        ck_assert_msg(eth < 1e-6, "%s dt %g: theta gradient off by %.3g", cases[ic].kernel,
+                      cases[ic].dt, eth);
+        ck_assert_msg(em0 < 64 * DBL_EPSILON && em1 < 64 * DBL_EPSILON,
+                      "%s dt %g: m gradient off by %.3g, %.3g", cases[ic].kernel, cases[ic].dt,
+                      em0, em1);
+        free(lam);
+        free(gl);
+        gmm_vi_free(v);
+        gmm_problem_free(p);
+        gmm_latent_free(lat);
+        gmm_kernel_free(k);
+    }
+}
+END_TEST
+
 Suite *infer_vi_suite(void)
 {
     Suite *s = suite_create("infer_vi");
@@ -1162,6 +1299,7 @@ Suite *infer_vi_suite(void)
     tcase_add_test(tc, test_vi_gaussian_exact);
     tcase_add_test(tc, test_vi_learn_hyper);
     tcase_add_test(tc, test_vi_close_inputs);
+    tcase_add_test(tc, test_vi_close_inputs_grad);
     tcase_add_test(tc, test_vi_poisson_quadrature);
     tcase_add_test(tc, test_vi_quad_error);
     tcase_add_test(tc, test_vi_api);

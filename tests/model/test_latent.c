@@ -433,6 +433,7 @@ typedef struct {
     double *coef;
     const double *coefbar;
     const double *Gbar; /* N (kl + 1), for prior_rows_rev */
+    const double *M;    /* N x N second moments E[x x'], for prior_rows_rev_moments */
     double *row;        /* kl + 1 */
     double mag; /* sum of |terms| of the last evaluation */
 } fd_ctx;
@@ -906,6 +907,133 @@ static double check_rows_rev(gmm_latent *l, double *theta, const char *what, uin
     return err;
 }
 
+/* E[log N(x | 0, Q^-1)] + N log(2 pi) / 2 = log|Q| / 2 - sum_i g_i' M g_i / 2
+ * for E[x x'] = M held fixed. */
+static double rows_moments_fn(void *p)
+{
+    fd_ctx *c = p;
+    gmm_prior_rows G;
+    double ld;
+    size_t first, N = c->N;
+    ck_assert_int_eq(gmm_latent_prior_rows(c->l, c->theta, &G, &ld), GMM_OK);
+    double s = 0.5 * ld;
+    c->mag = fabs(s);
+    for (size_t i = 0; i < G.nrows; i++) {
+        size_t w = G.row(G.ctx, i, &first, c->row);
+        double q = 0.0, a = 0.0;
+        for (size_t j = 0; j < w; j++)
+            for (size_t k = 0; k < w; k++) {
+                double t = c->row[j] * c->M[(first + j) * N + first + k] * c->row[k];
+                q += t;
+                a += fabs(t);
+            }
+        s -= 0.5 * q;
+        c->mag += 0.5 * a;
+    }
+    return s;
+}
+
+/* gmm_latent_prior_rows_rev_moments against fourth-order differences of
+ * rows_moments_fn, M = W (B B' / N + m m') W' (B, m standard normal, W the
+ * whitening map at theta): the
+ * segments' moments Svv_t = G_t M G_t', Svx_t = G_t M(:, x_{t-1}) formed
+ * densely from the rows (d x d entries off a kernel block included: they
+ * must not count). */
+static void check_rows_rev_moments(gmm_latent *l, double *theta, const char *what,
+                                   uint64_t seed)
+{
+    tu_rng r;
+    tu_rng_seed(&r, seed);
+    size_t N = gmm_latent_dim(l), np = gmm_latent_nparam(l), ld = gmm_latent_bandwidth(l) + 1;
+    size_t s = gmm_latent_prior_segment(l), nseg = N / s, first;
+    ck_assert_uint_eq(nseg * s, N);
+    double *B = malloc(N * N * sizeof *B), *M = malloc(N * N * sizeof *M);
+    double *mv = malloc(N * sizeof *mv), *Gd = calloc(N * N, sizeof *Gd);
+    double *Svv = malloc(N * s * sizeof *Svv), *Svx = malloc(N * s * sizeof *Svx);
+    double *row = malloc(ld * sizeof *row), *grad = malloc(np * sizeof *grad);
+    for (size_t i = 0; i < N * N; i++)
+        B[i] = tu_normal(&r);
+    for (size_t i = 0; i < N; i++)
+        mv[i] = tu_normal(&r);
+    /* B <- W B and mv <- W mv, W the whitening map (x = W v): the rows'
+     * terms g_i' M g_i are then of order 1 even where G's entries are large
+     * (a damped constant), so the differences stay accurate */
+    double *col = malloc(N * sizeof *col);
+    ck_assert_int_eq(gmm_latent_whiten_setup(l, theta), GMM_OK);
+    for (size_t k = 0; k < N; k++) {
+        for (size_t i = 0; i < N; i++)
+            col[i] = B[i * N + k];
+        ck_assert_int_eq(gmm_latent_whiten(l, col, col), GMM_OK);
+        for (size_t i = 0; i < N; i++)
+            B[i * N + k] = col[i];
+    }
+    ck_assert_int_eq(gmm_latent_whiten(l, mv, mv), GMM_OK);
+    free(col);
+    for (size_t i = 0; i < N; i++)
+        for (size_t j = 0; j < N; j++) {
+            double t = mv[i] * mv[j];
+            for (size_t k = 0; k < N; k++)
+                t += B[i * N + k] * B[j * N + k] / (double)N;
+            M[i * N + j] = t;
+        }
+    gmm_prior_rows G;
+    ck_assert_int_eq(gmm_latent_prior_rows(l, theta, &G, NULL), GMM_OK);
+    for (size_t i = 0; i < N; i++) {
+        size_t w = G.row(G.ctx, i, &first, row);
+        for (size_t j = 0; j < w; j++)
+            Gd[i * N + first + j] = row[j];
+    }
+    for (size_t t = 0; t < nseg; t++)
+        for (size_t a = 0; a < s; a++) {
+            const double *ga = Gd + (t * s + a) * N;
+            for (size_t c = 0; c < s; c++) {
+                const double *gc = Gd + (t * s + c) * N;
+                double vv = 0.0, vx = 0.0;
+                for (size_t i = 0; i < N; i++) {
+                    for (size_t j = 0; j < N; j++)
+                        vv += ga[i] * M[i * N + j] * gc[j];
+                    if (t)
+                        vx += ga[i] * M[i * N + (t - 1) * s + c];
+                }
+                Svv[(t * s + a) * s + c] = vv;
+                Svx[(t * s + a) * s + c] = t ? vx : NAN; /* segment 0: not read */
+            }
+        }
+    for (size_t i = 0; i < np; i++)
+        grad[i] = 0.25; /* accumulated into */
+    gmm_status st = gmm_latent_prior_rows_rev_moments(l, Svv, Svx, grad);
+    ck_assert_msg(st == GMM_OK, "%s: prior_rows_rev_moments: %s", what, gmm_error_message());
+    for (size_t i = 0; i < np; i++)
+        grad[i] -= 0.25;
+    fd_ctx c = {.l = l, .theta = theta, .N = N, .M = M, .row = row};
+    fd_tol_check(&c, np, grad, rows_moments_fn, what, "rows_rev_moments");
+    free(B);
+    free(M);
+    free(mv);
+    free(Gd);
+    free(Svv);
+    free(Svx);
+    free(row);
+    free(grad);
+}
+
+START_TEST(test_prior_rows_rev_moments_fd)
+{
+    for (size_t ik = 0; ik < NKERN; ik++)
+        for (int id = 0; id < 2; id++) {
+            ssm_case c;
+            ssm_case_init(&c, kernels[ik], 11 + ik, dampings[id]);
+            if (id == 0 || gmm_kernel_damped(c.k))
+                check_rows_rev_moments(c.l, c.theta, kernels[ik], 720 + ik);
+            ssm_case_free(&c);
+            ssm_case_grid(&c, kernels[ik], dampings[id]);
+            if (id == 0 || gmm_kernel_damped(c.k))
+                check_rows_rev_moments(c.l, c.theta, kernels[ik], 730 + ik);
+            ssm_case_free(&c);
+        }
+}
+END_TEST
+
 START_TEST(test_prior_rows_rev_fd)
 {
     for (size_t ik = 0; ik < NKERN; ik++)
@@ -984,6 +1112,7 @@ START_TEST(test_prior_rows_errors_and_call_order)
         Gbar[i] = cos((double)i);
     gmm_prior_rows G;
     ck_assert_int_eq(gmm_latent_prior_rows_rev(c.l, Gbar, 0.5, g1), GMM_EINVAL);
+    ck_assert_int_eq(gmm_latent_prior_rows_rev_moments(c.l, Gbar, Gbar, g1), GMM_EINVAL);
     memcpy(bad, c.theta, c.np * sizeof *bad);
     bad[1] = -1.0;
     ck_assert_int_eq(gmm_latent_prior_rows(c.l, bad, &G, NULL), GMM_EDOM);
@@ -991,6 +1120,18 @@ START_TEST(test_prior_rows_errors_and_call_order)
     ck_assert_int_eq(gmm_latent_prior_rows(c.l, c.theta, &G, NULL), GMM_OK);
     ck_assert_int_eq(gmm_latent_prior_rows_rev(c.l, Gbar, 0.5, g1), GMM_OK);
     ck_assert_int_eq(gmm_latent_prior_rows_rev(c.l, NULL, 0.5, g1), GMM_EINVAL);
+    /* the moments' reverse mode leaves G readable as it was */
+    double *r1 = malloc(ld * sizeof *r1), *r2 = malloc(ld * sizeof *r2), m1[16] = {0};
+    double m2[16] = {0};
+    size_t f1, f2, w1 = G.row(G.ctx, N - 1, &f1, r1);
+    ck_assert_int_eq(gmm_latent_prior_rows_rev_moments(c.l, Gbar, Gbar, m1), GMM_OK);
+    ck_assert_int_eq(gmm_latent_prior_rows_rev_moments(c.l, NULL, Gbar, m1), GMM_EINVAL);
+    ck_assert_uint_eq(G.row(G.ctx, N - 1, &f2, r2), w1);
+    ck_assert_uint_eq(f1, f2);
+    for (size_t j = 0; j < w1; j++)
+        ck_assert(r1[j] == r2[j]);
+    free(r1);
+    free(r2);
     /* other calls in between (the prior at another theta, whitening, the
      * likelihood) leave the reverse mode at the rows' theta */
     gmm_band *Q = gmm_band_alloc(N, ld - 1, 0, GMM_BAND_SYMMETRIC);
@@ -1005,6 +1146,10 @@ START_TEST(test_prior_rows_errors_and_call_order)
     ck_assert_int_eq(gmm_latent_prior_rows_rev(c.l, Gbar, 0.5, g2), GMM_OK);
     for (size_t i = 0; i < c.np; i++)
         ck_assert_msg(g1[i] == g2[i], "rows_rev moved: %.17g vs %.17g", g1[i], g2[i]);
+    ck_assert_int_eq(gmm_latent_whiten_setup(c.l, bad), GMM_OK);
+    ck_assert_int_eq(gmm_latent_prior_rows_rev_moments(c.l, Gbar, Gbar, m2), GMM_OK);
+    for (size_t i = 0; i < c.np; i++)
+        ck_assert_msg(m1[i] == m2[i], "rows_rev_moments moved: %.17g vs %.17g", m1[i], m2[i]);
     /* ... and prior_rows ends a prior/prior_rev pair */
     ck_assert_int_eq(gmm_latent_prior(c.l, bad, Q, NULL), GMM_OK);
     ck_assert_int_eq(gmm_latent_prior_rows(c.l, c.theta, &G, NULL), GMM_OK);
@@ -1024,6 +1169,8 @@ START_TEST(test_prior_rows_errors_and_call_order)
     ck_assert_int_eq(gmm_latent_prior_rows(gc.l, gc.theta, &G, NULL), GMM_EINVAL);
     ck_assert(strstr(gmm_error_message(), "no natural square root") != NULL);
     ck_assert_int_eq(gmm_latent_prior_rows_rev(gc.l, gb, 0.0, th), GMM_EINVAL);
+    ck_assert_int_eq(gmm_latent_prior_rows_rev_moments(gc.l, gb, gb, th), GMM_EINVAL);
+    ck_assert_uint_eq(gmm_latent_prior_segment(gc.l), 0);
     graph_case_free(&gc);
 }
 END_TEST
@@ -1168,6 +1315,7 @@ Suite *model_latent_suite(void)
     tcase_add_test(tc, test_whiten_errors_and_call_order);
     tcase_add_test(tc, test_prior_rows_gtg);
     tcase_add_test(tc, test_prior_rows_rev_fd);
+    tcase_add_test(tc, test_prior_rows_rev_moments_fd);
     tcase_add_test(tc, test_prior_rows_close_inputs);
     tcase_add_test(tc, test_prior_rows_errors_and_call_order);
     suite_add_tcase(s, tc);

@@ -92,6 +92,12 @@ static gmm_status ssm_prior_rows_rev(void *impl, const double *Gbar, double logd
     return gmm_ssm_prior_rows_rev(impl, Gbar, logdetbar, thetabar);
 }
 
+static gmm_status ssm_prior_rows_rev_mo(void *impl, const double *Svv, const double *Svx,
+                                        double *thetabar)
+{
+    return gmm_ssm_prior_rows_rev_moments(impl, Svv, Svx, thetabar);
+}
+
 static gmm_status ssm_unwhiten_impl(void *impl, const double *x, double *v)
 {
     return gmm_ssm_unwhiten(impl, x, v);
@@ -115,6 +121,7 @@ static const gmm_latent_ops ssm_ops = {
     .whiten_rev = ssm_whiten_rev,
     .prior_rows = ssm_prior_rows,
     .prior_rows_rev = ssm_prior_rows_rev,
+    .prior_rows_rev_moments = ssm_prior_rows_rev_mo,
 };
 
 gmm_status gmm_latent_ssm_alloc(const gmm_kernel *k, const double *x, size_t n,
@@ -137,6 +144,7 @@ gmm_status gmm_latent_ssm_alloc(const gmm_kernel *k, const double *x, size_t n,
     l->n = gmm_ssm_dimension(m);
     l->kl = gmm_ssm_bandwidth(m);
     l->prior_nrows = l->n;
+    l->prior_seg = d;
     /* prediction between states reads the blocks (k, k) and (k+1, k) */
     l->cov_kl = 2 * d - 1 > l->kl ? 2 * d - 1 : l->kl;
     if (l->cov_kl > l->n - 1)

@@ -765,21 +765,25 @@ static void whitened_to_kernel(const gmm_ssm *m, const double *C, const double *
     blocks_ct_x(m, C, T, 0.5, out);
 }
 
-static gmm_status rows_grad(gmm_ssm *m, double *grad, double *noisebar)
+/* Zero the row moments' sums: per group S1, S2, and S0 (m->T + 3 d^2). */
+static void moments_zero(gmm_ssm *m)
 {
-    gmm_status st;
-    size_t d = m->d, dd = d * d;
-    double *Qb = m->T, *Ab = m->T + dd, *Tm = m->T + 2 * dd, *S0 = m->T + 3 * dd;
+    size_t dd = m->d * m->d;
     for (size_t g = 0; g < m->ng; g++) {
         md_zero(dd, blk(m, g, B_S1));
         md_zero(dd, blk(m, g, B_S2));
     }
-    md_zero(dd, S0);
-    double nb = 0.0;
-    if ((st = gmm_marglik_rows_moments(m->mw, rows_moments_cb, m, &nb)))
-        return st;
-    if (noisebar)
-        *noisebar = nb;
+    md_zero(dd, m->T + 3 * dd);
+}
+
+/* grad += the chain of the summed row moments (S1, S2 per group, S0) to
+ * the kernel parameters: Qbar = C' S C / 2, Abar = C' E, Pbar = C0' S0 C0 /
+ * 2 through gmm_kernel_rev. */
+static gmm_status moments_chain(gmm_ssm *m, double *grad)
+{
+    gmm_status st;
+    size_t dd = m->d * m->d;
+    double *Qb = m->T, *Ab = m->T + dd, *Tm = m->T + 2 * dd, *S0 = m->T + 3 * dd;
     for (size_t g = 0; g < m->ng; g++) {
         const double *C = blk(m, g, B_C), *E = blk(m, g, B_S2);
         md_zero(dd, Qb);
@@ -793,6 +797,50 @@ static gmm_status rows_grad(gmm_ssm *m, double *grad, double *noisebar)
     md_zero(dd, Qb);
     whitened_to_kernel(m, m->C0, S0, Tm, Qb);
     return gmm_kernel_rev(m->k, m->kw, NULL, NULL, Qb, grad);
+}
+
+static gmm_status rows_grad(gmm_ssm *m, double *grad, double *noisebar)
+{
+    gmm_status st;
+    double nb = 0.0;
+    moments_zero(m);
+    if ((st = gmm_marglik_rows_moments(m->mw, rows_moments_cb, m, &nb)))
+        return st;
+    if (noisebar)
+        *noisebar = nb;
+    return moments_chain(m, grad);
+}
+
+gmm_status gmm_ssm_prior_rows_rev_moments(gmm_ssm *m, const double *Svv, const double *Svx,
+                                          double *thetabar)
+{
+    gmm_status st;
+    double ld;
+    if (!m || !Svv || !Svx || !thetabar)
+        return gmm_error(GMM_EINVAL, "gmm_ssm_prior_rows_rev_moments: NULL argument");
+    if (!m->rready)
+        return gmm_error(GMM_EINVAL, "gmm_ssm_prior_rows_rev_moments: no successful "
+                                     "gmm_ssm_prior_rows before");
+    size_t d = m->d, dd = d * d;
+    /* C and C0 at the rows' theta (other calls may have moved the blocks;
+     * the same theta gives the same blocks, so G stays valid) */
+    m->prior_ok = 0;
+    if ((st = ssm_blocks(m, m->rtheta, &ld)))
+        return st;
+    moments_zero(m);
+    double *S0 = m->T + 3 * dd;
+    for (size_t i = 0; i < dd; i++)
+        S0[i] = Svv[i] - (i % (d + 1) == 0 ? 1.0 : 0.0);
+    for (size_t k = 0; k + 1 < m->K; k++) {
+        size_t g = m->ig[k];
+        const double *sv = Svv + (k + 1) * dd, *sx = Svx + (k + 1) * dd;
+        double *S1 = blk(m, g, B_S1), *S2 = blk(m, g, B_S2);
+        for (size_t i = 0; i < dd; i++) {
+            S1[i] += sv[i] - (i % (d + 1) == 0 ? 1.0 : 0.0);
+            S2[i] += sx[i];
+        }
+    }
+    return moments_chain(m, thetabar);
 }
 
 static gmm_status ssm_grad(gmm_ssm *m, double *grad, double *noisebar)
