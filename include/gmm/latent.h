@@ -16,9 +16,10 @@
  * reads: call them as a pair with no other call on the object in between.
  * Objects are not thread-safe; one per thread.
  *
- * INTRINSIC PRIORS (random walks, Besag) have a rank-deficient Q; they will
- * declare their null space through gmm_latent_nconstr (0 for every family
- * today): methods then work in the constrained space (sum to zero).
+ * INTRINSIC PRIORS (random walks, Besag: stack.h) have a rank-deficient Q
+ * and gmm_latent_nconstr > 0 linear constraints A x = 0 on which the prior
+ * is proper; the exact Gaussian likelihood conditions on them, and the
+ * methods that do not (whitening, Laplace, VI) refuse such a latent.
  */
 #ifndef GMM_LATENT_H
 #define GMM_LATENT_H

@@ -167,6 +167,26 @@ gmm_band *gmm_marglik_prior_band(gmm_marglik_work *w);
  * caller's); GMM_EINVAL otherwise or without a successful eval. */
 gmm_status gmm_marglik_grad_view(gmm_marglik_work *w, const gmm_band **Qbar, double *noisebar);
 
+/* LINEAR CONSTRAINTS A x = 0 (k rows, linearly independent): the prior is
+ * then the Gaussian on the subspace {A x = 0} with precision Q there (Q may
+ * be singular off it: intrinsic GMRFs), and
+ *
+ *   log p(y) = [eval's value] - log|A P^{-1} A'|/2 - m'(A P^{-1} A')^{-1} m/2,
+ *
+ * m = A P^{-1} E'y / noise, when the eval was given prior_logdet = log
+ * det(V'QV) + log det(AA') (V an orthonormal basis of the subspace).  This
+ * adds the correction to *loglik after a successful gmm_marglik_eval with
+ * prior_logdet on w; gmm_marglik_grad (dlogp/dQ on the subspace's terms,
+ * and the noise) and gmm_marglik_posterior (the constrained posterior: mean
+ * corrected by kriging, covariance band less U G^{-1} U') then include the
+ * constraints, until the next eval.  A: k x n, row-major.  Errors:
+ * GMM_EINVAL (no eval, an eval that factorised Q itself, constrained
+ * twice), GMM_ENOTPD (dependent constraints), GMM_ENOMEM (n k + 2 n + k^2
+ * doubles, kept for later calls).  O(n kl k + n k^2); the gradient and the
+ * posterior band gain O(n kl k). */
+gmm_status gmm_marglik_constrain(gmm_marglik_work *w, size_t k, const double *A,
+                                 double *loglik);
+
 /* Posterior of f after the last eval: mean (length n, or NULL) and the band
  * of the posterior covariance (SYMMETRIC, kl >= Q->kl, or NULL) from the
  * Takahashi inverse subset -- its diagonal gives marginal variances, its d x d

@@ -80,6 +80,12 @@ struct gmm_marglik_work {
     gmm_band_tape mwork;  /* gmm_band_chol_rows_moments' buffer */
     double *vbuf;         /* a block's vv and vx */
     size_t vcap;
+    /* CONSTRAINTS (gmm_marglik_constrain): ncon rows; V = P^{-1}A' L_G^{-T}
+     * (n x ncon, so that V V' = U G^{-1} U', U = P^{-1}A', G = A U), the
+     * unconstrained mean mu and the kriging correction u = U G^{-1} A mu
+     * (n each); grown as needed and kept. */
+    size_t ncon, ccap;
+    double *cV, *cmu, *cu, *cG;
     /* What the last successful eval saw. */
     int valid, prior_here;
     const gmm_obs *obs;
@@ -143,6 +149,9 @@ void gmm_marglik_work_free(gmm_marglik_work *w)
     gmm_free(w->bwork);
     gmm_free(w->qfirst);
     gmm_free(w->qv);
+    gmm_free(w->cV);
+    gmm_free(w->cmu);
+    gmm_free(w->cG);
     gmm_free(w);
 }
 
@@ -267,8 +276,10 @@ gmm_status gmm_marglik_eval(const gmm_band *Q, const gmm_obs *obs, double noise,
     gmm_status st;
     double logdet_q, yy;
 
-    if (w)
+    if (w) {
         w->valid = 0;
+        w->ncon = 0;
+    }
     if ((st = check_obs(Q, obs, noise, w)) != GMM_OK)
         return st;
     if (!loglik)
@@ -440,6 +451,7 @@ gmm_status gmm_marglik_eval_rows(const gmm_prior_rows *G, const gmm_obs *obs, do
     gmm_status st;
     if (w) {
         w->valid = 0;
+        w->ncon = 0;
         w->recorded = 0;
     }
     if (!G || !G->row || !obs || !w || !loglik)
@@ -664,8 +676,136 @@ gmm_band *gmm_marglik_prior_band(gmm_marglik_work *w)
         return NULL;
     }
     w->valid = 0; /* the caller is about to overwrite L */
+    w->ncon = 0;
     w->P.kind = GMM_BAND_SYMMETRIC;
     return &w->P;
+}
+
+/* CONSTRAINTS.  Conditioning on A x = 0 (Rue & Held 2005, 2.3.3) adds to
+ * log p(y) the log density of A x at 0 under the unconstrained posterior,
+ * less the prior's (whose normaliser the caller supplied for the
+ * subspace):  c = -log|G|/2 - m'G^{-1}m/2,  G = A P^{-1} A', m = A mu.
+ * With U = P^{-1}A' and u = U G^{-1} m: dc = tr((U G^{-1} U'/2 + u mu' -
+ * u u'/2) dP) - u'db, so that dlogp/dP as a whole is -(Sigma_c + mu_c
+ * mu_c')/2 with the constrained posterior's covariance Sigma_c = P^{-1} -
+ * U G^{-1} U' and mean mu_c = mu - u. */
+gmm_status gmm_marglik_constrain(gmm_marglik_work *w, size_t k, const double *A,
+                                 double *loglik)
+{
+    gmm_status st;
+    if (!w || !w->valid || (k && !A) || !loglik)
+        return gmm_error(GMM_EINVAL, "marglik: constraints without a successful evaluation");
+    if (w->prior_here)
+        return gmm_error(GMM_EINVAL, "marglik: constraints need the prior's log-determinant "
+                                     "on the constrained subspace supplied to the evaluation");
+    if (w->ncon)
+        return gmm_error(GMM_EINVAL, "marglik: the evaluation is already constrained");
+    if (k == 0)
+        return GMM_OK;
+    size_t n = w->n;
+    if (k > w->ccap) {
+        gmm_free(w->cV);
+        gmm_free(w->cmu);
+        gmm_free(w->cG);
+        w->ccap = 0;
+        w->cV = gmm_malloc(n * k, sizeof *w->cV);
+        w->cmu = gmm_malloc(2 * n, sizeof *w->cmu);
+        w->cG = gmm_malloc(k * k + k, sizeof *w->cG);
+        if (!w->cV || !w->cmu || !w->cG)
+            return gmm_error(GMM_ENOMEM, "marglik: out of memory for %zu constraints", k);
+        w->cu = w->cmu + n;
+        w->ccap = k;
+    }
+    double *V = w->cV, *mu = w->cmu, *u = w->cu, *G = w->cG, *al = w->cG + k * k;
+    if ((st = gmm_marglik_posterior(w, mu, NULL)) != GMM_OK)
+        return st;
+    /* U = P^{-1} A', column by column into V (column-major, n x k) */
+    for (size_t i = 0; i < k; i++) {
+        memcpy(V + i * n, A + i * n, n * sizeof *V);
+        if ((st = gmm_band_tri_solve_vec(&w->L, GMM_NOTRANS, V + i * n)) != GMM_OK ||
+            (st = gmm_band_tri_solve_vec(&w->L, GMM_TRANS, V + i * n)) != GMM_OK)
+            return st;
+    }
+    /* G = A U (lower triangle) and its Cholesky in place; m = A mu into al */
+    for (size_t i = 0; i < k; i++) {
+        double m = 0.0;
+        for (size_t t = 0; t < n; t++)
+            m += A[i * n + t] * mu[t];
+        al[i] = m;
+        for (size_t j = 0; j <= i; j++) {
+            double g = 0.0;
+            for (size_t t = 0; t < n; t++)
+                g += A[i * n + t] * V[j * n + t];
+            G[i * k + j] = g;
+        }
+    }
+    double logdet = 0.0;
+    for (size_t j = 0; j < k; j++) {
+        double d = G[j * k + j];
+        for (size_t t = 0; t < j; t++)
+            d -= G[j * k + t] * G[j * k + t];
+        if (!(d > 0.0) || !isfinite(d))
+            return gmm_error_at(GMM_ENOTPD, j, "marglik: constraint %zu is linearly dependent "
+                                               "on the others",
+                                j);
+        d = sqrt(d);
+        G[j * k + j] = d;
+        logdet += 2.0 * log(d);
+        for (size_t i = j + 1; i < k; i++) {
+            double g = G[i * k + j];
+            for (size_t t = 0; t < j; t++)
+                g -= G[i * k + t] * G[j * k + t];
+            G[i * k + j] = g / d;
+        }
+    }
+    /* al = L_G^{-1} m; then m'G^{-1}m = |al|^2 and u = U L_G^{-T} al */
+    double q = 0.0;
+    for (size_t i = 0; i < k; i++) {
+        double a = al[i];
+        for (size_t t = 0; t < i; t++)
+            a -= G[i * k + t] * al[t];
+        al[i] = a / G[i * k + i];
+        q += al[i] * al[i];
+    }
+    /* V = U L_G^{-T}: each row of U solved against L_G (rows of V' ...) */
+    for (size_t r = 0; r < n; r++) {
+        for (size_t i = 0; i < k; i++) {
+            double a = V[i * n + r];
+            for (size_t t = 0; t < i; t++)
+                a -= G[i * k + t] * V[t * n + r];
+            V[i * n + r] = a / G[i * k + i];
+        }
+        double s = 0.0;
+        for (size_t i = 0; i < k; i++)
+            s += V[i * n + r] * al[i];
+        u[r] = s;
+    }
+    double c = -0.5 * logdet - 0.5 * q;
+    if (!isfinite(c))
+        return gmm_error(GMM_EDOM, "marglik: the constrained log likelihood is not finite");
+    *loglik += c;
+    w->ncon = k;
+    return GMM_OK;
+}
+
+/* Pbar += the constraint's terms (CONSTRAINTS), symmetric convention. */
+static void constrain_pbar(gmm_marglik_work *w)
+{
+    size_t n = w->n, k = w->ncon;
+    const double *V = w->cV, *mu = w->cmu, *u = w->cu;
+    for (size_t j = 0; j < n; j++) {
+        double *col = gmm_band_col(&w->Pbar, j);
+        size_t iend = j + w->kl < n ? j + w->kl : n - 1;
+        for (size_t i = j; i <= iend; i++) {
+            double vv = 0.0;
+            for (size_t t = 0; t < k; t++)
+                vv += V[t * n + i] * V[t * n + j];
+            if (i == j)
+                col[i] += 0.5 * vv + u[i] * mu[i] - 0.5 * u[i] * u[i];
+            else
+                col[i] += vv + u[i] * mu[j] + mu[i] * u[j] - u[i] * u[j];
+        }
+    }
 }
 
 /* The reverse sweep up to dlogp/dP, left in w->Pbar, and the noise
@@ -688,6 +828,8 @@ static gmm_status grad_core(gmm_marglik_work *w, double *noisebar)
     /* Pbar overwrites Lbar (same storage). */
     if ((st = gmm_band_chol_decomp_rev(&w->L, &w->Lbar, &w->Pbar)) != GMM_OK)
         return st;
+    if (w->ncon)
+        constrain_pbar(w);
     if (noisebar) {
         double s = 0.0;
         obs_pairs pr;
@@ -712,6 +854,14 @@ static gmm_status grad_core(gmm_marglik_work *w, double *noisebar)
         }
         *noisebar += -s / n2 - 0.5 * (double)obs->nobs / noise + w->yy / (2.0 * n2) -
                      w->rr / (n2 * noise);
+        /* the correction's b = E'y / noise: bbar = -u */
+        for (size_t k = 0; k < obs->nobs && w->ncon; k++) {
+            const double *c = obs->coef + k * obs->coef_stride;
+            double eu = 0.0;
+            for (size_t a = 0; a < obs->width; a++)
+                eu += c[a] * w->cu[obs->offset[k] + a];
+            *noisebar += obs->y[k] * eu / n2;
+        }
     }
     return GMM_OK;
 }
@@ -772,5 +922,18 @@ gmm_status gmm_marglik_posterior(gmm_marglik_work *w, double *mean, gmm_band *co
     }
     if (cov && (st = gmm_band_chol_selinv(&w->L, cov)) != GMM_OK)
         return st;
+    size_t k = w->ncon, n = w->n;
+    for (size_t i = 0; i < n && k && mean; i++)
+        mean[i] -= w->cu[i];
+    for (size_t j = 0; j < n && k && cov; j++) {
+        double *col = gmm_band_col(cov, j);
+        size_t iend = j + cov->kl < n ? j + cov->kl : n - 1;
+        for (size_t i = j; i <= iend; i++) {
+            double vv = 0.0;
+            for (size_t t = 0; t < k; t++)
+                vv += w->cV[t * n + i] * w->cV[t * n + j];
+            col[i] -= vv;
+        }
+    }
     return GMM_OK;
 }
