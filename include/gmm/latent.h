@@ -18,8 +18,9 @@
  *
  * INTRINSIC PRIORS (random walks, Besag: stack.h) have a rank-deficient Q
  * and gmm_latent_nconstr > 0 linear constraints A x = 0 on which the prior
- * is proper; the exact Gaussian likelihood conditions on them, and the
- * methods that do not (whitening, Laplace, VI) refuse such a latent.
+ * is proper; the exact Gaussian likelihood and the Laplace approximation
+ * condition on them, and the methods that do not (whitening, hence HMC;
+ * VI) refuse such a latent.
  */
 #ifndef GMM_LATENT_H
 #define GMM_LATENT_H
@@ -59,6 +60,11 @@ size_t gmm_latent_bandwidth(const gmm_latent *l);
 size_t gmm_latent_cov_bandwidth(const gmm_latent *l);
 size_t gmm_latent_nrows(const gmm_latent *l);
 size_t gmm_latent_nconstr(const gmm_latent *l);
+/* The constraints A x = 0: nconstr rows of n, row-major, owned by l (NULL
+ * when there are none).  With constraints, gmm_latent_prior's log|Q| is
+ * the normaliser on the subspace, log det(V'QV) + log det(AA') (V an
+ * orthonormal basis of {A x = 0}), as marglik.h and laplace.h take it. */
+const double *gmm_latent_constraints(const gmm_latent *l);
 size_t gmm_latent_nparam(const gmm_latent *l);
 const char *gmm_latent_param_name(const gmm_latent *l, size_t i);
 /* Starting values (the spec's values or defaults); nparam entries. */

@@ -187,6 +187,25 @@ gmm_status gmm_marglik_grad_view(gmm_marglik_work *w, const gmm_band **Qbar, dou
 gmm_status gmm_marglik_constrain(gmm_marglik_work *w, size_t k, const double *A,
                                  double *loglik);
 
+/* Kriging pieces shared with the Laplace approximation (laplace.h), for
+ * k linearly independent constraints A x = 0 (A k x n, row-major) and L L'
+ * = P (LOWER, n x n):
+ *   gmm_constr_factor: V = P^{-1}A' L_G^{-T} (n x k, column i at V + i n)
+ *     and L_G (lower triangle of G, k x k row-major), L_G L_G' = G = A
+ *     P^{-1} A', log|G| into *logdet (may be NULL).  GMM_ENOTPD for
+ *     dependent constraints.  O(n kl k + n k^2).
+ *   gmm_constr_apply: a = L_G^{-1} A v (k, caller's), u = V a (n; u may
+ *     alias v only if v is not needed after), returns |a|^2: for v = P^{-1}
+ *     b, v - u is the solution conditioned on A x = 0 and |a|^2 = (Av)'
+ *     G^{-1} (Av).  O(n k).
+ *   gmm_constr_band: S -= V V' on S's band (S SYMMETRIC): P^{-1}'s band
+ *     becomes the conditioned covariance's.  O(n S->kl k). */
+gmm_status gmm_constr_factor(const gmm_band *L, size_t k, const double *A, double *V, double *G,
+                             double *logdet);
+double gmm_constr_apply(size_t n, size_t k, const double *A, const double *V, const double *G,
+                        double *a, const double *v, double *u);
+void gmm_constr_band(size_t k, const double *V, gmm_band *S);
+
 /* Posterior of f after the last eval: mean (length n, or NULL) and the band
  * of the posterior covariance (SYMMETRIC, kl >= Q->kl, or NULL) from the
  * Takahashi inverse subset -- its diagonal gives marginal variances, its d x d

@@ -30,6 +30,14 @@
  *   bbar  = sum_i c_i
  *   phibar = sum_i dlogp_i/dphi + (s_i/2) dd2_i/dphi + u_i dd1_i/dphi
  *   hbar_i = c_i x_o + g_i z_o - w_i Sigma_oo h_i
+ *
+ * CONSTRAINTS A x = 0 (gmm_laplace_constrain).  Newton on the subspace:
+ * each step P^-1 grad is conditioned on A dx = 0 by kriging, so the mode
+ * satisfies H'g - Qx = A'lambda.  log|P| becomes log det(V'PV) = log|P| +
+ * log|G| - log det(AA') (G = A P^-1 A'; the last term cancels against the
+ * caller's prior normaliser), and in the gradient Sigma and P^-1 become the
+ * conditioned Sigma_c = P^-1 - P^-1 A' G^-1 A P^-1 (the mode moves inside
+ * the subspace, where the gradient of the first two terms vanishes).
  */
 #include "gmm/laplace.h"
 
@@ -37,6 +45,7 @@
 #include <string.h>
 
 #include "gmm/alloc.h"
+#include "gmm/marglik.h"
 
 struct gmm_laplace {
     size_t n, kl, ckl, maxobs, width;
@@ -49,6 +58,11 @@ struct gmm_laplace {
     double b, logq;
     size_t iter;
     int valid, have_mode, logdet_here;
+    /* constraints A x = 0 (gmm_laplace_constrain; A borrowed): the kriging
+     * factors of the last factorisation (gmm_constr_factor) and log|G| */
+    size_t ncon, ccap;
+    const double *A;
+    double *cV, *cG, ldG;
 };
 
 void gmm_laplace_params_init(gmm_laplace_params *p)
@@ -69,7 +83,41 @@ void gmm_laplace_free(gmm_laplace *w)
     double *v[] = {w->x, w->xt, w->gr, w->dx, w->tmp, w->z, w->f, w->g, w->w, w->t, w->s};
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
         gmm_free(v[i]);
+    gmm_free(w->cV);
+    gmm_free(w->cG);
     gmm_free(w);
+}
+
+gmm_status gmm_laplace_constrain(gmm_laplace *w, size_t k, const double *A)
+{
+    if (!w || (k && !A))
+        return gmm_error(GMM_EINVAL, "laplace: NULL argument");
+    w->valid = 0;
+    w->have_mode = 0;
+    if (k > w->ccap) {
+        gmm_free(w->cV);
+        gmm_free(w->cG);
+        w->ccap = 0;
+        w->cV = gmm_malloc(w->n * k, sizeof *w->cV);
+        w->cG = gmm_malloc(k * k + k, sizeof *w->cG);
+        if (!w->cV || !w->cG)
+            return gmm_error(GMM_ENOMEM, "laplace: out of memory for %zu constraints", k);
+        w->ccap = k;
+    }
+    w->ncon = k;
+    w->A = A;
+    return GMM_OK;
+}
+
+/* v -= its kriging correction (v = P^-1 b becomes the solution on
+ * {A x = 0}); scratch: n doubles. */
+static void krig(gmm_laplace *w, double *v, double *scratch)
+{
+    if (!w->ncon)
+        return;
+    gmm_constr_apply(w->n, w->ncon, w->A, w->cV, w->cG, w->cG + w->ncon * w->ncon, v, scratch);
+    for (size_t j = 0; j < w->n; j++)
+        v[j] -= scratch[j];
 }
 
 gmm_laplace *gmm_laplace_alloc(size_t n, size_t kl, size_t cov_kl, size_t maxobs, size_t width)
@@ -215,6 +263,9 @@ gmm_status gmm_laplace_eval(gmm_laplace *w, const gmm_band *Q, double logdet_q,
     w->lik = lik;
     w->Q = Q;
     w->b = b;
+    if (w->ncon && isnan(logdet_q))
+        return gmm_error(GMM_EINVAL, "laplace: constraints need the prior's log-determinant on "
+                                     "the constrained subspace");
     w->logdet_here = isnan(logdet_q);
     if (w->logdet_here) {
         if ((st = gmm_band_chol_decomp(Q, w->LQ)) != GMM_OK) {
@@ -249,6 +300,8 @@ gmm_status gmm_laplace_eval(gmm_laplace *w, const gmm_band *Q, double logdet_q,
         }
         if (st == GMM_ENOTPD && has_negative_w(w))
             st = factor_p(w, 1); /* still an ascent direction for the line search */
+        if (st == GMM_OK && w->ncon)
+            st = gmm_constr_factor(w->L, w->ncon, w->A, w->cV, w->cG, &w->ldG);
         if (st)
             return st;
         if (final)
@@ -265,6 +318,7 @@ gmm_status gmm_laplace_eval(gmm_laplace *w, const gmm_band *Q, double logdet_q,
         if ((st = gmm_band_tri_solve_vec(w->L, GMM_NOTRANS, w->dx)) ||
             (st = gmm_band_tri_solve_vec(w->L, GMM_TRANS, w->dx)))
             return st;
+        krig(w, w->dx, w->z); /* the step keeps A x = 0 */
         double dec = 0.0;
         for (size_t j = 0; j < w->n; j++)
             dec += w->gr[j] * w->dx[j];
@@ -327,7 +381,7 @@ gmm_status gmm_laplace_eval(gmm_laplace *w, const gmm_band *Q, double logdet_q,
     }
     for (size_t j = 0; j < w->n; j++)
         q += w->x[j] * w->tmp[j];
-    double lq = sum - 0.5 * q + 0.5 * logdet_q - 0.5 * ldp;
+    double lq = sum - 0.5 * q + 0.5 * logdet_q - 0.5 * ldp - (w->ncon ? 0.5 * w->ldG : 0.0);
     if (!isfinite(lq))
         return gmm_error(GMM_EDOM, "Laplace: log marginal likelihood not finite");
     *logq = w->logq = lq;
@@ -366,6 +420,7 @@ gmm_status gmm_laplace_grad(gmm_laplace *w, gmm_band *Qbar, double *bbar, double
                          n, n, w->kl);
     if ((st = gmm_band_chol_selinv(w->L, w->S)))
         return st;
+    gmm_constr_band(w->ncon, w->cV, w->S);
     /* s_i, r = H'(s o t)/2, z = P^-1 r */
     memset(w->z, 0, n * sizeof *w->z);
     for (size_t i = 0; i < ob->nobs; i++) {
@@ -382,6 +437,7 @@ gmm_status gmm_laplace_grad(gmm_laplace *w, gmm_band *Qbar, double *bbar, double
     if ((st = gmm_band_tri_solve_vec(w->L, GMM_NOTRANS, w->z)) ||
         (st = gmm_band_tri_solve_vec(w->L, GMM_TRANS, w->z)))
         return st;
+    krig(w, w->z, w->dx);
     if (Qbar) {
         if ((st = gmm_band_outer(-0.5, 1, w->x, n, w->x, n, Qbar)) ||
             (st = gmm_band_outer(-1.0, 1, w->z, n, w->x, n, Qbar)))
@@ -433,7 +489,10 @@ gmm_status gmm_laplace_posterior(gmm_laplace *w, double *mode, gmm_band *cov)
             return gmm_error(GMM_EDIM, "laplace: cov must be SYMMETRIC %zu x %zu with bandwidth "
                                        ">= %zu",
                              w->n, w->n, w->kl);
-        return gmm_band_chol_selinv(w->L, cov);
+        gmm_status st = gmm_band_chol_selinv(w->L, cov);
+        if (st == GMM_OK)
+            gmm_constr_band(w->ncon, w->cV, cov);
+        return st;
     }
     return GMM_OK;
 }

@@ -162,11 +162,6 @@ gmm_status gmm_problem_alloc(gmm_latent *lat, const gmm_lik *lik, const double *
                          lik->type->name);
     if (intercept && !isfinite(b0))
         return gmm_error(GMM_EINVAL, "intercept start %g is not finite", b0);
-    if (!exact && gmm_latent_nconstr(lat))
-        return gmm_error(GMM_EINVAL, "the Laplace approximation does not condition on the %zu "
-                                     "constraints of intrinsic components (rw1, rw2, besag, "
-                                     "bym2); only the gaussian likelihood handles them",
-                         gmm_latent_nconstr(lat));
     size_t nrows = gmm_latent_nrows(lat);
     if ((st = gmm_lik_check_data(lik, y, e, nrows)))
         return st;
@@ -250,6 +245,9 @@ gmm_status gmm_problem_alloc(gmm_latent *lat, const gmm_lik *lik, const double *
             st = gmm_error_status();
             goto fail;
         }
+        if ((st = gmm_laplace_constrain(p->lap, gmm_latent_nconstr(lat),
+                                        gmm_latent_constraints(lat))))
+            goto fail;
         const size_t *off = gmm_latent_obs_offset(lat);
         if ((st = gmm_latent_obs_coef(lat, p->obj.value, p->coef_all)))
             goto fail;

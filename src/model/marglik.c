@@ -689,6 +689,95 @@ gmm_band *gmm_marglik_prior_band(gmm_marglik_work *w)
  * u u'/2) dP) - u'db, so that dlogp/dP as a whole is -(Sigma_c + mu_c
  * mu_c')/2 with the constrained posterior's covariance Sigma_c = P^{-1} -
  * U G^{-1} U' and mean mu_c = mu - u. */
+gmm_status gmm_constr_factor(const gmm_band *L, size_t k, const double *A, double *V, double *G,
+                             double *logdet)
+{
+    gmm_status st;
+    size_t n = L->n;
+    /* U = P^{-1} A', column by column into V (column-major, n x k) */
+    for (size_t i = 0; i < k; i++) {
+        memcpy(V + i * n, A + i * n, n * sizeof *V);
+        if ((st = gmm_band_tri_solve_vec(L, GMM_NOTRANS, V + i * n)) != GMM_OK ||
+            (st = gmm_band_tri_solve_vec(L, GMM_TRANS, V + i * n)) != GMM_OK)
+            return st;
+    }
+    /* G = A U (lower triangle) and its Cholesky in place */
+    for (size_t i = 0; i < k; i++)
+        for (size_t j = 0; j <= i; j++) {
+            double g = 0.0;
+            for (size_t t = 0; t < n; t++)
+                g += A[i * n + t] * V[j * n + t];
+            G[i * k + j] = g;
+        }
+    double ld = 0.0;
+    for (size_t j = 0; j < k; j++) {
+        double d = G[j * k + j];
+        for (size_t t = 0; t < j; t++)
+            d -= G[j * k + t] * G[j * k + t];
+        if (!(d > 0.0) || !isfinite(d))
+            return gmm_error_at(GMM_ENOTPD, j, "constraint %zu is linearly dependent on the "
+                                               "others",
+                                j);
+        d = sqrt(d);
+        G[j * k + j] = d;
+        ld += 2.0 * log(d);
+        for (size_t i = j + 1; i < k; i++) {
+            double g = G[i * k + j];
+            for (size_t t = 0; t < j; t++)
+                g -= G[i * k + t] * G[j * k + t];
+            G[i * k + j] = g / d;
+        }
+    }
+    /* V = U L_G^{-T}: each row of U solved against L_G */
+    for (size_t r = 0; r < n; r++)
+        for (size_t i = 0; i < k; i++) {
+            double a = V[i * n + r];
+            for (size_t t = 0; t < i; t++)
+                a -= G[i * k + t] * V[t * n + r];
+            V[i * n + r] = a / G[i * k + i];
+        }
+    if (logdet)
+        *logdet = ld;
+    return GMM_OK;
+}
+
+double gmm_constr_apply(size_t n, size_t k, const double *A, const double *V, const double *G,
+                        double *a, const double *v, double *u)
+{
+    double q = 0.0;
+    for (size_t i = 0; i < k; i++) {
+        double s = 0.0;
+        for (size_t t = 0; t < n; t++)
+            s += A[i * n + t] * v[t];
+        for (size_t t = 0; t < i; t++)
+            s -= G[i * k + t] * a[t];
+        a[i] = s / G[i * k + i];
+        q += a[i] * a[i];
+    }
+    for (size_t r = 0; r < n; r++) {
+        double s = 0.0;
+        for (size_t i = 0; i < k; i++)
+            s += V[i * n + r] * a[i];
+        u[r] = s;
+    }
+    return q;
+}
+
+void gmm_constr_band(size_t k, const double *V, gmm_band *S)
+{
+    size_t n = S->n;
+    for (size_t j = 0; j < n && k; j++) {
+        double *col = gmm_band_col(S, j);
+        size_t iend = j + S->kl < n ? j + S->kl : n - 1;
+        for (size_t i = j; i <= iend; i++) {
+            double vv = 0.0;
+            for (size_t t = 0; t < k; t++)
+                vv += V[t * n + i] * V[t * n + j];
+            col[i] -= vv;
+        }
+    }
+}
+
 gmm_status gmm_marglik_constrain(gmm_marglik_work *w, size_t k, const double *A,
                                  double *loglik)
 {
@@ -716,70 +805,11 @@ gmm_status gmm_marglik_constrain(gmm_marglik_work *w, size_t k, const double *A,
         w->cu = w->cmu + n;
         w->ccap = k;
     }
-    double *V = w->cV, *mu = w->cmu, *u = w->cu, *G = w->cG, *al = w->cG + k * k;
-    if ((st = gmm_marglik_posterior(w, mu, NULL)) != GMM_OK)
+    double logdet;
+    if ((st = gmm_marglik_posterior(w, w->cmu, NULL)) != GMM_OK ||
+        (st = gmm_constr_factor(&w->L, k, A, w->cV, w->cG, &logdet)) != GMM_OK)
         return st;
-    /* U = P^{-1} A', column by column into V (column-major, n x k) */
-    for (size_t i = 0; i < k; i++) {
-        memcpy(V + i * n, A + i * n, n * sizeof *V);
-        if ((st = gmm_band_tri_solve_vec(&w->L, GMM_NOTRANS, V + i * n)) != GMM_OK ||
-            (st = gmm_band_tri_solve_vec(&w->L, GMM_TRANS, V + i * n)) != GMM_OK)
-            return st;
-    }
-    /* G = A U (lower triangle) and its Cholesky in place; m = A mu into al */
-    for (size_t i = 0; i < k; i++) {
-        double m = 0.0;
-        for (size_t t = 0; t < n; t++)
-            m += A[i * n + t] * mu[t];
-        al[i] = m;
-        for (size_t j = 0; j <= i; j++) {
-            double g = 0.0;
-            for (size_t t = 0; t < n; t++)
-                g += A[i * n + t] * V[j * n + t];
-            G[i * k + j] = g;
-        }
-    }
-    double logdet = 0.0;
-    for (size_t j = 0; j < k; j++) {
-        double d = G[j * k + j];
-        for (size_t t = 0; t < j; t++)
-            d -= G[j * k + t] * G[j * k + t];
-        if (!(d > 0.0) || !isfinite(d))
-            return gmm_error_at(GMM_ENOTPD, j, "marglik: constraint %zu is linearly dependent "
-                                               "on the others",
-                                j);
-        d = sqrt(d);
-        G[j * k + j] = d;
-        logdet += 2.0 * log(d);
-        for (size_t i = j + 1; i < k; i++) {
-            double g = G[i * k + j];
-            for (size_t t = 0; t < j; t++)
-                g -= G[i * k + t] * G[j * k + t];
-            G[i * k + j] = g / d;
-        }
-    }
-    /* al = L_G^{-1} m; then m'G^{-1}m = |al|^2 and u = U L_G^{-T} al */
-    double q = 0.0;
-    for (size_t i = 0; i < k; i++) {
-        double a = al[i];
-        for (size_t t = 0; t < i; t++)
-            a -= G[i * k + t] * al[t];
-        al[i] = a / G[i * k + i];
-        q += al[i] * al[i];
-    }
-    /* V = U L_G^{-T}: each row of U solved against L_G (rows of V' ...) */
-    for (size_t r = 0; r < n; r++) {
-        for (size_t i = 0; i < k; i++) {
-            double a = V[i * n + r];
-            for (size_t t = 0; t < i; t++)
-                a -= G[i * k + t] * V[t * n + r];
-            V[i * n + r] = a / G[i * k + i];
-        }
-        double s = 0.0;
-        for (size_t i = 0; i < k; i++)
-            s += V[i * n + r] * al[i];
-        u[r] = s;
-    }
+    double q = gmm_constr_apply(n, k, A, w->cV, w->cG, w->cG + k * k, w->cmu, w->cu);
     double c = -0.5 * logdet - 0.5 * q;
     if (!isfinite(c))
         return gmm_error(GMM_EDOM, "marglik: the constrained log likelihood is not finite");
@@ -922,18 +952,9 @@ gmm_status gmm_marglik_posterior(gmm_marglik_work *w, double *mean, gmm_band *co
     }
     if (cov && (st = gmm_band_chol_selinv(&w->L, cov)) != GMM_OK)
         return st;
-    size_t k = w->ncon, n = w->n;
-    for (size_t i = 0; i < n && k && mean; i++)
+    for (size_t i = 0; i < w->n && w->ncon && mean; i++)
         mean[i] -= w->cu[i];
-    for (size_t j = 0; j < n && k && cov; j++) {
-        double *col = gmm_band_col(cov, j);
-        size_t iend = j + cov->kl < n ? j + cov->kl : n - 1;
-        for (size_t i = j; i <= iend; i++) {
-            double vv = 0.0;
-            for (size_t t = 0; t < k; t++)
-                vv += w->cV[t * n + i] * w->cV[t * n + j];
-            col[i] -= vv;
-        }
-    }
+    if (cov)
+        gmm_constr_band(w->ncon, w->cV, cov);
     return GMM_OK;
 }

@@ -584,6 +584,150 @@ START_TEST(test_laplace_problem)
 }
 END_TEST
 
+/* The Laplace approximation with constraints (Poisson, intercept) against
+ * a dense Newton iteration in the coordinates beta of x = V beta (V an
+ * orthonormal basis of {A x = 0}): log q = log p(y | x^) - x^'Q x^/2 +
+ * log det(V'QV)/2 - log det(V'(Q + H'DH)V)/2; its gradient against
+ * differences of the banded value; the posterior at rows. */
+typedef struct {
+    gmm_objective *o;
+    double th[8];
+} octx;
+
+static double obj_value(void *p)
+{
+    octx *c = p;
+    double f;
+    ck_assert_int_eq(c->o->eval(c->o->ctx, c->th, &f, NULL), GMM_OK);
+    return f;
+}
+
+START_TEST(test_laplace_constrained)
+{
+    static const int cases[] = {C_RW1_IID, C_RW2, C_BESAG_IID, C_BYM2_RW1};
+    int which = cases[_i];
+    scase c;
+    scase_make(&c, which);
+    size_t n = gmm_latent_dim(c.l), nr = NR, np = c.np, k = gmm_latent_nconstr(c.l), d = n - k;
+    double cnt[NR];
+    tu_rng r;
+    tu_rng_seed(&r, 5 + (uint64_t)which);
+    for (size_t i = 0; i < nr; i++)
+        cnt[i] = (double)(size_t)(2.0 * tu_uniform(&r) + 0.4 * (double)(c.lev[1][i] % 4) +
+                                  0.5 * c.val[0][i]);
+    cnt[5] = NAN;
+    gmm_lik lik;
+    ck_assert_int_eq(gmm_lik_parse("poisson", &lik), GMM_OK);
+    gmm_problem *p = NULL;
+    double b = 0.3;
+    ck_assert_int_eq(gmm_problem_alloc(c.l, &lik, cnt, NULL, 1, b, &p), GMM_OK);
+    octx oc = {.o = gmm_problem_objective(p)};
+    memcpy(oc.th, c.p, np * sizeof *oc.th);
+    oc.th[np] = b;
+    double f, g[8];
+    ck_assert_int_eq(oc.o->eval(oc.o->ctx, oc.th, &f, g), GMM_OK);
+    double *fm = malloc(nr * sizeof *fm), *fv = malloc(nr * sizeof *fv);
+    ck_assert_int_eq(gmm_problem_predict_rows(p, oc.th, fm, fv), GMM_OK);
+
+    double *A = malloc(k * n * sizeof *A), ldv;
+    ck_assert_int_eq(gmm_latent_stack_constraints(c.l, A), GMM_OK);
+    double *V = null_basis(A, k, n), *Q = dense_Q(c.l, c.p), *H = dense_H(c.l);
+    double *S = dense_sigma(c.l, c.p, &ldv);
+    double *HV = calloc(nr * d, sizeof *HV), *QV = calloc(n * d, sizeof *QV);
+    for (size_t i = 0; i < nr; i++)
+        for (size_t j = 0; j < d; j++)
+            for (size_t t = 0; t < n; t++)
+                HV[i * d + j] += H[i * n + t] * V[t * d + j];
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < d; j++)
+            for (size_t t = 0; t < n; t++)
+                QV[i * d + j] += Q[i * n + t] * V[t * d + j];
+    gsl_matrix *M = gsl_matrix_alloc(d, d);
+    gsl_vector *gv = gsl_vector_alloc(d), *db = gsl_vector_alloc(d);
+    double *beta = calloc(d, sizeof *beta), lpy = 0.0, qx = 0.0;
+    for (int it = 0; it < 60; it++) {
+        lpy = 0.0;
+        for (size_t i = 0; i < d; i++) {
+            double s = 0.0;
+            for (size_t j = 0; j < d; j++) {
+                double vqv = 0.0;
+                for (size_t t = 0; t < n; t++)
+                    vqv += V[t * d + i] * QV[t * d + j];
+                gsl_matrix_set(M, i, j, vqv);
+                s -= vqv * beta[j];
+            }
+            gsl_vector_set(gv, i, s);
+        }
+        for (size_t a = 0; a < nr; a++) {
+            if (isnan(cnt[a]))
+                continue;
+            double eta = b;
+            for (size_t j = 0; j < d; j++)
+                eta += HV[a * d + j] * beta[j];
+            double lam = exp(eta);
+            lpy += cnt[a] * eta - lam - lgamma(cnt[a] + 1.0);
+            for (size_t i = 0; i < d; i++) {
+                gsl_vector_set(gv, i, gsl_vector_get(gv, i) + HV[a * d + i] * (cnt[a] - lam));
+                for (size_t j = 0; j < d; j++)
+                    gsl_matrix_set(M, i, j,
+                                   gsl_matrix_get(M, i, j) + lam * HV[a * d + i] * HV[a * d + j]);
+            }
+        }
+        ck_assert_int_eq(gsl_linalg_cholesky_decomp1(M), GSL_SUCCESS);
+        if (it == 59)
+            break; /* M, lpy at the mode */
+        gsl_linalg_cholesky_solve(M, gv, db);
+        for (size_t i = 0; i < d; i++)
+            beta[i] += gsl_vector_get(db, i);
+    }
+    double ldM = 0.0;
+    for (size_t i = 0; i < d; i++) {
+        ldM += 2.0 * log(gsl_matrix_get(M, i, i));
+        for (size_t j = 0; j < d; j++) {
+            double vqv = 0.0;
+            for (size_t t = 0; t < n; t++)
+                vqv += V[t * d + i] * QV[t * d + j];
+            qx += beta[i] * vqv * beta[j];
+        }
+    }
+    double fd = lpy - 0.5 * qx + 0.5 * ldv - 0.5 * ldM;
+    gsl_linalg_cholesky_invert(M);
+    double perr = 0.0;
+    for (size_t a = 0; a < nr; a++) {
+        double m = b, v = 0.0;
+        for (size_t i = 0; i < d; i++) {
+            m += HV[a * d + i] * beta[i];
+            for (size_t j = 0; j < d; j++)
+                v += HV[a * d + i] * gsl_matrix_get(M, i, j) * HV[a * d + j];
+        }
+        perr = fmax(perr, fmax(fabs(fm[a] - m), fabs(fv[a] - v)));
+    }
+    double gerr = tu_fd_check4(oc.th, np + 1, g, obj_value, &oc, 1e-3, 1.0, NULL);
+    if (report())
+        fprintf(stderr, "stack laplace %s: %.12g vs dense %.12g (%.2e), rows %.2e, grad %.2e\n",
+                case_name[which], f, fd, fabs(f - fd), perr, gerr);
+    ck_assert_msg(fabs(f - fd) < 1e-8 * fmax(1.0, fabs(fd)), "%s: laplace %.15g vs %.15g",
+                  case_name[which], f, fd);
+    ck_assert_msg(perr < 1e-8, "%s: predict rows %g", case_name[which], perr);
+    ck_assert_msg(gerr < 1e-6, "%s: gradient %g", case_name[which], gerr);
+    gsl_matrix_free(M);
+    gsl_vector_free(gv);
+    gsl_vector_free(db);
+    free(beta);
+    free(A);
+    free(V);
+    free(Q);
+    free(H);
+    free(S);
+    free(HV);
+    free(QV);
+    free(fm);
+    free(fv);
+    gmm_problem_free(p);
+    scase_free(&c);
+}
+END_TEST
+
 /* ---- structure ----------------------------------------------------------------------- */
 
 /* RW2: with the first state pinned (x_0 = x'_0 = 0) Q's inverse is the
@@ -762,11 +906,13 @@ START_TEST(test_refusals)
     ck_assert_int_eq(gmm_lik_parse("poisson", &lik), GMM_OK);
     gmm_problem *p = NULL;
     double cnt[NR] = {0};
-    ck_assert_int_eq(gmm_problem_alloc(c.l, &lik, cnt, NULL, 1, 0.0, &p), GMM_EINVAL);
-    ck_assert_ptr_null(p);
+    ck_assert_int_eq(gmm_problem_alloc(c.l, &lik, cnt, NULL, 1, 0.0, &p), GMM_OK);
+    double th[4] = {c.p[0], c.p[1], 0.0};
+    ck_assert_int_eq(gmm_problem_whiten_setup(p, th), GMM_EINVAL);
     ck_assert_ptr_nonnull(strstr(gmm_error_message(), "constraints"));
     ck_assert_int_eq(gmm_latent_whiten_setup(c.l, c.p), GMM_EINVAL);
     ck_assert_ptr_nonnull(strstr(gmm_error_message(), "constraints"));
+    gmm_problem_free(p);
     scase_free(&c);
 
     scase_make(&c, C_IID_IID);
@@ -798,6 +944,7 @@ Suite *model_stack_suite(void)
     tcase_add_test(tc, test_order);
     tcase_add_test(tc, test_whiten);
     tcase_add_test(tc, test_laplace_problem);
+    tcase_add_loop_test(tc, test_laplace_constrained, 0, 4);
     tcase_add_test(tc, test_rw2_structure);
     tcase_add_test(tc, test_besag_scaling);
     tcase_add_test(tc, test_refusals);

@@ -132,11 +132,18 @@ static gmm_status assemble_rev(stack_impl *c, const double *theta, const gmm_ban
     return GMM_OK;
 }
 
+static gmm_status band_work(stack_impl *c);
+static gmm_status pinned_logdet(stack_impl *c, const gmm_band *Q, double *ld);
+static gmm_status pinned_logdet_rev(stack_impl *c, double ldbar, gmm_band *Qbar);
+
+/* With constraints, log|Q| on the subspace (latent.h) from Q^. */
 static gmm_status stack_prior(void *p, const double *theta, gmm_band *Q, double *logdet)
 {
     stack_impl *c = p;
     *logdet = NAN;
     gmm_status st = assemble(c, theta, Q);
+    if (st == GMM_OK && c->ncon && (st = band_work(c)) == GMM_OK)
+        st = pinned_logdet(c, Q, logdet);
     c->prior_ok = st == GMM_OK;
     if (c->prior_ok)
         memcpy(c->theta, theta, c->nparam * sizeof *theta);
@@ -147,10 +154,15 @@ static gmm_status stack_prior_rev(void *p, const gmm_band *Qbar, double logdetba
                                   double *thetabar)
 {
     stack_impl *c = p;
-    (void)logdetbar; /* 0: checked by latent.c */
+    gmm_status st;
     if (!c->prior_ok)
         return gmm_error(GMM_EINVAL, "gmm_latent_prior_rev: no gmm_latent_prior before");
-    return assemble_rev(c, c->theta, Qbar, thetabar);
+    if ((st = assemble_rev(c, c->theta, Qbar, thetabar)) || logdetbar == 0.0)
+        return st;
+    gmm_band_set_zero(c->Qbar);
+    if ((st = pinned_logdet_rev(c, logdetbar, c->Qbar)))
+        return st;
+    return assemble_rev(c, c->theta, c->Qbar, thetabar);
 }
 
 /* ---- the pinned matrix and the constrained normaliser ---------------------- */
@@ -202,14 +214,15 @@ static gmm_status pinned_logdet(stack_impl *c, const gmm_band *Q, double *ld)
     return GMM_OK;
 }
 
-/* Qbar += d(log det Q^ / 2)/dQ (pinned rows and columns dropped). */
-static gmm_status pinned_logdet_rev(stack_impl *c, gmm_band *Qbar)
+/* Qbar += ldbar d(log det Q^)/dQ (pinned rows and columns dropped), after
+ * pinned_logdet. */
+static gmm_status pinned_logdet_rev(stack_impl *c, double ldbar, gmm_band *Qbar)
 {
     gmm_status st;
     gmm_band *B = c->Qhbar;
     B->kind = GMM_BAND_LOWER;
     gmm_band_set_zero(B);
-    if ((st = gmm_band_chol_logdet_rev(c->Qh, 0.5, B)))
+    if ((st = gmm_band_chol_logdet_rev(c->Qh, ldbar, B)))
         return st;
     if ((st = gmm_band_chol_decomp_rev(c->Qh, B, B)))
         return st;
@@ -264,7 +277,7 @@ static gmm_status stack_gaussian(void *p, const double *theta, const double *y, 
     gmm_band_set_zero(c->Qbar);
     if ((st = gmm_marglik_grad(c->w, c->Qbar, &nb)))
         return st;
-    if (c->ncon && (st = pinned_logdet_rev(c, c->Qbar)))
+    if (c->ncon && (st = pinned_logdet_rev(c, 0.5, c->Qbar)))
         return st;
     memset(thetabar, 0, c->nparam * sizeof *thetabar);
     if ((st = assemble_rev(c, theta, c->Qbar, thetabar)))
@@ -517,6 +530,7 @@ gmm_status gmm_latent_stack_alloc(size_t nrows, size_t nterm, const gmm_stack_te
     l->kl = c->bw;
     l->cov_kl = c->bw;
     l->nconstr = c->ncon;
+    l->constr = c->ncon ? c->A : NULL;
     c->width = W;
     c->offset = l->offset;
     c->coef = l->coef;
