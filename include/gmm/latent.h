@@ -65,6 +65,9 @@ size_t gmm_latent_nconstr(const gmm_latent *l);
  * the normaliser on the subspace, log det(V'QV) + log det(AA') (V an
  * orthonormal basis of {A x = 0}), as marglik.h and laplace.h take it. */
 const double *gmm_latent_constraints(const gmm_latent *l);
+/* nconstr latents S whose values, given the rest, fix the null space of Q
+ * (N_S invertible, constr.h), owned by l (NULL when none). */
+const size_t *gmm_latent_constraint_pins(const gmm_latent *l);
 size_t gmm_latent_nparam(const gmm_latent *l);
 const char *gmm_latent_param_name(const gmm_latent *l, size_t i);
 /* Starting values (the spec's values or defaults); nparam entries. */

@@ -167,44 +167,22 @@ gmm_band *gmm_marglik_prior_band(gmm_marglik_work *w);
  * caller's); GMM_EINVAL otherwise or without a successful eval. */
 gmm_status gmm_marglik_grad_view(gmm_marglik_work *w, const gmm_band **Qbar, double *noisebar);
 
-/* LINEAR CONSTRAINTS A x = 0 (k rows, linearly independent): the prior is
- * then the Gaussian on the subspace {A x = 0} with precision Q there (Q may
- * be singular off it: intrinsic GMRFs), and
- *
- *   log p(y) = [eval's value] - log|A P^{-1} A'|/2 - m'(A P^{-1} A')^{-1} m/2,
- *
- * m = A P^{-1} E'y / noise, when the eval was given prior_logdet = log
- * det(V'QV) + log det(AA') (V an orthonormal basis of the subspace).  This
- * adds the correction to *loglik after a successful gmm_marglik_eval with
- * prior_logdet on w; gmm_marglik_grad (dlogp/dQ on the subspace's terms,
- * and the noise) and gmm_marglik_posterior (the constrained posterior: mean
- * corrected by kriging, covariance band less U G^{-1} U') then include the
- * constraints, until the next eval.  A: k x n, row-major.  Errors:
- * GMM_EINVAL (no eval, an eval that factorised Q itself, constrained
- * twice), GMM_ENOTPD (dependent constraints), GMM_ENOMEM (n k + 2 n + k^2
- * doubles, kept for later calls).  O(n kl k + n k^2); the gradient and the
- * posterior band gain O(n kl k). */
+/* LINEAR CONSTRAINTS A x = 0 (k rows of n, row-major, linearly
+ * independent) for the evals on w that follow (k = 0 removes them; A and
+ * pin are copied): the prior is the Gaussian on the subspace with
+ * precision Q there, Q possibly singular off it (intrinsic GMRFs; pin: k
+ * latents S with N_S invertible for a basis N of Q's null space,
+ * constr.h).  gmm_marglik_eval then needs prior_logdet = log det(V'QV) +
+ * log det(AA') (V an orthonormal basis of the subspace) and returns log
+ * p(y) under the conditioned prior, even when Q + E'E/noise is singular
+ * along directions the constraints remove; gmm_marglik_grad,
+ * gmm_marglik_grad_view and gmm_marglik_posterior give the conditioned
+ * quantities.  gmm_marglik_eval_rows refuses constraints (GMM_EINVAL).
+ * Errors: GMM_EINVAL, GMM_ENOMEM; the eval adds GMM_ENOTPD (dependent
+ * constraints, or a direction neither prior nor data determine).  Each
+ * eval costs 2k more banded solves and its gradient an inverse subset. */
 gmm_status gmm_marglik_constrain(gmm_marglik_work *w, size_t k, const double *A,
-                                 double *loglik);
-
-/* Kriging pieces shared with the Laplace approximation (laplace.h), for
- * k linearly independent constraints A x = 0 (A k x n, row-major) and L L'
- * = P (LOWER, n x n):
- *   gmm_constr_factor: V = P^{-1}A' L_G^{-T} (n x k, column i at V + i n)
- *     and L_G (lower triangle of G, k x k row-major), L_G L_G' = G = A
- *     P^{-1} A', log|G| into *logdet (may be NULL).  GMM_ENOTPD for
- *     dependent constraints.  O(n kl k + n k^2).
- *   gmm_constr_apply: a = L_G^{-1} A v (k, caller's), u = V a (n; u may
- *     alias v only if v is not needed after), returns |a|^2: for v = P^{-1}
- *     b, v - u is the solution conditioned on A x = 0 and |a|^2 = (Av)'
- *     G^{-1} (Av).  O(n k).
- *   gmm_constr_band: S -= V V' on S's band (S SYMMETRIC): P^{-1}'s band
- *     becomes the conditioned covariance's.  O(n S->kl k). */
-gmm_status gmm_constr_factor(const gmm_band *L, size_t k, const double *A, double *V, double *G,
-                             double *logdet);
-double gmm_constr_apply(size_t n, size_t k, const double *A, const double *V, const double *G,
-                        double *a, const double *v, double *u);
-void gmm_constr_band(size_t k, const double *V, gmm_band *S);
+                                 const size_t *pin);
 
 /* Posterior of f after the last eval: mean (length n, or NULL) and the band
  * of the posterior covariance (SYMMETRIC, kl >= Q->kl, or NULL) from the

@@ -32,12 +32,13 @@
  *   hbar_i = c_i x_o + g_i z_o - w_i Sigma_oo h_i
  *
  * CONSTRAINTS A x = 0 (gmm_laplace_constrain).  Newton on the subspace:
- * each step P^-1 grad is conditioned on A dx = 0 by kriging, so the mode
- * satisfies H'g - Qx = A'lambda.  log|P| becomes log det(V'PV) = log|P| +
- * log|G| - log det(AA') (G = A P^-1 A'; the last term cancels against the
- * caller's prior normaliser), and in the gradient Sigma and P^-1 become the
- * conditioned Sigma_c = P^-1 - P^-1 A' G^-1 A P^-1 (the mode moves inside
- * the subspace, where the gradient of the first two terms vanishes).
+ * each step is Sigma_c grad, Sigma_c = V (V'PV)^-1 V' the conditioned
+ * covariance (constr.h: kriging, and pins that keep the factorised matrix
+ * definite when P is singular off the subspace), so the mode satisfies
+ * H'g - Qx = A'lambda.  log|P| becomes log det(V'PV) + log det(AA') (the
+ * last term cancels against the caller's prior normaliser), and in the
+ * gradient Sigma and P^-1 become Sigma_c (the mode moves inside the
+ * subspace, where the gradient of the first two terms vanishes).
  */
 #include "gmm/laplace.h"
 
@@ -45,7 +46,7 @@
 #include <string.h>
 
 #include "gmm/alloc.h"
-#include "gmm/marglik.h"
+#include "gmm/constr.h"
 
 struct gmm_laplace {
     size_t n, kl, ckl, maxobs, width;
@@ -58,11 +59,7 @@ struct gmm_laplace {
     double b, logq;
     size_t iter;
     int valid, have_mode, logdet_here;
-    /* constraints A x = 0 (gmm_laplace_constrain; A borrowed): the kriging
-     * factors of the last factorisation (gmm_constr_factor) and log|G| */
-    size_t ncon, ccap;
-    const double *A;
-    double *cV, *cG, ldG;
+    gmm_constr *con;  /* constraints A x = 0 (NULL: none) */
 };
 
 void gmm_laplace_params_init(gmm_laplace_params *p)
@@ -83,41 +80,21 @@ void gmm_laplace_free(gmm_laplace *w)
     double *v[] = {w->x, w->xt, w->gr, w->dx, w->tmp, w->z, w->f, w->g, w->w, w->t, w->s};
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
         gmm_free(v[i]);
-    gmm_free(w->cV);
-    gmm_free(w->cG);
+    gmm_constr_free(w->con);
     gmm_free(w);
 }
 
-gmm_status gmm_laplace_constrain(gmm_laplace *w, size_t k, const double *A)
+gmm_status gmm_laplace_constrain(gmm_laplace *w, size_t k, const double *A, const size_t *pin)
 {
-    if (!w || (k && !A))
+    if (!w || (k && (!A || !pin)))
         return gmm_error(GMM_EINVAL, "laplace: NULL argument");
     w->valid = 0;
     w->have_mode = 0;
-    if (k > w->ccap) {
-        gmm_free(w->cV);
-        gmm_free(w->cG);
-        w->ccap = 0;
-        w->cV = gmm_malloc(w->n * k, sizeof *w->cV);
-        w->cG = gmm_malloc(k * k + k, sizeof *w->cG);
-        if (!w->cV || !w->cG)
-            return gmm_error(GMM_ENOMEM, "laplace: out of memory for %zu constraints", k);
-        w->ccap = k;
-    }
-    w->ncon = k;
-    w->A = A;
+    gmm_constr_free(w->con);
+    w->con = NULL;
+    if (k && !(w->con = gmm_constr_alloc(w->n, k, A, pin)))
+        return gmm_error_status();
     return GMM_OK;
-}
-
-/* v -= its kriging correction (v = P^-1 b becomes the solution on
- * {A x = 0}); scratch: n doubles. */
-static void krig(gmm_laplace *w, double *v, double *scratch)
-{
-    if (!w->ncon)
-        return;
-    gmm_constr_apply(w->n, w->ncon, w->A, w->cV, w->cG, w->cG + w->ncon * w->ncon, v, scratch);
-    for (size_t j = 0; j < w->n; j++)
-        v[j] -= scratch[j];
 }
 
 gmm_laplace *gmm_laplace_alloc(size_t n, size_t kl, size_t cov_kl, size_t maxobs, size_t width)
@@ -199,6 +176,8 @@ static gmm_status factor_p(gmm_laplace *w, int clamp)
     gmm_status st = gmm_band_copy(w->P, w->Q);
     if (st)
         return st;
+    if (w->con)
+        gmm_constr_pin(w->con, gmm_constr_tau(w->con, w->Q), w->P);
     for (size_t i = 0; i < ob->nobs; i++) {
         const double *h = ob->coef + i * ob->width;
         size_t o = ob->offset[i];
@@ -222,6 +201,17 @@ static gmm_status factor_p(gmm_laplace *w, int clamp)
                             row);
     }
     return st;
+}
+
+/* v <- P^-1 v, or Sigma_c v under constraints (constr.h). */
+static gmm_status p_solve(gmm_laplace *w, double *v)
+{
+    gmm_status st;
+    if (w->con)
+        return gmm_constr_solve(w->con, w->L, v);
+    if ((st = gmm_band_tri_solve_vec(w->L, GMM_NOTRANS, v)))
+        return st;
+    return gmm_band_tri_solve_vec(w->L, GMM_TRANS, v);
 }
 
 static int has_negative_w(const gmm_laplace *w)
@@ -263,7 +253,7 @@ gmm_status gmm_laplace_eval(gmm_laplace *w, const gmm_band *Q, double logdet_q,
     w->lik = lik;
     w->Q = Q;
     w->b = b;
-    if (w->ncon && isnan(logdet_q))
+    if (w->con && isnan(logdet_q))
         return gmm_error(GMM_EINVAL, "laplace: constraints need the prior's log-determinant on "
                                      "the constrained subspace");
     w->logdet_here = isnan(logdet_q);
@@ -300,8 +290,8 @@ gmm_status gmm_laplace_eval(gmm_laplace *w, const gmm_band *Q, double logdet_q,
         }
         if (st == GMM_ENOTPD && has_negative_w(w))
             st = factor_p(w, 1); /* still an ascent direction for the line search */
-        if (st == GMM_OK && w->ncon)
-            st = gmm_constr_factor(w->L, w->ncon, w->A, w->cV, w->cG, &w->ldG);
+        if (st == GMM_OK && w->con)
+            st = gmm_constr_factor(w->con, w->L);
         if (st)
             return st;
         if (final)
@@ -315,10 +305,8 @@ gmm_status gmm_laplace_eval(gmm_laplace *w, const gmm_band *Q, double logdet_q,
                 w->gr[obs->offset[i] + a] += w->g[i] * h[a];
         }
         memcpy(w->dx, w->gr, w->n * sizeof *w->dx);
-        if ((st = gmm_band_tri_solve_vec(w->L, GMM_NOTRANS, w->dx)) ||
-            (st = gmm_band_tri_solve_vec(w->L, GMM_TRANS, w->dx)))
+        if ((st = p_solve(w, w->dx))) /* with constraints, the step keeps A x = 0 */
             return st;
-        krig(w, w->dx, w->z); /* the step keeps A x = 0 */
         double dec = 0.0;
         for (size_t j = 0; j < w->n; j++)
             dec += w->gr[j] * w->dx[j];
@@ -381,7 +369,9 @@ gmm_status gmm_laplace_eval(gmm_laplace *w, const gmm_band *Q, double logdet_q,
     }
     for (size_t j = 0; j < w->n; j++)
         q += w->x[j] * w->tmp[j];
-    double lq = sum - 0.5 * q + 0.5 * logdet_q - 0.5 * ldp - (w->ncon ? 0.5 * w->ldG : 0.0);
+    if (w->con)
+        ldp += gmm_constr_logdet(w->con);
+    double lq = sum - 0.5 * q + 0.5 * logdet_q - 0.5 * ldp;
     if (!isfinite(lq))
         return gmm_error(GMM_EDOM, "Laplace: log marginal likelihood not finite");
     *logq = w->logq = lq;
@@ -420,7 +410,8 @@ gmm_status gmm_laplace_grad(gmm_laplace *w, gmm_band *Qbar, double *bbar, double
                          n, n, w->kl);
     if ((st = gmm_band_chol_selinv(w->L, w->S)))
         return st;
-    gmm_constr_band(w->ncon, w->cV, w->S);
+    if (w->con)
+        gmm_constr_band(w->con, w->S);
     /* s_i, r = H'(s o t)/2, z = P^-1 r */
     memset(w->z, 0, n * sizeof *w->z);
     for (size_t i = 0; i < ob->nobs; i++) {
@@ -434,10 +425,8 @@ gmm_status gmm_laplace_grad(gmm_laplace *w, gmm_band *Qbar, double *bbar, double
         for (size_t a = 0; a < wd; a++)
             w->z[o + a] += 0.5 * s * w->t[i] * h[a];
     }
-    if ((st = gmm_band_tri_solve_vec(w->L, GMM_NOTRANS, w->z)) ||
-        (st = gmm_band_tri_solve_vec(w->L, GMM_TRANS, w->z)))
+    if ((st = p_solve(w, w->z)))
         return st;
-    krig(w, w->z, w->dx);
     if (Qbar) {
         if ((st = gmm_band_outer(-0.5, 1, w->x, n, w->x, n, Qbar)) ||
             (st = gmm_band_outer(-1.0, 1, w->z, n, w->x, n, Qbar)))
@@ -490,8 +479,8 @@ gmm_status gmm_laplace_posterior(gmm_laplace *w, double *mode, gmm_band *cov)
                                        ">= %zu",
                              w->n, w->n, w->kl);
         gmm_status st = gmm_band_chol_selinv(w->L, cov);
-        if (st == GMM_OK)
-            gmm_constr_band(w->ncon, w->cV, cov);
+        if (st == GMM_OK && w->con)
+            gmm_constr_band(w->con, cov);
         return st;
     }
     return GMM_OK;

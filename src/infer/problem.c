@@ -246,7 +246,8 @@ gmm_status gmm_problem_alloc(gmm_latent *lat, const gmm_lik *lik, const double *
             goto fail;
         }
         if ((st = gmm_laplace_constrain(p->lap, gmm_latent_nconstr(lat),
-                                        gmm_latent_constraints(lat))))
+                                        gmm_latent_constraints(lat),
+                                        gmm_latent_constraint_pins(lat))))
             goto fail;
         const size_t *off = gmm_latent_obs_offset(lat);
         if ((st = gmm_latent_obs_coef(lat, p->obj.value, p->coef_all)))

@@ -41,6 +41,7 @@ struct gmm_latent {
     size_t prior_nrows;    /* rows of the prior's square root (0: none) */
     size_t nconstr;        /* linear constraints of intrinsic priors */
     const double *constr;  /* nconstr x n, row-major (owned by the family) */
+    const size_t *pin;     /* nconstr pinned latents (constr.h) */
     size_t *offset;        /* nrows */
     double *coef;          /* nrows x width: constant coefficients (or the last
                             * obs_coef when they vary) */

@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "gmm/alloc.h"
+#include "gmm/constr.h"
 
 /* Rows per block of the square-root form (gmm_marglik_eval_rows): a
  * state-space model's segment is an interval's d transition rows and an
@@ -80,12 +81,10 @@ struct gmm_marglik_work {
     gmm_band_tape mwork;  /* gmm_band_chol_rows_moments' buffer */
     double *vbuf;         /* a block's vv and vx */
     size_t vcap;
-    /* CONSTRAINTS (gmm_marglik_constrain): ncon rows; V = P^{-1}A' L_G^{-T}
-     * (n x ncon, so that V V' = U G^{-1} U', U = P^{-1}A', G = A U), the
-     * unconstrained mean mu and the kriging correction u = U G^{-1} A mu
-     * (n each); grown as needed and kept. */
-    size_t ncon, ccap;
-    double *cV, *cmu, *cu, *cG;
+    /* CONSTRAINTS (gmm_marglik_constrain; NULL: none) and the conditioned
+     * posterior mean of the last eval */
+    gmm_constr *con;
+    double *cmu;
     /* What the last successful eval saw. */
     int valid, prior_here;
     const gmm_obs *obs;
@@ -149,10 +148,25 @@ void gmm_marglik_work_free(gmm_marglik_work *w)
     gmm_free(w->bwork);
     gmm_free(w->qfirst);
     gmm_free(w->qv);
-    gmm_free(w->cV);
+    gmm_constr_free(w->con);
     gmm_free(w->cmu);
-    gmm_free(w->cG);
     gmm_free(w);
+}
+
+gmm_status gmm_marglik_constrain(gmm_marglik_work *w, size_t k, const double *A,
+                                 const size_t *pin)
+{
+    if (!w || (k && (!A || !pin)))
+        return gmm_error(GMM_EINVAL, "marglik: NULL argument");
+    w->valid = 0;
+    gmm_constr_free(w->con);
+    w->con = NULL;
+    if (k == 0)
+        return GMM_OK;
+    if (!w->cmu && !(w->cmu = gmm_malloc(w->n ? w->n : 1, sizeof *w->cmu)))
+        return gmm_error(GMM_ENOMEM, "marglik: out of memory for the constraints");
+    w->con = gmm_constr_alloc(w->n, k, A, pin);
+    return w->con ? GMM_OK : gmm_error_status();
 }
 
 /* The band module's ENOTPD message, prefixed with which matrix failed; the
@@ -269,6 +283,8 @@ static gmm_status check_obs(const gmm_band *Q, const gmm_obs *obs, double noise,
 
 static gmm_status finish(gmm_marglik_work *w, const gmm_obs *obs, double noise, double logdet_q,
                          double yy, double *loglik);
+static gmm_status finish_constrained(gmm_marglik_work *w, const gmm_obs *obs, double noise,
+                                     double logdet_q, double yy, double *loglik);
 
 gmm_status gmm_marglik_eval(const gmm_band *Q, const gmm_obs *obs, double noise,
                             const double *prior_logdet, gmm_marglik_work *w, double *loglik)
@@ -276,16 +292,18 @@ gmm_status gmm_marglik_eval(const gmm_band *Q, const gmm_obs *obs, double noise,
     gmm_status st;
     double logdet_q, yy;
 
-    if (w) {
+    if (w)
         w->valid = 0;
-        w->ncon = 0;
-    }
     if ((st = check_obs(Q, obs, noise, w)) != GMM_OK)
         return st;
     if (!loglik)
         return gmm_error(GMM_EINVAL, "marglik: NULL loglik");
     if (prior_logdet && !isfinite(*prior_logdet))
         return gmm_error(GMM_EINVAL, "marglik: supplied log|Q| is not finite");
+    if (w->con && !prior_logdet)
+        return gmm_error(GMM_EINVAL, "marglik: constraints need the prior's log-determinant on "
+                                     "the constrained subspace");
+    double tau = w->con ? gmm_constr_tau(w->con, Q) : 0.0;
 
     if (prior_logdet) {
         logdet_q = *prior_logdet;
@@ -321,9 +339,13 @@ gmm_status gmm_marglik_eval(const gmm_band *Q, const gmm_obs *obs, double noise,
                 col[o + a] += c[a] * f;
         }
     }
+    if (w->con)
+        gmm_constr_pin(w->con, tau, &w->P);
     if (gmm_band_chol_decomp(&w->P, &w->L) != GMM_OK)
         return not_pd("posterior precision");
-    if ((st = finish(w, obs, noise, logdet_q, yy, loglik)) != GMM_OK)
+    st = w->con ? finish_constrained(w, obs, noise, logdet_q, yy, loglik)
+                : finish(w, obs, noise, logdet_q, yy, loglik);
+    if (st != GMM_OK)
         return st;
     w->prior_here = prior_logdet == NULL;
     return GMM_OK;
@@ -355,6 +377,87 @@ static gmm_status finish(gmm_marglik_work *w, const gmm_obs *obs, double noise, 
     w->noise = noise;
     w->yy = yy;
     w->rr = rr;
+    return GMM_OK;
+}
+
+/* CONSTRAINTS.  With A x = 0 (constr.h), the posterior is the Gaussian on
+ * the subspace with precision P (mean mu_c = Sigma_c b, b = E'y / noise)
+ * and, at x = 0 of the identity log p(y) = log p(y | x) + log pi(x) -
+ * log p(x | y) on the subspace,
+ *
+ *   log p(y) = -nobs/2 log 2pi - nobs/2 log noise - y'y / (2 noise)
+ *              + [log det(V'QV) + log det(AA')]/2
+ *              - [log det(V'PV) + log det(AA')]/2 + b'mu_c / 2.
+ *
+ * Reverse: dlogp/dP = -(Sigma_c + mu_c mu_c')/2 (band.h's convention:
+ * doubled off the diagonal), read from Sigma_c's band, and dlogp/dnoise =
+ * -nobs/(2 noise) + sum_k [(y_k - e_k'mu_c)^2 + e_k'Sigma_c e_k] / (2
+ * noise^2). */
+static gmm_status finish_constrained(gmm_marglik_work *w, const gmm_obs *obs, double noise,
+                                     double logdet_q, double yy, double *loglik)
+{
+    gmm_status st;
+    const double log2pi = 1.8378770664093454836;
+    if ((st = gmm_constr_factor(w->con, &w->L)) != GMM_OK)
+        return st;
+    for (size_t i = 0; i < w->n; i++)
+        w->cmu[i] = w->r[i] / noise;
+    if ((st = gmm_constr_solve(w->con, &w->L, w->cmu)) != GMM_OK)
+        return st;
+    double bmu = 0.0;
+    for (size_t i = 0; i < w->n; i++)
+        bmu += w->r[i] * w->cmu[i];
+    bmu /= noise;
+    double ldp = gmm_band_chol_logdet(&w->L) + gmm_constr_logdet(w->con);
+    double nobs = (double)obs->nobs;
+    double f = -0.5 * nobs * log2pi - 0.5 * ldp + 0.5 * logdet_q - 0.5 * nobs * log(noise) -
+               yy / (2.0 * noise) + 0.5 * bmu;
+    if (!isfinite(f))
+        return gmm_error(GMM_EDOM, "the Gaussian log likelihood is not finite at noise variance "
+                                   "%g (too small for the scale of the data?)",
+                         noise);
+    *loglik = f;
+    w->valid = 1;
+    w->obs = obs;
+    w->noise = noise;
+    w->yy = yy;
+    return GMM_OK;
+}
+
+/* The constrained reverse sweep (CONSTRAINTS) into w->Pbar. */
+static gmm_status grad_constrained(gmm_marglik_work *w, double *noisebar)
+{
+    gmm_status st;
+    const gmm_obs *obs = w->obs;
+    gmm_band *S = &w->Pbar;
+    const double *mu = w->cmu;
+    if ((st = gmm_band_chol_selinv(&w->L, S)) != GMM_OK)
+        return st;
+    gmm_constr_band(w->con, S);
+    if (noisebar) {
+        double s = 0.0, n2 = w->noise * w->noise;
+        for (size_t k = 0; k < obs->nobs; k++) {
+            const double *c = obs->coef + k * obs->coef_stride;
+            size_t o = obs->offset[k];
+            double e = obs->y[k], v = 0.0;
+            for (size_t a = 0; a < obs->width; a++) {
+                if (c[a] == 0.0)
+                    continue;
+                e -= c[a] * mu[o + a];
+                for (size_t b = 0; b < obs->width; b++)
+                    v += c[a] * c[b] * gmm_band_get(S, o + a, o + b);
+            }
+            s += e * e + v;
+        }
+        *noisebar += -0.5 * (double)obs->nobs / w->noise + s / (2.0 * n2);
+    }
+    for (size_t j = 0; j < w->n; j++) {
+        double *col = gmm_band_col(S, j);
+        size_t iend = j + w->kl < w->n ? j + w->kl : w->n - 1;
+        col[j] = -0.5 * (col[j] + mu[j] * mu[j]);
+        for (size_t i = j + 1; i <= iend; i++)
+            col[i] = -(col[i] + mu[i] * mu[j]);
+    }
     return GMM_OK;
 }
 
@@ -451,11 +554,12 @@ gmm_status gmm_marglik_eval_rows(const gmm_prior_rows *G, const gmm_obs *obs, do
     gmm_status st;
     if (w) {
         w->valid = 0;
-        w->ncon = 0;
         w->recorded = 0;
     }
     if (!G || !G->row || !obs || !w || !loglik)
         return gmm_error(GMM_EINVAL, "marglik: NULL argument");
+    if (w->con)
+        return gmm_error(GMM_EINVAL, "marglik: the square-root form does not take constraints");
     if ((st = check_obs_map(obs, noise, w)) != GMM_OK)
         return st;
     if (!isfinite(prior_logdet))
@@ -676,166 +780,8 @@ gmm_band *gmm_marglik_prior_band(gmm_marglik_work *w)
         return NULL;
     }
     w->valid = 0; /* the caller is about to overwrite L */
-    w->ncon = 0;
     w->P.kind = GMM_BAND_SYMMETRIC;
     return &w->P;
-}
-
-/* CONSTRAINTS.  Conditioning on A x = 0 (Rue & Held 2005, 2.3.3) adds to
- * log p(y) the log density of A x at 0 under the unconstrained posterior,
- * less the prior's (whose normaliser the caller supplied for the
- * subspace):  c = -log|G|/2 - m'G^{-1}m/2,  G = A P^{-1} A', m = A mu.
- * With U = P^{-1}A' and u = U G^{-1} m: dc = tr((U G^{-1} U'/2 + u mu' -
- * u u'/2) dP) - u'db, so that dlogp/dP as a whole is -(Sigma_c + mu_c
- * mu_c')/2 with the constrained posterior's covariance Sigma_c = P^{-1} -
- * U G^{-1} U' and mean mu_c = mu - u. */
-gmm_status gmm_constr_factor(const gmm_band *L, size_t k, const double *A, double *V, double *G,
-                             double *logdet)
-{
-    gmm_status st;
-    size_t n = L->n;
-    /* U = P^{-1} A', column by column into V (column-major, n x k) */
-    for (size_t i = 0; i < k; i++) {
-        memcpy(V + i * n, A + i * n, n * sizeof *V);
-        if ((st = gmm_band_tri_solve_vec(L, GMM_NOTRANS, V + i * n)) != GMM_OK ||
-            (st = gmm_band_tri_solve_vec(L, GMM_TRANS, V + i * n)) != GMM_OK)
-            return st;
-    }
-    /* G = A U (lower triangle) and its Cholesky in place */
-    for (size_t i = 0; i < k; i++)
-        for (size_t j = 0; j <= i; j++) {
-            double g = 0.0;
-            for (size_t t = 0; t < n; t++)
-                g += A[i * n + t] * V[j * n + t];
-            G[i * k + j] = g;
-        }
-    double ld = 0.0;
-    for (size_t j = 0; j < k; j++) {
-        double d = G[j * k + j];
-        for (size_t t = 0; t < j; t++)
-            d -= G[j * k + t] * G[j * k + t];
-        if (!(d > 0.0) || !isfinite(d))
-            return gmm_error_at(GMM_ENOTPD, j, "constraint %zu is linearly dependent on the "
-                                               "others",
-                                j);
-        d = sqrt(d);
-        G[j * k + j] = d;
-        ld += 2.0 * log(d);
-        for (size_t i = j + 1; i < k; i++) {
-            double g = G[i * k + j];
-            for (size_t t = 0; t < j; t++)
-                g -= G[i * k + t] * G[j * k + t];
-            G[i * k + j] = g / d;
-        }
-    }
-    /* V = U L_G^{-T}: each row of U solved against L_G */
-    for (size_t r = 0; r < n; r++)
-        for (size_t i = 0; i < k; i++) {
-            double a = V[i * n + r];
-            for (size_t t = 0; t < i; t++)
-                a -= G[i * k + t] * V[t * n + r];
-            V[i * n + r] = a / G[i * k + i];
-        }
-    if (logdet)
-        *logdet = ld;
-    return GMM_OK;
-}
-
-double gmm_constr_apply(size_t n, size_t k, const double *A, const double *V, const double *G,
-                        double *a, const double *v, double *u)
-{
-    double q = 0.0;
-    for (size_t i = 0; i < k; i++) {
-        double s = 0.0;
-        for (size_t t = 0; t < n; t++)
-            s += A[i * n + t] * v[t];
-        for (size_t t = 0; t < i; t++)
-            s -= G[i * k + t] * a[t];
-        a[i] = s / G[i * k + i];
-        q += a[i] * a[i];
-    }
-    for (size_t r = 0; r < n; r++) {
-        double s = 0.0;
-        for (size_t i = 0; i < k; i++)
-            s += V[i * n + r] * a[i];
-        u[r] = s;
-    }
-    return q;
-}
-
-void gmm_constr_band(size_t k, const double *V, gmm_band *S)
-{
-    size_t n = S->n;
-    for (size_t j = 0; j < n && k; j++) {
-        double *col = gmm_band_col(S, j);
-        size_t iend = j + S->kl < n ? j + S->kl : n - 1;
-        for (size_t i = j; i <= iend; i++) {
-            double vv = 0.0;
-            for (size_t t = 0; t < k; t++)
-                vv += V[t * n + i] * V[t * n + j];
-            col[i] -= vv;
-        }
-    }
-}
-
-gmm_status gmm_marglik_constrain(gmm_marglik_work *w, size_t k, const double *A,
-                                 double *loglik)
-{
-    gmm_status st;
-    if (!w || !w->valid || (k && !A) || !loglik)
-        return gmm_error(GMM_EINVAL, "marglik: constraints without a successful evaluation");
-    if (w->prior_here)
-        return gmm_error(GMM_EINVAL, "marglik: constraints need the prior's log-determinant "
-                                     "on the constrained subspace supplied to the evaluation");
-    if (w->ncon)
-        return gmm_error(GMM_EINVAL, "marglik: the evaluation is already constrained");
-    if (k == 0)
-        return GMM_OK;
-    size_t n = w->n;
-    if (k > w->ccap) {
-        gmm_free(w->cV);
-        gmm_free(w->cmu);
-        gmm_free(w->cG);
-        w->ccap = 0;
-        w->cV = gmm_malloc(n * k, sizeof *w->cV);
-        w->cmu = gmm_malloc(2 * n, sizeof *w->cmu);
-        w->cG = gmm_malloc(k * k + k, sizeof *w->cG);
-        if (!w->cV || !w->cmu || !w->cG)
-            return gmm_error(GMM_ENOMEM, "marglik: out of memory for %zu constraints", k);
-        w->cu = w->cmu + n;
-        w->ccap = k;
-    }
-    double logdet;
-    if ((st = gmm_marglik_posterior(w, w->cmu, NULL)) != GMM_OK ||
-        (st = gmm_constr_factor(&w->L, k, A, w->cV, w->cG, &logdet)) != GMM_OK)
-        return st;
-    double q = gmm_constr_apply(n, k, A, w->cV, w->cG, w->cG + k * k, w->cmu, w->cu);
-    double c = -0.5 * logdet - 0.5 * q;
-    if (!isfinite(c))
-        return gmm_error(GMM_EDOM, "marglik: the constrained log likelihood is not finite");
-    *loglik += c;
-    w->ncon = k;
-    return GMM_OK;
-}
-
-/* Pbar += the constraint's terms (CONSTRAINTS), symmetric convention. */
-static void constrain_pbar(gmm_marglik_work *w)
-{
-    size_t n = w->n, k = w->ncon;
-    const double *V = w->cV, *mu = w->cmu, *u = w->cu;
-    for (size_t j = 0; j < n; j++) {
-        double *col = gmm_band_col(&w->Pbar, j);
-        size_t iend = j + w->kl < n ? j + w->kl : n - 1;
-        for (size_t i = j; i <= iend; i++) {
-            double vv = 0.0;
-            for (size_t t = 0; t < k; t++)
-                vv += V[t * n + i] * V[t * n + j];
-            if (i == j)
-                col[i] += 0.5 * vv + u[i] * mu[i] - 0.5 * u[i] * u[i];
-            else
-                col[i] += vv + u[i] * mu[j] + mu[i] * u[j] - u[i] * u[j];
-        }
-    }
 }
 
 /* The reverse sweep up to dlogp/dP, left in w->Pbar, and the noise
@@ -858,8 +804,6 @@ static gmm_status grad_core(gmm_marglik_work *w, double *noisebar)
     /* Pbar overwrites Lbar (same storage). */
     if ((st = gmm_band_chol_decomp_rev(&w->L, &w->Lbar, &w->Pbar)) != GMM_OK)
         return st;
-    if (w->ncon)
-        constrain_pbar(w);
     if (noisebar) {
         double s = 0.0;
         obs_pairs pr;
@@ -884,14 +828,6 @@ static gmm_status grad_core(gmm_marglik_work *w, double *noisebar)
         }
         *noisebar += -s / n2 - 0.5 * (double)obs->nobs / noise + w->yy / (2.0 * n2) -
                      w->rr / (n2 * noise);
-        /* the correction's b = E'y / noise: bbar = -u */
-        for (size_t k = 0; k < obs->nobs && w->ncon; k++) {
-            const double *c = obs->coef + k * obs->coef_stride;
-            double eu = 0.0;
-            for (size_t a = 0; a < obs->width; a++)
-                eu += c[a] * w->cu[obs->offset[k] + a];
-            *noisebar += obs->y[k] * eu / n2;
-        }
     }
     return GMM_OK;
 }
@@ -905,7 +841,8 @@ gmm_status gmm_marglik_grad(gmm_marglik_work *w, gmm_band *Qbar, double *noiseba
         return gmm_error(GMM_EDIM, "marglik: Qbar must be SYMMETRIC %zu x %zu with bandwidth "
                                    "%zu",
                          w->n, w->n, w->kl);
-    if ((st = grad_core(w, noisebar)) != GMM_OK)
+    st = w->con ? grad_constrained(w, noisebar) : grad_core(w, noisebar);
+    if (st != GMM_OK)
         return st;
     if (Qbar && (st = gmm_band_copy_band_rev(&w->Pbar, Qbar)) != GMM_OK)
         return st;
@@ -926,7 +863,8 @@ gmm_status gmm_marglik_grad_view(gmm_marglik_work *w, const gmm_band **Qbar, dou
     if (w->prior_here)
         return gmm_error(GMM_EINVAL, "marglik: gradient view needs the prior log-determinant "
                                      "supplied to the evaluation");
-    if ((st = grad_core(w, noisebar)) != GMM_OK)
+    st = w->con ? grad_constrained(w, noisebar) : grad_core(w, noisebar);
+    if (st != GMM_OK)
         return st;
     *Qbar = &w->Pbar;
     return GMM_OK;
@@ -941,6 +879,15 @@ gmm_status gmm_marglik_posterior(gmm_marglik_work *w, double *mean, gmm_band *co
         return gmm_error(GMM_EDIM, "marglik: posterior covariance band must be SYMMETRIC "
                                    "%zu x %zu with bandwidth >= %zu",
                          w->n, w->n, w->kl);
+    if (w->con) {
+        if (mean)
+            memcpy(mean, w->cmu, w->n * sizeof *mean);
+        if (cov && (st = gmm_band_chol_selinv(&w->L, cov)) != GMM_OK)
+            return st;
+        if (cov)
+            gmm_constr_band(w->con, cov);
+        return GMM_OK;
+    }
     if (mean) {
         /* P^{-1} E'y / noise = L^{-T} r / noise. */
         for (size_t i = 0; i < w->n; i++)
@@ -952,9 +899,5 @@ gmm_status gmm_marglik_posterior(gmm_marglik_work *w, double *mean, gmm_band *co
     }
     if (cov && (st = gmm_band_chol_selinv(&w->L, cov)) != GMM_OK)
         return st;
-    for (size_t i = 0; i < w->n && w->ncon && mean; i++)
-        mean[i] -= w->cu[i];
-    if (cov)
-        gmm_constr_band(w->ncon, w->cV, cov);
     return GMM_OK;
 }

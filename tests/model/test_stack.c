@@ -245,7 +245,20 @@ static void scase_free(scase *c)
     gmm_graph_free(c->graph);
 }
 
-enum { C_IID_IID, C_IID_GRAPH, C_RW1_IID, C_RW2, C_BESAG_IID, C_BYM2_RW1, C_NCASE };
+/* rw1+besag: both null spaces are constants that the data see only
+ * through their sum, so Q + H'H/noise is singular off the constrained
+ * subspace; besag-gap: a connected component and the island without data. */
+enum {
+    C_IID_IID,
+    C_IID_GRAPH,
+    C_RW1_IID,
+    C_RW2,
+    C_BESAG_IID,
+    C_BYM2_RW1,
+    C_RW1_BESAG,
+    C_BESAG_GAP,
+    C_NCASE
+};
 
 /* Case `which` with rows' levels and values drawn with seed; y from the
  * prior-ish scale, two rows missing. */
@@ -303,6 +316,22 @@ static void scase_make(scase *c, int which)
         t[1] = (gmm_stack_term){.model = GMM_STACK_IID, .name = "f.a", .nlevel = 7,
                                 .level = c->lev[0], .variance = 0.5};
         break;
+    case C_RW1_BESAG:
+        c->graph = test_graph();
+        t[0] = (gmm_stack_term){.model = GMM_STACK_RW1, .name = "f.t", .value = c->val[0],
+                                .variance = 0.5};
+        t[1] = (gmm_stack_term){.model = GMM_STACK_BESAG, .name = "f.d", .level = c->lev[1],
+                                .graph = c->graph, .variance = 0.8};
+        break;
+    case C_BESAG_GAP:
+        c->graph = test_graph();
+        for (size_t i = 0; i < NR; i++)
+            c->lev[1][i] %= 6;
+        t[0] = (gmm_stack_term){.model = GMM_STACK_BESAG, .name = "f.d", .level = c->lev[1],
+                                .graph = c->graph, .variance = 0.8};
+        t[1] = (gmm_stack_term){.model = GMM_STACK_IID, .name = "f.a", .nlevel = 7,
+                                .level = c->lev[0], .variance = 0.5};
+        break;
     case C_BYM2_RW1:
         c->graph = test_graph();
         t[0] = (gmm_stack_term){.model = GMM_STACK_BYM2, .name = "f.d", .level = c->lev[1],
@@ -323,8 +352,8 @@ static double dense_value(void *ctx)
     return dense_loglik(c->l, c->p, c->y, c->p[c->np], NULL, NULL);
 }
 
-static const char *case_name[] = {"iid+iid", "iid+graph", "rw1+iid", "rw2", "besag+iid",
-                                  "bym2+rw1"};
+static const char *case_name[] = {"iid+iid",   "iid+graph", "rw1+iid",   "rw2",
+                                  "besag+iid", "bym2+rw1",  "rw1+besag", "besag-gap"};
 
 START_TEST(test_gaussian_vs_dense)
 {
@@ -604,7 +633,8 @@ static double obj_value(void *p)
 
 START_TEST(test_laplace_constrained)
 {
-    static const int cases[] = {C_RW1_IID, C_RW2, C_BESAG_IID, C_BYM2_RW1};
+    static const int cases[] = {C_RW1_IID, C_RW2, C_BESAG_IID, C_BYM2_RW1, C_RW1_BESAG,
+                                C_BESAG_GAP};
     int which = cases[_i];
     scase c;
     scase_make(&c, which);
@@ -944,7 +974,7 @@ Suite *model_stack_suite(void)
     tcase_add_test(tc, test_order);
     tcase_add_test(tc, test_whiten);
     tcase_add_test(tc, test_laplace_problem);
-    tcase_add_loop_test(tc, test_laplace_constrained, 0, 4);
+    tcase_add_loop_test(tc, test_laplace_constrained, 0, 6);
     tcase_add_test(tc, test_rw2_structure);
     tcase_add_test(tc, test_besag_scaling);
     tcase_add_test(tc, test_refusals);

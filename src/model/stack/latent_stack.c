@@ -10,8 +10,8 @@
  *     log det(V'QV) + log det(AA') = log det Q^ + 2 log|det AN| - 2 log|det N_S|
  *
  * (the second and third terms constants of the components), handed to
- * gmm_marglik_eval as the prior's log-determinant; gmm_marglik_constrain
- * then conditions on A x = 0 by kriging.  Gradient: marglik's dlogp/dQ,
+ * gmm_marglik_eval as the prior's log-determinant, which conditions on
+ * A x = 0 (gmm_marglik_constrain, with S as the pins).  Gradient: marglik's dlogp/dQ,
  * plus log det Q^ / 2 through chol(Q^)'s reverse with the pinned rows and
  * columns dropped (they are constants).
  *
@@ -182,7 +182,7 @@ static gmm_status band_work(stack_impl *c)
         return gmm_error(GMM_ENOMEM, "out of memory for the stacked latent's bands (n = %zu, "
                                      "bandwidth %zu)",
                          c->n, c->bw);
-    return GMM_OK;
+    return gmm_marglik_constrain(c->w, c->ncon, c->A, c->pin);
 }
 
 /* Row and column i of a SYMMETRIC band B set to zero. */
@@ -268,8 +268,6 @@ static gmm_status stack_gaussian(void *p, const double *theta, const double *y, 
     if (c->ncon && (st = pinned_logdet(c, c->Q, &ld)))
         return st;
     if ((st = gmm_marglik_eval(c->Q, &c->obs, noise, c->ncon ? &ld : NULL, c->w, loglik)))
-        return st;
-    if (c->ncon && (st = gmm_marglik_constrain(c->w, c->ncon, c->A, loglik)))
         return st;
     if (!thetabar)
         return GMM_OK;
@@ -531,6 +529,7 @@ gmm_status gmm_latent_stack_alloc(size_t nrows, size_t nterm, const gmm_stack_te
     l->cov_kl = c->bw;
     l->nconstr = c->ncon;
     l->constr = c->ncon ? c->A : NULL;
+    l->pin = c->ncon ? c->pin : NULL;
     c->width = W;
     c->offset = l->offset;
     c->coef = l->coef;
