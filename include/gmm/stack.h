@@ -50,10 +50,14 @@
  * of Q with the rows and columns of k pinned latents S removed (N_S
  * invertible, N the null space of Q): det(V'QV) det(AA') = det(Q_-S)
  * det(AN)^2 / det(N_S)^2.  gmm_latent_nconstr gives the number of
- * constraints.  The exact Gaussian likelihood (gmm_latent_gaussian),
- * its gradient and posterior condition on them (marglik.h,
- * gmm_marglik_constrain); whitening, the Laplace approximation and VI do
- * not (GMM_EINVAL with a message for a stack that has constraints).
+ * constraints, gmm_latent_constraints and gmm_latent_constraint_pins A and
+ * S.  The exact Gaussian likelihood (gmm_latent_gaussian), the Laplace
+ * approximation (gmm_problem) and their gradients and posteriors condition
+ * on them (constr.h); the whitening (hence HMC) maps v onto the subspace:
+ * x = M L^^-T P_S v, M = I - N (AN)^-1 A the projection along Q's null
+ * space, L^ the Cholesky factor of Q with S pinned, P_S zeroing v_S (k
+ * coordinates of v the likelihood never reads, left N(0, 1)).  VI refuses
+ * such a stack (GMM_EINVAL).
  *
  * MEMORY.  The band of Q holds (kl + 1) n doubles and the observation map
  * nrows x width; either above `limit` bytes (0: GMM_GMRF_BAND_LIMIT) is

@@ -28,6 +28,7 @@
 #include "gmm/problem.h"
 #include "gmm/spec.h"
 #include "gmm/stack.h"
+#include "gmm/vi.h"
 #include "support/testutil.h"
 
 static int report(void) { return getenv("GMM_TEST_REPORT") != NULL; }
@@ -428,7 +429,9 @@ START_TEST(test_order)
 }
 END_TEST
 
-/* W W' = Q^-1 for a proper stack, and whiten_rev against differences. */
+/* Whitening: W W' = the prior covariance (Q^-1, or V (V'QV)^-1 V' with
+ * constraints), whiten_t = W', unwhiten inverts whiten on its range, and
+ * whiten_rev against differences (BYM2's null space moves with theta). */
 typedef struct {
     scase *c;
     double v[64], xbar[64];
@@ -449,11 +452,13 @@ static double whiten_value(void *p)
 
 START_TEST(test_whiten)
 {
+    static const int cases[] = {C_IID_GRAPH, C_RW2, C_BYM2_RW1, C_RW1_BESAG};
+    int which = cases[_i];
     scase c;
-    scase_make(&c, C_IID_GRAPH);
+    scase_make(&c, which);
     size_t n = gmm_latent_dim(c.l);
     ck_assert_uint_le(n, 64);
-    double *Q = dense_Q(c.l, c.p), *W = malloc(n * n * sizeof *W);
+    double ld, *S = dense_sigma(c.l, c.p, &ld), *W = malloc(n * n * sizeof *W);
     ck_assert_int_eq(gmm_latent_whiten_setup(c.l, c.p), GMM_OK);
     for (size_t j = 0; j < n; j++) {
         double e[64] = {0}, x[64];
@@ -462,30 +467,52 @@ START_TEST(test_whiten)
         for (size_t i = 0; i < n; i++)
             W[i * n + j] = x[i];
     }
-    /* Q W W' = I */
-    double err = 0.0;
+    double err = 0.0, smax = 0.0, terr = 0.0;
+    for (size_t i = 0; i < n; i++)
+        smax = fmax(smax, S[i * n + i]);
     for (size_t i = 0; i < n; i++)
         for (size_t j = 0; j < n; j++) {
             double s = 0.0;
             for (size_t a = 0; a < n; a++)
-                for (size_t b = 0; b < n; b++)
-                    s += Q[i * n + a] * W[a * n + b] * W[j * n + b];
-            err = fmax(err, fabs(s - (i == j)));
+                s += W[i * n + a] * W[j * n + a];
+            err = fmax(err, fabs(s - S[i * n + j]) / smax);
         }
-    ck_assert_msg(err < 1e-10, "Q W W' - I: %g", err);
-    wctx w = {.c = &c};
+    /* W' g against the transpose; unwhiten(whiten(v)) whitens back to x */
     tu_rng r;
     tu_rng_seed(&r, 7);
+    double g[64], u[64], v[64], x[64], x2[64];
+    for (size_t i = 0; i < n; i++)
+        g[i] = tu_normal(&r);
+    ck_assert_int_eq(gmm_latent_whiten_t(c.l, g, u), GMM_OK);
+    for (size_t a = 0; a < n; a++) {
+        double s = 0.0;
+        for (size_t i = 0; i < n; i++)
+            s += W[i * n + a] * g[i];
+        terr = fmax(terr, fabs(s - u[a]));
+    }
+    ck_assert_int_eq(gmm_latent_whiten(c.l, g, x), GMM_OK);
+    ck_assert_int_eq(gmm_latent_unwhiten(c.l, x, v), GMM_OK);
+    ck_assert_int_eq(gmm_latent_whiten(c.l, v, x2), GMM_OK);
+    double uerr = 0.0;
+    for (size_t i = 0; i < n; i++)
+        uerr = fmax(uerr, fabs(x2[i] - x[i]));
+    wctx w = {.c = &c};
     for (size_t i = 0; i < n; i++) {
         w.v[i] = tu_normal(&r);
         w.xbar[i] = tu_normal(&r);
     }
-    double g[8] = {0};
+    double gb[8] = {0};
     ck_assert_int_eq(gmm_latent_whiten_setup(c.l, c.p), GMM_OK);
-    ck_assert_int_eq(gmm_latent_whiten_rev(c.l, w.v, w.xbar, g), GMM_OK);
-    double gerr = tu_fd_check4(c.p, c.np, g, whiten_value, &w, 1e-3, 1.0, NULL);
-    ck_assert_msg(gerr < 1e-6, "whiten_rev: %g", gerr);
-    free(Q);
+    ck_assert_int_eq(gmm_latent_whiten_rev(c.l, w.v, w.xbar, gb), GMM_OK);
+    double gerr = tu_fd_check4(c.p, c.np, gb, whiten_value, &w, 1e-3, 1.0, NULL);
+    if (report())
+        fprintf(stderr, "stack whiten %s: W W' %.2e, W' %.2e, unwhiten %.2e, rev %.2e\n",
+                case_name[which], err, terr, uerr, gerr);
+    ck_assert_msg(err < 1e-8, "%s: W W' - Sigma: %g", case_name[which], err);
+    ck_assert_msg(terr < 1e-10 && uerr < 1e-10, "%s: whiten_t %g unwhiten %g",
+                  case_name[which], terr, uerr);
+    ck_assert_msg(gerr < 1e-6, "%s: whiten_rev: %g", case_name[which], gerr);
+    free(S);
     free(W);
     scase_free(&c);
 }
@@ -740,6 +767,17 @@ START_TEST(test_laplace_constrained)
                   case_name[which], f, fd);
     ck_assert_msg(perr < 1e-8, "%s: predict rows %g", case_name[which], perr);
     ck_assert_msg(gerr < 1e-6, "%s: gradient %g", case_name[which], gerr);
+    /* HMC's start: the whitened Laplace mode maps back onto the mode */
+    double mode[64], vq[64], xq[64], lp, grad[64];
+    ck_assert_int_eq(gmm_problem_posterior(p, oc.th, mode, NULL), GMM_OK);
+    ck_assert_int_eq(gmm_problem_whiten_setup(p, oc.th), GMM_OK);
+    ck_assert_int_eq(gmm_problem_whitened_start(p, oc.th, vq), GMM_OK);
+    ck_assert_int_eq(gmm_problem_whitened_latent(p, vq, xq), GMM_OK);
+    ck_assert_int_eq(gmm_problem_whitened_logp(p, vq, &lp, grad), GMM_OK);
+    double xerr = 0.0;
+    for (size_t i = 0; i < n; i++)
+        xerr = fmax(xerr, fabs(xq[i] - mode[i]));
+    ck_assert_msg(xerr < 1e-8, "%s: whitened start %g", case_name[which], xerr);
     gsl_matrix_free(M);
     gsl_vector_free(gv);
     gsl_vector_free(db);
@@ -926,7 +964,7 @@ START_TEST(test_besag_scaling)
 }
 END_TEST
 
-/* Paths that do not condition on constraints refuse them; a band over the
+/* VI does not condition on constraints and refuses them; a band over the
  * limit is refused before allocating, with the bytes needed; bad input. */
 START_TEST(test_refusals)
 {
@@ -937,11 +975,11 @@ START_TEST(test_refusals)
     gmm_problem *p = NULL;
     double cnt[NR] = {0};
     ck_assert_int_eq(gmm_problem_alloc(c.l, &lik, cnt, NULL, 1, 0.0, &p), GMM_OK);
-    double th[4] = {c.p[0], c.p[1], 0.0};
-    ck_assert_int_eq(gmm_problem_whiten_setup(p, th), GMM_EINVAL);
-    ck_assert_ptr_nonnull(strstr(gmm_error_message(), "constraints"));
-    ck_assert_int_eq(gmm_latent_whiten_setup(c.l, c.p), GMM_EINVAL);
-    ck_assert_ptr_nonnull(strstr(gmm_error_message(), "constraints"));
+    gmm_vi_params vp;
+    gmm_vi_params_init(&vp);
+    gmm_vi *vi = NULL;
+    ck_assert_int_eq(gmm_vi_alloc(p, &vp, &vi), GMM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(gmm_error_message(), "intrinsic"));
     gmm_problem_free(p);
     scase_free(&c);
 
@@ -972,7 +1010,7 @@ Suite *model_stack_suite(void)
     tcase_add_loop_test(tc, test_gaussian_vs_dense, 0, C_NCASE);
     tcase_add_loop_test(tc, test_logdet, 0, C_NCASE);
     tcase_add_test(tc, test_order);
-    tcase_add_test(tc, test_whiten);
+    tcase_add_loop_test(tc, test_whiten, 0, 4);
     tcase_add_test(tc, test_laplace_problem);
     tcase_add_loop_test(tc, test_laplace_constrained, 0, 6);
     tcase_add_test(tc, test_rw2_structure);

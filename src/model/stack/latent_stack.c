@@ -46,9 +46,18 @@ typedef struct {
     size_t *ooff;
     double *oy, *ocoef;
     gmm_obs obs;
-    /* whitening */
+    /* the constraints sparse (gaptr, gaidx, gaval), the null space's basis
+     * (gnptr, gnidx, gnval, gnb: stack_comp's nb), each constraint's
+     * component, and blocks of constraints of one component (nblk, blk0:
+     * nblk + 1 starts) */
+    size_t *gaptr, *gaidx, *gnptr, *gnidx, *ccomp, *blk0, nblk;
+    double *gaval, *gnval;
+    int *gnb;
+    /* whitening: Q^'s factor, its adjoint, three n-vectors, the setup's
+     * theta, the blocks N_S and AN (k x k, LU per block), beta and BYM2's
+     * alpha (k each) */
     gmm_band *wL, *wLb;
-    double *wx, *wwork, *wtheta;
+    double *wx, *wwork, *wsolve, *wtheta, *wNS, *wAN, *wbeta, *walpha;
     int wready;
 } stack_impl;
 
@@ -63,6 +72,15 @@ static void stack_free_impl(void *p)
     gmm_free(c->perm);
     gmm_free(c->A);
     gmm_free(c->pin);
+    gmm_free(c->gaptr);
+    gmm_free(c->gaidx);
+    gmm_free(c->gaval);
+    gmm_free(c->gnptr);
+    gmm_free(c->gnidx);
+    gmm_free(c->gnval);
+    gmm_free(c->gnb);
+    gmm_free(c->ccomp);
+    gmm_free(c->blk0);
     gmm_free(c->theta);
     gmm_band_free(c->Q);
     gmm_band_free(c->Qbar);
@@ -295,29 +313,177 @@ static gmm_status stack_gaussian_post(void *p, double *mean, gmm_band *cov)
 
 /* ---- whitening -------------------------------------------------------------- */
 
+/* Q^ (Q itself without constraints) assembled in wL and factorised. */
+static gmm_status whiten_factor(stack_impl *c, const double *theta)
+{
+    gmm_status st;
+    c->wL->kind = GMM_BAND_SYMMETRIC;
+    if ((st = assemble(c, theta, c->wL)))
+        return st;
+    for (size_t i = 0; i < c->ncon; i++) {
+        band_zero_rowcol(c->wL, c->pin[i]);
+        *gmm_band_ptr(c->wL, c->pin[i], c->pin[i]) = 1.0;
+    }
+    return gmm_band_chol_decomp(c->wL, c->wL);
+}
+
+/* In-place LU (no pivoting) of the kc x kc block at c0 of the k x k M: the
+ * blocks NS and AN are diagonal or unit triangular (stack_comp.c). */
+static gmm_status block_lu(double *M, size_t k, size_t c0, size_t kc)
+{
+    for (size_t j = c0; j < c0 + kc; j++) {
+        if (!(fabs(M[j * k + j]) > 0.0))
+            return gmm_error(GMM_EDOM, "whitening: singular constraint block");
+        for (size_t i = j + 1; i < c0 + kc; i++) {
+            M[i * k + j] /= M[j * k + j];
+            for (size_t t = j + 1; t < c0 + kc; t++)
+                M[i * k + t] -= M[i * k + j] * M[j * k + t];
+        }
+    }
+    return GMM_OK;
+}
+
+/* b <- M^-1 b (trans: M^-T b) on the block (b indexed from c0). */
+static void block_solve(const double *M, size_t k, size_t c0, size_t kc, int trans, double *b)
+{
+    if (!trans) {
+        for (size_t i = 0; i < kc; i++)
+            for (size_t t = 0; t < i; t++)
+                b[i] -= M[(c0 + i) * k + c0 + t] * b[t];
+        for (size_t i = kc; i-- > 0;) {
+            for (size_t t = i + 1; t < kc; t++)
+                b[i] -= M[(c0 + i) * k + c0 + t] * b[t];
+            b[i] /= M[(c0 + i) * k + c0 + i];
+        }
+    } else {
+        for (size_t i = 0; i < kc; i++) {
+            for (size_t t = 0; t < i; t++)
+                b[i] -= M[(c0 + t) * k + c0 + i] * b[t];
+            b[i] /= M[(c0 + i) * k + c0 + i];
+        }
+        for (size_t i = kc; i-- > 0;)
+            for (size_t t = i + 1; t < kc; t++)
+                b[i] -= M[(c0 + t) * k + c0 + i] * b[t];
+    }
+}
+
+/* N's entry e of constraint ci at the setup's theta. */
+static double nval(const stack_impl *c, size_t ci, size_t e)
+{
+    return c->gnb[e] ? c->walpha[ci] * c->gnval[e] : c->gnval[e];
+}
+
+/* wbeta = (AN)^-1 A x. */
+static void m_beta(stack_impl *c, const double *x)
+{
+    for (size_t b = 0; b < c->nblk; b++) {
+        size_t c0 = c->blk0[b], kc = c->blk0[b + 1] - c0;
+        double *be = c->wbeta + c0;
+        for (size_t i = 0; i < kc; i++) {
+            double s = 0.0;
+            for (size_t e = c->gaptr[c0 + i]; e < c->gaptr[c0 + i + 1]; e++)
+                s += c->gaval[e] * x[c->gaidx[e]];
+            be[i] = s;
+        }
+        block_solve(c->wAN, c->ncon, c0, kc, 0, be);
+    }
+}
+
+/* x <- M x = x - N (AN)^-1 A x. */
+static void apply_m(stack_impl *c, double *x)
+{
+    m_beta(c, x);
+    for (size_t b = 0; b < c->nblk; b++) {
+        size_t c0 = c->blk0[b], kc = c->blk0[b + 1] - c0;
+        const double *be = c->wbeta + c0;
+        for (size_t i = 0; i < kc; i++)
+            for (size_t e = c->gnptr[c0 + i]; e < c->gnptr[c0 + i + 1]; e++)
+                x[c->gnidx[e]] -= nval(c, c0 + i, e) * be[i];
+    }
+}
+
+/* g <- M' g = g - A' (AN)^-T N' g. */
+static void apply_mt(stack_impl *c, double *g)
+{
+    for (size_t b = 0; b < c->nblk; b++) {
+        size_t c0 = c->blk0[b], kc = c->blk0[b + 1] - c0;
+        double *be = c->wbeta + c0;
+        for (size_t i = 0; i < kc; i++) {
+            double s = 0.0;
+            for (size_t e = c->gnptr[c0 + i]; e < c->gnptr[c0 + i + 1]; e++)
+                s += nval(c, c0 + i, e) * g[c->gnidx[e]];
+            be[i] = s;
+        }
+        block_solve(c->wAN, c->ncon, c0, kc, 1, be);
+        for (size_t i = 0; i < kc; i++)
+            for (size_t e = c->gaptr[c0 + i]; e < c->gaptr[c0 + i + 1]; e++)
+                g[c->gaidx[e]] -= c->gaval[e] * be[i];
+    }
+}
+
+/* The setup's N S-rows and A N blocks, factorised. */
+static gmm_status whiten_blocks(stack_impl *c, const double *theta)
+{
+    gmm_status st;
+    size_t k = c->ncon;
+    for (size_t ci = 0; ci < k; ci++) {
+        const stack_comp *m = &c->comp[c->ccomp[ci]];
+        c->walpha[ci] = m->model == GMM_STACK_BYM2
+                            ? sqrt(theta[m->par0] * theta[m->par0 + 1])
+                            : 1.0;
+    }
+    memset(c->wNS, 0, k * k * sizeof *c->wNS);
+    memset(c->wAN, 0, k * k * sizeof *c->wAN);
+    double *col = c->wx; /* one column of N at a time, scattered */
+    memset(col, 0, c->n * sizeof *col);
+    for (size_t b = 0; b < c->nblk; b++) {
+        size_t c0 = c->blk0[b], kc = c->blk0[b + 1] - c0;
+        for (size_t j = c0; j < c0 + kc; j++) {
+            for (size_t e = c->gnptr[j]; e < c->gnptr[j + 1]; e++)
+                col[c->gnidx[e]] += nval(c, j, e);
+            for (size_t i = c0; i < c0 + kc; i++) {
+                double s = 0.0;
+                for (size_t e = c->gaptr[i]; e < c->gaptr[i + 1]; e++)
+                    s += c->gaval[e] * col[c->gaidx[e]];
+                c->wAN[i * k + j] = s;
+                c->wNS[i * k + j] = col[c->pin[i]];
+            }
+            for (size_t e = c->gnptr[j]; e < c->gnptr[j + 1]; e++)
+                col[c->gnidx[e]] = 0.0;
+        }
+        if ((st = block_lu(c->wAN, k, c0, kc)) || (st = block_lu(c->wNS, k, c0, kc)))
+            return st;
+    }
+    return GMM_OK;
+}
+
+/* WITH CONSTRAINTS the prior on {A x = 0} is x = M z, M = I - N (AN)^-1 A,
+ * z_S = 0 and z_-S ~ N(0, Q_-S^-1) (the pinned GMRF): W = M L^^-T P_S
+ * (P_S zeroes the pinned entries of v, which stay free N(0, 1) coordinates
+ * the likelihood never reads), W^-1 x = L^' (x - N N_S^-1 x_S). */
 static gmm_status stack_whiten_setup(void *p, const double *theta)
 {
     stack_impl *c = p;
     gmm_status st;
+    size_t k = c->ncon;
     c->wready = 0;
-    if (c->ncon)
-        return gmm_error(GMM_EINVAL, "whitening (hmc, vi) does not condition on the %zu "
-                                     "constraints of intrinsic components (rw1, rw2, besag, "
-                                     "bym2)",
-                         c->ncon);
     if (!c->wL) {
         c->wL = gmm_band_alloc(c->n, c->bw, 0, GMM_BAND_SYMMETRIC);
         c->wLb = gmm_band_alloc(c->n, c->bw, 0, GMM_BAND_LOWER);
-        c->wx = gmm_malloc(2 * c->n + c->nparam + 1, sizeof *c->wx);
+        c->wx = gmm_malloc(3 * c->n + c->nparam + 2 * k * k + 2 * k + 1, sizeof *c->wx);
         if (!c->wL || !c->wLb || !c->wx)
             return gmm_error(GMM_ENOMEM, "out of memory for the whitening workspace (two bands "
                                          "of %zu x %zu, bandwidth %zu)",
                              c->n, c->n, c->bw);
         c->wwork = c->wx + c->n;
-        c->wtheta = c->wwork + c->n;
+        c->wsolve = c->wwork + c->n;
+        c->wtheta = c->wsolve + c->n;
+        c->wNS = c->wtheta + c->nparam;
+        c->wAN = c->wNS + k * k;
+        c->wbeta = c->wAN + k * k;
+        c->walpha = c->wbeta + k;
     }
-    c->wL->kind = GMM_BAND_SYMMETRIC;
-    if ((st = assemble(c, theta, c->wL)) || (st = gmm_band_chol_decomp(c->wL, c->wL)))
+    if ((st = whiten_factor(c, theta)) || (k && (st = whiten_blocks(c, theta))))
         return st;
     memcpy(c->wtheta, theta, c->nparam * sizeof *theta);
     c->wready = 1;
@@ -333,15 +499,25 @@ static gmm_status wready(const stack_impl *c, const double *a, const double *b, 
     return GMM_OK;
 }
 
+/* z = L^^-T P_S v into z (may alias v). */
+static gmm_status whiten_z(stack_impl *c, const double *v, double *z)
+{
+    if (z != v)
+        memcpy(z, v, c->n * sizeof *z);
+    for (size_t i = 0; i < c->ncon; i++)
+        z[c->pin[i]] = 0.0;
+    return gmm_band_tri_solve_vec(c->wL, GMM_TRANS, z);
+}
+
 static gmm_status stack_whiten(void *p, const double *v, double *x)
 {
     stack_impl *c = p;
     gmm_status st = wready(c, v, x, "gmm_latent_whiten");
-    if (st)
+    if (st || (st = whiten_z(c, v, x)))
         return st;
-    if (x != v)
-        memcpy(x, v, c->n * sizeof *x);
-    return gmm_band_tri_solve_vec(c->wL, GMM_TRANS, x);
+    if (c->ncon)
+        apply_m(c, x);
+    return GMM_OK;
 }
 
 static gmm_status stack_unwhiten(void *p, const double *x, double *v)
@@ -352,7 +528,23 @@ static gmm_status stack_unwhiten(void *p, const double *x, double *v)
         return st;
     if (x == v)
         return gmm_error(GMM_EINVAL, "gmm_latent_unwhiten: x and v alias");
-    return gmm_band_gemv(GMM_TRANS, 1.0, c->wL, x, 0.0, v);
+    const double *z = x;
+    if (c->ncon) {
+        double *zz = c->wx;
+        memcpy(zz, x, c->n * sizeof *zz);
+        for (size_t b = 0; b < c->nblk; b++) {
+            size_t c0 = c->blk0[b], kc = c->blk0[b + 1] - c0;
+            double *be = c->wbeta + c0;
+            for (size_t i = 0; i < kc; i++)
+                be[i] = x[c->pin[c0 + i]];
+            block_solve(c->wNS, c->ncon, c0, kc, 0, be);
+            for (size_t i = 0; i < kc; i++)
+                for (size_t e = c->gnptr[c0 + i]; e < c->gnptr[c0 + i + 1]; e++)
+                    zz[c->gnidx[e]] -= nval(c, c0 + i, e) * be[i];
+        }
+        z = zz;
+    }
+    return gmm_band_gemv(GMM_TRANS, 1.0, c->wL, z, 0.0, v);
 }
 
 static gmm_status stack_whiten_t(void *p, const double *g, double *u)
@@ -363,9 +555,19 @@ static gmm_status stack_whiten_t(void *p, const double *g, double *u)
         return st;
     if (u != g)
         memcpy(u, g, c->n * sizeof *u);
-    return gmm_band_tri_solve_vec(c->wL, GMM_NOTRANS, u);
+    if (c->ncon)
+        apply_mt(c, u);
+    if ((st = gmm_band_tri_solve_vec(c->wL, GMM_NOTRANS, u)))
+        return st;
+    for (size_t i = 0; i < c->ncon; i++)
+        u[c->pin[i]] = 0.0;
+    return GMM_OK;
 }
 
+/* Reverse of x = M(theta) L^(theta)^-T P_S v: zbar = M' xbar through the
+ * factor (solve's and Cholesky's reverse modes, pinned rows and columns
+ * dropped: constants), and BYM2's N, whose b entries are alpha = sqrt(variance
+ * phi) times constants: dx/dalpha = -N_b beta / alpha. */
 static gmm_status stack_whiten_rev(void *p, const double *v, const double *xbar,
                                    double *thetabar)
 {
@@ -375,16 +577,37 @@ static gmm_status stack_whiten_rev(void *p, const double *v, const double *xbar,
         return st;
     if (!thetabar)
         return gmm_error(GMM_EINVAL, "gmm_latent_whiten_rev: NULL argument");
-    memcpy(c->wx, v, c->n * sizeof *v);
-    if ((st = gmm_band_tri_solve_vec(c->wL, GMM_TRANS, c->wx)))
+    size_t n = c->n;
+    double *z = c->wx, *zbar = c->wwork;
+    if ((st = whiten_z(c, v, z)))
         return st;
+    memcpy(zbar, xbar, n * sizeof *zbar);
+    if (c->ncon) {
+        m_beta(c, z); /* alpha's adjoint needs beta = (AN)^-1 A z */
+        for (size_t ci = 0; ci < c->ncon; ci++) {
+            const stack_comp *m = &c->comp[c->ccomp[ci]];
+            if (m->model != GMM_STACK_BYM2)
+                continue;
+            double s = 0.0;
+            for (size_t e = c->gnptr[ci]; e < c->gnptr[ci + 1]; e++)
+                if (c->gnb[e])
+                    s += xbar[c->gnidx[e]] * c->gnval[e];
+            double ab = -s * c->wbeta[ci]; /* d(xbar . x)/dalpha */
+            double sv = c->wtheta[m->par0], ph = c->wtheta[m->par0 + 1];
+            double al = c->walpha[ci];
+            thetabar[m->par0] += ab * al / (2.0 * sv);
+            thetabar[m->par0 + 1] += ab * al / (2.0 * ph);
+        }
+        apply_mt(c, zbar);
+    }
     c->wLb->kind = GMM_BAND_LOWER;
     gmm_band_set_zero(c->wLb);
-    if ((st = gmm_band_tri_solve_vec_rev(c->wL, GMM_TRANS, c->wx, xbar, NULL, c->wLb,
-                                         c->wwork)) ||
+    if ((st = gmm_band_tri_solve_vec_rev(c->wL, GMM_TRANS, z, zbar, NULL, c->wLb, c->wsolve)) ||
         (st = gmm_band_chol_decomp_rev(c->wL, c->wLb, c->wLb)))
         return st;
     c->wLb->kind = GMM_BAND_SYMMETRIC;
+    for (size_t i = 0; i < c->ncon; i++)
+        band_zero_rowcol(c->wLb, c->pin[i]);
     return assemble_rev(c, c->wtheta, c->wLb, thetabar);
 }
 
@@ -519,7 +742,22 @@ gmm_status gmm_latent_stack_alloc(size_t nrows, size_t nterm, const gmm_stack_te
     c->ocoef = gmm_malloc(nrows * W > 0 ? nrows * W : 1, sizeof *c->ocoef);
     c->A = gmm_calloc(c->ncon * c->n > 0 ? c->ncon * c->n : 1, sizeof *c->A);
     c->pin = gmm_malloc(c->ncon ? c->ncon : 1, sizeof *c->pin);
-    if (!l || !c->ooff || !c->oy || !c->ocoef || !c->A || !c->pin) {
+    size_t nae = 0, nne = 0, k1 = c->ncon + 1;
+    for (size_t k = 0; k < c->K; k++) {
+        nae += c->comp[k].ncon ? c->comp[k].cptr[c->comp[k].ncon] : 0;
+        nne += c->comp[k].ncon ? c->comp[k].nptr[c->comp[k].ncon] : 0;
+    }
+    c->gaptr = gmm_calloc(k1, sizeof *c->gaptr);
+    c->gnptr = gmm_calloc(k1, sizeof *c->gnptr);
+    c->ccomp = gmm_calloc(k1, sizeof *c->ccomp);
+    c->blk0 = gmm_calloc(k1, sizeof *c->blk0);
+    c->gaidx = gmm_malloc(nae + 1, sizeof *c->gaidx);
+    c->gaval = gmm_malloc(nae + 1, sizeof *c->gaval);
+    c->gnidx = gmm_malloc(nne + 1, sizeof *c->gnidx);
+    c->gnval = gmm_malloc(nne + 1, sizeof *c->gnval);
+    c->gnb = gmm_malloc(nne + 1, sizeof *c->gnb);
+    if (!l || !c->ooff || !c->oy || !c->ocoef || !c->A || !c->pin || !c->gaptr || !c->gnptr ||
+        !c->ccomp || !c->blk0 || !c->gaidx || !c->gaval || !c->gnidx || !c->gnval || !c->gnb) {
         st = gmm_error(GMM_ENOMEM, "out of memory for the stacked latent");
         goto fail;
     }
@@ -553,10 +791,24 @@ gmm_status gmm_latent_stack_alloc(size_t nrows, size_t nterm, const gmm_stack_te
             q->gi[s] = a > b ? a : b;
             q->gj[s] = a > b ? b : a;
         }
+        if (q->ncon)
+            c->blk0[c->nblk++] = ci;
         for (size_t t = 0; t < q->ncon; t++, ci++) {
             c->pin[ci] = c->iperm[q->off + q->cpin[t]];
-            for (size_t e = q->cptr[t]; e < q->cptr[t + 1]; e++)
+            c->ccomp[ci] = k;
+            size_t ea = c->gaptr[ci], en = c->gnptr[ci];
+            for (size_t e = q->cptr[t]; e < q->cptr[t + 1]; e++, ea++) {
                 c->A[ci * c->n + c->iperm[q->off + q->cidx[e]]] = q->cval[e];
+                c->gaidx[ea] = c->iperm[q->off + q->cidx[e]];
+                c->gaval[ea] = q->cval[e];
+            }
+            for (size_t e = q->nptr[t]; e < q->nptr[t + 1]; e++, en++) {
+                c->gnidx[en] = c->iperm[q->off + q->nidx[e]];
+                c->gnval[en] = q->nval[e];
+                c->gnb[en] = q->nb[e];
+            }
+            c->gaptr[ci + 1] = ea;
+            c->gnptr[ci + 1] = en;
         }
         for (size_t p = 0; p < q->npar; p++) {
             l->name[q->par0 + p] = q->model == GMM_STACK_GRAPH ? q->gname[p] : q->pname[p];
@@ -565,6 +817,7 @@ gmm_status gmm_latent_stack_alloc(size_t nrows, size_t nterm, const gmm_stack_te
             l->zero_ok[q->par0 + p] = q->model == GMM_STACK_GRAPH ? q->g->param_zero_ok[p] : 0;
         }
     }
+    c->blk0[c->nblk] = c->ncon;
     *out = l;
     return GMM_OK;
 fail:

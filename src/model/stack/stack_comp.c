@@ -49,6 +49,10 @@ void stack_comp_free(stack_comp *c)
     gmm_free(c->cidx);
     gmm_free(c->cpin);
     gmm_free(c->cval);
+    gmm_free(c->nptr);
+    gmm_free(c->nidx);
+    gmm_free(c->nval);
+    gmm_free(c->nb);
     gmm_free(c->val);
     gmm_free(c->scale);
     gmm_band_free(c->gQ);
@@ -56,9 +60,16 @@ void stack_comp_free(stack_comp *c)
     memset(c, 0, sizeof *c);
 }
 
-/* Room for cap slots and ncon constraints with nent entries. */
+/* Room for cap slots and ncon constraints with nent entries (and 2 nent
+ * for the null space's). */
 static gmm_status comp_arrays(stack_comp *c, size_t cap, size_t ncon, size_t nent)
 {
+    c->nptr = gmm_calloc(ncon + 1, sizeof *c->nptr);
+    c->nidx = gmm_malloc(2 * nent + 1, sizeof *c->nidx);
+    c->nval = gmm_malloc(2 * nent + 1, sizeof *c->nval);
+    c->nb = gmm_calloc(2 * nent + 1, sizeof *c->nb);
+    if (!c->nptr || !c->nidx || !c->nval || !c->nb)
+        return gmm_error(GMM_ENOMEM, "out of memory for the structure of '%s'", c->name);
     size_t s = cap ? cap : 1;
     c->si = gmm_malloc(s, sizeof *c->si);
     c->sj = gmm_malloc(s, sizeof *c->sj);
@@ -194,6 +205,21 @@ static gmm_status build_rw(stack_comp *c, const gmm_stack_term *t, size_t nrows)
         c->ldconst += 2.0 * log(tt);
         c->ldaa += log(tt);
     }
+    /* N: 1 on x (and t - tbar on x, 1 on x') */
+    e = 0;
+    for (size_t j = 0; j < m; j++) {
+        c->nidx[e] = two ? 2 * j : j;
+        c->nval[e++] = 1.0;
+    }
+    c->nptr[1] = e;
+    for (size_t j = 0; j < m && two; j++) {
+        c->nidx[e] = 2 * j;
+        c->nval[e++] = c->val[j] - tbar;
+        c->nidx[e] = 2 * j + 1;
+        c->nval[e++] = 1.0;
+    }
+    if (two)
+        c->nptr[2] = e;
     return GMM_OK;
 }
 
@@ -357,8 +383,14 @@ static gmm_status build_besag(stack_comp *c, const gmm_stack_term *t, size_t nro
             continue;
         c->cptr[ci] = e;
         c->cpin[ci] = u0 + first[k];
+        c->nptr[ci] = 2 * e;
         for (size_t v = first[k]; v < m; v++)
             if (comp[v] == k) {
+                c->nidx[2 * e] = u0 + v;
+                c->nval[2 * e] = 1.0;
+                c->nidx[2 * e + 1] = v; /* BYM2's b; unused for BESAG */
+                c->nval[2 * e + 1] = 1.0;
+                c->nb[2 * e + 1] = 1;
                 c->cidx[e] = u0 + v;
                 c->cval[e++] = 1.0;
             }
@@ -367,6 +399,13 @@ static gmm_status build_besag(stack_comp *c, const gmm_stack_term *t, size_t nro
         ci++;
     }
     c->cptr[ci] = e;
+    c->nptr[ci] = 2 * e;
+    /* BESAG: N = A' (drop the b entries) */
+    for (size_t i = 0; i < c->nptr[ci] && !bym; i++)
+        if (c->nb[i]) {
+            c->nb[i] = 0;
+            c->nval[i] = 0.0;
+        }
 done_first:
     gmm_free(first);
 done:

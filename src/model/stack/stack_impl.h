@@ -35,6 +35,12 @@ typedef struct {
     size_t ncon;
     size_t *cptr, *cidx, *cpin;
     double *cval, ldconst, ldaa;
+    /* the null space's basis N, one column per constraint, the same way
+     * (nptr, nidx, nval); nb[e] nonzero marks BYM2's b entries, which are
+     * sqrt(variance phi) times nval */
+    size_t *nptr, *nidx;
+    double *nval;
+    int *nb;
     /* RW1, RW2: the sorted distinct values (m) */
     double *val;
     size_t m;
