@@ -418,9 +418,14 @@ gmm_status gmm_laplace_grad(gmm_laplace *w, gmm_band *Qbar, double *bbar, double
         const double *h = ob->coef + i * wd;
         size_t o = ob->offset[i];
         double s = 0.0;
-        for (size_t a = 0; a < wd; a++)
+        /* rows of a stacked latent are mostly zeros inside their window */
+        for (size_t a = 0; a < wd; a++) {
+            if (h[a] == 0.0)
+                continue;
             for (size_t c = 0; c < wd; c++)
-                s += h[a] * h[c] * gmm_band_get(w->S, o + a, o + c);
+                if (h[c] != 0.0)
+                    s += h[a] * h[c] * gmm_band_get(w->S, o + a, o + c);
+        }
         w->s[i] = s;
         for (size_t a = 0; a < wd; a++)
             w->z[o + a] += 0.5 * s * w->t[i] * h[a];
@@ -459,7 +464,8 @@ gmm_status gmm_laplace_grad(gmm_laplace *w, gmm_band *Qbar, double *bbar, double
             for (size_t a = 0; a < wd; a++) {
                 double sh = 0.0;
                 for (size_t c = 0; c < wd; c++)
-                    sh += gmm_band_get(w->S, o + a, o + c) * h[c];
+                    if (h[c] != 0.0)
+                        sh += gmm_band_get(w->S, o + a, o + c) * h[c];
                 cb[a] += ci * w->x[o + a] + w->g[i] * w->z[o + a] - w->w[i] * sh;
             }
         }

@@ -196,7 +196,8 @@ static gmm_status band_work(stack_impl *c)
         c->Qhbar = gmm_band_alloc(c->n, c->bw, 0, GMM_BAND_SYMMETRIC);
     }
     c->w = gmm_marglik_work_alloc(c->n, c->bw);
-    if (!c->Q || !c->Qbar || (c->ncon && (!c->Qh || !c->Qhbar)) || !c->w)
+    c->ocoef = gmm_malloc(c->nrows * c->width > 0 ? c->nrows * c->width : 1, sizeof *c->ocoef);
+    if (!c->Q || !c->Qbar || (c->ncon && (!c->Qh || !c->Qhbar)) || !c->w || !c->ocoef)
         return gmm_error(GMM_ENOMEM, "out of memory for the stacked latent's bands (n = %zu, "
                                      "bandwidth %zu)",
                          c->n, c->bw);
@@ -739,7 +740,6 @@ gmm_status gmm_latent_stack_alloc(size_t nrows, size_t nterm, const gmm_stack_te
     l = latent_new(&stack_ops, nrows, W, c->nparam);
     c->ooff = gmm_malloc(nrows ? nrows : 1, sizeof *c->ooff);
     c->oy = gmm_malloc(nrows ? nrows : 1, sizeof *c->oy);
-    c->ocoef = gmm_malloc(nrows * W > 0 ? nrows * W : 1, sizeof *c->ocoef);
     c->A = gmm_calloc(c->ncon * c->n > 0 ? c->ncon * c->n : 1, sizeof *c->A);
     c->pin = gmm_malloc(c->ncon ? c->ncon : 1, sizeof *c->pin);
     size_t nae = 0, nne = 0, k1 = c->ncon + 1;
@@ -756,7 +756,7 @@ gmm_status gmm_latent_stack_alloc(size_t nrows, size_t nterm, const gmm_stack_te
     c->gnidx = gmm_malloc(nne + 1, sizeof *c->gnidx);
     c->gnval = gmm_malloc(nne + 1, sizeof *c->gnval);
     c->gnb = gmm_malloc(nne + 1, sizeof *c->gnb);
-    if (!l || !c->ooff || !c->oy || !c->ocoef || !c->A || !c->pin || !c->gaptr || !c->gnptr ||
+    if (!l || !c->ooff || !c->oy || !c->A || !c->pin || !c->gaptr || !c->gnptr ||
         !c->ccomp || !c->blk0 || !c->gaidx || !c->gaval || !c->gnidx || !c->gnval || !c->gnb) {
         st = gmm_error(GMM_ENOMEM, "out of memory for the stacked latent");
         goto fail;
