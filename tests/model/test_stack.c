@@ -246,9 +246,10 @@ static void scase_free(scase *c)
     gmm_graph_free(c->graph);
 }
 
-/* rw1+besag: both null spaces are constants that the data see only
- * through their sum, so Q + H'H/noise is singular off the constrained
- * subspace; besag-gap: a connected component and the island without data. */
+/* rw1+besag: the data read only the ring, whose constant and rw1's are
+ * seen only through their sum, so Q + H'H/noise is singular off the
+ * constrained subspace; besag-gap: a connected component and the island
+ * without data. */
 enum {
     C_IID_IID,
     C_IID_GRAPH,
@@ -319,6 +320,8 @@ static void scase_make(scase *c, int which)
         break;
     case C_RW1_BESAG:
         c->graph = test_graph();
+        for (size_t i = 0; i < NR; i++) /* only the ring: its constant aliases rw1's */
+            c->lev[1][i] %= 6;
         t[0] = (gmm_stack_term){.model = GMM_STACK_RW1, .name = "f.t", .value = c->val[0],
                                 .variance = 0.5};
         t[1] = (gmm_stack_term){.model = GMM_STACK_BESAG, .name = "f.d", .level = c->lev[1],
