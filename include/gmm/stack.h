@@ -91,7 +91,8 @@ typedef struct {
     const double *value;   /* RW1, RW2: nrows finite index values */
     const gmm_graph *graph; /* BESAG, BYM2 */
     const gmm_gmrf *gmrf;  /* GRAPH: borrowed, must outlive the latent */
-    double variance, phi;  /* starting values; 0: the defaults 1 and 0.5 */
+    double variance, phi;  /* starting values; 0: the defaults 1 and 0.5
+                            * (GRAPH: the gmrf's own values) */
 } gmm_stack_term;
 
 /* The stacked latent over nrows data rows and nterm >= 1 components.

@@ -15,8 +15,8 @@
  * plus log det Q^ / 2 through chol(Q^)'s reverse with the pinned rows and
  * columns dropped (they are constants).
  *
- * WHITENING (proper stacks).  W = L^-T, L L' = Q, as graph latents
- * (latent_gmrf.c). */
+ * WHITENING.  Proper stacks: W = L^-T, L L' = Q, as graph latents
+ * (latent_gmrf.c).  With constraints: W = M L^^-T P_S (stack_whiten_setup). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>

@@ -374,8 +374,9 @@ static gmm_status build_besag(stack_comp *c, const gmm_stack_term *t, size_t nro
             slot(c, u0 + v, u0 + v, 1.0, 3);
         }
     }
-    /* constraint of component k: sum of its u = 0, pinned at its first
-     * node; A = N' on u: AN = det N_S... = m_k, 1 */
+    /* constraint of component k: the sum of its u is 0, pinned at its
+     * first node; N_k its indicator on u (and, for BYM2, sqrt(variance phi)
+     * times it on b): A N = m_k, N_S = 1 */
     c->ncon = ncon;
     size_t ci = 0, e = 0;
     for (size_t k = 0; k < ncomp; k++) {
