@@ -856,6 +856,100 @@ START_TEST(test_rw2_structure)
 }
 END_TEST
 
+/* RW1 with x_0 pinned: Q's inverse is the Wiener covariance from t_0,
+ * v min(s, t). */
+START_TEST(test_rw1_structure)
+{
+    double t[] = {0.5, 0.9, 1.0, 2.2, 2.25, 3.0, 4.6, 0.9};
+    double v = 1.7;
+    gmm_stack_term tm = {.model = GMM_STACK_RW1, .name = "f.t", .value = t, .variance = v};
+    gmm_latent *l = NULL;
+    ck_assert_int_eq(gmm_latent_stack_alloc(8, 1, &tm, 0, &l), GMM_OK);
+    size_t n = gmm_latent_dim(l), d = n - 1;
+    ck_assert_uint_eq(n, 7);
+    ck_assert_uint_eq(gmm_latent_bandwidth(l), 1);
+    double *Q = dense_Q(l, &v);
+    gsl_matrix *M = gsl_matrix_alloc(d, d);
+    for (size_t a = 0; a < d; a++)
+        for (size_t b = 0; b < d; b++)
+            gsl_matrix_set(M, a, b,
+                           Q[gmm_latent_stack_index(l, 0, a + 1) * n +
+                             gmm_latent_stack_index(l, 0, b + 1)]);
+    ck_assert_int_eq(gsl_linalg_cholesky_decomp1(M), GSL_SUCCESS);
+    gsl_linalg_cholesky_invert(M);
+    const double *val = gmm_latent_stack_values(l, 0, NULL);
+    double err = 0.0;
+    for (size_t a = 0; a < d; a++)
+        for (size_t b = 0; b < d; b++)
+            err = fmax(err, fabs(gsl_matrix_get(M, a, b) -
+                                 v * (fmin(val[a + 1], val[b + 1]) - val[0])));
+    ck_assert_msg(err < 1e-12, "rw1 covariance: %g", err);
+    gsl_matrix_free(M);
+    free(Q);
+    gmm_latent_free(l);
+}
+END_TEST
+
+/* BYM2 against its definition b = sqrt(s) (sqrt(1 - phi) v + sqrt(phi) u):
+ * with R+ the pseudo-inverse of the scaled structure c (D - A) (built here
+ * from the graph, c from gmm_latent_stack_scale; an island 1), the
+ * constrained prior covariance of (b, u) is [s ((1 - phi) I + phi R+),
+ * sqrt(s phi) R+; ., R+]. */
+START_TEST(test_bym2_structure)
+{
+    gmm_graph *g = test_graph();
+    size_t lev[11], m = 11;
+    for (size_t i = 0; i < m; i++)
+        lev[i] = i;
+    double th[2] = {1.3, 0.35};
+    gmm_stack_term t = {.model = GMM_STACK_BYM2, .name = "f.d", .level = lev, .graph = g,
+                        .variance = th[0], .phi = th[1]};
+    gmm_latent *l = NULL;
+    ck_assert_int_eq(gmm_latent_stack_alloc(m, 1, &t, 0, &l), GMM_OK);
+    ck_assert_str_eq(gmm_latent_param_name(l, 1), "f.d.phi");
+    size_t n = 2 * m;
+    double ld, *S = dense_sigma(l, th, &ld);
+    gsl_matrix *R = gsl_matrix_calloc(m, m), *E = gsl_matrix_alloc(m, m);
+    gsl_vector *ev = gsl_vector_alloc(m);
+    gsl_eigen_symmv_workspace *ws = gsl_eigen_symmv_alloc(m);
+    for (size_t v = 0; v < m; v++) {
+        double c = gmm_latent_stack_scale(l, 0, v);
+        size_t deg = g->ptr[v + 1] - g->ptr[v];
+        gsl_matrix_set(R, v, v, deg ? c * (double)deg : 1.0);
+        for (size_t p = g->ptr[v]; p < g->ptr[v + 1]; p++)
+            gsl_matrix_set(R, v, g->adj[p], -c);
+    }
+    gsl_eigen_symmv(R, ev, E, ws);
+    double Rp[11][11] = {{0}};
+    for (size_t e = 0; e < m; e++) {
+        double lam = gsl_vector_get(ev, e);
+        if (lam < 1e-10)
+            continue;
+        for (size_t i = 0; i < m; i++)
+            for (size_t j = 0; j < m; j++)
+                Rp[i][j] += gsl_matrix_get(E, i, e) * gsl_matrix_get(E, j, e) / lam;
+    }
+    double err = 0.0, s = th[0], phi = th[1];
+    for (size_t i = 0; i < m; i++)
+        for (size_t j = 0; j < m; j++) {
+            size_t bi = gmm_latent_stack_index(l, 0, i), bj = gmm_latent_stack_index(l, 0, j);
+            size_t ui = gmm_latent_stack_index(l, 0, m + i), uj = gmm_latent_stack_index(l, 0, m + j);
+            double bb = s * ((1.0 - phi) * (i == j) + phi * Rp[i][j]);
+            err = fmax(err, fabs(S[bi * n + bj] - bb));
+            err = fmax(err, fabs(S[bi * n + uj] - sqrt(s * phi) * Rp[i][j]));
+            err = fmax(err, fabs(S[ui * n + uj] - Rp[i][j]));
+        }
+    ck_assert_msg(err < 1e-10, "bym2 covariance: %g", err);
+    gsl_eigen_symmv_free(ws);
+    gsl_vector_free(ev);
+    gsl_matrix_free(R);
+    gsl_matrix_free(E);
+    free(S);
+    gmm_latent_free(l);
+    gmm_graph_free(g);
+}
+END_TEST
+
 /* Eigenvalues of the dense Q at theta; the product of those above tol. */
 static double eig_logdet_nonzero(const double *Q, size_t n, size_t *nzero)
 {
@@ -1017,6 +1111,8 @@ Suite *model_stack_suite(void)
     tcase_add_test(tc, test_laplace_problem);
     tcase_add_loop_test(tc, test_laplace_constrained, 0, 6);
     tcase_add_test(tc, test_rw2_structure);
+    tcase_add_test(tc, test_rw1_structure);
+    tcase_add_test(tc, test_bym2_structure);
     tcase_add_test(tc, test_besag_scaling);
     tcase_add_test(tc, test_refusals);
     suite_add_tcase(s, tc);
