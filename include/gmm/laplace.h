@@ -58,6 +58,21 @@ typedef struct gmm_laplace gmm_laplace;
 gmm_laplace *gmm_laplace_alloc(size_t n, size_t kl, size_t cov_kl, size_t maxobs, size_t width);
 void gmm_laplace_free(gmm_laplace *w);
 
+/* Linear constraints A x = 0 (k rows of n, row-major, linearly
+ * independent; pin: k latents as constr.h; both copied; k = 0 removes
+ * them) for the evals that follow: the mode is sought on the subspace (x0
+ * must lie in it), logdet_q must then be supplied as log det(V'QV) + log
+ * det(AA') (V an orthonormal basis of the subspace; Q may be singular off
+ * it), and
+ *
+ *   log q(y) = sum_i log p(y_i | f^_i) - x^'Q x^/2
+ *              + logdet_q/2 - [log det(V'PV) + log det(AA')]/2;
+ *
+ * the gradient and the posterior are those of the conditioned Gaussian.
+ * GMM_EINVAL, GMM_ENOMEM (3 n k + 2 k^2 doubles).  Each Newton iteration
+ * then costs 2k more solves. */
+gmm_status gmm_laplace_constrain(gmm_laplace *w, size_t k, const double *A, const size_t *pin);
+
 /* Find the mode and log q(y) into *logq.  Q SYMMETRIC n x n, bandwidth kl
  * (read only).  logdet_q: log|Q| when the caller knows it (state-space),
  * NAN to factorise Q here.  x0: starting latent (n) or NULL (0; the last

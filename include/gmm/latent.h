@@ -16,9 +16,11 @@
  * reads: call them as a pair with no other call on the object in between.
  * Objects are not thread-safe; one per thread.
  *
- * INTRINSIC PRIORS (random walks, Besag) have a rank-deficient Q; they will
- * declare their null space through gmm_latent_nconstr (0 for every family
- * today): methods then work in the constrained space (sum to zero).
+ * INTRINSIC PRIORS (random walks, Besag: stack.h) have a rank-deficient Q
+ * and gmm_latent_nconstr > 0 linear constraints A x = 0 on which the prior
+ * is proper; the exact Gaussian likelihood, the Laplace approximation and
+ * the whitening (x = W v lies on the subspace) condition on them, and VI,
+ * which does not, refuses such a latent.
  */
 #ifndef GMM_LATENT_H
 #define GMM_LATENT_H
@@ -58,6 +60,14 @@ size_t gmm_latent_bandwidth(const gmm_latent *l);
 size_t gmm_latent_cov_bandwidth(const gmm_latent *l);
 size_t gmm_latent_nrows(const gmm_latent *l);
 size_t gmm_latent_nconstr(const gmm_latent *l);
+/* The constraints A x = 0: nconstr rows of n, row-major, owned by l (NULL
+ * when there are none).  With constraints, gmm_latent_prior's log|Q| is
+ * the normaliser on the subspace, log det(V'QV) + log det(AA') (V an
+ * orthonormal basis of {A x = 0}), as marglik.h and laplace.h take it. */
+const double *gmm_latent_constraints(const gmm_latent *l);
+/* nconstr latents S whose values, given the rest, fix the null space of Q
+ * (N_S invertible, constr.h), owned by l (NULL when none). */
+const size_t *gmm_latent_constraint_pins(const gmm_latent *l);
 size_t gmm_latent_nparam(const gmm_latent *l);
 const char *gmm_latent_param_name(const gmm_latent *l, size_t i);
 /* Starting values (the spec's values or defaults); nparam entries. */

@@ -167,6 +167,23 @@ gmm_band *gmm_marglik_prior_band(gmm_marglik_work *w);
  * caller's); GMM_EINVAL otherwise or without a successful eval. */
 gmm_status gmm_marglik_grad_view(gmm_marglik_work *w, const gmm_band **Qbar, double *noisebar);
 
+/* LINEAR CONSTRAINTS A x = 0 (k rows of n, row-major, linearly
+ * independent) for the evals on w that follow (k = 0 removes them; A and
+ * pin are copied): the prior is the Gaussian on the subspace with
+ * precision Q there, Q possibly singular off it (intrinsic GMRFs; pin: k
+ * latents S with N_S invertible for a basis N of Q's null space,
+ * constr.h).  gmm_marglik_eval then needs prior_logdet = log det(V'QV) +
+ * log det(AA') (V an orthonormal basis of the subspace) and returns log
+ * p(y) under the conditioned prior, even when Q + E'E/noise is singular
+ * along directions the constraints remove; gmm_marglik_grad,
+ * gmm_marglik_grad_view and gmm_marglik_posterior give the conditioned
+ * quantities.  gmm_marglik_eval_rows refuses constraints (GMM_EINVAL).
+ * Errors: GMM_EINVAL, GMM_ENOMEM; the eval adds GMM_ENOTPD (dependent
+ * constraints, or a direction neither prior nor data determine).  Each
+ * eval costs 2k more banded solves and its gradient an inverse subset. */
+gmm_status gmm_marglik_constrain(gmm_marglik_work *w, size_t k, const double *A,
+                                 const size_t *pin);
+
 /* Posterior of f after the last eval: mean (length n, or NULL) and the band
  * of the posterior covariance (SYMMETRIC, kl >= Q->kl, or NULL) from the
  * Takahashi inverse subset -- its diagonal gives marginal variances, its d x d

@@ -30,6 +30,15 @@
  *   bbar  = sum_i c_i
  *   phibar = sum_i dlogp_i/dphi + (s_i/2) dd2_i/dphi + u_i dd1_i/dphi
  *   hbar_i = c_i x_o + g_i z_o - w_i Sigma_oo h_i
+ *
+ * CONSTRAINTS A x = 0 (gmm_laplace_constrain).  Newton on the subspace:
+ * each step is Sigma_c grad, Sigma_c = V (V'PV)^-1 V' the conditioned
+ * covariance (constr.h: kriging, and pins that keep the factorised matrix
+ * definite when P is singular off the subspace), so the mode satisfies
+ * H'g - Qx = A'lambda.  log|P| becomes log det(V'PV) + log det(AA') (the
+ * last term cancels against the caller's prior normaliser), and in the
+ * gradient Sigma and P^-1 become Sigma_c (the mode moves inside the
+ * subspace, where the gradient of the first two terms vanishes).
  */
 #include "gmm/laplace.h"
 
@@ -37,6 +46,7 @@
 #include <string.h>
 
 #include "gmm/alloc.h"
+#include "gmm/constr.h"
 
 struct gmm_laplace {
     size_t n, kl, ckl, maxobs, width;
@@ -49,6 +59,7 @@ struct gmm_laplace {
     double b, logq;
     size_t iter;
     int valid, have_mode, logdet_here;
+    gmm_constr *con;  /* constraints A x = 0 (NULL: none) */
 };
 
 void gmm_laplace_params_init(gmm_laplace_params *p)
@@ -69,7 +80,21 @@ void gmm_laplace_free(gmm_laplace *w)
     double *v[] = {w->x, w->xt, w->gr, w->dx, w->tmp, w->z, w->f, w->g, w->w, w->t, w->s};
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
         gmm_free(v[i]);
+    gmm_constr_free(w->con);
     gmm_free(w);
+}
+
+gmm_status gmm_laplace_constrain(gmm_laplace *w, size_t k, const double *A, const size_t *pin)
+{
+    if (!w || (k && (!A || !pin)))
+        return gmm_error(GMM_EINVAL, "laplace: NULL argument");
+    w->valid = 0;
+    w->have_mode = 0;
+    gmm_constr_free(w->con);
+    w->con = NULL;
+    if (k && !(w->con = gmm_constr_alloc(w->n, k, A, pin)))
+        return gmm_error_status();
+    return GMM_OK;
 }
 
 gmm_laplace *gmm_laplace_alloc(size_t n, size_t kl, size_t cov_kl, size_t maxobs, size_t width)
@@ -151,6 +176,8 @@ static gmm_status factor_p(gmm_laplace *w, int clamp)
     gmm_status st = gmm_band_copy(w->P, w->Q);
     if (st)
         return st;
+    if (w->con)
+        gmm_constr_pin(w->con, gmm_constr_tau(w->con, w->Q), w->P);
     for (size_t i = 0; i < ob->nobs; i++) {
         const double *h = ob->coef + i * ob->width;
         size_t o = ob->offset[i];
@@ -174,6 +201,17 @@ static gmm_status factor_p(gmm_laplace *w, int clamp)
                             row);
     }
     return st;
+}
+
+/* v <- P^-1 v, or Sigma_c v under constraints (constr.h). */
+static gmm_status p_solve(gmm_laplace *w, double *v)
+{
+    gmm_status st;
+    if (w->con)
+        return gmm_constr_solve(w->con, w->L, v);
+    if ((st = gmm_band_tri_solve_vec(w->L, GMM_NOTRANS, v)))
+        return st;
+    return gmm_band_tri_solve_vec(w->L, GMM_TRANS, v);
 }
 
 static int has_negative_w(const gmm_laplace *w)
@@ -215,6 +253,9 @@ gmm_status gmm_laplace_eval(gmm_laplace *w, const gmm_band *Q, double logdet_q,
     w->lik = lik;
     w->Q = Q;
     w->b = b;
+    if (w->con && isnan(logdet_q))
+        return gmm_error(GMM_EINVAL, "laplace: constraints need the prior's log-determinant on "
+                                     "the constrained subspace");
     w->logdet_here = isnan(logdet_q);
     if (w->logdet_here) {
         if ((st = gmm_band_chol_decomp(Q, w->LQ)) != GMM_OK) {
@@ -249,6 +290,8 @@ gmm_status gmm_laplace_eval(gmm_laplace *w, const gmm_band *Q, double logdet_q,
         }
         if (st == GMM_ENOTPD && has_negative_w(w))
             st = factor_p(w, 1); /* still an ascent direction for the line search */
+        if (st == GMM_OK && w->con)
+            st = gmm_constr_factor(w->con, w->L);
         if (st)
             return st;
         if (final)
@@ -262,8 +305,7 @@ gmm_status gmm_laplace_eval(gmm_laplace *w, const gmm_band *Q, double logdet_q,
                 w->gr[obs->offset[i] + a] += w->g[i] * h[a];
         }
         memcpy(w->dx, w->gr, w->n * sizeof *w->dx);
-        if ((st = gmm_band_tri_solve_vec(w->L, GMM_NOTRANS, w->dx)) ||
-            (st = gmm_band_tri_solve_vec(w->L, GMM_TRANS, w->dx)))
+        if ((st = p_solve(w, w->dx))) /* with constraints, the step keeps A x = 0 */
             return st;
         double dec = 0.0;
         for (size_t j = 0; j < w->n; j++)
@@ -327,6 +369,8 @@ gmm_status gmm_laplace_eval(gmm_laplace *w, const gmm_band *Q, double logdet_q,
     }
     for (size_t j = 0; j < w->n; j++)
         q += w->x[j] * w->tmp[j];
+    if (w->con)
+        ldp += gmm_constr_logdet(w->con);
     double lq = sum - 0.5 * q + 0.5 * logdet_q - 0.5 * ldp;
     if (!isfinite(lq))
         return gmm_error(GMM_EDOM, "Laplace: log marginal likelihood not finite");
@@ -366,21 +410,27 @@ gmm_status gmm_laplace_grad(gmm_laplace *w, gmm_band *Qbar, double *bbar, double
                          n, n, w->kl);
     if ((st = gmm_band_chol_selinv(w->L, w->S)))
         return st;
+    if (w->con)
+        gmm_constr_band(w->con, w->S);
     /* s_i, r = H'(s o t)/2, z = P^-1 r */
     memset(w->z, 0, n * sizeof *w->z);
     for (size_t i = 0; i < ob->nobs; i++) {
         const double *h = ob->coef + i * wd;
         size_t o = ob->offset[i];
         double s = 0.0;
-        for (size_t a = 0; a < wd; a++)
+        /* rows of a stacked latent are mostly zeros inside their window */
+        for (size_t a = 0; a < wd; a++) {
+            if (h[a] == 0.0)
+                continue;
             for (size_t c = 0; c < wd; c++)
-                s += h[a] * h[c] * gmm_band_get(w->S, o + a, o + c);
+                if (h[c] != 0.0)
+                    s += h[a] * h[c] * gmm_band_get(w->S, o + a, o + c);
+        }
         w->s[i] = s;
         for (size_t a = 0; a < wd; a++)
             w->z[o + a] += 0.5 * s * w->t[i] * h[a];
     }
-    if ((st = gmm_band_tri_solve_vec(w->L, GMM_NOTRANS, w->z)) ||
-        (st = gmm_band_tri_solve_vec(w->L, GMM_TRANS, w->z)))
+    if ((st = p_solve(w, w->z)))
         return st;
     if (Qbar) {
         if ((st = gmm_band_outer(-0.5, 1, w->x, n, w->x, n, Qbar)) ||
@@ -416,7 +466,8 @@ gmm_status gmm_laplace_grad(gmm_laplace *w, gmm_band *Qbar, double *bbar, double
             for (size_t a = 0; a < wd; a++) {
                 double sh = 0.0;
                 for (size_t c = 0; c < wd; c++)
-                    sh += gmm_band_get(w->S, o + a, o + c) * h[c];
+                    if (h[c] != 0.0)
+                        sh += gmm_band_get(w->S, o + a, o + c) * h[c];
                 cb[a] += ci * w->x[o + a] + w->g[i] * w->z[o + a] - w->w[i] * sh;
             }
         }
@@ -435,7 +486,10 @@ gmm_status gmm_laplace_posterior(gmm_laplace *w, double *mode, gmm_band *cov)
             return gmm_error(GMM_EDIM, "laplace: cov must be SYMMETRIC %zu x %zu with bandwidth "
                                        ">= %zu",
                              w->n, w->n, w->kl);
-        return gmm_band_chol_selinv(w->L, cov);
+        gmm_status st = gmm_band_chol_selinv(w->L, cov);
+        if (st == GMM_OK && w->con)
+            gmm_constr_band(w->con, cov);
+        return st;
     }
     return GMM_OK;
 }

@@ -395,6 +395,10 @@ gmm_status gmm_problem_alloc_design(gmm_latent *lat, const gmm_lik *lik, const d
             st = gmm_error_status();
             goto fail;
         }
+        if ((st = gmm_laplace_constrain(p->lap, gmm_latent_nconstr(lat),
+                                        gmm_latent_constraints(lat),
+                                        gmm_latent_constraint_pins(lat))))
+            goto fail;
         const size_t *off = gmm_latent_obs_offset(lat);
         if ((st = gmm_latent_obs_coef(lat, p->obj.value, p->coef_all)))
             goto fail;

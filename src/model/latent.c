@@ -52,11 +52,9 @@ size_t gmm_latent_dim(const gmm_latent *l) { return l->n; }
 size_t gmm_latent_bandwidth(const gmm_latent *l) { return l->kl; }
 size_t gmm_latent_cov_bandwidth(const gmm_latent *l) { return l->cov_kl; }
 size_t gmm_latent_nrows(const gmm_latent *l) { return l->nrows; }
-size_t gmm_latent_nconstr(const gmm_latent *l)
-{
-    (void)l;
-    return 0;
-}
+size_t gmm_latent_nconstr(const gmm_latent *l) { return l->nconstr; }
+const double *gmm_latent_constraints(const gmm_latent *l) { return l->constr; }
+const size_t *gmm_latent_constraint_pins(const gmm_latent *l) { return l->pin; }
 size_t gmm_latent_nparam(const gmm_latent *l) { return l->nparam; }
 const char *gmm_latent_param_name(const gmm_latent *l, size_t i)
 {

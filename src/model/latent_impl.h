@@ -42,6 +42,9 @@ struct gmm_latent {
     size_t n, kl, cov_kl, nrows, width, nparam;
     size_t prior_nrows;    /* rows of the prior's square root (0: none) */
     size_t prior_seg;      /* rows per segment of the square root (0: none) */
+    size_t nconstr;        /* linear constraints of intrinsic priors */
+    const double *constr;  /* nconstr x n, row-major (owned by the family) */
+    const size_t *pin;     /* nconstr pinned latents (constr.h) */
     size_t *offset;        /* nrows */
     double *coef;          /* nrows x width: constant coefficients (or the last
                             * obs_coef when they vary) */

@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "gmm/alloc.h"
+#include "gmm/constr.h"
 
 /* Rows per block of the square-root form (gmm_marglik_eval_rows): a
  * state-space model's segment is an interval's d transition rows and an
@@ -80,6 +81,10 @@ struct gmm_marglik_work {
     gmm_band_tape mwork;  /* gmm_band_chol_rows_moments' buffer */
     double *vbuf;         /* a block's vv and vx */
     size_t vcap;
+    /* CONSTRAINTS (gmm_marglik_constrain; NULL: none) and the conditioned
+     * posterior mean of the last eval */
+    gmm_constr *con;
+    double *cmu;
     /* What the last successful eval saw. */
     int valid, prior_here;
     const gmm_obs *obs;
@@ -143,7 +148,25 @@ void gmm_marglik_work_free(gmm_marglik_work *w)
     gmm_free(w->bwork);
     gmm_free(w->qfirst);
     gmm_free(w->qv);
+    gmm_constr_free(w->con);
+    gmm_free(w->cmu);
     gmm_free(w);
+}
+
+gmm_status gmm_marglik_constrain(gmm_marglik_work *w, size_t k, const double *A,
+                                 const size_t *pin)
+{
+    if (!w || (k && (!A || !pin)))
+        return gmm_error(GMM_EINVAL, "marglik: NULL argument");
+    w->valid = 0;
+    gmm_constr_free(w->con);
+    w->con = NULL;
+    if (k == 0)
+        return GMM_OK;
+    if (!w->cmu && !(w->cmu = gmm_malloc(w->n ? w->n : 1, sizeof *w->cmu)))
+        return gmm_error(GMM_ENOMEM, "marglik: out of memory for the constraints");
+    w->con = gmm_constr_alloc(w->n, k, A, pin);
+    return w->con ? GMM_OK : gmm_error_status();
 }
 
 /* The band module's ENOTPD message, prefixed with which matrix failed; the
@@ -260,6 +283,8 @@ static gmm_status check_obs(const gmm_band *Q, const gmm_obs *obs, double noise,
 
 static gmm_status finish(gmm_marglik_work *w, const gmm_obs *obs, double noise, double logdet_q,
                          double yy, double *loglik);
+static gmm_status finish_constrained(gmm_marglik_work *w, const gmm_obs *obs, double noise,
+                                     double logdet_q, double yy, double *loglik);
 
 gmm_status gmm_marglik_eval(const gmm_band *Q, const gmm_obs *obs, double noise,
                             const double *prior_logdet, gmm_marglik_work *w, double *loglik)
@@ -275,6 +300,10 @@ gmm_status gmm_marglik_eval(const gmm_band *Q, const gmm_obs *obs, double noise,
         return gmm_error(GMM_EINVAL, "marglik: NULL loglik");
     if (prior_logdet && !isfinite(*prior_logdet))
         return gmm_error(GMM_EINVAL, "marglik: supplied log|Q| is not finite");
+    if (w->con && !prior_logdet)
+        return gmm_error(GMM_EINVAL, "marglik: constraints need the prior's log-determinant on "
+                                     "the constrained subspace");
+    double tau = w->con ? gmm_constr_tau(w->con, Q) : 0.0;
 
     if (prior_logdet) {
         logdet_q = *prior_logdet;
@@ -310,9 +339,13 @@ gmm_status gmm_marglik_eval(const gmm_band *Q, const gmm_obs *obs, double noise,
                 col[o + a] += c[a] * f;
         }
     }
+    if (w->con)
+        gmm_constr_pin(w->con, tau, &w->P);
     if (gmm_band_chol_decomp(&w->P, &w->L) != GMM_OK)
         return not_pd("posterior precision");
-    if ((st = finish(w, obs, noise, logdet_q, yy, loglik)) != GMM_OK)
+    st = w->con ? finish_constrained(w, obs, noise, logdet_q, yy, loglik)
+                : finish(w, obs, noise, logdet_q, yy, loglik);
+    if (st != GMM_OK)
         return st;
     w->prior_here = prior_logdet == NULL;
     return GMM_OK;
@@ -344,6 +377,87 @@ static gmm_status finish(gmm_marglik_work *w, const gmm_obs *obs, double noise, 
     w->noise = noise;
     w->yy = yy;
     w->rr = rr;
+    return GMM_OK;
+}
+
+/* CONSTRAINTS.  With A x = 0 (constr.h), the posterior is the Gaussian on
+ * the subspace with precision P (mean mu_c = Sigma_c b, b = E'y / noise)
+ * and, at x = 0 of the identity log p(y) = log p(y | x) + log pi(x) -
+ * log p(x | y) on the subspace,
+ *
+ *   log p(y) = -nobs/2 log 2pi - nobs/2 log noise - y'y / (2 noise)
+ *              + [log det(V'QV) + log det(AA')]/2
+ *              - [log det(V'PV) + log det(AA')]/2 + b'mu_c / 2.
+ *
+ * Reverse: dlogp/dP = -(Sigma_c + mu_c mu_c')/2 (band.h's convention:
+ * doubled off the diagonal), read from Sigma_c's band, and dlogp/dnoise =
+ * -nobs/(2 noise) + sum_k [(y_k - e_k'mu_c)^2 + e_k'Sigma_c e_k] / (2
+ * noise^2). */
+static gmm_status finish_constrained(gmm_marglik_work *w, const gmm_obs *obs, double noise,
+                                     double logdet_q, double yy, double *loglik)
+{
+    gmm_status st;
+    const double log2pi = 1.8378770664093454836;
+    if ((st = gmm_constr_factor(w->con, &w->L)) != GMM_OK)
+        return st;
+    for (size_t i = 0; i < w->n; i++)
+        w->cmu[i] = w->r[i] / noise;
+    if ((st = gmm_constr_solve(w->con, &w->L, w->cmu)) != GMM_OK)
+        return st;
+    double bmu = 0.0;
+    for (size_t i = 0; i < w->n; i++)
+        bmu += w->r[i] * w->cmu[i];
+    bmu /= noise;
+    double ldp = gmm_band_chol_logdet(&w->L) + gmm_constr_logdet(w->con);
+    double nobs = (double)obs->nobs;
+    double f = -0.5 * nobs * log2pi - 0.5 * ldp + 0.5 * logdet_q - 0.5 * nobs * log(noise) -
+               yy / (2.0 * noise) + 0.5 * bmu;
+    if (!isfinite(f))
+        return gmm_error(GMM_EDOM, "the Gaussian log likelihood is not finite at noise variance "
+                                   "%g (too small for the scale of the data?)",
+                         noise);
+    *loglik = f;
+    w->valid = 1;
+    w->obs = obs;
+    w->noise = noise;
+    w->yy = yy;
+    return GMM_OK;
+}
+
+/* The constrained reverse sweep (CONSTRAINTS) into w->Pbar. */
+static gmm_status grad_constrained(gmm_marglik_work *w, double *noisebar)
+{
+    gmm_status st;
+    const gmm_obs *obs = w->obs;
+    gmm_band *S = &w->Pbar;
+    const double *mu = w->cmu;
+    if ((st = gmm_band_chol_selinv(&w->L, S)) != GMM_OK)
+        return st;
+    gmm_constr_band(w->con, S);
+    if (noisebar) {
+        double s = 0.0, n2 = w->noise * w->noise;
+        for (size_t k = 0; k < obs->nobs; k++) {
+            const double *c = obs->coef + k * obs->coef_stride;
+            size_t o = obs->offset[k];
+            double e = obs->y[k], v = 0.0;
+            for (size_t a = 0; a < obs->width; a++) {
+                if (c[a] == 0.0)
+                    continue;
+                e -= c[a] * mu[o + a];
+                for (size_t b = 0; b < obs->width; b++)
+                    v += c[a] * c[b] * gmm_band_get(S, o + a, o + b);
+            }
+            s += e * e + v;
+        }
+        *noisebar += -0.5 * (double)obs->nobs / w->noise + s / (2.0 * n2);
+    }
+    for (size_t j = 0; j < w->n; j++) {
+        double *col = gmm_band_col(S, j);
+        size_t iend = j + w->kl < w->n ? j + w->kl : w->n - 1;
+        col[j] = -0.5 * (col[j] + mu[j] * mu[j]);
+        for (size_t i = j + 1; i <= iend; i++)
+            col[i] = -(col[i] + mu[i] * mu[j]);
+    }
     return GMM_OK;
 }
 
@@ -444,6 +558,8 @@ gmm_status gmm_marglik_eval_rows(const gmm_prior_rows *G, const gmm_obs *obs, do
     }
     if (!G || !G->row || !obs || !w || !loglik)
         return gmm_error(GMM_EINVAL, "marglik: NULL argument");
+    if (w->con)
+        return gmm_error(GMM_EINVAL, "marglik: the square-root form does not take constraints");
     if ((st = check_obs_map(obs, noise, w)) != GMM_OK)
         return st;
     if (!isfinite(prior_logdet))
@@ -725,7 +841,8 @@ gmm_status gmm_marglik_grad(gmm_marglik_work *w, gmm_band *Qbar, double *noiseba
         return gmm_error(GMM_EDIM, "marglik: Qbar must be SYMMETRIC %zu x %zu with bandwidth "
                                    "%zu",
                          w->n, w->n, w->kl);
-    if ((st = grad_core(w, noisebar)) != GMM_OK)
+    st = w->con ? grad_constrained(w, noisebar) : grad_core(w, noisebar);
+    if (st != GMM_OK)
         return st;
     if (Qbar && (st = gmm_band_copy_band_rev(&w->Pbar, Qbar)) != GMM_OK)
         return st;
@@ -746,7 +863,8 @@ gmm_status gmm_marglik_grad_view(gmm_marglik_work *w, const gmm_band **Qbar, dou
     if (w->prior_here)
         return gmm_error(GMM_EINVAL, "marglik: gradient view needs the prior log-determinant "
                                      "supplied to the evaluation");
-    if ((st = grad_core(w, noisebar)) != GMM_OK)
+    st = w->con ? grad_constrained(w, noisebar) : grad_core(w, noisebar);
+    if (st != GMM_OK)
         return st;
     *Qbar = &w->Pbar;
     return GMM_OK;
@@ -761,6 +879,15 @@ gmm_status gmm_marglik_posterior(gmm_marglik_work *w, double *mean, gmm_band *co
         return gmm_error(GMM_EDIM, "marglik: posterior covariance band must be SYMMETRIC "
                                    "%zu x %zu with bandwidth >= %zu",
                          w->n, w->n, w->kl);
+    if (w->con) {
+        if (mean)
+            memcpy(mean, w->cmu, w->n * sizeof *mean);
+        if (cov && (st = gmm_band_chol_selinv(&w->L, cov)) != GMM_OK)
+            return st;
+        if (cov)
+            gmm_constr_band(w->con, cov);
+        return GMM_OK;
+    }
     if (mean) {
         /* P^{-1} E'y / noise = L^{-T} r / noise. */
         for (size_t i = 0; i < w->n; i++)

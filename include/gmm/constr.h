@@ -1,0 +1,58 @@
+/* constr.h -- a Gaussian with a banded precision P, conditioned on k linear
+ * constraints A x = 0, where P itself may be singular along directions the
+ * constraints remove (an intrinsic prior whose null space the data do not
+ * see, e.g. two sum-to-zero components read only through their sum).  For
+ * the exact Gaussian likelihood (marglik.h) and the Laplace approximation
+ * (laplace.h) of intrinsic latents (stack.h).
+ *
+ * The conditioned Gaussian has precision P on the subspace {A x = 0}:
+ * covariance Sigma_c = V (V'PV)^-1 V' (V an orthonormal basis).  With pinned
+ * latents S (k of them, N_S invertible for a basis N of Q's null space, so
+ * that P~ = P + tau E_S E_S' is positive definite) and L L' = P~:
+ *
+ *   kriging:  Sigma~_c = P~^-1 - U G^-1 U',  U = P~^-1 A', G = A U = L_G L_G',
+ *   pins:     Sigma_c = Sigma~_c + tau Y K^-1 Y',  Y = Sigma~_c E_S,
+ *             K = I - tau E_S' Y = L_K L_K'   (Woodbury: P = P~ - tau E E'),
+ *   log det(V'PV) + log det(AA') = log|P~| + log|G| + log|K|.
+ *
+ * The result does not depend on tau > 0; gmm_constr_tau takes the largest
+ * diagonal entry of the prior at the pins, so that P~'s added curvature is
+ * of the prior's scale (neither a near-singular P~ nor a K near 0).
+ *
+ * Vectors have n entries; A is k x n row-major.  Costs: factor O(k n l + n
+ * k^2) (2k banded solves), solve O(n l + n k), band O(n l' k).
+ */
+#ifndef GMM_CONSTR_H
+#define GMM_CONSTR_H
+
+#include <stddef.h>
+
+#include "gmm/band.h"
+#include "gmm/status.h"
+
+typedef struct gmm_constr gmm_constr;
+
+/* Copies A (k x n) and pin (k indices < n).  NULL + GMM_ENOMEM, or
+ * GMM_EINVAL for a pin out of range. */
+gmm_constr *gmm_constr_alloc(size_t n, size_t k, const double *A, const size_t *pin);
+void gmm_constr_free(gmm_constr *c); /* NULL-safe */
+size_t gmm_constr_count(const gmm_constr *c);
+
+/* tau from the prior Q (SYMMETRIC n x n): the largest Q(s, s) over the
+ * pins, 1 when none is positive. */
+double gmm_constr_tau(const gmm_constr *c, const gmm_band *Q);
+/* P += tau E_S E_S' (remembers tau for the factor). */
+void gmm_constr_pin(gmm_constr *c, double tau, gmm_band *P);
+/* The kriging and pin factors from L (LOWER, L L' = P~).  GMM_ENOTPD when
+ * the constraints are dependent or the conditioned precision is not
+ * positive definite on the subspace (the message says which). */
+gmm_status gmm_constr_factor(gmm_constr *c, const gmm_band *L);
+/* v <- Sigma_c v (after gmm_constr_factor with the same L). */
+gmm_status gmm_constr_solve(gmm_constr *c, const gmm_band *L, double *v);
+/* S <- Sigma_c's band, from S = the band of P~^-1 (gmm_band_chol_selinv of
+ * L; S SYMMETRIC, any bandwidth). */
+void gmm_constr_band(const gmm_constr *c, gmm_band *S);
+/* log|G| + log|K| of the last factor. */
+double gmm_constr_logdet(const gmm_constr *c);
+
+#endif

@@ -1,0 +1,139 @@
+/* stack.h -- a latent vector stacking K components, each indexed by the
+ * levels of a data column, as one gmm_latent (latent.h) with one banded
+ * precision: the linear predictor of data row r is
+ *
+ *     f_r = sum_k x_k[level_k(r)].
+ *
+ * COMPONENTS (variance = the component's "<name>.variance"):
+ *
+ *   IID    x_k ~ N(0, variance I) over nlevel levels.
+ *   RW1    Wiener process on the sorted distinct values t_0 < ... < t_{m-1}
+ *          of the index: x'Q x = sum_j (x_{j+1} - x_j)^2 / (variance dt_j),
+ *          dt_j = t_{j+1} - t_j.  m latents.  Intrinsic: constraint
+ *          sum_j x_j = 0.
+ *   RW2    integrated Wiener process, EXACT two-state form: a state (x_j,
+ *          x'_j) per level, transition F = [1 dt; 0 1], innovation
+ *          covariance variance [dt^3/3 dt^2/2; dt^2/2 dt] (its posterior mean
+ *          is the cubic smoothing spline).  2m latents (data read x_j);
+ *          bandwidth 3 on its own.  Chosen over the one-state approximation
+ *          of Lindgren & Rue (2008) because it is exact at any spacing for
+ *          the price of a doubled dimension.  Intrinsic (null space: lines
+ *          a + b t): constraints sum_j x_j = 0 and sum_j (t_j - tbar) x_j = 0.
+ *   BESAG  ICAR on a graph: variance * R*^-, R* = c R the SCALED Laplacian
+ *          (Sorbye & Rue 2014): per connected component, c makes the
+ *          geometric mean of the marginal variances of the sum-to-zero
+ *          constrained field 1.  One constraint per connected component of
+ *          two or more nodes; an isolated node (an island) is N(0, variance)
+ *          (Freni-Sterrantino et al. 2018).  nlevel = graph nodes.
+ *   BYM2   Riebler et al. (2016): b = sqrt(variance) (sqrt(1 - phi) v +
+ *          sqrt(phi) u), v ~ N(0, I), u the scaled BESAG field with unit
+ *          variance.  2m latents (b, u), data read b; parameters
+ *          "<name>.variance" and "<name>.phi" (0 < phi < 1).  Joint
+ *          precision [I/(s(1-phi)), -sqrt(phi/s)/(1-phi) I; ., R* +
+ *          phi/(1-phi) I], s = variance.  Constraints on u as BESAG.
+ *   GRAPH  a graph precision from gmrf.h's table (borrowed gmm_gmrf; its
+ *          parameters named "<name>.<gmrf parameter name>").  Proper.
+ *
+ * ORDER AND BAND.  The stacked vector (components one after another, each
+ * in its own local order) is permuted by reverse Cuthill-McKee over the
+ * union of the components' precision graphs and the data's graph (each
+ * data row joins the K latents it reads), so that Q is banded with lower
+ * bandwidth kl and each data row reads a window of width <= kl + 1 of the
+ * permuted vector (coefficients 1 at its K entries, 0 elsewhere; obs width
+ * = the widest such window).  An iid term alone adds no band; a factor
+ * crossed with a time series adds about the smaller of the two sizes.
+ *
+ * INTRINSIC COMPONENTS.  Their prior is the limit of a proper GMRF
+ * conditioned on the constraints A x = 0: the Gaussian on {A x = 0} with
+ * precision Q there (covariance V (V'QV)^-1 V', V a basis of that
+ * subspace).  The normalising constant comes from the banded determinant
+ * of Q with the rows and columns of k pinned latents S removed (N_S
+ * invertible, N the null space of Q): det(V'QV) det(AA') = det(Q_-S)
+ * det(AN)^2 / det(N_S)^2.  gmm_latent_nconstr gives the number of
+ * constraints, gmm_latent_constraints and gmm_latent_constraint_pins A and
+ * S.  The exact Gaussian likelihood (gmm_latent_gaussian), the Laplace
+ * approximation (gmm_problem) and their gradients and posteriors condition
+ * on them (constr.h); the whitening (hence HMC) maps v onto the subspace:
+ * x = M L^^-T P_S v, M = I - N (AN)^-1 A the projection along Q's null
+ * space, L^ the Cholesky factor of Q with S pinned, P_S zeroing v_S (k
+ * coordinates of v the likelihood never reads, left N(0, 1)).  VI refuses
+ * such a stack (GMM_EINVAL).
+ *
+ * MEMORY.  The band of Q holds (kl + 1) n doubles and the observation map
+ * nrows x width; either above `limit` bytes (0: GMM_GMRF_BAND_LIMIT) is
+ * GMM_ENOMEM with the bytes needed, before either is allocated.
+ */
+#ifndef GMM_STACK_H
+#define GMM_STACK_H
+
+#include <stddef.h>
+
+#include "gmm/gmrf.h"
+#include "gmm/graph.h"
+#include "gmm/latent.h"
+#include "gmm/status.h"
+
+typedef enum {
+    GMM_STACK_IID = 0,
+    GMM_STACK_RW1,
+    GMM_STACK_RW2,
+    GMM_STACK_BESAG,
+    GMM_STACK_BYM2,
+    GMM_STACK_GRAPH
+} gmm_stack_model;
+
+/* One component.  Read by gmm_latent_stack_alloc only, except gmrf. */
+typedef struct {
+    gmm_stack_model model;
+    const char *name;      /* parameter prefix, e.g. "f.week" (copied) */
+    size_t nlevel;         /* IID: number of levels (BESAG, BYM2, GRAPH: the graph's) */
+    const size_t *level;   /* IID, BESAG, BYM2, GRAPH: nrows levels (graph nodes) */
+    const double *value;   /* RW1, RW2: nrows finite index values */
+    const gmm_graph *graph; /* BESAG, BYM2 */
+    const gmm_gmrf *gmrf;  /* GRAPH: borrowed, must outlive the latent */
+    double variance, phi;  /* starting values; 0: the defaults 1 and 0.5
+                            * (GRAPH: the gmrf's own values) */
+} gmm_stack_term;
+
+/* The stacked latent over nrows data rows and nterm >= 1 components.
+ * limit: bytes allowed for one band (0: GMM_GMRF_BAND_LIMIT).  Errors:
+ * GMM_EINVAL (NULL, a level out of range or a non-finite value with the row
+ * in gmm_error_index(), RW1 with fewer than 2 distinct values or RW2 fewer
+ * than 3, a starting value out of its domain, a missing graph), GMM_ENOMEM
+ * (the band or observation map over limit, with the bytes; allocation).
+ * O(rows K^2 + edges log) for the ordering, O(n l^2) for the scaling of
+ * BESAG and BYM2. */
+gmm_status gmm_latent_stack_alloc(size_t nrows, size_t nterm, const gmm_stack_term *terms,
+                                  size_t limit, gmm_latent **out);
+
+/* For a stack latent (GMM_EINVAL otherwise): the number of components, the
+ * size of component k (latents), its first index in the UNPERMUTED stacked
+ * vector, and the latent (permuted) index of component k's local latent j
+ * (GMM_NO_INDEX out of range).  Local order: IID, BESAG, GRAPH: the level;
+ * RW1: the j-th smallest value; RW2: x_j at 2j, x'_j at 2j + 1; BYM2: b_v at
+ * v, u_v at m + v. */
+size_t gmm_latent_stack_nterm(const gmm_latent *l);
+size_t gmm_latent_stack_size(const gmm_latent *l, size_t k);
+size_t gmm_latent_stack_index(const gmm_latent *l, size_t k, size_t j);
+/* RW1/RW2: the sorted distinct values (m, owned by l); NULL otherwise. */
+const double *gmm_latent_stack_values(const gmm_latent *l, size_t k, size_t *m);
+/* BESAG/BYM2: the scaling factor c of R* = c R for graph node v's
+ * connected component (1 for an island); NAN otherwise. */
+double gmm_latent_stack_scale(const gmm_latent *l, size_t k, size_t v);
+
+/* The constraints A x = 0 in the latent (permuted) numbering: nconstr rows
+ * of n doubles, row-major, into A (caller allocates nconstr n). */
+gmm_status gmm_latent_stack_constraints(const gmm_latent *l, double *A);
+
+/* log det(V'Q(theta)V), V an orthonormal basis of {A x = 0} (all of R^n
+ * without constraints): the log-determinant of the prior precision on the
+ * constrained subspace, banded (see INTRINSIC COMPONENTS).  Equal to the
+ * log of the product of Q's nonzero eigenvalues when A spans Q's null space
+ * (RW1, BESAG).  Errors as gmm_latent_prior.  O(n l^2). */
+gmm_status gmm_latent_stack_logdet(gmm_latent *l, const double *theta, double *logdet);
+
+/* One line for --verbose: each component's name, model and size, n, the
+ * joint bandwidth, the observation width and the band's megabytes. */
+void gmm_latent_stack_describe(const gmm_latent *l, char *buf, size_t size);
+
+#endif

@@ -1,0 +1,222 @@
+/* constr.c -- conditioning a banded Gaussian on linear constraints
+ * (constr.h): kriging against A and a Woodbury correction for the pins. */
+#include "gmm/constr.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "gmm/alloc.h"
+
+struct gmm_constr {
+    size_t n, k;
+    double *A;      /* k x n row-major */
+    size_t *pin;    /* k */
+    double tau;
+    double *V;      /* n x k column-major: U L_G^-T */
+    double *Z;      /* n x k column-major: Y L_K^-T */
+    double *G, *K;  /* k x k, lower Cholesky factors */
+    double *a;      /* k */
+    double ldG, ldK;
+};
+
+gmm_constr *gmm_constr_alloc(size_t n, size_t k, const double *A, const size_t *pin)
+{
+    for (size_t i = 0; i < k; i++)
+        if (pin[i] >= n) {
+            gmm_error(GMM_EINVAL, "constraint %zu pins latent %zu of %zu", i, pin[i], n);
+            return NULL;
+        }
+    gmm_constr *c = gmm_calloc(1, sizeof *c);
+    size_t kk = k ? k : 1;
+    if (c) {
+        c->A = gmm_malloc(kk * n, sizeof *c->A);
+        c->pin = gmm_malloc(kk, sizeof *c->pin);
+        c->V = gmm_malloc(kk * n, sizeof *c->V);
+        c->Z = gmm_malloc(kk * n, sizeof *c->Z);
+        c->G = gmm_calloc(kk * kk, sizeof *c->G);
+        c->K = gmm_calloc(kk * kk, sizeof *c->K);
+        c->a = gmm_malloc(kk, sizeof *c->a);
+    }
+    if (!c || !c->A || !c->pin || !c->V || !c->Z || !c->G || !c->K || !c->a) {
+        gmm_constr_free(c);
+        gmm_error(GMM_ENOMEM, "out of memory for %zu constraints on %zu latents", k, n);
+        return NULL;
+    }
+    c->n = n;
+    c->k = k;
+    memcpy(c->A, A, k * n * sizeof *A);
+    memcpy(c->pin, pin, k * sizeof *pin);
+    c->tau = 1.0;
+    return c;
+}
+
+void gmm_constr_free(gmm_constr *c)
+{
+    if (!c)
+        return;
+    gmm_free(c->A);
+    gmm_free(c->pin);
+    gmm_free(c->V);
+    gmm_free(c->Z);
+    gmm_free(c->G);
+    gmm_free(c->K);
+    gmm_free(c->a);
+    gmm_free(c);
+}
+
+size_t gmm_constr_count(const gmm_constr *c) { return c ? c->k : 0; }
+
+double gmm_constr_tau(const gmm_constr *c, const gmm_band *Q)
+{
+    double t = 0.0;
+    for (size_t i = 0; i < c->k; i++)
+        t = fmax(t, gmm_band_get(Q, c->pin[i], c->pin[i]));
+    return t > 0.0 && isfinite(t) ? t : 1.0;
+}
+
+void gmm_constr_pin(gmm_constr *c, double tau, gmm_band *P)
+{
+    c->tau = tau;
+    for (size_t i = 0; i < c->k; i++)
+        *gmm_band_ptr(P, c->pin[i], c->pin[i]) += tau;
+}
+
+/* Lower Cholesky of the k x k M (lower triangle read) in place; log det
+ * into *ld; the failing column + 1, or 0. */
+static size_t small_chol(double *M, size_t k, double *ld)
+{
+    *ld = 0.0;
+    for (size_t j = 0; j < k; j++) {
+        double d = M[j * k + j];
+        for (size_t t = 0; t < j; t++)
+            d -= M[j * k + t] * M[j * k + t];
+        if (!(d > 0.0) || !isfinite(d))
+            return j + 1;
+        d = sqrt(d);
+        M[j * k + j] = d;
+        *ld += 2.0 * log(d);
+        for (size_t i = j + 1; i < k; i++) {
+            double g = M[i * k + j];
+            for (size_t t = 0; t < j; t++)
+                g -= M[i * k + t] * M[j * k + t];
+            M[i * k + j] = g / d;
+        }
+    }
+    return 0;
+}
+
+/* X <- X L^-T for X n x k column-major, L k x k lower. */
+static void right_solve(double *X, size_t n, size_t k, const double *L)
+{
+    for (size_t r = 0; r < n; r++)
+        for (size_t i = 0; i < k; i++) {
+            double a = X[i * n + r];
+            for (size_t t = 0; t < i; t++)
+                a -= L[i * k + t] * X[t * n + r];
+            X[i * n + r] = a / L[i * k + i];
+        }
+}
+
+/* v <- v - V L_G^-1 A v: P~^-1 b becomes Sigma~_c b. */
+static void krig(gmm_constr *c, double *v)
+{
+    size_t n = c->n, k = c->k;
+    for (size_t i = 0; i < k; i++) {
+        double s = 0.0;
+        for (size_t t = 0; t < n; t++)
+            s += c->A[i * n + t] * v[t];
+        for (size_t t = 0; t < i; t++)
+            s -= c->G[i * k + t] * c->a[t];
+        c->a[i] = s / c->G[i * k + i];
+    }
+    for (size_t i = 0; i < k; i++)
+        for (size_t r = 0; r < n; r++)
+            v[r] -= c->V[i * n + r] * c->a[i];
+}
+
+gmm_status gmm_constr_factor(gmm_constr *c, const gmm_band *L)
+{
+    gmm_status st;
+    size_t n = c->n, k = c->k, bad;
+    if (L->n != n)
+        return gmm_error(GMM_EDIM, "constraints on %zu latents, factor of %zu", n, L->n);
+    for (size_t i = 0; i < k; i++) {
+        memcpy(c->V + i * n, c->A + i * n, n * sizeof *c->V);
+        if ((st = gmm_band_tri_solve_vec(L, GMM_NOTRANS, c->V + i * n)) ||
+            (st = gmm_band_tri_solve_vec(L, GMM_TRANS, c->V + i * n)))
+            return st;
+    }
+    for (size_t i = 0; i < k; i++)
+        for (size_t j = 0; j <= i; j++) {
+            double g = 0.0;
+            for (size_t t = 0; t < n; t++)
+                g += c->A[i * n + t] * c->V[j * n + t];
+            c->G[i * k + j] = g;
+        }
+    if ((bad = small_chol(c->G, k, &c->ldG)))
+        return gmm_error_at(GMM_ENOTPD, bad - 1, "constraint %zu is linearly dependent on the "
+                                                 "others",
+                            bad - 1);
+    right_solve(c->V, n, k, c->G);
+    for (size_t j = 0; j < k; j++) {
+        double *y = c->Z + j * n;
+        memset(y, 0, n * sizeof *y);
+        y[c->pin[j]] = 1.0;
+        if ((st = gmm_band_tri_solve_vec(L, GMM_NOTRANS, y)) ||
+            (st = gmm_band_tri_solve_vec(L, GMM_TRANS, y)))
+            return st;
+        krig(c, y);
+    }
+    for (size_t i = 0; i < k; i++)
+        for (size_t j = 0; j <= i; j++)
+            c->K[i * k + j] = (i == j) - c->tau * c->Z[j * n + c->pin[i]];
+    if ((bad = small_chol(c->K, k, &c->ldK)))
+        return gmm_error_at(GMM_ENOTPD, bad - 1, "the precision is not positive definite on "
+                                                 "the constrained subspace (direction %zu): "
+                                                 "the constraints leave a direction that "
+                                                 "neither the prior nor the data determine",
+                            bad - 1);
+    right_solve(c->Z, n, k, c->K);
+    return GMM_OK;
+}
+
+gmm_status gmm_constr_solve(gmm_constr *c, const gmm_band *L, double *v)
+{
+    gmm_status st;
+    size_t n = c->n, k = c->k;
+    if ((st = gmm_band_tri_solve_vec(L, GMM_NOTRANS, v)) ||
+        (st = gmm_band_tri_solve_vec(L, GMM_TRANS, v)))
+        return st;
+    if (k == 0)
+        return GMM_OK;
+    krig(c, v);
+    /* + tau Z Z' b, Z' b = L_K^-1 Y' b = L_K^-1 (Sigma~_c b)_S */
+    for (size_t i = 0; i < k; i++) {
+        double s = v[c->pin[i]];
+        for (size_t t = 0; t < i; t++)
+            s -= c->K[i * k + t] * c->a[t];
+        c->a[i] = s / c->K[i * k + i];
+    }
+    for (size_t i = 0; i < k; i++)
+        for (size_t r = 0; r < n; r++)
+            v[r] += c->tau * c->Z[i * n + r] * c->a[i];
+    return GMM_OK;
+}
+
+void gmm_constr_band(const gmm_constr *c, gmm_band *S)
+{
+    size_t n = S->n, k = c->k;
+    for (size_t j = 0; j < n && k; j++) {
+        double *col = gmm_band_col(S, j);
+        size_t iend = j + S->kl < n ? j + S->kl : n - 1;
+        for (size_t i = j; i <= iend; i++) {
+            double s = 0.0;
+            for (size_t t = 0; t < k; t++)
+                s += c->tau * c->Z[t * n + i] * c->Z[t * n + j] -
+                     c->V[t * n + i] * c->V[t * n + j];
+            col[i] += s;
+        }
+    }
+}
+
+double gmm_constr_logdet(const gmm_constr *c) { return c->k ? c->ldG + c->ldK : 0.0; }

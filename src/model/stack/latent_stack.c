@@ -1,0 +1,928 @@
+/* latent_stack.c -- the stacked latent (stack.h) as a gmm_latent: the
+ * joint ordering, the banded assembly of Q and its reverse mode, the exact
+ * Gaussian likelihood (constrained when components are intrinsic) and the
+ * whitening of proper stacks.
+ *
+ * CONSTRAINED LIKELIHOOD.  With k constraints A x = 0, pinned latents S and
+ * Q^ = Q with S's rows and columns replaced by the identity's (banded, PD:
+ * N_S invertible), the prior's normaliser on the subspace is
+ *
+ *     log det(V'QV) + log det(AA') = log det Q^ + 2 log|det AN| - 2 log|det N_S|
+ *
+ * (the second and third terms constants of the components), handed to
+ * gmm_marglik_eval as the prior's log-determinant, which conditions on
+ * A x = 0 (gmm_marglik_constrain, with S as the pins).  Gradient: marglik's dlogp/dQ,
+ * plus log det Q^ / 2 through chol(Q^)'s reverse with the pinned rows and
+ * columns dropped (they are constants).
+ *
+ * WHITENING.  Proper stacks: W = L^-T, L L' = Q, as graph latents
+ * (latent_gmrf.c).  With constraints: W = M L^^-T P_S (stack_whiten_setup). */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "gmm/alloc.h"
+#include "../latent_impl.h"
+#include "stack_impl.h"
+
+typedef struct {
+    size_t K, n, bw, nrows, nparam, ncon;
+    stack_comp *comp;
+    size_t *perm, *iperm;   /* n: perm[row] = stacked index */
+    const size_t *offset;   /* the latent's row offsets */
+    const double *coef;     /* the latent's coefficients (nrows x width) */
+    size_t width;
+    /* constraints in the permuted numbering: dense k x n, the pinned rows,
+     * the constant parts of the normaliser */
+    double *A;
+    size_t *pin;
+    double ldconst, ldaa;
+    double *theta;          /* nparam: of the last prior call */
+    int prior_ok;
+    /* Gaussian likelihood */
+    gmm_band *Q, *Qbar, *Qh, *Qhbar;
+    gmm_marglik_work *w;
+    size_t *ooff;
+    double *oy, *ocoef;
+    gmm_obs obs;
+    /* the constraints sparse (gaptr, gaidx, gaval), the null space's basis
+     * (gnptr, gnidx, gnval, gnb: stack_comp's nb), each constraint's
+     * component, and blocks of constraints of one component (nblk, blk0:
+     * nblk + 1 starts) */
+    size_t *gaptr, *gaidx, *gnptr, *gnidx, *ccomp, *blk0, nblk;
+    double *gaval, *gnval;
+    int *gnb;
+    /* whitening: Q^'s factor, its adjoint, three n-vectors, the setup's
+     * theta, the blocks N_S and AN (k x k, LU per block), beta and BYM2's
+     * alpha (k each) */
+    gmm_band *wL, *wLb;
+    double *wx, *wwork, *wsolve, *wtheta, *wNS, *wAN, *wbeta, *walpha;
+    int wready;
+} stack_impl;
+
+static void stack_free_impl(void *p)
+{
+    stack_impl *c = p;
+    if (!c)
+        return;
+    for (size_t k = 0; c->comp && k < c->K; k++)
+        stack_comp_free(&c->comp[k]);
+    gmm_free(c->comp);
+    gmm_free(c->perm);
+    gmm_free(c->A);
+    gmm_free(c->pin);
+    gmm_free(c->gaptr);
+    gmm_free(c->gaidx);
+    gmm_free(c->gaval);
+    gmm_free(c->gnptr);
+    gmm_free(c->gnidx);
+    gmm_free(c->gnval);
+    gmm_free(c->gnb);
+    gmm_free(c->ccomp);
+    gmm_free(c->blk0);
+    gmm_free(c->theta);
+    gmm_band_free(c->Q);
+    gmm_band_free(c->Qbar);
+    gmm_band_free(c->Qh);
+    gmm_band_free(c->Qhbar);
+    gmm_marglik_work_free(c->w);
+    gmm_free(c->ooff);
+    gmm_free(c->oy);
+    gmm_free(c->ocoef);
+    gmm_band_free(c->wL);
+    gmm_band_free(c->wLb);
+    gmm_free(c->wx);
+    gmm_free(c);
+}
+
+/* ---- assembly ------------------------------------------------------------- */
+
+static gmm_status assemble(stack_impl *c, const double *theta, gmm_band *Q)
+{
+    gmm_status st;
+    gmm_band_set_zero(Q);
+    for (size_t k = 0; k < c->K; k++) {
+        stack_comp *m = &c->comp[k];
+        const double *th = theta + m->par0;
+        if (m->model == GMM_STACK_GRAPH) {
+            if ((st = gmm_gmrf_assemble(m->g, th, m->gQ)))
+                return st;
+            for (size_t s = 0; s < m->nslot; s++)
+                *gmm_band_ptr(Q, m->gi[s], m->gj[s]) += *gmm_band_ptr(m->gQ, m->gr[s], m->gc[s]);
+            continue;
+        }
+        double cg[STACK_NGROUP], dc[2 * STACK_NGROUP];
+        if ((st = stack_comp_coef(m, th, cg, dc)))
+            return st;
+        for (size_t s = 0; s < m->nslot; s++)
+            *gmm_band_ptr(Q, m->gi[s], m->gj[s]) += cg[m->sg[s]] * m->sv[s];
+    }
+    return GMM_OK;
+}
+
+/* thetabar += sum over stored slots of Qbar dQ/dtheta. */
+static gmm_status assemble_rev(stack_impl *c, const double *theta, const gmm_band *Qbar,
+                               double *thetabar)
+{
+    gmm_status st;
+    for (size_t k = 0; k < c->K; k++) {
+        stack_comp *m = &c->comp[k];
+        const double *th = theta + m->par0;
+        if (m->model == GMM_STACK_GRAPH) {
+            gmm_band_set_zero(m->gQbar);
+            for (size_t s = 0; s < m->nslot; s++)
+                *gmm_band_ptr(m->gQbar, m->gr[s], m->gc[s]) =
+                    *gmm_band_ptr(Qbar, m->gi[s], m->gj[s]);
+            if ((st = gmm_gmrf_assemble_rev(m->g, th, m->gQbar, thetabar + m->par0)))
+                return st;
+            continue;
+        }
+        double cg[STACK_NGROUP], dc[2 * STACK_NGROUP], gb[STACK_NGROUP] = {0};
+        if ((st = stack_comp_coef(m, th, cg, dc)))
+            return st;
+        for (size_t s = 0; s < m->nslot; s++)
+            gb[m->sg[s]] += *gmm_band_ptr(Qbar, m->gi[s], m->gj[s]) * m->sv[s];
+        for (size_t p = 0; p < m->npar; p++)
+            for (size_t g = 0; g < STACK_NGROUP; g++)
+                thetabar[m->par0 + p] += gb[g] * dc[g * 2 + p];
+    }
+    return GMM_OK;
+}
+
+static gmm_status band_work(stack_impl *c);
+static gmm_status pinned_logdet(stack_impl *c, const gmm_band *Q, double *ld);
+static gmm_status pinned_logdet_rev(stack_impl *c, double ldbar, gmm_band *Qbar);
+
+/* With constraints, log|Q| on the subspace (latent.h) from Q^. */
+static gmm_status stack_prior(void *p, const double *theta, gmm_band *Q, double *logdet)
+{
+    stack_impl *c = p;
+    *logdet = NAN;
+    gmm_status st = assemble(c, theta, Q);
+    if (st == GMM_OK && c->ncon && (st = band_work(c)) == GMM_OK)
+        st = pinned_logdet(c, Q, logdet);
+    c->prior_ok = st == GMM_OK;
+    if (c->prior_ok)
+        memcpy(c->theta, theta, c->nparam * sizeof *theta);
+    return st;
+}
+
+static gmm_status stack_prior_rev(void *p, const gmm_band *Qbar, double logdetbar,
+                                  double *thetabar)
+{
+    stack_impl *c = p;
+    gmm_status st;
+    if (!c->prior_ok)
+        return gmm_error(GMM_EINVAL, "gmm_latent_prior_rev: no gmm_latent_prior before");
+    if ((st = assemble_rev(c, c->theta, Qbar, thetabar)) || logdetbar == 0.0)
+        return st;
+    gmm_band_set_zero(c->Qbar);
+    if ((st = pinned_logdet_rev(c, logdetbar, c->Qbar)))
+        return st;
+    return assemble_rev(c, c->theta, c->Qbar, thetabar);
+}
+
+/* ---- the pinned matrix and the constrained normaliser ---------------------- */
+
+static gmm_status band_work(stack_impl *c)
+{
+    if (c->Q)
+        return GMM_OK;
+    c->Q = gmm_band_alloc(c->n, c->bw, 0, GMM_BAND_SYMMETRIC);
+    c->Qbar = gmm_band_alloc(c->n, c->bw, 0, GMM_BAND_SYMMETRIC);
+    if (c->ncon) {
+        c->Qh = gmm_band_alloc(c->n, c->bw, 0, GMM_BAND_SYMMETRIC);
+        c->Qhbar = gmm_band_alloc(c->n, c->bw, 0, GMM_BAND_SYMMETRIC);
+    }
+    c->w = gmm_marglik_work_alloc(c->n, c->bw);
+    c->ocoef = gmm_malloc(c->nrows * c->width > 0 ? c->nrows * c->width : 1, sizeof *c->ocoef);
+    if (!c->Q || !c->Qbar || (c->ncon && (!c->Qh || !c->Qhbar)) || !c->w || !c->ocoef)
+        return gmm_error(GMM_ENOMEM, "out of memory for the stacked latent's bands (n = %zu, "
+                                     "bandwidth %zu)",
+                         c->n, c->bw);
+    return gmm_marglik_constrain(c->w, c->ncon, c->A, c->pin);
+}
+
+/* Row and column i of a SYMMETRIC band B set to zero. */
+static void band_zero_rowcol(gmm_band *B, size_t i)
+{
+    size_t j0 = i > B->kl ? i - B->kl : 0, i1 = i + B->kl < B->n ? i + B->kl : B->n - 1;
+    for (size_t j = j0; j <= i; j++)
+        *gmm_band_ptr(B, i, j) = 0.0;
+    for (size_t r = i; r <= i1; r++)
+        *gmm_band_ptr(B, r, i) = 0.0;
+}
+
+/* Q^ from Q into c->Qh, factorised in place (it turns LOWER); log det Q^ +
+ * the constants into *ld. */
+static gmm_status pinned_logdet(stack_impl *c, const gmm_band *Q, double *ld)
+{
+    gmm_status st;
+    c->Qh->kind = GMM_BAND_SYMMETRIC;
+    if ((st = gmm_band_copy(c->Qh, Q)))
+        return st;
+    for (size_t i = 0; i < c->ncon; i++) {
+        band_zero_rowcol(c->Qh, c->pin[i]);
+        *gmm_band_ptr(c->Qh, c->pin[i], c->pin[i]) = 1.0;
+    }
+    if ((st = gmm_band_chol_decomp(c->Qh, c->Qh)))
+        return gmm_error_at(st, gmm_error_index(), "the intrinsic prior is not positive "
+                                                   "definite on its constrained subspace");
+    *ld = gmm_band_chol_logdet(c->Qh) + c->ldconst;
+    return GMM_OK;
+}
+
+/* Qbar += ldbar d(log det Q^)/dQ (pinned rows and columns dropped), after
+ * pinned_logdet. */
+static gmm_status pinned_logdet_rev(stack_impl *c, double ldbar, gmm_band *Qbar)
+{
+    gmm_status st;
+    gmm_band *B = c->Qhbar;
+    B->kind = GMM_BAND_LOWER;
+    gmm_band_set_zero(B);
+    if ((st = gmm_band_chol_logdet_rev(c->Qh, ldbar, B)))
+        return st;
+    if ((st = gmm_band_chol_decomp_rev(c->Qh, B, B)))
+        return st;
+    B->kind = GMM_BAND_SYMMETRIC;
+    for (size_t i = 0; i < c->ncon; i++)
+        band_zero_rowcol(B, c->pin[i]);
+    for (size_t j = 0; j < c->n; j++) {
+        const double *b = gmm_band_col(B, j);
+        double *q = gmm_band_col(Qbar, j);
+        size_t i1 = j + c->bw < c->n ? j + c->bw : c->n - 1;
+        for (size_t i = j; i <= i1; i++)
+            q[i] += b[i];
+    }
+    return GMM_OK;
+}
+
+/* ---- Gaussian likelihood --------------------------------------------------- */
+
+static gmm_status stack_gaussian(void *p, const double *theta, const double *y, double noise,
+                                 double *loglik, double *thetabar, double *noisebar)
+{
+    stack_impl *c = p;
+    gmm_status st;
+    if ((st = band_work(c)))
+        return st;
+    if (!isfinite(noise) || !(noise > 0.0))
+        return gmm_error(GMM_EDOM, "likelihood.variance = %g must be positive and finite",
+                         noise);
+    size_t o = 0, W = c->width;
+    for (size_t r = 0; r < c->nrows; r++) {
+        if (isnan(y[r]))
+            continue;
+        if (!isfinite(y[r]))
+            return gmm_error_at(GMM_EINVAL, r, "y[%zu] = %g is not finite", r, y[r]);
+        c->ooff[o] = c->offset[r];
+        memcpy(c->ocoef + o * W, c->coef + r * W, W * sizeof *c->ocoef);
+        c->oy[o++] = y[r];
+    }
+    c->obs = (gmm_obs){c->n, o, W, c->ooff, c->ocoef, W, c->oy};
+    double ld = 0.0;
+    if ((st = assemble(c, theta, c->Q)))
+        return st;
+    if (c->ncon && (st = pinned_logdet(c, c->Q, &ld)))
+        return st;
+    if ((st = gmm_marglik_eval(c->Q, &c->obs, noise, c->ncon ? &ld : NULL, c->w, loglik)))
+        return st;
+    if (!thetabar)
+        return GMM_OK;
+    double nb = 0.0;
+    gmm_band_set_zero(c->Qbar);
+    if ((st = gmm_marglik_grad(c->w, c->Qbar, &nb)))
+        return st;
+    if (c->ncon && (st = pinned_logdet_rev(c, 0.5, c->Qbar)))
+        return st;
+    memset(thetabar, 0, c->nparam * sizeof *thetabar);
+    if ((st = assemble_rev(c, theta, c->Qbar, thetabar)))
+        return st;
+    if (noisebar)
+        *noisebar = nb;
+    return GMM_OK;
+}
+
+static gmm_status stack_gaussian_post(void *p, double *mean, gmm_band *cov)
+{
+    stack_impl *c = p;
+    if (!c->w)
+        return gmm_error(GMM_EINVAL, "stacked latent: no Gaussian evaluation yet");
+    return gmm_marglik_posterior(c->w, mean, cov);
+}
+
+/* ---- whitening -------------------------------------------------------------- */
+
+/* Q^ (Q itself without constraints) assembled in wL and factorised. */
+static gmm_status whiten_factor(stack_impl *c, const double *theta)
+{
+    gmm_status st;
+    c->wL->kind = GMM_BAND_SYMMETRIC;
+    if ((st = assemble(c, theta, c->wL)))
+        return st;
+    for (size_t i = 0; i < c->ncon; i++) {
+        band_zero_rowcol(c->wL, c->pin[i]);
+        *gmm_band_ptr(c->wL, c->pin[i], c->pin[i]) = 1.0;
+    }
+    return gmm_band_chol_decomp(c->wL, c->wL);
+}
+
+/* In-place LU (no pivoting) of the kc x kc block at c0 of the k x k M: the
+ * blocks NS and AN are diagonal or unit triangular (stack_comp.c). */
+static gmm_status block_lu(double *M, size_t k, size_t c0, size_t kc)
+{
+    for (size_t j = c0; j < c0 + kc; j++) {
+        if (!(fabs(M[j * k + j]) > 0.0))
+            return gmm_error(GMM_EDOM, "whitening: singular constraint block");
+        for (size_t i = j + 1; i < c0 + kc; i++) {
+            M[i * k + j] /= M[j * k + j];
+            for (size_t t = j + 1; t < c0 + kc; t++)
+                M[i * k + t] -= M[i * k + j] * M[j * k + t];
+        }
+    }
+    return GMM_OK;
+}
+
+/* b <- M^-1 b (trans: M^-T b) on the block (b indexed from c0). */
+static void block_solve(const double *M, size_t k, size_t c0, size_t kc, int trans, double *b)
+{
+    if (!trans) {
+        for (size_t i = 0; i < kc; i++)
+            for (size_t t = 0; t < i; t++)
+                b[i] -= M[(c0 + i) * k + c0 + t] * b[t];
+        for (size_t i = kc; i-- > 0;) {
+            for (size_t t = i + 1; t < kc; t++)
+                b[i] -= M[(c0 + i) * k + c0 + t] * b[t];
+            b[i] /= M[(c0 + i) * k + c0 + i];
+        }
+    } else {
+        for (size_t i = 0; i < kc; i++) {
+            for (size_t t = 0; t < i; t++)
+                b[i] -= M[(c0 + t) * k + c0 + i] * b[t];
+            b[i] /= M[(c0 + i) * k + c0 + i];
+        }
+        for (size_t i = kc; i-- > 0;)
+            for (size_t t = i + 1; t < kc; t++)
+                b[i] -= M[(c0 + t) * k + c0 + i] * b[t];
+    }
+}
+
+/* N's entry e of constraint ci at the setup's theta. */
+static double nval(const stack_impl *c, size_t ci, size_t e)
+{
+    return c->gnb[e] ? c->walpha[ci] * c->gnval[e] : c->gnval[e];
+}
+
+/* wbeta = (AN)^-1 A x. */
+static void m_beta(stack_impl *c, const double *x)
+{
+    for (size_t b = 0; b < c->nblk; b++) {
+        size_t c0 = c->blk0[b], kc = c->blk0[b + 1] - c0;
+        double *be = c->wbeta + c0;
+        for (size_t i = 0; i < kc; i++) {
+            double s = 0.0;
+            for (size_t e = c->gaptr[c0 + i]; e < c->gaptr[c0 + i + 1]; e++)
+                s += c->gaval[e] * x[c->gaidx[e]];
+            be[i] = s;
+        }
+        block_solve(c->wAN, c->ncon, c0, kc, 0, be);
+    }
+}
+
+/* x <- M x = x - N (AN)^-1 A x. */
+static void apply_m(stack_impl *c, double *x)
+{
+    m_beta(c, x);
+    for (size_t b = 0; b < c->nblk; b++) {
+        size_t c0 = c->blk0[b], kc = c->blk0[b + 1] - c0;
+        const double *be = c->wbeta + c0;
+        for (size_t i = 0; i < kc; i++)
+            for (size_t e = c->gnptr[c0 + i]; e < c->gnptr[c0 + i + 1]; e++)
+                x[c->gnidx[e]] -= nval(c, c0 + i, e) * be[i];
+    }
+}
+
+/* g <- M' g = g - A' (AN)^-T N' g. */
+static void apply_mt(stack_impl *c, double *g)
+{
+    for (size_t b = 0; b < c->nblk; b++) {
+        size_t c0 = c->blk0[b], kc = c->blk0[b + 1] - c0;
+        double *be = c->wbeta + c0;
+        for (size_t i = 0; i < kc; i++) {
+            double s = 0.0;
+            for (size_t e = c->gnptr[c0 + i]; e < c->gnptr[c0 + i + 1]; e++)
+                s += nval(c, c0 + i, e) * g[c->gnidx[e]];
+            be[i] = s;
+        }
+        block_solve(c->wAN, c->ncon, c0, kc, 1, be);
+        for (size_t i = 0; i < kc; i++)
+            for (size_t e = c->gaptr[c0 + i]; e < c->gaptr[c0 + i + 1]; e++)
+                g[c->gaidx[e]] -= c->gaval[e] * be[i];
+    }
+}
+
+/* The setup's N S-rows and A N blocks, factorised. */
+static gmm_status whiten_blocks(stack_impl *c, const double *theta)
+{
+    gmm_status st;
+    size_t k = c->ncon;
+    for (size_t ci = 0; ci < k; ci++) {
+        const stack_comp *m = &c->comp[c->ccomp[ci]];
+        c->walpha[ci] = m->model == GMM_STACK_BYM2
+                            ? sqrt(theta[m->par0] * theta[m->par0 + 1])
+                            : 1.0;
+    }
+    memset(c->wNS, 0, k * k * sizeof *c->wNS);
+    memset(c->wAN, 0, k * k * sizeof *c->wAN);
+    double *col = c->wx; /* one column of N at a time, scattered */
+    memset(col, 0, c->n * sizeof *col);
+    for (size_t b = 0; b < c->nblk; b++) {
+        size_t c0 = c->blk0[b], kc = c->blk0[b + 1] - c0;
+        for (size_t j = c0; j < c0 + kc; j++) {
+            for (size_t e = c->gnptr[j]; e < c->gnptr[j + 1]; e++)
+                col[c->gnidx[e]] += nval(c, j, e);
+            for (size_t i = c0; i < c0 + kc; i++) {
+                double s = 0.0;
+                for (size_t e = c->gaptr[i]; e < c->gaptr[i + 1]; e++)
+                    s += c->gaval[e] * col[c->gaidx[e]];
+                c->wAN[i * k + j] = s;
+                c->wNS[i * k + j] = col[c->pin[i]];
+            }
+            for (size_t e = c->gnptr[j]; e < c->gnptr[j + 1]; e++)
+                col[c->gnidx[e]] = 0.0;
+        }
+        if ((st = block_lu(c->wAN, k, c0, kc)) || (st = block_lu(c->wNS, k, c0, kc)))
+            return st;
+    }
+    return GMM_OK;
+}
+
+/* WITH CONSTRAINTS the prior on {A x = 0} is x = M z, M = I - N (AN)^-1 A,
+ * z_S = 0 and z_-S ~ N(0, Q_-S^-1) (the pinned GMRF): W = M L^^-T P_S
+ * (P_S zeroes the pinned entries of v, which stay free N(0, 1) coordinates
+ * the likelihood never reads), W^-1 x = L^' (x - N N_S^-1 x_S). */
+static gmm_status stack_whiten_setup(void *p, const double *theta)
+{
+    stack_impl *c = p;
+    gmm_status st;
+    size_t k = c->ncon;
+    c->wready = 0;
+    if (!c->wL) {
+        c->wL = gmm_band_alloc(c->n, c->bw, 0, GMM_BAND_SYMMETRIC);
+        c->wLb = gmm_band_alloc(c->n, c->bw, 0, GMM_BAND_LOWER);
+        c->wx = gmm_malloc(3 * c->n + c->nparam + 2 * k * k + 2 * k + 1, sizeof *c->wx);
+        if (!c->wL || !c->wLb || !c->wx)
+            return gmm_error(GMM_ENOMEM, "out of memory for the whitening workspace (two bands "
+                                         "of %zu x %zu, bandwidth %zu)",
+                             c->n, c->n, c->bw);
+        c->wwork = c->wx + c->n;
+        c->wsolve = c->wwork + c->n;
+        c->wtheta = c->wsolve + c->n;
+        c->wNS = c->wtheta + c->nparam;
+        c->wAN = c->wNS + k * k;
+        c->wbeta = c->wAN + k * k;
+        c->walpha = c->wbeta + k;
+    }
+    if ((st = whiten_factor(c, theta)) || (k && (st = whiten_blocks(c, theta))))
+        return st;
+    memcpy(c->wtheta, theta, c->nparam * sizeof *theta);
+    c->wready = 1;
+    return GMM_OK;
+}
+
+static gmm_status wready(const stack_impl *c, const double *a, const double *b, const char *fn)
+{
+    if (!c->wready)
+        return gmm_error(GMM_EINVAL, "%s: no successful whitening setup before", fn);
+    if (!a || !b)
+        return gmm_error(GMM_EINVAL, "%s: NULL argument", fn);
+    return GMM_OK;
+}
+
+/* z = L^^-T P_S v into z (may alias v). */
+static gmm_status whiten_z(stack_impl *c, const double *v, double *z)
+{
+    if (z != v)
+        memcpy(z, v, c->n * sizeof *z);
+    for (size_t i = 0; i < c->ncon; i++)
+        z[c->pin[i]] = 0.0;
+    return gmm_band_tri_solve_vec(c->wL, GMM_TRANS, z);
+}
+
+static gmm_status stack_whiten(void *p, const double *v, double *x)
+{
+    stack_impl *c = p;
+    gmm_status st = wready(c, v, x, "gmm_latent_whiten");
+    if (st || (st = whiten_z(c, v, x)))
+        return st;
+    if (c->ncon)
+        apply_m(c, x);
+    return GMM_OK;
+}
+
+static gmm_status stack_unwhiten(void *p, const double *x, double *v)
+{
+    stack_impl *c = p;
+    gmm_status st = wready(c, x, v, "gmm_latent_unwhiten");
+    if (st)
+        return st;
+    if (x == v)
+        return gmm_error(GMM_EINVAL, "gmm_latent_unwhiten: x and v alias");
+    const double *z = x;
+    if (c->ncon) {
+        double *zz = c->wx;
+        memcpy(zz, x, c->n * sizeof *zz);
+        for (size_t b = 0; b < c->nblk; b++) {
+            size_t c0 = c->blk0[b], kc = c->blk0[b + 1] - c0;
+            double *be = c->wbeta + c0;
+            for (size_t i = 0; i < kc; i++)
+                be[i] = x[c->pin[c0 + i]];
+            block_solve(c->wNS, c->ncon, c0, kc, 0, be);
+            for (size_t i = 0; i < kc; i++)
+                for (size_t e = c->gnptr[c0 + i]; e < c->gnptr[c0 + i + 1]; e++)
+                    zz[c->gnidx[e]] -= nval(c, c0 + i, e) * be[i];
+        }
+        z = zz;
+    }
+    return gmm_band_gemv(GMM_TRANS, 1.0, c->wL, z, 0.0, v);
+}
+
+static gmm_status stack_whiten_t(void *p, const double *g, double *u)
+{
+    stack_impl *c = p;
+    gmm_status st = wready(c, g, u, "gmm_latent_whiten_t");
+    if (st)
+        return st;
+    if (u != g)
+        memcpy(u, g, c->n * sizeof *u);
+    if (c->ncon)
+        apply_mt(c, u);
+    if ((st = gmm_band_tri_solve_vec(c->wL, GMM_NOTRANS, u)))
+        return st;
+    for (size_t i = 0; i < c->ncon; i++)
+        u[c->pin[i]] = 0.0;
+    return GMM_OK;
+}
+
+/* Reverse of x = M(theta) L^(theta)^-T P_S v: zbar = M' xbar through the
+ * factor (solve's and Cholesky's reverse modes, pinned rows and columns
+ * dropped: constants), and BYM2's N, whose b entries are alpha = sqrt(variance
+ * phi) times constants: dx/dalpha = -N_b beta / alpha. */
+static gmm_status stack_whiten_rev(void *p, const double *v, const double *xbar,
+                                   double *thetabar)
+{
+    stack_impl *c = p;
+    gmm_status st = wready(c, v, xbar, "gmm_latent_whiten_rev");
+    if (st)
+        return st;
+    if (!thetabar)
+        return gmm_error(GMM_EINVAL, "gmm_latent_whiten_rev: NULL argument");
+    size_t n = c->n;
+    double *z = c->wx, *zbar = c->wwork;
+    if ((st = whiten_z(c, v, z)))
+        return st;
+    memcpy(zbar, xbar, n * sizeof *zbar);
+    if (c->ncon) {
+        m_beta(c, z); /* alpha's adjoint needs beta = (AN)^-1 A z */
+        for (size_t ci = 0; ci < c->ncon; ci++) {
+            const stack_comp *m = &c->comp[c->ccomp[ci]];
+            if (m->model != GMM_STACK_BYM2)
+                continue;
+            double s = 0.0;
+            for (size_t e = c->gnptr[ci]; e < c->gnptr[ci + 1]; e++)
+                if (c->gnb[e])
+                    s += xbar[c->gnidx[e]] * c->gnval[e];
+            double ab = -s * c->wbeta[ci]; /* d(xbar . x)/dalpha */
+            double sv = c->wtheta[m->par0], ph = c->wtheta[m->par0 + 1];
+            double al = c->walpha[ci];
+            thetabar[m->par0] += ab * al / (2.0 * sv);
+            thetabar[m->par0 + 1] += ab * al / (2.0 * ph);
+        }
+        apply_mt(c, zbar);
+    }
+    c->wLb->kind = GMM_BAND_LOWER;
+    gmm_band_set_zero(c->wLb);
+    if ((st = gmm_band_tri_solve_vec_rev(c->wL, GMM_TRANS, z, zbar, NULL, c->wLb, c->wsolve)) ||
+        (st = gmm_band_chol_decomp_rev(c->wL, c->wLb, c->wLb)))
+        return st;
+    c->wLb->kind = GMM_BAND_SYMMETRIC;
+    for (size_t i = 0; i < c->ncon; i++)
+        band_zero_rowcol(c->wLb, c->pin[i]);
+    return assemble_rev(c, c->wtheta, c->wLb, thetabar);
+}
+
+static const gmm_latent_ops stack_ops = {
+    .family = "stack",
+    .free = stack_free_impl,
+    .prior = stack_prior,
+    .prior_rev = stack_prior_rev,
+    .gaussian = stack_gaussian,
+    .gaussian_posterior = stack_gaussian_post,
+    .whiten_setup = stack_whiten_setup,
+    .whiten = stack_whiten,
+    .whiten_t = stack_whiten_t,
+    .unwhiten = stack_unwhiten,
+    .whiten_rev = stack_whiten_rev,
+};
+
+/* ---- building ---------------------------------------------------------------- */
+
+/* The joint order: RCM over the components' slots and the data's cliques. */
+static gmm_status order(stack_impl *c)
+{
+    gmm_status st;
+    size_t m = 0, K = c->K;
+    for (size_t k = 0; k < K; k++)
+        for (size_t s = 0; s < c->comp[k].nslot; s++)
+            m += c->comp[k].si[s] != c->comp[k].sj[s];
+    m += c->nrows * (K * (K - 1) / 2);
+    size_t *ei = gmm_malloc(2 * (m ? m : 1), sizeof *ei), *ej = ei ? ei + (m ? m : 1) : NULL;
+    gmm_graph *g = NULL;
+    if (!ei)
+        return gmm_error(GMM_ENOMEM, "out of memory ordering the stacked latent (%zu edges)", m);
+    size_t e = 0;
+    for (size_t k = 0; k < K; k++) {
+        const stack_comp *q = &c->comp[k];
+        for (size_t s = 0; s < q->nslot; s++)
+            if (q->si[s] != q->sj[s]) {
+                ei[e] = q->off + q->si[s];
+                ej[e++] = q->off + q->sj[s];
+            }
+    }
+    for (size_t r = 0; r < c->nrows; r++)
+        for (size_t a = 0; a < K; a++)
+            for (size_t b = a + 1; b < K; b++) {
+                ei[e] = c->comp[a].off + c->comp[a].row_loc[r];
+                ej[e++] = c->comp[b].off + c->comp[b].row_loc[r];
+            }
+    /* a data row reading one latent twice (never across components) adds no edge */
+    size_t e2 = 0;
+    for (size_t i = 0; i < e; i++)
+        if (ei[i] != ej[i]) {
+            ei[e2] = ei[i];
+            ej[e2++] = ej[i];
+        }
+    if (e2 == 0) {
+        for (size_t i = 0; i < c->n; i++)
+            c->perm[i] = c->iperm[i] = i;
+        c->bw = 0;
+        gmm_free(ei);
+        return GMM_OK;
+    }
+    if ((st = gmm_graph_from_edges(c->n, e2, ei, ej, NULL, "stacked latent", NULL, &g)) ||
+        (st = gmm_graph_rcm(g, c->perm, c->iperm)))
+        goto done;
+    c->bw = gmm_graph_bandwidth(g, c->iperm);
+done:
+    gmm_graph_free(g);
+    gmm_free(ei);
+    return st;
+}
+
+gmm_status gmm_latent_stack_alloc(size_t nrows, size_t nterm, const gmm_stack_term *terms,
+                                  size_t limit, gmm_latent **out)
+{
+    gmm_status st;
+    gmm_latent *l = NULL;
+    if (!out || !terms || nterm == 0)
+        return gmm_error(GMM_EINVAL, "gmm_latent_stack_alloc: NULL argument or no component");
+    *out = NULL;
+    size_t lim = limit ? limit : GMM_GMRF_BAND_LIMIT;
+    stack_impl *c = gmm_calloc(1, sizeof *c);
+    if (!c || !(c->comp = gmm_calloc(nterm, sizeof *c->comp))) {
+        gmm_free(c);
+        return gmm_error(GMM_ENOMEM, "out of memory for the stacked latent");
+    }
+    c->K = nterm;
+    c->nrows = nrows;
+    for (size_t k = 0; k < nterm; k++) {
+        stack_comp *q = &c->comp[k];
+        if ((st = stack_comp_build(q, &terms[k], nrows, limit)))
+            goto fail;
+        q->off = c->n;
+        q->par0 = c->nparam;
+        c->n += q->n;
+        c->nparam += q->npar;
+        c->ncon += q->ncon;
+        c->ldconst += q->ldconst;
+        c->ldaa += q->ldaa;
+    }
+    c->perm = gmm_malloc(2 * (c->n ? c->n : 1), sizeof *c->perm);
+    c->theta = gmm_malloc(c->nparam ? c->nparam : 1, sizeof *c->theta);
+    if (!c->perm || !c->theta) {
+        st = gmm_error(GMM_ENOMEM, "out of memory for the stacked latent");
+        goto fail;
+    }
+    c->iperm = c->perm + c->n;
+    if ((st = order(c)))
+        goto fail;
+    /* each row's window */
+    size_t W = 1;
+    for (size_t r = 0; r < nrows; r++) {
+        size_t lo = SIZE_MAX, hi = 0;
+        for (size_t k = 0; k < c->K; k++) {
+            size_t p = c->iperm[c->comp[k].off + c->comp[k].row_loc[r]];
+            lo = p < lo ? p : lo;
+            hi = p > hi ? p : hi;
+        }
+        W = hi - lo + 1 > W ? hi - lo + 1 : W;
+    }
+    double band = (double)(c->bw + 1) * (double)c->n * sizeof(double);
+    double obsb = (double)W * (double)nrows * sizeof(double);
+    if (band > (double)lim || obsb > (double)lim) {
+        st = gmm_error(GMM_ENOMEM, "the stacked latent (n = %zu, bandwidth %zu) needs %.0f MB "
+                                   "per band and %.0f MB for the observation map (width %zu); "
+                                   "the limit is %.0f MB",
+                       c->n, c->bw, band / 1e6, obsb / 1e6, W, (double)lim / 1e6);
+        goto fail;
+    }
+    l = latent_new(&stack_ops, nrows, W, c->nparam);
+    c->ooff = gmm_malloc(nrows ? nrows : 1, sizeof *c->ooff);
+    c->oy = gmm_malloc(nrows ? nrows : 1, sizeof *c->oy);
+    c->A = gmm_calloc(c->ncon * c->n > 0 ? c->ncon * c->n : 1, sizeof *c->A);
+    c->pin = gmm_malloc(c->ncon ? c->ncon : 1, sizeof *c->pin);
+    size_t nae = 0, nne = 0, k1 = c->ncon + 1;
+    for (size_t k = 0; k < c->K; k++) {
+        nae += c->comp[k].ncon ? c->comp[k].cptr[c->comp[k].ncon] : 0;
+        nne += c->comp[k].ncon ? c->comp[k].nptr[c->comp[k].ncon] : 0;
+    }
+    c->gaptr = gmm_calloc(k1, sizeof *c->gaptr);
+    c->gnptr = gmm_calloc(k1, sizeof *c->gnptr);
+    c->ccomp = gmm_calloc(k1, sizeof *c->ccomp);
+    c->blk0 = gmm_calloc(k1, sizeof *c->blk0);
+    c->gaidx = gmm_malloc(nae + 1, sizeof *c->gaidx);
+    c->gaval = gmm_malloc(nae + 1, sizeof *c->gaval);
+    c->gnidx = gmm_malloc(nne + 1, sizeof *c->gnidx);
+    c->gnval = gmm_malloc(nne + 1, sizeof *c->gnval);
+    c->gnb = gmm_malloc(nne + 1, sizeof *c->gnb);
+    if (!l || !c->ooff || !c->oy || !c->A || !c->pin || !c->gaptr || !c->gnptr ||
+        !c->ccomp || !c->blk0 || !c->gaidx || !c->gaval || !c->gnidx || !c->gnval || !c->gnb) {
+        st = gmm_error(GMM_ENOMEM, "out of memory for the stacked latent");
+        goto fail;
+    }
+    l->impl = c;
+    l->n = c->n;
+    l->kl = c->bw;
+    l->cov_kl = c->bw;
+    l->nconstr = c->ncon;
+    l->constr = c->ncon ? c->A : NULL;
+    l->pin = c->ncon ? c->pin : NULL;
+    c->width = W;
+    c->offset = l->offset;
+    c->coef = l->coef;
+    for (size_t r = 0; r < nrows; r++) {
+        size_t lo = SIZE_MAX;
+        for (size_t k = 0; k < c->K; k++) {
+            size_t p = c->iperm[c->comp[k].off + c->comp[k].row_loc[r]];
+            lo = p < lo ? p : lo;
+        }
+        if (lo + W > c->n)
+            lo = c->n - W;
+        l->offset[r] = lo;
+        for (size_t k = 0; k < c->K; k++)
+            l->coef[r * W + c->iperm[c->comp[k].off + c->comp[k].row_loc[r]] - lo] += 1.0;
+    }
+    size_t ci = 0;
+    for (size_t k = 0; k < c->K; k++) {
+        stack_comp *q = &c->comp[k];
+        for (size_t s = 0; s < q->nslot; s++) {
+            size_t a = c->iperm[q->off + q->si[s]], b = c->iperm[q->off + q->sj[s]];
+            q->gi[s] = a > b ? a : b;
+            q->gj[s] = a > b ? b : a;
+        }
+        if (q->ncon)
+            c->blk0[c->nblk++] = ci;
+        for (size_t t = 0; t < q->ncon; t++, ci++) {
+            c->pin[ci] = c->iperm[q->off + q->cpin[t]];
+            c->ccomp[ci] = k;
+            size_t ea = c->gaptr[ci], en = c->gnptr[ci];
+            for (size_t e = q->cptr[t]; e < q->cptr[t + 1]; e++, ea++) {
+                c->A[ci * c->n + c->iperm[q->off + q->cidx[e]]] = q->cval[e];
+                c->gaidx[ea] = c->iperm[q->off + q->cidx[e]];
+                c->gaval[ea] = q->cval[e];
+            }
+            for (size_t e = q->nptr[t]; e < q->nptr[t + 1]; e++, en++) {
+                c->gnidx[en] = c->iperm[q->off + q->nidx[e]];
+                c->gnval[en] = q->nval[e];
+                c->gnb[en] = q->nb[e];
+            }
+            c->gaptr[ci + 1] = ea;
+            c->gnptr[ci + 1] = en;
+        }
+        for (size_t p = 0; p < q->npar; p++) {
+            l->name[q->par0 + p] = q->model == GMM_STACK_GRAPH ? q->gname[p] : q->pname[p];
+            l->start[q->par0 + p] =
+                q->model == GMM_STACK_GRAPH ? q->g->param_value[p] : q->start[p];
+            l->zero_ok[q->par0 + p] = q->model == GMM_STACK_GRAPH ? q->g->param_zero_ok[p] : 0;
+        }
+    }
+    c->blk0[c->nblk] = c->ncon;
+    *out = l;
+    return GMM_OK;
+fail:
+    if (l)
+        l->impl = NULL;
+    gmm_latent_free(l);
+    stack_free_impl(c);
+    return st;
+}
+
+/* ---- accessors ------------------------------------------------------------------ */
+
+static stack_impl *impl_of(const gmm_latent *l)
+{
+    return l && l->ops == &stack_ops ? l->impl : NULL;
+}
+
+size_t gmm_latent_stack_nterm(const gmm_latent *l)
+{
+    stack_impl *c = impl_of(l);
+    return c ? c->K : 0;
+}
+
+size_t gmm_latent_stack_size(const gmm_latent *l, size_t k)
+{
+    stack_impl *c = impl_of(l);
+    return c && k < c->K ? c->comp[k].n : 0;
+}
+
+size_t gmm_latent_stack_index(const gmm_latent *l, size_t k, size_t j)
+{
+    stack_impl *c = impl_of(l);
+    if (!c || k >= c->K || j >= c->comp[k].n)
+        return GMM_NO_INDEX;
+    return c->iperm[c->comp[k].off + j];
+}
+
+const double *gmm_latent_stack_values(const gmm_latent *l, size_t k, size_t *m)
+{
+    stack_impl *c = impl_of(l);
+    if (!c || k >= c->K || !c->comp[k].val)
+        return NULL;
+    if (m)
+        *m = c->comp[k].m;
+    return c->comp[k].val;
+}
+
+double gmm_latent_stack_scale(const gmm_latent *l, size_t k, size_t v)
+{
+    stack_impl *c = impl_of(l);
+    if (!c || k >= c->K || !c->comp[k].scale || v >= c->comp[k].n)
+        return NAN;
+    return c->comp[k].scale[v];
+}
+
+gmm_status gmm_latent_stack_constraints(const gmm_latent *l, double *A)
+{
+    stack_impl *c = impl_of(l);
+    if (!c || (c->ncon && !A))
+        return gmm_error(GMM_EINVAL, "gmm_latent_stack_constraints: not a stacked latent");
+    memcpy(A, c->A, c->ncon * c->n * sizeof *A);
+    return GMM_OK;
+}
+
+gmm_status gmm_latent_stack_logdet(gmm_latent *l, const double *theta, double *logdet)
+{
+    stack_impl *c = impl_of(l);
+    gmm_status st;
+    if (!c || !theta || !logdet)
+        return gmm_error(GMM_EINVAL, "gmm_latent_stack_logdet: not a stacked latent");
+    if ((st = gmm_latent_theta_check(l, theta)) || (st = band_work(c)) ||
+        (st = assemble(c, theta, c->Q)))
+        return st;
+    if (c->ncon) {
+        if ((st = pinned_logdet(c, c->Q, logdet)))
+            return st;
+        *logdet -= c->ldaa;
+        return GMM_OK;
+    }
+    if ((st = gmm_band_chol_decomp(c->Q, c->Q)))
+        return st;
+    *logdet = gmm_band_chol_logdet(c->Q);
+    c->Q->kind = GMM_BAND_SYMMETRIC;
+    return GMM_OK;
+}
+
+void gmm_latent_stack_describe(const gmm_latent *l, char *buf, size_t size)
+{
+    stack_impl *c = impl_of(l);
+    static const char *model[] = {"iid", "rw1", "rw2", "besag", "bym2", "graph"};
+    size_t used = 0;
+    if (!buf || size == 0)
+        return;
+    buf[0] = '\0';
+    if (!c)
+        return;
+    for (size_t k = 0; k < c->K && used < size; k++) {
+        int w = snprintf(buf + used, size - used, "%s%s (%s): %zu latents", k ? ", " : "",
+                         c->comp[k].name, model[c->comp[k].model], c->comp[k].n);
+        used += w > 0 ? (size_t)w : 0;
+    }
+    if (used < size)
+        snprintf(buf + used, size - used,
+                 "; n = %zu, bandwidth %zu, observation width %zu, %zu constraints, band of Q: "
+                 "%.1f MB",
+                 c->n, c->bw, c->width, c->ncon,
+                 (double)(c->bw + 1) * (double)c->n * sizeof(double) / 1e6);
+}

@@ -1,0 +1,551 @@
+/* stack_comp.c -- the structure of each component of a stacked latent
+ * (stack.h): its slots, constraints and the coefficients of its groups.
+ *
+ * GROUPS.  IID, RW1, RW2, BESAG: Q = M_0 / variance.  BYM2 over (b, u):
+ * M_0 = I on b, M_1 = I on (u_v, b_v), M_2 = R* on u, M_3 = I on u, with
+ * c = (1 / (s (1 - phi)), -sqrt(phi / s) / (1 - phi), 1, phi / (1 - phi)).
+ *
+ * SCALING (BESAG, BYM2; Sorbye & Rue 2014).  The marginal variances of the
+ * sum-to-zero field with precision R on a connected component come from the
+ * pinned matrix R^ (one node s of the component removed, i.e. its row and
+ * column replaced by the identity's): with z ~ N(0, R^-1) and z_s = 0, the
+ * constrained field is x = z - 1 (1'z) / m, so
+ *
+ *     var(x_i) = Sz_ii - 2 (Sz 1)_i / m + 1'Sz 1 / m^2,
+ *
+ * Sz = R^-1 less its pinned diagonal: a banded inverse subset (its diagonal)
+ * and one solve for every component at once (R^ is block diagonal over
+ * them).  The component's R is then multiplied by the geometric mean of
+ * these variances. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gmm/alloc.h"
+#include "stack_impl.h"
+
+void stack_comp_free(stack_comp *c)
+{
+    if (!c)
+        return;
+    gmm_free(c->name);
+    gmm_free(c->pname[0]);
+    gmm_free(c->pname[1]);
+    for (size_t i = 0; c->gname && i < c->npar; i++)
+        gmm_free(c->gname[i]);
+    gmm_free(c->gname);
+    gmm_free(c->row_loc);
+    gmm_free(c->si);
+    gmm_free(c->sj);
+    gmm_free(c->sg);
+    gmm_free(c->gi);
+    gmm_free(c->gj);
+    gmm_free(c->gr);
+    gmm_free(c->gc);
+    gmm_free(c->sv);
+    gmm_free(c->cptr);
+    gmm_free(c->cidx);
+    gmm_free(c->cpin);
+    gmm_free(c->cval);
+    gmm_free(c->nptr);
+    gmm_free(c->nidx);
+    gmm_free(c->nval);
+    gmm_free(c->nb);
+    gmm_free(c->val);
+    gmm_free(c->scale);
+    gmm_band_free(c->gQ);
+    gmm_band_free(c->gQbar);
+    memset(c, 0, sizeof *c);
+}
+
+/* Room for cap slots and ncon constraints with nent entries (and 2 nent
+ * for the null space's). */
+static gmm_status comp_arrays(stack_comp *c, size_t cap, size_t ncon, size_t nent)
+{
+    c->nptr = gmm_calloc(ncon + 1, sizeof *c->nptr);
+    c->nidx = gmm_malloc(2 * nent + 1, sizeof *c->nidx);
+    c->nval = gmm_malloc(2 * nent + 1, sizeof *c->nval);
+    c->nb = gmm_calloc(2 * nent + 1, sizeof *c->nb);
+    if (!c->nptr || !c->nidx || !c->nval || !c->nb)
+        return gmm_error(GMM_ENOMEM, "out of memory for the structure of '%s'", c->name);
+    size_t s = cap ? cap : 1;
+    c->si = gmm_malloc(s, sizeof *c->si);
+    c->sj = gmm_malloc(s, sizeof *c->sj);
+    c->sg = gmm_malloc(s, sizeof *c->sg);
+    c->sv = gmm_malloc(s, sizeof *c->sv);
+    c->gi = gmm_malloc(s, sizeof *c->gi);
+    c->gj = gmm_malloc(s, sizeof *c->gj);
+    c->cptr = gmm_calloc(ncon + 1, sizeof *c->cptr);
+    c->cpin = gmm_malloc(ncon ? ncon : 1, sizeof *c->cpin);
+    c->cidx = gmm_malloc(nent ? nent : 1, sizeof *c->cidx);
+    c->cval = gmm_malloc(nent ? nent : 1, sizeof *c->cval);
+    if (!c->si || !c->sj || !c->sg || !c->sv || !c->gi || !c->gj || !c->cptr || !c->cpin ||
+        !c->cidx || !c->cval)
+        return gmm_error(GMM_ENOMEM, "out of memory for the structure of '%s'", c->name);
+    return GMM_OK;
+}
+
+static void slot(stack_comp *c, size_t i, size_t j, double v, size_t g)
+{
+    size_t k = c->nslot++;
+    c->si[k] = i > j ? i : j;
+    c->sj[k] = i > j ? j : i;
+    c->sv[k] = v;
+    c->sg[k] = g;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The sorted distinct values of the rows and each row's rank among them. */
+static gmm_status distinct_values(stack_comp *c, const double *value, size_t nrows,
+                                  size_t *rank)
+{
+    for (size_t r = 0; r < nrows; r++)
+        if (!isfinite(value[r]))
+            return gmm_error_at(GMM_EINVAL, r, "row %zu: '%s' index value %g is not finite", r,
+                                c->name, value[r]);
+    c->val = gmm_malloc(nrows ? nrows : 1, sizeof *c->val);
+    if (!c->val)
+        return gmm_error(GMM_ENOMEM, "out of memory for the values of '%s'", c->name);
+    memcpy(c->val, value, nrows * sizeof *value);
+    qsort(c->val, nrows, sizeof *c->val, cmp_double);
+    size_t m = 0;
+    for (size_t r = 0; r < nrows; r++)
+        if (m == 0 || c->val[r] != c->val[m - 1])
+            c->val[m++] = c->val[r];
+    c->m = m;
+    for (size_t r = 0; r < nrows; r++) {
+        size_t lo = 0, hi = m; /* first value >= value[r] */
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (c->val[mid] < value[r])
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        rank[r] = lo;
+    }
+    return GMM_OK;
+}
+
+static gmm_status build_rw(stack_comp *c, const gmm_stack_term *t, size_t nrows)
+{
+    gmm_status st;
+    int two = t->model == GMM_STACK_RW2;
+    if (!t->value)
+        return gmm_error(GMM_EINVAL, "'%s': a random walk needs the index values", c->name);
+    if ((st = distinct_values(c, t->value, nrows, c->row_loc)))
+        return st;
+    size_t m = c->m;
+    if (m < (two ? 3u : 2u))
+        return gmm_error(GMM_EINVAL, "'%s': %s needs at least %d distinct index values, got %zu",
+                         c->name, two ? "rw2" : "rw1", two ? 3 : 2, m);
+    c->n = two ? 2 * m : m;
+    size_t ncon = two ? 2 : 1;
+    if ((st = comp_arrays(c, two ? 10 * (m - 1) : 3 * (m - 1), ncon, ncon * m)))
+        return st;
+    if (!two) {
+        for (size_t j = 0; j + 1 < m; j++) {
+            double w = 1.0 / (c->val[j + 1] - c->val[j]);
+            slot(c, j, j, w, 0);
+            slot(c, j + 1, j + 1, w, 0);
+            slot(c, j + 1, j, -w, 0);
+        }
+    } else {
+        /* interval j: r = s_{j+1} - F s_j = M (x_j, x'_j, x_{j+1}, x'_{j+1})',
+         * M = [-1 -dt 1 0; 0 -1 0 1], precision K = [12/dt^3 -6/dt^2; . 4/dt] */
+        for (size_t j = 0; j + 1 < m; j++) {
+            double dt = c->val[j + 1] - c->val[j];
+            double K[2][2] = {{12.0 / (dt * dt * dt), -6.0 / (dt * dt)},
+                              {-6.0 / (dt * dt), 4.0 / dt}};
+            double M[2][4] = {{-1.0, -dt, 1.0, 0.0}, {0.0, -1.0, 0.0, 1.0}};
+            for (size_t a = 0; a < 4; a++)
+                for (size_t b = 0; b <= a; b++) {
+                    double v = 0.0;
+                    for (size_t p = 0; p < 2; p++)
+                        for (size_t q = 0; q < 2; q++)
+                            v += M[p][a] * K[p][q] * M[q][b];
+                    slot(c, 2 * j + a, 2 * j + b, v, 0);
+                }
+        }
+        for (size_t r = 0; r < nrows; r++)
+            c->row_loc[r] *= 2;
+    }
+    /* sum x_j = 0 (and sum (t_j - tbar) x_j = 0); N = [1, t - tbar] on x (and
+     * [0, 1] on x'), S = {x_0} (and x'_0): det N_S = 1 */
+    double tbar = 0.0, tt = 0.0;
+    for (size_t j = 0; j < m; j++)
+        tbar += c->val[j];
+    tbar /= (double)m;
+    size_t e = 0;
+    c->ncon = ncon;
+    for (size_t j = 0; j < m; j++) {
+        c->cidx[e] = two ? 2 * j : j;
+        c->cval[e++] = 1.0;
+    }
+    c->cpin[0] = 0;
+    c->cptr[1] = e;
+    c->ldconst = 2.0 * log((double)m);
+    c->ldaa = log((double)m);
+    if (two) {
+        for (size_t j = 0; j < m; j++) {
+            double d = c->val[j] - tbar;
+            tt += d * d;
+            c->cidx[e] = 2 * j;
+            c->cval[e++] = d;
+        }
+        c->cpin[1] = 1;
+        c->cptr[2] = e;
+        c->ldconst += 2.0 * log(tt);
+        c->ldaa += log(tt);
+    }
+    /* N: 1 on x (and t - tbar on x, 1 on x') */
+    e = 0;
+    for (size_t j = 0; j < m; j++) {
+        c->nidx[e] = two ? 2 * j : j;
+        c->nval[e++] = 1.0;
+    }
+    c->nptr[1] = e;
+    for (size_t j = 0; j < m && two; j++) {
+        c->nidx[e] = 2 * j;
+        c->nval[e++] = c->val[j] - tbar;
+        c->nidx[e] = 2 * j + 1;
+        c->nval[e++] = 1.0;
+    }
+    if (two)
+        c->nptr[2] = e;
+    return GMM_OK;
+}
+
+/* Per node of g, the scaling of its connected component (1 for an island),
+ * and the components (comp, ncomp). */
+static gmm_status besag_scale(stack_comp *c, const gmm_graph *g, const size_t *comp,
+                              size_t ncomp, size_t limit)
+{
+    gmm_status st;
+    size_t n = g->n;
+    size_t *perm = gmm_malloc(2 * n, sizeof *perm), *iperm = perm ? perm + n : NULL;
+    size_t *first = gmm_malloc(2 * ncomp, sizeof *first), *size = first ? first + ncomp : NULL;
+    double *w = gmm_malloc(3 * n + ncomp, sizeof *w), *dg = w ? w + n : NULL;
+    double *lsum = w ? dg + n : NULL, *wsum = w ? lsum + n : NULL;
+    gmm_band *L = NULL, *S = NULL;
+    if (!perm || !first || !w) {
+        st = gmm_error(GMM_ENOMEM, "out of memory scaling '%s'", c->name);
+        goto done;
+    }
+    if ((st = gmm_graph_rcm(g, perm, iperm)))
+        goto done;
+    size_t bw = gmm_graph_bandwidth(g, iperm);
+    size_t lim = limit ? limit : GMM_GMRF_BAND_LIMIT;
+    if ((double)(bw + 1) * (double)n * sizeof(double) > (double)lim) {
+        st = gmm_error(GMM_ENOMEM, "'%s': the graph's band (%zu nodes, bandwidth %zu) needs "
+                                   "%.0f MB",
+                       c->name, n, bw, (double)(bw + 1) * (double)n * 8.0 / 1e6);
+        goto done;
+    }
+    L = gmm_band_alloc(n, bw, 0, GMM_BAND_SYMMETRIC);
+    S = gmm_band_alloc(n, bw, 0, GMM_BAND_SYMMETRIC);
+    if (!L || !S) {
+        st = GMM_ENOMEM;
+        goto done;
+    }
+    for (size_t k = 0; k < ncomp; k++) {
+        first[k] = SIZE_MAX;
+        size[k] = 0;
+        wsum[k] = 0.0;
+    }
+    for (size_t v = 0; v < n; v++) {
+        if (first[comp[v]] == SIZE_MAX)
+            first[comp[v]] = v;
+        size[comp[v]]++;
+    }
+    /* R^: the Laplacian with each component's first node (and each island)
+     * pinned; rhs 1 on the other nodes */
+    for (size_t v = 0; v < n; v++) {
+        size_t rv = iperm[v];
+        int pin = first[comp[v]] == v;
+        w[rv] = pin ? 0.0 : 1.0;
+        *gmm_band_ptr(L, rv, rv) = pin ? 1.0 : (double)(g->ptr[v + 1] - g->ptr[v]);
+        for (size_t p = g->ptr[v]; p < g->ptr[v + 1] && !pin; p++) {
+            size_t u = g->adj[p], ru = iperm[u];
+            if (u < v || first[comp[u]] == u)
+                continue;
+            *gmm_band_ptr(L, ru > rv ? ru : rv, ru > rv ? rv : ru) = -1.0;
+        }
+    }
+    if ((st = gmm_band_chol_decomp(L, L)) || (st = gmm_band_chol_selinv(L, S)) ||
+        (st = gmm_band_tri_solve_vec(L, GMM_NOTRANS, w)) ||
+        (st = gmm_band_tri_solve_vec(L, GMM_TRANS, w)))
+        goto done;
+    gmm_band_diag(S, dg);
+    for (size_t v = 0; v < n; v++)
+        wsum[comp[v]] += w[iperm[v]];
+    for (size_t k = 0; k < ncomp; k++)
+        lsum[k] = 0.0;
+    for (size_t v = 0; v < n; v++) {
+        size_t k = comp[v], rv = iperm[v];
+        if (size[k] < 2)
+            continue;
+        double m = (double)size[k];
+        double sz = first[k] == v ? 0.0 : dg[rv];
+        double var = sz - 2.0 * w[rv] / m + wsum[k] / (m * m);
+        lsum[k] += log(var);
+    }
+    for (size_t v = 0; v < n; v++) {
+        size_t k = comp[v];
+        c->scale[v] = size[k] < 2 ? 1.0 : exp(lsum[k] / (double)size[k]);
+    }
+done:
+    gmm_band_free(L);
+    gmm_band_free(S);
+    gmm_free(perm);
+    gmm_free(first);
+    gmm_free(w);
+    return st;
+}
+
+/* BESAG (u0 = 0, group 0) or BYM2 (u at m + v, R* in group 2). */
+static gmm_status build_besag(stack_comp *c, const gmm_stack_term *t, size_t nrows,
+                              size_t limit)
+{
+    gmm_status st;
+    const gmm_graph *g = t->graph;
+    int bym = t->model == GMM_STACK_BYM2;
+    if (!g)
+        return gmm_error(GMM_EINVAL, "'%s': %s needs a graph", c->name, bym ? "bym2" : "besag");
+    size_t m = g->n, ncomp = 0;
+    for (size_t r = 0; r < nrows; r++) {
+        if (!t->level || t->level[r] >= m)
+            return gmm_error_at(GMM_EINVAL, r, "row %zu: '%s' node out of range (graph of %zu "
+                                               "nodes)",
+                                r, c->name, m);
+        c->row_loc[r] = t->level[r];
+    }
+    size_t *comp = gmm_malloc(m ? m : 1, sizeof *comp);
+    c->scale = gmm_malloc(m ? m : 1, sizeof *c->scale);
+    if (!comp || !c->scale) {
+        gmm_free(comp);
+        return gmm_error(GMM_ENOMEM, "out of memory for '%s'", c->name);
+    }
+    if ((st = gmm_graph_components(g, comp, &ncomp)) ||
+        (st = besag_scale(c, g, comp, ncomp, limit)))
+        goto done;
+    /* constraints: one per component of two or more nodes */
+    size_t *first = gmm_malloc(2 * ncomp + 1, sizeof *first), *cnt = first ? first + ncomp : NULL;
+    if (!first) {
+        st = gmm_error(GMM_ENOMEM, "out of memory for '%s'", c->name);
+        goto done;
+    }
+    for (size_t k = 0; k < ncomp; k++) {
+        first[k] = SIZE_MAX;
+        cnt[k] = 0;
+    }
+    for (size_t v = 0; v < m; v++) {
+        if (first[comp[v]] == SIZE_MAX)
+            first[comp[v]] = v;
+        cnt[comp[v]]++;
+    }
+    size_t ncon = 0, nent = 0;
+    for (size_t k = 0; k < ncomp; k++)
+        if (cnt[k] >= 2) {
+            ncon++;
+            nent += cnt[k];
+        }
+    c->n = bym ? 2 * m : m;
+    size_t u0 = bym ? m : 0;
+    if ((st = comp_arrays(c, m + g->nedge + (bym ? 3 * m : 0), ncon, nent)))
+        goto done_first;
+    for (size_t v = 0; v < m; v++) {
+        double s = c->scale[v];
+        size_t deg = g->ptr[v + 1] - g->ptr[v];
+        slot(c, u0 + v, u0 + v, deg ? s * (double)deg : 1.0, bym ? 2 : 0);
+        for (size_t p = g->ptr[v]; p < g->ptr[v + 1]; p++)
+            if (g->adj[p] < v)
+                slot(c, u0 + v, u0 + g->adj[p], -s, bym ? 2 : 0);
+        if (bym) {
+            slot(c, v, v, 1.0, 0);
+            slot(c, u0 + v, v, 1.0, 1);
+            slot(c, u0 + v, u0 + v, 1.0, 3);
+        }
+    }
+    /* constraint of component k: the sum of its u is 0, pinned at its
+     * first node; N_k its indicator on u (and, for BYM2, sqrt(variance phi)
+     * times it on b): A N = m_k, N_S = 1 */
+    c->ncon = ncon;
+    size_t ci = 0, e = 0;
+    for (size_t k = 0; k < ncomp; k++) {
+        if (cnt[k] < 2)
+            continue;
+        c->cptr[ci] = e;
+        c->cpin[ci] = u0 + first[k];
+        c->nptr[ci] = 2 * e;
+        for (size_t v = first[k]; v < m; v++)
+            if (comp[v] == k) {
+                c->nidx[2 * e] = u0 + v;
+                c->nval[2 * e] = 1.0;
+                c->nidx[2 * e + 1] = v; /* BYM2's b; unused for BESAG */
+                c->nval[2 * e + 1] = 1.0;
+                c->nb[2 * e + 1] = 1;
+                c->cidx[e] = u0 + v;
+                c->cval[e++] = 1.0;
+            }
+        c->ldconst += 2.0 * log((double)cnt[k]);
+        c->ldaa += log((double)cnt[k]);
+        ci++;
+    }
+    c->cptr[ci] = e;
+    c->nptr[ci] = 2 * e;
+    /* BESAG: N = A' (drop the b entries) */
+    for (size_t i = 0; i < c->nptr[ci] && !bym; i++)
+        if (c->nb[i]) {
+            c->nb[i] = 0;
+            c->nval[i] = 0.0;
+        }
+done_first:
+    gmm_free(first);
+done:
+    gmm_free(comp);
+    return st;
+}
+
+static gmm_status build_graph(stack_comp *c, const gmm_stack_term *t, size_t nrows,
+                              size_t limit)
+{
+    gmm_status st;
+    const gmm_gmrf *g = t->gmrf;
+    if (!g)
+        return gmm_error(GMM_EINVAL, "'%s': a graph precision needs its gmrf", c->name);
+    for (size_t r = 0; r < nrows; r++) {
+        if (!t->level || t->level[r] >= g->n)
+            return gmm_error_at(GMM_EINVAL, r, "row %zu: '%s' node out of range (graph of %zu "
+                                               "nodes)",
+                                r, c->name, g->n);
+        c->row_loc[r] = t->level[r];
+    }
+    c->n = g->n;
+    c->g = g;
+    size_t ns = g->n + g->nedge;
+    if ((st = comp_arrays(c, ns, 0, 0)))
+        return st;
+    c->gr = gmm_malloc(ns ? ns : 1, sizeof *c->gr);
+    c->gc = gmm_malloc(ns ? ns : 1, sizeof *c->gc);
+    c->gQ = gmm_gmrf_band_alloc(g, limit);
+    c->gQbar = c->gQ ? gmm_gmrf_band_alloc(g, limit) : NULL;
+    if (!c->gr || !c->gc || !c->gQ || !c->gQbar)
+        return gmm_error(GMM_ENOMEM, "out of memory for '%s'", c->name);
+    for (size_t r = 0; r < g->n; r++) {
+        c->gr[c->nslot] = c->gc[c->nslot] = r;
+        slot(c, g->perm[r], g->perm[r], 0.0, 0);
+    }
+    for (size_t e = 0; e < g->nedge; e++) {
+        c->gr[c->nslot] = g->ehi[e];
+        c->gc[c->nslot] = g->elo[e];
+        slot(c, g->perm[g->ehi[e]], g->perm[g->elo[e]], 0.0, 0);
+    }
+    c->npar = g->nparam;
+    c->gname = gmm_calloc(c->npar ? c->npar : 1, sizeof *c->gname);
+    if (!c->gname)
+        return gmm_error(GMM_ENOMEM, "out of memory for '%s'", c->name);
+    for (size_t i = 0; i < c->npar; i++) {
+        size_t len = strlen(c->name) + strlen(g->param_name[i]) + 2;
+        if (!(c->gname[i] = gmm_malloc(len, 1)))
+            return gmm_error(GMM_ENOMEM, "out of memory for '%s'", c->name);
+        snprintf(c->gname[i], len, "%s.%s", c->name, g->param_name[i]);
+    }
+    return GMM_OK;
+}
+
+static char *param_name(const char *prefix, const char *p)
+{
+    size_t len = strlen(prefix) + strlen(p) + 2;
+    char *s = gmm_malloc(len, 1);
+    if (s)
+        snprintf(s, len, "%s.%s", prefix, p);
+    return s;
+}
+
+gmm_status stack_comp_build(stack_comp *c, const gmm_stack_term *t, size_t nrows, size_t limit)
+{
+    gmm_status st;
+    c->model = t->model;
+    c->name = gmm_strdup(t->name ? t->name : "f");
+    c->row_loc = gmm_malloc(nrows ? nrows : 1, sizeof *c->row_loc);
+    if (!c->name || !c->row_loc)
+        return gmm_error(GMM_ENOMEM, "out of memory for a latent component");
+    c->start[0] = t->variance == 0.0 ? 1.0 : t->variance;
+    c->start[1] = t->phi == 0.0 ? 0.5 : t->phi;
+    if (t->model != GMM_STACK_GRAPH && (!isfinite(c->start[0]) || !(c->start[0] > 0.0)))
+        return gmm_error(GMM_EINVAL, "'%s': variance %g must be positive and finite", c->name,
+                         c->start[0]);
+    if (t->model == GMM_STACK_BYM2 && !(c->start[1] > 0.0 && c->start[1] < 1.0))
+        return gmm_error(GMM_EINVAL, "'%s': phi %g must be in (0, 1)", c->name, c->start[1]);
+    switch (t->model) {
+    case GMM_STACK_IID:
+        for (size_t r = 0; r < nrows; r++) {
+            if (!t->level || t->level[r] >= t->nlevel)
+                return gmm_error_at(GMM_EINVAL, r, "row %zu: '%s' level out of range (%zu "
+                                                   "levels)",
+                                    r, c->name, t->nlevel);
+            c->row_loc[r] = t->level[r];
+        }
+        c->n = t->nlevel;
+        if ((st = comp_arrays(c, c->n, 0, 0)))
+            return st;
+        for (size_t v = 0; v < c->n; v++)
+            slot(c, v, v, 1.0, 0);
+        break;
+    case GMM_STACK_RW1:
+    case GMM_STACK_RW2:
+        if ((st = build_rw(c, t, nrows)))
+            return st;
+        break;
+    case GMM_STACK_BESAG:
+    case GMM_STACK_BYM2:
+        if ((st = build_besag(c, t, nrows, limit)))
+            return st;
+        break;
+    case GMM_STACK_GRAPH:
+        return build_graph(c, t, nrows, limit);
+    default:
+        return gmm_error(GMM_EINVAL, "'%s': unknown latent model %d", c->name, (int)t->model);
+    }
+    c->npar = t->model == GMM_STACK_BYM2 ? 2 : 1;
+    c->pname[0] = param_name(c->name, "variance");
+    c->pname[1] = c->npar == 2 ? param_name(c->name, "phi") : NULL;
+    if (!c->pname[0] || (c->npar == 2 && !c->pname[1]))
+        return gmm_error(GMM_ENOMEM, "out of memory for '%s'", c->name);
+    return GMM_OK;
+}
+
+gmm_status stack_comp_coef(const stack_comp *c, const double *theta, double *cg, double *dc)
+{
+    double s = theta[0];
+    memset(cg, 0, STACK_NGROUP * sizeof *cg);
+    memset(dc, 0, 2 * STACK_NGROUP * sizeof *dc);
+    if (c->model != GMM_STACK_BYM2) {
+        cg[0] = 1.0 / s;
+        dc[0] = -1.0 / (s * s);
+        return GMM_OK;
+    }
+    double phi = theta[1];
+    if (!(phi > 0.0 && phi < 1.0))
+        return gmm_error_at(GMM_EDOM, c->par0 + 1, "%s = %g must be in (0, 1)", c->pname[1],
+                            phi);
+    double q = 1.0 - phi;
+    cg[0] = 1.0 / (s * q);
+    dc[0] = -cg[0] / s;
+    dc[1] = cg[0] / q;
+    cg[1] = -sqrt(phi / s) / q;
+    dc[2] = -0.5 * cg[1] / s;
+    dc[3] = cg[1] * (0.5 / phi + 1.0 / q);
+    cg[2] = 1.0;
+    cg[3] = phi / q;
+    dc[7] = 1.0 / (q * q);
+    return GMM_OK;
+}

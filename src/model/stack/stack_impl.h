@@ -1,0 +1,64 @@
+/* stack_impl.h -- the components of a stacked latent (stack.h) and the
+ * object behind it.  Private to src/model/stack/.
+ *
+ * A component's precision is a sum of constant sparse matrices times
+ * coefficients of its parameters, Q_k = sum_g c_g(theta_k) M_g, given as
+ * slots (local row si >= local column sj, value sv, group sg); GRAPH
+ * components instead assemble their gmrf.h band and copy its slots. */
+#ifndef GMM_STACK_IMPL_H
+#define GMM_STACK_IMPL_H
+
+#include "gmm/stack.h"
+
+#define STACK_NGROUP 4
+
+typedef struct {
+    gmm_stack_model model;
+    char *name;
+    size_t n;                /* latents */
+    size_t off;              /* first index in the unpermuted stacked vector */
+    size_t par0, npar;       /* its parameters in theta */
+    char *pname[2];          /* IID .. BYM2: owned parameter names */
+    char **gname;            /* GRAPH: npar owned names */
+    double start[2];
+    size_t *row_loc;         /* nrows: local latent each data row reads */
+    /* structure slots (see above); gi, gj: permuted global row and column
+     * (gi >= gj) once the order is known; GRAPH: gr, gc the slot in the
+     * gmrf's own band */
+    size_t nslot;
+    size_t *si, *sj, *sg, *gi, *gj, *gr, *gc;
+    double *sv;
+    /* constraints: ncon rows, entries cptr[c] .. cptr[c+1] - 1 at local
+     * cidx with value cval; pinned local latent cpin[c]; the constant part
+     * of the normaliser 2 log|det AN| - 2 log|det N_S| (ldconst) and log
+     * det(AA') (ldaa), summed over the component's constraints */
+    size_t ncon;
+    size_t *cptr, *cidx, *cpin;
+    double *cval, ldconst, ldaa;
+    /* the null space's basis N, one column per constraint, the same way
+     * (nptr, nidx, nval); nb[e] nonzero marks BYM2's b entries, which are
+     * sqrt(variance phi) times nval */
+    size_t *nptr, *nidx;
+    double *nval;
+    int *nb;
+    /* RW1, RW2: the sorted distinct values (m) */
+    double *val;
+    size_t m;
+    /* BESAG, BYM2: per graph node, its component's scaling c */
+    double *scale;
+    /* GRAPH */
+    const gmm_gmrf *g;
+    gmm_band *gQ, *gQbar;
+} stack_comp;
+
+/* Build component k's structure from its term (everything but gi, gj and
+ * the parameters' place): n, row_loc, slots, constraints, values, scaling.
+ * limit as gmm_latent_stack_alloc.  Errors as there. */
+gmm_status stack_comp_build(stack_comp *c, const gmm_stack_term *t, size_t nrows, size_t limit);
+void stack_comp_free(stack_comp *c);
+
+/* c_g(theta) for the component's groups (STACK_NGROUP) and dc_g/dtheta_p
+ * (dc[g * 2 + p]); GMM_EDOM for phi outside (0, 1). */
+gmm_status stack_comp_coef(const stack_comp *c, const double *theta, double *cg, double *dc);
+
+#endif

@@ -1,0 +1,1120 @@
+/* test_stack.c -- the stacked latent (stack.h) against dense GSL
+ * computations: the exact Gaussian marginal likelihood of proper stacks
+ * (iid + iid, iid + a graph precision) and of stacks with intrinsic
+ * components (rw1, rw2, besag, bym2; the prior the Gaussian with precision
+ * Q on {A x = 0}, covariance V (V'QV)^-1 V') -- value to 1e-8, gradient
+ * against fourth-order central differences of the dense value, posterior
+ * mean and covariance band; the Laplace approximation and prediction at
+ * rows of a proper stack through gmm_problem against a dense Newton
+ * iteration; whitening (W W' = Q^-1) and its reverse mode; the structure
+ * matrices (rw2 against the integrated Wiener covariance, besag's scaling
+ * against the dense pseudo-inverse's marginal variances), the generalised
+ * log-determinants against dense eigenvalues; the refusals.
+ * GMM_TEST_REPORT=1 prints the measured errors. */
+#include <check.h>
+#include <gsl/gsl_eigen.h>
+#include <gsl/gsl_linalg.h>
+#include <gsl/gsl_matrix.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gmm/alloc.h"
+#include "gmm/gmrf.h"
+#include "gmm/graph.h"
+#include "gmm/latent.h"
+#include "gmm/likelihood.h"
+#include "gmm/problem.h"
+#include "gmm/spec.h"
+#include "gmm/stack.h"
+#include "gmm/vi.h"
+#include "support/testutil.h"
+
+static int report(void) { return getenv("GMM_TEST_REPORT") != NULL; }
+
+/* ---- dense helpers ------------------------------------------------------------ */
+
+static double *dense_Q(gmm_latent *l, const double *theta)
+{
+    size_t n = gmm_latent_dim(l);
+    gmm_band *Q = gmm_band_alloc(n, gmm_latent_bandwidth(l), 0, GMM_BAND_SYMMETRIC);
+    double ld;
+    ck_assert_int_eq(gmm_latent_prior(l, theta, Q, &ld), GMM_OK);
+    double *D = tu_band_to_dense(Q);
+    gmm_band_free(Q);
+    return D;
+}
+
+/* H (nrows x n) from the observation map. */
+static double *dense_H(gmm_latent *l)
+{
+    size_t n = gmm_latent_dim(l), nr = gmm_latent_nrows(l), w = gmm_latent_obs_width(l);
+    double *H = calloc(nr * n, sizeof *H), *coef = malloc(nr * w * sizeof *coef);
+    const size_t *off = gmm_latent_obs_offset(l);
+    ck_assert_int_eq(gmm_latent_obs_coef(l, gmm_latent_param_start(l), coef), GMM_OK);
+    for (size_t r = 0; r < nr; r++)
+        for (size_t a = 0; a < w; a++)
+            H[r * n + off[r] + a] += coef[r * w + a];
+    free(coef);
+    return H;
+}
+
+/* An orthonormal basis V (n x (n - k), row-major) of {x : A x = 0}. */
+static double *null_basis(const double *A, size_t k, size_t n)
+{
+    double *V = malloc(n * (n - k) * sizeof *V);
+    if (k == 0) {
+        memset(V, 0, n * n * sizeof *V);
+        for (size_t i = 0; i < n; i++)
+            V[i * n + i] = 1.0;
+        return V;
+    }
+    gsl_matrix *At = gsl_matrix_alloc(n, k), *Qm = gsl_matrix_alloc(n, n),
+               *R = gsl_matrix_alloc(n, k);
+    gsl_vector *tau = gsl_vector_alloc(k);
+    for (size_t i = 0; i < k; i++)
+        for (size_t j = 0; j < n; j++)
+            gsl_matrix_set(At, j, i, A[i * n + j]);
+    gsl_linalg_QR_decomp(At, tau);
+    gsl_linalg_QR_unpack(At, tau, Qm, R);
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = k; j < n; j++)
+            V[i * (n - k) + j - k] = gsl_matrix_get(Qm, i, j);
+    gsl_matrix_free(At);
+    gsl_matrix_free(Qm);
+    gsl_matrix_free(R);
+    gsl_vector_free(tau);
+    return V;
+}
+
+/* The constrained prior covariance V (V'QV)^-1 V' and log det(V'QV). */
+static double *dense_sigma(gmm_latent *l, const double *theta, double *logdet)
+{
+    size_t n = gmm_latent_dim(l), k = gmm_latent_nconstr(l), d = n - k;
+    double *A = malloc((k ? k : 1) * n * sizeof *A);
+    ck_assert_int_eq(gmm_latent_stack_constraints(l, A), GMM_OK);
+    double *Q = dense_Q(l, theta), *V = null_basis(A, k, n);
+    gsl_matrix *M = gsl_matrix_calloc(d, d), *T = gsl_matrix_calloc(n, d);
+    for (size_t i = 0; i < n; i++) /* T = Q V */
+        for (size_t j = 0; j < d; j++) {
+            double s = 0.0;
+            for (size_t t = 0; t < n; t++)
+                s += Q[i * n + t] * V[t * d + j];
+            gsl_matrix_set(T, i, j, s);
+        }
+    for (size_t i = 0; i < d; i++)
+        for (size_t j = 0; j < d; j++) {
+            double s = 0.0;
+            for (size_t t = 0; t < n; t++)
+                s += V[t * d + i] * gsl_matrix_get(T, t, j);
+            gsl_matrix_set(M, i, j, s);
+        }
+    ck_assert_int_eq(gsl_linalg_cholesky_decomp1(M), GSL_SUCCESS);
+    double ld = 0.0;
+    for (size_t i = 0; i < d; i++)
+        ld += 2.0 * log(gsl_matrix_get(M, i, i));
+    *logdet = ld;
+    gsl_linalg_cholesky_invert(M);
+    double *S = calloc(n * n, sizeof *S);
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < d; j++) {
+            double s = 0.0; /* (V M^-1)_ij */
+            for (size_t t = 0; t < d; t++)
+                s += V[i * d + t] * gsl_matrix_get(M, t, j);
+            gsl_matrix_set(T, i, j, s);
+        }
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < n; j++) {
+            double s = 0.0;
+            for (size_t t = 0; t < d; t++)
+                s += gsl_matrix_get(T, i, t) * V[j * d + t];
+            S[i * n + j] = s;
+        }
+    gsl_matrix_free(M);
+    gsl_matrix_free(T);
+    free(A);
+    free(Q);
+    free(V);
+    return S;
+}
+
+/* log N(y_obs; 0, H S H' + noise I); with mean/cov (n, n x n; may be NULL)
+ * the posterior of x. */
+static double dense_loglik(gmm_latent *l, const double *theta, const double *y, double noise,
+                           double *mean, double *cov)
+{
+    size_t n = gmm_latent_dim(l), nr = gmm_latent_nrows(l);
+    double ld;
+    double *S = dense_sigma(l, theta, &ld), *H = dense_H(l);
+    size_t *ob = malloc(nr * sizeof *ob), no = 0;
+    for (size_t r = 0; r < nr; r++)
+        if (!isnan(y[r]))
+            ob[no++] = r;
+    gsl_matrix *HS = gsl_matrix_alloc(no, n), *C = gsl_matrix_alloc(no, no);
+    for (size_t a = 0; a < no; a++)
+        for (size_t j = 0; j < n; j++) {
+            double s = 0.0;
+            for (size_t t = 0; t < n; t++)
+                s += H[ob[a] * n + t] * S[t * n + j];
+            gsl_matrix_set(HS, a, j, s);
+        }
+    for (size_t a = 0; a < no; a++)
+        for (size_t b = 0; b < no; b++) {
+            double s = a == b ? noise : 0.0;
+            for (size_t t = 0; t < n; t++)
+                s += gsl_matrix_get(HS, a, t) * H[ob[b] * n + t];
+            gsl_matrix_set(C, a, b, s);
+        }
+    ck_assert_int_eq(gsl_linalg_cholesky_decomp1(C), GSL_SUCCESS);
+    gsl_vector *yv = gsl_vector_alloc(no), *al = gsl_vector_alloc(no);
+    for (size_t a = 0; a < no; a++)
+        gsl_vector_set(yv, a, y[ob[a]]);
+    gsl_linalg_cholesky_solve(C, yv, al);
+    double q = 0.0, lc = 0.0;
+    for (size_t a = 0; a < no; a++) {
+        q += y[ob[a]] * gsl_vector_get(al, a);
+        lc += 2.0 * log(gsl_matrix_get(C, a, a));
+    }
+    double f = -0.5 * (double)no * log(2.0 * M_PI) - 0.5 * lc - 0.5 * q;
+    if (mean)
+        for (size_t j = 0; j < n; j++) {
+            double s = 0.0;
+            for (size_t a = 0; a < no; a++)
+                s += gsl_matrix_get(HS, a, j) * gsl_vector_get(al, a);
+            mean[j] = s;
+        }
+    if (cov) {
+        gsl_vector *col = gsl_vector_alloc(no), *z = gsl_vector_alloc(no);
+        memcpy(cov, S, n * n * sizeof *cov);
+        for (size_t j = 0; j < n; j++) {
+            for (size_t a = 0; a < no; a++)
+                gsl_vector_set(col, a, gsl_matrix_get(HS, a, j));
+            gsl_linalg_cholesky_solve(C, col, z);
+            for (size_t i = 0; i < n; i++) {
+                double s = 0.0;
+                for (size_t a = 0; a < no; a++)
+                    s += gsl_matrix_get(HS, a, i) * gsl_vector_get(z, a);
+                cov[i * n + j] -= s;
+            }
+        }
+        gsl_vector_free(col);
+        gsl_vector_free(z);
+    }
+    gsl_vector_free(yv);
+    gsl_vector_free(al);
+    gsl_matrix_free(HS);
+    gsl_matrix_free(C);
+    free(ob);
+    free(S);
+    free(H);
+    return f;
+}
+
+/* ---- cases ------------------------------------------------------------------------ */
+
+#define NR 36
+
+typedef struct {
+    gmm_graph *graph;
+    gmm_spec_node *spec;
+    gmm_gmrf *gmrf;
+    gmm_latent *l;
+    size_t nr;
+    size_t lev[3][NR];
+    double val[3][NR];
+    double y[NR];
+    double p[8]; /* theta then noise */
+    size_t np;
+} scase;
+
+/* A graph of 11 nodes: a ring of 6 with a chord, a path of 4, an island. */
+static gmm_graph *test_graph(void)
+{
+    size_t ei[] = {0, 1, 2, 3, 4, 5, 0, 6, 7, 8};
+    size_t ej[] = {1, 2, 3, 4, 5, 0, 3, 7, 8, 9};
+    gmm_graph *g = NULL;
+    ck_assert_int_eq(gmm_graph_from_edges(11, 10, ei, ej, NULL, NULL, NULL, &g), GMM_OK);
+    return g;
+}
+
+static void scase_free(scase *c)
+{
+    gmm_latent_free(c->l);
+    gmm_gmrf_free(c->gmrf);
+    gmm_spec_free(c->spec);
+    gmm_graph_free(c->graph);
+}
+
+/* rw1+besag: the data read only the ring, whose constant and rw1's are
+ * seen only through their sum, so Q + H'H/noise is singular off the
+ * constrained subspace; besag-gap: a connected component and the island
+ * without data. */
+enum {
+    C_IID_IID,
+    C_IID_GRAPH,
+    C_RW1_IID,
+    C_RW2,
+    C_BESAG_IID,
+    C_BYM2_RW1,
+    C_RW1_BESAG,
+    C_BESAG_GAP,
+    C_NCASE
+};
+
+/* Case `which` with rows' levels and values drawn with seed; y from the
+ * prior-ish scale, two rows missing. */
+static void scase_make(scase *c, int which)
+{
+    tu_rng r;
+    memset(c, 0, sizeof *c);
+    tu_rng_seed(&r, 1234 + (uint64_t)which);
+    c->nr = NR;
+    gmm_stack_term t[2];
+    memset(t, 0, sizeof t);
+    size_t K = 2;
+    for (size_t i = 0; i < NR; i++) {
+        c->lev[0][i] = (size_t)(tu_uniform(&r) * 7);
+        c->lev[1][i] = (size_t)(tu_uniform(&r) * 11);
+        /* irregular index values with repeats */
+        c->val[0][i] = 0.3 * (double)(size_t)(tu_uniform(&r) * 9) + 0.05 * (double)(i % 3 == 0);
+        c->y[i] = 0.8 * tu_normal(&r) + 0.3 * (double)(c->lev[1][i] % 3);
+    }
+    c->y[4] = NAN;
+    c->y[17] = NAN;
+    switch (which) {
+    case C_IID_IID:
+        t[0] = (gmm_stack_term){.model = GMM_STACK_IID, .name = "f.a", .nlevel = 7,
+                                .level = c->lev[0], .variance = 0.7};
+        t[1] = (gmm_stack_term){.model = GMM_STACK_IID, .name = "f.b", .nlevel = 11,
+                                .level = c->lev[1], .variance = 1.3};
+        break;
+    case C_IID_GRAPH: {
+        const char *txt = "edge-ou(variance = 1.4, lengthscale = 2.5)";
+        c->graph = test_graph();
+        ck_assert_int_eq(gmm_spec_parse(txt, &c->spec), GMM_OK);
+        ck_assert_int_eq(gmm_gmrf_alloc(c->graph, c->spec, txt, &c->gmrf), GMM_OK);
+        t[0] = (gmm_stack_term){.model = GMM_STACK_IID, .name = "f.a", .nlevel = 7,
+                                .level = c->lev[0], .variance = 0.7};
+        t[1] = (gmm_stack_term){.model = GMM_STACK_GRAPH, .name = "f.node", .level = c->lev[1],
+                                .gmrf = c->gmrf};
+        break;
+    }
+    case C_RW1_IID:
+        t[0] = (gmm_stack_term){.model = GMM_STACK_RW1, .name = "f.t", .value = c->val[0],
+                                .variance = 0.9};
+        t[1] = (gmm_stack_term){.model = GMM_STACK_IID, .name = "f.b", .nlevel = 11,
+                                .level = c->lev[1], .variance = 0.4};
+        break;
+    case C_RW2:
+        K = 1;
+        t[0] = (gmm_stack_term){.model = GMM_STACK_RW2, .name = "f.t", .value = c->val[0],
+                                .variance = 0.6};
+        break;
+    case C_BESAG_IID:
+        c->graph = test_graph();
+        t[0] = (gmm_stack_term){.model = GMM_STACK_BESAG, .name = "f.d", .level = c->lev[1],
+                                .graph = c->graph, .variance = 0.8};
+        t[1] = (gmm_stack_term){.model = GMM_STACK_IID, .name = "f.a", .nlevel = 7,
+                                .level = c->lev[0], .variance = 0.5};
+        break;
+    case C_RW1_BESAG:
+        c->graph = test_graph();
+        for (size_t i = 0; i < NR; i++) /* only the ring: its constant aliases rw1's */
+            c->lev[1][i] %= 6;
+        t[0] = (gmm_stack_term){.model = GMM_STACK_RW1, .name = "f.t", .value = c->val[0],
+                                .variance = 0.5};
+        t[1] = (gmm_stack_term){.model = GMM_STACK_BESAG, .name = "f.d", .level = c->lev[1],
+                                .graph = c->graph, .variance = 0.8};
+        break;
+    case C_BESAG_GAP:
+        c->graph = test_graph();
+        for (size_t i = 0; i < NR; i++)
+            c->lev[1][i] %= 6;
+        t[0] = (gmm_stack_term){.model = GMM_STACK_BESAG, .name = "f.d", .level = c->lev[1],
+                                .graph = c->graph, .variance = 0.8};
+        t[1] = (gmm_stack_term){.model = GMM_STACK_IID, .name = "f.a", .nlevel = 7,
+                                .level = c->lev[0], .variance = 0.5};
+        break;
+    case C_BYM2_RW1:
+        c->graph = test_graph();
+        t[0] = (gmm_stack_term){.model = GMM_STACK_BYM2, .name = "f.d", .level = c->lev[1],
+                                .graph = c->graph, .variance = 1.1, .phi = 0.6};
+        t[1] = (gmm_stack_term){.model = GMM_STACK_RW1, .name = "f.t", .value = c->val[0],
+                                .variance = 0.3};
+        break;
+    }
+    ck_assert_int_eq(gmm_latent_stack_alloc(NR, K, t, 0, &c->l), GMM_OK);
+    c->np = gmm_latent_nparam(c->l);
+    memcpy(c->p, gmm_latent_param_start(c->l), c->np * sizeof *c->p);
+    c->p[c->np] = 0.45;
+}
+
+static double dense_value(void *ctx)
+{
+    scase *c = ctx;
+    return dense_loglik(c->l, c->p, c->y, c->p[c->np], NULL, NULL);
+}
+
+static const char *case_name[] = {"iid+iid",   "iid+graph", "rw1+iid",   "rw2",
+                                  "besag+iid", "bym2+rw1",  "rw1+besag", "besag-gap"};
+
+START_TEST(test_gaussian_vs_dense)
+{
+    scase c;
+    scase_make(&c, _i);
+    size_t n = gmm_latent_dim(c.l), np = c.np;
+    double f, g[8], nb;
+    ck_assert_int_eq(gmm_latent_gaussian(c.l, c.p, c.y, c.p[np], &f, g, &nb), GMM_OK);
+    g[np] = nb;
+    double *mean = malloc(n * sizeof *mean), *cov = malloc(n * n * sizeof *cov);
+    double fd = dense_loglik(c.l, c.p, c.y, c.p[np], mean, cov);
+    double err = fabs(f - fd) / fmax(1.0, fabs(fd));
+    /* gradient against 4th-order differences of the dense value: truncation
+     * O(h^4) at h = 1e-3, rounding ~ eps |f| / h: 1e-6 is a wide margin */
+    double gerr = tu_fd_check4(c.p, np + 1, g, dense_value, &c, 1e-3, 1.0, NULL);
+    /* posterior */
+    double *pm = malloc(n * sizeof *pm);
+    gmm_band *pc = gmm_band_alloc(n, gmm_latent_bandwidth(c.l), 0, GMM_BAND_SYMMETRIC);
+    ck_assert_int_eq(gmm_latent_gaussian_posterior(c.l, pm, pc), GMM_OK);
+    double merr = 0.0, cerr = 0.0, scale = 0.0;
+    for (size_t i = 0; i < n; i++)
+        scale = fmax(scale, sqrt(cov[i * n + i]));
+    for (size_t i = 0; i < n; i++) {
+        merr = fmax(merr, fabs(pm[i] - mean[i]) / fmax(1.0, scale));
+        for (size_t j = 0; j < n; j++)
+            if (gmm_band_in_band(pc, i, j) || gmm_band_in_band(pc, j, i))
+                cerr = fmax(cerr, fabs(gmm_band_get(pc, i, j) - cov[i * n + j]) /
+                                      fmax(1e-3, scale * scale));
+    }
+    if (report()) {
+        char buf[512];
+        gmm_latent_stack_describe(c.l, buf, sizeof buf);
+        fprintf(stderr, "stack %s: %s\n  loglik %.12g rel err %.2e, grad %.2e, mean %.2e, "
+                        "cov %.2e\n",
+                case_name[_i], buf, f, err, gerr, merr, cerr);
+    }
+    ck_assert_msg(err < 1e-8, "%s: loglik %.15g vs dense %.15g", case_name[_i], f, fd);
+    ck_assert_msg(gerr < 1e-6, "%s: gradient rel err %g", case_name[_i], gerr);
+    ck_assert_msg(merr < 1e-8 && cerr < 1e-8, "%s: posterior mean %g cov %g", case_name[_i],
+                  merr, cerr);
+    gmm_band_free(pc);
+    free(pm);
+    free(mean);
+    free(cov);
+    scase_free(&c);
+}
+END_TEST
+
+/* The band and the data's windows: an iid term alone has bandwidth 0;
+ * two crossed factors read windows of width <= bandwidth + 1. */
+START_TEST(test_order)
+{
+    scase c;
+    scase_make(&c, C_IID_IID);
+    size_t w = gmm_latent_obs_width(c.l), bw = gmm_latent_bandwidth(c.l);
+    ck_assert_uint_le(w, bw + 1);
+    ck_assert_uint_ge(bw, 1);
+    ck_assert_uint_eq(gmm_latent_dim(c.l), 18);
+    ck_assert_uint_eq(gmm_latent_stack_size(c.l, 0), 7);
+    ck_assert_uint_eq(gmm_latent_stack_size(c.l, 1), 11);
+    ck_assert_uint_eq(gmm_latent_nconstr(c.l), 0);
+    scase_free(&c);
+
+    size_t lev[5] = {0, 1, 2, 1, 0};
+    gmm_stack_term t = {.model = GMM_STACK_IID, .name = "f.g", .nlevel = 3, .level = lev};
+    gmm_latent *l = NULL;
+    ck_assert_int_eq(gmm_latent_stack_alloc(5, 1, &t, 0, &l), GMM_OK);
+    ck_assert_uint_eq(gmm_latent_bandwidth(l), 0);
+    ck_assert_uint_eq(gmm_latent_obs_width(l), 1);
+    ck_assert_str_eq(gmm_latent_param_name(l, 0), "f.g.variance");
+    gmm_latent_free(l);
+}
+END_TEST
+
+/* Whitening: W W' = the prior covariance (Q^-1, or V (V'QV)^-1 V' with
+ * constraints), whiten_t = W', unwhiten inverts whiten on its range, and
+ * whiten_rev against differences (BYM2's null space moves with theta). */
+typedef struct {
+    scase *c;
+    double v[64], xbar[64];
+} wctx;
+
+static double whiten_value(void *p)
+{
+    wctx *w = p;
+    size_t n = gmm_latent_dim(w->c->l);
+    double x[64];
+    ck_assert_int_eq(gmm_latent_whiten_setup(w->c->l, w->c->p), GMM_OK);
+    ck_assert_int_eq(gmm_latent_whiten(w->c->l, w->v, x), GMM_OK);
+    double s = 0.0;
+    for (size_t i = 0; i < n; i++)
+        s += w->xbar[i] * x[i];
+    return s;
+}
+
+START_TEST(test_whiten)
+{
+    static const int cases[] = {C_IID_GRAPH, C_RW2, C_BYM2_RW1, C_RW1_BESAG};
+    int which = cases[_i];
+    scase c;
+    scase_make(&c, which);
+    size_t n = gmm_latent_dim(c.l);
+    ck_assert_uint_le(n, 64);
+    double ld, *S = dense_sigma(c.l, c.p, &ld), *W = malloc(n * n * sizeof *W);
+    ck_assert_int_eq(gmm_latent_whiten_setup(c.l, c.p), GMM_OK);
+    for (size_t j = 0; j < n; j++) {
+        double e[64] = {0}, x[64];
+        e[j] = 1.0;
+        ck_assert_int_eq(gmm_latent_whiten(c.l, e, x), GMM_OK);
+        for (size_t i = 0; i < n; i++)
+            W[i * n + j] = x[i];
+    }
+    double err = 0.0, smax = 0.0, terr = 0.0;
+    for (size_t i = 0; i < n; i++)
+        smax = fmax(smax, S[i * n + i]);
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < n; j++) {
+            double s = 0.0;
+            for (size_t a = 0; a < n; a++)
+                s += W[i * n + a] * W[j * n + a];
+            err = fmax(err, fabs(s - S[i * n + j]) / smax);
+        }
+    /* W' g against the transpose; unwhiten(whiten(v)) whitens back to x */
+    tu_rng r;
+    tu_rng_seed(&r, 7);
+    double g[64], u[64], v[64], x[64], x2[64];
+    for (size_t i = 0; i < n; i++)
+        g[i] = tu_normal(&r);
+    ck_assert_int_eq(gmm_latent_whiten_t(c.l, g, u), GMM_OK);
+    for (size_t a = 0; a < n; a++) {
+        double s = 0.0;
+        for (size_t i = 0; i < n; i++)
+            s += W[i * n + a] * g[i];
+        terr = fmax(terr, fabs(s - u[a]));
+    }
+    ck_assert_int_eq(gmm_latent_whiten(c.l, g, x), GMM_OK);
+    ck_assert_int_eq(gmm_latent_unwhiten(c.l, x, v), GMM_OK);
+    ck_assert_int_eq(gmm_latent_whiten(c.l, v, x2), GMM_OK);
+    double uerr = 0.0;
+    for (size_t i = 0; i < n; i++)
+        uerr = fmax(uerr, fabs(x2[i] - x[i]));
+    wctx w = {.c = &c};
+    for (size_t i = 0; i < n; i++) {
+        w.v[i] = tu_normal(&r);
+        w.xbar[i] = tu_normal(&r);
+    }
+    double gb[8] = {0};
+    ck_assert_int_eq(gmm_latent_whiten_setup(c.l, c.p), GMM_OK);
+    ck_assert_int_eq(gmm_latent_whiten_rev(c.l, w.v, w.xbar, gb), GMM_OK);
+    double gerr = tu_fd_check4(c.p, c.np, gb, whiten_value, &w, 1e-3, 1.0, NULL);
+    if (report())
+        fprintf(stderr, "stack whiten %s: W W' %.2e, W' %.2e, unwhiten %.2e, rev %.2e\n",
+                case_name[which], err, terr, uerr, gerr);
+    ck_assert_msg(err < 1e-8, "%s: W W' - Sigma: %g", case_name[which], err);
+    ck_assert_msg(terr < 1e-10 && uerr < 1e-10, "%s: whiten_t %g unwhiten %g",
+                  case_name[which], terr, uerr);
+    ck_assert_msg(gerr < 1e-6, "%s: whiten_rev: %g", case_name[which], gerr);
+    free(S);
+    free(W);
+    scase_free(&c);
+}
+END_TEST
+
+/* The Laplace approximation (Poisson, with an intercept) and the
+ * posterior at data rows of a proper stack through gmm_problem, against a
+ * dense Newton iteration: log q(y) = log p(y | x^) - x^'Q x^/2 + log|Q|/2 -
+ * log|Q + H'DH|/2 at the mode x^, D = diag(exp(b + H x^)). */
+START_TEST(test_laplace_problem)
+{
+    scase c;
+    scase_make(&c, C_IID_GRAPH);
+    size_t n = gmm_latent_dim(c.l), nr = NR, np = c.np;
+    double cnt[NR];
+    tu_rng r;
+    tu_rng_seed(&r, 99);
+    for (size_t i = 0; i < nr; i++)
+        cnt[i] = (double)(size_t)(3.0 * tu_uniform(&r) + 0.5 * (double)(c.lev[1][i] % 4));
+    cnt[5] = NAN;
+    gmm_lik lik;
+    ck_assert_int_eq(gmm_lik_parse("poisson", &lik), GMM_OK);
+    gmm_problem *p = NULL;
+    double b = 0.2;
+    ck_assert_int_eq(gmm_problem_alloc(c.l, &lik, cnt, NULL, 1, b, &p), GMM_OK);
+    gmm_objective *o = gmm_problem_objective(p);
+    double th[8], f;
+    memcpy(th, c.p, np * sizeof *th);
+    th[np] = b;
+    ck_assert_int_eq(o->eval(o->ctx, th, &f, NULL), GMM_OK);
+    double *fm = malloc(nr * sizeof *fm), *fv = malloc(nr * sizeof *fv);
+    ck_assert_int_eq(gmm_problem_predict_rows(p, th, fm, fv), GMM_OK);
+
+    /* dense Newton */
+    double *Q = dense_Q(c.l, c.p), *H = dense_H(c.l), x[64] = {0};
+    gsl_matrix *P = gsl_matrix_alloc(n, n);
+    gsl_vector *gv = gsl_vector_alloc(n), *dx = gsl_vector_alloc(n);
+    double ldP = 0.0, lpy = 0.0, qx = 0.0;
+    for (int it = 0; it < 50; it++) {
+        for (size_t i = 0; i < n; i++) {
+            double s = 0.0;
+            for (size_t j = 0; j < n; j++) {
+                s -= Q[i * n + j] * x[j];
+                gsl_matrix_set(P, i, j, Q[i * n + j]);
+            }
+            gsl_vector_set(gv, i, s);
+        }
+        for (size_t k = 0; k < nr; k++) {
+            if (isnan(cnt[k]))
+                continue;
+            double eta = b;
+            for (size_t j = 0; j < n; j++)
+                eta += H[k * n + j] * x[j];
+            double lam = exp(eta);
+            for (size_t i = 0; i < n; i++) {
+                gsl_vector_set(gv, i, gsl_vector_get(gv, i) + H[k * n + i] * (cnt[k] - lam));
+                for (size_t j = 0; j < n; j++)
+                    gsl_matrix_set(P, i, j,
+                                   gsl_matrix_get(P, i, j) + lam * H[k * n + i] * H[k * n + j]);
+            }
+        }
+        gsl_linalg_cholesky_decomp1(P);
+        gsl_linalg_cholesky_solve(P, gv, dx);
+        for (size_t i = 0; i < n; i++)
+            x[i] += gsl_vector_get(dx, i);
+    }
+    /* P at the mode (one more assembly), log terms */
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < n; j++)
+            gsl_matrix_set(P, i, j, Q[i * n + j]);
+    for (size_t k = 0; k < nr; k++) {
+        if (isnan(cnt[k]))
+            continue;
+        double eta = b;
+        for (size_t j = 0; j < n; j++)
+            eta += H[k * n + j] * x[j];
+        double lam = exp(eta);
+        lpy += cnt[k] * eta - lam - lgamma(cnt[k] + 1.0);
+        for (size_t i = 0; i < n; i++)
+            for (size_t j = 0; j < n; j++)
+                gsl_matrix_set(P, i, j,
+                               gsl_matrix_get(P, i, j) + lam * H[k * n + i] * H[k * n + j]);
+    }
+    gsl_matrix *Pinv = gsl_matrix_alloc(n, n);
+    gsl_linalg_cholesky_decomp1(P);
+    gsl_matrix_memcpy(Pinv, P);
+    gsl_linalg_cholesky_invert(Pinv);
+    for (size_t i = 0; i < n; i++) {
+        ldP += 2.0 * log(gsl_matrix_get(P, i, i));
+        for (size_t j = 0; j < n; j++)
+            qx += x[i] * Q[i * n + j] * x[j];
+    }
+    double ldQ;
+    ck_assert_int_eq(gmm_latent_stack_logdet(c.l, c.p, &ldQ), GMM_OK);
+    double fd = lpy - 0.5 * qx + 0.5 * ldQ - 0.5 * ldP;
+    double perr = 0.0;
+    for (size_t k = 0; k < nr; k++) {
+        double m = b, v = 0.0;
+        for (size_t i = 0; i < n; i++) {
+            m += H[k * n + i] * x[i];
+            for (size_t j = 0; j < n; j++)
+                v += H[k * n + i] * gsl_matrix_get(Pinv, i, j) * H[k * n + j];
+        }
+        perr = fmax(perr, fmax(fabs(fm[k] - m), fabs(fv[k] - v)));
+    }
+    if (report())
+        fprintf(stderr, "stack laplace: %.12g vs dense %.12g, rows %.2e\n", f, fd, perr);
+    ck_assert_msg(fabs(f - fd) < 1e-8 * fmax(1.0, fabs(fd)), "laplace %.15g vs %.15g", f, fd);
+    ck_assert_msg(perr < 1e-8, "predict rows %g", perr);
+    /* whitened log joint runs on the stack */
+    double v0[64] = {0}, lp, grad[64];
+    ck_assert_int_eq(gmm_problem_whiten_setup(p, th), GMM_OK);
+    ck_assert_int_eq(gmm_problem_whitened_logp(p, v0, &lp, grad), GMM_OK);
+    ck_assert(isfinite(lp));
+    gsl_matrix_free(P);
+    gsl_matrix_free(Pinv);
+    gsl_vector_free(gv);
+    gsl_vector_free(dx);
+    free(Q);
+    free(H);
+    free(fm);
+    free(fv);
+    gmm_problem_free(p);
+    scase_free(&c);
+}
+END_TEST
+
+/* The Laplace approximation with constraints (Poisson, intercept) against
+ * a dense Newton iteration in the coordinates beta of x = V beta (V an
+ * orthonormal basis of {A x = 0}): log q = log p(y | x^) - x^'Q x^/2 +
+ * log det(V'QV)/2 - log det(V'(Q + H'DH)V)/2; its gradient against
+ * differences of the banded value; the posterior at rows. */
+typedef struct {
+    gmm_objective *o;
+    double th[8];
+} octx;
+
+static double obj_value(void *p)
+{
+    octx *c = p;
+    double f;
+    ck_assert_int_eq(c->o->eval(c->o->ctx, c->th, &f, NULL), GMM_OK);
+    return f;
+}
+
+START_TEST(test_laplace_constrained)
+{
+    static const int cases[] = {C_RW1_IID, C_RW2, C_BESAG_IID, C_BYM2_RW1, C_RW1_BESAG,
+                                C_BESAG_GAP};
+    int which = cases[_i];
+    scase c;
+    scase_make(&c, which);
+    size_t n = gmm_latent_dim(c.l), nr = NR, np = c.np, k = gmm_latent_nconstr(c.l), d = n - k;
+    double cnt[NR];
+    tu_rng r;
+    tu_rng_seed(&r, 5 + (uint64_t)which);
+    for (size_t i = 0; i < nr; i++)
+        cnt[i] = (double)(size_t)(2.0 * tu_uniform(&r) + 0.4 * (double)(c.lev[1][i] % 4) +
+                                  0.5 * c.val[0][i]);
+    cnt[5] = NAN;
+    gmm_lik lik;
+    ck_assert_int_eq(gmm_lik_parse("poisson", &lik), GMM_OK);
+    gmm_problem *p = NULL;
+    double b = 0.3;
+    ck_assert_int_eq(gmm_problem_alloc(c.l, &lik, cnt, NULL, 1, b, &p), GMM_OK);
+    octx oc = {.o = gmm_problem_objective(p)};
+    memcpy(oc.th, c.p, np * sizeof *oc.th);
+    oc.th[np] = b;
+    double f, g[8];
+    ck_assert_int_eq(oc.o->eval(oc.o->ctx, oc.th, &f, g), GMM_OK);
+    double *fm = malloc(nr * sizeof *fm), *fv = malloc(nr * sizeof *fv);
+    ck_assert_int_eq(gmm_problem_predict_rows(p, oc.th, fm, fv), GMM_OK);
+
+    double *A = malloc(k * n * sizeof *A), ldv;
+    ck_assert_int_eq(gmm_latent_stack_constraints(c.l, A), GMM_OK);
+    double *V = null_basis(A, k, n), *Q = dense_Q(c.l, c.p), *H = dense_H(c.l);
+    double *S = dense_sigma(c.l, c.p, &ldv);
+    double *HV = calloc(nr * d, sizeof *HV), *QV = calloc(n * d, sizeof *QV);
+    for (size_t i = 0; i < nr; i++)
+        for (size_t j = 0; j < d; j++)
+            for (size_t t = 0; t < n; t++)
+                HV[i * d + j] += H[i * n + t] * V[t * d + j];
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < d; j++)
+            for (size_t t = 0; t < n; t++)
+                QV[i * d + j] += Q[i * n + t] * V[t * d + j];
+    gsl_matrix *M = gsl_matrix_alloc(d, d);
+    gsl_vector *gv = gsl_vector_alloc(d), *db = gsl_vector_alloc(d);
+    double *beta = calloc(d, sizeof *beta), lpy = 0.0, qx = 0.0;
+    for (int it = 0; it < 60; it++) {
+        lpy = 0.0;
+        for (size_t i = 0; i < d; i++) {
+            double s = 0.0;
+            for (size_t j = 0; j < d; j++) {
+                double vqv = 0.0;
+                for (size_t t = 0; t < n; t++)
+                    vqv += V[t * d + i] * QV[t * d + j];
+                gsl_matrix_set(M, i, j, vqv);
+                s -= vqv * beta[j];
+            }
+            gsl_vector_set(gv, i, s);
+        }
+        for (size_t a = 0; a < nr; a++) {
+            if (isnan(cnt[a]))
+                continue;
+            double eta = b;
+            for (size_t j = 0; j < d; j++)
+                eta += HV[a * d + j] * beta[j];
+            double lam = exp(eta);
+            lpy += cnt[a] * eta - lam - lgamma(cnt[a] + 1.0);
+            for (size_t i = 0; i < d; i++) {
+                gsl_vector_set(gv, i, gsl_vector_get(gv, i) + HV[a * d + i] * (cnt[a] - lam));
+                for (size_t j = 0; j < d; j++)
+                    gsl_matrix_set(M, i, j,
+                                   gsl_matrix_get(M, i, j) + lam * HV[a * d + i] * HV[a * d + j]);
+            }
+        }
+        ck_assert_int_eq(gsl_linalg_cholesky_decomp1(M), GSL_SUCCESS);
+        if (it == 59)
+            break; /* M, lpy at the mode */
+        gsl_linalg_cholesky_solve(M, gv, db);
+        for (size_t i = 0; i < d; i++)
+            beta[i] += gsl_vector_get(db, i);
+    }
+    double ldM = 0.0;
+    for (size_t i = 0; i < d; i++) {
+        ldM += 2.0 * log(gsl_matrix_get(M, i, i));
+        for (size_t j = 0; j < d; j++) {
+            double vqv = 0.0;
+            for (size_t t = 0; t < n; t++)
+                vqv += V[t * d + i] * QV[t * d + j];
+            qx += beta[i] * vqv * beta[j];
+        }
+    }
+    double fd = lpy - 0.5 * qx + 0.5 * ldv - 0.5 * ldM;
+    gsl_linalg_cholesky_invert(M);
+    double perr = 0.0;
+    for (size_t a = 0; a < nr; a++) {
+        double m = b, v = 0.0;
+        for (size_t i = 0; i < d; i++) {
+            m += HV[a * d + i] * beta[i];
+            for (size_t j = 0; j < d; j++)
+                v += HV[a * d + i] * gsl_matrix_get(M, i, j) * HV[a * d + j];
+        }
+        perr = fmax(perr, fmax(fabs(fm[a] - m), fabs(fv[a] - v)));
+    }
+    double gerr = tu_fd_check4(oc.th, np + 1, g, obj_value, &oc, 1e-3, 1.0, NULL);
+    if (report())
+        fprintf(stderr, "stack laplace %s: %.12g vs dense %.12g (%.2e), rows %.2e, grad %.2e\n",
+                case_name[which], f, fd, fabs(f - fd), perr, gerr);
+    ck_assert_msg(fabs(f - fd) < 1e-8 * fmax(1.0, fabs(fd)), "%s: laplace %.15g vs %.15g",
+                  case_name[which], f, fd);
+    ck_assert_msg(perr < 1e-8, "%s: predict rows %g", case_name[which], perr);
+    ck_assert_msg(gerr < 1e-6, "%s: gradient %g", case_name[which], gerr);
+    /* HMC's start: the whitened Laplace mode maps back onto the mode */
+    double mode[64], vq[64], xq[64], lp, grad[64];
+    ck_assert_int_eq(gmm_problem_posterior(p, oc.th, mode, NULL), GMM_OK);
+    ck_assert_int_eq(gmm_problem_whiten_setup(p, oc.th), GMM_OK);
+    ck_assert_int_eq(gmm_problem_whitened_start(p, oc.th, vq), GMM_OK);
+    ck_assert_int_eq(gmm_problem_whitened_latent(p, vq, xq), GMM_OK);
+    ck_assert_int_eq(gmm_problem_whitened_logp(p, vq, &lp, grad), GMM_OK);
+    double xerr = 0.0;
+    for (size_t i = 0; i < n; i++)
+        xerr = fmax(xerr, fabs(xq[i] - mode[i]));
+    ck_assert_msg(xerr < 1e-8, "%s: whitened start %g", case_name[which], xerr);
+    gsl_matrix_free(M);
+    gsl_vector_free(gv);
+    gsl_vector_free(db);
+    free(beta);
+    free(A);
+    free(V);
+    free(Q);
+    free(H);
+    free(S);
+    free(HV);
+    free(QV);
+    free(fm);
+    free(fv);
+    gmm_problem_free(p);
+    scase_free(&c);
+}
+END_TEST
+
+/* ---- structure ----------------------------------------------------------------------- */
+
+/* RW2: with the first state pinned (x_0 = x'_0 = 0) Q's inverse is the
+ * integrated Wiener process's covariance from t_0: for s <= t,
+ * cov(X_s, X_t) = v (s^2 t / 2 - s^3 / 6), cov(X_s, X'_t) = v s^2 / 2,
+ * cov(X'_s, X_t) = v (s t - s^2 / 2), cov(X'_s, X'_t) = v s. */
+START_TEST(test_rw2_structure)
+{
+    double t[] = {0.5, 0.9, 1.0, 2.2, 2.25, 3.0, 4.6};
+    size_t m = 7;
+    double v = 0.7;
+    gmm_stack_term tm = {.model = GMM_STACK_RW2, .name = "f.t", .value = t, .variance = v};
+    gmm_latent *l = NULL;
+    ck_assert_int_eq(gmm_latent_stack_alloc(m, 1, &tm, 0, &l), GMM_OK);
+    ck_assert_uint_eq(gmm_latent_dim(l), 2 * m);
+    ck_assert_uint_le(gmm_latent_bandwidth(l), 3);
+    ck_assert_uint_eq(gmm_latent_nconstr(l), 2);
+    size_t n = 2 * m, d = n - 2;
+    double *Q = dense_Q(l, &v);
+    gsl_matrix *M = gsl_matrix_alloc(d, d);
+    for (size_t a = 0; a < d; a++)
+        for (size_t b = 0; b < d; b++)
+            gsl_matrix_set(M, a, b,
+                           Q[gmm_latent_stack_index(l, 0, a + 2) * n +
+                             gmm_latent_stack_index(l, 0, b + 2)]);
+    ck_assert_int_eq(gsl_linalg_cholesky_decomp1(M), GSL_SUCCESS);
+    gsl_linalg_cholesky_invert(M);
+    double err = 0.0;
+    for (size_t a = 0; a < d; a++)
+        for (size_t b = 0; b < d; b++) {
+            double s = t[a / 2 + 1] - t[0], u = t[b / 2 + 1] - t[0], want;
+            int da = a % 2, db = b % 2; /* derivative states */
+            if (s > u) { /* symmetric: order so that s <= u */
+                double tmp = s;
+                s = u;
+                u = tmp;
+                int ti = da;
+                da = db;
+                db = ti;
+            }
+            if (!da && !db)
+                want = s * s * u / 2 - s * s * s / 6;
+            else if (!da && db)
+                want = s * s / 2;
+            else if (da && !db)
+                want = s * u - s * s / 2;
+            else
+                want = s;
+            err = fmax(err, fabs(gsl_matrix_get(M, a, b) - v * want));
+        }
+    ck_assert_msg(err < 1e-10, "rw2 covariance: %g", err);
+    gsl_matrix_free(M);
+    free(Q);
+    gmm_latent_free(l);
+}
+END_TEST
+
+/* RW1 with x_0 pinned: Q's inverse is the Wiener covariance from t_0,
+ * v min(s, t). */
+START_TEST(test_rw1_structure)
+{
+    double t[] = {0.5, 0.9, 1.0, 2.2, 2.25, 3.0, 4.6, 0.9};
+    double v = 1.7;
+    gmm_stack_term tm = {.model = GMM_STACK_RW1, .name = "f.t", .value = t, .variance = v};
+    gmm_latent *l = NULL;
+    ck_assert_int_eq(gmm_latent_stack_alloc(8, 1, &tm, 0, &l), GMM_OK);
+    size_t n = gmm_latent_dim(l), d = n - 1;
+    ck_assert_uint_eq(n, 7);
+    ck_assert_uint_eq(gmm_latent_bandwidth(l), 1);
+    double *Q = dense_Q(l, &v);
+    gsl_matrix *M = gsl_matrix_alloc(d, d);
+    for (size_t a = 0; a < d; a++)
+        for (size_t b = 0; b < d; b++)
+            gsl_matrix_set(M, a, b,
+                           Q[gmm_latent_stack_index(l, 0, a + 1) * n +
+                             gmm_latent_stack_index(l, 0, b + 1)]);
+    ck_assert_int_eq(gsl_linalg_cholesky_decomp1(M), GSL_SUCCESS);
+    gsl_linalg_cholesky_invert(M);
+    const double *val = gmm_latent_stack_values(l, 0, NULL);
+    double err = 0.0;
+    for (size_t a = 0; a < d; a++)
+        for (size_t b = 0; b < d; b++)
+            err = fmax(err, fabs(gsl_matrix_get(M, a, b) -
+                                 v * (fmin(val[a + 1], val[b + 1]) - val[0])));
+    ck_assert_msg(err < 1e-12, "rw1 covariance: %g", err);
+    gsl_matrix_free(M);
+    free(Q);
+    gmm_latent_free(l);
+}
+END_TEST
+
+/* BYM2 against its definition b = sqrt(s) (sqrt(1 - phi) v + sqrt(phi) u):
+ * with R+ the pseudo-inverse of the scaled structure c (D - A) (built here
+ * from the graph, c from gmm_latent_stack_scale; an island 1), the
+ * constrained prior covariance of (b, u) is [s ((1 - phi) I + phi R+),
+ * sqrt(s phi) R+; ., R+]. */
+START_TEST(test_bym2_structure)
+{
+    gmm_graph *g = test_graph();
+    size_t lev[11], m = 11;
+    for (size_t i = 0; i < m; i++)
+        lev[i] = i;
+    double th[2] = {1.3, 0.35};
+    gmm_stack_term t = {.model = GMM_STACK_BYM2, .name = "f.d", .level = lev, .graph = g,
+                        .variance = th[0], .phi = th[1]};
+    gmm_latent *l = NULL;
+    ck_assert_int_eq(gmm_latent_stack_alloc(m, 1, &t, 0, &l), GMM_OK);
+    ck_assert_str_eq(gmm_latent_param_name(l, 1), "f.d.phi");
+    size_t n = 2 * m;
+    double ld, *S = dense_sigma(l, th, &ld);
+    gsl_matrix *R = gsl_matrix_calloc(m, m), *E = gsl_matrix_alloc(m, m);
+    gsl_vector *ev = gsl_vector_alloc(m);
+    gsl_eigen_symmv_workspace *ws = gsl_eigen_symmv_alloc(m);
+    for (size_t v = 0; v < m; v++) {
+        double c = gmm_latent_stack_scale(l, 0, v);
+        size_t deg = g->ptr[v + 1] - g->ptr[v];
+        gsl_matrix_set(R, v, v, deg ? c * (double)deg : 1.0);
+        for (size_t p = g->ptr[v]; p < g->ptr[v + 1]; p++)
+            gsl_matrix_set(R, v, g->adj[p], -c);
+    }
+    gsl_eigen_symmv(R, ev, E, ws);
+    double Rp[11][11] = {{0}};
+    for (size_t e = 0; e < m; e++) {
+        double lam = gsl_vector_get(ev, e);
+        if (lam < 1e-10)
+            continue;
+        for (size_t i = 0; i < m; i++)
+            for (size_t j = 0; j < m; j++)
+                Rp[i][j] += gsl_matrix_get(E, i, e) * gsl_matrix_get(E, j, e) / lam;
+    }
+    double err = 0.0, s = th[0], phi = th[1];
+    for (size_t i = 0; i < m; i++)
+        for (size_t j = 0; j < m; j++) {
+            size_t bi = gmm_latent_stack_index(l, 0, i), bj = gmm_latent_stack_index(l, 0, j);
+            size_t ui = gmm_latent_stack_index(l, 0, m + i), uj = gmm_latent_stack_index(l, 0, m + j);
+            double bb = s * ((1.0 - phi) * (i == j) + phi * Rp[i][j]);
+            err = fmax(err, fabs(S[bi * n + bj] - bb));
+            err = fmax(err, fabs(S[bi * n + uj] - sqrt(s * phi) * Rp[i][j]));
+            err = fmax(err, fabs(S[ui * n + uj] - Rp[i][j]));
+        }
+    ck_assert_msg(err < 1e-10, "bym2 covariance: %g", err);
+    gsl_eigen_symmv_free(ws);
+    gsl_vector_free(ev);
+    gsl_matrix_free(R);
+    gsl_matrix_free(E);
+    free(S);
+    gmm_latent_free(l);
+    gmm_graph_free(g);
+}
+END_TEST
+
+/* Eigenvalues of the dense Q at theta; the product of those above tol. */
+static double eig_logdet_nonzero(const double *Q, size_t n, size_t *nzero)
+{
+    gsl_matrix *M = gsl_matrix_alloc(n, n);
+    gsl_vector *ev = gsl_vector_alloc(n);
+    gsl_eigen_symm_workspace *ws = gsl_eigen_symm_alloc(n);
+    for (size_t i = 0; i < n * n; i++)
+        M->data[i] = Q[i];
+    gsl_eigen_symm(M, ev, ws);
+    double mx = 0.0, ld = 0.0;
+    for (size_t i = 0; i < n; i++)
+        mx = fmax(mx, fabs(gsl_vector_get(ev, i)));
+    *nzero = 0;
+    for (size_t i = 0; i < n; i++) {
+        double e = gsl_vector_get(ev, i);
+        if (fabs(e) < 1e-10 * mx)
+            (*nzero)++;
+        else
+            ld += log(e);
+    }
+    gsl_eigen_symm_free(ws);
+    gsl_vector_free(ev);
+    gsl_matrix_free(M);
+    return ld;
+}
+
+/* The banded generalised log-determinant against dense eigenvalues (RW1,
+ * BESAG: A spans the null space, so it is the product of the nonzero
+ * eigenvalues -- the identity det(R_-S) det(N'N) / det(N_S)^2) and
+ * against log det(V'QV) (every case). */
+START_TEST(test_logdet)
+{
+    scase c;
+    scase_make(&c, _i);
+    size_t n = gmm_latent_dim(c.l), k = gmm_latent_nconstr(c.l);
+    double ld, ldv;
+    ck_assert_int_eq(gmm_latent_stack_logdet(c.l, c.p, &ld), GMM_OK);
+    double *S = dense_sigma(c.l, c.p, &ldv);
+    ck_assert_msg(fabs(ld - ldv) < 1e-9 * fmax(1.0, fabs(ldv)), "%s: %.15g vs %.15g",
+                  case_name[_i], ld, ldv);
+    if (_i == C_RW1_IID || _i == C_BESAG_IID) {
+        double *Q = dense_Q(c.l, c.p);
+        size_t nz;
+        double le = eig_logdet_nonzero(Q, n, &nz);
+        ck_assert_uint_eq(nz, k);
+        ck_assert_msg(fabs(ld - le) < 1e-9 * fmax(1.0, fabs(le)), "%s: eig %.15g vs %.15g",
+                      case_name[_i], le, ld);
+        free(Q);
+    }
+    free(S);
+    scase_free(&c);
+}
+END_TEST
+
+/* BESAG's scaling: per connected component, the geometric mean of the
+ * diagonal of the pseudo-inverse of R* (Q at variance 1) is 1; the island
+ * has variance 1; R* is the Laplacian times the component's factor. */
+START_TEST(test_besag_scaling)
+{
+    gmm_graph *g = test_graph();
+    size_t lev[11];
+    for (size_t i = 0; i < 11; i++)
+        lev[i] = i;
+    gmm_stack_term t = {.model = GMM_STACK_BESAG, .name = "f.d", .level = lev, .graph = g};
+    gmm_latent *l = NULL;
+    ck_assert_int_eq(gmm_latent_stack_alloc(11, 1, &t, 0, &l), GMM_OK);
+    ck_assert_uint_eq(gmm_latent_nconstr(l), 2);
+    double one = 1.0;
+    double *Q = dense_Q(l, &one);
+    size_t n = 11;
+    gsl_matrix *M = gsl_matrix_alloc(n, n), *E = gsl_matrix_alloc(n, n);
+    gsl_vector *ev = gsl_vector_alloc(n);
+    gsl_eigen_symmv_workspace *ws = gsl_eigen_symmv_alloc(n);
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < n; j++)
+            gsl_matrix_set(M, i, j,
+                           Q[gmm_latent_stack_index(l, 0, i) * n + gmm_latent_stack_index(l, 0, j)]);
+    gsl_eigen_symmv(M, ev, E, ws);
+    double dg[11] = {0};
+    for (size_t e = 0; e < n; e++) {
+        double lam = gsl_vector_get(ev, e);
+        if (lam < 1e-10)
+            continue;
+        for (size_t i = 0; i < n; i++)
+            dg[i] += gsl_matrix_get(E, i, e) * gsl_matrix_get(E, i, e) / lam;
+    }
+    const size_t comp[3][2] = {{0, 6}, {6, 10}, {10, 11}};
+    for (size_t k = 0; k < 3; k++) {
+        double s = 0.0;
+        for (size_t i = comp[k][0]; i < comp[k][1]; i++)
+            s += log(dg[i]);
+        s /= (double)(comp[k][1] - comp[k][0]);
+        ck_assert_msg(fabs(s) < 1e-10, "component %zu: log geometric mean %g", k, s);
+        double c = gmm_latent_stack_scale(l, 0, comp[k][0]);
+        if (k < 2) /* R* = c (D - A): node 0's degree is 3 in the ring with a chord */
+            ck_assert(fabs(Q[gmm_latent_stack_index(l, 0, comp[k][0]) * n +
+                             gmm_latent_stack_index(l, 0, comp[k][0])] -
+                           c * (k == 0 ? 3.0 : 1.0)) < 1e-12 * c);
+        else
+            ck_assert(c == 1.0);
+    }
+    gsl_eigen_symmv_free(ws);
+    gsl_vector_free(ev);
+    gsl_matrix_free(M);
+    gsl_matrix_free(E);
+    free(Q);
+    gmm_latent_free(l);
+    gmm_graph_free(g);
+}
+END_TEST
+
+/* VI does not condition on constraints and refuses them; a band over the
+ * limit is refused before allocating, with the bytes needed; bad input. */
+START_TEST(test_refusals)
+{
+    scase c;
+    scase_make(&c, C_RW1_IID);
+    gmm_lik lik;
+    ck_assert_int_eq(gmm_lik_parse("poisson", &lik), GMM_OK);
+    gmm_problem *p = NULL;
+    double cnt[NR] = {0};
+    ck_assert_int_eq(gmm_problem_alloc(c.l, &lik, cnt, NULL, 1, 0.0, &p), GMM_OK);
+    gmm_vi_params vp;
+    gmm_vi_params_init(&vp);
+    gmm_vi *vi = NULL;
+    ck_assert_int_eq(gmm_vi_alloc(p, &vp, &vi), GMM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(gmm_error_message(), "intrinsic"));
+    gmm_problem_free(p);
+    scase_free(&c);
+
+    scase_make(&c, C_IID_IID);
+    gmm_stack_term t[2] = {
+        {.model = GMM_STACK_IID, .name = "f.a", .nlevel = 7, .level = c.lev[0]},
+        {.model = GMM_STACK_IID, .name = "f.b", .nlevel = 11, .level = c.lev[1]}};
+    gmm_latent *l = NULL;
+    ck_assert_int_eq(gmm_latent_stack_alloc(NR, 2, t, 64, &l), GMM_ENOMEM);
+    ck_assert_ptr_nonnull(strstr(gmm_error_message(), "MB"));
+    ck_assert_ptr_null(l);
+    t[1].nlevel = 5; /* levels up to 10 */
+    ck_assert_int_eq(gmm_latent_stack_alloc(NR, 2, t, 0, &l), GMM_EINVAL);
+    double one[2] = {1.0, 1.0};
+    gmm_stack_term rw = {.model = GMM_STACK_RW1, .name = "f.t", .value = one};
+    ck_assert_int_eq(gmm_latent_stack_alloc(2, 1, &rw, 0, &l), GMM_EINVAL);
+    ck_assert_ptr_null(l);
+    scase_free(&c);
+}
+END_TEST
+
+extern Suite *model_stack_suite(void);
+Suite *model_stack_suite(void)
+{
+    Suite *s = suite_create("model_stack");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 60);
+    tcase_add_loop_test(tc, test_gaussian_vs_dense, 0, C_NCASE);
+    tcase_add_loop_test(tc, test_logdet, 0, C_NCASE);
+    tcase_add_test(tc, test_order);
+    tcase_add_loop_test(tc, test_whiten, 0, 4);
+    tcase_add_test(tc, test_laplace_problem);
+    tcase_add_loop_test(tc, test_laplace_constrained, 0, 6);
+    tcase_add_test(tc, test_rw2_structure);
+    tcase_add_test(tc, test_rw1_structure);
+    tcase_add_test(tc, test_bym2_structure);
+    tcase_add_test(tc, test_besag_scaling);
+    tcase_add_test(tc, test_refusals);
+    suite_add_tcase(s, tc);
+    return s;
+}
