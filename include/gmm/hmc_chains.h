@@ -33,6 +33,7 @@
 #include <stdint.h>
 
 #include "gmm/hmc.h"
+#include "gmm/hmc_marginal.h"
 #include "gmm/problem.h"
 #include "gmm/status.h"
 
@@ -48,6 +49,11 @@ typedef struct {
     const int *sampled;        /* nparam flags, or NULL: theta fixed */
     const gmm_prior *prior;    /* nparam priors of the sampled ones (with
                                 * sampled; gmm_hmc_default_priors) */
+    gmm_marginal marginal;     /* with sampled: GMM_MARGINAL_NONE (default),
+                                * the joint sampler, or GMM_MARGINAL_LAPLACE,
+                                * NUTS on theta's marginal and x drawn given
+                                * each kept theta (hmc_marginal.h); the rows
+                                * are the same, lp__ is the target's */
     const double *x0;          /* the latent (n) to start at, or NULL: the
                                 * posterior mode (exact or Laplace) at theta;
                                 * with sampled hyperparameters the chains

@@ -84,4 +84,11 @@ gmm_status gmm_laplace_grad(gmm_laplace *w, gmm_band *Qbar, double *bbar, double
  * workspace and >= kl, or NULL). */
 gmm_status gmm_laplace_posterior(gmm_laplace *w, double *mode, gmm_band *cov);
 
+/* After a successful eval: x = x^ + L^-T z with L L' = P = Q + H'WH at the
+ * mode, a draw from the Laplace Gaussian N(x^, P^-1) when z (n) is standard
+ * normal; z and x (n) may be the same array.  The factor is eval's, so a
+ * draw costs one banded triangular solve, O(n kl).  GMM_EINVAL without a
+ * successful eval. */
+gmm_status gmm_laplace_draw(const gmm_laplace *w, const double *z, double *x);
+
 #endif

@@ -68,6 +68,18 @@ size_t gmm_problem_nobs(const gmm_problem *p);
 gmm_status gmm_problem_posterior(gmm_problem *p, const double *theta, double *mean,
                                  gmm_band *cov);
 
+/* One draw x (n) from the Gaussian posterior of the latents at theta --
+ * exact for the Gaussian likelihood, the Laplace approximation otherwise:
+ * x = x^ + L^-T z, L L' = Q + H'WH at the mode x^ (gmm_laplace_draw), z (n)
+ * standard normals from the caller.  The Newton iterations start from the
+ * last mode found, so a sequence of draws from one problem is reproducible
+ * after gmm_problem_whitened_start.  Errors as the Laplace evaluation
+ * (GMM_ENOTPD, GMM_ENOCONV, GMM_EDOM), GMM_ENOMEM (the first draw of a
+ * Gaussian problem allocates the Laplace workspace), GMM_EINVAL (NULL).
+ * O(n kl^2). */
+gmm_status gmm_problem_draw_latent(gmm_problem *p, const double *theta, const double *z,
+                                   double *x);
+
 /* Posterior mean and variance of the linear predictor b + f at theta:
  * at every data row (nrows), at every node of a graph latent (n, graph
  * numbering), or at new inputs of a state-space latent.  Errors as

@@ -161,10 +161,16 @@ static gmm_status cmdstan_begin(void *user, const gmm_hmc_chain_info *ci)
     fprintf(f, "# data\n#   file = %s\n", w->data ? w->data : "");
     fprintf(f, "# random\n#   seed = %llu\n", (unsigned long long)par->seed);
     fputs("# output\n#   sig_figs = 17\n", f);
+    int marg = w->rp->sampled && w->rp->marginal == GMM_MARGINAL_LAPLACE;
     fprintf(f, "# f.i: the linear predictor at %s i; the inverse metric is the sampler's, on\n"
-               "# the whitened latent field%s, not on f\n",
+               "# %s, not on f\n",
             gmm_mdl_site_noun(w->model),
-            w->rp->sampled ? " and the hyperparameters (positive ones on the log scale)" : "");
+            marg ? "the hyperparameters (positive ones on the log scale; the latents are drawn\n"
+                   "# given them)"
+            : w->rp->sampled
+                ? "the whitened latent field and the hyperparameters (positive ones on the\n"
+                  "# log scale)"
+                : "the whitened latent field");
     write_header(f, w->model, w->rp, 1);
     fprintf(f, "# Adaptation terminated\n# Step size = %.17g\n", ci->stepsize);
     fputs("# Diagonal elements of inverse mass matrix:\n# ", f);
@@ -346,6 +352,10 @@ static gmm_status write_config(const char *path, const cli_hmc_out *w, const gmm
                  w->rp->prior[k].sigma);
         json_object_set_new(pri, o->name[k], json_string(buf));
     }
+    if (w->rp->sampled)
+        json_object_set_new(root, "marginal", json_string(w->rp->marginal == GMM_MARGINAL_LAPLACE
+                                                              ? "laplace"
+                                                              : "none"));
     json_object_set_new(root, "fixed_parameters", hyp);
     json_object_set_new(root, "priors", pri);
     json_t *org = NULL;

@@ -51,6 +51,11 @@ static const char usage_text[] =
     "  --sample-hyper      also sample the free hyperparameters (kernel or precision,\n"
     "                      likelihood, intercept; not those held by --fix), on the\n"
     "                      log scale for positive ones\n"
+    "  --marginal M        with --sample-hyper: none (default), theta and the latent\n"
+    "                      field jointly; laplace, NUTS on theta's marginal posterior\n"
+    "                      (exact for Gaussian data, the Laplace approximation\n"
+    "                      otherwise) and x drawn from N(x^, (Q + H'WH)^-1) at each\n"
+    "                      kept theta; lp__ is then log p(y | theta) + log prior\n"
     "  --prior NAME=D      prior of a sampled parameter: lognormal(MU,SIGMA) (on its\n"
     "                      log: N(MU, SIGMA^2)), or normal(MU,SIGMA) for intercept;\n"
     "                      default lognormal(log value, 1), normal(value, 2)\n"
@@ -85,7 +90,7 @@ int cmd_hmc(int argc, char **argv)
         OPT_MODEL = CLI_OPT_FIRST_COMMAND, OPT_CHAINS, OPT_THREADS, OPT_SEED, OPT_CHAIN_ID,
         OPT_WARMUP, OPT_DRAWS, OPT_SAMPLER, OPT_STEPS, OPT_MAX_DEPTH, OPT_TARGET_ACCEPT,
         OPT_SUMMARY, OPT_QUIET, OPT_SAMPLE_HYPER, OPT_PRIOR, OPT_SUBSET, OPT_STATES, OPT_LOG_LIK, OPT_INIT,
-        OPT_FORMAT
+        OPT_FORMAT, OPT_MARGINAL
     };
     static const struct option longopts[] = {
         CLI_MODEL_LONGOPTS,
@@ -109,6 +114,7 @@ int cmd_hmc(int argc, char **argv)
         {"log-lik", no_argument, NULL, OPT_LOG_LIK},
         {"init", required_argument, NULL, OPT_INIT},
         {"format", required_argument, NULL, OPT_FORMAT},
+        {"marginal", required_argument, NULL, OPT_MARGINAL},
         {"output", required_argument, NULL, 'o'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
@@ -189,6 +195,10 @@ int cmd_hmc(int argc, char **argv)
             rc = cli_parse_choice(cmd, "format", optarg, "csv", "cmdstan", &cmdstan);
             break;
         case OPT_PRIOR: prior_args[nprior_args++] = optarg; break;
+        case OPT_MARGINAL:
+            if (!(rc = cli_parse_choice(cmd, "marginal", optarg, "none", "laplace", &tmpi)))
+                rp.marginal = tmpi ? GMM_MARGINAL_LAPLACE : GMM_MARGINAL_NONE;
+            break;
         case 'o': out_path = optarg; break;
         default: rc = CLI_EXIT_USAGE; break;
         }
@@ -236,8 +246,8 @@ int cmd_hmc(int argc, char **argv)
     }
     for (size_t t = 0; t < nthread; t++)
         probs[t] = gmm_mdl_problem(models[t]);
-    if (nprior_args && !sample_hyper) {
-        cli_msg(cmd, "--prior applies with --sample-hyper");
+    if ((nprior_args || rp.marginal) && !sample_hyper) {
+        cli_msg(cmd, "--%s applies with --sample-hyper", nprior_args ? "prior" : "marginal");
         rc = CLI_EXIT_USAGE;
         goto done;
     }
@@ -252,8 +262,10 @@ int cmd_hmc(int argc, char **argv)
         cli_msg(cmd, "%zu chain(s) of %zu warm-up + %zu draws, %s, on %zu thread(s); %s",
                 rp.nchain, par->warmup, par->draws,
                 par->sampler == GMM_HMC_NUTS ? "NUTS" : "fixed-length HMC", nthread,
-                sample_hyper ? "free hyperparameters sampled"
-                             : "hyperparameters fixed at the model's values");
+                !sample_hyper ? "hyperparameters fixed at the model's values"
+                : rp.marginal ? "free hyperparameters sampled on their marginal, the latents "
+                                "given them"
+                              : "free hyperparameters sampled");
 
     int show = !quiet && isatty(STDERR_FILENO);
     rp.theta = gmm_mdl_objective(models[0])->value;

@@ -127,8 +127,10 @@ static gmm_status run_chain(run_ctx *rc, gmm_problem *p, size_t c)
     const double *y = gmm_problem_y(p), *e = gmm_problem_exposure(p);
     gmm_lik lik;
     gmm_hmc *h = NULL;
-    int werr = 0;
-    if (!v || !f || !xs || !th || !row || !frows) {
+    gmm_hmc_marginal *m = NULL;
+    int werr = 0, marg = rp->sampled && rp->marginal == GMM_MARGINAL_LAPLACE;
+    double *xm = marg ? gmm_malloc(n ? n : 1, sizeof *xm) : NULL;
+    if (!v || !f || !xs || !th || !row || !frows || (marg && !xm)) {
         st = gmm_error(GMM_ENOMEM, "out of memory for chain %llu", (unsigned long long)id);
         goto done;
     }
@@ -137,7 +139,12 @@ static gmm_status run_chain(run_ctx *rc, gmm_problem *p, size_t c)
     par.progress = progress;
     par.user = rc;
     memcpy(th, rp->theta, np * sizeof *th);
-    if (rp->sampled) {
+    if (marg) {
+        if ((st = gmm_hmc_marginal_alloc(p, rp->theta, rp->sampled, rp->prior, &m)) ||
+            (st = gmm_hmc_marginal_start(m, v)))
+            goto done;
+        dim = gmm_hmc_marginal_dim(m);
+    } else if (rp->sampled) {
         if ((st = gmm_problem_joint_setup(p, rp->theta, rp->sampled, rp->prior)) ||
             (st = gmm_problem_joint_start(p, v)))
             goto done;
@@ -152,13 +159,14 @@ static gmm_status run_chain(run_ctx *rc, gmm_problem *p, size_t c)
      * between chains; sampled hyperparameters start at theta */
     gmm_rng g;
     gmm_rng_seed(&g, par.seed ^ 0x5DEECE66DULL, id);
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; !marg && i < n; i++)
         v[i] += 0.5 * gmm_rng_normal(&g);
     if (!(h = gmm_hmc_alloc(dim, &par))) {
         st = gmm_error_status();
         goto done;
     }
-    gmm_hmc_target t = {rp->sampled ? joint_logp : whitened_logp, p};
+    gmm_hmc_target t = {marg ? gmm_hmc_marginal_logp : rp->sampled ? joint_logp : whitened_logp,
+                        marg ? (void *)m : (void *)p};
     if ((st = gmm_hmc_init(h, v, &t)))
         goto done;
     FILE *out = rc->r->tmp[c];
@@ -179,15 +187,28 @@ static gmm_status run_chain(run_ctx *rc, gmm_problem *p, size_t c)
         ci->leapfrog[!d.warmup] += d.n_leapfrog;
         if (!d.warmup) {
             gmm_status s2 = GMM_OK;
-            if (rp->sampled && ((s2 = gmm_problem_joint_theta(p, d.q, th)) ||
-                                (s2 = gmm_problem_whiten_setup(p, th)))) {
+            const double *q = d.q;
+            if (marg) {
+                /* x given theta, carried to the whitened v the rows are made from */
+                gmm_hmc_marginal_theta(m, d.q, th);
+                for (size_t i = 0; i < n; i++)
+                    xm[i] = gmm_rng_normal(&g);
+                if ((s2 = gmm_hmc_marginal_draw(m, d.q, xm, xm)) ||
+                    (s2 = gmm_problem_whiten_setup(p, th)) ||
+                    (s2 = gmm_latent_unwhiten(gmm_problem_latent_eval(p), xm, v))) {
+                    st = s2;
+                    break;
+                }
+                q = v;
+            } else if (rp->sampled && ((s2 = gmm_problem_joint_theta(p, d.q, th)) ||
+                                       (s2 = gmm_problem_whiten_setup(p, th)))) {
                 st = s2;
                 break;
             }
-            if ((s2 = inputs ? gmm_problem_whitened_linpred(p, d.q, f, NULL)
+            if ((s2 = inputs ? gmm_problem_whitened_linpred(p, q, f, NULL)
                              : gmm_problem_whitened_linpred(
-                                   p, d.q, rp->log_lik ? frows : NULL, f)) ||
-                (rp->states && (s2 = gmm_problem_whitened_latent(p, d.q, xs))) ||
+                                   p, q, rp->log_lik ? frows : NULL, f)) ||
+                (rp->states && (s2 = gmm_problem_whitened_latent(p, q, xs))) ||
                 (rp->log_lik && (s2 = gmm_problem_lik_at(p, th, &lik)))) {
                 st = s2;
                 break;
@@ -238,6 +259,8 @@ static gmm_status run_chain(run_ctx *rc, gmm_problem *p, size_t c)
                        (unsigned long long)id, strerror(werr ? werr : errno));
 done:
     gmm_hmc_free(h);
+    gmm_hmc_marginal_free(m);
+    gmm_free(xm);
     gmm_free(v);
     gmm_free(f);
     gmm_free(xs);

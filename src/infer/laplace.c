@@ -437,3 +437,18 @@ gmm_status gmm_laplace_posterior(gmm_laplace *w, double *mode, gmm_band *cov)
     }
     return GMM_OK;
 }
+
+gmm_status gmm_laplace_draw(const gmm_laplace *w, const double *z, double *x)
+{
+    gmm_status st;
+    if (!w || !w->valid || !z || !x)
+        return gmm_error(GMM_EINVAL, "laplace: no successful evaluation to draw from");
+    /* cov(L^-T z) = L^-T L^-1 = P^-1 */
+    if (x != z)
+        memcpy(x, z, w->n * sizeof *x);
+    if ((st = gmm_band_tri_solve_vec(w->L, GMM_TRANS, x)))
+        return st;
+    for (size_t j = 0; j < w->n; j++)
+        x[j] += w->x[j];
+    return GMM_OK;
+}
