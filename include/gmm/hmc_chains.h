@@ -50,10 +50,14 @@ typedef struct {
     const gmm_prior *prior;    /* nparam priors of the sampled ones (with
                                 * sampled; gmm_hmc_default_priors) */
     gmm_marginal marginal;     /* with sampled: GMM_MARGINAL_NONE (default),
-                                * the joint sampler, or GMM_MARGINAL_LAPLACE,
+                                * the joint sampler, GMM_MARGINAL_LAPLACE,
                                 * NUTS on theta's marginal and x drawn given
-                                * each kept theta (hmc_marginal.h); the rows
-                                * are the same, lp__ is the target's */
+                                * each kept theta, or GMM_MARGINAL_LAPLACE_MH,
+                                * those pairs corrected to exact draws
+                                * (hmc_marginal.h); the rows are the same,
+                                * lp__ is the marginal target's */
+    size_t mh_draws;           /* GMM_MARGINAL_LAPLACE_MH: latents drawn per
+                                * proposal (M of hmc_marginal.h; 0 = 1) */
     const double *x0;          /* the latent (n) to start at, or NULL: the
                                 * posterior mode (exact or Laplace) at theta;
                                 * with sampled hyperparameters the chains
@@ -99,6 +103,8 @@ typedef struct {
                                 * latent field and the sampled hyperparameters */
     size_t metric_dim;
     double seconds[2];         /* wall time of warm-up [0] and draws [1] */
+    size_t rejected;           /* GMM_MARGINAL_LAPLACE_MH: kept draws where
+                                * the correction kept the previous pair */
 } gmm_hmc_chain_info;
 
 typedef struct gmm_hmc_chains gmm_hmc_chains;

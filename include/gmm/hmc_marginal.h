@@ -21,6 +21,21 @@
  * embedded-Laplace approximation of R-INLA and TMB with the latent
  * uncertainty kept.
  *
+ * CORRECTION (GMM_MARGINAL_LAPLACE_MH).  A NUTS transition is reversible
+ * with respect to p_L(theta) ~ p(theta) q(y | theta).  From theta' (one
+ * transition) draw M latents x_1..x_M ~ q(x | theta') with weights w_k =
+ * p(y, x_k | theta') / (q(y | theta') q(x_k | theta')) (gmm_laplace_draw),
+ * pick one with probability w_k / sum w, and accept the pair with
+ * probability min(1, W' / W), W the mean weight of the current pair's draw
+ * (kept, not recomputed): a pseudo-marginal Metropolis-Hastings step whose
+ * invariant law has the exact posterior p(theta, x | y) as its marginal
+ * (Andrieu & Roberts 2009; Vihola, Helske & Franks 2020, "Importance
+ * sampling type estimators based on approximate marginal MCMC").  On a
+ * rejection the chain keeps (theta, x) and NUTS goes on from theta
+ * (gmm_hmc_set_point).  The mean of M weights varies M times less than one
+ * weight, so more draws mean fewer rejections for M cheap solves.  With the
+ * Gaussian likelihood every w_k = 1: nothing is rejected.
+ *
  * Cost: a gradient is one objective evaluation -- a Laplace fit warm-started
  * from the last mode plus its reverse mode, O(n kl^2) -- against the joint
  * sampler's O(n kl) per leapfrog step; in return NUTS runs on a handful of
@@ -35,8 +50,11 @@
 #include "gmm/status.h"
 
 typedef enum {
-    GMM_MARGINAL_NONE = 0,   /* theta sampled jointly with the latents */
-    GMM_MARGINAL_LAPLACE = 1 /* theta on its (Laplace) marginal, x given theta */
+    GMM_MARGINAL_NONE = 0,    /* theta sampled jointly with the latents */
+    GMM_MARGINAL_LAPLACE = 1, /* theta on its (Laplace) marginal, x given theta */
+    GMM_MARGINAL_LAPLACE_MH = 2 /* the same pairs as proposals of a
+                                 * Metropolis-Hastings step on (theta, x):
+                                 * exact (see CORRECTION) */
 } gmm_marginal;
 
 typedef struct gmm_hmc_marginal gmm_hmc_marginal;
@@ -70,9 +88,10 @@ gmm_status gmm_hmc_marginal_logp(void *ctx, const double *u, double *lp, double 
 /* theta (nparam) at u. */
 void gmm_hmc_marginal_theta(const gmm_hmc_marginal *m, const double *u, double *theta);
 
-/* A draw x (n) of the latents given theta(u), from z (n standard normals,
- * the caller's): gmm_problem_draw_latent at theta(u).  Errors as that. */
-gmm_status gmm_hmc_marginal_draw(gmm_hmc_marginal *m, const double *u, const double *z,
-                                 double *x);
+/* k draws of the latents given theta(u) (x: k rows of n) from z (k rows of
+ * n standard normals, the caller's), and their log importance weights (k,
+ * or NULL): gmm_problem_draw_latent at theta(u).  Errors as that. */
+gmm_status gmm_hmc_marginal_draw(gmm_hmc_marginal *m, const double *u, size_t k,
+                                 const double *z, double *x, double *logw);
 
 #endif

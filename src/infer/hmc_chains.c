@@ -128,9 +128,15 @@ static gmm_status run_chain(run_ctx *rc, gmm_problem *p, size_t c)
     gmm_lik lik;
     gmm_hmc *h = NULL;
     gmm_hmc_marginal *m = NULL;
-    int werr = 0, marg = rp->sampled && rp->marginal == GMM_MARGINAL_LAPLACE;
-    double *xm = marg ? gmm_malloc(n ? n : 1, sizeof *xm) : NULL;
-    if (!v || !f || !xs || !th || !row || !frows || (marg && !xm)) {
+    int werr = 0, marg = rp->sampled && rp->marginal != GMM_MARGINAL_NONE;
+    int mh = marg && rp->marginal == GMM_MARGINAL_LAPLACE_MH, have_cur = 0;
+    size_t nmh = mh ? (rp->mh_draws ? rp->mh_draws : 1) : 1;
+    double *xm = marg ? gmm_malloc(nmh * (n ? n : 1), sizeof *xm) : NULL, lw = 0.0, lw_cur = 0.0;
+    double *lws = mh ? gmm_malloc(nmh, sizeof *lws) : NULL;
+    /* the correction's current pair: its row and u */
+    double *row_cur = mh ? gmm_malloc(ncol, sizeof *row_cur) : NULL;
+    double *u_cur = mh ? gmm_malloc(np ? np : 1, sizeof *u_cur) : NULL;
+    if (!v || !f || !xs || !th || !row || !frows || (marg && !xm) || (mh && (!row_cur || !u_cur || !lws))) {
         st = gmm_error(GMM_ENOMEM, "out of memory for chain %llu", (unsigned long long)id);
         goto done;
     }
@@ -189,13 +195,34 @@ static gmm_status run_chain(run_ctx *rc, gmm_problem *p, size_t c)
             gmm_status s2 = GMM_OK;
             const double *q = d.q;
             if (marg) {
-                /* x given theta, carried to the whitened v the rows are made from */
+                /* x given theta, carried to the whitened v the rows are made from;
+                 * the correction picks one of its draws by weight */
                 gmm_hmc_marginal_theta(m, d.q, th);
-                for (size_t i = 0; i < n; i++)
+                for (size_t i = 0; i < nmh * n; i++)
                     xm[i] = gmm_rng_normal(&g);
-                if ((s2 = gmm_hmc_marginal_draw(m, d.q, xm, xm)) ||
-                    (s2 = gmm_problem_whiten_setup(p, th)) ||
-                    (s2 = gmm_latent_unwhiten(gmm_problem_latent_eval(p), xm, v))) {
+                if ((s2 = gmm_hmc_marginal_draw(m, d.q, nmh, xm, xm, lws))) {
+                    st = s2;
+                    break;
+                }
+                const double *xsel = xm;
+                if (mh) {
+                    double top = -INFINITY, sum = 0.0;
+                    for (size_t k2 = 0; k2 < nmh; k2++)
+                        top = fmax(top, lws[k2]);
+                    for (size_t k2 = 0; isfinite(top) && k2 < nmh; k2++)
+                        sum += exp(lws[k2] - top);
+                    /* a weight that is not finite: never accepted (unless first) */
+                    lw = isfinite(top) ? top + log(sum / (double)nmh) : -INFINITY;
+                    double pick = gmm_rng_uniform(&g) * sum, acc = 0.0;
+                    for (size_t k2 = 0; isfinite(top) && k2 < nmh; k2++) {
+                        acc += exp(lws[k2] - top);
+                        xsel = xm + k2 * n;
+                        if (pick < acc)
+                            break;
+                    }
+                }
+                if ((s2 = gmm_problem_whiten_setup(p, th)) ||
+                    (s2 = gmm_latent_unwhiten(gmm_problem_latent_eval(p), xsel, v))) {
                     st = s2;
                     break;
                 }
@@ -234,7 +261,25 @@ static gmm_status run_chain(run_ctx *rc, gmm_problem *p, size_t c)
                 gmm_lik_eval(&lik, y[r], e ? e[r] : 1.0, frows[r], ev, NULL);
                 row[j++] = ev[0];
             }
-            if (fwrite(row, sizeof *row, ncol, out) != ncol) {
+            const double *wrow = row;
+            if (mh) {
+                if (!have_cur || log(gmm_rng_uniform(&g)) < lw - lw_cur) {
+                    memcpy(row_cur, row, ncol * sizeof *row);
+                    memcpy(u_cur, d.q, dim * sizeof *u_cur);
+                    lw_cur = lw;
+                    have_cur = 1;
+                } else {
+                    /* the pair stays; this transition's sampler diagnostics */
+                    memcpy(row_cur + 1, row + 1, (GMM_HMC_NSAMPLER - 1) * sizeof *row);
+                    ci->rejected++;
+                    if (st == GMM_OK && (s2 = gmm_hmc_set_point(h, u_cur))) {
+                        st = s2;
+                        break;
+                    }
+                }
+                wrow = row_cur;
+            }
+            if (fwrite(wrow, sizeof *row, ncol, out) != ncol) {
                 werr = errno ? errno : EIO;
                 break;
             }
@@ -261,6 +306,9 @@ done:
     gmm_hmc_free(h);
     gmm_hmc_marginal_free(m);
     gmm_free(xm);
+    gmm_free(row_cur);
+    gmm_free(u_cur);
+    gmm_free(lws);
     gmm_free(v);
     gmm_free(f);
     gmm_free(xs);

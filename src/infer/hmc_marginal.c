@@ -130,9 +130,9 @@ gmm_status gmm_hmc_marginal_logp(void *ctx, const double *u, double *lp, double 
     return GMM_OK;
 }
 
-gmm_status gmm_hmc_marginal_draw(gmm_hmc_marginal *m, const double *u, const double *z,
-                                 double *x)
+gmm_status gmm_hmc_marginal_draw(gmm_hmc_marginal *m, const double *u, size_t k,
+                                 const double *z, double *x, double *logw)
 {
     gmm_hmc_marginal_theta(m, u, m->theta);
-    return gmm_problem_draw_latent(m->p, m->theta, z, x);
+    return gmm_problem_draw_latent(m->p, m->theta, k, z, x, logw);
 }

@@ -317,8 +317,8 @@ gmm_status gmm_problem_posterior(gmm_problem *p, const double *theta, double *me
     return gmm_laplace_posterior(p->lap, mean, cov);
 }
 
-gmm_status gmm_problem_draw_latent(gmm_problem *p, const double *theta, const double *z,
-                                   double *x)
+gmm_status gmm_problem_draw_latent(gmm_problem *p, const double *theta, size_t m,
+                                   const double *z, double *x, double *logw)
 {
     gmm_status st;
     double lq;
@@ -329,7 +329,10 @@ gmm_status gmm_problem_draw_latent(gmm_problem *p, const double *theta, const do
     /* Gaussian too: Newton is exact there, and P's factor is what a draw needs */
     if ((st = laplace_forward(p, theta, &lq)))
         return st;
-    return gmm_laplace_draw(p->lap, z, x);
+    for (size_t k = 0; k < m; k++)
+        if ((st = gmm_laplace_draw(p->lap, z + k * p->n, x + k * p->n, logw ? logw + k : NULL)))
+            return st;
+    return GMM_OK;
 }
 
 /* The posterior mean and covariance band at theta, allocated. */

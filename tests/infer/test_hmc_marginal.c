@@ -83,6 +83,7 @@ static void fixture_free(fixture *fx)
 }
 
 static const double ygauss[NN] = {0.3, -0.4, 1.1, 0.8, -0.2, -1.0, 0.1, 0.9, 1.4, 0.2, -0.6, 0.5};
+static const double ylow[NN] = {3, 5, 8, 2, 1, 4, 6, 9, 5, 2, 3, 7};
 static const double ycount[NN] = {100, 124, 160, 88, 72, 108, 140, 176, 120, 84, 104, 132};
 
 /* The prior precision at theta, dense (internal numbering), from the
@@ -129,12 +130,12 @@ static void check_draw(fixture *fx, const char *what)
     size_t np = gmm_problem_objective(p)->nparam, idx[NN];
     double z[NN], mode[NN], x[NN], A[NN * NN], mref[NN];
     memset(z, 0, sizeof z);
-    ck_assert_int_eq(gmm_problem_draw_latent(p, th, z, mode), GMM_OK);
+    ck_assert_int_eq(gmm_problem_draw_latent(p, th, 1, z, mode, NULL), GMM_OK);
     ck_assert_int_eq(gmm_problem_posterior(p, th, mref, NULL), GMM_OK);
     for (size_t j = 0; j < NN; j++) {
         memset(z, 0, sizeof z);
         z[j] = 1.0;
-        ck_assert_int_eq(gmm_problem_draw_latent(p, th, z, x), GMM_OK);
+        ck_assert_int_eq(gmm_problem_draw_latent(p, th, 1, z, x, NULL), GMM_OK);
         for (size_t i = 0; i < NN; i++)
             A[i * NN + j] = x[i] - mode[i];
     }
@@ -147,6 +148,40 @@ static void check_draw(fixture *fx, const char *what)
         double w = gmm_problem_exact(p) ? 1.0 / th[np - 1] : exp(b + mode[idx[r]]);
         *gsl_matrix_ptr(P, idx[r], idx[r]) += w;
     }
+    /* the weight of one draw: log p(y | x) + log N(x; 0, Q^-1) - log q(y) -
+     * log N(x; x^, P^-1), densely */
+    double zz[NN], xw[NN], lw, lq, lpq = 0.0, lpp = 0.0, ll = 0.0;
+    for (size_t j = 0; j < NN; j++)
+        zz[j] = 0.8 * sin(1.0 + (double)j);
+    ck_assert_int_eq(gmm_problem_draw_latent(p, th, 1, zz, xw, &lw), GMM_OK);
+    ck_assert_int_eq(gmm_problem_objective(p)->eval(p, th, &lq, NULL), GMM_OK);
+    gsl_matrix *Qd = gsl_matrix_alloc(NN, NN), *Pc = gsl_matrix_alloc(NN, NN);
+    dense_q(fx, th, Qd);
+    gsl_matrix_memcpy(Pc, P);
+    for (size_t i = 0; i < NN; i++)
+        for (size_t j = 0; j < NN; j++) {
+            lpq -= 0.5 * xw[i] * gsl_matrix_get(Qd, i, j) * xw[j];
+            lpp -= 0.5 * (xw[i] - mode[i]) * gsl_matrix_get(P, i, j) * (xw[j] - mode[j]);
+        }
+    ck_assert_int_eq(gsl_linalg_cholesky_decomp1(Qd), 0);
+    ck_assert_int_eq(gsl_linalg_cholesky_decomp1(Pc), 0);
+    for (size_t i = 0; i < NN; i++) {
+        lpq += log(gsl_matrix_get(Qd, i, i));
+        lpp += log(gsl_matrix_get(Pc, i, i));
+    }
+    for (size_t r = 0; r < NN; r++) {
+        double f = b + xw[idx[r]], y = fx->y[r];
+        ll += gmm_problem_exact(p) ? -0.5 * log(2.0 * M_PI * th[np - 1]) -
+                                         0.5 * (y - f) * (y - f) / th[np - 1]
+                                   : y * f - exp(f) - lgamma(y + 1.0);
+    }
+    double lw_ref = ll + lpq - lq - lpp;
+    ck_assert_msg(fabs(lw - lw_ref) < 1e-8 * fmax(1.0, fabs(lq)),
+                  "%s: log weight %.12g, densely %.12g", what, lw, lw_ref);
+    if (gmm_problem_exact(p))
+        ck_assert_msg(fabs(lw) < 1e-9, "gaussian: log weight %g, not 0", lw);
+    gsl_matrix_free(Qd);
+    gsl_matrix_free(Pc);
     invert(P);
     double worst = 0.0, wm = 0.0;
     for (size_t i = 0; i < NN; i++) {
@@ -254,6 +289,9 @@ static gmm_status on_row(void *user, const gmm_hmc_chain_info *c, size_t it, con
     return GMM_OK;
 }
 
+static size_t rejected; /* the last run's, over its chains */
+static size_t mh_draws = 8;
+
 static rows run(fixture *fx, size_t nthread, const int *samp, const gmm_prior *pr,
                 gmm_marginal marg, size_t nchain, size_t warmup, size_t draws)
 {
@@ -267,6 +305,7 @@ static rows run(fixture *fx, size_t nthread, const int *samp, const gmm_prior *p
     rp.sampled = samp;
     rp.prior = pr;
     rp.marginal = marg;
+    rp.mh_draws = mh_draws;
     gmm_hmc_chains *ch = NULL;
     gmm_status st = gmm_hmc_run_chains(fx->p, nthread, &rp, &ch);
     ck_assert_msg(st == GMM_OK, "%s", gmm_error_message());
@@ -274,6 +313,9 @@ static rows run(fixture *fx, size_t nthread, const int *samp, const gmm_prior *p
     gmm_hmc_sink sk = {NULL, on_row, NULL, &r};
     ck_assert_int_eq(gmm_hmc_chains_write(ch, &sk), GMM_OK);
     ck_assert_uint_eq(r.nrow, nchain * draws);
+    rejected = 0;
+    for (size_t c = 0; c < nchain; c++)
+        rejected += gmm_hmc_chains_info(ch, c)->rejected;
     gmm_hmc_chains_free(ch);
     return r;
 }
@@ -309,6 +351,18 @@ static void moments(const double *x, size_t nchain, size_t ndraw, double *mu, do
     *se_mu = sqrt(*var / ess);
     *se_var = sqrt(sd2 / (double)(N - 1) / essd);
     free(d);
+}
+
+/* z of the difference of column j's means between two runs */
+static double zdiff(const rows *a, const rows *b, size_t j, size_t nchain, size_t ndraw)
+{
+    double ma, va, sa, sva, mb, vb, sb, svb;
+    double *ca = column(a, j), *cb = column(b, j);
+    moments(ca, nchain, ndraw, &ma, &va, &sa, &sva);
+    moments(cb, nchain, ndraw, &mb, &vb, &sb, &svb);
+    free(ca);
+    free(cb);
+    return (ma - mb) / sqrt(sa * sa + sb * sb);
 }
 
 #define NGRID 3001
@@ -430,6 +484,10 @@ START_TEST(test_gaussian_against_quadrature)
     ck_assert(memcmp(r1.v, r2.v, r1.nrow * r1.ncol * sizeof *r1.v) == 0);
     free(r1.v);
     free(r2.v);
+    /* the correction's weight is 1 for Gaussian data: nothing is rejected */
+    r1 = run(&fx, 1, samp, pr, GMM_MARGINAL_LAPLACE_MH, 2, 50, 100);
+    ck_assert_uint_eq(rejected, 0);
+    free(r1.v);
     free(r.v);
     free(lw);
     free(mx);
@@ -504,6 +562,60 @@ START_TEST(test_poisson_against_joint)
 }
 END_TEST
 
+/* Low counts (1..9), where the Laplace draws' bias in f is several
+ * Monte-Carlo errors: the corrected sampler (M = 1 and 8 draws per
+ * proposal) against the joint sampler, every column's mean directly; the
+ * uncorrected one's largest |z| is reported beside them. */
+START_TEST(test_poisson_corrected)
+{
+    fixture fx;
+    fixture_make(&fx, "poisson", ylow, 1, 1.5);
+    size_t np = gmm_problem_objective(fx.p[0])->nparam, nchain = 4, ndraw = 1000;
+    int samp[8];
+    gmm_prior pr[8];
+    gmm_hmc_default_priors(fx.p[0], samp, pr);
+    for (size_t k = 0; k + 1 < np; k++)
+        pr[k].sigma = 0.5;
+    rows b = run(&fx, 1, samp, pr, GMM_MARGINAL_NONE, nchain, 500, ndraw);
+    rows a = run(&fx, 1, samp, pr, GMM_MARGINAL_LAPLACE, nchain, 500, ndraw);
+    double zmax = 0.0;
+    for (size_t j = GMM_HMC_NSAMPLER; j < a.ncol; j++)
+        zmax = fmax(zmax, fabs(zdiff(&a, &b, j, nchain, ndraw)));
+    if (getenv("GMM_TEST_REPORT"))
+        fprintf(stderr, "marginal laplace (uncorrected) low counts vs joint: worst |z| %.2f\n",
+                zmax);
+    free(a.v);
+    size_t ms[2] = {1, 8};
+    for (int t = 0; t < 2; t++) {
+        mh_draws = ms[t];
+        rows c = run(&fx, 1, samp, pr, GMM_MARGINAL_LAPLACE_MH, nchain, 500, ndraw);
+        ck_assert_uint_gt(rejected, 0);
+        ck_assert_uint_lt(rejected, nchain * ndraw / 2);
+        zmax = 0.0;
+        for (size_t j = GMM_HMC_NSAMPLER; j < c.ncol; j++) {
+            double z = zdiff(&c, &b, j, nchain, ndraw);
+            ck_assert_msg(fabs(z) < ZMAX, "laplace-mh (M = %zu) column %zu: z %.2f against the "
+                                          "joint sampler",
+                          mh_draws, j, z);
+            zmax = fmax(zmax, fabs(z));
+        }
+        if (getenv("GMM_TEST_REPORT"))
+            fprintf(stderr, "marginal laplace-mh (M = %zu) low counts vs joint: worst |z| %.2f, "
+                            "%zu of %zu rejected\n",
+                    mh_draws, zmax, rejected, nchain * ndraw);
+        free(c.v);
+    }
+    /* the correction's own random numbers come from the chain's stream too */
+    rows r1 = run(&fx, 1, samp, pr, GMM_MARGINAL_LAPLACE_MH, 3, 50, 40);
+    rows r2 = run(&fx, 2, samp, pr, GMM_MARGINAL_LAPLACE_MH, 3, 50, 40);
+    ck_assert(memcmp(r1.v, r2.v, r1.nrow * r1.ncol * sizeof *r1.v) == 0);
+    free(r1.v);
+    free(r2.v);
+    free(b.v);
+    fixture_free(&fx);
+}
+END_TEST
+
 Suite *infer_hmc_marginal_suite(void)
 {
     Suite *s = suite_create("infer_hmc_marginal");
@@ -513,6 +625,7 @@ Suite *infer_hmc_marginal_suite(void)
     tcase_add_test(tc, test_marginal_gradient);
     tcase_add_test(tc, test_gaussian_against_quadrature);
     tcase_add_test(tc, test_poisson_against_joint);
+    tcase_add_test(tc, test_poisson_corrected);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -173,6 +173,21 @@ expect_exit 2
 expect_stderr '--marginal applies with --sample-hyper'
 run "$GMM_INFER" hmc "$coal" --likelihood poisson --kernel "$kern" --sample-hyper --marginal inla
 expect_exit 2
+expect_stderr "--marginal: 'inla' is not none, laplace or laplace-mh"
+run "$GMM_INFER" hmc "$coal" --likelihood poisson --kernel "$kern" --sample-hyper \
+    --marginal laplace --mh-draws 4
+expect_exit 2
+expect_stderr '--mh-draws applies with --marginal laplace-mh'
+# the corrected sampler: same columns, its rejections per chain in FILE.json
+run "$GMM_INFER" hmc "$coal" --likelihood poisson --kernel "$kern" --sample-hyper \
+    --marginal laplace-mh --mh-draws 4 --chains 2 --warmup 60 --draws 30 --quiet \
+    -o "$CASE_TMP/mh.csv"
+expect_exit 0
+if [[ "$(head -1 "$CASE_TMP/j.csv")" != "$(head -1 "$CASE_TMP/mh.csv")" ]]; then
+    fail "--marginal laplace-mh's columns differ from the joint sampler's"
+fi
+expect_file "$CASE_TMP/mh.csv.json" '"marginal": "laplace-mh"'
+expect_file "$CASE_TMP/mh.csv.json" '"mh_rejections": \['
 
 begin "predict --draws summarises f from the draws, with rates"
 run "$GMM_INFER" fit "$coal" --likelihood poisson --kernel matern12 -o "$CASE_TMP/m.json"
