@@ -13,8 +13,9 @@
 #              priors (lognormal(log value, 1), normal(value, 2)); gmm-infer
 #              runs twice, the hyperparameters sampled jointly with the field
 #              (--marginal none) and by NUTS on their Laplace marginal with
-#              the field drawn given them (--marginal laplace, its f means
-#              against the joint run's);
+#              the field drawn given them (--marginal laplace, and
+#              laplace-mh, corrected to exact draws), f means against the
+#              joint run's;
 #   chicago    Poisson crime counts on the 338 nodes of the Chicago street
 #              graph, hyperparameters fixed at gmm-infer fit's values.
 # Samplers: gmm-infer hmc (whitened NUTS), Stan NUTS on the non-centred model
@@ -190,7 +191,7 @@ sample_gmm <- function(G, tag, hyper, marginal = "none") {
     if (hyper) a <- c(a, "--sample-hyper", "--marginal", marginal)
     t <- timed_gmm(a)
     info <- fromJSON(paste0(draws, ".json"))
-    list(sampler = if (marginal == "laplace") "gmm-infer hmc --marginal laplace"
+    list(sampler = if (marginal != "none") paste("gmm-infer hmc --marginal", marginal)
                    else "gmm-infer hmc (whitened)", draws = draws,
          time_s = t[["wall"]], cpu_s = t[["cpu"]], r_cpu_s = NA,
          leapfrogs = sum(info$leapfrog_steps$warmup) + sum(info$leapfrog_steps$draws),
@@ -309,10 +310,10 @@ for (case in cases) {
     r <- sample_gmm(g, paste0(case, "-gmm"), hyper)
     ref[[case]] <- s <- structure(summarise(r$draws, paste0(case, "-gmm")), draws = r$draws)
     record(case, g$n, r, s)
-    if (hyper) {
-        # the embedded Laplace sampler, its f means against the joint run's
-        r <- sample_gmm(g, paste0(case, "-gmm-laplace"), hyper, "laplace")
-        record(case, g$n, r, summarise(r$draws, paste0(case, "-gmm-laplace")))
+    # the embedded Laplace samplers, their f means against the joint run's
+    for (mg in if (hyper) c("laplace", "laplace-mh") else character(0)) {
+        r <- sample_gmm(g, paste0(case, "-gmm-", mg), hyper, mg)
+        record(case, g$n, r, summarise(r$draws, paste0(case, "-gmm-", mg)))
     }
     kinds <- if (hyper) "hyper" else c("fixed", "centred")
     for (k in kinds) {

@@ -136,7 +136,8 @@ static gmm_status run_chain(run_ctx *rc, gmm_problem *p, size_t c)
     /* the correction's current pair: its row and u */
     double *row_cur = mh ? gmm_malloc(ncol, sizeof *row_cur) : NULL;
     double *u_cur = mh ? gmm_malloc(np ? np : 1, sizeof *u_cur) : NULL;
-    if (!v || !f || !xs || !th || !row || !frows || (marg && !xm) || (mh && (!row_cur || !u_cur || !lws))) {
+    if (!v || !f || !xs || !th || !row || !frows || (marg && !xm) ||
+        (mh && (!row_cur || !u_cur || !lws))) {
         st = gmm_error(GMM_ENOMEM, "out of memory for chain %llu", (unsigned long long)id);
         goto done;
     }
