@@ -57,7 +57,10 @@ typedef struct {
                                 * (hmc_marginal.h); the rows are the same,
                                 * lp__ is the marginal target's */
     size_t mh_draws;           /* GMM_MARGINAL_LAPLACE_MH: latents drawn per
-                                * proposal (M of hmc_marginal.h; 0 = 1) */
+                                * proposal (M of hmc_marginal.h; 0 = 1);
+                                * default 32 (13% of the proposals rejected
+                                * on influenza, 140 nodes, against 53% with
+                                * 1) */
     const double *x0;          /* the latent (n) to start at, or NULL: the
                                 * posterior mode (exact or Laplace) at theta;
                                 * with sampled hyperparameters the chains
@@ -75,7 +78,8 @@ typedef struct {
     void *user;
 } gmm_hmc_run_params;
 
-/* Defaults: 4 chains from id 1, hmc's defaults, the rest zero/NULL. */
+/* Defaults: 4 chains from id 1, hmc's defaults, mh_draws 32, the rest
+ * zero/NULL. */
 void gmm_hmc_run_params_init(gmm_hmc_run_params *rp);
 
 /* The free parameters of p's objective (not fixed) as sampled[k] = 1, and

@@ -127,7 +127,6 @@ int cmd_hmc(int argc, char **argv)
     cli_model_opts_init(&o);
     gmm_hmc_run_params rp;
     gmm_hmc_run_params_init(&rp);
-    rp.mh_draws = 32;
     gmm_hmc_params *par = &rp.hmc;
     const char *model_path = NULL, *out_path = NULL, *summary_path = NULL;
     size_t nthread = 1, tmp = 0;

@@ -45,6 +45,7 @@ void gmm_hmc_run_params_init(gmm_hmc_run_params *rp)
     gmm_hmc_params_init(&rp->hmc);
     rp->nchain = 4;
     rp->chain0 = 1;
+    rp->mh_draws = 32;
 }
 
 void gmm_hmc_default_priors(gmm_problem *p, int *sampled, gmm_prior *prior)
