@@ -32,8 +32,8 @@
  * (Andrieu & Roberts 2009; Vihola, Helske & Franks 2020, "Importance
  * sampling type estimators based on approximate marginal MCMC").  On a
  * rejection the chain keeps (theta, x) and NUTS goes on from theta
- * (gmm_hmc_set_point).  The mean of M weights varies M times less than one
- * weight, so more draws mean fewer rejections for M cheap solves.  With the
+ * (gmm_hmc_set_point).  The mean of M weights has 1/M of one weight's
+ * variance, so more draws mean fewer rejections for M cheap solves.  With the
  * Gaussian likelihood every w_k = 1: nothing is rejected.
  *
  * Cost: a gradient is one objective evaluation -- a Laplace fit warm-started
