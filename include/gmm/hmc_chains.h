@@ -59,8 +59,8 @@ typedef struct {
     size_t mh_draws;           /* GMM_MARGINAL_LAPLACE_MH: latents drawn per
                                 * proposal (M of hmc_marginal.h; 0 = 1);
                                 * default 32 (13% of the proposals rejected
-                                * on influenza, 140 nodes, against 53% with
-                                * 1) */
+                                * on influenza, 140 nodes, against about 50%
+                                * with 1) */
     const double *x0;          /* the latent (n) to start at, or NULL: the
                                 * posterior mode (exact or Laplace) at theta;
                                 * with sampled hyperparameters the chains
