@@ -198,6 +198,8 @@ bench: $(BENCH_BIN) $(BIN) | deps-bench
 	done
 	@if [ -x scripts/bench.sh ]; then GMM_INFER=$(BIN) BENCH_QUICK="$(BENCH_QUICK)" \
 	  BENCH_CSV="$(BENCH_CSV)" scripts/bench.sh; fi
+	@echo "== scripts/bench_marginal.sh"; GMM_INFER=$(BIN) BENCH_QUICK="$(BENCH_QUICK)" \
+	  scripts/bench_marginal.sh
 
 demo: gmm-infer | deps-demo
 	scripts/demo.sh

@@ -10,7 +10,12 @@
 #              gmm-infer fit's values;
 #   flu-hyper  the same with the edge-ou variance and lengthscale and the
 #              intercept sampled, under gmm-infer hmc --sample-hyper's default
-#              priors (lognormal(log value, 1), normal(value, 2));
+#              priors (lognormal(log value, 1), normal(value, 2)); gmm-infer
+#              runs twice, the hyperparameters sampled jointly with the field
+#              (--marginal none) and by NUTS on their Laplace marginal with
+#              the field drawn given them (--marginal laplace, and
+#              laplace-mh, corrected to exact draws), f means against the
+#              joint run's;
 #   chicago    Poisson crime counts on the 338 nodes of the Chicago street
 #              graph, hyperparameters fixed at gmm-infer fit's values.
 # Samplers: gmm-infer hmc (whitened NUTS), Stan NUTS on the non-centred model
@@ -34,6 +39,7 @@
 #   ess_min       minimum bulk ESS over the latents f[node] (gmm-infer
 #                 summary on both samplers' draws, written with the same
 #                 columns), and ess_hyper the minimum over the hyperparameters
+#                 (the table gives it per second too)
 #   ess_per_s     ess_min / time_s
 #   zmax, z3, zsd max |z| over the latents of the difference of the posterior
 #                 means, z = (m1 - m2) / sqrt(sd1^2/ess1 + sd2^2/ess2)
@@ -177,15 +183,16 @@ summarise <- function(draws, tag) {
     read.csv(s, check.names = FALSE, stringsAsFactors = FALSE)
 }
 
-sample_gmm <- function(G, tag, hyper) {
+sample_gmm <- function(G, tag, hyper, marginal = "none") {
     draws <- out(paste0(tag, ".csv"))
     a <- c("hmc", "--model", G$model, "--chains", opt$chains, "--threads", 1,
            "--warmup", opt$warmup, "--draws", opt$draws, "--seed", 1, "--quiet",
            "-o", draws)
-    if (hyper) a <- c(a, "--sample-hyper")
+    if (hyper) a <- c(a, "--sample-hyper", "--marginal", marginal)
     t <- timed_gmm(a)
     info <- fromJSON(paste0(draws, ".json"))
-    list(sampler = "gmm-infer hmc (whitened)", draws = draws,
+    list(sampler = if (marginal != "none") paste("gmm-infer hmc --marginal", marginal)
+                   else "gmm-infer hmc (whitened)", draws = draws,
          time_s = t[["wall"]], cpu_s = t[["cpu"]], r_cpu_s = NA,
          leapfrogs = sum(info$leapfrog_steps$warmup) + sum(info$leapfrog_steps$draws),
          divergent = sum(info$divergences), compile_s = NA)
@@ -303,6 +310,11 @@ for (case in cases) {
     r <- sample_gmm(g, paste0(case, "-gmm"), hyper)
     ref[[case]] <- s <- structure(summarise(r$draws, paste0(case, "-gmm")), draws = r$draws)
     record(case, g$n, r, s)
+    # the embedded Laplace samplers, their f means against the joint run's
+    for (mg in if (hyper) c("laplace", "laplace-mh") else character(0)) {
+        r <- sample_gmm(g, paste0(case, "-gmm-", mg), hyper, mg)
+        record(case, g$n, r, summarise(r$draws, paste0(case, "-gmm-", mg)))
+    }
     kinds <- if (hyper) "hyper" else c("fixed", "centred")
     for (k in kinds) {
         tag <- paste0(case, "-stan-", k)
@@ -320,7 +332,8 @@ for (k in seq_len(nrow(res))) {
     x <- res[k, ]
     cat(sprintf("| %s | %d | %s | %.1f | %.1f us | %.0f | %.1f | %s | %.3f | %s | %s |\n",
                 x$case, x$n, x$sampler, x$time_s, x$grad_us, x$ess_min, x$ess_per_s,
-                if (is.na(x$ess_hyper)) "--" else sprintf("%.0f", x$ess_hyper), x$rhat_max,
+                if (is.na(x$ess_hyper)) "--"
+                else sprintf("%.0f (%.1f/s)", x$ess_hyper, x$ess_hyper / x$time_s), x$rhat_max,
                 if (is.na(x$zmax)) "--" else sprintf("%.2f (%d), %.2f", x$zmax, as.integer(x$z3),
                                                      x$zsd),
                 if (is.na(x$compile_s)) "--" else sprintf("%.0f", x$compile_s)))

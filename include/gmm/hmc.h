@@ -206,6 +206,16 @@ gmm_status gmm_hmc_init(gmm_hmc *h, const double *q0, const gmm_hmc_target *targ
  * chain must be restarted by gmm_hmc_init. */
 gmm_status gmm_hmc_iterate(gmm_hmc *h, gmm_hmc_draw *draw);
 
+/* Move the chain to q (dim values, copied), keeping the adaptation, the
+ * iteration count and the random stream: for a caller whose own
+ * accept/reject step on top of the sampler's transitions keeps the previous
+ * point (the sampler's transitions are reversible, so such a composition is
+ * a valid Metropolis-Hastings chain).  One callback evaluation; q must be
+ * inside the domain.  Errors: GMM_EINVAL (not initialised, NULL), the
+ * callback's status or GMM_EDOM at q (then the chain must be restarted by
+ * gmm_hmc_init). */
+gmm_status gmm_hmc_set_point(gmm_hmc *h, const double *q);
+
 /* The nominal step size (adapted so far; exp(x_bar) after warm-up). */
 double gmm_hmc_stepsize(const gmm_hmc *h);
 /* The diagonal inverse metric M^-1 (dim values, owned by h). */

@@ -102,4 +102,16 @@ gmm_status gmm_laplace_grad(gmm_laplace *w, gmm_band *Qbar, double *bbar, double
  * workspace and >= kl, or NULL). */
 gmm_status gmm_laplace_posterior(gmm_laplace *w, double *mode, gmm_band *cov);
 
+/* After a successful eval: x = x^ + L^-T z with L L' = P = Q + H'WH at the
+ * mode, a draw from the Laplace Gaussian N(x^, P^-1) when z (n) is standard
+ * normal; z and x (n) may be the same array.  The factor is eval's, so a
+ * draw costs one banded triangular solve, O(n kl).  logw (or NULL): the
+ * draw's log importance weight against the exact posterior,
+ * log p(y, x) - log q(y) - log q(x) = Psi(x) - Psi(x^) + z'z/2 (0 for a
+ * Gaussian likelihood), O(n kl + nobs width) more.  The workspace's
+ * eval results (mode, factor, gradient) are kept.  GMM_EINVAL without a
+ * successful eval, or under constraints (gmm_laplace_constrain: P's
+ * factor is then pinned, not the constrained posterior's). */
+gmm_status gmm_laplace_draw(gmm_laplace *w, const double *z, double *x, double *logw);
+
 #endif

@@ -99,6 +99,21 @@ size_t gmm_problem_nobs(const gmm_problem *p);
 gmm_status gmm_problem_posterior(gmm_problem *p, const double *theta, double *mean,
                                  gmm_band *cov);
 
+/* m draws of the latents from their Gaussian posterior at theta -- exact
+ * for the Gaussian likelihood, the Laplace approximation otherwise: draw k
+ * is x_k = x^ + L^-T z_k (rows k of x and z, n values each; z standard
+ * normals from the caller; x and z may be the same array), L L' = Q + H'WH
+ * at the mode x^ (gmm_laplace_draw), and logw[k] (logw m values, or NULL)
+ * its log importance weight log p(y, x_k | theta) - log q(y | theta) -
+ * log q(x_k | theta) (0 for the Gaussian likelihood).  One Laplace fit for
+ * all m, its Newton iterations from the last mode found, so a sequence of
+ * calls on one problem is reproducible after gmm_problem_whitened_start.
+ * Errors as the Laplace evaluation (GMM_ENOTPD, GMM_ENOCONV, GMM_EDOM),
+ * GMM_ENOMEM (the first draw of a Gaussian problem allocates the Laplace
+ * workspace), GMM_EINVAL (NULL).  O(n kl^2 + m n kl). */
+gmm_status gmm_problem_draw_latent(gmm_problem *p, const double *theta, size_t m,
+                                   const double *z, double *x, double *logw);
+
 /* Posterior mean and variance of the linear predictor X beta + f at theta:
  * at every data row (nrows), at every node of a graph latent (n, graph
  * numbering), or at new inputs of a state-space latent.  Errors as

@@ -161,10 +161,16 @@ static gmm_status cmdstan_begin(void *user, const gmm_hmc_chain_info *ci)
     fprintf(f, "# data\n#   file = %s\n", w->data ? w->data : "");
     fprintf(f, "# random\n#   seed = %llu\n", (unsigned long long)par->seed);
     fputs("# output\n#   sig_figs = 17\n", f);
+    int marg = w->rp->sampled && w->rp->marginal != GMM_MARGINAL_NONE;
     fprintf(f, "# f.i: the linear predictor at %s i; the inverse metric is the sampler's, on\n"
-               "# the whitened latent field%s, not on f\n",
+               "# %s, not on f\n",
             gmm_mdl_site_noun(w->model),
-            w->rp->sampled ? " and the hyperparameters (positive ones on the log scale)" : "");
+            marg ? "the hyperparameters (positive ones on the log scale; the latents are drawn\n"
+                   "# given them)"
+            : w->rp->sampled
+                ? "the whitened latent field and the hyperparameters (positive ones on the\n"
+                  "# log scale)"
+                : "the whitened latent field");
     write_header(f, w->model, w->rp, 1);
     fprintf(f, "# Adaptation terminated\n# Step size = %.17g\n", ci->stepsize);
     fputs("# Diagonal elements of inverse mass matrix:\n# ", f);
@@ -309,8 +315,9 @@ static gmm_status write_config(const char *path, const cli_hmc_out *w, const gmm
     gmm_status s = GMM_OK;
     json_t *root = json_object(), *hyp = json_object(), *pri = json_object();
     json_t *ids = json_array(), *eps = json_array(), *div = json_array();
-    json_t *leap = json_object(), *lw = json_array(), *ld = json_array();
-    if (!root || !hyp || !pri || !ids || !eps || !div || !leap || !lw || !ld) {
+    json_t *leap = json_object(), *lw = json_array(), *ld = json_array(), *rej = json_array();
+    if (!root || !hyp || !pri || !ids || !eps || !div || !leap || !lw || !ld || !rej) {
+        json_decref(rej);
         json_decref(leap);
         json_decref(lw);
         json_decref(ld);
@@ -346,6 +353,9 @@ static gmm_status write_config(const char *path, const cli_hmc_out *w, const gmm
                  w->rp->prior[k].sigma);
         json_object_set_new(pri, o->name[k], json_string(buf));
     }
+    static const char *const marginal[] = {"none", "laplace", "laplace-mh"};
+    if (w->rp->sampled)
+        json_object_set_new(root, "marginal", json_string(marginal[w->rp->marginal]));
     json_object_set_new(root, "fixed_parameters", hyp);
     json_object_set_new(root, "priors", pri);
     json_t *org = NULL;
@@ -359,12 +369,17 @@ static gmm_status write_config(const char *path, const cli_hmc_out *w, const gmm
         json_array_append_new(ids, json_integer((json_int_t)ci->id));
         json_array_append_new(eps, json_real(ci->stepsize));
         json_array_append_new(div, json_integer((json_int_t)ci->divergences));
+        json_array_append_new(rej, json_integer((json_int_t)ci->rejected));
         json_array_append_new(lw, json_integer((json_int_t)ci->leapfrog[0]));
         json_array_append_new(ld, json_integer((json_int_t)ci->leapfrog[1]));
     }
     json_object_set_new(root, "chains", ids);
     json_object_set_new(root, "step_size", eps);
     json_object_set_new(root, "divergences", div);
+    if (w->rp->sampled && w->rp->marginal == GMM_MARGINAL_LAPLACE_MH)
+        json_object_set_new(root, "mh_rejections", rej);
+    else
+        json_decref(rej);
     json_object_set_new(leap, "warmup", lw);
     json_object_set_new(leap, "draws", ld);
     json_object_set_new(root, "leapfrog_steps", leap);

@@ -51,6 +51,15 @@ static const char usage_text[] =
     "  --sample-hyper      also sample the free hyperparameters (kernel or precision,\n"
     "                      likelihood, intercept; not those held by --fix), on the\n"
     "                      log scale for positive ones\n"
+    "  --marginal M        with --sample-hyper: none (default), theta and the latent\n"
+    "                      field jointly; laplace, NUTS on theta's marginal posterior\n"
+    "                      (exact for Gaussian data, the Laplace approximation\n"
+    "                      otherwise) and x drawn from N(x^, (Q + H'WH)^-1) at each\n"
+    "                      kept theta; lp__ is then log p(y | theta) + log prior;\n"
+    "                      laplace-mh, those pairs as Metropolis-Hastings proposals\n"
+    "                      for the exact posterior (rejections: FILE.json)\n"
+    "  --mh-draws M        laplace-mh: latents drawn per proposal, one kept by\n"
+    "                      weight (default 32; more: fewer rejections)\n"
     "  --prior NAME=D      prior of a sampled parameter: lognormal(MU,SIGMA) (on its\n"
     "                      log: N(MU, SIGMA^2)), or normal(MU,SIGMA) for intercept;\n"
     "                      default lognormal(log value, 1), normal(value, 2)\n"
@@ -85,7 +94,7 @@ int cmd_hmc(int argc, char **argv)
         OPT_MODEL = CLI_OPT_FIRST_COMMAND, OPT_CHAINS, OPT_THREADS, OPT_SEED, OPT_CHAIN_ID,
         OPT_WARMUP, OPT_DRAWS, OPT_SAMPLER, OPT_STEPS, OPT_MAX_DEPTH, OPT_TARGET_ACCEPT,
         OPT_SUMMARY, OPT_QUIET, OPT_SAMPLE_HYPER, OPT_PRIOR, OPT_SUBSET, OPT_STATES, OPT_LOG_LIK, OPT_INIT,
-        OPT_FORMAT
+        OPT_FORMAT, OPT_MARGINAL, OPT_MH_DRAWS
     };
     static const struct option longopts[] = {
         CLI_MODEL_LONGOPTS,
@@ -109,6 +118,8 @@ int cmd_hmc(int argc, char **argv)
         {"log-lik", no_argument, NULL, OPT_LOG_LIK},
         {"init", required_argument, NULL, OPT_INIT},
         {"format", required_argument, NULL, OPT_FORMAT},
+        {"marginal", required_argument, NULL, OPT_MARGINAL},
+        {"mh-draws", required_argument, NULL, OPT_MH_DRAWS},
         {"output", required_argument, NULL, 'o'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
@@ -119,7 +130,7 @@ int cmd_hmc(int argc, char **argv)
     gmm_hmc_params *par = &rp.hmc;
     const char *model_path = NULL, *out_path = NULL, *summary_path = NULL;
     size_t nthread = 1, tmp = 0;
-    int quiet = 0, sample_hyper = 0, target_given = 0, c, rc = 0;
+    int quiet = 0, sample_hyper = 0, target_given = 0, mh_given = 0, c, rc = 0;
     const char **prior_args = gmm_calloc((size_t)argc, sizeof *prior_args);
     size_t nprior_args = 0;
     int *sampled = NULL;
@@ -189,6 +200,22 @@ int cmd_hmc(int argc, char **argv)
             rc = cli_parse_choice(cmd, "format", optarg, "csv", "cmdstan", &cmdstan);
             break;
         case OPT_PRIOR: prior_args[nprior_args++] = optarg; break;
+        case OPT_MH_DRAWS:
+            mh_given = 1;
+            rc = cli_parse_size(cmd, "mh-draws", optarg, 1, 1000000, &rp.mh_draws);
+            break;
+        case OPT_MARGINAL:
+            if (!strcmp(optarg, "none")) {
+                rp.marginal = GMM_MARGINAL_NONE;
+            } else if (!strcmp(optarg, "laplace")) {
+                rp.marginal = GMM_MARGINAL_LAPLACE;
+            } else if (!strcmp(optarg, "laplace-mh")) {
+                rp.marginal = GMM_MARGINAL_LAPLACE_MH;
+            } else {
+                cli_msg(cmd, "--marginal: '%s' is not none, laplace or laplace-mh", optarg);
+                rc = CLI_EXIT_USAGE;
+            }
+            break;
         case 'o': out_path = optarg; break;
         default: rc = CLI_EXIT_USAGE; break;
         }
@@ -236,8 +263,13 @@ int cmd_hmc(int argc, char **argv)
     }
     for (size_t t = 0; t < nthread; t++)
         probs[t] = gmm_mdl_problem(models[t]);
-    if (nprior_args && !sample_hyper) {
-        cli_msg(cmd, "--prior applies with --sample-hyper");
+    if (mh_given && rp.marginal != GMM_MARGINAL_LAPLACE_MH) {
+        cli_msg(cmd, "--mh-draws applies with --marginal laplace-mh");
+        rc = CLI_EXIT_USAGE;
+        goto done;
+    }
+    if ((nprior_args || rp.marginal) && !sample_hyper) {
+        cli_msg(cmd, "--%s applies with --sample-hyper", nprior_args ? "prior" : "marginal");
         rc = CLI_EXIT_USAGE;
         goto done;
     }
@@ -252,8 +284,13 @@ int cmd_hmc(int argc, char **argv)
         cli_msg(cmd, "%zu chain(s) of %zu warm-up + %zu draws, %s, on %zu thread(s); %s",
                 rp.nchain, par->warmup, par->draws,
                 par->sampler == GMM_HMC_NUTS ? "NUTS" : "fixed-length HMC", nthread,
-                sample_hyper ? "free hyperparameters sampled"
-                             : "hyperparameters fixed at the model's values");
+                !sample_hyper ? "hyperparameters fixed at the model's values"
+                : rp.marginal == GMM_MARGINAL_LAPLACE_MH
+                    ? "free hyperparameters sampled on their marginal, the latents given them, "
+                      "Metropolis-Hastings-corrected"
+                : rp.marginal ? "free hyperparameters sampled on their marginal, the latents "
+                                "given them"
+                              : "free hyperparameters sampled");
 
     int show = !quiet && isatty(STDERR_FILENO);
     rp.theta = gmm_mdl_objective(models[0])->value;

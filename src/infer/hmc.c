@@ -866,3 +866,27 @@ size_t gmm_hmc_failures(const gmm_hmc *h, const char **last_message)
         *last_message = h->fail_msg;
     return h->failures;
 }
+
+gmm_status gmm_hmc_set_point(gmm_hmc *h, const double *q)
+{
+    if (!h || !h->ready || !q)
+        return gmm_error(GMM_EINVAL, "hmc: set_point needs an initialised sampler and a point");
+    if (q != h->cur->q)
+        memmove(h->cur->q, q, h->dim * sizeof *q);
+    double lp = 0.0;
+    gmm_status st = h->target.logp(h->target.ctx, h->cur->q, &lp, h->cur->g);
+    if (st == GMM_OK && !isfinite(lp))
+        st = gmm_error(GMM_EDOM, "log density %g", lp);
+    for (size_t i = 0; st == GMM_OK && i < h->dim; i++)
+        if (!isfinite(h->cur->g[i]))
+            st = gmm_error_at(GMM_EDOM, i, "gradient[%zu] = %g", i, h->cur->g[i]);
+    if (st != GMM_OK) {
+        char msg[GMM_ERROR_MAX];
+        snprintf(msg, sizeof msg, "%s", gmm_error_message());
+        h->ready = 0;
+        return gmm_error(st, "hmc: set point: %s", msg);
+    }
+    h->cur->lp = lp;
+    h->cur->kin = 0.0;
+    return GMM_OK;
+}

@@ -45,6 +45,7 @@ void gmm_hmc_run_params_init(gmm_hmc_run_params *rp)
     gmm_hmc_params_init(&rp->hmc);
     rp->nchain = 4;
     rp->chain0 = 1;
+    rp->mh_draws = 32;
 }
 
 void gmm_hmc_default_priors(gmm_problem *p, int *sampled, gmm_prior *prior)
@@ -127,8 +128,17 @@ static gmm_status run_chain(run_ctx *rc, gmm_problem *p, size_t c)
     const double *y = gmm_problem_y(p), *e = gmm_problem_exposure(p);
     gmm_lik lik;
     gmm_hmc *h = NULL;
-    int werr = 0;
-    if (!v || !f || !xs || !th || !row || !frows) {
+    gmm_hmc_marginal *m = NULL;
+    int werr = 0, marg = rp->sampled && rp->marginal != GMM_MARGINAL_NONE;
+    int mh = marg && rp->marginal == GMM_MARGINAL_LAPLACE_MH, have_cur = 0;
+    size_t nmh = mh ? (rp->mh_draws ? rp->mh_draws : 1) : 1;
+    double *xm = marg ? gmm_malloc(nmh * (n ? n : 1), sizeof *xm) : NULL, lw = 0.0, lw_cur = 0.0;
+    double *lws = mh ? gmm_malloc(nmh, sizeof *lws) : NULL;
+    /* the correction's current pair: its row and u */
+    double *row_cur = mh ? gmm_malloc(ncol, sizeof *row_cur) : NULL;
+    double *u_cur = mh ? gmm_malloc(np ? np : 1, sizeof *u_cur) : NULL;
+    if (!v || !f || !xs || !th || !row || !frows || (marg && !xm) ||
+        (mh && (!row_cur || !u_cur || !lws))) {
         st = gmm_error(GMM_ENOMEM, "out of memory for chain %llu", (unsigned long long)id);
         goto done;
     }
@@ -137,7 +147,12 @@ static gmm_status run_chain(run_ctx *rc, gmm_problem *p, size_t c)
     par.progress = progress;
     par.user = rc;
     memcpy(th, rp->theta, np * sizeof *th);
-    if (rp->sampled) {
+    if (marg) {
+        if ((st = gmm_hmc_marginal_alloc(p, rp->theta, rp->sampled, rp->prior, &m)) ||
+            (st = gmm_hmc_marginal_start(m, v)))
+            goto done;
+        dim = gmm_hmc_marginal_dim(m);
+    } else if (rp->sampled) {
         if ((st = gmm_problem_joint_setup(p, rp->theta, rp->sampled, rp->prior)) ||
             (st = gmm_problem_joint_start(p, v)))
             goto done;
@@ -152,13 +167,14 @@ static gmm_status run_chain(run_ctx *rc, gmm_problem *p, size_t c)
      * between chains; sampled hyperparameters start at theta */
     gmm_rng g;
     gmm_rng_seed(&g, par.seed ^ 0x5DEECE66DULL, id);
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; !marg && i < n; i++)
         v[i] += 0.5 * gmm_rng_normal(&g);
     if (!(h = gmm_hmc_alloc(dim, &par))) {
         st = gmm_error_status();
         goto done;
     }
-    gmm_hmc_target t = {rp->sampled ? joint_logp : whitened_logp, p};
+    gmm_hmc_target t = {marg ? gmm_hmc_marginal_logp : rp->sampled ? joint_logp : whitened_logp,
+                        marg ? (void *)m : (void *)p};
     if ((st = gmm_hmc_init(h, v, &t)))
         goto done;
     FILE *out = rc->r->tmp[c];
@@ -179,15 +195,49 @@ static gmm_status run_chain(run_ctx *rc, gmm_problem *p, size_t c)
         ci->leapfrog[!d.warmup] += d.n_leapfrog;
         if (!d.warmup) {
             gmm_status s2 = GMM_OK;
-            if (rp->sampled && ((s2 = gmm_problem_joint_theta(p, d.q, th)) ||
-                                (s2 = gmm_problem_whiten_setup(p, th)))) {
+            const double *q = d.q;
+            if (marg) {
+                /* x given theta, carried to the whitened v the rows are made from;
+                 * the correction picks one of its draws by weight */
+                gmm_hmc_marginal_theta(m, d.q, th);
+                for (size_t i = 0; i < nmh * n; i++)
+                    xm[i] = gmm_rng_normal(&g);
+                if ((s2 = gmm_hmc_marginal_draw(m, d.q, nmh, xm, xm, lws))) {
+                    st = s2;
+                    break;
+                }
+                const double *xsel = xm;
+                if (mh) {
+                    double top = -INFINITY, sum = 0.0;
+                    for (size_t k2 = 0; k2 < nmh; k2++)
+                        top = fmax(top, lws[k2]);
+                    for (size_t k2 = 0; isfinite(top) && k2 < nmh; k2++)
+                        sum += exp(lws[k2] - top);
+                    /* a weight that is not finite: never accepted (unless first) */
+                    lw = isfinite(top) ? top + log(sum / (double)nmh) : -INFINITY;
+                    double pick = gmm_rng_uniform(&g) * sum, acc = 0.0;
+                    for (size_t k2 = 0; isfinite(top) && k2 < nmh; k2++) {
+                        acc += exp(lws[k2] - top);
+                        xsel = xm + k2 * n;
+                        if (pick < acc)
+                            break;
+                    }
+                }
+                if ((s2 = gmm_problem_whiten_setup(p, th)) ||
+                    (s2 = gmm_latent_unwhiten(gmm_problem_latent_eval(p), xsel, v))) {
+                    st = s2;
+                    break;
+                }
+                q = v;
+            } else if (rp->sampled && ((s2 = gmm_problem_joint_theta(p, d.q, th)) ||
+                                       (s2 = gmm_problem_whiten_setup(p, th)))) {
                 st = s2;
                 break;
             }
-            if ((s2 = inputs ? gmm_problem_whitened_linpred(p, d.q, f, NULL)
+            if ((s2 = inputs ? gmm_problem_whitened_linpred(p, q, f, NULL)
                              : gmm_problem_whitened_linpred(
-                                   p, d.q, rp->log_lik ? frows : NULL, f)) ||
-                (rp->states && (s2 = gmm_problem_whitened_latent(p, d.q, xs))) ||
+                                   p, q, rp->log_lik ? frows : NULL, f)) ||
+                (rp->states && (s2 = gmm_problem_whitened_latent(p, q, xs))) ||
                 (rp->log_lik && (s2 = gmm_problem_lik_at(p, th, &lik)))) {
                 st = s2;
                 break;
@@ -213,7 +263,25 @@ static gmm_status run_chain(run_ctx *rc, gmm_problem *p, size_t c)
                 gmm_lik_eval(&lik, y[r], e ? e[r] : 1.0, frows[r], ev, NULL);
                 row[j++] = ev[0];
             }
-            if (fwrite(row, sizeof *row, ncol, out) != ncol) {
+            const double *wrow = row;
+            if (mh) {
+                if (!have_cur || log(gmm_rng_uniform(&g)) < lw - lw_cur) {
+                    memcpy(row_cur, row, ncol * sizeof *row);
+                    memcpy(u_cur, d.q, dim * sizeof *u_cur);
+                    lw_cur = lw;
+                    have_cur = 1;
+                } else {
+                    /* the pair stays; this transition's sampler diagnostics */
+                    memcpy(row_cur + 1, row + 1, (GMM_HMC_NSAMPLER - 1) * sizeof *row);
+                    ci->rejected++;
+                    if (st == GMM_OK && (s2 = gmm_hmc_set_point(h, u_cur))) {
+                        st = s2;
+                        break;
+                    }
+                }
+                wrow = row_cur;
+            }
+            if (fwrite(wrow, sizeof *row, ncol, out) != ncol) {
                 werr = errno ? errno : EIO;
                 break;
             }
@@ -238,6 +306,11 @@ static gmm_status run_chain(run_ctx *rc, gmm_problem *p, size_t c)
                        (unsigned long long)id, strerror(werr ? werr : errno));
 done:
     gmm_hmc_free(h);
+    gmm_hmc_marginal_free(m);
+    gmm_free(xm);
+    gmm_free(row_cur);
+    gmm_free(u_cur);
+    gmm_free(lws);
     gmm_free(v);
     gmm_free(f);
     gmm_free(xs);

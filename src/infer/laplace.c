@@ -56,7 +56,7 @@ struct gmm_laplace {
     const gmm_laplace_obs *obs;
     const gmm_lik *lik;
     const gmm_band *Q;
-    double b, logq;
+    double b, logq, psi;  /* psi: Psi at the mode */
     size_t iter;
     int valid, have_mode, logdet_here;
     gmm_constr *con;  /* constraints A x = 0 (NULL: none) */
@@ -375,6 +375,7 @@ gmm_status gmm_laplace_eval(gmm_laplace *w, const gmm_band *Q, double logdet_q,
     if (!isfinite(lq))
         return gmm_error(GMM_EDOM, "Laplace: log marginal likelihood not finite");
     *logq = w->logq = lq;
+    w->psi = sum - 0.5 * q;
     w->iter = it;
     w->valid = 1;
     w->have_mode = 1;
@@ -491,5 +492,44 @@ gmm_status gmm_laplace_posterior(gmm_laplace *w, double *mode, gmm_band *cov)
             gmm_constr_band(w->con, cov);
         return st;
     }
+    return GMM_OK;
+}
+
+gmm_status gmm_laplace_draw(gmm_laplace *w, const double *z, double *x, double *logw)
+{
+    gmm_status st;
+    if (!w || !w->valid || !z || !x)
+        return gmm_error(GMM_EINVAL, "laplace: no successful evaluation to draw from");
+    if (w->con)
+        return gmm_error(GMM_EINVAL, "laplace: drawing from a posterior under linear "
+                                     "constraints is not supported");
+    /* cov(L^-T z) = L^-T L^-1 = P^-1 */
+    double zz = 0.0;
+    for (size_t j = 0; j < w->n; j++)
+        zz += z[j] * z[j];
+    if (x != z)
+        memcpy(x, z, w->n * sizeof *x);
+    if ((st = gmm_band_tri_solve_vec(w->L, GMM_TRANS, x)))
+        return st;
+    for (size_t j = 0; j < w->n; j++)
+        x[j] += w->x[j];
+    if (!logw)
+        return GMM_OK;
+    /* log p(y, x) - log q(y) - log q(x): the determinants cancel, leaving
+     * Psi(x) - Psi(x^) + (x - x^)'P(x - x^)/2 with the last term z'z/2 */
+    const gmm_laplace_obs *ob = w->obs;
+    double sum = 0.0, qx = 0.0, out[4];
+    for (size_t i = 0; i < ob->nobs; i++) {
+        const double *h = ob->coef + i * ob->width, *xo = x + ob->offset[i];
+        double f = w->b + (ob->shift ? ob->shift[i] : 0.0);
+        for (size_t a = 0; a < ob->width; a++)
+            f += h[a] * xo[a];
+        gmm_lik_eval(w->lik, ob->y[i], ob->e ? ob->e[i] : 1.0, f, out, NULL);
+        sum += out[0];
+    }
+    gmm_band_gemv(GMM_NOTRANS, 1.0, w->Q, x, 0.0, w->xt);
+    for (size_t j = 0; j < w->n; j++)
+        qx += x[j] * w->xt[j];
+    *logw = sum - 0.5 * qx - w->psi + 0.5 * zz;
     return GMM_OK;
 }

@@ -242,6 +242,59 @@ static gmm_status eval(void *ctx, const double *theta, double *f, double *grad)
     return GMM_OK;
 }
 
+/* The observed rows and the Laplace workspace: at allocation for a
+ * non-Gaussian likelihood, on the first draw of the latents for the
+ * Gaussian one (whose marginal likelihood does not need them). */
+static gmm_status laplace_alloc(gmm_problem *p)
+{
+    gmm_status st;
+    size_t nr = p->nrows ? p->nrows : 1, no = p->nobs ? p->nobs : 1, w = p->width;
+    size_t kl = gmm_latent_bandwidth(p->lat);
+    p->orow = gmm_malloc(no, sizeof *p->orow);
+    p->ooff = gmm_malloc(no, sizeof *p->ooff);
+    p->oy = gmm_malloc(no, sizeof *p->oy);
+    p->oe = gmm_malloc(no, sizeof *p->oe);
+    p->ocoef = gmm_malloc(no * w, sizeof *p->ocoef);
+    p->ocoefbar = gmm_malloc(no * w, sizeof *p->ocoefbar);
+    p->coef_all = gmm_malloc(nr * w, sizeof *p->coef_all);
+    p->coefbar_all = gmm_malloc(nr * w, sizeof *p->coefbar_all);
+    if (p->ncoef) {
+        p->oshift = gmm_malloc(no, sizeof *p->oshift);
+        p->oshiftbar = gmm_malloc(no, sizeof *p->oshiftbar);
+        if (!p->oshift || !p->oshiftbar)
+            return gmm_error(GMM_ENOMEM, "out of memory for the model");
+    }
+    p->Q = gmm_band_alloc(p->n, kl, 0, GMM_BAND_SYMMETRIC);
+    p->Qbar = gmm_band_alloc(p->n, kl, 0, GMM_BAND_SYMMETRIC);
+    if (!p->orow || !p->ooff || !p->oy || !p->oe || !p->ocoef || !p->ocoefbar || !p->coef_all ||
+        !p->coefbar_all || !p->Q || !p->Qbar)
+        return gmm_error(GMM_ENOMEM, "out of memory for the Laplace approximation "
+                                     "(%zu latents, bandwidth %zu)",
+                         p->n, kl);
+    p->lap = gmm_laplace_alloc(p->n, kl, gmm_latent_cov_bandwidth(p->lat), p->nobs, w);
+    if (!p->lap)
+        return gmm_error_status();
+    if ((st = gmm_laplace_constrain(p->lap, gmm_latent_nconstr(p->lat),
+                                    gmm_latent_constraints(p->lat),
+                                    gmm_latent_constraint_pins(p->lat))))
+        return st;
+    const size_t *off = gmm_latent_obs_offset(p->lat);
+    if ((st = gmm_latent_obs_coef(p->lat, p->obj.value, p->coef_all)))
+        return st;
+    size_t o = 0;
+    for (size_t r = 0; r < p->nrows; r++) {
+        if (isnan(p->y[r]))
+            continue;
+        p->orow[o] = r;
+        p->ooff[o] = off[r];
+        p->oy[o] = p->y[r];
+        p->oe[o++] = p->e ? p->e[r] : 1.0;
+    }
+    gather_coef(p);
+    p->lobs = (gmm_laplace_obs){p->nobs, w, p->ooff, p->ocoef, p->oy, p->oe, p->oshift};
+    return GMM_OK;
+}
+
 gmm_status gmm_problem_alloc(gmm_latent *lat, const gmm_lik *lik, const double *y,
                              const double *e, int intercept, double b0, gmm_problem **out)
 {
@@ -363,57 +416,8 @@ gmm_status gmm_problem_alloc_design(gmm_latent *lat, const gmm_lik *lik, const d
     p->obj.ctx = p;
     for (size_t r = 0; r < nrows; r++)
         p->nobs += !isnan(y[r]);
-    if (!exact) {
-        size_t no = p->nobs ? p->nobs : 1, w = p->width, kl = gmm_latent_bandwidth(lat);
-        p->orow = gmm_malloc(no, sizeof *p->orow);
-        p->ooff = gmm_malloc(no, sizeof *p->ooff);
-        p->oy = gmm_malloc(no, sizeof *p->oy);
-        p->oe = gmm_malloc(no, sizeof *p->oe);
-        p->ocoef = gmm_malloc(no * w, sizeof *p->ocoef);
-        p->ocoefbar = gmm_malloc(no * w, sizeof *p->ocoefbar);
-        p->coef_all = gmm_malloc(nr * w, sizeof *p->coef_all);
-        p->coefbar_all = gmm_malloc(nr * w, sizeof *p->coefbar_all);
-        if (ncoef) {
-            p->oshift = gmm_malloc(no, sizeof *p->oshift);
-            p->oshiftbar = gmm_malloc(no, sizeof *p->oshiftbar);
-            if (!p->oshift || !p->oshiftbar) {
-                st = gmm_error(GMM_ENOMEM, "out of memory for the model");
-                goto fail;
-            }
-        }
-        p->Q = gmm_band_alloc(p->n, kl, 0, GMM_BAND_SYMMETRIC);
-        p->Qbar = gmm_band_alloc(p->n, kl, 0, GMM_BAND_SYMMETRIC);
-        if (!p->orow || !p->ooff || !p->oy || !p->oe || !p->ocoef || !p->ocoefbar ||
-            !p->coef_all || !p->coefbar_all || !p->Q || !p->Qbar) {
-            st = gmm_error(GMM_ENOMEM, "out of memory for the Laplace approximation "
-                                       "(%zu latents, bandwidth %zu)",
-                           p->n, kl);
-            goto fail;
-        }
-        p->lap = gmm_laplace_alloc(p->n, kl, gmm_latent_cov_bandwidth(lat), p->nobs, w);
-        if (!p->lap) {
-            st = gmm_error_status();
-            goto fail;
-        }
-        if ((st = gmm_laplace_constrain(p->lap, gmm_latent_nconstr(lat),
-                                        gmm_latent_constraints(lat),
-                                        gmm_latent_constraint_pins(lat))))
-            goto fail;
-        const size_t *off = gmm_latent_obs_offset(lat);
-        if ((st = gmm_latent_obs_coef(lat, p->obj.value, p->coef_all)))
-            goto fail;
-        size_t o = 0;
-        for (size_t r = 0; r < nrows; r++) {
-            if (isnan(y[r]))
-                continue;
-            p->orow[o] = r;
-            p->ooff[o] = off[r];
-            p->oy[o] = y[r];
-            p->oe[o++] = e ? e[r] : 1.0;
-        }
-        gather_coef(p);
-        p->lobs = (gmm_laplace_obs){p->nobs, w, p->ooff, p->ocoef, p->oy, p->oe, p->oshift};
-    }
+    if (!exact && (st = laplace_alloc(p)))
+        goto fail;
     *out = p;
     return GMM_OK;
 fail:
@@ -462,6 +466,24 @@ gmm_status gmm_problem_posterior(gmm_problem *p, const double *theta, double *me
     if (p->exact)
         return gmm_latent_gaussian_posterior(p->lat, mean, cov);
     return gmm_laplace_posterior(p->lap, mean, cov);
+}
+
+gmm_status gmm_problem_draw_latent(gmm_problem *p, const double *theta, size_t m,
+                                   const double *z, double *x, double *logw)
+{
+    gmm_status st;
+    double lq;
+    if (!p || !theta || !z || !x)
+        return gmm_error(GMM_EINVAL, "gmm_problem_draw_latent: NULL argument");
+    if (!p->lap && (st = laplace_alloc(p)))
+        return st;
+    /* Gaussian too: Newton is exact there, and P's factor is what a draw needs */
+    if ((st = laplace_forward(p, theta, &lq)))
+        return st;
+    for (size_t k = 0; k < m; k++)
+        if ((st = gmm_laplace_draw(p->lap, z + k * p->n, x + k * p->n, logw ? logw + k : NULL)))
+            return st;
+    return GMM_OK;
 }
 
 /* The posterior mean and covariance band at theta, allocated. */

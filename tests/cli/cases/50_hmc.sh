@@ -135,6 +135,60 @@ expect_stderr 'held by --fix'
 run "$GMM_INFER" hmc "$coal" --likelihood poisson --kernel "$kern" --prior 'intercept=normal(0,1)'
 expect_exit 2
 
+begin "hmc --sample-hyper --marginal laplace: the joint sampler's columns, read by summary, predict, score and loo"
+run "$GMM_INFER" hmc "$coal" --likelihood poisson --kernel "$kern" --sample-hyper \
+    --chains 1 --warmup 30 --draws 5 --quiet -o "$CASE_TMP/j.csv"
+expect_exit 0
+run "$GMM_INFER" hmc "$coal" --likelihood poisson --kernel "$kern" --sample-hyper \
+    --marginal laplace --chains 2 --warmup 100 --draws 40 --states --log-lik -o "$CASE_TMP/l.csv" \
+    --summary "$CASE_TMP/ls.csv"
+expect_exit 0
+expect_stderr 'free hyperparameters sampled on their marginal'
+if [[ "$(head -1 "$CASE_TMP/j.csv")" != "$(head -1 "$CASE_TMP/l.csv" | sed 's/,x\[1\],.*//')" ]]; then
+    fail "--marginal laplace's columns differ from the joint sampler's"
+fi
+expect_file "$CASE_TMP/l.csv.json" '"marginal": "laplace"'
+expect_file "$CASE_TMP/ls.csv" '^0\.matern32\.lengthscale,'
+# x drawn given theta: f at row 7 is the intercept plus the first of its two states
+bad=$(awk -F, 'NR == 1 { for (j = 1; j <= NF; j++) { if ($j == "intercept") cb = j;
+                                                   if ($j == "f[7]") cf = j; if ($j == "x[13]") cx = j }
+                         next }
+               { d = $cf - $cb - $cx; if (d > 1e-9 || d < -1e-9) n++ } END { print n + 0 }' "$CASE_TMP/l.csv")
+if [[ "$bad" != 0 ]]; then fail "$bad rows with f[7] != intercept + x[13]"; fi
+run "$GMM_INFER" fit "$coal" --likelihood poisson --kernel "$kern" -o "$CASE_TMP/lm.json"
+expect_exit 0
+run "$GMM_INFER" hmc --model "$CASE_TMP/lm.json" --sample-hyper --marginal laplace --chains 1 \
+    --warmup 60 --draws 20 --states --quiet -o "$CASE_TMP/lm.csv"
+expect_exit 0
+run "$GMM_INFER" predict --model "$CASE_TMP/lm.json" --draws "$CASE_TMP/lm.csv" --grid 1860:1870:5
+expect_exit 0
+expect_stdout '^1870,'
+run "$GMM_INFER" score --model "$CASE_TMP/lm.json" "$coal" --draws "$CASE_TMP/lm.csv"
+expect_exit 0
+run "$GMM_INFER" loo "$CASE_TMP/l.csv"
+expect_exit 0
+expect_stdout '"elpd_loo"'
+run "$GMM_INFER" hmc "$coal" --likelihood poisson --kernel "$kern" --marginal laplace
+expect_exit 2
+expect_stderr '--marginal applies with --sample-hyper'
+run "$GMM_INFER" hmc "$coal" --likelihood poisson --kernel "$kern" --sample-hyper --marginal inla
+expect_exit 2
+expect_stderr "--marginal: 'inla' is not none, laplace or laplace-mh"
+run "$GMM_INFER" hmc "$coal" --likelihood poisson --kernel "$kern" --sample-hyper \
+    --marginal laplace --mh-draws 4
+expect_exit 2
+expect_stderr '--mh-draws applies with --marginal laplace-mh'
+# the corrected sampler: same columns, its rejections per chain in FILE.json
+run "$GMM_INFER" hmc "$coal" --likelihood poisson --kernel "$kern" --sample-hyper \
+    --marginal laplace-mh --mh-draws 4 --chains 2 --warmup 60 --draws 30 --quiet \
+    -o "$CASE_TMP/mh.csv"
+expect_exit 0
+if [[ "$(head -1 "$CASE_TMP/j.csv")" != "$(head -1 "$CASE_TMP/mh.csv")" ]]; then
+    fail "--marginal laplace-mh's columns differ from the joint sampler's"
+fi
+expect_file "$CASE_TMP/mh.csv.json" '"marginal": "laplace-mh"'
+expect_file "$CASE_TMP/mh.csv.json" '"mh_rejections": \['
+
 begin "predict --draws summarises f from the draws, with rates"
 run "$GMM_INFER" fit "$coal" --likelihood poisson --kernel matern12 -o "$CASE_TMP/m.json"
 expect_exit 0
