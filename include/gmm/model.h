@@ -302,16 +302,49 @@ const char *gmm_mdl_site_noun(const gmm_mdl *m);
  * range A-B in 1..n" / "'ITEM' is not a node of the graph". */
 gmm_status gmm_mdl_sites_parse(const gmm_mdl *m, const char *item, size_t *first,
                                size_t *last);
-/* Held-out data for gmm_mdl_score: a CSV with the model's site (input or
- * node), outcome and exposure columns, checked against the likelihood. */
+/* Held-out data for gmm_mdl_score (or new rows to predict at): a CSV with
+ * the model's site (input or node) column, the columns of its covariates
+ * and factors, and (to score) its outcome and exposure columns, checked
+ * against the likelihood. */
 typedef struct {
     gmm_table *table;      /* the file as read (lines, cells for messages) */
-    size_t col_site, col_y;
+    size_t col_site, col_y;  /* col_y: table->ncol when not read */
     size_t n, nobs;        /* rows, rows with an observed outcome */
     double *y, *e;         /* n each: outcome (NAN: missing), exposure (1: none) */
     double *x;             /* n inputs (models with inputs) */
-    size_t *site;          /* n graph nodes (graphs) */
+    size_t *site;          /* n graph nodes (graphs); GMM_MDL_NEW_LEVEL: a level
+                            * of an iid term the model's data do not have */
+    double *X;             /* n x ncoef design rows (gmm_mdl_ncoef), row-major;
+                            * NULL without coefficients */
 } gmm_mdl_test;
+
+#define GMM_MDL_NEW_LEVEL ((size_t)-1)
+
+/* Read `path` as rows of m: to score (score nonzero: as gmm_mdl_test_read)
+ * or to predict at (the outcome and exposure columns are not read; y is
+ * NAN).  A factor level the model's data do not have is GMM_EPARSE
+ * "FILE:LINE: column 'C': level 'L' of factor(C) is not one of the model's
+ * data ..."; a node not in a graph term's graph GMM_EPARSE; a level not in
+ * an iid term's data is kept (GMM_MDL_NEW_LEVEL).  Errors otherwise as
+ * gmm_mdl_test_read. */
+gmm_status gmm_mdl_rows_read(const gmm_mdl *m, const char *path, int score,
+                             gmm_mdl_test **out);
+/* Posterior mean (+ the centre of Gaussian data) and variance of the
+ * linear predictor X_r beta + f(site_r) at every row r of t (t->n each;
+ * beta at m's values, its estimation error not included, as for the
+ * intercept): f from the exact, Laplace or q posterior at the row's input
+ * or node, and N(0, variance) for an iid level the data do not have.
+ * Errors: the posterior's, GMM_ENOMEM. */
+gmm_status gmm_mdl_predict_test(gmm_mdl *m, const gmm_mdl_test *t, double *mean, double *var);
+/* gmm_mdl_predict_test summarised as gmm_mdl_predict_summary does, into
+ * pr[0..t->n). */
+gmm_status gmm_mdl_predict_test_summary(gmm_mdl *m, const gmm_mdl_test *t, double level,
+                                        int observed, gmm_summary_pred *pr);
+/* Nonzero when predictions away from the data are at rows (a table read
+ * by gmm_mdl_rows_read: covariates, factors, nodes or levels) rather than
+ * at bare inputs: a model with covariates or factors, or a graph or iid
+ * term. */
+int gmm_mdl_at_rows(const gmm_mdl *m);
 
 /* Read `path` as held-out data of m.  Errors: the table's (GMM_EIO,
  * GMM_EPARSE: a missing column), GMM_EPARSE "FILE:LINE: column 'C': ..."

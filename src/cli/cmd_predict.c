@@ -227,6 +227,27 @@ int cmd_predict(int argc, char **argv)
     }
     if ((rc = cli_model_from_file(cmd, &mf, model_path, data, verbose, GMM_SSM_FACTOR_AUTO, &m)) != 0)
         goto done;
+    if (at && gmm_mdl_at_rows(m)) {
+        /* rows with their covariates, factor levels and inputs or nodes */
+        if (ndraws) {
+            cli_msg(cmd, "--draws with --at: this model's new rows need covariate values or "
+                         "nodes, which draws at new inputs do not take; use score --draws");
+            rc = CLI_EXIT_USAGE;
+            goto done;
+        }
+        if (atcol) {
+            cli_msg(cmd, "--at-col does not apply: the rows of %s are read by the model's "
+                         "column names",
+                    at);
+            rc = CLI_EXIT_USAGE;
+            goto done;
+        }
+        gmm_mdl_test *t = NULL;
+        gmm_status s2 = gmm_mdl_rows_read(m, at, 0, &t);
+        rc = s2 != GMM_OK ? cli_fail(cmd, s2) : cli_pred_rows(cmd, out_path, m, t, level, observed);
+        gmm_mdl_test_free(t);
+        goto done;
+    }
     if ((at || grid) && gmm_mdl_check_new_inputs(m) != GMM_OK) {
         cli_msg(cmd, "%s", gmm_error_message());
         rc = CLI_EXIT_USAGE;

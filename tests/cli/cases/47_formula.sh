@@ -5,7 +5,8 @@
 # log likelihood within 2e-4, coefficients and the group variance within 1e-3 relative,
 # standard errors within 1e-2 relative.  Then the formula read back from the model file,
 # the formula's kernel and graph terms equal to the shorthand options, errors that point
-# into the formula, and predictions that need covariate values refused.
+# into the formula, predictions at the data rows and at new rows (their covariates, factor
+# levels and f() index).
 # Sourced by tests/cli/run.sh (see there for the helpers).
 
 fx="$ROOT/tests/fixtures/lme4"
@@ -139,15 +140,26 @@ run "$GMM_INFER" fit --formula 'y ~ x9 + f(g, iid)' "$fx/gauss.csv"
 expect_exit 1
 expect_stderr "no column 'x9'"
 
-begin "predictions at nodes need covariate values: refused with the reason; score --loo at rows"
+begin "f(g, iid) with covariates: predict and hmc at the data rows, score --loo, --grid refused"
 run "$GMM_INFER" fit --formula 'y ~ x1 + f(g, iid)' -o "$CASE_TMP/m.json" "$fx/gauss.csv"
 expect_exit 0
+expect_file "$CASE_TMP/m.json" '"f\.g\.variance"'
+# one row per data row, labelled by its group; the first data row's group is c17
 run "$GMM_INFER" predict --model "$CASE_TMP/m.json"
-expect_exit 1
-expect_stderr 'covariates: predictions need their values'
-run "$GMM_INFER" hmc --model "$CASE_TMP/m.json" --draws 10 --warmup 10
-expect_exit 1
-expect_stderr 'covariates'
+expect_exit 0
+expect_stdout '^node,mean,'
+expect_stdout '^c17,'
+[[ $(wc -l < "$OUT") -eq 301 ]] || fail "predict: $(wc -l < "$OUT") lines, expected 301"
+cp "$OUT" "$CASE_TMP/rows.csv"
+run "$GMM_INFER" predict --model "$CASE_TMP/m.json" --grid 1:2:1
+expect_exit 2
+expect_stderr "--grid has no nodes: give the new rows with --at FILE \(column 'g'"
+run "$GMM_INFER" hmc --model "$CASE_TMP/m.json" --draws 10 --warmup 10 -o "$CASE_TMP/d.csv"
+expect_exit 0
+head -1 "$CASE_TMP/d.csv" | grep -q 'f\[300\]' || fail "hmc: no f[300] column (f at the data rows)"
+run "$GMM_INFER" predict --model "$CASE_TMP/m.json" --draws "$CASE_TMP/d.csv"
+expect_exit 0
+[[ $(wc -l < "$OUT") -eq 301 ]] || fail "predict --draws: $(wc -l < "$OUT") lines, expected 301"
 # at the data rows the covariates are known: leave-one-out works
 run "$GMM_INFER" score --model "$CASE_TMP/m.json" --loo
 expect_exit 0
@@ -158,6 +170,61 @@ expect_exit 0
 run "$GMM_INFER" predict --model "$CASE_TMP/m.json"
 expect_exit 0
 expect_stdout '^grp01,'
+
+begin "new rows: predict --at and score with covariates, factors and iid levels old and new"
+run "$GMM_INFER" fit --formula 'y ~ x1 + factor(period) + f(g, iid)' -o "$CASE_TMP/m.json" \
+    "$fx/gauss.csv"
+expect_exit 0
+run "$GMM_INFER" predict --model "$CASE_TMP/m.json"
+expect_exit 0
+cp "$OUT" "$CASE_TMP/rows.csv"
+# data rows 1-3 as new rows, and a group the data do not have
+{ head -4 "$fx/gauss.csv"; echo "0.5,0.3,b,newgroup"; } > "$CASE_TMP/new.csv"
+run "$GMM_INFER" predict --model "$CASE_TMP/m.json" --at "$CASE_TMP/new.csv"
+expect_exit 0
+# a data row predicted as a new row: the same numbers as at the data
+for r in 2 3 4; do
+    close_to "$(sed -n "${r}p" "$OUT" | cut -d, -f2)" "$(sed -n "${r}p" "$CASE_TMP/rows.csv" | cut -d, -f2)" 1e-12 abs ||
+        fail "row $r: mean $(sed -n "${r}p" "$OUT" | cut -d, -f2) != at the data $(sed -n "${r}p" "$CASE_TMP/rows.csv" | cut -d, -f2)"
+    close_to "$(sed -n "${r}p" "$OUT" | cut -d, -f3)" "$(sed -n "${r}p" "$CASE_TMP/rows.csv" | cut -d, -f3)" 1e-12 abs ||
+        fail "row $r: var differs from the data row's"
+done
+# the new group: X beta and the prior variance of the group effects
+want=$(awk -v b="$(json_num "$CASE_TMP/m.json" intercept)" -v x="$(json_num "$CASE_TMP/m.json" coef.x1)" \
+    -v p="$(json_num "$CASE_TMP/m.json" 'coef.period[b]')" 'BEGIN { printf "%.17g", b + 0.3 * x + p }')
+close_to "$(sed -n 5p "$OUT" | cut -d, -f2)" "$want" 1e-12 abs || fail "new group mean $(sed -n 5p "$OUT" | cut -d, -f2), X beta $want"
+close_to "$(sed -n 5p "$OUT" | cut -d, -f3)" "$(json_num "$CASE_TMP/m.json" f.g.variance)" 1e-12 ||
+    fail "new group var $(sed -n 5p "$OUT" | cut -d, -f3) != f.g.variance"
+expect_stdout '^newgroup,'
+run "$GMM_INFER" score --model "$CASE_TMP/m.json" "$CASE_TMP/new.csv"
+expect_exit 0
+expect_stdout '"n": 4'
+# an unseen factor level: file, line, column and level
+{ head -3 "$fx/gauss.csv"; echo "0.5,0.3,q,c17"; } > "$CASE_TMP/bad.csv"
+run "$GMM_INFER" score --model "$CASE_TMP/m.json" "$CASE_TMP/bad.csv"
+expect_exit 1
+expect_stderr "bad\.csv:4: column 'period': level 'q' of factor\(period\) is not one of the model's data"
+run "$GMM_INFER" predict --model "$CASE_TMP/m.json" --at "$CASE_TMP/bad.csv"
+expect_exit 1
+expect_stderr "bad\.csv:4: column 'period': level 'q'"
+# draws: with the latent states, held-out rows score under them
+run "$GMM_INFER" hmc --model "$CASE_TMP/m.json" --draws 100 --warmup 100 --states \
+    -o "$CASE_TMP/d.csv"
+expect_exit 0
+run "$GMM_INFER" score --model "$CASE_TMP/m.json" --draws "$CASE_TMP/d.csv" "$CASE_TMP/new.csv"
+expect_exit 0
+expect_stdout '"posterior": "draws"'
+run "$GMM_INFER" hmc --model "$CASE_TMP/m.json" --draws 10 --warmup 10 -o "$CASE_TMP/d2.csv"
+expect_exit 0
+run "$GMM_INFER" score --model "$CASE_TMP/m.json" --draws "$CASE_TMP/d2.csv" "$CASE_TMP/new.csv"
+expect_exit 1
+expect_stderr 'has no latent states x\[1\.\.'
+# vi: the same rows under q
+run "$GMM_INFER" vi --model "$CASE_TMP/m.json" -o "$CASE_TMP/v.json"
+expect_exit 0
+run "$GMM_INFER" predict --model "$CASE_TMP/v.json" --at "$CASE_TMP/new.csv"
+expect_exit 0
+expect_stdout '^newgroup,'
 
 begin "a kernel term with a covariate: predict at the data rows, vi, hmc, score --loo"
 awk 'BEGIN { srand(7); print "t,z,y"
@@ -170,8 +237,14 @@ run "$GMM_INFER" predict --model "$CASE_TMP/m.json"
 expect_exit 0
 expect_stdout '^1,'
 run "$GMM_INFER" predict --model "$CASE_TMP/m.json" --grid 1:3:0.5
-expect_exit 1
-expect_stderr 'covariates: predictions need their values'
+expect_exit 2
+expect_stderr '--grid has no covariate values'
+printf 't,z\n2.5,0.4\n90,0.1\n' > "$CASE_TMP/at.csv"
+run "$GMM_INFER" predict --model "$CASE_TMP/m.json" --at "$CASE_TMP/at.csv"
+expect_exit 0
+expect_stdout '^x,mean,var,lower,upper,rate,'
+expect_stdout '^90,'
+
 run "$GMM_INFER" vi --model "$CASE_TMP/m.json" -o "$CASE_TMP/v.json"
 expect_exit 0
 run "$GMM_INFER" predict --model "$CASE_TMP/v.json"
