@@ -401,6 +401,28 @@ gmm_status gmm_mdl_predict_draws(gmm_mdl *m, const gmm_draws *d, const char *dpa
 gmm_status gmm_mdl_predict_draws_at(gmm_mdl *m, const gmm_draws *d, const char *dpath,
                                     const double *xq, size_t nq, double level,
                                     gmm_summary_pred *pr);
+/* m term by term (predict --terms): first each coefficient (term its name,
+ * "intercept", "coef.x", "coef.g[L]"; level empty) with its value and its
+ * standard error as fit's std_errors (the observed information at m's
+ * values; NAN and se_failed set when it is not positive definite), then
+ * the f() term (term "f.NAME", or "f" for the shorthand options) at each
+ * of its levels: its distinct data inputs in increasing order ("%.17g"),
+ * or its graph's nodes in node order (an iid term: its levels), with the
+ * posterior mean and sd of the latent alone (exact, Laplace or q; without
+ * coefficients, centre or noise). */
+typedef struct {
+    size_t n;
+    char (*term)[64];
+    char **level;      /* n strings, each allocated */
+    double *mean, *sd;
+    int se_failed;
+} gmm_mdl_terms;
+
+/* Fill *out (the caller frees it with gmm_mdl_terms_free).  Errors: the
+ * posterior's, GMM_ENOMEM. */
+gmm_status gmm_mdl_terms_get(gmm_mdl *m, gmm_mdl_terms *out);
+void gmm_mdl_terms_free(gmm_mdl_terms *t); /* NULL-safe */
+
 /* The model file m was built from, as given (NULL: none). */
 const char *gmm_mdl_model_path(const gmm_mdl *m);
 

@@ -457,6 +457,27 @@ START_TEST(test_formula_new_rows_dense)
                       i, lpd[i], el);
     }
     gmm_mdl_test_free(t);
+    /* predict --terms: the coefficients as they are, then u_g's posterior
+     * at every level (the dense pm - X beta of a row of g, sqrt(pv)) */
+    gmm_mdl_terms terms;
+    ck_assert_int_eq(gmm_mdl_terms_get(m, &terms), GMM_OK);
+    ck_assert_uint_eq(terms.n, 4 + NG);
+    for (int k = 0; k < 4; k++) {
+        ck_assert_str_eq(terms.term[k], o->name[kb[k]]);
+        ck_assert_str_eq(terms.level[k], "");
+        ck_assert_double_eq(terms.mean[k], beta[k]);
+    }
+    for (size_t i = 4; i < terms.n; i++) {
+        ck_assert_str_eq(terms.term[i], "f.g");
+        int gi = atoi(terms.level[i] + 3), r = 0;
+        while (g[r] != gi)
+            r++;
+        double xr = beta[0] + beta[1] * x[r] + beta[2] * (p[r] == 0) + beta[3] * (p[r] == 2);
+        ck_assert_msg(fabs(terms.mean[i] - (pm[r] - xr)) <= 1e-10, "%s mean %.15g vs %.15g",
+                      terms.level[i], terms.mean[i], pm[r] - xr);
+        ck_assert_msg(fabs(terms.sd[i] - sqrt(pv[r])) <= 1e-10, "%s sd", terms.level[i]);
+    }
+    gmm_mdl_terms_free(&terms);
     /* without the outcome column: prediction rows */
     char *ppath = tu_write_str(dir, "p.csv", "g,p,x\ngrp1,c,0.5\n");
     ck_assert_int_eq(gmm_mdl_rows_read(m, ppath, 0, &t), GMM_OK);

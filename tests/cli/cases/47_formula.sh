@@ -207,6 +207,23 @@ expect_stderr "bad\.csv:4: column 'period': level 'q' of factor\(period\) is not
 run "$GMM_INFER" predict --model "$CASE_TMP/m.json" --at "$CASE_TMP/bad.csv"
 expect_exit 1
 expect_stderr "bad\.csv:4: column 'period': level 'q'"
+# predict --terms: the coefficients with fit's standard errors, then each group's effect
+run "$GMM_INFER" predict --model "$CASE_TMP/m.json" --terms
+expect_exit 0
+expect_stdout '^term,level,mean,sd$'
+expect_stdout '^f\.g,c17,'
+for name in intercept coef.x1 'coef.period[b]' 'coef.period[c]'; do
+    line=$(grep -F "$name,," "$OUT") || fail "--terms: no row $name"
+    close_to "${line##*,}" "$(json_se "$CASE_TMP/m.json" "$name")" 1e-9 ||
+        fail "--terms: $name sd ${line##*,} != fit's std_error"
+    close_to "$(echo "$line" | cut -d, -f3)" "$(json_num "$CASE_TMP/m.json" "$name")" 0 abs ||
+        fail "--terms: $name estimate differs from the model file"
+done
+[[ $(grep -c '^f\.g,' "$OUT") -eq $(cut -d, -f4 "$fx/gauss.csv" | tail -n +2 | sort -u | wc -l) ]] ||
+    fail "--terms: not one row per group"
+run "$GMM_INFER" predict --model "$CASE_TMP/m.json" --terms --grid 1:2:1
+expect_exit 2
+expect_stderr '--terms excludes'
 # draws: with the latent states, held-out rows score under them
 run "$GMM_INFER" hmc --model "$CASE_TMP/m.json" --draws 100 --warmup 100 --states \
     -o "$CASE_TMP/d.csv"
@@ -244,6 +261,11 @@ run "$GMM_INFER" predict --model "$CASE_TMP/m.json" --at "$CASE_TMP/at.csv"
 expect_exit 0
 expect_stdout '^x,mean,var,lower,upper,rate,'
 expect_stdout '^90,'
+run "$GMM_INFER" predict --model "$CASE_TMP/m.json" --terms
+expect_exit 0
+expect_stdout '^coef\.z,,'
+[[ $(grep -c '^f\.t,' "$OUT") -eq 80 ]] || fail "--terms: not one row per data input"
+expect_stdout '^f\.t,80,'
 
 run "$GMM_INFER" vi --model "$CASE_TMP/m.json" -o "$CASE_TMP/v.json"
 expect_exit 0
