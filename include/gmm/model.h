@@ -423,6 +423,16 @@ typedef struct {
 gmm_status gmm_mdl_terms_get(gmm_mdl *m, gmm_mdl_terms *out);
 void gmm_mdl_terms_free(gmm_mdl_terms *t); /* NULL-safe */
 
+/* At the rows of t (gmm_mdl_rows_read) from draws that hold the latent
+ * states x[1..n] (hmc --states): each draw's X_r beta (its coefficients
+ * when sampled) plus its latent at the row's input (drawn from the Markov
+ * bridge), node, or a new iid level (drawn from N(0, the draw's
+ * variance)), summarised into pr[0..t->n) as gmm_mdl_predict_draws_at
+ * does.  Errors: GMM_EINVAL "DPATH: no latent states x[1..n]: ..."; the
+ * bridge's and summaries'. */
+gmm_status gmm_mdl_predict_draws_rows(gmm_mdl *m, const gmm_draws *d, const char *dpath,
+                                      const gmm_mdl_test *t, double level,
+                                      gmm_summary_pred *pr);
 /* The model file m was built from, as given (NULL: none). */
 const char *gmm_mdl_model_path(const gmm_mdl *m);
 

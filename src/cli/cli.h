@@ -116,6 +116,9 @@ int cli_pred_normal(const char *cmd, const char *path, struct gmm_mdl *m, const 
  * the data do not have). */
 int cli_pred_rows(const char *cmd, const char *path, struct gmm_mdl *m,
                   const gmm_mdl_test *t, double level, int observed);
+/* The table of summaries pr[0..t->n) at the rows of t, labelled so. */
+int cli_pred_write_rows(const char *cmd, const char *path, const struct gmm_mdl *m,
+                        const gmm_mdl_test *t, const gmm_summary_pred *pr, double level);
 /* Option --OPT's value ARG, a finite number >= 0, into *out: 0, or
  * CLI_EXIT_USAGE after "--OPT: 'ARG' is not a non-negative number". */
 int cli_parse_nonneg(const char *cmd, const char *opt, const char *arg, double *out);

@@ -239,6 +239,13 @@ int cli_pred_write(const char *cmd, const char *path, const gmm_mdl *m, const do
     return pred_write(cmd, path, m, x, site, NULL, pr, n, level);
 }
 
+int cli_pred_write_rows(const char *cmd, const char *path, const gmm_mdl *m,
+                        const gmm_mdl_test *t, const gmm_summary_pred *pr, double level)
+{
+    return pred_write(cmd, path, m, gmm_mdl_has_inputs(m) ? t->x : NULL, NULL, t, pr, t->n,
+                      level);
+}
+
 int cli_pred_rows(const char *cmd, const char *path, gmm_mdl *m, const gmm_mdl_test *t,
                   double level, int observed)
 {
@@ -246,9 +253,7 @@ int cli_pred_rows(const char *cmd, const char *path, gmm_mdl *m, const gmm_mdl_t
     if (!pr)
         return cli_fail(cmd, GMM_ENOMEM);
     gmm_status s = gmm_mdl_predict_test_summary(m, t, level, observed, pr);
-    int rc = s != GMM_OK ? cli_fail(cmd, s)
-                         : pred_write(cmd, path, m, gmm_mdl_has_inputs(m) ? t->x : NULL, NULL,
-                                      t, pr, t->n, level);
+    int rc = s != GMM_OK ? cli_fail(cmd, s) : cli_pred_write_rows(cmd, path, m, t, pr, level);
     gmm_free(pr);
     return rc;
 }

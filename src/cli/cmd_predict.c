@@ -179,6 +179,32 @@ done:
     return rc;
 }
 
+/* The same at the rows of t (gmm_mdl_predict_draws_rows). */
+static int predict_draws_rows(const char *cmd, gmm_mdl *m, const char **paths, size_t npath,
+                              const gmm_mdl_test *t, double level, const char *out_path)
+{
+    gmm_draws *d = NULL;
+    gmm_summary_pred *pr = NULL;
+    int rc = 0;
+    gmm_status s = gmm_draws_read(paths, npath, &d);
+    if (s != GMM_OK)
+        return cli_fail(cmd, s);
+    if ((rc = cli_model_check_draws(cmd, m, paths, npath, d)) != 0)
+        goto done;
+    if (!(pr = gmm_malloc(t->n ? t->n : 1, sizeof *pr))) {
+        rc = cli_fail(cmd, GMM_ENOMEM);
+        goto done;
+    }
+    if ((s = gmm_mdl_predict_draws_rows(m, d, paths[0], t, level, pr)) != GMM_OK)
+        rc = cli_fail(cmd, s);
+    else
+        rc = cli_pred_write_rows(cmd, out_path, m, t, pr, level);
+done:
+    gmm_draws_free(d);
+    gmm_free(pr);
+    return rc;
+}
+
 int cmd_predict(int argc, char **argv)
 {
     const char *cmd = "predict";
@@ -280,9 +306,8 @@ int cmd_predict(int argc, char **argv)
     }
     if (at && gmm_mdl_at_rows(m)) {
         /* rows with their covariates, factor levels and inputs or nodes */
-        if (ndraws) {
-            cli_msg(cmd, "--draws with --at: this model's new rows need covariate values or "
-                         "nodes, which draws at new inputs do not take; use score --draws");
+        if (ndraws && observed) {
+            cli_msg(cmd, "--observed does not apply with --draws (the draws are of f)");
             rc = CLI_EXIT_USAGE;
             goto done;
         }
@@ -295,7 +320,12 @@ int cmd_predict(int argc, char **argv)
         }
         gmm_mdl_test *t = NULL;
         gmm_status s2 = gmm_mdl_rows_read(m, at, 0, &t);
-        rc = s2 != GMM_OK ? cli_fail(cmd, s2) : cli_pred_rows(cmd, out_path, m, t, level, observed);
+        if (s2 != GMM_OK)
+            rc = cli_fail(cmd, s2);
+        else if (ndraws)
+            rc = predict_draws_rows(cmd, m, draws, ndraws, t, level, out_path);
+        else
+            rc = cli_pred_rows(cmd, out_path, m, t, level, observed);
         gmm_mdl_test_free(t);
         goto done;
     }

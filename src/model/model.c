@@ -701,8 +701,13 @@ static int model_value(const gmm_model *mf, const char *name, double *v)
  * does not have (a typo or another model's file). */
 static gmm_status take_values(const build *b, gmm_mdl *m, const gmm_model *mf, const char *mp)
 {
+    size_t nl = gmm_latent_nparam(m->lat);
     for (size_t i = 0; i < m->obj->nparam; i++) {
-        if (!model_value(mf, m->obj->name[i], &m->obj->value[i]))
+        /* a formula's latent parameter may be under the spec's own name
+         * ("0.iid.variance"), as formula models were written before their
+         * terms named them */
+        if (!model_value(mf, m->obj->name[i], &m->obj->value[i]) &&
+            !(i < nl && model_value(mf, gmm_latent_param_name(m->lat, i), &m->obj->value[i])))
             return gmm_error(GMM_EPARSE, "%s: \"parameters\" has no value for '%s'", mp,
                              m->obj->name[i]);
         if (!(m->obj->value[i] > 0.0) &&
@@ -719,6 +724,7 @@ static gmm_status take_values(const build *b, gmm_mdl *m, const gmm_model *mf, c
         size_t i;
         for (i = 0; i < m->obj->nparam; i++)
             if (!strcmp(key, m->obj->name[i]) ||
+                (i < nl && !strcmp(key, gmm_latent_param_name(m->lat, i))) ||
                 (!strcmp(key, "noise.variance") && !strcmp(m->obj->name[i], "likelihood.variance")))
                 break;
         if (i == m->obj->nparam) {

@@ -94,6 +94,36 @@ expect_exit 0
 close_to "$(json_num "$CASE_TMP/m.json" intercept)" 0.25 0 abs || fail "intercept moved"
 close_to "$(json_num "$CASE_TMP/m.json" coef.z)" 0 0 abs || fail "coef.z moved" 
 
+begin "parameter names follow the term: --fix, --prior and the draws' columns; old names read"
+run "$GMM_INFER" fit --formula 'y ~ x1 + f(g, iid)' --fix f.g.variance -o "$CASE_TMP/m.json" \
+    "$fx/gauss.csv"
+expect_exit 0
+run "$GMM_INFER" fit --formula 'y ~ x1 + f(g, iid)' --fix 0.iid.variance "$fx/gauss.csv"
+expect_exit 2
+expect_stderr '^  f\.g\.variance$'
+run "$GMM_INFER" hmc --model "$CASE_TMP/m.json" --sample-hyper --prior 'f.g.variance=lognormal(0,1)' \
+    --draws 20 --warmup 20 -o "$CASE_TMP/d.csv"
+expect_exit 0
+head -1 "$CASE_TMP/d.csv" | grep -q ',f\.g\.variance,' || fail "draws: no column f.g.variance"
+# a formula model file written with the spec's own name still reads
+sed 's/"f\.g\.variance"/"0.iid.variance"/' "$CASE_TMP/m.json" > "$CASE_TMP/old.json"
+run "$GMM_INFER" loglik --model "$CASE_TMP/old.json"
+expect_exit 0
+close_to "$(json_num "$OUT" loglik)" "$(json_num "$CASE_TMP/m.json" loglik)" 1e-9 abs ||
+    fail "old names: loglik $(json_num "$OUT" loglik)"
+awk 'BEGIN { srand(7); print "t,z,y"
+    for (i = 1; i <= 80; i++) { z = rand(); printf "%d,%.4f,%d\n", i, z,
+        int(3 * exp(sin(i / 9) + z) * rand() + 0.5) } }' > "$CASE_TMP/s.csv"
+run "$GMM_INFER" fit --formula "y ~ f(t, 'matern32 + periodic(period=20)')" --likelihood poisson \
+    -o "$CASE_TMP/k.json" "$CASE_TMP/s.csv"
+expect_exit 0
+expect_file "$CASE_TMP/k.json" '"f\.t\.matern32\.lengthscale"'
+expect_file "$CASE_TMP/k.json" '"f\.t\.periodic\.period"'
+run "$GMM_INFER" fit --kernel matern32 --x t --y y --likelihood poisson -o "$CASE_TMP/k.json" \
+    "$CASE_TMP/s.csv"
+expect_exit 0
+expect_file "$CASE_TMP/k.json" '"0\.matern32\.lengthscale"'
+
 begin "f(t, KERNEL) and f(node, PRECISION, graph=...) give the shorthand options' loglik"
 awk 'BEGIN { srand(7); print "t,z,y"
     for (i = 1; i <= 80; i++) { z = rand(); printf "%d,%.4f,%d\n", i, z,
@@ -231,6 +261,23 @@ expect_exit 0
 run "$GMM_INFER" score --model "$CASE_TMP/m.json" --draws "$CASE_TMP/d.csv" "$CASE_TMP/new.csv"
 expect_exit 0
 expect_stdout '"posterior": "draws"'
+# predict --draws --at: a data row as a new row is X beta + its group's state in each draw,
+# which is hmc's own f[ROW]: the same summaries as at the data rows
+run "$GMM_INFER" predict --model "$CASE_TMP/m.json" --draws "$CASE_TMP/d.csv"
+expect_exit 0
+cp "$OUT" "$CASE_TMP/drows.csv"
+run "$GMM_INFER" predict --model "$CASE_TMP/m.json" --draws "$CASE_TMP/d.csv" --at "$CASE_TMP/new.csv"
+expect_exit 0
+for r in 2 3 4; do
+    for c in 2 3 4 5; do
+        close_to "$(sed -n "${r}p" "$OUT" | cut -d, -f$c)" "$(sed -n "${r}p" "$CASE_TMP/drows.csv" | cut -d, -f$c)" 1e-9 abs ||
+            fail "draws at new row $r col $c: $(sed -n "${r}p" "$OUT" | cut -d, -f$c) != at the data row"
+    done
+done
+# the new group: X beta + N(0, f.g.variance) per draw; 400 draws, mean within 6 Monte Carlo sds
+sdv=$(awk -v v="$(json_num "$CASE_TMP/m.json" f.g.variance)" 'BEGIN { printf "%.17g", 6 * sqrt(v / 400) }')
+close_to "$(sed -n 5p "$OUT" | cut -d, -f2)" "$want" "$sdv" abs ||
+    fail "draws: new group mean $(sed -n 5p "$OUT" | cut -d, -f2), X beta $want (+- $sdv)"
 run "$GMM_INFER" hmc --model "$CASE_TMP/m.json" --draws 10 --warmup 10 -o "$CASE_TMP/d2.csv"
 expect_exit 0
 run "$GMM_INFER" score --model "$CASE_TMP/m.json" --draws "$CASE_TMP/d2.csv" "$CASE_TMP/new.csv"
