@@ -286,9 +286,62 @@ expect_stderr 'has no latent states x\[1\.\.'
 # vi: the same rows under q
 run "$GMM_INFER" vi --model "$CASE_TMP/m.json" -o "$CASE_TMP/v.json"
 expect_exit 0
+run "$GMM_INFER" predict --model "$CASE_TMP/v.json"
+expect_exit 0
+cp "$OUT" "$CASE_TMP/vrows.csv"
 run "$GMM_INFER" predict --model "$CASE_TMP/v.json" --at "$CASE_TMP/new.csv"
 expect_exit 0
 expect_stdout '^newgroup,'
+for r in 2 3 4; do
+    close_to "$(sed -n "${r}p" "$OUT" | cut -d, -f2)" "$(sed -n "${r}p" "$CASE_TMP/vrows.csv" | cut -d, -f2)" 1e-12 abs ||
+        fail "vi: new row $r mean differs from the data row's"
+done
+# Laplace (Poisson): data rows given as new rows give the data rows' predictions
+run "$GMM_INFER" fit --formula 'y ~ x1 + x2 + x3 + f(g, iid)' --likelihood poisson \
+    -o "$CASE_TMP/p.json" "$fx/pois.csv"
+expect_exit 0
+run "$GMM_INFER" predict --model "$CASE_TMP/p.json"
+expect_exit 0
+cp "$OUT" "$CASE_TMP/prows.csv"
+head -4 "$fx/pois.csv" > "$CASE_TMP/pnew.csv"
+run "$GMM_INFER" predict --model "$CASE_TMP/p.json" --at "$CASE_TMP/pnew.csv"
+expect_exit 0
+for r in 2 3 4; do
+    for c in 2 3 6; do
+        close_to "$(sed -n "${r}p" "$OUT" | cut -d, -f$c)" "$(sed -n "${r}p" "$CASE_TMP/prows.csv" | cut -d, -f$c)" 1e-12 ||
+            fail "Poisson: new row $r col $c differs from the data row's"
+    done
+done
+
+begin "a graph term with a covariate: rows at the data, new rows at nodes, an unknown node refused"
+printf 'i,j\n1,2\n2,3\n3,4\n4,5\n' > "$CASE_TMP/e.csv"
+awk 'BEGIN { print "node,z,y"; for (i = 0; i < 30; i++) printf "%d,%.3f,%d\n", i % 5 + 1,
+    sin(i), int(2 + 1.5 * sin(i) + (i % 5) / 2) }' > "$CASE_TMP/g.csv"
+run "$GMM_INFER" fit --likelihood poisson -o "$CASE_TMP/m.json" \
+    --formula "y ~ z + f(node, 'edge-ou(lengthscale=2)', graph=$CASE_TMP/e.csv)" "$CASE_TMP/g.csv"
+expect_exit 0
+expect_file "$CASE_TMP/m.json" '"f\.node\.edge-ou\.lengthscale"'
+run "$GMM_INFER" predict --model "$CASE_TMP/m.json"
+expect_exit 0
+cp "$OUT" "$CASE_TMP/rows.csv"
+head -3 "$CASE_TMP/g.csv" > "$CASE_TMP/at.csv"
+run "$GMM_INFER" predict --model "$CASE_TMP/m.json" --at "$CASE_TMP/at.csv"
+expect_exit 0
+for r in 2 3; do
+    [[ "$(sed -n "${r}p" "$OUT" | cut -d, -f1)" == "$(sed -n "${r}p" "$CASE_TMP/rows.csv" | cut -d, -f1)" ]] ||
+        fail "graph: new row $r has another node"
+    for c in 2 3; do
+        close_to "$(sed -n "${r}p" "$OUT" | cut -d, -f$c)" "$(sed -n "${r}p" "$CASE_TMP/rows.csv" | cut -d, -f$c)" 1e-12 ||
+            fail "graph: new row $r col $c differs from the data row's"
+    done
+done
+printf 'node,z,y\n9,0.1,2\n' > "$CASE_TMP/bad.csv"
+run "$GMM_INFER" score --model "$CASE_TMP/m.json" "$CASE_TMP/bad.csv"
+expect_exit 1
+expect_stderr "bad\.csv:2: column 'node': node '9' is not a node of the model's graph"
+run "$GMM_INFER" predict --model "$CASE_TMP/m.json" --terms
+expect_exit 0
+[[ $(grep -c '^f\.node,' "$OUT") -eq 5 ]] || fail "--terms: not one row per node"
 
 begin "a kernel term with a covariate: predict at the data rows, vi, hmc, score --loo"
 awk 'BEGIN { srand(7); print "t,z,y"
