@@ -378,3 +378,20 @@ expect_exit 0
 run "$GMM_INFER" score --model "$CASE_TMP/m.json" --loo
 expect_exit 0
 expect_stdout '"elpd_loo"'
+# held-out rows under draws: from the latent states (the bridge at each row's input) plus
+# X beta; at data inputs that is hmc's own f[ROW], so the Poisson lpd follows from those columns
+run "$GMM_INFER" hmc --model "$CASE_TMP/m.json" --draws 50 --warmup 50 --states -o "$CASE_TMP/ds.csv"
+expect_exit 0
+head -4 "$CASE_TMP/s.csv" > "$CASE_TMP/new.csv"
+run "$GMM_INFER" score --model "$CASE_TMP/m.json" --draws "$CASE_TMP/ds.csv" "$CASE_TMP/new.csv"
+expect_exit 0
+want=$(awk -F, -v ys="$(tail -n +2 "$CASE_TMP/new.csv" | cut -d, -f3 | paste -sd,)" '
+    NR == 1 { for (c = 1; c <= NF; c++) for (r = 1; r <= 3; r++) if ($c == "f[" r "]") col[r] = c
+              split(ys, y, ","); next }
+    { n++; for (r = 1; r <= 3; r++) { f = $col[r]; lf = 0; for (k = 2; k <= y[r]; k++) lf += log(k)
+          l[r, n] = y[r] * f - exp(f) - lf } }
+    END { tot = 0; for (r = 1; r <= 3; r++) { mx = -1e300
+              for (k = 1; k <= n; k++) if (l[r, k] > mx) mx = l[r, k]
+              s = 0; for (k = 1; k <= n; k++) s += exp(l[r, k] - mx); tot += mx + log(s / n) }
+          printf "%.17g", tot }' "$CASE_TMP/ds.csv")
+close_to "$(json_num "$OUT" lpd)" "$want" 1e-9 || fail "score --draws new rows: lpd $(json_num "$OUT" lpd), from f[ROW] $want"
