@@ -13,7 +13,7 @@
 #                 in R's dbinom, which gmm-infer's binomial includes too),
 #                 each coefficient under gmm-infer's name ("intercept",
 #                 "coef.x1", "coef.period[2]"), the group variance as
-#                 "0.iid.variance", and each coefficient's standard error as
+#                 "f.g.variance", and each coefficient's standard error as
 #                 "se:NAME" (vcov(), from lme4's finite-difference Hessian
 #                 of the deviance in (theta, beta)).
 #
@@ -61,7 +61,7 @@ write_ref <- function(m, path) {
     rows <- c("name,value",
               paste0("loglik,", num(as.numeric(logLik(m)))),
               paste0(nm, ",", num(b)),
-              paste0("0.iid.variance,", num(VarCorr(m)$g[1])),
+              paste0("f.g.variance,", num(VarCorr(m)$g[1])),
               paste0("se:", nm, ",", num(se)))
     write_atomic(rows, path)
 }

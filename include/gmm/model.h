@@ -302,16 +302,49 @@ const char *gmm_mdl_site_noun(const gmm_mdl *m);
  * range A-B in 1..n" / "'ITEM' is not a node of the graph". */
 gmm_status gmm_mdl_sites_parse(const gmm_mdl *m, const char *item, size_t *first,
                                size_t *last);
-/* Held-out data for gmm_mdl_score: a CSV with the model's site (input or
- * node), outcome and exposure columns, checked against the likelihood. */
+/* Held-out data for gmm_mdl_score (or new rows to predict at): a CSV with
+ * the model's site (input or node) column, the columns of its covariates
+ * and factors, and (to score) its outcome and exposure columns, checked
+ * against the likelihood. */
 typedef struct {
     gmm_table *table;      /* the file as read (lines, cells for messages) */
-    size_t col_site, col_y;
+    size_t col_site, col_y;  /* col_y: table->ncol when not read */
     size_t n, nobs;        /* rows, rows with an observed outcome */
     double *y, *e;         /* n each: outcome (NAN: missing), exposure (1: none) */
     double *x;             /* n inputs (models with inputs) */
-    size_t *site;          /* n graph nodes (graphs) */
+    size_t *site;          /* n graph nodes (graphs); GMM_MDL_NEW_LEVEL: a level
+                            * of an iid term the model's data do not have */
+    double *X;             /* n x ncoef design rows (gmm_mdl_ncoef), row-major;
+                            * NULL without coefficients */
 } gmm_mdl_test;
+
+#define GMM_MDL_NEW_LEVEL ((size_t)-1)
+
+/* Read `path` as rows of m: to score (score nonzero: as gmm_mdl_test_read)
+ * or to predict at (the outcome and exposure columns are not read; y is
+ * NAN).  A factor level the model's data do not have is GMM_EPARSE
+ * "FILE:LINE: column 'C': level 'L' of factor(C) is not one of the model's
+ * data ..."; a node not in a graph term's graph GMM_EPARSE; a level not in
+ * an iid term's data is kept (GMM_MDL_NEW_LEVEL).  Errors otherwise as
+ * gmm_mdl_test_read. */
+gmm_status gmm_mdl_rows_read(const gmm_mdl *m, const char *path, int score,
+                             gmm_mdl_test **out);
+/* Posterior mean (+ the centre of Gaussian data) and variance of the
+ * linear predictor X_r beta + f(site_r) at every row r of t (t->n each;
+ * beta at m's values, its estimation error not included, as for the
+ * intercept): f from the exact, Laplace or q posterior at the row's input
+ * or node, and N(0, variance) for an iid level the data do not have.
+ * Errors: the posterior's, GMM_ENOMEM. */
+gmm_status gmm_mdl_predict_test(gmm_mdl *m, const gmm_mdl_test *t, double *mean, double *var);
+/* gmm_mdl_predict_test summarised as gmm_mdl_predict_summary does, into
+ * pr[0..t->n). */
+gmm_status gmm_mdl_predict_test_summary(gmm_mdl *m, const gmm_mdl_test *t, double level,
+                                        int observed, gmm_summary_pred *pr);
+/* Nonzero when predictions away from the data are at rows (a table read
+ * by gmm_mdl_rows_read: covariates, factors, nodes or levels) rather than
+ * at bare inputs: a model with covariates or factors, or a graph or iid
+ * term. */
+int gmm_mdl_at_rows(const gmm_mdl *m);
 
 /* Read `path` as held-out data of m.  Errors: the table's (GMM_EIO,
  * GMM_EPARSE: a missing column), GMM_EPARSE "FILE:LINE: column 'C': ..."
@@ -368,6 +401,38 @@ gmm_status gmm_mdl_predict_draws(gmm_mdl *m, const gmm_draws *d, const char *dpa
 gmm_status gmm_mdl_predict_draws_at(gmm_mdl *m, const gmm_draws *d, const char *dpath,
                                     const double *xq, size_t nq, double level,
                                     gmm_summary_pred *pr);
+/* m term by term (predict --terms): first each coefficient (term its name,
+ * "intercept", "coef.x", "coef.g[L]"; level empty) with its value and its
+ * standard error as fit's std_errors (the observed information at m's
+ * values; NAN and se_failed set when it is not positive definite), then
+ * the f() term (term "f.NAME", or "f" for the shorthand options) at each
+ * of its levels: its distinct data inputs in increasing order ("%.17g"),
+ * or its graph's nodes in node order (an iid term: its levels), with the
+ * posterior mean and sd of the latent alone (exact, Laplace or q; without
+ * coefficients, centre or noise). */
+typedef struct {
+    size_t n;
+    char (*term)[64];
+    char **level;      /* n strings, each allocated */
+    double *mean, *sd;
+    int se_failed;
+} gmm_mdl_terms;
+
+/* Fill *out (the caller frees it with gmm_mdl_terms_free).  Errors: the
+ * posterior's, GMM_ENOMEM. */
+gmm_status gmm_mdl_terms_get(gmm_mdl *m, gmm_mdl_terms *out);
+void gmm_mdl_terms_free(gmm_mdl_terms *t); /* NULL-safe */
+
+/* At the rows of t (gmm_mdl_rows_read) from draws that hold the latent
+ * states x[1..n] (hmc --states): each draw's X_r beta (its coefficients
+ * when sampled) plus its latent at the row's input (drawn from the Markov
+ * bridge), node, or a new iid level (drawn from N(0, the draw's
+ * variance)), summarised into pr[0..t->n) as gmm_mdl_predict_draws_at
+ * does.  Errors: GMM_EINVAL "DPATH: no latent states x[1..n]: ..."; the
+ * bridge's and summaries'. */
+gmm_status gmm_mdl_predict_draws_rows(gmm_mdl *m, const gmm_draws *d, const char *dpath,
+                                      const gmm_mdl_test *t, double level,
+                                      gmm_summary_pred *pr);
 /* The model file m was built from, as given (NULL: none). */
 const char *gmm_mdl_model_path(const gmm_mdl *m);
 

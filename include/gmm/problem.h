@@ -126,6 +126,13 @@ gmm_status gmm_problem_predict_nodes(gmm_problem *p, const double *theta, double
                                      double *var);
 gmm_status gmm_problem_predict_at(gmm_problem *p, const double *theta, const double *xq,
                                   size_t nq, double *mean, double *var);
+/* The latent part alone, h' x without the offset X beta (whose covariate
+ * values the caller supplies): at nq new inputs xq of a state-space latent,
+ * or at every node of a graph latent (xq NULL, nq ignored; n outputs, graph
+ * numbering).  Errors as gmm_problem_posterior; GMM_EINVAL where the family
+ * has no such sites. */
+gmm_status gmm_problem_predict_latent(gmm_problem *p, const double *theta, const double *xq,
+                                      size_t nq, double *mean, double *var);
 
 /* Given MCMC draws of the latent states (draw s: x_s, row s of xs, n
  * values, and theta_s, row s of thetas; theta_stride 0: one theta for all),
@@ -140,6 +147,11 @@ gmm_status gmm_problem_predict_at_draws_normal(gmm_problem *p, const double *the
                                                size_t theta_stride, const double *xs,
                                                size_t ndraw, const double *xq, size_t nq,
                                                double *mean, double *var);
+/* The same without the offset: the latent part h' x alone. */
+gmm_status gmm_problem_latent_at_draws_normal(gmm_problem *p, const double *thetas,
+                                              size_t theta_stride, const double *xs,
+                                              size_t ndraw, const double *xq, size_t nq,
+                                              double *mean, double *var);
 
 /* Posterior of b + f at nq new inputs xq (state-space latents) from MCMC
  * draws of the latent states: draw s gives x_s (row s of xs, n values) and

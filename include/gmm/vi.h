@@ -252,5 +252,10 @@ gmm_status gmm_vi_posterior(gmm_vi *v, double *mean, gmm_band *cov);
 gmm_status gmm_vi_predict_rows(gmm_vi *v, double *mean, double *var);
 gmm_status gmm_vi_predict_nodes(gmm_vi *v, double *mean, double *var);
 gmm_status gmm_vi_predict_at(gmm_vi *v, const double *xq, size_t nq, double *mean, double *var);
+/* The latent part alone (h' x, without the coefficients' offset) under q:
+ * at nq new inputs xq (state-space) or at every node (graphs; xq NULL, nq
+ * ignored, n outputs).  Errors as gmm_vi_predict_at. */
+gmm_status gmm_vi_predict_latent(gmm_vi *v, const double *xq, size_t nq, double *mean,
+                                 double *var);
 
 #endif

@@ -10,6 +10,7 @@
 
 #include "gmm/draws.h"
 #include "gmm/likelihood.h"
+#include "gmm/model.h"
 #include "gmm/status.h"
 #include "gmm/summary.h"
 
@@ -110,6 +111,14 @@ int cli_pred_write(const char *cmd, const char *path, const struct gmm_mdl *m, c
  * table.  0, or the exit code after the message. */
 int cli_pred_normal(const char *cmd, const char *path, struct gmm_mdl *m, const double *xq,
                     size_t nq, double level, int observed);
+/* The same at the rows of t (gmm_mdl_predict_test_summary), labelled by
+ * their input or by their own site cell (a node, or a level of an iid term
+ * the data do not have). */
+int cli_pred_rows(const char *cmd, const char *path, struct gmm_mdl *m,
+                  const gmm_mdl_test *t, double level, int observed);
+/* The table of summaries pr[0..t->n) at the rows of t, labelled so. */
+int cli_pred_write_rows(const char *cmd, const char *path, const struct gmm_mdl *m,
+                        const gmm_mdl_test *t, const gmm_summary_pred *pr, double level);
 /* Option --OPT's value ARG, a finite number >= 0, into *out: 0, or
  * CLI_EXIT_USAGE after "--OPT: 'ARG' is not a non-negative number". */
 int cli_parse_nonneg(const char *cmd, const char *opt, const char *arg, double *out);

@@ -208,8 +208,11 @@ static void pred_row(FILE *f, const char *label, double x, const gmm_summary_pre
     fprintf(f, ",%s\n", buf);
 }
 
-int cli_pred_write(const char *cmd, const char *path, const gmm_mdl *m, const double *x,
-                   const size_t *site, const gmm_summary_pred *pr, size_t n, double level)
+/* cli_pred_write's table, the site column from x, from the test rows' own
+ * site cells (t), or from the model's sites. */
+static int pred_write(const char *cmd, const char *path, const gmm_mdl *m, const double *x,
+                      const size_t *site, const gmm_mdl_test *t, const gmm_summary_pred *pr,
+                      size_t n, double level)
 {
     gmm_outfile *of = NULL;
     gmm_status s = gmm_outfile_open(path, &of);
@@ -220,12 +223,39 @@ int cli_pred_write(const char *cmd, const char *path, const gmm_mdl *m, const do
     pred_header(f, gmm_mdl_site_column(m), resp);
     for (size_t i = 0; i < n; i++) {
         char buf[64];
-        const char *label = x ? NULL : gmm_mdl_site_label(m, site ? site[i] : i, buf);
+        const char *label = x ? NULL
+                            : t ? t->table->cell[i][t->col_site]
+                                : gmm_mdl_site_label(m, site ? site[i] : i, buf);
         pred_row(f, label, x ? x[i] : 0.0, &pr[i], resp, level);
     }
     if ((s = gmm_outfile_commit(of)) != GMM_OK)
         return cli_fail(cmd, s);
     return 0;
+}
+
+int cli_pred_write(const char *cmd, const char *path, const gmm_mdl *m, const double *x,
+                   const size_t *site, const gmm_summary_pred *pr, size_t n, double level)
+{
+    return pred_write(cmd, path, m, x, site, NULL, pr, n, level);
+}
+
+int cli_pred_write_rows(const char *cmd, const char *path, const gmm_mdl *m,
+                        const gmm_mdl_test *t, const gmm_summary_pred *pr, double level)
+{
+    return pred_write(cmd, path, m, gmm_mdl_has_inputs(m) ? t->x : NULL, NULL, t, pr, t->n,
+                      level);
+}
+
+int cli_pred_rows(const char *cmd, const char *path, gmm_mdl *m, const gmm_mdl_test *t,
+                  double level, int observed)
+{
+    gmm_summary_pred *pr = gmm_malloc(t->n ? t->n : 1, sizeof *pr);
+    if (!pr)
+        return cli_fail(cmd, GMM_ENOMEM);
+    gmm_status s = gmm_mdl_predict_test_summary(m, t, level, observed, pr);
+    int rc = s != GMM_OK ? cli_fail(cmd, s) : cli_pred_write_rows(cmd, path, m, t, pr, level);
+    gmm_free(pr);
+    return rc;
 }
 
 int cli_pred_normal(const char *cmd, const char *path, gmm_mdl *m, const double *xq, size_t nq,

@@ -23,6 +23,7 @@
 static const char usage_text[] =
     "Usage: gmm-infer predict --model MODEL.json [DATA.csv] [--at FILE | --grid FROM:TO:STEP]\n"
     "                         [--observed] [--draws FILE]... [--level P] [-o FILE]\n"
+    "       gmm-infer predict --model MODEL.json [DATA.csv] --terms [-o FILE]\n"
     "Print CSV x,mean,var,lower,upper,level (graph models: node,...): the\n"
     "posterior of the latent f (plus the intercept) with its central interval at\n"
     "probability level P; for count likelihoods also rate,rate_lower,rate_upper\n"
@@ -41,6 +42,10 @@ static const char usage_text[] =
     "                      (1-P)/2 and (1+P)/2 quantiles at the data rows or nodes;\n"
     "                      with --at/--grid, at new inputs from draws with states\n"
     "                      (hmc --states)\n"
+    "  --terms             print term,level,mean,sd instead: each coefficient's\n"
+    "                      estimate and standard error, then the f() term's\n"
+    "                      posterior mean and sd at each of its levels, nodes\n"
+    "                      or data inputs\n"
     "  --level P           the intervals' probability, in (0, 1) (default 0.9)\n"
     "  -o, --output FILE   write to FILE (atomically) instead of stdout\n"
     "  --verbose           report sizes on stderr\n"
@@ -101,6 +106,41 @@ done:
     return rc;
 }
 
+/* predict --terms: term,level,mean,sd (gmm_mdl_terms_get). */
+static int write_terms(const char *cmd, gmm_mdl *m, const char *out_path)
+{
+    gmm_mdl_terms t;
+    gmm_status s = gmm_mdl_terms_get(m, &t);
+    if (s != GMM_OK)
+        return cli_fail(cmd, s);
+    if (t.se_failed)
+        cli_msg(cmd, "warning: no standard errors (the observed information is not positive "
+                     "definite: the model is not at a maximum)");
+    gmm_outfile *of = NULL;
+    int rc = 0;
+    if ((s = gmm_outfile_open(out_path, &of)) != GMM_OK) {
+        rc = cli_fail(cmd, s);
+        goto done;
+    }
+    FILE *f = gmm_outfile_stream(of);
+    fputs("term,level,mean,sd\n", f);
+    for (size_t i = 0; i < t.n; i++) {
+        cli_put_csv_field(f, t.term[i]);
+        fputc(',', f);
+        cli_put_csv_field(f, t.level[i]);
+        fputc(',', f);
+        cli_put_csv_number(f, t.mean[i]);
+        fputc(',', f);
+        cli_put_csv_number(f, t.sd[i]);
+        fputc('\n', f);
+    }
+    if ((s = gmm_outfile_commit(of)) != GMM_OK)
+        rc = cli_fail(cmd, s);
+done:
+    gmm_mdl_terms_free(&t);
+    return rc;
+}
+
 /* The posterior of f from MCMC draws (gmm-infer hmc) at their f[...]
  * columns' sites (gmm_mdl_predict_draws), or at new inputs xq (nq of
  * them; gmm_mdl_predict_draws_at) when xq is set.  Every column is checked
@@ -139,11 +179,37 @@ done:
     return rc;
 }
 
+/* The same at the rows of t (gmm_mdl_predict_draws_rows). */
+static int predict_draws_rows(const char *cmd, gmm_mdl *m, const char **paths, size_t npath,
+                              const gmm_mdl_test *t, double level, const char *out_path)
+{
+    gmm_draws *d = NULL;
+    gmm_summary_pred *pr = NULL;
+    int rc = 0;
+    gmm_status s = gmm_draws_read(paths, npath, &d);
+    if (s != GMM_OK)
+        return cli_fail(cmd, s);
+    if ((rc = cli_model_check_draws(cmd, m, paths, npath, d)) != 0)
+        goto done;
+    if (!(pr = gmm_malloc(t->n ? t->n : 1, sizeof *pr))) {
+        rc = cli_fail(cmd, GMM_ENOMEM);
+        goto done;
+    }
+    if ((s = gmm_mdl_predict_draws_rows(m, d, paths[0], t, level, pr)) != GMM_OK)
+        rc = cli_fail(cmd, s);
+    else
+        rc = cli_pred_write_rows(cmd, out_path, m, t, pr, level);
+done:
+    gmm_draws_free(d);
+    gmm_free(pr);
+    return rc;
+}
+
 int cmd_predict(int argc, char **argv)
 {
     const char *cmd = "predict";
     enum { OPT_MODEL = CLI_OPT_FIRST_COMMAND, OPT_AT, OPT_ATCOL, OPT_GRID, OPT_OBSERVED,
-           OPT_VERBOSE, OPT_DRAWS, OPT_LEVEL };
+           OPT_VERBOSE, OPT_DRAWS, OPT_LEVEL, OPT_TERMS };
     static const struct option longopts[] = {{"model", required_argument, NULL, OPT_MODEL},
                                              {"at", required_argument, NULL, OPT_AT},
                                              {"at-col", required_argument, NULL, OPT_ATCOL},
@@ -153,13 +219,14 @@ int cmd_predict(int argc, char **argv)
                                              {"verbose", no_argument, NULL, OPT_VERBOSE},
                                              {"draws", required_argument, NULL, OPT_DRAWS},
                                              {"level", required_argument, NULL, OPT_LEVEL},
+                                             {"terms", no_argument, NULL, OPT_TERMS},
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
     const char *model_path = NULL, *at = NULL, *atcol = NULL, *grid = NULL, *out_path = NULL;
     const char *data = NULL;
     const char **draws = NULL;
     size_t ndraws = 0;
-    int observed = 0, verbose = 0, c, rc = 0;
+    int observed = 0, verbose = 0, terms = 0, c, rc = 0;
     double level = CLI_DEFAULT_LEVEL;
     gmm_model mf;
     gmm_model_init(&mf);
@@ -185,6 +252,7 @@ int cmd_predict(int argc, char **argv)
         case OPT_ATCOL: atcol = optarg; break;
         case OPT_GRID: grid = optarg; break;
         case OPT_OBSERVED: observed = 1; break;
+        case OPT_TERMS: terms = 1; break;
         case OPT_VERBOSE: verbose = 1; break;
         case OPT_LEVEL:
             if ((rc = cli_parse_level(cmd, optarg, &level)) != 0)
@@ -210,6 +278,11 @@ int cmd_predict(int argc, char **argv)
         rc = CLI_EXIT_USAGE;
         goto done;
     }
+    if (terms && (at || grid || ndraws || observed)) {
+        cli_msg(cmd, "--terms excludes --at, --grid, --draws and --observed");
+        rc = CLI_EXIT_USAGE;
+        goto done;
+    }
     if (at && grid) {
         cli_msg(cmd, "--at and --grid exclude each other");
         rc = CLI_EXIT_USAGE;
@@ -227,6 +300,35 @@ int cmd_predict(int argc, char **argv)
     }
     if ((rc = cli_model_from_file(cmd, &mf, model_path, data, verbose, GMM_SSM_FACTOR_AUTO, &m)) != 0)
         goto done;
+    if (terms) {
+        rc = write_terms(cmd, m, out_path);
+        goto done;
+    }
+    if (at && gmm_mdl_at_rows(m)) {
+        /* rows with their covariates, factor levels and inputs or nodes */
+        if (ndraws && observed) {
+            cli_msg(cmd, "--observed does not apply with --draws (the draws are of f)");
+            rc = CLI_EXIT_USAGE;
+            goto done;
+        }
+        if (atcol) {
+            cli_msg(cmd, "--at-col does not apply: the rows of %s are read by the model's "
+                         "column names",
+                    at);
+            rc = CLI_EXIT_USAGE;
+            goto done;
+        }
+        gmm_mdl_test *t = NULL;
+        gmm_status s2 = gmm_mdl_rows_read(m, at, 0, &t);
+        if (s2 != GMM_OK)
+            rc = cli_fail(cmd, s2);
+        else if (ndraws)
+            rc = predict_draws_rows(cmd, m, draws, ndraws, t, level, out_path);
+        else
+            rc = cli_pred_rows(cmd, out_path, m, t, level, observed);
+        gmm_mdl_test_free(t);
+        goto done;
+    }
     if ((at || grid) && gmm_mdl_check_new_inputs(m) != GMM_OK) {
         cli_msg(cmd, "%s", gmm_error_message());
         rc = CLI_EXIT_USAGE;

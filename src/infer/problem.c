@@ -529,25 +529,37 @@ gmm_status gmm_problem_predict_rows(gmm_problem *p, const double *theta, double 
     return st;
 }
 
-gmm_status gmm_problem_predict_nodes(gmm_problem *p, const double *theta, double *mean,
-                                     double *var)
+gmm_status gmm_problem_predict_latent(gmm_problem *p, const double *theta, const double *xq,
+                                      size_t nq, double *mean, double *var)
 {
-    if (gmm_latent_node_index(p->lat, 0) == GMM_NO_INDEX)
+    int inputs = gmm_latent_has_inputs(p->lat);
+    if (inputs && nq && !xq)
+        return gmm_error(GMM_EINVAL, "a %s model predicts at inputs, not at nodes",
+                         gmm_latent_family(p->lat));
+    if (!inputs && gmm_latent_node_index(p->lat, 0) == GMM_NO_INDEX)
         return gmm_error(GMM_EINVAL, "a %s model has no nodes", gmm_latent_family(p->lat));
     double *mu = NULL;
     gmm_band *cov = NULL;
     gmm_status st = posterior_alloc(p, theta, &mu, &cov);
-    if (st == GMM_OK) {
-        for (size_t v = 0; v < p->n; v++) {
-            size_t r = gmm_latent_node_index(p->lat, v);
-            mean[v] = mu[r];
-            var[v] = gmm_band_get(cov, r, r);
-        }
-        st = add_intercept(p, theta, p->n, mean);
+    if (st == GMM_OK && inputs)
+        st = gmm_latent_predict_at(p->lat, theta, mu, cov, xq, nq, mean, var);
+    for (size_t v = 0; st == GMM_OK && !inputs && v < p->n; v++) {
+        size_t r = gmm_latent_node_index(p->lat, v);
+        mean[v] = mu[r];
+        var[v] = gmm_band_get(cov, r, r);
     }
     gmm_free(mu);
     gmm_band_free(cov);
     return st;
+}
+
+gmm_status gmm_problem_predict_nodes(gmm_problem *p, const double *theta, double *mean,
+                                     double *var)
+{
+    if (gmm_latent_has_inputs(p->lat))
+        return gmm_error(GMM_EINVAL, "a %s model has no nodes", gmm_latent_family(p->lat));
+    gmm_status st = gmm_problem_predict_latent(p, theta, NULL, 0, mean, var);
+    return st == GMM_OK ? add_intercept(p, theta, p->n, mean) : st;
 }
 
 gmm_status gmm_problem_predict_at(gmm_problem *p, const double *theta, const double *xq,
@@ -556,15 +568,8 @@ gmm_status gmm_problem_predict_at(gmm_problem *p, const double *theta, const dou
     if (!gmm_latent_has_inputs(p->lat))
         return gmm_error(GMM_EINVAL, "a %s model predicts at its nodes, not at new inputs",
                          gmm_latent_family(p->lat));
-    double *mu = NULL;
-    gmm_band *cov = NULL;
-    gmm_status st = posterior_alloc(p, theta, &mu, &cov);
-    if (st == GMM_OK &&
-        (st = gmm_latent_predict_at(p->lat, theta, mu, cov, xq, nq, mean, var)) == GMM_OK)
-        st = add_intercept(p, theta, nq, mean);
-    gmm_free(mu);
-    gmm_band_free(cov);
-    return st;
+    gmm_status st = gmm_problem_predict_latent(p, theta, xq, nq, mean, var);
+    return st == GMM_OK ? add_intercept(p, theta, nq, mean) : st;
 }
 
 gmm_status gmm_problem_whiten_setup(gmm_problem *p, const double *theta)
@@ -870,10 +875,10 @@ done:
     return st;
 }
 
-gmm_status gmm_problem_predict_at_draws_normal(gmm_problem *p, const double *thetas,
-                                               size_t theta_stride, const double *xs,
-                                               size_t ndraw, const double *xq, size_t nq,
-                                               double *mean, double *var)
+gmm_status gmm_problem_latent_at_draws_normal(gmm_problem *p, const double *thetas,
+                                              size_t theta_stride, const double *xs,
+                                              size_t ndraw, const double *xq, size_t nq,
+                                              double *mean, double *var)
 {
     gmm_status st = GMM_OK;
     if (!p || !thetas || !xs || (nq && (!xq || !mean || !var)))
@@ -888,14 +893,21 @@ gmm_status gmm_problem_predict_at_draws_normal(gmm_problem *p, const double *the
                                     GMM_BAND_SYMMETRIC);
     if (!zero)
         return gmm_error(GMM_ENOMEM, "out of memory for a band of %zu rows", p->n);
-    for (size_t s = 0; s < ndraw && st == GMM_OK; s++) {
-        const double *th = thetas + s * theta_stride;
-        double *m = mean + s * nq;
-        if ((st = gmm_latent_predict_at(p->lat, th, xs + s * p->n, zero, xq, nq, m,
-                                        var + s * nq)) != GMM_OK)
-            break;
-        st = add_intercept(p, th, nq, m);
-    }
+    for (size_t s = 0; s < ndraw && st == GMM_OK; s++)
+        st = gmm_latent_predict_at(p->lat, thetas + s * theta_stride, xs + s * p->n, zero, xq,
+                                   nq, mean + s * nq, var + s * nq);
     gmm_band_free(zero);
+    return st;
+}
+
+gmm_status gmm_problem_predict_at_draws_normal(gmm_problem *p, const double *thetas,
+                                               size_t theta_stride, const double *xs,
+                                               size_t ndraw, const double *xq, size_t nq,
+                                               double *mean, double *var)
+{
+    gmm_status st = gmm_problem_latent_at_draws_normal(p, thetas, theta_stride, xs, ndraw, xq,
+                                                       nq, mean, var);
+    for (size_t s = 0; st == GMM_OK && s < ndraw; s++)
+        st = add_intercept(p, thetas + s * theta_stride, nq, mean + s * nq);
     return st;
 }

@@ -1056,42 +1056,55 @@ gmm_status gmm_vi_predict_rows(gmm_vi *v, double *mean, double *var)
     return GMM_OK;
 }
 
-gmm_status gmm_vi_predict_nodes(gmm_vi *v, double *mean, double *var)
+gmm_status gmm_vi_predict_latent(gmm_vi *v, const double *xq, size_t nq, double *mean,
+                                 double *var)
 {
     gmm_status st;
     if (!v || !mean || !var)
-        return gmm_error(GMM_EINVAL, "gmm_vi_predict_nodes: NULL argument");
-    if (gmm_latent_node_index(v->lat, 0) == GMM_NO_INDEX)
+        return gmm_error(GMM_EINVAL, "gmm_vi_predict_latent: NULL argument");
+    int inputs = gmm_latent_has_inputs(v->lat);
+    if (inputs && nq && !xq)
+        return gmm_error(GMM_EINVAL, "gmm_vi_predict_latent: NULL inputs");
+    if (!inputs && gmm_latent_node_index(v->lat, 0) == GMM_NO_INDEX)
         return gmm_error(GMM_EINVAL, "a %s model has no nodes", gmm_latent_family(v->lat));
-    if ((st = gmm_vi_posterior(v, NULL, v->S)))
-        return st;
-    for (size_t j = 0; j < v->n; j++) {
-        size_t r = gmm_latent_node_index(v->lat, j);
-        mean[j] = v->lambda[r];
-        var[j] = gmm_band_get(v->S, r, r);
+    if (!inputs) {
+        if ((st = gmm_vi_posterior(v, NULL, v->S)))
+            return st;
+        for (size_t j = 0; j < v->n; j++) {
+            size_t r = gmm_latent_node_index(v->lat, j);
+            mean[j] = v->lambda[r];
+            var[j] = gmm_band_get(v->S, r, r);
+        }
+        return GMM_OK;
     }
-    return add_b0(v, v->n, mean);
-}
-
-gmm_status gmm_vi_predict_at(gmm_vi *v, const double *xq, size_t nq, double *mean, double *var)
-{
-    gmm_status st;
-    if (!v || (nq && (!xq || !mean || !var)))
-        return gmm_error(GMM_EINVAL, "gmm_vi_predict_at: NULL argument");
-    if (!gmm_latent_has_inputs(v->lat))
-        return gmm_error(GMM_EINVAL, "a %s model predicts at its nodes, not at new inputs",
-                         gmm_latent_family(v->lat));
     gmm_band *cov = gmm_band_alloc(v->n, smax(gmm_latent_cov_bandwidth(v->lat), v->b), 0,
                                    GMM_BAND_SYMMETRIC);
     if (!cov)
         return gmm_error(GMM_ENOMEM, "vi: out of memory for the covariance band");
     st = gmm_vi_posterior(v, NULL, cov);
-    if (st == GMM_OK &&
-        (st = gmm_latent_predict_at(v->lat, v->theta, v->lambda, cov, xq, nq, mean, var)) ==
-            GMM_OK)
-        st = add_b0(v, nq, mean);
+    if (st == GMM_OK)
+        st = gmm_latent_predict_at(v->lat, v->theta, v->lambda, cov, xq, nq, mean, var);
     gmm_band_free(cov);
     return st;
+}
+
+gmm_status gmm_vi_predict_nodes(gmm_vi *v, double *mean, double *var)
+{
+    if (v && gmm_latent_has_inputs(v->lat))
+        return gmm_error(GMM_EINVAL, "a %s model has no nodes", gmm_latent_family(v->lat));
+    gmm_status st = gmm_vi_predict_latent(v, NULL, 0, mean, var);
+    return st == GMM_OK ? add_b0(v, v->n, mean) : st;
+}
+
+gmm_status gmm_vi_predict_at(gmm_vi *v, const double *xq, size_t nq, double *mean, double *var)
+{
+    if (!v || (nq && (!xq || !mean || !var)))
+        return gmm_error(GMM_EINVAL, "gmm_vi_predict_at: NULL argument");
+    if (!gmm_latent_has_inputs(v->lat))
+        return gmm_error(GMM_EINVAL, "a %s model predicts at its nodes, not at new inputs",
+                         gmm_latent_family(v->lat));
+    gmm_status st = gmm_vi_predict_latent(v, xq, nq, mean, var);
+    return st == GMM_OK ? add_b0(v, nq, mean) : st;
 }
 
 /* ---- L-BFGS ---------------------------------------------------------------------------- */

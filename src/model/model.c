@@ -66,6 +66,7 @@ void gmm_mdl_free(gmm_mdl *m)
     gmm_formula_free(m->fm);
     gmm_free(m->X);
     gmm_free(m->coef_name);
+    gmm_mdl_impl_levels_free(m);
     gmm_free(m);
 }
 
@@ -513,6 +514,54 @@ done:
 
 /* ---- the problem ---------------------------------------------------------------- */
 
+/* A formula's latent parameters named after their term: the latent's
+ * "LEAF.KIND.PARAM" becomes "f.NAME.PARAM" for a model named by a keyword
+ * (f(g, iid): "f.g.variance"), "f.NAME.KIND.PARAM" for a spec
+ * (f(t, 'matern32 + periodic'): "f.t.matern32.lengthscale",
+ * "f.t.periodic.period"), a kind that recurs in a sum numbered from its
+ * second leaf on ("f.t.matern32.2.variance").  The shorthand options keep
+ * the latent's names. */
+static gmm_status term_names(gmm_mdl *m)
+{
+    if (!m->fm || m->fm->nlatent != 1)
+        return GMM_OK;
+    const gmm_formula_latent *t = &m->fm->latent[0];
+    size_t nl = gmm_latent_nparam(m->lat);
+    for (size_t i = 0; i < nl; i++) {
+        const char *orig = gmm_latent_param_name(m->lat, i);
+        const char *k0 = strchr(orig, '.'), *p0 = k0 ? strchr(k0 + 1, '.') : NULL;
+        if (!p0)
+            return gmm_error(GMM_EINVAL, "latent parameter '%s' is not LEAF.KIND.PARAM", orig);
+        size_t klen = (size_t)(p0 - k0 - 1);
+        unsigned long leaf = strtoul(orig, NULL, 10);
+        /* this leaf's rank among the leaves of its kind */
+        size_t rank = 1;
+        unsigned long last = leaf;
+        for (size_t j = 0; j < i; j++) {
+            const char *o2 = gmm_latent_param_name(m->lat, j), *k2 = strchr(o2, '.');
+            unsigned long l2 = strtoul(o2, NULL, 10);
+            if (l2 != leaf && l2 != last && !strncmp(k2 + 1, k0 + 1, klen) && k2[klen + 1] == '.') {
+                rank++;
+                last = l2;
+            }
+        }
+        char suffix[24] = "";
+        if (rank > 1)
+            snprintf(suffix, sizeof suffix, ".%zu", rank);
+        char name[64];
+        int len = !t->quoted && !strcmp(t->model, "iid")
+                      ? snprintf(name, sizeof name, "f.%s%s", t->name, p0)
+                      : snprintf(name, sizeof name, "f.%s.%.*s%s%s", t->name, (int)klen, k0 + 1,
+                                 suffix, p0);
+        if (len < 0 || (size_t)len >= sizeof name)
+            return gmm_error(GMM_EINVAL, "formula: the parameter name '%s' is too long (%zu "
+                                         "bytes at most)",
+                             name, sizeof name - 1);
+        strcpy(m->obj->name[i], name);
+    }
+    return GMM_OK;
+}
+
 /* Likelihood defaults, the problem, the objective; starting values.
  * verbose: report the defaults chosen and the model's summary. */
 static gmm_status build_problem(const build *b, gmm_mdl *m, double noise, double intercept,
@@ -564,6 +613,8 @@ static gmm_status build_problem(const build *b, gmm_mdl *m, double noise, double
         return s;
     }
     m->obj = gmm_problem_objective(m->prob);
+    if ((s = term_names(m)) != GMM_OK)
+        return s;
     if (verbose)
         report(b, GMM_MDL_REPORT_SUMMARY,
                "%s latent model: %zu latent variables, bandwidth %zu; likelihood %s (%s); %zu "
@@ -650,8 +701,13 @@ static int model_value(const gmm_model *mf, const char *name, double *v)
  * does not have (a typo or another model's file). */
 static gmm_status take_values(const build *b, gmm_mdl *m, const gmm_model *mf, const char *mp)
 {
+    size_t nl = gmm_latent_nparam(m->lat);
     for (size_t i = 0; i < m->obj->nparam; i++) {
-        if (!model_value(mf, m->obj->name[i], &m->obj->value[i]))
+        /* a formula's latent parameter may be under the spec's own name
+         * ("0.iid.variance"), as formula models were written before their
+         * terms named them */
+        if (!model_value(mf, m->obj->name[i], &m->obj->value[i]) &&
+            !(i < nl && model_value(mf, gmm_latent_param_name(m->lat, i), &m->obj->value[i])))
             return gmm_error(GMM_EPARSE, "%s: \"parameters\" has no value for '%s'", mp,
                              m->obj->name[i]);
         if (!(m->obj->value[i] > 0.0) &&
@@ -668,6 +724,7 @@ static gmm_status take_values(const build *b, gmm_mdl *m, const gmm_model *mf, c
         size_t i;
         for (i = 0; i < m->obj->nparam; i++)
             if (!strcmp(key, m->obj->name[i]) ||
+                (i < nl && !strcmp(key, gmm_latent_param_name(m->lat, i))) ||
                 (!strcmp(key, "noise.variance") && !strcmp(m->obj->name[i], "likelihood.variance")))
                 break;
         if (i == m->obj->nparam) {

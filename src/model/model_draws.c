@@ -3,6 +3,7 @@
  * it. */
 #include "model_impl.h"
 
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <stdio.h>
@@ -11,6 +12,7 @@
 #include "gmm/alloc.h"
 #include "gmm/draws.h"
 #include "gmm/problem.h"
+#include "gmm/rng.h"
 
 /* m's identity (draws.h); the digests go into dig[3] (model file, sites,
  * data).  sampled: nparam flags or NULL. */
@@ -73,7 +75,7 @@ gmm_status gmm_mdl_draws_origin(gmm_mdl *m, const int *sampled, json_t **out)
  * NULL when they are, else the first column that is not (in buf). */
 static const char *foreign_column(gmm_mdl *m, const gmm_draws *d, char *buf, size_t size)
 {
-    int inputs = gmm_latent_has_inputs(m->lat);
+    int inputs = gmm_mdl_impl_rows(m);
     size_t nf = inputs ? m->nrow : m->gmrf->n, jf = 0, jx = 0;
     size_t nx = gmm_latent_dim(m->lat);
     char want[96], lb[64];
@@ -139,7 +141,7 @@ gmm_status gmm_mdl_check_draws(gmm_mdl *m, const char *path, const gmm_draws *d,
     char buf[96];
     const char *bad = foreign_column(m, d, buf, sizeof buf);
     if (bad) {
-        int inputs = gmm_latent_has_inputs(m->lat);
+        int inputs = gmm_mdl_impl_rows(m);
         return gmm_error(GMM_EINVAL,
                          "%s: no sidecar %s.json says which model these draws came from, and "
                          "column '%s' is not this model's (%s %s, f at %zu %s): give the draws "
@@ -155,7 +157,7 @@ gmm_status gmm_mdl_check_draws(gmm_mdl *m, const char *path, const gmm_draws *d,
 gmm_status gmm_mdl_draws_site(const gmm_mdl *m, const char *name, size_t *v)
 {
     size_t len = strlen(name);
-    if (gmm_latent_has_inputs(m->lat)) {
+    if (gmm_mdl_impl_rows(m)) {
         char *end;
         unsigned long r = strtoul(name + 2, &end, 10);
         if (end != name + len - 1 || r < 1 || r > m->nrow)
@@ -175,7 +177,7 @@ gmm_status gmm_mdl_draws_site(const gmm_mdl *m, const char *name, size_t *v)
 const char *gmm_mdl_draws_column(const gmm_mdl *m, size_t v, char *buf)
 {
     char lb[64];
-    if (gmm_latent_has_inputs(m->lat))
+    if (gmm_mdl_impl_rows(m))
         snprintf(buf, 96, "f[%zu]", v + 1);
     else
         snprintf(buf, 96, "f[%s]", gmm_graph_node_label(m->g, v, lb));
@@ -184,12 +186,12 @@ const char *gmm_mdl_draws_column(const gmm_mdl *m, size_t v, char *buf)
 
 const char *gmm_mdl_site_noun(const gmm_mdl *m)
 {
-    return gmm_latent_has_inputs(m->lat) ? "data row" : "the graph's node";
+    return gmm_mdl_impl_rows(m) ? "data row" : "the graph's node";
 }
 
 gmm_status gmm_mdl_sites_parse(const gmm_mdl *m, const char *item, size_t *first, size_t *last)
 {
-    if (gmm_latent_has_inputs(m->lat)) {
+    if (gmm_mdl_impl_rows(m)) {
         char *end;
         unsigned long a = strtoul(item, &end, 10), b = a;
         if (*end == '-')
@@ -305,5 +307,68 @@ gmm_status gmm_mdl_predict_draws_at(gmm_mdl *m, const gmm_draws *d, const char *
 done:
     gmm_free(xs);
     gmm_free(th);
+    return s;
+}
+
+gmm_status gmm_mdl_predict_draws_rows(gmm_mdl *m, const gmm_draws *d, const char *dpath,
+                                      const gmm_mdl_test *t, double level,
+                                      gmm_summary_pred *pr)
+{
+    gmm_status s = GMM_OK;
+    gmm_objective *o = m->obj;
+    int inputs = gmm_latent_has_inputs(m->lat);
+    size_t n = gmm_latent_dim(m->lat), N = d->nchain * d->niter, np = o->nparam;
+    size_t nq = t->n, nc = m->ncoef, x1 = gmm_mdl_impl_draws_var(d, "x[1]");
+    if (x1 == d->nvar || x1 + n > d->nvar)
+        return gmm_error(GMM_EINVAL,
+                         "%s: no latent states x[1..%zu]: predicting new rows from draws "
+                         "needs them (gmm-infer hmc --states)",
+                         dpath, n);
+    if (N == 0)
+        return gmm_error(GMM_EINVAL, "%s: no draws", dpath);
+    double *xs = gmm_malloc(N * n, sizeof *xs), *th = gmm_malloc(N * (np ? np : 1), sizeof *th);
+    double *M = gmm_malloc(N * (nq ? nq : 1), sizeof *M);
+    double *V = gmm_malloc(N * (nq ? nq : 1), sizeof *V), *fs = gmm_malloc(N, sizeof *fs);
+    if (!xs || !th || !M || !V || !fs) {
+        s = gmm_error(GMM_ENOMEM, "out of memory for %zu draws at %zu rows", N, nq);
+        goto done;
+    }
+    gmm_mdl_impl_draws_states(d, x1, n, xs);
+    gmm_mdl_impl_draws_theta(m, d, th);
+    /* each draw's latent at the row: the Markov bridge's normal at an
+     * input, the draw's value at a node, the prior at a new iid level */
+    if (inputs &&
+        (s = gmm_problem_latent_at_draws_normal(m->prob, th, np, xs, N, t->x, nq, M, V)) != GMM_OK)
+        goto done;
+    for (size_t k = 0; !inputs && k < N; k++)
+        for (size_t q = 0; q < nq; q++) {
+            int fresh = t->site[q] == GMM_MDL_NEW_LEVEL;
+            M[k * nq + q] = fresh ? 0.0 : xs[k * n + gmm_latent_node_index(m->lat, t->site[q])];
+            V[k * nq + q] = fresh ? th[k * np] : 0.0;
+        }
+    const gmm_lik *lik = gmm_mdl_likelihood(m);
+    double c0 = gmm_mdl_center(m, NULL);
+    gmm_rng r;
+    gmm_rng_seed(&r, 1, 0);
+    for (size_t q = 0; q < nq && s == GMM_OK; q++) {
+        for (size_t k = 0; k < N; k++) {
+            const double *beta = th + k * np + np - nc;
+            double f = M[k * nq + q], v = V[k * nq + q];
+            for (size_t c = 0; c < nc; c++)
+                f += t->X[q * nc + c] * beta[c];
+            fs[k] = f + (v > 0.0 ? sqrt(v) * gmm_rng_normal(&r) : 0.0);
+        }
+        if ((s = gmm_summary_pred_draws(lik, fs, N, level, &pr[q])) != GMM_OK)
+            break;
+        pr[q].mean += c0;
+        pr[q].lower += c0;
+        pr[q].upper += c0;
+    }
+done:
+    gmm_free(xs);
+    gmm_free(th);
+    gmm_free(M);
+    gmm_free(V);
+    gmm_free(fs);
     return s;
 }

@@ -13,6 +13,16 @@
 #include "gmm/model.h"
 #include "gmm/spec.h"
 
+/* A factor's levels in the data, sorted (numeric order when every level
+ * is a number), each once; the first is the reference level. */
+typedef struct {
+    char *store;      /* the strings, one after another */
+    char **s;         /* n levels, pointing into store */
+    double *v;        /* n numbers (isnum) */
+    size_t n;
+    int isnum;
+} gmm_mdl_levels;
+
 struct gmm_mdl {
     int graph;
     char *data_file;       /* as given (messages) */
@@ -51,6 +61,8 @@ struct gmm_mdl {
     size_t ncoef;
     double *X;
     char (*coef_name)[64];
+    gmm_mdl_levels *flev; /* fm->nfixed: each factor's levels (covariates: none) */
+    size_t nflev;
 };
 
 /* The design of fm's fixed terms over table t (the intercept first when
@@ -67,6 +79,19 @@ gmm_status gmm_mdl_impl_predict_rows(gmm_mdl *m, double *mean, double *var);
 
 gmm_status gmm_mdl_impl_design(gmm_mdl *m, const gmm_table *t, const gmm_formula *fm,
                                int intercept);
+/* The design rows (t->nrow x m->ncoef, row-major, caller-allocated) of the
+ * rows of another table t with m's fixed terms: covariates from their
+ * columns, factor levels coded by m's levels.  Errors: the table's (a
+ * missing column or covariate value: "FILE:LINE: column ..."), GMM_EPARSE
+ * "FILE:LINE: column 'C': level 'L' is not a level of the model's data
+ * (...)" with gmm_error_index() the row, GMM_ENOMEM. */
+gmm_status gmm_mdl_impl_design_rows(const gmm_mdl *m, const gmm_table *t, double *X);
+void gmm_mdl_impl_levels_free(gmm_mdl *m);
+
+/* Nonzero when m's sites are its data rows: a latent with inputs, or a
+ * graph or iid term with covariates or factors (a node has no linear
+ * predictor of its own then). */
+int gmm_mdl_impl_rows(const gmm_mdl *m);
 
 /* The column named `name` of draws d, or d->nvar. */
 size_t gmm_mdl_impl_draws_var(const gmm_draws *d, const char *name);

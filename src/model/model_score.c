@@ -11,6 +11,7 @@
 #include "gmm/alloc.h"
 #include "gmm/io.h"
 #include "gmm/problem.h"
+#include "gmm/vi.h"
 
 void gmm_mdl_test_free(gmm_mdl_test *t)
 {
@@ -21,10 +22,16 @@ void gmm_mdl_test_free(gmm_mdl_test *t)
     gmm_free(t->e);
     gmm_free(t->x);
     gmm_free(t->site);
+    gmm_free(t->X);
     gmm_free(t);
 }
 
 gmm_status gmm_mdl_test_read(const gmm_mdl *m, const char *path, gmm_mdl_test **out)
+{
+    return gmm_mdl_rows_read(m, path, 1, out);
+}
+
+gmm_status gmm_mdl_rows_read(const gmm_mdl *m, const char *path, int score, gmm_mdl_test **out)
 {
     gmm_status s;
     int inputs = gmm_latent_has_inputs(m->lat);
@@ -37,8 +44,13 @@ gmm_status gmm_mdl_test_read(const gmm_mdl *m, const char *path, gmm_mdl_test **
     const gmm_table *tb = t->table;
     size_t ce = 0, n = tb->nrow, nn = n ? n : 1;
     const char *ename = m->ename;
+    /* predictions need no outcome or exposure column */
+    if (!score) {
+        ename = NULL;
+        t->col_y = tb->ncol;
+    }
     if ((s = gmm_table_column(tb, gmm_mdl_data_site_name(m), &t->col_site)) != GMM_OK ||
-        (s = gmm_table_column(tb, m->yname, &t->col_y)) != GMM_OK ||
+        (score && (s = gmm_table_column(tb, m->yname, &t->col_y)) != GMM_OK) ||
         (ename && (s = gmm_table_column(tb, ename, &ce)) != GMM_OK))
         goto fail;
     t->n = n;
@@ -46,18 +58,27 @@ gmm_status gmm_mdl_test_read(const gmm_mdl *m, const char *path, gmm_mdl_test **
     t->e = gmm_malloc(nn, sizeof *t->e);
     t->x = gmm_malloc(nn, sizeof *t->x);
     t->site = gmm_malloc(nn, sizeof *t->site);
-    if (!t->y || !t->e || !t->x || !t->site) {
+    t->X = m->ncoef ? gmm_malloc(nn * m->ncoef, sizeof *t->X) : NULL;
+    if (!t->y || !t->e || !t->x || !t->site || (m->ncoef && !t->X)) {
         s = gmm_error(GMM_ENOMEM, "out of memory");
         goto fail;
     }
-    if ((s = gmm_table_column_double(tb, t->col_y, 1, t->y)) != GMM_OK ||
+    if ((score && (s = gmm_table_column_double(tb, t->col_y, 1, t->y)) != GMM_OK) ||
         (inputs && (s = gmm_table_column_double(tb, t->col_site, 0, t->x)) != GMM_OK) ||
-        (ename && (s = gmm_table_column_double(tb, ce, 1, t->e)) != GMM_OK))
+        (ename && (s = gmm_table_column_double(tb, ce, 1, t->e)) != GMM_OK) ||
+        (m->ncoef && (s = gmm_mdl_impl_design_rows(m, tb, t->X)) != GMM_OK))
         goto fail;
     for (size_t r = 0; r < n; r++) {
+        if (!score)
+            t->y[r] = NAN;
         if (!ename)
             t->e[r] = 1.0;
         if (!inputs && !gmm_graph_node_find(m->g, tb->cell[r][t->col_site], &t->site[r])) {
+            if (m->edgeless) {
+                /* a level the data do not have: its effect is the prior's */
+                t->site[r] = GMM_MDL_NEW_LEVEL;
+                continue;
+            }
             s = gmm_error_at(GMM_EPARSE, r,
                              "%s:%zu: column '%s': node '%s' is not a node of the model's graph",
                              tb->file, tb->line[r], tb->header[t->col_site],
@@ -75,6 +96,10 @@ gmm_status gmm_mdl_test_read(const gmm_mdl *m, const char *path, gmm_mdl_test **
                              tb->file, tb->line[r], ename);
             goto fail;
         }
+    }
+    if (!score) {
+        *out = t;
+        return GMM_OK;
     }
     if (t->nobs == 0) {
         if (n == 0)
@@ -103,22 +128,90 @@ fail:
     return s;
 }
 
-gmm_status gmm_mdl_score(gmm_mdl *m, const gmm_mdl_test *t, double *lpd)
+gmm_status gmm_mdl_predict_test(gmm_mdl *m, const gmm_mdl_test *t, double *mean, double *var)
 {
     int inputs = gmm_latent_has_inputs(m->lat);
+    size_t nl = inputs ? t->n : m->gmrf->n, nc = m->ncoef;
+    double *lm = inputs ? mean : gmm_malloc(nl ? nl : 1, sizeof *lm);
+    double *lv = inputs ? var : gmm_malloc(nl ? nl : 1, sizeof *lv);
+    if (!lm || !lv) {
+        if (!inputs) {
+            gmm_free(lm);
+            gmm_free(lv);
+        }
+        return gmm_error(GMM_ENOMEM, "out of memory");
+    }
+    const double *beta = m->obj->value + m->obj->nparam - nc;
+    gmm_status s = m->vi ? gmm_vi_predict_latent(m->vi, t->x, t->n, lm, lv)
+                         : gmm_problem_predict_latent(m->prob, m->obj->value, t->x, t->n, lm, lv);
+    for (size_t r = 0; s == GMM_OK && r < t->n; r++) {
+        double mu, v;
+        if (inputs) {
+            mu = lm[r];
+            v = lv[r];
+        } else if (t->site[r] == GMM_MDL_NEW_LEVEL) {
+            /* iid: the one latent parameter is the effects' variance */
+            mu = 0.0;
+            v = m->obj->value[0];
+        } else {
+            mu = lm[t->site[r]];
+            v = lv[t->site[r]];
+        }
+        for (size_t k = 0; k < nc; k++)
+            mu += t->X[r * nc + k] * beta[k];
+        mean[r] = mu + (m->has_center > 0 ? m->center : 0.0);
+        var[r] = v;
+    }
+    if (!inputs) {
+        gmm_free(lm);
+        gmm_free(lv);
+    }
+    return s;
+}
+
+gmm_status gmm_mdl_predict_test_summary(gmm_mdl *m, const gmm_mdl_test *t, double level,
+                                        int observed, gmm_summary_pred *pr)
+{
+    if (observed && !gmm_mdl_observed_normal(m))
+        return gmm_error(GMM_EINVAL, "predict: new observations of the %s likelihood have no "
+                                     "normal interval",
+                         m->lik.type->name);
+    size_t n = t->n ? t->n : 1;
+    double *mean = gmm_malloc(n, sizeof *mean), *var = gmm_malloc(n, sizeof *var);
+    gmm_status s = mean && var ? GMM_OK : gmm_error(GMM_ENOMEM, "out of memory");
+    if (s == GMM_OK)
+        s = gmm_mdl_predict_test(m, t, mean, var);
+    if (s == GMM_OK) {
+        const gmm_lik *lik = gmm_mdl_likelihood(m);
+        double noise = observed ? gmm_mdl_noise(m) : 0.0;
+        for (size_t i = 0; i < t->n && s == GMM_OK; i++)
+            s = gmm_summary_pred_normal(lik, mean[i], var[i] + noise, level, &pr[i]);
+    }
+    gmm_free(mean);
+    gmm_free(var);
+    return s;
+}
+
+int gmm_mdl_at_rows(const gmm_mdl *m)
+{
+    return !gmm_latent_has_inputs(m->lat) ||
+           !gmm_problem_offset_constant(m->prob, m->obj->value, NULL);
+}
+
+gmm_status gmm_mdl_score(gmm_mdl *m, const gmm_mdl_test *t, double *lpd)
+{
     const gmm_lik *lik = gmm_mdl_likelihood(m);
     double center = gmm_mdl_center(m, NULL);
-    size_t nq = inputs ? t->n : gmm_mdl_nsites(m);
+    size_t nq = t->n;
     double *mean = gmm_malloc(nq ? nq : 1, sizeof *mean);
     double *var = gmm_malloc(nq ? nq : 1, sizeof *var);
     gmm_status s = mean && var ? GMM_OK : gmm_error(GMM_ENOMEM, "out of memory");
     if (s == GMM_OK)
-        s = gmm_mdl_predict(m, t->x, nq, mean, var);
+        s = gmm_mdl_predict_test(m, t, mean, var);
     for (size_t r = 0; s == GMM_OK && r < t->n; r++) {
         if (isnan(t->y[r]))
             continue;
-        size_t q = inputs ? r : t->site[r];
-        s = gmm_lik_predictive(lik, t->y[r] - center, t->e[r], mean[q] - center, var[q],
+        s = gmm_lik_predictive(lik, t->y[r] - center, t->e[r], mean[r] - center, var[r],
                                &lpd[r]);
     }
     gmm_free(mean);
@@ -187,14 +280,26 @@ gmm_status gmm_mdl_score_draws(gmm_mdl *m, const gmm_mdl_test *tt, const gmm_dra
             s = gmm_error(GMM_EINVAL, "%s: draw %zu: %s", dpath, k + 1, why);
             goto done;
         }
-    size_t x1 = inputs ? gmm_mdl_impl_draws_var(d, "x[1]") : d->nvar;
+    size_t x1 = gmm_mdl_impl_draws_var(d, "x[1]");
     int states = x1 < d->nvar && x1 + nlat <= d->nvar;
     if (states) {
         char name[48];
         snprintf(name, sizeof name, "x[%zu]", nlat);
         states = !strcmp(d->name[x1 + nlat - 1], name);
     }
+    int covariates = !gmm_problem_offset_constant(p, o->value, NULL);
+    if (!states && covariates) {
+        s = gmm_error(GMM_EINVAL, "%s has no latent states x[1..%zu]: scoring held-out rows of "
+                                  "a model with covariates under draws needs them (gmm-infer "
+                                  "hmc --states)",
+                      dpath, nlat);
+        goto done;
+    }
     if (states) {
+        /* each row's linear predictor given each draw: the latent at its
+         * input (the Markov bridge's normal) or node (the draw's value; a
+         * new iid level: N(0, the draw's variance)), plus X_r beta */
+        size_t nc = m->ncoef;
         xs = gmm_malloc(N * nlat, sizeof *xs);
         xq = gmm_malloc(SCORE_BLOCK, sizeof *xq);
         rq = gmm_malloc(SCORE_BLOCK, sizeof *rq);
@@ -209,18 +314,31 @@ gmm_status gmm_mdl_score_draws(gmm_mdl *m, const gmm_mdl_test *tt, const gmm_dra
             size_t nq = 0;
             for (; r0 < n && nq < SCORE_BLOCK; r0++)
                 if (!isnan(y[r0])) {
-                    xq[nq] = site[r0];
+                    xq[nq] = inputs ? site[r0] : 0.0;
                     rq[nq++] = r0;
                 }
-            if ((s = gmm_problem_predict_at_draws_normal(p, th, np, xs, N, xq, nq, M, V)) !=
-                GMM_OK)
+            if (inputs && (s = gmm_problem_latent_at_draws_normal(p, th, np, xs, N, xq, nq, M,
+                                                                  V)) != GMM_OK)
                 goto done;
+            for (size_t k = 0; !inputs && k < N; k++)
+                for (size_t q = 0; q < nq; q++) {
+                    size_t v = idx[rq[q]];
+                    int fresh = v == GMM_MDL_NEW_LEVEL;
+                    M[k * nq + q] =
+                        fresh ? 0.0 : xs[k * nlat + gmm_latent_node_index(m->lat, v)];
+                    V[k * nq + q] = fresh ? th[k * np] : 0.0;
+                }
             for (size_t q = 0; q < nq; q++) {
                 size_t r = rq[q];
-                for (size_t k = 0; k < N; k++)
-                    if ((s = gmm_lik_predictive(&lik[k], y[r] - c0, e[r], M[k * nq + q],
-                                                V[k * nq + q], &l[k])) != GMM_OK)
+                for (size_t k = 0; k < N; k++) {
+                    double mu = M[k * nq + q];
+                    const double *beta = th + k * np + np - nc;
+                    for (size_t c = 0; c < nc; c++)
+                        mu += tt->X[r * nc + c] * beta[c];
+                    if ((s = gmm_lik_predictive(&lik[k], y[r] - c0, e[r], mu, V[k * nq + q],
+                                                &l[k])) != GMM_OK)
                         goto done;
+                }
                 lpd[r] = log_mean_exp(l, N);
             }
         }
@@ -257,6 +375,13 @@ gmm_status gmm_mdl_score_draws(gmm_mdl *m, const gmm_mdl_test *tt, const gmm_dra
                 goto done;
             }
             sv = hit->row;
+        } else if (idx[r] == GMM_MDL_NEW_LEVEL) {
+            s = gmm_error_at(GMM_EINVAL, r,
+                             "%s:%zu: column '%s': level '%s' is not in the model's data, and "
+                             "%s has no latent states x[1..%zu] (gmm-infer hmc --states) for "
+                             "its draws",
+                             t->file, t->line[r], t->header[cs], t->cell[r][cs], dpath, nlat);
+            goto done;
         } else {
             sv = idx[r];
         }

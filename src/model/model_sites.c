@@ -20,10 +20,13 @@ int gmm_mdl_has_inputs(const gmm_mdl *m) { return gmm_latent_has_inputs(m->lat);
 
 gmm_status gmm_mdl_check_new_inputs(const gmm_mdl *m)
 {
-    if (gmm_latent_has_inputs(m->lat))
-        return GMM_OK;
-    return gmm_error(GMM_EINVAL, "--at and --grid apply to models with inputs (state-space); "
-                                 "this model predicts at every node");
+    if (gmm_mdl_at_rows(m))
+        return gmm_error(GMM_EINVAL, "--grid has no %s: give the new rows with --at FILE "
+                                     "(column '%s'%s)",
+                         gmm_latent_has_inputs(m->lat) ? "covariate values" : "nodes",
+                         gmm_mdl_data_site_name(m),
+                         m->ncoef > 1 ? " and the formula's covariates and factors" : "");
+    return GMM_OK;
 }
 const char *gmm_mdl_model_path(const gmm_mdl *m) { return m->model_path; }
 const char *gmm_mdl_data_file(const gmm_mdl *m) { return m->data_file; }
@@ -155,11 +158,20 @@ gmm_status gmm_mdl_describe(const gmm_mdl *m, gmm_model *mf, char **scratch)
     const gmm_objective *o = m->obj;
     size_t nl = gmm_latent_nparam(m->lat);
     if (m->graph) {
-        size_t need = gmm_spec_format(m->spec, nl, o->name, o->value, NULL, 0);
-        char *buf = gmm_malloc(need + 1, 1);
-        if (!buf)
+        /* the spec's keys are the latent's names (a formula renames them) */
+        char **lname = gmm_malloc(nl ? nl : 1, sizeof *lname);
+        if (!lname)
             return gmm_error(GMM_ENOMEM, "out of memory");
-        gmm_spec_format(m->spec, nl, o->name, o->value, buf, need + 1);
+        for (size_t i = 0; i < nl; i++)
+            lname[i] = (char *)gmm_latent_param_name(m->lat, i);
+        size_t need = gmm_spec_format(m->spec, nl, lname, o->value, NULL, 0);
+        char *buf = gmm_malloc(need + 1, 1);
+        if (!buf) {
+            gmm_free(lname);
+            return gmm_error(GMM_ENOMEM, "out of memory");
+        }
+        gmm_spec_format(m->spec, nl, lname, o->value, buf, need + 1);
+        gmm_free(lname);
         *scratch = buf;
         mf->precision = buf;
         mf->graph = m->graph_rec;
@@ -195,9 +207,15 @@ gmm_status gmm_mdl_describe(const gmm_mdl *m, gmm_model *mf, char **scratch)
     return GMM_OK;
 }
 
+int gmm_mdl_impl_rows(const gmm_mdl *m)
+{
+    return gmm_latent_has_inputs(m->lat) ||
+           !gmm_problem_offset_constant(m->prob, m->obj->value, NULL);
+}
+
 size_t gmm_mdl_nsites(const gmm_mdl *m)
 {
-    return gmm_latent_has_inputs(m->lat) ? m->nrow : m->gmrf->n;
+    return gmm_mdl_impl_rows(m) ? m->nrow : m->gmrf->n;
 }
 
 void gmm_mdl_set_progress(gmm_mdl *m, int (*fn)(void *user, size_t done, size_t total),
@@ -210,7 +228,7 @@ void gmm_mdl_set_progress(gmm_mdl *m, int (*fn)(void *user, size_t done, size_t 
 
 gmm_status gmm_mdl_whitened_sites(gmm_mdl *m, const double *v, double *f)
 {
-    return gmm_latent_has_inputs(m->lat) ? gmm_problem_whitened_linpred(m->prob, v, f, NULL)
+    return gmm_mdl_impl_rows(m) ? gmm_problem_whitened_linpred(m->prob, v, f, NULL)
                                          : gmm_problem_whitened_linpred(m->prob, v, NULL, f);
 }
 
@@ -226,8 +244,8 @@ gmm_status gmm_mdl_impl_predict_rows(gmm_mdl *m, double *mean, double *var)
 gmm_status gmm_mdl_predict(gmm_mdl *m, const double *xq, size_t nq, double *mean, double *var)
 {
     gmm_status s;
-    if (gmm_latent_has_inputs(m->lat) && xq == m->x && nq == m->nrow &&
-        !gmm_problem_offset_constant(m->prob, m->obj->value, NULL)) {
+    if (gmm_mdl_impl_rows(m) && !gmm_problem_offset_constant(m->prob, m->obj->value, NULL) &&
+        (gmm_latent_has_inputs(m->lat) ? xq == m->x : 1) && nq == m->nrow) {
         /* at the data rows themselves the covariates are known */
         return gmm_mdl_impl_predict_rows(m, mean, var);
     } else if (gmm_latent_has_inputs(m->lat)) {
@@ -247,7 +265,7 @@ gmm_status gmm_mdl_predict(gmm_mdl *m, const double *xq, size_t nq, double *mean
 
 int gmm_mdl_site_find(const gmm_mdl *m, const char *label, size_t *v)
 {
-    return !gmm_latent_has_inputs(m->lat) && gmm_graph_node_find(m->g, label, v);
+    return !gmm_mdl_impl_rows(m) && gmm_graph_node_find(m->g, label, v);
 }
 
 const char *gmm_mdl_data_exposure_name(const gmm_mdl *m) { return m->ename; }
@@ -263,7 +281,8 @@ const char *gmm_mdl_site_label(const gmm_mdl *m, size_t v, char *buf)
         snprintf(buf, 64, "%.17g", m->x[v]);
         return buf;
     }
-    return gmm_graph_node_label(m->g, v, buf);
+    /* a data row of a graph model with covariates: its node */
+    return gmm_graph_node_label(m->g, gmm_mdl_impl_rows(m) ? m->row_node[v] : v, buf);
 }
 
 const char *gmm_mdl_site_column(const gmm_mdl *m)
@@ -286,7 +305,7 @@ gmm_status gmm_mdl_predict_summary(gmm_mdl *m, const double *xq, size_t nq, doub
         return gmm_error(GMM_EINVAL, "predict: new observations of the %s likelihood have no "
                                      "normal interval",
                          m->lik.type->name);
-    if (!xq && gmm_latent_has_inputs(m->lat)) {
+    if (!xq && gmm_mdl_impl_rows(m)) {
         if (nq != m->nrow)
             return gmm_error(GMM_EDIM, "predict: %zu outputs for %zu data rows", nq, m->nrow);
         xq = m->x;

@@ -194,7 +194,7 @@ START_TEST(test_formula_gaussian_dense)
     ck_assert_uint_eq(gmm_mdl_ncoef(m), 4);
     size_t kb[4] = {param(o, "intercept"), param(o, "coef.x"), param(o, "coef.p[b]"),
                     param(o, "coef.p[c]")};
-    size_t kv = param(o, "0.iid.variance"), ks = param(o, "likelihood.variance");
+    size_t kv = param(o, "f.g.variance"), ks = param(o, "likelihood.variance");
     ck_assert_uint_eq(o->nparam, 6);
     const double beta[4] = {0.3, 0.45, 0.25, -0.1}, v = 0.37, s2 = 0.11;
     double *th = gmm_malloc(o->nparam, sizeof *th), *gr = gmm_malloc(o->nparam, sizeof *gr);
@@ -248,7 +248,7 @@ START_TEST(test_formula_laplace_coef_gradient)
     memcpy(th, o->value, np * sizeof *th);
     th[param(o, "coef.x")] = 0.4;
     th[param(o, "coef.p[c]")] = -0.3;
-    th[param(o, "0.iid.variance")] = 0.5;
+    th[param(o, "f.g.variance")] = 0.5;
     double f;
     ck_assert_int_eq(o->eval(o->ctx, th, &f, gr), GMM_OK);
     for (size_t k = 0; k < np; k++) {
@@ -286,14 +286,14 @@ START_TEST(test_formula_iid_dense)
     double c = gmm_mdl_center(m, &has);
     ck_assert(has);
     double th[2], gr[2], f;
-    th[param(o, "0.iid.variance")] = 0.8;
+    th[param(o, "f.g.variance")] = 0.8;
     th[param(o, "likelihood.variance")] = 0.2;
     ck_assert_int_eq(o->eval(o->ctx, th, &f, gr), GMM_OK);
     const double beta[4] = {c, 0, 0, 0};
     double gb[4], gv, gs;
     double ref = dense_gauss(x, p, g, y, beta, 0.8, 0.2, gb, &gv, &gs, NULL, NULL, NULL);
     ck_assert_msg(fabs(f - ref) <= 1e-10 * fabs(ref), "loglik %.15g, dense %.15g", f, ref);
-    ck_assert_msg(fabs(gr[param(o, "0.iid.variance")] - gv) <= 1e-9 * (1.0 + fabs(gv)),
+    ck_assert_msg(fabs(gr[param(o, "f.g.variance")] - gv) <= 1e-9 * (1.0 + fabs(gv)),
                   "v gradient");
     gmm_mdl_free(m);
     free(path);
@@ -393,6 +393,216 @@ START_TEST(test_formula_joint_and_elbo_gradients)
 }
 END_TEST
 
+/* Predictions and scores at new rows (gmm_mdl_rows_read,
+ * gmm_mdl_predict_test, gmm_mdl_score) of y ~ x + factor(p) + f(g, iid)
+ * against the dense posterior: a row of a known group g has mean
+ * X_new beta + E[u_g | y] and variance Var[u_g | y] (the dense pm, pv of
+ * any data row of g, less its own X beta); a group the data do not have
+ * N(X_new beta, v); the score log N(y; mean, var + s2).  A factor level
+ * the data do not have is refused with file, line and level. */
+START_TEST(test_formula_new_rows_dense)
+{
+    char *dir = tu_mkdtemp();
+    double x[N], y[N];
+    int p[N], g[N];
+    char *path = write_data(dir, 0, x, p, g, y);
+    gmm_mdl *m = build(path, "y ~ x + factor(p) + f(g, iid)", NULL);
+    gmm_objective *o = gmm_mdl_objective(m);
+    size_t kb[4] = {param(o, "intercept"), param(o, "coef.x"), param(o, "coef.p[b]"),
+                    param(o, "coef.p[c]")};
+    const double beta[4] = {0.3, 0.45, 0.25, -0.1}, v = 0.37, s2 = 0.11;
+    for (int k = 0; k < 4; k++)
+        o->value[kb[k]] = beta[k];
+    o->value[param(o, "f.g.variance")] = v;
+    o->value[param(o, "likelihood.variance")] = s2;
+    double pm[N], pv[N], gb[4], gv, gs;
+    dense_gauss(x, p, g, y, beta, v, s2, gb, &gv, &gs, pm, pv, NULL);
+    /* rows: (group, level of p, x, y); group -1 is "grpnew" */
+    enum { NT = 5 };
+    const int tg[NT] = {0, 3, 4, -1, 2}, tp[NT] = {1, 0, 2, 2, 1};
+    const double tx[NT] = {0.25, -1.5, 2.0, 0.7, 0.0}, ty[NT] = {0.4, 1.1, -0.3, 0.9, 0.2};
+    char buf[1024];
+    size_t at = (size_t)snprintf(buf, sizeof buf, "g,p,x,y\n");
+    for (int i = 0; i < NT; i++) {
+        char gname[16];
+        if (tg[i] < 0)
+            snprintf(gname, sizeof gname, "grpnew");
+        else
+            snprintf(gname, sizeof gname, "grp%d", tg[i]);
+        at += (size_t)snprintf(buf + at, sizeof buf - at, "%s,%s,%.17g,%.17g\n", gname,
+                               plev[tp[i]], tx[i], ty[i]);
+    }
+    char *tpath = tu_write_str(dir, "t.csv", buf);
+    gmm_mdl_test *t = NULL;
+    ck_assert_int_eq(gmm_mdl_rows_read(m, tpath, 1, &t), GMM_OK);
+    double mean[NT], var[NT], lpd[NT];
+    ck_assert_int_eq(gmm_mdl_predict_test(m, t, mean, var), GMM_OK);
+    ck_assert_int_eq(gmm_mdl_score(m, t, lpd), GMM_OK);
+    for (int i = 0; i < NT; i++) {
+        double xb = beta[0] + beta[1] * tx[i] + beta[2] * (tp[i] == 0) + beta[3] * (tp[i] == 2);
+        double em = xb, ev = v;
+        for (int r = 0; tg[i] >= 0 && r < N; r++)
+            if (g[r] == tg[i]) {
+                double xr = beta[0] + beta[1] * x[r] + beta[2] * (p[r] == 0) +
+                            beta[3] * (p[r] == 2);
+                em = xb + pm[r] - xr;
+                ev = pv[r];
+                break;
+            }
+        ck_assert_msg(fabs(mean[i] - em) <= 1e-10 * (1.0 + fabs(em)), "row %d mean %.15g vs %.15g",
+                      i, mean[i], em);
+        ck_assert_msg(fabs(var[i] - ev) <= 1e-10, "row %d var %.15g vs %.15g", i, var[i], ev);
+        double d = ty[i] - em, el = -0.5 * (log(2.0 * M_PI * (ev + s2)) + d * d / (ev + s2));
+        ck_assert_msg(fabs(lpd[i] - el) <= 1e-10 * (1.0 + fabs(el)), "row %d lpd %.15g vs %.15g",
+                      i, lpd[i], el);
+    }
+    gmm_mdl_test_free(t);
+    /* predict --terms: the coefficients as they are, then u_g's posterior
+     * at every level (the dense pm - X beta of a row of g, sqrt(pv)) */
+    gmm_mdl_terms terms;
+    ck_assert_int_eq(gmm_mdl_terms_get(m, &terms), GMM_OK);
+    ck_assert_uint_eq(terms.n, 4 + NG);
+    for (int k = 0; k < 4; k++) {
+        ck_assert_str_eq(terms.term[k], o->name[kb[k]]);
+        ck_assert_str_eq(terms.level[k], "");
+        ck_assert_double_eq(terms.mean[k], beta[k]);
+    }
+    for (size_t i = 4; i < terms.n; i++) {
+        ck_assert_str_eq(terms.term[i], "f.g");
+        int gi = atoi(terms.level[i] + 3), r = 0;
+        while (g[r] != gi)
+            r++;
+        double xr = beta[0] + beta[1] * x[r] + beta[2] * (p[r] == 0) + beta[3] * (p[r] == 2);
+        ck_assert_msg(fabs(terms.mean[i] - (pm[r] - xr)) <= 1e-10, "%s mean %.15g vs %.15g",
+                      terms.level[i], terms.mean[i], pm[r] - xr);
+        ck_assert_msg(fabs(terms.sd[i] - sqrt(pv[r])) <= 1e-10, "%s sd", terms.level[i]);
+    }
+    gmm_mdl_terms_free(&terms);
+    /* without the outcome column: prediction rows */
+    char *ppath = tu_write_str(dir, "p.csv", "g,p,x\ngrp1,c,0.5\n");
+    ck_assert_int_eq(gmm_mdl_rows_read(m, ppath, 0, &t), GMM_OK);
+    ck_assert_uint_eq(t->n, 1);
+    gmm_mdl_test_free(t);
+    t = NULL;
+    char *bpath = tu_write_str(dir, "b.csv", "g,p,x,y\ngrp1,a,0.5,1\ngrp2,zz,0.5,1\n");
+    ck_assert_int_eq(gmm_mdl_rows_read(m, bpath, 1, &t), GMM_EPARSE);
+    ck_assert_ptr_null(t);
+    ck_assert_msg(strstr(gmm_error_message(), "b.csv:3: column 'p': level 'zz'"), "%s",
+                  gmm_error_message());
+    free(ppath);
+    free(bpath);
+    free(tpath);
+    gmm_mdl_free(m);
+    free(path);
+    tu_rmdir_all(dir);
+    free(dir);
+}
+END_TEST
+
+/* A kernel term with a covariate at new inputs: y ~ z + f(t, matern32)
+ * under the Gaussian likelihood against the dense GP: mean z_new b_z + b +
+ * k_*' V^-1 (y - X beta), variance k(0) - k_*' V^-1 k_*, V = K + s2 I. */
+static double matern32(double tau, double var, double ell)
+{
+    double a = sqrt(3.0) * fabs(tau) / ell;
+    return var * (1.0 + a) * exp(-a);
+}
+
+START_TEST(test_formula_kernel_new_rows_dense)
+{
+    enum { NS = 25, NQ = 4 };
+    char *dir = tu_mkdtemp();
+    double t[NS], z[NS], y[NS];
+    char buf[4096];
+    size_t at = (size_t)snprintf(buf, sizeof buf, "t,z,y\n");
+    for (int i = 0; i < NS; i++) {
+        t[i] = i + 0.3 * sin(i);
+        z[i] = cos(1.3 * i);
+        y[i] = 0.5 + 0.8 * z[i] + sin(t[i] / 4.0) + 0.2 * sin(7.1 * i);
+        at += (size_t)snprintf(buf + at, sizeof buf - at, "%.17g,%.17g,%.17g\n", t[i], z[i], y[i]);
+    }
+    char *path = tu_write_str(dir, "s.csv", buf);
+    gmm_mdl *m = build(path, "y ~ z + f(t, matern32)", NULL);
+    gmm_objective *o = gmm_mdl_objective(m);
+    const double var = 0.9, ell = 3.5, s2 = 0.05, b0 = 0.4, bz = 0.7;
+    o->value[param(o, "f.t.matern32.variance")] = var;
+    o->value[param(o, "f.t.matern32.lengthscale")] = ell;
+    o->value[param(o, "likelihood.variance")] = s2;
+    o->value[param(o, "intercept")] = b0;
+    o->value[param(o, "coef.z")] = bz;
+    const double tq[NQ] = {-2.0, 7.5, 12.0, 30.0}, zq[NQ] = {0.3, -1.0, 0.0, 2.0};
+    at = (size_t)snprintf(buf, sizeof buf, "t,z\n");
+    for (int q = 0; q < NQ; q++)
+        at += (size_t)snprintf(buf + at, sizeof buf - at, "%.17g,%.17g\n", tq[q], zq[q]);
+    char *qpath = tu_write_str(dir, "q.csv", buf);
+    gmm_mdl_test *tt = NULL;
+    ck_assert_int_eq(gmm_mdl_rows_read(m, qpath, 0, &tt), GMM_OK);
+    double mean[NQ], vq[NQ];
+    ck_assert_int_eq(gmm_mdl_predict_test(m, tt, mean, vq), GMM_OK);
+    gsl_matrix *V = gsl_matrix_alloc(NS, NS);
+    gsl_vector *r = gsl_vector_alloc(NS), *a = gsl_vector_alloc(NS), *ks = gsl_vector_alloc(NS);
+    gsl_vector *w = gsl_vector_alloc(NS);
+    for (int i = 0; i < NS; i++) {
+        gsl_vector_set(r, i, y[i] - b0 - bz * z[i]);
+        for (int j = 0; j < NS; j++)
+            gsl_matrix_set(V, i, j, matern32(t[i] - t[j], var, ell) + (i == j ? s2 : 0.0));
+    }
+    gsl_linalg_cholesky_decomp1(V);
+    gsl_linalg_cholesky_solve(V, r, a);
+    for (int q = 0; q < NQ; q++) {
+        double em = b0 + bz * zq[q], ev = var, kk = 0.0;
+        for (int i = 0; i < NS; i++) {
+            gsl_vector_set(ks, i, matern32(tq[q] - t[i], var, ell));
+            em += gsl_vector_get(ks, i) * gsl_vector_get(a, i);
+        }
+        gsl_linalg_cholesky_solve(V, ks, w);
+        for (int i = 0; i < NS; i++)
+            kk += gsl_vector_get(ks, i) * gsl_vector_get(w, i);
+        ev -= kk;
+        ck_assert_msg(fabs(mean[q] - em) <= 1e-9 * (1.0 + fabs(em)), "q %d mean %.15g vs %.15g",
+                      q, mean[q], em);
+        ck_assert_msg(fabs(vq[q] - ev) <= 1e-9 * var, "q %d var %.15g vs %.15g", q, vq[q], ev);
+    }
+    gsl_matrix_free(V);
+    gsl_vector_free(r);
+    gsl_vector_free(a);
+    gsl_vector_free(ks);
+    gsl_vector_free(w);
+    gmm_mdl_test_free(tt);
+    free(qpath);
+    gmm_mdl_free(m);
+    free(path);
+    tu_rmdir_all(dir);
+    free(dir);
+}
+END_TEST
+
+/* A formula names the latent's parameters after its term; the shorthand
+ * keeps the spec's names. */
+START_TEST(test_formula_param_names)
+{
+    char *dir = tu_mkdtemp();
+    char *path = tu_write_str(dir, "s.csv", "t,y\n1,0.5\n2,0.1\n3,0.7\n4,0.2\n5,0.4\n");
+    gmm_mdl *m = build(path, "y ~ f(t, 'matern32 + periodic(period=3) + matern32')", NULL);
+    gmm_objective *o = gmm_mdl_objective(m);
+    param(o, "f.t.matern32.lengthscale");
+    param(o, "f.t.periodic.period");
+    param(o, "f.t.matern32.2.variance");
+    param(o, "f.t.matern32.2.lengthscale");
+    gmm_mdl_free(m);
+    gmm_mdl_spec sp;
+    gmm_mdl_spec_init(&sp);
+    sp.kernel = "matern32";
+    sp.data = path;
+    ck_assert_int_eq(gmm_mdl_build(&sp, &m, NULL), GMM_OK);
+    param(gmm_mdl_objective(m), "0.matern32.lengthscale");
+    gmm_mdl_free(m);
+    free(path);
+    tu_rmdir_all(dir);
+    free(dir);
+}
+END_TEST
+
 Suite *model_formula_suite(void)
 {
     Suite *s = suite_create("model_formula");
@@ -402,6 +612,9 @@ Suite *model_formula_suite(void)
     tcase_add_test(tc, test_formula_laplace_coef_gradient);
     tcase_add_test(tc, test_formula_iid_dense);
     tcase_add_test(tc, test_formula_joint_and_elbo_gradients);
+    tcase_add_test(tc, test_formula_new_rows_dense);
+    tcase_add_test(tc, test_formula_kernel_new_rows_dense);
+    tcase_add_test(tc, test_formula_param_names);
     suite_add_tcase(s, tc);
     return s;
 }
