@@ -84,4 +84,8 @@ gmm_status gmm_laplace_grad(gmm_laplace *w, gmm_band *Qbar, double *bbar, double
  * workspace and >= kl, or NULL). */
 gmm_status gmm_laplace_posterior(gmm_laplace *w, double *mode, gmm_band *cov);
 
+/* After a successful eval: L with L L' = Q + H'WH at the mode (LOWER,
+ * bandwidth kl; the workspace's, valid until its next eval), or NULL. */
+const gmm_band *gmm_laplace_chol(const gmm_laplace *w);
+
 #endif

@@ -48,6 +48,11 @@ static const char usage_text[] =
     "                      as_draws_df; cmdstan: CmdStan's output CSV, one file per\n"
     "                      chain, FILE_1.csv, FILE_2.csv, ... (needs -o FILE)\n"
     "  --summary FILE      also write the posterior summary (as `gmm-infer summary`)\n"
+    "  --metric M          the whitening at fixed hyperparameters: prior (x = W v),\n"
+    "                      laplace (x = x^ + L^-T v, L L' = Q + H'WH at the Laplace\n"
+    "                      mode: for informative data), or auto (default: laplace\n"
+    "                      when the data's information exceeds the prior's 5x in\n"
+    "                      the stiffest direction; prior with --sample-hyper)\n"
     "  --sample-hyper      also sample the free hyperparameters (kernel or precision,\n"
     "                      likelihood, intercept; not those held by --fix), on the\n"
     "                      log scale for positive ones\n"
@@ -85,7 +90,7 @@ int cmd_hmc(int argc, char **argv)
         OPT_MODEL = CLI_OPT_FIRST_COMMAND, OPT_CHAINS, OPT_THREADS, OPT_SEED, OPT_CHAIN_ID,
         OPT_WARMUP, OPT_DRAWS, OPT_SAMPLER, OPT_STEPS, OPT_MAX_DEPTH, OPT_TARGET_ACCEPT,
         OPT_SUMMARY, OPT_QUIET, OPT_SAMPLE_HYPER, OPT_PRIOR, OPT_SUBSET, OPT_STATES, OPT_LOG_LIK, OPT_INIT,
-        OPT_FORMAT
+        OPT_FORMAT, OPT_METRIC
     };
     static const struct option longopts[] = {
         CLI_MODEL_LONGOPTS,
@@ -109,6 +114,7 @@ int cmd_hmc(int argc, char **argv)
         {"log-lik", no_argument, NULL, OPT_LOG_LIK},
         {"init", required_argument, NULL, OPT_INIT},
         {"format", required_argument, NULL, OPT_FORMAT},
+        {"metric", required_argument, NULL, OPT_METRIC},
         {"output", required_argument, NULL, 'o'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
@@ -124,7 +130,7 @@ int cmd_hmc(int argc, char **argv)
     size_t nprior_args = 0;
     int *sampled = NULL;
     gmm_prior *priors = NULL;
-    const char *subset = NULL, *init = NULL;
+    const char *subset = NULL, *init = NULL, *metric = NULL;
     double *x0 = NULL;
     unsigned char *keep = NULL;
     gmm_model mf;
@@ -189,6 +195,7 @@ int cmd_hmc(int argc, char **argv)
             rc = cli_parse_choice(cmd, "format", optarg, "csv", "cmdstan", &cmdstan);
             break;
         case OPT_PRIOR: prior_args[nprior_args++] = optarg; break;
+        case OPT_METRIC: metric = optarg; break;
         case 'o': out_path = optarg; break;
         default: rc = CLI_EXIT_USAGE; break;
         }
@@ -247,6 +254,8 @@ int cmd_hmc(int argc, char **argv)
         goto done;
     if (sample_hyper && (rc = cli_hmc_priors(cmd, models[0], prior_args, nprior_args, &sampled,
                                              &priors, quiet)) != 0)
+        goto done;
+    if ((rc = cli_hmc_metric(cmd, models[0], metric, sample_hyper, quiet, &rp.metric)) != 0)
         goto done;
     if (!quiet)
         cli_msg(cmd, "%zu chain(s) of %zu warm-up + %zu draws, %s, on %zu thread(s); %s",

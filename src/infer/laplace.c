@@ -437,3 +437,8 @@ gmm_status gmm_laplace_posterior(gmm_laplace *w, double *mode, gmm_band *cov)
     }
     return GMM_OK;
 }
+
+const gmm_band *gmm_laplace_chol(const gmm_laplace *w)
+{
+    return w && w->valid ? w->L : NULL;
+}

@@ -33,6 +33,10 @@ struct gmm_problem {
     double wb;            /* intercept */
     gmm_lik wlik;
     double *wcoef, *wx, *wg; /* nrows x width, n, n */
+    /* the Laplace metric: x = wxh + wL^-T v, wL wL' = Q + H'WH at the mode */
+    gmm_metric metric;
+    gmm_band *wQ, *wL;
+    double *wxh, *wqx;    /* n, n */
     /* joint sampling of the hyperparameters */
     int *jsamp;           /* nparam flags */
     gmm_prior *jprior;    /* nparam */
@@ -68,6 +72,10 @@ void gmm_problem_free(gmm_problem *p)
     gmm_free(p->jcbar);
     gmm_free(p->wx);
     gmm_free(p->wg);
+    gmm_band_free(p->wQ);
+    gmm_band_free(p->wL);
+    gmm_free(p->wxh);
+    gmm_free(p->wqx);
     gmm_free(p->obj.name);
     gmm_free(p->obj.value);
     gmm_free(p->obj.positive);
@@ -148,6 +156,51 @@ static gmm_status eval(void *ctx, const double *theta, double *f, double *grad)
     return GMM_OK;
 }
 
+/* The Laplace approximation's workspace and observation rows: always for a
+ * non-conjugate likelihood, on demand (the Laplace metric) for a conjugate
+ * one, where the mode is the exact posterior mean after one Newton step. */
+static gmm_status laplace_alloc(gmm_problem *p)
+{
+    gmm_status st;
+    gmm_latent *lat = p->lat;
+    const double *y = p->y, *e = p->e;
+    size_t nrows = p->nrows, nr = nrows ? nrows : 1;
+    size_t no = p->nobs ? p->nobs : 1, w = p->width, kl = gmm_latent_bandwidth(lat);
+    p->orow = gmm_malloc(no, sizeof *p->orow);
+    p->ooff = gmm_malloc(no, sizeof *p->ooff);
+    p->oy = gmm_malloc(no, sizeof *p->oy);
+    p->oe = gmm_malloc(no, sizeof *p->oe);
+    p->ocoef = gmm_malloc(no * w, sizeof *p->ocoef);
+    p->ocoefbar = gmm_malloc(no * w, sizeof *p->ocoefbar);
+    p->coef_all = gmm_malloc(nr * w, sizeof *p->coef_all);
+    p->coefbar_all = gmm_malloc(nr * w, sizeof *p->coefbar_all);
+    p->Q = gmm_band_alloc(p->n, kl, 0, GMM_BAND_SYMMETRIC);
+    p->Qbar = gmm_band_alloc(p->n, kl, 0, GMM_BAND_SYMMETRIC);
+    if (!p->orow || !p->ooff || !p->oy || !p->oe || !p->ocoef || !p->ocoefbar ||
+        !p->coef_all || !p->coefbar_all || !p->Q || !p->Qbar)
+        return gmm_error(GMM_ENOMEM, "out of memory for the Laplace approximation "
+                                     "(%zu latents, bandwidth %zu)",
+                         p->n, kl);
+    p->lap = gmm_laplace_alloc(p->n, kl, gmm_latent_cov_bandwidth(lat), p->nobs, w);
+    if (!p->lap)
+        return gmm_error_status();
+    const size_t *off = gmm_latent_obs_offset(lat);
+    if ((st = gmm_latent_obs_coef(lat, p->obj.value, p->coef_all)))
+        return st;
+    size_t o = 0;
+    for (size_t r = 0; r < nrows; r++) {
+        if (isnan(y[r]))
+            continue;
+        p->orow[o] = r;
+        p->ooff[o] = off[r];
+        p->oy[o] = y[r];
+        p->oe[o++] = e ? e[r] : 1.0;
+    }
+    gather_coef(p);
+    p->lobs = (gmm_laplace_obs){p->nobs, w, p->ooff, p->ocoef, p->oy, p->oe};
+    return GMM_OK;
+}
+
 gmm_status gmm_problem_alloc(gmm_latent *lat, const gmm_lik *lik, const double *y,
                              const double *e, int intercept, double b0, gmm_problem **out)
 {
@@ -221,45 +274,8 @@ gmm_status gmm_problem_alloc(gmm_latent *lat, const gmm_lik *lik, const double *
     p->obj.ctx = p;
     for (size_t r = 0; r < nrows; r++)
         p->nobs += !isnan(y[r]);
-    if (!exact) {
-        size_t no = p->nobs ? p->nobs : 1, w = p->width, kl = gmm_latent_bandwidth(lat);
-        p->orow = gmm_malloc(no, sizeof *p->orow);
-        p->ooff = gmm_malloc(no, sizeof *p->ooff);
-        p->oy = gmm_malloc(no, sizeof *p->oy);
-        p->oe = gmm_malloc(no, sizeof *p->oe);
-        p->ocoef = gmm_malloc(no * w, sizeof *p->ocoef);
-        p->ocoefbar = gmm_malloc(no * w, sizeof *p->ocoefbar);
-        p->coef_all = gmm_malloc(nr * w, sizeof *p->coef_all);
-        p->coefbar_all = gmm_malloc(nr * w, sizeof *p->coefbar_all);
-        p->Q = gmm_band_alloc(p->n, kl, 0, GMM_BAND_SYMMETRIC);
-        p->Qbar = gmm_band_alloc(p->n, kl, 0, GMM_BAND_SYMMETRIC);
-        if (!p->orow || !p->ooff || !p->oy || !p->oe || !p->ocoef || !p->ocoefbar ||
-            !p->coef_all || !p->coefbar_all || !p->Q || !p->Qbar) {
-            st = gmm_error(GMM_ENOMEM, "out of memory for the Laplace approximation "
-                                       "(%zu latents, bandwidth %zu)",
-                           p->n, kl);
-            goto fail;
-        }
-        p->lap = gmm_laplace_alloc(p->n, kl, gmm_latent_cov_bandwidth(lat), p->nobs, w);
-        if (!p->lap) {
-            st = gmm_error_status();
-            goto fail;
-        }
-        const size_t *off = gmm_latent_obs_offset(lat);
-        if ((st = gmm_latent_obs_coef(lat, p->obj.value, p->coef_all)))
-            goto fail;
-        size_t o = 0;
-        for (size_t r = 0; r < nrows; r++) {
-            if (isnan(y[r]))
-                continue;
-            p->orow[o] = r;
-            p->ooff[o] = off[r];
-            p->oy[o] = y[r];
-            p->oe[o++] = e ? e[r] : 1.0;
-        }
-        gather_coef(p);
-        p->lobs = (gmm_laplace_obs){p->nobs, w, p->ooff, p->ocoef, p->oy, p->oe};
-    }
+    if (!exact && (st = laplace_alloc(p)))
+        goto fail;
     *out = p;
     return GMM_OK;
 fail:
@@ -381,6 +397,39 @@ gmm_status gmm_problem_predict_at(gmm_problem *p, const double *theta, const dou
     return st;
 }
 
+void gmm_problem_set_metric(gmm_problem *p, gmm_metric m)
+{
+    p->metric = m;
+    p->wready = 0;
+}
+
+gmm_metric gmm_problem_metric(const gmm_problem *p) { return p->metric; }
+
+/* The Laplace fit at theta, kept for the map: Q, chol(Q + H'WH), the mode. */
+static gmm_status laplace_map_setup(gmm_problem *p, const double *theta)
+{
+    gmm_status st;
+    double f;
+    if (!p->lap && (st = laplace_alloc(p)))
+        return st;
+    if (!p->wL) {
+        size_t kl = gmm_latent_bandwidth(p->lat);
+        p->wQ = gmm_band_alloc(p->n, kl, 0, GMM_BAND_SYMMETRIC);
+        p->wL = gmm_band_alloc(p->n, kl, 0, GMM_BAND_LOWER);
+        p->wxh = gmm_malloc(p->n, sizeof *p->wxh);
+        p->wqx = gmm_malloc(p->n, sizeof *p->wqx);
+        if (!p->wQ || !p->wL || !p->wxh || !p->wqx)
+            return gmm_error(GMM_ENOMEM, "out of memory for the Laplace metric (%zu latents)",
+                             p->n);
+    }
+    /* from x = 0: the map must not depend on the object's history */
+    p->cold = 1;
+    if ((st = laplace_forward(p, theta, &f)) || (st = gmm_band_copy(p->wQ, p->Q)) ||
+        (st = gmm_band_copy(p->wL, gmm_laplace_chol(p->lap))))
+        return st;
+    return gmm_laplace_posterior(p->lap, p->wxh, NULL);
+}
+
 gmm_status gmm_problem_whiten_setup(gmm_problem *p, const double *theta)
 {
     gmm_status st;
@@ -401,11 +450,36 @@ gmm_status gmm_problem_whiten_setup(gmm_problem *p, const double *theta)
     p->wlik = p->lik;
     p->wb = p->intercept ? theta[p->nparam - 1] : 0.0;
     if ((st = gmm_latent_theta_check(p->lat, theta)) ||
-        (st = gmm_latent_obs_coef(p->lat, theta, p->wcoef)) ||
-        (st = gmm_latent_whiten_setup(p->lat, theta)))
+        (st = gmm_latent_obs_coef(p->lat, theta, p->wcoef)))
+        return st;
+    if ((st = p->metric == GMM_METRIC_LAPLACE ? laplace_map_setup(p, theta)
+                                              : gmm_latent_whiten_setup(p->lat, theta)))
         return st;
     p->wready = 1;
     return GMM_OK;
+}
+
+/* x = W v (prior metric) or x^ + L^-T v (Laplace metric) into p->wx. */
+static gmm_status whiten(gmm_problem *p, const double *v, double *x)
+{
+    if (p->metric != GMM_METRIC_LAPLACE)
+        return gmm_latent_whiten(p->lat, v, x);
+    memcpy(x, v, p->n * sizeof *x);
+    gmm_status st = gmm_band_tri_solve_vec(p->wL, GMM_TRANS, x);
+    for (size_t j = 0; j < p->n && st == GMM_OK; j++)
+        x[j] += p->wxh[j];
+    return st;
+}
+
+gmm_status gmm_problem_unwhiten(gmm_problem *p, const double *x, double *v)
+{
+    if (!p || !p->wready || !x || !v)
+        return gmm_error(GMM_EINVAL, "gmm_problem_unwhiten: no whitening setup");
+    if (p->metric != GMM_METRIC_LAPLACE)
+        return gmm_latent_unwhiten(p->lat, x, v);
+    for (size_t j = 0; j < p->n; j++)
+        p->wqx[j] = x[j] - p->wxh[j];
+    return gmm_band_gemv(GMM_TRANS, 1.0, p->wL, p->wqx, 0.0, v);
 }
 
 /* b + h_r' x at data row r, from the whitening setup's rows and p->wx. */
@@ -424,8 +498,9 @@ gmm_status gmm_problem_whitened_logp(gmm_problem *p, const double *v, double *lp
     gmm_status st;
     if (!p || !p->wready)
         return gmm_error(GMM_EINVAL, "gmm_problem_whitened_logp: no whitening setup");
-    if ((st = gmm_latent_whiten(p->lat, v, p->wx)))
+    if ((st = whiten(p, v, p->wx)))
         return st;
+    int lap = p->metric == GMM_METRIC_LAPLACE;
     const size_t *off = gmm_latent_obs_offset(p->lat);
     size_t w = p->width;
     double sum = 0.0, out[4];
@@ -442,15 +517,25 @@ gmm_status gmm_problem_whitened_logp(gmm_problem *p, const double *v, double *lp
             for (size_t a = 0; a < w; a++)
                 p->wg[off[r] + a] += out[1] * h[a];
     }
-    double vv = 0.0;
+    /* x'Qx: v'v under the prior's map; Q x by one band product under the
+     * Laplace map, whose Jacobian |L|^-1 is constant at fixed theta */
+    double xqx = 0.0;
+    if (lap && (st = gmm_band_gemv(GMM_NOTRANS, 1.0, p->wQ, p->wx, 0.0, p->wqx)))
+        return st;
     for (size_t j = 0; j < p->n; j++)
-        vv += v[j] * v[j];
-    double l = sum - 0.5 * vv;
+        xqx += lap ? p->wx[j] * p->wqx[j] : v[j] * v[j];
+    double l = sum - 0.5 * xqx;
     if (!isfinite(l))
         return gmm_error(GMM_EDOM, "whitened log density not finite");
     *lp = l;
     if (!grad)
         return GMM_OK;
+    if (lap) {
+        /* L^-1 (H'g - Q x) */
+        for (size_t j = 0; j < p->n; j++)
+            grad[j] = p->wg[j] - p->wqx[j];
+        return gmm_band_tri_solve_vec(p->wL, GMM_NOTRANS, grad);
+    }
     if ((st = gmm_latent_whiten_t(p->lat, p->wg, grad)))
         return st;
     for (size_t j = 0; j < p->n; j++)
@@ -464,7 +549,7 @@ gmm_status gmm_problem_whitened_linpred(gmm_problem *p, const double *v, double 
     gmm_status st;
     if (!p || !p->wready)
         return gmm_error(GMM_EINVAL, "gmm_problem_whitened_linpred: no whitening setup");
-    if ((st = gmm_latent_whiten(p->lat, v, p->wx)))
+    if ((st = whiten(p, v, p->wx)))
         return st;
     for (size_t r = 0; frows && r < p->nrows; r++) {
         frows[r] = row_f(p, r);
@@ -483,6 +568,10 @@ gmm_status gmm_problem_whitened_start(gmm_problem *p, const double *theta, doubl
     gmm_status st;
     if (!p || !p->wready || !theta || !v)
         return gmm_error(GMM_EINVAL, "gmm_problem_whitened_start: no whitening setup");
+    if (p->metric == GMM_METRIC_LAPLACE) {
+        memset(v, 0, p->n * sizeof *v); /* the mode */
+        return GMM_OK;
+    }
     /* from x = 0, not from whatever mode an earlier call left: the start
      * (and so a chain) must not depend on the object's history */
     p->cold = 1;
@@ -491,11 +580,88 @@ gmm_status gmm_problem_whitened_start(gmm_problem *p, const double *theta, doubl
     return gmm_latent_unwhiten(p->lat, p->wg, v);
 }
 
+gmm_status gmm_problem_data_information(gmm_problem *p, const double *theta, double *lmax)
+{
+    gmm_status st;
+    if (!p || !theta || !lmax)
+        return gmm_error(GMM_EINVAL, "gmm_problem_data_information: NULL argument");
+    gmm_metric keep = p->metric;
+    p->metric = GMM_METRIC_PRIOR;
+    double *u = gmm_malloc(p->n, sizeof *u), *z = gmm_malloc(p->n, sizeof *z);
+    double *wr = gmm_calloc(p->nrows ? p->nrows : 1, sizeof *wr);
+    if (!u || !z || !wr) {
+        st = gmm_error(GMM_ENOMEM, "out of memory for %zu latents", p->n);
+        goto done;
+    }
+    double f, out[4];
+    if ((st = gmm_problem_whiten_setup(p, theta)) || (!p->lap && (st = laplace_alloc(p))))
+        goto done;
+    p->cold = 1;
+    if ((st = laplace_forward(p, theta, &f)) ||
+        (st = gmm_laplace_posterior(p->lap, p->wx, NULL)))
+        goto done;
+    /* W at the mode, its negative entries (a non-log-concave likelihood's
+     * outliers) as 0: they add no information */
+    for (size_t r = 0; r < p->nrows; r++)
+        if (!isnan(p->y[r])) {
+            gmm_lik_eval(&p->wlik, p->y[r], p->e ? p->e[r] : 1.0, row_f(p, r), out, NULL);
+            wr[r] = fmax(-out[2], 0.0);
+        }
+    /* power iteration on M u = W' H' diag(w) H W u from a constant u: the
+     * Rayleigh quotients rise to lambda_max; a few digits are plenty */
+    const size_t *off = gmm_latent_obs_offset(p->lat);
+    size_t w = p->width;
+    double lam = 0.0;
+    for (size_t j = 0; j < p->n; j++)
+        u[j] = 1.0 / sqrt((double)p->n);
+    for (int it = 0; it < 200; it++) {
+        if ((st = gmm_latent_whiten(p->lat, u, p->wx)))
+            goto done;
+        memset(p->wg, 0, p->n * sizeof *p->wg);
+        for (size_t r = 0; r < p->nrows; r++) {
+            if (wr[r] == 0.0)
+                continue;
+            const double *h = p->wcoef + r * w, *x = p->wx + off[r];
+            double fr = 0.0;
+            for (size_t a = 0; a < w; a++)
+                fr += h[a] * x[a];
+            for (size_t a = 0; a < w; a++)
+                p->wg[off[r] + a] += wr[r] * fr * h[a];
+        }
+        if ((st = gmm_latent_whiten_t(p->lat, p->wg, z)))
+            goto done;
+        double uz = 0.0, zz = 0.0;
+        for (size_t j = 0; j < p->n; j++) {
+            uz += u[j] * z[j];
+            zz += z[j] * z[j];
+        }
+        double prev = lam;
+        lam = uz;
+        if (!(zz > 0.0))
+            break;
+        for (size_t j = 0; j < p->n; j++)
+            u[j] = z[j] / sqrt(zz);
+        if (it > 0 && fabs(lam - prev) <= 1e-3 * lam)
+            break;
+    }
+    *lmax = lam;
+done:
+    p->metric = keep;
+    p->wready = 0;
+    gmm_free(u);
+    gmm_free(z);
+    gmm_free(wr);
+    return st;
+}
+
 gmm_status gmm_problem_joint_setup(gmm_problem *p, const double *theta, const int *sampled,
                                    const gmm_prior *priors)
 {
     if (!p || !theta || !sampled || !priors)
         return gmm_error(GMM_EINVAL, "gmm_problem_joint_setup: NULL argument");
+    if (p->metric == GMM_METRIC_LAPLACE)
+        return gmm_error(GMM_EINVAL, "the Laplace metric holds the hyperparameters fixed: "
+                                     "sample them under the prior's");
     size_t np = p->nparam ? p->nparam : 1, nc = p->nrows * p->width;
     if (!p->jsamp) {
         p->jsamp = gmm_calloc(np, sizeof *p->jsamp);
@@ -634,7 +800,7 @@ gmm_status gmm_problem_whitened_latent(gmm_problem *p, const double *v, double *
 {
     if (!p || !p->wready || !v || !x)
         return gmm_error(GMM_EINVAL, "gmm_problem_whitened_latent: no whitening setup");
-    return gmm_latent_whiten(p->lat, v, x);
+    return whiten(p, v, x);
 }
 
 gmm_status gmm_problem_predict_at_draws(gmm_problem *p, const double *thetas,
