@@ -134,8 +134,9 @@ gmm_metric gmm_problem_metric(const gmm_problem *p);
  * kl)) after one Laplace fit.  Leaves no whitening setup.  Errors as
  * gmm_problem_whiten_setup and the Laplace fit's. */
 gmm_status gmm_problem_data_information(gmm_problem *p, const double *theta, double *lmax);
-/* The lambda_max above which the Laplace metric beats the prior's (auto). */
-#define GMM_METRIC_AUTO_INFO 5.0
+/* The lambda_max above which the Laplace metric beats the prior's (auto;
+ * measured in docs/design.md). */
+#define GMM_METRIC_AUTO_INFO 4.0
 
 /* Fix the hyperparameters theta (nparam) for the functions below: the
  * latent's whitening x = W(theta) v, the observation rows and the

@@ -51,7 +51,7 @@ static const char usage_text[] =
     "  --metric M          the whitening at fixed hyperparameters: prior (x = W v),\n"
     "                      laplace (x = x^ + L^-T v, L L' = Q + H'WH at the Laplace\n"
     "                      mode: for informative data), or auto (default: laplace\n"
-    "                      when the data's information exceeds the prior's 5x in\n"
+    "                      when the data's information exceeds the prior's 4x in\n"
     "                      the stiffest direction; prior with --sample-hyper)\n"
     "  --sample-hyper      also sample the free hyperparameters (kernel or precision,\n"
     "                      likelihood, intercept; not those held by --fix), on the\n"
