@@ -137,7 +137,7 @@ static gmm_status run_chain(run_ctx *rc, gmm_problem *p, size_t c)
     par.progress = progress;
     par.user = rc;
     memcpy(th, rp->theta, np * sizeof *th);
-    gmm_problem_set_metric(p, rp->sampled ? GMM_METRIC_PRIOR : rp->metric);
+    gmm_problem_set_metric(p, rp->metric);
     if (rp->sampled) {
         if ((st = gmm_problem_joint_setup(p, rp->theta, rp->sampled, rp->prior)) ||
             (st = gmm_problem_joint_start(p, v)))
