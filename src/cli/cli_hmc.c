@@ -162,8 +162,9 @@ static gmm_status cmdstan_begin(void *user, const gmm_hmc_chain_info *ci)
     fprintf(f, "# random\n#   seed = %llu\n", (unsigned long long)par->seed);
     fputs("# output\n#   sig_figs = 17\n", f);
     fprintf(f, "# f.i: the linear predictor at %s i; the inverse metric is the sampler's, on\n"
-               "# the whitened latent field%s, not on f\n",
+               "# the latent field whitened by the %s%s, not on f\n",
             gmm_mdl_site_noun(w->model),
+            w->rp->metric == GMM_METRIC_LAPLACE ? "Laplace posterior" : "prior",
             w->rp->sampled ? " and the hyperparameters (positive ones on the log scale)" : "");
     write_header(f, w->model, w->rp, 1);
     fprintf(f, "# Adaptation terminated\n# Step size = %.17g\n", ci->stepsize);
