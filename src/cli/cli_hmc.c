@@ -693,8 +693,13 @@ int cli_hmc_metric(const char *cmd, gmm_mdl *m, const char *arg, int sample_hype
     double lmax;
     gmm_status s = gmm_problem_data_information(gmm_mdl_problem(m),
                                                 gmm_mdl_objective(m)->value, &lmax);
-    if (s != GMM_OK)
+    if (s == GMM_ENOMEM)
         return cli_fail(cmd, s);
+    if (s != GMM_OK) { /* no Laplace fit, no Laplace map */
+        if (!quiet)
+            cli_msg(cmd, "metric: prior (auto: %s)", gmm_error_message());
+        return 0;
+    }
     if (lmax > GMM_METRIC_AUTO_INFO)
         *metric = GMM_METRIC_LAPLACE;
     if (!quiet)
