@@ -71,6 +71,9 @@ typedef struct {
     int states;                /* nonzero: rows also hold x */
     int log_lik;               /* nonzero: rows also hold the observed rows'
                                 * log-likelihoods (gmm_problem_nobs of them) */
+    gmm_metric metric;         /* the whitening map at fixed theta (problem.h;
+                                * GMM_METRIC_PRIOR by default); with sampled
+                                * hyperparameters only the prior's */
     /* Called after every iteration of every chain, one call at a time (the
      * runner serialises them), from the chains' threads; nonzero cancels.
      * May be NULL. */
@@ -149,5 +152,21 @@ typedef struct {
  * GMM_EIO when the temporary storage cannot be read; the sink's status. */
 gmm_status gmm_hmc_chains_replay(const gmm_hmc_chains *r, size_t c, const gmm_hmc_sink *s);
 gmm_status gmm_hmc_chains_write(const gmm_hmc_chains *r, const gmm_hmc_sink *s);
+
+/* Chain c's sampler diagnostics over its kept draws, as CmdStan's diagnose
+ * computes them: the transitions whose tree depth reached max_depth (the
+ * run's; NUTS), the divergent ones, and the energy Bayesian fraction of
+ * missing information
+ *
+ *   E-BFMI = sum_{n>1} (E_n - E_{n-1})^2 / sum_n (E_n - mean E)^2
+ *
+ * over energy__ (NAN with fewer than 2 draws or a constant energy).  Reads
+ * the chain back (GMM_EIO as replay; GMM_ENOMEM: one double per draw). */
+typedef struct {
+    size_t draws, depth_hits, divergences;
+    double ebfmi;
+} gmm_hmc_chain_diag;
+gmm_status gmm_hmc_chains_diagnose(const gmm_hmc_chains *r, size_t c, unsigned max_depth,
+                                   gmm_hmc_chain_diag *d);
 
 #endif

@@ -114,4 +114,9 @@ gmm_status gmm_laplace_posterior(gmm_laplace *w, double *mode, gmm_band *cov);
  * factor is then pinned, not the constrained posterior's). */
 gmm_status gmm_laplace_draw(gmm_laplace *w, const double *z, double *x, double *logw);
 
+/* After a successful eval: L with L L' = Q + H'WH at the mode (LOWER,
+ * bandwidth kl; the workspace's, valid until its next eval), or NULL (no
+ * successful eval, or constraints: the factor is then of the pinned P). */
+const gmm_band *gmm_laplace_chol(const gmm_laplace *w);
+
 #endif

@@ -171,27 +171,59 @@ gmm_status gmm_problem_predict_at_draws(gmm_problem *p, const double *thetas,
 
 /* ---- the log joint in whitened coordinates (for HMC) --------------------- */
 
+/* The map from v to x that the functions below use (set before
+ * gmm_problem_whiten_setup; prior the default):
+ *
+ *   GMM_METRIC_PRIOR:    x = W(theta) v, W W' = Q^-1 (the latent's whitening);
+ *   GMM_METRIC_LAPLACE:  x = x^ + L^-T v, L L' = Q + H'WH at the Laplace mode
+ *                        x^ at theta (one Laplace fit and one banded Cholesky
+ *                        in the setup; exact posterior whitening for a
+ *                        Gaussian likelihood).
+ *
+ * At fixed theta either map is affine with a constant Jacobian, so lp is
+ * the same function of x under both: sum_i log p(y_i | f_i) - x'Qx/2. */
+typedef enum { GMM_METRIC_PRIOR = 0, GMM_METRIC_LAPLACE } gmm_metric;
+void gmm_problem_set_metric(gmm_problem *p, gmm_metric m);
+gmm_metric gmm_problem_metric(const gmm_problem *p);
+/* lambda_max of W' H' D H W (W the prior's whitening, D the likelihood's
+ * -d2 log p at the Laplace mode at theta, its negative entries as 0): how
+ * much the data's information exceeds the prior's in the stiffest
+ * direction.  Under the prior metric the posterior of v has condition
+ * number about 1 + lambda_max, which sets NUTS's steps per iteration.  By
+ * power iteration (relative precision 1e-3, at most 200 products of O(n
+ * kl)) after one Laplace fit.  Leaves no whitening setup.  Errors as
+ * gmm_problem_whiten_setup and the Laplace fit's. */
+gmm_status gmm_problem_data_information(gmm_problem *p, const double *theta, double *lmax);
+/* The lambda_max above which the Laplace metric beats the prior's (auto;
+ * measured in docs/design.md). */
+#define GMM_METRIC_AUTO_INFO 4.0
+
 /* Fix the hyperparameters theta (nparam) for the functions below: the
  * latent's whitening x = W(theta) v, the observation rows and the
  * likelihood's parameters at theta.  Errors as gmm_latent_whiten_setup;
  * GMM_EDOM for a likelihood parameter out of its domain. */
 gmm_status gmm_problem_whiten_setup(gmm_problem *p, const double *theta);
-/* lp = sum_i log p(y_i | b + h_i' x) - |v|^2 / 2 at x = W v (constants of
- * the N(0, I) density dropped, as Stan's lp__), and its gradient in v
- * (n, or NULL): W' H' g - v.  One whiten and one transposed whiten: O(n kl).
- * A non-finite log density is GMM_EDOM (a divergence for the sampler). */
+/* lp = sum_i log p(y_i | b + h_i' x) - x'Qx / 2 at x = map(v) (constants
+ * dropped, as Stan's lp__; under the prior map x'Qx = |v|^2), and its
+ * gradient in v (n, or NULL): W' H' g - v under the prior map (one whiten
+ * and one transposed whiten), L^-1 (H' g - Q x) under the Laplace map (one
+ * band product and two triangular solves of bandwidth kl): O(n kl) either
+ * way.  A non-finite log density is GMM_EDOM (a divergence for the
+ * sampler). */
 gmm_status gmm_problem_whitened_logp(gmm_problem *p, const double *v, double *lp, double *grad);
-/* The linear predictor b + (H W v)_r at every data row (nrows), and the
- * latent x = W v at the graph nodes (graph numbering; n) or NULL. */
+/* The linear predictor b + (H x)_r, x = map(v), at every data row (nrows),
+ * and x at the graph nodes (graph numbering; n) or NULL. */
 gmm_status gmm_problem_whitened_linpred(gmm_problem *p, const double *v, double *frows,
                                         double *xnodes);
-/* The latent x = W v (n) at the setup's theta. */
+/* The latent x = map(v) (n) at the setup's theta. */
 gmm_status gmm_problem_whitened_latent(gmm_problem *p, const double *v, double *x);
-/* A starting point: v = W^-1 (the posterior mode at theta: exact or
+/* A starting point: v = map^-1 (the posterior mode at theta: exact or
  * Laplace, its Newton iterations from x = 0 so that the result does not
  * depend on earlier calls), after gmm_problem_whiten_setup at the same
  * theta. */
 gmm_status gmm_problem_whitened_start(gmm_problem *p, const double *theta, double *v);
+/* v with x = the map of v (n each; not aliased), after the setup. */
+gmm_status gmm_problem_unwhiten(gmm_problem *p, const double *x, double *v);
 
 /* ---- the log joint of v and the hyperparameters (HMC --sample-hyper) ----- */
 
@@ -207,7 +239,8 @@ typedef struct {
 /* Sample the parameters with sampled[k] != 0 (nparam flags; a fixed one
  * keeps theta[k]) jointly with v, under priors[k] (lognormal for positive
  * parameters, normal for coefficients: GMM_EINVAL otherwise).  theta and
- * priors are copied.  Errors: GMM_EINVAL (a bad prior), GMM_ENOMEM. */
+ * priors are copied; v is always under the prior's map.  Errors:
+ * GMM_EINVAL (a bad prior, the Laplace metric set), GMM_ENOMEM. */
 gmm_status gmm_problem_joint_setup(gmm_problem *p, const double *theta, const int *sampled,
                                    const gmm_prior *priors);
 /* n + the number of sampled parameters: q = (v, u), u the sampled

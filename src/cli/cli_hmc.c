@@ -168,9 +168,10 @@ static gmm_status cmdstan_begin(void *user, const gmm_hmc_chain_info *ci)
             marg ? "the hyperparameters (positive ones on the log scale; the latents are drawn\n"
                    "# given them)"
             : w->rp->sampled
-                ? "the whitened latent field and the hyperparameters (positive ones on the\n"
-                  "# log scale)"
-                : "the whitened latent field");
+                ? "the latent field whitened by the prior and the hyperparameters (positive\n"
+                  "# ones on the log scale)"
+            : w->rp->metric == GMM_METRIC_LAPLACE ? "the latent field whitened by the Laplace posterior"
+                                                  : "the latent field whitened by the prior");
     write_header(f, w->model, w->rp, 1);
     fprintf(f, "# Adaptation terminated\n# Step size = %.17g\n", ci->stepsize);
     fputs("# Diagonal elements of inverse mass matrix:\n# ", f);
@@ -342,6 +343,9 @@ static gmm_status write_config(const char *path, const cli_hmc_out *w, const gmm
     json_object_set_new(root, "max_depth", json_integer((json_int_t)par->max_depth));
     json_object_set_new(root, "steps", json_integer((json_int_t)par->steps));
     gmm_json_set_number(root, "target_accept", par->target_accept);
+    json_object_set_new(root, "metric", json_string(w->rp->metric == GMM_METRIC_LAPLACE
+                                                        ? "laplace"
+                                                        : "prior"));
     for (size_t k = 0; k < o->nparam; k++) {
         int smp = w->rp->sampled && w->rp->sampled[k];
         if (!smp) {
@@ -504,6 +508,50 @@ static int write_summary(const char *cmd, const cli_hmc_out *w, const gmm_hmc_ch
     return rc;
 }
 
+/* CmdStan diagnose's warnings, each with what to try, whatever --quiet
+ * says: tree-depth saturation and E-BFMI per chain, divergences in all. */
+static int diagnose(const char *cmd, const cli_hmc_out *w, const gmm_hmc_chains *ch)
+{
+    const gmm_hmc_params *par = &w->rp->hmc;
+    int nuts = par->sampler == GMM_HMC_NUTS, laplace = w->rp->metric == GMM_METRIC_LAPLACE;
+    size_t ndiv = 0, ntot = 0;
+    for (size_t k = 0; k < gmm_hmc_chains_count(ch); k++) {
+        gmm_hmc_chain_diag d;
+        gmm_status s = gmm_hmc_chains_diagnose(ch, k, par->max_depth, &d);
+        if (s != GMM_OK)
+            return cli_fail(cmd, s);
+        unsigned long long id = (unsigned long long)gmm_hmc_chains_info(ch, k)->id;
+        ndiv += d.divergences;
+        ntot += d.draws;
+        if (nuts && d.depth_hits)
+            cli_msg(cmd, "warning: chain %llu: %zu of %zu transitions (%.3g%%) hit the maximum "
+                         "tree depth %u (%zu leapfrog steps): trajectories cut short explore "
+                         "slowly (try %s--max-depth %u)",
+                    id, d.depth_hits, d.draws, 100.0 * (double)d.depth_hits / (double)d.draws,
+                    par->max_depth, ((size_t)1 << par->max_depth) - 1,
+                    laplace || w->rp->sampled ? "" : "--metric laplace, or ",
+                    par->max_depth + 2);
+        if (d.ebfmi < 0.3)
+            cli_msg(cmd, "warning: chain %llu: E-BFMI %.3g is below 0.3: the momenta explore "
+                         "the energy distribution slowly (try a longer --warmup%s, or "
+                         "reparametrise the model)",
+                    id, d.ebfmi,
+                    w->rp->sampled ? ", tighter --prior"
+                                   : laplace ? ", --metric prior" : ", --metric laplace");
+    }
+    if (ndiv && par->warmup)
+        cli_msg(cmd, "warning: %zu of %zu transitions (%.3g%%) after warm-up were divergent "
+                     "transitions: the draws may be biased (try --target-accept 0.95; if that "
+                     "does not remove them, reparametrise the model)",
+                ndiv, ntot, 100.0 * (double)ndiv / (double)ntot);
+    else if (ndiv)
+        cli_msg(cmd, "warning: %zu of %zu transitions (%.3g%%) were divergent transitions: the "
+                     "draws may be biased (without warm-up the step size is the initial "
+                     "search's, never adapted: give --warmup, e.g. 1000)",
+                ndiv, ntot, 100.0 * (double)ndiv / (double)ntot);
+    return 0;
+}
+
 int cli_hmc_write(const char *cmd, const cli_hmc_out *w, const gmm_hmc_chains *ch)
 {
     size_t nchain = gmm_hmc_chains_count(ch), nkept = 0;
@@ -573,9 +621,6 @@ int cli_hmc_write(const char *cmd, const cli_hmc_out *w, const gmm_hmc_chains *c
             }
         }
     }
-    size_t ndiv = 0;
-    for (size_t k = 0; k < nchain; k++)
-        ndiv += gmm_hmc_chains_info(ch, k)->divergences;
     if (interrupted) {
         cli_msg(cmd, "interrupted: %zu chain(s) of %zu draws each (the shortest chain's count) "
                      "kept in %s%s%s",
@@ -591,19 +636,12 @@ int cli_hmc_write(const char *cmd, const cli_hmc_out *w, const gmm_hmc_chains *c
             cli_msg(cmd, "chain %llu: step size %.3g, %zu divergent transitions",
                     (unsigned long long)ci->id, ci->stepsize, ci->divergences);
         }
-        if (ndiv && w->rp->hmc.warmup)
-            cli_msg(cmd, "warning: %zu divergent transitions after warm-up: the draws may be "
-                         "biased (try --target-accept 0.95)",
-                    ndiv);
-        else if (ndiv)
-            cli_msg(cmd, "warning: %zu divergent transitions: the draws may be biased (without "
-                         "warm-up the step size is the initial search's, never adapted: give "
-                         "--warmup, e.g. 1000)",
-                    ndiv);
         if (w->cmdstan)
             cli_msg(cmd, "wrote %s%s%s", files[0], nfile > 1 ? " ... " : "",
                     nfile > 1 ? files[nfile - 1] : "");
     }
+    if ((rc = diagnose(cmd, w, ch)) != 0)
+        goto done;
     if (w->summary)
         rc = write_summary(cmd, w, ch);
 done:
@@ -640,5 +678,49 @@ int cli_hmc_init_point(const char *cmd, gmm_mdl *m, const char *init, double **x
         return cli_fail(cmd, GMM_ENOMEM);
     memcpy(*x0, gmm_vi_mean(gmm_mdl_vi(m)), n * sizeof **x0);
     gmm_mdl_set_vi(m, NULL);
+    return 0;
+}
+
+int cli_hmc_metric(const char *cmd, gmm_mdl *m, const char *arg, int sample_hyper, int quiet,
+                   gmm_metric *metric)
+{
+    const char *name = arg ? arg : "auto";
+    if (strcmp(name, "auto") && strcmp(name, "laplace") && strcmp(name, "prior")) {
+        cli_msg(cmd, "--metric: '%s' is not laplace, prior or auto", name);
+        return CLI_EXIT_USAGE;
+    }
+    *metric = !strcmp(name, "laplace") ? GMM_METRIC_LAPLACE : GMM_METRIC_PRIOR;
+    if (sample_hyper && *metric == GMM_METRIC_LAPLACE) {
+        cli_msg(cmd, "--metric laplace holds the hyperparameters at the model's values: it "
+                     "cannot be used with --sample-hyper (use --metric prior)");
+        return CLI_EXIT_USAGE;
+    }
+    if (strcmp(name, "auto")) {
+        if (!quiet)
+            cli_msg(cmd, "metric: %s", name);
+        return 0;
+    }
+    if (sample_hyper) {
+        if (!quiet)
+            cli_msg(cmd, "metric: prior (auto: the hyperparameters are sampled)");
+        return 0;
+    }
+    double lmax;
+    gmm_status s = gmm_problem_data_information(gmm_mdl_problem(m),
+                                                gmm_mdl_objective(m)->value, &lmax);
+    if (s == GMM_ENOMEM)
+        return cli_fail(cmd, s);
+    if (s != GMM_OK) { /* no Laplace fit, no Laplace map */
+        if (!quiet)
+            cli_msg(cmd, "metric: prior (auto: %s)", gmm_error_message());
+        return 0;
+    }
+    if (lmax > GMM_METRIC_AUTO_INFO)
+        *metric = GMM_METRIC_LAPLACE;
+    if (!quiet)
+        cli_msg(cmd, "metric: %s (auto: the data's information is %.3g times the prior's in "
+                     "the stiffest direction, %s %g)",
+                *metric == GMM_METRIC_LAPLACE ? "laplace" : "prior", lmax,
+                *metric == GMM_METRIC_LAPLACE ? "above" : "at most", GMM_METRIC_AUTO_INFO);
     return 0;
 }

@@ -41,4 +41,13 @@ int cli_hmc_priors(const char *cmd, gmm_mdl *m, const char **args, size_t nargs,
  * chains start (jittered); 0 or an exit code. */
 int cli_hmc_init_point(const char *cmd, gmm_mdl *m, const char *init, double **x0);
 
+/* --metric ARG (NULL: auto) into *metric: laplace, prior, or auto -- the
+ * prior's with --sample-hyper, else laplace when the data's information
+ * (gmm_problem_data_information at the model's values) exceeds
+ * GMM_METRIC_AUTO_INFO (prior when the Laplace fit fails); the choice
+ * reported unless quiet; laplace with --sample-hyper refused.  0 or an
+ * exit code. */
+int cli_hmc_metric(const char *cmd, gmm_mdl *m, const char *arg, int sample_hyper, int quiet,
+                   gmm_metric *metric);
+
 #endif

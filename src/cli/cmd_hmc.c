@@ -48,16 +48,14 @@ static const char usage_text[] =
     "                      as_draws_df; cmdstan: CmdStan's output CSV, one file per\n"
     "                      chain, FILE_1.csv, FILE_2.csv, ... (needs -o FILE)\n"
     "  --summary FILE      also write the posterior summary (as `gmm-infer summary`)\n"
+    "  --metric M          prior, laplace (whitened by the Laplace posterior: for\n"
+    "                      informative data) or auto (default; see the man page)\n"
     "  --sample-hyper      also sample the free hyperparameters (kernel or precision,\n"
     "                      likelihood, intercept; not those held by --fix), on the\n"
     "                      log scale for positive ones\n"
-    "  --marginal M        with --sample-hyper: none (default), theta and the latent\n"
-    "                      field jointly; laplace, NUTS on theta's marginal posterior\n"
-    "                      (exact for Gaussian data, the Laplace approximation\n"
-    "                      otherwise) and x drawn from N(x^, (Q + H'WH)^-1) at each\n"
-    "                      kept theta; lp__ is then log p(y | theta) + log prior;\n"
-    "                      laplace-mh, those pairs as Metropolis-Hastings proposals\n"
-    "                      for the exact posterior (rejections: FILE.json)\n"
+    "  --marginal M        with --sample-hyper: none (default: theta and x jointly),\n"
+    "                      laplace (NUTS on theta's marginal, x drawn given it) or\n"
+    "                      laplace-mh (that corrected to the exact posterior)\n"
     "  --mh-draws M        laplace-mh: latents drawn per proposal, one kept by\n"
     "                      weight (default 32; more: fewer rejections)\n"
     "  --prior NAME=D      prior of a sampled parameter: lognormal(MU,SIGMA) (on its\n"
@@ -94,7 +92,7 @@ int cmd_hmc(int argc, char **argv)
         OPT_MODEL = CLI_OPT_FIRST_COMMAND, OPT_CHAINS, OPT_THREADS, OPT_SEED, OPT_CHAIN_ID,
         OPT_WARMUP, OPT_DRAWS, OPT_SAMPLER, OPT_STEPS, OPT_MAX_DEPTH, OPT_TARGET_ACCEPT,
         OPT_SUMMARY, OPT_QUIET, OPT_SAMPLE_HYPER, OPT_PRIOR, OPT_SUBSET, OPT_STATES, OPT_LOG_LIK, OPT_INIT,
-        OPT_FORMAT, OPT_MARGINAL, OPT_MH_DRAWS
+        OPT_FORMAT, OPT_MARGINAL, OPT_MH_DRAWS, OPT_METRIC
     };
     static const struct option longopts[] = {
         CLI_MODEL_LONGOPTS,
@@ -120,6 +118,7 @@ int cmd_hmc(int argc, char **argv)
         {"format", required_argument, NULL, OPT_FORMAT},
         {"marginal", required_argument, NULL, OPT_MARGINAL},
         {"mh-draws", required_argument, NULL, OPT_MH_DRAWS},
+        {"metric", required_argument, NULL, OPT_METRIC},
         {"output", required_argument, NULL, 'o'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
@@ -135,7 +134,7 @@ int cmd_hmc(int argc, char **argv)
     size_t nprior_args = 0;
     int *sampled = NULL;
     gmm_prior *priors = NULL;
-    const char *subset = NULL, *init = NULL;
+    const char *subset = NULL, *init = NULL, *metric = NULL;
     double *x0 = NULL;
     unsigned char *keep = NULL;
     gmm_model mf;
@@ -216,6 +215,7 @@ int cmd_hmc(int argc, char **argv)
                 rc = CLI_EXIT_USAGE;
             }
             break;
+        case OPT_METRIC: metric = optarg; break;
         case 'o': out_path = optarg; break;
         default: rc = CLI_EXIT_USAGE; break;
         }
@@ -279,6 +279,8 @@ int cmd_hmc(int argc, char **argv)
         goto done;
     if (sample_hyper && (rc = cli_hmc_priors(cmd, models[0], prior_args, nprior_args, &sampled,
                                              &priors, quiet)) != 0)
+        goto done;
+    if ((rc = cli_hmc_metric(cmd, models[0], metric, sample_hyper, quiet, &rp.metric)) != 0)
         goto done;
     if (!quiet)
         cli_msg(cmd, "%zu chain(s) of %zu warm-up + %zu draws, %s, on %zu thread(s); %s",

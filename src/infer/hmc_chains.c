@@ -154,6 +154,7 @@ static gmm_status run_chain(run_ctx *rc, gmm_problem *p, size_t c)
     par.progress = progress;
     par.user = rc;
     memcpy(th, rp->theta, np * sizeof *th);
+    gmm_problem_set_metric(p, rp->metric);
     if (marg) {
         if ((st = gmm_hmc_marginal_alloc(p, rp->theta, rp->sampled, rp->prior, &m)) ||
             (st = gmm_hmc_marginal_start(m, v)))
@@ -165,7 +166,7 @@ static gmm_status run_chain(run_ctx *rc, gmm_problem *p, size_t c)
             goto done;
         dim = gmm_problem_joint_dim(p);
     } else if ((st = gmm_problem_whiten_setup(p, rp->theta)) ||
-               (st = rp->x0 ? gmm_latent_unwhiten(gmm_problem_latent_eval(p), rp->x0, v)
+               (st = rp->x0 ? gmm_problem_unwhiten(p, rp->x0, v)
                             : gmm_problem_whitened_start(p, rp->theta, v))) {
         goto done;
     }
@@ -413,6 +414,9 @@ gmm_status gmm_hmc_run_chains(gmm_problem *const *probs, size_t nthread,
     if (rp->nchain == 0 || nthread == 0 || !probs || !rp->theta ||
         (rp->sampled && !rp->prior))
         return gmm_error(GMM_EINVAL, "hmc chains: no chain, thread, theta or prior");
+    if (rp->sampled && rp->metric != GMM_METRIC_PRIOR)
+        return gmm_error(GMM_EINVAL, "hmc chains: the Laplace metric holds the hyperparameters "
+                                     "fixed");
     size_t bad;
     if (rp->sampled && (s = gmm_hmc_check_priors(probs[0], rp->theta, rp->sampled, rp->prior, &bad)))
         return s;
@@ -531,4 +535,57 @@ gmm_status gmm_hmc_chains_write(const gmm_hmc_chains *r, const gmm_hmc_sink *s)
     for (size_t c = 0; c < r->nchain && st == GMM_OK; c++)
         st = gmm_hmc_chains_replay(r, c, s);
     return st;
+}
+
+typedef struct {
+    gmm_hmc_chain_diag *d;
+    unsigned max_depth;
+    double *energy;
+} diag_ctx;
+
+static gmm_status diag_row(void *user, const gmm_hmc_chain_info *c, size_t it, const double *row,
+                           size_t ncol)
+{
+    (void)c;
+    (void)ncol;
+    diag_ctx *x = user;
+    /* row: lp__, accept_stat__, stepsize__, treedepth__, n_leapfrog__,
+     * divergent__, energy__ */
+    x->d->depth_hits += row[3] >= (double)x->max_depth;
+    x->d->divergences += row[5] != 0.0;
+    x->energy[it - 1] = row[6];
+    x->d->draws = it;
+    return GMM_OK;
+}
+
+gmm_status gmm_hmc_chains_diagnose(const gmm_hmc_chains *r, size_t c, unsigned max_depth,
+                                   gmm_hmc_chain_diag *d)
+{
+    memset(d, 0, sizeof *d);
+    d->ebfmi = NAN;
+    if (!gmm_hmc_chains_has_draws(r, c))
+        return GMM_OK;
+    diag_ctx x = {d, max_depth, gmm_malloc(r->kept, sizeof *x.energy)};
+    if (!x.energy)
+        return gmm_error(GMM_ENOMEM, "out of memory for %zu draws", r->kept);
+    gmm_hmc_sink sk = {NULL, diag_row, NULL, &x};
+    gmm_status s = gmm_hmc_chains_replay(r, c, &sk);
+    if (s == GMM_OK && d->draws > 1) {
+        double mean = 0.0, num = 0.0, den = 0.0;
+        for (size_t k = 0; k < d->draws; k++)
+            mean += x.energy[k];
+        mean /= (double)d->draws;
+        for (size_t k = 0; k < d->draws; k++) {
+            double e = x.energy[k] - mean;
+            den += e * e;
+            if (k > 0) {
+                double de = x.energy[k] - x.energy[k - 1];
+                num += de * de;
+            }
+        }
+        if (den > 0.0)
+            d->ebfmi = num / den;
+    }
+    gmm_free(x.energy);
+    return s;
 }

@@ -533,3 +533,8 @@ gmm_status gmm_laplace_draw(gmm_laplace *w, const double *z, double *x, double *
     *logw = sum - 0.5 * qx - w->psi + 0.5 * zz;
     return GMM_OK;
 }
+
+const gmm_band *gmm_laplace_chol(const gmm_laplace *w)
+{
+    return w && w->valid && !w->con ? w->L : NULL;
+}

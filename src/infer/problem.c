@@ -41,6 +41,10 @@ struct gmm_problem {
     double wb;            /* the intercept there, when the offset is constant */
     gmm_lik wlik;
     double *wcoef, *wx, *wg; /* nrows x width, n, n */
+    /* the Laplace metric: x = wxh + wL^-T v, wL wL' = Q + H'WH at the mode */
+    gmm_metric metric;
+    gmm_band *wQ, *wL;
+    double *wxh, *wqx;    /* n, n */
     /* joint sampling of the hyperparameters */
     int *jsamp;           /* nparam flags */
     gmm_prior *jprior;    /* nparam */
@@ -84,6 +88,10 @@ void gmm_problem_free(gmm_problem *p)
     gmm_free(p->jcbar);
     gmm_free(p->wx);
     gmm_free(p->wg);
+    gmm_band_free(p->wQ);
+    gmm_band_free(p->wL);
+    gmm_free(p->wxh);
+    gmm_free(p->wqx);
     gmm_free(p->obj.name);
     gmm_free(p->obj.value);
     gmm_free(p->obj.positive);
@@ -572,6 +580,44 @@ gmm_status gmm_problem_predict_at(gmm_problem *p, const double *theta, const dou
     return st == GMM_OK ? add_intercept(p, theta, nq, mean) : st;
 }
 
+void gmm_problem_set_metric(gmm_problem *p, gmm_metric m)
+{
+    p->metric = m;
+    p->wready = 0;
+}
+
+gmm_metric gmm_problem_metric(const gmm_problem *p) { return p->metric; }
+
+/* The Laplace fit at theta, kept for the map: Q, chol(Q + H'WH), the mode. */
+static gmm_status laplace_map_setup(gmm_problem *p, const double *theta)
+{
+    gmm_status st;
+    double f;
+    if (!p->lap && (st = laplace_alloc(p)))
+        return st;
+    if (!p->wL) {
+        size_t kl = gmm_latent_bandwidth(p->lat);
+        p->wQ = gmm_band_alloc(p->n, kl, 0, GMM_BAND_SYMMETRIC);
+        p->wL = gmm_band_alloc(p->n, kl, 0, GMM_BAND_LOWER);
+        p->wxh = gmm_malloc(p->n, sizeof *p->wxh);
+        p->wqx = gmm_malloc(p->n, sizeof *p->wqx);
+        if (!p->wQ || !p->wL || !p->wxh || !p->wqx)
+            return gmm_error(GMM_ENOMEM, "out of memory for the Laplace metric (%zu latents)",
+                             p->n);
+    }
+    /* from x = 0: the map must not depend on the object's history */
+    p->cold = 1;
+    if ((st = laplace_forward(p, theta, &f)) || (st = gmm_band_copy(p->wQ, p->Q)))
+        return st;
+    const gmm_band *L = gmm_laplace_chol(p->lap);
+    if (!L)
+        return gmm_error(GMM_EINVAL, "the Laplace metric is not available for a latent with "
+                                     "linear constraints (use the prior's)");
+    if ((st = gmm_band_copy(p->wL, L)))
+        return st;
+    return gmm_laplace_posterior(p->lap, p->wxh, NULL);
+}
+
 gmm_status gmm_problem_whiten_setup(gmm_problem *p, const double *theta)
 {
     gmm_status st;
@@ -595,11 +641,36 @@ gmm_status gmm_problem_whiten_setup(gmm_problem *p, const double *theta)
         gmm_problem_offsets(p, theta, p->woff);
     gmm_problem_offset_constant(p, theta, &p->wb);
     if ((st = gmm_latent_theta_check(p->lat, theta)) ||
-        (st = gmm_latent_obs_coef(p->lat, theta, p->wcoef)) ||
-        (st = gmm_latent_whiten_setup(p->lat, theta)))
+        (st = gmm_latent_obs_coef(p->lat, theta, p->wcoef)))
+        return st;
+    if ((st = p->metric == GMM_METRIC_LAPLACE ? laplace_map_setup(p, theta)
+                                              : gmm_latent_whiten_setup(p->lat, theta)))
         return st;
     p->wready = 1;
     return GMM_OK;
+}
+
+/* x = W v (prior metric) or x^ + L^-T v (Laplace metric) into p->wx. */
+static gmm_status whiten(gmm_problem *p, const double *v, double *x)
+{
+    if (p->metric != GMM_METRIC_LAPLACE)
+        return gmm_latent_whiten(p->lat, v, x);
+    memcpy(x, v, p->n * sizeof *x);
+    gmm_status st = gmm_band_tri_solve_vec(p->wL, GMM_TRANS, x);
+    for (size_t j = 0; j < p->n && st == GMM_OK; j++)
+        x[j] += p->wxh[j];
+    return st;
+}
+
+gmm_status gmm_problem_unwhiten(gmm_problem *p, const double *x, double *v)
+{
+    if (!p || !p->wready || !x || !v)
+        return gmm_error(GMM_EINVAL, "gmm_problem_unwhiten: no whitening setup");
+    if (p->metric != GMM_METRIC_LAPLACE)
+        return gmm_latent_unwhiten(p->lat, x, v);
+    for (size_t j = 0; j < p->n; j++)
+        p->wqx[j] = x[j] - p->wxh[j];
+    return gmm_band_gemv(GMM_TRANS, 1.0, p->wL, p->wqx, 0.0, v);
 }
 
 /* b + h_r' x at data row r, from the whitening setup's rows and p->wx. */
@@ -618,8 +689,9 @@ gmm_status gmm_problem_whitened_logp(gmm_problem *p, const double *v, double *lp
     gmm_status st;
     if (!p || !p->wready)
         return gmm_error(GMM_EINVAL, "gmm_problem_whitened_logp: no whitening setup");
-    if ((st = gmm_latent_whiten(p->lat, v, p->wx)))
+    if ((st = whiten(p, v, p->wx)))
         return st;
+    int lap = p->metric == GMM_METRIC_LAPLACE;
     const size_t *off = gmm_latent_obs_offset(p->lat);
     size_t w = p->width;
     double sum = 0.0, out[4];
@@ -636,15 +708,25 @@ gmm_status gmm_problem_whitened_logp(gmm_problem *p, const double *v, double *lp
             for (size_t a = 0; a < w; a++)
                 p->wg[off[r] + a] += out[1] * h[a];
     }
-    double vv = 0.0;
+    /* x'Qx: v'v under the prior's map; Q x by one band product under the
+     * Laplace map, whose Jacobian |L|^-1 is constant at fixed theta */
+    double xqx = 0.0;
+    if (lap && (st = gmm_band_gemv(GMM_NOTRANS, 1.0, p->wQ, p->wx, 0.0, p->wqx)))
+        return st;
     for (size_t j = 0; j < p->n; j++)
-        vv += v[j] * v[j];
-    double l = sum - 0.5 * vv;
+        xqx += lap ? p->wx[j] * p->wqx[j] : v[j] * v[j];
+    double l = sum - 0.5 * xqx;
     if (!isfinite(l))
         return gmm_error(GMM_EDOM, "whitened log density not finite");
     *lp = l;
     if (!grad)
         return GMM_OK;
+    if (lap) {
+        /* L^-1 (H'g - Q x) */
+        for (size_t j = 0; j < p->n; j++)
+            grad[j] = p->wg[j] - p->wqx[j];
+        return gmm_band_tri_solve_vec(p->wL, GMM_NOTRANS, grad);
+    }
     if ((st = gmm_latent_whiten_t(p->lat, p->wg, grad)))
         return st;
     for (size_t j = 0; j < p->n; j++)
@@ -658,7 +740,7 @@ gmm_status gmm_problem_whitened_linpred(gmm_problem *p, const double *v, double 
     gmm_status st;
     if (!p || !p->wready)
         return gmm_error(GMM_EINVAL, "gmm_problem_whitened_linpred: no whitening setup");
-    if ((st = gmm_latent_whiten(p->lat, v, p->wx)))
+    if ((st = whiten(p, v, p->wx)))
         return st;
     for (size_t r = 0; frows && r < p->nrows; r++) {
         frows[r] = row_f(p, r);
@@ -680,6 +762,10 @@ gmm_status gmm_problem_whitened_start(gmm_problem *p, const double *theta, doubl
     gmm_status st;
     if (!p || !p->wready || !theta || !v)
         return gmm_error(GMM_EINVAL, "gmm_problem_whitened_start: no whitening setup");
+    if (p->metric == GMM_METRIC_LAPLACE) {
+        memset(v, 0, p->n * sizeof *v); /* the mode */
+        return GMM_OK;
+    }
     /* from x = 0, not from whatever mode an earlier call left: the start
      * (and so a chain) must not depend on the object's history */
     p->cold = 1;
@@ -688,11 +774,88 @@ gmm_status gmm_problem_whitened_start(gmm_problem *p, const double *theta, doubl
     return gmm_latent_unwhiten(p->lat, p->wg, v);
 }
 
+gmm_status gmm_problem_data_information(gmm_problem *p, const double *theta, double *lmax)
+{
+    gmm_status st;
+    if (!p || !theta || !lmax)
+        return gmm_error(GMM_EINVAL, "gmm_problem_data_information: NULL argument");
+    gmm_metric keep = p->metric;
+    p->metric = GMM_METRIC_PRIOR;
+    double *u = gmm_malloc(p->n, sizeof *u), *z = gmm_malloc(p->n, sizeof *z);
+    double *wr = gmm_calloc(p->nrows ? p->nrows : 1, sizeof *wr);
+    if (!u || !z || !wr) {
+        st = gmm_error(GMM_ENOMEM, "out of memory for %zu latents", p->n);
+        goto done;
+    }
+    double f, out[4];
+    if ((st = gmm_problem_whiten_setup(p, theta)) || (!p->lap && (st = laplace_alloc(p))))
+        goto done;
+    p->cold = 1;
+    if ((st = laplace_forward(p, theta, &f)) ||
+        (st = gmm_laplace_posterior(p->lap, p->wx, NULL)))
+        goto done;
+    /* W at the mode, its negative entries (a non-log-concave likelihood's
+     * outliers) as 0: they add no information */
+    for (size_t r = 0; r < p->nrows; r++)
+        if (!isnan(p->y[r])) {
+            gmm_lik_eval(&p->wlik, p->y[r], p->e ? p->e[r] : 1.0, row_f(p, r), out, NULL);
+            wr[r] = fmax(-out[2], 0.0);
+        }
+    /* power iteration on M u = W' H' diag(w) H W u from a constant u: the
+     * Rayleigh quotients rise to lambda_max; a few digits are plenty */
+    const size_t *off = gmm_latent_obs_offset(p->lat);
+    size_t w = p->width;
+    double lam = 0.0;
+    for (size_t j = 0; j < p->n; j++)
+        u[j] = 1.0 / sqrt((double)p->n);
+    for (int it = 0; it < 200; it++) {
+        if ((st = gmm_latent_whiten(p->lat, u, p->wx)))
+            goto done;
+        memset(p->wg, 0, p->n * sizeof *p->wg);
+        for (size_t r = 0; r < p->nrows; r++) {
+            if (wr[r] == 0.0)
+                continue;
+            const double *h = p->wcoef + r * w, *x = p->wx + off[r];
+            double fr = 0.0;
+            for (size_t a = 0; a < w; a++)
+                fr += h[a] * x[a];
+            for (size_t a = 0; a < w; a++)
+                p->wg[off[r] + a] += wr[r] * fr * h[a];
+        }
+        if ((st = gmm_latent_whiten_t(p->lat, p->wg, z)))
+            goto done;
+        double uz = 0.0, zz = 0.0;
+        for (size_t j = 0; j < p->n; j++) {
+            uz += u[j] * z[j];
+            zz += z[j] * z[j];
+        }
+        double prev = lam;
+        lam = uz;
+        if (!(zz > 0.0))
+            break;
+        for (size_t j = 0; j < p->n; j++)
+            u[j] = z[j] / sqrt(zz);
+        if (it > 0 && fabs(lam - prev) <= 1e-3 * lam)
+            break;
+    }
+    *lmax = lam;
+done:
+    p->metric = keep;
+    p->wready = 0;
+    gmm_free(u);
+    gmm_free(z);
+    gmm_free(wr);
+    return st;
+}
+
 gmm_status gmm_problem_joint_setup(gmm_problem *p, const double *theta, const int *sampled,
                                    const gmm_prior *priors)
 {
     if (!p || !theta || !sampled || !priors)
         return gmm_error(GMM_EINVAL, "gmm_problem_joint_setup: NULL argument");
+    if (p->metric == GMM_METRIC_LAPLACE)
+        return gmm_error(GMM_EINVAL, "the Laplace metric holds the hyperparameters fixed: "
+                                     "sample them under the prior's");
     size_t np = p->nparam ? p->nparam : 1, nc = p->nrows * p->width;
     if (!p->jsamp) {
         p->jsamp = gmm_calloc(np, sizeof *p->jsamp);
@@ -836,7 +999,7 @@ gmm_status gmm_problem_whitened_latent(gmm_problem *p, const double *v, double *
 {
     if (!p || !p->wready || !v || !x)
         return gmm_error(GMM_EINVAL, "gmm_problem_whitened_latent: no whitening setup");
-    return gmm_latent_whiten(p->lat, v, x);
+    return whiten(p, v, x);
 }
 
 gmm_status gmm_problem_predict_at_draws(gmm_problem *p, const double *thetas,

@@ -181,9 +181,45 @@ START_TEST(test_chains_threads_and_rows)
         ck_assert_uint_eq(ci->leapfrog[1], nleap[c]);
         ck_assert_uint_eq(ci->metric_dim, NN);
         ck_assert(ci->stepsize > 0.0 && ci->leapfrog[0] >= 30);
+        /* the diagnostics from the rows: depth at 3 (a low limit, so that
+         * some transitions reach it), E-BFMI from energy__ */
+        gmm_hmc_chain_diag dg;
+        ck_assert_int_eq(gmm_hmc_chains_diagnose(c1, c, 3, &dg), GMM_OK);
+        size_t hits = 0;
+        double m = 0.0, num = 0.0, den = 0.0;
+        for (size_t k = 0; k < 25; k++) {
+            const double *row = r1.v + (c * 25 + k) * r1.ncol;
+            hits += row[3] >= 3.0;
+            m += row[6] / 25.0;
+        }
+        for (size_t k = 0; k < 25; k++) {
+            const double *row = r1.v + (c * 25 + k) * r1.ncol;
+            den += (row[6] - m) * (row[6] - m);
+            if (k > 0)
+                num += (row[6] - row[6 - r1.ncol]) * (row[6] - row[6 - r1.ncol]);
+        }
+        ck_assert_uint_eq(dg.draws, 25);
+        ck_assert_uint_eq(dg.divergences, ndiv[c]);
+        ck_assert_uint_eq(dg.depth_hits, hits);
+        ck_assert_msg(fabs(dg.ebfmi - num / den) <= 1e-12 * num / den, "E-BFMI %.17g, by hand %.17g",
+                      dg.ebfmi, num / den);
     }
     rows_free(&r1);
     rows_free(&r2);
+    gmm_hmc_chains_free(c1);
+    gmm_hmc_chains_free(c2);
+    /* under the Laplace map too, the bytes do not depend on the threads */
+    rp.metric = GMM_METRIC_LAPLACE;
+    ck_assert_int_eq(gmm_hmc_run_chains(fx.p, 1, &rp, &c1), GMM_OK);
+    ck_assert_int_eq(gmm_hmc_run_chains(fx.p, 2, &rp, &c2), GMM_OK);
+    rows l1 = {0}, l2 = {0};
+    collect(c1, &l1);
+    collect(c2, &l2);
+    ck_assert_uint_eq(l1.nrow, 3 * 25);
+    ck_assert_uint_eq(l2.nrow, l1.nrow);
+    ck_assert(!memcmp(l1.v, l2.v, l1.nrow * l1.ncol * sizeof *l1.v));
+    rows_free(&l1);
+    rows_free(&l2);
     gmm_hmc_chains_free(c1);
     gmm_hmc_chains_free(c2);
     fixture_free(&fx);
@@ -312,6 +348,10 @@ START_TEST(test_chains_sink_error_and_hyper)
     keep[3] = keep[7] = 1;
     rp.keep = keep;
     gmm_hmc_chains *ch = NULL;
+    rp.metric = GMM_METRIC_LAPLACE; /* built at one theta: refused when theta moves */
+    ck_assert_int_eq(gmm_hmc_run_chains(fx.p, 2, &rp, &ch), GMM_EINVAL);
+    ck_assert_ptr_null(ch);
+    rp.metric = GMM_METRIC_PRIOR;
     ck_assert_int_eq(gmm_hmc_run_chains(fx.p, 2, &rp, &ch), GMM_OK);
     ck_assert_uint_eq(gmm_hmc_chains_ncol(ch), GMM_HMC_NSAMPLER + ns + 2);
     ck_assert_uint_eq(gmm_hmc_chains_info(ch, 0)->metric_dim, NN + ns);

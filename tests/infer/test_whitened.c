@@ -1,7 +1,11 @@
-/* test_whitened.c -- the log joint in whitened coordinates (problem.h):
- * its gradient in v against finite differences, its value against the
- * latent prior's density, and the start at the posterior mode. */
+/* test_whitened.c -- the log joint in whitened coordinates (problem.h),
+ * under the prior's map and the Laplace map: its gradient in v against
+ * finite differences, its value against the latent prior's density and
+ * between the maps, the Laplace map exact for a Gaussian likelihood, the
+ * start at the posterior mode; and the data's information (auto's rule)
+ * against a dense eigenvalue. */
 #include <check.h>
+#include <gsl/gsl_eigen.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,7 +29,8 @@ static double lp_of(void *vc, const double *v)
     return lp;
 }
 
-static void check(gmm_latent *lat, const char *liktext, const char *label)
+static void check_metric(gmm_latent *lat, const char *liktext, const char *label,
+                         gmm_metric metric)
 {
     tu_rng r;
     tu_rng_seed(&r, 3);
@@ -45,9 +50,36 @@ static void check(gmm_latent *lat, const char *liktext, const char *label)
     const double *th = gmm_problem_objective(p)->value;
     ck_assert_int_eq(gmm_problem_whiten_setup(p, th), GMM_OK);
     double *v = malloc(n * sizeof *v), *g = malloc(n * sizeof *g), lp;
+    double *mode = malloc(n * sizeof *mode), *x = malloc(n * sizeof *x);
     for (size_t i = 0; i < n; i++)
         v[i] = 0.7 * tu_normal(&r);
+    if (metric == GMM_METRIC_LAPLACE) {
+        /* the same x under both maps has the same lp (constant Jacobians
+         * dropped alike), and unwhiten inverts the Laplace map */
+        double lp0, lp1;
+        ck_assert_int_eq(gmm_problem_whitened_logp(p, v, &lp0, NULL), GMM_OK);
+        ck_assert_int_eq(gmm_problem_whitened_latent(p, v, x), GMM_OK);
+        gmm_problem_set_metric(p, metric);
+        ck_assert_int_eq(gmm_problem_whiten_setup(p, th), GMM_OK);
+        ck_assert_int_eq(gmm_problem_unwhiten(p, x, g), GMM_OK);
+        ck_assert_int_eq(gmm_problem_whitened_logp(p, g, &lp1, NULL), GMM_OK);
+        ck_assert_msg(fabs(lp1 - lp0) <= 1e-9 * fmax(1.0, fabs(lp0)),
+                      "%s %s: lp %.17g under the Laplace map, %.17g under the prior's", label,
+                      liktext, lp1, lp0);
+        ck_assert_int_eq(gmm_problem_whitened_latent(p, g, mode), GMM_OK);
+        double e = 0.0;
+        for (size_t i = 0; i < n; i++)
+            e = fmax(e, fabs(mode[i] - x[i]) / fmax(1.0, fabs(x[i])));
+        ck_assert_msg(e < 1e-9, "%s %s: unwhiten then whiten off by %g", label, liktext, e);
+    }
     ck_assert_int_eq(gmm_problem_whitened_logp(p, v, &lp, g), GMM_OK);
+    if (metric == GMM_METRIC_LAPLACE && lik.type->conjugate) {
+        /* a Gaussian posterior whitened by its own precision: v ~ N(0, I) */
+        double e = 0.0;
+        for (size_t i = 0; i < n; i++)
+            e = fmax(e, fabs(g[i] + v[i]));
+        ck_assert_msg(e < 1e-9, "%s %s: gradient + v = %g, not 0", label, liktext, e);
+    }
     /* gradient: central differences, step 1e-5 (the density is smooth, O(1)) */
     wctx c = {p};
     double worst = 0.0;
@@ -61,12 +93,11 @@ static void check(gmm_latent *lat, const char *liktext, const char *label)
         worst = fmax(worst, fabs(g[i] - (a - b) / (2 * h)) / fmax(1.0, fabs(g[i])));
     }
     ck_assert_msg(worst < 1e-6, "%s %s: whitened gradient off by %g", label, liktext, worst);
-    /* start: W v0 is the posterior mode */
-    double *mode = malloc(n * sizeof *mode), *x = malloc(n * sizeof *x);
+    /* start: map(v0) is the posterior mode */
     ck_assert_int_eq(gmm_problem_posterior(p, th, mode, NULL), GMM_OK);
     ck_assert_int_eq(gmm_problem_whiten_setup(p, th), GMM_OK);
     ck_assert_int_eq(gmm_problem_whitened_start(p, th, v), GMM_OK);
-    ck_assert_int_eq(gmm_latent_whiten(lat, v, x), GMM_OK);
+    ck_assert_int_eq(gmm_problem_whitened_latent(p, v, x), GMM_OK);
     double e = 0.0, sc = 0.0;
     for (size_t i = 0; i < n; i++) {
         e = fmax(e, fabs(x[i] - mode[i]));
@@ -85,6 +116,12 @@ static void check(gmm_latent *lat, const char *liktext, const char *label)
     free(g);
     free(y);
     gmm_problem_free(p);
+}
+
+static void check(gmm_latent *lat, const char *liktext, const char *label)
+{
+    check_metric(lat, liktext, label, GMM_METRIC_PRIOR);
+    check_metric(lat, liktext, label, GMM_METRIC_LAPLACE);
 }
 
 static double jlp_of(gmm_problem *p, const double *q)
@@ -122,6 +159,10 @@ static void check_joint(gmm_latent *lat, const char *liktext, const char *label)
         pr[k] = (gmm_prior){is_b ? GMM_PRIOR_NORMAL : GMM_PRIOR_LOGNORMAL,
                             is_b ? 0.1 : log(o->value[k]) + 0.2, 1.3};
     }
+    /* the Laplace map is built at one theta: refused when theta moves */
+    gmm_problem_set_metric(p, GMM_METRIC_LAPLACE);
+    ck_assert_int_eq(gmm_problem_joint_setup(p, o->value, samp, pr), GMM_EINVAL);
+    gmm_problem_set_metric(p, GMM_METRIC_PRIOR);
     ck_assert_int_eq(gmm_problem_joint_setup(p, o->value, samp, pr), GMM_OK);
     size_t dim = gmm_problem_joint_dim(p);
     ck_assert_uint_eq(dim, n + np);
@@ -231,12 +272,83 @@ START_TEST(test_whitened_graph)
 }
 END_TEST
 
+/* lambda_max(D^1/2 K D^1/2), K the Matern-3/2 covariance at the observed
+ * inputs, D the likelihood's -d2 log p at the mode's f: the generalised
+ * eigenvalue of H'DH against Q, densely. */
+static double dense_info(const double *x, const double *y, const double *d, size_t n, double s2,
+                         double ell)
+{
+    size_t m = 0, idx[64];
+    for (size_t i = 0; i < n; i++)
+        if (!isnan(y[i]))
+            idx[m++] = i;
+    gsl_matrix *A = gsl_matrix_alloc(m, m);
+    for (size_t a = 0; a < m; a++)
+        for (size_t b = 0; b < m; b++) {
+            double r = sqrt(3.0) * fabs(x[idx[a]] - x[idx[b]]) / ell;
+            double k = s2 * (1.0 + r) * exp(-r);
+            gsl_matrix_set(A, a, b, sqrt(d[idx[a]] * d[idx[b]]) * k);
+        }
+    gsl_vector *ev = gsl_vector_alloc(m);
+    gsl_eigen_symm_workspace *w = gsl_eigen_symm_alloc(m);
+    ck_assert_int_eq(gsl_eigen_symm(A, ev, w), 0);
+    double mx = gsl_vector_max(ev);
+    gsl_eigen_symm_free(w);
+    gsl_vector_free(ev);
+    gsl_matrix_free(A);
+    return mx;
+}
+
+START_TEST(test_data_information)
+{
+    gmm_spec_node *s = NULL;
+    ck_assert_int_eq(gmm_spec_parse("matern32(variance=1.3, lengthscale=2.5)", &s), GMM_OK);
+    gmm_kernel *k = NULL;
+    ck_assert_int_eq(gmm_kernel_from_spec(s, &k), GMM_OK);
+    size_t n = 40;
+    double x[40], yg[40], yp[40], d[40], mean[40], var[40];
+    for (size_t i = 0; i < n; i++) {
+        x[i] = 0.3 * (double)i;
+        yg[i] = i % 7 == 6 ? NAN : sin(x[i]);
+        yp[i] = i % 7 == 6 ? NAN : floor(6.0 + 5.0 * sin(x[i]));
+    }
+    gmm_latent *lat = NULL;
+    ck_assert_int_eq(gmm_latent_ssm_alloc(k, x, n, NULL, &lat), GMM_OK);
+    for (int pois = 0; pois < 2; pois++) {
+        gmm_lik lik;
+        ck_assert_int_eq(gmm_lik_parse(pois ? "poisson" : "gaussian(variance=0.05)", &lik),
+                         GMM_OK);
+        gmm_problem *p = NULL;
+        ck_assert_int_eq(gmm_problem_alloc(lat, &lik, pois ? yp : yg, NULL, pois, 1.2, &p),
+                         GMM_OK);
+        const double *th = gmm_problem_objective(p)->value;
+        ck_assert_int_eq(gmm_problem_predict_rows(p, th, mean, var), GMM_OK);
+        for (size_t i = 0; i < n; i++)
+            d[i] = pois ? exp(mean[i]) : 1.0 / 0.05; /* f^ = b + x^ at row i */
+        double want = dense_info(x, pois ? yp : yg, d, n, 1.3, 2.5), got;
+        gmm_problem_set_metric(p, GMM_METRIC_LAPLACE);
+        ck_assert_int_eq(gmm_problem_data_information(p, th, &got), GMM_OK);
+        ck_assert_int_eq(gmm_problem_metric(p), GMM_METRIC_LAPLACE);
+        /* the power iteration stops at a relative change of 1e-3 */
+        ck_assert_msg(fabs(got - want) <= 1e-2 * want, "%s: information %.6g, dense %.6g",
+                      lik.type->name, got, want);
+        if (getenv("GMM_TEST_REPORT"))
+            fprintf(stderr, "data information %s: %.6g, dense %.6g\n", lik.type->name, got, want);
+        gmm_problem_free(p);
+    }
+    gmm_latent_free(lat);
+    gmm_kernel_free(k);
+    gmm_spec_free(s);
+}
+END_TEST
+
 Suite *infer_whitened_suite(void)
 {
     Suite *s = suite_create("infer_whitened");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, test_whitened_ssm);
     tcase_add_test(tc, test_whitened_graph);
+    tcase_add_test(tc, test_data_information);
     suite_add_tcase(s, tc);
     return s;
 }
