@@ -102,11 +102,17 @@ static double seconds_between(const struct timespec *a, const struct timespec *b
     return (double)(b->tv_sec - a->tv_sec) + 1e-9 * (double)(b->tv_nsec - a->tv_nsec);
 }
 
-/* f at the data rows (a latent with inputs) or at the nodes. */
+/* f at the data rows (a latent with inputs, or one without nodes: a
+ * stack) or at the nodes. */
+static int row_sites(const gmm_latent *l)
+{
+    return gmm_latent_has_inputs(l) || gmm_latent_node_index(l, 0) == GMM_NO_INDEX;
+}
+
 static size_t nsites(gmm_problem *p)
 {
     const gmm_latent *l = gmm_problem_latent(p);
-    return gmm_latent_has_inputs(l) ? gmm_latent_nrows(l) : gmm_latent_dim(l);
+    return row_sites(l) ? gmm_latent_nrows(l) : gmm_latent_dim(l);
 }
 
 /* One chain, its rows to r->tmp[c]. */
@@ -115,7 +121,7 @@ static gmm_status run_chain(run_ctx *rc, gmm_problem *p, size_t c)
     const gmm_hmc_run_params *rp = rc->rp;
     gmm_hmc_chain_info *ci = &rc->r->info[c];
     gmm_status st;
-    int inputs = gmm_latent_has_inputs(gmm_problem_latent(p));
+    int inputs = row_sites(gmm_problem_latent(p));
     size_t n = gmm_latent_dim(gmm_problem_latent(p)), nf = nsites(p);
     size_t np = gmm_problem_objective(p)->nparam, dim = n, ncol = rc->r->ncol;
     uint64_t id = ci->id;

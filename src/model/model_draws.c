@@ -35,8 +35,8 @@ static gmm_status draws_origin(gmm_mdl *m, const int *sampled, gmm_draws_origin 
         gmm_digest_add(&h, m->x, m->nrow * sizeof *m->x);
     } else {
         char buf[64];
-        for (size_t v = 0; v < m->gmrf->n; v++) {
-            const char *l = gmm_graph_node_label(m->g, v, buf);
+        for (size_t v = 0; v < gmm_mdl_nsites(m); v++) {
+            const char *l = gmm_mdl_site_label(m, v, buf);
             gmm_digest_add(&h, l, strlen(l) + 1);
         }
     }
@@ -73,7 +73,7 @@ gmm_status gmm_mdl_draws_origin(gmm_mdl *m, const int *sampled, json_t **out)
  * NULL when they are, else the first column that is not (in buf). */
 static const char *foreign_column(gmm_mdl *m, const gmm_draws *d, char *buf, size_t size)
 {
-    int inputs = gmm_latent_has_inputs(m->lat);
+    int inputs = (gmm_latent_has_inputs(m->lat) || m->stack);
     size_t nf = inputs ? m->nrow : m->gmrf->n, jf = 0, jx = 0;
     size_t nx = gmm_latent_dim(m->lat);
     char want[96], lb[64];
@@ -139,7 +139,7 @@ gmm_status gmm_mdl_check_draws(gmm_mdl *m, const char *path, const gmm_draws *d,
     char buf[96];
     const char *bad = foreign_column(m, d, buf, sizeof buf);
     if (bad) {
-        int inputs = gmm_latent_has_inputs(m->lat);
+        int inputs = (gmm_latent_has_inputs(m->lat) || m->stack);
         return gmm_error(GMM_EINVAL,
                          "%s: no sidecar %s.json says which model these draws came from, and "
                          "column '%s' is not this model's (%s %s, f at %zu %s): give the draws "
@@ -155,7 +155,7 @@ gmm_status gmm_mdl_check_draws(gmm_mdl *m, const char *path, const gmm_draws *d,
 gmm_status gmm_mdl_draws_site(const gmm_mdl *m, const char *name, size_t *v)
 {
     size_t len = strlen(name);
-    if (gmm_latent_has_inputs(m->lat)) {
+    if ((gmm_latent_has_inputs(m->lat) || m->stack)) {
         char *end;
         unsigned long r = strtoul(name + 2, &end, 10);
         if (end != name + len - 1 || r < 1 || r > m->nrow)
@@ -175,7 +175,7 @@ gmm_status gmm_mdl_draws_site(const gmm_mdl *m, const char *name, size_t *v)
 const char *gmm_mdl_draws_column(const gmm_mdl *m, size_t v, char *buf)
 {
     char lb[64];
-    if (gmm_latent_has_inputs(m->lat))
+    if ((gmm_latent_has_inputs(m->lat) || m->stack))
         snprintf(buf, 96, "f[%zu]", v + 1);
     else
         snprintf(buf, 96, "f[%s]", gmm_graph_node_label(m->g, v, lb));
@@ -184,12 +184,12 @@ const char *gmm_mdl_draws_column(const gmm_mdl *m, size_t v, char *buf)
 
 const char *gmm_mdl_site_noun(const gmm_mdl *m)
 {
-    return gmm_latent_has_inputs(m->lat) ? "data row" : "the graph's node";
+    return (gmm_latent_has_inputs(m->lat) || m->stack) ? "data row" : "the graph's node";
 }
 
 gmm_status gmm_mdl_sites_parse(const gmm_mdl *m, const char *item, size_t *first, size_t *last)
 {
-    if (gmm_latent_has_inputs(m->lat)) {
+    if ((gmm_latent_has_inputs(m->lat) || m->stack)) {
         char *end;
         unsigned long a = strtoul(item, &end, 10), b = a;
         if (*end == '-')

@@ -51,6 +51,17 @@ struct gmm_mdl {
     size_t ncoef;
     double *X;
     char (*coef_name)[64];
+    /* a formula of several f() terms, or one of iid-free intrinsic models
+     * (rw1, rw2, besag, bym2): a stacked latent (stack.h) whose sites are
+     * the data rows; per term its graph (levels or nodes), its precision's
+     * spec and gmrf (graph-precision terms); rowkey: each row's cells of the
+     * formula's columns, joined, which held-out rows are matched by */
+    int stack;
+    size_t nterm;
+    gmm_graph **sg;
+    gmm_spec_node **sspec;
+    gmm_gmrf **sgmrf;
+    char **rowkey;
 };
 
 /* The design of fm's fixed terms over table t (the intercept first when
@@ -67,6 +78,10 @@ gmm_status gmm_mdl_impl_predict_rows(gmm_mdl *m, double *mean, double *var);
 
 gmm_status gmm_mdl_impl_design(gmm_mdl *m, const gmm_table *t, const gmm_formula *fm,
                                int intercept);
+
+/* Row r's cells of columns col[0..nc), each followed by a unit separator
+ * (allocated; NULL: out of memory). */
+char *gmm_mdl_impl_join_cells(const gmm_table *t, size_t r, const size_t *col, size_t nc);
 
 /* The column named `name` of draws d, or d->nvar. */
 size_t gmm_mdl_impl_draws_var(const gmm_draws *d, const char *name);

@@ -24,6 +24,57 @@ void gmm_mdl_test_free(gmm_mdl_test *t)
     gmm_free(t);
 }
 
+char *gmm_mdl_impl_join_cells(const gmm_table *t, size_t r, const size_t *col, size_t nc)
+{
+    size_t len = 1;
+    for (size_t k = 0; k < nc; k++)
+        len += strlen(t->cell[r][col[k]]) + 1;
+    char *key = gmm_malloc(len, 1);
+    if (!key)
+        return NULL;
+    size_t at = 0;
+    for (size_t k = 0; k < nc; k++) {
+        size_t l = strlen(t->cell[r][col[k]]);
+        memcpy(key + at, t->cell[r][col[k]], l);
+        at += l;
+        key[at++] = '\x1f';
+    }
+    key[at] = '\0';
+    return key;
+}
+
+/* The data row of a stacked model whose formula columns hold the same
+ * cells as row r of test table tb (the first such row): held-out rows are
+ * rows of the model's data with the outcome missing. */
+static gmm_status stack_row(const gmm_mdl *m, const gmm_table *tb, size_t r, size_t *row)
+{
+    const gmm_formula *fm = m->fm;
+    size_t nc = fm->nlatent + fm->nfixed, col[64];
+    if (nc > 64)
+        return gmm_error(GMM_EINVAL, "score: more than 64 formula columns");
+    gmm_status s;
+    for (size_t k = 0; k < nc; k++)
+        if ((s = gmm_table_column(tb, k < fm->nlatent ? fm->latent[k].name
+                                                      : fm->fixed[k - fm->nlatent].name,
+                                  &col[k])) != GMM_OK)
+            return s;
+    char *key = gmm_mdl_impl_join_cells(tb, r, col, nc);
+    if (!key)
+        return gmm_error(GMM_ENOMEM, "out of memory");
+    size_t q;
+    for (q = 0; q < m->nrow && strcmp(m->rowkey[q], key); q++)
+        ;
+    gmm_free(key);
+    if (q == m->nrow)
+        return gmm_error_at(GMM_EPARSE, r,
+                            "%s:%zu: no row of the model's data %s has this row's values of "
+                            "the formula's columns (a model of several f() terms scores rows "
+                            "of its own data, whose outcome it left missing)",
+                            tb->file, tb->line[r], m->data_file);
+    *row = q;
+    return GMM_OK;
+}
+
 gmm_status gmm_mdl_test_read(const gmm_mdl *m, const char *path, gmm_mdl_test **out)
 {
     gmm_status s;
@@ -37,7 +88,8 @@ gmm_status gmm_mdl_test_read(const gmm_mdl *m, const char *path, gmm_mdl_test **
     const gmm_table *tb = t->table;
     size_t ce = 0, n = tb->nrow, nn = n ? n : 1;
     const char *ename = m->ename;
-    if ((s = gmm_table_column(tb, gmm_mdl_data_site_name(m), &t->col_site)) != GMM_OK ||
+    if ((!m->stack &&
+         (s = gmm_table_column(tb, gmm_mdl_data_site_name(m), &t->col_site)) != GMM_OK) ||
         (s = gmm_table_column(tb, m->yname, &t->col_y)) != GMM_OK ||
         (ename && (s = gmm_table_column(tb, ename, &ce)) != GMM_OK))
         goto fail;
@@ -57,7 +109,10 @@ gmm_status gmm_mdl_test_read(const gmm_mdl *m, const char *path, gmm_mdl_test **
     for (size_t r = 0; r < n; r++) {
         if (!ename)
             t->e[r] = 1.0;
-        if (!inputs && !gmm_graph_node_find(m->g, tb->cell[r][t->col_site], &t->site[r])) {
+        if (m->stack) {
+            if ((s = stack_row(m, tb, r, &t->site[r])) != GMM_OK)
+                goto fail;
+        } else if (!inputs && !gmm_graph_node_find(m->g, tb->cell[r][t->col_site], &t->site[r])) {
             s = gmm_error_at(GMM_EPARSE, r,
                              "%s:%zu: column '%s': node '%s' is not a node of the model's graph",
                              tb->file, tb->line[r], tb->header[t->col_site],
@@ -295,14 +350,14 @@ void gmm_mdl_data_row(const gmm_mdl *m, size_t r, size_t *line, double *y, size_
 {
     *line = m->line[r];
     *y = m->y[r] + (m->has_center > 0 ? m->center : 0.0);
-    *site = gmm_latent_has_inputs(m->lat) ? r : m->row_node[r];
+    *site = gmm_latent_has_inputs(m->lat) || m->stack ? r : m->row_node[r];
 }
 
 gmm_status gmm_mdl_score_loo(gmm_mdl *m, double *lpd)
 {
     /* one site per row for models with inputs, and where covariates make
      * each row's linear predictor its own */
-    int rows = gmm_latent_has_inputs(m->lat) ||
+    int rows = gmm_latent_has_inputs(m->lat) || m->stack ||
                !gmm_problem_offset_constant(m->prob, m->obj->value, NULL);
     const gmm_lik *lik = gmm_mdl_likelihood(m);
     double center = gmm_mdl_center(m, NULL), noise = gmm_mdl_noise(m);

@@ -22,6 +22,10 @@ gmm_status gmm_mdl_check_new_inputs(const gmm_mdl *m)
 {
     if (gmm_latent_has_inputs(m->lat))
         return GMM_OK;
+    if (m->stack)
+        return gmm_error(GMM_EINVAL, "--at and --grid apply to models with inputs (state-space); "
+                                     "a model of several f() terms predicts at its data rows "
+                                     "(rows with a missing outcome are predicted too)");
     return gmm_error(GMM_EINVAL, "--at and --grid apply to models with inputs (state-space); "
                                  "this model predicts at every node");
 }
@@ -154,7 +158,9 @@ gmm_status gmm_mdl_describe(const gmm_mdl *m, gmm_model *mf, char **scratch)
     gmm_model_init(mf);
     const gmm_objective *o = m->obj;
     size_t nl = gmm_latent_nparam(m->lat);
-    if (m->graph) {
+    if (m->stack) {
+        /* the formula says it all; the parameters carry the values */
+    } else if (m->graph) {
         size_t need = gmm_spec_format(m->spec, nl, o->name, o->value, NULL, 0);
         char *buf = gmm_malloc(need + 1, 1);
         if (!buf)
@@ -197,7 +203,7 @@ gmm_status gmm_mdl_describe(const gmm_mdl *m, gmm_model *mf, char **scratch)
 
 size_t gmm_mdl_nsites(const gmm_mdl *m)
 {
-    return gmm_latent_has_inputs(m->lat) ? m->nrow : m->gmrf->n;
+    return gmm_latent_has_inputs(m->lat) || m->stack ? m->nrow : m->gmrf->n;
 }
 
 void gmm_mdl_set_progress(gmm_mdl *m, int (*fn)(void *user, size_t done, size_t total),
@@ -210,7 +216,8 @@ void gmm_mdl_set_progress(gmm_mdl *m, int (*fn)(void *user, size_t done, size_t 
 
 gmm_status gmm_mdl_whitened_sites(gmm_mdl *m, const double *v, double *f)
 {
-    return gmm_latent_has_inputs(m->lat) ? gmm_problem_whitened_linpred(m->prob, v, f, NULL)
+    return gmm_latent_has_inputs(m->lat) || m->stack
+               ? gmm_problem_whitened_linpred(m->prob, v, f, NULL)
                                          : gmm_problem_whitened_linpred(m->prob, v, NULL, f);
 }
 
@@ -226,6 +233,11 @@ gmm_status gmm_mdl_impl_predict_rows(gmm_mdl *m, double *mean, double *var)
 gmm_status gmm_mdl_predict(gmm_mdl *m, const double *xq, size_t nq, double *mean, double *var)
 {
     gmm_status s;
+    if (m->stack) {
+        if (nq != m->nrow)
+            return gmm_error(GMM_EDIM, "predict: %zu outputs for %zu data rows", nq, m->nrow);
+        return gmm_mdl_impl_predict_rows(m, mean, var);
+    }
     if (gmm_latent_has_inputs(m->lat) && xq == m->x && nq == m->nrow &&
         !gmm_problem_offset_constant(m->prob, m->obj->value, NULL)) {
         /* at the data rows themselves the covariates are known */
@@ -247,14 +259,14 @@ gmm_status gmm_mdl_predict(gmm_mdl *m, const double *xq, size_t nq, double *mean
 
 int gmm_mdl_site_find(const gmm_mdl *m, const char *label, size_t *v)
 {
-    return !gmm_latent_has_inputs(m->lat) && gmm_graph_node_find(m->g, label, v);
+    return !gmm_latent_has_inputs(m->lat) && !m->stack && gmm_graph_node_find(m->g, label, v);
 }
 
 const char *gmm_mdl_data_exposure_name(const gmm_mdl *m) { return m->ename; }
 const char *gmm_mdl_data_y_name(const gmm_mdl *m) { return m->yname; }
 const char *gmm_mdl_data_site_name(const gmm_mdl *m)
 {
-    return gmm_latent_has_inputs(m->lat) ? m->xname : m->nodename;
+    return gmm_latent_has_inputs(m->lat) ? m->xname : m->stack ? "row" : m->nodename;
 }
 
 const char *gmm_mdl_site_label(const gmm_mdl *m, size_t v, char *buf)
@@ -263,12 +275,16 @@ const char *gmm_mdl_site_label(const gmm_mdl *m, size_t v, char *buf)
         snprintf(buf, 64, "%.17g", m->x[v]);
         return buf;
     }
+    if (m->stack) { /* the data row, counted from 1 */
+        snprintf(buf, 64, "%zu", v + 1);
+        return buf;
+    }
     return gmm_graph_node_label(m->g, v, buf);
 }
 
 const char *gmm_mdl_site_column(const gmm_mdl *m)
 {
-    return gmm_latent_has_inputs(m->lat) ? "x" : "node";
+    return gmm_latent_has_inputs(m->lat) ? "x" : m->stack ? "row" : "node";
 }
 
 int gmm_mdl_observed_normal(const gmm_mdl *m) { return m->lik.type->conjugate; }
