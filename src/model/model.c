@@ -177,6 +177,45 @@ static int is_stack(const gmm_formula *fm)
     return k > 0;
 }
 
+/* The terms of a stacked formula, before any data is read: known keys, a
+ * graph where the model needs one, no kernel spec, one term per column. */
+static gmm_status check_stack_terms(const build *b, const gmm_formula *fm)
+{
+    for (size_t k = 0; k < fm->nlatent; k++) {
+        const gmm_formula_latent *t = &fm->latent[k];
+        for (size_t j = 0; j < k; j++)
+            if (!strcmp(fm->latent[j].name, t->name))
+                return formula_error(b, t->pos,
+                                     "formula: two f() terms on column '%s' would share their "
+                                     "parameter names (f.%s.variance)",
+                                     t->name, t->name);
+        for (size_t a = 0; a < t->narg; a++)
+            if (strcmp(t->arg[a].key, "graph"))
+                return formula_error(b, t->arg[a].pos,
+                                     "formula: f() has no key '%s' (keys: graph)",
+                                     t->arg[a].key);
+        size_t gpos = 0;
+        const char *graph = gmm_formula_arg_find(t, "graph", &gpos);
+        int mk = stack_model(t);
+        if (mk < 0 && !graph)
+            return formula_error(b, t->model_pos,
+                                 "formula: f(%s, '%s'): a kernel spec is a state-space latent, "
+                                 "which does not stack with other f() terms (use rw1 or rw2 "
+                                 "for a smooth effect of '%s' beside other terms, or fit the "
+                                 "kernel alone)",
+                                 t->name, t->model, t->name);
+        int needs_graph = mk < 0 || stack_kind[mk] == GMM_STACK_BESAG ||
+                          stack_kind[mk] == GMM_STACK_BYM2;
+        if (needs_graph && !graph)
+            return formula_error(b, t->model_pos, "formula: f(%s, %s) needs graph=EDGES.csv",
+                                 t->name, t->model);
+        if (!needs_graph && graph)
+            return formula_error(b, gpos, "formula: f(%s, %s) takes no graph", t->name,
+                                 t->model);
+    }
+    return GMM_OK;
+}
+
 /* Parse s->formula into m->fm and fill *d: s with the latent, its column
  * and the response from the formula (fields a model file gave are kept). */
 static gmm_status apply_formula(build *b, gmm_mdl *m, gmm_mdl_spec *d)
@@ -197,6 +236,8 @@ static gmm_status apply_formula(build *b, gmm_mdl *m, gmm_mdl_spec *d)
                              "formula: a model needs a latent term f(NAME, MODEL, ...)");
     if (is_stack(fm)) {
         /* the terms are read with the data (build_stack) */
+        if ((s = check_stack_terms(b, fm)) != GMM_OK)
+            return s;
         m->stack = 1;
         d->y = o->y ? o->y : fm->response;
         d->kernel = d->precision = d->graph = d->x = d->node = NULL;
@@ -620,45 +661,10 @@ static gmm_status build_stack(build *b, gmm_mdl *m, const gmm_table *data)
     m->nterm = K;
     for (size_t k = 0; k < K && s == GMM_OK; k++) {
         const gmm_formula_latent *t = &fm->latent[k];
-        for (size_t j = 0; j < k; j++)
-            if (!strcmp(fm->latent[j].name, t->name)) {
-                s = formula_error(b, t->pos,
-                                  "formula: two f() terms on column '%s' would share their "
-                                  "parameter names (f.%s.variance)",
-                                  t->name, t->name);
-                goto done;
-            }
-        for (size_t a = 0; a < t->narg; a++)
-            if (strcmp(t->arg[a].key, "graph")) {
-                s = formula_error(b, t->arg[a].pos, "formula: f() has no key '%s' (keys: graph)",
-                                  t->arg[a].key);
-                goto done;
-            }
-        size_t gpos = 0;
-        const char *graph = gmm_formula_arg_find(t, "graph", &gpos);
+        const char *graph = gmm_formula_arg_find(t, "graph", NULL);
         int mk = stack_model(t);
         snprintf(names[k], sizeof names[k], "f.%s", t->name);
         terms[k].name = names[k];
-        if (mk < 0 && !graph) {
-            s = formula_error(b, t->model_pos,
-                              "formula: f(%s, '%s'): a kernel spec is a state-space latent, "
-                              "which does not stack with other f() terms (use rw1 or rw2 for a "
-                              "smooth effect of '%s' beside other terms, or fit the kernel "
-                              "alone)",
-                              t->name, t->model, t->name);
-            goto done;
-        }
-        int needs_graph = mk < 0 || stack_kind[mk] == GMM_STACK_BESAG ||
-                          stack_kind[mk] == GMM_STACK_BYM2;
-        if (needs_graph && !graph) {
-            s = formula_error(b, t->model_pos, "formula: f(%s, %s) needs graph=EDGES.csv",
-                              t->name, t->model);
-            goto done;
-        }
-        if (!needs_graph && graph) {
-            s = formula_error(b, gpos, "formula: f(%s, %s) takes no graph", t->name, t->model);
-            goto done;
-        }
         if (mk >= 0 && (stack_kind[mk] == GMM_STACK_RW1 || stack_kind[mk] == GMM_STACK_RW2)) {
             size_t c;
             terms[k].model = stack_kind[mk];
@@ -720,9 +726,6 @@ static gmm_status build_stack(build *b, gmm_mdl *m, const gmm_table *data)
         char buf[1024];
         gmm_latent_stack_describe(m->lat, buf, sizeof buf);
         report(b, GMM_MDL_REPORT_INFO, "%s", buf);
-        report(b, GMM_MDL_REPORT_INFO,
-               "%zu sum-to-zero constraint(s) (conditioned on by kriging)",
-               gmm_latent_nconstr(m->lat));
     }
     s = stack_rowkeys(m, data);
 done:
