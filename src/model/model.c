@@ -612,7 +612,7 @@ static gmm_status stack_rowkeys(gmm_mdl *m, const gmm_table *data)
 
 /* The graph of a besag, bym2 or graph-precision term: its edge list (columns
  * i, j and an optional length) with the rows' nodes attached. */
-static gmm_status stack_graph(const build *b, gmm_mdl *m, const gmm_table *data,
+static gmm_status stack_graph(const build *b, const gmm_table *data,
                               const gmm_formula_latent *t, const char *path, size_t *row_node,
                               gmm_graph **g)
 {
@@ -633,7 +633,6 @@ static gmm_status stack_graph(const build *b, gmm_mdl *m, const gmm_table *data,
                "warning: %zu value(s) of column '%s' are not nodes of %s and become isolated "
                "nodes",
                nisolated, t->name, path);
-    (void)m;
 done:
     gmm_free(isolated);
     gmm_table_free(edges);
@@ -689,7 +688,7 @@ static gmm_status build_stack(build *b, gmm_mdl *m, const gmm_table *data)
                                            &nadded);
             gmm_free(added);
         } else {
-            s = stack_graph(b, m, data, t, graph, level[k], &m->sg[k]);
+            s = stack_graph(b, data, t, graph, level[k], &m->sg[k]);
         }
         if (s != GMM_OK)
             goto done;

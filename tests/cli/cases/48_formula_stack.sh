@@ -93,6 +93,11 @@ run "$GMM_INFER" score --model "$WORK/stack-model.json" "$CASE_TMP/other.csv"
 expect_exit 1
 expect_stderr 'other\.csv:2: no row of the model'
 
+begin "formula stack: score --loo leaves each data row out"
+run "$GMM_INFER" score --loo --model "$WORK/stack-model.json"
+expect_exit 0
+expect_stdout '"n": 47'
+
 begin "formula stack: vi refuses constrained latents with the reason"
 run "$GMM_INFER" vi --model "$WORK/stack-model.json" -o "$CASE_TMP/v.json"
 expect_exit 1
