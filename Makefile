@@ -9,6 +9,7 @@
 #                        tests/fuzz/regress/, which `make check` replays with cc
 #   make bench           run the benchmarks (BENCH_CSV=FILE, BENCH_QUICK=1)
 #   make demo            the README's main job on the shipped data
+#   make demo-flu        the influenza counts as a space-time model (a few minutes)
 #   make install PREFIX=/usr/local
 #
 # Debugging a test: CK_FORK=no CK_RUN_SUITE=band_chol build/release/tests/run
@@ -67,7 +68,7 @@ BIN := $(BUILD)/gmm-infer
 TEST_BIN := $(BUILD)/tests/run
 
 .PHONY: all deps deps-bench deps-demo deps-fuzz check check-unit check-cli check-fuzz fuzz \
-        bench demo install clean
+        bench demo demo-flu install clean
 
 all: gmm-infer
 
@@ -203,6 +204,9 @@ bench: $(BENCH_BIN) $(BIN) | deps-bench
 
 demo: gmm-infer | deps-demo
 	scripts/demo.sh
+
+demo-flu: gmm-infer
+	scripts/demo-flu.sh
 
 install: $(BIN)
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1

@@ -9,6 +9,7 @@
  *                                       terms and latent kind it gives
  *     "kernel": "matern32(variance=2.5, lengthscale=0.7) + ...",
  *         -- or, for graph models, "precision": "edge-ou(...)"; exactly one
+ *         (neither for a formula of several f() terms: the formula says it)
  *     "parameters": {"0.matern32.variance": 2.5, ..., "noise.variance": 0.1},
  *     "likelihood": "gaussian",
  *     "center": 315.2,                  the mean subtracted from y, or null

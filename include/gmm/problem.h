@@ -192,7 +192,8 @@ gmm_metric gmm_problem_metric(const gmm_problem *p);
  * number about 1 + lambda_max, which sets NUTS's steps per iteration.  By
  * power iteration (relative precision 1e-3, at most 200 products of O(n
  * kl)) after one Laplace fit.  Leaves no whitening setup.  Errors as
- * gmm_problem_whiten_setup and the Laplace fit's. */
+ * gmm_problem_whiten_setup and the Laplace fit's; GMM_EINVAL for a latent
+ * with linear constraints (no Laplace metric there). */
 gmm_status gmm_problem_data_information(gmm_problem *p, const double *theta, double *lmax);
 /* The lambda_max above which the Laplace metric beats the prior's (auto;
  * measured in docs/design.md). */

@@ -103,11 +103,13 @@ static double seconds_between(const struct timespec *a, const struct timespec *b
     return (double)(b->tv_sec - a->tv_sec) + 1e-9 * (double)(b->tv_nsec - a->tv_nsec);
 }
 
-/* f at the data rows (a latent with inputs, or covariates: a node has no
- * linear predictor of its own then) or at the nodes. */
+/* f at the data rows (a latent with inputs; covariates: a node has no
+ * linear predictor of its own then; a stack, which has no nodes) or at the
+ * nodes. */
 static int row_sites(gmm_problem *p)
 {
-    return gmm_latent_has_inputs(gmm_problem_latent(p)) ||
+    const gmm_latent *l = gmm_problem_latent(p);
+    return gmm_latent_has_inputs(l) || gmm_latent_node_index(l, 0) == GMM_NO_INDEX ||
            !gmm_problem_offset_constant(p, gmm_problem_objective(p)->value, NULL);
 }
 

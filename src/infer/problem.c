@@ -779,6 +779,9 @@ gmm_status gmm_problem_data_information(gmm_problem *p, const double *theta, dou
     gmm_status st;
     if (!p || !theta || !lmax)
         return gmm_error(GMM_EINVAL, "gmm_problem_data_information: NULL argument");
+    if (gmm_latent_nconstr(p->lat))
+        return gmm_error(GMM_EINVAL, "the latent has linear constraints, where the Laplace "
+                                     "metric is not available");
     gmm_metric keep = p->metric;
     p->metric = GMM_METRIC_PRIOR;
     double *u = gmm_malloc(p->n, sizeof *u), *z = gmm_malloc(p->n, sizeof *z);

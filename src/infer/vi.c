@@ -237,7 +237,9 @@ gmm_status gmm_vi_alloc(gmm_problem *p, const gmm_vi_params *par, gmm_vi **out)
         return st;
     gmm_latent *lat = gmm_problem_latent_eval(p);
     if (gmm_latent_nconstr(lat))
-        return gmm_error(GMM_EINVAL, "vi: intrinsic priors are not supported");
+        return gmm_error(GMM_EINVAL, "vi: a latent with sum-to-zero constraints (rw1, rw2, "
+                                     "besag, bym2) is not supported (q would live on the "
+                                     "constrained subspace); use fit (Laplace) or hmc");
     int rows = par->prior == GMM_VI_PRIOR_ROWS ||
                (par->prior == GMM_VI_PRIOR_AUTO && gmm_latent_prior_nrows(lat) > 0);
     if (rows && gmm_latent_prior_nrows(lat) == 0)

@@ -37,7 +37,8 @@ gmm_status gmm_model_write(const gmm_model *m, FILE *f, const char *name)
 
     if (!m || !f)
         return gmm_error(GMM_EINVAL, "%s: model write: NULL argument", file);
-    if ((m->kernel == NULL) == (m->precision == NULL))
+    /* a formula of several f() terms carries its latent itself */
+    if ((m->kernel && m->precision) || (!m->kernel && !m->precision && !m->formula))
         return gmm_error(GMM_EINVAL, "%s: a model has exactly one of 'kernel' and 'precision'",
                          file);
     if (!m->likelihood)
@@ -73,7 +74,7 @@ gmm_status gmm_model_write(const gmm_model *m, FILE *f, const char *name)
         ok = ok && put(root, "formula", json_string(m->formula));
     if (m->kernel)
         ok = ok && put(root, "kernel", json_string(m->kernel));
-    else
+    else if (m->precision)
         ok = ok && put(root, "precision", json_string(m->precision));
     for (size_t i = 0; ok && i < m->nparam; i++)
         ok = put(params, m->param_name[i], json_real(m->param_value[i]));
@@ -214,7 +215,7 @@ static gmm_status parse(reader *r, json_t *root, gmm_model *m)
         return r->st;
     int has_k = json_object_get(root, "kernel") != NULL;
     int has_p = json_object_get(root, "precision") != NULL;
-    if (!has_k && !has_p)
+    if (!has_k && !has_p && !json_object_get(root, "formula"))
         return gmm_error(GMM_EPARSE, "%s: missing key 'kernel' (or 'precision' for a graph "
                                      "model)",
                          r->file);

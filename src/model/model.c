@@ -17,6 +17,7 @@
 #include "gmm/io.h"
 #include "gmm/problem.h"
 #include "gmm/ssm.h"
+#include "gmm/stack.h"
 
 void gmm_mdl_spec_init(gmm_mdl_spec *s)
 {
@@ -64,6 +65,17 @@ void gmm_mdl_free(gmm_mdl *m)
         gmm_free(m->edge_cols[i]);
     gmm_free(m->formula);
     gmm_formula_free(m->fm);
+    for (size_t k = 0; k < m->nterm; k++) {
+        gmm_gmrf_free(m->sgmrf[k]);
+        gmm_spec_free(m->sspec[k]);
+        gmm_graph_free(m->sg[k]);
+    }
+    gmm_free(m->sg);
+    gmm_free(m->sspec);
+    gmm_free(m->sgmrf);
+    for (size_t r = 0; m->rowkey && r < m->nrow; r++)
+        gmm_free(m->rowkey[r]);
+    gmm_free(m->rowkey);
     gmm_free(m->X);
     gmm_free(m->coef_name);
     gmm_mdl_impl_levels_free(m);
@@ -142,6 +154,69 @@ static gmm_status formula_error(const build *b, size_t pos, const char *fmt, ...
     return GMM_EPARSE;
 }
 
+/* The stacked models of f(NAME, MODEL): the intrinsic ones and iid. */
+static const char *const stack_models[] = {"iid", "rw1", "rw2", "besag", "bym2"};
+static const gmm_stack_model stack_kind[] = {GMM_STACK_IID, GMM_STACK_RW1, GMM_STACK_RW2,
+                                             GMM_STACK_BESAG, GMM_STACK_BYM2};
+
+/* -1, or the index in stack_models of term t's model */
+static int stack_model(const gmm_formula_latent *t)
+{
+    for (int k = 0; !t->quoted && k < (int)(sizeof stack_models / sizeof *stack_models); k++)
+        if (!strcmp(t->model, stack_models[k]))
+            return k;
+    return -1;
+}
+
+/* Several f() terms, or one intrinsic one: a stacked latent (one iid term
+ * alone stays the edgeless graph precision, as before). */
+static int is_stack(const gmm_formula *fm)
+{
+    if (fm->nlatent > 1)
+        return 1;
+    int k = stack_model(&fm->latent[0]);
+    return k > 0;
+}
+
+/* The terms of a stacked formula, before any data is read: known keys, a
+ * graph where the model needs one, no kernel spec, one term per column. */
+static gmm_status check_stack_terms(const build *b, const gmm_formula *fm)
+{
+    for (size_t k = 0; k < fm->nlatent; k++) {
+        const gmm_formula_latent *t = &fm->latent[k];
+        for (size_t j = 0; j < k; j++)
+            if (!strcmp(fm->latent[j].name, t->name))
+                return formula_error(b, t->pos,
+                                     "formula: two f() terms on column '%s' would share their "
+                                     "parameter names (f.%s.variance)",
+                                     t->name, t->name);
+        for (size_t a = 0; a < t->narg; a++)
+            if (strcmp(t->arg[a].key, "graph"))
+                return formula_error(b, t->arg[a].pos,
+                                     "formula: f() has no key '%s' (keys: graph)",
+                                     t->arg[a].key);
+        size_t gpos = 0;
+        const char *graph = gmm_formula_arg_find(t, "graph", &gpos);
+        int mk = stack_model(t);
+        if (mk < 0 && !graph)
+            return formula_error(b, t->model_pos,
+                                 "formula: f(%s, '%s'): a kernel spec is a state-space latent, "
+                                 "which does not stack with other f() terms (use rw1 or rw2 "
+                                 "for a smooth effect of '%s' beside other terms, or fit the "
+                                 "kernel alone)",
+                                 t->name, t->model, t->name);
+        int needs_graph = mk < 0 || stack_kind[mk] == GMM_STACK_BESAG ||
+                          stack_kind[mk] == GMM_STACK_BYM2;
+        if (needs_graph && !graph)
+            return formula_error(b, t->model_pos, "formula: f(%s, %s) needs graph=EDGES.csv",
+                                 t->name, t->model);
+        if (!needs_graph && graph)
+            return formula_error(b, gpos, "formula: f(%s, %s) takes no graph", t->name,
+                                 t->model);
+    }
+    return GMM_OK;
+}
+
 /* Parse s->formula into m->fm and fill *d: s with the latent, its column
  * and the response from the formula (fields a model file gave are kept). */
 static gmm_status apply_formula(build *b, gmm_mdl *m, gmm_mdl_spec *d)
@@ -160,17 +235,16 @@ static gmm_status apply_formula(build *b, gmm_mdl *m, gmm_mdl_spec *d)
     if (fm->nlatent == 0)
         return formula_error(b, strlen(o->formula),
                              "formula: a model needs a latent term f(NAME, MODEL, ...)");
-    if (fm->nlatent > 1)
-        return formula_error(b, fm->latent[1].pos,
-                             "formula: more than one f() term is not supported yet");
+    if (is_stack(fm)) {
+        /* the terms are read with the data (build_stack) */
+        if ((s = check_stack_terms(b, fm)) != GMM_OK)
+            return s;
+        m->stack = 1;
+        d->y = o->y ? o->y : fm->response;
+        d->kernel = d->precision = d->graph = d->x = d->node = NULL;
+        return GMM_OK;
+    }
     const gmm_formula_latent *t = &fm->latent[0];
-    static const char *const later[] = {"rw1", "rw2", "besag", "bym2"};
-    for (size_t k = 0; !t->quoted && k < sizeof later / sizeof later[0]; k++)
-        if (!strcmp(t->model, later[k]))
-            return formula_error(b, t->model_pos,
-                                 "formula: f(..., %s) is not supported yet (a kernel spec, a "
-                                 "graph precision with graph=EDGES.csv, or iid)",
-                                 t->model);
     for (size_t a = 0; a < t->narg; a++)
         if (strcmp(t->arg[a].key, "graph"))
             return formula_error(b, t->arg[a].pos, "formula: f() has no key '%s' (keys: graph)",
@@ -298,7 +372,7 @@ static gmm_status load_data(const build *b, gmm_mdl *m, gmm_table *t, const char
 {
     gmm_status s;
     size_t cx = 0, cy = 1, ce = 0;
-    if (!m->graph) {
+    if (!(m->graph || m->stack)) {
         if (t->ncol < 2 && (!xcol || !ycol))
             return gmm_error(GMM_EPARSE, "%s: need two columns (x and y), found %zu", t->file,
                              t->ncol);
@@ -309,7 +383,7 @@ static gmm_status load_data(const build *b, gmm_mdl *m, gmm_table *t, const char
         return s;
     if (m->ename && (s = gmm_table_column(t, m->ename, &ce)) != GMM_OK)
         return s;
-    if (t->nrow == 0 && !m->graph)
+    if (t->nrow == 0 && !(m->graph || m->stack))
         return gmm_error(GMM_EPARSE, "%s: no data rows", t->file);
     size_t nr = t->nrow ? t->nrow : 1;
     m->nrow = t->nrow;
@@ -320,18 +394,18 @@ static gmm_status load_data(const build *b, gmm_mdl *m, gmm_table *t, const char
         m->e = gmm_malloc(nr, sizeof(double));
     gmm_free(m->yname);
     m->yname = gmm_strdup(t->header[cy]);
-    if (!m->graph) {
+    if (!(m->graph || m->stack)) {
         gmm_free(m->xname);
         m->xname = gmm_strdup(t->header[cx]);
     }
     if (!m->x || !m->y || !m->line || (m->ename && !m->e) || !m->yname ||
-        (!m->graph && !m->xname))
+        (!(m->graph || m->stack) && !m->xname))
         return gmm_error(GMM_ENOMEM, "out of memory for the data");
     memcpy(m->line, t->line, t->nrow * sizeof(size_t));
-    if ((!m->graph && (s = gmm_table_column_double(t, cx, 0, m->x)) != GMM_OK) ||
+    if ((!(m->graph || m->stack) && (s = gmm_table_column_double(t, cx, 0, m->x)) != GMM_OK) ||
         (s = gmm_table_column_double(t, cy, 1, m->y)) != GMM_OK)
         return s;
-    if (!m->graph) {
+    if (!(m->graph || m->stack)) {
         /* x = 1e16 + year: distinct inputs that are one double would merge
          * rows into one state without a word */
         size_t cnt = 0, ra = 0, rb = 0;
@@ -512,6 +586,162 @@ done:
     return s;
 }
 
+/* ---- stacked latents (several f() terms) ------------------------------------- */
+
+/* Each row's cells of the formula's columns (f() indices, covariates,
+ * factors), joined by a unit separator: the key held-out rows are matched
+ * to the data rows by (gmm_mdl_stack_key). */
+static gmm_status stack_rowkeys(gmm_mdl *m, const gmm_table *data)
+{
+    const gmm_formula *fm = m->fm;
+    size_t nc = fm->nlatent + fm->nfixed;
+    size_t *col = gmm_malloc(nc, sizeof *col);
+    if (!col)
+        return gmm_error(GMM_ENOMEM, "out of memory");
+    gmm_status s = GMM_OK;
+    for (size_t k = 0; k < nc && s == GMM_OK; k++)
+        s = gmm_table_column(data, k < fm->nlatent ? fm->latent[k].name
+                                                   : fm->fixed[k - fm->nlatent].name, &col[k]);
+    if (s == GMM_OK && !(m->rowkey = gmm_calloc(m->nrow ? m->nrow : 1, sizeof *m->rowkey)))
+        s = gmm_error(GMM_ENOMEM, "out of memory");
+    for (size_t r = 0; s == GMM_OK && r < m->nrow; r++)
+        if (!(m->rowkey[r] = gmm_mdl_impl_join_cells(data, r, col, nc)))
+            s = gmm_error(GMM_ENOMEM, "out of memory");
+    gmm_free(col);
+    return s;
+}
+
+/* The graph of a besag, bym2 or graph-precision term: its edge list (columns
+ * i, j and an optional length) with the rows' nodes attached. */
+static gmm_status stack_graph(const build *b, const gmm_table *data,
+                              const gmm_formula_latent *t, const char *path, size_t *row_node,
+                              gmm_graph **g)
+{
+    gmm_table *edges = NULL;
+    size_t *isolated = NULL, nisolated = 0;
+    gmm_status s;
+    if ((s = gmm_table_read(path, &edges)) != GMM_OK ||
+        (s = gmm_graph_read_table(edges, "i", "j", "length", 1, g)) != GMM_OK)
+        goto done;
+    if ((*g)->nmerged)
+        report(b, GMM_MDL_REPORT_WARNING, "warning: %zu duplicate edge(s) in %s merged",
+               (*g)->nmerged, path);
+    if ((s = gmm_graph_attach_nodes(*g, data, t->name, 0, row_node, &isolated, &nisolated)) !=
+        GMM_OK)
+        goto done;
+    if (nisolated)
+        report(b, GMM_MDL_REPORT_WARNING,
+               "warning: %zu value(s) of column '%s' are not nodes of %s and become isolated "
+               "nodes",
+               nisolated, t->name, path);
+done:
+    gmm_free(isolated);
+    gmm_table_free(edges);
+    return s;
+}
+
+/* Every f() term a component of one stacked latent (stack.h), indexed by
+ * the data rows' values of its column. */
+static gmm_status build_stack(build *b, gmm_mdl *m, const gmm_table *data)
+{
+    const gmm_formula *fm = m->fm;
+    size_t K = fm->nlatent, nr = m->nrow ? m->nrow : 1;
+    gmm_status s = GMM_OK;
+    gmm_stack_term *terms = gmm_calloc(K, sizeof *terms);
+    char (*names)[72] = gmm_calloc(K, sizeof *names);
+    size_t **level = gmm_calloc(K, sizeof *level);
+    double **value = gmm_calloc(K, sizeof *value);
+    m->sg = gmm_calloc(K, sizeof *m->sg);
+    m->sspec = gmm_calloc(K, sizeof *m->sspec);
+    m->sgmrf = gmm_calloc(K, sizeof *m->sgmrf);
+    if (!terms || !names || !level || !value || !m->sg || !m->sspec || !m->sgmrf) {
+        s = gmm_error(GMM_ENOMEM, "out of memory");
+        goto done;
+    }
+    m->nterm = K;
+    for (size_t k = 0; k < K && s == GMM_OK; k++) {
+        const gmm_formula_latent *t = &fm->latent[k];
+        const char *graph = gmm_formula_arg_find(t, "graph", NULL);
+        int mk = stack_model(t);
+        snprintf(names[k], sizeof names[k], "f.%s", t->name);
+        terms[k].name = names[k];
+        if (mk >= 0 && (stack_kind[mk] == GMM_STACK_RW1 || stack_kind[mk] == GMM_STACK_RW2)) {
+            size_t c;
+            terms[k].model = stack_kind[mk];
+            if (!(value[k] = gmm_malloc(nr, sizeof **value))) {
+                s = gmm_error(GMM_ENOMEM, "out of memory");
+                goto done;
+            }
+            if ((s = gmm_table_column(data, t->name, &c)) != GMM_OK ||
+                (s = gmm_table_column_double(data, c, 0, value[k])) != GMM_OK)
+                goto done;
+            terms[k].value = value[k];
+            continue;
+        }
+        if (!(level[k] = gmm_malloc(nr, sizeof **level))) {
+            s = gmm_error(GMM_ENOMEM, "out of memory");
+            goto done;
+        }
+        if (!graph) { /* iid: the column's levels alone */
+            size_t *added = NULL, nadded = 0;
+            if ((s = gmm_graph_empty(&m->sg[k])) == GMM_OK)
+                s = gmm_graph_attach_nodes(m->sg[k], data, t->name, 0, level[k], &added,
+                                           &nadded);
+            gmm_free(added);
+        } else {
+            s = stack_graph(b, data, t, graph, level[k], &m->sg[k]);
+        }
+        if (s != GMM_OK)
+            goto done;
+        terms[k].level = level[k];
+        terms[k].nlevel = m->sg[k]->n;
+        terms[k].graph = m->sg[k];
+        if (mk >= 0) {
+            terms[k].model = stack_kind[mk];
+            continue;
+        }
+        /* a graph precision spec: its errors point into the formula */
+        terms[k].model = GMM_STACK_GRAPH;
+        b->ftext = b->s->formula;
+        b->fspec = t->model;
+        b->fbase = t->model_pos;
+        if ((s = parse_spec(b, "precision", t->model, &m->sspec[k])) != GMM_OK)
+            goto done;
+        if ((s = gmm_gmrf_alloc(m->sg[k], m->sspec[k], t->model, &m->sgmrf[k])) != GMM_OK) {
+            if (s == GMM_EPARSE)
+                spec_error(b, "precision", t->model, s);
+            goto done;
+        }
+        terms[k].gmrf = m->sgmrf[k];
+    }
+    if ((s = gmm_latent_stack_alloc(m->nrow, K, terms, 0, &m->lat)) != GMM_OK) {
+        if (gmm_error_index() < m->nrow) {
+            char why[GMM_ERROR_MAX];
+            snprintf(why, sizeof why, "%s", gmm_error_message());
+            s = gmm_error(s, "%s:%zu: %s", m->data_file, m->line[gmm_error_index()], why);
+        }
+        goto done;
+    }
+    if (b->s->verbose) {
+        char buf[1024];
+        gmm_latent_stack_describe(m->lat, buf, sizeof buf);
+        report(b, GMM_MDL_REPORT_INFO, "%s", buf);
+    }
+    s = stack_rowkeys(m, data);
+done:
+    for (size_t k = 0; k < K; k++) {
+        if (level)
+            gmm_free(level[k]);
+        if (value)
+            gmm_free(value[k]);
+    }
+    gmm_free(level);
+    gmm_free(value);
+    gmm_free(names);
+    gmm_free(terms);
+    return s;
+}
+
 /* ---- the problem ---------------------------------------------------------------- */
 
 /* A formula's latent parameters named after their term: the latent's
@@ -523,7 +753,7 @@ done:
  * the latent's names. */
 static gmm_status term_names(gmm_mdl *m)
 {
-    if (!m->fm || m->fm->nlatent != 1)
+    if (!m->fm || m->fm->nlatent != 1 || m->stack) /* a stack names its own */
         return GMM_OK;
     const gmm_formula_latent *t = &m->fm->latent[0];
     size_t nl = gmm_latent_nparam(m->lat);
@@ -751,14 +981,14 @@ static gmm_status build_model(const build *b, gmm_mdl *m)
         (s = check_spec(b, &m->lik)) != GMM_OK)
         return s;
     m->graph = o->graph != NULL || b->edgeless;
-    if (!o->data || !(m->graph ? o->precision : o->kernel))
+    if (!o->data || (!m->stack && !(m->graph ? o->precision : o->kernel)))
         return gmm_error(GMM_EINVAL, "model: no data file, or no %s spec",
                          m->graph ? "precision" : "kernel");
     m->data_file = gmm_strdup(o->data);
     m->data_rec = record_path(o->data);
     m->graph_file = gmm_strdup(o->graph);
     m->graph_rec = record_path(o->graph);
-    m->spec_text = gmm_strdup(m->graph ? o->precision : o->kernel);
+    m->spec_text = gmm_strdup(m->stack ? "" : m->graph ? o->precision : o->kernel);
     const char *qcol = o->exposure ? o->exposure : o->trials;
     m->ename = gmm_strdup(qcol);
     m->nodename = gmm_strdup(o->node);
@@ -777,7 +1007,7 @@ static gmm_status build_model(const build *b, gmm_mdl *m)
         !m->spec_text || (qcol && !m->ename) || (o->node && !m->nodename) ||
         (o->model_path && (!m->model_path || !m->model_rec)))
         return gmm_error(GMM_ENOMEM, "out of memory");
-    if (!mf) {
+    if (!mf && !m->stack) {
         gmm_spec_node *probe = NULL;
         const char *key = m->graph ? "precision" : "kernel";
         const char *text = m->graph ? o->precision : o->kernel;
@@ -797,7 +1027,7 @@ static gmm_status build_model(const build *b, gmm_mdl *m)
     }
     if ((s = gmm_table_read(o->data, &data)) != GMM_OK)
         goto done;
-    if ((s = load_data(b, m, data, m->graph ? NULL : o->x, o->y)) != GMM_OK)
+    if ((s = load_data(b, m, data, m->graph || m->stack ? NULL : o->x, o->y)) != GMM_OK)
         goto done;
     /* the coefficients: a formula's fixed terms, else the intercept of a
      * non-Gaussian likelihood (Gaussian data are centred instead) */
@@ -820,7 +1050,13 @@ static gmm_status build_model(const build *b, gmm_mdl *m)
         center_y(m, !mf->has_center, mf->has_center ? &mf->center : NULL);
     else
         center_y(m, o->no_center || m->ncoef > 0 || (m->fm && !m->fm->intercept), NULL);
-    if (m->graph) {
+    if (m->stack) {
+        if (!mf)
+            report(b, GMM_MDL_REPORT_DATA, "read %zu rows: %zu observed, %zu missing", m->nrow,
+                   m->nobs, m->nrow - m->nobs);
+        if ((s = build_stack((build *)b, m, data)) != GMM_OK)
+            goto done;
+    } else if (m->graph) {
         /* the precision spec is checked against the graph first: its errors
          * come before the data report */
         if ((s = build_graph(b, m, data, o->strict_nodes)) != GMM_OK)

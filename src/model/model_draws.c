@@ -37,8 +37,8 @@ static gmm_status draws_origin(gmm_mdl *m, const int *sampled, gmm_draws_origin 
         gmm_digest_add(&h, m->x, m->nrow * sizeof *m->x);
     } else {
         char buf[64];
-        for (size_t v = 0; v < m->gmrf->n; v++) {
-            const char *l = gmm_graph_node_label(m->g, v, buf);
+        for (size_t v = 0; v < gmm_mdl_nsites(m); v++) {
+            const char *l = gmm_mdl_site_label(m, v, buf);
             gmm_digest_add(&h, l, strlen(l) + 1);
         }
     }

@@ -63,6 +63,17 @@ struct gmm_mdl {
     char (*coef_name)[64];
     gmm_mdl_levels *flev; /* fm->nfixed: each factor's levels (covariates: none) */
     size_t nflev;
+    /* a formula of several f() terms, or one of iid-free intrinsic models
+     * (rw1, rw2, besag, bym2): a stacked latent (stack.h) whose sites are
+     * the data rows; per term its graph (levels or nodes), its precision's
+     * spec and gmrf (graph-precision terms); rowkey: each row's cells of the
+     * formula's columns, joined, which held-out rows are matched by */
+    int stack;
+    size_t nterm;
+    gmm_graph **sg;
+    gmm_spec_node **sspec;
+    gmm_gmrf **sgmrf;
+    char **rowkey;
 };
 
 /* The design of fm's fixed terms over table t (the intercept first when
@@ -92,6 +103,10 @@ void gmm_mdl_impl_levels_free(gmm_mdl *m);
  * graph or iid term with covariates or factors (a node has no linear
  * predictor of its own then). */
 int gmm_mdl_impl_rows(const gmm_mdl *m);
+
+/* Row r's cells of columns col[0..nc), each followed by a unit separator
+ * (allocated; NULL: out of memory). */
+char *gmm_mdl_impl_join_cells(const gmm_table *t, size_t r, const size_t *col, size_t nc);
 
 /* The column named `name` of draws d, or d->nvar. */
 size_t gmm_mdl_impl_draws_var(const gmm_draws *d, const char *name);

@@ -26,6 +26,57 @@ void gmm_mdl_test_free(gmm_mdl_test *t)
     gmm_free(t);
 }
 
+char *gmm_mdl_impl_join_cells(const gmm_table *t, size_t r, const size_t *col, size_t nc)
+{
+    size_t len = 1;
+    for (size_t k = 0; k < nc; k++)
+        len += strlen(t->cell[r][col[k]]) + 1;
+    char *key = gmm_malloc(len, 1);
+    if (!key)
+        return NULL;
+    size_t at = 0;
+    for (size_t k = 0; k < nc; k++) {
+        size_t l = strlen(t->cell[r][col[k]]);
+        memcpy(key + at, t->cell[r][col[k]], l);
+        at += l;
+        key[at++] = '\x1f';
+    }
+    key[at] = '\0';
+    return key;
+}
+
+/* The data row of a stacked model whose formula columns hold the same
+ * cells as row r of test table tb (the first such row): held-out rows are
+ * rows of the model's data with the outcome missing. */
+static gmm_status stack_row(const gmm_mdl *m, const gmm_table *tb, size_t r, size_t *row)
+{
+    const gmm_formula *fm = m->fm;
+    size_t nc = fm->nlatent + fm->nfixed, col[64];
+    if (nc > 64)
+        return gmm_error(GMM_EINVAL, "score: more than 64 formula columns");
+    gmm_status s;
+    for (size_t k = 0; k < nc; k++)
+        if ((s = gmm_table_column(tb, k < fm->nlatent ? fm->latent[k].name
+                                                      : fm->fixed[k - fm->nlatent].name,
+                                  &col[k])) != GMM_OK)
+            return s;
+    char *key = gmm_mdl_impl_join_cells(tb, r, col, nc);
+    if (!key)
+        return gmm_error(GMM_ENOMEM, "out of memory");
+    size_t q;
+    for (q = 0; q < m->nrow && strcmp(m->rowkey[q], key); q++)
+        ;
+    gmm_free(key);
+    if (q == m->nrow)
+        return gmm_error_at(GMM_EPARSE, r,
+                            "%s:%zu: no row of the model's data %s has this row's values of "
+                            "the formula's columns (a model of several f() terms scores rows "
+                            "of its own data, whose outcome it left missing)",
+                            tb->file, tb->line[r], m->data_file);
+    *row = q;
+    return GMM_OK;
+}
+
 gmm_status gmm_mdl_test_read(const gmm_mdl *m, const char *path, gmm_mdl_test **out)
 {
     return gmm_mdl_rows_read(m, path, 1, out);
@@ -49,7 +100,8 @@ gmm_status gmm_mdl_rows_read(const gmm_mdl *m, const char *path, int score, gmm_
         ename = NULL;
         t->col_y = tb->ncol;
     }
-    if ((s = gmm_table_column(tb, gmm_mdl_data_site_name(m), &t->col_site)) != GMM_OK ||
+    if ((!m->stack &&
+         (s = gmm_table_column(tb, gmm_mdl_data_site_name(m), &t->col_site)) != GMM_OK) ||
         (score && (s = gmm_table_column(tb, m->yname, &t->col_y)) != GMM_OK) ||
         (ename && (s = gmm_table_column(tb, ename, &ce)) != GMM_OK))
         goto fail;
@@ -73,7 +125,10 @@ gmm_status gmm_mdl_rows_read(const gmm_mdl *m, const char *path, int score, gmm_
             t->y[r] = NAN;
         if (!ename)
             t->e[r] = 1.0;
-        if (!inputs && !gmm_graph_node_find(m->g, tb->cell[r][t->col_site], &t->site[r])) {
+        if (m->stack) {
+            if ((s = stack_row(m, tb, r, &t->site[r])) != GMM_OK)
+                goto fail;
+        } else if (!inputs && !gmm_graph_node_find(m->g, tb->cell[r][t->col_site], &t->site[r])) {
             if (m->edgeless) {
                 /* a level the data do not have: its effect is the prior's */
                 t->site[r] = GMM_MDL_NEW_LEVEL;
@@ -128,8 +183,28 @@ fail:
     return s;
 }
 
+/* A stacked model's held-out rows are rows of its own data (stack_row):
+ * their predictions are the data rows'. */
+static gmm_status stack_predict_test(gmm_mdl *m, const gmm_mdl_test *t, double *mean,
+                                     double *var)
+{
+    size_t n = m->nrow ? m->nrow : 1;
+    double *pm = gmm_malloc(n, sizeof *pm), *pv = gmm_malloc(n, sizeof *pv);
+    gmm_status s = pm && pv ? gmm_mdl_impl_predict_rows(m, pm, pv)
+                            : gmm_error(GMM_ENOMEM, "out of memory");
+    for (size_t r = 0; s == GMM_OK && r < t->n; r++) {
+        mean[r] = pm[t->site[r]];
+        var[r] = pv[t->site[r]];
+    }
+    gmm_free(pm);
+    gmm_free(pv);
+    return s;
+}
+
 gmm_status gmm_mdl_predict_test(gmm_mdl *m, const gmm_mdl_test *t, double *mean, double *var)
 {
+    if (m->stack)
+        return stack_predict_test(m, t, mean, var);
     int inputs = gmm_latent_has_inputs(m->lat);
     size_t nl = inputs ? t->n : m->gmrf->n, nc = m->ncoef;
     double *lm = inputs ? mean : gmm_malloc(nl ? nl : 1, sizeof *lm);
@@ -194,6 +269,8 @@ gmm_status gmm_mdl_predict_test_summary(gmm_mdl *m, const gmm_mdl_test *t, doubl
 
 int gmm_mdl_at_rows(const gmm_mdl *m)
 {
+    if (m->stack) /* its held-out rows are rows of its data: gmm_mdl_check_new_inputs */
+        return 0;
     return !gmm_latent_has_inputs(m->lat) ||
            !gmm_problem_offset_constant(m->prob, m->obj->value, NULL);
 }
@@ -420,15 +497,14 @@ void gmm_mdl_data_row(const gmm_mdl *m, size_t r, size_t *line, double *y, size_
 {
     *line = m->line[r];
     *y = m->y[r] + (m->has_center > 0 ? m->center : 0.0);
-    *site = gmm_latent_has_inputs(m->lat) ? r : m->row_node[r];
+    *site = gmm_latent_has_inputs(m->lat) || m->stack ? r : m->row_node[r];
 }
 
 gmm_status gmm_mdl_score_loo(gmm_mdl *m, double *lpd)
 {
     /* one site per row for models with inputs, and where covariates make
      * each row's linear predictor its own */
-    int rows = gmm_latent_has_inputs(m->lat) ||
-               !gmm_problem_offset_constant(m->prob, m->obj->value, NULL);
+    int rows = gmm_mdl_impl_rows(m);
     const gmm_lik *lik = gmm_mdl_likelihood(m);
     double center = gmm_mdl_center(m, NULL), noise = gmm_mdl_noise(m);
     size_t n = m->nrow, nq = rows ? n : gmm_mdl_nsites(m);

@@ -20,6 +20,10 @@ int gmm_mdl_has_inputs(const gmm_mdl *m) { return gmm_latent_has_inputs(m->lat);
 
 gmm_status gmm_mdl_check_new_inputs(const gmm_mdl *m)
 {
+    if (m->stack)
+        return gmm_error(GMM_EINVAL, "--at and --grid apply to models with inputs or a single "
+                                     "f() term; a model of several f() terms predicts at its "
+                                     "data rows (rows with a missing outcome are predicted too)");
     if (gmm_mdl_at_rows(m))
         return gmm_error(GMM_EINVAL, "--grid has no %s: give the new rows with --at FILE "
                                      "(column '%s'%s)",
@@ -157,7 +161,9 @@ gmm_status gmm_mdl_describe(const gmm_mdl *m, gmm_model *mf, char **scratch)
     gmm_model_init(mf);
     const gmm_objective *o = m->obj;
     size_t nl = gmm_latent_nparam(m->lat);
-    if (m->graph) {
+    if (m->stack) {
+        /* the formula says it all; the parameters carry the values */
+    } else if (m->graph) {
         /* the spec's keys are the latent's names (a formula renames them) */
         char **lname = gmm_malloc(nl ? nl : 1, sizeof *lname);
         if (!lname)
@@ -209,7 +215,7 @@ gmm_status gmm_mdl_describe(const gmm_mdl *m, gmm_model *mf, char **scratch)
 
 int gmm_mdl_impl_rows(const gmm_mdl *m)
 {
-    return gmm_latent_has_inputs(m->lat) ||
+    return m->stack || gmm_latent_has_inputs(m->lat) ||
            !gmm_problem_offset_constant(m->prob, m->obj->value, NULL);
 }
 
@@ -244,6 +250,11 @@ gmm_status gmm_mdl_impl_predict_rows(gmm_mdl *m, double *mean, double *var)
 gmm_status gmm_mdl_predict(gmm_mdl *m, const double *xq, size_t nq, double *mean, double *var)
 {
     gmm_status s;
+    if (m->stack) {
+        if (nq != m->nrow)
+            return gmm_error(GMM_EDIM, "predict: %zu outputs for %zu data rows", nq, m->nrow);
+        return gmm_mdl_impl_predict_rows(m, mean, var);
+    }
     if (gmm_mdl_impl_rows(m) && !gmm_problem_offset_constant(m->prob, m->obj->value, NULL) &&
         (gmm_latent_has_inputs(m->lat) ? xq == m->x : 1) && nq == m->nrow) {
         /* at the data rows themselves the covariates are known */
@@ -272,7 +283,7 @@ const char *gmm_mdl_data_exposure_name(const gmm_mdl *m) { return m->ename; }
 const char *gmm_mdl_data_y_name(const gmm_mdl *m) { return m->yname; }
 const char *gmm_mdl_data_site_name(const gmm_mdl *m)
 {
-    return gmm_latent_has_inputs(m->lat) ? m->xname : m->nodename;
+    return gmm_latent_has_inputs(m->lat) ? m->xname : m->stack ? "row" : m->nodename;
 }
 
 const char *gmm_mdl_site_label(const gmm_mdl *m, size_t v, char *buf)
@@ -281,13 +292,17 @@ const char *gmm_mdl_site_label(const gmm_mdl *m, size_t v, char *buf)
         snprintf(buf, 64, "%.17g", m->x[v]);
         return buf;
     }
+    if (m->stack) { /* the data row, counted from 1 */
+        snprintf(buf, 64, "%zu", v + 1);
+        return buf;
+    }
     /* a data row of a graph model with covariates: its node */
     return gmm_graph_node_label(m->g, gmm_mdl_impl_rows(m) ? m->row_node[v] : v, buf);
 }
 
 const char *gmm_mdl_site_column(const gmm_mdl *m)
 {
-    return gmm_latent_has_inputs(m->lat) ? "x" : "node";
+    return gmm_latent_has_inputs(m->lat) ? "x" : m->stack ? "row" : "node";
 }
 
 int gmm_mdl_observed_normal(const gmm_mdl *m) { return m->lik.type->conjugate; }

@@ -34,6 +34,9 @@ static int cmp_double(const void *a, const void *b)
 gmm_status gmm_mdl_terms_get(gmm_mdl *m, gmm_mdl_terms *out)
 {
     memset(out, 0, sizeof *out);
+    if (m->stack)
+        return gmm_error(GMM_EINVAL, "predict --terms: a model of several f() terms (or rw1, "
+                                     "rw2, besag, bym2) has no per-term summaries yet");
     gmm_objective *o = m->obj;
     size_t np = o->nparam, nc = m->ncoef, nl = 0;
     int inputs = gmm_latent_has_inputs(m->lat);

@@ -148,14 +148,14 @@ run "$GMM_INFER" loglik --likelihood poisson \
 expect_exit 0
 close_to "$(json_num "$OUT" loglik)" "$a" 1e-12 abs || fail "graph term $(json_num "$OUT" loglik) != $a"
 
-begin "formula errors point at the character; unsupported terms say so"
+begin "formula errors point at the character; terms that cannot be built say why"
 run "$GMM_INFER" fit --formula 'y ~ x1 + f(g, rw2)' "$fx/gauss.csv"
 expect_exit 1
-expect_stderr 'f\(\.\.\., rw2\) is not supported yet'
-expect_stderr '^                \^$'
-run "$GMM_INFER" fit --formula 'y ~ x1 + f(g, iid) + f(x1, iid)' "$fx/gauss.csv"
+expect_stderr "gauss\.csv:2: column 'g': 'c17' is not a number"
+run "$GMM_INFER" fit --formula 'y ~ x1 + f(g, iid) + f(g, rw1)' "$fx/gauss.csv"
 expect_exit 1
-expect_stderr 'more than one f\(\) term is not supported yet'
+expect_stderr "two f\(\) terms on column 'g'"
+expect_stderr '^ {25}\^$'
 run "$GMM_INFER" fit --formula 'y ~ x1 + f(t, "matern32(varianc=1)")' "$fx/gauss.csv"
 expect_exit 1
 expect_stderr "unknown parameter 'varianc'"

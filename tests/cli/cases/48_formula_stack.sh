@@ -1,0 +1,125 @@
+# shellcheck shell=bash
+# 48_formula_stack.sh -- formulas of several f() terms (one stacked latent, stack.h) against
+# the dense computations of scripts/make-stack-fixtures.py (tests/fixtures/stack/): the log
+# marginal likelihood of rw1 + iid (centred, and with an intercept and a covariate) and of
+# besag + rw1 to 1e-8 relative, the rw1 local level's maximum likelihood against SciPy's
+# maximum of the same dense objective; then every command on such a model (the model file
+# read back, gradcheck, predict at the data rows, hmc and its draws, score of held-out rows),
+# vi's refusal, --verbose's sizes, and errors that point into the formula.
+# Sourced by tests/cli/run.sh (see there for the helpers).
+
+sfx="$ROOT/tests/fixtures/stack"
+
+# The number after "KEY": in JSON file $1 (first match).
+stack_num() {
+    awk -v k="\"$2\":" '{ sub(/^ */, "") } index($0, k) == 1 {
+        v = substr($0, length(k) + 2); sub(/,$/, "", v); print v; exit }' "$1"
+}
+stack_expected() { awk -F, -v k="$1" '$1 == k { print $2 }' "$sfx/expected.csv"; }
+# |a - b| <= tol * |b|
+stack_close() {
+    awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN {
+        d = a - b; if (d < 0) d = -d; s = b < 0 ? -b : b; exit !(a != "" && d <= t * s) }'
+}
+
+for c in rw1_iid rw1_iid_x1 besag_rw1; do
+    begin "formula stack: loglik of $c equals the dense constrained density"
+    run "$GMM_INFER" loglik --model "$sfx/model_$c.json"
+    expect_exit 0
+    got=$(stack_num "$OUT" loglik)
+    want=$(stack_expected "$c")
+    stack_close "$got" "$want" 1e-8 || fail "$c: loglik $got, dense $want"
+done
+
+begin "formula stack: the rw1 local level's maximum likelihood is SciPy's"
+run "$GMM_INFER" fit --formula 'y ~ f(t, rw1)' "$sfx/data_local_level.csv" \
+    -o "$CASE_TMP/ll.json"
+expect_exit 0
+got=$(stack_num "$CASE_TMP/ll.json" loglik)
+want=$(stack_expected ml_local_level)
+# a maximum: the objective's error is second order in the maximiser's
+stack_close "$got" "$want" 1e-9 || fail "loglik $got, SciPy $want"
+for p in f.t.variance likelihood.variance; do
+    got=$(stack_num "$CASE_TMP/ll.json" "$p")
+    want=$(stack_expected "ml_local_level:$p")
+    stack_close "$got" "$want" 1e-4 || fail "$p $got, SciPy $want"
+done
+
+begin "formula stack: fit -o, then loglik --model gives the fit's value; --verbose sizes"
+run "$GMM_INFER" fit --verbose --formula 'y ~ x1 + f(t, rw1) + f(g, iid)' \
+    "$sfx/data_rw1_iid.csv" -o "$CASE_TMP/m.json"
+expect_exit 0
+expect_stderr 'f\.t \(rw1\): [0-9]+ latents, f\.g \(iid\): 5 latents; n = [0-9]+, bandwidth [0-9]+'
+expect_stderr '1 constraints'
+expect_file "$CASE_TMP/m.json" '"f\.g\.variance"'
+fitted=$(stack_num "$CASE_TMP/m.json" loglik)
+run "$GMM_INFER" loglik --model "$CASE_TMP/m.json"
+expect_exit 0
+again=$(stack_num "$OUT" loglik)
+stack_close "$again" "$fitted" 1e-12 || fail "loglik --model $again, fit $fitted"
+cp "$CASE_TMP/m.json" "$WORK/stack-model.json"
+
+begin "formula stack: gradcheck passes at the fitted model"
+run "$GMM_INFER" gradcheck --model "$WORK/stack-model.json"
+expect_exit 0
+expect_stderr 'gradients within tolerance'
+
+begin "formula stack: predict at the data rows (the missing outcome's row too); --at refused"
+run "$GMM_INFER" predict --model "$WORK/stack-model.json"
+expect_exit 0
+expect_stdout '^row,mean,var,'
+expect_stdout '^18,'
+expect_stdout '^48,'
+run "$GMM_INFER" predict --model "$WORK/stack-model.json" --at 1
+expect_exit 2
+expect_stderr 'predicts at its data rows'
+
+begin "formula stack: hmc's draws of f[row], read back by predict and score"
+run "$GMM_INFER" hmc --model "$WORK/stack-model.json" --warmup 40 --draws 20 --chains 2 \
+    -o "$CASE_TMP/d.csv"
+expect_exit 0
+expect_file "$CASE_TMP/d.csv" 'f\[48\]'
+run "$GMM_INFER" predict --model "$WORK/stack-model.json" --draws "$CASE_TMP/d.csv"
+expect_exit 0
+expect_stdout '^48,'
+
+begin "formula stack: score matches held-out rows to the model's rows; another row refused"
+awk -F, 'NR == 1 || NR == 5 || NR == 20' "$sfx/data_rw1_iid.csv" > "$CASE_TMP/test.csv"
+run "$GMM_INFER" score --model "$WORK/stack-model.json" "$CASE_TMP/test.csv"
+expect_exit 0
+expect_stdout '"n": 2'
+printf 't,g,x1,y\n99,g1,0,1\n' > "$CASE_TMP/other.csv"
+run "$GMM_INFER" score --model "$WORK/stack-model.json" "$CASE_TMP/other.csv"
+expect_exit 1
+expect_stderr 'other\.csv:2: no row of the model'
+
+begin "formula stack: score --loo leaves each data row out"
+run "$GMM_INFER" score --loo --model "$WORK/stack-model.json"
+expect_exit 0
+expect_stdout '"n": 47'
+
+begin "formula stack: vi refuses constrained latents with the reason"
+run "$GMM_INFER" vi --model "$WORK/stack-model.json" -o "$CASE_TMP/v.json"
+expect_exit 1
+expect_stderr 'sum-to-zero constraints'
+
+begin "formula stack: a kernel spec beside other terms, a missing graph, a shared column"
+run "$GMM_INFER" loglik --formula "y ~ f(t, rw1) + f(g, 'matern32')" "$sfx/data_rw1_iid.csv"
+expect_exit 1
+expect_stderr 'does not stack with other f\(\) terms'
+expect_no_stderr 'read [0-9]+ rows'
+run "$GMM_INFER" loglik --formula 'y ~ f(t, rw1) + f(g, besag)' "$sfx/data_rw1_iid.csv"
+expect_exit 1
+expect_stderr 'needs graph=EDGES.csv'
+run "$GMM_INFER" loglik --formula 'y ~ f(t, rw1) + f(t, iid)' "$sfx/data_rw1_iid.csv"
+expect_exit 1
+expect_stderr "two f\(\) terms on column 't'"
+
+begin "formula stack: Poisson bym2 + rw2 runs the Laplace approximation; gradcheck passes"
+awk -F, 'NR == 1 { print "node,week,n"; next } { printf "%s,%s,%d\n", $1, $2, ($3 > 0 ? int($3 * 3) : 0) }' \
+    "$sfx/data_besag_rw1.csv" > "$CASE_TMP/counts.csv"
+run "$GMM_INFER" gradcheck --formula \
+    'n ~ f(node, bym2, graph=tests/fixtures/stack/edges.csv) + f(week, rw2)' \
+    --likelihood poisson "$CASE_TMP/counts.csv"
+expect_exit 0
+expect_stderr 'gradients within tolerance'
