@@ -41,9 +41,12 @@ typedef struct {
     size_t *nptr, *nidx;
     double *nval;
     int *nb;
-    /* RW1, RW2: the sorted distinct values (m) */
+    /* RW1, RW2: the sorted distinct values (m); cyclic: the period (NAN
+     * otherwise) */
     double *val;
     size_t m;
+    int cyclic;
+    double period;
     /* BESAG, BYM2: per graph node, its component's scaling c */
     double *scale;
     /* GRAPH */
