@@ -29,8 +29,11 @@
  *          with its derivative) from the last level to the first.  period
  *          0: the default t_{m-1} - t_0 plus one mean spacing, i.e. the
  *          levels 1..P of an evenly spaced index (week of the year 1..52:
- *          period 52, week 52 one week before week 1); otherwise it must
- *          exceed t_{m-1} - t_0 (values are not reduced modulo the period).
+ *          period 52, week 52 one week before week 1).  An explicit
+ *          period > 0 reduces the values modulo it onto [t_min, t_min +
+ *          period), t_min the smallest value (week numbers 1..416 with
+ *          period 52: the levels 1..52, week 53 at week 1's);
+ *          gmm_latent_stack_wrap maps a new value the same way.
  *          Sizes as the open walks; at least 3 distinct values.  The null
  *          space is the constant alone (on a circle RW2's slope direction
  *          x' = b gives b period = 0), so both carry the one constraint
@@ -121,8 +124,8 @@ typedef struct {
  * GMM_EINVAL (NULL, a level out of range or a non-finite value with the row
  * in gmm_error_index(), RW1 with fewer than 2 distinct values or RW2 or a
  * cyclic walk fewer than 3, a starting value out of its domain, a missing
- * graph, cyclic on another model, a period without cyclic or not above the
- * values' range), GMM_ENOMEM
+ * graph, cyclic on another model, a period without cyclic, not positive
+ * and finite, or onto which the values reduce to a full period), GMM_ENOMEM
  * (the band or observation map over limit, with the bytes; allocation).
  * O(rows K^2 + edges log) for the ordering, O(n l^2) for the scaling of
  * BESAG and BYM2. */
@@ -142,6 +145,10 @@ size_t gmm_latent_stack_index(const gmm_latent *l, size_t k, size_t j);
 const double *gmm_latent_stack_values(const gmm_latent *l, size_t k, size_t *m);
 /* Cyclic RW1/RW2: the period (the default resolved); NAN otherwise. */
 double gmm_latent_stack_period(const gmm_latent *l, size_t k);
+/* Cyclic RW1/RW2: t reduced modulo the period onto [t_0, t_0 + period), t_0
+ * the smallest level, as the rows' values were (so that a new row's value
+ * compares with gmm_latent_stack_values); t itself otherwise. */
+double gmm_latent_stack_wrap(const gmm_latent *l, size_t k, double t);
 /* BESAG/BYM2: the scaling factor c of R* = c R for graph node v's
  * connected component (1 for an island); NAN otherwise. */
 double gmm_latent_stack_scale(const gmm_latent *l, size_t k, size_t v);

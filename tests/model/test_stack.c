@@ -1123,12 +1123,13 @@ END_TEST
  * wrap is an interval like any other), so it is continuous with its
  * derivative from week 52 to week 1: the jump of the value past the
  * trapezoid step and of the derivative across the wrap are no larger
- * than the largest over the interior intervals. */
+ * than the largest over the interior intervals.  The week numbers 1..208
+ * with period 52 give the same fit (reduced onto 1..52). */
 typedef struct {
     double x[52], dx[52];
 } season;
 
-static void season_fit(int cyclic, size_t shift, season *out)
+static void season_fit(int cyclic, size_t shift, int raw, season *out)
 {
     enum { M = 52, Y = 4 };
     double week[M * Y], y[M * Y];
@@ -1138,12 +1139,19 @@ static void season_fit(int cyclic, size_t shift, season *out)
         size_t w = i % M; /* true week w + 1 */
         double ph = 2.0 * M_PI * ((double)w + 1.0) / M;
         y[i] = sin(ph) + 0.5 * cos(2.0 * ph) + 0.3 * tu_normal(&r);
-        week[i] = (double)((w + shift) % M + 1);
+        week[i] = (double)((w + shift) % M + 1 + (raw ? M * (i / M) : 0));
     }
     gmm_stack_term tm = {.model = GMM_STACK_RW2, .name = "f.week_of_year", .value = week,
-                         .cyclic = cyclic};
+                         .cyclic = cyclic, .period = raw ? (double)M : 0.0};
     gmm_latent *l = NULL;
     ck_assert_int_eq(gmm_latent_stack_alloc(M * Y, 1, &tm, 0, &l), GMM_OK);
+    ck_assert_uint_eq(gmm_latent_dim(l), 2 * M);
+    if (cyclic) {
+        ck_assert(gmm_latent_stack_period(l, 0) == (double)M);
+        ck_assert(gmm_latent_stack_wrap(l, 0, 53.0) == 1.0);
+        ck_assert(gmm_latent_stack_wrap(l, 0, 0.0) == 52.0);
+        ck_assert(gmm_latent_stack_wrap(l, 0, 7.5) == 7.5);
+    }
     size_t n = gmm_latent_dim(l);
     double th = 1e-3, f, *mean = malloc(n * sizeof *mean);
     ck_assert_int_eq(gmm_latent_gaussian(l, &th, y, 0.09, &f, NULL, NULL), GMM_OK);
@@ -1168,13 +1176,15 @@ static void season_jumps(const season *s, size_t w, double *jv, double *jd)
 
 START_TEST(test_cyclic_season)
 {
-    season a, b, o;
-    season_fit(1, 0, &a);
-    season_fit(1, 17, &b);
-    season_fit(0, 0, &o);
-    double rerr = 0.0, amp = 0.0;
+    season a, b, o, p;
+    season_fit(1, 0, 0, &a);
+    season_fit(1, 17, 0, &b);
+    season_fit(0, 0, 0, &o);
+    season_fit(1, 0, 1, &p);
+    double rerr = 0.0, amp = 0.0, perr = 0.0;
     for (size_t w = 0; w < 52; w++) {
         rerr = fmax(rerr, fmax(fabs(a.x[w] - b.x[w]), fabs(a.dx[w] - b.dx[w])));
+        perr = fmax(perr, fmax(fabs(a.x[w] - p.x[w]), fabs(a.dx[w] - p.dx[w])));
         amp = fmax(amp, fabs(a.x[w]));
     }
     double iv = 0.0, id = 0.0, wv, wd, ov, od;
@@ -1189,10 +1199,11 @@ START_TEST(test_cyclic_season)
     if (report())
         fprintf(stderr, "cyclic season: rotation %.2e (amplitude %.3f); wrap value %.2e "
                         "derivative %.2e, interior max %.2e %.2e; open rw2 across the wrap "
-                        "%.2e %.2e\n",
-                rerr, amp, wv, wd, iv, id, ov, od);
+                        "%.2e %.2e; week numbers with period 52 %.2e\n",
+                rerr, amp, wv, wd, iv, id, ov, od, perr);
     ck_assert_msg(amp > 0.5, "the seasonal fit is flat: %g", amp);
     ck_assert_msg(rerr < 1e-8 * amp, "rotation changes the fit: %g", rerr);
+    ck_assert_msg(perr < 1e-8 * amp, "week numbers modulo 52 change the fit: %g", perr);
     ck_assert_msg(wv <= iv && wd <= id, "wrap jumps %g %g vs interior %g %g", wv, wd, iv, id);
 }
 END_TEST
@@ -1347,9 +1358,12 @@ START_TEST(test_refusals)
     ck_assert_int_eq(gmm_latent_stack_alloc(3, 1, &rw, 0, &l), GMM_EINVAL);
     double three[3] = {1.0, 2.0, 3.0};
     rw = (gmm_stack_term){.model = GMM_STACK_RW2, .name = "f.t", .value = three, .cyclic = 1,
-                          .period = 2.0};
+                          .period = -3.0};
     ck_assert_int_eq(gmm_latent_stack_alloc(3, 1, &rw, 0, &l), GMM_EINVAL);
     ck_assert_ptr_nonnull(strstr(gmm_error_message(), "period"));
+    rw.period = 2.0; /* 1, 2, 3 reduce onto 1, 2, 1 */
+    ck_assert_int_eq(gmm_latent_stack_alloc(3, 1, &rw, 0, &l), GMM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(gmm_error_message(), "3 distinct"));
     rw.period = NAN;
     ck_assert_int_eq(gmm_latent_stack_alloc(3, 1, &rw, 0, &l), GMM_EINVAL);
     rw.period = 3.5;

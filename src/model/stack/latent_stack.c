@@ -873,6 +873,14 @@ double gmm_latent_stack_period(const gmm_latent *l, size_t k)
     return c->comp[k].period;
 }
 
+double gmm_latent_stack_wrap(const gmm_latent *l, size_t k, double t)
+{
+    stack_impl *c = impl_of(l);
+    if (!c || k >= c->K || !c->comp[k].cyclic)
+        return t;
+    return stack_wrap(c->comp[k].val[0], c->comp[k].period, t);
+}
+
 double gmm_latent_stack_scale(const gmm_latent *l, size_t k, size_t v)
 {
     stack_impl *c = impl_of(l);

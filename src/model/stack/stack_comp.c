@@ -134,6 +134,37 @@ static gmm_status distinct_values(stack_comp *c, const double *value, size_t nro
     return GMM_OK;
 }
 
+double stack_wrap(double t0, double period, double t)
+{
+    double r = fmod(t - t0, period);
+    return t0 + (r < 0.0 ? r + period : r);
+}
+
+/* Cyclic with an explicit period: the values reduced onto [t_min, t_min +
+ * period) (stack.h) into *out (nrows, the caller frees). */
+static gmm_status wrap_values(stack_comp *c, const double *value, size_t nrows, double period,
+                              double **out)
+{
+    *out = NULL;
+    if (!isfinite(period) || !(period > 0.0))
+        return gmm_error(GMM_EINVAL, "'%s': cyclic period %g must be positive and finite",
+                         c->name, period);
+    double lo = INFINITY;
+    for (size_t r = 0; r < nrows; r++) {
+        if (!isfinite(value[r]))
+            return gmm_error_at(GMM_EINVAL, r, "row %zu: '%s' index value %g is not finite", r,
+                                c->name, value[r]);
+        lo = value[r] < lo ? value[r] : lo;
+    }
+    double *w = gmm_malloc(nrows ? nrows : 1, sizeof *w);
+    if (!w)
+        return gmm_error(GMM_ENOMEM, "out of memory for the values of '%s'", c->name);
+    for (size_t r = 0; r < nrows; r++)
+        w[r] = stack_wrap(lo, period, value[r]);
+    *out = w;
+    return GMM_OK;
+}
+
 /* The wrap-around distance of a cyclic walk from the last value back to
  * the first (stack.h): period - (t_{m-1} - t_0), the period by default
  * range (m / (m - 1)): the wrap one mean spacing long. */
@@ -146,9 +177,9 @@ static gmm_status wrap_distance(stack_comp *c, double period, double *d)
         c->period = range + *d;
         return GMM_OK;
     }
-    if (!isfinite(period) || !(period > range))
-        return gmm_error(GMM_EINVAL, "'%s': cyclic period %g must be finite and exceed the "
-                                     "range of the index values (%g to %g)",
+    if (!(period > range)) /* the reduction rounded onto t_min + period */
+        return gmm_error(GMM_EINVAL, "'%s': cyclic period %g: the index values reduced onto "
+                                     "one period span %g to %g, a full period",
                          c->name, period, c->val[0], c->val[m - 1]);
     c->period = period;
     *d = period - range;
@@ -179,7 +210,13 @@ static gmm_status build_rw(stack_comp *c, const gmm_stack_term *t, size_t nrows)
     int two = t->model == GMM_STACK_RW2, cyc = t->cyclic != 0;
     if (!t->value)
         return gmm_error(GMM_EINVAL, "'%s': a random walk needs the index values", c->name);
-    if ((st = distinct_values(c, t->value, nrows, c->row_loc)))
+    const double *value = t->value;
+    double *wv = NULL;
+    if (cyc && t->period != 0.0 && (st = wrap_values(c, t->value, nrows, t->period, &wv)))
+        return st;
+    st = distinct_values(c, wv ? wv : value, nrows, c->row_loc);
+    gmm_free(wv);
+    if (st)
         return st;
     size_t m = c->m, mmin = two || cyc ? 3 : 2;
     if (m < mmin)

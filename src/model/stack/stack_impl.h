@@ -60,6 +60,9 @@ typedef struct {
 gmm_status stack_comp_build(stack_comp *c, const gmm_stack_term *t, size_t nrows, size_t limit);
 void stack_comp_free(stack_comp *c);
 
+/* t reduced onto [t0, t0 + period) (period > 0). */
+double stack_wrap(double t0, double period, double t);
+
 /* c_g(theta) for the component's groups (STACK_NGROUP) and dc_g/dtheta_p
  * (dc[g * 2 + p]); GMM_EDOM for phi outside (0, 1). */
 gmm_status stack_comp_coef(const stack_comp *c, const double *theta, double *cg, double *dc);
