@@ -19,6 +19,27 @@
  *          of Lindgren & Rue (2008) because it is exact at any spacing for
  *          the price of a doubled dimension.  Intrinsic (null space: lines
  *          a + b t): constraints sum_j x_j = 0 and sum_j (t_j - tbar) x_j = 0.
+ *   CYCLIC RW1, RW2  (term.cyclic) the walk on a circle of circumference
+ *          `period`: the values t_0 < ... < t_{m-1} are points on it and
+ *          the last is followed by the first, a wrap-around distance
+ *          d = period - (t_{m-1} - t_0) further on; the walk gains that
+ *          interval (RW1: (x_0 - x_{m-1})^2 / (variance d); RW2: the
+ *          integrated-Wiener transition over d from (x_{m-1}, x'_{m-1})
+ *          back to (x_0, x'_0)), so a seasonal effect is continuous (RW2:
+ *          with its derivative) from the last level to the first.  period
+ *          0: the default t_{m-1} - t_0 plus one mean spacing, i.e. the
+ *          levels 1..P of an evenly spaced index (week of the year 1..52:
+ *          period 52, week 52 one week before week 1).  An explicit
+ *          period > 0 reduces the values modulo it onto [t_min, t_min +
+ *          period), t_min the smallest value (week numbers 1..416 with
+ *          period 52: the levels 1..52, week 53 at week 1's);
+ *          gmm_latent_stack_wrap maps a new value the same way.
+ *          Sizes as the open walks; at least 3 distinct values.  The null
+ *          space is the constant alone (on a circle RW2's slope direction
+ *          x' = b gives b period = 0), so both carry the one constraint
+ *          sum_j x_j = 0.  The wrap's long edge leaves the band O(1): RCM
+ *          folds the cycle into a zigzag, twice the open walk's bandwidth
+ *          (RW1 2, RW2 6 on its own, whatever m).
  *   BESAG  ICAR on a graph: variance * R*^-, R* = c R the SCALED Laplacian
  *          (Sorbye & Rue 2014): per connected component, c makes the
  *          geometric mean of the marginal variances of the sum-to-zero
@@ -91,6 +112,9 @@ typedef struct {
     const double *value;   /* RW1, RW2: nrows finite index values */
     const gmm_graph *graph; /* BESAG, BYM2 */
     const gmm_gmrf *gmrf;  /* GRAPH: borrowed, must outlive the latent */
+    int cyclic;            /* RW1, RW2: nonzero for the cyclic walk (0 otherwise) */
+    double period;         /* cyclic: the circumference; 0: the default (above).
+                            * Nonzero without cyclic is GMM_EINVAL */
     double variance, phi;  /* starting values; 0: the defaults 1 and 0.5
                             * (GRAPH: the gmrf's own values) */
 } gmm_stack_term;
@@ -98,8 +122,10 @@ typedef struct {
 /* The stacked latent over nrows data rows and nterm >= 1 components.
  * limit: bytes allowed for one band (0: GMM_GMRF_BAND_LIMIT).  Errors:
  * GMM_EINVAL (NULL, a level out of range or a non-finite value with the row
- * in gmm_error_index(), RW1 with fewer than 2 distinct values or RW2 fewer
- * than 3, a starting value out of its domain, a missing graph), GMM_ENOMEM
+ * in gmm_error_index(), RW1 with fewer than 2 distinct values or RW2 or a
+ * cyclic walk fewer than 3, a starting value out of its domain, a missing
+ * graph, cyclic on another model, a period without cyclic, not positive
+ * and finite, or onto which the values reduce to a full period), GMM_ENOMEM
  * (the band or observation map over limit, with the bytes; allocation).
  * O(rows K^2 + edges log) for the ordering, O(n l^2) for the scaling of
  * BESAG and BYM2. */
@@ -117,6 +143,12 @@ size_t gmm_latent_stack_size(const gmm_latent *l, size_t k);
 size_t gmm_latent_stack_index(const gmm_latent *l, size_t k, size_t j);
 /* RW1/RW2: the sorted distinct values (m, owned by l); NULL otherwise. */
 const double *gmm_latent_stack_values(const gmm_latent *l, size_t k, size_t *m);
+/* Cyclic RW1/RW2: the period (the default resolved); NAN otherwise. */
+double gmm_latent_stack_period(const gmm_latent *l, size_t k);
+/* Cyclic RW1/RW2: t reduced modulo the period onto [t_0, t_0 + period), t_0
+ * the smallest level, as the rows' values were (so that a new row's value
+ * compares with gmm_latent_stack_values); t itself otherwise. */
+double gmm_latent_stack_wrap(const gmm_latent *l, size_t k, double t);
 /* BESAG/BYM2: the scaling factor c of R* = c R for graph node v's
  * connected component (1 for an island); NAN otherwise. */
 double gmm_latent_stack_scale(const gmm_latent *l, size_t k, size_t v);
@@ -129,7 +161,7 @@ gmm_status gmm_latent_stack_constraints(const gmm_latent *l, double *A);
  * without constraints): the log-determinant of the prior precision on the
  * constrained subspace, banded (see INTRINSIC COMPONENTS).  Equal to the
  * log of the product of Q's nonzero eigenvalues when A spans Q's null space
- * (RW1, BESAG).  Errors as gmm_latent_prior.  O(n l^2). */
+ * (RW1, BESAG, cyclic RW1 and RW2).  Errors as gmm_latent_prior.  O(n l^2). */
 gmm_status gmm_latent_stack_logdet(gmm_latent *l, const double *theta, double *logdet);
 
 /* One line for --verbose: each component's name, model and size, n, the

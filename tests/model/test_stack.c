@@ -1,7 +1,7 @@
 /* test_stack.c -- the stacked latent (stack.h) against dense GSL
  * computations: the exact Gaussian marginal likelihood of proper stacks
  * (iid + iid, iid + a graph precision) and of stacks with intrinsic
- * components (rw1, rw2, besag, bym2; the prior the Gaussian with precision
+ * components (rw1, rw2, their cyclic forms, besag, bym2; the prior the Gaussian with precision
  * Q on {A x = 0}, covariance V (V'QV)^-1 V') -- value to 1e-8, gradient
  * against fourth-order central differences of the dense value, posterior
  * mean and covariance band; the Laplace approximation and prediction at
@@ -9,7 +9,9 @@
  * iteration; whitening (W W' = Q^-1) and its reverse mode; the structure
  * matrices (rw2 against the integrated Wiener covariance, besag's scaling
  * against the dense pseudo-inverse's marginal variances), the generalised
- * log-determinants against dense eigenvalues; the refusals.
+ * log-determinants against dense eigenvalues; the cyclic walks against
+ * their definition (null space, band, a seasonal fit's continuity at the
+ * wrap); the refusals.
  * GMM_TEST_REPORT=1 prints the measured errors. */
 #include <check.h>
 #include <gsl/gsl_eigen.h>
@@ -259,6 +261,8 @@ enum {
     C_BYM2_RW1,
     C_RW1_BESAG,
     C_BESAG_GAP,
+    C_RW1C_IID,
+    C_RW2C,
     C_NCASE
 };
 
@@ -336,6 +340,17 @@ static void scase_make(scase *c, int which)
         t[1] = (gmm_stack_term){.model = GMM_STACK_IID, .name = "f.a", .nlevel = 7,
                                 .level = c->lev[0], .variance = 0.5};
         break;
+    case C_RW1C_IID: /* the default period: one mean spacing past the last value */
+        t[0] = (gmm_stack_term){.model = GMM_STACK_RW1, .name = "f.t", .value = c->val[0],
+                                .variance = 0.9, .cyclic = 1};
+        t[1] = (gmm_stack_term){.model = GMM_STACK_IID, .name = "f.b", .nlevel = 11,
+                                .level = c->lev[1], .variance = 0.4};
+        break;
+    case C_RW2C: /* values 0 .. 2.45, wrap 0.65 */
+        K = 1;
+        t[0] = (gmm_stack_term){.model = GMM_STACK_RW2, .name = "f.t", .value = c->val[0],
+                                .variance = 0.6, .cyclic = 1, .period = 3.1};
+        break;
     case C_BYM2_RW1:
         c->graph = test_graph();
         t[0] = (gmm_stack_term){.model = GMM_STACK_BYM2, .name = "f.d", .level = c->lev[1],
@@ -357,7 +372,8 @@ static double dense_value(void *ctx)
 }
 
 static const char *case_name[] = {"iid+iid",   "iid+graph", "rw1+iid",   "rw2",
-                                  "besag+iid", "bym2+rw1",  "rw1+besag", "besag-gap"};
+                                  "besag+iid", "bym2+rw1",  "rw1+besag", "besag-gap",
+                                  "rw1c+iid",  "rw2c"};
 
 START_TEST(test_gaussian_vs_dense)
 {
@@ -455,7 +471,7 @@ static double whiten_value(void *p)
 
 START_TEST(test_whiten)
 {
-    static const int cases[] = {C_IID_GRAPH, C_RW2, C_BYM2_RW1, C_RW1_BESAG};
+    static const int cases[] = {C_IID_GRAPH, C_RW2, C_BYM2_RW1, C_RW1_BESAG, C_RW2C};
     int which = cases[_i];
     scase c;
     scase_make(&c, which);
@@ -663,8 +679,8 @@ static double obj_value(void *p)
 
 START_TEST(test_laplace_constrained)
 {
-    static const int cases[] = {C_RW1_IID, C_RW2, C_BESAG_IID, C_BYM2_RW1, C_RW1_BESAG,
-                                C_BESAG_GAP};
+    static const int cases[] = {C_RW1_IID,   C_RW2,      C_BESAG_IID, C_BYM2_RW1,
+                                C_RW1_BESAG, C_BESAG_GAP, C_RW1C_IID, C_RW2C};
     int which = cases[_i];
     scase c;
     scase_make(&c, which);
@@ -950,6 +966,248 @@ START_TEST(test_bym2_structure)
 }
 END_TEST
 
+/* Cyclic RW1 and RW2 against their definition: Q = sum over the m
+ * intervals of the circle (the last from t_{m-1} back to t_0 over period -
+ * (t_{m-1} - t_0)) of M_j' Sigma_j^-1 M_j, Sigma_j the innovation
+ * covariance (RW1: v dt; RW2: v [dt^3/3 dt^2/2; dt^2/2 dt], inverted by
+ * GSL here) and M_j the increment (s_{j+1} - F s_j); the dense
+ * eigen-decomposition has exactly one zero eigenvalue, its eigenvector the
+ * constant on x (zero on x'); the open RW2's slope direction (t on x, 1 on
+ * x') is not null on the circle. */
+START_TEST(test_cyclic_structure)
+{
+    double t[] = {0.5, 0.9, 1.0, 2.2, 2.25, 3.0, 4.6};
+    size_t m = 7;
+    double v = 0.7, period = 5.3;
+    for (int two = 0; two < 2; two++) {
+        gmm_stack_term tm = {.model = two ? GMM_STACK_RW2 : GMM_STACK_RW1, .name = "f.t",
+                             .value = t, .variance = v, .cyclic = 1, .period = period};
+        gmm_latent *l = NULL;
+        ck_assert_int_eq(gmm_latent_stack_alloc(m, 1, &tm, 0, &l), GMM_OK);
+        size_t s = two ? 2 : 1, n = s * m;
+        ck_assert_uint_eq(gmm_latent_dim(l), n);
+        ck_assert_uint_eq(gmm_latent_nconstr(l), 1);
+        ck_assert(gmm_latent_stack_period(l, 0) == period);
+        double *Q = dense_Q(l, &v), *D = calloc(n * n, sizeof *D);
+        for (size_t j = 0; j < m; j++) {
+            size_t j1 = (j + 1) % m;
+            double dt = j + 1 < m ? t[j + 1] - t[j] : period - (t[m - 1] - t[0]);
+            /* M (s x 2s) over local (state j, state j1) */
+            double M[2][4] = {{0}}, Si[2][2];
+            size_t loc[4];
+            if (two) {
+                double Mv[2][4] = {{-1.0, -dt, 1.0, 0.0}, {0.0, -1.0, 0.0, 1.0}};
+                memcpy(M, Mv, sizeof M);
+                gsl_matrix *C = gsl_matrix_alloc(2, 2);
+                gsl_matrix_set(C, 0, 0, v * dt * dt * dt / 3);
+                gsl_matrix_set(C, 0, 1, v * dt * dt / 2);
+                gsl_matrix_set(C, 1, 0, v * dt * dt / 2);
+                gsl_matrix_set(C, 1, 1, v * dt);
+                ck_assert_int_eq(gsl_linalg_cholesky_decomp1(C), GSL_SUCCESS);
+                gsl_linalg_cholesky_invert(C);
+                for (size_t a = 0; a < 2; a++)
+                    for (size_t b = 0; b < 2; b++)
+                        Si[a][b] = gsl_matrix_get(C, a, b);
+                gsl_matrix_free(C);
+                loc[0] = 2 * j, loc[1] = 2 * j + 1, loc[2] = 2 * j1, loc[3] = 2 * j1 + 1;
+            } else {
+                M[0][0] = -1.0;
+                M[0][1] = 1.0;
+                Si[0][0] = 1.0 / (v * dt);
+                loc[0] = j, loc[1] = j1;
+            }
+            for (size_t a = 0; a < 2 * s; a++)
+                for (size_t b = 0; b < 2 * s; b++) {
+                    double q = 0.0;
+                    for (size_t p = 0; p < s; p++)
+                        for (size_t r = 0; r < s; r++)
+                            q += M[p][a] * Si[p][r] * M[r][b];
+                    D[gmm_latent_stack_index(l, 0, loc[a]) * n +
+                      gmm_latent_stack_index(l, 0, loc[b])] += q;
+                }
+        }
+        double err = 0.0, qmax = 0.0;
+        for (size_t i = 0; i < n * n; i++) {
+            err = fmax(err, fabs(Q[i] - D[i]));
+            qmax = fmax(qmax, fabs(D[i]));
+        }
+        ck_assert_msg(err < 1e-12 * qmax, "cyclic rw%d: Q vs definition %g", two + 1, err);
+        /* the null space */
+        gsl_matrix *E = gsl_matrix_alloc(n, n), *QM = gsl_matrix_alloc(n, n);
+        gsl_vector *ev = gsl_vector_alloc(n);
+        gsl_eigen_symmv_workspace *ws = gsl_eigen_symmv_alloc(n);
+        memcpy(QM->data, Q, n * n * sizeof *Q);
+        gsl_eigen_symmv(QM, ev, E, ws);
+        gsl_eigen_symmv_sort(ev, E, GSL_EIGEN_SORT_ABS_ASC);
+        double lmax = fabs(gsl_vector_get(ev, n - 1));
+        if (report())
+            fprintf(stderr, "cyclic rw%d: Q vs definition %.2e (max %.3g); eigenvalues %.2e, "
+                            "%.2e, ..., %.3g\n",
+                    two + 1, err, qmax, gsl_vector_get(ev, 0), gsl_vector_get(ev, 1), lmax);
+        ck_assert_msg(fabs(gsl_vector_get(ev, 0)) < 1e-12 * lmax, "rw%d: smallest eigenvalue %g",
+                      two + 1, gsl_vector_get(ev, 0));
+        ck_assert_msg(fabs(gsl_vector_get(ev, 1)) > 1e-6 * lmax,
+                      "rw%d: a second null direction (%g)", two + 1, gsl_vector_get(ev, 1));
+        double nerr = 0.0, e0 = gsl_matrix_get(E, gmm_latent_stack_index(l, 0, 0), 0);
+        for (size_t j = 0; j < m; j++) {
+            nerr = fmax(nerr, fabs(gsl_matrix_get(E, gmm_latent_stack_index(l, 0, s * j), 0) -
+                                   e0));
+            if (two)
+                nerr = fmax(nerr,
+                            fabs(gsl_matrix_get(E, gmm_latent_stack_index(l, 0, 2 * j + 1), 0)));
+        }
+        ck_assert_msg(nerr < 1e-10 && fabs(e0) > 0.1, "rw%d: null vector not constant (%g)",
+                      two + 1, nerr);
+        if (two) { /* Q (t on x, 1 on x') = 0 on the open walk, not on the circle */
+            double qs = 0.0, ss = 0.0;
+            for (size_t i = 0; i < n; i++) {
+                double r = 0.0;
+                for (size_t j = 0; j < m; j++)
+                    r += Q[i * n + gmm_latent_stack_index(l, 0, 2 * j)] * t[j] +
+                         Q[i * n + gmm_latent_stack_index(l, 0, 2 * j + 1)];
+                qs += r * r;
+            }
+            for (size_t j = 0; j < m; j++)
+                ss += t[j] * t[j] + 1.0;
+            ck_assert_msg(sqrt(qs / ss) > 1e-3 * fabs(gsl_vector_get(ev, 1)),
+                          "the slope is null on the circle: %g", sqrt(qs / ss));
+        }
+        gsl_eigen_symmv_free(ws);
+        gsl_vector_free(ev);
+        gsl_matrix_free(E);
+        gsl_matrix_free(QM);
+        free(Q);
+        free(D);
+        gmm_latent_free(l);
+    }
+}
+END_TEST
+
+/* The wrap's long edge: the bandwidth of a cyclic walk alone stays O(1)
+ * as m grows (RCM's zigzag over the cycle), and the default period of the
+ * levels 1..m is m. */
+START_TEST(test_cyclic_band)
+{
+    static const size_t ms[] = {5, 52, 1000};
+    size_t bw[2][3];
+    for (size_t a = 0; a < 3; a++) {
+        size_t m = ms[a];
+        double *w = malloc(m * sizeof *w);
+        for (size_t j = 0; j < m; j++)
+            w[j] = (double)(j + 1);
+        for (int two = 0; two < 2; two++) {
+            gmm_stack_term tm = {.model = two ? GMM_STACK_RW2 : GMM_STACK_RW1, .name = "f.w",
+                                 .value = w, .cyclic = 1};
+            gmm_latent *l = NULL;
+            ck_assert_int_eq(gmm_latent_stack_alloc(m, 1, &tm, 0, &l), GMM_OK);
+            ck_assert(gmm_latent_stack_period(l, 0) == (double)m);
+            bw[two][a] = gmm_latent_bandwidth(l);
+            gmm_latent_free(l);
+        }
+        free(w);
+    }
+    if (report())
+        fprintf(stderr, "cyclic bandwidth m = 5, 52, 1000: rw1 %zu %zu %zu, rw2 %zu %zu %zu\n",
+                bw[0][0], bw[0][1], bw[0][2], bw[1][0], bw[1][1], bw[1][2]);
+    /* RCM folds a cycle into a zigzag: twice the open walk's band (rw1 1,
+     * rw2 3), whatever m */
+    for (size_t a = 0; a < 3; a++) {
+        ck_assert_uint_le(bw[0][a], 2);
+        ck_assert_uint_le(bw[1][a], 6);
+    }
+}
+END_TEST
+
+/* A seasonal Gaussian fit on weeks 1..52 (four years of noisy rows): the
+ * cyclic RW2's posterior mean is equivariant under rotating the weeks (the
+ * wrap is an interval like any other), so it is continuous with its
+ * derivative from week 52 to week 1: the jump of the value past the
+ * trapezoid step and of the derivative across the wrap are no larger
+ * than the largest over the interior intervals.  The week numbers 1..208
+ * with period 52 give the same fit (reduced onto 1..52). */
+typedef struct {
+    double x[52], dx[52];
+} season;
+
+static void season_fit(int cyclic, size_t shift, int raw, season *out)
+{
+    enum { M = 52, Y = 4 };
+    double week[M * Y], y[M * Y];
+    tu_rng r;
+    tu_rng_seed(&r, 4242);
+    for (size_t i = 0; i < M * Y; i++) {
+        size_t w = i % M; /* true week w + 1 */
+        double ph = 2.0 * M_PI * ((double)w + 1.0) / M;
+        y[i] = sin(ph) + 0.5 * cos(2.0 * ph) + 0.3 * tu_normal(&r);
+        week[i] = (double)((w + shift) % M + 1 + (raw ? M * (i / M) : 0));
+    }
+    gmm_stack_term tm = {.model = GMM_STACK_RW2, .name = "f.week_of_year", .value = week,
+                         .cyclic = cyclic, .period = raw ? (double)M : 0.0};
+    gmm_latent *l = NULL;
+    ck_assert_int_eq(gmm_latent_stack_alloc(M * Y, 1, &tm, 0, &l), GMM_OK);
+    ck_assert_uint_eq(gmm_latent_dim(l), 2 * M);
+    if (cyclic) {
+        ck_assert(gmm_latent_stack_period(l, 0) == (double)M);
+        ck_assert(gmm_latent_stack_wrap(l, 0, 53.0) == 1.0);
+        ck_assert(gmm_latent_stack_wrap(l, 0, 0.0) == 52.0);
+        ck_assert(gmm_latent_stack_wrap(l, 0, 7.5) == 7.5);
+    }
+    size_t n = gmm_latent_dim(l);
+    double th = 1e-3, f, *mean = malloc(n * sizeof *mean);
+    ck_assert_int_eq(gmm_latent_gaussian(l, &th, y, 0.09, &f, NULL, NULL), GMM_OK);
+    ck_assert_int_eq(gmm_latent_gaussian_posterior(l, mean, NULL), GMM_OK);
+    for (size_t w = 0; w < M; w++) { /* true week w + 1 at level (w + shift) % M */
+        size_t j = (w + shift) % M;
+        out->x[w] = mean[gmm_latent_stack_index(l, 0, 2 * j)];
+        out->dx[w] = mean[gmm_latent_stack_index(l, 0, 2 * j + 1)];
+    }
+    free(mean);
+    gmm_latent_free(l);
+}
+
+/* The interval from true week w to w + 1 (mod 52): the value's departure
+ * from the trapezoid step and the derivative's jump. */
+static void season_jumps(const season *s, size_t w, double *jv, double *jd)
+{
+    size_t w1 = (w + 1) % 52;
+    *jv = fabs(s->x[w1] - s->x[w] - 0.5 * (s->dx[w] + s->dx[w1]));
+    *jd = fabs(s->dx[w1] - s->dx[w]);
+}
+
+START_TEST(test_cyclic_season)
+{
+    season a, b, o, p;
+    season_fit(1, 0, 0, &a);
+    season_fit(1, 17, 0, &b);
+    season_fit(0, 0, 0, &o);
+    season_fit(1, 0, 1, &p);
+    double rerr = 0.0, amp = 0.0, perr = 0.0;
+    for (size_t w = 0; w < 52; w++) {
+        rerr = fmax(rerr, fmax(fabs(a.x[w] - b.x[w]), fabs(a.dx[w] - b.dx[w])));
+        perr = fmax(perr, fmax(fabs(a.x[w] - p.x[w]), fabs(a.dx[w] - p.dx[w])));
+        amp = fmax(amp, fabs(a.x[w]));
+    }
+    double iv = 0.0, id = 0.0, wv, wd, ov, od;
+    for (size_t w = 0; w + 1 < 52; w++) {
+        double jv, jd;
+        season_jumps(&a, w, &jv, &jd);
+        iv = fmax(iv, jv);
+        id = fmax(id, jd);
+    }
+    season_jumps(&a, 51, &wv, &wd);
+    season_jumps(&o, 51, &ov, &od);
+    if (report())
+        fprintf(stderr, "cyclic season: rotation %.2e (amplitude %.3f); wrap value %.2e "
+                        "derivative %.2e, interior max %.2e %.2e; open rw2 across the wrap "
+                        "%.2e %.2e; week numbers with period 52 %.2e\n",
+                rerr, amp, wv, wd, iv, id, ov, od, perr);
+    ck_assert_msg(amp > 0.5, "the seasonal fit is flat: %g", amp);
+    ck_assert_msg(rerr < 1e-8 * amp, "rotation changes the fit: %g", rerr);
+    ck_assert_msg(perr < 1e-8 * amp, "week numbers modulo 52 change the fit: %g", perr);
+    ck_assert_msg(wv <= iv && wd <= id, "wrap jumps %g %g vs interior %g %g", wv, wd, iv, id);
+}
+END_TEST
+
 /* Eigenvalues of the dense Q at theta; the product of those above tol. */
 static double eig_logdet_nonzero(const double *Q, size_t n, size_t *nzero)
 {
@@ -977,7 +1235,7 @@ static double eig_logdet_nonzero(const double *Q, size_t n, size_t *nzero)
 }
 
 /* The banded generalised log-determinant against dense eigenvalues (RW1,
- * BESAG: A spans the null space, so it is the product of the nonzero
+ * BESAG, cyclic RW1 and RW2: A spans the null space, so it is the product of the nonzero
  * eigenvalues -- the identity det(R_-S) det(N'N) / det(N_S)^2) and
  * against log det(V'QV) (every case). */
 START_TEST(test_logdet)
@@ -990,7 +1248,7 @@ START_TEST(test_logdet)
     double *S = dense_sigma(c.l, c.p, &ldv);
     ck_assert_msg(fabs(ld - ldv) < 1e-9 * fmax(1.0, fabs(ldv)), "%s: %.15g vs %.15g",
                   case_name[_i], ld, ldv);
-    if (_i == C_RW1_IID || _i == C_BESAG_IID) {
+    if (_i == C_RW1_IID || _i == C_BESAG_IID || _i == C_RW1C_IID || _i == C_RW2C) {
         double *Q = dense_Q(c.l, c.p);
         size_t nz;
         double le = eig_logdet_nonzero(Q, n, &nz);
@@ -1094,6 +1352,29 @@ START_TEST(test_refusals)
     gmm_stack_term rw = {.model = GMM_STACK_RW1, .name = "f.t", .value = one};
     ck_assert_int_eq(gmm_latent_stack_alloc(2, 1, &rw, 0, &l), GMM_EINVAL);
     ck_assert_ptr_null(l);
+    /* cyclic: at least 3 values, a period above their range, only on walks */
+    double two[3] = {1.0, 2.0, 2.0};
+    rw = (gmm_stack_term){.model = GMM_STACK_RW1, .name = "f.t", .value = two, .cyclic = 1};
+    ck_assert_int_eq(gmm_latent_stack_alloc(3, 1, &rw, 0, &l), GMM_EINVAL);
+    double three[3] = {1.0, 2.0, 3.0};
+    rw = (gmm_stack_term){.model = GMM_STACK_RW2, .name = "f.t", .value = three, .cyclic = 1,
+                          .period = -3.0};
+    ck_assert_int_eq(gmm_latent_stack_alloc(3, 1, &rw, 0, &l), GMM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(gmm_error_message(), "period"));
+    rw.period = 2.0; /* 1, 2, 3 reduce onto 1, 2, 1 */
+    ck_assert_int_eq(gmm_latent_stack_alloc(3, 1, &rw, 0, &l), GMM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(gmm_error_message(), "3 distinct"));
+    rw.period = NAN;
+    ck_assert_int_eq(gmm_latent_stack_alloc(3, 1, &rw, 0, &l), GMM_EINVAL);
+    rw.period = 3.5;
+    rw.cyclic = 0;
+    ck_assert_int_eq(gmm_latent_stack_alloc(3, 1, &rw, 0, &l), GMM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(gmm_error_message(), "cyclic"));
+    size_t lv[3] = {0, 1, 2};
+    rw = (gmm_stack_term){.model = GMM_STACK_IID, .name = "f.g", .nlevel = 3, .level = lv,
+                          .cyclic = 1};
+    ck_assert_int_eq(gmm_latent_stack_alloc(3, 1, &rw, 0, &l), GMM_EINVAL);
+    ck_assert_ptr_null(l);
     scase_free(&c);
 }
 END_TEST
@@ -1107,14 +1388,17 @@ Suite *model_stack_suite(void)
     tcase_add_loop_test(tc, test_gaussian_vs_dense, 0, C_NCASE);
     tcase_add_loop_test(tc, test_logdet, 0, C_NCASE);
     tcase_add_test(tc, test_order);
-    tcase_add_loop_test(tc, test_whiten, 0, 4);
+    tcase_add_loop_test(tc, test_whiten, 0, 5);
     tcase_add_test(tc, test_laplace_problem);
-    tcase_add_loop_test(tc, test_laplace_constrained, 0, 6);
+    tcase_add_loop_test(tc, test_laplace_constrained, 0, 8);
     tcase_add_test(tc, test_rw2_structure);
     tcase_add_test(tc, test_rw1_structure);
     tcase_add_test(tc, test_bym2_structure);
     tcase_add_test(tc, test_besag_scaling);
     tcase_add_test(tc, test_refusals);
+    tcase_add_test(tc, test_cyclic_structure);
+    tcase_add_test(tc, test_cyclic_band);
+    tcase_add_test(tc, test_cyclic_season);
     suite_add_tcase(s, tc);
     return s;
 }

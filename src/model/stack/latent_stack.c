@@ -865,6 +865,22 @@ const double *gmm_latent_stack_values(const gmm_latent *l, size_t k, size_t *m)
     return c->comp[k].val;
 }
 
+double gmm_latent_stack_period(const gmm_latent *l, size_t k)
+{
+    stack_impl *c = impl_of(l);
+    if (!c || k >= c->K || !c->comp[k].cyclic)
+        return NAN;
+    return c->comp[k].period;
+}
+
+double gmm_latent_stack_wrap(const gmm_latent *l, size_t k, double t)
+{
+    stack_impl *c = impl_of(l);
+    if (!c || k >= c->K || !c->comp[k].cyclic)
+        return t;
+    return stack_wrap(c->comp[k].val[0], c->comp[k].period, t);
+}
+
 double gmm_latent_stack_scale(const gmm_latent *l, size_t k, size_t v)
 {
     stack_impl *c = impl_of(l);
@@ -915,8 +931,12 @@ void gmm_latent_stack_describe(const gmm_latent *l, char *buf, size_t size)
     if (!c)
         return;
     for (size_t k = 0; k < c->K && used < size; k++) {
-        int w = snprintf(buf + used, size - used, "%s%s (%s): %zu latents", k ? ", " : "",
-                         c->comp[k].name, model[c->comp[k].model], c->comp[k].n);
+        int w = c->comp[k].cyclic
+                    ? snprintf(buf + used, size - used, "%s%s (%s, cyclic, period %g): %zu latents",
+                               k ? ", " : "", c->comp[k].name, model[c->comp[k].model],
+                               c->comp[k].period, c->comp[k].n)
+                    : snprintf(buf + used, size - used, "%s%s (%s): %zu latents", k ? ", " : "",
+                               c->comp[k].name, model[c->comp[k].model], c->comp[k].n);
         used += w > 0 ? (size_t)w : 0;
     }
     if (used < size)

@@ -134,49 +134,118 @@ static gmm_status distinct_values(stack_comp *c, const double *value, size_t nro
     return GMM_OK;
 }
 
+double stack_wrap(double t0, double period, double t)
+{
+    double r = fmod(t - t0, period);
+    return t0 + (r < 0.0 ? r + period : r);
+}
+
+/* Cyclic with an explicit period: the values reduced onto [t_min, t_min +
+ * period) (stack.h) into *out (nrows, the caller frees). */
+static gmm_status wrap_values(stack_comp *c, const double *value, size_t nrows, double period,
+                              double **out)
+{
+    *out = NULL;
+    if (!isfinite(period) || !(period > 0.0))
+        return gmm_error(GMM_EINVAL, "'%s': cyclic period %g must be positive and finite",
+                         c->name, period);
+    double lo = INFINITY;
+    for (size_t r = 0; r < nrows; r++) {
+        if (!isfinite(value[r]))
+            return gmm_error_at(GMM_EINVAL, r, "row %zu: '%s' index value %g is not finite", r,
+                                c->name, value[r]);
+        lo = value[r] < lo ? value[r] : lo;
+    }
+    double *w = gmm_malloc(nrows ? nrows : 1, sizeof *w);
+    if (!w)
+        return gmm_error(GMM_ENOMEM, "out of memory for the values of '%s'", c->name);
+    for (size_t r = 0; r < nrows; r++)
+        w[r] = stack_wrap(lo, period, value[r]);
+    *out = w;
+    return GMM_OK;
+}
+
+/* The wrap-around distance of a cyclic walk from the last value back to
+ * the first (stack.h): period - (t_{m-1} - t_0), the period by default
+ * range (m / (m - 1)): the wrap one mean spacing long. */
+static gmm_status wrap_distance(stack_comp *c, double period, double *d)
+{
+    size_t m = c->m;
+    double range = c->val[m - 1] - c->val[0];
+    if (period == 0.0) {
+        *d = range / (double)(m - 1);
+        c->period = range + *d;
+        return GMM_OK;
+    }
+    if (!(period > range)) /* the reduction rounded onto t_min + period */
+        return gmm_error(GMM_EINVAL, "'%s': cyclic period %g: the index values reduced onto "
+                                     "one period span %g to %g, a full period",
+                         c->name, period, c->val[0], c->val[m - 1]);
+    c->period = period;
+    *d = period - range;
+    return GMM_OK;
+}
+
+/* The two-state transition over dt from state a to state b (local pairs
+ * (2a, 2a + 1), (2b, 2b + 1)): r = s_b - F s_a = M (x_a, x'_a, x_b, x'_b)',
+ * M = [-1 -dt 1 0; 0 -1 0 1], precision K = [12/dt^3 -6/dt^2; . 4/dt]. */
+static void rw2_transition(stack_comp *c, size_t a0, size_t b0, double dt)
+{
+    double K[2][2] = {{12.0 / (dt * dt * dt), -6.0 / (dt * dt)}, {-6.0 / (dt * dt), 4.0 / dt}};
+    double M[2][4] = {{-1.0, -dt, 1.0, 0.0}, {0.0, -1.0, 0.0, 1.0}};
+    size_t loc[4] = {2 * a0, 2 * a0 + 1, 2 * b0, 2 * b0 + 1};
+    for (size_t a = 0; a < 4; a++)
+        for (size_t b = 0; b <= a; b++) {
+            double v = 0.0;
+            for (size_t p = 0; p < 2; p++)
+                for (size_t q = 0; q < 2; q++)
+                    v += M[p][a] * K[p][q] * M[q][b];
+            slot(c, loc[a], loc[b], v, 0);
+        }
+}
+
 static gmm_status build_rw(stack_comp *c, const gmm_stack_term *t, size_t nrows)
 {
     gmm_status st;
-    int two = t->model == GMM_STACK_RW2;
+    int two = t->model == GMM_STACK_RW2, cyc = t->cyclic != 0;
     if (!t->value)
         return gmm_error(GMM_EINVAL, "'%s': a random walk needs the index values", c->name);
-    if ((st = distinct_values(c, t->value, nrows, c->row_loc)))
+    const double *value = t->value;
+    double *wv = NULL;
+    if (cyc && t->period != 0.0 && (st = wrap_values(c, t->value, nrows, t->period, &wv)))
         return st;
-    size_t m = c->m;
-    if (m < (two ? 3u : 2u))
-        return gmm_error(GMM_EINVAL, "'%s': %s needs at least %d distinct index values, got %zu",
-                         c->name, two ? "rw2" : "rw1", two ? 3 : 2, m);
+    st = distinct_values(c, wv ? wv : value, nrows, c->row_loc);
+    gmm_free(wv);
+    if (st)
+        return st;
+    size_t m = c->m, mmin = two || cyc ? 3 : 2;
+    if (m < mmin)
+        return gmm_error(GMM_EINVAL, "'%s': %s%s needs at least %zu distinct index values, "
+                                     "got %zu",
+                         c->name, two ? "rw2" : "rw1", cyc ? " cyclic" : "", mmin, m);
+    double dwrap = 0.0;
+    if (cyc && (st = wrap_distance(c, t->period, &dwrap)))
+        return st;
     c->n = two ? 2 * m : m;
-    size_t ncon = two ? 2 : 1;
-    if ((st = comp_arrays(c, two ? 10 * (m - 1) : 3 * (m - 1), ncon, ncon * m)))
+    /* the cyclic walks' null space is the constant alone (x' = b around
+     * the circle gives b period = 0) */
+    size_t ncon = two && !cyc ? 2 : 1, nint = cyc ? m : m - 1;
+    if ((st = comp_arrays(c, two ? 10 * nint : 3 * nint, ncon, ncon * m)))
         return st;
-    if (!two) {
-        for (size_t j = 0; j + 1 < m; j++) {
-            double w = 1.0 / (c->val[j + 1] - c->val[j]);
-            slot(c, j, j, w, 0);
-            slot(c, j + 1, j + 1, w, 0);
-            slot(c, j + 1, j, -w, 0);
+    for (size_t j = 0; j < nint; j++) {
+        size_t j1 = j + 1 < m ? j + 1 : 0;
+        double dt = j + 1 < m ? c->val[j + 1] - c->val[j] : dwrap;
+        if (two) {
+            rw2_transition(c, j, j1, dt);
+        } else {
+            slot(c, j, j, 1.0 / dt, 0);
+            slot(c, j1, j1, 1.0 / dt, 0);
+            slot(c, j1, j, -1.0 / dt, 0);
         }
-    } else {
-        /* interval j: r = s_{j+1} - F s_j = M (x_j, x'_j, x_{j+1}, x'_{j+1})',
-         * M = [-1 -dt 1 0; 0 -1 0 1], precision K = [12/dt^3 -6/dt^2; . 4/dt] */
-        for (size_t j = 0; j + 1 < m; j++) {
-            double dt = c->val[j + 1] - c->val[j];
-            double K[2][2] = {{12.0 / (dt * dt * dt), -6.0 / (dt * dt)},
-                              {-6.0 / (dt * dt), 4.0 / dt}};
-            double M[2][4] = {{-1.0, -dt, 1.0, 0.0}, {0.0, -1.0, 0.0, 1.0}};
-            for (size_t a = 0; a < 4; a++)
-                for (size_t b = 0; b <= a; b++) {
-                    double v = 0.0;
-                    for (size_t p = 0; p < 2; p++)
-                        for (size_t q = 0; q < 2; q++)
-                            v += M[p][a] * K[p][q] * M[q][b];
-                    slot(c, 2 * j + a, 2 * j + b, v, 0);
-                }
-        }
+    }
+    if (two)
         for (size_t r = 0; r < nrows; r++)
             c->row_loc[r] *= 2;
-    }
     /* sum x_j = 0 (and sum (t_j - tbar) x_j = 0); N = [1, t - tbar] on x (and
      * [0, 1] on x'), S = {x_0} (and x'_0): det N_S = 1 */
     double tbar = 0.0, tt = 0.0;
@@ -193,7 +262,7 @@ static gmm_status build_rw(stack_comp *c, const gmm_stack_term *t, size_t nrows)
     c->cptr[1] = e;
     c->ldconst = 2.0 * log((double)m);
     c->ldaa = log((double)m);
-    if (two) {
+    if (ncon == 2) {
         for (size_t j = 0; j < m; j++) {
             double d = c->val[j] - tbar;
             tt += d * d;
@@ -212,13 +281,13 @@ static gmm_status build_rw(stack_comp *c, const gmm_stack_term *t, size_t nrows)
         c->nval[e++] = 1.0;
     }
     c->nptr[1] = e;
-    for (size_t j = 0; j < m && two; j++) {
+    for (size_t j = 0; j < m && ncon == 2; j++) {
         c->nidx[e] = 2 * j;
         c->nval[e++] = c->val[j] - tbar;
         c->nidx[e] = 2 * j + 1;
         c->nval[e++] = 1.0;
     }
-    if (two)
+    if (ncon == 2)
         c->nptr[2] = e;
     return GMM_OK;
 }
@@ -485,6 +554,14 @@ gmm_status stack_comp_build(stack_comp *c, const gmm_stack_term *t, size_t nrows
                          c->start[0]);
     if (t->model == GMM_STACK_BYM2 && !(c->start[1] > 0.0 && c->start[1] < 1.0))
         return gmm_error(GMM_EINVAL, "'%s': phi %g must be in (0, 1)", c->name, c->start[1]);
+    c->cyclic = t->cyclic != 0;
+    c->period = NAN;
+    int rw = t->model == GMM_STACK_RW1 || t->model == GMM_STACK_RW2;
+    if (!rw && c->cyclic)
+        return gmm_error(GMM_EINVAL, "'%s': only rw1 and rw2 can be cyclic", c->name);
+    if (!c->cyclic && t->period != 0.0)
+        return gmm_error(GMM_EINVAL, "'%s': a period (%g) needs a cyclic rw1 or rw2", c->name,
+                         t->period);
     switch (t->model) {
     case GMM_STACK_IID:
         for (size_t r = 0; r < nrows; r++) {

@@ -41,9 +41,12 @@ typedef struct {
     size_t *nptr, *nidx;
     double *nval;
     int *nb;
-    /* RW1, RW2: the sorted distinct values (m) */
+    /* RW1, RW2: the sorted distinct values (m); cyclic: the period (NAN
+     * otherwise) */
     double *val;
     size_t m;
+    int cyclic;
+    double period;
     /* BESAG, BYM2: per graph node, its component's scaling c */
     double *scale;
     /* GRAPH */
@@ -56,6 +59,9 @@ typedef struct {
  * limit as gmm_latent_stack_alloc.  Errors as there. */
 gmm_status stack_comp_build(stack_comp *c, const gmm_stack_term *t, size_t nrows, size_t limit);
 void stack_comp_free(stack_comp *c);
+
+/* t reduced onto [t0, t0 + period) (period > 0). */
+double stack_wrap(double t0, double period, double t);
 
 /* c_g(theta) for the component's groups (STACK_NGROUP) and dc_g/dtheta_p
  * (dc[g * 2 + p]); GMM_EDOM for phi outside (0, 1). */
