@@ -16,6 +16,7 @@
 
 #include "gmm/alloc.h"
 #include "gmm/io.h"
+#include "gmm/json.h"
 
 typedef struct {
     long id;
@@ -37,6 +38,7 @@ typedef struct {
 
 typedef struct {
     const char *const *paths;
+    int stan;        /* -1 before the first file, then 1 for CmdStan CSV files, 0 for draws_df */
     size_t nvar;
     char **name;
     named *by_name;  /* the names sorted, to match later files' columns */
@@ -101,13 +103,15 @@ static int parse_chain_id(const char *s, long *id)
     return 0;
 }
 
-/* The column of each variable in table t (col, nvar entries): the first
- * file defines the variables, later files must have the same set. */
-static gmm_status match_columns(reader *r, const gmm_table *t, size_t file, size_t *col)
+/* The column of each variable in table t, whose column names are hdr (col,
+ * nvar entries): the first file defines the variables, later files must
+ * have the same set. */
+static gmm_status match_columns(reader *r, const gmm_table *t, char *const *hdr, size_t file,
+                                size_t *col)
 {
     if (file == 0) {
         for (size_t c = 0; c < t->ncol; c++)
-            if (is_variable(t->header[c]))
+            if (is_variable(hdr[c]))
                 r->nvar++;
         if (r->nvar == 0)
             return gmm_error(GMM_EPARSE,
@@ -118,8 +122,8 @@ static gmm_status match_columns(reader *r, const gmm_table *t, size_t file, size
         if (!r->name)
             return gmm_error(GMM_ENOMEM, "out of memory");
         for (size_t c = 0, v = 0; c < t->ncol; c++)
-            if (is_variable(t->header[c])) {
-                if (!(r->name[v] = gmm_strdup(t->header[c])))
+            if (is_variable(hdr[c])) {
+                if (!(r->name[v] = gmm_strdup(hdr[c])))
                     return gmm_error(GMM_ENOMEM, "out of memory");
                 col[v++] = c;
             }
@@ -136,11 +140,11 @@ static gmm_status match_columns(reader *r, const gmm_table *t, size_t file, size
     const char *first = shown(r->paths[0]);
     size_t found = 0;
     for (size_t c = 0; c < t->ncol; c++) {
-        if (!is_variable(t->header[c]))
+        if (!is_variable(hdr[c]))
             continue;
-        size_t v = find_variable(r, t->header[c]);
+        size_t v = find_variable(r, hdr[c]);
         if (v == r->nvar)
-            return gmm_error(GMM_EPARSE, "%s: column '%s' is not in %s", t->file, t->header[c],
+            return gmm_error(GMM_EPARSE, "%s: column '%s' is not in %s", t->file, hdr[c],
                              first);
         col[v] = c;
         found++;
@@ -151,8 +155,8 @@ static gmm_status match_columns(reader *r, const gmm_table *t, size_t file, size
         if (!hit)
             return gmm_error(GMM_ENOMEM, "out of memory");
         for (size_t c = 0; c < t->ncol; c++)
-            if (is_variable(t->header[c]))
-                hit[find_variable(r, t->header[c])] = 1;
+            if (is_variable(hdr[c]))
+                hit[find_variable(r, hdr[c])] = 1;
         size_t v = 0;
         while (hit[v])
             v++;
@@ -163,24 +167,139 @@ static gmm_status match_columns(reader *r, const gmm_table *t, size_t file, size
     return GMM_OK;
 }
 
-/* One file's chains into new chunks. */
+/* A CmdStan file's `# id = N` (CmdStan may add " (Default)"). */
+typedef struct {
+    long id;
+    size_t line;
+} stan_id;
+
+static void on_comment(void *user, const char *text, size_t line)
+{
+    stan_id *si = user;
+    static const char key[] = "# id = ";
+    if (si->line || strncmp(text, key, sizeof key - 1))
+        return;
+    const char *p = text + sizeof key - 1;
+    char *end;
+    errno = 0;
+    long v = strtol(p, &end, 10);
+    if (end == p || *p == '-' || *p == '+' || errno == ERANGE || v <= 0 ||
+        (*end && strcmp(end, " (Default)")))
+        return;
+    si->id = v;
+    si->line = line;
+}
+
+/* A CmdStan name as the draws_df layout spells it: NAME.I.J -> NAME[I,J]
+ * (posterior's reading of Stan's names), a sampled parameter's NAME_WITH_
+ * UNDERSCORES -> the sidecar's "origin" parameter it stands for (hmc
+ * writes a parameter's '.' and other characters as '_'), anything else as
+ * it is.  NULL when out of memory. */
+static char *stan_name(const char *name, const json_t *params)
+{
+    const char *dot = strchr(name, '.');
+    int indexed = dot && dot > name;
+    for (const char *p = dot; indexed && *p; p++)
+        indexed = *p == '.' ? p[1] >= '0' && p[1] <= '9' : *p >= '0' && *p <= '9';
+    if (indexed) {
+        char *out = gmm_strdup(name);
+        if (!out)
+            return NULL;
+        char *q = out + (dot - name);
+        *q = '[';
+        while (*++q)
+            if (*q == '.')
+                *q = ',';
+        size_t len = strlen(out);
+        char *grown = gmm_realloc(out, len + 2, 1);
+        if (!grown) {
+            gmm_free(out);
+            return NULL;
+        }
+        memcpy(grown + len, "]", 2);
+        return grown;
+    }
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)params, key, v) {
+        const char *a = key, *b = name;
+        for (; *a && *b; a++, b++)
+            if (*b != ((*a >= '0' && *a <= '9') || (*a >= 'a' && *a <= 'z') ||
+                               (*a >= 'A' && *a <= 'Z') || *a == '_'
+                           ? *a
+                           : '_'))
+                break;
+        if (!*a && !*b)
+            return gmm_strdup(key);
+    }
+    return gmm_strdup(name);
+}
+
+/* The "parameters" of the sidecar of CmdStan file `path` (a new reference,
+ * or NULL when there is none). */
+static gmm_status sidecar_params(const char *path, json_t **out)
+{
+    json_t *o = NULL;
+    *out = NULL;
+    gmm_status s = gmm_draws_origin_read(path, &o);
+    if (s == GMM_OK && o) {
+        json_t *p = json_object_get(o, "parameters");
+        if (json_is_object(p))
+            *out = json_incref(p);
+    }
+    json_decref(o);
+    return s;
+}
+
+/* One file's chains into new chunks.  A file with a column .chain is in
+ * the draws_df layout; one without, with lp__, is CmdStan's output CSV:
+ * one chain, whose id is its `# id = N` line or else the file's position
+ * among the paths (CmdStanPy's and ArviZ's reading), and whose names are
+ * translated (stan_name). */
 static gmm_status read_file(reader *r, size_t file)
 {
     gmm_table *t = NULL;
-    size_t *col = NULL, chain_col;
+    size_t *col = NULL, chain_col = 0, lp_col;
     idrow *ir = NULL;
     double *buf = NULL;
-    gmm_status st = gmm_table_read(r->paths[file], &t);
+    char **hdr = NULL;
+    json_t *params = NULL;
+    stan_id si = {0, 0};
+    gmm_table_opts opts = {1, on_comment, &si};
+    gmm_status st = gmm_table_read_opts(r->paths[file], &opts, &t);
     if (st != GMM_OK)
         return st;
-    if ((st = gmm_table_column(t, ".chain", &chain_col)) != GMM_OK)
+    int stan = 0;
+    if (gmm_table_column(t, ".chain", &chain_col) != GMM_OK) {
+        char why[GMM_ERROR_MAX];
+        snprintf(why, sizeof why, "%s", gmm_error_message());
+        stan = gmm_table_column(t, "lp__", &lp_col) == GMM_OK;
+        if (!stan) {
+            st = gmm_error(GMM_EPARSE, "%s (nor lp__: not CmdStan's CSV either)", why);
+            goto done;
+        }
+    }
+    if (r->stan >= 0 && stan != r->stan) {
+        st = gmm_error(GMM_EPARSE, "%s: %s, %s is %s: give files of one format", t->file,
+                       stan ? "CmdStan's CSV (no column .chain)" : "a draws_df CSV (.chain)",
+                       shown(r->paths[0]), stan ? "a draws_df CSV" : "CmdStan's CSV");
         goto done;
+    }
+    r->stan = stan;
     col = gmm_malloc(t->ncol, sizeof *col);
-    if (!col) {
+    hdr = gmm_calloc(t->ncol, sizeof *hdr);
+    if (!col || !hdr) {
         st = gmm_error(GMM_ENOMEM, "out of memory");
         goto done;
     }
-    if ((st = match_columns(r, t, file, col)) != GMM_OK)
+    if (stan && (st = sidecar_params(r->paths[file], &params)) != GMM_OK)
+        goto done;
+    for (size_t c = 0; c < t->ncol; c++)
+        if (!(hdr[c] = stan ? stan_name(t->header[c], params) : gmm_strdup(t->header[c]))) {
+            st = gmm_error(GMM_ENOMEM, "out of memory");
+            goto done;
+        }
+    if ((st = match_columns(r, t, hdr, file, col)) != GMM_OK)
         goto done;
     if (t->nrow == 0) {
         st = gmm_error(GMM_EPARSE, "%s: no draws", t->file);
@@ -193,7 +312,9 @@ static gmm_status read_file(reader *r, size_t file)
         st = gmm_error(GMM_ENOMEM, "out of memory reading %s", t->file);
         goto done;
     }
-    for (size_t i = 0; i < t->nrow; i++) {
+    for (size_t i = 0; stan && i < t->nrow; i++)
+        ir[i] = (idrow){si.line ? si.id : (long)file + 1, i};
+    for (size_t i = 0; !stan && i < t->nrow; i++) {
         ir[i].row = i;
         if (parse_chain_id(t->cell[i][chain_col], &ir[i].id) != 0) {
             st = gmm_error_at(GMM_EPARSE, i, "%s:%zu: column '.chain': '%s' is not a positive integer",
@@ -244,6 +365,10 @@ static gmm_status read_file(reader *r, size_t file)
     }
 
 done:
+    for (size_t c = 0; hdr && c < t->ncol; c++)
+        gmm_free(hdr[c]);
+    gmm_free(hdr);
+    json_decref(params);
     gmm_free(buf);
     gmm_free(ir);
     gmm_free(col);
@@ -302,7 +427,7 @@ gmm_status gmm_draws_read(const char *const *paths, size_t npath, gmm_draws **ou
         if (!paths[f])
             return gmm_error(GMM_EINVAL, "gmm_draws_read: NULL path");
 
-    reader r = {.paths = paths};
+    reader r = {.paths = paths, .stan = -1};
     gmm_draws *d = gmm_calloc(1, sizeof *d);
     gmm_status st = d ? GMM_OK : gmm_error(GMM_ENOMEM, "out of memory");
     for (size_t f = 0; st == GMM_OK && f < npath; f++)
@@ -311,6 +436,7 @@ gmm_status gmm_draws_read(const char *const *paths, size_t npath, gmm_draws **ou
         st = assemble(&r, d);
     if (st == GMM_OK) {
         d->name = r.name;
+        d->stan = r.stan;
         r.name = NULL;
         *out = d;
         d = NULL;
