@@ -1,8 +1,10 @@
-/* draws.c -- draws files (posterior's draws_df layout) into chains x
- * iterations per variable, merged over files by chain id (draws.h).
+/* draws.c -- draws files (posterior's draws_df layout, or CmdStan's CSV)
+ * into chains x iterations per variable, merged over files by chain id
+ * (draws.h).
  *
- * Each file is read whole as a table, its rows grouped by chain (a sort of
- * (chain id, row) pairs, so a file may interleave chains), and each group
+ * Each file is read whole as a table (comment lines skipped, for CmdStan's
+ * files), its rows grouped by chain (a sort of (chain id, row) pairs, so a
+ * file may interleave chains; a CmdStan file is one chain), and each group
  * becomes a chunk holding its variables' draws; the table is freed before
  * the next file.  When every file is in, the chunks are sorted by chain id
  * (then file, so a clash names the earlier file first), checked for clashes
@@ -222,6 +224,8 @@ static char *stan_name(const char *name, const json_t *params)
     const char *key;
     json_t *v;
     json_object_foreach((json_t *)params, key, v) {
+        if (!json_is_string(v))
+            continue;  /* fixed: not a column */
         const char *a = key, *b = name;
         for (; *a && *b; a++, b++)
             if (*b != ((*a >= '0' && *a <= '9') || (*a >= 'a' && *a <= 'z') ||

@@ -342,6 +342,10 @@ static gmm_status read_stream(FILE *f, const char *name, const gmm_table_opts *o
             goto done;
         }
     }
+    if (r.in_comment && opts->on_comment) {  /* the last line, without a line end */
+        r.ctext[r.clen] = '\0';
+        opts->on_comment(opts->user, r.ctext, r.cline);
+    }
     if (csv_fini(&p, on_field, on_row, &r) != 0) {
         if (csv_error(&p) == CSV_EPARSE)
             st = gmm_error(GMM_EPARSE, "%s:%zu: a quoted field in this row is not closed "

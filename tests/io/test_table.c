@@ -334,7 +334,7 @@ static void note_comment(void *user, const char *text, size_t line)
  * than a read chunk is skipped whole and handed on cut. */
 START_TEST(test_comment_lines)
 {
-    const char *text = "# a = 1\n#b\r\nx,y\r\n1,\"p\n#q\"\n# mid\n 2,#3\n\n# end\n";
+    const char *text = "# a = 1\n#b\r\nx,y\r\n1,\"p\n#q\"\n# mid\n 2,#3\n\n# end";
     char *path = tu_write_file(dir, "t.csv", text, strlen(text));
     comments c = {0};
     gmm_table_opts o = {1, note_comment, &c};
