@@ -18,9 +18,12 @@
  *
  * CmdStan's output CSV (`hmc --format cmdstan`, CmdStan's own sampler) is
  * read as it is: a file without .chain but with lp__ is one chain, its id
- * the file's `# id = N` comment line or else its position among the files
- * (1, 2, ...); comment lines ('#' in column 1) are skipped wherever they
- * are (configuration, adaptation, timing); Stan's names NAME.I.J read as
+ * the file's `# id = N` comment line or else (also for CmdStan's "id = 1
+ * (Default)" of separate runs) its position among the files (1, 2, ...);
+ * comment lines ('#' in column 1) are skipped wherever they are
+ * (configuration, adaptation, timing); with `save_warmup` on, the first
+ * ceil(num_warmup / thin) rows, the warm-up's, are dropped (as CmdStanPy
+ * does); Stan's names NAME.I.J read as
  * NAME[I,J] (f.3 -> f[3], log_lik.3 -> log_lik[3]), and a name that hmc
  * made of a parameter's (0_matern32_variance) as that parameter's
  * (0.matern32.variance) when the files' sidecar (gmm_draws_sidecar)
@@ -58,7 +61,9 @@ typedef struct {
  * name the file and, for a cell, the line and column: the table reader's
  * (GMM_EIO for an unreadable file); "file: no column '.chain' (...) (nor
  * lp__: not CmdStan's CSV either)"; "b.csv: CmdStan's CSV (no column
- * .chain), a.csv is a draws_df CSV: give files of one format";
+ * .chain), a.csv is a draws_df CSV: give files of one format"; "file:
+ * save_warmup with num_warmup = W, thin = T: K warm-up rows, but the file
+ * has N";
  * "file: no variables (only .chain/.iteration/.draw and sampler columns
  * ending in __)"; "file: no draws"; "file:L: column '.chain': 'x' is not a
  * positive integer"; "file:L: column 'mu': 'abc' is not a number";

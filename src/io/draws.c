@@ -13,6 +13,7 @@
 #include "gmm/draws.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -169,27 +170,60 @@ static gmm_status match_columns(reader *r, const gmm_table *t, char *const *hdr,
     return GMM_OK;
 }
 
-/* A CmdStan file's `# id = N` (CmdStan may add " (Default)"). */
+/* What a CmdStan file's comments say about its rows: its chain id (an
+ * "id = N" CmdStan marks "(Default)" is no id: separate runs all have it),
+ * and whether the warm-up is in it (save_warmup, num_warmup, thin). */
 typedef struct {
-    long id;
-    size_t line;
-} stan_id;
+    long id;               /* 0: none */
+    int save_warmup;
+    size_t num_warmup, thin, skip;
+} stan_conf;
+
+/* "KEY = VALUE" of a comment line ("#   num_warmup = 1000 (Default)"):
+ * the value of KEY, or NULL; *dflt whether CmdStan marked it a default. */
+static const char *conf_value(const char *text, const char *key, int *dflt)
+{
+    const char *p = text + 1;
+    while (*p == ' ')
+        p++;
+    size_t n = strlen(key);
+    if (strncmp(p, key, n) || strncmp(p + n, " = ", 3))
+        return NULL;
+    p += n + 3;
+    const char *d = strstr(p, " (Default)");
+    *dflt = d && !d[10];
+    return p;
+}
+
+/* A positive integer value (the whole value but " (Default)"), or 0. */
+static unsigned long conf_count(const char *v, int dflt)
+{
+    if (*v < '0' || *v > '9')
+        return 0;
+    char *end;
+    errno = 0;
+    unsigned long x = strtoul(v, &end, 10);
+    if (errno == ERANGE || (dflt ? strcmp(end, " (Default)") : *end != '\0'))
+        return 0;
+    return x;
+}
 
 static void on_comment(void *user, const char *text, size_t line)
 {
-    stan_id *si = user;
-    static const char key[] = "# id = ";
-    if (si->line || strncmp(text, key, sizeof key - 1))
-        return;
-    const char *p = text + sizeof key - 1;
-    char *end;
-    errno = 0;
-    long v = strtol(p, &end, 10);
-    if (end == p || *p == '-' || *p == '+' || errno == ERANGE || v <= 0 ||
-        (*end && strcmp(end, " (Default)")))
-        return;
-    si->id = v;
-    si->line = line;
+    (void)line;
+    stan_conf *sc = user;
+    const char *v;
+    int dflt;
+    if ((v = conf_value(text, "id", &dflt)) && !dflt) {
+        unsigned long id = conf_count(v, 0);
+        sc->id = id <= LONG_MAX ? (long)id : 0;
+    }
+    else if ((v = conf_value(text, "save_warmup", &dflt)))
+        sc->save_warmup = !strncmp(v, "1", 1) || !strncmp(v, "true", 4);
+    else if ((v = conf_value(text, "num_warmup", &dflt)))
+        sc->num_warmup = conf_count(v, dflt);
+    else if ((v = conf_value(text, "thin", &dflt)))
+        sc->thin = conf_count(v, dflt);
 }
 
 /* A CmdStan name as the draws_df layout spells it: NAME.I.J -> NAME[I,J]
@@ -268,8 +302,8 @@ static gmm_status read_file(reader *r, size_t file)
     double *buf = NULL;
     char **hdr = NULL;
     json_t *params = NULL;
-    stan_id si = {0, 0};
-    gmm_table_opts opts = {1, on_comment, &si};
+    stan_conf sc = {0, 0, 0, 1, 0};
+    gmm_table_opts opts = {1, on_comment, &sc};
     gmm_status st = gmm_table_read_opts(r->paths[file], &opts, &t);
     if (st != GMM_OK)
         return st;
@@ -305,20 +339,32 @@ static gmm_status read_file(reader *r, size_t file)
         }
     if ((st = match_columns(r, t, hdr, file, col)) != GMM_OK)
         goto done;
-    if (t->nrow == 0) {
-        st = gmm_error(GMM_EPARSE, "%s: no draws", t->file);
+    /* CmdStan's save_warmup: the warm-up's rows come first (as many as
+     * CmdStanPy drops: ceil(num_warmup / thin)) */
+    if (stan && sc.save_warmup)
+        sc.skip = sc.thin ? (sc.num_warmup + sc.thin - 1) / sc.thin : 0;
+    if (sc.skip > t->nrow) {
+        st = gmm_error(GMM_EPARSE, "%s: save_warmup with num_warmup = %zu, thin = %zu: %zu "
+                       "warm-up rows, but the file has %zu", t->file, sc.num_warmup, sc.thin,
+                       sc.skip, t->nrow);
+        goto done;
+    }
+    size_t nrow = t->nrow - sc.skip;
+    if (nrow == 0) {
+        st = gmm_error(GMM_EPARSE, "%s: no draws%s", t->file,
+                       sc.skip ? " (only the warm-up's: save_warmup)" : "");
         goto done;
     }
 
-    ir = gmm_malloc(t->nrow, sizeof *ir);
-    buf = gmm_malloc(t->nrow, sizeof *buf);
+    ir = gmm_malloc(nrow, sizeof *ir);
+    buf = gmm_malloc(t->nrow, sizeof *buf); /* a whole column, warm-up rows too */
     if (!ir || !buf) {
         st = gmm_error(GMM_ENOMEM, "out of memory reading %s", t->file);
         goto done;
     }
-    for (size_t i = 0; stan && i < t->nrow; i++)
-        ir[i] = (idrow){si.line ? si.id : (long)file + 1, i};
-    for (size_t i = 0; !stan && i < t->nrow; i++) {
+    for (size_t i = 0; stan && i < nrow; i++)
+        ir[i] = (idrow){sc.id ? sc.id : (long)file + 1, sc.skip + i};
+    for (size_t i = 0; !stan && i < nrow; i++) {
         ir[i].row = i;
         if (parse_chain_id(t->cell[i][chain_col], &ir[i].id) != 0) {
             st = gmm_error_at(GMM_EPARSE, i, "%s:%zu: column '.chain': '%s' is not a positive integer",
@@ -326,12 +372,12 @@ static gmm_status read_file(reader *r, size_t file)
             goto done;
         }
     }
-    qsort(ir, t->nrow, sizeof *ir, cmp_idrow);
+    qsort(ir, nrow, sizeof *ir, cmp_idrow);
 
     /* One chunk per run of equal ids. */
     size_t first_chunk = r->nchunk;
-    for (size_t a = 0, b; a < t->nrow; a = b) {
-        for (b = a + 1; b < t->nrow && ir[b].id == ir[a].id; b++)
+    for (size_t a = 0, b; a < nrow; a = b) {
+        for (b = a + 1; b < nrow && ir[b].id == ir[a].id; b++)
             ;
         if (r->nchunk == r->cap) {
             size_t cap = r->cap ? 2 * r->cap : 8;
@@ -359,7 +405,7 @@ static gmm_status read_file(reader *r, size_t file)
         if ((st = gmm_table_column_double(t, col[v], 1, buf)) != GMM_OK)
             goto done;
         size_t k = first_chunk, j = 0;
-        for (size_t i = 0; i < t->nrow; i++, j++) {
+        for (size_t i = 0; i < nrow; i++, j++) {
             if (j == r->chunks[k].nrow) {
                 k++;
                 j = 0;

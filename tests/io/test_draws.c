@@ -206,6 +206,7 @@ START_TEST(test_cmdstan)
     ck_assert(gmm_draws_variable(d, 2)[0] == 3 && gmm_draws_variable(d, 2)[3] == 2);
     gmm_draws_free(d);
     d = NULL;
+    free_paths(paths, 2);
     /* the set's sidecar names the parameter a_b stands for */
     char *side = tu_write_str(dir, "s.csv.json", "{\"format\": \"cmdstan\", \"origin\": "
                                                  "{\"parameters\": {\"0.x-y\": \"sampled\"}}}");
@@ -213,8 +214,38 @@ START_TEST(test_cmdstan)
     ck_assert_int_eq(read_files(&d, paths, 1, par), GMM_OK);
     ck_assert_str_eq(d->name[1], "0.x-y");
     gmm_draws_free(d);
+    d = NULL;
     free(side);
+    free_paths(paths, 1);
+
+    /* separate CmdStan runs all say "id = 1 (Default)": no id, positions */
+    static const char *const dflt[] = {
+        "s_1.csv", "# id = 1 (Default)\nlp__,f.1\n-1,1\n",
+        "s_2.csv", "# id = 1 (Default)\nlp__,f.1\n-3,3\n", NULL};
+    ck_assert_int_eq(read_files(&d, paths, 2, dflt), GMM_OK);
+    ck_assert_uint_eq(d->nchain, 2);
+    ck_assert(gmm_draws_variable(d, 1)[0] == 1 && gmm_draws_variable(d, 1)[1] == 3);
+    gmm_draws_free(d);
+    d = NULL;
     free_paths(paths, 2);
+    /* save_warmup: the first ceil(num_warmup / thin) rows are the warm-up's */
+    static const char *const warm[] = {
+        "w_1.csv", "# method = sample (Default)\n#   sample\n#     num_samples = 2\n"
+                   "#     num_warmup = 3\n#     save_warmup = true\n#     thin = 2\n"
+                   "lp__,f.1\n-1,10\n-2,20\n# Adaptation terminated\n-3,30\n-4,40\n",
+        "w_2.csv", "#     num_warmup = 1000 (Default)\n#     save_warmup = false (Default)\n"
+                   "lp__,f.1\n-5,50\n-6,60\n", NULL};
+    ck_assert_int_eq(read_files(&d, paths, 2, warm), GMM_OK);
+    ck_assert_uint_eq(d->niter, 2);
+    ck_assert(gmm_draws_variable(d, 1)[0] == 30 && gmm_draws_variable(d, 1)[3] == 60);
+    gmm_draws_free(d);
+    d = NULL;
+    free_paths(paths, 2);
+    static const char *const short_warm[] = {
+        "w_1.csv", "#     num_warmup = 3\n#     save_warmup = 1\nlp__,f.1\n-1,10\n-2,20\n",
+        NULL};
+    read_bad(1, short_warm,
+             "@0: save_warmup with num_warmup = 3, thin = 1: 3 warm-up rows, but the file has 2");
 
     static const char *const mixed[] = {
         "a.csv", ".chain,lp__,f[1]\n1,-1,1\n", "s_2.csv", "lp__,f.1\n-3,3\n", NULL};
