@@ -16,6 +16,20 @@
  * Cells are numbers or missing (empty, NA, NaN: kept as NAN, so a summary
  * of that variable is NA as in posterior).
  *
+ * CmdStan's output CSV (`hmc --format cmdstan`, CmdStan's own sampler) is
+ * read as it is: a file without .chain but with lp__ is one chain, its id
+ * the file's `# id = N` comment line or else (also for CmdStan's "id = 1
+ * (Default)" of separate runs) its position among the files (1, 2, ...);
+ * comment lines ('#' in column 1) are skipped wherever they are
+ * (configuration, adaptation, timing); with `save_warmup` on, the first
+ * ceil(num_warmup / thin) rows, the warm-up's, are dropped (as CmdStanPy
+ * does); Stan's names NAME.I.J read as
+ * NAME[I,J] (f.3 -> f[3], log_lik.3 -> log_lik[3]), and a name that hmc
+ * made of a parameter's (0_matern32_variance) as that parameter's
+ * (0.matern32.variance) when the files' sidecar (gmm_draws_sidecar)
+ * records it.  On a graph, CmdStan's f.K is the K-th node, not node "K":
+ * `stan` tells the two apart.  All files must be of one of the two kinds.
+ *
  * Several files merge by chain: the chains of every file, each chain whole
  * in one file (a chain id in two files, or a file given twice, is an error
  * naming both), ordered by chain id -- so the same chains split over
@@ -39,12 +53,17 @@ typedef struct {
     char **name;  /* nvar variable names */
     long *chain;  /* nchain chain ids, ascending */
     double *x;    /* variable v, chain c, iteration s: x[(v nchain + c) niter + s] */
+    int stan;     /* 1: read from CmdStan CSV files (f[K]: the K-th site), 0: draws_df */
 } gmm_draws;
 
 /* Read and merge npath >= 1 files ("-" = stdin, once) into *out (freed
  * with gmm_draws_free; NULL on failure).  Errors (GMM_EPARSE unless said)
  * name the file and, for a cell, the line and column: the table reader's
- * (GMM_EIO for an unreadable file); "file: no column '.chain' (...)";
+ * (GMM_EIO for an unreadable file); "file: no column '.chain' (...) (nor
+ * lp__: not CmdStan's CSV either)"; "b.csv: CmdStan's CSV (no column
+ * .chain), a.csv is a draws_df CSV: give files of one format"; "file:
+ * save_warmup with num_warmup = W, thin = T: K warm-up rows, but the file
+ * has N";
  * "file: no variables (only .chain/.iteration/.draw and sampler columns
  * ending in __)"; "file: no draws"; "file:L: column '.chain': 'x' is not a
  * positive integer"; "file:L: column 'mu': 'abc' is not a number";
@@ -106,10 +125,19 @@ typedef struct {
  * non-finite fixed value, GMM_ENOMEM. */
 gmm_status gmm_draws_origin_json(const gmm_draws_origin *o, json_t **out);
 
-/* The "origin" of draws file `path`'s sidecar PATH.json into *out (a new
- * reference), or *out = NULL when there is none to read: "-", no sidecar,
- * or a sidecar without "origin" (earlier versions).  GMM_EPARSE for a
- * sidecar that is not JSON or whose "origin" is not an object, GMM_EIO for
+/* The sidecar of draws file `path` into *side (allocated, the caller
+ * frees it), or *side = NULL when it has none ("-", no file): PATH.json,
+ * else, for a CmdStan chain file PREFIX_ID.csv (or PREFIX_ID.csv.partial),
+ * the set's PREFIX.csv.json or PREFIX.json (PREFIX.csv.partial.json,
+ * PREFIX.partial.json) whose "format" is "cmdstan" -- where hmc --format
+ * cmdstan -o PREFIX.csv or -o PREFIX writes it.  GMM_EIO when a candidate
+ * exists but cannot be opened, GMM_ENOMEM. */
+gmm_status gmm_draws_sidecar(const char *path, char **side);
+
+/* The "origin" of draws file `path`'s sidecar (gmm_draws_sidecar) into *out
+ * (a new reference), or *out = NULL when there is none to read: "-", no
+ * sidecar, or a sidecar without "origin" (earlier versions).  GMM_EPARSE for
+ * a sidecar that is not JSON or whose "origin" is not an object, GMM_EIO for
  * one that exists but cannot be read. */
 gmm_status gmm_draws_origin_read(const char *path, json_t **out);
 

@@ -47,6 +47,21 @@ gmm_status gmm_table_read(const char *path, gmm_table **out);
 gmm_status gmm_table_read_stream(FILE *f, const char *name, gmm_table **out);
 void gmm_table_free(gmm_table *t);
 
+/* Options of gmm_table_read_opts. */
+#define GMM_TABLE_COMMENT_MAX 256
+typedef struct {
+    int comments;  /* skip comment lines: a '#' in column 1 where a row could start (before
+                    * the header, between rows, at the end; not inside a quoted field) */
+    /* Called, if not NULL, with each comment line's text from its '#' (line end excluded,
+     * cut to GMM_TABLE_COMMENT_MAX - 1 bytes) and its 1-based line number. */
+    void (*on_comment)(void *user, const char *text, size_t line);
+    void *user;
+} gmm_table_opts;
+
+/* gmm_table_read with options (opts NULL: none, as gmm_table_read); the
+ * lines numbers in t->line and in messages count comment lines. */
+gmm_status gmm_table_read_opts(const char *path, const gmm_table_opts *opts, gmm_table **out);
+
 /* Index of column `name`, or GMM_EPARSE ("file: no column 'name' (columns:
  * a, b, c)"). */
 gmm_status gmm_table_column(const gmm_table *t, const char *name, size_t *col);

@@ -286,6 +286,12 @@ typedef enum {
  * that is not m's; the sidecar reader's. */
 gmm_status gmm_mdl_check_draws(gmm_mdl *m, const char *path, const gmm_draws *d,
                                gmm_mdl_draws_verdict *verdict);
+/* Draws read from CmdStan CSV files (d->stan) name the K-th node of a
+ * graph f[K]: rename those columns f[LABEL], as the draws_df layout names
+ * them, and clear d->stan (models with inputs: f[ROW] either way).  Call
+ * before gmm_mdl_check_draws.  GMM_EINVAL "column 'f.K' is not the
+ * position of one of the graph's N nodes ...", GMM_ENOMEM. */
+gmm_status gmm_mdl_draws_stan_sites(const gmm_mdl *m, gmm_draws *d);
 /* The site a draws column names (hmc's "f[ROW]" with ROW 1..n for models
  * with inputs, "f[LABEL]" for graphs; column of at least 4 characters,
  * "f[...]") into *v.  GMM_EINVAL "column 'NAME' is not a data row of the

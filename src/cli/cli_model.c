@@ -543,8 +543,15 @@ void cli_model_progress(gmm_mdl *m, const char *cmd)
 }
 
 int cli_model_check_draws(const char *cmd, gmm_mdl *m, const char *const *paths,
-                          size_t npath, const gmm_draws *d)
+                          size_t npath, gmm_draws *d)
 {
+    gmm_status st = gmm_mdl_draws_stan_sites(m, d);
+    if (st == GMM_EINVAL) {
+        cli_msg(cmd, "%s: %s", npath ? paths[0] : "<draws>", gmm_error_message());
+        return CLI_EXIT_ERROR;
+    }
+    if (st != GMM_OK)
+        return cli_fail(cmd, st);
     for (size_t i = 0; i < npath; i++) {
         gmm_mdl_draws_verdict v;
         gmm_status s = gmm_mdl_check_draws(m, paths[i], d, &v);

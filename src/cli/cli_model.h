@@ -160,9 +160,10 @@ int cli_model_describe(const char *cmd, gmm_mdl *m, gmm_model *mf, char **scratc
  * cancel them): for a terminal. */
 void cli_model_progress(gmm_mdl *m, const char *cmd);
 /* Draws d, read from paths[0..npath), against m (gmm_mdl_check_draws),
- * with a warning for draws of another model file or without a sidecar.
+ * with a warning for draws of another model file or without a sidecar;
+ * CmdStan's f.K on a graph renamed first (gmm_mdl_draws_stan_sites).
  * Returns an exit code. */
 int cli_model_check_draws(const char *cmd, gmm_mdl *m, const char *const *paths,
-                          size_t npath, const gmm_draws *d);
+                          size_t npath, gmm_draws *d);
 
 #endif

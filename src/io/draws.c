@@ -1,8 +1,10 @@
-/* draws.c -- draws files (posterior's draws_df layout) into chains x
- * iterations per variable, merged over files by chain id (draws.h).
+/* draws.c -- draws files (posterior's draws_df layout, or CmdStan's CSV)
+ * into chains x iterations per variable, merged over files by chain id
+ * (draws.h).
  *
- * Each file is read whole as a table, its rows grouped by chain (a sort of
- * (chain id, row) pairs, so a file may interleave chains), and each group
+ * Each file is read whole as a table (comment lines skipped, for CmdStan's
+ * files), its rows grouped by chain (a sort of (chain id, row) pairs, so a
+ * file may interleave chains; a CmdStan file is one chain), and each group
  * becomes a chunk holding its variables' draws; the table is freed before
  * the next file.  When every file is in, the chunks are sorted by chain id
  * (then file, so a clash names the earlier file first), checked for clashes
@@ -11,11 +13,13 @@
 #include "gmm/draws.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "gmm/alloc.h"
 #include "gmm/io.h"
+#include "gmm/json.h"
 
 typedef struct {
     long id;
@@ -37,6 +41,7 @@ typedef struct {
 
 typedef struct {
     const char *const *paths;
+    int stan;        /* -1 before the first file, then 1 for CmdStan CSV files, 0 for draws_df */
     size_t nvar;
     char **name;
     named *by_name;  /* the names sorted, to match later files' columns */
@@ -101,13 +106,15 @@ static int parse_chain_id(const char *s, long *id)
     return 0;
 }
 
-/* The column of each variable in table t (col, nvar entries): the first
- * file defines the variables, later files must have the same set. */
-static gmm_status match_columns(reader *r, const gmm_table *t, size_t file, size_t *col)
+/* The column of each variable in table t, whose column names are hdr (col,
+ * nvar entries): the first file defines the variables, later files must
+ * have the same set. */
+static gmm_status match_columns(reader *r, const gmm_table *t, char *const *hdr, size_t file,
+                                size_t *col)
 {
     if (file == 0) {
         for (size_t c = 0; c < t->ncol; c++)
-            if (is_variable(t->header[c]))
+            if (is_variable(hdr[c]))
                 r->nvar++;
         if (r->nvar == 0)
             return gmm_error(GMM_EPARSE,
@@ -118,8 +125,8 @@ static gmm_status match_columns(reader *r, const gmm_table *t, size_t file, size
         if (!r->name)
             return gmm_error(GMM_ENOMEM, "out of memory");
         for (size_t c = 0, v = 0; c < t->ncol; c++)
-            if (is_variable(t->header[c])) {
-                if (!(r->name[v] = gmm_strdup(t->header[c])))
+            if (is_variable(hdr[c])) {
+                if (!(r->name[v] = gmm_strdup(hdr[c])))
                     return gmm_error(GMM_ENOMEM, "out of memory");
                 col[v++] = c;
             }
@@ -136,11 +143,11 @@ static gmm_status match_columns(reader *r, const gmm_table *t, size_t file, size
     const char *first = shown(r->paths[0]);
     size_t found = 0;
     for (size_t c = 0; c < t->ncol; c++) {
-        if (!is_variable(t->header[c]))
+        if (!is_variable(hdr[c]))
             continue;
-        size_t v = find_variable(r, t->header[c]);
+        size_t v = find_variable(r, hdr[c]);
         if (v == r->nvar)
-            return gmm_error(GMM_EPARSE, "%s: column '%s' is not in %s", t->file, t->header[c],
+            return gmm_error(GMM_EPARSE, "%s: column '%s' is not in %s", t->file, hdr[c],
                              first);
         col[v] = c;
         found++;
@@ -151,8 +158,8 @@ static gmm_status match_columns(reader *r, const gmm_table *t, size_t file, size
         if (!hit)
             return gmm_error(GMM_ENOMEM, "out of memory");
         for (size_t c = 0; c < t->ncol; c++)
-            if (is_variable(t->header[c]))
-                hit[find_variable(r, t->header[c])] = 1;
+            if (is_variable(hdr[c]))
+                hit[find_variable(r, hdr[c])] = 1;
         size_t v = 0;
         while (hit[v])
             v++;
@@ -163,37 +170,201 @@ static gmm_status match_columns(reader *r, const gmm_table *t, size_t file, size
     return GMM_OK;
 }
 
-/* One file's chains into new chunks. */
+/* What a CmdStan file's comments say about its rows: its chain id (an
+ * "id = N" CmdStan marks "(Default)" is no id: separate runs all have it),
+ * and whether the warm-up is in it (save_warmup, num_warmup, thin). */
+typedef struct {
+    long id;               /* 0: none */
+    int save_warmup;
+    size_t num_warmup, thin, skip;
+} stan_conf;
+
+/* "KEY = VALUE" of a comment line ("#   num_warmup = 1000 (Default)"):
+ * the value of KEY, or NULL; *dflt whether CmdStan marked it a default. */
+static const char *conf_value(const char *text, const char *key, int *dflt)
+{
+    const char *p = text + 1;
+    while (*p == ' ')
+        p++;
+    size_t n = strlen(key);
+    if (strncmp(p, key, n) || strncmp(p + n, " = ", 3))
+        return NULL;
+    p += n + 3;
+    const char *d = strstr(p, " (Default)");
+    *dflt = d && !d[10];
+    return p;
+}
+
+/* A positive integer value (the whole value but " (Default)"), or 0. */
+static unsigned long conf_count(const char *v, int dflt)
+{
+    if (*v < '0' || *v > '9')
+        return 0;
+    char *end;
+    errno = 0;
+    unsigned long x = strtoul(v, &end, 10);
+    if (errno == ERANGE || (dflt ? strcmp(end, " (Default)") : *end != '\0'))
+        return 0;
+    return x;
+}
+
+static void on_comment(void *user, const char *text, size_t line)
+{
+    (void)line;
+    stan_conf *sc = user;
+    const char *v;
+    int dflt;
+    if ((v = conf_value(text, "id", &dflt)) && !dflt) {
+        unsigned long id = conf_count(v, 0);
+        sc->id = id <= LONG_MAX ? (long)id : 0;
+    }
+    else if ((v = conf_value(text, "save_warmup", &dflt)))
+        sc->save_warmup = !strncmp(v, "1", 1) || !strncmp(v, "true", 4);
+    else if ((v = conf_value(text, "num_warmup", &dflt)))
+        sc->num_warmup = conf_count(v, dflt);
+    else if ((v = conf_value(text, "thin", &dflt)))
+        sc->thin = conf_count(v, dflt);
+}
+
+/* A CmdStan name as the draws_df layout spells it: NAME.I.J -> NAME[I,J]
+ * (posterior's reading of Stan's names), a sampled parameter's NAME_WITH_
+ * UNDERSCORES -> the sidecar's "origin" parameter it stands for (hmc
+ * writes a parameter's '.' and other characters as '_'), anything else as
+ * it is.  NULL when out of memory. */
+static char *stan_name(const char *name, const json_t *params)
+{
+    const char *dot = strchr(name, '.');
+    int indexed = dot && dot > name;
+    for (const char *p = dot; indexed && *p; p++)
+        indexed = *p == '.' ? p[1] >= '0' && p[1] <= '9' : *p >= '0' && *p <= '9';
+    if (indexed) {
+        char *out = gmm_strdup(name);
+        if (!out)
+            return NULL;
+        char *q = out + (dot - name);
+        *q = '[';
+        while (*++q)
+            if (*q == '.')
+                *q = ',';
+        size_t len = strlen(out);
+        char *grown = gmm_realloc(out, len + 2, 1);
+        if (!grown) {
+            gmm_free(out);
+            return NULL;
+        }
+        memcpy(grown + len, "]", 2);
+        return grown;
+    }
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)params, key, v) {
+        if (!json_is_string(v))
+            continue;  /* fixed: not a column */
+        const char *a = key, *b = name;
+        for (; *a && *b; a++, b++)
+            if (*b != ((*a >= '0' && *a <= '9') || (*a >= 'a' && *a <= 'z') ||
+                               (*a >= 'A' && *a <= 'Z') || *a == '_'
+                           ? *a
+                           : '_'))
+                break;
+        if (!*a && !*b)
+            return gmm_strdup(key);
+    }
+    return gmm_strdup(name);
+}
+
+/* The "parameters" of the sidecar of CmdStan file `path` (a new reference,
+ * or NULL when there is none). */
+static gmm_status sidecar_params(const char *path, json_t **out)
+{
+    json_t *o = NULL;
+    *out = NULL;
+    gmm_status s = gmm_draws_origin_read(path, &o);
+    if (s == GMM_OK && o) {
+        json_t *p = json_object_get(o, "parameters");
+        if (json_is_object(p))
+            *out = json_incref(p);
+    }
+    json_decref(o);
+    return s;
+}
+
+/* One file's chains into new chunks.  A file with a column .chain is in
+ * the draws_df layout; one without, with lp__, is CmdStan's output CSV:
+ * one chain, whose id is its `# id = N` line or else the file's position
+ * among the paths (CmdStanPy's and ArviZ's reading), and whose names are
+ * translated (stan_name). */
 static gmm_status read_file(reader *r, size_t file)
 {
     gmm_table *t = NULL;
-    size_t *col = NULL, chain_col;
+    size_t *col = NULL, chain_col = 0, lp_col;
     idrow *ir = NULL;
     double *buf = NULL;
-    gmm_status st = gmm_table_read(r->paths[file], &t);
+    char **hdr = NULL;
+    json_t *params = NULL;
+    stan_conf sc = {0, 0, 0, 1, 0};
+    gmm_table_opts opts = {1, on_comment, &sc};
+    gmm_status st = gmm_table_read_opts(r->paths[file], &opts, &t);
     if (st != GMM_OK)
         return st;
-    if ((st = gmm_table_column(t, ".chain", &chain_col)) != GMM_OK)
+    int stan = 0;
+    if (gmm_table_column(t, ".chain", &chain_col) != GMM_OK) {
+        char why[GMM_ERROR_MAX];
+        snprintf(why, sizeof why, "%s", gmm_error_message());
+        stan = gmm_table_column(t, "lp__", &lp_col) == GMM_OK;
+        if (!stan) {
+            st = gmm_error(GMM_EPARSE, "%s (nor lp__: not CmdStan's CSV either)", why);
+            goto done;
+        }
+    }
+    if (r->stan >= 0 && stan != r->stan) {
+        st = gmm_error(GMM_EPARSE, "%s: %s, %s is %s: give files of one format", t->file,
+                       stan ? "CmdStan's CSV (no column .chain)" : "a draws_df CSV (.chain)",
+                       shown(r->paths[0]), stan ? "a draws_df CSV" : "CmdStan's CSV");
         goto done;
+    }
+    r->stan = stan;
     col = gmm_malloc(t->ncol, sizeof *col);
-    if (!col) {
+    hdr = gmm_calloc(t->ncol, sizeof *hdr);
+    if (!col || !hdr) {
         st = gmm_error(GMM_ENOMEM, "out of memory");
         goto done;
     }
-    if ((st = match_columns(r, t, file, col)) != GMM_OK)
+    if (stan && (st = sidecar_params(r->paths[file], &params)) != GMM_OK)
         goto done;
-    if (t->nrow == 0) {
-        st = gmm_error(GMM_EPARSE, "%s: no draws", t->file);
+    for (size_t c = 0; c < t->ncol; c++)
+        if (!(hdr[c] = stan ? stan_name(t->header[c], params) : gmm_strdup(t->header[c]))) {
+            st = gmm_error(GMM_ENOMEM, "out of memory");
+            goto done;
+        }
+    if ((st = match_columns(r, t, hdr, file, col)) != GMM_OK)
+        goto done;
+    /* CmdStan's save_warmup: the warm-up's rows come first (as many as
+     * CmdStanPy drops: ceil(num_warmup / thin)) */
+    if (stan && sc.save_warmup)
+        sc.skip = sc.thin ? (sc.num_warmup + sc.thin - 1) / sc.thin : 0;
+    if (sc.skip > t->nrow) {
+        st = gmm_error(GMM_EPARSE, "%s: save_warmup with num_warmup = %zu, thin = %zu: %zu "
+                       "warm-up rows, but the file has %zu", t->file, sc.num_warmup, sc.thin,
+                       sc.skip, t->nrow);
+        goto done;
+    }
+    size_t nrow = t->nrow - sc.skip;
+    if (nrow == 0) {
+        st = gmm_error(GMM_EPARSE, "%s: no draws%s", t->file,
+                       sc.skip ? " (only the warm-up's: save_warmup)" : "");
         goto done;
     }
 
-    ir = gmm_malloc(t->nrow, sizeof *ir);
-    buf = gmm_malloc(t->nrow, sizeof *buf);
+    ir = gmm_malloc(nrow, sizeof *ir);
+    buf = gmm_malloc(t->nrow, sizeof *buf); /* a whole column, warm-up rows too */
     if (!ir || !buf) {
         st = gmm_error(GMM_ENOMEM, "out of memory reading %s", t->file);
         goto done;
     }
-    for (size_t i = 0; i < t->nrow; i++) {
+    for (size_t i = 0; stan && i < nrow; i++)
+        ir[i] = (idrow){sc.id ? sc.id : (long)file + 1, sc.skip + i};
+    for (size_t i = 0; !stan && i < nrow; i++) {
         ir[i].row = i;
         if (parse_chain_id(t->cell[i][chain_col], &ir[i].id) != 0) {
             st = gmm_error_at(GMM_EPARSE, i, "%s:%zu: column '.chain': '%s' is not a positive integer",
@@ -201,12 +372,12 @@ static gmm_status read_file(reader *r, size_t file)
             goto done;
         }
     }
-    qsort(ir, t->nrow, sizeof *ir, cmp_idrow);
+    qsort(ir, nrow, sizeof *ir, cmp_idrow);
 
     /* One chunk per run of equal ids. */
     size_t first_chunk = r->nchunk;
-    for (size_t a = 0, b; a < t->nrow; a = b) {
-        for (b = a + 1; b < t->nrow && ir[b].id == ir[a].id; b++)
+    for (size_t a = 0, b; a < nrow; a = b) {
+        for (b = a + 1; b < nrow && ir[b].id == ir[a].id; b++)
             ;
         if (r->nchunk == r->cap) {
             size_t cap = r->cap ? 2 * r->cap : 8;
@@ -234,7 +405,7 @@ static gmm_status read_file(reader *r, size_t file)
         if ((st = gmm_table_column_double(t, col[v], 1, buf)) != GMM_OK)
             goto done;
         size_t k = first_chunk, j = 0;
-        for (size_t i = 0; i < t->nrow; i++, j++) {
+        for (size_t i = 0; i < nrow; i++, j++) {
             if (j == r->chunks[k].nrow) {
                 k++;
                 j = 0;
@@ -244,6 +415,10 @@ static gmm_status read_file(reader *r, size_t file)
     }
 
 done:
+    for (size_t c = 0; hdr && c < t->ncol; c++)
+        gmm_free(hdr[c]);
+    gmm_free(hdr);
+    json_decref(params);
     gmm_free(buf);
     gmm_free(ir);
     gmm_free(col);
@@ -302,7 +477,7 @@ gmm_status gmm_draws_read(const char *const *paths, size_t npath, gmm_draws **ou
         if (!paths[f])
             return gmm_error(GMM_EINVAL, "gmm_draws_read: NULL path");
 
-    reader r = {.paths = paths};
+    reader r = {.paths = paths, .stan = -1};
     gmm_draws *d = gmm_calloc(1, sizeof *d);
     gmm_status st = d ? GMM_OK : gmm_error(GMM_ENOMEM, "out of memory");
     for (size_t f = 0; st == GMM_OK && f < npath; f++)
@@ -311,6 +486,7 @@ gmm_status gmm_draws_read(const char *const *paths, size_t npath, gmm_draws **ou
         st = assemble(&r, d);
     if (st == GMM_OK) {
         d->name = r.name;
+        d->stan = r.stan;
         r.name = NULL;
         *out = d;
         d = NULL;

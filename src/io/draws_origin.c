@@ -90,26 +90,91 @@ gmm_status gmm_draws_origin_json(const gmm_draws_origin *o, json_t **out)
     return GMM_OK;
 }
 
-gmm_status gmm_draws_origin_read(const char *path, json_t **out)
+/* Does `path` exist?  -1 (with the error set) when it cannot be told. */
+static int exists(const char *path, gmm_status *s)
 {
-    *out = NULL;
+    FILE *f = fopen(path, "r");
+    if (f) {
+        fclose(f);
+        return 1;
+    }
+    if (errno == ENOENT || errno == ENOTDIR)
+        return 0;
+    *s = gmm_error(GMM_EIO, "%s: cannot open: %s", path, strerror(errno));
+    return -1;
+}
+
+/* Is the JSON file `path` the sidecar of a --format cmdstan set? */
+static int is_cmdstan_sidecar(const char *path)
+{
+    json_t *root = NULL;
+    if (gmm_json_read(path, &root) != GMM_OK)
+        return 0;
+    const char *fmt = json_string_value(json_object_get(root, "format"));
+    int yes = fmt && !strcmp(fmt, "cmdstan");
+    json_decref(root);
+    return yes;
+}
+
+gmm_status gmm_draws_sidecar(const char *path, char **side)
+{
+    *side = NULL;
     if (!path || !strcmp(path, "-"))
         return GMM_OK;
     size_t n = strlen(path);
-    char *side = gmm_malloc(n + 6, 1);
-    if (!side)
+    char *buf = gmm_malloc(n + 16, 1);
+    if (!buf)
         return gmm_error(GMM_ENOMEM, "out of memory");
-    memcpy(side, path, n);
-    memcpy(side + n, ".json", 6);
-    json_t *root = NULL;
     gmm_status s = GMM_OK;
-    FILE *f = fopen(side, "r");
-    if (!f) {
-        if (errno != ENOENT)
-            s = gmm_error(GMM_EIO, "%s: cannot open: %s", side, strerror(errno));
-        goto done;
+    snprintf(buf, n + 16, "%s.json", path);
+    int e = exists(buf, &s);
+    if (e) {
+        if (e > 0)
+            *side = buf;
+        else
+            gmm_free(buf);
+        return s;
     }
-    fclose(f);
+    /* PREFIX_ID.csv[.partial]: the set's PREFIX.csv.json, PREFIX.json (or
+     * .partial.json), as hmc --format cmdstan -o PREFIX.csv or -o PREFIX
+     * names them */
+    static const char partial[] = ".partial";
+    size_t len = n, pl = sizeof partial - 1;
+    int cut = len > pl && !strcmp(path + len - pl, partial);
+    if (cut)
+        len -= pl;
+    size_t us = len;
+    if (len > 4 && !strncmp(path + len - 4, ".csv", 4)) {
+        us = len - 4;
+        while (us > 0 && path[us - 1] >= '0' && path[us - 1] <= '9')
+            us--;
+    }
+    if (us == len || us == len - 4 || us == 0 || path[us - 1] != '_') {
+        gmm_free(buf);
+        return GMM_OK;
+    }
+    for (int k = 0; k < 2; k++) {
+        snprintf(buf, n + 16, "%.*s%s%s.json", (int)(us - 1), path, k ? "" : ".csv",
+                 cut ? partial : "");
+        if ((e = exists(buf, &s)) < 0)
+            break;
+        if (e && is_cmdstan_sidecar(buf)) {
+            *side = buf;
+            return GMM_OK;
+        }
+    }
+    gmm_free(buf);
+    return s;
+}
+
+gmm_status gmm_draws_origin_read(const char *path, json_t **out)
+{
+    *out = NULL;
+    char *side = NULL;
+    gmm_status s = gmm_draws_sidecar(path, &side);
+    if (s != GMM_OK || !side)
+        return s;
+    json_t *root = NULL;
     if ((s = gmm_json_read(side, &root)) != GMM_OK)
         goto done;
     json_t *o = json_object_get(root, "origin");

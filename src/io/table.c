@@ -58,6 +58,11 @@ typedef struct {
     size_t ncol;         /* 0 until the header row is complete */
     size_t nfield;       /* fields in the current row so far */
     size_t nrow;         /* data rows complete */
+
+    const gmm_table_opts *opts; /* NULL: no comment lines */
+    int in_comment;      /* inside a '#' line being skipped */
+    char ctext[GMM_TABLE_COMMENT_MAX]; /* its first bytes, for opts->on_comment */
+    size_t clen, cline;
 } reader;
 
 static void *grow(void *p, size_t *cap, size_t need, size_t size)
@@ -176,15 +181,38 @@ static int feed(reader *r, struct csv_parser *p, const unsigned char *buf, size_
             *bad = r->col0 + (size_t)(nul - (buf + i)) + 1;
             return FEED_NUL;
         }
-        scan_row_start(r, buf + i, end - i);
-        size_t got = csv_parse(p, buf + i, end - i, on_field, on_row, r);
-        if (got != end - i) {
-            *bad = r->col0 + got + 1;
-            return FEED_CSV_ERROR;
+        /* A '#' in column 1 where a row may start opens a comment line:
+         * libcsv never sees it (a row that has started, or a quoted field
+         * spanning lines, is not at a row start). */
+        if (r->opts && r->opts->comments && r->row_pending && r->col0 == 0 && !r->in_comment &&
+            buf[i] == '#') {
+            r->in_comment = 1;
+            r->clen = 0;
+            r->cline = r->line;
         }
-        if (r->status != GMM_OK)
-            return FEED_OK;
         unsigned char last = buf[end - 1];
+        if (r->in_comment) {
+            size_t body = end - i - (last == '\r' || last == '\n');
+            size_t room = sizeof r->ctext - 1 - r->clen;
+            size_t take = body < room ? body : room;
+            memcpy(r->ctext + r->clen, buf + i, take);
+            r->clen += take;
+            if (last == '\r' || last == '\n') {
+                r->in_comment = 0;
+                r->ctext[r->clen] = '\0';
+                if (r->opts->on_comment)
+                    r->opts->on_comment(r->opts->user, r->ctext, r->cline);
+            }
+        } else {
+            scan_row_start(r, buf + i, end - i);
+            size_t got = csv_parse(p, buf + i, end - i, on_field, on_row, r);
+            if (got != end - i) {
+                *bad = r->col0 + got + 1;
+                return FEED_CSV_ERROR;
+            }
+            if (r->status != GMM_OK)
+                return FEED_OK;
+        }
         if (last == '\r' || last == '\n') {
             /* The LF of a CRLF pair ends no further line. */
             if (!(last == '\n' && r->prev_cr && end - i == 1))
@@ -246,7 +274,8 @@ done:
     return GMM_OK;
 }
 
-gmm_status gmm_table_read_stream(FILE *f, const char *name, gmm_table **out)
+static gmm_status read_stream(FILE *f, const char *name, const gmm_table_opts *opts,
+                              gmm_table **out)
 {
     if (!f || !out)
         return gmm_error(GMM_EINVAL, "gmm_table_read_stream: NULL argument");
@@ -262,6 +291,7 @@ gmm_status gmm_table_read_stream(FILE *f, const char *name, gmm_table **out)
     r.file = name;
     r.line = 1;
     r.row_pending = 1;
+    r.opts = opts;
 
     buf = gmm_malloc(READ_CHUNK, 1);
     if (!buf) {
@@ -312,6 +342,10 @@ gmm_status gmm_table_read_stream(FILE *f, const char *name, gmm_table **out)
             goto done;
         }
     }
+    if (r.in_comment && opts->on_comment) {  /* the last line, without a line end */
+        r.ctext[r.clen] = '\0';
+        opts->on_comment(opts->user, r.ctext, r.cline);
+    }
     if (csv_fini(&p, on_field, on_row, &r) != 0) {
         if (csv_error(&p) == CSV_EPARSE)
             st = gmm_error(GMM_EPARSE, "%s:%zu: a quoted field in this row is not closed "
@@ -337,20 +371,30 @@ done:
     return st;
 }
 
-gmm_status gmm_table_read(const char *path, gmm_table **out)
+gmm_status gmm_table_read_stream(FILE *f, const char *name, gmm_table **out)
+{
+    return read_stream(f, name, NULL, out);
+}
+
+gmm_status gmm_table_read_opts(const char *path, const gmm_table_opts *opts, gmm_table **out)
 {
     if (!path || !out)
-        return gmm_error(GMM_EINVAL, "gmm_table_read: NULL argument");
+        return gmm_error(GMM_EINVAL, "gmm_table_read_opts: NULL argument");
     *out = NULL;
     int use_stdin = !strcmp(path, "-");
     const char *name = use_stdin ? "<stdin>" : path;
     FILE *f = use_stdin ? stdin : fopen(path, "rb");
     if (!f)
         return gmm_error(GMM_EIO, "%s: cannot open: %s", name, strerror(errno));
-    gmm_status st = gmm_table_read_stream(f, name, out);
+    gmm_status st = read_stream(f, name, opts, out);
     if (!use_stdin)
         fclose(f);
     return st;
+}
+
+gmm_status gmm_table_read(const char *path, gmm_table **out)
+{
+    return gmm_table_read_opts(path, NULL, out);
 }
 
 void gmm_table_free(gmm_table *t)

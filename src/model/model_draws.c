@@ -154,6 +154,35 @@ gmm_status gmm_mdl_check_draws(gmm_mdl *m, const char *path, const gmm_draws *d,
     return GMM_OK;
 }
 
+gmm_status gmm_mdl_draws_stan_sites(const gmm_mdl *m, gmm_draws *d)
+{
+    if (!d->stan)
+        return GMM_OK;
+    d->stan = 0;
+    if (gmm_latent_has_inputs(m->lat))
+        return GMM_OK;  /* f[ROW] either way */
+    char buf[96];
+    for (size_t v = 0; v < d->nvar; v++) {
+        const char *name = d->name[v];
+        size_t len = strlen(name);
+        if (len < 4 || strncmp(name, "f[", 2) || name[len - 1] != ']')
+            continue;
+        char *end;
+        unsigned long k = strtoul(name + 2, &end, 10);
+        if (end != name + len - 1 || name[2] < '1' || name[2] > '9' || k > m->gmrf->n)
+            return gmm_error(GMM_EINVAL,
+                             "column 'f.%.*s' is not the position of one of the graph's %zu "
+                             "nodes (CmdStan's f.K is the K-th node)",
+                             (int)(len - 3), name + 2, m->gmrf->n);
+        char *label = gmm_strdup(gmm_mdl_draws_column(m, k - 1, buf));
+        if (!label)
+            return gmm_error(GMM_ENOMEM, "out of memory");
+        gmm_free(d->name[v]);
+        d->name[v] = label;
+    }
+    return GMM_OK;
+}
+
 gmm_status gmm_mdl_draws_site(const gmm_mdl *m, const char *name, size_t *v)
 {
     size_t len = strlen(name);

@@ -137,7 +137,8 @@ START_TEST(test_errors)
              "chains of different lengths: chain 2 has 2 draws (@1), chain 1 has 3 (@0)");
 
     const char *nochain[] = {"a.csv", "chain,x\n1,0\n"};
-    read_bad(1, nochain, "@0: no column '.chain' (columns: chain, x)");
+    read_bad(1, nochain,
+             "@0: no column '.chain' (columns: chain, x) (nor lp__: not CmdStan's CSV either)");
 
     const char *novar[] = {"a.csv", ".chain,.iteration,.draw,accept_stat__\n1,1,1,0.5\n"};
     read_bad(1, novar,
@@ -163,6 +164,101 @@ START_TEST(test_errors)
     ck_assert_int_eq(gmm_draws_read((const char *const *)paths, 0, &d), GMM_EINVAL);
     ck_assert_int_eq(gmm_draws_read((const char *const *)paths, 1, NULL), GMM_EINVAL);
     gmm_draws_free(NULL);
+}
+END_TEST
+
+/* CmdStan's CSV: comments anywhere, one chain per file, its id from
+ * "# id = N" or else the file's position, Stan's dotted names as
+ * bracketed ones, a parameter's underscored name as the sidecar's; mixed
+ * with a draws_df file is an error. */
+START_TEST(test_cmdstan)
+{
+    static const char *const stan[] = {
+        "s_1.csv", "# method = sample\n# id = 1 (Default)\nlp__,accept_stat__,a_b,f.1,m.2.10\n"
+                   "# Adaptation terminated\n-1,0.9,5,1,2\n-2,0.8,6,3,4\n# Elapsed\n",
+        "s_2.csv", "lp__,accept_stat__,a_b,f.1,m.2.10\n-3,0.7,7,5,6\n# mid\n-4,0.6,8,7,8\n",
+        NULL};
+    char *paths[2];
+    gmm_draws *d = NULL;
+    ck_assert_int_eq(read_files(&d, paths, 2, stan), GMM_OK);
+    ck_assert_int_eq(d->stan, 1);
+    ck_assert_uint_eq(d->nvar, 4);
+    ck_assert_str_eq(d->name[0], "lp__");
+    ck_assert_str_eq(d->name[1], "a_b"); /* no sidecar: as it is */
+    ck_assert_str_eq(d->name[2], "f[1]");
+    ck_assert_str_eq(d->name[3], "m[2,10]");
+    /* the second file has no id: chain 2 by its position */
+    ck_assert_uint_eq(d->nchain, 2);
+    ck_assert(gmm_draws_variable(d, 0)[1] == -2 && gmm_draws_variable(d, 0)[3] == -4);
+    ck_assert(gmm_draws_variable(d, 3)[0] == 2 && gmm_draws_variable(d, 3)[2] == 6);
+    gmm_draws_free(d);
+    d = NULL;
+    free_paths(paths, 2);
+
+    static const char *const two[] = {
+        "s_1.csv", "# id = 3\nlp__,a.b,f.1\n-1,5,1\n-2,6,2\n",
+        "s_2.csv", "lp__,a.b,f.1\n-3,7,3\n-4,8,4\n", NULL};
+    ck_assert_int_eq(read_files(&d, paths, 2, two), GMM_OK);
+    ck_assert_uint_eq(d->nchain, 2);
+    ck_assert_int_eq(d->chain[0], 2);
+    ck_assert_int_eq(d->chain[1], 3);
+    ck_assert_str_eq(d->name[1], "a.b");
+    ck_assert(gmm_draws_variable(d, 2)[0] == 3 && gmm_draws_variable(d, 2)[3] == 2);
+    gmm_draws_free(d);
+    d = NULL;
+    free_paths(paths, 2);
+    /* the set's sidecar names the parameter a_b stands for */
+    char *side = tu_write_str(dir, "s.csv.json", "{\"format\": \"cmdstan\", \"origin\": "
+                                                 "{\"parameters\": {\"0.x-y\": \"sampled\"}}}");
+    static const char *const par[] = {"s_1.csv", "lp__,0_x_y\n-1,5\n", NULL};
+    ck_assert_int_eq(read_files(&d, paths, 1, par), GMM_OK);
+    ck_assert_str_eq(d->name[1], "0.x-y");
+    gmm_draws_free(d);
+    d = NULL;
+    free(side);
+    free_paths(paths, 1);
+
+    /* separate CmdStan runs all say "id = 1 (Default)": no id, positions */
+    static const char *const dflt[] = {
+        "s_1.csv", "# id = 1 (Default)\nlp__,f.1\n-1,1\n",
+        "s_2.csv", "# id = 1 (Default)\nlp__,f.1\n-3,3\n", NULL};
+    ck_assert_int_eq(read_files(&d, paths, 2, dflt), GMM_OK);
+    ck_assert_uint_eq(d->nchain, 2);
+    ck_assert(gmm_draws_variable(d, 1)[0] == 1 && gmm_draws_variable(d, 1)[1] == 3);
+    gmm_draws_free(d);
+    d = NULL;
+    free_paths(paths, 2);
+    /* save_warmup: the first ceil(num_warmup / thin) rows are the warm-up's */
+    static const char *const warm[] = {
+        "w_1.csv", "# method = sample (Default)\n#   sample\n#     num_samples = 2\n"
+                   "#     num_warmup = 3\n#     save_warmup = true\n#     thin = 2\n"
+                   "lp__,f.1\n-1,10\n-2,20\n# Adaptation terminated\n-3,30\n-4,40\n",
+        "w_2.csv", "#     num_warmup = 1000 (Default)\n#     save_warmup = false (Default)\n"
+                   "lp__,f.1\n-5,50\n-6,60\n", NULL};
+    ck_assert_int_eq(read_files(&d, paths, 2, warm), GMM_OK);
+    ck_assert_uint_eq(d->niter, 2);
+    ck_assert(gmm_draws_variable(d, 1)[0] == 30 && gmm_draws_variable(d, 1)[3] == 60);
+    gmm_draws_free(d);
+    d = NULL;
+    free_paths(paths, 2);
+    static const char *const short_warm[] = {
+        "w_1.csv", "#     num_warmup = 3\n#     save_warmup = 1\nlp__,f.1\n-1,10\n-2,20\n",
+        NULL};
+    read_bad(1, short_warm,
+             "@0: save_warmup with num_warmup = 3, thin = 1: 3 warm-up rows, but the file has 2");
+
+    static const char *const mixed[] = {
+        "a.csv", ".chain,lp__,f[1]\n1,-1,1\n", "s_2.csv", "lp__,f.1\n-3,3\n", NULL};
+    read_bad(2, mixed, "@1: CmdStan's CSV (no column .chain), @0 is a draws_df CSV: give "
+                       "files of one format");
+    static const char *const dup[] = {
+        "s_1.csv", "# id = 1\nlp__,f.1\n-1,1\n", "s_2.csv", "# id = 1\nlp__,f.1\n-3,3\n", NULL};
+    read_bad(2, dup, "@1:3: chain 1 is also in @0");
+    static const char *const pos[] = {
+        "s_1.csv", "# id = 2\nlp__,f.1\n-1,1\n", "s_2.csv", "lp__,f.1\n-3,3\n", NULL};
+    read_bad(2, pos, "@1:2: chain 2 is also in @0");
+    static const char *const cell[] = {"s_1.csv", "# c\nlp__,f.1\n# d\n-1,x\n", NULL};
+    read_bad(1, cell, "@0:4: column 'f.1': 'x' is not a number");
 }
 END_TEST
 
@@ -196,6 +292,7 @@ Suite *io_draws_suite(void)
     tcase_add_test(tc, test_columns_and_order);
     tcase_add_test(tc, test_merge);
     tcase_add_test(tc, test_errors);
+    tcase_add_test(tc, test_cmdstan);
     tcase_add_test(tc, test_out_of_memory);
     suite_add_tcase(s, tc);
     return s;

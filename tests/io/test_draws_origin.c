@@ -155,6 +155,54 @@ START_TEST(test_sidecar)
 }
 END_TEST
 
+/* Where the sidecar of a draws file is: PATH.json; for CmdStan's
+ * PREFIX_N.csv[.partial], the set's PREFIX.csv.json or PREFIX.json
+ * (.partial.json) when it says "format": "cmdstan". */
+static void expect_sidecar(const char *dir, const char *file, const char *want)
+{
+    char *path = tu_path(dir, file), *side = (char *)1;
+    ck_assert_int_eq(gmm_draws_sidecar(path, &side), GMM_OK);
+    if (!want) {
+        ck_assert_msg(side == NULL, "%s: sidecar %s, expected none", file, side);
+    } else {
+        char *w = tu_path(dir, want);
+        ck_assert_ptr_nonnull(side);
+        ck_assert_str_eq(side, w);
+        free(w);
+    }
+    free(side);
+    free(path);
+}
+
+START_TEST(test_sidecar_path)
+{
+    char *dir = tu_mkdtemp();
+    static const char *const made[] = {"a.csv.json", "b.json", "c.json", "c_1.csv.json",
+                                       "d.csv.partial.json", "e.partial.json"};
+    char *f[6];
+    for (int k = 0; k < 6; k++)
+        f[k] = tu_write_str(dir, made[k], k == 2 ? "{\"format\": \"csv\"}\n"
+                                                 : "{\"format\": \"cmdstan\"}\n");
+    expect_sidecar(dir, "a_1.csv", "a.csv.json");
+    expect_sidecar(dir, "a_12.csv", "a.csv.json");
+    expect_sidecar(dir, "b_2.csv", "b.json");
+    expect_sidecar(dir, "c_1.csv", "c_1.csv.json"); /* PATH.json first */
+    expect_sidecar(dir, "c_2.csv", NULL);           /* c.json is no cmdstan sidecar */
+    expect_sidecar(dir, "d_1.csv.partial", "d.csv.partial.json");
+    expect_sidecar(dir, "e_1.csv.partial", "e.partial.json");
+    expect_sidecar(dir, "a_.csv", NULL);
+    expect_sidecar(dir, "a_1.tsv", NULL);
+    expect_sidecar(dir, "_1.csv", NULL);
+    char *side = (char *)1;
+    ck_assert_int_eq(gmm_draws_sidecar("-", &side), GMM_OK);
+    ck_assert_ptr_null(side);
+    for (int k = 0; k < 6; k++)
+        free(f[k]);
+    tu_rmdir_all(dir);
+    free(dir);
+}
+END_TEST
+
 Suite *io_draws_origin_suite(void)
 {
     Suite *s = suite_create("io_draws_origin");
@@ -162,6 +210,7 @@ Suite *io_draws_origin_suite(void)
     tcase_add_test(tc, test_digest);
     tcase_add_test(tc, test_check);
     tcase_add_test(tc, test_sidecar);
+    tcase_add_test(tc, test_sidecar_path);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -313,6 +313,72 @@ START_TEST(test_chunk_boundaries)
 }
 END_TEST
 
+typedef struct {
+    char text[4][GMM_TABLE_COMMENT_MAX];
+    size_t line[4], n;
+} comments;
+
+static void note_comment(void *user, const char *text, size_t line)
+{
+    comments *c = user;
+    if (c->n < 4) {
+        snprintf(c->text[c->n], sizeof c->text[c->n], "%s", text);
+        c->line[c->n] = line;
+    }
+    c->n++;
+}
+
+/* Comment lines: '#' in column 1 at a row start, before the header, between
+ * rows (CRLF too) and at the end; their line numbers count.  A '#' that
+ * starts a line inside a quoted field, or after blanks, is data; one longer
+ * than a read chunk is skipped whole and handed on cut. */
+START_TEST(test_comment_lines)
+{
+    const char *text = "# a = 1\n#b\r\nx,y\r\n1,\"p\n#q\"\n# mid\n 2,#3\n\n# end";
+    char *path = tu_write_file(dir, "t.csv", text, strlen(text));
+    comments c = {0};
+    gmm_table_opts o = {1, note_comment, &c};
+    gmm_table *t = NULL;
+    ck_assert_int_eq(gmm_table_read_opts(path, &o, &t), GMM_OK);
+    size_t lines[] = {4, 7};
+    check_lines(t, lines, 2);
+    ck_assert_str_eq(t->cell[0][1], "p\n#q");
+    ck_assert_str_eq(t->cell[1][1], "#3");
+    ck_assert_uint_eq(c.n, 4);
+    ck_assert_str_eq(c.text[0], "# a = 1");
+    ck_assert_str_eq(c.text[1], "#b");
+    ck_assert_str_eq(c.text[2], "# mid");
+    ck_assert_str_eq(c.text[3], "# end");
+    ck_assert_uint_eq(c.line[0], 1);
+    ck_assert_uint_eq(c.line[1], 2);
+    ck_assert_uint_eq(c.line[2], 6);
+    ck_assert_uint_eq(c.line[3], 9);
+    gmm_table_free(t);
+    /* without the option a '#' line is a row */
+    ck_assert_int_eq(gmm_table_read(path, &t), GMM_EPARSE);
+    ck_assert_ptr_null(t);
+    free(path);
+
+    /* a comment across the 64 KiB read chunks, then a malformed row */
+    size_t big = 3 * 65536, n = 0;
+    char *buf = malloc(big + 64);
+    buf[n++] = '#';
+    memset(buf + n, 'c', big);
+    n += big;
+    n += (size_t)sprintf(buf + n, "\nx,y\n1,2\n3\n");
+    path = tu_write_file(dir, "t.csv", buf, n);
+    c.n = 0;
+    ck_assert_int_eq(gmm_table_read_opts(path, &o, &t), GMM_EPARSE);
+    char want[1024];
+    snprintf(want, sizeof want, "%s:4: expected 2 fields, found 1", path);
+    ck_assert_str_eq(gmm_error_message(), want);
+    ck_assert_uint_eq(c.n, 1);
+    ck_assert_uint_eq(strlen(c.text[0]), GMM_TABLE_COMMENT_MAX - 1);
+    free(path);
+    free(buf);
+}
+END_TEST
+
 START_TEST(test_column_lookup)
 {
     gmm_table *t = read_good("time,y,group\n1,2,a\n");
@@ -610,6 +676,7 @@ Suite *io_table_suite(void)
     tcase_add_test(tc, test_unreadable);
     tcase_add_test(tc, test_stdin);
     tcase_add_test(tc, test_chunk_boundaries);
+    tcase_add_test(tc, test_comment_lines);
     tcase_add_test(tc, test_column_lookup);
     tcase_add_test(tc, test_column_double);
     tcase_add_test(tc, test_column_double_errors);

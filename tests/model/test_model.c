@@ -487,7 +487,7 @@ START_TEST(test_model_graph_draws)
     for (size_t v = 0; v < 3; v++)
         for (size_t k = 0; k < K; k++)
             x[v * K + k] = 0.3 * (double)v + 0.2 * sin(1.7 * (double)(k + 3 * v));
-    gmm_draws d = {3, 1, K, names, chain, x};
+    gmm_draws d = {3, 1, K, names, chain, x, 0};
 
     gmm_mdl_draws_verdict verdict;
     ck_assert_int_eq(gmm_mdl_check_draws(m, dpath, &d, &verdict), GMM_OK);

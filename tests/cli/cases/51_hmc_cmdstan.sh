@@ -140,3 +140,96 @@ mkfifo "$CASE_TMP/fifo"
 run "$GMM_INFER" hmc "$coal" --likelihood poisson --format cmdstan -o "$CASE_TMP/fifo"
 expect_exit 2
 expect_stderr 'not a device or FIFO'
+
+begin "summary, loo, predict and score read the cmdstan files as the csv layout of the same seed"
+"$GMM_INFER" fit "$coal" --likelihood poisson --kernel "$kern" -o "$CASE_TMP/m.json" 2>/dev/null ||
+    fail "fit failed"
+for fmt in cmdstan csv; do
+    run "$GMM_INFER" hmc --model "$CASE_TMP/m.json" --chains 2 --warmup 60 --draws 15 --seed 9 \
+        --quiet --sample-hyper --states --log-lik --format "$fmt" -o "$CASE_TMP/$fmt.csv"
+    expect_exit 0
+done
+stan=("$CASE_TMP/cmdstan_1.csv" "$CASE_TMP/cmdstan_2.csv")
+# the parameters' own names (from the set's sidecar), f[row], x[i], log_lik[row]
+run "$GMM_INFER" summary "${stan[@]}"
+expect_exit 0
+expect_stdout '^0\.matern12\.lengthscale,'
+expect_stdout '^log_lik\[112\],'
+"$GMM_INFER" summary "$CASE_TMP/csv.csv" >"$CASE_TMP/s-csv" 2>/dev/null
+cmp -s "$OUT" "$CASE_TMP/s-csv" || fail "summary of the cmdstan files differs from the csv layout's"
+# the chains' ids are their '# id = ' lines: any file order gives the same
+"$GMM_INFER" summary "${stan[1]}" "${stan[0]}" 2>/dev/null | cmp -s - "$CASE_TMP/s-csv" ||
+    fail "summary of the files in reverse order differs"
+# without '# id = ' lines the file order is the chain order
+for c in 1 2; do grep -v '^# id = ' "${stan[c - 1]}" >"$CASE_TMP/noid_$c.csv"; done
+"$GMM_INFER" summary "$CASE_TMP/noid_1.csv" "$CASE_TMP/noid_2.csv" 2>/dev/null >"$CASE_TMP/s-noid"
+# (without their sidecar noid.csv.json the parameters keep CmdStan's names)
+grep -q '^0_matern12_lengthscale,' "$CASE_TMP/s-noid" || fail "no 0_matern12_lengthscale"
+cp "$CASE_TMP/cmdstan.csv.json" "$CASE_TMP/noid.csv.json"
+"$GMM_INFER" summary "$CASE_TMP/noid_1.csv" "$CASE_TMP/noid_2.csv" 2>/dev/null |
+    cmp -s - "$CASE_TMP/s-csv" || fail "summary of the files without ids differs"
+run "$GMM_INFER" loo "${stan[@]}"
+expect_exit 0
+"$GMM_INFER" loo "$CASE_TMP/csv.csv" 2>/dev/null | cmp -s - "$OUT" ||
+    fail "loo of the cmdstan files differs from the csv layout's"
+# predict and score find the set's sidecar (cmdstan.csv.json): no warning
+run "$GMM_INFER" predict --model "$CASE_TMP/m.json" --draws "${stan[0]}" --draws "${stan[1]}" \
+    --grid 1850:1963:0.5
+expect_exit 0
+expect_stderr_empty
+"$GMM_INFER" predict --model "$CASE_TMP/m.json" --draws "$CASE_TMP/csv.csv" --grid 1850:1963:0.5 \
+    2>/dev/null | cmp -s - "$OUT" || fail "predict --draws --grid differs from the csv layout's"
+run "$GMM_INFER" score --model "$CASE_TMP/m.json" "$coal" --draws "${stan[0]}" --draws "${stan[1]}"
+expect_exit 0
+expect_stderr_empty
+"$GMM_INFER" score --model "$CASE_TMP/m.json" "$coal" --draws "$CASE_TMP/csv.csv" 2>/dev/null |
+    cmp -s - "$OUT" || fail "score --draws differs from the csv layout's"
+# the sidecar ties the files to their model as the csv layout's does
+"$GMM_INFER" fit "$coal" --likelihood poisson --kernel matern32 -o "$CASE_TMP/m2.json" 2>/dev/null ||
+    fail "fit failed"
+run "$GMM_INFER" predict --model "$CASE_TMP/m2.json" --draws "${stan[0]}" --draws "${stan[1]}"
+expect_exit 1
+expect_stderr 'cmdstan_1\.csv: draws of another model \(another number of latents\)'
+
+begin "a graph's f.K is its K-th node: predict and score read them as the csv layout's f[label]"
+graph=(--graph "$ROOT/data/flu_bybw_edges.csv" --node node --y count --exposure population_2001
+    --likelihood poisson --precision 'edge-ou(variance=1, lengthscale=300)')
+"$GMM_INFER" fit "$ROOT/data/flu_even.csv" "${graph[@]}" -o "$CASE_TMP/g.json" 2>/dev/null ||
+    fail "fit failed"
+for fmt in cmdstan csv; do
+    run "$GMM_INFER" hmc --model "$CASE_TMP/g.json" --chains 2 --warmup 30 --draws 10 --seed 3 \
+        --quiet --format "$fmt" -o "$CASE_TMP/$fmt.csv"
+    expect_exit 0
+done
+# the node labels are 0..139, positions 1..140: f.1 is node 0
+for cmd in predict score; do
+    args=(--model "$CASE_TMP/g.json")
+    [[ $cmd == score ]] && args+=("$ROOT/data/flu_even.csv")
+    run "$GMM_INFER" "$cmd" "${args[@]}" --draws "$CASE_TMP/cmdstan_1.csv" \
+        --draws "$CASE_TMP/cmdstan_2.csv"
+    expect_exit 0
+    "$GMM_INFER" "$cmd" "${args[@]}" --draws "$CASE_TMP/csv.csv" 2>/dev/null |
+        cmp -s - "$OUT" || fail "$cmd --draws differs from the csv layout's"
+done
+# summary has no model: it names them by position
+run "$GMM_INFER" summary "$CASE_TMP/cmdstan_1.csv" "$CASE_TMP/cmdstan_2.csv"
+expect_exit 0
+expect_stdout '^f\[140\],'
+
+begin "malformed cmdstan files: errors name file, line and column"
+run "$GMM_INFER" hmc "$coal" --likelihood poisson --kernel "$kern" --chains 2 --warmup 20 \
+    --draws 5 --seed 5 --quiet --format cmdstan -o "$CASE_TMP/d.csv"
+expect_exit 0
+hl=$(grep -n '^lp__' "$CASE_TMP/d_1.csv" | cut -d: -f1)
+bad=$((hl + 5))  # the first draw, after the 4 adaptation lines
+awk -F, -v OFS=, -v n="$bad" 'NR == n { $9 = "q" } { print }' "$CASE_TMP/d_1.csv" >"$CASE_TMP/b_1.csv"
+run "$GMM_INFER" summary "$CASE_TMP/b_1.csv" "$CASE_TMP/d_2.csv"
+expect_exit 1
+expect_stderr "b_1\.csv:$bad: column 'f\.2': 'q' is not a number"
+awk -v n="$bad" 'NR == n { $0 = "1,2" } { print }' "$CASE_TMP/d_1.csv" >"$CASE_TMP/b_1.csv"
+run "$GMM_INFER" loo "$CASE_TMP/b_1.csv" "$CASE_TMP/d_2.csv"
+expect_exit 1
+expect_stderr "b_1\.csv:$bad: expected 119 fields, found 2"
+run "$GMM_INFER" summary "$CASE_TMP/d_1.csv" "$CASE_TMP/d_1.csv"
+expect_exit 1
+expect_stderr "d_1\.csv:$bad: chain 1 is also in .*d_1\.csv"
