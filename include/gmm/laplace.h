@@ -79,9 +79,54 @@ size_t gmm_laplace_iterations(const gmm_laplace *w);
 gmm_status gmm_laplace_grad(gmm_laplace *w, gmm_band *Qbar, double *bbar, double *parbar,
                             double *coefbar);
 
+/* THE SQUARE-ROOT FORM.  Each Newton step is a Gaussian smoothing problem
+ * (working data yt_i = h_i'x + g_i / w_i, noise variances 1 / w_i), which a
+ * smoother solves from a square root of Q without forming Q or P: the
+ * log-determinants and quadratic forms of gmm_laplace_eval's Cholesky lose
+ * digits as eps cond(P) when Q's entries dwarf the information (state-space
+ * inputs close relative to a lengthscale); the smoother's as eps sqrt(cond
+ * P) or better (laplace.c, SQUARE-ROOT FORM).  Log-concave likelihoods only
+ * (w_i > 0; GMM_EDOM naming the observation otherwise).  The callbacks,
+ * arrays over the nobs observations in obs order (status on error):
+ *
+ *   smooth   the posterior mean (n) of x given yt ~ N(Hx, W^-1), x ~ N(0,
+ *            Q^-1), and ML = log N(W^1/2 yt; 0, W^1/2 H Q^-1 H' W^1/2 + I);
+ *            record: the gradient will follow this call (the last of an
+ *            evaluation).  Fixes the smoother's theta for quad.
+ *   quad     x'Qx (x: n).
+ *   var      after a recorded smooth: s_i = Var(h_i'x) under its posterior;
+ *            starts the smoother's gradient in its own parameters (the
+ *            prior's), at fixed yt and W.
+ *   adjoint  then: zeta = P^-1 sum_i rw_i h_i, u_i = h_i'zeta, and adds to
+ *            the prior's gradient d(-zeta'Q mu)/dtheta at fixed zeta and mu
+ *            (mu the posterior mean). */
+typedef struct {
+    void *ctx;
+    gmm_status (*smooth)(void *ctx, const double *yt, const double *wt, int record, double *ml,
+                         double *mean);
+    gmm_status (*quad)(void *ctx, const double *x, double *q);
+    gmm_status (*var)(void *ctx, double *s);
+    gmm_status (*adjoint)(void *ctx, const double *rw, double *u);
+} gmm_laplace_smoother;
+
+/* As gmm_laplace_eval with the prior through sm (borrowed until the next
+ * eval) instead of Q and log|Q|; the same Newton iterations, line search
+ * and stopping rule.  Errors as gmm_laplace_eval and the smoother's. */
+gmm_status gmm_laplace_eval_sqrt(gmm_laplace *w, const gmm_laplace_smoother *sm,
+                                 const gmm_laplace_obs *obs, const gmm_lik *lik, double b,
+                                 const double *x0, int warm, const gmm_laplace_params *par,
+                                 double *logq);
+/* Reverse mode of the last successful gmm_laplace_eval_sqrt: the prior's
+ * part through the smoother (var, then adjoint), *bbar += dlogq/db and
+ * parbar (nparam of lik) += dlogq/dphi (either may be NULL).  Coefficients
+ * that vary with theta are not supported (no coefbar).  O(the smoother's
+ * gradient). */
+gmm_status gmm_laplace_grad_sqrt(gmm_laplace *w, double *bbar, double *parbar);
+
 /* After a successful eval: the mode (n, or NULL) and the band of the
  * Laplace posterior covariance P^-1 (SYMMETRIC, bandwidth <= cov_kl of the
- * workspace and >= kl, or NULL). */
+ * workspace and >= kl, or NULL; after gmm_laplace_eval_sqrt the smoother's
+ * posterior gives it: GMM_EINVAL here). */
 gmm_status gmm_laplace_posterior(gmm_laplace *w, double *mode, gmm_band *cov);
 
 #endif

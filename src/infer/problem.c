@@ -25,6 +25,17 @@ struct gmm_problem {
     gmm_laplace_obs lobs;
     gmm_band *Q, *Qbar;
     gmm_laplace *lap;
+    /* the Laplace approximation in the square-root form (laplace.h): the
+     * smoother over the latent's rows, full-length scratch (nrows each:
+     * data, weights, variances, adjoint weights and values), theta and the
+     * gradient of the current evaluation, the observations' total weight
+     * at the last mode (for the choice) */
+    gmm_laplace_smoother sm;
+    double *sy, *sw, *sv, *sr, *su;
+    const double *stheta;
+    double *sgrad;
+    double wsum, sbound;
+    int sqrt_form;        /* the last Laplace evaluation took it */
     double *thetabar;     /* nparam scratch */
     double ld;            /* log|Q| of the last prior (NAN: not known) */
     int cold;             /* the next Laplace evaluation starts from x = 0 */
@@ -68,6 +79,7 @@ void gmm_problem_free(gmm_problem *p)
     gmm_free(p->jcbar);
     gmm_free(p->wx);
     gmm_free(p->wg);
+    gmm_free(p->sy);
     gmm_free(p->obj.name);
     gmm_free(p->obj.value);
     gmm_free(p->obj.positive);
@@ -89,6 +101,51 @@ static void gather_coef(gmm_problem *p)
                p->width * sizeof *p->ocoef);
 }
 
+/* The smoother of the square-root form (laplace.h) on the latent's rows:
+ * observation i is row orow[i]. */
+static gmm_status sm_smooth(void *ctx, const double *yt, const double *wt, int record, double *ml,
+                            double *mean)
+{
+    gmm_problem *p = ctx;
+    double ws = 0.0;
+    for (size_t r = 0; r < p->nrows; r++)
+        p->sy[r] = NAN;
+    for (size_t i = 0; i < p->nobs; i++) {
+        p->sy[p->orow[i]] = yt[i];
+        p->sw[p->orow[i]] = wt[i];
+        ws += wt[i];
+    }
+    p->wsum = ws;
+    return gmm_latent_wls(p->lat, p->stheta, p->sy, p->sw, record, ml, mean);
+}
+
+static gmm_status sm_quad(void *ctx, const double *x, double *q)
+{
+    gmm_problem *p = ctx;
+    return gmm_latent_wls_quad(p->lat, x, q);
+}
+
+static gmm_status sm_var(void *ctx, double *s)
+{
+    gmm_problem *p = ctx;
+    gmm_status st = gmm_latent_wls_var(p->lat, p->sv);
+    for (size_t i = 0; !st && i < p->nobs; i++)
+        s[i] = p->sv[p->orow[i]];
+    return st;
+}
+
+static gmm_status sm_adjoint(void *ctx, const double *rw, double *u)
+{
+    gmm_problem *p = ctx;
+    memset(p->sr, 0, p->nrows * sizeof *p->sr);
+    for (size_t i = 0; i < p->nobs; i++)
+        p->sr[p->orow[i]] = rw[i];
+    gmm_status st = gmm_latent_wls_adjoint(p->lat, p->sr, p->su, p->sgrad);
+    for (size_t i = 0; !st && i < p->nobs; i++)
+        u[i] = p->su[p->orow[i]];
+    return st;
+}
+
 /* Prior and mode at theta (the Laplace case). */
 static gmm_status laplace_forward(gmm_problem *p, const double *theta, double *f)
 {
@@ -96,6 +153,22 @@ static gmm_status laplace_forward(gmm_problem *p, const double *theta, double *f
     double ld;
     if ((st = set_lik(p, theta)))
         return st;
+    /* the square-root form where the family's --factor rule takes it (the
+     * weights of the last mode standing in for this one's) */
+    int rows = 0;
+    if (p->sy && !p->lik.type->not_log_concave && !gmm_latent_obs_varies(p->lat) &&
+        (st = gmm_latent_wls_rows(p->lat, theta, p->wsum, &rows)))
+        return st;
+    (void)gmm_latent_factorisation(p->lat, &p->sbound);
+    if (rows) {
+        double b = p->intercept ? theta[p->nparam - 1] : 0.0;
+        int warm = !p->cold;
+        p->cold = 0;
+        p->stheta = theta;
+        p->sqrt_form = 1;
+        return gmm_laplace_eval_sqrt(p->lap, &p->sm, &p->lobs, &p->lik, b, NULL, warm, NULL, f);
+    }
+    p->sqrt_form = 0;
     if (gmm_latent_obs_varies(p->lat)) {
         if ((st = gmm_latent_obs_coef(p->lat, theta, p->coef_all)))
             return st;
@@ -125,6 +198,15 @@ static gmm_status eval(void *ctx, const double *theta, double *f, double *grad)
     if ((st = laplace_forward(p, theta, f)) || !grad)
         return st;
     memset(grad, 0, p->nparam * sizeof *grad);
+    if (p->sqrt_form) {
+        double bbar = 0.0;
+        p->sgrad = grad;
+        if ((st = gmm_laplace_grad_sqrt(p->lap, &bbar, grad + p->nl)))
+            return st;
+        if (p->intercept)
+            grad[p->nparam - 1] = bbar;
+        return GMM_OK;
+    }
     gmm_band_set_zero(p->Qbar);
     int varies = gmm_latent_obs_varies(p->lat);
     if (varies)
@@ -259,6 +341,22 @@ gmm_status gmm_problem_alloc(gmm_latent *lat, const gmm_lik *lik, const double *
         }
         gather_coef(p);
         p->lobs = (gmm_laplace_obs){p->nobs, w, p->ooff, p->ocoef, p->oy, p->oe};
+        if (gmm_latent_has_inputs(lat) && !gmm_latent_obs_varies(lat)) {
+            /* a family with a square-root smoother: its scratch */
+            p->sy = gmm_malloc(5 * nr, sizeof *p->sy);
+            if (!p->sy) {
+                st = gmm_error(GMM_ENOMEM, "out of memory for the Laplace approximation");
+                goto fail;
+            }
+            p->sw = p->sy + nr;
+            p->sv = p->sw + nr;
+            p->sr = p->sv + nr;
+            p->su = p->sr + nr;
+            for (size_t r = 0; r < 2 * nr; r++)
+                p->sy[r] = 0.0;
+            p->sm = (gmm_laplace_smoother){p, sm_smooth, sm_quad, sm_var, sm_adjoint};
+        }
+        p->wsum = (double)p->nobs;
     }
     *out = p;
     return GMM_OK;
@@ -292,6 +390,15 @@ gmm_status gmm_problem_lik_at(const gmm_problem *p, const double *theta, gmm_lik
 const double *gmm_problem_y(const gmm_problem *p) { return p->y; }
 const double *gmm_problem_exposure(const gmm_problem *p) { return p->e; }
 size_t gmm_problem_nobs(const gmm_problem *p) { return p->nobs; }
+const char *gmm_problem_factorisation(const gmm_problem *p, double *bound)
+{
+    if (p->exact)
+        return gmm_latent_factorisation(p->lat, bound);
+    if (bound)
+        *bound = p->sbound;
+    return p->sqrt_form ? "square-root" : "cholesky";
+}
+
 size_t gmm_problem_iterations(const gmm_problem *p)
 {
     return p->exact ? 0 : gmm_laplace_iterations(p->lap);
@@ -308,7 +415,9 @@ gmm_status gmm_problem_posterior(gmm_problem *p, const double *theta, double *me
         return st;
     if (p->exact)
         return gmm_latent_gaussian_posterior(p->lat, mean, cov);
-    return gmm_laplace_posterior(p->lap, mean, cov);
+    if (p->sqrt_form && (st = gmm_latent_gaussian_posterior(p->lat, NULL, cov)))
+        return st;
+    return gmm_laplace_posterior(p->lap, mean, p->sqrt_form ? NULL : cov);
 }
 
 /* The posterior mean and covariance band at theta, allocated. */
