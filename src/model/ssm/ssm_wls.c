@@ -57,17 +57,17 @@ gmm_status gmm_ssm_wls_rows(gmm_ssm *m, const double *theta, double obs_prec, in
     if (!m || !theta || !rows)
         return gmm_error(GMM_EINVAL, "gmm_ssm_wls_rows: NULL argument");
     *rows = 0;
-    if (m->modulated || m->par.factor == GMM_SSM_FACTOR_CHOL)
+    if (m->modulated)
         return GMM_OK;
-    if (m->par.factor == GMM_SSM_FACTOR_ROWS) {
-        *rows = 1;
-        return GMM_OK;
-    }
     m->prior_ok = 0;
     if ((st = ssm_blocks(m, theta, &logdet)))
         return st;
     m->bound = ssm_chol_rounding_bound(m, obs_prec);
-    m->rows = *rows = ssm_rows_rule(m, theta, GMM_SSM_CHOL_GRAD_TOL);
+    if (m->par.factor == GMM_SSM_FACTOR_AUTO)
+        *rows = ssm_rows_rule(m, theta, GMM_SSM_CHOL_GRAD_TOL);
+    else
+        *rows = m->par.factor == GMM_SSM_FACTOR_ROWS;
+    m->rows = *rows;
     return GMM_OK;
 }
 
