@@ -166,7 +166,8 @@ const char *gmm_latent_factorisation(const gmm_latent *l, double *bound);
  * gmm_latent_wls_rows: whether the family takes that form at theta (its
  * --factor rule; observations of total weight obs_prec); 0 for a family
  * without one (graphs) and for state-space models whose rows vary with
- * theta.  The others: GMM_EINVAL for a family without one. */
+ * theta.  gmm_latent_wls with theta NULL: the last call's (as gmm_ssm_wls).
+ * The others: GMM_EINVAL for a family without one. */
 gmm_status gmm_latent_wls_rows(gmm_latent *l, const double *theta, double obs_prec, int *rows);
 gmm_status gmm_latent_wls(gmm_latent *l, const double *theta, const double *y, const double *wt,
                           int record, double *loglik, double *mean);

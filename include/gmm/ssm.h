@@ -299,7 +299,9 @@ gmm_status gmm_ssm_predict(gmm_ssm *m, const double *theta, double noise, const 
  * gmm_ssm_wls: the weighted Gaussian log likelihood log N(y; 0, H
  * Q_prior^-1 H' + W^-1) into *loglik and the posterior mean (N, or NULL);
  * y and wt have the n rows (wt read where y is not NAN: GMM_EDOM naming a
- * row whose weight is not positive and finite).  record: keep the fold for
+ * row whose weight is not positive and finite); theta NULL: the last
+ * gmm_ssm_wls's, its blocks reused (no other call on m in between: the
+ * Newton iterations of one evaluation).  record: keep the fold for
  * the three below.  Replaces gmm_ssm_set_y's rows (call it again before
  * gmm_ssm_loglik).  gmm_ssm_posterior then gives this posterior.  Errors as
  * gmm_ssm_loglik.  O(N d^2 + intervals d^3).

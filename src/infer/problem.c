@@ -116,7 +116,9 @@ static gmm_status sm_smooth(void *ctx, const double *yt, const double *wt, int r
         ws += wt[i];
     }
     p->wsum = ws;
-    return gmm_latent_wls(p->lat, p->stheta, p->sy, p->sw, record, ml, mean);
+    const double *th = p->stheta; /* then NULL: the same theta (latent.h) */
+    p->stheta = NULL;
+    return gmm_latent_wls(p->lat, th, p->sy, p->sw, record, ml, mean);
 }
 
 static gmm_status sm_quad(void *ctx, const double *x, double *q)

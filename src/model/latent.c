@@ -177,11 +177,11 @@ static gmm_status no_wls(const gmm_latent *l)
 gmm_status gmm_latent_wls(gmm_latent *l, const double *theta, const double *y, const double *wt,
                           int record, double *loglik, double *mean)
 {
-    if (!l || !theta || !y || !wt || !loglik)
+    if (!l || !y || !wt || !loglik)
         return gmm_error(GMM_EINVAL, "gmm_latent_wls: NULL argument");
     if (!l->ops->wls)
         return no_wls(l);
-    gmm_status st = gmm_latent_theta_check(l, theta);
+    gmm_status st = theta ? gmm_latent_theta_check(l, theta) : GMM_OK;
     return st ? st : l->ops->wls(l->impl, theta, y, wt, record, loglik, mean);
 }
 

@@ -82,10 +82,11 @@ struct gmm_ssm {
      * gmm_ssm_wls: the weighted observation rows (n d), each observation's
      * weight and row (n each), N-vectors (mean, zeta, right-hand side,
      * scratch), the row means (2 N) and the observations' variances (n);
-     * the weights' theta */
-    double *lbuf, *lH, *lw, *lmu, *lz, *lb, *lx, *lgx, *lvar, *ltheta;
+     * log|Q_prior| at the blocks */
+    double *lbuf, *lH, *lw, *lmu, *lz, *lb, *lx, *lgx, *lvar, lld;
     size_t *lrow;
-    int lready; /* the last gmm_ssm_wls succeeded and recorded its fold */
+    int lready;  /* the last gmm_ssm_wls succeeded and recorded its fold */
+    int lblocks; /* the blocks are a gmm_ssm_wls's at its theta (for theta NULL) */
     /* objective */
     char **oname;
     double *oval;

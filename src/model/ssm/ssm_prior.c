@@ -424,6 +424,7 @@ gmm_status gmm_ssm_prior(gmm_ssm *m, const double *theta, gmm_band *Q, double *l
                                    "%zu",
                          m->N, m->N, m->kl);
     m->prior_ok = 0;
+    m->lblocks = 0;
     if ((st = prior_blocks(m, theta, 1, &ld)) || (st = assemble(m, Q)))
         return st;
     if (logdet)
@@ -439,6 +440,7 @@ gmm_status gmm_ssm_obs_rows(gmm_ssm *m, const double *theta, double *coef)
     if (!m || !theta || !coef)
         return gmm_error(GMM_EINVAL, "gmm_ssm_obs_rows: NULL argument");
     m->prior_ok = 0;
+    m->lblocks = 0;
     if ((st = ssm_pinf(m, theta)))
         return st;
     for (size_t r = 0; r < m->n; r++) {
@@ -463,6 +465,7 @@ gmm_status gmm_ssm_obs_rows_rev(gmm_ssm *m, const double *theta, const double *c
     if (!m || !theta || !coefbar || !thetabar)
         return gmm_error(GMM_EINVAL, "gmm_ssm_obs_rows_rev: NULL argument");
     m->prior_ok = 0;
+    m->lblocks = 0;
     if ((st = ssm_pinf(m, theta)))
         return st;
     if (!m->modulated) {
@@ -845,6 +848,7 @@ gmm_status gmm_ssm_loglik(gmm_ssm *m, const double *theta, double noise, double 
     if (!m || !theta || !loglik)
         return gmm_error(GMM_EINVAL, "gmm_ssm_loglik: NULL argument");
     m->prior_ok = 0;
+    m->lblocks = 0;
     gmm_status st = ssm_forward(m, theta, noise, loglik, grad != NULL || noisebar != NULL);
     if (st || (!grad && !noisebar))
         return st;

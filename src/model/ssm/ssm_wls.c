@@ -29,7 +29,7 @@ static gmm_status wls_alloc(gmm_ssm *m)
     if (m->lbuf)
         return GMM_OK;
     size_t n = m->n, N = m->N, d = m->d;
-    m->lbuf = gmm_malloc(n * d + 2 * n + 6 * N + m->np + 1, sizeof *m->lbuf);
+    m->lbuf = gmm_malloc(n * d + 2 * n + 6 * N, sizeof *m->lbuf);
     m->lrow = gmm_malloc(n, sizeof *m->lrow);
     if (!m->lbuf || !m->lrow) {
         gmm_free(m->lbuf);
@@ -46,7 +46,6 @@ static gmm_status wls_alloc(gmm_ssm *m)
     m->lb = m->lz + N;
     m->lx = m->lb + N;
     m->lgx = m->lx + N;
-    m->ltheta = m->lgx + 2 * N;
     return GMM_OK;
 }
 
@@ -60,6 +59,7 @@ gmm_status gmm_ssm_wls_rows(gmm_ssm *m, const double *theta, double obs_prec, in
     if (m->modulated)
         return GMM_OK;
     m->prior_ok = 0;
+    m->lblocks = 0;
     if ((st = ssm_blocks(m, theta, &logdet)))
         return st;
     m->bound = ssm_chol_rounding_bound(m, obs_prec);
@@ -75,14 +75,16 @@ gmm_status gmm_ssm_wls(gmm_ssm *m, const double *theta, const double *y, const d
                        int record, double *loglik, double *mean)
 {
     gmm_status st;
-    double logdet;
-    if (!m || !theta || !y || !wt || !loglik)
+    if (!m || !y || !wt || !loglik)
         return gmm_error(GMM_EINVAL, "gmm_ssm_wls: NULL argument");
+    if (!theta && !m->lblocks)
+        return gmm_error(GMM_EINVAL, "gmm_ssm_wls: no theta and no gmm_ssm_wls before");
     if (m->modulated)
         return gmm_error(GMM_EINVAL, "gmm_ssm_wls: not for demodulated kernels");
     if ((st = wls_alloc(m)))
         return st;
     m->lready = 0;
+    m->lblocks = theta ? 0 : m->lblocks;
     m->ydata = 0; /* the weighted rows replace gmm_ssm_set_y's */
     m->prior_ok = 0;
     size_t d = m->d, o = 0;
@@ -111,16 +113,18 @@ gmm_status gmm_ssm_wls(gmm_ssm *m, const double *theta, const double *y, const d
     m->noise = 1.0;
     /* the whitening first: it moves the kernel's workspace, which the
      * gradient's chain reads as the blocks leave it */
-    if ((st = gmm_ssm_whiten_setup(m, theta)) || (st = ssm_check_spacing(m, theta, 0)) ||
-        (st = ssm_blocks(m, theta, &logdet)))
-        return st;
-    m->bound = ssm_chol_rounding_bound(m, prec);
+    if (theta) {
+        if ((st = gmm_ssm_whiten_setup(m, theta)) || (st = ssm_check_spacing(m, theta, 0)) ||
+            (st = ssm_blocks(m, theta, &m->lld)))
+            return st;
+        m->bound = ssm_chol_rounding_bound(m, prec);
+        m->lblocks = 1;
+    }
     m->rows = 1;
-    if ((st = ssm_fold(m, logdet, record, loglik)))
+    if ((st = ssm_fold(m, m->lld, record, loglik)))
         return st;
     if (mean && (st = gmm_marglik_posterior(m->mw, mean, NULL)))
         return st;
-    memcpy(m->ltheta, theta, m->np * sizeof *theta);
     m->lready = record;
     return GMM_OK;
 }
