@@ -57,6 +57,7 @@ void gmm_laplace_params_init(gmm_laplace_params *p)
 {
     p->max_iter = 200;
     p->tol = 1e-12;
+    p->accept = 0.0;
 }
 
 void gmm_laplace_free(gmm_laplace *w)
@@ -537,10 +538,12 @@ gmm_status gmm_laplace_eval_sqrt(gmm_laplace *w, const gmm_laplace_smoother *sm,
         memset(w->x, 0, w->n * sizeof *w->x);
     w->have_mode = 0;
 
-    /* the smoother's first call fixes theta for its quadratic form */
+    /* the smoother's first call fixes theta for its quadratic form; it is
+     * recorded when it may be the last (par->accept) */
     lik_sum(w, w->x);
     double ml = 0.0;
-    if ((st = working_data(w)) || (st = sm->smooth(sm->ctx, w->yt, w->w, 0, &ml, w->dx)))
+    int rec0 = par->accept > 0.0;
+    if ((st = working_data(w)) || (st = sm->smooth(sm->ctx, w->yt, w->w, rec0, &ml, w->dx)))
         return st;
     double Psi = psi_sqrt(w, w->x, &st);
     if (st)
@@ -574,6 +577,8 @@ gmm_status gmm_laplace_eval_sqrt(gmm_laplace *w, const gmm_laplace_smoother *sm,
         }
         if (!isfinite(dec))
             return gmm_error(GMM_EDOM, "Laplace: Newton step not finite at iteration %zu", it);
+        if (rec0 && it == 0 && dec <= par->accept * fmax(1.0, fabs(Psi)))
+            break; /* the recorded first smoothing is the last: a step below rounding */
         stall = dec > 0.25 * best ? stall + 1 : 0;
         best = fmin(best, dec);
         if (dec <= par->tol * fmax(1.0, fabs(Psi)) ||

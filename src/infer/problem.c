@@ -2,6 +2,7 @@
  * posterior (problem.h). */
 #include "gmm/problem.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <stdio.h>
@@ -163,12 +164,27 @@ static gmm_status laplace_forward(gmm_problem *p, const double *theta, double *f
         return st;
     (void)gmm_latent_factorisation(p->lat, &p->sbound);
     if (rows) {
-        double b = p->intercept ? theta[p->nparam - 1] : 0.0;
+        double b = p->intercept ? theta[p->nparam - 1] : 0.0, fa;
         int warm = !p->cold;
         p->cold = 0;
+        /* Newton on the assembled precision where the family admits it is
+         * cheaper per step: its mode starts the square-root form's
+         * iterations, which then need about one step; its failures
+         * (rounding, a spacing below the Cholesky's limit) only cost the
+         * start */
+        if (gmm_latent_prior(p->lat, theta, p->Q, &ld) == GMM_OK &&
+            gmm_laplace_eval(p->lap, p->Q, ld, &p->lobs, &p->lik, b, NULL, warm, NULL, &fa) ==
+                GMM_OK)
+            warm = 1;
+        gmm_error_clear();
+        /* from a mode, a step that changes Psi by less than its rounding is
+         * not taken: one smoothing in all */
+        gmm_laplace_params lp;
+        gmm_laplace_params_init(&lp);
+        lp.accept = warm ? DBL_EPSILON : 0.0;
         p->stheta = theta;
         p->sqrt_form = 1;
-        return gmm_laplace_eval_sqrt(p->lap, &p->sm, &p->lobs, &p->lik, b, NULL, warm, NULL, f);
+        return gmm_laplace_eval_sqrt(p->lap, &p->sm, &p->lobs, &p->lik, b, NULL, warm, &lp, f);
     }
     p->sqrt_form = 0;
     if (gmm_latent_obs_varies(p->lat)) {
