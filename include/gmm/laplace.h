@@ -6,7 +6,8 @@
  *   y_i ~ p(y_i | f_i, phi)   (likelihood.h; e_i the exposure)
  *
  * Newton iterations to the mode x^ of Psi(x) = sum_i log p(y_i | f_i) -
- * x'Qx/2, each a banded Cholesky of P = Q + H'WH (W = diag of -d2 log p),
+ * x'Qx/2, each a banded Cholesky of P = Q + H'WH (W = diag of -d2 log p;
+ * or a smoother on a square root of Q: THE SQUARE-ROOT FORM below),
  * with backtracking on Psi so they converge from any start for a
  * log-concave likelihood; for one that is not (studentt: W < 0 at
  * outlying rows), a step where P is indefinite takes its direction from P

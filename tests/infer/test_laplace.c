@@ -222,6 +222,9 @@ static double obj_f(void *vc)
     return f;
 }
 
+/* The factorisation check_problem expects of each evaluation (NULL: any). */
+static const char *expect_form;
+
 /* Value against the dense reference, gradient against 4th-order central
  * differences (relative 1e-6 of max(|g|, 1)). */
 static void check_problem(gmm_latent *lat, const char *liktext, const char *label)
@@ -241,6 +244,8 @@ static void check_problem(gmm_latent *lat, const char *liktext, const char *labe
     double *th = malloc(np * sizeof *th), *g = malloc(np * sizeof *g), f;
     memcpy(th, o->value, np * sizeof *th);
     ck_assert_msg(o->eval(o->ctx, th, &f, g) == GMM_OK, "%s: %s", label, gmm_error_message());
+    if (expect_form)
+        ck_assert_str_eq(gmm_problem_factorisation(p, NULL), expect_form);
     gmm_lik at = lik;
     for (size_t k = 0; k < lik.type->nparam; k++)
         at.par[k] = th[gmm_latent_nparam(lat) + k];
@@ -364,8 +369,10 @@ START_TEST(test_ssm_laplace_rows)
         gmm_ssm_params_init(&par);
         par.factor = GMM_SSM_FACTOR_ROWS;
         ck_assert_int_eq(gmm_latent_ssm_alloc(k, x, n, &par, &lat), GMM_OK);
+        expect_form = "square-root";
         for (size_t il = 0; il + 1 < sizeof liks / sizeof liks[0]; il++)
             check_problem(lat, liks[il], kernels[ik]);
+        expect_form = NULL;
         gmm_latent_free(lat);
         gmm_kernel_free(k);
     }
