@@ -45,10 +45,6 @@ typedef struct {
     double tol;       /* stop when the Newton decrement g'P^-1 g is below
                        * tol max(1, |Psi|) (then one more full step); default
                        * 1e-12 */
-    double accept;    /* gmm_laplace_eval_sqrt only: a start whose decrement
-                       * is below accept max(1, |Psi|) is the mode, without
-                       * another step and smoothing (a start from a converged
-                       * mode); default 0: never */
 } gmm_laplace_params;
 
 void gmm_laplace_params_init(gmm_laplace_params *p);

@@ -57,7 +57,6 @@ void gmm_laplace_params_init(gmm_laplace_params *p)
 {
     p->max_iter = 200;
     p->tol = 1e-12;
-    p->accept = 0.0;
 }
 
 void gmm_laplace_free(gmm_laplace *w)
@@ -469,9 +468,12 @@ gmm_status gmm_laplace_posterior(gmm_laplace *w, double *mode, gmm_band *cov)
  *   log q = sum log p(y_i | f^_i) + ML + nobs log(2 pi) / 2 + sum g_i^2 / (2 w_i):
  *
  * no log-determinant or quadratic form of the assembled P or Q.  Away from
- * the mode by delta = mu - x this is Psi's quadratic model at mu minus the
- * log-determinant term, off by O(|delta|^3): the final step makes delta
- * rounding.  The line search's x'Qx is the smoother's (whitened).  The
+ * the mode by delta = mu - x this is Psi's quadratic model at mu (off by
+ * O(|delta|^3)) minus the log-determinant term at x's W, off by O(|delta|)
+ * (r'delta, r below): hence the final step and smoothing even from a
+ * converged start -- taking the start's smoothing as the last showed as
+ * noise of 2e-11 relative in a fit's log q.  The line search's x'Qx is the
+ * smoother's (whitened).  The
  * gradient: the smoother's own at fixed working data (Fisher's identity:
  * -(Sigma + mu mu')/2 + Q^-1/2 in Q, as laplace_grad's explicit part),
  * plus the implicit term through zeta = P^-1 H'(s o t)/2 from the
@@ -538,12 +540,10 @@ gmm_status gmm_laplace_eval_sqrt(gmm_laplace *w, const gmm_laplace_smoother *sm,
         memset(w->x, 0, w->n * sizeof *w->x);
     w->have_mode = 0;
 
-    /* the smoother's first call fixes theta for its quadratic form; it is
-     * recorded when it may be the last (par->accept) */
+    /* the smoother's first call fixes theta for its quadratic form */
     lik_sum(w, w->x);
     double ml = 0.0;
-    int rec0 = par->accept > 0.0;
-    if ((st = working_data(w)) || (st = sm->smooth(sm->ctx, w->yt, w->w, rec0, &ml, w->dx)))
+    if ((st = working_data(w)) || (st = sm->smooth(sm->ctx, w->yt, w->w, 0, &ml, w->dx)))
         return st;
     double Psi = psi_sqrt(w, w->x, &st);
     if (st)
@@ -577,8 +577,6 @@ gmm_status gmm_laplace_eval_sqrt(gmm_laplace *w, const gmm_laplace_smoother *sm,
         }
         if (!isfinite(dec))
             return gmm_error(GMM_EDOM, "Laplace: Newton step not finite at iteration %zu", it);
-        if (rec0 && it == 0 && dec <= par->accept * fmax(1.0, fabs(Psi)))
-            break; /* the recorded first smoothing is the last: a step below rounding */
         stall = dec > 0.25 * best ? stall + 1 : 0;
         best = fmin(best, dec);
         if (dec <= par->tol * fmax(1.0, fabs(Psi)) ||

@@ -2,7 +2,6 @@
  * posterior (problem.h). */
 #include "gmm/problem.h"
 
-#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <stdio.h>
@@ -177,14 +176,9 @@ static gmm_status laplace_forward(gmm_problem *p, const double *theta, double *f
                 GMM_OK)
             warm = 1;
         gmm_error_clear();
-        /* from a mode, a step that changes Psi by less than its rounding is
-         * not taken: one smoothing in all */
-        gmm_laplace_params lp;
-        gmm_laplace_params_init(&lp);
-        lp.accept = warm ? DBL_EPSILON : 0.0;
         p->stheta = theta;
         p->sqrt_form = 1;
-        return gmm_laplace_eval_sqrt(p->lap, &p->sm, &p->lobs, &p->lik, b, NULL, warm, &lp, f);
+        return gmm_laplace_eval_sqrt(p->lap, &p->sm, &p->lobs, &p->lik, b, NULL, warm, NULL, f);
     }
     p->sqrt_form = 0;
     if (gmm_latent_obs_varies(p->lat)) {
