@@ -81,7 +81,8 @@ struct gmm_ssm {
     /* weighted smoothing (ssm_wls.c): one buffer, allocated by the first
      * gmm_ssm_wls: the weighted observation rows (n d), each observation's
      * weight and row (n each), N-vectors (mean, zeta, right-hand side,
-     * scratch), the row means (2 N) and the observations' variances (n);
+     * scratch), the row means (2 N, then 2 d of scratch) and the
+     * observations' variances (n);
      * log|Q_prior| at the blocks */
     double *lbuf, *lH, *lw, *lmu, *lz, *lb, *lx, *lgx, *lvar, lld;
     size_t *lrow;

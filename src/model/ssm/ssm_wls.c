@@ -29,7 +29,7 @@ static gmm_status wls_alloc(gmm_ssm *m)
     if (m->lbuf)
         return GMM_OK;
     size_t n = m->n, N = m->N, d = m->d;
-    m->lbuf = gmm_malloc(n * d + 2 * n + 6 * N, sizeof *m->lbuf);
+    m->lbuf = gmm_malloc(n * d + 2 * n + 6 * N + 2 * d, sizeof *m->lbuf);
     m->lrow = gmm_malloc(n, sizeof *m->lrow);
     if (!m->lbuf || !m->lrow) {
         gmm_free(m->lbuf);
@@ -162,13 +162,17 @@ gmm_status gmm_ssm_wls_var(gmm_ssm *m, double *fvar)
     return GMM_OK;
 }
 
-/* acc (d x d, band order) += a b' + c e' */
-static void outer2(size_t d, const double *a, const double *b, const double *c, const double *e,
-                   double *acc)
+/* acc (d x d, band order) += a b' + c e' on the diagonal blocks (BLOCKS in
+ * ssm.c: the chain reads no other entry); a and c with stride 2 (the row
+ * means), b and e contiguous. */
+static void outer2(const gmm_ssm *m, const double *a, const double *b, const double *c,
+                   const double *e, double *acc)
 {
-    for (size_t p = 0; p < d; p++)
-        for (size_t q = 0; q < d; q++)
-            acc[p * d + q] += a[p] * b[q] + c[p] * e[q];
+    size_t d = m->d;
+    for (size_t k = 0; k < m->nb; k++)
+        for (size_t p = m->boff[k]; p < m->boff[k + 1]; p++)
+            for (size_t q = m->boff[k]; q < m->boff[k + 1]; q++)
+                acc[p * d + q] += a[2 * p] * b[q] + c[2 * p] * e[q];
 }
 
 gmm_status gmm_ssm_wls_adjoint(gmm_ssm *m, const double *rw, double *u, double *thetabar)
@@ -197,23 +201,20 @@ gmm_status gmm_ssm_wls_adjoint(gmm_ssm *m, const double *rw, double *u, double *
     }
     /* gx per prior row: (G_a mu, G_a zeta); rows d (k + 1) + p belong to
      * the interval from state k, the first d to C0 x_0 */
-    double vx[64], vz[64];
-    if (d > 64)
-        return gmm_error(GMM_EINVAL, "internal: state dimension %zu above 64", d);
+    double *vv = gx + 2 * N; /* a state's G mu, G zeta made contiguous (2 d) */
     for (size_t k = 0; k < m->K; k++) {
+        const double *vx = gx + 2 * k * d, *vz = vx + 1;
         for (size_t p = 0; p < d; p++) {
-            vx[p] = gx[2 * (k * d + p)];
-            vz[p] = gx[2 * (k * d + p) + 1];
+            vv[p] = vx[2 * p];
+            vv[d + p] = vz[2 * p];
         }
         if (k == 0) {
-            outer2(d, vz, vx, vx, vz, m->T + 3 * d * d);
+            outer2(m, vz, vv, vx, vv + d, m->T + 3 * d * d);
             continue;
         }
         size_t g = m->ig[k - 1];
-        const double *xk = mu + (k - 1) * d, *zk = z + (k - 1) * d;
-        outer2(d, vz, vx, vx, vz, blk(m, g, B_S1));
-        outer2(d, vz, xk, vx, zk, blk(m, g, B_S2));
+        outer2(m, vz, vv, vx, vv + d, blk(m, g, B_S1));
+        outer2(m, vz, mu + (k - 1) * d, vx, z + (k - 1) * d, blk(m, g, B_S2));
     }
-    (void)N;
     return ssm_rows_chain(m, thetabar);
 }
