@@ -6,7 +6,8 @@
  *   y_i ~ p(y_i | f_i, phi)   (likelihood.h; e_i the exposure)
  *
  * Newton iterations to the mode x^ of Psi(x) = sum_i log p(y_i | f_i) -
- * x'Qx/2, each a banded Cholesky of P = Q + H'WH (W = diag of -d2 log p),
+ * x'Qx/2, each a banded Cholesky of P = Q + H'WH (W = diag of -d2 log p;
+ * or a smoother on a square root of Q: THE SQUARE-ROOT FORM below),
  * with backtracking on Psi so they converge from any start for a
  * log-concave likelihood; for one that is not (studentt: W < 0 at
  * outlying rows), a step where P is indefinite takes its direction from P
@@ -97,9 +98,55 @@ size_t gmm_laplace_iterations(const gmm_laplace *w);
 gmm_status gmm_laplace_grad(gmm_laplace *w, gmm_band *Qbar, double *bbar, double *parbar,
                             double *coefbar, double *shiftbar);
 
+/* THE SQUARE-ROOT FORM.  Each Newton step is a Gaussian smoothing problem
+ * (working data yt_i = h_i'x + g_i / w_i, noise variances 1 / w_i), which a
+ * smoother solves from a square root of Q without forming Q or P: the
+ * log-determinants and quadratic forms of gmm_laplace_eval's Cholesky lose
+ * digits as eps cond(P) when Q's entries dwarf the information (state-space
+ * inputs close relative to a lengthscale); the smoother's as eps sqrt(cond
+ * P) or better (laplace.c, SQUARE-ROOT FORM).  Log-concave likelihoods only
+ * (w_i > 0; GMM_EDOM naming the observation otherwise).  The callbacks,
+ * arrays over the nobs observations in obs order (status on error):
+ *
+ *   smooth   the posterior mean (n) of x given yt ~ N(Hx, W^-1), x ~ N(0,
+ *            Q^-1), and ML = log N(W^1/2 yt; 0, W^1/2 H Q^-1 H' W^1/2 + I);
+ *            record: the gradient will follow this call (the last of an
+ *            evaluation).  Fixes the smoother's theta for quad.
+ *   quad     x'Qx (x: n).
+ *   var      after a recorded smooth: s_i = Var(h_i'x) under its posterior;
+ *            starts the smoother's gradient in its own parameters (the
+ *            prior's), at fixed yt and W.
+ *   adjoint  then: zeta = P^-1 sum_i rw_i h_i, u_i = h_i'zeta, and adds to
+ *            the prior's gradient d(-zeta'Q mu)/dtheta at fixed zeta and mu
+ *            (mu the posterior mean). */
+typedef struct {
+    void *ctx;
+    gmm_status (*smooth)(void *ctx, const double *yt, const double *wt, int record, double *ml,
+                         double *mean);
+    gmm_status (*quad)(void *ctx, const double *x, double *q);
+    gmm_status (*var)(void *ctx, double *s);
+    gmm_status (*adjoint)(void *ctx, const double *rw, double *u);
+} gmm_laplace_smoother;
+
+/* As gmm_laplace_eval with the prior through sm (borrowed until the next
+ * eval) instead of Q and log|Q|; the same Newton iterations, line search
+ * and stopping rule.  Errors as gmm_laplace_eval and the smoother's. */
+gmm_status gmm_laplace_eval_sqrt(gmm_laplace *w, const gmm_laplace_smoother *sm,
+                                 const gmm_laplace_obs *obs, const gmm_lik *lik, double b,
+                                 const double *x0, int warm, const gmm_laplace_params *par,
+                                 double *logq);
+/* Reverse mode of the last successful gmm_laplace_eval_sqrt: the prior's
+ * part through the smoother (var, then adjoint), *bbar += dlogq/db,
+ * parbar (nparam of lik) += dlogq/dphi and shiftbar (nobs) += dlogq/dshift
+ * (any may be NULL).  Coefficients that vary with theta are not supported
+ * (no coefbar).  O(the smoother's gradient). */
+gmm_status gmm_laplace_grad_sqrt(gmm_laplace *w, double *bbar, double *parbar,
+                                 double *shiftbar);
+
 /* After a successful eval: the mode (n, or NULL) and the band of the
  * Laplace posterior covariance P^-1 (SYMMETRIC, bandwidth <= cov_kl of the
- * workspace and >= kl, or NULL). */
+ * workspace and >= kl, or NULL; after gmm_laplace_eval_sqrt the smoother's
+ * posterior gives it: GMM_EINVAL here). */
 gmm_status gmm_laplace_posterior(gmm_laplace *w, double *mode, gmm_band *cov);
 
 /* After a successful eval: x = x^ + L^-T z with L L' = P = Q + H'WH at the
@@ -110,13 +157,16 @@ gmm_status gmm_laplace_posterior(gmm_laplace *w, double *mode, gmm_band *cov);
  * log p(y, x) - log q(y) - log q(x) = Psi(x) - Psi(x^) + z'z/2 (0 for a
  * Gaussian likelihood), O(n kl + nobs width) more.  The workspace's
  * eval results (mode, factor, gradient) are kept.  GMM_EINVAL without a
- * successful eval, or under constraints (gmm_laplace_constrain: P's
- * factor is then pinned, not the constrained posterior's). */
+ * successful eval on the assembled precision (gmm_laplace_eval; the
+ * square-root form keeps no factor of P), or under constraints
+ * (gmm_laplace_constrain: P's factor is then pinned, not the constrained
+ * posterior's). */
 gmm_status gmm_laplace_draw(gmm_laplace *w, const double *z, double *x, double *logw);
 
 /* After a successful eval: L with L L' = Q + H'WH at the mode (LOWER,
  * bandwidth kl; the workspace's, valid until its next eval), or NULL (no
- * successful eval, or constraints: the factor is then of the pinned P). */
+ * successful gmm_laplace_eval -- the square-root form keeps no factor --
+ * or constraints: the factor is then of the pinned P). */
 const gmm_band *gmm_laplace_chol(const gmm_laplace *w);
 
 #endif

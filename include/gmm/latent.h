@@ -186,6 +186,24 @@ gmm_status gmm_latent_gaussian_posterior(gmm_latent *l, double *mean, gmm_band *
  * not estimated). */
 const char *gmm_latent_factorisation(const gmm_latent *l, double *bound);
 
+/* ---- weighted smoothing in the square-root form (for Laplace) ------------- */
+
+/* The Newton step of the Laplace approximation as a Gaussian smoothing
+ * problem y_r ~ N(f_r, 1 / wt_r) solved from the square root of the prior
+ * (state-space: gmm_ssm_wls and the functions after it, ssm.h, WEIGHTED
+ * SMOOTHING; arrays over the nrows data rows, y NAN where unobserved).
+ * gmm_latent_wls_rows: whether the family takes that form at theta (its
+ * --factor rule; observations of total weight obs_prec); 0 for a family
+ * without one (graphs) and for state-space models whose rows vary with
+ * theta.  gmm_latent_wls with theta NULL: the last call's (as gmm_ssm_wls).
+ * The others: GMM_EINVAL for a family without one. */
+gmm_status gmm_latent_wls_rows(gmm_latent *l, const double *theta, double obs_prec, int *rows);
+gmm_status gmm_latent_wls(gmm_latent *l, const double *theta, const double *y, const double *wt,
+                          int record, double *loglik, double *mean);
+gmm_status gmm_latent_wls_quad(gmm_latent *l, const double *x, double *q);
+gmm_status gmm_latent_wls_var(gmm_latent *l, double *fvar);
+gmm_status gmm_latent_wls_adjoint(gmm_latent *l, const double *rw, double *u, double *thetabar);
+
 /* ---- prediction from a Gaussian posterior of x ---------------------------- */
 
 /* Posterior mean and variance of f at each data row, f_r = h_r' x, from

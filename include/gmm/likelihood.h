@@ -47,6 +47,10 @@ struct gmm_lik_type {
                                        * likelihood is exact, no Laplace; the
                                        * data are centred, new observations
                                        * are normal */
+    int not_log_concave;              /* nonzero: -d2 log p may be negative
+                                       * (studentt); the Laplace approximation
+                                       * then keeps the assembled precision
+                                       * (laplace.h, THE SQUARE-ROOT FORM) */
     /* The name of the response scale of predictions, E[y | f] / e: "rate",
      * "prob"; NULL when it is f itself (identity link). */
     const char *resp;

@@ -142,6 +142,19 @@ void gmm_marglik_rows_record(gmm_marglik_work *w, int on);
 gmm_status gmm_marglik_rows_moments(gmm_marglik_work *w, gmm_rows_moments_fn fn, void *ctx,
                                     double *noisebar);
 
+/* The next gmm_marglik_rows_moments on w also writes each observation's
+ * posterior variance Var(e_k'x) into var (nobs; NULL: none), from the same
+ * lanes (accurate relative to noise whatever the conditioning of P). */
+void gmm_marglik_rows_obs_var(gmm_marglik_work *w, double *var);
+/* ROW MEANS.  After a recorded gmm_marglik_eval_rows on w: x = P^-1 b (b
+ * and x: n) and, for every prior row a, gx[2a] = G_a mu (mu the posterior
+ * mean) and gx[2a + 1] = G_a x, carried back through the fold's orthogonal
+ * map (marglik.c, ROW MEANS): accurate relative to the whitened scale
+ * however large G_a's entries (a product G_a x would lose digits as
+ * |G_a| |x| / |G_a x|).  gx: 2 nrows of G.  GMM_EINVAL without a recorded
+ * evaluation, GMM_ENOMEM.  O(the fold's work on 4 lanes). */
+gmm_status gmm_marglik_rows_solve(gmm_marglik_work *w, const double *b, double *x, double *gx);
+
 /* Reverse mode of the last successful eval on w: Qbar (SYMMETRIC, Q's shape,
  * symmetric convention of band.h) += dlogp/dQ and *noisebar += dlogp/dnoise.
  * Either may be NULL.  O(n l^2).  The obs given to that eval (the struct and

@@ -87,6 +87,11 @@ const gmm_lik *gmm_problem_lik(const gmm_problem *p);
 gmm_status gmm_problem_lik_at(const gmm_problem *p, const double *theta, gmm_lik *out);
 const double *gmm_problem_y(const gmm_problem *p);
 const double *gmm_problem_exposure(const gmm_problem *p);
+/* How the last evaluation factorised the posterior precision: "cholesky"
+ * or "square-root" (exact: gmm_latent_factorisation; Laplace: the
+ * assembled precision or the square-root form, laplace.h), and the
+ * Cholesky's rounding bound at its theta (0 when not estimated). */
+const char *gmm_problem_factorisation(const gmm_problem *p, double *bound);
 /* Newton iterations of the last Laplace evaluation (0 when exact). */
 size_t gmm_problem_iterations(const gmm_problem *p);
 /* Observed rows. */

@@ -302,4 +302,46 @@ void gmm_ssm_set_progress(gmm_ssm *m, int (*fn)(void *user, size_t done, size_t 
 gmm_status gmm_ssm_predict(gmm_ssm *m, const double *theta, double noise, const double *xq,
                            size_t nq, double *mean, double *var);
 
+/* WEIGHTED SMOOTHING: the Newton step of the Laplace approximation in the
+ * square-root form (laplace.h, gmm_laplace_eval_sqrt).  Rows r with y_r not
+ * NAN observe y_r ~ N(f_r, 1 / w_r), w_r > 0; the fold takes sqrt(w_r)
+ * h_r' with datum sqrt(w_r) y_r (ssm_wls.c), so P = Q_prior + H'WH is never
+ * formed.  Not for demodulated kernels (GMM_EINVAL).
+ *
+ * gmm_ssm_wls_rows: whether the Laplace approximation takes the square-root
+ * form at theta -- GMM_SSM_FACTOR_ROWS yes, _CHOL or a demodulated kernel
+ * no, _AUTO the Gaussian path's rule (FACTORISATION) with observations of
+ * total weight obs_prec and the gradient's tolerance -- into *rows; the
+ * bound is then gmm_ssm_chol_bound's.  Errors: GMM_EDOM, GMM_ENOTPD (theta).
+ *
+ * gmm_ssm_wls: the weighted Gaussian log likelihood log N(y; 0, H
+ * Q_prior^-1 H' + W^-1) into *loglik and the posterior mean (N, or NULL);
+ * y and wt have the n rows (wt read where y is not NAN: GMM_EDOM naming a
+ * row whose weight is not positive and finite); theta NULL: the last
+ * gmm_ssm_wls's, its blocks reused (no other call on m in between: the
+ * Newton iterations of one evaluation).  record: keep the fold for
+ * the three below.  Replaces gmm_ssm_set_y's rows (call it again before
+ * gmm_ssm_loglik).  gmm_ssm_posterior then gives this posterior.  Errors as
+ * gmm_ssm_loglik.  O(N d^2 + intervals d^3).
+ *
+ * gmm_ssm_wls_quad: x' Q_prior x (x: N) at the last gmm_ssm_wls's theta, by
+ * the whitening map (no assembled Q).  O(N d).
+ *
+ * After a recorded gmm_ssm_wls, in this order: gmm_ssm_wls_var writes the
+ * posterior variance of f_r for every observed row (fvar: n; NAN for the
+ * others), from the fold's row moments, and starts the gradient of the
+ * weighted log likelihood at fixed data and weights; gmm_ssm_wls_adjoint
+ * takes per-row weights rw (n, read at observed rows), solves zeta = P^-1
+ * sum_r rw_r h_r, writes u_r = h_r' zeta (n; NAN at unobserved rows) and
+ * adds to thetabar (nparam) that gradient plus d(-zeta' Q_prior(theta)
+ * mu)/dtheta at fixed zeta and mu (mu the posterior mean), the Laplace
+ * approximation's implicit term (ssm_wls.c, ADJOINT).  GMM_EINVAL without a
+ * recorded gmm_ssm_wls; GMM_ENOMEM.  O(the fold's work). */
+gmm_status gmm_ssm_wls_rows(gmm_ssm *m, const double *theta, double obs_prec, int *rows);
+gmm_status gmm_ssm_wls(gmm_ssm *m, const double *theta, const double *y, const double *wt,
+                       int record, double *loglik, double *mean);
+gmm_status gmm_ssm_wls_quad(gmm_ssm *m, const double *x, double *q);
+gmm_status gmm_ssm_wls_var(gmm_ssm *m, double *fvar);
+gmm_status gmm_ssm_wls_adjoint(gmm_ssm *m, const double *rw, double *u, double *thetabar);
+
 #endif

@@ -32,6 +32,17 @@ struct gmm_problem {
     gmm_laplace_obs lobs;
     gmm_band *Q, *Qbar;
     gmm_laplace *lap;
+    /* the Laplace approximation in the square-root form (laplace.h): the
+     * smoother over the latent's rows, full-length scratch (nrows each:
+     * data, weights, variances, adjoint weights and values), theta and the
+     * gradient of the current evaluation, the observations' total weight
+     * at the last mode (for the choice) */
+    gmm_laplace_smoother sm;
+    double *sy, *sw, *sv, *sr, *su;
+    const double *stheta;
+    double *sgrad;
+    double wsum, sbound;
+    int sqrt_form;        /* the last Laplace evaluation took it */
     double *thetabar;     /* nparam scratch */
     double ld;            /* log|Q| of the last prior (NAN: not known) */
     int cold;             /* the next Laplace evaluation starts from x = 0 */
@@ -92,6 +103,7 @@ void gmm_problem_free(gmm_problem *p)
     gmm_band_free(p->wL);
     gmm_free(p->wxh);
     gmm_free(p->wqx);
+    gmm_free(p->sy);
     gmm_free(p->obj.name);
     gmm_free(p->obj.value);
     gmm_free(p->obj.positive);
@@ -113,13 +125,94 @@ static void gather_coef(gmm_problem *p)
                p->width * sizeof *p->ocoef);
 }
 
-/* Prior and mode at theta (the Laplace case). */
-static gmm_status laplace_forward(gmm_problem *p, const double *theta, double *f)
+/* The smoother of the square-root form (laplace.h) on the latent's rows:
+ * observation i is row orow[i]. */
+static gmm_status sm_smooth(void *ctx, const double *yt, const double *wt, int record, double *ml,
+                            double *mean)
+{
+    gmm_problem *p = ctx;
+    double ws = 0.0;
+    for (size_t r = 0; r < p->nrows; r++)
+        p->sy[r] = NAN;
+    for (size_t i = 0; i < p->nobs; i++) {
+        p->sy[p->orow[i]] = yt[i];
+        p->sw[p->orow[i]] = wt[i];
+        ws += wt[i];
+    }
+    p->wsum = ws;
+    const double *th = p->stheta; /* then NULL: the same theta (latent.h) */
+    p->stheta = NULL;
+    return gmm_latent_wls(p->lat, th, p->sy, p->sw, record, ml, mean);
+}
+
+static gmm_status sm_quad(void *ctx, const double *x, double *q)
+{
+    gmm_problem *p = ctx;
+    return gmm_latent_wls_quad(p->lat, x, q);
+}
+
+static gmm_status sm_var(void *ctx, double *s)
+{
+    gmm_problem *p = ctx;
+    gmm_status st = gmm_latent_wls_var(p->lat, p->sv);
+    for (size_t i = 0; !st && i < p->nobs; i++)
+        s[i] = p->sv[p->orow[i]];
+    return st;
+}
+
+static gmm_status sm_adjoint(void *ctx, const double *rw, double *u)
+{
+    gmm_problem *p = ctx;
+    memset(p->sr, 0, p->nrows * sizeof *p->sr);
+    for (size_t i = 0; i < p->nobs; i++)
+        p->sr[p->orow[i]] = rw[i];
+    gmm_status st = gmm_latent_wls_adjoint(p->lat, p->sr, p->su, p->sgrad);
+    for (size_t i = 0; !st && i < p->nobs; i++)
+        u[i] = p->su[p->orow[i]];
+    return st;
+}
+
+/* Prior and mode at theta (the Laplace case); allow_sqrt: the square-root
+ * form may be taken (not where P's factor is wanted: draws, the Laplace
+ * metric). */
+static gmm_status laplace_forward_form(gmm_problem *p, const double *theta, double *f,
+                                       int allow_sqrt)
 {
     gmm_status st;
     double ld;
     if ((st = set_lik(p, theta)))
         return st;
+    if (p->ncoef) {
+        gmm_problem_offsets(p, theta, p->off);
+        for (size_t i = 0; i < p->nobs; i++)
+            p->oshift[i] = p->off[p->orow[i]];
+    }
+    /* the square-root form where the family's --factor rule takes it (the
+     * weights of the last mode standing in for this one's) */
+    int rows = 0;
+    if (allow_sqrt && p->sy && !p->lik.type->not_log_concave && !gmm_latent_obs_varies(p->lat) &&
+        (st = gmm_latent_wls_rows(p->lat, theta, p->wsum, &rows)))
+        return st;
+    (void)gmm_latent_factorisation(p->lat, &p->sbound);
+    if (rows) {
+        double b = 0.0, fa; /* the intercept is a coefficient: in the shifts */
+        int warm = !p->cold;
+        p->cold = 0;
+        /* Newton on the assembled precision where the family admits it is
+         * cheaper per step: its mode starts the square-root form's
+         * iterations, which then need about one step; its failures
+         * (rounding, a spacing below the Cholesky's limit) only cost the
+         * start */
+        if (gmm_latent_prior(p->lat, theta, p->Q, &ld) == GMM_OK &&
+            gmm_laplace_eval(p->lap, p->Q, ld, &p->lobs, &p->lik, b, NULL, warm, NULL, &fa) ==
+                GMM_OK)
+            warm = 1;
+        gmm_error_clear();
+        p->stheta = theta;
+        p->sqrt_form = 1;
+        return gmm_laplace_eval_sqrt(p->lap, &p->sm, &p->lobs, &p->lik, b, NULL, warm, NULL, f);
+    }
+    p->sqrt_form = 0;
     if (gmm_latent_obs_varies(p->lat)) {
         if ((st = gmm_latent_obs_coef(p->lat, theta, p->coef_all)))
             return st;
@@ -128,14 +221,14 @@ static gmm_status laplace_forward(gmm_problem *p, const double *theta, double *f
     if ((st = gmm_latent_prior(p->lat, theta, p->Q, &ld)))
         return st;
     p->ld = ld;
-    if (p->ncoef) {
-        gmm_problem_offsets(p, theta, p->off);
-        for (size_t i = 0; i < p->nobs; i++)
-            p->oshift[i] = p->off[p->orow[i]];
-    }
     int warm = !p->cold;
     p->cold = 0;
     return gmm_laplace_eval(p->lap, p->Q, ld, &p->lobs, &p->lik, 0.0, NULL, warm, NULL, f);
+}
+
+static gmm_status laplace_forward(gmm_problem *p, const double *theta, double *f)
+{
+    return laplace_forward_form(p, theta, f, 1);
 }
 
 /* The Gaussian marginal likelihood of r = y - X beta.  Its gradient in
@@ -221,12 +314,20 @@ static gmm_status eval(void *ctx, const double *theta, double *f, double *grad)
     if ((st = laplace_forward(p, theta, f)) || !grad)
         return st;
     memset(grad, 0, p->nparam * sizeof *grad);
-    gmm_band_set_zero(p->Qbar);
-    int varies = gmm_latent_obs_varies(p->lat);
-    if (varies)
-        memset(p->ocoefbar, 0, p->nobs * p->width * sizeof *p->ocoefbar);
     if (p->ncoef)
         memset(p->oshiftbar, 0, p->nobs * sizeof *p->oshiftbar);
+    int varies = gmm_latent_obs_varies(p->lat);
+    if (p->sqrt_form) {
+        p->sgrad = grad;
+        if ((st = gmm_laplace_grad_sqrt(p->lap, NULL, grad + p->nl,
+                                        p->ncoef ? p->oshiftbar : NULL)))
+            return st;
+        varies = 0; /* the square-root form is not taken for varying rows */
+        goto coefficients;
+    }
+    gmm_band_set_zero(p->Qbar);
+    if (varies)
+        memset(p->ocoefbar, 0, p->nobs * p->width * sizeof *p->ocoefbar);
     if ((st = gmm_laplace_grad(p->lap, p->Qbar, NULL, grad + p->nl, varies ? p->ocoefbar : NULL,
                                p->ncoef ? p->oshiftbar : NULL)))
         return st;
@@ -241,6 +342,7 @@ static gmm_status eval(void *ctx, const double *theta, double *f, double *grad)
         if ((st = gmm_latent_obs_coef_rev(p->lat, theta, p->coefbar_all, grad)))
             return st;
     }
+coefficients:
     if (p->ncoef) {
         memset(p->offbar, 0, p->nrows * sizeof *p->offbar);
         for (size_t i = 0; i < p->nobs; i++)
@@ -300,6 +402,20 @@ static gmm_status laplace_alloc(gmm_problem *p)
     }
     gather_coef(p);
     p->lobs = (gmm_laplace_obs){p->nobs, w, p->ooff, p->ocoef, p->oy, p->oe, p->oshift};
+    if (gmm_latent_has_inputs(p->lat) && !gmm_latent_obs_varies(p->lat)) {
+        /* a family with a square-root smoother: its scratch */
+        p->sy = gmm_malloc(5 * nr, sizeof *p->sy);
+        if (!p->sy)
+            return gmm_error(GMM_ENOMEM, "out of memory for the Laplace approximation");
+        p->sw = p->sy + nr;
+        p->sv = p->sw + nr;
+        p->sr = p->sv + nr;
+        p->su = p->sr + nr;
+        for (size_t r = 0; r < 2 * nr; r++)
+            p->sy[r] = 0.0;
+        p->sm = (gmm_laplace_smoother){p, sm_smooth, sm_quad, sm_var, sm_adjoint};
+    }
+    p->wsum = (double)p->nobs;
     return GMM_OK;
 }
 
@@ -457,6 +573,15 @@ gmm_status gmm_problem_lik_at(const gmm_problem *p, const double *theta, gmm_lik
 const double *gmm_problem_y(const gmm_problem *p) { return p->y; }
 const double *gmm_problem_exposure(const gmm_problem *p) { return p->e; }
 size_t gmm_problem_nobs(const gmm_problem *p) { return p->nobs; }
+const char *gmm_problem_factorisation(const gmm_problem *p, double *bound)
+{
+    if (p->exact)
+        return gmm_latent_factorisation(p->lat, bound);
+    if (bound)
+        *bound = p->sbound;
+    return p->sqrt_form ? "square-root" : "cholesky";
+}
+
 size_t gmm_problem_iterations(const gmm_problem *p)
 {
     return p->exact ? 0 : gmm_laplace_iterations(p->lap);
@@ -473,7 +598,9 @@ gmm_status gmm_problem_posterior(gmm_problem *p, const double *theta, double *me
         return st;
     if (p->exact)
         return gmm_latent_gaussian_posterior(p->lat, mean, cov);
-    return gmm_laplace_posterior(p->lap, mean, cov);
+    if (p->sqrt_form && (st = gmm_latent_gaussian_posterior(p->lat, NULL, cov)))
+        return st;
+    return gmm_laplace_posterior(p->lap, mean, p->sqrt_form ? NULL : cov);
 }
 
 gmm_status gmm_problem_draw_latent(gmm_problem *p, const double *theta, size_t m,
@@ -486,7 +613,7 @@ gmm_status gmm_problem_draw_latent(gmm_problem *p, const double *theta, size_t m
     if (!p->lap && (st = laplace_alloc(p)))
         return st;
     /* Gaussian too: Newton is exact there, and P's factor is what a draw needs */
-    if ((st = laplace_forward(p, theta, &lq)))
+    if ((st = laplace_forward_form(p, theta, &lq, 0)))
         return st;
     for (size_t k = 0; k < m; k++)
         if ((st = gmm_laplace_draw(p->lap, z + k * p->n, x + k * p->n, logw ? logw + k : NULL)))
@@ -607,7 +734,7 @@ static gmm_status laplace_map_setup(gmm_problem *p, const double *theta)
     }
     /* from x = 0: the map must not depend on the object's history */
     p->cold = 1;
-    if ((st = laplace_forward(p, theta, &f)) || (st = gmm_band_copy(p->wQ, p->Q)))
+    if ((st = laplace_forward_form(p, theta, &f, 0)) || (st = gmm_band_copy(p->wQ, p->Q)))
         return st;
     const gmm_band *L = gmm_laplace_chol(p->lap);
     if (!L)

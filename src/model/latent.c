@@ -156,6 +156,48 @@ const char *gmm_latent_factorisation(const gmm_latent *l, double *bound)
     return l->ops->factorisation ? l->ops->factorisation(l->impl, bound) : "cholesky";
 }
 
+gmm_status gmm_latent_wls_rows(gmm_latent *l, const double *theta, double obs_prec, int *rows)
+{
+    if (!l || !theta || !rows)
+        return gmm_error(GMM_EINVAL, "gmm_latent_wls_rows: NULL argument");
+    *rows = 0;
+    if (!l->ops->wls_rows)
+        return GMM_OK;
+    gmm_status st = gmm_latent_theta_check(l, theta);
+    return st ? st : l->ops->wls_rows(l->impl, theta, obs_prec, rows);
+}
+
+static gmm_status no_wls(const gmm_latent *l)
+{
+    return gmm_error(GMM_EINVAL, "a %s latent has no square-root smoother", l->ops->family);
+}
+
+gmm_status gmm_latent_wls(gmm_latent *l, const double *theta, const double *y, const double *wt,
+                          int record, double *loglik, double *mean)
+{
+    if (!l || !y || !wt || !loglik)
+        return gmm_error(GMM_EINVAL, "gmm_latent_wls: NULL argument");
+    if (!l->ops->wls)
+        return no_wls(l);
+    gmm_status st = theta ? gmm_latent_theta_check(l, theta) : GMM_OK;
+    return st ? st : l->ops->wls(l->impl, theta, y, wt, record, loglik, mean);
+}
+
+gmm_status gmm_latent_wls_quad(gmm_latent *l, const double *x, double *q)
+{
+    return l->ops->wls_quad ? l->ops->wls_quad(l->impl, x, q) : no_wls(l);
+}
+
+gmm_status gmm_latent_wls_var(gmm_latent *l, double *fvar)
+{
+    return l->ops->wls_var ? l->ops->wls_var(l->impl, fvar) : no_wls(l);
+}
+
+gmm_status gmm_latent_wls_adjoint(gmm_latent *l, const double *rw, double *u, double *thetabar)
+{
+    return l->ops->wls_adjoint ? l->ops->wls_adjoint(l->impl, rw, u, thetabar) : no_wls(l);
+}
+
 gmm_status gmm_latent_predict_rows(gmm_latent *l, const double *theta, const double *mean,
                                    const gmm_band *cov, double *fmean, double *fvar)
 {

@@ -34,6 +34,13 @@ typedef struct {
                                  double *thetabar);
     gmm_status (*prior_rows_rev_moments)(void *impl, const double *Svv, const double *Svx,
                                          double *thetabar);
+    /* NULL: no weighted smoothing in the square-root form (latent.h) */
+    gmm_status (*wls_rows)(void *impl, const double *theta, double obs_prec, int *rows);
+    gmm_status (*wls)(void *impl, const double *theta, const double *y, const double *wt,
+                      int record, double *loglik, double *mean);
+    gmm_status (*wls_quad)(void *impl, const double *x, double *q);
+    gmm_status (*wls_var)(void *impl, double *fvar);
+    gmm_status (*wls_adjoint)(void *impl, const double *rw, double *u, double *thetabar);
 } gmm_latent_ops;
 
 struct gmm_latent {

@@ -49,7 +49,7 @@
 /* What ROW MOMENTS needs of one block of the fold beside its tape: where
  * its row sources (m of them) were saved, its prior rows g0 .. g1 - 1. */
 typedef struct {
-    size_t spos, g0, g1;
+    size_t spos, g0, g1, tpos; /* tpos: the block's position on the tape */
 } row_block;
 
 struct gmm_marglik_work {
@@ -85,6 +85,9 @@ struct gmm_marglik_work {
      * posterior mean of the last eval */
     gmm_constr *con;
     double *cmu;
+    double *ovar;         /* the next row moments' observation variances, or NULL */
+    double *ubuf;         /* ROW MEANS: R's rows' lanes, then a block's (ucap doubles) */
+    size_t ucap;
     /* What the last successful eval saw. */
     int valid, prior_here;
     const gmm_obs *obs;
@@ -145,6 +148,7 @@ void gmm_marglik_work_free(gmm_marglik_work *w)
     gmm_free(w->src);
     gmm_free(w->mwork.data);
     gmm_free(w->vbuf);
+    gmm_free(w->ubuf);
     gmm_free(w->bwork);
     gmm_free(w->qfirst);
     gmm_free(w->qv);
@@ -497,6 +501,7 @@ static gmm_status record_block(gmm_marglik_work *w, size_t m)
     }
     row_block *b = w->rb + w->nrb++;
     b->spos = w->nsrc;
+    b->tpos = w->tape.len;
     b->g0 = g0 == SIZE_MAX ? 0 : g0;
     b->g1 = g0 == SIZE_MAX ? 0 : g1;
     w->nsrc += m;
@@ -743,6 +748,8 @@ static gmm_status moments_block(void *ctx, size_t block, const gmm_band_block_mo
             double e = obs->y[src[i] & ~OBS_TAG] - s * a[bm->r];
             double var = 1.0 + gmm_band_moment(bm, a, a) - a[bm->r] * a[bm->r];
             mc->ey += e * e + w->noise * var;
+            if (w->ovar)
+                w->ovar[src[i] & ~OBS_TAG] = w->noise * var;
         } else {
             memcpy(w->vbuf + (src[i] - rb->g0) * lw, a, lw * sizeof *a);
         }
@@ -765,11 +772,74 @@ gmm_status gmm_marglik_rows_moments(gmm_marglik_work *w, gmm_rows_moments_fn fn,
     for (size_t i = 0; i < w->n; i++)
         w->work[i] = w->r[i] / w->noise;
     moments_ctx mc = {w, fn, ctx, 0.0};
-    if ((st = gmm_band_chol_rows_moments(&w->tape, w->work, w->n, moments_block, &mc,
-                                         &w->mwork)))
+    st = gmm_band_chol_rows_moments(&w->tape, w->work, w->n, moments_block, &mc, &w->mwork);
+    w->ovar = NULL;
+    if (st)
         return st;
     if (noisebar)
         *noisebar += -0.5 * (double)w->obs->nobs / w->noise + mc.ey / (2.0 * w->noise * w->noise);
+    return GMM_OK;
+}
+
+void gmm_marglik_rows_obs_var(gmm_marglik_work *w, double *var)
+{
+    if (w)
+        w->ovar = var;
+}
+
+/* ROW MEANS (gmm_marglik_rows_solve).  A mean needs none of the moments'
+ * covariance lanes: R's rows' values R x (x = mu, and x = P^-1 b, whose R
+ * x = L' P^-1 b = L^-1 b is one forward solve) carried back block by block
+ * through the tape's inverse maps give every row's a'x as the fold saw it
+ * -- G_a x for a prior row without a product with G_a's (possibly huge)
+ * entries.  Four lanes: mu, P^-1 b, two unused. */
+gmm_status gmm_marglik_rows_solve(gmm_marglik_work *w, const double *b, double *x, double *gx)
+{
+    gmm_status st;
+    if (!w || !b || !x || !gx)
+        return gmm_error(GMM_EINVAL, "marglik: NULL argument");
+    if (!w->valid || !w->recorded)
+        return gmm_error(GMM_EINVAL, "marglik: row means without a recorded square-root "
+                                     "evaluation (gmm_marglik_rows_record)");
+    size_t n = w->n, lw = 4, cap = (n + w->bcap + w->kl + 1) * lw;
+    if (grow((void **)&w->ubuf, &w->ucap, cap, sizeof *w->ubuf))
+        return gmm_error(GMM_ENOMEM, "marglik: out of memory for the row means");
+    memcpy(x, b, n * sizeof *x);
+    if ((st = gmm_band_tri_solve_vec(&w->L, GMM_NOTRANS, x)))
+        return st;
+    double *U = w->ubuf, *S = w->ubuf + n * lw;
+    for (size_t j = 0; j < n; j++) {
+        U[j * lw] = w->r[j] / w->noise;
+        U[j * lw + 1] = x[j];
+        U[j * lw + 2] = U[j * lw + 3] = 0.0;
+    }
+    if ((st = gmm_band_tri_solve_vec(&w->L, GMM_TRANS, x)))
+        return st;
+    for (size_t bi = w->nrb; bi-- > 0;) {
+        const row_block *rb = w->rb + bi;
+        size_t c0, m, cend, next;
+        if ((st = gmm_band_tape_block(&w->tape, rb->tpos, &c0, &m, &cend, &next, NULL)))
+            return st;
+        size_t nR = cend - c0;
+        if ((n + nR + m) * lw > w->ucap) {
+            if (grow((void **)&w->ubuf, &w->ucap, (n + nR + m) * lw, sizeof *w->ubuf))
+                return gmm_error(GMM_ENOMEM, "marglik: out of memory for the row means");
+            U = w->ubuf;
+            S = w->ubuf + n * lw;
+        }
+        memcpy(S, U + c0 * lw, nR * lw * sizeof *S);
+        memset(S + nR * lw, 0, m * lw * sizeof *S);
+        if ((st = gmm_band_chol_rows_unfold(&w->tape, rb->tpos, nR, S, lw, lw)))
+            return st;
+        memcpy(U + c0 * lw, S, nR * lw * sizeof *S);
+        const size_t *src = w->src + rb->spos;
+        for (size_t i = 0; i < m; i++) {
+            if (src[i] & OBS_TAG)
+                continue;
+            gx[2 * src[i]] = S[(nR + i) * lw];
+            gx[2 * src[i] + 1] = S[(nR + i) * lw + 1];
+        }
+    }
     return GMM_OK;
 }
 

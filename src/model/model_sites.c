@@ -123,11 +123,7 @@ size_t gmm_mdl_newton_iterations(const gmm_mdl *m) { return gmm_problem_iteratio
 
 const char *gmm_mdl_factorisation(const gmm_mdl *m, double *bound)
 {
-    double bd;
-    const char *f = gmm_latent_factorisation(m->lat, &bd);
-    if (bound)
-        *bound = gmm_problem_exact(m->prob) ? bd : 0.0;
-    return gmm_problem_exact(m->prob) ? f : "cholesky";
+    return gmm_problem_factorisation(m->prob, bound);
 }
 
 size_t gmm_mdl_state_dim(const gmm_mdl *m) { return gmm_latent_obs_width(m->lat); }

@@ -8,6 +8,10 @@
  *           bandwidth ~20 after RCM, like a road network), edge-ou
  *           precision, n in {1e3, 1e4, 1e5} (BENCH_QUICK=1: up to 1e4)
  *   BENCH_CSV=FILE  append rows op,n,l,impl,ms (op laplace_loglik_grad)
+ *   BENCH_FACTOR=cholesky | square-root: the series' factorisation (the
+ *           Laplace approximation's --factor; default auto, which takes the
+ *           square-root form here from n = 1e3: the Cholesky's rounding
+ *           bound exceeds 1e-8)
  *
  * Times are wall-clock: the first evaluation (cold: the mode searched from
  * x = 0), then the median of evaluations at hyperparameters moved by 5%
@@ -28,6 +32,7 @@
 #include "gmm/problem.h"
 #include "gmm/rng.h"
 #include "gmm/spec.h"
+#include "gmm/ssm.h"
 
 static double now(void)
 {
@@ -127,7 +132,14 @@ int main(void)
         for (size_t j = 0; j < n; j++)
             x[j] = (double)j;
         gmm_latent *lat = NULL;
-        if (gmm_latent_ssm_alloc(k, x, n, NULL, &lat))
+        gmm_ssm_params par;
+        gmm_ssm_params_init(&par);
+        const char *fe = getenv("BENCH_FACTOR");
+        if (fe && !strcmp(fe, "cholesky"))
+            par.factor = GMM_SSM_FACTOR_CHOL;
+        else if (fe && !strcmp(fe, "square-root"))
+            par.factor = GMM_SSM_FACTOR_ROWS;
+        if (gmm_latent_ssm_alloc(k, x, n, &par, &lat))
             die("state-space latent");
         run("series", lat, n, csv);
         gmm_latent_free(lat);

@@ -13,10 +13,11 @@
  * never forms the precision, so it is as accurate at dt/l = 1e-4 as at
  * 1e-1 (B's condition number is at most 1 + n max W var).  O(n^3) per
  * case: a bench, not a test.
- * Printed: the relative error of log q, and the largest relative error over
+ * Printed: the relative error of log q, the largest relative error over
  * the two kernel gradients ("refused" when the library refuses the
- * lengthscale: the README's accuracy limit of the assembled precision).
- * Time: a few minutes.
+ * lengthscale) and the factorisation the library's --factor rule took
+ * (BENCH_FACTOR=cholesky or square-root forces one).  BENCH_LS=l1,l2,...
+ * replaces the four lengthscales.  Time: a few minutes per lengthscale.
  *
  * BENCH_ORACLE_CHECK=1: instead, the oracle's gradient against central
  * differences of its own log q (and the library's) at one case: the book's
@@ -38,6 +39,7 @@
 #include "gmm/problem.h"
 #include "gmm/rng.h"
 #include "gmm/spec.h"
+#include "gmm/ssm.h"
 
 #define N 2000
 enum { POIS, BERN, NEGB };
@@ -224,7 +226,7 @@ static void oracle(int nu5, double l, int kind, const double *y, double *lq, dou
 /* The library's log q and gradient in (variance, lengthscale); 0 when it
  * refuses. */
 static int library(int nu5, double l, const char *likname, const double *y, double *lq,
-                   double g[2])
+                   double g[2], const char **form)
 {
     char spec[128];
     snprintf(spec, sizeof spec, "%s(variance=1, lengthscale=%g)", nu5 ? "matern52" : "matern32",
@@ -239,7 +241,14 @@ static int library(int nu5, double l, const char *likname, const double *y, doub
         x[i] = (double)i;
     if (gmm_spec_parse(spec, &s) || gmm_kernel_from_spec(s, &k))
         die("kernel");
-    if (gmm_latent_ssm_alloc(k, x, N, NULL, &lat))
+    gmm_ssm_params par;
+    gmm_ssm_params_init(&par);
+    const char *fe = getenv("BENCH_FACTOR");
+    if (fe && !strcmp(fe, "cholesky"))
+        par.factor = GMM_SSM_FACTOR_CHOL;
+    else if (fe && !strcmp(fe, "square-root"))
+        par.factor = GMM_SSM_FACTOR_ROWS;
+    if (gmm_latent_ssm_alloc(k, x, N, &par, &lat))
         die("latent");
     if (gmm_lik_parse(likname, &lk))
         die("likelihood");
@@ -256,6 +265,7 @@ static int library(int nu5, double l, const char *likname, const double *y, doub
     }
     if (!ok)
         fprintf(stderr, "  (%s, l %g, %s: %s)\n", spec, l, likname, gmm_error_message());
+    *form = gmm_problem_factorisation(p, NULL);
     free(gr);
     gmm_problem_free(p);
     gmm_latent_free(lat);
@@ -267,7 +277,19 @@ static int library(int nu5, double l, const char *likname, const double *y, doub
 int main(void)
 {
     static const char *liks[3] = {"poisson", "bernoulli", "negbinomial(dispersion=3)"};
-    static const double ls[4] = {10.0, 100.0, 1000.0, 1e4};
+    double ls[16] = {10.0, 100.0, 1000.0, 1e4};
+    int nls = 4;
+    const char *lse = getenv("BENCH_LS");
+    if (lse) {
+        nls = 0;
+        for (const char *e = lse; *e && nls < 16;) {
+            char *end;
+            ls[nls++] = strtod(e, &end);
+            if (end == e || (*end && *end != ','))
+                die("BENCH_LS: not a list of numbers");
+            e = *end ? end + 1 : end;
+        }
+    }
     double y[3][N];
     gmm_rng r;
     gmm_rng_seed(&r, 2020, 0);
@@ -309,18 +331,19 @@ int main(void)
         oracle(0, 10.0 * (1 - h), POIS, y[POIS], &lm, gg);
         printf("lengthscale: 5.1 %.10g fd %.10g\n", g[1], (lp - lm) / (2 * h * 10.0));
         double lq2, g2[2];
-        library(0, 10.0, liks[POIS], y[POIS], &lq2, g2);
+        const char *form;
+        library(0, 10.0, liks[POIS], y[POIS], &lq2, g2, &form);
         printf("library: %.10g %.10g\n", g2[0], g2[1]);
         return 0;
     }
-    printf("%-9s %-26s %8s %8s %22s %12s %12s\n", "kernel", "likelihood", "l", "dt/l",
-           "log q (dense)", "rel err", "grad rel err");
+    printf("%-9s %-26s %8s %8s %22s %12s %12s %s\n", "kernel", "likelihood", "l", "dt/l",
+           "log q (dense)", "rel err", "grad rel err", "factorisation");
     for (int nu5 = 0; nu5 < 2; nu5++)
         for (int kd = 0; kd < 3; kd++)
-            for (int li = 0; li < 4; li++) {
+            for (int li = 0; li < nls; li++) {
                 double l = ls[li], lq0, g0[2], lq, g[2] = {0.0, 0.0};
-                const char *kn = nu5 ? "matern52" : "matern32";
-                if (!library(nu5, l, liks[kd], y[kd], &lq, g)) {
+                const char *kn = nu5 ? "matern52" : "matern32", *form = "";
+                if (!library(nu5, l, liks[kd], y[kd], &lq, g, &form)) {
                     printf("%-9s %-26s %8g %8g %22s %12s %12s\n", kn, liks[kd], l, 1.0 / l, "",
                            "refused", "refused");
                     continue;
@@ -329,8 +352,8 @@ int main(void)
                 double ge = 0.0;
                 for (int p = 0; p < 2; p++)
                     ge = fmax(ge, fabs(g[p] - g0[p]) / fabs(g0[p]));
-                printf("%-9s %-26s %8g %8g %22.15g %12.2e %12.2e\n", kn, liks[kd], l, 1.0 / l,
-                       lq0, fabs(lq - lq0) / fabs(lq0), ge);
+                printf("%-9s %-26s %8g %8g %22.15g %12.2e %12.2e %s\n", kn, liks[kd], l,
+                       1.0 / l, lq0, fabs(lq - lq0) / fabs(lq0), ge, form);
                 fflush(stdout);
             }
     return 0;

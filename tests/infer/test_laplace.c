@@ -25,6 +25,7 @@
 #include "gmm/likelihood.h"
 #include "gmm/problem.h"
 #include "gmm/spec.h"
+#include "gmm/ssm.h"
 #include "support/testutil.h"
 #include "support/tu_model.h"
 
@@ -221,6 +222,9 @@ static double obj_f(void *vc)
     return f;
 }
 
+/* The factorisation check_problem expects of each evaluation (NULL: any). */
+static const char *expect_form;
+
 /* Value against the dense reference, gradient against 4th-order central
  * differences (relative 1e-6 of max(|g|, 1)). */
 static void check_problem(gmm_latent *lat, const char *liktext, const char *label)
@@ -240,6 +244,8 @@ static void check_problem(gmm_latent *lat, const char *liktext, const char *labe
     double *th = malloc(np * sizeof *th), *g = malloc(np * sizeof *g), f;
     memcpy(th, o->value, np * sizeof *th);
     ck_assert_msg(o->eval(o->ctx, th, &f, g) == GMM_OK, "%s: %s", label, gmm_error_message());
+    if (expect_form)
+        ck_assert_str_eq(gmm_problem_factorisation(p, NULL), expect_form);
     gmm_lik at = lik;
     for (size_t k = 0; k < lik.type->nparam; k++)
         at.par[k] = th[gmm_latent_nparam(lat) + k];
@@ -336,6 +342,232 @@ START_TEST(test_graph_laplace)
         gmm_spec_free(s);
     }
     gmm_graph_free(g);
+}
+END_TEST
+
+/* The square-root form forced (laplace.h) at ordinary spacing, where the
+ * dense reference of the assembled precision is exact: value and gradient
+ * (the smoother's reverse mode with the implicit term through the fold's
+ * row means) as check_problem checks them, for the log-concave
+ * likelihoods (studentt keeps the assembled precision). */
+START_TEST(test_ssm_laplace_rows)
+{
+    const char *kernels[] = {"matern32(variance=1.3, lengthscale=0.7)",
+                             "matern12(variance=0.8, lengthscale=2) + "
+                             "matern52(variance=0.5, lengthscale=3)"};
+    tu_rng r;
+    tu_rng_seed(&r, 7);
+    size_t n = 36;
+    double *x = malloc(n * sizeof *x);
+    for (size_t i = 0; i < n; i++)
+        x[i] = 0.3 * (double)i + 0.1 * tu_uniform(&r);
+    x[9] = x[8];
+    for (size_t ik = 0; ik < sizeof kernels / sizeof kernels[0]; ik++) {
+        gmm_kernel *k = tu_kernel_of(kernels[ik]);
+        gmm_latent *lat = NULL;
+        gmm_ssm_params par;
+        gmm_ssm_params_init(&par);
+        par.factor = GMM_SSM_FACTOR_ROWS;
+        ck_assert_int_eq(gmm_latent_ssm_alloc(k, x, n, &par, &lat), GMM_OK);
+        expect_form = "square-root";
+        for (size_t il = 0; il + 1 < sizeof liks / sizeof liks[0]; il++)
+            check_problem(lat, liks[il], kernels[ik]);
+        expect_form = NULL;
+        gmm_latent_free(lat);
+        gmm_kernel_free(k);
+    }
+    free(x);
+}
+END_TEST
+
+/* ---- inputs close relative to the lengthscale: a dense oracle on K --------- */
+
+/* log p(y | f) and its first three derivatives (the three log-concave
+ * families of the close-spacing test), written out independently of the
+ * library's likelihood table. */
+static double oracle_lik(int kind, double y, double f, double *d1, double *d2, double *d3)
+{
+    double mu = exp(f);
+    if (kind == 0) {
+        *d1 = y - mu;
+        *d2 = *d3 = -mu;
+        return y * f - mu - lgamma(y + 1.0);
+    }
+    if (kind == 1) {
+        double p = 1.0 / (1.0 + exp(-f));
+        *d1 = y - p;
+        *d2 = -p * (1.0 - p);
+        *d3 = -p * (1.0 - p) * (1.0 - 2.0 * p);
+        return y * f - (f > 0 ? f + log1p(exp(-f)) : log1p(exp(f)));
+    }
+    double rr = 3.0, s = rr + mu;
+    *d1 = y - (y + rr) * mu / s;
+    *d2 = -(y + rr) * rr * mu / (s * s);
+    *d3 = -(y + rr) * rr * mu * (rr - mu) / (s * s * s);
+    return lgamma(y + rr) - lgamma(rr) - lgamma(y + 1.0) + rr * log(rr / s) + y * (f - log(s));
+}
+
+/* Rasmussen & Williams' Algorithms 3.1 and 5.1 on the dense covariance K of
+ * a Matern kernel (variance 1) at unit-spaced inputs 0 .. n-1: log q and
+ * dlog q/d(variance, lengthscale), the third-derivative term with GPML's
+ * sign (tests/bench/bench_laplace_accuracy.c).  It never forms a precision,
+ * so it keeps its digits however large the lengthscale. */
+static double oracle_kw(size_t n, int nu5, double l, int kind, const double *y, double g[2])
+{
+    gsl_matrix *K = gsl_matrix_alloc(n, n), *Kl = gsl_matrix_alloc(n, n);
+    gsl_matrix *B = gsl_matrix_alloc(n, n), *M = gsl_matrix_alloc(n, n);
+    gsl_vector *f = gsl_vector_calloc(n), *a = gsl_vector_calloc(n), *t = gsl_vector_alloc(n);
+    gsl_vector *u = gsl_vector_alloc(n), *b = gsl_vector_alloc(n);
+    double *sw = malloc(n * sizeof *sw), *d1 = malloc(n * sizeof *d1), *d2 = malloc(n * sizeof *d2);
+    double *d3 = malloc(n * sizeof *d3), *s2 = malloc(n * sizeof *s2);
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < n; j++) {
+            double q = (nu5 ? sqrt(5.0) : sqrt(3.0)) * fabs((double)i - (double)j) / l;
+            double e = exp(-q);
+            gsl_matrix_set(K, i, j, nu5 ? (1.0 + q + q * q / 3.0) * e : (1.0 + q) * e);
+            gsl_matrix_set(Kl, i, j, nu5 ? q * q / 3.0 * (1.0 + q) * e / l : q * q * e / l);
+        }
+    double lp = 0.0, logdet = 0.0;
+    for (int it = 0; it < 100; it++) {
+        lp = 0.0;
+        for (size_t i = 0; i < n; i++) {
+            lp += oracle_lik(kind, y[i], gsl_vector_get(f, i), &d1[i], &d2[i], &d3[i]);
+            sw[i] = sqrt(-d2[i]);
+        }
+        for (size_t i = 0; i < n; i++)
+            for (size_t j = 0; j < n; j++)
+                gsl_matrix_set(B, i, j, (i == j) + sw[i] * gsl_matrix_get(K, i, j) * sw[j]);
+        ck_assert_int_eq(gsl_linalg_cholesky_decomp1(B), 0);
+        logdet = 0.0;
+        for (size_t i = 0; i < n; i++)
+            logdet += log(gsl_matrix_get(B, i, i));
+        if (it == 99)
+            break;
+        /* b = W f + d1; a = b - sW B^-1 (sW K b); f = K a */
+        for (size_t i = 0; i < n; i++)
+            gsl_vector_set(b, i, -d2[i] * gsl_vector_get(f, i) + d1[i]);
+        gsl_blas_dsymv(CblasLower, 1.0, K, b, 0.0, t);
+        for (size_t i = 0; i < n; i++)
+            gsl_vector_set(t, i, sw[i] * gsl_vector_get(t, i));
+        gsl_linalg_cholesky_svx(B, t);
+        for (size_t i = 0; i < n; i++)
+            gsl_vector_set(a, i, gsl_vector_get(b, i) - sw[i] * gsl_vector_get(t, i));
+        gsl_blas_dsymv(CblasLower, 1.0, K, a, 0.0, u);
+        double df = 0.0;
+        for (size_t i = 0; i < n; i++)
+            df = fmax(df, fabs(gsl_vector_get(u, i) - gsl_vector_get(f, i)));
+        gsl_vector_memcpy(f, u);
+        if (df < 1e-15 && it > 3)
+            it = 98; /* once more at this f: lp, B, logdet */
+    }
+    double af;
+    gsl_blas_ddot(a, f, &af);
+    double lq = -0.5 * af + lp - logdet;
+    /* Algorithm 5.1: s2 = +1/2 Sigma_ii d3_i; R = sW B^-1 sW */
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < n; j++)
+            gsl_matrix_set(M, i, j, sw[i] * gsl_matrix_get(K, i, j));
+    gsl_blas_dtrsm(CblasLeft, CblasLower, CblasNoTrans, CblasNonUnit, 1.0, B, M);
+    for (size_t j = 0; j < n; j++) {
+        gsl_vector_view c = gsl_matrix_column(M, j);
+        double cc = gsl_blas_dnrm2(&c.vector);
+        s2[j] = 0.5 * (gsl_matrix_get(K, j, j) - cc * cc) * d3[j];
+    }
+    gsl_matrix_set_zero(M);
+    for (size_t i = 0; i < n; i++)
+        gsl_matrix_set(M, i, i, sw[i]);
+    gsl_blas_dtrsm(CblasLeft, CblasLower, CblasNoTrans, CblasNonUnit, 1.0, B, M);
+    gsl_blas_dtrsm(CblasLeft, CblasLower, CblasTrans, CblasNonUnit, 1.0, B, M);
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < n; j++)
+            gsl_matrix_set(M, i, j, sw[i] * gsl_matrix_get(M, i, j));
+    for (int p = 0; p < 2; p++) {
+        const gsl_matrix *C = p == 0 ? K : Kl;
+        double aca, trRC = 0.0, s23 = 0.0;
+        gsl_blas_dsymv(CblasLower, 1.0, C, a, 0.0, t); /* C a */
+        gsl_blas_ddot(a, t, &aca);
+        for (size_t i = 0; i < n; i++)
+            for (size_t j = 0; j < n; j++)
+                trRC += gsl_matrix_get(M, i, j) * gsl_matrix_get(C, j, i);
+        gsl_blas_dgemv(CblasNoTrans, 1.0, M, t, 0.0, u); /* R C a */
+        gsl_blas_dsymv(CblasLower, 1.0, K, u, 0.0, b);   /* K R C a */
+        for (size_t i = 0; i < n; i++)
+            s23 += s2[i] * (gsl_vector_get(t, i) - gsl_vector_get(b, i));
+        g[p] = 0.5 * aca - 0.5 * trRC + s23;
+    }
+    gsl_matrix_free(K);
+    gsl_matrix_free(Kl);
+    gsl_matrix_free(B);
+    gsl_matrix_free(M);
+    gsl_vector_free(f);
+    gsl_vector_free(a);
+    gsl_vector_free(t);
+    gsl_vector_free(u);
+    gsl_vector_free(b);
+    free(sw);
+    free(d1);
+    free(d2);
+    free(d3);
+    free(s2);
+    return lq;
+}
+
+/* dt/l = 1e-4 (Matern-3/2) and 1e-3, 1e-4 (Matern-5/2): below the assembled
+ * precision's accuracy limit, where --factor auto takes the square-root
+ * form; log q within 1e-9 relative and the kernel gradient within 1e-6 of
+ * the dense oracle, for Poisson, Bernoulli and negative binomial counts. */
+START_TEST(test_ssm_laplace_close)
+{
+    enum { NC = 120 };
+    static const char *lk[3] = {"poisson", "bernoulli", "negbinomial(dispersion=3)"};
+    static const struct {
+        int nu5;
+        double l;
+    } cases[] = {{0, 1e4}, {1, 1e3}, {1, 1e4}};
+    double x[NC], y[3][NC];
+    tu_rng r;
+    tu_rng_seed(&r, 23);
+    for (size_t i = 0; i < NC; i++) {
+        x[i] = (double)i;
+        double f = 0.7 + sin((double)i / 40.0), mu = exp(f);
+        double u = tu_uniform(&r), pk = exp(-mu), c = pk;
+        int k = 0;
+        while (u > c && k < 200)
+            pk *= mu / ++k, c += pk;
+        y[0][i] = k;
+        y[1][i] = tu_uniform(&r) < 1.0 / (1.0 + exp(-f));
+        y[2][i] = floor(mu * (0.3 + 1.4 * tu_uniform(&r)));
+    }
+    for (size_t ic = 0; ic < sizeof cases / sizeof cases[0]; ic++) {
+        char spec[96];
+        snprintf(spec, sizeof spec, "%s(variance=1, lengthscale=%g)",
+                 cases[ic].nu5 ? "matern52" : "matern32", cases[ic].l);
+        gmm_kernel *k = tu_kernel_of(spec);
+        gmm_latent *lat = NULL;
+        ck_assert_int_eq(gmm_latent_ssm_alloc(k, x, NC, NULL, &lat), GMM_OK);
+        for (int kd = 0; kd < 3; kd++) {
+            gmm_lik lik = tu_lik_of(lk[kd], 3.0);
+            gmm_problem *p = NULL;
+            ck_assert_int_eq(gmm_problem_alloc(lat, &lik, y[kd], NULL, 0, 0.0, &p), GMM_OK);
+            gmm_objective *o = gmm_problem_objective(p);
+            double lq, g[4] = {0}, g0[2];
+            ck_assert_msg(o->eval(o->ctx, o->value, &lq, g) == GMM_OK, "%s %s: %s", spec,
+                          lk[kd], gmm_error_message());
+            ck_assert_str_eq(gmm_problem_factorisation(p, NULL), "square-root");
+            double lq0 = oracle_kw(NC, cases[ic].nu5, cases[ic].l, kd, y[kd], g0);
+            ck_assert_msg(fabs(lq - lq0) <= 1e-9 * fabs(lq0), "%s %s: log q %.15g, dense %.15g",
+                          spec, lk[kd], lq, lq0);
+            for (size_t i = 0; i < 2; i++) {
+                int var = strstr(o->name[i], ".variance") != NULL;
+                double ga = g[i], gd = g0[var ? 0 : 1];
+                ck_assert_msg(fabs(ga - gd) <= 1e-6 * fabs(gd), "%s %s: d/d%s %.12g, dense %.12g",
+                              spec, lk[kd], o->name[i], ga, gd);
+            }
+            gmm_problem_free(p);
+        }
+        gmm_latent_free(lat);
+        gmm_kernel_free(k);
+    }
 }
 END_TEST
 
@@ -649,6 +881,8 @@ Suite *infer_laplace_suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_ssm_laplace);
     tcase_add_test(tc, test_graph_laplace);
+    tcase_add_test(tc, test_ssm_laplace_rows);
+    tcase_add_test(tc, test_ssm_laplace_close);
     tcase_add_test(tc, test_gaussian_exact);
     tcase_add_test(tc, test_one_latent_poisson);
     tcase_add_test(tc, test_far_start);

@@ -271,6 +271,7 @@ const gmm_lik_type gmm_lik_impl_studentt = {
     .param = studentt_param,
     .rowq = NULL,
     .conjugate = 0,
+    .not_log_concave = 1,
     .resp = NULL,
     .check_y = NULL,
     .check_e = NULL,

@@ -103,6 +103,29 @@ static gmm_status ssm_unwhiten_impl(void *impl, const double *x, double *v)
     return gmm_ssm_unwhiten(impl, x, v);
 }
 
+static gmm_status ssm_wls_rows(void *impl, const double *theta, double obs_prec, int *rows)
+{
+    return gmm_ssm_wls_rows(impl, theta, obs_prec, rows);
+}
+
+static gmm_status ssm_wls(void *impl, const double *theta, const double *y, const double *wt,
+                          int record, double *loglik, double *mean)
+{
+    return gmm_ssm_wls(impl, theta, y, wt, record, loglik, mean);
+}
+
+static gmm_status ssm_wls_quad(void *impl, const double *x, double *q)
+{
+    return gmm_ssm_wls_quad(impl, x, q);
+}
+
+static gmm_status ssm_wls_var(void *impl, double *fvar) { return gmm_ssm_wls_var(impl, fvar); }
+
+static gmm_status ssm_wls_adjoint(void *impl, const double *rw, double *u, double *thetabar)
+{
+    return gmm_ssm_wls_adjoint(impl, rw, u, thetabar);
+}
+
 static const gmm_latent_ops ssm_ops = {
     .family = "state-space",
     .free = ssm_free_impl,
@@ -122,6 +145,11 @@ static const gmm_latent_ops ssm_ops = {
     .prior_rows = ssm_prior_rows,
     .prior_rows_rev = ssm_prior_rows_rev,
     .prior_rows_rev_moments = ssm_prior_rows_rev_mo,
+    .wls_rows = ssm_wls_rows,
+    .wls = ssm_wls,
+    .wls_quad = ssm_wls_quad,
+    .wls_var = ssm_wls_var,
+    .wls_adjoint = ssm_wls_adjoint,
 };
 
 gmm_status gmm_latent_ssm_alloc(const gmm_kernel *k, const double *x, size_t n,

@@ -69,6 +69,8 @@ void gmm_ssm_free(gmm_ssm *m)
     gmm_free(m->bs);
     gmm_free(m->xl);
     gmm_free(m->Hobs);
+    gmm_free(m->lbuf);
+    gmm_free(m->lrow);
     gmm_free(m->mu);
     gmm_band_free(m->cov);
     gmm_kernel_work_free(m->kw);
@@ -135,6 +137,8 @@ gmm_status gmm_ssm_set_y(gmm_ssm *m, const double *y)
     }
     m->nobs = o;
     m->obs.nobs = o;
+    m->obs.coef = m->modulated ? m->Hobs : m->Hp; /* after gmm_ssm_wls's weighted rows */
+    m->obs.coef_stride = m->modulated ? m->d : 0;
     m->ydata = 1;
     return GMM_OK;
 }

@@ -78,6 +78,16 @@ struct gmm_ssm {
     double *rbuf, *rCb, *rCAb, *rC0b, *rtheta;
     ssm_cursor rcur;
     int rready; /* the last gmm_ssm_prior_rows succeeded */
+    /* weighted smoothing (ssm_wls.c): one buffer, allocated by the first
+     * gmm_ssm_wls: the weighted observation rows (n d), each observation's
+     * weight and row (n each), N-vectors (mean, zeta, right-hand side,
+     * scratch), the row means (2 N, then 2 d of scratch) and the
+     * observations' variances (n);
+     * log|Q_prior| at the blocks */
+    double *lbuf, *lH, *lw, *lmu, *lz, *lb, *lx, *lgx, *lvar, lld;
+    size_t *lrow;
+    int lready;  /* the last gmm_ssm_wls succeeded and recorded its fold */
+    int lblocks; /* the blocks are a gmm_ssm_wls's at its theta (for theta NULL) */
     /* objective */
     char **oname;
     double *oval;
@@ -122,6 +132,31 @@ gmm_status ssm_pinf(gmm_ssm *m, const double *theta);
  * A' W A, C, C A) and log|Q_prior| into *logdet, with no spacing check
  * (ssm_prior.c). */
 gmm_status ssm_blocks(gmm_ssm *m, const double *theta, double *logdet);
+
+/* The Cholesky's rounding bound at the blocks of the last ssm_blocks, with
+ * observations of total precision obs_prec (sum of 1/noise) (ssm_prior.c,
+ * CHOICE OF FACTORISATION). */
+double ssm_chol_rounding_bound(const gmm_ssm *m, double obs_prec);
+
+/* ROWS GRADIENT in two steps (ssm_prior.c): the row moments of the last
+ * recorded square-root evaluation into the per-group sums S1, S2 (and the
+ * first rows' into T + 3 d^2), *noisebar (may be NULL) += dlogp/dnoise;
+ * then grad += the chain from those sums to the kernel parameters.  A
+ * caller may add to the sums in between (ssm_wls.c). */
+gmm_status ssm_rows_moments(gmm_ssm *m, double *noisebar);
+gmm_status ssm_rows_chain(gmm_ssm *m, double *grad);
+
+/* Refuses inputs closer than the accuracy limit (ssm_prior.c). */
+gmm_status ssm_check_spacing(gmm_ssm *m, const double *theta, int chol_limit);
+
+/* Whether the automatic choice takes the square-root form: damping, a
+ * spacing below the Cholesky's limit, or its bound above tol (ssm_prior.c). */
+int ssm_rows_rule(gmm_ssm *m, const double *theta, double tol);
+
+/* The square-root form's fold of the prior rows at the last ssm_blocks and
+ * m->obs with noise m->noise (log|Q_prior| = logdet), recorded for the
+ * row moments when record is set (ssm_prior.c). */
+gmm_status ssm_fold(gmm_ssm *m, double logdet, int record, double *loglik);
 
 /* Row i of the square root G (SQUARE ROOT in ssm_prior.c) through the
  * cursor ctx (an ssm_cursor on m): first column into *first, entries into

@@ -198,6 +198,7 @@ gmm_status gmm_ssm_predict_post(gmm_ssm *m, const double *theta, const double *m
         if (!isfinite(xq[q]))
             return gmm_error_at(GMM_EINVAL, q, "query x[%zu] = %g is not finite", q, xq[q]);
     m->prior_ok = 0;
+    m->lblocks = 0;
     if ((st = ssm_pinf(m, theta)))
         return st;
     buf = gmm_malloc(PRED_WORK_SIZE(m->d), sizeof *buf);
@@ -240,6 +241,7 @@ gmm_status gmm_ssm_predict(gmm_ssm *m, const double *theta, double noise, const 
         goto done;
     }
     m->prior_ok = 0;
+    m->lblocks = 0;
     if ((st = ssm_forward(m, theta, noise, &ll, 0)) ||
         (st = gmm_marglik_posterior(m->mw, mu, cov)))
         goto done;

@@ -52,7 +52,7 @@
  * (the square-root form's unless the Cholesky is forced or chol_limit is
  * set: gmm_ssm_prior's caller factorises Q itself).  A gradient shares the
  * limit of its log likelihood (docs/accuracy.md, Gradients). */
-static gmm_status check_spacing(gmm_ssm *m, const double *theta, int chol_limit)
+gmm_status ssm_check_spacing(gmm_ssm *m, const double *theta, int chol_limit)
 {
     size_t j;
     double dt = m->ng ? m->gdt[0] : INFINITY;
@@ -77,7 +77,7 @@ static gmm_status check_spacing(gmm_ssm *m, const double *theta, int chol_limit)
  * assembled posterior precision -- a stored entry's rounding, eps P_ii,
  * moves log det P by up to eps P_ii Sigma_ii, and the posterior variance
  * Sigma_ii is at most the prior's. */
-static double chol_rounding_bound(const gmm_ssm *m)
+double ssm_chol_rounding_bound(const gmm_ssm *m, double obs_prec)
 {
     size_t d = m->d;
     double s = 0.0, h = 0.0;
@@ -89,7 +89,7 @@ static double chol_rounding_bound(const gmm_ssm *m)
         s += t * pv;
         h += m->Hp[p] * m->Hp[p] * pv;
     }
-    s += (double)m->nobs * h / m->noise;
+    s += obs_prec * h;
     return DBL_EPSILON * s;
 }
 
@@ -98,11 +98,16 @@ static double chol_rounding_bound(const gmm_ssm *m)
  * bound: it is taken only below GMM_SSM_CHOL_GRAD_TOL. */
 static int choose_rows(gmm_ssm *m, const double *theta, int grad)
 {
-    m->bound = chol_rounding_bound(m);
+    m->bound = ssm_chol_rounding_bound(m, (double)m->nobs / m->noise);
     if (m->par.factor != GMM_SSM_FACTOR_AUTO)
         return m->par.factor == GMM_SSM_FACTOR_ROWS;
-    double dt = m->ng ? m->gdt[0] : INFINITY;
     double tol = grad ? GMM_SSM_CHOL_GRAD_TOL : GMM_SSM_CHOL_TOL * fmax(1.0, (double)m->nobs);
+    return ssm_rows_rule(m, theta, tol);
+}
+
+int ssm_rows_rule(gmm_ssm *m, const double *theta, double tol)
+{
+    double dt = m->ng ? m->gdt[0] : INFINITY;
     return gmm_kernel_damped(m->k) ||
            dt < gmm_kernel_spacing_limit(m->k, theta, 0, NULL) * SPACING_SLACK ||
            m->bound > tol;
@@ -308,7 +313,7 @@ static int ssm_block_start(void *ctx, size_t i)
  * from them.  chol_limit: the spacing limit is the Cholesky's. */
 static gmm_status prior_blocks(gmm_ssm *m, const double *theta, int chol_limit, double *logdet)
 {
-    gmm_status st = check_spacing(m, theta, chol_limit);
+    gmm_status st = ssm_check_spacing(m, theta, chol_limit);
     return st ? st : ssm_blocks(m, theta, logdet);
 }
 
@@ -377,6 +382,14 @@ static gmm_status assemble(gmm_ssm *m, gmm_band *Q)
     return GMM_OK;
 }
 
+gmm_status ssm_fold(gmm_ssm *m, double logdet, int record, double *loglik)
+{
+    ssm_cursor cur = {m, SIZE_MAX, 0, 0};
+    gmm_prior_rows G = {m->N, ssm_prior_row, &cur, ssm_block_start, ssm_prior_rows_at};
+    gmm_marglik_rows_record(m->mw, record);
+    return gmm_marglik_eval_rows(&G, &m->obs, m->noise, logdet, m->mw, loglik);
+}
+
 gmm_status ssm_forward(gmm_ssm *m, const double *theta, double noise, double *loglik, int grad)
 {
     gmm_status st;
@@ -391,12 +404,8 @@ gmm_status ssm_forward(gmm_ssm *m, const double *theta, double noise, double *lo
     m->rows = choose_rows(m, theta, grad);
     if (m->modulated && (st = modulated_rows(m, m->T)))
         return st;
-    if (m->rows) {
-        ssm_cursor cur = {m, SIZE_MAX, 0, 0};
-        gmm_prior_rows G = {m->N, ssm_prior_row, &cur, ssm_block_start, ssm_prior_rows_at};
-        gmm_marglik_rows_record(m->mw, grad);
-        return gmm_marglik_eval_rows(&G, &m->obs, noise, logdet, m->mw, loglik);
-    }
+    if (m->rows)
+        return ssm_fold(m, logdet, grad, loglik);
     /* Assembled in the marginal likelihood's own band: no copy of Q there */
     gmm_band *Q = gmm_marglik_prior_band(m->mw);
     if ((st = assemble(m, Q)))
@@ -415,6 +424,7 @@ gmm_status gmm_ssm_prior(gmm_ssm *m, const double *theta, gmm_band *Q, double *l
                                    "%zu",
                          m->N, m->N, m->kl);
     m->prior_ok = 0;
+    m->lblocks = 0;
     if ((st = prior_blocks(m, theta, 1, &ld)) || (st = assemble(m, Q)))
         return st;
     if (logdet)
@@ -430,6 +440,7 @@ gmm_status gmm_ssm_obs_rows(gmm_ssm *m, const double *theta, double *coef)
     if (!m || !theta || !coef)
         return gmm_error(GMM_EINVAL, "gmm_ssm_obs_rows: NULL argument");
     m->prior_ok = 0;
+    m->lblocks = 0;
     if ((st = ssm_pinf(m, theta)))
         return st;
     for (size_t r = 0; r < m->n; r++) {
@@ -454,6 +465,7 @@ gmm_status gmm_ssm_obs_rows_rev(gmm_ssm *m, const double *theta, const double *c
     if (!m || !theta || !coefbar || !thetabar)
         return gmm_error(GMM_EINVAL, "gmm_ssm_obs_rows_rev: NULL argument");
     m->prior_ok = 0;
+    m->lblocks = 0;
     if ((st = ssm_pinf(m, theta)))
         return st;
     if (!m->modulated) {
@@ -776,10 +788,16 @@ static void moments_zero(gmm_ssm *m)
     md_zero(dd, m->T + 3 * dd);
 }
 
+gmm_status ssm_rows_moments(gmm_ssm *m, double *noisebar)
+{
+    moments_zero(m);
+    return gmm_marglik_rows_moments(m->mw, rows_moments_cb, m, noisebar);
+}
+
 /* grad += the chain of the summed row moments (S1, S2 per group, S0) to
  * the kernel parameters: Qbar = C' S C / 2, Abar = C' E, Pbar = C0' S0 C0 /
  * 2 through gmm_kernel_rev. */
-static gmm_status moments_chain(gmm_ssm *m, double *grad)
+gmm_status ssm_rows_chain(gmm_ssm *m, double *grad)
 {
     gmm_status st;
     size_t dd = m->d * m->d;
@@ -803,12 +821,11 @@ static gmm_status rows_grad(gmm_ssm *m, double *grad, double *noisebar)
 {
     gmm_status st;
     double nb = 0.0;
-    moments_zero(m);
-    if ((st = gmm_marglik_rows_moments(m->mw, rows_moments_cb, m, &nb)))
+    if ((st = ssm_rows_moments(m, &nb)))
         return st;
     if (noisebar)
         *noisebar = nb;
-    return moments_chain(m, grad);
+    return ssm_rows_chain(m, grad);
 }
 
 gmm_status gmm_ssm_prior_rows_rev_moments(gmm_ssm *m, const double *Svv, const double *Svx,
@@ -840,7 +857,7 @@ gmm_status gmm_ssm_prior_rows_rev_moments(gmm_ssm *m, const double *Svv, const d
             S2[i] += sx[i];
         }
     }
-    return moments_chain(m, thetabar);
+    return ssm_rows_chain(m, thetabar);
 }
 
 static gmm_status ssm_grad(gmm_ssm *m, double *grad, double *noisebar)
@@ -872,6 +889,7 @@ gmm_status gmm_ssm_loglik(gmm_ssm *m, const double *theta, double noise, double 
     if (!m || !theta || !loglik)
         return gmm_error(GMM_EINVAL, "gmm_ssm_loglik: NULL argument");
     m->prior_ok = 0;
+    m->lblocks = 0;
     gmm_status st = ssm_forward(m, theta, noise, loglik, grad != NULL || noisebar != NULL);
     if (st || (!grad && !noisebar))
         return st;

@@ -68,6 +68,7 @@ gmm_status gmm_ssm_prior_rows(gmm_ssm *m, const double *theta, gmm_prior_rows *G
     if ((st = rows_alloc(m)))
         return st;
     m->prior_ok = 0; /* the blocks and the kernel's workspace move to theta */
+    m->lblocks = 0;
     if ((st = ssm_blocks(m, theta, &ld)))
         return st;
     memcpy(m->rtheta, theta, m->np * sizeof *theta);
@@ -180,6 +181,7 @@ gmm_status gmm_ssm_prior_rows_rev(gmm_ssm *m, const double *Gbar, double logdetb
     double *Q = m->T, *A = Q + dd, *Qbar = A + dd, *Abar = Qbar + dd;
     double *Cb = m->bs + 7 * smax * smax, *CAb = Cb + smax * smax;
     m->prior_ok = 0; /* the kernel's workspace moves */
+    m->lblocks = 0;
     if ((st = gmm_kernel_stat(m->k, m->rtheta, m->damp, m->kw, Q, NULL)))
         return st;
     md_zero(dd, Qbar);

@@ -86,6 +86,7 @@ gmm_status gmm_ssm_whiten_setup(gmm_ssm *m, const double *theta)
     double *A = m->T, *Q = m->T + dd;
     m->wready = 0;
     m->prior_ok = 0; /* the kernel's workspace moves to theta */
+    m->lblocks = 0;
     if ((st = gmm_kernel_stat(m->k, theta, m->damp, m->kw, Q, NULL)))
         return st;
     for (size_t b = 0; b < m->nb; b++)
@@ -257,6 +258,7 @@ gmm_status gmm_ssm_whiten_rev(gmm_ssm *m, const double *v, const double *xbar,
 
     /* to the kernel parameters, block by block: Abar and Qbar in kernel order */
     m->prior_ok = 0;
+    m->lblocks = 0;
     if ((st = gmm_kernel_stat(m->k, m->wtheta, m->damp, m->kw, NULL, NULL)))
         return st;
     double *Abar = m->T, *Qbar = m->T + dd;

@@ -2,8 +2,10 @@
 # 40_count_series.sh -- a long count series with a slow trend (the common
 # case: daily counts over years): y ~ Poisson(exp(sin(x / 200))), x =
 # 0..1999, a fixed Park-Miller generator so every awk makes the same data.
-# Its Laplace log likelihood is rough at the lengthscale it fits (~550):
-# gradcheck must say when its differences cannot decide.
+# On the assembled precision (--factor cholesky) its Laplace log likelihood
+# is rough at the lengthscale it fits (~550): gradcheck must say when its
+# differences cannot decide.  The square-root form, which --factor auto
+# takes there, is smooth enough for gradcheck to confirm every gradient.
 
 count_series() {
     awk 'BEGIN { s = 1; print "x,y"
@@ -17,7 +19,7 @@ count_series() {
 begin "gradcheck on a rough likelihood is inconclusive (exit 4), never ok"
 count_series
 run "$GMM_INFER" gradcheck "$CASE_TMP/series.csv" --likelihood poisson \
-    --kernel 'matern32(variance=0.859, lengthscale=555)' --intercept -0.0788
+    --kernel 'matern32(variance=0.859, lengthscale=555)' --intercept -0.0788 --factor cholesky
 expect_exit 4
 expect_stdout '^0\.matern32\.variance,0\.8589*,.*,inconclusive$'
 expect_stderr 'gradients within tolerance 1e-06, [0-9] inconclusive$'
@@ -28,6 +30,26 @@ check=$(awk -F, 'NR == 1 { next }
     { a = $3 < 0 ? -$3 : $3; n = $4 < 0 ? -$4 : $4; big = a > n ? a : n
       if ($8 == "true" && $5 + 0 > 1e-3 * big && $5 + 0 > $7 - $5) print $1 ": ok with fd_error " $5 }' "$OUT")
 [[ -z "$check" ]] || fail "$check"
+
+begin "the square-root form (auto, and forced) makes that likelihood smooth: gradcheck confirms it"
+count_series
+for f in auto square-root; do
+    run "$GMM_INFER" gradcheck "$CASE_TMP/series.csv" --likelihood poisson \
+        --kernel 'matern32(variance=0.859, lengthscale=555)' --intercept -0.0788 --factor "$f"
+    expect_exit 0
+    expect_stderr '3 of 3 gradients within tolerance 1e-06$'
+    expect_no_stdout ',(false|inconclusive)$'
+    run "$GMM_INFER" loglik "$CASE_TMP/series.csv" --likelihood poisson \
+        --kernel 'matern32(variance=0.859, lengthscale=555)' --intercept -0.0788 --factor "$f" \
+        --verbose
+    expect_exit 0
+    expect_stdout '"factorisation": "square-root"'
+    expect_stderr "factorisation: square-root form \\(the Cholesky's rounding bound"
+done
+run "$GMM_INFER" loglik "$CASE_TMP/series.csv" --likelihood poisson \
+    --kernel 'matern32(variance=0.859, lengthscale=555)' --intercept -0.0788 --factor cholesky
+expect_exit 0
+expect_stdout '"factorisation": "cholesky"'
 
 begin "fit of the series converges at the likelihood's noise level and says so"
 count_series
