@@ -178,6 +178,63 @@ static int is_stack(const gmm_formula *fm)
     return k > 0;
 }
 
+/* f()'s keys: graph=EDGES.csv; cyclic (a flag, or =true/false) and
+ * period=P (needs cyclic) on rw1 and rw2 only. */
+static gmm_status check_keys(const build *b, const gmm_formula_latent *t)
+{
+    int mk = stack_model(t);
+    int walk = mk >= 0 && (stack_kind[mk] == GMM_STACK_RW1 || stack_kind[mk] == GMM_STACK_RW2);
+    for (size_t a = 0; a < t->narg; a++) {
+        const gmm_formula_arg *g = &t->arg[a];
+        int cyc = !strcmp(g->key, "cyclic"), per = !strcmp(g->key, "period");
+        if (!cyc && !per && strcmp(g->key, "graph"))
+            return formula_error(b, g->pos,
+                                 "formula: f() has no key '%s' (keys: graph; on rw1 and rw2: "
+                                 "cyclic, period)",
+                                 g->key);
+        if ((cyc || per) && !walk)
+            return formula_error(b, g->pos,
+                                 "formula: f(%s, %s): '%s' applies to rw1 and rw2 only (a "
+                                 "seasonal kernel: 'periodic(period=P)')",
+                                 t->name, t->model, g->key);
+        if (!cyc && g->flag)
+            return formula_error(b, g->pos, "formula: key '%s' needs a value (%s=...)", g->key,
+                                 g->key);
+    }
+    return GMM_OK;
+}
+
+/* f(NAME, rw1|rw2, cyclic[=true|false], period=P): *cyclic, *period (0: the
+ * default). */
+static gmm_status term_cyclic(const build *b, const gmm_formula_latent *t, int *cyclic,
+                              double *period)
+{
+    size_t pos = 0;
+    const char *c = gmm_formula_arg_find(t, "cyclic", &pos);
+    *cyclic = 0;
+    *period = 0.0;
+    if (c) {
+        if (!*c || !strcmp(c, "true") || !strcmp(c, "TRUE") || !strcmp(c, "1"))
+            *cyclic = 1;
+        else if (strcmp(c, "false") && strcmp(c, "FALSE") && strcmp(c, "0"))
+            return formula_error(b, pos, "formula: cyclic is a flag: cyclic, cyclic=true or "
+                                         "cyclic=false");
+    }
+    const char *p = gmm_formula_arg_find(t, "period", &pos);
+    if (!p)
+        return GMM_OK;
+    char *end;
+    double v = strtod(p, &end);
+    if (end == p || *end || !(v > 0.0) || !isfinite(v))
+        return formula_error(b, pos, "formula: period must be a positive number, not '%s'", p);
+    if (!*cyclic)
+        return formula_error(b, pos, "formula: period applies to a cyclic walk (f(%s, %s, "
+                                     "cyclic, period=%s))",
+                             t->name, t->model, p);
+    *period = v;
+    return GMM_OK;
+}
+
 /* The terms of a stacked formula, before any data is read: known keys, a
  * graph where the model needs one, no kernel spec, one term per column. */
 static gmm_status check_stack_terms(const build *b, const gmm_formula *fm)
@@ -190,11 +247,9 @@ static gmm_status check_stack_terms(const build *b, const gmm_formula *fm)
                                      "formula: two f() terms on column '%s' would share their "
                                      "parameter names (f.%s.variance)",
                                      t->name, t->name);
-        for (size_t a = 0; a < t->narg; a++)
-            if (strcmp(t->arg[a].key, "graph"))
-                return formula_error(b, t->arg[a].pos,
-                                     "formula: f() has no key '%s' (keys: graph)",
-                                     t->arg[a].key);
+        gmm_status s = check_keys(b, t);
+        if (s != GMM_OK)
+            return s;
         size_t gpos = 0;
         const char *graph = gmm_formula_arg_find(t, "graph", &gpos);
         int mk = stack_model(t);
@@ -213,6 +268,10 @@ static gmm_status check_stack_terms(const build *b, const gmm_formula *fm)
         if (!needs_graph && graph)
             return formula_error(b, gpos, "formula: f(%s, %s) takes no graph", t->name,
                                  t->model);
+        int cyclic;
+        double period;
+        if ((s = term_cyclic(b, t, &cyclic, &period)) != GMM_OK)
+            return s;
     }
     return GMM_OK;
 }
@@ -245,10 +304,8 @@ static gmm_status apply_formula(build *b, gmm_mdl *m, gmm_mdl_spec *d)
         return GMM_OK;
     }
     const gmm_formula_latent *t = &fm->latent[0];
-    for (size_t a = 0; a < t->narg; a++)
-        if (strcmp(t->arg[a].key, "graph"))
-            return formula_error(b, t->arg[a].pos, "formula: f() has no key '%s' (keys: graph)",
-                                 t->arg[a].key);
+    if ((s = check_keys(b, t)) != GMM_OK)
+        return s;
     size_t gpos = 0;
     const char *graph = gmm_formula_arg_find(t, "graph", &gpos);
     b->edgeless = !t->quoted && !strcmp(t->model, "iid");
@@ -676,6 +733,8 @@ static gmm_status build_stack(build *b, gmm_mdl *m, const gmm_table *data)
                 (s = gmm_table_column_double(data, c, 0, value[k])) != GMM_OK)
                 goto done;
             terms[k].value = value[k];
+            if ((s = term_cyclic(b, t, &terms[k].cyclic, &terms[k].period)) != GMM_OK)
+                goto done;
             continue;
         }
         if (!(level[k] = gmm_malloc(nr, sizeof **level))) {

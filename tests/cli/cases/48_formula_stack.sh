@@ -123,3 +123,52 @@ run "$GMM_INFER" gradcheck --formula \
     --likelihood poisson "$CASE_TMP/counts.csv"
 expect_exit 0
 expect_stderr 'gradients within tolerance'
+
+# cyclic walks: scripts/make-cyclic-fixtures.R's dense constrained densities
+for c in rw2_period rw1_default rw2_default; do
+    begin "formula stack: loglik of the cyclic $c equals the dense constrained density"
+    run "$GMM_INFER" loglik --model "$sfx/cyclic_model_$c.json"
+    expect_exit 0
+    got=$(stack_num "$OUT" loglik)
+    want=$(awk -F, -v k="$c" '$1 == k { print $2 }' "$sfx/cyclic_expected.csv")
+    stack_close "$got" "$want" 1e-8 || fail "cyclic $c: loglik $got, dense $want"
+done
+
+begin "formula stack: cyclic=true is the flag, cyclic=false the open walk; period without cyclic"
+cp "$sfx/cyclic_data.csv" "$CASE_TMP/"
+sed 's/cyclic, period/cyclic=true, period/' "$sfx/cyclic_model_rw2_period.json" \
+    > "$CASE_TMP/m.json"
+run "$GMM_INFER" loglik --model "$CASE_TMP/m.json"
+expect_exit 0
+grep -q 'cyclic=true' "$CASE_TMP/m.json" || fail 'the model file does not say cyclic=true'
+got=$(stack_num "$OUT" loglik)
+want=$(awk -F, '$1 == "rw2_period" { print $2 }' "$sfx/cyclic_expected.csv")
+stack_close "$got" "$want" 1e-8 || fail "cyclic=true: loglik $got, dense $want"
+run "$GMM_INFER" loglik --formula 'y ~ f(v, rw1, cyclic=false) + f(week, iid)' \
+    --verbose "$sfx/cyclic_data.csv"
+expect_exit 0
+expect_stderr 'f\.v \(rw1\)'
+run "$GMM_INFER" loglik --formula 'y ~ f(week, rw2, period=20)' "$sfx/cyclic_data.csv"
+expect_exit 1
+expect_stderr 'period applies to a cyclic walk'
+run "$GMM_INFER" loglik --formula 'y ~ f(week, rw2, cyclic, period=-3)' "$sfx/cyclic_data.csv"
+expect_exit 1
+expect_stderr 'period must be a positive number'
+run "$GMM_INFER" loglik --formula 'y ~ f(week, rw2, cyclic=maybe)' "$sfx/cyclic_data.csv"
+expect_exit 1
+expect_stderr 'cyclic is a flag'
+
+begin "formula stack: cyclic on iid, besag, bym2, a kernel or a graph precision is refused"
+for t in 'f(week, iid, cyclic)' 'f(week, iid, cyclic) + f(v, rw1)' \
+    'f(week, besag, graph=tests/fixtures/stack/edges.csv, cyclic)' \
+    'f(week, bym2, graph=tests/fixtures/stack/edges.csv, period=3)' \
+    "f(week, 'matern32', cyclic)" \
+    "f(week, 'edge-ou', graph=tests/fixtures/stack/edges.csv, cyclic)"; do
+    run "$GMM_INFER" loglik --formula "y ~ $t" "$sfx/cyclic_data.csv"
+    expect_exit 1
+    expect_stderr "applies to rw1 and rw2 only"
+    expect_no_stderr 'read [0-9]+ rows'
+done
+run "$GMM_INFER" loglik --formula "y ~ f(week, rw2, graph)" "$sfx/cyclic_data.csv"
+expect_exit 1
+expect_stderr "key 'graph' needs a value"
