@@ -808,16 +808,14 @@ done:
  * (f(g, iid): "f.g.variance"), "f.NAME.KIND.PARAM" for a spec
  * (f(t, 'matern32 + periodic'): "f.t.matern32.lengthscale",
  * "f.t.periodic.period"), a kind that recurs in a sum numbered from its
- * second leaf on ("f.t.matern32.2.variance").  The shorthand options keep
- * the latent's names. */
-static gmm_status term_names(gmm_mdl *m)
+ * second leaf on ("f.t.matern32.2.variance").  Latent parameters i0..i1-1
+ * of term t, their names read from character skip on (a stack's graph
+ * precision is named "f.NAME.LEAF.KIND.PARAM" by the latent). */
+static gmm_status rename_leaves(gmm_mdl *m, const gmm_formula_latent *t, size_t i0, size_t i1,
+                                size_t skip)
 {
-    if (!m->fm || m->fm->nlatent != 1 || m->stack) /* a stack names its own */
-        return GMM_OK;
-    const gmm_formula_latent *t = &m->fm->latent[0];
-    size_t nl = gmm_latent_nparam(m->lat);
-    for (size_t i = 0; i < nl; i++) {
-        const char *orig = gmm_latent_param_name(m->lat, i);
+    for (size_t i = i0; i < i1; i++) {
+        const char *orig = gmm_latent_param_name(m->lat, i) + skip;
         const char *k0 = strchr(orig, '.'), *p0 = k0 ? strchr(k0 + 1, '.') : NULL;
         if (!p0)
             return gmm_error(GMM_EINVAL, "latent parameter '%s' is not LEAF.KIND.PARAM", orig);
@@ -826,8 +824,8 @@ static gmm_status term_names(gmm_mdl *m)
         /* this leaf's rank among the leaves of its kind */
         size_t rank = 1;
         unsigned long last = leaf;
-        for (size_t j = 0; j < i; j++) {
-            const char *o2 = gmm_latent_param_name(m->lat, j), *k2 = strchr(o2, '.');
+        for (size_t j = i0; j < i; j++) {
+            const char *o2 = gmm_latent_param_name(m->lat, j) + skip, *k2 = strchr(o2, '.');
             unsigned long l2 = strtoul(o2, NULL, 10);
             if (l2 != leaf && l2 != last && !strncmp(k2 + 1, k0 + 1, klen) && k2[klen + 1] == '.') {
                 rank++;
@@ -847,6 +845,34 @@ static gmm_status term_names(gmm_mdl *m)
                                          "bytes at most)",
                              name, sizeof name - 1);
         strcpy(m->obj->name[i], name);
+    }
+    return GMM_OK;
+}
+
+/* The formula's names for the latent's parameters (rename_leaves): the
+ * one f() term's, or a stack's graph precisions' (its other components are
+ * named f.NAME.variance, f.NAME.phi by the latent).  The shorthand options
+ * keep the latent's names. */
+static gmm_status term_names(gmm_mdl *m)
+{
+    if (!m->fm)
+        return GMM_OK;
+    if (!m->stack)
+        return m->fm->nlatent == 1
+                   ? rename_leaves(m, &m->fm->latent[0], 0, gmm_latent_nparam(m->lat), 0)
+                   : GMM_OK;
+    /* a stack's components hold their parameters one after another */
+    size_t i0 = 0;
+    for (size_t k = 0; k < m->fm->nlatent; k++) {
+        const gmm_formula_latent *t = &m->fm->latent[k];
+        int mk = stack_model(t);
+        size_t np = m->sgmrf[k]                                 ? m->sgmrf[k]->nparam
+                    : mk >= 0 && stack_kind[mk] == GMM_STACK_BYM2 ? 2
+                                                                : 1;
+        gmm_status s;
+        if (m->sgmrf[k] && (s = rename_leaves(m, t, i0, i0 + np, strlen(t->name) + 3)) != GMM_OK)
+            return s;
+        i0 += np;
     }
     return GMM_OK;
 }

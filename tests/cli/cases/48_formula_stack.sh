@@ -172,3 +172,21 @@ done
 run "$GMM_INFER" loglik --formula "y ~ f(week, rw2, graph)" "$sfx/cyclic_data.csv"
 expect_exit 1
 expect_stderr "key 'graph' needs a value"
+
+begin "formula stack: a graph precision's parameters are named as in a one-term formula"
+run "$GMM_INFER" fit --formula \
+    "y ~ f(node, 'edge-ou + iid + edge-ou', graph=tests/fixtures/stack/edges.csv) + f(week, rw1)" \
+    --fix f.node.edge-ou.2.lengthscale "$sfx/data_besag_rw1.csv" -o "$CASE_TMP/g.json"
+expect_exit 0
+for p in f.node.edge-ou.variance f.node.edge-ou.lengthscale f.node.iid.variance \
+    f.node.edge-ou.2.variance f.week.variance; do
+    expect_file "$CASE_TMP/g.json" "\"$p\""
+done
+expect_no_file_match() { ! grep -Eq -- "$2" "$1" || fail "$1 matches /$2/"; }
+expect_no_file_match "$CASE_TMP/g.json" '"f\.node\.[0-9]'
+fitted=$(stack_num "$CASE_TMP/g.json" loglik)
+run "$GMM_INFER" loglik --model "$CASE_TMP/g.json"
+expect_exit 0
+expect_stdout '"f\.node\.edge-ou\.2\.lengthscale"'
+again=$(stack_num "$OUT" loglik)
+stack_close "$again" "$fitted" 1e-12 || fail "loglik --model $again, fit $fitted"
