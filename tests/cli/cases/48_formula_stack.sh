@@ -190,3 +190,34 @@ expect_exit 0
 expect_stdout '"f\.node\.edge-ou\.2\.lengthscale"'
 again=$(stack_num "$OUT" loglik)
 stack_close "$again" "$fitted" 1e-12 || fail "loglik --model $again, fit $fitted"
+
+begin "formula stack: predict --terms is the dense constrained posterior of rw1 + iid"
+run "$GMM_INFER" predict --terms --model "$sfx/model_rw1_iid.json"
+expect_exit 0
+expect_stdout '^term,level,mean,sd$'
+# each dense row found, mean within 1e-8 posterior sd, sd within 1e-8 relative
+awk -F, 'NR == FNR { if (FNR > 1) { k = $1 "," ($1 == "f.t" ? $2 + 0 : $2); m[k] = $3; s[k] = $4; n++ }; next }
+    FNR > 1 { k = $1 "," ($1 == "f.t" ? $2 + 0 : $2)
+        if (!(k in m)) { print "no dense row " k; bad = 1; next }
+        dm = $3 - m[k]; ds = $4 - s[k]; if (dm < 0) dm = -dm; if (ds < 0) ds = -ds
+        if (dm > 1e-8 * s[k] || ds > 1e-8 * s[k]) { print k ": " $3 " " $4 " dense " m[k] " " s[k]; bad = 1 }
+        seen++ }
+    END { if (seen != n) { print seen " rows, dense " n; bad = 1 }; exit bad }' \
+    "$sfx/terms_rw1_iid.csv" "$OUT" > "$CASE_TMP/cmp" || fail "$(cat "$CASE_TMP/cmp")"
+
+begin "formula stack: predict --terms of bym2 + cyclic rw2: b and u per district, x per week"
+awk -F, 'NR == 1 { print "node,week,n"; next } { printf "%s,%s,%d\n", $1, $2, ($3 > 0 ? int($3 * 3) : 0) }' \
+    "$sfx/data_besag_rw1.csv" > "$CASE_TMP/counts.csv"
+run "$GMM_INFER" fit --formula \
+    'n ~ f(node, bym2, graph=tests/fixtures/stack/edges.csv) + f(week, rw2, cyclic)' \
+    --likelihood poisson "$CASE_TMP/counts.csv" -o "$CASE_TMP/p.json"
+expect_exit 0
+run "$GMM_INFER" predict --terms --model "$CASE_TMP/p.json"
+expect_exit 0
+expect_stdout '^intercept,,'
+rows=$(awk -F, '{ c[$1]++ } END { printf "%d %d %d", c["f.node"], c["f.node.u"], c["f.week"] }' "$OUT")
+[[ "$rows" == "7 7 6" ]] || fail "rows of f.node, f.node.u, f.week: $rows, expected 7 7 6"
+# the constraint: the structured part u and the cyclic walk each sum to zero
+awk -F, '$1 == "f.node.u" { u += $3 } $1 == "f.week" { w += $3 }
+    END { exit !(u < 1e-9 && u > -1e-9 && w < 1e-9 && w > -1e-9) }' "$OUT" ||
+    fail "u or the walk does not sum to zero"

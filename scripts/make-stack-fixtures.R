@@ -1,10 +1,13 @@
 #!/usr/bin/Rscript
-# make-cyclic-fixtures.R -- dense references for the cyclic walks of
-# --formula (f(NAME, rw1|rw2, cyclic[, period=P])), tests/cli/cases/
-# 48_formula_stack.sh, written to tests/fixtures/stack/cyclic_*.
+# make-stack-fixtures.R -- dense references for stacked formulas that
+# scripts/make-stack-fixtures.py (numpy) does not cover, for
+# tests/cli/cases/48_formula_stack.sh, written to tests/fixtures/stack/:
+# the cyclic walks (f(NAME, rw1|rw2, cyclic[, period=P])) and the per-term
+# posterior of predict --terms.
 #
-#   Rscript scripts/make-cyclic-fixtures.R      (base R only)
+#   Rscript scripts/make-stack-fixtures.R      (base R only; run after the .py)
 #
+# CYCLIC WALKS.
 # The prior precision is built from the walk's definition, transition by
 # transition, the last value followed by the first a wrap distance
 # d = period - (t_max - t_min) further on: rw1 (x_{j+1} - x_j)^2 / (s dt_j);
@@ -15,16 +18,22 @@
 # centred by its mean (no covariate), and the log density of the centred y
 # is the reference.  Writes cyclic_data.csv, cyclic_model_*.json and
 # cyclic_expected.csv (case,loglik).
+#
+# TERMS.  model_rw1_iid.json (the .py's rw1 + iid on data_rw1_iid.csv) at
+# its values: prior covariance P = blockdiag(s_t C_rw1, s_g I) (C_rw1 the
+# sum-to-zero constrained rw1 covariance), S = A P A' + noise I over the
+# observed rows; posterior mean P A' S^-1 (y - center) and covariance
+# P - P A' S^-1 A P; writes terms_rw1_iid.csv (term,level,mean,sd).
 out <- file.path(dirname(sub("^--file=", "", grep("^--file=", commandArgs(FALSE), value = TRUE))),
                  "..", "tests", "fixtures", "stack")
 set.seed(20261127)
 
-walk_q <- function(u, period, two) {
+walk_q <- function(u, period, two, cyclic = TRUE) {
     m <- length(u)
     d <- c(diff(u), period - (u[m] - u[1]))
     k <- if (two) 2 else 1
     Q <- matrix(0, k * m, k * m)
-    for (j in 1:m) {
+    for (j in 1:(if (cyclic) m else m - 1)) {
         nx <- if (j == m) 1 else j + 1
         h <- d[j]
         if (two) {
@@ -44,8 +53,8 @@ walk_q <- function(u, period, two) {
 }
 
 # covariance of the data-read values x_j under unit variance
-walk_cov <- function(u, period, two) {
-    Q <- walk_q(u, period, two)
+walk_cov <- function(u, period, two, cyclic = TRUE) {
+    Q <- walk_q(u, period, two, cyclic)
     m <- length(u)
     xi <- if (two) seq(1, 2 * m, 2) else 1:m
     a <- numeric(nrow(Q))
@@ -97,3 +106,26 @@ for (two in c(FALSE, TRUE)) {
 }
 writeLines(c("case,value", sprintf("%s,%.17g", names(cases), unlist(cases))),
            file.path(out, "cyclic_expected.csv"))
+
+# ---- predict --terms of model_rw1_iid.json ----
+d <- read.csv(file.path(out, "data_rw1_iid.csv"), colClasses = c("numeric", "character",
+                                                                  "numeric", "numeric"))
+m <- readLines(file.path(out, "model_rw1_iid.json"))
+num <- function(key) as.numeric(sub(".*: *([-0-9.eE+]+),?$", "\\1",
+                                    grep(sprintf('"%s"', key), m, value = TRUE, fixed = TRUE)[1]))
+st <- num("f.t.variance"); sg <- num("f.g.variance"); noise <- num("likelihood.variance")
+center <- num("center")
+obs <- !is.na(d$y)
+u <- sort(unique(d$t)); gl <- sort(unique(d$g))
+A <- cbind(outer(d$t, u, "==") * 1, outer(d$g, gl, "==") * 1)[obs, ]
+P <- matrix(0, ncol(A), ncol(A))
+P[seq_along(u), seq_along(u)] <- st * walk_cov(u, 0, FALSE, FALSE)
+P[length(u) + seq_along(gl), length(u) + seq_along(gl)] <- sg * diag(length(gl))
+S <- A %*% P %*% t(A) + noise * diag(sum(obs))
+K <- P %*% t(A) %*% solve(S)
+mu <- K %*% (d$y[obs] - center)
+C <- P - K %*% A %*% P
+write.csv(data.frame(term = c(rep("f.t", length(u)), rep("f.g", length(gl))),
+                     level = c(sprintf("%.17g", u), gl), mean = sprintf("%.17g", mu),
+                     sd = sprintf("%.17g", sqrt(diag(C)))),
+          file.path(out, "terms_rw1_iid.csv"), row.names = FALSE, quote = FALSE)
