@@ -5,7 +5,10 @@
 # besag + rw1 to 1e-8 relative, the rw1 local level's maximum likelihood against SciPy's
 # maximum of the same dense objective; then every command on such a model (the model file
 # read back, gradcheck, predict at the data rows, hmc and its draws, score of held-out rows),
-# vi's refusal, --verbose's sizes, and errors that point into the formula.
+# vi's refusal, --verbose's sizes, and errors that point into the formula.  Against
+# scripts/make-stack-fixtures.R: the cyclic rw1 and rw2 log marginal likelihoods (1e-8) and
+# predict --terms of rw1 + iid (the dense constrained posterior); the Laplace --terms of one
+# term against predict's rows; cyclic's refusals; a graph precision's parameter names.
 # Sourced by tests/cli/run.sh (see there for the helpers).
 
 sfx="$ROOT/tests/fixtures/stack"
@@ -221,3 +224,27 @@ rows=$(awk -F, '{ c[$1]++ } END { printf "%d %d %d", c["f.node"], c["f.node.u"],
 awk -F, '$1 == "f.node.u" { u += $3 } $1 == "f.week" { w += $3 }
     END { exit !(u < 1e-9 && u > -1e-9 && w < 1e-9 && w > -1e-9) }' "$OUT" ||
     fail "u or the walk does not sum to zero"
+
+begin "formula stack: Laplace predict --terms of one term is predict's rows less the intercept"
+awk -F, 'NR == 1 { print "node,week,n"; next } { printf "%s,%s,%d\n", $1, $2, ($3 > 0 ? int($3 * 3) : 0) }' \
+    "$sfx/data_besag_rw1.csv" > "$CASE_TMP/counts.csv"
+for f in 'f(week, rw2, cyclic)' 'f(node, bym2, graph=tests/fixtures/stack/edges.csv)'; do
+    col=${f#f(}; col=${col%%,*}
+    run "$GMM_INFER" fit --formula "n ~ $f" --likelihood poisson "$CASE_TMP/counts.csv" \
+        -o "$CASE_TMP/p.json"
+    expect_exit 0
+    "$GMM_INFER" predict --model "$CASE_TMP/p.json" > "$CASE_TMP/rows.csv"
+    run "$GMM_INFER" predict --terms --model "$CASE_TMP/p.json"
+    expect_exit 0
+    # row r reads the level in column col of the data: mean b + m, var sd^2
+    awk -F, -v c="$col" -v t="f.$col" '
+        FILENAME ~ /counts/ { if (FNR == 1) { for (k = 1; k <= NF; k++) if ($k == c) ci = k; next }
+                              lev[FNR - 1] = $ci + 0; next }
+        FILENAME ~ /rows/ { if (FNR > 1) { pm[$1] = $2; pv[$1] = $3; nr++ }; next }
+        $1 == "intercept" { b = $3 } $1 == t { m[$2 + 0] = $3; s[$2 + 0] = $4 }
+        END { for (r = 1; r <= nr; r++) { l = lev[r]
+                  dm = pm[r] - b - m[l]; dv = pv[r] - s[l] * s[l]; if (dm < 0) dm = -dm; if (dv < 0) dv = -dv
+                  if (!(l in m) || dm > 1e-9 || dv > 1e-9 * pv[r]) { print "row " r ": " pm[r] " " pv[r] " terms " b " + " m[l] " " s[l]; bad = 1 } }
+              exit bad || nr != 42 }' "$CASE_TMP/counts.csv" "$CASE_TMP/rows.csv" "$OUT" \
+        > "$CASE_TMP/cmp" || fail "$f: $(cat "$CASE_TMP/cmp")"
+done
