@@ -168,6 +168,12 @@ static int stack_model(const gmm_formula_latent *t)
     return -1;
 }
 
+int gmm_mdl_impl_stack_kind(const gmm_formula_latent *t)
+{
+    int k = stack_model(t);
+    return k < 0 ? -1 : (int)stack_kind[k];
+}
+
 /* Several f() terms, or one intrinsic one: a stacked latent (one iid term
  * alone stays the edgeless graph precision, as before). */
 static int is_stack(const gmm_formula *fm)

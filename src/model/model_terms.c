@@ -33,19 +33,11 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* A stacked term's kind from its formula term (a quoted model is a graph
- * precision; the model layer checked the names). */
+/* A stacked term's kind (a quoted model is a graph precision). */
 static gmm_stack_model stack_kind_of(const gmm_formula_latent *t)
 {
-    if (t->quoted)
-        return GMM_STACK_GRAPH;
-    static const char *const nm[] = {"iid", "rw1", "rw2", "besag", "bym2"};
-    static const gmm_stack_model kd[] = {GMM_STACK_IID, GMM_STACK_RW1, GMM_STACK_RW2,
-                                         GMM_STACK_BESAG, GMM_STACK_BYM2};
-    for (size_t k = 0; k < sizeof nm / sizeof *nm; k++)
-        if (!strcmp(t->model, nm[k]))
-            return kd[k];
-    return GMM_STACK_GRAPH;
+    int k = gmm_mdl_impl_stack_kind(t);
+    return k < 0 ? GMM_STACK_GRAPH : (gmm_stack_model)k;
 }
 
 /* The rows a stacked component contributes: one per level (rw2: its x_j,
