@@ -2,14 +2,15 @@
  *
  *   formula := NAME '~' ['-'] term (('+' | '-') term)*
  *   term    := '1' | '0' | NAME | 'factor' '(' NAME ')'
- *            | 'f' '(' NAME ',' MODEL (',' KEY '=' VALUE)* ')'
+ *            | 'f' '(' NAME ',' MODEL (',' KEY ['=' VALUE])* ')'
  *   MODEL   := NAME | QUOTED          VALUE := QUOTED | text up to ',' or ')'
  *
  * NAME is a column of the data, [A-Za-z_.][A-Za-z0-9_.]*; QUOTED is text in
  * single or double quotes (no escapes).  '1' asks for the intercept (present
  * by default), '0' and '-1' drop it; '-' may only precede '1'.  A NAME is a
  * numeric covariate; factor(NAME) a categorical column; f(NAME, MODEL, ...)
- * a latent component indexed by column NAME.  The parser knows no model
+ * a latent component indexed by column NAME; a KEY without '=' VALUE is a
+ * flag (f(w, rw2, cyclic)), its value "".  The parser knows no model
  * names: the model layer (model.h) checks MODEL and the keys, using the
  * positions below to point at the offending character.
  */
@@ -30,7 +31,8 @@ typedef struct {
 typedef struct {
     char *key, *value;
     size_t pos, vpos; /* offsets of the key and of the value's first character
-                       * (inside the quotes when quoted) */
+                       * (inside the quotes when quoted; a flag's: the key's) */
+    int flag;         /* nonzero: KEY alone, value "" */
 } gmm_formula_arg;
 
 /* A latent term f(NAME, MODEL, KEY=VALUE, ...). */
@@ -62,8 +64,8 @@ typedef struct {
 gmm_status gmm_formula_parse(const char *text, gmm_formula **out);
 void gmm_formula_free(gmm_formula *f); /* NULL-safe */
 
-/* The value of key `key` of latent term t (NULL when not given); *pos (may
- * be NULL) its offset. */
+/* The value of key `key` of latent term t (NULL when not given, "" for a
+ * flag); *pos (may be NULL) its offset. */
 const char *gmm_formula_arg_find(const gmm_formula_latent *t, const char *key, size_t *pos);
 
 #endif

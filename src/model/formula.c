@@ -100,7 +100,7 @@ static gmm_status value(parser *p, int bare_name, char **out, size_t *pos, int *
     return (*out = copy(p->s + b, e - b)) ? GMM_OK : nomem();
 }
 
-/* The rest of f(: NAME ',' MODEL (',' KEY '=' VALUE)* ')'. */
+/* The rest of f(: NAME ',' MODEL (',' KEY ['=' VALUE])* ')'. */
 static gmm_status latent_term(parser *p)
 {
     gmm_formula *f = p->f;
@@ -135,6 +135,15 @@ static gmm_status latent_term(parser *p)
         for (size_t k = 0; k + 1 < t->narg; k++)
             if (!strcmp(t->arg[k].key, a->key))
                 return fail(p, a->pos, "key given twice");
+        skip(p);
+        if (p->at < p->len && (p->s[p->at] == ',' || p->s[p->at] == ')')) {
+            /* a bare KEY: a flag (f(w, rw2, cyclic)) */
+            a->vpos = a->pos;
+            if (!(a->value = copy("", 0)))
+                return nomem();
+            a->flag = 1;
+            continue;
+        }
         if ((st = expect(p, '=')) || (st = value(p, 0, &a->value, &a->vpos, &q)))
             return st;
     }

@@ -168,6 +168,12 @@ static int stack_model(const gmm_formula_latent *t)
     return -1;
 }
 
+int gmm_mdl_impl_stack_kind(const gmm_formula_latent *t)
+{
+    int k = stack_model(t);
+    return k < 0 ? -1 : (int)stack_kind[k];
+}
+
 /* Several f() terms, or one intrinsic one: a stacked latent (one iid term
  * alone stays the edgeless graph precision, as before). */
 static int is_stack(const gmm_formula *fm)
@@ -176,6 +182,63 @@ static int is_stack(const gmm_formula *fm)
         return 1;
     int k = stack_model(&fm->latent[0]);
     return k > 0;
+}
+
+/* f()'s keys: graph=EDGES.csv; cyclic (a flag, or =true/false) and
+ * period=P (needs cyclic) on rw1 and rw2 only. */
+static gmm_status check_keys(const build *b, const gmm_formula_latent *t)
+{
+    int mk = stack_model(t);
+    int walk = mk >= 0 && (stack_kind[mk] == GMM_STACK_RW1 || stack_kind[mk] == GMM_STACK_RW2);
+    for (size_t a = 0; a < t->narg; a++) {
+        const gmm_formula_arg *g = &t->arg[a];
+        int cyc = !strcmp(g->key, "cyclic"), per = !strcmp(g->key, "period");
+        if (!cyc && !per && strcmp(g->key, "graph"))
+            return formula_error(b, g->pos,
+                                 "formula: f() has no key '%s' (keys: graph; on rw1 and rw2: "
+                                 "cyclic, period)",
+                                 g->key);
+        if ((cyc || per) && !walk)
+            return formula_error(b, g->pos,
+                                 "formula: f(%s, %s): '%s' applies to rw1 and rw2 only (a "
+                                 "seasonal kernel: 'periodic(period=P)')",
+                                 t->name, t->model, g->key);
+        if (!cyc && g->flag)
+            return formula_error(b, g->pos, "formula: key '%s' needs a value (%s=...)", g->key,
+                                 g->key);
+    }
+    return GMM_OK;
+}
+
+/* f(NAME, rw1|rw2, cyclic[=true|false], period=P): *cyclic, *period (0: the
+ * default). */
+static gmm_status term_cyclic(const build *b, const gmm_formula_latent *t, int *cyclic,
+                              double *period)
+{
+    size_t pos = 0;
+    const char *c = gmm_formula_arg_find(t, "cyclic", &pos);
+    *cyclic = 0;
+    *period = 0.0;
+    if (c) {
+        if (!*c || !strcmp(c, "true") || !strcmp(c, "TRUE") || !strcmp(c, "1"))
+            *cyclic = 1;
+        else if (strcmp(c, "false") && strcmp(c, "FALSE") && strcmp(c, "0"))
+            return formula_error(b, pos, "formula: cyclic is a flag: cyclic, cyclic=true or "
+                                         "cyclic=false");
+    }
+    const char *p = gmm_formula_arg_find(t, "period", &pos);
+    if (!p)
+        return GMM_OK;
+    char *end;
+    double v = strtod(p, &end);
+    if (end == p || *end || !(v > 0.0) || !isfinite(v))
+        return formula_error(b, pos, "formula: period must be a positive number, not '%s'", p);
+    if (!*cyclic)
+        return formula_error(b, pos, "formula: period applies to a cyclic walk (f(%s, %s, "
+                                     "cyclic, period=%s))",
+                             t->name, t->model, p);
+    *period = v;
+    return GMM_OK;
 }
 
 /* The terms of a stacked formula, before any data is read: known keys, a
@@ -190,11 +253,9 @@ static gmm_status check_stack_terms(const build *b, const gmm_formula *fm)
                                      "formula: two f() terms on column '%s' would share their "
                                      "parameter names (f.%s.variance)",
                                      t->name, t->name);
-        for (size_t a = 0; a < t->narg; a++)
-            if (strcmp(t->arg[a].key, "graph"))
-                return formula_error(b, t->arg[a].pos,
-                                     "formula: f() has no key '%s' (keys: graph)",
-                                     t->arg[a].key);
+        gmm_status s = check_keys(b, t);
+        if (s != GMM_OK)
+            return s;
         size_t gpos = 0;
         const char *graph = gmm_formula_arg_find(t, "graph", &gpos);
         int mk = stack_model(t);
@@ -213,6 +274,10 @@ static gmm_status check_stack_terms(const build *b, const gmm_formula *fm)
         if (!needs_graph && graph)
             return formula_error(b, gpos, "formula: f(%s, %s) takes no graph", t->name,
                                  t->model);
+        int cyclic;
+        double period;
+        if ((s = term_cyclic(b, t, &cyclic, &period)) != GMM_OK)
+            return s;
     }
     return GMM_OK;
 }
@@ -245,10 +310,8 @@ static gmm_status apply_formula(build *b, gmm_mdl *m, gmm_mdl_spec *d)
         return GMM_OK;
     }
     const gmm_formula_latent *t = &fm->latent[0];
-    for (size_t a = 0; a < t->narg; a++)
-        if (strcmp(t->arg[a].key, "graph"))
-            return formula_error(b, t->arg[a].pos, "formula: f() has no key '%s' (keys: graph)",
-                                 t->arg[a].key);
+    if ((s = check_keys(b, t)) != GMM_OK)
+        return s;
     size_t gpos = 0;
     const char *graph = gmm_formula_arg_find(t, "graph", &gpos);
     b->edgeless = !t->quoted && !strcmp(t->model, "iid");
@@ -676,6 +739,8 @@ static gmm_status build_stack(build *b, gmm_mdl *m, const gmm_table *data)
                 (s = gmm_table_column_double(data, c, 0, value[k])) != GMM_OK)
                 goto done;
             terms[k].value = value[k];
+            if ((s = term_cyclic(b, t, &terms[k].cyclic, &terms[k].period)) != GMM_OK)
+                goto done;
             continue;
         }
         if (!(level[k] = gmm_malloc(nr, sizeof **level))) {
@@ -749,16 +814,14 @@ done:
  * (f(g, iid): "f.g.variance"), "f.NAME.KIND.PARAM" for a spec
  * (f(t, 'matern32 + periodic'): "f.t.matern32.lengthscale",
  * "f.t.periodic.period"), a kind that recurs in a sum numbered from its
- * second leaf on ("f.t.matern32.2.variance").  The shorthand options keep
- * the latent's names. */
-static gmm_status term_names(gmm_mdl *m)
+ * second leaf on ("f.t.matern32.2.variance").  Latent parameters i0..i1-1
+ * of term t, their names read from character skip on (a stack's graph
+ * precision is named "f.NAME.LEAF.KIND.PARAM" by the latent). */
+static gmm_status rename_leaves(gmm_mdl *m, const gmm_formula_latent *t, size_t i0, size_t i1,
+                                size_t skip)
 {
-    if (!m->fm || m->fm->nlatent != 1 || m->stack) /* a stack names its own */
-        return GMM_OK;
-    const gmm_formula_latent *t = &m->fm->latent[0];
-    size_t nl = gmm_latent_nparam(m->lat);
-    for (size_t i = 0; i < nl; i++) {
-        const char *orig = gmm_latent_param_name(m->lat, i);
+    for (size_t i = i0; i < i1; i++) {
+        const char *orig = gmm_latent_param_name(m->lat, i) + skip;
         const char *k0 = strchr(orig, '.'), *p0 = k0 ? strchr(k0 + 1, '.') : NULL;
         if (!p0)
             return gmm_error(GMM_EINVAL, "latent parameter '%s' is not LEAF.KIND.PARAM", orig);
@@ -767,8 +830,8 @@ static gmm_status term_names(gmm_mdl *m)
         /* this leaf's rank among the leaves of its kind */
         size_t rank = 1;
         unsigned long last = leaf;
-        for (size_t j = 0; j < i; j++) {
-            const char *o2 = gmm_latent_param_name(m->lat, j), *k2 = strchr(o2, '.');
+        for (size_t j = i0; j < i; j++) {
+            const char *o2 = gmm_latent_param_name(m->lat, j) + skip, *k2 = strchr(o2, '.');
             unsigned long l2 = strtoul(o2, NULL, 10);
             if (l2 != leaf && l2 != last && !strncmp(k2 + 1, k0 + 1, klen) && k2[klen + 1] == '.') {
                 rank++;
@@ -788,6 +851,34 @@ static gmm_status term_names(gmm_mdl *m)
                                          "bytes at most)",
                              name, sizeof name - 1);
         strcpy(m->obj->name[i], name);
+    }
+    return GMM_OK;
+}
+
+/* The formula's names for the latent's parameters (rename_leaves): the
+ * one f() term's, or a stack's graph precisions' (its other components are
+ * named f.NAME.variance, f.NAME.phi by the latent).  The shorthand options
+ * keep the latent's names. */
+static gmm_status term_names(gmm_mdl *m)
+{
+    if (!m->fm)
+        return GMM_OK;
+    if (!m->stack)
+        return m->fm->nlatent == 1
+                   ? rename_leaves(m, &m->fm->latent[0], 0, gmm_latent_nparam(m->lat), 0)
+                   : GMM_OK;
+    /* a stack's components hold their parameters one after another */
+    size_t i0 = 0;
+    for (size_t k = 0; k < m->fm->nlatent; k++) {
+        const gmm_formula_latent *t = &m->fm->latent[k];
+        int mk = stack_model(t);
+        size_t np = m->sgmrf[k]                                 ? m->sgmrf[k]->nparam
+                    : mk >= 0 && stack_kind[mk] == GMM_STACK_BYM2 ? 2
+                                                                : 1;
+        gmm_status s;
+        if (m->sgmrf[k] && (s = rename_leaves(m, t, i0, i0 + np, strlen(t->name) + 3)) != GMM_OK)
+            return s;
+        i0 += np;
     }
     return GMM_OK;
 }

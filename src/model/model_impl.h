@@ -103,6 +103,10 @@ void gmm_mdl_impl_levels_free(gmm_mdl *m);
  * graph or iid term with covariates or factors (a node has no linear
  * predictor of its own then). */
 int gmm_mdl_impl_rows(const gmm_mdl *m);
+/* The gmm_stack_model (stack.h) of a stacked term named by a keyword (iid,
+ * rw1, rw2, besag, bym2); -1 for a quoted spec (a graph precision in a
+ * stack). */
+int gmm_mdl_impl_stack_kind(const gmm_formula_latent *t);
 
 /* Row r's cells of columns col[0..nc), each followed by a unit separator
  * (allocated; NULL: out of memory). */

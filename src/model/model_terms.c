@@ -1,5 +1,5 @@
 /* model_terms.c -- a built model (model.h) term by term: each
- * coefficient's estimate and standard error, and the f() term's posterior
+ * coefficient's estimate and standard error, and each f() term's posterior
  * at each of its levels (predict --terms). */
 #include "model_impl.h"
 
@@ -9,7 +9,9 @@
 #include <string.h>
 
 #include "gmm/alloc.h"
+#include "gmm/band.h"
 #include "gmm/fit.h"
+#include "gmm/stack.h"
 #include "gmm/vi.h"
 
 void gmm_mdl_terms_free(gmm_mdl_terms *t)
@@ -31,12 +33,73 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* A stacked term's kind (a quoted model is a graph precision). */
+static gmm_stack_model stack_kind_of(const gmm_formula_latent *t)
+{
+    int k = gmm_mdl_impl_stack_kind(t);
+    return k < 0 ? GMM_STACK_GRAPH : (gmm_stack_model)k;
+}
+
+/* The rows a stacked component contributes: one per level (rw2: its x_j,
+ * not the slopes; bym2: b then u). */
+static size_t stack_rows(const gmm_mdl *m, size_t k)
+{
+    size_t sz = gmm_latent_stack_size(m->lat, k);
+    gmm_stack_model kd = stack_kind_of(&m->fm->latent[k]);
+    return kd == GMM_STACK_RW2 ? sz / 2 : sz;
+}
+
+/* Stacked latent rows from index nc on: component k's levels in its local
+ * order, each with the posterior mean and sd of its latent (the marginal of
+ * the constrained Gaussian or Laplace posterior at the model's values). */
+static gmm_status stack_terms(gmm_mdl *m, size_t nc, gmm_mdl_terms *out)
+{
+    gmm_latent *l = m->lat;
+    size_t n = gmm_latent_dim(l);
+    double *mean = gmm_malloc(n ? n : 1, sizeof *mean);
+    gmm_band *cov = gmm_band_alloc(n, gmm_latent_cov_bandwidth(l), 0, GMM_BAND_SYMMETRIC);
+    gmm_status s = GMM_OK;
+    if (!mean || !cov) {
+        s = gmm_error(GMM_ENOMEM, "out of memory for the posterior (%zu latents)", n);
+        goto done;
+    }
+    if ((s = gmm_problem_posterior(m->prob, m->obj->value, mean, cov)) != GMM_OK)
+        goto done;
+    size_t r = nc;
+    for (size_t k = 0; k < m->nterm && s == GMM_OK; k++) {
+        const gmm_formula_latent *t = &m->fm->latent[k];
+        gmm_stack_model kd = stack_kind_of(t);
+        size_t nr = stack_rows(m, k), nv = 0;
+        const double *val = gmm_latent_stack_values(l, k, &nv);
+        for (size_t j = 0; j < nr && s == GMM_OK; j++, r++) {
+            size_t lev = kd == GMM_STACK_BYM2 && j >= nr / 2 ? j - nr / 2 : j;
+            size_t idx = gmm_latent_stack_index(l, k, kd == GMM_STACK_RW2 ? 2 * j : j);
+            char buf[64];
+            const char *label = buf;
+            if (val)
+                snprintf(buf, sizeof buf, "%.17g", val[lev]);
+            else
+                label = gmm_graph_node_label(m->sg[k], lev, buf);
+            snprintf(out->term[r], sizeof out->term[r], "f.%s%s", t->name,
+                     kd == GMM_STACK_BYM2 && j >= nr / 2 ? ".u" : "");
+            if (!(out->level[r] = gmm_strdup(label))) {
+                s = gmm_error(GMM_ENOMEM, "out of memory");
+                break;
+            }
+            double v = gmm_band_get(cov, idx, idx);
+            out->mean[r] = mean[idx];
+            out->sd[r] = sqrt(v > 0.0 ? v : 0.0);
+        }
+    }
+done:
+    gmm_free(mean);
+    gmm_band_free(cov);
+    return s;
+}
+
 gmm_status gmm_mdl_terms_get(gmm_mdl *m, gmm_mdl_terms *out)
 {
     memset(out, 0, sizeof *out);
-    if (m->stack)
-        return gmm_error(GMM_EINVAL, "predict --terms: a model of several f() terms (or rw1, "
-                                     "rw2, besag, bym2) has no per-term summaries yet");
     gmm_objective *o = m->obj;
     size_t np = o->nparam, nc = m->ncoef, nl = 0;
     int inputs = gmm_latent_has_inputs(m->lat);
@@ -52,6 +115,9 @@ gmm_status gmm_mdl_terms_get(gmm_mdl *m, gmm_mdl_terms *out)
         for (size_t i = 0; i < m->nrow; i++)
             if (nl == 0 || xq[i] != xq[nl - 1])
                 xq[nl++] = xq[i];
+    } else if (m->stack) {
+        for (size_t k = 0; k < m->nterm; k++)
+            nl += stack_rows(m, k);
     } else {
         nl = m->gmrf->n;
     }
@@ -83,6 +149,10 @@ gmm_status gmm_mdl_terms_get(gmm_mdl *m, gmm_mdl_terms *out)
         snprintf(out->term[k], sizeof out->term[k], "%s", o->name[np - nc + k]);
         out->mean[k] = o->value[np - nc + k];
         out->sd[k] = se[np - nc + k];
+    }
+    if (m->stack) {
+        s = stack_terms(m, nc, out);
+        goto done;
     }
     /* the term's name: f.NAME for a formula, else f */
     char tname[64] = "f";

@@ -49,6 +49,15 @@ START_TEST(test_formula_parse)
     ck_assert_str_eq(f->latent[0].model, "iid");
     ck_assert_int_eq(f->latent[0].quoted, 0);
     gmm_formula_free(f);
+    /* a bare key is a flag, its value "", beside KEY=VALUE */
+    ck_assert_int_eq(gmm_formula_parse("n ~ f(w, rw2, cyclic, period = 52 )", &f), GMM_OK);
+    ck_assert_uint_eq(f->latent[0].narg, 2);
+    ck_assert_str_eq(gmm_formula_arg_find(&f->latent[0], "cyclic", &pos), "");
+    ck_assert_uint_eq(pos, 14);
+    ck_assert_int_eq(f->latent[0].arg[0].flag, 1);
+    ck_assert_str_eq(gmm_formula_arg_find(&f->latent[0], "period", NULL), "52");
+    ck_assert_int_eq(f->latent[0].arg[1].flag, 0);
+    gmm_formula_free(f);
     ck_assert_int_eq(gmm_formula_parse("n ~ 0 + 1 + x", &f), GMM_OK);
     ck_assert_int_eq(f->intercept, 1);
     gmm_formula_free(f);
@@ -62,6 +71,7 @@ START_TEST(test_formula_parse)
         {"y ~ - x", 6},       {"y ~ 2", 4},            {"y ~ g(x)", 4},
         {"y ~ x + x", 8},     {"y ~ f(t 'a')", 8},     {"y ~ f(t, 'a)", 9},
         {"y ~ f(t, a, k=1, k=2)", 17},                 {"y ~ factor(x", 12},
+        {"y ~ f(t, a, k k)", 14},                      {"y ~ f(t, a, c, c)", 15},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         ck_assert_msg(gmm_formula_parse(bad[i].text, &f) == GMM_EPARSE, "%s", bad[i].text);

@@ -5,7 +5,10 @@
 # besag + rw1 to 1e-8 relative, the rw1 local level's maximum likelihood against SciPy's
 # maximum of the same dense objective; then every command on such a model (the model file
 # read back, gradcheck, predict at the data rows, hmc and its draws, score of held-out rows),
-# vi's refusal, --verbose's sizes, and errors that point into the formula.
+# vi's refusal, --verbose's sizes, and errors that point into the formula.  Against
+# scripts/make-stack-fixtures.R: the cyclic rw1 and rw2 log marginal likelihoods (1e-8) and
+# predict --terms of rw1 + iid (the dense constrained posterior); the Laplace --terms of one
+# term against predict's rows; cyclic's refusals; a graph precision's parameter names.
 # Sourced by tests/cli/run.sh (see there for the helpers).
 
 sfx="$ROOT/tests/fixtures/stack"
@@ -123,3 +126,125 @@ run "$GMM_INFER" gradcheck --formula \
     --likelihood poisson "$CASE_TMP/counts.csv"
 expect_exit 0
 expect_stderr 'gradients within tolerance'
+
+# cyclic walks: scripts/make-cyclic-fixtures.R's dense constrained densities
+for c in rw2_period rw1_default rw2_default; do
+    begin "formula stack: loglik of the cyclic $c equals the dense constrained density"
+    run "$GMM_INFER" loglik --model "$sfx/cyclic_model_$c.json"
+    expect_exit 0
+    got=$(stack_num "$OUT" loglik)
+    want=$(awk -F, -v k="$c" '$1 == k { print $2 }' "$sfx/cyclic_expected.csv")
+    stack_close "$got" "$want" 1e-8 || fail "cyclic $c: loglik $got, dense $want"
+done
+
+begin "formula stack: cyclic=true is the flag, cyclic=false the open walk; period without cyclic"
+cp "$sfx/cyclic_data.csv" "$CASE_TMP/"
+sed 's/cyclic, period/cyclic=true, period/' "$sfx/cyclic_model_rw2_period.json" \
+    > "$CASE_TMP/m.json"
+run "$GMM_INFER" loglik --model "$CASE_TMP/m.json"
+expect_exit 0
+grep -q 'cyclic=true' "$CASE_TMP/m.json" || fail 'the model file does not say cyclic=true'
+got=$(stack_num "$OUT" loglik)
+want=$(awk -F, '$1 == "rw2_period" { print $2 }' "$sfx/cyclic_expected.csv")
+stack_close "$got" "$want" 1e-8 || fail "cyclic=true: loglik $got, dense $want"
+run "$GMM_INFER" loglik --formula 'y ~ f(v, rw1, cyclic=false) + f(week, iid)' \
+    --verbose "$sfx/cyclic_data.csv"
+expect_exit 0
+expect_stderr 'f\.v \(rw1\)'
+run "$GMM_INFER" loglik --formula 'y ~ f(week, rw2, period=20)' "$sfx/cyclic_data.csv"
+expect_exit 1
+expect_stderr 'period applies to a cyclic walk'
+run "$GMM_INFER" loglik --formula 'y ~ f(week, rw2, cyclic, period=-3)' "$sfx/cyclic_data.csv"
+expect_exit 1
+expect_stderr 'period must be a positive number'
+run "$GMM_INFER" loglik --formula 'y ~ f(week, rw2, cyclic=maybe)' "$sfx/cyclic_data.csv"
+expect_exit 1
+expect_stderr 'cyclic is a flag'
+
+begin "formula stack: cyclic on iid, besag, bym2, a kernel or a graph precision is refused"
+for t in 'f(week, iid, cyclic)' 'f(week, iid, cyclic) + f(v, rw1)' \
+    'f(week, besag, graph=tests/fixtures/stack/edges.csv, cyclic)' \
+    'f(week, bym2, graph=tests/fixtures/stack/edges.csv, period=3)' \
+    "f(week, 'matern32', cyclic)" \
+    "f(week, 'edge-ou', graph=tests/fixtures/stack/edges.csv, cyclic)"; do
+    run "$GMM_INFER" loglik --formula "y ~ $t" "$sfx/cyclic_data.csv"
+    expect_exit 1
+    expect_stderr "applies to rw1 and rw2 only"
+    expect_no_stderr 'read [0-9]+ rows'
+done
+run "$GMM_INFER" loglik --formula "y ~ f(week, rw2, graph)" "$sfx/cyclic_data.csv"
+expect_exit 1
+expect_stderr "key 'graph' needs a value"
+
+begin "formula stack: a graph precision's parameters are named as in a one-term formula"
+run "$GMM_INFER" fit --formula \
+    "y ~ f(node, 'edge-ou + iid + edge-ou', graph=tests/fixtures/stack/edges.csv) + f(week, rw1)" \
+    --fix f.node.edge-ou.2.lengthscale "$sfx/data_besag_rw1.csv" -o "$CASE_TMP/g.json"
+expect_exit 0
+for p in f.node.edge-ou.variance f.node.edge-ou.lengthscale f.node.iid.variance \
+    f.node.edge-ou.2.variance f.week.variance; do
+    expect_file "$CASE_TMP/g.json" "\"$p\""
+done
+expect_no_file_match() { ! grep -Eq -- "$2" "$1" || fail "$1 matches /$2/"; }
+expect_no_file_match "$CASE_TMP/g.json" '"f\.node\.[0-9]'
+fitted=$(stack_num "$CASE_TMP/g.json" loglik)
+run "$GMM_INFER" loglik --model "$CASE_TMP/g.json"
+expect_exit 0
+expect_stdout '"f\.node\.edge-ou\.2\.lengthscale"'
+again=$(stack_num "$OUT" loglik)
+stack_close "$again" "$fitted" 1e-12 || fail "loglik --model $again, fit $fitted"
+
+begin "formula stack: predict --terms is the dense constrained posterior of rw1 + iid"
+run "$GMM_INFER" predict --terms --model "$sfx/model_rw1_iid.json"
+expect_exit 0
+expect_stdout '^term,level,mean,sd$'
+# each dense row found, mean within 1e-8 posterior sd, sd within 1e-8 relative
+awk -F, 'NR == FNR { if (FNR > 1) { k = $1 "," ($1 == "f.t" ? $2 + 0 : $2); m[k] = $3; s[k] = $4; n++ }; next }
+    FNR > 1 { k = $1 "," ($1 == "f.t" ? $2 + 0 : $2)
+        if (!(k in m)) { print "no dense row " k; bad = 1; next }
+        dm = $3 - m[k]; ds = $4 - s[k]; if (dm < 0) dm = -dm; if (ds < 0) ds = -ds
+        if (dm > 1e-8 * s[k] || ds > 1e-8 * s[k]) { print k ": " $3 " " $4 " dense " m[k] " " s[k]; bad = 1 }
+        seen++ }
+    END { if (seen != n) { print seen " rows, dense " n; bad = 1 }; exit bad }' \
+    "$sfx/terms_rw1_iid.csv" "$OUT" > "$CASE_TMP/cmp" || fail "$(cat "$CASE_TMP/cmp")"
+
+begin "formula stack: predict --terms of bym2 + cyclic rw2: b and u per district, x per week"
+awk -F, 'NR == 1 { print "node,week,n"; next } { printf "%s,%s,%d\n", $1, $2, ($3 > 0 ? int($3 * 3) : 0) }' \
+    "$sfx/data_besag_rw1.csv" > "$CASE_TMP/counts.csv"
+run "$GMM_INFER" fit --formula \
+    'n ~ f(node, bym2, graph=tests/fixtures/stack/edges.csv) + f(week, rw2, cyclic)' \
+    --likelihood poisson "$CASE_TMP/counts.csv" -o "$CASE_TMP/p.json"
+expect_exit 0
+run "$GMM_INFER" predict --terms --model "$CASE_TMP/p.json"
+expect_exit 0
+expect_stdout '^intercept,,'
+rows=$(awk -F, '{ c[$1]++ } END { printf "%d %d %d", c["f.node"], c["f.node.u"], c["f.week"] }' "$OUT")
+[[ "$rows" == "7 7 6" ]] || fail "rows of f.node, f.node.u, f.week: $rows, expected 7 7 6"
+# the constraint: the structured part u and the cyclic walk each sum to zero
+awk -F, '$1 == "f.node.u" { u += $3 } $1 == "f.week" { w += $3 }
+    END { exit !(u < 1e-9 && u > -1e-9 && w < 1e-9 && w > -1e-9) }' "$OUT" ||
+    fail "u or the walk does not sum to zero"
+
+begin "formula stack: Laplace predict --terms of one term is predict's rows less the intercept"
+awk -F, 'NR == 1 { print "node,week,n"; next } { printf "%s,%s,%d\n", $1, $2, ($3 > 0 ? int($3 * 3) : 0) }' \
+    "$sfx/data_besag_rw1.csv" > "$CASE_TMP/counts.csv"
+for f in 'f(week, rw2, cyclic)' 'f(node, bym2, graph=tests/fixtures/stack/edges.csv)'; do
+    col=${f#f(}; col=${col%%,*}
+    run "$GMM_INFER" fit --formula "n ~ $f" --likelihood poisson "$CASE_TMP/counts.csv" \
+        -o "$CASE_TMP/p.json"
+    expect_exit 0
+    "$GMM_INFER" predict --model "$CASE_TMP/p.json" > "$CASE_TMP/rows.csv"
+    run "$GMM_INFER" predict --terms --model "$CASE_TMP/p.json"
+    expect_exit 0
+    # row r reads the level in column col of the data: mean b + m, var sd^2
+    awk -F, -v c="$col" -v t="f.$col" '
+        FILENAME ~ /counts/ { if (FNR == 1) { for (k = 1; k <= NF; k++) if ($k == c) ci = k; next }
+                              lev[FNR - 1] = $ci + 0; next }
+        FILENAME ~ /rows/ { if (FNR > 1) { pm[$1] = $2; pv[$1] = $3; nr++ }; next }
+        $1 == "intercept" { b = $3 } $1 == t { m[$2 + 0] = $3; s[$2 + 0] = $4 }
+        END { for (r = 1; r <= nr; r++) { l = lev[r]
+                  dm = pm[r] - b - m[l]; dv = pv[r] - s[l] * s[l]; if (dm < 0) dm = -dm; if (dv < 0) dv = -dv
+                  if (!(l in m) || dm > 1e-9 || dv > 1e-9 * pv[r]) { print "row " r ": " pm[r] " " pv[r] " terms " b " + " m[l] " " s[l]; bad = 1 } }
+              exit bad || nr != 42 }' "$CASE_TMP/counts.csv" "$CASE_TMP/rows.csv" "$OUT" \
+        > "$CASE_TMP/cmp" || fail "$f: $(cat "$CASE_TMP/cmp")"
+done
