@@ -603,7 +603,7 @@ START_TEST(test_gaussian_exact)
             memcpy(co + m * w, coef + i * w, w * sizeof *co);
             yo[m++] = y[i];
         }
-    gmm_laplace_obs ob = {m, w, off, co, yo, NULL, NULL};
+    gmm_laplace_obs ob = {m, w, off, co, yo, NULL, NULL, NULL, NULL};
     gmm_lik lik = tu_lik_of("gaussian(variance=0.07)", 1.7);
     gmm_laplace *lw = gmm_laplace_alloc(N, kl, kl, m, w);
     double lq, lq2;
@@ -658,7 +658,7 @@ START_TEST(test_one_latent_poisson)
         double coef[3] = {1, 1, 1};
         gmm_band *Q = gmm_band_alloc(1, 0, 0, GMM_BAND_SYMMETRIC);
         gmm_band_col(Q, 0)[0] = q;
-        gmm_laplace_obs ob = {3, 1, off, coef, y, e, NULL};
+        gmm_laplace_obs ob = {3, 1, off, coef, y, e, NULL, NULL, NULL};
         gmm_lik lik = tu_lik_of("poisson", 1.7);
         gmm_laplace *lw = gmm_laplace_alloc(1, 0, 0, 3, 1);
         double lq;
@@ -696,7 +696,7 @@ START_TEST(test_far_start)
     gmm_band_col(Q, 0)[0] = 1.0;
     gmm_band_col(Q, 0)[1] = -0.5;
     gmm_band_col(Q, 1)[1] = 1.0;
-    gmm_laplace_obs ob = {2, 1, off, coef, y, NULL, NULL};
+    gmm_laplace_obs ob = {2, 1, off, coef, y, NULL, NULL, NULL, NULL};
     gmm_lik lik = tu_lik_of("poisson", 1.7);
     gmm_laplace *lw = gmm_laplace_alloc(2, 1, 1, 2, 1);
     double x0[2] = {30.0, -30.0}, a, b;
@@ -829,7 +829,7 @@ START_TEST(test_studentt_saddle)
     size_t off[2] = {0, 0};
     gmm_band *Q = gmm_band_alloc(1, 0, 0, GMM_BAND_SYMMETRIC);
     gmm_band_col(Q, 0)[0] = 1e-3;
-    gmm_laplace_obs ob = {2, 1, off, coef, y, NULL, NULL};
+    gmm_laplace_obs ob = {2, 1, off, coef, y, NULL, NULL, NULL, NULL};
     gmm_lik lik = tu_lik_of("studentt(df=2, scale=0.5)", 1.7);
     gmm_laplace *lw = gmm_laplace_alloc(1, 0, 0, 2, 1);
     double x0 = 0.0, lq, mode;
