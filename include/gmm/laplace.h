@@ -32,7 +32,11 @@
 /* The observations: nobs rows, row i reading x[offset[i] .. + width) with
  * coefficients coef[i width .. + width), outcome y[i] (finite, valid for the
  * likelihood), exposure e[i] (e NULL: 1), and a fixed shift s_i of its
- * linear predictor, shift[i] (shift NULL: 0; the fixed effects X_i beta). */
+ * linear predictor, shift[i] (shift NULL: 0; the fixed effects X_i beta).
+ * Sparse rows (rowptr not NULL; the assembled form only): row i's entries
+ * are k = rowptr[i] .. rowptr[i + 1] (rowptr: nobs + 1), reading
+ * x[offset[i] + pos[k]] (pos increasing within a row, < width) with
+ * coefficient coef[k]; the coefficient gradient is laid out as coef. */
 typedef struct {
     size_t nobs, width;
     const size_t *offset;
@@ -40,6 +44,7 @@ typedef struct {
     const double *y;
     const double *e;
     const double *shift;
+    const size_t *rowptr, *pos;
 } gmm_laplace_obs;
 
 typedef struct {

@@ -85,11 +85,26 @@ const size_t *gmm_latent_obs_offset(const gmm_latent *l);
 /* Nonzero when the coefficients depend on theta (demodulated kernels). */
 int gmm_latent_obs_varies(const gmm_latent *l);
 /* Coefficients of every row at theta into coef (nrows x width, row r at
- * coef + r width).  Reverse mode: thetabar += d(sum coefbar . coef)/dtheta
- * (nothing when they do not vary).  O(nrows width). */
+ * coef + r width; zeros where a sparse row has no entry).  Reverse mode:
+ * thetabar += d(sum coefbar . coef)/dtheta (nothing when they do not vary).
+ * O(nrows width). */
 gmm_status gmm_latent_obs_coef(gmm_latent *l, const double *theta, double *coef);
 gmm_status gmm_latent_obs_coef_rev(gmm_latent *l, const double *theta, const double *coefbar,
                                    double *thetabar);
+/* The map's nonzero pattern.  Rows of a stacked latent read a few latents
+ * spread over a window of up to bandwidth + 1: such a latent keeps only
+ * those, nnz in all, row r's entries rowptr[r] .. rowptr[r + 1] (rowptr:
+ * nrows + 1) reading latents offset[r] + pos[k] (pos: nnz, increasing within
+ * a row); both owned by l.  rowptr and pos are NULL for dense windows (nnz =
+ * nrows width, entry k = r width + a reading offset[r] + a).  Sparse maps
+ * have constant coefficients (gmm_latent_obs_varies 0). */
+size_t gmm_latent_obs_nnz(const gmm_latent *l);
+const size_t *gmm_latent_obs_rowptr(const gmm_latent *l);
+const size_t *gmm_latent_obs_pos(const gmm_latent *l);
+/* The nnz coefficient values at theta into val, in the order of the
+ * pattern above (for dense windows the same as gmm_latent_obs_coef; the
+ * reverse of either is gmm_latent_obs_coef_rev).  O(nnz). */
+gmm_status gmm_latent_obs_values(gmm_latent *l, const double *theta, double *val);
 
 /* ---- prior ---------------------------------------------------------------- */
 

@@ -146,17 +146,32 @@ gmm_laplace *gmm_laplace_alloc(size_t n, size_t kl, size_t cov_kl, size_t maxobs
 
 size_t gmm_laplace_iterations(const gmm_laplace *w) { return w->iter; }
 
+/* Row i's entries k in [row_lo, row_hi) of coef, the k-th reading latent
+ * offset[i] + row_pos (dense windows: position k - lo). */
+static size_t row_lo(const gmm_laplace_obs *ob, size_t i)
+{
+    return ob->rowptr ? ob->rowptr[i] : i * ob->width;
+}
+static size_t row_hi(const gmm_laplace_obs *ob, size_t i)
+{
+    return ob->rowptr ? ob->rowptr[i + 1] : (i + 1) * ob->width;
+}
+static size_t row_pos(const gmm_laplace_obs *ob, size_t k, size_t lo)
+{
+    return ob->pos ? ob->pos[k] : k - lo;
+}
+
 /* sum log p at x; f, g, w, t at x on the way. */
 static double lik_sum(gmm_laplace *w, const double *x)
 {
     const gmm_laplace_obs *ob = w->obs;
     double sum = 0.0, out[4];
     for (size_t i = 0; i < ob->nobs; i++) {
-        const double *h = ob->coef + i * ob->width;
+        size_t lo = row_lo(ob, i), hi = row_hi(ob, i);
         const double *xo = x + ob->offset[i];
         double f = w->b + (ob->shift ? ob->shift[i] : 0.0);
-        for (size_t a = 0; a < ob->width; a++)
-            f += h[a] * xo[a];
+        for (size_t k = lo; k < hi; k++)
+            f += ob->coef[k] * xo[row_pos(ob, k, lo)];
         gmm_lik_eval(w->lik, ob->y[i], ob->e ? ob->e[i] : 1.0, f, out, NULL);
         w->f[i] = f;
         w->g[i] = out[1];
@@ -189,17 +204,18 @@ static gmm_status factor_p(gmm_laplace *w, int clamp)
     if (w->con)
         gmm_constr_pin(w->con, gmm_constr_tau(w->con, w->Q), w->P);
     for (size_t i = 0; i < ob->nobs; i++) {
-        const double *h = ob->coef + i * ob->width;
-        size_t o = ob->offset[i];
+        size_t lo = row_lo(ob, i), hi = row_hi(ob, i), o = ob->offset[i];
+        const double *h = ob->coef;
         double wi = clamp ? fmax(w->w[i], 0.0) : w->w[i];
         if (wi == 0.0)
             continue;
-        for (size_t a = 0; a < ob->width; a++) {
+        for (size_t a = lo; a < hi; a++) {
             if (h[a] == 0.0)
                 continue;
-            double *col = gmm_band_col(w->P, o + a), c = wi * h[a];
-            for (size_t b2 = a; b2 < ob->width; b2++)
-                col[o + b2] += c * h[b2];
+            size_t ia = o + row_pos(ob, a, lo);
+            double *col = gmm_band_col(w->P, ia), c = wi * h[a];
+            for (size_t b2 = a; b2 < hi; b2++)
+                col[o + row_pos(ob, b2, lo)] += c * h[b2];
         }
     }
     st = gmm_band_chol_decomp(w->P, w->L);
@@ -311,9 +327,9 @@ gmm_status gmm_laplace_eval(gmm_laplace *w, const gmm_band *Q, double logdet_q,
         for (size_t j = 0; j < w->n; j++)
             w->gr[j] = -w->tmp[j];
         for (size_t i = 0; i < obs->nobs; i++) {
-            const double *h = obs->coef + i * obs->width;
-            for (size_t a = 0; a < obs->width; a++)
-                w->gr[obs->offset[i] + a] += w->g[i] * h[a];
+            size_t lo = row_lo(obs, i), hi = row_hi(obs, i);
+            for (size_t k = lo; k < hi; k++)
+                w->gr[obs->offset[i] + row_pos(obs, k, lo)] += w->g[i] * obs->coef[k];
         }
         memcpy(w->dx, w->gr, w->n * sizeof *w->dx);
         if ((st = p_solve(w, w->dx))) /* with constraints, the step keeps A x = 0 */
@@ -416,7 +432,7 @@ gmm_status gmm_laplace_grad(gmm_laplace *w, gmm_band *Qbar, double *bbar, double
         return gmm_error(GMM_EINVAL, "laplace: no successful evaluation on the assembled "
                                      "precision to differentiate");
     const gmm_laplace_obs *ob = w->obs;
-    size_t n = w->n, wd = ob->width;
+    size_t n = w->n;
     if (Qbar && (Qbar->n != n || Qbar->kl < w->kl || Qbar->kind != GMM_BAND_SYMMETRIC))
         return gmm_error(GMM_EDIM, "laplace: Qbar must be SYMMETRIC %zu x %zu with bandwidth >= "
                                    "%zu",
@@ -428,20 +444,20 @@ gmm_status gmm_laplace_grad(gmm_laplace *w, gmm_band *Qbar, double *bbar, double
     /* s_i, r = H'(s o t)/2, z = P^-1 r */
     memset(w->z, 0, n * sizeof *w->z);
     for (size_t i = 0; i < ob->nobs; i++) {
-        const double *h = ob->coef + i * wd;
-        size_t o = ob->offset[i];
+        size_t lo = row_lo(ob, i), hi = row_hi(ob, i), o = ob->offset[i];
+        const double *h = ob->coef;
         double s = 0.0;
-        /* rows of a stacked latent are mostly zeros inside their window */
-        for (size_t a = 0; a < wd; a++) {
+        for (size_t a = lo; a < hi; a++) {
             if (h[a] == 0.0)
                 continue;
-            for (size_t c = 0; c < wd; c++)
+            size_t ia = o + row_pos(ob, a, lo);
+            for (size_t c = lo; c < hi; c++)
                 if (h[c] != 0.0)
-                    s += h[a] * h[c] * gmm_band_get(w->S, o + a, o + c);
+                    s += h[a] * h[c] * gmm_band_get(w->S, ia, o + row_pos(ob, c, lo));
         }
         w->s[i] = s;
-        for (size_t a = 0; a < wd; a++)
-            w->z[o + a] += 0.5 * s * w->t[i] * h[a];
+        for (size_t a = lo; a < hi; a++)
+            w->z[o + row_pos(ob, a, lo)] += 0.5 * s * w->t[i] * h[a];
     }
     if ((st = p_solve(w, w->z)))
         return st;
@@ -459,11 +475,11 @@ gmm_status gmm_laplace_grad(gmm_laplace *w, gmm_band *Qbar, double *bbar, double
     size_t np = w->lik->type->nparam;
     double out[4], dpar[3 * GMM_LIK_MAXPARAM];
     for (size_t i = 0; i < ob->nobs; i++) {
-        const double *h = ob->coef + i * wd;
-        size_t o = ob->offset[i];
+        size_t lo = row_lo(ob, i), hi = row_hi(ob, i), o = ob->offset[i];
+        const double *h = ob->coef;
         double u = 0.0;
-        for (size_t a = 0; a < wd; a++)
-            u += h[a] * w->z[o + a];
+        for (size_t a = lo; a < hi; a++)
+            u += h[a] * w->z[o + row_pos(ob, a, lo)];
         double ci = w->g[i] + 0.5 * w->s[i] * w->t[i] - w->w[i] * u;
         if (bbar)
             *bbar += ci;
@@ -475,13 +491,13 @@ gmm_status gmm_laplace_grad(gmm_laplace *w, gmm_band *Qbar, double *bbar, double
                 parbar[k] += dpar[3 * k] + 0.5 * w->s[i] * dpar[3 * k + 2] + u * dpar[3 * k + 1];
         }
         if (coefbar) {
-            double *cb = coefbar + i * wd;
-            for (size_t a = 0; a < wd; a++) {
+            for (size_t a = lo; a < hi; a++) {
+                size_t ia = o + row_pos(ob, a, lo);
                 double sh = 0.0;
-                for (size_t c = 0; c < wd; c++)
+                for (size_t c = lo; c < hi; c++)
                     if (h[c] != 0.0)
-                        sh += gmm_band_get(w->S, o + a, o + c) * h[c];
-                cb[a] += ci * w->x[o + a] + w->g[i] * w->z[o + a] - w->w[i] * sh;
+                        sh += gmm_band_get(w->S, ia, o + row_pos(ob, c, lo)) * h[c];
+                coefbar[a] += ci * w->x[ia] + w->g[i] * w->z[ia] - w->w[i] * sh;
             }
         }
     }
@@ -536,10 +552,11 @@ gmm_status gmm_laplace_draw(gmm_laplace *w, const double *z, double *x, double *
     const gmm_laplace_obs *ob = w->obs;
     double sum = 0.0, qx = 0.0, out[4];
     for (size_t i = 0; i < ob->nobs; i++) {
-        const double *h = ob->coef + i * ob->width, *xo = x + ob->offset[i];
+        size_t lo = row_lo(ob, i), hi = row_hi(ob, i);
+        const double *xo = x + ob->offset[i];
         double f = w->b + (ob->shift ? ob->shift[i] : 0.0);
-        for (size_t a = 0; a < ob->width; a++)
-            f += h[a] * xo[a];
+        for (size_t k = lo; k < hi; k++)
+            f += ob->coef[k] * xo[row_pos(ob, k, lo)];
         gmm_lik_eval(w->lik, ob->y[i], ob->e ? ob->e[i] : 1.0, f, out, NULL);
         sum += out[0];
     }

@@ -17,6 +17,10 @@ struct gmm_problem {
     const gmm_lik *lik0;
     gmm_lik lik;          /* values of the current evaluation */
     size_t nrows, n, nl, np, nparam, width, nobs;
+    /* the latent's map (latent.h): nnz coefficients, sparse rows' pattern
+     * (NULL: dense windows) */
+    size_t nnz;
+    const size_t *rowptr, *pos;
     int exact;
     double *y, *e;        /* nrows (e NULL: no exposure) */
     /* fixed effects: the last ncoef parameters, design X (nrows x ncoef) */
@@ -27,8 +31,8 @@ struct gmm_problem {
     double *oshift, *oshiftbar; /* observed rows' X beta and adjoint (Laplace) */
     double *ry, *rx;      /* exact: y - X beta (nrows), posterior mean of x (n) */
     /* observed rows, in the latent's row order */
-    size_t *orow, *ooff;
-    double *oy, *oe, *ocoef, *coef_all, *coefbar_all, *ocoefbar;
+    size_t *orow, *ooff, *orowptr, *opos; /* orowptr: nobs + 1; opos: sparse */
+    double *oy, *oe, *ocoef, *coef_all, *coefbar_all, *ocoefbar; /* nnz of theirs or all */
     gmm_laplace_obs lobs;
     gmm_band *Q, *Qbar;
     gmm_laplace *lap;
@@ -51,7 +55,7 @@ struct gmm_problem {
     double *woff;         /* X beta at the setup's theta (nrows) */
     double wb;            /* the intercept there, when the offset is constant */
     gmm_lik wlik;
-    double *wcoef, *wx, *wg; /* nrows x width, n, n */
+    double *wcoef, *wx, *wg; /* nnz, n, n */
     /* the Laplace metric: x = wxh + wL^-T v, wL wL' = Q + H'WH at the mode */
     gmm_metric metric;
     gmm_band *wQ, *wL;
@@ -59,7 +63,7 @@ struct gmm_problem {
     /* joint sampling of the hyperparameters */
     int *jsamp;           /* nparam flags */
     gmm_prior *jprior;    /* nparam */
-    double *jtheta, *jbar, *jcbar; /* nparam, nparam, nrows x width */
+    double *jtheta, *jbar, *jcbar; /* nparam, nparam, nnz */
     size_t jn;            /* sampled count */
     gmm_objective obj;
     char (*names)[64];
@@ -84,6 +88,8 @@ void gmm_problem_free(gmm_problem *p)
     gmm_free(p->oy);
     gmm_free(p->oe);
     gmm_free(p->ocoef);
+    gmm_free(p->orowptr);
+    gmm_free(p->opos);
     gmm_free(p->coef_all);
     gmm_free(p->coefbar_all);
     gmm_free(p->ocoefbar);
@@ -117,12 +123,29 @@ static gmm_status set_lik(gmm_problem *p, const double *theta)
     return gmm_problem_lik_at(p, theta, &p->lik);
 }
 
-/* Observed rows' coefficients from all rows' (after gmm_latent_obs_coef). */
+/* Row r's entries [row_lo, row_hi) of the latent's coefficients; entry k
+ * reads latent offset[r] + row_pos. */
+static size_t row_lo(const gmm_problem *p, size_t r)
+{
+    return p->rowptr ? p->rowptr[r] : r * p->width;
+}
+static size_t row_hi(const gmm_problem *p, size_t r)
+{
+    return p->rowptr ? p->rowptr[r + 1] : (r + 1) * p->width;
+}
+static size_t row_pos(const gmm_problem *p, size_t k, size_t lo)
+{
+    return p->pos ? p->pos[k] : k - lo;
+}
+
+/* Observed rows' coefficients from all rows' (after gmm_latent_obs_values). */
 static void gather_coef(gmm_problem *p)
 {
-    for (size_t i = 0; i < p->nobs; i++)
-        memcpy(p->ocoef + i * p->width, p->coef_all + p->orow[i] * p->width,
-               p->width * sizeof *p->ocoef);
+    for (size_t i = 0; i < p->nobs; i++) {
+        size_t lo = row_lo(p, p->orow[i]);
+        memcpy(p->ocoef + p->orowptr[i], p->coef_all + lo,
+               (row_hi(p, p->orow[i]) - lo) * sizeof *p->ocoef);
+    }
 }
 
 /* The smoother of the square-root form (laplace.h) on the latent's rows:
@@ -214,7 +237,7 @@ static gmm_status laplace_forward_form(gmm_problem *p, const double *theta, doub
     }
     p->sqrt_form = 0;
     if (gmm_latent_obs_varies(p->lat)) {
-        if ((st = gmm_latent_obs_coef(p->lat, theta, p->coef_all)))
+        if ((st = gmm_latent_obs_values(p->lat, theta, p->coef_all)))
             return st;
         gather_coef(p);
     }
@@ -249,7 +272,7 @@ static gmm_status exact_eval(gmm_problem *p, const double *theta, double noise, 
         !grad || !p->ncoef)
         return st;
     if ((st = gmm_latent_gaussian_posterior(p->lat, p->rx, NULL)) ||
-        (st = gmm_latent_obs_coef(p->lat, theta, p->coef_all)))
+        (st = gmm_latent_obs_values(p->lat, theta, p->coef_all)))
         return st;
     const size_t *off = gmm_latent_obs_offset(p->lat);
     for (size_t r = 0; r < p->nrows; r++) {
@@ -257,10 +280,11 @@ static gmm_status exact_eval(gmm_problem *p, const double *theta, double noise, 
             p->offbar[r] = 0.0;
             continue;
         }
-        const double *h = p->coef_all + r * p->width, *x = p->rx + off[r];
+        size_t lo = row_lo(p, r), hi = row_hi(p, r);
+        const double *x = p->rx + off[r];
         double fr = 0.0;
-        for (size_t a = 0; a < p->width; a++)
-            fr += h[a] * x[a];
+        for (size_t k = lo; k < hi; k++)
+            fr += p->coef_all[k] * x[row_pos(p, k, lo)];
         p->offbar[r] = (y[r] - fr) / noise;
     }
     memset(grad + p->c0, 0, p->ncoef * sizeof *grad);
@@ -327,7 +351,7 @@ static gmm_status eval(void *ctx, const double *theta, double *f, double *grad)
     }
     gmm_band_set_zero(p->Qbar);
     if (varies)
-        memset(p->ocoefbar, 0, p->nobs * p->width * sizeof *p->ocoefbar);
+        memset(p->ocoefbar, 0, p->orowptr[p->nobs] * sizeof *p->ocoefbar);
     if ((st = gmm_laplace_grad(p->lap, p->Qbar, NULL, grad + p->nl, varies ? p->ocoefbar : NULL,
                                p->ncoef ? p->oshiftbar : NULL)))
         return st;
@@ -335,10 +359,12 @@ static gmm_status eval(void *ctx, const double *theta, double *f, double *grad)
     if ((st = gmm_latent_prior_rev(p->lat, p->Qbar, isnan(p->ld) ? 0.0 : 0.5, grad)))
         return st;
     if (varies) {
-        memset(p->coefbar_all, 0, p->nrows * p->width * sizeof *p->coefbar_all);
-        for (size_t i = 0; i < p->nobs; i++)
-            memcpy(p->coefbar_all + p->orow[i] * p->width, p->ocoefbar + i * p->width,
-                   p->width * sizeof *p->ocoefbar);
+        memset(p->coefbar_all, 0, p->nnz * sizeof *p->coefbar_all);
+        for (size_t i = 0; i < p->nobs; i++) {
+            size_t lo = row_lo(p, p->orow[i]);
+            memcpy(p->coefbar_all + lo, p->ocoefbar + p->orowptr[i],
+                   (row_hi(p, p->orow[i]) - lo) * sizeof *p->ocoefbar);
+        }
         if ((st = gmm_latent_obs_coef_rev(p->lat, theta, p->coefbar_all, grad)))
             return st;
     }
@@ -359,15 +385,41 @@ static gmm_status laplace_alloc(gmm_problem *p)
 {
     gmm_status st;
     size_t nr = p->nrows ? p->nrows : 1, no = p->nobs ? p->nobs : 1, w = p->width;
-    size_t kl = gmm_latent_bandwidth(p->lat);
+    size_t kl = gmm_latent_bandwidth(p->lat), nz = p->nnz ? p->nnz : 1;
+    const size_t *off = gmm_latent_obs_offset(p->lat);
     p->orow = gmm_malloc(no, sizeof *p->orow);
     p->ooff = gmm_malloc(no, sizeof *p->ooff);
+    p->orowptr = gmm_malloc(no + 1, sizeof *p->orowptr);
     p->oy = gmm_malloc(no, sizeof *p->oy);
     p->oe = gmm_malloc(no, sizeof *p->oe);
-    p->ocoef = gmm_malloc(no * w, sizeof *p->ocoef);
-    p->ocoefbar = gmm_malloc(no * w, sizeof *p->ocoefbar);
-    p->coef_all = gmm_malloc(nr * w, sizeof *p->coef_all);
-    p->coefbar_all = gmm_malloc(nr * w, sizeof *p->coefbar_all);
+    if (!p->orow || !p->ooff || !p->orowptr || !p->oy || !p->oe)
+        return gmm_error(GMM_ENOMEM, "out of memory for the Laplace approximation");
+    size_t o = 0;
+    p->orowptr[0] = 0;
+    for (size_t r = 0; r < p->nrows; r++) {
+        if (isnan(p->y[r]))
+            continue;
+        p->orow[o] = r;
+        p->ooff[o] = off[r];
+        p->oy[o] = p->y[r];
+        p->oe[o] = p->e ? p->e[r] : 1.0;
+        p->orowptr[o + 1] = p->orowptr[o] + (row_hi(p, r) - row_lo(p, r));
+        o++;
+    }
+    size_t onz = p->orowptr[p->nobs] ? p->orowptr[p->nobs] : 1;
+    if (p->pos) {
+        if (!(p->opos = gmm_malloc(onz, sizeof *p->opos)))
+            return gmm_error(GMM_ENOMEM, "out of memory for the Laplace approximation");
+        for (size_t i = 0; i < p->nobs; i++) {
+            size_t lo = row_lo(p, p->orow[i]);
+            memcpy(p->opos + p->orowptr[i], p->pos + lo,
+                   (row_hi(p, p->orow[i]) - lo) * sizeof *p->opos);
+        }
+    }
+    p->ocoef = gmm_malloc(onz, sizeof *p->ocoef);
+    p->ocoefbar = gmm_malloc(onz, sizeof *p->ocoefbar);
+    p->coef_all = gmm_malloc(nz, sizeof *p->coef_all);
+    p->coefbar_all = gmm_malloc(nz, sizeof *p->coefbar_all);
     if (p->ncoef) {
         p->oshift = gmm_malloc(no, sizeof *p->oshift);
         p->oshiftbar = gmm_malloc(no, sizeof *p->oshiftbar);
@@ -388,20 +440,12 @@ static gmm_status laplace_alloc(gmm_problem *p)
                                     gmm_latent_constraints(p->lat),
                                     gmm_latent_constraint_pins(p->lat))))
         return st;
-    const size_t *off = gmm_latent_obs_offset(p->lat);
-    if ((st = gmm_latent_obs_coef(p->lat, p->obj.value, p->coef_all)))
+    if ((st = gmm_latent_obs_values(p->lat, p->obj.value, p->coef_all)))
         return st;
-    size_t o = 0;
-    for (size_t r = 0; r < p->nrows; r++) {
-        if (isnan(p->y[r]))
-            continue;
-        p->orow[o] = r;
-        p->ooff[o] = off[r];
-        p->oy[o] = p->y[r];
-        p->oe[o++] = p->e ? p->e[r] : 1.0;
-    }
     gather_coef(p);
-    p->lobs = (gmm_laplace_obs){p->nobs, w, p->ooff, p->ocoef, p->oy, p->oe, p->oshift};
+    p->lobs = (gmm_laplace_obs){p->nobs,    w,     p->ooff,   p->ocoef,
+                                p->oy,      p->oe, p->oshift, p->rowptr ? p->orowptr : NULL,
+                                p->opos};
     if (gmm_latent_has_inputs(p->lat) && !gmm_latent_obs_varies(p->lat)) {
         /* a family with a square-root smoother: its scratch */
         p->sy = gmm_malloc(5 * nr, sizeof *p->sy);
@@ -480,6 +524,9 @@ gmm_status gmm_problem_alloc_design(gmm_latent *lat, const gmm_lik *lik, const d
     p->c0 = p->nl + p->np;
     p->nparam = p->c0 + ncoef;
     p->width = gmm_latent_obs_width(lat);
+    p->nnz = gmm_latent_obs_nnz(lat);
+    p->rowptr = gmm_latent_obs_rowptr(lat);
+    p->pos = gmm_latent_obs_pos(lat);
     p->ld = NAN;
     size_t nr = nrows ? nrows : 1, np = p->nparam ? p->nparam : 1;
     p->y = gmm_malloc(nr, sizeof *p->y);
@@ -499,7 +546,7 @@ gmm_status gmm_problem_alloc_design(gmm_latent *lat, const gmm_lik *lik, const d
     if (ncoef && exact) {
         p->ry = gmm_malloc(nr, sizeof *p->ry);
         p->rx = gmm_malloc(p->n, sizeof *p->rx);
-        p->coef_all = gmm_malloc(nr * p->width, sizeof *p->coef_all);
+        p->coef_all = gmm_malloc(p->nnz ? p->nnz : 1, sizeof *p->coef_all);
     }
     if (!p->y || (e && !p->e) || !p->obj.name || !p->obj.value || !p->obj.positive ||
         !p->obj.fixed || !p->names || !p->thetabar ||
@@ -752,8 +799,7 @@ gmm_status gmm_problem_whiten_setup(gmm_problem *p, const double *theta)
         return gmm_error(GMM_EINVAL, "gmm_problem_whiten_setup: NULL argument");
     p->wready = 0;
     if (!p->wx) {
-        size_t nc = p->nrows * p->width;
-        p->wcoef = gmm_malloc(nc ? nc : 1, sizeof *p->wcoef);
+        p->wcoef = gmm_malloc(p->nnz ? p->nnz : 1, sizeof *p->wcoef);
         p->wx = gmm_malloc(p->n, sizeof *p->wx);
         p->wg = gmm_malloc(p->n, sizeof *p->wg);
         p->woff = gmm_calloc(p->nrows ? p->nrows : 1, sizeof *p->woff);
@@ -768,7 +814,7 @@ gmm_status gmm_problem_whiten_setup(gmm_problem *p, const double *theta)
         gmm_problem_offsets(p, theta, p->woff);
     gmm_problem_offset_constant(p, theta, &p->wb);
     if ((st = gmm_latent_theta_check(p->lat, theta)) ||
-        (st = gmm_latent_obs_coef(p->lat, theta, p->wcoef)))
+        (st = gmm_latent_obs_values(p->lat, theta, p->wcoef)))
         return st;
     if ((st = p->metric == GMM_METRIC_LAPLACE ? laplace_map_setup(p, theta)
                                               : gmm_latent_whiten_setup(p->lat, theta)))
@@ -803,11 +849,11 @@ gmm_status gmm_problem_unwhiten(gmm_problem *p, const double *x, double *v)
 /* b + h_r' x at data row r, from the whitening setup's rows and p->wx. */
 static double row_f(const gmm_problem *p, size_t r)
 {
-    const double *h = p->wcoef + r * p->width;
+    size_t lo = row_lo(p, r), hi = row_hi(p, r);
     const double *x = p->wx + gmm_latent_obs_offset(p->lat)[r];
     double f = p->woff[r];
-    for (size_t a = 0; a < p->width; a++)
-        f += h[a] * x[a];
+    for (size_t k = lo; k < hi; k++)
+        f += p->wcoef[k] * x[row_pos(p, k, lo)];
     return f;
 }
 
@@ -820,20 +866,20 @@ gmm_status gmm_problem_whitened_logp(gmm_problem *p, const double *v, double *lp
         return st;
     int lap = p->metric == GMM_METRIC_LAPLACE;
     const size_t *off = gmm_latent_obs_offset(p->lat);
-    size_t w = p->width;
     double sum = 0.0, out[4];
     if (grad)
         memset(p->wg, 0, p->n * sizeof *p->wg);
     for (size_t r = 0; r < p->nrows; r++) {
         if (isnan(p->y[r]))
             continue;
-        const double *h = p->wcoef + r * w;
         double f = row_f(p, r);
         gmm_lik_eval(&p->wlik, p->y[r], p->e ? p->e[r] : 1.0, f, out, NULL);
         sum += out[0];
-        if (grad)
-            for (size_t a = 0; a < w; a++)
-                p->wg[off[r] + a] += out[1] * h[a];
+        if (grad) {
+            size_t lo = row_lo(p, r), hi = row_hi(p, r);
+            for (size_t k = lo; k < hi; k++)
+                p->wg[off[r] + row_pos(p, k, lo)] += out[1] * p->wcoef[k];
+        }
     }
     /* x'Qx: v'v under the prior's map; Q x by one band product under the
      * Laplace map, whose Jacobian |L|^-1 is constant at fixed theta */
@@ -934,7 +980,6 @@ gmm_status gmm_problem_data_information(gmm_problem *p, const double *theta, dou
     /* power iteration on M u = W' H' diag(w) H W u from a constant u: the
      * Rayleigh quotients rise to lambda_max; a few digits are plenty */
     const size_t *off = gmm_latent_obs_offset(p->lat);
-    size_t w = p->width;
     double lam = 0.0;
     for (size_t j = 0; j < p->n; j++)
         u[j] = 1.0 / sqrt((double)p->n);
@@ -945,12 +990,13 @@ gmm_status gmm_problem_data_information(gmm_problem *p, const double *theta, dou
         for (size_t r = 0; r < p->nrows; r++) {
             if (wr[r] == 0.0)
                 continue;
-            const double *h = p->wcoef + r * w, *x = p->wx + off[r];
+            size_t lo = row_lo(p, r), hi = row_hi(p, r);
+            const double *h = p->wcoef, *x = p->wx + off[r];
             double fr = 0.0;
-            for (size_t a = 0; a < w; a++)
-                fr += h[a] * x[a];
-            for (size_t a = 0; a < w; a++)
-                p->wg[off[r] + a] += wr[r] * fr * h[a];
+            for (size_t k = lo; k < hi; k++)
+                fr += h[k] * x[row_pos(p, k, lo)];
+            for (size_t k = lo; k < hi; k++)
+                p->wg[off[r] + row_pos(p, k, lo)] += wr[r] * fr * h[k];
         }
         if ((st = gmm_latent_whiten_t(p->lat, p->wg, z)))
             goto done;
@@ -986,7 +1032,7 @@ gmm_status gmm_problem_joint_setup(gmm_problem *p, const double *theta, const in
     if (p->metric == GMM_METRIC_LAPLACE)
         return gmm_error(GMM_EINVAL, "the Laplace metric holds the hyperparameters fixed: "
                                      "sample them under the prior's");
-    size_t np = p->nparam ? p->nparam : 1, nc = p->nrows * p->width;
+    size_t np = p->nparam ? p->nparam : 1, nc = p->nnz;
     if (!p->jsamp) {
         p->jsamp = gmm_calloc(np, sizeof *p->jsamp);
         p->jprior = gmm_calloc(np, sizeof *p->jprior);
@@ -1062,27 +1108,28 @@ gmm_status gmm_problem_joint_logp(gmm_problem *p, const double *q, double *lp, d
     if ((st = gmm_latent_whiten(p->lat, v, p->wx)))
         return st;
     const size_t *off = gmm_latent_obs_offset(p->lat);
-    size_t w = p->width, nl = p->nl;
+    size_t nl = p->nl;
     int varies = gmm_latent_obs_varies(p->lat);
     double sum = 0.0, out[4], dpar[3 * GMM_LIK_MAXPARAM];
     memset(p->wg, 0, p->n * sizeof *p->wg);
     memset(p->jbar, 0, p->nparam * sizeof *p->jbar);
     if (varies)
-        memset(p->jcbar, 0, p->nrows * w * sizeof *p->jcbar);
+        memset(p->jcbar, 0, p->nnz * sizeof *p->jcbar);
     for (size_t r = 0; r < p->nrows; r++) {
         if (isnan(p->y[r]))
             continue;
-        const double *h = p->wcoef + r * w, *x = p->wx + off[r];
+        size_t lo = row_lo(p, r), hi = row_hi(p, r);
+        const double *h = p->wcoef, *x = p->wx + off[r];
         double f = row_f(p, r);
         gmm_lik_eval(&p->wlik, p->y[r], p->e ? p->e[r] : 1.0, f, out, dpar);
         sum += out[0];
         if (p->ncoef)
             p->offbar[r] = out[1];
-        for (size_t a = 0; a < w; a++)
-            p->wg[off[r] + a] += out[1] * h[a];
+        for (size_t k = lo; k < hi; k++)
+            p->wg[off[r] + row_pos(p, k, lo)] += out[1] * h[k];
         if (varies)
-            for (size_t a = 0; a < w; a++)
-                p->jcbar[r * w + a] = out[1] * x[a];
+            for (size_t k = lo; k < hi; k++)
+                p->jcbar[k] = out[1] * x[row_pos(p, k, lo)];
         for (size_t k = 0; k < p->np; k++)
             p->jbar[nl + k] += dpar[3 * k];
     }

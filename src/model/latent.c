@@ -7,7 +7,8 @@
 
 #include "gmm/alloc.h"
 
-gmm_latent *latent_new(const gmm_latent_ops *ops, size_t nrows, size_t width, size_t nparam)
+static gmm_latent *latent_alloc(const gmm_latent_ops *ops, size_t nrows, size_t width,
+                                size_t nnz, int sparse, size_t nparam)
 {
     gmm_latent *l = gmm_calloc(1, sizeof *l);
     if (!l)
@@ -15,9 +16,18 @@ gmm_latent *latent_new(const gmm_latent_ops *ops, size_t nrows, size_t width, si
     l->ops = ops;
     l->nrows = nrows;
     l->width = width;
+    l->nnz = nnz;
     l->nparam = nparam;
+    if (sparse) {
+        l->rowptr = gmm_calloc(nrows + 1, sizeof *l->rowptr);
+        l->pos = gmm_calloc(nnz ? nnz : 1, sizeof *l->pos);
+        if (!l->rowptr || !l->pos) {
+            gmm_latent_free(l);
+            return NULL;
+        }
+    }
     l->offset = gmm_calloc(nrows ? nrows : 1, sizeof *l->offset);
-    l->coef = gmm_calloc(nrows * width > 0 ? nrows * width : 1, sizeof *l->coef);
+    l->coef = gmm_calloc(nnz ? nnz : 1, sizeof *l->coef);
     l->name = gmm_calloc(nparam ? nparam : 1, sizeof *l->name);
     l->start = gmm_calloc(nparam ? nparam : 1, sizeof *l->start);
     l->zero_ok = gmm_calloc(nparam ? nparam : 1, sizeof *l->zero_ok);
@@ -28,6 +38,17 @@ gmm_latent *latent_new(const gmm_latent_ops *ops, size_t nrows, size_t width, si
     return l;
 }
 
+gmm_latent *latent_new(const gmm_latent_ops *ops, size_t nrows, size_t width, size_t nparam)
+{
+    return latent_alloc(ops, nrows, width, nrows * width, 0, nparam);
+}
+
+gmm_latent *latent_new_sparse(const gmm_latent_ops *ops, size_t nrows, size_t width,
+                              size_t nnz, size_t nparam)
+{
+    return latent_alloc(ops, nrows, width, nnz, 1, nparam);
+}
+
 void gmm_latent_free(gmm_latent *l)
 {
     if (!l)
@@ -35,6 +56,8 @@ void gmm_latent_free(gmm_latent *l)
     if (l->ops && l->ops->free)
         l->ops->free(l->impl);
     gmm_free(l->offset);
+    gmm_free(l->rowptr);
+    gmm_free(l->pos);
     gmm_free(l->coef);
     gmm_free((void *)l->name);
     gmm_free(l->start);
@@ -65,6 +88,9 @@ int gmm_latent_param_zero_ok(const gmm_latent *l, size_t i) { return l->zero_ok[
 size_t gmm_latent_obs_width(const gmm_latent *l) { return l->width; }
 const size_t *gmm_latent_obs_offset(const gmm_latent *l) { return l->offset; }
 int gmm_latent_obs_varies(const gmm_latent *l) { return l->varies; }
+size_t gmm_latent_obs_nnz(const gmm_latent *l) { return l->nnz; }
+const size_t *gmm_latent_obs_rowptr(const gmm_latent *l) { return l->rowptr; }
+const size_t *gmm_latent_obs_pos(const gmm_latent *l) { return l->pos; }
 int gmm_latent_has_inputs(const gmm_latent *l) { return l->ops->predict_at != NULL; }
 
 size_t gmm_latent_node_index(const gmm_latent *l, size_t v)
@@ -87,12 +113,27 @@ gmm_status gmm_latent_obs_coef(gmm_latent *l, const double *theta, double *coef)
 {
     if (!coef || !theta)
         return gmm_error(GMM_EINVAL, "gmm_latent_obs_coef: NULL argument");
+    if (l->rowptr) {
+        size_t w = l->width;
+        memset(coef, 0, l->nrows * w * sizeof *coef);
+        for (size_t r = 0; r < l->nrows; r++)
+            for (size_t k = l->rowptr[r]; k < l->rowptr[r + 1]; k++)
+                coef[r * w + l->pos[k]] = l->coef[k];
+        return GMM_OK;
+    }
+    return gmm_latent_obs_values(l, theta, coef);
+}
+
+gmm_status gmm_latent_obs_values(gmm_latent *l, const double *theta, double *val)
+{
+    if (!val || !theta)
+        return gmm_error(GMM_EINVAL, "gmm_latent_obs_values: NULL argument");
     if (l->varies) {
         gmm_status st = l->ops->obs_coef(l->impl, theta, l->coef);
         if (st)
             return st;
     }
-    memcpy(coef, l->coef, l->nrows * l->width * sizeof *coef);
+    memcpy(val, l->coef, l->nnz * sizeof *val);
     return GMM_OK;
 }
 
@@ -214,16 +255,19 @@ gmm_status gmm_latent_predict_rows(gmm_latent *l, const double *theta, const dou
             return st;
     }
     size_t w = l->width;
+    const size_t *rp = l->rowptr, *pos = l->pos;
     for (size_t r = 0; r < l->nrows; r++) {
-        const double *h = l->coef + r * w;
+        size_t lo = rp ? rp[r] : r * w, hi = rp ? rp[r + 1] : lo + w;
+        const double *h = l->coef + lo;
         size_t o = l->offset[r];
         double m = 0.0, v = 0.0;
-        for (size_t a = 0; a < w; a++) {
+        for (size_t a = 0; a < hi - lo; a++) {
             if (h[a] == 0.0)
                 continue;
-            m += h[a] * mean[o + a];
-            for (size_t b = 0; b < w; b++)
-                v += h[a] * h[b] * gmm_band_get(cov, o + a, o + b);
+            size_t ia = o + (pos ? pos[lo + a] : a);
+            m += h[a] * mean[ia];
+            for (size_t b = 0; b < hi - lo; b++)
+                v += h[a] * h[b] * gmm_band_get(cov, ia, o + (pos ? pos[lo + b] : b));
         }
         fmean[r] = m;
         fvar[r] = v;

@@ -53,8 +53,12 @@ struct gmm_latent {
     const double *constr;  /* nconstr x n, row-major (owned by the family) */
     const size_t *pin;     /* nconstr pinned latents (constr.h) */
     size_t *offset;        /* nrows */
-    double *coef;          /* nrows x width: constant coefficients (or the last
-                            * obs_coef when they vary) */
+    size_t nnz;            /* entries of coef: nrows width, or rowptr[nrows] */
+    size_t *rowptr, *pos;  /* sparse rows (NULL: dense windows): row r's
+                            * entries rowptr[r] .. rowptr[r + 1] at latents
+                            * offset[r] + pos[k], pos increasing */
+    double *coef;          /* nnz: constant coefficients (or the last
+                            * obs_coef when they vary; dense only) */
     int varies;
     const char **name;     /* nparam (strings owned by the family) */
     double *start;         /* nparam */
@@ -67,5 +71,9 @@ struct gmm_latent {
 /* Allocate the common part (arrays sized from the fields set by the caller:
  * nrows, width, nparam); NULL + GMM_ENOMEM. */
 gmm_latent *latent_new(const gmm_latent_ops *ops, size_t nrows, size_t width, size_t nparam);
+/* The same with sparse rows of nnz entries in all (rowptr, pos and coef
+ * allocated, zero, for the family to fill; constant coefficients only). */
+gmm_latent *latent_new_sparse(const gmm_latent_ops *ops, size_t nrows, size_t width,
+                              size_t nnz, size_t nparam);
 
 #endif

@@ -603,7 +603,7 @@ START_TEST(test_gaussian_exact)
             memcpy(co + m * w, coef + i * w, w * sizeof *co);
             yo[m++] = y[i];
         }
-    gmm_laplace_obs ob = {m, w, off, co, yo, NULL, NULL};
+    gmm_laplace_obs ob = {m, w, off, co, yo, NULL, NULL, NULL, NULL};
     gmm_lik lik = tu_lik_of("gaussian(variance=0.07)", 1.7);
     gmm_laplace *lw = gmm_laplace_alloc(N, kl, kl, m, w);
     double lq, lq2;
@@ -658,7 +658,7 @@ START_TEST(test_one_latent_poisson)
         double coef[3] = {1, 1, 1};
         gmm_band *Q = gmm_band_alloc(1, 0, 0, GMM_BAND_SYMMETRIC);
         gmm_band_col(Q, 0)[0] = q;
-        gmm_laplace_obs ob = {3, 1, off, coef, y, e, NULL};
+        gmm_laplace_obs ob = {3, 1, off, coef, y, e, NULL, NULL, NULL};
         gmm_lik lik = tu_lik_of("poisson", 1.7);
         gmm_laplace *lw = gmm_laplace_alloc(1, 0, 0, 3, 1);
         double lq;
@@ -696,7 +696,7 @@ START_TEST(test_far_start)
     gmm_band_col(Q, 0)[0] = 1.0;
     gmm_band_col(Q, 0)[1] = -0.5;
     gmm_band_col(Q, 1)[1] = 1.0;
-    gmm_laplace_obs ob = {2, 1, off, coef, y, NULL, NULL};
+    gmm_laplace_obs ob = {2, 1, off, coef, y, NULL, NULL, NULL, NULL};
     gmm_lik lik = tu_lik_of("poisson", 1.7);
     gmm_laplace *lw = gmm_laplace_alloc(2, 1, 1, 2, 1);
     double x0[2] = {30.0, -30.0}, a, b;
@@ -829,7 +829,7 @@ START_TEST(test_studentt_saddle)
     size_t off[2] = {0, 0};
     gmm_band *Q = gmm_band_alloc(1, 0, 0, GMM_BAND_SYMMETRIC);
     gmm_band_col(Q, 0)[0] = 1e-3;
-    gmm_laplace_obs ob = {2, 1, off, coef, y, NULL, NULL};
+    gmm_laplace_obs ob = {2, 1, off, coef, y, NULL, NULL, NULL, NULL};
     gmm_lik lik = tu_lik_of("studentt(df=2, scale=0.5)", 1.7);
     gmm_laplace *lw = gmm_laplace_alloc(1, 0, 0, 2, 1);
     double x0 = 0.0, lq, mode;
@@ -874,6 +874,82 @@ START_TEST(test_bad_outcomes)
 }
 END_TEST
 
+/* Sparse rows (rowptr, pos) and the dense windows holding the same
+ * coefficients with zeros in between give the same mode, log q, gradient
+ * in Q, intercept and likelihood parameter, coefficient gradient and
+ * draw weight: the zeros contribute exact zeros, so the two agree to the
+ * last bit but for the order of additions of zero.  A band n = 30, kl = 6,
+ * rows of width 7 reading 1 to 3 latents each. */
+START_TEST(test_sparse_rows)
+{
+    enum { N = 30, KL = 6, W = 7, M = 45 };
+    tu_rng r;
+    tu_rng_seed(&r, 11);
+    gmm_band *Q = gmm_band_alloc(N, KL, 0, GMM_BAND_SYMMETRIC);
+    for (size_t j = 0; j < N; j++)
+        for (size_t i = j; i < N && i <= j + KL; i++)
+            gmm_band_col(Q, j)[i] = i == j ? 4.0 : -0.3 / (double)(i - j);
+    size_t off[M], rowptr[M + 1], pos[3 * M];
+    double dense[M * W], val[3 * M], y[M], e[M];
+    memset(dense, 0, sizeof dense);
+    rowptr[0] = 0;
+    for (size_t i = 0; i < M; i++) {
+        off[i] = (i * 7) % (N - W + 1);
+        size_t k = rowptr[i], cnt = 1 + i % 3;
+        for (size_t a = 0; a < W && k < rowptr[i] + cnt; a++)
+            if (a == 0 || tu_uniform(&r) < 0.4 || W - a == rowptr[i] + cnt - k) {
+                pos[k] = a;
+                val[k] = 0.5 + tu_uniform(&r);
+                dense[i * W + a] = val[k++];
+            }
+        rowptr[i + 1] = k;
+        y[i] = (double)(i % 5);
+        e[i] = 0.5 + tu_uniform(&r);
+    }
+    gmm_lik lik = tu_lik_of("negbinomial(dispersion=1.7)", 1.7);
+    gmm_laplace_obs od = {M, W, off, dense, y, e, NULL, NULL, NULL};
+    gmm_laplace_obs os = {M, W, off, val, y, e, NULL, rowptr, pos};
+    double lq[2], bb[2] = {0, 0}, pb[2] = {0, 0}, xm[2][N], lw[2], z[N], xd[N];
+    double cbd[M * W], cbs[3 * M];
+    memset(cbd, 0, sizeof cbd);
+    memset(cbs, 0, sizeof cbs);
+    for (size_t j = 0; j < N; j++)
+        z[j] = tu_normal(&r);
+    gmm_band *Qb[2];
+    for (int f = 0; f < 2; f++) {
+        gmm_laplace *w = gmm_laplace_alloc(N, KL, KL, M, W);
+        Qb[f] = gmm_band_alloc(N, KL, 0, GMM_BAND_SYMMETRIC);
+        ck_assert_msg(gmm_laplace_eval(w, Q, NAN, f ? &os : &od, &lik, 0.2, NULL, 0, NULL,
+                                       &lq[f]) == GMM_OK,
+                      "%s", gmm_error_message());
+        ck_assert_int_eq(gmm_laplace_grad(w, Qb[f], &bb[f], &pb[f], f ? cbs : cbd, NULL),
+                         GMM_OK);
+        ck_assert_int_eq(gmm_laplace_posterior(w, xm[f], NULL), GMM_OK);
+        ck_assert_int_eq(gmm_laplace_draw(w, z, xd, &lw[f]), GMM_OK);
+        gmm_laplace_free(w);
+    }
+    double tol = 1e-13;
+    ck_assert_msg(fabs(lq[0] - lq[1]) <= tol * fabs(lq[0]), "%.17g vs %.17g", lq[0], lq[1]);
+    ck_assert_msg(fabs(bb[0] - bb[1]) <= tol * (1 + fabs(bb[0])), "bbar %g vs %g", bb[0], bb[1]);
+    ck_assert_msg(fabs(pb[0] - pb[1]) <= tol * (1 + fabs(pb[0])), "parbar %g vs %g", pb[0], pb[1]);
+    ck_assert_msg(fabs(lw[0] - lw[1]) <= tol * (1 + fabs(lw[0])), "logw %g vs %g", lw[0], lw[1]);
+    for (size_t j = 0; j < N; j++) {
+        ck_assert_msg(fabs(xm[0][j] - xm[1][j]) <= tol, "mode[%zu]", j);
+        for (size_t i = j; i < N && i <= j + KL; i++)
+            ck_assert_msg(fabs(gmm_band_get(Qb[0], i, j) - gmm_band_get(Qb[1], i, j)) <= tol,
+                          "Qbar(%zu, %zu)", i, j);
+    }
+    for (size_t i = 0; i < M; i++)
+        for (size_t k = rowptr[i]; k < rowptr[i + 1]; k++)
+            ck_assert_msg(fabs(cbd[i * W + pos[k]] - cbs[k]) <= tol * (1 + fabs(cbs[k])),
+                          "coefbar row %zu entry %zu: %g vs %g", i, pos[k], cbd[i * W + pos[k]],
+                          cbs[k]);
+    gmm_band_free(Qb[0]);
+    gmm_band_free(Qb[1]);
+    gmm_band_free(Q);
+}
+END_TEST
+
 Suite *infer_laplace_suite(void)
 {
     Suite *s = suite_create("infer_laplace");
@@ -890,6 +966,7 @@ Suite *infer_laplace_suite(void)
     tcase_add_test(tc, test_tiny_variance);
     tcase_add_test(tc, test_outliers);
     tcase_add_test(tc, test_studentt_saddle);
+    tcase_add_test(tc, test_sparse_rows);
     suite_add_tcase(s, tc);
     return s;
 }

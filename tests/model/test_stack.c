@@ -448,6 +448,54 @@ START_TEST(test_order)
 }
 END_TEST
 
+/* The observation map is kept sparse: each row's entries are its terms'
+ * latents, one per term (nnz = nrows nterm, not nrows width), at increasing
+ * positions inside the row's window, and the windows gmm_latent_obs_coef
+ * expands hold exactly those coefficients and zeros elsewhere. */
+START_TEST(test_sparse_map)
+{
+    for (int which = 0; which < C_NCASE; which++) {
+        scase c;
+        scase_make(&c, which);
+        gmm_latent *l = c.l;
+        size_t nr = gmm_latent_nrows(l), w = gmm_latent_obs_width(l);
+        size_t K = gmm_latent_stack_nterm(l);
+        const size_t *rp = gmm_latent_obs_rowptr(l), *pos = gmm_latent_obs_pos(l);
+        ck_assert_ptr_nonnull(rp);
+        ck_assert_ptr_nonnull(pos);
+        ck_assert_uint_eq(gmm_latent_obs_nnz(l), nr * K);
+        ck_assert_uint_eq(rp[nr], nr * K);
+        ck_assert_int_eq(gmm_latent_obs_varies(l), 0);
+        double *val = malloc(nr * K * sizeof *val), *coef = malloc(nr * w * sizeof *coef);
+        const double *th = gmm_latent_param_start(l);
+        ck_assert_int_eq(gmm_latent_obs_values(l, th, val), GMM_OK);
+        ck_assert_int_eq(gmm_latent_obs_coef(l, th, coef), GMM_OK);
+        for (size_t r = 0; r < nr; r++) {
+            ck_assert_uint_eq(rp[r + 1] - rp[r], K);
+            size_t seen = 0;
+            for (size_t k = rp[r]; k < rp[r + 1]; k++) {
+                ck_assert_uint_lt(pos[k], w);
+                if (k > rp[r])
+                    ck_assert_uint_gt(pos[k], pos[k - 1]);
+                ck_assert(val[k] == 1.0 && coef[r * w + pos[k]] == 1.0);
+                /* two iid terms: the latents of the row's two levels */
+                size_t x = gmm_latent_obs_offset(l)[r] + pos[k], hit = 0;
+                for (size_t t = 0; which == C_IID_IID && t < K; t++)
+                    hit += gmm_latent_stack_index(l, t, c.lev[t][r]) == x;
+                ck_assert_msg(which != C_IID_IID || hit == 1, "row %zu: latent %zu is not the "
+                              "row's", r, x);
+            }
+            for (size_t a = 0; a < w; a++)
+                seen += coef[r * w + a] != 0.0;
+            ck_assert_uint_eq(seen, K);
+        }
+        free(val);
+        free(coef);
+        scase_free(&c);
+    }
+}
+END_TEST
+
 /* Whitening: W W' = the prior covariance (Q^-1, or V (V'QV)^-1 V' with
  * constraints), whiten_t = W', unwhiten inverts whiten on its range, and
  * whiten_rev against differences (BYM2's null space moves with theta). */
@@ -1388,6 +1436,7 @@ Suite *model_stack_suite(void)
     tcase_add_loop_test(tc, test_gaussian_vs_dense, 0, C_NCASE);
     tcase_add_loop_test(tc, test_logdet, 0, C_NCASE);
     tcase_add_test(tc, test_order);
+    tcase_add_test(tc, test_sparse_map);
     tcase_add_loop_test(tc, test_whiten, 0, 5);
     tcase_add_test(tc, test_laplace_problem);
     tcase_add_loop_test(tc, test_laplace_constrained, 0, 8);

@@ -31,7 +31,8 @@ typedef struct {
     stack_comp *comp;
     size_t *perm, *iperm;   /* n: perm[row] = stacked index */
     const size_t *offset;   /* the latent's row offsets */
-    const double *coef;     /* the latent's coefficients (nrows x width) */
+    const size_t *rowptr, *pos; /* the latent's sparse rows (latent_impl.h) */
+    const double *coef;     /* their coefficients (nnz) */
     size_t width;
     /* constraints in the permuted numbering: dense k x n, the pinned rows,
      * the constant parts of the normaliser */
@@ -277,7 +278,10 @@ static gmm_status stack_gaussian(void *p, const double *theta, const double *y, 
         if (!isfinite(y[r]))
             return gmm_error_at(GMM_EINVAL, r, "y[%zu] = %g is not finite", r, y[r]);
         c->ooff[o] = c->offset[r];
-        memcpy(c->ocoef + o * W, c->coef + r * W, W * sizeof *c->ocoef);
+        double *h = c->ocoef + o * W;
+        memset(h, 0, W * sizeof *h);
+        for (size_t k = c->rowptr[r]; k < c->rowptr[r + 1]; k++)
+            h[c->pos[k]] = c->coef[k];
         c->oy[o++] = y[r];
     }
     c->obs = (gmm_obs){c->n, o, W, c->ooff, c->ocoef, W, c->oy};
@@ -729,15 +733,14 @@ gmm_status gmm_latent_stack_alloc(size_t nrows, size_t nterm, const gmm_stack_te
         W = hi - lo + 1 > W ? hi - lo + 1 : W;
     }
     double band = (double)(c->bw + 1) * (double)c->n * sizeof(double);
-    double obsb = (double)W * (double)nrows * sizeof(double);
-    if (band > (double)lim || obsb > (double)lim) {
+    if (band > (double)lim) {
         st = gmm_error(GMM_ENOMEM, "the stacked latent (n = %zu, bandwidth %zu) needs %.0f MB "
-                                   "per band and %.0f MB for the observation map (width %zu); "
-                                   "the limit is %.0f MB",
-                       c->n, c->bw, band / 1e6, obsb / 1e6, W, (double)lim / 1e6);
+                                   "per band; the limit is %.0f MB",
+                       c->n, c->bw, band / 1e6, (double)lim / 1e6);
         goto fail;
     }
-    l = latent_new(&stack_ops, nrows, W, c->nparam);
+    /* every row reads one latent of each component, distinct ones */
+    l = latent_new_sparse(&stack_ops, nrows, W, nrows * c->K, c->nparam);
     c->ooff = gmm_malloc(nrows ? nrows : 1, sizeof *c->ooff);
     c->oy = gmm_malloc(nrows ? nrows : 1, sizeof *c->oy);
     c->A = gmm_calloc(c->ncon * c->n > 0 ? c->ncon * c->n : 1, sizeof *c->A);
@@ -771,6 +774,8 @@ gmm_status gmm_latent_stack_alloc(size_t nrows, size_t nterm, const gmm_stack_te
     c->width = W;
     c->offset = l->offset;
     c->coef = l->coef;
+    c->rowptr = l->rowptr;
+    c->pos = l->pos;
     for (size_t r = 0; r < nrows; r++) {
         size_t lo = SIZE_MAX;
         for (size_t k = 0; k < c->K; k++) {
@@ -780,8 +785,15 @@ gmm_status gmm_latent_stack_alloc(size_t nrows, size_t nterm, const gmm_stack_te
         if (lo + W > c->n)
             lo = c->n - W;
         l->offset[r] = lo;
-        for (size_t k = 0; k < c->K; k++)
-            l->coef[r * W + c->iperm[c->comp[k].off + c->comp[k].row_loc[r]] - lo] += 1.0;
+        size_t *pr = l->pos + r * c->K;
+        for (size_t k = 0; k < c->K; k++) { /* insertion: increasing positions */
+            size_t p = c->iperm[c->comp[k].off + c->comp[k].row_loc[r]] - lo, j = k;
+            for (; j > 0 && pr[j - 1] > p; j--)
+                pr[j] = pr[j - 1];
+            pr[j] = p;
+            l->coef[r * c->K + k] = 1.0;
+        }
+        l->rowptr[r + 1] = (r + 1) * c->K;
     }
     size_t ci = 0;
     for (size_t k = 0; k < c->K; k++) {
