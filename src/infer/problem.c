@@ -418,7 +418,8 @@ static gmm_status laplace_alloc(gmm_problem *p)
     }
     p->ocoef = gmm_malloc(onz, sizeof *p->ocoef);
     p->ocoefbar = gmm_malloc(onz, sizeof *p->ocoefbar);
-    p->coef_all = gmm_malloc(nz, sizeof *p->coef_all);
+    if (!p->coef_all) /* the exact path with coefficients has it already */
+        p->coef_all = gmm_malloc(nz, sizeof *p->coef_all);
     p->coefbar_all = gmm_malloc(nz, sizeof *p->coefbar_all);
     if (p->ncoef) {
         p->oshift = gmm_malloc(no, sizeof *p->oshift);
