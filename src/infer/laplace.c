@@ -61,6 +61,7 @@ struct gmm_laplace {
     double b, logq, psi;  /* psi: Psi at the mode */
     size_t iter;
     int valid, have_mode, logdet_here;
+    int accepted;     /* the square-root form kept its start: s is set, dx = mu - x */
     gmm_constr *con;  /* constraints A x = 0 (NULL: none) */
 };
 
@@ -571,23 +572,35 @@ const gmm_band *gmm_laplace_chol(const gmm_laplace *w)
  *
  * no log-determinant or quadratic form of the assembled P or Q.  Away from
  * the mode by delta = mu - x this is Psi's quadratic model at mu (off by
- * O(|delta|^3)) minus the log-determinant term at x's W, off by O(|delta|)
- * (r'delta, r below): hence the final step and smoothing even from a
- * converged start -- taking the start's smoothing as the last showed as
- * noise of 2e-11 relative in a fit's log q.  The line search's x'Qx is the
- * smoother's (whitened).  The
+ * O(|delta|^3)) minus the log-determinant term at x's W, off by
+ * r'delta + O(|delta|^2), r = H'(s o t)/2 below.  A start that is the mode
+ * already (the assembled precision's, or a warm start, whose step from
+ * there is below ACCEPT_DEC) keeps its smoothing, recorded, with that
+ * first-order term added: what is left is O(decrement), below rounding,
+ * and the gradient's O(|delta|) moves it by ~sqrt(ACCEPT_DEC) relative.
+ * Otherwise Newton steps, and the step below tol is taken with a final
+ * recorded smoothing there (leaving out r'delta showed as noise of 2e-11
+ * relative in a fit's log q).  The line search's x'Qx is the smoother's
+ * (whitened).  The
  * gradient: the smoother's own at fixed working data (Fisher's identity:
  * -(Sigma + mu mu')/2 + Q^-1/2 in Q, as laplace_grad's explicit part),
  * plus the implicit term through zeta = P^-1 H'(s o t)/2 from the
  * smoother's adjoint, with the likelihood's parts as in gmm_laplace_grad. */
 
-/* Psi at x in the square-root form (f, g, w, t at x); NAN on error. */
-static double psi_sqrt(gmm_laplace *w, const double *x, gmm_status *st)
+/* A start whose Newton decrement is below ACCEPT_DEC max(1, |Psi|) is the
+ * mode (above): 1e-18, where the assembled precision's converged mode gives
+ * 1e-23 .. 1e-21 relative (bench_laplace's series, n = 1e3 .. 1e5). */
+#define ACCEPT_DEC 1e-18
+
+/* Psi at x in the square-root form (f, g, w, t at x, the likelihood's
+ * sum into *sum); NAN on error. */
+static double psi_sqrt(gmm_laplace *w, const double *x, double *sum, gmm_status *st)
 {
-    double sum = lik_sum(w, x), q;
+    double q;
+    *sum = lik_sum(w, x);
     if ((*st = w->sm->quad(w->sm->ctx, x, &q)))
         return NAN;
-    return sum - 0.5 * q;
+    return *sum - 0.5 * q;
 }
 
 /* The working data at the current f, g, w: yt_i = f_i - b - shift_i + g_i / w_i. */
@@ -642,17 +655,19 @@ gmm_status gmm_laplace_eval_sqrt(gmm_laplace *w, const gmm_laplace_smoother *sm,
         memset(w->x, 0, w->n * sizeof *w->x);
     w->have_mode = 0;
 
-    /* the smoother's first call fixes theta for its quadratic form */
-    lik_sum(w, w->x);
-    double ml = 0.0;
-    if ((st = working_data(w)) || (st = sm->smooth(sm->ctx, w->yt, w->w, 0, &ml, w->dx)))
+    /* the smoother's first call fixes theta for its quadratic form; it
+     * records when the start is a mode already (accept, below) */
+    int recorded = x0 || warm;
+    double sum = lik_sum(w, w->x), ml = 0.0, q = 0.0;
+    w->accepted = 0;
+    if ((st = working_data(w)) ||
+        (st = sm->smooth(sm->ctx, w->yt, w->w, recorded, &ml, w->dx)) ||
+        (st = sm->quad(sm->ctx, w->x, &q)))
         return st;
-    double Psi = psi_sqrt(w, w->x, &st);
-    if (st)
-        return st;
+    double Psi = sum - 0.5 * q;
     if (!isfinite(Psi))
         return gmm_error(GMM_EDOM, "Laplace: log density not finite at the starting point");
-    int final = 0, stall = 0, have_step = 1;
+    int final = 0, stall = 0, have_step = 1, accept = 0;
     size_t it = 0;
     double best = INFINITY;
     for (;;) {
@@ -660,6 +675,7 @@ gmm_status gmm_laplace_eval_sqrt(gmm_laplace *w, const gmm_laplace_smoother *sm,
             if ((st = working_data(w)) ||
                 (st = sm->smooth(sm->ctx, w->yt, w->w, final, &ml, w->dx)))
                 return st;
+            recorded = final;
         }
         have_step = 0;
         if (final)
@@ -679,13 +695,17 @@ gmm_status gmm_laplace_eval_sqrt(gmm_laplace *w, const gmm_laplace_smoother *sm,
         }
         if (!isfinite(dec))
             return gmm_error(GMM_EDOM, "Laplace: Newton step not finite at iteration %zu", it);
+        if (recorded && dec <= ACCEPT_DEC * fmax(1.0, fabs(Psi))) {
+            accept = 1;
+            break;
+        }
         stall = dec > 0.25 * best ? stall + 1 : 0;
         best = fmin(best, dec);
         if (dec <= par->tol * fmax(1.0, fabs(Psi)) ||
             (stall >= 3 && dec <= 1e-6 * fmax(1.0, fabs(Psi)))) {
             for (size_t j = 0; j < w->n; j++)
                 w->x[j] += w->dx[j];
-            Psi = psi_sqrt(w, w->x, &st);
+            Psi = psi_sqrt(w, w->x, &sum, &st);
             if (st)
                 return st;
             if (!isfinite(Psi))
@@ -698,12 +718,12 @@ gmm_status gmm_laplace_eval_sqrt(gmm_laplace *w, const gmm_laplace_smoother *sm,
             return gmm_error(GMM_ENOCONV, "Laplace: no convergence in %zu Newton iterations "
                                           "(decrement %g)",
                              it, dec);
-        double step = 1.0, Pt = -INFINITY;
+        double step = 1.0, Pt = -INFINITY, st_sum = 0.0;
         int ok = 0;
         for (int ls = 0; ls < 60; ls++, step *= 0.5) {
             for (size_t j = 0; j < w->n; j++)
                 w->xt[j] = w->x[j] + step * w->dx[j];
-            Pt = psi_sqrt(w, w->xt, &st);
+            Pt = psi_sqrt(w, w->xt, &st_sum, &st);
             if (st)
                 return st;
             if (isfinite(Pt) && Pt >= Psi + 1e-4 * step * dec) {
@@ -712,7 +732,7 @@ gmm_status gmm_laplace_eval_sqrt(gmm_laplace *w, const gmm_laplace_smoother *sm,
             }
         }
         if (!ok) {
-            Psi = psi_sqrt(w, w->x, &st);
+            Psi = psi_sqrt(w, w->x, &sum, &st);
             if (st)
                 return st;
             if (dec <= 1e-6 * fmax(1.0, fabs(Psi))) {
@@ -727,16 +747,27 @@ gmm_status gmm_laplace_eval_sqrt(gmm_laplace *w, const gmm_laplace_smoother *sm,
         w->x = w->xt;
         w->xt = tx;
         Psi = Pt;
+        sum = st_sum;
         it++;
     }
     const double log2pi = 1.8378770664093454836;
-    double sum = 0.0, gw = 0.0, out[4];
-    for (size_t i = 0; i < obs->nobs; i++) {
-        gmm_lik_eval(lik, obs->y[i], obs->e ? obs->e[i] : 1.0, w->f[i], out, NULL);
-        sum += out[0];
+    double gw = 0.0, corr = 0.0;
+    for (size_t i = 0; i < obs->nobs; i++)
         gw += w->g[i] * w->g[i] / w->w[i];
+    if (accept) {
+        /* log|P| at x's W, not the mode's: its first-order term r'(mu - x) */
+        if ((st = sm->var(sm->ctx, w->s)))
+            return st;
+        w->accepted = 1;
+        for (size_t i = 0; i < obs->nobs; i++) {
+            const double *h = obs->coef + i * obs->width;
+            double e = 0.0;
+            for (size_t a = 0; a < obs->width; a++)
+                e += h[a] * w->dx[obs->offset[i] + a];
+            corr += 0.5 * w->s[i] * w->t[i] * e;
+        }
     }
-    double lq = sum + ml + 0.5 * (double)obs->nobs * log2pi + 0.5 * gw;
+    double lq = sum + ml + 0.5 * (double)obs->nobs * log2pi + 0.5 * gw + corr;
     if (!isfinite(lq))
         return gmm_error(GMM_EDOM, "Laplace: log marginal likelihood not finite");
     *logq = w->logq = lq;
@@ -754,7 +785,7 @@ gmm_status gmm_laplace_grad_sqrt(gmm_laplace *w, double *bbar, double *parbar, d
                                      "differentiate");
     const gmm_laplace_obs *ob = w->obs;
     const gmm_laplace_smoother *sm = w->sm;
-    if ((st = sm->var(sm->ctx, w->s)))
+    if (!w->accepted && (st = sm->var(sm->ctx, w->s)))
         return st;
     for (size_t i = 0; i < ob->nobs; i++)
         w->yt[i] = 0.5 * w->s[i] * w->t[i];
@@ -763,7 +794,15 @@ gmm_status gmm_laplace_grad_sqrt(gmm_laplace *w, double *bbar, double *parbar, d
     size_t np = w->lik->type->nparam;
     double out[4], dpar[3 * GMM_LIK_MAXPARAM];
     for (size_t i = 0; i < ob->nobs; i++) {
-        double u = w->u[i], ci = w->g[i] + 0.5 * w->s[i] * w->t[i] - w->w[i] * u;
+        /* a kept start: g and dlogp/dphi at the mode's f_i + e_i to first
+         * order, as log q's r'delta (SQUARE-ROOT FORM) */
+        double e = 0.0;
+        if (w->accepted) {
+            const double *h = ob->coef + i * ob->width;
+            for (size_t a = 0; a < ob->width; a++)
+                e += h[a] * w->dx[ob->offset[i] + a];
+        }
+        double u = w->u[i], ci = w->g[i] - w->w[i] * e + 0.5 * w->s[i] * w->t[i] - w->w[i] * u;
         if (bbar)
             *bbar += ci;
         if (shiftbar)
@@ -771,7 +810,8 @@ gmm_status gmm_laplace_grad_sqrt(gmm_laplace *w, double *bbar, double *parbar, d
         if (parbar && np) {
             gmm_lik_eval(w->lik, ob->y[i], ob->e ? ob->e[i] : 1.0, w->f[i], out, dpar);
             for (size_t k = 0; k < np; k++)
-                parbar[k] += dpar[3 * k] + 0.5 * w->s[i] * dpar[3 * k + 2] + u * dpar[3 * k + 1];
+                parbar[k] += dpar[3 * k] + e * dpar[3 * k + 1] + 0.5 * w->s[i] * dpar[3 * k + 2] +
+                             u * dpar[3 * k + 1];
         }
     }
     return GMM_OK;
