@@ -580,8 +580,17 @@ const gmm_band *gmm_laplace_chol(const gmm_laplace *w)
  * and the gradient's O(|delta|) moves it by ~sqrt(ACCEPT_DEC) relative.
  * Otherwise Newton steps, and the step below tol is taken with a final
  * recorded smoothing there (leaving out r'delta showed as noise of 2e-11
- * relative in a fit's log q).  The line search's x'Qx is the smoother's
- * (whitened).  The
+ * relative in a fit's log q).
+ *
+ * QUADRATIC FORMS.  Psi's x'Qx through the whitening map rounds like eps
+ * |x|^2 |C|^2 (C the square root's large blocks, ~ (l/dt)^(nu + 1/2)),
+ * which stalls the line search of a smooth Matern-5/2 at dt/l 1e-6.  The
+ * smoothing's own equation (Q + H'WH) mu = H'W yt gives Q mu = H'(g - W H
+ * (mu - x)) in the observations' terms, and Q x follows each step x +
+ * s (mu - x) as Q x + s (Q mu - Q x): known exactly from x = 0 and after
+ * any full step, so x'Qx, the trials' and the decrement's quadratic forms
+ * are sums of O(1) products.  Before that (a warm start's first damped
+ * steps) they go through the whitening map.  The
  * gradient: the smoother's own at fixed working data (Fisher's identity:
  * -(Sigma + mu mu')/2 + Q^-1/2 in Q, as laplace_grad's explicit part),
  * plus the implicit term through zeta = P^-1 H'(s o t)/2 from the
@@ -591,17 +600,6 @@ const gmm_band *gmm_laplace_chol(const gmm_laplace *w)
  * mode (above): 1e-18, where the assembled precision's converged mode gives
  * 1e-23 .. 1e-21 relative (bench_laplace's series, n = 1e3 .. 1e5). */
 #define ACCEPT_DEC 1e-18
-
-/* Psi at x in the square-root form (f, g, w, t at x, the likelihood's
- * sum into *sum); NAN on error. */
-static double psi_sqrt(gmm_laplace *w, const double *x, double *sum, gmm_status *st)
-{
-    double q;
-    *sum = lik_sum(w, x);
-    if ((*st = w->sm->quad(w->sm->ctx, x, &q)))
-        return NAN;
-    return *sum - 0.5 * q;
-}
 
 /* The working data at the current f, g, w: yt_i = f_i - b - shift_i + g_i / w_i. */
 static gmm_status working_data(gmm_laplace *w)
@@ -649,20 +647,25 @@ gmm_status gmm_laplace_eval_sqrt(gmm_laplace *w, const gmm_laplace_smoother *sm,
     w->sm = sm;
     w->b = b;
     w->logdet_here = 0;
+    int started = x0 || (warm && w->have_mode);
     if (x0)
         memcpy(w->x, x0, w->n * sizeof *w->x);
-    else if (!(warm && w->have_mode))
+    else if (!started)
         memset(w->x, 0, w->n * sizeof *w->x);
     w->have_mode = 0;
 
     /* the smoother's first call fixes theta for its quadratic form; it
-     * records when the start is a mode already (accept, below) */
-    int recorded = x0 || warm;
+     * records when the start may be the mode (accept, below).  Qx (in gr)
+     * is known from x = 0 on, and after any step (QUADRATIC FORMS) */
+    int recorded = started, track = !started;
+    double *qx = w->gr, *qm = w->tmp;
     double sum = lik_sum(w, w->x), ml = 0.0, q = 0.0;
     w->accepted = 0;
+    if (track)
+        memset(qx, 0, w->n * sizeof *qx);
     if ((st = working_data(w)) ||
         (st = sm->smooth(sm->ctx, w->yt, w->w, recorded, &ml, w->dx)) ||
-        (st = sm->quad(sm->ctx, w->x, &q)))
+        (!track && (st = sm->quad(sm->ctx, w->x, &q))))
         return st;
     double Psi = sum - 0.5 * q;
     if (!isfinite(Psi))
@@ -680,19 +683,30 @@ gmm_status gmm_laplace_eval_sqrt(gmm_laplace *w, const gmm_laplace_smoother *sm,
         have_step = 0;
         if (final)
             break;
-        /* direction mu - x; decrement (mu - x)'P(mu - x) from the rows */
-        double dec = 0.0;
-        for (size_t j = 0; j < w->n; j++)
+        /* direction dx = mu - x; Q mu = H'(g - W H dx) (QUADRATIC FORMS);
+         * decrement dx'P dx */
+        double dec = 0.0, qxx = 0.0;
+        for (size_t j = 0; j < w->n; j++) {
             w->dx[j] -= w->x[j];
-        if ((st = sm->quad(sm->ctx, w->dx, &dec)))
-            return st;
+            qm[j] = 0.0;
+        }
         for (size_t i = 0; i < obs->nobs; i++) {
             const double *h = obs->coef + i * obs->width;
-            double e = 0.0;
+            double e = 0.0, r;
             for (size_t a = 0; a < obs->width; a++)
                 e += h[a] * w->dx[obs->offset[i] + a];
             dec += w->w[i] * e * e;
+            r = w->g[i] - w->w[i] * e;
+            for (size_t a = 0; a < obs->width; a++)
+                qm[obs->offset[i] + a] += h[a] * r;
         }
+        if (track) {
+            for (size_t j = 0; j < w->n; j++)
+                qxx += w->dx[j] * (qm[j] - qx[j]);
+        } else if ((st = sm->quad(sm->ctx, w->dx, &qxx))) {
+            return st;
+        }
+        dec += qxx;
         if (!isfinite(dec))
             return gmm_error(GMM_EDOM, "Laplace: Newton step not finite at iteration %zu", it);
         if (recorded && dec <= ACCEPT_DEC * fmax(1.0, fabs(Psi))) {
@@ -705,10 +719,8 @@ gmm_status gmm_laplace_eval_sqrt(gmm_laplace *w, const gmm_laplace_smoother *sm,
             (stall >= 3 && dec <= 1e-6 * fmax(1.0, fabs(Psi)))) {
             for (size_t j = 0; j < w->n; j++)
                 w->x[j] += w->dx[j];
-            Psi = psi_sqrt(w, w->x, &sum, &st);
-            if (st)
-                return st;
-            if (!isfinite(Psi))
+            sum = lik_sum(w, w->x);
+            if (!isfinite(sum))
                 return gmm_error(GMM_EDOM, "Laplace: log density not finite at the mode");
             final = 1;
             it++;
@@ -723,18 +735,24 @@ gmm_status gmm_laplace_eval_sqrt(gmm_laplace *w, const gmm_laplace_smoother *sm,
         for (int ls = 0; ls < 60; ls++, step *= 0.5) {
             for (size_t j = 0; j < w->n; j++)
                 w->xt[j] = w->x[j] + step * w->dx[j];
-            Pt = psi_sqrt(w, w->xt, &st_sum, &st);
-            if (st)
+            st_sum = lik_sum(w, w->xt);
+            if (step == 1.0 || track) { /* Q xt = Q x + step (Q mu - Q x) */
+                double qq = 0.0;
+                for (size_t j = 0; j < w->n; j++)
+                    qq += w->xt[j] * (step == 1.0 ? qm[j] : qx[j] + step * (qm[j] - qx[j]));
+                Pt = st_sum - 0.5 * qq;
+            } else if ((st = sm->quad(sm->ctx, w->xt, &q))) {
                 return st;
+            } else {
+                Pt = st_sum - 0.5 * q;
+            }
             if (isfinite(Pt) && Pt >= Psi + 1e-4 * step * dec) {
                 ok = 1;
                 break;
             }
         }
         if (!ok) {
-            Psi = psi_sqrt(w, w->x, &sum, &st);
-            if (st)
-                return st;
+            sum = lik_sum(w, w->x); /* f, g, w, t back at x */
             if (dec <= 1e-6 * fmax(1.0, fabs(Psi))) {
                 final = 1; /* rounding: as good as it gets */
                 continue;
@@ -743,6 +761,9 @@ gmm_status gmm_laplace_eval_sqrt(gmm_laplace *w, const gmm_laplace_smoother *sm,
                                           "(decrement %g)",
                              it, dec);
         }
+        for (size_t j = 0; j < w->n; j++)
+            qx[j] = step == 1.0 ? qm[j] : qx[j] + step * (qm[j] - qx[j]);
+        track = track || step == 1.0;
         double *tx = w->x;
         w->x = w->xt;
         w->xt = tx;
