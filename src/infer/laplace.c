@@ -61,7 +61,8 @@ struct gmm_laplace {
     double b, logq, psi;  /* psi: Psi at the mode */
     size_t iter;
     int valid, have_mode, logdet_here;
-    int accepted;     /* the square-root form kept its start: s is set, dx = mu - x */
+    int accepted;     /* the square-root form kept its start: dx = mu - x */
+    int sready;       /* s and the smoother's gradient started (var) for grad_sqrt */
     gmm_constr *con;  /* constraints A x = 0 (NULL: none) */
 };
 
@@ -660,7 +661,7 @@ gmm_status gmm_laplace_eval_sqrt(gmm_laplace *w, const gmm_laplace_smoother *sm,
     int recorded = started, track = !started;
     double *qx = w->gr, *qm = w->tmp;
     double sum = lik_sum(w, w->x), ml = 0.0, q = 0.0;
-    w->accepted = 0;
+    w->accepted = w->sready = 0;
     if (track)
         memset(qx, 0, w->n * sizeof *qx);
     if ((st = working_data(w)) ||
@@ -779,7 +780,7 @@ gmm_status gmm_laplace_eval_sqrt(gmm_laplace *w, const gmm_laplace_smoother *sm,
         /* log|P| at x's W, not the mode's: its first-order term r'(mu - x) */
         if ((st = sm->var(sm->ctx, w->s)))
             return st;
-        w->accepted = 1;
+        w->accepted = w->sready = 1;
         for (size_t i = 0; i < obs->nobs; i++) {
             const double *h = obs->coef + i * obs->width;
             double e = 0.0;
@@ -806,8 +807,11 @@ gmm_status gmm_laplace_grad_sqrt(gmm_laplace *w, double *bbar, double *parbar, d
                                      "differentiate");
     const gmm_laplace_obs *ob = w->obs;
     const gmm_laplace_smoother *sm = w->sm;
-    if (!w->accepted && (st = sm->var(sm->ctx, w->s)))
+    /* var starts the smoother's gradient, which the adjoint completes:
+     * once per gradient */
+    if (!w->sready && (st = sm->var(sm->ctx, w->s)))
         return st;
+    w->sready = 0;
     for (size_t i = 0; i < ob->nobs; i++)
         w->yt[i] = 0.5 * w->s[i] * w->t[i];
     if ((st = sm->adjoint(sm->ctx, w->yt, w->u)))
