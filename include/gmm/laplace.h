@@ -115,8 +115,8 @@ gmm_status gmm_laplace_grad(gmm_laplace *w, gmm_band *Qbar, double *bbar, double
  *
  *   smooth   the posterior mean (n) of x given yt ~ N(Hx, W^-1), x ~ N(0,
  *            Q^-1), and ML = log N(W^1/2 yt; 0, W^1/2 H Q^-1 H' W^1/2 + I);
- *            record: the gradient will follow this call (the last of an
- *            evaluation).  Fixes the smoother's theta for quad.
+ *            record: keep the fold for var and adjoint (the last recorded
+ *            call's serve them).  Fixes the smoother's theta for quad.
  *   quad     x'Qx (x: n).
  *   var      after a recorded smooth: s_i = Var(h_i'x) under its posterior;
  *            starts the smoother's gradient in its own parameters (the
@@ -135,7 +135,10 @@ typedef struct {
 
 /* As gmm_laplace_eval with the prior through sm (borrowed until the next
  * eval) instead of Q and log|Q|; the same Newton iterations, line search
- * and stopping rule.  Errors as gmm_laplace_eval and the smoother's. */
+ * and stopping rule, except that a start (x0, or warm with a last mode)
+ * whose Newton step is below rounding is kept as the mode, its smoothing
+ * the evaluation's last (0 iterations; laplace.c, SQUARE-ROOT FORM).
+ * Errors as gmm_laplace_eval and the smoother's. */
 gmm_status gmm_laplace_eval_sqrt(gmm_laplace *w, const gmm_laplace_smoother *sm,
                                  const gmm_laplace_obs *obs, const gmm_lik *lik, double b,
                                  const double *x0, int warm, const gmm_laplace_params *par,

@@ -61,6 +61,8 @@ struct gmm_laplace {
     double b, logq, psi;  /* psi: Psi at the mode */
     size_t iter;
     int valid, have_mode, logdet_here;
+    int accepted;     /* the square-root form kept its start: dx = mu - x */
+    int sready;       /* s and the smoother's gradient started (var) for grad_sqrt */
     gmm_constr *con;  /* constraints A x = 0 (NULL: none) */
 };
 
@@ -588,24 +590,34 @@ const gmm_band *gmm_laplace_chol(const gmm_laplace *w)
  *
  * no log-determinant or quadratic form of the assembled P or Q.  Away from
  * the mode by delta = mu - x this is Psi's quadratic model at mu (off by
- * O(|delta|^3)) minus the log-determinant term at x's W, off by O(|delta|)
- * (r'delta, r below): hence the final step and smoothing even from a
- * converged start -- taking the start's smoothing as the last showed as
- * noise of 2e-11 relative in a fit's log q.  The line search's x'Qx is the
- * smoother's (whitened).  The
+ * O(|delta|^3)) minus the log-determinant term at x's W, off by
+ * r'delta + O(|delta|^2), r = H'(s o t)/2 below.  A start that is the mode
+ * already (the assembled precision's, or a warm start, whose step from
+ * there is below ACCEPT_DEC) keeps its smoothing, recorded, with that
+ * first-order term added: what is left is O(decrement), below rounding,
+ * and the gradient's O(|delta|) moves it by ~sqrt(ACCEPT_DEC) relative.
+ * Otherwise Newton steps, and the step below tol is taken with a final
+ * recorded smoothing there (leaving out r'delta showed as noise of 2e-11
+ * relative in a fit's log q).
+ *
+ * QUADRATIC FORMS.  Psi's x'Qx through the whitening map rounds like eps
+ * |x|^2 |C|^2 (C the square root's large blocks, ~ (l/dt)^(nu + 1/2)),
+ * which stalls the line search of a smooth Matern-5/2 at dt/l 1e-6.  The
+ * smoothing's own equation (Q + H'WH) mu = H'W yt gives Q mu = H'(g - W H
+ * (mu - x)) in the observations' terms, and Q x follows each step x +
+ * s (mu - x) as Q x + s (Q mu - Q x): known exactly from x = 0 and after
+ * any full step, so x'Qx, the trials' and the decrement's quadratic forms
+ * are sums of O(1) products.  Before that (a warm start's first damped
+ * steps) they go through the whitening map.  The
  * gradient: the smoother's own at fixed working data (Fisher's identity:
  * -(Sigma + mu mu')/2 + Q^-1/2 in Q, as laplace_grad's explicit part),
  * plus the implicit term through zeta = P^-1 H'(s o t)/2 from the
  * smoother's adjoint, with the likelihood's parts as in gmm_laplace_grad. */
 
-/* Psi at x in the square-root form (f, g, w, t at x); NAN on error. */
-static double psi_sqrt(gmm_laplace *w, const double *x, gmm_status *st)
-{
-    double sum = lik_sum(w, x), q;
-    if ((*st = w->sm->quad(w->sm->ctx, x, &q)))
-        return NAN;
-    return sum - 0.5 * q;
-}
+/* A start whose Newton decrement is below ACCEPT_DEC max(1, |Psi|) is the
+ * mode (above): 1e-18, where the assembled precision's converged mode gives
+ * 1e-23 .. 1e-21 relative (bench_laplace's series, n = 1e3 .. 1e5). */
+#define ACCEPT_DEC 1e-18
 
 /* The working data at the current f, g, w: yt_i = f_i - b - shift_i + g_i / w_i. */
 static gmm_status working_data(gmm_laplace *w)
@@ -653,23 +665,30 @@ gmm_status gmm_laplace_eval_sqrt(gmm_laplace *w, const gmm_laplace_smoother *sm,
     w->sm = sm;
     w->b = b;
     w->logdet_here = 0;
+    int started = x0 || (warm && w->have_mode);
     if (x0)
         memcpy(w->x, x0, w->n * sizeof *w->x);
-    else if (!(warm && w->have_mode))
+    else if (!started)
         memset(w->x, 0, w->n * sizeof *w->x);
     w->have_mode = 0;
 
-    /* the smoother's first call fixes theta for its quadratic form */
-    lik_sum(w, w->x);
-    double ml = 0.0;
-    if ((st = working_data(w)) || (st = sm->smooth(sm->ctx, w->yt, w->w, 0, &ml, w->dx)))
+    /* the smoother's first call fixes theta for its quadratic form; it
+     * records when the start may be the mode (accept, below).  Qx (in gr)
+     * is known from x = 0 on, and after any step (QUADRATIC FORMS) */
+    int recorded = started, track = !started;
+    double *qx = w->gr, *qm = w->tmp;
+    double sum = lik_sum(w, w->x), ml = 0.0, q = 0.0;
+    w->accepted = w->sready = 0;
+    if (track)
+        memset(qx, 0, w->n * sizeof *qx);
+    if ((st = working_data(w)) ||
+        (st = sm->smooth(sm->ctx, w->yt, w->w, recorded, &ml, w->dx)) ||
+        (!track && (st = sm->quad(sm->ctx, w->x, &q))))
         return st;
-    double Psi = psi_sqrt(w, w->x, &st);
-    if (st)
-        return st;
+    double Psi = sum - 0.5 * q;
     if (!isfinite(Psi))
         return gmm_error(GMM_EDOM, "Laplace: log density not finite at the starting point");
-    int final = 0, stall = 0, have_step = 1;
+    int final = 0, stall = 0, have_step = 1, accept = 0;
     size_t it = 0;
     double best = INFINITY;
     for (;;) {
@@ -677,35 +696,49 @@ gmm_status gmm_laplace_eval_sqrt(gmm_laplace *w, const gmm_laplace_smoother *sm,
             if ((st = working_data(w)) ||
                 (st = sm->smooth(sm->ctx, w->yt, w->w, final, &ml, w->dx)))
                 return st;
+            recorded = final;
         }
         have_step = 0;
         if (final)
             break;
-        /* direction mu - x; decrement (mu - x)'P(mu - x) from the rows */
-        double dec = 0.0;
-        for (size_t j = 0; j < w->n; j++)
+        /* direction dx = mu - x; Q mu = H'(g - W H dx) (QUADRATIC FORMS);
+         * decrement dx'P dx */
+        double dec = 0.0, qxx = 0.0;
+        for (size_t j = 0; j < w->n; j++) {
             w->dx[j] -= w->x[j];
-        if ((st = sm->quad(sm->ctx, w->dx, &dec)))
-            return st;
+            qm[j] = 0.0;
+        }
         for (size_t i = 0; i < obs->nobs; i++) {
             const double *h = obs->coef + i * obs->width;
-            double e = 0.0;
+            double e = 0.0, r;
             for (size_t a = 0; a < obs->width; a++)
                 e += h[a] * w->dx[obs->offset[i] + a];
             dec += w->w[i] * e * e;
+            r = w->g[i] - w->w[i] * e;
+            for (size_t a = 0; a < obs->width; a++)
+                qm[obs->offset[i] + a] += h[a] * r;
         }
+        if (track) {
+            for (size_t j = 0; j < w->n; j++)
+                qxx += w->dx[j] * (qm[j] - qx[j]);
+        } else if ((st = sm->quad(sm->ctx, w->dx, &qxx))) {
+            return st;
+        }
+        dec += qxx;
         if (!isfinite(dec))
             return gmm_error(GMM_EDOM, "Laplace: Newton step not finite at iteration %zu", it);
+        if (recorded && dec <= ACCEPT_DEC * fmax(1.0, fabs(Psi))) {
+            accept = 1;
+            break;
+        }
         stall = dec > 0.25 * best ? stall + 1 : 0;
         best = fmin(best, dec);
         if (dec <= par->tol * fmax(1.0, fabs(Psi)) ||
             (stall >= 3 && dec <= 1e-6 * fmax(1.0, fabs(Psi)))) {
             for (size_t j = 0; j < w->n; j++)
                 w->x[j] += w->dx[j];
-            Psi = psi_sqrt(w, w->x, &st);
-            if (st)
-                return st;
-            if (!isfinite(Psi))
+            sum = lik_sum(w, w->x);
+            if (!isfinite(sum))
                 return gmm_error(GMM_EDOM, "Laplace: log density not finite at the mode");
             final = 1;
             it++;
@@ -715,23 +748,29 @@ gmm_status gmm_laplace_eval_sqrt(gmm_laplace *w, const gmm_laplace_smoother *sm,
             return gmm_error(GMM_ENOCONV, "Laplace: no convergence in %zu Newton iterations "
                                           "(decrement %g)",
                              it, dec);
-        double step = 1.0, Pt = -INFINITY;
+        double step = 1.0, Pt = -INFINITY, st_sum = 0.0;
         int ok = 0;
         for (int ls = 0; ls < 60; ls++, step *= 0.5) {
             for (size_t j = 0; j < w->n; j++)
                 w->xt[j] = w->x[j] + step * w->dx[j];
-            Pt = psi_sqrt(w, w->xt, &st);
-            if (st)
+            st_sum = lik_sum(w, w->xt);
+            if (step == 1.0 || track) { /* Q xt = Q x + step (Q mu - Q x) */
+                double qq = 0.0;
+                for (size_t j = 0; j < w->n; j++)
+                    qq += w->xt[j] * (step == 1.0 ? qm[j] : qx[j] + step * (qm[j] - qx[j]));
+                Pt = st_sum - 0.5 * qq;
+            } else if ((st = sm->quad(sm->ctx, w->xt, &q))) {
                 return st;
+            } else {
+                Pt = st_sum - 0.5 * q;
+            }
             if (isfinite(Pt) && Pt >= Psi + 1e-4 * step * dec) {
                 ok = 1;
                 break;
             }
         }
         if (!ok) {
-            Psi = psi_sqrt(w, w->x, &st);
-            if (st)
-                return st;
+            sum = lik_sum(w, w->x); /* f, g, w, t back at x */
             if (dec <= 1e-6 * fmax(1.0, fabs(Psi))) {
                 final = 1; /* rounding: as good as it gets */
                 continue;
@@ -740,20 +779,34 @@ gmm_status gmm_laplace_eval_sqrt(gmm_laplace *w, const gmm_laplace_smoother *sm,
                                           "(decrement %g)",
                              it, dec);
         }
+        for (size_t j = 0; j < w->n; j++)
+            qx[j] = step == 1.0 ? qm[j] : qx[j] + step * (qm[j] - qx[j]);
+        track = track || step == 1.0;
         double *tx = w->x;
         w->x = w->xt;
         w->xt = tx;
         Psi = Pt;
+        sum = st_sum;
         it++;
     }
     const double log2pi = 1.8378770664093454836;
-    double sum = 0.0, gw = 0.0, out[4];
-    for (size_t i = 0; i < obs->nobs; i++) {
-        gmm_lik_eval(lik, obs->y[i], obs->e ? obs->e[i] : 1.0, w->f[i], out, NULL);
-        sum += out[0];
+    double gw = 0.0, corr = 0.0;
+    for (size_t i = 0; i < obs->nobs; i++)
         gw += w->g[i] * w->g[i] / w->w[i];
+    if (accept) {
+        /* log|P| at x's W, not the mode's: its first-order term r'(mu - x) */
+        if ((st = sm->var(sm->ctx, w->s)))
+            return st;
+        w->accepted = w->sready = 1;
+        for (size_t i = 0; i < obs->nobs; i++) {
+            const double *h = obs->coef + i * obs->width;
+            double e = 0.0;
+            for (size_t a = 0; a < obs->width; a++)
+                e += h[a] * w->dx[obs->offset[i] + a];
+            corr += 0.5 * w->s[i] * w->t[i] * e;
+        }
     }
-    double lq = sum + ml + 0.5 * (double)obs->nobs * log2pi + 0.5 * gw;
+    double lq = sum + ml + 0.5 * (double)obs->nobs * log2pi + 0.5 * gw + corr;
     if (!isfinite(lq))
         return gmm_error(GMM_EDOM, "Laplace: log marginal likelihood not finite");
     *logq = w->logq = lq;
@@ -771,8 +824,11 @@ gmm_status gmm_laplace_grad_sqrt(gmm_laplace *w, double *bbar, double *parbar, d
                                      "differentiate");
     const gmm_laplace_obs *ob = w->obs;
     const gmm_laplace_smoother *sm = w->sm;
-    if ((st = sm->var(sm->ctx, w->s)))
+    /* var starts the smoother's gradient, which the adjoint completes:
+     * once per gradient */
+    if (!w->sready && (st = sm->var(sm->ctx, w->s)))
         return st;
+    w->sready = 0;
     for (size_t i = 0; i < ob->nobs; i++)
         w->yt[i] = 0.5 * w->s[i] * w->t[i];
     if ((st = sm->adjoint(sm->ctx, w->yt, w->u)))
@@ -780,7 +836,15 @@ gmm_status gmm_laplace_grad_sqrt(gmm_laplace *w, double *bbar, double *parbar, d
     size_t np = w->lik->type->nparam;
     double out[4], dpar[3 * GMM_LIK_MAXPARAM];
     for (size_t i = 0; i < ob->nobs; i++) {
-        double u = w->u[i], ci = w->g[i] + 0.5 * w->s[i] * w->t[i] - w->w[i] * u;
+        /* a kept start: g and dlogp/dphi at the mode's f_i + e_i to first
+         * order, as log q's r'delta (SQUARE-ROOT FORM) */
+        double e = 0.0;
+        if (w->accepted) {
+            const double *h = ob->coef + i * ob->width;
+            for (size_t a = 0; a < ob->width; a++)
+                e += h[a] * w->dx[ob->offset[i] + a];
+        }
+        double u = w->u[i], ci = w->g[i] - w->w[i] * e + 0.5 * w->s[i] * w->t[i] - w->w[i] * u;
         if (bbar)
             *bbar += ci;
         if (shiftbar)
@@ -788,7 +852,8 @@ gmm_status gmm_laplace_grad_sqrt(gmm_laplace *w, double *bbar, double *parbar, d
         if (parbar && np) {
             gmm_lik_eval(w->lik, ob->y[i], ob->e ? ob->e[i] : 1.0, w->f[i], out, dpar);
             for (size_t k = 0; k < np; k++)
-                parbar[k] += dpar[3 * k] + 0.5 * w->s[i] * dpar[3 * k + 2] + u * dpar[3 * k + 1];
+                parbar[k] += dpar[3 * k] + e * dpar[3 * k + 1] + 0.5 * w->s[i] * dpar[3 * k + 2] +
+                             u * dpar[3 * k + 1];
         }
     }
     return GMM_OK;

@@ -222,10 +222,10 @@ static gmm_status laplace_forward_form(gmm_problem *p, const double *theta, doub
         int warm = !p->cold;
         p->cold = 0;
         /* Newton on the assembled precision where the family admits it is
-         * cheaper per step: its mode starts the square-root form's
-         * iterations, which then need about one step; its failures
-         * (rounding, a spacing below the Cholesky's limit) only cost the
-         * start */
+         * cheaper per step: its mode starts the square-root form, which
+         * keeps it when its own step from there is below rounding (one
+         * recorded smoothing); its failures (rounding, a spacing below the
+         * Cholesky's limit) only cost the start */
         if (gmm_latent_prior(p->lat, theta, p->Q, &ld) == GMM_OK &&
             gmm_laplace_eval(p->lap, p->Q, ld, &p->lobs, &p->lik, b, NULL, warm, NULL, &fa) ==
                 GMM_OK)

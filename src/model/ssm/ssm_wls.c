@@ -123,8 +123,15 @@ gmm_status gmm_ssm_wls(gmm_ssm *m, const double *theta, const double *y, const d
     m->rows = 1;
     if ((st = ssm_fold(m, m->lld, record, loglik)))
         return st;
-    if (mean && (st = gmm_marglik_posterior(m->mw, mean, NULL)))
+    /* a recorded smoothing's mean is kept for the adjoint */
+    if (record) {
+        if ((st = gmm_marglik_posterior(m->mw, m->lmu, NULL)))
+            return st;
+        if (mean)
+            memcpy(mean, m->lmu, m->N * sizeof *mean);
+    } else if (mean && (st = gmm_marglik_posterior(m->mw, mean, NULL))) {
         return st;
+    }
     m->lready = record;
     return GMM_OK;
 }
@@ -188,8 +195,7 @@ gmm_status gmm_ssm_wls_adjoint(gmm_ssm *m, const double *rw, double *u, double *
     for (size_t o = 0; o < m->nobs; o++)
         for (size_t p = 0; p < d; p++)
             b[m->obs_off[o] + p] += rw[m->lrow[o]] * m->Hp[p];
-    if ((st = gmm_marglik_rows_solve(m->mw, b, z, gx)) ||
-        (st = gmm_marglik_posterior(m->mw, mu, NULL)))
+    if ((st = gmm_marglik_rows_solve(m->mw, b, z, gx)))
         return st;
     for (size_t r = 0; r < m->n; r++)
         u[r] = NAN;
