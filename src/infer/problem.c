@@ -52,6 +52,7 @@ struct gmm_problem {
     double wb;            /* the intercept there, when the offset is constant */
     gmm_lik wlik;
     double *wcoef, *wx, *wg; /* nrows x width, n, n */
+    double *wconst;       /* the rows' likelihood constants (nrows x nconst) */
     /* the Laplace metric: x = wxh + wL^-T v, wL wL' = Q + H'WH at the mode */
     gmm_metric metric;
     gmm_band *wQ, *wL;
@@ -92,6 +93,7 @@ void gmm_problem_free(gmm_problem *p)
     gmm_laplace_free(p->lap);
     gmm_free(p->thetabar);
     gmm_free(p->wcoef);
+    gmm_free(p->wconst);
     gmm_free(p->jsamp);
     gmm_free(p->jprior);
     gmm_free(p->jtheta);
@@ -757,9 +759,16 @@ gmm_status gmm_problem_whiten_setup(gmm_problem *p, const double *theta)
         p->wx = gmm_malloc(p->n, sizeof *p->wx);
         p->wg = gmm_malloc(p->n, sizeof *p->wg);
         p->woff = gmm_calloc(p->nrows ? p->nrows : 1, sizeof *p->woff);
-        if (!p->wcoef || !p->wx || !p->wg || !p->woff)
+        size_t ncst = p->nrows * gmm_lik_nconst(&p->lik);
+        p->wconst = gmm_malloc(ncst ? ncst : 1, sizeof *p->wconst);
+        if (!p->wcoef || !p->wx || !p->wg || !p->woff || !p->wconst)
             return gmm_error(GMM_ENOMEM, "out of memory for the whitened density (%zu latents)",
                              p->n);
+        /* y and e are the problem's for good: their constants once */
+        for (size_t r = 0; r < p->nrows; r++)
+            if (!isnan(p->y[r]))
+                gmm_lik_row_const(&p->lik, p->y[r], p->e ? p->e[r] : 1.0,
+                                  p->wconst + r * gmm_lik_nconst(&p->lik));
     }
     if ((st = set_lik(p, theta)))
         return st;
@@ -829,7 +838,8 @@ gmm_status gmm_problem_whitened_logp(gmm_problem *p, const double *v, double *lp
             continue;
         const double *h = p->wcoef + r * w;
         double f = row_f(p, r);
-        gmm_lik_eval(&p->wlik, p->y[r], p->e ? p->e[r] : 1.0, f, out, NULL);
+        gmm_lik_eval_const(&p->wlik, p->y[r], p->e ? p->e[r] : 1.0,
+                           p->wconst + r * gmm_lik_nconst(&p->wlik), f, out, NULL);
         sum += out[0];
         if (grad)
             for (size_t a = 0; a < w; a++)
@@ -1074,7 +1084,8 @@ gmm_status gmm_problem_joint_logp(gmm_problem *p, const double *q, double *lp, d
             continue;
         const double *h = p->wcoef + r * w, *x = p->wx + off[r];
         double f = row_f(p, r);
-        gmm_lik_eval(&p->wlik, p->y[r], p->e ? p->e[r] : 1.0, f, out, dpar);
+        gmm_lik_eval_const(&p->wlik, p->y[r], p->e ? p->e[r] : 1.0,
+                           p->wconst + r * gmm_lik_nconst(&p->wlik), f, out, dpar);
         sum += out[0];
         if (p->ncoef)
             p->offbar[r] = out[1];
