@@ -358,7 +358,8 @@ for (case in unique(res$case)) {
     best <- which(stan)[which.max(r$ess_per_s[stan])]
     for (k in which(!stan)) {
         cat(sprintf("%s, %s: latents' ESS/s %.1fx Stan's best (%s)", case, r$sampler[k],
-                    r$ess_per_s[k] / r$ess_per_s[best], sub("Stan NUTS ", "", r$sampler[best])))
+                    r$ess_per_s[k] / r$ess_per_s[best],
+                    gsub("Stan NUTS \\(|\\)", "", r$sampler[best])))
         if (!is.na(r$ess_hyper[k]) && !is.na(r$ess_hyper[best]))
             cat(sprintf(", hyperparameters' %.1fx", (r$ess_hyper[k] / r$time_s[k]) /
                         (r$ess_hyper[best] / r$time_s[best])))
