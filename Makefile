@@ -192,6 +192,9 @@ fuzz: $(FUZZ_BIN)
 
 BENCH_CSV ?=
 BENCH_QUICK ?=
+# gmm-infer hmc against Stan: all cases, 4 x (1000 + 1000); quick: the fixed
+# cases, 4 x (300 + 300)
+STAN_QUICK := --cases flu,chicago --warmup 300 --draws 300
 bench: $(BENCH_BIN) $(BIN) | deps-bench
 	@for b in $(BENCH_BIN); do \
 	  echo "== $$b"; \
@@ -201,6 +204,8 @@ bench: $(BENCH_BIN) $(BIN) | deps-bench
 	  BENCH_CSV="$(BENCH_CSV)" scripts/bench.sh; fi
 	@echo "== scripts/bench_marginal.sh"; GMM_INFER=$(BIN) BENCH_QUICK="$(BENCH_QUICK)" \
 	  scripts/bench_marginal.sh
+	@echo "== scripts/bench_stan.sh"; scripts/bench_stan.sh --out $(BUILD)/bench-stan \
+	  $(if $(BENCH_QUICK),$(STAN_QUICK))
 
 demo: gmm-infer | deps-demo
 	scripts/demo.sh

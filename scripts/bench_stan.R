@@ -2,12 +2,14 @@
 # on the same models, in the same run, on the same machine.
 #
 #   Rscript scripts/bench_stan.R [--gmm-infer PATH] [--out DIR] [--chains K]
-#       [--warmup W] [--draws D] [--cases flu,flu-hyper,chicago]
+#       [--warmup W] [--draws D] [--cases flu,chicago,flu-hyper]
 #
 # (scripts/bench_stan.sh builds gmm-infer and runs this.)  Cases:
 #   flu        Poisson counts on the 140 districts of data/flu_bybw_*.csv,
 #              population as exposure, edge-ou precision and intercept fixed at
-#              gmm-infer fit's values;
+#              gmm-infer fit's values; gmm-infer runs twice, whitened by the
+#              Laplace posterior (--metric laplace) and by the prior
+#              (--metric prior);
 #   flu-hyper  the same with the edge-ou variance and lengthscale and the
 #              intercept sampled, under gmm-infer hmc --sample-hyper's default
 #              priors (lognormal(log value, 1), normal(value, 2)); gmm-infer
@@ -17,7 +19,10 @@
 #              laplace-mh, corrected to exact draws), f means against the
 #              joint run's;
 #   chicago    Poisson crime counts on the 338 nodes of the Chicago street
-#              graph, hyperparameters fixed at gmm-infer fit's values.
+#              graph, hyperparameters fixed at gmm-infer fit's values (both
+#              maps, as flu).
+# The fixed cases run first, so that their rows are in results.csv when the
+# long flu-hyper case is cut short.
 # Samplers: gmm-infer hmc (whitened NUTS), Stan NUTS on the non-centred model
 # (z ~ N(0, I), x = L^-T z: scripts/stan/gmrf_poisson_fixed.stan and
 # gmrf_poisson_hyper.stan -- the same target as gmm-infer's), and, at fixed
@@ -43,9 +48,12 @@
 #   ess_per_s     ess_min / time_s
 #   zmax, z3, zsd max |z| over the latents of the difference of the posterior
 #                 means, z = (m1 - m2) / sqrt(sd1^2/ess1 + sd2^2/ess2)
-#                 against gmm-infer (bulk ESS), how many exceed 3, and the sd
-#                 of the n z-scores (1 when the means agree within Monte
-#                 Carlo error)
+#                 against the case's first gmm-infer run (bulk ESS), how
+#                 many exceed 3, and the sd of the n z-scores (1 when the
+#                 means agree within Monte Carlo error)
+# After the table, each gmm-infer run's ESS per second over Stan's best
+# (centred or non-centred) in the same case, for the latents and (sampled
+# hyperparameters) for the hyperparameters.
 # Everything goes to DIR (default bench-stan): draws, summaries, results.csv,
 # and the table printed at the end.
 
@@ -56,7 +64,7 @@ suppressMessages({
 
 args <- commandArgs(TRUE)
 opt <- list(gmm = "./gmm-infer", out = "bench-stan", chains = 4L, warmup = 1000L,
-            draws = 1000L, cases = "flu,flu-hyper,chicago")
+            draws = 1000L, cases = "flu,chicago,flu-hyper")
 i <- 1L
 while (i <= length(args)) {
     a <- args[i]
@@ -183,16 +191,17 @@ summarise <- function(draws, tag) {
     read.csv(s, check.names = FALSE, stringsAsFactors = FALSE)
 }
 
-sample_gmm <- function(G, tag, hyper, marginal = "none") {
+sample_gmm <- function(G, tag, hyper, marginal = "none", metric = NULL) {
     draws <- out(paste0(tag, ".csv"))
     a <- c("hmc", "--model", G$model, "--chains", opt$chains, "--threads", 1,
            "--warmup", opt$warmup, "--draws", opt$draws, "--seed", 1, "--quiet",
            "-o", draws)
     if (hyper) a <- c(a, "--sample-hyper", "--marginal", marginal)
+    if (!is.null(metric)) a <- c(a, "--metric", metric)
     t <- timed_gmm(a)
     info <- fromJSON(paste0(draws, ".json"))
-    list(sampler = if (marginal != "none") paste("gmm-infer hmc --marginal", marginal)
-                   else "gmm-infer hmc (whitened)", draws = draws,
+    list(sampler = if (hyper) paste("gmm-infer hmc --marginal", marginal)
+                   else paste("gmm-infer hmc --metric", metric), draws = draws,
          time_s = t[["wall"]], cpu_s = t[["cpu"]], r_cpu_s = NA,
          leapfrogs = sum(info$leapfrog_steps$warmup) + sum(info$leapfrog_steps$draws),
          divergent = sum(info$divergences), compile_s = NA)
@@ -307,13 +316,16 @@ for (case in cases) {
     hyper <- grepl("-hyper$", case)
     msg(sprintf("%s: n = %d, variance %.4g, lengthscale %.4g, intercept %.4g", case, g$n,
                 g$variance, g$lengthscale, g$b))
-    r <- sample_gmm(g, paste0(case, "-gmm"), hyper)
-    ref[[case]] <- s <- structure(summarise(r$draws, paste0(case, "-gmm")), draws = r$draws)
-    record(case, g$n, r, s)
-    # the embedded Laplace samplers, their f means against the joint run's
-    for (mg in if (hyper) c("laplace", "laplace-mh") else character(0)) {
-        r <- sample_gmm(g, paste0(case, "-gmm-", mg), hyper, mg)
-        record(case, g$n, r, summarise(r$draws, paste0(case, "-gmm-", mg)))
+    # fixed: the Laplace map, the prior's against it; sampled: the joint
+    # sampler, the embedded Laplace ones against it
+    runs <- if (hyper) c("none", "laplace", "laplace-mh") else c("laplace", "prior")
+    for (k in seq_along(runs)) {
+        tag <- paste0(case, "-gmm-", runs[k])
+        r <- if (hyper) sample_gmm(g, tag, TRUE, marginal = runs[k])
+             else sample_gmm(g, tag, FALSE, metric = runs[k])
+        s <- structure(summarise(r$draws, tag), draws = r$draws)
+        if (k == 1L) ref[[case]] <- s
+        record(case, g$n, r, s)
     }
     kinds <- if (hyper) "hyper" else c("fixed", "centred")
     for (k in kinds) {
@@ -337,4 +349,20 @@ for (k in seq_len(nrow(res))) {
                 if (is.na(x$zmax)) "--" else sprintf("%.2f (%d), %.2f", x$zmax, as.integer(x$z3),
                                                      x$zsd),
                 if (is.na(x$compile_s)) "--" else sprintf("%.0f", x$compile_s)))
+}
+cat("\n")
+for (case in unique(res$case)) {
+    r <- res[res$case == case, ]
+    stan <- grepl("^Stan", r$sampler)
+    if (!any(stan)) next
+    best <- which(stan)[which.max(r$ess_per_s[stan])]
+    for (k in which(!stan)) {
+        cat(sprintf("%s, %s: latents' ESS/s %.1fx Stan's best (%s)", case, r$sampler[k],
+                    r$ess_per_s[k] / r$ess_per_s[best],
+                    gsub("Stan NUTS \\(|\\)", "", r$sampler[best])))
+        if (!is.na(r$ess_hyper[k]) && !is.na(r$ess_hyper[best]))
+            cat(sprintf(", hyperparameters' %.1fx", (r$ess_hyper[k] / r$time_s[k]) /
+                        (r$ess_hyper[best] / r$time_s[best])))
+        cat("\n")
+    }
 }

@@ -5,11 +5,13 @@
 # gmm-infer and runs scripts/bench_stan.R, which prints the table of docs/benchmarks.md.
 #
 #   scripts/bench_stan.sh [--out DIR] [--chains K] [--warmup W] [--draws D]
-#                         [--cases flu,flu-hyper,chicago]
+#                         [--cases flu,chicago,flu-hyper]
 #
-# About 15 minutes with the defaults (4 chains x 1000 + 1000, one core), most
-# of it Stan on flu-hyper; the draws, summaries and results.csv go to DIR
-# (default bench-stan).
+# `make bench` runs it (BENCH_QUICK=1: the fixed cases, 4 x (300 + 300)).
+# About 15 minutes with the defaults (4 chains x 1000 + 1000, one core) on a
+# quiet machine, most of it Stan on flu-hyper (the fixed cases: 3 minutes,
+# two Stan compilations of about 30 s among them); the draws, summaries and
+# results.csv go to DIR (default bench-stan).
 set -eu
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh --bench

@@ -97,6 +97,21 @@ gmm_status gmm_table_column_double(const gmm_table *t, size_t col, int allow_mis
 gmm_status gmm_table_column_collisions(const gmm_table *t, size_t col, const double *x,
                                        size_t *count, size_t *row_a, size_t *row_b);
 
+/* ---- numbers as text ------------------------------------------------------ */
+
+/* Room for any double as gmm_fmt_g17 writes it, with its NUL. */
+#define GMM_FMT_G17_SIZE 32
+
+/* x into buf (at least GMM_FMT_G17_SIZE bytes) exactly as
+ * snprintf(buf, size, "%.17g", x) writes it in the C locale: 17 significant
+ * digits correctly rounded (ties to even), so every double round-trips;
+ * trailing zeros dropped, "1e+20", "-0", "inf", "nan".  Returns the length
+ * (without the NUL).  The numbers of draws files, where printf's general
+ * conversion cost as much as the sampling: for 1e-16 <= |x| < 2^127 it
+ * forms the digits with 128-bit integers (src/io/numfmt.c), elsewhere it
+ * calls snprintf. */
+size_t gmm_fmt_g17(double x, char *buf);
+
 /* ---- output files -------------------------------------------------------- */
 
 /* An output stream that becomes `path` only on commit, and never damages

@@ -30,6 +30,7 @@
 #include "gmm/status.h"
 
 #define GMM_LIK_MAXPARAM 2
+#define GMM_LIK_MAXCONST 2
 /* Default and largest number of Gauss-Hermite points of gmm_lik_expect. */
 #define GMM_LIK_QUAD_DEFAULT 20
 #define GMM_LIK_QUAD_MAX 100
@@ -68,6 +69,14 @@ struct gmm_lik_type {
      * dpar[3 k + 0 .. 2].  Finite for finite f (no overflow to inf for
      * |f| < 700 and, with an exposure, |f + log e| < 700). */
     void (*eval)(const double *par, double y, double e, double f, double out[4], double *dpar);
+    /* Per-row constants: the nconst (<= GMM_LIK_MAXCONST) values eval forms
+     * from y and e alone (log e, log y!), written into c by row_const, and
+     * eval given them (eval_const), with eval's own arithmetic: eval is
+     * row_const then eval_const.  nconst 0 and both NULL: none. */
+    size_t nconst;
+    void (*row_const)(double y, double e, double *c);
+    void (*eval_const)(const double *par, double y, double e, const double *c, double f,
+                       double out[4], double *dpar);
     /* E_{f ~ N(mu, s2)} log p(y | f) and its derivatives in mu and s2 into
      * out[0..2]; dpar (NULL or nparam): d/dpar of out[0]; in closed form
      * or by the family's own rule (studentt: graded towards its poles).
@@ -188,6 +197,18 @@ gmm_status gmm_lik_default_intercept(const gmm_lik *lik, const double *y, const 
 
 /* log p(y | f) with derivatives (see eval above); par = lik->par. */
 void gmm_lik_eval(const gmm_lik *lik, double y, double e, double f, double out[4], double *dpar);
+
+/* gmm_lik_eval for a caller that evaluates the same rows many times (the
+ * samplers): gmm_lik_nconst(lik) doubles per row (0 .. GMM_LIK_MAXCONST:
+ * log e, log y!, ... -- what depends on the row alone, whatever the
+ * parameters), written into c by gmm_lik_row_const once, and
+ * gmm_lik_eval_const given them, equal to gmm_lik_eval(lik, y, e, f, ...)
+ * to the bit (the family's arithmetic, not an algebraic rearrangement).  c
+ * is not read when nconst is 0 (NULL allowed). */
+size_t gmm_lik_nconst(const gmm_lik *lik);
+void gmm_lik_row_const(const gmm_lik *lik, double y, double e, double *c);
+void gmm_lik_eval_const(const gmm_lik *lik, double y, double e, const double *c, double f,
+                        double out[4], double *dpar);
 
 /* E_{N(mu, s2)} log p(y | f) and derivatives in mu, s2 (out[0..2]) and in
  * the parameters (dpar, NULL or nparam): the family's expect where it has

@@ -98,18 +98,29 @@ static gmm_status stream_status(const sink_ctx *s)
                      strerror(errno ? errno : EIO));
 }
 
-/* A row as text, %.17g (both formats hold the same numbers); the csv layout
+/* A row as text, %.17g by gmm_fmt_g17 (both formats hold the same
+ * numbers), gathered into a buffer written a piece at a time; the csv layout
  * leads with .chain,.iteration,.draw. */
 static gmm_status put_row(void *user, const gmm_hmc_chain_info *c, size_t it, const double *row,
                           size_t ncol)
 {
     sink_ctx *s = user;
+    char buf[4096];
+    size_t len = 0;
     if (!s->cmdstan)
-        fprintf(s->f, "%llu,%zu,%zu,", (unsigned long long)c->id, it,
-                (size_t)(c->id - 1) * s->w->rp->hmc.draws + it);
-    for (size_t j = 0; j < ncol; j++)
-        fprintf(s->f, j ? ",%.17g" : "%.17g", row[j]);
-    fputc('\n', s->f);
+        len = (size_t)snprintf(buf, sizeof buf, "%llu,%zu,%zu,", (unsigned long long)c->id, it,
+                               (size_t)(c->id - 1) * s->w->rp->hmc.draws + it);
+    for (size_t j = 0; j < ncol; j++) {
+        if (len > sizeof buf - GMM_FMT_G17_SIZE - 2) {
+            fwrite(buf, 1, len, s->f);
+            len = 0;
+        }
+        if (j)
+            buf[len++] = ',';
+        len += gmm_fmt_g17(row[j], buf + len);
+    }
+    buf[len++] = '\n';
+    fwrite(buf, 1, len, s->f);
     return GMM_OK;
 }
 

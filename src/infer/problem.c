@@ -56,6 +56,7 @@ struct gmm_problem {
     double wb;            /* the intercept there, when the offset is constant */
     gmm_lik wlik;
     double *wcoef, *wx, *wg; /* nnz, n, n */
+    double *wconst;       /* the rows' likelihood constants (nrows x nconst) */
     /* the Laplace metric: x = wxh + wL^-T v, wL wL' = Q + H'WH at the mode */
     gmm_metric metric;
     gmm_band *wQ, *wL;
@@ -98,6 +99,7 @@ void gmm_problem_free(gmm_problem *p)
     gmm_laplace_free(p->lap);
     gmm_free(p->thetabar);
     gmm_free(p->wcoef);
+    gmm_free(p->wconst);
     gmm_free(p->jsamp);
     gmm_free(p->jprior);
     gmm_free(p->jtheta);
@@ -804,9 +806,16 @@ gmm_status gmm_problem_whiten_setup(gmm_problem *p, const double *theta)
         p->wx = gmm_malloc(p->n, sizeof *p->wx);
         p->wg = gmm_malloc(p->n, sizeof *p->wg);
         p->woff = gmm_calloc(p->nrows ? p->nrows : 1, sizeof *p->woff);
-        if (!p->wcoef || !p->wx || !p->wg || !p->woff)
+        size_t ncst = p->nrows * gmm_lik_nconst(&p->lik);
+        p->wconst = gmm_malloc(ncst ? ncst : 1, sizeof *p->wconst);
+        if (!p->wcoef || !p->wx || !p->wg || !p->woff || !p->wconst)
             return gmm_error(GMM_ENOMEM, "out of memory for the whitened density (%zu latents)",
                              p->n);
+        /* y and e are the problem's for good: their constants once */
+        for (size_t r = 0; r < p->nrows; r++)
+            if (!isnan(p->y[r]))
+                gmm_lik_row_const(&p->lik, p->y[r], p->e ? p->e[r] : 1.0,
+                                  p->wconst + r * gmm_lik_nconst(&p->lik));
     }
     if ((st = set_lik(p, theta)))
         return st;
@@ -874,7 +883,8 @@ gmm_status gmm_problem_whitened_logp(gmm_problem *p, const double *v, double *lp
         if (isnan(p->y[r]))
             continue;
         double f = row_f(p, r);
-        gmm_lik_eval(&p->wlik, p->y[r], p->e ? p->e[r] : 1.0, f, out, NULL);
+        gmm_lik_eval_const(&p->wlik, p->y[r], p->e ? p->e[r] : 1.0,
+                           p->wconst + r * gmm_lik_nconst(&p->wlik), f, out, NULL);
         sum += out[0];
         if (grad) {
             size_t lo = row_lo(p, r), hi = row_hi(p, r);
@@ -1122,7 +1132,8 @@ gmm_status gmm_problem_joint_logp(gmm_problem *p, const double *q, double *lp, d
         size_t lo = row_lo(p, r), hi = row_hi(p, r);
         const double *h = p->wcoef, *x = p->wx + off[r];
         double f = row_f(p, r);
-        gmm_lik_eval(&p->wlik, p->y[r], p->e ? p->e[r] : 1.0, f, out, dpar);
+        gmm_lik_eval_const(&p->wlik, p->y[r], p->e ? p->e[r] : 1.0,
+                           p->wconst + r * gmm_lik_nconst(&p->wlik), f, out, dpar);
         sum += out[0];
         if (p->ncoef)
             p->offbar[r] = out[1];

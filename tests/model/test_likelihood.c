@@ -533,6 +533,60 @@ START_TEST(test_behaviour)
 }
 END_TEST
 
+/* gmm_lik_eval_const given gmm_lik_row_const's constants is gmm_lik_eval
+ * to the bit, parameter gradients included, for every family, on counts
+ * either side of the negative binomial's switch (32), binomial rows with 0,
+ * some and all successes, and f from -6 to 6; and the Poisson and binomial
+ * log p are, to the bit, the expressions that form every term at each
+ * evaluation (a cached constant must not regroup the sum: the samplers'
+ * draws would change). */
+START_TEST(test_eval_const_bitwise)
+{
+    const double ys[] = {0, 1, 2, 3, 7, 31, 32, 33, 60, 150, 1000, -1.5, 0.25};
+    const double es[] = {1, 2.5, 5, 60, 1e4};
+    size_t compared = 0;
+    for (size_t i = 0; i < gmm_lik_ntypes(); i++) {
+        const gmm_lik_type *t = gmm_lik_type_at(i);
+        ck_assert_uint_le(t->nconst, GMM_LIK_MAXCONST);
+        ck_assert_int_eq(t->nconst == 0, t->row_const == NULL);
+        ck_assert_int_eq(t->nconst == 0, t->eval_const == NULL);
+        gmm_lik l = {t, {0.8, 3.0}};
+        for (size_t a = 0; a < sizeof ys / sizeof *ys; a++)
+            for (size_t b = 0; b < (t->rowq ? sizeof es / sizeof *es : 1); b++) {
+                double y = ys[a], e = es[b];
+                if (gmm_lik_check_row(&l, y, t->rowq ? &e : NULL, NULL) != GMM_OK)
+                    continue;
+                double c[GMM_LIK_MAXCONST];
+                gmm_lik_row_const(&l, y, e, c);
+                for (double f = -6.0; f <= 6.0; f += 0.37) {
+                    double o1[4], o2[4], d1[3 * GMM_LIK_MAXPARAM], d2[3 * GMM_LIK_MAXPARAM];
+                    memset(d1, 0, sizeof d1);
+                    memset(d2, 0, sizeof d2);
+                    gmm_lik_eval(&l, y, e, f, o1, t->nparam ? d1 : NULL);
+                    gmm_lik_eval_const(&l, y, e, c, f, o2, t->nparam ? d2 : NULL);
+                    ck_assert_msg(memcmp(o1, o2, sizeof o1) == 0 && memcmp(d1, d2, sizeof d1) == 0,
+                                  "%s y = %g e = %g f = %g: log p %.17g, with constants %.17g",
+                                  t->name, y, e, f, o1[0], o2[0]);
+                    double ref = o2[0];
+                    if (strcmp(t->name, "poisson") == 0)
+                        ref = (y > 0.0 ? y * (log(e) + f) - lgamma(y + 1.0) : 0.0) - e * exp(f);
+                    if (strcmp(t->name, "binomial") == 0 && y > 0.0 && y < e) {
+                        double sn = fmax(-f, 0.0) + log1p(exp(-fabs(f)));
+                        double sp = fmax(f, 0.0) + log1p(exp(-fabs(f)));
+                        ref = lgamma(e + 1.0) - lgamma(y + 1.0) - lgamma(e - y + 1.0)
+                              - (y * sn + (e - y) * sp);
+                    }
+                    ck_assert_msg(memcmp(&ref, o2, sizeof ref) == 0,
+                                  "%s y = %g e = %g f = %g: log p %.17g, term by term %.17g",
+                                  t->name, y, e, f, o2[0], ref);
+                    compared++;
+                }
+            }
+    }
+    ck_assert_uint_gt(compared, 1000);
+}
+END_TEST
+
 START_TEST(test_eval_tails)
 {
     double out[4];
@@ -1098,6 +1152,7 @@ Suite *model_likelihood_suite(void)
     tcase_add_test(tc, test_eval_binomial_studentt);
     tcase_add_test(tc, test_bernoulli_is_binomial);
     tcase_add_test(tc, test_behaviour);
+    tcase_add_test(tc, test_eval_const_bitwise);
     tcase_add_test(tc, test_eval_tails);
     tcase_add_test(tc, test_negbinomial_poisson_limit);
     tcase_add_test(tc, test_derivatives_fd);

@@ -41,8 +41,16 @@ static const char *bernoulli_check_y(double y, double e, char *buf, size_t size)
     return y == 0.0 || y == 1.0 ? NULL : "is not 0 or 1";
 }
 
-static void binomial_eval(const double *par, double y, double e, double f, double out[4],
-                          double *dpar)
+/* c[0] = log C(n, k), formed only for 0 < k < n (eval needs it there) */
+static void binomial_row_const(double y, double e, double *c)
+{
+    c[0] = y == 0.0 || y == e ? 0.0
+           : gmm_lik_impl_lgamma(e + 1.0) - gmm_lik_impl_lgamma(y + 1.0)
+                 - gmm_lik_impl_lgamma(e - y + 1.0);
+}
+
+static void binomial_eval_const(const double *par, double y, double e, const double *c,
+                                double f, double out[4], double *dpar)
 {
     (void)par;
     (void)dpar;
@@ -63,12 +71,19 @@ static void binomial_eval(const double *par, double y, double e, double f, doubl
         out[0] = -(n * sn);
         out[1] = n * q;
     } else {
-        out[0] = gmm_lik_impl_lgamma(n + 1.0) - gmm_lik_impl_lgamma(y + 1.0)
-                 - gmm_lik_impl_lgamma(n - y + 1.0) - (y * sn + (n - y) * sp);
+        out[0] = c[0] - (y * sn + (n - y) * sp);
         out[1] = y * q - (n - y) * p;
     }
     out[2] = -(n * p * q);
     out[3] = n * p * q * tanh(0.5 * f);
+}
+
+static void binomial_eval(const double *par, double y, double e, double f, double out[4],
+                          double *dpar)
+{
+    double c[1];
+    binomial_row_const(y, e, c);
+    binomial_eval_const(par, y, e, c, f, out, dpar);
 }
 
 static double binomial_mean(const double *par, double e, double f)
@@ -152,6 +167,9 @@ const gmm_lik_type gmm_lik_impl_binomial = {
     .check_y = binomial_check_y,
     .check_e = binomial_check_e,
     .eval = binomial_eval,
+    .nconst = 1,
+    .row_const = binomial_row_const,
+    .eval_const = binomial_eval_const,
     .expect = NULL,
     .mean = binomial_mean,
     .link = logit,

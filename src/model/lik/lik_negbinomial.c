@@ -71,8 +71,15 @@ static double stirling_d(double x)
     return u * (1.0 / 12 - u * (1.0 / 120 - u * (1.0 / 252 - u * (1.0 / 240 - u / 132))));
 }
 
-static void negbinomial_eval(const double *par, double y, double e, double f, double out[4],
-                             double *dpar)
+/* c[0] = log y!, formed only for y >= SMALL_Y (where eval needs it) */
+static void negbinomial_row_const(double y, double e, double *c)
+{
+    (void)e;
+    c[0] = y < SMALL_Y ? 0.0 : gmm_lik_impl_lgamma(y + 1.0);
+}
+
+static void negbinomial_eval_const(const double *par, double y, double e, const double *c,
+                                   double f, double out[4], double *dpar)
 {
     double r = par[0];
     double m = e * exp(f);
@@ -108,13 +115,12 @@ static void negbinomial_eval(const double *par, double y, double e, double f, do
         dr += z < 0.1 ? -z * p - log1pmx_small(z) : p - sp;
     } else if (r > y) {
         double l1 = log1p(y / r);
-        lg = (r - 0.5) * l1 + y * log(y + r) - y + stirling_c(y + r) - stirling_c(r)
-             - gmm_lik_impl_lgamma(y + 1.0);
+        lg = (r - 0.5) * l1 + y * log(y + r) - y + stirling_c(y + r) - stirling_c(r) - c[0];
         if (dpar)
             dr = 0.5 * y / (r * (y + r)) - (stirling_d(y + r) - stirling_d(r))
                  + log1pmx(ya - p, q + ya);
     } else {
-        lg = gmm_lik_impl_lgamma(y + r) - gmm_lik_impl_lgamma(r) - gmm_lik_impl_lgamma(y + 1.0);
+        lg = gmm_lik_impl_lgamma(y + r) - gmm_lik_impl_lgamma(r) - c[0];
         if (dpar)
             dr = gsl_sf_psi(y + r) - gsl_sf_psi(r) - ya + p - sp;
     }
@@ -127,6 +133,14 @@ static void negbinomial_eval(const double *par, double y, double e, double f, do
         dpar[1] = p * (ya - p);
         dpar[2] = (ya + q) * p * qmp - pq;
     }
+}
+
+static void negbinomial_eval(const double *par, double y, double e, double f, double out[4],
+                             double *dpar)
+{
+    double c[1];
+    negbinomial_row_const(y, e, c);
+    negbinomial_eval_const(par, y, e, c, f, out, dpar);
 }
 
 /* Dispersion 1: variance mu + mu^2, a geometric count. */
@@ -154,6 +168,9 @@ const gmm_lik_type gmm_lik_impl_negbinomial = {
     .check_y = gmm_lik_impl_check_count,
     .check_e = gmm_lik_impl_check_exposure,
     .eval = negbinomial_eval,
+    .nconst = 1,
+    .row_const = negbinomial_row_const,
+    .eval_const = negbinomial_eval_const,
     .expect = NULL,
     .mean = negbinomial_mean,
     .link = gmm_lik_impl_link_log,

@@ -13,16 +13,31 @@
 
 #include "lik_impl.h"
 
-static void poisson_eval(const double *par, double y, double e, double f, double out[4],
-                         double *dpar)
+/* c[0] = log e, c[1] = log y! (not formed for y = 0, where eval needs neither) */
+static void poisson_row_const(double y, double e, double *c)
+{
+    c[0] = y > 0.0 ? log(e) : 0.0;
+    c[1] = y > 0.0 ? gmm_lik_impl_lgamma(y + 1.0) : 0.0;
+}
+
+static void poisson_eval_const(const double *par, double y, double e, const double *c,
+                               double f, double out[4], double *dpar)
 {
     (void)par;
     (void)dpar;
     double lambda = e * exp(f);
-    out[0] = (y > 0.0 ? y * (log(e) + f) - gmm_lik_impl_lgamma(y + 1.0) : 0.0) - lambda;
+    out[0] = (y > 0.0 ? y * (c[0] + f) - c[1] : 0.0) - lambda;
     out[1] = y - lambda;
     out[2] = -lambda;
     out[3] = -lambda;
+}
+
+static void poisson_eval(const double *par, double y, double e, double f, double out[4],
+                         double *dpar)
+{
+    double c[2];
+    poisson_row_const(y, e, c);
+    poisson_eval_const(par, y, e, c, f, out, dpar);
 }
 
 static void poisson_expect(const double *par, double y, double e, double mu, double s2,
@@ -52,6 +67,9 @@ const gmm_lik_type gmm_lik_impl_poisson = {
     .check_y = gmm_lik_impl_check_count,
     .check_e = gmm_lik_impl_check_exposure,
     .eval = poisson_eval,
+    .nconst = 2,
+    .row_const = poisson_row_const,
+    .eval_const = poisson_eval_const,
     .expect = poisson_expect,
     .mean = poisson_mean,
     .link = gmm_lik_impl_link_log,

@@ -392,6 +392,23 @@ void gmm_lik_eval(const gmm_lik *lik, double y, double e, double f, double out[4
     lik->type->eval(lik->par, y, e, f, out, dpar);
 }
 
+size_t gmm_lik_nconst(const gmm_lik *lik) { return lik->type->nconst; }
+
+void gmm_lik_row_const(const gmm_lik *lik, double y, double e, double *c)
+{
+    if (lik->type->nconst)
+        lik->type->row_const(y, e, c);
+}
+
+void gmm_lik_eval_const(const gmm_lik *lik, double y, double e, const double *c, double f,
+                        double out[4], double *dpar)
+{
+    if (lik->type->nconst)
+        lik->type->eval_const(lik->par, y, e, c, f, out, dpar);
+    else
+        lik->type->eval(lik->par, y, e, f, out, dpar);
+}
+
 /* Gauss-Hermite rules of sizes 1 .. GMM_LIK_QUAD_MAX, packed: size n starts
  * at n (n - 1) / 2. */
 #define RULE_OFF(n) ((n) * ((n) - 1) / 2)
