@@ -335,6 +335,10 @@ typedef struct {
  * gmm_mdl_test_read. */
 gmm_status gmm_mdl_rows_read(const gmm_mdl *m, const char *path, int score,
                              gmm_mdl_test **out);
+/* The inputs of t's rows for a model with inputs (t->x), NULL for one
+ * whose rows are labelled by their nodes or levels: what a prediction
+ * table prints in its first column. */
+const double *gmm_mdl_test_inputs(const gmm_mdl *m, const gmm_mdl_test *t);
 /* Posterior mean (+ the centre of Gaussian data) and variance of the
  * linear predictor X_r beta + f(site_r) at every row r of t (t->n each;
  * beta at m's values, its estimation error not included, as for the

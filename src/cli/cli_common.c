@@ -242,8 +242,7 @@ int cli_pred_write(const char *cmd, const char *path, const gmm_mdl *m, const do
 int cli_pred_write_rows(const char *cmd, const char *path, const gmm_mdl *m,
                         const gmm_mdl_test *t, const gmm_summary_pred *pr, double level)
 {
-    return pred_write(cmd, path, m, gmm_mdl_has_inputs(m) ? t->x : NULL, NULL, t, pr, t->n,
-                      level);
+    return pred_write(cmd, path, m, gmm_mdl_test_inputs(m, t), NULL, t, pr, t->n, level);
 }
 
 int cli_pred_rows(const char *cmd, const char *path, gmm_mdl *m, const gmm_mdl_test *t,

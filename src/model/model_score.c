@@ -77,6 +77,11 @@ static gmm_status stack_row(const gmm_mdl *m, const gmm_table *tb, size_t r, siz
     return GMM_OK;
 }
 
+const double *gmm_mdl_test_inputs(const gmm_mdl *m, const gmm_mdl_test *t)
+{
+    return gmm_mdl_has_inputs(m) ? t->x : NULL;
+}
+
 gmm_status gmm_mdl_test_read(const gmm_mdl *m, const char *path, gmm_mdl_test **out)
 {
     return gmm_mdl_rows_read(m, path, 1, out);
