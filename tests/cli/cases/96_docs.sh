@@ -7,10 +7,10 @@
 
 readme="$ROOT/README.md"
 
-begin "README.md is a user guide of at most 300 lines that links the docs/ pages"
+begin "README.md is a user guide of at most 250 lines that links the docs/ pages"
 expect_file "$readme"
 n=$(wc -l < "$readme")
-[[ $n -le 300 ]] || fail "README.md has $n lines (at most 300)"
+[[ $n -le 250 ]] || fail "README.md has $n lines (at most 250)"
 case_asserts=$((case_asserts + 1))
 for f in design accuracy benchmarks; do
     expect_file "$ROOT/docs/$f.md" '^# '
