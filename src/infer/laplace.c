@@ -184,6 +184,19 @@ static double lik_sum(gmm_laplace *w, const double *x)
     return sum;
 }
 
+/* Newton's stopping test on the decrement dec at Psi (both forms): below
+ * tol max(1, |Psi|), or stalled.  Newton converges quadratically near the
+ * mode, so a decrement that stops falling (3 steps above a quarter of the
+ * best, *stall counting them) has hit the rounding of the gradient
+ * (ill-conditioned Q), where further steps only move x in the noise. */
+static int newton_done(double dec, double Psi, double tol, double *best, int *stall)
+{
+    *stall = dec > 0.25 * *best ? *stall + 1 : 0;
+    *best = fmin(*best, dec);
+    return dec <= tol * fmax(1.0, fabs(Psi)) ||
+           (*stall >= 3 && dec <= 1e-6 * fmax(1.0, fabs(Psi)));
+}
+
 /* Psi(x) = sum log p - x'Qx/2; f, g, w, t at x on the way; Qx in tmp. */
 static double psi(gmm_laplace *w, const double *x)
 {
@@ -341,13 +354,7 @@ gmm_status gmm_laplace_eval(gmm_laplace *w, const gmm_band *Q, double logdet_q,
             dec += w->gr[j] * w->dx[j];
         if (!isfinite(dec))
             return gmm_error(GMM_EDOM, "Laplace: Newton step not finite at iteration %zu", it);
-        /* Newton converges quadratically near the mode: a decrement that
-         * stops falling has hit the rounding of the gradient (ill-conditioned
-         * Q), where further steps only move x in the noise */
-        stall = dec > 0.25 * best ? stall + 1 : 0;
-        best = fmin(best, dec);
-        if (dec <= par->tol * fmax(1.0, fabs(Psi)) ||
-            (stall >= 3 && dec <= 1e-6 * fmax(1.0, fabs(Psi)))) {
+        if (newton_done(dec, Psi, par->tol, &best, &stall)) {
             /* one more full step: quadratic convergence makes the mode (and
              * so the gradient) exact to rounding */
             for (size_t j = 0; j < w->n; j++)
@@ -731,10 +738,7 @@ gmm_status gmm_laplace_eval_sqrt(gmm_laplace *w, const gmm_laplace_smoother *sm,
             accept = 1;
             break;
         }
-        stall = dec > 0.25 * best ? stall + 1 : 0;
-        best = fmin(best, dec);
-        if (dec <= par->tol * fmax(1.0, fabs(Psi)) ||
-            (stall >= 3 && dec <= 1e-6 * fmax(1.0, fabs(Psi)))) {
+        if (newton_done(dec, Psi, par->tol, &best, &stall)) {
             for (size_t j = 0; j < w->n; j++)
                 w->x[j] += w->dx[j];
             sum = lik_sum(w, w->x);
