@@ -156,6 +156,11 @@ gmm_status gmm_laplace_grad_sqrt(gmm_laplace *w, double *bbar, double *parbar,
  * workspace and >= kl, or NULL; after gmm_laplace_eval_sqrt the smoother's
  * posterior gives it: GMM_EINVAL here). */
 gmm_status gmm_laplace_posterior(gmm_laplace *w, double *mode, gmm_band *cov);
+/* After a successful gmm_laplace_eval: v <- Sigma v (n), Sigma the Laplace
+ * posterior covariance P^-1 (conditioned on the constraints when there are
+ * any).  Two banded triangular solves, O(n kl + n k).  GMM_EINVAL without
+ * one (the square-root form keeps no factor). */
+gmm_status gmm_laplace_posterior_solve(gmm_laplace *w, double *v);
 
 /* After a successful eval: x = x^ + L^-T z with L L' = P = Q + H'WH at the
  * mode, a draw from the Laplace Gaussian N(x^, P^-1) when z (n) is standard

@@ -196,6 +196,29 @@ gmm_status gmm_latent_gaussian(gmm_latent *l, const double *theta, const double 
  * and covariance band (SYMMETRIC, bandwidth >= gmm_latent_bandwidth, or
  * NULL).  O(n kl^2). */
 gmm_status gmm_latent_gaussian_posterior(gmm_latent *l, double *mean, gmm_band *cov);
+/* After a successful gmm_latent_gaussian: v <- Sigma v (n), Sigma the
+ * posterior covariance (conditioned on the constraints when there are
+ * any).  Two banded triangular solves, O(n kl + n k).  GMM_EINVAL where the
+ * family keeps no factor (only the stacked latent does) or before an
+ * evaluation. */
+gmm_status gmm_latent_gaussian_posterior_solve(gmm_latent *l, double *v);
+
+/* v <- Sigma v (n entries) for a posterior's covariance Sigma. */
+typedef gmm_status (*gmm_cov_solve_fn)(void *ctx, double *v);
+/* The moments of nq sparse linear forms a_q'x of a Gaussian x with mean
+ * (n) and covariance Sigma: form q's entries ptr[q] .. ptr[q + 1] - 1 (ptr:
+ * nq + 1) at latents idx with weights w (distinct latents per form).
+ * fmean[q] = a_q'mean; fvar[q] = a_q' Sigma a_q, from cov (SYMMETRIC n x n,
+ * exact entries of Sigma on its band, e.g. Takahashi's inverse subset) when
+ * every pair of the form's latents lies within its bandwidth, else from one
+ * solve(ctx, v) with v = a_q: O(nnz^2) per form inside the band, the
+ * solve's cost (O(n kl) for a banded factor) per form outside it.  work: n
+ * doubles.  Errors: GMM_EINVAL (NULL, a latent >= n), GMM_EDIM (cov), the
+ * solve's. */
+gmm_status gmm_latent_forms_moments(size_t n, const double *mean, const gmm_band *cov,
+                                    gmm_cov_solve_fn solve, void *ctx, size_t nq,
+                                    const size_t *ptr, const size_t *idx, const double *w,
+                                    double *work, double *fmean, double *fvar);
 /* After gmm_latent_gaussian: how the posterior precision was factorised
  * ("cholesky" or "square-root") and the Cholesky's rounding bound (0 when
  * not estimated). */

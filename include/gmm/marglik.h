@@ -202,5 +202,10 @@ gmm_status gmm_marglik_constrain(gmm_marglik_work *w, size_t k, const double *A,
  * Takahashi inverse subset -- its diagonal gives marginal variances, its d x d
  * diagonal blocks the state covariances.  O(n l^2). */
 gmm_status gmm_marglik_posterior(gmm_marglik_work *w, double *mean, gmm_band *cov);
+/* After the last eval: v <- Sigma v (n), Sigma the posterior covariance
+ * (conditioned on the constraints: constr.h's kriging and pin terms).  Two
+ * banded triangular solves, O(n kl + n k).  GMM_EINVAL without a successful
+ * eval of the assembled form. */
+gmm_status gmm_marglik_posterior_solve(gmm_marglik_work *w, double *v);
 
 #endif

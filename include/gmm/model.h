@@ -28,6 +28,7 @@
 #include "gmm/draws.h"
 #include "gmm/io.h"
 #include "gmm/likelihood.h"
+#include "gmm/stack.h"
 #include "gmm/modelfile.h"
 #include "gmm/objective.h"
 #include "gmm/problem.h"
@@ -322,6 +323,8 @@ typedef struct {
                             * of an iid term the model's data do not have */
     double *X;             /* n x ncoef design rows (gmm_mdl_ncoef), row-major;
                             * NULL without coefficients */
+    gmm_stack_at *sat;     /* a model of several f() terms: n x nterm, each
+                            * term's reading of the row (stack.h); else NULL */
 } gmm_mdl_test;
 
 #define GMM_MDL_NEW_LEVEL ((size_t)-1)
@@ -331,7 +334,11 @@ typedef struct {
  * NAN).  A factor level the model's data do not have is GMM_EPARSE
  * "FILE:LINE: column 'C': level 'L' of factor(C) is not one of the model's
  * data ..."; a node not in a graph term's graph GMM_EPARSE; a level not in
- * an iid term's data is kept (GMM_MDL_NEW_LEVEL).  Errors otherwise as
+ * an iid term's data is kept (GMM_MDL_NEW_LEVEL).  A model of several f()
+ * terms reads each term's column (t->sat): any value of a walk's index,
+ * any level of an iid term, a node of a besag, bym2 or graph term's graph
+ * (another is GMM_EPARSE "FILE:LINE: column 'C': 'NODE' is not a node of
+ * the graph of f(C, MODEL) (EDGES)").  Errors otherwise as
  * gmm_mdl_test_read. */
 gmm_status gmm_mdl_rows_read(const gmm_mdl *m, const char *path, int score,
                              gmm_mdl_test **out);
@@ -339,12 +346,21 @@ gmm_status gmm_mdl_rows_read(const gmm_mdl *m, const char *path, int score,
  * whose rows are labelled by their nodes or levels: what a prediction
  * table prints in its first column. */
 const double *gmm_mdl_test_inputs(const gmm_mdl *m, const gmm_mdl_test *t);
+/* Row r's label in a table of t's rows (without inputs): its node or level
+ * cell, or for a model of several f() terms its number among the file's
+ * rows (1-based, in buf of >= 64 bytes). */
+const char *gmm_mdl_test_label(const gmm_mdl *m, const gmm_mdl_test *t, size_t r, char *buf);
 /* Posterior mean (+ the centre of Gaussian data) and variance of the
  * linear predictor X_r beta + f(site_r) at every row r of t (t->n each;
  * beta at m's values, its estimation error not included, as for the
  * intercept): f from the exact, Laplace or q posterior at the row's input
- * or node, and N(0, variance) for an iid level the data do not have.
- * Errors: the posterior's, GMM_ENOMEM. */
+ * or node, and N(0, variance) for an iid level the data do not have.  A
+ * model of several f() terms: the row's form of the stacked latent
+ * (stack.h's gmm_latent_stack_row: a new walk value the walk's bridge or
+ * extrapolation), its variance a'Sigma a with the posterior covariances
+ * between the row's latents -- from the Takahashi band, or by one banded
+ * solve, O(n l), for a row whose latents lie further apart than the band
+ * -- plus the independent part's.  Errors: the posterior's, GMM_ENOMEM. */
 gmm_status gmm_mdl_predict_test(gmm_mdl *m, const gmm_mdl_test *t, double *mean, double *var);
 /* gmm_mdl_predict_test summarised as gmm_mdl_predict_summary does, into
  * pr[0..t->n). */
@@ -352,8 +368,8 @@ gmm_status gmm_mdl_predict_test_summary(gmm_mdl *m, const gmm_mdl_test *t, doubl
                                         int observed, gmm_summary_pred *pr);
 /* Nonzero when predictions away from the data are at rows (a table read
  * by gmm_mdl_rows_read: covariates, factors, nodes or levels) rather than
- * at bare inputs: a model with covariates or factors, or a graph or iid
- * term. */
+ * at bare inputs: a model with covariates or factors, a graph or iid
+ * term, or several f() terms. */
 int gmm_mdl_at_rows(const gmm_mdl *m);
 
 /* Read `path` as held-out data of m.  Errors: the table's (GMM_EIO,

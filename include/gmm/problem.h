@@ -138,6 +138,17 @@ gmm_status gmm_problem_predict_at(gmm_problem *p, const double *theta, const dou
  * has no such sites. */
 gmm_status gmm_problem_predict_latent(gmm_problem *p, const double *theta, const double *xq,
                                       size_t nq, double *mean, double *var);
+/* The posterior (exact or Laplace) mean and variance at theta of nq sparse
+ * linear forms a_q'x of the latent (ptr, idx, w as latent.h's
+ * gmm_latent_forms_moments; no offset): the variance from the covariance
+ * band where a form's latents lie within it, else by one solve with the
+ * posterior's banded factor (O(n kl) per such form; never a dense matrix).
+ * Errors as gmm_problem_posterior; GMM_EINVAL for a latent that keeps no
+ * factor of its exact posterior (only stacked latents do) when a form
+ * leaves the band; GMM_ENOMEM. */
+gmm_status gmm_problem_predict_forms(gmm_problem *p, const double *theta, size_t nq,
+                                     const size_t *ptr, const size_t *idx, const double *w,
+                                     double *mean, double *var);
 
 /* Given MCMC draws of the latent states (draw s: x_s, row s of xs, n
  * values, and theta_s, row s of thetas; theta_stride 0: one theta for all),

@@ -153,6 +153,43 @@ double gmm_latent_stack_wrap(const gmm_latent *l, size_t k, double t);
  * connected component (1 for an island); NAN otherwise. */
 double gmm_latent_stack_scale(const gmm_latent *l, size_t k, size_t v);
 
+/* A new row's reading of one component: level (IID, BESAG, BYM2, GRAPH: a
+ * level or graph node < gmm_latent_stack_size's levels; GMM_NO_INDEX: an
+ * IID level the data do not have) or value (RW1, RW2: any finite value). */
+typedef struct {
+    size_t level;
+    double value;
+} gmm_stack_at;
+
+/* Room gmm_latent_stack_row needs per component in idx and w. */
+#define GMM_STACK_ROW_MAX 4
+
+/* The linear predictor of a new row that reads at[k] of each component:
+ *
+ *     f = sum_e w[e] x[idx[e]] + eps,   eps ~ N(0, *evar), independent of x,
+ *
+ * x the stacked (permuted) latent, *nnz entries written (idx, w: room for
+ * GMM_STACK_ROW_MAX nterm).  A level or a data value of the index reads its
+ * latent (w = 1).  A new IID level is its prior, eps ~ N(0, variance).  A
+ * new RW1/RW2 value is the process's conditional law given the walk at the
+ * data's values (Markov: given its neighbours alone): between two values,
+ * the Brownian bridge (RW1; mean weights d2/d, d1/d, variance variance d1
+ * d2 / d) or the integrated Wiener bridge on the neighbours' states (x, x')
+ * (RW2); beyond the last value by d, x + N(0, variance d) (RW1) and x + d x'
+ * + N(0, variance d^3/3) (RW2), and before the first the same backwards (the
+ * intrinsic walk's initial state is flat, so its reversal is the same
+ * process); a cyclic walk's value is first reduced onto its circle
+ * (gmm_latent_stack_wrap), and one between the last value and the first
+ * bridges the wrap-around interval.  theta: the latent's parameters (for
+ * the variances; the weights do not depend on them).  Errors: GMM_EINVAL
+ * (not a stack, NULL, a level out of range, a new level of a BESAG, BYM2 or
+ * GRAPH component, a value not finite), with the component in
+ * gmm_error_index().  O(K log m). */
+gmm_status gmm_latent_stack_row(const gmm_latent *l, const double *theta, const gmm_stack_at *at,
+                                size_t *idx, double *w, size_t *nnz, double *evar);
+/* The model of component k (GMM_STACK_GRAPH + 1 out of range). */
+gmm_stack_model gmm_latent_stack_kind(const gmm_latent *l, size_t k);
+
 /* The constraints A x = 0 in the latent (permuted) numbering: nconstr rows
  * of n doubles, row-major, into A (caller allocates nconstr n). */
 gmm_status gmm_latent_stack_constraints(const gmm_latent *l, double *A);

@@ -257,5 +257,11 @@ gmm_status gmm_vi_predict_at(gmm_vi *v, const double *xq, size_t nq, double *mea
  * ignored, n outputs).  Errors as gmm_vi_predict_at. */
 gmm_status gmm_vi_predict_latent(gmm_vi *v, const double *xq, size_t nq, double *mean,
                                  double *var);
+/* Mean and variance under q of nq sparse linear forms a_q'x (no offset; as
+ * problem.h's gmm_problem_predict_forms): from Sigma's band where a form's
+ * latents lie within it, else |L^-1 a|^2 by one banded solve (O(n b)).
+ * Errors: GMM_EINVAL (NULL, a latent out of range), GMM_ENOMEM. */
+gmm_status gmm_vi_predict_forms(gmm_vi *v, size_t nq, const size_t *ptr, const size_t *idx,
+                                const double *w, double *mean, double *var);
 
 #endif

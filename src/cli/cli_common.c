@@ -224,7 +224,7 @@ static int pred_write(const char *cmd, const char *path, const gmm_mdl *m, const
     for (size_t i = 0; i < n; i++) {
         char buf[64];
         const char *label = x ? NULL
-                            : t ? t->table->cell[i][t->col_site]
+                            : t ? gmm_mdl_test_label(m, t, i, buf)
                                 : gmm_mdl_site_label(m, site ? site[i] : i, buf);
         pred_row(f, label, x ? x[i] : 0.0, &pr[i], resp, level);
     }

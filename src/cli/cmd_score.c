@@ -225,10 +225,11 @@ int cmd_score(int argc, char **argv)
         FILE *f = gmm_outfile_stream(of);
         fprintf(f, "line,%s,%s,lpd\n", gmm_mdl_data_site_name(m), gmm_mdl_data_y_name(m));
         for (size_t r = 0; r < n; r++) {
+            char buf[64];
             if (isnan(y[r]))
                 continue;
             fprintf(f, "%zu,", tt->table->line[r]);
-            cli_put_csv_field(f, tt->table->cell[r][tt->col_site]);
+            cli_put_csv_field(f, gmm_mdl_test_label(m, tt, r, buf));
             fprintf(f, ",%.17g,%.17g\n", y[r], lpd[r]);
         }
         s = gmm_outfile_commit(of);

@@ -576,6 +576,14 @@ gmm_status gmm_laplace_draw(gmm_laplace *w, const double *z, double *x, double *
     return GMM_OK;
 }
 
+gmm_status gmm_laplace_posterior_solve(gmm_laplace *w, double *v)
+{
+    if (!w || !w->valid || w->sm || !v)
+        return gmm_error(GMM_EINVAL, "laplace: no successful evaluation on the assembled "
+                                     "precision to solve with");
+    return p_solve(w, v);
+}
+
 const gmm_band *gmm_laplace_chol(const gmm_laplace *w)
 {
     return w && w->valid && !w->sm && !w->con ? w->L : NULL;

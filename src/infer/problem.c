@@ -738,6 +738,32 @@ gmm_status gmm_problem_predict_latent(gmm_problem *p, const double *theta, const
     return st;
 }
 
+/* v <- Sigma v with the posterior of the last gmm_problem_posterior. */
+static gmm_status posterior_solve(void *ctx, double *v)
+{
+    gmm_problem *p = ctx;
+    return p->exact ? gmm_latent_gaussian_posterior_solve(p->lat, v)
+                    : gmm_laplace_posterior_solve(p->lap, v);
+}
+
+gmm_status gmm_problem_predict_forms(gmm_problem *p, const double *theta, size_t nq,
+                                     const size_t *ptr, const size_t *idx, const double *w,
+                                     double *mean, double *var)
+{
+    double *mu = NULL, *work = NULL;
+    gmm_band *cov = NULL;
+    gmm_status st = posterior_alloc(p, theta, &mu, &cov);
+    if (st == GMM_OK && !(work = gmm_malloc(p->n ? p->n : 1, sizeof *work)))
+        st = gmm_error(GMM_ENOMEM, "out of memory");
+    if (st == GMM_OK)
+        st = gmm_latent_forms_moments(p->n, mu, cov, posterior_solve, p, nq, ptr, idx, w, work,
+                                      mean, var);
+    gmm_free(mu);
+    gmm_free(work);
+    gmm_band_free(cov);
+    return st;
+}
+
 gmm_status gmm_problem_predict_nodes(gmm_problem *p, const double *theta, double *mean,
                                      double *var)
 {

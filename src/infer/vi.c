@@ -1515,3 +1515,27 @@ gmm_status gmm_vi_quad_check(gmm_vi *v, size_t nquad, double *err, double *limit
     *limit = GMM_VI_QUAD_RTOL * fmax(1.0, fabs(elbo));
     return GMM_OK;
 }
+
+/* v <- Sigma v = L^-T L^-1 v with q's factor (unpacked in v->L). */
+static gmm_status q_solve(void *ctx, double *x)
+{
+    gmm_vi *v = ctx;
+    gmm_status st = gmm_band_tri_solve_vec(v->L, GMM_NOTRANS, x);
+    return st ? st : gmm_band_tri_solve_vec(v->L, GMM_TRANS, x);
+}
+
+gmm_status gmm_vi_predict_forms(gmm_vi *v, size_t nq, const size_t *ptr, const size_t *idx,
+                                const double *w, double *mean, double *var)
+{
+    gmm_status st;
+    if (!v || !ptr || !mean || !var)
+        return gmm_error(GMM_EINVAL, "gmm_vi_predict_forms: NULL argument");
+    double *work = gmm_malloc(v->n ? v->n : 1, sizeof *work);
+    if (!work)
+        return gmm_error(GMM_ENOMEM, "out of memory");
+    if (!(st = gmm_vi_posterior(v, NULL, v->S)) && !(st = unpack(v, v->lambda)))
+        st = gmm_latent_forms_moments(v->n, v->lambda, v->S, q_solve, v, nq, ptr, idx, w, work,
+                                      mean, var);
+    gmm_free(work);
+    return st;
+}

@@ -3,6 +3,7 @@
 #include "latent_impl.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "gmm/alloc.h"
@@ -183,6 +184,60 @@ gmm_status gmm_latent_gaussian(gmm_latent *l, const double *theta, const double 
     if (st)
         return st;
     return l->ops->gaussian(l->impl, theta, y, noise, loglik, thetabar, noisebar);
+}
+
+gmm_status gmm_latent_gaussian_posterior_solve(gmm_latent *l, double *v)
+{
+    if (!l || !v)
+        return gmm_error(GMM_EINVAL, "gmm_latent_gaussian_posterior_solve: NULL argument");
+    if (!l->ops->gaussian_posterior_solve)
+        return gmm_error(GMM_EINVAL, "a %s latent keeps no factor of its Gaussian posterior",
+                         l->ops->family);
+    return l->ops->gaussian_posterior_solve(l->impl, v);
+}
+
+gmm_status gmm_latent_forms_moments(size_t n, const double *mean, const gmm_band *cov,
+                                    gmm_cov_solve_fn solve, void *ctx, size_t nq,
+                                    const size_t *ptr, const size_t *idx, const double *w,
+                                    double *work, double *fmean, double *fvar)
+{
+    gmm_status st;
+    if (!mean || !cov || !solve || !ptr || (ptr[nq] && (!idx || !w)) || !work || !fmean ||
+        !fvar)
+        return gmm_error(GMM_EINVAL, "gmm_latent_forms_moments: NULL argument");
+    if (cov->n != n || cov->kind != GMM_BAND_SYMMETRIC)
+        return gmm_error(GMM_EDIM, "gmm_latent_forms_moments: cov must be SYMMETRIC %zu x %zu",
+                         n, n);
+    memset(work, 0, n * sizeof *work);
+    for (size_t q = 0; q < nq; q++) {
+        size_t lo = SIZE_MAX, hi = 0;
+        double m = 0.0, v = 0.0;
+        for (size_t e = ptr[q]; e < ptr[q + 1]; e++) {
+            if (idx[e] >= n)
+                return gmm_error_at(GMM_EINVAL, q, "form %zu reads latent %zu of %zu", q,
+                                    idx[e], n);
+            m += w[e] * mean[idx[e]];
+            lo = idx[e] < lo ? idx[e] : lo;
+            hi = idx[e] > hi ? idx[e] : hi;
+        }
+        if (ptr[q] == ptr[q + 1] || hi - lo <= cov->kl) {
+            for (size_t a = ptr[q]; a < ptr[q + 1]; a++)
+                for (size_t b = ptr[q]; b < ptr[q + 1]; b++)
+                    v += w[a] * w[b] * gmm_band_get(cov, idx[a], idx[b]);
+        } else {
+            /* a pair outside the band: a'(Sigma a), one solve */
+            for (size_t e = ptr[q]; e < ptr[q + 1]; e++)
+                work[idx[e]] += w[e];
+            if ((st = solve(ctx, work)))
+                return st;
+            for (size_t e = ptr[q]; e < ptr[q + 1]; e++)
+                v += w[e] * work[idx[e]];
+            memset(work, 0, n * sizeof *work);
+        }
+        fmean[q] = m;
+        fvar[q] = v;
+    }
+    return GMM_OK;
 }
 
 gmm_status gmm_latent_gaussian_posterior(gmm_latent *l, double *mean, gmm_band *cov)

@@ -17,6 +17,8 @@ typedef struct {
     gmm_status (*gaussian)(void *impl, const double *theta, const double *y, double noise,
                            double *loglik, double *thetabar, double *noisebar);
     gmm_status (*gaussian_posterior)(void *impl, double *mean, gmm_band *cov);
+    /* NULL: no solve with the posterior covariance (latent.h) */
+    gmm_status (*gaussian_posterior_solve)(void *impl, double *v);
     const char *(*factorisation)(const void *impl, double *bound);
     /* NULL: no new inputs */
     gmm_status (*predict_at)(void *impl, const double *theta, const double *mean,

@@ -971,3 +971,16 @@ gmm_status gmm_marglik_posterior(gmm_marglik_work *w, double *mean, gmm_band *co
         return st;
     return GMM_OK;
 }
+
+gmm_status gmm_marglik_posterior_solve(gmm_marglik_work *w, double *v)
+{
+    gmm_status st;
+    if (!w || !w->valid || !w->obs || !v)
+        return gmm_error(GMM_EINVAL, "marglik: posterior solve without a successful "
+                                     "evaluation");
+    if (w->con)
+        return gmm_constr_solve(w->con, &w->L, v);
+    if ((st = gmm_band_tri_solve_vec(&w->L, GMM_NOTRANS, v)))
+        return st;
+    return gmm_band_tri_solve_vec(&w->L, GMM_TRANS, v);
+}

@@ -369,7 +369,12 @@ gmm_status gmm_mdl_predict_draws_rows(gmm_mdl *m, const gmm_draws *d, const char
     if (inputs &&
         (s = gmm_problem_latent_at_draws_normal(m->prob, th, np, xs, N, t->x, nq, M, V)) != GMM_OK)
         goto done;
-    for (size_t k = 0; !inputs && k < N; k++)
+    for (size_t k = 0; m->stack && k < N; k++)
+        for (size_t q = 0; q < nq; q++)
+            if ((s = gmm_mdl_impl_stack_draw(m, t, q, th + k * np, xs + k * n, &M[k * nq + q],
+                                             &V[k * nq + q])) != GMM_OK)
+                goto done;
+    for (size_t k = 0; !inputs && !m->stack && k < N; k++)
         for (size_t q = 0; q < nq; q++) {
             int fresh = t->site[q] == GMM_MDL_NEW_LEVEL;
             M[k * nq + q] = fresh ? 0.0 : xs[k * n + gmm_latent_node_index(m->lat, t->site[q])];

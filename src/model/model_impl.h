@@ -108,6 +108,23 @@ int gmm_mdl_impl_rows(const gmm_mdl *m);
  * stack). */
 int gmm_mdl_impl_stack_kind(const gmm_formula_latent *t);
 
+/* The sparse forms of the rows of t (a stacked model's, read by
+ * gmm_mdl_rows_read) at the latent's parameters theta: row r's entries
+ * ptr[r] .. ptr[r + 1] - 1 at idx with weights w (ptr: t->n + 1; idx, w:
+ * t->n nterm GMM_STACK_ROW_MAX) and the variance of its independent part
+ * in evar[r] (gmm_latent_stack_row).  Errors: "FILE:LINE: ..." with the
+ * row in gmm_error_index(). */
+gmm_status gmm_mdl_impl_stack_forms(const gmm_mdl *m, const gmm_mdl_test *t,
+                                    const double *theta, size_t *ptr, size_t *idx, double *w,
+                                    double *evar);
+
+/* Row r of t (a stacked model's) given one draw: its latent part's mean
+ * from the draw's latent x (n) and the variance of its independent part at
+ * the draw's parameters theta.  Errors as gmm_mdl_impl_stack_forms. */
+gmm_status gmm_mdl_impl_stack_draw(const gmm_mdl *m, const gmm_mdl_test *t, size_t r,
+                                   const double *theta, const double *x, double *mean,
+                                   double *var);
+
 /* Row r's cells of columns col[0..nc), each followed by a unit separator
  * (allocated; NULL: out of memory). */
 char *gmm_mdl_impl_join_cells(const gmm_table *t, size_t r, const size_t *col, size_t nc);

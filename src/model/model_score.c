@@ -23,6 +23,7 @@ void gmm_mdl_test_free(gmm_mdl_test *t)
     gmm_free(t->x);
     gmm_free(t->site);
     gmm_free(t->X);
+    gmm_free(t->sat);
     gmm_free(t);
 }
 
@@ -46,8 +47,8 @@ char *gmm_mdl_impl_join_cells(const gmm_table *t, size_t r, const size_t *col, s
 }
 
 /* The data row of a stacked model whose formula columns hold the same
- * cells as row r of test table tb (the first such row): held-out rows are
- * rows of the model's data with the outcome missing. */
+ * cells as row r of test table tb (the first such row), or nrow: where
+ * draws without latent states have the row's f. */
 static gmm_status stack_row(const gmm_mdl *m, const gmm_table *tb, size_t r, size_t *row)
 {
     const gmm_formula *fm = m->fm;
@@ -67,14 +68,51 @@ static gmm_status stack_row(const gmm_mdl *m, const gmm_table *tb, size_t r, siz
     for (q = 0; q < m->nrow && strcmp(m->rowkey[q], key); q++)
         ;
     gmm_free(key);
-    if (q == m->nrow)
-        return gmm_error_at(GMM_EPARSE, r,
-                            "%s:%zu: no row of the model's data %s has this row's values of "
-                            "the formula's columns (a model of several f() terms scores rows "
-                            "of its own data, whose outcome it left missing)",
-                            tb->file, tb->line[r], m->data_file);
     *row = q;
     return GMM_OK;
+}
+
+/* Each f() term's reading of every row of tb (a stacked model's new rows)
+ * into sat (tb->nrow x nterm): a walk's value, an iid level, a node of a
+ * graph term; a new iid level GMM_NO_INDEX.  Errors name the file, line,
+ * column and cell. */
+static gmm_status stack_read(const gmm_mdl *m, const gmm_table *tb, gmm_stack_at *sat)
+{
+    size_t n = tb->nrow, K = m->nterm;
+    double *v = gmm_malloc(n ? n : 1, sizeof *v);
+    gmm_status s = v ? GMM_OK : gmm_error(GMM_ENOMEM, "out of memory");
+    for (size_t k = 0; s == GMM_OK && k < K; k++) {
+        const gmm_formula_latent *ft = &m->fm->latent[k];
+        gmm_stack_model kind = gmm_latent_stack_kind(m->lat, k);
+        size_t c;
+        if ((s = gmm_table_column(tb, ft->name, &c)) != GMM_OK)
+            break;
+        if (kind == GMM_STACK_RW1 || kind == GMM_STACK_RW2) {
+            if ((s = gmm_table_column_double(tb, c, 0, v)) != GMM_OK)
+                break;
+            for (size_t r = 0; r < n; r++)
+                sat[r * K + k] = (gmm_stack_at){GMM_NO_INDEX, v[r]};
+            continue;
+        }
+        for (size_t r = 0; s == GMM_OK && r < n; r++) {
+            const char *cell = tb->cell[r][c];
+            size_t lev = GMM_NO_INDEX;
+            if (!*cell)
+                s = gmm_error_at(GMM_EPARSE, r, "%s:%zu: column '%s': missing value", tb->file,
+                                 tb->line[r], ft->name);
+            else if (!gmm_graph_node_find(m->sg[k], cell, &lev) && kind != GMM_STACK_IID)
+                /* a new iid level is a new group (its prior); a node has no
+                 * neighbours off its graph */
+                s = gmm_error_at(GMM_EPARSE, r,
+                                 "%s:%zu: column '%s': '%s' is not a node of the graph of "
+                                 "f(%s, %s) (%s)",
+                                 tb->file, tb->line[r], ft->name, cell, ft->name, ft->model,
+                                 gmm_formula_arg_find(ft, "graph", NULL));
+            sat[r * K + k] = (gmm_stack_at){lev, NAN};
+        }
+    }
+    gmm_free(v);
+    return s;
 }
 
 const double *gmm_mdl_test_inputs(const gmm_mdl *m, const gmm_mdl_test *t)
@@ -116,14 +154,16 @@ gmm_status gmm_mdl_rows_read(const gmm_mdl *m, const char *path, int score, gmm_
     t->x = gmm_malloc(nn, sizeof *t->x);
     t->site = gmm_malloc(nn, sizeof *t->site);
     t->X = m->ncoef ? gmm_malloc(nn * m->ncoef, sizeof *t->X) : NULL;
-    if (!t->y || !t->e || !t->x || !t->site || (m->ncoef && !t->X)) {
+    t->sat = m->stack ? gmm_malloc(nn * m->nterm, sizeof *t->sat) : NULL;
+    if (!t->y || !t->e || !t->x || !t->site || (m->ncoef && !t->X) || (m->stack && !t->sat)) {
         s = gmm_error(GMM_ENOMEM, "out of memory");
         goto fail;
     }
     if ((score && (s = gmm_table_column_double(tb, t->col_y, 1, t->y)) != GMM_OK) ||
         (inputs && (s = gmm_table_column_double(tb, t->col_site, 0, t->x)) != GMM_OK) ||
         (ename && (s = gmm_table_column_double(tb, ce, 1, t->e)) != GMM_OK) ||
-        (m->ncoef && (s = gmm_mdl_impl_design_rows(m, tb, t->X)) != GMM_OK))
+        (m->ncoef && (s = gmm_mdl_impl_design_rows(m, tb, t->X)) != GMM_OK) ||
+        (m->stack && (s = stack_read(m, tb, t->sat)) != GMM_OK))
         goto fail;
     for (size_t r = 0; r < n; r++) {
         if (!score)
@@ -131,8 +171,7 @@ gmm_status gmm_mdl_rows_read(const gmm_mdl *m, const char *path, int score, gmm_
         if (!ename)
             t->e[r] = 1.0;
         if (m->stack) {
-            if ((s = stack_row(m, tb, r, &t->site[r])) != GMM_OK)
-                goto fail;
+            t->site[r] = r; /* labelled by its row (gmm_mdl_test_label) */
         } else if (!inputs && !gmm_graph_node_find(m->g, tb->cell[r][t->col_site], &t->site[r])) {
             if (m->edgeless) {
                 /* a level the data do not have: its effect is the prior's */
@@ -188,22 +227,61 @@ fail:
     return s;
 }
 
-/* A stacked model's held-out rows are rows of its own data (stack_row):
- * their predictions are the data rows'. */
+gmm_status gmm_mdl_impl_stack_forms(const gmm_mdl *m, const gmm_mdl_test *t,
+                                    const double *theta, size_t *ptr, size_t *idx, double *w,
+                                    double *evar)
+{
+    size_t K = m->nterm;
+    ptr[0] = 0;
+    for (size_t r = 0; r < t->n; r++) {
+        size_t nnz = 0;
+        gmm_status s = gmm_latent_stack_row(m->lat, theta, t->sat + r * K, idx + ptr[r],
+                                            w + ptr[r], &nnz, &evar[r]);
+        if (s != GMM_OK) {
+            char why[GMM_ERROR_MAX];
+            snprintf(why, sizeof why, "%s", gmm_error_message());
+            return gmm_error_at(s, r, "%s:%zu: %s", t->table->file, t->table->line[r], why);
+        }
+        ptr[r + 1] = ptr[r] + nnz;
+    }
+    return GMM_OK;
+}
+
+/* A stacked model's new rows: each a sparse form of the latent
+ * (gmm_latent_stack_row) plus independent noise from new levels and walk
+ * bridges, plus X_r beta. */
 static gmm_status stack_predict_test(gmm_mdl *m, const gmm_mdl_test *t, double *mean,
                                      double *var)
 {
-    size_t n = m->nrow ? m->nrow : 1;
-    double *pm = gmm_malloc(n, sizeof *pm), *pv = gmm_malloc(n, sizeof *pv);
-    gmm_status s = pm && pv ? gmm_mdl_impl_predict_rows(m, pm, pv)
-                            : gmm_error(GMM_ENOMEM, "out of memory");
-    for (size_t r = 0; s == GMM_OK && r < t->n; r++) {
-        mean[r] = pm[t->site[r]];
-        var[r] = pv[t->site[r]];
+    size_t n = t->n, cap = (n ? n : 1) * m->nterm * GMM_STACK_ROW_MAX, nc = m->ncoef;
+    size_t *ptr = gmm_malloc(n + 1, sizeof *ptr), *idx = gmm_malloc(cap, sizeof *idx);
+    double *w = gmm_malloc(cap, sizeof *w), *ev = gmm_malloc(n ? n : 1, sizeof *ev);
+    const double *theta = m->obj->value, *beta = theta + m->obj->nparam - nc;
+    gmm_status s = ptr && idx && w && ev ? GMM_OK : gmm_error(GMM_ENOMEM, "out of memory");
+    if (s == GMM_OK)
+        s = gmm_mdl_impl_stack_forms(m, t, theta, ptr, idx, w, ev);
+    if (s == GMM_OK)
+        s = m->vi ? gmm_vi_predict_forms(m->vi, n, ptr, idx, w, mean, var)
+                  : gmm_problem_predict_forms(m->prob, theta, n, ptr, idx, w, mean, var);
+    for (size_t r = 0; s == GMM_OK && r < n; r++) {
+        var[r] += ev[r];
+        for (size_t k = 0; k < nc; k++)
+            mean[r] += t->X[r * nc + k] * beta[k];
+        mean[r] += m->has_center > 0 ? m->center : 0.0;
     }
-    gmm_free(pm);
-    gmm_free(pv);
+    gmm_free(ptr);
+    gmm_free(idx);
+    gmm_free(w);
+    gmm_free(ev);
     return s;
+}
+
+const char *gmm_mdl_test_label(const gmm_mdl *m, const gmm_mdl_test *t, size_t r, char *buf)
+{
+    if (!m->stack)
+        return t->table->cell[r][t->col_site];
+    snprintf(buf, 64, "%zu", r + 1);
+    return buf;
 }
 
 gmm_status gmm_mdl_predict_test(gmm_mdl *m, const gmm_mdl_test *t, double *mean, double *var)
@@ -274,9 +352,7 @@ gmm_status gmm_mdl_predict_test_summary(gmm_mdl *m, const gmm_mdl_test *t, doubl
 
 int gmm_mdl_at_rows(const gmm_mdl *m)
 {
-    if (m->stack) /* its held-out rows are rows of its data: gmm_mdl_check_new_inputs */
-        return 0;
-    return !gmm_latent_has_inputs(m->lat) ||
+    return m->stack || !gmm_latent_has_inputs(m->lat) ||
            !gmm_problem_offset_constant(m->prob, m->obj->value, NULL);
 }
 
@@ -325,6 +401,26 @@ static double log_mean_exp(const double *l, size_t N)
     for (size_t k = 0; k < N; k++)
         sum += exp(l[k] - mx);
     return mx + log(sum / (double)N);
+}
+
+gmm_status gmm_mdl_impl_stack_draw(const gmm_mdl *m, const gmm_mdl_test *t, size_t r,
+                                   const double *theta, const double *x, double *mean,
+                                   double *var)
+{
+    size_t idx[64 * GMM_STACK_ROW_MAX], nnz = 0;
+    double w[64 * GMM_STACK_ROW_MAX];
+    if (m->nterm > 64)
+        return gmm_error(GMM_EINVAL, "more than 64 f() terms");
+    gmm_status s = gmm_latent_stack_row(m->lat, theta, t->sat + r * m->nterm, idx, w, &nnz, var);
+    if (s != GMM_OK) {
+        char why[GMM_ERROR_MAX];
+        snprintf(why, sizeof why, "%s", gmm_error_message());
+        return gmm_error_at(s, r, "%s:%zu: %s", t->table->file, t->table->line[r], why);
+    }
+    *mean = 0.0;
+    for (size_t e = 0; e < nnz; e++)
+        *mean += w[e] * x[idx[e]];
+    return GMM_OK;
 }
 
 /* Test rows per bridge call: its per-draw normals take 2 N SCORE_BLOCK
@@ -402,7 +498,13 @@ gmm_status gmm_mdl_score_draws(gmm_mdl *m, const gmm_mdl_test *tt, const gmm_dra
             if (inputs && (s = gmm_problem_latent_at_draws_normal(p, th, np, xs, N, xq, nq, M,
                                                                   V)) != GMM_OK)
                 goto done;
-            for (size_t k = 0; !inputs && k < N; k++)
+            for (size_t k = 0; m->stack && k < N; k++)
+                for (size_t q = 0; q < nq; q++)
+                    if ((s = gmm_mdl_impl_stack_draw(m, tt, rq[q], th + k * np, xs + k * nlat,
+                                                     &M[k * nq + q], &V[k * nq + q])) !=
+                        GMM_OK)
+                        goto done;
+            for (size_t k = 0; !inputs && !m->stack && k < N; k++)
                 for (size_t q = 0; q < nq; q++) {
                     size_t v = idx[rq[q]];
                     int fresh = v == GMM_MDL_NEW_LEVEL;
@@ -443,7 +545,7 @@ gmm_status gmm_mdl_score_draws(gmm_mdl *m, const gmm_mdl_test *tt, const gmm_dra
         if (isnan(y[r]))
             continue;
         char name[96];
-        size_t sv;
+        size_t sv = 0;
         if (inputs) {
             /* rows at one input share its state, so any of them serves */
             const xrow key = {site[r], 0}, *hit = bsearch(&key, xsort, nx, sizeof *xsort,
@@ -457,6 +559,17 @@ gmm_status gmm_mdl_score_draws(gmm_mdl *m, const gmm_mdl_test *tt, const gmm_dra
                 goto done;
             }
             sv = hit->row;
+        } else if (m->stack) {
+            if ((s = stack_row(m, t, r, &sv)) != GMM_OK)
+                goto done;
+            if (sv == m->nrow) {
+                s = gmm_error_at(GMM_EINVAL, r,
+                                 "%s:%zu: no row of the model's data %s has this row's values "
+                                 "of the formula's columns, and %s has no latent states "
+                                 "x[1..%zu] (gmm-infer hmc --states) to predict a new row from",
+                                 t->file, t->line[r], m->data_file, dpath, nlat);
+                goto done;
+            }
         } else if (idx[r] == GMM_MDL_NEW_LEVEL) {
             s = gmm_error_at(GMM_EINVAL, r,
                              "%s:%zu: column '%s': level '%s' is not in the model's data, and "

@@ -21,9 +21,9 @@ int gmm_mdl_has_inputs(const gmm_mdl *m) { return gmm_latent_has_inputs(m->lat);
 gmm_status gmm_mdl_check_new_inputs(const gmm_mdl *m)
 {
     if (m->stack)
-        return gmm_error(GMM_EINVAL, "--at and --grid apply to models with inputs or a single "
-                                     "f() term; a model of several f() terms predicts at its "
-                                     "data rows (rows with a missing outcome are predicted too)");
+        return gmm_error(GMM_EINVAL, "--grid has no rows: give the new rows with --at FILE "
+                                     "(each f() term's column%s)",
+                         m->ncoef > 1 ? ", and the formula's covariates and factors" : "");
     if (gmm_mdl_at_rows(m))
         return gmm_error(GMM_EINVAL, "--grid has no %s: give the new rows with --at FILE "
                                      "(column '%s'%s)",

@@ -18,6 +18,7 @@
 #include <gsl/gsl_linalg.h>
 #include <gsl/gsl_matrix.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -228,6 +229,8 @@ typedef struct {
     double y[NR];
     double p[8]; /* theta then noise */
     size_t np;
+    gmm_stack_term t[2]; /* the terms (pointing into lev, val) */
+    size_t K;
 } scase;
 
 /* A graph of 11 nodes: a ring of 6 with a chord, a path of 4, an island. */
@@ -263,6 +266,7 @@ enum {
     C_BESAG_GAP,
     C_RW1C_IID,
     C_RW2C,
+    C_BESAG_RW2,
     C_NCASE
 };
 
@@ -351,6 +355,13 @@ static void scase_make(scase *c, int which)
         t[0] = (gmm_stack_term){.model = GMM_STACK_RW2, .name = "f.t", .value = c->val[0],
                                 .variance = 0.6, .cyclic = 1, .period = 3.1};
         break;
+    case C_BESAG_RW2:
+        c->graph = test_graph();
+        t[0] = (gmm_stack_term){.model = GMM_STACK_BESAG, .name = "f.d", .level = c->lev[1],
+                                .graph = c->graph, .variance = 0.8};
+        t[1] = (gmm_stack_term){.model = GMM_STACK_RW2, .name = "f.t", .value = c->val[0],
+                                .variance = 0.2};
+        break;
     case C_BYM2_RW1:
         c->graph = test_graph();
         t[0] = (gmm_stack_term){.model = GMM_STACK_BYM2, .name = "f.d", .level = c->lev[1],
@@ -360,6 +371,8 @@ static void scase_make(scase *c, int which)
         break;
     }
     ck_assert_int_eq(gmm_latent_stack_alloc(NR, K, t, 0, &c->l), GMM_OK);
+    memcpy(c->t, t, sizeof t);
+    c->K = K;
     c->np = gmm_latent_nparam(c->l);
     memcpy(c->p, gmm_latent_param_start(c->l), c->np * sizeof *c->p);
     c->p[c->np] = 0.45;
@@ -373,7 +386,7 @@ static double dense_value(void *ctx)
 
 static const char *case_name[] = {"iid+iid",   "iid+graph", "rw1+iid",   "rw2",
                                   "besag+iid", "bym2+rw1",  "rw1+besag", "besag-gap",
-                                  "rw1c+iid",  "rw2c"};
+                                  "rw1c+iid",  "rw2c",      "besag+rw2"};
 
 START_TEST(test_gaussian_vs_dense)
 {
@@ -859,6 +872,282 @@ START_TEST(test_laplace_constrained)
     free(fm);
     free(fv);
     gmm_problem_free(p);
+    scase_free(&c);
+}
+END_TEST
+
+/* ---- prediction at new rows ------------------------------------------------------------ */
+
+/* The mode xh (n) and covariance S (n x n) of the posterior of x given y
+ * (nr rows of H, NAN missing) under the prior precision Q conditioned on A
+ * x = 0 (k rows), by Newton's method in x = V z (V an orthonormal basis of
+ * the subspace): Gaussian (noise > 0, exact after one step) or Poisson
+ * (noise 0), each row's linear predictor b + H x.  S = V (V'(Q + H'WH)V)^-1
+ * V' at the mode: the exact posterior, or the Laplace approximation's. */
+static void dense_post(const double *Q, const double *H, const double *A, size_t n, size_t nr,
+                       size_t k, const double *y, double b, double noise, double *xh, double *S)
+{
+    size_t d = n - k;
+    double *V = null_basis(A, k, n), *HV = calloc(nr * d, sizeof *HV);
+    double *VQV = calloc(d * d, sizeof *VQV), *z = calloc(d, sizeof *z);
+    for (size_t a = 0; a < nr; a++)
+        for (size_t j = 0; j < d; j++)
+            for (size_t t = 0; t < n; t++)
+                HV[a * d + j] += H[a * n + t] * V[t * d + j];
+    for (size_t i = 0; i < d; i++)
+        for (size_t j = 0; j < d; j++)
+            for (size_t t = 0; t < n; t++)
+                for (size_t u = 0; u < n; u++)
+                    VQV[i * d + j] += V[t * d + i] * Q[t * n + u] * V[u * d + j];
+    gsl_matrix *M = gsl_matrix_alloc(d, d);
+    gsl_vector *g = gsl_vector_alloc(d), *dz = gsl_vector_alloc(d);
+    for (int it = 0; it < 40; it++) {
+        for (size_t i = 0; i < d; i++) {
+            double s = 0.0;
+            for (size_t j = 0; j < d; j++) {
+                gsl_matrix_set(M, i, j, VQV[i * d + j]);
+                s -= VQV[i * d + j] * z[j];
+            }
+            gsl_vector_set(g, i, s);
+        }
+        for (size_t a = 0; a < nr; a++) {
+            if (isnan(y[a]))
+                continue;
+            double eta = b, w, r;
+            for (size_t j = 0; j < d; j++)
+                eta += HV[a * d + j] * z[j];
+            if (noise > 0.0) {
+                w = 1.0 / noise;
+                r = (y[a] - eta) / noise;
+            } else {
+                w = exp(eta);
+                r = y[a] - w;
+            }
+            for (size_t i = 0; i < d; i++) {
+                gsl_vector_set(g, i, gsl_vector_get(g, i) + HV[a * d + i] * r);
+                for (size_t j = 0; j < d; j++)
+                    gsl_matrix_set(M, i, j, gsl_matrix_get(M, i, j) + w * HV[a * d + i] * HV[a * d + j]);
+            }
+        }
+        ck_assert_int_eq(gsl_linalg_cholesky_decomp1(M), GSL_SUCCESS);
+        if (it == 39)
+            break; /* M at the mode */
+        gsl_linalg_cholesky_solve(M, g, dz);
+        for (size_t i = 0; i < d; i++)
+            z[i] += gsl_vector_get(dz, i);
+    }
+    gsl_linalg_cholesky_invert(M);
+    for (size_t i = 0; i < n; i++) {
+        xh[i] = 0.0;
+        for (size_t j = 0; j < d; j++)
+            xh[i] += V[i * d + j] * z[j];
+        for (size_t j = 0; j < n; j++) {
+            double s = 0.0;
+            for (size_t a = 0; a < d; a++)
+                for (size_t c2 = 0; c2 < d; c2++)
+                    s += V[i * d + a] * gsl_matrix_get(M, a, c2) * V[j * d + c2];
+            S[i * n + j] = s;
+        }
+    }
+    gsl_matrix_free(M);
+    gsl_vector_free(g);
+    gsl_vector_free(dz);
+    free(V);
+    free(HV);
+    free(VQV);
+    free(z);
+}
+
+/* log E_{f ~ N(m, v)} Poisson(y | exp f) by Simpson's rule on m +- 14 sd
+ * (8000 intervals; the integrand is smooth, so the rule's error is far
+ * below the 1e-9 the comparison allows). */
+static double dense_poisson_lpd(double y, double m, double v)
+{
+    size_t K = 8000;
+    double sd = sqrt(v), h = 28.0 * sd / (double)K, mx = -INFINITY, sum = 0.0;
+    double *l = malloc((K + 1) * sizeof *l);
+    for (size_t i = 0; i <= K; i++) {
+        double f = m - 14.0 * sd + (double)i * h, u = (f - m) / sd;
+        l[i] = y * f - exp(f) - lgamma(y + 1.0) - 0.5 * u * u - log(sd * sqrt(2.0 * M_PI));
+        mx = fmax(mx, l[i]);
+    }
+    for (size_t i = 0; i <= K; i++)
+        sum += (i == 0 || i == K ? 1.0 : i % 2 ? 4.0 : 2.0) * exp(l[i] - mx);
+    free(l);
+    return mx + log(sum * h / 3.0);
+}
+
+#define NNEW 12
+
+/* Prediction at new rows (gmm_latent_stack_row, gmm_problem_predict_forms)
+ * against the dense posterior of the AUGMENTED model: the same components
+ * over the data's rows and the new ones (a new iid level one more level, a
+ * new walk value one more level of the walk), conditioned on the model's
+ * own constraints (over the data's levels only), the new rows unobserved.
+ * Its marginal on the data's latents is the model's prior (the Wiener and
+ * integrated Wiener processes restrict to any subset of times), so the
+ * new rows' posterior there is the exact predictive (Gaussian) or the
+ * Laplace approximation's (Poisson) -- computed without bridges: the test
+ * of the bridges, the extrapolation, the new-level priors and of a'Sigma a
+ * for rows whose latents lie outside the band (a solve).  Then the
+ * outcome's log predictive density: normal for the Gaussian, Simpson's
+ * rule for the Poisson. */
+START_TEST(test_predict_new_rows)
+{
+    static const int cases[] = {C_RW1_IID, C_BESAG_RW2, C_RW1C_IID, C_RW2C,
+                                C_BYM2_RW1, C_RW1_BESAG, C_IID_GRAPH, C_RW2};
+    int which = cases[_i / 2], pois = _i % 2;
+    scase c;
+    scase_make(&c, which);
+    size_t K = c.K, np = c.np, n = gmm_latent_dim(c.l), k = gmm_latent_nconstr(c.l);
+    size_t nr2 = NR + NNEW;
+    static const double vnew[NNEW] = {-1, 0.17, 1.234, 2.31, -0.4, 2.9,
+                                      3.77, 0.61, 1.95, -1, -1.27, 0.02};
+    /* the augmented terms and each new row's reading */
+    gmm_stack_term t2[2];
+    size_t lev2[2][NR + NNEW];
+    double val2[2][NR + NNEW];
+    gmm_stack_at at[NNEW * 2];
+    memcpy(t2, c.t, sizeof t2);
+    for (size_t j = 0; j < K; j++) {
+        const gmm_stack_term *t = &c.t[j];
+        int walk = t->model == GMM_STACK_RW1 || t->model == GMM_STACK_RW2;
+        double per = walk && t->cyclic ? gmm_latent_stack_period(c.l, j) : 0.0;
+        size_t m = 0;
+        const double *vals = walk ? gmm_latent_stack_values(c.l, j, &m) : NULL;
+        for (size_t r = 0; r < NR; r++) {
+            lev2[j][r] = t->level ? t->level[r] : 0;
+            val2[j][r] = walk ? t->value[r] : 0.0;
+        }
+        size_t nlev = t->model == GMM_STACK_IID ? t->nlevel : 11;
+        for (size_t q = 0; q < NNEW; q++) {
+            double v = !walk ? 0.0 : vnew[q] == -1 ? vals[(q * 5) % m] : vnew[q];
+            if (walk && per > 0.0 && v < vals[0])
+                v += 2.0 * per; /* onto the circle from above */
+            size_t lv = t->model == GMM_STACK_IID ? (q * 5 + 3) % (nlev + 1) : (q * 7 + 2) % nlev;
+            lev2[j][NR + q] = lv;
+            val2[j][NR + q] = v;
+            at[q * K + j] = (gmm_stack_at){lv == nlev ? GMM_NO_INDEX : lv, v};
+        }
+        t2[j].level = t->level ? lev2[j] : NULL;
+        t2[j].value = walk ? val2[j] : NULL;
+        if (t->model == GMM_STACK_IID)
+            t2[j].nlevel = t->nlevel + 1;
+        if (per > 0.0)
+            t2[j].period = per;
+    }
+    gmm_latent *l2 = NULL;
+    ck_assert_int_eq(gmm_latent_stack_alloc(nr2, K, t2, 0, &l2), GMM_OK);
+    size_t n2 = gmm_latent_dim(l2);
+    /* the model's constraints in the augmented numbering */
+    size_t *map = malloc(n * sizeof *map);
+    for (size_t j = 0; j < K; j++) {
+        size_t m = 0, m2 = 0;
+        const double *u = gmm_latent_stack_values(c.l, j, &m);
+        const double *u2 = gmm_latent_stack_values(l2, j, &m2);
+        int two = c.t[j].model == GMM_STACK_RW2;
+        for (size_t a = 0; a < gmm_latent_stack_size(c.l, j); a++) {
+            size_t a2 = a;
+            if (u) {
+                size_t jj = two ? a / 2 : a, j2 = 0;
+                while (j2 < m2 && u2[j2] != u[jj])
+                    j2++;
+                ck_assert_uint_lt(j2, m2);
+                a2 = two ? 2 * j2 + a % 2 : j2;
+            }
+            map[gmm_latent_stack_index(c.l, j, a)] = gmm_latent_stack_index(l2, j, a2);
+        }
+    }
+    double *A = malloc((k ? k : 1) * n * sizeof *A), *A2 = calloc((k ? k : 1) * n2, sizeof *A2);
+    ck_assert_int_eq(gmm_latent_stack_constraints(c.l, A), GMM_OK);
+    for (size_t i = 0; i < k; i++)
+        for (size_t a = 0; a < n; a++)
+            A2[i * n2 + map[a]] = A[i * n + a];
+
+    /* data: the case's y (Gaussian) or counts from it (Poisson) */
+    double y2[NR + NNEW], ynew[NNEW], b = 0.3, noise = c.p[np];
+    for (size_t r = 0; r < NR; r++)
+        y2[r] = pois && !isnan(c.y[r]) ? floor(2.0 * fabs(c.y[r]) + (double)(r % 3)) : c.y[r];
+    for (size_t q = 0; q < NNEW; q++) {
+        y2[NR + q] = NAN;
+        ynew[q] = pois ? (double)(q % 4) : 0.4 * (double)q - 1.7;
+    }
+    double *Q2 = dense_Q(l2, c.p), *H2 = dense_H(l2);
+    double *xh = malloc(n2 * sizeof *xh), *S2 = malloc(n2 * n2 * sizeof *S2);
+    dense_post(Q2, H2, A2, n2, nr2, k, y2, b, pois ? 0.0 : noise, xh, S2);
+
+    /* the banded model */
+    gmm_lik lik;
+    ck_assert_int_eq(gmm_lik_parse(pois ? "poisson" : "gaussian", &lik), GMM_OK);
+    double one[NR];
+    for (size_t r = 0; r < NR; r++)
+        one[r] = 1.0;
+    const char *cname[] = {"intercept"};
+    gmm_problem_design des = {1, one, cname, &b};
+    gmm_problem *p = NULL;
+    ck_assert_int_eq(gmm_problem_alloc_design(c.l, &lik, y2, NULL, &des, &p), GMM_OK);
+    double th[8];
+    memcpy(th, c.p, np * sizeof *th);
+    size_t nt = np;
+    if (!pois)
+        th[nt++] = noise;
+    th[nt++] = b;
+    ck_assert_uint_eq(nt, gmm_problem_objective(p)->nparam);
+    size_t ptr[NNEW + 1], idx[NNEW * 2 * GMM_STACK_ROW_MAX], outside = 0;
+    double w[NNEW * 2 * GMM_STACK_ROW_MAX], ev[NNEW], mean[NNEW], var[NNEW];
+    ptr[0] = 0;
+    for (size_t q = 0; q < NNEW; q++) {
+        size_t nnz, lo = SIZE_MAX, hi = 0;
+        ck_assert_int_eq(gmm_latent_stack_row(c.l, th, at + q * K, idx + ptr[q], w + ptr[q],
+                                              &nnz, &ev[q]),
+                         GMM_OK);
+        ptr[q + 1] = ptr[q] + nnz;
+        for (size_t e = ptr[q]; e < ptr[q + 1]; e++) {
+            lo = idx[e] < lo ? idx[e] : lo;
+            hi = idx[e] > hi ? idx[e] : hi;
+        }
+        outside += nnz && hi - lo > gmm_latent_bandwidth(c.l);
+    }
+    ck_assert_int_eq(gmm_problem_predict_forms(p, th, NNEW, ptr, idx, w, mean, var), GMM_OK);
+    gmm_lik lk;
+    ck_assert_int_eq(gmm_problem_lik_at(p, th, &lk), GMM_OK);
+    double merr = 0.0, verr = 0.0, lerr = 0.0;
+    for (size_t q = 0; q < NNEW; q++) {
+        const double *h = H2 + (NR + q) * n2;
+        double dm = b, dv = 0.0;
+        for (size_t i = 0; i < n2; i++) {
+            dm += h[i] * xh[i];
+            for (size_t j = 0; j < n2; j++)
+                dv += h[i] * S2[i * n2 + j] * h[j];
+        }
+        double m = mean[q] + b, v = var[q] + ev[q], lpd;
+        ck_assert_int_eq(gmm_lik_predictive(&lk, ynew[q], 1.0, m, v, &lpd), GMM_OK);
+        double dl = pois ? dense_poisson_lpd(ynew[q], dm, dv)
+                         : -0.5 * log(2.0 * M_PI * (dv + noise)) -
+                               0.5 * (ynew[q] - dm) * (ynew[q] - dm) / (dv + noise);
+        merr = fmax(merr, fabs(m - dm) / sqrt(dv));
+        verr = fmax(verr, fabs(v - dv) / dv);
+        lerr = fmax(lerr, fabs(lpd - dl));
+    }
+    if (report())
+        fprintf(stderr, "stack new rows %s %s: mean %.2e sd, var %.2e rel, lpd %.2e; %zu of %d "
+                        "rows outside the band %zu\n",
+                case_name[which], pois ? "poisson" : "gaussian", merr, verr, lerr, outside, NNEW,
+                gmm_latent_bandwidth(c.l));
+    ck_assert_msg(merr < 1e-8 && verr < 1e-8 && lerr < 1e-8, "%s %s: mean %g var %g lpd %g",
+                  case_name[which], pois ? "poisson" : "gaussian", merr, verr, lerr);
+    /* rows whose latents lie outside the band took the solve */
+    if (K == 2)
+        ck_assert_msg(outside > 0, "%s: no row outside the band", case_name[which]);
+    free(map);
+    free(A);
+    free(A2);
+    free(Q2);
+    free(H2);
+    free(xh);
+    free(S2);
+    gmm_problem_free(p);
+    gmm_latent_free(l2);
     scase_free(&c);
 }
 END_TEST
@@ -1448,6 +1737,7 @@ Suite *model_stack_suite(void)
     tcase_add_test(tc, test_cyclic_structure);
     tcase_add_test(tc, test_cyclic_band);
     tcase_add_test(tc, test_cyclic_season);
+    tcase_add_loop_test(tc, test_predict_new_rows, 0, 16);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -316,6 +316,14 @@ static gmm_status stack_gaussian_post(void *p, double *mean, gmm_band *cov)
     return gmm_marglik_posterior(c->w, mean, cov);
 }
 
+static gmm_status stack_gaussian_post_solve(void *p, double *v)
+{
+    stack_impl *c = p;
+    if (!c->w)
+        return gmm_error(GMM_EINVAL, "stacked latent: no Gaussian evaluation yet");
+    return gmm_marglik_posterior_solve(c->w, v);
+}
+
 /* ---- whitening -------------------------------------------------------------- */
 
 /* Q^ (Q itself without constraints) assembled in wL and factorised. */
@@ -623,6 +631,7 @@ static const gmm_latent_ops stack_ops = {
     .prior_rev = stack_prior_rev,
     .gaussian = stack_gaussian,
     .gaussian_posterior = stack_gaussian_post,
+    .gaussian_posterior_solve = stack_gaussian_post_solve,
     .whiten_setup = stack_whiten_setup,
     .whiten = stack_whiten,
     .whiten_t = stack_whiten_t,
@@ -957,4 +966,152 @@ void gmm_latent_stack_describe(const gmm_latent *l, char *buf, size_t size)
                  "%.1f MB",
                  c->n, c->bw, c->width, c->ncon,
                  (double)(c->bw + 1) * (double)c->n * sizeof(double) / 1e6);
+}
+
+/* ---- new rows ---------------------------------------------------------------------- */
+
+gmm_stack_model gmm_latent_stack_kind(const gmm_latent *l, size_t k)
+{
+    stack_impl *c = impl_of(l);
+    return c && k < c->K ? c->comp[k].model : GMM_STACK_GRAPH + 1;
+}
+
+/* The integrated Wiener process's unit-variance transition over d: F =
+ * [1 d; 0 1] and the innovation's precision S^-1 (row-major 2 x 2). */
+static void iw_step(double d, double F[4], double Si[4])
+{
+    F[0] = 1.0;
+    F[1] = d;
+    F[2] = 0.0;
+    F[3] = 1.0;
+    Si[0] = 12.0 / (d * d * d);
+    Si[1] = Si[2] = -6.0 / (d * d);
+    Si[3] = 4.0 / d;
+}
+
+/* RW2's state at t between a state z_l (d1 before) and z_r (d2 after):
+ * z | z_l, z_r has precision P = S1^-1 + F2' S2^-1 F2 and mean P^-1 (S1^-1
+ * F1 z_l + F2' S2^-1 z_r); x(t)'s weights on (x_l, x'_l, x_r, x'_r) into
+ * wt, its unit variance (P^-1)_00 returned. */
+static double iw_bridge(double d1, double d2, double wt[4])
+{
+    double F1[4], S1[4], F2[4], S2[4], P[4], B[4], C[4];
+    iw_step(d1, F1, S1);
+    iw_step(d2, F2, S2);
+    for (size_t i = 0; i < 2; i++)
+        for (size_t j = 0; j < 2; j++) {
+            double b = 0.0, cc = 0.0, p = S1[i * 2 + j];
+            for (size_t t = 0; t < 2; t++) {
+                b += S1[i * 2 + t] * F1[t * 2 + j];  /* S1^-1 F1 */
+                cc += F2[t * 2 + i] * S2[t * 2 + j]; /* F2' S2^-1 */
+                for (size_t u = 0; u < 2; u++)
+                    p += F2[t * 2 + i] * S2[t * 2 + u] * F2[u * 2 + j];
+            }
+            B[i * 2 + j] = b;
+            C[i * 2 + j] = cc;
+            P[i * 2 + j] = p;
+        }
+    double det = P[0] * P[3] - P[1] * P[2];
+    double r0[2] = {P[3] / det, -P[1] / det}; /* the first row of P^-1 */
+    for (size_t j = 0; j < 2; j++) {
+        wt[j] = r0[0] * B[j] + r0[1] * B[2 + j];
+        wt[2 + j] = r0[0] * C[j] + r0[1] * C[2 + j];
+    }
+    return r0[0];
+}
+
+/* Component q's reading of value t: entries (local index, weight) appended
+ * to li, lw (*ne of them) and the unit variance of eps returned. */
+static double walk_row(const stack_comp *q, double t, size_t *li, double *lw, size_t *ne)
+{
+    int two = q->model == GMM_STACK_RW2;
+    size_t m = q->m, s = two ? 2 : 1, lo = 0, hi = m;
+    if (q->cyclic)
+        t = stack_wrap(q->val[0], q->period, t);
+    while (lo < hi) { /* first value >= t */
+        size_t mid = lo + (hi - lo) / 2;
+        if (q->val[mid] < t)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < m && q->val[lo] == t) {
+        li[*ne] = s * lo;
+        lw[(*ne)++] = 1.0;
+        return 0.0;
+    }
+    if (!q->cyclic && (lo == 0 || lo == m)) {
+        /* beyond an end: forwards from the last value, backwards from the
+         * first (x - d x') */
+        size_t j = lo == 0 ? 0 : m - 1;
+        double d = lo == 0 ? q->val[0] - t : t - q->val[m - 1];
+        li[*ne] = s * j;
+        lw[(*ne)++] = 1.0;
+        if (!two)
+            return d;
+        li[*ne] = s * j + 1;
+        lw[(*ne)++] = lo == 0 ? -d : d;
+        return d * d * d / 3.0;
+    }
+    /* a bridge; on a circle lo == m is the wrap-around interval (t >= t_0
+     * after wrapping, so lo > 0) */
+    size_t jl = lo - 1, jr = lo < m ? lo : 0;
+    double d1 = t - q->val[jl], d2 = lo < m ? q->val[lo] - t : q->val[0] + q->period - t;
+    if (!two) {
+        li[*ne] = jl;
+        lw[(*ne)++] = d2 / (d1 + d2);
+        li[*ne] = jr;
+        lw[(*ne)++] = d1 / (d1 + d2);
+        return d1 * d2 / (d1 + d2);
+    }
+    double wt[4];
+    double v = iw_bridge(d1, d2, wt);
+    const size_t at[4] = {2 * jl, 2 * jl + 1, 2 * jr, 2 * jr + 1};
+    for (size_t e = 0; e < 4; e++) {
+        li[*ne] = at[e];
+        lw[(*ne)++] = wt[e];
+    }
+    return v;
+}
+
+gmm_status gmm_latent_stack_row(const gmm_latent *l, const double *theta, const gmm_stack_at *at,
+                                size_t *idx, double *w, size_t *nnz, double *evar)
+{
+    stack_impl *c = impl_of(l);
+    if (!c || !theta || !at || !idx || !w || !nnz || !evar)
+        return gmm_error(GMM_EINVAL, "gmm_latent_stack_row: not a stacked latent, or NULL");
+    *nnz = 0;
+    *evar = 0.0;
+    for (size_t k = 0; k < c->K; k++) {
+        const stack_comp *q = &c->comp[k];
+        size_t li[GMM_STACK_ROW_MAX], ne = 0;
+        double lw[GMM_STACK_ROW_MAX], u = 0.0;
+        if (q->model == GMM_STACK_RW1 || q->model == GMM_STACK_RW2) {
+            if (!isfinite(at[k].value))
+                return gmm_error_at(GMM_EINVAL, k, "'%s': index value %g is not finite",
+                                    q->name, at[k].value);
+            u = walk_row(q, at[k].value, li, lw, &ne);
+        } else {
+            /* BYM2's levels read b, at the node itself */
+            size_t m = q->model == GMM_STACK_BYM2 ? q->n / 2 : q->n;
+            if (at[k].level == GMM_NO_INDEX && q->model == GMM_STACK_IID) {
+                u = 1.0;
+            } else if (at[k].level >= m) {
+                return gmm_error_at(GMM_EINVAL, k, "'%s': level %zu is not one of its %zu",
+                                    q->name, at[k].level, m);
+            } else {
+                li[0] = at[k].level;
+                lw[0] = 1.0;
+                ne = 1;
+            }
+        }
+        for (size_t e = 0; e < ne; e++) {
+            idx[*nnz] = c->iperm[q->off + li[e]];
+            w[(*nnz)++] = lw[e];
+        }
+        /* eps scales with the component's variance (not BYM2 or GRAPH:
+         * their new levels are refused above) */
+        *evar += u * theta[q->par0];
+    }
+    return GMM_OK;
 }
