@@ -652,8 +652,8 @@ done:
 /* ---- stacked latents (several f() terms) ------------------------------------- */
 
 /* Each row's cells of the formula's columns (f() indices, covariates,
- * factors), joined by a unit separator: the key held-out rows are matched
- * to the data rows by (gmm_mdl_stack_key). */
+ * factors), joined by a unit separator: the key by which draws without
+ * latent states find a new row's data row. */
 static gmm_status stack_rowkeys(gmm_mdl *m, const gmm_table *data)
 {
     const gmm_formula *fm = m->fm;

@@ -67,7 +67,8 @@ struct gmm_mdl {
      * (rw1, rw2, besag, bym2): a stacked latent (stack.h) whose sites are
      * the data rows; per term its graph (levels or nodes), its precision's
      * spec and gmrf (graph-precision terms); rowkey: each row's cells of the
-     * formula's columns, joined, which held-out rows are matched by */
+     * formula's columns, joined, by which draws without latent states find
+     * a new row's f[row] */
     int stack;
     size_t nterm;
     gmm_graph **sg;

@@ -1152,6 +1152,85 @@ START_TEST(test_predict_new_rows)
 }
 END_TEST
 
+/* Forms under a VI q (gmm_vi_predict_forms) on a proper stack (iid +
+ * graph): Sigma = (L L')^-1 from q's factor, inverted densely, against the
+ * band for forms within it and the banded solve for forms outside it. */
+START_TEST(test_predict_forms_vi)
+{
+    scase c;
+    scase_make(&c, C_IID_GRAPH);
+    size_t n = gmm_latent_dim(c.l), np = c.np, bw = gmm_latent_bandwidth(c.l);
+    gmm_lik lik;
+    ck_assert_int_eq(gmm_lik_parse("poisson", &lik), GMM_OK);
+    double cnt[NR];
+    for (size_t r = 0; r < NR; r++)
+        cnt[r] = isnan(c.y[r]) ? NAN : floor(2.0 * fabs(c.y[r]));
+    gmm_problem *p = NULL;
+    ck_assert_int_eq(gmm_problem_alloc(c.l, &lik, cnt, NULL, 1, 0.1, &p), GMM_OK);
+    gmm_vi_params vp;
+    gmm_vi_params_init(&vp);
+    gmm_vi *vi = NULL;
+    ck_assert_int_eq(gmm_vi_alloc(p, &vp, &vi), GMM_OK);
+    double th[8];
+    memcpy(th, c.p, np * sizeof *th);
+    th[np] = 0.1;
+    ck_assert_int_eq(gmm_vi_set_state(vi, th, NULL, NULL), GMM_OK);
+    ck_assert_int_eq(gmm_vi_start_laplace(vi, NULL), GMM_OK);
+    gmm_band *L = gmm_band_alloc(n, gmm_vi_bandwidth(vi), 0, GMM_BAND_LOWER);
+    ck_assert_int_eq(gmm_vi_factor(vi, L), GMM_OK);
+    double *D = tu_band_to_dense(L); /* D[j n + i] = L(i, j) */
+    gsl_matrix *M = gsl_matrix_alloc(n, n);
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < n; j++) {
+            double s = 0.0;
+            for (size_t t = 0; t < n; t++)
+                s += D[t * n + i] * D[t * n + j];
+            gsl_matrix_set(M, i, j, s);
+        }
+    ck_assert_int_eq(gsl_linalg_cholesky_decomp1(M), GSL_SUCCESS);
+    gsl_linalg_cholesky_invert(M);
+    /* forms: pairs of latents at every distance, three-term forms */
+    size_t ptr[3 * 64 + 1], idx[3 * 3 * 64], nq = 0, inside = 0, outside = 0;
+    double w[3 * 3 * 64], mean[3 * 64], var[3 * 64];
+    ptr[0] = 0;
+    for (size_t a = 0; a < n && nq < 3 * 64 - 2; a += 3)
+        for (size_t gap = 1; gap < n - a && nq < 3 * 64 - 2; gap += 4) {
+            size_t e = ptr[nq];
+            idx[e] = a;
+            w[e] = 1.0;
+            idx[e + 1] = a + gap;
+            w[e + 1] = -0.7;
+            ptr[++nq] = e + 2;
+            inside += gap <= bw;
+            outside += gap > bw;
+        }
+    ck_assert_int_eq(gmm_vi_predict_forms(vi, nq, ptr, idx, w, mean, var), GMM_OK);
+    const double *mq = gmm_vi_mean(vi);
+    double err = 0.0;
+    for (size_t q = 0; q < nq; q++) {
+        double m = 0.0, v = 0.0;
+        for (size_t e = ptr[q]; e < ptr[q + 1]; e++) {
+            m += w[e] * mq[idx[e]];
+            for (size_t f = ptr[q]; f < ptr[q + 1]; f++)
+                v += w[e] * w[f] * gsl_matrix_get(M, idx[e], idx[f]);
+        }
+        err = fmax(err, fmax(fabs(mean[q] - m), fabs(var[q] - v) / v));
+    }
+    if (report())
+        fprintf(stderr, "stack forms under vi: %zu forms (%zu inside the band %zu, %zu outside), "
+                        "error %.2e\n",
+                nq, inside, bw, outside, err);
+    ck_assert_msg(inside > 0 && outside > 0, "forms inside %zu, outside %zu", inside, outside);
+    ck_assert_msg(err < 1e-10, "vi forms: %g", err);
+    gsl_matrix_free(M);
+    free(D);
+    gmm_band_free(L);
+    gmm_vi_free(vi);
+    gmm_problem_free(p);
+    scase_free(&c);
+}
+END_TEST
+
 /* ---- structure ----------------------------------------------------------------------- */
 
 /* RW2: with the first state pinned (x_0 = x'_0 = 0) Q's inverse is the
@@ -1738,6 +1817,7 @@ Suite *model_stack_suite(void)
     tcase_add_test(tc, test_cyclic_band);
     tcase_add_test(tc, test_cyclic_season);
     tcase_add_loop_test(tc, test_predict_new_rows, 0, 16);
+    tcase_add_test(tc, test_predict_forms_vi);
     suite_add_tcase(s, tc);
     return s;
 }

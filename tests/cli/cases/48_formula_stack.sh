@@ -4,7 +4,9 @@
 # marginal likelihood of rw1 + iid (centred, and with an intercept and a covariate) and of
 # besag + rw1 to 1e-8 relative, the rw1 local level's maximum likelihood against SciPy's
 # maximum of the same dense objective; then every command on such a model (the model file
-# read back, gradcheck, predict at the data rows, hmc and its draws, score of held-out rows),
+# read back, gradcheck, predict at the data rows, hmc and its draws, score of held-out rows);
+# predict --at and score at new rows against scripts/make-stack-predict-fixtures.R's dense
+# augmented posteriors (Gaussian rw1 + iid + x1; Poisson besag + rw2 + x1, Laplace),
 # vi's refusal, --verbose's sizes, and errors that point into the formula.  Against
 # scripts/make-stack-fixtures.R: the cyclic rw1 and rw2 log marginal likelihoods (1e-8) and
 # predict --terms of rw1 + iid (the dense constrained posterior); the Laplace --terms of one
@@ -67,15 +69,88 @@ run "$GMM_INFER" gradcheck --model "$WORK/stack-model.json"
 expect_exit 0
 expect_stderr 'gradients within tolerance'
 
-begin "formula stack: predict at the data rows (the missing outcome's row too); --at refused"
+begin "formula stack: predict at the data rows (the missing outcome's row too); --grid refused"
 run "$GMM_INFER" predict --model "$WORK/stack-model.json"
 expect_exit 0
 expect_stdout '^row,mean,var,'
 expect_stdout '^18,'
 expect_stdout '^48,'
-run "$GMM_INFER" predict --model "$WORK/stack-model.json" --at 1
+cp "$OUT" "$CASE_TMP/rows.csv"
+run "$GMM_INFER" predict --model "$WORK/stack-model.json" --grid 1:2:0.5
 expect_exit 2
-expect_stderr 'predicts at its data rows'
+expect_stderr "--grid has no rows: give the new rows with --at FILE \\(each f\\(\\) term's column"
+# the data's own rows as new rows: the prediction at the data rows
+run "$GMM_INFER" predict --model "$WORK/stack-model.json" --at "$sfx/data_rw1_iid.csv"
+expect_exit 0
+awk -F, 'NR == FNR { if (FNR > 1) { m[$1] = $2; v[$1] = $3 }; next }
+    FNR > 1 { dm = $2 - m[$1]; dv = $3 - v[$1]; if (dm < 0) dm = -dm; if (dv < 0) dv = -dv
+        if (!($1 in m) || dm > 1e-9 * sqrt(v[$1]) || dv > 1e-9 * v[$1]) { print "row " $1 ": " $2 " " $3 " data rows " m[$1] " " v[$1]; bad = 1 }
+        n++ }
+    END { exit bad || n != 48 }' "$CASE_TMP/rows.csv" "$OUT" > "$CASE_TMP/cmp" ||
+    fail "$(cat "$CASE_TMP/cmp")"
+
+# |a - b| <= tol for every row of predict's (or score --rows') output $1 against
+# the expected file $2 (row,mean,var,lpd): means within tol sd, variances within
+# tol relative; or, with a third argument, the lpd column of score --rows
+stack_rows_match() {
+    awk -F, -v t="$3" -v lpd="${4:-}" '
+        NR == FNR { if (FNR > 1) { m[$1] = $2; v[$1] = $3; l[$1] = $4; n++ }; next }
+        FNR > 1 { r = lpd ? $2 : $1
+            if (!(r in m)) { print "no expected row " r; bad = 1; next }
+            if (lpd) { d = $4 - l[r]; if (d < 0) d = -d
+                if (d > t) { print "row " r ": lpd " $4 ", dense " l[r]; bad = 1 } }
+            else { dm = $2 - m[r]; dv = $3 - v[r]; if (dm < 0) dm = -dm; if (dv < 0) dv = -dv
+                if (dm > t * sqrt(v[r]) || dv > t * v[r]) {
+                    print "row " r ": " $2 " " $3 ", dense " m[r] " " v[r]; bad = 1 } }
+            seen++ }
+        END { if (seen != n) { print seen " rows, expected " n; bad = 1 }; exit bad }' "$2" "$1"
+}
+
+begin "formula stack: predict --at new rows of rw1 + iid + x1 is the dense augmented posterior"
+# scripts/make-stack-predict-fixtures.R: a data value with a group it never met (a
+# pair of latents outside the band), values between, beyond and before the data's,
+# new groups; means within 1e-9 sd, variances 1e-9 relative (exact Gaussian)
+run "$GMM_INFER" predict --model "$sfx/model_rw1_iid_x1.json" --at "$sfx/predict_new.csv"
+expect_exit 0
+expect_stdout '^row,mean,var,lower,upper,level$'
+stack_rows_match "$OUT" "$sfx/predict_new_expected.csv" 1e-9 > "$CASE_TMP/cmp" ||
+    fail "$(cat "$CASE_TMP/cmp")"
+
+begin "formula stack: score of new rows is log N(y; mean, var + noise) of the dense posterior"
+run "$GMM_INFER" score --model "$sfx/model_rw1_iid_x1.json" "$sfx/predict_new.csv" \
+    --rows "$CASE_TMP/lpd.csv"
+expect_exit 0
+expect_stdout '"n": 9'
+expect_stdout '"posterior": "exact"'
+expect_file "$CASE_TMP/lpd.csv" '^line,row,y,lpd$'
+stack_rows_match "$CASE_TMP/lpd.csv" "$sfx/predict_new_expected.csv" 1e-9 lpd > "$CASE_TMP/cmp" ||
+    fail "$(cat "$CASE_TMP/cmp")"
+want=$(awk -F, 'FNR > 1 { s += $4 } END { printf "%.17g", s }' "$sfx/predict_new_expected.csv")
+stack_close "$(stack_num "$OUT" lpd)" "$want" 1e-10 || fail "lpd $(stack_num "$OUT" lpd), dense $want"
+
+begin "formula stack: Poisson besag + rw2 + x1 at new rows: the dense Laplace predictive"
+# the node without data, weeks between, beyond and before the data's; the log
+# predictive density against R's integrate(); 1e-8 (the Laplace mode's Newton stop)
+run "$GMM_INFER" predict --model "$sfx/model_pois.json" --at "$sfx/predict_pois_new.csv"
+expect_exit 0
+expect_stdout '^row,mean,var,lower,upper,rate,rate_lower,rate_upper,level$'
+stack_rows_match "$OUT" "$sfx/predict_pois_expected.csv" 1e-8 > "$CASE_TMP/cmp" ||
+    fail "$(cat "$CASE_TMP/cmp")"
+run "$GMM_INFER" score --model "$sfx/model_pois.json" "$sfx/predict_pois_new.csv" \
+    --rows "$CASE_TMP/lpd.csv"
+expect_exit 0
+expect_stdout '"posterior": "laplace"'
+stack_rows_match "$CASE_TMP/lpd.csv" "$sfx/predict_pois_expected.csv" 1e-8 lpd > "$CASE_TMP/cmp" ||
+    fail "$(cat "$CASE_TMP/cmp")"
+
+begin "formula stack: a node off a besag term's graph is refused with its file and line"
+printf 'node,week,x1,n\n1,2.5,0,1\n9,3,0.1,2\n' > "$CASE_TMP/off.csv"
+run "$GMM_INFER" score --model "$sfx/model_pois.json" "$CASE_TMP/off.csv"
+expect_exit 1
+expect_stderr "off\\.csv:3: column 'node': '9' is not a node of the graph of f\\(node, besag\\)"
+run "$GMM_INFER" predict --model "$sfx/model_pois.json" --at "$CASE_TMP/off.csv"
+expect_exit 1
+expect_stderr "off\\.csv:3: column 'node'"
 
 begin "formula stack: hmc's draws of f[row], read back by predict and score"
 run "$GMM_INFER" hmc --model "$WORK/stack-model.json" --warmup 40 --draws 20 --chains 2 \
@@ -86,15 +161,23 @@ run "$GMM_INFER" predict --model "$WORK/stack-model.json" --draws "$CASE_TMP/d.c
 expect_exit 0
 expect_stdout '^48,'
 
-begin "formula stack: score matches held-out rows to the model's rows; another row refused"
+begin "formula stack: score --draws of new rows needs the states; with them it runs"
 awk -F, 'NR == 1 || NR == 5 || NR == 20' "$sfx/data_rw1_iid.csv" > "$CASE_TMP/test.csv"
 run "$GMM_INFER" score --model "$WORK/stack-model.json" "$CASE_TMP/test.csv"
 expect_exit 0
 expect_stdout '"n": 2'
 printf 't,g,x1,y\n99,g1,0,1\n' > "$CASE_TMP/other.csv"
-run "$GMM_INFER" score --model "$WORK/stack-model.json" "$CASE_TMP/other.csv"
-expect_exit 1
-expect_stderr 'other\.csv:2: no row of the model'
+run "$GMM_INFER" hmc --model "$WORK/stack-model.json" --warmup 40 --draws 20 --chains 1 \
+    --states -o "$CASE_TMP/ds.csv"
+expect_exit 0
+run "$GMM_INFER" score --model "$WORK/stack-model.json" "$CASE_TMP/other.csv" \
+    --draws "$CASE_TMP/ds.csv"
+expect_exit 0
+expect_stdout '"posterior": "draws"'
+run "$GMM_INFER" predict --model "$WORK/stack-model.json" --at "$CASE_TMP/other.csv" \
+    --draws "$CASE_TMP/ds.csv"
+expect_exit 0
+expect_stdout '^1,'
 
 begin "formula stack: score --loo leaves each data row out"
 run "$GMM_INFER" score --loo --model "$WORK/stack-model.json"
