@@ -403,7 +403,12 @@ void gmm_mdl_data_row(const gmm_mdl *m, size_t r, size_t *line, double *y, size_
  * log mean_s E[p(y_r | f_r) | draw s] with the likelihood at each draw's
  * parameters (sampled columns, else m's).  A draw fixes f at a site
  * (column f[row] at a data input, f[node]); with the latent states
- * x[1..n] (hmc --states) f at any input is the Markov bridge's normal.
+ * x[1..n] (hmc --states) f at any input is the Markov bridge's normal.  A
+ * model of several f() terms: with the states, a row's form of the draw's
+ * latents plus its independent part at the draw's variances
+ * (gmm_latent_stack_row); without them the f[row] of the first data row
+ * with the row's cells in the formula's columns ("FILE:LINE: no row of the
+ * model's data ..." when there is none).
  * Errors: GMM_EINVAL "DPATH: draw K: ..." (parameters out of their
  * domain), "FILE:LINE: column 'C': X is not an input of the model's data,
  * and ..." (no states), "DPATH: no column 'f[...]' ..."; the bridge's. */
@@ -453,7 +458,9 @@ void gmm_mdl_terms_free(gmm_mdl_terms *t); /* NULL-safe */
  * states x[1..n] (hmc --states): each draw's X_r beta (its coefficients
  * when sampled) plus its latent at the row's input (drawn from the Markov
  * bridge), node, or a new iid level (drawn from N(0, the draw's
- * variance)), summarised into pr[0..t->n) as gmm_mdl_predict_draws_at
+ * variance)) -- for several f() terms the row's form of the draw's latents
+ * plus its independent part (gmm_latent_stack_row) --, summarised into
+ * pr[0..t->n) as gmm_mdl_predict_draws_at
  * does.  Errors: GMM_EINVAL "DPATH: no latent states x[1..n]: ..."; the
  * bridge's and summaries'. */
 gmm_status gmm_mdl_predict_draws_rows(gmm_mdl *m, const gmm_draws *d, const char *dpath,

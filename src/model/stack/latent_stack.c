@@ -1057,6 +1057,12 @@ static double walk_row(const stack_comp *q, double t, size_t *li, double *lw, si
      * after wrapping, so lo > 0) */
     size_t jl = lo - 1, jr = lo < m ? lo : 0;
     double d1 = t - q->val[jl], d2 = lo < m ? q->val[lo] - t : q->val[0] + q->period - t;
+    if (!(d1 > 0.0) || !(d2 > 0.0)) {
+        /* a value the wrap rounded onto the first one */
+        li[*ne] = s * (d1 > 0.0 ? jr : jl);
+        lw[(*ne)++] = 1.0;
+        return 0.0;
+    }
     if (!two) {
         li[*ne] = jl;
         lw[(*ne)++] = d2 / (d1 + d2);
