@@ -331,3 +331,34 @@ for f in 'f(week, rw2, cyclic)' 'f(node, bym2, graph=tests/fixtures/stack/edges.
               exit bad || nr != 42 }' "$CASE_TMP/counts.csv" "$CASE_TMP/rows.csv" "$OUT" \
         > "$CASE_TMP/cmp" || fail "$f: $(cat "$CASE_TMP/cmp")"
 done
+
+begin "formula stack: new rows with a factor level or an index value the model cannot read"
+run "$GMM_INFER" fit --formula 'y ~ factor(g) + f(t, rw1)' "$sfx/data_rw1_iid.csv" \
+    -o "$CASE_TMP/f.json"
+expect_exit 0
+printf 't,g\n3,g1\n4,g7\n' > "$CASE_TMP/lev.csv"
+run "$GMM_INFER" predict --model "$CASE_TMP/f.json" --at "$CASE_TMP/lev.csv"
+expect_exit 1
+expect_stderr "lev\.csv:3: column 'g': level 'g7' of factor\(g\) is not one of the model's data"
+printf 't,g\n3,g1\nabc,g2\n' > "$CASE_TMP/val.csv"
+run "$GMM_INFER" predict --model "$CASE_TMP/f.json" --at "$CASE_TMP/val.csv"
+expect_exit 1
+expect_stderr "val\.csv:3: column 't': 'abc' is not a number"
+printf 't,g\n3,g1\n-4.5,g2\n' > "$CASE_TMP/ok.csv"
+run "$GMM_INFER" predict --model "$CASE_TMP/f.json" --at "$CASE_TMP/ok.csv"
+expect_exit 0
+expect_stdout '^2,'
+
+begin "formula stack: a centred model's score of new rows is log N(y; mean, var + noise)"
+# rw1 alone on Gaussian data is centred: the centre leaves y and the mean alike
+run "$GMM_INFER" fit --formula 'y ~ f(t, rw1)' "$sfx/data_local_level.csv" -o "$CASE_TMP/ll.json"
+expect_exit 0
+awk -F, 'NR == 1 || NR % 7 == 0 { print $1 "," $2 }' "$sfx/data_local_level.csv" > "$CASE_TMP/ho.csv"
+"$GMM_INFER" predict --model "$CASE_TMP/ll.json" --at "$CASE_TMP/ho.csv" > "$CASE_TMP/p.csv"
+run "$GMM_INFER" score --model "$CASE_TMP/ll.json" "$CASE_TMP/ho.csv"
+expect_exit 0
+noise=$(stack_num "$CASE_TMP/ll.json" likelihood.variance)
+want=$(awk -F, -v s2="$noise" 'NR == FNR { if (FNR > 1) y[FNR - 1] = $2; next }
+    FNR > 1 { v = $3 + s2; d = y[$1] - $2; s += -0.5 * log(2 * 3.14159265358979324 * v) - d * d / (2 * v) }
+    END { printf "%.17g", s }' "$CASE_TMP/ho.csv" "$CASE_TMP/p.csv")
+stack_close "$(stack_num "$OUT" lpd)" "$want" 1e-12 || fail "lpd $(stack_num "$OUT" lpd), from predict $want"
