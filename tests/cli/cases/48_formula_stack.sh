@@ -173,6 +173,16 @@ expect_exit 0
 run "$GMM_INFER" score --model "$WORK/stack-model.json" "$CASE_TMP/other.csv" \
     --draws "$CASE_TMP/ds.csv"
 expect_exit 0
+run "$GMM_INFER" hmc --model "$WORK/stack-model.json" --warmup 20 --draws 10 --chains 1 \
+    -o "$CASE_TMP/dn.csv"
+expect_exit 0
+run "$GMM_INFER" score --model "$WORK/stack-model.json" "$CASE_TMP/other.csv" \
+    --draws "$CASE_TMP/dn.csv"
+expect_exit 1
+expect_stderr 'has no latent states x\[1\.\.[0-9]+\]'
+run "$GMM_INFER" score --model "$WORK/stack-model.json" "$CASE_TMP/other.csv" \
+    --draws "$CASE_TMP/ds.csv"
+expect_exit 0
 expect_stdout '"posterior": "draws"'
 run "$GMM_INFER" predict --model "$WORK/stack-model.json" --at "$CASE_TMP/other.csv" \
     --draws "$CASE_TMP/ds.csv"
