@@ -4,8 +4,8 @@
  * Read from loo's R sources (relative_eff.array, ess_rfun, autocovariance,
  * fft_next_good_size, do_psis_i, psis_smooth_tail, gpdfit, lx,
  * adjust_k_wip, qgpd, n_pareto, pointwise_loo_calcs, waic.matrix,
- * table_of_estimates, k_cut), keeping the details that move results by
- * more than rounding:
+ * table_of_estimates, k_cut, mcse_elpd, mcse_loo), keeping the details that
+ * move results by more than rounding:
  *
  *   - ess_rfun's autocovariance divides the unnormalised inverse FFT by
  *     2 N^2 and pads to 2 fft_next_good_size(N), so the within-chain
