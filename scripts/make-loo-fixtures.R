@@ -12,10 +12,13 @@
 #                      lp__,accept_stat__,log_lik[1],...,log_lik[N], rows by
 #                      chain then iteration, 17 significant digits;
 #   pointwise_NAME.csv per observation: elpd_loo,p_loo,looic,pareto_k,r_eff
-#                      of loo::loo(ll, r_eff = loo::relative_eff(exp(ll)))
-#                      and elpd_waic,p_waic,waic of loo::waic(ll);
+#                      of loo::loo(ll, r_eff = loo::relative_eff(exp(ll))),
+#                      elpd_waic,p_waic,waic of loo::waic(ll), and loo's
+#                      mcse_elpd_loo;
 #   totals_NAME.csv    measure,estimate,se for elpd_loo, p_loo, looic,
-#                      elpd_waic, p_waic, waic (their $estimates tables).
+#                      elpd_waic, p_waic, waic (their $estimates tables),
+#                      then mcse_elpd_loo (loo's mcse_loo, NA when some
+#                      k > 0.7), its se NA.
 #
 # The draws are seeded, so the files are reproducible; the tests read the
 # committed files and never need R.
@@ -60,9 +63,12 @@ make_set <- function(name, ll) {
     p <- data.frame(elpd_loo = l$pointwise[, "elpd_loo"], p_loo = l$pointwise[, "p_loo"],
                     looic = l$pointwise[, "looic"], pareto_k = l$diagnostics$pareto_k,
                     r_eff = r_eff, elpd_waic = w$pointwise[, "elpd_waic"],
-                    p_waic = w$pointwise[, "p_waic"], waic = w$pointwise[, "waic"])
+                    p_waic = w$pointwise[, "p_waic"], waic = w$pointwise[, "waic"],
+                    mcse_elpd_loo = l$pointwise[, "mcse_elpd_loo"])
     write_csv(p, file.path(outdir, paste0("pointwise_", name, ".csv")))
-    e <- rbind(l$estimates, w$estimates)
+    # the Monte Carlo SE of elpd_loo (print.loo's; NA when some k > 0.7) as
+    # a measure without an SE
+    e <- rbind(l$estimates, w$estimates, mcse_elpd_loo = c(mcse_loo(l), NA))
     write_csv(data.frame(measure = rownames(e), estimate = e[, "Estimate"], se = e[, "SE"]),
               file.path(outdir, paste0("totals_", name, ".csv")))
 }
@@ -104,3 +110,6 @@ make_set("ties", ties)
 mixed <- gauss(3, 349, c(rnorm(15), 4.5), 0.3)
 for (ch in 1:3) mixed[, ch, ] <- mixed[, ch, ] + 0.02 * (ch - 2)
 make_set("mixed", mixed)
+
+# Every k <= 0.7: loo's mcse_loo is a number (NA in the sets above).
+make_set("clean", gauss(4, 250, rnorm(20), 0.6))

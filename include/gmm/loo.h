@@ -27,17 +27,25 @@
  *   elpd_loo  log sum_s w_s p(y_i | draw s) with the weights normalised;
  *   p_loo     lpd - elpd_loo, lpd = log mean_s p(y_i | draw s);
  *   looic     -2 elpd_loo;
+ *   mcse_elpd_loo  the Monte Carlo SE of elpd_loo as loo's mcse_elpd gives
+ *             it: with w the normalised weights, p_s = exp(ll_s) and
+ *             E = exp(elpd_loo), the points z_r = E + sd q_r, sd^2 =
+ *             sum_s w_s^2 (p_s - E)^2, q_r = qnorm((r - 3/8) / (1000 + 1/4))
+ *             for r = 1..1000 (deterministic in loo 2.5.1), and the SE
+ *             sqrt(var(log z_r, z_r > 0) / r_eff);
  *   elpd_waic = lpd - p_waic with p_waic the variance (denominator S - 1)
  *             of ll over the draws; waic = -2 elpd_waic.
  *
  * Totals over N observations: each estimate is the sum of the pointwise
- * values, its SE sqrt(N var(pointwise)) (var with denominator N - 1).
+ * values, its SE sqrt(N var(pointwise)) (var with denominator N - 1);
+ * mcse_elpd_loo is sqrt(sum of the pointwise squares) (loo's mcse_loo), NAN
+ * when some k > 0.7.
  * Pareto k counts with loo 2.5.1's cut points: good k <= 0.5, ok
  * 0.5 < k <= 0.7, bad 0.7 < k <= 1, very bad k > 1.
  *
  * Cost per observation: one sort of S values, one FFT pair of length
- * 2 nextn(niter) per chain, and (30 + sqrt(M_tail)) M_tail log1p for the
- * Pareto fit.  Results agree with R's to rounding (tests/infer/test_loo.c
+ * 2 nextn(niter) per chain, (30 + sqrt(M_tail)) M_tail log1p for the
+ * Pareto fit and 1000 logs for the MCSE.  Results agree with R's to rounding (tests/infer/test_loo.c
  * checks 1e-8 relative on fixtures made by scripts/make-loo-fixtures.R).
  */
 #ifndef GMM_LOO_H
@@ -49,6 +57,7 @@
 
 typedef struct {
     double elpd_loo, p_loo, looic;
+    double mcse_elpd_loo;
     double pareto_k;      /* INFINITY when no tail could be fitted */
     double r_eff;         /* relative efficiency of exp(ll) */
     double elpd_waic, p_waic, waic;
@@ -57,12 +66,13 @@ typedef struct {
 typedef struct {
     size_t nobs, ndraw;
     double elpd_loo, se_elpd_loo, p_loo, se_p_loo, looic, se_looic;
+    double mcse_elpd_loo; /* NAN when some k > 0.7 */
     double elpd_waic, se_elpd_waic, p_waic, se_p_waic, waic, se_waic;
     size_t k_good, k_ok, k_bad, k_very_bad;
 } gmm_loo;
 
-/* Scratch space for nchain x niter draws of one observation (4 S doubles,
- * S indices and GSL FFT tables of length 2 nextn(niter)).  GMM_EINVAL
+/* Scratch space for nchain x niter draws of one observation (4 S + 2000
+ * doubles, S indices and GSL FFT tables of length 2 nextn(niter)).  GMM_EINVAL
  * unless nchain >= 1, niter >= 2 (loo's ESS needs two draws per chain) and
  * the sizes fit in memory; GMM_ENOMEM (*out NULL on failure). */
 typedef struct gmm_loo_work gmm_loo_work;

@@ -25,8 +25,10 @@ static void usage(FILE *f)
           "of MCMC draws (written by 'gmm-infer hmc --log-lik'), computed as R's\n"
           "loo::loo(ll, r_eff = loo::relative_eff(exp(ll))) and loo::waic(ll) (loo\n"
           "2.5.1).  Prints JSON: elpd_loo, p_loo, looic, elpd_waic, p_waic, waic, each\n"
-          "with its standard error (se_...), n_obs, n_draws, n_chains, the Pareto k of\n"
-          "every observation (null where no tail could be fitted) and their counts\n"
+          "with its standard error (se_...), the Monte Carlo SE of elpd_loo\n"
+          "(mcse_elpd_loo, loo's; null when some k > 0.7), n_obs, n_draws, n_chains,\n"
+          "the Pareto k of every observation (null where no tail could be fitted) and\n"
+          "their counts\n"
           "(good k <= 0.5, ok <= 0.7, bad <= 1, very bad > 1); warns on stderr when\n"
           "some k > 0.7 (those observations' PSIS-LOO is unreliable) or some p_waic\n"
           "> 0.4.  Files ('-' for stdin) are read and merged as 'summary' does; other\n"
@@ -36,7 +38,7 @@ static void usage(FILE *f)
           "  -o, --output FILE     write the JSON to FILE (atomically) instead of stdout\n"
           "  -p, --pointwise FILE  write CSV per observation to FILE (atomically):\n"
           "                        variable,elpd_loo,p_loo,looic,pareto_k,r_eff,\n"
-          "                        elpd_waic,p_waic,waic\n"
+          "                        elpd_waic,p_waic,waic,mcse_elpd_loo\n"
           "  -h, --help            show this help and exit\n"
           "\n"
           "Exit status: 0 success, 1 bad input or I/O error, 2 usage error,\n"
@@ -66,6 +68,7 @@ static gmm_status write_json(FILE *f, const gmm_loo *t, size_t nchain, const gmm
     } f_[] = {{"elpd_loo", t->elpd_loo},   {"se_elpd_loo", t->se_elpd_loo},
               {"p_loo", t->p_loo},         {"se_p_loo", t->se_p_loo},
               {"looic", t->looic},         {"se_looic", t->se_looic},
+              {"mcse_elpd_loo", t->mcse_elpd_loo},
               {"elpd_waic", t->elpd_waic}, {"se_elpd_waic", t->se_elpd_waic},
               {"p_waic", t->p_waic},       {"se_p_waic", t->se_p_waic},
               {"waic", t->waic},           {"se_waic", t->se_waic}};
@@ -108,10 +111,12 @@ static gmm_status write_json(FILE *f, const gmm_loo *t, size_t nchain, const gmm
 static void write_pointwise(FILE *f, const gmm_draws *d, const size_t *var,
                             const gmm_loo_point *p, size_t nobs)
 {
-    fputs("variable,elpd_loo,p_loo,looic,pareto_k,r_eff,elpd_waic,p_waic,waic\n", f);
+    fputs("variable,elpd_loo,p_loo,looic,pareto_k,r_eff,elpd_waic,p_waic,waic,mcse_elpd_loo\n",
+          f);
     for (size_t i = 0; i < nobs; i++) {
-        const double col[] = {p[i].elpd_loo, p[i].p_loo,     p[i].looic,  p[i].pareto_k,
-                              p[i].r_eff,    p[i].elpd_waic, p[i].p_waic, p[i].waic};
+        const double col[] = {p[i].elpd_loo,  p[i].p_loo,  p[i].looic, p[i].pareto_k,
+                              p[i].r_eff,     p[i].elpd_waic, p[i].p_waic, p[i].waic,
+                              p[i].mcse_elpd_loo};
         cli_put_csv_field(f, d->name[var[i]]);
         for (size_t j = 0; j < sizeof col / sizeof col[0]; j++) {
             fputc(',', f);

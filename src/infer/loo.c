@@ -4,8 +4,8 @@
  * Read from loo's R sources (relative_eff.array, ess_rfun, autocovariance,
  * fft_next_good_size, do_psis_i, psis_smooth_tail, gpdfit, lx,
  * adjust_k_wip, qgpd, n_pareto, pointwise_loo_calcs, waic.matrix,
- * table_of_estimates, k_cut), keeping the details that move results by
- * more than rounding:
+ * table_of_estimates, k_cut, mcse_elpd, mcse_loo), keeping the details that
+ * move results by more than rounding:
  *
  *   - ess_rfun's autocovariance divides the unnormalised inverse FFT by
  *     2 N^2 and pads to 2 fft_next_good_size(N), so the within-chain
@@ -19,6 +19,7 @@
  */
 #include "gmm/loo.h"
 
+#include <gsl/gsl_cdf.h>
 #include <gsl/gsl_errno.h>
 #include <math.h>
 #include <stddef.h>
@@ -33,6 +34,7 @@
 #define GRID_MIN 30       /* gpdfit's min_grid_pts */
 #define GPD_PRIOR 3.0
 #define WIP_A 10.0        /* adjust_k_wip */
+#define MCSE_N 1000       /* mcse_elpd's n_samples */
 
 typedef struct {
     double v;
@@ -48,6 +50,8 @@ struct gmm_loo_work {
     double *acov;      /* nchain niter */
     double *rho;       /* niter */
     double *chain_mean; /* nchain */
+    double *zn;         /* MCSE_N: mcse_elpd's normal quantiles */
+    double *lz;         /* MCSE_N: the logs of its points */
     gmm_r_fft fft;      /* length 2 fft_next_good_size(niter) */
 };
 
@@ -263,6 +267,29 @@ static void psis(const double *ll, size_t tail_len, gmm_loo_work *w, double *kha
     }
 }
 
+/* loo's mcse_elpd: the variance of exp(elpd) under the normalised weights
+ * w (sum_s w_s^2 (p_s - E)^2), the log of MCSE_N points of the normal with
+ * that mean and variance at the quantiles zn (those > 0), their variance
+ * over r_eff, its root. */
+static double mcse_elpd(const double *ll, const double *lw, double norm, double elpd,
+                        double r_eff, gmm_loo_work *w)
+{
+    double E = exp(elpd);
+    long double v = 0.0L;
+    for (size_t s = 0; s < w->S; s++) {
+        double ws = exp(lw[s] - norm), d = exp(ll[s]) - E;
+        v += (ws * ws) * (d * d);
+    }
+    double sd = sqrt((double)v);
+    size_t m = 0;
+    for (size_t r = 0; r < MCSE_N; r++) {
+        double z = E + sd * w->zn[r];
+        if (z > 0.0)
+            w->lz[m++] = log(z);
+    }
+    return sqrt(gmm_r_var(w->lz, m) / r_eff);
+}
+
 /* ---- entry points --------------------------------------------------------- */
 
 void gmm_loo_work_free(gmm_loo_work *w)
@@ -276,6 +303,8 @@ void gmm_loo_work_free(gmm_loo_work *w)
     gmm_free(w->acov);
     gmm_free(w->rho);
     gmm_free(w->chain_mean);
+    gmm_free(w->zn);
+    gmm_free(w->lz);
     gmm_r_fft_free(&w->fft);
     gmm_free(w);
 }
@@ -307,7 +336,14 @@ gmm_status gmm_loo_work_alloc(size_t nchain, size_t niter, gmm_loo_work **out)
     w->acov = gmm_malloc(w->S, sizeof *w->acov);
     w->rho = gmm_malloc(niter, sizeof *w->rho);
     w->chain_mean = gmm_malloc(nchain, sizeof *w->chain_mean);
-    int ok = w->lw && w->tmp && w->x && w->ord && w->acov && w->rho && w->chain_mean;
+    w->zn = gmm_malloc(MCSE_N, sizeof *w->zn);
+    w->lz = gmm_malloc(MCSE_N, sizeof *w->lz);
+    int ok = w->lw && w->tmp && w->x && w->ord && w->acov && w->rho && w->chain_mean && w->zn &&
+             w->lz;
+    /* qnorm(ppoints(n)) with ppoints' a = 3/8 (n > 10); GSL's inverse is
+     * Wichura's AS 241, R's algorithm */
+    for (size_t r = 0; ok && r < MCSE_N; r++)
+        w->zn[r] = gsl_cdf_ugaussian_Pinv(((double)r + 1.0 - 0.375) / (MCSE_N - 0.75 + 1.0));
     /* loo's fft_next_good_size: 2 for N <= 2, else R's nextn */
     if (ok)
         ok = gmm_r_fft_init(&w->fft, 2 * (niter <= 2 ? 2 : gmm_r_nextn(niter))) == GMM_OK;
@@ -349,6 +385,7 @@ gmm_status gmm_loo_point_compute(const double *ll, size_t nchain, size_t niter, 
     double elpd = log_sum_exp(w->tmp, S);
     double lpd = log_sum_exp(ll, S) - log((double)S);
     double pw = gmm_r_var(ll, S);
+    out->mcse_elpd_loo = mcse_elpd(ll, w->lw, norm, elpd, r_eff, w);
     out->elpd_loo = elpd;
     out->p_loo = lpd - elpd;
     out->looic = -2.0 * elpd;
@@ -392,8 +429,15 @@ gmm_status gmm_loo_totals(const gmm_loo_point *point, size_t nobs, size_t ndraw,
     EST(p_waic, se_p_waic);
     EST(waic, se_waic);
 #undef EST
+    /* loo's mcse_loo: none once some k > 0.7 */
+    long double mc = 0.0L;
+    for (size_t i = 0; i < nobs; i++)
+        mc += point[i].mcse_elpd_loo * point[i].mcse_elpd_loo;
+    out->mcse_elpd_loo = sqrt((double)mc);
     for (size_t i = 0; i < nobs; i++) {
         double k = point[i].pareto_k;
+        if (k > 0.7)
+            out->mcse_elpd_loo = NAN;
         if (k <= 0.5)
             out->k_good++;
         else if (k <= 0.7)

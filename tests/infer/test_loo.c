@@ -2,8 +2,9 @@
  * fixtures in tests/fixtures/loo/ hold pointwise log-likelihood draws and
  * loo::loo(ll, r_eff = loo::relative_eff(exp(ll))) and loo::waic(ll) of
  * them, made by scripts/make-loo-fixtures.R (R is not needed to run these
- * tests).  Every pointwise value and every total and SE must agree to 1e-8
- * relative (Pareto k Inf where loo says Inf).  Then argument errors. */
+ * tests).  Every pointwise value (mcse_elpd_loo among them) and every total
+ * and SE must agree to 1e-8 relative (Pareto k Inf where loo says Inf; the
+ * total mcse_elpd_loo NA where loo says NA).  Then argument errors. */
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
@@ -18,15 +19,18 @@
 #define REL_TOL 1e-8
 
 static const char *const pcol[] = {"elpd_loo", "p_loo",     "looic",  "pareto_k",
-                                   "r_eff",    "elpd_waic", "p_waic", "waic"};
+                                   "r_eff",    "elpd_waic", "p_waic", "waic",
+                                   "mcse_elpd_loo"};
 #define NP (sizeof pcol / sizeof pcol[0])
 static const char *const tname[] = {"elpd_loo", "p_loo", "looic", "elpd_waic", "p_waic", "waic"};
 #define NT (sizeof tname / sizeof tname[0])
 
-static double worst_p[NP], worst_t[2 * NT];
+static double worst_p[NP], worst_t[2 * NT], worst_mcse;
 
 static double rel(double got, double want)
 {
+    if (isnan(want)) /* R's NA */
+        return isnan(got) ? 0.0 : INFINITY;
     if (isinf(want))
         return got == want ? 0.0 : INFINITY;
     double d = fabs(got - want);
@@ -56,7 +60,8 @@ static void check_fixture(const char *set)
         size_t col;
         ck_assert_msg(gmm_table_column(tp, pcol[k], &col) == GMM_OK, "%s", gmm_error_message());
         for (size_t i = 0; i < nobs; i++) /* strtod: R writes Inf */
-            ref[k * nobs + i] = strtod(tp->cell[i][col], NULL);
+            ref[k * nobs + i] =
+                strcmp(tp->cell[i][col], "NA") == 0 ? NAN : strtod(tp->cell[i][col], NULL);
     }
     gmm_loo_work *w = NULL;
     ck_assert(gmm_loo_work_alloc(d->nchain, d->niter, &w) == GMM_OK);
@@ -69,7 +74,8 @@ static void check_fixture(const char *set)
                                             p) == GMM_OK,
                       "%s", gmm_error_message());
         const double got[NP] = {p->elpd_loo, p->p_loo,     p->looic,  p->pareto_k,
-                                p->r_eff,    p->elpd_waic, p->p_waic, p->waic};
+                                p->r_eff,    p->elpd_waic, p->p_waic, p->waic,
+                                p->mcse_elpd_loo};
         for (size_t k = 0; k < NP; k++) {
             double want = ref[k * nobs + i], r = rel(got[k], want);
             if (r > worst_p[k])
@@ -89,7 +95,7 @@ static void check_fixture(const char *set)
     ck_assert(gmm_table_column(tt, "measure", &mcol) == GMM_OK);
     ck_assert(gmm_table_column(tt, "estimate", &ecol) == GMM_OK);
     ck_assert(gmm_table_column(tt, "se", &scol) == GMM_OK);
-    ck_assert_uint_eq(tt->nrow, NT);
+    ck_assert_uint_eq(tt->nrow, NT + 1);
     for (size_t k = 0; k < NT; k++) {
         ck_assert_str_eq(tt->cell[k][mcol], tname[k]);
         double want[2] = {strtod(tt->cell[k][ecol], NULL), strtod(tt->cell[k][scol], NULL)};
@@ -100,6 +106,17 @@ static void check_fixture(const char *set)
             ck_assert_msg(r <= REL_TOL, "%s %s %s: %.17g, loo %.17g (rel %.3g)", set, tname[k],
                           j ? "se" : "estimate", got[2 * k + j], want[j], r);
         }
+    }
+    /* loo's mcse_loo, NA (some k > 0.7) or a number */
+    ck_assert_str_eq(tt->cell[NT][mcol], "mcse_elpd_loo");
+    if (strcmp(tt->cell[NT][ecol], "NA") == 0) {
+        ck_assert_msg(isnan(tot.mcse_elpd_loo), "%s mcse_elpd_loo: %.17g, loo NA", set,
+                      tot.mcse_elpd_loo);
+    } else {
+        double want = strtod(tt->cell[NT][ecol], NULL), r = rel(tot.mcse_elpd_loo, want);
+        worst_mcse = fmax(worst_mcse, r);
+        ck_assert_msg(r <= REL_TOL, "%s mcse_elpd_loo: %.17g, loo %.17g (rel %.3g)", set,
+                      tot.mcse_elpd_loo, want, r);
     }
     gmm_loo_work_free(w);
     free(pt);
@@ -128,6 +145,10 @@ END_TEST
 START_TEST(test_fixture_mixed) { check_fixture("mixed"); }
 END_TEST
 
+/* 4 x 250 draws, every k <= 0.7: loo's total mcse_elpd_loo is a number. */
+START_TEST(test_fixture_clean) { check_fixture("clean"); }
+END_TEST
+
 /* Rounded log-likelihoods (tied ratios, constant tails: k = Inf) and a
  * constant observation. */
 START_TEST(test_fixture_ties)
@@ -139,6 +160,7 @@ START_TEST(test_fixture_ties)
         for (size_t k = 0; k < NT; k++)
             fprintf(stderr, "loo vs R: total %-9s %.3g, se %.3g\n", tname[k], worst_t[2 * k],
                     worst_t[2 * k + 1]);
+        fprintf(stderr, "loo vs R: total mcse_elpd_loo %.3g\n", worst_mcse);
     }
 }
 END_TEST
@@ -172,6 +194,7 @@ Suite *infer_loo_suite(void)
     tcase_add_test(tc, test_fixture_one);
     tcase_add_test(tc, test_fixture_heavy);
     tcase_add_test(tc, test_fixture_mixed);
+    tcase_add_test(tc, test_fixture_clean);
     tcase_add_test(tc, test_fixture_ties);
     tcase_add_test(tc, test_errors);
     suite_add_tcase(s, tc);

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gmm/graph.h"
 #include "gmm/kernel.h"
 #include "gmm/latent.h"
 #include "gmm/likelihood.h"
@@ -272,6 +273,168 @@ START_TEST(test_whitened_graph)
 }
 END_TEST
 
+/* The whitened target against a dense computation in graph numbering, on a
+ * graph that RCM reorders, with an isolated node, a node seen twice, one
+ * unseen, a missing count, exposures and an intercept.  Per map: x(v) is
+ * read as the draws are written (the nodes' linear predictor minus b); the
+ * map is affine, its Jacobian J the columns x(e_k) - x(0); lp equals
+ * sum_r log Poisson(y_r | e_r exp(b + x_node(r))) - x'Qx/2 with Q the
+ * edge-ou precision of gmrf.h built here, the gradient J'(H'(y - mu) - Q x);
+ * and J'MJ = I with M = Q (prior's map) or Q + H'diag(mu)H at the mode x(0)
+ * (Laplace map), so the log|J| the sampler drops is -log|M|/2, a constant. */
+#define DN 14
+#define DR 16
+START_TEST(test_whitened_dense)
+{
+    size_t ei[15], ej[15], m = 0;
+    double len[15];
+    for (size_t i = 0; i + 1 < DN - 1; i++, m++) { /* node 13 isolated */
+        ei[m] = i;
+        ej[m] = i + 1;
+    }
+    size_t ci[3] = {0, 3, 2}, cj[3] = {7, 11, 12};
+    for (size_t k = 0; k < 3; k++, m++) {
+        ei[m] = ci[k];
+        ej[m] = cj[k];
+    }
+    for (size_t k = 0; k < m; k++)
+        len[k] = 0.5 + 0.3 * (double)(k % 5);
+    gmm_graph *gr = NULL;
+    ck_assert_int_eq(gmm_graph_from_edges(DN, m, ei, ej, len, NULL, NULL, &gr), GMM_OK);
+    gmm_spec_node *s = NULL;
+    ck_assert_int_eq(gmm_spec_parse("edge-ou(variance=1.3, lengthscale=1.7)", &s), GMM_OK);
+    gmm_gmrf *gm = NULL;
+    ck_assert_int_eq(gmm_gmrf_alloc(gr, s, NULL, &gm), GMM_OK);
+    /* rows: nodes 5r mod 14 except node 8, then 3 and 13 again */
+    size_t node[DR];
+    double y[DR], e[DR];
+    size_t nr = 0;
+    for (size_t r = 0; r < DN; r++)
+        if ((r * 5) % DN != 8)
+            node[nr++] = (r * 5) % DN;
+    node[nr++] = 3;
+    node[nr++] = 13;
+    node[nr++] = 6;
+    ck_assert_uint_eq(nr, DR);
+    for (size_t r = 0; r < DR; r++) {
+        y[r] = (double)((r * 7) % 11 + 2 * (r % 3));
+        e[r] = 0.5 + 0.75 * (double)(r % 4);
+    }
+    y[9] = NAN;
+    gmm_latent *lat = NULL;
+    ck_assert_int_eq(gmm_latent_gmrf_alloc(gm, DR, node, &lat), GMM_OK);
+    gmm_lik lik;
+    ck_assert_int_eq(gmm_lik_parse("poisson", &lik), GMM_OK);
+    gmm_problem *p = NULL;
+    ck_assert_int_eq(gmm_problem_alloc(lat, &lik, y, e, 1, 0.3, &p), GMM_OK);
+    const double *th = gmm_problem_objective(p)->value;
+    double b = 0.3;
+    /* Q by gmrf.h's formula, graph numbering */
+    double Q[DN][DN] = {{0}};
+    int deg[DN] = {0};
+    for (size_t k = 0; k < m; k++) {
+        double t = len[k] / 1.7, sq = -expm1(-2.0 * t);
+        Q[ei[k]][ei[k]] += (1.0 / sq - 0.5) / 1.3;
+        Q[ej[k]][ej[k]] += (1.0 / sq - 0.5) / 1.3;
+        Q[ei[k]][ej[k]] += -exp(-t) / (sq * 1.3);
+        Q[ej[k]][ei[k]] += -exp(-t) / (sq * 1.3);
+        deg[ei[k]]++;
+        deg[ej[k]]++;
+    }
+    for (size_t i = 0; i < DN; i++)
+        if (!deg[i])
+            Q[i][i] = 1.0 / 1.3;
+    tu_rng rg;
+    tu_rng_seed(&rg, 11);
+    for (int lap = 0; lap < 2; lap++) {
+        const char *what = lap ? "laplace" : "prior";
+        gmm_problem_set_metric(p, lap ? GMM_METRIC_LAPLACE : GMM_METRIC_PRIOR);
+        ck_assert_int_eq(gmm_problem_whiten_setup(p, th), GMM_OK);
+        double v[DN] = {0}, x0[DN], x[DN], J[DN][DN], mu[DR], gx[DN], g[DN], lp;
+        ck_assert_int_eq(gmm_problem_whitened_linpred(p, v, NULL, x0), GMM_OK);
+        for (size_t k = 0; k < DN; k++) {
+            v[k] = 1.0;
+            ck_assert_int_eq(gmm_problem_whitened_linpred(p, v, NULL, x), GMM_OK);
+            v[k] = 0.0;
+            for (size_t i = 0; i < DN; i++)
+                J[i][k] = x[i] - x0[i];
+        }
+        for (size_t i = 0; i < DN; i++)
+            x0[i] -= b;
+        for (int trial = 0; trial < 4; trial++) {
+            for (size_t k = 0; k < DN; k++)
+                v[k] = (trial ? 0.8 : 0.0) * tu_normal(&rg);
+            ck_assert_int_eq(gmm_problem_whitened_logp(p, v, &lp, g), GMM_OK);
+            ck_assert_int_eq(gmm_problem_whitened_linpred(p, v, NULL, x), GMM_OK);
+            double dl = 0.0, scale = 1.0;
+            for (size_t i = 0; i < DN; i++) {
+                x[i] -= b;
+                double jv = x0[i];
+                for (size_t k = 0; k < DN; k++)
+                    jv += J[i][k] * v[k];
+                ck_assert_msg(fabs(x[i] - jv) <= 1e-12 * (1.0 + fabs(x[i])),
+                              "%s: the map is not affine at x[%zu]: %.17g against %.17g", what,
+                              i, x[i], jv);
+            }
+            for (size_t i = 0; i < DN; i++) {
+                gx[i] = 0.0;
+                for (size_t j = 0; j < DN; j++) {
+                    dl -= 0.5 * x[i] * Q[i][j] * x[j];
+                    gx[i] -= Q[i][j] * x[j];
+                }
+            }
+            for (size_t r = 0; r < DR; r++) {
+                mu[r] = e[r] * exp(b + x[node[r]]);
+                if (isnan(y[r]))
+                    continue;
+                dl += y[r] * log(mu[r]) - mu[r] - lgamma(y[r] + 1.0);
+                gx[node[r]] += y[r] - mu[r];
+                scale += fabs(y[r] * log(mu[r])) + mu[r];
+            }
+            ck_assert_msg(fabs(lp - dl) <= 1e-12 * scale, "%s: lp %.17g, dense %.17g", what,
+                          lp, dl);
+            for (size_t k = 0; k < DN; k++) {
+                double jg = 0.0, gs = 0.0;
+                for (size_t i = 0; i < DN; i++) {
+                    jg += J[i][k] * gx[i];
+                    gs += fabs(J[i][k] * gx[i]);
+                }
+                ck_assert_msg(fabs(g[k] - jg) <= 1e-12 * (1.0 + gs),
+                              "%s: gradient[%zu] %.17g, dense %.17g", what, k, g[k], jg);
+            }
+            if (trial == 0 && lap) { /* the mode: the dense gradient vanishes */
+                for (size_t i = 0; i < DN; i++)
+                    ck_assert_msg(fabs(gx[i]) < 1e-8, "laplace: x(0) is not the mode: "
+                                  "gradient %g at node %zu", gx[i], i);
+            }
+            if (trial == 0) {
+                /* J'MJ = I, M = Q (+ H'diag(mu)H at the mode) */
+                double M[DN][DN];
+                memcpy(M, Q, sizeof M);
+                for (size_t r = 0; lap && r < DR; r++)
+                    if (!isnan(y[r]))
+                        M[node[r]][node[r]] += mu[r];
+                double worst = 0.0;
+                for (size_t a = 0; a < DN; a++)
+                    for (size_t c = 0; c < DN; c++) {
+                        double t = 0.0;
+                        for (size_t i = 0; i < DN; i++)
+                            for (size_t j = 0; j < DN; j++)
+                                t += J[i][a] * M[i][j] * J[j][c];
+                        worst = fmax(worst, fabs(t - (a == c)));
+                    }
+                ck_assert_msg(worst < 1e-10, "%s: J'MJ - I off by %g", what, worst);
+            }
+        }
+    }
+    gmm_problem_free(p);
+    gmm_latent_free(lat);
+    gmm_gmrf_free(gm);
+    gmm_spec_free(s);
+    gmm_graph_free(gr);
+}
+END_TEST
+
 /* lambda_max(D^1/2 K D^1/2), K the Matern-3/2 covariance at the observed
  * inputs, D the likelihood's -d2 log p at the mode's f: the generalised
  * eigenvalue of H'DH against Q, densely. */
@@ -348,6 +511,7 @@ Suite *infer_whitened_suite(void)
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, test_whitened_ssm);
     tcase_add_test(tc, test_whitened_graph);
+    tcase_add_test(tc, test_whitened_dense);
     tcase_add_test(tc, test_data_information);
     suite_add_tcase(s, tc);
     return s;

@@ -27,25 +27,33 @@ run "$GMM_INFER" --help
 expect_stdout '^  loo +PSIS-LOO and WAIC'
 
 begin "loo of the fixture draws matches loo::loo and loo::waic (1e-8)"
-for set in normal one heavy mixed ties; do
+for set in normal one heavy mixed ties clean; do
     run "$GMM_INFER" loo -p "$CASE_TMP/pw_$set.csv" "$fx/draws_$set.csv"
     expect_exit 0
     cp "$OUT" "$CASE_TMP/loo_$set.json"
     while IFS=, read -r measure est se; do
         [[ $measure == measure ]] && continue
         got=$(json_num "$CASE_TMP/loo_$set.json" "$measure")
+        if [[ $measure == mcse_elpd_loo ]]; then # no SE; loo's NA is null
+            if [[ $est == NA ]]; then
+                [[ $got == null ]] || fail "$set $measure: $got, loo NA"
+            else
+                close_to "$got" "$est" 1e-8 || fail "$set $measure: $got, loo $est"
+            fi
+            continue
+        fi
         gse=$(json_num "$CASE_TMP/loo_$set.json" "se_$measure")
         close_to "$got" "$est" 1e-8 || fail "$set $measure: $got, loo $est"
         close_to "$gse" "$se" 1e-8 || fail "$set se_$measure: $gse, loo $se"
     done < "$fx/totals_$set.csv"
-    # pointwise: our columns 2..9 against the fixture's 1..8
+    # pointwise: our columns 2..10 against the fixture's 1..9
     verdict=$(awk -F, '
-        NR == FNR { if (FNR > 1) { n++; for (k = 2; k <= 9; k++) ours[n, k - 1] = $k }; next }
+        NR == FNR { if (FNR > 1) { n++; for (k = 2; k <= 10; k++) ours[n, k - 1] = $k }; next }
         FNR == 1 { next }
         { m++
-          for (k = 1; k <= 8; k++) {
+          for (k = 1; k <= 9; k++) {
               a = ours[m, k]; b = $k
-              if (a == "Inf" || b == "Inf") { if (a != b) { print "row " m " col " k ": " a " vs " b; exit }; continue }
+              if (a == "Inf" || b == "Inf" || a == "NA" || b == "NA") { if (a != b) { print "row " m " col " k ": " a " vs " b; exit }; continue }
               d = a - b; if (d < 0) d = -d; s = b < 0 ? -b : b
               if (d > 1e-8 * s) { print "row " m " col " k ": " a " vs " b; exit }
           } }
@@ -53,7 +61,7 @@ for set in normal one heavy mixed ties; do
         "$CASE_TMP/pw_$set.csv" "$fx/pointwise_$set.csv")
     [[ $verdict == ok ]] || fail "$set pointwise against loo: $verdict"
 done
-expect_file "$CASE_TMP/pw_normal.csv" '^variable,elpd_loo,p_loo,looic,pareto_k,r_eff,elpd_waic,p_waic,waic$'
+expect_file "$CASE_TMP/pw_normal.csv" '^variable,elpd_loo,p_loo,looic,pareto_k,r_eff,elpd_waic,p_waic,waic,mcse_elpd_loo$'
 # the fixtures' outliers: one k in (0.5, 0.7], one > 1; heavy: some > 1
 expect_file "$CASE_TMP/loo_normal.json" '"ok": 1,'
 expect_file "$CASE_TMP/loo_normal.json" '"very_bad": 1$'
@@ -96,8 +104,8 @@ cp "$OUT" "$j"
 expect_file "$j" '"n_obs": 61,'
 expect_file "$j" '"n_draws": 1000,'
 expect_file "$j" '"n_chains": 2,'
-for k in elpd_loo se_elpd_loo p_loo se_p_loo looic se_looic elpd_waic se_elpd_waic p_waic \
-         se_p_waic waic se_waic; do
+for k in elpd_loo se_elpd_loo mcse_elpd_loo p_loo se_p_loo looic se_looic elpd_waic \
+         se_elpd_waic p_waic se_p_waic waic se_waic; do
     [[ -n $(json_num "$j" "$k") ]] || fail "no $k"
 done
 close_to "$(json_num "$j" looic)" "$(awk -v e="$(json_num "$j" elpd_loo)" 'BEGIN { printf "%.17g", -2 * e }')" 1e-14 ||
