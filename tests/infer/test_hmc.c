@@ -778,7 +778,7 @@ END_TEST
 
 /* (2c) metric_pooling.  On D = 2000 exchangeable coordinates (iid N(0, 1),
  * the Laplace map's ideal), Stan's estimator leaves each coordinate the
- * sampling error of the last window (250 draws here: sd about 0.13, so over
+ * sampling error of the last window (200 draws here: sd about 0.13, so over
  * 2000 coordinates some are off by 40%), and the step size must suit the
  * stiffest of those errors; pooled, the spread of the true variances is 0 and
  * the estimates fall on their mean (the weight w tends to 0: within 1% here),
