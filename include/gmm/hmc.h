@@ -52,7 +52,18 @@
  *     adaptation.  At the end of a window inv_metric = (n / (n + 5)) var +
  *     1e-3 (5 / (n + 5)) (Welford variance of the window's n draws), the step
  *     size heuristic runs again from the current point, mu = log(10 eps), and
- *     dual averaging restarts.
+ *     dual averaging restarts.  With metric_pooling the window's estimates
+ *     var_i are pooled instead: inv_metric_i = m + w (var_i - m), m their
+ *     mean, w = tau^2 / (tau^2 + e^2) with e^2 the estimates' noise (from
+ *     the differences between the window's two halves, mean_i (var_a,i -
+ *     var_b,i)^2 n_a n_b / n^2) and tau^2 = max(0, sample variance of the
+ *     var_i - e^2) the true variances' spread: Stan's rule with the
+ *     pseudo-sample size n e^2 / tau^2 estimated from the window, toward the
+ *     common value (w = n / (n + 5) when a half has fewer than 2 draws).  So a
+ *     metric that should be unit is not made noisy by its estimate (the
+ *     noise of ~ 1/sqrt(n) per coordinate over thousands of coordinates
+ *     shortens the step size), and one that should not be keeps its
+ *     estimates (w -> 1 as the spread exceeds the noise).
  * With warmup = 0 there is no adaptation: eps is the heuristic's from
  * params.stepsize (params.search_stepsize = 0: params.stepsize itself) and
  * the metric is kept, for every transition.
@@ -156,6 +167,12 @@ typedef struct {
     int adapt_metric;       /* nonzero: adapt the diagonal metric in warm-up;
                              * 0 keeps it (unit, or gmm_hmc_set_inv_metric's).
                              * Default 1. */
+    int metric_pooling;     /* nonzero: each window's variance estimates are
+                             * pooled toward their mean by empirical Bayes
+                             * (WARM-UP) -- for coordinates whose variances
+                             * are alike a priori, as under a whitening by an
+                             * approximation of the posterior; 0: Stan's
+                             * estimator.  Default 0. */
     size_t init_buffer;     /* metric windows (see WARM-UP).  Defaults 75, */
     size_t term_buffer;     /* 50 */
     size_t base_window;     /* and 25 (>= 1). */
@@ -177,7 +194,7 @@ gmm_status gmm_hmc_params_check(const gmm_hmc_params *p);
 typedef struct gmm_hmc gmm_hmc;
 
 /* A sampler for targets on R^dim with a copy of params; every workspace
- * (3 max_depth + 12 vectors of dim doubles) is allocated here, so
+ * (3 max_depth + 14 vectors of dim doubles) is allocated here, so
  * iterating never allocates.  The metric starts unit.  NULL on failure, with
  * the reason recorded (GMM_EINVAL: dim = 0 or bad params; GMM_ENOMEM). */
 gmm_hmc *gmm_hmc_alloc(size_t dim, const gmm_hmc_params *params);

@@ -39,9 +39,16 @@
 
 #define GMM_HMC_NSAMPLER 7
 
+/* The step-size adaptation's target acceptance under the Laplace map: 0.651,
+ * Beskos et al. (2013)'s optimum for HMC on near-Gaussian targets in high
+ * dimension, which the map's coordinates are (docs/design.md, measured in
+ * docs/benchmarks.md); Stan's 0.8 elsewhere. */
+#define GMM_HMC_TARGET_ACCEPT_LAPLACE 0.651
+
 typedef struct {
-    gmm_hmc_params hmc;        /* sampler settings; hmc.chain, hmc.progress and
-                                * hmc.user are the runner's (ignored) */
+    gmm_hmc_params hmc;        /* sampler settings; hmc.chain, hmc.progress,
+                                * hmc.user and hmc.metric_pooling are the
+                                * runner's (ignored) */
     size_t nchain;             /* >= 1 */
     uint64_t chain0;           /* the first chain's id (>= 1; its stream) */
     const double *theta;       /* hyperparameters (the objective's nparam);
@@ -73,7 +80,12 @@ typedef struct {
                                 * log-likelihoods (gmm_problem_nobs of them) */
     gmm_metric metric;         /* the whitening map at fixed theta (problem.h;
                                 * GMM_METRIC_PRIOR by default); with sampled
-                                * hyperparameters only the prior's */
+                                * hyperparameters only the prior's.  Under
+                                * GMM_METRIC_LAPLACE the sampler pools its
+                                * metric's window estimates (hmc.h,
+                                * metric_pooling); callers should also take
+                                * GMM_HMC_TARGET_ACCEPT_LAPLACE as the default
+                                * hmc.target_accept there */
     /* Called after every iteration of every chain, one call at a time (the
      * runner serialises them), from the chains' threads; nonzero cancels.
      * May be NULL. */

@@ -38,8 +38,8 @@ static const char usage_text[] =
     "  --sampler S         nuts (default) or hmc (fixed length, --steps L)\n"
     "  --steps L           leapfrog steps of --sampler hmc (default 10)\n"
     "  --max-depth N       NUTS tree depth limit (default 10)\n"
-    "  --target-accept A   step-size adaptation target in warm-up (default 0.8;\n"
-    "                      refused with --warmup 0)\n"
+    "  --target-accept A   step-size adaptation target in warm-up (default 0.8,\n"
+    "                      0.651 under the laplace metric; refused with --warmup 0)\n"
     "  -o, --output FILE   write the draws to FILE (atomically), and how they were\n"
     "                      made (settings, priors, step sizes) to FILE.json when FILE\n"
     "                      is a regular file; interrupted: whole chains, cut to the\n"
@@ -282,6 +282,8 @@ int cmd_hmc(int argc, char **argv)
         goto done;
     if ((rc = cli_hmc_metric(cmd, models[0], metric, sample_hyper, quiet, &rp.metric)) != 0)
         goto done;
+    if (!target_given && rp.metric == GMM_METRIC_LAPLACE)
+        par->target_accept = GMM_HMC_TARGET_ACCEPT_LAPLACE;
     if (!quiet)
         cli_msg(cmd, "%zu chain(s) of %zu warm-up + %zu draws, %s, on %zu thread(s); %s",
                 rp.nchain, par->warmup, par->draws,

@@ -47,6 +47,7 @@ struct gmm_hmc {
      * the start of the second, and the second half's momentum sum. */
     double **p_init_end, **p_final_beg, **rho_final;
     double *welford_mean, *welford_m2;
+    double *half_mean, *half_m2; /* the window's first half (metric_pooling) */
 
     /* the transition being built */
     double H0;
@@ -64,7 +65,8 @@ struct gmm_hmc {
     int windows;          /* 0: no metric adaptation */
     size_t w_warmup, w_init, w_term, w_base;
     size_t w_counter, w_next, w_size;
-    size_t welford_n;
+    size_t w_begin;       /* the window's first iteration */
+    size_t welford_n, half_n;
 
     size_t iteration;
     size_t div_warmup, div_sampling;
@@ -157,9 +159,10 @@ gmm_hmc *gmm_hmc_alloc(size_t dim, const gmm_hmc_params *params)
     }
     size_t levels = params->max_depth; /* level 0 unused */
     /* inv_metric and its root, 2 x (q, g), 2 x (q, p, g), rho, rho_new,
-     * p_new_beg, p_near, welford mean and m2, and 3 per level 2 .. max_depth
-     * - 1 (build_pair needs none for level 1) */
-    size_t nvec = 2 + 4 + 6 + 4 + 2 + 3 * (levels > 2 ? levels - 2 : 0);
+     * p_new_beg, p_near, welford mean and m2 of the window and of its first
+     * half, and 3 per level 2 .. max_depth - 1 (build_pair needs none for
+     * level 1) */
+    size_t nvec = 2 + 4 + 6 + 4 + 4 + 3 * (levels > 2 ? levels - 2 : 0);
     if (dim > ((size_t)-1) / sizeof(double) / nvec) {
         gmm_error(GMM_ENOMEM, "hmc: dimension %zu too large", dim);
         return NULL;
@@ -195,6 +198,8 @@ gmm_hmc *gmm_hmc_alloc(size_t dim, const gmm_hmc_params *params)
     h->p_near = TAKE();
     h->welford_mean = TAKE();
     h->welford_m2 = TAKE();
+    h->half_mean = TAKE();
+    h->half_m2 = TAKE();
     for (size_t d = 2; d < levels; d++) {
         h->p_init_end[d] = TAKE();
         h->p_final_beg[d] = TAKE();
@@ -665,7 +670,8 @@ static void windows_setup(gmm_hmc *h)
     h->w_counter = 0;
     h->w_size = h->w_base;
     h->w_next = h->w_init + h->w_size - 1;
-    h->welford_n = 0;
+    h->w_begin = h->w_init;
+    h->welford_n = h->half_n = 0;
     memset(h->welford_mean, 0, h->dim * sizeof(double));
     memset(h->welford_m2, 0, h->dim * sizeof(double));
 }
@@ -686,6 +692,61 @@ static void windows_next(gmm_hmc *h)
         h->w_next = last;
 }
 
+/* The window's variance estimates pooled toward their mean (metric_pooling),
+ * into est (dim values; est may be h->welford_mean, read before written).
+ * Empirical Bayes over the coordinates: the estimates s_i scatter about
+ * their mean m by the spread tau^2 of the true variances plus the
+ * estimation noise e^2, so with the prior var_i ~ (m, tau^2) the posterior
+ * mean is m + w (s_i - m), w = tau^2 / (tau^2 + e^2) -- Stan's
+ * regularisation with a pseudo-sample size k = n e^2 / tau^2 taken from the
+ * window instead of 5.  e^2 from the window's two halves: with Var(s) = K /
+ * n_eff for n_eff proportional to the draws, Var(s_a - s_b) = K n / (n_a
+ * n_b), so e^2 = mean_i (s_a,i - s_b,i)^2 n_a n_b / n^2 -- whatever the
+ * draws' autocorrelation and tails; tau^2 = max(0, var_i(s_i) - e^2).
+ * When the map leaves every variance near one, tau^2 is small and w falls
+ * with it; when the variances really differ, w -> 1 and the estimates stand
+ * as Stan's do.  The mean's scale is the step size's business: only the
+ * ratios between coordinates reach the sampler.  Without two halves of two
+ * draws each, w = n / (n + 5), Stan's weight.  A window where the chain
+ * never moved (every variance 0) keeps the old metric.  0, or -1 when the
+ * window's statistics overflow. */
+static int pooled_variance(gmm_hmc *h, double *est)
+{
+    size_t n = h->dim;
+    double k = (double)h->welford_n, ka = (double)h->half_n, kb = k - ka;
+    int halves = h->half_n >= 2 && h->welford_n >= h->half_n + 2;
+    double sum = 0.0, dd = 0.0, tot = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        double var = h->welford_m2[i] / (k - 1.0);
+        if (halves) {
+            /* the second half's m2 from the whole's and the first's (Chan
+             * et al.'s pairwise update, solved for one part) */
+            double ma = h->half_mean[i], mb = (k * h->welford_mean[i] - ka * ma) / kb;
+            double m2b = h->welford_m2[i] - h->half_m2[i] - (mb - ma) * (mb - ma) * ka * kb / k;
+            double d = h->half_m2[i] / (ka - 1.0) - (m2b > 0.0 ? m2b : 0.0) / (kb - 1.0);
+            dd += d * d;
+        }
+        sum += var;
+        est[i] = var;
+    }
+    double mean = sum / (double)n;
+    if (!isfinite(mean) || !isfinite(dd))
+        return -1;
+    if (!(mean > 0.0)) { /* no transition moved the chain in the window */
+        copy_vec(est, h->inv_metric, n);
+        return 0;
+    }
+    for (size_t i = 0; i < n; i++)
+        tot += (est[i] - mean) * (est[i] - mean);
+    tot /= n > 1 ? (double)(n - 1) : 1.0;
+    double noise = dd / (double)n * ka * kb / (k * k);
+    double spread = tot > noise ? tot - noise : 0.0;
+    double w = halves && noise > 0.0 ? spread / (spread + noise) : k / (k + 5.0);
+    for (size_t i = 0; i < n; i++)
+        est[i] = mean + w * (est[i] - mean);
+    return 0;
+}
+
 /* var_adaptation::learn_variance after a warm-up transition to q: 1 when a
  * window ended and inv_metric was re-estimated, 0 if not, -1 on overflow. */
 static int learn_variance(gmm_hmc *h, const double *q)
@@ -699,23 +760,38 @@ static int learn_variance(gmm_hmc *h, const double *q)
             h->welford_mean[i] += dl / k;
             h->welford_m2[i] += dl * (q[i] - h->welford_mean[i]);
         }
+        /* the first half of the window, kept for pooled_variance */
+        if (h->par.metric_pooling && h->welford_n == (h->w_next + 1 - h->w_begin) / 2) {
+            copy_vec(h->half_mean, h->welford_mean, n);
+            copy_vec(h->half_m2, h->welford_m2, n);
+            h->half_n = h->welford_n;
+        }
     }
     if (c == h->w_next && c != h->w_warmup) {
         windows_next(h);
+        h->w_begin = c + 1;
         double k = (double)h->welford_n, *est = h->welford_mean; /* mean no longer needed */
-        for (size_t i = 0; i < n; i++) {
-            /* one draw: Stan's estimator leaves the old value */
-            double var = h->welford_n > 1 ? h->welford_m2[i] / (k - 1.0) : h->inv_metric[i];
-            est[i] = (k / (k + 5.0)) * var + 1e-3 * (5.0 / (k + 5.0));
+        if (h->par.metric_pooling && h->welford_n > 1) {
+            if (pooled_variance(h, est) < 0)
+                updated = -1;
+        } else if (h->par.metric_pooling) {
+            copy_vec(est, h->inv_metric, n);
+        } else {
+            for (size_t i = 0; i < n; i++) {
+                /* one draw: Stan's estimator leaves the old value */
+                double var = h->welford_n > 1 ? h->welford_m2[i] / (k - 1.0) : h->inv_metric[i];
+                est[i] = (k / (k + 5.0)) * var + 1e-3 * (5.0 / (k + 5.0));
+            }
+        }
+        for (size_t i = 0; i < n && updated == 0; i++)
             if (!isfinite(est[i]))
                 updated = -1;
-        }
         if (updated == 0) { /* an overflow keeps the old metric */
             copy_vec(h->inv_metric, est, n);
             metric_changed(h);
             updated = 1;
         }
-        h->welford_n = 0;
+        h->welford_n = h->half_n = 0;
         memset(h->welford_mean, 0, n * sizeof(double));
         memset(h->welford_m2, 0, n * sizeof(double));
     }

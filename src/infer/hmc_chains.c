@@ -155,6 +155,8 @@ static gmm_status run_chain(run_ctx *rc, gmm_problem *p, size_t c)
     par.chain = id;
     par.progress = progress;
     par.user = rc;
+    /* the Laplace map leaves every coordinate's variance near one */
+    par.metric_pooling = !rp->sampled && rp->metric == GMM_METRIC_LAPLACE;
     memcpy(th, rp->theta, np * sizeof *th);
     gmm_problem_set_metric(p, rp->metric);
     if (marg) {

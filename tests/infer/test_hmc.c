@@ -776,6 +776,74 @@ START_TEST(test_hmc_static_correlated)
 }
 END_TEST
 
+/* (2c) metric_pooling.  On D = 2000 exchangeable coordinates (iid N(0, 1),
+ * the Laplace map's ideal), Stan's estimator leaves each coordinate the
+ * sampling error of the last window (200 draws here: sd about 0.13, so over
+ * 2000 coordinates some are off by 40%), and the step size must suit the
+ * stiffest of those errors; pooled, the spread of the true variances is 0 and
+ * the estimates fall on their mean (the weight w tends to 0: within 1% here),
+ * the step size grows, and the draws keep their moments.  On scales 0.5 ..
+ * 2 (log-uniform, D = 200) the true spread dominates the noise: w near 1,
+ * and each estimate follows its own variance as Stan's would. */
+START_TEST(test_hmc_metric_pooling)
+{
+    enum { D = 2000, D2 = 200 };
+    static double q0[D], scale[D2];
+    for (size_t i = 0; i < D; i++)
+        q0[i] = 0.5 * sin((double)i);
+    normal_target t = {D, NULL, 1.0, 0, 0.0, 0};
+    gmm_hmc_params par;
+    gmm_hmc_params_init(&par);
+    par.seed = 31;
+    par.warmup = 500;
+    par.draws = 300;
+    chain_out o_stan, o_pool;
+    run_chain(D, &par, normal_logp, &t, q0, &o_stan);
+    par.metric_pooling = 1;
+    run_chain(D, &par, normal_logp, &t, q0, &o_pool);
+    double lo[2] = {INFINITY, INFINITY}, hi[2] = {0.0, 0.0}, mean = 0.0;
+    for (size_t i = 0; i < D; i++) {
+        lo[0] = fmin(lo[0], o_stan.inv_metric[i]);
+        hi[0] = fmax(hi[0], o_stan.inv_metric[i]);
+        lo[1] = fmin(lo[1], o_pool.inv_metric[i]);
+        hi[1] = fmax(hi[1], o_pool.inv_metric[i]);
+        mean += o_pool.inv_metric[i] / D;
+    }
+    DIAG("pooling, %d unit coordinates: inv_metric %.3f .. %.3f (Stan's %.3f .. %.3f), step size "
+         "%.4g (Stan's %.4g)\n", D, lo[1], hi[1], lo[0], hi[0], o_pool.stepsize, o_stan.stepsize);
+    ck_assert_msg(hi[0] / lo[0] > 1.4, "Stan's estimates %g .. %g", lo[0], hi[0]);
+    ck_assert_msg(hi[1] / lo[1] < 1.02, "pooled estimates %g .. %g", lo[1], hi[1]);
+    ck_assert_msg(mean > 0.8 && mean < 1.25, "pooled estimates' mean %g", mean);
+    ck_assert_msg(o_pool.stepsize > 1.05 * o_stan.stepsize, "step size %g pooled, %g Stan's",
+                  o_pool.stepsize, o_stan.stepsize);
+    check_normal_moments(&o_pool, par.draws, D, NULL, 1.0);
+    ck_assert_uint_eq(o_pool.divergent, 0);
+    chain_free(&o_stan);
+    chain_free(&o_pool);
+
+    for (size_t i = 0; i < D2; i++)
+        scale[i] = pow(2.0, -1.0 + 2.0 * (double)((i * 37) % D2) / (D2 - 1)); /* 0.5 .. 2 */
+    normal_target t2 = {D2, scale, 0.0, 0, 0.0, 0};
+    par.seed = 32;
+    par.warmup = 1000;
+    par.draws = 500;
+    run_chain(D2, &par, normal_logp, &t2, q0, &o_pool);
+    double rlo = INFINITY, rhi = 0.0;
+    for (size_t i = 0; i < D2; i++) {
+        double r = o_pool.inv_metric[i] / (scale[i] * scale[i]);
+        rlo = fmin(rlo, r);
+        rhi = fmax(rhi, r);
+    }
+    DIAG("pooling, scales 0.5 .. 2: inv_metric / scale^2 %.3f .. %.3f\n", rlo, rhi);
+    /* the estimates' own noise is +-30% at the extremes over 200
+     * coordinates; a weight w well below 1 would pull the variances 0.25 and
+     * 4 toward their mean 1.5, outside these bounds */
+    ck_assert_msg(rlo > 0.67 && rhi < 1.5, "inv_metric / scale^2 %g .. %g", rlo, rhi);
+    check_normal_moments(&o_pool, par.draws, D2, scale, 0.0);
+    chain_free(&o_pool);
+}
+END_TEST
+
 /* The metric windows of Stan: 75 + 25, 50, 100, 200, 500 + 50 for 1000
  * warm-up iterations; 15% / 75% / 10% when the stages do not fit; none
  * below 20. */
@@ -930,6 +998,7 @@ Suite *infer_hmc_suite(void)
     tcase_add_test(tc, test_hmc_domain_failures);
     tcase_add_test(tc, test_hmc_real_errors);
     tcase_add_test(tc, test_hmc_static_correlated);
+    tcase_add_test(tc, test_hmc_metric_pooling);
     tcase_add_test(tc, test_hmc_windows);
     tcase_add_test(tc, test_hmc_params_progress);
     suite_add_tcase(s, tc);

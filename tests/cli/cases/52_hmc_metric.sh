@@ -27,6 +27,12 @@ run "$GMM_INFER" hmc --model "$CASE_TMP/coal.json" --chains 1 --warmup 20 --draw
 expect_exit 0
 expect_stderr "^gmm-infer hmc: metric: laplace \(auto: the data's information is [0-9.e+]+ times the prior's in the stiffest direction, above 4\)$"
 expect_file "$CASE_TMP/d.csv.json" '"metric": "laplace"'
+# the Laplace map's step-size target, unless given
+expect_file "$CASE_TMP/d.csv.json" '"target_accept": 0\.651000'
+run "$GMM_INFER" hmc --model "$CASE_TMP/coal.json" --chains 1 --warmup 20 --draws 5 \
+    --target-accept 0.9 --quiet -o "$CASE_TMP/d9.csv"
+expect_exit 0
+expect_file "$CASE_TMP/d9.csv.json" '"target_accept": 0\.9000'
 awk 'BEGIN { print "x,y"; for (i = 1; i <= 40; i++) printf "%d,%d\n", i, (i % 9 == 0) }' \
     > "$CASE_TMP/weak.csv"
 run "$GMM_INFER" hmc "$CASE_TMP/weak.csv" --x x --y y --likelihood poisson \
@@ -35,6 +41,7 @@ run "$GMM_INFER" hmc "$CASE_TMP/weak.csv" --x x --y y --likelihood poisson \
 expect_exit 0
 expect_stderr "^gmm-infer hmc: metric: prior \(auto: the data's information is 0\.[0-9]+ times the prior's in the stiffest direction, at most 4\)$"
 expect_file "$CASE_TMP/w.csv.json" '"metric": "prior"'
+expect_file "$CASE_TMP/w.csv.json" '"target_accept": 0\.8000'
 run "$GMM_INFER" hmc --model "$CASE_TMP/coal.json" --chains 1 --warmup 20 --draws 5 \
     --sample-hyper -o "$CASE_TMP/h.csv"
 expect_exit 0
