@@ -117,6 +117,7 @@
 #include <string.h>
 
 #include "gmm/alloc.h"
+#include "gmm/constr.h"
 #include "gmm/latent.h"
 #include "gmm/likelihood.h"
 
@@ -149,6 +150,9 @@ struct gmm_vi {
     double *mlo;              /* rows: n, the low parts of the rows' share of mbar */
     double *lambda, *theta, *thbar, *tmp;
     int logdet_here;          /* log|Q| from K in the last evaluation */
+    gmm_constr *con;          /* A x = 0 (NULL: none), conditioned under q's P (no pins) */
+    gmm_band *Sc;             /* Sigma_c's band (sk) */
+    double *mc, *mcbar;       /* m_c = krig(m) and its adjoint (n) */
     double ldq;               /* log|L L'| = 2 sum of the log-diagonal (unpack) */
 };
 
@@ -195,16 +199,18 @@ void gmm_vi_free(gmm_vi *v)
 {
     if (!v)
         return;
-    gmm_band *bands[] = {v->L,    v->Lbar, v->S, v->Sbar, v->D,
-                         v->Dlo,  v->Q,    v->Qbar, v->K, v->Kbar};
+    gmm_band *bands[] = {v->L,   v->Lbar, v->S, v->Sbar, v->D,  v->Dlo,
+                         v->Q,   v->Qbar, v->K, v->Kbar, v->Sc};
     for (size_t i = 0; i < sizeof bands / sizeof bands[0]; i++)
         gmm_band_free(bands[i]);
     void *arr[] = {v->orow, v->ooff, v->oord, v->oy, v->oe, v->ocoef, v->coef_all,
                    v->coefbar_all, v->mu, v->s2, v->ea, v->offs, v->oshift, v->ec, v->rule, v->dpar,
                    v->Smo, v->rw, v->rfirst, v->mlo,
-                   v->grow, v->Sg, v->work, v->lambda, v->theta, v->thbar, v->tmp};
+                   v->grow, v->Sg, v->work, v->lambda, v->theta, v->thbar, v->tmp,
+                   v->mc, v->mcbar};
     for (size_t i = 0; i < sizeof arr / sizeof arr[0]; i++)
         gmm_free(arr[i]);
+    gmm_constr_free(v->con);
     gmm_free(v);
 }
 
@@ -236,16 +242,16 @@ gmm_status gmm_vi_alloc(gmm_problem *p, const gmm_vi_params *par, gmm_vi **out)
     if ((st = gmm_vi_params_check(par)))
         return st;
     gmm_latent *lat = gmm_problem_latent_eval(p);
-    if (gmm_latent_nconstr(lat))
-        return gmm_error(GMM_EINVAL, "vi: a latent with sum-to-zero constraints (rw1, rw2, "
-                                     "besag, bym2) is not supported (q would live on the "
-                                     "constrained subspace); use fit (Laplace) or hmc");
+    size_t ncon = gmm_latent_nconstr(lat);
     int rows = par->prior == GMM_VI_PRIOR_ROWS ||
                (par->prior == GMM_VI_PRIOR_AUTO && gmm_latent_prior_nrows(lat) > 0);
     if (rows && gmm_latent_prior_nrows(lat) == 0)
         return gmm_error(GMM_EINVAL, "vi: the %s family has no square root of its prior "
                                      "precision (use the assembled prior)",
                          gmm_latent_family(lat));
+    if (rows && ncon)
+        return gmm_error(GMM_EINVAL, "vi: the prior's square root does not take constraints "
+                                     "(use the assembled prior)");
     gmm_vi *v = gmm_calloc(1, sizeof *v);
     if (!v)
         return gmm_error(GMM_ENOMEM, "vi: out of memory");
@@ -331,6 +337,16 @@ gmm_status gmm_vi_alloc(gmm_problem *p, const gmm_vi_params *par, gmm_vi **out)
         v->Q = gmm_band_alloc(n, kl, 0, GMM_BAND_SYMMETRIC);
         v->Qbar = gmm_band_alloc(n, kl, 0, GMM_BAND_SYMMETRIC);
         ok = v->Q && v->Qbar;
+    }
+    if (ok && ncon) {
+        v->con = gmm_constr_alloc(n, ncon, gmm_latent_constraints(lat),
+                                  gmm_latent_constraint_pins(lat));
+        v->Sc = gmm_band_alloc(n, v->sk, 0, GMM_BAND_SYMMETRIC);
+        v->mc = gmm_malloc(n, sizeof *v->mc);
+        v->mcbar = gmm_malloc(n, sizeof *v->mcbar);
+        ok = v->con && v->Sc && v->mc && v->mcbar;
+        if (v->con)
+            gmm_constr_pin(v->con, 0.0, NULL);
     }
     if (!ok) {
         st = gmm_error(GMM_ENOMEM, "vi: out of memory for %zu latents (bandwidth %zu, "
@@ -444,7 +460,7 @@ static size_t rule_of(gmm_vi *v, size_t i, double s2)
 /* The expectations: sum_r E_r into *sum; mu, s2, a, c per row and the
  * summed parameter derivatives.  With gl, Sigmabar += c_r h h' and lambar's
  * m part += a_r h. */
-static gmm_status expectations(gmm_vi *v, const double *m, double *sum,
+static gmm_status expectations(gmm_vi *v, const gmm_band *S, const double *m, double *sum,
                                double *mbar, int gl)
 {
     size_t w = v->width;
@@ -460,7 +476,7 @@ static gmm_status expectations(gmm_vi *v, const double *m, double *sum,
             mu += h[a] * m[o + a];
             double t = 0.0;
             for (size_t c = 0; c < w; c++)
-                t += gmm_band_get(v->S, o + a, o + c) * h[c];
+                t += gmm_band_get(S, o + a, o + c) * h[c];
             s2 += h[a] * t;
         }
         if (s2 < 0.0) /* rounding of a variance that is ~0 against Sigma's entries */
@@ -696,40 +712,61 @@ gmm_status gmm_vi_elbo(gmm_vi *v, const double *theta, const double *lambda, dou
     }
     if ((st = gmm_band_chol_selinv(v->L, v->S)))
         return st;
+    /* q's moments on the subspace (CONSTRAINTS): mq, Sq and mqbar */
+    const gmm_band *Sq = v->S;
+    const double *mq = m;
+    double *mqbar = mbar, ldg = 0.0;
+    if (v->con) {
+        if ((st = gmm_constr_factor(v->con, v->L)) || (st = gmm_band_copy(v->Sc, v->S)))
+            return st;
+        gmm_constr_band(v->con, v->Sc);
+        memcpy(v->mc, m, n * sizeof *m);
+        gmm_constr_krig(v->con, v->mc);
+        ldg = gmm_constr_logdet(v->con);
+        Sq = v->Sc;
+        mq = v->mc;
+        mqbar = v->mcbar;
+    }
     if (gl) {
-        memset(mbar, 0, n * sizeof *mbar);
+        memset(mqbar, 0, n * sizeof *mqbar);
         gmm_band_set_zero(v->Sbar);
     }
-    if ((st = expectations(v, m, &sumE, mbar, gl)))
+    if ((st = expectations(v, Sq, mq, &sumE, mqbar, gl)))
         return st;
     if (v->rows) {
         rows_terms(v, &G, m, &mqm, mbar, gl, gt);
     } else {
         if ((st = gmm_band_copy_band(v->D, v->Q)) ||
-            (st = gmm_band_gemv(GMM_NOTRANS, 1.0, v->Q, m, 0.0, v->tmp)))
+            (st = gmm_band_gemv(GMM_NOTRANS, 1.0, v->Q, mq, 0.0, v->tmp)))
             return st;
         mqm = 0.0;
         for (size_t j = 0; j < n; j++)
-            mqm += m[j] * v->tmp[j];
+            mqm += mq[j] * v->tmp[j];
         if (gl)
             for (size_t j = 0; j < n; j++)
-                mbar[j] -= v->tmp[j];
+                mqbar[j] -= v->tmp[j];
         if (gt) {
             gmm_band_set_zero(v->Qbar);
-            if ((st = gmm_band_dot_rev(v->S, v->Q, -0.5, NULL, v->Qbar)))
+            if ((st = gmm_band_dot_rev(Sq, v->Q, -0.5, NULL, v->Qbar)))
                 return st;
         }
     }
-    /* tr(Sigma Q) - n = tr(Sigma D), D = Q - L L' (ACCURACY) */
+    /* tr(Sigma_c Q) - (n - k) = tr(Sigma_c D), D = Q - L L' (ACCURACY,
+     * CONSTRAINTS) */
     sub_llt(v);
-    tr = gmm_band_dot(v->S, v->D);
-    if (gl && (st = gmm_band_dot_rev(v->S, v->D, -0.5, v->Sbar, NULL)))
+    tr = gmm_band_dot(Sq, v->D);
+    if (gl && (st = gmm_band_dot_rev(Sq, v->D, -0.5, v->Sbar, NULL)))
         return st;
-    double kl = 0.5 * (tr + mqm - ldp + v->ldq), val = sumE - kl;
+    double kl = 0.5 * (tr + mqm - ldp + v->ldq + ldg), val = sumE - kl;
     if (!isfinite(val))
         return gmm_error(GMM_EDOM, "vi: ELBO not finite (expectations %g, KL %g)", sumE, kl);
     if (gl) {
         gmm_band_set_zero(v->Lbar);
+        if (v->con) {
+            memset(mbar, 0, n * sizeof *mbar);
+            if ((st = gmm_constr_rev(v->con, v->L, m, v->mc, v->mcbar, v->Sbar, v->Lbar, mbar)))
+                return st;
+        }
         if ((st = gmm_band_chol_selinv_rev(v->L, v->S, v->Sbar, v->Lbar)))
             return st;
         memcpy(lambar + n, v->Lbar->data, gmm_band_size(n, v->b, 0) * sizeof *lambar);
@@ -749,7 +786,7 @@ gmm_status gmm_vi_elbo(gmm_vi *v, const double *theta, const double *lambda, dou
                      v->lat, v->Smo, v->Smo + nseg * v->seg * v->seg, thetabar)))
                 return st;
         } else {
-            if ((st = gmm_band_outer(-0.5, 1, m, n, m, n, v->Qbar)))
+            if ((st = gmm_band_outer(-0.5, 1, mq, n, mq, n, v->Qbar)))
                 return st;
             if (v->logdet_here) {
                 gmm_band_set_zero(v->Kbar);
@@ -779,8 +816,8 @@ gmm_status gmm_vi_elbo(gmm_vi *v, const double *theta, const double *lambda, dou
                 for (size_t a = 0; a < w; a++) {
                     double s = 0.0;
                     for (size_t c = 0; c < w; c++)
-                        s += gmm_band_get(v->S, o + a, o + c) * h[c];
-                    hb[a] = v->ea[i] * m[o + a] + 2.0 * v->ec[i] * s;
+                        s += gmm_band_get(Sq, o + a, o + c) * h[c];
+                    hb[a] = v->ea[i] * mq[o + a] + 2.0 * v->ec[i] * s;
                 }
             }
             if ((st = gmm_latent_obs_coef_rev(v->lat, theta, v->coefbar_all, thetabar)))
@@ -803,6 +840,19 @@ static void pack(gmm_vi *v)
         double *d = gmm_band_ptr(&lb, j, j);
         *d = log(*d);
     }
+}
+
+/* With constraints, the state's m replaced by q's mean m_c = krig(m) (the
+ * same q: krig(m_c) = m_c), so that gmm_vi_mean is q's mean. */
+static gmm_status canonical(gmm_vi *v)
+{
+    gmm_status st;
+    if (!v->con)
+        return GMM_OK;
+    if ((st = unpack(v, v->lambda)) || (st = gmm_constr_factor(v->con, v->L)))
+        return st;
+    gmm_constr_krig(v->con, v->lambda);
+    return GMM_OK;
 }
 
 static gmm_status theta_check(gmm_vi *v, const double *theta)
@@ -852,6 +902,8 @@ gmm_status gmm_vi_set_state(gmm_vi *v, const double *theta, const double *m, con
             *gmm_band_ptr(v->L, j, j) = 1.0;
     }
     pack(v);
+    if ((st = canonical(v)))
+        return st;
     v->have_start = 1;
     v->start = "given";
     return GMM_OK;
@@ -910,17 +962,31 @@ static gmm_status factor_start(gmm_vi *v, const double *w)
     }
     if ((st = gmm_latent_prior(v->lat, v->theta, v->Q, NULL)))
         return st;
-    v->K->kind = GMM_BAND_SYMMETRIC;
-    if ((st = gmm_band_copy(v->K, v->Q)))
-        return st;
-    for (size_t i = 0; w && i < v->nobs; i++) {
-        const double *h = v->ocoef + i * wd;
-        size_t o = v->ooff[i];
-        for (size_t a = 0; a < wd; a++)
-            for (size_t c = 0; c <= a; c++)
-                *gmm_band_ptr(v->K, o + a, o + c) += w[i] * h[a] * h[c];
+    /* An intrinsic Q is singular off the subspace, and so may be Q + H'WH
+     * (constr.h): then P = that + tau E_S E_S' (constr.h's pins), which
+     * conditioned on A x = 0 is a proper start. */
+    int pin = v->con && !w;
+    for (;;) {
+        v->K->kind = GMM_BAND_SYMMETRIC;
+        if ((st = gmm_band_copy(v->K, v->Q)))
+            return st;
+        if (pin)
+            gmm_constr_pin(v->con, gmm_constr_tau(v->con, v->Q), v->K);
+        for (size_t i = 0; w && i < v->nobs; i++) {
+            const double *h = v->ocoef + i * wd;
+            size_t o = v->ooff[i];
+            for (size_t a = 0; a < wd; a++)
+                for (size_t c = 0; c <= a; c++)
+                    *gmm_band_ptr(v->K, o + a, o + c) += w[i] * h[a] * h[c];
+        }
+        st = gmm_band_chol_decomp(v->K, v->K);
+        if (st != GMM_ENOTPD || !v->con || pin)
+            break;
+        pin = 1;
     }
-    return gmm_band_chol_decomp(v->K, v->K);
+    if (v->con)
+        gmm_constr_pin(v->con, 0.0, NULL);
+    return st;
 }
 
 gmm_status gmm_vi_start_laplace(gmm_vi *v, const char **start)
@@ -957,6 +1023,8 @@ gmm_status gmm_vi_start_laplace(gmm_vi *v, const char **start)
     if ((st = gmm_band_copy_band(v->L, v->K)))
         return st;
     pack(v);
+    if ((st = canonical(v)))
+        return st;
     v->have_start = 1;
     v->start = laplace ? "laplace" : "prior";
     if (start)
@@ -1022,10 +1090,15 @@ gmm_status gmm_vi_posterior(gmm_vi *v, double *mean, gmm_band *cov)
     if ((st = unpack(v, v->lambda)))
         return st;
     if (cov->kl >= v->b)
-        return gmm_band_chol_selinv(v->L, cov);
-    if ((st = gmm_band_chol_selinv(v->L, v->S)))
+        st = gmm_band_chol_selinv(v->L, cov);
+    else if ((st = gmm_band_chol_selinv(v->L, v->S)) == GMM_OK)
+        st = gmm_band_copy_band(cov, v->S);
+    if (st || !v->con)
         return st;
-    return gmm_band_copy_band(cov, v->S);
+    if ((st = gmm_constr_factor(v->con, v->L)))
+        return st;
+    gmm_constr_band(v->con, cov);
+    return GMM_OK;
 }
 
 /* The intercept added to m means at nodes or new inputs: GMM_EINVAL when
@@ -1463,6 +1536,8 @@ gmm_status gmm_vi_fit(gmm_vi *v, gmm_vi_result *res)
         precond_apply(&c, c.lb.u0, v->lambda);
         map_theta(&c, c.lb.u0);
         memcpy(v->theta, c.th, v->nparam * sizeof *c.th);
+        if ((st = canonical(v)))
+            goto done;
         iters += c.lb.iter;
         if (!c.rescale || (v->par.max_iter && iters >= v->par.max_iter))
             break;
