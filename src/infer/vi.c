@@ -65,6 +65,22 @@
  * bandwidth.  r = G m and the rows' share -G'r of mbar are summed in
  * double-double: G'r cancels terms ~ |G| |r| down to the data's size.
  *
+ * CONSTRAINTS (vi.h).  With A x = 0, q's moments are m_c = krig(m) and
+ * Sigma_c = Sigma - V V' on the band (constr.h, gmm_constr_krig and
+ * gmm_constr_band, no pins: L L' is positive definite), and the above holds
+ * with them in place of m and Sigma: tr(Sigma_c L L') = n - k, so tr(Sigma_c
+ * Q) - (n - k) = tr(Sigma_c D).  The entropy adds log|A Sigma A'| / 2 to the
+ * KL (log det(V'PV) = log|P| + log|A Sigma A'| - log|AA'|, the same
+ * convention as the prior's log|Q|_c).  REVERSE: d/dP of -log det(V'PV)/2
+ * is -Sigma_c/2 and of tr(Sigma_c P)/2 with Sigma_c fixed +Sigma_c/2, so, as
+ * without constraints, the entropy and D's dependence on L cancel, leaving
+ * Sigmabar_c = sum_r c_r h_r h_r' - D/2 and m_cbar = sum_r a_r h_r - Q m_c;
+ * gmm_band_chol_selinv_rev takes the first through Sigma's band,
+ * gmm_constr_rev the rest (through V, G and the kriged mean; constr.c,
+ * GRADIENT) and m_cbar back to mbar.  The start's P = Q_p + H'WH may be
+ * singular off the subspace (two intrinsic terms read through their sum;
+ * the prior start always is): it then gets constr.h's pins.
+ *
  * ORDER OF LATENT CALLS.  obs_coef, then prior (or prior_rows); the
  * reverse: prior_rev right after (latent.h pairs them), then obs_coef_rev.
  *
