@@ -696,6 +696,32 @@ static void sub_llt(gmm_vi *v)
     }
 }
 
+/* Sigma_c = Sigma - V V' loses about log10(Sigma_jj / Sigma_c,jj) digits
+ * to the subtraction; q's with more than this ratio at some j (P nearly
+ * singular off the subspace, along directions that do not move the
+ * conditioned q) are outside the ELBO's domain (CONSTRAINTS). */
+#define CANCEL_MAX 1e6
+
+/* q's moments on the subspace from L: Sigma's band into S, Sigma_c's into
+ * Sc (constr.h, no pins); GMM_EDOM when the subtraction cancels beyond
+ * CANCEL_MAX. */
+static gmm_status constrained_band(gmm_vi *v)
+{
+    gmm_status st;
+    if ((st = gmm_constr_factor(v->con, v->L)) || (st = gmm_band_copy(v->Sc, v->S)))
+        return st;
+    gmm_constr_band(v->con, v->Sc);
+    for (size_t j = 0; j < v->n; j++) {
+        double s = gmm_band_get(v->S, j, j), sc = gmm_band_get(v->Sc, j, j);
+        if (!(sc * CANCEL_MAX >= s))
+            return gmm_error_at(GMM_EDOM, j, "vi: q's precision is nearly singular off the "
+                                             "constrained subspace (variance of latent %zu "
+                                             "%g, %g conditioned)",
+                                j, s, sc);
+    }
+    return GMM_OK;
+}
+
 gmm_status gmm_vi_elbo(gmm_vi *v, const double *theta, const double *lambda, double *elbo,
                        double *lambar, double *thetabar)
 {
@@ -733,9 +759,8 @@ gmm_status gmm_vi_elbo(gmm_vi *v, const double *theta, const double *lambda, dou
     const double *mq = m;
     double *mqbar = mbar, ldg = 0.0;
     if (v->con) {
-        if ((st = gmm_constr_factor(v->con, v->L)) || (st = gmm_band_copy(v->Sc, v->S)))
+        if ((st = constrained_band(v)))
             return st;
-        gmm_constr_band(v->con, v->Sc);
         memcpy(v->mc, m, n * sizeof *m);
         gmm_constr_krig(v->con, v->mc);
         ldg = gmm_constr_logdet(v->con);
@@ -940,8 +965,9 @@ gmm_status gmm_vi_set_state_from(gmm_vi *v, const double *theta, gmm_vi *src)
 }
 
 /* K = chol(Q_p + sum_i w_i h_i h_i') (w NULL: the prior alone) at v->theta,
- * the coefficients set (set_hyper). */
-static gmm_status factor_start(gmm_vi *v, const double *w)
+ * the coefficients set (set_hyper); with pin, + tau E_S E_S' (constr.h's
+ * pins: positive definite when Q_p is intrinsic). */
+static gmm_status factor_start(gmm_vi *v, const double *w, int pin)
 {
     gmm_status st;
     size_t wd = v->width;
@@ -978,31 +1004,46 @@ static gmm_status factor_start(gmm_vi *v, const double *w)
     }
     if ((st = gmm_latent_prior(v->lat, v->theta, v->Q, NULL)))
         return st;
-    /* An intrinsic Q is singular off the subspace, and so may be Q + H'WH
-     * (constr.h): then P = that + tau E_S E_S' (constr.h's pins), which
-     * conditioned on A x = 0 is a proper start. */
-    int pin = v->con && !w;
-    for (;;) {
-        v->K->kind = GMM_BAND_SYMMETRIC;
-        if ((st = gmm_band_copy(v->K, v->Q)))
-            return st;
-        if (pin)
-            gmm_constr_pin(v->con, gmm_constr_tau(v->con, v->Q), v->K);
-        for (size_t i = 0; w && i < v->nobs; i++) {
-            const double *h = v->ocoef + i * wd;
-            size_t o = v->ooff[i];
-            for (size_t a = 0; a < wd; a++)
-                for (size_t c = 0; c <= a; c++)
-                    *gmm_band_ptr(v->K, o + a, o + c) += w[i] * h[a] * h[c];
-        }
-        st = gmm_band_chol_decomp(v->K, v->K);
-        if (st != GMM_ENOTPD || !v->con || pin)
-            break;
-        pin = 1;
-    }
-    if (v->con)
+    v->K->kind = GMM_BAND_SYMMETRIC;
+    if ((st = gmm_band_copy(v->K, v->Q)))
+        return st;
+    if (pin) {
+        gmm_constr_pin(v->con, gmm_constr_tau(v->con, v->Q), v->K);
         gmm_constr_pin(v->con, 0.0, NULL);
-    return st;
+    }
+    for (size_t i = 0; w && i < v->nobs; i++) {
+        const double *h = v->ocoef + i * wd;
+        size_t o = v->ooff[i];
+        for (size_t a = 0; a < wd; a++)
+            for (size_t c = 0; c <= a; c++)
+                *gmm_band_ptr(v->K, o + a, o + c) += w[i] * h[a] * h[c];
+    }
+    return gmm_band_chol_decomp(v->K, v->K);
+}
+
+/* L from K (restricted to b); with constraints, when K came without pins
+ * and is singular off the subspace in rounding (constrained_band), K and L
+ * again with the pins: an intrinsic Q_p is always singular there, and so
+ * is Q_p + H'WH when two intrinsic terms are read only through their sum. */
+static gmm_status start_factor(gmm_vi *v, const double *w)
+{
+    gmm_status st;
+    int pin = v->con && !w;
+    st = factor_start(v, w, pin);
+    if (st == GMM_ENOTPD && v->con && !pin)
+        st = factor_start(v, w, pin = 1);
+    if (st || (st = gmm_band_copy_band(v->L, v->K)))
+        return st;
+    if (!v->con || pin)
+        return GMM_OK;
+    if ((st = gmm_band_chol_selinv(v->L, v->S)))
+        return st;
+    st = constrained_band(v);
+    if (st != GMM_EDOM && st != GMM_ENOTPD)
+        return st;
+    if ((st = factor_start(v, w, 1)))
+        return st;
+    return gmm_band_copy_band(v->L, v->K);
 }
 
 gmm_status gmm_vi_start_laplace(gmm_vi *v, const char **start)
@@ -1034,9 +1075,7 @@ gmm_status gmm_vi_start_laplace(gmm_vi *v, const char **start)
             w[i] = -out[2];
         }
     }
-    if ((st = factor_start(v, w)))
-        return st;
-    if ((st = gmm_band_copy_band(v->L, v->K)))
+    if ((st = start_factor(v, w)))
         return st;
     pack(v);
     if ((st = canonical(v)))
