@@ -147,8 +147,14 @@ struct gmm_vi {
     double *offs, *oshift;    /* X beta at every row (nrows; also its adjoint), observed */
     int varies, rows, have_start;
     const char *start;
-    /* observed rows in the latent's row order; oord sorts them by offset */
-    size_t *orow, *ooff, *oord;
+    /* observed rows in the latent's row order; oord sorts them by offset.
+     * Their coefficients as the latent's map keeps them (latent.h): row i's
+     * entries orowptr[i] .. orowptr[i + 1] of ocoef, reading latents ooff[i]
+     * + opos[k] (opos NULL: dense windows, ooff[i] + k - orowptr[i]);
+     * coef_all and coefbar_all every row's (nnz). */
+    size_t *orow, *ooff, *oord, *orowptr, *opos;
+    const size_t *rowptr, *pos;
+    size_t nnz;
     double *oy, *oe, *ocoef, *coef_all, *coefbar_all;
     double *mu, *s2, *ea, *ec; /* per observed row */
     unsigned char *rule;      /* Gauss-Hermite points per row / 4 (adaptive) */
@@ -219,7 +225,7 @@ void gmm_vi_free(gmm_vi *v)
                          v->Q,   v->Qbar, v->K, v->Kbar, v->Sc};
     for (size_t i = 0; i < sizeof bands / sizeof bands[0]; i++)
         gmm_band_free(bands[i]);
-    void *arr[] = {v->orow, v->ooff, v->oord, v->oy, v->oe, v->ocoef, v->coef_all,
+    void *arr[] = {v->orow, v->ooff, v->oord, v->orowptr, v->opos, v->oy, v->oe, v->ocoef, v->coef_all,
                    v->coefbar_all, v->mu, v->s2, v->ea, v->offs, v->oshift, v->ec, v->rule, v->dpar,
                    v->Smo, v->rw, v->rfirst, v->mlo,
                    v->grow, v->Sg, v->work, v->lambda, v->theta, v->thbar, v->tmp,
@@ -231,6 +237,26 @@ void gmm_vi_free(gmm_vi *v)
 }
 
 static size_t smax(size_t a, size_t b) { return a > b ? a : b; }
+
+/* Row r's first entry in the map's coefficients (latent.h). */
+static size_t row_lo(const gmm_vi *v, size_t r)
+{
+    return v->rowptr ? v->rowptr[r] : r * v->width;
+}
+
+/* The latent read by entry k of observed row i. */
+static size_t entry_at(const gmm_vi *v, size_t i, size_t k)
+{
+    return v->ooff[i] + (v->opos ? v->opos[k] : k - v->orowptr[i]);
+}
+
+/* The observed rows' coefficients from every row's (coef_all). */
+static void gather_coef(gmm_vi *v)
+{
+    for (size_t i = 0; i < v->nobs; i++)
+        memcpy(v->ocoef + v->orowptr[i], v->coef_all + row_lo(v, v->orow[i]),
+               (v->orowptr[i + 1] - v->orowptr[i]) * sizeof *v->ocoef);
+}
 
 /* oord: the observed rows in nondecreasing offset, stably (a counting sort:
  * offsets are below n). */
@@ -309,9 +335,18 @@ gmm_status gmm_vi_alloc(gmm_problem *p, const gmm_vi_params *par, gmm_vi **out)
     v->oord = gmm_malloc(no, sizeof *v->oord);
     v->oy = gmm_malloc(no, sizeof *v->oy);
     v->oe = gmm_malloc(no, sizeof *v->oe);
-    v->ocoef = gmm_malloc(no * w, sizeof *v->ocoef);
-    v->coef_all = gmm_malloc(nr * w, sizeof *v->coef_all);
-    v->coefbar_all = gmm_malloc(nr * w, sizeof *v->coefbar_all);
+    v->nnz = gmm_latent_obs_nnz(lat);
+    v->rowptr = gmm_latent_obs_rowptr(lat);
+    v->pos = gmm_latent_obs_pos(lat);
+    size_t onz = 0;
+    for (size_t r = 0; r < v->nrows; r++)
+        if (!isnan(y[r]))
+            onz += v->rowptr ? v->rowptr[r + 1] - v->rowptr[r] : w;
+    v->orowptr = gmm_malloc(no + 1, sizeof *v->orowptr);
+    v->opos = v->pos ? gmm_malloc(onz ? onz : 1, sizeof *v->opos) : NULL;
+    v->ocoef = gmm_malloc(onz ? onz : 1, sizeof *v->ocoef);
+    v->coef_all = gmm_malloc(v->nnz ? v->nnz : 1, sizeof *v->coef_all);
+    v->coefbar_all = v->varies ? gmm_malloc(v->nnz ? v->nnz : 1, sizeof *v->coefbar_all) : NULL;
     v->mu = gmm_malloc(no, sizeof *v->mu);
     v->s2 = gmm_malloc(no, sizeof *v->s2);
     v->ea = gmm_malloc(no, sizeof *v->ea);
@@ -334,8 +369,8 @@ gmm_status gmm_vi_alloc(gmm_problem *p, const gmm_vi_params *par, gmm_vi **out)
     v->K = gmm_band_alloc(n, kl, 0, GMM_BAND_SYMMETRIC);
     v->Kbar = gmm_band_alloc(n, kl, 0, GMM_BAND_LOWER);
     v->D = gmm_band_alloc(n, v->dk, 0, GMM_BAND_SYMMETRIC);
-    int ok = v->orow && v->ooff && v->oord && v->oy && v->oe && v->ocoef && v->coef_all &&
-             v->coefbar_all && v->mu && v->s2 && v->ea && v->offs && v->oshift && v->ec && v->rule && v->dpar &&
+    int ok = v->orow && v->ooff && v->oord && v->orowptr && (v->opos || !v->pos) && v->oy &&
+             v->oe && v->ocoef && v->coef_all && (v->coefbar_all || !v->varies) && v->mu && v->s2 && v->ea && v->offs && v->oshift && v->ec && v->rule && v->dpar &&
              v->lambda && v->theta && v->thbar && v->tmp && v->grow && v->Sg && v->work &&
              v->L && v->Lbar && v->S && v->Sbar && v->K && v->Kbar && v->D;
     if (ok && rows) {
@@ -373,13 +408,18 @@ gmm_status gmm_vi_alloc(gmm_problem *p, const gmm_vi_params *par, gmm_vi **out)
     }
     memcpy(v->theta, obj->value, v->nparam * sizeof *v->theta);
     const size_t *off = gmm_latent_obs_offset(lat);
+    v->orowptr[0] = 0;
     for (size_t r = 0, o = 0; r < v->nrows; r++) {
         if (isnan(y[r]))
             continue;
+        size_t lo = row_lo(v, r), hi = v->rowptr ? v->rowptr[r + 1] : lo + w;
         v->orow[o] = r;
         v->ooff[o] = off[r];
         v->oy[o] = y[r];
         v->oe[o] = e ? e[r] : 1.0;
+        v->orowptr[o + 1] = v->orowptr[o] + (hi - lo);
+        if (v->pos)
+            memcpy(v->opos + v->orowptr[o], v->pos + lo, (hi - lo) * sizeof *v->opos);
         o++;
     }
     if ((st = sort_by_offset(v))) {
@@ -387,12 +427,11 @@ gmm_status gmm_vi_alloc(gmm_problem *p, const gmm_vi_params *par, gmm_vi **out)
         return st;
     }
     if (!v->varies) {
-        if ((st = gmm_latent_obs_coef(lat, v->theta, v->coef_all))) {
+        if ((st = gmm_latent_obs_values(lat, v->theta, v->coef_all))) {
             gmm_vi_free(v);
             return st;
         }
-        for (size_t i = 0; i < v->nobs; i++)
-            memcpy(v->ocoef + i * w, v->coef_all + v->orow[i] * w, w * sizeof *v->ocoef);
+        gather_coef(v);
     }
     v->start = "given";
     *out = v;
@@ -434,11 +473,9 @@ static gmm_status set_hyper(gmm_vi *v, const double *theta)
     if ((st = gmm_latent_theta_check(v->lat, theta)))
         return st;
     if (v->varies) {
-        if ((st = gmm_latent_obs_coef(v->lat, theta, v->coef_all)))
+        if ((st = gmm_latent_obs_values(v->lat, theta, v->coef_all)))
             return st;
-        size_t w = v->width;
-        for (size_t i = 0; i < v->nobs; i++)
-            memcpy(v->ocoef + i * w, v->coef_all + v->orow[i] * w, w * sizeof *v->ocoef);
+        gather_coef(v);
     }
     return GMM_OK;
 }
@@ -479,20 +516,20 @@ static size_t rule_of(gmm_vi *v, size_t i, double s2)
 static gmm_status expectations(gmm_vi *v, const gmm_band *S, const double *m, double *sum,
                                double *mbar, int gl)
 {
-    size_t w = v->width;
     double out[3], dp[GMM_LIK_MAXPARAM], acc = 0.0;
     memset(v->dpar, 0, GMM_LIK_MAXPARAM * sizeof *v->dpar);
     for (size_t i = 0; i < v->nobs; i++) {
-        const double *h = v->ocoef + i * w;
-        size_t o = v->ooff[i];
+        size_t k0 = v->orowptr[i], k1 = v->orowptr[i + 1];
+        const double *h = v->ocoef;
         double mu = v->oshift[i], s2 = 0.0;
-        for (size_t a = 0; a < w; a++) {
+        for (size_t a = k0; a < k1; a++) {
             if (h[a] == 0.0)
                 continue;
-            mu += h[a] * m[o + a];
+            size_t ia = entry_at(v, i, a);
+            mu += h[a] * m[ia];
             double t = 0.0;
-            for (size_t c = 0; c < w; c++)
-                t += gmm_band_get(S, o + a, o + c) * h[c];
+            for (size_t c = k0; c < k1; c++)
+                t += gmm_band_get(S, ia, entry_at(v, i, c)) * h[c];
             s2 += h[a] * t;
         }
         if (s2 < 0.0) /* rounding of a variance that is ~0 against Sigma's entries */
@@ -510,13 +547,14 @@ static gmm_status expectations(gmm_vi *v, const gmm_band *S, const double *m, do
             v->dpar[k] += dp[k];
         if (!gl)
             continue;
-        for (size_t a = 0; a < w; a++) {
+        for (size_t a = k0; a < k1; a++) { /* entries in increasing latent */
             if (h[a] == 0.0)
                 continue;
-            mbar[o + a] += out[1] * h[a];
-            *gmm_band_ptr(v->Sbar, o + a, o + a) += out[2] * h[a] * h[a];
-            for (size_t c = 0; c < a; c++)
-                *gmm_band_ptr(v->Sbar, o + a, o + c) += 2.0 * out[2] * h[a] * h[c];
+            size_t ia = entry_at(v, i, a);
+            mbar[ia] += out[1] * h[a];
+            *gmm_band_ptr(v->Sbar, ia, ia) += out[2] * h[a] * h[a];
+            for (size_t c = k0; c < a; c++)
+                *gmm_band_ptr(v->Sbar, ia, entry_at(v, i, c)) += 2.0 * out[2] * h[a] * h[c];
         }
     }
     *sum = acc;
@@ -848,17 +886,17 @@ gmm_status gmm_vi_elbo(gmm_vi *v, const double *theta, const double *lambda, dou
             gmm_problem_offsets_rev(v->prob, v->offs, thetabar);
         }
         if (v->varies) {
-            size_t w = v->width;
-            memset(v->coefbar_all, 0, v->nrows * w * sizeof *v->coefbar_all);
+            memset(v->coefbar_all, 0, v->nnz * sizeof *v->coefbar_all);
             for (size_t i = 0; i < v->nobs; i++) {
-                const double *h = v->ocoef + i * w;
-                double *hb = v->coefbar_all + v->orow[i] * w;
-                size_t o = v->ooff[i];
-                for (size_t a = 0; a < w; a++) {
+                size_t k0 = v->orowptr[i], k1 = v->orowptr[i + 1];
+                const double *h = v->ocoef;
+                double *hb = v->coefbar_all + row_lo(v, v->orow[i]) - k0;
+                for (size_t a = k0; a < k1; a++) {
+                    size_t ia = entry_at(v, i, a);
                     double s = 0.0;
-                    for (size_t c = 0; c < w; c++)
-                        s += gmm_band_get(Sq, o + a, o + c) * h[c];
-                    hb[a] = v->ea[i] * mq[o + a] + 2.0 * v->ec[i] * s;
+                    for (size_t c = k0; c < k1; c++)
+                        s += gmm_band_get(Sq, ia, entry_at(v, i, c)) * h[c];
+                    hb[a] = v->ea[i] * mq[ia] + 2.0 * v->ec[i] * s;
                 }
             }
             if ((st = gmm_latent_obs_coef_rev(v->lat, theta, v->coefbar_all, thetabar)))
@@ -989,8 +1027,9 @@ static gmm_status factor_start(gmm_vi *v, const double *w, int pin)
                 if (!(w[o] > 0.0))
                     continue;
                 double sw = sqrt(w[o]);
-                for (size_t a = 0; a < wd; a++)
-                    hv[a] = sw * v->ocoef[o * wd + a];
+                memset(hv, 0, wd * sizeof *hv);
+                for (size_t k = v->orowptr[o]; k < v->orowptr[o + 1]; k++)
+                    hv[entry_at(v, o, k) - v->ooff[o]] = sw * v->ocoef[k];
                 if ((st = gmm_band_chol_add_row(v->K, v->ooff[o], wd, hv, v->work)))
                     return st;
                 continue;
@@ -1012,11 +1051,10 @@ static gmm_status factor_start(gmm_vi *v, const double *w, int pin)
         gmm_constr_pin(v->con, 0.0, NULL);
     }
     for (size_t i = 0; w && i < v->nobs; i++) {
-        const double *h = v->ocoef + i * wd;
-        size_t o = v->ooff[i];
-        for (size_t a = 0; a < wd; a++)
-            for (size_t c = 0; c <= a; c++)
-                *gmm_band_ptr(v->K, o + a, o + c) += w[i] * h[a] * h[c];
+        const double *h = v->ocoef;
+        for (size_t a = v->orowptr[i]; a < v->orowptr[i + 1]; a++)
+            for (size_t c = v->orowptr[i]; c <= a; c++)
+                *gmm_band_ptr(v->K, entry_at(v, i, a), entry_at(v, i, c)) += w[i] * h[a] * h[c];
     }
     return gmm_band_chol_decomp(v->K, v->K);
 }
@@ -1067,10 +1105,9 @@ gmm_status gmm_vi_start_laplace(gmm_vi *v, const char **start)
         w = v->ec; /* scratch: -d2 log p at the mode */
         double out[4];
         for (size_t i = 0; i < v->nobs; i++) {
-            const double *h = v->ocoef + i * v->width;
             double f = v->oshift[i];
-            for (size_t a = 0; a < v->width; a++)
-                f += h[a] * m[v->ooff[i] + a];
+            for (size_t a = v->orowptr[i]; a < v->orowptr[i + 1]; a++)
+                f += v->ocoef[a] * m[entry_at(v, i, a)];
             gmm_lik_eval(&v->lik, v->oy[i], v->oe[i], f, out, NULL);
             w[i] = -out[2];
         }
