@@ -225,9 +225,9 @@ void gmm_vi_free(gmm_vi *v)
                          v->Q,   v->Qbar, v->K, v->Kbar, v->Sc};
     for (size_t i = 0; i < sizeof bands / sizeof bands[0]; i++)
         gmm_band_free(bands[i]);
-    void *arr[] = {v->orow, v->ooff, v->oord, v->orowptr, v->opos, v->oy, v->oe, v->ocoef, v->coef_all,
-                   v->coefbar_all, v->mu, v->s2, v->ea, v->offs, v->oshift, v->ec, v->rule, v->dpar,
-                   v->Smo, v->rw, v->rfirst, v->mlo,
+    void *arr[] = {v->orow, v->ooff, v->oord, v->orowptr, v->opos, v->oy, v->oe, v->ocoef,
+                   v->coef_all, v->coefbar_all, v->mu, v->s2, v->ea, v->offs, v->oshift,
+                   v->ec, v->rule, v->dpar, v->Smo, v->rw, v->rfirst, v->mlo,
                    v->grow, v->Sg, v->work, v->lambda, v->theta, v->thbar, v->tmp,
                    v->mc, v->mcbar};
     for (size_t i = 0; i < sizeof arr / sizeof arr[0]; i++)
@@ -370,7 +370,8 @@ gmm_status gmm_vi_alloc(gmm_problem *p, const gmm_vi_params *par, gmm_vi **out)
     v->Kbar = gmm_band_alloc(n, kl, 0, GMM_BAND_LOWER);
     v->D = gmm_band_alloc(n, v->dk, 0, GMM_BAND_SYMMETRIC);
     int ok = v->orow && v->ooff && v->oord && v->orowptr && (v->opos || !v->pos) && v->oy &&
-             v->oe && v->ocoef && v->coef_all && (v->coefbar_all || !v->varies) && v->mu && v->s2 && v->ea && v->offs && v->oshift && v->ec && v->rule && v->dpar &&
+             v->oe && v->ocoef && v->coef_all && (v->coefbar_all || !v->varies) && v->mu &&
+             v->s2 && v->ea && v->offs && v->oshift && v->ec && v->rule && v->dpar &&
              v->lambda && v->theta && v->thbar && v->tmp && v->grow && v->Sg && v->work &&
              v->L && v->Lbar && v->S && v->Sbar && v->K && v->Kbar && v->D;
     if (ok && rows) {
