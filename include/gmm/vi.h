@@ -214,8 +214,12 @@ gmm_status gmm_vi_set_state_from(gmm_vi *v, const double *theta, gmm_vi *src);
  * forming P).  When the Laplace approximation fails (GMM_EDOM, GMM_ENOTPD,
  * GMM_ENOCONV: the assembled Q_p refused at close inputs, Newton not
  * converging) q starts at the prior instead (m = 0, L = chol(Q_p)) and
- * *start (may be NULL) says "prior", else "laplace".  Errors: those of the
- * prior at theta, GMM_ENOMEM.  O(n kl^2) plus the Laplace approximation. */
+ * *start (may be NULL) says "prior", else "laplace".  With constraints,
+ * P (always the prior's Q_p) gets constr.h's pins where it is singular
+ * off the subspace (in rounding: vi.c, CONSTRAINTS); the Gaussian optimum
+ * is then reached by gmm_vi_fit rather than set here.  Errors: those of
+ * the prior at theta, GMM_ENOMEM.  O(n kl^2) plus the Laplace
+ * approximation. */
 gmm_status gmm_vi_start_laplace(gmm_vi *v, const char **start);
 
 /* Maximise the ELBO by L-BFGS on its exact gradient (liblbfgs, More-Thuente
