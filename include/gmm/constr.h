@@ -3,7 +3,8 @@
  * constraints remove (an intrinsic prior whose null space the data do not
  * see, e.g. two sum-to-zero components read only through their sum).  For
  * the exact Gaussian likelihood (marglik.h) and the Laplace approximation
- * (laplace.h) of intrinsic latents (stack.h).
+ * (laplace.h) of intrinsic latents (stack.h), and for variational
+ * inference's q conditioned on the constraints (vi.h; no pins).
  *
  * The conditioned Gaussian has precision P on the subspace {A x = 0}:
  * covariance Sigma_c = V (V'PV)^-1 V' (V an orthonormal basis).  With pinned
@@ -41,7 +42,10 @@ size_t gmm_constr_count(const gmm_constr *c);
 /* tau from the prior Q (SYMMETRIC n x n): the largest Q(s, s) over the
  * pins, 1 when none is positive. */
 double gmm_constr_tau(const gmm_constr *c, const gmm_band *Q);
-/* P += tau E_S E_S' (remembers tau for the factor). */
+/* P += tau E_S E_S' (remembers tau for the factor; P may be NULL).  tau
+ * = 0: no pins, for a P positive definite itself (variational inference's
+ * q): the factor, solve and band then skip the Woodbury correction (K = I,
+ * log|K| = 0).  A new object has tau = 1 until this is called. */
 void gmm_constr_pin(gmm_constr *c, double tau, gmm_band *P);
 /* The kriging and pin factors from L (LOWER, L L' = P~).  GMM_ENOTPD when
  * the constraints are dependent or the conditioned precision is not
@@ -54,5 +58,24 @@ gmm_status gmm_constr_solve(gmm_constr *c, const gmm_band *L, double *v);
 void gmm_constr_band(const gmm_constr *c, gmm_band *S);
 /* log|G| + log|K| of the last factor. */
 double gmm_constr_logdet(const gmm_constr *c);
+/* v <- v - P~^-1 A' G^-1 A v (after gmm_constr_factor): the mean of
+ * N(v, P~^-1) conditioned on A x = 0.  O(n k). */
+void gmm_constr_krig(gmm_constr *c, double *v);
+/* Reverse mode without pins (tau = 0; GMM_EINVAL otherwise), after
+ * gmm_constr_factor with L (L L' = P, Sigma = P^-1): for
+ *
+ *   f(L, m) = mcbar' m_c + <Sbar, -band(V V')>,  m_c = krig(m),
+ *
+ * the part of Sigma_c's band that gmm_constr_band subtracts from Sigma's
+ * (Sbar SYMMETRIC, any bandwidth, band.h's symmetric convention; NULL: 0),
+ * Lbar (LOWER, bandwidth >= L's) += df/dL on L's band and mbar (n) +=
+ * df/dm.  mc = krig(m) from the forward pass.  The dependence through
+ * Sigma's band itself is gmm_band_chol_selinv_rev's (the caller's): the
+ * two together differentiate any function of m_c and Sigma_c's band
+ * (constr.c, GRADIENT).  The first call allocates 4 n k + 3 n doubles
+ * (GMM_ENOMEM); GMM_EDIM for bands of another order.  O(n (b + l) k). */
+gmm_status gmm_constr_rev(gmm_constr *c, const gmm_band *L, const double *m, const double *mc,
+                          const double *mcbar, const gmm_band *Sbar, gmm_band *Lbar,
+                          double *mbar);
 
 #endif

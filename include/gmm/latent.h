@@ -18,9 +18,9 @@
  *
  * INTRINSIC PRIORS (random walks, Besag: stack.h) have a rank-deficient Q
  * and gmm_latent_nconstr > 0 linear constraints A x = 0 on which the prior
- * is proper; the exact Gaussian likelihood, the Laplace approximation and
- * the whitening (x = W v lies on the subspace) condition on them, and VI,
- * which does not, refuses such a latent.
+ * is proper; the exact Gaussian likelihood, the Laplace approximation,
+ * the whitening (x = W v lies on the subspace) and VI (q conditioned on
+ * them, vi.h) condition on them.
  */
 #ifndef GMM_LATENT_H
 #define GMM_LATENT_H

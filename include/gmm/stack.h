@@ -77,8 +77,8 @@
  * on them (constr.h); the whitening (hence HMC) maps v onto the subspace:
  * x = M L^^-T P_S v, M = I - N (AN)^-1 A the projection along Q's null
  * space, L^ the Cholesky factor of Q with S pinned, P_S zeroing v_S (k
- * coordinates of v the likelihood never reads, left N(0, 1)).  VI refuses
- * such a stack (GMM_EINVAL).
+ * coordinates of v the likelihood never reads, left N(0, 1)).  VI
+ * conditions its q on them (vi.h, CONSTRAINTS).
  *
  * MEMORY.  The band of Q holds (kl + 1) n doubles and the observation map
  * nrows x width; either above `limit` bytes (0: GMM_GMRF_BAND_LIMIT) is

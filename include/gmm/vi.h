@@ -22,6 +22,23 @@
  * LOG (so L stays a Cholesky factor); the slots past row n - 1 of the last
  * b columns exist, are ignored and get gradient 0.
  *
+ * CONSTRAINTS.  A latent with constraints A x = 0 (gmm_latent_nconstr,
+ * intrinsic components of a stack) has its prior on that subspace; q is
+ * then N(m, (L L')^-1) conditioned on A x = 0 (kriging under q's own
+ * precision, constr.h without pins): mean m_c, covariance Sigma_c = Sigma
+ * - Sigma A'(A Sigma A')^-1 A Sigma, and the ELBO is that of the two
+ * Gaussians on the subspace, a bound of the constrained marginal
+ * likelihood (marglik.h), equal to it at the Gaussian posterior:
+ *
+ *   KL = 1/2 [tr(Sigma_c Q_p) + m_c'Q_p m_c - (n - k) - log|Q_p|_c
+ *             + log|L L'| + log|A Sigma A'|],
+ *
+ * log|Q_p|_c the prior's generalised determinant (latent.h).  The
+ * gradient stays exact (vi.c, CONSTRAINTS); O(n (b + l') k) more per
+ * evaluation.  m and L are then defined up to directions that do not move
+ * the conditioned q; the state's m (gmm_vi_mean, the q files) is kept
+ * as q's mean m_c.  Only the assembled prior takes constraints.
+ *
  * PRIOR TERMS.  Graphs use the assembled Q_p (gmm_latent_prior; log|Q_p|
  * from a banded Cholesky of it).  State-space models use the prior's
  * square root, Q_p = G'G (gmm_latent_prior_rows): m'Q_p m = |G m|^2,
@@ -197,8 +214,12 @@ gmm_status gmm_vi_set_state_from(gmm_vi *v, const double *theta, gmm_vi *src);
  * forming P).  When the Laplace approximation fails (GMM_EDOM, GMM_ENOTPD,
  * GMM_ENOCONV: the assembled Q_p refused at close inputs, Newton not
  * converging) q starts at the prior instead (m = 0, L = chol(Q_p)) and
- * *start (may be NULL) says "prior", else "laplace".  Errors: those of the
- * prior at theta, GMM_ENOMEM.  O(n kl^2) plus the Laplace approximation. */
+ * *start (may be NULL) says "prior", else "laplace".  With constraints,
+ * P (always the prior's Q_p) gets constr.h's pins where it is singular
+ * off the subspace (in rounding: vi.c, CONSTRAINTS); the Gaussian optimum
+ * is then reached by gmm_vi_fit rather than set here.  Errors: those of
+ * the prior at theta, GMM_ENOMEM.  O(n kl^2) plus the Laplace
+ * approximation. */
 gmm_status gmm_vi_start_laplace(gmm_vi *v, const char **start);
 
 /* Maximise the ELBO by L-BFGS on its exact gradient (liblbfgs, More-Thuente
@@ -242,7 +263,8 @@ gmm_status gmm_vi_quad_check(gmm_vi *v, size_t nquad, double *err, double *limit
 
 /* m (n, or NULL) and the band of Sigma = (L L')^-1 (SYMMETRIC n x n, any
  * bandwidth, or NULL) at the current state: exact entries of Sigma on
- * cov's band (Takahashi).  O(n b max(b, cov->kl)). */
+ * cov's band (Takahashi); with constraints q's conditioned moments m_c
+ * and Sigma_c.  O(n b max(b, cov->kl)) (+ O(n kl k)). */
 gmm_status gmm_vi_posterior(gmm_vi *v, double *mean, gmm_band *cov);
 /* Mean and variance of the linear predictor b0 + f under q at the current
  * state: at every data row (nrows), at every node of a graph latent (n,

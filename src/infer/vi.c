@@ -65,6 +65,22 @@
  * bandwidth.  r = G m and the rows' share -G'r of mbar are summed in
  * double-double: G'r cancels terms ~ |G| |r| down to the data's size.
  *
+ * CONSTRAINTS (vi.h).  With A x = 0, q's moments are m_c = krig(m) and
+ * Sigma_c = Sigma - V V' on the band (constr.h, gmm_constr_krig and
+ * gmm_constr_band, no pins: L L' is positive definite), and the above holds
+ * with them in place of m and Sigma: tr(Sigma_c L L') = n - k, so tr(Sigma_c
+ * Q) - (n - k) = tr(Sigma_c D).  The entropy adds log|A Sigma A'| / 2 to the
+ * KL (log det(V'PV) = log|P| + log|A Sigma A'| - log|AA'|, the same
+ * convention as the prior's log|Q|_c).  REVERSE: d/dP of -log det(V'PV)/2
+ * is -Sigma_c/2 and of tr(Sigma_c P)/2 with Sigma_c fixed +Sigma_c/2, so, as
+ * without constraints, the entropy and D's dependence on L cancel, leaving
+ * Sigmabar_c = sum_r c_r h_r h_r' - D/2 and m_cbar = sum_r a_r h_r - Q m_c;
+ * gmm_band_chol_selinv_rev takes the first through Sigma's band,
+ * gmm_constr_rev the rest (through V, G and the kriged mean; constr.c,
+ * GRADIENT) and m_cbar back to mbar.  The start's P = Q_p + H'WH may be
+ * singular off the subspace (two intrinsic terms read through their sum;
+ * the prior start always is): it then gets constr.h's pins.
+ *
  * ORDER OF LATENT CALLS.  obs_coef, then prior (or prior_rows); the
  * reverse: prior_rev right after (latent.h pairs them), then obs_coef_rev.
  *
@@ -117,6 +133,7 @@
 #include <string.h>
 
 #include "gmm/alloc.h"
+#include "gmm/constr.h"
 #include "gmm/latent.h"
 #include "gmm/likelihood.h"
 
@@ -130,8 +147,14 @@ struct gmm_vi {
     double *offs, *oshift;    /* X beta at every row (nrows; also its adjoint), observed */
     int varies, rows, have_start;
     const char *start;
-    /* observed rows in the latent's row order; oord sorts them by offset */
-    size_t *orow, *ooff, *oord;
+    /* observed rows in the latent's row order; oord sorts them by offset.
+     * Their coefficients as the latent's map keeps them (latent.h): row i's
+     * entries orowptr[i] .. orowptr[i + 1] of ocoef, reading latents ooff[i]
+     * + opos[k] (opos NULL: dense windows, ooff[i] + k - orowptr[i]);
+     * coef_all and coefbar_all every row's (nnz). */
+    size_t *orow, *ooff, *oord, *orowptr, *opos;
+    const size_t *rowptr, *pos;
+    size_t nnz;
     double *oy, *oe, *ocoef, *coef_all, *coefbar_all;
     double *mu, *s2, *ea, *ec; /* per observed row */
     unsigned char *rule;      /* Gauss-Hermite points per row / 4 (adaptive) */
@@ -149,6 +172,9 @@ struct gmm_vi {
     double *mlo;              /* rows: n, the low parts of the rows' share of mbar */
     double *lambda, *theta, *thbar, *tmp;
     int logdet_here;          /* log|Q| from K in the last evaluation */
+    gmm_constr *con;          /* A x = 0 (NULL: none), conditioned under q's P (no pins) */
+    gmm_band *Sc;             /* Sigma_c's band (sk) */
+    double *mc, *mcbar;       /* m_c = krig(m) and its adjoint (n) */
     double ldq;               /* log|L L'| = 2 sum of the log-diagonal (unpack) */
 };
 
@@ -195,20 +221,42 @@ void gmm_vi_free(gmm_vi *v)
 {
     if (!v)
         return;
-    gmm_band *bands[] = {v->L,    v->Lbar, v->S, v->Sbar, v->D,
-                         v->Dlo,  v->Q,    v->Qbar, v->K, v->Kbar};
+    gmm_band *bands[] = {v->L,   v->Lbar, v->S, v->Sbar, v->D,  v->Dlo,
+                         v->Q,   v->Qbar, v->K, v->Kbar, v->Sc};
     for (size_t i = 0; i < sizeof bands / sizeof bands[0]; i++)
         gmm_band_free(bands[i]);
-    void *arr[] = {v->orow, v->ooff, v->oord, v->oy, v->oe, v->ocoef, v->coef_all,
-                   v->coefbar_all, v->mu, v->s2, v->ea, v->offs, v->oshift, v->ec, v->rule, v->dpar,
-                   v->Smo, v->rw, v->rfirst, v->mlo,
-                   v->grow, v->Sg, v->work, v->lambda, v->theta, v->thbar, v->tmp};
+    void *arr[] = {v->orow, v->ooff, v->oord, v->orowptr, v->opos, v->oy, v->oe, v->ocoef,
+                   v->coef_all, v->coefbar_all, v->mu, v->s2, v->ea, v->offs, v->oshift,
+                   v->ec, v->rule, v->dpar, v->Smo, v->rw, v->rfirst, v->mlo,
+                   v->grow, v->Sg, v->work, v->lambda, v->theta, v->thbar, v->tmp,
+                   v->mc, v->mcbar};
     for (size_t i = 0; i < sizeof arr / sizeof arr[0]; i++)
         gmm_free(arr[i]);
+    gmm_constr_free(v->con);
     gmm_free(v);
 }
 
 static size_t smax(size_t a, size_t b) { return a > b ? a : b; }
+
+/* Row r's first entry in the map's coefficients (latent.h). */
+static size_t row_lo(const gmm_vi *v, size_t r)
+{
+    return v->rowptr ? v->rowptr[r] : r * v->width;
+}
+
+/* The latent read by entry k of observed row i. */
+static size_t entry_at(const gmm_vi *v, size_t i, size_t k)
+{
+    return v->ooff[i] + (v->opos ? v->opos[k] : k - v->orowptr[i]);
+}
+
+/* The observed rows' coefficients from every row's (coef_all). */
+static void gather_coef(gmm_vi *v)
+{
+    for (size_t i = 0; i < v->nobs; i++)
+        memcpy(v->ocoef + v->orowptr[i], v->coef_all + row_lo(v, v->orow[i]),
+               (v->orowptr[i + 1] - v->orowptr[i]) * sizeof *v->ocoef);
+}
 
 /* oord: the observed rows in nondecreasing offset, stably (a counting sort:
  * offsets are below n). */
@@ -236,16 +284,16 @@ gmm_status gmm_vi_alloc(gmm_problem *p, const gmm_vi_params *par, gmm_vi **out)
     if ((st = gmm_vi_params_check(par)))
         return st;
     gmm_latent *lat = gmm_problem_latent_eval(p);
-    if (gmm_latent_nconstr(lat))
-        return gmm_error(GMM_EINVAL, "vi: a latent with sum-to-zero constraints (rw1, rw2, "
-                                     "besag, bym2) is not supported (q would live on the "
-                                     "constrained subspace); use fit (Laplace) or hmc");
+    size_t ncon = gmm_latent_nconstr(lat);
     int rows = par->prior == GMM_VI_PRIOR_ROWS ||
                (par->prior == GMM_VI_PRIOR_AUTO && gmm_latent_prior_nrows(lat) > 0);
     if (rows && gmm_latent_prior_nrows(lat) == 0)
         return gmm_error(GMM_EINVAL, "vi: the %s family has no square root of its prior "
                                      "precision (use the assembled prior)",
                          gmm_latent_family(lat));
+    if (rows && ncon)
+        return gmm_error(GMM_EINVAL, "vi: the prior's square root does not take constraints "
+                                     "(use the assembled prior)");
     gmm_vi *v = gmm_calloc(1, sizeof *v);
     if (!v)
         return gmm_error(GMM_ENOMEM, "vi: out of memory");
@@ -287,9 +335,18 @@ gmm_status gmm_vi_alloc(gmm_problem *p, const gmm_vi_params *par, gmm_vi **out)
     v->oord = gmm_malloc(no, sizeof *v->oord);
     v->oy = gmm_malloc(no, sizeof *v->oy);
     v->oe = gmm_malloc(no, sizeof *v->oe);
-    v->ocoef = gmm_malloc(no * w, sizeof *v->ocoef);
-    v->coef_all = gmm_malloc(nr * w, sizeof *v->coef_all);
-    v->coefbar_all = gmm_malloc(nr * w, sizeof *v->coefbar_all);
+    v->nnz = gmm_latent_obs_nnz(lat);
+    v->rowptr = gmm_latent_obs_rowptr(lat);
+    v->pos = gmm_latent_obs_pos(lat);
+    size_t onz = 0;
+    for (size_t r = 0; r < v->nrows; r++)
+        if (!isnan(y[r]))
+            onz += v->rowptr ? v->rowptr[r + 1] - v->rowptr[r] : w;
+    v->orowptr = gmm_malloc(no + 1, sizeof *v->orowptr);
+    v->opos = v->pos ? gmm_malloc(onz ? onz : 1, sizeof *v->opos) : NULL;
+    v->ocoef = gmm_malloc(onz ? onz : 1, sizeof *v->ocoef);
+    v->coef_all = gmm_malloc(v->nnz ? v->nnz : 1, sizeof *v->coef_all);
+    v->coefbar_all = v->varies ? gmm_malloc(v->nnz ? v->nnz : 1, sizeof *v->coefbar_all) : NULL;
     v->mu = gmm_malloc(no, sizeof *v->mu);
     v->s2 = gmm_malloc(no, sizeof *v->s2);
     v->ea = gmm_malloc(no, sizeof *v->ea);
@@ -312,8 +369,9 @@ gmm_status gmm_vi_alloc(gmm_problem *p, const gmm_vi_params *par, gmm_vi **out)
     v->K = gmm_band_alloc(n, kl, 0, GMM_BAND_SYMMETRIC);
     v->Kbar = gmm_band_alloc(n, kl, 0, GMM_BAND_LOWER);
     v->D = gmm_band_alloc(n, v->dk, 0, GMM_BAND_SYMMETRIC);
-    int ok = v->orow && v->ooff && v->oord && v->oy && v->oe && v->ocoef && v->coef_all &&
-             v->coefbar_all && v->mu && v->s2 && v->ea && v->offs && v->oshift && v->ec && v->rule && v->dpar &&
+    int ok = v->orow && v->ooff && v->oord && v->orowptr && (v->opos || !v->pos) && v->oy &&
+             v->oe && v->ocoef && v->coef_all && (v->coefbar_all || !v->varies) && v->mu &&
+             v->s2 && v->ea && v->offs && v->oshift && v->ec && v->rule && v->dpar &&
              v->lambda && v->theta && v->thbar && v->tmp && v->grow && v->Sg && v->work &&
              v->L && v->Lbar && v->S && v->Sbar && v->K && v->Kbar && v->D;
     if (ok && rows) {
@@ -332,6 +390,16 @@ gmm_status gmm_vi_alloc(gmm_problem *p, const gmm_vi_params *par, gmm_vi **out)
         v->Qbar = gmm_band_alloc(n, kl, 0, GMM_BAND_SYMMETRIC);
         ok = v->Q && v->Qbar;
     }
+    if (ok && ncon) {
+        v->con = gmm_constr_alloc(n, ncon, gmm_latent_constraints(lat),
+                                  gmm_latent_constraint_pins(lat));
+        v->Sc = gmm_band_alloc(n, v->sk, 0, GMM_BAND_SYMMETRIC);
+        v->mc = gmm_malloc(n, sizeof *v->mc);
+        v->mcbar = gmm_malloc(n, sizeof *v->mcbar);
+        ok = v->con && v->Sc && v->mc && v->mcbar;
+        if (v->con)
+            gmm_constr_pin(v->con, 0.0, NULL);
+    }
     if (!ok) {
         st = gmm_error(GMM_ENOMEM, "vi: out of memory for %zu latents (bandwidth %zu, "
                                    "covariance band %zu)",
@@ -341,13 +409,18 @@ gmm_status gmm_vi_alloc(gmm_problem *p, const gmm_vi_params *par, gmm_vi **out)
     }
     memcpy(v->theta, obj->value, v->nparam * sizeof *v->theta);
     const size_t *off = gmm_latent_obs_offset(lat);
+    v->orowptr[0] = 0;
     for (size_t r = 0, o = 0; r < v->nrows; r++) {
         if (isnan(y[r]))
             continue;
+        size_t lo = row_lo(v, r), hi = v->rowptr ? v->rowptr[r + 1] : lo + w;
         v->orow[o] = r;
         v->ooff[o] = off[r];
         v->oy[o] = y[r];
         v->oe[o] = e ? e[r] : 1.0;
+        v->orowptr[o + 1] = v->orowptr[o] + (hi - lo);
+        if (v->pos)
+            memcpy(v->opos + v->orowptr[o], v->pos + lo, (hi - lo) * sizeof *v->opos);
         o++;
     }
     if ((st = sort_by_offset(v))) {
@@ -355,12 +428,11 @@ gmm_status gmm_vi_alloc(gmm_problem *p, const gmm_vi_params *par, gmm_vi **out)
         return st;
     }
     if (!v->varies) {
-        if ((st = gmm_latent_obs_coef(lat, v->theta, v->coef_all))) {
+        if ((st = gmm_latent_obs_values(lat, v->theta, v->coef_all))) {
             gmm_vi_free(v);
             return st;
         }
-        for (size_t i = 0; i < v->nobs; i++)
-            memcpy(v->ocoef + i * w, v->coef_all + v->orow[i] * w, w * sizeof *v->ocoef);
+        gather_coef(v);
     }
     v->start = "given";
     *out = v;
@@ -402,11 +474,9 @@ static gmm_status set_hyper(gmm_vi *v, const double *theta)
     if ((st = gmm_latent_theta_check(v->lat, theta)))
         return st;
     if (v->varies) {
-        if ((st = gmm_latent_obs_coef(v->lat, theta, v->coef_all)))
+        if ((st = gmm_latent_obs_values(v->lat, theta, v->coef_all)))
             return st;
-        size_t w = v->width;
-        for (size_t i = 0; i < v->nobs; i++)
-            memcpy(v->ocoef + i * w, v->coef_all + v->orow[i] * w, w * sizeof *v->ocoef);
+        gather_coef(v);
     }
     return GMM_OK;
 }
@@ -444,23 +514,23 @@ static size_t rule_of(gmm_vi *v, size_t i, double s2)
 /* The expectations: sum_r E_r into *sum; mu, s2, a, c per row and the
  * summed parameter derivatives.  With gl, Sigmabar += c_r h h' and lambar's
  * m part += a_r h. */
-static gmm_status expectations(gmm_vi *v, const double *m, double *sum,
+static gmm_status expectations(gmm_vi *v, const gmm_band *S, const double *m, double *sum,
                                double *mbar, int gl)
 {
-    size_t w = v->width;
     double out[3], dp[GMM_LIK_MAXPARAM], acc = 0.0;
     memset(v->dpar, 0, GMM_LIK_MAXPARAM * sizeof *v->dpar);
     for (size_t i = 0; i < v->nobs; i++) {
-        const double *h = v->ocoef + i * w;
-        size_t o = v->ooff[i];
+        size_t k0 = v->orowptr[i], k1 = v->orowptr[i + 1];
+        const double *h = v->ocoef;
         double mu = v->oshift[i], s2 = 0.0;
-        for (size_t a = 0; a < w; a++) {
+        for (size_t a = k0; a < k1; a++) {
             if (h[a] == 0.0)
                 continue;
-            mu += h[a] * m[o + a];
+            size_t ia = entry_at(v, i, a);
+            mu += h[a] * m[ia];
             double t = 0.0;
-            for (size_t c = 0; c < w; c++)
-                t += gmm_band_get(v->S, o + a, o + c) * h[c];
+            for (size_t c = k0; c < k1; c++)
+                t += gmm_band_get(S, ia, entry_at(v, i, c)) * h[c];
             s2 += h[a] * t;
         }
         if (s2 < 0.0) /* rounding of a variance that is ~0 against Sigma's entries */
@@ -478,13 +548,14 @@ static gmm_status expectations(gmm_vi *v, const double *m, double *sum,
             v->dpar[k] += dp[k];
         if (!gl)
             continue;
-        for (size_t a = 0; a < w; a++) {
+        for (size_t a = k0; a < k1; a++) { /* entries in increasing latent */
             if (h[a] == 0.0)
                 continue;
-            mbar[o + a] += out[1] * h[a];
-            *gmm_band_ptr(v->Sbar, o + a, o + a) += out[2] * h[a] * h[a];
-            for (size_t c = 0; c < a; c++)
-                *gmm_band_ptr(v->Sbar, o + a, o + c) += 2.0 * out[2] * h[a] * h[c];
+            size_t ia = entry_at(v, i, a);
+            mbar[ia] += out[1] * h[a];
+            *gmm_band_ptr(v->Sbar, ia, ia) += out[2] * h[a] * h[a];
+            for (size_t c = k0; c < a; c++)
+                *gmm_band_ptr(v->Sbar, ia, entry_at(v, i, c)) += 2.0 * out[2] * h[a] * h[c];
         }
     }
     *sum = acc;
@@ -664,6 +735,32 @@ static void sub_llt(gmm_vi *v)
     }
 }
 
+/* Sigma_c = Sigma - V V' loses about log10(Sigma_jj / Sigma_c,jj) digits
+ * to the subtraction; q's with more than this ratio at some j (P nearly
+ * singular off the subspace, along directions that do not move the
+ * conditioned q) are outside the ELBO's domain (CONSTRAINTS). */
+#define CANCEL_MAX 1e6
+
+/* q's moments on the subspace from L: Sigma's band into S, Sigma_c's into
+ * Sc (constr.h, no pins); GMM_EDOM when the subtraction cancels beyond
+ * CANCEL_MAX. */
+static gmm_status constrained_band(gmm_vi *v)
+{
+    gmm_status st;
+    if ((st = gmm_constr_factor(v->con, v->L)) || (st = gmm_band_copy(v->Sc, v->S)))
+        return st;
+    gmm_constr_band(v->con, v->Sc);
+    for (size_t j = 0; j < v->n; j++) {
+        double s = gmm_band_get(v->S, j, j), sc = gmm_band_get(v->Sc, j, j);
+        if (!(sc * CANCEL_MAX >= s))
+            return gmm_error_at(GMM_EDOM, j, "vi: q's precision is nearly singular off the "
+                                             "constrained subspace (variance of latent %zu "
+                                             "%g, %g conditioned)",
+                                j, s, sc);
+    }
+    return GMM_OK;
+}
+
 gmm_status gmm_vi_elbo(gmm_vi *v, const double *theta, const double *lambda, double *elbo,
                        double *lambar, double *thetabar)
 {
@@ -696,40 +793,60 @@ gmm_status gmm_vi_elbo(gmm_vi *v, const double *theta, const double *lambda, dou
     }
     if ((st = gmm_band_chol_selinv(v->L, v->S)))
         return st;
+    /* q's moments on the subspace (CONSTRAINTS): mq, Sq and mqbar */
+    const gmm_band *Sq = v->S;
+    const double *mq = m;
+    double *mqbar = mbar, ldg = 0.0;
+    if (v->con) {
+        if ((st = constrained_band(v)))
+            return st;
+        memcpy(v->mc, m, n * sizeof *m);
+        gmm_constr_krig(v->con, v->mc);
+        ldg = gmm_constr_logdet(v->con);
+        Sq = v->Sc;
+        mq = v->mc;
+        mqbar = v->mcbar;
+    }
     if (gl) {
-        memset(mbar, 0, n * sizeof *mbar);
+        memset(mqbar, 0, n * sizeof *mqbar);
         gmm_band_set_zero(v->Sbar);
     }
-    if ((st = expectations(v, m, &sumE, mbar, gl)))
+    if ((st = expectations(v, Sq, mq, &sumE, mqbar, gl)))
         return st;
     if (v->rows) {
         rows_terms(v, &G, m, &mqm, mbar, gl, gt);
     } else {
         if ((st = gmm_band_copy_band(v->D, v->Q)) ||
-            (st = gmm_band_gemv(GMM_NOTRANS, 1.0, v->Q, m, 0.0, v->tmp)))
+            (st = gmm_band_gemv(GMM_NOTRANS, 1.0, v->Q, mq, 0.0, v->tmp)))
             return st;
         mqm = 0.0;
         for (size_t j = 0; j < n; j++)
-            mqm += m[j] * v->tmp[j];
+            mqm += mq[j] * v->tmp[j];
         if (gl)
             for (size_t j = 0; j < n; j++)
-                mbar[j] -= v->tmp[j];
+                mqbar[j] -= v->tmp[j];
         if (gt) {
             gmm_band_set_zero(v->Qbar);
-            if ((st = gmm_band_dot_rev(v->S, v->Q, -0.5, NULL, v->Qbar)))
+            if ((st = gmm_band_dot_rev(Sq, v->Q, -0.5, NULL, v->Qbar)))
                 return st;
         }
     }
-    /* tr(Sigma Q) - n = tr(Sigma D), D = Q - L L' (ACCURACY) */
+    /* tr(Sigma_c Q) - (n - k) = tr(Sigma_c D), D = Q - L L' (ACCURACY,
+     * CONSTRAINTS) */
     sub_llt(v);
-    tr = gmm_band_dot(v->S, v->D);
-    if (gl && (st = gmm_band_dot_rev(v->S, v->D, -0.5, v->Sbar, NULL)))
+    tr = gmm_band_dot(Sq, v->D);
+    if (gl && (st = gmm_band_dot_rev(Sq, v->D, -0.5, v->Sbar, NULL)))
         return st;
-    double kl = 0.5 * (tr + mqm - ldp + v->ldq), val = sumE - kl;
+    double kl = 0.5 * (tr + mqm - ldp + v->ldq + ldg), val = sumE - kl;
     if (!isfinite(val))
         return gmm_error(GMM_EDOM, "vi: ELBO not finite (expectations %g, KL %g)", sumE, kl);
     if (gl) {
         gmm_band_set_zero(v->Lbar);
+        if (v->con) {
+            memset(mbar, 0, n * sizeof *mbar);
+            if ((st = gmm_constr_rev(v->con, v->L, m, v->mc, v->mcbar, v->Sbar, v->Lbar, mbar)))
+                return st;
+        }
         if ((st = gmm_band_chol_selinv_rev(v->L, v->S, v->Sbar, v->Lbar)))
             return st;
         memcpy(lambar + n, v->Lbar->data, gmm_band_size(n, v->b, 0) * sizeof *lambar);
@@ -749,7 +866,7 @@ gmm_status gmm_vi_elbo(gmm_vi *v, const double *theta, const double *lambda, dou
                      v->lat, v->Smo, v->Smo + nseg * v->seg * v->seg, thetabar)))
                 return st;
         } else {
-            if ((st = gmm_band_outer(-0.5, 1, m, n, m, n, v->Qbar)))
+            if ((st = gmm_band_outer(-0.5, 1, mq, n, mq, n, v->Qbar)))
                 return st;
             if (v->logdet_here) {
                 gmm_band_set_zero(v->Kbar);
@@ -770,17 +887,17 @@ gmm_status gmm_vi_elbo(gmm_vi *v, const double *theta, const double *lambda, dou
             gmm_problem_offsets_rev(v->prob, v->offs, thetabar);
         }
         if (v->varies) {
-            size_t w = v->width;
-            memset(v->coefbar_all, 0, v->nrows * w * sizeof *v->coefbar_all);
+            memset(v->coefbar_all, 0, v->nnz * sizeof *v->coefbar_all);
             for (size_t i = 0; i < v->nobs; i++) {
-                const double *h = v->ocoef + i * w;
-                double *hb = v->coefbar_all + v->orow[i] * w;
-                size_t o = v->ooff[i];
-                for (size_t a = 0; a < w; a++) {
+                size_t k0 = v->orowptr[i], k1 = v->orowptr[i + 1];
+                const double *h = v->ocoef;
+                double *hb = v->coefbar_all + row_lo(v, v->orow[i]) - k0;
+                for (size_t a = k0; a < k1; a++) {
+                    size_t ia = entry_at(v, i, a);
                     double s = 0.0;
-                    for (size_t c = 0; c < w; c++)
-                        s += gmm_band_get(v->S, o + a, o + c) * h[c];
-                    hb[a] = v->ea[i] * m[o + a] + 2.0 * v->ec[i] * s;
+                    for (size_t c = k0; c < k1; c++)
+                        s += gmm_band_get(Sq, ia, entry_at(v, i, c)) * h[c];
+                    hb[a] = v->ea[i] * mq[ia] + 2.0 * v->ec[i] * s;
                 }
             }
             if ((st = gmm_latent_obs_coef_rev(v->lat, theta, v->coefbar_all, thetabar)))
@@ -803,6 +920,19 @@ static void pack(gmm_vi *v)
         double *d = gmm_band_ptr(&lb, j, j);
         *d = log(*d);
     }
+}
+
+/* With constraints, the state's m replaced by q's mean m_c = krig(m) (the
+ * same q: krig(m_c) = m_c), so that gmm_vi_mean is q's mean. */
+static gmm_status canonical(gmm_vi *v)
+{
+    gmm_status st;
+    if (!v->con)
+        return GMM_OK;
+    if ((st = unpack(v, v->lambda)) || (st = gmm_constr_factor(v->con, v->L)))
+        return st;
+    gmm_constr_krig(v->con, v->lambda);
+    return GMM_OK;
 }
 
 static gmm_status theta_check(gmm_vi *v, const double *theta)
@@ -852,6 +982,8 @@ gmm_status gmm_vi_set_state(gmm_vi *v, const double *theta, const double *m, con
             *gmm_band_ptr(v->L, j, j) = 1.0;
     }
     pack(v);
+    if ((st = canonical(v)))
+        return st;
     v->have_start = 1;
     v->start = "given";
     return GMM_OK;
@@ -872,8 +1004,9 @@ gmm_status gmm_vi_set_state_from(gmm_vi *v, const double *theta, gmm_vi *src)
 }
 
 /* K = chol(Q_p + sum_i w_i h_i h_i') (w NULL: the prior alone) at v->theta,
- * the coefficients set (set_hyper). */
-static gmm_status factor_start(gmm_vi *v, const double *w)
+ * the coefficients set (set_hyper); with pin, + tau E_S E_S' (constr.h's
+ * pins: positive definite when Q_p is intrinsic). */
+static gmm_status factor_start(gmm_vi *v, const double *w, int pin)
 {
     gmm_status st;
     size_t wd = v->width;
@@ -895,8 +1028,9 @@ static gmm_status factor_start(gmm_vi *v, const double *w)
                 if (!(w[o] > 0.0))
                     continue;
                 double sw = sqrt(w[o]);
-                for (size_t a = 0; a < wd; a++)
-                    hv[a] = sw * v->ocoef[o * wd + a];
+                memset(hv, 0, wd * sizeof *hv);
+                for (size_t k = v->orowptr[o]; k < v->orowptr[o + 1]; k++)
+                    hv[entry_at(v, o, k) - v->ooff[o]] = sw * v->ocoef[k];
                 if ((st = gmm_band_chol_add_row(v->K, v->ooff[o], wd, hv, v->work)))
                     return st;
                 continue;
@@ -913,14 +1047,42 @@ static gmm_status factor_start(gmm_vi *v, const double *w)
     v->K->kind = GMM_BAND_SYMMETRIC;
     if ((st = gmm_band_copy(v->K, v->Q)))
         return st;
+    if (pin) {
+        gmm_constr_pin(v->con, gmm_constr_tau(v->con, v->Q), v->K);
+        gmm_constr_pin(v->con, 0.0, NULL);
+    }
     for (size_t i = 0; w && i < v->nobs; i++) {
-        const double *h = v->ocoef + i * wd;
-        size_t o = v->ooff[i];
-        for (size_t a = 0; a < wd; a++)
-            for (size_t c = 0; c <= a; c++)
-                *gmm_band_ptr(v->K, o + a, o + c) += w[i] * h[a] * h[c];
+        const double *h = v->ocoef;
+        for (size_t a = v->orowptr[i]; a < v->orowptr[i + 1]; a++)
+            for (size_t c = v->orowptr[i]; c <= a; c++)
+                *gmm_band_ptr(v->K, entry_at(v, i, a), entry_at(v, i, c)) += w[i] * h[a] * h[c];
     }
     return gmm_band_chol_decomp(v->K, v->K);
+}
+
+/* L from K (restricted to b); with constraints, when K came without pins
+ * and is singular off the subspace in rounding (constrained_band), K and L
+ * again with the pins: an intrinsic Q_p is always singular there, and so
+ * is Q_p + H'WH when two intrinsic terms are read only through their sum. */
+static gmm_status start_factor(gmm_vi *v, const double *w)
+{
+    gmm_status st;
+    int pin = v->con && !w;
+    st = factor_start(v, w, pin);
+    if (st == GMM_ENOTPD && v->con && !pin)
+        st = factor_start(v, w, pin = 1);
+    if (st || (st = gmm_band_copy_band(v->L, v->K)))
+        return st;
+    if (!v->con || pin)
+        return GMM_OK;
+    if ((st = gmm_band_chol_selinv(v->L, v->S)))
+        return st;
+    st = constrained_band(v);
+    if (st != GMM_EDOM && st != GMM_ENOTPD)
+        return st;
+    if ((st = factor_start(v, w, 1)))
+        return st;
+    return gmm_band_copy_band(v->L, v->K);
 }
 
 gmm_status gmm_vi_start_laplace(gmm_vi *v, const char **start)
@@ -944,19 +1106,18 @@ gmm_status gmm_vi_start_laplace(gmm_vi *v, const char **start)
         w = v->ec; /* scratch: -d2 log p at the mode */
         double out[4];
         for (size_t i = 0; i < v->nobs; i++) {
-            const double *h = v->ocoef + i * v->width;
             double f = v->oshift[i];
-            for (size_t a = 0; a < v->width; a++)
-                f += h[a] * m[v->ooff[i] + a];
+            for (size_t a = v->orowptr[i]; a < v->orowptr[i + 1]; a++)
+                f += v->ocoef[a] * m[entry_at(v, i, a)];
             gmm_lik_eval(&v->lik, v->oy[i], v->oe[i], f, out, NULL);
             w[i] = -out[2];
         }
     }
-    if ((st = factor_start(v, w)))
-        return st;
-    if ((st = gmm_band_copy_band(v->L, v->K)))
+    if ((st = start_factor(v, w)))
         return st;
     pack(v);
+    if ((st = canonical(v)))
+        return st;
     v->have_start = 1;
     v->start = laplace ? "laplace" : "prior";
     if (start)
@@ -1022,10 +1183,15 @@ gmm_status gmm_vi_posterior(gmm_vi *v, double *mean, gmm_band *cov)
     if ((st = unpack(v, v->lambda)))
         return st;
     if (cov->kl >= v->b)
-        return gmm_band_chol_selinv(v->L, cov);
-    if ((st = gmm_band_chol_selinv(v->L, v->S)))
+        st = gmm_band_chol_selinv(v->L, cov);
+    else if ((st = gmm_band_chol_selinv(v->L, v->S)) == GMM_OK)
+        st = gmm_band_copy_band(cov, v->S);
+    if (st || !v->con)
         return st;
-    return gmm_band_copy_band(cov, v->S);
+    if ((st = gmm_constr_factor(v->con, v->L)))
+        return st;
+    gmm_constr_band(v->con, cov);
+    return GMM_OK;
 }
 
 /* The intercept added to m means at nodes or new inputs: GMM_EINVAL when
@@ -1463,6 +1629,8 @@ gmm_status gmm_vi_fit(gmm_vi *v, gmm_vi_result *res)
         precond_apply(&c, c.lb.u0, v->lambda);
         map_theta(&c, c.lb.u0);
         memcpy(v->theta, c.th, v->nparam * sizeof *c.th);
+        if ((st = canonical(v)))
+            goto done;
         iters += c.lb.iter;
         if (!c.rescale || (v->par.max_iter && iters >= v->par.max_iter))
             break;
@@ -1516,10 +1684,13 @@ gmm_status gmm_vi_quad_check(gmm_vi *v, size_t nquad, double *err, double *limit
     return GMM_OK;
 }
 
-/* v <- Sigma v = L^-T L^-1 v with q's factor (unpacked in v->L). */
+/* v <- Sigma v = L^-T L^-1 v with q's factor (unpacked in v->L); with
+ * constraints Sigma_c v (constr.h, factorised by gmm_vi_posterior). */
 static gmm_status q_solve(void *ctx, double *x)
 {
     gmm_vi *v = ctx;
+    if (v->con)
+        return gmm_constr_solve(v->con, v->L, x);
     gmm_status st = gmm_band_tri_solve_vec(v->L, GMM_NOTRANS, x);
     return st ? st : gmm_band_tri_solve_vec(v->L, GMM_TRANS, x);
 }

@@ -17,6 +17,7 @@ struct gmm_constr {
     double *G, *K;  /* k x k, lower Cholesky factors */
     double *a;      /* k */
     double ldG, ldK;
+    double *rw;     /* gmm_constr_rev: 4 n k + 3 n (allocated on first use) */
 };
 
 gmm_constr *gmm_constr_alloc(size_t n, size_t k, const double *A, const size_t *pin)
@@ -61,6 +62,7 @@ void gmm_constr_free(gmm_constr *c)
     gmm_free(c->G);
     gmm_free(c->K);
     gmm_free(c->a);
+    gmm_free(c->rw);
     gmm_free(c);
 }
 
@@ -77,7 +79,7 @@ double gmm_constr_tau(const gmm_constr *c, const gmm_band *Q)
 void gmm_constr_pin(gmm_constr *c, double tau, gmm_band *P)
 {
     c->tau = tau;
-    for (size_t i = 0; i < c->k; i++)
+    for (size_t i = 0; P && i < c->k; i++)
         *gmm_band_ptr(P, c->pin[i], c->pin[i]) += tau;
 }
 
@@ -158,6 +160,9 @@ gmm_status gmm_constr_factor(gmm_constr *c, const gmm_band *L)
                                                  "others",
                             bad - 1);
     right_solve(c->V, n, k, c->G);
+    c->ldK = 0.0;
+    if (c->tau == 0.0)
+        return GMM_OK;
     for (size_t j = 0; j < k; j++) {
         double *y = c->Z + j * n;
         memset(y, 0, n * sizeof *y);
@@ -190,6 +195,8 @@ gmm_status gmm_constr_solve(gmm_constr *c, const gmm_band *L, double *v)
     if (k == 0)
         return GMM_OK;
     krig(c, v);
+    if (c->tau == 0.0)
+        return GMM_OK;
     /* + tau Z Z' b, Z' b = L_K^-1 Y' b = L_K^-1 (Sigma~_c b)_S */
     for (size_t i = 0; i < k; i++) {
         double s = v[c->pin[i]];
@@ -212,7 +219,7 @@ void gmm_constr_band(const gmm_constr *c, gmm_band *S)
         for (size_t i = j; i <= iend; i++) {
             double s = 0.0;
             for (size_t t = 0; t < k; t++)
-                s += c->tau * c->Z[t * n + i] * c->Z[t * n + j] -
+                s += (c->tau == 0.0 ? 0.0 : c->tau * c->Z[t * n + i] * c->Z[t * n + j]) -
                      c->V[t * n + i] * c->V[t * n + j];
             col[i] += s;
         }
@@ -220,3 +227,104 @@ void gmm_constr_band(const gmm_constr *c, gmm_band *S)
 }
 
 double gmm_constr_logdet(const gmm_constr *c) { return c->k ? c->ldG + c->ldK : 0.0; }
+
+void gmm_constr_krig(gmm_constr *c, double *v)
+{
+    if (c->k)
+        krig(c, v);
+}
+
+/* GRADIENT of the conditioned moments (tau = 0, P = L L', Sigma = P^-1,
+ * G = A Sigma A', V = Sigma A' L_G^-T, Sigma_c = Sigma - V V', m_c = Pi m
+ * with Pi = I - Sigma A' G^-1 A).  A perturbation dSigma moves Sigma_c by
+ * Pi dSigma Pi' and m_c by -Pi dSigma A' G^-1 A m, so with B the full
+ * symmetric matrix of Sbar, s = Sigma_c mcbar and d = m - m_c = Sigma A'
+ * G^-1 A m, the adjoint of the full Sigma of f = <B, -V V'> + mcbar' m_c is
+ * Pi'B Pi - B - sym(Pi' mcbar (G^-1 A m)' A), and through dSigma =
+ * -Sigma (dL L' + L dL') Sigma (Lbar = -2 Sigma Sigmabar Sigma L, lower part;
+ * Sigma Pi' = Sigma_c, Sigma A' G^-1 A Sigma = V V', V' L = W' with W = L'V):
+ *
+ *   Lbar += lower(2 V (L^-1 B V)' + 2 (Sigma_c B V) W' + s (L'd)' + d (L's)'),
+ *   mbar += Pi' mcbar = mcbar - A' L_G^-T V' mcbar.
+ *
+ * Each term an n x k (or n x 1) product restricted to L's band: O(n b k),
+ * plus 2k banded solves and B V, O(n l k). */
+gmm_status gmm_constr_rev(gmm_constr *c, const gmm_band *L, const double *m, const double *mc,
+                          const double *mcbar, const gmm_band *Sbar, gmm_band *Lbar,
+                          double *mbar)
+{
+    gmm_status st;
+    size_t n = c->n, k = c->k;
+    if (k == 0)
+        return GMM_OK;
+    if (c->tau != 0.0)
+        return gmm_error(GMM_EINVAL, "gmm_constr_rev: pinned constraints have no reverse mode");
+    if (L->n != n || Lbar->n != n || Lbar->kind != GMM_BAND_LOWER || Lbar->kl < L->kl ||
+        (Sbar && (Sbar->n != n || Sbar->kind != GMM_BAND_SYMMETRIC)))
+        return gmm_error(GMM_EDIM, "gmm_constr_rev: bands of order %zu expected", n);
+    if (!c->rw && !(c->rw = gmm_malloc(4 * n * k + 3 * n, sizeof *c->rw)))
+        return gmm_error(GMM_ENOMEM, "out of memory for the constraints' reverse mode");
+    double *BV = c->rw, *SBV = BV + n * k, *LBV = SBV + n * k, *W = LBV + n * k;
+    double *s = W + n * k, *Ld = s + n, *Ls = Ld + n;
+    memset(BV, 0, n * k * sizeof *BV);
+    for (size_t j = 0; Sbar && j < n; j++) { /* B V, B's off-diagonals half Sbar's */
+        const double *col = gmm_band_col(Sbar, j);
+        size_t iend = j + Sbar->kl < n ? j + Sbar->kl : n - 1;
+        for (size_t t = 0; t < k; t++) {
+            const double *vt = c->V + t * n;
+            double *bt = BV + t * n, acc = col[j] * vt[j];
+            for (size_t i = j + 1; i <= iend; i++) {
+                double h = 0.5 * col[i];
+                acc += h * vt[i];
+                bt[i] += h * vt[j];
+            }
+            bt[j] += acc;
+        }
+    }
+    for (size_t t = 0; t < k; t++) {
+        memcpy(SBV + t * n, BV + t * n, n * sizeof *SBV);
+        memcpy(LBV + t * n, BV + t * n, n * sizeof *LBV);
+        if ((st = gmm_constr_solve(c, L, SBV + t * n)) ||
+            (st = gmm_band_tri_solve_vec(L, GMM_NOTRANS, LBV + t * n)) ||
+            (st = gmm_band_gemv(GMM_TRANS, 1.0, L, c->V + t * n, 0.0, W + t * n)))
+            return st;
+    }
+    memcpy(s, mcbar, n * sizeof *s);
+    if ((st = gmm_constr_solve(c, L, s)))
+        return st;
+    for (size_t i = 0; i < n; i++)
+        Ls[i] = m[i] - mc[i];
+    if ((st = gmm_band_gemv(GMM_TRANS, 1.0, L, Ls, 0.0, Ld)) ||
+        (st = gmm_band_gemv(GMM_TRANS, 1.0, L, s, 0.0, Ls)))
+        return st;
+    for (size_t j = 0; j < n; j++) {
+        double *col = gmm_band_col(Lbar, j);
+        size_t iend = j + L->kl < n ? j + L->kl : n - 1;
+        for (size_t i = j; i <= iend; i++) {
+            double acc = s[i] * Ld[j] + (m[i] - mc[i]) * Ls[j];
+            for (size_t t = 0; t < k; t++)
+                acc += 2.0 * (c->V[t * n + i] * LBV[t * n + j] + SBV[t * n + i] * W[t * n + j]);
+            col[i] += acc;
+        }
+    }
+    /* mbar: a = L_G^-T V' mcbar, then mbar += mcbar - A' a */
+    for (size_t t = 0; t < k; t++) {
+        double acc = 0.0;
+        for (size_t i = 0; i < n; i++)
+            acc += c->V[t * n + i] * mcbar[i];
+        c->a[t] = acc;
+    }
+    for (size_t t = k; t-- > 0;) {
+        double acc = c->a[t];
+        for (size_t r = t + 1; r < k; r++)
+            acc -= c->G[r * k + t] * c->a[r];
+        c->a[t] = acc / c->G[t * k + t];
+    }
+    for (size_t i = 0; i < n; i++) {
+        double acc = mcbar[i];
+        for (size_t t = 0; t < k; t++)
+            acc -= c->A[t * n + i] * c->a[t];
+        mbar[i] += acc;
+    }
+    return GMM_OK;
+}

@@ -7,7 +7,7 @@
 # read back, gradcheck, predict at the data rows, hmc and its draws, score of held-out rows);
 # predict --at and score at new rows against scripts/make-stack-predict-fixtures.R's dense
 # augmented posteriors (Gaussian rw1 + iid + x1; Poisson besag + rw2 + x1, Laplace),
-# vi's refusal, --verbose's sizes, and errors that point into the formula.  Against
+# --verbose's sizes, and errors that point into the formula (vi: 57_vi_constrained.sh).  Against
 # scripts/make-stack-fixtures.R: the cyclic rw1 and rw2 log marginal likelihoods (1e-8) and
 # predict --terms of rw1 + iid (the dense constrained posterior); the Laplace --terms of one
 # term against predict's rows; cyclic's refusals; a graph precision's parameter names.
@@ -193,11 +193,6 @@ begin "formula stack: score --loo leaves each data row out"
 run "$GMM_INFER" score --loo --model "$WORK/stack-model.json"
 expect_exit 0
 expect_stdout '"n": 47'
-
-begin "formula stack: vi refuses constrained latents with the reason"
-run "$GMM_INFER" vi --model "$WORK/stack-model.json" -o "$CASE_TMP/v.json"
-expect_exit 1
-expect_stderr 'sum-to-zero constraints'
 
 begin "formula stack: a kernel spec beside other terms, a missing graph, a shared column"
 run "$GMM_INFER" loglik --formula "y ~ f(t, rw1) + f(g, 'matern32')" "$sfx/data_rw1_iid.csv"

@@ -1,0 +1,206 @@
+/* test_constr.c -- constr.h without pins (P = L L' positive definite, as
+ * variational inference's q): the conditioned moments (kriged mean,
+ * Sigma_c's band, log|A Sigma A'|) against dense GSL formulas, and the
+ * reverse mode gmm_constr_rev against fourth-order central differences of
+ * the forward functional, on every slot of L's band and every entry of m.
+ * GMM_TEST_REPORT=1 prints the measured errors. */
+#include <check.h>
+#include <gsl/gsl_linalg.h>
+#include <gsl/gsl_matrix.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gmm/constr.h"
+#include "support/testutil.h"
+
+static int report(void) { return getenv("GMM_TEST_REPORT") != NULL; }
+
+#define N 17
+#define B 3
+#define K 3
+
+typedef struct {
+    gmm_band *L, *S, *Sbar;
+    double A[K * N], m[N], mcbar[N], mc[N];
+    size_t pin[K];
+    gmm_constr *c;
+} cctx;
+
+/* A: a dense row, a row on the first half, a local row (a small
+ * component's sum); L random with a dominant positive diagonal. */
+static void cctx_make(cctx *x, tu_rng *r)
+{
+    memset(x->A, 0, sizeof x->A);
+    for (size_t j = 0; j < N; j++) {
+        x->A[j] = 1.0;
+        x->A[N + j] = j < N / 2 ? 0.5 + tu_uniform(r) : 0.0;
+    }
+    x->A[2 * N + 11] = x->A[2 * N + 12] = x->A[2 * N + 13] = 1.0;
+    for (size_t i = 0; i < K; i++)
+        x->pin[i] = 4 * i + 1;
+    x->L = gmm_band_alloc(N, B, 0, GMM_BAND_LOWER);
+    x->S = gmm_band_alloc(N, B + 1, 0, GMM_BAND_SYMMETRIC);
+    x->Sbar = gmm_band_alloc(N, B + 1, 0, GMM_BAND_SYMMETRIC);
+    tu_band_fill_random(x->L, r);
+    for (size_t j = 0; j < N; j++) {
+        *gmm_band_ptr(x->L, j, j) = 1.5 + tu_uniform(r);
+        for (size_t i = j + 1; i <= j + B && i < N; i++)
+            *gmm_band_ptr(x->L, i, j) *= 0.4;
+    }
+    tu_band_fill_random(x->Sbar, r);
+    for (size_t j = 0; j < N; j++) {
+        x->m[j] = tu_normal(r);
+        x->mcbar[j] = tu_normal(r);
+    }
+    x->c = gmm_constr_alloc(N, K, x->A, x->pin);
+    ck_assert_ptr_nonnull(x->c);
+    gmm_constr_pin(x->c, 0.0, NULL);
+}
+
+static void cctx_free(cctx *x)
+{
+    gmm_band_free(x->L);
+    gmm_band_free(x->S);
+    gmm_band_free(x->Sbar);
+    gmm_constr_free(x->c);
+}
+
+/* f = mcbar' krig(m) + sum over stored slots of Sbar . (-band(V V')). */
+static double fval(void *p)
+{
+    cctx *x = p;
+    ck_assert_int_eq(gmm_constr_factor(x->c, x->L), GMM_OK);
+    memcpy(x->mc, x->m, sizeof x->m);
+    gmm_constr_krig(x->c, x->mc);
+    gmm_band_set_zero(x->S);
+    gmm_constr_band(x->c, x->S);
+    double f = 0.0;
+    for (size_t j = 0; j < N; j++) {
+        f += x->mcbar[j] * x->mc[j];
+        for (size_t i = j; i <= j + B + 1 && i < N; i++)
+            f += gmm_band_get(x->Sbar, i, j) * gmm_band_get(x->S, i, j);
+    }
+    return f;
+}
+
+static double *dense_of(const gmm_band *b)
+{
+    double *D = tu_band_to_dense(b); /* column-major */
+    return D;
+}
+
+START_TEST(test_constr_forward)
+{
+    tu_rng r;
+    tu_rng_seed(&r, 71);
+    cctx x;
+    cctx_make(&x, &r);
+    ck_assert_int_eq(gmm_band_chol_selinv(x.L, x.S), GMM_OK);
+    fval(&x); /* factor, krig */
+    ck_assert_int_eq(gmm_band_chol_selinv(x.L, x.S), GMM_OK);
+    gmm_constr_band(x.c, x.S);
+    /* dense: Sigma = (L L')^-1, G = A Sigma A', Sigma_c, m_c */
+    double *Ld = dense_of(x.L);
+    gsl_matrix *P = gsl_matrix_calloc(N, N), *G = gsl_matrix_calloc(K, K);
+    for (size_t i = 0; i < N; i++)
+        for (size_t j = 0; j < N; j++) {
+            double s = 0.0;
+            for (size_t t = 0; t < N; t++)
+                s += Ld[t * N + i] * Ld[t * N + j];
+            gsl_matrix_set(P, i, j, s);
+        }
+    ck_assert_int_eq(gsl_linalg_cholesky_decomp1(P), GSL_SUCCESS);
+    ck_assert_int_eq(gsl_linalg_cholesky_invert(P), GSL_SUCCESS);
+    double U[N * K];
+    for (size_t i = 0; i < N; i++)
+        for (size_t a = 0; a < K; a++) {
+            double s = 0.0;
+            for (size_t t = 0; t < N; t++)
+                s += gsl_matrix_get(P, i, t) * x.A[a * N + t];
+            U[i * K + a] = s;
+        }
+    for (size_t a = 0; a < K; a++)
+        for (size_t b = 0; b < K; b++) {
+            double s = 0.0;
+            for (size_t t = 0; t < N; t++)
+                s += x.A[a * N + t] * U[t * K + b];
+            gsl_matrix_set(G, a, b, s);
+        }
+    ck_assert_int_eq(gsl_linalg_cholesky_decomp1(G), GSL_SUCCESS);
+    double ldg = 0.0;
+    for (size_t a = 0; a < K; a++)
+        ldg += 2.0 * log(gsl_matrix_get(G, a, a));
+    ck_assert_int_eq(gsl_linalg_cholesky_invert(G), GSL_SUCCESS);
+    double am[K], em = 0.0, es = 0.0;
+    for (size_t a = 0; a < K; a++) {
+        am[a] = 0.0;
+        for (size_t t = 0; t < N; t++)
+            am[a] += x.A[a * N + t] * x.m[t];
+    }
+    for (size_t i = 0; i < N; i++) {
+        double mc = x.m[i];
+        for (size_t a = 0; a < K; a++)
+            for (size_t b = 0; b < K; b++)
+                mc -= U[i * K + a] * gsl_matrix_get(G, a, b) * am[b];
+        em = fmax(em, fabs(mc - x.mc[i]));
+        for (size_t j = i; j <= i + B + 1 && j < N; j++) {
+            double s = gsl_matrix_get(P, i, j);
+            for (size_t a = 0; a < K; a++)
+                for (size_t b = 0; b < K; b++)
+                    s -= U[i * K + a] * gsl_matrix_get(G, a, b) * U[j * K + b];
+            es = fmax(es, fabs(s - gmm_band_get(x.S, j, i)));
+        }
+    }
+    double el = fabs(ldg - gmm_constr_logdet(x.c));
+    if (report())
+        fprintf(stderr, "constr no pins: mean %.2e, Sigma_c band %.2e, log|G| %.2e\n", em, es,
+                el);
+    ck_assert_msg(em < 1e-13 && es < 1e-13 && el < 1e-12, "mean %g, band %g, logdet %g", em, es,
+                  el);
+    gsl_matrix_free(P);
+    gsl_matrix_free(G);
+    free(Ld);
+    cctx_free(&x);
+}
+END_TEST
+
+START_TEST(test_constr_rev)
+{
+    tu_rng r;
+    tu_rng_seed(&r, 72);
+    cctx x;
+    cctx_make(&x, &r);
+    fval(&x);
+    gmm_band *Lbar = gmm_band_alloc(N, B, 0, GMM_BAND_LOWER);
+    double mbar[N] = {0};
+    gmm_band_set_zero(Lbar);
+    ck_assert_int_eq(gmm_constr_rev(x.c, x.L, x.m, x.mc, x.mcbar, x.Sbar, Lbar, mbar), GMM_OK);
+    size_t wi = 0, wj = 0, wm = 0;
+    double eL = tu_fd_check_band(x.L, Lbar, fval, &x, 1e-5, 1.0, (size_t)-1, &r, &wi, &wj);
+    double em = tu_fd_check4(x.m, N, mbar, fval, &x, 1e-3, 1.0, &wm);
+    if (report())
+        fprintf(stderr, "constr rev: L %.2e at (%zu, %zu), m %.2e at %zu\n", eL, wi, wj, em, wm);
+    ck_assert_msg(eL < 1e-7, "Lbar(%zu, %zu) %.10g: relative error %.3g", wi, wj,
+                  gmm_band_get(Lbar, wi, wj), eL);
+    ck_assert_msg(em < 1e-9, "mbar[%zu] %.10g: relative error %.3g", wm, mbar[wm], em);
+    /* with pins there is no reverse mode */
+    gmm_constr_pin(x.c, 1.0, NULL);
+    ck_assert_int_eq(gmm_constr_rev(x.c, x.L, x.m, x.mc, x.mcbar, x.Sbar, Lbar, mbar),
+                     GMM_EINVAL);
+    gmm_band_free(Lbar);
+    cctx_free(&x);
+}
+END_TEST
+
+extern Suite *model_constr_suite(void);
+Suite *model_constr_suite(void)
+{
+    Suite *s = suite_create("model_constr");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, test_constr_forward);
+    tcase_add_test(tc, test_constr_rev);
+    suite_add_tcase(s, tc);
+    return s;
+}
