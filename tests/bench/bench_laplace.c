@@ -14,6 +14,10 @@
  *           rows) and by auto, which takes the square-root form here from
  *           n = 1e3 (the Cholesky's rounding bound exceeds 1e-8), with the
  *           ratio of their moved times
+ *   BENCH_N=n       the series at n alone (no graph); BENCH_REPS=r (1 .. 16)
+ *           evaluations per run instead of 11 (5 from n = 1e5, 3 at 1e6):
+ *           with r and 1, an instruction count's difference over r - 1 is
+ *           one moved evaluation's (valgrind --tool=callgrind)
  *
  * Times are wall-clock: the first evaluation (cold: the mode searched from
  * x = 0), then the median of evaluations at hyperparameters moved by 5%
@@ -80,8 +84,14 @@ static double poisson(gmm_rng *r, double mu)
     return (double)(k - 1);
 }
 
+static size_t env_size(const char *name, size_t dflt)
+{
+    const char *v = getenv(name);
+    return v && *v ? (size_t)strtoul(v, NULL, 10) : dflt;
+}
+
 /* The moved evaluations' median wall-clock and CPU times (ms) into ms[0],
- * ms[1]. */
+ * ms[1] (NAN with one evaluation). */
 static void run(const char *label, gmm_latent *lat, size_t n, FILE *csv, double ms_out[2])
 {
     gmm_rng r;
@@ -98,7 +108,11 @@ static void run(const char *label, gmm_latent *lat, size_t n, FILE *csv, double 
         die("problem");
     gmm_objective *o = gmm_problem_objective(p);
     double *g = malloc(o->nparam * sizeof *g), f, t[16], c[16];
-    size_t reps = n >= 1000000 ? 3 : n >= 100000 ? 5 : 11, cold = 0;
+    size_t reps = env_size("BENCH_REPS", n >= 1000000 ? 3 : n >= 100000 ? 5 : 11), cold = 0;
+    if (reps < 1 || reps > 16) {
+        fprintf(stderr, "bench_laplace: BENCH_REPS must be 1 .. 16\n");
+        exit(2);
+    }
     double *th = malloc(o->nparam * sizeof *th);
     memcpy(th, o->value, o->nparam * sizeof *th);
     for (size_t k = 0; k < reps; k++) {
@@ -115,10 +129,10 @@ static void run(const char *label, gmm_latent *lat, size_t n, FILE *csv, double 
     double cold_ms = t[0];
     qsort(t + 1, reps - 1, sizeof *t, cmp_double);
     qsort(c + 1, reps - 1, sizeof *c, cmp_double);
-    double ms = ms_out[0] = t[1 + (reps - 1) / 2];
-    ms_out[1] = c[1 + (reps - 1) / 2];
-    printf("%-11s n = %8zu  bandwidth %3zu  cold %9.2f ms (%2zu Newton)  moved %9.2f ms (cpu "
-           "%.2f; %zu Newton)  %6.3f us/latent\n",
+    double ms = ms_out[0] = reps > 1 ? t[1 + (reps - 1) / 2] : NAN;
+    ms_out[1] = reps > 1 ? c[1 + (reps - 1) / 2] : NAN;
+    printf("%-11s n = %8zu  bandwidth %3zu  cold %9.4g ms (%2zu Newton)  moved %9.4g ms (cpu "
+           "%.4g; %zu Newton)  %6.3f us/latent\n",
            label, n, gmm_latent_bandwidth(lat), cold_ms, cold, ms, ms_out[1],
            gmm_problem_iterations(p), 1e3 * ms / (double)gmm_latent_dim(lat));
     if (csv)
@@ -138,7 +152,11 @@ int main(void)
     const char *csvname = getenv("BENCH_CSV");
     FILE *csv = csvname && *csvname ? fopen(csvname, "a") : NULL;
     size_t ns[] = {1000, 10000, 100000, 1000000};
-    size_t nmax = quick ? 100000 : 1000000;
+    size_t nmax = quick ? 100000 : 1000000, one = env_size("BENCH_N", 0);
+    if (one) {
+        ns[0] = nmax = one;
+        ns[1] = ns[2] = ns[3] = one + 1;
+    }
     gmm_spec_node *s = NULL;
     gmm_kernel *k = NULL;
     if (gmm_spec_parse("matern32(variance=1, lengthscale=50)", &s) ||
@@ -173,7 +191,7 @@ int main(void)
     gmm_kernel_free(k);
     gmm_spec_free(s);
 
-    size_t gmax = quick ? 10000 : 100000, w = 20;
+    size_t gmax = one ? 0 : quick ? 10000 : 100000, w = 20;
     if (gmm_spec_parse("edge-ou(variance=1, lengthscale=5)", &s))
         die("precision");
     for (size_t i = 0; i < 3 && ns[i] <= gmax; i++) {
