@@ -10,7 +10,10 @@
  * measured first from 8 extra evaluations at u +- 1e-6 k (Moré and Wild's
  * ECnoise), since a likelihood from a banded factorisation is far noisier
  * than eps |f| (CO2 fit: 6e-9 at |f| = 957) -- after one step refinement
- * that balances the two terms.  With a = analytic, f = loglik and, on the
+ * that balances the two terms; then, where its bound is smaller and it
+ * agrees, the rule with its own truncation estimate (the difference from
+ * the rule at twice the step) at steps 1, 4, 16, .. times the initial one.
+ * With a = analytic, f = loglik and, on the
  * u scale,
  *
  *     tol = rel_tol * max(|a|, |fd|, |f|, 1),

@@ -36,7 +36,11 @@
  * Sparse rows (rowptr not NULL; the assembled form only): row i's entries
  * are k = rowptr[i] .. rowptr[i + 1] (rowptr: nobs + 1), reading
  * x[offset[i] + pos[k]] (pos increasing within a row, < width) with
- * coefficient coef[k]; the coefficient gradient is laid out as coef. */
+ * coefficient coef[k]; the coefficient gradient is laid out as coef.
+ * cst: the rows' likelihood constants, gmm_lik_row_const of (y[i], e[i])
+ * at cst[i nconst ..] (nconst = gmm_lik_nconst of the evaluations' lik),
+ * or NULL to form them at every row evaluation (log y!, log e: the same
+ * values, at a cost the Newton iterations repeat). */
 typedef struct {
     size_t nobs, width;
     const size_t *offset;
@@ -45,6 +49,7 @@ typedef struct {
     const double *e;
     const double *shift;
     const size_t *rowptr, *pos;
+    const double *cst;
 } gmm_laplace_obs;
 
 typedef struct {
@@ -91,6 +96,16 @@ gmm_status gmm_laplace_eval(gmm_laplace *w, const gmm_band *Q, double logdet_q,
                             const gmm_laplace_obs *obs, const gmm_lik *lik, double b,
                             const double *x0, int warm, const gmm_laplace_params *par,
                             double *logq);
+/* The mode alone: gmm_laplace_eval's Newton iterations (the same steps,
+ * stopping rule and errors, except that P is not checked positive definite
+ * at the mode), without the factorisation there or log q: no posterior,
+ * draw or gradient follows, but the mode starts a warm evaluation
+ * (gmm_laplace_eval_sqrt's, whose own step from it decides whether it is
+ * kept).  Q, obs, lik, b, x0, warm, par as gmm_laplace_eval; GMM_EINVAL for
+ * a NULL argument. */
+gmm_status gmm_laplace_mode(gmm_laplace *w, const gmm_band *Q, const gmm_laplace_obs *obs,
+                            const gmm_lik *lik, double b, const double *x0, int warm,
+                            const gmm_laplace_params *par);
 /* Iterations of the last eval. */
 size_t gmm_laplace_iterations(const gmm_laplace *w);
 

@@ -65,19 +65,37 @@ static void forward_segment(const gmm_band *L, size_t r0, size_t r1, double *x)
     }
 }
 
-/* x[r0..r1] <- L[r0..r1, r0..r1]^{-T} x[r0..r1], bottom row first (see
- * band_dot_far for the order of the sum). */
+/* x(i) = (x(i) - sum_{i < m <= m1} L(m,i) x(m)) / L(i,i), l = column i of
+ * L (see band_dot_far for the order of the sum). */
+BAND_INLINE void backward_row(const double *l, double *x, size_t i, size_t m1)
+{
+    double inv = 1.0 / l[i];
+    /* band_dot_far(l, x, i + 2, m1) by its count, which unrolls when m1 -
+     * i is a constant */
+    size_t cnt = m1 >= i + 2 ? m1 - i - 1 : 0;
+    double s = x[i] - band_dot_far_strided(l + i + 2, 1, x + i + 2, cnt);
+    if (i + 1 <= m1)
+        s -= l[i + 1] * x[i + 1];
+    x[i] = s * inv;
+}
+
+/* x[r0..r1] <- L[r0..r1, r0..r1]^{-T} x[r0..r1], bottom row first. */
 static void backward_segment(const gmm_band *L, size_t r0, size_t r1, double *x)
 {
-    for (size_t i = r1 + 1; i-- > r0;) {
-        const double *l = gmm_band_col(L, i);
-        size_t m1 = min_sz(r1, i + L->kl);
-        double inv = 1.0 / l[i];
-        double s = x[i] - band_dot_far(l, x, i + 2, m1);
-        if (i + 1 <= m1)
-            s -= l[i + 1] * x[i + 1];
-        x[i] = s * inv;
-    }
+    for (size_t i = r1 + 1; i-- > r0;)
+        backward_row(gmm_band_col(L, i), x, i, min_sz(r1, i + L->kl));
+}
+
+/* x <- L^{-T} x over all rows, L of bandwidth l (a constant in the
+ * specialised copies: the rows above the last l have l terms): the
+ * arithmetic of backward_segment, to the bit. */
+BAND_INLINE void backward_all(const gmm_band *L, size_t l, double *x)
+{
+    size_t n = L->n, i1 = n > l ? n - l : 0;
+    for (size_t i = n; i-- > i1;)
+        backward_row(gmm_band_col(L, i), x, i, n - 1);
+    for (size_t i = i1; i-- > 0;)
+        backward_row(gmm_band_col(L, i), x, i, i + l);
 }
 
 /* One row of forward substitution by rows: x(i) = (x(i) - sum_m L(i,m) x(m))
@@ -198,7 +216,16 @@ static void tbsv(const gmm_band *L, gmm_trans trans, double *x, double *ld)
         return;
     }
     if (trans == GMM_TRANS) {
-        backward_segment(L, 0, L->n - 1, x);
+        switch (L->kl) {
+#define FIXED(K)                                                                                   \
+    case K:                                                                                        \
+        backward_all(L, K, x);                                                                     \
+        break;
+            BAND_FIXED_BANDWIDTHS(FIXED)
+#undef FIXED
+        default:
+            backward_segment(L, 0, L->n - 1, x);
+        }
         return;
     }
     switch (L->kl) {

@@ -50,7 +50,8 @@
 
 struct gmm_laplace {
     size_t n, kl, ckl, maxobs, width;
-    gmm_band *P, *L, *LQ, *S, *SQ;
+    size_t nconst;        /* the likelihood's row constants (obs->cst) */
+    gmm_band *L, *LQ, *S, *SQ;
     double *x, *xt, *gr, *dx, *tmp, *z;   /* n each */
     double *f, *g, *w, *t, *s;            /* maxobs each */
     double *yt, *u;                       /* maxobs each: working data, adjoint (sqrt) */
@@ -59,6 +60,7 @@ struct gmm_laplace {
     const gmm_lik *lik;
     const gmm_band *Q;
     double b, logq, psi;  /* psi: Psi at the mode */
+    double lsum;          /* sum log p at psi()'s last x */
     size_t iter;
     int valid, have_mode, logdet_here;
     int accepted;     /* the square-root form kept its start: dx = mu - x */
@@ -76,7 +78,6 @@ void gmm_laplace_free(gmm_laplace *w)
 {
     if (!w)
         return;
-    gmm_band_free(w->P);
     gmm_band_free(w->L);
     gmm_band_free(w->LQ);
     gmm_band_free(w->S);
@@ -120,7 +121,6 @@ gmm_laplace *gmm_laplace_alloc(size_t n, size_t kl, size_t cov_kl, size_t maxobs
     w->maxobs = maxobs;
     w->width = width;
     size_t no = maxobs ? maxobs : 1;
-    w->P = gmm_band_alloc(n, kl, 0, GMM_BAND_SYMMETRIC);
     w->L = gmm_band_alloc(n, kl, 0, GMM_BAND_LOWER);
     w->LQ = gmm_band_alloc(n, kl, 0, GMM_BAND_LOWER);
     w->S = gmm_band_alloc(n, cov_kl, 0, GMM_BAND_SYMMETRIC);
@@ -131,7 +131,7 @@ gmm_laplace *gmm_laplace_alloc(size_t n, size_t kl, size_t cov_kl, size_t maxobs
     double **o[] = {&w->f, &w->g, &w->w, &w->t, &w->s, &w->yt, &w->u};
     for (size_t i = 0; i < sizeof o / sizeof o[0]; i++)
         *o[i] = gmm_calloc(no, sizeof(double));
-    int ok = w->P && w->L && w->LQ && w->S && w->SQ;
+    int ok = w->L && w->LQ && w->S && w->SQ;
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
         ok = ok && *v[i];
     for (size_t i = 0; i < sizeof o / sizeof o[0]; i++)
@@ -163,19 +163,54 @@ static size_t row_pos(const gmm_laplace_obs *ob, size_t k, size_t lo)
     return ob->pos ? ob->pos[k] : k - lo;
 }
 
+/* log p(y_i | f) and its derivatives (gmm_lik_eval), from the row's
+ * constants when the caller gave them. */
+static void row_eval(const gmm_laplace *w, size_t i, double f, double out[4], double *dpar)
+{
+    const gmm_laplace_obs *ob = w->obs;
+    double e = ob->e ? ob->e[i] : 1.0;
+    if (ob->cst)
+        gmm_lik_eval_const(w->lik, ob->y[i], e, ob->cst + i * w->nconst, f, out, dpar);
+    else
+        gmm_lik_eval(w->lik, ob->y[i], e, f, out, dpar);
+}
+
+/* The linear predictors f_i = b + s_i + h_i'x of all rows into f. */
+static void lin_pred(const gmm_laplace *w, const double *x, double *f)
+{
+    const gmm_laplace_obs *ob = w->obs;
+    size_t nobs = ob->nobs;
+    const size_t *off = ob->offset;
+    const double *coef = ob->coef;
+    for (size_t i = 0; i < nobs; i++)
+        f[i] = w->b + (ob->shift ? ob->shift[i] : 0.0);
+    if (!ob->rowptr) { /* dense windows */
+        size_t wd = ob->width;
+        for (size_t i = 0; i < nobs; i++) {
+            const double *h = coef + i * wd, *xo = x + off[i];
+            double fi = f[i];
+            for (size_t k = 0; k < wd; k++)
+                fi += h[k] * xo[k];
+            f[i] = fi;
+        }
+        return;
+    }
+    for (size_t i = 0; i < nobs; i++) {
+        size_t lo = row_lo(ob, i), hi = row_hi(ob, i);
+        const double *xo = x + off[i];
+        for (size_t k = lo; k < hi; k++)
+            f[i] += coef[k] * xo[row_pos(ob, k, lo)];
+    }
+}
+
 /* sum log p at x; f, g, w, t at x on the way. */
 static double lik_sum(gmm_laplace *w, const double *x)
 {
     const gmm_laplace_obs *ob = w->obs;
     double sum = 0.0, out[4];
+    lin_pred(w, x, w->f);
     for (size_t i = 0; i < ob->nobs; i++) {
-        size_t lo = row_lo(ob, i), hi = row_hi(ob, i);
-        const double *xo = x + ob->offset[i];
-        double f = w->b + (ob->shift ? ob->shift[i] : 0.0);
-        for (size_t k = lo; k < hi; k++)
-            f += ob->coef[k] * xo[row_pos(ob, k, lo)];
-        gmm_lik_eval(w->lik, ob->y[i], ob->e ? ob->e[i] : 1.0, f, out, NULL);
-        w->f[i] = f;
+        row_eval(w, i, w->f[i], out, NULL);
         w->g[i] = out[1];
         w->w[i] = -out[2];
         w->t[i] = out[3];
@@ -197,10 +232,11 @@ static int newton_done(double dec, double Psi, double tol, double *best, int *st
            (*stall >= 3 && dec <= 1e-6 * fmax(1.0, fabs(Psi)));
 }
 
-/* Psi(x) = sum log p - x'Qx/2; f, g, w, t at x on the way; Qx in tmp. */
+/* Psi(x) = sum log p - x'Qx/2; f, g, w, t and lsum at x on the way; Qx
+ * in tmp. */
 static double psi(gmm_laplace *w, const double *x)
 {
-    double sum = lik_sum(w, x);
+    double sum = w->lsum = lik_sum(w, x);
     gmm_band_gemv(GMM_NOTRANS, 1.0, w->Q, x, 0.0, w->tmp);
     double q = 0.0;
     for (size_t j = 0; j < w->n; j++)
@@ -208,17 +244,35 @@ static double psi(gmm_laplace *w, const double *x)
     return sum - 0.5 * q;
 }
 
-/* P = Q + H'WH and its Cholesky factor L; with clamp, W's negative
- * entries are taken as 0, which keeps P positive definite. */
+/* P = Q + H'WH, formed in L's storage, and its Cholesky factor L there;
+ * with clamp, W's negative entries are taken as 0, which keeps P positive
+ * definite. */
 static gmm_status factor_p(gmm_laplace *w, int clamp)
 {
     const gmm_laplace_obs *ob = w->obs;
-    gmm_status st = gmm_band_copy(w->P, w->Q);
+    gmm_band *P = w->L;
+    gmm_status st = gmm_band_copy(P, w->Q); /* SYMMETRIC until factorised */
     if (st)
         return st;
     if (w->con)
-        gmm_constr_pin(w->con, gmm_constr_tau(w->con, w->Q), w->P);
-    for (size_t i = 0; i < ob->nobs; i++) {
+        gmm_constr_pin(w->con, gmm_constr_tau(w->con, w->Q), P);
+    if (!ob->rowptr) { /* dense windows */
+        size_t nobs = ob->nobs, wd = ob->width;
+        const size_t *off = ob->offset;
+        const double *wv = w->w;
+        for (size_t i = 0; i < nobs; i++) {
+            const double *h = ob->coef + i * wd;
+            double wi = clamp ? fmax(wv[i], 0.0) : wv[i];
+            for (size_t a = 0; wi != 0.0 && a < wd; a++) {
+                if (h[a] == 0.0)
+                    continue;
+                double *col = gmm_band_col(P, off[i] + a) + off[i], c = wi * h[a];
+                for (size_t b2 = a; b2 < wd; b2++)
+                    col[b2] += c * h[b2];
+            }
+        }
+    }
+    for (size_t i = 0; ob->rowptr && i < ob->nobs; i++) {
         size_t lo = row_lo(ob, i), hi = row_hi(ob, i), o = ob->offset[i];
         const double *h = ob->coef;
         double wi = clamp ? fmax(w->w[i], 0.0) : w->w[i];
@@ -228,12 +282,12 @@ static gmm_status factor_p(gmm_laplace *w, int clamp)
             if (h[a] == 0.0)
                 continue;
             size_t ia = o + row_pos(ob, a, lo);
-            double *col = gmm_band_col(w->P, ia), c = wi * h[a];
+            double *col = gmm_band_col(P, ia), c = wi * h[a];
             for (size_t b2 = a; b2 < hi; b2++)
                 col[o + row_pos(ob, b2, lo)] += c * h[b2];
         }
     }
-    st = gmm_band_chol_decomp(w->P, w->L);
+    st = gmm_band_chol_decomp(P, w->L);
     if (st == GMM_ENOTPD) {
         size_t row = gmm_error_index();
         return gmm_error_at(GMM_ENOTPD, row,
@@ -263,14 +317,17 @@ static int has_negative_w(const gmm_laplace *w)
     return 0;
 }
 
-gmm_status gmm_laplace_eval(gmm_laplace *w, const gmm_band *Q, double logdet_q,
-                            const gmm_laplace_obs *obs, const gmm_lik *lik, double b,
-                            const double *x0, int warm, const gmm_laplace_params *par,
-                            double *logq)
+/* gmm_laplace_eval, or with logq NULL gmm_laplace_mode: the Newton
+ * iterations alone, stopping at the last step's x (no factor of P there,
+ * no log q). */
+static gmm_status newton(gmm_laplace *w, const gmm_band *Q, double logdet_q,
+                         const gmm_laplace_obs *obs, const gmm_lik *lik, double b,
+                         const double *x0, int warm, const gmm_laplace_params *par,
+                         double *logq)
 {
     gmm_status st;
     gmm_laplace_params dflt;
-    if (!w || !Q || !obs || !lik || !logq)
+    if (!w || !Q || !obs || !lik)
         return gmm_error(GMM_EINVAL, "laplace: NULL argument");
     w->valid = 0;
     if (!par) {
@@ -292,13 +349,14 @@ gmm_status gmm_laplace_eval(gmm_laplace *w, const gmm_band *Q, double logdet_q,
         return gmm_error(GMM_EDOM, "intercept = %g is not finite", b);
     w->obs = obs;
     w->lik = lik;
+    w->nconst = gmm_lik_nconst(lik);
     w->Q = Q;
     w->sm = NULL;
     w->b = b;
-    if (w->con && isnan(logdet_q))
+    if (logq && w->con && isnan(logdet_q))
         return gmm_error(GMM_EINVAL, "laplace: constraints need the prior's log-determinant on "
                                      "the constrained subspace");
-    w->logdet_here = isnan(logdet_q);
+    w->logdet_here = logq && isnan(logdet_q);
     if (w->logdet_here) {
         if ((st = gmm_band_chol_decomp(Q, w->LQ)) != GMM_OK) {
             size_t row = gmm_error_index();
@@ -322,6 +380,8 @@ gmm_status gmm_laplace_eval(gmm_laplace *w, const gmm_band *Q, double logdet_q,
     size_t it = 0;
     double best = INFINITY;
     for (;;) {
+        if (final && !logq)
+            break;
         st = factor_p(w, 0);
         if (st == GMM_ENOTPD && final) {
             size_t row = gmm_error_index();
@@ -359,8 +419,7 @@ gmm_status gmm_laplace_eval(gmm_laplace *w, const gmm_band *Q, double logdet_q,
              * so the gradient) exact to rounding */
             for (size_t j = 0; j < w->n; j++)
                 w->x[j] += w->dx[j];
-            Psi = psi(w, w->x);
-            if (!isfinite(Psi))
+            if (logq && !isfinite(Psi = psi(w, w->x)))
                 return gmm_error(GMM_EDOM, "Laplace: log density not finite at the mode");
             final = 1;
             it++;
@@ -398,11 +457,13 @@ gmm_status gmm_laplace_eval(gmm_laplace *w, const gmm_band *Q, double logdet_q,
         Psi = Pt;
         it++;
     }
-    double ldp = gmm_band_chol_logdet(w->L), sum = 0.0, q = 0.0, out[4];
-    for (size_t i = 0; i < obs->nobs; i++) {
-        gmm_lik_eval(lik, obs->y[i], obs->e ? obs->e[i] : 1.0, w->f[i], out, NULL);
-        sum += out[0];
+    w->iter = it;
+    if (!logq) {
+        w->have_mode = 1;
+        return GMM_OK;
     }
+    /* the last psi() was at x: its sum and Qx */
+    double ldp = gmm_band_chol_logdet(w->L), sum = w->lsum, q = 0.0;
     for (size_t j = 0; j < w->n; j++)
         q += w->x[j] * w->tmp[j];
     if (w->con)
@@ -412,10 +473,26 @@ gmm_status gmm_laplace_eval(gmm_laplace *w, const gmm_band *Q, double logdet_q,
         return gmm_error(GMM_EDOM, "Laplace: log marginal likelihood not finite");
     *logq = w->logq = lq;
     w->psi = sum - 0.5 * q;
-    w->iter = it;
     w->valid = 1;
     w->have_mode = 1;
     return GMM_OK;
+}
+
+gmm_status gmm_laplace_eval(gmm_laplace *w, const gmm_band *Q, double logdet_q,
+                            const gmm_laplace_obs *obs, const gmm_lik *lik, double b,
+                            const double *x0, int warm, const gmm_laplace_params *par,
+                            double *logq)
+{
+    if (!logq)
+        return gmm_error(GMM_EINVAL, "laplace: NULL argument");
+    return newton(w, Q, logdet_q, obs, lik, b, x0, warm, par, logq);
+}
+
+gmm_status gmm_laplace_mode(gmm_laplace *w, const gmm_band *Q, const gmm_laplace_obs *obs,
+                            const gmm_lik *lik, double b, const double *x0, int warm,
+                            const gmm_laplace_params *par)
+{
+    return newton(w, Q, NAN, obs, lik, b, x0, warm, par, NULL);
 }
 
 /* Qbar += alpha S in the stored-entry convention (S SYMMETRIC, full-matrix
@@ -495,7 +572,7 @@ gmm_status gmm_laplace_grad(gmm_laplace *w, gmm_band *Qbar, double *bbar, double
         if (shiftbar)
             shiftbar[i] += ci;
         if (parbar && np) {
-            gmm_lik_eval(w->lik, ob->y[i], ob->e ? ob->e[i] : 1.0, w->f[i], out, dpar);
+            row_eval(w, i, w->f[i], out, dpar);
             for (size_t k = 0; k < np; k++)
                 parbar[k] += dpar[3 * k] + 0.5 * w->s[i] * dpar[3 * k + 2] + u * dpar[3 * k + 1];
         }
@@ -566,7 +643,7 @@ gmm_status gmm_laplace_draw(gmm_laplace *w, const double *z, double *x, double *
         double f = w->b + (ob->shift ? ob->shift[i] : 0.0);
         for (size_t k = lo; k < hi; k++)
             f += ob->coef[k] * xo[row_pos(ob, k, lo)];
-        gmm_lik_eval(w->lik, ob->y[i], ob->e ? ob->e[i] : 1.0, f, out, NULL);
+        row_eval(w, i, f, out, NULL);
         sum += out[0];
     }
     gmm_band_gemv(GMM_NOTRANS, 1.0, w->Q, x, 0.0, w->xt);
@@ -623,7 +700,9 @@ const gmm_band *gmm_laplace_chol(const gmm_laplace *w)
  * s (mu - x) as Q x + s (Q mu - Q x): known exactly from x = 0 and after
  * any full step, so x'Qx, the trials' and the decrement's quadratic forms
  * are sums of O(1) products.  Before that (a warm start's first damped
- * steps) they go through the whitening map.  The
+ * steps) the decrement's and the trials' go through the whitening map,
+ * and the start's x'Qx is (x - dx)'Q mu + dx'Q dx with its first step dx,
+ * the whitened part O(dx^2) (at a kept start, below rounding).  The
  * gradient: the smoother's own at fixed working data (Fisher's identity:
  * -(Sigma + mu mu')/2 + Q^-1/2 in Q, as laplace_grad's explicit part),
  * plus the implicit term through zeta = P^-1 H'(s o t)/2 from the
@@ -676,6 +755,7 @@ gmm_status gmm_laplace_eval_sqrt(gmm_laplace *w, const gmm_laplace_smoother *sm,
         return gmm_error(GMM_EDOM, "intercept = %g is not finite", b);
     w->obs = obs;
     w->lik = lik;
+    w->nconst = gmm_lik_nconst(lik);
     w->Q = NULL;
     w->sm = sm;
     w->b = b;
@@ -689,20 +769,18 @@ gmm_status gmm_laplace_eval_sqrt(gmm_laplace *w, const gmm_laplace_smoother *sm,
 
     /* the smoother's first call fixes theta for its quadratic form; it
      * records when the start may be the mode (accept, below).  Qx (in gr)
-     * is known from x = 0 on, and after any step (QUADRATIC FORMS) */
-    int recorded = started, track = !started;
+     * is known from x = 0 on, and after any step (QUADRATIC FORMS); from
+     * another start, x'Qx = (x - dx)'Q mu + dx'Q dx with the first step
+     * dx = mu - x (below) */
+    int recorded = started, track = !started, have_psi = track;
     double *qx = w->gr, *qm = w->tmp;
-    double sum = lik_sum(w, w->x), ml = 0.0, q = 0.0;
+    double sum = lik_sum(w, w->x), ml = 0.0, q = 0.0, Psi = sum;
     w->accepted = w->sready = 0;
     if (track)
         memset(qx, 0, w->n * sizeof *qx);
     if ((st = working_data(w)) ||
-        (st = sm->smooth(sm->ctx, w->yt, w->w, recorded, &ml, w->dx)) ||
-        (!track && (st = sm->quad(sm->ctx, w->x, &q))))
+        (st = sm->smooth(sm->ctx, w->yt, w->w, recorded, &ml, w->dx)))
         return st;
-    double Psi = sum - 0.5 * q;
-    if (!isfinite(Psi))
-        return gmm_error(GMM_EDOM, "Laplace: log density not finite at the starting point");
     int final = 0, stall = 0, have_step = 1, accept = 0;
     size_t it = 0;
     double best = INFINITY;
@@ -739,6 +817,14 @@ gmm_status gmm_laplace_eval_sqrt(gmm_laplace *w, const gmm_laplace_smoother *sm,
         } else if ((st = sm->quad(sm->ctx, w->dx, &qxx))) {
             return st;
         }
+        if (!have_psi) {
+            for (size_t j = 0; j < w->n; j++)
+                q += (w->x[j] - w->dx[j]) * qm[j];
+            Psi = sum - 0.5 * (q + qxx);
+            have_psi = 1;
+        }
+        if (it == 0 && !isfinite(Psi))
+            return gmm_error(GMM_EDOM, "Laplace: log density not finite at the starting point");
         dec += qxx;
         if (!isfinite(dec))
             return gmm_error(GMM_EDOM, "Laplace: Newton step not finite at iteration %zu", it);
@@ -862,7 +948,7 @@ gmm_status gmm_laplace_grad_sqrt(gmm_laplace *w, double *bbar, double *parbar, d
         if (shiftbar)
             shiftbar[i] += ci;
         if (parbar && np) {
-            gmm_lik_eval(w->lik, ob->y[i], ob->e ? ob->e[i] : 1.0, w->f[i], out, dpar);
+            row_eval(w, i, w->f[i], out, dpar);
             for (size_t k = 0; k < np; k++)
                 parbar[k] += dpar[3 * k] + e * dpar[3 * k + 1] + 0.5 * w->s[i] * dpar[3 * k + 2] +
                              u * dpar[3 * k + 1];

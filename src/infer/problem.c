@@ -33,6 +33,7 @@ struct gmm_problem {
     /* observed rows, in the latent's row order */
     size_t *orow, *ooff, *orowptr, *opos; /* orowptr: nobs + 1; opos: sparse */
     double *oy, *oe, *ocoef, *coef_all, *coefbar_all, *ocoefbar; /* nnz of theirs or all */
+    double *ocst;         /* their likelihood constants (nobs x nconst) */
     gmm_laplace_obs lobs;
     gmm_band *Q, *Qbar;
     gmm_laplace *lap;
@@ -88,6 +89,7 @@ void gmm_problem_free(gmm_problem *p)
     gmm_free(p->ooff);
     gmm_free(p->oy);
     gmm_free(p->oe);
+    gmm_free(p->ocst);
     gmm_free(p->ocoef);
     gmm_free(p->orowptr);
     gmm_free(p->opos);
@@ -220,7 +222,7 @@ static gmm_status laplace_forward_form(gmm_problem *p, const double *theta, doub
         return st;
     (void)gmm_latent_factorisation(p->lat, &p->sbound);
     if (rows) {
-        double b = 0.0, fa; /* the intercept is a coefficient: in the shifts */
+        double b = 0.0; /* the intercept is a coefficient: in the shifts */
         int warm = !p->cold;
         p->cold = 0;
         /* Newton on the assembled precision where the family admits it is
@@ -229,8 +231,7 @@ static gmm_status laplace_forward_form(gmm_problem *p, const double *theta, doub
          * recorded smoothing); its failures (rounding, a spacing below the
          * Cholesky's limit) only cost the start */
         if (gmm_latent_prior(p->lat, theta, p->Q, &ld) == GMM_OK &&
-            gmm_laplace_eval(p->lap, p->Q, ld, &p->lobs, &p->lik, b, NULL, warm, NULL, &fa) ==
-                GMM_OK)
+            gmm_laplace_mode(p->lap, p->Q, &p->lobs, &p->lik, b, NULL, warm, NULL) == GMM_OK)
             warm = 1;
         gmm_error_clear();
         p->stheta = theta;
@@ -408,6 +409,11 @@ static gmm_status laplace_alloc(gmm_problem *p)
         p->orowptr[o + 1] = p->orowptr[o] + (row_hi(p, r) - row_lo(p, r));
         o++;
     }
+    size_t nc = gmm_lik_nconst(&p->lik);
+    if (!(p->ocst = gmm_malloc(nc ? nc * no : 1, sizeof *p->ocst)))
+        return gmm_error(GMM_ENOMEM, "out of memory for the Laplace approximation");
+    for (size_t i = 0; i < p->nobs; i++)
+        gmm_lik_row_const(&p->lik, p->oy[i], p->oe[i], p->ocst + i * nc);
     size_t onz = p->orowptr[p->nobs] ? p->orowptr[p->nobs] : 1;
     if (p->pos) {
         if (!(p->opos = gmm_malloc(onz, sizeof *p->opos)))
@@ -448,7 +454,7 @@ static gmm_status laplace_alloc(gmm_problem *p)
     gather_coef(p);
     p->lobs = (gmm_laplace_obs){p->nobs,    w,     p->ooff,   p->ocoef,
                                 p->oy,      p->oe, p->oshift, p->rowptr ? p->orowptr : NULL,
-                                p->opos};
+                                p->opos,    p->ocst};
     if (gmm_latent_has_inputs(p->lat) && !gmm_latent_obs_varies(p->lat)) {
         /* a family with a square-root smoother: its scratch */
         p->sy = gmm_malloc(5 * nr, sizeof *p->sy);

@@ -282,11 +282,15 @@ END_TEST
 
 /* ---- gemv ------------------------------------------------------------------------ */
 
-/* Shapes plus a symmetric operand. */
-static size_t gemv_shapes(size_t n, shape out[8])
+/* Shapes plus symmetric operands: the hand loop's bandwidths (1, 3, 12)
+ * and dsbmv's (13, and n + 2 clamped to n - 1 = 56 at n = 57). */
+static size_t gemv_shapes(size_t n, shape out[11])
 {
     size_t m = shapes(n, out);
     out[m++] = (shape){1, 0, GMM_BAND_SYMMETRIC};
+    out[m++] = (shape){3, 0, GMM_BAND_SYMMETRIC};
+    out[m++] = (shape){12, 0, GMM_BAND_SYMMETRIC};
+    out[m++] = (shape){13, 0, GMM_BAND_SYMMETRIC};
     out[m++] = (shape){n + 2, 0, GMM_BAND_SYMMETRIC};
     return m;
 }
@@ -316,7 +320,7 @@ START_TEST(test_gemv_forward_and_rev)
     double worst = 0.0;
     for (size_t a = 0; a < NNS; a++) {
         size_t n = NS[a];
-        shape sh[8];
+        shape sh[11];
         size_t ns = gemv_shapes(n, sh);
         double *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y), *y0 = malloc(n * sizeof *y);
         double *w = malloc(n * sizeof *w), *ref = malloc(n * sizeof *ref);
@@ -403,7 +407,7 @@ START_TEST(test_outer_forward_and_rev)
     double worst = 0.0;
     for (size_t a = 0; a < NNS; a++) {
         size_t n = NS[a];
-        shape sh[8];
+        shape sh[11];
         size_t ns = gemv_shapes(n, sh);
         for (size_t is = 0; is < ns; is++)
             for (size_t k = 1; k <= 3; k += 2) {

@@ -130,6 +130,54 @@ START_TEST(test_solve_vec_forward)
 }
 END_TEST
 
+/* The vector solves' copies for the state-space bandwidths (l = 1, 3, .., 15
+ * a constant: band_solve_impl.h) both ways, n from below the band to past
+ * it: against the dense substitution, and for l = 1, 3 to the bit against
+ * the generic loops (the same factor held with one more, zero, diagonal:
+ * l + 1 is no specialised bandwidth, and with fewer than four far terms
+ * the partial sums take the extra zero without a change of grouping). */
+START_TEST(test_solve_vec_fixed_bandwidths)
+{
+    tu_rng r;
+    tu_rng_seed(&r, 37);
+    const size_t ns[] = {1, 2, 4, 9, 16, 17, 60};
+    for (size_t l = 1; l <= 15; l += 2)
+        for (size_t a = 0; a < sizeof ns / sizeof ns[0]; a++)
+            for (int t = 0; t <= 1; t++) {
+                size_t n = ns[a];
+                gmm_band *L = gmm_band_alloc(n, l, 0, GMM_BAND_LOWER);
+                gmm_band *L1 = gmm_band_alloc(n, l + 1, 0, GMM_BAND_LOWER);
+                tu_band_fill_lower(L, &r);
+                gmm_band_set_zero(L1);
+                for (size_t j = 0; j < n; j++)
+                    for (size_t i = j; i < n && i <= j + L->kl; i++)
+                        *gmm_band_ptr(L1, i, j) = *gmm_band_ptr(L, i, j);
+                double *D = tu_band_to_dense(L);
+                double *x = malloc(n * sizeof *x), *ref = malloc(n * sizeof *ref);
+                double *x1 = malloc(n * sizeof *x1);
+                fill_vec(x, n, &r);
+                memcpy(ref, x, n * sizeof *x);
+                memcpy(x1, x, n * sizeof *x);
+                dense_tri_solve(D, n, (gmm_trans)t, ref);
+                ck_assert_int_eq(gmm_band_tri_solve_vec(L, (gmm_trans)t, x), GMM_OK);
+                double err = tu_max_rel_diff(x, ref, n);
+                ck_assert_msg(err <= SOLVE_C * n * EPS, "n %zu l %zu t %d: err %g", n, l, t, err);
+                if (l <= 3 && L1->kl == l + 1) {
+                    ck_assert_int_eq(gmm_band_tri_solve_vec(L1, (gmm_trans)t, x1), GMM_OK);
+                    for (size_t i = 0; i < n; i++)
+                        ck_assert_msg(x[i] == x1[i], "n %zu l %zu t %d: x[%zu] %.17g vs %.17g", n,
+                                      l, t, i, x[i], x1[i]);
+                }
+                free(D);
+                free(x);
+                free(x1);
+                free(ref);
+                gmm_band_free(L);
+                gmm_band_free(L1);
+            }
+}
+END_TEST
+
 /* Large n, where the solves run their blocked form (band_solve_blk.h) for
  * every l >= 8 -- also l = 8 .. 11, which in cache keep the row loops --
  * with n = 8k + 1 and 8k + 7 so that the last columns take the tail paths:
@@ -681,6 +729,7 @@ Suite *band_solve_suite(void)
     TCase *tc = tcase_create("solve");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_solve_vec_forward);
+    tcase_add_test(tc, test_solve_vec_fixed_bandwidths);
     tcase_add_test(tc, test_solve_vec_wide_large);
     tcase_add_test(tc, test_solve_mat_forward_and_rev);
     tcase_add_test(tc, test_solve_vec_rev_accumulates);

@@ -614,7 +614,7 @@ START_TEST(test_gaussian_exact)
             memcpy(co + m * w, coef + i * w, w * sizeof *co);
             yo[m++] = y[i];
         }
-    gmm_laplace_obs ob = {m, w, off, co, yo, NULL, NULL, NULL, NULL};
+    gmm_laplace_obs ob = {m, w, off, co, yo, NULL, NULL, NULL, NULL, NULL};
     gmm_lik lik = tu_lik_of("gaussian(variance=0.07)", 1.7);
     gmm_laplace *lw = gmm_laplace_alloc(N, kl, kl, m, w);
     double lq, lq2;
@@ -669,7 +669,7 @@ START_TEST(test_one_latent_poisson)
         double coef[3] = {1, 1, 1};
         gmm_band *Q = gmm_band_alloc(1, 0, 0, GMM_BAND_SYMMETRIC);
         gmm_band_col(Q, 0)[0] = q;
-        gmm_laplace_obs ob = {3, 1, off, coef, y, e, NULL, NULL, NULL};
+        gmm_laplace_obs ob = {3, 1, off, coef, y, e, NULL, NULL, NULL, NULL};
         gmm_lik lik = tu_lik_of("poisson", 1.7);
         gmm_laplace *lw = gmm_laplace_alloc(1, 0, 0, 3, 1);
         double lq;
@@ -707,7 +707,7 @@ START_TEST(test_far_start)
     gmm_band_col(Q, 0)[0] = 1.0;
     gmm_band_col(Q, 0)[1] = -0.5;
     gmm_band_col(Q, 1)[1] = 1.0;
-    gmm_laplace_obs ob = {2, 1, off, coef, y, NULL, NULL, NULL, NULL};
+    gmm_laplace_obs ob = {2, 1, off, coef, y, NULL, NULL, NULL, NULL, NULL};
     gmm_lik lik = tu_lik_of("poisson", 1.7);
     gmm_laplace *lw = gmm_laplace_alloc(2, 1, 1, 2, 1);
     double x0[2] = {30.0, -30.0}, a, b;
@@ -840,7 +840,7 @@ START_TEST(test_studentt_saddle)
     size_t off[2] = {0, 0};
     gmm_band *Q = gmm_band_alloc(1, 0, 0, GMM_BAND_SYMMETRIC);
     gmm_band_col(Q, 0)[0] = 1e-3;
-    gmm_laplace_obs ob = {2, 1, off, coef, y, NULL, NULL, NULL, NULL};
+    gmm_laplace_obs ob = {2, 1, off, coef, y, NULL, NULL, NULL, NULL, NULL};
     gmm_lik lik = tu_lik_of("studentt(df=2, scale=0.5)", 1.7);
     gmm_laplace *lw = gmm_laplace_alloc(1, 0, 0, 2, 1);
     double x0 = 0.0, lq, mode;
@@ -918,8 +918,8 @@ START_TEST(test_sparse_rows)
         e[i] = 0.5 + tu_uniform(&r);
     }
     gmm_lik lik = tu_lik_of("negbinomial(dispersion=1.7)", 1.7);
-    gmm_laplace_obs od = {M, W, off, dense, y, e, NULL, NULL, NULL};
-    gmm_laplace_obs os = {M, W, off, val, y, e, NULL, rowptr, pos};
+    gmm_laplace_obs od = {M, W, off, dense, y, e, NULL, NULL, NULL, NULL};
+    gmm_laplace_obs os = {M, W, off, val, y, e, NULL, rowptr, pos, NULL};
     double lq[2], bb[2] = {0, 0}, pb[2] = {0, 0}, xm[2][N], lw[2], z[N], xd[N];
     double cbd[M * W], cbs[3 * M];
     memset(cbd, 0, sizeof cbd);
@@ -961,6 +961,80 @@ START_TEST(test_sparse_rows)
 }
 END_TEST
 
+/* The rows' likelihood constants given (obs.cst) change no bit of log q or
+ * its gradient; gmm_laplace_mode takes gmm_laplace_eval's steps to its
+ * mode (to the bit) and leaves nothing to differentiate. */
+START_TEST(test_row_constants_and_mode)
+{
+    enum { N = 30, KL = 3, W = 2, M = 40 };
+    tu_rng r;
+    tu_rng_seed(&r, 12);
+    gmm_band *Q = gmm_band_alloc(N, KL, 0, GMM_BAND_SYMMETRIC);
+    for (size_t j = 0; j < N; j++)
+        for (size_t i = j; i < N && i <= j + KL; i++)
+            gmm_band_col(Q, j)[i] = i == j ? 3.0 : -0.4 / (double)(i - j);
+    size_t off[M];
+    double coef[M * W], y[M], e[M];
+    for (size_t i = 0; i < M; i++) {
+        off[i] = (i * 5) % (N - W + 1);
+        coef[i * W] = 0.5 + tu_uniform(&r);
+        coef[i * W + 1] = tu_uniform(&r) - 0.5;
+        y[i] = floor(8.0 * tu_uniform(&r));
+        e[i] = 0.5 + tu_uniform(&r);
+    }
+    gmm_lik lik = tu_lik_of("negbinomial(dispersion=1.7)", 1.7);
+    size_t nc = gmm_lik_nconst(&lik);
+    ck_assert(nc > 0);
+    double *cst = malloc(M * nc * sizeof *cst);
+    for (size_t i = 0; i < M; i++)
+        gmm_lik_row_const(&lik, y[i], e[i], cst + i * nc);
+    gmm_laplace_obs ob[2] = {{M, W, off, coef, y, e, NULL, NULL, NULL, NULL},
+                             {M, W, off, coef, y, e, NULL, NULL, NULL, cst}};
+    double lq[2], bb[2] = {0, 0}, pb[2] = {0, 0}, xm[2][N];
+    gmm_band *Qb[2];
+    for (int c = 0; c < 2; c++) {
+        gmm_laplace *w = gmm_laplace_alloc(N, KL, KL, M, W);
+        Qb[c] = gmm_band_alloc(N, KL, 0, GMM_BAND_SYMMETRIC);
+        ck_assert_msg(gmm_laplace_eval(w, Q, NAN, &ob[c], &lik, 0.3, NULL, 0, NULL, &lq[c]) ==
+                          GMM_OK,
+                      "%s", gmm_error_message());
+        ck_assert_int_eq(gmm_laplace_grad(w, Qb[c], &bb[c], &pb[c], NULL, NULL), GMM_OK);
+        ck_assert_int_eq(gmm_laplace_posterior(w, xm[c], NULL), GMM_OK);
+        size_t it = gmm_laplace_iterations(w);
+        double xmode[N];
+        ck_assert_int_eq(gmm_laplace_mode(w, Q, &ob[c], &lik, 0.3, NULL, 0, NULL), GMM_OK);
+        ck_assert_uint_eq(gmm_laplace_iterations(w), it);
+        ck_assert_int_eq(gmm_laplace_posterior(w, xmode, NULL), GMM_EINVAL);
+        ck_assert_int_eq(gmm_laplace_grad(w, Qb[c], NULL, NULL, NULL, NULL), GMM_EINVAL);
+        ck_assert_ptr_null(gmm_laplace_chol(w));
+        /* its mode warm-starts an evaluation, which then has one step to take */
+        double lqw;
+        ck_assert_int_eq(gmm_laplace_eval(w, Q, NAN, &ob[c], &lik, 0.3, NULL, 1, NULL, &lqw),
+                         GMM_OK);
+        ck_assert_uint_eq(gmm_laplace_iterations(w), 1);
+        ck_assert_int_eq(gmm_laplace_posterior(w, xmode, NULL), GMM_OK);
+        for (size_t j = 0; j < N; j++)
+            ck_assert_msg(fabs(xmode[j] - xm[c][j]) <= 1e-12 * (1.0 + fabs(xm[c][j])),
+                          "mode[%zu] %.17g vs %.17g", j, xmode[j], xm[c][j]);
+        ck_assert_msg(fabs(lqw - lq[c]) <= 1e-12 * fabs(lq[c]), "%.17g vs %.17g", lqw, lq[c]);
+        gmm_laplace_free(w);
+    }
+    ck_assert_msg(lq[0] == lq[1], "%.17g vs %.17g", lq[0], lq[1]);
+    ck_assert_msg(bb[0] == bb[1] && pb[0] == pb[1], "bbar %.17g vs %.17g, parbar %.17g vs %.17g",
+                  bb[0], bb[1], pb[0], pb[1]);
+    for (size_t j = 0; j < N; j++) {
+        ck_assert_msg(xm[0][j] == xm[1][j], "mode[%zu]", j);
+        for (size_t i = j; i < N && i <= j + KL; i++)
+            ck_assert_msg(gmm_band_get(Qb[0], i, j) == gmm_band_get(Qb[1], i, j),
+                          "Qbar(%zu, %zu)", i, j);
+    }
+    gmm_band_free(Qb[0]);
+    gmm_band_free(Qb[1]);
+    gmm_band_free(Q);
+    free(cst);
+}
+END_TEST
+
 Suite *infer_laplace_suite(void)
 {
     Suite *s = suite_create("infer_laplace");
@@ -978,6 +1052,7 @@ Suite *infer_laplace_suite(void)
     tcase_add_test(tc, test_outliers);
     tcase_add_test(tc, test_studentt_saddle);
     tcase_add_test(tc, test_sparse_rows);
+    tcase_add_test(tc, test_row_constants_and_mode);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -175,11 +175,16 @@ gmm_status gmm_ssm_wls_var(gmm_ssm *m, double *fvar)
 static void outer2(const gmm_ssm *m, const double *a, const double *b, const double *c,
                    const double *e, double *acc)
 {
-    size_t d = m->d;
-    for (size_t k = 0; k < m->nb; k++)
-        for (size_t p = m->boff[k]; p < m->boff[k + 1]; p++)
-            for (size_t q = m->boff[k]; q < m->boff[k + 1]; q++)
-                acc[p * d + q] += a[2 * p] * b[q] + c[2 * p] * e[q];
+    size_t d = m->d, nb = m->nb;
+    const size_t *boff = m->boff;
+    for (size_t k = 0; k < nb; k++) {
+        size_t p0 = boff[k], p1 = boff[k + 1];
+        for (size_t p = p0; p < p1; p++) {
+            double ap = a[2 * p], cp = c[2 * p], *row = acc + p * d;
+            for (size_t q = p0; q < p1; q++)
+                row[q] += ap * b[q] + cp * e[q];
+        }
+    }
 }
 
 gmm_status gmm_ssm_wls_adjoint(gmm_ssm *m, const double *rw, double *u, double *thetabar)
