@@ -17,6 +17,7 @@
  *
  * WHITENING.  Proper stacks: W = L^-T, L L' = Q, as graph latents
  * (latent_gmrf.c).  With constraints: W = M L^^-T P_S (stack_whiten_setup). */
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -40,6 +41,7 @@ typedef struct {
     size_t *pin;
     double ldconst, ldaa;
     double *theta;          /* nparam: of the last prior call */
+    double bound;           /* the last Gaussian evaluation's rounding bound (kernels) */
     int prior_ok;
     /* Gaussian likelihood */
     gmm_band *Q, *Qbar, *Qh, *Qhbar;
@@ -268,6 +270,55 @@ static gmm_status pinned_logdet_rev(stack_impl *c, double ldbar, gmm_band *Qbar)
 
 /* ---- Gaussian likelihood --------------------------------------------------- */
 
+/* The Cholesky's rounding bound over the kernel components (ssm.h,
+ * FACTORISATION; the SSM's rule): eps sum_i P_ii Pinf_ii over their
+ * latents, P = Q + H'H / noise at the observed rows (stored in c->Q, before
+ * any factorisation), Pinf the kernel's stationary covariance (an upper
+ * bound on the posterior variance). */
+static gmm_status kernel_bound(stack_impl *c, const double *theta, const double *y,
+                               double noise, double *bound)
+{
+    gmm_status st;
+    double s = 0.0;
+    *bound = 0.0;
+    for (size_t k = 0; k < c->K; k++) {
+        stack_comp *q = &c->comp[k];
+        if (q->model != GMM_STACK_KERNEL)
+            continue;
+        size_t d = q->d;
+        double *P = q->kscr, *obs = P + d * d;
+        if ((st = gmm_kernel_stat(q->kern, theta + q->par0, gmm_ssm_damp(q->ssm), q->kw, P,
+                                  NULL)))
+            return st;
+        for (size_t i = 0; i < q->n; i++) {
+            size_t g = c->iperm[q->off + i];
+            double v = P[gmm_ssm_state_var(q->ssm, i % d) * (d + 1)];
+            s += gmm_band_get(c->Q, g, g) * v;
+        }
+        /* the data's part, row by row: H'H / noise on the state's diagonal */
+        for (size_t p = 0; p < d; p++)
+            obs[p] = 0.0;
+        for (size_t e = 0; e < q->nread; e++)
+            obs[q->hidx[e]] = q->hval[e] * q->hval[e];
+        double h = 0.0;
+        for (size_t p = 0; p < d; p++)
+            h += obs[p] * P[gmm_ssm_state_var(q->ssm, p) * (d + 1)];
+        for (size_t r = 0; r < c->nrows; r++)
+            if (!isnan(y[r]))
+                s += h / noise;
+    }
+    *bound = DBL_EPSILON * s;
+    return GMM_OK;
+}
+
+static const char *stack_factorisation(const void *p, double *bound)
+{
+    const stack_impl *c = p;
+    if (bound)
+        *bound = c->bound;
+    return "cholesky";
+}
+
 static gmm_status stack_gaussian(void *p, const double *theta, const double *y, double noise,
                                  double *loglik, double *thetabar, double *noisebar)
 {
@@ -293,7 +344,7 @@ static gmm_status stack_gaussian(void *p, const double *theta, const double *y, 
     }
     c->obs = (gmm_obs){c->n, o, W, c->ooff, c->ocoef, W, c->oy};
     double ld = 0.0;
-    if ((st = assemble(c, theta, c->Q)))
+    if ((st = assemble(c, theta, c->Q)) || (st = kernel_bound(c, theta, y, noise, &c->bound)))
         return st;
     if (c->ncon && (st = pinned_logdet(c, c->Q, &ld)))
         return st;
@@ -639,6 +690,7 @@ static const gmm_latent_ops stack_ops = {
     .gaussian = stack_gaussian,
     .gaussian_posterior = stack_gaussian_post,
     .gaussian_posterior_solve = stack_gaussian_post_solve,
+    .factorisation = stack_factorisation,
     .whiten_setup = stack_whiten_setup,
     .whiten = stack_whiten,
     .whiten_t = stack_whiten_t,
