@@ -63,10 +63,11 @@
  *          Proper.  Q is nonlinear in theta, so a factor of the joint
  *          precision inherits the SSM's spacing limit (gmm_ssm_prior's
  *          GMM_EDOM: inputs closer, relative to a lengthscale, than the
- *          Cholesky of the assembled precision resolves).  Kernels whose
- *          observation row varies with the input (a damped cosine or
- *          periodic factor not multiplied by one with process noise,
- *          kernel.h DEMODULATION) are refused (GMM_EINVAL).
+ *          Cholesky of the assembled precision resolves).  Kernels with a
+ *          damped zero-noise factor (constant, cosine or periodic not
+ *          multiplied by a factor with process noise, kernel.h ZERO PROCESS
+ *          NOISE: precision entries ~ K / damp_rel, accurate only in the
+ *          square-root form) are refused (GMM_EINVAL).
  *
  * ORDER AND BAND.  The stacked vector (components one after another, each
  * in its own local order) is permuted by reverse Cuthill-McKee over the
@@ -141,7 +142,7 @@ typedef struct {
  * GMM_EINVAL (NULL, a level out of range or a non-finite value with the row
  * in gmm_error_index(), RW1 with fewer than 2 distinct values or RW2 or a
  * cyclic walk fewer than 3, a starting value out of its domain, a missing
- * graph or kernel, a kernel whose observation row varies, cyclic on another
+ * graph or kernel, a kernel with a damped factor, cyclic on another
  * model, a period without cyclic, not positive
  * and finite, or onto which the values reduce to a full period), GMM_ENOMEM
  * (the band or observation map over limit, with the bytes; allocation).

@@ -559,12 +559,16 @@ static gmm_status build_kernel(stack_comp *c, const gmm_stack_term *t, size_t nr
         return gmm_error(st, "'%s': %s", c->name, gmm_error_message());
     }
     c->kern = t->kernel;
-    if (gmm_ssm_obs_varies(c->ssm)) {
+    /* a damped zero-noise factor's precision has entries ~ K / damp_rel:
+     * only the square-root form, which a stack does not have, keeps it
+     * accurate (ssm.h, FACTORISATION) */
+    if (gmm_kernel_damped(t->kernel) || gmm_ssm_obs_varies(c->ssm)) {
         gmm_free(rank);
-        return gmm_error(GMM_EINVAL, "'%s': a kernel whose observation row varies with the "
-                                     "input (a cosine or periodic factor not multiplied by a "
-                                     "kernel with process noise) does not stack; multiply it "
-                                     "by a matern factor",
+        return gmm_error(GMM_EINVAL, "'%s': a kernel with a constant, cosine or periodic factor "
+                                     "not multiplied by a kernel with process noise does not "
+                                     "stack (its precision is too ill-conditioned for the "
+                                     "stack's Cholesky); multiply it by a matern factor, e.g. "
+                                     "matern12*periodic",
                          c->name);
     }
     size_t d = gmm_ssm_dim(c->ssm), N = gmm_ssm_dimension(c->ssm);

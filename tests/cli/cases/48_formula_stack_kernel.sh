@@ -6,8 +6,8 @@
 # Williams' Algorithm 3.1; fit and its model file, gradcheck (Gaussian and Laplace), predict at
 # the data rows, at new rows (--at) and per term (--terms), score of new rows, vi's Gaussian ELBO
 # (the dense value), hmc's draws read back by predict (within their Monte Carlo error of the
-# dense posterior); --verbose's sizes and the rounding bound; a kernel whose observation row
-# varies refused.
+# dense posterior); --verbose's sizes and the rounding bound; a kernel with a damped zero-noise
+# factor refused.
 # Sourced by tests/cli/run.sh (see there for the helpers).
 
 skx="$ROOT/tests/fixtures/stack_kernel"
@@ -136,8 +136,12 @@ awk -F, 'NR == FNR { if (FNR > 1) { m[$1] = $2; v[$1] = $3 }; next }
     END { exit bad || n != 40 }' "$skx/rows_expected.csv" "$OUT" > "$CASE_TMP/cmp" ||
     fail "$(cat "$CASE_TMP/cmp")"
 
-begin "formula stack kernel: a kernel whose observation row varies with the input is refused"
+begin "formula stack kernel: a kernel with a damped zero-noise factor is refused"
 run "$GMM_INFER" loglik --formula "y ~ x1 + f(t, 'matern32 + periodic(period=5)') + f(g, iid)" \
     "$skx/data.csv"
 expect_exit 1
-expect_stderr 'does not stack; multiply it by a matern factor'
+expect_stderr 'does not stack .*multiply it by a matern factor'
+run "$GMM_INFER" loglik --formula "y ~ x1 + f(t, 'matern32 + constant') + f(g, iid)" \
+    "$skx/data.csv"
+expect_exit 1
+expect_stderr 'does not stack'
