@@ -7,8 +7,8 @@
  * its exact log marginal likelihood and gradient in every parameter (the
  * gradient against differences of the dense value); a Poisson stack's
  * Laplace approximation against Rasmussen & Williams' Algorithm 3.1 with the
- * dense covariance; the reverse mode of the stacked prior against finite
- * differences; and a new row's form (gmm_latent_stack_row) against the
+ * dense covariance; the reverse mode of the stacked prior and of the
+ * whitening (hmc) against finite differences; and a new row's form (gmm_latent_stack_row) against the
  * dense kernel's covariances with the data's values. */
 #include <check.h>
 #include <gsl/gsl_blas.h>
@@ -489,6 +489,81 @@ START_TEST(test_kernel_refused)
 }
 END_TEST
 
+/* The whitening behind hmc: x = W v has the prior's covariance, so H W W'
+ * H' is the dense kernel + iid covariance at the rows; d(xbar . W(theta)
+ * v)/dtheta (the kernel's slots through the Cholesky's reverse mode and
+ * gmm_ssm_prior_rev at the whitening's theta) against differences. */
+typedef struct {
+    gmm_latent *l;
+    double th[32], *v, *xbar, *x;
+} wctx;
+
+static double whiten_dot(void *p)
+{
+    wctx *w = p;
+    size_t n = gmm_latent_dim(w->l);
+    ck_assert_int_eq(gmm_latent_whiten_setup(w->l, w->th), GMM_OK);
+    ck_assert_int_eq(gmm_latent_whiten(w->l, w->v, w->x), GMM_OK);
+    double s = 0.0;
+    for (size_t i = 0; i < n; i++)
+        s += w->xbar[i] * w->x[i];
+    return s;
+}
+
+START_TEST(test_kernel_whiten)
+{
+    kcase c;
+    kcase_make(&c, _i, 0);
+    size_t n = gmm_latent_dim(c.l), np = gmm_latent_nparam(c.l);
+    size_t w = gmm_latent_obs_width(c.l);
+    const size_t *off = gmm_latent_obs_offset(c.l);
+    wctx x = {c.l, {0}, malloc(n * sizeof(double)), malloc(n * sizeof(double)),
+              malloc(n * sizeof(double))};
+    memcpy(x.th, gmm_latent_param_start(c.l), np * sizeof *x.th);
+    double *coef = malloc(KR * w * sizeof *coef), *HW = calloc(KR * n, sizeof *HW);
+    ck_assert_int_eq(gmm_latent_obs_coef(c.l, x.th, coef), GMM_OK);
+    ck_assert_int_eq(gmm_latent_whiten_setup(c.l, x.th), GMM_OK);
+    /* rows of H W: W' h_r by the transpose */
+    for (size_t r = 0; r < KR; r++) {
+        memset(x.v, 0, n * sizeof *x.v);
+        for (size_t e = 0; e < w; e++)
+            x.v[off[r] + e] = coef[r * w + e];
+        ck_assert_int_eq(gmm_latent_whiten_t(c.l, x.v, HW + r * n), GMM_OK);
+    }
+    double kp[16], sg, b0, b1, err = 0.0;
+    dense_params(&c, c.o->value, kp, &sg, NULL, &b0, &b1);
+    for (size_t i = 0; i < KR; i++)
+        for (size_t j = 0; j < KR; j++) {
+            double s = 0.0;
+            for (size_t a = 0; a < n; a++)
+                s += HW[i * n + a] * HW[j * n + a];
+            double ref = kcov(&c, kp, c.t[i] - c.t[j]) + (c.g[i] == c.g[j] ? sg : 0.0);
+            err = fmax(err, fabs(s - ref) / (kp[0] + sg));
+        }
+    tu_rng r;
+    tu_rng_seed(&r, 11);
+    for (size_t i = 0; i < n; i++) {
+        x.v[i] = tu_normal(&r);
+        x.xbar[i] = tu_normal(&r);
+    }
+    double gb[32] = {0};
+    ck_assert_int_eq(gmm_latent_whiten_setup(c.l, x.th), GMM_OK);
+    ck_assert_int_eq(gmm_latent_whiten_rev(c.l, x.v, x.xbar, gb), GMM_OK);
+    double gerr = tu_fd_check4(x.th, np, gb, whiten_dot, &x, 1e-3, 1.0, NULL);
+    if (report())
+        fprintf(stderr, "stack kernel whiten '%s': H W W'H' %.2e, rev %.2e\n", kspec[_i], err,
+                gerr);
+    ck_assert_msg(err < 1e-8, "%s: H W W' H' off the dense covariance by %g", kspec[_i], err);
+    ck_assert_msg(gerr < 1e-6, "%s: whiten_rev rel err %g", kspec[_i], gerr);
+    free(coef);
+    free(HW);
+    free(x.v);
+    free(x.xbar);
+    free(x.x);
+    kcase_free(&c);
+}
+END_TEST
+
 Suite *model_stack_kernel_suite(void)
 {
     Suite *s = suite_create("model_stack_kernel");
@@ -498,6 +573,7 @@ Suite *model_stack_kernel_suite(void)
     tcase_add_loop_test(tc, test_kernel_laplace_vs_dense, 0, KCASES);
     tcase_add_loop_test(tc, test_kernel_prior_rev, 0, KCASES);
     tcase_add_loop_test(tc, test_kernel_new_rows, 0, KCASES);
+    tcase_add_loop_test(tc, test_kernel_whiten, 0, KCASES);
     tcase_add_test(tc, test_kernel_refused);
     suite_add_tcase(s, tc);
     return s;

@@ -145,3 +145,10 @@ run "$GMM_INFER" loglik --formula "y ~ x1 + f(t, 'matern32 + constant') + f(g, i
     "$skx/data.csv"
 expect_exit 1
 expect_stderr 'does not stack'
+
+begin "formula stack kernel: inputs below the Cholesky's spacing limit are refused with the rule"
+printf 't,g,y\n0,a,1\n1e-9,b,2\n1,a,0.5\n2,b,0.3\n3,a,1.2\n' > "$CASE_TMP/close.csv"
+run "$GMM_INFER" loglik --formula "y ~ f(t, 'matern32(lengthscale=1)') + f(g, iid)" \
+    "$CASE_TMP/close.csv"
+expect_exit 1
+expect_stderr 'only 1e-09 apart, below the accuracy limit .* Cholesky factorisation'
