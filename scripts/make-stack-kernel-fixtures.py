@@ -16,7 +16,7 @@ Writes data.csv; model_m32.json and model_sum.json (Gaussian, 'matern32' and
 'matern32 + matern52'), model_pois.json (Poisson counts, 'matern32' + iid,
 intercept); expected.csv (case,loglik: the dense log marginal likelihood,
 and for the Poisson model the Laplace approximation by Rasmussen & Williams'
-Algorithm 3.1); new.csv with new_expected.csv (row,mean,var,lpd: the
+Algorithm 3.1; loo_m32: the m32 model's exact leave-one-out log predictive density, summed); new.csv with new_expected.csv (row,mean,var,lpd: the
 Gaussian m32 model's posterior of the linear predictor at new rows -- values
 before, between, on and after the data's, a group the data never met -- and
 log N(y; mean, var + noise)); terms_m32.csv (term,level,mean,sd: the
@@ -101,6 +101,12 @@ C = kf32(t, t) + p32["f.g.variance"] * Z @ Z.T
 S = C + p32["likelihood.variance"] * np.eye(n)
 r = y - p32["intercept"] - p32["coef.x1"] * x1
 expected.append(("m32", gauss_loglik(r, S)))
+# exact leave-one-out at these parameters: y_i | y_-i has mean y_i - (S^-1 r)_i / (S^-1)_ii and
+# variance 1 / (S^-1)_ii
+Si = np.linalg.inv(S)
+dd = np.diag(Si)
+z = Si @ r
+expected.append(("loo_m32", np.sum(0.5 * np.log(dd / (2 * np.pi)) - 0.5 * z * z / dd)))
 
 # --- Gaussian, matern32 + matern52 + iid + x1 --------------------------------
 psum = {"f.t.matern32.variance": 0.5, "f.t.matern32.lengthscale": 3.0,

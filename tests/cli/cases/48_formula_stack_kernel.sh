@@ -4,10 +4,10 @@
 # (tests/fixtures/stack_kernel/): loglik of matern32 + iid + x1 and of the sum matern32 + matern52
 # + iid + x1 (1e-8 relative), the Poisson matern32 + iid Laplace value against Rasmussen &
 # Williams' Algorithm 3.1; fit and its model file, gradcheck (Gaussian and Laplace), predict at
-# the data rows, at new rows (--at) and per term (--terms), score of new rows, vi's Gaussian ELBO
-# (the dense value), hmc's draws read back by predict (within their Monte Carlo error of the
-# dense posterior); --verbose's sizes and the rounding bound; a kernel with a damped zero-noise
-# factor refused.
+# the data rows, at new rows (--at) and per term (--terms), score of new rows and --loo, vi's
+# Gaussian ELBO (the dense value), hmc's draws read back by predict (within their Monte Carlo
+# error of the dense posterior); --verbose's sizes and the rounding bound; a kernel with a damped
+# zero-noise factor, and inputs below the Cholesky's spacing limit, refused.
 # Sourced by tests/cli/run.sh (see there for the helpers).
 
 skx="$ROOT/tests/fixtures/stack_kernel"
@@ -98,6 +98,13 @@ expect_exit 0
 expect_stdout '"n": 6'
 sk_rows_match "$CASE_TMP/lpd.csv" "$skx/new_expected.csv" 1e-8 lpd > "$CASE_TMP/cmp" ||
     fail "$(cat "$CASE_TMP/cmp")"
+
+begin "formula stack kernel: score --loo is the dense exact leave-one-out density"
+run "$GMM_INFER" score --loo --model "$skx/model_m32.json"
+expect_exit 0
+expect_stdout '"n": 40'
+sk_close "$(sk_num "$OUT" elpd_loo)" "$(sk_expected loo_m32)" 1e-8 ||
+    fail "elpd_loo $(sk_num "$OUT" elpd_loo), dense $(sk_expected loo_m32)"
 
 begin "formula stack kernel: predict --terms is the dense posterior of f(t) and of the groups"
 run "$GMM_INFER" predict --terms --model "$skx/model_m32.json"
