@@ -139,6 +139,9 @@ size_t gmm_ssm_row_state(const gmm_ssm *m, size_t r);
 size_t gmm_ssm_row_offset(const gmm_ssm *m, size_t r);
 /* Nonzero when the observation rows depend on the row (demodulated kernel). */
 int gmm_ssm_obs_varies(const gmm_ssm *m);
+/* The kernel's state variable (gmm_kernel's order) at band position p of
+ * every state (p < d; BLOCKS). */
+size_t gmm_ssm_state_var(const gmm_ssm *m, size_t p);
 
 /* The prior precision Q(theta) of the N stacked states into Q (SYMMETRIC,
  * N x N, kl = gmm_ssm_bandwidth; every stored slot written) and log|Q| from

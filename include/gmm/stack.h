@@ -54,6 +54,20 @@
  *          phi/(1-phi) I], s = variance.  Constraints on u as BESAG.
  *   GRAPH  a graph precision from gmrf.h's table (borrowed gmm_gmrf; its
  *          parameters named "<name>.<gmrf parameter name>").  Proper.
+ *   KERNEL a stationary GP of the index values through its state-space
+ *          form (ssm.h, borrowed gmm_kernel): the d states at each distinct
+ *          value, their banded precision Q(theta) from gmm_ssm_prior (its
+ *          parameters named "<name>.<ssm parameter name>", e.g.
+ *          "f.t.0.matern32.variance"); a data row reads H x at its value's
+ *          state, H the kernel's observation row (only H's nonzero entries).
+ *          Proper.  Q is nonlinear in theta, so a factor of the joint
+ *          precision inherits the SSM's spacing limit (gmm_ssm_prior's
+ *          GMM_EDOM: inputs closer, relative to a lengthscale, than the
+ *          Cholesky of the assembled precision resolves).  Kernels with a
+ *          damped zero-noise factor (constant, cosine or periodic not
+ *          multiplied by a factor with process noise, kernel.h ZERO PROCESS
+ *          NOISE: precision entries ~ K / damp_rel, accurate only in the
+ *          square-root form) are refused (GMM_EINVAL).
  *
  * ORDER AND BAND.  The stacked vector (components one after another, each
  * in its own local order) is permuted by reverse Cuthill-McKee over the
@@ -91,6 +105,7 @@
 
 #include "gmm/gmrf.h"
 #include "gmm/graph.h"
+#include "gmm/kernel.h"
 #include "gmm/latent.h"
 #include "gmm/status.h"
 
@@ -100,7 +115,8 @@ typedef enum {
     GMM_STACK_RW2,
     GMM_STACK_BESAG,
     GMM_STACK_BYM2,
-    GMM_STACK_GRAPH
+    GMM_STACK_GRAPH,
+    GMM_STACK_KERNEL
 } gmm_stack_model;
 
 /* One component.  Read by gmm_latent_stack_alloc only, except gmrf. */
@@ -109,9 +125,11 @@ typedef struct {
     const char *name;      /* parameter prefix, e.g. "f.week" (copied) */
     size_t nlevel;         /* IID: number of levels (BESAG, BYM2, GRAPH: the graph's) */
     const size_t *level;   /* IID, BESAG, BYM2, GRAPH: nrows levels (graph nodes) */
-    const double *value;   /* RW1, RW2: nrows finite index values */
+    const double *value;   /* RW1, RW2, KERNEL: nrows finite index values */
     const gmm_graph *graph; /* BESAG, BYM2 */
     const gmm_gmrf *gmrf;  /* GRAPH: borrowed, must outlive the latent */
+    const gmm_kernel *kernel; /* KERNEL: borrowed, must outlive the latent; its
+                            * values are the starting values */
     int cyclic;            /* RW1, RW2: nonzero for the cyclic walk (0 otherwise) */
     double period;         /* cyclic: the circumference; 0: the default (above).
                             * Nonzero without cyclic is GMM_EINVAL */
@@ -124,7 +142,8 @@ typedef struct {
  * GMM_EINVAL (NULL, a level out of range or a non-finite value with the row
  * in gmm_error_index(), RW1 with fewer than 2 distinct values or RW2 or a
  * cyclic walk fewer than 3, a starting value out of its domain, a missing
- * graph, cyclic on another model, a period without cyclic, not positive
+ * graph or kernel, a kernel with a damped factor, cyclic on another
+ * model, a period without cyclic, not positive
  * and finite, or onto which the values reduce to a full period), GMM_ENOMEM
  * (the band or observation map over limit, with the bytes; allocation).
  * O(rows K^2 + edges log) for the ordering, O(n l^2) for the scaling of
@@ -137,11 +156,21 @@ gmm_status gmm_latent_stack_alloc(size_t nrows, size_t nterm, const gmm_stack_te
  * vector, and the latent (permuted) index of component k's local latent j
  * (GMM_NO_INDEX out of range).  Local order: IID, BESAG, GRAPH: the level;
  * RW1: the j-th smallest value; RW2: x_j at 2j, x'_j at 2j + 1; BYM2: b_v at
- * v, u_v at m + v. */
+ * v, u_v at m + v; KERNEL: the SSM's band order (the d states of the j-th
+ * smallest value at j d .. j d + d - 1, in the SSM's block order). */
 size_t gmm_latent_stack_nterm(const gmm_latent *l);
 size_t gmm_latent_stack_size(const gmm_latent *l, size_t k);
 size_t gmm_latent_stack_index(const gmm_latent *l, size_t k, size_t j);
-/* RW1/RW2: the sorted distinct values (m, owned by l); NULL otherwise. */
+/* The f value of component k's level j (IID, BESAG, GRAPH: level j; BYM2:
+ * j < m its b_j, then u_{j-m}; RW1, RW2, KERNEL: the j-th smallest value) as
+ * sum_e w[e] x[idx[e]], x the stacked (permuted) latent: *nnz entries
+ * (room: gmm_latent_stack_row_max).  The number of such levels is
+ * gmm_latent_stack_nlevel.  GMM_EINVAL (not a stack, k or j out of range,
+ * NULL). */
+size_t gmm_latent_stack_nlevel(const gmm_latent *l, size_t k);
+gmm_status gmm_latent_stack_level(const gmm_latent *l, size_t k, size_t j, size_t *idx,
+                                  double *w, size_t *nnz);
+/* RW1/RW2/KERNEL: the sorted distinct values (m, owned by l); NULL otherwise. */
 const double *gmm_latent_stack_values(const gmm_latent *l, size_t k, size_t *m);
 /* Cyclic RW1/RW2: the period (the default resolved); NAN otherwise. */
 double gmm_latent_stack_period(const gmm_latent *l, size_t k);
@@ -161,15 +190,19 @@ typedef struct {
     double value;
 } gmm_stack_at;
 
-/* Room gmm_latent_stack_row needs per component in idx and w. */
+/* Room gmm_latent_stack_row needs per component in idx and w, components
+ * other than KERNEL. */
 #define GMM_STACK_ROW_MAX 4
+/* Room gmm_latent_stack_row needs for one row in all (the sum over the
+ * components: GMM_STACK_ROW_MAX, or a KERNEL's 2 d); 0 for another latent. */
+size_t gmm_latent_stack_row_max(const gmm_latent *l);
 
 /* The linear predictor of a new row that reads at[k] of each component:
  *
  *     f = sum_e w[e] x[idx[e]] + eps,   eps ~ N(0, *evar), independent of x,
  *
  * x the stacked (permuted) latent, *nnz entries written (idx, w: room for
- * GMM_STACK_ROW_MAX nterm).  A level or a data value of the index reads its
+ * gmm_latent_stack_row_max).  A level or a data value of the index reads its
  * latent (w = 1).  A new IID level is its prior, eps ~ N(0, variance).  A
  * new RW1/RW2 value is the process's conditional law given the walk at the
  * data's values (Markov: given its neighbours alone): between two values,
@@ -178,7 +211,12 @@ typedef struct {
  * (RW2); beyond the last value by d, x + N(0, variance d) (RW1) and x + d x'
  * + N(0, variance d^3/3) (RW2), and before the first the same backwards (the
  * intrinsic walk's initial state is flat, so its reversal is the same
- * process); a cyclic walk's value is first reduced onto its circle
+ * process); a KERNEL's value between two data values reads the Markov
+ * bridge of its states (x(t) | x_l, x_r has precision Q1^-1 + A2' Q2^-1 A2,
+ * A_i = A(d_i), Q_i = Q(d_i), and f = H x(t)), beyond the last value the
+ * prior dynamics (H A(d) x_last, variance H Q(d) H'), before the first the
+ * stationary process's reversal (H Pinf A(d)' Pinf^-1 x_first, variance H
+ * (Pinf - Pinf A' Pinf^-1 A Pinf) H'); a cyclic walk's value is first reduced onto its circle
  * (gmm_latent_stack_wrap), and one between the last value and the first
  * bridges the wrap-around interval.  theta: the latent's parameters (for
  * the variances; the weights do not depend on them).  Errors: GMM_EINVAL
@@ -187,7 +225,7 @@ typedef struct {
  * gmm_error_index().  O(K log m). */
 gmm_status gmm_latent_stack_row(const gmm_latent *l, const double *theta, const gmm_stack_at *at,
                                 size_t *idx, double *w, size_t *nnz, double *evar);
-/* The model of component k (GMM_STACK_GRAPH + 1 out of range). */
+/* The model of component k (GMM_STACK_KERNEL + 1 out of range). */
 gmm_stack_model gmm_latent_stack_kind(const gmm_latent *l, size_t k);
 
 /* The constraints A x = 0 in the latent (permuted) numbering: nconstr rows

@@ -67,12 +67,15 @@ void gmm_mdl_free(gmm_mdl *m)
     gmm_formula_free(m->fm);
     for (size_t k = 0; k < m->nterm; k++) {
         gmm_gmrf_free(m->sgmrf[k]);
+        if (m->skern)
+            gmm_kernel_free(m->skern[k]);
         gmm_spec_free(m->sspec[k]);
         gmm_graph_free(m->sg[k]);
     }
     gmm_free(m->sg);
     gmm_free(m->sspec);
     gmm_free(m->sgmrf);
+    gmm_free(m->skern);
     for (size_t r = 0; m->rowkey && r < m->nrow; r++)
         gmm_free(m->rowkey[r]);
     gmm_free(m->rowkey);
@@ -242,7 +245,8 @@ static gmm_status term_cyclic(const build *b, const gmm_formula_latent *t, int *
 }
 
 /* The terms of a stacked formula, before any data is read: known keys, a
- * graph where the model needs one, no kernel spec, one term per column. */
+ * graph where the model needs one, one term per column (a quoted model
+ * without a graph is a kernel spec, read with the data). */
 static gmm_status check_stack_terms(const build *b, const gmm_formula *fm)
 {
     for (size_t k = 0; k < fm->nlatent; k++) {
@@ -259,19 +263,12 @@ static gmm_status check_stack_terms(const build *b, const gmm_formula *fm)
         size_t gpos = 0;
         const char *graph = gmm_formula_arg_find(t, "graph", &gpos);
         int mk = stack_model(t);
-        if (mk < 0 && !graph)
-            return formula_error(b, t->model_pos,
-                                 "formula: f(%s, '%s'): a kernel spec is a state-space latent, "
-                                 "which does not stack with other f() terms (use rw1 or rw2 "
-                                 "for a smooth effect of '%s' beside other terms, or fit the "
-                                 "kernel alone)",
-                                 t->name, t->model, t->name);
-        int needs_graph = mk < 0 || stack_kind[mk] == GMM_STACK_BESAG ||
-                          stack_kind[mk] == GMM_STACK_BYM2;
+        int needs_graph = mk >= 0 && (stack_kind[mk] == GMM_STACK_BESAG ||
+                                      stack_kind[mk] == GMM_STACK_BYM2);
         if (needs_graph && !graph)
             return formula_error(b, t->model_pos, "formula: f(%s, %s) needs graph=EDGES.csv",
                                  t->name, t->model);
-        if (!needs_graph && graph)
+        if (!needs_graph && graph && mk >= 0)
             return formula_error(b, gpos, "formula: f(%s, %s) takes no graph", t->name,
                                  t->model);
         int cyclic;
@@ -703,6 +700,36 @@ done:
     return s;
 }
 
+/* A stacked kernel term's spec and kernel (its errors point into the
+ * formula), its unset parameters defaulted from the index values x and the
+ * working response as a kernel alone is (build_ssm). */
+static gmm_status stack_kernel(build *b, gmm_mdl *m, const gmm_formula_latent *t,
+                               const double *x, gmm_spec_node **spec, gmm_kernel **k)
+{
+    gmm_status s;
+    b->ftext = b->s->formula;
+    b->fspec = t->model;
+    b->fbase = t->model_pos;
+    if ((s = parse_spec(b, "kernel", t->model, spec)) != GMM_OK)
+        return s;
+    if ((s = gmm_kernel_from_spec(*spec, k)) != GMM_OK)
+        return s == GMM_EPARSE ? spec_error(b, "kernel", t->model, s) : s;
+    size_t np = gmm_kernel_nparam(*k);
+    int *defaulted = gmm_calloc(np ? np : 1, sizeof(int));
+    double *z = working_response(m);
+    if (!defaulted || !z)
+        s = gmm_error(GMM_ENOMEM, "out of memory");
+    else
+        s = gmm_kernel_fill_defaults(*k, x, z, m->nrow, defaulted);
+    for (size_t i = 0; s == GMM_OK && b->s->verbose && i < np; i++)
+        if (defaulted[i])
+            report(b, GMM_MDL_REPORT_INFO, "default f.%s: %s = %.6g", t->name,
+                   gmm_kernel_param_name(*k, i), gmm_kernel_values(*k)[i]);
+    gmm_free(defaulted);
+    gmm_free(z);
+    return s;
+}
+
 /* Every f() term a component of one stacked latent (stack.h), indexed by
  * the data rows' values of its column. */
 static gmm_status build_stack(build *b, gmm_mdl *m, const gmm_table *data)
@@ -717,7 +744,9 @@ static gmm_status build_stack(build *b, gmm_mdl *m, const gmm_table *data)
     m->sg = gmm_calloc(K, sizeof *m->sg);
     m->sspec = gmm_calloc(K, sizeof *m->sspec);
     m->sgmrf = gmm_calloc(K, sizeof *m->sgmrf);
-    if (!terms || !names || !level || !value || !m->sg || !m->sspec || !m->sgmrf) {
+    m->skern = gmm_calloc(K, sizeof *m->skern);
+    if (!terms || !names || !level || !value || !m->sg || !m->sspec || !m->sgmrf ||
+        !m->skern) {
         s = gmm_error(GMM_ENOMEM, "out of memory");
         goto done;
     }
@@ -728,9 +757,11 @@ static gmm_status build_stack(build *b, gmm_mdl *m, const gmm_table *data)
         int mk = stack_model(t);
         snprintf(names[k], sizeof names[k], "f.%s", t->name);
         terms[k].name = names[k];
-        if (mk >= 0 && (stack_kind[mk] == GMM_STACK_RW1 || stack_kind[mk] == GMM_STACK_RW2)) {
+        int kern = mk < 0 && !graph;
+        if (kern || (mk >= 0 && (stack_kind[mk] == GMM_STACK_RW1 ||
+                              stack_kind[mk] == GMM_STACK_RW2))) {
             size_t c;
-            terms[k].model = stack_kind[mk];
+            terms[k].model = kern ? GMM_STACK_KERNEL : stack_kind[mk];
             if (!(value[k] = gmm_malloc(nr, sizeof **value))) {
                 s = gmm_error(GMM_ENOMEM, "out of memory");
                 goto done;
@@ -739,6 +770,12 @@ static gmm_status build_stack(build *b, gmm_mdl *m, const gmm_table *data)
                 (s = gmm_table_column_double(data, c, 0, value[k])) != GMM_OK)
                 goto done;
             terms[k].value = value[k];
+            if (kern) {
+                if ((s = stack_kernel(b, m, t, value[k], &m->sspec[k], &m->skern[k])) != GMM_OK)
+                    goto done;
+                terms[k].kernel = m->skern[k];
+                continue;
+            }
             if ((s = term_cyclic(b, t, &terms[k].cyclic, &terms[k].period)) != GMM_OK)
                 goto done;
             continue;
@@ -856,7 +893,7 @@ static gmm_status rename_leaves(gmm_mdl *m, const gmm_formula_latent *t, size_t 
 }
 
 /* The formula's names for the latent's parameters (rename_leaves): the
- * one f() term's, or a stack's graph precisions' (its other components are
+ * one f() term's, or a stack's graph precisions' and kernels' (its other components are
  * named f.NAME.variance, f.NAME.phi by the latent).  The shorthand options
  * keep the latent's names. */
 static gmm_status term_names(gmm_mdl *m)
@@ -873,10 +910,12 @@ static gmm_status term_names(gmm_mdl *m)
         const gmm_formula_latent *t = &m->fm->latent[k];
         int mk = stack_model(t);
         size_t np = m->sgmrf[k]                                 ? m->sgmrf[k]->nparam
+                    : m->skern[k]                                 ? gmm_kernel_nparam(m->skern[k])
                     : mk >= 0 && stack_kind[mk] == GMM_STACK_BYM2 ? 2
                                                                 : 1;
         gmm_status s;
-        if (m->sgmrf[k] && (s = rename_leaves(m, t, i0, i0 + np, strlen(t->name) + 3)) != GMM_OK)
+        if ((m->sgmrf[k] || m->skern[k]) &&
+            (s = rename_leaves(m, t, i0, i0 + np, strlen(t->name) + 3)) != GMM_OK)
             return s;
         i0 += np;
     }

@@ -74,6 +74,7 @@ struct gmm_mdl {
     gmm_graph **sg;
     gmm_spec_node **sspec;
     gmm_gmrf **sgmrf;
+    gmm_kernel **skern;    /* kernel-spec terms' kernels (NULL for others) */
     char **rowkey;
 };
 
@@ -112,7 +113,7 @@ int gmm_mdl_impl_stack_kind(const gmm_formula_latent *t);
 /* The sparse forms of the rows of t (a stacked model's, read by
  * gmm_mdl_rows_read) at the latent's parameters theta: row r's entries
  * ptr[r] .. ptr[r + 1] - 1 at idx with weights w (ptr: t->n + 1; idx, w:
- * t->n nterm GMM_STACK_ROW_MAX) and the variance of its independent part
+ * t->n gmm_latent_stack_row_max) and the variance of its independent part
  * in evar[r] (gmm_latent_stack_row).  Errors: "FILE:LINE: ..." with the
  * row in gmm_error_index(). */
 gmm_status gmm_mdl_impl_stack_forms(const gmm_mdl *m, const gmm_mdl_test *t,

@@ -87,7 +87,7 @@ static gmm_status stack_read(const gmm_mdl *m, const gmm_table *tb, gmm_stack_at
         size_t c;
         if ((s = gmm_table_column(tb, ft->name, &c)) != GMM_OK)
             break;
-        if (kind == GMM_STACK_RW1 || kind == GMM_STACK_RW2) {
+        if (kind == GMM_STACK_RW1 || kind == GMM_STACK_RW2 || kind == GMM_STACK_KERNEL) {
             if ((s = gmm_table_column_double(tb, c, 0, v)) != GMM_OK)
                 break;
             for (size_t r = 0; r < n; r++)
@@ -253,7 +253,7 @@ gmm_status gmm_mdl_impl_stack_forms(const gmm_mdl *m, const gmm_mdl_test *t,
 static gmm_status stack_predict_test(gmm_mdl *m, const gmm_mdl_test *t, double *mean,
                                      double *var)
 {
-    size_t n = t->n, cap = (n ? n : 1) * m->nterm * GMM_STACK_ROW_MAX, nc = m->ncoef;
+    size_t n = t->n, cap = (n ? n : 1) * gmm_latent_stack_row_max(m->lat), nc = m->ncoef;
     size_t *ptr = gmm_malloc(n + 1, sizeof *ptr), *idx = gmm_malloc(cap, sizeof *idx);
     double *w = gmm_malloc(cap, sizeof *w), *ev = gmm_malloc(n ? n : 1, sizeof *ev);
     const double *theta = m->obj->value, *beta = theta + m->obj->nparam - nc;
@@ -407,19 +407,22 @@ gmm_status gmm_mdl_impl_stack_draw(const gmm_mdl *m, const gmm_mdl_test *t, size
                                    const double *theta, const double *x, double *mean,
                                    double *var)
 {
-    size_t idx[64 * GMM_STACK_ROW_MAX], nnz = 0;
-    double w[64 * GMM_STACK_ROW_MAX];
-    if (m->nterm > 64)
-        return gmm_error(GMM_EINVAL, "more than 64 f() terms");
-    gmm_status s = gmm_latent_stack_row(m->lat, theta, t->sat + r * m->nterm, idx, w, &nnz, var);
+    size_t cap = gmm_latent_stack_row_max(m->lat), nnz = 0;
+    size_t *idx = gmm_malloc(cap ? cap : 1, sizeof *idx);
+    double *w = gmm_malloc(cap ? cap : 1, sizeof *w);
+    gmm_status s = idx && w ? gmm_latent_stack_row(m->lat, theta, t->sat + r * m->nterm, idx, w,
+                                                   &nnz, var)
+                            : gmm_error(GMM_ENOMEM, "out of memory");
+    *mean = 0.0;
+    for (size_t e = 0; s == GMM_OK && e < nnz; e++)
+        *mean += w[e] * x[idx[e]];
+    gmm_free(idx);
+    gmm_free(w);
     if (s != GMM_OK) {
         char why[GMM_ERROR_MAX];
         snprintf(why, sizeof why, "%s", gmm_error_message());
         return gmm_error_at(s, r, "%s:%zu: %s", t->table->file, t->table->line[r], why);
     }
-    *mean = 0.0;
-    for (size_t e = 0; e < nnz; e++)
-        *mean += w[e] * x[idx[e]];
     return GMM_OK;
 }
 

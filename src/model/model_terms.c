@@ -41,12 +41,10 @@ static gmm_stack_model stack_kind_of(const gmm_formula_latent *t)
 }
 
 /* The rows a stacked component contributes: one per level (rw2: its x_j,
- * not the slopes; bym2: b then u). */
+ * not the slopes; a kernel: H x at each value; bym2: b then u). */
 static size_t stack_rows(const gmm_mdl *m, size_t k)
 {
-    size_t sz = gmm_latent_stack_size(m->lat, k);
-    gmm_stack_model kd = stack_kind_of(&m->fm->latent[k]);
-    return kd == GMM_STACK_RW2 ? sz / 2 : sz;
+    return gmm_latent_stack_nlevel(m->lat, k);
 }
 
 /* Stacked latent rows from index nc on: component k's levels in its local
@@ -57,9 +55,11 @@ static gmm_status stack_terms(gmm_mdl *m, size_t nc, gmm_mdl_terms *out)
     gmm_latent *l = m->lat;
     size_t n = gmm_latent_dim(l);
     double *mean = gmm_malloc(n ? n : 1, sizeof *mean);
+    size_t cap = gmm_latent_stack_row_max(l), *ix = gmm_malloc(cap ? cap : 1, sizeof *ix);
+    double *wx = gmm_malloc(cap ? cap : 1, sizeof *wx);
     gmm_band *cov = gmm_band_alloc(n, gmm_latent_cov_bandwidth(l), 0, GMM_BAND_SYMMETRIC);
     gmm_status s = GMM_OK;
-    if (!mean || !cov) {
+    if (!mean || !cov || !ix || !wx) {
         s = gmm_error(GMM_ENOMEM, "out of memory for the posterior (%zu latents)", n);
         goto done;
     }
@@ -73,7 +73,9 @@ static gmm_status stack_terms(gmm_mdl *m, size_t nc, gmm_mdl_terms *out)
         const double *val = gmm_latent_stack_values(l, k, &nv);
         for (size_t j = 0; j < nr && s == GMM_OK; j++, r++) {
             size_t lev = kd == GMM_STACK_BYM2 && j >= nr / 2 ? j - nr / 2 : j;
-            size_t idx = gmm_latent_stack_index(l, k, kd == GMM_STACK_RW2 ? 2 * j : j);
+            size_t ne = 0;
+            if ((s = gmm_latent_stack_level(l, k, j, ix, wx, &ne)) != GMM_OK)
+                break;
             char buf[64];
             const char *label = buf;
             if (val)
@@ -86,13 +88,20 @@ static gmm_status stack_terms(gmm_mdl *m, size_t nc, gmm_mdl_terms *out)
                 s = gmm_error(GMM_ENOMEM, "out of memory");
                 break;
             }
-            double v = gmm_band_get(cov, idx, idx);
-            out->mean[r] = mean[idx];
+            double mu = 0.0, v = 0.0;
+            for (size_t a = 0; a < ne; a++) {
+                mu += wx[a] * mean[ix[a]];
+                for (size_t c = 0; c < ne; c++)
+                    v += wx[a] * wx[c] * gmm_band_get(cov, ix[a], ix[c]);
+            }
+            out->mean[r] = mu;
             out->sd[r] = sqrt(v > 0.0 ? v : 0.0);
         }
     }
 done:
     gmm_free(mean);
+    gmm_free(ix);
+    gmm_free(wx);
     gmm_band_free(cov);
     return s;
 }

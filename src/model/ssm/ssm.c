@@ -401,6 +401,7 @@ size_t gmm_ssm_nrows(const gmm_ssm *m) { return m->n; }
 size_t gmm_ssm_dimension(const gmm_ssm *m) { return m->N; }
 size_t gmm_ssm_row_offset(const gmm_ssm *m, size_t r) { return m->row_state[r] * m->d; }
 int gmm_ssm_obs_varies(const gmm_ssm *m) { return m->modulated; }
+size_t gmm_ssm_state_var(const gmm_ssm *m, size_t p) { return m->perm[p]; }
 size_t gmm_ssm_row_state(const gmm_ssm *m, size_t r) { return m->row_state[r]; }
 
 const char *gmm_ssm_param_name(const gmm_ssm *m, size_t i)

@@ -17,6 +17,7 @@
  *
  * WHITENING.  Proper stacks: W = L^-T, L L' = Q, as graph latents
  * (latent_gmrf.c).  With constraints: W = M L^^-T P_S (stack_whiten_setup). */
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -40,6 +41,7 @@ typedef struct {
     size_t *pin;
     double ldconst, ldaa;
     double *theta;          /* nparam: of the last prior call */
+    double bound;           /* the last Gaussian evaluation's rounding bound (kernels) */
     int prior_ok;
     /* Gaussian likelihood */
     gmm_band *Q, *Qbar, *Qh, *Qhbar;
@@ -106,8 +108,9 @@ static gmm_status assemble(stack_impl *c, const double *theta, gmm_band *Q)
     for (size_t k = 0; k < c->K; k++) {
         stack_comp *m = &c->comp[k];
         const double *th = theta + m->par0;
-        if (m->model == GMM_STACK_GRAPH) {
-            if ((st = gmm_gmrf_assemble(m->g, th, m->gQ)))
+        if (m->model == GMM_STACK_GRAPH || m->model == GMM_STACK_KERNEL) {
+            if (m->model == GMM_STACK_GRAPH ? (st = gmm_gmrf_assemble(m->g, th, m->gQ))
+                                            : (st = gmm_ssm_prior(m->ssm, th, m->gQ, NULL)))
                 return st;
             for (size_t s = 0; s < m->nslot; s++)
                 *gmm_band_ptr(Q, m->gi[s], m->gj[s]) += *gmm_band_ptr(m->gQ, m->gr[s], m->gc[s]);
@@ -130,12 +133,18 @@ static gmm_status assemble_rev(stack_impl *c, const double *theta, const gmm_ban
     for (size_t k = 0; k < c->K; k++) {
         stack_comp *m = &c->comp[k];
         const double *th = theta + m->par0;
-        if (m->model == GMM_STACK_GRAPH) {
+        if (m->model == GMM_STACK_GRAPH || m->model == GMM_STACK_KERNEL) {
+            /* the SSM's reverse follows its own forward call at th (this
+             * function runs at other thetas too: the whitening's) */
+            if (m->model == GMM_STACK_KERNEL && (st = gmm_ssm_prior(m->ssm, th, m->gQ, NULL)))
+                return st;
             gmm_band_set_zero(m->gQbar);
             for (size_t s = 0; s < m->nslot; s++)
                 *gmm_band_ptr(m->gQbar, m->gr[s], m->gc[s]) =
                     *gmm_band_ptr(Qbar, m->gi[s], m->gj[s]);
-            if ((st = gmm_gmrf_assemble_rev(m->g, th, m->gQbar, thetabar + m->par0)))
+            if (m->model == GMM_STACK_GRAPH
+                    ? (st = gmm_gmrf_assemble_rev(m->g, th, m->gQbar, thetabar + m->par0))
+                    : (st = gmm_ssm_prior_rev(m->ssm, m->gQbar, 0.0, thetabar + m->par0)))
                 return st;
             continue;
         }
@@ -261,6 +270,55 @@ static gmm_status pinned_logdet_rev(stack_impl *c, double ldbar, gmm_band *Qbar)
 
 /* ---- Gaussian likelihood --------------------------------------------------- */
 
+/* The Cholesky's rounding bound over the kernel components (ssm.h,
+ * FACTORISATION; the SSM's rule): eps sum_i P_ii Pinf_ii over their
+ * latents, P = Q + H'H / noise at the observed rows (stored in c->Q, before
+ * any factorisation), Pinf the kernel's stationary covariance (an upper
+ * bound on the posterior variance). */
+static gmm_status kernel_bound(stack_impl *c, const double *theta, const double *y,
+                               double noise, double *bound)
+{
+    gmm_status st;
+    double s = 0.0;
+    *bound = 0.0;
+    for (size_t k = 0; k < c->K; k++) {
+        stack_comp *q = &c->comp[k];
+        if (q->model != GMM_STACK_KERNEL)
+            continue;
+        size_t d = q->d;
+        double *P = q->kscr, *obs = P + d * d;
+        if ((st = gmm_kernel_stat(q->kern, theta + q->par0, gmm_ssm_damp(q->ssm), q->kw, P,
+                                  NULL)))
+            return st;
+        for (size_t i = 0; i < q->n; i++) {
+            size_t g = c->iperm[q->off + i];
+            double v = P[gmm_ssm_state_var(q->ssm, i % d) * (d + 1)];
+            s += gmm_band_get(c->Q, g, g) * v;
+        }
+        /* the data's part, row by row: H'H / noise on the state's diagonal */
+        for (size_t p = 0; p < d; p++)
+            obs[p] = 0.0;
+        for (size_t e = 0; e < q->nread; e++)
+            obs[q->hidx[e]] = q->hval[e] * q->hval[e];
+        double h = 0.0;
+        for (size_t p = 0; p < d; p++)
+            h += obs[p] * P[gmm_ssm_state_var(q->ssm, p) * (d + 1)];
+        for (size_t r = 0; r < c->nrows; r++)
+            if (!isnan(y[r]))
+                s += h / noise;
+    }
+    *bound = DBL_EPSILON * s;
+    return GMM_OK;
+}
+
+static const char *stack_factorisation(const void *p, double *bound)
+{
+    const stack_impl *c = p;
+    if (bound)
+        *bound = c->bound;
+    return "cholesky";
+}
+
 static gmm_status stack_gaussian(void *p, const double *theta, const double *y, double noise,
                                  double *loglik, double *thetabar, double *noisebar)
 {
@@ -286,7 +344,7 @@ static gmm_status stack_gaussian(void *p, const double *theta, const double *y, 
     }
     c->obs = (gmm_obs){c->n, o, W, c->ooff, c->ocoef, W, c->oy};
     double ld = 0.0;
-    if ((st = assemble(c, theta, c->Q)))
+    if ((st = assemble(c, theta, c->Q)) || (st = kernel_bound(c, theta, y, noise, &c->bound)))
         return st;
     if (c->ncon && (st = pinned_logdet(c, c->Q, &ld)))
         return st;
@@ -632,6 +690,7 @@ static const gmm_latent_ops stack_ops = {
     .gaussian = stack_gaussian,
     .gaussian_posterior = stack_gaussian_post,
     .gaussian_posterior_solve = stack_gaussian_post_solve,
+    .factorisation = stack_factorisation,
     .whiten_setup = stack_whiten_setup,
     .whiten = stack_whiten,
     .whiten_t = stack_whiten_t,
@@ -641,6 +700,12 @@ static const gmm_latent_ops stack_ops = {
 
 /* ---- building ---------------------------------------------------------------- */
 
+/* The unpermuted stacked index of data row r's entry e of component q. */
+static size_t read_at(const stack_comp *q, size_t r, size_t e)
+{
+    return q->off + q->row_loc[r] + q->hidx[e];
+}
+
 /* The joint order: RCM over the components' slots and the data's cliques. */
 static gmm_status order(stack_impl *c)
 {
@@ -649,7 +714,10 @@ static gmm_status order(stack_impl *c)
     for (size_t k = 0; k < K; k++)
         for (size_t s = 0; s < c->comp[k].nslot; s++)
             m += c->comp[k].si[s] != c->comp[k].sj[s];
-    m += c->nrows * (K * (K - 1) / 2);
+    size_t R = 0; /* entries a row reads */
+    for (size_t k = 0; k < K; k++)
+        R += c->comp[k].nread;
+    m += c->nrows * (R * (R - 1) / 2);
     size_t *ei = gmm_malloc(2 * (m ? m : 1), sizeof *ei), *ej = ei ? ei + (m ? m : 1) : NULL;
     gmm_graph *g = NULL;
     if (!ei)
@@ -665,10 +733,12 @@ static gmm_status order(stack_impl *c)
     }
     for (size_t r = 0; r < c->nrows; r++)
         for (size_t a = 0; a < K; a++)
-            for (size_t b = a + 1; b < K; b++) {
-                ei[e] = c->comp[a].off + c->comp[a].row_loc[r];
-                ej[e++] = c->comp[b].off + c->comp[b].row_loc[r];
-            }
+            for (size_t ea = 0; ea < c->comp[a].nread; ea++)
+                for (size_t b = a; b < K; b++)
+                    for (size_t eb = b == a ? ea + 1 : 0; eb < c->comp[b].nread; eb++) {
+                        ei[e] = read_at(&c->comp[a], r, ea);
+                        ej[e++] = read_at(&c->comp[b], r, eb);
+                    }
     /* a data row reading one latent twice (never across components) adds no edge */
     size_t e2 = 0;
     for (size_t i = 0; i < e; i++)
@@ -734,11 +804,12 @@ gmm_status gmm_latent_stack_alloc(size_t nrows, size_t nterm, const gmm_stack_te
     size_t W = 1;
     for (size_t r = 0; r < nrows; r++) {
         size_t lo = SIZE_MAX, hi = 0;
-        for (size_t k = 0; k < c->K; k++) {
-            size_t p = c->iperm[c->comp[k].off + c->comp[k].row_loc[r]];
-            lo = p < lo ? p : lo;
-            hi = p > hi ? p : hi;
-        }
+        for (size_t k = 0; k < c->K; k++)
+            for (size_t e = 0; e < c->comp[k].nread; e++) {
+                size_t p = c->iperm[read_at(&c->comp[k], r, e)];
+                lo = p < lo ? p : lo;
+                hi = p > hi ? p : hi;
+            }
         W = hi - lo + 1 > W ? hi - lo + 1 : W;
     }
     double band = (double)(c->bw + 1) * (double)c->n * sizeof(double);
@@ -748,8 +819,11 @@ gmm_status gmm_latent_stack_alloc(size_t nrows, size_t nterm, const gmm_stack_te
                        c->n, c->bw, band / 1e6, (double)lim / 1e6);
         goto fail;
     }
-    /* every row reads one latent of each component, distinct ones */
-    l = latent_new_sparse(&stack_ops, nrows, W, nrows * c->K, c->nparam);
+    /* every row reads nread latents of each component, distinct ones */
+    size_t R = 0;
+    for (size_t k = 0; k < c->K; k++)
+        R += c->comp[k].nread;
+    l = latent_new_sparse(&stack_ops, nrows, W, nrows * R, c->nparam);
     c->ooff = gmm_malloc(nrows ? nrows : 1, sizeof *c->ooff);
     c->oy = gmm_malloc(nrows ? nrows : 1, sizeof *c->oy);
     c->A = gmm_calloc(c->ncon * c->n > 0 ? c->ncon * c->n : 1, sizeof *c->A);
@@ -787,22 +861,28 @@ gmm_status gmm_latent_stack_alloc(size_t nrows, size_t nterm, const gmm_stack_te
     c->pos = l->pos;
     for (size_t r = 0; r < nrows; r++) {
         size_t lo = SIZE_MAX;
-        for (size_t k = 0; k < c->K; k++) {
-            size_t p = c->iperm[c->comp[k].off + c->comp[k].row_loc[r]];
-            lo = p < lo ? p : lo;
-        }
+        for (size_t k = 0; k < c->K; k++)
+            for (size_t e = 0; e < c->comp[k].nread; e++) {
+                size_t p = c->iperm[read_at(&c->comp[k], r, e)];
+                lo = p < lo ? p : lo;
+            }
         if (lo + W > c->n)
             lo = c->n - W;
         l->offset[r] = lo;
-        size_t *pr = l->pos + r * c->K;
-        for (size_t k = 0; k < c->K; k++) { /* insertion: increasing positions */
-            size_t p = c->iperm[c->comp[k].off + c->comp[k].row_loc[r]] - lo, j = k;
-            for (; j > 0 && pr[j - 1] > p; j--)
-                pr[j] = pr[j - 1];
-            pr[j] = p;
-            l->coef[r * c->K + k] = 1.0;
-        }
-        l->rowptr[r + 1] = (r + 1) * c->K;
+        size_t *pr = l->pos + r * R, j0 = 0;
+        double *cr = l->coef + r * R;
+        for (size_t k = 0; k < c->K; k++)
+            for (size_t e = 0; e < c->comp[k].nread; e++, j0++) {
+                /* insertion: increasing positions */
+                size_t p = c->iperm[read_at(&c->comp[k], r, e)] - lo, j = j0;
+                for (; j > 0 && pr[j - 1] > p; j--) {
+                    pr[j] = pr[j - 1];
+                    cr[j] = cr[j - 1];
+                }
+                pr[j] = p;
+                cr[j] = c->comp[k].hval[e];
+            }
+        l->rowptr[r + 1] = (r + 1) * R;
     }
     size_t ci = 0;
     for (size_t k = 0; k < c->K; k++) {
@@ -832,10 +912,12 @@ gmm_status gmm_latent_stack_alloc(size_t nrows, size_t nterm, const gmm_stack_te
             c->gnptr[ci + 1] = en;
         }
         for (size_t p = 0; p < q->npar; p++) {
-            l->name[q->par0 + p] = q->model == GMM_STACK_GRAPH ? q->gname[p] : q->pname[p];
-            l->start[q->par0 + p] =
-                q->model == GMM_STACK_GRAPH ? q->g->param_value[p] : q->start[p];
-            l->zero_ok[q->par0 + p] = q->model == GMM_STACK_GRAPH ? q->g->param_zero_ok[p] : 0;
+            int gr = q->model == GMM_STACK_GRAPH, kn = q->model == GMM_STACK_KERNEL;
+            l->name[q->par0 + p] = gr || kn ? q->gname[p] : q->pname[p];
+            l->start[q->par0 + p] = gr   ? q->g->param_value[p]
+                                    : kn ? gmm_kernel_values_const(q->kern)[p]
+                                         : q->start[p];
+            l->zero_ok[q->par0 + p] = gr ? q->g->param_zero_ok[p] : 0;
         }
     }
     c->blk0[c->nblk] = c->ncon;
@@ -944,7 +1026,7 @@ gmm_status gmm_latent_stack_logdet(gmm_latent *l, const double *theta, double *l
 void gmm_latent_stack_describe(const gmm_latent *l, char *buf, size_t size)
 {
     stack_impl *c = impl_of(l);
-    static const char *model[] = {"iid", "rw1", "rw2", "besag", "bym2", "graph"};
+    static const char *model[] = {"iid", "rw1", "rw2", "besag", "bym2", "graph", "kernel"};
     size_t used = 0;
     if (!buf || size == 0)
         return;
@@ -973,7 +1055,7 @@ void gmm_latent_stack_describe(const gmm_latent *l, char *buf, size_t size)
 gmm_stack_model gmm_latent_stack_kind(const gmm_latent *l, size_t k)
 {
     stack_impl *c = impl_of(l);
-    return c && k < c->K ? c->comp[k].model : GMM_STACK_GRAPH + 1;
+    return c && k < c->K ? c->comp[k].model : GMM_STACK_KERNEL + 1;
 }
 
 /* The integrated Wiener process's unit-variance transition over d: F =
@@ -1080,6 +1162,223 @@ static double walk_row(const stack_comp *q, double t, size_t *li, double *lw, si
     return v;
 }
 
+/* In-place lower Cholesky of the d x d row-major S (GMM_ENOTPD). */
+static gmm_status small_chol(double *S, size_t d)
+{
+    for (size_t j = 0; j < d; j++) {
+        double v = S[j * d + j];
+        for (size_t t = 0; t < j; t++)
+            v -= S[j * d + t] * S[j * d + t];
+        if (!(v > 0.0))
+            return gmm_error(GMM_ENOTPD, "a new row's state covariance is not positive "
+                                         "definite");
+        S[j * d + j] = sqrt(v);
+        for (size_t i = j + 1; i < d; i++) {
+            double u = S[i * d + j];
+            for (size_t t = 0; t < j; t++)
+                u -= S[i * d + t] * S[j * d + t];
+            S[i * d + j] = u / S[j * d + j];
+        }
+    }
+    return GMM_OK;
+}
+
+/* b <- S^-1 b, L the lower Cholesky factor of S (small_chol). */
+static void small_solve(const double *L, size_t d, double *b)
+{
+    for (size_t i = 0; i < d; i++) {
+        for (size_t t = 0; t < i; t++)
+            b[i] -= L[i * d + t] * b[t];
+        b[i] /= L[i * d + i];
+    }
+    for (size_t i = d; i-- > 0;) {
+        for (size_t t = i + 1; t < d; t++)
+            b[i] -= L[t * d + i] * b[t];
+        b[i] /= L[i * d + i];
+    }
+}
+
+/* A KERNEL's reading of value t (stack.h, gmm_latent_stack_row): entries
+ * (local index, weight) appended to li, lw, the variance of eps into *var.
+ * All d x d algebra in the kernel's variable order, mapped to the band's by
+ * gmm_ssm_state_var. */
+static gmm_status kernel_row(stack_comp *q, const double *theta, double t, size_t *li,
+                             double *lw, size_t *ne, double *var)
+{
+    gmm_status st;
+    size_t d = q->d, m = q->m, lo = 0, hi = m;
+    *var = 0.0;
+    while (lo < hi) { /* first value >= t */
+        size_t mid = lo + (hi - lo) / 2;
+        if (q->val[mid] < t)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < m && q->val[lo] == t) {
+        for (size_t e = 0; e < q->nread; e++) {
+            li[*ne] = q->lvl_off[lo] + q->hidx[e];
+            lw[(*ne)++] = q->hval[e];
+        }
+        return GMM_OK;
+    }
+    double *P = q->kscr, *A1 = P + d * d, *Q1 = A1 + d * d, *A2 = Q1 + d * d;
+    double *Q2 = A2 + d * d, *T = Q2 + d * d, *H = T + d * d, *u = H + d, *v = u + d;
+    double *wl = v + d, *wr = wl + d;
+    if ((st = gmm_kernel_stat(q->kern, theta, gmm_ssm_damp(q->ssm), q->kw, P, H)))
+        return st;
+    for (size_t i = 0; i < d; i++)
+        wl[i] = wr[i] = 0.0;
+    size_t jl = lo > 0 ? lo - 1 : 0, jr = lo < m ? lo : m - 1;
+    if (lo == m) {
+        /* forwards from the last value: H A(d) x, variance H Q(d) H' */
+        if ((st = gmm_kernel_disc(q->kern, q->kw, t - q->val[m - 1], A1, Q1)))
+            return st;
+        for (size_t j = 0; j < d; j++) {
+            double a = 0.0, b = 0.0;
+            for (size_t i = 0; i < d; i++) {
+                a += H[i] * A1[i * d + j];
+                b += H[i] * Q1[i * d + j];
+            }
+            wl[j] = a;
+            *var += b * H[j];
+        }
+    } else if (lo == 0) {
+        /* backwards from the first value, the stationary reversal: x(t) | x_0
+         * has mean Pinf A' Pinf^-1 x_0 and covariance Pinf - Pinf A'
+         * Pinf^-1 A Pinf; u = A Pinf H' */
+        if ((st = gmm_kernel_disc(q->kern, q->kw, q->val[0] - t, A1, Q1)))
+            return st;
+        for (size_t i = 0; i < d; i++) {
+            double a = 0.0;
+            for (size_t j = 0; j < d; j++) {
+                double ph = 0.0;
+                for (size_t k = 0; k < d; k++)
+                    ph += P[j * d + k] * H[k];
+                a += A1[i * d + j] * ph;
+            }
+            u[i] = v[i] = a;
+        }
+        memcpy(T, P, d * d * sizeof *T);
+        if ((st = small_chol(T, d)))
+            return st;
+        small_solve(T, d, v); /* Pinf^-1 A Pinf H' */
+        double hph = 0.0, uv = 0.0;
+        for (size_t i = 0; i < d; i++) {
+            wr[i] = v[i];
+            uv += u[i] * v[i];
+            for (size_t k = 0; k < d; k++)
+                hph += H[i] * P[i * d + k] * H[k];
+        }
+        *var = hph - uv;
+    } else {
+        /* the bridge: precision P = Q1^-1 + A2' Q2^-1 A2; u = P^-1 H'; the
+         * weights u' Q1^-1 A1 on x_l and u' A2' Q2^-1 on x_r, variance H u */
+        double d1 = t - q->val[jl], d2 = q->val[jr] - t;
+        if ((st = gmm_kernel_disc(q->kern, q->kw, d1, A1, Q1)) ||
+            (st = gmm_kernel_disc(q->kern, q->kw, d2, A2, Q2)) || (st = small_chol(Q1, d)) ||
+            (st = small_chol(Q2, d)))
+            return st;
+        for (size_t j = 0; j < d; j++) { /* column j of Q1^-1 and of Q2^-1 A2 */
+            for (size_t i = 0; i < d; i++) {
+                u[i] = i == j;
+                v[i] = A2[i * d + j];
+            }
+            small_solve(Q1, d, u);
+            small_solve(Q2, d, v);
+            for (size_t i = 0; i < d; i++) {
+                P[i * d + j] = u[i];
+                T[i * d + j] = v[i];
+            }
+        }
+        for (size_t i = 0; i < d; i++)
+            for (size_t j = 0; j < d; j++) {
+                double a = 0.0;
+                for (size_t k = 0; k < d; k++)
+                    a += A2[k * d + i] * T[k * d + j];
+                P[i * d + j] += a;
+            }
+        for (size_t i = 0; i < d; i++)
+            for (size_t j = 0; j < i; j++)
+                P[i * d + j] = P[j * d + i] = 0.5 * (P[i * d + j] + P[j * d + i]);
+        if ((st = small_chol(P, d)))
+            return st;
+        for (size_t i = 0; i < d; i++)
+            u[i] = H[i];
+        small_solve(P, d, u);
+        for (size_t i = 0; i < d; i++)
+            v[i] = u[i];
+        small_solve(Q1, d, v); /* Q1^-1 u */
+        for (size_t j = 0; j < d; j++) {
+            double a = 0.0;
+            for (size_t i = 0; i < d; i++)
+                a += v[i] * A1[i * d + j];
+            wl[j] = a;
+        }
+        for (size_t j = 0; j < d; j++) { /* wr = Q2^-1 A2 u */
+            double b = 0.0;
+            for (size_t i = 0; i < d; i++)
+                b += T[j * d + i] * u[i];
+            wr[j] = b;
+            *var += H[j] * u[j];
+        }
+    }
+    for (size_t p = 0; p < d; p++) {
+        size_t kv = gmm_ssm_state_var(q->ssm, p);
+        if (wl[kv] != 0.0 && lo > 0) {
+            li[*ne] = q->lvl_off[jl] + p;
+            lw[(*ne)++] = wl[kv];
+        }
+        if (wr[kv] != 0.0 && lo < m) {
+            li[*ne] = q->lvl_off[jr] + p;
+            lw[(*ne)++] = wr[kv];
+        }
+    }
+    if (*var < 0.0)
+        *var = 0.0;
+    return GMM_OK;
+}
+
+size_t gmm_latent_stack_row_max(const gmm_latent *l)
+{
+    stack_impl *c = impl_of(l);
+    size_t r = 0;
+    for (size_t k = 0; c && k < c->K; k++)
+        r += c->comp[k].model == GMM_STACK_KERNEL ? 2 * c->comp[k].d : GMM_STACK_ROW_MAX;
+    return r;
+}
+
+size_t gmm_latent_stack_nlevel(const gmm_latent *l, size_t k)
+{
+    stack_impl *c = impl_of(l);
+    if (!c || k >= c->K)
+        return 0;
+    const stack_comp *q = &c->comp[k];
+    return q->model == GMM_STACK_RW2 || q->model == GMM_STACK_KERNEL ? q->m : q->n;
+}
+
+gmm_status gmm_latent_stack_level(const gmm_latent *l, size_t k, size_t j, size_t *idx,
+                                  double *w, size_t *nnz)
+{
+    stack_impl *c = impl_of(l);
+    if (!c || !idx || !w || !nnz || k >= c->K || j >= gmm_latent_stack_nlevel(l, k))
+        return gmm_error(GMM_EINVAL, "gmm_latent_stack_level: not a stacked latent, NULL or "
+                                     "out of range");
+    const stack_comp *q = &c->comp[k];
+    *nnz = 0;
+    if (q->model == GMM_STACK_KERNEL) {
+        for (size_t e = 0; e < q->nread; e++) {
+            idx[*nnz] = c->iperm[q->off + q->lvl_off[j] + q->hidx[e]];
+            w[(*nnz)++] = q->hval[e];
+        }
+        return GMM_OK;
+    }
+    idx[0] = c->iperm[q->off + (q->model == GMM_STACK_RW2 ? 2 * j : j)];
+    w[0] = 1.0;
+    *nnz = 1;
+    return GMM_OK;
+}
+
 gmm_status gmm_latent_stack_row(const gmm_latent *l, const double *theta, const gmm_stack_at *at,
                                 size_t *idx, double *w, size_t *nnz, double *evar)
 {
@@ -1092,6 +1391,22 @@ gmm_status gmm_latent_stack_row(const gmm_latent *l, const double *theta, const 
         const stack_comp *q = &c->comp[k];
         size_t li[GMM_STACK_ROW_MAX], ne = 0;
         double lw[GMM_STACK_ROW_MAX], u = 0.0;
+        if (q->model == GMM_STACK_KERNEL) {
+            double ev;
+            gmm_status st;
+            if (!isfinite(at[k].value))
+                return gmm_error_at(GMM_EINVAL, k, "'%s': index value %g is not finite",
+                                    q->name, at[k].value);
+            size_t *ki = idx + *nnz, ne2 = 0;
+            double *kw = w + *nnz;
+            if ((st = kernel_row(&c->comp[k], theta + q->par0, at[k].value, ki, kw, &ne2, &ev)))
+                return gmm_error_at(st, k, "'%s': %s", q->name, gmm_error_message());
+            for (size_t e = 0; e < ne2; e++)
+                ki[e] = c->iperm[q->off + ki[e]];
+            *nnz += ne2;
+            *evar += ev;
+            continue;
+        }
         if (q->model == GMM_STACK_RW1 || q->model == GMM_STACK_RW2) {
             if (!isfinite(at[k].value))
                 return gmm_error_at(GMM_EINVAL, k, "'%s': index value %g is not finite",

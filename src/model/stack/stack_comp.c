@@ -57,6 +57,12 @@ void stack_comp_free(stack_comp *c)
     gmm_free(c->scale);
     gmm_band_free(c->gQ);
     gmm_band_free(c->gQbar);
+    gmm_free(c->hidx);
+    gmm_free(c->hval);
+    gmm_ssm_free(c->ssm);
+    gmm_free(c->lvl_off);
+    gmm_kernel_work_free(c->kw);
+    gmm_free(c->kscr);
     memset(c, 0, sizeof *c);
 }
 
@@ -530,6 +536,104 @@ static gmm_status build_graph(stack_comp *c, const gmm_stack_term *t, size_t nro
     return GMM_OK;
 }
 
+/* A stationary GP through its state-space model: the SSM's band as slots
+ * (its own slot (gr, gc) = local (si, sj): the local order is the band's),
+ * the rows reading H's nonzero entries at their value's state. */
+static gmm_status build_kernel(stack_comp *c, const gmm_stack_term *t, size_t nrows)
+{
+    gmm_status st;
+    if (!t->kernel || !t->value)
+        return gmm_error(GMM_EINVAL, "'%s': a kernel term needs its kernel and index values",
+                         c->name);
+    gmm_ssm_params par;
+    gmm_ssm_params_init(&par);
+    size_t *rank = gmm_malloc(nrows ? nrows : 1, sizeof *rank);
+    if (!rank)
+        return gmm_error(GMM_ENOMEM, "out of memory for '%s'", c->name);
+    if ((st = distinct_values(c, t->value, nrows, rank))) {
+        gmm_free(rank);
+        return st;
+    }
+    if ((st = gmm_ssm_alloc(t->kernel, t->value, nrows, &par, &c->ssm))) {
+        gmm_free(rank);
+        return gmm_error(st, "'%s': %s", c->name, gmm_error_message());
+    }
+    c->kern = t->kernel;
+    /* a damped zero-noise factor's precision has entries ~ K / damp_rel:
+     * only the square-root form, which a stack does not have, keeps it
+     * accurate (ssm.h, FACTORISATION) */
+    if (gmm_kernel_damped(t->kernel) || gmm_ssm_obs_varies(c->ssm)) {
+        gmm_free(rank);
+        return gmm_error(GMM_EINVAL, "'%s': a kernel with a constant, cosine or periodic factor "
+                                     "not multiplied by a kernel with process noise does not "
+                                     "stack (its precision is too ill-conditioned for the "
+                                     "stack's Cholesky); multiply it by a matern factor, e.g. "
+                                     "matern12*periodic",
+                         c->name);
+    }
+    size_t d = gmm_ssm_dim(c->ssm), N = gmm_ssm_dimension(c->ssm);
+    size_t kl = gmm_ssm_bandwidth(c->ssm), np = gmm_kernel_nparam(t->kernel);
+    c->n = N;
+    c->d = d;
+    c->lvl_off = gmm_malloc(c->m ? c->m : 1, sizeof *c->lvl_off);
+    c->hidx = gmm_malloc(d, sizeof *c->hidx);
+    c->hval = gmm_malloc(d, sizeof *c->hval);
+    double *h = gmm_malloc(nrows * d + 1, sizeof *h);
+    c->kw = gmm_kernel_work_alloc(t->kernel);
+    c->kscr = gmm_malloc(12 * d * d + 8 * d + 1, sizeof *c->kscr);
+    if (!c->lvl_off || !c->hidx || !c->hval || !h || !c->kw || !c->kscr) {
+        gmm_free(rank);
+        gmm_free(h);
+        return gmm_error(GMM_ENOMEM, "out of memory for '%s'", c->name);
+    }
+    if ((st = gmm_ssm_obs_rows(c->ssm, gmm_kernel_values_const(t->kernel), h))) {
+        gmm_free(rank);
+        gmm_free(h);
+        return st;
+    }
+    c->nread = 0;
+    for (size_t p = 0; p < d; p++)
+        if (h[p] != 0.0) {
+            c->hidx[c->nread] = p;
+            c->hval[c->nread++] = h[p];
+        }
+    gmm_free(h);
+    for (size_t r = 0; r < nrows; r++) {
+        c->row_loc[r] = gmm_ssm_row_offset(c->ssm, r);
+        c->lvl_off[rank[r]] = c->row_loc[r];
+    }
+    gmm_free(rank);
+    size_t ns = 0;
+    for (size_t j = 0; j < N; j++)
+        ns += (j < kl ? j : kl) + 1;
+    if ((st = comp_arrays(c, ns, 0, 0)))
+        return st;
+    c->gr = gmm_malloc(ns ? ns : 1, sizeof *c->gr);
+    c->gc = gmm_malloc(ns ? ns : 1, sizeof *c->gc);
+    c->gQ = gmm_band_alloc(N, kl, 0, GMM_BAND_SYMMETRIC);
+    c->gQbar = c->gQ ? gmm_band_alloc(N, kl, 0, GMM_BAND_SYMMETRIC) : NULL;
+    if (!c->gr || !c->gc || !c->gQ || !c->gQbar)
+        return gmm_error(GMM_ENOMEM, "out of memory for '%s'", c->name);
+    for (size_t j = 0; j < N; j++)
+        for (size_t i = j; i < N && i <= j + kl; i++) {
+            c->gr[c->nslot] = i;
+            c->gc[c->nslot] = j;
+            slot(c, i, j, 0.0, 0);
+        }
+    c->npar = np;
+    c->gname = gmm_calloc(np ? np : 1, sizeof *c->gname);
+    if (!c->gname)
+        return gmm_error(GMM_ENOMEM, "out of memory for '%s'", c->name);
+    for (size_t i = 0; i < np; i++) {
+        const char *pn = gmm_ssm_param_name(c->ssm, i);
+        size_t len = strlen(c->name) + strlen(pn) + 2;
+        if (!(c->gname[i] = gmm_malloc(len, 1)))
+            return gmm_error(GMM_ENOMEM, "out of memory for '%s'", c->name);
+        snprintf(c->gname[i], len, "%s.%s", c->name, pn);
+    }
+    return GMM_OK;
+}
+
 static char *param_name(const char *prefix, const char *p)
 {
     size_t len = strlen(prefix) + strlen(p) + 2;
@@ -547,9 +651,15 @@ gmm_status stack_comp_build(stack_comp *c, const gmm_stack_term *t, size_t nrows
     c->row_loc = gmm_malloc(nrows ? nrows : 1, sizeof *c->row_loc);
     if (!c->name || !c->row_loc)
         return gmm_error(GMM_ENOMEM, "out of memory for a latent component");
+    c->nread = 1;
+    c->hidx = gmm_calloc(1, sizeof *c->hidx);
+    c->hval = gmm_malloc(1, sizeof *c->hval);
+    if (!c->hidx || !c->hval)
+        return gmm_error(GMM_ENOMEM, "out of memory for a latent component");
+    c->hval[0] = 1.0;
     c->start[0] = t->variance == 0.0 ? 1.0 : t->variance;
     c->start[1] = t->phi == 0.0 ? 0.5 : t->phi;
-    if (t->model != GMM_STACK_GRAPH && (!isfinite(c->start[0]) || !(c->start[0] > 0.0)))
+    if (t->model != GMM_STACK_GRAPH && t->model != GMM_STACK_KERNEL && (!isfinite(c->start[0]) || !(c->start[0] > 0.0)))
         return gmm_error(GMM_EINVAL, "'%s': variance %g must be positive and finite", c->name,
                          c->start[0]);
     if (t->model == GMM_STACK_BYM2 && !(c->start[1] > 0.0 && c->start[1] < 1.0))
@@ -589,6 +699,12 @@ gmm_status stack_comp_build(stack_comp *c, const gmm_stack_term *t, size_t nrows
         break;
     case GMM_STACK_GRAPH:
         return build_graph(c, t, nrows, limit);
+    case GMM_STACK_KERNEL:
+        gmm_free(c->hidx);
+        gmm_free(c->hval);
+        c->hidx = NULL;
+        c->hval = NULL;
+        return build_kernel(c, t, nrows);
     default:
         return gmm_error(GMM_EINVAL, "'%s': unknown latent model %d", c->name, (int)t->model);
     }

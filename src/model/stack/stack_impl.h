@@ -3,11 +3,17 @@
  *
  * A component's precision is a sum of constant sparse matrices times
  * coefficients of its parameters, Q_k = sum_g c_g(theta_k) M_g, given as
- * slots (local row si >= local column sj, value sv, group sg); GRAPH
- * components instead assemble their gmrf.h band and copy its slots. */
+ * slots (local row si >= local column sj, value sv, group sg); GRAPH and
+ * KERNEL components instead assemble their own band (gmrf.h, ssm.h) and
+ * copy its slots.
+ *
+ * ROWS.  Data row r reads component k at local latents row_loc[r] + hidx[e]
+ * with coefficient hval[e], e < nread (1 entry of coefficient 1 but for a
+ * KERNEL, which reads H's nonzero entries over its value's state). */
 #ifndef GMM_STACK_IMPL_H
 #define GMM_STACK_IMPL_H
 
+#include "gmm/ssm.h"
 #include "gmm/stack.h"
 
 #define STACK_NGROUP 4
@@ -22,6 +28,9 @@ typedef struct {
     char **gname;            /* GRAPH: npar owned names */
     double start[2];
     size_t *row_loc;         /* nrows: local latent each data row reads */
+    size_t nread;            /* entries each row reads (ROWS) */
+    size_t *hidx;
+    double *hval;
     /* structure slots (see above); gi, gj: permuted global row and column
      * (gi >= gj) once the order is known; GRAPH: gr, gc the slot in the
      * gmrf's own band */
@@ -49,9 +58,18 @@ typedef struct {
     double period;
     /* BESAG, BYM2: per graph node, its component's scaling c */
     double *scale;
-    /* GRAPH */
+    /* GRAPH, KERNEL: the component's own band and its adjoint */
     const gmm_gmrf *g;
     gmm_band *gQ, *gQbar;
+    /* KERNEL: the state-space model over the rows' values, the state
+     * dimension, level j's first latent (lvl_off, m), a kernel workspace
+     * and d x d scratch for new rows */
+    const gmm_kernel *kern;
+    gmm_ssm *ssm;
+    size_t d;
+    size_t *lvl_off;
+    gmm_kernel_work *kw;
+    double *kscr;
 } stack_comp;
 
 /* Build component k's structure from its term (everything but gi, gj and

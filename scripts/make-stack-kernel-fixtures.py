@@ -1,0 +1,201 @@
+#!/usr/bin/python3
+"""make-stack-kernel-fixtures.py -- dense references for formulas that stack a
+kernel spec with other f() terms (tests/cli/cases/48_formula_stack_kernel.sh),
+written to tests/fixtures/stack_kernel/.
+
+  scripts/make-stack-kernel-fixtures.py      (needs python3-numpy)
+
+A Gaussian process on irregular values with repeats, written from the
+kernels' closed forms (matern32: s (1 + a) exp(-a), a = sqrt(3) |tau| / l;
+matern52: s (1 + a + a^2 / 3) exp(-a), a = sqrt(5) |tau| / l), plus iid
+group effects and a covariate:
+
+  y ~ N(b0 + b1 x1, K(t, t) + sg Z Z' + noise I).
+
+Writes data.csv; model_m32.json and model_sum.json (Gaussian, 'matern32' and
+'matern32 + matern52'), model_pois.json (Poisson counts, 'matern32' + iid,
+intercept); expected.csv (case,loglik: the dense log marginal likelihood,
+and for the Poisson model the Laplace approximation by Rasmussen & Williams'
+Algorithm 3.1; loo_m32: the m32 model's exact leave-one-out log predictive density, summed); new.csv with new_expected.csv (row,mean,var,lpd: the
+Gaussian m32 model's posterior of the linear predictor at new rows -- values
+before, between, on and after the data's, a group the data never met -- and
+log N(y; mean, var + noise)); terms_m32.csv (term,level,mean,sd: the
+posterior of f(t) at each distinct value and of each group's effect);
+rows_expected.csv (row,mean,var: the m32 model's posterior of the linear
+predictor at the data rows).
+"""
+import json
+import os
+
+import numpy as np
+
+here = os.path.dirname(os.path.abspath(__file__))
+out = os.path.join(here, "..", "tests", "fixtures", "stack_kernel")
+rng = np.random.default_rng(20261128)
+
+
+def k32(s, l, tau):
+    a = np.sqrt(3.0) * np.abs(tau) / l
+    return s * (1.0 + a) * np.exp(-a)
+
+
+def k52(s, l, tau):
+    a = np.sqrt(5.0) * np.abs(tau) / l
+    return s * (1.0 + a + a * a / 3.0) * np.exp(-a)
+
+
+def fmt(v):
+    return repr(float(v))
+
+
+def gauss_loglik(r, S):
+    L = np.linalg.cholesky(S)
+    z = np.linalg.solve(L, r)
+    return -0.5 * z @ z - np.log(np.diag(L)).sum() - 0.5 * len(r) * np.log(2 * np.pi)
+
+
+def model_json(name, formula, params, lik="gaussian"):
+    m = {"format_version": 1, "tool_version": "0.1.0", "formula": formula,
+         "parameters": params, "likelihood": lik,
+         "center": None, "loglik": 0.0, "iterations": 0, "converged": True,
+         "data": {"file": "data.csv", "x": None, "y": formula.split("~")[0].strip(),
+                  "node": None, "exposure": None}}
+    with open(os.path.join(out, name), "w") as f:
+        json.dump(m, f, indent=2)
+        f.write("\n")
+
+
+os.makedirs(out, exist_ok=True)
+n = 40
+t = np.round(np.sort(rng.uniform(0, 15, n)), 2)
+t[6] = t[5]
+t[21] = t[20]
+perm = rng.permutation(n)           # rows in no particular order
+t = t[perm]
+g = rng.integers(0, 4, n)
+x1 = np.round(rng.normal(0, 1, n), 3)
+f = np.sin(t / 2.0)
+y = np.round(0.2 + 0.6 * x1 + f + 0.3 * (g - 1.5) + rng.normal(0, 0.3, n), 4)
+cnt = rng.poisson(np.exp(0.5 + 0.8 * f + 0.2 * (g - 1.5)))
+with open(os.path.join(out, "data.csv"), "w") as fh:
+    fh.write("t,g,x1,y,n\n")
+    for i in range(n):
+        fh.write(f"{fmt(t[i])},g{g[i]},{fmt(x1[i])},{fmt(y[i])},{cnt[i]}\n")
+
+Z = (g[:, None] == np.arange(4)[None, :]).astype(float)
+tau = t[:, None] - t[None, :]
+expected = []
+
+# --- Gaussian, matern32 + iid + x1 ------------------------------------------
+p32 = {"f.t.matern32.variance": 0.7, "f.t.matern32.lengthscale": 2.2,
+       "f.g.variance": 0.15, "likelihood.variance": 0.09, "intercept": 0.25,
+       "coef.x1": 0.55}
+model_json("model_m32.json", "y ~ x1 + f(t, 'matern32') + f(g, iid)", p32)
+
+
+def kf32(a, b):
+    return k32(p32["f.t.matern32.variance"], p32["f.t.matern32.lengthscale"], a[:, None] - b[None, :])
+
+
+C = kf32(t, t) + p32["f.g.variance"] * Z @ Z.T
+S = C + p32["likelihood.variance"] * np.eye(n)
+r = y - p32["intercept"] - p32["coef.x1"] * x1
+expected.append(("m32", gauss_loglik(r, S)))
+# exact leave-one-out at these parameters: y_i | y_-i has mean y_i - (S^-1 r)_i / (S^-1)_ii and
+# variance 1 / (S^-1)_ii
+Si = np.linalg.inv(S)
+dd = np.diag(Si)
+z = Si @ r
+expected.append(("loo_m32", np.sum(0.5 * np.log(dd / (2 * np.pi)) - 0.5 * z * z / dd)))
+
+# --- Gaussian, matern32 + matern52 + iid + x1 --------------------------------
+psum = {"f.t.matern32.variance": 0.5, "f.t.matern32.lengthscale": 3.0,
+        "f.t.matern52.variance": 0.2, "f.t.matern52.lengthscale": 0.8,
+        "f.g.variance": 0.2, "likelihood.variance": 0.08, "intercept": 0.1,
+        "coef.x1": 0.6}
+model_json("model_sum.json", "y ~ x1 + f(t, 'matern32 + matern52') + f(g, iid)", psum)
+Ssum = (k32(psum["f.t.matern32.variance"], psum["f.t.matern32.lengthscale"], tau) +
+        k52(psum["f.t.matern52.variance"], psum["f.t.matern52.lengthscale"], tau) +
+        psum["f.g.variance"] * Z @ Z.T + psum["likelihood.variance"] * np.eye(n))
+expected.append(("sum", gauss_loglik(y - psum["intercept"] - psum["coef.x1"] * x1, Ssum)))
+
+# --- Poisson, matern32 + iid, intercept: Rasmussen & Williams Alg. 3.1 -------
+ppo = {"f.t.matern32.variance": 0.5, "f.t.matern32.lengthscale": 2.5,
+       "f.g.variance": 0.1, "intercept": 0.45}
+model_json("model_pois.json", "n ~ f(t, 'matern32') + f(g, iid)", ppo, "poisson")
+K = k32(ppo["f.t.matern32.variance"], ppo["f.t.matern32.lengthscale"], tau) + \
+    ppo["f.g.variance"] * Z @ Z.T
+b = ppo["intercept"]
+fl = np.zeros(n)
+obj = None
+for it in range(200):
+    lam = np.exp(b + fl)
+    W = lam
+    sW = np.sqrt(W)
+    B = np.eye(n) + sW[:, None] * K * sW[None, :]
+    L = np.linalg.cholesky(B)
+    bb = W * fl + cnt - lam
+    a = bb - sW * np.linalg.solve(L.T, np.linalg.solve(L, sW * (K @ bb)))
+    fl = K @ a
+    eta = b + fl
+    lp = np.sum(cnt * eta - np.exp(eta) - np.array([np.sum(np.log(np.arange(1, c + 1))) for c in cnt]))
+    sW = np.sqrt(np.exp(eta))
+    L = np.linalg.cholesky(np.eye(n) + sW[:, None] * K * sW[None, :])
+    new = -0.5 * a @ fl + lp - np.log(np.diag(L)).sum()
+    if obj is not None and abs(new - obj) < 1e-15 * abs(new):
+        obj = new
+        break
+    obj = new
+expected.append(("pois", obj))
+
+with open(os.path.join(out, "expected.csv"), "w") as fh:
+    fh.write("case,loglik\n")
+    for k, v in expected:
+        fh.write(f"{k},{fmt(v)}\n")
+
+# --- new rows of the m32 model: the dense augmented posterior ---------------
+tn = np.array([t.min() - 1.3, t.min() + 0.013, t[3], 0.5 * (t.min() + t.max()) + 0.0271,
+               t.max() + 0.7, t.max() + 5.0])
+gn = np.array([0, 1, 2, 3, 9, 1])   # 9: a group the data never met
+xn = np.round(rng.normal(0, 1, len(tn)), 3)
+yn = np.round(0.2 + 0.6 * xn + np.sin(tn / 2.0) + rng.normal(0, 0.3, len(tn)), 4)
+with open(os.path.join(out, "new.csv"), "w") as fh:
+    fh.write("t,g,x1,y\n")
+    for i in range(len(tn)):
+        fh.write(f"{fmt(tn[i])},g{gn[i]},{fmt(xn[i])},{fmt(yn[i])}\n")
+sg, noise = p32["f.g.variance"], p32["likelihood.variance"]
+Zn = (gn[:, None] == np.arange(4)[None, :]).astype(float)
+Cnd = kf32(tn, t) + sg * Zn @ Z.T                     # cov(new f, data f)
+Cnn = kf32(tn, tn) + sg * (Zn @ Zn.T + np.diag((gn >= 4).astype(float)))
+Si = np.linalg.solve(S, np.column_stack([r, Cnd.T]))
+mn = p32["intercept"] + p32["coef.x1"] * xn + Cnd @ Si[:, 0]
+vn = np.diag(Cnn - Cnd @ Si[:, 1:])
+lpd = -0.5 * np.log(2 * np.pi * (vn + noise)) - 0.5 * (yn - mn) ** 2 / (vn + noise)
+with open(os.path.join(out, "new_expected.csv"), "w") as fh:
+    fh.write("row,mean,var,lpd\n")
+    for i in range(len(tn)):
+        fh.write(f"{i + 1},{fmt(mn[i])},{fmt(vn[i])},{fmt(lpd[i])}\n")
+
+# --- the m32 model's posterior of the linear predictor at the data rows -----
+Sr = np.linalg.solve(S, np.column_stack([r, C]))
+mr = p32["intercept"] + p32["coef.x1"] * x1 + C @ Sr[:, 0]
+vr = np.diag(C - C @ Sr[:, 1:])
+with open(os.path.join(out, "rows_expected.csv"), "w") as fh:
+    fh.write("row,mean,var\n")
+    for i in range(n):
+        fh.write(f"{i + 1},{fmt(mr[i])},{fmt(vr[i])}\n")
+
+# --- predict --terms of the m32 model ---------------------------------------
+u = np.unique(t)
+Cu = kf32(u, t)                                        # cov(f(u), data latent part)
+Cg = sg * Z.T                                          # cov(group effects, data)
+with open(os.path.join(out, "terms_m32.csv"), "w") as fh:
+    fh.write("term,level,mean,sd\n")
+    for M, prior, lab in ((Cu, np.full(len(u), p32["f.t.matern32.variance"]), [fmt(v) for v in u]),
+                          (Cg, np.full(4, sg), [f"g{j}" for j in range(4)])):
+        term = "f.t" if lab[0][0] != "g" else "f.g"
+        X = np.linalg.solve(S, np.column_stack([r, M.T]))
+        m = M @ X[:, 0]
+        v = prior - np.einsum("ij,ji->i", M, X[:, 1:])
+        for j in range(len(lab)):
+            fh.write(f"{term},{lab[j]},{fmt(m[j])},{fmt(np.sqrt(v[j]))}\n")

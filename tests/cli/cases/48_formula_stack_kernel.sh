@@ -1,0 +1,161 @@
+# shellcheck shell=bash
+# 48_formula_stack_kernel.sh -- a kernel spec stacked with other f() terms (stack.h, KERNEL)
+# against scripts/make-stack-kernel-fixtures.py's dense Gaussian process
+# (tests/fixtures/stack_kernel/): loglik of matern32 + iid + x1 and of the sum matern32 + matern52
+# + iid + x1 (1e-8 relative), the Poisson matern32 + iid Laplace value against Rasmussen &
+# Williams' Algorithm 3.1; fit and its model file, gradcheck (Gaussian and Laplace), predict at
+# the data rows, at new rows (--at) and per term (--terms), score of new rows and --loo, vi's
+# Gaussian ELBO (the dense value), hmc's draws read back by predict (within their Monte Carlo
+# error of the dense posterior); --verbose's sizes and the rounding bound; a kernel with a damped
+# zero-noise factor, and inputs below the Cholesky's spacing limit, refused.
+# Sourced by tests/cli/run.sh (see there for the helpers).
+
+skx="$ROOT/tests/fixtures/stack_kernel"
+
+# The number after "KEY": in JSON file $1 (first match).
+sk_num() {
+    awk -v k="\"$2\":" '{ sub(/^ */, "") } index($0, k) == 1 {
+        v = substr($0, length(k) + 2); sub(/,$/, "", v); print v; exit }' "$1"
+}
+sk_expected() { awk -F, -v k="$1" '$1 == k { print $2 }' "$skx/expected.csv"; }
+# |a - b| <= tol * |b|
+sk_close() {
+    awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN {
+        d = a - b; if (d < 0) d = -d; s = b < 0 ? -b : b; exit !(a != "" && d <= t * s) }'
+}
+# Every row of output $1 (row,mean,var,...; score --rows: line,row,y,lpd with a fourth
+# argument) against expected file $2 (row,mean,var[,lpd]): means within $3 sd, variances
+# within $3 relative (lpd: within $3 absolute); every expected row seen.
+sk_rows_match() {
+    awk -F, -v t="$3" -v lpd="${4:-}" '
+        NR == FNR { if (FNR > 1) { m[$1] = $2; v[$1] = $3; l[$1] = $4; n++ }; next }
+        FNR > 1 { r = lpd ? $2 : $1
+            if (!(r in m)) { print "no expected row " r; bad = 1; next }
+            if (lpd) { d = $4 - l[r]; if (d < 0) d = -d
+                if (d > t) { print "row " r ": lpd " $4 ", dense " l[r]; bad = 1 } }
+            else { dm = $2 - m[r]; dv = $3 - v[r]; if (dm < 0) dm = -dm; if (dv < 0) dv = -dv
+                if (dm > t * sqrt(v[r]) || dv > t * v[r]) {
+                    print "row " r ": " $2 " " $3 ", dense " m[r] " " v[r]; bad = 1 } }
+            seen++ }
+        END { if (seen != n) { print seen " rows, expected " n; bad = 1 }; exit bad }' "$2" "$1"
+}
+
+for c in m32 sum pois; do
+    begin "formula stack kernel: loglik of $c equals the dense GP's"
+    run "$GMM_INFER" loglik --model "$skx/model_$c.json"
+    expect_exit 0
+    got=$(sk_num "$OUT" loglik)
+    want=$(sk_expected "$c")
+    sk_close "$got" "$want" 1e-8 || fail "$c: loglik $got, dense $want"
+done
+
+begin "formula stack kernel: --verbose gives the sizes and the Cholesky's rounding bound"
+run "$GMM_INFER" loglik --verbose --model "$skx/model_sum.json"
+expect_exit 0
+expect_stderr 'f\.t \(kernel\): 190 latents, f\.g \(iid\): 4 latents; n = 194'
+expect_stderr "factorisation: Cholesky \\(the Cholesky's rounding bound at these parameters"
+
+begin "formula stack kernel: fit names the kernel's parameters as a one-term formula does"
+run "$GMM_INFER" fit --formula "y ~ x1 + f(t, 'matern32') + f(g, iid)" "$skx/data.csv" \
+    -o "$CASE_TMP/m.json"
+expect_exit 0
+for p in f.t.matern32.variance f.t.matern32.lengthscale f.g.variance likelihood.variance \
+    intercept coef.x1; do
+    expect_file "$CASE_TMP/m.json" "\"$p\""
+done
+fitted=$(sk_num "$CASE_TMP/m.json" loglik)
+run "$GMM_INFER" loglik --model "$CASE_TMP/m.json"
+expect_exit 0
+sk_close "$(sk_num "$OUT" loglik)" "$fitted" 1e-12 || fail "loglik --model, fit $fitted"
+# the maximum is above the value at the fixture's parameters
+awk -v a="$fitted" -v b="$(sk_expected m32)" 'BEGIN { exit !(a >= b) }' ||
+    fail "fit's maximum $fitted below the value $(sk_expected m32) at the fixture's parameters"
+
+begin "formula stack kernel: gradcheck passes (exact Gaussian, and Poisson's Laplace)"
+run "$GMM_INFER" gradcheck --model "$skx/model_m32.json"
+expect_exit 0
+expect_stderr 'gradients within tolerance'
+run "$GMM_INFER" gradcheck --model "$skx/model_pois.json"
+expect_exit 0
+expect_stderr 'gradients within tolerance'
+
+begin "formula stack kernel: predict at the data rows is the dense posterior"
+run "$GMM_INFER" predict --model "$skx/model_m32.json"
+expect_exit 0
+sk_rows_match "$OUT" "$skx/rows_expected.csv" 1e-8 > "$CASE_TMP/cmp" ||
+    fail "$(cat "$CASE_TMP/cmp")"
+
+begin "formula stack kernel: predict --at new rows is the dense augmented posterior"
+# values before, between, on and after the data's, and a group the data never met
+run "$GMM_INFER" predict --model "$skx/model_m32.json" --at "$skx/new.csv"
+expect_exit 0
+sk_rows_match "$OUT" "$skx/new_expected.csv" 1e-8 > "$CASE_TMP/cmp" ||
+    fail "$(cat "$CASE_TMP/cmp")"
+
+begin "formula stack kernel: score of new rows is log N(y; mean, var + noise) of the dense posterior"
+run "$GMM_INFER" score --model "$skx/model_m32.json" "$skx/new.csv" --rows "$CASE_TMP/lpd.csv"
+expect_exit 0
+expect_stdout '"n": 6'
+sk_rows_match "$CASE_TMP/lpd.csv" "$skx/new_expected.csv" 1e-8 lpd > "$CASE_TMP/cmp" ||
+    fail "$(cat "$CASE_TMP/cmp")"
+
+begin "formula stack kernel: score --loo is the dense exact leave-one-out density"
+run "$GMM_INFER" score --loo --model "$skx/model_m32.json"
+expect_exit 0
+expect_stdout '"n": 40'
+sk_close "$(sk_num "$OUT" elpd_loo)" "$(sk_expected loo_m32)" 1e-8 ||
+    fail "elpd_loo $(sk_num "$OUT" elpd_loo), dense $(sk_expected loo_m32)"
+
+begin "formula stack kernel: predict --terms is the dense posterior of f(t) and of the groups"
+run "$GMM_INFER" predict --terms --model "$skx/model_m32.json"
+expect_exit 0
+awk -F, 'NR == FNR { if (FNR > 1) { k = $1 "," ($1 == "f.t" ? $2 + 0 : $2); m[k] = $3; s[k] = $4; n++ }; next }
+    FNR > 1 && $1 ~ /^f\./ { k = $1 "," ($1 == "f.t" ? $2 + 0 : $2)
+        if (!(k in m)) { print "no dense row " k; bad = 1; next }
+        dm = $3 - m[k]; ds = $4 - s[k]; if (dm < 0) dm = -dm; if (ds < 0) ds = -ds
+        if (dm > 1e-8 * s[k] || ds > 1e-8 * s[k]) { print k ": " $3 " " $4 " dense " m[k] " " s[k]; bad = 1 }
+        seen++ }
+    END { if (seen != n) { print seen " rows, dense " n; bad = 1 }; exit bad }' \
+    "$skx/terms_m32.csv" "$OUT" > "$CASE_TMP/cmp" || fail "$(cat "$CASE_TMP/cmp")"
+
+begin "formula stack kernel: vi's Gaussian ELBO is the dense log marginal likelihood"
+run "$GMM_INFER" vi --model "$skx/model_m32.json" --quiet -o "$CASE_TMP/v.json"
+expect_exit 0
+expect_file "$CASE_TMP/v.json" '"converged": true'
+sk_close "$(sk_num "$CASE_TMP/v.json" elbo)" "$(sk_expected m32)" 1e-10 ||
+    fail "ELBO $(sk_num "$CASE_TMP/v.json" elbo), dense $(sk_expected m32)"
+run "$GMM_INFER" vi --model "$skx/model_pois.json" --quiet -o "$CASE_TMP/vp.json"
+expect_exit 0
+expect_file "$CASE_TMP/vp.json" '"converged": true'
+
+begin "formula stack kernel: hmc's draws, read back by predict, match the dense posterior"
+run "$GMM_INFER" hmc --model "$skx/model_m32.json" --warmup 100 --draws 100 --chains 2 \
+    -o "$CASE_TMP/d.csv"
+expect_exit 0
+expect_file "$CASE_TMP/d.csv" 'f\[40\]'
+run "$GMM_INFER" predict --model "$skx/model_m32.json" --draws "$CASE_TMP/d.csv"
+expect_exit 0
+# 200 draws: a mean within 4 sd / sqrt(n_eff), n_eff >= 25, of the dense one -- 0.8 sd
+awk -F, 'NR == FNR { if (FNR > 1) { m[$1] = $2; v[$1] = $3 }; next }
+    FNR > 1 { d = $2 - m[$1]; if (d < 0) d = -d
+        if (d > 0.8 * sqrt(v[$1])) { print "row " $1 ": " $2 ", dense " m[$1] " sd " sqrt(v[$1]); bad = 1 }
+        n++ }
+    END { exit bad || n != 40 }' "$skx/rows_expected.csv" "$OUT" > "$CASE_TMP/cmp" ||
+    fail "$(cat "$CASE_TMP/cmp")"
+
+begin "formula stack kernel: a kernel with a damped zero-noise factor is refused"
+run "$GMM_INFER" loglik --formula "y ~ x1 + f(t, 'matern32 + periodic(period=5)') + f(g, iid)" \
+    "$skx/data.csv"
+expect_exit 1
+expect_stderr 'does not stack .*multiply it by a matern factor'
+run "$GMM_INFER" loglik --formula "y ~ x1 + f(t, 'matern32 + constant') + f(g, iid)" \
+    "$skx/data.csv"
+expect_exit 1
+expect_stderr 'does not stack'
+
+begin "formula stack kernel: inputs below the Cholesky's spacing limit are refused with the rule"
+printf 't,g,y\n0,a,1\n1e-9,b,2\n1,a,0.5\n2,b,0.3\n3,a,1.2\n' > "$CASE_TMP/close.csv"
+run "$GMM_INFER" loglik --formula "y ~ f(t, 'matern32(lengthscale=1)') + f(g, iid)" \
+    "$CASE_TMP/close.csv"
+expect_exit 1
+expect_stderr 'only 1e-09 apart, below the accuracy limit .* Cholesky factorisation'

@@ -1,0 +1,580 @@
+/* test_stack_kernel.c -- a kernel spec as a component of a stacked latent
+ * (stack.h, KERNEL) against a dense Gaussian process written here from the
+ * kernels' closed forms (no code of the tool's kernels or SSM):
+ *
+ *   y = X beta + f(t) + u[g] + noise,   Cov f = K(t, t), u ~ N(0, sg I),
+ *
+ * its exact log marginal likelihood and gradient in every parameter (the
+ * gradient against differences of the dense value); a Poisson stack's
+ * Laplace approximation against Rasmussen & Williams' Algorithm 3.1 with the
+ * dense covariance; the reverse mode of the stacked prior and of the
+ * whitening (hmc) against finite differences; and a new row's form (gmm_latent_stack_row) against the
+ * dense kernel's covariances with the data's values. */
+#include <check.h>
+#include <gsl/gsl_blas.h>
+#include <gsl/gsl_linalg.h>
+#include <gsl/gsl_matrix.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gmm/band.h"
+#include "gmm/kernel.h"
+#include "gmm/latent.h"
+#include "gmm/likelihood.h"
+#include "gmm/problem.h"
+#include "gmm/spec.h"
+#include "gmm/stack.h"
+#include "support/testutil.h"
+
+#define KR 40 /* rows */
+#define KG 4  /* iid levels */
+
+static int report(void) { return getenv("GMM_TEST_REPORT") != NULL; }
+
+/* The kernels of the cases: matern32, the sum matern32 + matern52, and a
+ * sum with a quasi-periodic product, whose dense covariance is
+ * gmm_kernel_cov's closed form (the periodic's truncated series; no
+ * damping: the product has process noise). */
+static const char *kspec[] = {"matern32(variance=0.8, lengthscale=2.5)",
+                              "matern32(variance=0.6, lengthscale=3) + "
+                              "matern52(variance=0.3, lengthscale=0.9)",
+                              "matern32(variance=0.6, lengthscale=3) + "
+                              "matern12(variance=0.5, lengthscale=6)*"
+                              "periodic(variance=1, lengthscale=1.1, period=3.7, harmonics=4)"};
+#define KCASES 3
+
+static double k32(double s, double l, double tau)
+{
+    double a = sqrt(3.0) * fabs(tau) / l;
+    return s * (1.0 + a) * exp(-a);
+}
+
+static double k52(double s, double l, double tau)
+{
+    double a = sqrt(5.0) * fabs(tau) / l;
+    return s * (1.0 + a + a * a / 3.0) * exp(-a);
+}
+
+typedef struct {
+    int which;
+    gmm_spec_node *spec;
+    gmm_kernel *k;
+    gmm_latent *l;
+    double t[KR], x1[KR], y[KR];
+    size_t g[KR];
+    gmm_stack_term term[2];
+    /* the problem's parameters by role: kernel (s1, l1[, s2, l2]), sg,
+     * noise, intercept, coef.x1 -- in the objective's order (pos) */
+    gmm_problem *p;
+    gmm_objective *o;
+    size_t np;
+} kcase;
+
+/* The dense kernel covariance at tau from the kernel's parameters th. */
+static double kcov(const kcase *c, const double *th, double tau)
+{
+    if (c->which == 2)
+        return gmm_kernel_cov(c->k, th, 0.0, tau);
+    double v = k32(th[0], th[1], tau);
+    if (c->which == 1)
+        v += k52(th[2], th[3], tau);
+    return v;
+}
+
+static void kcase_make(kcase *c, int which, int poisson)
+{
+    memset(c, 0, sizeof *c);
+    c->which = which;
+    tu_rng r;
+    tu_rng_seed(&r, 17 + (uint64_t)which);
+    /* irregular values with repeats: every fifth row repeats the one before */
+    double t = 0.0;
+    for (size_t i = 0; i < KR; i++) {
+        if (i % 5 != 4)
+            t += 0.05 + 1.2 * tu_uniform(&r);
+        c->t[i] = t;
+        c->g[i] = (i * 7 + 3) % KG;
+        c->x1[i] = tu_normal(&r);
+    }
+    /* shuffle the rows: the stack must not rely on sorted input */
+    for (size_t i = KR - 1; i > 0; i--) {
+        size_t j = (size_t)(tu_uniform(&r) * (double)(i + 1));
+        double tt = c->t[i];
+        c->t[i] = c->t[j];
+        c->t[j] = tt;
+    }
+    for (size_t i = 0; i < KR; i++) {
+        double f = sin(c->t[i] / 2.0) + 0.4 * c->x1[i] + 0.3 * (double)c->g[i] - 0.4;
+        c->y[i] = poisson ? floor(exp(0.3 + 0.5 * f) + 0.5 * tu_uniform(&r))
+                          : f + 0.3 * tu_normal(&r);
+    }
+    ck_assert_int_eq(gmm_spec_parse(kspec[which], &c->spec), GMM_OK);
+    ck_assert_int_eq(gmm_kernel_from_spec(c->spec, &c->k), GMM_OK);
+    c->term[0] = (gmm_stack_term){.model = GMM_STACK_KERNEL, .name = "f.t", .value = c->t,
+                                  .kernel = c->k};
+    c->term[1] = (gmm_stack_term){.model = GMM_STACK_IID, .name = "f.g", .nlevel = KG,
+                                  .level = c->g, .variance = 0.5};
+    ck_assert_int_eq(gmm_latent_stack_alloc(KR, 2, c->term, 0, &c->l), GMM_OK);
+    gmm_lik lik;
+    ck_assert_int_eq(gmm_lik_parse(poisson ? "poisson" : "gaussian(variance=0.2)", &lik),
+                     GMM_OK);
+    static gmm_lik keep[2];
+    keep[poisson] = lik;
+    double X[2 * KR], start[2] = {0.1, 0.3};
+    for (size_t i = 0; i < KR; i++) {
+        X[2 * i] = 1.0;
+        X[2 * i + 1] = c->x1[i];
+    }
+    const char *names[2] = {"intercept", "coef.x1"};
+    gmm_problem_design d = {2, X, names, start};
+    ck_assert_int_eq(gmm_problem_alloc_design(c->l, &keep[poisson], c->y, NULL, &d, &c->p),
+                     GMM_OK);
+    c->o = gmm_problem_objective(c->p);
+    c->np = c->o->nparam;
+}
+
+static void kcase_free(kcase *c)
+{
+    gmm_problem_free(c->p);
+    gmm_latent_free(c->l);
+    gmm_kernel_free(c->k);
+    gmm_spec_free(c->spec);
+}
+
+/* The objective's parameter named `suffix` (exact match of the tail). */
+static size_t par_index(const kcase *c, const char *suffix)
+{
+    for (size_t i = 0; i < c->np; i++) {
+        const char *nm = c->o->name[i];
+        size_t a = strlen(nm), b = strlen(suffix);
+        if (a >= b && !strcmp(nm + a - b, suffix))
+            return i;
+    }
+    ck_abort_msg("no parameter '%s'", suffix);
+    return 0;
+}
+
+/* The dense parameters: kernel ones, sg, noise (Gaussian), b0, b1 from the
+ * objective's vector th by name. */
+static void dense_params(const kcase *c, const double *th, double *kp, double *sg,
+                         double *noise, double *b0, double *b1)
+{
+    if (c->which == 2) { /* the kernel's own order: its parameters come first */
+        ck_assert(!gmm_kernel_damped(c->k));
+        for (size_t i = 0; i < gmm_kernel_nparam(c->k); i++)
+            kp[i] = th[i];
+    } else {
+        kp[0] = th[par_index(c, "matern32.variance")];
+        kp[1] = th[par_index(c, "matern32.lengthscale")];
+    }
+    if (c->which == 1) {
+        kp[2] = th[par_index(c, "matern52.variance")];
+        kp[3] = th[par_index(c, "matern52.lengthscale")];
+    }
+    *sg = th[par_index(c, "f.g.variance")];
+    if (noise)
+        *noise = th[par_index(c, "likelihood.variance")];
+    *b0 = th[par_index(c, "intercept")];
+    *b1 = th[par_index(c, "coef.x1")];
+}
+
+/* The dense covariance of the latent part at the rows (KR x KR). */
+static gsl_matrix *dense_cov(const kcase *c, const double *kp, double sg)
+{
+    gsl_matrix *K = gsl_matrix_alloc(KR, KR);
+    for (size_t i = 0; i < KR; i++)
+        for (size_t j = 0; j < KR; j++)
+            gsl_matrix_set(K, i, j,
+                           kcov(c, kp, c->t[i] - c->t[j]) + (c->g[i] == c->g[j] ? sg : 0.0));
+    return K;
+}
+
+typedef struct {
+    kcase *c;
+    double th[32];
+} dctx;
+
+/* log N(y; X beta, K + noise I). */
+static double dense_gauss(void *p)
+{
+    dctx *d = p;
+    double kp[16], sg, noise, b0, b1;
+    dense_params(d->c, d->th, kp, &sg, &noise, &b0, &b1);
+    gsl_matrix *C = dense_cov(d->c, kp, sg);
+    gsl_vector *rv = gsl_vector_alloc(KR), *al = gsl_vector_alloc(KR);
+    for (size_t i = 0; i < KR; i++) {
+        gsl_matrix_set(C, i, i, gsl_matrix_get(C, i, i) + noise);
+        gsl_vector_set(rv, i, d->c->y[i] - b0 - b1 * d->c->x1[i]);
+    }
+    ck_assert_int_eq(gsl_linalg_cholesky_decomp1(C), GSL_SUCCESS);
+    gsl_linalg_cholesky_solve(C, rv, al);
+    double q = 0.0, ld = 0.0;
+    for (size_t i = 0; i < KR; i++) {
+        q += gsl_vector_get(rv, i) * gsl_vector_get(al, i);
+        ld += 2.0 * log(gsl_matrix_get(C, i, i));
+    }
+    gsl_matrix_free(C);
+    gsl_vector_free(rv);
+    gsl_vector_free(al);
+    return -0.5 * (double)KR * log(2.0 * M_PI) - 0.5 * ld - 0.5 * q;
+}
+
+/* Rasmussen & Williams (2006) Algorithm 3.1 for the Poisson likelihood with
+ * log rate eta = X beta + f, f ~ N(0, K): Newton on f, then log q(y) =
+ * -a'f/2 + log p(y | f) - sum log diag L, B = I + W^1/2 K W^1/2 = L L'. */
+static double dense_laplace(void *p)
+{
+    dctx *d = p;
+    double kp[16], sg, b0, b1;
+    dense_params(d->c, d->th, kp, &sg, NULL, &b0, &b1);
+    gsl_matrix *K = dense_cov(d->c, kp, sg), *B = gsl_matrix_alloc(KR, KR);
+    gsl_vector *f = gsl_vector_calloc(KR), *bv = gsl_vector_alloc(KR);
+    gsl_vector *a = gsl_vector_alloc(KR), *s = gsl_vector_alloc(KR), *tmp = gsl_vector_alloc(KR);
+    double off[KR], obj = 0.0;
+    for (size_t i = 0; i < KR; i++)
+        off[i] = b0 + b1 * d->c->x1[i];
+    for (int it = 0; it < 100; it++) {
+        /* W = exp(eta), s = W^1/2; b = W f + grad log p */
+        for (size_t i = 0; i < KR; i++) {
+            double lam = exp(off[i] + gsl_vector_get(f, i));
+            gsl_vector_set(s, i, sqrt(lam));
+            gsl_vector_set(bv, i, lam * gsl_vector_get(f, i) + d->c->y[i] - lam);
+        }
+        for (size_t i = 0; i < KR; i++)
+            for (size_t j = 0; j < KR; j++)
+                gsl_matrix_set(B, i, j,
+                               (i == j) + gsl_vector_get(s, i) * gsl_matrix_get(K, i, j) *
+                                              gsl_vector_get(s, j));
+        ck_assert_int_eq(gsl_linalg_cholesky_decomp1(B), GSL_SUCCESS);
+        /* a = b - W^1/2 B^-1 W^1/2 K b */
+        gsl_blas_dgemv(CblasNoTrans, 1.0, K, bv, 0.0, tmp);
+        for (size_t i = 0; i < KR; i++)
+            gsl_vector_set(tmp, i, gsl_vector_get(tmp, i) * gsl_vector_get(s, i));
+        gsl_linalg_cholesky_svx(B, tmp);
+        for (size_t i = 0; i < KR; i++)
+            gsl_vector_set(a, i, gsl_vector_get(bv, i) - gsl_vector_get(s, i) *
+                                                             gsl_vector_get(tmp, i));
+        gsl_blas_dgemv(CblasNoTrans, 1.0, K, a, 0.0, f);
+        double af = 0.0, lp = 0.0, ldl = 0.0;
+        for (size_t i = 0; i < KR; i++) {
+            double eta = off[i] + gsl_vector_get(f, i), y = d->c->y[i];
+            af += gsl_vector_get(a, i) * gsl_vector_get(f, i);
+            lp += y * eta - exp(eta) - lgamma(y + 1.0);
+        }
+        /* the log-determinant at the new f */
+        for (size_t i = 0; i < KR; i++)
+            gsl_vector_set(s, i, sqrt(exp(off[i] + gsl_vector_get(f, i))));
+        for (size_t i = 0; i < KR; i++)
+            for (size_t j = 0; j < KR; j++)
+                gsl_matrix_set(B, i, j,
+                               (i == j) + gsl_vector_get(s, i) * gsl_matrix_get(K, i, j) *
+                                              gsl_vector_get(s, j));
+        ck_assert_int_eq(gsl_linalg_cholesky_decomp1(B), GSL_SUCCESS);
+        for (size_t i = 0; i < KR; i++)
+            ldl += log(gsl_matrix_get(B, i, i));
+        double nobj = -0.5 * af + lp - ldl;
+        if (it > 3 && fabs(nobj - obj) < 1e-14 * fabs(nobj))
+            break;
+        obj = nobj;
+    }
+    gsl_matrix_free(K);
+    gsl_matrix_free(B);
+    gsl_vector_free(f);
+    gsl_vector_free(bv);
+    gsl_vector_free(a);
+    gsl_vector_free(s);
+    gsl_vector_free(tmp);
+    return obj;
+}
+
+/* The exact Gaussian log marginal likelihood and its gradient in every
+ * parameter (kernel, iid variance, noise, intercept, covariate). */
+START_TEST(test_kernel_gaussian_vs_dense)
+{
+    kcase c;
+    kcase_make(&c, _i, 0);
+    double f, g[32];
+    dctx d = {&c, {0}};
+    memcpy(d.th, c.o->value, c.np * sizeof *d.th);
+    ck_assert_int_eq(c.o->eval(c.o->ctx, d.th, &f, g), GMM_OK);
+    double fd = dense_gauss(&d);
+    double err = fabs(f - fd) / fabs(fd);
+    /* 4th-order differences of the dense value at h = 2e-4 (relative):
+     * truncation O(h^4) -- the periodic factor oscillates in its period at
+     * 2 pi J span / period^2 per unit, 40 here -- rounding ~ eps |f| / h =
+     * 4e-11 */
+    double gerr = tu_fd_check4(d.th, c.np, g, dense_gauss, &d, 2e-4, 1.0, NULL);
+    if (report()) {
+        char buf[512];
+        gmm_latent_stack_describe(c.l, buf, sizeof buf);
+        fprintf(stderr, "stack kernel '%s': %s\n  loglik %.15g dense %.15g rel %.2e, grad %.2e\n",
+                kspec[_i], buf, f, fd, err, gerr);
+    }
+    ck_assert_msg(err < 1e-8, "%s: loglik %.15g vs dense %.15g", kspec[_i], f, fd);
+    ck_assert_msg(gerr < 1e-6, "%s: gradient rel err %g", kspec[_i], gerr);
+    kcase_free(&c);
+}
+END_TEST
+
+/* Poisson: the stack's Laplace approximation (assembled path) against the
+ * dense Algorithm 3.1, value and gradient. */
+START_TEST(test_kernel_laplace_vs_dense)
+{
+    kcase c;
+    kcase_make(&c, _i, 1);
+    double f, g[32];
+    dctx d = {&c, {0}};
+    memcpy(d.th, c.o->value, c.np * sizeof *d.th);
+    ck_assert_int_eq(c.o->eval(c.o->ctx, d.th, &f, g), GMM_OK);
+    double fd = dense_laplace(&d);
+    double gerr = tu_fd_check4(d.th, c.np, g, dense_laplace, &d, 2e-4, 1.0, NULL);
+    if (report())
+        fprintf(stderr, "stack kernel poisson '%s': laplace %.15g dense %.15g, grad %.2e\n",
+                kspec[_i], f, fd, gerr);
+    ck_assert_msg(fabs(f - fd) < 1e-8 * fabs(fd), "%s: laplace %.15g vs dense %.15g",
+                  kspec[_i], f, fd);
+    ck_assert_msg(gerr < 1e-6, "%s: gradient rel err %g", kspec[_i], gerr);
+    kcase_free(&c);
+}
+END_TEST
+
+/* The reverse mode of the stacked prior (the kernel's slots through
+ * gmm_ssm_prior_rev, scattered by the joint order) against central
+ * differences of sum Qbar . Q(theta). */
+typedef struct {
+    gmm_latent *l;
+    gmm_band *Q;
+    const gmm_band *Qbar;
+    double th[32];
+} pctx;
+
+static double prior_dot(void *p)
+{
+    pctx *q = p;
+    double ld;
+    ck_assert_int_eq(gmm_latent_prior(q->l, q->th, q->Q, &ld), GMM_OK);
+    double s = 0.0;
+    for (size_t j = 0; j < q->Q->n; j++)
+        for (size_t i = j; i < q->Q->n && i <= j + q->Q->kl; i++)
+            s += gmm_band_get(q->Qbar, i, j) * gmm_band_get(q->Q, i, j);
+    return s;
+}
+
+START_TEST(test_kernel_prior_rev)
+{
+    kcase c;
+    kcase_make(&c, _i, 0);
+    size_t n = gmm_latent_dim(c.l), kl = gmm_latent_bandwidth(c.l);
+    size_t np = gmm_latent_nparam(c.l);
+    gmm_band *Q = gmm_band_alloc(n, kl, 0, GMM_BAND_SYMMETRIC);
+    gmm_band *Qb = gmm_band_alloc(n, kl, 0, GMM_BAND_SYMMETRIC);
+    tu_rng r;
+    tu_rng_seed(&r, 5);
+    for (size_t j = 0; j < n; j++)
+        for (size_t i = j; i < n && i <= j + kl; i++)
+            *gmm_band_ptr(Qb, i, j) = tu_normal(&r);
+    pctx p = {c.l, Q, Qb, {0}};
+    memcpy(p.th, gmm_latent_param_start(c.l), np * sizeof *p.th);
+    double ld, tb[32] = {0};
+    ck_assert_int_eq(gmm_latent_prior(c.l, p.th, Q, &ld), GMM_OK);
+    ck_assert_int_eq(gmm_latent_prior_rev(c.l, Qb, 0.0, tb), GMM_OK);
+    double err = tu_fd_check4(p.th, np, tb, prior_dot, &p, 1e-3, 1.0, NULL);
+    if (report())
+        fprintf(stderr, "stack kernel prior_rev '%s': %.2e\n", kspec[_i], err);
+    ck_assert_msg(err < 1e-7, "%s: prior reverse rel err %g", kspec[_i], err);
+    gmm_band_free(Q);
+    gmm_band_free(Qb);
+    kcase_free(&c);
+}
+END_TEST
+
+/* A new row's form f = w'x + eps (gmm_latent_stack_row) at values before,
+ * between, on and after the data's: with S = Q^-1 the dense prior
+ * covariance of the stacked latent, w'S w + evar must be k(0) + sg and w'S
+ * h_j = k(t - t_j) (+ sg for the same level) for every data row j, h_j
+ * its row of the observation map -- the kernel's covariances. */
+START_TEST(test_kernel_new_rows)
+{
+    kcase c;
+    kcase_make(&c, _i, 0);
+    size_t n = gmm_latent_dim(c.l), np = gmm_latent_nparam(c.l);
+    const double *th = gmm_latent_param_start(c.l);
+    gmm_band *Qb = gmm_band_alloc(n, gmm_latent_bandwidth(c.l), 0, GMM_BAND_SYMMETRIC);
+    double ld;
+    ck_assert_int_eq(gmm_latent_prior(c.l, th, Qb, &ld), GMM_OK);
+    double *Q = tu_band_to_dense(Qb);
+    gsl_matrix_view Qv = gsl_matrix_view_array(Q, n, n);
+    ck_assert_int_eq(gsl_linalg_cholesky_decomp1(&Qv.matrix), GSL_SUCCESS);
+    ck_assert_int_eq(gsl_linalg_cholesky_invert(&Qv.matrix), GSL_SUCCESS);
+    /* the data rows' maps */
+    size_t w = gmm_latent_obs_width(c.l);
+    const size_t *off = gmm_latent_obs_offset(c.l);
+    double *coef = malloc(KR * w * sizeof *coef);
+    ck_assert_int_eq(gmm_latent_obs_coef(c.l, th, coef), GMM_OK);
+    /* the latent's own parameters: the kernel's in the objective's order,
+     * then the iid variance */
+    double kp[16], sg = th[np - 1], b0, b1;
+    dense_params(&c, c.o->value, kp, &sg, NULL, &b0, &b1);
+    for (size_t i = 0; i < np; i++)
+        ck_assert_double_eq(th[i], c.o->value[i]);
+    double tmin = 1e300, tmax = -1e300;
+    for (size_t i = 0; i < KR; i++) {
+        tmin = fmin(tmin, c.t[i]);
+        tmax = fmax(tmax, c.t[i]);
+    }
+    double tq[] = {tmin - 2.3, tmin - 1e-3, c.t[7], 0.5 * (tmin + tmax) + 0.0137,
+                   tmin + 0.31 * (tmax - tmin), tmax + 1e-3, tmax + 4.0};
+    size_t cap = gmm_latent_stack_row_max(c.l), *idx = malloc(cap * sizeof *idx);
+    double *wv = malloc(cap * sizeof *wv), worst = 0.0;
+    for (size_t q = 0; q < sizeof tq / sizeof *tq; q++) {
+        gmm_stack_at at[2] = {{GMM_NO_INDEX, tq[q]}, {q % KG, NAN}};
+        size_t nnz;
+        double ev;
+        ck_assert_int_eq(gmm_latent_stack_row(c.l, th, at, idx, wv, &nnz, &ev), GMM_OK);
+        double vv = ev;
+        for (size_t a = 0; a < nnz; a++)
+            for (size_t b = 0; b < nnz; b++)
+                vv += wv[a] * wv[b] * Q[idx[a] * n + idx[b]];
+        worst = fmax(worst, fabs(vv - (kcov(&c, kp, 0.0) + sg)) / (kp[0] + sg));
+        for (size_t j = 0; j < KR; j++) {
+            double cv = 0.0;
+            for (size_t a = 0; a < nnz; a++)
+                for (size_t e = 0; e < w; e++)
+                    cv += wv[a] * coef[j * w + e] * Q[idx[a] * n + off[j] + e];
+            double ref = kcov(&c, kp, tq[q] - c.t[j]) + (c.g[j] == q % KG ? sg : 0.0);
+            worst = fmax(worst, fabs(cv - ref) / (kp[0] + sg));
+        }
+    }
+    if (report())
+        fprintf(stderr, "stack kernel new rows '%s': %.2e\n", kspec[_i], worst);
+    ck_assert_msg(worst < 1e-8, "%s: new rows' covariances off by %g", kspec[_i], worst);
+    free(idx);
+    free(wv);
+    free(coef);
+    free(Q);
+    gmm_band_free(Qb);
+    kcase_free(&c);
+}
+END_TEST
+
+/* A kernel with a damped zero-noise factor does not stack (its rows vary,
+ * or its precision's entries are ~ K / damp_rel); a product with a factor
+ * with process noise does. */
+START_TEST(test_kernel_refused)
+{
+    static const char *spec[] = {"matern32 + periodic(period=7)", "matern32 + constant",
+                                 "cosine(period=3)", "matern32 + matern12*periodic(period=7)"};
+    double t[KR];
+    for (size_t i = 0; i < KR; i++)
+        t[i] = (double)i;
+    for (size_t s = 0; s < 4; s++) {
+        gmm_spec_node *sp;
+        gmm_kernel *k;
+        ck_assert_int_eq(gmm_spec_parse(spec[s], &sp), GMM_OK);
+        ck_assert_int_eq(gmm_kernel_from_spec(sp, &k), GMM_OK);
+        double *v = gmm_kernel_values(k);
+        for (size_t i = 0; i < gmm_kernel_nparam(k); i++)
+            if (isnan(v[i]))
+                v[i] = 1.0;
+        gmm_stack_term term = {.model = GMM_STACK_KERNEL, .name = "f.t", .value = t, .kernel = k};
+        gmm_latent *l = NULL;
+        ck_assert_int_eq(gmm_latent_stack_alloc(KR, 1, &term, 0, &l), s < 3 ? GMM_EINVAL : GMM_OK);
+        ck_assert(s < 3 ? l == NULL : l != NULL);
+        gmm_latent_free(l);
+        gmm_kernel_free(k);
+        gmm_spec_free(sp);
+    }
+}
+END_TEST
+
+/* The whitening behind hmc: x = W v has the prior's covariance, so H W W'
+ * H' is the dense kernel + iid covariance at the rows; d(xbar . W(theta)
+ * v)/dtheta (the kernel's slots through the Cholesky's reverse mode and
+ * gmm_ssm_prior_rev at the whitening's theta) against differences. */
+typedef struct {
+    gmm_latent *l;
+    double th[32], *v, *xbar, *x;
+} wctx;
+
+static double whiten_dot(void *p)
+{
+    wctx *w = p;
+    size_t n = gmm_latent_dim(w->l);
+    ck_assert_int_eq(gmm_latent_whiten_setup(w->l, w->th), GMM_OK);
+    ck_assert_int_eq(gmm_latent_whiten(w->l, w->v, w->x), GMM_OK);
+    double s = 0.0;
+    for (size_t i = 0; i < n; i++)
+        s += w->xbar[i] * w->x[i];
+    return s;
+}
+
+START_TEST(test_kernel_whiten)
+{
+    kcase c;
+    kcase_make(&c, _i, 0);
+    size_t n = gmm_latent_dim(c.l), np = gmm_latent_nparam(c.l);
+    size_t w = gmm_latent_obs_width(c.l);
+    const size_t *off = gmm_latent_obs_offset(c.l);
+    wctx x = {c.l, {0}, malloc(n * sizeof(double)), malloc(n * sizeof(double)),
+              malloc(n * sizeof(double))};
+    memcpy(x.th, gmm_latent_param_start(c.l), np * sizeof *x.th);
+    double *coef = malloc(KR * w * sizeof *coef), *HW = calloc(KR * n, sizeof *HW);
+    ck_assert_int_eq(gmm_latent_obs_coef(c.l, x.th, coef), GMM_OK);
+    ck_assert_int_eq(gmm_latent_whiten_setup(c.l, x.th), GMM_OK);
+    /* rows of H W: W' h_r by the transpose */
+    for (size_t r = 0; r < KR; r++) {
+        memset(x.v, 0, n * sizeof *x.v);
+        for (size_t e = 0; e < w; e++)
+            x.v[off[r] + e] = coef[r * w + e];
+        ck_assert_int_eq(gmm_latent_whiten_t(c.l, x.v, HW + r * n), GMM_OK);
+    }
+    double kp[16], sg, b0, b1, err = 0.0;
+    dense_params(&c, c.o->value, kp, &sg, NULL, &b0, &b1);
+    for (size_t i = 0; i < KR; i++)
+        for (size_t j = 0; j < KR; j++) {
+            double s = 0.0;
+            for (size_t a = 0; a < n; a++)
+                s += HW[i * n + a] * HW[j * n + a];
+            double ref = kcov(&c, kp, c.t[i] - c.t[j]) + (c.g[i] == c.g[j] ? sg : 0.0);
+            err = fmax(err, fabs(s - ref) / (kp[0] + sg));
+        }
+    tu_rng r;
+    tu_rng_seed(&r, 11);
+    for (size_t i = 0; i < n; i++) {
+        x.v[i] = tu_normal(&r);
+        x.xbar[i] = tu_normal(&r);
+    }
+    double gb[32] = {0};
+    ck_assert_int_eq(gmm_latent_whiten_setup(c.l, x.th), GMM_OK);
+    ck_assert_int_eq(gmm_latent_whiten_rev(c.l, x.v, x.xbar, gb), GMM_OK);
+    double gerr = tu_fd_check4(x.th, np, gb, whiten_dot, &x, 1e-3, 1.0, NULL);
+    if (report())
+        fprintf(stderr, "stack kernel whiten '%s': H W W'H' %.2e, rev %.2e\n", kspec[_i], err,
+                gerr);
+    ck_assert_msg(err < 1e-8, "%s: H W W' H' off the dense covariance by %g", kspec[_i], err);
+    ck_assert_msg(gerr < 1e-6, "%s: whiten_rev rel err %g", kspec[_i], gerr);
+    free(coef);
+    free(HW);
+    free(x.v);
+    free(x.xbar);
+    free(x.x);
+    kcase_free(&c);
+}
+END_TEST
+
+Suite *model_stack_kernel_suite(void)
+{
+    Suite *s = suite_create("model_stack_kernel");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 60);
+    tcase_add_loop_test(tc, test_kernel_gaussian_vs_dense, 0, KCASES);
+    tcase_add_loop_test(tc, test_kernel_laplace_vs_dense, 0, KCASES);
+    tcase_add_loop_test(tc, test_kernel_prior_rev, 0, KCASES);
+    tcase_add_loop_test(tc, test_kernel_new_rows, 0, KCASES);
+    tcase_add_loop_test(tc, test_kernel_whiten, 0, KCASES);
+    tcase_add_test(tc, test_kernel_refused);
+    suite_add_tcase(s, tc);
+    return s;
+}
