@@ -63,6 +63,7 @@ struct gmm_problem {
      * and the coefficients (wh); scratch f, d log p / df and h'x (wf, wd,
      * whx) */
     size_t *wrow, *wptr, *widx;
+    int wone;             /* every row has one coefficient (wptr[i] = i) */
     double *wy, *we, *wconst, *wo, *wh, *wf, *wd, *whx;
     /* the Laplace metric: x = wxh + wL^-T v, wL wL' = Q + H' diag(wwt) H
      * at the mode (wwt: nobs), wc = wL' wxh */
@@ -847,6 +848,7 @@ static gmm_status whiten_alloc(gmm_problem *p)
         gmm_lik_row_const(&p->lik, p->wy[i], p->we[i], p->wconst + i * nc);
         p->wptr[++i] = k0 + hi - lo;
     }
+    p->wone = p->wptr[p->nobs] == p->nobs;
     return GMM_OK;
 }
 
@@ -855,6 +857,11 @@ static gmm_status whiten_alloc(gmm_problem *p)
 static void packed_f(gmm_problem *p)
 {
     const double *x = p->wx, *h = p->wh;
+    if (p->wone) { /* the same operations without the inner loop */
+        for (size_t i = 0; i < p->nobs; i++)
+            p->wf[i] = p->wo[i] + h[i] * x[p->widx[i]];
+        return;
+    }
     for (size_t i = 0; i < p->nobs; i++) {
         double f = p->wo[i];
         for (size_t k = p->wptr[i]; k < p->wptr[i + 1]; k++)
@@ -868,6 +875,11 @@ static void packed_scatter(gmm_problem *p, const double *a)
 {
     const double *h = p->wh;
     memset(p->wg, 0, p->n * sizeof *p->wg);
+    if (p->wone) {
+        for (size_t i = 0; i < p->nobs; i++)
+            p->wg[p->widx[i]] += a[i] * h[i];
+        return;
+    }
     for (size_t i = 0; i < p->nobs; i++)
         for (size_t k = p->wptr[i]; k < p->wptr[i + 1]; k++)
             p->wg[p->widx[k]] += a[i] * h[k];
@@ -957,11 +969,16 @@ static double laplace_quad(gmm_problem *p, const double *v)
 {
     const double *x = p->wx, *h = p->wh, *w = p->wwt;
     double xwx = 0.0, cv = 0.0;
-    for (size_t i = 0; i < p->nobs; i++) {
+    for (size_t i = 0; p->wone && i < p->nobs; i++)
+        p->whx[i] = h[i] * x[p->widx[i]];
+    for (size_t i = 0; !p->wone && i < p->nobs; i++) {
         double hx = 0.0;
         for (size_t k = p->wptr[i]; k < p->wptr[i + 1]; k++)
             hx += h[k] * x[p->widx[k]];
         p->whx[i] = hx;
+    }
+    for (size_t i = 0; i < p->nobs; i++) {
+        double hx = p->whx[i];
         p->wf[i] = p->wo[i] + hx;
         xwx += w[i] * hx * hx;
     }
