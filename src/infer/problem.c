@@ -69,6 +69,7 @@ struct gmm_problem {
      * at the mode (wwt: nobs), wc = wL' wxh */
     gmm_metric metric;
     gmm_band *wL;
+    size_t *wreach;       /* gmm_band_tri_reach of wL (n) */
     double *wxh, *wqx, *wc, *wwt; /* n, n, n, nobs */
     /* joint sampling of the hyperparameters */
     int *jsamp;           /* nparam flags */
@@ -118,6 +119,7 @@ void gmm_problem_free(gmm_problem *p)
     gmm_free(p->wx);
     gmm_free(p->wg);
     gmm_band_free(p->wL);
+    gmm_free(p->wreach);
     gmm_free(p->wxh);
     gmm_free(p->sy);
     gmm_free(p->obj.name);
@@ -784,7 +786,8 @@ static gmm_status laplace_map_setup(gmm_problem *p, const double *theta)
         size_t kl = gmm_latent_bandwidth(p->lat);
         p->wL = gmm_band_alloc(p->n, kl, 0, GMM_BAND_LOWER);
         p->wxh = gmm_malloc(3 * p->n + p->nobs, sizeof *p->wxh);
-        if (!p->wL || !p->wxh)
+        p->wreach = gmm_malloc(p->n ? p->n : 1, sizeof *p->wreach);
+        if (!p->wL || !p->wxh || !p->wreach)
             return gmm_error(GMM_ENOMEM, "out of memory for the Laplace metric (%zu latents)",
                              p->n);
         p->wqx = p->wxh + p->n;
@@ -802,7 +805,8 @@ static gmm_status laplace_map_setup(gmm_problem *p, const double *theta)
                                      "linear constraints (use the prior's)");
     /* the Laplace workspace's observations are the packed rows, in order */
     memcpy(p->wwt, wt, p->nobs * sizeof *wt);
-    if ((st = gmm_band_copy(p->wL, L)) || (st = gmm_laplace_posterior(p->lap, p->wxh, NULL)))
+    if ((st = gmm_band_copy(p->wL, L)) || (st = gmm_band_tri_reach(p->wL, p->wreach)) ||
+        (st = gmm_laplace_posterior(p->lap, p->wxh, NULL)))
         return st;
     return gmm_band_gemv(GMM_TRANS, 1.0, p->wL, p->wxh, 0.0, p->wc);
 }
@@ -921,7 +925,7 @@ static gmm_status whiten(gmm_problem *p, const double *v, double *x)
     if (p->metric != GMM_METRIC_LAPLACE)
         return gmm_latent_whiten(p->lat, v, x);
     memcpy(x, v, p->n * sizeof *x);
-    gmm_status st = gmm_band_tri_solve_vec(p->wL, GMM_TRANS, x);
+    gmm_status st = gmm_band_tri_solve_vec_reach(p->wL, p->wreach, GMM_TRANS, x);
     for (size_t j = 0; j < p->n && st == GMM_OK; j++)
         x[j] += p->wxh[j];
     return st;
@@ -1022,7 +1026,7 @@ gmm_status gmm_problem_whitened_logp(gmm_problem *p, const double *v, double *lp
             p->wd[i] += p->wwt[i] * p->whx[i];
         packed_scatter(p, p->wd);
         memcpy(grad, p->wg, p->n * sizeof *grad);
-        if ((st = gmm_band_tri_solve_vec(p->wL, GMM_NOTRANS, grad)))
+        if ((st = gmm_band_tri_solve_vec_reach(p->wL, p->wreach, GMM_NOTRANS, grad)))
             return st;
         for (size_t j = 0; j < p->n; j++)
             grad[j] -= p->wqx[j];
