@@ -961,14 +961,15 @@ static double row_f(const gmm_problem *p, size_t r)
  *
  * which leaves the two triangular solves of the map and its transpose and
  * no product with Q.  The rows' h_i'x (without X beta) are formed on the
- * way to f.  Rounding: the subtraction cancels where the data dominate
- * (x'Wx >> x'Qx), an absolute error of a few eps (|c + v|^2 + x'Wx) --
- * no more than the rounding of the likelihood's own sum, whose terms are
- * of the size of w_i f_i^2 -- and L L' = Q + H'WH only to the Cholesky
+ * way to f.  Rounding: the sums err by at most about (n + 2) eps (|c + v|^2
+ * + x'Wx) against n eps x'|Q||x| for x'Qx formed with Q x, so where the
+ * data dominate (x'Wx >> x'Qx) the subtraction loses the digits of their
+ * ratio -- an absolute error in lp still far below the energy errors NUTS
+ * works with (a few tenths); and L L' = Q + H'WH holds to the Cholesky
  * factor's backward error, |E| <= gamma_{kl+2} |L| |L'|, so the density
- * sampled is the one with Q + E in place of Q: x'Ex is below (kl + 2) eps
- * |L'| |x| squared, the same order.  The value and gradient are those of
- * one function of v, so the sampler sees a consistent target. */
+ * sampled has Q + E for Q, x'Ex of the same order.  The value and the
+ * gradient are those of one function of v, so the sampler's target is
+ * consistent (tests/infer/test_whitened.c: against the dense definition). */
 static double laplace_quad(gmm_problem *p, const double *v)
 {
     const double *x = p->wx, *h = p->wh, *w = p->wwt;
