@@ -220,6 +220,17 @@ gmm_status gmm_band_chol_logdet_rev(const gmm_band *L, double cbar, gmm_band *Lb
 /* x <- op(L)^{-1} x in place, L LOWER (op(L) = L or L^T), x of length n.
  * O(n l). */
 gmm_status gmm_band_tri_solve_vec(const gmm_band *L, gmm_trans trans, double *x);
+/* reach[j] (n entries) = the last row i >= j with L(i, j) != 0 (j when
+ * column j is zero below its diagonal), L LOWER: how far down the factor
+ * of a ragged band (a graph's precision in RCM order, whose rows start
+ * late) is nonzero.  O(n kl).  GMM_EDIM unless L is LOWER. */
+gmm_status gmm_band_tri_reach(const gmm_band *L, size_t *reach);
+/* gmm_band_tri_solve_vec given gmm_band_tri_reach's reach of this L: the
+ * same x to the bit (up to the sign of a zero), the wide bands' blocked
+ * substitutions skipping the rows below each block's reach.  GMM_EDIM
+ * unless L is LOWER. */
+gmm_status gmm_band_tri_solve_vec_reach(const gmm_band *L, const size_t *reach, gmm_trans trans,
+                                        double *x);
 /* Reverse mode of s = op(L)^{-1} v, given the solution s (length n) and its
  * adjoint sbar (length n, const).  vbar (length n) += op(L)^{-T} sbar;
  * Lbar (LOWER, L's shape) += -(g s^T or s g^T) restricted to L's band, where

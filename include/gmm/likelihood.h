@@ -77,6 +77,12 @@ struct gmm_lik_type {
     void (*row_const)(double y, double e, double *c);
     void (*eval_const)(const double *par, double y, double e, const double *c, double f,
                        double out[4], double *dpar);
+    /* gmm_lik_sum_const over m rows (y, e, f: m each; c: m nconst): sum of
+     * out[0] in row order, g[i] = out[1] (g NULL: not formed), eval_const's
+     * arithmetic to the bit with no call per row and without the higher
+     * derivatives.  NULL: gmm_lik_sum_const calls eval_const per row. */
+    double (*sum_const)(const double *par, size_t m, const double *y, const double *e,
+                        const double *c, const double *f, double *g);
     /* E_{f ~ N(mu, s2)} log p(y | f) and its derivatives in mu and s2 into
      * out[0..2]; dpar (NULL or nparam): d/dpar of out[0]; in closed form
      * or by the family's own rule (studentt: graded towards its poles).
@@ -209,6 +215,14 @@ size_t gmm_lik_nconst(const gmm_lik *lik);
 void gmm_lik_row_const(const gmm_lik *lik, double y, double e, double *c);
 void gmm_lik_eval_const(const gmm_lik *lik, double y, double e, const double *c, double f,
                         double out[4], double *dpar);
+/* sum_i log p(y_i | f_i) over m rows with their constants c (m x nconst,
+ * row i at c + i nconst), and g_i = d log p / d f_i into g (m, or NULL):
+ * gmm_lik_eval_const's out[0] summed in row order and its out[1], to the
+ * bit, for the samplers' gradients (one call for all rows; the family's
+ * loop where it has one).  e: m values (1 for a family without a per-row
+ * quantity). */
+double gmm_lik_sum_const(const gmm_lik *lik, size_t m, const double *y, const double *e,
+                         const double *c, const double *f, double *g);
 
 /* E_{N(mu, s2)} log p(y | f) and derivatives in mu, s2 (out[0..2]) and in
  * the parameters (dpar, NULL or nparam): the family's expect where it has

@@ -223,8 +223,9 @@ gmm_status gmm_problem_whiten_setup(gmm_problem *p, const double *theta);
 /* lp = sum_i log p(y_i | b + h_i' x) - x'Qx / 2 at x = map(v) (constants
  * dropped, as Stan's lp__; under the prior map x'Qx = |v|^2), and its
  * gradient in v (n, or NULL): W' H' g - v under the prior map (one whiten
- * and one transposed whiten), L^-1 (H' g - Q x) under the Laplace map (one
- * band product and two triangular solves of bandwidth kl): O(n kl) either
+ * and one transposed whiten), L^-1 (H' g - Q x) under the Laplace map (two
+ * triangular solves of bandwidth kl, Q x and x'Qx through L L' = Q + H'WH
+ * without a product with Q; problem.c states the rounding): O(n kl) either
  * way.  A non-finite log density is GMM_EDOM (a divergence for the
  * sampler). */
 gmm_status gmm_problem_whitened_logp(gmm_problem *p, const double *v, double *lp, double *grad);

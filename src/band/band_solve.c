@@ -144,45 +144,49 @@ BAND_INLINE void forward_all(const gmm_band *L, size_t l, double *x, double *ld)
 
 /* Wide bands: the blocked substitutions (band_solve_blk.h), x86-64 baseline
  * and AVX2 copies. */
-static void blk_forward_plain(const gmm_band *L, double *x, band_logdet *acc)
+static void blk_forward_plain(const gmm_band *L, double *x, band_logdet *acc,
+                              const size_t *reach)
 {
-    blk_forward(L->data + L->ku, L->ld - 1, L->n, L->kl, x, acc);
+    blk_forward(L->data + L->ku, L->ld - 1, L->n, L->kl, x, acc, reach);
 }
 
-static void blk_backward_plain(const gmm_band *L, double *x)
+static void blk_backward_plain(const gmm_band *L, double *x, const size_t *reach)
 {
-    blk_backward(L->data + L->ku, L->ld - 1, L->n, L->kl, x);
+    blk_backward(L->data + L->ku, L->ld - 1, L->n, L->kl, x, reach);
 }
 
 #if BAND_AVX2
-BAND_TARGET_AVX2 static void blk_forward_avx2(const gmm_band *L, double *x, band_logdet *acc)
+BAND_TARGET_AVX2 static void blk_forward_avx2(const gmm_band *L, double *x, band_logdet *acc,
+                                              const size_t *reach)
 {
-    blk_forward(L->data + L->ku, L->ld - 1, L->n, L->kl, x, acc);
+    blk_forward(L->data + L->ku, L->ld - 1, L->n, L->kl, x, acc, reach);
 }
 
-BAND_TARGET_AVX2 static void blk_backward_avx2(const gmm_band *L, double *x)
+BAND_TARGET_AVX2 static void blk_backward_avx2(const gmm_band *L, double *x,
+                                               const size_t *reach)
 {
-    blk_backward(L->data + L->ku, L->ld - 1, L->n, L->kl, x);
+    blk_backward(L->data + L->ku, L->ld - 1, L->n, L->kl, x, reach);
 }
 #endif
 
-static void blk_solve(const gmm_band *L, gmm_trans trans, double *x, double *ld)
+static void blk_solve(const gmm_band *L, gmm_trans trans, double *x, double *ld,
+                      const size_t *reach)
 {
     band_logdet acc;
     band_logdet_init(&acc);
 #if BAND_AVX2
     if (band_cpu_has_avx2()) {
         if (trans == GMM_TRANS)
-            blk_backward_avx2(L, x);
+            blk_backward_avx2(L, x, reach);
         else
-            blk_forward_avx2(L, x, ld ? &acc : NULL);
+            blk_forward_avx2(L, x, ld ? &acc : NULL, reach);
     } else
 #endif
     {
         if (trans == GMM_TRANS)
-            blk_backward_plain(L, x);
+            blk_backward_plain(L, x, reach);
         else
-            blk_forward_plain(L, x, ld ? &acc : NULL);
+            blk_forward_plain(L, x, ld ? &acc : NULL, reach);
     }
     if (ld)
         *ld = band_logdet_value(&acc);
@@ -203,8 +207,9 @@ static void blk_solve(const gmm_band *L, gmm_trans trans, double *x, double *ld)
  *          dtbsv     0.66   0.67   0.69   0.91   3.12
  *
  * (n = 1e4 and 1e6 alike; at l = 117 from memory both sides run at the
- * machine's read bandwidth, 1.02-1.10x.) */
-static void tbsv(const gmm_band *L, gmm_trans trans, double *x, double *ld)
+ * machine's read bandwidth, 1.02-1.10x.)  reach (NULL: none) limits the
+ * blocked substitutions to the ragged band's rows (band_solve_blk.h). */
+static void tbsv(const gmm_band *L, gmm_trans trans, double *x, double *ld, const size_t *reach)
 {
     if (L->n == 0) {
         if (ld)
@@ -212,7 +217,7 @@ static void tbsv(const gmm_band *L, gmm_trans trans, double *x, double *ld)
         return;
     }
     if (blk_use(L->n, L->kl, trans == GMM_TRANS)) {
-        blk_solve(L, trans, x, ld);
+        blk_solve(L, trans, x, ld, reach);
         return;
     }
     if (trans == GMM_TRANS) {
@@ -247,7 +252,7 @@ gmm_status gmm_band_tri_solve_vec_logdet(const gmm_band *L, double *x, double *l
         return st;
     if (!logdet)
         return gmm_error(GMM_EINVAL, "tri_solve_vec_logdet: NULL logdet");
-    tbsv(L, GMM_NOTRANS, x, logdet);
+    tbsv(L, GMM_NOTRANS, x, logdet, NULL);
     return GMM_OK;
 }
 
@@ -256,7 +261,32 @@ gmm_status gmm_band_tri_solve_vec(const gmm_band *L, gmm_trans trans, double *x)
     gmm_status st = check_factor("tri_solve_vec", L);
     if (st != GMM_OK)
         return st;
-    tbsv(L, trans, x, NULL);
+    tbsv(L, trans, x, NULL, NULL);
+    return GMM_OK;
+}
+
+gmm_status gmm_band_tri_reach(const gmm_band *L, size_t *reach)
+{
+    gmm_status st = check_factor("tri_reach", L);
+    if (st != GMM_OK)
+        return st;
+    for (size_t j = 0; j < L->n; j++) {
+        const double *c = gmm_band_col(L, j);
+        size_t i = min_sz(L->n - 1, j + L->kl);
+        while (i > j && c[i] == 0.0)
+            i--;
+        reach[j] = i;
+    }
+    return GMM_OK;
+}
+
+gmm_status gmm_band_tri_solve_vec_reach(const gmm_band *L, const size_t *reach, gmm_trans trans,
+                                        double *x)
+{
+    gmm_status st = check_factor("tri_solve_vec_reach", L);
+    if (st != GMM_OK)
+        return st;
+    tbsv(L, trans, x, NULL, reach);
     return GMM_OK;
 }
 
@@ -269,7 +299,7 @@ gmm_status gmm_band_tri_solve_mat(const gmm_band *L, gmm_trans trans, size_t k, 
     if (k > 0 && ldx < L->n)
         return gmm_error(GMM_EDIM, "tri_solve_mat: ldx = %zu < n = %zu", ldx, L->n);
     for (size_t c = 0; c < k; c++)
-        tbsv(L, trans, X + c * ldx, NULL);
+        tbsv(L, trans, X + c * ldx, NULL, NULL);
     return GMM_OK;
 }
 

@@ -25,6 +25,15 @@
  *               the backward error stays below (l + 3) eps,
  *               tests/band/test_band_solve.c).
  *
+ * RAGGED BANDS.  With reach (gmm_band_tri_reach: the last nonzero row of
+ * each column), the rows of a block's parallelogram below the last reach
+ * of its eight columns -- exact zeros of L -- are skipped: the forward
+ * substitution's updates there subtract zeros, the back substitution's
+ * four-row groups and far rows there add zeros to sums that start at 0, so
+ * the result is the same to the bit (up to the sign of a zero).  A graph
+ * ordered by RCM leaves a third of its band's parallelogram rows below the
+ * reach (influenza, Chicago).
+ *
  * Four-lane GNU C vectors: the baseline copy does them as SSE2 pairs, the
  * AVX2 copy as one instruction; the same IEEE operations either way, so both
  * copies give the same bits.  x is stored in whole aligned four-row groups
@@ -160,14 +169,25 @@ BAND_INLINE void blk_group_forward(const double *c0, size_t st, size_t j0, size_
     blk_st(x + r, &v);
 }
 
+/* The last reach of columns j0 .. j0+7, or SIZE_MAX without reach. */
+BAND_INLINE size_t blk_reach(const size_t *reach, size_t j0)
+{
+    if (!reach)
+        return (size_t)-1;
+    size_t r = reach[j0];
+    for (size_t k = 1; k < BLK_NB; k++)
+        r = reach[j0 + k] > r ? reach[j0 + k] : r;
+    return r;
+}
+
 /* x <- L^{-1} x, L(i, j) at d0[j * st + i] with bandwidth l >= BLK_NB; with
- * acc, log det(L L^T) accumulated (band_logdet).
+ * acc, log det(L L^T) accumulated (band_logdet); reach NULL or as above.
  * Software-pipelined: the first two row groups below a block are the next
  * block's rows; they are updated first and the next block's triangle (a
  * chain of 8 dependent steps) is solved before the rest of the
  * parallelogram, so that the processor overlaps the two. */
 BAND_INLINE void blk_forward(const double *d0, size_t st, size_t n, size_t l, double *x,
-                             band_logdet *acc)
+                             band_logdet *acc, const size_t *reach)
 {
     size_t j0 = 0;
     double xj[BLK_NB], xn[BLK_NB];
@@ -178,7 +198,8 @@ BAND_INLINE void blk_forward(const double *d0, size_t st, size_t n, size_t l, do
         /* The parallelogram, rows j0 + 8 .. j0 + 7 + l (< n), four at a
          * time; the next block's columns (8 (l + 1) doubles from its
          * diagonal) prefetched along the way. */
-        size_t rlast = blk_min(j0 + 7 + l, n - 1), r = j0 + BLK_NB;
+        size_t rlast = blk_min(blk_min(j0 + 7 + l, n - 1), blk_reach(reach, j0));
+        size_t r = j0 + BLK_NB;
         size_t ngrp = rlast + 1 >= r + 4 ? (rlast + 1 - r) / 4 : 0, g = 0;
         int next = j0 + 2 * BLK_NB <= n;
         const char *pf = (const char *)(c0 + j0) + BLK_PF_DIST; /* block start + dist */
@@ -218,8 +239,9 @@ BAND_INLINE void blk_forward(const double *d0, size_t st, size_t n, size_t l, do
     }
 }
 
-/* x <- L^{-T} x, L as in blk_forward (l >= BLK_NB). */
-BAND_INLINE void blk_backward(const double *d0, size_t st, size_t n, size_t l, double *x)
+/* x <- L^{-T} x, L and reach as in blk_forward (l >= BLK_NB). */
+BAND_INLINE void blk_backward(const double *d0, size_t st, size_t n, size_t l, double *x,
+                              const size_t *reach)
 {
     size_t i0 = n - n % BLK_NB;
     for (size_t i = n; i-- > i0;) { /* the last n mod 8 rows */
@@ -234,6 +256,13 @@ BAND_INLINE void blk_backward(const double *d0, size_t st, size_t n, size_t l, d
         const double *c0 = d0 + i0 * st;
         size_t m0 = i0 + BLK_NB, mlast = blk_min(i0 + 7 + l, n - 1);
         size_t ngrp = mlast + 1 >= m0 + 4 ? (mlast + 1 - m0) / 4 : 0, mv = m0 + 4 * ngrp;
+        size_t rb = blk_reach(reach, i0);
+        if (rb < mv) {
+            /* the far rows and the groups below rb are zeros; the groups
+             * that remain are those of the full band (the sums' order) */
+            ngrp = rb >= m0 ? (rb - m0) / 4 + 1 : 0;
+            mlast = mv - 1;
+        }
         double far[BLK_NB] = {0};
         /* the far rows first: those past n - 4, then the four-row groups
          * from the bottom up (the masked ones first) */

@@ -666,6 +666,12 @@ const gmm_band *gmm_laplace_chol(const gmm_laplace *w)
     return w && w->valid && !w->sm && !w->con ? w->L : NULL;
 }
 
+const double *gmm_laplace_weights(const gmm_laplace *w)
+{
+    /* the last factor_p, unclamped, was at the mode's weights */
+    return gmm_laplace_chol(w) ? w->w : NULL;
+}
+
 /* SQUARE-ROOT FORM (gmm_laplace_eval_sqrt).  The Newton step from x is the
  * posterior mean of the Gaussian problem with working data yt_i = h_i'x +
  * g_i / w_i and noise variances 1 / w_i (x_new = P^-1 H'W yt, P = Q +

@@ -57,11 +57,21 @@ struct gmm_problem {
     double wb;            /* the intercept there, when the offset is constant */
     gmm_lik wlik;
     double *wcoef, *wx, *wg; /* nnz, n, n */
-    double *wconst;       /* the rows' likelihood constants (nrows x nconst) */
-    /* the Laplace metric: x = wxh + wL^-T v, wL wL' = Q + H'WH at the mode */
+    /* The observed rows packed for the density's loops (row i of the nobs
+     * is data row wrow[i]): y, e (1 without exposure), the likelihood's
+     * constants (nobs x nconst); coefficients [wptr[i], wptr[i + 1]) of
+     * wh, each reading latent widx[k]; at the setup's theta X beta (wo)
+     * and the coefficients (wh); scratch f, d log p / df and h'x (wf, wd,
+     * whx) */
+    size_t *wrow, *wptr, *widx;
+    int wone;             /* every row has one coefficient (wptr[i] = i) */
+    double *wy, *we, *wconst, *wo, *wh, *wf, *wd, *whx;
+    /* the Laplace metric: x = wxh + wL^-T v, wL wL' = Q + H' diag(wwt) H
+     * at the mode (wwt: nobs), wc = wL' wxh */
     gmm_metric metric;
-    gmm_band *wQ, *wL;
-    double *wxh, *wqx;    /* n, n */
+    gmm_band *wL;
+    size_t *wreach;       /* gmm_band_tri_reach of wL (n) */
+    double *wxh, *wqx, *wc, *wwt; /* n, n, n, nobs */
     /* joint sampling of the hyperparameters */
     int *jsamp;           /* nparam flags */
     gmm_prior *jprior;    /* nparam */
@@ -101,7 +111,8 @@ void gmm_problem_free(gmm_problem *p)
     gmm_laplace_free(p->lap);
     gmm_free(p->thetabar);
     gmm_free(p->wcoef);
-    gmm_free(p->wconst);
+    gmm_free(p->wrow);
+    gmm_free(p->wy);
     gmm_free(p->jsamp);
     gmm_free(p->jprior);
     gmm_free(p->jtheta);
@@ -109,10 +120,9 @@ void gmm_problem_free(gmm_problem *p)
     gmm_free(p->jcbar);
     gmm_free(p->wx);
     gmm_free(p->wg);
-    gmm_band_free(p->wQ);
     gmm_band_free(p->wL);
+    gmm_free(p->wreach);
     gmm_free(p->wxh);
-    gmm_free(p->wqx);
     gmm_free(p->sy);
     gmm_free(p->obj.name);
     gmm_free(p->obj.value);
@@ -806,25 +816,109 @@ static gmm_status laplace_map_setup(gmm_problem *p, const double *theta)
         return st;
     if (!p->wL) {
         size_t kl = gmm_latent_bandwidth(p->lat);
-        p->wQ = gmm_band_alloc(p->n, kl, 0, GMM_BAND_SYMMETRIC);
         p->wL = gmm_band_alloc(p->n, kl, 0, GMM_BAND_LOWER);
-        p->wxh = gmm_malloc(p->n, sizeof *p->wxh);
-        p->wqx = gmm_malloc(p->n, sizeof *p->wqx);
-        if (!p->wQ || !p->wL || !p->wxh || !p->wqx)
+        p->wxh = gmm_malloc(3 * p->n + p->nobs, sizeof *p->wxh);
+        p->wreach = gmm_malloc(p->n ? p->n : 1, sizeof *p->wreach);
+        if (!p->wL || !p->wxh || !p->wreach)
             return gmm_error(GMM_ENOMEM, "out of memory for the Laplace metric (%zu latents)",
                              p->n);
+        p->wqx = p->wxh + p->n;
+        p->wc = p->wqx + p->n;
+        p->wwt = p->wc + p->n;
     }
     /* from x = 0: the map must not depend on the object's history */
     p->cold = 1;
-    if ((st = laplace_forward_form(p, theta, &f, 0)) || (st = gmm_band_copy(p->wQ, p->Q)))
+    if ((st = laplace_forward_form(p, theta, &f, 0)))
         return st;
     const gmm_band *L = gmm_laplace_chol(p->lap);
-    if (!L)
+    const double *wt = gmm_laplace_weights(p->lap);
+    if (!L || !wt)
         return gmm_error(GMM_EINVAL, "the Laplace metric is not available for a latent with "
                                      "linear constraints (use the prior's)");
-    if ((st = gmm_band_copy(p->wL, L)))
+    /* the Laplace workspace's observations are the packed rows, in order */
+    memcpy(p->wwt, wt, p->nobs * sizeof *wt);
+    if ((st = gmm_band_copy(p->wL, L)) || (st = gmm_band_tri_reach(p->wL, p->wreach)) ||
+        (st = gmm_laplace_posterior(p->lap, p->wxh, NULL)))
         return st;
-    return gmm_laplace_posterior(p->lap, p->wxh, NULL);
+    return gmm_band_gemv(GMM_TRANS, 1.0, p->wL, p->wxh, 0.0, p->wc);
+}
+
+/* The whitened density's arrays, and the packed observed rows. */
+static gmm_status whiten_alloc(gmm_problem *p)
+{
+    size_t no = p->nobs ? p->nobs : 1, nc = gmm_lik_nconst(&p->lik), onz = 0;
+    for (size_t r = 0; r < p->nrows; r++)
+        if (!isnan(p->y[r]))
+            onz += row_hi(p, r) - row_lo(p, r);
+    p->wcoef = gmm_malloc(p->nnz ? p->nnz : 1, sizeof *p->wcoef);
+    p->wx = gmm_malloc(p->n, sizeof *p->wx);
+    p->wg = gmm_malloc(p->n, sizeof *p->wg);
+    p->woff = gmm_calloc(p->nrows ? p->nrows : 1, sizeof *p->woff);
+    p->wrow = gmm_malloc(2 * no + 1 + (onz ? onz : 1), sizeof *p->wrow);
+    p->wy = gmm_malloc((6 + nc) * no + (onz ? onz : 1), sizeof *p->wy);
+    if (!p->wcoef || !p->wx || !p->wg || !p->woff || !p->wrow || !p->wy)
+        return gmm_error(GMM_ENOMEM, "out of memory for the whitened density (%zu latents)",
+                         p->n);
+    p->wptr = p->wrow + no;
+    p->widx = p->wptr + no + 1;
+    p->we = p->wy + no;
+    p->wo = p->we + no;
+    p->wf = p->wo + no;
+    p->wd = p->wf + no;
+    p->whx = p->wd + no;
+    p->wconst = p->whx + no;
+    p->wh = p->wconst + nc * no;
+    const size_t *off = gmm_latent_obs_offset(p->lat);
+    size_t i = 0;
+    p->wptr[0] = 0;
+    for (size_t r = 0; r < p->nrows; r++) {
+        if (isnan(p->y[r]))
+            continue;
+        size_t lo = row_lo(p, r), hi = row_hi(p, r), k0 = p->wptr[i];
+        for (size_t k = lo; k < hi; k++)
+            p->widx[k0 + k - lo] = off[r] + row_pos(p, k, lo);
+        p->wrow[i] = r;
+        p->wy[i] = p->y[r];
+        p->we[i] = p->e ? p->e[r] : 1.0;
+        /* y and e are the problem's for good: their constants once */
+        gmm_lik_row_const(&p->lik, p->wy[i], p->we[i], p->wconst + i * nc);
+        p->wptr[++i] = k0 + hi - lo;
+    }
+    p->wone = p->wptr[p->nobs] == p->nobs;
+    return GMM_OK;
+}
+
+/* f = X beta + H x at the packed rows into p->wf (in row_f's order of
+ * operations), from x = p->wx. */
+static void packed_f(gmm_problem *p)
+{
+    const double *x = p->wx, *h = p->wh;
+    if (p->wone) { /* the same operations without the inner loop */
+        for (size_t i = 0; i < p->nobs; i++)
+            p->wf[i] = p->wo[i] + h[i] * x[p->widx[i]];
+        return;
+    }
+    for (size_t i = 0; i < p->nobs; i++) {
+        double f = p->wo[i];
+        for (size_t k = p->wptr[i]; k < p->wptr[i + 1]; k++)
+            f += h[k] * x[p->widx[k]];
+        p->wf[i] = f;
+    }
+}
+
+/* p->wg = H' a over the packed rows (a: nobs). */
+static void packed_scatter(gmm_problem *p, const double *a)
+{
+    const double *h = p->wh;
+    memset(p->wg, 0, p->n * sizeof *p->wg);
+    if (p->wone) {
+        for (size_t i = 0; i < p->nobs; i++)
+            p->wg[p->widx[i]] += a[i] * h[i];
+        return;
+    }
+    for (size_t i = 0; i < p->nobs; i++)
+        for (size_t k = p->wptr[i]; k < p->wptr[i + 1]; k++)
+            p->wg[p->widx[k]] += a[i] * h[k];
 }
 
 gmm_status gmm_problem_whiten_setup(gmm_problem *p, const double *theta)
@@ -833,22 +927,8 @@ gmm_status gmm_problem_whiten_setup(gmm_problem *p, const double *theta)
     if (!p || !theta)
         return gmm_error(GMM_EINVAL, "gmm_problem_whiten_setup: NULL argument");
     p->wready = 0;
-    if (!p->wx) {
-        p->wcoef = gmm_malloc(p->nnz ? p->nnz : 1, sizeof *p->wcoef);
-        p->wx = gmm_malloc(p->n, sizeof *p->wx);
-        p->wg = gmm_malloc(p->n, sizeof *p->wg);
-        p->woff = gmm_calloc(p->nrows ? p->nrows : 1, sizeof *p->woff);
-        size_t ncst = p->nrows * gmm_lik_nconst(&p->lik);
-        p->wconst = gmm_malloc(ncst ? ncst : 1, sizeof *p->wconst);
-        if (!p->wcoef || !p->wx || !p->wg || !p->woff || !p->wconst)
-            return gmm_error(GMM_ENOMEM, "out of memory for the whitened density (%zu latents)",
-                             p->n);
-        /* y and e are the problem's for good: their constants once */
-        for (size_t r = 0; r < p->nrows; r++)
-            if (!isnan(p->y[r]))
-                gmm_lik_row_const(&p->lik, p->y[r], p->e ? p->e[r] : 1.0,
-                                  p->wconst + r * gmm_lik_nconst(&p->lik));
-    }
+    if (!p->wx && (st = whiten_alloc(p)))
+        return st;
     if ((st = set_lik(p, theta)))
         return st;
     p->wlik = p->lik;
@@ -858,6 +938,12 @@ gmm_status gmm_problem_whiten_setup(gmm_problem *p, const double *theta)
     if ((st = gmm_latent_theta_check(p->lat, theta)) ||
         (st = gmm_latent_obs_values(p->lat, theta, p->wcoef)))
         return st;
+    for (size_t i = 0; i < p->nobs; i++) {
+        size_t r = p->wrow[i];
+        p->wo[i] = p->woff[r];
+        memcpy(p->wh + p->wptr[i], p->wcoef + row_lo(p, r),
+               (p->wptr[i + 1] - p->wptr[i]) * sizeof *p->wh);
+    }
     if ((st = p->metric == GMM_METRIC_LAPLACE ? laplace_map_setup(p, theta)
                                               : gmm_latent_whiten_setup(p->lat, theta)))
         return st;
@@ -871,7 +957,7 @@ static gmm_status whiten(gmm_problem *p, const double *v, double *x)
     if (p->metric != GMM_METRIC_LAPLACE)
         return gmm_latent_whiten(p->lat, v, x);
     memcpy(x, v, p->n * sizeof *x);
-    gmm_status st = gmm_band_tri_solve_vec(p->wL, GMM_TRANS, x);
+    gmm_status st = gmm_band_tri_solve_vec_reach(p->wL, p->wreach, GMM_TRANS, x);
     for (size_t j = 0; j < p->n && st == GMM_OK; j++)
         x[j] += p->wxh[j];
     return st;
@@ -899,6 +985,48 @@ static double row_f(const gmm_problem *p, size_t r)
     return f;
 }
 
+/* Under the Laplace map x = x^ + L^-T v with L L' = Q + H'WH (W = diag(w),
+ * the weights the factorisation used), so L'x = c + v with c = L'x^, and
+ *
+ *   x'Qx = |c + v|^2 - sum_i w_i (h_i'x)^2,
+ *   d/dv (x'Qx / 2) = L^-1 Q x = (c + v) - L^-1 H'W H x,
+ *
+ * which leaves the two triangular solves of the map and its transpose and
+ * no product with Q.  The rows' h_i'x (without X beta) are formed on the
+ * way to f.  Rounding: the sums err by at most about (n + 2) eps (|c + v|^2
+ * + x'Wx) against n eps x'|Q||x| for x'Qx formed with Q x, so where the
+ * data dominate (x'Wx >> x'Qx) the subtraction loses the digits of their
+ * ratio -- an absolute error in lp still far below the energy errors NUTS
+ * works with (a few tenths); and L L' = Q + H'WH holds to the Cholesky
+ * factor's backward error, |E| <= gamma_{kl+2} |L| |L'|, so the density
+ * sampled has Q + E for Q, x'Ex of the same order.  The value and the
+ * gradient are those of one function of v, so the sampler's target is
+ * consistent (tests/infer/test_whitened.c: against the dense definition). */
+static double laplace_quad(gmm_problem *p, const double *v)
+{
+    const double *x = p->wx, *h = p->wh, *w = p->wwt;
+    double xwx = 0.0, cv = 0.0;
+    for (size_t i = 0; p->wone && i < p->nobs; i++)
+        p->whx[i] = h[i] * x[p->widx[i]];
+    for (size_t i = 0; !p->wone && i < p->nobs; i++) {
+        double hx = 0.0;
+        for (size_t k = p->wptr[i]; k < p->wptr[i + 1]; k++)
+            hx += h[k] * x[p->widx[k]];
+        p->whx[i] = hx;
+    }
+    for (size_t i = 0; i < p->nobs; i++) {
+        double hx = p->whx[i];
+        p->wf[i] = p->wo[i] + hx;
+        xwx += w[i] * hx * hx;
+    }
+    for (size_t j = 0; j < p->n; j++) {
+        double t = p->wc[j] + v[j];
+        cv += t * t;
+        p->wqx[j] = t; /* for the gradient */
+    }
+    return cv - xwx;
+}
+
 gmm_status gmm_problem_whitened_logp(gmm_problem *p, const double *v, double *lp, double *grad)
 {
     gmm_status st;
@@ -907,30 +1035,18 @@ gmm_status gmm_problem_whitened_logp(gmm_problem *p, const double *v, double *lp
     if ((st = whiten(p, v, p->wx)))
         return st;
     int lap = p->metric == GMM_METRIC_LAPLACE;
-    const size_t *off = gmm_latent_obs_offset(p->lat);
-    double sum = 0.0, out[4];
-    if (grad)
-        memset(p->wg, 0, p->n * sizeof *p->wg);
-    for (size_t r = 0; r < p->nrows; r++) {
-        if (isnan(p->y[r]))
-            continue;
-        double f = row_f(p, r);
-        gmm_lik_eval_const(&p->wlik, p->y[r], p->e ? p->e[r] : 1.0,
-                           p->wconst + r * gmm_lik_nconst(&p->wlik), f, out, NULL);
-        sum += out[0];
-        if (grad) {
-            size_t lo = row_lo(p, r), hi = row_hi(p, r);
-            for (size_t k = lo; k < hi; k++)
-                p->wg[off[r] + row_pos(p, k, lo)] += out[1] * p->wcoef[k];
-        }
-    }
-    /* x'Qx: v'v under the prior's map; Q x by one band product under the
-     * Laplace map, whose Jacobian |L|^-1 is constant at fixed theta */
+    /* x'Qx: v'v under the prior's map; see laplace_quad under the Laplace
+     * map, whose Jacobian |L|^-1 is constant at fixed theta */
     double xqx = 0.0;
-    if (lap && (st = gmm_band_gemv(GMM_NOTRANS, 1.0, p->wQ, p->wx, 0.0, p->wqx)))
-        return st;
-    for (size_t j = 0; j < p->n; j++)
-        xqx += lap ? p->wx[j] * p->wqx[j] : v[j] * v[j];
+    if (lap) {
+        xqx = laplace_quad(p, v);
+    } else {
+        packed_f(p);
+        for (size_t j = 0; j < p->n; j++)
+            xqx += v[j] * v[j];
+    }
+    double sum = gmm_lik_sum_const(&p->wlik, p->nobs, p->wy, p->we, p->wconst, p->wf,
+                                   grad ? p->wd : NULL);
     double l = sum - 0.5 * xqx;
     if (!isfinite(l))
         return gmm_error(GMM_EDOM, "whitened log density not finite");
@@ -938,11 +1054,18 @@ gmm_status gmm_problem_whitened_logp(gmm_problem *p, const double *v, double *lp
     if (!grad)
         return GMM_OK;
     if (lap) {
-        /* L^-1 (H'g - Q x) */
+        /* L^-1 H'(g + W H x) - (c + v) */
+        for (size_t i = 0; i < p->nobs; i++)
+            p->wd[i] += p->wwt[i] * p->whx[i];
+        packed_scatter(p, p->wd);
+        memcpy(grad, p->wg, p->n * sizeof *grad);
+        if ((st = gmm_band_tri_solve_vec_reach(p->wL, p->wreach, GMM_NOTRANS, grad)))
+            return st;
         for (size_t j = 0; j < p->n; j++)
-            grad[j] = p->wg[j] - p->wqx[j];
-        return gmm_band_tri_solve_vec(p->wL, GMM_NOTRANS, grad);
+            grad[j] -= p->wqx[j];
+        return GMM_OK;
     }
+    packed_scatter(p, p->wd);
     if ((st = gmm_latent_whiten_t(p->lat, p->wg, grad)))
         return st;
     for (size_t j = 0; j < p->n; j++)
@@ -1150,32 +1273,22 @@ gmm_status gmm_problem_joint_logp(gmm_problem *p, const double *q, double *lp, d
     const double *v = q;
     if ((st = gmm_latent_whiten(p->lat, v, p->wx)))
         return st;
-    const size_t *off = gmm_latent_obs_offset(p->lat);
-    size_t nl = p->nl;
+    size_t nl = p->nl, nc = gmm_lik_nconst(&p->wlik);
     int varies = gmm_latent_obs_varies(p->lat);
     double sum = 0.0, out[4], dpar[3 * GMM_LIK_MAXPARAM];
-    memset(p->wg, 0, p->n * sizeof *p->wg);
     memset(p->jbar, 0, p->nparam * sizeof *p->jbar);
-    if (varies)
-        memset(p->jcbar, 0, p->nnz * sizeof *p->jcbar);
-    for (size_t r = 0; r < p->nrows; r++) {
-        if (isnan(p->y[r]))
-            continue;
-        size_t lo = row_lo(p, r), hi = row_hi(p, r);
-        const double *h = p->wcoef, *x = p->wx + off[r];
-        double f = row_f(p, r);
-        gmm_lik_eval_const(&p->wlik, p->y[r], p->e ? p->e[r] : 1.0,
-                           p->wconst + r * gmm_lik_nconst(&p->wlik), f, out, dpar);
-        sum += out[0];
-        if (p->ncoef)
-            p->offbar[r] = out[1];
-        for (size_t k = lo; k < hi; k++)
-            p->wg[off[r] + row_pos(p, k, lo)] += out[1] * h[k];
-        if (varies)
-            for (size_t k = lo; k < hi; k++)
-                p->jcbar[k] = out[1] * x[row_pos(p, k, lo)];
-        for (size_t k = 0; k < p->np; k++)
-            p->jbar[nl + k] += dpar[3 * k];
+    packed_f(p);
+    if (p->np == 0) {
+        sum = gmm_lik_sum_const(&p->wlik, p->nobs, p->wy, p->we, p->wconst, p->wf, p->wd);
+    } else {
+        for (size_t i = 0; i < p->nobs; i++) {
+            gmm_lik_eval_const(&p->wlik, p->wy[i], p->we[i], p->wconst + i * nc, p->wf[i], out,
+                               dpar);
+            sum += out[0];
+            p->wd[i] = out[1];
+            for (size_t k = 0; k < p->np; k++)
+                p->jbar[nl + k] += dpar[3 * k];
+        }
     }
     double vv = 0.0, lprior = 0.0;
     for (size_t j = 0; j < p->n; j++)
@@ -1193,6 +1306,15 @@ gmm_status gmm_problem_joint_logp(gmm_problem *p, const double *q, double *lp, d
     if (!grad)
         return GMM_OK;
     /* v: W' H' g - v; theta: through W(theta) and the rows, then to u */
+    packed_scatter(p, p->wd);
+    if (varies) {
+        memset(p->jcbar, 0, p->nnz * sizeof *p->jcbar);
+        for (size_t i = 0; i < p->nobs; i++) {
+            size_t lo = row_lo(p, p->wrow[i]), k0 = p->wptr[i];
+            for (size_t k = k0; k < p->wptr[i + 1]; k++)
+                p->jcbar[lo + (k - k0)] = p->wd[i] * p->wx[p->widx[k]];
+        }
+    }
     if ((st = gmm_latent_whiten_t(p->lat, p->wg, grad)))
         return st;
     for (size_t i = 0; i < p->n; i++)
@@ -1201,9 +1323,9 @@ gmm_status gmm_problem_joint_logp(gmm_problem *p, const double *q, double *lp, d
         (varies && (st = gmm_latent_obs_coef_rev(p->lat, th, p->jcbar, p->jbar))))
         return st;
     if (p->ncoef) {
-        for (size_t r = 0; r < p->nrows; r++)
-            if (isnan(p->y[r]))
-                p->offbar[r] = 0.0;
+        memset(p->offbar, 0, p->nrows * sizeof *p->offbar);
+        for (size_t i = 0; i < p->nobs; i++)
+            p->offbar[p->wrow[i]] = p->wd[i];
         gmm_problem_offsets_rev(p, p->offbar, p->jbar);
     }
     j = p->n;

@@ -232,6 +232,87 @@ START_TEST(test_solve_vec_wide_large)
 }
 END_TEST
 
+/* Ragged bands (row i of L nonzero from a random column f_i >= i - l, so
+ * columns end at random rows, as a graph's factor in RCM order):
+ * gmm_band_tri_reach against a dense scan, and the solves given it equal
+ * to gmm_band_tri_solve_vec's to the bit, in both directions, at
+ * bandwidths taking the blocked substitutions (l >= 8) and the column ones
+ * (which ignore reach), with blocks whose reach ends inside their own
+ * triangle and columns with nothing below the diagonal; and a backward
+ * error below 2 (l + 3) eps (as test_solve_vec_wide_large). */
+START_TEST(test_solve_vec_reach)
+{
+    tu_rng r;
+    tu_rng_seed(&r, 77);
+    const size_t ns[] = {9, 57, 140, 1001}, kls[] = {1, 3, 8, 11, 16, 20, 40};
+    size_t compared = 0;
+    for (size_t a = 0; a < sizeof ns / sizeof ns[0]; a++)
+        for (size_t b = 0; b < sizeof kls / sizeof kls[0]; b++)
+            for (int t = 0; t <= 1; t++) {
+                size_t n = ns[a], l = kls[b];
+                gmm_band *L = gmm_band_alloc(n, l, 0, GMM_BAND_LOWER);
+                size_t *reach = malloc(n * sizeof *reach), *want = malloc(n * sizeof *want);
+                for (size_t i = 0; i < n; i++) {
+                    size_t lo = i >= L->kl ? i - L->kl : 0;
+                    /* a quarter of the rows reach no further than the diagonal */
+                    size_t f = tu_uniform(&r) < 0.25 ? i : lo + (size_t)(tu_uniform(&r) * (double)(i - lo + 1));
+                    gmm_band_col(L, i)[i] = 1.0 + tu_uniform(&r);
+                    for (size_t j = f; j < i; j++)
+                        gmm_band_col(L, j)[i] = 0.5 * (tu_uniform(&r) - 0.5) / (double)(l + 1);
+                }
+                for (size_t j = 0; j < n; j++) {
+                    want[j] = j;
+                    for (size_t i = j + 1; i < n && i <= j + L->kl; i++)
+                        if (gmm_band_get(L, i, j) != 0.0)
+                            want[j] = i;
+                }
+                ck_assert_int_eq(gmm_band_tri_reach(L, reach), GMM_OK);
+                for (size_t j = 0; j < n; j++)
+                    ck_assert_msg(reach[j] == want[j], "n %zu l %zu: reach[%zu] = %zu, not %zu",
+                                  n, l, j, reach[j], want[j]);
+                double *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y);
+                double *bv = malloc(n * sizeof *bv);
+                fill_vec(bv, n, &r);
+                memcpy(x, bv, n * sizeof *x);
+                memcpy(y, bv, n * sizeof *y);
+                ck_assert_int_eq(gmm_band_tri_solve_vec(L, (gmm_trans)t, x), GMM_OK);
+                ck_assert_int_eq(gmm_band_tri_solve_vec_reach(L, reach, (gmm_trans)t, y), GMM_OK);
+                for (size_t i = 0; i < n; i++)
+                    ck_assert_msg(memcmp(&x[i], &y[i], sizeof x[i]) == 0,
+                                  "n %zu l %zu t %d: x[%zu] = %.17g with reach, %.17g without", n,
+                                  l, t, i, y[i], x[i]);
+                double e = 0.0;
+                for (size_t i = 0; i < n; i++) {
+                    double s = -bv[i], m = fabs(bv[i]);
+                    size_t j0 = t ? i : (i >= L->kl ? i - L->kl : 0);
+                    size_t j1 = t ? (i + L->kl < n ? i + L->kl : n - 1) : i;
+                    for (size_t j = j0; j <= j1; j++) {
+                        double v = t ? gmm_band_get(L, j, i) : gmm_band_get(L, i, j);
+                        s += v * y[j];
+                        m += fabs(v * y[j]);
+                    }
+                    e = fmax(e, fabs(s) / m);
+                }
+                ck_assert_msg(e <= 2.0 * (double)(l + 3) * EPS,
+                              "n %zu l %zu t %d: backward error %.3g", n, l, t, e);
+                compared++;
+                free(x);
+                free(y);
+                free(bv);
+                free(reach);
+                free(want);
+                gmm_band_free(L);
+            }
+    ck_assert_uint_eq(compared, 56);
+    gmm_band *G = gmm_band_alloc(4, 1, 1, GMM_BAND_GENERAL);
+    size_t rr[4];
+    double xx[4] = {0};
+    ck_assert_int_eq(gmm_band_tri_reach(G, rr), GMM_EDIM);
+    ck_assert_int_eq(gmm_band_tri_solve_vec_reach(G, rr, GMM_NOTRANS, xx), GMM_EDIM);
+    gmm_band_free(G);
+}
+END_TEST
+
 typedef struct {
     gmm_band *L;
     gmm_trans t;
@@ -731,6 +812,7 @@ Suite *band_solve_suite(void)
     tcase_add_test(tc, test_solve_vec_forward);
     tcase_add_test(tc, test_solve_vec_fixed_bandwidths);
     tcase_add_test(tc, test_solve_vec_wide_large);
+    tcase_add_test(tc, test_solve_vec_reach);
     tcase_add_test(tc, test_solve_mat_forward_and_rev);
     tcase_add_test(tc, test_solve_vec_rev_accumulates);
     tcase_add_test(tc, test_solve_vec_rev_set);

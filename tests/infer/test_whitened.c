@@ -2,8 +2,11 @@
  * under the prior's map and the Laplace map: its gradient in v against
  * finite differences, its value against the latent prior's density and
  * between the maps, the Laplace map exact for a Gaussian likelihood, the
- * start at the posterior mode; and the data's information (auto's rule)
- * against a dense eigenvalue. */
+ * start at the posterior mode; value and gradient against a dense
+ * evaluation of their definition on count data that dominate the prior
+ * (graph, state-space, stacked and constrained stacked latents, with
+ * covariates); and the data's information (auto's rule) against a dense
+ * eigenvalue. */
 #include <check.h>
 #include <gsl/gsl_eigen.h>
 #include <math.h>
@@ -17,10 +20,12 @@
 #include "gmm/likelihood.h"
 #include "gmm/problem.h"
 #include "gmm/spec.h"
+#include "gmm/stack.h"
 #include "support/testutil.h"
 
 typedef struct {
     gmm_problem *p;
+    double *v; /* the point of lp_fd */
 } wctx;
 
 static double lp_of(void *vc, const double *v)
@@ -82,7 +87,7 @@ static void check_metric(gmm_latent *lat, const char *liktext, const char *label
         ck_assert_msg(e < 1e-9, "%s %s: gradient + v = %g, not 0", label, liktext, e);
     }
     /* gradient: central differences, step 1e-5 (the density is smooth, O(1)) */
-    wctx c = {p};
+    wctx c = {p, NULL};
     double worst = 0.0;
     for (size_t i = 0; i < n; i++) {
         double s = v[i], h = 1e-5;
@@ -435,6 +440,268 @@ START_TEST(test_whitened_dense)
 }
 END_TEST
 
+static double lp_fd(void *vc)
+{
+    wctx *c = vc;
+    double lp;
+    ck_assert_int_eq(gmm_problem_whitened_logp(c->p, c->v, &lp, NULL), GMM_OK);
+    return lp;
+}
+
+/* The whitened density of p under its metric against its definition,
+ * densely: x = map(v), J = dx/dv column by column (map(e_i) - map(0): the
+ * map is affine), f = X beta + C x from the latent's dense coefficient
+ * windows, and
+ *
+ *   lp = sum_r log p(y_r | f_r) - q / 2,  grad = J' (H' g) - dq/dv / 2,
+ *
+ * q = x'Qx with Q assembled densely (Laplace map) or v'v (prior map: its
+ * definition, the constrained latents' pinned coordinates included).
+ * Rounding allowance: 8 (n + kl + 8) eps times the sum of the magnitudes
+ * that enter (the likelihood's terms, x'|Q||x|, v'v and sum |d2 log p|
+ * (h'x)^2, where the Laplace map's x'Qx = |L'x|^2 - x'Wx cancels), and per
+ * gradient entry the like of J'(|H'| |g| + |Q| |x| + |H'| |W| |H x|) + |v|.
+ * Then the gradient against fourth-order differences. */
+static void check_dense(gmm_problem *p, const char *label)
+{
+    gmm_latent *lat = gmm_problem_latent_eval(p);
+    size_t n = gmm_latent_dim(lat), nr = gmm_latent_nrows(lat), w = gmm_latent_obs_width(lat);
+    size_t kl = gmm_latent_bandwidth(lat), np = gmm_problem_objective(p)->nparam;
+    const double *th = gmm_problem_objective(p)->value, *y = gmm_problem_y(p);
+    const double *ex = gmm_problem_exposure(p);
+    const size_t *off = gmm_latent_obs_offset(lat);
+    int lap = gmm_problem_metric(p) == GMM_METRIC_LAPLACE;
+    tu_rng r;
+    tu_rng_seed(&r, 11);
+    ck_assert_msg(gmm_problem_whiten_setup(p, th) == GMM_OK, "%s: %s", label,
+                  gmm_error_message());
+    double *v = malloc(n * sizeof *v), *g = malloc(n * sizeof *g), *x = malloc(n * sizeof *x);
+    double *x0 = malloc(n * sizeof *x0), *J = malloc(n * n * sizeof *J);
+    double *Q = calloc(n * n, sizeof *Q), *C = malloc(nr * w * sizeof *C);
+    double *b = malloc(nr * sizeof *b), *a = calloc(n, sizeof *a), *aa = calloc(n, sizeof *aa);
+    double *qx = calloc(n, sizeof *qx), *qa = calloc(n, sizeof *qa), lp;
+    for (size_t i = 0; i < n; i++)
+        v[i] = 0.0;
+    ck_assert_int_eq(gmm_problem_whitened_latent(p, v, x0), GMM_OK);
+    for (size_t i = 0; i < n; i++) {
+        v[i] = 1.0;
+        ck_assert_int_eq(gmm_problem_whitened_latent(p, v, x), GMM_OK);
+        for (size_t j = 0; j < n; j++)
+            J[j * n + i] = x[j] - x0[j];
+        v[i] = 0.0;
+    }
+    for (size_t i = 0; i < n; i++)
+        v[i] = 0.7 * tu_normal(&r);
+    ck_assert_int_eq(gmm_problem_whitened_logp(p, v, &lp, g), GMM_OK);
+    ck_assert_int_eq(gmm_problem_whitened_latent(p, v, x), GMM_OK);
+    gmm_band *Qb = gmm_band_alloc(n, kl, 0, GMM_BAND_SYMMETRIC);
+    double ld;
+    ck_assert_int_eq(gmm_latent_prior(lat, th, Qb, &ld), GMM_OK);
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < n; j++)
+            Q[i * n + j] = (i > j ? i - j : j - i) <= kl ? gmm_band_get(Qb, i, j) : 0.0;
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < n; j++) {
+            qx[i] += Q[i * n + j] * x[j];
+            qa[i] += fabs(Q[i * n + j] * x[j]);
+        }
+    ck_assert_int_eq(gmm_latent_obs_coef(lat, th, C), GMM_OK);
+    gmm_problem_offsets(p, th, b);
+    gmm_lik lk;
+    ck_assert_int_eq(gmm_problem_lik_at(p, th, &lk), GMM_OK);
+    double sum = 0.0, scale = 0.0, out[4];
+    for (size_t rr = 0; rr < nr; rr++) {
+        if (isnan(y[rr]))
+            continue;
+        double hx = 0.0, hxa = 0.0;
+        for (size_t k = 0; k < w; k++) {
+            hx += C[rr * w + k] * x[off[rr] + k];
+            hxa += fabs(C[rr * w + k] * x[off[rr] + k]);
+        }
+        gmm_lik_eval(&lk, y[rr], ex ? ex[rr] : 1.0, b[rr] + hx, out, NULL);
+        sum += out[0];
+        scale += fabs(out[0]) + fabs(out[2]) * hxa * hxa;
+        for (size_t k = 0; k < w; k++) {
+            a[off[rr] + k] += C[rr * w + k] * out[1];
+            aa[off[rr] + k] += fabs(C[rr * w + k]) * (fabs(out[1]) + fabs(out[2]) * hxa);
+        }
+    }
+    double q = 0.0, qabs = 0.0, vv = 0.0;
+    for (size_t j = 0; j < n; j++) {
+        q += x[j] * qx[j];
+        qabs += fabs(x[j]) * qa[j];
+        vv += v[j] * v[j];
+    }
+    double want = sum - 0.5 * (lap ? q : vv), tol = 8.0 * (double)(n + kl + 8) * 2.22e-16;
+    scale += qabs + vv;
+    ck_assert_msg(fabs(lp - want) <= tol * scale, "%s: lp %.17g, dense %.17g (scale %g)", label,
+                  lp, want, scale);
+    double worst = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        double gi = lap ? 0.0 : -v[i], si = fabs(v[i]);
+        for (size_t j = 0; j < n; j++) {
+            gi += J[j * n + i] * (a[j] - (lap ? qx[j] : 0.0));
+            si += fabs(J[j * n + i]) * (aa[j] + qa[j]);
+        }
+        ck_assert_msg(fabs(g[i] - gi) <= tol * si, "%s: gradient[%zu] %.17g, dense %.17g "
+                      "(scale %g)", label, i, g[i], gi, si);
+        worst = fmax(worst, fabs(g[i] - gi) / si);
+    }
+    if (getenv("GMM_TEST_REPORT"))
+        fprintf(stderr, "whitened dense %s: lp off by %.2g of its scale, gradient %.2g "
+                "(allowance %.2g; n %zu, kl %zu, %zu parameters)\n", label,
+                fabs(lp - want) / scale, worst, tol, n, kl, np);
+    /* the gradient against fourth-order differences */
+    wctx c = {p, v};
+    size_t wi = 0;
+    double fd = tu_fd_check4(v, n, g, lp_fd, &c, 1e-3, 1.0, &wi);
+    ck_assert_msg(fd < 1e-7, "%s: gradient against differences off by %g at v[%zu]", label, fd,
+                  wi);
+    gmm_band_free(Qb);
+    free(v);
+    free(g);
+    free(x);
+    free(x0);
+    free(J);
+    free(Q);
+    free(C);
+    free(b);
+    free(a);
+    free(aa);
+    free(qx);
+    free(qa);
+}
+
+/* Counts of rate about 20: the data dominate the prior, as in the
+ * benchmarks, so the Laplace map's x'Qx cancels. */
+static double *count_data(size_t nr, uint64_t seed)
+{
+    tu_rng r;
+    tu_rng_seed(&r, seed);
+    double *y = malloc(nr * sizeof *y);
+    for (size_t i = 0; i < nr; i++)
+        y[i] = i % 9 == 4 ? NAN : floor(20.0 * exp(0.6 * tu_normal(&r)));
+    return y;
+}
+
+/* Both maps on lat (Poisson, an intercept and a covariate when cov), or
+ * the prior's alone where the Laplace map is refused (constraints). */
+static void check_dense_maps(gmm_latent *lat, int cov, const char *label)
+{
+    size_t nr = gmm_latent_nrows(lat);
+    double *y = count_data(nr, 21), *X = malloc(3 * nr * sizeof *X), *e = malloc(nr * sizeof *e);
+    for (size_t i = 0; i < nr; i++) {
+        X[2 * i] = 1.0;
+        X[2 * i + 1] = sin(0.7 * (double)i);
+        X[2 * nr + i] = 1.0; /* the intercept alone */
+        e[i] = 0.5 + (double)(i % 4);
+    }
+    const char *names[] = {"intercept", "z"};
+    double start[] = {log(20.0) - 0.5, 0.3};
+    gmm_problem_design d = {cov ? 2 : 1, cov ? X : X + 2 * nr, names, start};
+    gmm_lik lik;
+    ck_assert_int_eq(gmm_lik_parse("poisson", &lik), GMM_OK);
+    gmm_problem *p = NULL;
+    ck_assert_msg(gmm_problem_alloc_design(lat, &lik, y, cov ? e : NULL, &d, &p) == GMM_OK, "%s",
+                  gmm_error_message());
+    char buf[96];
+    snprintf(buf, sizeof buf, "%s, prior map", label);
+    check_dense(p, buf);
+    gmm_problem_set_metric(p, GMM_METRIC_LAPLACE);
+    if (gmm_latent_nconstr(lat)) {
+        ck_assert_int_eq(gmm_problem_whiten_setup(p, gmm_problem_objective(p)->value),
+                         GMM_EINVAL);
+    } else {
+        snprintf(buf, sizeof buf, "%s, Laplace map", label);
+        check_dense(p, buf);
+    }
+    gmm_problem_free(p);
+    free(X);
+    free(e);
+    free(y);
+}
+
+START_TEST(test_whitened_dense_models)
+{
+    /* graph: one coefficient per row, several rows per node */
+    size_t ei[12], ej[12];
+    for (size_t i = 0; i < 11; i++) {
+        ei[i] = i;
+        ej[i] = i + 1;
+    }
+    ei[11] = 0, ej[11] = 7;
+    gmm_graph *g = NULL;
+    ck_assert_int_eq(gmm_graph_from_edges(12, 12, ei, ej, NULL, NULL, NULL, &g), GMM_OK);
+    gmm_spec_node *s = NULL;
+    ck_assert_int_eq(gmm_spec_parse("edge-ou(variance=1.5, lengthscale=2)", &s), GMM_OK);
+    gmm_gmrf *m = NULL;
+    ck_assert_int_eq(gmm_gmrf_alloc(g, s, NULL, &m), GMM_OK);
+    size_t node[15];
+    for (size_t r = 0; r < 15; r++)
+        node[r] = (r * 7) % 12;
+    gmm_latent *lat = NULL;
+    ck_assert_int_eq(gmm_latent_gmrf_alloc(m, 15, node, &lat), GMM_OK);
+    check_dense_maps(lat, 0, "graph");
+    check_dense_maps(lat, 1, "graph, covariate");
+    gmm_latent_free(lat);
+
+    /* state space: rows read windows of two states; a demodulated
+     * periodic kernel's rows depend on theta */
+    gmm_kernel *k = NULL;
+    double x[30];
+    for (size_t i = 0; i < 30; i++)
+        x[i] = 0.37 * (double)i;
+    const char *kern[] = {"matern32(variance=1.2, lengthscale=0.8) + "
+                          "matern12(variance=0.3, lengthscale=2)",
+                          "periodic(variance=0.8, lengthscale=1.1, period=2.3, harmonics=2) + "
+                          "matern12(variance=0.2, lengthscale=1)"};
+    for (int i = 0; i < 2; i++) {
+        gmm_spec_node *ks = NULL;
+        ck_assert_int_eq(gmm_spec_parse(kern[i], &ks), GMM_OK);
+        ck_assert_int_eq(gmm_kernel_from_spec(ks, &k), GMM_OK);
+        gmm_ssm_params par;
+        gmm_ssm_params_init(&par);
+        par.damp_rel = 1e-3;
+        ck_assert_int_eq(gmm_latent_ssm_alloc(k, x, 30, &par, &lat), GMM_OK);
+        check_dense_maps(lat, 1, i ? "demodulated" : "state-space");
+        gmm_latent_free(lat);
+        gmm_kernel_free(k);
+        gmm_spec_free(ks);
+    }
+
+    /* stacks: two iid factors (a sparse map, two coefficients per row),
+     * an iid factor beside a graph, and a random walk (constrained) beside
+     * an iid factor, as formulas build them */
+    size_t lev[2][40];
+    double val[40];
+    tu_rng r;
+    tu_rng_seed(&r, 8);
+    for (size_t i = 0; i < 40; i++) {
+        lev[0][i] = (size_t)(tu_uniform(&r) * 7);
+        lev[1][i] = (size_t)(tu_uniform(&r) * 12);
+        val[i] = 0.3 * (double)(size_t)(tu_uniform(&r) * 9);
+    }
+    gmm_stack_term t[3][2] = {
+        {{.model = GMM_STACK_IID, .name = "f.a", .nlevel = 7, .level = lev[0], .variance = 0.7},
+         {.model = GMM_STACK_IID, .name = "f.b", .nlevel = 12, .level = lev[1], .variance = 1.3}},
+        {{.model = GMM_STACK_IID, .name = "f.a", .nlevel = 7, .level = lev[0], .variance = 0.7},
+         {.model = GMM_STACK_GRAPH, .name = "f.node", .level = lev[1], .gmrf = m}},
+        {{.model = GMM_STACK_RW1, .name = "f.t", .value = val, .variance = 0.9},
+         {.model = GMM_STACK_IID, .name = "f.b", .nlevel = 12, .level = lev[1],
+          .variance = 0.4}}};
+    const char *tname[] = {"stack iid+iid", "stack iid+graph", "stack rw1+iid (constrained)"};
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(gmm_latent_stack_alloc(40, 2, t[i], 0, &lat), GMM_OK);
+        ck_assert_uint_eq(gmm_latent_nconstr(lat) > 0, i == 2);
+        check_dense_maps(lat, 1, tname[i]);
+        gmm_latent_free(lat);
+    }
+    gmm_gmrf_free(m);
+    gmm_spec_free(s);
+    gmm_graph_free(g);
+}
+END_TEST
+
 /* lambda_max(D^1/2 K D^1/2), K the Matern-3/2 covariance at the observed
  * inputs, D the likelihood's -d2 log p at the mode's f: the generalised
  * eigenvalue of H'DH against Q, densely. */
@@ -512,6 +779,7 @@ Suite *infer_whitened_suite(void)
     tcase_add_test(tc, test_whitened_ssm);
     tcase_add_test(tc, test_whitened_graph);
     tcase_add_test(tc, test_whitened_dense);
+    tcase_add_test(tc, test_whitened_dense_models);
     tcase_add_test(tc, test_data_information);
     suite_add_tcase(s, tc);
     return s;

@@ -587,6 +587,66 @@ START_TEST(test_eval_const_bitwise)
 }
 END_TEST
 
+/* gmm_lik_sum_const over many rows is gmm_lik_eval_const row by row to
+ * the bit: out[0] summed in row order, out[1] per row, with and without
+ * the gradient (the samplers' draws must not change). */
+START_TEST(test_sum_const_bitwise)
+{
+    const double ys[] = {0, 1, 2, 3, 7, 31, 32, 33, 60, 150, 1000, -1.5, 0.25};
+    const double es[] = {1, 2.5, 5, 60, 1e4};
+    enum { MAXROW = 2000 };
+    double *y = malloc(MAXROW * sizeof *y), *e = malloc(MAXROW * sizeof *e);
+    double *f = malloc(MAXROW * sizeof *f), *g = malloc(MAXROW * sizeof *g);
+    double *c = malloc(MAXROW * GMM_LIK_MAXCONST * sizeof *c);
+    for (size_t i = 0; i < gmm_lik_ntypes(); i++) {
+        const gmm_lik_type *t = gmm_lik_type_at(i);
+        gmm_lik l = {t, {0.8, 3.0}};
+        size_t m = 0, nc = t->nconst;
+        for (size_t a = 0; a < sizeof ys / sizeof *ys; a++)
+            for (size_t b = 0; b < (t->rowq ? sizeof es / sizeof *es : 1); b++) {
+                double yy = ys[a], ee = t->rowq ? es[b] : 1.0;
+                if (gmm_lik_check_row(&l, yy, t->rowq ? &ee : NULL, NULL) != GMM_OK)
+                    continue;
+                for (double ff = -6.0; ff <= 6.0 && m < MAXROW; ff += 0.37) {
+                    y[m] = yy;
+                    e[m] = ee;
+                    f[m] = ff + 0.01 * (double)a;
+                    gmm_lik_row_const(&l, yy, ee, c + m * nc);
+                    m++;
+                }
+            }
+        ck_assert_uint_gt(m, 60);
+        double want = 0.0, out[4];
+        for (size_t r = 0; r < m; r++) {
+            if (nc)
+                gmm_lik_eval_const(&l, y[r], e[r], c + r * nc, f[r], out, NULL);
+            else
+                gmm_lik_eval(&l, y[r], e[r], f[r], out, NULL);
+            want += out[0];
+            g[r] = NAN;
+        }
+        double got = gmm_lik_sum_const(&l, m, y, e, c, f, g);
+        double got0 = gmm_lik_sum_const(&l, m, y, e, c, f, NULL);
+        ck_assert_msg(memcmp(&got, &want, sizeof got) == 0 && memcmp(&got0, &want, sizeof got) == 0,
+                      "%s: sum %.17g and %.17g, row by row %.17g", t->name, got, got0, want);
+        for (size_t r = 0; r < m; r++) {
+            if (nc)
+                gmm_lik_eval_const(&l, y[r], e[r], c + r * nc, f[r], out, NULL);
+            else
+                gmm_lik_eval(&l, y[r], e[r], f[r], out, NULL);
+            ck_assert_msg(memcmp(&g[r], &out[1], sizeof out[1]) == 0,
+                          "%s row %zu: d log p / df %.17g, row by row %.17g", t->name, r, g[r],
+                          out[1]);
+        }
+    }
+    free(y);
+    free(e);
+    free(f);
+    free(g);
+    free(c);
+}
+END_TEST
+
 START_TEST(test_eval_tails)
 {
     double out[4];
@@ -1153,6 +1213,7 @@ Suite *model_likelihood_suite(void)
     tcase_add_test(tc, test_bernoulli_is_binomial);
     tcase_add_test(tc, test_behaviour);
     tcase_add_test(tc, test_eval_const_bitwise);
+    tcase_add_test(tc, test_sum_const_bitwise);
     tcase_add_test(tc, test_eval_tails);
     tcase_add_test(tc, test_negbinomial_poisson_limit);
     tcase_add_test(tc, test_derivatives_fd);

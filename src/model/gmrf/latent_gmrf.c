@@ -29,6 +29,7 @@ typedef struct {
     /* whitening, allocated by the first setup: L's and Lbar's band storage,
      * x of whiten_rev, the solve's work (n each), the setup's theta */
     double *wbuf, *wL, *wLb, *wx, *wwork, *wtheta;
+    size_t *wreach;       /* gmm_band_tri_reach of L (n) */
     gmm_band L;           /* view of wL: the factor */
     int wready;
 } gmrf_impl;
@@ -45,6 +46,7 @@ static void gmrf_free_impl(void *p)
     gmm_free(c->oy);
     gmm_free(c->theta);
     gmm_free(c->wbuf);
+    gmm_free(c->wreach);
     gmm_free(c);
 }
 
@@ -139,7 +141,8 @@ static gmm_status gmrf_whiten_setup(void *p, const double *theta)
             return st;
         c->wbuf = gmm_malloc(2 * band + 2 * n + (c->g->nparam ? c->g->nparam : 1),
                              sizeof *c->wbuf);
-        if (!c->wbuf)
+        c->wreach = gmm_malloc(n ? n : 1, sizeof *c->wreach);
+        if (!c->wbuf || !c->wreach)
             return gmm_error(GMM_ENOMEM, "out of memory for the whitening workspace (two "
                                          "bands of %zu x %zu, bandwidth %zu)",
                              n, n, bw);
@@ -151,7 +154,8 @@ static gmm_status gmrf_whiten_setup(void *p, const double *theta)
     }
     /* Q assembled in L's storage, factorised in place (the view turns LOWER) */
     if ((st = gmm_band_view(&c->L, c->wL, n, bw, 0, GMM_BAND_SYMMETRIC)) ||
-        (st = gmm_gmrf_assemble(c->g, theta, &c->L)) || (st = gmm_band_chol_decomp(&c->L, &c->L)))
+        (st = gmm_gmrf_assemble(c->g, theta, &c->L)) || (st = gmm_band_chol_decomp(&c->L, &c->L)) ||
+        (st = gmm_band_tri_reach(&c->L, c->wreach)))
         return st;
     memcpy(c->wtheta, theta, c->g->nparam * sizeof *theta);
     c->wready = 1;
@@ -175,7 +179,7 @@ static gmm_status gmrf_whiten(void *p, const double *v, double *x)
         return st;
     if (x != v)
         memcpy(x, v, c->g->n * sizeof *x);
-    return gmm_band_tri_solve_vec(&c->L, GMM_TRANS, x);
+    return gmm_band_tri_solve_vec_reach(&c->L, c->wreach, GMM_TRANS, x);
 }
 
 static gmm_status gmrf_unwhiten(void *p, const double *x, double *v)
@@ -197,7 +201,7 @@ static gmm_status gmrf_whiten_t(void *p, const double *g, double *u)
         return st;
     if (u != g)
         memcpy(u, g, c->g->n * sizeof *u);
-    return gmm_band_tri_solve_vec(&c->L, GMM_NOTRANS, u);
+    return gmm_band_tri_solve_vec_reach(&c->L, c->wreach, GMM_NOTRANS, u);
 }
 
 static gmm_status gmrf_whiten_rev(void *p, const double *v, const double *xbar,

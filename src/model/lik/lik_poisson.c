@@ -32,6 +32,20 @@ static void poisson_eval_const(const double *par, double y, double e, const doub
     out[3] = -lambda;
 }
 
+static double poisson_sum_const(const double *par, size_t m, const double *y, const double *e,
+                                const double *c, const double *f, double *g)
+{
+    (void)par;
+    double sum = 0.0;
+    for (size_t i = 0; i < m; i++) {
+        double lambda = e[i] * exp(f[i]);
+        sum += (y[i] > 0.0 ? y[i] * (c[2 * i] + f[i]) - c[2 * i + 1] : 0.0) - lambda;
+        if (g)
+            g[i] = y[i] - lambda;
+    }
+    return sum;
+}
+
 static void poisson_eval(const double *par, double y, double e, double f, double out[4],
                          double *dpar)
 {
@@ -70,6 +84,7 @@ const gmm_lik_type gmm_lik_impl_poisson = {
     .nconst = 2,
     .row_const = poisson_row_const,
     .eval_const = poisson_eval_const,
+    .sum_const = poisson_sum_const,
     .expect = poisson_expect,
     .mean = poisson_mean,
     .link = gmm_lik_impl_link_log,

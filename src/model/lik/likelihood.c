@@ -409,6 +409,26 @@ void gmm_lik_eval_const(const gmm_lik *lik, double y, double e, const double *c,
         lik->type->eval(lik->par, y, e, f, out, dpar);
 }
 
+double gmm_lik_sum_const(const gmm_lik *lik, size_t m, const double *y, const double *e,
+                         const double *c, const double *f, double *g)
+{
+    const gmm_lik_type *t = lik->type;
+    if (t->sum_const)
+        return t->sum_const(lik->par, m, y, e, c, f, g);
+    double sum = 0.0, out[4];
+    size_t nc = t->nconst;
+    for (size_t i = 0; i < m; i++) {
+        if (nc)
+            t->eval_const(lik->par, y[i], e[i], c + i * nc, f[i], out, NULL);
+        else
+            t->eval(lik->par, y[i], e[i], f[i], out, NULL);
+        sum += out[0];
+        if (g)
+            g[i] = out[1];
+    }
+    return sum;
+}
+
 /* Gauss-Hermite rules of sizes 1 .. GMM_LIK_QUAD_MAX, packed: size n starts
  * at n (n - 1) / 2. */
 #define RULE_OFF(n) ((n) * ((n) - 1) / 2)
