@@ -149,6 +149,12 @@ typedef struct {
                              * 1..1e7 (checked only for GMM_HMC_STATIC).
                              * Default 10. */
     double stepsize;        /* initial step size, finite > 0.  Default 1. */
+    double stepsize_jitter; /* J in [0, 1): after warm-up, each transition's
+                             * step is eps (1 + J u), u ~ U(-1, 1) from the
+                             * chain's stream (Neal 2011), so that trajectory
+                             * lengths vary; CmdStan's stepsize_jitter, which
+                             * jitters in warm-up as well.  0 (default): no
+                             * draw, the fixed eps. */
     int search_stepsize;    /* nonzero: gmm_hmc_init searches eps from
                              * stepsize by Stan's heuristic (WARM-UP) even
                              * with warmup = 0, as CmdStan does, so draws

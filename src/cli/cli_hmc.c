@@ -167,7 +167,7 @@ static gmm_status cmdstan_begin(void *user, const gmm_hmc_chain_info *ci)
         fprintf(f, "#         engine = static\n#           static\n#             steps = %zu\n",
                 par->steps);
     fprintf(f, "#         metric = diag_e\n#         stepsize = %.17g\n", par->stepsize);
-    fputs("#         stepsize_jitter = 0\n#     num_chains = 1\n", f);
+    fprintf(f, "#         stepsize_jitter = %.17g\n#     num_chains = 1\n", par->stepsize_jitter);
     fprintf(f, "# id = %llu\n", (unsigned long long)ci->id);
     fprintf(f, "# data\n#   file = %s\n", w->data ? w->data : "");
     fprintf(f, "# random\n#   seed = %llu\n", (unsigned long long)par->seed);
@@ -354,6 +354,7 @@ static gmm_status write_config(const char *path, const cli_hmc_out *w, const gmm
     json_object_set_new(root, "max_depth", json_integer((json_int_t)par->max_depth));
     json_object_set_new(root, "steps", json_integer((json_int_t)par->steps));
     gmm_json_set_number(root, "target_accept", par->target_accept);
+    gmm_json_set_number(root, "stepsize_jitter", par->stepsize_jitter);
     json_object_set_new(root, "metric", json_string(w->rp->metric == GMM_METRIC_LAPLACE
                                                         ? "laplace"
                                                         : "prior"));

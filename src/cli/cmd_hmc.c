@@ -40,6 +40,8 @@ static const char usage_text[] =
     "  --max-depth N       NUTS tree depth limit (default 10)\n"
     "  --target-accept A   step-size adaptation target in warm-up (default 0.8,\n"
     "                      0.651 under the laplace metric; refused with --warmup 0)\n"
+    "  --stepsize-jitter J after warm-up, each iteration's step size drawn uniformly\n"
+    "                      from eps (1 - J, 1 + J), 0 <= J < 1 (default 0)\n"
     "  -o, --output FILE   write the draws to FILE (atomically), and how they were\n"
     "                      made (settings, priors, step sizes) to FILE.json when FILE\n"
     "                      is a regular file; interrupted: whole chains, cut to the\n"
@@ -92,7 +94,7 @@ int cmd_hmc(int argc, char **argv)
         OPT_MODEL = CLI_OPT_FIRST_COMMAND, OPT_CHAINS, OPT_THREADS, OPT_SEED, OPT_CHAIN_ID,
         OPT_WARMUP, OPT_DRAWS, OPT_SAMPLER, OPT_STEPS, OPT_MAX_DEPTH, OPT_TARGET_ACCEPT,
         OPT_SUMMARY, OPT_QUIET, OPT_SAMPLE_HYPER, OPT_PRIOR, OPT_SUBSET, OPT_STATES, OPT_LOG_LIK, OPT_INIT,
-        OPT_FORMAT, OPT_MARGINAL, OPT_MH_DRAWS, OPT_METRIC
+        OPT_FORMAT, OPT_MARGINAL, OPT_MH_DRAWS, OPT_METRIC, OPT_JITTER
     };
     static const struct option longopts[] = {
         CLI_MODEL_LONGOPTS,
@@ -107,6 +109,7 @@ int cmd_hmc(int argc, char **argv)
         {"steps", required_argument, NULL, OPT_STEPS},
         {"max-depth", required_argument, NULL, OPT_MAX_DEPTH},
         {"target-accept", required_argument, NULL, OPT_TARGET_ACCEPT},
+        {"stepsize-jitter", required_argument, NULL, OPT_JITTER},
         {"summary", required_argument, NULL, OPT_SUMMARY},
         {"quiet", no_argument, NULL, OPT_QUIET},
         {"sample-hyper", no_argument, NULL, OPT_SAMPLE_HYPER},
@@ -184,6 +187,15 @@ int cmd_hmc(int argc, char **argv)
             par->target_accept = strtod(optarg, &end);
             if (end == optarg || *end || !(par->target_accept > 0.0 && par->target_accept < 1.0)) {
                 cli_msg(cmd, "--target-accept: '%s' is not a number in (0, 1)", optarg);
+                rc = CLI_EXIT_USAGE;
+            }
+            break;
+        }
+        case OPT_JITTER: {
+            char *end;
+            par->stepsize_jitter = strtod(optarg, &end);
+            if (end == optarg || *end || !(par->stepsize_jitter >= 0.0 && par->stepsize_jitter < 1.0)) {
+                cli_msg(cmd, "--stepsize-jitter: '%s' is not a number in [0, 1)", optarg);
                 rc = CLI_EXIT_USAGE;
             }
             break;

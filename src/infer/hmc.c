@@ -58,6 +58,7 @@ struct gmm_hmc {
 
     /* step size and dual averaging (stepsize_adaptation.hpp) */
     double eps;           /* nominal step size */
+    double step;          /* this transition's: eps, jittered after warm-up */
     double da_mu, da_sbar, da_xbar;
     double da_counter;
 
@@ -115,6 +116,9 @@ gmm_status gmm_hmc_params_check(const gmm_hmc_params *p)
         return gmm_error(GMM_EINVAL, "hmc: steps must be in 1..%u, got %zu", MAX_STEPS, p->steps);
     if (!pos_finite(p->stepsize))
         return gmm_error(GMM_EINVAL, "hmc: stepsize must be finite and > 0, got %g", p->stepsize);
+    if (!(p->stepsize_jitter >= 0.0 && p->stepsize_jitter < 1.0))
+        return gmm_error(GMM_EINVAL, "hmc: stepsize_jitter must be in [0, 1), got %g",
+                         p->stepsize_jitter);
     if (!(p->target_accept > 0.0 && p->target_accept < 1.0))
         return gmm_error(GMM_EINVAL, "hmc: target_accept must be in (0, 1), got %g",
                          p->target_accept);
@@ -210,7 +214,7 @@ gmm_hmc *gmm_hmc_alloc(size_t dim, const gmm_hmc_params *params)
         h->inv_metric[i] = h->sqrt_metric[i] = 1.0;
     h->cur = &h->cur_a;
     h->prop = &h->cur_b;
-    h->eps = params->stepsize;
+    h->eps = h->step = params->stepsize;
     return h;
 nomem:
     gmm_hmc_free(h);
@@ -352,7 +356,7 @@ static void copy_state(point *dst, const point *src, size_t n)
  * momentum and momentum sum). */
 static gmm_status leaf(gmm_hmc *h, point *z, double dir, double *p_beg, double *rho, int *valid)
 {
-    gmm_status st = leapfrog(h, z, dir * h->eps);
+    gmm_status st = leapfrog(h, z, dir * h->step);
     if (st != GMM_OK)
         return st;
     h->n_leapfrog++;
@@ -562,7 +566,7 @@ static gmm_status static_transition(gmm_hmc *h, gmm_hmc_draw *d)
     double H0 = hamiltonian(z);
     size_t k;
     for (k = 0; k < h->par.steps; k++) {
-        gmm_status st = leapfrog(h, z, h->eps);
+        gmm_status st = leapfrog(h, z, h->step);
         if (st != GMM_OK)
             return st;
         if (z->lp == -INFINITY) { /* a refused point: the trajectory stops */
@@ -859,7 +863,14 @@ gmm_status gmm_hmc_iterate(gmm_hmc *h, gmm_hmc_draw *d)
                          h->par.warmup + h->par.draws);
     memset(d, 0, sizeof *d);
     int warm = h->iteration < h->par.warmup;
-    d->stepsize = h->eps;
+    /* Jitter only after warm-up, unlike Stan: dual averaging then learns
+     * from the nominal step alone, and a run's warm-up does not depend on J.
+     * The draw precedes the momentum's, and none is made with J = 0, so
+     * unjittered runs keep their streams. */
+    h->step = h->eps;
+    if (!warm && h->par.stepsize_jitter > 0.0)
+        h->step *= 1.0 + h->par.stepsize_jitter * (2.0 * gmm_rng_uniform(&h->rng) - 1.0);
+    d->stepsize = h->step;
     d->warmup = warm;
     d->iteration = h->iteration;
     st = h->par.sampler == GMM_HMC_NUTS ? nuts_transition(h, d) : static_transition(h, d);

@@ -844,6 +844,99 @@ START_TEST(test_hmc_metric_pooling)
 }
 END_TEST
 
+/* (2d) stepsize_jitter.  Fixed-length HMC on 10 unit normals with L = 20
+ * steps of eps = 2 sin(pi / L): each leapfrog step rotates (q, p) by
+ * 2 pi / L in the oscillator's phase plane, so L steps make a full turn and
+ * the unjittered chain never leaves its start -- the resonance jitter exists
+ * for.  With J = 0.5 each transition turns by 0.50-1.52 full turns instead,
+ * and the draws have the normal's moments (bounds of check_normal_moments).
+ * NUTS with J = 0.5 on 100 normals of scales 0.5 .. 2 keeps them too.  The
+ * jitter is drawn only after warm-up, from the chain's stream: warm-up and the
+ * nominal step size are those of the unjittered run, the sampling step sizes
+ * spread over eps (1 -+ J), and a rerun reproduces the draws. */
+START_TEST(test_hmc_stepsize_jitter)
+{
+    enum { D = 10, L = 20, N = 2000, DN = 100, W = 300 };
+    normal_target t = {D, NULL, 1.0, 0, 0.0, 0};
+    double q0[DN];
+    for (size_t i = 0; i < DN; i++)
+        q0[i] = 2.0 * sin((double)i + 1.0);
+    gmm_hmc_params par;
+    gmm_hmc_params_init(&par);
+    par.sampler = GMM_HMC_STATIC;
+    par.steps = L;
+    par.warmup = 0;
+    par.search_stepsize = 0;
+    par.draws = N;
+    par.stepsize = 2.0 * sin(acos(-1.0) / L);
+    par.seed = 77;
+    chain_out o;
+    run_chain(D, &par, normal_logp, &t, q0, &o);
+    double moved = 0.0;
+    for (size_t i = 0; i < N; i++)
+        for (size_t j = 0; j < D; j++)
+            moved = fmax(moved, fabs(o.q[i * D + j] - q0[j]));
+    ck_assert_msg(moved < 1e-9, "the unjittered full turn moved by %g", moved);
+    chain_free(&o);
+    par.stepsize_jitter = 0.5;
+    run_chain(D, &par, normal_logp, &t, q0, &o);
+    double min_ess = check_normal_moments(&o, N, D, NULL, 1.0);
+    ck_assert_msg(min_ess > 0.3, "least bulk ESS/draw %g", min_ess);
+    chain_free(&o);
+
+    double scale[DN];
+    for (size_t i = 0; i < DN; i++)
+        scale[i] = 0.5 * pow(4.0, (double)i / (DN - 1));
+    normal_target ts = {DN, scale, 0.0, 0, 0.0, 0};
+    gmm_hmc_params_init(&par);
+    par.seed = 20261127;
+    par.stepsize_jitter = 0.5;
+    run_chain(DN, &par, normal_logp, &ts, q0, &o);
+    check_normal_moments(&o, par.draws, DN, scale, 0.0);
+    ck_assert_uint_eq(o.divergent, 0);
+    chain_free(&o);
+
+    /* warm-up untouched, sampling jittered, reproducible by seed and chain */
+    static double qa[2 * W * DN], ia[2 * W * 7], qb[2 * W * DN], ib[2 * W * 7];
+    gmm_hmc_target tg = {normal_logp, &ts};
+    par.warmup = par.draws = W;
+    double eps[2];
+    for (int k = 0; k < 2; k++) {
+        par.stepsize_jitter = k ? 0.3 : 0.0;
+        gmm_hmc *h = gmm_hmc_alloc(DN, &par);
+        ck_assert_ptr_nonnull(h);
+        ck_assert_int_eq(gmm_hmc_init(h, q0, &tg), GMM_OK);
+        record(h, 2 * W, DN, k ? qb : qa, k ? ib : ia);
+        eps[k] = gmm_hmc_stepsize(h);
+        gmm_hmc_free(h);
+    }
+    ck_assert(eps[0] == eps[1]);
+    ck_assert(memcmp(qa, qb, W * DN * sizeof *qa) == 0 && memcmp(ia, ib, W * 7 * sizeof *ia) == 0);
+    double lo = INFINITY, hi = 0.0;
+    for (size_t i = W; i < 2 * W; i++) {
+        double e = ib[i * 7 + 2];
+        ck_assert(ia[i * 7 + 2] == eps[0]);
+        ck_assert_msg(e >= 0.7 * eps[0] && e <= 1.3 * eps[0], "step %g of nominal %g", e, eps[0]);
+        lo = fmin(lo, e);
+        hi = fmax(hi, e);
+    }
+    /* 300 uniform draws: the extremes lie within 2% of the ends (p ~ 1e-5) */
+    ck_assert_msg(lo < 0.71 * eps[0] && hi > 1.29 * eps[0], "steps %g .. %g of %g", lo, hi, eps[0]);
+    ck_assert_msg(shared(qa + W * DN, qb + W * DN, W * DN) < W * DN / 10, "jittered draws equal to unjittered ones");
+    gmm_hmc *h = gmm_hmc_alloc(DN, &par);
+    ck_assert_int_eq(gmm_hmc_init(h, q0, &tg), GMM_OK);
+    record(h, 2 * W, DN, qa, ia);
+    gmm_hmc_free(h);
+    ck_assert(memcmp(qa, qb, sizeof qa) == 0 && memcmp(ia, ib, sizeof ia) == 0);
+    par.chain = 1;
+    h = gmm_hmc_alloc(DN, &par);
+    ck_assert_int_eq(gmm_hmc_init(h, q0, &tg), GMM_OK);
+    record(h, 2 * W, DN, qa, ia);
+    gmm_hmc_free(h);
+    ck_assert(shared(qa + W * DN, qb + W * DN, W * DN) < W * DN / 10);
+}
+END_TEST
+
 /* The metric windows of Stan: 75 + 25, 50, 100, 200, 500 + 50 for 1000
  * warm-up iterations; 15% / 75% / 10% when the stages do not fit; none
  * below 20. */
@@ -913,6 +1006,9 @@ START_TEST(test_hmc_params_progress)
     BAD(max_depth, 31, "max_depth");
     BAD(stepsize, 0.0, "stepsize");
     BAD(stepsize, INFINITY, "stepsize");
+    BAD(stepsize_jitter, 1.0, "stepsize_jitter");
+    BAD(stepsize_jitter, -0.1, "stepsize_jitter");
+    BAD(stepsize_jitter, NAN, "stepsize_jitter");
     BAD(target_accept, 1.0, "target_accept");
     BAD(target_accept, 0.0, "target_accept");
     BAD(gamma, -1.0, "gamma");
@@ -999,6 +1095,7 @@ Suite *infer_hmc_suite(void)
     tcase_add_test(tc, test_hmc_real_errors);
     tcase_add_test(tc, test_hmc_static_correlated);
     tcase_add_test(tc, test_hmc_metric_pooling);
+    tcase_add_test(tc, test_hmc_stepsize_jitter);
     tcase_add_test(tc, test_hmc_windows);
     tcase_add_test(tc, test_hmc_params_progress);
     suite_add_tcase(s, tc);
