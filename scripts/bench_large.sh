@@ -15,9 +15,9 @@
 # CASE: strip-low strip-high series-low series-high (default: all,
 # in that order).  DIR (default bench-large) keeps the data, models,
 # summaries and table.tsv; the draws (1e5 columns, gigabytes) are deleted
-# once summarised.  The high-count cases take about 10 and 25 minutes on 2
-# threads, shorter runs (2 chains x (250 + 250)) because their trees are
-# 8 to 16 times deeper.  BENCH_LARGE_LEN=L makes them 20 x L (a smoke test).
+# once summarised.  Every case runs 4 chains x (500 + 500); the high-count
+# ones sample under the Laplace map that `hmc --metric auto` picks for them.
+# BENCH_LARGE_LEN=L makes them 20 x L (a smoke test).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -59,7 +59,7 @@ for c in "${cases[@]}"; do
     esac
     case $c in
     *-low) base=-2 chains=4 warmup=500 draws=500 ;;
-    *-high) base=1 chains=2 warmup=250 draws=250 ;;
+    *-high) base=1 chains=4 warmup=500 draws=500 ;;
     esac
     d=$dir/$c
     mkdir -p "$d"
