@@ -12,20 +12,15 @@
 #include <string.h>
 
 #include "gmm/alloc.h"
+#include "../latent_asm.h"
 #include "../latent_impl.h"
 
 typedef struct {
+    latent_asm as;        /* first: Q's assembly, the rows (one node's latent
+                           * each), the Gaussian likelihood (latent_asm.h) */
     const gmm_gmrf *g;
     double *theta;        /* nparam: of the last prior call, for its reverse */
     int prior_ok;         /* that call succeeded */
-    size_t nrows;
-    const size_t *offset; /* the latent's row offsets */
-    /* Gaussian likelihood: Q, Qbar, workspace and the observed rows */
-    gmm_band *Q, *Qbar;
-    gmm_marglik_work *w;
-    size_t *ooff;
-    double *oy, one;
-    gmm_obs obs;
     /* whitening, allocated by the first setup: L's and Lbar's band storage,
      * x of whiten_rev, the solve's work (n each), the setup's theta */
     double *wbuf, *wL, *wLb, *wx, *wwork, *wtheta;
@@ -39,15 +34,24 @@ static void gmrf_free_impl(void *p)
     gmrf_impl *c = p;
     if (!c)
         return;
-    gmm_band_free(c->Q);
-    gmm_band_free(c->Qbar);
-    gmm_marglik_work_free(c->w);
-    gmm_free(c->ooff);
-    gmm_free(c->oy);
+    latent_asm_gauss_free(&c->as.gs);
     gmm_free(c->theta);
     gmm_free(c->wbuf);
     gmm_free(c->wreach);
     gmm_free(c);
+}
+
+static gmm_status gmrf_assemble(void *p, const double *theta, gmm_band *Q)
+{
+    const gmrf_impl *c = p;
+    return gmm_gmrf_assemble(c->g, theta, Q);
+}
+
+static gmm_status gmrf_assemble_rev(void *p, const double *theta, const gmm_band *Qbar,
+                                    double *thetabar)
+{
+    const gmrf_impl *c = p;
+    return gmm_gmrf_assemble_rev(c->g, theta, Qbar, thetabar);
 }
 
 static gmm_status gmrf_prior(void *p, const double *theta, gmm_band *Q, double *logdet)
@@ -72,61 +76,17 @@ static gmm_status gmrf_prior_rev(void *p, const gmm_band *Qbar, double logdetbar
 }
 
 /* The band workspaces of the exact Gaussian likelihood, on first use. */
-static gmm_status gauss_work(gmrf_impl *c)
+static gmm_status gauss_work(void *p)
 {
-    if (c->w)
+    gmrf_impl *c = p;
+    if (c->as.gs.w)
         return GMM_OK;
-    c->Q = gmm_gmrf_band_alloc(c->g, 0);
-    c->Qbar = c->Q ? gmm_gmrf_band_alloc(c->g, 0) : NULL;
-    if (!c->Q || !c->Qbar)
+    c->as.gs.Q = gmm_gmrf_band_alloc(c->g, 0);
+    c->as.gs.Qbar = c->as.gs.Q ? gmm_gmrf_band_alloc(c->g, 0) : NULL;
+    if (!c->as.gs.Q || !c->as.gs.Qbar)
         return GMM_ENOMEM; /* recorded by gmm_gmrf_band_alloc */
-    c->w = gmm_marglik_work_alloc(c->g->n, c->g->bw);
-    return c->w ? GMM_OK : GMM_ENOMEM;
-}
-
-static gmm_status gmrf_gaussian(void *p, const double *theta, const double *y, double noise,
-                                double *loglik, double *thetabar, double *noisebar)
-{
-    gmrf_impl *c = p;
-    gmm_status st;
-    if ((st = gauss_work(c)))
-        return st;
-    if (!isfinite(noise) || !(noise > 0.0))
-        return gmm_error(GMM_EDOM, "likelihood.variance = %g must be positive and finite",
-                         noise);
-    size_t o = 0;
-    for (size_t r = 0; r < c->nrows; r++) {
-        if (isnan(y[r]))
-            continue;
-        if (!isfinite(y[r]))
-            return gmm_error_at(GMM_EINVAL, r, "y[%zu] = %g is not finite", r, y[r]);
-        c->ooff[o] = c->offset[r];
-        c->oy[o++] = y[r];
-    }
-    c->obs = (gmm_obs){c->g->n, o, 1, c->ooff, &c->one, 0, c->oy};
-    if ((st = gmm_gmrf_assemble(c->g, theta, c->Q)) ||
-        (st = gmm_marglik_eval(c->Q, &c->obs, noise, NULL, c->w, loglik)))
-        return st;
-    if (!thetabar)
-        return GMM_OK;
-    double nb = 0.0;
-    gmm_band_set_zero(c->Qbar);
-    if ((st = gmm_marglik_grad(c->w, c->Qbar, &nb)))
-        return st;
-    memset(thetabar, 0, c->g->nparam * sizeof *thetabar);
-    if ((st = gmm_gmrf_assemble_rev(c->g, theta, c->Qbar, thetabar)))
-        return st;
-    if (noisebar)
-        *noisebar = nb;
-    return GMM_OK;
-}
-
-static gmm_status gmrf_gaussian_post(void *p, double *mean, gmm_band *cov)
-{
-    gmrf_impl *c = p;
-    if (!c->w)
-        return gmm_error(GMM_EINVAL, "graph latent: no Gaussian evaluation yet");
-    return gmm_marglik_posterior(c->w, mean, cov);
+    c->as.gs.w = gmm_marglik_work_alloc(c->g->n, c->g->bw);
+    return c->as.gs.w ? GMM_OK : GMM_ENOMEM;
 }
 
 static gmm_status gmrf_whiten_setup(void *p, const double *theta)
@@ -154,7 +114,7 @@ static gmm_status gmrf_whiten_setup(void *p, const double *theta)
     }
     /* Q assembled in L's storage, factorised in place (the view turns LOWER) */
     if ((st = gmm_band_view(&c->L, c->wL, n, bw, 0, GMM_BAND_SYMMETRIC)) ||
-        (st = gmm_gmrf_assemble(c->g, theta, &c->L)) || (st = gmm_band_chol_decomp(&c->L, &c->L)) ||
+        (st = latent_asm_factor(&c->as, theta, &c->L)) ||
         (st = gmm_band_tri_reach(&c->L, c->wreach)))
         return st;
     memcpy(c->wtheta, theta, c->g->nparam * sizeof *theta);
@@ -162,30 +122,19 @@ static gmm_status gmrf_whiten_setup(void *p, const double *theta)
     return GMM_OK;
 }
 
-static gmm_status wready(const gmrf_impl *c, const double *a, const double *b, const char *fn)
-{
-    if (!c->wready)
-        return gmm_error(GMM_EINVAL, "%s: no successful whitening setup before", fn);
-    if (!a || !b)
-        return gmm_error(GMM_EINVAL, "%s: NULL argument", fn);
-    return GMM_OK;
-}
-
 static gmm_status gmrf_whiten(void *p, const double *v, double *x)
 {
     gmrf_impl *c = p;
-    gmm_status st = wready(c, v, x, "gmm_latent_whiten");
+    gmm_status st = latent_asm_wready(c->wready, v, x, "gmm_latent_whiten");
     if (st)
         return st;
-    if (x != v)
-        memcpy(x, v, c->g->n * sizeof *x);
-    return gmm_band_tri_solve_vec_reach(&c->L, c->wreach, GMM_TRANS, x);
+    return latent_asm_whiten_z(&c->as, &c->L, c->wreach, v, x);
 }
 
 static gmm_status gmrf_unwhiten(void *p, const double *x, double *v)
 {
     gmrf_impl *c = p;
-    gmm_status st = wready(c, x, v, "gmm_latent_unwhiten");
+    gmm_status st = latent_asm_wready(c->wready, x, v, "gmm_latent_unwhiten");
     if (st)
         return st;
     if (x == v)
@@ -196,7 +145,7 @@ static gmm_status gmrf_unwhiten(void *p, const double *x, double *v)
 static gmm_status gmrf_whiten_t(void *p, const double *g, double *u)
 {
     gmrf_impl *c = p;
-    gmm_status st = wready(c, g, u, "gmm_latent_whiten_t");
+    gmm_status st = latent_asm_wready(c->wready, g, u, "gmm_latent_whiten_t");
     if (st)
         return st;
     if (u != g)
@@ -208,21 +157,15 @@ static gmm_status gmrf_whiten_rev(void *p, const double *v, const double *xbar,
                                   double *thetabar)
 {
     gmrf_impl *c = p;
-    gmm_status st = wready(c, v, xbar, "gmm_latent_whiten_rev");
+    gmm_status st = latent_asm_wready(c->wready, v, xbar, "gmm_latent_whiten_rev");
     if (st)
         return st;
     if (!thetabar)
         return gmm_error(GMM_EINVAL, "gmm_latent_whiten_rev: NULL argument");
-    size_t n = c->g->n;
     gmm_band Lb;
-    memcpy(c->wx, v, n * sizeof *v);
-    if ((st = gmm_band_tri_solve_vec(&c->L, GMM_TRANS, c->wx)) ||
-        (st = gmm_band_view(&Lb, c->wLb, n, c->g->bw, 0, GMM_BAND_LOWER)))
-        return st;
-    gmm_band_set_zero(&Lb);
-    /* Lbar, then Qbar in the same storage (the view turns SYMMETRIC) */
-    if ((st = gmm_band_tri_solve_vec_rev(&c->L, GMM_TRANS, c->wx, xbar, NULL, &Lb, c->wwork)) ||
-        (st = gmm_band_chol_decomp_rev(&c->L, &Lb, &Lb)))
+    if ((st = latent_asm_whiten_z(&c->as, &c->L, NULL, v, c->wx)) ||
+        (st = gmm_band_view(&Lb, c->wLb, c->g->n, c->g->bw, 0, GMM_BAND_LOWER)) ||
+        (st = latent_asm_factor_rev(&c->as, &c->L, c->wx, xbar, &Lb, c->wwork)))
         return st;
     return gmm_gmrf_assemble_rev(c->g, c->wtheta, &Lb, thetabar);
 }
@@ -232,8 +175,8 @@ static const gmm_latent_ops gmrf_ops = {
     .free = gmrf_free_impl,
     .prior = gmrf_prior,
     .prior_rev = gmrf_prior_rev,
-    .gaussian = gmrf_gaussian,
-    .gaussian_posterior = gmrf_gaussian_post,
+    .gaussian = latent_asm_gaussian,
+    .gaussian_posterior = latent_asm_posterior,
     .whiten_setup = gmrf_whiten_setup,
     .whiten = gmrf_whiten,
     .whiten_t = gmrf_whiten_t,
@@ -259,22 +202,24 @@ gmm_status gmm_latent_gmrf_alloc(const gmm_gmrf *g, size_t nrows, const size_t *
     if (l)
         l->impl = c;
     if (c) {
-        c->ooff = gmm_malloc(nrows ? nrows : 1, sizeof *c->ooff);
-        c->oy = gmm_malloc(nrows ? nrows : 1, sizeof *c->oy);
+        c->as.gs.ooff = gmm_malloc(nrows ? nrows : 1, sizeof *c->as.gs.ooff);
+        c->as.gs.oy = gmm_malloc(nrows ? nrows : 1, sizeof *c->as.gs.oy);
         c->theta = gmm_malloc(g->nparam ? g->nparam : 1, sizeof *c->theta);
     }
     if (l)
         l->node_row = gmm_malloc(g->n ? g->n : 1, sizeof *l->node_row);
-    if (!l || !c || !c->ooff || !c->oy || !c->theta || !l->node_row) {
+    if (!l || !c || !c->as.gs.ooff || !c->as.gs.oy || !c->theta || !l->node_row) {
         if (!l)
             gmrf_free_impl(c);
         gmm_latent_free(l);
         return gmm_error(GMM_ENOMEM, "out of memory for the latent model");
     }
     c->g = g;
-    c->nrows = nrows;
-    c->one = 1.0;
-    c->offset = l->offset;
+    c->as = (latent_asm){.ctx = c, .what = "graph latent", .n = g->n, .nparam = g->nparam,
+                         .assemble = gmrf_assemble, .assemble_rev = gmrf_assemble_rev,
+                         .work = gauss_work,
+                         .map = {.nrows = nrows, .width = 1, .offset = l->offset},
+                         .gs = c->as.gs}; /* its rows allocated above */
     l->n = g->n;
     l->kl = g->bw;
     l->cov_kl = g->bw;

@@ -16,7 +16,8 @@
  * columns dropped (they are constants).
  *
  * WHITENING.  Proper stacks: W = L^-T, L L' = Q, as graph latents
- * (latent_gmrf.c).  With constraints: W = M L^^-T P_S (stack_whiten_setup). */
+ * (latent_gmrf.c).  With constraints: W = M L^^-T P_S (stack_whiten_setup).
+ * The glue common to both is latent_asm.c's. */
 #include <float.h>
 #include <math.h>
 #include <stdint.h>
@@ -24,17 +25,17 @@
 #include <string.h>
 
 #include "gmm/alloc.h"
+#include "../latent_asm.h"
 #include "../latent_impl.h"
 #include "stack_impl.h"
 
 typedef struct {
+    latent_asm as;          /* first: Q's assembly, normaliser and pins, the
+                             * sparse rows (latent_impl.h), the Gaussian
+                             * likelihood (latent_asm.h) */
     size_t K, n, bw, nrows, nparam, ncon;
     stack_comp *comp;
     size_t *perm, *iperm;   /* n: perm[row] = stacked index */
-    const size_t *offset;   /* the latent's row offsets */
-    const size_t *rowptr, *pos; /* the latent's sparse rows (latent_impl.h) */
-    const double *coef;     /* their coefficients (nnz) */
-    size_t width;
     /* constraints in the permuted numbering: dense k x n, the pinned rows,
      * the constant parts of the normaliser */
     double *A;
@@ -43,12 +44,8 @@ typedef struct {
     double *theta;          /* nparam: of the last prior call */
     double bound;           /* the last Gaussian evaluation's rounding bound (kernels) */
     int prior_ok;
-    /* Gaussian likelihood */
-    gmm_band *Q, *Qbar, *Qh, *Qhbar;
-    gmm_marglik_work *w;
-    size_t *ooff;
-    double *oy, *ocoef;
-    gmm_obs obs;
+    /* the constrained likelihood's Q^ and its adjoint */
+    gmm_band *Qh, *Qhbar;
     /* the constraints sparse (gaptr, gaidx, gaval), the null space's basis
      * (gnptr, gnidx, gnval, gnb: stack_comp's nb), each constraint's
      * component, and blocks of constraints of one component (nblk, blk0:
@@ -85,14 +82,9 @@ static void stack_free_impl(void *p)
     gmm_free(c->ccomp);
     gmm_free(c->blk0);
     gmm_free(c->theta);
-    gmm_band_free(c->Q);
-    gmm_band_free(c->Qbar);
+    latent_asm_gauss_free(&c->as.gs);
     gmm_band_free(c->Qh);
     gmm_band_free(c->Qhbar);
-    gmm_marglik_work_free(c->w);
-    gmm_free(c->ooff);
-    gmm_free(c->oy);
-    gmm_free(c->ocoef);
     gmm_band_free(c->wL);
     gmm_band_free(c->wLb);
     gmm_free(c->wx);
@@ -101,8 +93,9 @@ static void stack_free_impl(void *p)
 
 /* ---- assembly ------------------------------------------------------------- */
 
-static gmm_status assemble(stack_impl *c, const double *theta, gmm_band *Q)
+static gmm_status assemble(void *ctx, const double *theta, gmm_band *Q)
 {
+    stack_impl *c = ctx;
     gmm_status st;
     gmm_band_set_zero(Q);
     for (size_t k = 0; k < c->K; k++) {
@@ -126,9 +119,10 @@ static gmm_status assemble(stack_impl *c, const double *theta, gmm_band *Q)
 }
 
 /* thetabar += sum over stored slots of Qbar dQ/dtheta. */
-static gmm_status assemble_rev(stack_impl *c, const double *theta, const gmm_band *Qbar,
+static gmm_status assemble_rev(void *ctx, const double *theta, const gmm_band *Qbar,
                                double *thetabar)
 {
+    stack_impl *c = ctx;
     gmm_status st;
     for (size_t k = 0; k < c->K; k++) {
         stack_comp *m = &c->comp[k];
@@ -187,41 +181,33 @@ static gmm_status stack_prior_rev(void *p, const gmm_band *Qbar, double logdetba
         return gmm_error(GMM_EINVAL, "gmm_latent_prior_rev: no gmm_latent_prior before");
     if ((st = assemble_rev(c, c->theta, Qbar, thetabar)) || logdetbar == 0.0)
         return st;
-    gmm_band_set_zero(c->Qbar);
-    if ((st = pinned_logdet_rev(c, logdetbar, c->Qbar)))
+    gmm_band_set_zero(c->as.gs.Qbar);
+    if ((st = pinned_logdet_rev(c, logdetbar, c->as.gs.Qbar)))
         return st;
-    return assemble_rev(c, c->theta, c->Qbar, thetabar);
+    return assemble_rev(c, c->theta, c->as.gs.Qbar, thetabar);
 }
 
 /* ---- the pinned matrix and the constrained normaliser ---------------------- */
 
 static gmm_status band_work(stack_impl *c)
 {
-    if (c->Q)
+    if (c->as.gs.Q)
         return GMM_OK;
-    c->Q = gmm_band_alloc(c->n, c->bw, 0, GMM_BAND_SYMMETRIC);
-    c->Qbar = gmm_band_alloc(c->n, c->bw, 0, GMM_BAND_SYMMETRIC);
+    c->as.gs.Q = gmm_band_alloc(c->n, c->bw, 0, GMM_BAND_SYMMETRIC);
+    c->as.gs.Qbar = gmm_band_alloc(c->n, c->bw, 0, GMM_BAND_SYMMETRIC);
     if (c->ncon) {
         c->Qh = gmm_band_alloc(c->n, c->bw, 0, GMM_BAND_SYMMETRIC);
         c->Qhbar = gmm_band_alloc(c->n, c->bw, 0, GMM_BAND_SYMMETRIC);
     }
-    c->w = gmm_marglik_work_alloc(c->n, c->bw);
-    c->ocoef = gmm_malloc(c->nrows * c->width > 0 ? c->nrows * c->width : 1, sizeof *c->ocoef);
-    if (!c->Q || !c->Qbar || (c->ncon && (!c->Qh || !c->Qhbar)) || !c->w || !c->ocoef)
+    c->as.gs.w = gmm_marglik_work_alloc(c->n, c->bw);
+    size_t no = c->nrows * c->as.map.width;
+    c->as.gs.ocoef = gmm_malloc(no > 0 ? no : 1, sizeof *c->as.gs.ocoef);
+    if (!c->as.gs.Q || !c->as.gs.Qbar || (c->ncon && (!c->Qh || !c->Qhbar)) || !c->as.gs.w ||
+        !c->as.gs.ocoef)
         return gmm_error(GMM_ENOMEM, "out of memory for the stacked latent's bands (n = %zu, "
                                      "bandwidth %zu)",
                          c->n, c->bw);
-    return gmm_marglik_constrain(c->w, c->ncon, c->A, c->pin);
-}
-
-/* Row and column i of a SYMMETRIC band B set to zero. */
-static void band_zero_rowcol(gmm_band *B, size_t i)
-{
-    size_t j0 = i > B->kl ? i - B->kl : 0, i1 = i + B->kl < B->n ? i + B->kl : B->n - 1;
-    for (size_t j = j0; j <= i; j++)
-        *gmm_band_ptr(B, i, j) = 0.0;
-    for (size_t r = i; r <= i1; r++)
-        *gmm_band_ptr(B, r, i) = 0.0;
+    return gmm_marglik_constrain(c->as.gs.w, c->ncon, c->A, c->pin);
 }
 
 /* Q^ from Q into c->Qh, factorised in place (it turns LOWER); log det Q^ +
@@ -232,10 +218,7 @@ static gmm_status pinned_logdet(stack_impl *c, const gmm_band *Q, double *ld)
     c->Qh->kind = GMM_BAND_SYMMETRIC;
     if ((st = gmm_band_copy(c->Qh, Q)))
         return st;
-    for (size_t i = 0; i < c->ncon; i++) {
-        band_zero_rowcol(c->Qh, c->pin[i]);
-        *gmm_band_ptr(c->Qh, c->pin[i], c->pin[i]) = 1.0;
-    }
+    latent_asm_pin(&c->as, c->Qh);
     if ((st = gmm_band_chol_decomp(c->Qh, c->Qh)))
         return gmm_error_at(st, gmm_error_index(), "the intrinsic prior is not positive "
                                                    "definite on its constrained subspace");
@@ -257,7 +240,7 @@ static gmm_status pinned_logdet_rev(stack_impl *c, double ldbar, gmm_band *Qbar)
         return st;
     B->kind = GMM_BAND_SYMMETRIC;
     for (size_t i = 0; i < c->ncon; i++)
-        band_zero_rowcol(B, c->pin[i]);
+        latent_asm_zero_rowcol(B, c->pin[i]);
     for (size_t j = 0; j < c->n; j++) {
         const double *b = gmm_band_col(B, j);
         double *q = gmm_band_col(Qbar, j);
@@ -272,7 +255,7 @@ static gmm_status pinned_logdet_rev(stack_impl *c, double ldbar, gmm_band *Qbar)
 
 /* The Cholesky's rounding bound over the kernel components (ssm.h,
  * FACTORISATION; the SSM's rule): eps sum_i P_ii Pinf_ii over their
- * latents, P = Q + H'H / noise at the observed rows (stored in c->Q, before
+ * latents, P = Q + H'H / noise at the observed rows (stored in c->as.gs.Q, before
  * any factorisation), Pinf the kernel's stationary covariance (an upper
  * bound on the posterior variance). */
 static gmm_status kernel_bound(stack_impl *c, const double *theta, const double *y,
@@ -293,7 +276,7 @@ static gmm_status kernel_bound(stack_impl *c, const double *theta, const double 
         for (size_t i = 0; i < q->n; i++) {
             size_t g = c->iperm[q->off + i];
             double v = P[gmm_ssm_state_var(q->ssm, i % d) * (d + 1)];
-            s += gmm_band_get(c->Q, g, g) * v;
+            s += gmm_band_get(c->as.gs.Q, g, g) * v;
         }
         /* the data's part, row by row: H'H / noise on the state's diagonal */
         for (size_t p = 0; p < d; p++)
@@ -319,84 +302,30 @@ static const char *stack_factorisation(const void *p, double *bound)
     return "cholesky";
 }
 
-static gmm_status stack_gaussian(void *p, const double *theta, const double *y, double noise,
-                                 double *loglik, double *thetabar, double *noisebar)
+/* latent_asm's normaliser: the kernels' rounding bound and, with
+ * constraints, the prior's log-determinant on the subspace (top). */
+static gmm_status stack_normaliser(void *p, const double *theta, const double *y, double noise,
+                                   const gmm_band *Q, double *ld, int *given)
 {
     stack_impl *c = p;
     gmm_status st;
-    if ((st = band_work(c)))
+    if ((st = kernel_bound(c, theta, y, noise, &c->bound)))
         return st;
-    if (!isfinite(noise) || !(noise > 0.0))
-        return gmm_error(GMM_EDOM, "likelihood.variance = %g must be positive and finite",
-                         noise);
-    size_t o = 0, W = c->width;
-    for (size_t r = 0; r < c->nrows; r++) {
-        if (isnan(y[r]))
-            continue;
-        if (!isfinite(y[r]))
-            return gmm_error_at(GMM_EINVAL, r, "y[%zu] = %g is not finite", r, y[r]);
-        c->ooff[o] = c->offset[r];
-        double *h = c->ocoef + o * W;
-        memset(h, 0, W * sizeof *h);
-        for (size_t k = c->rowptr[r]; k < c->rowptr[r + 1]; k++)
-            h[c->pos[k]] = c->coef[k];
-        c->oy[o++] = y[r];
-    }
-    c->obs = (gmm_obs){c->n, o, W, c->ooff, c->ocoef, W, c->oy};
-    double ld = 0.0;
-    if ((st = assemble(c, theta, c->Q)) || (st = kernel_bound(c, theta, y, noise, &c->bound)))
-        return st;
-    if (c->ncon && (st = pinned_logdet(c, c->Q, &ld)))
-        return st;
-    if ((st = gmm_marglik_eval(c->Q, &c->obs, noise, c->ncon ? &ld : NULL, c->w, loglik)))
-        return st;
-    if (!thetabar)
-        return GMM_OK;
-    double nb = 0.0;
-    gmm_band_set_zero(c->Qbar);
-    if ((st = gmm_marglik_grad(c->w, c->Qbar, &nb)))
-        return st;
-    if (c->ncon && (st = pinned_logdet_rev(c, 0.5, c->Qbar)))
-        return st;
-    memset(thetabar, 0, c->nparam * sizeof *thetabar);
-    if ((st = assemble_rev(c, theta, c->Qbar, thetabar)))
-        return st;
-    if (noisebar)
-        *noisebar = nb;
-    return GMM_OK;
+    *given = c->ncon > 0;
+    return c->ncon ? pinned_logdet(c, Q, ld) : GMM_OK;
 }
 
-static gmm_status stack_gaussian_post(void *p, double *mean, gmm_band *cov)
+static gmm_status stack_normaliser_rev(void *p, double ldbar, gmm_band *Qbar)
 {
-    stack_impl *c = p;
-    if (!c->w)
-        return gmm_error(GMM_EINVAL, "stacked latent: no Gaussian evaluation yet");
-    return gmm_marglik_posterior(c->w, mean, cov);
+    return pinned_logdet_rev(p, ldbar, Qbar);
 }
 
-static gmm_status stack_gaussian_post_solve(void *p, double *v)
+static gmm_status band_work_op(void *p)
 {
-    stack_impl *c = p;
-    if (!c->w)
-        return gmm_error(GMM_EINVAL, "stacked latent: no Gaussian evaluation yet");
-    return gmm_marglik_posterior_solve(c->w, v);
+    return band_work(p);
 }
 
 /* ---- whitening -------------------------------------------------------------- */
-
-/* Q^ (Q itself without constraints) assembled in wL and factorised. */
-static gmm_status whiten_factor(stack_impl *c, const double *theta)
-{
-    gmm_status st;
-    c->wL->kind = GMM_BAND_SYMMETRIC;
-    if ((st = assemble(c, theta, c->wL)))
-        return st;
-    for (size_t i = 0; i < c->ncon; i++) {
-        band_zero_rowcol(c->wL, c->pin[i]);
-        *gmm_band_ptr(c->wL, c->pin[i], c->pin[i]) = 1.0;
-    }
-    return gmm_band_chol_decomp(c->wL, c->wL);
-}
 
 /* In-place LU (no pivoting) of the kc x kc block at c0 of the k x k M: the
  * blocks NS and AN are diagonal or unit triangular (stack_comp.c). */
@@ -554,37 +483,20 @@ static gmm_status stack_whiten_setup(void *p, const double *theta)
         c->wbeta = c->wAN + k * k;
         c->walpha = c->wbeta + k;
     }
-    if ((st = whiten_factor(c, theta)) || (k && (st = whiten_blocks(c, theta))))
+    /* Q^ (Q itself without constraints) assembled in wL and factorised */
+    if ((st = latent_asm_factor(&c->as, theta, c->wL)) ||
+        (k && (st = whiten_blocks(c, theta))))
         return st;
     memcpy(c->wtheta, theta, c->nparam * sizeof *theta);
     c->wready = 1;
     return GMM_OK;
 }
 
-static gmm_status wready(const stack_impl *c, const double *a, const double *b, const char *fn)
-{
-    if (!c->wready)
-        return gmm_error(GMM_EINVAL, "%s: no successful whitening setup before", fn);
-    if (!a || !b)
-        return gmm_error(GMM_EINVAL, "%s: NULL argument", fn);
-    return GMM_OK;
-}
-
-/* z = L^^-T P_S v into z (may alias v). */
-static gmm_status whiten_z(stack_impl *c, const double *v, double *z)
-{
-    if (z != v)
-        memcpy(z, v, c->n * sizeof *z);
-    for (size_t i = 0; i < c->ncon; i++)
-        z[c->pin[i]] = 0.0;
-    return gmm_band_tri_solve_vec(c->wL, GMM_TRANS, z);
-}
-
 static gmm_status stack_whiten(void *p, const double *v, double *x)
 {
     stack_impl *c = p;
-    gmm_status st = wready(c, v, x, "gmm_latent_whiten");
-    if (st || (st = whiten_z(c, v, x)))
+    gmm_status st = latent_asm_wready(c->wready, v, x, "gmm_latent_whiten");
+    if (st || (st = latent_asm_whiten_z(&c->as, c->wL, NULL, v, x)))
         return st;
     if (c->ncon)
         apply_m(c, x);
@@ -594,7 +506,7 @@ static gmm_status stack_whiten(void *p, const double *v, double *x)
 static gmm_status stack_unwhiten(void *p, const double *x, double *v)
 {
     stack_impl *c = p;
-    gmm_status st = wready(c, x, v, "gmm_latent_unwhiten");
+    gmm_status st = latent_asm_wready(c->wready, x, v, "gmm_latent_unwhiten");
     if (st)
         return st;
     if (x == v)
@@ -621,7 +533,7 @@ static gmm_status stack_unwhiten(void *p, const double *x, double *v)
 static gmm_status stack_whiten_t(void *p, const double *g, double *u)
 {
     stack_impl *c = p;
-    gmm_status st = wready(c, g, u, "gmm_latent_whiten_t");
+    gmm_status st = latent_asm_wready(c->wready, g, u, "gmm_latent_whiten_t");
     if (st)
         return st;
     if (u != g)
@@ -643,14 +555,14 @@ static gmm_status stack_whiten_rev(void *p, const double *v, const double *xbar,
                                    double *thetabar)
 {
     stack_impl *c = p;
-    gmm_status st = wready(c, v, xbar, "gmm_latent_whiten_rev");
+    gmm_status st = latent_asm_wready(c->wready, v, xbar, "gmm_latent_whiten_rev");
     if (st)
         return st;
     if (!thetabar)
         return gmm_error(GMM_EINVAL, "gmm_latent_whiten_rev: NULL argument");
     size_t n = c->n;
     double *z = c->wx, *zbar = c->wwork;
-    if ((st = whiten_z(c, v, z)))
+    if ((st = latent_asm_whiten_z(&c->as, c->wL, NULL, v, z)))
         return st;
     memcpy(zbar, xbar, n * sizeof *zbar);
     if (c->ncon) {
@@ -671,14 +583,8 @@ static gmm_status stack_whiten_rev(void *p, const double *v, const double *xbar,
         }
         apply_mt(c, zbar);
     }
-    c->wLb->kind = GMM_BAND_LOWER;
-    gmm_band_set_zero(c->wLb);
-    if ((st = gmm_band_tri_solve_vec_rev(c->wL, GMM_TRANS, z, zbar, NULL, c->wLb, c->wsolve)) ||
-        (st = gmm_band_chol_decomp_rev(c->wL, c->wLb, c->wLb)))
+    if ((st = latent_asm_factor_rev(&c->as, c->wL, z, zbar, c->wLb, c->wsolve)))
         return st;
-    c->wLb->kind = GMM_BAND_SYMMETRIC;
-    for (size_t i = 0; i < c->ncon; i++)
-        band_zero_rowcol(c->wLb, c->pin[i]);
     return assemble_rev(c, c->wtheta, c->wLb, thetabar);
 }
 
@@ -687,9 +593,9 @@ static const gmm_latent_ops stack_ops = {
     .free = stack_free_impl,
     .prior = stack_prior,
     .prior_rev = stack_prior_rev,
-    .gaussian = stack_gaussian,
-    .gaussian_posterior = stack_gaussian_post,
-    .gaussian_posterior_solve = stack_gaussian_post_solve,
+    .gaussian = latent_asm_gaussian,
+    .gaussian_posterior = latent_asm_posterior,
+    .gaussian_posterior_solve = latent_asm_posterior_solve,
     .factorisation = stack_factorisation,
     .whiten_setup = stack_whiten_setup,
     .whiten = stack_whiten,
@@ -824,8 +730,8 @@ gmm_status gmm_latent_stack_alloc(size_t nrows, size_t nterm, const gmm_stack_te
     for (size_t k = 0; k < c->K; k++)
         R += c->comp[k].nread;
     l = latent_new_sparse(&stack_ops, nrows, W, nrows * R, c->nparam);
-    c->ooff = gmm_malloc(nrows ? nrows : 1, sizeof *c->ooff);
-    c->oy = gmm_malloc(nrows ? nrows : 1, sizeof *c->oy);
+    c->as.gs.ooff = gmm_malloc(nrows ? nrows : 1, sizeof *c->as.gs.ooff);
+    c->as.gs.oy = gmm_malloc(nrows ? nrows : 1, sizeof *c->as.gs.oy);
     c->A = gmm_calloc(c->ncon * c->n > 0 ? c->ncon * c->n : 1, sizeof *c->A);
     c->pin = gmm_malloc(c->ncon ? c->ncon : 1, sizeof *c->pin);
     size_t nae = 0, nne = 0, k1 = c->ncon + 1;
@@ -842,7 +748,7 @@ gmm_status gmm_latent_stack_alloc(size_t nrows, size_t nterm, const gmm_stack_te
     c->gnidx = gmm_malloc(nne + 1, sizeof *c->gnidx);
     c->gnval = gmm_malloc(nne + 1, sizeof *c->gnval);
     c->gnb = gmm_malloc(nne + 1, sizeof *c->gnb);
-    if (!l || !c->ooff || !c->oy || !c->A || !c->pin || !c->gaptr || !c->gnptr ||
+    if (!l || !c->as.gs.ooff || !c->as.gs.oy || !c->A || !c->pin || !c->gaptr || !c->gnptr ||
         !c->ccomp || !c->blk0 || !c->gaidx || !c->gaval || !c->gnidx || !c->gnval || !c->gnb) {
         st = gmm_error(GMM_ENOMEM, "out of memory for the stacked latent");
         goto fail;
@@ -854,11 +760,13 @@ gmm_status gmm_latent_stack_alloc(size_t nrows, size_t nterm, const gmm_stack_te
     l->nconstr = c->ncon;
     l->constr = c->ncon ? c->A : NULL;
     l->pin = c->ncon ? c->pin : NULL;
-    c->width = W;
-    c->offset = l->offset;
-    c->coef = l->coef;
-    c->rowptr = l->rowptr;
-    c->pos = l->pos;
+    c->as = (latent_asm){.ctx = c, .what = "stacked latent", .n = c->n, .nparam = c->nparam,
+                         .npin = c->ncon, .pin = c->pin, .assemble = assemble,
+                         .assemble_rev = assemble_rev, .normaliser = stack_normaliser,
+                         .normaliser_rev = stack_normaliser_rev, .work = band_work_op,
+                         .map = {.nrows = nrows, .width = W, .offset = l->offset,
+                                 .rowptr = l->rowptr, .pos = l->pos, .coef = l->coef},
+                         .gs = c->as.gs}; /* its rows allocated above */
     for (size_t r = 0; r < nrows; r++) {
         size_t lo = SIZE_MAX;
         for (size_t k = 0; k < c->K; k++)
@@ -1008,18 +916,18 @@ gmm_status gmm_latent_stack_logdet(gmm_latent *l, const double *theta, double *l
     if (!c || !theta || !logdet)
         return gmm_error(GMM_EINVAL, "gmm_latent_stack_logdet: not a stacked latent");
     if ((st = gmm_latent_theta_check(l, theta)) || (st = band_work(c)) ||
-        (st = assemble(c, theta, c->Q)))
+        (st = assemble(c, theta, c->as.gs.Q)))
         return st;
     if (c->ncon) {
-        if ((st = pinned_logdet(c, c->Q, logdet)))
+        if ((st = pinned_logdet(c, c->as.gs.Q, logdet)))
             return st;
         *logdet -= c->ldaa;
         return GMM_OK;
     }
-    if ((st = gmm_band_chol_decomp(c->Q, c->Q)))
+    if ((st = gmm_band_chol_decomp(c->as.gs.Q, c->as.gs.Q)))
         return st;
-    *logdet = gmm_band_chol_logdet(c->Q);
-    c->Q->kind = GMM_BAND_SYMMETRIC;
+    *logdet = gmm_band_chol_logdet(c->as.gs.Q);
+    c->as.gs.Q->kind = GMM_BAND_SYMMETRIC;
     return GMM_OK;
 }
 
@@ -1046,7 +954,7 @@ void gmm_latent_stack_describe(const gmm_latent *l, char *buf, size_t size)
         snprintf(buf + used, size - used,
                  "; n = %zu, bandwidth %zu, observation width %zu, %zu constraints, band of Q: "
                  "%.1f MB",
-                 c->n, c->bw, c->width, c->ncon,
+                 c->n, c->bw, c->as.map.width, c->ncon,
                  (double)(c->bw + 1) * (double)c->n * sizeof(double) / 1e6);
 }
 
