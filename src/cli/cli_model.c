@@ -188,28 +188,33 @@ int cli_model_opt(cli_model_opts *o, const char *cmd, int c, const char *arg)
     }
 }
 
-int cli_model_common_opt(cli_model_opts *o, const char *cmd, int c, const char *arg,
-                         const char *usage_text, int *rc)
+int cli_model_getopt(cli_model_opts *o, const char *cmd, int argc, char **argv,
+                     const char *shortopts, const struct option *longopts,
+                     const char *usage_text, int *rc)
 {
-    int r = cli_model_opt(o, cmd, c, arg);
-    if (r > 0)
-        return 1;
-    if (r < 0) {
-        *rc = CLI_EXIT_USAGE;
-        return -1;
+    int c;
+    while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
+        int r = cli_model_opt(o, cmd, c, optarg);
+        if (r > 0)
+            continue;
+        if (r < 0) {
+            *rc = CLI_EXIT_USAGE;
+            return CLI_MODEL_OPT_STOP;
+        }
+        if (c == 'h') {
+            fputs(usage_text, stdout);
+            cli_model_print_help(stdout);
+            *rc = CLI_EXIT_OK;
+            return CLI_MODEL_OPT_STOP;
+        }
+        if (c == '?' || c == ':') {
+            fprintf(stderr, "Try 'gmm-infer %s --help'.\n", cmd);
+            *rc = CLI_EXIT_USAGE;
+            return CLI_MODEL_OPT_STOP;
+        }
+        return c;
     }
-    if (c == 'h') {
-        fputs(usage_text, stdout);
-        cli_model_print_help(stdout);
-        *rc = CLI_EXIT_OK;
-        return -1;
-    }
-    if (c == '?' || c == ':') {
-        fprintf(stderr, "Try 'gmm-infer %s --help'.\n", cmd);
-        *rc = CLI_EXIT_USAGE;
-        return -1;
-    }
-    return 0;
+    return -1;
 }
 
 /* What the build reports, on stderr as the command's messages. */

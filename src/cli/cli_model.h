@@ -109,13 +109,18 @@ void cli_model_opts_free(cli_model_opts *o);
  * not a model option, -1 a bad value (message printed). */
 int cli_model_opt(cli_model_opts *o, const char *cmd, int c, const char *arg);
 
-/* What every model command's getopt loop does alike: model options, -h
- * (usage_text, then the model options' help, on stdout) and unknown options.
- * Returns 1 when c was handled (parse on), 0 when c is the command's own
- * option, -1 when the command must end now with exit code *rc (0 after
- * --help, 2 on a usage error). */
-int cli_model_common_opt(cli_model_opts *o, const char *cmd, int c, const char *arg,
-                         const char *usage_text, int *rc);
+/* A model command's getopt_long (argc, argv, shortopts, longopts as
+ * getopt_long takes them; the caller sets optind = 1 before the first call)
+ * with what every model command does alike done here: model options (into
+ * o), -h (usage_text, then the model options' help, on stdout) and unknown
+ * options.  Returns the next option that is the command's own (optarg as
+ * getopt_long leaves it), -1 after the last option, or CLI_MODEL_OPT_STOP
+ * when the command must end now with exit code *rc (0 after --help, 2 on a
+ * usage error, its message printed). */
+#define CLI_MODEL_OPT_STOP (-2)
+int cli_model_getopt(cli_model_opts *o, const char *cmd, int argc, char **argv,
+                     const char *shortopts, const struct option *longopts,
+                     const char *usage_text, int *rc);
 
 /* Read the data (and graph), build the model (model.h) from the options
  * and print what the build reports on stderr (the data summary, warnings,

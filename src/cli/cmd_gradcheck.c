@@ -53,12 +53,9 @@ int cmd_gradcheck(int argc, char **argv)
     char *end;
 
     optind = 1;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-        int r = cli_model_common_opt(&o, cmd, c, optarg, usage_text, &rc);
-        if (r < 0)
+    while ((c = cli_model_getopt(&o, cmd, argc, argv, "h", longopts, usage_text, &rc)) != -1) {
+        if (c == CLI_MODEL_OPT_STOP)
             goto done;
-        if (r > 0)
-            continue;
         switch (c) {
         case OPT_MODEL: model_path = optarg; break;
         case OPT_TOL:

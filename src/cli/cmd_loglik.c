@@ -38,11 +38,10 @@ int cmd_loglik(int argc, char **argv)
     double *grad = NULL;
 
     optind = 1;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-        int r = cli_model_common_opt(&o, cmd, c, optarg, usage_text, &rc);
-        if (r < 0)
+    while ((c = cli_model_getopt(&o, cmd, argc, argv, "h", longopts, usage_text, &rc)) != -1) {
+        if (c == CLI_MODEL_OPT_STOP)
             goto done;
-        if (r == 0 && c == OPT_MODEL)
+        if (c == OPT_MODEL)
             model_path = optarg;
     }
     if ((rc = cli_model_positional(cmd, argc, argv, &o)) != 0 ||

@@ -244,6 +244,79 @@ static double psi(gmm_laplace *w, const double *x)
     return sum - 0.5 * q;
 }
 
+/* What a Newton form's line search evaluates: value() puts Psi at the
+ * trial point w->xt = w->x + step w->dx (filled in already) into *Pt,
+ * leaving f, g, w and t there; restore() re-evaluates them at w->x after a
+ * failed search and may update *Psi.  ctx is the form's own. */
+typedef struct {
+    gmm_status (*value)(gmm_laplace *w, void *ctx, double step, double *Pt);
+    void (*restore)(gmm_laplace *w, void *ctx, double *Psi);
+    void *ctx;
+} ls_objective;
+
+/* The backtracking line search of both Newton forms along w->dx from w->x
+ * (n each), where Psi is *Psi and the Newton decrement dec, at iteration
+ * it (< max_iter, else GMM_ENOCONV): steps 1, 1/2, ... (60 at most) until
+ * Psi rises by 1e-4 step dec.  Found: w->x and w->xt are swapped (x the
+ * accepted point), *step and *Psi are its step and value, *final = 0.
+ * None: x stays, obj->restore runs, and *final = 1 when dec is below
+ * rounding (1e-6 max(1, |Psi|)): as good as it gets.  Errors: GMM_ENOCONV
+ * (it at max_iter, or no step and dec above that), and obj->value's. */
+static gmm_status line_search(gmm_laplace *w, const ls_objective *obj, double dec, size_t it,
+                              size_t max_iter, double *Psi, double *step, int *final)
+{
+    if (it >= max_iter)
+        return gmm_error(GMM_ENOCONV, "Laplace: no convergence in %zu Newton iterations "
+                                      "(decrement %g)",
+                         it, dec);
+    double t = 1.0, Pt = -INFINITY;
+    int ok = 0;
+    *final = 0;
+    for (int ls = 0; ls < 60; ls++, t *= 0.5) {
+        for (size_t j = 0; j < w->n; j++)
+            w->xt[j] = w->x[j] + t * w->dx[j];
+        gmm_status st = obj->value(w, obj->ctx, t, &Pt);
+        if (st)
+            return st;
+        if (isfinite(Pt) && Pt >= *Psi + 1e-4 * t * dec) {
+            ok = 1;
+            break;
+        }
+    }
+    *step = t;
+    if (!ok) {
+        obj->restore(w, obj->ctx, Psi);
+        if (dec <= 1e-6 * fmax(1.0, fabs(*Psi))) {
+            *final = 1;
+            return GMM_OK;
+        }
+        return gmm_error(GMM_ENOCONV, "Laplace: line search failed at iteration %zu "
+                                      "(decrement %g)",
+                         it, dec);
+    }
+    double *tx = w->x;
+    w->x = w->xt;
+    w->xt = tx;
+    *Psi = Pt;
+    return GMM_OK;
+}
+
+/* The assembled form's line search objective: psi() itself. */
+static gmm_status psi_value(gmm_laplace *w, void *ctx, double step, double *Pt)
+{
+    (void)ctx;
+    (void)step;
+    *Pt = psi(w, w->xt);
+    return GMM_OK;
+}
+
+/* the last trial overwrote f, g, w, t (and Qx, lsum): restore them at x */
+static void psi_restore(gmm_laplace *w, void *ctx, double *Psi)
+{
+    (void)ctx;
+    *Psi = psi(w, w->x);
+}
+
 /* P = Q + H'WH, formed in L's storage, and its Cholesky factor L there;
  * with clamp, W's negative entries are taken as 0, which keeps P positive
  * definite. */
@@ -317,6 +390,29 @@ static int has_negative_w(const gmm_laplace *w)
     return 0;
 }
 
+/* Check obs (nobs rows of width, offsets into the latent) against w's
+ * workspace and b, then make obs, lik and b w's problem (borrowed, as the
+ * evaluations' are).  Errors: GMM_EDIM (more rows or another width than the
+ * workspace's, a row reading past the latent), GMM_EDOM (b not finite). */
+static gmm_status set_obs(gmm_laplace *w, const gmm_laplace_obs *obs, const gmm_lik *lik,
+                          double b)
+{
+    if (obs->nobs > w->maxobs || (obs->nobs && obs->width != w->width))
+        return gmm_error(GMM_EDIM, "laplace: %zu observations of width %zu, workspace for %zu "
+                                   "of width %zu",
+                         obs->nobs, obs->width, w->maxobs, w->width);
+    for (size_t i = 0; i < obs->nobs; i++)
+        if (obs->offset[i] + obs->width > w->n)
+            return gmm_error_at(GMM_EDIM, i, "laplace: observation %zu reads past the latent", i);
+    if (!isfinite(b))
+        return gmm_error(GMM_EDOM, "intercept = %g is not finite", b);
+    w->obs = obs;
+    w->lik = lik;
+    w->nconst = gmm_lik_nconst(lik);
+    w->b = b;
+    return GMM_OK;
+}
+
 /* gmm_laplace_eval, or with logq NULL gmm_laplace_mode: the Newton
  * iterations alone, stopping at the last step's x (no factor of P there,
  * no log q). */
@@ -338,21 +434,10 @@ static gmm_status newton(gmm_laplace *w, const gmm_band *Q, double logdet_q,
         return gmm_error(GMM_EDIM, "laplace: Q is %zu x %zu with bandwidth %zu, workspace for "
                                    "%zu and %zu",
                          Q->n, Q->n, Q->kl, w->n, w->kl);
-    if (obs->nobs > w->maxobs || (obs->nobs && obs->width != w->width))
-        return gmm_error(GMM_EDIM, "laplace: %zu observations of width %zu, workspace for %zu "
-                                   "of width %zu",
-                         obs->nobs, obs->width, w->maxobs, w->width);
-    for (size_t i = 0; i < obs->nobs; i++)
-        if (obs->offset[i] + obs->width > w->n)
-            return gmm_error_at(GMM_EDIM, i, "laplace: observation %zu reads past the latent", i);
-    if (!isfinite(b))
-        return gmm_error(GMM_EDOM, "intercept = %g is not finite", b);
-    w->obs = obs;
-    w->lik = lik;
-    w->nconst = gmm_lik_nconst(lik);
+    if ((st = set_obs(w, obs, lik, b)))
+        return st;
     w->Q = Q;
     w->sm = NULL;
-    w->b = b;
     if (logq && w->con && isnan(logdet_q))
         return gmm_error(GMM_EINVAL, "laplace: constraints need the prior's log-determinant on "
                                      "the constrained subspace");
@@ -379,6 +464,7 @@ static gmm_status newton(gmm_laplace *w, const gmm_band *Q, double logdet_q,
     int final = 0, stall = 0;
     size_t it = 0;
     double best = INFINITY;
+    const ls_objective psi_ls = {psi_value, psi_restore, NULL};
     for (;;) {
         if (final && !logq)
             break;
@@ -425,36 +511,11 @@ static gmm_status newton(gmm_laplace *w, const gmm_band *Q, double logdet_q,
             it++;
             continue;
         }
-        if (it >= par->max_iter)
-            return gmm_error(GMM_ENOCONV, "Laplace: no convergence in %zu Newton iterations "
-                                          "(decrement %g)",
-                             it, dec);
-        double step = 1.0, Pt = -INFINITY;
-        int ok = 0;
-        for (int ls = 0; ls < 60; ls++, step *= 0.5) {
-            for (size_t j = 0; j < w->n; j++)
-                w->xt[j] = w->x[j] + step * w->dx[j];
-            Pt = psi(w, w->xt);
-            if (isfinite(Pt) && Pt >= Psi + 1e-4 * step * dec) {
-                ok = 1;
-                break;
-            }
-        }
-        if (!ok) {
-            /* the last trial overwrote f, g, w, t: restore them at x */
-            Psi = psi(w, w->x);
-            if (dec <= 1e-6 * fmax(1.0, fabs(Psi))) {
-                final = 1; /* rounding: as good as it gets */
-                continue;
-            }
-            return gmm_error(GMM_ENOCONV, "Laplace: line search failed at iteration %zu "
-                                          "(decrement %g)",
-                             it, dec);
-        }
-        double *tx = w->x;
-        w->x = w->xt;
-        w->xt = tx;
-        Psi = Pt;
+        double step;
+        if ((st = line_search(w, &psi_ls, dec, it, par->max_iter, &Psi, &step, &final)))
+            return st;
+        if (final)
+            continue;
         it++;
     }
     w->iter = it;
@@ -735,6 +796,41 @@ static gmm_status working_data(gmm_laplace *w)
     return GMM_OK;
 }
 
+/* The square-root form's line search objective: qm and qx are Q mu and Q x
+ * (n each, the caller's; QUADRATIC FORMS), track whether qx is known; sum
+ * is sum log p at the last point evaluated. */
+typedef struct {
+    const double *qm, *qx;
+    int track;
+    double sum;
+} sqrt_ls;
+
+static gmm_status sqrt_value(gmm_laplace *w, void *ctx, double step, double *Pt)
+{
+    sqrt_ls *c = ctx;
+    const double *qm = c->qm, *qx = c->qx;
+    c->sum = lik_sum(w, w->xt);
+    if (step == 1.0 || c->track) { /* Q xt = Q x + step (Q mu - Q x) */
+        double qq = 0.0;
+        for (size_t j = 0; j < w->n; j++)
+            qq += w->xt[j] * (step == 1.0 ? qm[j] : qx[j] + step * (qm[j] - qx[j]));
+        *Pt = c->sum - 0.5 * qq;
+        return GMM_OK;
+    }
+    double q;
+    gmm_status st = w->sm->quad(w->sm->ctx, w->xt, &q);
+    if (st)
+        return st;
+    *Pt = c->sum - 0.5 * q;
+    return GMM_OK;
+}
+
+static void sqrt_restore(gmm_laplace *w, void *ctx, double *Psi)
+{
+    (void)Psi;
+    ((sqrt_ls *)ctx)->sum = lik_sum(w, w->x); /* f, g, w, t back at x */
+}
+
 gmm_status gmm_laplace_eval_sqrt(gmm_laplace *w, const gmm_laplace_smoother *sm,
                                  const gmm_laplace_obs *obs, const gmm_lik *lik, double b,
                                  const double *x0, int warm, const gmm_laplace_params *par,
@@ -750,21 +846,10 @@ gmm_status gmm_laplace_eval_sqrt(gmm_laplace *w, const gmm_laplace_smoother *sm,
         gmm_laplace_params_init(&dflt);
         par = &dflt;
     }
-    if (obs->nobs > w->maxobs || (obs->nobs && obs->width != w->width))
-        return gmm_error(GMM_EDIM, "laplace: %zu observations of width %zu, workspace for %zu "
-                                   "of width %zu",
-                         obs->nobs, obs->width, w->maxobs, w->width);
-    for (size_t i = 0; i < obs->nobs; i++)
-        if (obs->offset[i] + obs->width > w->n)
-            return gmm_error_at(GMM_EDIM, i, "laplace: observation %zu reads past the latent", i);
-    if (!isfinite(b))
-        return gmm_error(GMM_EDOM, "intercept = %g is not finite", b);
-    w->obs = obs;
-    w->lik = lik;
-    w->nconst = gmm_lik_nconst(lik);
+    if ((st = set_obs(w, obs, lik, b)))
+        return st;
     w->Q = NULL;
     w->sm = sm;
-    w->b = b;
     w->logdet_here = 0;
     int started = x0 || (warm && w->have_mode);
     if (x0)
@@ -848,49 +933,18 @@ gmm_status gmm_laplace_eval_sqrt(gmm_laplace *w, const gmm_laplace_smoother *sm,
             it++;
             continue;
         }
-        if (it >= par->max_iter)
-            return gmm_error(GMM_ENOCONV, "Laplace: no convergence in %zu Newton iterations "
-                                          "(decrement %g)",
-                             it, dec);
-        double step = 1.0, Pt = -INFINITY, st_sum = 0.0;
-        int ok = 0;
-        for (int ls = 0; ls < 60; ls++, step *= 0.5) {
-            for (size_t j = 0; j < w->n; j++)
-                w->xt[j] = w->x[j] + step * w->dx[j];
-            st_sum = lik_sum(w, w->xt);
-            if (step == 1.0 || track) { /* Q xt = Q x + step (Q mu - Q x) */
-                double qq = 0.0;
-                for (size_t j = 0; j < w->n; j++)
-                    qq += w->xt[j] * (step == 1.0 ? qm[j] : qx[j] + step * (qm[j] - qx[j]));
-                Pt = st_sum - 0.5 * qq;
-            } else if ((st = sm->quad(sm->ctx, w->xt, &q))) {
-                return st;
-            } else {
-                Pt = st_sum - 0.5 * q;
-            }
-            if (isfinite(Pt) && Pt >= Psi + 1e-4 * step * dec) {
-                ok = 1;
-                break;
-            }
-        }
-        if (!ok) {
-            sum = lik_sum(w, w->x); /* f, g, w, t back at x */
-            if (dec <= 1e-6 * fmax(1.0, fabs(Psi))) {
-                final = 1; /* rounding: as good as it gets */
-                continue;
-            }
-            return gmm_error(GMM_ENOCONV, "Laplace: line search failed at iteration %zu "
-                                          "(decrement %g)",
-                             it, dec);
-        }
+        double step;
+        sqrt_ls ctx = {qm, qx, track, 0.0};
+        const ls_objective obj = {sqrt_value, sqrt_restore, &ctx};
+        st = line_search(w, &obj, dec, it, par->max_iter, &Psi, &step, &final);
+        sum = ctx.sum;
+        if (st)
+            return st;
+        if (final)
+            continue;
         for (size_t j = 0; j < w->n; j++)
             qx[j] = step == 1.0 ? qm[j] : qx[j] + step * (qm[j] - qx[j]);
         track = track || step == 1.0;
-        double *tx = w->x;
-        w->x = w->xt;
-        w->xt = tx;
-        Psi = Pt;
-        sum = st_sum;
         it++;
     }
     const double log2pi = 1.8378770664093454836;

@@ -48,6 +48,7 @@ struct gmm_loo_work {
     double *x;         /* S: the tail's exceedances */
     ranked *ord;       /* S */
     double *acov;      /* nchain niter */
+    double *acov_mean; /* niter */
     double *rho;       /* niter */
     double *chain_mean; /* nchain */
     double *zn;         /* MCSE_N: mcse_elpd's normal quantiles */
@@ -106,65 +107,18 @@ static gmm_status relative_eff(const double *v, gmm_loo_work *w, double *r_eff)
         w->chain_mean[c] = gmm_r_mean(v + c * n, n);
     }
     /* R's mean() over the chains of acov[t] */
-#define ACOV_MEAN(t, out)                                                    \
-    do {                                                                     \
-        long double s_ = 0.0L;                                               \
-        for (size_t c_ = 0; c_ < C; c_++)                                    \
-            s_ += w->acov[c_ * n + (t)];                                     \
-        s_ /= (long double)C;                                                \
-        long double u_ = 0.0L;                                               \
-        for (size_t c_ = 0; c_ < C; c_++)                                    \
-            u_ += w->acov[c_ * n + (t)] - s_;                                \
-        (out) = (double)(s_ + u_ / (long double)C);                          \
-    } while (0)
-    double N = (double)n, a0, a1;
-    ACOV_MEAN(0, a0);
-    double mean_var = a0 * N / (N - 1.0);
-    double var_plus = mean_var * (N - 1.0) / N;
-    if (C > 1)
-        var_plus += gmm_r_var(w->chain_mean, C);
-
-    double *rho = w->rho;
-    for (size_t k = 0; k < n; k++)
-        rho[k] = 0.0;
-    ACOV_MEAN(1, a1);
-    long t = 0, len = (long)n;
-    double even = 1.0, odd = 1.0 - (mean_var - a1) / var_plus;
-    rho[0] = even;
-    rho[1] = odd;
-    while (t < len - 5 && !isnan(even + odd) && even + odd > 0.0) {
-        t += 2;
-        double ae, ao;
-        ACOV_MEAN((size_t)t, ae);
-        ACOV_MEAN((size_t)t + 1, ao);
-        even = 1.0 - (mean_var - ae) / var_plus;
-        odd = 1.0 - (mean_var - ao) / var_plus;
-        if (even + odd >= 0.0) {
-            rho[t] = even;
-            rho[t + 1] = odd;
-        }
+    for (size_t t = 0; t < n; t++) {
+        long double s = 0.0L;
+        for (size_t c = 0; c < C; c++)
+            s += w->acov[c * n + t];
+        s /= (long double)C;
+        long double u = 0.0L;
+        for (size_t c = 0; c < C; c++)
+            u += w->acov[c * n + t] - s;
+        w->acov_mean[t] = (double)(s + u / (long double)C);
     }
-#undef ACOV_MEAN
-    long max_t = t;
-    if (even > 0.0)
-        rho[max_t] = even;
-    for (t = 0; t <= max_t - 4;) {
-        t += 2;
-        if (rho[t] + rho[t + 1] > rho[t - 2] + rho[t - 1]) {
-            rho[t] = (rho[t - 2] + rho[t - 1]) / 2.0;
-            rho[t + 1] = rho[t];
-        }
-    }
-    long double sum = 0.0L;
-    if (max_t == 0)
-        sum = rho[0];
-    for (t = 0; t < max_t; t++)
-        sum += rho[t];
-    double tau = -1.0 + 2.0 * (double)sum + rho[max_t];
     double total = (double)(C * n);
-    double bound = 1.0 / log10(total);
-    if (tau < bound)
-        tau = bound;
+    double tau = gmm_r_geyer_tau(w->acov_mean, w->chain_mean, C, n, w->rho);
     *r_eff = total / tau / total;
     return GMM_OK;
 }
@@ -301,6 +255,7 @@ void gmm_loo_work_free(gmm_loo_work *w)
     gmm_free(w->x);
     gmm_free(w->ord);
     gmm_free(w->acov);
+    gmm_free(w->acov_mean);
     gmm_free(w->rho);
     gmm_free(w->chain_mean);
     gmm_free(w->zn);
@@ -334,11 +289,12 @@ gmm_status gmm_loo_work_alloc(size_t nchain, size_t niter, gmm_loo_work **out)
     w->x = gmm_malloc(w->S, sizeof *w->x);
     w->ord = gmm_malloc(w->S, sizeof *w->ord);
     w->acov = gmm_malloc(w->S, sizeof *w->acov);
+    w->acov_mean = gmm_malloc(niter, sizeof *w->acov_mean);
     w->rho = gmm_malloc(niter, sizeof *w->rho);
     w->chain_mean = gmm_malloc(nchain, sizeof *w->chain_mean);
     w->zn = gmm_malloc(MCSE_N, sizeof *w->zn);
     w->lz = gmm_malloc(MCSE_N, sizeof *w->lz);
-    int ok = w->lw && w->tmp && w->x && w->ord && w->acov && w->rho && w->chain_mean && w->zn &&
+    int ok = w->lw && w->tmp && w->x && w->ord && w->acov && w->acov_mean && w->rho && w->chain_mean && w->zn &&
              w->lz;
     /* qnorm(ppoints(n)) with ppoints' a = 3/8 (n > 10); GSL's inverse is
      * Wichura's AS 241, R's algorithm */

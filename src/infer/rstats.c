@@ -98,3 +98,51 @@ gmm_status gmm_r_acov_sums(gmm_r_fft *fft, const double *x, size_t N, double mea
         return gmm_error(GMM_EDOM, "inverse FFT of length %zu failed", L);
     return GMM_OK;
 }
+
+double gmm_r_geyer_tau(const double *acov_mean, const double *chain_mean, size_t m, size_t len,
+                       double *rho)
+{
+    const double *am = acov_mean;
+    double N = (double)len;
+    double mean_var = am[0] * N / (N - 1.0);
+    double var_plus = mean_var * (N - 1.0) / N;
+    if (m > 1)
+        var_plus += gmm_r_var(chain_mean, m);
+
+    /* rho[t] = 1 - (mean_var - acov_mean[t]) / var_plus; pairs (even, odd)
+     * are kept while their sum is positive. */
+    for (size_t k = 0; k < len; k++)
+        rho[k] = 0.0;
+    long n = (long)len, t = 0;
+    double even = 1.0, odd = 1.0 - (mean_var - am[1]) / var_plus;
+    rho[0] = even;
+    rho[1] = odd;
+    while (t < n - 5 && !isnan(even + odd) && even + odd > 0.0) {
+        t += 2;
+        even = 1.0 - (mean_var - am[t]) / var_plus;
+        odd = 1.0 - (mean_var - am[t + 1]) / var_plus;
+        if (even + odd >= 0.0) {
+            rho[t] = even;
+            rho[t + 1] = odd;
+        }
+    }
+    long max_t = t;
+    if (even > 0.0)
+        rho[max_t] = even;
+    /* Monotone: a pair sum may not exceed the previous one. */
+    for (t = 0; t <= max_t - 4;) {
+        t += 2;
+        if (rho[t] + rho[t + 1] > rho[t - 2] + rho[t - 1]) {
+            rho[t] = (rho[t - 2] + rho[t - 1]) / 2.0;
+            rho[t + 1] = rho[t];
+        }
+    }
+    long double sum = 0.0L;
+    if (max_t == 0)
+        sum = rho[0]; /* R: sum(rho[1:0]) is rho[1] */
+    for (t = 0; t < max_t; t++)
+        sum += rho[t];
+    double tau = -1.0 + 2.0 * (double)sum + rho[max_t];
+    double tau_bound = 1.0 / log10((double)(m * len));
+    return tau < tau_bound ? tau_bound : tau;
+}

@@ -40,4 +40,15 @@ void gmm_r_fft_free(gmm_r_fft *f); /* zeroed struct: a no-op */
  * GSL's transform fails. */
 gmm_status gmm_r_acov_sums(gmm_r_fft *f, const double *x, size_t N, double mean);
 
+/* Geyer's initial monotone sequence estimate of the integrated
+ * autocorrelation time tau of m >= 1 chains of len >= 2 draws, combined as
+ * in Stan (Vehtari et al. 2021, eqs. 10-11), as posterior's .ess and loo's
+ * ess_rfun compute it: acov_mean[0..len) the chains' mean autocovariances
+ * (each caller averages them as its R code does), chain_mean[0..m) the
+ * chains' means; rho (len doubles, the caller's) is scratch.  Returns tau
+ * raised to at least 1 / log10(m len), so that the ESS m len / tau is at
+ * most m len log10(m len); NAN propagates.  No errors. */
+double gmm_r_geyer_tau(const double *acov_mean, const double *chain_mean, size_t m, size_t len,
+                       double *rho);
+
 #endif

@@ -215,51 +215,7 @@ static gmm_status ess_basic(const double *v, size_t m, size_t len, gmm_summary_w
     for (size_t j = 0; j < m; j++)
         w->chain_mean[j] = gmm_r_mean(v + j * len, len);
 
-    double N = (double)len;
-    double mean_var = am[0] * N / (N - 1.0);
-    double var_plus = mean_var * (N - 1.0) / N;
-    if (m > 1)
-        var_plus += gmm_r_var(w->chain_mean, m);
-
-    /* rho[t] = 1 - (mean_var - acov_mean[t]) / var_plus; pairs (even, odd)
-     * are kept while their sum is positive. */
-    for (size_t k = 0; k < len; k++)
-        rho[k] = 0.0;
-    long n = (long)len, t = 0;
-    double even = 1.0, odd = 1.0 - (mean_var - am[1]) / var_plus;
-    rho[0] = even;
-    rho[1] = odd;
-    while (t < n - 5 && !isnan(even + odd) && even + odd > 0.0) {
-        t += 2;
-        even = 1.0 - (mean_var - am[t]) / var_plus;
-        odd = 1.0 - (mean_var - am[t + 1]) / var_plus;
-        if (even + odd >= 0.0) {
-            rho[t] = even;
-            rho[t + 1] = odd;
-        }
-    }
-    long max_t = t;
-    if (even > 0.0)
-        rho[max_t] = even;
-    /* Monotone: a pair sum may not exceed the previous one. */
-    for (t = 0; t <= max_t - 4;) {
-        t += 2;
-        if (rho[t] + rho[t + 1] > rho[t - 2] + rho[t - 1]) {
-            rho[t] = (rho[t - 2] + rho[t - 1]) / 2.0;
-            rho[t + 1] = rho[t];
-        }
-    }
-    long double sum = 0.0L;
-    if (max_t == 0)
-        sum = rho[0]; /* R: sum(rho[1:0]) is rho[1] */
-    for (t = 0; t < max_t; t++)
-        sum += rho[t];
-    double tau = -1.0 + 2.0 * (double)sum + rho[max_t];
-    double total = (double)(m * len);
-    double tau_bound = 1.0 / log10(total);
-    if (tau < tau_bound)
-        tau = tau_bound;
-    *ess = total / tau;
+    *ess = (double)(m * len) / gmm_r_geyer_tau(am, w->chain_mean, m, len, rho);
     return GMM_OK;
 }
 
@@ -451,50 +407,49 @@ done:
     return st;
 }
 
+typedef enum { MEASURE_RHAT, MEASURE_ESS_BULK, MEASURE_ESS_TAIL } measure;
+
+/* One of the measures of nchain chains of niter draws (chain-major) into
+ * *out, NAN when a draw is NaN; w as the entry points take it (NULL: made
+ * and freed here).  Errors: prepare's, and ess_basic's GMM_EDOM. */
+static gmm_status measure_one(const double *draws, size_t nchain, size_t niter,
+                              gmm_summary_work *w, measure which, double *out)
+{
+    gmm_summary_work *own;
+    gmm_status st = prepare(draws, nchain, niter, out, &w, &own);
+    if (st != GMM_OK)
+        return st;
+    *out = NAN;
+    if (!any_nan(draws, w->n)) {
+        if (which != MEASURE_ESS_BULK)
+            sort_pooled(draws, w);
+        if (which == MEASURE_RHAT)
+            *out = rhat_of(draws, median_sorted(w->sorted, w->n), w);
+        else if (which == MEASURE_ESS_BULK)
+            st = ess_bulk_of(draws, w, out);
+        else
+            st = ess_tail_of(draws, w->sorted, w, out);
+    }
+    gmm_summary_work_free(own);
+    return st;
+}
+
 gmm_status gmm_summary_rhat(const double *draws, size_t nchain, size_t niter,
                             gmm_summary_work *w, double *rhat)
 {
-    gmm_summary_work *own;
-    gmm_status st = prepare(draws, nchain, niter, rhat, &w, &own);
-    if (st != GMM_OK)
-        return st;
-    *rhat = NAN;
-    if (!any_nan(draws, w->n)) {
-        sort_pooled(draws, w);
-        *rhat = rhat_of(draws, median_sorted(w->sorted, w->n), w);
-    }
-    gmm_summary_work_free(own);
-    return GMM_OK;
+    return measure_one(draws, nchain, niter, w, MEASURE_RHAT, rhat);
 }
 
 gmm_status gmm_summary_ess_bulk(const double *draws, size_t nchain, size_t niter,
                                 gmm_summary_work *w, double *ess)
 {
-    gmm_summary_work *own;
-    gmm_status st = prepare(draws, nchain, niter, ess, &w, &own);
-    if (st != GMM_OK)
-        return st;
-    *ess = NAN;
-    if (!any_nan(draws, w->n))
-        st = ess_bulk_of(draws, w, ess);
-    gmm_summary_work_free(own);
-    return st;
+    return measure_one(draws, nchain, niter, w, MEASURE_ESS_BULK, ess);
 }
 
 gmm_status gmm_summary_ess_tail(const double *draws, size_t nchain, size_t niter,
                                 gmm_summary_work *w, double *ess)
 {
-    gmm_summary_work *own;
-    gmm_status st = prepare(draws, nchain, niter, ess, &w, &own);
-    if (st != GMM_OK)
-        return st;
-    *ess = NAN;
-    if (!any_nan(draws, w->n)) {
-        sort_pooled(draws, w);
-        st = ess_tail_of(draws, w->sorted, w, ess);
-    }
-    gmm_summary_work_free(own);
-    return st;
+    return measure_one(draws, nchain, niter, w, MEASURE_ESS_TAIL, ess);
 }
 
 gmm_status gmm_summary_ess_mean(const double *draws, size_t nchain, size_t niter,
