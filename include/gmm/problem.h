@@ -68,6 +68,10 @@ size_t gmm_problem_ncoef(const gmm_problem *p);
  * the intercept alone), so that f at a node or a new input is b + f
  * without covariate values; *b (may be NULL) gets b at theta. */
 int gmm_problem_offset_constant(const gmm_problem *p, const double *theta, double *b);
+/* mean[0 .. m) += b where the offset is constant (above); GMM_EINVAL
+ * when it depends on covariates, which a node or a new input lacks. */
+gmm_status gmm_problem_add_offset(const gmm_problem *p, const double *theta, size_t m,
+                                  double *mean);
 /* off[r] = X_r beta at theta, for every data row (nrows). */
 void gmm_problem_offsets(const gmm_problem *p, const double *theta, double *off);
 /* thetabar[coefficient k] += sum_r offbar[r] X_rk (offbar: nrows). */

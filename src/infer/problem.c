@@ -698,10 +698,8 @@ static gmm_status posterior_alloc(gmm_problem *p, const double *theta, double **
     return gmm_problem_posterior(p, theta, *mean, *cov);
 }
 
-/* b added to m means where the offset is constant, else GMM_EINVAL: a
- * node or a new input has no covariate values. */
-static gmm_status add_intercept(const gmm_problem *p, const double *theta, size_t m,
-                                double *mean)
+gmm_status gmm_problem_add_offset(const gmm_problem *p, const double *theta, size_t m,
+                                  double *mean)
 {
     double b;
     if (!gmm_problem_offset_constant(p, theta, &b))
@@ -786,7 +784,7 @@ gmm_status gmm_problem_predict_nodes(gmm_problem *p, const double *theta, double
     if (gmm_latent_has_inputs(p->lat))
         return gmm_error(GMM_EINVAL, "a %s model has no nodes", gmm_latent_family(p->lat));
     gmm_status st = gmm_problem_predict_latent(p, theta, NULL, 0, mean, var);
-    return st == GMM_OK ? add_intercept(p, theta, p->n, mean) : st;
+    return st == GMM_OK ? gmm_problem_add_offset(p, theta, p->n, mean) : st;
 }
 
 gmm_status gmm_problem_predict_at(gmm_problem *p, const double *theta, const double *xq,
@@ -796,7 +794,7 @@ gmm_status gmm_problem_predict_at(gmm_problem *p, const double *theta, const dou
         return gmm_error(GMM_EINVAL, "a %s model predicts at its nodes, not at new inputs",
                          gmm_latent_family(p->lat));
     gmm_status st = gmm_problem_predict_latent(p, theta, xq, nq, mean, var);
-    return st == GMM_OK ? add_intercept(p, theta, nq, mean) : st;
+    return st == GMM_OK ? gmm_problem_add_offset(p, theta, nq, mean) : st;
 }
 
 void gmm_problem_set_metric(gmm_problem *p, gmm_metric m)
@@ -1414,6 +1412,6 @@ gmm_status gmm_problem_predict_at_draws_normal(gmm_problem *p, const double *the
     gmm_status st = gmm_problem_latent_at_draws_normal(p, thetas, theta_stride, xs, ndraw, xq,
                                                        nq, mean, var);
     for (size_t s = 0; st == GMM_OK && s < ndraw; s++)
-        st = add_intercept(p, thetas + s * theta_stride, nq, mean + s * nq);
+        st = gmm_problem_add_offset(p, thetas + s * theta_stride, nq, mean + s * nq);
     return st;
 }

@@ -1194,20 +1194,6 @@ gmm_status gmm_vi_posterior(gmm_vi *v, double *mean, gmm_band *cov)
     return GMM_OK;
 }
 
-/* The intercept added to m means at nodes or new inputs: GMM_EINVAL when
- * the offset depends on covariates (gmm_problem_offset_constant). */
-static gmm_status add_b0(const gmm_vi *v, size_t m, double *mean)
-{
-    double b;
-    if (!gmm_problem_offset_constant(v->prob, v->theta, &b))
-        return gmm_error(GMM_EINVAL, "the model has covariates: predictions need their values, "
-                                     "which nodes and new inputs do not have (predict at the "
-                                     "data rows)");
-    for (size_t i = 0; i < m; i++)
-        mean[i] += b;
-    return GMM_OK;
-}
-
 gmm_status gmm_vi_predict_rows(gmm_vi *v, double *mean, double *var)
 {
     gmm_status st;
@@ -1261,7 +1247,7 @@ gmm_status gmm_vi_predict_nodes(gmm_vi *v, double *mean, double *var)
     if (v && gmm_latent_has_inputs(v->lat))
         return gmm_error(GMM_EINVAL, "a %s model has no nodes", gmm_latent_family(v->lat));
     gmm_status st = gmm_vi_predict_latent(v, NULL, 0, mean, var);
-    return st == GMM_OK ? add_b0(v, v->n, mean) : st;
+    return st == GMM_OK ? gmm_problem_add_offset(v->prob, v->theta, v->n, mean) : st;
 }
 
 gmm_status gmm_vi_predict_at(gmm_vi *v, const double *xq, size_t nq, double *mean, double *var)
@@ -1272,7 +1258,7 @@ gmm_status gmm_vi_predict_at(gmm_vi *v, const double *xq, size_t nq, double *mea
         return gmm_error(GMM_EINVAL, "a %s model predicts at its nodes, not at new inputs",
                          gmm_latent_family(v->lat));
     gmm_status st = gmm_vi_predict_latent(v, xq, nq, mean, var);
-    return st == GMM_OK ? add_b0(v, nq, mean) : st;
+    return st == GMM_OK ? gmm_problem_add_offset(v->prob, v->theta, nq, mean) : st;
 }
 
 /* ---- L-BFGS ---------------------------------------------------------------------------- */

@@ -355,6 +355,23 @@ gmm_status gmm_marglik_eval(const gmm_band *Q, const gmm_obs *obs, double noise,
     return GMM_OK;
 }
 
+/* *loglik = f when finite, and the state the reverse mode and the posterior
+ * read marked valid; GMM_EDOM otherwise (w unchanged). */
+static gmm_status store_loglik(gmm_marglik_work *w, const gmm_obs *obs, double noise, double yy,
+                               double f, double *loglik)
+{
+    if (!isfinite(f))
+        return gmm_error(GMM_EDOM, "the Gaussian log likelihood is not finite at noise variance "
+                                   "%g (too small for the scale of the data?)",
+                         noise);
+    *loglik = f;
+    w->valid = 1;
+    w->obs = obs;
+    w->noise = noise;
+    w->yy = yy;
+    return GMM_OK;
+}
+
 /* From L (in w->L) and r = E'y (in w->r): the log-likelihood, and what the
  * reverse mode and the posterior keep. */
 static gmm_status finish(gmm_marglik_work *w, const gmm_obs *obs, double noise, double logdet_q,
@@ -371,17 +388,9 @@ static gmm_status finish(gmm_marglik_work *w, const gmm_obs *obs, double noise, 
     double nobs = (double)obs->nobs;
     double f = -0.5 * nobs * log2pi - 0.5 * logdet_p + 0.5 * logdet_q -
                0.5 * nobs * log(noise) - yy / (2.0 * noise) + rr / (2.0 * noise * noise);
-    if (!isfinite(f))
-        return gmm_error(GMM_EDOM, "the Gaussian log likelihood is not finite at noise variance "
-                                   "%g (too small for the scale of the data?)",
-                         noise);
-    *loglik = f;
-    w->valid = 1;
-    w->obs = obs;
-    w->noise = noise;
-    w->yy = yy;
-    w->rr = rr;
-    return GMM_OK;
+    if ((st = store_loglik(w, obs, noise, yy, f, loglik)) == GMM_OK)
+        w->rr = rr;
+    return st;
 }
 
 /* CONSTRAINTS.  With A x = 0 (constr.h), the posterior is the Gaussian on
@@ -416,16 +425,7 @@ static gmm_status finish_constrained(gmm_marglik_work *w, const gmm_obs *obs, do
     double nobs = (double)obs->nobs;
     double f = -0.5 * nobs * log2pi - 0.5 * ldp + 0.5 * logdet_q - 0.5 * nobs * log(noise) -
                yy / (2.0 * noise) + 0.5 * bmu;
-    if (!isfinite(f))
-        return gmm_error(GMM_EDOM, "the Gaussian log likelihood is not finite at noise variance "
-                                   "%g (too small for the scale of the data?)",
-                         noise);
-    *loglik = f;
-    w->valid = 1;
-    w->obs = obs;
-    w->noise = noise;
-    w->yy = yy;
-    return GMM_OK;
+    return store_loglik(w, obs, noise, yy, f, loglik);
 }
 
 /* The constrained reverse sweep (CONSTRAINTS) into w->Pbar. */

@@ -290,6 +290,28 @@ void gmm_mdl_impl_draws_theta(const gmm_mdl *m, const gmm_draws *d, double *th)
     }
 }
 
+size_t gmm_mdl_impl_draws_states_at(const gmm_draws *d, size_t n)
+{
+    size_t x1 = gmm_mdl_impl_draws_var(d, "x[1]");
+    if (x1 == d->nvar || x1 + n > d->nvar)
+        return d->nvar;
+    char name[48];
+    snprintf(name, sizeof name, "x[%zu]", n);
+    return strcmp(d->name[x1 + n - 1], name) ? d->nvar : x1;
+}
+
+/* Gaussian data were centred: f and its interval move back by the centre
+ * (the response of a Gaussian model is not printed). */
+static void uncentre(const gmm_mdl *m, gmm_summary_pred *pr, size_t nq)
+{
+    double c0 = gmm_mdl_center(m, NULL);
+    for (size_t q = 0; q < nq; q++) {
+        pr[q].mean += c0;
+        pr[q].lower += c0;
+        pr[q].upper += c0;
+    }
+}
+
 void gmm_mdl_impl_draws_states(const gmm_draws *d, size_t x1, size_t n, double *xs)
 {
     size_t N = d->nchain * d->niter;
@@ -308,9 +330,9 @@ gmm_status gmm_mdl_predict_draws_at(gmm_mdl *m, const gmm_draws *d, const char *
     gmm_problem *p = m->prob;
     gmm_objective *o = m->obj;
     size_t n = gmm_latent_dim(m->lat), N = d->nchain * d->niter, np = o->nparam;
-    size_t x1 = gmm_mdl_impl_draws_var(d, "x[1]");
+    size_t x1 = gmm_mdl_impl_draws_states_at(d, n);
     double *xs = NULL, *th = NULL;
-    if (x1 == d->nvar || x1 + n > d->nvar)
+    if (x1 == d->nvar)
         return gmm_error(GMM_EINVAL,
                          "%s: no latent states x[1..%zu]: predicting new inputs from draws "
                          "needs them (gmm-infer hmc --states)",
@@ -325,14 +347,7 @@ gmm_status gmm_mdl_predict_draws_at(gmm_mdl *m, const gmm_draws *d, const char *
     gmm_mdl_impl_draws_theta(m, d, th);
     if ((s = gmm_problem_predict_at_draws(p, th, np, xs, N, xq, nq, 1, level, pr)) != GMM_OK)
         goto done;
-    /* Gaussian data were centred: f and its interval move back by the
-     * centre (the response of a Gaussian model is not printed) */
-    double c0 = gmm_mdl_center(m, NULL);
-    for (size_t q = 0; q < nq; q++) {
-        pr[q].mean += c0;
-        pr[q].lower += c0;
-        pr[q].upper += c0;
-    }
+    uncentre(m, pr, nq);
 done:
     gmm_free(xs);
     gmm_free(th);
@@ -347,8 +362,8 @@ gmm_status gmm_mdl_predict_draws_rows(gmm_mdl *m, const gmm_draws *d, const char
     gmm_objective *o = m->obj;
     int inputs = gmm_latent_has_inputs(m->lat);
     size_t n = gmm_latent_dim(m->lat), N = d->nchain * d->niter, np = o->nparam;
-    size_t nq = t->n, nc = m->ncoef, x1 = gmm_mdl_impl_draws_var(d, "x[1]");
-    if (x1 == d->nvar || x1 + n > d->nvar)
+    size_t nq = t->n, nc = m->ncoef, x1 = gmm_mdl_impl_draws_states_at(d, n);
+    if (x1 == d->nvar)
         return gmm_error(GMM_EINVAL,
                          "%s: no latent states x[1..%zu]: predicting new rows from draws "
                          "needs them (gmm-infer hmc --states)",
@@ -381,7 +396,6 @@ gmm_status gmm_mdl_predict_draws_rows(gmm_mdl *m, const gmm_draws *d, const char
             V[k * nq + q] = fresh ? th[k * np] : 0.0;
         }
     const gmm_lik *lik = gmm_mdl_likelihood(m);
-    double c0 = gmm_mdl_center(m, NULL);
     gmm_rng r;
     gmm_rng_seed(&r, 1, 0);
     for (size_t q = 0; q < nq && s == GMM_OK; q++) {
@@ -394,10 +408,9 @@ gmm_status gmm_mdl_predict_draws_rows(gmm_mdl *m, const gmm_draws *d, const char
         }
         if ((s = gmm_summary_pred_draws(lik, fs, N, level, &pr[q])) != GMM_OK)
             break;
-        pr[q].mean += c0;
-        pr[q].lower += c0;
-        pr[q].upper += c0;
     }
+    if (s == GMM_OK)
+        uncentre(m, pr, nq);
 done:
     gmm_free(xs);
     gmm_free(th);

@@ -136,6 +136,9 @@ size_t gmm_mdl_impl_draws_var(const gmm_draws *d, const char *name);
 /* th (ndraw x nparam, draw-major): each draw's parameters -- a sampled one
  * from its column, the others m's values. */
 void gmm_mdl_impl_draws_theta(const gmm_mdl *m, const gmm_draws *d, double *th);
+/* The column of x[1] when d carries the n latent states x[1..n] (hmc
+ * --states: n consecutive columns ending in x[n]), else d->nvar. */
+size_t gmm_mdl_impl_draws_states_at(const gmm_draws *d, size_t n);
 /* xs (ndraw x n, draw-major) from the n columns of d from x1 on. */
 void gmm_mdl_impl_draws_states(const gmm_draws *d, size_t x1, size_t n, double *xs);
 

@@ -461,13 +461,8 @@ gmm_status gmm_mdl_score_draws(gmm_mdl *m, const gmm_mdl_test *tt, const gmm_dra
             s = gmm_error(GMM_EINVAL, "%s: draw %zu: %s", dpath, k + 1, why);
             goto done;
         }
-    size_t x1 = gmm_mdl_impl_draws_var(d, "x[1]");
-    int states = x1 < d->nvar && x1 + nlat <= d->nvar;
-    if (states) {
-        char name[48];
-        snprintf(name, sizeof name, "x[%zu]", nlat);
-        states = !strcmp(d->name[x1 + nlat - 1], name);
-    }
+    size_t x1 = gmm_mdl_impl_draws_states_at(d, nlat);
+    int states = x1 < d->nvar;
     int covariates = !gmm_problem_offset_constant(p, o->value, NULL);
     if (!states && covariates) {
         s = gmm_error(GMM_EINVAL, "%s has no latent states x[1..%zu]: scoring held-out rows of "

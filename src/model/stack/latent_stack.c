@@ -1015,16 +1015,10 @@ static double iw_bridge(double d1, double d2, double wt[4])
 static double walk_row(const stack_comp *q, double t, size_t *li, double *lw, size_t *ne)
 {
     int two = q->model == GMM_STACK_RW2;
-    size_t m = q->m, s = two ? 2 : 1, lo = 0, hi = m;
+    size_t m = q->m, s = two ? 2 : 1;
     if (q->cyclic)
         t = stack_wrap(q->val[0], q->period, t);
-    while (lo < hi) { /* first value >= t */
-        size_t mid = lo + (hi - lo) / 2;
-        if (q->val[mid] < t)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    size_t lo = stack_lower_bound(q->val, m, t);
     if (lo < m && q->val[lo] == t) {
         li[*ne] = s * lo;
         lw[(*ne)++] = 1.0;
@@ -1114,15 +1108,8 @@ static gmm_status kernel_row(stack_comp *q, const double *theta, double t, size_
                              double *lw, size_t *ne, double *var)
 {
     gmm_status st;
-    size_t d = q->d, m = q->m, lo = 0, hi = m;
+    size_t d = q->d, m = q->m, lo = stack_lower_bound(q->val, m, t);
     *var = 0.0;
-    while (lo < hi) { /* first value >= t */
-        size_t mid = lo + (hi - lo) / 2;
-        if (q->val[mid] < t)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
     if (lo < m && q->val[lo] == t) {
         for (size_t e = 0; e < q->nread; e++) {
             li[*ne] = q->lvl_off[lo] + q->hidx[e];

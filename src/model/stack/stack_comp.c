@@ -126,18 +126,22 @@ static gmm_status distinct_values(stack_comp *c, const double *value, size_t nro
         if (m == 0 || c->val[r] != c->val[m - 1])
             c->val[m++] = c->val[r];
     c->m = m;
-    for (size_t r = 0; r < nrows; r++) {
-        size_t lo = 0, hi = m; /* first value >= value[r] */
-        while (lo < hi) {
-            size_t mid = lo + (hi - lo) / 2;
-            if (c->val[mid] < value[r])
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        rank[r] = lo;
-    }
+    for (size_t r = 0; r < nrows; r++)
+        rank[r] = stack_lower_bound(c->val, m, value[r]);
     return GMM_OK;
+}
+
+size_t stack_lower_bound(const double *val, size_t m, double t)
+{
+    size_t lo = 0, hi = m;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (val[mid] < t)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
 }
 
 double stack_wrap(double t0, double period, double t)

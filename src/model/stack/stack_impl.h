@@ -78,6 +78,10 @@ typedef struct {
 gmm_status stack_comp_build(stack_comp *c, const gmm_stack_term *t, size_t nrows, size_t limit);
 void stack_comp_free(stack_comp *c);
 
+/* The first index i in [0, m) with val[i] >= t (m when none); val sorted
+ * ascending. */
+size_t stack_lower_bound(const double *val, size_t m, double t);
+
 /* t reduced onto [t0, t0 + period) (period > 0). */
 double stack_wrap(double t0, double period, double t);
 
