@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "gmm/alloc.h"
+#include "model_dense.h"
 
 struct gmm_constr {
     size_t n, k;
@@ -83,28 +84,15 @@ void gmm_constr_pin(gmm_constr *c, double tau, gmm_band *P)
         *gmm_band_ptr(P, c->pin[i], c->pin[i]) += tau;
 }
 
-/* Lower Cholesky of the k x k M (lower triangle read) in place; log det
- * into *ld; the failing column + 1, or 0. */
+/* Lower Cholesky of the k x k M in place (model_dense.h's md_chol), log
+ * det into *ld; the failing column + 1, or 0. */
 static size_t small_chol(double *M, size_t k, double *ld)
 {
+    size_t bad = md_chol(k, M);
     *ld = 0.0;
-    for (size_t j = 0; j < k; j++) {
-        double d = M[j * k + j];
-        for (size_t t = 0; t < j; t++)
-            d -= M[j * k + t] * M[j * k + t];
-        if (!(d > 0.0) || !isfinite(d))
-            return j + 1;
-        d = sqrt(d);
-        M[j * k + j] = d;
-        *ld += 2.0 * log(d);
-        for (size_t i = j + 1; i < k; i++) {
-            double g = M[i * k + j];
-            for (size_t t = 0; t < j; t++)
-                g -= M[i * k + t] * M[j * k + t];
-            M[i * k + j] = g / d;
-        }
-    }
-    return 0;
+    for (size_t j = 0; !bad && j < k; j++)
+        *ld += 2.0 * log(M[j * k + j]);
+    return bad;
 }
 
 /* X <- X L^-T for X n x k column-major, L k x k lower. */
