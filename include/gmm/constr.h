@@ -37,7 +37,6 @@ typedef struct gmm_constr gmm_constr;
  * GMM_EINVAL for a pin out of range. */
 gmm_constr *gmm_constr_alloc(size_t n, size_t k, const double *A, const size_t *pin);
 void gmm_constr_free(gmm_constr *c); /* NULL-safe */
-size_t gmm_constr_count(const gmm_constr *c);
 
 /* tau from the prior Q (SYMMETRIC n x n): the largest Q(s, s) over the
  * pins, 1 when none is positive. */

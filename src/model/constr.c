@@ -67,8 +67,6 @@ void gmm_constr_free(gmm_constr *c)
     gmm_free(c);
 }
 
-size_t gmm_constr_count(const gmm_constr *c) { return c ? c->k : 0; }
-
 double gmm_constr_tau(const gmm_constr *c, const gmm_band *Q)
 {
     double t = 0.0;

@@ -373,7 +373,10 @@ gmm_status gmm_mdl_predict_draws_rows(gmm_mdl *m, const gmm_draws *d, const char
     double *xs = gmm_malloc(N * n, sizeof *xs), *th = gmm_malloc(N * (np ? np : 1), sizeof *th);
     double *M = gmm_malloc(N * (nq ? nq : 1), sizeof *M);
     double *V = gmm_malloc(N * (nq ? nq : 1), sizeof *V), *fs = gmm_malloc(N, sizeof *fs);
-    if (!xs || !th || !M || !V || !fs) {
+    size_t cap = m->stack ? gmm_latent_stack_row_max(m->lat) : 0;
+    size_t *sidx = gmm_malloc(cap ? cap : 1, sizeof *sidx);
+    double *sw = gmm_malloc(cap ? cap : 1, sizeof *sw);
+    if (!xs || !th || !M || !V || !fs || !sidx || !sw) {
         s = gmm_error(GMM_ENOMEM, "out of memory for %zu draws at %zu rows", N, nq);
         goto done;
     }
@@ -386,8 +389,8 @@ gmm_status gmm_mdl_predict_draws_rows(gmm_mdl *m, const gmm_draws *d, const char
         goto done;
     for (size_t k = 0; m->stack && k < N; k++)
         for (size_t q = 0; q < nq; q++)
-            if ((s = gmm_mdl_impl_stack_draw(m, t, q, th + k * np, xs + k * n, &M[k * nq + q],
-                                             &V[k * nq + q])) != GMM_OK)
+            if ((s = gmm_mdl_impl_stack_draw(m, t, q, th + k * np, xs + k * n, sidx, sw,
+                                             &M[k * nq + q], &V[k * nq + q])) != GMM_OK)
                 goto done;
     for (size_t k = 0; !inputs && !m->stack && k < N; k++)
         for (size_t q = 0; q < nq; q++) {
@@ -417,5 +420,7 @@ done:
     gmm_free(M);
     gmm_free(V);
     gmm_free(fs);
+    gmm_free(sidx);
+    gmm_free(sw);
     return s;
 }

@@ -122,10 +122,12 @@ gmm_status gmm_mdl_impl_stack_forms(const gmm_mdl *m, const gmm_mdl_test *t,
 
 /* Row r of t (a stacked model's) given one draw: its latent part's mean
  * from the draw's latent x (n) and the variance of its independent part at
- * the draw's parameters theta.  Errors as gmm_mdl_impl_stack_forms. */
+ * the draw's parameters theta.  idx, w: the caller's scratch of
+ * gmm_latent_stack_row_max(m->lat) (at least 1) entries each, allocated
+ * once for all draws and rows.  Errors as gmm_mdl_impl_stack_forms. */
 gmm_status gmm_mdl_impl_stack_draw(const gmm_mdl *m, const gmm_mdl_test *t, size_t r,
-                                   const double *theta, const double *x, double *mean,
-                                   double *var);
+                                   const double *theta, const double *x, size_t *idx,
+                                   double *w, double *mean, double *var);
 
 /* Row r's cells of columns col[0..nc), each followed by a unit separator
  * (allocated; NULL: out of memory). */

@@ -404,20 +404,15 @@ static double log_mean_exp(const double *l, size_t N)
 }
 
 gmm_status gmm_mdl_impl_stack_draw(const gmm_mdl *m, const gmm_mdl_test *t, size_t r,
-                                   const double *theta, const double *x, double *mean,
-                                   double *var)
+                                   const double *theta, const double *x, size_t *idx,
+                                   double *w, double *mean, double *var)
 {
-    size_t cap = gmm_latent_stack_row_max(m->lat), nnz = 0;
-    size_t *idx = gmm_malloc(cap ? cap : 1, sizeof *idx);
-    double *w = gmm_malloc(cap ? cap : 1, sizeof *w);
-    gmm_status s = idx && w ? gmm_latent_stack_row(m->lat, theta, t->sat + r * m->nterm, idx, w,
-                                                   &nnz, var)
-                            : gmm_error(GMM_ENOMEM, "out of memory");
+    size_t nnz = 0;
+    gmm_status s =
+        gmm_latent_stack_row(m->lat, theta, t->sat + r * m->nterm, idx, w, &nnz, var);
     *mean = 0.0;
     for (size_t e = 0; s == GMM_OK && e < nnz; e++)
         *mean += w[e] * x[idx[e]];
-    gmm_free(idx);
-    gmm_free(w);
     if (s != GMM_OK) {
         char why[GMM_ERROR_MAX];
         snprintf(why, sizeof why, "%s", gmm_error_message());
@@ -445,7 +440,8 @@ gmm_status gmm_mdl_score_draws(gmm_mdl *m, const gmm_mdl_test *tt, const gmm_dra
     double c0 = gmm_mdl_center(m, NULL);
     double *th = gmm_malloc(N * (np ? np : 1), sizeof *th), *l = gmm_malloc(N, sizeof *l);
     gmm_lik *lik = gmm_malloc(N, sizeof *lik);
-    double *xs = NULL, *xq = NULL, *M = NULL, *V = NULL;
+    double *xs = NULL, *xq = NULL, *M = NULL, *V = NULL, *sw = NULL;
+    size_t *sidx = NULL;
     xrow *xsort = NULL;
     size_t *rq = NULL;
     gmm_status s = GMM_OK;
@@ -481,7 +477,12 @@ gmm_status gmm_mdl_score_draws(gmm_mdl *m, const gmm_mdl_test *tt, const gmm_dra
         rq = gmm_malloc(SCORE_BLOCK, sizeof *rq);
         M = gmm_malloc(N * SCORE_BLOCK, sizeof *M);
         V = gmm_malloc(N * SCORE_BLOCK, sizeof *V);
-        if (!xs || !xq || !rq || !M || !V) {
+        if (m->stack) {
+            size_t cap = gmm_latent_stack_row_max(m->lat);
+            sidx = gmm_malloc(cap ? cap : 1, sizeof *sidx);
+            sw = gmm_malloc(cap ? cap : 1, sizeof *sw);
+        }
+        if (!xs || !xq || !rq || !M || !V || (m->stack && (!sidx || !sw))) {
             s = gmm_error(GMM_ENOMEM, "out of memory");
             goto done;
         }
@@ -499,8 +500,8 @@ gmm_status gmm_mdl_score_draws(gmm_mdl *m, const gmm_mdl_test *tt, const gmm_dra
             for (size_t k = 0; m->stack && k < N; k++)
                 for (size_t q = 0; q < nq; q++)
                     if ((s = gmm_mdl_impl_stack_draw(m, tt, rq[q], th + k * np, xs + k * nlat,
-                                                     &M[k * nq + q], &V[k * nq + q])) !=
-                        GMM_OK)
+                                                     sidx, sw, &M[k * nq + q],
+                                                     &V[k * nq + q])) != GMM_OK)
                         goto done;
             for (size_t k = 0; !inputs && !m->stack && k < N; k++)
                 for (size_t q = 0; q < nq; q++) {
@@ -605,6 +606,8 @@ done:
     gmm_free(rq);
     gmm_free(M);
     gmm_free(V);
+    gmm_free(sidx);
+    gmm_free(sw);
     gmm_free(xsort);
     return s;
 }
