@@ -118,6 +118,13 @@ gmm_status gmm_band_copy(gmm_band *dst, const gmm_band *src);
  * SYMMETRIC src is expanded to both triangles); dst SYMMETRIC or LOWER from a
  * src of the same kind or from GENERAL (lower band taken).  Same n. */
 gmm_status gmm_band_copy_band(gmm_band *dst, const gmm_band *src);
+/* Y += alpha X on the lower band both hold (the diagonal and min(X kl, Y
+ * kl) subdiagonals), X and Y SYMMETRIC or LOWER of the same n; the entries
+ * below the diagonal are scaled by offdiag as well: 1 adds the values, 2
+ * turns a symmetric X of values into band.h's gradient convention (each
+ * off-diagonal entry counted for both triangles).  O(n l).  GMM_EDIM for a
+ * size or kind mismatch. */
+gmm_status gmm_band_axpy(double alpha, double offdiag, const gmm_band *X, gmm_band *Y);
 /* Reverse mode of gmm_band_copy_band: srcbar += (dstbar restricted to src's
  * band), honouring the symmetric convention when src is SYMMETRIC and dst
  * GENERAL (srcbar(i,j) += dstbar(i,j) + dstbar(j,i)). */

@@ -116,6 +116,25 @@ gmm_status gmm_band_copy_band(gmm_band *dst, const gmm_band *src)
     return GMM_OK;
 }
 
+gmm_status gmm_band_axpy(double alpha, double offdiag, const gmm_band *X, gmm_band *Y)
+{
+    if (X->n != Y->n || X->ku || Y->ku || X->kind == GMM_BAND_GENERAL ||
+        Y->kind == GMM_BAND_GENERAL)
+        return gmm_error(GMM_EDIM, "band axpy: needs two lower bands of one n (%zu, %zu)", X->n,
+                         Y->n);
+    size_t n = X->n, kl = X->kl < Y->kl ? X->kl : Y->kl;
+    double ao = offdiag * alpha;
+    for (size_t j = 0; j < n; j++) {
+        const double *x = gmm_band_col(X, j);
+        double *y = gmm_band_col(Y, j);
+        size_t i1 = j + kl < n - 1 ? j + kl : n - 1;
+        y[j] += alpha * x[j];
+        for (size_t i = j + 1; i <= i1; i++)
+            y[i] += ao * x[i];
+    }
+    return GMM_OK;
+}
+
 gmm_status gmm_band_copy_band_rev(const gmm_band *dstbar, gmm_band *srcbar)
 {
     if (dstbar->n != srcbar->n)

@@ -556,21 +556,6 @@ gmm_status gmm_laplace_mode(gmm_laplace *w, const gmm_band *Q, const gmm_laplace
     return newton(w, Q, NAN, obs, lik, b, x0, warm, par, NULL);
 }
 
-/* Qbar += alpha S in the stored-entry convention (S SYMMETRIC, full-matrix
- * gradient alpha S), over the slots both bands hold. */
-static void add_sym(gmm_band *Qbar, double alpha, const gmm_band *S)
-{
-    size_t kl = Qbar->kl < S->kl ? Qbar->kl : S->kl;
-    for (size_t j = 0; j < S->n; j++) {
-        double *qc = gmm_band_col(Qbar, j);
-        const double *sc = gmm_band_col(S, j);
-        size_t iend = j + kl < S->n - 1 ? j + kl : S->n - 1;
-        qc[j] += alpha * sc[j];
-        for (size_t i = j + 1; i <= iend; i++)
-            qc[i] += 2.0 * alpha * sc[i];
-    }
-}
-
 gmm_status gmm_laplace_grad(gmm_laplace *w, gmm_band *Qbar, double *bbar, double *parbar,
                             double *coefbar, double *shiftbar)
 {
@@ -612,11 +597,13 @@ gmm_status gmm_laplace_grad(gmm_laplace *w, gmm_band *Qbar, double *bbar, double
         if ((st = gmm_band_outer(-0.5, 1, w->x, n, w->x, n, Qbar)) ||
             (st = gmm_band_outer(-1.0, 1, w->z, n, w->x, n, Qbar)))
             return st;
-        add_sym(Qbar, -0.5, w->S);
+        if ((st = gmm_band_axpy(-0.5, 2.0, w->S, Qbar)))
+            return st;
         if (w->logdet_here) {
             if ((st = gmm_band_chol_selinv(w->LQ, w->SQ)))
                 return st;
-            add_sym(Qbar, 0.5, w->SQ);
+            if ((st = gmm_band_axpy(0.5, 2.0, w->SQ, Qbar)))
+                return st;
         }
     }
     size_t np = w->lik->type->nparam;

@@ -69,6 +69,40 @@ END_TEST
 
 /* c = dot(W, copy_band(A)) for a fixed random W: the reverse modes of
  * copy_band and dot, checked against central differences of stored entries. */
+/* gmm_band_axpy against the dense sum over the band both hold: plain
+ * (offdiag 1) and into the gradient convention (offdiag 2), Y's wider band
+ * untouched beyond X's; a GENERAL operand refused. */
+START_TEST(test_axpy_lower_bands)
+{
+    size_t n = 7;
+    gmm_band *X = gmm_band_alloc(n, 2, 0, GMM_BAND_SYMMETRIC);
+    gmm_band *Y = gmm_band_alloc(n, 3, 0, GMM_BAND_LOWER);
+    for (size_t j = 0; j < n; j++)
+        for (size_t i = j; i < n && i <= j + 3; i++) {
+            if (i <= j + 2)
+                *gmm_band_ptr(X, i, j) = 1.0 + 0.1 * (double)(i + 3 * j);
+            *gmm_band_ptr(Y, i, j) = -0.5 + 0.01 * (double)(7 * i + j);
+        }
+    for (int k = 1; k <= 2; k++) {
+        gmm_band *Z = gmm_band_alloc(n, 3, 0, GMM_BAND_LOWER);
+        ck_assert_int_eq(gmm_band_copy(Z, Y), GMM_OK);
+        ck_assert_int_eq(gmm_band_axpy(-0.75, (double)k, X, Z), GMM_OK);
+        for (size_t j = 0; j < n; j++)
+            for (size_t i = j; i < n && i <= j + 3; i++) {
+                double x = i <= j + 2 ? gmm_band_get(X, i, j) : 0.0;
+                double want = gmm_band_get(Y, i, j) + (i == j ? 1.0 : (double)k) * -0.75 * x;
+                ck_assert_double_eq_tol(gmm_band_get(Z, i, j), want, 1e-15);
+            }
+        gmm_band_free(Z);
+    }
+    gmm_band *G = gmm_band_alloc(n, 1, 1, GMM_BAND_GENERAL);
+    ck_assert_int_eq(gmm_band_axpy(1.0, 1.0, G, Y), GMM_EDIM);
+    gmm_band_free(G);
+    gmm_band_free(X);
+    gmm_band_free(Y);
+}
+END_TEST
+
 START_TEST(test_copy_band_rev_symmetric_fd)
 {
     tu_rng r;
@@ -186,6 +220,7 @@ Suite *band_suite(void)
     tcase_add_test(tc, test_symmetric_get_reflects);
     tcase_add_test(tc, test_copy_band_and_transpose);
     tcase_add_test(tc, test_copy_band_rev_symmetric_fd);
+    tcase_add_test(tc, test_axpy_lower_bands);
     tcase_add_test(tc, test_dot_symmetric_counts_both_triangles);
     tcase_add_test(tc, test_cols_set_acc);
     suite_add_tcase(s, tc);

@@ -241,14 +241,7 @@ static gmm_status pinned_logdet_rev(stack_impl *c, double ldbar, gmm_band *Qbar)
     B->kind = GMM_BAND_SYMMETRIC;
     for (size_t i = 0; i < c->ncon; i++)
         latent_asm_zero_rowcol(B, c->pin[i]);
-    for (size_t j = 0; j < c->n; j++) {
-        const double *b = gmm_band_col(B, j);
-        double *q = gmm_band_col(Qbar, j);
-        size_t i1 = j + c->bw < c->n ? j + c->bw : c->n - 1;
-        for (size_t i = j; i <= i1; i++)
-            q[i] += b[i];
-    }
-    return GMM_OK;
+    return gmm_band_axpy(1.0, 1.0, B, Qbar);
 }
 
 /* ---- Gaussian likelihood --------------------------------------------------- */
