@@ -138,7 +138,10 @@ gmm_status gmm_laplace_grad(gmm_laplace *w, gmm_band *Qbar, double *bbar, double
  *            prior's), at fixed yt and W.
  *   adjoint  then: zeta = P^-1 sum_i rw_i h_i, u_i = h_i'zeta, and adds to
  *            the prior's gradient d(-zeta'Q mu)/dtheta at fixed zeta and mu
- *            (mu the posterior mean). */
+ *            (mu the posterior mean).
+ *   rowcov   (NULL: no gradient in the coefficients) then: zeta (n) and, per
+ *            observation i, Sigma h_i over its window at sh + i width (sh:
+ *            nobs x width), Sigma the smoother's posterior covariance. */
 typedef struct {
     void *ctx;
     gmm_status (*smooth)(void *ctx, const double *yt, const double *wt, int record, double *ml,
@@ -146,6 +149,7 @@ typedef struct {
     gmm_status (*quad)(void *ctx, const double *x, double *q);
     gmm_status (*var)(void *ctx, double *s);
     gmm_status (*adjoint)(void *ctx, const double *rw, double *u);
+    gmm_status (*rowcov)(void *ctx, double *zeta, double *sh);
 } gmm_laplace_smoother;
 
 /* As gmm_laplace_eval with the prior through sm (borrowed until the next
@@ -161,9 +165,11 @@ gmm_status gmm_laplace_eval_sqrt(gmm_laplace *w, const gmm_laplace_smoother *sm,
 /* Reverse mode of the last successful gmm_laplace_eval_sqrt: the prior's
  * part through the smoother (var, then adjoint), *bbar += dlogq/db,
  * parbar (nparam of lik) += dlogq/dphi and shiftbar (nobs) += dlogq/dshift
- * (any may be NULL).  Coefficients that vary with theta are not supported
- * (no coefbar).  O(the smoother's gradient). */
-gmm_status gmm_laplace_grad_sqrt(gmm_laplace *w, double *bbar, double *parbar,
+ * (any may be NULL), and coefbar (nobs x width, as obs->coef; NULL: none;
+ * GMM_EINVAL when the smoother has no rowcov) += dlogq/dcoef, the rows'
+ * coefficients being parameters too (demodulated kernels).  O(the
+ * smoother's gradient), and O(n l^2) for coefbar's covariance. */
+gmm_status gmm_laplace_grad_sqrt(gmm_laplace *w, double *bbar, double *parbar, double *coefbar,
                                  double *shiftbar);
 
 /* After a successful eval: the mode (n, or NULL) and the band of the

@@ -232,15 +232,21 @@ const char *gmm_latent_factorisation(const gmm_latent *l, double *bound);
  * SMOOTHING; arrays over the nrows data rows, y NAN where unobserved).
  * gmm_latent_wls_rows: whether the family takes that form at theta (its
  * --factor rule; observations of total weight obs_prec); 0 for a family
- * without one (graphs) and for state-space models whose rows vary with
- * theta.  gmm_latent_wls with theta NULL: the last call's (as gmm_ssm_wls).
- * The others: GMM_EINVAL for a family without one. */
+ * without one (graphs).  gmm_latent_wls with theta NULL: the last call's
+ * (as gmm_ssm_wls).
+ * gmm_latent_wls_rowcov, after gmm_latent_wls_adjoint, for rows that vary
+ * with theta (gmm_latent_obs_varies): the adjoint's zeta (n) and Sigma h_r
+ * over row r's window at sh + r width (sh: nrows x width; 0 where r is
+ * unobserved), Sigma the smoothing's posterior covariance (the Laplace
+ * gradient in the rows' coefficients).  The others: GMM_EINVAL for a family
+ * without one. */
 gmm_status gmm_latent_wls_rows(gmm_latent *l, const double *theta, double obs_prec, int *rows);
 gmm_status gmm_latent_wls(gmm_latent *l, const double *theta, const double *y, const double *wt,
                           int record, double *loglik, double *mean);
 gmm_status gmm_latent_wls_quad(gmm_latent *l, const double *x, double *q);
 gmm_status gmm_latent_wls_var(gmm_latent *l, double *fvar);
 gmm_status gmm_latent_wls_adjoint(gmm_latent *l, const double *rw, double *u, double *thetabar);
+gmm_status gmm_latent_wls_rowcov(gmm_latent *l, double *zeta, double *sh);
 
 /* ---- prediction from a Gaussian posterior of x ---------------------------- */
 

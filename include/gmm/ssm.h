@@ -309,11 +309,10 @@ gmm_status gmm_ssm_predict(gmm_ssm *m, const double *theta, double noise, const 
  * square-root form (laplace.h, gmm_laplace_eval_sqrt).  Rows r with y_r not
  * NAN observe y_r ~ N(f_r, 1 / w_r), w_r > 0; the fold takes sqrt(w_r)
  * h_r' with datum sqrt(w_r) y_r (ssm_wls.c), so P = Q_prior + H'WH is never
- * formed.  Not for demodulated kernels (GMM_EINVAL).
+ * formed.  A demodulated kernel's rows h_r = h(t_r) are taken at theta.
  *
  * gmm_ssm_wls_rows: whether the Laplace approximation takes the square-root
- * form at theta -- GMM_SSM_FACTOR_ROWS yes, _CHOL or a demodulated kernel
- * no, _AUTO the Gaussian path's rule (FACTORISATION) with observations of
+ * form at theta -- GMM_SSM_FACTOR_ROWS yes, _CHOL no, _AUTO the Gaussian path's rule (FACTORISATION) with observations of
  * total weight obs_prec and the gradient's tolerance -- into *rows; the
  * bound is then gmm_ssm_chol_bound's.  Errors: GMM_EDOM, GMM_ENOTPD (theta).
  *
@@ -339,12 +338,20 @@ gmm_status gmm_ssm_predict(gmm_ssm *m, const double *theta, double noise, const 
  * adds to thetabar (nparam) that gradient plus d(-zeta' Q_prior(theta)
  * mu)/dtheta at fixed zeta and mu (mu the posterior mean), the Laplace
  * approximation's implicit term (ssm_wls.c, ADJOINT).  GMM_EINVAL without a
- * recorded gmm_ssm_wls; GMM_ENOMEM.  O(the fold's work). */
+ * recorded gmm_ssm_wls; GMM_ENOMEM.  O(the fold's work).
+ *
+ * Then, for a demodulated kernel (rows that vary with theta: the Laplace
+ * gradient in them), gmm_ssm_wls_rowcov writes the adjoint's zeta (N) and,
+ * for each observed row r, Sigma h_r over the latents of r's state at sh + r
+ * d (sh: n x d, zero at unobserved rows), Sigma the posterior covariance
+ * (ssm_wls.c, ROWS THAT VARY).  GMM_EINVAL without a recorded gmm_ssm_wls
+ * or for a kernel whose rows do not vary.  O(N d^2). */
 gmm_status gmm_ssm_wls_rows(gmm_ssm *m, const double *theta, double obs_prec, int *rows);
 gmm_status gmm_ssm_wls(gmm_ssm *m, const double *theta, const double *y, const double *wt,
                        int record, double *loglik, double *mean);
 gmm_status gmm_ssm_wls_quad(gmm_ssm *m, const double *x, double *q);
 gmm_status gmm_ssm_wls_var(gmm_ssm *m, double *fvar);
 gmm_status gmm_ssm_wls_adjoint(gmm_ssm *m, const double *rw, double *u, double *thetabar);
+gmm_status gmm_ssm_wls_rowcov(gmm_ssm *m, double *zeta, double *sh);
 
 #endif

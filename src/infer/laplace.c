@@ -55,6 +55,7 @@ struct gmm_laplace {
     double *x, *xt, *gr, *dx, *tmp, *z;   /* n each */
     double *f, *g, *w, *t, *s;            /* maxobs each */
     double *yt, *u;                       /* maxobs each: working data, adjoint (sqrt) */
+    double *sh;                           /* maxobs x width: Sigma h_i (sqrt, coefbar) */
     const gmm_laplace_smoother *sm;       /* the square-root form's, or NULL */
     const gmm_laplace_obs *obs;
     const gmm_lik *lik;
@@ -83,7 +84,7 @@ void gmm_laplace_free(gmm_laplace *w)
     gmm_band_free(w->S);
     gmm_band_free(w->SQ);
     double *v[] = {w->x, w->xt, w->gr, w->dx, w->tmp, w->z, w->f, w->g, w->w, w->t, w->s,
-                   w->yt, w->u};
+                   w->yt, w->u, w->sh};
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
         gmm_free(v[i]);
     gmm_constr_free(w->con);
@@ -961,12 +962,16 @@ gmm_status gmm_laplace_eval_sqrt(gmm_laplace *w, const gmm_laplace_smoother *sm,
     return GMM_OK;
 }
 
-gmm_status gmm_laplace_grad_sqrt(gmm_laplace *w, double *bbar, double *parbar, double *shiftbar)
+gmm_status gmm_laplace_grad_sqrt(gmm_laplace *w, double *bbar, double *parbar, double *coefbar,
+                                 double *shiftbar)
 {
     gmm_status st;
     if (!w || !w->valid || !w->sm)
         return gmm_error(GMM_EINVAL, "laplace: no successful square-root evaluation to "
                                      "differentiate");
+    if (coefbar && !w->sm->rowcov)
+        return gmm_error(GMM_EINVAL, "laplace: the smoother gives no gradient in the rows' "
+                                     "coefficients");
     const gmm_laplace_obs *ob = w->obs;
     const gmm_laplace_smoother *sm = w->sm;
     /* var starts the smoother's gradient, which the adjoint completes:
@@ -978,6 +983,15 @@ gmm_status gmm_laplace_grad_sqrt(gmm_laplace *w, double *bbar, double *parbar, d
         w->yt[i] = 0.5 * w->s[i] * w->t[i];
     if ((st = sm->adjoint(sm->ctx, w->yt, w->u)))
         return st;
+    /* the coefficients' gradient, as gmm_laplace_grad's: zeta from the
+     * adjoint, Sigma h_i from the smoother (w->z and w->sh: the assembled
+     * form's scratch, free here) */
+    if (coefbar) {
+        if (!w->sh && !(w->sh = gmm_malloc(w->maxobs * w->width + 1, sizeof *w->sh)))
+            return gmm_error(GMM_ENOMEM, "laplace: out of memory for the coefficients' gradient");
+        if ((st = sm->rowcov(sm->ctx, w->z, w->sh)))
+            return st;
+    }
     size_t np = w->lik->type->nparam;
     double out[4], dpar[3 * GMM_LIK_MAXPARAM];
     for (size_t i = 0; i < ob->nobs; i++) {
@@ -999,6 +1013,16 @@ gmm_status gmm_laplace_grad_sqrt(gmm_laplace *w, double *bbar, double *parbar, d
             for (size_t k = 0; k < np; k++)
                 parbar[k] += dpar[3 * k] + e * dpar[3 * k + 1] + 0.5 * w->s[i] * dpar[3 * k + 2] +
                              u * dpar[3 * k + 1];
+        }
+        if (coefbar) {
+            /* at the mode x + dx of a kept start, to first order (as ci) */
+            const double *sh = w->sh + i * ob->width;
+            double gi = w->g[i] - w->w[i] * e;
+            for (size_t a = 0; a < ob->width; a++) {
+                size_t ia = ob->offset[i] + a;
+                double xm = w->x[ia] + (w->accepted ? w->dx[ia] : 0.0);
+                coefbar[i * ob->width + a] += ci * xm + gi * w->z[ia] - w->w[i] * sh[a];
+            }
         }
     }
     return GMM_OK;

@@ -43,7 +43,7 @@ struct gmm_problem {
      * gradient of the current evaluation, the observations' total weight
      * at the last mode (for the choice) */
     gmm_laplace_smoother sm;
-    double *sy, *sw, *sv, *sr, *su;
+    double *sy, *sw, *sv, *sr, *su, *ssh; /* ssh: nrows x width (rows that vary) */
     const double *stheta;
     double *sgrad;
     double wsum, sbound;
@@ -124,6 +124,7 @@ void gmm_problem_free(gmm_problem *p)
     gmm_free(p->wreach);
     gmm_free(p->wxh);
     gmm_free(p->sy);
+    gmm_free(p->ssh);
     gmm_free(p->obj.name);
     gmm_free(p->obj.value);
     gmm_free(p->obj.positive);
@@ -209,6 +210,17 @@ static gmm_status sm_adjoint(void *ctx, const double *rw, double *u)
     return st;
 }
 
+/* Rows that vary with theta: zeta and Sigma h_i in observation order. */
+static gmm_status sm_rowcov(void *ctx, double *zeta, double *sh)
+{
+    gmm_problem *p = ctx;
+    size_t w = p->width;
+    gmm_status st = gmm_latent_wls_rowcov(p->lat, zeta, p->ssh);
+    for (size_t i = 0; !st && i < p->nobs; i++)
+        memcpy(sh + i * w, p->ssh + p->orow[i] * w, w * sizeof *sh);
+    return st;
+}
+
 /* Prior and mode at theta (the Laplace case); allow_sqrt: the square-root
  * form may be taken (not where P's factor is wanted: draws, the Laplace
  * metric). */
@@ -227,10 +239,15 @@ static gmm_status laplace_forward_form(gmm_problem *p, const double *theta, doub
     /* the square-root form where the family's --factor rule takes it (the
      * weights of the last mode standing in for this one's) */
     int rows = 0;
-    if (allow_sqrt && p->sy && !p->lik.type->not_log_concave && !gmm_latent_obs_varies(p->lat) &&
+    if (allow_sqrt && p->sy && !p->lik.type->not_log_concave &&
         (st = gmm_latent_wls_rows(p->lat, theta, p->wsum, &rows)))
         return st;
     (void)gmm_latent_factorisation(p->lat, &p->sbound);
+    if (rows && gmm_latent_obs_varies(p->lat)) {
+        if ((st = gmm_latent_obs_values(p->lat, theta, p->coef_all)))
+            return st;
+        gather_coef(p);
+    }
     if (rows) {
         double b = 0.0; /* the intercept is a coefficient: in the shifts */
         int warm = !p->cold;
@@ -354,23 +371,22 @@ static gmm_status eval(void *ctx, const double *theta, double *f, double *grad)
     if (p->ncoef)
         memset(p->oshiftbar, 0, p->nobs * sizeof *p->oshiftbar);
     int varies = gmm_latent_obs_varies(p->lat);
-    if (p->sqrt_form) {
-        p->sgrad = grad;
-        if ((st = gmm_laplace_grad_sqrt(p->lap, NULL, grad + p->nl,
-                                        p->ncoef ? p->oshiftbar : NULL)))
-            return st;
-        varies = 0; /* the square-root form is not taken for varying rows */
-        goto coefficients;
-    }
-    gmm_band_set_zero(p->Qbar);
     if (varies)
         memset(p->ocoefbar, 0, p->orowptr[p->nobs] * sizeof *p->ocoefbar);
-    if ((st = gmm_laplace_grad(p->lap, p->Qbar, NULL, grad + p->nl, varies ? p->ocoefbar : NULL,
-                               p->ncoef ? p->oshiftbar : NULL)))
-        return st;
-    /* log|Q|/2 is ours when the family gave log|Q| (laplace.h) */
-    if ((st = gmm_latent_prior_rev(p->lat, p->Qbar, isnan(p->ld) ? 0.0 : 0.5, grad)))
-        return st;
+    if (p->sqrt_form) {
+        p->sgrad = grad;
+        if ((st = gmm_laplace_grad_sqrt(p->lap, NULL, grad + p->nl, varies ? p->ocoefbar : NULL,
+                                        p->ncoef ? p->oshiftbar : NULL)))
+            return st;
+    } else {
+        gmm_band_set_zero(p->Qbar);
+        if ((st = gmm_laplace_grad(p->lap, p->Qbar, NULL, grad + p->nl,
+                                   varies ? p->ocoefbar : NULL, p->ncoef ? p->oshiftbar : NULL)))
+            return st;
+        /* log|Q|/2 is ours when the family gave log|Q| (laplace.h) */
+        if ((st = gmm_latent_prior_rev(p->lat, p->Qbar, isnan(p->ld) ? 0.0 : 0.5, grad)))
+            return st;
+    }
     if (varies) {
         memset(p->coefbar_all, 0, p->nnz * sizeof *p->coefbar_all);
         for (size_t i = 0; i < p->nobs; i++) {
@@ -381,7 +397,6 @@ static gmm_status eval(void *ctx, const double *theta, double *f, double *grad)
         if ((st = gmm_latent_obs_coef_rev(p->lat, theta, p->coefbar_all, grad)))
             return st;
     }
-coefficients:
     if (p->ncoef) {
         memset(p->offbar, 0, p->nrows * sizeof *p->offbar);
         for (size_t i = 0; i < p->nobs; i++)
@@ -465,10 +480,12 @@ static gmm_status laplace_alloc(gmm_problem *p)
     p->lobs = (gmm_laplace_obs){p->nobs,    w,     p->ooff,   p->ocoef,
                                 p->oy,      p->oe, p->oshift, p->rowptr ? p->orowptr : NULL,
                                 p->opos,    p->ocst};
-    if (gmm_latent_has_inputs(p->lat) && !gmm_latent_obs_varies(p->lat)) {
+    if (gmm_latent_has_inputs(p->lat)) {
         /* a family with a square-root smoother: its scratch */
+        int varies = gmm_latent_obs_varies(p->lat);
         p->sy = gmm_malloc(5 * nr, sizeof *p->sy);
-        if (!p->sy)
+        p->ssh = varies ? gmm_malloc(nr * w, sizeof *p->ssh) : NULL;
+        if (!p->sy || (varies && !p->ssh))
             return gmm_error(GMM_ENOMEM, "out of memory for the Laplace approximation");
         p->sw = p->sy + nr;
         p->sv = p->sw + nr;
@@ -476,7 +493,8 @@ static gmm_status laplace_alloc(gmm_problem *p)
         p->su = p->sr + nr;
         for (size_t r = 0; r < 2 * nr; r++)
             p->sy[r] = 0.0;
-        p->sm = (gmm_laplace_smoother){p, sm_smooth, sm_quad, sm_var, sm_adjoint};
+        p->sm = (gmm_laplace_smoother){p,      sm_smooth,  sm_quad,
+                                       sm_var, sm_adjoint, varies ? sm_rowcov : NULL};
     }
     p->wsum = (double)p->nobs;
     return GMM_OK;

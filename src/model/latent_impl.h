@@ -43,6 +43,8 @@ typedef struct {
     gmm_status (*wls_quad)(void *impl, const double *x, double *q);
     gmm_status (*wls_var)(void *impl, double *fvar);
     gmm_status (*wls_adjoint)(void *impl, const double *rw, double *u, double *thetabar);
+    /* NULL: rows that vary are not smoothed (latent.h) */
+    gmm_status (*wls_rowcov)(void *impl, double *zeta, double *sh);
 } gmm_latent_ops;
 
 struct gmm_latent {

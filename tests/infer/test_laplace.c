@@ -582,6 +582,174 @@ START_TEST(test_ssm_laplace_close)
 }
 END_TEST
 
+
+/* ---- damped oscillators at the default damping: a dense oracle on K -------- */
+
+/* Rasmussen & Williams' Algorithm 3.1 on a dense covariance K (m x m, the
+ * observed rows) with the linear predictor b + f, f ~ N(0, K), kind as
+ * oracle_lik: log q.  It never forms a precision, so it keeps its digits
+ * whatever the damping of a zero-noise factor. */
+static double oracle_cov(size_t m, const double *Kd, double b, int kind, const double *y)
+{
+    gsl_matrix *K = gsl_matrix_alloc(m, m), *B = gsl_matrix_alloc(m, m);
+    gsl_vector *f = gsl_vector_calloc(m), *a = gsl_vector_calloc(m), *t = gsl_vector_alloc(m);
+    gsl_vector *u = gsl_vector_alloc(m), *bv = gsl_vector_alloc(m);
+    double *sw = malloc(m * sizeof *sw), *d1 = malloc(m * sizeof *d1), *d2 = malloc(m * sizeof *d2);
+    double d3, lp = 0.0, logdet = 0.0;
+    for (size_t i = 0; i < m; i++)
+        for (size_t j = 0; j < m; j++)
+            gsl_matrix_set(K, i, j, Kd[i * m + j]);
+    for (int it = 0; it < 200; it++) {
+        lp = 0.0;
+        for (size_t i = 0; i < m; i++) {
+            lp += oracle_lik(kind, y[i], b + gsl_vector_get(f, i), &d1[i], &d2[i], &d3);
+            sw[i] = sqrt(-d2[i]);
+        }
+        for (size_t i = 0; i < m; i++)
+            for (size_t j = 0; j < m; j++)
+                gsl_matrix_set(B, i, j, (i == j) + sw[i] * gsl_matrix_get(K, i, j) * sw[j]);
+        ck_assert_int_eq(gsl_linalg_cholesky_decomp1(B), 0);
+        logdet = 0.0;
+        for (size_t i = 0; i < m; i++)
+            logdet += log(gsl_matrix_get(B, i, i));
+        if (it == 199)
+            break;
+        for (size_t i = 0; i < m; i++)
+            gsl_vector_set(bv, i, -d2[i] * gsl_vector_get(f, i) + d1[i]);
+        gsl_blas_dsymv(CblasLower, 1.0, K, bv, 0.0, t);
+        for (size_t i = 0; i < m; i++)
+            gsl_vector_set(t, i, sw[i] * gsl_vector_get(t, i));
+        gsl_linalg_cholesky_svx(B, t);
+        for (size_t i = 0; i < m; i++)
+            gsl_vector_set(a, i, gsl_vector_get(bv, i) - sw[i] * gsl_vector_get(t, i));
+        gsl_blas_dsymv(CblasLower, 1.0, K, a, 0.0, u);
+        double df = 0.0;
+        for (size_t i = 0; i < m; i++)
+            df = fmax(df, fabs(gsl_vector_get(u, i) - gsl_vector_get(f, i)));
+        gsl_vector_memcpy(f, u);
+        if (df < 1e-15 && it > 3)
+            it = 198; /* once more at this f: lp, B, logdet */
+    }
+    double af;
+    gsl_blas_ddot(a, f, &af);
+    gsl_matrix_free(K);
+    gsl_matrix_free(B);
+    gsl_vector_free(f);
+    gsl_vector_free(a);
+    gsl_vector_free(t);
+    gsl_vector_free(u);
+    gsl_vector_free(bv);
+    free(sw);
+    free(d1);
+    free(d2);
+    return -0.5 * af + lp - logdet;
+}
+
+typedef struct {
+    const gmm_kernel *k;
+    double damp;
+    size_t m, nk;
+    const double *x, *y; /* the observed rows' inputs and outcomes */
+    int kind;
+    double *K;
+} cov_ctx;
+
+/* The oracle at theta = (kernel parameters, intercept). */
+static double oracle_cov_at(void *vc, const double *th)
+{
+    cov_ctx *c = vc;
+    for (size_t i = 0; i < c->m; i++)
+        for (size_t j = 0; j < c->m; j++)
+            c->K[i * c->m + j] = gmm_kernel_cov(c->k, th, c->damp, c->x[i] - c->x[j]);
+    return oracle_cov(c->m, c->K, th[c->nk], c->kind, c->y);
+}
+
+typedef struct {
+    cov_ctx *c;
+    double *th;
+} cov_fd;
+
+static double oracle_cov_fd(void *vc)
+{
+    cov_fd *f = vc;
+    return oracle_cov_at(f->c, f->th);
+}
+
+/* Periodic factors in a sum at the default damping (ssm.h, FACTORISATION):
+ * a demodulated chain whose rows h(t) vary with the period, so the
+ * square-root form's gradient carries the rows' coefficients (laplace.c,
+ * gmm_laplace_grad_sqrt).  log q against the covariance-form oracle, the
+ * gradient against 4th-order differences of the oracle (relative to
+ * max(|g|, 1)), for Poisson and Bernoulli outcomes. */
+START_TEST(test_ssm_laplace_damped)
+{
+    const char *kernels[] = {"periodic(variance=0.7, lengthscale=1.2, period=2.3, harmonics=2)",
+                             "matern32(variance=1.3, lengthscale=0.7) + "
+                             "periodic(variance=0.5, lengthscale=1.1, period=1.7, harmonics=2)"};
+    const char *lk[] = {"poisson", "bernoulli"};
+    tu_rng r;
+    tu_rng_seed(&r, 23);
+    size_t n = 40;
+    double *x = malloc(n * sizeof *x);
+    for (size_t i = 0; i < n; i++)
+        x[i] = 0.3 * (double)i + 0.1 * tu_uniform(&r);
+    x[9] = x[8];
+    for (size_t ik = 0; ik < sizeof kernels / sizeof kernels[0]; ik++) {
+        gmm_kernel *k = tu_kernel_of(kernels[ik]);
+        gmm_latent *lat = NULL;
+        ck_assert_int_eq(gmm_latent_ssm_alloc(k, x, n, NULL, &lat), GMM_OK);
+        ck_assert(gmm_latent_obs_varies(lat));
+        for (size_t il = 0; il < 2; il++) {
+            gmm_lik lik = tu_lik_of(lk[il], 1.0);
+            double *y = malloc(n * sizeof *y), *e = malloc(n * sizeof *e);
+            double *xo = malloc(n * sizeof *xo), *yo = malloc(n * sizeof *yo);
+            outcomes(&lik, &r, n, y, e);
+            size_t m = 0;
+            for (size_t i = 0; i < n; i++)
+                if (!isnan(y[i])) {
+                    xo[m] = x[i];
+                    yo[m++] = y[i];
+                }
+            gmm_problem *p = NULL;
+            ck_assert_int_eq(gmm_problem_alloc(lat, &lik, y, NULL, 1, 0.3, &p), GMM_OK);
+            gmm_objective *o = gmm_problem_objective(p);
+            size_t np = o->nparam, nk = gmm_latent_nparam(lat);
+            ck_assert_uint_eq(np, nk + 1);
+            double *th = malloc(np * sizeof *th), *g = malloc(np * sizeof *g), f;
+            memcpy(th, o->value, np * sizeof *th);
+            ck_assert_msg(o->eval(o->ctx, th, &f, g) == GMM_OK, "%s", gmm_error_message());
+            ck_assert_str_eq(gmm_problem_factorisation(p, NULL), "square-root");
+            cov_ctx c = {k, gmm_ssm_damp(gmm_latent_ssm(lat)), m, nk, xo, yo,
+                         il == 0 ? 0 : 1, malloc(m * m * sizeof(double))};
+            double d = oracle_cov_at(&c, th);
+            if (getenv("GMM_TEST_REPORT"))
+                printf("laplace damped %s %s: log q rel %.2g\n", kernels[ik], lk[il],
+                       fabs(f - d) / fabs(d));
+            ck_assert_msg(fabs(f - d) <= 1e-9 * fmax(1.0, fabs(d)),
+                          "%s %s: banded %.15g dense %.15g", kernels[ik], lk[il], f, d);
+            cov_fd cf = {&c, th};
+            size_t worst = 0;
+            double err = tu_fd_check4(th, np, g, oracle_cov_fd, &cf, 1e-4, 1.0, &worst);
+            if (getenv("GMM_TEST_REPORT"))
+                printf("laplace damped %s %s: gradient rel %.2g\n", kernels[ik], lk[il], err);
+            ck_assert_msg(err < 1e-6, "%s %s: d/d%s analytic %.10g, worst relative error %.3g",
+                          kernels[ik], lk[il], o->name[worst], g[worst], err);
+            free(c.K);
+            gmm_problem_free(p);
+            free(th);
+            free(g);
+            free(y);
+            free(e);
+            free(xo);
+            free(yo);
+        }
+        gmm_latent_free(lat);
+        gmm_kernel_free(k);
+    }
+    free(x);
+}
+END_TEST
+
 /* The Laplace approximation is exact for a Gaussian likelihood: the mode is
  * the posterior mean and log q the marginal likelihood. */
 START_TEST(test_gaussian_exact)
@@ -1044,6 +1212,7 @@ Suite *infer_laplace_suite(void)
     tcase_add_test(tc, test_graph_laplace);
     tcase_add_test(tc, test_ssm_laplace_rows);
     tcase_add_test(tc, test_ssm_laplace_close);
+    tcase_add_test(tc, test_ssm_laplace_damped);
     tcase_add_test(tc, test_gaussian_exact);
     tcase_add_test(tc, test_one_latent_poisson);
     tcase_add_test(tc, test_far_start);

@@ -126,6 +126,11 @@ static gmm_status ssm_wls_adjoint(void *impl, const double *rw, double *u, doubl
     return gmm_ssm_wls_adjoint(impl, rw, u, thetabar);
 }
 
+static gmm_status ssm_wls_rowcov(void *impl, double *zeta, double *sh)
+{
+    return gmm_ssm_wls_rowcov(impl, zeta, sh);
+}
+
 static const gmm_latent_ops ssm_ops = {
     .family = "state-space",
     .free = ssm_free_impl,
@@ -150,6 +155,7 @@ static const gmm_latent_ops ssm_ops = {
     .wls_quad = ssm_wls_quad,
     .wls_var = ssm_wls_var,
     .wls_adjoint = ssm_wls_adjoint,
+    .wls_rowcov = ssm_wls_rowcov,
 };
 
 gmm_status gmm_latent_ssm_alloc(const gmm_kernel *k, const double *x, size_t n,

@@ -84,7 +84,7 @@ struct gmm_ssm {
      * scratch), the row means (2 N, then 2 d of scratch) and the
      * observations' variances (n);
      * log|Q_prior| at the blocks */
-    double *lbuf, *lH, *lw, *lmu, *lz, *lb, *lx, *lgx, *lvar, lld;
+    double *lbuf, *lH, *lw, *lmu, *lz, *lb, *lx, *lgx, *lvar, *lhr, lld;
     size_t *lrow;
     int lready;  /* the last gmm_ssm_wls succeeded and recorded its fold */
     int lblocks; /* the blocks are a gmm_ssm_wls's at its theta (for theta NULL) */

@@ -14,7 +14,15 @@
  * gradient linearly, so this term adds v_zeta v_x' + v_x v_zeta' to the
  * first sums and v_zeta x_k' + v_x zeta_k' to the second before the chain.
  * v_x and v_zeta come from the fold's inverse map (marglik.h, ROW MEANS),
- * never as C times a difference of nearly equal states. */
+ * never as C times a difference of nearly equal states.
+ *
+ * ROWS THAT VARY.  A demodulated kernel's row h(t_r) depends on theta (the
+ * period): the fold takes each row's own h at theta, and the Laplace
+ * gradient in h (laplace.c) needs zeta and Sigma h_r over the row's state
+ * (gmm_ssm_wls_rowcov).  Those are first-order in the posterior: Sigma's
+ * band from the fold's factor is accurate to eps |Sigma| / sqrt(the
+ * damping's innovation variance), far below what the row moments (second
+ * order in the rows' large entries) would lose through it. */
 #include <math.h>
 #include <string.h>
 
@@ -29,7 +37,7 @@ static gmm_status wls_alloc(gmm_ssm *m)
     if (m->lbuf)
         return GMM_OK;
     size_t n = m->n, N = m->N, d = m->d;
-    m->lbuf = gmm_malloc(n * d + 2 * n + 6 * N + 2 * d, sizeof *m->lbuf);
+    m->lbuf = gmm_malloc(2 * n * d + 2 * n + 6 * N + 2 * d, sizeof *m->lbuf);
     m->lrow = gmm_malloc(n, sizeof *m->lrow);
     if (!m->lbuf || !m->lrow) {
         gmm_free(m->lbuf);
@@ -46,7 +54,15 @@ static gmm_status wls_alloc(gmm_ssm *m)
     m->lb = m->lz + N;
     m->lx = m->lb + N;
     m->lgx = m->lx + N;
+    m->lhr = m->lgx + 2 * N + 2 * d;
     return GMM_OK;
+}
+
+/* Row r's observation coefficients (band order): H, or h(t_r) at the last
+ * gmm_ssm_wls's theta for a demodulated kernel. */
+static const double *row_h(const gmm_ssm *m, size_t r)
+{
+    return m->modulated ? m->lhr + r * m->d : m->Hp;
 }
 
 gmm_status gmm_ssm_wls_rows(gmm_ssm *m, const double *theta, double obs_prec, int *rows)
@@ -56,8 +72,6 @@ gmm_status gmm_ssm_wls_rows(gmm_ssm *m, const double *theta, double obs_prec, in
     if (!m || !theta || !rows)
         return gmm_error(GMM_EINVAL, "gmm_ssm_wls_rows: NULL argument");
     *rows = 0;
-    if (m->modulated)
-        return GMM_OK;
     m->prior_ok = 0;
     m->lblocks = 0;
     if ((st = ssm_blocks(m, theta, &logdet)))
@@ -79,9 +93,10 @@ gmm_status gmm_ssm_wls(gmm_ssm *m, const double *theta, const double *y, const d
         return gmm_error(GMM_EINVAL, "gmm_ssm_wls: NULL argument");
     if (!theta && !m->lblocks)
         return gmm_error(GMM_EINVAL, "gmm_ssm_wls: no theta and no gmm_ssm_wls before");
-    if (m->modulated)
-        return gmm_error(GMM_EINVAL, "gmm_ssm_wls: not for demodulated kernels");
     if ((st = wls_alloc(m)))
+        return st;
+    /* demodulated kernels: each row's h(t_r) at theta (ROWS THAT VARY) */
+    if (theta && m->modulated && (st = gmm_ssm_obs_rows(m, theta, m->lhr)))
         return st;
     m->lready = 0;
     m->lblocks = theta ? 0 : m->lblocks;
@@ -98,10 +113,11 @@ gmm_status gmm_ssm_wls(gmm_ssm *m, const double *theta, const double *y, const d
                                                "datum %g",
                                 row, wt[row], y[row]);
         double sw = sqrt(wt[row]);
+        const double *h = row_h(m, row);
         m->obs_off[o] = m->row_state[row] * d;
         m->obs_y[o] = sw * y[row];
         for (size_t p = 0; p < d; p++)
-            m->lH[o * d + p] = sw * m->Hp[p];
+            m->lH[o * d + p] = sw * h[p];
         m->lw[o] = wt[row];
         m->lrow[o++] = row;
         prec += wt[row];
@@ -197,17 +213,20 @@ gmm_status gmm_ssm_wls_adjoint(gmm_ssm *m, const double *rw, double *u, double *
     size_t d = m->d, N = m->N;
     double *b = m->lb, *z = m->lz, *mu = m->lmu, *gx = m->lgx;
     memset(b, 0, N * sizeof *b);
-    for (size_t o = 0; o < m->nobs; o++)
+    for (size_t o = 0; o < m->nobs; o++) {
+        const double *h = row_h(m, m->lrow[o]);
         for (size_t p = 0; p < d; p++)
-            b[m->obs_off[o] + p] += rw[m->lrow[o]] * m->Hp[p];
+            b[m->obs_off[o] + p] += rw[m->lrow[o]] * h[p];
+    }
     if ((st = gmm_marglik_rows_solve(m->mw, b, z, gx)))
         return st;
     for (size_t r = 0; r < m->n; r++)
         u[r] = NAN;
     for (size_t o = 0; o < m->nobs; o++) {
+        const double *h = row_h(m, m->lrow[o]);
         double s = 0.0;
         for (size_t p = 0; p < d; p++)
-            s += m->Hp[p] * z[m->obs_off[o] + p];
+            s += h[p] * z[m->obs_off[o] + p];
         u[m->lrow[o]] = s;
     }
     /* gx per prior row: (G_a mu, G_a zeta); rows d (k + 1) + p belong to
@@ -228,4 +247,32 @@ gmm_status gmm_ssm_wls_adjoint(gmm_ssm *m, const double *rw, double *u, double *
         outer2(m, vz, mu + (k - 1) * d, vx, z + (k - 1) * d, blk(m, g, B_S2));
     }
     return ssm_rows_chain(m, thetabar);
+}
+
+gmm_status gmm_ssm_wls_rowcov(gmm_ssm *m, double *zeta, double *sh)
+{
+    gmm_status st;
+    if (!m || !zeta || !sh)
+        return gmm_error(GMM_EINVAL, "gmm_ssm_wls_rowcov: NULL argument");
+    if (!m->lready || !m->cov)
+        return gmm_error(GMM_EINVAL, "gmm_ssm_wls_rowcov: no recorded gmm_ssm_wls of a "
+                                     "demodulated kernel before");
+    size_t d = m->d;
+    /* Sigma's band from the fold's factor: first-order in the posterior,
+     * so it keeps its digits where the rows' own moments need the lanes */
+    if ((st = gmm_marglik_posterior(m->mw, NULL, m->cov)))
+        return st;
+    memcpy(zeta, m->lz, m->N * sizeof *zeta);
+    memset(sh, 0, m->n * d * sizeof *sh);
+    for (size_t o = 0; o < m->nobs; o++) {
+        size_t r = m->lrow[o], b = m->obs_off[o];
+        const double *h = row_h(m, r);
+        for (size_t i = 0; i < d; i++) {
+            double v = 0.0;
+            for (size_t j = 0; j < d; j++)
+                v += gmm_band_get(m->cov, b + i, b + j) * h[j];
+            sh[r * d + i] = v;
+        }
+    }
+    return GMM_OK;
 }
