@@ -196,6 +196,8 @@ size_t gmm_mdl_newton_iterations(const gmm_mdl *m);
  * posterior precision; *bound (may be NULL) the Cholesky's rounding bound
  * of an exact evaluation (0: none to report). */
 const char *gmm_mdl_factorisation(const gmm_mdl *m, double *bound);
+/* gmm_problem_sqrt_declined of the model's problem. */
+int gmm_mdl_sqrt_declined(const gmm_mdl *m);
 size_t gmm_mdl_bandwidth(const gmm_mdl *m);
 /* Latents one observation reads: the state dimension (graphs: 1). */
 size_t gmm_mdl_state_dim(const gmm_mdl *m);

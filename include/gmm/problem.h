@@ -96,6 +96,12 @@ const double *gmm_problem_exposure(const gmm_problem *p);
  * assembled precision or the square-root form, laplace.h), and the
  * Cholesky's rounding bound at its theta (0 when not estimated). */
 const char *gmm_problem_factorisation(const gmm_problem *p, double *bound);
+/* Nonzero when the last Laplace evaluation factorised the assembled
+ * precision although the family's rule (its rounding bound, a damped
+ * factor: ssm.h, FACTORISATION) asked for the square-root form, because
+ * the likelihood is not log-concave (studentt): its value and gradient
+ * carry that bound's rounding. */
+int gmm_problem_sqrt_declined(const gmm_problem *p);
 /* Newton iterations of the last Laplace evaluation (0 when exact). */
 size_t gmm_problem_iterations(const gmm_problem *p);
 /* Observed rows. */

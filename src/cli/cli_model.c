@@ -523,6 +523,13 @@ const char *cli_model_factorisation(const char *cmd, const gmm_mdl *m, int verbo
 {
     double bound;
     const char *f = gmm_mdl_factorisation(m, &bound);
+    if (gmm_mdl_sqrt_declined(m))
+        cli_msg(cmd, "warning: the likelihood is not log-concave, so the Laplace approximation "
+                     "factorised the assembled precision where the square-root form was due "
+                     "(a damped periodic, cosine or constant factor, or inputs close relative "
+                     "to a lengthscale): the rounding bound there is %.2g of log-likelihood, "
+                     "and gradients may be off by more",
+                bound);
     if (verbose && bound > 0.0)
         cli_msg(cmd, "factorisation: %s (the Cholesky's rounding bound at these parameters: "
                      "%.2g of log-likelihood)",

@@ -157,7 +157,8 @@ int cli_model_load_vi(const char *cmd, gmm_mdl *m, const gmm_model *mf, const ch
 int cli_model_vi_start(const char *cmd, gmm_mdl *m, gmm_vi *v, const gmm_model *src,
                        const char *src_path, const char **start);
 /* gmm_mdl_factorisation; with verbose, the choice and the Cholesky's
- * rounding bound are also reported on stderr. */
+ * rounding bound are also reported on stderr, and always a warning when
+ * the square-root form was declined (gmm_mdl_sqrt_declined). */
 const char *cli_model_factorisation(const char *cmd, const gmm_mdl *m, int verbose);
 /* gmm_mdl_describe; returns an exit code. */
 int cli_model_describe(const char *cmd, gmm_mdl *m, gmm_model *mf, char **scratch);

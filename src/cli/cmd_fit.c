@@ -167,8 +167,7 @@ int cmd_fit(int argc, char **argv)
     }
     if (o.verbose || isatty(STDERR_FILENO))
         cli_msg(cmd, "loglik %.10g", res.loglik);
-    if (o.verbose)
-        (void)cli_model_factorisation(cmd, m, 1); /* of the last evaluation */
+    (void)cli_model_factorisation(cmd, m, o.verbose); /* of the last evaluation */
 done:
     gmm_free(scratch);
     gmm_free(se);

@@ -90,6 +90,7 @@ int cmd_gradcheck(int argc, char **argv)
                                  : "false");
     }
     fflush(stdout);
+    (void)cli_model_factorisation(cmd, m, 0);
     if (res.ninconclusive > 0)
         cli_msg(cmd, "loglik %.10g; %zu of %zu gradients within tolerance %g, %zu inconclusive",
                 res.loglik, res.nparam - res.nfail - res.ninconclusive, res.nparam, gp.rel_tol,

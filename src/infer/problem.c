@@ -48,6 +48,8 @@ struct gmm_problem {
     double *sgrad;
     double wsum, sbound;
     int sqrt_form;        /* the last Laplace evaluation took it */
+    int sqrt_declined;    /* ... or the family's rule asked for it, but the
+                           * likelihood is not log-concave */
     double *thetabar;     /* nparam scratch */
     double ld;            /* log|Q| of the last prior (NAN: not known) */
     int cold;             /* the next Laplace evaluation starts from x = 0 */
@@ -239,10 +241,13 @@ static gmm_status laplace_forward_form(gmm_problem *p, const double *theta, doub
     /* the square-root form where the family's --factor rule takes it (the
      * weights of the last mode standing in for this one's) */
     int rows = 0;
-    if (allow_sqrt && p->sy && !p->lik.type->not_log_concave &&
-        (st = gmm_latent_wls_rows(p->lat, theta, p->wsum, &rows)))
+    if (allow_sqrt && p->sy && (st = gmm_latent_wls_rows(p->lat, theta, p->wsum, &rows)))
         return st;
     (void)gmm_latent_factorisation(p->lat, &p->sbound);
+    /* the square-root form folds rows sqrt(w_i) h_i: no row with w_i < 0 */
+    p->sqrt_declined = rows && p->lik.type->not_log_concave;
+    if (p->sqrt_declined)
+        rows = 0;
     if (rows && gmm_latent_obs_varies(p->lat)) {
         if ((st = gmm_latent_obs_values(p->lat, theta, p->coef_all)))
             return st;
@@ -657,6 +662,11 @@ gmm_status gmm_problem_lik_at(const gmm_problem *p, const double *theta, gmm_lik
 const double *gmm_problem_y(const gmm_problem *p) { return p->y; }
 const double *gmm_problem_exposure(const gmm_problem *p) { return p->e; }
 size_t gmm_problem_nobs(const gmm_problem *p) { return p->nobs; }
+int gmm_problem_sqrt_declined(const gmm_problem *p)
+{
+    return !p->exact && !p->sqrt_form && p->sqrt_declined;
+}
+
 const char *gmm_problem_factorisation(const gmm_problem *p, double *bound)
 {
     if (p->exact)

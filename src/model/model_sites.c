@@ -126,6 +126,8 @@ const char *gmm_mdl_factorisation(const gmm_mdl *m, double *bound)
     return gmm_problem_factorisation(m->prob, bound);
 }
 
+int gmm_mdl_sqrt_declined(const gmm_mdl *m) { return gmm_problem_sqrt_declined(m->prob); }
+
 size_t gmm_mdl_state_dim(const gmm_mdl *m) { return gmm_latent_obs_width(m->lat); }
 
 size_t gmm_mdl_bandwidth(const gmm_mdl *m) { return gmm_latent_bandwidth(m->lat); }

@@ -166,3 +166,20 @@ expect_exit 0
 run "$GMM_INFER" predict --model "$CASE_TMP/v.json"
 expect_exit 0
 expect_stdout '^x,mean,var,lower,upper,level$'
+
+begin "studentt with a damped periodic factor: the assembled precision is used, and said so"
+awk 'BEGIN { s = 3; print "t,y"
+    for (t = 0; t < 300; t++) {
+        s = (s * 16807) % 2147483647
+        y = sin(2 * 3.14159265 * t / 52) + 0.3 * sin(t / 40) + 0.3 * (s / 2147483647 - 0.5)
+        if (t % 37 == 5) y += 4
+        print t "," y } }' > "$CASE_TMP/stt.csv"
+spec='matern32(variance=0.1, lengthscale=30) + periodic(period=52, variance=0.5, lengthscale=1)'
+run "$GMM_INFER" loglik "$CASE_TMP/stt.csv" --likelihood 'studentt(df=4, scale=0.2)' --kernel "$spec"
+expect_exit 0
+expect_stdout '"factorisation": "cholesky"'
+expect_stderr 'warning: the likelihood is not log-concave, .*rounding bound there is [0-9.e-]+ of'
+# a log-concave likelihood on the same kernel takes the square-root form, silently
+run "$GMM_INFER" loglik "$CASE_TMP/stt.csv" --likelihood gaussian --kernel "$spec"
+expect_exit 0
+expect_no_stderr 'warning'
