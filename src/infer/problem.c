@@ -285,7 +285,8 @@ static gmm_status exact_eval(gmm_problem *p, const double *theta, double noise, 
         !grad || !p->ncoef)
         return st;
     if ((st = gmm_latent_gaussian_posterior(p->lat, p->rx, NULL)) ||
-        (st = gmm_latent_obs_values(p->lat, theta, p->coef_all)))
+        (gmm_latent_obs_varies(p->lat) &&
+         (st = gmm_latent_obs_values(p->lat, theta, p->coef_all))))
         return st;
     const size_t *off = gmm_latent_obs_offset(p->lat);
     for (size_t r = 0; r < p->nrows; r++) {
@@ -601,6 +602,10 @@ gmm_status gmm_problem_alloc_design(gmm_latent *lat, const gmm_lik *lik, const d
     }
     for (size_t i = 0; i < p->nparam; i++)
         p->obj.name[i] = p->names[i];
+    /* constant coefficients once (exact_eval refreshes varying ones) */
+    if (ncoef && exact && !gmm_latent_obs_varies(lat) &&
+        (st = gmm_latent_obs_values(lat, p->obj.value, p->coef_all)))
+        goto fail;
     p->obj.nparam = p->nparam;
     p->obj.eval = eval;
     p->obj.ctx = p;
