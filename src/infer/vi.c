@@ -784,7 +784,6 @@ gmm_status gmm_vi_elbo(gmm_vi *v, const double *theta, const double *lambda, dou
         if ((st = gmm_latent_prior(v->lat, theta, v->Q, &ldp)))
             return st;
         if (isnan(ldp)) {
-            v->K->kind = GMM_BAND_SYMMETRIC;
             if ((st = gmm_band_copy(v->K, v->Q)) || (st = gmm_band_chol_decomp(v->K, v->K)))
                 return st;
             ldp = gmm_band_chol_logdet(v->K);
@@ -1015,8 +1014,9 @@ static gmm_status factor_start(gmm_vi *v, const double *w, int pin)
         gmm_prior_rows G;
         if ((st = gmm_latent_prior_rows(v->lat, v->theta, &G, NULL)))
             return st;
+        if ((st = gmm_band_set_kind(v->K, GMM_BAND_LOWER)))
+            return st;
         gmm_band_set_zero(v->K);
-        v->K->kind = GMM_BAND_LOWER;
         size_t io = 0, first = 0, gw = 0;
         double *hv = v->Sg;
         for (size_t i = 0; i < G.nrows || (w && io < v->nobs);) {
@@ -1044,7 +1044,6 @@ static gmm_status factor_start(gmm_vi *v, const double *w, int pin)
     }
     if ((st = gmm_latent_prior(v->lat, v->theta, v->Q, NULL)))
         return st;
-    v->K->kind = GMM_BAND_SYMMETRIC;
     if ((st = gmm_band_copy(v->K, v->Q)))
         return st;
     if (pin) {

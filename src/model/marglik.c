@@ -575,7 +575,8 @@ gmm_status gmm_marglik_eval_rows(const gmm_prior_rows *G, const gmm_obs *obs, do
                                                "nondecreasing for the square-root form");
 
     size_t n = w->n, kl = w->kl, ld = kl + 1, nobs = obs->nobs, wd = obs->width;
-    w->L.kind = GMM_BAND_LOWER;
+    if ((st = gmm_band_set_kind(&w->L, GMM_BAND_LOWER)) != GMM_OK)
+        return st;
     gmm_band_set_zero(&w->L);
     double yy = obs_rhs(obs, w->r), sn = 1.0 / sqrt(noise);
     const double *gv = w->work; /* the prior row gi, read and not yet taken (have) */
@@ -850,8 +851,7 @@ gmm_band *gmm_marglik_prior_band(gmm_marglik_work *w)
         return NULL;
     }
     w->valid = 0; /* the caller is about to overwrite L */
-    w->P.kind = GMM_BAND_SYMMETRIC;
-    return &w->P;
+    return gmm_band_set_kind(&w->P, GMM_BAND_SYMMETRIC) == GMM_OK ? &w->P : NULL;
 }
 
 /* The reverse sweep up to dlogp/dP, left in w->Pbar, and the noise

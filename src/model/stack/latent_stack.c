@@ -215,7 +215,6 @@ static gmm_status band_work(stack_impl *c)
 static gmm_status pinned_logdet(stack_impl *c, const gmm_band *Q, double *ld)
 {
     gmm_status st;
-    c->Qh->kind = GMM_BAND_SYMMETRIC;
     if ((st = gmm_band_copy(c->Qh, Q)))
         return st;
     latent_asm_pin(&c->as, c->Qh);
@@ -232,13 +231,13 @@ static gmm_status pinned_logdet_rev(stack_impl *c, double ldbar, gmm_band *Qbar)
 {
     gmm_status st;
     gmm_band *B = c->Qhbar;
-    B->kind = GMM_BAND_LOWER;
+    if ((st = gmm_band_set_kind(B, GMM_BAND_LOWER)))
+        return st;
     gmm_band_set_zero(B);
     if ((st = gmm_band_chol_logdet_rev(c->Qh, ldbar, B)))
         return st;
-    if ((st = gmm_band_chol_decomp_rev(c->Qh, B, B)))
+    if ((st = gmm_band_chol_decomp_rev(c->Qh, B, B))) /* B turns SYMMETRIC */
         return st;
-    B->kind = GMM_BAND_SYMMETRIC;
     for (size_t i = 0; i < c->ncon; i++)
         latent_asm_zero_rowcol(B, c->pin[i]);
     return gmm_band_axpy(1.0, 1.0, B, Qbar);
@@ -920,8 +919,7 @@ gmm_status gmm_latent_stack_logdet(gmm_latent *l, const double *theta, double *l
     if ((st = gmm_band_chol_decomp(c->as.gs.Q, c->as.gs.Q)))
         return st;
     *logdet = gmm_band_chol_logdet(c->as.gs.Q);
-    c->as.gs.Q->kind = GMM_BAND_SYMMETRIC;
-    return GMM_OK;
+    return gmm_band_set_kind(c->as.gs.Q, GMM_BAND_SYMMETRIC);
 }
 
 void gmm_latent_stack_describe(const gmm_latent *l, char *buf, size_t size)
