@@ -963,7 +963,7 @@ static gmm_status build_problem(const build *b, gmm_mdl *m, double noise, double
         names[k] = m->coef_name[k];
     if (has_b)
         start[0] = b0;
-    gmm_problem_design d = {m->ncoef, m->X, names, start};
+    gmm_problem_design d = {m->ncoef, m->X, names, start, 1};
     s = gmm_problem_alloc_design(m->lat, &m->lik, m->y, m->e, &d, &m->prob);
     gmm_free(start);
     gmm_free((void *)names);

@@ -128,7 +128,7 @@ static void kcase_make(kcase *c, int which, int poisson)
         X[2 * i + 1] = c->x1[i];
     }
     const char *names[2] = {"intercept", "coef.x1"};
-    gmm_problem_design d = {2, X, names, start};
+    gmm_problem_design d = {2, X, names, start, 0};
     ck_assert_int_eq(gmm_problem_alloc_design(c->l, &keep[poisson], c->y, NULL, &d, &c->p),
                      GMM_OK);
     c->o = gmm_problem_objective(c->p);
