@@ -868,6 +868,14 @@ const double *gmm_latent_stack_values(const gmm_latent *l, size_t k, size_t *m)
     return c->comp[k].val;
 }
 
+size_t gmm_latent_stack_nmerged(const gmm_latent *l, size_t k)
+{
+    stack_impl *c = impl_of(l);
+    if (!c || k >= c->K || !c->comp[k].ssm)
+        return 0;
+    return gmm_ssm_nmerged(c->comp[k].ssm);
+}
+
 double gmm_latent_stack_period(const gmm_latent *l, size_t k)
 {
     stack_impl *c = impl_of(l);
@@ -1101,9 +1109,15 @@ static gmm_status kernel_row(stack_comp *q, const double *theta, double t, size_
     gmm_status st;
     size_t d = q->d, m = q->m, lo = stack_lower_bound(q->val, m, t);
     *var = 0.0;
-    if (lo < m && q->val[lo] == t) {
+    /* a value on a state, or within merge_tol of one (the lower first, as
+     * ssm_predict.c's snap), reads it */
+    size_t on = lo < m && q->val[lo] == t                       ? lo
+                : lo > 0 && t - q->val[lo - 1] <= q->merge_tol ? lo - 1
+                : lo < m && q->val[lo] - t <= q->merge_tol     ? lo
+                                                               : m;
+    if (on < m) {
         for (size_t e = 0; e < q->nread; e++) {
-            li[*ne] = q->lvl_off[lo] + q->hidx[e];
+            li[*ne] = q->lvl_off[on] + q->hidx[e];
             lw[(*ne)++] = q->hval[e];
         }
         return GMM_OK;
