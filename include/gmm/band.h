@@ -109,6 +109,15 @@ size_t gmm_band_size(size_t n, size_t kl, size_t ku);
 
 /* Set every stored entry to zero (including the never-read corner slots). */
 void gmm_band_set_zero(gmm_band *b);
+/* The same storage read as another kind (KINDS), entries untouched: the one
+ * way to turn a band's kind outside the operators that do it themselves (the
+ * in-place Cholesky turns its SYMMETRIC band LOWER, the aliased reverse
+ * gmm_band_chol_decomp_rev its LOWER adjoint SYMMETRIC, gmm_band_copy gives
+ * dst src's kind).  For storage about to be overwritten: a factor's band
+ * re-assembled as a precision (SYMMETRIC), a band receiving a factor built
+ * row by row or a factor's adjoint (LOWER).  GMM_EDIM for SYMMETRIC or
+ * LOWER with ku != 0, GMM_EINVAL for an unknown kind. */
+gmm_status gmm_band_set_kind(gmm_band *b, gmm_band_kind kind);
 /* dst = src; both must have the same n, kl, ku (GMM_EDIM otherwise); dst takes
  * src's kind. */
 gmm_status gmm_band_copy(gmm_band *dst, const gmm_band *src);

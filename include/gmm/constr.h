@@ -18,7 +18,14 @@
  *
  * The result does not depend on tau > 0; gmm_constr_tau takes the largest
  * diagonal entry of the prior at the pins, so that P~'s added curvature is
- * of the prior's scale (neither a near-singular P~ nor a K near 0).
+ * of the prior's scale (neither a near-singular P~ nor a K near 0).  tau = 0
+ * is the unpinned case, P positive definite itself (variational inference's
+ * q): K = I, log|K| = 0, no Woodbury correction.
+ *
+ * TAU.  The caller adds tau E_S E_S' to P (gmm_constr_pin) and passes the
+ * same tau to gmm_constr_factor, which keeps it with the factors it makes:
+ * solve, band, logdet, krig and rev read the last factor's.  The object
+ * holds no other tau, so nothing needs resetting between uses.
  *
  * Vectors have n entries; A is k x n row-major.  Costs: factor O(k n l + n
  * k^2) (2k banded solves), solve O(n l + n k), band O(n l' k).
@@ -41,15 +48,13 @@ void gmm_constr_free(gmm_constr *c); /* NULL-safe */
 /* tau from the prior Q (SYMMETRIC n x n): the largest Q(s, s) over the
  * pins, 1 when none is positive. */
 double gmm_constr_tau(const gmm_constr *c, const gmm_band *Q);
-/* P += tau E_S E_S' (remembers tau for the factor; P may be NULL).  tau
- * = 0: no pins, for a P positive definite itself (variational inference's
- * q): the factor, solve and band then skip the Woodbury correction (K = I,
- * log|K| = 0).  A new object has tau = 1 until this is called. */
-void gmm_constr_pin(gmm_constr *c, double tau, gmm_band *P);
-/* The kriging and pin factors from L (LOWER, L L' = P~).  GMM_ENOTPD when
+/* P += tau E_S E_S' (P SYMMETRIC n x n). */
+void gmm_constr_pin(const gmm_constr *c, double tau, gmm_band *P);
+/* The kriging and pin factors from L (LOWER, L L' = P~ = P + tau E_S E_S',
+ * the tau given to gmm_constr_pin; 0: no pins, L L' = P).  GMM_ENOTPD when
  * the constraints are dependent or the conditioned precision is not
  * positive definite on the subspace (the message says which). */
-gmm_status gmm_constr_factor(gmm_constr *c, const gmm_band *L);
+gmm_status gmm_constr_factor(gmm_constr *c, const gmm_band *L, double tau);
 /* v <- Sigma_c v (after gmm_constr_factor with the same L). */
 gmm_status gmm_constr_solve(gmm_constr *c, const gmm_band *L, double *v);
 /* S <- Sigma_c's band, from S = the band of P~^-1 (gmm_band_chol_selinv of
@@ -60,8 +65,8 @@ double gmm_constr_logdet(const gmm_constr *c);
 /* v <- v - P~^-1 A' G^-1 A v (after gmm_constr_factor): the mean of
  * N(v, P~^-1) conditioned on A x = 0.  O(n k). */
 void gmm_constr_krig(gmm_constr *c, double *v);
-/* Reverse mode without pins (tau = 0; GMM_EINVAL otherwise), after
- * gmm_constr_factor with L (L L' = P, Sigma = P^-1): for
+/* Reverse mode without pins (after gmm_constr_factor with tau = 0;
+ * GMM_EINVAL otherwise), after gmm_constr_factor with L (L L' = P, Sigma = P^-1): for
  *
  *   f(L, m) = mcbar' m_c + <Sbar, -band(V V')>,  m_c = krig(m),
  *

@@ -71,7 +71,8 @@ typedef struct {
                                 * optional "length"; [2] NULL: no lengths.  A
                                 * named length is required (with values: optional) */
     int strict_nodes;          /* a data node missing from the graph is an error */
-    double merge_tol;          /* state-space: inputs closer than this share a state */
+    double merge_tol;          /* state-space, a formula's kernel terms: inputs
+                                * closer than this share a state */
     int factor;                /* gmm_ssm_factor (0: auto) */
     /* Data. */
     const char *data;          /* CSV path ("-": stdin) */

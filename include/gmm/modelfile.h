@@ -30,7 +30,7 @@
  *     "graph": "edges.csv",             graph models only (required with
  *                                       "precision" unless a formula's
  *                                       f(NAME, iid) makes the graph)
- *     "merge_tol": 1e-3,                state-space only, when > 0
+ *     "merge_tol": 1e-3,                state-space and kernel terms, > 0
  *     "edge_cols": ["i", "j", "length"] optional; the last may be null
  *     "elbo": -123.4, "variational": {"file": "m.q.csv", "bandwidth": 3}
  *                                       VI results only
@@ -80,7 +80,7 @@ typedef struct {
         char *exposure;   /* or NULL */
         char *trials;     /* or NULL (written only when set) */
     } data;
-    double merge_tol;     /* state-space: inputs closer than this share a state
+    double merge_tol;     /* state-space, kernel terms: inputs closer than this share a state
                            * (written as "merge_tol" when > 0; absent: 0) */
     char *graph;          /* edge-list file of a graph model, or NULL */
     char *edge_cols[3];   /* i, j, length column names; all NULL when absent,

@@ -38,15 +38,19 @@ gmm_status gmm_problem_alloc(gmm_latent *lat, const gmm_lik *lik, const double *
                              const double *e, int intercept, double b0, gmm_problem **out);
 
 /* The fixed effects of a problem: ncoef columns of X (nrows x ncoef,
- * row-major, finite), named name[k] (< 64 bytes), starting at start[k]. */
+ * row-major, finite), named name[k] (< 64 bytes), starting at start[k].
+ * X is copied into the problem, or with borrow nonzero read where it is
+ * (the caller keeps it unchanged and alive until gmm_problem_free: no
+ * second copy of a large design). */
 typedef struct {
     size_t ncoef;
     const double *X;
     const char *const *name;
     const double *start;
+    int borrow;
 } gmm_problem_design;
 
-/* As gmm_problem_alloc with a design d (copied; NULL or ncoef 0: none),
+/* As gmm_problem_alloc with a design d (NULL or ncoef 0: none),
  * for any likelihood (the Gaussian's marginal likelihood then has the
  * gradient X'(K + noise I)^-1 (y - X beta) in beta, from the posterior
  * mean at the rows).  Errors as gmm_problem_alloc; GMM_EINVAL for a

@@ -60,7 +60,11 @@
  *          parameters named "<name>.<ssm parameter name>", e.g.
  *          "f.t.0.matern32.variance"); a data row reads H x at its value's
  *          state, H the kernel's observation row (only H's nonzero entries).
- *          Proper.  Q is nonlinear in theta, so a factor of the joint
+ *          With term.merge_tol > 0, values within merge_tol of the first
+ *          value of their group share its state (ssm.h, MODEL: a group's
+ *          first value is the smallest, the next group starts more than
+ *          merge_tol above it): near-ties closer than the spacing limit
+ *          (below) become one state.  Proper.  Q is nonlinear in theta, so a factor of the joint
  *          precision inherits the SSM's spacing limit (gmm_ssm_prior's
  *          GMM_EDOM: inputs closer, relative to a lengthscale, than the
  *          Cholesky of the assembled precision resolves).  Kernels with a
@@ -133,6 +137,10 @@ typedef struct {
     int cyclic;            /* RW1, RW2: nonzero for the cyclic walk (0 otherwise) */
     double period;         /* cyclic: the circumference; 0: the default (above).
                             * Nonzero without cyclic is GMM_EINVAL */
+    double merge_tol;      /* KERNEL: values within merge_tol of their group's
+                            * first share its state (gmm_ssm_params.merge_tol);
+                            * 0: exact ties only.  Finite and >= 0; nonzero on
+                            * another model is GMM_EINVAL */
     double variance, phi;  /* starting values; 0: the defaults 1 and 0.5
                             * (GRAPH: the gmrf's own values) */
 } gmm_stack_term;
@@ -143,7 +151,8 @@ typedef struct {
  * in gmm_error_index(), RW1 with fewer than 2 distinct values or RW2 or a
  * cyclic walk fewer than 3, a starting value out of its domain, a missing
  * graph or kernel, a kernel with a damped factor, cyclic on another
- * model, a period without cyclic, not positive
+ * model, merge_tol negative, not finite or on another model than KERNEL,
+ * a period without cyclic, not positive
  * and finite, or onto which the values reduce to a full period), GMM_ENOMEM
  * (the band or observation map over limit, with the bytes; allocation).
  * O(rows K^2 + edges log) for the ordering, O(n l^2) for the scaling of
@@ -170,8 +179,13 @@ size_t gmm_latent_stack_index(const gmm_latent *l, size_t k, size_t j);
 size_t gmm_latent_stack_nlevel(const gmm_latent *l, size_t k);
 gmm_status gmm_latent_stack_level(const gmm_latent *l, size_t k, size_t j, size_t *idx,
                                   double *w, size_t *nnz);
-/* RW1/RW2/KERNEL: the sorted distinct values (m, owned by l); NULL otherwise. */
+/* RW1/RW2/KERNEL: the sorted distinct values (m, owned by l; KERNEL with
+ * merge_tol: each state's, the first value of its group); NULL otherwise. */
 const double *gmm_latent_stack_values(const gmm_latent *l, size_t k, size_t *m);
+/* KERNEL: the distinct values merged into an earlier state by its
+ * merge_tol (gmm_ssm_nmerged: a nonzero count is the caller's warning); 0
+ * otherwise. */
+size_t gmm_latent_stack_nmerged(const gmm_latent *l, size_t k);
 /* Cyclic RW1/RW2: the period (the default resolved); NAN otherwise. */
 double gmm_latent_stack_period(const gmm_latent *l, size_t k);
 /* Cyclic RW1/RW2: t reduced modulo the period onto [t_0, t_0 + period), t_0
@@ -216,7 +230,9 @@ size_t gmm_latent_stack_row_max(const gmm_latent *l);
  * A_i = A(d_i), Q_i = Q(d_i), and f = H x(t)), beyond the last value the
  * prior dynamics (H A(d) x_last, variance H Q(d) H'), before the first the
  * stationary process's reversal (H Pinf A(d)' Pinf^-1 x_first, variance H
- * (Pinf - Pinf A' Pinf^-1 A Pinf) H'); a cyclic walk's value is first reduced onto its circle
+ * (Pinf - Pinf A' Pinf^-1 A Pinf) H'), and a value within its merge_tol of
+ * a state (on either side) that state's reading, as a data value there was
+ * merged into it; a cyclic walk's value is first reduced onto its circle
  * (gmm_latent_stack_wrap), and one between the last value and the first
  * bridges the wrap-around interval.  theta: the latent's parameters (for
  * the variances; the weights do not depend on them).  Errors: GMM_EINVAL

@@ -78,6 +78,16 @@ void gmm_band_set_zero(gmm_band *b)
         memset(b->data, 0, b->ld * b->n * sizeof(double));
 }
 
+gmm_status gmm_band_set_kind(gmm_band *b, gmm_band_kind kind)
+{
+    if (kind != GMM_BAND_GENERAL && kind != GMM_BAND_SYMMETRIC && kind != GMM_BAND_LOWER)
+        return gmm_error(GMM_EINVAL, "band: unknown kind %d", (int)kind);
+    if (kind != GMM_BAND_GENERAL && b->ku != 0)
+        return gmm_error(GMM_EDIM, "band: symmetric or lower band needs ku = 0, got %zu", b->ku);
+    b->kind = kind;
+    return GMM_OK;
+}
+
 gmm_status gmm_band_copy(gmm_band *dst, const gmm_band *src)
 {
     if (dst->n != src->n || dst->kl != src->kl || dst->ku != src->ku)

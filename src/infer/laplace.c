@@ -320,8 +320,8 @@ static void psi_restore(gmm_laplace *w, void *ctx, double *Psi)
 
 /* P = Q + H'WH, formed in L's storage, and its Cholesky factor L there;
  * with clamp, W's negative entries are taken as 0, which keeps P positive
- * definite. */
-static gmm_status factor_p(gmm_laplace *w, int clamp)
+ * definite; with constraints, tau at their pins (constr.h). */
+static gmm_status factor_p(gmm_laplace *w, int clamp, double tau)
 {
     const gmm_laplace_obs *ob = w->obs;
     gmm_band *P = w->L;
@@ -329,7 +329,7 @@ static gmm_status factor_p(gmm_laplace *w, int clamp)
     if (st)
         return st;
     if (w->con)
-        gmm_constr_pin(w->con, gmm_constr_tau(w->con, w->Q), P);
+        gmm_constr_pin(w->con, tau, P);
     if (!ob->rowptr) { /* dense windows */
         size_t nobs = ob->nobs, wd = ob->width;
         const size_t *off = ob->offset;
@@ -439,6 +439,7 @@ static gmm_status newton(gmm_laplace *w, const gmm_band *Q, double logdet_q,
         return st;
     w->Q = Q;
     w->sm = NULL;
+    double tau = w->con ? gmm_constr_tau(w->con, Q) : 0.0;
     if (logq && w->con && isnan(logdet_q))
         return gmm_error(GMM_EINVAL, "laplace: constraints need the prior's log-determinant on "
                                      "the constrained subspace");
@@ -469,7 +470,7 @@ static gmm_status newton(gmm_laplace *w, const gmm_band *Q, double logdet_q,
     for (;;) {
         if (final && !logq)
             break;
-        st = factor_p(w, 0);
+        st = factor_p(w, 0, tau);
         if (st == GMM_ENOTPD && final) {
             size_t row = gmm_error_index();
             return gmm_error_at(GMM_ENOTPD, row,
@@ -478,9 +479,9 @@ static gmm_status newton(gmm_laplace *w, const gmm_band *Q, double logdet_q,
                                 row);
         }
         if (st == GMM_ENOTPD && has_negative_w(w))
-            st = factor_p(w, 1); /* still an ascent direction for the line search */
+            st = factor_p(w, 1, tau); /* still an ascent direction for the line search */
         if (st == GMM_OK && w->con)
-            st = gmm_constr_factor(w->con, w->L);
+            st = gmm_constr_factor(w->con, w->L, tau);
         if (st)
             return st;
         if (final)

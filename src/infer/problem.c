@@ -26,7 +26,8 @@ struct gmm_problem {
     /* fixed effects: the last ncoef parameters, design X (nrows x ncoef) */
     size_t ncoef, c0;     /* c0 = nparam - ncoef */
     int const_off;        /* X is empty or a column of ones */
-    double *X;
+    const double *X;      /* owned (Xown, freed here) or the caller's (borrowed) */
+    double *Xown;
     double *off, *offbar; /* nrows each: X beta, and its adjoint */
     double *oshift, *oshiftbar; /* observed rows' X beta and adjoint (Laplace) */
     double *ry, *rx;      /* exact: y - X beta (nrows), posterior mean of x (n) */
@@ -89,7 +90,7 @@ void gmm_problem_free(gmm_problem *p)
         return;
     gmm_free(p->y);
     gmm_free(p->e);
-    gmm_free(p->X);
+    gmm_free(p->Xown);
     gmm_free(p->off);
     gmm_free(p->offbar);
     gmm_free(p->oshift);
@@ -307,7 +308,8 @@ static gmm_status exact_eval(gmm_problem *p, const double *theta, double noise, 
         !grad || !p->ncoef)
         return st;
     if ((st = gmm_latent_gaussian_posterior(p->lat, p->rx, NULL)) ||
-        (st = gmm_latent_obs_values(p->lat, theta, p->coef_all)))
+        (gmm_latent_obs_varies(p->lat) &&
+         (st = gmm_latent_obs_values(p->lat, theta, p->coef_all))))
         return st;
     const size_t *off = gmm_latent_obs_offset(p->lat);
     for (size_t r = 0; r < p->nrows; r++) {
@@ -523,7 +525,7 @@ gmm_status gmm_problem_alloc(gmm_latent *lat, const gmm_lik *lik, const double *
     for (size_t r = 0; r < nrows; r++)
         ones[r] = 1.0;
     const char *name[] = {"intercept"};
-    gmm_problem_design d = {1, ones, name, &b0};
+    gmm_problem_design d = {1, ones, name, &b0, 0};
     gmm_status st = gmm_problem_alloc_design(lat, lik, y, e, &d, out);
     gmm_free(ones);
     return st;
@@ -581,7 +583,7 @@ gmm_status gmm_problem_alloc_design(gmm_latent *lat, const gmm_lik *lik, const d
     p->names = gmm_calloc(np, sizeof *p->names);
     p->thetabar = gmm_calloc(np, sizeof *p->thetabar);
     if (ncoef) {
-        p->X = gmm_malloc(nr * ncoef, sizeof *p->X);
+        p->X = d->borrow ? d->X : (p->Xown = gmm_malloc(nr * ncoef, sizeof *p->Xown));
         p->off = gmm_malloc(nr, sizeof *p->off);
         p->offbar = gmm_malloc(nr, sizeof *p->offbar);
     }
@@ -618,12 +620,17 @@ gmm_status gmm_problem_alloc_design(gmm_latent *lat, const gmm_lik *lik, const d
         p->obj.value[p->c0 + k] = d->start[k];
     }
     if (ncoef) {
-        memcpy(p->X, d->X, nrows * ncoef * sizeof *p->X);
+        if (p->Xown)
+            memcpy(p->Xown, d->X, nrows * ncoef * sizeof *p->Xown);
         for (size_t i = 0; i < nrows * ncoef; i++)
             p->const_off = p->const_off && ncoef == 1 && p->X[i] == 1.0;
     }
     for (size_t i = 0; i < p->nparam; i++)
         p->obj.name[i] = p->names[i];
+    /* constant coefficients once (exact_eval refreshes varying ones) */
+    if (ncoef && exact && !gmm_latent_obs_varies(lat) &&
+        (st = gmm_latent_obs_values(lat, p->obj.value, p->coef_all)))
+        goto fail;
     p->obj.nparam = p->nparam;
     p->obj.eval = eval;
     p->obj.ctx = p;

@@ -397,8 +397,6 @@ gmm_status gmm_vi_alloc(gmm_problem *p, const gmm_vi_params *par, gmm_vi **out)
         v->mc = gmm_malloc(n, sizeof *v->mc);
         v->mcbar = gmm_malloc(n, sizeof *v->mcbar);
         ok = v->con && v->Sc && v->mc && v->mcbar;
-        if (v->con)
-            gmm_constr_pin(v->con, 0.0, NULL);
     }
     if (!ok) {
         st = gmm_error(GMM_ENOMEM, "vi: out of memory for %zu latents (bandwidth %zu, "
@@ -747,7 +745,7 @@ static void sub_llt(gmm_vi *v)
 static gmm_status constrained_band(gmm_vi *v)
 {
     gmm_status st;
-    if ((st = gmm_constr_factor(v->con, v->L)) || (st = gmm_band_copy(v->Sc, v->S)))
+    if ((st = gmm_constr_factor(v->con, v->L, 0.0)) || (st = gmm_band_copy(v->Sc, v->S)))
         return st;
     gmm_constr_band(v->con, v->Sc);
     for (size_t j = 0; j < v->n; j++) {
@@ -784,7 +782,6 @@ gmm_status gmm_vi_elbo(gmm_vi *v, const double *theta, const double *lambda, dou
         if ((st = gmm_latent_prior(v->lat, theta, v->Q, &ldp)))
             return st;
         if (isnan(ldp)) {
-            v->K->kind = GMM_BAND_SYMMETRIC;
             if ((st = gmm_band_copy(v->K, v->Q)) || (st = gmm_band_chol_decomp(v->K, v->K)))
                 return st;
             ldp = gmm_band_chol_logdet(v->K);
@@ -929,7 +926,7 @@ static gmm_status canonical(gmm_vi *v)
     gmm_status st;
     if (!v->con)
         return GMM_OK;
-    if ((st = unpack(v, v->lambda)) || (st = gmm_constr_factor(v->con, v->L)))
+    if ((st = unpack(v, v->lambda)) || (st = gmm_constr_factor(v->con, v->L, 0.0)))
         return st;
     gmm_constr_krig(v->con, v->lambda);
     return GMM_OK;
@@ -1015,8 +1012,9 @@ static gmm_status factor_start(gmm_vi *v, const double *w, int pin)
         gmm_prior_rows G;
         if ((st = gmm_latent_prior_rows(v->lat, v->theta, &G, NULL)))
             return st;
+        if ((st = gmm_band_set_kind(v->K, GMM_BAND_LOWER)))
+            return st;
         gmm_band_set_zero(v->K);
-        v->K->kind = GMM_BAND_LOWER;
         size_t io = 0, first = 0, gw = 0;
         double *hv = v->Sg;
         for (size_t i = 0; i < G.nrows || (w && io < v->nobs);) {
@@ -1044,13 +1042,10 @@ static gmm_status factor_start(gmm_vi *v, const double *w, int pin)
     }
     if ((st = gmm_latent_prior(v->lat, v->theta, v->Q, NULL)))
         return st;
-    v->K->kind = GMM_BAND_SYMMETRIC;
     if ((st = gmm_band_copy(v->K, v->Q)))
         return st;
-    if (pin) {
+    if (pin)
         gmm_constr_pin(v->con, gmm_constr_tau(v->con, v->Q), v->K);
-        gmm_constr_pin(v->con, 0.0, NULL);
-    }
     for (size_t i = 0; w && i < v->nobs; i++) {
         const double *h = v->ocoef;
         for (size_t a = v->orowptr[i]; a < v->orowptr[i + 1]; a++)
@@ -1188,7 +1183,7 @@ gmm_status gmm_vi_posterior(gmm_vi *v, double *mean, gmm_band *cov)
         st = gmm_band_copy_band(cov, v->S);
     if (st || !v->con)
         return st;
-    if ((st = gmm_constr_factor(v->con, v->L)))
+    if ((st = gmm_constr_factor(v->con, v->L, 0.0)))
         return st;
     gmm_constr_band(v->con, cov);
     return GMM_OK;

@@ -12,7 +12,7 @@ struct gmm_constr {
     size_t n, k;
     double *A;      /* k x n row-major */
     size_t *pin;    /* k */
-    double tau;
+    double tau;     /* the last factor's (constr.h, TAU) */
     double *V;      /* n x k column-major: U L_G^-T */
     double *Z;      /* n x k column-major: Y L_K^-T */
     double *G, *K;  /* k x k, lower Cholesky factors */
@@ -48,7 +48,6 @@ gmm_constr *gmm_constr_alloc(size_t n, size_t k, const double *A, const size_t *
     c->k = k;
     memcpy(c->A, A, k * n * sizeof *A);
     memcpy(c->pin, pin, k * sizeof *pin);
-    c->tau = 1.0;
     return c;
 }
 
@@ -75,10 +74,9 @@ double gmm_constr_tau(const gmm_constr *c, const gmm_band *Q)
     return t > 0.0 && isfinite(t) ? t : 1.0;
 }
 
-void gmm_constr_pin(gmm_constr *c, double tau, gmm_band *P)
+void gmm_constr_pin(const gmm_constr *c, double tau, gmm_band *P)
 {
-    c->tau = tau;
-    for (size_t i = 0; P && i < c->k; i++)
+    for (size_t i = 0; i < c->k; i++)
         *gmm_band_ptr(P, c->pin[i], c->pin[i]) += tau;
 }
 
@@ -122,12 +120,13 @@ static void krig(gmm_constr *c, double *v)
             v[r] -= c->V[i * n + r] * c->a[i];
 }
 
-gmm_status gmm_constr_factor(gmm_constr *c, const gmm_band *L)
+gmm_status gmm_constr_factor(gmm_constr *c, const gmm_band *L, double tau)
 {
     gmm_status st;
     size_t n = c->n, k = c->k, bad;
     if (L->n != n)
         return gmm_error(GMM_EDIM, "constraints on %zu latents, factor of %zu", n, L->n);
+    c->tau = tau;
     for (size_t i = 0; i < k; i++) {
         memcpy(c->V + i * n, c->A + i * n, n * sizeof *c->V);
         if ((st = gmm_band_tri_solve_vec(L, GMM_NOTRANS, c->V + i * n)) ||

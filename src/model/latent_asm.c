@@ -120,8 +120,7 @@ void latent_asm_pin(const latent_asm *a, gmm_band *B)
 gmm_status latent_asm_factor(const latent_asm *a, const double *theta, gmm_band *L)
 {
     gmm_status st;
-    L->kind = GMM_BAND_SYMMETRIC;
-    if ((st = a->assemble(a->ctx, theta, L)))
+    if ((st = gmm_band_set_kind(L, GMM_BAND_SYMMETRIC)) || (st = a->assemble(a->ctx, theta, L)))
         return st;
     latent_asm_pin(a, L);
     return gmm_band_chol_decomp(L, L);
@@ -151,13 +150,14 @@ gmm_status latent_asm_factor_rev(const latent_asm *a, const gmm_band *L, const d
                                  const double *zbar, gmm_band *Lb, double *work)
 {
     gmm_status st;
-    Lb->kind = GMM_BAND_LOWER;
+    if ((st = gmm_band_set_kind(Lb, GMM_BAND_LOWER)))
+        return st;
     gmm_band_set_zero(Lb);
-    /* Lbar, then Qbar in the same storage (the view turns SYMMETRIC) */
+    /* Lbar, then Qbar in the same storage (the aliased reverse turns it
+     * SYMMETRIC) */
     if ((st = gmm_band_tri_solve_vec_rev(L, GMM_TRANS, z, zbar, NULL, Lb, work)) ||
         (st = gmm_band_chol_decomp_rev(L, Lb, Lb)))
         return st;
-    Lb->kind = GMM_BAND_SYMMETRIC;
     for (size_t i = 0; i < a->npin; i++)
         latent_asm_zero_rowcol(Lb, a->pin[i]);
     return GMM_OK;

@@ -288,7 +288,7 @@ static gmm_status check_obs(const gmm_band *Q, const gmm_obs *obs, double noise,
 static gmm_status finish(gmm_marglik_work *w, const gmm_obs *obs, double noise, double logdet_q,
                          double yy, double *loglik);
 static gmm_status finish_constrained(gmm_marglik_work *w, const gmm_obs *obs, double noise,
-                                     double logdet_q, double yy, double *loglik);
+                                     double logdet_q, double yy, double tau, double *loglik);
 
 gmm_status gmm_marglik_eval(const gmm_band *Q, const gmm_obs *obs, double noise,
                             const double *prior_logdet, gmm_marglik_work *w, double *loglik)
@@ -347,7 +347,7 @@ gmm_status gmm_marglik_eval(const gmm_band *Q, const gmm_obs *obs, double noise,
         gmm_constr_pin(w->con, tau, &w->P);
     if (gmm_band_chol_decomp(&w->P, &w->L) != GMM_OK)
         return not_pd("posterior precision");
-    st = w->con ? finish_constrained(w, obs, noise, logdet_q, yy, loglik)
+    st = w->con ? finish_constrained(w, obs, noise, logdet_q, yy, tau, loglik)
                 : finish(w, obs, noise, logdet_q, yy, loglik);
     if (st != GMM_OK)
         return st;
@@ -407,11 +407,11 @@ static gmm_status finish(gmm_marglik_work *w, const gmm_obs *obs, double noise, 
  * -nobs/(2 noise) + sum_k [(y_k - e_k'mu_c)^2 + e_k'Sigma_c e_k] / (2
  * noise^2). */
 static gmm_status finish_constrained(gmm_marglik_work *w, const gmm_obs *obs, double noise,
-                                     double logdet_q, double yy, double *loglik)
+                                     double logdet_q, double yy, double tau, double *loglik)
 {
     gmm_status st;
     const double log2pi = 1.8378770664093454836;
-    if ((st = gmm_constr_factor(w->con, &w->L)) != GMM_OK)
+    if ((st = gmm_constr_factor(w->con, &w->L, tau)) != GMM_OK)
         return st;
     for (size_t i = 0; i < w->n; i++)
         w->cmu[i] = w->r[i] / noise;
@@ -575,7 +575,8 @@ gmm_status gmm_marglik_eval_rows(const gmm_prior_rows *G, const gmm_obs *obs, do
                                                "nondecreasing for the square-root form");
 
     size_t n = w->n, kl = w->kl, ld = kl + 1, nobs = obs->nobs, wd = obs->width;
-    w->L.kind = GMM_BAND_LOWER;
+    if ((st = gmm_band_set_kind(&w->L, GMM_BAND_LOWER)) != GMM_OK)
+        return st;
     gmm_band_set_zero(&w->L);
     double yy = obs_rhs(obs, w->r), sn = 1.0 / sqrt(noise);
     const double *gv = w->work; /* the prior row gi, read and not yet taken (have) */
@@ -850,8 +851,7 @@ gmm_band *gmm_marglik_prior_band(gmm_marglik_work *w)
         return NULL;
     }
     w->valid = 0; /* the caller is about to overwrite L */
-    w->P.kind = GMM_BAND_SYMMETRIC;
-    return &w->P;
+    return gmm_band_set_kind(&w->P, GMM_BAND_SYMMETRIC) == GMM_OK ? &w->P : NULL;
 }
 
 /* The reverse sweep up to dlogp/dP, left in w->Pbar, and the noise

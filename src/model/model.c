@@ -249,6 +249,7 @@ static gmm_status term_cyclic(const build *b, const gmm_formula_latent *t, int *
  * without a graph is a kernel spec, read with the data). */
 static gmm_status check_stack_terms(const build *b, const gmm_formula *fm)
 {
+    size_t nkern = 0;
     for (size_t k = 0; k < fm->nlatent; k++) {
         const gmm_formula_latent *t = &fm->latent[k];
         for (size_t j = 0; j < k; j++)
@@ -275,7 +276,11 @@ static gmm_status check_stack_terms(const build *b, const gmm_formula *fm)
         double period;
         if ((s = term_cyclic(b, t, &cyclic, &period)) != GMM_OK)
             return s;
+        nkern += mk < 0 && !graph;
     }
+    if (b->s->merge_tol > 0 && nkern == 0)
+        return usage_error(b, "--merge-tol applies to state-space models: --kernel, or kernel "
+                              "terms f(NAME, 'KERNEL') of a formula");
     return GMM_OK;
 }
 
@@ -774,6 +779,7 @@ static gmm_status build_stack(build *b, gmm_mdl *m, const gmm_table *data)
                 if ((s = stack_kernel(b, m, t, value[k], &m->sspec[k], &m->skern[k])) != GMM_OK)
                     goto done;
                 terms[k].kernel = m->skern[k];
+                terms[k].merge_tol = m->merge_tol = b->s->merge_tol;
                 continue;
             }
             if ((s = term_cyclic(b, t, &terms[k].cyclic, &terms[k].period)) != GMM_OK)
@@ -824,6 +830,12 @@ static gmm_status build_stack(build *b, gmm_mdl *m, const gmm_table *data)
         }
         goto done;
     }
+    for (size_t k = 0; k < K; k++)
+        if (gmm_latent_stack_nmerged(m->lat, k) > 0)
+            report(b, GMM_MDL_REPORT_WARNING,
+                   "warning: %s: %zu distinct inputs within --merge-tol %g of another were "
+                   "merged into one state",
+                   names[k], gmm_latent_stack_nmerged(m->lat, k), b->s->merge_tol);
     if (b->s->verbose) {
         char buf[1024];
         gmm_latent_stack_describe(m->lat, buf, sizeof buf);
@@ -963,7 +975,7 @@ static gmm_status build_problem(const build *b, gmm_mdl *m, double noise, double
         names[k] = m->coef_name[k];
     if (has_b)
         start[0] = b0;
-    gmm_problem_design d = {m->ncoef, m->X, names, start};
+    gmm_problem_design d = {m->ncoef, m->X, names, start, 1};
     s = gmm_problem_alloc_design(m->lat, &m->lik, m->y, m->e, &d, &m->prob);
     gmm_free(start);
     gmm_free((void *)names);

@@ -54,7 +54,8 @@ struct gmm_mdl {
     gmm_vi *vi;        /* a VI result's q (predictions use it), or NULL */
     /* a formula's model: its text, its terms, the latent's graph made of the
      * levels of the node column alone (iid), the fixed effects' design
-     * (nrow x ncoef) and the coefficients' names */
+     * (nrow x ncoef; owned here, the one copy: the problem borrows it,
+     * gmm_problem_design.borrow) and the coefficients' names */
     char *formula;
     gmm_formula *fm;
     int edgeless;

@@ -161,6 +161,7 @@ gmm_status gmm_mdl_describe(const gmm_mdl *m, gmm_model *mf, char **scratch)
     size_t nl = gmm_latent_nparam(m->lat);
     if (m->stack) {
         /* the formula says it all; the parameters carry the values */
+        mf->merge_tol = m->merge_tol;
     } else if (m->graph) {
         /* the spec's keys are the latent's names (a formula renames them) */
         char **lname = gmm_malloc(nl ? nl : 1, sizeof *lname);

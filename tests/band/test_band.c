@@ -41,6 +41,36 @@ START_TEST(test_symmetric_get_reflects)
 }
 END_TEST
 
+/* gmm_band_set_kind: the storage read another way, entries untouched; the
+ * in-place Cholesky's LOWER band made SYMMETRIC again for a new assembly;
+ * a triangular kind refused on a band with an upper band. */
+START_TEST(test_set_kind)
+{
+    gmm_band *q = gmm_band_alloc(4, 1, 0, GMM_BAND_SYMMETRIC);
+    for (size_t j = 0; j < 4; j++) {
+        *gmm_band_ptr(q, j, j) = 4.0;
+        if (j + 1 < 4)
+            *gmm_band_ptr(q, j + 1, j) = 1.0;
+    }
+    ck_assert_int_eq(gmm_band_chol_decomp(q, q), GMM_OK);
+    ck_assert_int_eq(q->kind, GMM_BAND_LOWER);
+    double l10 = gmm_band_get(q, 1, 0);
+    ck_assert_int_eq(gmm_band_chol_decomp(q, q), GMM_EDIM); /* a factor is not SYMMETRIC */
+    ck_assert_int_eq(gmm_band_set_kind(q, GMM_BAND_SYMMETRIC), GMM_OK);
+    ck_assert_int_eq(q->kind, GMM_BAND_SYMMETRIC);
+    ck_assert(gmm_band_get(q, 1, 0) == l10 && gmm_band_get(q, 0, 1) == l10);
+    ck_assert_int_eq(gmm_band_set_kind(q, (gmm_band_kind)7), GMM_EINVAL);
+    ck_assert_int_eq(q->kind, GMM_BAND_SYMMETRIC);
+    gmm_band *g = gmm_band_alloc(4, 1, 1, GMM_BAND_GENERAL);
+    ck_assert_int_eq(gmm_band_set_kind(g, GMM_BAND_LOWER), GMM_EDIM);
+    ck_assert_int_eq(gmm_band_set_kind(g, GMM_BAND_SYMMETRIC), GMM_EDIM);
+    ck_assert_int_eq(g->kind, GMM_BAND_GENERAL);
+    ck_assert_int_eq(gmm_band_set_kind(q, GMM_BAND_GENERAL), GMM_OK);
+    gmm_band_free(g);
+    gmm_band_free(q);
+}
+END_TEST
+
 START_TEST(test_copy_band_and_transpose)
 {
     tu_rng r;
@@ -218,6 +248,7 @@ Suite *band_suite(void)
     TCase *tc = tcase_create("storage");
     tcase_add_test(tc, test_alloc_clamps_and_layout);
     tcase_add_test(tc, test_symmetric_get_reflects);
+    tcase_add_test(tc, test_set_kind);
     tcase_add_test(tc, test_copy_band_and_transpose);
     tcase_add_test(tc, test_copy_band_rev_symmetric_fd);
     tcase_add_test(tc, test_axpy_lower_bands);

@@ -338,7 +338,7 @@ static gmm_band *qbar_by_rev(const gmm_band *L, const gmm_band *W, int alias, tu
     size_t n = L->n, l = L->kl;
     gmm_band *Lbar = gmm_band_alloc(n, l, 0, GMM_BAND_LOWER);
     gmm_band_copy(Lbar, W);
-    Lbar->kind = GMM_BAND_LOWER;
+    ck_assert_int_eq(gmm_band_set_kind(Lbar, GMM_BAND_LOWER), GMM_OK);
     if (alias) {
         ck_assert_int_eq(gmm_band_chol_decomp_rev(L, Lbar, Lbar), GMM_OK);
         ck_assert_int_eq(Lbar->kind, GMM_BAND_SYMMETRIC);

@@ -96,7 +96,7 @@ static void copy_data(gmm_band *dst, const gmm_band *src)
 static void prep_factor(cell *c)
 {
     copy_data(c->A, c->Q);
-    c->A->kind = GMM_BAND_SYMMETRIC;
+    gmm_band_set_kind(c->A, GMM_BAND_SYMMETRIC);
 }
 
 static int run_chol_gmm(cell *c) { return gmm_band_chol_decomp(c->A, c->A) != GMM_OK; }
@@ -119,7 +119,7 @@ static int run_chol_gsl(cell *c)
 static void prep_adjoint(cell *c)
 {
     fill_adjoint(c->A);
-    c->A->kind = GMM_BAND_LOWER;
+    gmm_band_set_kind(c->A, GMM_BAND_LOWER);
 }
 
 static int run_chol_rev_gmm(cell *c) { return gmm_band_chol_decomp_rev(c->L, c->A, c->A) != 0; }
@@ -154,7 +154,7 @@ static int run_solve_n_dtbsv(cell *c)
 static void prep_solve_rev(cell *c)
 {
     fill_adjoint(c->B);
-    c->B->kind = GMM_BAND_LOWER;
+    gmm_band_set_kind(c->B, GMM_BAND_LOWER);
     memset(c->vbar, 0, c->n * sizeof(double));
 }
 
@@ -179,9 +179,9 @@ static int run_selinv_gmm(cell *c) { return gmm_band_chol_selinv(c->L, c->S) != 
 static void prep_selinv_rev(cell *c)
 {
     fill_adjoint(c->A);
-    c->A->kind = GMM_BAND_SYMMETRIC;
+    gmm_band_set_kind(c->A, GMM_BAND_SYMMETRIC);
     memset(c->B->data, 0, c->B->ld * c->n * sizeof(double));
-    c->B->kind = GMM_BAND_LOWER;
+    gmm_band_set_kind(c->B, GMM_BAND_LOWER);
 }
 
 static int run_selinv_rev_gmm(cell *c)

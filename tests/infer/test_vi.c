@@ -584,10 +584,10 @@ START_TEST(test_vi_api)
     /* set_state: a non-positive diagonal, a wrong kind; L NULL is I */
     gmm_band *L = gmm_band_alloc(12, 2, 0, GMM_BAND_LOWER);
     ck_assert_int_eq(gmm_vi_set_state(v, NULL, NULL, L), GMM_EINVAL);
-    L->kind = GMM_BAND_SYMMETRIC;
+    ck_assert_int_eq(gmm_band_set_kind(L, GMM_BAND_SYMMETRIC), GMM_OK);
     ck_assert_int_eq(gmm_vi_set_state(v, NULL, NULL, L), GMM_EDIM);
     ck_assert_int_eq(gmm_vi_set_state(v, NULL, NULL, NULL), GMM_OK);
-    L->kind = GMM_BAND_LOWER;
+    ck_assert_int_eq(gmm_band_set_kind(L, GMM_BAND_LOWER), GMM_OK);
     ck_assert_int_eq(gmm_vi_factor(v, L), GMM_OK);
     ck_assert(gmm_band_get(L, 5, 5) == 1.0 && gmm_band_get(L, 6, 5) == 0.0);
     /* a theta outside its domain is EDOM from the ELBO */

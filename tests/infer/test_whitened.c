@@ -598,7 +598,7 @@ static void check_dense_maps(gmm_latent *lat, int cov, const char *label)
     }
     const char *names[] = {"intercept", "z"};
     double start[] = {log(20.0) - 0.5, 0.3};
-    gmm_problem_design d = {cov ? 2 : 1, cov ? X : X + 2 * nr, names, start};
+    gmm_problem_design d = {cov ? 2 : 1, cov ? X : X + 2 * nr, names, start, 0};
     gmm_lik lik;
     ck_assert_int_eq(gmm_lik_parse("poisson", &lik), GMM_OK);
     gmm_problem *p = NULL;

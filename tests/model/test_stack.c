@@ -1084,7 +1084,7 @@ START_TEST(test_predict_new_rows)
     for (size_t r = 0; r < NR; r++)
         one[r] = 1.0;
     const char *cname[] = {"intercept"};
-    gmm_problem_design des = {1, one, cname, &b};
+    gmm_problem_design des = {1, one, cname, &b, 1}; /* borrowed: one outlives p */
     gmm_problem *p = NULL;
     ck_assert_int_eq(gmm_problem_alloc_design(c.l, &lik, y2, NULL, &des, &p), GMM_OK);
     double th[8];

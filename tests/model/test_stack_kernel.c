@@ -9,7 +9,9 @@
  * Laplace approximation against Rasmussen & Williams' Algorithm 3.1 with the
  * dense covariance; the reverse mode of the stacked prior and of the
  * whitening (hmc) against finite differences; and a new row's form (gmm_latent_stack_row) against the
- * dense kernel's covariances with the data's values. */
+ * dense kernel's covariances with the data's values.  The same with near-ties
+ * merged by the term's merge_tol: the dense process then at each value's
+ * group's first value (the groups formed here by ssm.h's rule). */
 #include <check.h>
 #include <gsl/gsl_blas.h>
 #include <gsl/gsl_linalg.h>
@@ -44,6 +46,10 @@ static const char *kspec[] = {"matern32(variance=0.8, lengthscale=2.5)",
                               "matern12(variance=0.5, lengthscale=6)*"
                               "periodic(variance=1, lengthscale=1.1, period=3.7, harmonics=4)"};
 #define KCASES 3
+/* cases KCASES, KCASES + 1: kernels 0 and 1 with near-ties KTOL / 2 apart
+ * merged by merge_tol KTOL (the other values at least 0.05 apart) */
+#define KMERGED 2
+#define KTOL 0.04
 
 static double k32(double s, double l, double tau)
 {
@@ -59,10 +65,13 @@ static double k52(double s, double l, double tau)
 
 typedef struct {
     int which;
+    double tol;
     gmm_spec_node *spec;
     gmm_kernel *k;
     gmm_latent *l;
     double t[KR], x1[KR], y[KR];
+    double ts[KR]; /* each t at its merged group's first value (t itself: tol 0) */
+    size_t nmerged; /* distinct values merged into an earlier one */
     size_t g[KR];
     gmm_stack_term term[2];
     /* the problem's parameters by role: kernel (s1, l1[, s2, l2]), sg,
@@ -83,18 +92,46 @@ static double kcov(const kcase *c, const double *th, double tau)
     return v;
 }
 
-static void kcase_make(kcase *c, int which, int poisson)
+static int cmp_dbl(const void *a, const void *b)
 {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The group's first value for t: sorted values start a group when more
+ * than tol above the current group's first (ssm.h, MODEL).  A query within
+ * tol of a first (the lower one first) is that first (its state). */
+static double snap_value(const kcase *c, double t)
+{
+    double lo = -INFINITY, hi = INFINITY;
+    for (size_t i = 0; i < KR; i++) { /* the firsts are the ts values */
+        if (c->ts[i] <= t)
+            lo = fmax(lo, c->ts[i]);
+        else
+            hi = fmin(hi, c->ts[i]);
+    }
+    if (t - lo <= c->tol)
+        return lo;
+    if (hi - t <= c->tol)
+        return hi;
+    return t;
+}
+
+static void kcase_make(kcase *c, int i_case, int poisson)
+{
+    int which = i_case < KCASES ? i_case : i_case - KCASES;
     memset(c, 0, sizeof *c);
     c->which = which;
+    c->tol = i_case < KCASES ? 0.0 : KTOL;
     tu_rng r;
     tu_rng_seed(&r, 17 + (uint64_t)which);
-    /* irregular values with repeats: every fifth row repeats the one before */
+    /* irregular values with repeats: every fifth row repeats the one before
+     * (merged cases: lies tol / 2 above it) */
     double t = 0.0;
     for (size_t i = 0; i < KR; i++) {
         if (i % 5 != 4)
             t += 0.05 + 1.2 * tu_uniform(&r);
-        c->t[i] = t;
+        c->t[i] = i % 5 == 4 ? t + 0.5 * c->tol : t;
         c->g[i] = (i * 7 + 3) % KG;
         c->x1[i] = tu_normal(&r);
     }
@@ -110,10 +147,25 @@ static void kcase_make(kcase *c, int which, int poisson)
         c->y[i] = poisson ? floor(exp(0.3 + 0.5 * f) + 0.5 * tu_uniform(&r))
                           : f + 0.3 * tu_normal(&r);
     }
+    /* the merged groups, from the sorted values */
+    double srt[KR], fst[KR];
+    memcpy(srt, c->t, sizeof srt);
+    qsort(srt, KR, sizeof *srt, cmp_dbl);
+    fst[0] = srt[0];
+    for (size_t j = 1; j < KR; j++) {
+        fst[j] = srt[j] > fst[j - 1] + c->tol ? srt[j] : fst[j - 1];
+        c->nmerged += fst[j] != srt[j] && srt[j] != srt[j - 1];
+    }
+    for (size_t i = 0; i < KR; i++) {
+        size_t j = 0;
+        while (srt[j] != c->t[i])
+            j++;
+        c->ts[i] = fst[j];
+    }
     ck_assert_int_eq(gmm_spec_parse(kspec[which], &c->spec), GMM_OK);
     ck_assert_int_eq(gmm_kernel_from_spec(c->spec, &c->k), GMM_OK);
     c->term[0] = (gmm_stack_term){.model = GMM_STACK_KERNEL, .name = "f.t", .value = c->t,
-                                  .kernel = c->k};
+                                  .kernel = c->k, .merge_tol = c->tol};
     c->term[1] = (gmm_stack_term){.model = GMM_STACK_IID, .name = "f.g", .nlevel = KG,
                                   .level = c->g, .variance = 0.5};
     ck_assert_int_eq(gmm_latent_stack_alloc(KR, 2, c->term, 0, &c->l), GMM_OK);
@@ -128,7 +180,7 @@ static void kcase_make(kcase *c, int which, int poisson)
         X[2 * i + 1] = c->x1[i];
     }
     const char *names[2] = {"intercept", "coef.x1"};
-    gmm_problem_design d = {2, X, names, start};
+    gmm_problem_design d = {2, X, names, start, 0};
     ck_assert_int_eq(gmm_problem_alloc_design(c->l, &keep[poisson], c->y, NULL, &d, &c->p),
                      GMM_OK);
     c->o = gmm_problem_objective(c->p);
@@ -187,7 +239,7 @@ static gsl_matrix *dense_cov(const kcase *c, const double *kp, double sg)
     for (size_t i = 0; i < KR; i++)
         for (size_t j = 0; j < KR; j++)
             gsl_matrix_set(K, i, j,
-                           kcov(c, kp, c->t[i] - c->t[j]) + (c->g[i] == c->g[j] ? sg : 0.0));
+                           kcov(c, kp, c->ts[i] - c->ts[j]) + (c->g[i] == c->g[j] ? sg : 0.0));
     return K;
 }
 
@@ -299,6 +351,18 @@ START_TEST(test_kernel_gaussian_vs_dense)
     dctx d = {&c, {0}};
     memcpy(d.th, c.o->value, c.np * sizeof *d.th);
     ck_assert_int_eq(c.o->eval(c.o->ctx, d.th, &f, g), GMM_OK);
+    /* merged: one state per group, the count of merged values reported */
+    ck_assert_uint_eq(gmm_latent_stack_nmerged(c.l, 0), c.nmerged);
+    ck_assert(c.tol == 0.0 || c.nmerged > 0);
+    size_t ngroup = 0, nv;
+    for (size_t i = 0; i < KR; i++) {
+        int seen = 0;
+        for (size_t j = 0; j < i; j++)
+            seen |= c.ts[j] == c.ts[i];
+        ngroup += !seen;
+    }
+    ck_assert(gmm_latent_stack_values(c.l, 0, &nv) != NULL);
+    ck_assert_uint_eq(nv, ngroup);
     double fd = dense_gauss(&d);
     double err = fabs(f - fd) / fabs(fd);
     /* 4th-order differences of the dense value at h = 2e-4 (relative):
@@ -310,10 +374,10 @@ START_TEST(test_kernel_gaussian_vs_dense)
         char buf[512];
         gmm_latent_stack_describe(c.l, buf, sizeof buf);
         fprintf(stderr, "stack kernel '%s': %s\n  loglik %.15g dense %.15g rel %.2e, grad %.2e\n",
-                kspec[_i], buf, f, fd, err, gerr);
+                kspec[c.which], buf, f, fd, err, gerr);
     }
-    ck_assert_msg(err < 1e-8, "%s: loglik %.15g vs dense %.15g", kspec[_i], f, fd);
-    ck_assert_msg(gerr < 1e-6, "%s: gradient rel err %g", kspec[_i], gerr);
+    ck_assert_msg(err < 1e-8, "%s: loglik %.15g vs dense %.15g", kspec[c.which], f, fd);
+    ck_assert_msg(gerr < 1e-6, "%s: gradient rel err %g", kspec[c.which], gerr);
     kcase_free(&c);
 }
 END_TEST
@@ -332,10 +396,10 @@ START_TEST(test_kernel_laplace_vs_dense)
     double gerr = tu_fd_check4(d.th, c.np, g, dense_laplace, &d, 2e-4, 1.0, NULL);
     if (report())
         fprintf(stderr, "stack kernel poisson '%s': laplace %.15g dense %.15g, grad %.2e\n",
-                kspec[_i], f, fd, gerr);
+                kspec[c.which], f, fd, gerr);
     ck_assert_msg(fabs(f - fd) < 1e-8 * fabs(fd), "%s: laplace %.15g vs dense %.15g",
-                  kspec[_i], f, fd);
-    ck_assert_msg(gerr < 1e-6, "%s: gradient rel err %g", kspec[_i], gerr);
+                  kspec[c.which], f, fd);
+    ck_assert_msg(gerr < 1e-6, "%s: gradient rel err %g", kspec[c.which], gerr);
     kcase_free(&c);
 }
 END_TEST
@@ -382,8 +446,8 @@ START_TEST(test_kernel_prior_rev)
     ck_assert_int_eq(gmm_latent_prior_rev(c.l, Qb, 0.0, tb), GMM_OK);
     double err = tu_fd_check4(p.th, np, tb, prior_dot, &p, 1e-3, 1.0, NULL);
     if (report())
-        fprintf(stderr, "stack kernel prior_rev '%s': %.2e\n", kspec[_i], err);
-    ck_assert_msg(err < 1e-7, "%s: prior reverse rel err %g", kspec[_i], err);
+        fprintf(stderr, "stack kernel prior_rev '%s': %.2e\n", kspec[c.which], err);
+    ck_assert_msg(err < 1e-7, "%s: prior reverse rel err %g", kspec[c.which], err);
     gmm_band_free(Q);
     gmm_band_free(Qb);
     kcase_free(&c);
@@ -424,8 +488,12 @@ START_TEST(test_kernel_new_rows)
         tmin = fmin(tmin, c.t[i]);
         tmax = fmax(tmax, c.t[i]);
     }
+    /* merged cases: also within tol of a state, on either side, and of a
+     * merged value */
     double tq[] = {tmin - 2.3, tmin - 1e-3, c.t[7], 0.5 * (tmin + tmax) + 0.0137,
-                   tmin + 0.31 * (tmax - tmin), tmax + 1e-3, tmax + 4.0};
+                   tmin + 0.31 * (tmax - tmin), tmax + 1e-3, tmax + 4.0,
+                   c.ts[11] + 0.9 * c.tol, c.ts[12] - 0.7 * c.tol, c.t[4] + 0.2 * c.tol,
+                   tmax + 0.5 * c.tol};
     size_t cap = gmm_latent_stack_row_max(c.l), *idx = malloc(cap * sizeof *idx);
     double *wv = malloc(cap * sizeof *wv), worst = 0.0;
     for (size_t q = 0; q < sizeof tq / sizeof *tq; q++) {
@@ -443,13 +511,13 @@ START_TEST(test_kernel_new_rows)
             for (size_t a = 0; a < nnz; a++)
                 for (size_t e = 0; e < w; e++)
                     cv += wv[a] * coef[j * w + e] * Q[idx[a] * n + off[j] + e];
-            double ref = kcov(&c, kp, tq[q] - c.t[j]) + (c.g[j] == q % KG ? sg : 0.0);
+            double ref = kcov(&c, kp, snap_value(&c, tq[q]) - c.ts[j]) + (c.g[j] == q % KG ? sg : 0.0);
             worst = fmax(worst, fabs(cv - ref) / (kp[0] + sg));
         }
     }
     if (report())
-        fprintf(stderr, "stack kernel new rows '%s': %.2e\n", kspec[_i], worst);
-    ck_assert_msg(worst < 1e-8, "%s: new rows' covariances off by %g", kspec[_i], worst);
+        fprintf(stderr, "stack kernel new rows '%s': %.2e\n", kspec[c.which], worst);
+    ck_assert_msg(worst < 1e-8, "%s: new rows' covariances off by %g", kspec[c.which], worst);
     free(idx);
     free(wv);
     free(coef);
@@ -486,6 +554,25 @@ START_TEST(test_kernel_refused)
         gmm_kernel_free(k);
         gmm_spec_free(sp);
     }
+    /* merge_tol: finite, >= 0, on a kernel term only */
+    size_t lv[KR] = {0};
+    gmm_stack_term iid = {.model = GMM_STACK_IID, .name = "f.g", .nlevel = 1, .level = lv,
+                          .merge_tol = 0.1};
+    gmm_latent *l = NULL;
+    ck_assert_int_eq(gmm_latent_stack_alloc(KR, 1, &iid, 0, &l), GMM_EINVAL);
+    ck_assert(strstr(gmm_error_message(), "merge_tol") != NULL);
+    gmm_spec_node *sp;
+    gmm_kernel *k;
+    ck_assert_int_eq(gmm_spec_parse("matern32(variance=1, lengthscale=2)", &sp), GMM_OK);
+    ck_assert_int_eq(gmm_kernel_from_spec(sp, &k), GMM_OK);
+    gmm_stack_term kt = {.model = GMM_STACK_KERNEL, .name = "f.t", .value = t, .kernel = k,
+                         .merge_tol = -1.0};
+    ck_assert_int_eq(gmm_latent_stack_alloc(KR, 1, &kt, 0, &l), GMM_EINVAL);
+    kt.merge_tol = INFINITY;
+    ck_assert_int_eq(gmm_latent_stack_alloc(KR, 1, &kt, 0, &l), GMM_EINVAL);
+    ck_assert(l == NULL);
+    gmm_kernel_free(k);
+    gmm_spec_free(sp);
 }
 END_TEST
 
@@ -537,7 +624,7 @@ START_TEST(test_kernel_whiten)
             double s = 0.0;
             for (size_t a = 0; a < n; a++)
                 s += HW[i * n + a] * HW[j * n + a];
-            double ref = kcov(&c, kp, c.t[i] - c.t[j]) + (c.g[i] == c.g[j] ? sg : 0.0);
+            double ref = kcov(&c, kp, c.ts[i] - c.ts[j]) + (c.g[i] == c.g[j] ? sg : 0.0);
             err = fmax(err, fabs(s - ref) / (kp[0] + sg));
         }
     tu_rng r;
@@ -551,10 +638,10 @@ START_TEST(test_kernel_whiten)
     ck_assert_int_eq(gmm_latent_whiten_rev(c.l, x.v, x.xbar, gb), GMM_OK);
     double gerr = tu_fd_check4(x.th, np, gb, whiten_dot, &x, 1e-3, 1.0, NULL);
     if (report())
-        fprintf(stderr, "stack kernel whiten '%s': H W W'H' %.2e, rev %.2e\n", kspec[_i], err,
+        fprintf(stderr, "stack kernel whiten '%s': H W W'H' %.2e, rev %.2e\n", kspec[c.which], err,
                 gerr);
-    ck_assert_msg(err < 1e-8, "%s: H W W' H' off the dense covariance by %g", kspec[_i], err);
-    ck_assert_msg(gerr < 1e-6, "%s: whiten_rev rel err %g", kspec[_i], gerr);
+    ck_assert_msg(err < 1e-8, "%s: H W W' H' off the dense covariance by %g", kspec[c.which], err);
+    ck_assert_msg(gerr < 1e-6, "%s: whiten_rev rel err %g", kspec[c.which], gerr);
     free(coef);
     free(HW);
     free(x.v);
@@ -569,11 +656,11 @@ Suite *model_stack_kernel_suite(void)
     Suite *s = suite_create("model_stack_kernel");
     TCase *tc = tcase_create("core");
     tcase_set_timeout(tc, 60);
-    tcase_add_loop_test(tc, test_kernel_gaussian_vs_dense, 0, KCASES);
-    tcase_add_loop_test(tc, test_kernel_laplace_vs_dense, 0, KCASES);
-    tcase_add_loop_test(tc, test_kernel_prior_rev, 0, KCASES);
-    tcase_add_loop_test(tc, test_kernel_new_rows, 0, KCASES);
-    tcase_add_loop_test(tc, test_kernel_whiten, 0, KCASES);
+    tcase_add_loop_test(tc, test_kernel_gaussian_vs_dense, 0, KCASES + KMERGED);
+    tcase_add_loop_test(tc, test_kernel_laplace_vs_dense, 0, KCASES + KMERGED);
+    tcase_add_loop_test(tc, test_kernel_prior_rev, 0, KCASES + KMERGED);
+    tcase_add_loop_test(tc, test_kernel_new_rows, 0, KCASES + KMERGED);
+    tcase_add_loop_test(tc, test_kernel_whiten, 0, KCASES + KMERGED);
     tcase_add_test(tc, test_kernel_refused);
     suite_add_tcase(s, tc);
     return s;

@@ -215,7 +215,6 @@ static gmm_status band_work(stack_impl *c)
 static gmm_status pinned_logdet(stack_impl *c, const gmm_band *Q, double *ld)
 {
     gmm_status st;
-    c->Qh->kind = GMM_BAND_SYMMETRIC;
     if ((st = gmm_band_copy(c->Qh, Q)))
         return st;
     latent_asm_pin(&c->as, c->Qh);
@@ -232,13 +231,13 @@ static gmm_status pinned_logdet_rev(stack_impl *c, double ldbar, gmm_band *Qbar)
 {
     gmm_status st;
     gmm_band *B = c->Qhbar;
-    B->kind = GMM_BAND_LOWER;
+    if ((st = gmm_band_set_kind(B, GMM_BAND_LOWER)))
+        return st;
     gmm_band_set_zero(B);
     if ((st = gmm_band_chol_logdet_rev(c->Qh, ldbar, B)))
         return st;
-    if ((st = gmm_band_chol_decomp_rev(c->Qh, B, B)))
+    if ((st = gmm_band_chol_decomp_rev(c->Qh, B, B))) /* B turns SYMMETRIC */
         return st;
-    B->kind = GMM_BAND_SYMMETRIC;
     for (size_t i = 0; i < c->ncon; i++)
         latent_asm_zero_rowcol(B, c->pin[i]);
     return gmm_band_axpy(1.0, 1.0, B, Qbar);
@@ -869,6 +868,14 @@ const double *gmm_latent_stack_values(const gmm_latent *l, size_t k, size_t *m)
     return c->comp[k].val;
 }
 
+size_t gmm_latent_stack_nmerged(const gmm_latent *l, size_t k)
+{
+    stack_impl *c = impl_of(l);
+    if (!c || k >= c->K || !c->comp[k].ssm)
+        return 0;
+    return gmm_ssm_nmerged(c->comp[k].ssm);
+}
+
 double gmm_latent_stack_period(const gmm_latent *l, size_t k)
 {
     stack_impl *c = impl_of(l);
@@ -920,8 +927,7 @@ gmm_status gmm_latent_stack_logdet(gmm_latent *l, const double *theta, double *l
     if ((st = gmm_band_chol_decomp(c->as.gs.Q, c->as.gs.Q)))
         return st;
     *logdet = gmm_band_chol_logdet(c->as.gs.Q);
-    c->as.gs.Q->kind = GMM_BAND_SYMMETRIC;
-    return GMM_OK;
+    return gmm_band_set_kind(c->as.gs.Q, GMM_BAND_SYMMETRIC);
 }
 
 void gmm_latent_stack_describe(const gmm_latent *l, char *buf, size_t size)
@@ -1103,9 +1109,15 @@ static gmm_status kernel_row(stack_comp *q, const double *theta, double t, size_
     gmm_status st;
     size_t d = q->d, m = q->m, lo = stack_lower_bound(q->val, m, t);
     *var = 0.0;
-    if (lo < m && q->val[lo] == t) {
+    /* a value on a state, or within merge_tol of one (the lower first, as
+     * ssm_predict.c's snap), reads it */
+    size_t on = lo < m && q->val[lo] == t                       ? lo
+                : lo > 0 && t - q->val[lo - 1] <= q->merge_tol ? lo - 1
+                : lo < m && q->val[lo] - t <= q->merge_tol     ? lo
+                                                               : m;
+    if (on < m) {
         for (size_t e = 0; e < q->nread; e++) {
-            li[*ne] = q->lvl_off[lo] + q->hidx[e];
+            li[*ne] = q->lvl_off[on] + q->hidx[e];
             lw[(*ne)++] = q->hval[e];
         }
         return GMM_OK;

@@ -108,7 +108,9 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* The sorted distinct values of the rows and each row's rank among them. */
+/* The sorted distinct values of the rows and each row's rank among them;
+ * values within c->merge_tol of their group's first are that first's (the
+ * grouping of ssm.c's states, so that a KERNEL's levels are its states). */
 static gmm_status distinct_values(stack_comp *c, const double *value, size_t nrows,
                                   size_t *rank)
 {
@@ -123,11 +125,13 @@ static gmm_status distinct_values(stack_comp *c, const double *value, size_t nro
     qsort(c->val, nrows, sizeof *c->val, cmp_double);
     size_t m = 0;
     for (size_t r = 0; r < nrows; r++)
-        if (m == 0 || c->val[r] != c->val[m - 1])
+        if (m == 0 || c->val[r] > c->val[m - 1] + c->merge_tol)
             c->val[m++] = c->val[r];
     c->m = m;
-    for (size_t r = 0; r < nrows; r++)
-        rank[r] = stack_lower_bound(c->val, m, value[r]);
+    for (size_t r = 0; r < nrows; r++) { /* the last group's first <= value[r] */
+        size_t j = stack_lower_bound(c->val, m, value[r]);
+        rank[r] = j < m && c->val[j] == value[r] ? j : j - 1;
+    }
     return GMM_OK;
 }
 
@@ -551,6 +555,7 @@ static gmm_status build_kernel(stack_comp *c, const gmm_stack_term *t, size_t nr
                          c->name);
     gmm_ssm_params par;
     gmm_ssm_params_init(&par);
+    par.merge_tol = c->merge_tol;
     size_t *rank = gmm_malloc(nrows ? nrows : 1, sizeof *rank);
     if (!rank)
         return gmm_error(GMM_ENOMEM, "out of memory for '%s'", c->name);
@@ -676,6 +681,12 @@ gmm_status stack_comp_build(stack_comp *c, const gmm_stack_term *t, size_t nrows
     if (!c->cyclic && t->period != 0.0)
         return gmm_error(GMM_EINVAL, "'%s': a period (%g) needs a cyclic rw1 or rw2", c->name,
                          t->period);
+    if (!(t->merge_tol >= 0.0) || !isfinite(t->merge_tol) ||
+        (t->merge_tol != 0.0 && t->model != GMM_STACK_KERNEL))
+        return gmm_error(GMM_EINVAL, "'%s': merge_tol %g must be finite and >= 0, on a kernel "
+                                     "term",
+                         c->name, t->merge_tol);
+    c->merge_tol = t->merge_tol;
     switch (t->model) {
     case GMM_STACK_IID:
         for (size_t r = 0; r < nrows; r++) {

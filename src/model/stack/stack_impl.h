@@ -50,10 +50,12 @@ typedef struct {
     size_t *nptr, *nidx;
     double *nval;
     int *nb;
-    /* RW1, RW2: the sorted distinct values (m); cyclic: the period (NAN
-     * otherwise) */
+    /* RW1, RW2, KERNEL: the sorted distinct values (m; KERNEL: each
+     * state's, values within merge_tol of a group's first merged into it,
+     * 0 for the others); cyclic: the period (NAN otherwise) */
     double *val;
     size_t m;
+    double merge_tol;
     int cyclic;
     double period;
     /* BESAG, BYM2: per graph node, its component's scaling c */

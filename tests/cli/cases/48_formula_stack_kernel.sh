@@ -159,3 +159,66 @@ run "$GMM_INFER" loglik --formula "y ~ f(t, 'matern32(lengthscale=1)') + f(g, ii
     "$CASE_TMP/close.csv"
 expect_exit 1
 expect_stderr 'only 1e-09 apart, below the accuracy limit .* Cholesky factorisation'
+
+# --merge-tol on a kernel term (tests/fixtures/stack_merge/, scripts/make-stack-merge-fixtures.py):
+# five near-ties within 0.01 of a value share its state, the model the dense GP over the merged
+# inputs.
+smx="$ROOT/tests/fixtures/stack_merge"
+sm_expected() { awk -F, -v k="$1" '$1 == k { print $2 }' "$smx/expected.csv"; }
+
+begin "formula stack kernel: --merge-tol's near-ties share a state (loglik of the dense GP over the merged inputs)"
+run "$GMM_INFER" loglik --model "$smx/model.json"
+expect_exit 0
+expect_stderr 'warning: f\.t: 5 distinct inputs within --merge-tol 0\.01 of another were merged into one state'
+sk_close "$(sk_num "$OUT" loglik)" "$(sm_expected merged)" 1e-8 ||
+    fail "loglik $(sk_num "$OUT" loglik), dense over the merged inputs $(sm_expected merged)"
+run "$GMM_INFER" loglik --verbose --model "$smx/model.json"
+expect_stderr 'f\.t \(kernel\): 50 latents'
+# without the model's merge_tol, the inputs stay apart: the unmerged dense value
+awk '/"merge_tol"/ { sub(/,$/, "", prev); next } NR > 1 { print prev } { prev = $0 }
+    END { print prev }' "$smx/model.json" > "$CASE_TMP/raw.json"
+cp "$smx/data.csv" "$CASE_TMP/"
+run "$GMM_INFER" loglik --model "$CASE_TMP/raw.json"
+expect_exit 0
+expect_no_stderr 'merged'
+sk_close "$(sk_num "$OUT" loglik)" "$(sm_expected unmerged)" 1e-8 ||
+    fail "unmerged loglik $(sk_num "$OUT" loglik), dense $(sm_expected unmerged)"
+
+begin "formula stack kernel: --merge-tol: predict at the rows, at new values near a state and per term is the dense posterior"
+run "$GMM_INFER" predict --model "$smx/model.json"
+expect_exit 0
+sk_rows_match "$OUT" "$smx/rows_expected.csv" 1e-8 > "$CASE_TMP/cmp" ||
+    fail "$(cat "$CASE_TMP/cmp")"
+# within merge_tol above and below a state, on a merged data value: that state's
+run "$GMM_INFER" predict --model "$smx/model.json" --at "$smx/new.csv"
+expect_exit 0
+sk_rows_match "$OUT" "$smx/new_expected.csv" 1e-8 > "$CASE_TMP/cmp" ||
+    fail "$(cat "$CASE_TMP/cmp")"
+run "$GMM_INFER" predict --terms --model "$smx/model.json"
+expect_exit 0
+awk -F, 'NR == FNR { if (FNR > 1) { k = $1 "," ($1 == "f.t" ? $2 + 0 : $2); m[k] = $3; s[k] = $4; n++ }; next }
+    FNR > 1 && $1 ~ /^f\./ { k = $1 "," ($1 == "f.t" ? $2 + 0 : $2)
+        if (!(k in m)) { print "no dense row " k; bad = 1; next }
+        dm = $3 - m[k]; ds = $4 - s[k]; if (dm < 0) dm = -dm; if (ds < 0) ds = -ds
+        if (dm > 1e-8 * s[k] || ds > 1e-8 * s[k]) { print k ": " $3 " " $4 " dense " m[k] " " s[k]; bad = 1 }
+        seen++ }
+    END { if (seen != n) { print seen " rows, dense " n; bad = 1 }; exit bad }' \
+    "$smx/terms.csv" "$OUT" > "$CASE_TMP/cmp" || fail "$(cat "$CASE_TMP/cmp")"
+
+begin "formula stack kernel: fit --merge-tol warns, records merge_tol, and the model reloads with it"
+run "$GMM_INFER" fit --merge-tol 0.01 --formula "y ~ x1 + f(t, 'matern32') + f(g, iid)" \
+    "$smx/data.csv" -o "$CASE_TMP/m.json"
+expect_exit 0
+expect_stderr 'warning: f\.t: 5 distinct inputs within --merge-tol 0\.01 of another were merged'
+expect_file "$CASE_TMP/m.json" '"merge_tol": 0\.01'
+fitted=$(sk_num "$CASE_TMP/m.json" loglik)
+run "$GMM_INFER" loglik --model "$CASE_TMP/m.json"
+expect_exit 0
+sk_close "$(sk_num "$OUT" loglik)" "$fitted" 1e-12 || fail "loglik --model, fit $fitted"
+awk -v a="$fitted" -v b="$(sm_expected merged)" 'BEGIN { exit !(a >= b) }' ||
+    fail "fit's maximum $fitted below the value $(sm_expected merged) at the fixture's parameters"
+
+begin "formula stack kernel: --merge-tol without a kernel term is a usage error"
+run "$GMM_INFER" loglik --merge-tol 0.01 --formula "y ~ f(t, rw1) + f(g, iid)" "$smx/data.csv"
+expect_exit 2
+expect_stderr 'merge-tol applies to state-space models'
