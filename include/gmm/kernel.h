@@ -253,6 +253,12 @@ int gmm_kernel_modulated(const gmm_kernel *k);
  * variables.  A state-space model orders each block consecutively to
  * narrow the band of its precision (ssm.h).  O(d^2); GMM_ENOMEM. */
 gmm_status gmm_kernel_blocks(const gmm_kernel *k, size_t *block, size_t *nblocks);
+/* damped (d entries): nonzero for the state variables of terms made of
+ * damped zero-noise factors only (ZERO PROCESS NOISE): there, oscillators
+ * being demodulated, A = rho I (rho the damping's, not a parameter) and Q
+ * = (1 - rho^2) Pinf, so theta enters through Pinf alone.  GMM_EINVAL for
+ * NULL, GMM_ENOMEM. */
+gmm_status gmm_kernel_var_damped(const gmm_kernel *k, int *damped);
 
 /* The composite's observation row at time offset tau from the reference t0
  * (d), at the theta of the last gmm_kernel_stat on w; equals the H of

@@ -235,11 +235,13 @@ const char *gmm_latent_factorisation(const gmm_latent *l, double *bound);
  * without one (graphs).  gmm_latent_wls with theta NULL: the last call's
  * (as gmm_ssm_wls).
  * gmm_latent_wls_rowcov, after gmm_latent_wls_adjoint, for rows that vary
- * with theta (gmm_latent_obs_varies): the adjoint's zeta (n) and Sigma h_r
- * over row r's window at sh + r width (sh: nrows x width; 0 where r is
- * unobserved), Sigma the smoothing's posterior covariance (the Laplace
+ * with theta (gmm_latent_obs_varies): the adjoint's zeta (n) and (Sigma
+ * h_r) at each entry of row r, laid out as gmm_latent_obs_values (0 where
+ * r is unobserved), Sigma the smoothing's posterior covariance (the Laplace
  * gradient in the rows' coefficients).  The others: GMM_EINVAL for a family
  * without one. */
+/* Nonzero when the family has the weighted smoothing below. */
+int gmm_latent_has_wls(const gmm_latent *l);
 gmm_status gmm_latent_wls_rows(gmm_latent *l, const double *theta, double obs_prec, int *rows);
 gmm_status gmm_latent_wls(gmm_latent *l, const double *theta, const double *y, const double *wt,
                           int record, double *loglik, double *mean);

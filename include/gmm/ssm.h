@@ -354,4 +354,23 @@ gmm_status gmm_ssm_wls_var(gmm_ssm *m, double *fvar);
 gmm_status gmm_ssm_wls_adjoint(gmm_ssm *m, const double *rw, double *u, double *thetabar);
 gmm_status gmm_ssm_wls_rowcov(gmm_ssm *m, double *zeta, double *sh);
 
+/* DAMPED BLOCKS (ssm_damped.c).  The state splits into independent blocks
+ * (gmm_kernel_blocks; gmm_ssm_nblocks of them, band positions of a state
+ * in order: gmm_ssm_var_block(m, p) is position p's, 0 <= p < d).  A block
+ * of terms made of damped zero-noise factors only has A = rho I, Q = (1 -
+ * rho^2) p I and Pinf = p I, its prior precision R / p with R free of
+ * theta (kernel.h, gmm_kernel_var_damped): theta reaches it through p.
+ *
+ * gmm_ssm_damped_blocks: per block, damped[b] and p (pvar[b]; for other
+ * blocks Pinf's first diagonal entry there) at theta, the damped ones'
+ * structure verified (GMM_EINVAL "internal" otherwise).  O(intervals d^2).
+ *
+ * gmm_ssm_damped_rev: thetabar += sum_b pbar[b] dp_b/dtheta (pbar: one per
+ * block, read for damped ones; others 0).  O(d^3 + nparam d^2). */
+size_t gmm_ssm_nblocks(const gmm_ssm *m);
+size_t gmm_ssm_var_block(const gmm_ssm *m, size_t p);
+gmm_status gmm_ssm_damped_blocks(gmm_ssm *m, const double *theta, int *damped, double *pvar);
+gmm_status gmm_ssm_damped_rev(gmm_ssm *m, const double *theta, const double *pbar,
+                              double *thetabar);
+
 #endif

@@ -67,11 +67,21 @@
  *          (below) become one state.  Proper.  Q is nonlinear in theta, so a factor of the joint
  *          precision inherits the SSM's spacing limit (gmm_ssm_prior's
  *          GMM_EDOM: inputs closer, relative to a lengthscale, than the
- *          Cholesky of the assembled precision resolves).  Kernels with a
+ *          Cholesky of the assembled precision resolves).  A kernel with a
  *          damped zero-noise factor (constant, cosine or periodic not
  *          multiplied by a factor with process noise, kernel.h ZERO PROCESS
- *          NOISE: precision entries ~ K / damp_rel, accurate only in the
- *          square-root form) are refused (GMM_EINVAL).
+ *          NOISE: precision entries ~ K / damp_rel) puts the whole stack in
+ *          the SQUARE-ROOT FORM below.
+ *
+ * SQUARE-ROOT FORM (stack_sqrt.c).  With a damped kernel the joint
+ * posterior precision is folded from rows (the kernel's transition rows,
+ * the other components' Cholesky rows, the data's), never assembled: the
+ * exact Gaussian likelihood and the Laplace approximation's smoothing
+ * (latent.h, wls) take it, with their gradients; a demodulated oscillator's
+ * rows h(t) vary with theta (gmm_latent_obs_varies).  The assembled prior
+ * (gmm_latent_prior), the whitening (hmc), VI and new rows of the damped
+ * kernel (gmm_latent_stack_row) refuse it with GMM_EINVAL and the reason,
+ * as gmm_latent_stack_alloc refuses it beside an intrinsic component.
  *
  * ORDER AND BAND.  The stacked vector (components one after another, each
  * in its own local order) is permuted by reverse Cuthill-McKee over the
@@ -150,9 +160,9 @@ typedef struct {
  * GMM_EINVAL (NULL, a level out of range or a non-finite value with the row
  * in gmm_error_index(), RW1 with fewer than 2 distinct values or RW2 or a
  * cyclic walk fewer than 3, a starting value out of its domain, a missing
- * graph or kernel, a kernel with a damped factor, cyclic on another
- * model, merge_tol negative, not finite or on another model than KERNEL,
- * a period without cyclic, not positive
+ * graph or kernel, a kernel with a damped factor beside an intrinsic
+ * component, cyclic on another model, merge_tol negative, not finite or on
+ * another model than KERNEL, a period without cyclic, not positive
  * and finite, or onto which the values reduce to a full period), GMM_ENOMEM
  * (the band or observation map over limit, with the bytes; allocation).
  * O(rows K^2 + edges log) for the ordering, O(n l^2) for the scaling of

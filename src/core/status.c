@@ -32,9 +32,13 @@ static gmm_status record(gmm_status s, size_t index, const char *fmt, va_list ap
 {
     last_status = s;
     last_index = index;
-    if (fmt)
-        vsnprintf(last_msg, sizeof last_msg, fmt, ap);
-    else
+    if (fmt) {
+        /* through a copy: callers prefix the last message to itself
+         * ("'%s': %s", name, gmm_error_message()) */
+        char buf[GMM_ERROR_MAX];
+        vsnprintf(buf, sizeof buf, fmt, ap);
+        snprintf(last_msg, sizeof last_msg, "%s", buf);
+    } else
         snprintf(last_msg, sizeof last_msg, "%s", gmm_strerror(s));
     return s;
 }

@@ -164,6 +164,17 @@ static size_t row_pos(const gmm_laplace_obs *ob, size_t k, size_t lo)
     return ob->pos ? ob->pos[k] : k - lo;
 }
 
+/* h_i'v over row i's entries (dense windows or sparse rows). */
+static double row_dot(const gmm_laplace_obs *ob, size_t i, const double *v)
+{
+    size_t lo = row_lo(ob, i), hi = row_hi(ob, i);
+    const double *vo = v + ob->offset[i];
+    double s = 0.0;
+    for (size_t k = lo; k < hi; k++)
+        s += ob->coef[k] * vo[row_pos(ob, k, lo)];
+    return s;
+}
+
 /* log p(y_i | f) and its derivatives (gmm_lik_eval), from the row's
  * constants when the caller gave them. */
 static void row_eval(const gmm_laplace *w, size_t i, double f, double out[4], double *dpar)
@@ -882,14 +893,12 @@ gmm_status gmm_laplace_eval_sqrt(gmm_laplace *w, const gmm_laplace_smoother *sm,
             qm[j] = 0.0;
         }
         for (size_t i = 0; i < obs->nobs; i++) {
-            const double *h = obs->coef + i * obs->width;
-            double e = 0.0, r;
-            for (size_t a = 0; a < obs->width; a++)
-                e += h[a] * w->dx[obs->offset[i] + a];
+            double e = row_dot(obs, i, w->dx), r;
             dec += w->w[i] * e * e;
             r = w->g[i] - w->w[i] * e;
-            for (size_t a = 0; a < obs->width; a++)
-                qm[obs->offset[i] + a] += h[a] * r;
+            size_t lo = row_lo(obs, i), hi = row_hi(obs, i);
+            for (size_t k = lo; k < hi; k++)
+                qm[obs->offset[i] + row_pos(obs, k, lo)] += obs->coef[k] * r;
         }
         if (track) {
             for (size_t j = 0; j < w->n; j++)
@@ -945,13 +954,8 @@ gmm_status gmm_laplace_eval_sqrt(gmm_laplace *w, const gmm_laplace_smoother *sm,
         if ((st = sm->var(sm->ctx, w->s)))
             return st;
         w->accepted = w->sready = 1;
-        for (size_t i = 0; i < obs->nobs; i++) {
-            const double *h = obs->coef + i * obs->width;
-            double e = 0.0;
-            for (size_t a = 0; a < obs->width; a++)
-                e += h[a] * w->dx[obs->offset[i] + a];
-            corr += 0.5 * w->s[i] * w->t[i] * e;
-        }
+        for (size_t i = 0; i < obs->nobs; i++)
+            corr += 0.5 * w->s[i] * w->t[i] * row_dot(obs, i, w->dx);
     }
     double lq = sum + ml + 0.5 * (double)obs->nobs * log2pi + 0.5 * gw + corr;
     if (!isfinite(lq))
@@ -998,12 +1002,7 @@ gmm_status gmm_laplace_grad_sqrt(gmm_laplace *w, double *bbar, double *parbar, d
     for (size_t i = 0; i < ob->nobs; i++) {
         /* a kept start: g and dlogp/dphi at the mode's f_i + e_i to first
          * order, as log q's r'delta (SQUARE-ROOT FORM) */
-        double e = 0.0;
-        if (w->accepted) {
-            const double *h = ob->coef + i * ob->width;
-            for (size_t a = 0; a < ob->width; a++)
-                e += h[a] * w->dx[ob->offset[i] + a];
-        }
+        double e = w->accepted ? row_dot(ob, i, w->dx) : 0.0;
         double u = w->u[i], ci = w->g[i] - w->w[i] * e + 0.5 * w->s[i] * w->t[i] - w->w[i] * u;
         if (bbar)
             *bbar += ci;
@@ -1017,12 +1016,12 @@ gmm_status gmm_laplace_grad_sqrt(gmm_laplace *w, double *bbar, double *parbar, d
         }
         if (coefbar) {
             /* at the mode x + dx of a kept start, to first order (as ci) */
-            const double *sh = w->sh + i * ob->width;
             double gi = w->g[i] - w->w[i] * e;
-            for (size_t a = 0; a < ob->width; a++) {
-                size_t ia = ob->offset[i] + a;
+            size_t lo = row_lo(ob, i), hi = row_hi(ob, i);
+            for (size_t k = lo; k < hi; k++) {
+                size_t ia = ob->offset[i] + row_pos(ob, k, lo);
                 double xm = w->x[ia] + (w->accepted ? w->dx[ia] : 0.0);
-                coefbar[i * ob->width + a] += ci * xm + gi * w->z[ia] - w->w[i] * sh[a];
+                coefbar[k] += ci * xm + gi * w->z[ia] - w->w[i] * w->sh[k];
             }
         }
     }

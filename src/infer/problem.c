@@ -217,10 +217,11 @@ static gmm_status sm_adjoint(void *ctx, const double *rw, double *u)
 static gmm_status sm_rowcov(void *ctx, double *zeta, double *sh)
 {
     gmm_problem *p = ctx;
-    size_t w = p->width;
     gmm_status st = gmm_latent_wls_rowcov(p->lat, zeta, p->ssh);
-    for (size_t i = 0; !st && i < p->nobs; i++)
-        memcpy(sh + i * w, p->ssh + p->orow[i] * w, w * sizeof *sh);
+    for (size_t i = 0; !st && i < p->nobs; i++) {
+        size_t lo = row_lo(p, p->orow[i]);
+        memcpy(sh + p->orowptr[i], p->ssh + lo, (row_hi(p, p->orow[i]) - lo) * sizeof *sh);
+    }
     return st;
 }
 
@@ -487,11 +488,11 @@ static gmm_status laplace_alloc(gmm_problem *p)
     p->lobs = (gmm_laplace_obs){p->nobs,    w,     p->ooff,   p->ocoef,
                                 p->oy,      p->oe, p->oshift, p->rowptr ? p->orowptr : NULL,
                                 p->opos,    p->ocst};
-    if (gmm_latent_has_inputs(p->lat)) {
+    if (gmm_latent_has_wls(p->lat)) {
         /* a family with a square-root smoother: its scratch */
         int varies = gmm_latent_obs_varies(p->lat);
         p->sy = gmm_malloc(5 * nr, sizeof *p->sy);
-        p->ssh = varies ? gmm_malloc(nr * w, sizeof *p->ssh) : NULL;
+        p->ssh = varies ? gmm_malloc(p->nnz + 1, sizeof *p->ssh) : NULL;
         if (!p->sy || (varies && !p->ssh))
             return gmm_error(GMM_ENOMEM, "out of memory for the Laplace approximation");
         p->sw = p->sy + nr;

@@ -294,6 +294,8 @@ gmm_status gmm_latent_wls_adjoint(gmm_latent *l, const double *rw, double *u, do
     return l->ops->wls_adjoint ? l->ops->wls_adjoint(l->impl, rw, u, thetabar) : no_wls(l);
 }
 
+int gmm_latent_has_wls(const gmm_latent *l) { return l->ops->wls != NULL; }
+
 gmm_status gmm_latent_wls_rowcov(gmm_latent *l, double *zeta, double *sh)
 {
     return l->ops->wls_rowcov ? l->ops->wls_rowcov(l->impl, zeta, sh) : no_wls(l);

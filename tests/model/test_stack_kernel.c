@@ -16,6 +16,7 @@
 #include <gsl/gsl_blas.h>
 #include <gsl/gsl_linalg.h>
 #include <gsl/gsl_matrix.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,8 +45,14 @@ static const char *kspec[] = {"matern32(variance=0.8, lengthscale=2.5)",
                               "matern52(variance=0.3, lengthscale=0.9)",
                               "matern32(variance=0.6, lengthscale=3) + "
                               "matern12(variance=0.5, lengthscale=6)*"
-                              "periodic(variance=1, lengthscale=1.1, period=3.7, harmonics=4)"};
-#define KCASES 3
+                              "periodic(variance=1, lengthscale=1.1, period=3.7, harmonics=4)",
+                              "matern32(variance=0.6, lengthscale=3) + "
+                              "periodic(variance=0.7, lengthscale=1.1, period=3.7, harmonics=2)"};
+/* case 3's periodic summand is a damped zero-noise factor: the stack's
+ * square-root form (stack.h); cases 0 .. KCASES_ASM - 1 take the assembled
+ * one */
+#define KCASES 4
+#define KCASES_ASM 3
 /* cases KCASES, KCASES + 1: kernels 0 and 1 with near-ties KTOL / 2 apart
  * merged by merge_tol KTOL (the other values at least 0.05 apart) */
 #define KMERGED 2
@@ -81,11 +88,31 @@ typedef struct {
     size_t np;
 } kcase;
 
+/* The damping of the last case's periodic factor, by ssm.h's rule (damp =
+ * max(GMM_SSM_DAMP_REL, GMM_SSM_DAMP_K2 eps K^2) / span, K distinct
+ * values). */
+static double kdamp(const kcase *c)
+{
+    double lo = INFINITY, hi = -INFINITY, u[KR];
+    size_t K = 0;
+    for (size_t i = 0; i < KR; i++) {
+        int seen = 0;
+        for (size_t j = 0; j < K; j++)
+            seen |= u[j] == c->t[i];
+        if (!seen)
+            u[K++] = c->t[i];
+        lo = fmin(lo, c->t[i]);
+        hi = fmax(hi, c->t[i]);
+    }
+    double rel = fmax(GMM_SSM_DAMP_REL, GMM_SSM_DAMP_K2 * DBL_EPSILON * (double)K * (double)K);
+    return rel / (hi - lo);
+}
+
 /* The dense kernel covariance at tau from the kernel's parameters th. */
 static double kcov(const kcase *c, const double *th, double tau)
 {
-    if (c->which == 2)
-        return gmm_kernel_cov(c->k, th, 0.0, tau);
+    if (c->which >= 2)
+        return gmm_kernel_cov(c->k, th, c->which == 3 ? kdamp(c) : 0.0, tau);
     double v = k32(th[0], th[1], tau);
     if (c->which == 1)
         v += k52(th[2], th[3], tau);
@@ -213,8 +240,8 @@ static size_t par_index(const kcase *c, const char *suffix)
 static void dense_params(const kcase *c, const double *th, double *kp, double *sg,
                          double *noise, double *b0, double *b1)
 {
-    if (c->which == 2) { /* the kernel's own order: its parameters come first */
-        ck_assert(!gmm_kernel_damped(c->k));
+    if (c->which >= 2) { /* the kernel's own order: its parameters come first */
+        ck_assert(gmm_kernel_damped(c->k) == (c->which == 3));
         for (size_t i = 0; i < gmm_kernel_nparam(c->k); i++)
             kp[i] = th[i];
     } else {
@@ -527,10 +554,12 @@ START_TEST(test_kernel_new_rows)
 }
 END_TEST
 
-/* A kernel with a damped zero-noise factor does not stack (its rows vary,
- * or its precision's entries are ~ K / damp_rel); a product with a factor
- * with process noise does. */
-START_TEST(test_kernel_refused)
+/* A kernel with a damped zero-noise factor stacks in the square-root form
+ * (test_kernel_gaussian_vs_dense and _laplace_vs_dense check its values):
+ * the assembled prior and the whitening refuse it with the reason, and so
+ * does a stack of it with an intrinsic component; a product with a factor
+ * with process noise keeps the assembled form. */
+START_TEST(test_kernel_damped_forms)
 {
     static const char *spec[] = {"matern32 + periodic(period=7)", "matern32 + constant",
                                  "cosine(period=3)", "matern32 + matern12*periodic(period=7)"};
@@ -546,10 +575,27 @@ START_TEST(test_kernel_refused)
         for (size_t i = 0; i < gmm_kernel_nparam(k); i++)
             if (isnan(v[i]))
                 v[i] = 1.0;
-        gmm_stack_term term = {.model = GMM_STACK_KERNEL, .name = "f.t", .value = t, .kernel = k};
+        gmm_stack_term term[2] = {
+            {.model = GMM_STACK_KERNEL, .name = "f.t", .value = t, .kernel = k},
+            {.model = GMM_STACK_RW1, .name = "f.s", .value = t}};
         gmm_latent *l = NULL;
-        ck_assert_int_eq(gmm_latent_stack_alloc(KR, 1, &term, 0, &l), s < 3 ? GMM_EINVAL : GMM_OK);
-        ck_assert(s < 3 ? l == NULL : l != NULL);
+        ck_assert_int_eq(gmm_latent_stack_alloc(KR, 1, term, 0, &l), GMM_OK);
+        size_t n = gmm_latent_dim(l);
+        gmm_band *Q = gmm_band_alloc(n, gmm_latent_bandwidth(l), 0, GMM_BAND_SYMMETRIC);
+        double ld;
+        gmm_status want = s < 3 ? GMM_EINVAL : GMM_OK;
+        ck_assert_int_eq(gmm_latent_prior(l, v, Q, &ld), want);
+        ck_assert_int_eq(gmm_latent_whiten_setup(l, v), want);
+        if (s < 3)
+            ck_assert_msg(strstr(gmm_error_message(), "square-root form") != NULL, "%s",
+                          gmm_error_message());
+        gmm_band_free(Q);
+        gmm_latent_free(l);
+        l = NULL;
+        ck_assert_int_eq(gmm_latent_stack_alloc(KR, 2, term, 0, &l), want);
+        if (s < 3)
+            ck_assert_msg(strstr(gmm_error_message(), "intrinsic") != NULL, "%s",
+                          gmm_error_message());
         gmm_latent_free(l);
         gmm_kernel_free(k);
         gmm_spec_free(sp);
@@ -658,10 +704,14 @@ Suite *model_stack_kernel_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_loop_test(tc, test_kernel_gaussian_vs_dense, 0, KCASES + KMERGED);
     tcase_add_loop_test(tc, test_kernel_laplace_vs_dense, 0, KCASES + KMERGED);
-    tcase_add_loop_test(tc, test_kernel_prior_rev, 0, KCASES + KMERGED);
-    tcase_add_loop_test(tc, test_kernel_new_rows, 0, KCASES + KMERGED);
-    tcase_add_loop_test(tc, test_kernel_whiten, 0, KCASES + KMERGED);
-    tcase_add_test(tc, test_kernel_refused);
+    /* the assembled form's prior, new rows and whitening: all but case 3 */
+    tcase_add_loop_test(tc, test_kernel_prior_rev, 0, KCASES_ASM);
+    tcase_add_loop_test(tc, test_kernel_prior_rev, KCASES, KCASES + KMERGED);
+    tcase_add_loop_test(tc, test_kernel_new_rows, 0, KCASES_ASM);
+    tcase_add_loop_test(tc, test_kernel_new_rows, KCASES, KCASES + KMERGED);
+    tcase_add_loop_test(tc, test_kernel_whiten, 0, KCASES_ASM);
+    tcase_add_loop_test(tc, test_kernel_whiten, KCASES, KCASES + KMERGED);
+    tcase_add_test(tc, test_kernel_damped_forms);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -491,6 +491,43 @@ gmm_status gmm_kernel_blocks(const gmm_kernel *k, size_t *block, size_t *nblocks
     return GMM_OK;
 }
 
+/* Per state variable of n, whether it belongs to a term made of damped
+ * zero-noise factors only (a product's pair when both are); GMM_ENOMEM. */
+static gmm_status node_damped(const knode *n, int *flag)
+{
+    gmm_status st = GMM_OK;
+    if (n->op == KN_LEAF) {
+        for (size_t i = 0; i < n->d; i++)
+            flag[i] = n->damped;
+        return GMM_OK;
+    }
+    if (n->op == KN_SUM) {
+        size_t o = 0;
+        for (size_t c = 0; c < n->nchild && !st; c++) {
+            st = node_damped(n->child[c], flag + o);
+            o += n->child[c]->d;
+        }
+        return st;
+    }
+    size_t dl = n->child[0]->d, dr = n->child[1]->d;
+    int *tmp = gmm_malloc(dl + dr, sizeof *tmp);
+    if (!tmp)
+        return gmm_error(GMM_ENOMEM, "out of memory for the kernel's block structure");
+    if (!(st = node_damped(n->child[0], tmp)) && !(st = node_damped(n->child[1], tmp + dl)))
+        for (size_t a = 0; a < dl; a++)
+            for (size_t c = 0; c < dr; c++)
+                flag[a * dr + c] = tmp[a] && tmp[dl + c];
+    gmm_free(tmp);
+    return st;
+}
+
+gmm_status gmm_kernel_var_damped(const gmm_kernel *k, int *damped)
+{
+    if (!k || !damped)
+        return gmm_error(GMM_EINVAL, "gmm_kernel_var_damped: NULL argument");
+    return node_damped(k->root, damped);
+}
+
 gmm_status gmm_kernel_param_find(const gmm_kernel *k, const char *name, size_t *i)
 {
     for (size_t j = 0; j < k->nparam; j++)

@@ -25,41 +25,9 @@
 #include <string.h>
 
 #include "gmm/alloc.h"
-#include "../latent_asm.h"
 #include "../latent_impl.h"
 #include "stack_impl.h"
 
-typedef struct {
-    latent_asm as;          /* first: Q's assembly, normaliser and pins, the
-                             * sparse rows (latent_impl.h), the Gaussian
-                             * likelihood (latent_asm.h) */
-    size_t K, n, bw, nrows, nparam, ncon;
-    stack_comp *comp;
-    size_t *perm, *iperm;   /* n: perm[row] = stacked index */
-    /* constraints in the permuted numbering: dense k x n, the pinned rows,
-     * the constant parts of the normaliser */
-    double *A;
-    size_t *pin;
-    double ldconst, ldaa;
-    double *theta;          /* nparam: of the last prior call */
-    double bound;           /* the last Gaussian evaluation's rounding bound (kernels) */
-    int prior_ok;
-    /* the constrained likelihood's Q^ and its adjoint */
-    gmm_band *Qh, *Qhbar;
-    /* the constraints sparse (gaptr, gaidx, gaval), the null space's basis
-     * (gnptr, gnidx, gnval, gnb: stack_comp's nb), each constraint's
-     * component, and blocks of constraints of one component (nblk, blk0:
-     * nblk + 1 starts) */
-    size_t *gaptr, *gaidx, *gnptr, *gnidx, *ccomp, *blk0, nblk;
-    double *gaval, *gnval;
-    int *gnb;
-    /* whitening: Q^'s factor, its adjoint, three n-vectors, the setup's
-     * theta, the blocks N_S and AN (k x k, LU per block), beta and BYM2's
-     * alpha (k each) */
-    gmm_band *wL, *wLb;
-    double *wx, *wwork, *wsolve, *wtheta, *wNS, *wAN, *wbeta, *walpha;
-    int wready;
-} stack_impl;
 
 static void stack_free_impl(void *p)
 {
@@ -68,6 +36,9 @@ static void stack_free_impl(void *p)
         return;
     for (size_t k = 0; c->comp && k < c->K; k++)
         stack_comp_free(&c->comp[k]);
+    stack_sq_free(c->sqw);
+    gmm_free(c->eidx);
+    gmm_free(c->hbuf);
     gmm_free(c->comp);
     gmm_free(c->perm);
     gmm_free(c->A);
@@ -93,14 +64,20 @@ static void stack_free_impl(void *p)
 
 /* ---- assembly ------------------------------------------------------------- */
 
-static gmm_status assemble(void *ctx, const double *theta, gmm_band *Q)
+gmm_status stack_assemble(stack_impl *c, const double *theta, gmm_band *Q, int rest)
 {
-    stack_impl *c = ctx;
     gmm_status st;
     gmm_band_set_zero(Q);
     for (size_t k = 0; k < c->K; k++) {
         stack_comp *m = &c->comp[k];
         const double *th = theta + m->par0;
+        if (rest && m->damped) {
+            for (size_t j = 0; j < m->n; j++) {
+                size_t g = c->iperm[m->off + j];
+                *gmm_band_ptr(Q, g, g) = 1.0;
+            }
+            continue;
+        }
         if (m->model == GMM_STACK_GRAPH || m->model == GMM_STACK_KERNEL) {
             if (m->model == GMM_STACK_GRAPH ? (st = gmm_gmrf_assemble(m->g, th, m->gQ))
                                             : (st = gmm_ssm_prior(m->ssm, th, m->gQ, NULL)))
@@ -118,15 +95,20 @@ static gmm_status assemble(void *ctx, const double *theta, gmm_band *Q)
     return GMM_OK;
 }
 
-/* thetabar += sum over stored slots of Qbar dQ/dtheta. */
-static gmm_status assemble_rev(void *ctx, const double *theta, const gmm_band *Qbar,
-                               double *thetabar)
+static gmm_status assemble(void *ctx, const double *theta, gmm_band *Q)
 {
-    stack_impl *c = ctx;
+    return stack_assemble(ctx, theta, Q, 0);
+}
+
+gmm_status stack_assemble_rev(stack_impl *c, const double *theta, const gmm_band *Qbar,
+                              double *thetabar, int rest)
+{
     gmm_status st;
     for (size_t k = 0; k < c->K; k++) {
         stack_comp *m = &c->comp[k];
         const double *th = theta + m->par0;
+        if (rest && m->damped)
+            continue;
         if (m->model == GMM_STACK_GRAPH || m->model == GMM_STACK_KERNEL) {
             /* the SSM's reverse follows its own forward call at th (this
              * function runs at other thetas too: the whitening's) */
@@ -152,6 +134,13 @@ static gmm_status assemble_rev(void *ctx, const double *theta, const gmm_band *Q
                 thetabar[m->par0 + p] += gb[g] * dc[g * 2 + p];
     }
     return GMM_OK;
+}
+
+/* thetabar += sum over stored slots of Qbar dQ/dtheta. */
+static gmm_status assemble_rev(void *ctx, const double *theta, const gmm_band *Qbar,
+                               double *thetabar)
+{
+    return stack_assemble_rev(ctx, theta, Qbar, thetabar, 0);
 }
 
 static gmm_status band_work(stack_impl *c);
@@ -596,6 +585,178 @@ static const gmm_latent_ops stack_ops = {
     .whiten_rev = stack_whiten_rev,
 };
 
+/* ---- the square-root form's operations (stack_sqrt.c) ---------------------- */
+
+static gmm_status sq_refuse(const char *what)
+{
+    return gmm_error(GMM_EINVAL, "%s: a stacked model with a damped kernel (a constant, cosine "
+                                 "or periodic factor not multiplied by a kernel with process "
+                                 "noise) has no accurate assembled precision; fit, loglik, "
+                                 "gradcheck, predict and score take its square-root form, "
+                                 "hmc and vi do not support it",
+                     what);
+}
+
+static gmm_status sq_prior_op(void *p, const double *theta, gmm_band *Q, double *logdet)
+{
+    (void)p, (void)theta, (void)Q, (void)logdet;
+    return sq_refuse("the stacked prior");
+}
+
+static gmm_status sq_prior_rev_op(void *p, const gmm_band *Qbar, double logdetbar,
+                                  double *thetabar)
+{
+    (void)p, (void)Qbar, (void)logdetbar, (void)thetabar;
+    return sq_refuse("the stacked prior");
+}
+
+static gmm_status sq_whiten_setup(void *p, const double *theta)
+{
+    (void)p, (void)theta;
+    return sq_refuse("the whitening");
+}
+
+static gmm_status sq_whiten_vec(void *p, const double *a, double *b)
+{
+    (void)p, (void)a, (void)b;
+    return sq_refuse("the whitening");
+}
+
+static gmm_status sq_whiten_rev(void *p, const double *v, const double *xbar, double *thetabar)
+{
+    (void)p, (void)v, (void)xbar, (void)thetabar;
+    return sq_refuse("the whitening");
+}
+
+/* The rows' coefficients at theta: constant ones as built, a demodulated
+ * kernel's h(t_r) (its reads cover the whole state). */
+static gmm_status stack_obs_coef(void *p, const double *theta, double *coef)
+{
+    stack_impl *c = p;
+    gmm_status st;
+    for (size_t k = 0, e0 = 0; k < c->K; e0 += c->comp[k].nread, k++) {
+        stack_comp *q = &c->comp[k];
+        if (!q->modulated) {
+            for (size_t r = 0; r < c->nrows; r++)
+                for (size_t e = 0; e < q->nread; e++)
+                    coef[c->eidx[r * c->R + e0 + e]] = q->hval[e];
+            continue;
+        }
+        if ((st = gmm_ssm_obs_rows(q->ssm, theta + q->par0, c->hbuf)))
+            return st;
+        for (size_t r = 0; r < c->nrows; r++)
+            for (size_t e = 0; e < q->nread; e++)
+                coef[c->eidx[r * c->R + e0 + e]] = c->hbuf[r * q->d + q->hidx[e]];
+    }
+    return GMM_OK;
+}
+
+static gmm_status stack_obs_coef_rev(void *p, const double *theta, const double *coefbar,
+                                     double *thetabar)
+{
+    stack_impl *c = p;
+    gmm_status st;
+    for (size_t k = 0, e0 = 0; k < c->K; e0 += c->comp[k].nread, k++) {
+        stack_comp *q = &c->comp[k];
+        if (!q->modulated)
+            continue;
+        memset(c->hbuf, 0, c->nrows * q->d * sizeof *c->hbuf);
+        for (size_t r = 0; r < c->nrows; r++)
+            for (size_t e = 0; e < q->nread; e++)
+                c->hbuf[r * q->d + q->hidx[e]] = coefbar[c->eidx[r * c->R + e0 + e]];
+        if ((st = gmm_ssm_obs_rows_rev(q->ssm, theta + q->par0, c->hbuf, thetabar + q->par0)))
+            return st;
+    }
+    return GMM_OK;
+}
+
+static gmm_status sq_gaussian_op(void *p, const double *theta, const double *y, double noise,
+                                 double *loglik, double *thetabar, double *noisebar)
+{
+    stack_impl *c = p;
+    return stack_sq_gaussian(c, c->lat, theta, y, noise, loglik, thetabar, noisebar);
+}
+
+static gmm_status sq_posterior_op(void *p, double *mean, gmm_band *cov)
+{
+    return stack_sq_posterior(p, mean, cov);
+}
+
+static gmm_status sq_posterior_solve_op(void *p, double *v)
+{
+    return stack_sq_posterior_solve(p, v);
+}
+
+static const char *sq_factorisation(const void *p, double *bound)
+{
+    (void)p;
+    if (bound)
+        *bound = 0.0;
+    return "square-root";
+}
+
+static gmm_status sq_wls_rows_op(void *p, const double *theta, double obs_prec, int *rows)
+{
+    (void)p, (void)theta, (void)obs_prec;
+    *rows = 1;
+    return GMM_OK;
+}
+
+static gmm_status sq_wls_op(void *p, const double *theta, const double *y, const double *wt,
+                            int record, double *loglik, double *mean)
+{
+    stack_impl *c = p;
+    (void)record;
+    return stack_sq_wls(c, c->lat, theta, y, wt, loglik, mean);
+}
+
+static gmm_status sq_wls_quad_op(void *p, const double *x, double *q)
+{
+    return stack_sq_wls_quad(p, x, q);
+}
+
+static gmm_status sq_wls_var_op(void *p, double *fvar)
+{
+    stack_impl *c = p;
+    return stack_sq_wls_var(c, c->lat, fvar);
+}
+
+static gmm_status sq_wls_adjoint_op(void *p, const double *rw, double *u, double *thetabar)
+{
+    stack_impl *c = p;
+    return stack_sq_wls_adjoint(c, c->lat, rw, u, thetabar);
+}
+
+static gmm_status sq_wls_rowcov_op(void *p, double *zeta, double *sh)
+{
+    stack_impl *c = p;
+    return stack_sq_wls_rowcov(c, c->lat, zeta, sh);
+}
+
+static const gmm_latent_ops stack_sq_ops = {
+    .family = "stack",
+    .free = stack_free_impl,
+    .prior = sq_prior_op,
+    .prior_rev = sq_prior_rev_op,
+    .obs_coef = stack_obs_coef,
+    .obs_coef_rev = stack_obs_coef_rev,
+    .gaussian = sq_gaussian_op,
+    .gaussian_posterior = sq_posterior_op,
+    .gaussian_posterior_solve = sq_posterior_solve_op,
+    .factorisation = sq_factorisation,
+    .whiten_setup = sq_whiten_setup,
+    .whiten = sq_whiten_vec,
+    .whiten_t = sq_whiten_vec,
+    .unwhiten = sq_whiten_vec,
+    .whiten_rev = sq_whiten_rev,
+    .wls_rows = sq_wls_rows_op,
+    .wls = sq_wls_op,
+    .wls_quad = sq_wls_quad_op,
+    .wls_var = sq_wls_var_op,
+    .wls_adjoint = sq_wls_adjoint_op,
+    .wls_rowcov = sq_wls_rowcov_op,
+};
+
 /* ---- building ---------------------------------------------------------------- */
 
 /* The unpermuted stacked index of data row r's entry e of component q. */
@@ -718,10 +879,30 @@ gmm_status gmm_latent_stack_alloc(size_t nrows, size_t nterm, const gmm_stack_te
         goto fail;
     }
     /* every row reads nread latents of each component, distinct ones */
-    size_t R = 0;
-    for (size_t k = 0; k < c->K; k++)
+    size_t R = 0, dmax = 1;
+    int varies = 0;
+    for (size_t k = 0; k < c->K; k++) {
         R += c->comp[k].nread;
-    l = latent_new_sparse(&stack_ops, nrows, W, nrows * R, c->nparam);
+        c->sq |= c->comp[k].damped;
+        varies |= c->comp[k].modulated;
+        dmax = c->comp[k].d > dmax ? c->comp[k].d : dmax;
+    }
+    if (c->sq && c->ncon) {
+        st = gmm_error(GMM_EINVAL, "a kernel with a damped constant, cosine or periodic factor "
+                                   "(not multiplied by a kernel with process noise) does not "
+                                   "stack with intrinsic components (rw1, rw2, besag, bym2) "
+                                   "yet; use quasiperiodic, matern12*periodic or a cyclic rw2 "
+                                   "for the season");
+        goto fail;
+    }
+    c->R = R;
+    c->eidx = gmm_malloc(nrows * R + R + 1, sizeof *c->eidx);
+    c->hbuf = varies ? gmm_malloc(nrows * dmax + 1, sizeof *c->hbuf) : NULL;
+    if (!c->eidx || (varies && !c->hbuf)) {
+        st = gmm_error(GMM_ENOMEM, "out of memory for the stacked latent");
+        goto fail;
+    }
+    l = latent_new_sparse(c->sq ? &stack_sq_ops : &stack_ops, nrows, W, nrows * R, c->nparam);
     c->as.gs.ooff = gmm_malloc(nrows ? nrows : 1, sizeof *c->as.gs.ooff);
     c->as.gs.oy = gmm_malloc(nrows ? nrows : 1, sizeof *c->as.gs.oy);
     c->A = gmm_calloc(c->ncon * c->n > 0 ? c->ncon * c->n : 1, sizeof *c->A);
@@ -746,6 +927,8 @@ gmm_status gmm_latent_stack_alloc(size_t nrows, size_t nterm, const gmm_stack_te
         goto fail;
     }
     l->impl = c;
+    c->lat = l;
+    l->varies = varies;
     l->n = c->n;
     l->kl = c->bw;
     l->cov_kl = c->bw;
@@ -769,7 +952,7 @@ gmm_status gmm_latent_stack_alloc(size_t nrows, size_t nterm, const gmm_stack_te
         if (lo + W > c->n)
             lo = c->n - W;
         l->offset[r] = lo;
-        size_t *pr = l->pos + r * R, j0 = 0;
+        size_t *pr = l->pos + r * R, j0 = 0, *src = c->eidx + nrows * R;
         double *cr = l->coef + r * R;
         for (size_t k = 0; k < c->K; k++)
             for (size_t e = 0; e < c->comp[k].nread; e++, j0++) {
@@ -778,10 +961,14 @@ gmm_status gmm_latent_stack_alloc(size_t nrows, size_t nterm, const gmm_stack_te
                 for (; j > 0 && pr[j - 1] > p; j--) {
                     pr[j] = pr[j - 1];
                     cr[j] = cr[j - 1];
+                    src[j] = src[j - 1];
                 }
                 pr[j] = p;
                 cr[j] = c->comp[k].hval[e];
+                src[j] = j0;
             }
+        for (size_t j = 0; j < R; j++)
+            c->eidx[r * R + src[j]] = r * R + j;
         l->rowptr[r + 1] = (r + 1) * R;
     }
     size_t ci = 0;
@@ -835,7 +1022,7 @@ fail:
 
 static stack_impl *impl_of(const gmm_latent *l)
 {
-    return l && l->ops == &stack_ops ? l->impl : NULL;
+    return l && (l->ops == &stack_ops || l->ops == &stack_sq_ops) ? l->impl : NULL;
 }
 
 size_t gmm_latent_stack_nterm(const gmm_latent *l)
@@ -1109,6 +1296,10 @@ static gmm_status kernel_row(stack_comp *q, const double *theta, double t, size_
     gmm_status st;
     size_t d = q->d, m = q->m, lo = stack_lower_bound(q->val, m, t);
     *var = 0.0;
+    if (q->modulated)
+        return gmm_error(GMM_EINVAL, "new rows of a kernel with a damped cosine or periodic "
+                                     "factor beside other terms are not supported (its rows "
+                                     "rotate with the period); predict at the data's own rows");
     /* a value on a state, or within merge_tol of one (the lower first, as
      * ssm_predict.c's snap), reads it */
     size_t on = lo < m && q->val[lo] == t                       ? lo

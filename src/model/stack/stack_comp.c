@@ -569,17 +569,10 @@ static gmm_status build_kernel(stack_comp *c, const gmm_stack_term *t, size_t nr
     }
     c->kern = t->kernel;
     /* a damped zero-noise factor's precision has entries ~ K / damp_rel:
-     * only the square-root form, which a stack does not have, keeps it
-     * accurate (ssm.h, FACTORISATION) */
-    if (gmm_kernel_damped(t->kernel) || gmm_ssm_obs_varies(c->ssm)) {
-        gmm_free(rank);
-        return gmm_error(GMM_EINVAL, "'%s': a kernel with a constant, cosine or periodic factor "
-                                     "not multiplied by a kernel with process noise does not "
-                                     "stack (its precision is too ill-conditioned for the "
-                                     "stack's Cholesky); multiply it by a matern factor, e.g. "
-                                     "matern12*periodic",
-                         c->name);
-    }
+     * the stack takes the square-root form (stack_sqrt.c); a demodulated
+     * one's rows h(t) vary with theta, read over the whole state */
+    c->damped = gmm_kernel_damped(t->kernel);
+    c->modulated = gmm_ssm_obs_varies(c->ssm);
     size_t d = gmm_ssm_dim(c->ssm), N = gmm_ssm_dimension(c->ssm);
     size_t kl = gmm_ssm_bandwidth(c->ssm), np = gmm_kernel_nparam(t->kernel);
     c->n = N;
@@ -602,7 +595,7 @@ static gmm_status build_kernel(stack_comp *c, const gmm_stack_term *t, size_t nr
     }
     c->nread = 0;
     for (size_t p = 0; p < d; p++)
-        if (h[p] != 0.0) {
+        if (h[p] != 0.0 || c->modulated) {
             c->hidx[c->nread] = p;
             c->hval[c->nread++] = h[p];
         }

@@ -16,6 +16,8 @@
 #include "gmm/ssm.h"
 #include "gmm/stack.h"
 
+#include "../latent_asm.h"
+
 #define STACK_NGROUP 4
 
 typedef struct {
@@ -72,6 +74,9 @@ typedef struct {
     size_t *lvl_off;
     gmm_kernel_work *kw;
     double *kscr;
+    /* KERNEL: a damped zero-noise factor (the stack's square-root form,
+     * stack_sqrt.c), and rows h(t) that vary with theta (demodulated) */
+    int damped, modulated;
 } stack_comp;
 
 /* Build component k's structure from its term (everything but gi, gj and
@@ -79,6 +84,73 @@ typedef struct {
  * limit as gmm_latent_stack_alloc.  Errors as there. */
 gmm_status stack_comp_build(stack_comp *c, const gmm_stack_term *t, size_t nrows, size_t limit);
 void stack_comp_free(stack_comp *c);
+
+/* The stacked latent's object (latent_stack.c; the square-root form's
+ * parts in stack_sqrt.c). */
+typedef struct {
+    latent_asm as;          /* first: Q's assembly, normaliser and pins, the
+                             * sparse rows (latent_impl.h), the Gaussian
+                             * likelihood (latent_asm.h) */
+    size_t K, n, bw, nrows, nparam, ncon;
+    stack_comp *comp;
+    size_t *perm, *iperm;   /* n: perm[row] = stacked index */
+    /* constraints in the permuted numbering: dense k x n, the pinned rows,
+     * the constant parts of the normaliser */
+    double *A;
+    size_t *pin;
+    double ldconst, ldaa;
+    double *theta;          /* nparam: of the last prior call */
+    double bound;           /* the last Gaussian evaluation's rounding bound (kernels) */
+    int prior_ok;
+    /* the constrained likelihood's Q^ and its adjoint */
+    gmm_band *Qh, *Qhbar;
+    /* the constraints sparse (gaptr, gaidx, gaval), the null space's basis
+     * (gnptr, gnidx, gnval, gnb: stack_comp's nb), each constraint's
+     * component, and blocks of constraints of one component (nblk, blk0:
+     * nblk + 1 starts) */
+    size_t *gaptr, *gaidx, *gnptr, *gnidx, *ccomp, *blk0, nblk;
+    double *gaval, *gnval;
+    int *gnb;
+    /* whitening: Q^'s factor, its adjoint, three n-vectors, the setup's
+     * theta, the blocks N_S and AN (k x k, LU per block), beta and BYM2's
+     * alpha (k each) */
+    gmm_band *wL, *wLb;
+    double *wx, *wwork, *wsolve, *wtheta, *wNS, *wAN, *wbeta, *walpha;
+    int wready;
+    /* SQUARE-ROOT FORM (stack_sqrt.c) for stacks with a damped kernel: sq
+     * set; R reads per row; eidx (nrows x R) the entry of the latent's
+     * sparse coefficients (latent_impl.h) that row r's e-th read (in
+     * component order) landed in; the form's workspace */
+    int sq;
+    size_t R;
+    size_t *eidx;
+    struct stack_sq *sqw;
+    gmm_latent *lat;        /* the latent this object implements */
+    double *hbuf;           /* nrows x (largest d): rows of a demodulated kernel */
+} stack_impl;
+
+/* Q(theta) of the components (all, or with rest set the components with
+ * a damped kernel left out, their latents' rows and columns the
+ * identity's), and the reverse: thetabar += sum over stored slots of Qbar
+ * dQ/dtheta over the same components (latent_stack.c). */
+gmm_status stack_assemble(stack_impl *c, const double *theta, gmm_band *Q, int rest);
+gmm_status stack_assemble_rev(stack_impl *c, const double *theta, const gmm_band *Qbar,
+                              double *thetabar, int rest);
+
+/* SQUARE-ROOT FORM (stack_sqrt.c): the latent's operations for a stack
+ * with a damped kernel (latent.h's contracts), and the workspace's free. */
+gmm_status stack_sq_gaussian(stack_impl *c, gmm_latent *l, const double *theta, const double *y,
+                             double noise, double *loglik, double *thetabar, double *noisebar);
+gmm_status stack_sq_posterior(stack_impl *c, double *mean, gmm_band *cov);
+gmm_status stack_sq_posterior_solve(stack_impl *c, double *v);
+gmm_status stack_sq_wls(stack_impl *c, gmm_latent *l, const double *theta, const double *y,
+                        const double *wt, double *loglik, double *mean);
+gmm_status stack_sq_wls_quad(stack_impl *c, const double *x, double *q);
+gmm_status stack_sq_wls_var(stack_impl *c, gmm_latent *l, double *fvar);
+gmm_status stack_sq_wls_adjoint(stack_impl *c, gmm_latent *l, const double *rw, double *u,
+                                double *thetabar);
+gmm_status stack_sq_wls_rowcov(stack_impl *c, gmm_latent *l, double *zeta, double *sh);
+void stack_sq_free(struct stack_sq *s);
 
 /* The first index i in [0, m) with val[i] >= t (m when none); val sorted
  * ascending. */

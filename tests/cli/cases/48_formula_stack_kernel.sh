@@ -6,8 +6,9 @@
 # Williams' Algorithm 3.1; fit and its model file, gradcheck (Gaussian and Laplace), predict at
 # the data rows, at new rows (--at) and per term (--terms), score of new rows and --loo, vi's
 # Gaussian ELBO (the dense value), hmc's draws read back by predict (within their Monte Carlo
-# error of the dense posterior); --verbose's sizes and the rounding bound; a kernel with a damped
-# zero-noise factor, and inputs below the Cholesky's spacing limit, refused.
+# error of the dense posterior); --verbose's sizes and the rounding bound; a damped periodic summand
+# in the square-root form (loglik, gradcheck, predict at the rows, fit; hmc, vi, new rows
+# and intrinsic partners refused with the reason); inputs below the Cholesky's spacing limit refused.
 # Sourced by tests/cli/run.sh (see there for the helpers).
 
 skx="$ROOT/tests/fixtures/stack_kernel"
@@ -143,15 +144,49 @@ awk -F, 'NR == FNR { if (FNR > 1) { m[$1] = $2; v[$1] = $3 }; next }
     END { exit bad || n != 40 }' "$skx/rows_expected.csv" "$OUT" > "$CASE_TMP/cmp" ||
     fail "$(cat "$CASE_TMP/cmp")"
 
-begin "formula stack kernel: a kernel with a damped zero-noise factor is refused"
-run "$GMM_INFER" loglik --formula "y ~ x1 + f(t, 'matern32 + periodic(period=5)') + f(g, iid)" \
+begin "formula stack kernel: a damped periodic summand takes the square-root form"
+# expected_damped.csv: the dense GP with the damped periodic series (the script's kper)
+dexp() { awk -F, -v k="$1" '$1 == k { print $2 }' "$skx/expected_damped.csv"; }
+for m in per per_pois; do
+    model="$skx/model_per.json"
+    [[ $m == per_pois ]] && model="$skx/model_per_pois.json"
+    run "$GMM_INFER" loglik --model "$model"
+    expect_exit 0
+    expect_stdout '"factorisation": "square-root"'
+    got=$(sk_num "$OUT" loglik)
+    awk -v a="$got" -v b="$(dexp $m)" 'BEGIN { d = a - b; if (d < 0) d = -d
+        r = b < 0 ? -b : b; exit !(d <= 1e-8 * r) }' ||
+        fail "$m: loglik $got, dense $(dexp $m)"
+    run "$GMM_INFER" gradcheck --model "$model"
+    expect_exit 0
+    expect_no_stdout ',(false|inconclusive)$'
+done
+run "$GMM_INFER" predict --model "$skx/model_per.json"
+expect_exit 0
+sk_rows_match "$OUT" "$skx/rows_damped.csv" 1e-8 > "$CASE_TMP/cmp" || fail "$(cat "$CASE_TMP/cmp")"
+run "$GMM_INFER" fit --formula "n ~ f(t, 'matern32 + periodic(period=5)') + f(g, iid)" \
+    --likelihood poisson "$skx/data.csv" -o "$CASE_TMP/per.json"
+expect_exit 0
+expect_file "$CASE_TMP/per.json" '"converged": true,$'
+
+begin "formula stack kernel: what the square-root form does not cover says so"
+run "$GMM_INFER" hmc --model "$skx/model_per.json" --warmup 10 --draws 10 -o "$CASE_TMP/d.csv"
+expect_exit 1
+expect_stderr 'square-root form, hmc and vi do not support it'
+[[ ! -e "$CASE_TMP/d.csv" ]] || fail "hmc left a draws file"
+run "$GMM_INFER" vi --model "$skx/model_per.json" -o "$CASE_TMP/v.json"
+expect_exit 1
+expect_stderr 'hmc and vi do not support it'
+run "$GMM_INFER" predict --model "$skx/model_per.json" --at "$skx/new.csv"
+expect_exit 1
+expect_stderr 'new rows of a kernel with a damped cosine or periodic factor'
+run "$GMM_INFER" score --model "$skx/model_per.json" "$skx/new.csv"
+expect_exit 1
+expect_stderr 'new rows of a kernel with a damped cosine or periodic factor'
+run "$GMM_INFER" loglik --formula "y ~ x1 + f(t, 'matern32 + periodic(period=5)') + f(x1, rw1)" \
     "$skx/data.csv"
 expect_exit 1
-expect_stderr 'does not stack .*multiply it by a matern factor'
-run "$GMM_INFER" loglik --formula "y ~ x1 + f(t, 'matern32 + constant') + f(g, iid)" \
-    "$skx/data.csv"
-expect_exit 1
-expect_stderr 'does not stack'
+expect_stderr 'does not stack with intrinsic components'
 
 begin "formula stack kernel: inputs below the Cholesky's spacing limit are refused with the rule"
 printf 't,g,y\n0,a,1\n1e-9,b,2\n1,a,0.5\n2,b,0.3\n3,a,1.2\n' > "$CASE_TMP/close.csv"

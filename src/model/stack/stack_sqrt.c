@@ -1,0 +1,680 @@
+/* stack_sqrt.c -- the square-root form of a stacked latent with a damped
+ * kernel (stack.h, SQUARE-ROOT FORM): its exact Gaussian likelihood and
+ * the weighted smoothing of the Laplace approximation (latent.h), never
+ * factorising the assembled precision.
+ *
+ * ROWS.  A damped zero-noise factor's precision has entries ~ 1 / (p damp
+ * dt) (kernel.h, ZERO PROCESS NOISE): beside the other components and the
+ * data in one Cholesky it loses eps / (damp dt) of the information.  So P
+ * is folded from rows (marglik.h, gmm_marglik_eval_rows): for the other
+ * components the rows of L_r', L_r L_r' = Q_r, Q_r their precision with the
+ * damped kernels' latents replaced by the identity's (a permuted block
+ * diagonal: its factor has no entry between components, and the identity
+ * rows are left out); for each damped kernel its own square root's rows
+ * (gmm_ssm_prior_rows, the transition rows C (x_{k+1} - A x_k)) moved to
+ * the stacked numbering; then the data's rows.  log|Q| = log|Q_r| + the
+ * kernels' log|Q_k| from their blocks.
+ *
+ * GRADIENT (Fisher's identity, -1/2 tr((Sigma + mu mu') dQ) + 1/2 dlog|Q|).
+ * The other components and the kernels' undamped blocks chain marglik's
+ * dlogp/dQ (gmm_marglik_grad_view) through their entries, which are of
+ * moderate size.  A damped block b has Q_b = R_b / p_b with R_b free of
+ * theta (ssm.h, DAMPED BLOCKS), so its part is (dp_b / 2 p_b) T_b with T_b =
+ * E[x_b' Q_b x_b] = tr(Q_b Sigma) + mu_b' Q_b mu_b, and tr(Q_b Sigma) =
+ * |b| - sum_{i in b} (E'WE Sigma)_ii because (P Sigma)_ii = 1 and no other
+ * component's precision reaches b's latents: first-order quantities only
+ * (Sigma's band from the fold's factor is accurate to eps |Sigma|; a
+ * product of Q_b's entries with it would lose eps / (damp dt)).  mu_b' Q_b
+ * mu_b is |G_b mu|^2 from the rows.  The Laplace approximation's implicit
+ * term -zeta' dQ mu is (dp_b / p_b) (G_b zeta) . (G_b mu) on a damped
+ * block, the chain through the entries elsewhere. */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gmm/alloc.h"
+#include "../latent_impl.h"
+#include "stack_impl.h"
+
+/* One damped kernel component's square root at theta and its blocks. */
+typedef struct {
+    size_t k;              /* component */
+    gmm_prior_rows G;      /* its rows (owned by the SSM) */
+    double ld;             /* log|Q_k| */
+    size_t nb, blk0;       /* its blocks, their first index in the flat arrays */
+} sq_kern;
+
+struct stack_sq {
+    size_t n, kl, nk, nblk, nG, nobs;
+    gmm_band *Qr;          /* Q_r, factorised in place */
+    gmm_band *S, *Qb, *Sr; /* Sigma's band; an adjoint band; Q_r^-1's band */
+    gmm_marglik_work *w;
+    sq_kern *kern;
+    /* per damped-kernel block (flat over the kernels): damped, p, T, and
+     * the accumulators |G_b mu|^2, (G_b zeta).(G_b mu), sum (E'WE Sigma)_ii,
+     * its latent count */
+    int *bdamp;
+    double *bp, *bgm, *bgz, *bdl, *bcnt, *pbar;
+    /* merged prior rows in order of first column: gsrc[i] < n: L_r' row at
+     * that column; else kernel row (gker[i], grow[i]); gfirst[i] */
+    size_t *gsrc, *gker, *grow, *gfirst;
+    /* per latent: its damped block's flat index (SIZE_MAX: none) */
+    size_t *lblk;
+    /* data rows by offset (order), the observed ones' windows */
+    size_t *order, *ooff, *orow;
+    double *ocoef, *oy, *owt;
+    gmm_obs obs;
+    double *mu, *zeta, *vloc, *xloc, *gpart, *coefbar;
+    double *theta;
+    double noise, ld;
+    int weighted, have_theta, have_grad;
+};
+
+void stack_sq_free(struct stack_sq *s)
+{
+    if (!s)
+        return;
+    gmm_band_free(s->Qr);
+    gmm_band_free(s->S);
+    gmm_band_free(s->Qb);
+    gmm_band_free(s->Sr);
+    gmm_marglik_work_free(s->w);
+    gmm_free(s->kern);
+    gmm_free(s->bdamp);
+    gmm_free(s->bp);
+    gmm_free(s->gsrc);
+    gmm_free(s->lblk);
+    gmm_free(s->order);
+    gmm_free(s->ocoef);
+    gmm_free(s->mu);
+    gmm_free(s->theta);
+    gmm_free(s);
+}
+
+/* ---- the rows ---------------------------------------------------------------- */
+
+/* Kernel row i of s->kern[q] into v at its local window; returns the width
+ * and the local first column. */
+static size_t kern_row(struct stack_sq *s, size_t q, size_t i, size_t *lfirst, double *v)
+{
+    const gmm_prior_rows *G = &s->kern[q].G;
+    return G->row(G->ctx, i, lfirst, v);
+}
+
+static size_t merged_row(void *ctx, size_t i, size_t *first, double *v)
+{
+    stack_impl *c = ctx;
+    struct stack_sq *s = c->sqw;
+    size_t kl = s->kl, src = s->gsrc[i];
+    if (src < s->n) {
+        size_t w = s->n - src < kl + 1 ? s->n - src : kl + 1;
+        for (size_t q = 0; q < w; q++)
+            v[q] = gmm_band_get(s->Qr, src + q, src);
+        *first = src;
+        return w;
+    }
+    size_t q = s->gker[i], lf, f = s->gfirst[i], hi = f;
+    const stack_comp *m = &c->comp[s->kern[q].k];
+    size_t w = kern_row(s, q, s->grow[i], &lf, s->vloc);
+    for (size_t a = 0; a <= kl; a++)
+        v[a] = 0.0;
+    for (size_t a = 0; a < w; a++) {
+        size_t g = c->iperm[m->off + lf + a];
+        v[g - f] = s->vloc[a];
+        hi = g > hi ? g : hi;
+    }
+    *first = f;
+    return hi - f + 1;
+}
+
+typedef struct {
+    size_t first, id;
+} row_key;
+
+static int cmp_key(const void *a, const void *b)
+{
+    const row_key *x = a, *y = b;
+    if (x->first != y->first)
+        return x->first < y->first ? -1 : 1;
+    return (x->id > y->id) - (x->id < y->id);
+}
+
+/* The merged order, once the kernels' rows are known (their windows are
+ * structural). */
+static gmm_status merge_rows(stack_impl *c)
+{
+    struct stack_sq *s = c->sqw;
+    size_t n = s->n, nrest = 0;
+    int *dmp = gmm_calloc(n ? n : 1, sizeof *dmp);
+    if (!dmp)
+        return gmm_error(GMM_ENOMEM, "out of memory for the square-root form");
+    for (size_t k = 0; k < c->K; k++)
+        if (c->comp[k].damped)
+            for (size_t j = 0; j < c->comp[k].n; j++)
+                dmp[c->iperm[c->comp[k].off + j]] = 1;
+    for (size_t j = 0; j < n; j++)
+        nrest += !dmp[j];
+    size_t total = nrest;
+    for (size_t q = 0; q < s->nk; q++)
+        total += s->kern[q].G.nrows;
+    row_key *key = gmm_malloc(total ? total : 1, sizeof *key);
+    s->gsrc = gmm_malloc(4 * (total ? total : 1), sizeof *s->gsrc);
+    if (!key || !s->gsrc) {
+        gmm_free(dmp);
+        gmm_free(key);
+        return gmm_error(GMM_ENOMEM, "out of memory for the square-root form");
+    }
+    s->gker = s->gsrc + total;
+    s->grow = s->gker + total;
+    s->gfirst = s->grow + total;
+    size_t t = 0;
+    for (size_t j = 0; j < n; j++)
+        if (!dmp[j]) {
+            s->gsrc[t] = j;
+            s->gfirst[t] = j;
+            key[t] = (row_key){j, t};
+            t++;
+        }
+    gmm_status st = GMM_OK;
+    for (size_t q = 0; q < s->nk && !st; q++) {
+        const stack_comp *m = &c->comp[s->kern[q].k];
+        for (size_t i = 0; i < s->kern[q].G.nrows; i++, t++) {
+            size_t lf, w = kern_row(s, q, i, &lf, s->vloc), lo = SIZE_MAX, hi = 0;
+            for (size_t a = 0; a < w; a++) {
+                size_t g = c->iperm[m->off + lf + a];
+                lo = g < lo ? g : lo;
+                hi = g > hi ? g : hi;
+            }
+            if (hi - lo > s->kl) {
+                st = gmm_error(GMM_EINVAL, "internal: a kernel's row spans %zu columns of the "
+                                           "stacked band %zu",
+                               hi - lo + 1, s->kl + 1);
+                break;
+            }
+            s->gsrc[t] = n + t;
+            s->gker[t] = q;
+            s->grow[t] = i;
+            s->gfirst[t] = lo;
+            key[t] = (row_key){lo, t};
+        }
+    }
+    if (!st) {
+        qsort(key, total, sizeof *key, cmp_key);
+        size_t *tmp = gmm_malloc(4 * (total ? total : 1), sizeof *tmp);
+        if (!tmp) {
+            st = gmm_error(GMM_ENOMEM, "out of memory for the square-root form");
+        } else {
+            for (size_t i = 0; i < total; i++) {
+                size_t id = key[i].id;
+                tmp[i] = s->gsrc[id];
+                tmp[total + i] = s->gker[id];
+                tmp[2 * total + i] = s->grow[id];
+                tmp[3 * total + i] = s->gfirst[id];
+            }
+            gmm_free(s->gsrc);
+            s->gsrc = tmp;
+            s->gker = tmp + total;
+            s->grow = tmp + 2 * total;
+            s->gfirst = tmp + 3 * total;
+            s->nG = total;
+        }
+    }
+    gmm_free(dmp);
+    gmm_free(key);
+    return st;
+}
+
+/* ---- workspace ---------------------------------------------------------------- */
+
+static gmm_status sq_alloc(stack_impl *c, const gmm_latent *l)
+{
+    if (c->sqw)
+        return GMM_OK;
+    struct stack_sq *s = gmm_calloc(1, sizeof *s);
+    if (!s)
+        return gmm_error(GMM_ENOMEM, "out of memory for the square-root form");
+    c->sqw = s;
+    size_t n = c->n, kl = c->bw, nr = c->nrows, W = l->width;
+    s->n = n;
+    s->kl = kl;
+    for (size_t k = 0; k < c->K; k++)
+        if (c->comp[k].damped) {
+            s->nk++;
+            s->nblk += gmm_ssm_nblocks(c->comp[k].ssm);
+        }
+    size_t nb = s->nblk ? s->nblk : 1;
+    s->Qr = gmm_band_alloc(n, kl, 0, GMM_BAND_SYMMETRIC);
+    s->S = gmm_band_alloc(n, kl, 0, GMM_BAND_SYMMETRIC);
+    s->Qb = gmm_band_alloc(n, kl, 0, GMM_BAND_SYMMETRIC);
+    s->Sr = gmm_band_alloc(n, kl, 0, GMM_BAND_SYMMETRIC);
+    s->w = gmm_marglik_work_alloc(n, kl);
+    s->kern = gmm_calloc(s->nk ? s->nk : 1, sizeof *s->kern);
+    s->bdamp = gmm_calloc(nb, sizeof *s->bdamp);
+    s->bp = gmm_calloc(7 * nb, sizeof *s->bp);
+    s->lblk = gmm_malloc(n ? n : 1, sizeof *s->lblk);
+    s->order = gmm_malloc(3 * (nr ? nr : 1), sizeof *s->order);
+    s->ocoef = gmm_malloc(nr * W + 3 * nr + 1, sizeof *s->ocoef);
+    s->mu = gmm_malloc(3 * n + 2 * (kl + 1) + c->nparam + l->nnz + 2, sizeof *s->mu);
+    s->theta = gmm_malloc(c->nparam ? c->nparam : 1, sizeof *s->theta);
+    if (!s->Qr || !s->S || !s->Qb || !s->Sr || !s->w || !s->kern || !s->bdamp || !s->bp || !s->lblk ||
+        !s->order || !s->ocoef || !s->mu || !s->theta)
+        return gmm_error(GMM_ENOMEM, "out of memory for the square-root form (n = %zu, "
+                                     "bandwidth %zu)",
+                         n, kl);
+    s->bgm = s->bp + nb;
+    s->bgz = s->bgm + nb;
+    s->bdl = s->bgz + nb;
+    s->bcnt = s->bdl + nb;
+    s->pbar = s->bcnt + nb;
+    s->ooff = s->order + nr;
+    s->orow = s->ooff + nr;
+    s->oy = s->ocoef + nr * W;
+    s->owt = s->oy + nr;
+    s->zeta = s->mu + n;
+    s->xloc = s->zeta + n;
+    s->vloc = s->xloc + n;
+    s->gpart = s->vloc + 2 * (kl + 1);
+    s->coefbar = s->gpart + c->nparam;
+    size_t q = 0, b0 = 0;
+    for (size_t j = 0; j < n; j++)
+        s->lblk[j] = SIZE_MAX;
+    for (size_t k = 0; k < c->K; k++) {
+        const stack_comp *m = &c->comp[k];
+        if (!m->damped)
+            continue;
+        s->kern[q] = (sq_kern){.k = k, .nb = gmm_ssm_nblocks(m->ssm), .blk0 = b0};
+        for (size_t j = 0; j < m->n; j++) {
+            size_t b = b0 + gmm_ssm_var_block(m->ssm, j % m->d);
+            s->lblk[c->iperm[m->off + j]] = b;
+            s->bcnt[b] += 1.0;
+        }
+        b0 += s->kern[q].nb;
+        q++;
+    }
+    /* the data rows by window start: nondecreasing offsets for the fold */
+    for (size_t r = 0; r < nr; r++)
+        s->order[r] = r;
+    for (size_t r = 1; r < nr; r++) { /* insertion from a nearly sorted start */
+        size_t v = s->order[r], i = r;
+        while (i > 0 && l->offset[s->order[i - 1]] > l->offset[v]) {
+            s->order[i] = s->order[i - 1];
+            i--;
+        }
+        s->order[i] = v;
+    }
+    s->obs = (gmm_obs){.n = n, .width = W, .offset = s->ooff, .coef = s->ocoef,
+                       .coef_stride = W, .y = s->oy};
+    return GMM_OK;
+}
+
+/* ---- evaluation ---------------------------------------------------------------- */
+
+/* The prior at theta: Q_r factorised, each kernel's rows and blocks. */
+static gmm_status sq_prior(stack_impl *c, gmm_latent *l, const double *theta, double *ld)
+{
+    struct stack_sq *s = c->sqw;
+    gmm_status st;
+    s->have_theta = 0;
+    s->Qr->kind = GMM_BAND_SYMMETRIC;
+    if ((st = stack_assemble(c, theta, s->Qr, 1)))
+        return st;
+    if ((st = gmm_band_chol_decomp(s->Qr, s->Qr)))
+        return gmm_error_at(st, gmm_error_index(), "the stacked prior (without its damped "
+                                                   "kernels) is not positive definite");
+    double sum = gmm_band_chol_logdet(s->Qr);
+    for (size_t q = 0; q < s->nk; q++) {
+        sq_kern *kq = &s->kern[q];
+        stack_comp *m = &c->comp[kq->k];
+        const double *th = theta + m->par0;
+        if ((st = gmm_ssm_damped_blocks(m->ssm, th, s->bdamp + kq->blk0, s->bp + kq->blk0)) ||
+            (st = gmm_ssm_prior_rows(m->ssm, th, &kq->G, &kq->ld)))
+            return st;
+        sum += kq->ld;
+    }
+    if (!s->gsrc && (st = merge_rows(c)))
+        return st;
+    /* the rows' coefficients at theta (demodulated kernels) */
+    if (l->varies && (st = l->ops->obs_coef(l->impl, theta, l->coef)))
+        return st;
+    memcpy(s->theta, theta, c->nparam * sizeof *theta);
+    *ld = sum;
+    s->have_theta = 1;
+    return GMM_OK;
+}
+
+/* The fold at theta (NULL: the last prior's) with the data rows of y (NAN:
+ * unobserved), each with weight wt[r] (wt NULL: all 1, noise variance
+ * noise). */
+static gmm_status sq_eval(stack_impl *c, gmm_latent *l, const double *theta, const double *y,
+                          const double *wt, double noise, double *loglik)
+{
+    struct stack_sq *s = c->sqw;
+    gmm_status st;
+    s->have_grad = 0;
+    if (theta) {
+        if ((st = sq_prior(c, l, theta, &s->ld)))
+            return st;
+    } else if (!s->have_theta) {
+        return gmm_error(GMM_EINVAL, "stacked latent: no theta for the square-root form");
+    }
+    size_t W = l->width, o = 0;
+    for (size_t t = 0; t < c->nrows; t++) {
+        size_t r = s->order[t];
+        if (isnan(y[r]))
+            continue;
+        if (!isfinite(y[r]))
+            return gmm_error_at(GMM_EINVAL, r, "row %zu: the outcome %g is not finite", r, y[r]);
+        double sw = 1.0;
+        if (wt) {
+            if (!(wt[r] > 0.0) || !isfinite(wt[r]))
+                return gmm_error_at(GMM_EDOM, r, "weighted smoothing: row %zu has weight %g",
+                                    r, wt[r]);
+            sw = sqrt(wt[r]);
+        }
+        double *cr = s->ocoef + o * W;
+        memset(cr, 0, W * sizeof *cr);
+        for (size_t k = l->rowptr[r]; k < l->rowptr[r + 1]; k++)
+            cr[l->pos[k]] = sw * l->coef[k];
+        s->ooff[o] = l->offset[r];
+        s->oy[o] = sw * y[r];
+        s->owt[o] = wt ? wt[r] : 1.0 / noise;
+        s->orow[o++] = r;
+    }
+    s->nobs = s->obs.nobs = o;
+    s->noise = wt ? 1.0 : noise;
+    s->weighted = wt != NULL;
+    gmm_prior_rows G = {.nrows = s->nG, .row = merged_row, .ctx = c};
+    return gmm_marglik_eval_rows(&G, &s->obs, s->noise, s->ld, s->w, loglik);
+}
+
+/* ---- gradient ------------------------------------------------------------------ */
+
+/* (Sigma a_r)_i for row r's entry k: a_r's entries against Sigma's band. */
+static double sigma_a(const struct stack_sq *s, const gmm_latent *l, size_t r, size_t i)
+{
+    double v = 0.0;
+    for (size_t k = l->rowptr[r]; k < l->rowptr[r + 1]; k++)
+        v += gmm_band_get(s->S, i, l->offset[r] + l->pos[k]) * l->coef[k];
+    return v;
+}
+
+/* Per damped block: sum over its latents of (E'WE Sigma)_ii (bdl). */
+static void data_trace(struct stack_sq *s, const gmm_latent *l)
+{
+    memset(s->bdl, 0, s->nblk * sizeof *s->bdl);
+    for (size_t o = 0; o < s->nobs; o++) {
+        size_t r = s->orow[o];
+        for (size_t k = l->rowptr[r]; k < l->rowptr[r + 1]; k++) {
+            size_t i = l->offset[r] + l->pos[k], b = s->lblk[i];
+            if (b != SIZE_MAX)
+                s->bdl[b] += s->owt[o] * l->coef[k] * sigma_a(s, l, r, i);
+        }
+    }
+}
+
+/* Per damped block, from the kernels' rows: acc[b] += (G_b x) . (G_b y)
+ * over its rows (y NULL: x). */
+static void kern_dots(stack_impl *c, const double *x, const double *y, double *acc)
+{
+    struct stack_sq *s = c->sqw;
+    for (size_t q = 0; q < s->nk; q++) {
+        const sq_kern *kq = &s->kern[q];
+        const stack_comp *m = &c->comp[kq->k];
+        for (size_t i = 0; i < kq->G.nrows; i++) {
+            size_t b = kq->blk0 + gmm_ssm_var_block(m->ssm, i % m->d), lf;
+            if (!s->bdamp[b])
+                continue;
+            size_t w = kern_row(s, q, i, &lf, s->vloc);
+            double dx = 0.0, dy = 0.0;
+            for (size_t a = 0; a < w; a++) {
+                size_t g = c->iperm[m->off + lf + a];
+                dx += s->vloc[a] * x[g];
+                dy += y ? s->vloc[a] * y[g] : 0.0;
+            }
+            acc[b] += dx * (y ? dy : dx);
+        }
+    }
+}
+
+/* thetabar += the chain of stacked adjoints (gradient convention) through
+ * every component's entries but the damped blocks': Qbar for the other
+ * components, Kbar for the damped kernels' undamped blocks (with logdetbar
+ * on the kernels' own log|Q_k|). */
+static gmm_status chain_entries(stack_impl *c, const gmm_band *Qbar, const gmm_band *Kbar,
+                                double logdetbar, double *thetabar)
+{
+    struct stack_sq *s = c->sqw;
+    gmm_status st;
+    if ((st = stack_assemble_rev(c, s->theta, Qbar, thetabar, 1)))
+        return st;
+    for (size_t q = 0; q < s->nk; q++) {
+        const sq_kern *kq = &s->kern[q];
+        stack_comp *m = &c->comp[kq->k];
+        const double *th = s->theta + m->par0;
+        double ld;
+        if ((st = gmm_ssm_prior(m->ssm, th, m->gQ, &ld)))
+            return st;
+        gmm_band_set_zero(m->gQbar);
+        for (size_t t = 0; t < m->nslot; t++) {
+            size_t bi = s->lblk[m->gi[t]], bj = s->lblk[m->gj[t]];
+            if ((bi != SIZE_MAX && s->bdamp[bi]) || (bj != SIZE_MAX && s->bdamp[bj]))
+                continue;
+            *gmm_band_ptr(m->gQbar, m->gr[t], m->gc[t]) = *gmm_band_ptr(Kbar, m->gi[t], m->gj[t]);
+        }
+        if ((st = gmm_ssm_prior_rev(m->ssm, m->gQbar, logdetbar, thetabar + m->par0)))
+            return st;
+    }
+    return GMM_OK;
+}
+
+/* thetabar += sum_b pbar_b dp_b / dtheta over the kernels' damped blocks. */
+static gmm_status chain_damped(stack_impl *c, const double *pbar, double *thetabar)
+{
+    struct stack_sq *s = c->sqw;
+    gmm_status st;
+    for (size_t q = 0; q < s->nk; q++) {
+        const sq_kern *kq = &s->kern[q];
+        const stack_comp *m = &c->comp[kq->k];
+        if ((st = gmm_ssm_damped_rev(m->ssm, s->theta + m->par0, pbar + kq->blk0,
+                                     thetabar + m->par0)))
+            return st;
+    }
+    return GMM_OK;
+}
+
+/* After sq_eval: Sigma's band and mu, then thetabar += Fisher's part (the
+ * explicit gradient at fixed data and weights; GRADIENT above), and
+ * *noisebar (may be NULL) the noise variance's. */
+static gmm_status sq_fisher(stack_impl *c, gmm_latent *l, double *thetabar, double *noisebar)
+{
+    struct stack_sq *s = c->sqw;
+    gmm_status st;
+    const gmm_band *Qbar;
+    double nb = 0.0;
+    if ((st = gmm_marglik_posterior(s->w, s->mu, s->S)) ||
+        (st = gmm_marglik_grad_view(s->w, &Qbar, &nb)))
+        return st;
+    if (noisebar)
+        *noisebar += nb;
+    /* the other components: Qbar + log|Q_r| / 2 (Q_r's identity rows, the
+     * kernels', left out) */
+    if ((st = gmm_band_chol_selinv(s->Qr, s->Sr)) || (st = gmm_band_copy(s->Qb, Qbar)) ||
+        (st = gmm_band_axpy(0.5, 2.0, s->Sr, s->Qb)))
+        return st;
+    if ((st = chain_entries(c, s->Qb, Qbar, 0.5, thetabar)))
+        return st;
+    /* the damped blocks: T_b / (2 p_b) per unit of p_b */
+    data_trace(s, l);
+    memset(s->bgm, 0, s->nblk * sizeof *s->bgm);
+    kern_dots(c, s->mu, NULL, s->bgm);
+    for (size_t b = 0; b < s->nblk; b++)
+        s->pbar[b] = s->bdamp[b] ? (s->bcnt[b] - s->bdl[b] + s->bgm[b]) / (2.0 * s->bp[b]) : 0.0;
+    if ((st = chain_damped(c, s->pbar, thetabar)))
+        return st;
+    s->have_grad = 1;
+    return GMM_OK;
+}
+
+/* ---- the latent's operations -------------------------------------------------- */
+
+gmm_status stack_sq_gaussian(stack_impl *c, gmm_latent *l, const double *theta, const double *y,
+                             double noise, double *loglik, double *thetabar, double *noisebar)
+{
+    gmm_status st;
+    if (!(noise > 0.0) || !isfinite(noise))
+        return gmm_error(GMM_EDOM, "noise variance %g must be positive and finite", noise);
+    if ((st = sq_alloc(c, l)) || (st = sq_eval(c, l, theta, y, NULL, noise, loglik)) || !thetabar)
+        return st;
+    struct stack_sq *s = c->sqw;
+    memset(thetabar, 0, c->nparam * sizeof *thetabar);
+    if (noisebar)
+        *noisebar = 0.0;
+    if ((st = sq_fisher(c, l, thetabar, noisebar)))
+        return st;
+    if (!l->varies)
+        return GMM_OK;
+    /* rows that vary: dlogp/da_r = ((y_r - a_r'mu) mu - Sigma a_r) / noise */
+    memset(s->coefbar, 0, l->nnz * sizeof *s->coefbar);
+    for (size_t o = 0; o < s->nobs; o++) {
+        size_t r = s->orow[o];
+        double f = 0.0;
+        for (size_t k = l->rowptr[r]; k < l->rowptr[r + 1]; k++)
+            f += l->coef[k] * s->mu[l->offset[r] + l->pos[k]];
+        for (size_t k = l->rowptr[r]; k < l->rowptr[r + 1]; k++) {
+            size_t i = l->offset[r] + l->pos[k];
+            s->coefbar[k] = ((y[r] - f) * s->mu[i] - sigma_a(s, l, r, i)) / noise;
+        }
+    }
+    return l->ops->obs_coef_rev(l->impl, theta, s->coefbar, thetabar);
+}
+
+gmm_status stack_sq_posterior(stack_impl *c, double *mean, gmm_band *cov)
+{
+    if (!c->sqw)
+        return gmm_error(GMM_EINVAL, "stacked latent: no evaluation before its posterior");
+    return gmm_marglik_posterior(c->sqw->w, mean, cov);
+}
+
+gmm_status stack_sq_posterior_solve(stack_impl *c, double *v)
+{
+    if (!c->sqw)
+        return gmm_error(GMM_EINVAL, "stacked latent: no evaluation before its posterior");
+    return gmm_marglik_posterior_solve(c->sqw->w, v);
+}
+
+gmm_status stack_sq_wls(stack_impl *c, gmm_latent *l, const double *theta, const double *y,
+                        const double *wt, double *loglik, double *mean)
+{
+    gmm_status st;
+    if ((st = sq_alloc(c, l)) || (st = sq_eval(c, l, theta, y, wt, 1.0, loglik)))
+        return st;
+    return mean ? gmm_marglik_posterior(c->sqw->w, mean, NULL) : GMM_OK;
+}
+
+gmm_status stack_sq_wls_quad(stack_impl *c, const double *x, double *q)
+{
+    struct stack_sq *s = c->sqw;
+    if (!s || !s->have_theta)
+        return gmm_error(GMM_EINVAL, "stacked latent: no weighted smoothing before");
+    /* x'Q_r x = |L_r' x|^2 over the other components' latents */
+    double sum = 0.0;
+    for (size_t j = 0; j < s->n; j++) {
+        if (s->lblk[j] != SIZE_MAX)
+            continue;
+        size_t hi = j + s->kl < s->n - 1 ? j + s->kl : s->n - 1;
+        double v = 0.0;
+        for (size_t i = j; i <= hi; i++)
+            v += gmm_band_get(s->Qr, i, j) * x[i];
+        sum += v * v;
+    }
+    /* and |G_k x|^2 over every kernel row, damped blocks or not */
+    for (size_t qk = 0; qk < s->nk; qk++) {
+        const sq_kern *kq = &s->kern[qk];
+        const stack_comp *m = &c->comp[kq->k];
+        for (size_t i = 0; i < kq->G.nrows; i++) {
+            size_t lf, w = kern_row(s, qk, i, &lf, s->vloc);
+            double d = 0.0;
+            for (size_t a = 0; a < w; a++)
+                d += s->vloc[a] * x[c->iperm[m->off + lf + a]];
+            sum += d * d;
+        }
+    }
+    *q = sum;
+    return GMM_OK;
+}
+
+gmm_status stack_sq_wls_var(stack_impl *c, gmm_latent *l, double *fvar)
+{
+    struct stack_sq *s = c->sqw;
+    gmm_status st;
+    if (!s || !s->have_theta)
+        return gmm_error(GMM_EINVAL, "stacked latent: no weighted smoothing before");
+    memset(s->gpart, 0, c->nparam * sizeof *s->gpart);
+    if ((st = sq_fisher(c, l, s->gpart, NULL)))
+        return st;
+    for (size_t r = 0; r < c->nrows; r++)
+        fvar[r] = NAN;
+    for (size_t o = 0; o < s->nobs; o++) {
+        size_t r = s->orow[o];
+        double v = 0.0;
+        for (size_t k = l->rowptr[r]; k < l->rowptr[r + 1]; k++)
+            v += l->coef[k] * sigma_a(s, l, r, l->offset[r] + l->pos[k]);
+        fvar[r] = v;
+    }
+    return GMM_OK;
+}
+
+gmm_status stack_sq_wls_adjoint(stack_impl *c, gmm_latent *l, const double *rw, double *u,
+                                double *thetabar)
+{
+    struct stack_sq *s = c->sqw;
+    gmm_status st;
+    if (!s || !s->have_grad)
+        return gmm_error(GMM_EINVAL, "stacked latent: no weighted smoothing's variances before "
+                                     "its adjoint");
+    memset(s->zeta, 0, s->n * sizeof *s->zeta);
+    for (size_t o = 0; o < s->nobs; o++) {
+        size_t r = s->orow[o];
+        for (size_t k = l->rowptr[r]; k < l->rowptr[r + 1]; k++)
+            s->zeta[l->offset[r] + l->pos[k]] += rw[r] * l->coef[k];
+    }
+    if ((st = gmm_marglik_posterior_solve(s->w, s->zeta)))
+        return st;
+    for (size_t r = 0; r < c->nrows; r++)
+        u[r] = NAN;
+    for (size_t o = 0; o < s->nobs; o++) {
+        size_t r = s->orow[o];
+        double v = 0.0;
+        for (size_t k = l->rowptr[r]; k < l->rowptr[r + 1]; k++)
+            v += l->coef[k] * s->zeta[l->offset[r] + l->pos[k]];
+        u[r] = v;
+    }
+    for (size_t i = 0; i < c->nparam; i++)
+        thetabar[i] += s->gpart[i];
+    /* -zeta' dQ mu: the entries' chain, and (dp_b / p_b) (G_b zeta).(G_b mu) */
+    gmm_band_set_zero(s->Qb);
+    if ((st = gmm_band_outer(-1.0, 1, s->zeta, s->n, s->mu, s->n, s->Qb)) ||
+        (st = chain_entries(c, s->Qb, s->Qb, 0.0, thetabar)))
+        return st;
+    memset(s->bgz, 0, s->nblk * sizeof *s->bgz);
+    kern_dots(c, s->zeta, s->mu, s->bgz);
+    for (size_t b = 0; b < s->nblk; b++)
+        s->pbar[b] = s->bdamp[b] ? s->bgz[b] / s->bp[b] : 0.0;
+    return chain_damped(c, s->pbar, thetabar);
+}
+
+gmm_status stack_sq_wls_rowcov(stack_impl *c, gmm_latent *l, double *zeta, double *sh)
+{
+    struct stack_sq *s = c->sqw;
+    if (!s || !s->have_grad)
+        return gmm_error(GMM_EINVAL, "stacked latent: no weighted smoothing's adjoint before");
+    memcpy(zeta, s->zeta, s->n * sizeof *zeta);
+    memset(sh, 0, l->nnz * sizeof *sh);
+    for (size_t o = 0; o < s->nobs; o++) {
+        size_t r = s->orow[o];
+        for (size_t k = l->rowptr[r]; k < l->rowptr[r + 1]; k++)
+            sh[k] = sigma_a(s, l, r, l->offset[r] + l->pos[k]);
+    }
+    return GMM_OK;
+}
