@@ -1296,28 +1296,31 @@ static gmm_status kernel_row(stack_comp *q, const double *theta, double t, size_
     gmm_status st;
     size_t d = q->d, m = q->m, lo = stack_lower_bound(q->val, m, t);
     *var = 0.0;
-    if (q->modulated)
-        return gmm_error(GMM_EINVAL, "new rows of a kernel with a damped cosine or periodic "
-                                     "factor beside other terms are not supported (its rows "
-                                     "rotate with the period); predict at the data's own rows");
     /* a value on a state, or within merge_tol of one (the lower first, as
      * ssm_predict.c's snap), reads it */
     size_t on = lo < m && q->val[lo] == t                       ? lo
                 : lo > 0 && t - q->val[lo - 1] <= q->merge_tol ? lo - 1
                 : lo < m && q->val[lo] - t <= q->merge_tol     ? lo
                                                                : m;
-    if (on < m) {
-        for (size_t e = 0; e < q->nread; e++) {
-            li[*ne] = q->lvl_off[on] + q->hidx[e];
-            lw[(*ne)++] = q->hval[e];
-        }
-        return GMM_OK;
-    }
     double *P = q->kscr, *A1 = P + d * d, *Q1 = A1 + d * d, *A2 = Q1 + d * d;
     double *Q2 = A2 + d * d, *T = Q2 + d * d, *H = T + d * d, *u = H + d, *v = u + d;
     double *wl = v + d, *wr = wl + d;
-    if ((st = gmm_kernel_stat(q->kern, theta, gmm_ssm_damp(q->ssm), q->kw, P, H)))
+    if ((on == m || q->modulated) &&
+        (st = gmm_kernel_stat(q->kern, theta, gmm_ssm_damp(q->ssm), q->kw, P, H)))
         return st;
+    /* a demodulated kernel reads h(t - t_0) (kernel.h, DEMODULATION; t_0 the
+     * first state's value, as the data rows: a state's own value on it) */
+    if (q->modulated &&
+        (st = gmm_kernel_obs(q->kern, q->kw, (on < m ? q->val[on] : t) - q->val[0], H)))
+        return st;
+    if (on < m) {
+        for (size_t e = 0; e < q->nread; e++) {
+            li[*ne] = q->lvl_off[on] + q->hidx[e];
+            lw[(*ne)++] =
+                q->modulated ? H[gmm_ssm_state_var(q->ssm, q->hidx[e])] : q->hval[e];
+        }
+        return GMM_OK;
+    }
     for (size_t i = 0; i < d; i++)
         wl[i] = wr[i] = 0.0;
     size_t jl = lo > 0 ? lo - 1 : 0, jr = lo < m ? lo : m - 1;

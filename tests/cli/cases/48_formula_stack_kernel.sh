@@ -7,8 +7,9 @@
 # the data rows, at new rows (--at) and per term (--terms), score of new rows and --loo, vi's
 # Gaussian ELBO (the dense value), hmc's draws read back by predict (within their Monte Carlo
 # error of the dense posterior); --verbose's sizes and the rounding bound; a damped periodic summand
-# in the square-root form (loglik, gradcheck, predict at the rows, fit; hmc, vi, new rows
-# and intrinsic partners refused with the reason); inputs below the Cholesky's spacing limit refused.
+# in the square-root form (loglik, gradcheck, predict at the rows and new rows, score, fit; hmc,
+# vi and intrinsic partners refused with the reason); inputs below the Cholesky's spacing limit
+# refused.
 # Sourced by tests/cli/run.sh (see there for the helpers).
 
 skx="$ROOT/tests/fixtures/stack_kernel"
@@ -164,6 +165,14 @@ done
 run "$GMM_INFER" predict --model "$skx/model_per.json"
 expect_exit 0
 sk_rows_match "$OUT" "$skx/rows_damped.csv" 1e-8 > "$CASE_TMP/cmp" || fail "$(cat "$CASE_TMP/cmp")"
+# new rows: h(t) of the demodulated periodic at each value, bridged between states
+run "$GMM_INFER" predict --model "$skx/model_per.json" --at "$skx/new.csv"
+expect_exit 0
+sk_rows_match "$OUT" "$skx/new_damped.csv" 1e-8 > "$CASE_TMP/cmp" || fail "$(cat "$CASE_TMP/cmp")"
+run "$GMM_INFER" score --model "$skx/model_per.json" "$skx/new.csv" --rows "$CASE_TMP/lpd.csv"
+expect_exit 0
+sk_rows_match "$CASE_TMP/lpd.csv" "$skx/new_damped.csv" 1e-8 lpd > "$CASE_TMP/cmp" ||
+    fail "$(cat "$CASE_TMP/cmp")"
 run "$GMM_INFER" fit --formula "n ~ f(t, 'matern32 + periodic(period=5)') + f(g, iid)" \
     --likelihood poisson "$skx/data.csv" -o "$CASE_TMP/per.json"
 expect_exit 0
@@ -177,12 +186,6 @@ expect_stderr 'square-root form, hmc and vi do not support it'
 run "$GMM_INFER" vi --model "$skx/model_per.json" -o "$CASE_TMP/v.json"
 expect_exit 1
 expect_stderr 'hmc and vi do not support it'
-run "$GMM_INFER" predict --model "$skx/model_per.json" --at "$skx/new.csv"
-expect_exit 1
-expect_stderr 'new rows of a kernel with a damped cosine or periodic factor'
-run "$GMM_INFER" score --model "$skx/model_per.json" "$skx/new.csv"
-expect_exit 1
-expect_stderr 'new rows of a kernel with a damped cosine or periodic factor'
 run "$GMM_INFER" loglik --formula "y ~ x1 + f(t, 'matern32 + periodic(period=5)') + f(x1, rw1)" \
     "$skx/data.csv"
 expect_exit 1
