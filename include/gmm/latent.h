@@ -242,6 +242,10 @@ const char *gmm_latent_factorisation(const gmm_latent *l, double *bound);
  * without one. */
 /* Nonzero when the family has the weighted smoothing below. */
 int gmm_latent_has_wls(const gmm_latent *l);
+/* Zero for a latent whose prior exists only in the square-root form (a
+ * stack with a damped kernel, stack.h): gmm_latent_prior refuses it, so
+ * does everything built on P's Cholesky (the Laplace map, its draws). */
+int gmm_latent_assembled(const gmm_latent *l);
 gmm_status gmm_latent_wls_rows(gmm_latent *l, const double *theta, double obs_prec, int *rows);
 gmm_status gmm_latent_wls(gmm_latent *l, const double *theta, const double *y, const double *wt,
                           int record, double *loglik, double *mean);

@@ -1155,6 +1155,9 @@ gmm_status gmm_problem_data_information(gmm_problem *p, const double *theta, dou
     if (gmm_latent_nconstr(p->lat))
         return gmm_error(GMM_EINVAL, "the latent has linear constraints, where the Laplace "
                                      "metric is not available");
+    if (!gmm_latent_assembled(p->lat))
+        return gmm_error(GMM_EINVAL, "the latent's precision exists only in the square-root "
+                                     "form, where the Laplace metric is not available");
     gmm_metric keep = p->metric;
     p->metric = GMM_METRIC_PRIOR;
     double *u = gmm_malloc(p->n, sizeof *u), *z = gmm_malloc(p->n, sizeof *z);

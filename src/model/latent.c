@@ -116,6 +116,9 @@ gmm_status gmm_latent_obs_coef(gmm_latent *l, const double *theta, double *coef)
         return gmm_error(GMM_EINVAL, "gmm_latent_obs_coef: NULL argument");
     if (l->rowptr) {
         size_t w = l->width;
+        gmm_status st;
+        if (l->varies && (st = l->ops->obs_coef(l->impl, theta, l->coef)))
+            return st;
         memset(coef, 0, l->nrows * w * sizeof *coef);
         for (size_t r = 0; r < l->nrows; r++)
             for (size_t k = l->rowptr[r]; k < l->rowptr[r + 1]; k++)
@@ -295,6 +298,8 @@ gmm_status gmm_latent_wls_adjoint(gmm_latent *l, const double *rw, double *u, do
 }
 
 int gmm_latent_has_wls(const gmm_latent *l) { return l->ops->wls != NULL; }
+
+int gmm_latent_assembled(const gmm_latent *l) { return !l->sqrt_only; }
 
 gmm_status gmm_latent_wls_rowcov(gmm_latent *l, double *zeta, double *sh)
 {

@@ -69,6 +69,7 @@ struct gmm_latent {
     int *zero_ok;          /* nparam */
     int logdet_known;      /* the last prior call returned log|Q| */
     int rows_ok;           /* the last prior_rows call succeeded */
+    int sqrt_only;         /* no accurate assembled prior (latent.h) */
     size_t *node_row;      /* graphs: n, graph node -> latent index */
 };
 

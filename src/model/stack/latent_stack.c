@@ -591,9 +591,9 @@ static gmm_status sq_refuse(const char *what)
 {
     return gmm_error(GMM_EINVAL, "%s: a stacked model with a damped kernel (a constant, cosine "
                                  "or periodic factor not multiplied by a kernel with process "
-                                 "noise) has no accurate assembled precision; fit, loglik, "
-                                 "gradcheck, predict and score take its square-root form, "
-                                 "hmc and vi do not support it",
+                                 "noise) has no accurate assembled precision; it takes the "
+                                 "square-root form, where hmc whitens by the prior (--metric "
+                                 "prior) and vi is not supported",
                      what);
 }
 
@@ -612,20 +612,28 @@ static gmm_status sq_prior_rev_op(void *p, const gmm_band *Qbar, double logdetba
 
 static gmm_status sq_whiten_setup(void *p, const double *theta)
 {
-    (void)p, (void)theta;
-    return sq_refuse("the whitening");
+    stack_impl *c = p;
+    return stack_sq_whiten_setup(c, c->lat, theta);
 }
 
-static gmm_status sq_whiten_vec(void *p, const double *a, double *b)
+static gmm_status sq_whiten(void *p, const double *v, double *x)
 {
-    (void)p, (void)a, (void)b;
-    return sq_refuse("the whitening");
+    return stack_sq_whiten(p, v, x);
+}
+
+static gmm_status sq_whiten_t(void *p, const double *g, double *u)
+{
+    return stack_sq_whiten_t(p, g, u);
+}
+
+static gmm_status sq_unwhiten(void *p, const double *x, double *v)
+{
+    return stack_sq_unwhiten(p, x, v);
 }
 
 static gmm_status sq_whiten_rev(void *p, const double *v, const double *xbar, double *thetabar)
 {
-    (void)p, (void)v, (void)xbar, (void)thetabar;
-    return sq_refuse("the whitening");
+    return stack_sq_whiten_rev(p, v, xbar, thetabar);
 }
 
 /* The rows' coefficients at theta: constant ones as built, a demodulated
@@ -745,9 +753,9 @@ static const gmm_latent_ops stack_sq_ops = {
     .gaussian_posterior_solve = sq_posterior_solve_op,
     .factorisation = sq_factorisation,
     .whiten_setup = sq_whiten_setup,
-    .whiten = sq_whiten_vec,
-    .whiten_t = sq_whiten_vec,
-    .unwhiten = sq_whiten_vec,
+    .whiten = sq_whiten,
+    .whiten_t = sq_whiten_t,
+    .unwhiten = sq_unwhiten,
     .whiten_rev = sq_whiten_rev,
     .wls_rows = sq_wls_rows_op,
     .wls = sq_wls_op,
@@ -929,6 +937,7 @@ gmm_status gmm_latent_stack_alloc(size_t nrows, size_t nterm, const gmm_stack_te
     l->impl = c;
     c->lat = l;
     l->varies = varies;
+    l->sqrt_only = c->sq;
     l->n = c->n;
     l->kl = c->bw;
     l->cov_kl = c->bw;

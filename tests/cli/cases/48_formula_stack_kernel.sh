@@ -7,9 +7,9 @@
 # the data rows, at new rows (--at) and per term (--terms), score of new rows and --loo, vi's
 # Gaussian ELBO (the dense value), hmc's draws read back by predict (within their Monte Carlo
 # error of the dense posterior); --verbose's sizes and the rounding bound; a damped periodic summand
-# in the square-root form (loglik, gradcheck, predict at the rows and new rows, score, fit; hmc,
-# vi and intrinsic partners refused with the reason); inputs below the Cholesky's spacing limit
-# refused.
+# in the square-root form (loglik, gradcheck, predict at the rows and new rows, score, fit, hmc
+# with the prior metric; vi, the Laplace metric and intrinsic partners refused with the reason);
+# inputs below the Cholesky's spacing limit refused.
 # Sourced by tests/cli/run.sh (see there for the helpers).
 
 skx="$ROOT/tests/fixtures/stack_kernel"
@@ -178,14 +178,30 @@ run "$GMM_INFER" fit --formula "n ~ f(t, 'matern32 + periodic(period=5)') + f(g,
 expect_exit 0
 expect_file "$CASE_TMP/per.json" '"converged": true,$'
 
-begin "formula stack kernel: what the square-root form does not cover says so"
-run "$GMM_INFER" hmc --model "$skx/model_per.json" --warmup 10 --draws 10 -o "$CASE_TMP/d.csv"
+begin "formula stack kernel: hmc on a damped periodic summand whitens by the prior per component"
+run "$GMM_INFER" hmc --model "$skx/model_per.json" --warmup 150 --draws 100 --chains 2 \
+    -o "$CASE_TMP/d.csv"
+expect_exit 0
+expect_stderr 'metric: prior \(auto: the latent.s precision exists only in the square-root form'
+run "$GMM_INFER" predict --model "$skx/model_per.json" --draws "$CASE_TMP/d.csv"
+expect_exit 0
+# 200 draws: a mean within 4 sd / sqrt(n_eff), n_eff >= 25, of the dense one -- 0.8 sd
+awk -F, 'NR == FNR { if (FNR > 1) { m[$1] = $2; v[$1] = $3 }; next }
+    FNR > 1 { d = $2 - m[$1]; if (d < 0) d = -d
+        if (d > 0.8 * sqrt(v[$1])) { print "row " $1 ": " $2 ", dense " m[$1] " sd " sqrt(v[$1]); bad = 1 }
+        n++ }
+    END { exit bad || n != 40 }' "$skx/rows_damped.csv" "$OUT" > "$CASE_TMP/cmp" ||
+    fail "$(cat "$CASE_TMP/cmp")"
+run "$GMM_INFER" hmc --model "$skx/model_per.json" --metric laplace --warmup 10 --draws 10 \
+    -o "$CASE_TMP/d2.csv"
 expect_exit 1
-expect_stderr 'square-root form, hmc and vi do not support it'
-[[ ! -e "$CASE_TMP/d.csv" ]] || fail "hmc left a draws file"
+expect_stderr 'square-root form, where hmc whitens by the prior \(--metric prior\)'
+[[ ! -e "$CASE_TMP/d2.csv" ]] || fail "hmc left a draws file"
+
+begin "formula stack kernel: what the square-root form does not cover says so"
 run "$GMM_INFER" vi --model "$skx/model_per.json" -o "$CASE_TMP/v.json"
 expect_exit 1
-expect_stderr 'hmc and vi do not support it'
+expect_stderr 'vi is not supported'
 run "$GMM_INFER" loglik --formula "y ~ x1 + f(t, 'matern32 + periodic(period=5)') + f(x1, rw1)" \
     "$skx/data.csv"
 expect_exit 1
