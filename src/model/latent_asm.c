@@ -136,6 +136,23 @@ gmm_status latent_asm_wready(int ready, const double *a, const double *b, const 
     return GMM_OK;
 }
 
+gmm_status latent_asm_wready_rev(int ready, int z_ok, int g_ok, const double *v,
+                                 const double *xbar, const double *thetabar)
+{
+    if (!ready)
+        return gmm_error(GMM_EINVAL, "gmm_latent_whiten_rev: no successful whitening setup "
+                                     "before");
+    if (!thetabar)
+        return gmm_error(GMM_EINVAL, "gmm_latent_whiten_rev: NULL argument");
+    if (!v && !z_ok)
+        return gmm_error(GMM_EINVAL, "gmm_latent_whiten_rev: v NULL without a "
+                                     "gmm_latent_whiten since the setup");
+    if (!xbar && !g_ok)
+        return gmm_error(GMM_EINVAL, "gmm_latent_whiten_rev: xbar NULL without a "
+                                     "gmm_latent_whiten_t since the setup");
+    return GMM_OK;
+}
+
 gmm_status latent_asm_whiten_z(const latent_asm *a, const gmm_band *L, const size_t *reach,
                                const double *v, double *z)
 {

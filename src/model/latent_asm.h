@@ -92,6 +92,11 @@ gmm_status latent_asm_factor(const latent_asm *a, const double *theta, gmm_band 
 /* GMM_EINVAL naming fn unless ready and a and b are not NULL: the
  * whitening's common argument check. */
 gmm_status latent_asm_wready(int ready, const double *a, const double *b, const char *fn);
+/* The same for whiten_rev (latent.h): thetabar not NULL, v NULL only when
+ * the last whiten's z is kept (z_ok), xbar NULL only when the last
+ * whiten_t's g is (g_ok). */
+gmm_status latent_asm_wready_rev(int ready, int z_ok, int g_ok, const double *v,
+                                 const double *xbar, const double *thetabar);
 
 /* z = L^-T P_S v (n; z may alias v; P_S zeroes the pinned entries), with
  * reach (gmm_band_tri_reach of L) or, when NULL, the plain solve. */
