@@ -165,14 +165,17 @@ gmm_status latent_asm_whiten_z(const latent_asm *a, const gmm_band *L, const siz
 }
 
 gmm_status latent_asm_factor_rev(const latent_asm *a, const gmm_band *L, const double *z,
-                                 const double *zbar, gmm_band *Lb, double *work)
+                                 const double *zbar, const double *g, gmm_band *Lb,
+                                 double *work)
 {
     gmm_status st;
     Lb->kind = GMM_BAND_LOWER;
     gmm_band_set_zero(Lb);
-    /* Lbar, then Qbar in the same storage (the view turns SYMMETRIC) */
-    if ((st = gmm_band_tri_solve_vec_rev(L, GMM_TRANS, z, zbar, NULL, Lb, work)) ||
-        (st = gmm_band_chol_decomp_rev(L, Lb, Lb)))
+    /* Lbar = -z g' on L's band (band_solve_rev.c, op = L^T), then Qbar in
+     * the same storage (the view turns SYMMETRIC) */
+    st = g ? gmm_band_outer(-1.0, 1, z, a->n, g, a->n, Lb)
+           : gmm_band_tri_solve_vec_rev(L, GMM_TRANS, z, zbar, NULL, Lb, work);
+    if (st || (st = gmm_band_chol_decomp_rev(L, Lb, Lb)))
         return st;
     Lb->kind = GMM_BAND_SYMMETRIC;
     for (size_t i = 0; i < a->npin; i++)

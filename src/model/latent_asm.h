@@ -105,9 +105,11 @@ gmm_status latent_asm_whiten_z(const latent_asm *a, const gmm_band *L, const siz
 
 /* Lb = the adjoint in Q of c = zbar . z, z = L^-T P_S v (z from
  * latent_asm_whiten_z), pinned rows and columns dropped (constants): Lb is
- * L's shape, overwritten and left SYMMETRIC; work n.  The band routines'
- * errors. */
+ * L's shape, overwritten and left SYMMETRIC; work n.  g: L^-1 zbar when the
+ * caller has it (the whitening's transpose), which spares the solve (zbar
+ * then unused), else NULL.  The band routines' errors. */
 gmm_status latent_asm_factor_rev(const latent_asm *a, const gmm_band *L, const double *z,
-                                 const double *zbar, gmm_band *Lb, double *work);
+                                 const double *zbar, const double *g, gmm_band *Lb,
+                                 double *work);
 
 #endif

@@ -54,11 +54,11 @@ typedef struct {
     double *gaval, *gnval;
     int *gnb;
     /* whitening: Q^'s factor, its adjoint, three n-vectors, z of the last
-     * whiten and g of the last whiten_t (n each, for whiten_rev), the
-     * setup's theta, the blocks N_S and AN (k x k, LU per block), beta and
-     * BYM2's alpha (k each) */
+     * whiten, g and L^^-1 M' g of the last whiten_t (n each, for
+     * whiten_rev), the setup's theta, the blocks N_S and AN (k x k, LU per
+     * block), beta and BYM2's alpha (k each) */
     gmm_band *wL, *wLb;
-    double *wx, *wwork, *wsolve, *wsz, *wsg, *wtheta, *wNS, *wAN, *wbeta, *walpha;
+    double *wx, *wwork, *wsolve, *wsz, *wsg, *wsu, *wtheta, *wNS, *wAN, *wbeta, *walpha;
     int wready, wsz_ok, wsg_ok;
 } stack_impl;
 
@@ -464,7 +464,7 @@ static gmm_status stack_whiten_setup(void *p, const double *theta)
     if (!c->wL) {
         c->wL = gmm_band_alloc(c->n, c->bw, 0, GMM_BAND_SYMMETRIC);
         c->wLb = gmm_band_alloc(c->n, c->bw, 0, GMM_BAND_LOWER);
-        c->wx = gmm_malloc(5 * c->n + c->nparam + 2 * k * k + 2 * k + 1, sizeof *c->wx);
+        c->wx = gmm_malloc(6 * c->n + c->nparam + 2 * k * k + 2 * k + 1, sizeof *c->wx);
         if (!c->wL || !c->wLb || !c->wx)
             return gmm_error(GMM_ENOMEM, "out of memory for the whitening workspace (two bands "
                                          "of %zu x %zu, bandwidth %zu)",
@@ -473,7 +473,8 @@ static gmm_status stack_whiten_setup(void *p, const double *theta)
         c->wsolve = c->wwork + c->n;
         c->wsz = c->wsolve + c->n;
         c->wsg = c->wsz + c->n;
-        c->wtheta = c->wsg + c->n;
+        c->wsu = c->wsg + c->n;
+        c->wtheta = c->wsu + c->n;
         c->wNS = c->wtheta + c->nparam;
         c->wAN = c->wNS + k * k;
         c->wbeta = c->wAN + k * k;
@@ -542,6 +543,7 @@ static gmm_status stack_whiten_t(void *p, const double *g, double *u)
         apply_mt(c, u);
     if ((st = gmm_band_tri_solve_vec(c->wL, GMM_NOTRANS, u)))
         return st;
+    memcpy(c->wsu, u, c->n * sizeof *u);
     for (size_t i = 0; i < c->ncon; i++)
         u[c->pin[i]] = 0.0;
     return GMM_OK;
@@ -562,6 +564,7 @@ static gmm_status stack_whiten_rev(void *p, const double *v, const double *xbar,
     double *z = v ? c->wx : c->wsz, *zbar = c->wwork;
     if (v && (st = latent_asm_whiten_z(&c->as, c->wL, NULL, v, z)))
         return st;
+    const double *g = xbar ? NULL : c->wsu; /* L^^-1 zbar, whiten_t's */
     if (!xbar)
         xbar = c->wsg;
     memcpy(zbar, xbar, n * sizeof *zbar);
@@ -583,7 +586,7 @@ static gmm_status stack_whiten_rev(void *p, const double *v, const double *xbar,
         }
         apply_mt(c, zbar);
     }
-    if ((st = latent_asm_factor_rev(&c->as, c->wL, z, zbar, c->wLb, c->wsolve)))
+    if ((st = latent_asm_factor_rev(&c->as, c->wL, z, zbar, g, c->wLb, c->wsolve)))
         return st;
     return assemble_rev(c, c->wtheta, c->wLb, thetabar);
 }
