@@ -871,7 +871,9 @@ gmm_status gmm_laplace_eval_sqrt(gmm_laplace *w, const gmm_laplace_smoother *sm,
      * dx = mu - x (below) */
     int recorded = started, track = !started, have_psi = track;
     double *qx = w->gr, *qm = w->tmp;
-    double sum = lik_sum(w, w->x, 0), ml = 0.0, q = 0.0, Psi = sum;
+    /* a start given is usually the mode, kept (accept below): its rows' dpar
+     * kept too */
+    double sum = lik_sum(w, w->x, started), ml = 0.0, q = 0.0, Psi = sum;
     w->accepted = w->sready = 0;
     if (track)
         memset(qx, 0, w->n * sizeof *qx);
