@@ -293,7 +293,13 @@ gmm_status gmm_latent_whiten_t(gmm_latent *l, const double *g, double *u);
 /* v = W^-1 x (to start a sampler at a given latent, e.g. the Laplace mode);
  * x and v must not alias.  O(n kl). */
 gmm_status gmm_latent_unwhiten(gmm_latent *l, const double *x, double *v);
-/* thetabar (nparam) += d(xbar . W(theta) v)/dtheta.  Graphs O(n kl^2) (the
+/* thetabar (nparam) += d(xbar . W(theta) v)/dtheta.  v NULL: the v of the
+ * last gmm_latent_whiten since the setup, xbar NULL: the g of the last
+ * gmm_latent_whiten_t since the setup -- their work is reused rather than
+ * repeated (graphs: the triangular solves for x and for W' xbar, the
+ * latter's sums in another order than the reverse's own solve, so equal to
+ * rounding; state-space: the forward recursion and the adjoint's, to the
+ * bit); GMM_EINVAL when that call was not made.  Graphs O(n kl^2) (the
  * Cholesky's reverse mode); state-space O(n kl + intervals (d^3 + nparam
  * d^2)) (the kernel's reverse mode per interval group). */
 gmm_status gmm_latent_whiten_rev(gmm_latent *l, const double *v, const double *xbar,

@@ -258,7 +258,10 @@ gmm_status gmm_ssm_whiten_t(gmm_ssm *m, const double *g, double *u);
 /* thetabar (nparam) += d(xbar . W(theta) v)/dtheta at the setup's theta:
  * the gradients of every A_k and chol(Q_k), summed per interval group, and
  * of chol(Pinf), chained through the Cholesky's reverse mode (Murray 2016)
- * to Q_k and Pinf and through the kernel's.  O(N kl + intervals (d^3 +
+ * to Q_k and Pinf and through the kernel's.  v NULL: the v of the last
+ * gmm_ssm_whiten since the setup (its x reused), xbar NULL: the g of the
+ * last gmm_ssm_whiten_t since the setup (its adjoint recursion reused);
+ * GMM_EINVAL when that call was not made.  O(N kl + intervals (d^3 +
  * nparam d^2)). */
 gmm_status gmm_ssm_whiten_rev(gmm_ssm *m, const double *v, const double *xbar,
                               double *thetabar);

@@ -56,6 +56,10 @@ struct gmm_laplace {
     double *f, *g, *w, *t, *s;            /* maxobs each */
     double *yt, *u;                       /* maxobs each: working data, adjoint (sqrt) */
     double *sh;                           /* maxobs x width: Sigma h_i (sqrt, coefbar) */
+    double *dpar;         /* maxobs x 3 GMM_LIK_MAXPARAM, allocated by the first evaluation
+                           * with a parametrised likelihood: the rows' dpar (gmm_lik_eval)
+                           * at the mode, for the gradients */
+    int dpar_ok;          /* dpar holds the last lik_sum's rows */
     const gmm_laplace_smoother *sm;       /* the square-root form's, or NULL */
     const gmm_laplace_obs *obs;
     const gmm_lik *lik;
@@ -84,7 +88,7 @@ void gmm_laplace_free(gmm_laplace *w)
     gmm_band_free(w->S);
     gmm_band_free(w->SQ);
     double *v[] = {w->x, w->xt, w->gr, w->dx, w->tmp, w->z, w->f, w->g, w->w, w->t, w->s,
-                   w->yt, w->u, w->sh};
+                   w->yt, w->u, w->sh, w->dpar};
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
         gmm_free(v[i]);
     gmm_constr_free(w->con);
@@ -215,14 +219,18 @@ static void lin_pred(const gmm_laplace *w, const double *x, double *f)
     }
 }
 
-/* sum log p at x; f, g, w, t at x on the way. */
-static double lik_sum(gmm_laplace *w, const double *x)
+/* sum log p at x; f, g, w, t at x on the way, and with keep (the mode:
+ * Newton's last evaluation) the rows' dpar for the gradients, which then
+ * need not evaluate the rows again. */
+static double lik_sum(gmm_laplace *w, const double *x, int keep)
 {
     const gmm_laplace_obs *ob = w->obs;
+    size_t np = w->lik->type->nparam;
     double sum = 0.0, out[4];
+    w->dpar_ok = keep && np;
     lin_pred(w, x, w->f);
     for (size_t i = 0; i < ob->nobs; i++) {
-        row_eval(w, i, w->f[i], out, NULL);
+        row_eval(w, i, w->f[i], out, w->dpar_ok ? w->dpar + 3 * np * i : NULL);
         w->g[i] = out[1];
         w->w[i] = -out[2];
         w->t[i] = out[3];
@@ -244,11 +252,11 @@ static int newton_done(double dec, double Psi, double tol, double *best, int *st
            (*stall >= 3 && dec <= 1e-6 * fmax(1.0, fabs(Psi)));
 }
 
-/* Psi(x) = sum log p - x'Qx/2; f, g, w, t and lsum at x on the way; Qx
- * in tmp. */
-static double psi(gmm_laplace *w, const double *x)
+/* Psi(x) = sum log p - x'Qx/2; f, g, w, t and lsum at x on the way (keep:
+ * lik_sum's); Qx in tmp. */
+static double psi(gmm_laplace *w, const double *x, int keep)
 {
-    double sum = w->lsum = lik_sum(w, x);
+    double sum = w->lsum = lik_sum(w, x, keep);
     gmm_band_gemv(GMM_NOTRANS, 1.0, w->Q, x, 0.0, w->tmp);
     double q = 0.0;
     for (size_t j = 0; j < w->n; j++)
@@ -318,15 +326,16 @@ static gmm_status psi_value(gmm_laplace *w, void *ctx, double step, double *Pt)
 {
     (void)ctx;
     (void)step;
-    *Pt = psi(w, w->xt);
+    *Pt = psi(w, w->xt, 0);
     return GMM_OK;
 }
 
-/* the last trial overwrote f, g, w, t (and Qx, lsum): restore them at x */
+/* the last trial overwrote f, g, w, t (and Qx, lsum): restore them at x,
+ * the mode unless the search fails */
 static void psi_restore(gmm_laplace *w, void *ctx, double *Psi)
 {
     (void)ctx;
-    *Psi = psi(w, w->x);
+    *Psi = psi(w, w->x, 1);
 }
 
 /* P = Q + H'WH, formed in L's storage, and its Cholesky factor L there;
@@ -418,10 +427,16 @@ static gmm_status set_obs(gmm_laplace *w, const gmm_laplace_obs *obs, const gmm_
             return gmm_error_at(GMM_EDIM, i, "laplace: observation %zu reads past the latent", i);
     if (!isfinite(b))
         return gmm_error(GMM_EDOM, "intercept = %g is not finite", b);
+    if (lik->type->nparam && !w->dpar &&
+        !(w->dpar = gmm_malloc(w->maxobs ? 3 * GMM_LIK_MAXPARAM * w->maxobs : 1,
+                               sizeof *w->dpar)))
+        return gmm_error(GMM_ENOMEM, "laplace: out of memory for %zu observations' "
+                                     "derivatives", w->maxobs);
     w->obs = obs;
     w->lik = lik;
     w->nconst = gmm_lik_nconst(lik);
     w->b = b;
+    w->dpar_ok = 0;
     return GMM_OK;
 }
 
@@ -471,7 +486,7 @@ static gmm_status newton(gmm_laplace *w, const gmm_band *Q, double logdet_q,
         memset(w->x, 0, w->n * sizeof *w->x);
     w->have_mode = 0;
 
-    double Psi = psi(w, w->x);
+    double Psi = psi(w, w->x, 0);
     if (!isfinite(Psi))
         return gmm_error(GMM_EDOM, "Laplace: log density not finite at the starting point");
     int final = 0, stall = 0;
@@ -518,7 +533,7 @@ static gmm_status newton(gmm_laplace *w, const gmm_band *Q, double logdet_q,
              * so the gradient) exact to rounding */
             for (size_t j = 0; j < w->n; j++)
                 w->x[j] += w->dx[j];
-            if (logq && !isfinite(Psi = psi(w, w->x)))
+            if (logq && !isfinite(Psi = psi(w, w->x, 1)))
                 return gmm_error(GMM_EDOM, "Laplace: log density not finite at the mode");
             final = 1;
             it++;
@@ -621,6 +636,7 @@ gmm_status gmm_laplace_grad(gmm_laplace *w, gmm_band *Qbar, double *bbar, double
     }
     size_t np = w->lik->type->nparam;
     double out[4], dpar[3 * GMM_LIK_MAXPARAM];
+    const double *dp = dpar;
     for (size_t i = 0; i < ob->nobs; i++) {
         size_t lo = row_lo(ob, i), hi = row_hi(ob, i), o = ob->offset[i];
         const double *h = ob->coef;
@@ -633,9 +649,12 @@ gmm_status gmm_laplace_grad(gmm_laplace *w, gmm_band *Qbar, double *bbar, double
         if (shiftbar)
             shiftbar[i] += ci;
         if (parbar && np) {
-            row_eval(w, i, w->f[i], out, dpar);
+            if (w->dpar_ok)
+                dp = w->dpar + 3 * np * i;
+            else
+                row_eval(w, i, w->f[i], out, dpar);
             for (size_t k = 0; k < np; k++)
-                parbar[k] += dpar[3 * k] + 0.5 * w->s[i] * dpar[3 * k + 2] + u * dpar[3 * k + 1];
+                parbar[k] += dp[3 * k] + 0.5 * w->s[i] * dp[3 * k + 2] + u * dp[3 * k + 1];
         }
         if (coefbar) {
             for (size_t a = lo; a < hi; a++) {
@@ -809,7 +828,7 @@ static gmm_status sqrt_value(gmm_laplace *w, void *ctx, double step, double *Pt)
 {
     sqrt_ls *c = ctx;
     const double *qm = c->qm, *qx = c->qx;
-    c->sum = lik_sum(w, w->xt);
+    c->sum = lik_sum(w, w->xt, 0);
     if (step == 1.0 || c->track) { /* Q xt = Q x + step (Q mu - Q x) */
         double qq = 0.0;
         for (size_t j = 0; j < w->n; j++)
@@ -828,7 +847,7 @@ static gmm_status sqrt_value(gmm_laplace *w, void *ctx, double step, double *Pt)
 static void sqrt_restore(gmm_laplace *w, void *ctx, double *Psi)
 {
     (void)Psi;
-    ((sqrt_ls *)ctx)->sum = lik_sum(w, w->x); /* f, g, w, t back at x */
+    ((sqrt_ls *)ctx)->sum = lik_sum(w, w->x, 1); /* f, g, w, t back at x, the mode */
 }
 
 gmm_status gmm_laplace_eval_sqrt(gmm_laplace *w, const gmm_laplace_smoother *sm,
@@ -865,7 +884,9 @@ gmm_status gmm_laplace_eval_sqrt(gmm_laplace *w, const gmm_laplace_smoother *sm,
      * dx = mu - x (below) */
     int recorded = started, track = !started, have_psi = track;
     double *qx = w->gr, *qm = w->tmp;
-    double sum = lik_sum(w, w->x), ml = 0.0, q = 0.0, Psi = sum;
+    /* a start given is usually the mode, kept (accept below): its rows' dpar
+     * kept too */
+    double sum = lik_sum(w, w->x, started), ml = 0.0, q = 0.0, Psi = sum;
     w->accepted = w->sready = 0;
     if (track)
         memset(qx, 0, w->n * sizeof *qx);
@@ -924,7 +945,7 @@ gmm_status gmm_laplace_eval_sqrt(gmm_laplace *w, const gmm_laplace_smoother *sm,
         if (newton_done(dec, Psi, par->tol, &best, &stall)) {
             for (size_t j = 0; j < w->n; j++)
                 w->x[j] += w->dx[j];
-            sum = lik_sum(w, w->x);
+            sum = lik_sum(w, w->x, 1);
             if (!isfinite(sum))
                 return gmm_error(GMM_EDOM, "Laplace: log density not finite at the mode");
             final = 1;
@@ -999,6 +1020,7 @@ gmm_status gmm_laplace_grad_sqrt(gmm_laplace *w, double *bbar, double *parbar, d
     }
     size_t np = w->lik->type->nparam;
     double out[4], dpar[3 * GMM_LIK_MAXPARAM];
+    const double *dp = dpar;
     for (size_t i = 0; i < ob->nobs; i++) {
         /* a kept start: g and dlogp/dphi at the mode's f_i + e_i to first
          * order, as log q's r'delta (SQUARE-ROOT FORM) */
@@ -1009,10 +1031,13 @@ gmm_status gmm_laplace_grad_sqrt(gmm_laplace *w, double *bbar, double *parbar, d
         if (shiftbar)
             shiftbar[i] += ci;
         if (parbar && np) {
-            row_eval(w, i, w->f[i], out, dpar);
+            if (w->dpar_ok)
+                dp = w->dpar + 3 * np * i;
+            else
+                row_eval(w, i, w->f[i], out, dpar);
             for (size_t k = 0; k < np; k++)
-                parbar[k] += dpar[3 * k] + e * dpar[3 * k + 1] + 0.5 * w->s[i] * dpar[3 * k + 2] +
-                             u * dpar[3 * k + 1];
+                parbar[k] += dp[3 * k] + e * dp[3 * k + 1] + 0.5 * w->s[i] * dp[3 * k + 2] +
+                             u * dp[3 * k + 1];
         }
         if (coefbar) {
             /* at the mode x + dx of a kept start, to first order (as ci) */

@@ -1356,7 +1356,8 @@ gmm_status gmm_problem_joint_logp(gmm_problem *p, const double *q, double *lp, d
         return st;
     for (size_t i = 0; i < p->n; i++)
         grad[i] -= v[i];
-    if ((st = gmm_latent_whiten_rev(p->lat, v, p->wg, p->jbar)) ||
+    /* v and wg are the whiten's and whiten_t's above: their solves are reused */
+    if ((st = gmm_latent_whiten_rev(p->lat, NULL, NULL, p->jbar)) ||
         (varies && (st = gmm_latent_obs_coef_rev(p->lat, th, p->jcbar, p->jbar))))
         return st;
     if (p->ncoef) {

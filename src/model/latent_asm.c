@@ -135,6 +135,23 @@ gmm_status latent_asm_wready(int ready, const double *a, const double *b, const 
     return GMM_OK;
 }
 
+gmm_status latent_asm_wready_rev(int ready, int z_ok, int g_ok, const double *v,
+                                 const double *xbar, const double *thetabar)
+{
+    if (!ready)
+        return gmm_error(GMM_EINVAL, "gmm_latent_whiten_rev: no successful whitening setup "
+                                     "before");
+    if (!thetabar)
+        return gmm_error(GMM_EINVAL, "gmm_latent_whiten_rev: NULL argument");
+    if (!v && !z_ok)
+        return gmm_error(GMM_EINVAL, "gmm_latent_whiten_rev: v NULL without a "
+                                     "gmm_latent_whiten since the setup");
+    if (!xbar && !g_ok)
+        return gmm_error(GMM_EINVAL, "gmm_latent_whiten_rev: xbar NULL without a "
+                                     "gmm_latent_whiten_t since the setup");
+    return GMM_OK;
+}
+
 gmm_status latent_asm_whiten_z(const latent_asm *a, const gmm_band *L, const size_t *reach,
                                const double *v, double *z)
 {
@@ -147,16 +164,18 @@ gmm_status latent_asm_whiten_z(const latent_asm *a, const gmm_band *L, const siz
 }
 
 gmm_status latent_asm_factor_rev(const latent_asm *a, const gmm_band *L, const double *z,
-                                 const double *zbar, gmm_band *Lb, double *work)
+                                 const double *zbar, const double *g, gmm_band *Lb,
+                                 double *work)
 {
     gmm_status st;
     if ((st = gmm_band_set_kind(Lb, GMM_BAND_LOWER)))
         return st;
     gmm_band_set_zero(Lb);
-    /* Lbar, then Qbar in the same storage (the aliased reverse turns it
-     * SYMMETRIC) */
-    if ((st = gmm_band_tri_solve_vec_rev(L, GMM_TRANS, z, zbar, NULL, Lb, work)) ||
-        (st = gmm_band_chol_decomp_rev(L, Lb, Lb)))
+    /* Lbar = -z g' on L's band (band_solve_rev.c, op = L^T), then Qbar in
+     * the same storage (the aliased reverse turns it SYMMETRIC) */
+    st = g ? gmm_band_outer(-1.0, 1, z, a->n, g, a->n, Lb)
+           : gmm_band_tri_solve_vec_rev(L, GMM_TRANS, z, zbar, NULL, Lb, work);
+    if (st || (st = gmm_band_chol_decomp_rev(L, Lb, Lb)))
         return st;
     for (size_t i = 0; i < a->npin; i++)
         latent_asm_zero_rowcol(Lb, a->pin[i]);

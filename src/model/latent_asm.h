@@ -92,6 +92,11 @@ gmm_status latent_asm_factor(const latent_asm *a, const double *theta, gmm_band 
 /* GMM_EINVAL naming fn unless ready and a and b are not NULL: the
  * whitening's common argument check. */
 gmm_status latent_asm_wready(int ready, const double *a, const double *b, const char *fn);
+/* The same for whiten_rev (latent.h): thetabar not NULL, v NULL only when
+ * the last whiten's z is kept (z_ok), xbar NULL only when the last
+ * whiten_t's g is (g_ok). */
+gmm_status latent_asm_wready_rev(int ready, int z_ok, int g_ok, const double *v,
+                                 const double *xbar, const double *thetabar);
 
 /* z = L^-T P_S v (n; z may alias v; P_S zeroes the pinned entries), with
  * reach (gmm_band_tri_reach of L) or, when NULL, the plain solve. */
@@ -100,9 +105,11 @@ gmm_status latent_asm_whiten_z(const latent_asm *a, const gmm_band *L, const siz
 
 /* Lb = the adjoint in Q of c = zbar . z, z = L^-T P_S v (z from
  * latent_asm_whiten_z), pinned rows and columns dropped (constants): Lb is
- * L's shape, overwritten and left SYMMETRIC; work n.  The band routines'
- * errors. */
+ * L's shape, overwritten and left SYMMETRIC; work n.  g: L^-1 zbar when the
+ * caller has it (the whitening's transpose), which spares the solve (zbar
+ * then unused), else NULL.  The band routines' errors. */
 gmm_status latent_asm_factor_rev(const latent_asm *a, const gmm_band *L, const double *z,
-                                 const double *zbar, gmm_band *Lb, double *work);
+                                 const double *zbar, const double *g, gmm_band *Lb,
+                                 double *work);
 
 #endif

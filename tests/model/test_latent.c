@@ -540,6 +540,95 @@ START_TEST(test_whiten_rev_fd)
 }
 END_TEST
 
+/* whiten_rev of the last whiten's v and whiten_t's g (v, xbar NULL) against
+ * whiten_rev given them: NULL without those calls since the setup is refused;
+ * the calls' own arrays may change afterwards (whiten in place, then v
+ * overwritten) and a whiten_rev given other vectors in between changes
+ * nothing.  State-space models reuse the same recursions: equal to the bit;
+ * graphs reuse whiten_t's solve for the reverse's, whose sums run in another
+ * order: equal to rounding (n kl eps of the terms' size), and against finite
+ * differences. */
+static void check_whiten_rev_saved(gmm_latent *l, double *theta, const char *what,
+                                   uint64_t seed, int exact)
+{
+    tu_rng r;
+    tu_rng_seed(&r, seed);
+    size_t N = gmm_latent_dim(l), np = gmm_latent_nparam(l);
+    double *v = malloc(N * sizeof *v), *xbar = malloc(N * sizeof *xbar);
+    double *x = malloc(N * sizeof *x), *u = malloc(N * sizeof *u);
+    double *g0 = calloc(np, sizeof *g0), *g1 = calloc(np, sizeof *g1);
+    double *g2 = calloc(np, sizeof *g2);
+    for (size_t i = 0; i < N; i++) {
+        v[i] = tu_normal(&r);
+        xbar[i] = tu_normal(&r);
+    }
+    ck_assert_int_eq(gmm_latent_whiten_setup(l, theta), GMM_OK);
+    ck_assert_int_eq(gmm_latent_whiten_rev(l, v, xbar, g0), GMM_OK);
+    ck_assert_int_eq(gmm_latent_whiten_rev(l, NULL, xbar, g1), GMM_EINVAL);
+    ck_assert_int_eq(gmm_latent_whiten_rev(l, v, NULL, g1), GMM_EINVAL);
+    ck_assert_int_eq(gmm_latent_whiten(l, v, x), GMM_OK);
+    ck_assert_int_eq(gmm_latent_whiten_rev(l, v, NULL, g1), GMM_EINVAL);
+    ck_assert_int_eq(gmm_latent_whiten_t(l, xbar, u), GMM_OK);
+    /* a new setup forgets both */
+    ck_assert_int_eq(gmm_latent_whiten_setup(l, theta), GMM_OK);
+    ck_assert_int_eq(gmm_latent_whiten_rev(l, NULL, xbar, g1), GMM_EINVAL);
+    ck_assert_int_eq(gmm_latent_whiten_rev(l, v, NULL, g1), GMM_EINVAL);
+    memcpy(x, v, N * sizeof *x);
+    ck_assert_int_eq(gmm_latent_whiten(l, x, x), GMM_OK);
+    ck_assert_int_eq(gmm_latent_whiten_t(l, xbar, u), GMM_OK);
+    for (size_t i = 0; i < N; i++)
+        x[i] = u[i] = NAN;
+    ck_assert_int_eq(gmm_latent_whiten_rev(l, NULL, NULL, g1), GMM_OK);
+    ck_assert_int_eq(gmm_latent_whiten_rev(l, xbar, v, g2), GMM_OK); /* other vectors */
+    memset(g2, 0, np * sizeof *g2);
+    ck_assert_int_eq(gmm_latent_whiten_rev(l, NULL, NULL, g2), GMM_OK);
+    ck_assert(memcmp(g1, g2, np * sizeof *g1) == 0);
+    /* one reused, the other given */
+    memset(g2, 0, np * sizeof *g2);
+    ck_assert_int_eq(gmm_latent_whiten_rev(l, NULL, xbar, g2), GMM_OK);
+    ck_assert(memcmp(g0, g2, np * sizeof *g0) == 0);
+    memset(g2, 0, np * sizeof *g2);
+    ck_assert_int_eq(gmm_latent_whiten_rev(l, v, NULL, g2), GMM_OK);
+    ck_assert(memcmp(g1, g2, np * sizeof *g1) == 0);
+    double err = 0.0, scale = 0.0;
+    for (size_t i = 0; i < np; i++) {
+        err = fmax(err, fabs(g1[i] - g0[i]));
+        scale = fmax(scale, fabs(g0[i]));
+    }
+    if (report())
+        fprintf(stderr, "latent whiten_rev of the last whiten, whiten_t %-30.30s %8.2e\n", what,
+                err / scale);
+    if (exact)
+        ck_assert_msg(memcmp(g0, g1, np * sizeof *g0) == 0, "%s: saved differs by %g", what,
+                      err);
+    else
+        ck_assert_msg(err <= 1e-12 * scale, "%s: saved differs by %g of %g", what, err, scale);
+    fd_ctx c = {.l = l, .theta = theta, .N = N, .v = v, .xbar = xbar, .x = x};
+    fd_tol_check(&c, np, g1, whiten_fn, what, "whiten_rev saved");
+    free(v);
+    free(xbar);
+    free(x);
+    free(u);
+    free(g0);
+    free(g1);
+    free(g2);
+}
+
+START_TEST(test_whiten_rev_saved)
+{
+    for (size_t ik = 0; ik < NKERN; ik++) {
+        ssm_case c;
+        ssm_case_init(&c, kernels[ik], 11 + ik, 0.0);
+        check_whiten_rev_saved(c.l, c.theta, kernels[ik], 300 + ik, 1);
+        ssm_case_free(&c);
+    }
+    graph_case c;
+    graph_case_init(&c, 5);
+    check_whiten_rev_saved(c.l, c.theta, graph_spec, 299, 0);
+    graph_case_free(&c);
+}
+END_TEST
+
 /* ---- (4) prior, observation rows, prediction ---------------------------------------- */
 
 static double prior_fn(void *p)
@@ -1308,6 +1397,7 @@ Suite *model_latent_suite(void)
     tcase_add_test(tc, test_graph_whiten_covariance);
     tcase_add_test(tc, test_whiten_transpose);
     tcase_add_test(tc, test_whiten_rev_fd);
+    tcase_add_test(tc, test_whiten_rev_saved);
     tcase_add_test(tc, test_prior_rev_fd);
     tcase_add_test(tc, test_obs_coef_rev_fd);
     tcase_add_test(tc, test_predict_rows_dense);

@@ -684,6 +684,18 @@ START_TEST(test_kernel_whiten)
     ck_assert_int_eq(gmm_latent_whiten_setup(c.l, x.th), GMM_OK);
     ck_assert_int_eq(gmm_latent_whiten_rev(c.l, x.v, x.xbar, gb), GMM_OK);
     double gerr = tu_fd_check4(x.th, np, gb, whiten_dot, &x, 1e-3, 1.0, NULL);
+    /* the same from the last whiten's v and whiten_t's g (NULL arguments) */
+    double gn[32] = {0}, *tmp = malloc(n * sizeof *tmp);
+    ck_assert_int_eq(gmm_latent_whiten_setup(c.l, x.th), GMM_OK);
+    ck_assert_int_eq(gmm_latent_whiten_rev(c.l, NULL, NULL, gn), GMM_EINVAL);
+    ck_assert_int_eq(gmm_latent_whiten(c.l, x.v, tmp), GMM_OK);
+    ck_assert_int_eq(gmm_latent_whiten_t(c.l, x.xbar, tmp), GMM_OK);
+    ck_assert_int_eq(gmm_latent_whiten_rev(c.l, NULL, NULL, gn), GMM_OK);
+    for (size_t i = 0; i < np; i++)
+        ck_assert_msg(fabs(gn[i] - gb[i]) <= 1e-9 * fmax(1.0, fabs(gb[i])),
+                      "%s: whiten_rev from the saved vectors, %s: %g vs %g", kspec[c.which],
+                      gmm_latent_param_name(c.l, i), gn[i], gb[i]);
+    free(tmp);
     if (report())
         fprintf(stderr, "stack kernel whiten '%s': H W W'H' %.2e, rev %.2e\n", kspec[c.which], err,
                 gerr);

@@ -7,7 +7,10 @@
  * solve each.  Reverse mode of c = xbar . L^-T v: Lbar from the solve's
  * reverse (gmm_band_tri_solve_vec_rev, x recomputed), Qbar from the
  * Cholesky's (gmm_band_chol_decomp_rev, in Lbar's storage), thetabar from
- * the assembly's (gmm_gmrf_assemble_rev).  Forward saves L and theta. */
+ * the assembly's (gmm_gmrf_assemble_rev).  Forward saves L and theta; whiten
+ * its x and whiten_t its u = L^-1 g, for a whiten_rev of them (v, xbar
+ * NULL), which then needs neither solve: the solve's reverse is -x u' on
+ * L's band. */
 #include <math.h>
 #include <string.h>
 
@@ -22,11 +25,13 @@ typedef struct {
     double *theta;        /* nparam: of the last prior call, for its reverse */
     int prior_ok;         /* that call succeeded */
     /* whitening, allocated by the first setup: L's and Lbar's band storage,
-     * x of whiten_rev, the solve's work (n each), the setup's theta */
-    double *wbuf, *wL, *wLb, *wx, *wwork, *wtheta;
+     * x of whiten_rev, the solve's work, x of the last whiten, u of the
+     * last whiten_t (n each), the setup's theta */
+    double *wbuf, *wL, *wLb, *wx, *wwork, *wsx, *wsu, *wtheta;
     size_t *wreach;       /* gmm_band_tri_reach of L (n) */
     gmm_band L;           /* view of wL: the factor */
     int wready;
+    int wsx_ok, wsu_ok;   /* whiten, whiten_t since the setup */
 } gmrf_impl;
 
 static void gmrf_free_impl(void *p)
@@ -94,12 +99,12 @@ static gmm_status gmrf_whiten_setup(void *p, const double *theta)
     gmrf_impl *c = p;
     gmm_status st;
     size_t n = c->g->n, bw = c->g->bw;
-    c->wready = 0;
+    c->wready = c->wsx_ok = c->wsu_ok = 0;
     if (!c->wbuf) {
         size_t band = gmm_band_size(n, bw, 0);
         if ((st = gmm_gmrf_band_check(c->g, 0)))
             return st;
-        c->wbuf = gmm_malloc(2 * band + 2 * n + (c->g->nparam ? c->g->nparam : 1),
+        c->wbuf = gmm_malloc(2 * band + 4 * n + (c->g->nparam ? c->g->nparam : 1),
                              sizeof *c->wbuf);
         c->wreach = gmm_malloc(n ? n : 1, sizeof *c->wreach);
         if (!c->wbuf || !c->wreach)
@@ -110,7 +115,9 @@ static gmm_status gmrf_whiten_setup(void *p, const double *theta)
         c->wLb = c->wL + band;
         c->wx = c->wLb + band;
         c->wwork = c->wx + n;
-        c->wtheta = c->wwork + n;
+        c->wsx = c->wwork + n;
+        c->wsu = c->wsx + n;
+        c->wtheta = c->wsu + n;
     }
     /* Q assembled in L's storage, factorised in place (the view turns LOWER) */
     if ((st = gmm_band_view(&c->L, c->wL, n, bw, 0, GMM_BAND_SYMMETRIC)) ||
@@ -126,9 +133,11 @@ static gmm_status gmrf_whiten(void *p, const double *v, double *x)
 {
     gmrf_impl *c = p;
     gmm_status st = latent_asm_wready(c->wready, v, x, "gmm_latent_whiten");
-    if (st)
+    if (st || (st = latent_asm_whiten_z(&c->as, &c->L, c->wreach, v, x)))
         return st;
-    return latent_asm_whiten_z(&c->as, &c->L, c->wreach, v, x);
+    memcpy(c->wsx, x, c->g->n * sizeof *x);
+    c->wsx_ok = 1;
+    return GMM_OK;
 }
 
 static gmm_status gmrf_unwhiten(void *p, const double *x, double *v)
@@ -150,22 +159,27 @@ static gmm_status gmrf_whiten_t(void *p, const double *g, double *u)
         return st;
     if (u != g)
         memcpy(u, g, c->g->n * sizeof *u);
-    return gmm_band_tri_solve_vec_reach(&c->L, c->wreach, GMM_NOTRANS, u);
+    if ((st = gmm_band_tri_solve_vec_reach(&c->L, c->wreach, GMM_NOTRANS, u)))
+        return st;
+    memcpy(c->wsu, u, c->g->n * sizeof *u);
+    c->wsu_ok = 1;
+    return GMM_OK;
 }
 
 static gmm_status gmrf_whiten_rev(void *p, const double *v, const double *xbar,
                                   double *thetabar)
 {
     gmrf_impl *c = p;
-    gmm_status st = latent_asm_wready(c->wready, v, xbar, "gmm_latent_whiten_rev");
+    gmm_status st =
+        latent_asm_wready_rev(c->wready, c->wsx_ok, c->wsu_ok, v, xbar, thetabar);
     if (st)
         return st;
-    if (!thetabar)
-        return gmm_error(GMM_EINVAL, "gmm_latent_whiten_rev: NULL argument");
     gmm_band Lb;
-    if ((st = latent_asm_whiten_z(&c->as, &c->L, NULL, v, c->wx)) ||
+    const double *z = v ? c->wx : c->wsx;
+    if ((v && (st = latent_asm_whiten_z(&c->as, &c->L, NULL, v, c->wx))) ||
         (st = gmm_band_view(&Lb, c->wLb, c->g->n, c->g->bw, 0, GMM_BAND_LOWER)) ||
-        (st = latent_asm_factor_rev(&c->as, &c->L, c->wx, xbar, &Lb, c->wwork)))
+        (st = latent_asm_factor_rev(&c->as, &c->L, z, xbar, xbar ? NULL : c->wsu, &Lb,
+                                    c->wwork)))
         return st;
     return gmm_gmrf_assemble_rev(c->g, c->wtheta, &Lb, thetabar);
 }

@@ -68,9 +68,11 @@ struct gmm_ssm {
      * gmm_ssm_whiten_setup; per group d x d in band order, nonzero on the
      * blocks only: A, chol(Q) and their gradients; chol(Pinf) and its
      * gradient; x of whiten_rev's forward pass (N); two d-vectors; the
-     * setup's theta */
-    double *wbuf, *wA, *wL, *wAb, *wLb, *wL0, *wL0b, *wx, *wlam, *wtheta;
-    int wready; /* the setup succeeded */
+     * setup's theta; what whiten_rev reuses: v and x of the last whiten
+     * and every lam_k of the last whiten_t (N each) */
+    double *wbuf, *wA, *wL, *wAb, *wLb, *wL0, *wL0b, *wx, *wlam, *wtheta, *wsv, *wsx, *wslam;
+    int wready;      /* the setup succeeded */
+    int wsx_ok, wslam_ok; /* whiten, whiten_t since the setup */
     /* the prior's square root (ssm_rows.c): one buffer, allocated by the
      * first gmm_ssm_prior_rows: per group Cbar and (C A)bar (d x d, band
      * order), C0bar, the forward call's theta; the cursor its G reads

@@ -26,7 +26,9 @@
  * Murray 2016), Pbar from L0bar likewise, and gmm_kernel_rev per group
  * (after gmm_kernel_disc at its dt) and once for Pbar, after gmm_kernel_stat
  * at the setup's theta.  Forward saves: per group A and L in band order, L0,
- * theta.
+ * theta; whiten its v and x and whiten_t every lam_k, which whiten_rev reuses
+ * when called for them (v, xbar NULL) instead of running the recursions
+ * again.
  */
 #include <math.h>
 #include <string.h>
@@ -43,7 +45,8 @@ static gmm_status whiten_alloc(gmm_ssm *m)
     if (m->wbuf)
         return GMM_OK;
     size_t d = m->d, dd = d * d, gd = m->ng * dd;
-    m->wbuf = gmm_calloc(4 * gd + 2 * dd + m->N + 2 * d + (m->np ? m->np : 1), sizeof *m->wbuf);
+    m->wbuf = gmm_calloc(4 * gd + 2 * dd + 4 * m->N + 2 * d + (m->np ? m->np : 1),
+                         sizeof *m->wbuf);
     if (!m->wbuf)
         return gmm_error(GMM_ENOMEM, "out of memory for the whitening workspace (%zu intervals "
                                      "of %zu x %zu)",
@@ -55,7 +58,10 @@ static gmm_status whiten_alloc(gmm_ssm *m)
     m->wL0 = m->wLb + gd;
     m->wL0b = m->wL0 + dd;
     m->wx = m->wL0b + dd;
-    m->wlam = m->wx + m->N;
+    m->wsv = m->wx + m->N;
+    m->wsx = m->wsv + m->N;
+    m->wslam = m->wsx + m->N;
+    m->wlam = m->wslam + m->N;
     m->wtheta = m->wlam + 2 * d;
     return GMM_OK;
 }
@@ -85,6 +91,7 @@ gmm_status gmm_ssm_whiten_setup(gmm_ssm *m, const double *theta)
     size_t d = m->d, dd = d * d;
     double *A = m->T, *Q = m->T + dd;
     m->wready = 0;
+    m->wsx_ok = m->wslam_ok = 0;
     m->prior_ok = 0; /* the kernel's workspace moves to theta */
     m->lblocks = 0;
     if ((st = gmm_kernel_stat(m->k, theta, m->damp, m->kw, Q, NULL)))
@@ -177,7 +184,11 @@ gmm_status gmm_ssm_whiten(gmm_ssm *m, const double *v, double *x)
         return st;
     if (!v || !x)
         return gmm_error(GMM_EINVAL, "gmm_ssm_whiten: NULL argument");
-    whiten_apply(m, v, x);
+    /* v saved first: it may be x */
+    memcpy(m->wsv, v, m->N * sizeof *v);
+    whiten_apply(m, m->wsv, m->wsx);
+    memcpy(x, m->wsx, m->N * sizeof *x);
+    m->wsx_ok = 1;
     return GMM_OK;
 }
 
@@ -218,15 +229,15 @@ gmm_status gmm_ssm_whiten_t(gmm_ssm *m, const double *g, double *u)
     if (!g || !u)
         return gmm_error(GMM_EINVAL, "gmm_ssm_whiten_t: NULL argument");
     size_t d = m->d, dd = d * d;
-    double *lam = m->wlam, *nxt = m->wlam + d;
-    /* lam = lam_k (read from g_k before u_k overwrites it) */
+    /* lam_k (read from g_k before u_k overwrites it), kept for whiten_rev */
     for (size_t k = m->K; k-- > 0;) {
-        memcpy(nxt, g + k * d, d * sizeof *nxt);
+        double *lam = m->wslam + k * d;
+        memcpy(lam, g + k * d, d * sizeof *lam);
         if (k + 1 < m->K)
-            block_tmv(m, m->wA + m->ig[k] * dd, 0, lam, nxt, 1);
-        memcpy(lam, nxt, d * sizeof *lam);
+            block_tmv(m, m->wA + m->ig[k] * dd, 0, lam + d, lam, 1);
         block_tmv(m, k ? m->wL + m->ig[k - 1] * dd : m->wL0, 1, lam, u + k * d, 0);
     }
+    m->wslam_ok = 1;
     return GMM_OK;
 }
 
@@ -236,25 +247,44 @@ gmm_status gmm_ssm_whiten_rev(gmm_ssm *m, const double *v, const double *xbar,
     gmm_status st = ready(m, "gmm_ssm_whiten_rev");
     if (st)
         return st;
-    if (!v || !xbar || !thetabar)
+    if (!thetabar)
         return gmm_error(GMM_EINVAL, "gmm_ssm_whiten_rev: NULL argument");
+    if (!v && !m->wsx_ok)
+        return gmm_error(GMM_EINVAL, "gmm_ssm_whiten_rev: v NULL without a gmm_ssm_whiten "
+                                     "since the setup");
+    if (!xbar && !m->wslam_ok)
+        return gmm_error(GMM_EINVAL, "gmm_ssm_whiten_rev: xbar NULL without a gmm_ssm_whiten_t "
+                                     "since the setup");
     size_t d = m->d, dd = d * d, K = m->K;
-    double *x = m->wx, *lam = m->wlam, *nxt = m->wlam + d;
-    whiten_apply(m, v, x);
+    double *x = m->wsx, *lam = m->wlam, *nxt = m->wlam + d;
+    if (v) {
+        x = m->wx;
+        whiten_apply(m, v, x);
+    } else {
+        v = m->wsv;
+    }
     md_zero(m->ng * dd, m->wAb);
     md_zero(m->ng * dd, m->wLb);
     md_zero(dd, m->wL0b);
-    /* backward sweep (REVERSE): lam = lam_k */
-    memcpy(lam, xbar + (K - 1) * d, d * sizeof *lam);
+    /* backward sweep (REVERSE): lk = lam_k, from xbar or as whiten_t left it */
+    const double *lk = m->wslam + (K - 1) * d;
+    if (xbar) {
+        memcpy(lam, xbar + (K - 1) * d, d * sizeof *lam);
+        lk = lam;
+    }
     for (size_t k = K - 1; k > 0; k--) {
         size_t g = m->ig[k - 1];
-        block_outer(m, lam, x + (k - 1) * d, 0, m->wAb + g * dd);
-        block_outer(m, lam, v + k * d, 1, m->wLb + g * dd);
-        memcpy(nxt, xbar + (k - 1) * d, d * sizeof *nxt);
-        block_tmv(m, m->wA + g * dd, 0, lam, nxt, 1);
-        memcpy(lam, nxt, d * sizeof *lam);
+        block_outer(m, lk, x + (k - 1) * d, 0, m->wAb + g * dd);
+        block_outer(m, lk, v + k * d, 1, m->wLb + g * dd);
+        if (xbar) {
+            memcpy(nxt, xbar + (k - 1) * d, d * sizeof *nxt);
+            block_tmv(m, m->wA + g * dd, 0, lam, nxt, 1);
+            memcpy(lam, nxt, d * sizeof *lam);
+        } else {
+            lk = m->wslam + (k - 1) * d;
+        }
     }
-    block_outer(m, lam, v, 1, m->wL0b);
+    block_outer(m, lk, v, 1, m->wL0b);
 
     /* to the kernel parameters, block by block: Abar and Qbar in kernel order */
     m->prior_ok = 0;

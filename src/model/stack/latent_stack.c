@@ -447,18 +447,21 @@ static gmm_status stack_whiten_setup(void *p, const double *theta)
     stack_impl *c = p;
     gmm_status st;
     size_t k = c->ncon;
-    c->wready = 0;
+    c->wready = c->wsz_ok = c->wsg_ok = 0;
     if (!c->wL) {
         c->wL = gmm_band_alloc(c->n, c->bw, 0, GMM_BAND_SYMMETRIC);
         c->wLb = gmm_band_alloc(c->n, c->bw, 0, GMM_BAND_LOWER);
-        c->wx = gmm_malloc(3 * c->n + c->nparam + 2 * k * k + 2 * k + 1, sizeof *c->wx);
+        c->wx = gmm_malloc(6 * c->n + c->nparam + 2 * k * k + 2 * k + 1, sizeof *c->wx);
         if (!c->wL || !c->wLb || !c->wx)
             return gmm_error(GMM_ENOMEM, "out of memory for the whitening workspace (two bands "
                                          "of %zu x %zu, bandwidth %zu)",
                              c->n, c->n, c->bw);
         c->wwork = c->wx + c->n;
         c->wsolve = c->wwork + c->n;
-        c->wtheta = c->wsolve + c->n;
+        c->wsz = c->wsolve + c->n;
+        c->wsg = c->wsz + c->n;
+        c->wsu = c->wsg + c->n;
+        c->wtheta = c->wsu + c->n;
         c->wNS = c->wtheta + c->nparam;
         c->wAN = c->wNS + k * k;
         c->wbeta = c->wAN + k * k;
@@ -479,6 +482,8 @@ static gmm_status stack_whiten(void *p, const double *v, double *x)
     gmm_status st = latent_asm_wready(c->wready, v, x, "gmm_latent_whiten");
     if (st || (st = latent_asm_whiten_z(&c->as, c->wL, NULL, v, x)))
         return st;
+    memcpy(c->wsz, x, c->n * sizeof *x);
+    c->wsz_ok = 1;
     if (c->ncon)
         apply_m(c, x);
     return GMM_OK;
@@ -517,12 +522,15 @@ static gmm_status stack_whiten_t(void *p, const double *g, double *u)
     gmm_status st = latent_asm_wready(c->wready, g, u, "gmm_latent_whiten_t");
     if (st)
         return st;
+    memcpy(c->wsg, g, c->n * sizeof *g);
+    c->wsg_ok = 1;
     if (u != g)
         memcpy(u, g, c->n * sizeof *u);
     if (c->ncon)
         apply_mt(c, u);
     if ((st = gmm_band_tri_solve_vec(c->wL, GMM_NOTRANS, u)))
         return st;
+    memcpy(c->wsu, u, c->n * sizeof *u);
     for (size_t i = 0; i < c->ncon; i++)
         u[c->pin[i]] = 0.0;
     return GMM_OK;
@@ -536,15 +544,16 @@ static gmm_status stack_whiten_rev(void *p, const double *v, const double *xbar,
                                    double *thetabar)
 {
     stack_impl *c = p;
-    gmm_status st = latent_asm_wready(c->wready, v, xbar, "gmm_latent_whiten_rev");
+    gmm_status st = latent_asm_wready_rev(c->wready, c->wsz_ok, c->wsg_ok, v, xbar, thetabar);
     if (st)
         return st;
-    if (!thetabar)
-        return gmm_error(GMM_EINVAL, "gmm_latent_whiten_rev: NULL argument");
     size_t n = c->n;
-    double *z = c->wx, *zbar = c->wwork;
-    if ((st = latent_asm_whiten_z(&c->as, c->wL, NULL, v, z)))
+    double *z = v ? c->wx : c->wsz, *zbar = c->wwork;
+    if (v && (st = latent_asm_whiten_z(&c->as, c->wL, NULL, v, z)))
         return st;
+    const double *g = xbar ? NULL : c->wsu; /* L^^-1 zbar, whiten_t's */
+    if (!xbar)
+        xbar = c->wsg;
     memcpy(zbar, xbar, n * sizeof *zbar);
     if (c->ncon) {
         m_beta(c, z); /* alpha's adjoint needs beta = (AN)^-1 A z */
@@ -564,7 +573,7 @@ static gmm_status stack_whiten_rev(void *p, const double *v, const double *xbar,
         }
         apply_mt(c, zbar);
     }
-    if ((st = latent_asm_factor_rev(&c->as, c->wL, z, zbar, c->wLb, c->wsolve)))
+    if ((st = latent_asm_factor_rev(&c->as, c->wL, z, zbar, g, c->wLb, c->wsolve)))
         return st;
     return assemble_rev(c, c->wtheta, c->wLb, thetabar);
 }

@@ -111,12 +111,13 @@ typedef struct {
     size_t *gaptr, *gaidx, *gnptr, *gnidx, *ccomp, *blk0, nblk;
     double *gaval, *gnval;
     int *gnb;
-    /* whitening: Q^'s factor, its adjoint, three n-vectors, the setup's
-     * theta, the blocks N_S and AN (k x k, LU per block), beta and BYM2's
-     * alpha (k each) */
+    /* whitening: Q^'s factor, its adjoint, three n-vectors, z of the last
+     * whiten, g and L^^-1 M' g of the last whiten_t (n each, for
+     * whiten_rev), the setup's theta, the blocks N_S and AN (k x k, LU per
+     * block), beta and BYM2's alpha (k each) */
     gmm_band *wL, *wLb;
-    double *wx, *wwork, *wsolve, *wtheta, *wNS, *wAN, *wbeta, *walpha;
-    int wready;
+    double *wx, *wwork, *wsolve, *wsz, *wsg, *wsu, *wtheta, *wNS, *wAN, *wbeta, *walpha;
+    int wready, wsz_ok, wsg_ok;
     /* SQUARE-ROOT FORM (stack_sqrt.c) for stacks with a damped kernel: sq
      * set; R reads per row; eidx (nrows x R) the entry of the latent's
      * sparse coefficients (latent_impl.h) that row r's e-th read (in

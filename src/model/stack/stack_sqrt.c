@@ -77,8 +77,9 @@ struct stack_sq {
     /* WHITENING: chol(Q_r) at the setup's theta (wtheta), its adjoint, two
      * n-vectors and a kernel's local pair */
     gmm_band *wL, *wLb;
-    double *wz, *wzb, *wloc, *wtheta;
-    int wready;
+    double *wz, *wzb, *wloc, *wtheta, *wv, *wg; /* wv, wg: the last whiten's v and
+                                                 * whiten_t's g (whiten_rev's NULLs) */
+    int wready, wv_ok, wg_ok;
 };
 
 void stack_sq_free(struct stack_sq *s)
@@ -704,13 +705,15 @@ static gmm_status sq_wwork(stack_impl *c)
         big = c->comp[s->kern[q].k].n > big ? c->comp[s->kern[q].k].n : big;
     s->wL = gmm_band_alloc(n, s->kl, 0, GMM_BAND_SYMMETRIC);
     s->wLb = gmm_band_alloc(n, s->kl, 0, GMM_BAND_SYMMETRIC);
-    s->wz = gmm_malloc(3 * n + 2 * big + c->nparam + 1, sizeof *s->wz);
+    s->wz = gmm_malloc(5 * n + 2 * big + c->nparam + 1, sizeof *s->wz);
     if (!s->wL || !s->wLb || !s->wz)
         return gmm_error(GMM_ENOMEM, "out of memory for the whitening (n = %zu, bandwidth %zu)",
                          n, s->kl);
     s->wzb = s->wz + n;
     s->wloc = s->wzb + n;
     s->wtheta = s->wloc + 2 * big;
+    s->wv = s->wtheta + c->nparam;
+    s->wg = s->wv + n;
     return GMM_OK;
 }
 
@@ -720,7 +723,7 @@ gmm_status stack_sq_whiten_setup(stack_impl *c, gmm_latent *l, const double *the
     if ((st = sq_alloc(c, l)) || (st = sq_wwork(c)))
         return st;
     struct stack_sq *s = c->sqw;
-    s->wready = 0;
+    s->wready = s->wv_ok = s->wg_ok = 0;
     if ((st = gmm_band_set_kind(s->wL, GMM_BAND_SYMMETRIC)) ||
         (st = stack_assemble(c, theta, s->wL, 1)) || (st = gmm_band_chol_decomp(s->wL, s->wL)))
         return st;
@@ -764,6 +767,8 @@ gmm_status stack_sq_whiten(stack_impl *c, const double *v, double *x)
     gmm_status st;
     if ((st = sq_wcheck(c, v, x, "gmm_latent_whiten")))
         return st;
+    memcpy(c->sqw->wv, v, c->n * sizeof *v);
+    c->sqw->wv_ok = 1;
     if (x != v)
         memcpy(x, v, c->n * sizeof *x);
     if ((st = gmm_band_tri_solve_vec(c->sqw->wL, GMM_TRANS, x)))
@@ -776,6 +781,8 @@ gmm_status stack_sq_whiten_t(stack_impl *c, const double *g, double *u)
     gmm_status st;
     if ((st = sq_wcheck(c, g, u, "gmm_latent_whiten_t")))
         return st;
+    memcpy(c->sqw->wg, g, c->n * sizeof *g);
+    c->sqw->wg_ok = 1;
     if (u != g)
         memcpy(u, g, c->n * sizeof *u);
     if ((st = gmm_band_tri_solve_vec(c->sqw->wL, GMM_NOTRANS, u)))
@@ -806,8 +813,11 @@ gmm_status stack_sq_whiten_rev(stack_impl *c, const double *v, const double *xba
 {
     gmm_status st;
     struct stack_sq *s = c->sqw;
-    if ((st = sq_wcheck(c, v, xbar, "gmm_latent_whiten_rev")))
+    if ((st = latent_asm_wready_rev(s && s->wready, s && s->wv_ok, s && s->wg_ok, v, xbar,
+                                    thetabar)))
         return st;
+    v = v ? v : s->wv; /* the last whiten's and whiten_t's (latent.h) */
+    xbar = xbar ? xbar : s->wg;
     /* the other components: z = L_r^-T v, c = xbar . z through chol(Q_r);
      * the damped kernels' latents, whose x is their own, contribute none */
     memcpy(s->wzb, xbar, s->n * sizeof *s->wzb);
@@ -815,7 +825,7 @@ gmm_status stack_sq_whiten_rev(stack_impl *c, const double *v, const double *xba
         if (s->lblk[j] != SIZE_MAX)
             s->wzb[j] = 0.0;
     if ((st = latent_asm_whiten_z(&c->as, s->wL, NULL, v, s->wz)) ||
-        (st = latent_asm_factor_rev(&c->as, s->wL, s->wz, s->wzb, s->wLb, s->wloc)) ||
+        (st = latent_asm_factor_rev(&c->as, s->wL, s->wz, s->wzb, NULL, s->wLb, s->wloc)) ||
         (st = stack_assemble_rev(c, s->wtheta, s->wLb, thetabar, 1)))
         return st;
     for (size_t q = 0; q < s->nk; q++) {
