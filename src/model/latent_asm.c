@@ -20,6 +20,7 @@ void latent_asm_gauss_free(latent_asm_gauss *g)
     gmm_free(g->ooff);
     gmm_free(g->oy);
     gmm_free(g->ocoef);
+    gmm_free(g->cwork);
 }
 
 /* y's observed rows into g->obs (their offsets, coefficients and values). */
@@ -117,14 +118,27 @@ void latent_asm_pin(const latent_asm *a, gmm_band *B)
     }
 }
 
-gmm_status latent_asm_factor(const latent_asm *a, const double *theta, gmm_band *L)
+double *latent_asm_chol_work(latent_asm *a, size_t kl)
+{
+    size_t need = gmm_band_chol_work_size(kl);
+    if (need > a->gs.ccap) {
+        double *p = gmm_realloc(a->gs.cwork, need, sizeof *p);
+        if (!p)
+            return NULL;
+        a->gs.cwork = p;
+        a->gs.ccap = need;
+    }
+    return a->gs.cwork;
+}
+
+gmm_status latent_asm_factor(latent_asm *a, const double *theta, gmm_band *L)
 {
     gmm_status st;
     L->kind = GMM_BAND_SYMMETRIC;
     if ((st = a->assemble(a->ctx, theta, L)))
         return st;
     latent_asm_pin(a, L);
-    return gmm_band_chol_decomp(L, L);
+    return gmm_band_chol_decomp_work(L, L, latent_asm_chol_work(a, L->kl));
 }
 
 gmm_status latent_asm_wready(int ready, const double *a, const double *b, const char *fn)
@@ -147,7 +161,7 @@ gmm_status latent_asm_whiten_z(const latent_asm *a, const gmm_band *L, const siz
                  : gmm_band_tri_solve_vec(L, GMM_TRANS, z);
 }
 
-gmm_status latent_asm_factor_rev(const latent_asm *a, const gmm_band *L, const double *z,
+gmm_status latent_asm_factor_rev(latent_asm *a, const gmm_band *L, const double *z,
                                  const double *zbar, gmm_band *Lb, double *work)
 {
     gmm_status st;
@@ -155,7 +169,7 @@ gmm_status latent_asm_factor_rev(const latent_asm *a, const gmm_band *L, const d
     gmm_band_set_zero(Lb);
     /* Lbar, then Qbar in the same storage (the view turns SYMMETRIC) */
     if ((st = gmm_band_tri_solve_vec_rev(L, GMM_TRANS, z, zbar, NULL, Lb, work)) ||
-        (st = gmm_band_chol_decomp_rev(L, Lb, Lb)))
+        (st = gmm_band_chol_decomp_rev_work(L, Lb, Lb, latent_asm_chol_work(a, L->kl))))
         return st;
     Lb->kind = GMM_BAND_SYMMETRIC;
     for (size_t i = 0; i < a->npin; i++)
