@@ -211,19 +211,32 @@ gmm_status gmm_band_dot_rev(const gmm_band *A, const gmm_band *B, double cbar,
 
 /* L L^T = Q.  Q SYMMETRIC with lower bandwidth l; L LOWER with the same n and
  * l (L may be Q itself: in place; the struct then turns LOWER on success).
- * O(n l^2); one l x 16 (l >= 192: l x 32) workspace allocated when l >= 48.
- * Returns GMM_ENOTPD, with gmm_error_index() the 0-based row whose pivot is
- * not positive (or not finite, or below DBL_MIN), when Q is not positive
- * definite; L's contents are then unspecified.  Never produces a NaN
- * silently.  GMM_EDIM for mismatched n, l or kinds; GMM_ENOMEM. */
+ * O(n l^2).  Returns GMM_ENOTPD, with gmm_error_index() the 0-based row whose
+ * pivot is not positive (or not finite, or below DBL_MIN), when Q is not
+ * positive definite; L's contents are then unspecified.  Never produces a
+ * NaN silently.  GMM_EDIM for mismatched n, l or kinds; GMM_ENOMEM.
+ * work: gmm_band_chol_work_size(l) doubles (the blocked path's panels, l >=
+ * 48: one l x 16, or l x 32 from l = 192), or NULL to allocate them on each
+ * call -- what gmm_band_chol_decomp does.  A caller that factors at every
+ * evaluation (a Newton step, a leapfrog step) keeps one buffer. */
+gmm_status gmm_band_chol_decomp_work(const gmm_band *Q, gmm_band *L, double *work);
 gmm_status gmm_band_chol_decomp(const gmm_band *Q, gmm_band *L);
 /* Reverse mode: given L = chol(Q) and Lbar (LOWER, same shape; used as
  * workspace and destroyed; must not alias L), Qbar (SYMMETRIC, same shape)
  * += dc/dQ under the symmetric convention above.  O(n l^2), about 1.5 .. 2.5x
- * the forward's time; an l x 16 (l >= 192: l x 32) workspace when l >= 48.  Qbar may alias Lbar (then Lbar's storage receives
+ * the forward's time.  Qbar may alias Lbar (then Lbar's storage receives
  * Qbar = 0 + result: the caller zeroes nothing; the struct turns
- * SYMMETRIC).  Qbar NULL: nothing to do. */
+ * SYMMETRIC).  Qbar NULL: nothing to do.  work: gmm_band_chol_work_size(l)
+ * doubles (panels of l >= 48, two l x 16 and a 16 x 16 block, 32 from l =
+ * 192), or NULL to allocate them on each call (gmm_band_chol_decomp_rev). */
+gmm_status gmm_band_chol_decomp_rev_work(const gmm_band *L, gmm_band *Lbar, gmm_band *Qbar,
+                                         double *work);
 gmm_status gmm_band_chol_decomp_rev(const gmm_band *L, gmm_band *Lbar, gmm_band *Qbar);
+/* Doubles of work the two calls above need at lower bandwidth l (0 below
+ * 48, where nothing is allocated); one buffer serves both, and the size for
+ * a bandwidth serves every smaller one.  The contents carry nothing from
+ * one call to the next.  O(1). */
+size_t gmm_band_chol_work_size(size_t l);
 
 /* log det(L L^T) = 2 sum_i log L(i,i).  L LOWER (not checked: the result is
  * a double); 0 for n = 0.  O(n). */

@@ -36,11 +36,10 @@ typedef struct {
 typedef struct gmm_marglik_work gmm_marglik_work;
 
 /* Workspace for latent dimension n and prior lower bandwidth kl: three band
- * arrays of (kl + 1) n doubles, three vectors of n and ~130 (kl + 1)
- * doubles for the square-root form's row blocks.  Sized once, so
- * repeated evaluations (line searches) do not allocate -- except that for
- * kl >= 40 the band module's blocked Cholesky and its reverse allocate one
- * kl x 32 panel per call.  NULL + GMM_ENOMEM on failure. */
+ * arrays of (kl + 1) n doubles, three vectors of n, ~130 (kl + 1) doubles
+ * for the square-root form's row blocks and the band Cholesky's panels
+ * (gmm_band_chol_work_size).  Sized once, so repeated evaluations (line
+ * searches) do not allocate.  NULL + GMM_ENOMEM on failure. */
 gmm_marglik_work *gmm_marglik_work_alloc(size_t n, size_t kl);
 void gmm_marglik_work_free(gmm_marglik_work *w);
 

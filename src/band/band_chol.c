@@ -48,12 +48,6 @@
 #include "gmm/alloc.h"
 #include "gmm/band.h"
 
-/* Bandwidth from which the blocked path is used (table above; a -D override
- * exists for re-tuning). */
-#ifndef CHOL_BLOCKED_MIN
-#define CHOL_BLOCKED_MIN 48
-#endif
-
 /* A pivot is accepted when it is a normal positive double: below DBL_MIN its
  * reciprocal (used by the kernel) overflows, NaN and +inf fail the tests. */
 static int pivot_ok(double d) { return d >= DBL_MIN && d <= DBL_MAX; }
@@ -250,6 +244,11 @@ static size_t chol_blocked(double *a, size_t n, size_t l, size_t nb, double *wor
 
 gmm_status gmm_band_chol_decomp(const gmm_band *Q, gmm_band *L)
 {
+    return gmm_band_chol_decomp_work(Q, L, NULL);
+}
+
+gmm_status gmm_band_chol_decomp_work(const gmm_band *Q, gmm_band *L, double *work)
+{
     /* In place (L == Q) the one struct is SYMMETRIC on entry and becomes
      * LOWER on success. */
     int in_place = L == Q;
@@ -274,11 +273,11 @@ gmm_status gmm_band_chol_decomp(const gmm_band *Q, gmm_band *L)
         row = chol_band(a, n, l, &bad);
     } else {
         size_t nb = chol_block_width(l);
-        double *work = gmm_malloc(l * nb, sizeof(double));
-        if (!work)
+        double *own = NULL;
+        if (!work && !(work = own = gmm_malloc(l * nb, sizeof(double))))
             return gmm_error(GMM_ENOMEM, "chol: out of memory for a %zu x %zu panel", l, nb);
         row = chol_blocked(a, n, l, nb, work, &bad);
-        gmm_free(work);
+        gmm_free(own);
     }
     if (row < n)
         return gmm_error_at(GMM_ENOTPD, row, "matrix not positive definite: pivot of row %zu is %g",

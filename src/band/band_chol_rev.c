@@ -271,7 +271,21 @@ static void chol_rev_blocked(const double *L, double *W, size_t n, size_t l, siz
     }
 }
 
+size_t gmm_band_chol_work_size(size_t l)
+{
+    if (l < CHOL_BLOCKED_MIN && l < CHOL_REV_BLOCKED_MIN)
+        return 0;
+    size_t nb = chol_block_width(l); /* the reverse's need covers the forward's l nb */
+    return 2 * l * nb + nb * nb;
+}
+
 gmm_status gmm_band_chol_decomp_rev(const gmm_band *L, gmm_band *Lbar, gmm_band *Qbar)
+{
+    return gmm_band_chol_decomp_rev_work(L, Lbar, Qbar, NULL);
+}
+
+gmm_status gmm_band_chol_decomp_rev_work(const gmm_band *L, gmm_band *Lbar, gmm_band *Qbar,
+                                         double *work)
 {
     if (L->kind != GMM_BAND_LOWER || Lbar->kind != GMM_BAND_LOWER || Lbar->n != L->n ||
         Lbar->kl != L->kl)
@@ -299,11 +313,11 @@ gmm_status gmm_band_chol_decomp_rev(const gmm_band *L, gmm_band *Lbar, gmm_band 
         chol_rev_band(a, w, n, l);
     } else {
         size_t nb = chol_block_width(l);
-        double *work = gmm_malloc(2 * l * nb + nb * nb, sizeof(double));
-        if (!work)
+        double *own = NULL;
+        if (!work && !(work = own = gmm_malloc(2 * l * nb + nb * nb, sizeof(double))))
             return gmm_error(GMM_ENOMEM, "chol rev: out of memory for %zu x %zu panels", l, nb);
         chol_rev_blocked(a, w, n, l, nb, work);
-        gmm_free(work);
+        gmm_free(own);
     }
     for (size_t j = 0; j < n; j++) /* H -> Abar: halve the diagonal */
         w[j * l + j] *= 0.5;

@@ -60,6 +60,7 @@ struct gmm_laplace {
                            * with a parametrised likelihood: the rows' dpar (gmm_lik_eval)
                            * at the mode, for the gradients */
     int dpar_ok;          /* dpar holds the last lik_sum's rows */
+    double *cwork;                        /* the band Cholesky's panels */
     const gmm_laplace_smoother *sm;       /* the square-root form's, or NULL */
     const gmm_laplace_obs *obs;
     const gmm_lik *lik;
@@ -88,7 +89,7 @@ void gmm_laplace_free(gmm_laplace *w)
     gmm_band_free(w->S);
     gmm_band_free(w->SQ);
     double *v[] = {w->x, w->xt, w->gr, w->dx, w->tmp, w->z, w->f, w->g, w->w, w->t, w->s,
-                   w->yt, w->u, w->sh, w->dpar};
+                   w->yt, w->u, w->sh, w->dpar, w->cwork};
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
         gmm_free(v[i]);
     gmm_constr_free(w->con);
@@ -130,13 +131,14 @@ gmm_laplace *gmm_laplace_alloc(size_t n, size_t kl, size_t cov_kl, size_t maxobs
     w->LQ = gmm_band_alloc(n, kl, 0, GMM_BAND_LOWER);
     w->S = gmm_band_alloc(n, cov_kl, 0, GMM_BAND_SYMMETRIC);
     w->SQ = gmm_band_alloc(n, kl, 0, GMM_BAND_SYMMETRIC);
+    w->cwork = gmm_malloc(gmm_band_chol_work_size(kl), sizeof *w->cwork);
     double **v[] = {&w->x, &w->xt, &w->gr, &w->dx, &w->tmp, &w->z};
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
         *v[i] = gmm_calloc(n, sizeof(double));
     double **o[] = {&w->f, &w->g, &w->w, &w->t, &w->s, &w->yt, &w->u};
     for (size_t i = 0; i < sizeof o / sizeof o[0]; i++)
         *o[i] = gmm_calloc(no, sizeof(double));
-    int ok = w->L && w->LQ && w->S && w->SQ;
+    int ok = w->L && w->LQ && w->S && w->SQ && w->cwork;
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
         ok = ok && *v[i];
     for (size_t i = 0; i < sizeof o / sizeof o[0]; i++)
@@ -381,7 +383,7 @@ static gmm_status factor_p(gmm_laplace *w, int clamp, double tau)
                 col[o + row_pos(ob, b2, lo)] += c * h[b2];
         }
     }
-    st = gmm_band_chol_decomp(P, w->L);
+    st = gmm_band_chol_decomp_work(P, w->L, w->cwork);
     if (st == GMM_ENOTPD) {
         size_t row = gmm_error_index();
         return gmm_error_at(GMM_ENOTPD, row,
@@ -471,7 +473,7 @@ static gmm_status newton(gmm_laplace *w, const gmm_band *Q, double logdet_q,
                                      "the constrained subspace");
     w->logdet_here = logq && isnan(logdet_q);
     if (w->logdet_here) {
-        if ((st = gmm_band_chol_decomp(Q, w->LQ)) != GMM_OK) {
+        if ((st = gmm_band_chol_decomp_work(Q, w->LQ, w->cwork)) != GMM_OK) {
             size_t row = gmm_error_index();
             return st == GMM_ENOTPD
                        ? gmm_error_at(st, row, "prior precision not positive definite (row %zu)",

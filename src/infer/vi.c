@@ -165,6 +165,7 @@ struct gmm_vi {
     gmm_band *Q, *Qbar;       /* assembled prior (NULL with rows) */
     gmm_band *K, *Kbar;       /* chol of Q (family without log|Q|) or of P */
     double *grow, *Sg, *work; /* kl + 1 each, 4 (kl + 1) */
+    double *cwork;            /* K's Cholesky's and its reverse's panels */
     size_t seg;               /* rows: rows per segment of G */
     double *Smo;              /* rows: per segment E[v v'] (N seg), then E[v x'] (N seg) */
     double *rw;               /* rows: one segment's rows and window (seg_moments) */
@@ -228,7 +229,7 @@ void gmm_vi_free(gmm_vi *v)
     void *arr[] = {v->orow, v->ooff, v->oord, v->orowptr, v->opos, v->oy, v->oe, v->ocoef,
                    v->coef_all, v->coefbar_all, v->mu, v->s2, v->ea, v->offs, v->oshift,
                    v->ec, v->rule, v->dpar, v->Smo, v->rw, v->rfirst, v->mlo,
-                   v->grow, v->Sg, v->work, v->lambda, v->theta, v->thbar, v->tmp,
+                   v->grow, v->Sg, v->work, v->cwork, v->lambda, v->theta, v->thbar, v->tmp,
                    v->mc, v->mcbar};
     for (size_t i = 0; i < sizeof arr / sizeof arr[0]; i++)
         gmm_free(arr[i]);
@@ -362,6 +363,7 @@ gmm_status gmm_vi_alloc(gmm_problem *p, const gmm_vi_params *par, gmm_vi **out)
     v->grow = gmm_malloc(k1, sizeof *v->grow);
     v->Sg = gmm_malloc(k1, sizeof *v->Sg);
     v->work = gmm_malloc(4 * k1, sizeof *v->work);
+    v->cwork = gmm_malloc(gmm_band_chol_work_size(kl), sizeof *v->cwork);
     v->L = gmm_band_alloc(n, v->b, 0, GMM_BAND_LOWER);
     v->Lbar = gmm_band_alloc(n, v->b, 0, GMM_BAND_LOWER);
     v->S = gmm_band_alloc(n, v->sk, 0, GMM_BAND_SYMMETRIC);
@@ -373,7 +375,7 @@ gmm_status gmm_vi_alloc(gmm_problem *p, const gmm_vi_params *par, gmm_vi **out)
              v->oe && v->ocoef && v->coef_all && (v->coefbar_all || !v->varies) && v->mu &&
              v->s2 && v->ea && v->offs && v->oshift && v->ec && v->rule && v->dpar &&
              v->lambda && v->theta && v->thbar && v->tmp && v->grow && v->Sg && v->work &&
-             v->L && v->Lbar && v->S && v->Sbar && v->K && v->Kbar && v->D;
+             v->cwork && v->L && v->Lbar && v->S && v->Sbar && v->K && v->Kbar && v->D;
     if (ok && rows) {
         size_t sg = gmm_latent_prior_segment(lat), nJ = k1 + sg; /* >= a window's width */
         v->seg = sg;
@@ -782,7 +784,8 @@ gmm_status gmm_vi_elbo(gmm_vi *v, const double *theta, const double *lambda, dou
         if ((st = gmm_latent_prior(v->lat, theta, v->Q, &ldp)))
             return st;
         if (isnan(ldp)) {
-            if ((st = gmm_band_copy(v->K, v->Q)) || (st = gmm_band_chol_decomp(v->K, v->K)))
+            if ((st = gmm_band_copy(v->K, v->Q)) ||
+                (st = gmm_band_chol_decomp_work(v->K, v->K, v->cwork)))
                 return st;
             ldp = gmm_band_chol_logdet(v->K);
             v->logdet_here = 1;
@@ -868,7 +871,7 @@ gmm_status gmm_vi_elbo(gmm_vi *v, const double *theta, const double *lambda, dou
             if (v->logdet_here) {
                 gmm_band_set_zero(v->Kbar);
                 if ((st = gmm_band_chol_logdet_rev(v->K, 0.5, v->Kbar)) ||
-                    (st = gmm_band_chol_decomp_rev(v->K, v->Kbar, v->Qbar)))
+                    (st = gmm_band_chol_decomp_rev_work(v->K, v->Kbar, v->Qbar, v->cwork)))
                     return st;
             }
             if ((st = gmm_latent_prior_rev(v->lat, v->Qbar, v->logdet_here ? 0.0 : 0.5,
@@ -1052,7 +1055,7 @@ static gmm_status factor_start(gmm_vi *v, const double *w, int pin)
             for (size_t c = v->orowptr[i]; c <= a; c++)
                 *gmm_band_ptr(v->K, entry_at(v, i, a), entry_at(v, i, c)) += w[i] * h[a] * h[c];
     }
-    return gmm_band_chol_decomp(v->K, v->K);
+    return gmm_band_chol_decomp_work(v->K, v->K, v->cwork);
 }
 
 /* L from K (restricted to b); with constraints, when K came without pins

@@ -20,6 +20,7 @@ void latent_asm_gauss_free(latent_asm_gauss *g)
     gmm_free(g->ooff);
     gmm_free(g->oy);
     gmm_free(g->ocoef);
+    gmm_free(g->cwork);
 }
 
 /* y's observed rows into g->obs (their offsets, coefficients and values). */
@@ -117,13 +118,26 @@ void latent_asm_pin(const latent_asm *a, gmm_band *B)
     }
 }
 
-gmm_status latent_asm_factor(const latent_asm *a, const double *theta, gmm_band *L)
+double *latent_asm_chol_work(latent_asm *a, size_t kl)
+{
+    size_t need = gmm_band_chol_work_size(kl);
+    if (need > a->gs.ccap) {
+        double *p = gmm_realloc(a->gs.cwork, need, sizeof *p);
+        if (!p)
+            return NULL;
+        a->gs.cwork = p;
+        a->gs.ccap = need;
+    }
+    return a->gs.cwork;
+}
+
+gmm_status latent_asm_factor(latent_asm *a, const double *theta, gmm_band *L)
 {
     gmm_status st;
     if ((st = gmm_band_set_kind(L, GMM_BAND_SYMMETRIC)) || (st = a->assemble(a->ctx, theta, L)))
         return st;
     latent_asm_pin(a, L);
-    return gmm_band_chol_decomp(L, L);
+    return gmm_band_chol_decomp_work(L, L, latent_asm_chol_work(a, L->kl));
 }
 
 gmm_status latent_asm_wready(int ready, const double *a, const double *b, const char *fn)
@@ -163,7 +177,7 @@ gmm_status latent_asm_whiten_z(const latent_asm *a, const gmm_band *L, const siz
                  : gmm_band_tri_solve_vec(L, GMM_TRANS, z);
 }
 
-gmm_status latent_asm_factor_rev(const latent_asm *a, const gmm_band *L, const double *z,
+gmm_status latent_asm_factor_rev(latent_asm *a, const gmm_band *L, const double *z,
                                  const double *zbar, const double *g, gmm_band *Lb,
                                  double *work)
 {
@@ -175,7 +189,7 @@ gmm_status latent_asm_factor_rev(const latent_asm *a, const gmm_band *L, const d
      * the same storage (the aliased reverse turns it SYMMETRIC) */
     st = g ? gmm_band_outer(-1.0, 1, z, a->n, g, a->n, Lb)
            : gmm_band_tri_solve_vec_rev(L, GMM_TRANS, z, zbar, NULL, Lb, work);
-    if (st || (st = gmm_band_chol_decomp_rev(L, Lb, Lb)))
+    if (st || (st = gmm_band_chol_decomp_rev_work(L, Lb, Lb, latent_asm_chol_work(a, L->kl))))
         return st;
     for (size_t i = 0; i < a->npin; i++)
         latent_asm_zero_rowcol(Lb, a->pin[i]);

@@ -21,7 +21,8 @@ typedef struct {
 
 /* The exact Gaussian likelihood's workspace, allocated by the family (Q and
  * Qbar n x n SYMMETRIC bands of Q's bandwidth, w for n and that bandwidth,
- * ooff and oy nrows, ocoef nrows x width with sparse rows, else NULL) and
+ * ooff and oy nrows, ocoef nrows x width with sparse rows, else NULL), and
+ * the band Cholesky's panels (cwork, ccap doubles: latent_asm_chol_work's),
  * freed by latent_asm_gauss_free. */
 typedef struct {
     gmm_band *Q, *Qbar;
@@ -29,6 +30,8 @@ typedef struct {
     size_t *ooff;
     double *oy, *ocoef, one;
     gmm_obs obs;
+    double *cwork;
+    size_t ccap;
 } latent_asm_gauss;
 
 /* The adapter: the prior's precision as the family assembles it, the data
@@ -84,10 +87,17 @@ void latent_asm_zero_rowcol(gmm_band *B, size_t i);
 /* B's pinned rows and columns (a->pin) replaced by the identity's. */
 void latent_asm_pin(const latent_asm *a, gmm_band *B);
 
+/* The work of gmm_band_chol_decomp_work and _rev_work on a band of lower
+ * bandwidth kl, kept in a->gs and grown on first use, so that the prior's
+ * factorisations at every evaluation and whitening allocate nothing after
+ * the first.  NULL when it cannot be had: the band routines then allocate
+ * their own (and return GMM_ENOMEM if they cannot either). */
+double *latent_asm_chol_work(latent_asm *a, size_t kl);
+
 /* L = chol(Q^(theta)), assembled in L's storage (n x n, Q's bandwidth; its
  * kind set SYMMETRIC first, LOWER after).  The callbacks' errors;
  * GMM_ENOTPD from the Cholesky. */
-gmm_status latent_asm_factor(const latent_asm *a, const double *theta, gmm_band *L);
+gmm_status latent_asm_factor(latent_asm *a, const double *theta, gmm_band *L);
 
 /* GMM_EINVAL naming fn unless ready and a and b are not NULL: the
  * whitening's common argument check. */
@@ -108,7 +118,7 @@ gmm_status latent_asm_whiten_z(const latent_asm *a, const gmm_band *L, const siz
  * L's shape, overwritten and left SYMMETRIC; work n.  g: L^-1 zbar when the
  * caller has it (the whitening's transpose), which spares the solve (zbar
  * then unused), else NULL.  The band routines' errors. */
-gmm_status latent_asm_factor_rev(const latent_asm *a, const gmm_band *L, const double *z,
+gmm_status latent_asm_factor_rev(latent_asm *a, const gmm_band *L, const double *z,
                                  const double *zbar, const double *g, gmm_band *Lb,
                                  double *work);
 

@@ -62,6 +62,7 @@ struct gmm_marglik_work {
     gmm_band *LQ;    /* chol(Q), when the prior log-determinant is computed here */
     double *r;       /* L^{-1} E'y */
     double *work, *work2; /* n doubles each */
+    double *cwork;        /* the band Cholesky's and its reverse's panels */
     /* square-root form: a block of up to BLOCK_MAX rows (first columns,
      * entries, where each came from) and gmm_band_chol_add_rows' work */
     size_t *bfirst, *bsrc, bcap;
@@ -110,6 +111,7 @@ gmm_marglik_work *gmm_marglik_work_alloc(size_t n, size_t kl)
     w->r = gmm_malloc(n, sizeof *w->r);
     w->work = gmm_malloc(n, sizeof *w->work);
     w->work2 = gmm_malloc(n, sizeof *w->work2);
+    w->cwork = gmm_malloc(gmm_band_chol_work_size(w->kl), sizeof *w->cwork);
     w->bcap = BLOCK_MAX + w->kl + 1;
     w->bfirst = gmm_malloc(2 * w->bcap, sizeof *w->bfirst);
     w->bsrc = w->bfirst ? w->bfirst + w->bcap : NULL;
@@ -118,8 +120,8 @@ gmm_marglik_work *gmm_marglik_work_alloc(size_t n, size_t kl)
     w->qfirst = gmm_malloc(2 * QCAP, sizeof *w->qfirst);
     w->qwidth = w->qfirst ? w->qfirst + QCAP : NULL;
     w->qv = gmm_malloc(QCAP * (w->kl + 1), sizeof *w->qv);
-    if (!w->pdata || !w->bardata || !w->LQ || !w->r || !w->work || !w->work2 || !w->bfirst ||
-        !w->bv || !w->bwork || !w->qfirst || !w->qv) {
+    if (!w->pdata || !w->bardata || !w->LQ || !w->r || !w->work || !w->work2 || !w->cwork ||
+        !w->bfirst || !w->bv || !w->bwork || !w->qfirst || !w->qv) {
         gmm_marglik_work_free(w);
         gmm_error(GMM_ENOMEM, "marglik: out of memory for n = %zu, bandwidth %zu", n, kl);
         return NULL;
@@ -141,6 +143,7 @@ void gmm_marglik_work_free(gmm_marglik_work *w)
     gmm_free(w->r);
     gmm_free(w->work);
     gmm_free(w->work2);
+    gmm_free(w->cwork);
     gmm_free(w->bfirst);
     gmm_free(w->bv);
     gmm_free(w->tape.data);
@@ -312,7 +315,7 @@ gmm_status gmm_marglik_eval(const gmm_band *Q, const gmm_obs *obs, double noise,
     if (prior_logdet) {
         logdet_q = *prior_logdet;
     } else {
-        if (gmm_band_chol_decomp(Q, w->LQ) != GMM_OK)
+        if (gmm_band_chol_decomp_work(Q, w->LQ, w->cwork) != GMM_OK)
             return not_pd("prior precision");
         logdet_q = gmm_band_chol_logdet(w->LQ);
     }
@@ -345,7 +348,7 @@ gmm_status gmm_marglik_eval(const gmm_band *Q, const gmm_obs *obs, double noise,
     }
     if (w->con)
         gmm_constr_pin(w->con, tau, &w->P);
-    if (gmm_band_chol_decomp(&w->P, &w->L) != GMM_OK)
+    if (gmm_band_chol_decomp_work(&w->P, &w->L, w->cwork) != GMM_OK)
         return not_pd("posterior precision");
     st = w->con ? finish_constrained(w, obs, noise, logdet_q, yy, tau, loglik)
                 : finish(w, obs, noise, logdet_q, yy, loglik);
@@ -872,7 +875,7 @@ static gmm_status grad_core(gmm_marglik_work *w, double *noisebar)
     if (st != GMM_OK)
         return st;
     /* Pbar overwrites Lbar (same storage). */
-    if ((st = gmm_band_chol_decomp_rev(&w->L, &w->Lbar, &w->Pbar)) != GMM_OK)
+    if ((st = gmm_band_chol_decomp_rev_work(&w->L, &w->Lbar, &w->Pbar, w->cwork)) != GMM_OK)
         return st;
     if (noisebar) {
         double s = 0.0;
@@ -920,7 +923,7 @@ gmm_status gmm_marglik_grad(gmm_marglik_work *w, gmm_band *Qbar, double *noiseba
         gmm_band_set_zero(&w->Lbar);
         if ((st = gmm_band_chol_logdet_rev(w->LQ, 0.5, &w->Lbar)) != GMM_OK)
             return st;
-        st = gmm_band_chol_decomp_rev(w->LQ, &w->Lbar, Qbar);
+        st = gmm_band_chol_decomp_rev_work(w->LQ, &w->Lbar, Qbar, w->cwork);
     }
     return st;
 }

@@ -268,6 +268,85 @@ START_TEST(test_decomp_out_of_memory)
 }
 END_TEST
 
+/* The _work variants on a caller's buffer of gmm_band_chol_work_size(l)
+ * doubles: with every allocation failing they still succeed, and they give
+ * the allocating calls' factor and adjoint to the bit (the same kernels on
+ * the same panels), for both block widths (16 below l = 192, 32 from it),
+ * in place and not, and across the blocked threshold.  An infinite pivot
+ * is reported at the same row. */
+START_TEST(test_work_variants_allocate_nothing)
+{
+    static const size_t ls[] = {30, 47, 48, 100, 191, 192, 250};
+    tu_rng r;
+    tu_rng_seed(&r, 23);
+    ck_assert_uint_eq(gmm_band_chol_work_size(0), 0);
+    ck_assert_uint_eq(gmm_band_chol_work_size(47), 0);
+    ck_assert_uint_ge(gmm_band_chol_work_size(48), 48 * 16);
+    for (size_t t = 0; t < sizeof ls / sizeof ls[0]; t++) {
+        size_t n = 400, l = ls[t];
+        size_t ws = gmm_band_chol_work_size(l);
+        ck_assert_uint_le(ws, gmm_band_chol_work_size(l + 1)); /* a larger l's size serves */
+        double *work = malloc((ws ? ws : 1) * sizeof *work);
+        gmm_band *Q = gmm_band_alloc(n, l, 0, GMM_BAND_SYMMETRIC);
+        gmm_band *L1 = gmm_band_alloc(n, l, 0, GMM_BAND_LOWER);
+        gmm_band *L2 = gmm_band_alloc(n, l, 0, GMM_BAND_LOWER);
+        gmm_band *Q2 = gmm_band_alloc(n, l, 0, GMM_BAND_SYMMETRIC);
+        gmm_band *B1 = gmm_band_alloc(n, l, 0, GMM_BAND_LOWER);
+        gmm_band *B2 = gmm_band_alloc(n, l, 0, GMM_BAND_LOWER);
+        gmm_band *Qb = gmm_band_alloc(n, l, 0, GMM_BAND_SYMMETRIC);
+        gmm_band *Qb2 = gmm_band_alloc(n, l, 0, GMM_BAND_SYMMETRIC);
+        size_t sz = Q->ld * n * sizeof(double);
+        tu_band_fill_spd(Q, &r);
+        for (size_t i = 0; i < B1->ld * n; i++)
+            B1->data[i] = tu_normal(&r);
+        for (size_t i = 0; i < Qb->ld * n; i++)
+            Qb->data[i] = Qb2->data[i] = tu_normal(&r);
+        ck_assert_int_eq(gmm_band_copy(Q2, Q), GMM_OK);
+        ck_assert_int_eq(gmm_band_chol_decomp(Q, L1), GMM_OK);
+        gmm_alloc_fail_after(0);
+        gmm_status s1 = gmm_band_chol_decomp_work(Q, L2, work);
+        gmm_status s2 = gmm_band_chol_decomp_work(Q2, Q2, work); /* in place */
+        gmm_alloc_fail_after(-1);
+        ck_assert_int_eq(s1, GMM_OK);
+        ck_assert_int_eq(s2, GMM_OK);
+        ck_assert_int_eq(Q2->kind, GMM_BAND_LOWER);
+        ck_assert_msg(memcmp(L1->data, L2->data, sz) == 0, "l = %zu: factor differs", l);
+        ck_assert_msg(memcmp(L1->data, Q2->data, sz) == 0, "l = %zu: in place differs", l);
+
+        /* reverse: into Qbar, and into Lbar's own storage */
+        ck_assert_int_eq(gmm_band_copy(B2, B1), GMM_OK);
+        gmm_band *B3 = gmm_band_alloc(n, l, 0, GMM_BAND_LOWER);
+        gmm_band *B4 = gmm_band_alloc(n, l, 0, GMM_BAND_LOWER);
+        ck_assert_int_eq(gmm_band_copy(B3, B1), GMM_OK);
+        ck_assert_int_eq(gmm_band_copy(B4, B1), GMM_OK);
+        ck_assert_int_eq(gmm_band_chol_decomp_rev(L1, B1, Qb), GMM_OK);
+        ck_assert_int_eq(gmm_band_chol_decomp_rev(L1, B3, B3), GMM_OK);
+        gmm_alloc_fail_after(0);
+        s1 = gmm_band_chol_decomp_rev_work(L1, B2, Qb2, work);
+        s2 = gmm_band_chol_decomp_rev_work(L1, B4, B4, work);
+        gmm_alloc_fail_after(-1);
+        ck_assert_int_eq(s1, GMM_OK);
+        ck_assert_int_eq(s2, GMM_OK);
+        ck_assert_msg(memcmp(Qb->data, Qb2->data, sz) == 0, "l = %zu: Qbar differs", l);
+        ck_assert_msg(memcmp(B3->data, B4->data, sz) == 0, "l = %zu: aliased Qbar differs", l);
+
+        /* not positive definite: the same row */
+        *gmm_band_ptr(Q, n / 2, n / 2) = -1.0;
+        ck_assert_int_eq(gmm_band_chol_decomp(Q, L1), GMM_ENOTPD);
+        size_t row = gmm_error_index();
+        gmm_alloc_fail_after(0);
+        s1 = gmm_band_chol_decomp_work(Q, L2, work);
+        gmm_alloc_fail_after(-1);
+        ck_assert_int_eq(s1, GMM_ENOTPD);
+        ck_assert_uint_eq(gmm_error_index(), row);
+        gmm_band *bands[] = {Q, L1, L2, Q2, B1, B2, B3, B4, Qb, Qb2};
+        for (size_t i = 0; i < sizeof bands / sizeof bands[0]; i++)
+            gmm_band_free(bands[i]);
+        free(work);
+    }
+}
+END_TEST
+
 /* ---- reverse mode ---------------------------------------------------------------- */
 
 /* c(Q) = sum over the stored slots of W .* chol(Q). */
@@ -662,6 +741,7 @@ Suite *band_chol_suite(void)
     tcase_add_test(tc, test_notpd_reports_row);
     tcase_add_test(tc, test_notpd_singular);
     tcase_add_test(tc, test_decomp_out_of_memory);
+    tcase_add_test(tc, test_work_variants_allocate_nothing);
     suite_add_tcase(s, tc);
     TCase *tr = tcase_create("rev");
     tcase_set_timeout(tr, 300);

@@ -207,7 +207,7 @@ static gmm_status pinned_logdet(stack_impl *c, const gmm_band *Q, double *ld)
     if ((st = gmm_band_copy(c->Qh, Q)))
         return st;
     latent_asm_pin(&c->as, c->Qh);
-    if ((st = gmm_band_chol_decomp(c->Qh, c->Qh)))
+    if ((st = gmm_band_chol_decomp_work(c->Qh, c->Qh, latent_asm_chol_work(&c->as, c->bw))))
         return gmm_error_at(st, gmm_error_index(), "the intrinsic prior is not positive "
                                                    "definite on its constrained subspace");
     *ld = gmm_band_chol_logdet(c->Qh) + c->ldconst;
@@ -225,7 +225,7 @@ static gmm_status pinned_logdet_rev(stack_impl *c, double ldbar, gmm_band *Qbar)
     gmm_band_set_zero(B);
     if ((st = gmm_band_chol_logdet_rev(c->Qh, ldbar, B)))
         return st;
-    if ((st = gmm_band_chol_decomp_rev(c->Qh, B, B))) /* B turns SYMMETRIC */
+    if ((st = gmm_band_chol_decomp_rev_work(c->Qh, B, B, latent_asm_chol_work(&c->as, c->bw))))
         return st;
     for (size_t i = 0; i < c->ncon; i++)
         latent_asm_zero_rowcol(B, c->pin[i]);

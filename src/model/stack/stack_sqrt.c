@@ -333,7 +333,7 @@ static gmm_status sq_prior(stack_impl *c, gmm_latent *l, const double *theta, do
     s->Qr->kind = GMM_BAND_SYMMETRIC;
     if ((st = stack_assemble(c, theta, s->Qr, 1)))
         return st;
-    if ((st = gmm_band_chol_decomp(s->Qr, s->Qr)))
+    if ((st = gmm_band_chol_decomp_work(s->Qr, s->Qr, latent_asm_chol_work(&c->as, s->kl))))
         return gmm_error_at(st, gmm_error_index(), "the stacked prior (without its damped "
                                                    "kernels) is not positive definite");
     double sum = gmm_band_chol_logdet(s->Qr);
@@ -725,7 +725,8 @@ gmm_status stack_sq_whiten_setup(stack_impl *c, gmm_latent *l, const double *the
     struct stack_sq *s = c->sqw;
     s->wready = s->wv_ok = s->wg_ok = 0;
     if ((st = gmm_band_set_kind(s->wL, GMM_BAND_SYMMETRIC)) ||
-        (st = stack_assemble(c, theta, s->wL, 1)) || (st = gmm_band_chol_decomp(s->wL, s->wL)))
+        (st = stack_assemble(c, theta, s->wL, 1)) ||
+        (st = gmm_band_chol_decomp_work(s->wL, s->wL, latent_asm_chol_work(&c->as, s->kl))))
         return st;
     for (size_t q = 0; q < s->nk; q++) {
         const stack_comp *m = &c->comp[s->kern[q].k];
