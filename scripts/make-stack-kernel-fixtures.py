@@ -205,7 +205,8 @@ with open(os.path.join(out, "terms_m32.csv"), "w") as fh:
 # v sum_j q_j cos(j w tau), q_0 = e^-z I_0(z), q_j = 2 e^-z I_j(z), z = 1/l^2,
 # times exp(-damp |tau|), damp = max(2e-8, 800 eps K^2) / span (ssm.h; K
 # distinct values).  Gaussian: y ~ x1 + f(t, 'matern32 + periodic(period=5)')
-# + f(g, iid); Poisson: n ~ the same without x1.  expected_damped.csv.
+# + f(g, iid); Poisson: n ~ the same without x1; both again with an
+# intrinsic rw1 on x1 instead of the iid groups.  expected_damped.csv.
 
 
 def ive(j, z):
@@ -273,6 +274,58 @@ for it in range(200):
         break
     obj = new
 expected_d.append(("per_pois", obj))
+
+# the same kernel beside an intrinsic rw1 on x1 (sum-to-zero): the
+# constrained prior's covariance V (V'QV)^-1 V' (V an orthonormal basis of
+# {sum x = 0}), Q the Wiener walk's precision on the sorted distinct x1
+ux = np.unique(x1)
+Dw = np.zeros((len(ux) - 1, len(ux)))
+for j in range(len(ux) - 1):
+    Dw[j, j], Dw[j, j + 1] = -1.0, 1.0
+    Dw[j] /= np.sqrt(ux[j + 1] - ux[j])
+Vb = np.linalg.svd(np.ones((1, len(ux))))[2][1:].T
+Hx = (x1[:, None] == ux[None, :]).astype(float)
+
+
+def rw1_cov(v):
+    Qw = Dw.T @ Dw / v
+    return Hx @ Vb @ np.linalg.inv(Vb.T @ Qw @ Vb) @ Vb.T @ Hx.T
+
+
+prw = {"f.t.matern32.variance": 0.5, "f.t.matern32.lengthscale": 3.0,
+       "f.t.periodic.variance": 0.4, "f.t.periodic.lengthscale": 1.2,
+       "f.t.periodic.period": 5.0, "f.x1.variance": 0.3, "likelihood.variance": 0.09,
+       "intercept": 0.2, "coef.x1": 0.6}
+model_json("model_per_rw1.json",
+           "y ~ x1 + f(t, 'matern32 + periodic(period=5)') + f(x1, rw1)", prw)
+Krw = (k32(prw["f.t.matern32.variance"], prw["f.t.matern32.lengthscale"], tau) +
+       kper(prw["f.t.periodic.variance"], prw["f.t.periodic.lengthscale"],
+            prw["f.t.periodic.period"], tau, damp) + rw1_cov(prw["f.x1.variance"]))
+expected_d.append(("per_rw1", gauss_loglik(y - prw["intercept"] - prw["coef.x1"] * x1,
+                                           Krw + prw["likelihood.variance"] * np.eye(n))))
+pprw = {k: v for k, v in prw.items() if k not in ("likelihood.variance", "coef.x1")}
+model_json("model_per_rw1_pois.json", "n ~ f(t, 'matern32 + periodic(period=5)') + f(x1, rw1)",
+           pprw, "poisson")
+b = pprw["intercept"]
+fl = np.zeros(n)
+obj = None
+for it in range(300):
+    lam = np.exp(b + fl)
+    sW = np.sqrt(lam)
+    L = np.linalg.cholesky(np.eye(n) + sW[:, None] * Krw * sW[None, :])
+    bb = lam * fl + cnt - lam
+    a = bb - sW * np.linalg.solve(L.T, np.linalg.solve(L, sW * (Krw @ bb)))
+    fl = Krw @ a
+    eta = b + fl
+    lp = np.sum(cnt * eta - np.exp(eta) - lgam)
+    sW = np.sqrt(np.exp(eta))
+    L = np.linalg.cholesky(np.eye(n) + sW[:, None] * Krw * sW[None, :])
+    new = -0.5 * a @ fl + lp - np.log(np.diag(L)).sum()
+    if obj is not None and abs(new - obj) < 1e-15 * abs(new):
+        obj = new
+        break
+    obj = new
+expected_d.append(("per_rw1_pois", obj))
 with open(os.path.join(out, "expected_damped.csv"), "w") as fh:
     fh.write("case,loglik\n")
     for k, v in expected_d:

@@ -189,12 +189,19 @@ gmm_status gmm_marglik_grad_view(gmm_marglik_work *w, const gmm_band **Qbar, dou
  * p(y) under the conditioned prior, even when Q + E'E/noise is singular
  * along directions the constraints remove; gmm_marglik_grad,
  * gmm_marglik_grad_view and gmm_marglik_posterior give the conditioned
- * quantities.  gmm_marglik_eval_rows refuses constraints (GMM_EINVAL).
+ * quantities.  gmm_marglik_eval_rows takes them when its rows hold the
+ * pins: the caller folds Q + tau E_S E_S' (tau from gmm_marglik_constr_tau
+ * of Q) and says so with gmm_marglik_rows_pinned(w, tau) (GMM_EINVAL
+ * otherwise); tau < 0 or NAN withdraws it.
  * Errors: GMM_EINVAL, GMM_ENOMEM; the eval adds GMM_ENOTPD (dependent
  * constraints, or a direction neither prior nor data determine).  Each
  * eval costs 2k more banded solves and its gradient an inverse subset. */
 gmm_status gmm_marglik_constrain(gmm_marglik_work *w, size_t k, const double *A,
                                  const size_t *pin);
+/* constr.h's tau for the prior Q (the largest Q(s, s) over the pins, 1 when
+ * none is positive); 0 without constraints. */
+double gmm_marglik_constr_tau(const gmm_marglik_work *w, const gmm_band *Q);
+void gmm_marglik_rows_pinned(gmm_marglik_work *w, double tau);
 
 /* Posterior of f after the last eval: mean (length n, or NULL) and the band
  * of the posterior covariance (SYMMETRIC, kl >= Q->kl, or NULL) from the

@@ -74,6 +74,7 @@ struct gmm_marglik_work {
     /* ROW MOMENTS: recorded by eval_rows when record is set; all grow as
      * needed and are kept (later evaluations allocate nothing) */
     int record, recorded;
+    double rows_tau;      /* the pins the rows hold (gmm_marglik_rows_pinned; NAN: none) */
     gmm_band_tape tape;
     row_block *rb;
     size_t nrb, rbcap;
@@ -104,6 +105,7 @@ gmm_marglik_work *gmm_marglik_work_alloc(size_t n, size_t kl)
     }
     w->n = n;
     w->kl = n == 0 ? 0 : kl > n - 1 ? n - 1 : kl; /* as band.h clamps */
+    w->rows_tau = NAN;
     size_t sz = gmm_band_size(n, w->kl, 0);
     w->pdata = gmm_malloc(sz, sizeof *w->pdata);
     w->bardata = gmm_malloc(sz, sizeof *w->bardata);
@@ -566,8 +568,9 @@ gmm_status gmm_marglik_eval_rows(const gmm_prior_rows *G, const gmm_obs *obs, do
     }
     if (!G || !G->row || !obs || !w || !loglik)
         return gmm_error(GMM_EINVAL, "marglik: NULL argument");
-    if (w->con)
-        return gmm_error(GMM_EINVAL, "marglik: the square-root form does not take constraints");
+    if (w->con && !(w->rows_tau >= 0.0))
+        return gmm_error(GMM_EINVAL, "marglik: constraints in the square-root form need the "
+                                     "pins among the rows (gmm_marglik_rows_pinned)");
     if ((st = check_obs_map(obs, noise, w)) != GMM_OK)
         return st;
     if (!isfinite(prior_logdet))
@@ -706,11 +709,24 @@ gmm_status gmm_marglik_eval_rows(const gmm_prior_rows *G, const gmm_obs *obs, do
                             "column %zu is not determined by the prior rows and the data",
                             j);
     }
-    if ((st = finish(w, obs, noise, prior_logdet, yy, loglik)) != GMM_OK)
+    st = w->con ? finish_constrained(w, obs, noise, prior_logdet, yy, w->rows_tau, loglik)
+                : finish(w, obs, noise, prior_logdet, yy, loglik);
+    if (st != GMM_OK)
         return st;
     w->prior_here = 0;
     w->recorded = record;
     return GMM_OK;
+}
+
+void gmm_marglik_rows_pinned(gmm_marglik_work *w, double tau)
+{
+    if (w)
+        w->rows_tau = tau;
+}
+
+double gmm_marglik_constr_tau(const gmm_marglik_work *w, const gmm_band *Q)
+{
+    return w && w->con ? gmm_constr_tau(w->con, Q) : 0.0;
 }
 
 void gmm_marglik_rows_record(gmm_marglik_work *w, int on)

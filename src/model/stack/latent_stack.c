@@ -144,8 +144,6 @@ static gmm_status assemble_rev(void *ctx, const double *theta, const gmm_band *Q
 }
 
 static gmm_status band_work(stack_impl *c);
-static gmm_status pinned_logdet(stack_impl *c, const gmm_band *Q, double *ld);
-static gmm_status pinned_logdet_rev(stack_impl *c, double ldbar, gmm_band *Qbar);
 
 /* With constraints, log|Q| on the subspace (latent.h) from Q^. */
 static gmm_status stack_prior(void *p, const double *theta, gmm_band *Q, double *logdet)
@@ -154,7 +152,7 @@ static gmm_status stack_prior(void *p, const double *theta, gmm_band *Q, double 
     *logdet = NAN;
     gmm_status st = assemble(c, theta, Q);
     if (st == GMM_OK && c->ncon && (st = band_work(c)) == GMM_OK)
-        st = pinned_logdet(c, Q, logdet);
+        st = stack_pinned_logdet(c, Q, logdet);
     c->prior_ok = st == GMM_OK;
     if (c->prior_ok)
         memcpy(c->theta, theta, c->nparam * sizeof *theta);
@@ -171,7 +169,7 @@ static gmm_status stack_prior_rev(void *p, const gmm_band *Qbar, double logdetba
     if ((st = assemble_rev(c, c->theta, Qbar, thetabar)) || logdetbar == 0.0)
         return st;
     gmm_band_set_zero(c->as.gs.Qbar);
-    if ((st = pinned_logdet_rev(c, logdetbar, c->as.gs.Qbar)))
+    if ((st = stack_pinned_logdet_rev(c, logdetbar, c->as.gs.Qbar)))
         return st;
     return assemble_rev(c, c->theta, c->as.gs.Qbar, thetabar);
 }
@@ -201,7 +199,7 @@ static gmm_status band_work(stack_impl *c)
 
 /* Q^ from Q into c->Qh, factorised in place (it turns LOWER); log det Q^ +
  * the constants into *ld. */
-static gmm_status pinned_logdet(stack_impl *c, const gmm_band *Q, double *ld)
+gmm_status stack_pinned_logdet(stack_impl *c, const gmm_band *Q, double *ld)
 {
     gmm_status st;
     if ((st = gmm_band_copy(c->Qh, Q)))
@@ -216,7 +214,7 @@ static gmm_status pinned_logdet(stack_impl *c, const gmm_band *Q, double *ld)
 
 /* Qbar += ldbar d(log det Q^)/dQ (pinned rows and columns dropped), after
  * pinned_logdet. */
-static gmm_status pinned_logdet_rev(stack_impl *c, double ldbar, gmm_band *Qbar)
+gmm_status stack_pinned_logdet_rev(stack_impl *c, double ldbar, gmm_band *Qbar)
 {
     gmm_status st;
     gmm_band *B = c->Qhbar;
@@ -293,12 +291,12 @@ static gmm_status stack_normaliser(void *p, const double *theta, const double *y
     if ((st = kernel_bound(c, theta, y, noise, &c->bound)))
         return st;
     *given = c->ncon > 0;
-    return c->ncon ? pinned_logdet(c, Q, ld) : GMM_OK;
+    return c->ncon ? stack_pinned_logdet(c, Q, ld) : GMM_OK;
 }
 
 static gmm_status stack_normaliser_rev(void *p, double ldbar, gmm_band *Qbar)
 {
-    return pinned_logdet_rev(p, ldbar, Qbar);
+    return stack_pinned_logdet_rev(p, ldbar, Qbar);
 }
 
 static gmm_status band_work_op(void *p)
@@ -904,14 +902,6 @@ gmm_status gmm_latent_stack_alloc(size_t nrows, size_t nterm, const gmm_stack_te
         varies |= c->comp[k].modulated;
         dmax = c->comp[k].d > dmax ? c->comp[k].d : dmax;
     }
-    if (c->sq && c->ncon) {
-        st = gmm_error(GMM_EINVAL, "a kernel with a damped constant, cosine or periodic factor "
-                                   "(not multiplied by a kernel with process noise) does not "
-                                   "stack with intrinsic components (rw1, rw2, besag, bym2) "
-                                   "yet; use quasiperiodic, matern12*periodic or a cyclic rw2 "
-                                   "for the season");
-        goto fail;
-    }
     c->R = R;
     c->eidx = gmm_malloc(nrows * R + R + 1, sizeof *c->eidx);
     c->hbuf = varies ? gmm_malloc(nrows * dmax + 1, sizeof *c->hbuf) : NULL;
@@ -1124,7 +1114,7 @@ gmm_status gmm_latent_stack_logdet(gmm_latent *l, const double *theta, double *l
         (st = assemble(c, theta, c->as.gs.Q)))
         return st;
     if (c->ncon) {
-        if ((st = pinned_logdet(c, c->as.gs.Q, logdet)))
+        if ((st = stack_pinned_logdet(c, c->as.gs.Q, logdet)))
             return st;
         *logdet -= c->ldaa;
         return GMM_OK;

@@ -138,6 +138,13 @@ gmm_status stack_assemble(stack_impl *c, const double *theta, gmm_band *Q, int r
 gmm_status stack_assemble_rev(stack_impl *c, const double *theta, const gmm_band *Qbar,
                               double *thetabar, int rest);
 
+/* With constraints: Q^ (Q with the pinned latents' rows and columns the
+ * identity's) from Q into c->Qh, factorised, and log det Q^ + the
+ * normaliser's constants into *ld; the reverse, Qbar += ldbar d(log det
+ * Q^)/dQ with the pinned rows and columns dropped (latent_stack.c). */
+gmm_status stack_pinned_logdet(stack_impl *c, const gmm_band *Q, double *ld);
+gmm_status stack_pinned_logdet_rev(stack_impl *c, double ldbar, gmm_band *Qbar);
+
 /* SQUARE-ROOT FORM (stack_sqrt.c): the latent's operations for a stack
  * with a damped kernel (latent.h's contracts), and the workspace's free. */
 gmm_status stack_sq_gaussian(stack_impl *c, gmm_latent *l, const double *theta, const double *y,

@@ -271,7 +271,11 @@ static gmm_status sq_alloc(stack_impl *c, const gmm_latent *l)
     s->ocoef = gmm_malloc(nr * W + 3 * nr + 1, sizeof *s->ocoef);
     s->mu = gmm_malloc(3 * n + 2 * (kl + 1) + c->nparam + l->nnz + 2, sizeof *s->mu);
     s->theta = gmm_malloc(c->nparam ? c->nparam : 1, sizeof *s->theta);
-    if (!s->Qr || !s->S || !s->Qb || !s->Sr || !s->w || !s->kern || !s->bdamp || !s->bp || !s->lblk ||
+    if (c->ncon && !c->Qh) {
+        c->Qh = gmm_band_alloc(n, kl, 0, GMM_BAND_SYMMETRIC);
+        c->Qhbar = gmm_band_alloc(n, kl, 0, GMM_BAND_SYMMETRIC);
+    }
+    if ((c->ncon && (!c->Qh || !c->Qhbar)) || !s->Qr || !s->S || !s->Qb || !s->Sr || !s->w || !s->kern || !s->bdamp || !s->bp || !s->lblk ||
         !s->order || !s->ocoef || !s->mu || !s->theta)
         return gmm_error(GMM_ENOMEM, "out of memory for the square-root form (n = %zu, "
                                      "bandwidth %zu)",
@@ -319,7 +323,7 @@ static gmm_status sq_alloc(stack_impl *c, const gmm_latent *l)
     }
     s->obs = (gmm_obs){.n = n, .width = W, .offset = s->ooff, .coef = s->ocoef,
                        .coef_stride = W, .y = s->oy};
-    return GMM_OK;
+    return gmm_marglik_constrain(s->w, c->ncon, c->A, c->pin);
 }
 
 /* ---- evaluation ---------------------------------------------------------------- */
@@ -330,13 +334,25 @@ static gmm_status sq_prior(stack_impl *c, gmm_latent *l, const double *theta, do
     struct stack_sq *s = c->sqw;
     gmm_status st;
     s->have_theta = 0;
-    s->Qr->kind = GMM_BAND_SYMMETRIC;
-    if ((st = stack_assemble(c, theta, s->Qr, 1)))
+    double sum = 0.0;
+    if ((st = gmm_band_set_kind(s->Qr, GMM_BAND_SYMMETRIC)) ||
+        (st = stack_assemble(c, theta, s->Qr, 1)))
         return st;
+    /* intrinsic components: the normaliser on the subspace from Q^, and the
+     * pins among the rows (marglik.h, LINEAR CONSTRAINTS) */
+    if (c->ncon) {
+        if ((st = stack_pinned_logdet(c, s->Qr, &sum)))
+            return st;
+        double tau = gmm_marglik_constr_tau(s->w, s->Qr);
+        for (size_t i = 0; i < c->ncon; i++)
+            *gmm_band_ptr(s->Qr, c->pin[i], c->pin[i]) += tau;
+        gmm_marglik_rows_pinned(s->w, tau);
+    }
     if ((st = gmm_band_chol_decomp_work(s->Qr, s->Qr, latent_asm_chol_work(&c->as, s->kl))))
         return gmm_error_at(st, gmm_error_index(), "the stacked prior (without its damped "
                                                    "kernels) is not positive definite");
-    double sum = gmm_band_chol_logdet(s->Qr);
+    if (!c->ncon)
+        sum = gmm_band_chol_logdet(s->Qr);
     for (size_t q = 0; q < s->nk; q++) {
         sq_kern *kq = &s->kern[q];
         stack_comp *m = &c->comp[kq->k];
@@ -512,9 +528,12 @@ static gmm_status sq_fisher(stack_impl *c, gmm_latent *l, double *thetabar, doub
     if (noisebar)
         *noisebar += nb;
     /* the other components: Qbar + log|Q_r| / 2 (Q_r's identity rows, the
-     * kernels', left out) */
-    if ((st = gmm_band_chol_selinv(s->Qr, s->Sr)) || (st = gmm_band_copy(s->Qb, Qbar)) ||
-        (st = gmm_band_axpy(0.5, 2.0, s->Sr, s->Qb)))
+     * kernels', left out; with constraints Q^'s, the pins dropped) */
+    if ((st = gmm_band_copy(s->Qb, Qbar)))
+        return st;
+    if (c->ncon ? (st = stack_pinned_logdet_rev(c, 0.5, s->Qb))
+                : ((st = gmm_band_chol_selinv(s->Qr, s->Sr)) ||
+                   (st = gmm_band_axpy(0.5, 2.0, s->Sr, s->Qb))))
         return st;
     if ((st = chain_entries(c, s->Qb, Qbar, 0.5, thetabar)))
         return st;
@@ -720,6 +739,9 @@ static gmm_status sq_wwork(stack_impl *c)
 gmm_status stack_sq_whiten_setup(stack_impl *c, gmm_latent *l, const double *theta)
 {
     gmm_status st;
+    if (c->ncon)
+        return gmm_error(GMM_EINVAL, "hmc on a stacked model with a damped kernel and intrinsic "
+                                     "components (rw1, rw2, besag, bym2) is not supported");
     if ((st = sq_alloc(c, l)) || (st = sq_wwork(c)))
         return st;
     struct stack_sq *s = c->sqw;

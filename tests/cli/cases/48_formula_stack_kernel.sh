@@ -7,9 +7,9 @@
 # the data rows, at new rows (--at) and per term (--terms), score of new rows and --loo, vi's
 # Gaussian ELBO (the dense value), hmc's draws read back by predict (within their Monte Carlo
 # error of the dense posterior); --verbose's sizes and the rounding bound; a damped periodic summand
-# in the square-root form (loglik, gradcheck, predict at the rows and new rows, score, fit, hmc
-# with the prior metric; vi, the Laplace metric and intrinsic partners refused with the reason);
-# inputs below the Cholesky's spacing limit refused.
+# in the square-root form, also beside an intrinsic rw1 (loglik, gradcheck, predict at the rows
+# and new rows, score, fit, hmc with the prior metric; vi, the Laplace metric and hmc beside an
+# intrinsic component refused with the reason); inputs below the Cholesky's spacing limit refused.
 # Sourced by tests/cli/run.sh (see there for the helpers).
 
 skx="$ROOT/tests/fixtures/stack_kernel"
@@ -148,9 +148,8 @@ awk -F, 'NR == FNR { if (FNR > 1) { m[$1] = $2; v[$1] = $3 }; next }
 begin "formula stack kernel: a damped periodic summand takes the square-root form"
 # expected_damped.csv: the dense GP with the damped periodic series (the script's kper)
 dexp() { awk -F, -v k="$1" '$1 == k { print $2 }' "$skx/expected_damped.csv"; }
-for m in per per_pois; do
-    model="$skx/model_per.json"
-    [[ $m == per_pois ]] && model="$skx/model_per_pois.json"
+for m in per per_pois per_rw1 per_rw1_pois; do
+    model="$skx/model_$m.json"
     run "$GMM_INFER" loglik --model "$model"
     expect_exit 0
     expect_stdout '"factorisation": "square-root"'
@@ -202,10 +201,9 @@ begin "formula stack kernel: what the square-root form does not cover says so"
 run "$GMM_INFER" vi --model "$skx/model_per.json" -o "$CASE_TMP/v.json"
 expect_exit 1
 expect_stderr 'vi is not supported'
-run "$GMM_INFER" loglik --formula "y ~ x1 + f(t, 'matern32 + periodic(period=5)') + f(x1, rw1)" \
-    "$skx/data.csv"
+run "$GMM_INFER" hmc --model "$skx/model_per_rw1.json" --warmup 10 --draws 10 -o "$CASE_TMP/d3.csv"
 expect_exit 1
-expect_stderr 'does not stack with intrinsic components'
+expect_stderr 'damped kernel and intrinsic components .* not supported'
 
 begin "formula stack kernel: inputs below the Cholesky's spacing limit are refused with the rule"
 printf 't,g,y\n0,a,1\n1e-9,b,2\n1,a,0.5\n2,b,0.3\n3,a,1.2\n' > "$CASE_TMP/close.csv"
