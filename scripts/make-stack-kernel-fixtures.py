@@ -301,8 +301,16 @@ model_json("model_per_rw1.json",
 Krw = (k32(prw["f.t.matern32.variance"], prw["f.t.matern32.lengthscale"], tau) +
        kper(prw["f.t.periodic.variance"], prw["f.t.periodic.lengthscale"],
             prw["f.t.periodic.period"], tau, damp) + rw1_cov(prw["f.x1.variance"]))
-expected_d.append(("per_rw1", gauss_loglik(y - prw["intercept"] - prw["coef.x1"] * x1,
-                                           Krw + prw["likelihood.variance"] * np.eye(n))))
+rrw = y - prw["intercept"] - prw["coef.x1"] * x1
+Srw = Krw + prw["likelihood.variance"] * np.eye(n)
+expected_d.append(("per_rw1", gauss_loglik(rrw, Srw)))
+Xrw = np.linalg.solve(Srw, np.column_stack([rrw, Krw]))
+with open(os.path.join(out, "rows_damped_rw1.csv"), "w") as fh:
+    fh.write("row,mean,var\n")
+    mrw = prw["intercept"] + prw["coef.x1"] * x1 + Krw @ Xrw[:, 0]
+    vrw = np.diag(Krw - Krw @ Xrw[:, 1:])
+    for i in range(n):
+        fh.write(f"{i + 1},{fmt(mrw[i])},{fmt(vrw[i])}\n")
 pprw = {k: v for k, v in prw.items() if k not in ("likelihood.variance", "coef.x1")}
 model_json("model_per_rw1_pois.json", "n ~ f(t, 'matern32 + periodic(period=5)') + f(x1, rw1)",
            pprw, "poisson")

@@ -39,6 +39,7 @@ static void stack_free_impl(void *p)
     stack_sq_free(c->sqw);
     gmm_free(c->eidx);
     gmm_free(c->hbuf);
+    gmm_free(c->sqloc);
     gmm_free(c->comp);
     gmm_free(c->perm);
     gmm_free(c->A);
@@ -100,6 +101,11 @@ static gmm_status assemble(void *ctx, const double *theta, gmm_band *Q)
     return stack_assemble(ctx, theta, Q, 0);
 }
 
+static gmm_status assemble_rest(void *ctx, const double *theta, gmm_band *Q)
+{
+    return stack_assemble(ctx, theta, Q, 1);
+}
+
 gmm_status stack_assemble_rev(stack_impl *c, const double *theta, const gmm_band *Qbar,
                               double *thetabar, int rest)
 {
@@ -141,6 +147,12 @@ static gmm_status assemble_rev(void *ctx, const double *theta, const gmm_band *Q
                                double *thetabar)
 {
     return stack_assemble_rev(ctx, theta, Qbar, thetabar, 0);
+}
+
+static gmm_status assemble_rev_rest(void *ctx, const double *theta, const gmm_band *Qbar,
+                                    double *thetabar)
+{
+    return stack_assemble_rev(ctx, theta, Qbar, thetabar, 1);
 }
 
 static gmm_status band_work(stack_impl *c);
@@ -573,7 +585,7 @@ static gmm_status stack_whiten_rev(void *p, const double *v, const double *xbar,
     }
     if ((st = latent_asm_factor_rev(&c->as, c->wL, z, zbar, g, c->wLb, c->wsolve)))
         return st;
-    return assemble_rev(c, c->wtheta, c->wLb, thetabar);
+    return c->as.assemble_rev(c, c->wtheta, c->wLb, thetabar);
 }
 
 static const gmm_latent_ops stack_ops = {
@@ -617,30 +629,90 @@ static gmm_status sq_prior_rev_op(void *p, const gmm_band *Qbar, double logdetba
     return sq_refuse("the stacked prior");
 }
 
+/* WHITENING in the square-root form: the prior is block diagonal over the
+ * components, so W is too.  The other components' part is the assembled
+ * stacks' (constraints included), on Q with the damped kernels' latents the
+ * identity's (latent_asm's assembly is stack_assemble's rest for such a
+ * stack), which leaves those latents as they come; each damped kernel's
+ * innovations form (gmm_ssm_whiten), exact at any damping, then takes them
+ * in its local order.  v and x (g and u) may alias: the identity leaves the
+ * kernels' entries as they were. */
+static gmm_status sq_per_kernel(stack_impl *c, const double *in, double *out,
+                                gmm_status (*op)(gmm_ssm *, const double *, double *))
+{
+    gmm_status st;
+    for (size_t k = 0; k < c->K; k++) {
+        const stack_comp *m = &c->comp[k];
+        if (!m->damped)
+            continue;
+        double *a = c->sqloc, *b = a + m->n;
+        for (size_t j = 0; j < m->n; j++)
+            a[j] = in[c->iperm[m->off + j]];
+        if ((st = op(m->ssm, a, b)))
+            return st;
+        for (size_t j = 0; j < m->n; j++)
+            out[c->iperm[m->off + j]] = b[j];
+    }
+    return GMM_OK;
+}
+
 static gmm_status sq_whiten_setup(void *p, const double *theta)
 {
     stack_impl *c = p;
-    return stack_sq_whiten_setup(c, c->lat, theta);
+    gmm_status st;
+    if ((st = stack_whiten_setup(c, theta)))
+        return st;
+    for (size_t k = 0; k < c->K; k++)
+        if (c->comp[k].damped &&
+            (st = gmm_ssm_whiten_setup(c->comp[k].ssm, theta + c->comp[k].par0))) {
+            c->wready = 0;
+            return st;
+        }
+    return GMM_OK;
 }
 
 static gmm_status sq_whiten(void *p, const double *v, double *x)
 {
-    return stack_sq_whiten(p, v, x);
+    gmm_status st = stack_whiten(p, v, x);
+    return st ? st : sq_per_kernel(p, v, x, gmm_ssm_whiten);
 }
 
 static gmm_status sq_whiten_t(void *p, const double *g, double *u)
 {
-    return stack_sq_whiten_t(p, g, u);
+    gmm_status st = stack_whiten_t(p, g, u);
+    return st ? st : sq_per_kernel(p, g, u, gmm_ssm_whiten_t);
 }
 
 static gmm_status sq_unwhiten(void *p, const double *x, double *v)
 {
-    return stack_sq_unwhiten(p, x, v);
+    gmm_status st = stack_unwhiten(p, x, v);
+    return st ? st : sq_per_kernel(p, x, v, gmm_ssm_unwhiten);
 }
 
+/* The kernels' x are their own: the other part's reverse sees them only
+ * through Q's identity entries, which no parameter moves.  NULL v or xbar:
+ * each part's saved vectors (the SSM keeps its own whiten's and
+ * whiten_t's). */
 static gmm_status sq_whiten_rev(void *p, const double *v, const double *xbar, double *thetabar)
 {
-    return stack_sq_whiten_rev(p, v, xbar, thetabar);
+    stack_impl *c = p;
+    gmm_status st;
+    if ((st = stack_whiten_rev(c, v, xbar, thetabar)))
+        return st;
+    for (size_t k = 0; k < c->K; k++) {
+        const stack_comp *m = &c->comp[k];
+        if (!m->damped)
+            continue;
+        double *a = c->sqloc, *b = a + m->n;
+        for (size_t j = 0; v && j < m->n; j++)
+            a[j] = v[c->iperm[m->off + j]];
+        for (size_t j = 0; xbar && j < m->n; j++)
+            b[j] = xbar[c->iperm[m->off + j]];
+        if ((st = gmm_ssm_whiten_rev(m->ssm, v ? a : NULL, xbar ? b : NULL,
+                                     thetabar + m->par0)))
+            return st;
+    }
+    return GMM_OK;
 }
 
 /* The rows' coefficients at theta: constant ones as built, a demodulated
@@ -905,7 +977,11 @@ gmm_status gmm_latent_stack_alloc(size_t nrows, size_t nterm, const gmm_stack_te
     c->R = R;
     c->eidx = gmm_malloc(nrows * R + R + 1, sizeof *c->eidx);
     c->hbuf = varies ? gmm_malloc(nrows * dmax + 1, sizeof *c->hbuf) : NULL;
-    if (!c->eidx || (varies && !c->hbuf)) {
+    size_t nbig = 1;
+    for (size_t k = 0; k < c->K; k++)
+        nbig = c->comp[k].damped && c->comp[k].n > nbig ? c->comp[k].n : nbig;
+    c->sqloc = c->sq ? gmm_malloc(2 * nbig, sizeof *c->sqloc) : NULL;
+    if (!c->eidx || (varies && !c->hbuf) || (c->sq && !c->sqloc)) {
         st = gmm_error(GMM_ENOMEM, "out of memory for the stacked latent");
         goto fail;
     }
@@ -944,8 +1020,9 @@ gmm_status gmm_latent_stack_alloc(size_t nrows, size_t nterm, const gmm_stack_te
     l->constr = c->ncon ? c->A : NULL;
     l->pin = c->ncon ? c->pin : NULL;
     c->as = (latent_asm){.ctx = c, .what = "stacked latent", .n = c->n, .nparam = c->nparam,
-                         .npin = c->ncon, .pin = c->pin, .assemble = assemble,
-                         .assemble_rev = assemble_rev, .normaliser = stack_normaliser,
+                         .npin = c->ncon, .pin = c->pin,
+                         .assemble = c->sq ? assemble_rest : assemble,
+                         .assemble_rev = c->sq ? assemble_rev_rest : assemble_rev, .normaliser = stack_normaliser,
                          .normaliser_rev = stack_normaliser_rev, .work = band_work_op,
                          .map = {.nrows = nrows, .width = W, .offset = l->offset,
                                  .rowptr = l->rowptr, .pos = l->pos, .coef = l->coef},
@@ -1110,6 +1187,9 @@ gmm_status gmm_latent_stack_logdet(gmm_latent *l, const double *theta, double *l
     gmm_status st;
     if (!c || !theta || !logdet)
         return gmm_error(GMM_EINVAL, "gmm_latent_stack_logdet: not a stacked latent");
+    if (c->sq)
+        return gmm_error(GMM_EINVAL, "gmm_latent_stack_logdet: a stack with a damped kernel has "
+                                     "no accurate assembled precision");
     if ((st = gmm_latent_theta_check(l, theta)) || (st = band_work(c)) ||
         (st = assemble(c, theta, c->as.gs.Q)))
         return st;

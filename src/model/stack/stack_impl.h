@@ -128,6 +128,7 @@ typedef struct {
     struct stack_sq *sqw;
     gmm_latent *lat;        /* the latent this object implements */
     double *hbuf;           /* nrows x (largest d): rows of a demodulated kernel */
+    double *sqloc;          /* 2 x (largest damped kernel's n): its local vectors */
 } stack_impl;
 
 /* Q(theta) of the components (all, or with rest set the components with
@@ -158,12 +159,6 @@ gmm_status stack_sq_wls_var(stack_impl *c, gmm_latent *l, double *fvar);
 gmm_status stack_sq_wls_adjoint(stack_impl *c, gmm_latent *l, const double *rw, double *u,
                                 double *thetabar);
 gmm_status stack_sq_wls_rowcov(stack_impl *c, gmm_latent *l, double *zeta, double *sh);
-gmm_status stack_sq_whiten_setup(stack_impl *c, gmm_latent *l, const double *theta);
-gmm_status stack_sq_whiten(stack_impl *c, const double *v, double *x);
-gmm_status stack_sq_whiten_t(stack_impl *c, const double *g, double *u);
-gmm_status stack_sq_unwhiten(stack_impl *c, const double *x, double *v);
-gmm_status stack_sq_whiten_rev(stack_impl *c, const double *v, const double *xbar,
-                               double *thetabar);
 void stack_sq_free(struct stack_sq *s);
 
 /* The first index i in [0, m) with val[i] >= t (m when none); val sorted

@@ -29,10 +29,7 @@
  * term -zeta' dQ mu is (dp_b / p_b) (G_b zeta) . (G_b mu) on a damped
  * block, the chain through the entries elsewhere.
  *
- * WHITENING (hmc).  The prior is block diagonal over the components, so W
- * is too: L_r^-T on the other components (L_r L_r' = Q_r, as the other
- * stacks') and each damped kernel's innovations form (gmm_ssm_whiten),
- * exact at any damping, on its own latents. */
+ * The whitening (hmc) is latent_stack.c's (sq_whiten_setup). */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -74,12 +71,6 @@ struct stack_sq {
     double *theta;
     double noise, ld;
     int weighted, have_theta, have_grad;
-    /* WHITENING: chol(Q_r) at the setup's theta (wtheta), its adjoint, two
-     * n-vectors and a kernel's local pair */
-    gmm_band *wL, *wLb;
-    double *wz, *wzb, *wloc, *wtheta, *wv, *wg; /* wv, wg: the last whiten's v and
-                                                 * whiten_t's g (whiten_rev's NULLs) */
-    int wready, wv_ok, wg_ok;
 };
 
 void stack_sq_free(struct stack_sq *s)
@@ -90,9 +81,6 @@ void stack_sq_free(struct stack_sq *s)
     gmm_band_free(s->S);
     gmm_band_free(s->Qb);
     gmm_band_free(s->Sr);
-    gmm_band_free(s->wL);
-    gmm_band_free(s->wLb);
-    gmm_free(s->wz);
     gmm_marglik_work_free(s->w);
     gmm_free(s->kern);
     gmm_free(s->bdamp);
@@ -708,158 +696,6 @@ gmm_status stack_sq_wls_rowcov(stack_impl *c, gmm_latent *l, double *zeta, doubl
         size_t r = s->orow[o];
         for (size_t k = l->rowptr[r]; k < l->rowptr[r + 1]; k++)
             sh[k] = sigma_a(s, l, r, l->offset[r] + l->pos[k]);
-    }
-    return GMM_OK;
-}
-
-/* ---- whitening ---------------------------------------------------------------- */
-
-static gmm_status sq_wwork(stack_impl *c)
-{
-    struct stack_sq *s = c->sqw;
-    if (s->wL)
-        return GMM_OK;
-    size_t n = s->n, big = 1;
-    for (size_t q = 0; q < s->nk; q++)
-        big = c->comp[s->kern[q].k].n > big ? c->comp[s->kern[q].k].n : big;
-    s->wL = gmm_band_alloc(n, s->kl, 0, GMM_BAND_SYMMETRIC);
-    s->wLb = gmm_band_alloc(n, s->kl, 0, GMM_BAND_SYMMETRIC);
-    s->wz = gmm_malloc(5 * n + 2 * big + c->nparam + 1, sizeof *s->wz);
-    if (!s->wL || !s->wLb || !s->wz)
-        return gmm_error(GMM_ENOMEM, "out of memory for the whitening (n = %zu, bandwidth %zu)",
-                         n, s->kl);
-    s->wzb = s->wz + n;
-    s->wloc = s->wzb + n;
-    s->wtheta = s->wloc + 2 * big;
-    s->wv = s->wtheta + c->nparam;
-    s->wg = s->wv + n;
-    return GMM_OK;
-}
-
-gmm_status stack_sq_whiten_setup(stack_impl *c, gmm_latent *l, const double *theta)
-{
-    gmm_status st;
-    if (c->ncon)
-        return gmm_error(GMM_EINVAL, "hmc on a stacked model with a damped kernel and intrinsic "
-                                     "components (rw1, rw2, besag, bym2) is not supported");
-    if ((st = sq_alloc(c, l)) || (st = sq_wwork(c)))
-        return st;
-    struct stack_sq *s = c->sqw;
-    s->wready = s->wv_ok = s->wg_ok = 0;
-    if ((st = gmm_band_set_kind(s->wL, GMM_BAND_SYMMETRIC)) ||
-        (st = stack_assemble(c, theta, s->wL, 1)) ||
-        (st = gmm_band_chol_decomp_work(s->wL, s->wL, latent_asm_chol_work(&c->as, s->kl))))
-        return st;
-    for (size_t q = 0; q < s->nk; q++) {
-        const stack_comp *m = &c->comp[s->kern[q].k];
-        if ((st = gmm_ssm_whiten_setup(m->ssm, theta + m->par0)))
-            return st;
-    }
-    memcpy(s->wtheta, theta, c->nparam * sizeof *theta);
-    s->wready = 1;
-    return GMM_OK;
-}
-
-/* out's entries of each damped kernel <- op(kernel, in's entries), in its
- * local order (the band's). */
-static gmm_status per_kernel(stack_impl *c, const double *in, double *out,
-                             gmm_status (*op)(gmm_ssm *, const double *, double *))
-{
-    struct stack_sq *s = c->sqw;
-    gmm_status st;
-    for (size_t q = 0; q < s->nk; q++) {
-        const stack_comp *m = &c->comp[s->kern[q].k];
-        double *a = s->wloc, *b = a + m->n;
-        for (size_t j = 0; j < m->n; j++)
-            a[j] = in[c->iperm[m->off + j]];
-        if ((st = op(m->ssm, a, b)))
-            return st;
-        for (size_t j = 0; j < m->n; j++)
-            out[c->iperm[m->off + j]] = b[j];
-    }
-    return GMM_OK;
-}
-
-static gmm_status sq_wcheck(const stack_impl *c, const double *a, const double *b, const char *fn)
-{
-    return latent_asm_wready(c->sqw && c->sqw->wready, a, b, fn);
-}
-
-gmm_status stack_sq_whiten(stack_impl *c, const double *v, double *x)
-{
-    gmm_status st;
-    if ((st = sq_wcheck(c, v, x, "gmm_latent_whiten")))
-        return st;
-    memcpy(c->sqw->wv, v, c->n * sizeof *v);
-    c->sqw->wv_ok = 1;
-    if (x != v)
-        memcpy(x, v, c->n * sizeof *x);
-    if ((st = gmm_band_tri_solve_vec(c->sqw->wL, GMM_TRANS, x)))
-        return st;
-    return per_kernel(c, v, x, gmm_ssm_whiten);
-}
-
-gmm_status stack_sq_whiten_t(stack_impl *c, const double *g, double *u)
-{
-    gmm_status st;
-    if ((st = sq_wcheck(c, g, u, "gmm_latent_whiten_t")))
-        return st;
-    memcpy(c->sqw->wg, g, c->n * sizeof *g);
-    c->sqw->wg_ok = 1;
-    if (u != g)
-        memcpy(u, g, c->n * sizeof *u);
-    if ((st = gmm_band_tri_solve_vec(c->sqw->wL, GMM_NOTRANS, u)))
-        return st;
-    return per_kernel(c, g, u, gmm_ssm_whiten_t);
-}
-
-gmm_status stack_sq_unwhiten(stack_impl *c, const double *x, double *v)
-{
-    gmm_status st;
-    struct stack_sq *s = c->sqw;
-    if ((st = sq_wcheck(c, x, v, "gmm_latent_unwhiten")))
-        return st;
-    /* v = L_r' x over the other components (identity elsewhere) */
-    for (size_t j = 0; j < s->n; j++) {
-        size_t hi = j + s->kl < s->n - 1 ? j + s->kl : s->n - 1;
-        double a = 0.0;
-        for (size_t i = j; i <= hi; i++)
-            a += gmm_band_get(s->wL, i, j) * x[i];
-        s->wz[j] = a;
-    }
-    memcpy(v, s->wz, s->n * sizeof *v);
-    return per_kernel(c, x, v, gmm_ssm_unwhiten);
-}
-
-gmm_status stack_sq_whiten_rev(stack_impl *c, const double *v, const double *xbar,
-                               double *thetabar)
-{
-    gmm_status st;
-    struct stack_sq *s = c->sqw;
-    if ((st = latent_asm_wready_rev(s && s->wready, s && s->wv_ok, s && s->wg_ok, v, xbar,
-                                    thetabar)))
-        return st;
-    v = v ? v : s->wv; /* the last whiten's and whiten_t's (latent.h) */
-    xbar = xbar ? xbar : s->wg;
-    /* the other components: z = L_r^-T v, c = xbar . z through chol(Q_r);
-     * the damped kernels' latents, whose x is their own, contribute none */
-    memcpy(s->wzb, xbar, s->n * sizeof *s->wzb);
-    for (size_t j = 0; j < s->n; j++)
-        if (s->lblk[j] != SIZE_MAX)
-            s->wzb[j] = 0.0;
-    if ((st = latent_asm_whiten_z(&c->as, s->wL, NULL, v, s->wz)) ||
-        (st = latent_asm_factor_rev(&c->as, s->wL, s->wz, s->wzb, NULL, s->wLb, s->wloc)) ||
-        (st = stack_assemble_rev(c, s->wtheta, s->wLb, thetabar, 1)))
-        return st;
-    for (size_t q = 0; q < s->nk; q++) {
-        const stack_comp *m = &c->comp[s->kern[q].k];
-        double *a = s->wloc, *b = a + m->n;
-        for (size_t j = 0; j < m->n; j++) {
-            a[j] = v[c->iperm[m->off + j]];
-            b[j] = xbar[c->iperm[m->off + j]];
-        }
-        if ((st = gmm_ssm_whiten_rev(m->ssm, a, b, thetabar + m->par0)))
-            return st;
     }
     return GMM_OK;
 }
