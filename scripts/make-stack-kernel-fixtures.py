@@ -240,6 +240,10 @@ Kper = (k32(pper["f.t.matern32.variance"], pper["f.t.matern32.lengthscale"], tau
 Sper = Kper + pper["likelihood.variance"] * np.eye(n)
 rper = y - pper["intercept"] - pper["coef.x1"] * x1
 expected_d.append(("per", gauss_loglik(rper, Sper)))
+Sip = np.linalg.inv(Sper)            # exact leave-one-out, as loo_m32's
+zp = Sip @ rper
+expected_d.append(("loo_per", np.sum(0.5 * np.log(np.diag(Sip) / (2 * np.pi)) -
+                                     0.5 * zp * zp / np.diag(Sip))))
 # the posterior of the linear predictor at the data rows
 Xr = np.linalg.solve(Sper, np.column_stack([rper, Kper]))
 mper = pper["intercept"] + pper["coef.x1"] * x1 + Kper @ Xr[:, 0]

@@ -77,11 +77,13 @@
  * posterior precision is folded from rows (the kernel's transition rows,
  * the other components' Cholesky rows, the data's), never assembled: the
  * exact Gaussian likelihood and the Laplace approximation's smoothing
- * (latent.h, wls) take it, with their gradients; a demodulated oscillator's
- * rows h(t) vary with theta (gmm_latent_obs_varies).  The assembled prior
- * (gmm_latent_prior), the whitening (hmc), VI and new rows of the damped
- * kernel (gmm_latent_stack_row) refuse it with GMM_EINVAL and the reason,
- * as gmm_latent_stack_alloc refuses it beside an intrinsic component.
+ * (latent.h, wls) take it, with their gradients, constraints included (the
+ * pins among the rows); a demodulated oscillator's rows h(t) vary with
+ * theta (gmm_latent_obs_varies), and so do new rows' (gmm_latent_stack_row).
+ * The whitening is block diagonal: the other components' as below, each
+ * damped kernel's innovations form.  The assembled prior (gmm_latent_prior,
+ * hence the Laplace map and VI) and gmm_latent_stack_logdet refuse it with
+ * GMM_EINVAL and the reason (gmm_latent_assembled says so beforehand).
  *
  * ORDER AND BAND.  The stacked vector (components one after another, each
  * in its own local order) is permuted by reverse Cuthill-McKee over the

@@ -164,6 +164,11 @@ done
 run "$GMM_INFER" predict --model "$skx/model_per.json"
 expect_exit 0
 sk_rows_match "$OUT" "$skx/rows_damped.csv" 1e-8 > "$CASE_TMP/cmp" || fail "$(cat "$CASE_TMP/cmp")"
+run "$GMM_INFER" score --loo --model "$skx/model_per.json"
+expect_exit 0
+got=$(sk_num "$OUT" elpd_loo)
+awk -v a="$got" -v b="$(dexp loo_per)" 'BEGIN { d = a - b; if (d < 0) d = -d
+    r = b < 0 ? -b : b; exit !(d <= 1e-8 * r) }' || fail "loo_per: $got, dense $(dexp loo_per)"
 # new rows: h(t) of the demodulated periodic at each value, bridged between states
 run "$GMM_INFER" predict --model "$skx/model_per.json" --at "$skx/new.csv"
 expect_exit 0
