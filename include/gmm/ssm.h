@@ -315,8 +315,9 @@ gmm_status gmm_ssm_predict(gmm_ssm *m, const double *theta, double noise, const 
  * formed.  A demodulated kernel's rows h_r = h(t_r) are taken at theta.
  *
  * gmm_ssm_wls_rows: whether the Laplace approximation takes the square-root
- * form at theta -- GMM_SSM_FACTOR_ROWS yes, _CHOL no, _AUTO the Gaussian path's rule (FACTORISATION) with observations of
- * total weight obs_prec and the gradient's tolerance -- into *rows; the
+ * form at theta -- GMM_SSM_FACTOR_ROWS yes, _CHOL no, _AUTO the Gaussian
+ * path's rule (FACTORISATION) with observations of total weight obs_prec
+ * and the gradient's tolerance -- into *rows; the
  * bound is then gmm_ssm_chol_bound's.  Errors: GMM_EDOM, GMM_ENOTPD (theta).
  *
  * gmm_ssm_wls: the weighted Gaussian log likelihood log N(y; 0, H

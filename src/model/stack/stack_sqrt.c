@@ -222,6 +222,10 @@ static gmm_status merge_rows(stack_impl *c)
             s->nG = total;
         }
     }
+    if (st) { /* the order is built whole or not at all */
+        gmm_free(s->gsrc);
+        s->gsrc = NULL;
+    }
     gmm_free(dmp);
     gmm_free(key);
     return st;
@@ -263,11 +267,15 @@ static gmm_status sq_alloc(stack_impl *c, const gmm_latent *l)
         c->Qh = gmm_band_alloc(n, kl, 0, GMM_BAND_SYMMETRIC);
         c->Qhbar = gmm_band_alloc(n, kl, 0, GMM_BAND_SYMMETRIC);
     }
-    if ((c->ncon && (!c->Qh || !c->Qhbar)) || !s->Qr || !s->S || !s->Qb || !s->Sr || !s->w || !s->kern || !s->bdamp || !s->bp || !s->lblk ||
-        !s->order || !s->ocoef || !s->mu || !s->theta)
+    if ((c->ncon && (!c->Qh || !c->Qhbar)) || !s->Qr || !s->S || !s->Qb || !s->Sr || !s->w ||
+        !s->kern || !s->bdamp || !s->bp || !s->lblk || !s->order || !s->ocoef || !s->mu ||
+        !s->theta) {
+        stack_sq_free(s); /* none of it kept: the next call starts again */
+        c->sqw = NULL;
         return gmm_error(GMM_ENOMEM, "out of memory for the square-root form (n = %zu, "
                                      "bandwidth %zu)",
                          n, kl);
+    }
     s->bgm = s->bp + nb;
     s->bgz = s->bgm + nb;
     s->bdl = s->bgz + nb;
@@ -311,7 +319,12 @@ static gmm_status sq_alloc(stack_impl *c, const gmm_latent *l)
     }
     s->obs = (gmm_obs){.n = n, .width = W, .offset = s->ooff, .coef = s->ocoef,
                        .coef_stride = W, .y = s->oy};
-    return gmm_marglik_constrain(s->w, c->ncon, c->A, c->pin);
+    gmm_status st = gmm_marglik_constrain(s->w, c->ncon, c->A, c->pin);
+    if (st) {
+        stack_sq_free(s);
+        c->sqw = NULL;
+    }
+    return st;
 }
 
 /* ---- evaluation ---------------------------------------------------------------- */
