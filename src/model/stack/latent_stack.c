@@ -1227,9 +1227,10 @@ void gmm_latent_stack_describe(const gmm_latent *l, char *buf, size_t size)
     if (used < size)
         snprintf(buf + used, size - used,
                  "; n = %zu, bandwidth %zu, observation width %zu, %zu constraints, band of Q: "
-                 "%.1f MB",
+                 "%.1f MB%s",
                  c->n, c->bw, c->as.map.width, c->ncon,
-                 (double)(c->bw + 1) * (double)c->n * sizeof(double) / 1e6);
+                 (double)(c->bw + 1) * (double)c->n * sizeof(double) / 1e6,
+                 c->sq ? "; square-root form (a damped kernel)" : "");
 }
 
 /* ---- new rows ---------------------------------------------------------------------- */

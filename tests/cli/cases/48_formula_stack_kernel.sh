@@ -150,9 +150,10 @@ begin "formula stack kernel: a damped periodic summand takes the square-root for
 dexp() { awk -F, -v k="$1" '$1 == k { print $2 }' "$skx/expected_damped.csv"; }
 for m in per per_pois per_rw1 per_rw1_pois; do
     model="$skx/model_$m.json"
-    run "$GMM_INFER" loglik --model "$model"
+    run "$GMM_INFER" loglik --model "$model" --verbose
     expect_exit 0
     expect_stdout '"factorisation": "square-root"'
+    expect_stderr 'square-root form \(a damped kernel\)$'
     got=$(sk_num "$OUT" loglik)
     awk -v a="$got" -v b="$(dexp $m)" 'BEGIN { d = a - b; if (d < 0) d = -d
         r = b < 0 ? -b : b; exit !(d <= 1e-8 * r) }' ||
