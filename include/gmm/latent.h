@@ -175,6 +175,21 @@ gmm_status gmm_latent_prior_rows_rev(gmm_latent *l, const double *Gbar, double l
  * O(intervals (d^3 + nparam d^2)). */
 gmm_status gmm_latent_prior_rows_rev_moments(gmm_latent *l, const double *Svv,
                                              const double *Svx, double *thetabar);
+/* Reverse mode from q's moments rather than the rows' (a stacked latent in
+ * the square-root form, stack.h; gmm_latent_has_rows_rev_q says which),
+ * at the theta of the last successful gmm_latent_prior_rows:
+ *
+ *   thetabar (nparam) += d/dtheta E_q[log N(x | 0, Q(theta)^-1)],
+ *
+ * q = N(m, (L L')^-1) with S (SYMMETRIC, bandwidth >= D's) its
+ * covariance's band and D = Q - L L' on D's band (bandwidth >= the
+ * latent's), both at that theta: where Q's entries dwarf q's information,
+ * E_q[x'Qx] on a block whose precision scales with one parameter is taken
+ * from tr(Q S) = n + tr(D S) there, never from Q's entries.  Errors:
+ * GMM_EINVAL (NULL, no such reverse, no prior_rows before). */
+int gmm_latent_has_rows_rev_q(const gmm_latent *l);
+gmm_status gmm_latent_prior_rows_rev_q(gmm_latent *l, const gmm_band *S, const double *m,
+                                       const gmm_band *D, double *thetabar);
 /* Rows of the square root (state-space: N = gmm_latent_dim), 0 for a
  * family without one. */
 size_t gmm_latent_prior_nrows(const gmm_latent *l);

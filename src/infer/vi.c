@@ -168,6 +168,7 @@ struct gmm_vi {
     double *cwork;            /* K's Cholesky's and its reverse's panels */
     size_t seg;               /* rows: rows per segment of G */
     double *Smo;              /* rows: per segment E[v v'] (N seg), then E[v x'] (N seg) */
+    int qrev;                 /* rows: the family's reverse from q's moments (latent.h) */
     double *rw;               /* rows: one segment's rows and window (seg_moments) */
     size_t *rfirst;           /* rows: the segment's first columns, then widths */
     double *mlo;              /* rows: n, the low parts of the rows' share of mbar */
@@ -314,6 +315,7 @@ gmm_status gmm_vi_alloc(gmm_problem *p, const gmm_vi_params *par, gmm_vi **out)
     v->c0 = v->nparam - v->ncoef;
     v->varies = gmm_latent_obs_varies(lat);
     v->rows = rows;
+    v->qrev = rows && gmm_latent_has_rows_rev_q(lat);
     v->nrowsG = rows ? gmm_latent_prior_nrows(lat) : 0;
     size_t n = v->n, kl = v->kl, w = v->width, nm1 = n ? n - 1 : 0;
     v->b = par->bandwidth == GMM_VI_BANDWIDTH_PRIOR ? kl : par->bandwidth;
@@ -694,7 +696,7 @@ static void rows_terms(gmm_vi *v, const gmm_prior_rows *G, const double *m, doub
                     v->mlo[f + c] -= g[c] * rl[a];
                 }
         }
-        if (gt)
+        if (gt && !v->qrev)
             seg_moments(v, rows, first, w, rh, m, t ? (t - 1) * s : 0, v->Smo + t * ss,
                         t ? v->Smo + (nseg + t) * ss : NULL);
     }
@@ -860,7 +862,10 @@ gmm_status gmm_vi_elbo(gmm_vi *v, const double *theta, const double *lambda, dou
     }
     if (gt) {
         memset(thetabar, 0, v->nparam * sizeof *thetabar);
-        if (v->rows) {
+        if (v->rows && v->qrev) {
+            if ((st = gmm_latent_prior_rows_rev_q(v->lat, Sq, mq, v->D, thetabar)))
+                return st;
+        } else if (v->rows) {
             size_t nseg = v->nrowsG / v->seg;
             if ((st = gmm_latent_prior_rows_rev_moments(
                      v->lat, v->Smo, v->Smo + nseg * v->seg * v->seg, thetabar)))

@@ -299,6 +299,20 @@ gmm_status gmm_latent_wls_adjoint(gmm_latent *l, const double *rw, double *u, do
 
 int gmm_latent_has_wls(const gmm_latent *l) { return l->ops->wls != NULL; }
 
+int gmm_latent_has_rows_rev_q(const gmm_latent *l) { return l->ops->prior_rows_rev_q != NULL; }
+
+gmm_status gmm_latent_prior_rows_rev_q(gmm_latent *l, const gmm_band *S, const double *m,
+                                       const gmm_band *D, double *thetabar)
+{
+    if (!l || !S || !m || !D || !thetabar)
+        return gmm_error(GMM_EINVAL, "gmm_latent_prior_rows_rev_q: NULL argument");
+    if (!l->ops->prior_rows_rev_q)
+        return gmm_error(GMM_EINVAL, "the %s family takes the rows' moments instead "
+                                     "(gmm_latent_prior_rows_rev_moments)",
+                         l->ops->family);
+    return l->ops->prior_rows_rev_q(l->impl, S, m, D, thetabar);
+}
+
 int gmm_latent_assembled(const gmm_latent *l) { return !l->sqrt_only; }
 
 gmm_status gmm_latent_wls_rowcov(gmm_latent *l, double *zeta, double *sh)

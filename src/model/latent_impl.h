@@ -36,6 +36,9 @@ typedef struct {
                                  double *thetabar);
     gmm_status (*prior_rows_rev_moments)(void *impl, const double *Svv, const double *Svx,
                                          double *thetabar);
+    /* NULL: the moments above instead (latent.h, gmm_latent_prior_rows_rev_q) */
+    gmm_status (*prior_rows_rev_q)(void *impl, const gmm_band *S, const double *m,
+                                   const gmm_band *D, double *thetabar);
     /* NULL: no weighted smoothing in the square-root form (latent.h) */
     gmm_status (*wls_rows)(void *impl, const double *theta, double obs_prec, int *rows);
     gmm_status (*wls)(void *impl, const double *theta, const double *y, const double *wt,

@@ -610,9 +610,10 @@ static gmm_status sq_refuse(const char *what)
 {
     return gmm_error(GMM_EINVAL, "%s: a stacked model with a damped kernel (a constant, cosine "
                                  "or periodic factor not multiplied by a kernel with process "
-                                 "noise) has no accurate assembled precision; it takes the "
-                                 "square-root form, where hmc whitens by the prior (--metric "
-                                 "prior) and vi is not supported",
+                                 "noise) has no accurate assembled precision: it takes the "
+                                 "square-root form (hmc whitens by the prior, --metric prior; "
+                                 "vi goes through the prior's square root, which does not "
+                                 "take intrinsic components)",
                      what);
 }
 
@@ -820,6 +821,19 @@ static gmm_status sq_wls_rowcov_op(void *p, double *zeta, double *sh)
     return stack_sq_wls_rowcov(c, c->lat, zeta, sh);
 }
 
+static gmm_status sq_prior_rows_op(void *p, const double *theta, gmm_prior_rows *G,
+                                   double *logdet)
+{
+    stack_impl *c = p;
+    return stack_sq_prior_rows(c, c->lat, theta, G, logdet);
+}
+
+static gmm_status sq_rows_rev_q_op(void *p, const gmm_band *S, const double *m,
+                                   const gmm_band *D, double *thetabar)
+{
+    return stack_sq_rows_rev_q(p, S, m, D, thetabar);
+}
+
 static const gmm_latent_ops stack_sq_ops = {
     .family = "stack",
     .free = stack_free_impl,
@@ -842,6 +856,8 @@ static const gmm_latent_ops stack_sq_ops = {
     .wls_var = sq_wls_var_op,
     .wls_adjoint = sq_wls_adjoint_op,
     .wls_rowcov = sq_wls_rowcov_op,
+    .prior_rows = sq_prior_rows_op,
+    .prior_rows_rev_q = sq_rows_rev_q_op,
 };
 
 /* ---- building ---------------------------------------------------------------- */
@@ -1013,6 +1029,10 @@ gmm_status gmm_latent_stack_alloc(size_t nrows, size_t nterm, const gmm_stack_te
     c->lat = l;
     l->varies = varies;
     l->sqrt_only = c->sq;
+    /* vi takes the square root (stack_sqrt.c: one merged row per latent),
+     * its gradient from q's moments (gmm_latent_prior_rows_rev_q) */
+    l->prior_nrows = c->sq && !c->ncon ? c->n : 0;
+    l->prior_seg = c->sq && !c->ncon ? 1 : 0;
     l->n = c->n;
     l->kl = c->bw;
     l->cov_kl = c->bw;

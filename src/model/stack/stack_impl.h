@@ -159,6 +159,10 @@ gmm_status stack_sq_wls_var(stack_impl *c, gmm_latent *l, double *fvar);
 gmm_status stack_sq_wls_adjoint(stack_impl *c, gmm_latent *l, const double *rw, double *u,
                                 double *thetabar);
 gmm_status stack_sq_wls_rowcov(stack_impl *c, gmm_latent *l, double *zeta, double *sh);
+gmm_status stack_sq_prior_rows(stack_impl *c, gmm_latent *l, const double *theta,
+                               gmm_prior_rows *G, double *logdet);
+gmm_status stack_sq_rows_rev_q(stack_impl *c, const gmm_band *S, const double *m,
+                               const gmm_band *D, double *thetabar);
 void stack_sq_free(struct stack_sq *s);
 
 /* The first index i in [0, m) with val[i] >= t (m when none); val sorted

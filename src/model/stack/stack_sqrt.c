@@ -712,3 +712,59 @@ gmm_status stack_sq_wls_rowcov(stack_impl *c, gmm_latent *l, double *zeta, doubl
     }
     return GMM_OK;
 }
+
+/* ---- the prior's square root (vi) -------------------------------------------- */
+
+gmm_status stack_sq_prior_rows(stack_impl *c, gmm_latent *l, const double *theta,
+                               gmm_prior_rows *G, double *logdet)
+{
+    gmm_status st;
+    double ld;
+    if (c->ncon)
+        return gmm_error(GMM_EINVAL, "vi: a stacked model with a damped kernel and intrinsic "
+                                     "components (rw1, rw2, besag, bym2) is not supported");
+    if ((st = sq_alloc(c, l)) || (st = sq_prior(c, l, theta, &c->sqw->ld)))
+        return st;
+    ld = c->sqw->ld;
+    *G = (gmm_prior_rows){.nrows = c->sqw->nG, .row = merged_row, .ctx = c};
+    if (logdet)
+        *logdet = ld;
+    return GMM_OK;
+}
+
+gmm_status stack_sq_rows_rev_q(stack_impl *c, const gmm_band *Sq, const double *m,
+                               const gmm_band *D, double *thetabar)
+{
+    struct stack_sq *s = c->sqw;
+    gmm_status st;
+    if (!s || !s->have_theta)
+        return gmm_error(GMM_EINVAL, "gmm_latent_prior_rows_rev_q: no prior rows before");
+    /* -(S + m m')/2 through the entries (the kernels' undamped blocks with
+     * their log|Q_k| / 2), + log|Q_r| / 2 for the other components */
+    gmm_band_set_zero(s->S);
+    if ((st = gmm_band_axpy(-0.5, 2.0, Sq, s->S)) ||
+        (st = gmm_band_outer(-0.5, 1, m, s->n, m, s->n, s->S)) ||
+        (st = gmm_band_copy(s->Qb, s->S)) || (st = gmm_band_chol_selinv(s->Qr, s->Sr)) ||
+        (st = gmm_band_axpy(0.5, 2.0, s->Sr, s->Qb)) ||
+        (st = chain_entries(c, s->Qb, s->S, 0.5, thetabar)))
+        return st;
+    /* a damped block: T_b / (2 p_b) per unit of p_b, T_b = E_q[x_b'Q_b x_b]
+     * with tr(Q_b S) = |b| + sum_{i in b} (D S)_ii ((L L' S)_ii = 1, Q's row
+     * i is Q_b's) */
+    memset(s->bdl, 0, s->nblk * sizeof *s->bdl);
+    for (size_t i = 0; i < s->n; i++) {
+        size_t b = s->lblk[i];
+        if (b == SIZE_MAX || !s->bdamp[b])
+            continue;
+        size_t lo = i > D->kl ? i - D->kl : 0, hi = i + D->kl < s->n ? i + D->kl : s->n - 1;
+        double a = 0.0;
+        for (size_t j = lo; j <= hi; j++)
+            a += gmm_band_get(D, i, j) * gmm_band_get(Sq, j, i);
+        s->bdl[b] += a;
+    }
+    memset(s->bgm, 0, s->nblk * sizeof *s->bgm);
+    kern_dots(c, m, NULL, s->bgm);
+    for (size_t b = 0; b < s->nblk; b++)
+        s->pbar[b] = s->bdamp[b] ? (s->bcnt[b] + s->bdl[b] + s->bgm[b]) / (2.0 * s->bp[b]) : 0.0;
+    return chain_damped(c, s->pbar, thetabar);
+}

@@ -8,8 +8,9 @@
 # Gaussian ELBO (the dense value), hmc's draws read back by predict (within their Monte Carlo
 # error of the dense posterior); --verbose's sizes and the rounding bound; a damped periodic summand
 # in the square-root form, also beside an intrinsic rw1 (loglik, gradcheck, predict at the rows
-# and new rows, score, fit, hmc with the prior metric; vi, the Laplace metric and hmc beside an
-# intrinsic component refused with the reason); inputs below the Cholesky's spacing limit refused.
+# and new rows, score, fit, hmc with the prior metric, vi without the rw1; the Laplace metric and
+# vi beside an intrinsic component refused with the reason); inputs below the Cholesky's spacing
+# limit refused.
 # Sourced by tests/cli/run.sh (see there for the helpers).
 
 skx="$ROOT/tests/fixtures/stack_kernel"
@@ -215,13 +216,25 @@ awk -F, 'NR == FNR { if (FNR > 1) { m[$1] = $2; v[$1] = $3 }; next }
 run "$GMM_INFER" hmc --model "$skx/model_per.json" --metric laplace --warmup 10 --draws 10 \
     -o "$CASE_TMP/d2.csv"
 expect_exit 1
-expect_stderr 'square-root form, where hmc whitens by the prior \(--metric prior\)'
+expect_stderr 'square-root form \(hmc whitens by the prior, --metric prior'
 [[ ! -e "$CASE_TMP/d2.csv" ]] || fail "hmc left a draws file"
 
-begin "formula stack kernel: what the square-root form does not cover says so"
+begin "formula stack kernel: vi on a damped periodic summand through the prior's square root"
+# Gaussian: q at full band is the exact posterior, its ELBO the dense log likelihood
 run "$GMM_INFER" vi --model "$skx/model_per.json" -o "$CASE_TMP/v.json"
+expect_exit 0
+expect_stderr "KL through the prior's square root"
+got=$(sk_num "$CASE_TMP/v.json" elbo)
+awk -v a="$got" -v b="$(dexp per)" 'BEGIN { d = a - b; if (d < 0) d = -d
+    r = b < 0 ? -b : b; exit !(d <= 1e-8 * r) }' || fail "vi per: ELBO $got, dense $(dexp per)"
+run "$GMM_INFER" predict --model "$CASE_TMP/v.json"
+expect_exit 0
+sk_rows_match "$OUT" "$skx/rows_damped.csv" 1e-6 > "$CASE_TMP/cmp" || fail "$(cat "$CASE_TMP/cmp")"
+
+begin "formula stack kernel: what the square-root form does not cover says so"
+run "$GMM_INFER" vi --model "$skx/model_per_rw1.json" -o "$CASE_TMP/v2.json"
 expect_exit 1
-expect_stderr 'vi is not supported'
+expect_stderr 'vi goes through the prior.s square root, which does not take intrinsic'
 
 begin "formula stack kernel: inputs below the Cholesky's spacing limit are refused with the rule"
 printf 't,g,y\n0,a,1\n1e-9,b,2\n1,a,0.5\n2,b,0.3\n3,a,1.2\n' > "$CASE_TMP/close.csv"
