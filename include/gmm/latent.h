@@ -188,6 +188,10 @@ gmm_status gmm_latent_prior_rows_rev_moments(gmm_latent *l, const double *Svv,
  * from tr(Q S) = n + tr(D S) there, never from Q's entries.  Errors:
  * GMM_EINVAL (NULL, no such reverse, no prior_rows before). */
 int gmm_latent_has_rows_rev_q(const gmm_latent *l);
+/* With constraints, the last gmm_latent_prior_rows' rows may hold pins: G'G
+ * = Q + tau E_S E_S' (S: gmm_latent_constraint_pins), tau returned here (0:
+ * none), so that a caller takes D = G'G - tau E_S E_S' - L L'. */
+double gmm_latent_prior_rows_pins(const gmm_latent *l);
 gmm_status gmm_latent_prior_rows_rev_q(gmm_latent *l, const gmm_band *S, const double *m,
                                        const gmm_band *D, double *thetabar);
 /* Rows of the square root (state-space: N = gmm_latent_dim), 0 for a

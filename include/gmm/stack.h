@@ -81,12 +81,13 @@
  * pins among the rows); a demodulated oscillator's rows h(t) vary with
  * theta (gmm_latent_obs_varies), and so do new rows' (gmm_latent_stack_row).
  * The whitening is block diagonal: the other components' as below, each
- * damped kernel's innovations form.  Without constraints the prior's square
- * root is the merged rows, one per latent (gmm_latent_prior_rows; VI), with
- * the reverse from q's moments (gmm_latent_prior_rows_rev_q).  The
- * assembled prior (gmm_latent_prior, hence the Laplace map, and VI beside
- * an intrinsic component) and gmm_latent_stack_logdet refuse it with
- * GMM_EINVAL and the reason (gmm_latent_assembled says so beforehand).
+ * damped kernel's innovations form.  The prior's square root is the merged
+ * rows, one per latent, the pins among them with constraints
+ * (gmm_latent_prior_rows, gmm_latent_prior_rows_pins; VI), with the reverse
+ * from q's moments (gmm_latent_prior_rows_rev_q).  The assembled prior
+ * (gmm_latent_prior, hence the Laplace map) and gmm_latent_stack_logdet
+ * refuse it with GMM_EINVAL and the reason (gmm_latent_assembled says so
+ * beforehand).
  *
  * ORDER AND BAND.  The stacked vector (components one after another, each
  * in its own local order) is permuted by reverse Cuthill-McKee over the

@@ -293,7 +293,7 @@ gmm_status gmm_vi_alloc(gmm_problem *p, const gmm_vi_params *par, gmm_vi **out)
         return gmm_error(GMM_EINVAL, "vi: the %s family has no square root of its prior "
                                      "precision (use the assembled prior)",
                          gmm_latent_family(lat));
-    if (rows && ncon)
+    if (rows && ncon && !gmm_latent_has_rows_rev_q(lat))
         return gmm_error(GMM_EINVAL, "vi: the prior's square root does not take constraints "
                                      "(use the assembled prior)");
     gmm_vi *v = gmm_calloc(1, sizeof *v);
@@ -816,7 +816,18 @@ gmm_status gmm_vi_elbo(gmm_vi *v, const double *theta, const double *lambda, dou
     if ((st = expectations(v, Sq, mq, &sumE, mqbar, gl)))
         return st;
     if (v->rows) {
-        rows_terms(v, &G, m, &mqm, mbar, gl, gt);
+        rows_terms(v, &G, mq, &mqm, mqbar, gl, gt);
+        /* rows that hold the pins (Q + tau E_S E_S', constraints: latent.h,
+         * gmm_latent_prior_rows_pins) give D, m'Qm and -Qm without them */
+        double tau = v->con ? gmm_latent_prior_rows_pins(v->lat) : 0.0;
+        const size_t *pin = gmm_latent_constraint_pins(v->lat);
+        for (size_t i = 0; tau > 0.0 && i < gmm_latent_nconstr(v->lat); i++) {
+            size_t s = pin[i];
+            *gmm_band_ptr(v->D, s, s) -= tau;
+            mqm -= tau * mq[s] * mq[s];
+            if (gl)
+                mqbar[s] += tau * mq[s];
+        }
     } else {
         if ((st = gmm_band_copy_band(v->D, v->Q)) ||
             (st = gmm_band_gemv(GMM_NOTRANS, 1.0, v->Q, mq, 0.0, v->tmp)))

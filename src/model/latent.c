@@ -301,6 +301,8 @@ int gmm_latent_has_wls(const gmm_latent *l) { return l->ops->wls != NULL; }
 
 int gmm_latent_has_rows_rev_q(const gmm_latent *l) { return l->ops->prior_rows_rev_q != NULL; }
 
+double gmm_latent_prior_rows_pins(const gmm_latent *l) { return l->rows_tau; }
+
 gmm_status gmm_latent_prior_rows_rev_q(gmm_latent *l, const gmm_band *S, const double *m,
                                        const gmm_band *D, double *thetabar)
 {

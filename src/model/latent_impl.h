@@ -73,6 +73,7 @@ struct gmm_latent {
     int logdet_known;      /* the last prior call returned log|Q| */
     int rows_ok;           /* the last prior_rows call succeeded */
     int sqrt_only;         /* no accurate assembled prior (latent.h) */
+    double rows_tau;       /* the pins the prior's rows hold (gmm_latent_prior_rows_pins) */
     size_t *node_row;      /* graphs: n, graph node -> latent index */
 };
 

@@ -612,8 +612,7 @@ static gmm_status sq_refuse(const char *what)
                                  "or periodic factor not multiplied by a kernel with process "
                                  "noise) has no accurate assembled precision: it takes the "
                                  "square-root form (hmc whitens by the prior, --metric prior; "
-                                 "vi goes through the prior's square root, which does not "
-                                 "take intrinsic components)",
+                                 "vi goes through the prior's square root)",
                      what);
 }
 
@@ -1031,8 +1030,8 @@ gmm_status gmm_latent_stack_alloc(size_t nrows, size_t nterm, const gmm_stack_te
     l->sqrt_only = c->sq;
     /* vi takes the square root (stack_sqrt.c: one merged row per latent),
      * its gradient from q's moments (gmm_latent_prior_rows_rev_q) */
-    l->prior_nrows = c->sq && !c->ncon ? c->n : 0;
-    l->prior_seg = c->sq && !c->ncon ? 1 : 0;
+    l->prior_nrows = c->sq ? c->n : 0;
+    l->prior_seg = c->sq ? 1 : 0;
     l->n = c->n;
     l->kl = c->bw;
     l->cov_kl = c->bw;

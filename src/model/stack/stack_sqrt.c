@@ -69,7 +69,7 @@ struct stack_sq {
     gmm_obs obs;
     double *mu, *zeta, *vloc, *xloc, *gpart, *coefbar;
     double *theta;
-    double noise, ld;
+    double noise, ld, tau; /* tau: the pins in Q_r's factor (constraints) */
     int weighted, have_theta, have_grad;
 };
 
@@ -348,6 +348,7 @@ static gmm_status sq_prior(stack_impl *c, gmm_latent *l, const double *theta, do
         for (size_t i = 0; i < c->ncon; i++)
             *gmm_band_ptr(s->Qr, c->pin[i], c->pin[i]) += tau;
         gmm_marglik_rows_pinned(s->w, tau);
+        s->tau = tau;
     }
     if ((st = gmm_band_chol_decomp_work(s->Qr, s->Qr, latent_asm_chol_work(&c->as, s->kl))))
         return gmm_error_at(st, gmm_error_index(), "the stacked prior (without its damped "
@@ -720,12 +721,10 @@ gmm_status stack_sq_prior_rows(stack_impl *c, gmm_latent *l, const double *theta
 {
     gmm_status st;
     double ld;
-    if (c->ncon)
-        return gmm_error(GMM_EINVAL, "vi: a stacked model with a damped kernel and intrinsic "
-                                     "components (rw1, rw2, besag, bym2) is not supported");
     if ((st = sq_alloc(c, l)) || (st = sq_prior(c, l, theta, &c->sqw->ld)))
         return st;
     ld = c->sqw->ld;
+    l->rows_tau = c->ncon ? c->sqw->tau : 0.0;
     *G = (gmm_prior_rows){.nrows = c->sqw->nG, .row = merged_row, .ctx = c};
     if (logdet)
         *logdet = ld;
@@ -744,9 +743,14 @@ gmm_status stack_sq_rows_rev_q(stack_impl *c, const gmm_band *Sq, const double *
     gmm_band_set_zero(s->S);
     if ((st = gmm_band_axpy(-0.5, 2.0, Sq, s->S)) ||
         (st = gmm_band_outer(-0.5, 1, m, s->n, m, s->n, s->S)) ||
-        (st = gmm_band_copy(s->Qb, s->S)) || (st = gmm_band_chol_selinv(s->Qr, s->Sr)) ||
-        (st = gmm_band_axpy(0.5, 2.0, s->Sr, s->Qb)) ||
-        (st = chain_entries(c, s->Qb, s->S, 0.5, thetabar)))
+        (st = gmm_band_copy(s->Qb, s->S)))
+        return st;
+    /* with constraints the normaliser's (Q^'s, pins dropped), as sq_fisher */
+    if (c->ncon ? (st = stack_pinned_logdet_rev(c, 0.5, s->Qb))
+                : ((st = gmm_band_chol_selinv(s->Qr, s->Sr)) ||
+                   (st = gmm_band_axpy(0.5, 2.0, s->Sr, s->Qb))))
+        return st;
+    if ((st = chain_entries(c, s->Qb, s->S, 0.5, thetabar)))
         return st;
     /* a damped block: T_b / (2 p_b) per unit of p_b, T_b = E_q[x_b'Q_b x_b]
      * with tr(Q_b S) = |b| + sum_{i in b} (D S)_ii ((L L' S)_ii = 1, Q's row
