@@ -20,6 +20,16 @@ sk_num() {
         v = substr($0, length(k) + 2); sub(/,$/, "", v); print v; exit }' "$1"
 }
 sk_expected() { awk -F, -v k="$1" '$1 == k { print $2 }' "$skx/expected.csv"; }
+
+# predict --draws' means ($OUT) within Monte Carlo error of the dense posterior rows in $1: 200
+# draws, a mean within 4 sd / sqrt(n_eff), n_eff >= 25 -- 0.8 sd
+sk_draws_match() {
+    awk -F, 'NR == FNR { if (FNR > 1) { m[$1] = $2; v[$1] = $3 }; next }
+        FNR > 1 { d = $2 - m[$1]; if (d < 0) d = -d
+            if (d > 0.8 * sqrt(v[$1])) { print "row " $1 ": " $2 ", dense " m[$1] " sd " sqrt(v[$1]); bad = 1 }
+            n++ }
+        END { exit bad || n != 40 }' "$1" "$OUT" > "$CASE_TMP/cmp" || fail "$(cat "$CASE_TMP/cmp")"
+}
 # |a - b| <= tol * |b|
 sk_close() {
     awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN {
@@ -137,13 +147,7 @@ expect_exit 0
 expect_file "$CASE_TMP/d.csv" 'f\[40\]'
 run "$GMM_INFER" predict --model "$skx/model_m32.json" --draws "$CASE_TMP/d.csv"
 expect_exit 0
-# 200 draws: a mean within 4 sd / sqrt(n_eff), n_eff >= 25, of the dense one -- 0.8 sd
-awk -F, 'NR == FNR { if (FNR > 1) { m[$1] = $2; v[$1] = $3 }; next }
-    FNR > 1 { d = $2 - m[$1]; if (d < 0) d = -d
-        if (d > 0.8 * sqrt(v[$1])) { print "row " $1 ": " $2 ", dense " m[$1] " sd " sqrt(v[$1]); bad = 1 }
-        n++ }
-    END { exit bad || n != 40 }' "$skx/rows_expected.csv" "$OUT" > "$CASE_TMP/cmp" ||
-    fail "$(cat "$CASE_TMP/cmp")"
+sk_draws_match "$skx/rows_expected.csv"
 
 begin "formula stack kernel: a damped periodic summand takes the square-root form"
 # expected_damped.csv: the dense GP with the damped periodic series (the script's kper)
@@ -190,13 +194,7 @@ expect_exit 0
 expect_stderr 'metric: prior \(auto: the latent.s precision exists only in the square-root form'
 run "$GMM_INFER" predict --model "$skx/model_per.json" --draws "$CASE_TMP/d.csv"
 expect_exit 0
-# 200 draws: a mean within 4 sd / sqrt(n_eff), n_eff >= 25, of the dense one -- 0.8 sd
-awk -F, 'NR == FNR { if (FNR > 1) { m[$1] = $2; v[$1] = $3 }; next }
-    FNR > 1 { d = $2 - m[$1]; if (d < 0) d = -d
-        if (d > 0.8 * sqrt(v[$1])) { print "row " $1 ": " $2 ", dense " m[$1] " sd " sqrt(v[$1]); bad = 1 }
-        n++ }
-    END { exit bad || n != 40 }' "$skx/rows_damped.csv" "$OUT" > "$CASE_TMP/cmp" ||
-    fail "$(cat "$CASE_TMP/cmp")"
+sk_draws_match "$skx/rows_damped.csv"
 # beside an intrinsic rw1: the assembled stacks' constrained whitening on the other components
 run "$GMM_INFER" predict --model "$skx/model_per_rw1.json"
 expect_exit 0
@@ -206,12 +204,7 @@ run "$GMM_INFER" hmc --model "$skx/model_per_rw1.json" --warmup 150 --draws 100 
 expect_exit 0
 run "$GMM_INFER" predict --model "$skx/model_per_rw1.json" --draws "$CASE_TMP/d3.csv"
 expect_exit 0
-awk -F, 'NR == FNR { if (FNR > 1) { m[$1] = $2; v[$1] = $3 }; next }
-    FNR > 1 { d = $2 - m[$1]; if (d < 0) d = -d
-        if (d > 0.8 * sqrt(v[$1])) { print "row " $1 ": " $2 ", dense " m[$1] " sd " sqrt(v[$1]); bad = 1 }
-        n++ }
-    END { exit bad || n != 40 }' "$skx/rows_damped_rw1.csv" "$OUT" > "$CASE_TMP/cmp" ||
-    fail "$(cat "$CASE_TMP/cmp")"
+sk_draws_match "$skx/rows_damped_rw1.csv"
 run "$GMM_INFER" hmc --model "$skx/model_per.json" --metric laplace --warmup 10 --draws 10 \
     -o "$CASE_TMP/d2.csv"
 expect_exit 1
