@@ -204,6 +204,8 @@ bench: $(BENCH_BIN) $(BIN) | deps-bench
 	  BENCH_CSV="$(BENCH_CSV)" scripts/bench.sh; fi
 	@echo "== scripts/bench_marginal.sh"; GMM_INFER=$(BIN) BENCH_QUICK="$(BENCH_QUICK)" \
 	  scripts/bench_marginal.sh
+	@echo "== scripts/bench_stack_sqrt.sh"; GMM_INFER=$(BIN) BENCH_QUICK="$(BENCH_QUICK)" \
+	  scripts/bench_stack_sqrt.sh
 	@echo "== scripts/bench_stan.sh"; scripts/bench_stan.sh --out $(BUILD)/bench-stan \
 	  $(if $(BENCH_QUICK),$(STAN_QUICK))
 
