@@ -248,6 +248,11 @@ static gmm_status laplace_forward_form(gmm_problem *p, const double *theta, doub
     (void)gmm_latent_factorisation(p->lat, &p->sbound);
     /* the square-root form folds rows sqrt(w_i) h_i: no row with w_i < 0 */
     p->sqrt_declined = rows && p->lik.type->not_log_concave;
+    if (p->sqrt_declined && !gmm_latent_assembled(p->lat))
+        return gmm_error(GMM_EINVAL, "the %s likelihood is not log-concave, so its Laplace "
+                                     "approximation needs the assembled precision, which this "
+                                     "model (a damped kernel beside other terms) does not have",
+                         p->lik.type->name);
     if (p->sqrt_declined)
         rows = 0;
     if (rows && gmm_latent_obs_varies(p->lat)) {

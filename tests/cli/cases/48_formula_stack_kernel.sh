@@ -231,6 +231,12 @@ got=$(sk_num "$CASE_TMP/v2.json" elbo)
 awk -v a="$got" -v b="$(dexp per_rw1)" 'BEGIN { exit !(a <= b + 1e-9 && a >= b - 1e-4) }' ||
     fail "vi per_rw1: ELBO $got, dense log likelihood $(dexp per_rw1)"
 
+begin "formula stack kernel: a damped kernel with a likelihood that is not log-concave says why not"
+run "$GMM_INFER" loglik --formula "y ~ x1 + f(t, 'matern32 + periodic(period=5)') + f(g, iid)" \
+    --likelihood 'studentt(df=4, scale=0.3)' "$skx/data.csv"
+expect_exit 1
+expect_stderr 'studentt likelihood is not log-concave, so its Laplace approximation needs the'
+
 begin "formula stack kernel: inputs below the Cholesky's spacing limit are refused with the rule"
 printf 't,g,y\n0,a,1\n1e-9,b,2\n1,a,0.5\n2,b,0.3\n3,a,1.2\n' > "$CASE_TMP/close.csv"
 run "$GMM_INFER" loglik --formula "y ~ f(t, 'matern32(lengthscale=1)') + f(g, iid)" \
