@@ -177,6 +177,8 @@ static gmm_status merge_rows(stack_impl *c)
     if (!key || !s->gsrc) {
         gmm_free(dmp);
         gmm_free(key);
+        gmm_free(s->gsrc);
+        s->gsrc = NULL;
         return gmm_error(GMM_ENOMEM, "out of memory for the square-root form");
     }
     s->gker = s->gsrc + total;
@@ -236,10 +238,22 @@ static gmm_status merge_rows(stack_impl *c)
     }
     gmm_free(dmp);
     gmm_free(key);
+    if (st) { /* built on the next call, not taken half-built (sq_prior) */
+        gmm_free(s->gsrc);
+        s->gsrc = NULL;
+    }
     return st;
 }
 
 /* ---- workspace ---------------------------------------------------------------- */
+
+/* A workspace that failed to build is freed, so that the next call builds
+ * it again instead of taking it for a built one. */
+static void sq_drop(stack_impl *c)
+{
+    stack_sq_free(c->sqw);
+    c->sqw = NULL;
+}
 
 static gmm_status sq_alloc(stack_impl *c, const gmm_latent *l)
 {
@@ -276,10 +290,12 @@ static gmm_status sq_alloc(stack_impl *c, const gmm_latent *l)
         c->Qhbar = gmm_band_alloc(n, kl, 0, GMM_BAND_SYMMETRIC);
     }
     if ((c->ncon && (!c->Qh || !c->Qhbar)) || !s->Qr || !s->S || !s->Qb || !s->Sr || !s->w || !s->kern || !s->bdamp || !s->bp || !s->lblk ||
-        !s->order || !s->ocoef || !s->mu || !s->theta)
+        !s->order || !s->ocoef || !s->mu || !s->theta) {
+        sq_drop(c);
         return gmm_error(GMM_ENOMEM, "out of memory for the square-root form (n = %zu, "
                                      "bandwidth %zu)",
                          n, kl);
+    }
     s->bgm = s->bp + nb;
     s->bgz = s->bgm + nb;
     s->bdl = s->bgz + nb;
@@ -323,7 +339,10 @@ static gmm_status sq_alloc(stack_impl *c, const gmm_latent *l)
     }
     s->obs = (gmm_obs){.n = n, .width = W, .offset = s->ooff, .coef = s->ocoef,
                        .coef_stride = W, .y = s->oy};
-    return gmm_marglik_constrain(s->w, c->ncon, c->A, c->pin);
+    gmm_status st = gmm_marglik_constrain(s->w, c->ncon, c->A, c->pin);
+    if (st)
+        sq_drop(c);
+    return st;
 }
 
 /* ---- evaluation ---------------------------------------------------------------- */
@@ -725,9 +744,15 @@ static gmm_status sq_wwork(stack_impl *c)
     s->wL = gmm_band_alloc(n, s->kl, 0, GMM_BAND_SYMMETRIC);
     s->wLb = gmm_band_alloc(n, s->kl, 0, GMM_BAND_SYMMETRIC);
     s->wz = gmm_malloc(5 * n + 2 * big + c->nparam + 1, sizeof *s->wz);
-    if (!s->wL || !s->wLb || !s->wz)
+    if (!s->wL || !s->wLb || !s->wz) {
+        gmm_band_free(s->wL);
+        gmm_band_free(s->wLb);
+        gmm_free(s->wz);
+        s->wL = s->wLb = NULL;
+        s->wz = NULL;
         return gmm_error(GMM_ENOMEM, "out of memory for the whitening (n = %zu, bandwidth %zu)",
                          n, s->kl);
+    }
     s->wzb = s->wz + n;
     s->wloc = s->wzb + n;
     s->wtheta = s->wloc + 2 * big;
