@@ -248,6 +248,13 @@ static gmm_status laplace_forward_form(gmm_problem *p, const double *theta, doub
     (void)gmm_latent_factorisation(p->lat, &p->sbound);
     /* the square-root form folds rows sqrt(w_i) h_i: no row with w_i < 0 */
     p->sqrt_declined = rows && p->lik.type->not_log_concave;
+    if (p->sqrt_declined && !gmm_latent_assembled(p->lat))
+        return gmm_error(GMM_EINVAL, "the %s likelihood is not log-concave, so the Laplace "
+                                     "approximation cannot take the square-root form, the only "
+                                     "one of this latent (a stacked model with a damped kernel: "
+                                     "a constant, cosine or periodic factor not multiplied by a "
+                                     "kernel with process noise)",
+                         p->lik.type->name);
     if (p->sqrt_declined)
         rows = 0;
     if (rows && gmm_latent_obs_varies(p->lat)) {

@@ -204,6 +204,11 @@ expect_stderr 'vi is not supported'
 run "$GMM_INFER" hmc --model "$skx/model_per_rw1.json" --warmup 10 --draws 10 -o "$CASE_TMP/d3.csv"
 expect_exit 1
 expect_stderr 'damped kernel and intrinsic components .* not supported'
+# studentt is not log-concave: the square-root form, the only one here, is declined
+run "$GMM_INFER" loglik --formula "y ~ x1 + f(t, 'matern32 + periodic(period=5)') + f(g, iid)" \
+    --likelihood 'studentt(df=4, scale=0.3)' "$skx/data.csv"
+expect_exit 1
+expect_stderr 'studentt likelihood is not log-concave.*square-root form, the only one'
 
 begin "formula stack kernel: inputs below the Cholesky's spacing limit are refused with the rule"
 printf 't,g,y\n0,a,1\n1e-9,b,2\n1,a,0.5\n2,b,0.3\n3,a,1.2\n' > "$CASE_TMP/close.csv"
