@@ -78,10 +78,14 @@
  * the other components' Cholesky rows, the data's), never assembled: the
  * exact Gaussian likelihood and the Laplace approximation's smoothing
  * (latent.h, wls) take it, with their gradients; a demodulated oscillator's
- * rows h(t) vary with theta (gmm_latent_obs_varies).  The assembled prior
- * (gmm_latent_prior), the whitening (hmc), VI and new rows of the damped
- * kernel (gmm_latent_stack_row) refuse it with GMM_EINVAL and the reason,
- * as gmm_latent_stack_alloc refuses it beside an intrinsic component.
+ * rows h(t) vary with theta (gmm_latent_obs_varies).  Intrinsic
+ * components beside it hold their pins among the rows (marglik.h,
+ * LINEAR CONSTRAINTS).  The whitening (hmc) is block diagonal over the
+ * components (stack_sqrt.c, WHITENING; GMM_EINVAL beside an intrinsic
+ * component); new rows read the demodulated h(t - t_0)
+ * (gmm_latent_stack_row).  The assembled prior (gmm_latent_prior, so the
+ * Laplace metric and draws from P's factor) and VI refuse it with
+ * GMM_EINVAL and the reason.
  *
  * ORDER AND BAND.  The stacked vector (components one after another, each
  * in its own local order) is permuted by reverse Cuthill-McKee over the
@@ -160,8 +164,7 @@ typedef struct {
  * GMM_EINVAL (NULL, a level out of range or a non-finite value with the row
  * in gmm_error_index(), RW1 with fewer than 2 distinct values or RW2 or a
  * cyclic walk fewer than 3, a starting value out of its domain, a missing
- * graph or kernel, a kernel with a damped factor beside an intrinsic
- * component, cyclic on another model, merge_tol negative, not finite or on
+ * graph or kernel, cyclic on another model, merge_tol negative, not finite or on
  * another model than KERNEL, a period without cyclic, not positive
  * and finite, or onto which the values reduce to a full period), GMM_ENOMEM
  * (the band or observation map over limit, with the bytes; allocation).
