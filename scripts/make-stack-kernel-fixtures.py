@@ -22,7 +22,9 @@ before, between, on and after the data's, a group the data never met -- and
 log N(y; mean, var + noise)); terms_m32.csv (term,level,mean,sd: the
 posterior of f(t) at each distinct value and of each group's effect);
 rows_expected.csv (row,mean,var: the m32 model's posterior of the linear
-predictor at the data rows).
+predictor at the data rows).  The damped periodic models (below): expected_damped.csv,
+rows_damped.csv, new_damped.csv and new_damped_pois.csv (the Poisson one's
+Laplace posterior of the linear predictor at new.csv's rows).
 """
 import json
 import os
@@ -274,6 +276,23 @@ for it in range(200):
         break
     obj = new
 expected_d.append(("per_pois", obj))
+# its new rows (new.csv): the Laplace posterior of the linear predictor, b +
+# k*'K^-1 f^ and k** - k*'(K + W^-1)^-1 k*, W the weights at the mode f^
+tp = tn[:, None] - t[None, :]
+tpp = tn[:, None] - tn[None, :]
+Cpnd = (k32(ppp["f.t.matern32.variance"], ppp["f.t.matern32.lengthscale"], tp) +
+        kper(ppp["f.t.periodic.variance"], ppp["f.t.periodic.lengthscale"],
+             ppp["f.t.periodic.period"], tp, damp) + ppp["f.g.variance"] * Zn @ Z.T)
+Cpnn = (k32(ppp["f.t.matern32.variance"], ppp["f.t.matern32.lengthscale"], tpp) +
+        kper(ppp["f.t.periodic.variance"], ppp["f.t.periodic.lengthscale"],
+             ppp["f.t.periodic.period"], tpp, damp) +
+        ppp["f.g.variance"] * (Zn @ Zn.T + np.diag((gn >= 4).astype(float))))
+mpn = b + Cpnd @ np.linalg.solve(Kp, fl)
+vpn = np.diag(Cpnn - Cpnd @ np.linalg.solve(Kp + np.diag(1.0 / np.exp(b + fl)), Cpnd.T))
+with open(os.path.join(out, "new_damped_pois.csv"), "w") as fh:
+    fh.write("row,mean,var\n")
+    for i in range(len(tn)):
+        fh.write(f"{i + 1},{fmt(mpn[i])},{fmt(vpn[i])}\n")
 
 # the same kernel beside an intrinsic rw1 on x1 (sum-to-zero): the
 # constrained prior's covariance V (V'QV)^-1 V' (V an orthonormal basis of
