@@ -22,7 +22,9 @@ before, between, on and after the data's, a group the data never met -- and
 log N(y; mean, var + noise)); terms_m32.csv (term,level,mean,sd: the
 posterior of f(t) at each distinct value and of each group's effect);
 rows_expected.csv (row,mean,var: the m32 model's posterior of the linear
-predictor at the data rows).
+predictor at the data rows).  The damped periodic models (below): expected_damped.csv,
+rows_damped.csv, new_damped.csv and new_damped_pois.csv (the Poisson one's
+Laplace posterior of the linear predictor at new.csv's rows).
 """
 import json
 import os
@@ -65,9 +67,10 @@ def model_json(name, formula, params, lik="gaussian"):
         f.write("\n")
 
 
-def laplace_rw(K, b, counts, maxit=300):
+def laplace_rw(K, b, counts, maxit=300, mode=False):
     """Rasmussen & Williams' Algorithm 3.1 for Poisson counts with log rate
-    b + f, f ~ N(0, K): the Laplace approximation's log q(y)."""
+    b + f, f ~ N(0, K): the Laplace approximation's log q(y) (and, with
+    mode, the mode f^ too)."""
     lgam = np.array([np.sum(np.log(np.arange(1, c + 1))) for c in counts])
     fl = np.zeros(len(counts))
     obj = None
@@ -84,9 +87,9 @@ def laplace_rw(K, b, counts, maxit=300):
         L = np.linalg.cholesky(np.eye(len(counts)) + sW[:, None] * K * sW[None, :])
         new = -0.5 * a @ fl + lp - np.log(np.diag(L)).sum()
         if obj is not None and abs(new - obj) < 1e-15 * abs(new):
-            return new
+            return (new, fl) if mode else new
         obj = new
-    return obj
+    return (obj, fl) if mode else obj
 
 
 os.makedirs(out, exist_ok=True)
@@ -260,7 +263,26 @@ model_json("model_per_pois.json", "n ~ f(t, 'matern32 + periodic(period=5)') + f
 Kp = (k32(ppp["f.t.matern32.variance"], ppp["f.t.matern32.lengthscale"], tau) +
       kper(ppp["f.t.periodic.variance"], ppp["f.t.periodic.lengthscale"],
            ppp["f.t.periodic.period"], tau, damp) + ppp["f.g.variance"] * Z @ Z.T)
-expected_d.append(("per_pois", laplace_rw(Kp, ppp["intercept"], cnt)))
+res_pp = laplace_rw(Kp, ppp["intercept"], cnt, mode=True)
+expected_d.append(("per_pois", res_pp[0]))
+b, fl = ppp["intercept"], res_pp[1]
+# its new rows (new.csv): the Laplace posterior of the linear predictor, b +
+# k*'K^-1 f^ and k** - k*'(K + W^-1)^-1 k*, W the weights at the mode f^
+tp = tn[:, None] - t[None, :]
+tpp = tn[:, None] - tn[None, :]
+Cpnd = (k32(ppp["f.t.matern32.variance"], ppp["f.t.matern32.lengthscale"], tp) +
+        kper(ppp["f.t.periodic.variance"], ppp["f.t.periodic.lengthscale"],
+             ppp["f.t.periodic.period"], tp, damp) + ppp["f.g.variance"] * Zn @ Z.T)
+Cpnn = (k32(ppp["f.t.matern32.variance"], ppp["f.t.matern32.lengthscale"], tpp) +
+        kper(ppp["f.t.periodic.variance"], ppp["f.t.periodic.lengthscale"],
+             ppp["f.t.periodic.period"], tpp, damp) +
+        ppp["f.g.variance"] * (Zn @ Zn.T + np.diag((gn >= 4).astype(float))))
+mpn = b + Cpnd @ np.linalg.solve(Kp, fl)
+vpn = np.diag(Cpnn - Cpnd @ np.linalg.solve(Kp + np.diag(1.0 / np.exp(b + fl)), Cpnd.T))
+with open(os.path.join(out, "new_damped_pois.csv"), "w") as fh:
+    fh.write("row,mean,var\n")
+    for i in range(len(tn)):
+        fh.write(f"{i + 1},{fmt(mpn[i])},{fmt(vpn[i])}\n")
 
 # the same kernel beside an intrinsic rw1 on x1 (sum-to-zero): the
 # constrained prior's covariance V (V'QV)^-1 V' (V an orthonormal basis of

@@ -104,7 +104,8 @@ const char *gmm_problem_factorisation(const gmm_problem *p, double *bound);
  * precision although the family's rule (its rounding bound, a damped
  * factor: ssm.h, FACTORISATION) asked for the square-root form, because
  * the likelihood is not log-concave (studentt): its value and gradient
- * carry that bound's rounding. */
+ * carry that bound's rounding.  A latent with no assembled precision
+ * (gmm_latent_assembled zero) makes that evaluation GMM_EINVAL instead. */
 int gmm_problem_sqrt_declined(const gmm_problem *p);
 /* Newton iterations of the last Laplace evaluation (0 when exact). */
 size_t gmm_problem_iterations(const gmm_problem *p);

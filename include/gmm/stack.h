@@ -166,8 +166,7 @@ typedef struct {
  * GMM_EINVAL (NULL, a level out of range or a non-finite value with the row
  * in gmm_error_index(), RW1 with fewer than 2 distinct values or RW2 or a
  * cyclic walk fewer than 3, a starting value out of its domain, a missing
- * graph or kernel, a kernel with a damped factor beside an intrinsic
- * component, cyclic on another model, merge_tol negative, not finite or on
+ * graph or kernel, cyclic on another model, merge_tol negative, not finite or on
  * another model than KERNEL, a period without cyclic, not positive
  * and finite, or onto which the values reduce to a full period), GMM_ENOMEM
  * (the band or observation map over limit, with the bytes; allocation).

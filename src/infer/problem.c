@@ -797,8 +797,10 @@ gmm_status gmm_problem_predict_latent(gmm_problem *p, const double *theta, const
 static gmm_status posterior_solve(void *ctx, double *v)
 {
     gmm_problem *p = ctx;
-    return p->exact ? gmm_latent_gaussian_posterior_solve(p->lat, v)
-                    : gmm_laplace_posterior_solve(p->lap, v);
+    /* the square-root form's Laplace posterior is the latent's last fold
+     * (gmm_problem_posterior) */
+    return p->exact || p->sqrt_form ? gmm_latent_gaussian_posterior_solve(p->lat, v)
+                                    : gmm_laplace_posterior_solve(p->lap, v);
 }
 
 gmm_status gmm_problem_predict_forms(gmm_problem *p, const double *theta, size_t nq,

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gmm/alloc.h"
 #include "gmm/band.h"
 #include "gmm/kernel.h"
 #include "gmm/latent.h"
@@ -715,6 +716,70 @@ START_TEST(test_kernel_whiten)
 }
 END_TEST
 
+/* The square-root form (case 3) under a count-down allocator: each failing
+ * allocation of the first evaluation (its workspace, the merged rows, the
+ * fold's) or of the first whitening setup is a clean error, and the same
+ * call without injection then gives the clean value -- a half-built
+ * workspace is never taken for a built one.  _i: 0 Gaussian, 1 Poisson. */
+START_TEST(test_kernel_sqrt_enomem)
+{
+    int poisson = _i;
+    kcase c;
+    kcase_make(&c, 3, poisson);
+    size_t n = gmm_latent_dim(c.l), np = gmm_latent_nparam(c.l);
+    double th[32], f0, g0[32], f, g[32], lth[32];
+    memcpy(th, c.o->value, c.np * sizeof *th);
+    memcpy(lth, gmm_latent_param_start(c.l), np * sizeof *lth);
+    double *v = malloc(n * sizeof *v), *x0 = malloc(n * sizeof *x0), *x = malloc(n * sizeof *x);
+    for (size_t i = 0; i < n; i++)
+        v[i] = sin(1.0 + (double)i);
+    ck_assert_int_eq(c.o->eval(c.o->ctx, th, &f0, g0), GMM_OK);
+    ck_assert_int_eq(gmm_latent_whiten_setup(c.l, lth), GMM_OK);
+    ck_assert_int_eq(gmm_latent_whiten(c.l, v, x0), GMM_OK);
+    kcase_free(&c);
+    int failed = 0, wfailed = 0;
+    for (long k = 0; k < 2000; k++) {
+        kcase_make(&c, 3, poisson);
+        gmm_alloc_fail_after(k);
+        gmm_status st = c.o->eval(c.o->ctx, th, &f, g);
+        gmm_alloc_fail_after(-1);
+        if (st == GMM_OK) {
+            kcase_free(&c);
+            break;
+        }
+        failed++;
+        ck_assert_int_eq(c.o->eval(c.o->ctx, th, &f, g), GMM_OK);
+        ck_assert_msg(fabs(f - f0) <= 1e-12 * fabs(f0), "failure %ld: %.17g vs %.17g", k, f, f0);
+        for (size_t i = 0; i < c.np; i++)
+            ck_assert_msg(fabs(g[i] - g0[i]) <= 1e-9 * fmax(1.0, fabs(g0[i])),
+                          "failure %ld: gradient %zu %.17g vs %.17g", k, i, g[i], g0[i]);
+        kcase_free(&c);
+    }
+    for (long k = 0; k < 2000; k++) {
+        kcase_make(&c, 3, poisson);
+        gmm_alloc_fail_after(k);
+        gmm_status st = gmm_latent_whiten_setup(c.l, lth);
+        gmm_alloc_fail_after(-1);
+        if (st == GMM_OK) {
+            kcase_free(&c);
+            break;
+        }
+        wfailed++;
+        ck_assert_int_eq(gmm_latent_whiten_setup(c.l, lth), GMM_OK);
+        ck_assert_int_eq(gmm_latent_whiten(c.l, v, x), GMM_OK);
+        for (size_t i = 0; i < n; i++)
+            ck_assert_msg(fabs(x[i] - x0[i]) <= 1e-12 * fmax(1.0, fabs(x0[i])),
+                          "whiten failure %ld: x[%zu] %.17g vs %.17g", k, i, x[i], x0[i]);
+        kcase_free(&c);
+    }
+    ck_assert_int_gt(failed, 10);
+    ck_assert_int_gt(wfailed, 5);
+    free(v);
+    free(x0);
+    free(x);
+}
+END_TEST
+
 Suite *model_stack_kernel_suite(void)
 {
     Suite *s = suite_create("model_stack_kernel");
@@ -729,6 +794,7 @@ Suite *model_stack_kernel_suite(void)
     tcase_add_loop_test(tc, test_kernel_new_rows, KCASES, KCASES + KMERGED);
     tcase_add_loop_test(tc, test_kernel_whiten, 0, KCASES + KMERGED);
     tcase_add_test(tc, test_kernel_damped_forms);
+    tcase_add_loop_test(tc, test_kernel_sqrt_enomem, 0, 2);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -462,10 +462,17 @@ static gmm_status stack_whiten_setup(void *p, const double *theta)
         c->wL = gmm_band_alloc(c->n, c->bw, 0, GMM_BAND_SYMMETRIC);
         c->wLb = gmm_band_alloc(c->n, c->bw, 0, GMM_BAND_LOWER);
         c->wx = gmm_malloc(6 * c->n + c->nparam + 2 * k * k + 2 * k + 1, sizeof *c->wx);
-        if (!c->wL || !c->wLb || !c->wx)
+        if (!c->wL || !c->wLb || !c->wx) {
+            /* none of it kept: the next setup allocates again */
+            gmm_band_free(c->wL);
+            gmm_band_free(c->wLb);
+            gmm_free(c->wx);
+            c->wL = c->wLb = NULL;
+            c->wx = NULL;
             return gmm_error(GMM_ENOMEM, "out of memory for the whitening workspace (two bands "
                                          "of %zu x %zu, bandwidth %zu)",
                              c->n, c->n, c->bw);
+        }
         c->wwork = c->wx + c->n;
         c->wsolve = c->wwork + c->n;
         c->wsz = c->wsolve + c->n;

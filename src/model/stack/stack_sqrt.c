@@ -165,6 +165,8 @@ static gmm_status merge_rows(stack_impl *c)
     if (!key || !s->gsrc) {
         gmm_free(dmp);
         gmm_free(key);
+        gmm_free(s->gsrc);
+        s->gsrc = NULL;
         return gmm_error(GMM_ENOMEM, "out of memory for the square-root form");
     }
     s->gker = s->gsrc + total;
@@ -228,10 +230,22 @@ static gmm_status merge_rows(stack_impl *c)
     }
     gmm_free(dmp);
     gmm_free(key);
+    if (st) { /* built on the next call, not taken half-built (sq_prior) */
+        gmm_free(s->gsrc);
+        s->gsrc = NULL;
+    }
     return st;
 }
 
 /* ---- workspace ---------------------------------------------------------------- */
+
+/* A workspace that failed to build is freed, so that the next call builds
+ * it again instead of taking it for a built one. */
+static void sq_drop(stack_impl *c)
+{
+    stack_sq_free(c->sqw);
+    c->sqw = NULL;
+}
 
 static gmm_status sq_alloc(stack_impl *c, const gmm_latent *l)
 {
@@ -270,8 +284,7 @@ static gmm_status sq_alloc(stack_impl *c, const gmm_latent *l)
     if ((c->ncon && (!c->Qh || !c->Qhbar)) || !s->Qr || !s->S || !s->Qb || !s->Sr || !s->w ||
         !s->kern || !s->bdamp || !s->bp || !s->lblk || !s->order || !s->ocoef || !s->mu ||
         !s->theta) {
-        stack_sq_free(s); /* none of it kept: the next call starts again */
-        c->sqw = NULL;
+        sq_drop(c); /* none of it kept: the next call starts again */
         return gmm_error(GMM_ENOMEM, "out of memory for the square-root form (n = %zu, "
                                      "bandwidth %zu)",
                          n, kl);
@@ -320,10 +333,8 @@ static gmm_status sq_alloc(stack_impl *c, const gmm_latent *l)
     s->obs = (gmm_obs){.n = n, .width = W, .offset = s->ooff, .coef = s->ocoef,
                        .coef_stride = W, .y = s->oy};
     gmm_status st = gmm_marglik_constrain(s->w, c->ncon, c->A, c->pin);
-    if (st) {
-        stack_sq_free(s);
-        c->sqw = NULL;
-    }
+    if (st)
+        sq_drop(c);
     return st;
 }
 

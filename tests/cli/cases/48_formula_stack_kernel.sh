@@ -178,6 +178,11 @@ awk -v a="$got" -v b="$(dexp loo_per)" 'BEGIN { d = a - b; if (d < 0) d = -d
 run "$GMM_INFER" predict --model "$skx/model_per.json" --at "$skx/new.csv"
 expect_exit 0
 sk_rows_match "$OUT" "$skx/new_damped.csv" 1e-8 > "$CASE_TMP/cmp" || fail "$(cat "$CASE_TMP/cmp")"
+# the Poisson one's: the Laplace posterior, which the square-root form's fold holds
+run "$GMM_INFER" predict --model "$skx/model_per_pois.json" --at "$skx/new.csv"
+expect_exit 0
+sk_rows_match "$OUT" "$skx/new_damped_pois.csv" 1e-8 > "$CASE_TMP/cmp" ||
+    fail "$(cat "$CASE_TMP/cmp")"
 run "$GMM_INFER" score --model "$skx/model_per.json" "$skx/new.csv" --rows "$CASE_TMP/lpd.csv"
 expect_exit 0
 sk_rows_match "$CASE_TMP/lpd.csv" "$skx/new_damped.csv" 1e-8 lpd > "$CASE_TMP/cmp" ||
