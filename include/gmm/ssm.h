@@ -366,8 +366,9 @@ gmm_status gmm_ssm_wls_rowcov(gmm_ssm *m, double *zeta, double *sh);
  * theta (kernel.h, gmm_kernel_var_damped): theta reaches it through p.
  *
  * gmm_ssm_damped_blocks: per block, damped[b] and p (pvar[b]; for other
- * blocks Pinf's first diagonal entry there) at theta, the damped ones'
- * structure verified (GMM_EINVAL "internal" otherwise).  O(intervals d^2).
+ * blocks Pinf's first diagonal entry there) at theta.  The flags are found
+ * and the damped blocks' structure verified once, at the first call
+ * (GMM_EINVAL "internal" otherwise; O(intervals d^3)); later calls O(d^2).
  *
  * gmm_ssm_damped_rev: thetabar += sum_b pbar[b] dp_b/dtheta (pbar: one per
  * block, read for damped ones; others 0).  O(d^3 + nparam d^2). */

@@ -69,6 +69,7 @@ void gmm_ssm_free(gmm_ssm *m)
     gmm_free(m->bs);
     gmm_free(m->xl);
     gmm_free(m->Hobs);
+    gmm_free(m->dblk);
     gmm_free(m->lbuf);
     gmm_free(m->lrow);
     gmm_free(m->mu);

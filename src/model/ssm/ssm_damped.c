@@ -31,22 +31,21 @@ size_t gmm_ssm_var_block(const gmm_ssm *m, size_t p)
     return b;
 }
 
-gmm_status gmm_ssm_damped_blocks(gmm_ssm *m, const double *theta, int *damped, double *pvar)
+/* The damped blocks' flags (m->dblk, nb), found once: the structure is
+ * the kernel's, the same at every theta (kernel.h, gmm_kernel_var_damped),
+ * checked here at the first theta -- Pinf = p I, and every interval's A =
+ * rho I and Q = q I on each such block -- as a guard on that claim. */
+static gmm_status damped_structure(gmm_ssm *m)
 {
     gmm_status st;
-    if (!m || !theta || !damped || !pvar)
-        return gmm_error(GMM_EINVAL, "gmm_ssm_damped_blocks: NULL argument");
     size_t d = m->d;
-    int *kd = gmm_malloc(d, sizeof *kd);
+    int *kd = gmm_malloc(d, sizeof *kd), *flag = gmm_malloc(m->nb ? m->nb : 1, sizeof *flag);
     double *A = gmm_malloc(2 * d * d, sizeof *A), *Q = A ? A + d * d : NULL;
-    if (!kd || !A) {
-        gmm_free(kd);
-        gmm_free(A);
-        return gmm_error(GMM_ENOMEM, "out of memory for the damped blocks");
+    if (!kd || !flag || !A) {
+        st = gmm_error(GMM_ENOMEM, "out of memory for the damped blocks");
+        goto done;
     }
-    m->prior_ok = 0;
-    m->lblocks = 0;
-    if ((st = gmm_kernel_var_damped(m->k, kd)) || (st = ssm_pinf(m, theta)))
+    if ((st = gmm_kernel_var_damped(m->k, kd)))
         goto done;
     for (size_t b = 0; b < m->nb; b++) {
         const size_t *idx = m->perm + m->boff[b];
@@ -54,12 +53,9 @@ gmm_status gmm_ssm_damped_blocks(gmm_ssm *m, const double *theta, int *damped, d
         int all = 1;
         for (size_t i = 0; i < s; i++)
             all = all && kd[idx[i]];
-        damped[b] = all;
-        pvar[b] = m->P[idx[0] * d + idx[0]];
-        if (!all)
-            continue;
-        double p = pvar[b];
-        for (size_t i = 0; i < s; i++)
+        flag[b] = all;
+        double p = m->P[idx[0] * d + idx[0]];
+        for (size_t i = 0; all && i < s; i++)
             for (size_t j = 0; j < s; j++)
                 if (fabs(m->P[idx[i] * d + idx[j]] - (i == j ? p : 0.0)) > DAMPED_TOL * p) {
                     st = gmm_error(GMM_EINVAL, "internal: a damped block's stationary "
@@ -67,19 +63,18 @@ gmm_status gmm_ssm_damped_blocks(gmm_ssm *m, const double *theta, int *damped, d
                     goto done;
                 }
     }
-    /* A = rho I and Q = (1 - rho^2) p I on each damped block, every interval */
     for (size_t g = 0; g < m->ng; g++) {
         if ((st = gmm_kernel_disc(m->k, m->kw, m->gdt[g], A, Q)))
             goto done;
         for (size_t b = 0; b < m->nb; b++) {
-            if (!damped[b])
+            if (!flag[b])
                 continue;
             const size_t *idx = m->perm + m->boff[b];
             size_t s = m->boff[b + 1] - m->boff[b];
             /* Q = q I with q = (1 - rho^2) p: the kernel forms 1 - rho^2 without
              * its cancellation, so the product is only a coarse check */
             double rho = A[idx[0] * d + idx[0]], q = Q[idx[0] * d + idx[0]];
-            int ok = fabs(q - (1.0 - rho * rho) * pvar[b]) <= 1e-4 * q;
+            int ok = fabs(q - (1.0 - rho * rho) * m->P[idx[0] * d + idx[0]]) <= 1e-4 * q;
             for (size_t i = 0; i < s && ok; i++)
                 for (size_t j = 0; j < s && ok; j++)
                     ok = fabs(A[idx[i] * d + idx[j]] - (i == j ? rho : 0.0)) <= DAMPED_TOL &&
@@ -91,10 +86,30 @@ gmm_status gmm_ssm_damped_blocks(gmm_ssm *m, const double *theta, int *damped, d
             }
         }
     }
+    m->dblk = flag;
+    flag = NULL;
 done:
     gmm_free(kd);
+    gmm_free(flag);
     gmm_free(A);
     return st;
+}
+
+gmm_status gmm_ssm_damped_blocks(gmm_ssm *m, const double *theta, int *damped, double *pvar)
+{
+    gmm_status st;
+    if (!m || !theta || !damped || !pvar)
+        return gmm_error(GMM_EINVAL, "gmm_ssm_damped_blocks: NULL argument");
+    m->prior_ok = 0;
+    m->lblocks = 0;
+    if ((st = ssm_pinf(m, theta)) || (!m->dblk && (st = damped_structure(m))))
+        return st;
+    for (size_t b = 0; b < m->nb; b++) {
+        size_t i0 = m->perm[m->boff[b]];
+        damped[b] = m->dblk[b];
+        pvar[b] = m->P[i0 * m->d + i0];
+    }
+    return GMM_OK;
 }
 
 gmm_status gmm_ssm_damped_rev(gmm_ssm *m, const double *theta, const double *pbar,

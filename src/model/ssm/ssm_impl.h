@@ -38,6 +38,7 @@ struct gmm_ssm {
     double *obs_y, *H, *Hp; /* H in kernel order, and in band order (see BLOCKS) */
     size_t *perm;           /* d: band position p of a state holds variable perm[p] */
     size_t nb, *boff;       /* blocks: band positions boff[b] .. boff[b+1]-1 */
+    int *dblk;              /* nb: damped blocks (ssm_damped.c; NULL until asked) */
     double *bs;             /* 10 smax^2: per-block scratch */
     gmm_obs obs;
     /* demodulated kernels (kernel.h, DEMODULATION): one observation row per
