@@ -433,6 +433,15 @@ static gmm_status sq_eval(stack_impl *c, gmm_latent *l, const double *theta, con
 
 /* ---- gradient ------------------------------------------------------------------ */
 
+/* a_r'v over row r's entries. */
+static double row_dot(const gmm_latent *l, size_t r, const double *v)
+{
+    double s = 0.0;
+    for (size_t k = l->rowptr[r]; k < l->rowptr[r + 1]; k++)
+        s += l->coef[k] * v[l->offset[r] + l->pos[k]];
+    return s;
+}
+
 /* (Sigma a_r)_i for row r's entry k: a_r's entries against Sigma's band. */
 static double sigma_a(const struct stack_sq *s, const gmm_latent *l, size_t r, size_t i)
 {
@@ -584,9 +593,7 @@ gmm_status stack_sq_gaussian(stack_impl *c, gmm_latent *l, const double *theta, 
     memset(s->coefbar, 0, l->nnz * sizeof *s->coefbar);
     for (size_t o = 0; o < s->nobs; o++) {
         size_t r = s->orow[o];
-        double f = 0.0;
-        for (size_t k = l->rowptr[r]; k < l->rowptr[r + 1]; k++)
-            f += l->coef[k] * s->mu[l->offset[r] + l->pos[k]];
+        double f = row_dot(l, r, s->mu);
         for (size_t k = l->rowptr[r]; k < l->rowptr[r + 1]; k++) {
             size_t i = l->offset[r] + l->pos[k];
             s->coefbar[k] = ((y[r] - f) * s->mu[i] - sigma_a(s, l, r, i)) / noise;
@@ -689,13 +696,8 @@ gmm_status stack_sq_wls_adjoint(stack_impl *c, gmm_latent *l, const double *rw, 
         return st;
     for (size_t r = 0; r < c->nrows; r++)
         u[r] = NAN;
-    for (size_t o = 0; o < s->nobs; o++) {
-        size_t r = s->orow[o];
-        double v = 0.0;
-        for (size_t k = l->rowptr[r]; k < l->rowptr[r + 1]; k++)
-            v += l->coef[k] * s->zeta[l->offset[r] + l->pos[k]];
-        u[r] = v;
-    }
+    for (size_t o = 0; o < s->nobs; o++)
+        u[s->orow[o]] = row_dot(l, s->orow[o], s->zeta);
     for (size_t i = 0; i < c->nparam; i++)
         thetabar[i] += s->gpart[i];
     /* -zeta' dQ mu: the entries' chain, and (dp_b / p_b) (G_b zeta).(G_b mu) */
