@@ -69,6 +69,40 @@ case_failed=0
 case_asserts=0
 last_cmd=
 
+# ---- shared helpers for the cases ------------------------------------------
+
+# The number after "KEY": on a line of JSON read from stdin (first match; KEY
+# taken literally, brackets and all); json_num: in JSON file $1.
+json_key() {
+    awk -v k="\"$1\":" '{ sub(/^ */, "") } index($0, k) == 1 {
+        v = substr($0, length(k) + 2); sub(/,$/, "", v); print v; exit }'
+}
+json_num() { json_key "$2" < "$1"; }
+# |a - b| <= tol * |b| (relative) or, with a 4th argument, absolute; false when
+# either is empty.
+close_to() {
+    awk -v a="$1" -v b="$2" -v t="$3" -v abs="${4:-}" 'BEGIN {
+        d = a - b; if (d < 0) d = -d; s = b < 0 ? -b : b
+        exit !(a != "" && b != "" && (abs != "" ? d <= t : d <= t * s)) }'
+}
+# Every row of output $1 (row,mean,var,...; score --rows: line,row,y,lpd with a
+# fourth argument) against expected file $2 (row,mean,var[,lpd]): means within $3
+# sd, variances within $3 relative (lpd: within $3 absolute); every expected row
+# seen.
+rows_match() {
+    awk -F, -v t="$3" -v lpd="${4:-}" '
+        NR == FNR { if (FNR > 1) { m[$1] = $2; v[$1] = $3; l[$1] = $4; n++ }; next }
+        FNR > 1 { r = lpd ? $2 : $1
+            if (!(r in m)) { print "no expected row " r; bad = 1; next }
+            if (lpd) { d = $4 - l[r]; if (d < 0) d = -d
+                if (d > t) { print "row " r ": lpd " $4 ", dense " l[r]; bad = 1 } }
+            else { dm = $2 - m[r]; dv = $3 - v[r]; if (dm < 0) dm = -dm; if (dv < 0) dv = -dv
+                if (dm > t * sqrt(v[r]) || dv > t * v[r]) {
+                    print "row " r ": " $2 " " $3 ", dense " m[r] " " v[r]; bad = 1 } }
+            seen++ }
+        END { if (seen != n) { print seen " rows, expected " n; bad = 1 }; exit bad }' "$2" "$1"
+}
+
 # Print a case's failure with enough context to debug it from a CI log.
 fail() {
     case_asserts=$((case_asserts + 1))

@@ -7,16 +7,6 @@
 
 fx="$ROOT/tests/fixtures/loo"
 
-# The number after "KEY": in JSON file $1 (first match).
-json_num() { sed -n "s/^ *\"$2\": \\([^,]*\\),\\{0,1\\}\$/\\1/p" "$1" | head -n 1; }
-
-# |a - b| <= tol * |b| (tol relative) or, with a 4th argument, absolute.
-close_to() {
-    awk -v a="$1" -v b="$2" -v t="$3" -v abs="${4:-}" 'BEGIN {
-        d = a - b; if (d < 0) d = -d; s = b < 0 ? -b : b
-        exit !(abs != "" ? d <= t : d <= t * s) }'
-}
-
 begin "loo --help on stdout, exit 0; listed in the top-level usage"
 run "$GMM_INFER" loo --help
 expect_exit 0

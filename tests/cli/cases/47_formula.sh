@@ -11,21 +11,8 @@
 
 fx="$ROOT/tests/fixtures/lme4"
 
-# The number after "KEY": on a line of JSON read from stdin (first match; KEY taken literally,
-# brackets and all).
-json_key() {
-    awk -v k="\"$1\":" '{ sub(/^ */, "") } index($0, k) == 1 {
-        v = substr($0, length(k) + 2); sub(/,$/, "", v); print v; exit }'
-}
-json_num() { json_key "$2" < "$1"; }
-# The same inside the "std_errors" object.
+# json_num (run.sh) inside the "std_errors" object.
 json_se() { sed -n '/"std_errors"/,/}/p' "$1" | json_key "$2"; }
-# |a - b| <= tol * |b| (relative) or, with a 4th argument, absolute.
-close_to() {
-    awk -v a="$1" -v b="$2" -v t="$3" -v abs="${4:-}" 'BEGIN {
-        d = a - b; if (d < 0) d = -d; s = b < 0 ? -b : b
-        exit !(a != "" && (abs != "" ? d <= t : d <= t * s)) }'
-}
 
 # Compare the fitted model $1 with the reference table $2.
 against_lme4() {

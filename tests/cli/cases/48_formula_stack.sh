@@ -15,39 +15,29 @@
 
 sfx="$ROOT/tests/fixtures/stack"
 
-# The number after "KEY": in JSON file $1 (first match).
-stack_num() {
-    awk -v k="\"$2\":" '{ sub(/^ */, "") } index($0, k) == 1 {
-        v = substr($0, length(k) + 2); sub(/,$/, "", v); print v; exit }' "$1"
-}
 stack_expected() { awk -F, -v k="$1" '$1 == k { print $2 }' "$sfx/expected.csv"; }
-# |a - b| <= tol * |b|
-stack_close() {
-    awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN {
-        d = a - b; if (d < 0) d = -d; s = b < 0 ? -b : b; exit !(a != "" && d <= t * s) }'
-}
 
 for c in rw1_iid rw1_iid_x1 besag_rw1; do
     begin "formula stack: loglik of $c equals the dense constrained density"
     run "$GMM_INFER" loglik --model "$sfx/model_$c.json"
     expect_exit 0
-    got=$(stack_num "$OUT" loglik)
+    got=$(json_num "$OUT" loglik)
     want=$(stack_expected "$c")
-    stack_close "$got" "$want" 1e-8 || fail "$c: loglik $got, dense $want"
+    close_to "$got" "$want" 1e-8 || fail "$c: loglik $got, dense $want"
 done
 
 begin "formula stack: the rw1 local level's maximum likelihood is SciPy's"
 run "$GMM_INFER" fit --formula 'y ~ f(t, rw1)' "$sfx/data_local_level.csv" \
     -o "$CASE_TMP/ll.json"
 expect_exit 0
-got=$(stack_num "$CASE_TMP/ll.json" loglik)
+got=$(json_num "$CASE_TMP/ll.json" loglik)
 want=$(stack_expected ml_local_level)
 # a maximum: the objective's error is second order in the maximiser's
-stack_close "$got" "$want" 1e-9 || fail "loglik $got, SciPy $want"
+close_to "$got" "$want" 1e-9 || fail "loglik $got, SciPy $want"
 for p in f.t.variance likelihood.variance; do
-    got=$(stack_num "$CASE_TMP/ll.json" "$p")
+    got=$(json_num "$CASE_TMP/ll.json" "$p")
     want=$(stack_expected "ml_local_level:$p")
-    stack_close "$got" "$want" 1e-4 || fail "$p $got, SciPy $want"
+    close_to "$got" "$want" 1e-4 || fail "$p $got, SciPy $want"
 done
 
 begin "formula stack: fit -o, then loglik --model gives the fit's value; --verbose sizes"
@@ -57,11 +47,11 @@ expect_exit 0
 expect_stderr 'f\.t \(rw1\): [0-9]+ latents, f\.g \(iid\): 5 latents; n = [0-9]+, bandwidth [0-9]+'
 expect_stderr '1 constraints'
 expect_file "$CASE_TMP/m.json" '"f\.g\.variance"'
-fitted=$(stack_num "$CASE_TMP/m.json" loglik)
+fitted=$(json_num "$CASE_TMP/m.json" loglik)
 run "$GMM_INFER" loglik --model "$CASE_TMP/m.json"
 expect_exit 0
-again=$(stack_num "$OUT" loglik)
-stack_close "$again" "$fitted" 1e-12 || fail "loglik --model $again, fit $fitted"
+again=$(json_num "$OUT" loglik)
+close_to "$again" "$fitted" 1e-12 || fail "loglik --model $again, fit $fitted"
 cp "$CASE_TMP/m.json" "$WORK/stack-model.json"
 
 begin "formula stack: gradcheck passes at the fitted model"
@@ -89,22 +79,6 @@ awk -F, 'NR == FNR { if (FNR > 1) { m[$1] = $2; v[$1] = $3 }; next }
     END { exit bad || n != 48 }' "$CASE_TMP/rows.csv" "$OUT" > "$CASE_TMP/cmp" ||
     fail "$(cat "$CASE_TMP/cmp")"
 
-# |a - b| <= tol for every row of predict's (or score --rows') output $1 against
-# the expected file $2 (row,mean,var,lpd): means within tol sd, variances within
-# tol relative; or, with a third argument, the lpd column of score --rows
-stack_rows_match() {
-    awk -F, -v t="$3" -v lpd="${4:-}" '
-        NR == FNR { if (FNR > 1) { m[$1] = $2; v[$1] = $3; l[$1] = $4; n++ }; next }
-        FNR > 1 { r = lpd ? $2 : $1
-            if (!(r in m)) { print "no expected row " r; bad = 1; next }
-            if (lpd) { d = $4 - l[r]; if (d < 0) d = -d
-                if (d > t) { print "row " r ": lpd " $4 ", dense " l[r]; bad = 1 } }
-            else { dm = $2 - m[r]; dv = $3 - v[r]; if (dm < 0) dm = -dm; if (dv < 0) dv = -dv
-                if (dm > t * sqrt(v[r]) || dv > t * v[r]) {
-                    print "row " r ": " $2 " " $3 ", dense " m[r] " " v[r]; bad = 1 } }
-            seen++ }
-        END { if (seen != n) { print seen " rows, expected " n; bad = 1 }; exit bad }' "$2" "$1"
-}
 
 begin "formula stack: predict --at new rows of rw1 + iid + x1 is the dense augmented posterior"
 # scripts/make-stack-predict-fixtures.R: a data value with a group it never met (a
@@ -113,7 +87,7 @@ begin "formula stack: predict --at new rows of rw1 + iid + x1 is the dense augme
 run "$GMM_INFER" predict --model "$sfx/model_rw1_iid_x1.json" --at "$sfx/predict_new.csv"
 expect_exit 0
 expect_stdout '^row,mean,var,lower,upper,level$'
-stack_rows_match "$OUT" "$sfx/predict_new_expected.csv" 1e-9 > "$CASE_TMP/cmp" ||
+rows_match "$OUT" "$sfx/predict_new_expected.csv" 1e-9 > "$CASE_TMP/cmp" ||
     fail "$(cat "$CASE_TMP/cmp")"
 
 begin "formula stack: score of new rows is log N(y; mean, var + noise) of the dense posterior"
@@ -123,10 +97,10 @@ expect_exit 0
 expect_stdout '"n": 9'
 expect_stdout '"posterior": "exact"'
 expect_file "$CASE_TMP/lpd.csv" '^line,row,y,lpd$'
-stack_rows_match "$CASE_TMP/lpd.csv" "$sfx/predict_new_expected.csv" 1e-9 lpd > "$CASE_TMP/cmp" ||
+rows_match "$CASE_TMP/lpd.csv" "$sfx/predict_new_expected.csv" 1e-9 lpd > "$CASE_TMP/cmp" ||
     fail "$(cat "$CASE_TMP/cmp")"
 want=$(awk -F, 'FNR > 1 { s += $4 } END { printf "%.17g", s }' "$sfx/predict_new_expected.csv")
-stack_close "$(stack_num "$OUT" lpd)" "$want" 1e-10 || fail "lpd $(stack_num "$OUT" lpd), dense $want"
+close_to "$(json_num "$OUT" lpd)" "$want" 1e-10 || fail "lpd $(json_num "$OUT" lpd), dense $want"
 
 begin "formula stack: Poisson besag + rw2 + x1 at new rows: the dense Laplace predictive"
 # the node without data, weeks between, beyond and before the data's; the log
@@ -134,13 +108,13 @@ begin "formula stack: Poisson besag + rw2 + x1 at new rows: the dense Laplace pr
 run "$GMM_INFER" predict --model "$sfx/model_pois.json" --at "$sfx/predict_pois_new.csv"
 expect_exit 0
 expect_stdout '^row,mean,var,lower,upper,rate,rate_lower,rate_upper,level$'
-stack_rows_match "$OUT" "$sfx/predict_pois_expected.csv" 1e-8 > "$CASE_TMP/cmp" ||
+rows_match "$OUT" "$sfx/predict_pois_expected.csv" 1e-8 > "$CASE_TMP/cmp" ||
     fail "$(cat "$CASE_TMP/cmp")"
 run "$GMM_INFER" score --model "$sfx/model_pois.json" "$sfx/predict_pois_new.csv" \
     --rows "$CASE_TMP/lpd.csv"
 expect_exit 0
 expect_stdout '"posterior": "laplace"'
-stack_rows_match "$CASE_TMP/lpd.csv" "$sfx/predict_pois_expected.csv" 1e-8 lpd > "$CASE_TMP/cmp" ||
+rows_match "$CASE_TMP/lpd.csv" "$sfx/predict_pois_expected.csv" 1e-8 lpd > "$CASE_TMP/cmp" ||
     fail "$(cat "$CASE_TMP/cmp")"
 
 begin "formula stack: a node off a besag term's graph is refused with its file and line"
@@ -219,9 +193,9 @@ for c in rw2_period rw1_default rw2_default; do
     begin "formula stack: loglik of the cyclic $c equals the dense constrained density"
     run "$GMM_INFER" loglik --model "$sfx/cyclic_model_$c.json"
     expect_exit 0
-    got=$(stack_num "$OUT" loglik)
+    got=$(json_num "$OUT" loglik)
     want=$(awk -F, -v k="$c" '$1 == k { print $2 }' "$sfx/cyclic_expected.csv")
-    stack_close "$got" "$want" 1e-8 || fail "cyclic $c: loglik $got, dense $want"
+    close_to "$got" "$want" 1e-8 || fail "cyclic $c: loglik $got, dense $want"
 done
 
 begin "formula stack: cyclic=true is the flag, cyclic=false the open walk; period without cyclic"
@@ -231,9 +205,9 @@ sed 's/cyclic, period/cyclic=true, period/' "$sfx/cyclic_model_rw2_period.json" 
 run "$GMM_INFER" loglik --model "$CASE_TMP/m.json"
 expect_exit 0
 grep -q 'cyclic=true' "$CASE_TMP/m.json" || fail 'the model file does not say cyclic=true'
-got=$(stack_num "$OUT" loglik)
+got=$(json_num "$OUT" loglik)
 want=$(awk -F, '$1 == "rw2_period" { print $2 }' "$sfx/cyclic_expected.csv")
-stack_close "$got" "$want" 1e-8 || fail "cyclic=true: loglik $got, dense $want"
+close_to "$got" "$want" 1e-8 || fail "cyclic=true: loglik $got, dense $want"
 run "$GMM_INFER" loglik --formula 'y ~ f(v, rw1, cyclic=false) + f(week, iid)' \
     --verbose "$sfx/cyclic_data.csv"
 expect_exit 0
@@ -274,12 +248,12 @@ for p in f.node.edge-ou.variance f.node.edge-ou.lengthscale f.node.iid.variance 
 done
 expect_no_file_match() { ! grep -Eq -- "$2" "$1" || fail "$1 matches /$2/"; }
 expect_no_file_match "$CASE_TMP/g.json" '"f\.node\.[0-9]'
-fitted=$(stack_num "$CASE_TMP/g.json" loglik)
+fitted=$(json_num "$CASE_TMP/g.json" loglik)
 run "$GMM_INFER" loglik --model "$CASE_TMP/g.json"
 expect_exit 0
 expect_stdout '"f\.node\.edge-ou\.2\.lengthscale"'
-again=$(stack_num "$OUT" loglik)
-stack_close "$again" "$fitted" 1e-12 || fail "loglik --model $again, fit $fitted"
+again=$(json_num "$OUT" loglik)
+close_to "$again" "$fitted" 1e-12 || fail "loglik --model $again, fit $fitted"
 
 begin "formula stack: predict --terms is the dense constrained posterior of rw1 + iid"
 run "$GMM_INFER" predict --terms --model "$sfx/model_rw1_iid.json"
@@ -361,8 +335,8 @@ awk -F, 'NR == 1 || NR % 7 == 0 { print $1 "," $2 }' "$sfx/data_local_level.csv"
 "$GMM_INFER" predict --model "$CASE_TMP/ll.json" --at "$CASE_TMP/ho.csv" > "$CASE_TMP/p.csv"
 run "$GMM_INFER" score --model "$CASE_TMP/ll.json" "$CASE_TMP/ho.csv"
 expect_exit 0
-noise=$(stack_num "$CASE_TMP/ll.json" likelihood.variance)
+noise=$(json_num "$CASE_TMP/ll.json" likelihood.variance)
 want=$(awk -F, -v s2="$noise" 'NR == FNR { if (FNR > 1) y[FNR - 1] = $2; next }
     FNR > 1 { v = $3 + s2; d = y[$1] - $2; s += -0.5 * log(2 * 3.14159265358979324 * v) - d * d / (2 * v) }
     END { printf "%.17g", s }' "$CASE_TMP/ho.csv" "$CASE_TMP/p.csv")
-stack_close "$(stack_num "$OUT" lpd)" "$want" 1e-12 || fail "lpd $(stack_num "$OUT" lpd), from predict $want"
+close_to "$(json_num "$OUT" lpd)" "$want" 1e-12 || fail "lpd $(json_num "$OUT" lpd), from predict $want"

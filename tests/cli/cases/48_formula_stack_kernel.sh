@@ -14,13 +14,20 @@
 
 skx="$ROOT/tests/fixtures/stack_kernel"
 
-# The number after "KEY": in JSON file $1 (first match).
-sk_num() {
-    awk -v k="\"$2\":" '{ sub(/^ */, "") } index($0, k) == 1 {
-        v = substr($0, length(k) + 2); sub(/,$/, "", v); print v; exit }' "$1"
-}
 sk_expected() { awk -F, -v k="$1" '$1 == k { print $2 }' "$skx/expected.csv"; }
 
+# predict --terms' rows of f() terms ($OUT) against the dense term,level,mean,sd file $1:
+# means and sds within 1e-8 sd; every dense row seen.
+sk_terms_match() {
+    awk -F, 'NR == FNR { if (FNR > 1) { k = $1 "," ($1 == "f.t" ? $2 + 0 : $2); m[k] = $3; s[k] = $4; n++ }; next }
+        FNR > 1 && $1 ~ /^f\./ { k = $1 "," ($1 == "f.t" ? $2 + 0 : $2)
+            if (!(k in m)) { print "no dense row " k; bad = 1; next }
+            dm = $3 - m[k]; ds = $4 - s[k]; if (dm < 0) dm = -dm; if (ds < 0) ds = -ds
+            if (dm > 1e-8 * s[k] || ds > 1e-8 * s[k]) { print k ": " $3 " " $4 " dense " m[k] " " s[k]; bad = 1 }
+            seen++ }
+        END { if (seen != n) { print seen " rows, dense " n; bad = 1 }; exit bad }' \
+        "$1" "$OUT" > "$CASE_TMP/cmp" || fail "$(cat "$CASE_TMP/cmp")"
+}
 # predict --draws' means ($OUT) within Monte Carlo error of the dense posterior rows in $1: 200
 # draws, a mean within 4 sd / sqrt(n_eff), n_eff >= 25 -- 0.8 sd
 sk_draws_match() {
@@ -30,35 +37,14 @@ sk_draws_match() {
             n++ }
         END { exit bad || n != 40 }' "$1" "$OUT" > "$CASE_TMP/cmp" || fail "$(cat "$CASE_TMP/cmp")"
 }
-# |a - b| <= tol * |b|
-sk_close() {
-    awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN {
-        d = a - b; if (d < 0) d = -d; s = b < 0 ? -b : b; exit !(a != "" && d <= t * s) }'
-}
-# Every row of output $1 (row,mean,var,...; score --rows: line,row,y,lpd with a fourth
-# argument) against expected file $2 (row,mean,var[,lpd]): means within $3 sd, variances
-# within $3 relative (lpd: within $3 absolute); every expected row seen.
-sk_rows_match() {
-    awk -F, -v t="$3" -v lpd="${4:-}" '
-        NR == FNR { if (FNR > 1) { m[$1] = $2; v[$1] = $3; l[$1] = $4; n++ }; next }
-        FNR > 1 { r = lpd ? $2 : $1
-            if (!(r in m)) { print "no expected row " r; bad = 1; next }
-            if (lpd) { d = $4 - l[r]; if (d < 0) d = -d
-                if (d > t) { print "row " r ": lpd " $4 ", dense " l[r]; bad = 1 } }
-            else { dm = $2 - m[r]; dv = $3 - v[r]; if (dm < 0) dm = -dm; if (dv < 0) dv = -dv
-                if (dm > t * sqrt(v[r]) || dv > t * v[r]) {
-                    print "row " r ": " $2 " " $3 ", dense " m[r] " " v[r]; bad = 1 } }
-            seen++ }
-        END { if (seen != n) { print seen " rows, expected " n; bad = 1 }; exit bad }' "$2" "$1"
-}
 
 for c in m32 sum pois; do
     begin "formula stack kernel: loglik of $c equals the dense GP's"
     run "$GMM_INFER" loglik --model "$skx/model_$c.json"
     expect_exit 0
-    got=$(sk_num "$OUT" loglik)
+    got=$(json_num "$OUT" loglik)
     want=$(sk_expected "$c")
-    sk_close "$got" "$want" 1e-8 || fail "$c: loglik $got, dense $want"
+    close_to "$got" "$want" 1e-8 || fail "$c: loglik $got, dense $want"
 done
 
 begin "formula stack kernel: --verbose gives the sizes and the Cholesky's rounding bound"
@@ -75,10 +61,10 @@ for p in f.t.matern32.variance f.t.matern32.lengthscale f.g.variance likelihood.
     intercept coef.x1; do
     expect_file "$CASE_TMP/m.json" "\"$p\""
 done
-fitted=$(sk_num "$CASE_TMP/m.json" loglik)
+fitted=$(json_num "$CASE_TMP/m.json" loglik)
 run "$GMM_INFER" loglik --model "$CASE_TMP/m.json"
 expect_exit 0
-sk_close "$(sk_num "$OUT" loglik)" "$fitted" 1e-12 || fail "loglik --model, fit $fitted"
+close_to "$(json_num "$OUT" loglik)" "$fitted" 1e-12 || fail "loglik --model, fit $fitted"
 # the maximum is above the value at the fixture's parameters
 awk -v a="$fitted" -v b="$(sk_expected m32)" 'BEGIN { exit !(a >= b) }' ||
     fail "fit's maximum $fitted below the value $(sk_expected m32) at the fixture's parameters"
@@ -94,48 +80,41 @@ expect_stderr 'gradients within tolerance'
 begin "formula stack kernel: predict at the data rows is the dense posterior"
 run "$GMM_INFER" predict --model "$skx/model_m32.json"
 expect_exit 0
-sk_rows_match "$OUT" "$skx/rows_expected.csv" 1e-8 > "$CASE_TMP/cmp" ||
+rows_match "$OUT" "$skx/rows_expected.csv" 1e-8 > "$CASE_TMP/cmp" ||
     fail "$(cat "$CASE_TMP/cmp")"
 
 begin "formula stack kernel: predict --at new rows is the dense augmented posterior"
 # values before, between, on and after the data's, and a group the data never met
 run "$GMM_INFER" predict --model "$skx/model_m32.json" --at "$skx/new.csv"
 expect_exit 0
-sk_rows_match "$OUT" "$skx/new_expected.csv" 1e-8 > "$CASE_TMP/cmp" ||
+rows_match "$OUT" "$skx/new_expected.csv" 1e-8 > "$CASE_TMP/cmp" ||
     fail "$(cat "$CASE_TMP/cmp")"
 
 begin "formula stack kernel: score of new rows is log N(y; mean, var + noise) of the dense posterior"
 run "$GMM_INFER" score --model "$skx/model_m32.json" "$skx/new.csv" --rows "$CASE_TMP/lpd.csv"
 expect_exit 0
 expect_stdout '"n": 6'
-sk_rows_match "$CASE_TMP/lpd.csv" "$skx/new_expected.csv" 1e-8 lpd > "$CASE_TMP/cmp" ||
+rows_match "$CASE_TMP/lpd.csv" "$skx/new_expected.csv" 1e-8 lpd > "$CASE_TMP/cmp" ||
     fail "$(cat "$CASE_TMP/cmp")"
 
 begin "formula stack kernel: score --loo is the dense exact leave-one-out density"
 run "$GMM_INFER" score --loo --model "$skx/model_m32.json"
 expect_exit 0
 expect_stdout '"n": 40'
-sk_close "$(sk_num "$OUT" elpd_loo)" "$(sk_expected loo_m32)" 1e-8 ||
-    fail "elpd_loo $(sk_num "$OUT" elpd_loo), dense $(sk_expected loo_m32)"
+close_to "$(json_num "$OUT" elpd_loo)" "$(sk_expected loo_m32)" 1e-8 ||
+    fail "elpd_loo $(json_num "$OUT" elpd_loo), dense $(sk_expected loo_m32)"
 
 begin "formula stack kernel: predict --terms is the dense posterior of f(t) and of the groups"
 run "$GMM_INFER" predict --terms --model "$skx/model_m32.json"
 expect_exit 0
-awk -F, 'NR == FNR { if (FNR > 1) { k = $1 "," ($1 == "f.t" ? $2 + 0 : $2); m[k] = $3; s[k] = $4; n++ }; next }
-    FNR > 1 && $1 ~ /^f\./ { k = $1 "," ($1 == "f.t" ? $2 + 0 : $2)
-        if (!(k in m)) { print "no dense row " k; bad = 1; next }
-        dm = $3 - m[k]; ds = $4 - s[k]; if (dm < 0) dm = -dm; if (ds < 0) ds = -ds
-        if (dm > 1e-8 * s[k] || ds > 1e-8 * s[k]) { print k ": " $3 " " $4 " dense " m[k] " " s[k]; bad = 1 }
-        seen++ }
-    END { if (seen != n) { print seen " rows, dense " n; bad = 1 }; exit bad }' \
-    "$skx/terms_m32.csv" "$OUT" > "$CASE_TMP/cmp" || fail "$(cat "$CASE_TMP/cmp")"
+sk_terms_match "$skx/terms_m32.csv"
 
 begin "formula stack kernel: vi's Gaussian ELBO is the dense log marginal likelihood"
 run "$GMM_INFER" vi --model "$skx/model_m32.json" --quiet -o "$CASE_TMP/v.json"
 expect_exit 0
 expect_file "$CASE_TMP/v.json" '"converged": true'
-sk_close "$(sk_num "$CASE_TMP/v.json" elbo)" "$(sk_expected m32)" 1e-10 ||
-    fail "ELBO $(sk_num "$CASE_TMP/v.json" elbo), dense $(sk_expected m32)"
+close_to "$(json_num "$CASE_TMP/v.json" elbo)" "$(sk_expected m32)" 1e-10 ||
+    fail "ELBO $(json_num "$CASE_TMP/v.json" elbo), dense $(sk_expected m32)"
 run "$GMM_INFER" vi --model "$skx/model_pois.json" --quiet -o "$CASE_TMP/vp.json"
 expect_exit 0
 expect_file "$CASE_TMP/vp.json" '"converged": true'
@@ -158,7 +137,7 @@ for m in per per_pois per_rw1 per_rw1_pois; do
     expect_exit 0
     expect_stdout '"factorisation": "square-root"'
     expect_stderr 'square-root form \(a damped kernel\)$'
-    got=$(sk_num "$OUT" loglik)
+    got=$(json_num "$OUT" loglik)
     awk -v a="$got" -v b="$(dexp $m)" 'BEGIN { d = a - b; if (d < 0) d = -d
         r = b < 0 ? -b : b; exit !(d <= 1e-8 * r) }' ||
         fail "$m: loglik $got, dense $(dexp $m)"
@@ -168,24 +147,24 @@ for m in per per_pois per_rw1 per_rw1_pois; do
 done
 run "$GMM_INFER" predict --model "$skx/model_per.json"
 expect_exit 0
-sk_rows_match "$OUT" "$skx/rows_damped.csv" 1e-8 > "$CASE_TMP/cmp" || fail "$(cat "$CASE_TMP/cmp")"
+rows_match "$OUT" "$skx/rows_damped.csv" 1e-8 > "$CASE_TMP/cmp" || fail "$(cat "$CASE_TMP/cmp")"
 run "$GMM_INFER" score --loo --model "$skx/model_per.json"
 expect_exit 0
-got=$(sk_num "$OUT" elpd_loo)
+got=$(json_num "$OUT" elpd_loo)
 awk -v a="$got" -v b="$(dexp loo_per)" 'BEGIN { d = a - b; if (d < 0) d = -d
     r = b < 0 ? -b : b; exit !(d <= 1e-8 * r) }' || fail "loo_per: $got, dense $(dexp loo_per)"
 # new rows: h(t) of the demodulated periodic at each value, bridged between states
 run "$GMM_INFER" predict --model "$skx/model_per.json" --at "$skx/new.csv"
 expect_exit 0
-sk_rows_match "$OUT" "$skx/new_damped.csv" 1e-8 > "$CASE_TMP/cmp" || fail "$(cat "$CASE_TMP/cmp")"
+rows_match "$OUT" "$skx/new_damped.csv" 1e-8 > "$CASE_TMP/cmp" || fail "$(cat "$CASE_TMP/cmp")"
 # the Poisson one's: the Laplace posterior, which the square-root form's fold holds
 run "$GMM_INFER" predict --model "$skx/model_per_pois.json" --at "$skx/new.csv"
 expect_exit 0
-sk_rows_match "$OUT" "$skx/new_damped_pois.csv" 1e-8 > "$CASE_TMP/cmp" ||
+rows_match "$OUT" "$skx/new_damped_pois.csv" 1e-8 > "$CASE_TMP/cmp" ||
     fail "$(cat "$CASE_TMP/cmp")"
 run "$GMM_INFER" score --model "$skx/model_per.json" "$skx/new.csv" --rows "$CASE_TMP/lpd.csv"
 expect_exit 0
-sk_rows_match "$CASE_TMP/lpd.csv" "$skx/new_damped.csv" 1e-8 lpd > "$CASE_TMP/cmp" ||
+rows_match "$CASE_TMP/lpd.csv" "$skx/new_damped.csv" 1e-8 lpd > "$CASE_TMP/cmp" ||
     fail "$(cat "$CASE_TMP/cmp")"
 run "$GMM_INFER" fit --formula "n ~ f(t, 'matern32 + periodic(period=5)') + f(g, iid)" \
     --likelihood poisson "$skx/data.csv" -o "$CASE_TMP/per.json"
@@ -203,7 +182,7 @@ sk_draws_match "$skx/rows_damped.csv"
 # beside an intrinsic rw1: the assembled stacks' constrained whitening on the other components
 run "$GMM_INFER" predict --model "$skx/model_per_rw1.json"
 expect_exit 0
-sk_rows_match "$OUT" "$skx/rows_damped_rw1.csv" 1e-8 > "$CASE_TMP/cmp" || fail "$(cat "$CASE_TMP/cmp")"
+rows_match "$OUT" "$skx/rows_damped_rw1.csv" 1e-8 > "$CASE_TMP/cmp" || fail "$(cat "$CASE_TMP/cmp")"
 run "$GMM_INFER" hmc --model "$skx/model_per_rw1.json" --warmup 150 --draws 100 --chains 2 \
     -o "$CASE_TMP/d3.csv"
 expect_exit 0
@@ -221,18 +200,18 @@ begin "formula stack kernel: vi on a damped periodic summand through the prior's
 run "$GMM_INFER" vi --model "$skx/model_per.json" -o "$CASE_TMP/v.json"
 expect_exit 0
 expect_stderr "KL through the prior's square root"
-got=$(sk_num "$CASE_TMP/v.json" elbo)
+got=$(json_num "$CASE_TMP/v.json" elbo)
 awk -v a="$got" -v b="$(dexp per)" 'BEGIN { d = a - b; if (d < 0) d = -d
     r = b < 0 ? -b : b; exit !(d <= 1e-8 * r) }' || fail "vi per: ELBO $got, dense $(dexp per)"
 run "$GMM_INFER" predict --model "$CASE_TMP/v.json"
 expect_exit 0
-sk_rows_match "$OUT" "$skx/rows_damped.csv" 1e-6 > "$CASE_TMP/cmp" || fail "$(cat "$CASE_TMP/cmp")"
+rows_match "$OUT" "$skx/rows_damped.csv" 1e-6 > "$CASE_TMP/cmp" || fail "$(cat "$CASE_TMP/cmp")"
 
 # beside the rw1: q conditioned on the constraint, its ELBO a lower bound within 1e-4 of the
 # dense constrained log likelihood (vi's tolerance; 2.3e-6 below it, measured)
 run "$GMM_INFER" vi --model "$skx/model_per_rw1.json" -o "$CASE_TMP/v2.json"
 expect_exit 0
-got=$(sk_num "$CASE_TMP/v2.json" elbo)
+got=$(json_num "$CASE_TMP/v2.json" elbo)
 awk -v a="$got" -v b="$(dexp per_rw1)" 'BEGIN { exit !(a <= b + 1e-9 && a >= b - 1e-4) }' ||
     fail "vi per_rw1: ELBO $got, dense log likelihood $(dexp per_rw1)"
 
@@ -259,8 +238,8 @@ begin "formula stack kernel: --merge-tol's near-ties share a state (loglik of th
 run "$GMM_INFER" loglik --model "$smx/model.json"
 expect_exit 0
 expect_stderr 'warning: f\.t: 5 distinct inputs within --merge-tol 0\.01 of another were merged into one state'
-sk_close "$(sk_num "$OUT" loglik)" "$(sm_expected merged)" 1e-8 ||
-    fail "loglik $(sk_num "$OUT" loglik), dense over the merged inputs $(sm_expected merged)"
+close_to "$(json_num "$OUT" loglik)" "$(sm_expected merged)" 1e-8 ||
+    fail "loglik $(json_num "$OUT" loglik), dense over the merged inputs $(sm_expected merged)"
 run "$GMM_INFER" loglik --verbose --model "$smx/model.json"
 expect_stderr 'f\.t \(kernel\): 50 latents'
 # without the model's merge_tol, the inputs stay apart: the unmerged dense value
@@ -270,29 +249,22 @@ cp "$smx/data.csv" "$CASE_TMP/"
 run "$GMM_INFER" loglik --model "$CASE_TMP/raw.json"
 expect_exit 0
 expect_no_stderr 'merged'
-sk_close "$(sk_num "$OUT" loglik)" "$(sm_expected unmerged)" 1e-8 ||
-    fail "unmerged loglik $(sk_num "$OUT" loglik), dense $(sm_expected unmerged)"
+close_to "$(json_num "$OUT" loglik)" "$(sm_expected unmerged)" 1e-8 ||
+    fail "unmerged loglik $(json_num "$OUT" loglik), dense $(sm_expected unmerged)"
 
 begin "formula stack kernel: --merge-tol: predict at the rows, at new values near a state and per term is the dense posterior"
 run "$GMM_INFER" predict --model "$smx/model.json"
 expect_exit 0
-sk_rows_match "$OUT" "$smx/rows_expected.csv" 1e-8 > "$CASE_TMP/cmp" ||
+rows_match "$OUT" "$smx/rows_expected.csv" 1e-8 > "$CASE_TMP/cmp" ||
     fail "$(cat "$CASE_TMP/cmp")"
 # within merge_tol above and below a state, on a merged data value: that state's
 run "$GMM_INFER" predict --model "$smx/model.json" --at "$smx/new.csv"
 expect_exit 0
-sk_rows_match "$OUT" "$smx/new_expected.csv" 1e-8 > "$CASE_TMP/cmp" ||
+rows_match "$OUT" "$smx/new_expected.csv" 1e-8 > "$CASE_TMP/cmp" ||
     fail "$(cat "$CASE_TMP/cmp")"
 run "$GMM_INFER" predict --terms --model "$smx/model.json"
 expect_exit 0
-awk -F, 'NR == FNR { if (FNR > 1) { k = $1 "," ($1 == "f.t" ? $2 + 0 : $2); m[k] = $3; s[k] = $4; n++ }; next }
-    FNR > 1 && $1 ~ /^f\./ { k = $1 "," ($1 == "f.t" ? $2 + 0 : $2)
-        if (!(k in m)) { print "no dense row " k; bad = 1; next }
-        dm = $3 - m[k]; ds = $4 - s[k]; if (dm < 0) dm = -dm; if (ds < 0) ds = -ds
-        if (dm > 1e-8 * s[k] || ds > 1e-8 * s[k]) { print k ": " $3 " " $4 " dense " m[k] " " s[k]; bad = 1 }
-        seen++ }
-    END { if (seen != n) { print seen " rows, dense " n; bad = 1 }; exit bad }' \
-    "$smx/terms.csv" "$OUT" > "$CASE_TMP/cmp" || fail "$(cat "$CASE_TMP/cmp")"
+sk_terms_match "$smx/terms.csv"
 
 begin "formula stack kernel: fit --merge-tol warns, records merge_tol, and the model reloads with it"
 run "$GMM_INFER" fit --merge-tol 0.01 --formula "y ~ x1 + f(t, 'matern32') + f(g, iid)" \
@@ -300,10 +272,10 @@ run "$GMM_INFER" fit --merge-tol 0.01 --formula "y ~ x1 + f(t, 'matern32') + f(g
 expect_exit 0
 expect_stderr 'warning: f\.t: 5 distinct inputs within --merge-tol 0\.01 of another were merged'
 expect_file "$CASE_TMP/m.json" '"merge_tol": 0\.01'
-fitted=$(sk_num "$CASE_TMP/m.json" loglik)
+fitted=$(json_num "$CASE_TMP/m.json" loglik)
 run "$GMM_INFER" loglik --model "$CASE_TMP/m.json"
 expect_exit 0
-sk_close "$(sk_num "$OUT" loglik)" "$fitted" 1e-12 || fail "loglik --model, fit $fitted"
+close_to "$(json_num "$OUT" loglik)" "$fitted" 1e-12 || fail "loglik --model, fit $fitted"
 awk -v a="$fitted" -v b="$(sm_expected merged)" 'BEGIN { exit !(a >= b) }' ||
     fail "fit's maximum $fitted below the value $(sm_expected merged) at the fixture's parameters"
 

@@ -12,27 +12,18 @@
 # Sourced by tests/cli/run.sh (see there for the helpers).
 
 bfx="$ROOT/tests/fixtures/bym2"
-bym2_num() {
-    awk -v k="\"$2\":" '{ sub(/^ */, "") } index($0, k) == 1 {
-        v = substr($0, length(k) + 2); sub(/,$/, "", v); print v; exit }' "$1"
-}
 bym2_ref() { awk -F, -v k="$1" '$1 == k { print $2 }' "$bfx/ref.csv"; }
-bym2_close() {
-    awk -v a="$1" -v b="$2" -v t="$3" -v abs="${4:-}" 'BEGIN {
-        d = a - b; if (d < 0) d = -d; s = b < 0 ? -b : b
-        exit !(a != "" && b != "" && (abs != "" ? d <= t : d <= t * s)) }'
-}
 
 begin "bym2 on the districts: the fit's maximum, parameters and linear predictor are the dense Laplace's"
 run "$GMM_INFER" fit --formula 'count ~ east + f(node, bym2, graph=data/flu_bybw_edges.csv)' \
     --likelihood poisson --exposure population -o "$CASE_TMP/m.json" "$bfx/districts.csv"
 expect_exit 0
 cp "$CASE_TMP/m.json" "$WORK/bym2-districts.json"
-got=$(bym2_num "$CASE_TMP/m.json" loglik); want=$(bym2_ref loglik)
-bym2_close "$got" "$want" 1e-8 abs || fail "loglik $got, dense $want"
+got=$(json_num "$CASE_TMP/m.json" loglik); want=$(bym2_ref loglik)
+close_to "$got" "$want" 1e-8 abs || fail "loglik $got, dense $want"
 for p in intercept coef.east f.node.variance f.node.phi; do
-    got=$(bym2_num "$CASE_TMP/m.json" "$p"); want=$(bym2_ref "$p")
-    bym2_close "$got" "$want" 1e-4 || fail "$p $got, dense $want"
+    got=$(json_num "$CASE_TMP/m.json" "$p"); want=$(bym2_ref "$p")
+    close_to "$got" "$want" 1e-4 || fail "$p $got, dense $want"
 done
 run "$GMM_INFER" predict --model "$CASE_TMP/m.json"
 expect_exit 0
@@ -54,5 +45,5 @@ awk -v b0="$(bym2_ref at:intercept)" -v b1="$(bym2_ref at:coef.east)" \
     { print }' "$WORK/bym2-districts.json" > "$CASE_TMP/at.json"
 run "$GMM_INFER" loglik --model "$CASE_TMP/at.json"
 expect_exit 0
-got=$(bym2_num "$OUT" loglik); want=$(bym2_ref at:loglik)
-bym2_close "$got" "$want" 1e-8 || fail "loglik at the fixed point $got, dense $want"
+got=$(json_num "$OUT" loglik); want=$(bym2_ref at:loglik)
+close_to "$got" "$want" 1e-8 || fail "loglik at the fixed point $got, dense $want"

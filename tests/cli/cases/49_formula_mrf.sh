@@ -20,26 +20,15 @@
 mfx="$ROOT/tests/fixtures/mrf"
 mrf_formula="y ~ x + f(region, besag, graph=tests/fixtures/mrf/edges.csv)"
 
-# The number after "KEY": in JSON file $1 (first match).
-mrf_num() {
-    awk -v k="\"$2\":" '{ sub(/^ */, "") } index($0, k) == 1 {
-        v = substr($0, length(k) + 2); sub(/,$/, "", v); print v; exit }' "$1"
-}
 mrf_ref() { awk -F, -v k="$2" '$1 == k { print $2 }' "$1"; }
-# |a - b| <= tol * |b| (relative) or, with a 4th argument, absolute.
-mrf_close() {
-    awk -v a="$1" -v b="$2" -v t="$3" -v abs="${4:-}" 'BEGIN {
-        d = a - b; if (d < 0) d = -d; s = b < 0 ? -b : b
-        exit !(a != "" && b != "" && (abs != "" ? d <= t : d <= t * s)) }'
-}
 # Compare model $1 (fitted) and predict's output $2 with reference table $3.
 mrf_against() {
     local p got want
-    got=$(mrf_num "$1" loglik); want=$(mrf_ref "$3" loglik)
-    mrf_close "$got" "$want" 1e-8 abs || fail "$3: loglik $got, reference $want"
+    got=$(json_num "$1" loglik); want=$(mrf_ref "$3" loglik)
+    close_to "$got" "$want" 1e-8 abs || fail "$3: loglik $got, reference $want"
     for p in intercept coef.x f.region.variance ${4:-}; do
-        got=$(mrf_num "$1" "$p"); want=$(mrf_ref "$3" "$p")
-        mrf_close "$got" "$want" 1e-4 || fail "$3: $p $got, reference $want"
+        got=$(json_num "$1" "$p"); want=$(mrf_ref "$3" "$p")
+        close_to "$got" "$want" 1e-4 || fail "$3: $p $got, reference $want"
     done
     # predict's mean at row r against eta:r
     awk -F, 'NR == FNR { if ($1 ~ /^eta:/) { sub(/^eta:/, "", $1); e[$1] = $2; n++ }; next }
@@ -77,10 +66,10 @@ awk -v b0="$(mrf_ref "$mfx/pois_ref.csv" mgcv:intercept)" \
     { print }' "$WORK/mrf-pois.json" > "$CASE_TMP/at_mgcv.json"
 run "$GMM_INFER" loglik --model "$CASE_TMP/at_mgcv.json"
 expect_exit 0
-got=$(mrf_num "$OUT" loglik)
+got=$(json_num "$OUT" loglik)
 want=$(mrf_ref "$mfx/pois_ref.csv" mgcv:loglik)
-mrf_close "$got" "$want" 1e-7 abs || fail "loglik at mgcv's estimates $got, mgcv $want"
+close_to "$got" "$want" 1e-7 abs || fail "loglik at mgcv's estimates $got, mgcv $want"
 # and lower than the maximum, by mgcv's different maximiser
-fitted=$(mrf_num "$WORK/mrf-pois.json" loglik)
+fitted=$(json_num "$WORK/mrf-pois.json" loglik)
 awk -v a="$got" -v b="$fitted" 'BEGIN { exit !(b - a > 0.1) }' ||
     fail "the maximum $fitted is not above the value at mgcv's point $got"

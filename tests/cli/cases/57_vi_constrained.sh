@@ -10,16 +10,6 @@
 
 vsfx="$ROOT/tests/fixtures/stack"
 
-# The number after "KEY": in JSON file $1 (first match).
-vc_num() {
-    awk -v k="\"$2\":" '{ sub(/^ */, "") } index($0, k) == 1 {
-        v = substr($0, length(k) + 2); sub(/,$/, "", v); print v; exit }' "$1"
-}
-# |a - b| <= tol * |b|
-vc_close() {
-    awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN {
-        d = a - b; if (d < 0) d = -d; s = b < 0 ? -b : b; exit !(a != "" && d <= t * s) }'
-}
 
 # Eight districts (a ring of five with a chord, a path of three: besag's two components), a
 # cyclic season of 6 weeks over 3 years, a covariate; Gaussian y and Poisson n from a fixed
@@ -43,9 +33,9 @@ for c in rw1_iid besag_rw1; do
     run "$GMM_INFER" vi --model "$vsfx/model_$c.json" --quiet -o "$CASE_TMP/v.json"
     expect_exit 0
     expect_file "$CASE_TMP/v.json" '"converged": true'
-    got=$(vc_num "$CASE_TMP/v.json" elbo)
+    got=$(json_num "$CASE_TMP/v.json" elbo)
     want=$(awk -F, -v k="$c" '$1 == k { print $2 }' "$vsfx/expected.csv")
-    vc_close "$got" "$want" 1e-10 || fail "$c: ELBO $got, dense $want"
+    close_to "$got" "$want" 1e-10 || fail "$c: ELBO $got, dense $want"
 done
 
 begin "vi, constrained: Gaussian bym2 + cyclic rw2 + rw1 + covariate equals fit's exact posterior"
@@ -58,13 +48,13 @@ expect_exit 0
 # variances ~1e-5 off, its error being second order in them)
 run "$GMM_INFER" vi --model "$CASE_TMP/fit.json" --tol 0 --quiet -o "$CASE_TMP/v.json"
 expect_exit 0
-got=$(vc_num "$CASE_TMP/v.json" elbo)
-want=$(vc_num "$CASE_TMP/fit.json" loglik)
-vc_close "$got" "$want" 1e-9 || fail "ELBO $got, fit's log likelihood $want"
+got=$(json_num "$CASE_TMP/v.json" elbo)
+want=$(json_num "$CASE_TMP/fit.json" loglik)
+close_to "$got" "$want" 1e-9 || fail "ELBO $got, fit's log likelihood $want"
 run "$GMM_INFER" loglik --model "$CASE_TMP/v.json"
 expect_exit 0
-again=$(vc_num "$OUT" loglik)
-vc_close "$got" "$again" 1e-9 || fail "ELBO $got, loglik at vi's parameters $again"
+again=$(json_num "$OUT" loglik)
+close_to "$got" "$again" 1e-9 || fail "ELBO $got, loglik at vi's parameters $again"
 "$GMM_INFER" predict --model "$CASE_TMP/fit.json" > "$CASE_TMP/exact.csv"
 run "$GMM_INFER" predict --model "$CASE_TMP/v.json"
 expect_exit 0
@@ -85,14 +75,14 @@ expect_exit 0
 run "$GMM_INFER" vi --formula "$f" "$CASE_TMP/data.csv" --learn-hyper --tol 0 --quiet \
     -o "$CASE_TMP/v.json"
 expect_exit 0
-got=$(vc_num "$CASE_TMP/v.json" elbo)
-want=$(vc_num "$CASE_TMP/fit.json" loglik)
+got=$(json_num "$CASE_TMP/v.json" elbo)
+want=$(json_num "$CASE_TMP/fit.json" loglik)
 # a maximum over q and theta of a bound that touches the objective: second order in both
-vc_close "$got" "$want" 1e-8 || fail "ELBO $got, fit's maximum $want"
+close_to "$got" "$want" 1e-8 || fail "ELBO $got, fit's maximum $want"
 for p in f.district.variance f.t.variance likelihood.variance; do
-    a=$(vc_num "$CASE_TMP/v.json" "$p")
-    b=$(vc_num "$CASE_TMP/fit.json" "$p")
-    vc_close "$a" "$b" 1e-3 || fail "$p: vi $a, fit $b"
+    a=$(json_num "$CASE_TMP/v.json" "$p")
+    b=$(json_num "$CASE_TMP/fit.json" "$p")
+    close_to "$a" "$b" 1e-3 || fail "$p: vi $a, fit $b"
 done
 
 begin "vi, constrained: Poisson bym2 + cyclic rw2; q's terms sum to zero, predict, score, --init"
@@ -119,9 +109,9 @@ run "$GMM_INFER" score --model "$CASE_TMP/v.json" "$CASE_TMP/late.csv"
 expect_exit 0
 expect_stdout '"posterior": "vi"'
 expect_stdout '"n": 24'
-e1=$(vc_num "$CASE_TMP/v.json" elbo)
+e1=$(json_num "$CASE_TMP/v.json" elbo)
 run "$GMM_INFER" vi --model "$CASE_TMP/v.json" --init "$CASE_TMP/v.json" --quiet \
     -o "$CASE_TMP/v2.json"
 expect_exit 0
-e2=$(vc_num "$CASE_TMP/v2.json" elbo)
-vc_close "$e2" "$e1" 1e-9 || fail "resumed ELBO $e2, first $e1"
+e2=$(json_num "$CASE_TMP/v2.json" elbo)
+close_to "$e2" "$e1" 1e-9 || fail "resumed ELBO $e2, first $e1"

@@ -54,9 +54,6 @@ JSON
 }
 # The "lpd" of score's JSON on $OUT.
 score_lpd() { sed -n 's/^ *"lpd": \(.*\),$/\1/p' "$OUT"; }
-# A and B agree to relative TOL.
-rel_close() { awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN { d = a - b; if (d < 0) d = -d;
-    m = b < 0 ? -b : b; exit !(a != "" && b != "" && d <= t * m) }'; }
 
 begin "score: the Gaussian lpd equals a dense GP's sum of log N(y*; mean, var + noise)"
 score_gauss_csv 60 0 0.37 12345 > "$CASE_TMP/train.csv"
@@ -66,7 +63,7 @@ ref=$("$REF/dense_gp_score" "$CASE_TMP/m.json" "$CASE_TMP/test.csv") || fail "de
 run "$GMM_INFER" score --model "$CASE_TMP/m.json" "$CASE_TMP/test.csv"
 expect_exit 0
 expect_stdout '"n": 25'
-rel_close "$(score_lpd)" "$ref" 1e-10 || fail "score lpd $(score_lpd), dense GP $ref"
+close_to "$(score_lpd)" "$ref" 1e-10 || fail "score lpd $(score_lpd), dense GP $ref"
 # predict --observed is the same predictive: its interval's centre and the
 # dense GP agree through score's number above; the noise is the file's
 run "$GMM_INFER" loglik --model "$CASE_TMP/m.json"
@@ -86,7 +83,7 @@ ref=$(paste -d, "$CASE_TMP/p.csv" "$ROOT/data/co2_test.csv" | awk -F, '
 run "$GMM_INFER" score --model "$CASE_TMP/co2.json" "$ROOT/data/co2_test.csv"
 expect_exit 0
 expect_stdout '"mean_lpd": -2\.2061'
-rel_close "$(score_lpd)" "$ref" 1e-10 || fail "score lpd $(score_lpd), predict --observed $ref"
+close_to "$(score_lpd)" "$ref" 1e-10 || fail "score lpd $(score_lpd), predict --observed $ref"
 
 begin "score: the negative-binomial lpd equals quadrature over predict's eta with the file's dispersion"
 score_count_csv 50 0 0.5 99 > "$CASE_TMP/train.csv"
@@ -99,7 +96,7 @@ ref=$("$REF/nb_quad_score" "$CASE_TMP/p.csv" "$CASE_TMP/test.csv" n e 3.5) ||
 run "$GMM_INFER" score --model "$CASE_TMP/nb.json" "$CASE_TMP/test.csv"
 expect_exit 0
 expect_stdout '"n": 20'
-rel_close "$(score_lpd)" "$ref" 1e-8 || fail "score lpd $(score_lpd), quadrature $ref"
+close_to "$(score_lpd)" "$ref" 1e-8 || fail "score lpd $(score_lpd), quadrature $ref"
 
 begin "every command that reads a model file uses every value in it"
 score_gauss_csv 40 0 0.37 12345 > "$CASE_TMP/train.csv"
@@ -208,7 +205,7 @@ ref=$("$REF/dense_gp_score" "$CASE_TMP/m.json" "$CASE_TMP/test.csv" "$CASE_TMP/d
 run "$GMM_INFER" score --model "$CASE_TMP/m.json" "$CASE_TMP/test.csv" --draws "$CASE_TMP/d.csv"
 expect_exit 0
 expect_stdout '"posterior": "draws"'
-rel_close "$(score_lpd)" "$ref" 1e-10 || fail "score lpd $(score_lpd), dense conditional $ref"
+close_to "$(score_lpd)" "$ref" 1e-10 || fail "score lpd $(score_lpd), dense conditional $ref"
 # at the data's own inputs the f[row] columns alone serve, and agree
 run "$GMM_INFER" score --model "$CASE_TMP/m.json" "$CASE_TMP/train.csv" --draws "$CASE_TMP/d.csv"
 expect_exit 0
@@ -216,7 +213,7 @@ with_states=$(score_lpd)
 cut -d, -f1-50 "$CASE_TMP/d.csv" > "$CASE_TMP/f.csv"
 run "$GMM_INFER" score --model "$CASE_TMP/m.json" "$CASE_TMP/train.csv" --draws "$CASE_TMP/f.csv"
 expect_exit 0
-rel_close "$(score_lpd)" "$with_states" 1e-12 ||
+close_to "$(score_lpd)" "$with_states" 1e-12 ||
     fail "f columns $(score_lpd), states $with_states"
 # new inputs without the states: said exactly what is needed
 run "$GMM_INFER" score --model "$CASE_TMP/m.json" "$CASE_TMP/test.csv" --draws "$CASE_TMP/f.csv"
@@ -316,7 +313,7 @@ ref=$(awk -F, 'NR == FNR { if (FNR > 1) y[FNR - 1] = $2; next }
           printf "%.17g", tot }' "$CASE_TMP/train.csv" "$CASE_TMP/d.csv")
 run "$GMM_INFER" score --model "$CASE_TMP/m.json" "$CASE_TMP/train.csv" --draws "$CASE_TMP/d.csv"
 expect_exit 0
-rel_close "$(score_lpd)" "$ref" 1e-10 || fail "score lpd $(score_lpd), by the draws' noise $ref"
+close_to "$(score_lpd)" "$ref" 1e-10 || fail "score lpd $(score_lpd), by the draws' noise $ref"
 
 # Data file $1 without data row $2 (1-based), and the header with row $2 alone.
 loo_split() { # DATA I OUT_TRAIN OUT_ROW
@@ -340,11 +337,11 @@ for i in $(seq 1 30); do
     ref=$("$REF/dense_gp_score" "$CASE_TMP/mi.json" "$CASE_TMP/te.csv") ||
         fail "dense_gp_score failed"
     got=$(loo_row "$CASE_TMP/rows.csv" "$i")
-    rel_close "$got" "$ref" 1e-10 || fail "row $i: score --loo $got, dense GP without it $ref"
+    close_to "$got" "$ref" 1e-10 || fail "row $i: score --loo $got, dense GP without it $ref"
     tot=$(awk -v a="$tot" -v b="$ref" 'BEGIN { printf "%.17g", a + b }')
 done
 got=$(sed -n 's/^ *"elpd_loo": \(.*\),$/\1/p' "$OUT")
-rel_close "$got" "$tot" 1e-10 || fail "elpd_loo $got, dense GP $tot"
+close_to "$got" "$tot" 1e-10 || fail "elpd_loo $got, dense GP $tot"
 run "$GMM_INFER" score --model "$CASE_TMP/m.json" --loo "$CASE_TMP/train.csv"
 expect_exit 2
 expect_stderr "no TEST.csv"
@@ -465,5 +462,5 @@ for i in $(seq 1 24); do
     ref=$("$GMM_INFER" score --model "$CASE_TMP/gi.json" "$CASE_TMP/te.csv" |
           sed -n 's/^ *"lpd": \(.*\),$/\1/p')
     got=$(loo_row "$CASE_TMP/rows.csv" "$i")
-    rel_close "$got" "$ref" 1e-10 || fail "row $i: score --loo $got, refit without it $ref"
+    close_to "$got" "$ref" 1e-10 || fail "row $i: score --loo $got, refit without it $ref"
 done
