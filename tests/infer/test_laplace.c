@@ -407,6 +407,62 @@ static double oracle_lik(int kind, double y, double f, double *d1, double *d2, d
     return lgamma(y + rr) - lgamma(rr) - lgamma(y + 1.0) + rr * log(rr / s) + y * (f - log(s));
 }
 
+/* Rasmussen & Williams' Algorithm 3.1 on a dense covariance K (n x n) with
+ * the linear predictor b + f, f ~ N(0, K), kind as oracle_lik: log q, with
+ * the mode f, a = K^-1 f, B's Cholesky factor (B = I + W^1/2 K W^1/2 at the
+ * mode), sw = W^1/2 and d3 there (n each) for a gradient.  It never forms a
+ * precision, so it keeps its digits however large the lengthscale or small
+ * the damping. */
+static double rw_newton(size_t n, const gsl_matrix *K, double b, int kind, const double *y,
+                        gsl_vector *f, gsl_vector *a, gsl_matrix *B, double *sw, double *d3)
+{
+    gsl_vector *t = gsl_vector_alloc(n), *u = gsl_vector_alloc(n), *bv = gsl_vector_alloc(n);
+    double *d1 = malloc(n * sizeof *d1), *d2 = malloc(n * sizeof *d2);
+    double lp = 0.0, logdet = 0.0;
+    gsl_vector_set_zero(f);
+    gsl_vector_set_zero(a);
+    for (int it = 0; it < 200; it++) {
+        lp = 0.0;
+        for (size_t i = 0; i < n; i++) {
+            lp += oracle_lik(kind, y[i], b + gsl_vector_get(f, i), &d1[i], &d2[i], &d3[i]);
+            sw[i] = sqrt(-d2[i]);
+        }
+        for (size_t i = 0; i < n; i++)
+            for (size_t j = 0; j < n; j++)
+                gsl_matrix_set(B, i, j, (i == j) + sw[i] * gsl_matrix_get(K, i, j) * sw[j]);
+        ck_assert_int_eq(gsl_linalg_cholesky_decomp1(B), 0);
+        logdet = 0.0;
+        for (size_t i = 0; i < n; i++)
+            logdet += log(gsl_matrix_get(B, i, i));
+        if (it == 199)
+            break;
+        /* b = W f + d1; a = b - sW B^-1 (sW K b); f = K a */
+        for (size_t i = 0; i < n; i++)
+            gsl_vector_set(bv, i, -d2[i] * gsl_vector_get(f, i) + d1[i]);
+        gsl_blas_dsymv(CblasLower, 1.0, K, bv, 0.0, t);
+        for (size_t i = 0; i < n; i++)
+            gsl_vector_set(t, i, sw[i] * gsl_vector_get(t, i));
+        gsl_linalg_cholesky_svx(B, t);
+        for (size_t i = 0; i < n; i++)
+            gsl_vector_set(a, i, gsl_vector_get(bv, i) - sw[i] * gsl_vector_get(t, i));
+        gsl_blas_dsymv(CblasLower, 1.0, K, a, 0.0, u);
+        double df = 0.0;
+        for (size_t i = 0; i < n; i++)
+            df = fmax(df, fabs(gsl_vector_get(u, i) - gsl_vector_get(f, i)));
+        gsl_vector_memcpy(f, u);
+        if (df < 1e-15 && it > 3)
+            it = 198; /* once more at this f: lp, B, logdet */
+    }
+    double af;
+    gsl_blas_ddot(a, f, &af);
+    gsl_vector_free(t);
+    gsl_vector_free(u);
+    gsl_vector_free(bv);
+    free(d1);
+    free(d2);
+    return -0.5 * af + lp - logdet;
+}
+
 /* Rasmussen & Williams' Algorithms 3.1 and 5.1 on the dense covariance K of
  * a Matern kernel (variance 1) at unit-spaced inputs 0 .. n-1: log q and
  * dlog q/d(variance, lengthscale), the third-derivative term with GPML's
@@ -418,8 +474,8 @@ static double oracle_kw(size_t n, int nu5, double l, int kind, const double *y, 
     gsl_matrix *B = gsl_matrix_alloc(n, n), *M = gsl_matrix_alloc(n, n);
     gsl_vector *f = gsl_vector_calloc(n), *a = gsl_vector_calloc(n), *t = gsl_vector_alloc(n);
     gsl_vector *u = gsl_vector_alloc(n), *b = gsl_vector_alloc(n);
-    double *sw = malloc(n * sizeof *sw), *d1 = malloc(n * sizeof *d1), *d2 = malloc(n * sizeof *d2);
-    double *d3 = malloc(n * sizeof *d3), *s2 = malloc(n * sizeof *s2);
+    double *sw = malloc(n * sizeof *sw), *d3 = malloc(n * sizeof *d3);
+    double *s2 = malloc(n * sizeof *s2);
     for (size_t i = 0; i < n; i++)
         for (size_t j = 0; j < n; j++) {
             double q = (nu5 ? sqrt(5.0) : sqrt(3.0)) * fabs((double)i - (double)j) / l;
@@ -427,42 +483,7 @@ static double oracle_kw(size_t n, int nu5, double l, int kind, const double *y, 
             gsl_matrix_set(K, i, j, nu5 ? (1.0 + q + q * q / 3.0) * e : (1.0 + q) * e);
             gsl_matrix_set(Kl, i, j, nu5 ? q * q / 3.0 * (1.0 + q) * e / l : q * q * e / l);
         }
-    double lp = 0.0, logdet = 0.0;
-    for (int it = 0; it < 100; it++) {
-        lp = 0.0;
-        for (size_t i = 0; i < n; i++) {
-            lp += oracle_lik(kind, y[i], gsl_vector_get(f, i), &d1[i], &d2[i], &d3[i]);
-            sw[i] = sqrt(-d2[i]);
-        }
-        for (size_t i = 0; i < n; i++)
-            for (size_t j = 0; j < n; j++)
-                gsl_matrix_set(B, i, j, (i == j) + sw[i] * gsl_matrix_get(K, i, j) * sw[j]);
-        ck_assert_int_eq(gsl_linalg_cholesky_decomp1(B), 0);
-        logdet = 0.0;
-        for (size_t i = 0; i < n; i++)
-            logdet += log(gsl_matrix_get(B, i, i));
-        if (it == 99)
-            break;
-        /* b = W f + d1; a = b - sW B^-1 (sW K b); f = K a */
-        for (size_t i = 0; i < n; i++)
-            gsl_vector_set(b, i, -d2[i] * gsl_vector_get(f, i) + d1[i]);
-        gsl_blas_dsymv(CblasLower, 1.0, K, b, 0.0, t);
-        for (size_t i = 0; i < n; i++)
-            gsl_vector_set(t, i, sw[i] * gsl_vector_get(t, i));
-        gsl_linalg_cholesky_svx(B, t);
-        for (size_t i = 0; i < n; i++)
-            gsl_vector_set(a, i, gsl_vector_get(b, i) - sw[i] * gsl_vector_get(t, i));
-        gsl_blas_dsymv(CblasLower, 1.0, K, a, 0.0, u);
-        double df = 0.0;
-        for (size_t i = 0; i < n; i++)
-            df = fmax(df, fabs(gsl_vector_get(u, i) - gsl_vector_get(f, i)));
-        gsl_vector_memcpy(f, u);
-        if (df < 1e-15 && it > 3)
-            it = 98; /* once more at this f: lp, B, logdet */
-    }
-    double af;
-    gsl_blas_ddot(a, f, &af);
-    double lq = -0.5 * af + lp - logdet;
+    double lq = rw_newton(n, K, 0.0, kind, y, f, a, B, sw, d3);
     /* Algorithm 5.1: s2 = +1/2 Sigma_ii d3_i; R = sW B^-1 sW */
     for (size_t i = 0; i < n; i++)
         for (size_t j = 0; j < n; j++)
@@ -505,8 +526,6 @@ static double oracle_kw(size_t n, int nu5, double l, int kind, const double *y, 
     gsl_vector_free(u);
     gsl_vector_free(b);
     free(sw);
-    free(d1);
-    free(d2);
     free(d3);
     free(s2);
     return lq;
@@ -585,64 +604,24 @@ END_TEST
 
 /* ---- damped oscillators at the default damping: a dense oracle on K -------- */
 
-/* Rasmussen & Williams' Algorithm 3.1 on a dense covariance K (m x m, the
- * observed rows) with the linear predictor b + f, f ~ N(0, K), kind as
- * oracle_lik: log q.  It never forms a precision, so it keeps its digits
- * whatever the damping of a zero-noise factor. */
+/* rw_newton's log q on a dense covariance K (m x m, the observed rows, Kd
+ * row-major). */
 static double oracle_cov(size_t m, const double *Kd, double b, int kind, const double *y)
 {
     gsl_matrix *K = gsl_matrix_alloc(m, m), *B = gsl_matrix_alloc(m, m);
-    gsl_vector *f = gsl_vector_calloc(m), *a = gsl_vector_calloc(m), *t = gsl_vector_alloc(m);
-    gsl_vector *u = gsl_vector_alloc(m), *bv = gsl_vector_alloc(m);
-    double *sw = malloc(m * sizeof *sw), *d1 = malloc(m * sizeof *d1), *d2 = malloc(m * sizeof *d2);
-    double d3, lp = 0.0, logdet = 0.0;
+    gsl_vector *f = gsl_vector_alloc(m), *a = gsl_vector_alloc(m);
+    double *sw = malloc(m * sizeof *sw), *d3 = malloc(m * sizeof *d3);
     for (size_t i = 0; i < m; i++)
         for (size_t j = 0; j < m; j++)
             gsl_matrix_set(K, i, j, Kd[i * m + j]);
-    for (int it = 0; it < 200; it++) {
-        lp = 0.0;
-        for (size_t i = 0; i < m; i++) {
-            lp += oracle_lik(kind, y[i], b + gsl_vector_get(f, i), &d1[i], &d2[i], &d3);
-            sw[i] = sqrt(-d2[i]);
-        }
-        for (size_t i = 0; i < m; i++)
-            for (size_t j = 0; j < m; j++)
-                gsl_matrix_set(B, i, j, (i == j) + sw[i] * gsl_matrix_get(K, i, j) * sw[j]);
-        ck_assert_int_eq(gsl_linalg_cholesky_decomp1(B), 0);
-        logdet = 0.0;
-        for (size_t i = 0; i < m; i++)
-            logdet += log(gsl_matrix_get(B, i, i));
-        if (it == 199)
-            break;
-        for (size_t i = 0; i < m; i++)
-            gsl_vector_set(bv, i, -d2[i] * gsl_vector_get(f, i) + d1[i]);
-        gsl_blas_dsymv(CblasLower, 1.0, K, bv, 0.0, t);
-        for (size_t i = 0; i < m; i++)
-            gsl_vector_set(t, i, sw[i] * gsl_vector_get(t, i));
-        gsl_linalg_cholesky_svx(B, t);
-        for (size_t i = 0; i < m; i++)
-            gsl_vector_set(a, i, gsl_vector_get(bv, i) - sw[i] * gsl_vector_get(t, i));
-        gsl_blas_dsymv(CblasLower, 1.0, K, a, 0.0, u);
-        double df = 0.0;
-        for (size_t i = 0; i < m; i++)
-            df = fmax(df, fabs(gsl_vector_get(u, i) - gsl_vector_get(f, i)));
-        gsl_vector_memcpy(f, u);
-        if (df < 1e-15 && it > 3)
-            it = 198; /* once more at this f: lp, B, logdet */
-    }
-    double af;
-    gsl_blas_ddot(a, f, &af);
+    double lq = rw_newton(m, K, b, kind, y, f, a, B, sw, d3);
     gsl_matrix_free(K);
     gsl_matrix_free(B);
     gsl_vector_free(f);
     gsl_vector_free(a);
-    gsl_vector_free(t);
-    gsl_vector_free(u);
-    gsl_vector_free(bv);
     free(sw);
-    free(d1);
-    free(d2);
-    return -0.5 * af + lp - logdet;
+    free(d3);
+    return lq;
 }
 
 typedef struct {
