@@ -92,6 +92,33 @@ def laplace_rw(K, b, counts, maxit=300, mode=False):
     return (obj, fl) if mode else obj
 
 
+def write_rows(name, C, S, r, mean0):
+    """The Gaussian posterior of the linear predictor at the data rows, C the
+    latent part's covariance there, S = C + noise I, r = y - mean0: name's
+    row,mean,var."""
+    X = np.linalg.solve(S, np.column_stack([r, C]))
+    m = mean0 + C @ X[:, 0]
+    v = np.diag(C - C @ X[:, 1:])
+    with open(os.path.join(out, name), "w") as fh:
+        fh.write("row,mean,var\n")
+        for i in range(len(m)):
+            fh.write(f"{i + 1},{fmt(m[i])},{fmt(v[i])}\n")
+
+
+def write_new_rows(name, Cnd, Cnn, S, r, mean0, yn, noise):
+    """The same at new rows (the dense augmented posterior), Cnd their
+    covariance with the data's latent part and Cnn their own, with log N(yn;
+    mean, var + noise): name's row,mean,var,lpd."""
+    X = np.linalg.solve(S, np.column_stack([r, Cnd.T]))
+    m = mean0 + Cnd @ X[:, 0]
+    v = np.diag(Cnn - Cnd @ X[:, 1:])
+    lpd = -0.5 * np.log(2 * np.pi * (v + noise)) - 0.5 * (yn - m) ** 2 / (v + noise)
+    with open(os.path.join(out, name), "w") as fh:
+        fh.write("row,mean,var,lpd\n")
+        for i in range(len(m)):
+            fh.write(f"{i + 1},{fmt(m[i])},{fmt(v[i])},{fmt(lpd[i])}\n")
+
+
 os.makedirs(out, exist_ok=True)
 n = 40
 t = np.round(np.sort(rng.uniform(0, 15, n)), 2)
@@ -173,23 +200,11 @@ sg, noise = p32["f.g.variance"], p32["likelihood.variance"]
 Zn = (gn[:, None] == np.arange(4)[None, :]).astype(float)
 Cnd = kf32(tn, t) + sg * Zn @ Z.T                     # cov(new f, data f)
 Cnn = kf32(tn, tn) + sg * (Zn @ Zn.T + np.diag((gn >= 4).astype(float)))
-Si = np.linalg.solve(S, np.column_stack([r, Cnd.T]))
-mn = p32["intercept"] + p32["coef.x1"] * xn + Cnd @ Si[:, 0]
-vn = np.diag(Cnn - Cnd @ Si[:, 1:])
-lpd = -0.5 * np.log(2 * np.pi * (vn + noise)) - 0.5 * (yn - mn) ** 2 / (vn + noise)
-with open(os.path.join(out, "new_expected.csv"), "w") as fh:
-    fh.write("row,mean,var,lpd\n")
-    for i in range(len(tn)):
-        fh.write(f"{i + 1},{fmt(mn[i])},{fmt(vn[i])},{fmt(lpd[i])}\n")
+write_new_rows("new_expected.csv", Cnd, Cnn, S, r, p32["intercept"] + p32["coef.x1"] * xn, yn,
+               noise)
 
 # --- the m32 model's posterior of the linear predictor at the data rows -----
-Sr = np.linalg.solve(S, np.column_stack([r, C]))
-mr = p32["intercept"] + p32["coef.x1"] * x1 + C @ Sr[:, 0]
-vr = np.diag(C - C @ Sr[:, 1:])
-with open(os.path.join(out, "rows_expected.csv"), "w") as fh:
-    fh.write("row,mean,var\n")
-    for i in range(n):
-        fh.write(f"{i + 1},{fmt(mr[i])},{fmt(vr[i])}\n")
+write_rows("rows_expected.csv", C, S, r, p32["intercept"] + p32["coef.x1"] * x1)
 
 # --- predict --terms of the m32 model ---------------------------------------
 u = np.unique(t)
@@ -250,10 +265,7 @@ Sip = np.linalg.inv(Sper)            # exact leave-one-out, as loo_m32's
 zp = Sip @ rper
 expected_d.append(("loo_per", np.sum(0.5 * np.log(np.diag(Sip) / (2 * np.pi)) -
                                      0.5 * zp * zp / np.diag(Sip))))
-# the posterior of the linear predictor at the data rows
-Xr = np.linalg.solve(Sper, np.column_stack([rper, Kper]))
-mper = pper["intercept"] + pper["coef.x1"] * x1 + Kper @ Xr[:, 0]
-vper = np.diag(Kper - Kper @ Xr[:, 1:])
+write_rows("rows_damped.csv", Kper, Sper, rper, pper["intercept"] + pper["coef.x1"] * x1)
 
 ppp = {"f.t.matern32.variance": 0.4, "f.t.matern32.lengthscale": 3.0,
        "f.t.periodic.variance": 0.3, "f.t.periodic.lengthscale": 1.2,
@@ -313,13 +325,7 @@ Krw = (k32(prw["f.t.matern32.variance"], prw["f.t.matern32.lengthscale"], tau) +
 rrw = y - prw["intercept"] - prw["coef.x1"] * x1
 Srw = Krw + prw["likelihood.variance"] * np.eye(n)
 expected_d.append(("per_rw1", gauss_loglik(rrw, Srw)))
-Xrw = np.linalg.solve(Srw, np.column_stack([rrw, Krw]))
-with open(os.path.join(out, "rows_damped_rw1.csv"), "w") as fh:
-    fh.write("row,mean,var\n")
-    mrw = prw["intercept"] + prw["coef.x1"] * x1 + Krw @ Xrw[:, 0]
-    vrw = np.diag(Krw - Krw @ Xrw[:, 1:])
-    for i in range(n):
-        fh.write(f"{i + 1},{fmt(mrw[i])},{fmt(vrw[i])}\n")
+write_rows("rows_damped_rw1.csv", Krw, Srw, rrw, prw["intercept"] + prw["coef.x1"] * x1)
 pprw = {k: v for k, v in prw.items() if k not in ("likelihood.variance", "coef.x1")}
 model_json("model_per_rw1_pois.json", "n ~ f(t, 'matern32 + periodic(period=5)') + f(x1, rw1)",
            pprw, "poisson")
@@ -328,10 +334,6 @@ with open(os.path.join(out, "expected_damped.csv"), "w") as fh:
     fh.write("case,loglik\n")
     for k, v in expected_d:
         fh.write(f"{k},{fmt(v)}\n")
-with open(os.path.join(out, "rows_damped.csv"), "w") as fh:
-    fh.write("row,mean,var\n")
-    for i in range(n):
-        fh.write(f"{i + 1},{fmt(mper[i])},{fmt(vper[i])}\n")
 
 # new rows of the damped Gaussian model (new.csv): the dense augmented posterior
 def kfper(a, b):
@@ -344,11 +346,5 @@ def kfper(a, b):
 sgp, noisep = pper["f.g.variance"], pper["likelihood.variance"]
 Cnd = kfper(tn, t) + sgp * Zn @ Z.T
 Cnn = kfper(tn, tn) + sgp * (Zn @ Zn.T + np.diag((gn >= 4).astype(float)))
-Xn = np.linalg.solve(Sper, np.column_stack([rper, Cnd.T]))
-mn = pper["intercept"] + pper["coef.x1"] * xn + Cnd @ Xn[:, 0]
-vn = np.diag(Cnn - Cnd @ Xn[:, 1:])
-lpd = -0.5 * np.log(2 * np.pi * (vn + noisep)) - 0.5 * (yn - mn) ** 2 / (vn + noisep)
-with open(os.path.join(out, "new_damped.csv"), "w") as fh:
-    fh.write("row,mean,var,lpd\n")
-    for i in range(len(tn)):
-        fh.write(f"{i + 1},{fmt(mn[i])},{fmt(vn[i])},{fmt(lpd[i])}\n")
+write_new_rows("new_damped.csv", Cnd, Cnn, Sper, rper, pper["intercept"] + pper["coef.x1"] * xn,
+               yn, noisep)
