@@ -82,6 +82,68 @@ START_TEST(test_formula_parse)
 }
 END_TEST
 
+/* R's formula operators this grammar lacks, and the response used as a
+ * term: the exact message and the offset of the character it points at. */
+START_TEST(test_formula_unsupported)
+{
+    static const struct {
+        const char *text;
+        size_t pos;
+        const char *msg;
+    } bad[] = {
+        /* the operator, not the repeated x, is the error */
+        {"y ~ x + z + x:z", 13, "formula: interactions (':' and '*') are not supported yet"},
+        {"y ~ x:z", 5, "formula: interactions (':' and '*') are not supported yet"},
+        {"y ~ x * z", 6, "formula: interactions (':' and '*') are not supported yet"},
+        {"y ~ factor(p):x", 13, "formula: interactions (':' and '*') are not supported yet"},
+        {"y ~ f(g, iid) * x", 14, "formula: interactions (':' and '*') are not supported yet"},
+        {"y ~ a/b", 5, "formula: nesting ('/' and '%in%') is not supported"},
+        {"y ~ a %in% b", 6, "formula: nesting ('/' and '%in%') is not supported"},
+        {"y ~ x^2", 5,
+         "formula: crossing to a degree ('^') is not supported (a power of a covariate needs a "
+         "column of its own)"},
+        {"y ~ (a + b)^2", 11,
+         "formula: crossing to a degree ('^') is not supported (a power of a covariate needs a "
+         "column of its own)"},
+        {"y ~ x + (1 | g)", 11,
+         "formula: random-effect bars ('|') are not supported (a random intercept per level of "
+         "g is f(g, iid))"},
+        {"y ~ (x|grp.1)", 6,
+         "formula: random-effect bars ('|') are not supported (a random intercept per level of "
+         "grp.1 is f(grp.1, iid))"},
+        {"y ~ (1 | )", 7,
+         "formula: random-effect bars ('|') are not supported (a random intercept per level of "
+         "a column G is f(G, iid))"},
+        {"y ~ (a + b)", 4,
+         "formula: parentheses around terms are not supported (join the terms with '+')"},
+        {"y ~ . + f(g, iid)", 4, "formula: '.' (every other column) is not supported: name the "
+                                 "columns"},
+        {"y ~ x ~ z", 6, "formula: a formula has one '~'"},
+        /* the response as a term: its first use */
+        {"y ~ y + f(g, iid)", 4, "formula: the response 'y' cannot also be a covariate"},
+        {"y ~ x + factor(y)", 15,
+         "formula: the response 'y' cannot also be a factor (factor(y))"},
+        {"y ~ f(g, iid) + f(y, rw1) + y", 18,
+         "formula: the response 'y' cannot also index a latent term (f(y, rw1))"},
+        {"y ~ f(y, 'matern32')", 6,
+         "formula: the response 'y' cannot also index a latent term (f(y, 'matern32'))"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        gmm_formula *f = NULL;
+        ck_assert_msg(gmm_formula_parse(bad[i].text, &f) == GMM_EPARSE, "%s", bad[i].text);
+        ck_assert_ptr_null(f);
+        ck_assert_msg(gmm_error_index() == bad[i].pos, "%s: error at %zu, expected %zu",
+                      bad[i].text, gmm_error_index(), bad[i].pos);
+        ck_assert_msg(!strcmp(gmm_error_message(), bad[i].msg), "%s: '%s'", bad[i].text,
+                      gmm_error_message());
+    }
+    /* a column named like the response's prefix is not the response */
+    gmm_formula *f = NULL;
+    ck_assert_int_eq(gmm_formula_parse("y ~ y2 + factor(y.1) + f(yy, iid)", &f), GMM_OK);
+    gmm_formula_free(f);
+}
+END_TEST
+
 /* A data set: y, a covariate x, a factor p with levels "b", "a", "c" (a
  * is the reference), a group g of 5 levels. */
 enum { N = 40, NG = 5 };
@@ -618,6 +680,7 @@ Suite *model_formula_suite(void)
     Suite *s = suite_create("model_formula");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, test_formula_parse);
+    tcase_add_test(tc, test_formula_unsupported);
     tcase_add_test(tc, test_formula_gaussian_dense);
     tcase_add_test(tc, test_formula_laplace_coef_gradient);
     tcase_add_test(tc, test_formula_iid_dense);

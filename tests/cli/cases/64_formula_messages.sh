@@ -1,0 +1,55 @@
+# shellcheck shell=bash
+# 64_formula_messages.sh -- what a formula the tool cannot fit is told: R's
+# operators it lacks (':', '*', '/', '^', '|') named with the caret under
+# the operator, the response refused as its own covariate or index.
+# Sourced by tests/cli/run.sh (see there for the helpers).
+
+fx="$ROOT/tests/fixtures/lme4"
+
+# expect_caret COL: the caret line of a formula error points at offset COL of
+# the formula (printed after two blanks).
+expect_caret() { expect_stderr "^ {$(($1 + 2))}\\^\$"; }
+
+begin "R's formula operators that are not supported are named, the caret under the operator"
+# x1:period after x1 is the interaction, not a repeated x1
+run "$GMM_INFER" fit --formula 'Y ~ x1 + period + x1:period + f(g, iid)' "$fx/gauss.csv"
+expect_exit 1
+expect_stderr "^gmm-infer fit: formula: interactions \(':' and '\*'\) are not supported yet$"
+expect_caret 20
+expect_no_stderr 'appears twice'
+expect_stdout_empty
+for f in 'Y ~ x1:period + f(g, iid)' 'Y ~ x1*period + f(g, iid)'; do
+    run "$GMM_INFER" fit --formula "$f" "$fx/gauss.csv"
+    expect_exit 1
+    expect_stderr "formula: interactions \(':' and '\*'\) are not supported yet$"
+    expect_caret 6
+    expect_no_stderr "expected '\+'"
+done
+run "$GMM_INFER" fit --formula 'Y ~ x1 + (1 | g)' "$fx/gauss.csv"
+expect_exit 1
+expect_stderr "formula: random-effect bars \('\|'\) are not supported \(a random intercept per level of g is f\(g, iid\)\)$"
+expect_caret 12
+run "$GMM_INFER" loglik --formula 'Y ~ x1/period + f(g, iid)' "$fx/gauss.csv"
+expect_exit 1
+expect_stderr "formula: nesting \('/' and '%in%'\) is not supported$"
+expect_caret 6
+run "$GMM_INFER" loglik --formula 'Y ~ x1^2 + f(g, iid)' "$fx/gauss.csv"
+expect_exit 1
+expect_stderr "formula: crossing to a degree \('\^'\) is not supported"
+expect_caret 6
+
+begin "the response is refused as a covariate, a factor or an f() index, the caret under it"
+# y ~ y + f(g, iid) fitted y exactly (noise ~1e-13) and reported a large likelihood
+run "$GMM_INFER" fit --formula 'Y ~ Y + f(g, iid)' "$fx/gauss.csv"
+expect_exit 1
+expect_stderr "^gmm-infer fit: formula: the response 'Y' cannot also be a covariate$"
+expect_caret 4
+expect_stdout_empty
+run "$GMM_INFER" fit --formula 'Y ~ x1 + factor(Y) + f(g, iid)' "$fx/gauss.csv"
+expect_exit 1
+expect_stderr "formula: the response 'Y' cannot also be a factor \(factor\(Y\)\)$"
+expect_caret 16
+run "$GMM_INFER" fit --formula 'Y ~ x1 + f(Y, rw1)' "$fx/gauss.csv"
+expect_exit 1
+expect_stderr "formula: the response 'Y' cannot also index a latent term \(f\(Y, rw1\)\)$"
+expect_caret 11
