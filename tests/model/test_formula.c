@@ -144,6 +144,70 @@ START_TEST(test_formula_unsupported)
 }
 END_TEST
 
+/* A misspelt or misplaced model name: the message lists every model from
+ * the tables, suggests the nearest, and the caret is under the name.  The
+ * check comes before the data are read (the data file does not exist). */
+START_TEST(test_formula_model_names)
+{
+    static const char list[] =
+        " (models: iid, rw1, rw2, besag, bym2; a kernel spec: matern12, matern32, matern52, "
+        "cosine, constant, periodic, quasiperiodic; with graph=, a precision spec: edge-ou, "
+        "laplacian, iid)";
+    static const struct {
+        const char *text;
+        size_t pos;
+        const char *msg; /* followed by list when it ends in '+' */
+    } bad[] = {
+        {"y ~ f(g, idd)", 9, "formula: unknown model 'idd'; did you mean 'iid'?+"},
+        {"y ~ f(g, IID)", 9, "formula: unknown model 'IID'; did you mean 'iid'?+"},
+        {"y ~ f(g, rw3)", 9, "formula: unknown model 'rw3'; did you mean 'rw1' or 'rw2'?+"},
+        {"y ~ f(g, ar1)", 9,
+         "formula: unknown model 'ar1'; did you mean 'matern12' (an AR(1) in continuous "
+         "time)?+"},
+        {"y ~ f(t, 'matern23')", 10,
+         "formula: unknown model 'matern23'; did you mean 'matern32'?+"},
+        {"y ~ f(t, matern)", 9,
+         "formula: unknown model 'matern'; did you mean 'matern12', 'matern32' or "
+         "'matern52'?+"},
+        {"y ~ f(g, bessag, graph=e.csv)", 9,
+         "formula: unknown model 'bessag'; did you mean 'besag'?+"},
+        {"y ~ f(g, xyz)", 9, "formula: unknown model 'xyz'+"},
+        /* in a stack, the second term */
+        {"y ~ f(t, rw2) + f(g, idd)", 21, "formula: unknown model 'idd'; did you mean 'iid'?+"},
+        {"y ~ f(g, 'iid')", 10,
+         "formula: 'iid' in quotes is a kernel spec; the model iid is written without quotes "
+         "(f(g, iid))"},
+        {"y ~ f(g, laplacian)", 9,
+         "formula: 'laplacian' is a graph precision: it needs graph=EDGES.csv"},
+        {"y ~ f(g, matern32, graph=e.csv)", 9,
+         "formula: 'matern32' is a kernel: with graph= the model is a precision (f(g, "
+         "'PRECISION', graph=EDGES.csv))"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        gmm_mdl_spec s;
+        gmm_mdl_spec_init(&s);
+        s.formula = bad[i].text;
+        s.data = "/nonexistent/d.csv";
+        gmm_mdl *m = NULL;
+        gmm_mdl_failure fail;
+        ck_assert_msg(gmm_mdl_build(&s, &m, &fail) == GMM_EPARSE, "%s: %s", bad[i].text,
+                      gmm_error_message());
+        ck_assert_ptr_null(m);
+        ck_assert_msg(fail.spec_text == bad[i].text && fail.spec_pos == bad[i].pos,
+                      "%s: caret at %zu, expected %zu", bad[i].text, fail.spec_pos, bad[i].pos);
+        char want[1024];
+        size_t n = strlen(bad[i].msg);
+        if (bad[i].msg[n - 1] == '+')
+            snprintf(want, sizeof want, "%.*s%s", (int)(n - 1), bad[i].msg, list);
+        else
+            snprintf(want, sizeof want, "%s", bad[i].msg);
+        ck_assert_msg(!strcmp(gmm_error_message(), want), "%s: '%s'", bad[i].text,
+                      gmm_error_message());
+        gmm_mdl_failure_free(&fail);
+    }
+}
+END_TEST
+
 /* A data set: y, a covariate x, a factor p with levels "b", "a", "c" (a
  * is the reference), a group g of 5 levels. */
 enum { N = 40, NG = 5 };
@@ -681,6 +745,7 @@ Suite *model_formula_suite(void)
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, test_formula_parse);
     tcase_add_test(tc, test_formula_unsupported);
+    tcase_add_test(tc, test_formula_model_names);
     tcase_add_test(tc, test_formula_gaussian_dense);
     tcase_add_test(tc, test_formula_laplace_coef_gradient);
     tcase_add_test(tc, test_formula_iid_dense);

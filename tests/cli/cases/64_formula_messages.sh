@@ -1,7 +1,8 @@
 # shellcheck shell=bash
 # 64_formula_messages.sh -- what a formula the tool cannot fit is told: R's
 # operators it lacks (':', '*', '/', '^', '|') named with the caret under
-# the operator, the response refused as its own covariate or index.
+# the operator, a misspelt f() model answered with every model there is and
+# the nearest names, the response refused as its own covariate or index.
 # Sourced by tests/cli/run.sh (see there for the helpers).
 
 fx="$ROOT/tests/fixtures/lme4"
@@ -37,6 +38,28 @@ run "$GMM_INFER" loglik --formula 'Y ~ x1^2 + f(g, iid)' "$fx/gauss.csv"
 expect_exit 1
 expect_stderr "formula: crossing to a degree \('\^'\) is not supported"
 expect_caret 6
+
+begin "a misspelt f() model: every model is listed, the nearest suggested, the caret under it"
+run "$GMM_INFER" fit --formula 'Y ~ x1 + f(g, idd)' "$fx/gauss.csv"
+expect_exit 1
+expect_stderr "^gmm-infer fit: formula: unknown model 'idd'; did you mean 'iid'\? \(models: iid, rw1, rw2, besag, bym2; a kernel spec: matern12, .*quasiperiodic; with graph=, a precision spec: edge-ou, laplacian, iid\)$"
+expect_caret 14
+expect_no_stderr 'unknown kernel'
+run "$GMM_INFER" fit --formula 'Y ~ x1 + f(g, IID)' "$fx/gauss.csv"
+expect_exit 1
+expect_stderr "unknown model 'IID'; did you mean 'iid'\?"
+run "$GMM_INFER" loglik --formula 'Y ~ f(x1, rw3)' "$fx/gauss.csv"
+expect_exit 1
+expect_stderr "unknown model 'rw3'; did you mean 'rw1' or 'rw2'\?"
+run "$GMM_INFER" loglik --formula 'Y ~ f(x1, ar1)' "$fx/gauss.csv"
+expect_exit 1
+expect_stderr "unknown model 'ar1'; did you mean 'matern12' \(an AR\(1\) in continuous time\)\?"
+# in a stack too, and before the data are read
+run "$GMM_INFER" loglik --formula 'Y ~ f(x1, rw2) + f(g, idd)' "$fx/gauss.csv"
+expect_exit 1
+expect_stderr "unknown model 'idd'; did you mean 'iid'\?"
+expect_caret 22
+expect_no_stderr 'read [0-9]+ rows'
 
 begin "the response is refused as a covariate, a factor or an f() index, the caret under it"
 # y ~ y + f(g, iid) fitted y exactly (noise ~1e-13) and reported a large likelihood
