@@ -20,8 +20,8 @@ static const struct {
     const char *about;
 } term_models[] = {
     {"iid", GMM_STACK_IID, "one N(0, variance) effect per level"},
-    {"rw1", GMM_STACK_RW1, "random walk on the sorted values (cyclic, period=P)"},
-    {"rw2", GMM_STACK_RW2, "integrated random walk: a smoothing spline (cyclic, period=P)"},
+    {"rw1", GMM_STACK_RW1, "random walk over the sorted values"},
+    {"rw2", GMM_STACK_RW2, "integrated random walk (a smoothing spline)"},
     {"besag", GMM_STACK_BESAG, "intrinsic CAR on the nodes of graph=EDGES.csv"},
     {"bym2", GMM_STACK_BYM2, "besag + iid mixed by phi, on graph=EDGES.csv"},
 };

@@ -2,7 +2,8 @@
 # 64_formula_messages.sh -- what a formula the tool cannot fit is told: R's
 # operators it lacks (':', '*', '/', '^', '|') named with the caret under
 # the operator, a misspelt f() model answered with every model there is and
-# the nearest names, the response refused as its own covariate or index.
+# the nearest names, the response refused as its own covariate or index;
+# and the model commands' --help listing several f() terms and every model.
 # Sourced by tests/cli/run.sh (see there for the helpers).
 
 fx="$ROOT/tests/fixtures/lme4"
@@ -76,3 +77,20 @@ run "$GMM_INFER" fit --formula 'Y ~ x1 + f(Y, rw1)' "$fx/gauss.csv"
 expect_exit 1
 expect_stderr "formula: the response 'Y' cannot also index a latent term \(f\(Y, rw1\)\)$"
 expect_caret 11
+
+begin "the model commands' --help: several f() terms and every model of the tables"
+for c in fit loglik gradcheck hmc vi; do
+    run "$GMM_INFER" "$c" --help
+    expect_exit 0
+    expect_stdout 'and one or$'
+    expect_stdout '^ +more f\(NAME, MODEL, \.\.\.\), latent terms'
+    for m in iid rw1 rw2 besag bym2; do
+        expect_stdout "^ {24}$m +[a-z]"
+    done
+    expect_stdout "^ {24}'KERNEL' a kernel spec in quotes"
+    expect_stdout '^ +matern12, matern32, matern52, cosine, constant,$'
+    expect_stdout '^ +periodic, quasiperiodic$'
+    expect_stdout "^ {24}'PRECISION', graph=EDGES.csv"
+    expect_stdout '^ +node NAME: edge-ou, laplacian, iid$'
+    expect_stdout 'rw1 and rw2 take cyclic'
+done
