@@ -1,0 +1,24 @@
+# shellcheck shell=bash
+# 65_run_messages.sh -- messages that say the right thing: a non-finite
+# Gaussian likelihood blames the data's scale or the noise by which one it
+# is.
+# Sourced by tests/cli/run.sh (see there for the helpers).
+
+coal="$ROOT/data/coal.csv"
+
+begin "a non-finite Gaussian likelihood: data too large for doubles, or a noise too small"
+# CO2 in units of 1e-150 ppm: the default noise variance is ~5e299, whose
+# square overflows; it is not 'too small'
+awk -F, 'NR == 1 { print; next } NR <= 400 { printf "%s,%.17g\n", $1, $2 * 1e150 }' \
+    "$ROOT/data/co2_train.csv" >"$CASE_TMP/big.csv"
+run "$GMM_INFER" loglik "$CASE_TMP/big.csv" --kernel matern32
+expect_exit 1
+expect_stderr "not finite at noise variance 5\.[0-9]*e\+299: the data's scale \(mean square 5\.[0-9]*e\+300\) is too large for double precision; rescale the outcomes$"
+expect_no_stderr 'too small'
+run "$GMM_INFER" fit "$CASE_TMP/big.csv" --kernel matern32
+expect_exit 1
+expect_stderr 'is too large for double precision'
+expect_no_stderr 'too small'
+run "$GMM_INFER" loglik "$coal" --kernel matern12 --noise 1e-300
+expect_exit 1
+expect_stderr 'not finite at noise variance 1e-300 \(too small for the scale of the data, mean square 2\.[0-9]+\)$'
