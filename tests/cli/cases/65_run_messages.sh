@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # 65_run_messages.sh -- messages that say the right thing: a non-finite
 # Gaussian likelihood blames the data's scale or the noise by which one it
-# is.
+# is; an output directory that cannot hold the temporary file is named.
 # Sourced by tests/cli/run.sh (see there for the helpers).
 
 coal="$ROOT/data/coal.csv"
@@ -22,3 +22,28 @@ expect_no_stderr 'too small'
 run "$GMM_INFER" loglik "$coal" --kernel matern12 --noise 1e-300
 expect_exit 1
 expect_stderr 'not finite at noise variance 1e-300 \(too small for the scale of the data, mean square 2\.[0-9]+\)$'
+
+begin "a directory that cannot hold the temporary file: the path and the directory are named"
+mkdir "$CASE_TMP/ro"
+chmod 555 "$CASE_TMP/ro"
+# root writes anywhere: drop the capability that lets it (when it can)
+as_user=()
+if [[ $(id -u) -eq 0 ]]; then
+    if setpriv --bounding-set=-dac_override,-dac_read_search true 2>/dev/null; then
+        as_user=(setpriv --bounding-set=-dac_override,-dac_read_search)
+    else
+        echo "note: root without setpriv: the read-only directory case is not checked"
+    fi
+fi
+if [[ $(id -u) -ne 0 || ${#as_user[@]} -gt 0 ]]; then
+    run "${as_user[@]}" "$GMM_INFER" fit "$coal" --likelihood poisson --kernel matern12 \
+        -o "$CASE_TMP/ro/m.json"
+    expect_exit 1
+    expect_stderr "^gmm-infer fit: $CASE_TMP/ro/m\.json: cannot write: the temporary file beside it could not be created in directory '$CASE_TMP/ro': Permission denied$"
+    expect_no_file "$CASE_TMP/ro/m.json"
+fi
+chmod 755 "$CASE_TMP/ro"
+# a writable directory still takes the file
+run "$GMM_INFER" fit "$coal" --likelihood poisson --kernel matern12 -o "$CASE_TMP/m.json"
+expect_exit 0
+expect_file "$CASE_TMP/m.json"
