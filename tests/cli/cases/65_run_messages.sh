@@ -1,7 +1,8 @@
 # shellcheck shell=bash
 # 65_run_messages.sh -- messages that say the right thing: a non-finite
 # Gaussian likelihood blames the data's scale or the noise by which one it
-# is; an output directory that cannot hold the temporary file is named.
+# is; an output directory that cannot hold the temporary file is named; and
+# hmc's usage errors come before anything is read or printed.
 # Sourced by tests/cli/run.sh (see there for the helpers).
 
 coal="$ROOT/data/coal.csv"
@@ -47,3 +48,23 @@ chmod 755 "$CASE_TMP/ro"
 run "$GMM_INFER" fit "$coal" --likelihood poisson --kernel matern12 -o "$CASE_TMP/m.json"
 expect_exit 0
 expect_file "$CASE_TMP/m.json"
+
+begin "hmc: a usage error comes before the data report and the priors"
+run "$GMM_INFER" hmc "$coal" --likelihood poisson --exposure exposure --kernel matern12 \
+    --sample-hyper --metric laplace -o "$CASE_TMP/d.csv"
+expect_exit 2
+expect_stderr "^gmm-infer hmc: --metric laplace holds the hyperparameters at the model's values: it cannot be used with --sample-hyper"
+expect_no_stderr 'prior:'
+expect_no_stderr 'read [0-9]+ rows'
+expect_no_file "$CASE_TMP/d.csv"
+run "$GMM_INFER" hmc "$coal" --likelihood poisson --kernel matern12 --metric bogus
+expect_exit 2
+expect_stderr "^gmm-infer hmc: --metric: 'bogus' is not laplace, prior or auto$"
+expect_no_stderr 'read [0-9]+ rows'
+for extra in '--mh-draws 4' '--marginal laplace'; do
+    # shellcheck disable=SC2086
+    run "$GMM_INFER" hmc "$coal" --likelihood poisson --kernel matern12 $extra
+    expect_exit 2
+    expect_stderr "^gmm-infer hmc: --(mh-draws|marginal) applies with"
+    expect_no_stderr 'read [0-9]+ rows'
+done
