@@ -146,6 +146,14 @@ void gmm_mdl_failure_free(gmm_mdl_failure *fail);
 gmm_status gmm_mdl_build(const gmm_mdl_spec *s, gmm_mdl **out, gmm_mdl_failure *fail);
 void gmm_mdl_free(gmm_mdl *m); /* NULL-safe */
 
+/* The i-th model a formula's f(NAME, MODEL) names by a keyword (iid, rw1,
+ * rw2, besag, bym2), and in *about (may be NULL) what it is, in a line;
+ * NULL past the last.  MODEL may also be a kernel spec (kernel.h,
+ * gmm_kernel_type_at) or, with graph=, a precision spec (gmrf.h,
+ * gmm_gmrf_family_at), quoted; an unknown name is an error that lists the
+ * three. */
+const char *gmm_mdl_term_model(size_t i, const char **about);
+
 /* Data a fit cannot work with, said before trying: no observed y, one, a
  * constant Gaussian y, counts all 0, binary outcomes all equal: GMM_EINVAL
  * with the reason. */

@@ -274,19 +274,18 @@ int cli_hmc_priors(const char *cmd, gmm_mdl *m, const char **args, size_t nargs,
         }
         (*priors)[k] = (gmm_prior){is_b ? GMM_PRIOR_NORMAL : GMM_PRIOR_LOGNORMAL, mu, sigma};
     }
-    for (size_t k = 0; k < np; k++) {
-        if (!(*sampled)[k])
-            continue;
-        if ((*priors)[k].kind == GMM_PRIOR_LOGNORMAL && !(o->value[k] > 0.0)) {
+    /* every prior checked before any is printed */
+    for (size_t k = 0; k < np; k++)
+        if ((*sampled)[k] && (*priors)[k].kind == GMM_PRIOR_LOGNORMAL && !(o->value[k] > 0.0)) {
             cli_msg(cmd, "%s = %g cannot be sampled on the log scale: hold it with --fix %s",
                     o->name[k], o->value[k], o->name[k]);
             return CLI_EXIT_USAGE;
         }
-        if (!quiet)
+    for (size_t k = 0; k < np && !quiet; k++)
+        if ((*sampled)[k])
             cli_msg(cmd, "prior: %s ~ %s(%.6g, %.6g)", o->name[k],
                     (*priors)[k].kind == GMM_PRIOR_NORMAL ? "normal" : "lognormal",
                     (*priors)[k].mu, (*priors)[k].sigma);
-    }
     return 0;
 }
 
@@ -693,20 +692,29 @@ int cli_hmc_init_point(const char *cmd, gmm_mdl *m, const char *init, double **x
     return 0;
 }
 
-int cli_hmc_metric(const char *cmd, gmm_mdl *m, const char *arg, int sample_hyper, int quiet,
-                   gmm_metric *metric)
+int cli_hmc_metric_check(const char *cmd, const char *arg, int sample_hyper)
 {
     const char *name = arg ? arg : "auto";
     if (strcmp(name, "auto") && strcmp(name, "laplace") && strcmp(name, "prior")) {
         cli_msg(cmd, "--metric: '%s' is not laplace, prior or auto", name);
         return CLI_EXIT_USAGE;
     }
-    *metric = !strcmp(name, "laplace") ? GMM_METRIC_LAPLACE : GMM_METRIC_PRIOR;
-    if (sample_hyper && *metric == GMM_METRIC_LAPLACE) {
+    if (sample_hyper && !strcmp(name, "laplace")) {
         cli_msg(cmd, "--metric laplace holds the hyperparameters at the model's values: it "
                      "cannot be used with --sample-hyper (use --metric prior)");
         return CLI_EXIT_USAGE;
     }
+    return 0;
+}
+
+int cli_hmc_metric(const char *cmd, gmm_mdl *m, const char *arg, int sample_hyper, int quiet,
+                   gmm_metric *metric)
+{
+    const char *name = arg ? arg : "auto";
+    int rc = cli_hmc_metric_check(cmd, arg, sample_hyper);
+    if (rc)
+        return rc;
+    *metric = !strcmp(name, "laplace") ? GMM_METRIC_LAPLACE : GMM_METRIC_PRIOR;
     if (strcmp(name, "auto")) {
         if (!quiet)
             cli_msg(cmd, "metric: %s", name);

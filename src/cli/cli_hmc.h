@@ -41,6 +41,10 @@ int cli_hmc_priors(const char *cmd, gmm_mdl *m, const char **args, size_t nargs,
  * chains start (jittered); 0 or an exit code. */
 int cli_hmc_init_point(const char *cmd, gmm_mdl *m, const char *init, double **x0);
 
+/* --metric ARG (NULL: auto) against the other options, before anything is
+ * read or printed: laplace, prior or auto, and not laplace with
+ * --sample-hyper.  0 or CLI_EXIT_USAGE after the message. */
+int cli_hmc_metric_check(const char *cmd, const char *arg, int sample_hyper);
 /* --metric ARG (NULL: auto) into *metric: laplace, prior, or auto -- the
  * prior's with --sample-hyper, else laplace when the data's information
  * (gmm_problem_data_information at the model's values) exceeds

@@ -16,15 +16,18 @@
 
 #include "cli.h"
 #include "gmm/alloc.h"
+#include "gmm/gmrf.h"
+#include "gmm/kernel.h"
 #include "gmm/ssm.h"
 
-static const char options_help[] =
+static const char formula_help[] =
     "Model as a formula (man page: Formulas):\n"
     "  --formula 'Y ~ TERMS'  terms joined by +: 1 (default), 0 or -1 (no\n"
-    "                      intercept), NAME (covariate), factor(NAME), and one\n"
-    "                      f(NAME, MODEL, ...): a kernel spec ('matern32') on\n"
-    "                      input NAME, a precision spec with graph=EDGES.csv on\n"
-    "                      node NAME, or iid (one N(0, variance) effect per level)\n"
+    "                      intercept), NAME (covariate), factor(NAME), and one or\n"
+    "                      more f(NAME, MODEL, ...), latent terms indexed by\n"
+    "                      column NAME and stacked into one posterior; MODEL is\n";
+
+static const char options_help[] =
     "Model (state-space GP):\n"
     "  --kernel SPEC       kernel spec, e.g. 'matern32 + quasiperiodic(period=1)'\n"
     "                      (default: " CLI_DEFAULT_KERNEL ",\n"
@@ -59,10 +62,52 @@ static const char options_help[] =
     "                      fitted or checked (repeatable)\n"
     "  --verbose           report defaults, sizes and progress on stderr\n";
 
+/* The names name_at(0), name_at(1), ... comma-separated after text, which
+ * starts at column indent; wrapped within 80 columns at that indent. */
+static void print_names(FILE *f, int indent, const char *text, const char *(*name_at)(size_t))
+{
+    int col = fprintf(f, "%*s%s", indent, "", text);
+    const char *nm;
+    for (size_t i = 0; (nm = name_at(i)); i++) {
+        const char *sep = name_at(i + 1) ? "," : "";
+        if (col > indent && col + 1 + (int)(strlen(nm) + strlen(sep)) > 79)
+            col = fprintf(f, "\n%*s", indent, "") - 1;
+        if (col > indent)
+            col += fprintf(f, " ");
+        col += fprintf(f, "%s%s", nm, sep);
+    }
+    fputc('\n', f);
+}
+
+static const char *kernel_at(size_t i)
+{
+    const gmm_kernel_type *t = gmm_kernel_type_at(i);
+    return t ? t->name : NULL;
+}
+
+/* The formula's models from the library's tables: a new keyword model,
+ * kernel or precision family needs no edit here. */
+static void print_formula_help(FILE *f)
+{
+    fputs(formula_help, f);
+    const char *about;
+    for (size_t i = 0; gmm_mdl_term_model(i, &about); i++)
+        fprintf(f, "%24s%-8s%s\n", "", gmm_mdl_term_model(i, NULL), about);
+    fprintf(f, "%24s%s", "", "'KERNEL' a kernel spec in quotes on input NAME, e.g.\n");
+    fprintf(f, "%32s%s", "", "'matern32 + periodic(period=52)'; kernels:\n");
+    print_names(f, 32, "", kernel_at);
+    fprintf(f, "%24s%s", "", "'PRECISION', graph=EDGES.csv  a precision spec on\n");
+    print_names(f, 32, "node NAME:", gmm_gmrf_family_at);
+    fputs("                      rw1 and rw2 take cyclic (a walk on a circle, for a\n"
+          "                      season) and period=P\n",
+          f);
+}
+
 /* The families come from the likelihood table, so that a new one needs no
  * edit here. */
 void cli_model_print_help(FILE *f)
 {
+    print_formula_help(f);
     const char *split = strstr(options_help, "%s");
     fwrite(options_help, 1, (size_t)(split - options_help), f);
     for (size_t i = 0; i < gmm_lik_ntypes(); i++) {

@@ -244,7 +244,19 @@ int cmd_hmc(int argc, char **argv)
         rc = CLI_EXIT_USAGE;
         goto done;
     }
-    if ((rc = cli_model_positional(cmd, argc, argv, &o)) != 0)
+    /* every check of the options alone before anything is read or printed */
+    if (mh_given && rp.marginal != GMM_MARGINAL_LAPLACE_MH) {
+        cli_msg(cmd, "--mh-draws applies with --marginal laplace-mh");
+        rc = CLI_EXIT_USAGE;
+        goto done;
+    }
+    if ((nprior_args || rp.marginal) && !sample_hyper) {
+        cli_msg(cmd, "--%s applies with --sample-hyper", nprior_args ? "prior" : "marginal");
+        rc = CLI_EXIT_USAGE;
+        goto done;
+    }
+    if ((rc = cli_hmc_metric_check(cmd, metric, sample_hyper)) != 0 ||
+        (rc = cli_model_positional(cmd, argc, argv, &o)) != 0)
         goto done;
     cli_hmc_out W = {&rp, NULL, cmdstan, out_path, summary_path, model_path, o.data, quiet};
     if ((rc = cli_hmc_check_outputs(cmd, &W)) != 0)
@@ -272,16 +284,6 @@ int cmd_hmc(int argc, char **argv)
     }
     for (size_t t = 0; t < nthread; t++)
         probs[t] = gmm_mdl_problem(models[t]);
-    if (mh_given && rp.marginal != GMM_MARGINAL_LAPLACE_MH) {
-        cli_msg(cmd, "--mh-draws applies with --marginal laplace-mh");
-        rc = CLI_EXIT_USAGE;
-        goto done;
-    }
-    if ((nprior_args || rp.marginal) && !sample_hyper) {
-        cli_msg(cmd, "--%s applies with --sample-hyper", nprior_args ? "prior" : "marginal");
-        rc = CLI_EXIT_USAGE;
-        goto done;
-    }
     if (subset && (rc = cli_hmc_parse_subset(cmd, models[0], subset, &keep)) != 0)
         goto done;
     if (init && (rc = cli_hmc_init_point(cmd, models[0], init, &x0)) != 0)

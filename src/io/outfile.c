@@ -58,6 +58,25 @@ static gmm_status cannot_write(const char *path, int err)
     return gmm_error(GMM_EIO, "%s: cannot write: %s", path, strerror(err));
 }
 
+static char *dir_of(const char *p);
+
+/* The temporary beside target (path with links followed) could not be
+ * created: said with the directory, which is what lacks the permission or
+ * the space (a directory that is not there is cannot_write's "No such
+ * file or directory"). */
+static gmm_status cannot_create_temporary(const char *path, const char *target, int err)
+{
+    char *dir = err == ENOENT || err == ENOTDIR ? NULL : dir_of(target);
+    if (!dir)
+        return cannot_write(path, err);
+    gmm_status st = gmm_error(GMM_EIO,
+                              "%s: cannot write: the temporary file beside it could not be "
+                              "created in directory '%s': %s",
+                              path, dir, strerror(err));
+    gmm_free(dir);
+    return st;
+}
+
 /* The directory part of p ("." for "a", "/" for "/a"), allocated. */
 static char *dir_of(const char *p)
 {
@@ -219,7 +238,7 @@ static gmm_status plan_output(const char *path, out_plan *p)
         goto done;
     }
     if (faccessat(AT_FDCWD, dir, W_OK | X_OK, AT_EACCESS) != 0)
-        st = cannot_write(path, errno);
+        st = cannot_create_temporary(path, p->target, errno);
 done:
     gmm_free(dir);
     if (st != GMM_OK) {
@@ -343,7 +362,7 @@ gmm_status gmm_outfile_open(const char *path, gmm_outfile **out)
         sprintf(o->tmp + dlen, ".%.*s.tmpXXXXXX", (int)blen, base);
         fd = mkstemp(o->tmp);
         if (fd < 0) {
-            st = cannot_write(path, errno);
+            st = cannot_create_temporary(path, o->target, errno);
             o->tmp[0] = '\0';
             goto done;
         }

@@ -157,24 +157,24 @@ static gmm_status formula_error(const build *b, size_t pos, const char *fmt, ...
     return GMM_EPARSE;
 }
 
-/* The stacked models of f(NAME, MODEL): the intrinsic ones and iid. */
-static const char *const stack_models[] = {"iid", "rw1", "rw2", "besag", "bym2"};
-static const gmm_stack_model stack_kind[] = {GMM_STACK_IID, GMM_STACK_RW1, GMM_STACK_RW2,
-                                             GMM_STACK_BESAG, GMM_STACK_BYM2};
-
-/* -1, or the index in stack_models of term t's model */
-static int stack_model(const gmm_formula_latent *t)
-{
-    for (int k = 0; !t->quoted && k < (int)(sizeof stack_models / sizeof *stack_models); k++)
-        if (!strcmp(t->model, stack_models[k]))
-            return k;
-    return -1;
-}
+/* -1, or the index of term t's model among the keyword models
+ * (model_names.c: iid and the intrinsic ones, the stacked models) */
+static int stack_model(const gmm_formula_latent *t) { return gmm_mdl_impl_term_model(t); }
+static gmm_stack_model stack_kind(int k) { return gmm_mdl_impl_term_kind(k); }
 
 int gmm_mdl_impl_stack_kind(const gmm_formula_latent *t)
 {
     int k = stack_model(t);
-    return k < 0 ? -1 : (int)stack_kind[k];
+    return k < 0 ? -1 : (int)stack_kind(k);
+}
+
+/* A MODEL that is a name but no model's: the error lists them all. */
+static gmm_status check_model_name(const build *b, const gmm_formula_latent *t)
+{
+    char msg[GMM_ERROR_MAX];
+    if (!gmm_mdl_impl_model_unknown(t, msg, sizeof msg))
+        return GMM_OK;
+    return formula_error(b, t->model_pos, "%s", msg);
 }
 
 /* Several f() terms, or one intrinsic one: a stacked latent (one iid term
@@ -192,7 +192,7 @@ static int is_stack(const gmm_formula *fm)
 static gmm_status check_keys(const build *b, const gmm_formula_latent *t)
 {
     int mk = stack_model(t);
-    int walk = mk >= 0 && (stack_kind[mk] == GMM_STACK_RW1 || stack_kind[mk] == GMM_STACK_RW2);
+    int walk = mk >= 0 && (stack_kind(mk) == GMM_STACK_RW1 || stack_kind(mk) == GMM_STACK_RW2);
     for (size_t a = 0; a < t->narg; a++) {
         const gmm_formula_arg *g = &t->arg[a];
         int cyc = !strcmp(g->key, "cyclic"), per = !strcmp(g->key, "period");
@@ -258,14 +258,14 @@ static gmm_status check_stack_terms(const build *b, const gmm_formula *fm)
                                      "formula: two f() terms on column '%s' would share their "
                                      "parameter names (f.%s.variance)",
                                      t->name, t->name);
-        gmm_status s = check_keys(b, t);
-        if (s != GMM_OK)
+        gmm_status s = check_model_name(b, t);
+        if (s != GMM_OK || (s = check_keys(b, t)) != GMM_OK)
             return s;
         size_t gpos = 0;
         const char *graph = gmm_formula_arg_find(t, "graph", &gpos);
         int mk = stack_model(t);
-        int needs_graph = mk >= 0 && (stack_kind[mk] == GMM_STACK_BESAG ||
-                                      stack_kind[mk] == GMM_STACK_BYM2);
+        int needs_graph = mk >= 0 && (stack_kind(mk) == GMM_STACK_BESAG ||
+                                      stack_kind(mk) == GMM_STACK_BYM2);
         if (needs_graph && !graph)
             return formula_error(b, t->model_pos, "formula: f(%s, %s) needs graph=EDGES.csv",
                                  t->name, t->model);
@@ -312,7 +312,7 @@ static gmm_status apply_formula(build *b, gmm_mdl *m, gmm_mdl_spec *d)
         return GMM_OK;
     }
     const gmm_formula_latent *t = &fm->latent[0];
-    if ((s = check_keys(b, t)) != GMM_OK)
+    if ((s = check_model_name(b, t)) != GMM_OK || (s = check_keys(b, t)) != GMM_OK)
         return s;
     size_t gpos = 0;
     const char *graph = gmm_formula_arg_find(t, "graph", &gpos);
@@ -763,10 +763,10 @@ static gmm_status build_stack(build *b, gmm_mdl *m, const gmm_table *data)
         snprintf(names[k], sizeof names[k], "f.%s", t->name);
         terms[k].name = names[k];
         int kern = mk < 0 && !graph;
-        if (kern || (mk >= 0 && (stack_kind[mk] == GMM_STACK_RW1 ||
-                              stack_kind[mk] == GMM_STACK_RW2))) {
+        if (kern || (mk >= 0 && (stack_kind(mk) == GMM_STACK_RW1 ||
+                              stack_kind(mk) == GMM_STACK_RW2))) {
             size_t c;
-            terms[k].model = kern ? GMM_STACK_KERNEL : stack_kind[mk];
+            terms[k].model = kern ? GMM_STACK_KERNEL : stack_kind(mk);
             if (!(value[k] = gmm_malloc(nr, sizeof **value))) {
                 s = gmm_error(GMM_ENOMEM, "out of memory");
                 goto done;
@@ -805,7 +805,7 @@ static gmm_status build_stack(build *b, gmm_mdl *m, const gmm_table *data)
         terms[k].nlevel = m->sg[k]->n;
         terms[k].graph = m->sg[k];
         if (mk >= 0) {
-            terms[k].model = stack_kind[mk];
+            terms[k].model = stack_kind(mk);
             continue;
         }
         /* a graph precision spec: its errors point into the formula */
@@ -923,7 +923,7 @@ static gmm_status term_names(gmm_mdl *m)
         int mk = stack_model(t);
         size_t np = m->sgmrf[k]                                 ? m->sgmrf[k]->nparam
                     : m->skern[k]                                 ? gmm_kernel_nparam(m->skern[k])
-                    : mk >= 0 && stack_kind[mk] == GMM_STACK_BYM2 ? 2
+                    : mk >= 0 && stack_kind(mk) == GMM_STACK_BYM2 ? 2
                                                                 : 1;
         gmm_status s;
         if ((m->sgmrf[k] || m->skern[k]) &&

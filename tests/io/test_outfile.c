@@ -250,8 +250,9 @@ START_TEST(test_check_ok)
 END_TEST
 
 /* A read-only directory, and a read-only file in a writable one, for an
- * unprivileged user: refused by check and open, naming the user's path;
- * nothing created, the file untouched. */
+ * unprivileged user: refused by check and open, naming the user's path
+ * (and the directory that cannot hold the temporary); nothing created, the
+ * file untouched. */
 START_TEST(test_read_only)
 {
     char *ro = in_dir("ro");
@@ -274,7 +275,10 @@ START_TEST(test_read_only)
     gmm_status st4 = gmm_outfile_open(rofile, &o);
     as_self();
     char want[1024];
-    snprintf(want, sizeof want, "%s: cannot write: Permission denied", inside);
+    snprintf(want, sizeof want,
+             "%s: cannot write: the temporary file beside it could not be created in "
+             "directory '%s': Permission denied",
+             inside, ro);
     ck_assert_int_eq(st1, GMM_EIO);
     ck_assert_str_eq(m1, want);
     ck_assert_int_eq(st2, GMM_EIO);
