@@ -41,8 +41,10 @@ static const char usage_text[] =
     "                        refused when the rule's error in the ELBO, estimated\n"
     "                        against twice the points, exceeds 1e-8 max(1, |ELBO|)\n"
     "  --max-iter N          L-BFGS iterations, N >= 1 (default 2000)\n"
-    "  --tol T               stop when the ELBO rises by at most T relative over 3\n"
-    "                        iterations (default 1e-9)\n"
+    "  --tol T               end the first phase when the ELBO rises by at most T\n"
+    "                        relative over 3 iterations (default 1e-9); a final run\n"
+    "                        goes on to the gradient test, the only one that counts\n"
+    "                        as converged\n"
     "  --posterior FILE      also write the posterior of f per data row or node (CSV\n"
     "                        as predict prints it: mean, var, lower, upper; rate or\n"
     "                        probability too; level)\n"
@@ -274,7 +276,8 @@ int cmd_vi(int argc, char **argv)
         cli_msg(cmd, "%s after %zu iterations: ELBO %.10g", res.message, res.iterations,
                 res.elbo);
     if (!res.converged)
-        cli_msg(cmd, "warning: not converged (%s)", res.message);
+        cli_msg(cmd, "warning: not converged (%s): gradient norm %.3g left where the test "
+                     "asks at most %.3g", res.message, res.grad_norm, res.grad_limit);
     if (post) {
         gmm_mdl_set_vi(m, v);
         v = NULL;
