@@ -194,7 +194,7 @@ gmm_status gmm_mdl_describe(const gmm_mdl *m, gmm_model *mf, char **scratch)
         mf->data.x = m->xname;
         mf->merge_tol = m->merge_tol;
     }
-    mf->formula = m->formula;
+    mf->formula = m->formula_rec ? m->formula_rec : m->formula;
     if (m->edgeless)
         memset(mf->edge_cols, 0, sizeof mf->edge_cols);
     mf->data.file = m->data_rec;
