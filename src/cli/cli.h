@@ -4,6 +4,7 @@
 #ifndef GMM_CLI_H
 #define GMM_CLI_H
 
+#include <getopt.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -87,6 +88,28 @@ int cli_parse_choice(const char *cmd, const char *opt, const char *arg, const ch
                      const char *b, int *second);
 int cli_parse_size(const char *cmd, const char *opt, const char *arg, size_t min, size_t max,
                    size_t *out);
+
+/* Options given twice.  A single-valued option (one that takes a value)
+ * given twice is a usage error, never "the last one wins": the first
+ * thing a user who repeats one expects is not known.  Flags (no value) may
+ * repeat (they say the same thing again), and so may the options a command
+ * lists in `repeatable` because they accumulate (--fix, --draws, --prior).
+ * A command's getopt loop calls cli_getopt where it would call
+ * getopt_long, with a cli_opt_seen that starts zeroed but for repeatable
+ * (a 0-terminated list of option codes, or NULL). */
+#define CLI_OPT_SEEN_MAX 64
+typedef struct {
+    const int *repeatable;
+    int seen[CLI_OPT_SEEN_MAX]; /* codes of single-valued options seen */
+    size_t nseen;
+} cli_opt_seen;
+/* getopt_long(argc, argv, shortopts, longopts, NULL), and then, for a
+ * single-valued option seen before: "gmm-infer CMD: --NAME given twice"
+ * ("-o/--output given twice" for one with a short form) on stderr and
+ * CLI_OPT_REPEATED, on which the command exits with CLI_EXIT_USAGE. */
+#define CLI_OPT_REPEATED (-3)
+int cli_getopt(const char *cmd, cli_opt_seen *seen, int argc, char **argv,
+               const char *shortopts, const struct option *longopts);
 
 /* --level's default: the probability of every printed interval. */
 #define CLI_DEFAULT_LEVEL 0.9

@@ -1,6 +1,7 @@
 /* cli_common.c -- helpers the subcommands share: spec errors with a caret,
  * CSV fields and numbers, turning SIGINT/SIGTERM into a clean cancellation,
- * and checking that stdout took everything. */
+ * checking that stdout took everything, options given twice, and outputs
+ * that would replace inputs. */
 #include <errno.h>
 #include <stdarg.h>
 #include <math.h>
@@ -130,6 +131,47 @@ int cli_stop_requested(void) { return cli_interrupted != 0; }
 int cli_interrupt_exit_code(void)
 {
     return cli_interrupted == SIGTERM ? CLI_EXIT_TERM : CLI_EXIT_INT;
+}
+
+/* Does option c take a value?  Its long form's has_arg, else its letter's
+ * ':' in shortopts.  *name its long name (NULL: none). */
+static int takes_value(int c, const char *shortopts, const struct option *longopts,
+                       const char **name)
+{
+    *name = NULL;
+    for (const struct option *l = longopts; l && l->name; l++)
+        if (!l->flag && l->val == c) {
+            *name = l->name;
+            return l->has_arg != no_argument;
+        }
+    const char *p = c > 0 && c < 256 && c != ':' ? strchr(shortopts, c) : NULL;
+    return p && p[1] == ':';
+}
+
+int cli_getopt(const char *cmd, cli_opt_seen *seen, int argc, char **argv,
+               const char *shortopts, const struct option *longopts)
+{
+    int c = getopt_long(argc, argv, shortopts, longopts, NULL);
+    const char *name;
+    if (c < 0 || c == '?' || c == ':' || !takes_value(c, shortopts, longopts, &name))
+        return c;
+    for (const int *r = seen->repeatable; r && *r; r++)
+        if (*r == c)
+            return c;
+    for (size_t i = 0; i < seen->nseen; i++)
+        if (seen->seen[i] == c) {
+            int shrt = c > 0 && c < 256 && c != ':' && strchr(shortopts, c);
+            if (name && shrt)
+                cli_msg(cmd, "-%c/--%s given twice", c, name);
+            else if (name)
+                cli_msg(cmd, "--%s given twice", name);
+            else
+                cli_msg(cmd, "-%c given twice", c);
+            return CLI_OPT_REPEATED;
+        }
+    if (seen->nseen < CLI_OPT_SEEN_MAX)
+        seen->seen[seen->nseen++] = c;
+    return c;
 }
 
 int cli_parse_size(const char *cmd, const char *opt, const char *arg, size_t min, size_t max,

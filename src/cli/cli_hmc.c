@@ -259,6 +259,11 @@ int cli_hmc_priors(const char *cmd, gmm_mdl *m, const char **args, size_t nargs,
         }
         memcpy(name, args[a], (size_t)(eq - args[a]));
         name[eq - args[a]] = '\0';
+        for (size_t e = 0; e < a; e++)
+            if (!strncmp(args[e], name, (size_t)(eq - args[a])) && args[e][eq - args[a]] == '=') {
+                cli_msg(cmd, "--prior: %s given twice", name);
+                return CLI_EXIT_USAGE;
+            }
         size_t k;
         for (k = 0; k < np && strcmp(o->name[k], name); k++)
             ;

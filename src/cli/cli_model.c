@@ -79,9 +79,13 @@ void cli_model_print_help(FILE *f)
     fputs(split + 2, f);
 }
 
+/* The model option that accumulates. */
+const int cli_model_repeatable[] = {CLI_OPT_FIX, 0};
+
 void cli_model_opts_init(cli_model_opts *o)
 {
     memset(o, 0, sizeof *o);
+    o->seen.repeatable = cli_model_repeatable;
     o->noise = NAN;
     o->intercept = NAN;
 }
@@ -107,51 +111,31 @@ static int parse_positive(const char *cmd, const char *opt, const char *arg, int
     return 1;
 }
 
-/* Single-valued options given twice are an error, not "last one wins". */
-static int once(cli_model_opts *o, const char *cmd, int c, const char *name)
-{
-    size_t k = (size_t)(c - CLI_OPT_KERNEL);
-    if (k < sizeof o->seen / sizeof o->seen[0]) {
-        if (o->seen[k]) {
-            cli_msg(cmd, "--%s given twice", name);
-            return -1;
-        }
-        o->seen[k] = 1;
-    }
-    return 1;
-}
-
 int cli_model_opt(cli_model_opts *o, const char *cmd, int c, const char *arg)
 {
     if (c >= CLI_OPT_KERNEL && c < CLI_OPT_VERBOSE)
         o->given++;
     switch (c) {
-    case CLI_OPT_KERNEL: o->kernel = arg; return once(o, cmd, c, "kernel");
-    case CLI_OPT_FORMULA: o->formula = arg; return once(o, cmd, c, "formula");
-    case CLI_OPT_GRAPH: o->graph = arg; return once(o, cmd, c, "graph");
-    case CLI_OPT_PRECISION: o->precision = arg; return once(o, cmd, c, "precision");
-    case CLI_OPT_EDGE_COLS: o->edge_cols = arg; return once(o, cmd, c, "edge-cols");
-    case CLI_OPT_X: o->xcol = arg; return once(o, cmd, c, "x");
-    case CLI_OPT_Y: o->ycol = arg; return once(o, cmd, c, "y");
-    case CLI_OPT_NODE: o->node = arg; return once(o, cmd, c, "node");
+    case CLI_OPT_KERNEL: o->kernel = arg; return 1;
+    case CLI_OPT_FORMULA: o->formula = arg; return 1;
+    case CLI_OPT_GRAPH: o->graph = arg; return 1;
+    case CLI_OPT_PRECISION: o->precision = arg; return 1;
+    case CLI_OPT_EDGE_COLS: o->edge_cols = arg; return 1;
+    case CLI_OPT_X: o->xcol = arg; return 1;
+    case CLI_OPT_Y: o->ycol = arg; return 1;
+    case CLI_OPT_NODE: o->node = arg; return 1;
     case CLI_OPT_NOISE:
-        if (once(o, cmd, c, "noise") < 0)
-            return -1;
         return parse_positive(cmd, "noise", arg, 0, &o->noise);
     case CLI_OPT_NO_CENTER: o->no_center = 1; return 1;
     case CLI_OPT_STRICT_NODES: o->strict_nodes = 1; return 1;
     case CLI_OPT_MERGE_TOL:
-        if (once(o, cmd, c, "merge-tol") < 0)
-            return -1;
         return parse_positive(cmd, "merge-tol", arg, 1, &o->merge_tol);
     case CLI_OPT_FREE_PERIOD: o->free_period = 1; return 1;
-    case CLI_OPT_LIKELIHOOD: o->likelihood = arg; return once(o, cmd, c, "likelihood");
-    case CLI_OPT_EXPOSURE: o->exposure = arg; return once(o, cmd, c, "exposure");
-    case CLI_OPT_TRIALS: o->trials = arg; return once(o, cmd, c, "trials");
+    case CLI_OPT_LIKELIHOOD: o->likelihood = arg; return 1;
+    case CLI_OPT_EXPOSURE: o->exposure = arg; return 1;
+    case CLI_OPT_TRIALS: o->trials = arg; return 1;
     case CLI_OPT_INTERCEPT: {
         char *end;
-        if (once(o, cmd, c, "intercept") < 0)
-            return -1;
         o->intercept = strtod(arg, &end);
         if (end == arg || *end || !isfinite(o->intercept)) {
             cli_msg(cmd, "--intercept: '%s' is not a finite number", arg);
@@ -162,8 +146,6 @@ int cli_model_opt(cli_model_opts *o, const char *cmd, int c, const char *arg)
     case CLI_OPT_NO_INTERCEPT: o->no_intercept = 1; return 1;
     case CLI_OPT_VERBOSE: o->verbose = 1; return 1;
     case CLI_OPT_FACTOR:
-        if (once(o, cmd, c, "factor") < 0)
-            return -1;
         if (!strcmp(arg, "auto"))
             o->factor = GMM_SSM_FACTOR_AUTO;
         else if (!strcmp(arg, "cholesky"))
@@ -194,7 +176,11 @@ int cli_model_getopt(cli_model_opts *o, const char *cmd, int argc, char **argv,
                      const char *usage_text, int *rc)
 {
     int c;
-    while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
+    while ((c = cli_getopt(cmd, &o->seen, argc, argv, shortopts, longopts)) != -1) {
+        if (c == CLI_OPT_REPEATED) {
+            *rc = CLI_EXIT_USAGE;
+            return CLI_MODEL_OPT_STOP;
+        }
         int r = cli_model_opt(o, cmd, c, optarg);
         if (r > 0)
             continue;

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "cli.h"
 #include "gmm/draws.h"
 #include "gmm/model.h"
 #include "gmm/modelfile.h"
@@ -36,7 +37,9 @@ typedef struct {
     const char *trials;     /* --trials NAME */
     double intercept;       /* --intercept B (NAN: default) */
     int no_intercept;       /* --no-intercept */
-    unsigned char seen[32]; /* single-valued options seen (given twice: error) */
+    cli_opt_seen seen;      /* options seen (a single-valued one given twice: error);
+                             * seen.repeatable: cli_model_repeatable, or a
+                             * command's list that includes CLI_OPT_FIX */
     int quiet;              /* build without the data report and warnings (a
                              * second copy of a model, for another thread) */
     int no_center;          /* --no-center */
@@ -75,6 +78,10 @@ enum {
     CLI_OPT_FACTOR, /* after VERBOSE: a numerical choice, allowed with --model */
     CLI_OPT_FIRST_COMMAND /* commands number their own options from here */
 };
+
+/* The option codes above that may be given more than once: CLI_OPT_FIX,
+ * 0-terminated (cli_opt_seen's repeatable). */
+extern const int cli_model_repeatable[];
 
 /* The long options above, for a command's getopt_long table. */
 #define CLI_MODEL_LONGOPTS                                                                       \

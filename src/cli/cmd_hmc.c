@@ -125,8 +125,10 @@ int cmd_hmc(int argc, char **argv)
         {"output", required_argument, NULL, 'o'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
+    static const int repeatable[] = {CLI_OPT_FIX, OPT_PRIOR, 0};
     cli_model_opts o;
     cli_model_opts_init(&o);
+    o.seen.repeatable = repeatable;
     gmm_hmc_run_params rp;
     gmm_hmc_run_params_init(&rp);
     gmm_hmc_params *par = &rp.hmc;

@@ -212,8 +212,11 @@ int cmd_loo(int argc, char **argv)
 
     optind = 1;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":ho:p:", longopts, NULL)) != -1) {
+    cli_opt_seen seen = {NULL, {0}, 0};
+    while ((c = cli_getopt(CMD, &seen, argc, argv, ":ho:p:", longopts)) != -1) {
         switch (c) {
+        case CLI_OPT_REPEATED:
+            return CLI_EXIT_USAGE;
         case 'o':
             out_path = optarg;
             break;

@@ -236,9 +236,12 @@ int cmd_predict(int argc, char **argv)
     double *xq = NULL;
     size_t nq = 0;
 
+    static const int repeatable[] = {OPT_DRAWS, 0};
+    cli_opt_seen seen = {repeatable, {0}, 0};
     optind = 1;
-    while ((c = getopt_long(argc, argv, "ho:", longopts, NULL)) != -1) {
+    while ((c = cli_getopt(cmd, &seen, argc, argv, "ho:", longopts)) != -1) {
         switch (c) {
+        case CLI_OPT_REPEATED: rc = CLI_EXIT_USAGE; goto done;
         case OPT_MODEL: model_path = optarg; break;
         case OPT_DRAWS: {
             const char **d = gmm_realloc((void *)draws, ndraws + 1, sizeof *d);

@@ -135,9 +135,12 @@ int cmd_score(int argc, char **argv)
     json_t *root = NULL;
     gmm_status s;
 
+    static const int repeatable[] = {OPT_DRAWS, 0};
+    cli_opt_seen seen = {repeatable, {0}, 0};
     optind = 1;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+    while ((c = cli_getopt(cmd, &seen, argc, argv, "h", longopts)) != -1) {
         switch (c) {
+        case CLI_OPT_REPEATED: rc = CLI_EXIT_USAGE; goto done;
         case OPT_MODEL: model_path = optarg; break;
         case OPT_ROWS: rows_path = optarg; break;
         case OPT_LOO: loo = 1; break;

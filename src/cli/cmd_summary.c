@@ -76,8 +76,11 @@ int cmd_summary(int argc, char **argv)
 
     optind = 1;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":ho:", longopts, NULL)) != -1) {
+    cli_opt_seen seen = {NULL, {0}, 0};
+    while ((c = cli_getopt("summary", &seen, argc, argv, ":ho:", longopts)) != -1) {
         switch (c) {
+        case CLI_OPT_REPEATED:
+            return CLI_EXIT_USAGE;
         case 'o':
             out_path = optarg;
             break;
