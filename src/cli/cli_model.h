@@ -151,9 +151,28 @@ int cli_model_positional(const char *cmd, int argc, char **argv, cli_model_opts 
 /* The model a command works on: from `model_path` (fit's output; then no
  * model option may be given, and o->data, when set, overrides its data
  * file) or else from the options.  mf receives the file's contents (free
- * with gmm_model_free).  Returns an exit code. */
+ * with gmm_model_free).  With io (may be NULL), the command's outputs
+ * already listed there, the model's inputs are added to it
+ * (cli_model_opts_inputs or cli_model_file_inputs) and cli_io_check runs
+ * before anything is read but the model file.  Returns an exit code. */
 int cli_model_open(const char *cmd, const cli_model_opts *o, const char *model_path,
-                   gmm_model *mf, gmm_mdl **out);
+                   gmm_model *mf, cli_io *io, gmm_mdl **out);
+
+/* The files the options will read, as inputs of io: DATA.csv, --graph, a
+ * formula's graph= files. */
+void cli_model_opts_inputs(cli_io *io, const cli_model_opts *o);
+/* The files of model file mf, read from model_path, as inputs of io (where
+ * cli_model_from_file will look for them): model_path itself (as `what`,
+ * e.g. "the model file"), its data file (or `data`, when given, which
+ * replaces it), its edge list, its formula's graph= files, a vi result's
+ * q file ("the model's q file"). */
+void cli_model_file_inputs(cli_io *io, const gmm_model *mf, const char *model_path,
+                           const char *data, const char *what);
+/* A vi result read from path, option opt's value ("--init"), as inputs
+ * of io: path ("the --init file") and its q file ("the q file of
+ * --init"); nothing more when path cannot be read (its reader reports
+ * that). */
+void cli_model_vi_inputs(cli_io *io, const char *opt, const char *path);
 
 /* q from a VI result's model file (its "variational" sidecar, found beside
  * the model file): allocated and attached.  Returns an exit code. */

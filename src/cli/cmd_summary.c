@@ -101,6 +101,15 @@ int cmd_summary(int argc, char **argv)
     if (nstdin > 1)
         return cli_usage_error("summary", "'-' (stdin) given %zu times", nstdin);
 
+    /* -o never replaces a draws file or its sidecar */
+    cli_io io;
+    cli_io_init(&io);
+    cli_io_output(&io, "-o", out_path, NULL);
+    cli_io_draws(&io, (const char *const *)(argv + optind), (size_t)(argc - optind));
+    int rc = cli_io_check(CMD, &io);
+    cli_io_free(&io);
+    if (rc)
+        return rc;
     if (cli_install_signals() != 0)
         cli_msg(CMD, "warning: cannot catch SIGINT/SIGTERM");
     gmm_draws *d = NULL;
