@@ -143,7 +143,8 @@ void cli_io_output(cli_io *io, const char *opt, const char *arg, const char *pat
 /* 0; or, for the first output that is an input, "gmm-infer CMD: -o m.json
  * is the model file m.json (an output never replaces an input)" (a
  * companion: "d.csv.json (written with -o d.csv) is ...") and
- * CLI_EXIT_USAGE; for two outputs that are one file, "... and ... are the
+ * CLI_EXIT_USAGE; for two outputs that are one file (but for one written
+ * in place, such as /dev/null, which none replaces), "... and ... are the
  * same file (each output needs a file of its own)" and CLI_EXIT_USAGE;
  * CLI_EXIT_ERROR when a list ran out of memory. */
 int cli_io_check(const char *cmd, const cli_io *io);

@@ -428,6 +428,11 @@ int cli_io_check(const char *cmd, const cli_io *io)
                         out_name(o, a, sizeof a), io->in[k].what, io->in[k].path);
                 return CLI_EXIT_USAGE;
             }
+        /* two outputs written in place (-o /dev/null --summary /dev/null)
+         * replace nothing */
+        int in_place = 0;
+        if (gmm_outfile_check_kind(op, &in_place) == GMM_OK && in_place)
+            continue;
         for (size_t k = 0; k < i; k++) {
             const struct cli_io_out *p = &io->out[k];
             if (gmm_path_same_file(op, p->path ? p->path : p->arg)) {

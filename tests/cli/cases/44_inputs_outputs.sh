@@ -252,6 +252,10 @@ io_refused "are the same file"
 expect_no_file "$CASE_TMP/s.csv"
 expect_no_file "$CASE_TMP/w.json"
 expect_no_file "$CASE_TMP/l.json"
+# a device written in place twice replaces nothing
+run "$GMM_INFER" loo "$io/d.csv" -o /dev/null --pointwise /dev/null
+expect_exit 0
+[[ -c /dev/null ]] || fail "/dev/null is no longer a character device"
 
 # ---- a failed run writes no file ----------------------------------------------
 
