@@ -197,9 +197,11 @@ gmm_status gmm_mdl_vi_start(gmm_mdl *m, gmm_vi *v, const gmm_model *src, const c
  * model file (m described, with res's ELBO as "loglik" and "elbo", its
  * iterations, "converged" unless interrupted, and "variational" naming
  * qpath's base name, beside the model) goes to path and v's q to qpath,
- * together (gmm_qfile_save).  Errors: gmm_mdl_describe's, gmm_qfile_save's. */
+ * both members of the output set `set`, for the caller to commit with its
+ * other outputs (gmm_qfile_save).  Errors: gmm_mdl_describe's,
+ * gmm_qfile_save's. */
 gmm_status gmm_mdl_save_vi(gmm_mdl *m, gmm_vi *v, const gmm_vi_result *res, int interrupted,
-                           const char *path, const char *qpath);
+                           gmm_outset *set, const char *path, const char *qpath);
 size_t gmm_mdl_newton_iterations(const gmm_mdl *m);
 /* "cholesky" or "square-root": how the last evaluation factorised the
  * posterior precision; *bound (may be NULL) the Cholesky's rounding bound

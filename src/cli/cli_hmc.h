@@ -21,8 +21,10 @@ typedef struct {
     int quiet;
 } cli_hmc_out;
 
-/* Every file the run will write, checked before the work; 0 or an exit code. */
-int cli_hmc_check_outputs(const char *cmd, const cli_hmc_out *w);
+/* Every file the run will write, checked before the work (that it can be
+ * written; and listed in io, for cli_io_check against the inputs); 0 or an
+ * exit code. */
+int cli_hmc_check_outputs(const char *cmd, const cli_hmc_out *w, cli_io *io);
 
 /* The draws, FILE.json and the summary of a finished or cancelled run (ch);
  * messages on stderr; 0 or an exit code (the interrupt's after a cancel). */

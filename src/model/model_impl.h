@@ -57,6 +57,7 @@ struct gmm_mdl {
      * (nrow x ncoef; owned here, the one copy: the problem borrows it,
      * gmm_problem_design.borrow) and the coefficients' names */
     char *formula;
+    char *formula_rec; /* as a model file records it: graph= paths as data_rec */
     gmm_formula *fm;
     int edgeless;
     size_t ncoef;
