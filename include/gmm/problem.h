@@ -68,6 +68,16 @@ gmm_objective *gmm_problem_objective(gmm_problem *p);
 int gmm_problem_exact(const gmm_problem *p);
 /* The number of coefficients: the last ncoef parameters. */
 size_t gmm_problem_ncoef(const gmm_problem *p);
+/* The coefficients' scale for optimisers (objective.h, lin_*): a QR of the
+ * design's observed rows over the coefficients not fixed, column by column
+ * in their order (as R's lm): a column whose part outside the span of the
+ * columns kept before it has norm <= tol times its own is aliased -- held
+ * fixed at 0 and flagged in aliased[k] (ncoef, may be NULL) -- and the
+ * others form R.  Call it again after fixing coefficients.  Errors:
+ * GMM_EINVAL (tol outside [0, 1)), GMM_ENOMEM.  O(nobs ncoef^2). */
+gmm_status gmm_problem_coef_basis(gmm_problem *p, double tol, int *aliased);
+/* The tolerance R's lm uses (dqrdc2's), and the model layer with it. */
+#define GMM_ALIAS_TOL 1e-7
 /* Nonzero when every row's offset X_r beta is the same (no coefficient, or
  * the intercept alone), so that f at a node or a new input is b + f
  * without covariate values; *b (may be NULL) gets b at theta. */

@@ -60,7 +60,9 @@ static void setup(fixture *f)
     f->value[2] = -3.0;
     f->positive[1] = 1;
     f->fixed[2] = 1; /* fixed parameters are checked too */
-    f->obj = (gmm_objective){3, f->name, f->value, f->positive, f->fixed, iid_eval, &f->d};
+    f->obj = (gmm_objective){.nparam = 3, .name = f->name, .value = f->value,
+                             .positive = f->positive, .fixed = f->fixed, .eval = iid_eval,
+                             .ctx = &f->d};
 }
 
 /* What a row says agrees with its verdict: abs_error is |analytic -
@@ -216,7 +218,8 @@ static gmm_status noisy_check_tol(noisy *d, double rel_tol, gmm_gradcheck_result
     static char *name[3] = {"a", "b", "period"};
     static int positive[3] = {1, 1, 1}, fixed[3];
     double value[3] = {400.0, 20.0, 1.0};
-    gmm_objective obj = {3, name, value, positive, fixed, noisy_eval, d};
+    gmm_objective obj = {.nparam = 3, .name = name, .value = value, .positive = positive,
+                         .fixed = fixed, .eval = noisy_eval, .ctx = d};
     gmm_gradcheck_params p;
     gmm_gradcheck_params_init(&p);
     p.rel_tol = rel_tol;
@@ -407,7 +410,8 @@ START_TEST(test_smooth_objective_sharp_bound)
     static char *name[1] = {"p"};
     static int positive[1] = {1}, fixed[1];
     double value[1] = {1.0};
-    gmm_objective obj = {1, name, value, positive, fixed, wave_eval, NULL};
+    gmm_objective obj = {.nparam = 1, .name = name, .value = value, .positive = positive,
+                         .fixed = fixed, .eval = wave_eval};
     gmm_gradcheck_params p;
     gmm_gradcheck_params_init(&p);
     gmm_gradcheck_result r;
