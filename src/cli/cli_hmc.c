@@ -268,7 +268,7 @@ int cli_hmc_priors(const char *cmd, gmm_mdl *m, const char **args, size_t nargs,
             ;
         if (k == np || !(*sampled)[k]) {
             cli_msg(cmd, "--prior: '%s' is not a sampled parameter%s", name,
-                    k < np ? " (it is held by --fix)" : "");
+                    k < np ? " (it is held by --fix or the formula's 'fixed')" : "");
             return CLI_EXIT_USAGE;
         }
         /* the kind follows the parameter's scale: a coefficient is sampled
