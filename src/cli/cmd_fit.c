@@ -45,14 +45,19 @@ static int progress(void *user, const gmm_fit_progress *p)
 static void report_fit(const char *cmd, const gmm_objective *obj, const gmm_fit_result *res,
                        const int *bnd, int verbose)
 {
-    for (size_t i = 0; i < obj->nparam && !res->unbounded; i++)
-        if (bnd[i])
-            cli_msg(cmd, "warning: boundary (singular) fit: %s -> 0 (%g here, loglik %.10g at "
-                         "the limit within 1e-9): %s",
-                    obj->name[i], obj->value[i], res->loglik,
-                    strncmp(obj->name[i], "likelihood.", 11)
-                        ? "the term's effects are shrunk to 0; its standard error is not given"
-                        : "the likelihood's noise vanishes");
+    for (size_t i = 0; i < obj->nparam && !res->unbounded; i++) {
+        if (!bnd[i])
+            continue;
+        int logit = obj->scale[i] == GMM_SCALE_LOGIT, one = logit && obj->value[i] > 0.5;
+        cli_msg(cmd, "warning: boundary (singular) fit: %s -> %d (%.6g here, loglik %.10g at the "
+                     "limit within 1e-9): %s; no standard error",
+                obj->name[i], one, obj->value[i], res->loglik,
+                logit ? (one ? "the term is its structured part alone"
+                             : "the term is its unstructured part alone")
+                : strncmp(obj->name[i], "likelihood.", 11)
+                    ? "the term's effects are shrunk to 0"
+                    : "the likelihood's noise vanishes");
+    }
     if (res->unbounded) {
         for (size_t i = 0; i < obj->nparam; i++)
             if (bnd[i])

@@ -68,7 +68,16 @@ typedef struct {
     gmm_status fail_status;
 } run_ctx;
 
-static int map_theta(run_ctx *c, const double *u) { return infer_scale_theta(&c->sc, u, c->theta); }
+/* theta's free entries from u; 0 (and fail_status set) when a variable
+ * leaves its domain in floating point (exp overflowing or underflowing, the
+ * logistic rounding to 1). */
+static int map_theta(run_ctx *c, const double *u)
+{
+    if (infer_scale_theta(&c->sc, u, c->theta))
+        return 1;
+    c->fail_status = gmm_error_status();
+    return 0;
+}
 
 /* -loglik and its gradient on the optimisation scale; 0 on a domain failure
  * (status recorded in fail_status when the objective gave one). */
@@ -76,10 +85,8 @@ static int eval_min(run_ctx *c, const double *u, double *f, double *g)
 {
     double ll = 0.0;
     c->evals++;
-    if (!map_theta(c, u)) {
-        c->fail_status = gmm_error(GMM_EDOM, "a parameter left the range of doubles");
+    if (!map_theta(c, u))
         return 0;
-    }
     gmm_status st = c->obj->eval(c->obj->ctx, c->theta, &ll, c->grad);
     if (st != GMM_OK) {
         c->fail_status = st;
@@ -119,7 +126,7 @@ static int accepted(void *ctx, const double *x, double f, double gnorm)
     if (!c->par->progress)
         return 0;
     gmm_fit_progress p;
-    map_theta(c, x); /* x was evaluated: it maps */
+    map_theta(c, x); /* x was evaluated: it maps inside the domain */
     p.start = c->start;
     p.iteration = c->lb.iter;
     p.evaluations = c->evals;
@@ -156,12 +163,13 @@ static int accepted(void *ctx, const double *x, double f, double gnorm)
 #define NOISE_HSTEP 1e-2
 #define NOISE_STEP 1e-6
 #define NOISE_GAIN 4.0
-/* A positive parameter CERT_BOUND_DROP (log 1e6) or more below its start
- * on the log scale is probed at BOUND_PROBE (log 1e3) further down: when
- * loglik does not fall there by more than BOUND_TOL max(1, |loglik|), its
- * maximum is at 0 (a boundary, as lme4's singular fit) and it is held for
- * the test of the others; when loglik rises by more than BOUND_UNBOUNDED
- * nats, the likelihood grows without bound towards 0. */
+/* A log-scale parameter CERT_BOUND_DROP (log 1e6) or more below its start,
+ * or a logit-scale one within 1e-6 of 0 or 1 (|logit| > log 1e6), is probed
+ * BOUND_PROBE (log 1e3) further towards its bound: when loglik does not
+ * fall there by more than BOUND_TOL max(1, |loglik|), its maximum is at the
+ * bound (a boundary, as lme4's singular fit) and it is held for the test of
+ * the others; when loglik rises by more than BOUND_UNBOUNDED nats, the
+ * likelihood grows without bound towards it. */
 #define CERT_BOUND_DROP 13.815510557964274
 #define BOUND_PROBE 6.907755278982137
 #define BOUND_TOL 1e-9
@@ -286,7 +294,7 @@ static void std_errors_from(run_ctx *c, const size_t *act, size_t na, const doub
             z[a] = a < b ? 0.0 : x / L[a * na + a];
             v2 += z[a] * z[a];
         }
-        se[i] = sqrt(v2) * (c->obj->positive[i] ? c->theta[i] : 1.0);
+        se[i] = sqrt(v2) * gmm_scale_dp_du(c->obj->scale[i], c->theta[i]);
     }
     for (size_t j = 0; j < c->sc.lin; j++) {
         infer_scale_row(&c->sc, j, v);
@@ -347,9 +355,16 @@ static gmm_status certify(run_ctx *c, double *u, const double *init, gmm_fit_res
     for (size_t k = 0; k < nf; k++) {
         size_t i = c->idx[k];
         int low = 0;
-        if (c->obj->positive[i] && init[i] > 0.0 && u[k] < log(init[i]) - CERT_BOUND_DROP) {
+        gmm_scale sc = c->obj->scale[i];
+        /* towards which bound: -1 (log: 0; logit: 0), +1 (logit: 1), 0 none */
+        int to = 0;
+        if (sc == GMM_SCALE_LOG && init[i] > 0.0 && u[k] < log(init[i]) - CERT_BOUND_DROP)
+            to = -1;
+        else if (sc == GMM_SCALE_LOGIT && fabs(u[k]) > CERT_BOUND_DROP)
+            to = u[k] < 0.0 ? -1 : 1;
+        if (to) {
             memcpy(wu, u, nf * sizeof *wu);
-            wu[k] = u[k] - BOUND_PROBE;
+            wu[k] = u[k] + to * BOUND_PROBE;
             double fp;
             if (eval_min(c, wu, &fp, gt) && -fp >= -f0 - BOUND_TOL * fmax(1.0, fabs(f0))) {
                 low = 1;
@@ -535,7 +550,7 @@ gmm_status gmm_fit(gmm_objective *obj, const gmm_fit_params *params, gmm_fit_res
     run_ctx c;
     memset(&c, 0, sizeof c); /* c.lb is freed on every path */
 
-    if (!obj || !res || !obj->eval || (obj->nparam && (!obj->value || !obj->positive ||
+    if (!obj || !res || !obj->eval || (obj->nparam && (!obj->value || !obj->scale ||
                                                         !obj->fixed || !obj->name)))
         return gmm_error(GMM_EINVAL, "fit: incomplete objective");
     if ((st = gmm_fit_params_check(params)) != GMM_OK)
@@ -544,11 +559,11 @@ gmm_status gmm_fit(gmm_objective *obj, const gmm_fit_params *params, gmm_fit_res
     for (size_t i = 0; i < np; i++) {
         if (!isfinite(obj->value[i]))
             return gmm_error(GMM_EINVAL, "fit: start value of '%s' is not finite", obj->name[i]);
-        /* Only free positive parameters live on the log scale; a fixed one
-         * may sit on its boundary (a laplacian ridge of 0). */
-        if (obj->positive[i] && !obj->fixed[i] && !(obj->value[i] > 0.0))
-            return gmm_error(GMM_EINVAL, "fit: start value of '%s' must be > 0, got %g",
-                             obj->name[i], obj->value[i]);
+        /* Only free parameters live on their optimisation scale; a fixed
+         * one may sit on its boundary (a laplacian ridge of 0). */
+        if (!obj->fixed[i] && !gmm_scale_inside(obj->scale[i], obj->value[i]))
+            return gmm_error(GMM_EINVAL, "fit: start value of '%s' must be %s, got %g",
+                             obj->name[i], gmm_scale_domain(obj->scale[i]), obj->value[i]);
         if (!obj->fixed[i])
             nfree++;
     }
@@ -630,7 +645,9 @@ gmm_status gmm_fit(gmm_objective *obj, const gmm_fit_params *params, gmm_fit_res
             size_t i = idx[k];
             double z = s == 0 ? 0.0 : params->jitter * gmm_rng_normal(&rng);
             /* log scale and the design basis: unit steps; else of the value's size */
-            u[k] += obj->positive[i] || infer_scale_in_lin(&c.sc, k) ? z : z * fmax(1.0, fabs(u[k]));
+            u[k] += obj->scale[i] != GMM_SCALE_IDENTITY || infer_scale_in_lin(&c.sc, k)
+                        ? z
+                        : z * fmax(1.0, fabs(u[k]));
         }
         c.start = s;
         c.evals = 0;

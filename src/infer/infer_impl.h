@@ -94,10 +94,10 @@ const char *infer_lbfgs_message(int ret);
 
 /* ---- the optimisation scale (opt_scale.c), for fit and vi -----------------
  *
- * The free parameters idx[0 .. nfree) of an objective as u: log p for a
- * positive parameter, p for another, except the coefficients of the
- * objective's design basis (objective.h, lin_*), whose block is u = R
- * beta / s -- used when every one of them is free (lin > 0). */
+ * The free parameters idx[0 .. nfree) of an objective as u, each on its
+ * own scale (objective.h: identity, log, logit), except the coefficients of
+ * the objective's design basis (lin_*), whose block is u = R beta / s --
+ * used when every one of them is free (lin > 0). */
 typedef struct {
     const gmm_objective *obj;
     size_t nfree;
@@ -111,7 +111,8 @@ typedef struct {
 gmm_status infer_scale_init(infer_scale *s, const gmm_objective *obj, size_t nfree,
                             const size_t *idx); /* GMM_ENOMEM */
 void infer_scale_free(infer_scale *s);
-/* theta's free entries from u; 0 when one leaves the range of doubles. */
+/* theta's free entries from u; 0 (a GMM_EDOM error recorded, naming the
+ * parameter) when one leaves its domain in floating point. */
 int infer_scale_theta(infer_scale *s, const double *u, double *theta);
 /* u from theta's free entries. */
 void infer_scale_u(const infer_scale *s, const double *theta, double *u);

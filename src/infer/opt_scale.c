@@ -1,7 +1,7 @@
 /* opt_scale.c -- the scale on which fit and vi move an objective's free
- * parameters (infer_impl.h): log p for a positive parameter, p for another,
- * except the coefficients of the objective's design basis (objective.h,
- * lin_*), whose block is u = R beta / s, used when all of them are free. */
+ * parameters (infer_impl.h): each parameter's own (objective.h: identity,
+ * log, logit), except the coefficients of the objective's design basis
+ * (lin_*), whose block is u = R beta / s, used when all of them are free. */
 #include <math.h>
 #include <string.h>
 
@@ -26,7 +26,7 @@ gmm_status infer_scale_init(infer_scale *s, const gmm_objective *obj, size_t nfr
     }
     for (size_t j = 0; j < obj->lin_n; j++) {
         size_t i = obj->lin_idx[j], k = 0;
-        if (i >= obj->nparam || obj->fixed[i] || obj->positive[i])
+        if (i >= obj->nparam || obj->fixed[i] || obj->scale[i] != GMM_SCALE_IDENTITY)
             return GMM_OK; /* the basis does not apply: raw coefficients */
         while (k < nfree && idx[k] != i)
             k++;
@@ -55,14 +55,14 @@ int infer_scale_theta(infer_scale *s, const double *u, double *theta)
     const gmm_objective *o = s->obj;
     for (size_t k = 0; k < s->nfree; k++) {
         size_t i = s->idx[k];
-        if (o->positive[i]) {
-            double p = exp(u[k]);
-            if (!(p > 0.0) || !isfinite(p))
-                return 0;
-            theta[i] = p;
-        } else {
-            theta[i] = u[k];
+        gmm_scale sc = o->scale[i];
+        double p = gmm_scale_from_u(sc, u[k]);
+        if (!gmm_scale_inside(sc, p)) {
+            gmm_error(GMM_EDOM, "%s = %g (u = %g on its %s scale) must be %s", o->name[i], p,
+                      u[k], gmm_scale_name(sc), gmm_scale_domain(sc));
+            return 0;
         }
+        theta[i] = p;
     }
     size_t m = s->lin;
     const double *R = o->lin_R;
@@ -74,8 +74,10 @@ int infer_scale_theta(infer_scale *s, const double *u, double *theta)
     }
     for (size_t j = 0; j < m; j++) {
         double b = o->lin_s * s->lin_w[j];
-        if (!isfinite(b))
+        if (!isfinite(b)) {
+            gmm_error(GMM_EDOM, "%s = %g left the range of doubles", o->name[o->lin_idx[j]], b);
             return 0;
+        }
         theta[o->lin_idx[j]] = b;
     }
     return 1;
@@ -86,7 +88,7 @@ void infer_scale_u(const infer_scale *s, const double *theta, double *u)
     const gmm_objective *o = s->obj;
     for (size_t k = 0; k < s->nfree; k++) {
         size_t i = s->idx[k];
-        u[k] = o->positive[i] ? log(theta[i]) : theta[i];
+        u[k] = gmm_scale_to_u(o->scale[i], theta[i]);
     }
     size_t m = s->lin;
     const double *R = o->lin_R;
@@ -104,7 +106,7 @@ void infer_scale_grad(infer_scale *s, const double *theta, const double *grad, d
     const gmm_objective *o = s->obj;
     for (size_t k = 0; k < s->nfree; k++) {
         size_t i = s->idx[k];
-        g[k] = sign * grad[i] * (o->positive[i] ? theta[i] : 1.0);
+        g[k] = sign * grad[i] * gmm_scale_dp_du(o->scale[i], theta[i]);
     }
     size_t m = s->lin;
     const double *R = o->lin_R;

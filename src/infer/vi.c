@@ -1307,7 +1307,7 @@ typedef struct {
     gmm_vi *v;
     size_t nvar, nfree, nu;
     size_t *idx;          /* free hyperparameter k is theta[idx[k]] */
-    const int *positive;
+    const gmm_objective *obj; /* the problem's: names and scales */
     double *th, *thbar;   /* trial theta, its gradient */
     infer_scale sc;       /* the hyperparameters' optimisation scale */
     infer_lbfgs lb;       /* the run, its anchor (the last accepted iterate) */
@@ -1394,9 +1394,14 @@ static void precond_grad(run_ctx *c, double *g)
     }
 }
 
+/* theta's free entries from u (objective.h, SCALES); 0 (and fail_status
+ * set) when one leaves its domain in floating point. */
 static int map_theta(run_ctx *c, const double *u)
 {
-    return infer_scale_theta(&c->sc, u + c->nvar, c->th);
+    if (infer_scale_theta(&c->sc, u + c->nvar, c->th))
+        return 1;
+    c->fail_status = gmm_error_status();
+    return 0;
 }
 
 /* -ELBO and its gradient at u; 0 on a domain failure. */
@@ -1406,10 +1411,8 @@ static int eval_min(run_ctx *c, const double *u, double *f, double *g)
     double elbo;
     c->evals++;
     c->have_last = 0;
-    if (!map_theta(c, u)) {
-        c->fail_status = gmm_error(GMM_EDOM, "a log-scale parameter left the range of doubles");
+    if (!map_theta(c, u))
         return 0;
-    }
     precond_apply(c, u, c->lam);
     gmm_status st = gmm_vi_elbo(v, c->th, c->lam, &elbo, g, c->nfree ? c->thbar : NULL);
     if (st) {
@@ -1629,7 +1632,7 @@ gmm_status gmm_vi_fit(gmm_vi *v, gmm_vi_result *res)
     memset(&c, 0, sizeof c);
     c.v = v;
     c.nvar = v->nvar;
-    c.positive = obj->positive;
+    c.obj = obj;
     if (v->par.learn_hyper)
         for (size_t i = 0; i < v->nparam; i++)
             c.nfree += !obj->fixed[i];
@@ -1670,9 +1673,9 @@ gmm_status gmm_vi_fit(gmm_vi *v, gmm_vi_result *res)
     for (size_t i = 0, k = 0; v->par.learn_hyper && i < v->nparam; i++) {
         if (obj->fixed[i])
             continue;
-        if (obj->positive[i] && !(v->theta[i] > 0.0)) {
-            st = gmm_error(GMM_EINVAL, "vi: start value of '%s' must be > 0, got %g",
-                           obj->name[i], v->theta[i]);
+        if (!gmm_scale_inside(obj->scale[i], v->theta[i])) {
+            st = gmm_error(GMM_EINVAL, "vi: start value of '%s' must be %s, got %g",
+                           obj->name[i], gmm_scale_domain(obj->scale[i]), v->theta[i]);
             goto done;
         }
         c.idx[k++] = i;

@@ -41,7 +41,8 @@ typedef struct {
     iid d;
     char *name[3];
     double value[3];
-    int positive[3], fixed[3];
+    gmm_scale scale[3];
+    int fixed[3];
     gmm_objective obj;
 } fixture;
 
@@ -58,10 +59,10 @@ static void setup(fixture *f)
     f->value[0] = 0.5;
     f->value[1] = 2.0;
     f->value[2] = -3.0;
-    f->positive[1] = 1;
+    f->scale[1] = GMM_SCALE_LOG;
     f->fixed[2] = 1; /* fixed parameters are checked too */
     f->obj = (gmm_objective){.nparam = 3, .name = f->name, .value = f->value,
-                             .positive = f->positive, .fixed = f->fixed, .eval = iid_eval,
+                             .scale = f->scale, .fixed = f->fixed, .eval = iid_eval,
                              .ctx = &f->d};
 }
 
@@ -216,9 +217,10 @@ static gmm_status noisy_eval(void *ctx, const double *th, double *f, double *g)
 static gmm_status noisy_check_tol(noisy *d, double rel_tol, gmm_gradcheck_result *r)
 {
     static char *name[3] = {"a", "b", "period"};
-    static int positive[3] = {1, 1, 1}, fixed[3];
+    static gmm_scale scale[3] = {GMM_SCALE_LOG, GMM_SCALE_LOG, GMM_SCALE_LOG};
+    static int fixed[3];
     double value[3] = {400.0, 20.0, 1.0};
-    gmm_objective obj = {.nparam = 3, .name = name, .value = value, .positive = positive,
+    gmm_objective obj = {.nparam = 3, .name = name, .value = value, .scale = scale,
                          .fixed = fixed, .eval = noisy_eval, .ctx = d};
     gmm_gradcheck_params p;
     gmm_gradcheck_params_init(&p);
@@ -408,9 +410,10 @@ static gmm_status wave_eval(void *ctx, const double *th, double *f, double *g)
 START_TEST(test_smooth_objective_sharp_bound)
 {
     static char *name[1] = {"p"};
-    static int positive[1] = {1}, fixed[1];
+    static gmm_scale scale[1] = {GMM_SCALE_LOG};
+    static int fixed[1];
     double value[1] = {1.0};
-    gmm_objective obj = {.nparam = 1, .name = name, .value = value, .positive = positive,
+    gmm_objective obj = {.nparam = 1, .name = name, .value = value, .scale = scale,
                          .fixed = fixed, .eval = wave_eval};
     gmm_gradcheck_params p;
     gmm_gradcheck_params_init(&p);
