@@ -50,12 +50,7 @@ gmm_status gmm_fit_params_check(const gmm_fit_params *p)
     return GMM_OK;
 }
 
-/* ---- the optimisation scale ------------------------------------------------
- *
- * Free parameter k is u[k]: log p for a positive parameter, p for another,
- * except the coefficients of the objective's design basis (objective.h,
- * lin_*), whose block is u = R beta / s -- used when all of them are free.
- */
+/* ---- one run --------------------------------------------------------------- */
 
 typedef struct {
     gmm_objective *obj;
@@ -64,11 +59,7 @@ typedef struct {
     const size_t *idx;   /* free variable k is parameter idx[k] */
     double *theta;       /* nparam, natural scale (fixed entries preset) */
     double *grad;        /* nparam, objective's gradient */
-    /* the design basis: lin free variables, lin_at[j] the free variable of
-     * lin_idx[j]; lin 0 when not used */
-    size_t lin;
-    size_t *lin_at;
-    double *lin_w;       /* lin doubles of workspace */
+    infer_scale sc;      /* u, the optimisation scale (infer_impl.h) */
     infer_lbfgs lb;      /* the run, its anchor (the last accepted iterate) */
     size_t start, evals;
     int cancelled;
@@ -77,113 +68,7 @@ typedef struct {
     gmm_status fail_status;
 } run_ctx;
 
-/* theta's free entries from u; 0 when a log-scale variable leaves the
- * representable positive range. */
-static int map_theta(run_ctx *c, const double *u)
-{
-    for (size_t k = 0; k < c->nfree; k++) {
-        size_t i = c->idx[k];
-        if (c->obj->positive[i]) {
-            double p = exp(u[k]);
-            if (!(p > 0.0) || !isfinite(p))
-                return 0;
-            c->theta[i] = p;
-        } else {
-            c->theta[i] = u[k];
-        }
-    }
-    if (c->lin) { /* beta = s R^-1 u on the block */
-        const double *R = c->obj->lin_R;
-        size_t m = c->lin;
-        for (size_t j = m; j-- > 0;) {
-            double x = u[c->lin_at[j]];
-            for (size_t k = j + 1; k < m; k++)
-                x -= R[j * m + k] * c->lin_w[k];
-            c->lin_w[j] = x / R[j * m + j];
-        }
-        for (size_t j = 0; j < m; j++) {
-            double b = c->obj->lin_s * c->lin_w[j];
-            if (!isfinite(b))
-                return 0;
-            c->theta[c->obj->lin_idx[j]] = b;
-        }
-    }
-    return 1;
-}
-
-/* u from theta (the free entries). */
-static void unmap_theta(const run_ctx *c, const double *theta, double *u)
-{
-    for (size_t k = 0; k < c->nfree; k++) {
-        size_t i = c->idx[k];
-        u[k] = c->obj->positive[i] ? log(theta[i]) : theta[i];
-    }
-    if (c->lin) { /* u = R beta / s */
-        const double *R = c->obj->lin_R;
-        size_t m = c->lin;
-        for (size_t j = 0; j < m; j++) {
-            double x = 0.0;
-            for (size_t k = j; k < m; k++)
-                x += R[j * m + k] * theta[c->obj->lin_idx[k]];
-            u[c->lin_at[j]] = x / c->obj->lin_s;
-        }
-    }
-}
-
-/* g (nfree) <- the gradient on the u scale from grad (nparam, natural),
- * sign flipped: minus dloglik/du. */
-static void grad_u(run_ctx *c, double *g)
-{
-    for (size_t k = 0; k < c->nfree; k++) {
-        size_t i = c->idx[k];
-        g[k] = -c->grad[i] * (c->obj->positive[i] ? c->theta[i] : 1.0);
-    }
-    if (c->lin) { /* d/du = s R^-T d/dbeta */
-        const double *R = c->obj->lin_R;
-        size_t m = c->lin;
-        for (size_t j = 0; j < m; j++) {
-            double x = -c->grad[c->obj->lin_idx[j]];
-            for (size_t k = 0; k < j; k++)
-                x -= R[k * m + j] * c->lin_w[k];
-            c->lin_w[j] = x / R[j * m + j];
-        }
-        for (size_t j = 0; j < m; j++)
-            g[c->lin_at[j]] = c->obj->lin_s * c->lin_w[j];
-    }
-}
-
-static int k_in_lin(const run_ctx *c, size_t k)
-{
-    for (size_t j = 0; j < c->lin; j++)
-        if (c->lin_at[j] == k)
-            return 1;
-    return 0;
-}
-
-/* The design basis applies when every coefficient of it is free. */
-static gmm_status lin_setup(run_ctx *c)
-{
-    const gmm_objective *o = c->obj;
-    c->lin = 0;
-    if (!o->lin_n || !o->lin_idx || !o->lin_R || !(o->lin_s > 0.0))
-        return GMM_OK;
-    c->lin_at = gmm_malloc(o->lin_n, sizeof *c->lin_at);
-    c->lin_w = gmm_malloc(o->lin_n, sizeof *c->lin_w);
-    if (!c->lin_at || !c->lin_w)
-        return gmm_error(GMM_ENOMEM, "fit: out of memory (%zu coefficients)", o->lin_n);
-    for (size_t j = 0; j < o->lin_n; j++) {
-        size_t i = o->lin_idx[j], k = 0;
-        if (i >= o->nparam || o->fixed[i] || o->positive[i])
-            return GMM_OK;
-        while (k < c->nfree && c->idx[k] != i)
-            k++;
-        if (k == c->nfree || !(o->lin_R[j * o->lin_n + j] != 0.0))
-            return GMM_OK;
-        c->lin_at[j] = k;
-    }
-    c->lin = o->lin_n;
-    return GMM_OK;
-}
+static int map_theta(run_ctx *c, const double *u) { return infer_scale_theta(&c->sc, u, c->theta); }
 
 /* -loglik and its gradient on the optimisation scale; 0 on a domain failure
  * (status recorded in fail_status when the objective gave one). */
@@ -204,7 +89,7 @@ static int eval_min(run_ctx *c, const double *u, double *f, double *g)
         c->fail_status = gmm_error(GMM_EDOM, "objective value is not finite");
         return 0;
     }
-    grad_u(c, g);
+    infer_scale_grad(&c->sc, c->theta, c->grad, -1.0, g);
     for (size_t k = 0; k < c->nfree; k++)
         if (!isfinite(g[k])) {
             c->fail_status = gmm_error(GMM_EDOM, "gradient of '%s' is not finite",
@@ -389,13 +274,9 @@ static int noise_along(run_ctx *c, const double *u0, double f0, const double *di
 static void std_errors_from(run_ctx *c, const size_t *act, size_t na, const double *L, double *v,
                             double *z, double *se)
 {
-    size_t nf = c->nfree;
     for (size_t b = 0; b < na; b++) {
         size_t k = act[b], i = c->idx[k];
-        int in_lin = 0;
-        for (size_t j = 0; j < c->lin; j++)
-            in_lin = in_lin || c->lin_at[j] == k;
-        if (in_lin)
+        if (infer_scale_in_lin(&c->sc, k))
             continue;
         double v2 = 0.0;
         for (size_t a = 0; a < na; a++) { /* z = L^-1 e_b */
@@ -407,19 +288,8 @@ static void std_errors_from(run_ctx *c, const size_t *act, size_t na, const doub
         }
         se[i] = sqrt(v2) * (c->obj->positive[i] ? c->theta[i] : 1.0);
     }
-    size_t m = c->lin;
-    const double *R = c->obj->lin_R;
-    for (size_t j = 0; j < m; j++) {
-        /* x = R^-T e_j: beta_j = s x'u_lin */
-        for (size_t k = 0; k < m; k++) {
-            double x = k == j ? 1.0 : 0.0;
-            for (size_t t = 0; t < k; t++)
-                x -= R[t * m + k] * c->lin_w[t];
-            c->lin_w[k] = x / R[k * m + k];
-        }
-        memset(v, 0, nf * sizeof *v);
-        for (size_t k = 0; k < m; k++)
-            v[c->lin_at[k]] = c->obj->lin_s * c->lin_w[k];
+    for (size_t j = 0; j < c->sc.lin; j++) {
+        infer_scale_row(&c->sc, j, v);
         double v2 = 0.0;
         for (size_t a = 0; a < na; a++) {
             double x = v[act[a]];
@@ -734,7 +604,7 @@ gmm_status gmm_fit(gmm_objective *obj, const gmm_fit_params *params, gmm_fit_res
     c.idx = idx;
     c.theta = theta;
     c.grad = grad;
-    if ((st = lin_setup(&c)) != GMM_OK)
+    if ((st = infer_scale_init(&c.sc, obj, nfree, idx)) != GMM_OK)
         goto done;
     if ((st = infer_lbfgs_alloc(&c.lb, nfree, params->past)) != GMM_OK) {
         st = gmm_error(st, "fit: %s", gmm_error_message());
@@ -755,12 +625,12 @@ gmm_status gmm_fit(gmm_objective *obj, const gmm_fit_params *params, gmm_fit_res
     gmm_status first_fail = GMM_OK;
     char first_msg[GMM_ERROR_MAX] = "";
     for (size_t s = 0; s < params->restarts; s++) {
-        unmap_theta(&c, init, u);
+        infer_scale_u(&c.sc, init, u);
         for (size_t k = 0; k < nfree; k++) {
             size_t i = idx[k];
             double z = s == 0 ? 0.0 : params->jitter * gmm_rng_normal(&rng);
             /* log scale and the design basis: unit steps; else of the value's size */
-            u[k] += obj->positive[i] || k_in_lin(&c, k) ? z : z * fmax(1.0, fabs(u[k]));
+            u[k] += obj->positive[i] || infer_scale_in_lin(&c.sc, k) ? z : z * fmax(1.0, fabs(u[k]));
         }
         c.start = s;
         c.evals = 0;
@@ -824,8 +694,7 @@ done:
     gmm_free(u);
     gmm_free(ubest);
     infer_lbfgs_free(&c.lb);
-    gmm_free(c.lin_at);
-    gmm_free(c.lin_w);
+    infer_scale_free(&c.sc);
     gmm_free(init);
     return st;
 }
@@ -865,9 +734,9 @@ gmm_status gmm_fit_std_errors(gmm_objective *obj, double *se)
     c.idx = idx;
     c.theta = theta;
     c.grad = grad;
-    if ((st = lin_setup(&c)) != GMM_OK)
+    if ((st = infer_scale_init(&c.sc, obj, nf, idx)) != GMM_OK)
         goto done;
-    unmap_theta(&c, obj->value, u0);
+    infer_scale_u(&c.sc, obj->value, u0);
     double *wu = H + nf * nf, *gp = wu + nf, *gm = gp + nf, *z = gm + nf, *v = z + nf;
     int pd = 0;
     size_t bad = 0;
@@ -893,7 +762,6 @@ done:
     gmm_free(grad);
     gmm_free(u0);
     gmm_free(H);
-    gmm_free(c.lin_at);
-    gmm_free(c.lin_w);
+    infer_scale_free(&c.sc);
     return st;
 }

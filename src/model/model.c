@@ -1160,9 +1160,15 @@ static gmm_status take_values(const build *b, gmm_mdl *m, const gmm_model *mf, c
          * ("0.iid.variance"), as formula models were written before their
          * terms named them */
         if (!model_value(mf, m->obj->name[i], &m->obj->value[i]) &&
-            !(i < nl && model_value(mf, gmm_latent_param_name(m->lat, i), &m->obj->value[i])))
-            return gmm_error(GMM_EPARSE, "%s: \"parameters\" has no value for '%s'", mp,
-                             m->obj->name[i]);
+            !(i < nl && model_value(mf, gmm_latent_param_name(m->lat, i), &m->obj->value[i]))) {
+            /* a Gaussian formula's intercept was its data's centre before
+             * it was estimated: the same model at the same value */
+            if (!(m->lik.type->conjugate && m->fm && mf->has_center &&
+                  !strcmp(m->obj->name[i], "intercept")))
+                return gmm_error(GMM_EPARSE, "%s: \"parameters\" has no value for '%s'", mp,
+                                 m->obj->name[i]);
+            m->obj->value[i] = mf->center;
+        }
         size_t c0 = m->obj->nparam - gmm_problem_ncoef(m->prob);
         if (i >= c0 && isnan(m->obj->value[i])) {
             /* null: a column the fit's QR dropped, held at 0 */
@@ -1300,16 +1306,18 @@ static gmm_status build_model(const build *b, gmm_mdl *m)
         goto done;
     if ((s = load_data(b, m, data, m->graph || m->stack ? NULL : o->x, o->y)) != GMM_OK)
         goto done;
-    /* the coefficients: a formula's fixed terms, else the intercept of a
-     * non-Gaussian likelihood (Gaussian data are centred instead) */
+    /* the coefficients: a formula's fixed terms and its intercept (for every
+     * likelihood: the intercept a formula names is estimated), else the
+     * intercept of a non-Gaussian likelihood (Gaussian data without a
+     * formula are centred instead) */
     double b_file = NAN;
     int file_b = mf && model_value(mf, "intercept", &b_file);
     int gauss = m->lik.type->conjugate, want_b;
     if (m->fm)
-        want_b = m->fm->intercept && !o->no_intercept && (!gauss || m->fm->nfixed > 0);
+        want_b = m->fm->intercept && !o->no_intercept;
     else
         want_b = mf ? file_b : !gauss && !o->no_intercept;
-    if (mf && gauss && file_b && !(m->fm && m->fm->nfixed > 0)) {
+    if (mf && gauss && file_b && !m->fm) {
         s = gmm_error(GMM_EPARSE, "%s: an \"intercept\" parameter with the Gaussian likelihood",
                       mp);
         goto done;
@@ -1318,9 +1326,9 @@ static gmm_status build_model(const build *b, gmm_mdl *m)
     if ((s = gmm_mdl_impl_design(m, data, m->fm ? m->fm : &no_terms, want_b)) != GMM_OK)
         goto done;
     if (mf)
-        center_y(m, !mf->has_center, mf->has_center ? &mf->center : NULL);
+        center_y(m, !mf->has_center || m->fm, mf->has_center ? &mf->center : NULL);
     else
-        center_y(m, o->no_center || m->ncoef > 0 || (m->fm && !m->fm->intercept), NULL);
+        center_y(m, o->no_center || m->ncoef > 0 || m->fm, NULL);
     if (m->stack) {
         if (!mf)
             report(b, GMM_MDL_REPORT_DATA, "read %zu rows: %zu observed, %zu missing", m->nrow,
