@@ -11,8 +11,8 @@
 # maximum of a model that is a limit of this one (models.tsv's "lower": besag for bym2)
 # -- the default's shortfall from each (negative: below), "converged", the test's "stop"
 # and Newton decrement, and the seconds of the default fit and of the 20 restarts.  With
-# --before, OLD_BINARY's default fit beside it: its log likelihood, how far it is below
-# the best known point (the highest of both binaries' default and 20-restart fits and the
+# --before, OLD_BINARY's default fit beside it: how far its log likelihood is below the
+# best known point (the highest of both binaries' default and 20-restart fits and the
 # reference) and its "converged".  Then, for each shifted or scaled copy of a model, how
 # far its default fit is from the base's transformed: the loglik (relative), the
 # transformed coefficient, the intercept and the coefficient's standard error (relative;
@@ -47,8 +47,8 @@ fit() {
 
 echo "| model | n | default loglik | best of 20 | reference | default - best of 20 | default - reference |" \
      "converged | stop | Newton decrement | seconds (default / 20) |" \
-     "${before:+before: default loglik | before: below best | before: converged |}"
-echo "|---|---:|---:|---:|---:|---:|---:|---|---|---:|---:|${before:+---:|---:|---|}"
+     "${before:+before: below best known | before: converged |}"
+echo "|---|---:|---:|---:|---:|---:|---:|---|---|---:|---:|${before:+---:|---|}"
 
 declare -A ll_of
 seed=0
@@ -104,8 +104,7 @@ while IFS=$'\t' read -r -u 3 name data formula lik opts expect base column base_
             }
             row = row sprintf(" %s | %s | %s | %s / %s |", conv, stop, dec == "" ? "--" : e(dec), s0, s20)
             if (before != "")
-                row = row sprintf(" %s | %s | %s |", expect == "unbounded" ? "(" oll ")" : f(oll),
-                                  top == "" ? "--" : e(oll - top), oconv)
+                row = row sprintf(" %s | %s |", top == "" ? "--" : e(oll - top), oconv)
             print row
             # for the summary: name, expect, ll - best, ll - ref, conv, old shortfall, old conv
             printf "%s %s %s %s %s %s %s\n", name, expect, ll - best, (ref == "" ? "NA" : ll - ref),
