@@ -7,8 +7,10 @@
 #   Rscript scripts/make-battery-fixtures.R [OUTDIR]   (OUTDIR: tests/fixtures/battery)
 #
 # Every data set is drawn here from a seeded generator (set.seed per set), so
-# the files are reproducible; the tests read the committed files and never
-# need R.  OUTDIR receives
+# the data files are reproducible; lme4.csv is too but for the last digits
+# (bern_crossed's glmer moved by 1e-13 in loglik and 5e-8 relative in its
+# coefficients between two runs on the same machine).  The tests read the
+# committed files and never need R.  OUTDIR receives
 #
 #   NAME.csv        the data sets (50..300 rows);
 #   lattice_edges.csv  an 8 x 6 lattice (48 nodes, i,j) for besag and bym2;
