@@ -49,8 +49,8 @@ static void report_fit(const char *cmd, const gmm_objective *obj, const gmm_fit_
         if (!bnd[i])
             continue;
         int logit = obj->scale[i] == GMM_SCALE_LOGIT, one = logit && obj->value[i] > 0.5;
-        cli_msg(cmd, "warning: boundary (singular) fit: %s -> %d (%.6g here, loglik %.10g at the "
-                     "limit within 1e-9): %s; no standard error",
+        cli_msg(cmd, "warning: boundary (singular) fit: %s -> %d (%.9g here, loglik %.10g; no "
+                     "higher value inside): %s; no standard error",
                 obj->name[i], one, obj->value[i], res->loglik,
                 logit ? (one ? "the term is its structured part alone"
                              : "the term is its unstructured part alone")

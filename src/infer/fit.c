@@ -363,13 +363,21 @@ static gmm_status certify(run_ctx *c, double *u, const double *init, gmm_fit_res
         else if (sc == GMM_SCALE_LOGIT && fabs(u[k]) > CERT_BOUND_DROP)
             to = u[k] < 0.0 ? -1 : 1;
         if (to) {
+            double fp, fi, tol = BOUND_TOL * fmax(1.0, fabs(f0));
             memcpy(wu, u, nf * sizeof *wu);
             wu[k] = u[k] + to * BOUND_PROBE;
-            double fp;
-            if (eval_min(c, wu, &fp, gt) && -fp >= -f0 - BOUND_TOL * fmax(1.0, fabs(f0))) {
+            if (eval_min(c, wu, &fp, gt) && -fp >= -f0 - tol) {
                 low = 1;
                 if (-fp > -f0 + BOUND_UNBOUNDED)
                     res->unbounded = 1;
+            } else if (sc == GMM_SCALE_LOGIT) {
+                /* a logit parameter's natural value rounds near its bound
+                 * (1 - p from p loses digits: loglik ~1e-4 off at 1 - 1e-10),
+                 * so the far side is read from inside: loglik still rising
+                 * towards the bound and lower BOUND_PROBE inwards */
+                wu[k] = u[k] - to * BOUND_PROBE;
+                if (-g[k] * to >= 0.0 && eval_min(c, wu, &fi, gt) && -fi < -f0 - tol)
+                    low = 1;
             }
         }
         if (low) {
