@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "gmm/fit.h"
+#include "gmm/hmc_chains.h"
 #include "gmm/kernel.h"
 #include "gmm/latent.h"
 #include "gmm/likelihood.h"
@@ -151,6 +152,75 @@ START_TEST(test_fit_invariant_to_shift_and_scale)
 }
 END_TEST
 
+/* The joint target of hmc --sample-hyper with the coefficients in the
+ * design basis: its gradient against central differences, and its prior
+ * the centred design's -- the intercept's on b + sum_k beta_k mean(x_k) --
+ * for a covariate 2000 away from 0. */
+START_TEST(test_joint_prior_centred)
+{
+    double a[NR];
+    for (size_t i = 0; i < NR; i++)
+        a[i] = 2000.0 + cos(0.2 * (double)i);
+    setup s;
+    make(&s, a, NULL, 3);
+    ck_assert_int_eq(gmm_problem_coef_basis(s.p, GMM_ALIAS_TOL, NULL), GMM_OK);
+    gmm_objective *o = gmm_problem_objective(s.p);
+    size_t np = o->nparam, c0 = np - 3, n = gmm_latent_dim(s.lat);
+    int sampled[16];
+    gmm_prior prior[16];
+    ck_assert(np <= 16);
+    gmm_hmc_default_priors(s.p, sampled, prior);
+    o->value[c0] = 0.8;
+    o->value[c0 + 1] = 0.6;
+    o->value[c0 + 2] = -1e-3;
+    ck_assert_int_eq(gmm_problem_joint_setup(s.p, o->value, sampled, prior), GMM_OK);
+    size_t d = gmm_problem_joint_dim(s.p), nh = gmm_problem_hyper_dim(s.p);
+    ck_assert_uint_eq(d, n + nh);
+    double *q = malloc(d * sizeof *q), *g = malloc(d * sizeof *g), th[16];
+    ck_assert_int_eq(gmm_problem_joint_start(s.p, q), GMM_OK);
+    double lp;
+    ck_assert_int_eq(gmm_problem_joint_logp(s.p, q, &lp, g), GMM_OK);
+    for (size_t j = n; j < d; j++) {
+        double h = 1e-5, q0 = q[j], lpp, lpm;
+        q[j] = q0 + h;
+        ck_assert_int_eq(gmm_problem_joint_logp(s.p, q, &lpp, NULL), GMM_OK);
+        q[j] = q0 - h;
+        ck_assert_int_eq(gmm_problem_joint_logp(s.p, q, &lpm, NULL), GMM_OK);
+        q[j] = q0;
+        double fd = (lpp - lpm) / (2.0 * h);
+        ck_assert_msg(fabs(fd - g[j]) <= 1e-6 * (1.0 + fabs(g[j])), "q[%zu]: %.12g, fd %.12g", j,
+                      g[j], fd);
+    }
+    /* the prior on the centred design, directly */
+    ck_assert_int_eq(gmm_problem_joint_theta(s.p, q, th), GMM_OK);
+    double mean[3], sd[3];
+    long icpt;
+    ck_assert_int_eq(gmm_problem_coef_moments(s.p, mean, sd, &icpt), GMM_OK);
+    ck_assert_int_eq(icpt, 0);
+    double bc = th[c0] + th[c0 + 1] * mean[1] + th[c0 + 2] * mean[2], want = 0.0;
+    double z = (bc - prior[c0].mu) / prior[c0].sigma;
+    want -= 0.5 * z * z;
+    for (size_t k = 1; k < 3; k++) {
+        z = (th[c0 + k] - prior[c0 + k].mu) / prior[c0 + k].sigma;
+        want -= 0.5 * z * z;
+        ck_assert_double_eq_tol(prior[c0 + k].sigma, 2.5 / sd[k], 1e-12 / sd[k]);
+    }
+    for (size_t j = 0; j < nh; j++) {
+        size_t i = j; /* the positive parameters come first, in order */
+        if (i >= c0)
+            break;
+        z = (log(th[i]) - prior[i].mu) / prior[i].sigma;
+        want -= 0.5 * z * z;
+    }
+    double got = gmm_problem_hyper_prior(s.p, q + n, th, NULL, NULL);
+    ck_assert_msg(fabs(got - want) <= 1e-9 * (1.0 + fabs(want)), "prior %.15g, direct %.15g",
+                  got, want);
+    free(q);
+    free(g);
+    drop(&s);
+}
+END_TEST
+
 Suite *infer_coef_basis_suite(void)
 {
     Suite *s = suite_create("infer_coef_basis");
@@ -158,6 +228,7 @@ Suite *infer_coef_basis_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_basis_r_and_aliasing);
     tcase_add_test(tc, test_fit_invariant_to_shift_and_scale);
+    tcase_add_test(tc, test_joint_prior_centred);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -98,3 +98,37 @@ expect_exit 0
 expect_stderr '^gmm-infer fit: warning: the likelihood has no maximum: it grows without bound as likelihood\.variance -> 0'
 expect_file "$CASE_TMP/w.json" '"converged": false,$'
 expect_file "$CASE_TMP/w.json" '^  "stop": "unbounded",$'
+
+# hmc --sample-hyper samples the coefficients in the design basis under priors on the
+# centred, scaled design, so the slope's posterior does not depend on how x is written:
+# with the period index, a calendar year and period x 1e-6 the posterior means agree within
+# Monte Carlo error.  Each comparison: |m_a - s m_b| <= 5.3 sqrt(mcse_a^2 + (s mcse_b)^2),
+# mcse = sd / sqrt(ess_bulk) from summary -- a false failure of 1.2e-7 per comparison
+# (normal tails at 5.3 sd), 2.4e-7 for the case.
+begin "hmc --sample-hyper: the slope's posterior with period, year and period x 1e-6 agrees"
+tr_herds "$CASE_TMP/herds.csv"
+awk -F, 'NR == 1 { print $0 ",micro"; next } { printf "%s,%.17g\n", $0, $2 * 1e-6 }' \
+    "$CASE_TMP/herds.csv" > "$CASE_TMP/h.csv"
+for v in period year micro; do
+    run "$GMM_INFER" fit "$CASE_TMP/h.csv" --formula "incidence ~ $v + f(herd, iid)" \
+        --likelihood binomial --trials size -o "$CASE_TMP/$v.json"
+    expect_exit 0
+    run "$GMM_INFER" hmc --model "$CASE_TMP/$v.json" --sample-hyper --chains 2 --threads 2 \
+        --warmup 500 --draws 1000 --quiet -o "$CASE_TMP/d_$v.csv"
+    expect_exit 0
+    run "$GMM_INFER" summary "$CASE_TMP/d_$v.csv"
+    expect_exit 0
+    awk -F, -v c="coef.$v" '$1 == c { printf "%.17g %.17g\n", $2, $4 / sqrt($9) }' "$OUT" \
+        > "$CASE_TMP/m_$v"
+done
+expect_file "$CASE_TMP/d_year.csv.json" '"coefficient_priors": "on the centred design'
+expect_file "$CASE_TMP/d_year.csv.json" '"coef.year": 2002.5'
+read -r mp sp < "$CASE_TMP/m_period"
+for v in year micro; do
+    read -r m s < "$CASE_TMP/m_$v"
+    sc=$([[ $v == micro ]] && echo 1e-6 || echo 1)
+    awk -v a="$mp" -v sa="$sp" -v b="$m" -v sb="$s" -v c="$sc" 'BEGIN {
+        d = a - b * c; if (d < 0) d = -d; t = 5.3 * sqrt(sa * sa + (sb * c) ^ 2)
+        exit !(a < -0.2 && d <= t) }' ||
+        fail "slope's posterior mean with $v: $m (x $sc), with the period index $mp (mcse $sp, $s)"
+done
