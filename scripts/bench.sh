@@ -92,3 +92,15 @@ elif [ -n "${BENCH_QUICK:-}" ]; then
 else
     Rscript "$here/bench_glmer.R" "$gmm"
 fi
+
+echo "== formula fits against glmmTMB and glmer, whole processes (VerbAgg, 1e5-row Poisson)"
+if [ -z "$gmm" ] || [ ! -x "$gmm" ]; then
+    echo "skipped: glmmTMB comparison (no gmm-infer)"
+elif ! Rscript -e 'suppressPackageStartupMessages({library(lme4); library(glmmTMB)})' \
+        >/dev/null 2>&1; then
+    echo "skipped: glmmTMB comparison (Rscript, lme4 or glmmTMB missing: install-deps.sh --bench)"
+elif [ -n "${BENCH_QUICK:-}" ]; then
+    "$here/bench_glmm.sh" "$gmm" 20000
+else
+    "$here/bench_glmm.sh" "$gmm"
+fi

@@ -82,7 +82,7 @@ model_json <- function(name, formula, par) {
     writeLines(c("{", '  "format_version": 1,', '  "tool_version": "0.1.0",',
                  sprintf('  "formula": "%s",', formula), '  "parameters": {', p, "  },",
                  '  "likelihood": "gaussian",', sprintf('  "center": %.17g,', mean(y)),
-                 '  "loglik": 0.0,', '  "iterations": 0,', '  "converged": true,',
+                 '  "loglik": 0.0,', '  "iterations": 0,', '  "converged": false,',
                  '  "data": {"file": "cyclic_data.csv", "x": null, "y": "y", "node": null, "exposure": null}',
                  "}"), file.path(out, name))
 }

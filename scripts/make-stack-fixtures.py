@@ -79,7 +79,7 @@ def write_csv(name, header, rows):
 def model_json(name, formula, data, params, center):
     m = {"format_version": 1, "tool_version": "0.1.0", "formula": formula,
          "parameters": params, "likelihood": "gaussian",
-         "center": center, "loglik": 0.0, "iterations": 0, "converged": True,
+         "center": center, "loglik": 0.0, "iterations": 0, "converged": False,
          "data": {"file": data, "x": None, "y": "y", "node": None, "exposure": None}}
     with open(os.path.join(out, name), "w") as f:
         json.dump(m, f, indent=2)

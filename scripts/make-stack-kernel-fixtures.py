@@ -59,7 +59,7 @@ def gauss_loglik(r, S):
 def model_json(name, formula, params, lik="gaussian"):
     m = {"format_version": 1, "tool_version": "0.1.0", "formula": formula,
          "parameters": params, "likelihood": lik,
-         "center": None, "loglik": 0.0, "iterations": 0, "converged": True,
+         "center": None, "loglik": 0.0, "iterations": 0, "converged": False,
          "data": {"file": "data.csv", "x": None, "y": formula.split("~")[0].strip(),
                   "node": None, "exposure": None}}
     with open(os.path.join(out, name), "w") as f:

@@ -102,7 +102,7 @@ p = {"f.t.matern32.variance": 0.8, "f.t.matern32.lengthscale": 0.9,
 formula = "y ~ x1 + f(t, 'matern32') + f(g, iid)"
 model = {"format_version": 1, "tool_version": "0.1.0", "formula": formula,
          "parameters": p, "likelihood": "gaussian", "center": None, "loglik": 0.0,
-         "iterations": 0, "converged": True,
+         "iterations": 0, "converged": False,
          "data": {"file": "data.csv", "x": None, "y": "y", "node": None, "exposure": None},
          "merge_tol": TOL}
 with open(os.path.join(out, "model.json"), "w") as fh:

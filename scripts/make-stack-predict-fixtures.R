@@ -122,7 +122,7 @@ writeLines(c("{", '  "format_version": 1,', '  "tool_version": "0.1.0",',
              '  "parameters": {', sprintf('    "f.node.variance": %.17g,', sd_),
              sprintf('    "f.week.variance": %.17g,', sw), sprintf('    "intercept": %.17g,', c0),
              sprintf('    "coef.x1": %.17g', c1), "  },", '  "likelihood": "poisson",',
-             '  "center": null,', '  "loglik": 0.0,', '  "iterations": 0,', '  "converged": true,',
+             '  "center": null,', '  "loglik": 0.0,', '  "iterations": 0,', '  "converged": false,',
              '  "data": {"file": "predict_pois_data.csv", "x": null, "y": "n", "node": null, "exposure": null}',
              "}"), file.path(out, "model_pois.json"))
 # new rows: the node without data, between weeks, beyond the last and

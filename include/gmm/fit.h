@@ -30,22 +30,35 @@
  * failing STARTING point cannot be handled so: that start is skipped (see
  * restarts), and gmm_fit fails only when every start fails.
  *
- * STOPPING.  liblbfgs's gradient test ||g|| <= epsilon max(1, ||u||) (g, u
- * over the free variables on the optimisation scale), and a relative-decrease
- * test done here rather than by liblbfgs's `past`/`delta` (which divides by
- * f, wrong when -loglik < 0): stop when (f_{k-past} - f_k) <= delta
- * max(1, |f_k|).  Both count as converged, as does liblbfgs's
- * "already minimised".  Any other stop (iteration limit, line-search failure)
- * is a result with converged = 0, not an error -- except a line-search
- * stop (rounding: the objective is rough at long lengthscales) where the
- * Newton decrement g' H^{-1} g / 2, H from central differences of the
- * gradient, is below 1e-6 in loglik: that point is a maximum for every
- * statistical purpose and counts as converged (costs 2 nfree evaluations).
- * Failing that, the stop is at the objective's own resolution when the
- * decrement (H from wider differences) is at most 4 times loglik's rounding
- * noise, measured by ECnoise along the Newton direction: no line search can
- * see a gain that small, and this also counts as converged ("noise"; 2 nfree
- * + 8 more evaluations).  res->stop names the test that stopped the fit.
+ * SCALE OF THE COEFFICIENTS.  Where the objective names a design basis
+ * (objective.h, lin_*: the QR of the coefficients' observed design rows),
+ * the coefficients are optimised as u = R beta / s: orthogonal directions of
+ * unit mean square on the linear predictor's scale, so that shifting or
+ * rescaling a covariate changes neither the path nor the answer (a calendar
+ * year beside the intercept, a covariate in units of 1e-12).
+ *
+ * L-BFGS.  liblbfgs's gradient test ||g|| <= epsilon max(1, ||u||) and a
+ * relative-decrease test done here (stop when (f_{k-past} - f_k) <= delta
+ * max(1, |f_k|)) end the search, as do its iteration limit and a line search
+ * that fails; none of these is a claim about the answer.
+ *
+ * CONVERGED.  At the best point of the starts a test decides (fit.c,
+ * certify): the Newton decrement g' H^-1 g / 2 -- the loglik a Newton step
+ * would still gain -- is at most 1e-8, H the Hessian of -loglik on the u
+ * scale from central differences of the exact gradient (2 nfree
+ * evaluations), positive definite; where it is not yet, Newton steps (halved
+ * until loglik rises) are taken and the test repeated, at most 20 times.
+ * Where the objective is too rough at the differences' scale for that, the
+ * point is converged at the noise level when the decrement (H from wider
+ * differences) is at most 4 times loglik's rounding noise, measured by
+ * ECnoise along the Newton direction: no line search can see a gain that
+ * small.  Before the test, a positive parameter more than 1e6 below its
+ * start whose loglik does not fall when it is lowered 1e3 further has its
+ * maximum at 0 -- a boundary, held there and named (params->boundary) --
+ * and where loglik rises there by more than 1e-3 the likelihood has no
+ * maximum at all (stop "unbounded").  res->stop names the outcome,
+ * res->gain the decrement, res->left_param what a Newton step would still
+ * move.  The standard errors (params->std_errors) come from the same H.
  */
 #ifndef GMM_FIT_H
 #define GMM_FIT_H
@@ -89,6 +102,12 @@ typedef struct {
     uint64_t seed;         /* PRNG seed of the jitter.  Default 1. */
     gmm_fit_progress_fn progress; /* may be NULL */
     void *user;            /* passed to progress */
+    double *std_errors;    /* output, may be NULL: nparam standard errors at
+                            * the returned point (gmm_fit_std_errors' from
+                            * the test's Hessian), NAN for fixed parameters,
+                            * boundary ones and where H is not definite */
+    int *boundary;         /* output, may be NULL: nparam flags, 1 for a
+                            * parameter whose maximum is at 0 (CONVERGED) */
 } gmm_fit_params;
 
 /* Defaults above. */
@@ -97,32 +116,41 @@ void gmm_fit_params_init(gmm_fit_params *p);
 gmm_status gmm_fit_params_check(const gmm_fit_params *p);
 
 typedef struct {
-    double loglik;         /* at the best point */
-    double grad_norm;      /* as in gmm_fit_progress, at the best point */
-    size_t iterations;     /* of the start that gave the best point */
-    size_t evaluations;    /* over all starts */
+    double loglik;         /* at the returned point */
+    double grad_norm;      /* |dloglik/du| there (u the optimisation scale) */
+    size_t iterations;     /* L-BFGS iterations of the start that gave the
+                            * best point */
+    size_t evaluations;    /* over all starts and the test */
     size_t best_start;     /* its index */
     size_t failed_starts;  /* starts skipped because the objective failed at
                             * the starting point */
-    int converged;         /* the best start met a stopping test (above) */
+    size_t newton_steps;   /* Newton steps the test took (CONVERGED) */
+    int converged;         /* the test at the returned point holds */
     int lbfgs_status;      /* liblbfgs's return code for the best start */
-    const char *message;   /* static description of how the best start
-                            * stopped ("converged: gradient norm below
-                            * epsilon", "line search failed: rounding
-                            * errors prevent progress", ...) */
-    const char *stop;      /* static name of the test that stopped the best
-                            * start: "gradient" (liblbfgs's gradient test or
-                            * a stationary start), "decrease", "newton",
-                            * "noise" (converged), "max_iter", "line_search",
-                            * "domain" (not converged), "fixed" (no free
-                            * parameter) */
-    double gain;           /* the Newton decrement of a "newton" or "noise"
-                            * stop, else NAN */
-    double noise;          /* the loglik's measured rounding noise (sd) of a
-                            * "noise" stop, else NAN */
-    char domain_msg[GMM_ERROR_MAX]; /* when the best start stopped against the
-                            * edge of the objective's domain (trial points
-                            * refused, e.g. below a kernel's accuracy limit):
+    const char *message;   /* static description of the outcome */
+    const char *stop;      /* static: the test's outcome: "newton" (the
+                            * decrement at most 1e-8), "noise" (at most 4
+                            * times loglik's rounding noise) -- converged --
+                            * or "not_maximum" (a Newton step would still
+                            * gain), "not_definite" (H not positive
+                            * definite), "unbounded" (the likelihood grows
+                            * without bound as a variance goes to 0);
+                            * "fixed" (no free parameter) */
+    const char *lbfgs_stop; /* static: what ended L-BFGS before the test:
+                            * "gradient", "decrease", "max_iter",
+                            * "line_search", "domain" */
+    double gain;           /* the Newton decrement g'H^-1 g / 2 at the
+                            * returned point (NAN where H is not definite) */
+    double noise;          /* loglik's measured rounding noise (sd) where it
+                            * was measured, else NAN */
+    size_t nboundary;      /* parameters at 0 (params->boundary) */
+    int unbounded;         /* stop "unbounded" */
+    const char *left_param; /* not converged: the parameter a Newton step
+                            * moves most (or the first whose curvature is not
+                            * positive); NULL otherwise */
+    double left_to;        /* where that step takes it (natural scale), or NAN */
+    char domain_msg[GMM_ERROR_MAX]; /* when L-BFGS stopped against the edge of
+                            * the objective's domain (trial points refused):
                             * the objective's last refusal; else "" */
 } gmm_fit_result;
 

@@ -98,11 +98,17 @@ typedef struct {
 void gmm_hmc_run_params_init(gmm_hmc_run_params *rp);
 
 /* The free parameters of p's objective (not fixed) as sampled[k] = 1, and
- * their default priors by scale (problem.h): normal(value, 2) for a
- * coefficient, lognormal(log value, 1) for a positive parameter,
- * logitnormal(logit value, 1) for one in (0, 1) (mu 0 when the value is
- * outside the open domain, which the sampler cannot take on that scale:
- * gmm_hmc_check_priors says so).  sampled, prior: nparam each, caller's. */
+ * their default priors by scale (problem.h): lognormal(log value, 1) for a
+ * positive parameter, logitnormal(logit value, 1) for one in (0, 1) (mu 0
+ * when the value is outside the open domain, which the sampler cannot take
+ * on that scale: gmm_hmc_check_priors says so); for the coefficients, as
+ * rstanarm's, on the centred and scaled design (problem.h, PRIORS ON THE
+ * COEFFICIENTS): a slope normal(0, 2.5 s / sd(x_k)), the intercept (on
+ * the centred predictors) normal(m, 2.5 s), with m and s the observed
+ * outcomes' mean and sd for the Gaussian likelihood, else the family's
+ * default intercept from the data and 1.  Neither depends on the fit, nor
+ * on a covariate's location or units.  sampled, prior: nparam each,
+ * caller's. */
 void gmm_hmc_default_priors(gmm_problem *p, int *sampled, gmm_prior *prior);
 
 /* GMM_EINVAL naming the first sampled parameter with a lognormal or

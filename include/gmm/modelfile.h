@@ -11,12 +11,18 @@
  *         -- or, for graph models, "precision": "edge-ou(...)"; exactly one
  *         (neither for a formula of several f() terms: the formula says it)
  *     "parameters": {"0.matern32.variance": 2.5, ..., "noise.variance": 0.1},
+ *                                       a coefficient not estimated (its
+ *                                       design column aliased) is null
  *     "likelihood": "gaussian",
  *     "center": 315.2,                  the mean subtracted from y, or null
  *     "loglik": -1234.5,
  *     "iterations": 42,
  *     "converged": true,
- *     "stop": "gradient",               fit's stopping test (gmm_fit_result);
+ *     "stop": "newton",                 fit's test at the returned point
+ *                                       (gmm_fit_result); optional, not
+ *                                       read back
+ *     "decrement": 3e-12,               that test's Newton decrement; optional
+ *     "boundary": ["f.g.variance"],     parameters whose maximum is at 0;
  *                                       optional, not read back
  *     "std_errors": {"intercept": 0.13, "coef.x1": 0.04},  fit's standard
  *                                       errors of the coefficients, from
@@ -61,7 +67,9 @@ typedef struct {
     char *precision;      /* graph precision spec, or NULL (exactly one set) */
     size_t nparam;
     char **param_name;    /* nparam names */
-    double *param_value;  /* nparam finite values */
+    double *param_value;  /* nparam values: finite, or NAN written as null (a
+                           * coefficient not estimated: its design column
+                           * was aliased) */
     char *likelihood;     /* "gaussian", ... */
     int has_center;       /* 0: "center": null */
     double center;
@@ -70,6 +78,11 @@ typedef struct {
     int converged;
     const char *stop;     /* write: "stop" when not NULL (borrowed); read:
                            * always NULL (informational only) */
+    double decrement;     /* write: "decrement" when not NAN: fit's Newton
+                           * decrement at the returned point (fit.h,
+                           * CONVERGED); read: NAN (informational only) */
+    const int *boundary;  /* write: nparam flags (borrowed), "boundary" lists
+                           * the flagged names; NULL: none.  read: NULL */
     const double *std_error; /* write: nparam values (borrowed), "std_errors"
                               * holds the finite ones; NULL: none.  read:
                               * always NULL */

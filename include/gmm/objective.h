@@ -38,6 +38,18 @@ typedef struct {
      * model is not defined -- an ordinary outcome a line search handles. */
     gmm_status (*eval)(void *ctx, const double *theta, double *f, double *grad);
     void *ctx;
+    /* Optional (lin_n 0: none): the scale optimisers and finite differences
+     * take for lin_n parameters that enter through a design (coefficients
+     * beta, parameters lin_idx[0 .. lin_n)): u = R beta / lin_s, beta = lin_s
+     * R^-1 u, R (lin_n x lin_n, upper, row-major) from the QR of their
+     * design's observed rows, lin_s = sqrt(observed rows).  In u the design
+     * has orthogonal columns of unit mean square: u is on the scale of the
+     * linear predictor whatever the covariates' location and scale.  Only
+     * valid while none of lin_idx is fixed (fit.h). */
+    size_t lin_n;
+    const size_t *lin_idx;
+    const double *lin_R;
+    double lin_s;
 } gmm_objective;
 
 /* u of p (p inside its domain; a bound gives -inf or +inf). */

@@ -68,6 +68,16 @@ gmm_objective *gmm_problem_objective(gmm_problem *p);
 int gmm_problem_exact(const gmm_problem *p);
 /* The number of coefficients: the last ncoef parameters. */
 size_t gmm_problem_ncoef(const gmm_problem *p);
+/* The coefficients' scale for optimisers (objective.h, lin_*): a QR of the
+ * design's observed rows over the coefficients not fixed, column by column
+ * in their order (as R's lm): a column whose part outside the span of the
+ * columns kept before it has norm <= tol times its own is aliased -- held
+ * fixed at 0 and flagged in aliased[k] (ncoef, may be NULL) -- and the
+ * others form R.  Call it again after fixing coefficients.  Errors:
+ * GMM_EINVAL (tol outside [0, 1)), GMM_ENOMEM.  O(nobs ncoef^2). */
+gmm_status gmm_problem_coef_basis(gmm_problem *p, double tol, int *aliased);
+/* The tolerance R's lm uses (dqrdc2's), and the model layer with it. */
+#define GMM_ALIAS_TOL 1e-7
 /* Nonzero when every row's offset X_r beta is the same (no coefficient, or
  * the intercept alone), so that f at a node or a new input is b + f
  * without covariate values; *b (may be NULL) gets b at theta. */
@@ -308,5 +318,28 @@ gmm_status gmm_problem_joint_logp(gmm_problem *p, const double *q, double *lp, d
  * from x = 0, and u = theta on its scale). */
 gmm_status gmm_problem_joint_theta(const gmm_problem *p, const double *q, double *theta);
 gmm_status gmm_problem_joint_start(gmm_problem *p, double *q);
+
+/* PRIORS ON THE COEFFICIENTS.  After gmm_problem_joint_setup, the sampled
+ * parameters' coordinates u (gmm_problem_hyper_dim of them): each on its
+ * scale, except that the coefficients, when all are sampled, move in the
+ * design basis (objective.h, lin_*), so that a covariate's location and
+ * scale change neither the sampler's geometry nor its answer.  Their
+ * normal priors are on the centred design: the intercept's (the
+ * coefficient of a column of ones) on b + sum_k beta_k mean(x_k), the
+ * others' on beta_k (means over the observed rows); the other parameters'
+ * on u.  gmm_problem_hyper_theta: theta (nparam) at u, GMM_EDOM outside a
+ * domain; gmm_problem_hyper_u: u at theta; gmm_problem_hyper_prior: the
+ * log prior at (u, theta), and where gu (dim) is given, gu = d/du of the
+ * function whose natural-scale gradient is thetabar (nparam, or NULL: 0)
+ * plus the log prior. */
+size_t gmm_problem_hyper_dim(const gmm_problem *p);
+gmm_status gmm_problem_hyper_theta(gmm_problem *p, const double *u, double *theta);
+gmm_status gmm_problem_hyper_u(const gmm_problem *p, const double *theta, double *u);
+double gmm_problem_hyper_prior(gmm_problem *p, const double *u, const double *theta,
+                               const double *thetabar, double *gu);
+/* The design's columns over the observed rows: means, sds (ncoef each, or
+ * NULL) and the intercept's column (a column of ones; -1 none), for the
+ * default priors (hmc_chains.h).  GMM_ENOMEM. */
+gmm_status gmm_problem_coef_moments(gmm_problem *p, double *mean, double *sd, long *icpt);
 
 #endif

@@ -384,6 +384,23 @@ static gmm_status write_config(gmm_outset *set, const char *path, const cli_hmc_
         json_object_set_new(root, "marginal", json_string(marginal[w->rp->marginal]));
     json_object_set_new(root, "fixed_parameters", hyp);
     json_object_set_new(root, "priors", pri);
+    /* the coefficients' normal priors are on the centred design (problem.h) */
+    gmm_problem *pb = gmm_mdl_problem(w->model);
+    size_t nc = gmm_problem_ncoef(pb);
+    long icpt = -1;
+    double *cm = nc && w->rp->sampled ? gmm_malloc(nc, sizeof *cm) : NULL;
+    if (cm && gmm_problem_coef_moments(pb, cm, NULL, &icpt) == GMM_OK) {
+        json_t *dm = json_object();
+        for (size_t k = 0; dm && k < nc; k++)
+            gmm_json_set_number(dm, o->name[o->nparam - nc + k], cm[k]);
+        json_object_set_new(root, "coefficient_priors",
+                            json_string(icpt >= 0 ? "on the centred design: the intercept's on "
+                                                    "intercept + sum_k coef_k design_means[k]"
+                                                  : "on the coefficients themselves"));
+        if (dm)
+            json_object_set_new(root, "design_means", dm);
+    }
+    gmm_free(cm);
     json_t *org = NULL;
     if ((s = gmm_mdl_draws_origin(w->model, w->rp->sampled, &org)) != GMM_OK) {
         json_decref(root);

@@ -40,6 +40,56 @@ static int progress(void *user, const gmm_fit_progress *p)
     return cli_stop_requested();
 }
 
+/* What the test at the returned point said (fit.h, CONVERGED): boundaries
+ * named, and what a fit that did not converge left. */
+static void report_fit(const char *cmd, const gmm_objective *obj, const gmm_fit_result *res,
+                       const int *bnd, int verbose)
+{
+    for (size_t i = 0; i < obj->nparam && !res->unbounded; i++) {
+        if (!bnd[i])
+            continue;
+        int logit = obj->scale[i] == GMM_SCALE_LOGIT, one = logit && obj->value[i] > 0.5;
+        cli_msg(cmd, "warning: boundary (singular) fit: %s -> %d (%.9g here, loglik %.10g; no "
+                     "higher value inside): %s; no standard error",
+                obj->name[i], one, obj->value[i], res->loglik,
+                logit ? (one ? "the term is its structured part alone"
+                             : "the term is its unstructured part alone")
+                : strncmp(obj->name[i], "likelihood.", 11)
+                    ? "the term's effects are shrunk to 0"
+                    : "the likelihood's noise vanishes");
+    }
+    if (res->unbounded) {
+        for (size_t i = 0; i < obj->nparam; i++)
+            if (bnd[i])
+                cli_msg(cmd, "warning: the likelihood has no maximum: it grows without bound "
+                             "as %s -> 0 (the latent terms can interpolate the data); writing "
+                             "the point reached with \"converged\": false",
+                        obj->name[i]);
+    } else if (!res->converged) {
+        cli_msg(cmd, "warning: not converged after %zu iterations and %zu Newton steps (%s); "
+                     "writing the best point with \"converged\": false",
+                res->iterations, res->newton_steps, res->message);
+        if (res->left_param && !isnan(res->left_to))
+            cli_msg(cmd, "a Newton step would still raise loglik by %.3g, moving %s to %.6g",
+                    res->gain, res->left_param, res->left_to);
+        else if (res->left_param)
+            cli_msg(cmd, "loglik's curvature is not negative along %s: not at a maximum",
+                    res->left_param);
+        if (res->domain_msg[0])
+            cli_msg(cmd, "the last refused trial point: %s", res->domain_msg);
+    }
+    if (verbose)
+        cli_msg(cmd, "L-BFGS stopped (%s) after %zu iterations; %zu evaluations in all",
+                res->lbfgs_stop, res->iterations, res->evaluations);
+    if (verbose && !isnan(res->noise))
+        cli_msg(cmd, "stop: %s after %zu Newton steps (decrement %.2g, loglik rounding noise "
+                     "%.2g)",
+                res->stop, res->newton_steps, res->gain, res->noise);
+    else if (verbose)
+        cli_msg(cmd, "stop: %s after %zu Newton steps (decrement %.2g)", res->stop,
+                res->newton_steps, res->gain);
+}
+
 int cmd_fit(int argc, char **argv)
 {
     const char *cmd = "fit";
@@ -62,6 +112,7 @@ int cmd_fit(int argc, char **argv)
     gmm_mdl *m = NULL;
     char *scratch = NULL;
     double *se = NULL;
+    int *bnd = NULL;
     size_t v;
 
     optind = 1;
@@ -112,6 +163,15 @@ int cmd_fit(int argc, char **argv)
     fp.user = &pc;
     cli_install_signals();
     gmm_objective *obj = gmm_mdl_objective(m);
+    size_t np = obj->nparam, nc = gmm_mdl_ncoef(m);
+    se = gmm_malloc(np ? np : 1, sizeof *se);
+    bnd = gmm_calloc(np ? np : 1, sizeof *bnd);
+    if (!se || !bnd) {
+        rc = cli_fail(cmd, GMM_ENOMEM);
+        goto done;
+    }
+    fp.std_errors = se;
+    fp.boundary = bnd;
     gmm_fit_result res;
     gmm_status s = gmm_fit(obj, &fp, &res);
     if (s == GMM_ECANCEL) {
@@ -123,48 +183,31 @@ int cmd_fit(int argc, char **argv)
         rc = cli_fail(cmd, s);
         goto done;
     }
-    if (!res.converged)
-        cli_msg(cmd, "warning: not converged after %zu iterations (%s); writing the best "
-                     "point with \"converged\": false",
-                res.iterations, res.message);
-    if (!res.converged && res.domain_msg[0])
-        cli_msg(cmd, "the last refused trial point: %s", res.domain_msg);
-    else if (o.verbose)
-        cli_msg(cmd, "%s after %zu iterations, %zu evaluations", res.message, res.iterations,
-                res.evaluations);
-    if (o.verbose && !isnan(res.noise))
-        cli_msg(cmd, "stop: %s (Newton step gain %.2g, loglik rounding noise %.2g)", res.stop,
-                res.gain, res.noise);
-    else if (o.verbose && !isnan(res.gain))
-        cli_msg(cmd, "stop: %s (Newton step gain %.2g)", res.stop, res.gain);
-    else if (o.verbose)
-        cli_msg(cmd, "stop: %s", res.stop);
+    report_fit(cmd, obj, &res, bnd, o.verbose);
     if (res.failed_starts)
         cli_msg(cmd, "warning: %zu of %zu starts failed at their starting point",
                 res.failed_starts, fp.restarts);
-
     /* the coefficients' standard errors (the others are not reported: a
      * variance's is a poor summary of its uncertainty) */
-    size_t np = obj->nparam, nc = gmm_mdl_ncoef(m);
-    if (nc && (se = gmm_malloc(np, sizeof *se)) == NULL) {
-        rc = cli_fail(cmd, GMM_ENOMEM);
-        goto done;
+    int have_se = 0;
+    for (size_t k = 0; k < np; k++) {
+        if (k < np - nc)
+            se[k] = NAN;
+        have_se = have_se || isfinite(se[k]);
     }
-    if (nc && (s = gmm_fit_std_errors(obj, se)) != GMM_OK) {
-        cli_msg(cmd, "warning: no standard errors: %s", gmm_error_message());
-        gmm_free(se);
-        se = NULL;
-    }
-    for (size_t k = 0; se && k < np - nc; k++)
-        se[k] = NAN;
+    if (nc && !have_se && res.converged)
+        cli_msg(cmd, "warning: no standard errors: the observed information is not positive "
+                     "definite");
     gmm_model mf;
     if ((rc = cli_model_describe(cmd, m, &mf, &scratch)) != 0)
         goto done;
-    mf.std_error = se;
+    mf.std_error = have_se ? se : NULL;
     mf.loglik = res.loglik;
     mf.iterations = res.iterations;
     mf.converged = res.converged;
     mf.stop = res.stop;
+    mf.decrement = res.gain;
+    mf.boundary = res.nboundary ? bnd : NULL;
     if ((s = gmm_model_save(&mf, out_path)) != GMM_OK) {
         rc = cli_fail(cmd, s);
         goto done;
@@ -175,6 +218,7 @@ int cmd_fit(int argc, char **argv)
 done:
     gmm_free(scratch);
     gmm_free(se);
+    gmm_free(bnd);
     gmm_mdl_free(m);
     cli_model_opts_free(&o);
     cli_io_free(&io);

@@ -50,7 +50,7 @@ gmm_status gmm_fit_params_check(const gmm_fit_params *p)
     return GMM_OK;
 }
 
-/* ---- one L-BFGS run ---------------------------------------------------- */
+/* ---- one run --------------------------------------------------------------- */
 
 typedef struct {
     gmm_objective *obj;
@@ -59,6 +59,7 @@ typedef struct {
     const size_t *idx;   /* free variable k is parameter idx[k] */
     double *theta;       /* nparam, natural scale (fixed entries preset) */
     double *grad;        /* nparam, objective's gradient */
+    infer_scale sc;      /* u, the optimisation scale (infer_impl.h) */
     infer_lbfgs lb;      /* the run, its anchor (the last accepted iterate) */
     size_t start, evals;
     int cancelled;
@@ -72,19 +73,10 @@ typedef struct {
  * logistic rounding to 1). */
 static int map_theta(run_ctx *c, const double *u)
 {
-    for (size_t k = 0; k < c->nfree; k++) {
-        size_t i = c->idx[k];
-        gmm_scale s = c->obj->scale[i];
-        double p = gmm_scale_from_u(s, u[k]);
-        if (!gmm_scale_inside(s, p)) {
-            c->fail_status = gmm_error(GMM_EDOM, "%s = %g (u = %g on its %s scale) must be %s",
-                                       c->obj->name[i], p, u[k], gmm_scale_name(s),
-                                       gmm_scale_domain(s));
-            return 0;
-        }
-        c->theta[i] = p;
-    }
-    return 1;
+    if (infer_scale_theta(&c->sc, u, c->theta))
+        return 1;
+    c->fail_status = gmm_error_status();
+    return 0;
 }
 
 /* -loglik and its gradient on the optimisation scale; 0 on a domain failure
@@ -104,16 +96,13 @@ static int eval_min(run_ctx *c, const double *u, double *f, double *g)
         c->fail_status = gmm_error(GMM_EDOM, "objective value is not finite");
         return 0;
     }
-    for (size_t k = 0; k < c->nfree; k++) {
-        size_t i = c->idx[k];
-        double gk = -c->grad[i] * gmm_scale_dp_du(c->obj->scale[i], c->theta[i]);
-        if (!isfinite(gk)) {
+    infer_scale_grad(&c->sc, c->theta, c->grad, -1.0, g);
+    for (size_t k = 0; k < c->nfree; k++)
+        if (!isfinite(g[k])) {
             c->fail_status = gmm_error(GMM_EDOM, "gradient of '%s' is not finite",
-                                       c->obj->name[i]);
+                                       c->obj->name[c->idx[k]]);
             return 0;
         }
-        g[k] = gk;
-    }
     *f = -ll;
     return 1;
 }
@@ -151,147 +140,174 @@ static int accepted(void *ctx, const double *x, double f, double gnorm)
     return 0;
 }
 
-/* A line search that stops on rounding near the optimum is common here: at
- * long lengthscales the state-space loglik is rough at ~1e-7 relative (the
- * band holds entries ~ (lengthscale/dt)^(2 nu)), so liblbfgs cannot see a
- * decrease although the gradient is not yet below epsilon.  Whether such a
- * stop is at the maximum is decided by the Newton decrement
- * g' H^{-1} g / 2 -- the loglik a Newton step would still gain -- with H
- * from central differences of the analytic gradient (2 nfree evaluations,
- * once per stop; H is nfree x nfree, the number of parameters).  Below
- * NEWTON_GAIN nats the fit is converged for every statistical purpose. */
-#define NEWTON_GAIN 1e-6
-#define NEWTON_STEP 1e-4
+/* ---- the certificate (fit.h, CONVERGED) ----------------------------------- */
 
-/* When the Newton decrement is above NEWTON_GAIN, or H is not positive
- * definite, the stop may still be at the objective's resolution: on a long
- * count series at a lengthscale of ~500 the Laplace loglik's rounding noise
- * is 1e-5 to 6e-5 (|f| ~ 1e4) and its gradient's 1e-3 to 1e-2, so the
- * differences of H at NEWTON_STEP (gradient noise / 1e-4) swamp the
- * curvature and liblbfgs cannot see a decrease of a few 1e-6.  Then the
- * decrement is computed again with H from steps of NOISE_HSTEP (its
- * truncation, O(h^2) relative, does not matter for a size), the noise s of
- * loglik measured once by ECnoise along the Newton direction, and the stop
- * counts as converged at the noise level when the decrement is at most
- * NOISE_GAIN s: a trial point's loglik is compared with the anchor's, a
- * difference of sd sqrt(2) s, so a gain below 4 s (2.8 sd) is one no line
- * search can see.  Costs 2 nfree + 8 evaluations, once per stop. */
+/* The Newton decrement g' H^-1 g / 2 -- the loglik a Newton step would still
+ * gain -- at most CERT_GAIN nats, H the Hessian of -loglik on the u scale from
+ * central differences of the exact gradient at steps of CERT_STEP max(1,
+ * |u_k|) (2 nfree evaluations), positive definite.  Where it is larger, a
+ * Newton step (halved until loglik rises) is taken and the test repeated, at
+ * most CERT_ITER times.  Where no such step raises loglik, or H is not
+ * positive definite at CERT_STEP, the objective may be rough at that scale
+ * (a long count series at long lengthscales: loglik's rounding noise 1e-5
+ * to 6e-5 at |f| ~ 1e4, its gradient's 1e-2, swamping differences at 1e-4):
+ * H is taken again at NOISE_HSTEP (its truncation, O(h^2) relative, does
+ * not matter for a size), loglik's noise s measured once by ECnoise along
+ * the Newton direction (8 evaluations), and the point counts as converged
+ * at the noise level when the decrement is at most NOISE_GAIN s: a trial
+ * point's loglik is compared with the anchor's, a difference of sd
+ * sqrt(2) s, so a gain below 4 s (2.8 sd) is one no line search can see. */
+#define CERT_GAIN 1e-8
+#define CERT_STEP 1e-4
+#define CERT_ITER 20
 #define NOISE_HSTEP 1e-2
 #define NOISE_STEP 1e-6
 #define NOISE_GAIN 4.0
+/* A log-scale parameter CERT_BOUND_DROP (log 1e6) or more below its start,
+ * or a logit-scale one within 1e-6 of 0 or 1 (|logit| > log 1e6), is probed
+ * BOUND_PROBE (log 1e3) further towards its bound: when loglik does not
+ * fall there by more than BOUND_TOL max(1, |loglik|), its maximum is at the
+ * bound (a boundary, as lme4's singular fit) and it is held for the test of
+ * the others; when loglik rises by more than BOUND_UNBOUNDED nats, the
+ * likelihood grows without bound towards it. */
+#define CERT_BOUND_DROP 13.815510557964274
+#define BOUND_PROBE 6.907755278982137
+#define BOUND_TOL 1e-9
+#define BOUND_UNBOUNDED 1e-3
 
-/* The Newton decrement at the anchor (u0, g0) into *gain, H from central
- * differences of the gradient at steps of step max(1, |u0_k|); the Newton
- * direction H^{-1} g0 into dir (nfree) unless NULL.  0 when it cannot be
- * computed (an evaluation failed, H not positive definite, no memory). */
-/* H (nf x nf, with 3 nf doubles of workspace after it) = the Hessian of
- * -loglik at u0 from central differences of the gradient at steps of step
- * max(1, |u0_k|), symmetrised, and then its lower Cholesky factor in
- * place.  0 when an evaluation fails or H is not positive definite. */
-static int hessian_chol(run_ctx *c, const double *u0, double step, double *H)
+/* H (na x na, then 3 na doubles of workspace) = the Hessian of -loglik over
+ * the active free variables act[0 .. na) at u0 from central differences of
+ * the gradient at steps of step max(1, |u0_k|), symmetrised, then its lower
+ * Cholesky factor in place.  *pd 0 when it is not positive definite (the
+ * failing pivot's variable in *bad).  0 when an evaluation fails. */
+static int hessian_chol(run_ctx *c, const double *u0, const size_t *act, size_t na, double step,
+                        double *H, double *wu, double *gp, double *gm, int *pd, size_t *bad)
 {
     size_t nf = c->nfree;
-    double *u = H + nf * nf, *gp = u + nf, *gm = gp + nf;
     double f;
-    for (size_t k = 0; k < nf; k++) {
+    *pd = 0;
+    for (size_t a = 0; a < na; a++) {
+        size_t k = act[a];
         double h = step * fmax(1.0, fabs(u0[k]));
-        memcpy(u, u0, nf * sizeof *u);
-        u[k] = u0[k] + h;
-        if (!eval_min(c, u, &f, gp))
+        memcpy(wu, u0, nf * sizeof *wu);
+        wu[k] = u0[k] + h;
+        if (!eval_min(c, wu, &f, gp))
             return 0;
-        u[k] = u0[k] - h;
-        if (!eval_min(c, u, &f, gm))
+        wu[k] = u0[k] - h;
+        if (!eval_min(c, wu, &f, gm))
             return 0;
-        for (size_t i = 0; i < nf; i++)
-            H[i * nf + k] = (gp[i] - gm[i]) / (2.0 * h);
+        for (size_t b = 0; b < na; b++)
+            H[b * na + a] = (gp[act[b]] - gm[act[b]]) / (2.0 * h);
     }
-    /* Symmetrise, then an in-place Cholesky of the small dense H. */
-    for (size_t i = 0; i < nf; i++)
+    for (size_t i = 0; i < na; i++)
         for (size_t k = 0; k < i; k++)
-            H[i * nf + k] = H[k * nf + i] = 0.5 * (H[i * nf + k] + H[k * nf + i]);
-    for (size_t j = 0; j < nf; j++) {
-        double d = H[j * nf + j];
+            H[i * na + k] = H[k * na + i] = 0.5 * (H[i * na + k] + H[k * na + i]);
+    for (size_t j = 0; j < na; j++) {
+        double d = H[j * na + j];
         for (size_t k = 0; k < j; k++)
-            d -= H[j * nf + k] * H[j * nf + k];
-        if (!(d > 0.0) || !isfinite(d))
-            return 0;
+            d -= H[j * na + k] * H[j * na + k];
+        if (!(d > 0.0) || !isfinite(d)) {
+            *bad = act[j];
+            return 1;
+        }
         d = sqrt(d);
-        H[j * nf + j] = d;
-        for (size_t i = j + 1; i < nf; i++) {
-            double v = H[i * nf + j];
+        H[j * na + j] = d;
+        for (size_t i = j + 1; i < na; i++) {
+            double v = H[i * na + j];
             for (size_t k = 0; k < j; k++)
-                v -= H[i * nf + k] * H[j * nf + k];
-            H[i * nf + j] = v / d;
+                v -= H[i * na + k] * H[j * na + k];
+            H[i * na + j] = v / d;
         }
     }
+    *pd = 1;
     return 1;
 }
 
-static int newton_gain(run_ctx *c, double step, double *gain, double *dir)
+/* With L (na x na, lower) from hessian_chol and g (nfree): the decrement
+ * |L^-1 g_act|^2 / 2 returned; the Newton step -H^-1 g_act into dir (nfree,
+ * 0 off the active set); z: na doubles. */
+static double newton_dir(size_t nf, const size_t *act, size_t na, const double *L,
+                         const double *g, double *z, double *dir)
 {
-    size_t nf = c->nfree;
-    const double *g0 = c->lb.g0;
-    int ok = 0;
-    double *H = gmm_malloc(nf * nf + 3 * nf, sizeof *H);
-    if (!H)
-        return 0;
-    double *u = H + nf * nf;
-    if (!hessian_chol(c, c->lb.u0, step, H))
-        goto done;
-    /* gain = |L^{-1} g|^2 / 2 (f is -loglik, so this is in loglik units). */
     double g2 = 0.0;
-    for (size_t i = 0; i < nf; i++) {
-        double v = g0[i];
+    for (size_t i = 0; i < na; i++) {
+        double v = g[act[i]];
         for (size_t k = 0; k < i; k++)
-            v -= H[i * nf + k] * u[k];
-        u[i] = v / H[i * nf + i];
-        g2 += u[i] * u[i];
+            v -= L[i * na + k] * z[k];
+        z[i] = v / L[i * na + i];
+        g2 += z[i] * z[i];
     }
-    *gain = 0.5 * g2;
-    if (dir) /* L' dir = L^{-1} g0, held in u */
-        for (size_t i = nf; i-- > 0;) {
-            double v = u[i];
-            for (size_t k = i + 1; k < nf; k++)
-                v -= H[k * nf + i] * dir[k];
-            dir[i] = v / H[i * nf + i];
-        }
-    ok = 1;
-done:
-    gmm_free(H);
-    return ok;
+    memset(dir, 0, nf * sizeof *dir);
+    for (size_t i = na; i-- > 0;) {
+        double v = z[i];
+        for (size_t k = i + 1; k < na; k++)
+            v -= L[k * na + i] * dir[act[k]];
+        dir[act[i]] = v / L[i * na + i];
+    }
+    for (size_t i = 0; i < na; i++)
+        dir[act[i]] = -dir[act[i]];
+    return 0.5 * g2;
 }
 
-/* ECnoise (infer_impl.h) of f at the anchor along dir (nfree, not 0):
- * 8 evaluations at steps of NOISE_STEP max(1, |u0|_inf) along dir / |dir|.
- * 0 when an evaluation fails or no memory. */
-static int anchor_noise(run_ctx *c, const double *dir, double *noise)
+/* ECnoise (infer_impl.h) of f at u0 along dir (not 0): 8 evaluations at
+ * steps of NOISE_STEP max(1, |u0|_inf) along dir / |dir|.  0 when an
+ * evaluation fails. */
+static int noise_along(run_ctx *c, const double *u0, double f0, const double *dir, double *wu,
+                       double *wg, double *noise)
 {
     size_t nf = c->nfree;
-    const double *u0 = c->lb.u0;
     double dn = 0.0, scale = 1.0, f[9];
     for (size_t k = 0; k < nf; k++) {
         dn += dir[k] * dir[k];
         scale = fmax(scale, fabs(u0[k]));
     }
     dn = sqrt(dn);
-    double *u = gmm_malloc(2 * nf, sizeof *u);
-    if (!u || !(dn > 0.0) || !isfinite(dn)) {
-        gmm_free(u);
+    if (!(dn > 0.0) || !isfinite(dn))
         return 0;
-    }
-    double *g = u + nf;
-    f[4] = c->lb.f0;
+    f[4] = f0;
     for (int j = -4; j <= 4; j++) {
         for (size_t k = 0; j && k < nf; k++)
-            u[k] = u0[k] + j * NOISE_STEP * scale * dir[k] / dn;
-        if (j && !eval_min(c, u, &f[j + 4], g)) {
-            gmm_free(u);
+            wu[k] = u0[k] + j * NOISE_STEP * scale * dir[k] / dn;
+        if (j && !eval_min(c, wu, &f[j + 4], wg))
             return 0;
-        }
     }
-    gmm_free(u);
     *noise = infer_ecnoise(f);
     return 1;
+}
+
+/* se (nparam) at the free variables act[0 .. na) from L (H = L L', on the
+ * u scale, at c->theta): var of a'u = |L^-1 a|^2, a = e_k or, for a
+ * coefficient of the design basis, its row of s R^-1; positive parameters
+ * by the delta method.  v: nfree, z: na doubles. */
+static void std_errors_from(run_ctx *c, const size_t *act, size_t na, const double *L, double *v,
+                            double *z, double *se)
+{
+    for (size_t b = 0; b < na; b++) {
+        size_t k = act[b], i = c->idx[k];
+        if (infer_scale_in_lin(&c->sc, k))
+            continue;
+        double v2 = 0.0;
+        for (size_t a = 0; a < na; a++) { /* z = L^-1 e_b */
+            double x = a == b ? 1.0 : 0.0;
+            for (size_t t = b; t < a; t++)
+                x -= L[a * na + t] * z[t];
+            z[a] = a < b ? 0.0 : x / L[a * na + a];
+            v2 += z[a] * z[a];
+        }
+        se[i] = sqrt(v2) * gmm_scale_dp_du(c->obj->scale[i], c->theta[i]);
+    }
+    for (size_t j = 0; j < c->sc.lin; j++) {
+        infer_scale_row(&c->sc, j, v);
+        double v2 = 0.0;
+        for (size_t a = 0; a < na; a++) {
+            double x = v[act[a]];
+            for (size_t t = 0; t < a; t++)
+                x -= L[a * na + t] * z[t];
+            z[a] = x / L[a * na + a];
+            v2 += z[a] * z[a];
+        }
+        se[c->obj->lin_idx[j]] = sqrt(v2);
+    }
 }
 
 typedef struct {
@@ -303,6 +319,200 @@ typedef struct {
     int domain;
     char domain_msg[GMM_ERROR_MAX];
 } run_result;
+
+/* The test at the best point u (nfree; moved by the Newton steps it takes)
+ * with f0 = -loglik there.  Sets res's converged, stop, message, gain, noise,
+ * newton_steps, boundary, unbounded, left_param, left_to; the standard
+ * errors into params->std_errors when given. */
+static gmm_status certify(run_ctx *c, double *u, const double *init, gmm_fit_result *res)
+{
+    size_t nf = c->nfree, np = c->obj->nparam;
+    gmm_status st = GMM_OK;
+    double *buf = gmm_malloc(nf * nf + 10 * nf + 1, sizeof *buf);
+    size_t *act = gmm_malloc(nf ? nf : 1, sizeof *act);
+    if (!buf || !act) {
+        st = gmm_error(GMM_ENOMEM, "fit: out of memory for the Hessian of %zu parameters", nf);
+        goto done;
+    }
+    double *H = buf, *g = H + nf * nf, *wu = g + nf, *gp = wu + nf, *gm = gp + nf;
+    double *dir = gm + nf, *z = dir + nf, *ut = z + nf, *gt = ut + nf, *u1 = gt + nf;
+    double f, f0;
+    res->gain = res->noise = NAN;
+    res->unbounded = 0;
+    res->left_param = NULL;
+    res->left_to = NAN;
+    if (!eval_min(c, u, &f, g)) {
+        st = c->fail_status ? c->fail_status : gmm_error(GMM_EDOM, "fit: the best point fails");
+        goto done;
+    }
+    f0 = f;
+    res->grad_norm = 0.0;
+    for (size_t k = 0; k < nf; k++)
+        res->grad_norm += g[k] * g[k];
+    res->grad_norm = sqrt(res->grad_norm);
+    /* boundaries: a variance that went to 0 is held there */
+    size_t na = 0;
+    for (size_t k = 0; k < nf; k++) {
+        size_t i = c->idx[k];
+        int low = 0;
+        gmm_scale sc = c->obj->scale[i];
+        /* towards which bound: -1 (log: 0; logit: 0), +1 (logit: 1), 0 none */
+        int to = 0;
+        if (sc == GMM_SCALE_LOG && init[i] > 0.0 && u[k] < log(init[i]) - CERT_BOUND_DROP)
+            to = -1;
+        else if (sc == GMM_SCALE_LOGIT && fabs(u[k]) > CERT_BOUND_DROP)
+            to = u[k] < 0.0 ? -1 : 1;
+        if (to) {
+            double fp, fi, tol = BOUND_TOL * fmax(1.0, fabs(f0));
+            memcpy(wu, u, nf * sizeof *wu);
+            wu[k] = u[k] + to * BOUND_PROBE;
+            if (eval_min(c, wu, &fp, gt) && -fp >= -f0 - tol) {
+                low = 1;
+                if (-fp > -f0 + BOUND_UNBOUNDED)
+                    res->unbounded = 1;
+            } else if (sc == GMM_SCALE_LOGIT) {
+                /* a logit parameter's natural value rounds near its bound
+                 * (1 - p from p loses digits: loglik ~1e-4 off at 1 - 1e-10),
+                 * so the far side is read from inside: loglik still rising
+                 * towards the bound and lower BOUND_PROBE inwards */
+                wu[k] = u[k] - to * BOUND_PROBE;
+                if (-g[k] * to >= 0.0 && eval_min(c, wu, &fi, gt) && -fi < -f0 - tol)
+                    low = 1;
+            }
+        }
+        if (low) {
+            if (c->par->boundary)
+                c->par->boundary[i] = 1;
+            res->nboundary++;
+        } else {
+            act[na++] = k;
+        }
+    }
+    if (res->unbounded) {
+        res->converged = 0;
+        res->stop = "unbounded";
+        res->message = "the likelihood grows without bound as a variance goes to 0: no maximum";
+        goto done;
+    }
+    int pd = 0, h_at_u = 0, edge = 0;
+    size_t bad = 0;
+    double dec = 0.0;
+    for (size_t it = 0;; it++) {
+        if (!na) {
+            pd = 1;
+            dec = 0.0;
+            break;
+        }
+        if (!hessian_chol(c, u, act, na, CERT_STEP, H, wu, gp, gm, &pd, &bad)) {
+            pd = 0;
+            edge = 1; /* a difference step left the objective's domain */
+            break;
+        }
+        if (!pd)
+            break;
+        h_at_u = 1;
+        dec = newton_dir(nf, act, na, H, g, z, dir);
+        if (dec <= CERT_GAIN || it == CERT_ITER)
+            break;
+        /* the Newton step, halved until loglik rises */
+        int moved = 0;
+        for (double t = 1.0; t > 1e-10 && !moved; t *= 0.5) {
+            for (size_t k = 0; k < nf; k++)
+                ut[k] = u[k] + t * dir[k];
+            if (eval_min(c, ut, &f, gt) && f < f0) {
+                memcpy(u, ut, nf * sizeof *u);
+                memcpy(g, gt, nf * sizeof *g);
+                f0 = f;
+                moved = 1;
+                h_at_u = 0;
+            }
+        }
+        if (!moved)
+            break;
+        res->newton_steps++;
+    }
+    res->gain = dec;
+    if (edge) {
+        res->stop = "domain";
+        res->message = "not converged: the objective is not defined a difference step away "
+                       "(the edge of the model's domain)";
+        if (!res->domain_msg[0])
+            snprintf(res->domain_msg, sizeof res->domain_msg, "%s", gmm_error_message());
+    } else if (pd && dec <= CERT_GAIN) {
+        res->converged = 1;
+        res->stop = "newton";
+        res->message = "converged: a Newton step would raise loglik by less than 1e-8";
+    } else {
+        /* H at the rough scale, the noise along its Newton direction */
+        int pd2 = 0;
+        size_t bad2 = 0;
+        double dec2 = NAN, noise;
+        memcpy(u1, u, nf * sizeof *u1);
+        h_at_u = 0;
+        if (hessian_chol(c, u1, act, na, NOISE_HSTEP, H, wu, gp, gm, &pd2, &bad2) && pd2) {
+            dec2 = newton_dir(nf, act, na, H, g, z, dir);
+            if (noise_along(c, u1, f0, dir, wu, gt, &noise)) {
+                res->noise = noise;
+                if (dec2 <= NOISE_GAIN * noise) {
+                    res->converged = 1;
+                    res->gain = dec2;
+                    res->stop = "noise";
+                    res->message = "converged at the noise level: a Newton step would raise "
+                                   "loglik by less than 4 times its rounding noise";
+                    pd = 1;
+                }
+            }
+        }
+        if (!res->converged) {
+            /* the Newton direction at CERT_STEP for the report */
+            if (pd && hessian_chol(c, u, act, na, CERT_STEP, H, wu, gp, gm, &pd, &bad) && pd) {
+                h_at_u = 1;
+                newton_dir(nf, act, na, H, g, z, dir);
+            }
+            res->stop = pd ? "not_maximum" : "not_definite";
+            res->message = pd ? "not converged: a Newton step would still raise loglik"
+                              : "not converged: the Hessian of loglik is not negative definite "
+                                "here";
+            if (!pd) {
+                res->left_param = c->obj->name[c->idx[bad]];
+            } else {
+                /* the parameter a Newton step moves most, in its own units */
+                size_t kmax = act[0];
+                double best = -1.0;
+                for (size_t a = 0; a < na; a++)
+                    if (fabs(dir[act[a]]) > best) {
+                        best = fabs(dir[act[a]]);
+                        kmax = act[a];
+                    }
+                for (size_t k = 0; k < nf; k++)
+                    ut[k] = u[k] + dir[k];
+                if (map_theta(c, ut)) {
+                    res->left_param = c->obj->name[c->idx[kmax]];
+                    res->left_to = c->theta[c->idx[kmax]];
+                }
+            }
+        }
+    }
+    /* standard errors from H at CERT_STEP at the returned point */
+    if (c->par->std_errors) {
+        double *se = c->par->std_errors;
+        for (size_t i = 0; i < np; i++)
+            se[i] = NAN;
+        int pd3 = h_at_u;
+        size_t bad3 = 0;
+        if (na && !h_at_u && !hessian_chol(c, u, act, na, CERT_STEP, H, wu, gp, gm, &pd3, &bad3))
+            pd3 = 0;
+        if (na && pd3 && map_theta(c, u))
+            std_errors_from(c, act, na, H, wu, z, se);
+    }
+    if (!map_theta(c, u))
+        st = gmm_error(GMM_EDOM, "fit: the best point left the range of doubles");
+    res->loglik = -f0;
+done:
+    gmm_free(buf);
+    gmm_free(act);
+    return st;
+}
 
 /* One start from u (nfree, overwritten with the final point); sets
  * c->lb.start_failed when the objective fails at u.  GMM_OK, or liblbfgs's
@@ -318,48 +528,23 @@ static gmm_status run_one(run_ctx *c, double *u, run_result *r)
     r->grad_norm = infer_lbfgs_gnorm(&c->lb);
     r->iterations = c->lb.iter;
     r->status = ret;
-    r->noise = r->gain = NAN;
-    if (c->lb.stopped_delta) {
-        r->converged = 1;
-        r->message = "converged: relative decrease of the objective below delta";
+    r->domain = 0;
+    if (c->lb.stopped_delta)
         r->stop = "decrease";
-    } else if (c->cancelled) {
-        r->converged = 0;
-        r->message = "cancelled";
+    else if (c->cancelled)
         r->stop = "cancelled";
+    else if (infer_lbfgs_converged(ret))
+        r->stop = "gradient";
+    else if (ret == LBFGSERR_MAXIMUMITERATION)
+        r->stop = "max_iter";
+    else if (c->domain_hit) {
+        r->stop = "domain";
+        r->domain = 1;
+        snprintf(r->domain_msg, sizeof r->domain_msg, "%s", c->domain_msg);
     } else {
-        r->converged = infer_lbfgs_converged(ret);
-        r->message = infer_lbfgs_message(ret);
-        r->stop = r->converged                         ? "gradient"
-                  : ret == LBFGSERR_MAXIMUMITERATION ? "max_iter"
-                                                      : "line_search";
-        double gain, noise, *dir = NULL;
-        if (r->converged || !infer_lbfgs_line_search_stop(ret)) {
-            /* stopped by a test of its own */
-        } else if (newton_gain(c, NEWTON_STEP, &gain, NULL) && gain <= NEWTON_GAIN) {
-            r->converged = 1;
-            r->gain = gain;
-            r->message = "converged: the line search stopped on rounding where a Newton step "
-                         "would gain less than 1e-6 in loglik";
-            r->stop = "newton";
-        } else if ((dir = gmm_malloc(c->nfree, sizeof *dir)) &&
-                   newton_gain(c, NOISE_HSTEP, &gain, dir) && anchor_noise(c, dir, &noise) &&
-                   gain <= NOISE_GAIN * noise) {
-            r->converged = 1;
-            r->gain = gain;
-            r->noise = noise;
-            r->message = "converged at the noise level: the line search stopped where a Newton "
-                         "step would gain less than 4 times the loglik's rounding noise";
-            r->stop = "noise";
-        } else if (c->domain_hit) {
-            r->message = "stopped at the edge of the model's domain: the objective refused "
-                         "the trial points beyond it";
-            r->stop = "domain";
-            r->domain = 1;
-            snprintf(r->domain_msg, sizeof r->domain_msg, "%s", c->domain_msg);
-        }
-        gmm_free(dir);
+        r->stop = "line_search";
     }
+    r->message = infer_lbfgs_message(ret);
     return GMM_OK;
 }
 
@@ -368,8 +553,8 @@ gmm_status gmm_fit(gmm_objective *obj, const gmm_fit_params *params, gmm_fit_res
     gmm_status st = GMM_OK;
     size_t np, nfree = 0;
     size_t *idx = NULL;
-    double *theta = NULL, *grad = NULL, *u = NULL;
-    double *init = NULL, *best = NULL;
+    double *theta = NULL, *grad = NULL, *u = NULL, *ubest = NULL;
+    double *init = NULL;
     run_ctx c;
     memset(&c, 0, sizeof c); /* c.lb is freed on every path */
 
@@ -394,13 +579,19 @@ gmm_status gmm_fit(gmm_objective *obj, const gmm_fit_params *params, gmm_fit_res
         return gmm_error(GMM_EINVAL, "fit: too many free parameters (%zu)", nfree);
 
     memset(res, 0, sizeof *res);
+    res->gain = res->noise = res->left_to = NAN;
+    if (params->std_errors)
+        for (size_t i = 0; i < np; i++)
+            params->std_errors[i] = NAN;
+    if (params->boundary)
+        memset(params->boundary, 0, np * sizeof *params->boundary);
     idx = gmm_malloc(nfree, sizeof *idx);
     theta = gmm_malloc(np, sizeof *theta);
     grad = gmm_malloc(np, sizeof *grad);
     u = gmm_malloc(nfree, sizeof *u);
+    ubest = gmm_malloc(nfree, sizeof *ubest);
     init = gmm_malloc(np, sizeof *init);
-    best = gmm_malloc(np, sizeof *best);
-    if (!idx || !theta || !grad || !u || !init || !best) {
+    if (!idx || !theta || !grad || !u || !ubest || !init) {
         st = gmm_error(GMM_ENOMEM, "fit: out of memory (%zu parameters)", np);
         goto done;
     }
@@ -426,8 +617,7 @@ gmm_status gmm_fit(gmm_objective *obj, const gmm_fit_params *params, gmm_fit_res
         res->converged = 1;
         res->lbfgs_status = LBFGS_ALREADY_MINIMIZED;
         res->message = "nothing to fit: every parameter is fixed";
-        res->stop = "fixed";
-        res->gain = res->noise = NAN;
+        res->stop = res->lbfgs_stop = "fixed";
         goto done;
     }
 
@@ -437,6 +627,8 @@ gmm_status gmm_fit(gmm_objective *obj, const gmm_fit_params *params, gmm_fit_res
     c.idx = idx;
     c.theta = theta;
     c.grad = grad;
+    if ((st = infer_scale_init(&c.sc, obj, nfree, idx)) != GMM_OK)
+        goto done;
     if ((st = infer_lbfgs_alloc(&c.lb, nfree, params->past)) != GMM_OK) {
         st = gmm_error(st, "fit: %s", gmm_error_message());
         goto done;
@@ -456,12 +648,14 @@ gmm_status gmm_fit(gmm_objective *obj, const gmm_fit_params *params, gmm_fit_res
     gmm_status first_fail = GMM_OK;
     char first_msg[GMM_ERROR_MAX] = "";
     for (size_t s = 0; s < params->restarts; s++) {
+        infer_scale_u(&c.sc, init, u);
         for (size_t k = 0; k < nfree; k++) {
             size_t i = idx[k];
-            double v = init[i];
             double z = s == 0 ? 0.0 : params->jitter * gmm_rng_normal(&rng);
-            u[k] = obj->scale[i] == GMM_SCALE_IDENTITY ? v + z * fmax(1.0, fabs(v))
-                                                       : gmm_scale_to_u(obj->scale[i], v) + z;
+            /* log scale and the design basis: unit steps; else of the value's size */
+            u[k] += obj->scale[i] != GMM_SCALE_IDENTITY || infer_scale_in_lin(&c.sc, k)
+                        ? z
+                        : z * fmax(1.0, fabs(u[k]));
         }
         c.start = s;
         c.evals = 0;
@@ -483,24 +677,23 @@ gmm_status gmm_fit(gmm_objective *obj, const gmm_fit_params *params, gmm_fit_res
         }
         if (!c.cancelled && (!have_best || r.loglik > res->loglik)) {
             have_best = 1;
-            map_theta(&c, u);
-            memcpy(best, theta, np * sizeof *best);
+            memcpy(ubest, u, nfree * sizeof *ubest);
             res->loglik = r.loglik;
             res->grad_norm = r.grad_norm;
             res->iterations = r.iterations;
             res->best_start = s;
-            res->converged = r.converged;
             res->lbfgs_status = r.status;
+            res->lbfgs_stop = r.stop;
             res->message = r.message;
-            res->stop = r.stop;
-            res->gain = r.gain;
-            res->noise = r.noise;
             res->domain_msg[0] = '\0';
             if (r.domain)
                 snprintf(res->domain_msg, sizeof res->domain_msg, "%s", r.domain_msg);
         }
         if (c.cancelled) {
-            memcpy(obj->value, have_best ? best : init, np * sizeof *best);
+            if (have_best && map_theta(&c, ubest))
+                memcpy(obj->value, theta, np * sizeof *theta);
+            else
+                memcpy(obj->value, init, np * sizeof *init);
             st = gmm_error(GMM_ECANCEL, "fit: cancelled by the progress callback");
             goto done;
         }
@@ -509,16 +702,25 @@ gmm_status gmm_fit(gmm_objective *obj, const gmm_fit_params *params, gmm_fit_res
         st = gmm_error(first_fail, "fit: starting point: %s", first_msg);
         goto done;
     }
-    memcpy(obj->value, best, np * sizeof *best);
+    /* CONVERGED: the test at the best point, whatever stopped L-BFGS */
+    size_t e0 = c.evals;
+    c.evals = 0;
+    st = certify(&c, ubest, init, res);
+    res->evaluations += c.evals;
+    c.evals = e0;
+    if (st != GMM_OK)
+        goto done;
+    memcpy(obj->value, theta, np * sizeof *theta);
 
 done:
     gmm_free(idx);
     gmm_free(theta);
     gmm_free(grad);
     gmm_free(u);
+    gmm_free(ubest);
     infer_lbfgs_free(&c.lb);
+    infer_scale_free(&c.sc);
     gmm_free(init);
-    gmm_free(best);
     return st;
 }
 
@@ -535,53 +737,56 @@ gmm_status gmm_fit_std_errors(gmm_objective *obj, double *se)
         return GMM_OK;
     run_ctx c;
     memset(&c, 0, sizeof c);
-    size_t *idx = gmm_malloc(nf, sizeof *idx);
+    gmm_fit_params par;
+    gmm_fit_params_init(&par);
+    size_t *idx = gmm_malloc(nf, sizeof *idx), *act = gmm_malloc(nf, sizeof *act);
     double *theta = gmm_malloc(np, sizeof *theta), *grad = gmm_malloc(np, sizeof *grad);
-    double *u0 = gmm_malloc(nf, sizeof *u0), *H = gmm_malloc(nf * nf + 3 * nf, sizeof *H);
+    double *u0 = gmm_malloc(nf, sizeof *u0), *H = gmm_malloc(nf * nf + 5 * nf, sizeof *H);
     gmm_status st = GMM_OK;
-    if (!idx || !theta || !grad || !u0 || !H) {
+    if (!idx || !act || !theta || !grad || !u0 || !H) {
         st = gmm_error(GMM_ENOMEM, "fit: out of memory for the Hessian of %zu parameters", nf);
         goto done;
     }
     memcpy(theta, obj->value, np * sizeof *theta);
     for (size_t i = 0, k = 0; i < np; i++)
         if (!obj->fixed[i]) {
-            idx[k] = i;
-            u0[k++] = gmm_scale_to_u(obj->scale[i], obj->value[i]);
+            act[k] = k;
+            idx[k++] = i;
         }
     c.obj = obj;
+    c.par = &par;
     c.nfree = nf;
     c.idx = idx;
     c.theta = theta;
     c.grad = grad;
+    if ((st = infer_scale_init(&c.sc, obj, nf, idx)) != GMM_OK)
+        goto done;
+    infer_scale_u(&c.sc, obj->value, u0);
+    double *wu = H + nf * nf, *gp = wu + nf, *gm = gp + nf, *z = gm + nf, *v = z + nf;
+    int pd = 0;
+    size_t bad = 0;
     /* the Hessian of -loglik on the optimisation scale: its inverse is the
-     * covariance of the estimates there, and the block of the coefficients
-     * does not depend on how the others are parameterised */
-    if (!hessian_chol(&c, u0, NEWTON_STEP, H)) {
+     * covariance of the estimates there */
+    if (!hessian_chol(&c, u0, act, nf, CERT_STEP, H, wu, gp, gm, &pd, &bad)) {
         st = c.fail_status ? c.fail_status
-                           : gmm_error(GMM_ENOTPD, "the observed information is not positive "
-                                                   "definite: the fit is not at a maximum");
+                           : gmm_error(GMM_EDOM, "fit: the objective fails near its values");
         goto done;
     }
-    double *z = H + nf * nf;
-    for (size_t k = 0; k < nf; k++) {
-        /* z = L^{-1} e_k: the variance is |z|^2, the diagonal of H^{-1} */
-        double v2 = 0.0;
-        for (size_t i = 0; i < nf; i++) {
-            double v = i == k ? 1.0 : 0.0;
-            for (size_t j = k; j < i; j++)
-                v -= H[i * nf + j] * z[j];
-            z[i] = i < k ? 0.0 : v / H[i * nf + i];
-            v2 += z[i] * z[i];
-        }
-        size_t i = idx[k];
-        se[i] = sqrt(v2) * gmm_scale_dp_du(obj->scale[i], obj->value[i]);
+    if (!pd) {
+        st = gmm_error(GMM_ENOTPD, "the observed information is not positive definite: the "
+                                   "fit is not at a maximum ('%s')",
+                       obj->name[idx[bad]]);
+        goto done;
     }
+    memcpy(theta, obj->value, np * sizeof *theta);
+    std_errors_from(&c, act, nf, H, v, z, se);
 done:
     gmm_free(idx);
+    gmm_free(act);
     gmm_free(theta);
     gmm_free(grad);
     gmm_free(u0);
     gmm_free(H);
+    infer_scale_free(&c.sc);
     return st;
 }

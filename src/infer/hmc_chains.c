@@ -48,19 +48,59 @@ void gmm_hmc_run_params_init(gmm_hmc_run_params *rp)
     rp->mh_draws = 32;
 }
 
+/* The data's location and scale for the coefficients' priors: a Gaussian
+ * likelihood's observed mean and sd, else the family's default intercept
+ * (its link of the data's mean rate) and 1. */
+static void data_scale(gmm_problem *p, double *loc, double *scale)
+{
+    const gmm_lik *lik = gmm_problem_lik(p);
+    const double *y = gmm_problem_y(p), *e = gmm_problem_exposure(p);
+    size_t n = gmm_latent_nrows(gmm_problem_latent(p)), m = 0;
+    double s1 = 0.0, s2 = 0.0;
+    for (size_t r = 0; r < n; r++)
+        if (!isnan(y[r])) {
+            s1 += y[r];
+            m++;
+        }
+    double mean = m ? s1 / (double)m : 0.0;
+    for (size_t r = 0; r < n; r++)
+        if (!isnan(y[r]))
+            s2 += (y[r] - mean) * (y[r] - mean);
+    if (lik->type->conjugate) {
+        *loc = mean;
+        *scale = m > 1 && s2 > 0.0 ? sqrt(s2 / (double)(m - 1)) : 1.0;
+        return;
+    }
+    *scale = 1.0;
+    if (gmm_lik_default_intercept(lik, y, e, n, loc) != GMM_OK || !isfinite(*loc))
+        *loc = 0.0;
+}
+
 void gmm_hmc_default_priors(gmm_problem *p, int *sampled, gmm_prior *prior)
 {
     const gmm_objective *o = gmm_problem_objective(p);
+    size_t nc = gmm_problem_ncoef(p), c0 = o->nparam - nc;
+    double *mean = gmm_calloc(nc ? 2 * nc : 1, sizeof *mean), *sd = mean + nc, loc, sy;
+    long icpt = -1;
+    if (mean && gmm_problem_coef_moments(p, mean, sd, &icpt) != GMM_OK)
+        icpt = -1;
+    data_scale(p, &loc, &sy);
     for (size_t k = 0; k < o->nparam; k++) {
         gmm_scale sc = o->scale[k];
         double v = o->value[k];
         sampled[k] = !o->fixed[k];
-        if (sc == GMM_SCALE_IDENTITY)
-            prior[k] = (gmm_prior){GMM_PRIOR_NORMAL, v, 2.0};
-        else /* centred at the value on its scale (0 where it has none) */
+        if (k >= c0) {
+            /* PRIORS_DEFAULT (hmc_chains.h): on the centred, scaled design */
+            size_t j = k - c0;
+            double s = mean && (long)j != icpt && sd[j] > 0.0 ? sd[j] : 1.0;
+            prior[k] = (long)j == icpt ? (gmm_prior){GMM_PRIOR_NORMAL, loc, 2.5 * sy}
+                                       : (gmm_prior){GMM_PRIOR_NORMAL, 0.0, 2.5 * sy / s};
+        } else { /* centred at the value on its scale (0 where it has none) */
             prior[k] = (gmm_prior){gmm_prior_kind_of(sc),
                                    gmm_scale_inside(sc, v) ? gmm_scale_to_u(sc, v) : 0.0, 1.0};
+        }
     }
+    gmm_free(mean);
 }
 
 gmm_status gmm_hmc_check_priors(gmm_problem *p, const double *theta, const int *sampled,

@@ -79,9 +79,8 @@ size_t gmm_hmc_marginal_dim(const gmm_hmc_marginal *m) { return m->dim; }
 
 void gmm_hmc_marginal_theta(const gmm_hmc_marginal *m, const double *u, double *theta)
 {
-    size_t j = 0;
-    for (size_t k = 0; k < m->np; k++)
-        theta[k] = !m->samp[k] ? m->theta0[k] : gmm_scale_from_u(m->scale[k], u[j++]);
+    /* a value outside its domain is the logp's to refuse */
+    gmm_problem_hyper_theta(m->p, u, theta);
 }
 
 gmm_status gmm_hmc_marginal_start(gmm_hmc_marginal *m, double *u)
@@ -90,11 +89,7 @@ gmm_status gmm_hmc_marginal_start(gmm_hmc_marginal *m, double *u)
     if ((st = gmm_problem_whiten_setup(m->p, m->theta0)) ||
         (st = gmm_problem_whitened_start(m->p, m->theta0, m->x)))
         return st;
-    size_t j = 0;
-    for (size_t k = 0; k < m->np; k++)
-        if (m->samp[k])
-            u[j++] = gmm_scale_to_u(m->scale[k], m->theta0[k]);
-    return GMM_OK;
+    return gmm_problem_hyper_u(m->p, m->theta0, u);
 }
 
 gmm_status gmm_hmc_marginal_logp(void *ctx, const double *u, double *lp, double *grad)
@@ -102,27 +97,15 @@ gmm_status gmm_hmc_marginal_logp(void *ctx, const double *u, double *lp, double 
     gmm_hmc_marginal *m = ctx;
     gmm_objective *o = gmm_problem_objective(m->p);
     double *th = m->theta, f;
-    gmm_hmc_marginal_theta(m, u, th);
-    for (size_t k = 0; k < m->np; k++)
-        if (m->samp[k] && !gmm_scale_inside(m->scale[k], th[k]))
-            return gmm_error(GMM_EDOM, "%s = %g must be %s", o->name[k], th[k],
-                             gmm_scale_domain(m->scale[k]));
-    gmm_status st = o->eval(o->ctx, th, &f, grad ? m->grad : NULL);
+    gmm_status st = gmm_problem_hyper_theta(m->p, u, th);
+    if (st)
+        return st;
+    st = o->eval(o->ctx, th, &f, grad ? m->grad : NULL);
     if (st == GMM_EINVAL || st == GMM_ENOCONV)
         return gmm_error(GMM_EDOM, "%s", gmm_error_message());
     if (st)
         return st;
-    double lprior = 0.0;
-    size_t j = 0;
-    for (size_t k = 0; k < m->np; k++) {
-        if (!m->samp[k])
-            continue;
-        double s = m->prior[k].sigma, z = (u[j] - m->prior[k].mu) / s;
-        lprior -= 0.5 * z * z;
-        if (grad) /* d/du = dtheta/du d/dtheta */
-            grad[j] = gmm_scale_dp_du(m->scale[k], th[k]) * m->grad[k] - z / s;
-        j++;
-    }
+    double lprior = gmm_problem_hyper_prior(m->p, u, th, grad ? m->grad : NULL, grad);
     *lp = f + lprior;
     if (!isfinite(*lp))
         return gmm_error(GMM_EDOM, "marginal log density not finite");

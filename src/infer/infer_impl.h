@@ -4,6 +4,7 @@
 
 #include <stddef.h>
 
+#include "gmm/objective.h"
 #include "gmm/status.h"
 
 /* ---- one L-BFGS run (lbfgs_run.c), for fit and vi ------------------------
@@ -90,6 +91,40 @@ int infer_lbfgs_converged(int ret);
 
 /* A static description of how a liblbfgs run ended (its return code). */
 const char *infer_lbfgs_message(int ret);
+
+/* ---- the optimisation scale (opt_scale.c), for fit and vi -----------------
+ *
+ * The free parameters idx[0 .. nfree) of an objective as u, each on its
+ * own scale (objective.h: identity, log, logit), except the coefficients of
+ * the objective's design basis (lin_*), whose block is u = R beta / s --
+ * used when every one of them is free (lin > 0). */
+typedef struct {
+    const gmm_objective *obj;
+    size_t nfree;
+    const size_t *idx;
+    size_t lin;           /* coefficients in the basis (0: not used) */
+    size_t *lin_at;       /* lin: the free variable of lin_idx[j] */
+    double *lin_w;        /* lin doubles of workspace */
+    unsigned char *in_lin; /* nfree flags */
+} infer_scale;
+
+gmm_status infer_scale_init(infer_scale *s, const gmm_objective *obj, size_t nfree,
+                            const size_t *idx); /* GMM_ENOMEM */
+void infer_scale_free(infer_scale *s);
+/* theta's free entries from u; 0 (a GMM_EDOM error recorded, naming the
+ * parameter) when one leaves its domain in floating point. */
+int infer_scale_theta(infer_scale *s, const double *u, double *theta);
+/* u from theta's free entries. */
+void infer_scale_u(const infer_scale *s, const double *theta, double *u);
+/* g (nfree) = sign d/du of the objective whose natural-scale gradient is
+ * grad (nparam) at theta. */
+void infer_scale_grad(infer_scale *s, const double *theta, const double *grad, double sign,
+                      double *g);
+/* Free variable k is a coefficient of the basis. */
+int infer_scale_in_lin(const infer_scale *s, size_t k);
+/* v (nfree) with beta_{lin_idx[j]} = v'u: row j of s R^-1 on the basis's
+ * variables, 0 elsewhere. */
+void infer_scale_row(infer_scale *s, size_t j, double *v);
 
 /* ---- the noise of an objective (gradcheck.c) -----------------------------
  *

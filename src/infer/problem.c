@@ -9,6 +9,7 @@
 
 #include "gmm/alloc.h"
 #include "gmm/laplace.h"
+#include "infer_impl.h"
 #include "gmm/rng.h"
 #include "gmm/summary.h"
 
@@ -79,9 +80,18 @@ struct gmm_problem {
     int *jsamp;           /* nparam flags */
     gmm_prior *jprior;    /* nparam */
     double *jtheta, *jbar, *jcbar; /* nparam, nparam, nnz */
+    /* the sampled parameters' coordinates (their scales; the coefficients
+     * in the design basis when all are sampled) and the coefficients'
+     * prior on the centred design (PRIORS, problem.h) */
+    size_t *jidx;         /* jn: the sampled parameters */
+    infer_scale jsc;
+    double *cmean, *jg;   /* ncoef: observed rows' column means; nparam scratch */
+    long icpt;            /* the intercept's coefficient (a column of ones), -1 none */
     size_t jn;            /* sampled count */
     gmm_objective obj;
     char (*names)[64];
+    size_t *lin_idx;      /* the coefficients' basis (gmm_problem_coef_basis) */
+    double *lin_R;
 };
 
 void gmm_problem_free(gmm_problem *p)
@@ -113,10 +123,16 @@ void gmm_problem_free(gmm_problem *p)
     gmm_band_free(p->Qbar);
     gmm_laplace_free(p->lap);
     gmm_free(p->thetabar);
+    gmm_free(p->lin_idx);
+    gmm_free(p->lin_R);
     gmm_free(p->wcoef);
     gmm_free(p->wrow);
     gmm_free(p->wy);
     gmm_free(p->jsamp);
+    gmm_free(p->jidx);
+    infer_scale_free(&p->jsc);
+    gmm_free(p->cmean);
+    gmm_free(p->jg);
     gmm_free(p->jprior);
     gmm_free(p->jtheta);
     gmm_free(p->jbar);
@@ -358,6 +374,105 @@ void gmm_problem_offsets_rev(const gmm_problem *p, const double *offbar, double 
 }
 
 size_t gmm_problem_ncoef(const gmm_problem *p) { return p->ncoef; }
+
+/* Householder QR of the observed rows' columns in order, skipping those
+ * whose remainder after the kept columns' reflections has norm <= tol
+ * times the column's own norm (LINPACK's dqrdc2, R's lm, without its
+ * moving of such columns to the end: they are dropped).  A is nobs x nu,
+ * column-major, overwritten. */
+gmm_status gmm_problem_coef_basis(gmm_problem *p, double tol, int *aliased)
+{
+    if (!p)
+        return gmm_error(GMM_EINVAL, "gmm_problem_coef_basis: NULL argument");
+    if (!(tol >= 0.0 && tol < 1.0))
+        return gmm_error(GMM_EINVAL, "gmm_problem_coef_basis: tol %g outside [0, 1)", tol);
+    size_t nc = p->ncoef, no = p->nobs, nu = 0;
+    for (size_t k = 0; k < nc; k++) {
+        if (aliased)
+            aliased[k] = 0;
+        nu += !p->obj.fixed[p->c0 + k];
+    }
+    gmm_free(p->lin_idx);
+    gmm_free(p->lin_R);
+    p->lin_idx = NULL;
+    p->lin_R = NULL;
+    p->obj.lin_n = 0;
+    p->obj.lin_idx = NULL;
+    p->obj.lin_R = NULL;
+    p->obj.lin_s = 1.0;
+    if (!nu || !no)
+        return GMM_OK;
+    double *A = gmm_malloc(no * nu, sizeof *A), *v = gmm_malloc(no, sizeof *v);
+    size_t *col = gmm_malloc(nu, sizeof *col);
+    p->lin_idx = gmm_malloc(nu, sizeof *p->lin_idx);
+    p->lin_R = gmm_calloc(nu * nu, sizeof *p->lin_R);
+    gmm_status st = GMM_OK;
+    if (!A || !v || !col || !p->lin_idx || !p->lin_R) {
+        st = gmm_error(GMM_ENOMEM, "out of memory for the design's QR (%zu x %zu)", no, nu);
+        goto done;
+    }
+    for (size_t k = 0, j = 0; k < nc; k++) {
+        if (p->obj.fixed[p->c0 + k])
+            continue;
+        col[j] = k;
+        for (size_t r = 0, i = 0; r < p->nrows; r++)
+            if (!isnan(p->y[r]))
+                A[j * no + i++] = p->X[r * nc + k];
+        j++;
+    }
+    size_t rank = 0;
+    for (size_t j = 0; j < nu; j++) {
+        double *a = A + j * no, n0 = 0.0, nr = 0.0;
+        for (size_t i = 0; i < no; i++)
+            n0 += a[i] * a[i];
+        for (size_t i = rank; i < no; i++)
+            nr += a[i] * a[i];
+        n0 = sqrt(n0);
+        nr = sqrt(nr);
+        if (!(nr > tol * n0) || rank == no) {
+            size_t k = col[j];
+            p->obj.fixed[p->c0 + k] = 1;
+            p->obj.value[p->c0 + k] = 0.0;
+            if (aliased)
+                aliased[k] = 1;
+            continue;
+        }
+        /* the reflection H = I - 2 v v' / v'v taking a[rank ..] to (-s |a|, 0 ...) */
+        double alpha = a[rank] >= 0.0 ? -nr : nr;
+        for (size_t i = rank; i < no; i++)
+            v[i] = a[i];
+        v[rank] -= alpha;
+        double vv = 0.0;
+        for (size_t i = rank; i < no; i++)
+            vv += v[i] * v[i];
+        for (size_t jj = j; jj < nu; jj++) {
+            double *b = A + jj * no, d = 0.0;
+            for (size_t i = rank; i < no; i++)
+                d += v[i] * b[i];
+            d *= 2.0 / vv;
+            for (size_t i = rank; i < no; i++)
+                b[i] -= d * v[i];
+        }
+        /* R's column: the entries above and at the diagonal */
+        p->lin_idx[rank] = p->c0 + col[j];
+        for (size_t i = 0; i <= rank; i++)
+            p->lin_R[i * nu + rank] = a[i];
+        rank++;
+    }
+    /* compact R to rank x rank */
+    for (size_t i = 0; i < rank; i++)
+        for (size_t k = 0; k < rank; k++)
+            p->lin_R[i * rank + k] = p->lin_R[i * nu + k];
+    p->obj.lin_n = rank;
+    p->obj.lin_idx = p->lin_idx;
+    p->obj.lin_R = p->lin_R;
+    p->obj.lin_s = sqrt((double)no);
+done:
+    gmm_free(A);
+    gmm_free(v);
+    gmm_free(col);
+    return st;
+}
 
 int gmm_problem_offset_constant(const gmm_problem *p, const double *theta, double *b)
 {
@@ -1249,6 +1364,54 @@ const char *gmm_prior_kind_name(gmm_prior_kind k)
                                         : "unknown";
 }
 
+/* The observed rows' column means of the design, and which column is the
+ * intercept's (every observed row 1), for the prior on the centred design. */
+static gmm_status coef_moments(gmm_problem *p)
+{
+    size_t nc = p->ncoef;
+    gmm_free(p->cmean);
+    gmm_free(p->jg);
+    p->cmean = gmm_calloc(nc ? nc : 1, sizeof *p->cmean);
+    p->jg = gmm_malloc(p->nparam ? p->nparam : 1, sizeof *p->jg);
+    if (!p->cmean || !p->jg)
+        return gmm_error(GMM_ENOMEM, "out of memory for the joint density");
+    p->icpt = -1;
+    for (size_t k = 0; k < nc; k++) {
+        int ones = p->nobs > 0;
+        for (size_t r = 0; r < p->nrows; r++)
+            if (!isnan(p->y[r])) {
+                p->cmean[k] += p->X[r * nc + k];
+                ones = ones && p->X[r * nc + k] == 1.0;
+            }
+        p->cmean[k] /= p->nobs ? (double)p->nobs : 1.0;
+        if (ones && p->icpt < 0)
+            p->icpt = (long)k;
+    }
+    return GMM_OK;
+}
+
+gmm_status gmm_problem_coef_moments(gmm_problem *p, double *mean, double *sd, long *icpt)
+{
+    gmm_status st = coef_moments(p);
+    if (st)
+        return st;
+    for (size_t k = 0; k < p->ncoef; k++) {
+        double ss = 0.0;
+        for (size_t r = 0; r < p->nrows; r++)
+            if (!isnan(p->y[r])) {
+                double d = p->X[r * p->ncoef + k] - p->cmean[k];
+                ss += d * d;
+            }
+        if (mean)
+            mean[k] = p->cmean[k];
+        if (sd)
+            sd[k] = p->nobs > 1 ? sqrt(ss / (double)(p->nobs - 1)) : 0.0;
+    }
+    if (icpt)
+        *icpt = p->icpt;
+    return GMM_OK;
+}
+
 gmm_status gmm_problem_joint_setup(gmm_problem *p, const double *theta, const int *sampled,
                                    const gmm_prior *priors)
 {
@@ -1285,18 +1448,104 @@ gmm_status gmm_problem_joint_setup(gmm_problem *p, const double *theta, const in
         p->jprior[k] = priors[k];
         p->jtheta[k] = theta[k];
     }
-    return GMM_OK;
+    gmm_free(p->jidx);
+    infer_scale_free(&p->jsc);
+    if (!(p->jidx = gmm_malloc(p->jn ? p->jn : 1, sizeof *p->jidx)))
+        return gmm_error(GMM_ENOMEM, "out of memory for the joint density");
+    for (size_t k = 0, j = 0; k < p->nparam; k++)
+        if (p->jsamp[k])
+            p->jidx[j++] = k;
+    /* the basis applies to sampled coefficients as to free ones */
+    int *fx = p->obj.fixed, *keep = gmm_malloc(np, sizeof *keep);
+    if (!keep)
+        return gmm_error(GMM_ENOMEM, "out of memory for the joint density");
+    memcpy(keep, fx, p->nparam * sizeof *keep);
+    for (size_t k = 0; k < p->nparam; k++)
+        fx[k] = !p->jsamp[k];
+    gmm_status st = infer_scale_init(&p->jsc, &p->obj, p->jn, p->jidx);
+    memcpy(fx, keep, p->nparam * sizeof *keep);
+    gmm_free(keep);
+    if (st)
+        return st;
+    return coef_moments(p);
 }
 
 size_t gmm_problem_joint_dim(const gmm_problem *p) { return p->n + p->jn; }
+
+size_t gmm_problem_hyper_dim(const gmm_problem *p) { return p->jsamp ? p->jn : 0; }
+
+gmm_status gmm_problem_hyper_theta(gmm_problem *p, const double *u, double *theta)
+{
+    if (!p->jsamp)
+        return gmm_error(GMM_EINVAL, "gmm_problem_hyper_theta: no joint setup");
+    memcpy(theta, p->jtheta, p->nparam * sizeof *theta);
+    return infer_scale_theta(&p->jsc, u, theta) ? GMM_OK : gmm_error_status();
+}
+
+gmm_status gmm_problem_hyper_u(const gmm_problem *p, const double *theta, double *u)
+{
+    if (!p->jsamp)
+        return gmm_error(GMM_EINVAL, "gmm_problem_hyper_u: no joint setup");
+    infer_scale_u(&p->jsc, theta, u);
+    return GMM_OK;
+}
+
+/* PRIORS: a coefficient's normal prior is on the centred design -- the
+ * intercept's on b + sum_k beta_k mean(x_k), the others' on beta_k -- so
+ * that a covariate's location moves neither its slope's prior nor the
+ * intercept's; on u (the design basis, a linear map of beta) the density
+ * differs from beta's by a constant Jacobian. */
+double gmm_problem_hyper_prior(gmm_problem *p, const double *u, const double *theta,
+                               const double *thetabar, double *gu)
+{
+    double lp = 0.0, bc = 0.0, gb = 0.0;
+    double *g = p->jg;
+    if (thetabar)
+        memcpy(g, thetabar, p->nparam * sizeof *g);
+    else
+        memset(g, 0, p->nparam * sizeof *g);
+    if (p->icpt >= 0 && p->jsamp[p->c0 + (size_t)p->icpt]) {
+        size_t ib = p->c0 + (size_t)p->icpt;
+        bc = theta[ib];
+        for (size_t k = 0; k < p->ncoef; k++)
+            if ((long)k != p->icpt)
+                bc += theta[p->c0 + k] * p->cmean[k];
+        double s = p->jprior[ib].sigma, z = (bc - p->jprior[ib].mu) / s;
+        lp -= 0.5 * z * z;
+        gb = -z / s; /* d/d bc, into b and each beta_k through its mean */
+        g[ib] += gb;
+    }
+    for (size_t k = 0; k < p->ncoef; k++) {
+        size_t i = p->c0 + k;
+        if (!p->jsamp[i] || (long)k == p->icpt)
+            continue;
+        double s = p->jprior[i].sigma, z = (theta[i] - p->jprior[i].mu) / s;
+        lp -= 0.5 * z * z;
+        g[i] += -z / s + (p->icpt >= 0 && p->jsamp[p->c0 + (size_t)p->icpt] ? gb * p->cmean[k]
+                                                                             : 0.0);
+    }
+    if (gu)
+        infer_scale_grad(&p->jsc, theta, g, 1.0, gu);
+    /* the others: normal on u itself */
+    for (size_t j = 0; j < p->jn; j++) {
+        size_t i = p->jidx[j];
+        if (i >= p->c0)
+            continue;
+        double s = p->jprior[i].sigma, z = (u[j] - p->jprior[i].mu) / s;
+        lp -= 0.5 * z * z;
+        if (gu)
+            gu[j] -= z / s;
+    }
+    return lp;
+}
 
 gmm_status gmm_problem_joint_theta(const gmm_problem *p, const double *q, double *theta)
 {
     if (!p->jsamp)
         return gmm_error(GMM_EINVAL, "gmm_problem_joint_theta: no joint setup");
-    size_t j = p->n;
-    for (size_t k = 0; k < p->nparam; k++)
-        theta[k] = !p->jsamp[k] ? p->jtheta[k] : gmm_scale_from_u(p->obj.scale[k], q[j++]);
+    memcpy(theta, p->jtheta, p->nparam * sizeof *theta);
+    /* a value outside the domain is left for the caller to refuse */
+    infer_scale_theta((infer_scale *)&p->jsc, q + p->n, theta);
     return GMM_OK;
 }
 
@@ -1308,10 +1557,7 @@ gmm_status gmm_problem_joint_start(gmm_problem *p, double *q)
     if ((st = gmm_problem_whiten_setup(p, p->jtheta)) ||
         (st = gmm_problem_whitened_start(p, p->jtheta, q)))
         return st;
-    size_t j = p->n;
-    for (size_t k = 0; k < p->nparam; k++)
-        if (p->jsamp[k])
-            q[j++] = gmm_scale_to_u(p->obj.scale[k], p->jtheta[k]);
+    infer_scale_u(&p->jsc, p->jtheta, q + p->n);
     return GMM_OK;
 }
 
@@ -1321,11 +1567,8 @@ gmm_status gmm_problem_joint_logp(gmm_problem *p, const double *q, double *lp, d
     if (!p || !p->jsamp)
         return gmm_error(GMM_EINVAL, "gmm_problem_joint_logp: no joint setup");
     double *th = p->thetabar; /* scratch: theta at q */
-    gmm_problem_joint_theta(p, q, th);
-    for (size_t k = 0; k < p->nparam; k++)
-        if (p->jsamp[k] && !gmm_scale_inside(p->obj.scale[k], th[k]))
-            return gmm_error(GMM_EDOM, "%s = %g must be %s", p->obj.name[k], th[k],
-                             gmm_scale_domain(p->obj.scale[k]));
+    if ((st = gmm_problem_hyper_theta(p, q + p->n, th)))
+        return st;
     if ((st = gmm_problem_whiten_setup(p, th)))
         return st == GMM_EINVAL ? gmm_error(GMM_EDOM, "%s", gmm_error_message()) : st;
     const double *v = q;
@@ -1348,15 +1591,10 @@ gmm_status gmm_problem_joint_logp(gmm_problem *p, const double *q, double *lp, d
                 p->jbar[nl + k] += dpar[3 * k];
         }
     }
-    double vv = 0.0, lprior = 0.0;
+    double vv = 0.0;
     for (size_t j = 0; j < p->n; j++)
         vv += v[j] * v[j];
-    size_t j = p->n;
-    for (size_t k = 0; k < p->nparam; k++)
-        if (p->jsamp[k]) {
-            double z = (q[j++] - p->jprior[k].mu) / p->jprior[k].sigma;
-            lprior -= 0.5 * z * z;
-        }
+    double lprior = gmm_problem_hyper_prior(p, q + p->n, th, NULL, NULL);
     double l = sum - 0.5 * vv + lprior;
     if (!isfinite(l))
         return gmm_error(GMM_EDOM, "joint log density not finite");
@@ -1387,12 +1625,7 @@ gmm_status gmm_problem_joint_logp(gmm_problem *p, const double *q, double *lp, d
             p->offbar[p->wrow[i]] = p->wd[i];
         gmm_problem_offsets_rev(p, p->offbar, p->jbar);
     }
-    j = p->n;
-    for (size_t k = 0; k < p->nparam; k++)
-        if (p->jsamp[k]) {
-            double dprior = -(q[j] - p->jprior[k].mu) / (p->jprior[k].sigma * p->jprior[k].sigma);
-            grad[j++] = gmm_scale_dp_du(p->obj.scale[k], th[k]) * p->jbar[k] + dprior;
-        }
+    gmm_problem_hyper_prior(p, q + p->n, th, p->jbar, grad + p->n);
     return GMM_OK;
 }
 

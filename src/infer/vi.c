@@ -128,7 +128,8 @@
  * run's start, so a unit step is about a posterior standard deviation of q
  * and |g|^2 / 2 is the Newton decrement: the rise of the ELBO a Newton
  * step would still give.  Converged means that, at the returned point,
- * the decrement is at most VI_GAIN (1e-8 nats), or the gradient test |g|
+ * the decrement is at most VI_GAIN (1e-8 nats; q alone, without
+ * hyperparameters), or the gradient test |g|
  * <= epsilon max(1, |u|) holds, or |g| is within GNOISE_GAIN times the
  * norm of the gradient's measured rounding noise.  Tests that read the
  * ELBO itself (its relative rise over 3 iterations below tol, or a line
@@ -1308,6 +1309,7 @@ typedef struct {
     size_t *idx;          /* free hyperparameter k is theta[idx[k]] */
     const gmm_objective *obj; /* the problem's: names and scales */
     double *th, *thbar;   /* trial theta, its gradient */
+    infer_scale sc;       /* the hyperparameters' optimisation scale */
     infer_lbfgs lb;       /* the run, its anchor (the last accepted iterate) */
     double *ulast;        /* the last evaluated point (adaptive rules) */
     double *lam;          /* lambda at the trial point (nvar) */
@@ -1396,19 +1398,10 @@ static void precond_grad(run_ctx *c, double *g)
  * set) when one leaves its domain in floating point. */
 static int map_theta(run_ctx *c, const double *u)
 {
-    for (size_t k = 0; k < c->nfree; k++) {
-        size_t i = c->idx[k];
-        gmm_scale s = c->obj->scale[i];
-        double x = gmm_scale_from_u(s, u[c->nvar + k]);
-        if (!gmm_scale_inside(s, x)) {
-            c->fail_status = gmm_error(GMM_EDOM, "%s = %g (u = %g on its %s scale) must be %s",
-                                       c->obj->name[i], x, u[c->nvar + k], gmm_scale_name(s),
-                                       gmm_scale_domain(s));
-            return 0;
-        }
-        c->th[i] = x;
-    }
-    return 1;
+    if (infer_scale_theta(&c->sc, u + c->nvar, c->th))
+        return 1;
+    c->fail_status = gmm_error_status();
+    return 0;
 }
 
 /* -ELBO and its gradient at u; 0 on a domain failure. */
@@ -1429,10 +1422,7 @@ static int eval_min(run_ctx *c, const double *u, double *f, double *g)
     precond_grad(c, g);
     for (size_t j = 0; j < c->nvar; j++)
         g[j] = -g[j];
-    for (size_t k = 0; k < c->nfree; k++) {
-        size_t i = c->idx[k];
-        g[c->nvar + k] = -c->thbar[i] * gmm_scale_dp_du(c->obj->scale[i], c->th[i]);
-    }
+    infer_scale_grad(&c->sc, c->th, c->thbar, -1.0, g + c->nvar);
     for (size_t j = 0; j < c->nu; j++)
         if (!isfinite(g[j])) {
             c->fail_status = gmm_error(GMM_EDOM, "vi: gradient not finite");
@@ -1609,9 +1599,11 @@ static gmm_status grad_noise(run_ctx *c, double *noise)
     return GMM_OK;
 }
 
-/* STOPPING: in u the Hessian is about the identity, so |g|^2 / 2 is the
- * Newton decrement, the rise of the ELBO a Newton step would still give;
- * at most VI_GAIN nats counts as converged. */
+/* STOPPING: in u the Hessian in q is about the identity, so without
+ * hyperparameters |g|^2 / 2 is the Newton decrement, the rise of the ELBO a
+ * Newton step would still give; at most VI_GAIN nats counts as converged.
+ * The hyperparameters' curvature is not 1 (a flat lengthscale's is far
+ * below), so with them only the gradient test and the noise test count. */
 #define VI_GAIN 1e-8
 
 /* The polish (STOPPING) may leave the ELBO POLISH_FTOL relative below the
@@ -1688,6 +1680,8 @@ gmm_status gmm_vi_fit(gmm_vi *v, gmm_vi_result *res)
         }
         c.idx[k++] = i;
     }
+    if ((st = infer_scale_init(&c.sc, obj, c.nfree, c.idx)) != GMM_OK)
+        goto done;
     size_t iters = 0;
     int ret, final = 0;
     for (;;) { /* runs, each with the scale of its start */
@@ -1695,10 +1689,7 @@ gmm_status gmm_vi_fit(gmm_vi *v, gmm_vi_result *res)
         if ((st = precond_set(v, &c)))
             goto done;
         memset(u, 0, c.nvar * sizeof *u);
-        for (size_t k = 0; k < c.nfree; k++) {
-            size_t i = c.idx[k];
-            u[c.nvar + k] = gmm_scale_to_u(obj->scale[i], v->theta[i]);
-        }
+        infer_scale_u(&c.sc, v->theta, u + c.nvar);
         c.lb.max_iterations = v->par.max_iter ? v->par.max_iter - iters : 0;
         if (final) { /* STOPPING: the final run's budget */
             size_t budget = iters > FINAL_MIN_ITER ? iters : FINAL_MIN_ITER;
@@ -1777,7 +1768,7 @@ gmm_status gmm_vi_fit(gmm_vi *v, gmm_vi_result *res)
     } else if (final) {
         res->converged = res->grad_norm <= res->grad_limit;
         res->message = "converged: gradient norm below epsilon";
-        if (!res->converged && 0.5 * res->grad_norm * res->grad_norm <= VI_GAIN) {
+        if (!res->converged && !c.nfree && 0.5 * res->grad_norm * res->grad_norm <= VI_GAIN) {
             res->converged = 1;
             res->message = "converged: a Newton step would raise the ELBO by less than 1e-8";
         } else if (!res->converged) {
@@ -1801,6 +1792,7 @@ gmm_status gmm_vi_fit(gmm_vi *v, gmm_vi_result *res)
     v->have_start = 1;
     v->start = "given";
 done:
+    infer_scale_free(&c.sc);
     gmm_free(c.idx);
     gmm_free(c.th);
     gmm_free(c.thbar);

@@ -10,7 +10,11 @@
 #include "gmm/json.h"
 #include "gmm/version.h"
 
-void gmm_model_init(gmm_model *m) { memset(m, 0, sizeof *m); }
+void gmm_model_init(gmm_model *m)
+{
+    memset(m, 0, sizeof *m);
+    m->decrement = NAN;
+}
 
 static const char *shown(const char *name, int out)
 {
@@ -56,7 +60,7 @@ gmm_status gmm_model_write(const gmm_model *m, FILE *f, const char *name)
     for (size_t i = 0; i < m->nparam; i++) {
         if (!m->param_name[i])
             return gmm_error(GMM_EINVAL, "%s: parameter %zu has no name", file, i);
-        if (!isfinite(m->param_value[i]))
+        if (isinf(m->param_value[i]))
             return gmm_error(GMM_EINVAL, "%s: parameter '%s' is not finite (%g)", file,
                              m->param_name[i], m->param_value[i]);
     }
@@ -77,7 +81,8 @@ gmm_status gmm_model_write(const gmm_model *m, FILE *f, const char *name)
     else if (m->precision)
         ok = ok && put(root, "precision", json_string(m->precision));
     for (size_t i = 0; ok && i < m->nparam; i++)
-        ok = put(params, m->param_name[i], json_real(m->param_value[i]));
+        ok = put(params, m->param_name[i],
+                 isnan(m->param_value[i]) ? json_null() : json_real(m->param_value[i]));
     ok = ok && json_object_set(root, "parameters", params) == 0;
     ok = ok && put(root, "likelihood", json_string(m->likelihood));
     ok = ok && put(root, "center", m->has_center ? json_real(m->center) : json_null());
@@ -86,6 +91,19 @@ gmm_status gmm_model_write(const gmm_model *m, FILE *f, const char *name)
     ok = ok && put(root, "converged", json_boolean(m->converged));
     if (m->stop)
         ok = ok && put(root, "stop", json_string(m->stop));
+    if (!isnan(m->decrement))
+        ok = ok && put(root, "decrement", json_real(m->decrement));
+    if (m->boundary) {
+        json_t *bl = json_array();
+        ok = ok && bl;
+        for (size_t i = 0; ok && i < m->nparam; i++)
+            if (m->boundary[i])
+                ok = json_array_append_new(bl, json_string(m->param_name[i])) == 0;
+        if (ok)
+            ok = put(root, "boundary", bl);
+        else
+            json_decref(bl);
+    }
     if (m->std_error) {
         json_t *se = json_object();
         ok = ok && se;
@@ -242,9 +260,10 @@ static gmm_status parse(reader *r, json_t *root, gmm_model *m)
     const char *key;
     json_object_foreach(params, key, v)
     {
-        if (!json_is_number(v))
-            return gmm_error(GMM_EPARSE, "%s: parameter '%s' must be a number", r->file, key);
-        m->param_value[m->nparam] = json_number_value(v);
+        if (!json_is_number(v) && !json_is_null(v))
+            return gmm_error(GMM_EPARSE, "%s: parameter '%s' must be a number or null", r->file,
+                             key);
+        m->param_value[m->nparam] = json_is_null(v) ? NAN : json_number_value(v);
         if (!(m->param_name[m->nparam] = gmm_strdup(key)))
             return gmm_error(GMM_ENOMEM, "%s: out of memory", r->file);
         m->nparam++;

@@ -83,6 +83,8 @@ void gmm_mdl_free(gmm_mdl *m)
     gmm_free(m->rowkey);
     gmm_free(m->X);
     gmm_free(m->coef_name);
+    gmm_free(m->aliased);
+    gmm_free(m->desc_value);
     gmm_mdl_impl_levels_free(m);
     gmm_free(m);
 }
@@ -1241,9 +1243,22 @@ static gmm_status take_values(const build *b, gmm_mdl *m, const gmm_model *mf, c
          * ("0.iid.variance"), as formula models were written before their
          * terms named them */
         if (!model_value(mf, m->obj->name[i], &m->obj->value[i]) &&
-            !(i < nl && model_value(mf, gmm_latent_param_name(m->lat, i), &m->obj->value[i])))
-            return gmm_error(GMM_EPARSE, "%s: \"parameters\" has no value for '%s'", mp,
-                             m->obj->name[i]);
+            !(i < nl && model_value(mf, gmm_latent_param_name(m->lat, i), &m->obj->value[i]))) {
+            /* a Gaussian formula's intercept was its data's centre before
+             * it was estimated: the same model at the same value */
+            if (!(m->lik.type->conjugate && m->fm && mf->has_center &&
+                  !strcmp(m->obj->name[i], "intercept")))
+                return gmm_error(GMM_EPARSE, "%s: \"parameters\" has no value for '%s'", mp,
+                                 m->obj->name[i]);
+            m->obj->value[i] = mf->center;
+        }
+        size_t c0 = m->obj->nparam - gmm_problem_ncoef(m->prob);
+        if (i >= c0 && isnan(m->obj->value[i])) {
+            /* null: a column the fit's QR dropped, held at 0 */
+            m->obj->value[i] = 0.0;
+            m->obj->fixed[i] = 1;
+            continue;
+        }
         gmm_scale sc = m->obj->scale[i];
         if (!gmm_scale_inside(sc, m->obj->value[i]) &&
             !(m->obj->value[i] == 0.0 && i < gmm_latent_nparam(m->lat) &&
@@ -1271,6 +1286,47 @@ static gmm_status take_values(const build *b, gmm_mdl *m, const gmm_model *mf, c
         }
     }
     return GMM_OK;
+}
+
+/* The coefficients' scale for the optimisers (problem.h): the design's QR
+ * over the free coefficients; a column in the span of those before it is
+ * dropped -- held at 0, written as null -- and named, as R's lm and lme4
+ * do ("fixed-effect model matrix is rank deficient so dropping 1 column /
+ * coefficient"); a model file's null is such a column already. */
+static gmm_status coef_basis(const build *b, gmm_mdl *m, int from_file)
+{
+    size_t nc = m->ncoef, c0 = m->obj->nparam - nc;
+    gmm_free(m->aliased);
+    gmm_free(m->desc_value);
+    m->desc_value = gmm_malloc(m->obj->nparam, sizeof *m->desc_value);
+    if (!(m->aliased = gmm_calloc(nc, sizeof *m->aliased)) || !m->desc_value)
+        return gmm_error(GMM_ENOMEM, "out of memory");
+    int *drop = gmm_calloc(nc, sizeof *drop);
+    if (!drop)
+        return gmm_error(GMM_ENOMEM, "out of memory");
+    gmm_status s = gmm_problem_coef_basis(m->prob, GMM_ALIAS_TOL, drop);
+    size_t nd = 0;
+    char names[768] = "";
+    for (size_t k = 0; s == GMM_OK && k < nc; k++) {
+        double v;
+        if (from_file && model_value(b->s->values, m->obj->name[c0 + k], &v) && isnan(v))
+            m->aliased[k] = 1;
+        if (!drop[k])
+            continue;
+        m->aliased[k] = 1;
+        size_t len = strlen(names);
+        if (len < sizeof names - 80)
+            snprintf(names + len, sizeof names - len, "%s%s", nd ? ", " : "",
+                     m->obj->name[c0 + k]);
+        nd++;
+    }
+    if (nd && !from_file)
+        report(b, GMM_MDL_REPORT_WARNING,
+               "warning: fixed-effect model matrix is rank deficient so dropping %zu column%s "
+               "(not estimated): %s",
+               nd, nd > 1 ? "s" : "", names);
+    gmm_free(drop);
+    return s;
 }
 
 /* ---- entry point ----------------------------------------------------------------- */
@@ -1335,16 +1391,18 @@ static gmm_status build_model(const build *b, gmm_mdl *m)
         goto done;
     if ((s = load_data(b, m, data, m->graph || m->stack ? NULL : o->x, o->y)) != GMM_OK)
         goto done;
-    /* the coefficients: a formula's fixed terms, else the intercept of a
-     * non-Gaussian likelihood (Gaussian data are centred instead) */
+    /* the coefficients: a formula's fixed terms and its intercept (for every
+     * likelihood: the intercept a formula names is estimated), else the
+     * intercept of a non-Gaussian likelihood (Gaussian data without a
+     * formula are centred instead) */
     double b_file = NAN;
     int file_b = mf && model_value(mf, "intercept", &b_file);
     int gauss = m->lik.type->conjugate, want_b;
     if (m->fm)
-        want_b = m->fm->intercept && !o->no_intercept && (!gauss || m->fm->nfixed > 0);
+        want_b = m->fm->intercept && !o->no_intercept;
     else
         want_b = mf ? file_b : !gauss && !o->no_intercept;
-    if (mf && gauss && file_b && !(m->fm && m->fm->nfixed > 0)) {
+    if (mf && gauss && file_b && !m->fm) {
         s = gmm_error(GMM_EPARSE, "%s: an \"intercept\" parameter with the Gaussian likelihood",
                       mp);
         goto done;
@@ -1353,9 +1411,9 @@ static gmm_status build_model(const build *b, gmm_mdl *m)
     if ((s = gmm_mdl_impl_design(m, data, m->fm ? m->fm : &no_terms, want_b)) != GMM_OK)
         goto done;
     if (mf)
-        center_y(m, !mf->has_center, mf->has_center ? &mf->center : NULL);
+        center_y(m, !mf->has_center || m->fm, mf->has_center ? &mf->center : NULL);
     else
-        center_y(m, o->no_center || m->ncoef > 0 || (m->fm && !m->fm->intercept), NULL);
+        center_y(m, o->no_center || m->ncoef > 0 || m->fm, NULL);
     if (m->stack) {
         if (!mf)
             report(b, GMM_MDL_REPORT_DATA, "read %zu rows: %zu observed, %zu missing", m->nrow,
@@ -1392,6 +1450,8 @@ static gmm_status build_model(const build *b, gmm_mdl *m)
     for (size_t f = 0; f < o->nfix; f++)
         if ((s = fix_param(b, m, o->fix[f])) != GMM_OK)
             goto done;
+    if (m->ncoef && (s = coef_basis(b, m, mf != NULL)) != GMM_OK)
+        goto done;
 done:
     gmm_table_free(data);
     return s;

@@ -63,6 +63,9 @@ struct gmm_mdl {
     size_t ncoef;
     double *X;
     char (*coef_name)[64];
+    int *aliased;          /* ncoef: a column the design's QR dropped (held at 0) */
+    double *desc_value;    /* nparam: the values as gmm_mdl_describe writes them
+                            * (NAN for an aliased coefficient) */
     gmm_mdl_levels *flev; /* fm->nfixed: each factor's levels (covariates: none) */
     size_t nflev;
     /* a formula of several f() terms, or one of iid-free intrinsic models

@@ -206,6 +206,14 @@ gmm_status gmm_mdl_describe(const gmm_mdl *m, gmm_model *mf, char **scratch)
     mf->nparam = o->nparam;
     mf->param_name = o->name;
     mf->param_value = o->value;
+    if (m->desc_value) { /* an aliased coefficient is null: not estimated */
+        size_t c0 = o->nparam - m->ncoef;
+        memcpy(m->desc_value, o->value, o->nparam * sizeof *o->value);
+        for (size_t k = 0; k < m->ncoef; k++)
+            if (m->aliased[k])
+                m->desc_value[c0 + k] = NAN;
+        mf->param_value = m->desc_value;
+    }
     mf->likelihood = (char *)m->lik.type->name;
     mf->has_center = m->has_center > 0;
     mf->center = m->center;

@@ -410,7 +410,7 @@ START_TEST(test_domain_failures_backtrack)
     gmm_fit_result res;
     ck_assert_int_eq(gmm_fit(&t.obj, &p, &res), GMM_OK);
     ck_assert_msg(!res.converged, "%s", res.message);
-    ck_assert_msg(strstr(res.message, "edge of the model's domain"), "%s", res.message);
+    ck_assert_str_eq(res.lbfgs_stop, "domain");
     ck_assert_msg(strstr(res.domain_msg, "not positive definite at row 3"), "%s",
                   res.domain_msg);
     ck_assert(t.value[0] < 1.5);
@@ -488,10 +488,12 @@ START_TEST(test_max_iterations_not_converged)
     p.max_iterations = 1;
     gmm_fit_result res;
     ck_assert_int_eq(gmm_fit(&t.obj, &p, &res), GMM_OK);
-    ck_assert(!res.converged);
+    /* L-BFGS stops after one iteration; the test at that point is what
+     * decides: its Newton steps reach the maximum, or it says not converged */
     ck_assert_uint_eq(res.iterations, 1);
-    ck_assert(strstr(res.message, "maximum number of iterations"));
-    ck_assert_str_eq(res.stop, "max_iter");
+    ck_assert_str_eq(res.lbfgs_stop, "max_iter");
+    ck_assert(res.converged ? res.gain <= 1e-8 && res.newton_steps > 0
+                            : strcmp(res.stop, "newton") != 0);
     free(d.y);
 }
 END_TEST
@@ -812,9 +814,9 @@ START_TEST(test_rounding_stop_judged_by_newton_gain)
         toy_init(&t, 2, names, starts[k], pos, rough_eval, &d);
         ck_assert_int_eq(gmm_fit(&t.obj, &p, &res), GMM_OK);
         ck_assert_msg(res.converged, "start %d: %s (|g| %g)", k, res.message, res.grad_norm);
-        ck_assert_msg(strstr(res.message, "Newton"), "start %d: %s", k, res.message);
-        ck_assert_str_eq(res.stop, "newton");
-        ck_assert(res.gain <= 1e-6 && isnan(res.noise));
+        ck_assert_msg(!strcmp(res.stop, "newton") || !strcmp(res.stop, "noise"), "start %d: %s",
+                      k, res.stop);
+        ck_assert(!strcmp(res.stop, "noise") ? res.gain <= 4.0 * res.noise : res.gain <= 1e-8);
         ck_assert_double_eq_tol(t.value[0], 1.5, 1e-4);
         ck_assert_double_eq_tol(t.value[1], -0.5, 1e-3);
         /* A gradient inconsistent with the objective (one component's sign
@@ -824,7 +826,7 @@ START_TEST(test_rounding_stop_judged_by_newton_gain)
         toy_init(&t, 2, names, starts[k], pos, rough_eval, &bad);
         ck_assert_int_eq(gmm_fit(&t.obj, &p, &res), GMM_OK);
         ck_assert_msg(!res.converged, "start %d: %s (|g| %g)", k, res.message, res.grad_norm);
-        ck_assert_str_eq(res.stop, "line_search");
+        ck_assert_str_eq(res.lbfgs_stop, "line_search");
     }
 }
 END_TEST

@@ -61,7 +61,9 @@ static void setup(fixture *f)
     f->value[2] = -3.0;
     f->scale[1] = GMM_SCALE_LOG;
     f->fixed[2] = 1; /* fixed parameters are checked too */
-    f->obj = (gmm_objective){3, f->name, f->value, f->scale, f->fixed, iid_eval, &f->d};
+    f->obj = (gmm_objective){.nparam = 3, .name = f->name, .value = f->value,
+                             .scale = f->scale, .fixed = f->fixed, .eval = iid_eval,
+                             .ctx = &f->d};
 }
 
 /* What a row says agrees with its verdict: abs_error is |analytic -
@@ -218,7 +220,8 @@ static gmm_status noisy_check_tol(noisy *d, double rel_tol, gmm_gradcheck_result
     static gmm_scale scale[3] = {GMM_SCALE_LOG, GMM_SCALE_LOG, GMM_SCALE_LOG};
     static int fixed[3];
     double value[3] = {400.0, 20.0, 1.0};
-    gmm_objective obj = {3, name, value, scale, fixed, noisy_eval, d};
+    gmm_objective obj = {.nparam = 3, .name = name, .value = value, .scale = scale,
+                         .fixed = fixed, .eval = noisy_eval, .ctx = d};
     gmm_gradcheck_params p;
     gmm_gradcheck_params_init(&p);
     p.rel_tol = rel_tol;
@@ -410,7 +413,8 @@ START_TEST(test_smooth_objective_sharp_bound)
     static gmm_scale scale[1] = {GMM_SCALE_LOG};
     static int fixed[1];
     double value[1] = {1.0};
-    gmm_objective obj = {1, name, value, scale, fixed, wave_eval, NULL};
+    gmm_objective obj = {.nparam = 1, .name = name, .value = value, .scale = scale,
+                         .fixed = fixed, .eval = wave_eval};
     gmm_gradcheck_params p;
     gmm_gradcheck_params_init(&p);
     gmm_gradcheck_result r;

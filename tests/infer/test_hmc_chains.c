@@ -319,9 +319,15 @@ START_TEST(test_chains_sink_error_and_hyper)
     for (size_t k = 0; k < np; k++) {
         ck_assert_int_eq(sampled[k], !o->fixed[k]);
         ns += sampled[k] != 0;
-        if (k == np - 1) { /* the intercept */
+        if (k == np - 1) { /* the intercept: at the family's from the data, not the value */
+            double b0;
+            ck_assert_int_eq(gmm_lik_default_intercept(gmm_problem_lik(p), gmm_problem_y(p),
+                                                       gmm_problem_exposure(p),
+                                                       gmm_latent_nrows(gmm_problem_latent(p)),
+                                                       &b0),
+                             GMM_OK);
             ck_assert_int_eq(prior[k].kind, GMM_PRIOR_NORMAL);
-            ck_assert(prior[k].mu == o->value[k] && prior[k].sigma == 2.0);
+            ck_assert(prior[k].mu == b0 && prior[k].sigma == 2.5);
         } else {
             ck_assert_int_eq(prior[k].kind, GMM_PRIOR_LOGNORMAL);
             ck_assert(prior[k].mu == log(o->value[k]) && prior[k].sigma == 1.0);

@@ -201,7 +201,7 @@ static const struct {
     {"\"iterations\": 0", "\"iterations\": -1", "key 'iterations' must be a non-negative"},
     {"\"converged\": false", "\"converged\": 0", "key 'converged' must be true or false"},
     {"\"center\": null", "\"center\": \"x\"", "key 'center' must be a number or null"},
-    {"\"noise.variance\": 0.5", "\"noise.variance\": null", "parameter 'noise.variance' must"},
+    {"\"noise.variance\": 0.5", "\"noise.variance\": \"x\"", "parameter 'noise.variance' must"},
     {"{\"file\": \"d.csv\"}", "{\"file\": 3}", "key 'data.file' must be a string"},
     {"{\"file\": \"d.csv\"}", "{\"x\": \"t\"}", "missing key 'data.file'"},
     {"\"format_version\": 1", "\"format_version\": 2", "format_version 2 is newer"},

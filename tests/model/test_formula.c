@@ -407,8 +407,9 @@ START_TEST(test_formula_laplace_coef_gradient)
 }
 END_TEST
 
-/* f(g, iid) alone under a Gaussian likelihood is the dense N(0, v ZZ' + s2
- * I) of the centred data: the iid family equals its dense computation. */
+/* f(g, iid) alone under a Gaussian likelihood is the dense N(b 1, v ZZ' +
+ * s2 I) of the data, its intercept b estimated as the formula's 1 asks:
+ * the iid family equals its dense computation, the gradient in b too. */
 START_TEST(test_formula_iid_dense)
 {
     char *dir = tu_mkdtemp();
@@ -417,20 +418,23 @@ START_TEST(test_formula_iid_dense)
     char *path = write_data(dir, 0, x, p, g, y);
     gmm_mdl *m = build(path, "y ~ f(g, iid)", NULL);
     gmm_objective *o = gmm_mdl_objective(m);
-    ck_assert_uint_eq(gmm_mdl_ncoef(m), 0);
+    ck_assert_uint_eq(gmm_mdl_ncoef(m), 1);
     int has;
-    double c = gmm_mdl_center(m, &has);
-    ck_assert(has);
-    double th[2], gr[2], f;
+    gmm_mdl_center(m, &has);
+    ck_assert(!has);
+    double th[3], gr[3], f;
     th[param(o, "f.g.variance")] = 0.8;
     th[param(o, "likelihood.variance")] = 0.2;
+    th[param(o, "intercept")] = 1.7;
     ck_assert_int_eq(o->eval(o->ctx, th, &f, gr), GMM_OK);
-    const double beta[4] = {c, 0, 0, 0};
+    const double beta[4] = {1.7, 0, 0, 0};
     double gb[4], gv, gs;
     double ref = dense_gauss(x, p, g, y, beta, 0.8, 0.2, gb, &gv, &gs, NULL, NULL, NULL);
     ck_assert_msg(fabs(f - ref) <= 1e-10 * fabs(ref), "loglik %.15g, dense %.15g", f, ref);
     ck_assert_msg(fabs(gr[param(o, "f.g.variance")] - gv) <= 1e-9 * (1.0 + fabs(gv)),
                   "v gradient");
+    ck_assert_msg(fabs(gr[param(o, "intercept")] - gb[0]) <= 1e-9 * (1.0 + fabs(gb[0])),
+                  "intercept gradient %.15g, dense %.15g", gr[param(o, "intercept")], gb[0]);
     gmm_mdl_free(m);
     free(path);
     tu_rmdir_all(dir);

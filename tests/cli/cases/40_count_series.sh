@@ -57,20 +57,23 @@ run "$GMM_INFER" fit "$CASE_TMP/series.csv" --likelihood poisson --kernel matern
     -o "$CASE_TMP/m.json"
 expect_exit 0
 expect_file "$CASE_TMP/m.json" '"converged": true,$'
-expect_file "$CASE_TMP/m.json" '^  "stop": "(noise|newton|gradient|decrease)",$'
-expect_stderr '^gmm-infer fit: stop: [a-z_]+'
+expect_file "$CASE_TMP/m.json" '^  "stop": "(noise|newton)",$'
+expect_stderr '^gmm-infer fit: stop: (noise|newton) after [0-9]+ Newton steps \(decrement '
 expect_no_stderr 'not converged'
 # the optimum of the data: lengthscale and variance of the slow sine
 ell=$(sed -n 's/^ *"0\.matern32\.lengthscale": \([0-9.e+-]*\),*$/\1/p' "$CASE_TMP/m.json")
 awk -v l="$ell" 'BEGIN { exit !(l > 300 && l < 1000) }' || fail "lengthscale $ell"
 case_asserts=$((case_asserts + 1))
 
-begin "ordinary fits stop by their usual tests and name them"
+begin "ordinary fits: L-BFGS's stop named, converged by the Newton decrement at the point"
 run "$GMM_INFER" fit "$ROOT/data/coal.csv" --likelihood poisson --exposure exposure \
     --kernel matern32 --verbose
 expect_exit 0
-expect_stdout '^  "stop": "gradient",$'
-expect_stderr '^gmm-infer fit: stop: gradient$'
+expect_stdout '^  "stop": "newton",$'
+expect_stderr '^gmm-infer fit: L-BFGS stopped \(gradient\) after [0-9]+ iterations'
+expect_stderr '^gmm-infer fit: stop: newton after 0 Newton steps \(decrement [0-9.e-]+\)$'
+dec=$(json_key decrement < "$OUT")
+awk -v d="$dec" 'BEGIN { exit !(d != "" && d >= 0 && d <= 1e-8) }' || fail "decrement $dec"
 
 # Weekly counts with a yearly season: a periodic factor in a sum is damped
 # (ssm.h, FACTORISATION) and demodulated, so its rows vary with the period;

