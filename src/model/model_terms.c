@@ -156,8 +156,10 @@ gmm_status gmm_mdl_terms_get(gmm_mdl *m, gmm_mdl_terms *out)
             goto done;
         }
         snprintf(out->term[k], sizeof out->term[k], "%s", o->name[np - nc + k]);
-        out->mean[k] = o->value[np - nc + k];
-        out->sd[k] = se[np - nc + k];
+        /* an aliased column's coefficient is not estimated (model.c) */
+        int al = m->aliased && m->aliased[k];
+        out->mean[k] = al ? NAN : o->value[np - nc + k];
+        out->sd[k] = al ? NAN : se[np - nc + k];
     }
     if (m->stack) {
         s = stack_terms(m, nc, out);

@@ -66,6 +66,10 @@ close_to "$(json_num "$CASE_TMP/a.json" loglik)" "$(json_num "$CASE_TMP/b.json" 
 run "$GMM_INFER" predict --model "$CASE_TMP/a.json"
 expect_exit 0
 expect_stdout '^node,mean,var,'
+run "$GMM_INFER" predict --terms --model "$CASE_TMP/a.json"
+expect_exit 0
+expect_stdout '^coef\.c,,NA,NA$'
+expect_stdout '^coef\.period,,-[0-9.]+,[0-9.]+$'
 
 # Groups read twice: as fixed effects and as an iid term, whose variance has
 # its maximum at 0 (the fixed effects explain each group exactly); the limit
