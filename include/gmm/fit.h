@@ -12,8 +12,8 @@
  * VARIABLES.  Free parameters (obj->fixed[i] == 0) are optimised; fixed ones
  * are held at obj->value[i].  Each is optimised on its scale
  * (objective.h, SCALES): u = log(p) for a positive parameter, u = logit(p)
- * for one in (0, 1), u = p for a coefficient, with d(-loglik)/du =
- * -(dp/du) dloglik/dp.
+ * for one in (0, 1), u = p for a coefficient (or the design basis below),
+ * with d(-loglik)/du = -(dp/du) dloglik/dp.
  *
  * DOMAIN FAILURES.  An evaluation that returns a status (GMM_ENOTPD, GMM_EDOM,
  * or any non-finite value or gradient, or a variable that leaves its domain
@@ -52,13 +52,19 @@
  * point is converged at the noise level when the decrement (H from wider
  * differences) is at most 4 times loglik's rounding noise, measured by
  * ECnoise along the Newton direction: no line search can see a gain that
- * small.  Before the test, a positive parameter more than 1e6 below its
- * start whose loglik does not fall when it is lowered 1e3 further has its
- * maximum at 0 -- a boundary, held there and named (params->boundary) --
- * and where loglik rises there by more than 1e-3 the likelihood has no
- * maximum at all (stop "unbounded").  res->stop names the outcome,
- * res->gain the decrement, res->left_param what a Newton step would still
- * move.  The standard errors (params->std_errors) come from the same H.
+ * small.  Before the test, a log-scale parameter more than 1e6 below its
+ * start, or a logit-scale one within 1e-6 of 0 or 1, whose loglik does not
+ * fall when it is moved 1e3 further towards its bound (a logit one: or that
+ * still rises towards it from 1e3 inside, its value rounding near the
+ * bound) has its maximum at the bound -- a boundary, held there and named
+ * (params->boundary), the point moved to the probe where that is higher --
+ * and where a variance's loglik rises there by more than 1e-3 relative the
+ * likelihood has no maximum at all (stop "unbounded"; the point reached is
+ * returned).  A difference step that leaves the objective's domain ends the
+ * test not converged (stop "domain").  res->stop names the outcome,
+ * res->gain the decrement (NAN where H is not definite), res->left_param
+ * the parameter a Newton step would move most in standard errors.  The
+ * standard errors (params->std_errors) come from the same H.
  */
 #ifndef GMM_FIT_H
 #define GMM_FIT_H
@@ -107,7 +113,10 @@ typedef struct {
                             * the test's Hessian), NAN for fixed parameters,
                             * boundary ones and where H is not definite */
     int *boundary;         /* output, may be NULL: nparam flags, 1 for a
-                            * parameter whose maximum is at 0 (CONVERGED) */
+                            * parameter whose maximum is at a bound of its
+                            * domain (a variance at 0, a logit parameter at
+                            * 0 or 1), 2 for a variance towards whose 0 the
+                            * likelihood grows without bound (CONVERGED) */
 } gmm_fit_params;
 
 /* Defaults above. */
@@ -133,7 +142,8 @@ typedef struct {
                             * times loglik's rounding noise) -- converged --
                             * or "not_maximum" (a Newton step would still
                             * gain), "not_definite" (H not positive
-                            * definite), "unbounded" (the likelihood grows
+                            * definite), "domain" (a difference step left
+                            * the domain), "unbounded" (the likelihood grows
                             * without bound as a variance goes to 0);
                             * "fixed" (no free parameter) */
     const char *lbfgs_stop; /* static: what ended L-BFGS before the test:

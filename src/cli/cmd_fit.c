@@ -45,8 +45,8 @@ static int progress(void *user, const gmm_fit_progress *p)
 static void report_fit(const char *cmd, const gmm_objective *obj, const gmm_fit_result *res,
                        const int *bnd, int verbose)
 {
-    for (size_t i = 0; i < obj->nparam && !res->unbounded; i++) {
-        if (!bnd[i])
+    for (size_t i = 0; i < obj->nparam; i++) {
+        if (bnd[i] != 1)
             continue;
         int logit = obj->scale[i] == GMM_SCALE_LOGIT, one = logit && obj->value[i] > 0.5;
         cli_msg(cmd, "warning: boundary (singular) fit: %s -> %d (%.9g here, loglik %.10g; no "
@@ -60,7 +60,7 @@ static void report_fit(const char *cmd, const gmm_objective *obj, const gmm_fit_
     }
     if (res->unbounded) {
         for (size_t i = 0; i < obj->nparam; i++)
-            if (bnd[i])
+            if (bnd[i] == 2)
                 cli_msg(cmd, "warning: the likelihood has no maximum: it grows without bound "
                              "as %s -> 0 (the latent terms can interpolate the data); writing "
                              "the point reached with \"converged\": false",

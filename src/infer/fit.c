@@ -320,6 +320,52 @@ typedef struct {
     char domain_msg[GMM_ERROR_MAX];
 } run_result;
 
+/* At a boundary probe (u, *f, g), the coefficients (identity-scale free
+ * variables) re-fitted by at most 3 Newton steps: a variance taken to its
+ * limit leaves the likelihood unbounded only as the coefficients follow (the
+ * intercept absorbs a constraint's direction), which a probe with them held
+ * cannot see.  u, *f and g move where loglik rises.  ws: nf + 2 nf^2 + 8 nf
+ * doubles (H's room).  Nonzero when it ran. */
+static int coef_newton(run_ctx *c, double *u, double *f, double *g, double *ut, double *H)
+{
+    size_t nf = c->nfree, nc = 0;
+    size_t *act = gmm_malloc(nf ? nf : 1, sizeof *act);
+    double *w = gmm_malloc(6 * nf + 1, sizeof *w);
+    if (!act || !w) {
+        gmm_free(act);
+        gmm_free(w);
+        return 0;
+    }
+    for (size_t k = 0; k < nf; k++)
+        if (c->obj->scale[c->idx[k]] == GMM_SCALE_IDENTITY)
+            act[nc++] = k;
+    double *wu = w, *gp = wu + nf, *gm = gp + nf, *z = gm + nf, *dir = z + nf, *gt = dir + nf;
+    for (int it = 0; nc && it < 3; it++) {
+        int pd = 0;
+        size_t bad;
+        if (!hessian_chol(c, u, act, nc, CERT_STEP, H, wu, gp, gm, &pd, &bad) || !pd)
+            break;
+        newton_dir(nf, act, nc, H, g, z, dir);
+        int moved = 0;
+        for (double t = 1.0; t > 1e-6 && !moved; t *= 0.5) {
+            double ft;
+            for (size_t k = 0; k < nf; k++)
+                ut[k] = u[k] + t * dir[k];
+            if (eval_min(c, ut, &ft, gt) && ft < *f) {
+                memcpy(u, ut, nf * sizeof *u);
+                memcpy(g, gt, nf * sizeof *g);
+                *f = ft;
+                moved = 1;
+            }
+        }
+        if (!moved)
+            break;
+    }
+    gmm_free(act);
+    gmm_free(w);
+    return nc > 0;
+}
+
 /* The test at the best point u (nfree; moved by the Newton steps it takes)
  * with f0 = -loglik there.  Sets res's converged, stop, message, gain, noise,
  * newton_steps, boundary, unbounded, left_param, left_to; the standard
@@ -365,11 +411,29 @@ static gmm_status certify(run_ctx *c, double *u, const double *init, gmm_fit_res
         if (to) {
             double fp, fi, tol = BOUND_TOL * fmax(1.0, fabs(f0));
             memcpy(wu, u, nf * sizeof *wu);
-            wu[k] = u[k] + to * BOUND_PROBE;
-            if (eval_min(c, wu, &fp, gt) && -fp >= -f0 - tol) {
+            /* 1e3 and then 1e6 further: where the others have not yet
+             * settled to the limit, the nearer probe can still fall */
+            int up = 0;
+            for (int r = 1; r <= 2 && !up; r++) {
+                memcpy(wu, u, nf * sizeof *wu);
+                wu[k] = u[k] + to * r * BOUND_PROBE;
+                up = eval_min(c, wu, &fp, gt) &&
+                     (-fp >= -f0 - tol || (sc == GMM_SCALE_LOG && coef_newton(c, wu, &fp, gt, ut, H))) &&
+                     -fp >= -f0 - tol;
+            }
+            if (up) {
                 low = 1;
-                if (-fp > -f0 + BOUND_UNBOUNDED)
-                    res->unbounded = 1;
+                /* only a variance can take the likelihood to infinity (a bounded
+                 * parameter's limit is a model) */
+                if (sc == GMM_SCALE_LOG && -fp > -f0 + BOUND_UNBOUNDED)
+                    low = 2;
+                /* the probe is higher: the point moves there (a variance; a logit
+                 * parameter's value has lost its digits that far out) */
+                if (sc == GMM_SCALE_LOG && -fp > -f0) {
+                    memcpy(u, wu, nf * sizeof *u);
+                    f0 = fp;
+                    memcpy(g, gt, nf * sizeof *g);
+                }
             } else if (sc == GMM_SCALE_LOGIT) {
                 /* a logit parameter's natural value rounds near its bound
                  * (1 - p from p loses digits: loglik ~1e-4 off at 1 - 1e-10),
@@ -382,8 +446,9 @@ static gmm_status certify(run_ctx *c, double *u, const double *init, gmm_fit_res
         }
         if (low) {
             if (c->par->boundary)
-                c->par->boundary[i] = 1;
+                c->par->boundary[i] = low;
             res->nboundary++;
+            res->unbounded = res->unbounded || low == 2;
         } else {
             act[na++] = k;
         }
@@ -392,6 +457,9 @@ static gmm_status certify(run_ctx *c, double *u, const double *init, gmm_fit_res
         res->converged = 0;
         res->stop = "unbounded";
         res->message = "the likelihood grows without bound as a variance goes to 0: no maximum";
+        if (!map_theta(c, u)) /* the point reached, not the last probe */
+            st = c->fail_status;
+        res->loglik = -f0;
         goto done;
     }
     int pd = 0, h_at_u = 0, edge = 0;
@@ -431,7 +499,7 @@ static gmm_status certify(run_ctx *c, double *u, const double *init, gmm_fit_res
             break;
         res->newton_steps++;
     }
-    res->gain = dec;
+    res->gain = pd ? dec : NAN;
     if (edge) {
         res->stop = "domain";
         res->message = "not converged: the objective is not defined a difference step away "
@@ -476,20 +544,38 @@ static gmm_status certify(run_ctx *c, double *u, const double *init, gmm_fit_res
             if (!pd) {
                 res->left_param = c->obj->name[c->idx[bad]];
             } else {
-                /* the parameter a Newton step moves most, in its own units */
-                size_t kmax = act[0];
-                double best = -1.0;
-                for (size_t a = 0; a < na; a++)
-                    if (fabs(dir[act[a]]) > best) {
-                        best = fabs(dir[act[a]]);
-                        kmax = act[a];
-                    }
+                /* the parameter a Newton step moves most in its standard errors
+                 * (scale-free, whatever its scale or basis) */
+                double *se = gmm_malloc(2 * np, sizeof *se), best = -1.0;
+                if (!se) {
+                    st = gmm_error(GMM_ENOMEM, "fit: out of memory");
+                    goto done;
+                }
+                double *th0 = se + np;
+                size_t imax = c->idx[act[0]];
+                for (size_t i = 0; i < np; i++)
+                    th0[i] = NAN;
+                if (map_theta(c, u)) {
+                    for (size_t i = 0; i < np; i++)
+                        se[i] = NAN;
+                    std_errors_from(c, act, na, H, wu, z, se);
+                    memcpy(th0, c->theta, np * sizeof *th0);
+                }
                 for (size_t k = 0; k < nf; k++)
                     ut[k] = u[k] + dir[k];
                 if (map_theta(c, ut)) {
-                    res->left_param = c->obj->name[c->idx[kmax]];
-                    res->left_to = c->theta[c->idx[kmax]];
+                    for (size_t a = 0; a < na; a++) {
+                        size_t i = c->idx[act[a]];
+                        double d = fabs(c->theta[i] - th0[i]) / se[i];
+                        if (d > best) {
+                            best = d;
+                            imax = i;
+                        }
+                    }
+                    res->left_param = c->obj->name[imax];
+                    res->left_to = c->theta[imax];
                 }
+                gmm_free(se);
             }
         }
     }
@@ -508,6 +594,10 @@ static gmm_status certify(run_ctx *c, double *u, const double *init, gmm_fit_res
     if (!map_theta(c, u))
         st = gmm_error(GMM_EDOM, "fit: the best point left the range of doubles");
     res->loglik = -f0;
+    res->grad_norm = 0.0; /* at the point returned */
+    for (size_t k = 0; k < nf; k++)
+        res->grad_norm += g[k] * g[k];
+    res->grad_norm = sqrt(res->grad_norm);
 done:
     gmm_free(buf);
     gmm_free(act);

@@ -80,10 +80,12 @@ void gmm_hmc_default_priors(gmm_problem *p, int *sampled, gmm_prior *prior)
 {
     const gmm_objective *o = gmm_problem_objective(p);
     size_t nc = gmm_problem_ncoef(p), c0 = o->nparam - nc;
-    double *mean = gmm_calloc(nc ? 2 * nc : 1, sizeof *mean), *sd = mean + nc, loc, sy;
+    double *mean = gmm_calloc(nc ? 2 * nc : 1, sizeof *mean), *sd = mean ? mean + nc : NULL;
+    double loc, sy;
     long icpt = -1;
     if (mean && gmm_problem_coef_moments(p, mean, sd, &icpt) != GMM_OK)
         icpt = -1;
+    /* without the moments (no memory) the priors are on the coefficients as they are */
     data_scale(p, &loc, &sy);
     for (size_t k = 0; k < o->nparam; k++) {
         gmm_scale sc = o->scale[k];

@@ -111,8 +111,15 @@ typedef struct {
 gmm_status infer_scale_init(infer_scale *s, const gmm_objective *obj, size_t nfree,
                             const size_t *idx); /* GMM_ENOMEM */
 void infer_scale_free(infer_scale *s);
+/* A logit-scale parameter is moved within |u| <= INFER_LOGIT_MAX: p within
+ * 2e-9 of 0 or 1, where a model reading 1 - p from p (bym2's phi) still has
+ * 7 of its digits; further out its log likelihood is rounding (1e-4 at 1 -
+ * 1e-11), so a maximum there is the bound's (fit.c, CONVERGED). */
+#define INFER_LOGIT_MAX 20.0
+
 /* theta's free entries from u; 0 (a GMM_EDOM error recorded, naming the
- * parameter) when one leaves its domain in floating point. */
+ * parameter) when one leaves its domain in floating point, or a logit one
+ * leaves |u| <= INFER_LOGIT_MAX. */
 int infer_scale_theta(infer_scale *s, const double *u, double *theta);
 /* u from theta's free entries. */
 void infer_scale_u(const infer_scale *s, const double *theta, double *u);

@@ -420,6 +420,22 @@ gmm_status gmm_problem_coef_basis(gmm_problem *p, double tol, int *aliased)
                 A[j * no + i++] = p->X[r * nc + k];
         j++;
     }
+    /* each column divided by its largest |entry| (R's column scaled back
+     * below), so that the norms neither overflow nor underflow whatever the
+     * covariate's units */
+    double *cscale = gmm_malloc(nu, sizeof *cscale);
+    if (!cscale) {
+        st = gmm_error(GMM_ENOMEM, "out of memory for the design's QR");
+        goto done;
+    }
+    for (size_t j = 0; j < nu; j++) {
+        double mx = 0.0, *a = A + j * no;
+        for (size_t i = 0; i < no; i++)
+            mx = fmax(mx, fabs(a[i]));
+        cscale[j] = mx > 0.0 ? mx : 1.0;
+        for (size_t i = 0; i < no; i++)
+            a[i] /= cscale[j];
+    }
     size_t rank = 0;
     for (size_t j = 0; j < nu; j++) {
         double *a = A + j * no, n0 = 0.0, nr = 0.0;
@@ -453,10 +469,10 @@ gmm_status gmm_problem_coef_basis(gmm_problem *p, double tol, int *aliased)
             for (size_t i = rank; i < no; i++)
                 b[i] -= d * v[i];
         }
-        /* R's column: the entries above and at the diagonal */
+        /* R's column: the entries above and at the diagonal, scaled back */
         p->lin_idx[rank] = p->c0 + col[j];
         for (size_t i = 0; i <= rank; i++)
-            p->lin_R[i * nu + rank] = a[i];
+            p->lin_R[i * nu + rank] = a[i] * cscale[j];
         rank++;
     }
     /* compact R to rank x rank */
@@ -467,6 +483,7 @@ gmm_status gmm_problem_coef_basis(gmm_problem *p, double tol, int *aliased)
     p->obj.lin_idx = p->lin_idx;
     p->obj.lin_R = p->lin_R;
     p->obj.lin_s = sqrt((double)no);
+    gmm_free(cscale);
 done:
     gmm_free(A);
     gmm_free(v);

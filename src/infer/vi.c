@@ -1740,8 +1740,12 @@ gmm_status gmm_vi_fit(gmm_vi *v, gmm_vi_result *res)
         size_t pit = 0;
         double gtol = v->par.epsilon * POLISH_TIGHTER * fmax(1.0, infer_lbfgs_unorm(&c.lb));
         double f0 = c.lb.f0;
-        if ((st = infer_lbfgs_polish(&c.lb, gtol, POLISH_FTOL * fmax(1.0, fabs(f0)),
-                                     POLISH_MAX_ITER, &pit)))
+        size_t pmax = POLISH_MAX_ITER; /* within --max-iter */
+        if (v->par.max_iter)
+            pmax = iters >= v->par.max_iter ? 0
+                   : v->par.max_iter - iters < pmax ? v->par.max_iter - iters : pmax;
+        if ((st = infer_lbfgs_polish(&c.lb, gtol, POLISH_FTOL * fmax(1.0, fabs(f0)), pmax,
+                                     &pit)))
             goto done;
         v->freeze = 0;
         if (c.fatal) {

@@ -1302,8 +1302,13 @@ static gmm_status coef_basis(const build *b, gmm_mdl *m, int from_file)
     if (!(m->aliased = gmm_calloc(nc, sizeof *m->aliased)) || !m->desc_value)
         return gmm_error(GMM_ENOMEM, "out of memory");
     int *drop = gmm_calloc(nc, sizeof *drop);
-    if (!drop)
+    double *keep = gmm_malloc(nc ? nc : 1, sizeof *keep);
+    if (!drop || !keep) {
+        gmm_free(drop);
+        gmm_free(keep);
         return gmm_error(GMM_ENOMEM, "out of memory");
+    }
+    memcpy(keep, m->obj->value + c0, nc * sizeof *keep);
     gmm_status s = gmm_problem_coef_basis(m->prob, GMM_ALIAS_TOL, drop);
     size_t nd = 0;
     char names[768] = "";
@@ -1313,6 +1318,16 @@ static gmm_status coef_basis(const build *b, gmm_mdl *m, int from_file)
             m->aliased[k] = 1;
         if (!drop[k])
             continue;
+        if (from_file && !m->aliased[k]) {
+            /* estimated by the model but aliased in these data: held at its value (the QR
+             * left it out of the basis), never set to 0 */
+            m->obj->value[c0 + k] = keep[k];
+            report(b, GMM_MDL_REPORT_WARNING,
+                   "warning: the column of %s is aliased in these data: held at the model's "
+                   "value %.6g",
+                   m->obj->name[c0 + k], keep[k]);
+            continue;
+        }
         m->aliased[k] = 1;
         size_t len = strlen(names);
         if (len < sizeof names - 80)
@@ -1326,6 +1341,7 @@ static gmm_status coef_basis(const build *b, gmm_mdl *m, int from_file)
                "(not estimated): %s",
                nd, nd > 1 ? "s" : "", names);
     gmm_free(drop);
+    gmm_free(keep);
     return s;
 }
 
@@ -1398,7 +1414,9 @@ static gmm_status build_model(const build *b, gmm_mdl *m)
     double b_file = NAN;
     int file_b = mf && model_value(mf, "intercept", &b_file);
     int gauss = m->lik.type->conjugate, want_b;
-    if (m->fm)
+    if (m->fm && mf) /* the file says: its intercept, or a Gaussian's centre before */
+        want_b = m->fm->intercept && (file_b || (gauss && mf->has_center));
+    else if (m->fm)
         want_b = m->fm->intercept && !o->no_intercept;
     else
         want_b = mf ? file_b : !gauss && !o->no_intercept;
@@ -1520,7 +1538,15 @@ gmm_status gmm_mdl_take_params(gmm_mdl *m, const gmm_model *src, const char *src
         if (gmm_model_param_index(src, obj->name[k], &j) != GMM_OK)
             return gmm_error(GMM_EINVAL, "%s: no value for '%s': not a result of this model",
                              src_name, obj->name[k]);
-        obj->value[k] = src->param_value[j];
+        double v = src->param_value[j];
+        if (isnan(v)) { /* a coefficient not estimated: held at 0 (its column aliased) */
+            if (k < obj->nparam - m->ncoef)
+                return gmm_error(GMM_EINVAL, "%s: '%s' is null: not a result of this model",
+                                 src_name, obj->name[k]);
+            v = 0.0;
+            obj->fixed[k] = 1;
+        }
+        obj->value[k] = v;
     }
     return GMM_OK;
 }

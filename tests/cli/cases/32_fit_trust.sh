@@ -102,6 +102,34 @@ expect_exit 0
 expect_stderr '^gmm-infer fit: warning: the likelihood has no maximum: it grows without bound as likelihood\.variance -> 0'
 expect_file "$CASE_TMP/w.json" '"converged": false,$'
 expect_file "$CASE_TMP/w.json" '^  "stop": "unbounded",$'
+# the file holds the point reached, its loglik the one written
+run "$GMM_INFER" loglik --model "$CASE_TMP/w.json"
+expect_exit 0
+close_to "$(json_num "$OUT" loglik)" "$(json_num "$CASE_TMP/w.json" loglik)" 1e-12 ||
+    fail "loglik at the written values $(json_num "$OUT" loglik), the file's $(json_num "$CASE_TMP/w.json" loglik)"
+
+begin "a model read with data where a fitted column is aliased keeps its value; vi of a vi with a dropped column"
+tr_herds "$CASE_TMP/h0.csv"
+awk -F, 'NR == 1 { print $0 ",twice"; next } { print $0 "," 2 * $2 }' "$CASE_TMP/h0.csv" \
+    > "$CASE_TMP/h.csv"
+awk -F, 'BEGIN { OFS = "," } NR > 1 { $2 = 2 } { print }' "$CASE_TMP/h.csv" > "$CASE_TMP/flat.csv"
+run "$GMM_INFER" fit "$CASE_TMP/h.csv" --formula 'incidence ~ period + f(herd, iid)' \
+    --likelihood binomial --trials size -o "$CASE_TMP/m.json"
+expect_exit 0
+run "$GMM_INFER" loglik --model "$CASE_TMP/m.json" "$CASE_TMP/flat.csv"
+expect_exit 0
+expect_stderr "^gmm-infer loglik: warning: the column of coef\.period is aliased in these data: held at the model's value"
+got=$(sed -n '/"parameters"/,/}/p' "$OUT" | json_key coef.period)
+close_to "$got" "$(json_num "$CASE_TMP/m.json" coef.period)" 1e-15 ||
+    fail "coef.period read back as $got"
+run "$GMM_INFER" fit "$CASE_TMP/h.csv" --formula 'incidence ~ period + twice + f(herd, iid)' \
+    --likelihood binomial --trials size -o "$CASE_TMP/a.json"
+expect_exit 0
+run "$GMM_INFER" vi --model "$CASE_TMP/a.json" --quiet -o "$CASE_TMP/v.json"
+expect_exit 0
+run "$GMM_INFER" vi --model "$CASE_TMP/v.json" --quiet -o "$CASE_TMP/v2.json"
+expect_exit 0
+expect_file "$CASE_TMP/v2.json" '^    "coef\.twice": null
 
 # hmc --sample-hyper samples the coefficients in the design basis under priors on the
 # centred, scaled design, so the slope's posterior does not depend on how x is written:
