@@ -103,6 +103,34 @@ rows_match() {
         END { if (seen != n) { print seen " rows, expected " n; bad = 1 }; exit bad }' "$2" "$1"
 }
 
+# Two predict tables $1 and $2 (one header, columns mean and var) made by two
+# computations of the same posterior: the same header and rows; the first
+# column and level byte for byte (the same labels, printed alike); with m, v the
+# row's mean and var in $2 and tol $3: var within tol v, mean, lower and upper
+# within tol (|value| + sqrt v), the response columns (rate..., prob...), which
+# carry an error in the linear predictor as a relative error, within tol (|m| +
+# sqrt v + v) |value|.  Prints the first difference; false if there is one.
+pred_close() {
+    awk -F, -v t="$3" '
+        function abs(x) { return x < 0 ? -x : x }
+        NR == FNR { if (FNR == 1) h = $0; else row[FNR] = $0; n = FNR; next }
+        FNR == 1 { if ($0 != h) { print "headers differ: " $0 " / " h; bad = 1; exit }
+                   for (k = 1; k <= NF; k++) col[$k] = k; next }
+        { if (!(FNR in row)) { print "extra row " FNR; bad = 1; exit }
+          split(row[FNR], b, ","); split($0, a, ",")
+          m = b[col["mean"]]; v = b[col["var"]]; s = abs(m) + sqrt(v)
+          for (k = 1; k <= NF; k++) {
+              d = abs(a[k] - b[k])
+              if (k == 1 || k == col["level"]) ok = a[k] "" == b[k] ""
+              else if (k == col["var"]) ok = d <= t * v
+              else if (b[k] == "" || a[k] == "") ok = a[k] "" == b[k] ""
+              else if (k > col["upper"]) ok = d <= t * (s + v) * abs(b[k])
+              else ok = d <= t * (abs(b[k]) + sqrt(v))
+              if (!ok) { print "row " FNR " column " k ": " a[k] " / " b[k]; bad = 1; exit } } }
+        END { if (!bad && (FNR != n || n < 2)) { print FNR " rows, expected " n; bad = 1 }
+              exit bad }' "$2" "$1"
+}
+
 # Print a case's failure with enough context to debug it from a CI log.
 fail() {
     case_asserts=$((case_asserts + 1))
