@@ -103,6 +103,13 @@ rows_match() {
         END { if (seen != n) { print seen " rows, expected " n; bad = 1 }; exit bad }' "$2" "$1"
 }
 
+# Uniform numbers for data made in awk, the same on every machine (awk's own
+# rand() is another stream in mawk and in gawk): Park and Miller's minimal
+# standard, exact in doubles.  awk "$PM_RAND"' BEGIN { pm_seed(7); u = pm_rand() ...'
+# pm_seed(S), S in 1 .. 2^31 - 2, drops 10 numbers (a small seed starts small).
+PM_RAND='function pm_seed(s,   i) { pm_s = s; for (i = 0; i < 10; i++) pm_rand() }
+function pm_rand() { pm_s = (pm_s * 16807) % 2147483647; return pm_s / 2147483647 }'
+
 # Two predict tables $1 and $2 (one header, columns mean and var) made by two
 # computations of the same posterior: the same header and rows; the first
 # column and level byte for byte (the same labels, printed alike); with m, v the

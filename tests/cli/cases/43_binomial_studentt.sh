@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # 43_binomial_studentt.sh -- binomial counts with trials and Student-t noise from the command
-# line: the data are drawn here (awk, fixed seeds), so no number below was tuned on them.  At a
+# line: the data are drawn here (awk, fixed seeds of PM_RAND), so no number below was tuned on them.  At a
 # latent variance of 1e-12 the Laplace log likelihood is the plain sum of log densities at the
 # intercept (an awk reference: log C(n, k) as R's dbinom, the t density with its scale); at
 # ordinary variances gradcheck passes; with gross outliers a Gaussian fit is pulled and a
@@ -8,16 +8,16 @@
 
 # k successes of n trials (n in 1..20) at p = logit^-1(sin(t / 8)); seed $1
 binomial_data() {
-    awk -v seed="$1" 'BEGIN { srand(seed); print "t,k,n"
-        for (i = 1; i <= 60; i++) { n = 1 + int(rand() * 20); p = 1 / (1 + exp(-sin(i / 8)))
-            k = 0; for (j = 0; j < n; j++) if (rand() < p) k++
+    awk -v seed="$1" "$PM_RAND"' BEGIN { pm_seed(seed); print "t,k,n"
+        for (i = 1; i <= 60; i++) { n = 1 + int(pm_rand() * 20); p = 1 / (1 + exp(-sin(i / 8)))
+            k = 0; for (j = 0; j < n; j++) if (pm_rand() < p) k++
             print i "," k "," n } }'
 }
 
 # y = sin(x / 10) + 0.2 N(0, 1) at x = 1..80, with y += 8 at x = 40 and 41 when $2 is 1
 series_data() {
-    awk -v seed="$1" -v out="$2" 'BEGIN { srand(seed); print "x,y"
-        for (i = 1; i <= 80; i++) { u = 1 - rand(); v = rand()
+    awk -v seed="$1" -v out="$2" "$PM_RAND"' BEGIN { pm_seed(seed); print "x,y"
+        for (i = 1; i <= 80; i++) { u = pm_rand(); v = pm_rand()
             y = sin(i / 10) + 0.2 * sqrt(-2 * log(u)) * cos(6.283185307179586 * v)
             if (out && (i == 40 || i == 41)) y += 8
             printf "%d,%.6f\n", i, y } }'

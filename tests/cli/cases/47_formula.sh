@@ -68,9 +68,9 @@ run "$GMM_INFER" gradcheck --model "$CASE_TMP/m.json"
 expect_exit 0
 
 begin "--fix takes coefficient names; gradcheck passes with covariates on a kernel term"
-awk 'BEGIN { srand(7); print "t,z,y"
-    for (i = 1; i <= 80; i++) { z = rand(); printf "%d,%.4f,%d\n", i, z,
-        int(3 * exp(sin(i / 9) + z) * rand() + 0.5) } }' > "$CASE_TMP/s.csv"
+awk "$PM_RAND"' BEGIN { pm_seed(7); print "t,z,y"
+    for (i = 1; i <= 80; i++) { z = pm_rand(); printf "%d,%.4f,%d\n", i, z,
+        int(3 * exp(sin(i / 9) + z) * pm_rand() + 0.5) } }' > "$CASE_TMP/s.csv"
 run "$GMM_INFER" gradcheck --formula 'y ~ z + f(t, "matern32(variance=0.5, lengthscale=8)")' \
     --likelihood poisson "$CASE_TMP/s.csv"
 expect_exit 0
@@ -98,9 +98,9 @@ run "$GMM_INFER" loglik --model "$CASE_TMP/old.json"
 expect_exit 0
 close_to "$(json_num "$OUT" loglik)" "$(json_num "$CASE_TMP/m.json" loglik)" 1e-9 abs ||
     fail "old names: loglik $(json_num "$OUT" loglik)"
-awk 'BEGIN { srand(7); print "t,z,y"
-    for (i = 1; i <= 80; i++) { z = rand(); printf "%d,%.4f,%d\n", i, z,
-        int(3 * exp(sin(i / 9) + z) * rand() + 0.5) } }' > "$CASE_TMP/s.csv"
+awk "$PM_RAND"' BEGIN { pm_seed(7); print "t,z,y"
+    for (i = 1; i <= 80; i++) { z = pm_rand(); printf "%d,%.4f,%d\n", i, z,
+        int(3 * exp(sin(i / 9) + z) * pm_rand() + 0.5) } }' > "$CASE_TMP/s.csv"
 run "$GMM_INFER" fit --formula "y ~ f(t, 'matern32 + periodic(period=20)')" --likelihood poisson \
     -o "$CASE_TMP/k.json" "$CASE_TMP/s.csv"
 expect_exit 0
@@ -112,9 +112,9 @@ expect_exit 0
 expect_file "$CASE_TMP/k.json" '"0\.matern32\.lengthscale"'
 
 begin "f(t, KERNEL) and f(node, PRECISION, graph=...) give the shorthand options' loglik"
-awk 'BEGIN { srand(7); print "t,z,y"
-    for (i = 1; i <= 80; i++) { z = rand(); printf "%d,%.4f,%d\n", i, z,
-        int(3 * exp(sin(i / 9) + z) * rand() + 0.5) } }' > "$CASE_TMP/s.csv"
+awk "$PM_RAND"' BEGIN { pm_seed(7); print "t,z,y"
+    for (i = 1; i <= 80; i++) { z = pm_rand(); printf "%d,%.4f,%d\n", i, z,
+        int(3 * exp(sin(i / 9) + z) * pm_rand() + 0.5) } }' > "$CASE_TMP/s.csv"
 run "$GMM_INFER" loglik --likelihood poisson --x t --y y \
     --kernel 'matern32(variance=0.5, lengthscale=8)' "$CASE_TMP/s.csv"
 expect_exit 0
@@ -331,9 +331,9 @@ expect_exit 0
 [[ $(grep -c '^f\.node,' "$OUT") -eq 5 ]] || fail "--terms: not one row per node"
 
 begin "a kernel term with a covariate: predict at the data rows, vi, hmc, score --loo"
-awk 'BEGIN { srand(7); print "t,z,y"
-    for (i = 1; i <= 80; i++) { z = rand(); printf "%d,%.4f,%d\n", i, z,
-        int(3 * exp(sin(i / 9) + z) * rand() + 0.5) } }' > "$CASE_TMP/s.csv"
+awk "$PM_RAND"' BEGIN { pm_seed(7); print "t,z,y"
+    for (i = 1; i <= 80; i++) { z = pm_rand(); printf "%d,%.4f,%d\n", i, z,
+        int(3 * exp(sin(i / 9) + z) * pm_rand() + 0.5) } }' > "$CASE_TMP/s.csv"
 run "$GMM_INFER" fit --formula 'y ~ z + f(t, matern32)' --likelihood poisson \
     -o "$CASE_TMP/m.json" "$CASE_TMP/s.csv"
 expect_exit 0
