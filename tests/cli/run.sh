@@ -103,6 +103,37 @@ rows_match() {
         END { if (seen != n) { print seen " rows, expected " n; bad = 1 }; exit bad }' "$2" "$1"
 }
 
+# Draws' means against reference means, in units of their Monte Carlo error:
+#   mc_means SUMMARY REF K N [PRED]
+# SUMMARY: `gmm-infer summary` of the draws (its f[...] rows are compared);
+# REF: CSV with a header, rows NAME,MEAN,VAR[,ESS] (NAME f[i] or i), the exact
+# posterior, or with ESS another sampler's means (their error VAR / ESS added,
+# and the draws' own variance taken from SUMMARY's sd); every ESS capped at N,
+# the draws' count, so no sampler's ESS above N is trusted; PRED: a predict
+# --draws table whose means (of the same draws, read back) replace SUMMARY's.
+# z = (mean - MEAN) / sqrt(var / min(ess_bulk, N) [+ VAR / min(ESS, N)]).
+# Prints the largest |z| and the count; false when one exceeds K (or none is
+# compared).  With K = 6.5 a false failure has probability m 2 Q(6.5 / sqrt
+# 1.2) = m 3e-9 over m rows (normal means), even with every ESS 20% too high.
+mc_means() {
+    awk -F, -v K="$3" -v N="$4" '
+        function key(s) { return s ~ /^f\[/ ? s : "f[" s "]" }
+        FILENAME == ARGV[1] { if ($1 ~ /^f\[/) { sm[$1] = $2; sd[$1] = $4
+                                  e = $9 ~ /^[0-9]/ ? $9 + 0 : 0; ess[$1] = e < N ? e : N }; next }
+        FILENAME == ARGV[2] { if (FNR > 1) { k = key($1); rm[k] = $2; rv[k] = $3
+                                  re[k] = NF > 3 ? ($4 < N ? $4 : N) : 0 }; next }
+        FNR > 1 { pm[key($1)] = $2 }
+        END { for (k in rm) {
+                  if (!(k in sm) || (ARGC > 3 && !(k in pm)) || !(ess[k] > 0)) {
+                      print "no draws or no ESS of " k; exit 1 }
+                  m = ARGC > 3 ? pm[k] : sm[k]
+                  e2 = re[k] ? sd[k] ^ 2 / ess[k] + rv[k] / re[k] : rv[k] / ess[k]
+                  z = (m - rm[k]) / sqrt(e2); if (z < 0) z = -z
+                  if (z > w) { w = z; wk = k }; n++ }
+              printf "largest |z| %.2f (%s) over %d\n", w, wk, n; exit !(n > 0 && w <= K) }' \
+        "$1" "$2" ${5:+"$5"}
+}
+
 # Uniform numbers for data made in awk, the same on every machine (awk's own
 # rand() is another stream in mawk and in gawk): Park and Miller's minimal
 # standard, exact in doubles.  awk "$PM_RAND"' BEGIN { pm_seed(7); u = pm_rand() ...'
