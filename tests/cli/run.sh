@@ -334,6 +334,11 @@ if [[ ${#files[@]} -eq 0 ]]; then
     exit 2
 fi
 
+# The helpers above as defined here: a case file that redefines one would
+# change it for every later case (they share this shell), so that is a failure.
+helper_names=(json_key json_num close_to rows_match pred_close mc_means begin run fail
+    expect_exit match_stream expect_stdout_eq expect_empty expect_file expect_no_file)
+helpers=$(declare -f "${helper_names[@]}")
 for case_file in "${files[@]}"; do
     selected "$case_file" "${patterns[@]}" || continue
     if ! bash -n "$case_file"; then
@@ -345,6 +350,11 @@ for case_file in "${files[@]}"; do
     # shellcheck source=/dev/null
     source "$case_file" </dev/null
     finish_case
+    if [[ $(declare -f "${helper_names[@]}") != "$helpers" ]]; then
+        case_name=
+        fail "the case file redefines a helper of run.sh; the later cases are not run"
+        break
+    fi
 done
 cd "$ROOT" || exit 2
 
