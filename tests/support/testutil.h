@@ -102,9 +102,10 @@ int tu_objective_log_se(const gmm_objective *o, const double *theta, double h, d
  * covers that mean's skew: over 100 seeds of test_hmc.c's chains (n = 1000,
  * 13900 z-scores of each kind) the means' |z| had a normal tail to 4.7, the
  * squares' |z| exceeded 4 in 8e-4 of them (t_17: 9e-4). */
-/* The seed of a stochastic test: s, plus K when the environment sets
- * GMM_TEST_SEED=K -- to check that no test depends on its stream (CK_FORK=no
- * GMM_TEST_SEED=3 build/release/tests/run). */
+/* The seed of a stochastic test: s, plus 1000003 K when the environment
+ * sets GMM_TEST_SEED=K -- to check that no test depends on its stream
+ * (GMM_TEST_SEED=3 build/release/tests/run).  Far apart, for tu_rng_seed(s +
+ * 1) is the stream of s shifted by one draw. */
 uint64_t tu_seed(uint64_t s);
 #define TU_NU_MEAN(n) ((double)(n) / 20.0)
 #define TU_NU_SQUARE(n) ((double)(n) / 60.0)
