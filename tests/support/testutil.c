@@ -296,3 +296,10 @@ uint64_t tu_seed(uint64_t s)
     const char *e = getenv("GMM_TEST_SEED");
     return s + 1000003u * (e ? strtoull(e, NULL, 10) : 0);
 }
+
+double tu_fit_z_bound(size_t nfree) { return 1.25 * tu_t_bound(4e-7, nfree, 0.0); }
+
+double tu_fit_wald_bound(size_t nfree)
+{
+    return 1.25 * 1.25 * gsl_cdf_chisq_Qinv(1e-7, (double)nfree);
+}
