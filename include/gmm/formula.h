@@ -13,6 +13,12 @@
  * flag (f(w, rw2, cyclic)), its value "".  The parser knows no model
  * names: the model layer (model.h) checks MODEL and the keys, using the
  * positions below to point at the offending character.
+ *
+ * R's other formula operators are errors that say so, at the operator:
+ * ':' and '*' (interactions), '/' and %in% (nesting), '^', '|' (lme4's
+ * (1 | g): f(g, iid) is suggested), '.', parentheses and a second '~'.  The
+ * response may not be a term too (y ~ y, factor(y), f(y, ...)): an error
+ * at the term's first use.
  */
 #ifndef GMM_FORMULA_H
 #define GMM_FORMULA_H

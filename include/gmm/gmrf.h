@@ -101,6 +101,10 @@ gmm_status gmm_gmrf_alloc(const gmm_graph *g, const gmm_spec_node *spec, const c
                           gmm_gmrf **out);
 void gmm_gmrf_free(gmm_gmrf *m); /* NULL-safe */
 
+/* The name of the i-th precision family of the table (NULL past the end),
+ * for listings. */
+const char *gmm_gmrf_family_at(size_t i);
+
 /* Index of the parameter with this full name, or GMM_EINVAL. */
 gmm_status gmm_gmrf_param_find(const gmm_gmrf *m, const char *name, size_t *k);
 

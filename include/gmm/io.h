@@ -185,4 +185,58 @@ int gmm_outfile_in_place(const gmm_outfile *o);
  * (commit repeats nothing costly). */
 gmm_status gmm_outfile_flush(gmm_outfile *o);
 
+/* ---- sets of output files ------------------------------------------------ */
+
+/* Several outputs of one run, committed together: all of them or none.
+ * Members are opened with gmm_outset_open (each a gmm_outfile as above,
+ * written through its stream) and belong to the set.  gmm_outset_commit
+ * then, in two steps:
+ *
+ *   1. pushes every member out: a temporary is flushed, fsynced and
+ *      closed; stdout, a device or a FIFO is flushed.  A write error here
+ *      (a full disk, /dev/full, a file size limit) -- where nearly every
+ *      failure happens -- replaces nothing: every temporary is removed and
+ *      every target is as it was;
+ *   2. renames the temporaries over their targets, in the order the
+ *      members were opened.  Before each rename an existing target is kept
+ *      under a hard link beside it (".NAME.oldXXXXXX"); should a rename
+ *      fail, the targets already replaced are put back (the old file
+ *      renamed back, a new one removed) and the rest never replaced.  The
+ *      links are removed after the last rename.
+ *
+ * What cannot be promised: output written in place (stdout, a pipe, a
+ * device) cannot be taken back -- it is pushed out in step 1, before any
+ * rename, so that its failure still replaces no file; a crash (or a
+ * failing restore, reported as such) between two renames of step 2 leaves
+ * some targets new and some old (and ".NAME.old*" links behind); where the
+ * file system has no hard links, a failed rename cannot restore the targets
+ * renamed before it (the message says which were replaced).  A file name
+ * given twice to one set is replaced once, by the member opened last.
+ *
+ * Errors: gmm_outfile_open's (opening a member; the set stays usable and
+ * the caller aborts it), gmm_outfile_commit's (naming the member's path),
+ * GMM_ENOMEM.  Commit and abort free the set (abort is NULL-safe); neither
+ * may be followed by another use of it or of its members. */
+typedef struct gmm_outset gmm_outset;
+gmm_status gmm_outset_alloc(gmm_outset **out);
+/* Open path ("-" or NULL: stdout) as a member of s; *o (its stream:
+ * gmm_outfile_stream) stays valid until s is committed or aborted.  The
+ * caller never commits or aborts *o itself. */
+gmm_status gmm_outset_open(gmm_outset *s, const char *path, gmm_outfile **o);
+gmm_status gmm_outset_commit(gmm_outset *s);
+void gmm_outset_abort(gmm_outset *s);
+
+/* ---- same file ----------------------------------------------------------- */
+
+/* 1 when paths a and b lead to the same file, else 0: both name an existing
+ * file with the same st_dev and st_ino (stat(2): through symbolic links at
+ * any component, and hard links), or neither exists and both would be
+ * created as the same name in the same directory (symbolic links at the
+ * last component followed as gmm_outfile_open follows them: "./x", "d/../x"
+ * and a dangling link to x are x).  "-" and NULL (stdin or stdout) are
+ * never the same as anything.  What cannot be examined (a missing
+ * directory, no permission, no memory) is 0: a later open reports it.  For
+ * a command to refuse an output that would replace one of its inputs. */
+int gmm_path_same_file(const char *a, const char *b);
+
 #endif

@@ -146,6 +146,14 @@ void gmm_mdl_failure_free(gmm_mdl_failure *fail);
 gmm_status gmm_mdl_build(const gmm_mdl_spec *s, gmm_mdl **out, gmm_mdl_failure *fail);
 void gmm_mdl_free(gmm_mdl *m); /* NULL-safe */
 
+/* The i-th model a formula's f(NAME, MODEL) names by a keyword (iid, rw1,
+ * rw2, besag, bym2), and in *about (may be NULL) what it is, in a line;
+ * NULL past the last.  MODEL may also be a kernel spec (kernel.h,
+ * gmm_kernel_type_at) or, with graph=, a precision spec (gmrf.h,
+ * gmm_gmrf_family_at), quoted; an unknown name is an error that lists the
+ * three. */
+const char *gmm_mdl_term_model(size_t i, const char **about);
+
 /* Data a fit cannot work with, said before trying: no observed y, one, a
  * constant Gaussian y, counts all 0, binary outcomes all equal: GMM_EINVAL
  * with the reason. */
@@ -189,9 +197,11 @@ gmm_status gmm_mdl_vi_start(gmm_mdl *m, gmm_vi *v, const gmm_model *src, const c
  * model file (m described, with res's ELBO as "loglik" and "elbo", its
  * iterations, "converged" unless interrupted, and "variational" naming
  * qpath's base name, beside the model) goes to path and v's q to qpath,
- * together (gmm_qfile_save).  Errors: gmm_mdl_describe's, gmm_qfile_save's. */
+ * both members of the output set `set`, for the caller to commit with its
+ * other outputs (gmm_qfile_save).  Errors: gmm_mdl_describe's,
+ * gmm_qfile_save's. */
 gmm_status gmm_mdl_save_vi(gmm_mdl *m, gmm_vi *v, const gmm_vi_result *res, int interrupted,
-                           const char *path, const char *qpath);
+                           gmm_outset *set, const char *path, const char *qpath);
 size_t gmm_mdl_newton_iterations(const gmm_mdl *m);
 /* "cholesky" or "square-root": how the last evaluation factorised the
  * posterior precision; *bound (may be NULL) the Cholesky's rounding bound

@@ -11,6 +11,7 @@
 #include <stdio.h>
 
 #include "gmm/band.h"
+#include "gmm/io.h"
 #include "gmm/modelfile.h"
 #include "gmm/status.h"
 #include "gmm/vi.h"
@@ -56,10 +57,12 @@ gmm_status gmm_qfile_read_result(const char *path, gmm_model *mf);
  * those checks', GMM_ENOMEM (*qpath NULL). */
 gmm_status gmm_qfile_targets(const char *path, char **qpath, int *in_place);
 
-/* The model (out, naming q's file) to path and v's q to qpath, both written
- * out before either is committed (gmm_outfile), so that a write error (a
- * full disk) replaces neither.  gmm_outfile's and gmm_model_write's
- * errors. */
-gmm_status gmm_qfile_save(const gmm_model *out, const char *path, const char *qpath, gmm_vi *v);
+/* The model (out, naming q's file) to path and v's q to qpath, opened and
+ * written as members of the output set `set` (io.h: gmm_outset; q first),
+ * not committed: the caller commits them with its other outputs, so that
+ * a write error (a full disk) replaces none.  gmm_outset_open's and
+ * gmm_model_write's errors. */
+gmm_status gmm_qfile_save(const gmm_model *out, gmm_outset *set, const char *path,
+                          const char *qpath, gmm_vi *v);
 
 #endif

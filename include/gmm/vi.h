@@ -113,12 +113,15 @@ typedef struct {
                          * bandwidth (kl: width - 1 <= kl) makes the family
                          * contain the Gaussian posterior. */
     size_t max_iter;    /* L-BFGS iterations; 0 = no limit.  Default 2000. */
-    double tol;         /* stop when the ELBO rose by at most tol max(1,
-                         * |ELBO|) over the last 3 iterations; >= 0.
-                         * Default 1e-9. */
-    double epsilon;     /* also stop when |grad| <= epsilon max(1, |u|) (u
-                         * the optimiser's variables, as in grad_norm);
-                         * > 0.  Default 1e-6. */
+    double tol;         /* the first phase ends when the ELBO rose by at
+                         * most tol max(1, |ELBO|) over the last 3
+                         * iterations; >= 0 (0: only by the gradient
+                         * test).  Default 1e-9.  Not a convergence test:
+                         * a final run follows (vi.c, STOPPING). */
+    double epsilon;     /* converged when |grad| <= epsilon max(1, |u|)
+                         * (u the optimiser's variables, as in grad_norm:
+                         * about a posterior sd of q per unit); > 0.
+                         * Default 1e-6. */
     size_t memory;      /* L-BFGS corrections kept, 1 .. 1000.  Default 10. */
     size_t nquad;       /* Gauss-Hermite points, 0 (default: chosen per row
                          * from s2, above) or 1 .. GMM_LIK_QUAD_MAX */
@@ -140,14 +143,20 @@ gmm_status gmm_vi_params_check(const gmm_vi_params *p);
 typedef struct {
     double elbo;         /* at the final point */
     double grad_norm;    /* as in gmm_vi_progress, at the final point */
+    double grad_limit;   /* the gradient test's bound there */
+    double grad_noise;   /* the norm of the gradient's rounding noise
+                          * there, when measured (else 0).  converged: the
+                          * Newton decrement grad_norm^2 / 2 <= 1e-8, or
+                          * grad_norm <= grad_limit, or <= 4 grad_noise
+                          * (vi.c, STOPPING) */
     size_t iterations;   /* over all runs */
     size_t evaluations;
     size_t restarts;     /* runs after the first (vi.c, SCALING) */
-    int converged;       /* a stopping test (tol, epsilon) was met */
-    const char *message; /* static: how it stopped ("converged: relative
-                          * change of the ELBO below tol", "stopped:
-                          * maximum number of iterations reached", "line
-                          * search failed: ...") */
+    int converged;       /* a test at the final point holds (grad_noise) */
+    const char *message; /* static: how it stopped ("converged: gradient
+                          * norm below epsilon", "stopped: maximum number
+                          * of iterations reached", "stopped at the ELBO's
+                          * resolution: ...", "line search failed: ...") */
     const char *start;   /* static: where q started: "given" (set_state),
                           * "laplace", or "prior" (m = 0, L = chol(Q_p),
                           * when the Laplace approximation failed) */

@@ -4,6 +4,7 @@
 #ifndef GMM_CLI_H
 #define GMM_CLI_H
 
+#include <getopt.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -88,6 +89,69 @@ int cli_parse_choice(const char *cmd, const char *opt, const char *arg, const ch
 int cli_parse_size(const char *cmd, const char *opt, const char *arg, size_t min, size_t max,
                    size_t *out);
 
+/* Options given twice.  A single-valued option (one that takes a value)
+ * given twice is a usage error, never "the last one wins": the first
+ * thing a user who repeats one expects is not known.  Flags (no value) may
+ * repeat (they say the same thing again), and so may the options a command
+ * lists in `repeatable` because they accumulate (--fix, --draws, --prior).
+ * A command's getopt loop calls cli_getopt where it would call
+ * getopt_long, with a cli_opt_seen that starts zeroed but for repeatable
+ * (a 0-terminated list of option codes, or NULL). */
+#define CLI_OPT_SEEN_MAX 64
+typedef struct {
+    const int *repeatable;
+    int seen[CLI_OPT_SEEN_MAX]; /* codes of single-valued options seen */
+    size_t nseen;
+} cli_opt_seen;
+/* getopt_long(argc, argv, shortopts, longopts, NULL), and then, for a
+ * single-valued option seen before: "gmm-infer CMD: --NAME given twice"
+ * ("-o/--output given twice" for one with a short form) on stderr and
+ * CLI_OPT_REPEATED, on which the command exits with CLI_EXIT_USAGE. */
+#define CLI_OPT_REPEATED (-3)
+int cli_getopt(const char *cmd, cli_opt_seen *seen, int argc, char **argv,
+               const char *shortopts, const struct option *longopts);
+
+/* Outputs that would replace inputs.  A command lists every file it will
+ * read (cli_io_input: data files, the model file and the files it names,
+ * edge lists, draws and their sidecars, --at, --init and q files) and every
+ * file it will write (cli_io_output: -o and the other options' files, the
+ * companions written beside them, cmdstan chain files, .partial names),
+ * then calls cli_io_check before the work starts: an output that is one
+ * of the inputs (gmm_path_same_file: the same file through symbolic and
+ * hard links, a FIFO or device too) or another output is a usage error.
+ * "-" and NULL (stdin, stdout) are never listed; an output that does not
+ * exist yet cannot be an input.  Strings are copied; out of memory is
+ * remembered and reported by cli_io_check. */
+typedef struct {
+    struct cli_io_in {
+        char *what, *path; /* "the model file", "m.json" */
+    } *in;
+    struct cli_io_out {
+        char *opt, *arg, *path; /* "-o", "d.csv", "d.csv.json" (path NULL: arg) */
+    } *out;
+    size_t nin, nout;
+    int nomem;
+} cli_io;
+void cli_io_init(cli_io *io);
+void cli_io_free(cli_io *io);
+/* An input: `what` names its role ("the data file"); path NULL or "-": none. */
+void cli_io_input(cli_io *io, const char *what, const char *path);
+/* An output: the file `path` written because of option `opt` with value
+ * `arg` (path NULL: arg itself, else a companion such as ARG.json).
+ * arg NULL or "-": none. */
+void cli_io_output(cli_io *io, const char *opt, const char *arg, const char *path);
+/* 0; or, for the first output that is an input, "gmm-infer CMD: -o m.json
+ * is the model file m.json (an output never replaces an input)" (a
+ * companion: "d.csv.json (written with -o d.csv) is ...") and
+ * CLI_EXIT_USAGE; for two outputs that are one file (but for one written
+ * in place, such as /dev/null, which none replaces), "... and ... are the
+ * same file (each output needs a file of its own)" and CLI_EXIT_USAGE;
+ * CLI_EXIT_ERROR when a list ran out of memory. */
+int cli_io_check(const char *cmd, const cli_io *io);
+/* The draws files paths[0..n) and their sidecars (gmm_draws_sidecar), as
+ * inputs. */
+void cli_io_draws(cli_io *io, const char *const *paths, size_t n);
+
 /* --level's default: the probability of every printed interval. */
 #define CLI_DEFAULT_LEVEL 0.9
 
@@ -96,7 +160,9 @@ int cli_parse_size(const char *cmd, const char *opt, const char *arg, size_t min
 int cli_parse_level(const char *cmd, const char *arg, double *level);
 
 /* The prediction table of model m (predict, vi --posterior) to path
- * (stdout for NULL or "-"), written only when complete: the header
+ * (stdout for NULL or "-"), written only when complete -- committed on its
+ * own (set NULL), or opened in set (io.h: gmm_outset) for the caller to
+ * commit with its other outputs: the header
  *   SITE,mean,var,lower,upper[,R,R_lower,R_upper],level
  * with SITE gmm_mdl_site_column's and R gmm_mdl_response_name's ("rate",
  * "prob", or NULL: no such columns), then one row per prediction pr[i]: at
@@ -104,21 +170,24 @@ int cli_parse_level(const char *cmd, const char *arg, double *level);
  * NULL: site i), then pr[i]'s fields and the level (shortest exact form).
  * 0, or the exit code after the message. */
 struct gmm_mdl;
-int cli_pred_write(const char *cmd, const char *path, const struct gmm_mdl *m, const double *x,
-                   const size_t *site, const gmm_summary_pred *pr, size_t n, double level);
+struct gmm_outset;
+int cli_pred_write(const char *cmd, struct gmm_outset *set, const char *path,
+                   const struct gmm_mdl *m, const double *x, const size_t *site,
+                   const gmm_summary_pred *pr, size_t n, double level);
 /* The predictive summaries of model m (gmm_mdl_predict_summary: at the nq
  * new inputs xq, or xq NULL at its nq = gmm_mdl_nsites sites) as that
  * table.  0, or the exit code after the message. */
-int cli_pred_normal(const char *cmd, const char *path, struct gmm_mdl *m, const double *xq,
-                    size_t nq, double level, int observed);
+int cli_pred_normal(const char *cmd, struct gmm_outset *set, const char *path,
+                    struct gmm_mdl *m, const double *xq, size_t nq, double level, int observed);
 /* The same at the rows of t (gmm_mdl_predict_test_summary), labelled by
  * their input or by their own site cell (a node, or a level of an iid term
  * the data do not have). */
-int cli_pred_rows(const char *cmd, const char *path, struct gmm_mdl *m,
+int cli_pred_rows(const char *cmd, struct gmm_outset *set, const char *path, struct gmm_mdl *m,
                   const gmm_mdl_test *t, double level, int observed);
 /* The table of summaries pr[0..t->n) at the rows of t, labelled so. */
-int cli_pred_write_rows(const char *cmd, const char *path, const struct gmm_mdl *m,
-                        const gmm_mdl_test *t, const gmm_summary_pred *pr, double level);
+int cli_pred_write_rows(const char *cmd, struct gmm_outset *set, const char *path,
+                        const struct gmm_mdl *m, const gmm_mdl_test *t,
+                        const gmm_summary_pred *pr, double level);
 /* Option --OPT's value ARG, a finite number >= 0, into *out: 0, or
  * CLI_EXIT_USAGE after "--OPT: 'ARG' is not a non-negative number". */
 int cli_parse_nonneg(const char *cmd, const char *opt, const char *arg, double *out);

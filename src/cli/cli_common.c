@@ -1,7 +1,9 @@
 /* cli_common.c -- helpers the subcommands share: spec errors with a caret,
  * CSV fields and numbers, turning SIGINT/SIGTERM into a clean cancellation,
- * and checking that stdout took everything. */
+ * checking that stdout took everything, options given twice, and outputs
+ * that would replace inputs. */
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <math.h>
 #include <signal.h>
@@ -13,6 +15,7 @@
 
 #include "cli.h"
 #include "gmm/alloc.h"
+#include "gmm/draws.h"
 #include "gmm/io.h"
 #include "gmm/model.h"
 #include "gmm/spec.h"
@@ -132,6 +135,47 @@ int cli_interrupt_exit_code(void)
     return cli_interrupted == SIGTERM ? CLI_EXIT_TERM : CLI_EXIT_INT;
 }
 
+/* Does option c take a value?  Its long form's has_arg, else its letter's
+ * ':' in shortopts.  *name its long name (NULL: none). */
+static int takes_value(int c, const char *shortopts, const struct option *longopts,
+                       const char **name)
+{
+    *name = NULL;
+    for (const struct option *l = longopts; l && l->name; l++)
+        if (!l->flag && l->val == c) {
+            *name = l->name;
+            return l->has_arg != no_argument;
+        }
+    const char *p = c > 0 && c < 256 && c != ':' ? strchr(shortopts, c) : NULL;
+    return p && p[1] == ':';
+}
+
+int cli_getopt(const char *cmd, cli_opt_seen *seen, int argc, char **argv,
+               const char *shortopts, const struct option *longopts)
+{
+    int c = getopt_long(argc, argv, shortopts, longopts, NULL);
+    const char *name;
+    if (c < 0 || c == '?' || c == ':' || !takes_value(c, shortopts, longopts, &name))
+        return c;
+    for (const int *r = seen->repeatable; r && *r; r++)
+        if (*r == c)
+            return c;
+    for (size_t i = 0; i < seen->nseen; i++)
+        if (seen->seen[i] == c) {
+            int shrt = c > 0 && c < 256 && c != ':' && strchr(shortopts, c);
+            if (name && shrt)
+                cli_msg(cmd, "-%c/--%s given twice", c, name);
+            else if (name)
+                cli_msg(cmd, "--%s given twice", name);
+            else
+                cli_msg(cmd, "-%c given twice", c);
+            return CLI_OPT_REPEATED;
+        }
+    if (seen->nseen < CLI_OPT_SEEN_MAX)
+        seen->seen[seen->nseen++] = c;
+    return c;
+}
+
 int cli_parse_size(const char *cmd, const char *opt, const char *arg, size_t min, size_t max,
                    size_t *out)
 {
@@ -210,12 +254,12 @@ static void pred_row(FILE *f, const char *label, double x, const gmm_summary_pre
 
 /* cli_pred_write's table, the site column from x, from the test rows' own
  * site cells (t), or from the model's sites. */
-static int pred_write(const char *cmd, const char *path, const gmm_mdl *m, const double *x,
-                      const size_t *site, const gmm_mdl_test *t, const gmm_summary_pred *pr,
-                      size_t n, double level)
+static int pred_write(const char *cmd, gmm_outset *set, const char *path, const gmm_mdl *m,
+                      const double *x, const size_t *site, const gmm_mdl_test *t,
+                      const gmm_summary_pred *pr, size_t n, double level)
 {
     gmm_outfile *of = NULL;
-    gmm_status s = gmm_outfile_open(path, &of);
+    gmm_status s = set ? gmm_outset_open(set, path, &of) : gmm_outfile_open(path, &of);
     if (s != GMM_OK)
         return cli_fail(cmd, s);
     FILE *f = gmm_outfile_stream(of);
@@ -228,43 +272,44 @@ static int pred_write(const char *cmd, const char *path, const gmm_mdl *m, const
                                 : gmm_mdl_site_label(m, site ? site[i] : i, buf);
         pred_row(f, label, x ? x[i] : 0.0, &pr[i], resp, level);
     }
-    if ((s = gmm_outfile_commit(of)) != GMM_OK)
+    if (!set && (s = gmm_outfile_commit(of)) != GMM_OK)
         return cli_fail(cmd, s);
     return 0;
 }
 
-int cli_pred_write(const char *cmd, const char *path, const gmm_mdl *m, const double *x,
-                   const size_t *site, const gmm_summary_pred *pr, size_t n, double level)
+int cli_pred_write(const char *cmd, gmm_outset *set, const char *path, const gmm_mdl *m,
+                   const double *x, const size_t *site, const gmm_summary_pred *pr, size_t n,
+                   double level)
 {
-    return pred_write(cmd, path, m, x, site, NULL, pr, n, level);
+    return pred_write(cmd, set, path, m, x, site, NULL, pr, n, level);
 }
 
-int cli_pred_write_rows(const char *cmd, const char *path, const gmm_mdl *m,
+int cli_pred_write_rows(const char *cmd, gmm_outset *set, const char *path, const gmm_mdl *m,
                         const gmm_mdl_test *t, const gmm_summary_pred *pr, double level)
 {
-    return pred_write(cmd, path, m, gmm_mdl_test_inputs(m, t), NULL, t, pr, t->n, level);
+    return pred_write(cmd, set, path, m, gmm_mdl_test_inputs(m, t), NULL, t, pr, t->n, level);
 }
 
-int cli_pred_rows(const char *cmd, const char *path, gmm_mdl *m, const gmm_mdl_test *t,
-                  double level, int observed)
+int cli_pred_rows(const char *cmd, gmm_outset *set, const char *path, gmm_mdl *m,
+                  const gmm_mdl_test *t, double level, int observed)
 {
     gmm_summary_pred *pr = gmm_malloc(t->n ? t->n : 1, sizeof *pr);
     if (!pr)
         return cli_fail(cmd, GMM_ENOMEM);
     gmm_status s = gmm_mdl_predict_test_summary(m, t, level, observed, pr);
-    int rc = s != GMM_OK ? cli_fail(cmd, s) : cli_pred_write_rows(cmd, path, m, t, pr, level);
+    int rc = s != GMM_OK ? cli_fail(cmd, s) : cli_pred_write_rows(cmd, set, path, m, t, pr, level);
     gmm_free(pr);
     return rc;
 }
 
-int cli_pred_normal(const char *cmd, const char *path, gmm_mdl *m, const double *xq, size_t nq,
-                    double level, int observed)
+int cli_pred_normal(const char *cmd, gmm_outset *set, const char *path, gmm_mdl *m,
+                    const double *xq, size_t nq, double level, int observed)
 {
     gmm_summary_pred *pr = gmm_malloc(nq ? nq : 1, sizeof *pr);
     if (!pr)
         return cli_fail(cmd, GMM_ENOMEM);
     gmm_status s = gmm_mdl_predict_summary(m, xq, nq, level, observed, pr);
-    int rc = s != GMM_OK ? cli_fail(cmd, s) : cli_pred_write(cmd, path, m, xq, NULL, pr, nq, level);
+    int rc = s != GMM_OK ? cli_fail(cmd, s) : cli_pred_write(cmd, set, path, m, xq, NULL, pr, nq, level);
     gmm_free(pr);
     return rc;
 }
@@ -278,5 +323,124 @@ int cli_parse_nonneg(const char *cmd, const char *opt, const char *arg, double *
         return CLI_EXIT_USAGE;
     }
     *out = v;
+    return 0;
+}
+
+/* ---- outputs that would replace inputs (cli.h) ------------------------------- */
+
+void cli_io_init(cli_io *io) { memset(io, 0, sizeof *io); }
+
+void cli_io_free(cli_io *io)
+{
+    for (size_t i = 0; i < io->nin; i++) {
+        gmm_free(io->in[i].what);
+        gmm_free(io->in[i].path);
+    }
+    for (size_t i = 0; i < io->nout; i++) {
+        gmm_free(io->out[i].opt);
+        gmm_free(io->out[i].arg);
+        gmm_free(io->out[i].path);
+    }
+    gmm_free(io->in);
+    gmm_free(io->out);
+    cli_io_init(io);
+}
+
+void cli_io_input(cli_io *io, const char *what, const char *path)
+{
+    if (!path || !strcmp(path, "-"))
+        return;
+    struct cli_io_in *in = gmm_realloc(io->in, io->nin + 1, sizeof *in);
+    if (!in) {
+        io->nomem = 1;
+        return;
+    }
+    io->in = in;
+    in += io->nin;
+    in->what = gmm_strdup(what);
+    in->path = gmm_strdup(path);
+    if (!in->what || !in->path) {
+        gmm_free(in->what);
+        gmm_free(in->path);
+        io->nomem = 1;
+        return;
+    }
+    io->nin++;
+}
+
+void cli_io_output(cli_io *io, const char *opt, const char *arg, const char *path)
+{
+    if (!arg || !strcmp(arg, "-"))
+        return;
+    struct cli_io_out *out = gmm_realloc(io->out, io->nout + 1, sizeof *out);
+    if (!out) {
+        io->nomem = 1;
+        return;
+    }
+    io->out = out;
+    out += io->nout;
+    out->opt = gmm_strdup(opt);
+    out->arg = gmm_strdup(arg);
+    out->path = path ? gmm_strdup(path) : NULL;
+    if (!out->opt || !out->arg || (path && !out->path)) {
+        gmm_free(out->opt);
+        gmm_free(out->arg);
+        gmm_free(out->path);
+        io->nomem = 1;
+        return;
+    }
+    io->nout++;
+}
+
+void cli_io_draws(cli_io *io, const char *const *paths, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        char *side = NULL;
+        cli_io_input(io, "the draws file", paths[i]);
+        /* a sidecar that cannot be opened is the reader's error to report */
+        if (gmm_draws_sidecar(paths[i], &side) == GMM_OK && side)
+            cli_io_input(io, "the draws' sidecar", side);
+        gmm_free(side);
+    }
+}
+
+/* "-o m.json", or "m.q.csv (written with -o m.json)", into buf. */
+static const char *out_name(const struct cli_io_out *o, char *buf, size_t size)
+{
+    if (o->path)
+        snprintf(buf, size, "%s (written with %s %s)", o->path, o->opt, o->arg);
+    else
+        snprintf(buf, size, "%s %s", o->opt, o->arg);
+    return buf;
+}
+
+int cli_io_check(const char *cmd, const cli_io *io)
+{
+    if (io->nomem)
+        return cli_fail(cmd, gmm_error(GMM_ENOMEM, "out of memory"));
+    char a[2 * PATH_MAX], b[2 * PATH_MAX];
+    for (size_t i = 0; i < io->nout; i++) {
+        const struct cli_io_out *o = &io->out[i];
+        const char *op = o->path ? o->path : o->arg;
+        for (size_t k = 0; k < io->nin; k++)
+            if (gmm_path_same_file(op, io->in[k].path)) {
+                cli_msg(cmd, "%s is %s %s (an output never replaces an input)",
+                        out_name(o, a, sizeof a), io->in[k].what, io->in[k].path);
+                return CLI_EXIT_USAGE;
+            }
+        /* two outputs written in place (-o /dev/null --summary /dev/null)
+         * replace nothing */
+        int in_place = 0;
+        if (gmm_outfile_check_kind(op, &in_place) == GMM_OK && in_place)
+            continue;
+        for (size_t k = 0; k < i; k++) {
+            const struct cli_io_out *p = &io->out[k];
+            if (gmm_path_same_file(op, p->path ? p->path : p->arg)) {
+                cli_msg(cmd, "%s and %s are the same file (each output needs a file of its own)",
+                        out_name(o, a, sizeof a), out_name(p, b, sizeof b));
+                return CLI_EXIT_USAGE;
+            }
+        }
+    }
     return 0;
 }

@@ -259,6 +259,11 @@ int cli_hmc_priors(const char *cmd, gmm_mdl *m, const char **args, size_t nargs,
         }
         memcpy(name, args[a], (size_t)(eq - args[a]));
         name[eq - args[a]] = '\0';
+        for (size_t e = 0; e < a; e++)
+            if (!strncmp(args[e], name, (size_t)(eq - args[a])) && args[e][eq - args[a]] == '=') {
+                cli_msg(cmd, "--prior: %s given twice", name);
+                return CLI_EXIT_USAGE;
+            }
         size_t k;
         for (k = 0; k < np && strcmp(o->name[k], name); k++)
             ;
@@ -274,19 +279,18 @@ int cli_hmc_priors(const char *cmd, gmm_mdl *m, const char **args, size_t nargs,
         }
         (*priors)[k] = (gmm_prior){is_b ? GMM_PRIOR_NORMAL : GMM_PRIOR_LOGNORMAL, mu, sigma};
     }
-    for (size_t k = 0; k < np; k++) {
-        if (!(*sampled)[k])
-            continue;
-        if ((*priors)[k].kind == GMM_PRIOR_LOGNORMAL && !(o->value[k] > 0.0)) {
+    /* every prior checked before any is printed */
+    for (size_t k = 0; k < np; k++)
+        if ((*sampled)[k] && (*priors)[k].kind == GMM_PRIOR_LOGNORMAL && !(o->value[k] > 0.0)) {
             cli_msg(cmd, "%s = %g cannot be sampled on the log scale: hold it with --fix %s",
                     o->name[k], o->value[k], o->name[k]);
             return CLI_EXIT_USAGE;
         }
-        if (!quiet)
+    for (size_t k = 0; k < np && !quiet; k++)
+        if ((*sampled)[k])
             cli_msg(cmd, "prior: %s ~ %s(%.6g, %.6g)", o->name[k],
                     (*priors)[k].kind == GMM_PRIOR_NORMAL ? "normal" : "lognormal",
                     (*priors)[k].mu, (*priors)[k].sigma);
-    }
     return 0;
 }
 
@@ -320,7 +324,8 @@ static char *chain_file(const char *path, uint64_t id)
  * steps of warm-up and draws; the format and, after an interrupt, that the
  * chains were cut and to how many draws), so a draws file never loses what
  * it is a sample of. */
-static gmm_status write_config(const char *path, const cli_hmc_out *w, const gmm_hmc_chains *ch)
+static gmm_status write_config(gmm_outset *set, const char *path, const cli_hmc_out *w,
+                               const gmm_hmc_chains *ch)
 {
     const gmm_hmc_params *par = &w->rp->hmc;
     const gmm_objective *o = gmm_mdl_objective(w->model);
@@ -417,17 +422,49 @@ static gmm_status write_config(const char *path, const cli_hmc_out *w, const gmm
         }
     }
     gmm_outfile *of = NULL;
-    if ((s = gmm_outfile_open(path, &of)) == GMM_OK &&
-        (s = gmm_json_write(gmm_outfile_stream(of), root, path)) == GMM_OK) {
-        s = gmm_outfile_commit(of);
-        of = NULL;
-    }
-    gmm_outfile_abort(of);
+    if ((s = gmm_outset_open(set, path, &of)) == GMM_OK)
+        s = gmm_json_write(gmm_outfile_stream(of), root, path);
     json_decref(root);
     return s;
 }
 
-int cli_hmc_check_outputs(const char *cmd, const cli_hmc_out *w)
+/* The file path + suffix, written because of -o out, as an output of io. */
+static void add_output(cli_io *io, const char *out, const char *path, const char *suffix)
+{
+    char *p = path ? dup_path(path, suffix) : NULL;
+    if (!p)
+        io->nomem = 1;
+    cli_io_output(io, "-o", out, p);
+    gmm_free(p);
+}
+
+/* Every file the run may write, as outputs of io: the draws (-o FILE, or
+ * the chains' FILE_ID.csv), FILE.json beside them (unless FILE is written
+ * in place), the names an interrupted run gives them (.partial), and
+ * --summary. */
+static void list_outputs(cli_io *io, const cli_hmc_out *w, int in_place)
+{
+    const char *out = w->out && strcmp(w->out, "-") ? w->out : NULL;
+    for (int k = 0; out && k < 2; k++) {
+        const char *sfx = k ? ".partial" : "";
+        if (w->cmdstan) {
+            for (size_t c = 0; c < w->rp->nchain; c++) {
+                char *f = chain_file(out, w->rp->chain0 + c);
+                add_output(io, out, f, sfx);
+                gmm_free(f);
+            }
+        } else if (k == 0) {
+            cli_io_output(io, "-o", out, NULL);
+        } else if (!in_place) {
+            add_output(io, out, out, sfx);
+        }
+        if (!in_place)
+            add_output(io, out, out, k ? ".partial.json" : ".json");
+    }
+    cli_io_output(io, "--summary", w->summary, NULL);
+}
+
+int cli_hmc_check_outputs(const char *cmd, const cli_hmc_out *w, cli_io *io)
 {
     gmm_status s = GMM_OK;
     int in_place = 1, cmdstan = w->cmdstan;
@@ -457,15 +494,18 @@ int cli_hmc_check_outputs(const char *cmd, const cli_hmc_out *w)
     }
     if (s == GMM_OK && w->summary && strcmp(w->summary, "-"))
         s = gmm_outfile_check(w->summary);
-    return s == GMM_OK ? 0 : cli_fail(cmd, s);
+    if (s != GMM_OK)
+        return cli_fail(cmd, s);
+    list_outputs(io, w, in_place);
+    return 0;
 }
 
-/* The draws' file of chain k (cmdstan) or of all chains (csv), written
- * out, not committed. */
-static gmm_status write_draws(const cli_hmc_out *w, const gmm_hmc_chains *ch, size_t k,
-                             const char *name, gmm_outfile **of)
+/* The draws' file of chain k (cmdstan) or of all chains (csv), written as
+ * a member of set, not committed. */
+static gmm_status write_draws(gmm_outset *set, const cli_hmc_out *w, const gmm_hmc_chains *ch,
+                              size_t k, const char *name, gmm_outfile **of)
 {
-    gmm_status s = gmm_outfile_open(name, of);
+    gmm_status s = gmm_outset_open(set, name, of);
     if (s != GMM_OK)
         return s;
     FILE *f = gmm_outfile_stream(*of);
@@ -476,12 +516,14 @@ static gmm_status write_draws(const cli_hmc_out *w, const gmm_hmc_chains *ch, si
     } else {
         s = write_csv(f, name, w, ch);
     }
-    return s == GMM_OK ? gmm_outfile_flush(*of) : s;
+    return s;
 }
 
-/* The summary reads the draws back, in the csv layout, from a temporary of
- * our own: the output may be a FIFO or per chain. */
-static int write_summary(const char *cmd, const cli_hmc_out *w, const gmm_hmc_chains *ch)
+/* The summary, a member of set: it reads the draws back, in the csv
+ * layout, from a temporary of our own (the output may be a FIFO or per
+ * chain). */
+static int write_summary(const char *cmd, gmm_outset *set, const cli_hmc_out *w,
+                         const gmm_hmc_chains *ch)
 {
     const char *tdir = getenv("TMPDIR");
     size_t tl = strlen(tdir && *tdir ? tdir : "/tmp");
@@ -507,13 +549,9 @@ static int write_summary(const char *cmd, const cli_hmc_out *w, const gmm_hmc_ch
     gmm_draws *d = NULL;
     gmm_outfile *of = NULL;
     if (s != GMM_OK || (s = gmm_draws_read(&src, 1, &d)) != GMM_OK ||
-        (s = gmm_outfile_open(w->summary, &of)) != GMM_OK ||
-        (s = cli_write_summary(gmm_outfile_stream(of), d)) != GMM_OK) {
-        gmm_outfile_abort(of);
+        (s = gmm_outset_open(set, w->summary, &of)) != GMM_OK ||
+        (s = cli_write_summary(gmm_outfile_stream(of), d)) != GMM_OK)
         rc = cli_fail(cmd, s);
-    } else if ((s = gmm_outfile_commit(of)) != GMM_OK) {
-        rc = cli_fail(cmd, s);
-    }
     gmm_draws_free(d);
     unlink(tmp);
     gmm_free(tmp);
@@ -576,12 +614,14 @@ int cli_hmc_write(const char *cmd, const cli_hmc_out *w, const gmm_hmc_chains *c
     }
     /* the files: one (csv) or one per chain with draws (cmdstan); an
      * interrupted run's regular files are named FILE.partial, a device or
-     * FIFO is written as it is */
+     * FIFO is written as it is.  They, FILE.json and the summary are one
+     * set, committed at the end: a run that fails writes none of them */
     size_t nfile = w->cmdstan ? nkept : 1;
     char **files = gmm_calloc(nfile, sizeof *files); /* NULL: stdout */
-    gmm_outfile **ofs = gmm_calloc(nfile, sizeof *ofs);
     const char *base = w->out && strcmp(w->out, "-") ? w->out : NULL;
-    gmm_status s = files && ofs ? GMM_OK : gmm_error(GMM_ENOMEM, "out of memory");
+    gmm_outset *set = NULL;
+    gmm_outfile *first = NULL;
+    gmm_status s = files ? gmm_outset_alloc(&set) : gmm_error(GMM_ENOMEM, "out of memory");
     for (size_t k = 0, j = 0; s == GMM_OK && j < nfile; k++) {
         if (w->cmdstan && !gmm_hmc_chains_has_draws(ch, k))
             continue;
@@ -600,15 +640,10 @@ int cli_hmc_write(const char *cmd, const cli_hmc_out *w, const gmm_hmc_chains *c
                 break;
             }
         }
-        s = write_draws(w, ch, k, files[j], &ofs[j]);
-        j++;
-    }
-    /* every file is written out before any is committed: a full disk
-     * replaces none of them */
-    int draws_in_place = s == GMM_OK && gmm_outfile_in_place(ofs[0]);
-    for (size_t j = 0; s == GMM_OK && j < nfile; j++) {
-        s = gmm_outfile_commit(ofs[j]);
-        ofs[j] = NULL;
+        gmm_outfile *of = NULL;
+        s = write_draws(set, w, ch, k, files[j], &of);
+        if (j++ == 0)
+            first = of;
     }
     if (s != GMM_OK) {
         rc = cli_fail(cmd, s);
@@ -617,7 +652,7 @@ int cli_hmc_write(const char *cmd, const cli_hmc_out *w, const gmm_hmc_chains *c
     /* FILE.json: beside a regular file only (not /dev/full.json) */
     if (base) {
         char *side = NULL;
-        if (!w->cmdstan && draws_in_place) {
+        if (!w->cmdstan && gmm_outfile_in_place(first)) {
             cli_msg(cmd, "%s is not a regular file: the settings are not written to %s.json",
                     base, base);
         } else if (!(side = dup_path(w->cmdstan ? base : files[0],
@@ -625,7 +660,7 @@ int cli_hmc_write(const char *cmd, const cli_hmc_out *w, const gmm_hmc_chains *c
             rc = cli_fail(cmd, GMM_ENOMEM);
             goto done;
         } else {
-            s = write_config(side, w, ch);
+            s = write_config(set, side, w, ch);
             gmm_free(side);
             if (s != GMM_OK) {
                 rc = cli_fail(cmd, s);
@@ -634,6 +669,12 @@ int cli_hmc_write(const char *cmd, const cli_hmc_out *w, const gmm_hmc_chains *c
         }
     }
     if (interrupted) {
+        s = gmm_outset_commit(set);
+        set = NULL;
+        if (s != GMM_OK) {
+            rc = cli_fail(cmd, s);
+            goto done;
+        }
         cli_msg(cmd, "interrupted: %zu chain(s) of %zu draws each (the shortest chain's count) "
                      "kept in %s%s%s",
                 nkept, gmm_hmc_chains_kept(ch), files[0] ? files[0] : "<stdout>",
@@ -642,28 +683,29 @@ int cli_hmc_write(const char *cmd, const cli_hmc_out *w, const gmm_hmc_chains *c
         rc = cli_interrupt_exit_code();
         goto done;
     }
-    if (!w->quiet) {
+    if (!w->quiet)
         for (size_t k = 0; k < nchain; k++) {
             const gmm_hmc_chain_info *ci = gmm_hmc_chains_info(ch, k);
             cli_msg(cmd, "chain %llu: step size %.3g, %zu divergent transitions",
                     (unsigned long long)ci->id, ci->stepsize, ci->divergences);
         }
-        if (w->cmdstan)
-            cli_msg(cmd, "wrote %s%s%s", files[0], nfile > 1 ? " ... " : "",
-                    nfile > 1 ? files[nfile - 1] : "");
-    }
     if ((rc = diagnose(cmd, w, ch)) != 0)
         goto done;
-    if (w->summary)
-        rc = write_summary(cmd, w, ch);
-done:
-    for (size_t j = 0; j < nfile; j++) {
-        if (ofs)
-            gmm_outfile_abort(ofs[j]);
-        if (files)
-            gmm_free(files[j]);
+    if (w->summary && (rc = write_summary(cmd, set, w, ch)) != 0)
+        goto done;
+    s = gmm_outset_commit(set);
+    set = NULL;
+    if (s != GMM_OK) {
+        rc = cli_fail(cmd, s);
+        goto done;
     }
-    gmm_free(ofs);
+    if (!w->quiet && w->cmdstan)
+        cli_msg(cmd, "wrote %s%s%s", files[0], nfile > 1 ? " ... " : "",
+                nfile > 1 ? files[nfile - 1] : "");
+done:
+    gmm_outset_abort(set);
+    for (size_t j = 0; files && j < nfile; j++)
+        gmm_free(files[j]);
     gmm_free(files);
     return rc;
 }
@@ -693,20 +735,29 @@ int cli_hmc_init_point(const char *cmd, gmm_mdl *m, const char *init, double **x
     return 0;
 }
 
-int cli_hmc_metric(const char *cmd, gmm_mdl *m, const char *arg, int sample_hyper, int quiet,
-                   gmm_metric *metric)
+int cli_hmc_metric_check(const char *cmd, const char *arg, int sample_hyper)
 {
     const char *name = arg ? arg : "auto";
     if (strcmp(name, "auto") && strcmp(name, "laplace") && strcmp(name, "prior")) {
         cli_msg(cmd, "--metric: '%s' is not laplace, prior or auto", name);
         return CLI_EXIT_USAGE;
     }
-    *metric = !strcmp(name, "laplace") ? GMM_METRIC_LAPLACE : GMM_METRIC_PRIOR;
-    if (sample_hyper && *metric == GMM_METRIC_LAPLACE) {
+    if (sample_hyper && !strcmp(name, "laplace")) {
         cli_msg(cmd, "--metric laplace holds the hyperparameters at the model's values: it "
                      "cannot be used with --sample-hyper (use --metric prior)");
         return CLI_EXIT_USAGE;
     }
+    return 0;
+}
+
+int cli_hmc_metric(const char *cmd, gmm_mdl *m, const char *arg, int sample_hyper, int quiet,
+                   gmm_metric *metric)
+{
+    const char *name = arg ? arg : "auto";
+    int rc = cli_hmc_metric_check(cmd, arg, sample_hyper);
+    if (rc)
+        return rc;
+    *metric = !strcmp(name, "laplace") ? GMM_METRIC_LAPLACE : GMM_METRIC_PRIOR;
     if (strcmp(name, "auto")) {
         if (!quiet)
             cli_msg(cmd, "metric: %s", name);

@@ -21,8 +21,10 @@ typedef struct {
     int quiet;
 } cli_hmc_out;
 
-/* Every file the run will write, checked before the work; 0 or an exit code. */
-int cli_hmc_check_outputs(const char *cmd, const cli_hmc_out *w);
+/* Every file the run will write, checked before the work (that it can be
+ * written; and listed in io, for cli_io_check against the inputs); 0 or an
+ * exit code. */
+int cli_hmc_check_outputs(const char *cmd, const cli_hmc_out *w, cli_io *io);
 
 /* The draws, FILE.json and the summary of a finished or cancelled run (ch);
  * messages on stderr; 0 or an exit code (the interrupt's after a cancel). */
@@ -41,6 +43,10 @@ int cli_hmc_priors(const char *cmd, gmm_mdl *m, const char **args, size_t nargs,
  * chains start (jittered); 0 or an exit code. */
 int cli_hmc_init_point(const char *cmd, gmm_mdl *m, const char *init, double **x0);
 
+/* --metric ARG (NULL: auto) against the other options, before anything is
+ * read or printed: laplace, prior or auto, and not laplace with
+ * --sample-hyper.  0 or CLI_EXIT_USAGE after the message. */
+int cli_hmc_metric_check(const char *cmd, const char *arg, int sample_hyper);
 /* --metric ARG (NULL: auto) into *metric: laplace, prior, or auto -- the
  * prior's with --sample-hyper, else laplace when the data's information
  * (gmm_problem_data_information at the model's values) exceeds

@@ -16,15 +16,19 @@
 
 #include "cli.h"
 #include "gmm/alloc.h"
+#include "gmm/formula.h"
+#include "gmm/gmrf.h"
+#include "gmm/kernel.h"
 #include "gmm/ssm.h"
 
-static const char options_help[] =
+static const char formula_help[] =
     "Model as a formula (man page: Formulas):\n"
     "  --formula 'Y ~ TERMS'  terms joined by +: 1 (default), 0 or -1 (no\n"
-    "                      intercept), NAME (covariate), factor(NAME), and one\n"
-    "                      f(NAME, MODEL, ...): a kernel spec ('matern32') on\n"
-    "                      input NAME, a precision spec with graph=EDGES.csv on\n"
-    "                      node NAME, or iid (one N(0, variance) effect per level)\n"
+    "                      intercept), NAME (covariate), factor(NAME), and one or\n"
+    "                      more f(NAME, MODEL, ...), latent terms indexed by\n"
+    "                      column NAME and stacked into one posterior; MODEL is\n";
+
+static const char options_help[] =
     "Model (state-space GP):\n"
     "  --kernel SPEC       kernel spec, e.g. 'matern32 + quasiperiodic(period=1)'\n"
     "                      (default: " CLI_DEFAULT_KERNEL ",\n"
@@ -59,10 +63,52 @@ static const char options_help[] =
     "                      fitted or checked (repeatable)\n"
     "  --verbose           report defaults, sizes and progress on stderr\n";
 
+/* The names name_at(0), name_at(1), ... comma-separated after text, which
+ * starts at column indent; wrapped within 80 columns at that indent. */
+static void print_names(FILE *f, int indent, const char *text, const char *(*name_at)(size_t))
+{
+    int col = fprintf(f, "%*s%s", indent, "", text);
+    const char *nm;
+    for (size_t i = 0; (nm = name_at(i)); i++) {
+        const char *sep = name_at(i + 1) ? "," : "";
+        if (col > indent && col + 1 + (int)(strlen(nm) + strlen(sep)) > 79)
+            col = fprintf(f, "\n%*s", indent, "") - 1;
+        if (col > indent)
+            col += fprintf(f, " ");
+        col += fprintf(f, "%s%s", nm, sep);
+    }
+    fputc('\n', f);
+}
+
+static const char *kernel_at(size_t i)
+{
+    const gmm_kernel_type *t = gmm_kernel_type_at(i);
+    return t ? t->name : NULL;
+}
+
+/* The formula's models from the library's tables: a new keyword model,
+ * kernel or precision family needs no edit here. */
+static void print_formula_help(FILE *f)
+{
+    fputs(formula_help, f);
+    const char *about;
+    for (size_t i = 0; gmm_mdl_term_model(i, &about); i++)
+        fprintf(f, "%24s%-8s%s\n", "", gmm_mdl_term_model(i, NULL), about);
+    fprintf(f, "%24s%s", "", "'KERNEL' a kernel spec in quotes on input NAME, e.g.\n");
+    fprintf(f, "%32s%s", "", "'matern32 + periodic(period=52)'; kernels:\n");
+    print_names(f, 32, "", kernel_at);
+    fprintf(f, "%24s%s", "", "'PRECISION', graph=EDGES.csv  a precision spec on\n");
+    print_names(f, 32, "node NAME:", gmm_gmrf_family_at);
+    fputs("                      rw1 and rw2 take cyclic (a walk on a circle, for a\n"
+          "                      season) and period=P\n",
+          f);
+}
+
 /* The families come from the likelihood table, so that a new one needs no
  * edit here. */
 void cli_model_print_help(FILE *f)
 {
+    print_formula_help(f);
     const char *split = strstr(options_help, "%s");
     fwrite(options_help, 1, (size_t)(split - options_help), f);
     for (size_t i = 0; i < gmm_lik_ntypes(); i++) {
@@ -79,9 +125,13 @@ void cli_model_print_help(FILE *f)
     fputs(split + 2, f);
 }
 
+/* The model option that accumulates. */
+const int cli_model_repeatable[] = {CLI_OPT_FIX, 0};
+
 void cli_model_opts_init(cli_model_opts *o)
 {
     memset(o, 0, sizeof *o);
+    o->seen.repeatable = cli_model_repeatable;
     o->noise = NAN;
     o->intercept = NAN;
 }
@@ -107,51 +157,31 @@ static int parse_positive(const char *cmd, const char *opt, const char *arg, int
     return 1;
 }
 
-/* Single-valued options given twice are an error, not "last one wins". */
-static int once(cli_model_opts *o, const char *cmd, int c, const char *name)
-{
-    size_t k = (size_t)(c - CLI_OPT_KERNEL);
-    if (k < sizeof o->seen / sizeof o->seen[0]) {
-        if (o->seen[k]) {
-            cli_msg(cmd, "--%s given twice", name);
-            return -1;
-        }
-        o->seen[k] = 1;
-    }
-    return 1;
-}
-
 int cli_model_opt(cli_model_opts *o, const char *cmd, int c, const char *arg)
 {
     if (c >= CLI_OPT_KERNEL && c < CLI_OPT_VERBOSE)
         o->given++;
     switch (c) {
-    case CLI_OPT_KERNEL: o->kernel = arg; return once(o, cmd, c, "kernel");
-    case CLI_OPT_FORMULA: o->formula = arg; return once(o, cmd, c, "formula");
-    case CLI_OPT_GRAPH: o->graph = arg; return once(o, cmd, c, "graph");
-    case CLI_OPT_PRECISION: o->precision = arg; return once(o, cmd, c, "precision");
-    case CLI_OPT_EDGE_COLS: o->edge_cols = arg; return once(o, cmd, c, "edge-cols");
-    case CLI_OPT_X: o->xcol = arg; return once(o, cmd, c, "x");
-    case CLI_OPT_Y: o->ycol = arg; return once(o, cmd, c, "y");
-    case CLI_OPT_NODE: o->node = arg; return once(o, cmd, c, "node");
+    case CLI_OPT_KERNEL: o->kernel = arg; return 1;
+    case CLI_OPT_FORMULA: o->formula = arg; return 1;
+    case CLI_OPT_GRAPH: o->graph = arg; return 1;
+    case CLI_OPT_PRECISION: o->precision = arg; return 1;
+    case CLI_OPT_EDGE_COLS: o->edge_cols = arg; return 1;
+    case CLI_OPT_X: o->xcol = arg; return 1;
+    case CLI_OPT_Y: o->ycol = arg; return 1;
+    case CLI_OPT_NODE: o->node = arg; return 1;
     case CLI_OPT_NOISE:
-        if (once(o, cmd, c, "noise") < 0)
-            return -1;
         return parse_positive(cmd, "noise", arg, 0, &o->noise);
     case CLI_OPT_NO_CENTER: o->no_center = 1; return 1;
     case CLI_OPT_STRICT_NODES: o->strict_nodes = 1; return 1;
     case CLI_OPT_MERGE_TOL:
-        if (once(o, cmd, c, "merge-tol") < 0)
-            return -1;
         return parse_positive(cmd, "merge-tol", arg, 1, &o->merge_tol);
     case CLI_OPT_FREE_PERIOD: o->free_period = 1; return 1;
-    case CLI_OPT_LIKELIHOOD: o->likelihood = arg; return once(o, cmd, c, "likelihood");
-    case CLI_OPT_EXPOSURE: o->exposure = arg; return once(o, cmd, c, "exposure");
-    case CLI_OPT_TRIALS: o->trials = arg; return once(o, cmd, c, "trials");
+    case CLI_OPT_LIKELIHOOD: o->likelihood = arg; return 1;
+    case CLI_OPT_EXPOSURE: o->exposure = arg; return 1;
+    case CLI_OPT_TRIALS: o->trials = arg; return 1;
     case CLI_OPT_INTERCEPT: {
         char *end;
-        if (once(o, cmd, c, "intercept") < 0)
-            return -1;
         o->intercept = strtod(arg, &end);
         if (end == arg || *end || !isfinite(o->intercept)) {
             cli_msg(cmd, "--intercept: '%s' is not a finite number", arg);
@@ -162,8 +192,6 @@ int cli_model_opt(cli_model_opts *o, const char *cmd, int c, const char *arg)
     case CLI_OPT_NO_INTERCEPT: o->no_intercept = 1; return 1;
     case CLI_OPT_VERBOSE: o->verbose = 1; return 1;
     case CLI_OPT_FACTOR:
-        if (once(o, cmd, c, "factor") < 0)
-            return -1;
         if (!strcmp(arg, "auto"))
             o->factor = GMM_SSM_FACTOR_AUTO;
         else if (!strcmp(arg, "cholesky"))
@@ -194,7 +222,11 @@ int cli_model_getopt(cli_model_opts *o, const char *cmd, int argc, char **argv,
                      const char *usage_text, int *rc)
 {
     int c;
-    while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
+    while ((c = cli_getopt(cmd, &o->seen, argc, argv, shortopts, longopts)) != -1) {
+        if (c == CLI_OPT_REPEATED) {
+            *rc = CLI_EXIT_USAGE;
+            return CLI_MODEL_OPT_STOP;
+        }
         int r = cli_model_opt(o, cmd, c, optarg);
         if (r > 0)
             continue;
@@ -362,10 +394,35 @@ done:
     return rc;
 }
 
-/* An input named by a model file: absolute as recorded; a relative one
- * (files of earlier versions) against the model file's directory first,
- * then the working directory.  0, or an exit code after a message naming
- * what was looked for. */
+/* Where a file rec (not "-") named by the model file model_path is: rec
+ * itself when absolute (or model_path is NULL or "-"), else beside the
+ * model file when readable there, else rec when readable from here (files
+ * of earlier versions recorded relative names).  *out allocated, NULL when
+ * neither is readable; -1 when out of memory, else 0. */
+static int find_recorded(const char *model_path, const char *rec, char **out)
+{
+    *out = NULL;
+    if (rec[0] == '/' || !model_path || !strcmp(model_path, "-"))
+        return (*out = gmm_strdup(rec)) ? 0 : -1;
+    const char *slash = strrchr(model_path, '/');
+    size_t dl = slash ? (size_t)(slash - model_path) + 1 : 0;
+    char *cand = gmm_malloc(dl + strlen(rec) + 1, 1);
+    if (!cand)
+        return -1;
+    memcpy(cand, model_path, dl);
+    strcpy(cand + dl, rec);
+    if (access(cand, R_OK) == 0) {
+        *out = cand;
+        return 0;
+    }
+    gmm_free(cand);
+    if (access(rec, R_OK) == 0 && !(*out = gmm_strdup(rec)))
+        return -1;
+    return 0;
+}
+
+/* An input named by a model file, where find_recorded finds it.  0, or an
+ * exit code after a message naming what was looked for. */
 static int resolve_path(const char *cmd, const char *model_path, const char *what,
                         const char *rec, char **out)
 {
@@ -376,34 +433,20 @@ static int resolve_path(const char *cmd, const char *model_path, const char *wha
                 model_path ? model_path : "model", what, cmd, model_path ? model_path : "M.json");
         return CLI_EXIT_USAGE;
     }
-    if (rec[0] == '/' || !model_path || !strcmp(model_path, "-")) {
-        *out = gmm_strdup(rec);
-    } else {
-        const char *slash = strrchr(model_path, '/');
-        size_t dl = slash ? (size_t)(slash - model_path) + 1 : 0;
-        char *cand = gmm_malloc(dl + strlen(rec) + 1, 1);
-        if (!cand)
-            return cli_fail(cmd, GMM_ENOMEM);
-        memcpy(cand, model_path, dl);
-        strcpy(cand + dl, rec);
-        if (access(cand, R_OK) == 0 || access(rec, R_OK) != 0) {
-            if (access(cand, R_OK) != 0) {
-                cli_msg(cmd, "%s: the model's %s '%s' is not found (looked for %s and ./%s)",
-                        model_path, what, rec, cand, rec);
-                gmm_free(cand);
-                return CLI_EXIT_ERROR;
-            }
-            *out = cand;
-            return 0;
-        }
-        gmm_free(cand);
-        *out = gmm_strdup(rec);
-    }
-    if (!*out)
+    if (find_recorded(model_path, rec, out) != 0)
         return cli_fail(cmd, GMM_ENOMEM);
+    if (!*out) {
+        const char *slash = strrchr(model_path, '/');
+        int dl = slash ? (int)(slash - model_path) + 1 : 0;
+        cli_msg(cmd, "%s: the model's %s '%s' is not found (looked for %.*s%s and ./%s)",
+                model_path, what, rec, dl, model_path, rec, rec);
+        return CLI_EXIT_ERROR;
+    }
     if (access(*out, R_OK) != 0) {
         cli_msg(cmd, "%s: the model's %s '%s' cannot be read: %s", model_path ? model_path : "model",
                 what, *out, strerror(errno));
+        gmm_free(*out);
+        *out = NULL;
         return CLI_EXIT_ERROR;
     }
     return 0;
@@ -455,6 +498,74 @@ done:
     return rc;
 }
 
+/* The graph=PATH files of a formula's f() terms, as inputs ("the edge
+ * list of f(NAME, MODEL)" + suffix).  A formula that does not parse has
+ * none here: the build reports it. */
+static void formula_inputs(cli_io *io, const char *formula, const char *suffix)
+{
+    gmm_formula *fm = NULL;
+    if (!formula || gmm_formula_parse(formula, &fm) != GMM_OK)
+        return;
+    for (size_t t = 0; t < fm->nlatent; t++) {
+        const gmm_formula_latent *l = &fm->latent[t];
+        const char *g = gmm_formula_arg_find(l, "graph", NULL);
+        char what[160];
+        snprintf(what, sizeof what, "the edge list of f(%s, %s)%s", l->name,
+                 l->quoted ? "..." : l->model, suffix);
+        if (g && *g)
+            cli_io_input(io, what, g);
+    }
+    gmm_formula_free(fm);
+}
+
+void cli_model_opts_inputs(cli_io *io, const cli_model_opts *o)
+{
+    cli_io_input(io, "the data file", o->data);
+    cli_io_input(io, "the edge list", o->graph);
+    formula_inputs(io, o->formula, "");
+}
+
+/* A file named by model file mf (read from model_path), as an input: where
+ * resolve_path will find it. */
+static void recorded_input(cli_io *io, const char *what, const char *model_path, const char *rec)
+{
+    if (!rec || !strcmp(rec, "-"))
+        return;
+    char *path = NULL;
+    if (find_recorded(model_path, rec, &path) != 0)
+        io->nomem = 1;
+    cli_io_input(io, what, path);
+    gmm_free(path);
+}
+
+void cli_model_file_inputs(cli_io *io, const gmm_model *mf, const char *model_path,
+                           const char *data, const char *what)
+{
+    cli_io_input(io, what, model_path);
+    if (data)
+        cli_io_input(io, "the data file", data);
+    else
+        recorded_input(io, "the model's data file", model_path, mf->data.file);
+    if (mf->precision)
+        recorded_input(io, "the model's edge list", model_path, mf->graph);
+    formula_inputs(io, mf->formula, " in the model");
+    if (mf->has_vi)
+        recorded_input(io, "the model's q file", model_path, mf->vi_file);
+}
+
+void cli_model_vi_inputs(cli_io *io, const char *opt, const char *path)
+{
+    gmm_model mi;
+    gmm_model_init(&mi);
+    char what[64], qwhat[64];
+    snprintf(what, sizeof what, "the %s file", opt);
+    snprintf(qwhat, sizeof qwhat, "the q file of %s", opt);
+    cli_io_input(io, what, path);
+    if (path && gmm_model_read(path, &mi) == GMM_OK && mi.has_vi)
+        recorded_input(io, qwhat, path, mi.vi_file);
+    gmm_model_free(&mi);
+}
+
 int cli_model_fit_check(const char *cmd, const gmm_mdl *m)
 {
     gmm_status s = gmm_mdl_fit_check(m);
@@ -473,11 +584,18 @@ int cli_model_positional(const char *cmd, int argc, char **argv, cli_model_opts 
 }
 
 int cli_model_open(const char *cmd, const cli_model_opts *o, const char *model_path,
-                   gmm_model *mf, gmm_mdl **out)
+                   gmm_model *mf, cli_io *io, gmm_mdl **out)
 {
+    int rc;
     *out = NULL;
-    if (!model_path)
+    if (!model_path) {
+        if (io) {
+            cli_model_opts_inputs(io, o);
+            if ((rc = cli_io_check(cmd, io)) != 0)
+                return rc;
+        }
         return cli_model_load(cmd, o, out);
+    }
     if (o->given) {
         cli_msg(cmd, "--model takes the model from the file: give no model options with it");
         return CLI_EXIT_USAGE;
@@ -485,6 +603,11 @@ int cli_model_open(const char *cmd, const cli_model_opts *o, const char *model_p
     gmm_status s = gmm_model_read(model_path, mf);
     if (s != GMM_OK)
         return cli_fail(cmd, s);
+    if (io) {
+        cli_model_file_inputs(io, mf, model_path, o->data, "the model file");
+        if ((rc = cli_io_check(cmd, io)) != 0)
+            return rc;
+    }
     return cli_model_from_file(cmd, mf, model_path, o->data, o->verbose, o->factor, out);
 }
 

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "cli.h"
 #include "gmm/draws.h"
 #include "gmm/model.h"
 #include "gmm/modelfile.h"
@@ -36,7 +37,9 @@ typedef struct {
     const char *trials;     /* --trials NAME */
     double intercept;       /* --intercept B (NAN: default) */
     int no_intercept;       /* --no-intercept */
-    unsigned char seen[32]; /* single-valued options seen (given twice: error) */
+    cli_opt_seen seen;      /* options seen (a single-valued one given twice: error);
+                             * seen.repeatable: cli_model_repeatable, or a
+                             * command's list that includes CLI_OPT_FIX */
     int quiet;              /* build without the data report and warnings (a
                              * second copy of a model, for another thread) */
     int no_center;          /* --no-center */
@@ -75,6 +78,10 @@ enum {
     CLI_OPT_FACTOR, /* after VERBOSE: a numerical choice, allowed with --model */
     CLI_OPT_FIRST_COMMAND /* commands number their own options from here */
 };
+
+/* The option codes above that may be given more than once: CLI_OPT_FIX,
+ * 0-terminated (cli_opt_seen's repeatable). */
+extern const int cli_model_repeatable[];
 
 /* The long options above, for a command's getopt_long table. */
 #define CLI_MODEL_LONGOPTS                                                                       \
@@ -144,9 +151,28 @@ int cli_model_positional(const char *cmd, int argc, char **argv, cli_model_opts 
 /* The model a command works on: from `model_path` (fit's output; then no
  * model option may be given, and o->data, when set, overrides its data
  * file) or else from the options.  mf receives the file's contents (free
- * with gmm_model_free).  Returns an exit code. */
+ * with gmm_model_free).  With io (may be NULL), the command's outputs
+ * already listed there, the model's inputs are added to it
+ * (cli_model_opts_inputs or cli_model_file_inputs) and cli_io_check runs
+ * before anything is read but the model file.  Returns an exit code. */
 int cli_model_open(const char *cmd, const cli_model_opts *o, const char *model_path,
-                   gmm_model *mf, gmm_mdl **out);
+                   gmm_model *mf, cli_io *io, gmm_mdl **out);
+
+/* The files the options will read, as inputs of io: DATA.csv, --graph, a
+ * formula's graph= files. */
+void cli_model_opts_inputs(cli_io *io, const cli_model_opts *o);
+/* The files of model file mf, read from model_path, as inputs of io (where
+ * cli_model_from_file will look for them): model_path itself (as `what`,
+ * e.g. "the model file"), its data file (or `data`, when given, which
+ * replaces it), its edge list, its formula's graph= files, a vi result's
+ * q file ("the model's q file"). */
+void cli_model_file_inputs(cli_io *io, const gmm_model *mf, const char *model_path,
+                           const char *data, const char *what);
+/* A vi result read from path, option opt's value ("--init"), as inputs
+ * of io: path ("the --init file") and its q file ("the q file of
+ * --init"); nothing more when path cannot be read (its reader reports
+ * that). */
+void cli_model_vi_inputs(cli_io *io, const char *opt, const char *path);
 
 /* q from a VI result's model file (its "variational" sidecar, found beside
  * the model file): allocated and attached.  Returns an exit code. */

@@ -53,6 +53,8 @@ int cmd_fit(int argc, char **argv)
                                              {NULL, 0, NULL, 0}};
     cli_model_opts o;
     cli_model_opts_init(&o);
+    cli_io io;
+    cli_io_init(&io);
     gmm_fit_params fp;
     gmm_fit_params_init(&fp);
     const char *out_path = NULL;
@@ -98,7 +100,9 @@ int cmd_fit(int argc, char **argv)
         rc = cli_fail(cmd, s0);
         goto done;
     }
-    if ((rc = cli_model_load(cmd, &o, &m)) != 0)
+    /* and so is an -o that would replace the data or an edge list */
+    cli_io_output(&io, "-o", out_path, NULL);
+    if ((rc = cli_model_open(cmd, &o, NULL, NULL, &io, &m)) != 0)
         goto done;
 
     if ((rc = cli_model_fit_check(cmd, m)) != 0)
@@ -173,5 +177,6 @@ done:
     gmm_free(se);
     gmm_mdl_free(m);
     cli_model_opts_free(&o);
+    cli_io_free(&io);
     return rc;
 }

@@ -70,7 +70,7 @@ int cmd_gradcheck(int argc, char **argv)
         }
     }
     if ((rc = cli_model_positional(cmd, argc, argv, &o)) != 0 ||
-        (rc = cli_model_open(cmd, &o, model_path, &mf, &m)) != 0)
+        (rc = cli_model_open(cmd, &o, model_path, &mf, NULL, &m)) != 0)
         goto done;
 
     gmm_gradcheck_result res;

@@ -125,8 +125,10 @@ int cmd_hmc(int argc, char **argv)
         {"output", required_argument, NULL, 'o'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
+    static const int repeatable[] = {CLI_OPT_FIX, OPT_PRIOR, 0};
     cli_model_opts o;
     cli_model_opts_init(&o);
+    o.seen.repeatable = repeatable;
     gmm_hmc_run_params rp;
     gmm_hmc_run_params_init(&rp);
     gmm_hmc_params *par = &rp.hmc;
@@ -146,6 +148,8 @@ int cmd_hmc(int argc, char **argv)
     gmm_problem **probs = NULL;
     gmm_hmc_chains *ch = NULL;
     int cmdstan = 0, tmpi = 0;
+    cli_io io;
+    cli_io_init(&io);
 
     if (!prior_args)
         return cli_fail(cmd, GMM_ENOMEM);
@@ -244,34 +248,7 @@ int cmd_hmc(int argc, char **argv)
         rc = CLI_EXIT_USAGE;
         goto done;
     }
-    if ((rc = cli_model_positional(cmd, argc, argv, &o)) != 0)
-        goto done;
-    cli_hmc_out W = {&rp, NULL, cmdstan, out_path, summary_path, model_path, o.data, quiet};
-    if ((rc = cli_hmc_check_outputs(cmd, &W)) != 0)
-        goto done;
-    if (nthread > rp.nchain)
-        nthread = rp.nchain;
-    models = gmm_calloc(nthread, sizeof *models);
-    probs = gmm_calloc(nthread, sizeof *probs);
-    if (!models || !probs) {
-        rc = cli_fail(cmd, GMM_ENOMEM);
-        goto done;
-    }
-    /* one model per thread: the first reports as every command does, the
-     * others are built quietly from the same options */
-    if ((rc = cli_model_open(cmd, &o, model_path, &mf, &models[0])) != 0)
-        goto done;
-    o.quiet = 1;
-    for (size_t t = 1; t < nthread; t++) {
-        gmm_model mf2;
-        gmm_model_init(&mf2);
-        rc = cli_model_open(cmd, &o, model_path, &mf2, &models[t]);
-        gmm_model_free(&mf2);
-        if (rc)
-            goto done;
-    }
-    for (size_t t = 0; t < nthread; t++)
-        probs[t] = gmm_mdl_problem(models[t]);
+    /* every check of the options alone before anything is read or printed */
     if (mh_given && rp.marginal != GMM_MARGINAL_LAPLACE_MH) {
         cli_msg(cmd, "--mh-draws applies with --marginal laplace-mh");
         rc = CLI_EXIT_USAGE;
@@ -282,6 +259,36 @@ int cmd_hmc(int argc, char **argv)
         rc = CLI_EXIT_USAGE;
         goto done;
     }
+    if ((rc = cli_hmc_metric_check(cmd, metric, sample_hyper)) != 0 ||
+        (rc = cli_model_positional(cmd, argc, argv, &o)) != 0)
+        goto done;
+    cli_hmc_out W = {&rp, NULL, cmdstan, out_path, summary_path, model_path, o.data, quiet};
+    if ((rc = cli_hmc_check_outputs(cmd, &W, &io)) != 0)
+        goto done;
+    cli_model_vi_inputs(&io, "--init", init);
+    if (nthread > rp.nchain)
+        nthread = rp.nchain;
+    models = gmm_calloc(nthread, sizeof *models);
+    probs = gmm_calloc(nthread, sizeof *probs);
+    if (!models || !probs) {
+        rc = cli_fail(cmd, GMM_ENOMEM);
+        goto done;
+    }
+    /* one model per thread: the first reports as every command does, the
+     * others are built quietly from the same options */
+    if ((rc = cli_model_open(cmd, &o, model_path, &mf, &io, &models[0])) != 0)
+        goto done;
+    o.quiet = 1;
+    for (size_t t = 1; t < nthread; t++) {
+        gmm_model mf2;
+        gmm_model_init(&mf2);
+        rc = cli_model_open(cmd, &o, model_path, &mf2, NULL, &models[t]);
+        gmm_model_free(&mf2);
+        if (rc)
+            goto done;
+    }
+    for (size_t t = 0; t < nthread; t++)
+        probs[t] = gmm_mdl_problem(models[t]);
     if (subset && (rc = cli_hmc_parse_subset(cmd, models[0], subset, &keep)) != 0)
         goto done;
     if (init && (rc = cli_hmc_init_point(cmd, models[0], init, &x0)) != 0)
@@ -339,5 +346,6 @@ done:
     gmm_free(priors);
     gmm_free(keep);
     gmm_free(x0);
+    cli_io_free(&io);
     return rc;
 }

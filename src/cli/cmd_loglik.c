@@ -45,7 +45,7 @@ int cmd_loglik(int argc, char **argv)
             model_path = optarg;
     }
     if ((rc = cli_model_positional(cmd, argc, argv, &o)) != 0 ||
-        (rc = cli_model_open(cmd, &o, model_path, &mf, &m)) != 0)
+        (rc = cli_model_open(cmd, &o, model_path, &mf, NULL, &m)) != 0)
         goto done;
 
     gmm_objective *obj = gmm_mdl_objective(m);

@@ -140,6 +140,7 @@ static gmm_status run(const gmm_draws *d, const char *out_path, const char *pw_p
     size_t *var = gmm_malloc(nobs, sizeof *var);
     gmm_loo_point *p = gmm_malloc(nobs, sizeof *p);
     gmm_loo_work *w = NULL;
+    gmm_outset *set = NULL;
     gmm_outfile *of = NULL, *pf = NULL;
     gmm_status st = var && p ? GMM_OK : gmm_error(GMM_ENOMEM, "out of memory");
     if (st == GMM_OK)
@@ -160,22 +161,22 @@ static gmm_status run(const gmm_draws *d, const char *out_path, const char *pw_p
     gmm_loo t;
     if (st == GMM_OK)
         st = gmm_loo_totals(p, nobs, d->nchain * d->niter, &t);
+    /* the table and the report are committed together: one that cannot be
+     * written leaves neither */
+    if (st == GMM_OK)
+        st = gmm_outset_alloc(&set);
     if (st == GMM_OK && pw_path) {
-        st = gmm_outfile_open(pw_path, &pf);
+        st = gmm_outset_open(set, pw_path, &pf);
         if (st == GMM_OK)
             write_pointwise(gmm_outfile_stream(pf), d, var, p, nobs);
     }
     if (st == GMM_OK)
-        st = gmm_outfile_open(out_path, &of);
+        st = gmm_outset_open(set, out_path, &of);
     if (st == GMM_OK)
         st = write_json(gmm_outfile_stream(of), &t, d->nchain, p);
-    if (st == GMM_OK && pf) {
-        st = gmm_outfile_commit(pf);
-        pf = NULL;
-    }
     if (st == GMM_OK) {
-        st = gmm_outfile_commit(of);
-        of = NULL;
+        st = gmm_outset_commit(set);
+        set = NULL;
     }
     if (st == GMM_OK) {
         size_t high = t.k_bad + t.k_very_bad, big_p = 0;
@@ -191,8 +192,7 @@ static gmm_status run(const gmm_draws *d, const char *out_path, const char *pw_p
                          "unreliable; prefer PSIS-LOO",
                     big_p, nobs);
     }
-    gmm_outfile_abort(pf);
-    gmm_outfile_abort(of);
+    gmm_outset_abort(set);
     gmm_loo_work_free(w);
     gmm_free(p);
     gmm_free(var);
@@ -212,8 +212,11 @@ int cmd_loo(int argc, char **argv)
 
     optind = 1;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":ho:p:", longopts, NULL)) != -1) {
+    cli_opt_seen seen = {NULL, {0}, 0};
+    while ((c = cli_getopt(CMD, &seen, argc, argv, ":ho:p:", longopts)) != -1) {
         switch (c) {
+        case CLI_OPT_REPEATED:
+            return CLI_EXIT_USAGE;
         case 'o':
             out_path = optarg;
             break;
@@ -237,6 +240,16 @@ int cmd_loo(int argc, char **argv)
     if (nstdin > 1)
         return cli_usage_error(CMD, "'-' (stdin) given %zu times", nstdin);
 
+    /* -o and --pointwise never replace a draws file or its sidecar */
+    cli_io io;
+    cli_io_init(&io);
+    cli_io_output(&io, "-o", out_path, NULL);
+    cli_io_output(&io, "--pointwise", pw_path, NULL);
+    cli_io_draws(&io, (const char *const *)(argv + optind), (size_t)(argc - optind));
+    int rc = cli_io_check(CMD, &io);
+    cli_io_free(&io);
+    if (rc)
+        return rc;
     if (cli_install_signals() != 0)
         cli_msg(CMD, "warning: cannot catch SIGINT/SIGTERM");
     gmm_draws *d = NULL;

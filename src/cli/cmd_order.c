@@ -61,23 +61,17 @@ static int split_cols(char *spec, const char **ci, const char **cj, const char *
     return (**ci && **cj) ? 0 : -1;
 }
 
-static gmm_status write_perm(const char *path, const gmm_graph *g, const size_t *iperm)
+static void write_perm(FILE *f, const gmm_graph *g, const size_t *iperm)
 {
-    gmm_outfile *o = NULL;
-    gmm_status st = gmm_outfile_open(path, &o);
-    if (st != GMM_OK)
-        return st;
-    FILE *f = gmm_outfile_stream(o);
     char buf[24];
     fputs("node,position\n", f);
     for (size_t v = 0; v < g->n; v++) {
         cli_put_csv_field(f, gmm_graph_node_label(g, v, buf));
         fprintf(f, ",%zu\n", iperm[v]);
     }
-    return gmm_outfile_commit(o);
 }
 
-static gmm_status print_report(const gmm_graph *g, size_t ncomp, const size_t *iperm)
+static gmm_status print_report(FILE *f, const gmm_graph *g, size_t ncomp, const size_t *iperm)
 {
     json_t *root = json_object();
     if (!root)
@@ -101,11 +95,28 @@ static gmm_status print_report(const gmm_graph *g, size_t ncomp, const size_t *i
         if (json_object_set_new(root, items[k].key, json_integer((json_int_t)items[k].value)))
             st = gmm_error(GMM_ENOMEM, "out of memory");
     if (st == GMM_OK)
-        st = gmm_json_write(stdout, root, "<stdout>");
-    errno = 0;
-    if (st == GMM_OK && fflush(stdout) != 0)
-        st = gmm_error(GMM_EIO, "<stdout>: write error: %s", strerror(errno ? errno : EIO));
+        st = gmm_json_write(f, root, "<stdout>");
     json_decref(root);
+    return st;
+}
+
+/* --perm's table (when perm_path) and the report on stdout, committed
+ * together: a report that cannot be written leaves no --perm file. */
+static gmm_status write_outputs(const char *perm_path, const gmm_graph *g, size_t ncomp,
+                                const size_t *iperm)
+{
+    gmm_outset *set = NULL;
+    gmm_outfile *o = NULL;
+    gmm_status st = gmm_outset_alloc(&set);
+    if (st == GMM_OK && perm_path && (st = gmm_outset_open(set, perm_path, &o)) == GMM_OK)
+        write_perm(gmm_outfile_stream(o), g, iperm);
+    if (st == GMM_OK && (st = gmm_outset_open(set, NULL, &o)) == GMM_OK)
+        st = print_report(gmm_outfile_stream(o), g, ncomp, iperm);
+    if (st == GMM_OK) {
+        st = gmm_outset_commit(set);
+        set = NULL;
+    }
+    gmm_outset_abort(set);
     return st;
 }
 
@@ -123,8 +134,11 @@ int cmd_order(int argc, char **argv)
 
     optind = 1;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+    cli_opt_seen seen = {NULL, {0}, 0};
+    while ((c = cli_getopt("order", &seen, argc, argv, ":h", longopts)) != -1) {
         switch (c) {
+        case CLI_OPT_REPEATED:
+            return CLI_EXIT_USAGE;
         case 'c':
             cols = optarg;
             break;
@@ -164,8 +178,19 @@ int cmd_order(int argc, char **argv)
     gmm_table *t = NULL;
     gmm_graph *g = NULL;
     size_t *perm = NULL, *iperm = NULL, *comp = NULL, ncomp = 0;
-    /* An unwritable --perm is reported before the graph is read. */
+    /* An unwritable --perm, or one that is the edge list, is reported
+     * before the graph is read. */
+    cli_io io;
+    cli_io_init(&io);
+    cli_io_output(&io, "--perm", perm_path, NULL);
+    cli_io_input(&io, "the edge list", edges_path);
     gmm_status st = gmm_outfile_check(perm_path);
+    if (st == GMM_OK && (rc = cli_io_check(CMD, &io)) != 0) {
+        cli_io_free(&io);
+        free(colbuf);
+        return rc;
+    }
+    cli_io_free(&io);
     if (st == GMM_OK)
         st = gmm_table_read(edges_path, &t);
     if (st == GMM_OK)
@@ -187,8 +212,7 @@ int cmd_order(int argc, char **argv)
     }
     if ((st = gmm_graph_rcm(g, perm, iperm)) != GMM_OK ||
         (st = gmm_graph_components(g, comp, &ncomp)) != GMM_OK ||
-        (perm_path && (st = write_perm(perm_path, g, iperm)) != GMM_OK) ||
-        (st = print_report(g, ncomp, iperm)) != GMM_OK) {
+        (st = write_outputs(perm_path, g, ncomp, iperm)) != GMM_OK) {
         rc = cli_fail(CMD, st);
         goto done;
     }

@@ -172,8 +172,8 @@ static int predict_draws(const char *cmd, gmm_mdl *m, const char **paths, size_t
         rc = cli_fail(cmd, s);
         goto done;
     }
-    rc = xq ? cli_pred_write(cmd, out_path, m, xq, NULL, pr, nq, level)
-            : cli_pred_write(cmd, out_path, m, NULL, site, pr, nout, level);
+    rc = xq ? cli_pred_write(cmd, NULL, out_path, m, xq, NULL, pr, nq, level)
+            : cli_pred_write(cmd, NULL, out_path, m, NULL, site, pr, nout, level);
 done:
     gmm_draws_free(d);
     gmm_free(site);
@@ -200,7 +200,7 @@ static int predict_draws_rows(const char *cmd, gmm_mdl *m, const char **paths, s
     if ((s = gmm_mdl_predict_draws_rows(m, d, paths[0], t, level, pr)) != GMM_OK)
         rc = cli_fail(cmd, s);
     else
-        rc = cli_pred_write_rows(cmd, out_path, m, t, pr, level);
+        rc = cli_pred_write_rows(cmd, NULL, out_path, m, t, pr, level);
 done:
     gmm_draws_free(d);
     gmm_free(pr);
@@ -235,10 +235,15 @@ int cmd_predict(int argc, char **argv)
     gmm_mdl *m = NULL;
     double *xq = NULL;
     size_t nq = 0;
+    cli_io io;
+    cli_io_init(&io);
 
+    static const int repeatable[] = {OPT_DRAWS, 0};
+    cli_opt_seen seen = {repeatable, {0}, 0};
     optind = 1;
-    while ((c = getopt_long(argc, argv, "ho:", longopts, NULL)) != -1) {
+    while ((c = cli_getopt(cmd, &seen, argc, argv, "ho:", longopts)) != -1) {
         switch (c) {
+        case CLI_OPT_REPEATED: rc = CLI_EXIT_USAGE; goto done;
         case OPT_MODEL: model_path = optarg; break;
         case OPT_DRAWS: {
             const char **d = gmm_realloc((void *)draws, ndraws + 1, sizeof *d);
@@ -300,6 +305,14 @@ int cmd_predict(int argc, char **argv)
         rc = cli_fail(cmd, s);
         goto done;
     }
+    /* -o never replaces what is read: the model, the files it names, --at,
+     * the draws */
+    cli_io_output(&io, "-o", out_path, NULL);
+    cli_model_file_inputs(&io, &mf, model_path, data, "the model file");
+    cli_io_input(&io, "the --at file", at);
+    cli_io_draws(&io, draws, ndraws);
+    if ((rc = cli_io_check(cmd, &io)) != 0)
+        goto done;
     if ((rc = cli_model_from_file(cmd, &mf, model_path, data, verbose, GMM_SSM_FACTOR_AUTO, &m)) != 0)
         goto done;
     if (terms) {
@@ -327,7 +340,7 @@ int cmd_predict(int argc, char **argv)
         else if (ndraws)
             rc = predict_draws_rows(cmd, m, draws, ndraws, t, level, out_path);
         else
-            rc = cli_pred_rows(cmd, out_path, m, t, level, observed);
+            rc = cli_pred_rows(cmd, NULL, out_path, m, t, level, observed);
         gmm_mdl_test_free(t);
         goto done;
     }
@@ -382,11 +395,12 @@ int cmd_predict(int argc, char **argv)
         cli_model_progress(m, cmd);
         cli_install_signals();
     }
-    rc = cli_pred_normal(cmd, out_path, m, xq, nq, level, observed);
+    rc = cli_pred_normal(cmd, NULL, out_path, m, xq, nq, level, observed);
 done:
     gmm_free(xq);
     gmm_mdl_free(m);
     gmm_model_free(&mf);
     gmm_free((void *)draws);
+    cli_io_free(&io);
     return rc;
 }

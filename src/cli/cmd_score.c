@@ -46,12 +46,31 @@ static const char usage_text[] =
     "  -h, --help          this help\n"
     "Rows with a missing outcome are skipped; a file with none observed is an error.\n";
 
+/* The report root on stdout and the rows file of set (when --rows opened
+ * one), committed together: a report that cannot be written (stdout on a
+ * full disk) leaves no rows file.  s: the report's status so far (not OK:
+ * nothing is written).  Takes set. */
+static int commit_report(const char *cmd, gmm_outset *set, json_t *root, gmm_status s)
+{
+    gmm_outfile *so = NULL;
+    if (s == GMM_OK && !root)
+        s = gmm_error(GMM_ENOMEM, "out of memory");
+    if (s == GMM_OK && (s = gmm_outset_open(set, NULL, &so)) == GMM_OK &&
+        (s = gmm_json_write(gmm_outfile_stream(so), root, "-")) == GMM_OK) {
+        s = gmm_outset_commit(set);
+        set = NULL;
+    }
+    gmm_outset_abort(set);
+    return s == GMM_OK ? 0 : cli_fail(cmd, s);
+}
+
 /* score --loo: the JSON and the rows of gmm_mdl_score_loo. */
 static int score_loo(const char *cmd, gmm_mdl *m, const char *rows_path)
 {
     size_t n;
     gmm_mdl_data_x(m, &n);
     double *lpd = gmm_malloc(n ? n : 1, sizeof *lpd);
+    gmm_outset *set = NULL;
     gmm_outfile *of = NULL;
     json_t *root = NULL;
     int rc = 0;
@@ -67,8 +86,12 @@ static int score_loo(const char *cmd, gmm_mdl *m, const char *rows_path)
             total += lpd[r];
             nobs++;
         }
+    if ((s = gmm_outset_alloc(&set)) != GMM_OK) {
+        rc = cli_fail(cmd, s);
+        goto done;
+    }
     if (rows_path) {
-        if ((s = gmm_outfile_open(rows_path, &of)) != GMM_OK) {
+        if ((s = gmm_outset_open(set, rows_path, &of)) != GMM_OK) {
             rc = cli_fail(cmd, s);
             goto done;
         }
@@ -85,28 +108,24 @@ static int score_loo(const char *cmd, gmm_mdl *m, const char *rows_path)
             cli_put_csv_field(f, gmm_mdl_site_label(m, site, buf));
             fprintf(f, ",%.17g,%.17g\n", y, lpd[r]);
         }
-        s = gmm_outfile_commit(of);
-        of = NULL;
-        if (s != GMM_OK) {
-            rc = cli_fail(cmd, s);
-            goto done;
-        }
     }
     const char *post = gmm_mdl_posterior_kind(m);
     root = json_object();
-    if (!root || (s = gmm_json_set_number(root, "elpd_loo", total)) != GMM_OK ||
-        (s = gmm_json_set_new(root, "n", json_integer((json_int_t)nobs))) != GMM_OK ||
-        (s = gmm_json_set_number(root, "mean_elpd_loo", total / (double)nobs)) != GMM_OK ||
-        (s = gmm_json_set_new(root, "posterior", json_string(post))) != GMM_OK ||
-        (s = gmm_json_set_new(root, "method",
-                              json_string(gmm_mdl_observed_normal(m) && strcmp(post, "vi")
-                                              ? "exact"
-                                              : "cavity"))) != GMM_OK ||
-        (s = gmm_json_write(stdout, root, "-")) != GMM_OK)
-        rc = cli_fail(cmd, root ? s : GMM_ENOMEM);
+    const char *method = gmm_mdl_observed_normal(m) && strcmp(post, "vi") ? "exact" : "cavity";
+    s = root ? gmm_json_set_number(root, "elpd_loo", total) : GMM_OK;
+    if (root && s == GMM_OK)
+        s = gmm_json_set_new(root, "n", json_integer((json_int_t)nobs));
+    if (root && s == GMM_OK)
+        s = gmm_json_set_number(root, "mean_elpd_loo", total / (double)nobs);
+    if (root && s == GMM_OK)
+        s = gmm_json_set_new(root, "posterior", json_string(post));
+    if (root && s == GMM_OK)
+        s = gmm_json_set_new(root, "method", json_string(method));
+    rc = commit_report(cmd, set, root, s);
+    set = NULL;
 done:
     json_decref(root);
-    gmm_outfile_abort(of);
+    gmm_outset_abort(set);
     gmm_free(lpd);
     return rc;
 }
@@ -130,14 +149,19 @@ int cmd_score(int argc, char **argv)
     gmm_mdl *m = NULL;
     gmm_mdl_test *tt = NULL;
     gmm_draws *d = NULL;
-    gmm_outfile *of = NULL;
+    gmm_outset *set = NULL;
     double *lpd = NULL;
+    cli_io io;
+    cli_io_init(&io);
     json_t *root = NULL;
     gmm_status s;
 
+    static const int repeatable[] = {OPT_DRAWS, 0};
+    cli_opt_seen seen = {repeatable, {0}, 0};
     optind = 1;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+    while ((c = cli_getopt(cmd, &seen, argc, argv, "h", longopts)) != -1) {
         switch (c) {
+        case CLI_OPT_REPEATED: rc = CLI_EXIT_USAGE; goto done;
         case OPT_MODEL: model_path = optarg; break;
         case OPT_ROWS: rows_path = optarg; break;
         case OPT_LOO: loo = 1; break;
@@ -180,6 +204,13 @@ int cmd_score(int argc, char **argv)
         rc = cli_fail(cmd, s);
         goto done;
     }
+    /* --rows never replaces what is read */
+    cli_io_output(&io, "--rows", rows_path, NULL);
+    cli_model_file_inputs(&io, &mf, model_path, NULL, "the model file");
+    cli_io_input(&io, "the test file", test);
+    cli_io_draws(&io, draws, ndraws);
+    if ((rc = cli_io_check(cmd, &io)) != 0)
+        goto done;
     if ((rc = cli_model_from_file(cmd, &mf, model_path, NULL, 0, 0, &m)) != 0)
         goto done;
     if (loo) {
@@ -218,8 +249,13 @@ int cmd_score(int argc, char **argv)
     for (size_t r = 0; r < n; r++)
         if (!isnan(y[r]))
             total += lpd[r];
+    if ((s = gmm_outset_alloc(&set)) != GMM_OK) {
+        rc = cli_fail(cmd, s);
+        goto done;
+    }
     if (rows_path) {
-        if ((s = gmm_outfile_open(rows_path, &of)) != GMM_OK) {
+        gmm_outfile *of = NULL;
+        if ((s = gmm_outset_open(set, rows_path, &of)) != GMM_OK) {
             rc = cli_fail(cmd, s);
             goto done;
         }
@@ -233,26 +269,23 @@ int cmd_score(int argc, char **argv)
             cli_put_csv_field(f, gmm_mdl_test_label(m, tt, r, buf));
             fprintf(f, ",%.17g,%.17g\n", y[r], lpd[r]);
         }
-        s = gmm_outfile_commit(of);
-        of = NULL;
-        if (s != GMM_OK) {
-            rc = cli_fail(cmd, s);
-            goto done;
-        }
     }
     root = json_object();
-    if (!root || (s = gmm_json_set_number(root, "lpd", total)) != GMM_OK ||
-        (s = gmm_json_set_new(root, "n", json_integer((json_int_t)nobs))) != GMM_OK ||
-        (s = gmm_json_set_number(root, "mean_lpd", total / (double)nobs)) != GMM_OK ||
-        (s = gmm_json_set_new(root, "posterior", json_string(source))) != GMM_OK ||
-        (s = gmm_json_set_new(root, "test", json_string(test))) != GMM_OK ||
-        (s = gmm_json_write(stdout, root, "-")) != GMM_OK) {
-        rc = cli_fail(cmd, root ? s : GMM_ENOMEM);
-        goto done;
-    }
+    s = root ? gmm_json_set_number(root, "lpd", total) : GMM_OK;
+    if (root && s == GMM_OK)
+        s = gmm_json_set_new(root, "n", json_integer((json_int_t)nobs));
+    if (root && s == GMM_OK)
+        s = gmm_json_set_number(root, "mean_lpd", total / (double)nobs);
+    if (root && s == GMM_OK)
+        s = gmm_json_set_new(root, "posterior", json_string(source));
+    if (root && s == GMM_OK)
+        s = gmm_json_set_new(root, "test", json_string(test));
+    rc = commit_report(cmd, set, root, s);
+    set = NULL;
 done:
     json_decref(root);
-    gmm_outfile_abort(of);
+    gmm_outset_abort(set);
+    cli_io_free(&io);
     gmm_draws_free(d);
     gmm_mdl_test_free(tt);
     gmm_free(lpd);

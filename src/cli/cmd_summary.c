@@ -76,8 +76,11 @@ int cmd_summary(int argc, char **argv)
 
     optind = 1;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":ho:", longopts, NULL)) != -1) {
+    cli_opt_seen seen = {NULL, {0}, 0};
+    while ((c = cli_getopt("summary", &seen, argc, argv, ":ho:", longopts)) != -1) {
         switch (c) {
+        case CLI_OPT_REPEATED:
+            return CLI_EXIT_USAGE;
         case 'o':
             out_path = optarg;
             break;
@@ -98,6 +101,15 @@ int cmd_summary(int argc, char **argv)
     if (nstdin > 1)
         return cli_usage_error("summary", "'-' (stdin) given %zu times", nstdin);
 
+    /* -o never replaces a draws file or its sidecar */
+    cli_io io;
+    cli_io_init(&io);
+    cli_io_output(&io, "-o", out_path, NULL);
+    cli_io_draws(&io, (const char *const *)(argv + optind), (size_t)(argc - optind));
+    int rc = cli_io_check(CMD, &io);
+    cli_io_free(&io);
+    if (rc)
+        return rc;
     if (cli_install_signals() != 0)
         cli_msg(CMD, "warning: cannot catch SIGINT/SIGTERM");
     gmm_draws *d = NULL;

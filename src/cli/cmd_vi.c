@@ -41,8 +41,10 @@ static const char usage_text[] =
     "                        refused when the rule's error in the ELBO, estimated\n"
     "                        against twice the points, exceeds 1e-8 max(1, |ELBO|)\n"
     "  --max-iter N          L-BFGS iterations, N >= 1 (default 2000)\n"
-    "  --tol T               stop when the ELBO rises by at most T relative over 3\n"
-    "                        iterations (default 1e-9)\n"
+    "  --tol T               end the first phase when the ELBO rises by at most T\n"
+    "                        relative over 3 iterations (default 1e-9); a final run\n"
+    "                        goes on to the gradient test, the only one that counts\n"
+    "                        as converged\n"
     "  --posterior FILE      also write the posterior of f per data row or node (CSV\n"
     "                        as predict prints it: mean, var, lower, upper; rate or\n"
     "                        probability too; level)\n"
@@ -130,6 +132,9 @@ int cmd_vi(int argc, char **argv)
     gmm_mdl *m = NULL;
     char *qpath = NULL;
     gmm_vi *v = NULL;
+    gmm_outset *set = NULL;
+    cli_io io;
+    cli_io_init(&io);
     gmm_status s;
 
     optind = 1;
@@ -192,7 +197,14 @@ int cmd_vi(int argc, char **argv)
         rc = CLI_EXIT_USAGE;
         goto done;
     }
-    if ((rc = cli_model_open(cmd, &o, model_path, &mf, &m)) != 0)
+    /* no output may replace an input: the model file, q's file and
+     * --posterior against the data, the model and the files it names,
+     * --init and its q */
+    cli_io_output(&io, "-o", out_path, NULL);
+    cli_io_output(&io, "-o", out_path, qpath);
+    cli_io_output(&io, "--posterior", post, NULL);
+    cli_model_vi_inputs(&io, "--init", init);
+    if ((rc = cli_model_open(cmd, &o, model_path, &mf, &io, &m)) != 0)
         goto done;
     if ((rc = cli_model_fit_check(cmd, m)) != 0)
         goto done;
@@ -254,11 +266,20 @@ int cmd_vi(int argc, char **argv)
     if (!interrupted &&
         (rc = quad_check(cmd, v, par.nquad, "at the optimum", par.nquad != 0, o.verbose)) != 0)
         goto done;
-    if ((s = gmm_mdl_save_vi(m, v, &res, interrupted, out_path, qpath)) != GMM_OK) {
+    /* the model, q and --posterior are committed together, at the end: a
+     * run that fails writes none of them */
+    if ((s = gmm_outset_alloc(&set)) != GMM_OK ||
+        (s = gmm_mdl_save_vi(m, v, &res, interrupted, set, out_path, qpath)) != GMM_OK) {
         rc = cli_fail(cmd, s);
         goto done;
     }
     if (interrupted) {
+        s = gmm_outset_commit(set);
+        set = NULL;
+        if (s != GMM_OK) {
+            rc = cli_fail(cmd, s);
+            goto done;
+        }
         /* --init keeps q's bandwidth; what else the run optimised is named */
         char qopt[64] = "";
         if (par.nquad)
@@ -274,17 +295,24 @@ int cmd_vi(int argc, char **argv)
         cli_msg(cmd, "%s after %zu iterations: ELBO %.10g", res.message, res.iterations,
                 res.elbo);
     if (!res.converged)
-        cli_msg(cmd, "warning: not converged (%s)", res.message);
+        cli_msg(cmd, "warning: not converged (%s): gradient norm %.3g left where the test "
+                     "asks at most %.3g", res.message, res.grad_norm, res.grad_limit);
     if (post) {
         gmm_mdl_set_vi(m, v);
         v = NULL;
         /* the posterior of f under q per data row or node: predict's table */
-        rc = cli_pred_normal(cmd, post, m, NULL, gmm_mdl_nsites(m),
+        rc = cli_pred_normal(cmd, set, post, m, NULL, gmm_mdl_nsites(m),
                              isnan(level) ? CLI_DEFAULT_LEVEL : level, 0);
         if (rc != 0)
             goto done;
     }
+    s = gmm_outset_commit(set);
+    set = NULL;
+    if (s != GMM_OK)
+        rc = cli_fail(cmd, s);
 done:
+    gmm_outset_abort(set);
+    cli_io_free(&io);
     gmm_vi_free(v);
     gmm_free(qpath);
     gmm_mdl_free(m);

@@ -180,13 +180,6 @@ static int accepted(void *ctx, const double *x, double f, double gnorm)
 #define NOISE_STEP 1e-6
 #define NOISE_GAIN 4.0
 
-static int line_search_stop(int ret)
-{
-    return ret == LBFGSERR_ROUNDING_ERROR || ret == LBFGSERR_MINIMUMSTEP ||
-           ret == LBFGSERR_MAXIMUMLINESEARCH || ret == LBFGSERR_WIDTHTOOSMALL ||
-           ret == LBFGSERR_INCREASEGRADIENT || ret == LBFGSERR_OUTOFINTERVAL;
-}
-
 /* The Newton decrement at the anchor (u0, g0) into *gain, H from central
  * differences of the gradient at steps of step max(1, |u0_k|); the Newton
  * direction H^{-1} g0 into dir (nfree) unless NULL.  0 when it cannot be
@@ -341,7 +334,7 @@ static gmm_status run_one(run_ctx *c, double *u, run_result *r)
                   : ret == LBFGSERR_MAXIMUMITERATION ? "max_iter"
                                                       : "line_search";
         double gain, noise, *dir = NULL;
-        if (r->converged || !line_search_stop(ret)) {
+        if (r->converged || !infer_lbfgs_line_search_stop(ret)) {
             /* stopped by a test of its own */
         } else if (newton_gain(c, NEWTON_STEP, &gain, NULL) && gain <= NEWTON_GAIN) {
             r->converged = 1;

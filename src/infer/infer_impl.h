@@ -60,8 +60,30 @@ void infer_lbfgs_free(infer_lbfgs *d);
  * GMM_EINVAL ("WHO: liblbfgs rejected its parameters"). */
 gmm_status infer_lbfgs_run(infer_lbfgs *d, double *x, const char *who);
 
+/* After a run that stopped on f (the decrease test, or a line search that
+ * could not see a decrease through f's rounding): continue from the anchor
+ * with a quasi-Newton iteration that reads only gradients, until |g| <=
+ * gtol, for at most max_iter iterations or until |g| stops falling.
+ * Near a minimum f's differences are lost in its rounding long before its
+ * gradient's are (lbfgs_run.c), so this reaches the stationary point that
+ * f's own tests cannot.  The anchor (u0, g0, f0) moves to the polished
+ * point only when f there is not above f0 by more than ftol (a step that
+ * climbed: the anchor is kept).  Evaluations are trials (step 1).  Returns
+ * GMM_ENOMEM (2 memory n doubles), else GMM_OK; *iters gets the accepted
+ * iterations (may be NULL). */
+gmm_status infer_lbfgs_polish(infer_lbfgs *d, double gtol, double ftol, size_t max_iter,
+                              size_t *iters);
+
 /* |g0|, the gradient norm at the anchor. */
 double infer_lbfgs_gnorm(const infer_lbfgs *d);
+
+/* |u0|, the norm of the anchor (liblbfgs's gradient test is |g| <=
+ * epsilon max(1, |u|)). */
+double infer_lbfgs_unorm(const infer_lbfgs *d);
+
+/* liblbfgs's return code: a line search that ended without a step
+ * (rounding, the step's or the evaluations' limits). */
+int infer_lbfgs_line_search_stop(int ret);
 
 /* liblbfgs's return code: converged (success or already minimised). */
 int infer_lbfgs_converged(int ret);

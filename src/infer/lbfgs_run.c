@@ -138,6 +138,21 @@ double infer_lbfgs_gnorm(const infer_lbfgs *d)
     return sqrt(gn);
 }
 
+int infer_lbfgs_line_search_stop(int ret)
+{
+    return ret == LBFGSERR_ROUNDING_ERROR || ret == LBFGSERR_MINIMUMSTEP ||
+           ret == LBFGSERR_MAXIMUMLINESEARCH || ret == LBFGSERR_WIDTHTOOSMALL ||
+           ret == LBFGSERR_INCREASEGRADIENT || ret == LBFGSERR_OUTOFINTERVAL;
+}
+
+double infer_lbfgs_unorm(const infer_lbfgs *d)
+{
+    double un = 0.0;
+    for (size_t k = 0; k < d->n; k++)
+        un += d->u0[k] * d->u0[k];
+    return sqrt(un);
+}
+
 int infer_lbfgs_converged(int ret)
 {
     return ret == LBFGS_SUCCESS || ret == LBFGS_ALREADY_MINIMIZED;
@@ -162,4 +177,158 @@ const char *infer_lbfgs_message(int ret)
     case LBFGSERR_OUTOFMEMORY: return "out of memory in liblbfgs";
     default: return "stopped by liblbfgs";
     }
+}
+
+/* ---- the gradient-only polish (infer_impl.h) ------------------------------
+ *
+ * Direction: the two-loop recursion of L-BFGS over the polish's own pairs
+ * (s, y), H0 = s'y / y'y of the newest (the identity before the first),
+ * reset to steepest descent when it is not a descent direction.  Step: the
+ * curvature condition of the strong Wolfe conditions alone, |g(t)'d| <=
+ * POLISH_C2 |g(0)'d|, from t = 1 by secant steps on phi'(t) = g(t)'d
+ * inside a bracket [lo, hi] (kept in its middle 80%), at most POLISH_LS
+ * trials; a refused trial shrinks the bracket (hi = t).  Without f's
+ * sufficient-decrease test this is a root finder for g along d, which is
+ * what a minimiser is once f's decrease is below f's resolution.  The
+ * gradient's own rounding ends it: POLISH_STALL iterations without
+ * halving the smallest |g| seen.
+ */
+#define POLISH_C2 0.5
+#define POLISH_LS 20
+#define POLISH_STALL 10
+
+static double dot(size_t n, const double *a, const double *b)
+{
+    double s = 0.0;
+    for (size_t k = 0; k < n; k++)
+        s += a[k] * b[k];
+    return s;
+}
+
+/* One gradient-only line search from (x, g) along dir, phi0 = g'dir < 0:
+ * the accepted point in (xt, gt, *ft), *t its step; 0 when none found. */
+static int polish_search(infer_lbfgs *d, const double *x, const double *dir, double phi0,
+                         double *xt, double *gt, double *ft, double *t_out)
+{
+    size_t n = d->n;
+    double lo = 0.0, plo = phi0, hi = INFINITY, phi = 0.0, t = 1.0;
+    for (int ls = 0; ls < POLISH_LS; ls++) {
+        for (size_t k = 0; k < n; k++)
+            xt[k] = x[k] + t * dir[k];
+        double tn;
+        if (!d->eval(d->ctx, xt, ft, gt, t)) {
+            hi = t;
+            tn = 0.5 * (lo + hi);
+        } else {
+            double pt = dot(n, gt, dir);
+            if (fabs(pt) <= POLISH_C2 * -phi0) {
+                *t_out = t;
+                return 1;
+            }
+            if (pt < 0.0) {
+                lo = t;
+                plo = pt;
+            } else {
+                hi = t;
+                phi = pt;
+            }
+            if (isinf(hi)) /* the secant through (0, phi0), (t, pt), at most 10 t */
+                tn = pt > phi0 ? fmin(t * phi0 / (phi0 - pt), 10.0 * t) : 10.0 * t;
+            else
+                tn = lo + (hi - lo) * (-plo / (phi - plo));
+        }
+        if (!isinf(hi))
+            tn = fmin(fmax(tn, lo + 0.1 * (hi - lo)), hi - 0.1 * (hi - lo));
+        if (!(tn > 0.0) || !isfinite(tn))
+            return 0;
+        t = tn;
+    }
+    return 0;
+}
+
+gmm_status infer_lbfgs_polish(infer_lbfgs *d, double gtol, double ftol, size_t max_iter,
+                              size_t *iters)
+{
+    size_t n = d->n, m = d->memory ? d->memory : 6, np = 0, newest = 0, it = 0;
+    double *buf = gmm_malloc(2 * m * n + 2 * m + 5 * n, sizeof *buf);
+    if (iters)
+        *iters = 0;
+    if (!buf)
+        return gmm_error(GMM_ENOMEM, "out of memory for the gradient polish (%zu variables)", n);
+    double *S = buf, *Y = S + m * n, *rho = Y + m * n, *alpha = rho + m;
+    double *x = alpha + m, *g = x + n, *dir = g + n, *xt = dir + n, *gt = xt + n;
+    size_t best_it = 0;
+    memcpy(x, d->u0, n * sizeof *x);
+    memcpy(g, d->g0, n * sizeof *g);
+    double f = d->f0, gn = sqrt(dot(n, g, g)), best = gn;
+    while (it < max_iter && gn > gtol) {
+        /* dir = -H g by the two-loop recursion, newest pair first */
+        memcpy(dir, g, n * sizeof *dir);
+        for (size_t j = 0; j < np; j++) {
+            size_t i = (newest + m - j) % m;
+            alpha[i] = rho[i] * dot(n, S + i * n, dir);
+            for (size_t k = 0; k < n; k++)
+                dir[k] -= alpha[i] * Y[i * n + k];
+        }
+        double gamma = np ? 1.0 / (rho[newest] * dot(n, Y + newest * n, Y + newest * n)) : 1.0;
+        for (size_t k = 0; k < n; k++)
+            dir[k] *= gamma;
+        for (size_t j = np; j-- > 0;) {
+            size_t i = (newest + m - j) % m;
+            double beta = rho[i] * dot(n, Y + i * n, dir);
+            for (size_t k = 0; k < n; k++)
+                dir[k] += (alpha[i] - beta) * S[i * n + k];
+        }
+        for (size_t k = 0; k < n; k++)
+            dir[k] = -dir[k];
+        double phi0 = dot(n, g, dir);
+        if (!(phi0 < 0.0)) {
+            np = 0;
+            for (size_t k = 0; k < n; k++)
+                dir[k] = -g[k];
+            phi0 = -gn * gn;
+        }
+        double ft, t;
+        if (!polish_search(d, x, dir, phi0, xt, gt, &ft, &t))
+            break;
+        double sy = 0.0, yy = 0.0;
+        for (size_t k = 0; k < n; k++) {
+            double s = xt[k] - x[k], y = gt[k] - g[k];
+            sy += s * y;
+            yy += y * y;
+        }
+        if (sy > 0.0 && yy > 0.0) {
+            newest = np ? (newest + 1) % m : 0;
+            for (size_t k = 0; k < n; k++) {
+                S[newest * n + k] = xt[k] - x[k];
+                Y[newest * n + k] = gt[k] - g[k];
+            }
+            rho[newest] = 1.0 / sy;
+            np += np < m;
+        }
+        memcpy(x, xt, n * sizeof *x);
+        memcpy(g, gt, n * sizeof *g);
+        f = ft;
+        gn = sqrt(dot(n, g, g));
+        it++;
+        if (gn <= 0.5 * best) {
+            best = gn;
+            best_it = it;
+        }
+        if (d->accepted && d->accepted(d->ctx, x, f, gn)) {
+            d->stopped = 1;
+            break;
+        }
+        if (it - best_it >= POLISH_STALL)
+            break;
+    }
+    if (it && f <= d->f0 + ftol) {
+        memcpy(d->u0, x, n * sizeof *x);
+        memcpy(d->g0, g, n * sizeof *g);
+        d->f0 = f;
+    }
+    if (iters)
+        *iters = it;
+    gmm_free(buf);
+    return GMM_OK;
 }

@@ -1,5 +1,6 @@
 /* outfile.c -- output files that appear whole or not at all, and that never
- * damage what they are written to.
+ * damage what they are written to; sets of them committed together
+ * (gmm_outset, at the end); whether two paths are one file.
  *
  * The target is the user's path with symlinks at its last component
  * followed (a link stays a link; its target is replaced).  Then:
@@ -56,6 +57,25 @@ typedef struct {
 static gmm_status cannot_write(const char *path, int err)
 {
     return gmm_error(GMM_EIO, "%s: cannot write: %s", path, strerror(err));
+}
+
+static char *dir_of(const char *p);
+
+/* The temporary beside target (path with links followed) could not be
+ * created: said with the directory, which is what lacks the permission or
+ * the space (a directory that is not there is cannot_write's "No such
+ * file or directory"). */
+static gmm_status cannot_create_temporary(const char *path, const char *target, int err)
+{
+    char *dir = err == ENOENT || err == ENOTDIR ? NULL : dir_of(target);
+    if (!dir)
+        return cannot_write(path, err);
+    gmm_status st = gmm_error(GMM_EIO,
+                              "%s: cannot write: the temporary file beside it could not be "
+                              "created in directory '%s': %s",
+                              path, dir, strerror(err));
+    gmm_free(dir);
+    return st;
 }
 
 /* The directory part of p ("." for "a", "/" for "/a"), allocated. */
@@ -219,7 +239,7 @@ static gmm_status plan_output(const char *path, out_plan *p)
         goto done;
     }
     if (faccessat(AT_FDCWD, dir, W_OK | X_OK, AT_EACCESS) != 0)
-        st = cannot_write(path, errno);
+        st = cannot_create_temporary(path, p->target, errno);
 done:
     gmm_free(dir);
     if (st != GMM_OK) {
@@ -343,7 +363,7 @@ gmm_status gmm_outfile_open(const char *path, gmm_outfile **out)
         sprintf(o->tmp + dlen, ".%.*s.tmpXXXXXX", (int)blen, base);
         fd = mkstemp(o->tmp);
         if (fd < 0) {
-            st = cannot_write(path, errno);
+            st = cannot_create_temporary(path, o->target, errno);
             o->tmp[0] = '\0';
             goto done;
         }
@@ -464,4 +484,225 @@ void gmm_outfile_abort(gmm_outfile *o)
             unlink(o->tmp);
     }
     outfile_free(o);
+}
+
+/* ---- sets of outputs committed together (io.h: gmm_outset) ---------------- */
+
+struct gmm_outset {
+    gmm_outfile **m;  /* members, in the order opened */
+    char **backup;    /* during commit: an old target's hard link, or NULL */
+    size_t n, cap;
+};
+
+gmm_status gmm_outset_alloc(gmm_outset **out)
+{
+    if (!out)
+        return gmm_error(GMM_EINVAL, "gmm_outset_alloc: NULL argument");
+    *out = gmm_calloc(1, sizeof **out);
+    return *out ? GMM_OK : gmm_error(GMM_ENOMEM, "out of memory for the output files");
+}
+
+gmm_status gmm_outset_open(gmm_outset *s, const char *path, gmm_outfile **o)
+{
+    if (!s || !o)
+        return gmm_error(GMM_EINVAL, "gmm_outset_open: NULL argument");
+    *o = NULL;
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? 2 * s->cap : 4;
+        gmm_outfile **m = gmm_realloc(s->m, cap, sizeof *m);
+        if (!m)
+            return gmm_error(GMM_ENOMEM, "out of memory opening '%s'", path ? path : "-");
+        s->m = m;
+        s->cap = cap;
+    }
+    gmm_status st = gmm_outfile_open(path, &s->m[s->n]);
+    if (st != GMM_OK)
+        return st;
+    *o = s->m[s->n++];
+    return GMM_OK;
+}
+
+static void outset_free(gmm_outset *s)
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (s->m[i])
+            gmm_outfile_abort(s->m[i]);
+    for (size_t i = 0; s->backup && i < s->n; i++)
+        gmm_free(s->backup[i]);
+    gmm_free(s->backup);
+    gmm_free(s->m);
+    gmm_free(s);
+}
+
+void gmm_outset_abort(gmm_outset *s)
+{
+    if (s)
+        outset_free(s);
+}
+
+/* Step 1 for member o: everything out.  A temporary is flushed, fsynced and
+ * closed (o->f NULL after; the rename is left for step 2); stdout, a device
+ * or a FIFO is flushed (and closed, but for stdout). */
+static gmm_status push_out(gmm_outfile *o)
+{
+    const char *name = o->path ? o->path : "<stdout>";
+    int err = 0;
+    errno = 0;
+    if (fflush(o->f) != 0 || ferror(o->f))
+        err = errno ? errno : EIO;
+    else if (o->f != stdout && !o->direct && fsync(fileno(o->f)) != 0)
+        err = errno;
+    if (o->f != stdout) {
+        if (fclose(o->f) != 0 && !err)
+            err = errno;
+        o->f = NULL;
+    }
+    return err ? gmm_error(GMM_EIO, "%s: write error: %s", name, strerror(err)) : GMM_OK;
+}
+
+/* A hard link to o's existing target beside it, ".NAME.oldXXXXXX": the old
+ * file, kept until the set is committed.  NULL when there is no target, or
+ * no link can be made (then a failed set cannot restore this target). */
+static char *keep_old(const gmm_outfile *o)
+{
+    struct stat sb;
+    if (lstat(o->target, &sb) != 0 || !S_ISREG(sb.st_mode))
+        return NULL;
+    size_t len = strlen(o->tmp);
+    char *b = gmm_malloc(len + 1, 1);
+    if (!b)
+        return NULL;
+    /* o->tmp is ".NAME.tmpXXXXXX": the same with "old" */
+    memcpy(b, o->tmp, len + 1);
+    memcpy(b + len - 9, "old", 3);
+    for (int tries = 0; tries < 8; tries++) {
+        memcpy(b + len - 6, "XXXXXX", 6);
+        int fd = mkstemp(b);
+        if (fd < 0)
+            break;
+        close(fd);
+        unlink(b);
+        if (link(o->target, b) == 0)
+            return b;
+        if (errno != EEXIST)
+            break;
+    }
+    gmm_free(b);
+    return NULL;
+}
+
+/* Put members [0, k) back as they were before step 2 renamed them: the old
+ * file renamed back from its link, a new one removed.  0, or the number of
+ * targets that could not be restored (the last of them in *bad). */
+static size_t restore(gmm_outset *s, size_t k, const char **bad)
+{
+    size_t nbad = 0;
+    for (size_t i = k; i-- > 0;) {
+        gmm_outfile *o = s->m[i];
+        if (o->direct || !o->tmp)
+            continue;
+        if (s->backup[i] ? rename(s->backup[i], o->target) != 0 : unlink(o->target) != 0) {
+            nbad++;
+            *bad = o->path;
+            continue;
+        }
+        gmm_free(s->backup[i]);
+        s->backup[i] = NULL;
+    }
+    return nbad;
+}
+
+gmm_status gmm_outset_commit(gmm_outset *s)
+{
+    if (!s)
+        return gmm_error(GMM_EINVAL, "gmm_outset_commit: NULL argument");
+    gmm_status st = GMM_OK;
+    /* 1: every member's data out, in place or into its temporary */
+    for (size_t i = 0; i < s->n && st == GMM_OK; i++)
+        st = push_out(s->m[i]);
+    if (st != GMM_OK)
+        goto done;
+    if (!(s->backup = gmm_calloc(s->n ? s->n : 1, sizeof *s->backup))) {
+        st = gmm_error(GMM_ENOMEM, "out of memory committing the output files");
+        goto done;
+    }
+    /* 2: the renames, each old target kept until all are done */
+    for (size_t i = 0; i < s->n; i++) {
+        gmm_outfile *o = s->m[i];
+        if (o->f == stdout || o->direct)
+            continue;
+        s->backup[i] = keep_old(o);
+        if (rename(o->tmp, o->target) == 0) {
+            o->tmp[0] = '\0';
+            continue;
+        }
+        int err = errno;
+        const char *bad = NULL;
+        size_t nbad = restore(s, i, &bad);
+        if (s->backup[i]) { /* this target was not replaced: its link goes */
+            unlink(s->backup[i]);
+            gmm_free(s->backup[i]);
+            s->backup[i] = NULL;
+        }
+        if (nbad)
+            st = gmm_error(GMM_EIO,
+                           "%s: cannot write: %s; %zu file(s) written before it could not "
+                           "be restored (%s is the new one)",
+                           o->path, strerror(err), nbad, bad);
+        else
+            st = cannot_write(o->path, err);
+        goto done;
+    }
+    for (size_t i = 0; i < s->n; i++) {
+        gmm_outfile *o = s->m[i];
+        if (s->backup[i])
+            unlink(s->backup[i]);
+        if (o->f != stdout && !o->direct)
+            sync_dir(o->target);
+    }
+done:
+    /* outset_free removes what temporaries remain */
+    outset_free(s);
+    return st;
+}
+
+/* ---- same file (io.h) ------------------------------------------------------ */
+
+/* Where output to a path that does not exist would be created: its
+ * directory's identity and its name (links at the last component
+ * followed).  0, or -1 when that cannot be found (or path exists). */
+static int new_file_place(const char *path, struct stat *dir, char **base)
+{
+    char *target = NULL;
+    int exists = 0, magic = 0;
+    struct stat sb;
+    *base = NULL;
+    if (follow_links(path, &target, &exists, &magic, &sb) != 0)
+        return -1;
+    int rc = -1;
+    char *d = NULL;
+    if (!exists && !magic && (d = dir_of(target)) && stat(d, dir) == 0) {
+        const char *slash = strrchr(target, '/');
+        *base = gmm_strdup(slash ? slash + 1 : target);
+        rc = *base ? 0 : -1;
+    }
+    gmm_free(d);
+    gmm_free(target);
+    return rc;
+}
+
+int gmm_path_same_file(const char *a, const char *b)
+{
+    if (!a || !b || !*a || !*b || !strcmp(a, "-") || !strcmp(b, "-"))
+        return 0;
+    struct stat sa, sb;
+    int ea = stat(a, &sa) == 0, eb = stat(b, &sb) == 0;
+    if (ea || eb)
+        return ea && eb && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+    char *na = NULL, *nb = NULL;
+    int same = new_file_place(a, &sa, &na) == 0 && new_file_place(b, &sb, &nb) == 0 &&
+               sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino && !strcmp(na, nb);
+    gmm_free(na);
+    gmm_free(nb);
+    return same;
 }

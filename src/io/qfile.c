@@ -119,22 +119,14 @@ gmm_status gmm_qfile_targets(const char *path, char **qpath, int *in_place)
     return gmm_outfile_check(*qpath);
 }
 
-gmm_status gmm_qfile_save(const gmm_model *out, const char *path, const char *qpath, gmm_vi *v)
+gmm_status gmm_qfile_save(const gmm_model *out, gmm_outset *set, const char *path,
+                          const char *qpath, gmm_vi *v)
 {
     gmm_outfile *oq = NULL, *om = NULL;
     gmm_status s;
-    if ((s = gmm_outfile_open(qpath, &oq)) == GMM_OK &&
+    if ((s = gmm_outset_open(set, qpath, &oq)) == GMM_OK &&
         (s = gmm_qfile_write_vi(gmm_outfile_stream(oq), v)) == GMM_OK &&
-        (s = gmm_outfile_open(path, &om)) == GMM_OK &&
-        (s = gmm_model_write(out, gmm_outfile_stream(om), path)) == GMM_OK &&
-        (s = gmm_outfile_flush(oq)) == GMM_OK && (s = gmm_outfile_flush(om)) == GMM_OK) {
-        s = gmm_outfile_commit(oq);
-        oq = NULL;
-        if (s == GMM_OK)
-            s = gmm_outfile_commit(om);
-        om = NULL;
-    }
-    gmm_outfile_abort(oq);
-    gmm_outfile_abort(om);
+        (s = gmm_outset_open(set, path, &om)) == GMM_OK)
+        s = gmm_model_write(out, gmm_outfile_stream(om), path);
     return s;
 }

@@ -69,6 +69,72 @@ static gmm_status expect(parser *p, char c)
     return GMM_OK;
 }
 
+/* An operator of R's formulas that this grammar lacks, at the cursor: fail
+ * there with what it is (and, for '|', what to write instead); GMM_OK when
+ * the cursor is at none of them. */
+static gmm_status unsupported(parser *p)
+{
+    size_t at = p->at;
+    const char *s = p->s + at;
+    if (at >= p->len)
+        return GMM_OK;
+    switch (*s) {
+    case ':':
+    case '*': return fail(p, at, "interactions (':' and '*') are not supported yet");
+    case '/': return fail(p, at, "nesting ('/' and '%in%') is not supported");
+    case '^':
+        return fail(p, at, "crossing to a degree ('^') is not supported (a power of a covariate "
+                           "needs a column of its own)");
+    case '~': return fail(p, at, "a formula has one '~'");
+    case '|': {
+        /* (1 | g): name the group in the suggestion when it is a NAME */
+        size_t b = at + 1, e;
+        while (b < p->len && isspace((unsigned char)p->s[b]))
+            b++;
+        for (e = b; e < p->len && name_char((unsigned char)p->s[e]); e++)
+            ;
+        char msg[GMM_ERROR_MAX];
+        if (e > b && name_start((unsigned char)p->s[b]))
+            snprintf(msg, sizeof msg,
+                     "random-effect bars ('|') are not supported (a random intercept per "
+                     "level of %.*s is f(%.*s, iid))",
+                     (int)(e - b), p->s + b, (int)(e - b), p->s + b);
+        else
+            snprintf(msg, sizeof msg, "random-effect bars ('|') are not supported (a random "
+                                      "intercept per level of a column G is f(G, iid))");
+        return fail(p, at, msg);
+    }
+    default:
+        if (!strncmp(s, "%in%", 4))
+            return fail(p, at, "nesting ('/' and '%in%') is not supported");
+        return GMM_OK;
+    }
+}
+
+/* A '(' where a term starts (R's grouping, or lme4's (1 | g)): the '|' or
+ * '^' it holds or precedes, else the '(' itself. */
+static gmm_status parenthesis(parser *p)
+{
+    size_t open = p->at;
+    int depth = 0;
+    for (size_t i = open; i < p->len; i++) {
+        char c = p->s[i];
+        if (c == '(')
+            depth++;
+        else if (c == ')' && --depth == 0) {
+            p->at = i + 1;
+            skip(p);
+            if (p->at < p->len && p->s[p->at] == '^')
+                return unsupported(p);
+            break;
+        } else if (c == '|' && depth == 1) {
+            p->at = i;
+            return unsupported(p);
+        }
+    }
+    return fail(p, open, "parentheses around terms are not supported (join the terms with '+')");
+}
+
 /* QUOTED, or (bare) a NAME or text up to ',' or ')' trimmed. */
 static gmm_status value(parser *p, int bare_name, char **out, size_t *pos, int *quoted)
 {
@@ -190,6 +256,8 @@ static gmm_status term(parser *p, int minus)
     }
     if (minus)
         return fail(p, pos, "only '1' may follow '-' (no intercept)");
+    if (p->at < p->len && p->s[p->at] == '(')
+        return parenthesis(p);
     char *nm = NULL;
     gmm_status st = name(p, "a term: 1, 0, NAME, factor(NAME) or f(NAME, MODEL, ...)", &nm,
                          &pos);
@@ -202,7 +270,11 @@ static gmm_status term(parser *p, int minus)
         p->at++;
         if ((st = name(p, "a column name", &nm, &pos)))
             return st;
-        if ((st = expect(p, ')'))) {
+        if (!(st = expect(p, ')'))) {
+            skip(p);
+            st = unsupported(p);
+        }
+        if (st) {
             gmm_free(nm);
             return st;
         }
@@ -216,6 +288,15 @@ static gmm_status term(parser *p, int minus)
     if (call) {
         gmm_free(nm);
         return fail(p, pos, "unknown function (terms are NAME, factor(NAME), f(NAME, MODEL, ...))");
+    }
+    if (!strcmp(nm, ".")) {
+        gmm_free(nm);
+        return fail(p, pos, "'.' (every other column) is not supported: name the columns");
+    }
+    /* x:z after x: the operator is the error, not a repeated x */
+    if ((st = unsupported(p))) {
+        gmm_free(nm);
+        return st;
     }
     return add_fixed(p, nm, pos, 0);
 }
@@ -242,10 +323,47 @@ static gmm_status parse(parser *p)
         if (p->at >= p->len)
             return GMM_OK;
         if (p->s[p->at] != '+' && p->s[p->at] != '-')
-            return fail(p, p->at, "expected '+' between terms");
+            return (st = unsupported(p)) ? st : fail(p, p->at, "expected '+' between terms");
         minus = p->s[p->at] == '-';
         p->at++;
     }
+}
+
+/* The response used as a term: its first use in the text, named.  A model
+ * of y given y (or indexed by y) fits it exactly and says nothing. */
+static gmm_status response_term(const parser *p)
+{
+    const gmm_formula *f = p->f;
+    size_t first = p->len, kind = 0, k0 = 0;
+    for (size_t k = 0; k < f->nfixed; k++)
+        if (!strcmp(f->fixed[k].name, f->response) && f->fixed[k].pos < first) {
+            first = f->fixed[k].pos;
+            kind = f->fixed[k].factor ? 2 : 1;
+            k0 = k;
+        }
+    for (size_t k = 0; k < f->nlatent; k++)
+        if (!strcmp(f->latent[k].name, f->response) && f->latent[k].pos < first) {
+            first = f->latent[k].pos;
+            kind = 3;
+            k0 = k;
+        }
+    char msg[GMM_ERROR_MAX];
+    switch (kind) {
+    case 0: return GMM_OK;
+    case 1:
+        snprintf(msg, sizeof msg, "the response '%s' cannot also be a covariate", f->response);
+        break;
+    case 2:
+        snprintf(msg, sizeof msg, "the response '%s' cannot also be a factor (factor(%s))",
+                 f->response, f->response);
+        break;
+    default:
+        snprintf(msg, sizeof msg,
+                 "the response '%s' cannot also index a latent term (f(%s, %s%s%s))",
+                 f->response, f->response, f->latent[k0].quoted ? "'" : "",
+                 f->latent[k0].model, f->latent[k0].quoted ? "'" : "");
+    }
+    return fail(p, first, msg);
 }
 
 gmm_status gmm_formula_parse(const char *text, gmm_formula **out)
@@ -259,6 +377,8 @@ gmm_status gmm_formula_parse(const char *text, gmm_formula **out)
     f->intercept = 1;
     parser p = {text, 0, strlen(text), f};
     gmm_status st = parse(&p);
+    if (!st)
+        st = response_term(&p);
     if (st) {
         gmm_formula_free(f);
         return st;

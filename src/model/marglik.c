@@ -365,10 +365,21 @@ gmm_status gmm_marglik_eval(const gmm_band *Q, const gmm_obs *obs, double noise,
 static gmm_status store_loglik(gmm_marglik_work *w, const gmm_obs *obs, double noise, double yy,
                                double f, double *loglik)
 {
-    if (!isfinite(f))
+    if (!isfinite(f)) {
+        /* Which end: outcomes whose squares (y'y, noise^2 ~ var(y)^2 in
+         * r'r / noise^2) overflow, or a noise that is small against them
+         * (y'y / noise or r'r / noise^2 overflows). */
+        double ms = obs->nobs ? yy / (double)obs->nobs : 0.0;
+        if (!isfinite(yy) || !isfinite(noise * noise))
+            return gmm_error(GMM_EDOM,
+                             "the Gaussian log likelihood is not finite at noise variance %g: "
+                             "the data's scale (mean square %g) is too large for double "
+                             "precision; rescale the outcomes",
+                             noise, ms);
         return gmm_error(GMM_EDOM, "the Gaussian log likelihood is not finite at noise variance "
-                                   "%g (too small for the scale of the data?)",
-                         noise);
+                                   "%g (too %s for the scale of the data, mean square %g)",
+                         noise, noise < ms ? "small" : "large", ms);
+    }
     *loglik = f;
     w->valid = 1;
     w->obs = obs;

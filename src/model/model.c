@@ -7,6 +7,7 @@
 
 #include "model_impl.h"
 
+#include <ctype.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -64,6 +65,7 @@ void gmm_mdl_free(gmm_mdl *m)
     for (int i = 0; i < 3; i++)
         gmm_free(m->edge_cols[i]);
     gmm_free(m->formula);
+    gmm_free(m->formula_rec);
     gmm_formula_free(m->fm);
     for (size_t k = 0; k < m->nterm; k++) {
         gmm_gmrf_free(m->sgmrf[k]);
@@ -157,24 +159,24 @@ static gmm_status formula_error(const build *b, size_t pos, const char *fmt, ...
     return GMM_EPARSE;
 }
 
-/* The stacked models of f(NAME, MODEL): the intrinsic ones and iid. */
-static const char *const stack_models[] = {"iid", "rw1", "rw2", "besag", "bym2"};
-static const gmm_stack_model stack_kind[] = {GMM_STACK_IID, GMM_STACK_RW1, GMM_STACK_RW2,
-                                             GMM_STACK_BESAG, GMM_STACK_BYM2};
-
-/* -1, or the index in stack_models of term t's model */
-static int stack_model(const gmm_formula_latent *t)
-{
-    for (int k = 0; !t->quoted && k < (int)(sizeof stack_models / sizeof *stack_models); k++)
-        if (!strcmp(t->model, stack_models[k]))
-            return k;
-    return -1;
-}
+/* -1, or the index of term t's model among the keyword models
+ * (model_names.c: iid and the intrinsic ones, the stacked models) */
+static int stack_model(const gmm_formula_latent *t) { return gmm_mdl_impl_term_model(t); }
+static gmm_stack_model stack_kind(int k) { return gmm_mdl_impl_term_kind(k); }
 
 int gmm_mdl_impl_stack_kind(const gmm_formula_latent *t)
 {
     int k = stack_model(t);
-    return k < 0 ? -1 : (int)stack_kind[k];
+    return k < 0 ? -1 : (int)stack_kind(k);
+}
+
+/* A MODEL that is a name but no model's: the error lists them all. */
+static gmm_status check_model_name(const build *b, const gmm_formula_latent *t)
+{
+    char msg[GMM_ERROR_MAX];
+    if (!gmm_mdl_impl_model_unknown(t, msg, sizeof msg))
+        return GMM_OK;
+    return formula_error(b, t->model_pos, "%s", msg);
 }
 
 /* Several f() terms, or one intrinsic one: a stacked latent (one iid term
@@ -192,7 +194,7 @@ static int is_stack(const gmm_formula *fm)
 static gmm_status check_keys(const build *b, const gmm_formula_latent *t)
 {
     int mk = stack_model(t);
-    int walk = mk >= 0 && (stack_kind[mk] == GMM_STACK_RW1 || stack_kind[mk] == GMM_STACK_RW2);
+    int walk = mk >= 0 && (stack_kind(mk) == GMM_STACK_RW1 || stack_kind(mk) == GMM_STACK_RW2);
     for (size_t a = 0; a < t->narg; a++) {
         const gmm_formula_arg *g = &t->arg[a];
         int cyc = !strcmp(g->key, "cyclic"), per = !strcmp(g->key, "period");
@@ -258,14 +260,14 @@ static gmm_status check_stack_terms(const build *b, const gmm_formula *fm)
                                      "formula: two f() terms on column '%s' would share their "
                                      "parameter names (f.%s.variance)",
                                      t->name, t->name);
-        gmm_status s = check_keys(b, t);
-        if (s != GMM_OK)
+        gmm_status s = check_model_name(b, t);
+        if (s != GMM_OK || (s = check_keys(b, t)) != GMM_OK)
             return s;
         size_t gpos = 0;
         const char *graph = gmm_formula_arg_find(t, "graph", &gpos);
         int mk = stack_model(t);
-        int needs_graph = mk >= 0 && (stack_kind[mk] == GMM_STACK_BESAG ||
-                                      stack_kind[mk] == GMM_STACK_BYM2);
+        int needs_graph = mk >= 0 && (stack_kind(mk) == GMM_STACK_BESAG ||
+                                      stack_kind(mk) == GMM_STACK_BYM2);
         if (needs_graph && !graph)
             return formula_error(b, t->model_pos, "formula: f(%s, %s) needs graph=EDGES.csv",
                                  t->name, t->model);
@@ -284,6 +286,8 @@ static gmm_status check_stack_terms(const build *b, const gmm_formula *fm)
     return GMM_OK;
 }
 
+static char *record_formula(const char *text, const gmm_formula *fm);
+
 /* Parse s->formula into m->fm and fill *d: s with the latent, its column
  * and the response from the formula (fields a model file gave are kept). */
 static gmm_status apply_formula(build *b, gmm_mdl *m, gmm_mdl_spec *d)
@@ -295,6 +299,8 @@ static gmm_status apply_formula(build *b, gmm_mdl *m, gmm_mdl_spec *d)
         return gmm_error(GMM_ENOMEM, "out of memory");
     if ((s = gmm_formula_parse(o->formula, &m->fm)) != GMM_OK)
         return s == GMM_EPARSE ? spec_error(b, "formula", o->formula, s) : s;
+    if (!(m->formula_rec = record_formula(o->formula, m->fm)))
+        return gmm_error(GMM_ENOMEM, "out of memory");
     if (!o->values && (o->kernel || o->precision || o->graph || o->x || o->y || o->node))
         return usage_error(b, "--formula replaces --kernel, --graph, --precision, --x, --y and "
                               "--node");
@@ -312,7 +318,7 @@ static gmm_status apply_formula(build *b, gmm_mdl *m, gmm_mdl_spec *d)
         return GMM_OK;
     }
     const gmm_formula_latent *t = &fm->latent[0];
-    if ((s = check_keys(b, t)) != GMM_OK)
+    if ((s = check_model_name(b, t)) != GMM_OK || (s = check_keys(b, t)) != GMM_OK)
         return s;
     size_t gpos = 0;
     const char *graph = gmm_formula_arg_find(t, "graph", &gpos);
@@ -426,6 +432,79 @@ static char *record_path(const char *path)
     char *r = gmm_strdup(abs ? abs : path);
     free(abs);
     return r;
+}
+
+/* One graph=PATH of a formula, and what a model file records instead. */
+typedef struct {
+    size_t at, len; /* the value's span in the text (inside any quotes) */
+    char *rec;      /* record_path's, quoted when it must be (NULL: keep) */
+} graph_arg;
+
+/* rec as the value of a graph= key written at text[at] (quoted there when
+ * the character before is a quote): as it is inside the same quotes or
+ * unquoted when the parser reads it back whole, else in quotes of the
+ * other kind; NULL (keep the text as written) when no quoting can hold it.
+ * Takes rec. */
+static char *quote_value(const char *text, size_t at, char *rec)
+{
+    char q = at > 0 && (text[at - 1] == '\'' || text[at - 1] == '"') ? text[at - 1] : 0;
+    size_t n = strlen(rec);
+    if (q ? !strchr(rec, q)
+          : n && !rec[strcspn(rec, ",)'\"")] && !isspace((unsigned char)rec[0]) &&
+                !isspace((unsigned char)rec[n - 1]))
+        return rec;
+    char w = strchr(rec, '\'') ? '"' : '\'';
+    char *out = q || strchr(rec, w) ? NULL : gmm_malloc(n + 3, 1);
+    if (out)
+        sprintf(out, "%c%s%c", w, rec, w);
+    gmm_free(rec);
+    return out;
+}
+
+/* The formula text as a model file records it: each graph=PATH's PATH
+ * resolved as record_path resolves the data file (absolute), so that the
+ * model works from any directory.  Allocated; NULL when out of memory. */
+static char *record_formula(const char *text, const gmm_formula *fm)
+{
+    size_t ng = 0, len = strlen(text), k = 0;
+    for (size_t t = 0; t < fm->nlatent; t++)
+        for (size_t a = 0; a < fm->latent[t].narg; a++)
+            ng += !strcmp(fm->latent[t].arg[a].key, "graph") && !fm->latent[t].arg[a].flag;
+    graph_arg *g = gmm_calloc(ng ? ng : 1, sizeof *g);
+    char *out = NULL;
+    if (!g)
+        return NULL;
+    for (size_t t = 0; t < fm->nlatent; t++)
+        for (size_t a = 0; a < fm->latent[t].narg; a++) {
+            const gmm_formula_arg *r = &fm->latent[t].arg[a];
+            if (strcmp(r->key, "graph") || r->flag)
+                continue;
+            char *rec = record_path(r->value);
+            if (!rec)
+                goto done;
+            g[k] = (graph_arg){r->vpos, strlen(r->value), quote_value(text, r->vpos, rec)};
+            len += g[k].rec ? strlen(g[k].rec) : 0;
+            k++;
+        }
+    /* the terms are in text order, and so their keys */
+    if (!(out = gmm_malloc(len + 1, 1)))
+        goto done;
+    size_t from = 0, at = 0;
+    for (k = 0; k < ng; k++) {
+        if (!g[k].rec)
+            continue;
+        memcpy(out + at, text + from, g[k].at - from);
+        at += g[k].at - from;
+        memcpy(out + at, g[k].rec, strlen(g[k].rec));
+        at += strlen(g[k].rec);
+        from = g[k].at + g[k].len;
+    }
+    strcpy(out + at, text + from);
+done:
+    for (k = 0; k < ng; k++)
+        gmm_free(g[k].rec);
+    gmm_free(g);
+    return out;
 }
 
 /* ---- data ----------------------------------------------------------------------- */
@@ -763,10 +842,10 @@ static gmm_status build_stack(build *b, gmm_mdl *m, const gmm_table *data)
         snprintf(names[k], sizeof names[k], "f.%s", t->name);
         terms[k].name = names[k];
         int kern = mk < 0 && !graph;
-        if (kern || (mk >= 0 && (stack_kind[mk] == GMM_STACK_RW1 ||
-                              stack_kind[mk] == GMM_STACK_RW2))) {
+        if (kern || (mk >= 0 && (stack_kind(mk) == GMM_STACK_RW1 ||
+                              stack_kind(mk) == GMM_STACK_RW2))) {
             size_t c;
-            terms[k].model = kern ? GMM_STACK_KERNEL : stack_kind[mk];
+            terms[k].model = kern ? GMM_STACK_KERNEL : stack_kind(mk);
             if (!(value[k] = gmm_malloc(nr, sizeof **value))) {
                 s = gmm_error(GMM_ENOMEM, "out of memory");
                 goto done;
@@ -805,7 +884,7 @@ static gmm_status build_stack(build *b, gmm_mdl *m, const gmm_table *data)
         terms[k].nlevel = m->sg[k]->n;
         terms[k].graph = m->sg[k];
         if (mk >= 0) {
-            terms[k].model = stack_kind[mk];
+            terms[k].model = stack_kind(mk);
             continue;
         }
         /* a graph precision spec: its errors point into the formula */
@@ -923,7 +1002,7 @@ static gmm_status term_names(gmm_mdl *m)
         int mk = stack_model(t);
         size_t np = m->sgmrf[k]                                 ? m->sgmrf[k]->nparam
                     : m->skern[k]                                 ? gmm_kernel_nparam(m->skern[k])
-                    : mk >= 0 && stack_kind[mk] == GMM_STACK_BYM2 ? 2
+                    : mk >= 0 && stack_kind(mk) == GMM_STACK_BYM2 ? 2
                                                                 : 1;
         gmm_status s;
         if ((m->sgmrf[k] || m->skern[k]) &&

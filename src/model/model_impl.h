@@ -57,6 +57,7 @@ struct gmm_mdl {
      * (nrow x ncoef; owned here, the one copy: the problem borrows it,
      * gmm_problem_design.borrow) and the coefficients' names */
     char *formula;
+    char *formula_rec; /* as a model file records it: graph= paths as data_rec */
     gmm_formula *fm;
     int edgeless;
     size_t ncoef;
@@ -110,6 +111,17 @@ int gmm_mdl_impl_rows(const gmm_mdl *m);
  * rw1, rw2, besag, bym2); -1 for a quoted spec (a graph precision in a
  * stack). */
 int gmm_mdl_impl_stack_kind(const gmm_formula_latent *t);
+
+/* model_names.c: the keyword models of f(NAME, MODEL) (gmm_mdl_term_model).
+ * The index of term t's model among them, -1 for another (a quoted model
+ * is never a keyword); the kind of the one at index k. */
+int gmm_mdl_impl_term_model(const gmm_formula_latent *t);
+gmm_stack_model gmm_mdl_impl_term_kind(int k);
+/* 1 and the message "formula: ..." in msg when term t's model is a name
+ * that is no model there: not a keyword, a kernel (without graph=) or a
+ * precision family (with graph=); the message lists them all and suggests
+ * the nearest.  0 for a known name or a spec that is more than a name. */
+int gmm_mdl_impl_model_unknown(const gmm_formula_latent *t, char *msg, size_t size);
 
 /* The sparse forms of the rows of t (a stacked model's, read by
  * gmm_mdl_rows_read) at the latent's parameters theta: row r's entries

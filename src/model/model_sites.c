@@ -94,7 +94,7 @@ gmm_status gmm_mdl_vi_start(gmm_mdl *m, gmm_vi *v, const gmm_model *src, const c
 }
 
 gmm_status gmm_mdl_save_vi(gmm_mdl *m, gmm_vi *v, const gmm_vi_result *res, int interrupted,
-                           const char *path, const char *qpath)
+                           gmm_outset *set, const char *path, const char *qpath)
 {
     /* the state (the final point, or the last accepted one when
      * interrupted) is written either way, so a run can resume from it */
@@ -111,7 +111,7 @@ gmm_status gmm_mdl_save_vi(gmm_mdl *m, gmm_vi *v, const gmm_vi_result *res, int 
         out.vi_bandwidth = gmm_vi_bandwidth(v);
         const char *qbase = strrchr(qpath, '/');
         out.vi_file = (char *)(qbase ? qbase + 1 : qpath); /* beside the model */
-        s = gmm_qfile_save(&out, path, qpath, v);
+        s = gmm_qfile_save(&out, set, path, qpath, v);
     }
     gmm_free(scratch);
     return s;
@@ -194,7 +194,7 @@ gmm_status gmm_mdl_describe(const gmm_mdl *m, gmm_model *mf, char **scratch)
         mf->data.x = m->xname;
         mf->merge_tol = m->merge_tol;
     }
-    mf->formula = m->formula;
+    mf->formula = m->formula_rec ? m->formula_rec : m->formula;
     if (m->edgeless)
         memset(mf->edge_cols, 0, sizeof mf->edge_cols);
     mf->data.file = m->data_rec;

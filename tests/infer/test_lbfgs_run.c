@@ -1,6 +1,7 @@
 /* test_lbfgs_run.c -- the L-BFGS driver fit and vi share (infer_impl.h):
  * the minimum of a quadratic, a refused start, refused trial points that
- * never become the anchor, the decrease test, and hooks that stop a run. */
+ * never become the anchor, the decrease test, and hooks that stop a run;
+ * the gradient-only polish past f's resolution. */
 #include <check.h>
 #include <math.h>
 #include <string.h>
@@ -15,6 +16,7 @@ typedef struct {
     size_t evals, refused;
     size_t stop_at;   /* accepted: stop at this iteration (0: never) */
     size_t after_at;  /* after: stop at this iteration (0: never) */
+    double hole;      /* eval_coarse: |x[0] - 2| < hole refused */
     infer_lbfgs *d;
 } quad;
 
@@ -164,6 +166,81 @@ START_TEST(test_lbfgs_stops)
 }
 END_TEST
 
+/* f = sum_i a_i (x_i - 2)^2 / 2 with a_i = 10^(2 i) (condition 1e6), f
+ * rounded to a multiple of 1e-9: its decrease vanishes in that rounding
+ * long before its exact gradient does. */
+static int eval_coarse(void *ctx, const double *x, double *f, double *g, double step)
+{
+    quad *q = ctx;
+    (void)step;
+    q->evals++;
+    if (fabs(x[0] - 2.0) < q->hole) {
+        q->refused++;
+        gmm_error(GMM_EDOM, "x0 = %g outside the domain", x[0]);
+        return 0;
+    }
+    double s = 0.0;
+    for (size_t i = 0; i < NV; i++) {
+        double a = pow(10.0, 2.0 * (double)i), r = x[i] - 2.0;
+        s += 0.5 * a * r * r;
+        g[i] = a * r;
+    }
+    *f = 1e-9 * round(s / 1e-9);
+    return 1;
+}
+
+START_TEST(test_lbfgs_polish_past_f_rounding)
+{
+    infer_lbfgs d;
+    quad q;
+    setup(&d, &q);
+    d.eval = eval_coarse;
+    d.accepted = NULL;
+    d.after = NULL;
+    d.epsilon = 1e-12;
+    double x[NV] = {0, -1, 3, 0.5};
+    ck_assert_int_eq(infer_lbfgs_run(&d, x, "test"), GMM_OK);
+    /* f's rounding ends the run: a failed line search, |g| far above 1e-12 */
+    ck_assert(infer_lbfgs_line_search_stop(d.ret));
+    double gn = infer_lbfgs_gnorm(&d), f0 = d.f0;
+    ck_assert_msg(gn > 1e-7, "|g| %g: the run did not stall", gn);
+    size_t it = 0;
+    ck_assert_int_eq(infer_lbfgs_polish(&d, 1e-10, 1e-9, 200, &it), GMM_OK);
+    ck_assert_msg(infer_lbfgs_gnorm(&d) <= 1e-10, "|g| %g after %zu iterations",
+                  infer_lbfgs_gnorm(&d), it);
+    ck_assert(it > 0 && it < 200);
+    ck_assert(d.f0 <= f0 + 1e-9);
+    for (size_t i = 0; i < NV; i++) /* |x - 2| <= |g_i| / a_i */
+        ck_assert_double_eq_tol(d.u0[i], 2.0, 1e-10);
+    infer_lbfgs_free(&d);
+}
+END_TEST
+
+/* Trial points the objective refuses shrink the polish's bracket and
+ * never become the anchor; the polish stops at the domain's edge when the
+ * stationary point lies beyond it. */
+START_TEST(test_lbfgs_polish_refused_trials)
+{
+    infer_lbfgs d;
+    quad q;
+    setup(&d, &q);
+    d.eval = eval_coarse;
+    d.accepted = NULL;
+    d.after = NULL;
+    d.epsilon = 1e-12;
+    double x[NV] = {0, -1, 3, 0.5};
+    ck_assert_int_eq(infer_lbfgs_run(&d, x, "test"), GMM_OK);
+    ck_assert_msg(fabs(d.u0[0] - 2.0) > 1e-9, "x0 %.17g", d.u0[0]);
+    q.hole = 0.5 * fabs(d.u0[0] - 2.0); /* the minimum outside */
+    size_t it = 0;
+    ck_assert_int_eq(infer_lbfgs_polish(&d, 1e-10, 1e-9, 200, &it), GMM_OK);
+    ck_assert(fabs(d.u0[0] - 2.0) >= q.hole);
+    ck_assert(q.refused > 0);
+    ck_assert(infer_lbfgs_gnorm(&d) > 1e-10);
+    infer_lbfgs_free(&d);
+}
+END_TEST
+
 Suite *infer_lbfgs_run_suite(void)
 {
     Suite *s = suite_create("infer_lbfgs_run");
@@ -172,6 +249,8 @@ Suite *infer_lbfgs_run_suite(void)
     tcase_add_test(tc, test_lbfgs_refused_start);
     tcase_add_test(tc, test_lbfgs_refused_trials_stay_outside);
     tcase_add_test(tc, test_lbfgs_stops);
+    tcase_add_test(tc, test_lbfgs_polish_past_f_rounding);
+    tcase_add_test(tc, test_lbfgs_polish_refused_trials);
     suite_add_tcase(s, tc);
     return s;
 }

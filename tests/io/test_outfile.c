@@ -2,7 +2,9 @@
  * temporary file survives commit, abort or a failed commit; devices, FIFOs
  * and /proc links are written in place, symlinks followed (and kept), an
  * existing file's mode and owner kept; gmm_outfile_check names the user's
- * path. */
+ * path.  Sets of outputs (gmm_outset) are committed all or none: a write
+ * error replaces none, a failed rename puts back those renamed before it.
+ * gmm_path_same_file sees through hard and symbolic links. */
 #define _XOPEN_SOURCE 700
 
 #include <check.h>
@@ -250,8 +252,9 @@ START_TEST(test_check_ok)
 END_TEST
 
 /* A read-only directory, and a read-only file in a writable one, for an
- * unprivileged user: refused by check and open, naming the user's path;
- * nothing created, the file untouched. */
+ * unprivileged user: refused by check and open, naming the user's path
+ * (and the directory that cannot hold the temporary); nothing created, the
+ * file untouched. */
 START_TEST(test_read_only)
 {
     char *ro = in_dir("ro");
@@ -274,7 +277,10 @@ START_TEST(test_read_only)
     gmm_status st4 = gmm_outfile_open(rofile, &o);
     as_self();
     char want[1024];
-    snprintf(want, sizeof want, "%s: cannot write: Permission denied", inside);
+    snprintf(want, sizeof want,
+             "%s: cannot write: the temporary file beside it could not be created in "
+             "directory '%s': Permission denied",
+             inside, ro);
     ck_assert_int_eq(st1, GMM_EIO);
     ck_assert_str_eq(m1, want);
     ck_assert_int_eq(st2, GMM_EIO);
@@ -666,6 +672,247 @@ START_TEST(test_out_of_memory)
 }
 END_TEST
 
+
+/* ---- gmm_outset ---------------------------------------------------------- */
+
+/* content of dir/name, or NULL */
+static char *content(const char *name)
+{
+    char *p = in_dir(name);
+    char *c = tu_read_file(p, NULL);
+    free(p);
+    return c;
+}
+
+static void expect_content(const char *name, const char *want)
+{
+    char *c = content(name);
+    if (!want) {
+        ck_assert_msg(c == NULL, "%s exists: '%s'", name, c ? c : "");
+    } else {
+        ck_assert_msg(c != NULL, "%s does not exist", name);
+        ck_assert_str_eq(c, want);
+    }
+    free(c);
+}
+
+/* A set of three files (one replacing an old file) appears on commit, all
+ * of them; until then only temporaries exist beside the old file. */
+START_TEST(test_outset_commit)
+{
+    char *old = tu_write_str(dir, "b.json", "old b\n");
+    char *a = in_dir("a.csv"), *c = in_dir("c.csv");
+    gmm_outset *s = NULL;
+    gmm_outfile *o = NULL;
+    ck_assert_int_eq(gmm_outset_alloc(&s), GMM_OK);
+    ck_assert_int_eq(gmm_outset_open(s, a, &o), GMM_OK);
+    fputs("a\n", gmm_outfile_stream(o));
+    ck_assert_int_eq(gmm_outset_open(s, old, &o), GMM_OK);
+    fputs("new b\n", gmm_outfile_stream(o));
+    ck_assert_int_eq(gmm_outset_open(s, c, &o), GMM_OK);
+    fputs("c\n", gmm_outfile_stream(o));
+    ck_assert_uint_eq(tu_dir_count(dir), 4); /* b.json and three temporaries */
+    expect_content("a.csv", NULL);
+    expect_content("b.json", "old b\n");
+    ck_assert_int_eq(gmm_outset_commit(s), GMM_OK);
+    expect_content("a.csv", "a\n");
+    expect_content("b.json", "new b\n");
+    expect_content("c.csv", "c\n");
+    ck_assert_uint_eq(tu_dir_count(dir), 3); /* no temporary, no old link */
+    /* an empty set commits to nothing */
+    ck_assert_int_eq(gmm_outset_alloc(&s), GMM_OK);
+    ck_assert_int_eq(gmm_outset_commit(s), GMM_OK);
+    free(old);
+    free(a);
+    free(c);
+}
+END_TEST
+
+/* Abort, and a member that cannot be opened: nothing replaced, no
+ * temporary left. */
+START_TEST(test_outset_abort)
+{
+    char *old = tu_write_str(dir, "a.csv", "old a\n");
+    char *b = in_dir("b.csv"), *bad = in_dir("no/such/c.csv");
+    gmm_outset *s = NULL;
+    gmm_outfile *o = NULL;
+    ck_assert_int_eq(gmm_outset_alloc(&s), GMM_OK);
+    ck_assert_int_eq(gmm_outset_open(s, old, &o), GMM_OK);
+    fputs("new a\n", gmm_outfile_stream(o));
+    ck_assert_int_eq(gmm_outset_open(s, b, &o), GMM_OK);
+    fputs("b\n", gmm_outfile_stream(o));
+    ck_assert_int_eq(gmm_outset_open(s, bad, &o), GMM_EIO);
+    ck_assert_ptr_null(o);
+    ck_assert_str_eq(gmm_error_message() + strlen(dir),
+                     "/no/such/c.csv: cannot write: No such file or directory");
+    gmm_outset_abort(s);
+    gmm_outset_abort(NULL);
+    expect_content("a.csv", "old a\n");
+    expect_content("b.csv", NULL);
+    ck_assert_uint_eq(tu_dir_count(dir), 1);
+    free(old);
+    free(b);
+    free(bad);
+}
+END_TEST
+
+/* A write error in any member -- here a full device opened last, after two
+ * regular files -- replaces none of them: the failure shows in step 1,
+ * before any rename. */
+START_TEST(test_outset_write_error)
+{
+    char *old = tu_write_str(dir, "a.csv", "old a\n");
+    char *b = in_dir("b.csv");
+    gmm_outset *s = NULL;
+    gmm_outfile *o = NULL;
+    ck_assert_int_eq(gmm_outset_alloc(&s), GMM_OK);
+    ck_assert_int_eq(gmm_outset_open(s, old, &o), GMM_OK);
+    fputs("new a\n", gmm_outfile_stream(o));
+    ck_assert_int_eq(gmm_outset_open(s, b, &o), GMM_OK);
+    fputs("b\n", gmm_outfile_stream(o));
+    ck_assert_int_eq(gmm_outset_open(s, "/dev/full", &o), GMM_OK);
+    fputs("summary\n", gmm_outfile_stream(o));
+    ck_assert_int_eq(gmm_outset_commit(s), GMM_EIO);
+    ck_assert_str_eq(gmm_error_message(), "/dev/full: write error: No space left on device");
+    expect_content("a.csv", "old a\n");
+    expect_content("b.csv", NULL);
+    ck_assert_uint_eq(tu_dir_count(dir), 1);
+    struct stat sb;
+    ck_assert_int_eq(stat("/dev/full", &sb), 0);
+    ck_assert(S_ISCHR(sb.st_mode));
+    free(old);
+    free(b);
+}
+END_TEST
+
+/* A rename that fails in step 2 (the third target became a directory
+ * after it was opened) puts back the two targets renamed before it: the
+ * old file from its link, the new one removed; nothing is left behind. */
+START_TEST(test_outset_rename_fails)
+{
+    char *a = tu_write_str(dir, "a.csv", "old a\n");
+    char *b = in_dir("b.csv"), *c = in_dir("c.csv");
+    /* a second name of a.csv: the restore must keep it the same file */
+    char *a2 = in_dir("a2.csv");
+    ck_assert_int_eq(link(a, a2), 0);
+    gmm_outset *s = NULL;
+    gmm_outfile *o = NULL;
+    ck_assert_int_eq(gmm_outset_alloc(&s), GMM_OK);
+    ck_assert_int_eq(gmm_outset_open(s, a, &o), GMM_OK);
+    fputs("new a\n", gmm_outfile_stream(o));
+    ck_assert_int_eq(gmm_outset_open(s, b, &o), GMM_OK);
+    fputs("b\n", gmm_outfile_stream(o));
+    ck_assert_int_eq(gmm_outset_open(s, c, &o), GMM_OK);
+    fputs("c\n", gmm_outfile_stream(o));
+    ck_assert_int_eq(mkdir(c, 0700), 0);
+    ck_assert_int_eq(gmm_outset_commit(s), GMM_EIO);
+    ck_assert_str_eq(gmm_error_message() + strlen(dir), "/c.csv: cannot write: Is a directory");
+    expect_content("a.csv", "old a\n");
+    expect_content("b.csv", NULL);
+    struct stat s1, s2;
+    ck_assert_int_eq(stat(a, &s1), 0);
+    ck_assert_int_eq(stat(a2, &s2), 0);
+    ck_assert(s1.st_ino == s2.st_ino); /* the very same old file */
+    ck_assert_uint_eq(s1.st_nlink, 2);
+    ck_assert_uint_eq(tu_dir_count(dir), 3); /* a.csv, a2.csv, the directory c.csv */
+    ck_assert_int_eq(rmdir(c), 0);
+    free(a);
+    free(a2);
+    free(b);
+    free(c);
+}
+END_TEST
+
+/* Out of memory anywhere in a set's life: a clean failure, nothing left. */
+START_TEST(test_outset_out_of_memory)
+{
+    char *a = in_dir("a.txt"), *b = in_dir("b.txt");
+    int ok = 0;
+    for (long k = 0; k < 40 && !ok; k++) {
+        gmm_outset *s = NULL;
+        gmm_outfile *o = NULL;
+        gmm_alloc_fail_after(k);
+        gmm_status st = gmm_outset_alloc(&s);
+        if (st == GMM_OK && (st = gmm_outset_open(s, a, &o)) == GMM_OK) {
+            fputs("a", gmm_outfile_stream(o));
+            if ((st = gmm_outset_open(s, b, &o)) == GMM_OK) {
+                fputs("b", gmm_outfile_stream(o));
+                st = gmm_outset_commit(s);
+                s = NULL;
+            }
+        }
+        gmm_outset_abort(s);
+        gmm_alloc_fail_after(-1);
+        if (st == GMM_OK) {
+            ok = 1;
+        } else {
+            ck_assert_int_eq(st, GMM_ENOMEM);
+            ck_assert_uint_eq(tu_dir_count(dir), 0);
+        }
+    }
+    ck_assert(ok);
+    expect_content("a.txt", "a");
+    expect_content("b.txt", "b");
+    ck_assert_uint_eq(tu_dir_count(dir), 2);
+    free(a);
+    free(b);
+}
+END_TEST
+
+/* ---- gmm_path_same_file ---------------------------------------------------- */
+
+START_TEST(test_same_file)
+{
+    char *a = tu_write_str(dir, "a.csv", "a\n"), *b = tu_write_str(dir, "b.csv", "a\n");
+    char *hard = in_dir("hard.csv"), *soft = in_dir("soft.csv"), *sub = in_dir("sub");
+    ck_assert_int_eq(link(a, hard), 0);
+    ck_assert_int_eq(symlink("a.csv", soft), 0);
+    ck_assert_int_eq(mkdir(sub, 0700), 0);
+    char *dotdot = tu_path(sub, "../a.csv"), *dotdot_new = tu_path(sub, "../new.csv");
+    char *new1 = in_dir("new.csv"), *dangling = in_dir("dangling.csv");
+    ck_assert_int_eq(symlink("new.csv", dangling), 0);
+    ck_assert_int_eq(gmm_path_same_file(a, a), 1);
+    ck_assert_int_eq(gmm_path_same_file(a, hard), 1);      /* a hard link */
+    ck_assert_int_eq(gmm_path_same_file(soft, a), 1);      /* a symbolic link */
+    ck_assert_int_eq(gmm_path_same_file(dotdot, hard), 1); /* another spelling */
+    ck_assert_int_eq(gmm_path_same_file(a, b), 0);         /* same content, other file */
+    /* files not there yet: the same name in the same directory */
+    ck_assert_int_eq(gmm_path_same_file(new1, dotdot_new), 1);
+    ck_assert_int_eq(gmm_path_same_file(dangling, new1), 1);
+    ck_assert_int_eq(gmm_path_same_file(new1, a), 0);
+    ck_assert_int_eq(gmm_path_same_file(a, new1), 0);
+    char *other = tu_path(sub, "new.csv");
+    ck_assert_int_eq(gmm_path_same_file(new1, other), 0);
+    /* stdin/stdout, and what cannot be examined */
+    ck_assert_int_eq(gmm_path_same_file("-", "-"), 0);
+    ck_assert_int_eq(gmm_path_same_file(a, "-"), 0);
+    ck_assert_int_eq(gmm_path_same_file(NULL, a), 0);
+    ck_assert_int_eq(gmm_path_same_file("", ""), 0);
+    char *missing = in_dir("no/such/x.csv");
+    ck_assert_int_eq(gmm_path_same_file(missing, missing), 0);
+    /* a device and a FIFO are files like any other */
+    ck_assert_int_eq(gmm_path_same_file("/dev/null", "/dev/null"), 1);
+    char *fifo = in_dir("fifo"), *fifo_link = in_dir("fifo-link");
+    ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+    ck_assert_int_eq(symlink("fifo", fifo_link), 0);
+    ck_assert_int_eq(gmm_path_same_file(fifo_link, fifo), 1);
+    ck_assert_int_eq(gmm_path_same_file(fifo, a), 0);
+    free(a);
+    free(b);
+    free(hard);
+    free(soft);
+    free(sub);
+    free(dotdot);
+    free(dotdot_new);
+    free(new1);
+    free(dangling);
+    free(other);
+    free(missing);
+    free(fifo);
+    free(fifo_link);
+}
+END_TEST
+
 extern Suite *io_outfile_suite(void);
 Suite *io_outfile_suite(void)
 {
@@ -690,6 +937,12 @@ Suite *io_outfile_suite(void)
     tcase_add_test(tc, test_symlink_followed);
     tcase_add_test(tc, test_mode_and_owner_kept);
     tcase_add_test(tc, test_out_of_memory);
+    tcase_add_test(tc, test_outset_commit);
+    tcase_add_test(tc, test_outset_abort);
+    tcase_add_test(tc, test_outset_write_error);
+    tcase_add_test(tc, test_outset_rename_fails);
+    tcase_add_test(tc, test_outset_out_of_memory);
+    tcase_add_test(tc, test_same_file);
     suite_add_tcase(s, tc);
     return s;
 }

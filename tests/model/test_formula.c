@@ -82,6 +82,132 @@ START_TEST(test_formula_parse)
 }
 END_TEST
 
+/* R's formula operators this grammar lacks, and the response used as a
+ * term: the exact message and the offset of the character it points at. */
+START_TEST(test_formula_unsupported)
+{
+    static const struct {
+        const char *text;
+        size_t pos;
+        const char *msg;
+    } bad[] = {
+        /* the operator, not the repeated x, is the error */
+        {"y ~ x + z + x:z", 13, "formula: interactions (':' and '*') are not supported yet"},
+        {"y ~ x:z", 5, "formula: interactions (':' and '*') are not supported yet"},
+        {"y ~ x * z", 6, "formula: interactions (':' and '*') are not supported yet"},
+        {"y ~ factor(p):x", 13, "formula: interactions (':' and '*') are not supported yet"},
+        {"y ~ f(g, iid) * x", 14, "formula: interactions (':' and '*') are not supported yet"},
+        {"y ~ a/b", 5, "formula: nesting ('/' and '%in%') is not supported"},
+        {"y ~ a %in% b", 6, "formula: nesting ('/' and '%in%') is not supported"},
+        {"y ~ x^2", 5,
+         "formula: crossing to a degree ('^') is not supported (a power of a covariate needs a "
+         "column of its own)"},
+        {"y ~ (a + b)^2", 11,
+         "formula: crossing to a degree ('^') is not supported (a power of a covariate needs a "
+         "column of its own)"},
+        {"y ~ x + (1 | g)", 11,
+         "formula: random-effect bars ('|') are not supported (a random intercept per level of "
+         "g is f(g, iid))"},
+        {"y ~ (x|grp.1)", 6,
+         "formula: random-effect bars ('|') are not supported (a random intercept per level of "
+         "grp.1 is f(grp.1, iid))"},
+        {"y ~ (1 | )", 7,
+         "formula: random-effect bars ('|') are not supported (a random intercept per level of "
+         "a column G is f(G, iid))"},
+        {"y ~ (a + b)", 4,
+         "formula: parentheses around terms are not supported (join the terms with '+')"},
+        {"y ~ . + f(g, iid)", 4, "formula: '.' (every other column) is not supported: name the "
+                                 "columns"},
+        {"y ~ x ~ z", 6, "formula: a formula has one '~'"},
+        /* the response as a term: its first use */
+        {"y ~ y + f(g, iid)", 4, "formula: the response 'y' cannot also be a covariate"},
+        {"y ~ x + factor(y)", 15,
+         "formula: the response 'y' cannot also be a factor (factor(y))"},
+        {"y ~ f(g, iid) + f(y, rw1) + y", 18,
+         "formula: the response 'y' cannot also index a latent term (f(y, rw1))"},
+        {"y ~ f(y, 'matern32')", 6,
+         "formula: the response 'y' cannot also index a latent term (f(y, 'matern32'))"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        gmm_formula *f = NULL;
+        ck_assert_msg(gmm_formula_parse(bad[i].text, &f) == GMM_EPARSE, "%s", bad[i].text);
+        ck_assert_ptr_null(f);
+        ck_assert_msg(gmm_error_index() == bad[i].pos, "%s: error at %zu, expected %zu",
+                      bad[i].text, gmm_error_index(), bad[i].pos);
+        ck_assert_msg(!strcmp(gmm_error_message(), bad[i].msg), "%s: '%s'", bad[i].text,
+                      gmm_error_message());
+    }
+    /* a column named like the response's prefix is not the response */
+    gmm_formula *f = NULL;
+    ck_assert_int_eq(gmm_formula_parse("y ~ y2 + factor(y.1) + f(yy, iid)", &f), GMM_OK);
+    gmm_formula_free(f);
+}
+END_TEST
+
+/* A misspelt or misplaced model name: the message lists every model from
+ * the tables, suggests the nearest, and the caret is under the name.  The
+ * check comes before the data are read (the data file does not exist). */
+START_TEST(test_formula_model_names)
+{
+    static const char list[] =
+        " (models: iid, rw1, rw2, besag, bym2; a kernel spec: matern12, matern32, matern52, "
+        "cosine, constant, periodic, quasiperiodic; with graph=, a precision spec: edge-ou, "
+        "laplacian, iid)";
+    static const struct {
+        const char *text;
+        size_t pos;
+        const char *msg; /* followed by list when it ends in '+' */
+    } bad[] = {
+        {"y ~ f(g, idd)", 9, "formula: unknown model 'idd'; did you mean 'iid'?+"},
+        {"y ~ f(g, IID)", 9, "formula: unknown model 'IID'; did you mean 'iid'?+"},
+        {"y ~ f(g, rw3)", 9, "formula: unknown model 'rw3'; did you mean 'rw1' or 'rw2'?+"},
+        {"y ~ f(g, ar1)", 9,
+         "formula: unknown model 'ar1'; did you mean 'matern12' (an AR(1) in continuous "
+         "time)?+"},
+        {"y ~ f(t, 'matern23')", 10,
+         "formula: unknown model 'matern23'; did you mean 'matern32'?+"},
+        {"y ~ f(t, matern)", 9,
+         "formula: unknown model 'matern'; did you mean 'matern12', 'matern32' or "
+         "'matern52'?+"},
+        {"y ~ f(g, bessag, graph=e.csv)", 9,
+         "formula: unknown model 'bessag'; did you mean 'besag'?+"},
+        {"y ~ f(g, xyz)", 9, "formula: unknown model 'xyz'+"},
+        /* in a stack, the second term */
+        {"y ~ f(t, rw2) + f(g, idd)", 21, "formula: unknown model 'idd'; did you mean 'iid'?+"},
+        {"y ~ f(g, 'iid')", 10,
+         "formula: 'iid' in quotes is a kernel spec; the model iid is written without quotes "
+         "(f(g, iid))"},
+        {"y ~ f(g, laplacian)", 9,
+         "formula: 'laplacian' is a graph precision: it needs graph=EDGES.csv"},
+        {"y ~ f(g, matern32, graph=e.csv)", 9,
+         "formula: 'matern32' is a kernel: with graph= the model is a precision (f(g, "
+         "'PRECISION', graph=EDGES.csv))"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        gmm_mdl_spec s;
+        gmm_mdl_spec_init(&s);
+        s.formula = bad[i].text;
+        s.data = "/nonexistent/d.csv";
+        gmm_mdl *m = NULL;
+        gmm_mdl_failure fail;
+        ck_assert_msg(gmm_mdl_build(&s, &m, &fail) == GMM_EPARSE, "%s: %s", bad[i].text,
+                      gmm_error_message());
+        ck_assert_ptr_null(m);
+        ck_assert_msg(fail.spec_text == bad[i].text && fail.spec_pos == bad[i].pos,
+                      "%s: caret at %zu, expected %zu", bad[i].text, fail.spec_pos, bad[i].pos);
+        char want[1024];
+        size_t n = strlen(bad[i].msg);
+        if (bad[i].msg[n - 1] == '+')
+            snprintf(want, sizeof want, "%.*s%s", (int)(n - 1), bad[i].msg, list);
+        else
+            snprintf(want, sizeof want, "%s", bad[i].msg);
+        ck_assert_msg(!strcmp(gmm_error_message(), want), "%s: '%s'", bad[i].text,
+                      gmm_error_message());
+        gmm_mdl_failure_free(&fail);
+    }
+}
+END_TEST
+
 /* A data set: y, a covariate x, a factor p with levels "b", "a", "c" (a
  * is the reference), a group g of 5 levels. */
 enum { N = 40, NG = 5 };
@@ -618,6 +744,8 @@ Suite *model_formula_suite(void)
     Suite *s = suite_create("model_formula");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, test_formula_parse);
+    tcase_add_test(tc, test_formula_unsupported);
+    tcase_add_test(tc, test_formula_model_names);
     tcase_add_test(tc, test_formula_gaussian_dense);
     tcase_add_test(tc, test_formula_laplace_coef_gradient);
     tcase_add_test(tc, test_formula_iid_dense);

@@ -126,6 +126,8 @@ static const gmm_precision_type families[] = {
 };
 #define NFAMILY (sizeof families / sizeof families[0])
 
+const char *gmm_gmrf_family_at(size_t i) { return i < NFAMILY ? families[i].name : NULL; }
+
 /* ---- spec walk ------------------------------------------------------------------ */
 
 /* Offset of the '*' before a product's second factor: scan back from that
@@ -185,11 +187,16 @@ static const gmm_precision_type *find_family(const char *name)
 static gmm_status fill_term(gmm_gmrf *m, size_t t, const gmm_spec_node *node)
 {
     const gmm_precision_type *T = find_family(node->name);
-    if (!T)
+    if (!T) {
+        char known[256];
+        size_t at = 0;
+        for (size_t f = 0; f < NFAMILY && at < sizeof known; f++)
+            at += (size_t)snprintf(known + at, sizeof known - at, "%s%s", f ? ", " : "",
+                                   families[f].name);
         return gmm_error_at(GMM_EPARSE, node->pos,
-                            "precision: unknown precision '%s' at %zu (known: edge-ou, "
-                            "laplacian, iid)",
-                            node->name, node->pos);
+                            "precision: unknown precision '%s' at %zu (known: %s)", node->name,
+                            node->pos, known);
+    }
     m->term[t] = T;
     size_t off = m->nparam;
     m->term_off[t] = off;

@@ -190,10 +190,13 @@ gmm_status gmm_ssm_predict_post(gmm_ssm *m, const double *theta, const double *m
     pred_work p;
     if (!m || !theta || !mu || !cov || (nq && (!xq || !mean || !var)))
         return gmm_error(GMM_EINVAL, "gmm_ssm_predict_post: NULL argument");
-    if (cov->n != m->N || cov->kl < 2 * m->d - 1 || cov->kind != GMM_BAND_SYMMETRIC)
+    /* the blocks (k, k) and (k+1, k): bandwidth 2d - 1, or all of a single
+     * state's d x d block (N = d; a band is never wider than N - 1) */
+    size_t need = m->K > 1 ? 2 * m->d - 1 : m->d - 1;
+    if (cov->n != m->N || cov->kl < need || cov->kind != GMM_BAND_SYMMETRIC)
         return gmm_error(GMM_EDIM, "gmm_ssm_predict_post: cov must be SYMMETRIC %zu x %zu with "
                                    "bandwidth >= %zu",
-                         m->N, m->N, 2 * m->d - 1);
+                         m->N, m->N, need);
     for (size_t q = 0; q < nq; q++)
         if (!isfinite(xq[q]))
             return gmm_error_at(GMM_EINVAL, q, "query x[%zu] = %g is not finite", q, xq[q]);

@@ -93,11 +93,12 @@ grep -q "resume with --init $CASE_TMP/int.json --learn-hyper\$" "$CASE_TMP/int.e
     fail "interrupted vi: $(cat "$CASE_TMP/int.err")"
 expect_file "$CASE_TMP/int.json" '"converged": false'
 expect_file "$CASE_TMP/int.json" '"bandwidth": 5'
+# (to a new file: -o onto the --init file would replace an input, refused)
 run "$GMM_INFER" vi "${long[@]}" --init "$CASE_TMP/int.json" --learn-hyper --max-iter 1 --quiet \
-    -o "$CASE_TMP/int.json"
+    -o "$CASE_TMP/int2.json"
 expect_exit 0
-expect_file "$CASE_TMP/int.json" '"bandwidth": 5'
-expect_file "$CASE_TMP/int.q.csv" '^index,mean,l0,l1,l2,l3,l4,l5$'
+expect_file "$CASE_TMP/int2.json" '"bandwidth": 5'
+expect_file "$CASE_TMP/int2.q.csv" '^index,mean,l0,l1,l2,l3,l4,l5$'
 
 begin "vi --quadrature-points is refused where no quadrature is done"
 run "$GMM_INFER" vi "$ROOT/data/coal.csv" --likelihood poisson --quadrature-points 20 \

@@ -83,3 +83,66 @@ for c in $cmds; do
     [[ -z "$missing" ]] || fail "'$c --help' lists $missing; the man page's $c does not"
     [[ -z "$extra" ]] || fail "the man page's $c lists $extra; '$c --help' does not"
 done
+
+# help_syn CMD: "NAME ALT MODEL" for each option of CMD --help, -h/--help
+# left out: NAME the long option (or the short one when it has none), ALT
+# its short form or "-", MODEL 1 for the model options (those under the
+# "Model ..." headings), else 0.  Only an option line's syntax is read, up
+# to the two blanks before its description.
+help_syn() {
+    local line spec tok short model=0 names
+    while IFS= read -r line; do
+        [[ "$line" == Model* ]] && model=1
+        [[ "$line" =~ ^\ {1,4}- ]] || continue
+        spec=${line#"${line%%[! ]*}"}
+        spec=${spec%%  *}
+        short=-
+        names=()
+        for tok in $(grep -oE -- '(^|[ ,(])(--[a-z]([a-z-]*[a-z])?|-[a-zA-Z])([^[:alnum:]-]|$)' \
+            <<<"$spec" | sed -E 's/^[ ,(]//; s/[^a-zA-Z]$//'); do
+            if [[ "$tok" == --* ]]; then names+=("$tok"); else short=$tok; fi
+        done
+        [[ ${#names[@]} -eq 0 ]] && names=("$short") && short=-
+        for tok in "${names[@]}"; do
+            [[ "$tok" == --help || "$tok" == -h ]] || echo "$tok $short $model"
+        done
+    done < <("$GMM_INFER" "$1" --help)
+}
+# synopsis CMD: the man page's SYNOPSIS lines of CMD (every .SY "gmm-infer
+# CMD" up to the next .SY or .YS), \- read as -.
+synopsis() {
+    awk -v c="\"gmm-infer $1\"" '
+        /^\.SH / { syn = ($0 == ".SH SYNOPSIS"); on = 0; next }
+        syn && /^\.SY/ { on = (index($0, c) > 0); next }
+        syn && /^\.YS/ { on = 0; next }
+        on { print }' "$page" | sed 's/\\-/-/g'
+}
+
+begin "each command's SYNOPSIS lists its --help options ('model options' and 'options' stand for the rest), and only those"
+run "$GMM_INFER" --help
+cmds=$(sed -n '/^Commands:/,/^$/s/^  \([a-z][a-z-]*\)  *.*/\1/p' "$OUT")
+[[ -n "$cmds" ]] || fail "no commands found in the usage"
+for c in $cmds; do
+    [[ "$c" == version ]] && continue
+    syn=$(synopsis "$c")
+    [[ -n "$syn" ]] || { fail "no SYNOPSIS for $c"; continue; }
+    syn_opts=$(grep -oE -- '(^|[ ,(])(--[a-z]([a-z-]*[a-z])?|-[a-zA-Z])([^[:alnum:]-]|$)' \
+        <<<"$syn" | sed -E 's/^[ ,(]//; s/[^a-zA-Z]$//' | sort -u)
+    says_model=0 says_options=0
+    grep -q 'model options' <<<"$syn" && says_model=1
+    grep -qE '^\.RI \[ options \]' <<<"$syn" && says_options=1
+    helped=$(help_syn "$c")
+    [[ -n "$helped" ]] || fail "'$c --help' lists no options"
+    case_asserts=$((case_asserts + 1))
+    while read -r name alt model; do
+        grep -qxF -- "$name" <<<"$syn_opts" && continue
+        [[ "$alt" != - ]] && grep -qxF -- "$alt" <<<"$syn_opts" && continue
+        [[ $model == 1 && $says_model == 1 ]] && continue
+        [[ $model == 0 && $says_options == 1 ]] && continue
+        fail "'$c --help' lists $name; the man page's SYNOPSIS of $c does not"
+    done <<<"$helped"
+    for o in $syn_opts; do
+        awk -v o="$o" '$1 == o || $2 == o { found = 1 } END { exit !found }' <<<"$helped" ||
+            fail "the man page's SYNOPSIS of $c lists $o; '$c --help' does not"
+    done
+done
