@@ -10,14 +10,17 @@
  * search is cruder) or a hand-rolled quasi-Newton method.
  *
  * VARIABLES.  Free parameters (obj->fixed[i] == 0) are optimised; fixed ones
- * are held at obj->value[i].  A positive parameter (obj->positive[i]) is
- * optimised as u = log(p), with d(-loglik)/du = -p dloglik/dp; others as p.
+ * are held at obj->value[i].  Each is optimised on its scale
+ * (objective.h, SCALES): u = log(p) for a positive parameter, u = logit(p)
+ * for one in (0, 1), u = p for a coefficient, with d(-loglik)/du =
+ * -(dp/du) dloglik/dp.
  *
  * DOMAIN FAILURES.  An evaluation that returns a status (GMM_ENOTPD, GMM_EDOM,
- * or any non-finite value or gradient, or a log-scale variable whose exp
- * overflows) at a line-search trial point is an ordinary outcome.  Returning
- * +inf or NaN would break More-Thuente's cubic interpolation (it computes
- * (f_x - f_t) / (t - x) and sqrt of a difference of their ratios), so the trial
+ * or any non-finite value or gradient, or a variable that leaves its domain
+ * in floating point: exp overflowing, the logistic rounding to 1) at a
+ * line-search trial point is an ordinary outcome.  Returning +inf or NaN
+ * would break More-Thuente's cubic interpolation (it computes (f_x - f_t) /
+ * (t - x) and sqrt of a difference of their ratios), so the trial
  * is reported as the mirror image of the linear model at the start of the
  * line search: with x0, f0, g0 the last accepted iterate and s the direction,
  * f = f0 + |g0.s| * step and g = -g0.  That value is above f0 (so the trial is
@@ -61,7 +64,7 @@ typedef struct {
     double loglik;       /* at the new iterate */
     double grad_norm;    /* Euclidean norm of dloglik/du over the free
                           * variables, u the optimisation scale (log p for
-                          * positive parameters) */
+                          * positive parameters, logit p in (0, 1)) */
     const double *value; /* nparam current parameter values, natural scale */
 } gmm_fit_progress;
 
@@ -80,8 +83,9 @@ typedef struct {
     size_t restarts;       /* starts, >= 1: the first from obj->value, the
                             * others jittered from it.  Default 1. */
     double jitter;         /* standard deviation of the jitter of a restart:
-                            * on log p for positive parameters, in units of
-                            * max(1, |p|) for others; >= 0.  Default 1. */
+                            * on u = log p or logit p (objective.h, SCALES),
+                            * in units of max(1, |p|) for coefficients;
+                            * >= 0.  Default 1. */
     uint64_t seed;         /* PRNG seed of the jitter.  Default 1. */
     gmm_fit_progress_fn progress; /* may be NULL */
     void *user;            /* passed to progress */
@@ -128,20 +132,21 @@ typedef struct {
  * Cost: per start, (iterations x ~1-3) objective evaluations plus
  * O(memory x nfree) per iteration.
  * Errors: GMM_EINVAL (bad params, see _check; an object without eval; a
- * positive parameter whose start value is not > 0; a non-finite start
- * value), GMM_ENOMEM, GMM_ECANCEL (the progress callback asked to stop; obj->
- * value and *res then hold the best point of the finished starts, or the start
- * values if none finished), or, when the objective fails at every starting
- * point, the first start's status with its message prefixed "fit: starting
- * point: ".  No free parameter: the objective is evaluated once and res
- * reports converged with 0 iterations. */
+ * free parameter whose start value is outside its domain -- not > 0, not in
+ * (0, 1); a non-finite start value), GMM_ENOMEM, GMM_ECANCEL (the progress
+ * callback asked to stop; obj->value and *res then hold the best point of
+ * the finished starts, or the start values if none finished), or, when the
+ * objective fails at every starting point, the first start's status with its
+ * message prefixed "fit: starting point: ".  No free parameter: the
+ * objective is evaluated once and res reports converged with 0 iterations. */
 gmm_status gmm_fit(gmm_objective *obj, const gmm_fit_params *params, gmm_fit_result *res);
 
 /* Standard errors at obj->value (a maximum): the observed information H,
- * the Hessian of -loglik over the free parameters (positive ones on the log
- * scale) from central differences of the exact gradient (2 nfree
- * evaluations), and se[k] = sqrt((H^-1)_kk) -- for a positive parameter
- * multiplied by its value (the delta method back to its own scale).  se:
+ * the Hessian of -loglik over the free parameters on their optimisation
+ * scale (objective.h) from central differences of the exact gradient (2
+ * nfree evaluations), and se[k] = sqrt((H^-1)_kk) dp/du -- the delta method
+ * back to the parameter's own scale (dp/du = p on the log scale, p (1 - p)
+ * on the logit scale).  se:
  * nparam entries, NAN for fixed parameters.  Errors: GMM_ENOTPD (H not
  * positive definite: not at a maximum, or a parameter not identified), the
  * objective's status at a difference point, GMM_ENOMEM (nfree^2 doubles). */

@@ -2,7 +2,7 @@
  *
  *   formula := NAME '~' ['-'] term (('+' | '-') term)*
  *   term    := '1' | '0' | NAME | 'factor' '(' NAME ')'
- *            | 'f' '(' NAME ',' MODEL (',' KEY ['=' VALUE])* ')'
+ *            | 'f' '(' NAME ',' MODEL (',' KEY ['=' VALUE ['fixed']])* ')'
  *   MODEL   := NAME | QUOTED          VALUE := QUOTED | text up to ',' or ')'
  *
  * NAME is a column of the data, [A-Za-z_.][A-Za-z0-9_.]*; QUOTED is text in
@@ -10,7 +10,10 @@
  * by default), '0' and '-1' drop it; '-' may only precede '1'.  A NAME is a
  * numeric covariate; factor(NAME) a categorical column; f(NAME, MODEL, ...)
  * a latent component indexed by column NAME; a KEY without '=' VALUE is a
- * flag (f(w, rw2, cyclic)), its value "".  The parser knows no model
+ * flag (f(w, rw2, cyclic)), its value "".  The word 'fixed' after a value
+ * (f(g, iid, variance=0.5 fixed)) marks it: the value is not part of it
+ * (a bare value's blanks before the word are dropped too), and the model
+ * layer holds the parameter so given at it.  The parser knows no model
  * names: the model layer (model.h) checks MODEL and the keys, using the
  * positions below to point at the offending character.
  *
@@ -39,6 +42,8 @@ typedef struct {
     size_t pos, vpos; /* offsets of the key and of the value's first character
                        * (inside the quotes when quoted; a flag's: the key's) */
     int flag;         /* nonzero: KEY alone, value "" */
+    int fixed;        /* nonzero: KEY=VALUE fixed */
+    size_t fixed_pos; /* offset of the word 'fixed' (when fixed) */
 } gmm_formula_arg;
 
 /* A latent term f(NAME, MODEL, KEY=VALUE, ...). */

@@ -3,7 +3,9 @@
  * check users run on their own data (`gmm-infer gradcheck`).
  *
  * For each parameter p (free and fixed alike) the derivative is taken on the
- * scale `fit` optimises: u = log p for positive parameters, u = p otherwise.
+ * scale `fit` optimises (objective.h, SCALES): u = log p for positive
+ * parameters, u = logit p for those in (0, 1), u = p otherwise, so that
+ * every difference point lies inside the domain, however near a bound p is.
  * The finite difference fd is the 5-point central rule (GSL's), with an
  * error bound fd_error: its truncation estimate plus three standard
  * deviations of f's own rounding noise carried through the rule -- the noise
@@ -32,7 +34,7 @@
  *                 max(|a|, |fd|)) of the true derivative.
  *
  * The row's allowed is tol + fd_error (fail is abs_error > allowed; the
- * same tests hold on p's scale: every side divided by dp/du = p).  Why
+ * same tests hold on p's scale: every side divided by dp/du > 0).  Why
  * 1e-3 |a| and not tol alone: the 5-point rule's error bound is GSL's
  * conservative truncation estimate (on smooth models ~1e-5 |a|, often 100
  * times the actual error), so tol = 1e-6 |f| is below it on ordinary
@@ -50,7 +52,7 @@
  * judged against |f| and not against itself: a gradient of 2e-4 on a
  * loglik of -957 is zero, and an error of 1e-4 relative in an entry larger
  * than |f| / 100 still fails.  Values are reported on the natural scale
- * (dloglik/dp = (dloglik/du) / p for positive ones).
+ * (dloglik/dp = (dloglik/du) / (dp/du)).
  */
 #ifndef GMM_GRADCHECK_H
 #define GMM_GRADCHECK_H
@@ -66,7 +68,7 @@
 
 typedef struct {
     double step;    /* initial step on the u scale, times max(1, |p|) for
-                     * parameters that are not positive; in (0, 1).
+                     * parameters on the identity scale; in (0, 1).
                      * Default 1e-3 (~ eps^(1/5), the 5-point rule's step for
                      * a smooth f on a unit scale). */
     double rel_tol; /* >= 0.  Default 1e-6 (CmdStan's `error`). */
@@ -82,7 +84,8 @@ typedef struct {
     double analytic;   /* dloglik/dp, natural scale */
     double numeric;    /* finite difference, natural scale; NAN when the
                         * parameter sits on the boundary of its domain (a
-                        * positive parameter equal to 0: not checked, ok) */
+                        * positive parameter equal to 0, one in (0, 1) equal
+                        * to 0 or 1: not checked, ok) */
     double fd_error;   /* error bound of numeric, natural scale */
     double abs_error;  /* |analytic - numeric|, natural scale */
     double allowed;    /* tol + fd_error (above), natural scale: the row
@@ -109,7 +112,8 @@ typedef struct {
  * ...") when some fail, else GMM_EINCONCLUSIVE ("gradcheck: 1 of 5
  * gradients inconclusive: ... first 'x' ...; a tolerance >= 0.00025 would
  * decide") when some are inconclusive, GMM_EINVAL
- * for bad params or a positive parameter <= 0, GMM_ENOMEM, or the objective's
+ * for bad params or a parameter outside its closed domain (< 0; > 1 for one
+ * in (0, 1)), GMM_ENOMEM, or the objective's
  * status when it fails at obj->value or at a difference point (message
  * prefixed "gradcheck: '<name>' at <value>: "); on those errors *res holds
  * nothing to free.  Cost: 1 + 12 to 16 nparam objective evaluations. */

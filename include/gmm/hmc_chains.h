@@ -98,15 +98,16 @@ typedef struct {
 void gmm_hmc_run_params_init(gmm_hmc_run_params *rp);
 
 /* The free parameters of p's objective (not fixed) as sampled[k] = 1, and
- * their default priors: normal(value, 2) for the intercept, lognormal(log
- * value, 1) for the others (mu 0 when value <= 0, which the sampler cannot
- * take on the log scale: gmm_hmc_check_priors says so).  sampled, prior:
- * nparam each, caller's. */
+ * their default priors by scale (problem.h): normal(value, 2) for a
+ * coefficient, lognormal(log value, 1) for a positive parameter,
+ * logitnormal(logit value, 1) for one in (0, 1) (mu 0 when the value is
+ * outside the open domain, which the sampler cannot take on that scale:
+ * gmm_hmc_check_priors says so).  sampled, prior: nparam each, caller's. */
 void gmm_hmc_default_priors(gmm_problem *p, int *sampled, gmm_prior *prior);
 
-/* GMM_EINVAL naming the first sampled parameter with a lognormal prior
- * whose value in theta (nparam) is not > 0 (its index in *bad); GMM_OK
- * otherwise. */
+/* GMM_EINVAL naming the first sampled parameter with a lognormal or
+ * logitnormal prior whose value in theta (nparam) is outside the open
+ * domain of its scale (its index in *bad); GMM_OK otherwise. */
 gmm_status gmm_hmc_check_priors(gmm_problem *p, const double *theta, const int *sampled,
                                 const gmm_prior *prior, size_t *bad);
 

@@ -2,13 +2,14 @@
  * (`hmc --sample-hyper --marginal laplace`), the latents drawn given them.
  *
  * TARGET.  u = the sampled parameters (gmm_problem_joint_setup's: log theta
- * for positive ones, the intercept as it is), with the joint sampler's
- * priors, and
+ * for positive ones, logit theta for those in (0, 1), the coefficients as
+ * they are), with the joint sampler's priors, and
  *
  *   lp(u) = log p(y | theta(u)) + sum_k log N(u_k; mu_k, sigma_k^2)
  *
  * (the normal density on u_k = log theta_k is the lognormal prior times the
- * Jacobian theta_k), log p(y | theta) the problem's objective: exact for the
+ * Jacobian theta_k; on u_k = logit theta_k the logit-normal prior times
+ * theta_k (1 - theta_k)), log p(y | theta) the problem's objective: exact for the
  * Gaussian likelihood, the Laplace approximation log q(y | theta) otherwise,
  * with its exact gradient.  Its constants are kept (the objective's are,
  * the priors' -log(sigma sqrt(2 pi)) are dropped), so lp is not the joint

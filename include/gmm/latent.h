@@ -10,7 +10,8 @@
  *   nrows    data rows; row r reads width latents from offset[r] with
  *            coefficients h_r (graph: width 1, h = 1; state-space: width d,
  *            h_r = H, or h(t_r) for demodulated kernels, varying with theta)
- *   theta    nparam named parameters, each > 0 (or >= 0 where zero_ok)
+ *   theta    nparam named parameters, each > 0 (or >= 0 where zero_ok;
+ *            in (0, 1) where unit)
  *
  * gmm_latent_prior leaves state in the object that gmm_latent_prior_rev
  * reads: call them as a pair with no other call on the object in between.
@@ -74,6 +75,9 @@ const char *gmm_latent_param_name(const gmm_latent *l, size_t i);
 const double *gmm_latent_param_start(const gmm_latent *l);
 /* Nonzero when parameter i may be 0 (a graph ridge). */
 int gmm_latent_param_zero_ok(const gmm_latent *l, size_t i);
+/* Nonzero when parameter i lies in (0, 1) rather than (0, inf) (bym2's
+ * phi). */
+int gmm_latent_param_unit(const gmm_latent *l, size_t i);
 /* GMM_OK when every theta[i] is in its domain, else GMM_EDOM naming it. */
 gmm_status gmm_latent_theta_check(const gmm_latent *l, const double *theta);
 

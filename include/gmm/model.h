@@ -61,7 +61,12 @@ typedef struct {
      * values (a model file) those fields come from the file and the formula
      * gives the fixed effects and the kind of latent.  Covariates and
      * factor levels become coefficients (problem.h); a Gaussian model with
-     * any of them is not centred but has an intercept coefficient. */
+     * any of them is not centred but has an intercept coefficient.  A
+     * keyword term's variance=V and (bym2) phi=P are the objective's start
+     * values f.NAME.variance and f.NAME.phi (not over a model file's
+     * values), and 'KEY=VALUE fixed' holds that parameter as fix does,
+     * with or without values; a value out of its domain or a key the model
+     * lacks is GMM_EPARSE with the caret on it (gmm_mdl_failure). */
     const char *formula;
     /* Latent: a kernel spec, or a precision spec with its edge list. */
     const char *kernel;        /* "matern32 + ..."; NULL with precision */

@@ -2,19 +2,35 @@
  * vector and a function giving the log marginal likelihood and its gradient.
  * State-space models (ssm.h) and graph GMRFs (gmrf.h) each build one; fit.h
  * optimises any of them.
+ *
+ * SCALES.  Each parameter p has a domain and the unconstrained scale u on
+ * which fit, vi --learn-hyper, gradcheck and hmc --sample-hyper move it:
+ *
+ *   GMM_SCALE_IDENTITY  p real (a coefficient):      u = p
+ *   GMM_SCALE_LOG       p > 0 (a variance):          u = log p,  dp/du = p
+ *   GMM_SCALE_LOGIT     0 < p < 1 (bym2's phi):      u = log(p / (1 - p)),
+ *                                                    dp/du = p (1 - p)
+ *
+ * so that every u is a point of the domain and u -> -inf or +inf reaches its
+ * bounds (a fit whose maximum lies at phi -> 0 or 1 moves there instead of
+ * meeting a refused trial point).  The model's values stay on the natural
+ * scale p; the helpers below are the only place the maps are written.
  */
 #ifndef GMM_OBJECTIVE_H
 #define GMM_OBJECTIVE_H
 
+#include <math.h>
 #include <stddef.h>
 
 #include "gmm/status.h"
+
+typedef enum { GMM_SCALE_IDENTITY = 0, GMM_SCALE_LOG = 1, GMM_SCALE_LOGIT = 2 } gmm_scale;
 
 typedef struct {
     size_t nparam;
     char **name;      /* nparam names, e.g. "0.matern32.lengthscale", "noise.variance" */
     double *value;    /* nparam current values (natural scale) */
-    int *positive;    /* nonzero: must stay > 0 (fit optimises its log) */
+    gmm_scale *scale; /* nparam: each one's domain and optimisation scale (above) */
     int *fixed;       /* nonzero: held during a fit (--fix) */
     /* log p(y | theta) into *f and, when grad != NULL, its gradient on the
      * natural scale of each parameter (all nparam, fixed ones included).
@@ -23,5 +39,52 @@ typedef struct {
     gmm_status (*eval)(void *ctx, const double *theta, double *f, double *grad);
     void *ctx;
 } gmm_objective;
+
+/* u of p (p inside its domain; a bound gives -inf or +inf). */
+static inline double gmm_scale_to_u(gmm_scale s, double p)
+{
+    return s == GMM_SCALE_LOG ? log(p) : s == GMM_SCALE_LOGIT ? log(p) - log1p(-p) : p;
+}
+
+/* p of u.  The logistic is evaluated on the side where exp does not
+ * overflow; it rounds to 1 above u ~ 36.7 and to 0 below u ~ -745 (and exp
+ * to 0 or inf): the caller tests gmm_scale_inside when that matters. */
+static inline double gmm_scale_from_u(gmm_scale s, double u)
+{
+    if (s == GMM_SCALE_LOG)
+        return exp(u);
+    if (s == GMM_SCALE_LOGIT) {
+        if (u >= 0.0)
+            return 1.0 / (1.0 + exp(-u));
+        double e = exp(u);
+        return e / (1.0 + e);
+    }
+    return u;
+}
+
+/* dp/du at p: the chain rule's factor, d/du = dp/du d/dp. */
+static inline double gmm_scale_dp_du(gmm_scale s, double p)
+{
+    return s == GMM_SCALE_LOG ? p : s == GMM_SCALE_LOGIT ? p * (1.0 - p) : 1.0;
+}
+
+/* Nonzero when p is finite and inside the open domain of its scale. */
+static inline int gmm_scale_inside(gmm_scale s, double p)
+{
+    if (!isfinite(p))
+        return 0;
+    return s == GMM_SCALE_LOG ? p > 0.0 : s == GMM_SCALE_LOGIT ? p > 0.0 && p < 1.0 : 1;
+}
+
+/* The scale's name ("identity", "log", "logit") and the domain in words
+ * ("finite", "> 0", "in (0, 1)"), for messages. */
+static inline const char *gmm_scale_name(gmm_scale s)
+{
+    return s == GMM_SCALE_LOG ? "log" : s == GMM_SCALE_LOGIT ? "logit" : "identity";
+}
+static inline const char *gmm_scale_domain(gmm_scale s)
+{
+    return s == GMM_SCALE_LOG ? "> 0" : s == GMM_SCALE_LOGIT ? "in (0, 1)" : "finite";
+}
 
 #endif

@@ -260,34 +260,52 @@ gmm_status gmm_problem_unwhiten(gmm_problem *p, const double *x, double *v);
 
 /* ---- the log joint of v and the hyperparameters (HMC --sample-hyper) ----- */
 
-/* A prior on one parameter: lognormal(mu, sigma) on a positive parameter
- * (its log u is N(mu, sigma^2), and u is what is sampled), normal(mu,
- * sigma) on a coefficient (sampled as it is). */
-typedef enum { GMM_PRIOR_LOGNORMAL = 1, GMM_PRIOR_NORMAL = 2 } gmm_prior_kind;
+/* A prior on one parameter, by its scale (objective.h, SCALES): the
+ * parameter is sampled as u, its value on that scale, and u ~ N(mu, sigma^2):
+ *
+ *   normal(mu, sigma)       a coefficient, u = theta;
+ *   lognormal(mu, sigma)    a positive parameter, u = log theta;
+ *   logitnormal(mu, sigma)  a parameter in (0, 1), u = logit theta.
+ *
+ * On u the density is the normal one: the prior's density on theta times
+ * the Jacobian dtheta/du (theta, theta (1 - theta)) is N(u; mu, sigma^2)
+ * exactly, so the target in u needs no separate Jacobian term. */
+typedef enum {
+    GMM_PRIOR_LOGNORMAL = 1,
+    GMM_PRIOR_NORMAL = 2,
+    GMM_PRIOR_LOGITNORMAL = 3
+} gmm_prior_kind;
 typedef struct {
     gmm_prior_kind kind;
     double mu, sigma; /* sigma > 0 */
 } gmm_prior;
 
+/* The kind of prior a parameter on scale s takes (above), and a kind's
+ * name: "normal", "lognormal", "logitnormal". */
+gmm_prior_kind gmm_prior_kind_of(gmm_scale s);
+const char *gmm_prior_kind_name(gmm_prior_kind k);
+
 /* Sample the parameters with sampled[k] != 0 (nparam flags; a fixed one
- * keeps theta[k]) jointly with v, under priors[k] (lognormal for positive
- * parameters, normal for coefficients: GMM_EINVAL otherwise).  theta and
+ * keeps theta[k]) jointly with v, under priors[k] (the kind for the
+ * parameter's scale, gmm_prior_kind_of: GMM_EINVAL otherwise).  theta and
  * priors are copied; v is always under the prior's map.  Errors:
- * GMM_EINVAL (a bad prior, the Laplace metric set), GMM_ENOMEM. */
+ * GMM_EINVAL (a bad prior, a sampled theta[k] outside the open domain of
+ * its scale, the Laplace metric set), GMM_ENOMEM. */
 gmm_status gmm_problem_joint_setup(gmm_problem *p, const double *theta, const int *sampled,
                                    const gmm_prior *priors);
 /* n + the number of sampled parameters: q = (v, u), u the sampled
- * parameters in their order (log scale for positive ones). */
+ * parameters in their order, each on its scale (log, logit or as it is). */
 size_t gmm_problem_joint_dim(const gmm_problem *p);
-/* lp = log p(y | b + H W(theta) v) - |v|^2/2 + sum_k log prior(u_k) and its
- * gradient in q (through the whitening's and the observation rows' reverse
- * modes in theta, the likelihood's parameter gradient and the coefficients).
+/* lp = log p(y | b + H W(theta) v) - |v|^2/2 + sum_k log N(u_k; mu_k,
+ * sigma_k^2) and its gradient in q (through the whitening's and the
+ * observation rows' reverse modes in theta, the likelihood's parameter
+ * gradient and the coefficients, times dtheta/du).
  * Each call re-does the whitening setup at theta(q): O(n kl) plus the
  * family's setup (graphs: a banded Cholesky, O(n kl^2)).  A theta outside
- * the domain or a non-finite density is GMM_EDOM. */
+ * the domain (a logit rounding to 1) or a non-finite density is GMM_EDOM. */
 gmm_status gmm_problem_joint_logp(gmm_problem *p, const double *q, double *lp, double *grad);
 /* theta (nparam) at q; and the start q at theta (the posterior mode in v,
- * from x = 0, and u = log theta). */
+ * from x = 0, and u = theta on its scale). */
 gmm_status gmm_problem_joint_theta(const gmm_problem *p, const double *q, double *theta);
 gmm_status gmm_problem_joint_start(gmm_problem *p, double *q);
 

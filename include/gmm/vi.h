@@ -101,7 +101,7 @@ typedef struct {
     double grad_norm;    /* Euclidean norm of the ELBO's gradient in the
                           * optimiser's variables: u, preconditioned (vi.c,
                           * SCALING), and the free hyperparameters on their
-                          * optimisation scale (log for positive ones) */
+                          * optimisation scale (objective.h, SCALES) */
 } gmm_vi_progress;
 
 /* Nonzero return cancels gmm_vi_fit (GMM_ECANCEL). */
@@ -127,8 +127,8 @@ typedef struct {
                          * from s2, above) or 1 .. GMM_LIK_QUAD_MAX */
     int learn_hyper;    /* nonzero: also maximise over the problem's free
                          * hyperparameters (its objective's fixed[] flags
-                         * hold the others; positive ones on the log
-                         * scale), jointly with q.  Default 0. */
+                         * hold the others; each on its scale,
+                         * objective.h), jointly with q.  Default 0. */
     gmm_vi_prior_form prior; /* default AUTO */
     gmm_vi_progress_fn progress; /* may be NULL */
     void *user;

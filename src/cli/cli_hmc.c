@@ -176,11 +176,11 @@ static gmm_status cmdstan_begin(void *user, const gmm_hmc_chain_info *ci)
     fprintf(f, "# f.i: the linear predictor at %s i; the inverse metric is the sampler's, on\n"
                "# %s, not on f\n",
             gmm_mdl_site_noun(w->model),
-            marg ? "the hyperparameters (positive ones on the log scale; the latents are drawn\n"
-                   "# given them)"
+            marg ? "the hyperparameters (positive ones on the log scale, mixing weights on\n"
+                   "# the logit scale; the latents are drawn given them)"
             : w->rp->sampled
                 ? "the latent field whitened by the prior and the hyperparameters (positive\n"
-                  "# ones on the log scale)"
+                  "# ones on the log scale, mixing weights on the logit scale)"
             : w->rp->metric == GMM_METRIC_LAPLACE ? "the latent field whitened by the Laplace posterior"
                                                   : "the latent field whitened by the prior");
     write_header(f, w->model, w->rp, 1);
@@ -238,7 +238,6 @@ int cli_hmc_priors(const char *cmd, gmm_mdl *m, const char **args, size_t nargs,
     gmm_problem *p = gmm_mdl_problem(m);
     const gmm_objective *o = gmm_problem_objective(p);
     size_t np = o->nparam;
-    size_t c0 = np - gmm_problem_ncoef(p); /* coefficients: normal priors */
     *sampled = gmm_calloc(np ? np : 1, sizeof **sampled);
     *priors = gmm_calloc(np ? np : 1, sizeof **priors);
     if (!*sampled || !*priors)
@@ -252,8 +251,8 @@ int cli_hmc_priors(const char *cmd, gmm_mdl *m, const char **args, size_t nargs,
         if (!eq || (size_t)(eq - args[a]) >= sizeof name ||
             sscanf(eq + 1, "%15[a-z](%lf ,%lf )%n", kind, &mu, &sigma, &used) != 3 ||
             eq[1 + used] != '\0' || !isfinite(mu) || !(sigma > 0.0) || !isfinite(sigma)) {
-            cli_msg(cmd, "--prior: '%s' is not NAME=lognormal(MU,SIGMA) or NAME=normal(MU,SIGMA) "
-                         "with SIGMA > 0",
+            cli_msg(cmd, "--prior: '%s' is not NAME=lognormal(MU,SIGMA), "
+                         "NAME=logitnormal(MU,SIGMA) or NAME=normal(MU,SIGMA) with SIGMA > 0",
                     args[a]);
             return CLI_EXIT_USAGE;
         }
@@ -269,28 +268,35 @@ int cli_hmc_priors(const char *cmd, gmm_mdl *m, const char **args, size_t nargs,
             ;
         if (k == np || !(*sampled)[k]) {
             cli_msg(cmd, "--prior: '%s' is not a sampled parameter%s", name,
-                    k < np ? " (it is held by --fix)" : "");
+                    k < np ? " (it is held by --fix or the formula's 'fixed')" : "");
             return CLI_EXIT_USAGE;
         }
-        int is_b = k >= c0;
-        if (strcmp(kind, is_b ? "normal" : "lognormal")) {
-            cli_msg(cmd, "--prior: %s takes a %s prior", name, is_b ? "normal" : "lognormal");
+        /* the kind follows the parameter's scale: a coefficient is sampled
+         * as it is, a variance on its log, a mixing weight on its logit */
+        gmm_prior_kind want = gmm_prior_kind_of(o->scale[k]);
+        if (strcmp(kind, gmm_prior_kind_name(want))) {
+            cli_msg(cmd, "--prior: %s takes a %s prior (on %s)", name,
+                    gmm_prior_kind_name(want),
+                    want == GMM_PRIOR_LOGNORMAL     ? "its log: it is > 0"
+                    : want == GMM_PRIOR_LOGITNORMAL ? "its logit: it is in (0, 1)"
+                                                    : "its value");
             return CLI_EXIT_USAGE;
         }
-        (*priors)[k] = (gmm_prior){is_b ? GMM_PRIOR_NORMAL : GMM_PRIOR_LOGNORMAL, mu, sigma};
+        (*priors)[k] = (gmm_prior){want, mu, sigma};
     }
     /* every prior checked before any is printed */
     for (size_t k = 0; k < np; k++)
-        if ((*sampled)[k] && (*priors)[k].kind == GMM_PRIOR_LOGNORMAL && !(o->value[k] > 0.0)) {
-            cli_msg(cmd, "%s = %g cannot be sampled on the log scale: hold it with --fix %s",
-                    o->name[k], o->value[k], o->name[k]);
+        if ((*sampled)[k] && (*priors)[k].kind != GMM_PRIOR_NORMAL &&
+            !gmm_scale_inside(o->scale[k], o->value[k])) {
+            cli_msg(cmd, "%s = %g cannot be sampled on the %s scale: hold it with --fix %s",
+                    o->name[k], o->value[k], gmm_scale_name(o->scale[k]), o->name[k]);
             return CLI_EXIT_USAGE;
         }
     for (size_t k = 0; k < np && !quiet; k++)
         if ((*sampled)[k])
             cli_msg(cmd, "prior: %s ~ %s(%.6g, %.6g)", o->name[k],
-                    (*priors)[k].kind == GMM_PRIOR_NORMAL ? "normal" : "lognormal",
-                    (*priors)[k].mu, (*priors)[k].sigma);
+                    gmm_prior_kind_name((*priors)[k].kind), (*priors)[k].mu,
+                    (*priors)[k].sigma);
     return 0;
 }
 
@@ -369,9 +375,8 @@ static gmm_status write_config(gmm_outset *set, const char *path, const cli_hmc_
             gmm_json_set_number(hyp, o->name[k], o->value[k]);
             continue;
         }
-        snprintf(buf, sizeof buf, "%s(%.17g, %.17g)",
-                 w->rp->prior[k].kind == GMM_PRIOR_NORMAL ? "normal" : "lognormal", w->rp->prior[k].mu,
-                 w->rp->prior[k].sigma);
+        snprintf(buf, sizeof buf, "%s(%.17g, %.17g)", gmm_prior_kind_name(w->rp->prior[k].kind),
+                 w->rp->prior[k].mu, w->rp->prior[k].sigma);
         json_object_set_new(pri, o->name[k], json_string(buf));
     }
     static const char *const marginal[] = {"none", "laplace", "laplace-mh"};

@@ -67,20 +67,22 @@ typedef struct {
     gmm_status fail_status;
 } run_ctx;
 
-/* theta's free entries from u; 0 when a log-scale variable leaves the
- * representable positive range. */
+/* theta's free entries from u; 0 (and fail_status set) when a variable
+ * leaves its domain in floating point (exp overflowing or underflowing, the
+ * logistic rounding to 1). */
 static int map_theta(run_ctx *c, const double *u)
 {
     for (size_t k = 0; k < c->nfree; k++) {
         size_t i = c->idx[k];
-        if (c->obj->positive[i]) {
-            double p = exp(u[k]);
-            if (!(p > 0.0) || !isfinite(p))
-                return 0;
-            c->theta[i] = p;
-        } else {
-            c->theta[i] = u[k];
+        gmm_scale s = c->obj->scale[i];
+        double p = gmm_scale_from_u(s, u[k]);
+        if (!gmm_scale_inside(s, p)) {
+            c->fail_status = gmm_error(GMM_EDOM, "%s = %g (u = %g on its %s scale) must be %s",
+                                       c->obj->name[i], p, u[k], gmm_scale_name(s),
+                                       gmm_scale_domain(s));
+            return 0;
         }
+        c->theta[i] = p;
     }
     return 1;
 }
@@ -91,10 +93,8 @@ static int eval_min(run_ctx *c, const double *u, double *f, double *g)
 {
     double ll = 0.0;
     c->evals++;
-    if (!map_theta(c, u)) {
-        c->fail_status = gmm_error(GMM_EDOM, "a log-scale parameter left the range of doubles");
+    if (!map_theta(c, u))
         return 0;
-    }
     gmm_status st = c->obj->eval(c->obj->ctx, c->theta, &ll, c->grad);
     if (st != GMM_OK) {
         c->fail_status = st;
@@ -106,7 +106,7 @@ static int eval_min(run_ctx *c, const double *u, double *f, double *g)
     }
     for (size_t k = 0; k < c->nfree; k++) {
         size_t i = c->idx[k];
-        double gk = -c->grad[i] * (c->obj->positive[i] ? c->theta[i] : 1.0);
+        double gk = -c->grad[i] * gmm_scale_dp_du(c->obj->scale[i], c->theta[i]);
         if (!isfinite(gk)) {
             c->fail_status = gmm_error(GMM_EDOM, "gradient of '%s' is not finite",
                                        c->obj->name[i]);
@@ -137,7 +137,7 @@ static int accepted(void *ctx, const double *x, double f, double gnorm)
     if (!c->par->progress)
         return 0;
     gmm_fit_progress p;
-    map_theta(c, x); /* x was evaluated: its exp is representable */
+    map_theta(c, x); /* x was evaluated: it maps inside the domain */
     p.start = c->start;
     p.iteration = c->lb.iter;
     p.evaluations = c->evals;
@@ -373,7 +373,7 @@ gmm_status gmm_fit(gmm_objective *obj, const gmm_fit_params *params, gmm_fit_res
     run_ctx c;
     memset(&c, 0, sizeof c); /* c.lb is freed on every path */
 
-    if (!obj || !res || !obj->eval || (obj->nparam && (!obj->value || !obj->positive ||
+    if (!obj || !res || !obj->eval || (obj->nparam && (!obj->value || !obj->scale ||
                                                         !obj->fixed || !obj->name)))
         return gmm_error(GMM_EINVAL, "fit: incomplete objective");
     if ((st = gmm_fit_params_check(params)) != GMM_OK)
@@ -382,11 +382,11 @@ gmm_status gmm_fit(gmm_objective *obj, const gmm_fit_params *params, gmm_fit_res
     for (size_t i = 0; i < np; i++) {
         if (!isfinite(obj->value[i]))
             return gmm_error(GMM_EINVAL, "fit: start value of '%s' is not finite", obj->name[i]);
-        /* Only free positive parameters live on the log scale; a fixed one
-         * may sit on its boundary (a laplacian ridge of 0). */
-        if (obj->positive[i] && !obj->fixed[i] && !(obj->value[i] > 0.0))
-            return gmm_error(GMM_EINVAL, "fit: start value of '%s' must be > 0, got %g",
-                             obj->name[i], obj->value[i]);
+        /* Only free parameters live on their optimisation scale; a fixed
+         * one may sit on its boundary (a laplacian ridge of 0). */
+        if (!obj->fixed[i] && !gmm_scale_inside(obj->scale[i], obj->value[i]))
+            return gmm_error(GMM_EINVAL, "fit: start value of '%s' must be %s, got %g",
+                             obj->name[i], gmm_scale_domain(obj->scale[i]), obj->value[i]);
         if (!obj->fixed[i])
             nfree++;
     }
@@ -460,7 +460,8 @@ gmm_status gmm_fit(gmm_objective *obj, const gmm_fit_params *params, gmm_fit_res
             size_t i = idx[k];
             double v = init[i];
             double z = s == 0 ? 0.0 : params->jitter * gmm_rng_normal(&rng);
-            u[k] = obj->positive[i] ? log(v) + z : v + z * fmax(1.0, fabs(v));
+            u[k] = obj->scale[i] == GMM_SCALE_IDENTITY ? v + z * fmax(1.0, fabs(v))
+                                                       : gmm_scale_to_u(obj->scale[i], v) + z;
         }
         c.start = s;
         c.evals = 0;
@@ -546,7 +547,7 @@ gmm_status gmm_fit_std_errors(gmm_objective *obj, double *se)
     for (size_t i = 0, k = 0; i < np; i++)
         if (!obj->fixed[i]) {
             idx[k] = i;
-            u0[k++] = obj->positive[i] ? log(obj->value[i]) : obj->value[i];
+            u0[k++] = gmm_scale_to_u(obj->scale[i], obj->value[i]);
         }
     c.obj = obj;
     c.nfree = nf;
@@ -574,7 +575,7 @@ gmm_status gmm_fit_std_errors(gmm_objective *obj, double *se)
             v2 += z[i] * z[i];
         }
         size_t i = idx[k];
-        se[i] = sqrt(v2) * (obj->positive[i] ? obj->value[i] : 1.0);
+        se[i] = sqrt(v2) * gmm_scale_dp_du(obj->scale[i], obj->value[i]);
     }
 done:
     gmm_free(idx);

@@ -52,7 +52,7 @@ typedef struct {
 static double loglik_of_u(one_dim *c, double u)
 {
     double ll = NAN, save = c->theta[c->i];
-    double p = c->obj->positive[c->i] ? exp(u) : u;
+    double p = gmm_scale_from_u(c->obj->scale[c->i], u);
     if (c->failed != GMM_OK)
         return NAN;
     c->theta[c->i] = p;
@@ -193,7 +193,7 @@ gmm_status gmm_gradcheck(const gmm_objective *obj, const gmm_gradcheck_params *p
     double *theta = NULL, *grad = NULL;
     gmm_gradcheck_row *row = NULL;
 
-    if (!obj || !res || !obj->eval || (obj->nparam && (!obj->value || !obj->positive ||
+    if (!obj || !res || !obj->eval || (obj->nparam && (!obj->value || !obj->scale ||
                                                         !obj->name)))
         return gmm_error(GMM_EINVAL, "gradcheck: incomplete objective");
     if ((st = gmm_gradcheck_params_check(params)) != GMM_OK)
@@ -203,9 +203,11 @@ gmm_status gmm_gradcheck(const gmm_objective *obj, const gmm_gradcheck_params *p
     for (size_t i = 0; i < np; i++) {
         if (!isfinite(obj->value[i]))
             return gmm_error(GMM_EINVAL, "gradcheck: '%s' is not finite", obj->name[i]);
-        if (obj->positive[i] && obj->value[i] < 0.0)
-            return gmm_error(GMM_EINVAL, "gradcheck: '%s' must be >= 0, got %g", obj->name[i],
-                             obj->value[i]);
+        gmm_scale sc = obj->scale[i];
+        if ((sc != GMM_SCALE_IDENTITY && obj->value[i] < 0.0) ||
+            (sc == GMM_SCALE_LOGIT && obj->value[i] > 1.0))
+            return gmm_error(GMM_EINVAL, "gradcheck: '%s' must be %s, got %g", obj->name[i],
+                             sc == GMM_SCALE_LOGIT ? "in [0, 1]" : ">= 0", obj->value[i]);
     }
 
     theta = gmm_malloc(np, sizeof *theta);
@@ -227,12 +229,12 @@ gmm_status gmm_gradcheck(const gmm_objective *obj, const gmm_gradcheck_params *p
     size_t nfail = 0, first = 0, ninc = 0, first_inc = 0;
     for (size_t i = 0; i < np; i++) {
         double p = theta[i];
-        int pos = obj->positive[i];
+        gmm_scale sc = obj->scale[i];
         gmm_gradcheck_row *r = &row[i];
         r->name = obj->name[i];
         r->value = p;
         r->analytic = grad[i];
-        if (pos && p == 0.0) {
+        if (!gmm_scale_inside(sc, p)) {
             /* On the boundary of its domain (a fixed ridge of 0): no central
              * difference exists; the row is reported as not checked. */
             r->numeric = r->fd_error = r->abs_error = r->rel_error = r->allowed = r->noise =
@@ -240,9 +242,12 @@ gmm_status gmm_gradcheck(const gmm_objective *obj, const gmm_gradcheck_params *p
             r->ok = 1;
             continue;
         }
-        double u = pos ? log(p) : p;
-        double unit = pos ? 1.0 : fmax(1.0, fabs(p)); /* u-units per step */
-        double jac = pos ? p : 1.0;                   /* dp/du */
+        /* on the scale fit optimises: steps in u keep p inside its domain
+         * however close to a bound it is (a logit step of 0.1 at phi = 1e-9
+         * moves phi by 10%, not below 0) */
+        double u = gmm_scale_to_u(sc, p);
+        double unit = sc == GMM_SCALE_IDENTITY ? fmax(1.0, fabs(p)) : 1.0; /* u per step */
+        double jac = gmm_scale_dp_du(sc, p);                               /* dp/du */
         one_dim c = {obj, theta, i, GMM_OK, 0.0, ""};
         double noise;
         central d = derivative(&c, u, ll, unit, params->step * unit, &noise);

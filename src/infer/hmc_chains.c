@@ -51,15 +51,15 @@ void gmm_hmc_run_params_init(gmm_hmc_run_params *rp)
 void gmm_hmc_default_priors(gmm_problem *p, int *sampled, gmm_prior *prior)
 {
     const gmm_objective *o = gmm_problem_objective(p);
-    size_t np = o->nparam;
-    size_t c0 = np - gmm_problem_ncoef(p);
-    for (size_t k = 0; k < np; k++) {
+    for (size_t k = 0; k < o->nparam; k++) {
+        gmm_scale sc = o->scale[k];
+        double v = o->value[k];
         sampled[k] = !o->fixed[k];
-        if (k >= c0)
-            prior[k] = (gmm_prior){GMM_PRIOR_NORMAL, o->value[k], 2.0};
-        else
-            prior[k] = (gmm_prior){GMM_PRIOR_LOGNORMAL, o->value[k] > 0 ? log(o->value[k]) : 0.0,
-                                   1.0};
+        if (sc == GMM_SCALE_IDENTITY)
+            prior[k] = (gmm_prior){GMM_PRIOR_NORMAL, v, 2.0};
+        else /* centred at the value on its scale (0 where it has none) */
+            prior[k] = (gmm_prior){gmm_prior_kind_of(sc),
+                                   gmm_scale_inside(sc, v) ? gmm_scale_to_u(sc, v) : 0.0, 1.0};
     }
 }
 
@@ -68,10 +68,11 @@ gmm_status gmm_hmc_check_priors(gmm_problem *p, const double *theta, const int *
 {
     const gmm_objective *o = gmm_problem_objective(p);
     for (size_t k = 0; k < o->nparam; k++)
-        if (sampled[k] && prior[k].kind == GMM_PRIOR_LOGNORMAL && !(theta[k] > 0.0)) {
+        if (sampled[k] && prior[k].kind != GMM_PRIOR_NORMAL &&
+            !gmm_scale_inside(o->scale[k], theta[k])) {
             *bad = k;
-            return gmm_error(GMM_EINVAL, "%s = %g cannot be sampled on the log scale", o->name[k],
-                             theta[k]);
+            return gmm_error(GMM_EINVAL, "%s = %g cannot be sampled on the %s scale", o->name[k],
+                             theta[k], gmm_scale_name(o->scale[k]));
         }
     return GMM_OK;
 }

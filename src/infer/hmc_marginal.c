@@ -11,7 +11,8 @@
 
 struct gmm_hmc_marginal {
     gmm_problem *p;
-    size_t np, dim, c0;    /* c0: the first coefficient (sampled as they are) */
+    const gmm_scale *scale; /* np: each parameter's scale (the objective's) */
+    size_t np, dim;
     int *samp;             /* np */
     gmm_prior *prior;      /* np */
     double *theta0;        /* np: the held values and the start */
@@ -49,7 +50,7 @@ gmm_status gmm_hmc_marginal_alloc(gmm_problem *p, const double *theta, const int
         return gmm_error(GMM_ENOMEM, "out of memory for the marginal sampler");
     m->p = p;
     m->np = np;
-    m->c0 = np - gmm_problem_ncoef(p);
+    m->scale = o->scale;
     m->samp = gmm_malloc(a, sizeof *m->samp);
     m->prior = gmm_malloc(a, sizeof *m->prior);
     m->theta0 = gmm_malloc(a, sizeof *m->theta0);
@@ -80,7 +81,7 @@ void gmm_hmc_marginal_theta(const gmm_hmc_marginal *m, const double *u, double *
 {
     size_t j = 0;
     for (size_t k = 0; k < m->np; k++)
-        theta[k] = !m->samp[k] ? m->theta0[k] : k >= m->c0 ? u[j++] : exp(u[j++]);
+        theta[k] = !m->samp[k] ? m->theta0[k] : gmm_scale_from_u(m->scale[k], u[j++]);
 }
 
 gmm_status gmm_hmc_marginal_start(gmm_hmc_marginal *m, double *u)
@@ -92,7 +93,7 @@ gmm_status gmm_hmc_marginal_start(gmm_hmc_marginal *m, double *u)
     size_t j = 0;
     for (size_t k = 0; k < m->np; k++)
         if (m->samp[k])
-            u[j++] = k >= m->c0 ? m->theta0[k] : log(m->theta0[k]);
+            u[j++] = gmm_scale_to_u(m->scale[k], m->theta0[k]);
     return GMM_OK;
 }
 
@@ -103,8 +104,9 @@ gmm_status gmm_hmc_marginal_logp(void *ctx, const double *u, double *lp, double 
     double *th = m->theta, f;
     gmm_hmc_marginal_theta(m, u, th);
     for (size_t k = 0; k < m->np; k++)
-        if (!isfinite(th[k]))
-            return gmm_error(GMM_EDOM, "%s = %g is not finite", o->name[k], th[k]);
+        if (m->samp[k] && !gmm_scale_inside(m->scale[k], th[k]))
+            return gmm_error(GMM_EDOM, "%s = %g must be %s", o->name[k], th[k],
+                             gmm_scale_domain(m->scale[k]));
     gmm_status st = o->eval(o->ctx, th, &f, grad ? m->grad : NULL);
     if (st == GMM_EINVAL || st == GMM_ENOCONV)
         return gmm_error(GMM_EDOM, "%s", gmm_error_message());
@@ -117,8 +119,8 @@ gmm_status gmm_hmc_marginal_logp(void *ctx, const double *u, double *lp, double 
             continue;
         double s = m->prior[k].sigma, z = (u[j] - m->prior[k].mu) / s;
         lprior -= 0.5 * z * z;
-        if (grad) /* d/du = theta d/dtheta on the log scale */
-            grad[j] = (k >= m->c0 ? m->grad[k] : th[k] * m->grad[k]) - z / s;
+        if (grad) /* d/du = dtheta/du d/dtheta */
+            grad[j] = gmm_scale_dp_du(m->scale[k], th[k]) * m->grad[k] - z / s;
         j++;
     }
     *lp = f + lprior;

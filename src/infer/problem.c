@@ -130,7 +130,7 @@ void gmm_problem_free(gmm_problem *p)
     gmm_free(p->ssh);
     gmm_free(p->obj.name);
     gmm_free(p->obj.value);
-    gmm_free(p->obj.positive);
+    gmm_free(p->obj.scale);
     gmm_free(p->obj.fixed);
     gmm_free(p->names);
     gmm_free(p);
@@ -584,7 +584,7 @@ gmm_status gmm_problem_alloc_design(gmm_latent *lat, const gmm_lik *lik, const d
         p->e = gmm_malloc(nr, sizeof *p->e);
     p->obj.name = gmm_calloc(np, sizeof *p->obj.name);
     p->obj.value = gmm_calloc(np, sizeof *p->obj.value);
-    p->obj.positive = gmm_calloc(np, sizeof *p->obj.positive);
+    p->obj.scale = gmm_calloc(np, sizeof *p->obj.scale);
     p->obj.fixed = gmm_calloc(np, sizeof *p->obj.fixed);
     p->names = gmm_calloc(np, sizeof *p->names);
     p->thetabar = gmm_calloc(np, sizeof *p->thetabar);
@@ -598,7 +598,7 @@ gmm_status gmm_problem_alloc_design(gmm_latent *lat, const gmm_lik *lik, const d
         p->rx = gmm_malloc(p->n, sizeof *p->rx);
         p->coef_all = gmm_malloc(p->nnz ? p->nnz : 1, sizeof *p->coef_all);
     }
-    if (!p->y || (e && !p->e) || !p->obj.name || !p->obj.value || !p->obj.positive ||
+    if (!p->y || (e && !p->e) || !p->obj.name || !p->obj.value || !p->obj.scale ||
         !p->obj.fixed || !p->names || !p->thetabar ||
         (ncoef && (!p->X || !p->off || !p->offbar)) ||
         (ncoef && exact && (!p->ry || !p->rx || !p->coef_all))) {
@@ -611,14 +611,14 @@ gmm_status gmm_problem_alloc_design(gmm_latent *lat, const gmm_lik *lik, const d
     for (size_t i = 0; i < p->nl; i++) {
         snprintf(p->names[i], sizeof p->names[i], "%s", gmm_latent_param_name(lat, i));
         p->obj.value[i] = gmm_latent_param_start(lat)[i];
-        /* optimised on the log scale; a parameter that may be 0 (a ridge)
-         * is held fixed there (fit.h) */
-        p->obj.positive[i] = 1;
+        /* optimised on the log scale (the logit scale in (0, 1)); a
+         * parameter that may be 0 (a ridge) is held fixed there (fit.h) */
+        p->obj.scale[i] = gmm_latent_param_unit(lat, i) ? GMM_SCALE_LOGIT : GMM_SCALE_LOG;
     }
     for (size_t k = 0; k < p->np; k++) {
         gmm_lik_param_name(lik, k, p->names[p->nl + k]);
         p->obj.value[p->nl + k] = lik->par[k];
-        p->obj.positive[p->nl + k] = 1;
+        p->obj.scale[p->nl + k] = GMM_SCALE_LOG;
     }
     p->const_off = 1;
     for (size_t k = 0; k < ncoef; k++) {
@@ -1234,6 +1234,21 @@ done:
     return st;
 }
 
+gmm_prior_kind gmm_prior_kind_of(gmm_scale s)
+{
+    return s == GMM_SCALE_LOG     ? GMM_PRIOR_LOGNORMAL
+           : s == GMM_SCALE_LOGIT ? GMM_PRIOR_LOGITNORMAL
+                                  : GMM_PRIOR_NORMAL;
+}
+
+const char *gmm_prior_kind_name(gmm_prior_kind k)
+{
+    return k == GMM_PRIOR_LOGNORMAL     ? "lognormal"
+           : k == GMM_PRIOR_LOGITNORMAL ? "logitnormal"
+           : k == GMM_PRIOR_NORMAL      ? "normal"
+                                        : "unknown";
+}
+
 gmm_status gmm_problem_joint_setup(gmm_problem *p, const double *theta, const int *sampled,
                                    const gmm_prior *priors)
 {
@@ -1254,16 +1269,16 @@ gmm_status gmm_problem_joint_setup(gmm_problem *p, const double *theta, const in
     }
     p->jn = 0;
     for (size_t k = 0; k < p->nparam; k++) {
-        int is_b = k >= p->c0;
+        gmm_scale sc = p->obj.scale[k];
         if (sampled[k]) {
-            gmm_prior_kind want = is_b ? GMM_PRIOR_NORMAL : GMM_PRIOR_LOGNORMAL;
+            gmm_prior_kind want = gmm_prior_kind_of(sc);
             if (priors[k].kind != want || !isfinite(priors[k].mu) ||
                 !(priors[k].sigma > 0.0) || !isfinite(priors[k].sigma))
                 return gmm_error_at(GMM_EINVAL, k, "prior of %s: %s(mu, sigma > 0) expected",
-                                    p->obj.name[k], is_b ? "normal" : "lognormal");
-            if (!is_b && !(theta[k] > 0.0))
-                return gmm_error_at(GMM_EINVAL, k, "%s = %g cannot be sampled on the log scale",
-                                    p->obj.name[k], theta[k]);
+                                    p->obj.name[k], gmm_prior_kind_name(want));
+            if (!gmm_scale_inside(sc, theta[k]))
+                return gmm_error_at(GMM_EINVAL, k, "%s = %g cannot be sampled on the %s scale",
+                                    p->obj.name[k], theta[k], gmm_scale_name(sc));
             p->jn++;
         }
         p->jsamp[k] = sampled[k] != 0;
@@ -1280,10 +1295,8 @@ gmm_status gmm_problem_joint_theta(const gmm_problem *p, const double *q, double
     if (!p->jsamp)
         return gmm_error(GMM_EINVAL, "gmm_problem_joint_theta: no joint setup");
     size_t j = p->n;
-    for (size_t k = 0; k < p->nparam; k++) {
-        int is_b = k >= p->c0;
-        theta[k] = !p->jsamp[k] ? p->jtheta[k] : is_b ? q[j++] : exp(q[j++]);
-    }
+    for (size_t k = 0; k < p->nparam; k++)
+        theta[k] = !p->jsamp[k] ? p->jtheta[k] : gmm_scale_from_u(p->obj.scale[k], q[j++]);
     return GMM_OK;
 }
 
@@ -1298,7 +1311,7 @@ gmm_status gmm_problem_joint_start(gmm_problem *p, double *q)
     size_t j = p->n;
     for (size_t k = 0; k < p->nparam; k++)
         if (p->jsamp[k])
-            q[j++] = k >= p->c0 ? p->jtheta[k] : log(p->jtheta[k]);
+            q[j++] = gmm_scale_to_u(p->obj.scale[k], p->jtheta[k]);
     return GMM_OK;
 }
 
@@ -1310,8 +1323,9 @@ gmm_status gmm_problem_joint_logp(gmm_problem *p, const double *q, double *lp, d
     double *th = p->thetabar; /* scratch: theta at q */
     gmm_problem_joint_theta(p, q, th);
     for (size_t k = 0; k < p->nparam; k++)
-        if (!isfinite(th[k]))
-            return gmm_error(GMM_EDOM, "%s = %g is not finite", p->obj.name[k], th[k]);
+        if (p->jsamp[k] && !gmm_scale_inside(p->obj.scale[k], th[k]))
+            return gmm_error(GMM_EDOM, "%s = %g must be %s", p->obj.name[k], th[k],
+                             gmm_scale_domain(p->obj.scale[k]));
     if ((st = gmm_problem_whiten_setup(p, th)))
         return st == GMM_EINVAL ? gmm_error(GMM_EDOM, "%s", gmm_error_message()) : st;
     const double *v = q;
@@ -1376,9 +1390,8 @@ gmm_status gmm_problem_joint_logp(gmm_problem *p, const double *q, double *lp, d
     j = p->n;
     for (size_t k = 0; k < p->nparam; k++)
         if (p->jsamp[k]) {
-            int is_b = k >= p->c0;
             double dprior = -(q[j] - p->jprior[k].mu) / (p->jprior[k].sigma * p->jprior[k].sigma);
-            grad[j++] = (is_b ? p->jbar[k] : th[k] * p->jbar[k]) + dprior;
+            grad[j++] = gmm_scale_dp_du(p->obj.scale[k], th[k]) * p->jbar[k] + dprior;
         }
     return GMM_OK;
 }

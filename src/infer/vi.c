@@ -1306,7 +1306,7 @@ typedef struct {
     gmm_vi *v;
     size_t nvar, nfree, nu;
     size_t *idx;          /* free hyperparameter k is theta[idx[k]] */
-    const int *positive;
+    const gmm_objective *obj; /* the problem's: names and scales */
     double *th, *thbar;   /* trial theta, its gradient */
     infer_lbfgs lb;       /* the run, its anchor (the last accepted iterate) */
     double *ulast;        /* the last evaluated point (adaptive rules) */
@@ -1392,15 +1392,19 @@ static void precond_grad(run_ctx *c, double *g)
     }
 }
 
+/* theta's free entries from u (objective.h, SCALES); 0 (and fail_status
+ * set) when one leaves its domain in floating point. */
 static int map_theta(run_ctx *c, const double *u)
 {
     for (size_t k = 0; k < c->nfree; k++) {
         size_t i = c->idx[k];
-        double x = u[c->nvar + k];
-        if (c->positive[i]) {
-            x = exp(x);
-            if (!(x > 0.0) || !isfinite(x))
-                return 0;
+        gmm_scale s = c->obj->scale[i];
+        double x = gmm_scale_from_u(s, u[c->nvar + k]);
+        if (!gmm_scale_inside(s, x)) {
+            c->fail_status = gmm_error(GMM_EDOM, "%s = %g (u = %g on its %s scale) must be %s",
+                                       c->obj->name[i], x, u[c->nvar + k], gmm_scale_name(s),
+                                       gmm_scale_domain(s));
+            return 0;
         }
         c->th[i] = x;
     }
@@ -1414,10 +1418,8 @@ static int eval_min(run_ctx *c, const double *u, double *f, double *g)
     double elbo;
     c->evals++;
     c->have_last = 0;
-    if (!map_theta(c, u)) {
-        c->fail_status = gmm_error(GMM_EDOM, "a log-scale parameter left the range of doubles");
+    if (!map_theta(c, u))
         return 0;
-    }
     precond_apply(c, u, c->lam);
     gmm_status st = gmm_vi_elbo(v, c->th, c->lam, &elbo, g, c->nfree ? c->thbar : NULL);
     if (st) {
@@ -1429,7 +1431,7 @@ static int eval_min(run_ctx *c, const double *u, double *f, double *g)
         g[j] = -g[j];
     for (size_t k = 0; k < c->nfree; k++) {
         size_t i = c->idx[k];
-        g[c->nvar + k] = -c->thbar[i] * (c->positive[i] ? c->th[i] : 1.0);
+        g[c->nvar + k] = -c->thbar[i] * gmm_scale_dp_du(c->obj->scale[i], c->th[i]);
     }
     for (size_t j = 0; j < c->nu; j++)
         if (!isfinite(g[j])) {
@@ -1638,7 +1640,7 @@ gmm_status gmm_vi_fit(gmm_vi *v, gmm_vi_result *res)
     memset(&c, 0, sizeof c);
     c.v = v;
     c.nvar = v->nvar;
-    c.positive = obj->positive;
+    c.obj = obj;
     if (v->par.learn_hyper)
         for (size_t i = 0; i < v->nparam; i++)
             c.nfree += !obj->fixed[i];
@@ -1679,9 +1681,9 @@ gmm_status gmm_vi_fit(gmm_vi *v, gmm_vi_result *res)
     for (size_t i = 0, k = 0; v->par.learn_hyper && i < v->nparam; i++) {
         if (obj->fixed[i])
             continue;
-        if (obj->positive[i] && !(v->theta[i] > 0.0)) {
-            st = gmm_error(GMM_EINVAL, "vi: start value of '%s' must be > 0, got %g",
-                           obj->name[i], v->theta[i]);
+        if (!gmm_scale_inside(obj->scale[i], v->theta[i])) {
+            st = gmm_error(GMM_EINVAL, "vi: start value of '%s' must be %s, got %g",
+                           obj->name[i], gmm_scale_domain(obj->scale[i]), v->theta[i]);
             goto done;
         }
         c.idx[k++] = i;
@@ -1695,7 +1697,7 @@ gmm_status gmm_vi_fit(gmm_vi *v, gmm_vi_result *res)
         memset(u, 0, c.nvar * sizeof *u);
         for (size_t k = 0; k < c.nfree; k++) {
             size_t i = c.idx[k];
-            u[c.nvar + k] = obj->positive[i] ? log(v->theta[i]) : v->theta[i];
+            u[c.nvar + k] = gmm_scale_to_u(obj->scale[i], v->theta[i]);
         }
         c.lb.max_iterations = v->par.max_iter ? v->par.max_iter - iters : 0;
         if (final) { /* STOPPING: the final run's budget */

@@ -166,7 +166,36 @@ static gmm_status value(parser *p, int bare_name, char **out, size_t *pos, int *
     return (*out = copy(p->s + b, e - b)) ? GMM_OK : nomem();
 }
 
-/* The rest of f(: NAME ',' MODEL (',' KEY ['=' VALUE])* ')'. */
+/* VALUE 'fixed' (f(g, iid, variance=0.5 fixed)): the word after a value,
+ * before ',' or ')', marks it held; a bare value has taken it in (value()
+ * reads up to ',' or ')'), a quoted one is followed by it. */
+static void fixed_marker(parser *p, gmm_formula_arg *a, int quoted)
+{
+    static const char word[] = "fixed";
+    size_t wl = sizeof word - 1;
+    if (quoted) {
+        skip(p);
+        size_t e = p->at + wl;
+        if (p->len - p->at < wl || strncmp(p->s + p->at, word, wl) ||
+            (e < p->len && name_char((unsigned char)p->s[e])))
+            return;
+        a->fixed = 1;
+        a->fixed_pos = p->at;
+        p->at = e;
+        return;
+    }
+    size_t n = strlen(a->value), b;
+    if (n <= wl || strcmp(a->value + n - wl, word) ||
+        !isspace((unsigned char)a->value[n - wl - 1]))
+        return;
+    for (b = n - wl; b > 0 && isspace((unsigned char)a->value[b - 1]); b--)
+        ;
+    a->fixed = 1;
+    a->fixed_pos = a->vpos + n - wl;
+    a->value[b] = '\0';
+}
+
+/* The rest of f(: NAME ',' MODEL (',' KEY ['=' VALUE ['fixed']])* ')'. */
 static gmm_status latent_term(parser *p)
 {
     gmm_formula *f = p->f;
@@ -212,6 +241,7 @@ static gmm_status latent_term(parser *p)
         }
         if ((st = expect(p, '=')) || (st = value(p, 0, &a->value, &a->vpos, &q)))
             return st;
+        fixed_marker(p, a, q);
     }
 }
 

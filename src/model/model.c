@@ -189,19 +189,61 @@ static int is_stack(const gmm_formula *fm)
     return k > 0;
 }
 
-/* f()'s keys: graph=EDGES.csv; cyclic (a flag, or =true/false) and
- * period=P (needs cyclic) on rw1 and rw2 only. */
-static gmm_status check_keys(const build *b, const gmm_formula_latent *t)
+/* Key g of term t is a parameter of its keyword model (model_names.c):
+ * nonzero, *unit set for one in (0, 1). */
+static int term_param(const gmm_formula_latent *t, const gmm_formula_arg *g, int *unit)
 {
     int mk = stack_model(t);
+    const char *p;
+    for (size_t i = 0; mk >= 0 && (p = gmm_mdl_impl_term_param(mk, i, unit)); i++)
+        if (!strcmp(p, g->key))
+            return 1;
+    return 0;
+}
+
+/* A parameter's start value KEY=VALUE of term t: a number in its domain
+ * (variance > 0, phi in (0, 1)), into *v. */
+static gmm_status term_start(const build *b, const gmm_formula_latent *t,
+                             const gmm_formula_arg *g, int unit, double *v)
+{
+    char *end;
+    *v = strtod(g->value, &end);
+    if (end == g->value || *end || !isfinite(*v))
+        return formula_error(b, g->vpos, "formula: f(%s, %s): %s must be a number, not '%s'",
+                             t->name, t->model, g->key, g->value);
+    if (unit ? !(*v > 0.0 && *v < 1.0) : !(*v > 0.0))
+        return formula_error(b, g->vpos, "formula: f(%s, %s): %s = %s is not %s", t->name,
+                             t->model, g->key, g->value, unit ? "in (0, 1)" : "> 0");
+    return GMM_OK;
+}
+
+/* f()'s keys: graph=EDGES.csv; a keyword model's parameters, variance=V
+ * and on bym2 phi=P, their start values (each may be followed by 'fixed');
+ * cyclic (a flag, or =true/false) and period=P (needs cyclic) on rw1 and
+ * rw2 only. */
+static gmm_status check_keys(const build *b, const gmm_formula_latent *t)
+{
+    int mk = stack_model(t), unit;
     int walk = mk >= 0 && (stack_kind(mk) == GMM_STACK_RW1 || stack_kind(mk) == GMM_STACK_RW2);
     for (size_t a = 0; a < t->narg; a++) {
         const gmm_formula_arg *g = &t->arg[a];
         int cyc = !strcmp(g->key, "cyclic"), per = !strcmp(g->key, "period");
-        if (!cyc && !per && strcmp(g->key, "graph"))
+        int par = term_param(t, g, &unit);
+        int other = !cyc && !per && !par && strcmp(g->key, "graph");
+        if (other && mk < 0)
             return formula_error(b, g->pos,
-                                 "formula: f() has no key '%s' (keys: graph; on rw1 and rw2: "
-                                 "cyclic, period)",
+                                 "formula: f(%s, '%s'): a spec's parameters take their start "
+                                 "values in the spec (KIND(%s=...)) and are held with --fix "
+                                 "f.%s.KIND.%s",
+                                 t->name, t->model, g->key, t->name, g->key);
+        if (other && (!strcmp(g->key, "variance") || !strcmp(g->key, "phi")))
+            return formula_error(b, g->pos, "formula: f(%s, %s) has no parameter '%s' (phi is "
+                                            "bym2's mixing weight)",
+                                 t->name, t->model, g->key);
+        if (other)
+            return formula_error(b, g->pos,
+                                 "formula: f() has no key '%s' (keys: graph; variance, and phi "
+                                 "on bym2; on rw1 and rw2: cyclic, period)",
                                  g->key);
         if ((cyc || per) && !walk)
             return formula_error(b, g->pos,
@@ -211,6 +253,47 @@ static gmm_status check_keys(const build *b, const gmm_formula_latent *t)
         if (!cyc && g->flag)
             return formula_error(b, g->pos, "formula: key '%s' needs a value (%s=...)", g->key,
                                  g->key);
+        if (g->fixed && !par)
+            return formula_error(b, g->fixed_pos, "formula: f(%s, %s): 'fixed' holds a "
+                                                  "parameter at its start value (variance=1 "
+                                                  "fixed); '%s' is not a parameter",
+                                 t->name, t->model, g->key);
+        double v;
+        gmm_status s;
+        if (par && (s = term_start(b, t, g, unit, &v)) != GMM_OK)
+            return s;
+    }
+    return GMM_OK;
+}
+
+/* The start values of the keyword terms' parameters (f.NAME.KEY from
+ * KEY=VALUE; not over a model file's values) and those marked 'fixed'
+ * held, on the objective. */
+static gmm_status term_values(const build *b, gmm_mdl *m, int from_file)
+{
+    for (size_t k = 0; m->fm && k < m->fm->nlatent; k++) {
+        const gmm_formula_latent *t = &m->fm->latent[k];
+        for (size_t a = 0; a < t->narg; a++) {
+            const gmm_formula_arg *g = &t->arg[a];
+            int unit;
+            double v;
+            gmm_status s;
+            if (!term_param(t, g, &unit))
+                continue;
+            if ((s = term_start(b, t, g, unit, &v)) != GMM_OK)
+                return s;
+            char name[160];
+            size_t i;
+            snprintf(name, sizeof name, "f.%s.%s", t->name, g->key);
+            for (i = 0; i < m->obj->nparam && strcmp(m->obj->name[i], name); i++)
+                ;
+            if (i == m->obj->nparam)
+                return gmm_error(GMM_EINVAL, "formula: the model has no parameter '%s'", name);
+            if (!from_file)
+                m->obj->value[i] = v;
+            if (g->fixed)
+                m->obj->fixed[i] = 1;
+        }
     }
     return GMM_OK;
 }
@@ -1161,14 +1244,16 @@ static gmm_status take_values(const build *b, gmm_mdl *m, const gmm_model *mf, c
             !(i < nl && model_value(mf, gmm_latent_param_name(m->lat, i), &m->obj->value[i])))
             return gmm_error(GMM_EPARSE, "%s: \"parameters\" has no value for '%s'", mp,
                              m->obj->name[i]);
-        if (!(m->obj->value[i] > 0.0) &&
+        gmm_scale sc = m->obj->scale[i];
+        if (!gmm_scale_inside(sc, m->obj->value[i]) &&
             !(m->obj->value[i] == 0.0 && i < gmm_latent_nparam(m->lat) &&
-              gmm_latent_param_zero_ok(m->lat, i)) &&
-            !(i >= m->obj->nparam - gmm_problem_ncoef(m->prob)))
+              gmm_latent_param_zero_ok(m->lat, i)))
             return gmm_error(GMM_EPARSE,
-                             "%s: parameter '%s' = %g is out of its domain (it must be "
-                             "positive)",
-                             mp, m->obj->name[i], m->obj->value[i]);
+                             "%s: parameter '%s' = %g is out of its domain (it must be %s)", mp,
+                             m->obj->name[i], m->obj->value[i],
+                             sc == GMM_SCALE_LOGIT ? "in (0, 1)"
+                             : sc == GMM_SCALE_LOG ? "positive"
+                                                   : "finite");
     }
     for (size_t k = 0; k < mf->nparam; k++) {
         const char *key = mf->param_name[k];
@@ -1302,6 +1387,8 @@ static gmm_status build_model(const build *b, gmm_mdl *m)
     } else if ((s = build_problem(b, m, o->noise, o->intercept, o->verbose)) != GMM_OK) {
         goto done;
     }
+    if ((s = term_values(b, m, mf != NULL)) != GMM_OK)
+        goto done;
     for (size_t f = 0; f < o->nfix; f++)
         if ((s = fix_param(b, m, o->fix[f])) != GMM_OK)
             goto done;

@@ -117,6 +117,11 @@ int gmm_mdl_impl_stack_kind(const gmm_formula_latent *t);
  * is never a keyword); the kind of the one at index k. */
 int gmm_mdl_impl_term_model(const gmm_formula_latent *t);
 gmm_stack_model gmm_mdl_impl_term_kind(int k);
+/* The i-th parameter of the keyword model at index k ("variance", then
+ * "phi" for bym2; NULL past the last): the f() key of its start value and
+ * the last part of its name f.NAME.KEY; *unit (may be NULL) nonzero when it
+ * lies in (0, 1) rather than (0, inf). */
+const char *gmm_mdl_impl_term_param(int k, size_t i, int *unit);
 /* 1 and the message "formula: ..." in msg when term t's model is a name
  * that is no model there: not a keyword, a kernel (without graph=) or a
  * precision family (with graph=); the message lists them all and suggests

@@ -13,17 +13,26 @@
 #include "gmm/gmrf.h"
 #include "gmm/kernel.h"
 
-/* The keyword models: iid and the intrinsic ones. */
+/* The keyword models: iid and the intrinsic ones, with their parameters
+ * (f.NAME.variance, f.NAME.phi: stack.h), each a key of f() for its start
+ * value; unit: in (0, 1) rather than (0, inf). */
+typedef struct {
+    const char *key;
+    int unit;
+} term_param;
 static const struct {
     const char *name;
     gmm_stack_model kind;
     const char *about;
+    term_param param[2];
 } term_models[] = {
-    {"iid", GMM_STACK_IID, "one N(0, variance) effect per level"},
-    {"rw1", GMM_STACK_RW1, "random walk over the sorted values"},
-    {"rw2", GMM_STACK_RW2, "integrated random walk (a smoothing spline)"},
-    {"besag", GMM_STACK_BESAG, "intrinsic CAR on the nodes of graph=EDGES.csv"},
-    {"bym2", GMM_STACK_BYM2, "besag + iid mixed by phi, on graph=EDGES.csv"},
+    {"iid", GMM_STACK_IID, "one N(0, variance) effect per level", {{"variance", 0}}},
+    {"rw1", GMM_STACK_RW1, "random walk over the sorted values", {{"variance", 0}}},
+    {"rw2", GMM_STACK_RW2, "integrated random walk (a smoothing spline)", {{"variance", 0}}},
+    {"besag", GMM_STACK_BESAG, "intrinsic CAR on the nodes of graph=EDGES.csv",
+     {{"variance", 0}}},
+    {"bym2", GMM_STACK_BYM2, "besag + iid mixed by phi, on graph=EDGES.csv",
+     {{"variance", 0}, {"phi", 1}}},
 };
 #define NTERM (sizeof term_models / sizeof term_models[0])
 
@@ -53,6 +62,14 @@ int gmm_mdl_impl_term_model(const gmm_formula_latent *t)
 }
 
 gmm_stack_model gmm_mdl_impl_term_kind(int k) { return term_models[k].kind; }
+
+const char *gmm_mdl_impl_term_param(int k, size_t i, int *unit)
+{
+    const term_param *p = i < 2 && term_models[k].param[i].key ? &term_models[k].param[i] : NULL;
+    if (unit)
+        *unit = p && p->unit;
+    return p ? p->key : NULL;
+}
 
 /* The distance between a and b, case ignored: an insertion, a deletion, a
  * substitution or a swap of neighbours counts 1.  Names of 64 bytes or more

@@ -22,7 +22,7 @@
 typedef struct {
     char *name[3];
     double value[3];
-    int positive[3];
+    gmm_scale scale[3];
     int fixed[3];
     gmm_objective obj;
 } toy;
@@ -35,12 +35,12 @@ static void toy_init(toy *t, size_t np, const char *const *names, const double *
     for (size_t i = 0; i < np; i++) {
         t->name[i] = (char *)names[i];
         t->value[i] = v[i];
-        t->positive[i] = pos[i];
+        t->scale[i] = (gmm_scale)pos[i]; /* 0 identity, 1 log, 2 logit */
     }
     t->obj.nparam = np;
     t->obj.name = t->name;
     t->obj.value = t->value;
-    t->obj.positive = t->positive;
+    t->obj.scale = t->scale;
     t->obj.fixed = t->fixed;
     t->obj.eval = eval;
     t->obj.ctx = ctx;

@@ -41,7 +41,8 @@ typedef struct {
     iid d;
     char *name[3];
     double value[3];
-    int positive[3], fixed[3];
+    gmm_scale scale[3];
+    int fixed[3];
     gmm_objective obj;
 } fixture;
 
@@ -58,9 +59,9 @@ static void setup(fixture *f)
     f->value[0] = 0.5;
     f->value[1] = 2.0;
     f->value[2] = -3.0;
-    f->positive[1] = 1;
+    f->scale[1] = GMM_SCALE_LOG;
     f->fixed[2] = 1; /* fixed parameters are checked too */
-    f->obj = (gmm_objective){3, f->name, f->value, f->positive, f->fixed, iid_eval, &f->d};
+    f->obj = (gmm_objective){3, f->name, f->value, f->scale, f->fixed, iid_eval, &f->d};
 }
 
 /* What a row says agrees with its verdict: abs_error is |analytic -
@@ -214,9 +215,10 @@ static gmm_status noisy_eval(void *ctx, const double *th, double *f, double *g)
 static gmm_status noisy_check_tol(noisy *d, double rel_tol, gmm_gradcheck_result *r)
 {
     static char *name[3] = {"a", "b", "period"};
-    static int positive[3] = {1, 1, 1}, fixed[3];
+    static gmm_scale scale[3] = {GMM_SCALE_LOG, GMM_SCALE_LOG, GMM_SCALE_LOG};
+    static int fixed[3];
     double value[3] = {400.0, 20.0, 1.0};
-    gmm_objective obj = {3, name, value, positive, fixed, noisy_eval, d};
+    gmm_objective obj = {3, name, value, scale, fixed, noisy_eval, d};
     gmm_gradcheck_params p;
     gmm_gradcheck_params_init(&p);
     p.rel_tol = rel_tol;
@@ -405,9 +407,10 @@ static gmm_status wave_eval(void *ctx, const double *th, double *f, double *g)
 START_TEST(test_smooth_objective_sharp_bound)
 {
     static char *name[1] = {"p"};
-    static int positive[1] = {1}, fixed[1];
+    static gmm_scale scale[1] = {GMM_SCALE_LOG};
+    static int fixed[1];
     double value[1] = {1.0};
-    gmm_objective obj = {1, name, value, positive, fixed, wave_eval, NULL};
+    gmm_objective obj = {1, name, value, scale, fixed, wave_eval, NULL};
     gmm_gradcheck_params p;
     gmm_gradcheck_params_init(&p);
     gmm_gradcheck_result r;

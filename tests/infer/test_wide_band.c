@@ -111,7 +111,7 @@ START_TEST(test_laplace_joint_vi_allocate_nothing)
     gmm_objective *obj2 = gmm_problem_objective(p2);
     double f[2], *g = malloc(2 * np * sizeof *g);
     for (size_t k = 0; k < np; k++) /* another theta than the first evaluation's */
-        if (obj->positive[k]) {
+        if (obj->scale[k] == GMM_SCALE_LOG) {
             th[k] *= 1.5;
             break;
         }
@@ -133,8 +133,7 @@ START_TEST(test_laplace_joint_vi_allocate_nothing)
     gmm_prior *pri = malloc(np * sizeof *pri);
     for (size_t k = 0; k < np; k++) {
         samp[k] = 1;
-        pri[k] = obj->positive[k] ? (gmm_prior){GMM_PRIOR_LOGNORMAL, 0.0, 1.0}
-                                  : (gmm_prior){GMM_PRIOR_NORMAL, 0.0, 1.0};
+        pri[k] = (gmm_prior){gmm_prior_kind_of(obj->scale[k]), 0.0, 1.0};
     }
     ck_assert_int_eq(gmm_problem_joint_setup(p, th, samp, pri), GMM_OK);
     size_t dq = gmm_problem_joint_dim(p);

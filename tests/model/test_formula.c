@@ -739,6 +739,100 @@ START_TEST(test_formula_param_names)
 }
 END_TEST
 
+/* Start values as f() keys, KEY=VALUE with 'fixed' to hold it: the parser
+ * separates the marker from the value (bare or quoted); the model takes
+ * variance on every keyword model and phi on bym2 as the objective's start
+ * values, holds the marked ones, and refuses values out of their domain,
+ * keys the model lacks and a marker on a key that is no parameter, with
+ * the caret under the value, key or marker. */
+START_TEST(test_formula_start_values)
+{
+    gmm_formula *f = NULL;
+    ck_assert_int_eq(gmm_formula_parse("y ~ f(g, iid, variance = 0.5  fixed)", &f), GMM_OK);
+    const gmm_formula_arg *a = &f->latent[0].arg[0];
+    ck_assert_str_eq(a->value, "0.5");
+    ck_assert_int_eq(a->fixed, 1);
+    ck_assert_uint_eq(a->fixed_pos, 30);
+    gmm_formula_free(f);
+    ck_assert_int_eq(gmm_formula_parse("y ~ f(g, 'a', graph='e d.csv' fixed, k=1)", &f), GMM_OK);
+    ck_assert_str_eq(f->latent[0].arg[0].value, "e d.csv");
+    ck_assert_int_eq(f->latent[0].arg[0].fixed, 1);
+    ck_assert_uint_eq(f->latent[0].arg[0].fixed_pos, 30);
+    ck_assert_int_eq(f->latent[0].arg[1].fixed, 0);
+    gmm_formula_free(f);
+    /* the word alone, or glued to the value, is the value */
+    static const char *const plain[] = {"y ~ f(g, iid, variance=fixed)",
+                                        "y ~ f(g, iid, variance=0.5fixed)",
+                                        "y ~ f(g, iid, variance=0.5 fixedly)"};
+    for (size_t i = 0; i < 3; i++) {
+        ck_assert_int_eq(gmm_formula_parse(plain[i], &f), GMM_OK);
+        ck_assert_int_eq(f->latent[0].arg[0].fixed, 0);
+        gmm_formula_free(f);
+    }
+
+    char *dir = tu_mkdtemp();
+    double x[N], y[N];
+    int p[N], g[N];
+    char *path = write_data(dir, 0, x, p, g, y);
+    gmm_mdl *m = build(path, "y ~ x + f(g, iid, variance=0.5 fixed)", NULL);
+    gmm_objective *o = gmm_mdl_objective(m);
+    size_t k = param(o, "f.g.variance");
+    ck_assert(o->value[k] == 0.5 && o->fixed[k]);
+    gmm_mdl_free(m);
+    m = build(path, "y ~ f(x, rw1, variance=2) + f(g, iid, variance=0.25 fixed)", NULL);
+    o = gmm_mdl_objective(m);
+    k = param(o, "f.x.variance");
+    ck_assert(o->value[k] == 2.0 && !o->fixed[k]);
+    k = param(o, "f.g.variance");
+    ck_assert(o->value[k] == 0.25 && o->fixed[k]);
+    gmm_mdl_free(m);
+    free(path);
+    tu_rmdir_all(dir);
+    free(dir);
+
+    static const struct {
+        const char *text;
+        size_t pos;
+        const char *msg;
+    } bad[] = {
+        {"y ~ f(g, bym2, graph=e.csv, phi=1.5)", 32,
+         "formula: f(g, bym2): phi = 1.5 is not in (0, 1)"},
+        {"y ~ f(g, bym2, graph=e.csv, phi=0 fixed)", 32,
+         "formula: f(g, bym2): phi = 0 is not in (0, 1)"},
+        {"y ~ f(g, iid, variance=-1)", 23, "formula: f(g, iid): variance = -1 is not > 0"},
+        {"y ~ f(t, rw2, variance=abc)", 23,
+         "formula: f(t, rw2): variance must be a number, not 'abc'"},
+        {"y ~ f(g, besag, graph=e.csv, phi=0.5)", 29,
+         "formula: f(g, besag) has no parameter 'phi' (phi is bym2's mixing weight)"},
+        {"y ~ f(t, rw1) + f(g, iid, phi=0.5)", 26,
+         "formula: f(g, iid) has no parameter 'phi' (phi is bym2's mixing weight)"},
+        {"y ~ f(t, 'matern32', variance=1)", 21,
+         "formula: f(t, 'matern32'): a spec's parameters take their start values in the spec "
+         "(KIND(variance=...)) and are held with --fix f.t.KIND.variance"},
+        {"y ~ f(t, rw1, cyclic, period=3 fixed)", 31,
+         "formula: f(t, rw1): 'fixed' holds a parameter at its start value (variance=1 "
+         "fixed); 'period' is not a parameter"},
+        {"y ~ f(g, iid, scale=1)", 14,
+         "formula: f() has no key 'scale' (keys: graph; variance, and phi on bym2; on rw1 and "
+         "rw2: cyclic, period)"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        gmm_mdl_spec sp;
+        gmm_mdl_spec_init(&sp);
+        sp.formula = bad[i].text;
+        sp.data = "/nonexistent/d.csv";
+        gmm_mdl_failure fail;
+        ck_assert_msg(gmm_mdl_build(&sp, &m, &fail) == GMM_EPARSE, "%s: %s", bad[i].text,
+                      gmm_error_message());
+        ck_assert_msg(fail.spec_text == bad[i].text && fail.spec_pos == bad[i].pos,
+                      "%s: caret at %zu, expected %zu", bad[i].text, fail.spec_pos, bad[i].pos);
+        ck_assert_msg(!strcmp(gmm_error_message(), bad[i].msg), "%s: '%s'", bad[i].text,
+                      gmm_error_message());
+        gmm_mdl_failure_free(&fail);
+    }
+}
+END_TEST
+
 Suite *model_formula_suite(void)
 {
     Suite *s = suite_create("model_formula");
@@ -753,6 +847,7 @@ Suite *model_formula_suite(void)
     tcase_add_test(tc, test_formula_new_rows_dense);
     tcase_add_test(tc, test_formula_kernel_new_rows_dense);
     tcase_add_test(tc, test_formula_param_names);
+    tcase_add_test(tc, test_formula_start_values);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -58,14 +58,14 @@ static inline gmm_status tu_ssm_objective(gmm_ssm *m, const double *theta0, gmm_
     obj->nparam = np;
     obj->name = calloc(np, sizeof *obj->name);
     obj->value = calloc(np, sizeof *obj->value);
-    obj->positive = calloc(np, sizeof *obj->positive);
+    obj->scale = calloc(np, sizeof *obj->scale);
     obj->fixed = calloc(np, sizeof *obj->fixed);
-    if (!obj->name || !obj->value || !obj->positive || !obj->fixed)
+    if (!obj->name || !obj->value || !obj->scale || !obj->fixed)
         return GMM_ENOMEM;
     for (size_t i = 0; i < np; i++) {
         obj->name[i] = (char *)tu_ssm_param_name(m, i);
         obj->value[i] = theta0[i];
-        obj->positive[i] = 1;
+        obj->scale[i] = GMM_SCALE_LOG;
     }
     obj->eval = tu_ssm_obj_eval;
     obj->ctx = m;
@@ -76,7 +76,7 @@ static inline void tu_ssm_objective_free(gmm_objective *obj)
 {
     free(obj->name);
     free(obj->value);
-    free(obj->positive);
+    free(obj->scale);
     free(obj->fixed);
 }
 

@@ -1116,6 +1116,7 @@ gmm_status gmm_latent_stack_alloc(size_t nrows, size_t nterm, const gmm_stack_te
                                     : kn ? gmm_kernel_values_const(q->kern)[p]
                                          : q->start[p];
             l->zero_ok[q->par0 + p] = gr ? q->g->param_zero_ok[p] : 0;
+            l->unit[q->par0 + p] = q->model == GMM_STACK_BYM2 && p == 1; /* phi */
         }
     }
     c->blk0[c->nblk] = c->ncon;

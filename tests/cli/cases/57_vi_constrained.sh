@@ -41,7 +41,9 @@ done
 begin "vi, constrained: Gaussian bym2 + cyclic rw2 + rw1 + covariate equals fit's exact posterior"
 vc_data "$CASE_TMP"
 f="y ~ x1 + f(district, bym2, graph=$CASE_TMP/edges.csv) + f(week, rw2, cyclic) + f(t, rw1)"
-run "$GMM_INFER" fit --formula "$f" "$CASE_TMP/data.csv" -o "$CASE_TMP/fit.json"
+# phi held inside (0, 1): these data's maximum is at phi -> 1, where q over bym2's (b, u) is
+# nearly singular and vi stops at the ELBO's resolution, ~1e-8 relative below the exact value
+run "$GMM_INFER" fit --formula "$f" --fix f.district.phi "$CASE_TMP/data.csv" -o "$CASE_TMP/fit.json"
 expect_exit 0
 # the terms' constants alias (Q + H'H / noise singular off the subspace): q starts pinned and
 # climbs; --tol 0 runs to the gradient test (tol's 1e-9 change of the ELBO leaves q's
