@@ -103,6 +103,72 @@ rows_match() {
         END { if (seen != n) { print seen " rows, expected " n; bad = 1 }; exit bad }' "$2" "$1"
 }
 
+# Draws' means against reference means, in units of their Monte Carlo error:
+#   mc_means SUMMARY REF K N [PRED]
+# SUMMARY: `gmm-infer summary` of the draws (its f[...] rows are compared);
+# REF: CSV with a header, rows NAME,MEAN,VAR[,ESS] (NAME f[i] or i), the exact
+# posterior, or with ESS another sampler's means (their error VAR / ESS added,
+# and the draws' own variance taken from SUMMARY's sd); every ESS capped at N,
+# the draws' count, so no sampler's ESS above N is trusted; PRED: a predict
+# --draws table whose means (of the same draws, read back) replace SUMMARY's.
+# z = (mean - MEAN) / sqrt(var / min(ess_bulk, N) [+ VAR / min(ESS, N)]).
+# Prints the largest |z| and the count; false when one exceeds K (or none is
+# compared).  With K = 6.5 a false failure has probability m 2 Q(6.5 / sqrt
+# 1.2) = m 3e-9 over m rows (normal means), even with every ESS 20% too high.
+mc_means() {
+    awk -F, -v K="$3" -v N="$4" '
+        function key(s) { return s ~ /^f\[/ ? s : "f[" s "]" }
+        FILENAME == ARGV[1] { if ($1 ~ /^f\[/) { sm[$1] = $2; sd[$1] = $4
+                                  e = $9 ~ /^[0-9]/ ? $9 + 0 : 0; ess[$1] = e < N ? e : N }; next }
+        FILENAME == ARGV[2] { if (FNR > 1) { k = key($1); rm[k] = $2; rv[k] = $3
+                                  re[k] = NF > 3 ? ($4 < N ? $4 : N) : 0 }; next }
+        FNR > 1 { pm[key($1)] = $2 }
+        END { for (k in rm) {
+                  if (!(k in sm) || (ARGC > 3 && !(k in pm)) || !(ess[k] > 0)) {
+                      print "no draws or no ESS of " k; exit 1 }
+                  m = ARGC > 3 ? pm[k] : sm[k]
+                  e2 = re[k] ? sd[k] ^ 2 / ess[k] + rv[k] / re[k] : rv[k] / ess[k]
+                  z = (m - rm[k]) / sqrt(e2); if (z < 0) z = -z
+                  if (z > w) { w = z; wk = k }; n++ }
+              printf "largest |z| %.2f (%s) over %d\n", w, wk, n; exit !(n > 0 && w <= K) }' \
+        "$1" "$2" ${5:+"$5"}
+}
+
+# Uniform numbers for data made in awk, the same on every machine (awk's own
+# rand() is another stream in mawk and in gawk): Park and Miller's minimal
+# standard, exact in doubles.  awk "$PM_RAND"' BEGIN { pm_seed(7); u = pm_rand() ...'
+# pm_seed(S), S in 1 .. 2^31 - 2, drops 10 numbers (a small seed starts small).
+PM_RAND='function pm_seed(s,   i) { pm_s = s; for (i = 0; i < 10; i++) pm_rand() }
+function pm_rand() { pm_s = (pm_s * 16807) % 2147483647; return pm_s / 2147483647 }'
+
+# Two predict tables $1 and $2 (one header, columns mean and var) made by two
+# computations of the same posterior: the same header and rows; the first
+# column and level byte for byte (the same labels, printed alike); with m, v the
+# row's mean and var in $2 and tol $3: var within tol v, mean, lower and upper
+# within tol (|value| + sqrt v), the response columns (rate..., prob...), which
+# carry an error in the linear predictor as a relative error, within tol (|m| +
+# sqrt v + v) |value|.  Prints the first difference; false if there is one.
+pred_close() {
+    awk -F, -v t="$3" '
+        function abs(x) { return x < 0 ? -x : x }
+        NR == FNR { if (FNR == 1) h = $0; else row[FNR] = $0; n = FNR; next }
+        FNR == 1 { if ($0 != h) { print "headers differ: " $0 " / " h; bad = 1; exit }
+                   for (k = 1; k <= NF; k++) col[$k] = k; next }
+        { if (!(FNR in row)) { print "extra row " FNR; bad = 1; exit }
+          split(row[FNR], b, ","); split($0, a, ",")
+          m = b[col["mean"]]; v = b[col["var"]]; s = abs(m) + sqrt(v)
+          for (k = 1; k <= NF; k++) {
+              d = abs(a[k] - b[k])
+              if (k == 1 || k == col["level"]) ok = a[k] "" == b[k] ""
+              else if (k == col["var"]) ok = d <= t * v
+              else if (b[k] == "" || a[k] == "") ok = a[k] "" == b[k] ""
+              else if (k > col["upper"]) ok = d <= t * (s + v) * abs(b[k])
+              else ok = d <= t * (abs(b[k]) + sqrt(v))
+              if (!ok) { print "row " FNR " column " k ": " a[k] " / " b[k]; bad = 1; exit } } }
+        END { if (!bad && (FNR != n || n < 2)) { print FNR " rows, expected " n; bad = 1 }
+              exit bad }' "$2" "$1"
+}
+
 # Print a case's failure with enough context to debug it from a CI log.
 fail() {
     case_asserts=$((case_asserts + 1))
@@ -268,6 +334,11 @@ if [[ ${#files[@]} -eq 0 ]]; then
     exit 2
 fi
 
+# The helpers above as defined here: a case file that redefines one would
+# change it for every later case (they share this shell), so that is a failure.
+helper_names=(json_key json_num close_to rows_match pred_close mc_means begin run fail
+    expect_exit match_stream expect_stdout_eq expect_empty expect_file expect_no_file)
+helpers=$(declare -f "${helper_names[@]}")
 for case_file in "${files[@]}"; do
     selected "$case_file" "${patterns[@]}" || continue
     if ! bash -n "$case_file"; then
@@ -279,6 +350,11 @@ for case_file in "${files[@]}"; do
     # shellcheck source=/dev/null
     source "$case_file" </dev/null
     finish_case
+    if [[ $(declare -f "${helper_names[@]}") != "$helpers" ]]; then
+        case_name=
+        fail "the case file redefines a helper of run.sh; the later cases are not run"
+        break
+    fi
 done
 cd "$ROOT" || exit 2
 

@@ -8,16 +8,21 @@
  * function), as in Vehtari et al.  Across independent chains it is the
  * spread of the chain means, which needs no ESS.
  *
- * Bounds.  The sampler is deterministic given its seed, so a check always
- * passes or always fails; the bounds were chosen on the z-scores of 100 other
- * seeds (13900 of each kind): for means |z| had sd 0.98 and a normal tail
- * (largest 4.7), bound 4.5 per coordinate plus a chi-square bound on their
- * sum; for variances (means of q^2, whose ESS from 1000 draws is itself
- * uncertain by 20% or so) sd 1.04 with a heavier tail (|z| > 4 in 8e-4,
- * largest 4.8), bound 5.5.  The variance errors of one chain are correlated
- * across coordinates (all follow the slowly mixing energy), so instead of a
- * sum of their squares the mean over coordinates of (q_j / s_j)^2 gets its
- * own z-score.
+ * Bounds.  Every test fails falsely with probability at most 1e-6, whatever
+ * the seed (the seeds are fixed only so that a failure can be rerun).  The
+ * z-scores are Student t with TU_NU_MEAN(n) or TU_NU_SQUARE(n) degrees of
+ * freedom (testutil.h, where the tails measured over 100 seeds of these
+ * chains, 13900 z-scores of each kind, are quoted), against tu_t_bound
+ * with the test's share of the 1e-6 split over their number.  The variance
+ * errors of one chain are correlated across coordinates (all follow the
+ * slowly mixing energy), so instead of a sum of their squares the mean over
+ * coordinates of (q_j / s_j)^2 gets its own z-score.  The adapted metric's
+ * entries are variance estimates of a window: chi-square(nu) / nu with nu =
+ * 2 / sd(log)^2 = 170-210 measured here (10000 entries), taken as nu =
+ * METRIC_NU = 120 (tu_chisq_bounds).  Other sampler statistics (acceptance,
+ * tree depth, step size, ESS) are bounded at least 5.5 sd from their mean
+ * over 100 seeds (normal approximation, Q(5.5) = 1.9e-8), each bound's
+ * numbers beside it.
  */
 #include <check.h>
 #include <gsl/gsl_cdf.h>
@@ -27,6 +32,10 @@
 
 #include "gmm/alloc.h"
 #include "gmm/hmc.h"
+
+#include "support/testutil.h"
+
+#define METRIC_NU 120.0
 
 /* Build with -DHMC_TEST_VERBOSE to see the measured statistics. */
 #ifdef HMC_TEST_VERBOSE
@@ -277,15 +286,25 @@ static void column(const chain_out *o, size_t n, size_t dim, size_t j, int squar
     }
 }
 
-/* Means and variances of independent N(0, s_j^2): |z| below 4.5 for each
- * mean and 5.5 for each variance (see the top of the file), the sum of the
- * squared z-scores of the means below dim + 5 sqrt(2 dim) + 2 (a
- * chi-square(dim) tail of about 1e-5 for dim = 100, 1e-4 for dim = 10), and
- * |z| < 4.5 for the mean over coordinates of (q_j / s_j)^2.  Returns the
- * least bulk ESS per draw. */
+/* Means and variances of independent N(0, s_j^2) from n draws, failing
+ * falsely with probability at most p: 0.4 p over the dim means' z-scores
+ * (Student t, TU_NU_MEAN(n)), 0.4 p over the variances' (TU_NU_SQUARE(n)),
+ * 0.1 p for the sum of the means' squared z-scores (sum of dim independent
+ * t^2: a chi-square with its mean and variance, Satterthwaite's fit) and
+ * 0.1 p for the z-score of the mean over coordinates of (q_j / s_j)^2.
+ * Returns the least bulk ESS per draw. */
 static double check_normal_moments(const chain_out *o, size_t n, size_t dim, const double *scale,
-                                   double s)
+                                   double s, double p)
 {
+    const double nu = TU_NU_MEAN(n), nu2 = TU_NU_SQUARE(n);
+    const double bm = tu_t_bound(0.4 * p, dim, nu), bv = tu_t_bound(0.4 * p, dim, nu2);
+    const double bu = tu_t_bound(0.1 * p, 1, nu2);
+    /* sum of dim t_nu^2: mean dim nu / (nu - 2), variance dim 2 nu^2 (nu - 1) /
+     * ((nu - 2)^2 (nu - 4)); as a chi-square(f) times a with those moments */
+    const double cm = (double)dim * nu / (nu - 2.0);
+    const double cv = (double)dim * 2.0 * nu * nu * (nu - 1.0) / ((nu - 2.0) * (nu - 2.0) * (nu - 4.0));
+    const double bchi = cv / (2.0 * cm) * gsl_cdf_chisq_Qinv(0.1 * p, 2.0 * cm * cm / cv);
+    ck_assert(nu > 4.0);
     double *x = malloc(n * sizeof *x), *u2 = calloc(n, sizeof *u2), chi2 = 0.0;
     double min_ess = INFINITY;
     double max_zm = 0.0, max_zv = 0.0, mean_ess = 0.0;
@@ -304,8 +323,8 @@ static double check_normal_moments(const chain_out *o, size_t n, size_t dim, con
             u2[i] += x[i] / (double)dim;
         }
         double zv = mc_z(x, n, 1.0);
-        ck_assert_msg(fabs(zm) < 4.5 && fabs(zv) < 5.5, "coordinate %zu: z(mean) %g z(var) %g", j,
-                      zm, zv);
+        ck_assert_msg(fabs(zm) < bm && fabs(zv) < bv, "coordinate %zu: z(mean) %g (bound %.2f) "
+                      "z(var) %g (bound %.2f)", j, zm, bm, zv, bv);
         chi2 += zm * zm;
         max_zm = fmax(max_zm, fabs(zm));
         max_zv = fmax(max_zv, fabs(zv));
@@ -314,8 +333,9 @@ static double check_normal_moments(const chain_out *o, size_t n, size_t dim, con
     double zu = mc_z(u2, n, 1.0);
     DIAG("  %zu coordinates: bulk ESS/draw min %.3f mean %.3f; max |z| mean %.2f var %.2f; "
          "sum z^2 %.1f; z(all var) %.2f\n", dim, min_ess, mean_ess, max_zm, max_zv, chi2, zu);
-    ck_assert_msg(chi2 < (double)dim + 5.0 * sqrt(2.0 * (double)dim) + 2.0 && fabs(zu) < 4.5,
-                  "sum of z(mean)^2 %g over %zu; z(mean of all (q/s)^2) %g", chi2, dim, zu);
+    ck_assert_msg(chi2 < bchi && fabs(zu) < bu,
+                  "sum of z(mean)^2 %g over %zu (bound %.1f); z(mean of all (q/s)^2) %g (bound %.2f)",
+                  chi2, dim, bchi, zu, bu);
     free(u2);
     free(x);
     return min_ess;
@@ -327,29 +347,35 @@ static double check_normal_moments(const chain_out *o, size_t n, size_t dim, con
  * warm-up, 1000 draws), from a start away from the mode.  The bulk ESS/draw
  * of every coordinate is about 1.3 (NUTS is antithetic here: 20000-draw runs
  * estimate 0.74-1.9 over the 100 exchangeable coordinates, mean 1.3); the
- * estimate from 1000 draws is noisier, its least value over 100 coordinates
- * ranged 0.53-1.2 over 60 seeds (1.14 for this one). */
+ * estimate from 1000 draws is noisier: over 100 seeds its log had mean 0.29
+ * and sd 0.23 per coordinate (10000 values, least 0.61), so 0.3 is 6.5 sd
+ * below: 100 Q(6.5) = 4e-9 (a random walk would give ~0.01).  False failure
+ * at most 6e-7 (moments) + 4e-9 + 6e-9 (acceptance) + 1e-7 (metric). */
 START_TEST(test_hmc_std_normal_100)
 {
     enum { D = 100 };
     gmm_hmc_params par;
     gmm_hmc_params_init(&par);
-    par.seed = 20240601;
+    par.seed = tu_seed(20240601);
     normal_target t = {D, NULL, 1.0, 0, 0.0, 0};
     double q0[D];
     for (size_t i = 0; i < D; i++)
         q0[i] = 2.0 * sin((double)i); /* in (-2, 2) */
     chain_out o;
     run_chain(D, &par, normal_logp, &t, q0, &o);
-    double min_ess = check_normal_moments(&o, par.draws, D, NULL, 1.0);
-    ck_assert_msg(min_ess >= 0.5, "least bulk ESS/draw %g", min_ess);
+    double min_ess = check_normal_moments(&o, par.draws, D, NULL, 1.0, 6e-7);
+    ck_assert_msg(min_ess >= 0.3, "least bulk ESS/draw %g", min_ess);
+    /* N(0, I): the leapfrog is stable below step size 2 (adapted ~0.7) */
     ck_assert_uint_eq(o.divergent, 0);
-    /* dual averaging reaches its target (Stan: about 0.8-0.9 here) */
-    ck_assert_msg(o.mean_accept > 0.7 && o.mean_accept < 0.95, "accept %g", o.mean_accept);
+    /* dual averaging reaches its target (Stan: about 0.8-0.9 here): 0.855,
+     * sd 0.020 over 100 seeds; 0.7 and 0.97 are 7.7 and 5.7 sd away */
+    ck_assert_msg(o.mean_accept > 0.7 && o.mean_accept < 0.97, "accept %g", o.mean_accept);
     /* The adapted metric is unit within the sampling error of the last
      * window (500 draws, ESS of q^2 about 0.45 per draw: sd about 0.1). */
+    double lo, hi;
+    tu_chisq_bounds(1e-7, D, METRIC_NU, &lo, &hi);
     for (size_t i = 0; i < D; i++)
-        ck_assert_msg(o.inv_metric[i] > 0.55 && o.inv_metric[i] < 1.6, "inv_metric[%zu] = %g", i,
+        ck_assert_msg(o.inv_metric[i] > lo && o.inv_metric[i] < hi, "inv_metric[%zu] = %g", i,
                       o.inv_metric[i]);
     chain_free(&o);
 }
@@ -359,8 +385,9 @@ END_TEST
  * 0..63) on 10 normals with scales 0.1 .. 10, 300 warm-up iterations and 300
  * draws each.  Each chain gives the mean over its draws and coordinates of
  * u = q / scale, u^2, u^4 and 1{u < 1}; the chains are independent, so the
- * spread of those 64 values gives the standard errors (t with 63 degrees of
- * freedom; bound 4.5). */
+ * spread of those 64 values gives the standard errors: t with 63 degrees of
+ * freedom (each chain's value averages 3000 draws: normal), a false failure
+ * 1e-6 over the four (tu_t_bound: |t| < 5.9). */
 START_TEST(test_hmc_pooled_chains)
 {
     enum { D = 10, C = 64, K = 4 };
@@ -369,10 +396,11 @@ START_TEST(test_hmc_pooled_chains)
         scale[i] = pow(10.0, -1.0 + 2.0 * (double)i / (D - 1));
     normal_target t = {D, scale, 0.0, 0, 0.0, 0};
     const double truth[K] = {0.0, 1.0, 3.0, 0.841344746068543}; /* Phi(1) */
+    const double bound = tu_t_bound(1e-6, K, C - 1);
     for (size_t c = 0; c < C; c++) {
         gmm_hmc_params par;
         gmm_hmc_params_init(&par);
-        par.seed = 2718;
+        par.seed = tu_seed(2718);
         par.chain = c;
         par.warmup = 300;
         par.draws = 300;
@@ -401,7 +429,7 @@ START_TEST(test_hmc_pooled_chains)
         double z = (m - truth[j]) / sqrt(v / C);
         DIAG("pooled statistic %zu: %.5f (truth %.5f, se %.5f, z %.2f)\n", j, m, truth[j],
              sqrt(v / C), z);
-        ck_assert_msg(fabs(z) < 4.5, "statistic %zu: %g, truth %g, se %g", j, m, truth[j],
+        ck_assert_msg(fabs(z) < bound, "statistic %zu: %g, truth %g, se %g", j, m, truth[j],
                       sqrt(v / C));
     }
 }
@@ -409,7 +437,9 @@ END_TEST
 
 /* (2a) Scales 1e-2 .. 1e2: the adapted metric makes it an easy target (small
  * trees, correct moments); with a unit metric NUTS needs the longest
- * trajectories allowed. */
+ * trajectories allowed.  Over 100 seeds: adapted depth 2.78, sd 0.08 (4 is
+ * 15 sd off), no divergence; unit-metric depth 9.42, sd 0.076 (9 is 5.5 sd
+ * below: 1.9e-8).  False failure at most 6e-7 + 1e-7 (metric) + 1.9e-8. */
 START_TEST(test_hmc_scales_metric)
 {
     enum { D = 9 };
@@ -421,13 +451,15 @@ START_TEST(test_hmc_scales_metric)
     normal_target t = {D, scale, 0.0, 0, 0.0, 0};
     gmm_hmc_params par;
     gmm_hmc_params_init(&par);
-    par.seed = 99;
+    par.seed = tu_seed(99);
     chain_out o;
     run_chain(D, &par, normal_logp, &t, q0, &o);
-    check_normal_moments(&o, par.draws, D, scale, 0.0);
+    check_normal_moments(&o, par.draws, D, scale, 0.0, 6e-7);
+    double lo, hi;
+    tu_chisq_bounds(1e-7, D, METRIC_NU, &lo, &hi);
     for (size_t i = 0; i < D; i++) {
         double r = o.inv_metric[i] / (scale[i] * scale[i]);
-        ck_assert_msg(r > 0.67 && r < 1.5, "inv_metric[%zu] / scale^2 = %g", i, r);
+        ck_assert_msg(r > lo && r < hi, "inv_metric[%zu] / scale^2 = %g", i, r);
     }
     ck_assert_msg(o.mean_depth < 4.0, "mean tree depth %g with metric adaptation", o.mean_depth);
     ck_assert_uint_eq(o.divergent, 0);
@@ -451,7 +483,10 @@ END_TEST
  * target 8 times wider needs trajectories 8 times longer: about log2(8) = 3
  * more doublings.  With step-size adaptation (unit metric), scaling the
  * target by 1e-3 scales the step size by 1e-3 and leaves the trees as they
- * were: NUTS is scale-free. */
+ * were: NUTS is scale-free.  Over 100 seeds: depth difference 2.858, sd
+ * 0.015; leapfrog ratio 7.15, sd 0.10; step-size ratio / 1e-3 of log mean
+ * 0.015, sd 0.027; depth difference at the two scales -0.064, sd 0.118 (0.8
+ * is 6.2 sd off): every bound > 6 sd away.  Moments 3 x 3e-7. */
 START_TEST(test_hmc_depth_scale)
 {
     enum { D = 10 };
@@ -460,7 +495,7 @@ START_TEST(test_hmc_depth_scale)
         q0[i] = 0.3 * cos((double)i);
     gmm_hmc_params par;
     gmm_hmc_params_init(&par);
-    par.seed = 5;
+    par.seed = tu_seed(5);
     chain_out o1, o8;
 
     /* fixed step size 0.2 (accept ~0.99 at scale 1), no warm-up */
@@ -475,13 +510,13 @@ START_TEST(test_hmc_depth_scale)
     ck_assert_msg(dd > 2.0 && dd < 4.0, "tree depth %g at scale 1, %g at scale 8", o1.mean_depth,
                   o8.mean_depth);
     ck_assert(o8.mean_leapfrog > 4.0 * o1.mean_leapfrog);
-    check_normal_moments(&o1, par.draws, D, NULL, 1.0);
+    check_normal_moments(&o1, par.draws, D, NULL, 1.0, 3e-7);
     chain_free(&o1);
     chain_free(&o8);
 
     /* adapted step size, unit metric: scale 1 vs 1e-3 */
     gmm_hmc_params_init(&par);
-    par.seed = 6;
+    par.seed = tu_seed(6);
     par.adapt_metric = 0;
     par.warmup = 500;
     par.draws = 500;
@@ -494,10 +529,10 @@ START_TEST(test_hmc_depth_scale)
     double ratio = o8.stepsize / o1.stepsize;
     ck_assert_msg(ratio > 0.7e-3 && ratio < 1.4e-3, "step sizes %g and %g", o1.stepsize,
                   o8.stepsize);
-    ck_assert_msg(fabs(o8.mean_depth - o1.mean_depth) < 0.5, "tree depth %g at scale 1, %g at 1e-3",
+    ck_assert_msg(fabs(o8.mean_depth - o1.mean_depth) < 0.8, "tree depth %g at scale 1, %g at 1e-3",
                   o1.mean_depth, o8.mean_depth);
-    check_normal_moments(&o1, par.draws, D, NULL, 1.0);
-    check_normal_moments(&o8, par.draws, D, NULL, 1e-3);
+    check_normal_moments(&o1, par.draws, D, NULL, 1.0, 3e-7);
+    check_normal_moments(&o8, par.draws, D, NULL, 1e-3, 3e-7);
     chain_free(&o1);
     chain_free(&o8);
 }
@@ -506,7 +541,11 @@ END_TEST
 /* Without warm-up the step size still comes from Stan's initial search
  * (search_stepsize, the default), so a target far narrower than the
  * default stepsize 1 is sampled: no divergence, the draws move, and their
- * moments are right.  Leapfrog on N(0, s^2) is stable for eps < 2 s. */
+ * moments are right.  Leapfrog on N(0, s^2) is stable for eps < 2 s: no
+ * divergence.  Over 100 seeds the search gave 0.488 s each time, and 0-2
+ * of 999 draws repeated the previous one (15 of 99900): 100 repeats fail
+ * falsely with P < 1e-130 even at 10 times that rate (Binomial(999,
+ * 1.5e-3)).  Moments: 9e-7. */
 START_TEST(test_hmc_no_warmup)
 {
     enum { D = 10 };
@@ -516,7 +555,7 @@ START_TEST(test_hmc_no_warmup)
         q0[i] = s * 0.3 * cos((double)i);
     gmm_hmc_params par;
     gmm_hmc_params_init(&par);
-    par.seed = 11;
+    par.seed = tu_seed(11);
     par.warmup = 0;
     par.draws = 1000;
     normal_target t = {D, NULL, s, 0, 0.0, 0};
@@ -530,7 +569,7 @@ START_TEST(test_hmc_no_warmup)
         same += o.q[i * D] == o.q[(i - 1) * D];
     ck_assert_msg(same < par.draws / 10, "%zu of %zu draws repeat the previous", same,
                   (size_t)par.draws);
-    check_normal_moments(&o, par.draws, D, NULL, s);
+    check_normal_moments(&o, par.draws, D, NULL, s, 9e-7);
     chain_free(&o);
     /* search_stepsize = 0 keeps the given step size (here 1: every
      * transition diverges, as before the search) */
@@ -566,7 +605,11 @@ static size_t shared(const double *a, const double *b, size_t n)
 
 /* (3) Same seed and chain: identical draws, also when two chains are run
  * interleaved (no shared state) and after a restart; another chain number or
- * seed: different draws. */
+ * seed: different draws.  Continuous draws of two streams coincide only
+ * while both still sit at q0 in the first warm-up iterations; 10% of the
+ * values (40 iterations) would need 40 rejected transitions in a row from
+ * the start, each rejected with probability < 1/2 once the step-size search
+ * has run: P < 0.5^40 = 1e-12. */
 START_TEST(test_hmc_reproducible)
 {
     enum { D = 5, N = 400 };
@@ -577,7 +620,7 @@ START_TEST(test_hmc_reproducible)
     gmm_hmc_params_init(&par);
     par.warmup = N / 2;
     par.draws = N / 2;
-    par.seed = 1234;
+    par.seed = tu_seed(1234);
     static double qa[N * D], ia[N * 7], qb[N * D], ib[N * 7], qc[N * D], ic[N * 7];
     static double qd[N * D], id[N * 7];
 
@@ -620,7 +663,7 @@ START_TEST(test_hmc_reproducible)
         gmm_hmc_free(b);
 
         /* another seed, chain 0 */
-        par.seed = 1235;
+        par.seed = tu_seed(1235);
         par.chain = 0;
         a = gmm_hmc_alloc(D, &par);
         ck_assert_int_eq(gmm_hmc_init(a, q0, &tg), GMM_OK);
@@ -628,14 +671,17 @@ START_TEST(test_hmc_reproducible)
         ck_assert_msg(shared(qa, qc, N * D) < N * D / 10, "%zu of %d values shared by seeds 1234 "
                       "and 1235", shared(qa, qc, N * D), N * D);
         gmm_hmc_free(a);
-        par.seed = 1234;
+        par.seed = tu_seed(1234);
     }
 }
 END_TEST
 
 /* (4) A target that refuses q[0] > 2: the refusals are divergences, never
  * errors, and the draws follow the truncated normal.  Mode 1 refuses with
- * GMM_EDOM, mode 2 with a NaN log density. */
+ * GMM_EDOM, mode 2 with a NaN log density.  Over 100 seeds 234-349 (mode 1,
+ * 4000 draws) and 25-53 (mode 2, 500) divergences: none has P ~ e^-25 or
+ * less.  The moments of mode 1: z-scores of the mean and variance, 1e-6
+ * shared (Student t, TU_NU_MEAN and TU_NU_SQUARE of 4000 draws). */
 START_TEST(test_hmc_domain_failures)
 {
     enum { D = 2 };
@@ -648,7 +694,7 @@ START_TEST(test_hmc_domain_failures)
         normal_target t = {D, NULL, 1.0, mode, 2.0, 0};
         gmm_hmc_params par;
         gmm_hmc_params_init(&par);
-        par.seed = 31 + (uint64_t)mode;
+        par.seed = tu_seed(31 + (uint64_t)mode);
         par.warmup = 1000;
         par.draws = mode == 1 ? 4000 : 500;
         gmm_hmc *h = gmm_hmc_alloc(D, &par);
@@ -680,7 +726,9 @@ START_TEST(test_hmc_domain_failures)
             for (size_t i = 0; i < par.draws; i++)
                 x[i] = (x[i] - tmean) * (x[i] - tmean);
             double zv = mc_z(x, par.draws, tvar);
-            ck_assert_msg(fabs(zm) < 4.5 && fabs(zv) < 5.5, "z(mean) %g z(var) %g", zm, zv);
+            ck_assert_msg(fabs(zm) < tu_t_bound(5e-7, 1, TU_NU_MEAN(par.draws)) &&
+                              fabs(zv) < tu_t_bound(5e-7, 1, TU_NU_SQUARE(par.draws)),
+                          "z(mean) %g z(var) %g", zm, zv);
         }
         free(x);
         gmm_hmc_free(h);
@@ -717,7 +765,9 @@ START_TEST(test_hmc_real_errors)
     size_t it;
     for (it = 0; it < par.draws && st == GMM_OK; it++)
         st = gmm_hmc_iterate(h, &d);
-    ck_assert_int_eq(st, GMM_ENOMEM); /* q[0] > 1.5 is reached within 1000 draws */
+    /* q[0] > 1.5 is reached within 1000 draws: P(q[0] > 1.5) = 0.067 per draw,
+     * none in an ESS of even 300 has P = 0.933^300 = 1e-9 */
+    ck_assert_int_eq(st, GMM_ENOMEM);
     ck_assert_int_eq(gmm_hmc_iterate(h, &d), GMM_EINVAL);
     ck_assert_int_eq(gmm_hmc_init(h, q0, &tg), GMM_OK);
     ck_assert_int_eq(gmm_hmc_iterate(h, &d), GMM_OK);
@@ -735,7 +785,10 @@ START_TEST(test_hmc_real_errors)
 END_TEST
 
 /* (5) Fixed-length HMC (10 steps) on a correlated bivariate normal: means,
- * variances and covariance within Monte Carlo error. */
+ * variances and covariance within Monte Carlo error (Student t,
+ * TU_NU_MEAN and TU_NU_SQUARE of 4000 draws: 4e-7 over the two means, 4e-7
+ * over the two variances, 1e-7 for the covariance); accept_stat 0.963, sd
+ * 0.021 over 100 seeds (0.6 is 17 sd below). */
 START_TEST(test_hmc_static_correlated)
 {
     enum { D = 2 };
@@ -743,7 +796,7 @@ START_TEST(test_hmc_static_correlated)
     gmm_hmc_params_init(&par);
     par.sampler = GMM_HMC_STATIC;
     par.steps = 10;
-    par.seed = 77;
+    par.seed = tu_seed(77);
     par.warmup = 500;
     par.draws = 4000;
     double q0[D] = {1.0, -1.0};
@@ -752,19 +805,20 @@ START_TEST(test_hmc_static_correlated)
     size_t n = par.draws;
     double *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y);
     const double sd[D] = {CORR_S1, CORR_S2};
+    const double bm = tu_t_bound(4e-7, D, TU_NU_MEAN(n)), bv = tu_t_bound(4e-7, D, TU_NU_SQUARE(n));
     for (size_t j = 0; j < D; j++) {
         column(&o, n, D, j, 0, x);
         double zm = mc_z(x, n, 0.0);
         column(&o, n, D, j, 1, x);
         double zv = mc_z(x, n, sd[j] * sd[j]);
-        ck_assert_msg(fabs(zm) < 4.5 && fabs(zv) < 5.5, "q[%zu]: z(mean) %g z(var) %g", j, zm, zv);
+        ck_assert_msg(fabs(zm) < bm && fabs(zv) < bv, "q[%zu]: z(mean) %g z(var) %g", j, zm, zv);
     }
     column(&o, n, D, 0, 0, x);
     column(&o, n, D, 1, 0, y);
     for (size_t i = 0; i < n; i++)
         x[i] *= y[i];
     double zc = mc_z(x, n, CORR_RHO * CORR_S1 * CORR_S2);
-    ck_assert_msg(fabs(zc) < 5.5, "z(cov) %g", zc);
+    ck_assert_msg(fabs(zc) < tu_t_bound(1e-7, 1, TU_NU_SQUARE(n)), "z(cov) %g", zc);
     ck_assert(o.mean_leapfrog == 10.0 && o.mean_depth == 0.0);
     /* No upper bound: with L fixed, the energy error on a Gaussian is periodic
      * in eps, and dual averaging settles between high-acceptance step sizes
@@ -779,12 +833,18 @@ END_TEST
 /* (2c) metric_pooling.  On D = 2000 exchangeable coordinates (iid N(0, 1),
  * the Laplace map's ideal), Stan's estimator leaves each coordinate the
  * sampling error of the last window (200 draws here: sd about 0.13, so over
- * 2000 coordinates some are off by 40%), and the step size must suit the
- * stiffest of those errors; pooled, the spread of the true variances is 0 and
- * the estimates fall on their mean (the weight w tends to 0: within 1% here),
- * the step size grows, and the draws keep their moments.  On scales 0.5 ..
- * 2 (log-uniform, D = 200) the true spread dominates the noise: w near 1,
- * and each estimate follows its own variance as Stan's would. */
+ * 2000 coordinates some are off by 40%); pooled, the spread of the true
+ * variances is 0 and the estimates fall near their mean (the weight w near
+ * 0), and the draws keep their moments.  Over 130 seeds: Stan's largest /
+ * least estimate 2.58-4.31 (below 1.4 all 2000 would lie within 1.3 sd of
+ * 1: P < 1e-100); pooled 1.00-1.13, log mean 0.022, sd 0.030 (1.3 is 8 sd
+ * above); their mean 0.995-1.015 (log sd 0.004); the pooled step size over
+ * Stan's 0.75-1.21, log mean 0.006, sd 0.089: no systematic gain (seed 31
+ * gave 1.14), only a bound 0.5 (7.8 sd below) that pooling does not cost
+ * step size.  On scales 0.5 .. 2 (log-uniform, D = 200) the true spread
+ * dominates the noise: w near 1, and each estimate follows its own variance
+ * as Stan's would (chi-square(METRIC_NU) bounds, 1e-7 over the 200).
+ * Moments 2 x 4e-7. */
 START_TEST(test_hmc_metric_pooling)
 {
     enum { D = 2000, D2 = 200 };
@@ -794,7 +854,7 @@ START_TEST(test_hmc_metric_pooling)
     normal_target t = {D, NULL, 1.0, 0, 0.0, 0};
     gmm_hmc_params par;
     gmm_hmc_params_init(&par);
-    par.seed = 31;
+    par.seed = tu_seed(31);
     par.warmup = 500;
     par.draws = 300;
     chain_out o_stan, o_pool;
@@ -812,11 +872,11 @@ START_TEST(test_hmc_metric_pooling)
     DIAG("pooling, %d unit coordinates: inv_metric %.3f .. %.3f (Stan's %.3f .. %.3f), step size "
          "%.4g (Stan's %.4g)\n", D, lo[1], hi[1], lo[0], hi[0], o_pool.stepsize, o_stan.stepsize);
     ck_assert_msg(hi[0] / lo[0] > 1.4, "Stan's estimates %g .. %g", lo[0], hi[0]);
-    ck_assert_msg(hi[1] / lo[1] < 1.02, "pooled estimates %g .. %g", lo[1], hi[1]);
+    ck_assert_msg(hi[1] / lo[1] < 1.3, "pooled estimates %g .. %g", lo[1], hi[1]);
     ck_assert_msg(mean > 0.8 && mean < 1.25, "pooled estimates' mean %g", mean);
-    ck_assert_msg(o_pool.stepsize > 1.05 * o_stan.stepsize, "step size %g pooled, %g Stan's",
+    ck_assert_msg(o_pool.stepsize > 0.5 * o_stan.stepsize, "step size %g pooled, %g Stan's",
                   o_pool.stepsize, o_stan.stepsize);
-    check_normal_moments(&o_pool, par.draws, D, NULL, 1.0);
+    check_normal_moments(&o_pool, par.draws, D, NULL, 1.0, 4e-7);
     ck_assert_uint_eq(o_pool.divergent, 0);
     chain_free(&o_stan);
     chain_free(&o_pool);
@@ -824,7 +884,7 @@ START_TEST(test_hmc_metric_pooling)
     for (size_t i = 0; i < D2; i++)
         scale[i] = pow(2.0, -1.0 + 2.0 * (double)((i * 37) % D2) / (D2 - 1)); /* 0.5 .. 2 */
     normal_target t2 = {D2, scale, 0.0, 0, 0.0, 0};
-    par.seed = 32;
+    par.seed = tu_seed(32);
     par.warmup = 1000;
     par.draws = 500;
     run_chain(D2, &par, normal_logp, &t2, q0, &o_pool);
@@ -836,10 +896,12 @@ START_TEST(test_hmc_metric_pooling)
     }
     DIAG("pooling, scales 0.5 .. 2: inv_metric / scale^2 %.3f .. %.3f\n", rlo, rhi);
     /* the estimates' own noise is +-30% at the extremes over 200
-     * coordinates; a weight w well below 1 would pull the variances 0.25 and
-     * 4 toward their mean 1.5, outside these bounds */
-    ck_assert_msg(rlo > 0.67 && rhi < 1.5, "inv_metric / scale^2 %g .. %g", rlo, rhi);
-    check_normal_moments(&o_pool, par.draws, D2, scale, 0.0);
+     * coordinates (0.69-1.49 over 30 seeds); a weight w of 0.5 would pull
+     * the variance 0.25 toward their mean 1.5, to 3.5 times itself */
+    double blo, bhi;
+    tu_chisq_bounds(1e-7, D2, METRIC_NU, &blo, &bhi);
+    ck_assert_msg(rlo > blo && rhi < bhi, "inv_metric / scale^2 %g .. %g", rlo, rhi);
+    check_normal_moments(&o_pool, par.draws, D2, scale, 0.0, 4e-7);
     chain_free(&o_pool);
 }
 END_TEST
@@ -853,7 +915,10 @@ END_TEST
  * NUTS with J = 0.5 on 100 normals of scales 0.5 .. 2 keeps them too.  The
  * jitter is drawn only after warm-up, from the chain's stream: warm-up and the
  * nominal step size are those of the unjittered run, the sampling step sizes
- * spread over eps (1 -+ J), and a rerun reproduces the draws. */
+ * spread over eps (1 -+ J), and a rerun reproduces the draws.  Over 100 seeds
+ * the jittered full-turn chain's bulk ESS/draw had log mean -0.056, sd 0.081
+ * per coordinate (0.3 is 14 sd below).  False failure: moments 2 x 4e-7, the
+ * jitter's extremes 3e-8, the shared draws as in test_hmc_reproducible. */
 START_TEST(test_hmc_stepsize_jitter)
 {
     enum { D = 10, L = 20, N = 2000, DN = 100, W = 300 };
@@ -869,7 +934,7 @@ START_TEST(test_hmc_stepsize_jitter)
     par.search_stepsize = 0;
     par.draws = N;
     par.stepsize = 2.0 * sin(acos(-1.0) / L);
-    par.seed = 77;
+    par.seed = tu_seed(77);
     chain_out o;
     run_chain(D, &par, normal_logp, &t, q0, &o);
     double moved = 0.0;
@@ -880,7 +945,7 @@ START_TEST(test_hmc_stepsize_jitter)
     chain_free(&o);
     par.stepsize_jitter = 0.5;
     run_chain(D, &par, normal_logp, &t, q0, &o);
-    double min_ess = check_normal_moments(&o, N, D, NULL, 1.0);
+    double min_ess = check_normal_moments(&o, N, D, NULL, 1.0, 4e-7);
     ck_assert_msg(min_ess > 0.3, "least bulk ESS/draw %g", min_ess);
     chain_free(&o);
 
@@ -889,11 +954,11 @@ START_TEST(test_hmc_stepsize_jitter)
         scale[i] = 0.5 * pow(4.0, (double)i / (DN - 1));
     normal_target ts = {DN, scale, 0.0, 0, 0.0, 0};
     gmm_hmc_params_init(&par);
-    par.seed = 20261127;
+    par.seed = tu_seed(20261127);
     par.stepsize_jitter = 0.5;
     run_chain(DN, &par, normal_logp, &ts, q0, &o);
-    check_normal_moments(&o, par.draws, DN, scale, 0.0);
-    ck_assert_uint_eq(o.divergent, 0);
+    check_normal_moments(&o, par.draws, DN, scale, 0.0, 4e-7);
+    ck_assert_uint_eq(o.divergent, 0); /* stable: eps (1 + J) < 2 x the least scale */
     chain_free(&o);
 
     /* warm-up untouched, sampling jittered, reproducible by seed and chain */
@@ -920,8 +985,10 @@ START_TEST(test_hmc_stepsize_jitter)
         lo = fmin(lo, e);
         hi = fmax(hi, e);
     }
-    /* 300 uniform draws: the extremes lie within 2% of the ends (p ~ 1e-5) */
-    ck_assert_msg(lo < 0.71 * eps[0] && hi > 1.29 * eps[0], "steps %g .. %g of %g", lo, hi, eps[0]);
+    /* 300 uniform draws on (0.7, 1.3): the extremes lie within 0.035 of the
+     * ends but with probability (1 - 0.035 / 0.6)^300 = 1.5e-8 per end */
+    ck_assert_msg(lo < 0.735 * eps[0] && hi > 1.265 * eps[0], "steps %g .. %g of %g", lo, hi,
+                  eps[0]);
     ck_assert_msg(shared(qa + W * DN, qb + W * DN, W * DN) < W * DN / 10, "jittered draws equal to unjittered ones");
     gmm_hmc *h = gmm_hmc_alloc(DN, &par);
     ck_assert_int_eq(gmm_hmc_init(h, q0, &tg), GMM_OK);

@@ -931,7 +931,7 @@ START_TEST(test_outliers)
     size_t n = 80, out_rows[3] = {20, 45, 61};
     double x[80], y[80], truth[80];
     tu_rng r;
-    tu_rng_seed(&r, 31);
+    tu_rng_seed(&r, tu_seed(31));
     for (size_t i = 0; i < n; i++) {
         x[i] = 0.25 * (double)i;
         truth[i] = sin(0.5 * x[i]);
@@ -964,9 +964,11 @@ START_TEST(test_outliers)
             if (getenv("GMM_TEST_REPORT"))
                 fprintf(stderr, "outlier row %zu%+d: |mean - truth| gaussian %.3f studentt %.3f\n",
                         out_rows[j], (int)d - 1, dev[0][j][d], dev[1][j][d]);
-            /* the noise sd is 0.1: the t fit stays within it, the Gaussian one
-             * moves by several */
-            ck_assert_msg(dev[1][j][d] < 0.15, "studentt pulled at row %zu%+d: %.3f", out_rows[j],
+            /* the noise sd is 0.1: over 200 seeds the t fit's mean missed the
+             * truth by sd 0.081 per row (0.15, the bound until then, failed 75
+             * of them), the Gaussian one's least pull was 1.73 (sd 0.05):
+             * 0.45 is 5.5 sds, 9 x 2 Q(5.5) = 3.4e-7; 0.5 is 25 sds */
+            ck_assert_msg(dev[1][j][d] < 0.45, "studentt pulled at row %zu%+d: %.3f", out_rows[j],
                           (int)d - 1, dev[1][j][d]);
             ck_assert_msg(dev[0][j][d] > 0.5, "gaussian not pulled at row %zu%+d: %.3f",
                           out_rows[j], (int)d - 1, dev[0][j][d]);

@@ -1,6 +1,7 @@
 /* testutil.c -- see testutil.h. */
 #include "testutil.h"
 
+#include <gsl/gsl_cdf.h>
 #include <gsl/gsl_errno.h>
 #include <gsl/gsl_linalg.h>
 #include <math.h>
@@ -275,4 +276,30 @@ done:
     free(gm);
     free(H);
     return rc;
+}
+
+double tu_t_bound(double p, size_t m, double nu)
+{
+    double q = p / (2.0 * (double)m);
+    return nu > 0.0 ? gsl_cdf_tdist_Qinv(q, nu) : gsl_cdf_ugaussian_Qinv(q);
+}
+
+void tu_chisq_bounds(double p, size_t m, double nu, double *lo, double *hi)
+{
+    double q = p / (2.0 * (double)m);
+    *lo = gsl_cdf_chisq_Pinv(q, nu) / nu;
+    *hi = gsl_cdf_chisq_Qinv(q, nu) / nu;
+}
+
+uint64_t tu_seed(uint64_t s)
+{
+    const char *e = getenv("GMM_TEST_SEED");
+    return s + 1000003u * (e ? strtoull(e, NULL, 10) : 0);
+}
+
+double tu_fit_z_bound(size_t nfree) { return 1.25 * tu_t_bound(4e-7, nfree, 0.0); }
+
+double tu_fit_wald_bound(size_t nfree)
+{
+    return 1.25 * 1.25 * gsl_cdf_chisq_Qinv(1e-7, (double)nfree);
 }

@@ -83,4 +83,43 @@ double tu_fd_check4(double *p, size_t m, const double *analytic, tu_scalar_fn f,
 int tu_objective_log_se(const gmm_objective *o, const double *theta, double h, double *se,
                         double *decrement, const double *truth, double *wald);
 
+/* ---- bounds for stochastic checks ------------------------------------------
+ *
+ * Every check on random draws states its false-failure probability, at most
+ * 1e-6 per test.  tu_t_bound(p, m, nu): the b at which m statistics, each
+ * Student t with nu degrees of freedom (nu = 0: standard normal), exceed |b|
+ * with total probability at most p (a union bound: the quantile at
+ * 1 - p / 2m).  tu_chisq_bounds(p, m, nu, lo, hi): [lo, hi] that m
+ * statistics, each chi-square(nu) / nu, leave with total probability at most
+ * p (p / 2m in each tail).
+ *
+ * A Monte Carlo z-score (mean - truth) / sqrt(var / ESS) whose ESS is
+ * estimated from the same n draws has a heavier tail than the normal's, the
+ * ESS estimate being itself uncertain (Geyer's sum over 2M + 1 lags has
+ * relative variance ~ 2 (2M + 1) / n).  Taken as Student t with
+ * TU_NU_MEAN(n) = n / 20 degrees of freedom for the mean of a variable and
+ * TU_NU_SQUARE(n) = n / 60 for a mean of squares (a variance), which also
+ * covers that mean's skew: over 100 seeds of test_hmc.c's chains (n = 1000,
+ * 13900 z-scores of each kind) the means' |z| had a normal tail to 4.7, the
+ * squares' |z| exceeded 4 in 8e-4 of them (t_17: 9e-4). */
+/* The seed of a stochastic test: s, plus 1000003 K when the environment
+ * sets GMM_TEST_SEED=K -- to check that no test depends on its stream
+ * (GMM_TEST_SEED=3 build/release/tests/run).  Far apart, for tu_rng_seed(s +
+ * 1) is the stream of s shifted by one draw. */
+uint64_t tu_seed(uint64_t s);
+#define TU_NU_MEAN(n) ((double)(n) / 20.0)
+#define TU_NU_SQUARE(n) ((double)(n) / 60.0)
+double tu_t_bound(double p, size_t m, double nu);
+void tu_chisq_bounds(double p, size_t m, double nu, double *lo, double *hi);
+
+/* Recovery of parameters from simulated data by maximum likelihood, a false
+ * failure of at most 5e-7 per fit: each of the nfree log-parameters within
+ * tu_fit_z_bound(nfree) observed-information standard errors of the truth
+ * (4e-7 over them, normal, with the standard errors taken as 1.25 times too
+ * small: over 40 seeds the estimates' spread reached 1.23 times their mean
+ * SE, test_fit_ssm.c), and the Wald statistic below tu_fit_wald_bound(nfree)
+ * (1e-7: the chi-square quantile times 1.25^2). */
+double tu_fit_z_bound(size_t nfree);
+double tu_fit_wald_bound(size_t nfree);
+
 #endif

@@ -387,6 +387,7 @@ expect_exit 0
 cp "$OUT" "$CASE_TMP/here.csv"
 run bash -c 'cd "$0" && exec "$GMM_INFER" predict --model "../A (1)/m.json"' "$CASE_TMP/B"
 expect_exit 0
+# one model and its data read from another directory: the same computation, the same bytes
 cmp -s "$OUT" "$CASE_TMP/here.csv" || fail "predict from another directory differs"
 run bash -c 'cd "$0" && exec "$GMM_INFER" loglik --model "../A (1)/m.json"' "$CASE_TMP/B"
 expect_exit 0

@@ -61,6 +61,7 @@ run "$GMM_INFER" summary -o "$CASE_TMP/s.csv" "$fx/draws_odd.csv"
 expect_exit 0
 expect_stdout_empty
 expect_stderr_empty
+# one command's one buffer written to two places: the same bytes
 cmp -s "$CASE_TMP/s.csv" "$CASE_TMP/stdout.csv" || fail "-o output differs from stdout"
 run ls -A "$CASE_TMP"
 expect_stdout_eq $'s.csv\nstdout.csv'
@@ -74,6 +75,10 @@ split_main() {
 }
 
 begin "chains split over two files (any order, stdin, shuffled columns): identical summary"
+# Byte for byte, by construction: the same cells parse to the same doubles and
+# the files merge into the same array, chains ordered by id (draws.h: "bit for
+# bit"), on which summary runs the same computation; a difference would be that
+# contract broken, not rounding.
 run "$GMM_INFER" summary "$fx/draws_main.csv"
 cp "$OUT" "$CASE_TMP/whole.csv"
 split_main

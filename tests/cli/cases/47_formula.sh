@@ -68,9 +68,9 @@ run "$GMM_INFER" gradcheck --model "$CASE_TMP/m.json"
 expect_exit 0
 
 begin "--fix takes coefficient names; gradcheck passes with covariates on a kernel term"
-awk 'BEGIN { srand(7); print "t,z,y"
-    for (i = 1; i <= 80; i++) { z = rand(); printf "%d,%.4f,%d\n", i, z,
-        int(3 * exp(sin(i / 9) + z) * rand() + 0.5) } }' > "$CASE_TMP/s.csv"
+awk "$PM_RAND"' BEGIN { pm_seed(7); print "t,z,y"
+    for (i = 1; i <= 80; i++) { z = pm_rand(); printf "%d,%.4f,%d\n", i, z,
+        int(3 * exp(sin(i / 9) + z) * pm_rand() + 0.5) } }' > "$CASE_TMP/s.csv"
 run "$GMM_INFER" gradcheck --formula 'y ~ z + f(t, "matern32(variance=0.5, lengthscale=8)")' \
     --likelihood poisson "$CASE_TMP/s.csv"
 expect_exit 0
@@ -78,6 +78,7 @@ expect_stdout 'coef\.z'
 run "$GMM_INFER" fit --formula 'y ~ z + f(t, matern32)' --likelihood poisson \
     --fix coef.z --fix intercept --intercept 0.25 -o "$CASE_TMP/m.json" "$CASE_TMP/s.csv"
 expect_exit 0
+# held by --fix: the given values written back, exactly
 close_to "$(json_num "$CASE_TMP/m.json" intercept)" 0.25 0 abs || fail "intercept moved"
 close_to "$(json_num "$CASE_TMP/m.json" coef.z)" 0 0 abs || fail "coef.z moved" 
 
@@ -98,9 +99,9 @@ run "$GMM_INFER" loglik --model "$CASE_TMP/old.json"
 expect_exit 0
 close_to "$(json_num "$OUT" loglik)" "$(json_num "$CASE_TMP/m.json" loglik)" 1e-9 abs ||
     fail "old names: loglik $(json_num "$OUT" loglik)"
-awk 'BEGIN { srand(7); print "t,z,y"
-    for (i = 1; i <= 80; i++) { z = rand(); printf "%d,%.4f,%d\n", i, z,
-        int(3 * exp(sin(i / 9) + z) * rand() + 0.5) } }' > "$CASE_TMP/s.csv"
+awk "$PM_RAND"' BEGIN { pm_seed(7); print "t,z,y"
+    for (i = 1; i <= 80; i++) { z = pm_rand(); printf "%d,%.4f,%d\n", i, z,
+        int(3 * exp(sin(i / 9) + z) * pm_rand() + 0.5) } }' > "$CASE_TMP/s.csv"
 run "$GMM_INFER" fit --formula "y ~ f(t, 'matern32 + periodic(period=20)')" --likelihood poisson \
     -o "$CASE_TMP/k.json" "$CASE_TMP/s.csv"
 expect_exit 0
@@ -112,9 +113,9 @@ expect_exit 0
 expect_file "$CASE_TMP/k.json" '"0\.matern32\.lengthscale"'
 
 begin "f(t, KERNEL) and f(node, PRECISION, graph=...) give the shorthand options' loglik"
-awk 'BEGIN { srand(7); print "t,z,y"
-    for (i = 1; i <= 80; i++) { z = rand(); printf "%d,%.4f,%d\n", i, z,
-        int(3 * exp(sin(i / 9) + z) * rand() + 0.5) } }' > "$CASE_TMP/s.csv"
+awk "$PM_RAND"' BEGIN { pm_seed(7); print "t,z,y"
+    for (i = 1; i <= 80; i++) { z = pm_rand(); printf "%d,%.4f,%d\n", i, z,
+        int(3 * exp(sin(i / 9) + z) * pm_rand() + 0.5) } }' > "$CASE_TMP/s.csv"
 run "$GMM_INFER" loglik --likelihood poisson --x t --y y \
     --kernel 'matern32(variance=0.5, lengthscale=8)' "$CASE_TMP/s.csv"
 expect_exit 0
@@ -233,6 +234,7 @@ for name in intercept coef.x1 'coef.period[b]' 'coef.period[c]'; do
     line=$(grep -F "$name,," "$OUT") || fail "--terms: no row $name"
     close_to "${line##*,}" "$(json_se "$CASE_TMP/m.json" "$name")" 1e-9 ||
         fail "--terms: $name sd ${line##*,} != fit's std_error"
+    # the model file's number printed again (17 digits both): exact
     close_to "$(echo "$line" | cut -d, -f3)" "$(json_num "$CASE_TMP/m.json" "$name")" 0 abs ||
         fail "--terms: $name estimate differs from the model file"
 done
@@ -261,7 +263,8 @@ for r in 2 3 4; do
             fail "draws at new row $r col $c: $(sed -n "${r}p" "$OUT" | cut -d, -f$c) != at the data row"
     done
 done
-# the new group: X beta + N(0, f.g.variance) per draw; 400 draws, mean within 6 Monte Carlo sds
+# the new group: X beta (the model's, not sampled) + N(0, f.g.variance) drawn afresh per draw;
+# 400 independent normals, mean within 6 sd / sqrt(400): a false failure 2 Q(6) = 2.0e-9
 sdv=$(awk -v v="$(json_num "$CASE_TMP/m.json" f.g.variance)" 'BEGIN { printf "%.17g", 6 * sqrt(v / 400) }')
 close_to "$(sed -n 5p "$OUT" | cut -d, -f2)" "$want" "$sdv" abs ||
     fail "draws: new group mean $(sed -n 5p "$OUT" | cut -d, -f2), X beta $want (+- $sdv)"
@@ -331,9 +334,9 @@ expect_exit 0
 [[ $(grep -c '^f\.node,' "$OUT") -eq 5 ]] || fail "--terms: not one row per node"
 
 begin "a kernel term with a covariate: predict at the data rows, vi, hmc, score --loo"
-awk 'BEGIN { srand(7); print "t,z,y"
-    for (i = 1; i <= 80; i++) { z = rand(); printf "%d,%.4f,%d\n", i, z,
-        int(3 * exp(sin(i / 9) + z) * rand() + 0.5) } }' > "$CASE_TMP/s.csv"
+awk "$PM_RAND"' BEGIN { pm_seed(7); print "t,z,y"
+    for (i = 1; i <= 80; i++) { z = pm_rand(); printf "%d,%.4f,%d\n", i, z,
+        int(3 * exp(sin(i / 9) + z) * pm_rand() + 0.5) } }' > "$CASE_TMP/s.csv"
 run "$GMM_INFER" fit --formula 'y ~ z + f(t, matern32)' --likelihood poisson \
     -o "$CASE_TMP/m.json" "$CASE_TMP/s.csv"
 expect_exit 0

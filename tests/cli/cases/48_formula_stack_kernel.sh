@@ -28,14 +28,11 @@ sk_terms_match() {
         END { if (seen != n) { print seen " rows, dense " n; bad = 1 }; exit bad }' \
         "$1" "$OUT" > "$CASE_TMP/cmp" || fail "$(cat "$CASE_TMP/cmp")"
 }
-# predict --draws' means ($OUT) within Monte Carlo error of the dense posterior rows in $1: 200
-# draws, a mean within 4 sd / sqrt(n_eff), n_eff >= 25 -- 0.8 sd
+# predict --draws' means ($OUT) of 1000 draws (summary $2) within Monte Carlo error of the
+# dense posterior rows in $1: mc_means with K = 6.5, a false failure 40 x 3e-9 = 1.2e-7
 sk_draws_match() {
-    awk -F, 'NR == FNR { if (FNR > 1) { m[$1] = $2; v[$1] = $3 }; next }
-        FNR > 1 { d = $2 - m[$1]; if (d < 0) d = -d
-            if (d > 0.8 * sqrt(v[$1])) { print "row " $1 ": " $2 ", dense " m[$1] " sd " sqrt(v[$1]); bad = 1 }
-            n++ }
-        END { exit bad || n != 40 }' "$1" "$OUT" > "$CASE_TMP/cmp" || fail "$(cat "$CASE_TMP/cmp")"
+    mc_means "$2" "$1" 6.5 1000 "$OUT" > "$CASE_TMP/cmp" || fail "$(cat "$CASE_TMP/cmp")"
+    [[ $(wc -l < "$OUT") -eq 41 ]] || fail "predict --draws: $(wc -l < "$OUT") lines, expected 41"
 }
 
 for c in m32 sum pois; do
@@ -120,13 +117,13 @@ expect_exit 0
 expect_file "$CASE_TMP/vp.json" '"converged": true'
 
 begin "formula stack kernel: hmc's draws, read back by predict, match the dense posterior"
-run "$GMM_INFER" hmc --model "$skx/model_m32.json" --warmup 100 --draws 100 --chains 2 \
-    -o "$CASE_TMP/d.csv"
+run "$GMM_INFER" hmc --model "$skx/model_m32.json" --warmup 200 --draws 500 --chains 2 \
+    -o "$CASE_TMP/d.csv" --summary "$CASE_TMP/s.csv"
 expect_exit 0
 expect_file "$CASE_TMP/d.csv" 'f\[40\]'
 run "$GMM_INFER" predict --model "$skx/model_m32.json" --draws "$CASE_TMP/d.csv"
 expect_exit 0
-sk_draws_match "$skx/rows_expected.csv"
+sk_draws_match "$skx/rows_expected.csv" "$CASE_TMP/s.csv"
 
 begin "formula stack kernel: a damped periodic summand takes the square-root form"
 # expected_damped.csv: the dense GP with the damped periodic series (the script's kper)
@@ -172,23 +169,23 @@ expect_exit 0
 expect_file "$CASE_TMP/per.json" '"converged": true,$'
 
 begin "formula stack kernel: hmc on a damped periodic summand whitens by the prior per component"
-run "$GMM_INFER" hmc --model "$skx/model_per.json" --warmup 150 --draws 100 --chains 2 \
-    -o "$CASE_TMP/d.csv"
+run "$GMM_INFER" hmc --model "$skx/model_per.json" --warmup 150 --draws 500 --chains 2 \
+    -o "$CASE_TMP/d.csv" --summary "$CASE_TMP/s.csv"
 expect_exit 0
 expect_stderr 'metric: prior \(auto: the latent.s precision exists only in the square-root form'
 run "$GMM_INFER" predict --model "$skx/model_per.json" --draws "$CASE_TMP/d.csv"
 expect_exit 0
-sk_draws_match "$skx/rows_damped.csv"
+sk_draws_match "$skx/rows_damped.csv" "$CASE_TMP/s.csv"
 # beside an intrinsic rw1: the assembled stacks' constrained whitening on the other components
 run "$GMM_INFER" predict --model "$skx/model_per_rw1.json"
 expect_exit 0
 rows_match "$OUT" "$skx/rows_damped_rw1.csv" 1e-8 > "$CASE_TMP/cmp" || fail "$(cat "$CASE_TMP/cmp")"
-run "$GMM_INFER" hmc --model "$skx/model_per_rw1.json" --warmup 150 --draws 100 --chains 2 \
-    -o "$CASE_TMP/d3.csv"
+run "$GMM_INFER" hmc --model "$skx/model_per_rw1.json" --warmup 150 --draws 500 --chains 2 \
+    -o "$CASE_TMP/d3.csv" --summary "$CASE_TMP/s3.csv"
 expect_exit 0
 run "$GMM_INFER" predict --model "$skx/model_per_rw1.json" --draws "$CASE_TMP/d3.csv"
 expect_exit 0
-sk_draws_match "$skx/rows_damped_rw1.csv"
+sk_draws_match "$skx/rows_damped_rw1.csv" "$CASE_TMP/s3.csv"
 run "$GMM_INFER" hmc --model "$skx/model_per.json" --metric laplace --warmup 10 --draws 10 \
     -o "$CASE_TMP/d2.csv"
 expect_exit 1

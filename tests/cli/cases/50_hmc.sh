@@ -25,6 +25,10 @@ for t in 1 2; do
         --warmup 100 --draws 40 --seed 9 --quiet -o "$CASE_TMP/t$t.csv"
     expect_exit 0
 done
+# Byte for byte, by construction (hmc_chains.c): a chain's draws depend on the seed and its
+# id only (its own stream, a problem object per thread started cold, its rows through its own
+# temporary, read back in chain order), not on which thread runs it; OpenBLAS splits its work
+# by its own thread count, fixed per process, not by the calling thread.
 if ! cmp -s "$CASE_TMP/t1.csv" "$CASE_TMP/t2.csv"; then fail "1 and 2 threads differ"; fi
 
 begin "chains run as separate processes merge to the same summary as one run"
@@ -34,6 +38,8 @@ expect_exit 0
 run "$GMM_INFER" hmc "$coal" --likelihood poisson --kernel "$kern" --warmup 100 --draws 50 \
     --chains 2 --quiet --summary "$CASE_TMP/one.csv" -o "$CASE_TMP/one-draws.csv"
 expect_exit 0
+# the same chains (seed 1, ids 1 and 2: the same computation as above) merged by chain id
+# into the same array (draws.h): the same summary, byte for byte
 if ! cmp -s "$CASE_TMP/one.csv" "$CASE_TMP/rc-summary.csv"; then
     fail "merged summary differs from the single multi-chain run"
 fi

@@ -6,6 +6,11 @@
 # metric), the draws, the timing comments; the values are those of the
 # csv layout for the same seed.  Where ArviZ or CmdStanPy is installed,
 # scripts/check-cmdstan-readers reads the files with them (not run here).
+#
+# Byte-for-byte comparisons here compare one computation with itself: the two
+# layouts come from the same seeded run (--format changes only how the rows
+# are written, both with 17 digits), and what reads them merges the chains by
+# id into the same array, bit for bit (draws.h), before the same computation.
 
 coal="$ROOT/data/coal.csv"
 kern='matern12(variance=0.5, lengthscale=20)'
