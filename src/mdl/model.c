@@ -817,6 +817,25 @@ done:
 
 /* ---- stacked latents (several f() terms) ------------------------------------- */
 
+char *gmm_mdl_impl_join_cells(const gmm_table *t, size_t r, const size_t *col, size_t nc)
+{
+    size_t len = 1;
+    for (size_t k = 0; k < nc; k++)
+        len += strlen(t->cell[r][col[k]]) + 1;
+    char *key = gmm_malloc(len, 1);
+    if (!key)
+        return NULL;
+    size_t at = 0;
+    for (size_t k = 0; k < nc; k++) {
+        size_t l = strlen(t->cell[r][col[k]]);
+        memcpy(key + at, t->cell[r][col[k]], l);
+        at += l;
+        key[at++] = '\x1f';
+    }
+    key[at] = '\0';
+    return key;
+}
+
 /* Each row's cells of the formula's columns (f() indices, covariates,
  * factors), joined by a unit separator: the key by which draws without
  * latent states find a new row's data row. */

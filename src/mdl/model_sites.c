@@ -18,6 +18,12 @@ gmm_problem *gmm_mdl_problem(gmm_mdl *m) { return m->prob; }
 size_t gmm_mdl_nobs(const gmm_mdl *m) { return m->nobs; }
 int gmm_mdl_has_inputs(const gmm_mdl *m) { return gmm_latent_has_inputs(m->lat); }
 
+int gmm_mdl_at_rows(const gmm_mdl *m)
+{
+    return m->stack || !gmm_latent_has_inputs(m->lat) ||
+           !gmm_problem_offset_constant(m->prob, m->obj->value, NULL);
+}
+
 gmm_status gmm_mdl_check_new_inputs(const gmm_mdl *m)
 {
     if (m->stack)
