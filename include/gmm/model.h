@@ -184,9 +184,9 @@ void gmm_mdl_set_vi(gmm_mdl *m, gmm_vi *v);
  * (m's values then partly replaced). */
 gmm_status gmm_mdl_take_params(gmm_mdl *m, const gmm_model *src, const char *src_name);
 /* q from a VI factor file (qfile.h, bandwidth b), at m's current
- * parameters, attached to m.  Errors: gmm_qfile_read_vi's, its GMM_EINVAL
- * and GMM_EDIM prefixed "PATH (variational parameters of MODEL): ";
- * GMM_ENOMEM. */
+ * parameters, attached to m.  Errors: gmm_qfile_read's, then
+ * gmm_vi_set_state's; GMM_EINVAL and GMM_EDIM prefixed "PATH (variational
+ * parameters of MODEL): "; GMM_ENOMEM. */
 gmm_status gmm_mdl_load_vi(gmm_mdl *m, const char *path, size_t bandwidth,
                            const char *model_name);
 /* Start v (allocated on m's problem) for a vi run: from the Laplace
@@ -204,7 +204,7 @@ gmm_status gmm_mdl_vi_start(gmm_mdl *m, gmm_vi *v, const gmm_model *src, const c
  * qpath's base name, beside the model) goes to path and v's q to qpath,
  * both members of the output set `set`, for the caller to commit with its
  * other outputs (gmm_qfile_save).  Errors: gmm_mdl_describe's,
- * gmm_qfile_save's. */
+ * gmm_vi_factor's, gmm_qfile_save's; GMM_ENOMEM. */
 gmm_status gmm_mdl_save_vi(gmm_mdl *m, gmm_vi *v, const gmm_vi_result *res, int interrupted,
                            gmm_outset *set, const char *path, const char *qpath);
 size_t gmm_mdl_newton_iterations(const gmm_mdl *m);
