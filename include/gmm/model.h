@@ -26,6 +26,7 @@
 #include <jansson.h>
 
 #include "gmm/draws.h"
+#include "gmm/graph.h"
 #include "gmm/io.h"
 #include "gmm/likelihood.h"
 #include "gmm/stack.h"
@@ -37,6 +38,25 @@
 #include "gmm/vi.h"
 
 typedef struct gmm_mdl gmm_mdl;
+
+/* ---- graphs from tables (model_graph.c) ----------------------------------- */
+
+/* Read an edge list from a table (graph.h: gmm_graph_from_labels): node
+ * labels in columns col_i and col_j (NULL: "i" and "j"), lengths in
+ * col_len.  col_len NULL means no lengths (all 1); when len_optional is
+ * nonzero a missing col_len column also means no lengths (the default
+ * "length" column), otherwise it is an error (the user named it).  Errors
+ * name the table's file and line: missing columns (the table's message),
+ * an empty node id, a length that is not a number (the table's message),
+ * and every error of gmm_graph_from_edges.  O(m) expected. */
+gmm_status gmm_mdl_graph_read(const gmm_table *t, const char *col_i, const char *col_j,
+                              const char *col_len, int len_optional, gmm_graph **out);
+
+/* Attach the rows of a data table to nodes by their labels in column `col`
+ * (graph.h: gmm_graph_attach_nodes, with its node, added, nadded and
+ * strict).  Missing columns: the table's message. */
+gmm_status gmm_mdl_graph_attach(gmm_graph *g, const gmm_table *t, const char *col, int strict,
+                                size_t *node, size_t **added, size_t *nadded);
 
 /* What a report is about (the callback decides what to show). */
 typedef enum {

@@ -1,5 +1,6 @@
-/* graph_table.c -- edge lists and node data from CSV tables (io.h): labels
- * to indices in order of appearance, every error at its file:line. */
+/* graph_labels.c -- graphs whose nodes are labels: an edge list given by
+ * its ends' labels, and rows attached to the nodes of their labels, every
+ * error at its file:line (graph.h: NODES AND LABELS). */
 #include <stdio.h>
 #include <string.h>
 
@@ -25,66 +26,80 @@ gmm_status gmm_graph_empty(gmm_graph **out)
     return GMM_OK;
 }
 
-gmm_status gmm_graph_read_table(const gmm_table *t, const char *col_i, const char *col_j,
-                                const char *col_len, int len_optional, gmm_graph **out)
+static const char *column_file(const gmm_graph_column *c, const char *dflt)
 {
-    if (!t || !out)
-        return gmm_error(GMM_EINVAL, "graph: NULL argument to gmm_graph_read_table");
-    *out = NULL;
-    if (!col_i)
-        col_i = "i";
-    if (!col_j)
-        col_j = "j";
-    size_t ci, cj, cl = 0, m = t->nrow;
-    int has_len = 0;
-    gmm_status st;
-    if ((st = gmm_table_column(t, col_i, &ci)) != GMM_OK ||
-        (st = gmm_table_column(t, col_j, &cj)) != GMM_OK)
-        return st;
-    if (col_len) {
-        st = gmm_table_column(t, col_len, &cl);
-        if (st == GMM_OK)
-            has_len = 1;
-        else if (len_optional)
-            gmm_error_clear();
-        else
-            return st;
-    }
+    return c->file ? c->file : dflt;
+}
 
+/* "FILE:LINE: column 'C': empty node id" for row r of c ("FILE: NOUN R:
+ * ..." without lines). */
+static gmm_status empty_label(const gmm_graph_column *c, size_t r, const char *dflt,
+                              const char *noun)
+{
+    if (c->line)
+        return gmm_error_at(GMM_EPARSE, r, "%s:%zu: column '%s': empty node id",
+                            column_file(c, dflt), c->line[r], c->col);
+    return gmm_error_at(GMM_EPARSE, r, "%s: %s %zu: column '%s': empty node id",
+                        column_file(c, dflt), noun, r, c->col);
+}
+
+static int column_ok(const gmm_graph_column *c)
+{
+    return c && c->col && (c->n == 0 || c->label);
+}
+
+gmm_status gmm_graph_check_labels(const gmm_graph_column *ci, const gmm_graph_column *cj)
+{
+    if (!column_ok(ci) || !column_ok(cj) || ci->n != cj->n)
+        return gmm_error(GMM_EINVAL, "graph: NULL argument or columns of unequal length to "
+                                     "gmm_graph_check_labels");
+    for (size_t r = 0; r < ci->n; r++)
+        for (int side = 0; side < 2; side++) {
+            const gmm_graph_column *c = side ? cj : ci;
+            size_t l;
+            graph_label_trim(c->label[r], &l);
+            if (l == 0)
+                return empty_label(c, r, "edge list", "edge");
+        }
+    return GMM_OK;
+}
+
+gmm_status gmm_graph_from_labels(const gmm_graph_column *ci, const gmm_graph_column *cj,
+                                 const double *len, gmm_graph **out)
+{
+    if (!out)
+        return gmm_error(GMM_EINVAL, "graph: NULL argument to gmm_graph_from_labels");
+    *out = NULL;
+    gmm_status st = gmm_graph_check_labels(ci, cj);
+    if (st != GMM_OK)
+        return st;
+    size_t m = ci->n;
+    const char *file = column_file(ci, "edge list");
     size_t *ei = gmm_malloc(m, sizeof *ei), *ej = gmm_malloc(m, sizeof *ej);
-    double *len = has_len ? gmm_malloc(m, sizeof *len) : NULL;
     gmm_graph *g = gmm_calloc(1, sizeof *g);
     if (g)
         g->labels = graph_labels_alloc(m);
-    if (!ei || !ej || (has_len && !len) || !g || !g->labels) {
-        st = gmm_error(GMM_ENOMEM, "%s: out of memory reading %zu edges", t->file, m);
+    if (!ei || !ej || !g || !g->labels) {
+        st = gmm_error(GMM_ENOMEM, "%s: out of memory reading %zu edges", file, m);
         goto done;
     }
     for (size_t r = 0; r < m; r++)
         for (int side = 0; side < 2; side++) {
-            size_t c = side ? cj : ci, l, v;
+            size_t l, v;
             int inserted;
-            const char *s = graph_label_trim(t->cell[r][c], &l);
-            if (l == 0) {
-                st = gmm_error_at(GMM_EPARSE, r, "%s:%zu: column '%s': empty node id", t->file,
-                                  t->line[r], t->header[c]);
-                goto done;
-            }
+            const char *s = graph_label_trim((side ? cj : ci)->label[r], &l);
             if (graph_labels_intern(g->labels, s, l, &v, &inserted) != GMM_OK) {
-                st = gmm_error(GMM_ENOMEM, "%s: out of memory reading %zu edges", t->file, m);
+                st = gmm_error(GMM_ENOMEM, "%s: out of memory reading %zu edges", file, m);
                 goto done;
             }
             (side ? ej : ei)[r] = v;
         }
-    if (has_len && (st = gmm_table_column_double(t, cl, 0, len)) != GMM_OK)
-        goto done;
     g->n = g->labels->count;
-    st = graph_build_csr(g, m, ei, ej, len, t->file, t->line);
+    st = graph_build_csr(g, m, ei, ej, len, ci->file, ci->line);
 
 done:
     gmm_free(ei);
     gmm_free(ej);
-    gmm_free(len);
     if (st != GMM_OK)
         gmm_graph_free(g);
     else
@@ -92,23 +107,21 @@ done:
     return st;
 }
 
-gmm_status gmm_graph_attach_nodes(gmm_graph *g, const gmm_table *t, const char *col,
-                                  int strict, size_t *node, size_t **added, size_t *nadded)
+gmm_status gmm_graph_attach_nodes(gmm_graph *g, const gmm_graph_column *c, int strict,
+                                  size_t *node, size_t **added, size_t *nadded)
 {
-    if (!g || !t || !col || (t->nrow && !node) || !added || !nadded)
+    if (!g || !column_ok(c) || (c->n && !node) || !added || !nadded)
         return gmm_error(GMM_EINVAL, "graph: NULL argument to gmm_graph_attach_nodes");
     *added = NULL;
     *nadded = 0;
-    size_t c, cap = 0, na = 0, *list = NULL;
-    gmm_status st = gmm_table_column(t, col, &c);
-    if (st != GMM_OK)
-        return st;
-    for (size_t r = 0; r < t->nrow; r++) {
+    const char *file = column_file(c, "node list");
+    size_t cap = 0, na = 0, *list = NULL;
+    gmm_status st = GMM_OK;
+    for (size_t r = 0; r < c->n; r++) {
         size_t l, v;
-        const char *s = graph_label_trim(t->cell[r][c], &l);
+        const char *s = graph_label_trim(c->label[r], &l);
         if (l == 0) {
-            st = gmm_error_at(GMM_EPARSE, r, "%s:%zu: column '%s': empty node id", t->file,
-                              t->line[r], t->header[c]);
+            st = empty_label(c, r, "node list", "row");
             goto done;
         }
         if (gmm_graph_node_find(g, s, &v)) {
@@ -116,15 +129,19 @@ gmm_status gmm_graph_attach_nodes(gmm_graph *g, const gmm_table *t, const char *
             continue;
         }
         if (strict) {
-            st = gmm_error_at(GMM_EPARSE, r, "%s:%zu: node '%s' is not in the edge list",
-                              t->file, t->line[r], s);
+            st = c->line ? gmm_error_at(GMM_EPARSE, r, "%s:%zu: node '%s' is not in the edge "
+                                                       "list",
+                                        file, c->line[r], s)
+                         : gmm_error_at(GMM_EPARSE, r, "%s: row %zu: node '%s' is not in the "
+                                                       "edge list",
+                                        file, r, s);
             goto done;
         }
         if (na == cap) {
             size_t ncap = cap ? 2 * cap : 16;
             size_t *nl = gmm_realloc(list, ncap, sizeof *nl);
             if (!nl) {
-                st = gmm_error(GMM_ENOMEM, "%s: out of memory attaching nodes", t->file);
+                st = gmm_error(GMM_ENOMEM, "%s: out of memory attaching nodes", file);
                 goto done;
             }
             list = nl;
