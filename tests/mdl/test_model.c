@@ -649,9 +649,9 @@ START_TEST(test_model_never_prints)
 }
 END_TEST
 
-Suite *model_model_suite(void)
+Suite *mdl_model_suite(void)
 {
-    Suite *s = suite_create("model_model");
+    Suite *s = suite_create("mdl_model");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, test_model_gaussian_ssm_dense);
     tcase_add_test(tc, test_model_poisson_ssm_by_hand);
