@@ -44,10 +44,13 @@ LDLIBS = $(shell pkg-config --libs-only-L $(PKGS) 2>/dev/null) -lgsl -lopenblas 
          -ljansson -llbfgs -lm -pthread
 TEST_LDLIBS = $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubunit -lrt -lpthread)
 
-# src/model/ has a room per component (lik/, kernel/, ssm/, gmrf/) and the
-# assembly at its top.
-LIB_SRC := $(sort $(wildcard src/core/*.c src/band/*.c src/io/*.c src/model/*.c \
-                             src/model/*/*.c src/graph/*.c src/infer/*.c))
+# The library's folders are its layers (docs/design.md, Layers), bottom up:
+# core/, band/, io/, the components -- graph/ and model/ (a room per
+# component: lik/, kernel/, ssm/, gmrf/, stack/; the latent type they share
+# at its top level) --, infer/, and mdl/, the whole model.  cli/ is the
+# program.
+LIB_SRC := $(sort $(wildcard src/core/*.c src/band/*.c src/io/*.c src/graph/*.c \
+                             src/model/*.c src/model/*/*.c src/infer/*.c src/mdl/*.c))
 CLI_SRC := $(sort $(wildcard src/cli/*.c))
 TEST_SUPPORT_SRC := $(sort $(wildcard tests/support/*.c))
 TEST_SRC := $(sort $(wildcard tests/*/test_*.c))

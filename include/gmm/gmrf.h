@@ -59,7 +59,6 @@
 #include "gmm/band.h"
 #include "gmm/graph.h"
 #include "gmm/marglik.h"
-#include "gmm/objective.h"
 #include "gmm/spec.h"
 #include "gmm/status.h"
 

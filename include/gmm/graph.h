@@ -5,7 +5,9 @@
  * A graph is built once from an edge list ("i,j[,length]" rows) and never
  * changes its edges afterwards; only isolated nodes can be appended (nodes of
  * the data file that are absent from the edge list).  Everything here is
- * symbolic: no numbers but the edge lengths.  Implemented in src/graph/.
+ * symbolic: no numbers but the edge lengths.  Implemented in src/graph/,
+ * which reads no files: its callers turn a table's columns into the arrays
+ * taken here (model.h: gmm_mdl_graph_read, gmm_mdl_graph_attach).
  *
  * NODES AND LABELS.  Node ids in an edge list are labels -- integers or
  * strings -- mapped to indices 0, 1, ... in order of first appearance (row by
@@ -30,7 +32,6 @@
 
 #include <stddef.h>
 
-#include "gmm/io.h"
 #include "gmm/status.h"
 
 typedef struct gmm_graph_labels gmm_graph_labels; /* private: label arena + hash */
@@ -64,16 +65,36 @@ gmm_status gmm_graph_from_edges(size_t n, size_t m, const size_t *ei, const size
                                 const double *len, const char *file, const size_t *line,
                                 gmm_graph **out);
 
-/* Read an edge list from a table: node labels in columns col_i and col_j
- * (NULL: "i" and "j"), lengths in col_len.  col_len NULL means no lengths (all 1); when
- * len_optional is nonzero a missing col_len column also means no lengths
- * (the default "length" column), otherwise it is an error (the user named
- * it).  Errors name the table's file and line: missing columns (the table's
- * message), an empty node id, a length that is not a number (the table's
- * message), and every error of gmm_graph_from_edges.  O(m) expected (labels
+/* A column of node labels read from the rows of a file, and where each
+ * came from, for messages: label[r] (n of them, each trimmed of
+ * surrounding blanks) from line line[r] of `file`, in the column named
+ * `col`.  file NULL: "edge list" (or "node list"); line NULL: messages say
+ * "edge R" (or "row R"), R 0-based.  The arrays are the caller's. */
+typedef struct {
+    size_t n;
+    const char *const *label;
+    const char *file;
+    const size_t *line;
+    const char *col;
+} gmm_graph_column;
+
+/* Build a labelled graph from ci->n edges given by the labels of their
+ * ends: edge k joins ci->label[k] and cj->label[k] (nodes numbered in order
+ * of first appearance, edge by edge, i before j) and has length len[k] (len
+ * NULL: every length 1, has_length 0); messages name ci's file and lines.
+ * Errors: gmm_graph_check_labels's, every error of gmm_graph_from_edges,
+ * GMM_ENOMEM "FILE: out of memory reading M edges".  O(m) expected (labels
  * are hashed). */
-gmm_status gmm_graph_read_table(const gmm_table *t, const char *col_i, const char *col_j,
-                                const char *col_len, int len_optional, gmm_graph **out);
+gmm_status gmm_graph_from_labels(const gmm_graph_column *ci, const gmm_graph_column *cj,
+                                 const double *len, gmm_graph **out);
+
+/* GMM_EPARSE "FILE:LINE: column 'C': empty node id" at the first label of
+ * an edge list (edge by edge, i before j) that is empty once trimmed, with
+ * gmm_error_index() the edge; GMM_EINVAL for a NULL or columns of unequal
+ * length.  gmm_graph_from_labels checks this first; a caller that converts
+ * more of each row (the lengths) checks it before, so that a row's empty
+ * node id is reported before its malformed length.  O(m). */
+gmm_status gmm_graph_check_labels(const gmm_graph_column *ci, const gmm_graph_column *cj);
 
 /* A labelled graph with no nodes and no edges, for nodes that are only
  * levels of a column (an iid effect): gmm_graph_attach_nodes adds them, in
@@ -96,20 +117,20 @@ int gmm_graph_node_find(const gmm_graph *g, const char *label, size_t *v);
 
 /* Append an isolated node with the given label (not already present: that
  * is GMM_EINVAL) and return its index in *v (== old n).  Only for a labelled
- * graph (gmm_graph_read_table).  GMM_ENOMEM on allocation failure; g is
+ * graph (gmm_graph_from_labels, gmm_graph_empty).  GMM_ENOMEM on allocation failure; g is
  * unchanged then. */
 gmm_status gmm_graph_node_add(gmm_graph *g, const char *label, size_t *v);
 
-/* Attach the rows of a data table to nodes: node[r] (t->nrow entries, caller
- * allocated) receives the node of row r's label in column `col`.  A label
- * absent from the graph becomes a new isolated node (gmm_graph_node_add);
- * the new nodes' indices are returned in *added (caller frees with
- * gmm_free; NULL when none), their count in *nadded, so the caller can warn.
- * strict nonzero: an absent label is instead GMM_EPARSE "FILE:LINE: node 'x'
- * is not in the edge list".  An empty label is GMM_EPARSE.  Missing columns:
- * the table's message.  On error g may have gained some isolated nodes. */
-gmm_status gmm_graph_attach_nodes(gmm_graph *g, const gmm_table *t, const char *col,
-                                  int strict, size_t *node, size_t **added, size_t *nadded);
+/* Attach rows to nodes by their labels: node[r] (c->n entries, caller
+ * allocated) receives the node labelled c->label[r].  A label absent from
+ * the graph becomes a new isolated node (gmm_graph_node_add); the new
+ * nodes' indices are returned in *added (caller frees with gmm_free; NULL
+ * when none), their count in *nadded, so the caller can warn.  strict
+ * nonzero: an absent label is instead GMM_EPARSE "FILE:LINE: node 'x' is
+ * not in the edge list".  An empty label is GMM_EPARSE "FILE:LINE: column
+ * 'C': empty node id".  On error g may have gained some isolated nodes. */
+gmm_status gmm_graph_attach_nodes(gmm_graph *g, const gmm_graph_column *c, int strict,
+                                  size_t *node, size_t **added, size_t *nadded);
 
 /* ---- structure -------------------------------------------------------------- */
 

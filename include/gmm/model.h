@@ -26,6 +26,7 @@
 #include <jansson.h>
 
 #include "gmm/draws.h"
+#include "gmm/graph.h"
 #include "gmm/io.h"
 #include "gmm/likelihood.h"
 #include "gmm/stack.h"
@@ -37,6 +38,25 @@
 #include "gmm/vi.h"
 
 typedef struct gmm_mdl gmm_mdl;
+
+/* ---- graphs from tables (model_graph.c) ----------------------------------- */
+
+/* Read an edge list from a table (graph.h: gmm_graph_from_labels): node
+ * labels in columns col_i and col_j (NULL: "i" and "j"), lengths in
+ * col_len.  col_len NULL means no lengths (all 1); when len_optional is
+ * nonzero a missing col_len column also means no lengths (the default
+ * "length" column), otherwise it is an error (the user named it).  Errors
+ * name the table's file and line: missing columns (the table's message),
+ * an empty node id, a length that is not a number (the table's message),
+ * and every error of gmm_graph_from_edges.  O(m) expected. */
+gmm_status gmm_mdl_graph_read(const gmm_table *t, const char *col_i, const char *col_j,
+                              const char *col_len, int len_optional, gmm_graph **out);
+
+/* Attach the rows of a data table to nodes by their labels in column `col`
+ * (graph.h: gmm_graph_attach_nodes, with its node, added, nadded and
+ * strict).  Missing columns: the table's message. */
+gmm_status gmm_mdl_graph_attach(gmm_graph *g, const gmm_table *t, const char *col, int strict,
+                                size_t *node, size_t **added, size_t *nadded);
 
 /* What a report is about (the callback decides what to show). */
 typedef enum {
@@ -184,9 +204,9 @@ void gmm_mdl_set_vi(gmm_mdl *m, gmm_vi *v);
  * (m's values then partly replaced). */
 gmm_status gmm_mdl_take_params(gmm_mdl *m, const gmm_model *src, const char *src_name);
 /* q from a VI factor file (qfile.h, bandwidth b), at m's current
- * parameters, attached to m.  Errors: gmm_qfile_read_vi's, its GMM_EINVAL
- * and GMM_EDIM prefixed "PATH (variational parameters of MODEL): ";
- * GMM_ENOMEM. */
+ * parameters, attached to m.  Errors: gmm_qfile_read's, then
+ * gmm_vi_set_state's; GMM_EINVAL and GMM_EDIM prefixed "PATH (variational
+ * parameters of MODEL): "; GMM_ENOMEM. */
 gmm_status gmm_mdl_load_vi(gmm_mdl *m, const char *path, size_t bandwidth,
                            const char *model_name);
 /* Start v (allocated on m's problem) for a vi run: from the Laplace
@@ -204,7 +224,7 @@ gmm_status gmm_mdl_vi_start(gmm_mdl *m, gmm_vi *v, const gmm_model *src, const c
  * qpath's base name, beside the model) goes to path and v's q to qpath,
  * both members of the output set `set`, for the caller to commit with its
  * other outputs (gmm_qfile_save).  Errors: gmm_mdl_describe's,
- * gmm_qfile_save's. */
+ * gmm_vi_factor's, gmm_qfile_save's; GMM_ENOMEM. */
 gmm_status gmm_mdl_save_vi(gmm_mdl *m, gmm_vi *v, const gmm_vi_result *res, int interrupted,
                            gmm_outset *set, const char *path, const char *qpath);
 size_t gmm_mdl_newton_iterations(const gmm_mdl *m);

@@ -1,7 +1,7 @@
 /* objective.h -- what `fit` and `gradcheck` see of a model: a named parameter
  * vector and a function giving the log marginal likelihood and its gradient.
- * State-space models (ssm.h) and graph GMRFs (gmrf.h) each build one; fit.h
- * optimises any of them.
+ * A problem (problem.h) builds one from its latent and likelihood; fit.h
+ * optimises it.
  *
  * SCALES.  Each parameter p has a domain and the unconstrained scale u on
  * which fit, vi --learn-hyper, gradcheck and hmc --sample-hyper move it:

@@ -3,7 +3,9 @@
  *
  *   index,mean,l0,l1,...,lb     l_j = L(i, i - j), NaN above the corner
  *
- * with every number as %.17g, so that a read gives back the same doubles. */
+ * with every number as %.17g, so that a read gives back the same doubles.
+ * The file holds plain arrays, m and L's band: the whole-model layer moves
+ * them in and out of a gmm_vi (model.h: gmm_mdl_load_vi, gmm_mdl_save_vi). */
 #ifndef GMM_QFILE_H
 #define GMM_QFILE_H
 
@@ -14,7 +16,6 @@
 #include "gmm/io.h"
 #include "gmm/modelfile.h"
 #include "gmm/status.h"
-#include "gmm/vi.h"
 
 /* Write mean (n) and L (n x n LOWER band holding bandwidth b) to f.
  * GMM_EINVAL (NULL, L not LOWER or not n x n); write errors are left on f
@@ -28,16 +29,6 @@ gmm_status gmm_qfile_write(FILE *f, size_t n, size_t b, const double *mean, cons
  * shapes; GMM_EPARSE at the row for a missing or malformed mean or l_j below
  * the corner; GMM_EINVAL for a NULL or a band of another shape. */
 gmm_status gmm_qfile_read(const char *path, size_t n, size_t b, double *mean, gmm_band *L);
-
-/* v's state (gmm_vi_mean, gmm_vi_factor at its bandwidth) to f, as
- * gmm_qfile_write.  GMM_ENOMEM. */
-gmm_status gmm_qfile_write_vi(FILE *f, gmm_vi *v);
-
-/* Read path into v's state: q of v's order and bandwidth (allocated by the
- * caller with the model file's bandwidth), at hyperparameters theta
- * (gmm_vi_set_state's).  gmm_qfile_read's errors, then gmm_vi_set_state's
- * (GMM_EINVAL for a diagonal entry not > 0 or a bad theta). */
-gmm_status gmm_qfile_read_vi(const char *path, const double *theta, gmm_vi *v);
 
 /* The q file's name beside the model file `model_path`: OUT.json ->
  * OUT.q.csv, another name gets .q.csv appended.  Allocated (gmm_free), NULL
@@ -57,12 +48,14 @@ gmm_status gmm_qfile_read_result(const char *path, gmm_model *mf);
  * those checks', GMM_ENOMEM (*qpath NULL). */
 gmm_status gmm_qfile_targets(const char *path, char **qpath, int *in_place);
 
-/* The model (out, naming q's file) to path and v's q to qpath, opened and
- * written as members of the output set `set` (io.h: gmm_outset; q first),
- * not committed: the caller commits them with its other outputs, so that
- * a write error (a full disk) replaces none.  gmm_outset_open's and
+/* The model (out, naming q's file) to path and q (mean, L as
+ * gmm_qfile_write's) to qpath, opened and written as members of the output
+ * set `set` (io.h: gmm_outset; q first), not committed: the caller commits
+ * them with its other outputs, so that a write error (a full disk)
+ * replaces none.  gmm_outset_open's, gmm_qfile_write's and
  * gmm_model_write's errors. */
 gmm_status gmm_qfile_save(const gmm_model *out, gmm_outset *set, const char *path,
-                          const char *qpath, gmm_vi *v);
+                          const char *qpath, size_t n, size_t b, const double *mean,
+                          const gmm_band *L);
 
 #endif

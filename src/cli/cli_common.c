@@ -1,7 +1,7 @@
-/* cli_common.c -- helpers the subcommands share: spec errors with a caret,
- * CSV fields and numbers, turning SIGINT/SIGTERM into a clean cancellation,
- * checking that stdout took everything, options given twice, and outputs
- * that would replace inputs. */
+/* cli_common.c -- helpers the subcommands share: messages and exit codes,
+ * spec errors with a caret, CSV fields and numbers, turning SIGINT/SIGTERM
+ * into a clean cancellation, checking that stdout took everything, options
+ * given twice, and outputs that would replace inputs. */
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -21,6 +21,41 @@
 #include "gmm/spec.h"
 
 volatile sig_atomic_t cli_interrupted = 0;
+
+int cli_exit_code(gmm_status s)
+{
+    switch (s) {
+    case GMM_OK: return CLI_EXIT_OK;
+    case GMM_ECHECK: return CLI_EXIT_CHECK;
+    case GMM_EINCONCLUSIVE: return CLI_EXIT_INCONCLUSIVE;
+    case GMM_ECANCEL: return cli_interrupt_exit_code();
+    default: return CLI_EXIT_ERROR;
+    }
+}
+
+void cli_msg(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    if (cmd)
+        fprintf(stderr, "gmm-infer %s: ", cmd);
+    else
+        fputs("gmm-infer: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+int cli_fail(const char *cmd, gmm_status s)
+{
+    const char *m = gmm_error_message();
+    /* the library may name the operation itself ("fit: ..."): said once */
+    size_t cl = cmd ? strlen(cmd) : 0;
+    if (m && cl && !strncmp(m, cmd, cl) && m[cl] == ':' && m[cl + 1] == ' ')
+        m += cl + 2;
+    cli_msg(cmd, "%s", m && *m ? m : gmm_strerror(s));
+    return cli_exit_code(s);
+}
 
 int cli_usage_error(const char *cmd, const char *fmt, ...)
 {

@@ -13,6 +13,7 @@
 #include "gmm/graph.h"
 #include "gmm/io.h"
 #include "gmm/json.h"
+#include "gmm/model.h"
 #include "gmm/version.h"
 
 static const char *CMD = "order";
@@ -194,7 +195,7 @@ int cmd_order(int argc, char **argv)
     if (st == GMM_OK)
         st = gmm_table_read(edges_path, &t);
     if (st == GMM_OK)
-        st = gmm_graph_read_table(t, ci, cj, cl, len_optional, &g);
+        st = gmm_mdl_graph_read(t, ci, cj, cl, len_optional, &g);
     if (st != GMM_OK) {
         rc = cli_fail(CMD, st);
         goto done;

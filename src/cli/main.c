@@ -2,7 +2,6 @@
  * table (usage is printed from the table, so it cannot drift). */
 #include <gsl/gsl_errno.h>
 #include <locale.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -23,41 +22,6 @@ const cli_command cli_commands[] = {
     {"version", cmd_version, "print the version and exit"},
     {NULL, NULL, NULL},
 };
-
-int cli_exit_code(gmm_status s)
-{
-    switch (s) {
-    case GMM_OK: return CLI_EXIT_OK;
-    case GMM_ECHECK: return CLI_EXIT_CHECK;
-    case GMM_EINCONCLUSIVE: return CLI_EXIT_INCONCLUSIVE;
-    case GMM_ECANCEL: return cli_interrupt_exit_code();
-    default: return CLI_EXIT_ERROR;
-    }
-}
-
-void cli_msg(const char *cmd, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    if (cmd)
-        fprintf(stderr, "gmm-infer %s: ", cmd);
-    else
-        fputs("gmm-infer: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-}
-
-int cli_fail(const char *cmd, gmm_status s)
-{
-    const char *m = gmm_error_message();
-    /* the library may name the operation itself ("fit: ..."): said once */
-    size_t cl = cmd ? strlen(cmd) : 0;
-    if (m && cl && !strncmp(m, cmd, cl) && m[cl] == ':' && m[cl + 1] == ' ')
-        m += cl + 2;
-    cli_msg(cmd, "%s", m && *m ? m : gmm_strerror(s));
-    return cli_exit_code(s);
-}
 
 int cmd_version(int argc, char **argv)
 {

@@ -61,33 +61,6 @@ gmm_status gmm_qfile_read(const char *path, size_t n, size_t b, double *mean, gm
     return s;
 }
 
-gmm_status gmm_qfile_write_vi(FILE *f, gmm_vi *v)
-{
-    size_t n = gmm_vi_dim(v), b = gmm_vi_bandwidth(v);
-    gmm_band *L = gmm_band_alloc(n, b, 0, GMM_BAND_LOWER);
-    if (!L)
-        return gmm_error(GMM_ENOMEM, "out of memory for q's factor");
-    gmm_status s = gmm_vi_factor(v, L);
-    if (s == GMM_OK)
-        s = gmm_qfile_write(f, n, b, gmm_vi_mean(v), L);
-    gmm_band_free(L);
-    return s;
-}
-
-gmm_status gmm_qfile_read_vi(const char *path, const double *theta, gmm_vi *v)
-{
-    size_t n = gmm_vi_dim(v), b = gmm_vi_bandwidth(v);
-    double *mean = gmm_malloc(n ? n : 1, sizeof *mean);
-    gmm_band *L = gmm_band_alloc(n, b, 0, GMM_BAND_LOWER);
-    gmm_status s = mean && L ? gmm_qfile_read(path, n, b, mean, L)
-                             : gmm_error(GMM_ENOMEM, "out of memory for %s", path);
-    if (s == GMM_OK)
-        s = gmm_vi_set_state(v, theta, mean, L);
-    gmm_band_free(L);
-    gmm_free(mean);
-    return s;
-}
-
 char *gmm_qfile_path(const char *model_path)
 {
     size_t ol = strlen(model_path);
@@ -120,12 +93,13 @@ gmm_status gmm_qfile_targets(const char *path, char **qpath, int *in_place)
 }
 
 gmm_status gmm_qfile_save(const gmm_model *out, gmm_outset *set, const char *path,
-                          const char *qpath, gmm_vi *v)
+                          const char *qpath, size_t n, size_t b, const double *mean,
+                          const gmm_band *L)
 {
     gmm_outfile *oq = NULL, *om = NULL;
     gmm_status s;
     if ((s = gmm_outset_open(set, qpath, &oq)) == GMM_OK &&
-        (s = gmm_qfile_write_vi(gmm_outfile_stream(oq), v)) == GMM_OK &&
+        (s = gmm_qfile_write(gmm_outfile_stream(oq), n, b, mean, L)) == GMM_OK &&
         (s = gmm_outset_open(set, path, &om)) == GMM_OK)
         s = gmm_model_write(out, gmm_outfile_stream(om), path);
     return s;

@@ -16,6 +16,7 @@
 #include "gmm/graph.h"
 #include "gmm/io.h"
 #include "gmm/likelihood.h"
+#include "gmm/model.h"
 #include "gmm/problem.h"
 #include "gmm/stack.h"
 
@@ -50,7 +51,7 @@ int main(void)
     gmm_table *et = NULL, *ct = NULL;
     gmm_graph *g = NULL;
     if (gmm_table_read("data/flu_bybw_edges.csv", &et) ||
-        gmm_graph_read_table(et, "i", "j", NULL, 0, &g) ||
+        gmm_mdl_graph_read(et, "i", "j", NULL, 0, &g) ||
         gmm_table_read("data/flu_bybw_weekly_counts.csv", &ct))
         return fail("reading data/flu_bybw_*");
     size_t D = 140, T = ct->nrow;

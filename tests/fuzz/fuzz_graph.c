@@ -1,5 +1,5 @@
 /* fuzz_graph.c -- edge lists as `order` and `fit --graph` read them: the
- * CSV reader, then gmm_graph_read_table on the first two columns (the third
+ * CSV reader, then gmm_mdl_graph_read on the first two columns (the third
  * as lengths when there is one), reverse Cuthill-McKee, components, and
  * attaching the first column's labels as data nodes.  Any input is a graph
  * or a located error, never a crash; a graph's CSR is symmetric and sorted,
@@ -10,6 +10,7 @@
 #include "gmm/alloc.h"
 #include "gmm/graph.h"
 #include "gmm/io.h"
+#include "gmm/model.h"
 
 static void check_graph(gmm_graph *g, const gmm_table *t)
 {
@@ -40,7 +41,7 @@ static void check_graph(gmm_graph *g, const gmm_table *t)
             fuzz_require(comp[v] < ncomp);
     }
     /* Every label of column i is a node already: nothing is added. */
-    if (node && gmm_graph_attach_nodes(g, t, t->header[0], 0, node, &added, &nadded) == GMM_OK)
+    if (node && gmm_mdl_graph_attach(g, t, t->header[0], 0, node, &added, &nadded) == GMM_OK)
         fuzz_require(nadded == 0);
     gmm_free(added);
     gmm_free(perm);
@@ -62,8 +63,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     }
     gmm_graph *g = NULL;
-    st = gmm_graph_read_table(t, t->header[0], t->header[1], t->ncol >= 3 ? t->header[2] : NULL,
-                              1, &g);
+    st = gmm_mdl_graph_read(t, t->header[0], t->header[1], t->ncol >= 3 ? t->header[2] : NULL, 1,
+                            &g);
     fuzz_require(st == GMM_OK || st == GMM_EPARSE || st == GMM_ENOMEM);
     if (st == GMM_OK)
         check_graph(g, t);

@@ -9,6 +9,7 @@
 #include "gmm/alloc.h"
 #include "gmm/graph.h"
 #include "gmm/io.h"
+#include "gmm/model.h"
 #include "support/testutil.h"
 #include "support/tmpfiles.h"
 
@@ -218,7 +219,8 @@ END_TEST
 
 /* ---- edge lists and node data from CSV files ---------------------------------- */
 
-/* Read `text` as a CSV edge list through gmm_table_read. */
+/* Read `text` as a CSV edge list through gmm_table_read and the model
+ * layer's table-to-labels step (model.h: gmm_mdl_graph_read). */
 static gmm_status read_edges(const char *dir, const char *text, const char *ci, const char *cj,
                              const char *cl, int optional, gmm_graph **g)
 {
@@ -226,7 +228,7 @@ static gmm_status read_edges(const char *dir, const char *text, const char *ci, 
     gmm_table *t = NULL;
     gmm_status st = gmm_table_read(path, &t);
     if (st == GMM_OK)
-        st = gmm_graph_read_table(t, ci, cj, cl, optional, g);
+        st = gmm_mdl_graph_read(t, ci, cj, cl, optional, g);
     gmm_table_free(t);
     free(path);
     return st;
@@ -307,6 +309,9 @@ START_TEST(test_table_bad_inputs_name_file_and_line)
                        "edges.csv:4: edge '2'-'1' listed again with a different length (6 here, "
                        "5 at line 2)");
     expect_table_error(dir, "i,j,length\n1,,5\n", "edges.csv:2: column 'j': empty node id");
+    /* an empty node id is reported before a malformed length on an earlier row */
+    expect_table_error(dir, "i,j,length\n1,2,abc\n3,,1\n",
+                       "edges.csv:3: column 'j': empty node id");
     expect_table_error(dir, "i,j,length\n", "edges.csv: the edge list has no edges");
     tu_rmdir_all(dir);
     free(dir);
@@ -324,13 +329,13 @@ START_TEST(test_attach_nodes)
     size_t node[5], *added = NULL, nadded = 0;
 
     /* strict: the first absent node is an error at its line. */
-    ck_assert_int_eq(gmm_graph_attach_nodes(g, t, "node", 1, node, &added, &nadded),
+    ck_assert_int_eq(gmm_mdl_graph_attach(g, t, "node", 1, node, &added, &nadded),
                      GMM_EPARSE);
     ck_assert(strstr(gmm_error_message(), "data.csv:3: node 'z' is not in the edge list"));
     ck_assert_ptr_null(added);
     ck_assert_uint_eq(g->n, 3);
 
-    ck_assert_int_eq(gmm_graph_attach_nodes(g, t, "node", 0, node, &added, &nadded), GMM_OK);
+    ck_assert_int_eq(gmm_mdl_graph_attach(g, t, "node", 0, node, &added, &nadded), GMM_OK);
     ck_assert_uint_eq(nadded, 2);
     ck_assert_uint_eq(g->n, 5);
     ck_assert_uint_eq(g->nisolated_added, 2);
@@ -353,13 +358,49 @@ START_TEST(test_attach_nodes)
     ck_assert_int_eq(gmm_graph_components(g, comp, &nc), GMM_OK);
     ck_assert_uint_eq(nc, 3);
 
-    ck_assert_int_eq(gmm_graph_attach_nodes(g, t, "site", 0, node, &added, &nadded), GMM_EPARSE);
+    ck_assert_int_eq(gmm_mdl_graph_attach(g, t, "site", 0, node, &added, &nadded), GMM_EPARSE);
     ck_assert(strstr(gmm_error_message(), "no column 'site'"));
     gmm_table_free(t);
     free(path);
     gmm_graph_free(g);
     tu_rmdir_all(dir);
     free(dir);
+}
+END_TEST
+
+START_TEST(test_labels_from_arrays)
+{
+    /* Labels without a file's lines: messages count edges and rows from 0. */
+    const char *a[] = {"x", " y ", "z"}, *b[] = {"y", "z", "x"};
+    gmm_graph_column ci = {3, a, NULL, NULL, "from"}, cj = {3, b, NULL, NULL, "to"};
+    gmm_graph *g = NULL;
+    ck_assert_int_eq(gmm_graph_from_labels(&ci, &cj, NULL, &g), GMM_OK);
+    ck_assert_uint_eq(g->n, 3);
+    ck_assert_uint_eq(g->nedge, 3);
+    ck_assert(!g->has_length);
+    char buf[24];
+    ck_assert_str_eq(gmm_graph_node_label(g, 1, buf), "y");
+
+    const char *nodes[] = {"z", "w", ""};
+    gmm_graph_column cn = {2, nodes, "data.csv", NULL, "node"};
+    size_t node[3], *added = NULL, nadded = 0;
+    ck_assert_int_eq(gmm_graph_attach_nodes(g, &cn, 1, node, &added, &nadded), GMM_EPARSE);
+    ck_assert_str_eq(gmm_error_message(), "data.csv: row 1: node 'w' is not in the edge list");
+    ck_assert_ptr_null(added);
+    cn.n = 3;
+    ck_assert_int_eq(gmm_graph_attach_nodes(g, &cn, 0, node, &added, &nadded), GMM_EPARSE);
+    ck_assert_str_eq(gmm_error_message(), "data.csv: row 2: column 'node': empty node id");
+    ck_assert_ptr_null(added);
+    gmm_graph_free(g);
+
+    b[1] = "  ";
+    g = (gmm_graph *)1;
+    ck_assert_int_eq(gmm_graph_from_labels(&ci, &cj, NULL, &g), GMM_EPARSE);
+    ck_assert_ptr_null(g);
+    ck_assert_str_eq(gmm_error_message(), "edge list: edge 1: column 'to': empty node id");
+    ck_assert_uint_eq(gmm_error_index(), 1);
+    cj.n = 2;
+    ck_assert_int_eq(gmm_graph_check_labels(&ci, &cj), GMM_EINVAL);
 }
 END_TEST
 
@@ -373,7 +414,7 @@ START_TEST(test_shared_data_graphs)
         gmm_table *t = NULL;
         ck_assert_int_eq(gmm_table_read(file[k], &t), GMM_OK);
         gmm_graph *g = NULL;
-        ck_assert_int_eq(gmm_graph_read_table(t, NULL, NULL, "length", 1, &g), GMM_OK);
+        ck_assert_int_eq(gmm_mdl_graph_read(t, NULL, NULL, "length", 1, &g), GMM_OK);
         ck_assert_uint_eq(g->n, nodes[k]);
         ck_assert_uint_eq(g->nedge, nedges[k]);
         ck_assert_uint_eq(g->nmerged, 0);
@@ -402,6 +443,7 @@ Suite *graph_suite(void)
     tcase_add_test(tc, test_table_labels_in_order_of_appearance);
     tcase_add_test(tc, test_table_bad_inputs_name_file_and_line);
     tcase_add_test(tc, test_attach_nodes);
+    tcase_add_test(tc, test_labels_from_arrays);
     tcase_add_test(tc, test_shared_data_graphs);
     suite_add_tcase(s, tc);
     return s;

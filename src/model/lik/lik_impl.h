@@ -1,6 +1,8 @@
-/* lik_impl.h -- private to src/model: the numerics the likelihood families
- * share.  Each family is one file, lik_<name>.c, defining its type
+/* lik_impl.h -- private to src/model/lik: the numerics the likelihood
+ * families share (lik_impl.c; the Gauss-Hermite rule in likelihood.c).
+ * Each family is one file, lik_<name>.c, defining its type
  * gmm_lik_impl_<name>; the table in likelihood.c is the one list of them.
+ * Calls go one way: likelihood.c -> lik_<name>.c -> lik_impl.c.
  */
 #ifndef GMM_LIK_IMPL_H
 #define GMM_LIK_IMPL_H

@@ -1,8 +1,6 @@
 /* lik_response.c -- the mean outcome under a Gaussian posterior of f
  * (gmm_lik_response in likelihood.h), for predictions, and the predictive
  * density of an outcome (gmm_lik_predictive), for scoring. */
-#include <gsl/gsl_errno.h>
-#include <gsl/gsl_integration.h>
 #include <math.h>
 
 #include "gmm/likelihood.h"
@@ -126,70 +124,5 @@ gmm_status gmm_lik_predictive_draws(const gmm_lik *lik, double y, double e, cons
         sum += exp(out[0] - mx);
     }
     *lpd = mx + log(sum / (double)nf);
-    return GMM_OK;
-}
-
-typedef struct {
-    const gmm_lik_type *t;
-    const double *par;
-    double y, e, mu, s2, shift;
-} pred_ctx;
-
-/* log p(y | f) + log N(f; mu, s2) */
-static double log_joint(const pred_ctx *c, double f)
-{
-    double out[4], r = f - c->mu;
-    c->t->eval(c->par, c->y, c->e, f, out, NULL);
-    return out[0] - 0.5 * (1.8378770664093454836 + log(c->s2)) - 0.5 * r * r / c->s2;
-}
-
-static double joint(double f, void *p)
-{
-    const pred_ctx *c = p;
-    return exp(log_joint(c, f) - c->shift);
-}
-
-#define PRED_GRID 400
-#define PRED_LIMIT 400
-
-/* Over mu -/+ 40 sd (the normal factor is below e^-800 beyond, p(y | f) <=
- * 1 or bounded) with break points at mu and, when inside, the peak: QAGP
- * bisects towards each however narrow.  The integrand is scaled by its
- * largest value on a grid of the interval (and at the peak), so it neither
- * overflows nor underflows. */
-gmm_status gmm_lik_impl_predictive_quad(const gmm_lik_type *t, const double *par, double y,
-                                        double e, double mu, double s2, double peak,
-                                        double *lpd)
-{
-    pred_ctx c = {t, par, y, e, mu, s2, -INFINITY};
-    double sd = sqrt(s2), lo = mu - 40.0 * sd, hi = mu + 40.0 * sd;
-    for (int i = 0; i <= PRED_GRID; i++)
-        c.shift = fmax(c.shift, log_joint(&c, lo + (hi - lo) * i / PRED_GRID));
-    double pts[4];
-    size_t np = 0;
-    pts[np++] = lo;
-    if (peak > lo && peak < mu) {
-        c.shift = fmax(c.shift, log_joint(&c, peak));
-        pts[np++] = peak;
-    }
-    pts[np++] = mu;
-    if (peak > mu && peak < hi) {
-        c.shift = fmax(c.shift, log_joint(&c, peak));
-        pts[np++] = peak;
-    }
-    pts[np++] = hi;
-    if (!isfinite(c.shift))
-        return gmm_error(GMM_EDOM, "%s predictive density: no finite density", t->name);
-    gsl_integration_workspace *w = gsl_integration_workspace_alloc(PRED_LIMIT);
-    if (!w)
-        return gmm_error(GMM_ENOMEM, "%s predictive density: out of memory", t->name);
-    gsl_function F = {joint, &c};
-    double v, err;
-    int rc = gsl_integration_qagp(&F, pts, np, 0.0, 1e-10, PRED_LIMIT, w, &v, &err);
-    gsl_integration_workspace_free(w);
-    if (rc || !(v > 0.0))
-        return gmm_error(GMM_EDOM, "%s predictive density: quadrature failed (%s)", t->name,
-                         rc ? gsl_strerror(rc) : "zero integral");
-    *lpd = c.shift + log(v);
     return GMM_OK;
 }

@@ -19,8 +19,6 @@
  * published by an atomic flag.  It is the one Gauss-Hermite rule of the
  * likelihoods: lik_response.c's predictive summaries use it too.
  */
-#define _DEFAULT_SOURCE /* lgamma_r */
-
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -54,92 +52,6 @@ const gmm_lik_type *gmm_lik_type_find(const char *name)
         if (strcmp(type_table[i]->name, name) == 0)
             return type_table[i];
     return NULL;
-}
-
-/* ---- shared numerics ---------------------------------------------------------- */
-
-double gmm_lik_impl_lgamma(double x)
-{
-    int sign;
-    return lgamma_r(x, &sign);
-}
-
-const char *gmm_lik_impl_check_count(double y, double e, char *buf, size_t size)
-{
-    (void)e;
-    (void)buf;
-    (void)size;
-    return y >= 0.0 && floor(y) == y ? NULL : "is not a non-negative integer";
-}
-
-const char *gmm_lik_impl_check_exposure(double e)
-{
-    return e > 0.0 && isfinite(e) ? NULL : "must be positive and finite";
-}
-
-double gmm_lik_impl_link_log(const double *par, double m)
-{
-    (void)par;
-    return log(m);
-}
-
-double gmm_lik_impl_mean_normal_log(const double *par, double mu, double s2)
-{
-    (void)par;
-    return exp(mu + 0.5 * s2);
-}
-
-double gmm_lik_impl_working_log(double y, double e) { return log((y + 0.5) / e); }
-
-double gmm_lik_impl_mean_identity(const double *par, double e, double f)
-{
-    (void)par;
-    (void)e;
-    return f;
-}
-
-double gmm_lik_impl_link_identity(const double *par, double m)
-{
-    (void)par;
-    return m;
-}
-
-double gmm_lik_impl_mean_normal_identity(const double *par, double mu, double s2)
-{
-    (void)par;
-    (void)s2;
-    return mu;
-}
-
-double gmm_lik_impl_working_identity(double y, double e)
-{
-    (void)e;
-    return y;
-}
-
-const char *gmm_lik_impl_degenerate_log(const double *y, const double *e, size_t n,
-                                        const char *yname, char *buf, size_t size)
-{
-    (void)e;
-    for (size_t r = 0; r < n; r++)
-        if (!isnan(y[r]) && y[r] != 0.0)
-            return NULL;
-    snprintf(buf, size, "every observed count in '%s' is 0: the rate's maximum likelihood is 0 "
-                        "(the intercept would go to -infinity)",
-             yname);
-    return buf;
-}
-
-gmm_status gmm_lik_impl_intercept_log(const double *y, const double *e, size_t n, double *b)
-{
-    double sy = 0.0, se = 0.0;
-    for (size_t r = 0; r < n; r++)
-        if (!isnan(y[r])) {
-            sy += y[r];
-            se += e ? e[r] : 1.0;
-        }
-    *b = se == 0.0 ? 0.0 : log((sy + 0.5) / se);
-    return GMM_OK;
 }
 
 /* ---- spec ---------------------------------------------------------------------- */
@@ -349,24 +261,6 @@ gmm_status gmm_lik_check_fit_data(const gmm_lik *lik, const double *y, const dou
                           : NULL;
     return why ? gmm_error(GMM_EINVAL, "%s", why) : GMM_OK;
 }
-
-const char *gmm_lik_impl_degenerate_level(const double *y, size_t n, const char *yname,
-                                          const char *param, char *buf, size_t size)
-{
-    double first = NAN;
-    for (size_t r = 0; r < n; r++)
-        if (!isnan(y[r])) {
-            if (isnan(first))
-                first = y[r];
-            else if (y[r] != first)
-                return NULL;
-        }
-    snprintf(buf, size, "every observed %s is %.17g: there is no variation to fit (its %s "
-                        "would go to 0)",
-             yname, first, param);
-    return buf;
-}
-
 
 double gmm_lik_link(const gmm_lik *lik, double m) { return lik->type->link(lik->par, m); }
 

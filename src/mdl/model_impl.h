@@ -1,6 +1,17 @@
-/* model_impl.h -- the gmm_mdl struct, shared by model.c (building),
- * model_sites.c (queries, sites, predictions, the model file) and
- * model_draws.c (the identity of the model draws came from). */
+/* model_impl.h -- the gmm_mdl struct, shared by the files of src/mdl/.
+ * Calls between them go one way, each file calling only those listed after
+ * it:
+ *
+ *   model_score.c   new rows (predict --at, score), held-out scores
+ *   model_draws.c   the identity of the model draws came from; predictions
+ *                   and a stacked row's value from draws
+ *   model_terms.c   predict --terms
+ *   model_sites.c   queries, sites, predictions, the model file, vi's q
+ *   model.c         building from the description
+ *   model_names.c   the keyword models of f()
+ *   model_design.c  the fixed terms' design
+ *   formula.c       the formula's parser (formula.h)
+ */
 #ifndef GMM_MODEL_IMPL_H
 #define GMM_MODEL_IMPL_H
 
@@ -83,18 +94,14 @@ struct gmm_mdl {
     char **rowkey;
 };
 
-/* The design of fm's fixed terms over table t (the intercept first when
- * `intercept`, then covariates and each factor's levels but its first) into
- * m->X, m->ncoef and m->coef_name ("intercept", "coef.x", "coef.g[LEVEL]").
+/* model_design.c: the design of fm's fixed terms over table t (the
+ * intercept first when `intercept`, then covariates and each factor's
+ * levels but its first) into m->X, m->ncoef and m->coef_name ("intercept",
+ * "coef.x", "coef.g[LEVEL]").
  * Errors: the table's (a missing column, a covariate that is not a number
  * or missing: "FILE:LINE: column ..."), GMM_EPARSE for an empty factor
  * level, GMM_EINVAL for a factor with one level or a name over 63 bytes,
  * GMM_ENOMEM. */
-/* Posterior mean (+ the centre) and variance of the linear predictor at
- * every data row (nrow each), under q when attached: where a model with
- * covariates predicts, whatever its family. */
-gmm_status gmm_mdl_impl_predict_rows(gmm_mdl *m, double *mean, double *var);
-
 gmm_status gmm_mdl_impl_design(gmm_mdl *m, const gmm_table *t, const gmm_formula *fm,
                                int intercept);
 /* The design rows (t->nrow x m->ncoef, row-major, caller-allocated) of the
@@ -106,13 +113,17 @@ gmm_status gmm_mdl_impl_design(gmm_mdl *m, const gmm_table *t, const gmm_formula
 gmm_status gmm_mdl_impl_design_rows(const gmm_mdl *m, const gmm_table *t, double *X);
 void gmm_mdl_impl_levels_free(gmm_mdl *m);
 
+/* model_sites.c: posterior mean (+ the centre) and variance of the linear
+ * predictor at every data row (nrow each), under q when attached: where a
+ * model with covariates predicts, whatever its family. */
+gmm_status gmm_mdl_impl_predict_rows(gmm_mdl *m, double *mean, double *var);
 /* Nonzero when m's sites are its data rows: a latent with inputs, or a
  * graph or iid term with covariates or factors (a node has no linear
  * predictor of its own then). */
 int gmm_mdl_impl_rows(const gmm_mdl *m);
-/* The gmm_stack_model (stack.h) of a stacked term named by a keyword (iid,
- * rw1, rw2, besag, bym2); -1 for a quoted spec (a graph precision in a
- * stack). */
+/* model.c: the gmm_stack_model (stack.h) of a stacked term named by a
+ * keyword (iid, rw1, rw2, besag, bym2); -1 for a quoted spec (a graph
+ * precision in a stack). */
 int gmm_mdl_impl_stack_kind(const gmm_formula_latent *t);
 
 /* model_names.c: the keyword models of f(NAME, MODEL) (gmm_mdl_term_model).
@@ -131,7 +142,7 @@ const char *gmm_mdl_impl_term_param(int k, size_t i, int *unit);
  * the nearest.  0 for a known name or a spec that is more than a name. */
 int gmm_mdl_impl_model_unknown(const gmm_formula_latent *t, char *msg, size_t size);
 
-/* The sparse forms of the rows of t (a stacked model's, read by
+/* model_score.c: the sparse forms of the rows of t (a stacked model's, read by
  * gmm_mdl_rows_read) at the latent's parameters theta: row r's entries
  * ptr[r] .. ptr[r + 1] - 1 at idx with weights w (ptr: t->n + 1; idx, w:
  * t->n gmm_latent_stack_row_max) and the variance of its independent part
@@ -141,7 +152,7 @@ gmm_status gmm_mdl_impl_stack_forms(const gmm_mdl *m, const gmm_mdl_test *t,
                                     const double *theta, size_t *ptr, size_t *idx, double *w,
                                     double *evar);
 
-/* Row r of t (a stacked model's) given one draw: its latent part's mean
+/* model_draws.c: row r of t (a stacked model's) given one draw: its latent part's mean
  * from the draw's latent x (n) and the variance of its independent part at
  * the draw's parameters theta.  idx, w: the caller's scratch of
  * gmm_latent_stack_row_max(m->lat) (at least 1) entries each, allocated
@@ -150,11 +161,11 @@ gmm_status gmm_mdl_impl_stack_draw(const gmm_mdl *m, const gmm_mdl_test *t, size
                                    const double *theta, const double *x, size_t *idx,
                                    double *w, double *mean, double *var);
 
-/* Row r's cells of columns col[0..nc), each followed by a unit separator
- * (allocated; NULL: out of memory). */
+/* model.c: row r's cells of columns col[0..nc), each followed by a unit
+ * separator (allocated; NULL: out of memory): a stacked model's row key. */
 char *gmm_mdl_impl_join_cells(const gmm_table *t, size_t r, const size_t *col, size_t nc);
 
-/* The column named `name` of draws d, or d->nvar. */
+/* model_draws.c: the column named `name` of draws d, or d->nvar. */
 size_t gmm_mdl_impl_draws_var(const gmm_draws *d, const char *name);
 /* th (ndraw x nparam, draw-major): each draw's parameters -- a sampled one
  * from its column, the others m's values. */

@@ -27,25 +27,6 @@ void gmm_mdl_test_free(gmm_mdl_test *t)
     gmm_free(t);
 }
 
-char *gmm_mdl_impl_join_cells(const gmm_table *t, size_t r, const size_t *col, size_t nc)
-{
-    size_t len = 1;
-    for (size_t k = 0; k < nc; k++)
-        len += strlen(t->cell[r][col[k]]) + 1;
-    char *key = gmm_malloc(len, 1);
-    if (!key)
-        return NULL;
-    size_t at = 0;
-    for (size_t k = 0; k < nc; k++) {
-        size_t l = strlen(t->cell[r][col[k]]);
-        memcpy(key + at, t->cell[r][col[k]], l);
-        at += l;
-        key[at++] = '\x1f';
-    }
-    key[at] = '\0';
-    return key;
-}
-
 /* The data row of a stacked model whose formula columns hold the same
  * cells as row r of test table tb (the first such row), or nrow: where
  * draws without latent states have the row's f. */
@@ -350,12 +331,6 @@ gmm_status gmm_mdl_predict_test_summary(gmm_mdl *m, const gmm_mdl_test *t, doubl
     return s;
 }
 
-int gmm_mdl_at_rows(const gmm_mdl *m)
-{
-    return m->stack || !gmm_latent_has_inputs(m->lat) ||
-           !gmm_problem_offset_constant(m->prob, m->obj->value, NULL);
-}
-
 gmm_status gmm_mdl_score(gmm_mdl *m, const gmm_mdl_test *t, double *lpd)
 {
     const gmm_lik *lik = gmm_mdl_likelihood(m);
@@ -401,24 +376,6 @@ static double log_mean_exp(const double *l, size_t N)
     for (size_t k = 0; k < N; k++)
         sum += exp(l[k] - mx);
     return mx + log(sum / (double)N);
-}
-
-gmm_status gmm_mdl_impl_stack_draw(const gmm_mdl *m, const gmm_mdl_test *t, size_t r,
-                                   const double *theta, const double *x, size_t *idx,
-                                   double *w, double *mean, double *var)
-{
-    size_t nnz = 0;
-    gmm_status s =
-        gmm_latent_stack_row(m->lat, theta, t->sat + r * m->nterm, idx, w, &nnz, var);
-    *mean = 0.0;
-    for (size_t e = 0; s == GMM_OK && e < nnz; e++)
-        *mean += w[e] * x[idx[e]];
-    if (s != GMM_OK) {
-        char why[GMM_ERROR_MAX];
-        snprintf(why, sizeof why, "%s", gmm_error_message());
-        return gmm_error_at(s, r, "%s:%zu: %s", t->table->file, t->table->line[r], why);
-    }
-    return GMM_OK;
 }
 
 /* Test rows per bridge call: its per-draw normals take 2 N SCORE_BLOCK

@@ -372,8 +372,8 @@ START_TEST(test_model_graph_by_hand)
     double y[6];
     ck_assert_int_eq(gmm_table_read(edges, &te), GMM_OK);
     ck_assert_int_eq(gmm_table_read(nodes, &tn), GMM_OK);
-    ck_assert_int_eq(gmm_graph_read_table(te, "i", "j", "length", 1, &g), GMM_OK);
-    ck_assert_int_eq(gmm_graph_attach_nodes(g, tn, "node", 0, row_node, &iso, &niso), GMM_OK);
+    ck_assert_int_eq(gmm_mdl_graph_read(te, "i", "j", "length", 1, &g), GMM_OK);
+    ck_assert_int_eq(gmm_mdl_graph_attach(g, tn, "node", 0, row_node, &iso, &niso), GMM_OK);
     ck_assert_int_eq(gmm_table_column_double(tn, 1, 1, y), GMM_OK);
     ck_assert_int_eq(gmm_spec_parse(s.precision, &sp), GMM_OK);
     ck_assert_int_eq(gmm_gmrf_alloc(g, sp, s.precision, &q), GMM_OK);
@@ -651,9 +651,9 @@ START_TEST(test_model_never_prints)
 }
 END_TEST
 
-Suite *model_model_suite(void)
+Suite *mdl_model_suite(void)
 {
-    Suite *s = suite_create("model_model");
+    Suite *s = suite_create("mdl_model");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, test_model_gaussian_ssm_dense);
     tcase_add_test(tc, test_model_poisson_ssm_by_hand);

@@ -837,9 +837,9 @@ START_TEST(test_formula_start_values)
 }
 END_TEST
 
-Suite *model_formula_suite(void)
+Suite *mdl_formula_suite(void)
 {
-    Suite *s = suite_create("model_formula");
+    Suite *s = suite_create("mdl_formula");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, test_formula_parse);
     tcase_add_test(tc, test_formula_unsupported);

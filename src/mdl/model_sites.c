@@ -18,6 +18,12 @@ gmm_problem *gmm_mdl_problem(gmm_mdl *m) { return m->prob; }
 size_t gmm_mdl_nobs(const gmm_mdl *m) { return m->nobs; }
 int gmm_mdl_has_inputs(const gmm_mdl *m) { return gmm_latent_has_inputs(m->lat); }
 
+int gmm_mdl_at_rows(const gmm_mdl *m)
+{
+    return m->stack || !gmm_latent_has_inputs(m->lat) ||
+           !gmm_problem_offset_constant(m->prob, m->obj->value, NULL);
+}
+
 gmm_status gmm_mdl_check_new_inputs(const gmm_mdl *m)
 {
     if (m->stack)
@@ -53,6 +59,22 @@ void gmm_mdl_set_vi(gmm_mdl *m, gmm_vi *v)
     m->vi = v;
 }
 
+/* Read the q file at path into v's state (q of v's order and bandwidth) at
+ * hyperparameters theta: gmm_qfile_read's errors, then gmm_vi_set_state's. */
+static gmm_status q_read(const char *path, const double *theta, gmm_vi *v)
+{
+    size_t n = gmm_vi_dim(v), b = gmm_vi_bandwidth(v);
+    double *mean = gmm_malloc(n ? n : 1, sizeof *mean);
+    gmm_band *L = gmm_band_alloc(n, b, 0, GMM_BAND_LOWER);
+    gmm_status s = mean && L ? gmm_qfile_read(path, n, b, mean, L)
+                             : gmm_error(GMM_ENOMEM, "out of memory for %s", path);
+    if (s == GMM_OK)
+        s = gmm_vi_set_state(v, theta, mean, L);
+    gmm_band_free(L);
+    gmm_free(mean);
+    return s;
+}
+
 gmm_status gmm_mdl_load_vi(gmm_mdl *m, const char *path, size_t b, const char *model_name)
 {
     gmm_vi *v = NULL;
@@ -61,7 +83,7 @@ gmm_status gmm_mdl_load_vi(gmm_mdl *m, const char *path, size_t b, const char *m
     par.bandwidth = b;
     gmm_status s = gmm_vi_alloc(m->prob, &par, &v);
     if (s == GMM_OK)
-        s = gmm_qfile_read_vi(path, m->obj->value, v);
+        s = q_read(path, m->obj->value, v);
     if (s == GMM_EINVAL || s == GMM_EDIM) {
         char why[GMM_ERROR_MAX];
         snprintf(why, sizeof why, "%s", gmm_error_message());
@@ -101,18 +123,25 @@ gmm_status gmm_mdl_save_vi(gmm_mdl *m, gmm_vi *v, const gmm_vi_result *res, int 
     memcpy(m->obj->value, gmm_vi_theta(v), m->obj->nparam * sizeof *m->obj->value);
     gmm_model out;
     char *scratch = NULL;
+    size_t n = gmm_vi_dim(v), b = gmm_vi_bandwidth(v);
+    gmm_band *L = NULL;
     gmm_status s = gmm_mdl_describe(m, &out, &scratch);
+    if (s == GMM_OK && !(L = gmm_band_alloc(n, b, 0, GMM_BAND_LOWER)))
+        s = gmm_error(GMM_ENOMEM, "out of memory for q's factor");
+    if (s == GMM_OK)
+        s = gmm_vi_factor(v, L);
     if (s == GMM_OK) {
         out.loglik = res->elbo;
         out.iterations = res->iterations;
         out.converged = res->converged && !interrupted;
         out.has_vi = 1;
         out.elbo = res->elbo;
-        out.vi_bandwidth = gmm_vi_bandwidth(v);
+        out.vi_bandwidth = b;
         const char *qbase = strrchr(qpath, '/');
         out.vi_file = (char *)(qbase ? qbase + 1 : qpath); /* beside the model */
-        s = gmm_qfile_save(&out, set, path, qpath, v);
+        s = gmm_qfile_save(&out, set, path, qpath, n, b, gmm_vi_mean(v), L);
     }
+    gmm_band_free(L);
     gmm_free(scratch);
     return s;
 }

@@ -779,8 +779,8 @@ static gmm_status build_graph(const build *b, gmm_mdl *m, gmm_table *data, int s
             goto done;
     } else if ((s = gmm_table_read(m->graph_file, &edges)) != GMM_OK ||
                /* The default "length" column is optional; a named one is required. */
-               (s = gmm_graph_read_table(edges, m->edge_cols[0], m->edge_cols[1],
-                                         m->edge_cols[2], m->len_optional, &m->g)) != GMM_OK) {
+               (s = gmm_mdl_graph_read(edges, m->edge_cols[0], m->edge_cols[1],
+                                       m->edge_cols[2], m->len_optional, &m->g)) != GMM_OK) {
         goto done;
     }
     if (m->g->nmerged)
@@ -791,8 +791,8 @@ static gmm_status build_graph(const build *b, gmm_mdl *m, gmm_table *data, int s
         s = gmm_error(GMM_ENOMEM, "out of memory");
         goto done;
     }
-    if ((s = gmm_graph_attach_nodes(m->g, data, m->nodename, strict, m->row_node, &isolated,
-                                    &nisolated)) != GMM_OK)
+    if ((s = gmm_mdl_graph_attach(m->g, data, m->nodename, strict, m->row_node, &isolated,
+                                  &nisolated)) != GMM_OK)
         goto done;
     if (nisolated && !m->edgeless)
         report_isolated(b, m, data, isolated, nisolated);
@@ -816,6 +816,25 @@ done:
 }
 
 /* ---- stacked latents (several f() terms) ------------------------------------- */
+
+char *gmm_mdl_impl_join_cells(const gmm_table *t, size_t r, const size_t *col, size_t nc)
+{
+    size_t len = 1;
+    for (size_t k = 0; k < nc; k++)
+        len += strlen(t->cell[r][col[k]]) + 1;
+    char *key = gmm_malloc(len, 1);
+    if (!key)
+        return NULL;
+    size_t at = 0;
+    for (size_t k = 0; k < nc; k++) {
+        size_t l = strlen(t->cell[r][col[k]]);
+        memcpy(key + at, t->cell[r][col[k]], l);
+        at += l;
+        key[at++] = '\x1f';
+    }
+    key[at] = '\0';
+    return key;
+}
 
 /* Each row's cells of the formula's columns (f() indices, covariates,
  * factors), joined by a unit separator: the key by which draws without
@@ -850,13 +869,12 @@ static gmm_status stack_graph(const build *b, const gmm_table *data,
     size_t *isolated = NULL, nisolated = 0;
     gmm_status s;
     if ((s = gmm_table_read(path, &edges)) != GMM_OK ||
-        (s = gmm_graph_read_table(edges, "i", "j", "length", 1, g)) != GMM_OK)
+        (s = gmm_mdl_graph_read(edges, "i", "j", "length", 1, g)) != GMM_OK)
         goto done;
     if ((*g)->nmerged)
         report(b, GMM_MDL_REPORT_WARNING, "warning: %zu duplicate edge(s) in %s merged",
                (*g)->nmerged, path);
-    if ((s = gmm_graph_attach_nodes(*g, data, t->name, 0, row_node, &isolated, &nisolated)) !=
-        GMM_OK)
+    if ((s = gmm_mdl_graph_attach(*g, data, t->name, 0, row_node, &isolated, &nisolated)) != GMM_OK)
         goto done;
     if (nisolated)
         report(b, GMM_MDL_REPORT_WARNING,
@@ -957,8 +975,8 @@ static gmm_status build_stack(build *b, gmm_mdl *m, const gmm_table *data)
         if (!graph) { /* iid: the column's levels alone */
             size_t *added = NULL, nadded = 0;
             if ((s = gmm_graph_empty(&m->sg[k])) == GMM_OK)
-                s = gmm_graph_attach_nodes(m->sg[k], data, t->name, 0, level[k], &added,
-                                           &nadded);
+                s = gmm_mdl_graph_attach(m->sg[k], data, t->name, 0, level[k], &added,
+                                         &nadded);
             gmm_free(added);
         } else {
             s = stack_graph(b, data, t, graph, level[k], &m->sg[k]);

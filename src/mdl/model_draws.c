@@ -271,6 +271,24 @@ done:
     return s;
 }
 
+gmm_status gmm_mdl_impl_stack_draw(const gmm_mdl *m, const gmm_mdl_test *t, size_t r,
+                                   const double *theta, const double *x, size_t *idx,
+                                   double *w, double *mean, double *var)
+{
+    size_t nnz = 0;
+    gmm_status s =
+        gmm_latent_stack_row(m->lat, theta, t->sat + r * m->nterm, idx, w, &nnz, var);
+    *mean = 0.0;
+    for (size_t e = 0; s == GMM_OK && e < nnz; e++)
+        *mean += w[e] * x[idx[e]];
+    if (s != GMM_OK) {
+        char why[GMM_ERROR_MAX];
+        snprintf(why, sizeof why, "%s", gmm_error_message());
+        return gmm_error_at(s, r, "%s:%zu: %s", t->table->file, t->table->line[r], why);
+    }
+    return GMM_OK;
+}
+
 size_t gmm_mdl_impl_draws_var(const gmm_draws *d, const char *name)
 {
     size_t v;
