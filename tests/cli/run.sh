@@ -7,8 +7,9 @@
 # name contains one of the PATTERNs, when given), each in a subshell of its
 # own: the functions, variables, options and working directory a case file
 # sets end with it, so no case file depends on another or changes the next.
-# To add tests, add a case file; the runner does not change.  A case file is
-# a list of cases:
+# To add tests, add a case file, NN_WHAT.sh with a two-digit number NN that
+# no other case file has (the numbers give the order; the runner fails a
+# duplicate); the runner does not change.  A case file is a list of cases:
 #
 #   begin "fit writes a model"            # start a case (ends the previous one)
 #   run "$GMM_INFER" fit -o "$CASE_TMP/m.json" data.csv
@@ -350,6 +351,20 @@ if [[ ${#files[@]} -eq 0 ]]; then
     echo "run.sh: no case files in $CASES_DIR" >&2
     exit 2
 fi
+
+# Every case file numbered, each number once (whichever PATTERNs select).
+declare -A numbered
+for case_file in "${files[@]}"; do
+    name=${case_file##*/}
+    case_name=
+    if [[ ! $name =~ ^([0-9][0-9])_ ]]; then
+        fail "the name does not start with a two-digit number and _ (NN_WHAT.sh)"
+    elif [[ -n ${numbered[${BASH_REMATCH[1]}]:-} ]]; then
+        fail "number ${BASH_REMATCH[1]} is also ${numbered[${BASH_REMATCH[1]}]}'s; give each case file its own"
+    else
+        numbered[${BASH_REMATCH[1]}]=$name
+    fi
+done
 
 # Every function above as defined here: a case file that redefines one (its
 # own close_to, say) would change what the assertions of its later cases mean,
