@@ -3,7 +3,7 @@
 # damped periodic kernel, two binaries side by side (docs/benchmarks.md,
 # "Laplace approximation"): `fit --kernel 'matern32 + periodic(period=52)'
 # --likelihood poisson` on a seasonal weekly count series (the generator of
-# tests/cli/cases/40_count_series.sh, extended to N weeks), then `gradcheck
+# tests/cli/cases/39_count_series.sh, extended to N weeks), then `gradcheck
 # --model` of the fitted model.
 #
 #   [OUT=DIR] scripts/bench_periodic_laplace.sh OLD_BIN NEW_BIN [N...]  (default N: 416 5000)

@@ -1,6 +1,6 @@
 #!/usr/bin/env Rscript
 # make-bym2-fixtures.R -- a dense reference for gmm-infer's bym2 term on a real
-# areal data set (tests/cli/cases/49_formula_bym2.sh): the influenza counts of
+# areal data set (tests/cli/cases/59_formula_bym2.sh): the influenza counts of
 # the 140 districts of Baden-Wuerttemberg, 2001-2008 (data/flu_bybw_nodes.csv,
 # count_total and population_2001; the adjacency data/flu_bybw_edges.csv; see
 # data/README.md for their provenance), with the centroid's standardised

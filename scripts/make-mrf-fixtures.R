@@ -2,7 +2,7 @@
 # make-mrf-fixtures.R -- references for gmm-infer's besag term against mgcv's
 # Markov random field smooth, s(region, bs = "mrf", xt = list(nb = ...))
 # (Debian r-cran-mgcv; made with mgcv 1.8-41 on R 4.2), and against dense
-# computations here (tests/cli/cases/49_formula_mrf.sh).
+# computations here (tests/cli/cases/58_formula_mrf.sh).
 #
 #   Rscript scripts/make-mrf-fixtures.R [OUTDIR]      (OUTDIR: tests/fixtures/mrf)
 #

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """make-stack-kernel-fixtures.py -- dense references for formulas that stack a
-kernel spec with other f() terms (tests/cli/cases/48_formula_stack_kernel.sh),
+kernel spec with other f() terms (tests/cli/cases/49_formula_stack_kernel.sh),
 written to tests/fixtures/stack_kernel/.
 
   scripts/make-stack-kernel-fixtures.py      (needs python3-numpy)

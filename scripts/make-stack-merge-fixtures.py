@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """make-stack-merge-fixtures.py -- dense references for --merge-tol on a kernel
-term stacked with other f() terms (tests/cli/cases/48_formula_stack_kernel.sh),
+term stacked with other f() terms (tests/cli/cases/49_formula_stack_kernel.sh),
 written to tests/fixtures/stack_merge/.
 
   scripts/make-stack-merge-fixtures.py      (needs python3-numpy)

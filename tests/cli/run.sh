@@ -4,8 +4,12 @@
 #   GMM_INFER=build/release/gmm-infer tests/cli/run.sh [PATTERN...]
 #
 # Every tests/cli/cases/*.sh is sourced in name order (only those whose file
-# name contains one of the PATTERNs, when given).  To add tests, add a case
-# file; the runner does not change.  A case file is a list of cases:
+# name contains one of the PATTERNs, when given), each in a subshell of its
+# own: the functions, variables, options and working directory a case file
+# sets end with it, so no case file depends on another or changes the next.
+# To add tests, add a case file, NN_WHAT.sh with a two-digit number NN that
+# no other case file has (the numbers give the order; the runner fails a
+# duplicate); the runner does not change.  A case file is a list of cases:
 #
 #   begin "fit writes a model"            # start a case (ends the previous one)
 #   run "$GMM_INFER" fit -o "$CASE_TMP/m.json" data.csv
@@ -25,12 +29,15 @@
 #   fail MESSAGE                        record a failure of the current case
 #
 # Provided to case files: $GMM_INFER (absolute path of the binary), $ROOT
-# (the checkout), $CASE_TMP (an empty scratch directory per case), and after
+# (the checkout), $WORK (a scratch directory per case file, for what its
+# cases share), $CASE_TMP (an empty scratch directory per case), and after
 # each run: $STATUS, $OUT and $ERR (files holding stdout and stderr).
 # Commands run with stdin from /dev/null unless the case redirects it
 # (`run "$GMM_INFER" fit - < data.csv`), the working directory $ROOT, and a
 # time limit of $GMM_CLI_TIMEOUT seconds (default 60; exit status 124).
-# A case with no assertion fails.  VERBOSE=1 prints every case.
+# A case with no assertion fails, and so does a case file that redefines a
+# function of this runner or ends before its last line (exit).  VERBOSE=1
+# prints every case.
 #
 # The last line of output is exactly "N passed, M failed"; the exit status
 # is 0 only when nothing failed.
@@ -53,10 +60,13 @@ if [[ ! -x "$GMM_INFER" ]]; then
 fi
 export GMM_INFER ROOT
 
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/gmm-cli.XXXXXX") || exit 2
-trap 'rm -rf "$WORK"' EXIT
-OUT="$WORK/stdout"
-ERR="$WORK/stderr"
+TOP=$(mktemp -d "${TMPDIR:-/tmp}/gmm-cli.XXXXXX") || exit 2
+trap 'rm -rf "$TOP"' EXIT
+# Set for each case file: its scratch directory, holding $OUT, $ERR and the
+# cases' $CASE_TMP.
+WORK=
+OUT=
+ERR=
 STATUS=
 CASE_TMP=
 
@@ -212,7 +222,15 @@ finish_case() {
         nfail=$((nfail + 1))
     fi
     case_name=
+    save_counts
     return 0
+}
+
+# The counts so far, for the runner's shell to read back when a case file's
+# subshell (which cannot change them there) ends: kept after every case, so
+# that they survive a case file that exits.
+save_counts() {
+    echo "$npass $nfail" >"$TOP/counts"
 }
 
 begin() {
@@ -334,29 +352,59 @@ if [[ ${#files[@]} -eq 0 ]]; then
     exit 2
 fi
 
-# The helpers above as defined here: a case file that redefines one would
-# change it for every later case (they share this shell), so that is a failure.
-helper_names=(json_key json_num close_to rows_match pred_close mc_means begin run fail
-    expect_exit match_stream expect_stdout_eq expect_empty expect_file expect_no_file)
-helpers=$(declare -f "${helper_names[@]}")
+# Every case file numbered, each number once (whichever PATTERNs select).
+declare -A numbered
+for case_file in "${files[@]}"; do
+    name=${case_file##*/}
+    case_name=
+    if [[ ! $name =~ ^([0-9][0-9])_ ]]; then
+        fail "the name does not start with a two-digit number and _ (NN_WHAT.sh)"
+    elif [[ -n ${numbered[${BASH_REMATCH[1]}]:-} ]]; then
+        fail "number ${BASH_REMATCH[1]} is also ${numbered[${BASH_REMATCH[1]}]}'s; give each case file its own"
+    else
+        numbered[${BASH_REMATCH[1]}]=$name
+    fi
+done
+
+# Every function above as defined here: a case file that redefines one (its
+# own close_to, say) would change what the assertions of its later cases mean,
+# so that is a failure.  Its subshell leaves their definitions for this shell
+# to compare, once the case file has run to its end.
+mapfile -t runner_functions < <(compgen -A function)
+functions=$(declare -f "${runner_functions[@]}")
+nfile=0
 for case_file in "${files[@]}"; do
     selected "$case_file" "${patterns[@]}" || continue
+    case_name=
     if ! bash -n "$case_file"; then
-        case_name=
         fail "syntax error in the case file"
         continue
     fi
-    cd "$ROOT" || exit 2
-    # shellcheck source=/dev/null
-    source "$case_file" </dev/null
-    finish_case
-    if [[ $(declare -f "${helper_names[@]}") != "$helpers" ]]; then
-        case_name=
-        fail "the case file redefines a helper of run.sh; the later cases are not run"
-        break
+    nfile=$((nfile + 1))
+    WORK="$TOP/$nfile"
+    OUT="$WORK/stdout"
+    ERR="$WORK/stderr"
+    mkdir "$WORK" || exit 2
+    save_counts
+    (
+        trap finish_case EXIT # the case under way when a case file exits
+        cd "$ROOT" || exit 2
+        # shellcheck source=/dev/null
+        source "$case_file" </dev/null
+        finish_case
+        save_counts
+        declare -f "${runner_functions[@]}" >"$TOP/functions"
+    )
+    status=$?
+    read -r npass nfail <"$TOP/counts"
+    case_name=
+    if [[ ! -f "$TOP/functions" ]]; then
+        fail "the case file ends (exit status $status) before its last line"
+    elif [[ $(<"$TOP/functions") != "$functions" ]]; then
+        fail "the case file redefines a function of run.sh"
     fi
+    rm -rf "$WORK" "$TOP/functions"
 done
-cd "$ROOT" || exit 2
 
 echo "$npass passed, $nfail failed"
 [[ $nfail -eq 0 ]]

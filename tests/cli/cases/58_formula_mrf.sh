@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# 49_formula_mrf.sh -- the besag term against mgcv 1.8-41's Markov random field smooth
+# 58_formula_mrf.sh -- the besag term against mgcv 1.8-41's Markov random field smooth
 # (s(region, bs = "mrf"), method = "ML") and a dense Laplace computation, on the committed
 # fixtures of scripts/make-mrf-fixtures.R (a 4 x 4 lattice with a chord, three rows per region
 # so that mgcv's centring constraint is the sum-to-zero over nodes; see there for why the

@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# 49_formula_bym2_phi.sh -- bym2's phi on the logit scale, and the start values of f() terms:
+# 60_formula_bym2_phi.sh -- bym2's phi on the logit scale, and the start values of f() terms:
 # phi=P and variance=V as keys (checked against their domain, the caret under the value),
 # held by 'KEY=VALUE fixed' or --fix f.NAME.KEY, recorded in the model file and held again by
 # the commands that read it; a fit whose maximum is at phi -> 1 (the besag model) reaches it

@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# 51_hmc_cmdstan.sh -- hmc --format cmdstan: CmdStan's output CSV, one file
+# 54_hmc_cmdstan.sh -- hmc --format cmdstan: CmdStan's output CSV, one file
 # per chain, read back by a parser of the format written here (CmdStan
 # guide, "Stan CSV File Format"): configuration comments, the header with
 # CmdStan's names, the adaptation comments (step size, the diagonal inverse

@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# 45_plot_graph.sh -- scripts/plot-graph on predictions of a graph model:
+# 61_plot_graph.sh -- scripts/plot-graph on predictions of a graph model:
 # a PNG, --help, bad columns (exit 1) and usage errors (exit 2).  Skipped
 # (with a note) where matplotlib is not installed: `make check` does not
 # need it (scripts/install-deps.sh --demo installs it).
@@ -45,5 +45,5 @@ if /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then
     expect_exit 2
     expect_stderr 'required: -o/--output'
 else
-    echo "45_plot_graph.sh: python3-matplotlib not installed; plot-graph not tested" >&2
+    echo "61_plot_graph.sh: python3-matplotlib not installed; plot-graph not tested" >&2
 fi

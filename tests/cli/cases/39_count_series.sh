@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# 40_count_series.sh -- a long count series with a slow trend (the common
+# 39_count_series.sh -- a long count series with a slow trend (the common
 # case: daily counts over years): y ~ Poisson(exp(sin(x / 200))), x =
 # 0..1999, a fixed Park-Miller generator so every awk makes the same data.
 # On the assembled precision (--factor cholesky) its Laplace log likelihood

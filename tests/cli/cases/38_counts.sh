@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# 40_counts.sh -- count and binary outcomes through the Laplace approximation:
+# 38_counts.sh -- count and binary outcomes through the Laplace approximation:
 # the shipped examples, the model file, and every bad outcome named by file,
 # line and column.
 

@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# order.sh -- `gmm-infer order`: the report, the permutation file, bad edge
+# 71_order.sh -- `gmm-infer order`: the report, the permutation file, bad edge
 # lists (file:line, exit 1) and usage errors (exit 2).
 # Sourced by tests/cli/run.sh (see there for the helpers).
 

@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# 49_formula_bym2.sh -- bym2 + covariate + exposure, Poisson, on a real areal data set (the
+# 59_formula_bym2.sh -- bym2 + covariate + exposure, Poisson, on a real areal data set (the
 # 140 districts' influenza totals 2001-2008, population as exposure; tests/fixtures/bym2/,
 # scripts/make-bym2-fixtures.R) against a dense R computation of the same Laplace
 # approximation (f ~ N(0, v ((1 - phi) I + phi R^+ / c)), R the ICAR Laplacian, c the geometric

@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# 48_formula_stack_kernel.sh -- a kernel spec stacked with other f() terms (stack.h, KERNEL)
+# 49_formula_stack_kernel.sh -- a kernel spec stacked with other f() terms (stack.h, KERNEL)
 # against scripts/make-stack-kernel-fixtures.py's dense Gaussian process
 # (tests/fixtures/stack_kernel/): loglik of matern32 + iid + x1 and of the sum matern32 + matern52
 # + iid + x1 (1e-8 relative), the Poisson matern32 + iid Laplace value against Rasmussen &
