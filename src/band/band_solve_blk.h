@@ -38,7 +38,7 @@
  * AVX2 copy as one instruction; the same IEEE operations either way, so both
  * copies give the same bits.  x is stored in whole aligned four-row groups
  * wherever a later vector load reads it back (rows j0 + 4k): the loads then
- * forward from single stores.  Measured gains: band_solve.c (tbsv).
+ * forward from single stores.
  */
 #ifndef GMM_BAND_SOLVE_BLK_H
 #define GMM_BAND_SOLVE_BLK_H
