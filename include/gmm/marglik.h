@@ -3,13 +3,6 @@
  * reverse mode, and the Gaussian posterior it implies.  Shared by state-space
  * models (each observation reads one d-block through H) and graph GMRFs (each
  * observation reads one node).  All matrix work goes through band.h.
- *
- *   f ~ N(0, Q^{-1}),   y_k = sum_m h_k[m] f[offset_k + m] + e_k,
- *   e_k ~ N(0, noise),  k = 0..nobs-1.
- *
- *   log p(y) = -nobs/2 log(2 pi) - log|L| + log|L_Q| - nobs/2 log(noise)
- *              - y'y/(2 noise) + |L^{-1} E'y|^2 / (2 noise^2),
- *   L L' = Q + E'E / noise,  L_Q L_Q' = Q.
  */
 #ifndef GMM_MARGLIK_H
 #define GMM_MARGLIK_H
@@ -17,6 +10,15 @@
 #include <stddef.h>
 
 #include "gmm/band.h"
+
+/* The model and its marginal likelihood:
+ *
+ *   f ~ N(0, Q^{-1}),   y_k = sum_m h_k[m] f[offset_k + m] + e_k,
+ *   e_k ~ N(0, noise),  k = 0..nobs-1.
+ *
+ *   log p(y) = -nobs/2 log(2 pi) - log|L| + log|L_Q| - nobs/2 log(noise)
+ *              - y'y/(2 noise) + |L^{-1} E'y|^2 / (2 noise^2),
+ *   L L' = Q + E'E / noise,  L_Q L_Q' = Q. */
 
 /* The observation map E (nobs x n) and the data.  Row k of E holds
  * coef[k*coef_stride .. k*coef_stride + width) at columns offset[k] ..

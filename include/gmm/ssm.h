@@ -5,47 +5,6 @@
  * gradient (paper, sections 3.1 and 5.2), the whitening map of the prior
  * (WHITENING, for HMC and VI: section 3.2) and prediction at any input from
  * a Gaussian posterior of the states.  latent.h wraps it as a gmm_latent.
- *
- * MODEL.  Inputs x (n rows, any order; repeated values allowed) are sorted
- * into K distinct states t_0 < ... < t_{K-1}.  Rows with equal x (or, with
- * merge_tol > 0, x within merge_tol of the first x of their group) are
- * several observations of ONE state -- never two states dt = 0 apart.  A row
- * whose y is NAN is a state without an observation.  With d the kernel's state
- * dimension and N = K d,
- *
- *   x_0 ~ N(0, Pinf),  x_k = A_k x_{k-1} + q_k,  q_k ~ N(0, Q_k),
- *   A_k = A(t_k - t_{k-1}),  Q_k = Q(t_k - t_{k-1}),
- *   f_r = h_r' x_{state(r)}  (h_r = H, or h(t - t_0) for a demodulated
- *                             kernel: gmm_ssm_obs_rows).
- *
- * The prior precision (SYMMETRIC band, lower bandwidth 2d - 1, or d - 1 + s
- * when the kernel's state splits into independent blocks of at most s
- * variables, each state's variables then listed block by block: see BLOCKS in
- * ssm.c; gmm_ssm_bandwidth reports it) has diagonal
- * blocks Pinf^-1 + A_1' Q_1^-1 A_1, Q_k^-1 + A_{k+1}' Q_{k+1}^-1 A_{k+1},
- * Q_{K-1}^-1 and sub-diagonal blocks -Q_k^-1 A_k; log|Q_prior| = -log|Pinf|
- * - sum_k log|Q_k| from the d x d blocks.  (A_k, Q_k) are computed once per
- * distinct interval: intervals that differ by less than dt_ulps rounding
- * units of max|x| (below the resolution of the inputs themselves) share one.
- *
- * PARAMETERS.  theta = the kernel parameters in gmm_kernel order, named
- * "<leaf>.<kernel>.<param>", on their natural scale, all positive.  The
- * Gaussian likelihood's variance is passed separately (gmm_ssm_loglik).
- *
- * FACTORISATION.  Zero-noise factors (constant, cosine, periodic) are
- * damped by exp(-|tau| damp), damp_rel = damp * span = max(GMM_SSM_DAMP_REL,
- * GMM_SSM_DAMP_K2 eps K^2): an exact stationary GP of a regularised kernel.
- * The posterior precision is factorised by the banded Cholesky or in the
- * square-root form (rows C_k (x_{k+1} - A_k x_k), C_k = chol(Q_k)^-1, never
- * forming P); GMM_SSM_FACTOR_AUTO takes the Cholesky while its rounding
- * bound eps sum_i P_ii Pinf_ii is below GMM_SSM_CHOL_TOL per observation
- * (with a gradient, below GMM_SSM_CHOL_GRAD_TOL in all), the inputs are no
- * closer than its spacing limit and nothing is damped.  In the square-root
- * form the gradient comes by Fisher's identity from the posterior moments
- * of the prior's whitened rows (marglik.h, ROW MOMENTS; ROWS GRADIENT in
- * ssm_prior.c).  Inputs closer than a kernel's accuracy limit
- * (gmm_kernel_type.min_dt_rel, _rows) are refused with GMM_EDOM naming
- * them.  Why, and how accurate each form is: docs/accuracy.md.
  */
 #ifndef GMM_SSM_H
 #define GMM_SSM_H
@@ -69,6 +28,42 @@
  * DBL_EPSILON K^2) (see FACTORISATION). */
 #define GMM_SSM_DAMP_REL 2e-8
 #define GMM_SSM_DAMP_K2 800.0
+
+/* MODEL.  Inputs x (n rows, any order; repeated values allowed) are sorted
+ * into K distinct states t_0 < ... < t_{K-1}.  Rows with equal x (or, with
+ * merge_tol > 0, x within merge_tol of the first x of their group) are
+ * several observations of ONE state -- never two states dt = 0 apart.  A row
+ * whose y is NAN is a state without an observation.  With d the kernel's state
+ * dimension and N = K d,
+ *
+ *   x_0 ~ N(0, Pinf),  x_k = A_k x_{k-1} + q_k,  q_k ~ N(0, Q_k),
+ *   A_k = A(t_k - t_{k-1}),  Q_k = Q(t_k - t_{k-1}),
+ *   f_r = h_r' x_{state(r)}  (h_r = H, or h(t - t_0) for a demodulated
+ *                             kernel: gmm_ssm_obs_rows).
+ *
+ * The prior precision is a SYMMETRIC band (gmm_ssm_bandwidth: 2d - 1, less
+ * when the kernel's state splits into independent blocks; its blocks:
+ * ssm_prior.c); (A_k, Q_k) are computed once per distinct interval
+ * (intervals within dt_ulps rounding units of max|x| share one).
+ *
+ * PARAMETERS.  theta = the kernel parameters in gmm_kernel order, named
+ * "<leaf>.<kernel>.<param>", on their natural scale, all positive.  The
+ * Gaussian likelihood's variance is passed separately (gmm_ssm_loglik).
+ *
+ * FACTORISATION.  Zero-noise factors (constant, cosine, periodic) are
+ * damped by exp(-|tau| damp), damp_rel = damp * span = max(GMM_SSM_DAMP_REL,
+ * GMM_SSM_DAMP_K2 eps K^2): an exact stationary GP of a regularised kernel.
+ * The posterior precision is factorised by the banded Cholesky or in the
+ * square-root form (rows C_k (x_{k+1} - A_k x_k), C_k = chol(Q_k)^-1, never
+ * forming P); GMM_SSM_FACTOR_AUTO takes the Cholesky while its rounding
+ * bound eps sum_i P_ii Pinf_ii is below GMM_SSM_CHOL_TOL per observation
+ * (with a gradient, below GMM_SSM_CHOL_GRAD_TOL in all), the inputs are no
+ * closer than its spacing limit and nothing is damped.  In the square-root
+ * form the gradient comes by Fisher's identity from the posterior moments
+ * of the prior's whitened rows (marglik.h, ROW MOMENTS; ROWS GRADIENT in
+ * ssm_prior.c).  Inputs closer than a kernel's accuracy limit
+ * (gmm_kernel_type.min_dt_rel, _rows) are refused with GMM_EDOM naming
+ * them.  Why, and how accurate each form is: docs/accuracy.md. */
 
 /* Which factorisation of the posterior precision (see FACTORISATION). */
 typedef enum {
