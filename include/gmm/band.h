@@ -1,7 +1,17 @@
-/* band.h -- banded matrices and the operators every model in gmm-infer uses,
- * each paired with its reverse-mode derivative.
- *
- * STORAGE.  An n x n matrix with lower bandwidth kl and upper bandwidth ku is
+/* band.h -- banded matrices in LAPACK's band layout and the operators every
+ * model in gmm-infer uses (Cholesky, triangular solves, products, the
+ * inverse subset, the QR of a stack of rows), each paired with its
+ * reverse-mode derivative.  The conventions that follow the includes hold
+ * for every function here.
+ */
+#ifndef GMM_BAND_H
+#define GMM_BAND_H
+
+#include <stddef.h>
+
+#include "gmm/status.h"
+
+/* STORAGE.  An n x n matrix with lower bandwidth kl and upper bandwidth ku is
  * one contiguous array of ld * n doubles, ld = kl + ku + 1, in LAPACK's
  * column-major band layout: entry (i, j), 0-based, -ku <= i - j <= kl, lives at
  *
@@ -60,14 +70,7 @@
  * GMM_ENOMEM when a workspace cannot be allocated.  Nothing prints or exits.
  *
  * Entries are reached only through the accessors below; code outside
- * src/band/ never does its own band index arithmetic.
- */
-#ifndef GMM_BAND_H
-#define GMM_BAND_H
-
-#include <stddef.h>
-
-#include "gmm/status.h"
+ * src/band/ never does its own band index arithmetic. */
 
 typedef enum {
     GMM_BAND_GENERAL = 0,
