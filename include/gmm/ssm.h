@@ -150,23 +150,14 @@ gmm_status gmm_ssm_prior(gmm_ssm *m, const double *theta, gmm_band *Q, double *l
 gmm_status gmm_ssm_prior_rev(gmm_ssm *m, const gmm_band *Qbar, double logdetbar,
                              double *thetabar);
 /* SQUARE ROOT of the prior precision (for variational inference; latent.h):
- * Q_prior = G'G for the N rows, in band order (BLOCKS),
- *
- *   rows 0 .. d - 1:          C0 x_0,                 C0 = chol(Pinf)^-1,
- *   rows (k + 1) d + p:       row p of C_k (x_{k+1} - A_k x_k),
- *                             C_k = chol(Q_k)^-1  (k = 0 .. K - 2),
- *
- * chol the lower Cholesky factor of each block, so C0, C_k and C_k A_k are
- * block-diagonal.  Row p < d has its p + 1 entries C0(p, 0 .. p) from column
- * 0; row (k + 1) d + p, with o the first position of p's block, has d - o + p
- * + 1 <= kl + 1 entries from column k d + o: -(C_k A_k)(p, o .. d - 1), then
- * C_k(p, 0 .. p) (entries off p's block are written, as zeros).  First
- * columns are nondecreasing (marglik.h's gmm_prior_rows contract).  G is
- * the inverse of the whitening map (W G = I) and, like it, computed
- * without any inverse of an assembled matrix: there is no spacing limit
- * (no GMM_EDOM for close inputs), which is why variational inference takes
- * these rows rather than the assembled Q when inputs are close relative to
- * a lengthscale.
+ * Q_prior = G'G for N rows in band order (BLOCKS), row (k + 1) d + p being
+ * row p of C_k (x_{k+1} - A_k x_k), C_k = chol(Q_k)^-1, and rows 0 .. d - 1
+ * chol(Pinf)^-1 x_0 (the layout: ssm_rows.c), first columns nondecreasing
+ * (marglik.h's gmm_prior_rows contract).  G is the inverse of the whitening
+ * map (W G = I) and, like it, computed without any inverse of an assembled
+ * matrix: there is no spacing limit (no GMM_EDOM for close inputs), which is
+ * why variational inference takes these rows rather than the assembled Q
+ * when inputs are close relative to a lengthscale.
  *
  * gmm_ssm_prior_rows fills G at theta (nrows N, row callback, ctx owned by m;
  * rows may be read in any order and any number of times while G is valid:
