@@ -226,8 +226,8 @@ gmm_status gmm_band_chol_decomp_work(const gmm_band *Q, gmm_band *L, double *wor
 gmm_status gmm_band_chol_decomp(const gmm_band *Q, gmm_band *L);
 /* Reverse mode: given L = chol(Q) and Lbar (LOWER, same shape; used as
  * workspace and destroyed; must not alias L), Qbar (SYMMETRIC, same shape)
- * += dc/dQ under the symmetric convention above.  O(n l^2), about 1.5 .. 2.5x
- * the forward's time.  Qbar may alias Lbar (then Lbar's storage receives
+ * += dc/dQ under the symmetric convention above.  O(n l^2), a small multiple
+ * of the forward's time (docs/benchmarks.md).  Qbar may alias Lbar (then Lbar's storage receives
  * Qbar = 0 + result: the caller zeroes nothing; the struct turns
  * SYMMETRIC).  Qbar NULL: nothing to do.  work: gmm_band_chol_work_size(l)
  * doubles (panels of l >= 48, two l x 16 and a 16 x 16 block, 32 from l =

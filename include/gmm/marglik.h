@@ -93,13 +93,9 @@ typedef struct {
 /* As gmm_marglik_eval with the prior given by a square root G instead of Q
  * (and log|Q| supplied, as prior_logdet there): the factor comes from the
  * rows of [G; E / sqrt(noise)] (band.h section 6), never from P = G'G +
- * E'E/noise itself (why: docs/accuracy.md, Which factorisation).  The rows
- * are merged by first column and folded in blocks of rows that start in the
- * same stretch of columns (marglik.c, SQUARE-ROOT FORM): one Householder
- * reflection per column and block -- for a Markov chain with d-dimensional
- * states, at most 2d per state (d + d / (intervals per block) with merged
- * segments), where Givens rotations row by row cost ~7d (timings:
- * docs/benchmarks.md).  gmm_marglik_grad, _grad_view (dlogp/dQ, as if Q had
+ * E'E/noise itself (why: docs/accuracy.md, Which factorisation), by
+ * Householder reflections on blocks of rows (marglik.c, SQUARE-ROOT FORM).
+ * gmm_marglik_grad, _grad_view (dlogp/dQ, as if Q had
  * been given) and _posterior work unchanged.  Observation offsets must be
  * nondecreasing (GMM_EINVAL naming the observation), rows ordered as above
  * (GMM_EINVAL naming the earlier of two rows out of order) and fit the band

@@ -71,8 +71,8 @@ static inline size_t blk_min(size_t a, size_t b) { return a < b ? a : b; }
 /* Prefetching.  A block's eight columns are l + 1 consecutive cache lines
  * (8 (l + 1) doubles), read as eight interleaved short streams that the
  * hardware prefetchers do not follow; from memory (n l beyond the caches)
- * that cost 20-25% against OpenBLAS's dtbsv, which streams one column at a
- * time.  So each block prefetches the lines BLK_PF_DIST bytes ahead of its
+ * that loses against OpenBLAS's dtbsv, which streams one column at a time.
+ * So each block prefetches the lines BLK_PF_DIST bytes ahead of its
  * own (the blocks are contiguous in memory, upwards for the forward
  * substitution and downwards for the back one): 4 lines with each of its
  * l / 4 row groups and 8 more before them (12 in the forward substitution,
