@@ -40,9 +40,9 @@ void gmm_loo_work_free(gmm_loo_work *w); /* NULL-safe */
  * log-likelihood draws ll (not modified) into *out, with a workspace
  * allocated for (nchain, niter) (GMM_EDIM otherwise).  GMM_EINVAL for NULL
  * arguments; GMM_EDOM for a NaN or infinite draw (loo refuses them too).
- * Cost per observation: one sort of S values, one FFT pair of length
- * 2 nextn(niter) per chain, (30 + sqrt(M_tail)) M_tail log1p for the
- * Pareto fit and 1000 logs for the MCSE.  Results agree with R's to rounding (tests/infer/test_loo.c
+ * Cost: one sort of S values, one FFT pair of length 2 nextn(niter) per
+ * chain, (30 + sqrt(M_tail)) M_tail log1p for the Pareto fit and 1000 logs
+ * for the MCSE.  Results agree with R's to rounding (tests/infer/test_loo.c
  * checks 1e-8 relative on fixtures made by scripts/make-loo-fixtures.R). */
 gmm_status gmm_loo_point_compute(const double *ll, size_t nchain, size_t niter, gmm_loo_work *w,
                                  gmm_loo_point *out);
