@@ -177,9 +177,7 @@ gmm_status gmm_ssm_prior_rows(gmm_ssm *m, const double *theta, gmm_prior_rows *G
  *
  * G_i[j] entry j of row i as the callback writes it (w_i entries from its
  * first column), kl = gmm_ssm_bandwidth; Gbar has N (kl + 1) entries and
- * those with j >= w_i are not read.  Cbar and (C A)bar per interval group,
- * chained through C = chol(Q)^-1 and the Cholesky's reverse mode to Q_k and
- * A_k, C0bar to Pinf, then the kernel's reverse mode (ssm_rows.c).  Ends a
+ * those with j >= w_i are not read (the chain: ssm_rows.c).  Ends a
  * gmm_ssm_prior/_prior_rev pair.  GMM_EINVAL (NULL, no successful
  * gmm_ssm_prior_rows before).  O(N kl + intervals (d^3 + nparam d^2)). */
 gmm_status gmm_ssm_prior_rows_rev(gmm_ssm *m, const double *Gbar, double logdetbar,
@@ -192,10 +190,9 @@ gmm_status gmm_ssm_prior_rows_rev(gmm_ssm *m, const double *Gbar, double logdetb
  * = E[v_t x_{t-1}'] (d x d each, row-major, rows in G's order, x_{t-1} in
  * the latent order, at Svv + t d^2 and Svx + t d^2; Svx's segment 0 is not
  * read).  Only entries within a kernel block count (BLOCKS).  Fisher's
- * chain of the square-root form (ssm_prior.c, ROWS GRADIENT): Qbar = C'
- * (sum_t Svv_t - count I) C / 2, Abar = C' sum_t Svx_t per interval group,
- * Pbar = C0' (Svv_0 - I) C0 / 2 -- whitened moments of order 1, nothing
- * formed from the rows' large entries.  Recomputes the blocks at that
+ * chain of the square-root form (ssm_prior.c, ROWS GRADIENT): whitened
+ * moments of order 1, nothing formed from the rows' large entries.
+ * Recomputes the blocks at that
  * theta (G stays valid).  Ends a gmm_ssm_prior/_prior_rev pair.  GMM_EINVAL
  * (NULL, no successful gmm_ssm_prior_rows before).  O(intervals (d^3 +
  * nparam d^2)). */
@@ -216,13 +213,8 @@ gmm_status gmm_ssm_obs_rows_rev(gmm_ssm *m, const double *theta, const double *c
  *
  *   x_0 = chol(Pinf) v_0,   x_{k+1} = A_k x_k + chol(Q_k) v_{k+1},
  *
- * chol the lower Cholesky factor of each block (BLOCKS) in band order:
- * W^-1 is block lower bidiagonal (the square root's rows, SQUARE ROOT in
- * ssm_prior.c), W is applied by the recursion, and W W' = Q_prior^-1
- * exactly whatever the spacing: no inverse of a Q_k and no Cholesky of the
- * assembled precision, hence no spacing limit (chol(Q_k) of a tiny Q_k is
- * accurate: the kernels form Q_k without the cancellation of Pinf - A Pinf
- * A').
+ * chol the lower Cholesky factor of each block (BLOCKS) in band order;
+ * W W' = Q_prior^-1 whatever the spacing: no spacing limit (ssm_whiten.c).
  *
  * gmm_ssm_whiten_setup computes A_k, chol(Q_k) per interval group and
  * chol(Pinf) at theta (the first call allocates the whitening workspace,
@@ -234,12 +226,12 @@ gmm_status gmm_ssm_obs_rows_rev(gmm_ssm *m, const double *theta, const double *c
 gmm_status gmm_ssm_whiten_setup(gmm_ssm *m, const double *theta);
 /* x = W v (N each; v and x may be the same array).  O(N kl). */
 gmm_status gmm_ssm_whiten(gmm_ssm *m, const double *v, double *x);
-/* u = W' g (N each, the adjoint recursion run backwards; g and u may be the
- * same array).  O(N kl). */
 /* v = W^-1 x (the innovations whitened: v_0 = chol(Pinf)^-1 x_0, v_{k+1} =
  * chol(Q_k)^-1 (x_{k+1} - A_k x_k)) at the setup's theta; x and v must not
  * alias.  O(N d). */
 gmm_status gmm_ssm_unwhiten(gmm_ssm *m, const double *x, double *v);
+/* u = W' g (N each, the adjoint recursion run backwards; g and u may be the
+ * same array).  O(N kl). */
 gmm_status gmm_ssm_whiten_t(gmm_ssm *m, const double *g, double *u);
 /* thetabar (nparam) += d(xbar . W(theta) v)/dtheta at the setup's theta:
  * the gradients of every A_k and chol(Q_k), summed per interval group, and
