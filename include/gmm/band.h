@@ -1,7 +1,17 @@
-/* band.h -- banded matrices and the operators every model in gmm-infer uses,
- * each paired with its reverse-mode derivative.
- *
- * STORAGE.  An n x n matrix with lower bandwidth kl and upper bandwidth ku is
+/* band.h -- banded matrices in LAPACK's band layout and the operators every
+ * model in gmm-infer uses (Cholesky, triangular solves, products, the
+ * inverse subset, the QR of a stack of rows), each paired with its
+ * reverse-mode derivative.  The conventions that follow the includes hold
+ * for every function here.
+ */
+#ifndef GMM_BAND_H
+#define GMM_BAND_H
+
+#include <stddef.h>
+
+#include "gmm/status.h"
+
+/* STORAGE.  An n x n matrix with lower bandwidth kl and upper bandwidth ku is
  * one contiguous array of ld * n doubles, ld = kl + ku + 1, in LAPACK's
  * column-major band layout: entry (i, j), 0-based, -ku <= i - j <= kl, lives at
  *
@@ -60,14 +70,7 @@
  * GMM_ENOMEM when a workspace cannot be allocated.  Nothing prints or exits.
  *
  * Entries are reached only through the accessors below; code outside
- * src/band/ never does its own band index arithmetic.
- */
-#ifndef GMM_BAND_H
-#define GMM_BAND_H
-
-#include <stddef.h>
-
-#include "gmm/status.h"
+ * src/band/ never does its own band index arithmetic. */
 
 typedef enum {
     GMM_BAND_GENERAL = 0,
@@ -223,8 +226,8 @@ gmm_status gmm_band_chol_decomp_work(const gmm_band *Q, gmm_band *L, double *wor
 gmm_status gmm_band_chol_decomp(const gmm_band *Q, gmm_band *L);
 /* Reverse mode: given L = chol(Q) and Lbar (LOWER, same shape; used as
  * workspace and destroyed; must not alias L), Qbar (SYMMETRIC, same shape)
- * += dc/dQ under the symmetric convention above.  O(n l^2), about 1.5 .. 2.5x
- * the forward's time.  Qbar may alias Lbar (then Lbar's storage receives
+ * += dc/dQ under the symmetric convention above.  O(n l^2), a small multiple
+ * of the forward's time (docs/benchmarks.md).  Qbar may alias Lbar (then Lbar's storage receives
  * Qbar = 0 + result: the caller zeroes nothing; the struct turns
  * SYMMETRIC).  Qbar NULL: nothing to do.  work: gmm_band_chol_work_size(l)
  * doubles (panels of l >= 48, two l x 16 and a 16 x 16 block, 32 from l =

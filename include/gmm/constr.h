@@ -1,34 +1,8 @@
-/* constr.h -- a Gaussian with a banded precision P, conditioned on k linear
+/* constr.h -- a Gaussian with a banded precision P conditioned on k linear
  * constraints A x = 0, where P itself may be singular along directions the
- * constraints remove (an intrinsic prior whose null space the data do not
- * see, e.g. two sum-to-zero components read only through their sum).  For
- * the exact Gaussian likelihood (marglik.h) and the Laplace approximation
- * (laplace.h) of intrinsic latents (stack.h), and for variational
- * inference's q conditioned on the constraints (vi.h; no pins).
- *
- * The conditioned Gaussian has precision P on the subspace {A x = 0}:
- * covariance Sigma_c = V (V'PV)^-1 V' (V an orthonormal basis).  With pinned
- * latents S (k of them, N_S invertible for a basis N of Q's null space, so
- * that P~ = P + tau E_S E_S' is positive definite) and L L' = P~:
- *
- *   kriging:  Sigma~_c = P~^-1 - U G^-1 U',  U = P~^-1 A', G = A U = L_G L_G',
- *   pins:     Sigma_c = Sigma~_c + tau Y K^-1 Y',  Y = Sigma~_c E_S,
- *             K = I - tau E_S' Y = L_K L_K'   (Woodbury: P = P~ - tau E E'),
- *   log det(V'PV) + log det(AA') = log|P~| + log|G| + log|K|.
- *
- * The result does not depend on tau > 0; gmm_constr_tau takes the largest
- * diagonal entry of the prior at the pins, so that P~'s added curvature is
- * of the prior's scale (neither a near-singular P~ nor a K near 0).  tau = 0
- * is the unpinned case, P positive definite itself (variational inference's
- * q): K = I, log|K| = 0, no Woodbury correction.
- *
- * TAU.  The caller adds tau E_S E_S' to P (gmm_constr_pin) and passes the
- * same tau to gmm_constr_factor, which keeps it with the factors it makes:
- * solve, band, logdet, krig and rev read the last factor's.  The object
- * holds no other tau, so nothing needs resetting between uses.
- *
- * Vectors have n entries; A is k x n row-major.  Costs: factor O(k n l + n
- * k^2) (2k banded solves), solve O(n l + n k), band O(n l' k).
+ * constraints remove (an intrinsic prior the data do not see), by kriging
+ * and pinned latents (the derivation: src/model/constr.c).  Used by the
+ * exact marginal likelihood, the Laplace approximation and VI's q.
  */
 #ifndef GMM_CONSTR_H
 #define GMM_CONSTR_H
@@ -37,6 +11,14 @@
 
 #include "gmm/band.h"
 #include "gmm/status.h"
+
+/* TAU.  The caller adds tau E_S E_S' to P (gmm_constr_pin) and passes the
+ * same tau to gmm_constr_factor, which keeps it with the factors it makes:
+ * solve, band, logdet, krig and rev read the last factor's.  The object
+ * holds no other tau, so nothing needs resetting between uses.
+ *
+ * Vectors have n entries; A is k x n row-major.  Costs: factor O(k n l + n
+ * k^2) (2k banded solves), solve O(n l + n k), band O(n l' k). */
 
 typedef struct gmm_constr gmm_constr;
 

@@ -1,70 +1,7 @@
 /* fit.h -- maximum-likelihood fitting of an objective (objective.h) with
- * L-BFGS.
- *
- * The optimiser is liblbfgs (Naoaki Okazaki's C port of Nocedal's L-BFGS,
- * Debian's liblbfgs-dev): a small, well-kept library whose default line
- * search is More & Thuente's (1994), which brackets and interpolates with
- * cubics and so needs few evaluations per iteration -- each evaluation here
- * is a whole marginal likelihood with its gradient.  We use it rather than GSL
- * multimin (whose BFGS keeps a dense n x n inverse Hessian and whose line
- * search is cruder) or a hand-rolled quasi-Newton method.
- *
- * VARIABLES.  Free parameters (obj->fixed[i] == 0) are optimised; fixed ones
- * are held at obj->value[i].  Each is optimised on its scale
- * (objective.h, SCALES): u = log(p) for a positive parameter, u = logit(p)
- * for one in (0, 1), u = p for a coefficient (or the design basis below),
- * with d(-loglik)/du = -(dp/du) dloglik/dp.
- *
- * DOMAIN FAILURES.  An evaluation that returns a status (GMM_ENOTPD, GMM_EDOM,
- * or any non-finite value or gradient, or a variable that leaves its domain
- * in floating point: exp overflowing, the logistic rounding to 1) at a
- * line-search trial point is an ordinary outcome.  Returning +inf or NaN
- * would break More-Thuente's cubic interpolation (it computes (f_x - f_t) /
- * (t - x) and sqrt of a difference of their ratios), so the trial
- * is reported as the mirror image of the linear model at the start of the
- * line search: with x0, f0, g0 the last accepted iterate and s the direction,
- * f = f0 + |g0.s| * step and g = -g0.  That value is above f0 (so the trial is
- * rejected and the minimiser bracketed between the best point and the trial)
- * and its interpolating cubic puts the next trial at about 0.14 of the failed
- * step: a backtracking step that keeps More-Thuente's bookkeeping finite.  A
- * failing STARTING point cannot be handled so: that start is skipped (see
- * restarts), and gmm_fit fails only when every start fails.
- *
- * SCALE OF THE COEFFICIENTS.  Where the objective names a design basis
- * (objective.h, lin_*: the QR of the coefficients' observed design rows),
- * the coefficients are optimised as u = R beta / s: orthogonal directions of
- * unit mean square on the linear predictor's scale, so that shifting or
- * rescaling a covariate changes neither the path nor the answer (a calendar
- * year beside the intercept, a covariate in units of 1e-12).
- *
- * L-BFGS.  liblbfgs's gradient test ||g|| <= epsilon max(1, ||u||) and a
- * relative-decrease test done here (stop when (f_{k-past} - f_k) <= delta
- * max(1, |f_k|)) end the search, as do its iteration limit and a line search
- * that fails; none of these is a claim about the answer.
- *
- * CONVERGED.  At the best point of the starts a test decides (fit.c,
- * certify): the Newton decrement g' H^-1 g / 2 -- the loglik a Newton step
- * would still gain -- is at most 1e-8, H the Hessian of -loglik on the u
- * scale from central differences of the exact gradient (2 nfree
- * evaluations), positive definite; where it is not yet, Newton steps (halved
- * until loglik rises) are taken and the test repeated, at most 20 times.
- * Where the objective is too rough at the differences' scale for that, the
- * point is converged at the noise level when the decrement (H from wider
- * differences) is at most 4 times loglik's rounding noise, measured by
- * ECnoise along the Newton direction: no line search can see a gain that
- * small.  Before the test, a log-scale parameter more than 1e6 below its
- * start, or a logit-scale one within 1e-6 of 0 or 1, whose loglik does not
- * fall when it is moved 1e3 further towards its bound (a logit one: or that
- * still rises towards it from 1e3 inside, its value rounding near the
- * bound) has its maximum at the bound -- a boundary, held there and named
- * (params->boundary), the point moved to the probe where that is higher --
- * and where a variance's loglik rises there by more than 1e-3 relative the
- * likelihood has no maximum at all (stop "unbounded"; the point reached is
- * returned).  A difference step that leaves the objective's domain ends the
- * test not converged (stop "domain").  res->stop names the outcome,
- * res->gain the decrement (NAN where H is not definite), res->left_param
- * the parameter a Newton step would move most in standard errors.  The
- * standard errors (params->std_errors) come from the same H.
+ * L-BFGS (liblbfgs) on each parameter's unconstrained scale, restarts, and a
+ * Newton-decrement test of the answer with standard errors from the same
+ * Hessian.  The choices and the test: src/infer/fit.c.
  */
 #ifndef GMM_FIT_H
 #define GMM_FIT_H
@@ -92,9 +29,10 @@ typedef int (*gmm_fit_progress_fn)(void *user, const gmm_fit_progress *p);
 
 typedef struct {
     size_t max_iterations; /* per start; 0 = no limit.  Default 500. */
-    double epsilon;        /* gradient test (above), > 0.  Default 1e-5. */
-    size_t past;           /* iterations back for the decrease test; 0 = off.
-                            * Default 3. */
+    double epsilon;        /* gradient test ||g|| <= epsilon max(1, ||u||),
+                            * > 0.  Default 1e-5. */
+    size_t past;           /* stop when (f_{k-past} - f_k) <= delta
+                            * max(1, |f_k|); 0 = off.  Default 3. */
     double delta;          /* relative decrease for that test, >= 0.
                             * Default 1e-10. */
     size_t memory;         /* L-BFGS corrections kept, >= 1.  Default 6. */
@@ -116,7 +54,8 @@ typedef struct {
                             * parameter whose maximum is at a bound of its
                             * domain (a variance at 0, a logit parameter at
                             * 0 or 1), 2 for a variance towards whose 0 the
-                            * likelihood grows without bound (CONVERGED) */
+                            * likelihood grows without bound (fit.c,
+                            * CONVERGED) */
 } gmm_fit_params;
 
 /* Defaults above. */
@@ -133,7 +72,8 @@ typedef struct {
     size_t best_start;     /* its index */
     size_t failed_starts;  /* starts skipped because the objective failed at
                             * the starting point */
-    size_t newton_steps;   /* Newton steps the test took (CONVERGED) */
+    size_t newton_steps;   /* Newton steps the test took (fit.c,
+                            * CONVERGED) */
     int converged;         /* the test at the returned point holds */
     int lbfgs_status;      /* liblbfgs's return code for the best start */
     const char *message;   /* static description of the outcome */
@@ -176,7 +116,11 @@ typedef struct {
  * the finished starts, or the start values if none finished), or, when the
  * objective fails at every starting point, the first start's status with its
  * message prefixed "fit: starting point: ".  No free parameter: the
- * objective is evaluated once and res reports converged with 0 iterations. */
+ * objective is evaluated once and res reports converged with 0 iterations.
+ * DOMAIN FAILURES: a status (GMM_ENOTPD, GMM_EDOM), a non-finite value or
+ * gradient, or a parameter leaving its domain in floating point at a
+ * line-search trial point is an ordinary outcome: the trial is rejected and
+ * the step shortened (fit.c); a start that fails so is skipped. */
 gmm_status gmm_fit(gmm_objective *obj, const gmm_fit_params *params, gmm_fit_result *res);
 
 /* Standard errors at obj->value (a maximum): the observed information H,

@@ -1,19 +1,33 @@
 /* gmrf.h -- Gaussian Markov random fields on graphs: a precision matrix Q
- * over the nodes of a graph (graph.h), assembled directly into the band of
- * the reverse-Cuthill-McKee-permuted matrix, with its derivative with respect
- * to each precision parameter (paper, sections 2, 3.1 and 5.3).
- *
- * SYMBOLIC AND NUMERIC STEPS.  gmm_gmrf_alloc orders the graph once (RCM),
- * translates every edge to its slot (row, column) of the permuted band and
- * checks the spec; gmm_gmrf_assemble then fills Q for each parameter value in
- * O(n bw + m) (zeroing the band, then O(1) per edge and node) and never
- * reorders.  Nothing forms a dense n x n matrix.
- *
- * NUMBERING.  Q, Qbar and every vector handed to the marginal likelihood are
+ * over the nodes of a graph (graph.h) with its derivative in each precision
+ * parameter (paper, sections 2, 3.1 and 5.3).  gmm_gmrf_alloc orders the
+ * graph once (RCM) and maps every edge to its slot of the permuted band;
+ * gmm_gmrf_assemble fills Q per parameter value in O(n bw + m), never
+ * reordering and never forming a dense n x n matrix.
+ */
+#ifndef GMM_GMRF_H
+#define GMM_GMRF_H
+
+#include <stddef.h>
+
+#include "gmm/band.h"
+#include "gmm/graph.h"
+#include "gmm/marglik.h"
+#include "gmm/spec.h"
+#include "gmm/status.h"
+
+/* MEMORY.  The band of Q holds (bw + 1) n doubles; the marginal likelihood
+ * keeps about five such bands (Q, its factor, the posterior factor, Qbar and
+ * the inverse subset).  Bands above a limit (GMM_GMRF_BAND_LIMIT, 1 GiB per
+ * band, unless the caller passes another) are refused with GMM_ENOMEM and a
+ * message giving n, bandwidth and bytes, before anything large is allocated. */
+#define GMM_GMRF_BAND_LIMIT ((size_t)1 << 30)
+
+/* NUMBERING.  Q, Qbar and every vector handed to the marginal likelihood are
  * in the PERMUTED numbering: graph node v is row iperm[v] of Q; row r of Q is
  * graph node perm[r].
  *
- * PRECISION SPECS (`--precision`, the grammar of spec.h).  A sum of terms,
+ * PRECISION SPECS (the grammar of spec.h).  A sum of terms,
  * each one of the families below; parameters are named
  * `<leaf index>.<family>.<param>`, e.g. "0.edge-ou.lengthscale".  Missing
  * arguments take the defaults shown.  Products are not defined for
@@ -30,12 +44,8 @@
  *       on rows/columns (i, j), rho = exp(-d / lengthscale), 1 - rho^2
  *       computed as -expm1(-2 d / lengthscale) (exact for short edges).  An
  *       isolated node gets 1 / variance.  Edges without lengths have d = 1.
- *       Each edge's 2 x 2 block has eigenvalues (1/(1 -/+ rho) - 1/2) /
- *       variance > 0, so Q is positive definite.  NOTE: `variance` scales the
- *       whole precision (Q is proportional to 1/variance); it is NOT the
- *       marginal variance of a node, which depends on the node's degree and
- *       its neighbourhood (a node of degree k with long edges has precision
- *       about k / (2 variance)).
+ *       Q is positive definite; `variance` scales the whole precision, it is
+ *       not a node's marginal variance (gmrf.c).
  *   laplacian(precision = 1, ridge = 1)
  *       precision * (D - A) + ridge * I: the graph Laplacian (unweighted:
  *       lengths are ignored; D the degrees, A the adjacency) plus a ridge.
@@ -43,26 +53,7 @@
  *
  * Parameter domains: every parameter finite and > 0, except ridge >= 0.
  * Values outside are GMM_EPARSE in a spec and GMM_EDOM at evaluation (an
- * ordinary outcome a line search handles).
- *
- * MEMORY.  The band of Q holds (bw + 1) n doubles; the marginal likelihood
- * keeps about five such bands (Q, its factor, the posterior factor, Qbar and
- * the inverse subset).  Bands above a limit (GMM_GMRF_BAND_LIMIT, 1 GiB per
- * band, unless the caller passes another) are refused with GMM_ENOMEM and a
- * message giving n, bandwidth and bytes, before anything large is allocated.
- */
-#ifndef GMM_GMRF_H
-#define GMM_GMRF_H
-
-#include <stddef.h>
-
-#include "gmm/band.h"
-#include "gmm/graph.h"
-#include "gmm/marglik.h"
-#include "gmm/spec.h"
-#include "gmm/status.h"
-
-#define GMM_GMRF_BAND_LIMIT ((size_t)1 << 30)
+ * ordinary outcome a line search handles). */
 
 /* A precision family (one row of the table in src/model/gmrf/gmrf.c). */
 typedef struct gmm_precision_type gmm_precision_type;

@@ -1,13 +1,19 @@
 /* graph.h -- undirected graphs for GMRFs: the symbolic structure (CSR), node
  * labels, connected components, and the reverse Cuthill-McKee ordering that
- * turns a sparse graph precision into a banded one.
- *
- * A graph is built once from an edge list ("i,j[,length]" rows) and never
+ * turns a sparse graph precision into a banded one.  Symbolic only (no
+ * numbers but the edge lengths) and no files: callers turn a table's
+ * columns into the arrays taken here.
+ */
+#ifndef GMM_GRAPH_H
+#define GMM_GRAPH_H
+
+#include <stddef.h>
+
+#include "gmm/status.h"
+
+/* A graph is built once from an edge list ("i,j[,length]" rows) and never
  * changes its edges afterwards; only isolated nodes can be appended (nodes of
- * the data file that are absent from the edge list).  Everything here is
- * symbolic: no numbers but the edge lengths.  Implemented in src/graph/,
- * which reads no files: its callers turn a table's columns into the arrays
- * taken here (model.h: gmm_mdl_graph_read, gmm_mdl_graph_attach).
+ * the data file that are absent from the edge list).
  *
  * NODES AND LABELS.  Node ids in an edge list are labels -- integers or
  * strings -- mapped to indices 0, 1, ... in order of first appearance (row by
@@ -25,14 +31,7 @@
  * PERMUTATIONS.  An ordering is a pair perm[new] = old, iperm[old] = new, both
  * length n.  The band of a symmetric matrix whose pattern is the graph's
  * adjacency (plus the diagonal), with rows and columns in the new order, has
- * lower bandwidth gmm_graph_bandwidth(g, iperm).
- */
-#ifndef GMM_GRAPH_H
-#define GMM_GRAPH_H
-
-#include <stddef.h>
-
-#include "gmm/status.h"
+ * lower bandwidth gmm_graph_bandwidth(g, iperm). */
 
 typedef struct gmm_graph_labels gmm_graph_labels; /* private: label arena + hash */
 

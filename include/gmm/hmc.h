@@ -1,88 +1,9 @@
 /* hmc.h -- Hamiltonian Monte Carlo for a log density on R^dim given as a
  * callback: the No-U-Turn sampler as Stan runs it, or fixed-length HMC, with
- * Stan's warm-up adaptation of the step size and a diagonal metric.  The
- * sampler knows nothing of models: whitening, transforms and output belong to
- * its callers.
- *
- * HAMILTONIAN.  H(q, p) = -logp(q) + p' M^-1 p / 2 with M^-1 = diag(inv_metric)
- * (unit unless adapted or set), integrated by leapfrog with step size eps.
- *
- * NUTS (Hoffman & Gelman 2014; Betancourt 2017, "A conceptual introduction to
- * HMC", appendix A), as in Stan's base_nuts since 2.26:
- *   - the trajectory doubles in a random direction (forward or backward in
- *     time) until the generalised no-U-turn criterion fails, a new subtree is
- *     invalid, or max_depth doublings were made;
- *   - the criterion p#_-.rho > 0 and p#_+.rho > 0 (p# = M^-1 p, rho the sum of
- *     the momenta between the two ends) is checked at every merge of two
- *     subtrees, over the merged tree and over each subtree extended by the
- *     neighbouring state of the other (the checks Stan added in 2.26, which
- *     catch U-turns that fall between subtrees);
- *   - states are drawn by multinomial sampling, weights exp(-H): within a new
- *     subtree uniformly-progressively (here as a reservoir over its leaves, one
- *     proposal buffer instead of one per level; the same distribution as
- *     Stan's merge-by-merge choice), and between the old trajectory and the
- *     new subtree by biased progressive sampling (the new subtree's proposal
- *     is taken with probability min(1, W_new / W_old));
- *   - a leaf with H - H0 > max_energy_error is a divergence: its subtree is
- *     invalid and the trajectory stops.
- * accept_stat__ is the mean over all leaves built of min(1, exp(H0 - H)).
- *
- * FIXED-LENGTH HMC: `steps` leapfrog steps, then a Metropolis accept/reject.
- *
- * DOMAIN FAILURES.  The callback may refuse a point: a return of GMM_EDOM or
- * GMM_ENOTPD, or a non-finite log density or gradient, is taken as logp = -inf
- * (H = +inf) -- a divergence of that trajectory, which stops there, as Stan
- * treats an exception thrown by a model.  It is not an error of the sampler;
- * gmm_hmc_draw.divergent reports it and gmm_hmc_failures() counts them.  Any
- * other status from the callback (GMM_ENOMEM, GMM_EINVAL, ...) is an error:
- * gmm_hmc_iterate returns it, and the chain must be restarted by
- * gmm_hmc_init.
- *
- * WARM-UP (the first `warmup` iterations; as Stan's adapt_diag_e_nuts):
- *   - step size: before the first iteration, Stan's heuristic (double or halve
- *     eps from params.stepsize until the one-step acceptance crosses 0.8);
- *     then Nesterov dual averaging of log eps towards accept_stat =
- *     target_accept (Hoffman & Gelman 2014, section 3.2), mu = log(10 eps0),
- *     gamma, t0, kappa as in params; at the end of warm-up eps = exp(x_bar);
- *   - metric (adapt_metric): the variance of each coordinate over windows --
- *     an initial buffer of init_buffer iterations, then windows of
- *     base_window, doubling, the last stretched to end term_buffer iterations
- *     before the end of warm-up; when init_buffer + base_window + term_buffer
- *     exceed warmup, 15% / 75% / 10% of warmup; with warmup < 20 no metric
- *     adaptation.  At the end of a window inv_metric = (n / (n + 5)) var +
- *     1e-3 (5 / (n + 5)) (Welford variance of the window's n draws), the step
- *     size heuristic runs again from the current point, mu = log(10 eps), and
- *     dual averaging restarts.  With metric_pooling the window's estimates
- *     var_i are pooled instead: inv_metric_i = m + w (var_i - m), m their
- *     mean, w = tau^2 / (tau^2 + e^2) with e^2 the estimates' noise (from
- *     the differences between the window's two halves, mean_i (var_a,i -
- *     var_b,i)^2 n_a n_b / n^2) and tau^2 = max(0, sample variance of the
- *     var_i - e^2) the true variances' spread: Stan's rule with the
- *     pseudo-sample size n e^2 / tau^2 estimated from the window, toward the
- *     common value (w = n / (n + 5) when a half has fewer than 2 draws).  So a
- *     metric that should be unit is not made noisy by its estimate (the
- *     noise of ~ 1/sqrt(n) per coordinate over thousands of coordinates
- *     shortens the step size), and one that should not be keeps its
- *     estimates (w -> 1 as the spread exceeds the noise).
- * With warmup = 0 there is no adaptation: eps is the heuristic's from
- * params.stepsize (params.search_stepsize = 0: params.stepsize itself) and
- * the metric is kept, for every transition.
- *
- * REPRODUCIBILITY.  Every random number comes from the sampler's own gmm_rng,
- * seeded at gmm_hmc_init with (params.seed, params.chain): a chain is a
- * function of its seed, chain number, q0 and target alone.  No global state,
- * so chains may run in any threads, in any order, with identical results.
- *
- * USE.
- *     gmm_hmc_params par;  gmm_hmc_params_init(&par);  par.seed = 7;
- *     gmm_hmc *h = gmm_hmc_alloc(dim, &par);            (all memory here)
- *     gmm_hmc_target t = {logp, ctx};
- *     st = gmm_hmc_init(h, q0, &t);
- *     for (i = 0; i < par.warmup + par.draws; i++) {
- *         st = gmm_hmc_iterate(h, &d);                   (one transition)
- *         if (!d.warmup) write d.q, d.lp, ...;
- *     }
- *     gmm_hmc_free(h);
+ * Stan's warm-up adaptation of the step size and a diagonal metric (the
+ * algorithm: src/infer/hmc.c).  The sampler knows nothing of models.  Use:
+ * gmm_hmc_alloc (all memory), gmm_hmc_init, gmm_hmc_iterate once per
+ * transition (warmup + draws of them), gmm_hmc_free.
  */
 #ifndef GMM_HMC_H
 #define GMM_HMC_H
@@ -94,7 +15,12 @@
 
 /* log density at q (dim values) into *lp and its gradient into grad (dim
  * values).  GMM_OK, or GMM_EDOM / GMM_ENOTPD where the density is not
- * defined (see DOMAIN FAILURES), or another status for a real error. */
+ * defined, or another status for a real error.  A refused point (GMM_EDOM,
+ * GMM_ENOTPD, or a non-finite lp or gradient) is logp = -inf: a divergence
+ * that ends the trajectory, as Stan treats a model's exception, reported in
+ * gmm_hmc_draw.divergent and counted by gmm_hmc_failures -- not an error of
+ * the sampler.  Any other status is an error that gmm_hmc_iterate returns;
+ * the chain must then be restarted by gmm_hmc_init. */
 typedef gmm_status (*gmm_hmc_logp_fn)(void *ctx, const double *q, double *lp, double *grad);
 
 typedef struct {
@@ -156,7 +82,7 @@ typedef struct {
                              * jitters in warm-up as well.  0 (default): no
                              * draw, the fixed eps. */
     int search_stepsize;    /* nonzero: gmm_hmc_init searches eps from
-                             * stepsize by Stan's heuristic (WARM-UP) even
+                             * stepsize by Stan's heuristic (hmc.c, WARM-UP) even
                              * with warmup = 0, as CmdStan does, so draws
                              * without warm-up move at a step the target
                              * accepts; 0: only when warmup > 0 (eps =
@@ -175,11 +101,11 @@ typedef struct {
                              * Default 1. */
     int metric_pooling;     /* nonzero: each window's variance estimates are
                              * pooled toward their mean by empirical Bayes
-                             * (WARM-UP) -- for coordinates whose variances
+                             * (hmc.c, WARM-UP) -- for coordinates whose variances
                              * are alike a priori, as under a whitening by an
                              * approximation of the posterior; 0: Stan's
                              * estimator.  Default 0. */
-    size_t init_buffer;     /* metric windows (see WARM-UP).  Defaults 75, */
+    size_t init_buffer;     /* metric windows (hmc.c, WARM-UP).  Defaults 75, */
     size_t term_buffer;     /* 50 */
     size_t base_window;     /* and 25 (>= 1). */
     double max_energy_error;/* divergence threshold on H - H0, finite > 0.
@@ -211,8 +137,10 @@ void gmm_hmc_free(gmm_hmc *h);
  * (copied; target->ctx must outlive the chain): seeds the generator from
  * (seed, chain), resets the iteration count and the adaptation, evaluates
  * logp(q0) and, when warmup > 0 or search_stepsize, searches the initial
- * step size.  The metric
- * is kept (unit, set, or adapted by a previous run).
+ * step size.  The metric is kept (unit, set, or adapted by a previous run).
+ * Every random number comes from the sampler's own generator: a chain is a
+ * function of (seed, chain), q0 and the target alone, so chains may run in
+ * any threads, in any order, with identical results.
  * Errors: GMM_EINVAL (NULL, non-finite q0), the callback's status at q0
  * (a start must be inside the domain: GMM_EDOM, prefixed "hmc: initial
  * point: "), GMM_EDOM when the step-size search leaves (0, 1e7) (an improper

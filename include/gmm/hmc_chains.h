@@ -1,30 +1,7 @@
-/* hmc_chains.h -- chains of whitened HMC on a gmm_problem: the runner behind
- * `gmm-infer hmc`.
- *
- * gmm_hmc_run_chains runs K chains (ids chain0, chain0 + 1, ...) on T
- * threads, thread t on its own problem (the library's objects are one per
- * thread; the problems must describe the same model).  Chain c starts at the
- * posterior mode (or at a given latent x0) jittered by N(0, 0.5^2) in the
- * whitened coordinates, drawn from the chain's own random stream, so the
- * draws depend on the seed and the chain id only, never on T.  Each chain's
- * rows go to its own temporary storage (a temporary file); after the run the
- * caller reads them back, in chain order, through a sink of callbacks: the
- * library never prints, the caller decides the format and the files.
- *
- * A row holds GMM_HMC_NSAMPLER sampler values (lp__, accept_stat__,
- * stepsize__, treedepth__, n_leapfrog__, divergent__, energy__), then the
- * sampled hyperparameters (in objective order), then f -- the linear
- * predictor plus `offset` at each data row (a latent with inputs) or at each
- * node (a graph), only where keep[i] -- then, with `states`, the latent
- * x[0..n-1], then, with `log_lik`, log p(y_r | f_r, theta) at every observed
- * data row r in row order (f_r the row's linear predictor, theta the draw's
- * hyperparameters: the pointwise log-likelihood loo.h takes).
- *
- * Cancellation: the progress callback returning nonzero stops every chain at
- * its next iteration (chains not yet started do not start); the run then
- * returns GMM_ECANCEL with the chains that have draws cut to the shortest
- * one's count (whole chains of equal length, as a summary needs), and the
- * divergences and leapfrog steps recounted over the draws kept.
+/* hmc_chains.h -- chains of whitened HMC on a gmm_problem, run on threads
+ * and read back in chain order through a sink of callbacks: the runner
+ * behind `gmm-infer hmc`.  The library never prints; the caller decides the
+ * format and the files.
  */
 #ifndef GMM_HMC_CHAINS_H
 #define GMM_HMC_CHAINS_H
@@ -65,9 +42,8 @@ typedef struct {
                                 * lp__ is the marginal target's */
     size_t mh_draws;           /* GMM_MARGINAL_LAPLACE_MH: latents drawn per
                                 * proposal (M of hmc_marginal.h; 0 = 1);
-                                * default 32 (13% of the proposals rejected
-                                * on influenza, 140 nodes, against about 50%
-                                * with 1) */
+                                * default 32 (fewer rejections for M cheap
+                                * solves: docs/benchmarks.md) */
     const double *x0;          /* the latent (n) to start at, or NULL: the
                                 * posterior mode (exact or Laplace) at theta;
                                 * with sampled hyperparameters the chains
@@ -135,8 +111,16 @@ typedef struct {
 
 typedef struct gmm_hmc_chains gmm_hmc_chains;
 
-/* Run rp->nchain chains on nthread threads (probs: nthread problems of the
- * same model; nthread is capped at nchain).  On GMM_OK or GMM_ECANCEL, *out
+/* Run rp->nchain chains (ids chain0, chain0 + 1, ...) on nthread threads
+ * (probs: nthread problems of the same model, one per thread; nthread is
+ * capped at nchain).  Chain c starts at the posterior mode (or x0) jittered
+ * by N(0, 0.5^2) in the whitened coordinates from its own random stream, so
+ * the draws depend on the seed and the chain id only, never on nthread.
+ * Each chain's rows go to temporary storage until replayed.  A nonzero
+ * progress return stops every chain at its next iteration (chains not yet
+ * started do not start): GMM_ECANCEL, the chains with draws cut to the
+ * shortest one's count, divergences and leapfrog steps recounted over the
+ * draws kept.  On GMM_OK or GMM_ECANCEL, *out
  * holds the chains (free with gmm_hmc_chains_free); after a cancel it may
  * hold no draws (gmm_hmc_chains_kept 0).  Other errors: *out NULL, the first
  * failing chain's error recorded as "chain ID: reason" (its status), and
@@ -149,7 +133,13 @@ void gmm_hmc_chains_free(gmm_hmc_chains *r); /* NULL-safe */
 
 size_t gmm_hmc_chains_count(const gmm_hmc_chains *r);        /* nchain */
 const gmm_hmc_chain_info *gmm_hmc_chains_info(const gmm_hmc_chains *r, size_t c);
-size_t gmm_hmc_chains_ncol(const gmm_hmc_chains *r);         /* values per row */
+/* Values per row: GMM_HMC_NSAMPLER sampler values (lp__, accept_stat__,
+ * stepsize__, treedepth__, n_leapfrog__, divergent__, energy__), the
+ * sampled hyperparameters (objective order), f + offset where keep[i] (at
+ * each data row of a latent with inputs, or each node of a graph), with
+ * states the latent x[0..n), with log_lik log p(y_r | f_r, theta) at every
+ * observed data row r (the pointwise log-likelihood loo.h takes). */
+size_t gmm_hmc_chains_ncol(const gmm_hmc_chains *r);
 size_t gmm_hmc_chains_kept(const gmm_hmc_chains *r);         /* rows per chain kept */
 int gmm_hmc_chains_cut(const gmm_hmc_chains *r);             /* cut after a cancel */
 /* Chain c is in the output: it has kept rows. */

@@ -115,36 +115,20 @@ size_t gmm_fmt_g17(double x, char *buf);
 /* ---- output files -------------------------------------------------------- */
 
 /* An output stream that becomes `path` only on commit, and never damages
- * what path names.  Symlinks at path's last component are followed (a
- * relative link from the link's directory; the link stays a link).  What is
- * at the end decides how it is written:
- *
- *   - nothing, or a regular file: data go to a temporary ".NAME.tmpXXXXXX"
- *     in the target's directory, and commit flushes, fsyncs and renames it
- *     over the target (then fsyncs the directory).  Abort leaves the target
- *     untouched and removes the temporary; a crash leaves the target
- *     untouched (and the temporary behind).  A new file gets mode
- *     0666 & ~umask; a replaced one keeps its permission bits, and its owner
- *     and group where the process may set them (root), else the group when
- *     the user belongs to it (set-user/group-ID bits are dropped then).
- *     ACLs and extended attributes are not copied, and a file with several
- *     hard links is replaced under this name only.  A target that exists
- *     but is not writable (mode 0444) is refused, as a shell's '>' would;
- *   - a character or block device (/dev/null), a FIFO, or anything reached
- *     through /proc (/dev/stdout, /dev/fd/N): opened and written in place,
- *     no temporary and no rename (a FIFO's open blocks until a reader
- *     comes, as a shell redirection does; a regular file reached through
- *     /proc is appended to).  Abort cannot unwrite what was flushed.  When
- *     the target is the file stdout is open on (-o /dev/stdout), the data
- *     go through the stdout stream itself, in order with the rest of it;
- *   - a directory is refused (EISDIR), a socket cannot be opened (ENXIO).
- *
- * path NULL or "-" means stdout (commit then only flushes; abort cannot
- * unwrite).  Errors are GMM_EIO and name the user's path, never the
- * temporary: "PATH: cannot write: <strerror>" when it cannot be opened
- * (as gmm_outfile_check) or renamed, "PATH: write error: <strerror>" when a
- * write, flush, fsync or close fails at commit ("<stdout>: write error: ..."
- * for stdout; the temporary is removed); GMM_ENOMEM. */
+ * what path names (symlinks at its last component followed; the rules per
+ * kind of target: outfile.c).  A regular file or nothing yet: written to a
+ * temporary beside it and renamed over it on commit, so a reader sees the
+ * old file or the whole new one; abort or a crash leaves the target
+ * untouched; a replaced file keeps its permission bits; a target that is
+ * not writable is refused, as a shell's '>' would.  A device, a FIFO or
+ * anything reached through /proc (/dev/stdout): written in place (abort
+ * cannot unwrite what was flushed).  A directory is refused, a socket
+ * cannot be opened.  path NULL or "-" means stdout (commit only flushes).
+ * Errors are GMM_EIO and name the user's path, never the temporary:
+ * "PATH: cannot write: <strerror>" when it cannot be opened (as
+ * gmm_outfile_check) or renamed, "PATH: write error: <strerror>" when a
+ * write, flush, fsync or close fails at commit ("<stdout>: write error:
+ * ..." for stdout; the temporary is removed); GMM_ENOMEM. */
 typedef struct gmm_outfile gmm_outfile;
 gmm_status gmm_outfile_open(const char *path, gmm_outfile **out);
 FILE *gmm_outfile_stream(gmm_outfile *o);
@@ -188,31 +172,13 @@ gmm_status gmm_outfile_flush(gmm_outfile *o);
 /* ---- sets of output files ------------------------------------------------ */
 
 /* Several outputs of one run, committed together: all of them or none.
- * Members are opened with gmm_outset_open (each a gmm_outfile as above,
- * written through its stream) and belong to the set.  gmm_outset_commit
- * then, in two steps:
- *
- *   1. pushes every member out: a temporary is flushed, fsynced and
- *      closed; stdout, a device or a FIFO is flushed.  A write error here
- *      (a full disk, /dev/full, a file size limit) -- where nearly every
- *      failure happens -- replaces nothing: every temporary is removed and
- *      every target is as it was;
- *   2. renames the temporaries over their targets, in the order the
- *      members were opened.  Before each rename an existing target is kept
- *      under a hard link beside it (".NAME.oldXXXXXX"); should a rename
- *      fail, the targets already replaced are put back (the old file
- *      renamed back, a new one removed) and the rest never replaced.  The
- *      links are removed after the last rename.
- *
- * What cannot be promised: output written in place (stdout, a pipe, a
- * device) cannot be taken back -- it is pushed out in step 1, before any
- * rename, so that its failure still replaces no file; a crash (or a
- * failing restore, reported as such) between two renames of step 2 leaves
- * some targets new and some old (and ".NAME.old*" links behind); where the
- * file system has no hard links, a failed rename cannot restore the targets
- * renamed before it (the message says which were replaced).  A file name
- * given twice to one set is replaced once, by the member opened last.
- *
+ * Members are opened with gmm_outset_open (each a gmm_outfile as above)
+ * and belong to the set.  gmm_outset_commit first pushes every member out
+ * -- a write error there (a full disk) replaces nothing -- then renames the
+ * temporaries over their targets in the order opened, putting back those
+ * already replaced should a rename fail (outfile.c says what cannot be
+ * promised: output written in place, a crash between two renames).  A file
+ * name given twice to one set is replaced once, by the member opened last.
  * Errors: gmm_outfile_open's (opening a member; the set stays usable and
  * the caller aborts it), gmm_outfile_commit's (naming the member's path),
  * GMM_ENOMEM.  Commit and abort free the set (abort is NULL-safe); neither

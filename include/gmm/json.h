@@ -1,7 +1,16 @@
 /* json.h -- the little JSON layer model files and summaries need, over
- * jansson.
- *
- * Doubles round-trip exactly: written with 17 significant digits (enough
+ * jansson: exact round trips of doubles and getters whose errors name the
+ * key and the place.
+ */
+#ifndef GMM_JSON_H
+#define GMM_JSON_H
+
+#include <jansson.h>
+#include <stdio.h>
+
+#include "gmm/status.h"
+
+/* Doubles round-trip exactly: written with 17 significant digits (enough
  * for every binary64 value, so strtod gives back the same bits, -0.0 and
  * subnormals included) and read with jansson's strtod.  jansson swaps the
  * locale's decimal point itself, so output is "C"-locale JSON whatever
@@ -11,15 +20,7 @@
  *
  * Getters return borrowed references and GMM_EPARSE naming the key and the
  * place ("model.json: key 'parameters' missing"); `where` is that place, a
- * file name or a path inside it such as "model.json: kernel".
- */
-#ifndef GMM_JSON_H
-#define GMM_JSON_H
-
-#include <jansson.h>
-#include <stdio.h>
-
-#include "gmm/status.h"
+ * file name or a path inside it such as "model.json: kernel". */
 
 /* Write `root` to f, indented by 2, with a final newline.  GMM_EIO when the
  * stream fails ("NAME: write error: <strerror>", `name` being the file's

@@ -1,50 +1,7 @@
 /* kernel.h -- stationary covariance kernels as linear time-invariant
  * stochastic differential equations (state-space models), and the composite
- * kernels built from a spec (sums and products).
- *
- * A kernel k(tau) with state dimension d is the covariance of f = H x(t) for
- * the stationary solution of dx = F x dt + L dW, with stationary covariance
- * Pinf (F Pinf + Pinf F^T + L Qc L^T = 0).  Between two inputs dt apart
- *
- *     x(t + dt) = A(dt) x(t) + q,   A(dt) = expm(F dt),
- *     q ~ N(0, Q(dt)),              Q(dt) = Pinf - A Pinf A^T,
- *
- * and k(tau) = H A(tau) Pinf H^T for tau >= 0.  Every kernel type below gives
- * A, Q and Pinf in closed form together with their derivatives with respect
- * to each of its parameters (no finite differences anywhere).
- *
- * SMALL DENSE MATRICES in this module are d x d, ROW-major (M[i*d + j]), and
- * gradients of them are full-matrix gradients (Mbar[i*d+j] = dc/dM(i,j),
- * each entry of a symmetric matrix treated as free): the band module's
- * stored-entry convention applies only to bands.
- *
- * ZERO PROCESS NOISE.  constant, cosine and periodic are deterministic given
- * their state (Q(dt) = 0), so the state precision does not exist.  Their
- * TYPES report the exact Q = 0 (flag zero_noise).  A product with a factor
- * that has process noise has Q > 0 already (Q = Q1 (x) P2 + A1 P1 A1^T (x)
- * Q2); every other zero-noise factor (alone, in a sum, or in a product of
- * zero-noise factors only) is regularised by a tiny damping, i.e. the
- * composite uses the valid stationary kernel
- *
- *     k_reg(tau) = k(tau) exp(-|tau| * damp / Z)
- *
- * whose state space is A_reg = rho A, Q_reg = (1 - rho^2) Pinf + rho^2 Q,
- * rho = exp(-damp dt / Z), with Pinf unchanged.  Z is the largest number of
- * damped factors multiplied together in any term of the expanded kernel
- * (cosine * periodic: 2), so every term's envelope is exactly or at least
- * exp(-damp |tau|).  ssm.h chooses damp from the data (see there);
- * gmm_kernel_cov evaluates the damped covariance so a dense oracle of the
- * regularised model is exact.
- *
- * DEMODULATION.  A damped oscillator factor (cosine, periodic) is carried in
- * rotating coordinates u(t) = R(t - t0)^-1 x(t), R(tau) its undamped
- * transition: then A = rho I exactly, Q = (1 - rho^2) Pinf (Pinf is
- * rotation invariant, q_j^2 I per harmonic), and the rotation moves into a
- * time-varying observation row h(t - t0) = H R(t - t0) (gmm_kernel_obs).  An
- * exact change of variables, per state, that keeps the band: the
- * near-deterministic chain then has the Laplacian structure of a damped
- * constant, whose precision rounds far more gracefully (docs/accuracy.md,
- * Zero-noise kernels).  The period's gradient then flows through h.
+ * kernels built from a spec (sums and products).  Each kernel type gives
+ * A, Q and Pinf in closed form with their derivatives in its parameters.
  */
 #ifndef GMM_KERNEL_H
 #define GMM_KERNEL_H
@@ -63,6 +20,29 @@
 #define GMM_KERNEL_MAXDIM 4096
 /* Largest harmonics value accepted (state dimension of periodic 2(J+1)). */
 #define GMM_KERNEL_MAXHARMONICS 64
+
+/* STATE SPACE.  A kernel k(tau) with state dimension d is the covariance of
+ * f = H x(t) for the stationary solution of dx = F x dt + L dW, with
+ * stationary covariance Pinf (F Pinf + Pinf F^T + L Qc L^T = 0).  Between
+ * two inputs dt apart x(t + dt) = A(dt) x(t) + q, A(dt) = expm(F dt),
+ * q ~ N(0, Q(dt)), Q(dt) = Pinf - A Pinf A^T; k(tau) = H A(tau) Pinf H^T.
+ *
+ * SMALL DENSE MATRICES here are d x d, ROW-major (M[i*d + j]); their
+ * gradients are full-matrix gradients (Mbar[i*d+j] = dc/dM(i,j), each entry
+ * of a symmetric matrix free): band.h's stored-entry convention applies to
+ * bands only.
+ *
+ * ZERO PROCESS NOISE.  constant, cosine and periodic have Q(dt) = 0 (flag
+ * zero_noise).  In a composite every zero-noise factor that is not
+ * multiplied by one with process noise is damped: k_reg(tau) = k(tau)
+ * exp(-|tau| damp / Z), A_reg = rho A, Q_reg = (1 - rho^2) Pinf + rho^2 Q,
+ * rho = exp(-damp dt / Z), Z the most damped factors in one term
+ * (kernel_eval.c); ssm.h chooses damp, gmm_kernel_cov evaluates k_reg.
+ *
+ * DEMODULATION.  A damped oscillator factor (cosine, periodic) is carried in
+ * rotating coordinates u(t) = R(t - t0)^-1 x(t): A = rho I, Q = (1 - rho^2)
+ * Pinf, and the rotation moves into the observation row h(t - t0) = H R(t -
+ * t0) (gmm_kernel_obs), through which the period's gradient flows. */
 
 /* How an omitted parameter value is filled (gmm_kernel_fill_defaults). */
 typedef enum {

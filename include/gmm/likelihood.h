@@ -1,10 +1,24 @@
 /* likelihood.h -- observation models p(y_i | f_i): a const type object per
- * family found by name (like the kernels), with the derivatives in f that
- * the Laplace approximation needs, the gradient in the family's own
- * parameters, Gaussian expectations for variational inference, and what
- * callers need to treat a family without asking which one it is: its link,
- * the check of one row, a default intercept and working response, parameter
- * defaults, the predictive density and the response scale of predictions.
+ * family found by name, with the derivatives in f the Laplace approximation
+ * needs, the gradient in the family's parameters, Gaussian expectations for
+ * variational inference, and what callers need to treat a family without
+ * asking which one it is (link, row check, defaults, predictive density,
+ * response scale).
+ */
+#ifndef GMM_LIKELIHOOD_H
+#define GMM_LIKELIHOOD_H
+
+#include <stddef.h>
+
+#include "gmm/status.h"
+
+#define GMM_LIK_MAXPARAM 2
+#define GMM_LIK_MAXCONST 2
+/* Default and largest number of Gauss-Hermite points of gmm_lik_expect. */
+#define GMM_LIK_QUAD_DEFAULT 20
+#define GMM_LIK_QUAD_MAX 100
+
+/* The families:
  *
  *   gaussian(variance)        y real,      y ~ N(f, variance)
  *   poisson                   y in 0,1,.., y ~ Poisson(e exp(f))
@@ -20,20 +34,7 @@
  * for a family without one.  Parameters are named "likelihood.<param>" in a
  * model's parameter vector; every one must be finite and > 0.  Adding a
  * family is one file (src/model/lik/lik_<name>.c) and one row in the table
- * of src/model/lik/likelihood.c.
- */
-#ifndef GMM_LIKELIHOOD_H
-#define GMM_LIKELIHOOD_H
-
-#include <stddef.h>
-
-#include "gmm/status.h"
-
-#define GMM_LIK_MAXPARAM 2
-#define GMM_LIK_MAXCONST 2
-/* Default and largest number of Gauss-Hermite points of gmm_lik_expect. */
-#define GMM_LIK_QUAD_DEFAULT 20
-#define GMM_LIK_QUAD_MAX 100
+ * of src/model/lik/likelihood.c. */
 
 typedef struct gmm_lik_type gmm_lik_type;
 

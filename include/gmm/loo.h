@@ -1,52 +1,9 @@
 /* loo.h -- Pareto-smoothed importance-sampling leave-one-out cross-validation
- * (PSIS-LOO) and WAIC from pointwise log-likelihood draws, computed as the R
- * package loo (version 2.5.1) computes
- *
- *   loo::loo(ll, r_eff = loo::relative_eff(exp(ll)))   and   loo::waic(ll)
- *
- * for ll an iterations x chains x observations array.
- *
- * The draws of one observation i are ll[c*niter + s] for chain c and
- * iteration s (chain-major, the layout of draws.h), S = nchain niter.
- *
- * Per observation (Vehtari, Gelman and Gabry 2017; Vehtari et al. 2015/2022):
- *
- *   r_eff     loo's relative_eff: the ESS of exp(ll) over S, with loo's own
- *             ess_rfun -- Geyer's initial monotone sequence over unsplit,
- *             not rank-normalised chains, autocovariances by FFT scaled as
- *             loo scales them (a factor nextn(niter) / niter on the
- *             within-chain part that posterior's ESS does not have);
- *   pareto_k  the shape of a generalised Pareto fitted (Zhang and Stephens
- *             2009, loo's gpdfit: M = 30 + floor(sqrt(N)) grid points, prior
- *             3, weakly informative adjustment k N/(N+10) + 5/(N+10)) to the
- *             largest M_tail = ceiling(min(0.2 S, 3 sqrt(S / r_eff))) ratios
- *             1/p(y_i | draw), whose logs are then replaced by the fitted
- *             quantiles at (j - 1/2) / M_tail; weights above the largest raw
- *             weight are truncated to it; INFINITY when M_tail < 5 or the
- *             tail is constant (then the raw weights are used);
- *   elpd_loo  log sum_s w_s p(y_i | draw s) with the weights normalised;
- *   p_loo     lpd - elpd_loo, lpd = log mean_s p(y_i | draw s);
- *   looic     -2 elpd_loo;
- *   mcse_elpd_loo  the Monte Carlo SE of elpd_loo as loo's mcse_elpd gives
- *             it: with w the normalised weights, p_s = exp(ll_s) and
- *             E = exp(elpd_loo), the points z_r = E + sd q_r, sd^2 =
- *             sum_s w_s^2 (p_s - E)^2, q_r = qnorm((r - 3/8) / (1000 + 1/4))
- *             for r = 1..1000 (deterministic in loo 2.5.1), and the SE
- *             sqrt(var(log z_r, z_r > 0) / r_eff);
- *   elpd_waic = lpd - p_waic with p_waic the variance (denominator S - 1)
- *             of ll over the draws; waic = -2 elpd_waic.
- *
- * Totals over N observations: each estimate is the sum of the pointwise
- * values, its SE sqrt(N var(pointwise)) (var with denominator N - 1);
- * mcse_elpd_loo is sqrt(sum of the pointwise squares) (loo's mcse_loo), NAN
- * when some k > 0.7.
- * Pareto k counts with loo 2.5.1's cut points: good k <= 0.5, ok
- * 0.5 < k <= 0.7, bad 0.7 < k <= 1, very bad k > 1.
- *
- * Cost per observation: one sort of S values, one FFT pair of length
- * 2 nextn(niter) per chain, (30 + sqrt(M_tail)) M_tail log1p for the
- * Pareto fit and 1000 logs for the MCSE.  Results agree with R's to rounding (tests/infer/test_loo.c
- * checks 1e-8 relative on fixtures made by scripts/make-loo-fixtures.R).
+ * (PSIS-LOO) and WAIC from pointwise log-likelihood draws, as the R package
+ * loo (2.5.1) computes loo::loo(ll, r_eff = loo::relative_eff(exp(ll))) and
+ * loo::waic(ll) (the definitions: src/infer/loo.c).  The draws of one
+ * observation are ll[c*niter + s] for chain c and iteration s (chain-major,
+ * as draws.h), S = nchain niter.
  */
 #ifndef GMM_LOO_H
 #define GMM_LOO_H
@@ -82,13 +39,18 @@ void gmm_loo_work_free(gmm_loo_work *w); /* NULL-safe */
 /* The pointwise measures of one observation from its nchain x niter
  * log-likelihood draws ll (not modified) into *out, with a workspace
  * allocated for (nchain, niter) (GMM_EDIM otherwise).  GMM_EINVAL for NULL
- * arguments; GMM_EDOM for a NaN or infinite draw (loo refuses them too). */
+ * arguments; GMM_EDOM for a NaN or infinite draw (loo refuses them too).
+ * Cost: one sort of S values, one FFT pair of length 2 nextn(niter) per
+ * chain, (30 + sqrt(M_tail)) M_tail log1p for the Pareto fit and 1000 logs
+ * for the MCSE.  Results agree with R's to rounding (tests/infer/test_loo.c
+ * checks 1e-8 relative on fixtures made by scripts/make-loo-fixtures.R). */
 gmm_status gmm_loo_point_compute(const double *ll, size_t nchain, size_t niter, gmm_loo_work *w,
                                  gmm_loo_point *out);
 
 /* Totals of nobs >= 1 pointwise results (from draws of ndraw = S draws,
  * recorded in *out): estimates, SEs (NAN for nobs = 1, as R's var) and
- * the Pareto k counts.  GMM_EINVAL for NULL arguments or nobs = 0;
+ * the Pareto k counts (loo 2.5.1's cut points: good k <= 0.5, ok <= 0.7,
+ * bad <= 1, very bad above).  GMM_EINVAL for NULL arguments or nobs = 0;
  * GMM_ENOMEM. */
 gmm_status gmm_loo_totals(const gmm_loo_point *point, size_t nobs, size_t ndraw, gmm_loo *out);
 

@@ -3,13 +3,6 @@
  * reverse mode, and the Gaussian posterior it implies.  Shared by state-space
  * models (each observation reads one d-block through H) and graph GMRFs (each
  * observation reads one node).  All matrix work goes through band.h.
- *
- *   f ~ N(0, Q^{-1}),   y_k = sum_m h_k[m] f[offset_k + m] + e_k,
- *   e_k ~ N(0, noise),  k = 0..nobs-1.
- *
- *   log p(y) = -nobs/2 log(2 pi) - log|L| + log|L_Q| - nobs/2 log(noise)
- *              - y'y/(2 noise) + |L^{-1} E'y|^2 / (2 noise^2),
- *   L L' = Q + E'E / noise,  L_Q L_Q' = Q.
  */
 #ifndef GMM_MARGLIK_H
 #define GMM_MARGLIK_H
@@ -17,6 +10,15 @@
 #include <stddef.h>
 
 #include "gmm/band.h"
+
+/* The model and its marginal likelihood:
+ *
+ *   f ~ N(0, Q^{-1}),   y_k = sum_m h_k[m] f[offset_k + m] + e_k,
+ *   e_k ~ N(0, noise),  k = 0..nobs-1.
+ *
+ *   log p(y) = -nobs/2 log(2 pi) - log|L| + log|L_Q| - nobs/2 log(noise)
+ *              - y'y/(2 noise) + |L^{-1} E'y|^2 / (2 noise^2),
+ *   L L' = Q + E'E / noise,  L_Q L_Q' = Q. */
 
 /* The observation map E (nobs x n) and the data.  Row k of E holds
  * coef[k*coef_stride .. k*coef_stride + width) at columns offset[k] ..
@@ -91,13 +93,9 @@ typedef struct {
 /* As gmm_marglik_eval with the prior given by a square root G instead of Q
  * (and log|Q| supplied, as prior_logdet there): the factor comes from the
  * rows of [G; E / sqrt(noise)] (band.h section 6), never from P = G'G +
- * E'E/noise itself (why: docs/accuracy.md, Which factorisation).  The rows
- * are merged by first column and folded in blocks of rows that start in the
- * same stretch of columns (marglik.c, SQUARE-ROOT FORM): one Householder
- * reflection per column and block -- for a Markov chain with d-dimensional
- * states, at most 2d per state (d + d / (intervals per block) with merged
- * segments), where Givens rotations row by row cost ~7d (timings:
- * docs/benchmarks.md).  gmm_marglik_grad, _grad_view (dlogp/dQ, as if Q had
+ * E'E/noise itself (why: docs/accuracy.md, Which factorisation), by
+ * Householder reflections on blocks of rows (marglik.c, SQUARE-ROOT FORM).
+ * gmm_marglik_grad, _grad_view (dlogp/dQ, as if Q had
  * been given) and _posterior work unchanged.  Observation offsets must be
  * nondecreasing (GMM_EINVAL naming the observation), rows ordered as above
  * (GMM_EINVAL naming the earlier of two rows out of order) and fit the band

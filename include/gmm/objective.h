@@ -2,19 +2,6 @@
  * vector and a function giving the log marginal likelihood and its gradient.
  * A problem (problem.h) builds one from its latent and likelihood; fit.h
  * optimises it.
- *
- * SCALES.  Each parameter p has a domain and the unconstrained scale u on
- * which fit, vi --learn-hyper, gradcheck and hmc --sample-hyper move it:
- *
- *   GMM_SCALE_IDENTITY  p real (a coefficient):      u = p
- *   GMM_SCALE_LOG       p > 0 (a variance):          u = log p,  dp/du = p
- *   GMM_SCALE_LOGIT     0 < p < 1 (bym2's phi):      u = log(p / (1 - p)),
- *                                                    dp/du = p (1 - p)
- *
- * so that every u is a point of the domain and u -> -inf or +inf reaches its
- * bounds (a fit whose maximum lies at phi -> 0 or 1 moves there instead of
- * meeting a refused trial point).  The model's values stay on the natural
- * scale p; the helpers below are the only place the maps are written.
  */
 #ifndef GMM_OBJECTIVE_H
 #define GMM_OBJECTIVE_H
@@ -24,6 +11,19 @@
 
 #include "gmm/status.h"
 
+/* SCALES.  Each parameter p has a domain and the unconstrained scale u on
+ * which fit, gradcheck, and vi and hmc when they learn or sample the
+ * hyperparameters, move it:
+ *
+ *   GMM_SCALE_IDENTITY  p real (a coefficient):      u = p
+ *   GMM_SCALE_LOG       p > 0 (a variance):          u = log p,  dp/du = p
+ *   GMM_SCALE_LOGIT     0 < p < 1 (bym2's phi):      u = log(p / (1 - p)),
+ *                                                    dp/du = p (1 - p)
+ *
+ * so that every u is a point of the domain and u -> -inf or +inf reaches its
+ * bounds (a fit whose maximum lies at phi -> 0 or 1 moves there instead of
+ * meeting a refused trial point).  The model's values stay on the natural
+ * scale p; the helpers below are the only place the maps are written. */
 typedef enum { GMM_SCALE_IDENTITY = 0, GMM_SCALE_LOG = 1, GMM_SCALE_LOGIT = 2 } gmm_scale;
 
 typedef struct {

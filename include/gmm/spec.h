@@ -1,17 +1,6 @@
-/* spec.h -- the grammar shared by kernel specs and graph precision specs:
- *
- *   spec   := term ('+' term)*
- *   term   := factor ('*' factor)*
- *   factor := NAME [ '(' [ KEY '=' NUMBER (',' KEY '=' NUMBER)* ] ')' ] | '(' spec ')'
- *
- * Whitespace is ignored.  NAME and KEY are [A-Za-z_][A-Za-z0-9_-]*; NUMBER is
- * what strtod reads (finite).  The parser knows no kernel names: the model
- * layer checks names and keys against its tables, using the position fields
- * to point at the offending character.
- *
- * The tree: a node is a SUM or PRODUCT of children, or a FACTOR (a leaf).
- * Leaves are numbered 0, 1, ... left to right (`index`), which gives the
- * parameter names `<index>.<name>.<key>`.
+/* spec.h -- the parser of the grammar shared by kernel specs and graph
+ * precision specs, into a tree the model layer checks against its tables
+ * (the parser knows no kernel names).
  */
 #ifndef GMM_SPEC_H
 #define GMM_SPEC_H
@@ -19,6 +8,20 @@
 #include <stddef.h>
 
 #include "gmm/status.h"
+
+/* The grammar:
+ *
+ *   spec   := term ('+' term)*
+ *   term   := factor ('*' factor)*
+ *   factor := NAME [ '(' [ KEY '=' NUMBER (',' KEY '=' NUMBER)* ] ')' ] | '(' spec ')'
+ *
+ * Whitespace is ignored.  NAME and KEY are [A-Za-z_][A-Za-z0-9_-]*; NUMBER is
+ * what strtod reads (finite).  Position fields point at the offending
+ * character in the model layer's messages.
+ *
+ * The tree: a node is a SUM or PRODUCT of children, or a FACTOR (a leaf).
+ * Leaves are numbered 0, 1, ... left to right (`index`), which gives the
+ * parameter names `<index>.<name>.<key>`. */
 
 typedef enum { GMM_SPEC_SUM, GMM_SPEC_PRODUCT, GMM_SPEC_FACTOR } gmm_spec_type;
 

@@ -5,47 +5,6 @@
  * gradient (paper, sections 3.1 and 5.2), the whitening map of the prior
  * (WHITENING, for HMC and VI: section 3.2) and prediction at any input from
  * a Gaussian posterior of the states.  latent.h wraps it as a gmm_latent.
- *
- * MODEL.  Inputs x (n rows, any order; repeated values allowed) are sorted
- * into K distinct states t_0 < ... < t_{K-1}.  Rows with equal x (or, with
- * merge_tol > 0, x within merge_tol of the first x of their group) are
- * several observations of ONE state -- never two states dt = 0 apart.  A row
- * whose y is NAN is a state without an observation.  With d the kernel's state
- * dimension and N = K d,
- *
- *   x_0 ~ N(0, Pinf),  x_k = A_k x_{k-1} + q_k,  q_k ~ N(0, Q_k),
- *   A_k = A(t_k - t_{k-1}),  Q_k = Q(t_k - t_{k-1}),
- *   f_r = h_r' x_{state(r)}  (h_r = H, or h(t - t_0) for a demodulated
- *                             kernel: gmm_ssm_obs_rows).
- *
- * The prior precision (SYMMETRIC band, lower bandwidth 2d - 1, or d - 1 + s
- * when the kernel's state splits into independent blocks of at most s
- * variables, each state's variables then listed block by block: see BLOCKS in
- * ssm.c; gmm_ssm_bandwidth reports it) has diagonal
- * blocks Pinf^-1 + A_1' Q_1^-1 A_1, Q_k^-1 + A_{k+1}' Q_{k+1}^-1 A_{k+1},
- * Q_{K-1}^-1 and sub-diagonal blocks -Q_k^-1 A_k; log|Q_prior| = -log|Pinf|
- * - sum_k log|Q_k| from the d x d blocks.  (A_k, Q_k) are computed once per
- * distinct interval: intervals that differ by less than dt_ulps rounding
- * units of max|x| (below the resolution of the inputs themselves) share one.
- *
- * PARAMETERS.  theta = the kernel parameters in gmm_kernel order, named
- * "<leaf>.<kernel>.<param>", on their natural scale, all positive.  The
- * Gaussian likelihood's variance is passed separately (gmm_ssm_loglik).
- *
- * FACTORISATION.  Zero-noise factors (constant, cosine, periodic) are
- * damped by exp(-|tau| damp), damp_rel = damp * span = max(GMM_SSM_DAMP_REL,
- * GMM_SSM_DAMP_K2 eps K^2): an exact stationary GP of a regularised kernel.
- * The posterior precision is factorised by the banded Cholesky or in the
- * square-root form (rows C_k (x_{k+1} - A_k x_k), C_k = chol(Q_k)^-1, never
- * forming P); GMM_SSM_FACTOR_AUTO takes the Cholesky while its rounding
- * bound eps sum_i P_ii Pinf_ii is below GMM_SSM_CHOL_TOL per observation
- * (with a gradient, below GMM_SSM_CHOL_GRAD_TOL in all), the inputs are no
- * closer than its spacing limit and nothing is damped.  In the square-root
- * form the gradient comes by Fisher's identity from the posterior moments
- * of the prior's whitened rows (marglik.h, ROW MOMENTS; ROWS GRADIENT in
- * ssm_prior.c).  Inputs closer than a kernel's accuracy limit
- * (gmm_kernel_type.min_dt_rel, _rows) are refused with GMM_EDOM naming
- * them.  Why, and how accurate each form is: docs/accuracy.md.
  */
 #ifndef GMM_SSM_H
 #define GMM_SSM_H
@@ -69,6 +28,42 @@
  * DBL_EPSILON K^2) (see FACTORISATION). */
 #define GMM_SSM_DAMP_REL 2e-8
 #define GMM_SSM_DAMP_K2 800.0
+
+/* MODEL.  Inputs x (n rows, any order; repeated values allowed) are sorted
+ * into K distinct states t_0 < ... < t_{K-1}.  Rows with equal x (or, with
+ * merge_tol > 0, x within merge_tol of the first x of their group) are
+ * several observations of ONE state -- never two states dt = 0 apart.  A row
+ * whose y is NAN is a state without an observation.  With d the kernel's state
+ * dimension and N = K d,
+ *
+ *   x_0 ~ N(0, Pinf),  x_k = A_k x_{k-1} + q_k,  q_k ~ N(0, Q_k),
+ *   A_k = A(t_k - t_{k-1}),  Q_k = Q(t_k - t_{k-1}),
+ *   f_r = h_r' x_{state(r)}  (h_r = H, or h(t - t_0) for a demodulated
+ *                             kernel: gmm_ssm_obs_rows).
+ *
+ * The prior precision is a SYMMETRIC band (gmm_ssm_bandwidth: 2d - 1, less
+ * when the kernel's state splits into independent blocks; its blocks:
+ * ssm_prior.c); (A_k, Q_k) are computed once per distinct interval
+ * (intervals within dt_ulps rounding units of max|x| share one).
+ *
+ * PARAMETERS.  theta = the kernel parameters in gmm_kernel order, named
+ * "<leaf>.<kernel>.<param>", on their natural scale, all positive.  The
+ * Gaussian likelihood's variance is passed separately (gmm_ssm_loglik).
+ *
+ * FACTORISATION.  Zero-noise factors (constant, cosine, periodic) are
+ * damped by exp(-|tau| damp), damp_rel = damp * span = max(GMM_SSM_DAMP_REL,
+ * GMM_SSM_DAMP_K2 eps K^2): an exact stationary GP of a regularised kernel.
+ * The posterior precision is factorised by the banded Cholesky or in the
+ * square-root form (rows C_k (x_{k+1} - A_k x_k), C_k = chol(Q_k)^-1, never
+ * forming P); GMM_SSM_FACTOR_AUTO takes the Cholesky while its rounding
+ * bound eps sum_i P_ii Pinf_ii is below GMM_SSM_CHOL_TOL per observation
+ * (with a gradient, below GMM_SSM_CHOL_GRAD_TOL in all), the inputs are no
+ * closer than its spacing limit and nothing is damped.  In the square-root
+ * form the gradient comes by Fisher's identity from the posterior moments
+ * of the prior's whitened rows (marglik.h, ROW MOMENTS; ROWS GRADIENT in
+ * ssm_prior.c).  Inputs closer than a kernel's accuracy limit
+ * (gmm_kernel_type.min_dt_rel, _rows) are refused with GMM_EDOM naming
+ * them.  Why, and how accurate each form is: docs/accuracy.md. */
 
 /* Which factorisation of the posterior precision (see FACTORISATION). */
 typedef enum {
@@ -155,23 +150,14 @@ gmm_status gmm_ssm_prior(gmm_ssm *m, const double *theta, gmm_band *Q, double *l
 gmm_status gmm_ssm_prior_rev(gmm_ssm *m, const gmm_band *Qbar, double logdetbar,
                              double *thetabar);
 /* SQUARE ROOT of the prior precision (for variational inference; latent.h):
- * Q_prior = G'G for the N rows, in band order (BLOCKS),
- *
- *   rows 0 .. d - 1:          C0 x_0,                 C0 = chol(Pinf)^-1,
- *   rows (k + 1) d + p:       row p of C_k (x_{k+1} - A_k x_k),
- *                             C_k = chol(Q_k)^-1  (k = 0 .. K - 2),
- *
- * chol the lower Cholesky factor of each block, so C0, C_k and C_k A_k are
- * block-diagonal.  Row p < d has its p + 1 entries C0(p, 0 .. p) from column
- * 0; row (k + 1) d + p, with o the first position of p's block, has d - o + p
- * + 1 <= kl + 1 entries from column k d + o: -(C_k A_k)(p, o .. d - 1), then
- * C_k(p, 0 .. p) (entries off p's block are written, as zeros).  First
- * columns are nondecreasing (marglik.h's gmm_prior_rows contract).  G is
- * the inverse of the whitening map (W G = I) and, like it, computed
- * without any inverse of an assembled matrix: there is no spacing limit
- * (no GMM_EDOM for close inputs), which is why variational inference takes
- * these rows rather than the assembled Q when inputs are close relative to
- * a lengthscale.
+ * Q_prior = G'G for N rows in band order (BLOCKS), row (k + 1) d + p being
+ * row p of C_k (x_{k+1} - A_k x_k), C_k = chol(Q_k)^-1, and rows 0 .. d - 1
+ * chol(Pinf)^-1 x_0 (the layout: ssm_rows.c), first columns nondecreasing
+ * (marglik.h's gmm_prior_rows contract).  G is the inverse of the whitening
+ * map (W G = I) and, like it, computed without any inverse of an assembled
+ * matrix: there is no spacing limit (no GMM_EDOM for close inputs), which is
+ * why variational inference takes these rows rather than the assembled Q
+ * when inputs are close relative to a lengthscale.
  *
  * gmm_ssm_prior_rows fills G at theta (nrows N, row callback, ctx owned by m;
  * rows may be read in any order and any number of times while G is valid:
@@ -191,9 +177,7 @@ gmm_status gmm_ssm_prior_rows(gmm_ssm *m, const double *theta, gmm_prior_rows *G
  *
  * G_i[j] entry j of row i as the callback writes it (w_i entries from its
  * first column), kl = gmm_ssm_bandwidth; Gbar has N (kl + 1) entries and
- * those with j >= w_i are not read.  Cbar and (C A)bar per interval group,
- * chained through C = chol(Q)^-1 and the Cholesky's reverse mode to Q_k and
- * A_k, C0bar to Pinf, then the kernel's reverse mode (ssm_rows.c).  Ends a
+ * those with j >= w_i are not read (the chain: ssm_rows.c).  Ends a
  * gmm_ssm_prior/_prior_rev pair.  GMM_EINVAL (NULL, no successful
  * gmm_ssm_prior_rows before).  O(N kl + intervals (d^3 + nparam d^2)). */
 gmm_status gmm_ssm_prior_rows_rev(gmm_ssm *m, const double *Gbar, double logdetbar,
@@ -206,10 +190,9 @@ gmm_status gmm_ssm_prior_rows_rev(gmm_ssm *m, const double *Gbar, double logdetb
  * = E[v_t x_{t-1}'] (d x d each, row-major, rows in G's order, x_{t-1} in
  * the latent order, at Svv + t d^2 and Svx + t d^2; Svx's segment 0 is not
  * read).  Only entries within a kernel block count (BLOCKS).  Fisher's
- * chain of the square-root form (ssm_prior.c, ROWS GRADIENT): Qbar = C'
- * (sum_t Svv_t - count I) C / 2, Abar = C' sum_t Svx_t per interval group,
- * Pbar = C0' (Svv_0 - I) C0 / 2 -- whitened moments of order 1, nothing
- * formed from the rows' large entries.  Recomputes the blocks at that
+ * chain of the square-root form (ssm_prior.c, ROWS GRADIENT): whitened
+ * moments of order 1, nothing formed from the rows' large entries.
+ * Recomputes the blocks at that
  * theta (G stays valid).  Ends a gmm_ssm_prior/_prior_rev pair.  GMM_EINVAL
  * (NULL, no successful gmm_ssm_prior_rows before).  O(intervals (d^3 +
  * nparam d^2)). */
@@ -230,13 +213,8 @@ gmm_status gmm_ssm_obs_rows_rev(gmm_ssm *m, const double *theta, const double *c
  *
  *   x_0 = chol(Pinf) v_0,   x_{k+1} = A_k x_k + chol(Q_k) v_{k+1},
  *
- * chol the lower Cholesky factor of each block (BLOCKS) in band order:
- * W^-1 is block lower bidiagonal (the square root's rows, SQUARE ROOT in
- * ssm_prior.c), W is applied by the recursion, and W W' = Q_prior^-1
- * exactly whatever the spacing: no inverse of a Q_k and no Cholesky of the
- * assembled precision, hence no spacing limit (chol(Q_k) of a tiny Q_k is
- * accurate: the kernels form Q_k without the cancellation of Pinf - A Pinf
- * A').
+ * chol the lower Cholesky factor of each block (BLOCKS) in band order;
+ * W W' = Q_prior^-1 whatever the spacing: no spacing limit (ssm_whiten.c).
  *
  * gmm_ssm_whiten_setup computes A_k, chol(Q_k) per interval group and
  * chol(Pinf) at theta (the first call allocates the whitening workspace,
@@ -248,12 +226,12 @@ gmm_status gmm_ssm_obs_rows_rev(gmm_ssm *m, const double *theta, const double *c
 gmm_status gmm_ssm_whiten_setup(gmm_ssm *m, const double *theta);
 /* x = W v (N each; v and x may be the same array).  O(N kl). */
 gmm_status gmm_ssm_whiten(gmm_ssm *m, const double *v, double *x);
-/* u = W' g (N each, the adjoint recursion run backwards; g and u may be the
- * same array).  O(N kl). */
 /* v = W^-1 x (the innovations whitened: v_0 = chol(Pinf)^-1 x_0, v_{k+1} =
  * chol(Q_k)^-1 (x_{k+1} - A_k x_k)) at the setup's theta; x and v must not
  * alias.  O(N d). */
 gmm_status gmm_ssm_unwhiten(gmm_ssm *m, const double *x, double *v);
+/* u = W' g (N each, the adjoint recursion run backwards; g and u may be the
+ * same array).  O(N kl). */
 gmm_status gmm_ssm_whiten_t(gmm_ssm *m, const double *g, double *u);
 /* thetabar (nparam) += d(xbar . W(theta) v)/dtheta at the setup's theta:
  * the gradients of every A_k and chol(Q_k), summed per interval group, and

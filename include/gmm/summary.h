@@ -1,55 +1,8 @@
 /* summary.h -- posterior summaries of MCMC draws: the columns of the R
  * package posterior's summarise_draws() (version 1.4), computed as it
- * computes them, for one variable at a time.
- *
- * Draws of one variable from C chains of S iterations each are a
- * chain-major array, draws[c*S + s].  The measures:
- *
- *   mean, median, sd (denominator CS - 1), mad = 1.4826 median|x - median|,
- *   q5, q95 (R's quantile type 7: x_(lo) + h (x_(lo+1) - x_(lo)) with
- *     1 + (CS - 1) p = lo + h), all over the CS draws pooled;
- *
- *   rhat = max(bulk, tail) R-hat of Vehtari, Gelman, Simpson, Carpenter and
- *     Buerkner (2021, "Rank-normalization, folding, and localization"):
- *     split each chain into halves (S odd: the middle draw is left out),
- *     rank-normalise the pooled split draws, z = Phi^-1((r - 3/8) /
- *     (n + 1/4)) with r the average rank among n, and take the classic
- *     R-hat sqrt(((N - 1)/N W + B/N) / W) of z; the tail version does the
- *     same to |x - median(x)|;
- *
- *   ess_bulk: Geyer's initial-monotone-sequence ESS of the rank-normalised
- *     split chains (autocovariances by FFT, averaged over chains and
- *     combined with the between-chain variance as in Stan; the sum stops
- *     at the first negative pair of autocorrelations; ESS is capped at
- *     n log10(n), n the number of split draws -- posterior warns there,
- *     this module does not);
- *
- *   ess_tail = min of the ESS of the indicators x <= q5 and x <= q95
- *     (split, not rank-normalised), q computed over the unsplit draws;
- *
- *   ess_mean (separate function): the same ESS of the split draws
- *     themselves, for Monte-Carlo standard errors of a mean.
- *
- * Not-available results are NAN, where posterior returns NA:
- *   - any NaN among the draws: every field NAN;
- *   - a constant variable (max - min < DBL_EPSILON, an absolute tolerance
- *     as posterior's): rhat, ess_bulk, ess_tail, ess_mean NAN (mean,
- *     median, quantiles the value; sd and mad 0); for draws of tiny but
- *     varying magnitude ess_tail and ess_mean are NAN while rhat and
- *     ess_bulk, computed from ranks, are not;
- *   - sd for CS = 1; rhat for S < 4 (split chains of fewer than 2
- *     draws); an ESS for S < 6 (split chains of fewer than 3 draws);
- *   - an indicator that is constant (ess_tail NAN).
- * Infinite draws follow R's arithmetic: the rank-based rhat and ess_bulk
- * stay finite unless folding meets inf - inf; ess_tail and ess_mean are
- * NAN; mean and sd are inf or NAN.
- *
- * Cost: one sort of the CS draws for the quantiles and one per rank
- * normalisation (three), one real FFT pair of length 2 nextn(S/2) per
- * split chain per ESS (five ESS for compute), O(CS log CS) in all; no
- * allocation when a workspace is given.  Results agree with posterior to
- * rounding (tests/infer/test_summary.c checks 1e-8 relative on fixtures
- * made by scripts/make-summary-fixtures.R).
+ * computes them (the definitions: src/infer/summary.c), for one variable at
+ * a time; and the summaries of one prediction.  Draws of one variable from
+ * C chains of S iterations each are a chain-major array, draws[c*S + s].
  */
 #ifndef GMM_SUMMARY_H
 #define GMM_SUMMARY_H
@@ -80,7 +33,27 @@ void gmm_summary_work_free(gmm_summary_work *w); /* NULL-safe */
  * into *out.  w: a workspace allocated for exactly (nchain, niter)
  * (GMM_EDIM otherwise), or NULL to allocate one for this call (then
  * GMM_ENOMEM is possible).  GMM_EINVAL for NULL draws or out, or a zero
- * size.  Never fails on the values: see the NAN rules above. */
+ * size.  Never fails on the values: where posterior returns NA the field is
+ * NAN --
+ *   - any NaN among the draws: every field NAN;
+ *   - a constant variable (max - min < DBL_EPSILON, an absolute tolerance
+ *     as posterior's): rhat, ess_bulk, ess_tail, ess_mean NAN (mean,
+ *     median, quantiles the value; sd and mad 0); for draws of tiny but
+ *     varying magnitude ess_tail and ess_mean are NAN while rhat and
+ *     ess_bulk, computed from ranks, are not;
+ *   - sd for CS = 1; rhat for S < 4 (split chains of fewer than 2
+ *     draws); an ESS for S < 6 (split chains of fewer than 3 draws);
+ *   - an indicator that is constant (ess_tail NAN).
+ * Infinite draws follow R's arithmetic: the rank-based rhat and ess_bulk
+ * stay finite unless folding meets inf - inf; ess_tail and ess_mean are
+ * NAN; mean and sd are inf or NAN.
+ *
+ * Cost: one sort of the CS draws for the quantiles and one per rank
+ * normalisation (three), one real FFT pair of length 2 nextn(S/2) per
+ * split chain per ESS (five ESS for compute), O(CS log CS) in all; no
+ * allocation when a workspace is given.  Results agree with posterior to
+ * rounding (tests/infer/test_summary.c checks 1e-8 relative on fixtures
+ * made by scripts/make-summary-fixtures.R). */
 gmm_status gmm_summary_compute(const double *draws, size_t nchain, size_t niter,
                                gmm_summary_work *w, gmm_summary *out);
 

@@ -14,28 +14,15 @@
  *                           time, hand loops (run as an AVX2 build when the
  *                           CPU has it, band_simd.h).  No calls, no copies.
  *                           For l <= 16 a copy compiled for that l with its
- *                           loops unrolled (FIXED BANDWIDTHS): 2.2x faster at
- *                           l = 7, 1.3 .. 1.5x at l = 3 and 11.
+ *                           loops unrolled (FIXED BANDWIDTHS).
  *   l >= CHOL_BLOCKED_MIN   chol_blocked: right-looking in blocks of nb
  *                           columns with dtrsm + dsyrk on each block.
  *
- * Measured on the development machine (AMD EPYC Zen 3, 1 thread, OpenBLAS
- * 0.3.21 Zen kernels, gcc -O3, portable x86-64 build): n = 2e4, milliseconds
- * of thread CPU time, minimum over 18 .. 36 runs interleaved with dpbtrf on a
- * machine shared with other jobs (single runs vary by 10 .. 30%).
- * "unblocked"/"blocked" force one path at every l.
- *
- *     l            1     3    11    24    32    40    48    64    80   117   160   250
- *     dpbtrf     0.57  0.81  1.67  3.74  5.40  7.05  8.78  13.4  9.84  15.3  22.9  45.9
- *     unblocked  0.22  0.31  0.66  1.48  2.21  3.08  4.05  6.95  10.5  20.2  37.0  96.5
- *     blocked      -     -   2.06  2.09  2.81  3.52  4.14  6.34  8.34  14.2  22.7  47.2
- *
- * The paths cross near l = 48.  dpbtrf itself switches from its unblocked
- * loop (one dsyr per column) to a blocked path between l = 64 and 80, hence
- * its dip there; it and the blocked path call the same OpenBLAS kernels, so
- * beyond l ~ 100 the two stay within 10% of each other (dpbtrf splits the
- * trailing update of a block into five calls where chol_blocked makes two).
- * tests/bench/bench_band.c measures the grid of the report (n up to 1e6).
+ * CHOL_BLOCKED_MIN is the bandwidth from which the blocked path costs less
+ * than the hand loops (re-tune it with -D and tests/bench/bench_band.c).
+ * Beyond it the blocked path and LAPACK's dpbtrf spend their time in the same
+ * BLAS kernels; dpbtrf splits the trailing update of a block into five calls
+ * where chol_blocked makes two.  Times: docs/benchmarks.md.
  */
 #include <cblas.h>
 #include <float.h>
@@ -127,7 +114,7 @@ BAND_INLINE size_t chol_unblocked_body(double *a, size_t n, size_t bw, size_t s,
 }
 
 /* The body above, compiled for the x86-64 baseline and for AVX2
- * (band_simd.h); the AVX2 copy is ~1.25x faster at l = 24 .. 40. */
+ * (band_simd.h). */
 static size_t chol_unblocked_base(double *a, size_t n, size_t bw, size_t s, double *bad)
 {
     return chol_unblocked_body(a, n, bw, s, 0, bad);

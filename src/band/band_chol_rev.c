@@ -62,16 +62,9 @@
 
 /* Bandwidth from which the blocked sweep is used (a -D override exists for
  * re-tuning), and its block width (as in the forward, band_chol.c: narrow
- * blocks win up to l ~ 200).  Measured as for the forward (n = 2e4, ms of
- * thread CPU time, minimum of 18 .. 36 runs), each path forced at every l:
- *
- *     l                 11    24    32    40    48    64   117
- *     unblocked sweep  0.94  2.54  5.12  7.82  9.64  16.4  64.1
- *     blocked sweep    3.69  5.21  8.30  9.31  10.5  14.7  34.4
- *     (forward chol    0.66  1.48  2.21  3.08  4.05  6.34  14.2)
- *
- * so with the crossover at l = 48, as for the forward, the sweep takes 1.4 ..
- * 2.5x its forward (single runs on the shared machine: up to 2.8x). */
+ * blocks win up to l ~ 200).  The two sweeps cross at about the same
+ * bandwidth as the forward's two paths, so both switch at 48; the reverse's
+ * cost relative to the forward is in docs/benchmarks.md. */
 #ifndef CHOL_REV_BLOCKED_MIN
 #define CHOL_REV_BLOCKED_MIN 48
 #endif
@@ -117,9 +110,8 @@ BAND_INLINE void pair_store(double *p, pair v) { memcpy(p, &v, sizeof v); }
  * each column k to their left is read and written once for both: its update
  *     W(i,k) -= W(i,p) L(p,k) + W(i,p+1) L(p+1,k)
  * and the two dot products that finish rows p and p+1 of column k share one
- * pass.  Measured at l = 32 (SSE2 / AVX2 builds), relative to the forward:
- * one column at a time with scalar sums 2.8 / 3.0x, pairs with scalar sums
- * 2.4 / 2.8x, pairs with two-lane sums 1.9 / 2.2x. */
+ * pass; the sums run in two lanes.  Both halve the memory traffic of one
+ * column at a time with scalar sums. */
 BAND_INLINE void chol_rev_unblocked_body(const double *L, double *W, size_t n, size_t bw,
                                          size_t s, int fixed)
 {

@@ -115,9 +115,8 @@ gmm_status gmm_band_gemm(gmm_trans ta, const gmm_band *A, gmm_trans tb, const gm
 
 /* Up to this bandwidth a SYMMETRIC gemv is sbmv_small's: OpenBLAS's dsbmv
  * makes a dot and an axpy call per column, whose overheads dominate at the
- * bandwidths of state-space priors.  Measured (OpenBLAS 0.3.21, one thread,
- * EPYC, n = 2e4 and 2e5, CPU time): 6x faster at l = 1, 3.4x at 3, 1.5x at
- * 12; 0.85x at 16, 0.5x at 40. */
+ * bandwidths of state-space priors; from l ~ 16 on dsbmv's kernels win
+ * (tests/bench/bench_band.c re-tunes the crossover). */
 #define SBMV_SMALL_KL 12
 
 /* y += alpha A x, A SYMMETRIC n x n with bandwidth kl (data, ld), by rows:

@@ -29,7 +29,7 @@
  * it a pivot much smaller than an incoming row makes the reflection a near
  * swap computed as y - (y - p): a small row comes out with the absolute
  * error of the large one (eps x 1e10 for a transition row at dt/l = 1e-4,
- * measured: the state-space loglik off by 1e-4).  With it, as for Givens
+ * enough to put the state-space loglik off by 1e-4).  With it, as for Givens
  * rotations, each row keeps an error relative to its own size (Powell and
  * Reid; Cox and Higham, IMA J. Numer. Anal. 18, 1998).
  * The reflection H = I - t u u', u = [p - |(p, x)|; x] (x the column below

@@ -30,9 +30,9 @@ static inline int all_finite(const double *v, size_t k)
 /* Work buffers of rows of whole vectors start on a cache line (64 bytes),
  * so that with row strides of whole vectors no vector load splits two
  * lines: one that does costs more than one that does not, and
- * malloc's large blocks start 16 bytes into a page (measured: the CO2 loglik
- * + gradient 3% slower with the unfold's rows 48 bytes into a line, by heap
- * layout alone).  Buffers carry ALIGN_SLACK doubles for it. */
+ * malloc's large blocks start 16 bytes into a page, so the time of the CO2
+ * loglik + gradient would otherwise depend on the heap's layout.  Buffers
+ * carry ALIGN_SLACK doubles for it. */
 #define ALIGN_SLACK 8
 static inline double *align_lines(double *p)
 {

@@ -8,8 +8,8 @@
  * the AVX2 copy when band_cpu_has_avx2().  Both copies perform the same IEEE
  * operations in the same order (AVX2 without FMA, and ISO C mode contracts
  * nothing), so their results are bit-identical and one set of tests covers
- * both.  Measured gain on the factorisation loop: 1.25x at l = 24 .. 40, none
- * below l = 11.  Other architectures get the plain copy only (BAND_AVX2 is
+ * both.  The factorisation loop gains from the wider vectors at moderate
+ * bandwidths (l in the tens), not below l = 11.  Other architectures get the plain copy only (BAND_AVX2 is
  * 0), as does a build with -DGMM_NO_AVX2 (to test the baseline copy on an
  * AVX2 machine: make clean && make check OPT="-O3 -DGMM_NO_AVX2").  The
  * kernels also use GNU C vector types (GCC, Clang) for two-lane sums. */

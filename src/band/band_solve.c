@@ -196,19 +196,9 @@ static void blk_solve(const gmm_band *L, gmm_trans trans, double *x, double *ld,
  * CBLAS dtbsv: it spends a daxpy/ddot call per column, several times the
  * arithmetic of a column for the bandwidths of state-space models.  Wide
  * bands take the blocked substitutions (band_solve_blk.h; blk_use in
- * band_solve_impl.h says when).  Measured against OpenBLAS 0.3.21's dtbsv
- * (its Cooperlake kernels on this project's AVX-512 EPYC, one thread,
- * tests/bench/bench_band.c, median ms, n = 1e5):
- *
- *   l                  1      3      11     32     117
- *   L^T x  gmm       0.43   0.44   0.39   0.53   2.82
- *          dtbsv     0.70   0.91   1.66   1.49   5.85
- *   L x    gmm       0.22   0.23   0.34   0.58   2.83
- *          dtbsv     0.66   0.67   0.69   0.91   3.12
- *
- * (n = 1e4 and 1e6 alike; at l = 117 from memory both sides run at the
- * machine's read bandwidth, 1.02-1.10x.)  reach (NULL: none) limits the
- * blocked substitutions to the ragged band's rows (band_solve_blk.h). */
+ * band_solve_impl.h says when); the comparison with dtbsv is in
+ * docs/benchmarks.md.  reach (NULL: none) limits the blocked substitutions
+ * to the ragged band's rows (band_solve_blk.h). */
 static void tbsv(const gmm_band *L, gmm_trans trans, double *x, double *ld, const size_t *reach)
 {
     if (L->n == 0) {

@@ -38,7 +38,7 @@
  * AVX2 copy as one instruction; the same IEEE operations either way, so both
  * copies give the same bits.  x is stored in whole aligned four-row groups
  * wherever a later vector load reads it back (rows j0 + 4k): the loads then
- * forward from single stores.  Measured gains: band_solve.c (tbsv).
+ * forward from single stores.
  */
 #ifndef GMM_BAND_SOLVE_BLK_H
 #define GMM_BAND_SOLVE_BLK_H
@@ -71,8 +71,8 @@ static inline size_t blk_min(size_t a, size_t b) { return a < b ? a : b; }
 /* Prefetching.  A block's eight columns are l + 1 consecutive cache lines
  * (8 (l + 1) doubles), read as eight interleaved short streams that the
  * hardware prefetchers do not follow; from memory (n l beyond the caches)
- * that cost 20-25% against OpenBLAS's dtbsv, which streams one column at a
- * time.  So each block prefetches the lines BLK_PF_DIST bytes ahead of its
+ * that loses against OpenBLAS's dtbsv, which streams one column at a time.
+ * So each block prefetches the lines BLK_PF_DIST bytes ahead of its
  * own (the blocks are contiguous in memory, upwards for the forward
  * substitution and downwards for the back one): 4 lines with each of its
  * l / 4 row groups and 8 more before them (12 in the forward substitution,

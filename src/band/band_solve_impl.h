@@ -12,8 +12,8 @@
 /* The hot substitution loops are written once as always-inline functions of
  * the bandwidth l and instantiated for the bandwidths of state-space models
  * (2d - 1, d = 1..8): with l a constant the compiler unrolls the per-column
- * loops (measured: the marginal likelihood's solves take about half the
- * instructions), other bandwidths take the generic copy. */
+ * loops, which roughly halves the instructions of the marginal likelihood's
+ * solves; other bandwidths take the generic copy. */
 #if defined(__GNUC__)
 #define BAND_INLINE static inline __attribute__((always_inline))
 #else
@@ -22,10 +22,10 @@
 #define BAND_FIXED_BANDWIDTHS(F) F(1) F(3) F(5) F(7) F(9) F(11) F(13) F(15)
 /* When the vector solves take the blocked substitutions of
  * band_solve_blk.h (which need l >= 8) instead of the column-by-column
- * loops: with L^T from l = 8 (faster at every n measured); with L from l = 8
- * once L no longer fits a cache (n (l + 1) > 2^19 doubles, 4 MB), and from
- * l = 12 at any n -- in cache the unrolled fixed-bandwidth rows of
- * forward_all are 20-35% faster at l = 9 and 11.  Measured in band_solve.c. */
+ * loops: with L^T from l = 8 at any n; with L from l = 8 once L no longer
+ * fits a cache (n (l + 1) > 2^19 doubles, 4 MB), and from l = 12 at any n --
+ * in cache the unrolled fixed-bandwidth rows of forward_all still win at
+ * l = 9 and 11 (tests/bench/bench_band.c, BENCH_OPS=tri_solve). */
 #define BLK_MIN_L 8
 #define BLK_MIN_L_CACHED 12
 #define BLK_CACHED_DOUBLES ((size_t)1 << 19)

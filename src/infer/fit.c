@@ -1,5 +1,70 @@
-/* fit.c -- L-BFGS maximum likelihood over an objective (see fit.h for the
- * choices: log scale, domain failures, stopping tests). */
+/* fit.c -- L-BFGS maximum likelihood over an objective (fit.h).
+ *
+ * The optimiser is liblbfgs (Naoaki Okazaki's C port of Nocedal's L-BFGS,
+ * Debian's liblbfgs-dev): a small, well-kept library whose default line
+ * search is More & Thuente's (1994), which brackets and interpolates with
+ * cubics and so needs few evaluations per iteration -- each evaluation here
+ * is a whole marginal likelihood with its gradient.  We use it rather than GSL
+ * multimin (whose BFGS keeps a dense n x n inverse Hessian and whose line
+ * search is cruder) or a hand-rolled quasi-Newton method.
+ *
+ * VARIABLES.  Free parameters (obj->fixed[i] == 0) are optimised; fixed ones
+ * are held at obj->value[i].  Each is optimised on its scale
+ * (objective.h, SCALES): u = log(p) for a positive parameter, u = logit(p)
+ * for one in (0, 1), u = p for a coefficient (or the design basis below),
+ * with d(-loglik)/du = -(dp/du) dloglik/dp.
+ *
+ * DOMAIN FAILURES.  An evaluation that returns a status (GMM_ENOTPD, GMM_EDOM,
+ * or any non-finite value or gradient, or a variable that leaves its domain
+ * in floating point: exp overflowing, the logistic rounding to 1) at a
+ * line-search trial point is an ordinary outcome.  Returning +inf or NaN
+ * would break More-Thuente's cubic interpolation (it computes (f_x - f_t) /
+ * (t - x) and sqrt of a difference of their ratios), so the trial
+ * is reported as the mirror image of the linear model at the start of the
+ * line search: with x0, f0, g0 the last accepted iterate and s the direction,
+ * f = f0 + |g0.s| * step and g = -g0.  That value is above f0 (so the trial is
+ * rejected and the minimiser bracketed between the best point and the trial)
+ * and its interpolating cubic puts the next trial at about 0.14 of the failed
+ * step: a backtracking step that keeps More-Thuente's bookkeeping finite.  A
+ * failing STARTING point cannot be handled so: that start is skipped (see
+ * restarts), and gmm_fit fails only when every start fails.
+ *
+ * SCALE OF THE COEFFICIENTS.  Where the objective names a design basis
+ * (objective.h, lin_*: the QR of the coefficients' observed design rows),
+ * the coefficients are optimised as u = R beta / s: orthogonal directions of
+ * unit mean square on the linear predictor's scale, so that shifting or
+ * rescaling a covariate changes neither the path nor the answer (a calendar
+ * year beside the intercept, a covariate in units of 1e-12).
+ *
+ * L-BFGS.  liblbfgs's gradient test ||g|| <= epsilon max(1, ||u||) and a
+ * relative-decrease test done here (stop when (f_{k-past} - f_k) <= delta
+ * max(1, |f_k|)) end the search, as do its iteration limit and a line search
+ * that fails; none of these is a claim about the answer.
+ *
+ * CONVERGED.  At the best point of the starts a test decides (fit.c,
+ * certify): the Newton decrement g' H^-1 g / 2 -- the loglik a Newton step
+ * would still gain -- is at most 1e-8, H the Hessian of -loglik on the u
+ * scale from central differences of the exact gradient (2 nfree
+ * evaluations), positive definite; where it is not yet, Newton steps (halved
+ * until loglik rises) are taken and the test repeated, at most 20 times.
+ * Where the objective is too rough at the differences' scale for that, the
+ * point is converged at the noise level when the decrement (H from wider
+ * differences) is at most 4 times loglik's rounding noise, measured by
+ * ECnoise along the Newton direction: no line search can see a gain that
+ * small.  Before the test, a log-scale parameter more than 1e6 below its
+ * start, or a logit-scale one within 1e-6 of 0 or 1, whose loglik does not
+ * fall when it is moved 1e3 further towards its bound (a logit one: or that
+ * still rises towards it from 1e3 inside, its value rounding near the
+ * bound) has its maximum at the bound -- a boundary, held there and named
+ * (params->boundary), the point moved to the probe where that is higher --
+ * and where a variance's loglik rises there by more than 1e-3 relative the
+ * likelihood has no maximum at all (stop "unbounded"; the point reached is
+ * returned).  A difference step that leaves the objective's domain ends the
+ * test not converged (stop "domain").  res->stop names the outcome,
+ * res->gain the decrement (NAN where H is not definite), res->left_param
+ * the parameter a Newton step would move most in standard errors.  The
+ * standard errors (params->std_errors) come from the same H.
+ */
 #include "gmm/fit.h"
 #include "gmm/rng.h"
 #include "infer_impl.h"
@@ -140,7 +205,7 @@ static int accepted(void *ctx, const double *x, double f, double gnorm)
     return 0;
 }
 
-/* ---- the certificate (fit.h, CONVERGED) ----------------------------------- */
+/* ---- the certificate (CONVERGED above) ------------------------------------ */
 
 /* The Newton decrement g' H^-1 g / 2 -- the loglik a Newton step would still
  * gain -- at most CERT_GAIN nats, H the Hessian of -loglik on the u scale from

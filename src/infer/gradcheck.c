@@ -10,7 +10,44 @@
  * noise (the period's derivative -270.87084 came out as -270.86828 with an
  * error estimate of 1e-4; a least-squares slope over 200 points gives
  * -270.8708376).  Here the noise is measured first (Moré and Wild's ECnoise,
- * SIAM J. Sci. Comput. 33(3), 2011) and enters the round-off term. */
+ * SIAM J. Sci. Comput. 33(3), 2011) and enters the round-off term.
+ *
+ * For each parameter p (free and fixed alike) the derivative is taken on the
+ * scale `fit` optimises (objective.h, SCALES): u = log p for positive
+ * parameters, u = logit p for those in (0, 1), u = p otherwise, so that
+ * every difference point lies inside the domain, however near a bound p is.
+ * The finite difference fd is the 5-point central rule (GSL's), with an
+ * error bound fd_error: its truncation estimate plus three standard
+ * deviations of f's own rounding noise carried through the rule -- the noise
+ * measured first from 8 extra evaluations at u +- 1e-6 k (Moré and Wild's
+ * ECnoise), since a likelihood from a banded factorisation is far noisier
+ * than eps |f| (CO2 fit: 6e-9 at |f| = 957) -- after one step refinement
+ * that balances the two terms; then, where its bound is smaller and it
+ * agrees, the rule with its own truncation estimate (the difference from
+ * the rule at twice the step) at steps 1, 4, 16, .. times the initial one.
+ * Verdicts: gradcheck.h, VERDICTS.
+ *
+ * The row's allowed is tol + fd_error (fail is abs_error > allowed; the
+ * same tests hold on p's scale: every side divided by dp/du > 0).  Why
+ * 1e-3 |a| and not tol alone: the 5-point rule's error bound is GSL's
+ * conservative truncation estimate (on smooth models ~1e-5 |a|, often 100
+ * times the actual error), so tol = 1e-6 |f| is below it on ordinary
+ * models whose differences agree to 1e-7; a bug -- a missing term, a
+ * wrong factor -- moves a by far more than 1e-3 of itself, and smaller
+ * discrepancies beyond allowed still fail.  Why not a larger fraction:
+ * ok is a claim that the digits were compared.  The smallest rel_tol at
+ * which fd_error <= tol is fd_error / max(|a|, |fd|, |f|, 1) (needed_tol).
+ * rel_tol is thus a
+ * tolerance relative to max(|a|, |fd|, |f|, 1), not to |a| alone: rel_error
+ * may be far above it in a row that passes, where the gradient is tiny
+ * against |f|.  The |f| term is the objective's scale: on
+ * the log scale dloglik/du is a sum of terms of the size of loglik's (one
+ * per observation), which cancel at an optimum, so a gradient there is
+ * judged against |f| and not against itself: a gradient of 2e-4 on a
+ * loglik of -957 is zero, and an error of 1e-4 relative in an entry larger
+ * than |f| / 100 still fails.  Values are reported on the natural scale
+ * (dloglik/dp = (dloglik/du) / (dp/du)).
+ */
 #include "gmm/gradcheck.h"
 
 #include <float.h>

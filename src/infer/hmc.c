@@ -7,6 +7,61 @@
  * Conventions.  A point holds q, its log density lp and gradient g of logp
  * (Stan keeps V = -lp and dV/dq), and for trajectory ends the momentum p and
  * kinetic energy kin = p' M^-1 p / 2.  lp = -inf marks a refused point.
+ *
+ * HAMILTONIAN.  H(q, p) = -logp(q) + p' M^-1 p / 2 with M^-1 = diag(inv_metric)
+ * (unit unless adapted or set), integrated by leapfrog with step size eps.
+ *
+ * NUTS (Hoffman & Gelman 2014; Betancourt 2017, "A conceptual introduction to
+ * HMC", appendix A), as in Stan's base_nuts since 2.26:
+ *   - the trajectory doubles in a random direction (forward or backward in
+ *     time) until the generalised no-U-turn criterion fails, a new subtree is
+ *     invalid, or max_depth doublings were made;
+ *   - the criterion p#_-.rho > 0 and p#_+.rho > 0 (p# = M^-1 p, rho the sum of
+ *     the momenta between the two ends) is checked at every merge of two
+ *     subtrees, over the merged tree and over each subtree extended by the
+ *     neighbouring state of the other (the checks Stan added in 2.26, which
+ *     catch U-turns that fall between subtrees);
+ *   - states are drawn by multinomial sampling, weights exp(-H): within a new
+ *     subtree uniformly-progressively (here as a reservoir over its leaves, one
+ *     proposal buffer instead of one per level; the same distribution as
+ *     Stan's merge-by-merge choice), and between the old trajectory and the
+ *     new subtree by biased progressive sampling (the new subtree's proposal
+ *     is taken with probability min(1, W_new / W_old));
+ *   - a leaf with H - H0 > max_energy_error is a divergence: its subtree is
+ *     invalid and the trajectory stops.
+ * accept_stat__ is the mean over all leaves built of min(1, exp(H0 - H)).
+ *
+ * FIXED-LENGTH HMC: `steps` leapfrog steps, then a Metropolis accept/reject.
+ *
+ * WARM-UP (the first `warmup` iterations; as Stan's adapt_diag_e_nuts):
+ *   - step size: before the first iteration, Stan's heuristic (double or halve
+ *     eps from params.stepsize until the one-step acceptance crosses 0.8);
+ *     then Nesterov dual averaging of log eps towards accept_stat =
+ *     target_accept (Hoffman & Gelman 2014, section 3.2), mu = log(10 eps0),
+ *     gamma, t0, kappa as in params; at the end of warm-up eps = exp(x_bar);
+ *   - metric (adapt_metric): the variance of each coordinate over windows --
+ *     an initial buffer of init_buffer iterations, then windows of
+ *     base_window, doubling, the last stretched to end term_buffer iterations
+ *     before the end of warm-up; when init_buffer + base_window + term_buffer
+ *     exceed warmup, 15% / 75% / 10% of warmup; with warmup < 20 no metric
+ *     adaptation.  At the end of a window inv_metric = (n / (n + 5)) var +
+ *     1e-3 (5 / (n + 5)) (Welford variance of the window's n draws), the step
+ *     size heuristic runs again from the current point, mu = log(10 eps), and
+ *     dual averaging restarts.  With metric_pooling the window's estimates
+ *     var_i are pooled instead: inv_metric_i = m + w (var_i - m), m their
+ *     mean, w = tau^2 / (tau^2 + e^2) with e^2 the estimates' noise (from
+ *     the differences between the window's two halves, mean_i (var_a,i -
+ *     var_b,i)^2 n_a n_b / n^2) and tau^2 = max(0, sample variance of the
+ *     var_i - e^2) the true variances' spread: Stan's rule with the
+ *     pseudo-sample size n e^2 / tau^2 estimated from the window, toward the
+ *     common value (w = n / (n + 5) when a half has fewer than 2 draws).  So a
+ *     metric that should be unit is not made noisy by its estimate (the
+ *     noise of ~ 1/sqrt(n) per coordinate over thousands of coordinates
+ *     shortens the step size), and one that should not be keeps its
+ *     estimates (w -> 1 as the spread exceeds the noise).
+ * With warmup = 0 there is no adaptation: eps is the heuristic's from
+ * params.stepsize (params.search_stepsize = 0: params.stepsize itself) and
+ * the metric is kept, for every transition.
  */
 #include "gmm/hmc.h"
 

@@ -1,5 +1,47 @@
 /* hmc_marginal.c -- the marginal target of the hyperparameters and the draw
- * of the latents given them (hmc_marginal.h). */
+ * of the latents given them (hmc_marginal.h).
+ *
+ * TARGET.  u = the sampled parameters (gmm_problem_joint_setup's: log theta
+ * for positive ones, logit theta for those in (0, 1), the coefficients as
+ * they are), with the joint sampler's priors, and
+ *
+ *   lp(u) = log p(y | theta(u)) + sum_k log N(u_k; mu_k, sigma_k^2)
+ *
+ * (the normal density on u_k = log theta_k is the lognormal prior times the
+ * Jacobian theta_k; on u_k = logit theta_k the logit-normal prior times
+ * theta_k (1 - theta_k)), log p(y | theta) the problem's objective: exact for the
+ * Gaussian likelihood, the Laplace approximation log q(y | theta) otherwise,
+ * with its exact gradient.  Its constants are kept (the objective's are,
+ * the priors' -log(sigma sqrt(2 pi)) are dropped), so lp is not the joint
+ * sampler's lp__.
+ *
+ * LATENTS.  Given a draw of theta, x ~ N(x^(theta), (Q + H'WH)^-1) by one
+ * banded solve with the posterior precision's factor
+ * (gmm_problem_draw_latent).  With the Gaussian likelihood the pair is an
+ * exact draw from p(theta, x | y) (a collapsed sampler); otherwise it is the
+ * embedded-Laplace approximation of R-INLA and TMB with the latent
+ * uncertainty kept.
+ *
+ * CORRECTION (GMM_MARGINAL_LAPLACE_MH).  A NUTS transition is reversible
+ * with respect to p_L(theta) ~ p(theta) q(y | theta).  From theta' (one
+ * transition) draw M latents x_1..x_M ~ q(x | theta') with weights w_k =
+ * p(y, x_k | theta') / (q(y | theta') q(x_k | theta')) (gmm_laplace_draw),
+ * pick one with probability w_k / sum w, and accept the pair with
+ * probability min(1, W' / W), W the mean weight of the current pair's draw
+ * (kept, not recomputed): a pseudo-marginal Metropolis-Hastings step whose
+ * invariant law has the exact posterior p(theta, x | y) as its marginal
+ * (Andrieu & Roberts 2009; Vihola, Helske & Franks 2020, "Importance
+ * sampling type estimators based on approximate marginal MCMC").  On a
+ * rejection the chain keeps (theta, x) and NUTS goes on from theta
+ * (gmm_hmc_set_point).  The mean of M weights has 1/M of one weight's
+ * variance, so more draws mean fewer rejections for M cheap solves.  With the
+ * Gaussian likelihood every w_k = 1: nothing is rejected.
+ *
+ * Cost: a gradient is one objective evaluation -- a Laplace fit warm-started
+ * from the last mode plus its reverse mode, O(n kl^2) -- against the joint
+ * sampler's O(n kl) per leapfrog step; in return NUTS runs on a handful of
+ * coordinates whose posterior is close to Gaussian.
+ */
 #include "gmm/hmc_marginal.h"
 
 #include <math.h>

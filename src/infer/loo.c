@@ -1,5 +1,40 @@
 /* loo.c -- PSIS-LOO and WAIC as the R package loo 2.5.1 computes them: see
- * loo.h for the definitions.
+ * loo.h for the layout of the draws.
+ *
+ * Per observation (Vehtari, Gelman and Gabry 2017; Vehtari et al. 2015/2022):
+ *
+ *   r_eff     loo's relative_eff: the ESS of exp(ll) over S, with loo's own
+ *             ess_rfun -- Geyer's initial monotone sequence over unsplit,
+ *             not rank-normalised chains, autocovariances by FFT scaled as
+ *             loo scales them (a factor nextn(niter) / niter on the
+ *             within-chain part that posterior's ESS does not have);
+ *   pareto_k  the shape of a generalised Pareto fitted (Zhang and Stephens
+ *             2009, loo's gpdfit: M = 30 + floor(sqrt(N)) grid points, prior
+ *             3, weakly informative adjustment k N/(N+10) + 5/(N+10)) to the
+ *             largest M_tail = ceiling(min(0.2 S, 3 sqrt(S / r_eff))) ratios
+ *             1/p(y_i | draw), whose logs are then replaced by the fitted
+ *             quantiles at (j - 1/2) / M_tail; weights above the largest raw
+ *             weight are truncated to it; INFINITY when M_tail < 5 or the
+ *             tail is constant (then the raw weights are used);
+ *   elpd_loo  log sum_s w_s p(y_i | draw s) with the weights normalised;
+ *   p_loo     lpd - elpd_loo, lpd = log mean_s p(y_i | draw s);
+ *   looic     -2 elpd_loo;
+ *   mcse_elpd_loo  the Monte Carlo SE of elpd_loo as loo's mcse_elpd gives
+ *             it: with w the normalised weights, p_s = exp(ll_s) and
+ *             E = exp(elpd_loo), the points z_r = E + sd q_r, sd^2 =
+ *             sum_s w_s^2 (p_s - E)^2, q_r = qnorm((r - 3/8) / (1000 + 1/4))
+ *             for r = 1..1000 (deterministic in loo 2.5.1), and the SE
+ *             sqrt(var(log z_r, z_r > 0) / r_eff);
+ *   elpd_waic = lpd - p_waic with p_waic the variance (denominator S - 1)
+ *             of ll over the draws; waic = -2 elpd_waic.
+ *
+ * Totals over N observations: each estimate is the sum of the pointwise
+ * values, its SE sqrt(N var(pointwise)) (var with denominator N - 1);
+ * mcse_elpd_loo is sqrt(sum of the pointwise squares) (loo's mcse_loo), NAN
+ * when some k > 0.7.
+ * Pareto k counts with loo 2.5.1's cut points: good k <= 0.5, ok
+ * 0.5 < k <= 0.7, bad 0.7 < k <= 1, very bad k > 1.
+ *
  *
  * Read from loo's R sources (relative_eff.array, ess_rfun, autocovariance,
  * fft_next_good_size, do_psis_i, psis_smooth_tail, gpdfit, lx,

@@ -1,5 +1,33 @@
 /* summary.c -- posterior summaries of MCMC draws as the R package posterior
- * (1.4) computes them: see summary.h for the definitions and the NAN rules.
+ * (1.4) computes them; the NAN rules are summary.h's.
+ *
+ * The measures, over draws[c*S + s] of C chains of S iterations:
+ *
+ *   mean, median, sd (denominator CS - 1), mad = 1.4826 median|x - median|,
+ *   q5, q95 (R's quantile type 7: x_(lo) + h (x_(lo+1) - x_(lo)) with
+ *     1 + (CS - 1) p = lo + h), all over the CS draws pooled;
+ *
+ *   rhat = max(bulk, tail) R-hat of Vehtari, Gelman, Simpson, Carpenter and
+ *     Buerkner (2021, "Rank-normalization, folding, and localization"):
+ *     split each chain into halves (S odd: the middle draw is left out),
+ *     rank-normalise the pooled split draws, z = Phi^-1((r - 3/8) /
+ *     (n + 1/4)) with r the average rank among n, and take the classic
+ *     R-hat sqrt(((N - 1)/N W + B/N) / W) of z; the tail version does the
+ *     same to |x - median(x)|;
+ *
+ *   ess_bulk: Geyer's initial-monotone-sequence ESS of the rank-normalised
+ *     split chains (autocovariances by FFT, averaged over chains and
+ *     combined with the between-chain variance as in Stan; the sum stops
+ *     at the first negative pair of autocorrelations; ESS is capped at
+ *     n log10(n), n the number of split draws -- posterior warns there,
+ *     this module does not);
+ *
+ *   ess_tail = min of the ESS of the indicators x <= q5 and x <= q95
+ *     (split, not rank-normalised), q computed over the unsplit draws;
+ *
+ *   ess_mean (separate function): the same ESS of the split draws
+ *     themselves, for Monte-Carlo standard errors of a mean.
+ *
  *
  * Read from posterior's R sources (summarise_draws, rhat, ess_bulk,
  * ess_tail, .ess, autocovariance, z_scale, fold_draws, .split_chains,

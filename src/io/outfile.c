@@ -2,20 +2,32 @@
  * damage what they are written to; sets of them committed together
  * (gmm_outset, at the end); whether two paths are one file.
  *
- * The target is the user's path with symlinks at its last component
- * followed (a link stays a link; its target is replaced).  Then:
+ * Symlinks at path's last component are followed (a relative link from
+ * the link's directory; the link stays a link and its target is replaced).
+ * What is at the end decides how it is written:
  *
- *   - a regular file, or nothing yet: data go to ".NAME.tmpXXXXXX" beside
- *     the target (the same directory, hence the same file system, so
- *     rename(2) replaces it atomically); commit flushes, fsyncs, closes and
- *     renames.  A reader of the target sees the old file or the complete new
- *     one, never a prefix, and a failed run leaves yesterday's model in
- *     place.  An existing file's permission bits (and, when the process may
- *     set it, its owner and group) pass to the new one;
- *   - anything else (a character or block device such as /dev/null, a FIFO)
- *     is opened and written in place: no temporary, no rename, which would
- *     put a regular file where the device or pipe was.  A socket cannot be
- *     opened (ENXIO), and a directory is refused.
+ *   - nothing, or a regular file: data go to a temporary ".NAME.tmpXXXXXX"
+ *     in the target's directory (the same file system, so rename(2) replaces
+ *     the target atomically: a reader sees the old file or the complete new
+ *     one, never a prefix), and commit flushes, fsyncs and renames it over
+ *     the target (then fsyncs the directory).  Abort leaves the target
+ *     untouched and removes the temporary; a crash leaves the target
+ *     untouched (and the temporary behind).  A new file gets mode
+ *     0666 & ~umask; a replaced one keeps its permission bits, and its owner
+ *     and group where the process may set them (root), else the group when
+ *     the user belongs to it (set-user/group-ID bits are dropped then).
+ *     ACLs and extended attributes are not copied, and a file with several
+ *     hard links is replaced under this name only.  A target that exists
+ *     but is not writable (mode 0444) is refused, as a shell's '>' would;
+ *   - a character or block device (/dev/null), a FIFO, or anything reached
+ *     through /proc (/dev/stdout, /dev/fd/N): opened and written in place,
+ *     no temporary and no rename, which would put a regular file where
+ *     the device or pipe was (a FIFO's open blocks until a reader
+ *     comes, as a shell redirection does; a regular file reached through
+ *     /proc is appended to).  Abort cannot unwrite what was flushed.  When
+ *     the target is the file stdout is open on (/dev/stdout), the data
+ *     go through the stdout stream itself, in order with the rest of it;
+ *   - a directory is refused (EISDIR), a socket cannot be opened (ENXIO).
  *
  * Every message names the user's path, never the temporary.
  */
@@ -487,6 +499,29 @@ void gmm_outfile_abort(gmm_outfile *o)
 }
 
 /* ---- sets of outputs committed together (io.h: gmm_outset) ---------------- */
+
+/* gmm_outset_commit, in two steps:
+ *
+ *   1. pushes every member out: a temporary is flushed, fsynced and
+ *      closed; stdout, a device or a FIFO is flushed.  A write error here
+ *      (a full disk, /dev/full, a file size limit) -- where nearly every
+ *      failure happens -- replaces nothing: every temporary is removed and
+ *      every target is as it was;
+ *   2. renames the temporaries over their targets, in the order the
+ *      members were opened.  Before each rename an existing target is kept
+ *      under a hard link beside it (".NAME.oldXXXXXX"); should a rename
+ *      fail, the targets already replaced are put back (the old file
+ *      renamed back, a new one removed) and the rest never replaced.  The
+ *      links are removed after the last rename.
+ *
+ * What cannot be promised: output written in place (stdout, a pipe, a
+ * device) cannot be taken back -- it is pushed out in step 1, before any
+ * rename, so that its failure still replaces no file; a crash (or a
+ * failing restore, reported as such) between two renames of step 2 leaves
+ * some targets new and some old (and ".NAME.old*" links behind); where the
+ * file system has no hard links, a failed rename cannot restore the targets
+ * renamed before it (the message says which were replaced).  A file name
+ * given twice to one set is replaced once, by the member opened last. */
 
 struct gmm_outset {
     gmm_outfile **m;  /* members, in the order opened */

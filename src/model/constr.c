@@ -1,5 +1,22 @@
 /* constr.c -- conditioning a banded Gaussian on linear constraints
- * (constr.h): kriging against A and a Woodbury correction for the pins. */
+ * (constr.h): kriging against A and a Woodbury correction for the pins.
+ *
+ * The conditioned Gaussian has precision P on the subspace {A x = 0}:
+ * covariance Sigma_c = V (V'PV)^-1 V' (V an orthonormal basis).  With pinned
+ * latents S (k of them, N_S invertible for a basis N of Q's null space, so
+ * that P~ = P + tau E_S E_S' is positive definite) and L L' = P~:
+ *
+ *   kriging:  Sigma~_c = P~^-1 - U G^-1 U',  U = P~^-1 A', G = A U = L_G L_G',
+ *   pins:     Sigma_c = Sigma~_c + tau Y K^-1 Y',  Y = Sigma~_c E_S,
+ *             K = I - tau E_S' Y = L_K L_K'   (Woodbury: P = P~ - tau E E'),
+ *   log det(V'PV) + log det(AA') = log|P~| + log|G| + log|K|.
+ *
+ * The result does not depend on tau > 0; gmm_constr_tau takes the largest
+ * diagonal entry of the prior at the pins, so that P~'s added curvature is
+ * of the prior's scale (neither a near-singular P~ nor a K near 0).  tau = 0
+ * is the unpinned case, P positive definite itself (variational inference's
+ * q): K = I, log|K| = 0, no Woodbury correction.
+ */
 #include "gmm/constr.h"
 
 #include <math.h>

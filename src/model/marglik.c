@@ -35,7 +35,7 @@
  * state-space model's segment is an interval's d transition rows and an
  * observation, and a block merges whole segments while it holds fewer than
  * BLOCK_MERGE rows (segment_fits; 32: about 5 intervals of the CO2 model,
- * the fastest of 16 .. 64 measured -- fewer sweep states twice more often,
+ * the fastest of 16 .. 64 -- fewer sweep states twice more often,
  * more give the gradient's undo more lanes).  With block starts a block may
  * grow to BLOCK_MAX + kl + 1 rows so that prior rows with one first column
  * are never split (ROW MOMENTS). */
@@ -563,7 +563,7 @@ static int segment_fits(const gmm_prior_rows *G, const gmm_obs *obs, size_t gi, 
  * Reading the rows backwards (the factor of J P J, J the exchange matrix)
  * does not help even though a Markov chain's transition rows, read so, are
  * triangular: the observations have filled the factor's rows they would
- * land in.  Measured on the CO2 model (d = 6): 42 rotations per state in
+ * land in.  Counted on the CO2 model (d = 6): 42 rotations per state in
  * either order row by row, 12 reflections per state in either order by
  * blocks.  G->block_start, when given, marks segments: a block ends
  * before a marked row (and before the observations that start in that

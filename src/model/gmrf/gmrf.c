@@ -6,6 +6,13 @@
  * stored entry Q(hi, lo) stands for both mirrored entries, so an edge's
  * off-diagonal derivative is taken once, never doubled).
  *
+ * edge-ou is positive definite: each edge's 2 x 2 block has eigenvalues
+ * (1/(1 -/+ rho) - 1/2) / variance > 0.  Its `variance` scales the whole
+ * precision (Q is proportional to 1/variance); it is not the marginal
+ * variance of a node, which depends on the node's degree and its
+ * neighbourhood (a node of degree k with long edges has precision about
+ * k / (2 variance)).
+ *
  * edge-ou, per edge of length d, t = d/l, rho = exp(-t), s = 1 - rho^2 =
  * -expm1(-2t) (accurate for short edges, where 1 - rho^2 would cancel):
  *     diagonal   c_d = (1/s - 1/2) / v          (both ends)

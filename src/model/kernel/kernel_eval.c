@@ -2,6 +2,34 @@
  * covariance function, the state space of the whole tree with its reverse
  * mode, the time-varying observation row and the SDE.
  *
+ * ZERO PROCESS NOISE.  constant, cosine and periodic are deterministic given
+ * their state (Q(dt) = 0), so the state precision does not exist.  Their
+ * TYPES report the exact Q = 0 (flag zero_noise).  A product with a factor
+ * that has process noise has Q > 0 already (Q = Q1 (x) P2 + A1 P1 A1^T (x)
+ * Q2); every other zero-noise factor (alone, in a sum, or in a product of
+ * zero-noise factors only) is regularised by a tiny damping, i.e. the
+ * composite uses the valid stationary kernel
+ *
+ *     k_reg(tau) = k(tau) exp(-|tau| * damp / Z)
+ *
+ * whose state space is A_reg = rho A, Q_reg = (1 - rho^2) Pinf + rho^2 Q,
+ * rho = exp(-damp dt / Z), with Pinf unchanged.  Z is the largest number of
+ * damped factors multiplied together in any term of the expanded kernel
+ * (cosine * periodic: 2), so every term's envelope is exactly or at least
+ * exp(-damp |tau|).  ssm.h chooses damp from the data (see there);
+ * gmm_kernel_cov evaluates the damped covariance so a dense oracle of the
+ * regularised model is exact.
+ *
+ * DEMODULATION.  A damped oscillator factor (cosine, periodic) is carried in
+ * rotating coordinates u(t) = R(t - t0)^-1 x(t), R(tau) its undamped
+ * transition: then A = rho I exactly, Q = (1 - rho^2) Pinf (Pinf is
+ * rotation invariant, q_j^2 I per harmonic), and the rotation moves into a
+ * time-varying observation row h(t - t0) = H R(t - t0) (gmm_kernel_obs).  An
+ * exact change of variables, per state, that keeps the band: the
+ * near-deterministic chain then has the Laplacian structure of a damped
+ * constant, whose precision rounds far more gracefully (docs/accuracy.md,
+ * Zero-noise kernels).  The period's gradient then flows through h.
+ *
  * Sum:      x = (x_1, x_2, ...):  F, Pinf, A, Q block-diagonal, H concatenated.
  * Product:  x = x_L (x) x_R:      F = F_L (x) I + I (x) F_R, so
  *           A = A_L (x) A_R,  Pinf = P_L (x) P_R,  H = H_L (x) H_R,  and

@@ -2,6 +2,16 @@
  * blocks, the band of the prior precision, the marginal likelihood
  * (marglik.h) and its reverse mode chained to the kernel parameters.
  *
+ * The prior precision (SYMMETRIC band, lower bandwidth 2d - 1, or d - 1 + s
+ * when the kernel's state splits into independent blocks of at most s
+ * variables, each state's variables then listed block by block: see BLOCKS in
+ * ssm.c; gmm_ssm_bandwidth reports it) has diagonal
+ * blocks Pinf^-1 + A_1' Q_1^-1 A_1, Q_k^-1 + A_{k+1}' Q_{k+1}^-1 A_{k+1},
+ * Q_{K-1}^-1 and sub-diagonal blocks -Q_k^-1 A_k; log|Q_prior| = -log|Pinf|
+ * - sum_k log|Q_k| from the d x d blocks.  (A_k, Q_k) are computed once per
+ * distinct interval: intervals that differ by less than dt_ulps rounding
+ * units of max|x| (below the resolution of the inputs themselves) share one.
+ *
  * The prior precision is assembled directly in the marginal likelihood's
  * band (gmm_marglik_prior_band; see STATE COLUMNS) and its gradient read
  * where the reverse sweep leaves it (gmm_marglik_grad_view): no band of our

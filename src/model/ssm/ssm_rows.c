@@ -4,6 +4,19 @@
  * and C A per interval group, C0 = chol(Pinf)^-1), the row reader its
  * ssm_prior_row.
  *
+ * LAYOUT.  Q_prior = G'G for the N rows, in band order (ssm.c, BLOCKS),
+ *
+ *   rows 0 .. d - 1:          C0 x_0,                 C0 = chol(Pinf)^-1,
+ *   rows (k + 1) d + p:       row p of C_k (x_{k+1} - A_k x_k),
+ *                             C_k = chol(Q_k)^-1  (k = 0 .. K - 2),
+ *
+ * chol the lower Cholesky factor of each block, so C0, C_k and C_k A_k are
+ * block-diagonal.  Row p < d has its p + 1 entries C0(p, 0 .. p) from column
+ * 0; row (k + 1) d + p, with o the first position of p's block, has d - o + p
+ * + 1 <= kl + 1 entries from column k d + o: -(C_k A_k)(p, o .. d - 1), then
+ * C_k(p, 0 .. p) (entries off p's block are written, as zeros).  First
+ * columns are nondecreasing (marglik.h's gmm_prior_rows contract).
+ *
  * REVERSE (gmm_ssm_prior_rows_rev, c = sum Gbar . G + ldbar log|Q_prior|).
  * Row p < d holds C0(p, 0 .. p); row (k + 1) d + p holds -(C A)_g(p, o ..
  * d - 1) then C_g(p, 0 .. p), g the group of interval k (ssm.h).  One pass

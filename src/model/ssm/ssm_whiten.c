@@ -7,7 +7,12 @@
  *
  * L0 = chol(Pinf), L_g = chol(Q_g), A_g, L_g block-diagonal: row p of a
  * state reads the positions of its own block, so a state costs sum over
- * blocks of 3 s^2 / 2 flops, O(kl) per variable.
+ * blocks of 3 s^2 / 2 flops, O(kl) per variable.  W^-1 is block lower
+ * bidiagonal (the square root's rows, ssm_rows.c), and W W' = Q_prior^-1
+ * exactly whatever the spacing: no inverse of a Q_k and no Cholesky of the
+ * assembled precision, hence no spacing limit (chol(Q_k) of a tiny Q_k is
+ * accurate: the kernels form Q_k without the cancellation of Pinf - A Pinf
+ * A').
  *
  * ADJOINT (whiten_t, and the reverse sweep).  With lam_k = dc/dx_k for c =
  * g . x (all later states included),
