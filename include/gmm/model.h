@@ -133,12 +133,33 @@ typedef struct {
 /* Zero, with noise and intercept NAN. */
 void gmm_mdl_spec_init(gmm_mdl_spec *s);
 
+/* Which rule of the description a build found broken (gmm_mdl_failure's
+ * rule), so that a program can word it in its own terms (the message
+ * words it in the description's fields). */
+typedef enum {
+    GMM_MDL_RULE_NONE = 0,
+    GMM_MDL_RULE_KERNEL_AND_GRAPH,     /* a kernel and a graph (or an iid term) */
+    GMM_MDL_RULE_GRAPH_FIELDS,         /* precision, node or edge_cols without a graph */
+    GMM_MDL_RULE_GRAPH_NEEDS,          /* a graph without precision, node or y */
+    GMM_MDL_RULE_STATE_SPACE_FIELDS,   /* x or merge_tol with a graph */
+    GMM_MDL_RULE_EXPOSURE_AND_TRIALS,  /* both per-row columns */
+    GMM_MDL_RULE_NON_GAUSSIAN_FIELDS,  /* exposure, intercept or no_intercept, Gaussian */
+    GMM_MDL_RULE_ROW_COLUMN,           /* exposure or trials the likelihood has not */
+    GMM_MDL_RULE_GAUSSIAN_FIELDS,      /* noise or no_center, not Gaussian */
+    GMM_MDL_RULE_INTERCEPT_AND_NONE,   /* intercept and no_intercept */
+    GMM_MDL_RULE_FORMULA_REPLACES,     /* a formula with kernel, graph, precision, x, y
+                                        * or node */
+    GMM_MDL_RULE_MERGE_TOL_NO_KERNEL   /* merge_tol with a formula of no kernel term */
+} gmm_mdl_rule;
+
 /* How a build failed, beyond its status and message. */
 typedef struct {
     /* nonzero: the description contradicts itself or names what is not
      * there (fields that exclude each other, a fixed name that is no
      * parameter, edge columns): the caller's mistake, not the data's */
     int usage;
+    /* with usage: the rule broken, when it is one of gmm_mdl_rule's */
+    gmm_mdl_rule rule;
     /* a spec's syntax or values: its key ("kernel", "precision",
      * "likelihood", "formula": an error inside a formula's f() spec points
      * into the formula), its text (points into the spec) and the offset of

@@ -277,6 +277,35 @@ static void on_report(void *user, gmm_mdl_report kind, const char *text)
         cli_msg(r->cmd, "default kernel: %s", CLI_DEFAULT_KERNEL);
 }
 
+/* A broken rule of the description (model.h: gmm_mdl_rule) in the options'
+ * words; NULL: the library's message serves. */
+static const char *rule_message(gmm_mdl_rule r)
+{
+    switch (r) {
+    case GMM_MDL_RULE_KERNEL_AND_GRAPH: return "--kernel and --graph exclude each other";
+    case GMM_MDL_RULE_GRAPH_FIELDS: return "--precision, --node and --edge-cols need --graph";
+    case GMM_MDL_RULE_GRAPH_NEEDS:
+        return "--graph needs --precision SPEC, --node NAME and --y NAME";
+    case GMM_MDL_RULE_STATE_SPACE_FIELDS:
+        return "--x, --merge-tol and --free-period apply to state-space models, not to --graph";
+    case GMM_MDL_RULE_EXPOSURE_AND_TRIALS: return "--exposure and --trials exclude each other";
+    case GMM_MDL_RULE_NON_GAUSSIAN_FIELDS:
+        return "--exposure, --intercept and --no-intercept apply to non-Gaussian likelihoods "
+               "(Gaussian data are centred instead)";
+    case GMM_MDL_RULE_GAUSSIAN_FIELDS:
+        return "--noise and --no-center apply to the Gaussian likelihood (use --likelihood's "
+               "own parameters, e.g. 'negbinomial(dispersion=2)')";
+    case GMM_MDL_RULE_INTERCEPT_AND_NONE:
+        return "--intercept and --no-intercept exclude each other";
+    case GMM_MDL_RULE_FORMULA_REPLACES:
+        return "--formula replaces --kernel, --graph, --precision, --x, --y and --node";
+    case GMM_MDL_RULE_MERGE_TOL_NO_KERNEL:
+        return "--merge-tol applies to state-space models: --kernel, or kernel terms "
+               "f(NAME, 'KERNEL') of a formula";
+    default: return NULL;
+    }
+}
+
 /* A failed build, as the command line says it: a spec with a caret (under
  * the model file's key when spec_file is set), a usage error (exit 2), a
  * list of the parameters.  Returns the exit code. */
@@ -287,8 +316,13 @@ static int build_failed(const char *cmd, gmm_status s, const gmm_mdl_failure *f,
     if (f->spec_text) {
         cli_print_spec_error(cmd, spec_file, f->spec_key, f->spec_text, f->spec_pos);
         rc = cli_exit_code(s);
+    } else if (f->usage && rule_message(f->rule)) {
+        cli_msg(cmd, "%s", rule_message(f->rule));
+        rc = CLI_EXIT_USAGE;
     } else if (f->usage) {
-        cli_msg(cmd, "%s%s", f->fix ? "--fix: " : "", gmm_error_message());
+        /* the row column's rule: "FIELD: ..." names the option's field */
+        cli_msg(cmd, "%s%s", f->fix ? "--fix: " : f->rule == GMM_MDL_RULE_ROW_COLUMN ? "--" : "",
+                gmm_error_message());
         rc = CLI_EXIT_USAGE;
     } else {
         rc = cli_fail(cmd, s);

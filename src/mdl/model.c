@@ -118,10 +118,11 @@ static void report(const build *b, gmm_mdl_report kind, const char *fmt, ...)
     b->s->report(b->s->report_user, kind, buf);
 }
 
-/* A contradictory description: GMM_EINVAL with usage set. */
-static gmm_status usage_error(const build *b, const char *msg)
+/* A contradictory description, rule r broken: GMM_EINVAL with usage set. */
+static gmm_status usage_error(const build *b, gmm_mdl_rule r, const char *msg)
 {
     b->fail->usage = 1;
+    b->fail->rule = r;
     return gmm_error(GMM_EINVAL, "%s", msg);
 }
 
@@ -235,8 +236,8 @@ static gmm_status check_keys(const build *b, const gmm_formula_latent *t)
         if (other && mk < 0)
             return formula_error(b, g->pos,
                                  "formula: f(%s, '%s'): a spec's parameters take their start "
-                                 "values in the spec (KIND(%s=...)) and are held with --fix "
-                                 "f.%s.KIND.%s",
+                                 "values in the spec (KIND(%s=...)) and are held fixed by "
+                                 "name, f.%s.KIND.%s",
                                  t->name, t->model, g->key, t->name, g->key);
         if (other && (!strcmp(g->key, "variance") || !strcmp(g->key, "phi")))
             return formula_error(b, g->pos, "formula: f(%s, %s) has no parameter '%s' (phi is "
@@ -366,8 +367,9 @@ static gmm_status check_stack_terms(const build *b, const gmm_formula *fm)
         nkern += mk < 0 && !graph;
     }
     if (b->s->merge_tol > 0 && nkern == 0)
-        return usage_error(b, "--merge-tol applies to state-space models: --kernel, or kernel "
-                              "terms f(NAME, 'KERNEL') of a formula");
+        return usage_error(b, GMM_MDL_RULE_MERGE_TOL_NO_KERNEL,
+                           "merge_tol applies to state-space models: a kernel, or kernel "
+                           "terms f(NAME, 'KERNEL') of a formula");
     return GMM_OK;
 }
 
@@ -387,8 +389,8 @@ static gmm_status apply_formula(build *b, gmm_mdl *m, gmm_mdl_spec *d)
     if (!(m->formula_rec = record_formula(o->formula, m->fm)))
         return gmm_error(GMM_ENOMEM, "out of memory");
     if (!o->values && (o->kernel || o->precision || o->graph || o->x || o->y || o->node))
-        return usage_error(b, "--formula replaces --kernel, --graph, --precision, --x, --y and "
-                              "--node");
+        return usage_error(b, GMM_MDL_RULE_FORMULA_REPLACES,
+                           "a formula replaces the kernel, graph, precision, x, y and node");
     const gmm_formula *fm = m->fm;
     if (fm->nlatent == 0)
         return formula_error(b, strlen(o->formula),
@@ -732,7 +734,7 @@ static gmm_status build_ssm(const build *b, gmm_mdl *m)
     const gmm_ssm *ssm = gmm_latent_ssm(m->lat);
     if (gmm_ssm_nmerged(ssm) > 0)
         report(b, GMM_MDL_REPORT_WARNING,
-               "warning: %zu distinct inputs within --merge-tol %g of another were merged "
+               "warning: %zu distinct inputs within merge_tol %g of another were merged "
                "into one state",
                gmm_ssm_nmerged(ssm), sp->merge_tol);
     if (sp->verbose)
@@ -1015,7 +1017,7 @@ static gmm_status build_stack(build *b, gmm_mdl *m, const gmm_table *data)
     for (size_t k = 0; k < K; k++)
         if (gmm_latent_stack_nmerged(m->lat, k) > 0)
             report(b, GMM_MDL_REPORT_WARNING,
-                   "warning: %s: %zu distinct inputs within --merge-tol %g of another were "
+                   "warning: %s: %zu distinct inputs within merge_tol %g of another were "
                    "merged into one state",
                    names[k], gmm_latent_stack_nmerged(m->lat, k), b->s->merge_tol);
     if (b->s->verbose) {
@@ -1202,35 +1204,43 @@ static gmm_status check_spec(const build *b, const gmm_lik *lik)
     }
     int g = o->graph != NULL || b->edgeless;
     if (g && o->kernel)
-        return usage_error(b, "--kernel and --graph exclude each other");
+        return usage_error(b, GMM_MDL_RULE_KERNEL_AND_GRAPH, "a kernel and a graph exclude each other");
     if (!g && (o->precision || o->node || o->edge_cols[0]))
-        return usage_error(b, "--precision, --node and --edge-cols need --graph");
+        return usage_error(b, GMM_MDL_RULE_GRAPH_FIELDS,
+                           "a precision, a node column and edge columns need a graph");
     if (g && (!o->precision || !o->node || !o->y))
         /* --y has no default for graphs: node files often carry coordinate
          * columns named x and y, and modelling one by accident is silent. */
-        return usage_error(b, "--graph needs --precision SPEC, --node NAME and --y NAME");
+        return usage_error(b, GMM_MDL_RULE_GRAPH_NEEDS,
+                           "a graph needs a precision, a node column and a y column");
     if (g && (o->x || o->merge_tol > 0))
-        return usage_error(b, "--x, --merge-tol and --free-period apply to state-space models, "
-                              "not to --graph");
+        return usage_error(b, GMM_MDL_RULE_STATE_SPACE_FIELDS,
+                           "an x column and merge_tol apply to state-space models, not to a "
+                           "graph");
     if (o->exposure && o->trials)
-        return usage_error(b, "--exposure and --trials exclude each other");
+        return usage_error(b, GMM_MDL_RULE_EXPOSURE_AND_TRIALS,
+                           "an exposure and a trials column exclude each other");
     if (lik->type->conjugate && !o->formula) {
         if (o->exposure || o->no_intercept || !isnan(o->intercept))
-            return usage_error(b, "--exposure, --intercept and --no-intercept apply to "
-                                  "non-Gaussian likelihoods (Gaussian data are centred instead)");
+            return usage_error(b, GMM_MDL_RULE_NON_GAUSSIAN_FIELDS,
+                               "an exposure, an intercept and no_intercept apply to "
+                               "non-Gaussian likelihoods (Gaussian data are centred instead)");
     }
     if (!q_ok) {
         b->fail->usage = 1;
-        return gmm_error(GMM_EINVAL, "--%s: the %s likelihood has no %s", qname,
+        b->fail->rule = GMM_MDL_RULE_ROW_COLUMN;
+        return gmm_error(GMM_EINVAL, "%s: the %s likelihood has no %s", qname,
                          lik->type->name, qname);
     }
     if (!lik->type->conjugate) {
         if (!isnan(o->noise) || o->no_center)
-            return usage_error(b, "--noise and --no-center apply to the Gaussian likelihood "
-                                  "(use --likelihood's own parameters, e.g. "
-                                  "'negbinomial(dispersion=2)')");
+            return usage_error(b, GMM_MDL_RULE_GAUSSIAN_FIELDS,
+                               "noise and no_center apply to the Gaussian likelihood (the "
+                               "likelihood's own parameters are in its spec, e.g. "
+                               "'negbinomial(dispersion=2)')");
         if (o->no_intercept && !isnan(o->intercept))
-            return usage_error(b, "--intercept and --no-intercept exclude each other");
+            return usage_error(b, GMM_MDL_RULE_INTERCEPT_AND_NONE,
+                           "an intercept and no_intercept exclude each other");
     }
     return GMM_OK;
 }

@@ -27,11 +27,11 @@ int gmm_mdl_at_rows(const gmm_mdl *m)
 gmm_status gmm_mdl_check_new_inputs(const gmm_mdl *m)
 {
     if (m->stack)
-        return gmm_error(GMM_EINVAL, "--grid has no rows: give the new rows with --at FILE "
+        return gmm_error(GMM_EINVAL, "a grid has no rows: new rows come from a table "
                                      "(each f() term's column%s)",
                          m->ncoef > 1 ? ", and the formula's covariates and factors" : "");
     if (gmm_mdl_at_rows(m))
-        return gmm_error(GMM_EINVAL, "--grid has no %s: give the new rows with --at FILE "
+        return gmm_error(GMM_EINVAL, "a grid has no %s: new rows come from a table "
                                      "(column '%s'%s)",
                          gmm_latent_has_inputs(m->lat) ? "covariate values" : "nodes",
                          gmm_mdl_data_site_name(m),

@@ -812,7 +812,7 @@ START_TEST(test_formula_start_values)
          "formula: f(g, iid) has no parameter 'phi' (phi is bym2's mixing weight)"},
         {"y ~ f(t, 'matern32', variance=1)", 21,
          "formula: f(t, 'matern32'): a spec's parameters take their start values in the spec "
-         "(KIND(variance=...)) and are held with --fix f.t.KIND.variance"},
+         "(KIND(variance=...)) and are held fixed by name, f.t.KIND.variance"},
         {"y ~ f(t, rw1, cyclic, period=3 fixed)", 31,
          "formula: f(t, rw1): 'fixed' holds a parameter at its start value (variance=1 "
          "fixed); 'period' is not a parameter"},
