@@ -72,42 +72,33 @@ typedef enum {
 typedef void (*gmm_mdl_report_fn)(void *user, gmm_mdl_report kind, const char *text);
 
 typedef struct {
-    /* A formula (formula.h), 'RESPONSE ~ TERMS' with one f() term, or NULL.
-     * Without values it replaces kernel, precision, graph, x, y and node
-     * (which must be NULL: a usage error); f(NAME, 'SPEC') is a kernel on
-     * input column NAME, f(NAME, 'SPEC', graph=EDGES.csv) a graph precision
-     * on node column NAME, f(NAME, iid) one N(0, variance) effect per level
-     * of NAME (the precision iid on a graph of the levels, no edges).  With
-     * values (a model file) those fields come from the file and the formula
-     * gives the fixed effects and the kind of latent.  Covariates and
-     * factor levels become coefficients (problem.h); a Gaussian model with
-     * any of them is not centred but has an intercept coefficient.  A
-     * keyword term's variance=V and (bym2) phi=P are the objective's start
-     * values f.NAME.variance and f.NAME.phi (not over a model file's
-     * values), and 'KEY=VALUE fixed' holds that parameter as fix does,
-     * with or without values; a value out of its domain or a key the model
-     * lacks is GMM_EPARSE with the caret on it (gmm_mdl_failure). */
-    const char *formula;
-    /* Latent: a kernel spec, or a precision spec with its edge list. */
-    const char *kernel;        /* "matern32 + ..."; NULL with precision */
-    const char *precision;     /* "edge-ou(...)"; set for a graph model */
-    const char *graph;         /* edge-list CSV (graph models) */
-    const char *edge_cols[3];  /* i, j, length columns; all NULL: "i", "j" and an
-                                * optional "length"; [2] NULL: no lengths.  A
-                                * named length is required (with values: optional) */
+    /* What the model is (modelfile.h), the same type a model file records;
+     * its strings are borrowed.
+     *
+     * desc.formula: 'RESPONSE ~ TERMS' with one f() term, or NULL.
+     * Without values it replaces kernel, precision, graph and the data's
+     * x, y and node (which must be NULL: a usage error); f(NAME, 'SPEC') is
+     * a kernel on input column NAME, f(NAME, 'SPEC', graph=EDGES.csv) a
+     * graph precision on node column NAME, f(NAME, iid) one N(0, variance)
+     * effect per level of NAME (the precision iid on a graph of the levels,
+     * no edges).  With values (a model file) those fields come from the
+     * file and the formula gives the fixed effects and the kind of latent.
+     * Covariates and factor levels become coefficients (problem.h); a
+     * Gaussian model with any of them is not centred but has an intercept
+     * coefficient.  A keyword term's variance=V and (bym2) phi=P are the
+     * objective's start values f.NAME.variance and f.NAME.phi (not over a
+     * model file's values), and 'KEY=VALUE fixed' holds that parameter as
+     * fix does, with or without values; a value out of its domain or a key
+     * the model lacks is GMM_EPARSE with the caret on it (gmm_mdl_failure).
+     *
+     * desc.kernel NULL with a precision; desc.edge_cols: a named length is
+     * required (with values: optional); desc.merge_tol: state-space models
+     * and a formula's kernel terms; desc.data.exposure a family whose rowq
+     * is "exposure", desc.data.trials one whose rowq is "trials", at most
+     * one of the two; desc.likelihood NULL: "gaussian". */
+    gmm_model_desc desc;
     int strict_nodes;          /* a data node missing from the graph is an error */
-    double merge_tol;          /* state-space, a formula's kernel terms: inputs
-                                * closer than this share a state */
     int factor;                /* gmm_ssm_factor (0: auto) */
-    /* Data. */
-    const char *data;          /* CSV path ("-": stdin) */
-    const char *x, *y, *node;  /* column names; NULL x, y: the first two columns */
-    const char *exposure;      /* exposure column or NULL (a family whose rowq is
-                                * "exposure") */
-    const char *trials;        /* trials column or NULL (rowq "trials"); at most one
-                                * of the two */
-    /* Likelihood. */
-    const char *likelihood;    /* spec, NULL: "gaussian" */
     double noise;              /* Gaussian variance start; NAN: a tenth of var(y) */
     double intercept;          /* start of the intercept; NAN: the data's */
     int no_intercept;

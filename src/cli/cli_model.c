@@ -132,8 +132,7 @@ void cli_model_opts_init(cli_model_opts *o)
 {
     memset(o, 0, sizeof *o);
     o->seen.repeatable = cli_model_repeatable;
-    o->noise = NAN;
-    o->intercept = NAN;
+    gmm_mdl_spec_init(&o->spec);
 }
 
 void cli_model_opts_free(cli_model_opts *o)
@@ -162,42 +161,42 @@ int cli_model_opt(cli_model_opts *o, const char *cmd, int c, const char *arg)
     if (c >= CLI_OPT_KERNEL && c < CLI_OPT_VERBOSE)
         o->given++;
     switch (c) {
-    case CLI_OPT_KERNEL: o->kernel = arg; return 1;
-    case CLI_OPT_FORMULA: o->formula = arg; return 1;
-    case CLI_OPT_GRAPH: o->graph = arg; return 1;
-    case CLI_OPT_PRECISION: o->precision = arg; return 1;
+    case CLI_OPT_KERNEL: o->spec.desc.kernel = arg; return 1;
+    case CLI_OPT_FORMULA: o->spec.desc.formula = arg; return 1;
+    case CLI_OPT_GRAPH: o->spec.desc.graph = arg; return 1;
+    case CLI_OPT_PRECISION: o->spec.desc.precision = arg; return 1;
     case CLI_OPT_EDGE_COLS: o->edge_cols = arg; return 1;
-    case CLI_OPT_X: o->xcol = arg; return 1;
-    case CLI_OPT_Y: o->ycol = arg; return 1;
-    case CLI_OPT_NODE: o->node = arg; return 1;
+    case CLI_OPT_X: o->spec.desc.data.x = arg; return 1;
+    case CLI_OPT_Y: o->spec.desc.data.y = arg; return 1;
+    case CLI_OPT_NODE: o->spec.desc.data.node = arg; return 1;
     case CLI_OPT_NOISE:
-        return parse_positive(cmd, "noise", arg, 0, &o->noise);
-    case CLI_OPT_NO_CENTER: o->no_center = 1; return 1;
-    case CLI_OPT_STRICT_NODES: o->strict_nodes = 1; return 1;
+        return parse_positive(cmd, "noise", arg, 0, &o->spec.noise);
+    case CLI_OPT_NO_CENTER: o->spec.no_center = 1; return 1;
+    case CLI_OPT_STRICT_NODES: o->spec.strict_nodes = 1; return 1;
     case CLI_OPT_MERGE_TOL:
-        return parse_positive(cmd, "merge-tol", arg, 1, &o->merge_tol);
+        return parse_positive(cmd, "merge-tol", arg, 1, &o->spec.desc.merge_tol);
     case CLI_OPT_FREE_PERIOD: o->free_period = 1; return 1;
-    case CLI_OPT_LIKELIHOOD: o->likelihood = arg; return 1;
-    case CLI_OPT_EXPOSURE: o->exposure = arg; return 1;
-    case CLI_OPT_TRIALS: o->trials = arg; return 1;
+    case CLI_OPT_LIKELIHOOD: o->spec.desc.likelihood = arg; return 1;
+    case CLI_OPT_EXPOSURE: o->spec.desc.data.exposure = arg; return 1;
+    case CLI_OPT_TRIALS: o->spec.desc.data.trials = arg; return 1;
     case CLI_OPT_INTERCEPT: {
         char *end;
-        o->intercept = strtod(arg, &end);
-        if (end == arg || *end || !isfinite(o->intercept)) {
+        o->spec.intercept = strtod(arg, &end);
+        if (end == arg || *end || !isfinite(o->spec.intercept)) {
             cli_msg(cmd, "--intercept: '%s' is not a finite number", arg);
             return -1;
         }
         return 1;
     }
-    case CLI_OPT_NO_INTERCEPT: o->no_intercept = 1; return 1;
+    case CLI_OPT_NO_INTERCEPT: o->spec.no_intercept = 1; return 1;
     case CLI_OPT_VERBOSE: o->verbose = 1; return 1;
     case CLI_OPT_FACTOR:
         if (!strcmp(arg, "auto"))
-            o->factor = GMM_SSM_FACTOR_AUTO;
+            o->spec.factor = GMM_SSM_FACTOR_AUTO;
         else if (!strcmp(arg, "cholesky"))
-            o->factor = GMM_SSM_FACTOR_CHOL;
+            o->spec.factor = GMM_SSM_FACTOR_CHOL;
         else if (!strcmp(arg, "square-root"))
-            o->factor = GMM_SSM_FACTOR_ROWS;
+            o->spec.factor = GMM_SSM_FACTOR_ROWS;
         else {
             cli_msg(cmd, "--factor: '%s' is not auto, cholesky or square-root", arg);
             return -1;
@@ -371,51 +370,36 @@ static int split_edge_cols(const char *cmd, const char *spec, char *buf, const c
 int cli_model_load(const char *cmd, const cli_model_opts *o, gmm_mdl **out)
 {
     *out = NULL;
-    if (!o->data) {
+    if (!o->spec.desc.data.file) {
         cli_msg(cmd, "missing DATA.csv (see '%s --help')", cmd);
         return CLI_EXIT_USAGE;
     }
-    if (o->graph && o->free_period) {
+    if (o->spec.desc.graph && o->free_period) {
         cli_msg(cmd, "--x, --merge-tol and --free-period apply to state-space models, not "
                      "to --graph");
         return CLI_EXIT_USAGE;
     }
-    if (o->free_period && o->kernel) {
+    if (o->free_period && o->spec.desc.kernel) {
         cli_msg(cmd, "--free-period applies to the default kernel only");
         return CLI_EXIT_USAGE;
     }
     int rc = 0;
-    report_ctx r = {cmd, o->quiet, o->verbose, 0, !o->graph && !o->kernel && !o->formula};
-    gmm_mdl_spec s;
-    gmm_mdl_spec_init(&s);
+    const gmm_model_desc *d = &o->spec.desc;
+    int default_kernel = !d->graph && !d->kernel && !d->formula;
+    report_ctx r = {cmd, o->quiet, o->verbose, 0, default_kernel};
+    gmm_mdl_spec s = o->spec;
     char *cols = o->edge_cols ? gmm_malloc(strlen(o->edge_cols) + 1, 1) : NULL;
     const char **fix = gmm_malloc(o->nfix + 1, sizeof *fix);
     if (!fix || (o->edge_cols && !cols)) {
         rc = cli_fail(cmd, gmm_error(GMM_ENOMEM, "out of memory"));
         goto done;
     }
-    if (o->edge_cols && (rc = split_edge_cols(cmd, o->edge_cols, cols, s.edge_cols)) != 0)
+    if (o->edge_cols && (rc = split_edge_cols(cmd, o->edge_cols, cols, s.desc.edge_cols)) != 0)
         goto done;
-    s.formula = o->formula;
-    s.kernel = o->graph || o->formula ? o->kernel : o->kernel ? o->kernel : CLI_DEFAULT_KERNEL;
-    s.precision = o->precision;
-    s.graph = o->graph;
-    s.strict_nodes = o->strict_nodes;
-    s.merge_tol = o->merge_tol;
-    s.factor = o->factor;
-    s.data = o->data;
-    s.x = o->xcol;
-    s.y = o->ycol;
-    s.node = o->node;
-    s.exposure = o->exposure;
-    s.trials = o->trials;
-    s.likelihood = o->likelihood;
-    s.noise = o->noise;
-    s.intercept = o->intercept;
-    s.no_intercept = o->no_intercept;
-    s.no_center = o->no_center;
+    if (default_kernel)
+        s.desc.kernel = CLI_DEFAULT_KERNEL;
     /* the default kernel's period is held unless --free-period */
-    if (!o->graph && !o->kernel && !o->formula && !o->free_period)
+    if (default_kernel && !o->free_period)
         fix[s.nfix++] = CLI_DEFAULT_KERNEL_FIXED;
     for (size_t k = 0; k < o->nfix; k++)
         fix[s.nfix++] = o->fix[k];
@@ -492,31 +476,27 @@ int cli_model_from_file(const char *cmd, const gmm_model *mf, const char *model_
     int rc = 0;
     char *data_file = NULL, *graph_file = NULL;
     const char *mp = model_path && strcmp(model_path, "-") ? model_path : "<stdin>";
-    int graph = mf->precision != NULL;
+    int graph = mf->desc.precision != NULL;
     *out = NULL;
-    if (!data && (rc = resolve_path(cmd, model_path, "data file", mf->data.file, &data_file)) != 0)
+    if (!data &&
+        (rc = resolve_path(cmd, model_path, "data file", mf->desc.data.file, &data_file)) != 0)
         goto done;
-    if (graph && mf->graph &&
-        (rc = resolve_path(cmd, model_path, "edge list", mf->graph, &graph_file)) != 0)
+    if (graph && mf->desc.graph &&
+        (rc = resolve_path(cmd, model_path, "edge list", mf->desc.graph, &graph_file)) != 0)
         goto done;
     report_ctx r = {cmd, 0, verbose, 1, 0};
     gmm_mdl_spec s;
     gmm_mdl_spec_init(&s);
-    s.formula = mf->formula;
-    s.kernel = mf->kernel;
-    s.precision = mf->precision;
-    s.graph = graph_file;
-    for (int k = 0; k < 3; k++)
-        s.edge_cols[k] = mf->edge_cols[k];
-    s.merge_tol = graph ? 0.0 : mf->merge_tol;
+    s.desc = mf->desc;
+    s.desc.graph = graph_file;
+    s.desc.data.file = data ? data : data_file;
+    if (graph) {
+        s.desc.merge_tol = 0.0;
+        s.desc.data.x = NULL;
+    } else {
+        s.desc.data.node = NULL;
+    }
     s.factor = factor;
-    s.data = data ? data : data_file;
-    s.x = graph ? NULL : mf->data.x;
-    s.y = mf->data.y;
-    s.node = graph ? mf->data.node : NULL;
-    s.exposure = mf->data.exposure;
-    s.trials = mf->data.trials;
-    s.likelihood = mf->likelihood;
     s.values = mf;
     s.values_name = mp;
     s.model_path = model_path && strcmp(model_path, "-") ? model_path : NULL;
@@ -554,9 +534,9 @@ static void formula_inputs(cli_io *io, const char *formula, const char *suffix)
 
 void cli_model_opts_inputs(cli_io *io, const cli_model_opts *o)
 {
-    cli_io_input(io, "the data file", o->data);
-    cli_io_input(io, "the edge list", o->graph);
-    formula_inputs(io, o->formula, "");
+    cli_io_input(io, "the data file", o->spec.desc.data.file);
+    cli_io_input(io, "the edge list", o->spec.desc.graph);
+    formula_inputs(io, o->spec.desc.formula, "");
 }
 
 /* A file named by model file mf (read from model_path), as an input: where
@@ -579,10 +559,10 @@ void cli_model_file_inputs(cli_io *io, const gmm_model *mf, const char *model_pa
     if (data)
         cli_io_input(io, "the data file", data);
     else
-        recorded_input(io, "the model's data file", model_path, mf->data.file);
-    if (mf->precision)
-        recorded_input(io, "the model's edge list", model_path, mf->graph);
-    formula_inputs(io, mf->formula, " in the model");
+        recorded_input(io, "the model's data file", model_path, mf->desc.data.file);
+    if (mf->desc.precision)
+        recorded_input(io, "the model's edge list", model_path, mf->desc.graph);
+    formula_inputs(io, mf->desc.formula, " in the model");
     if (mf->has_vi)
         recorded_input(io, "the model's q file", model_path, mf->vi_file);
 }
@@ -609,7 +589,7 @@ int cli_model_fit_check(const char *cmd, const gmm_mdl *m)
 int cli_model_positional(const char *cmd, int argc, char **argv, cli_model_opts *o)
 {
     if (optind < argc)
-        o->data = argv[optind++];
+        o->spec.desc.data.file = argv[optind++];
     if (optind < argc) {
         cli_msg(cmd, "unexpected argument '%s'", argv[optind]);
         return CLI_EXIT_USAGE;
@@ -638,11 +618,12 @@ int cli_model_open(const char *cmd, const cli_model_opts *o, const char *model_p
     if (s != GMM_OK)
         return cli_fail(cmd, s);
     if (io) {
-        cli_model_file_inputs(io, mf, model_path, o->data, "the model file");
+        cli_model_file_inputs(io, mf, model_path, o->spec.desc.data.file, "the model file");
         if ((rc = cli_io_check(cmd, io)) != 0)
             return rc;
     }
-    return cli_model_from_file(cmd, mf, model_path, o->data, o->verbose, o->factor, out);
+    return cli_model_from_file(cmd, mf, model_path, o->spec.desc.data.file, o->verbose,
+                               o->spec.factor, out);
 }
 
 int cli_model_vi_start(const char *cmd, gmm_mdl *m, gmm_vi *v, const gmm_model *src,

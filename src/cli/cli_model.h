@@ -22,31 +22,20 @@
 #define CLI_DEFAULT_KERNEL_FIXED "1.quasiperiodic.period"
 
 typedef struct {
-    const char *data;       /* DATA.csv (positional) */
-    const char *formula;    /* --formula 'RESPONSE ~ TERMS' */
-    const char *kernel;     /* --kernel SPEC */
-    const char *graph;      /* --graph EDGES.csv */
-    const char *precision;  /* --precision SPEC */
-    const char *edge_cols;  /* --edge-cols I,J[,LEN] */
-    const char *xcol;       /* --x NAME */
-    const char *ycol;       /* --y NAME */
-    const char *node;       /* --node NAME */
-    double noise;           /* --noise V (NAN: default) */
-    const char *likelihood; /* --likelihood SPEC (NULL: gaussian) */
-    const char *exposure;   /* --exposure NAME */
-    const char *trials;     /* --trials NAME */
-    double intercept;       /* --intercept B (NAN: default) */
-    int no_intercept;       /* --no-intercept */
+    /* the model as the options describe it, filled as they are parsed:
+     * spec.desc (DATA.csv positional, --formula, --kernel, --graph,
+     * --precision, --x, --y, --node, --likelihood, --exposure, --trials,
+     * --merge-tol), --noise, --intercept, --no-intercept, --no-center,
+     * --strict-nodes, --factor; the rest of spec is set when the model is
+     * built (cli_model_load) */
+    gmm_mdl_spec spec;
+    const char *edge_cols;  /* --edge-cols I,J[,LEN] (split when the model is built) */
     cli_opt_seen seen;      /* options seen (a single-valued one given twice: error);
                              * seen.repeatable: cli_model_repeatable, or a
                              * command's list that includes CLI_OPT_FIX */
     int quiet;              /* build without the data report and warnings (a
                              * second copy of a model, for another thread) */
-    int no_center;          /* --no-center */
-    int strict_nodes;       /* --strict-nodes */
-    double merge_tol;       /* --merge-tol T (0: exact ties only) */
     int verbose;            /* --verbose */
-    int factor;             /* --factor (gmm_ssm_factor; 0 = auto) */
     int free_period;        /* --free-period (default kernel only) */
     const char **fix;       /* --fix NAME (repeatable) */
     size_t nfix;

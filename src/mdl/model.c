@@ -157,7 +157,7 @@ static gmm_status formula_error(const build *b, size_t pos, const char *fmt, ...
     va_end(ap);
     gmm_error_at(GMM_EPARSE, pos, "%s", buf);
     b->fail->spec_key = "formula";
-    b->fail->spec_text = b->s->formula;
+    b->fail->spec_text = b->s->desc.formula;
     b->fail->spec_pos = pos;
     return GMM_EPARSE;
 }
@@ -366,7 +366,7 @@ static gmm_status check_stack_terms(const build *b, const gmm_formula *fm)
             return s;
         nkern += mk < 0 && !graph;
     }
-    if (b->s->merge_tol > 0 && nkern == 0)
+    if (b->s->desc.merge_tol > 0 && nkern == 0)
         return usage_error(b, GMM_MDL_RULE_MERGE_TOL_NO_KERNEL,
                            "merge_tol applies to state-space models: a kernel, or kernel "
                            "terms f(NAME, 'KERNEL') of a formula");
@@ -375,33 +375,36 @@ static gmm_status check_stack_terms(const build *b, const gmm_formula *fm)
 
 static char *record_formula(const char *text, const gmm_formula *fm);
 
-/* Parse s->formula into m->fm and fill *d: s with the latent, its column
+/* Parse s->desc.formula into m->fm and fill *d: s with the latent, its column
  * and the response from the formula (fields a model file gave are kept). */
 static gmm_status apply_formula(build *b, gmm_mdl *m, gmm_mdl_spec *d)
 {
     const gmm_mdl_spec *o = b->s;
     gmm_status s;
     *d = *o;
-    if (!(m->formula = gmm_strdup(o->formula)))
+    if (!(m->formula = gmm_strdup(o->desc.formula)))
         return gmm_error(GMM_ENOMEM, "out of memory");
-    if ((s = gmm_formula_parse(o->formula, &m->fm)) != GMM_OK)
-        return s == GMM_EPARSE ? spec_error(b, "formula", o->formula, s) : s;
-    if (!(m->formula_rec = record_formula(o->formula, m->fm)))
+    if ((s = gmm_formula_parse(o->desc.formula, &m->fm)) != GMM_OK)
+        return s == GMM_EPARSE ? spec_error(b, "formula", o->desc.formula, s) : s;
+    if (!(m->formula_rec = record_formula(o->desc.formula, m->fm)))
         return gmm_error(GMM_ENOMEM, "out of memory");
-    if (!o->values && (o->kernel || o->precision || o->graph || o->x || o->y || o->node))
+    const gmm_model_desc *od = &o->desc;
+    if (!o->values &&
+        (od->kernel || od->precision || od->graph || od->data.x || od->data.y || od->data.node))
         return usage_error(b, GMM_MDL_RULE_FORMULA_REPLACES,
                            "a formula replaces the kernel, graph, precision, x, y and node");
     const gmm_formula *fm = m->fm;
     if (fm->nlatent == 0)
-        return formula_error(b, strlen(o->formula),
+        return formula_error(b, strlen(o->desc.formula),
                              "formula: a model needs a latent term f(NAME, MODEL, ...)");
     if (is_stack(fm)) {
         /* the terms are read with the data (build_stack) */
         if ((s = check_stack_terms(b, fm)) != GMM_OK)
             return s;
         m->stack = 1;
-        d->y = o->y ? o->y : fm->response;
-        d->kernel = d->precision = d->graph = d->x = d->node = NULL;
+        d->desc.data.y = o->desc.data.y ? o->desc.data.y : fm->response;
+        d->desc.kernel = d->desc.precision = d->desc.graph = NULL;
+        d->desc.data.x = d->desc.data.node = NULL;
         return GMM_OK;
     }
     const gmm_formula_latent *t = &fm->latent[0];
@@ -413,20 +416,20 @@ static gmm_status apply_formula(build *b, gmm_mdl *m, gmm_mdl_spec *d)
     if (b->edgeless && graph)
         return formula_error(b, gpos, "formula: iid takes no graph (its levels are its nodes)");
     m->edgeless = b->edgeless;
-    d->y = o->y ? o->y : fm->response;
+    d->desc.data.y = o->desc.data.y ? o->desc.data.y : fm->response;
     if (b->edgeless) {
-        d->precision = o->precision ? o->precision : "iid";
-        d->node = o->node ? o->node : t->name;
+        d->desc.precision = o->desc.precision ? o->desc.precision : "iid";
+        d->desc.data.node = o->desc.data.node ? o->desc.data.node : t->name;
     } else if (graph) {
-        d->precision = o->precision ? o->precision : t->model;
-        d->graph = o->graph ? o->graph : graph;
-        d->node = o->node ? o->node : t->name;
+        d->desc.precision = o->desc.precision ? o->desc.precision : t->model;
+        d->desc.graph = o->desc.graph ? o->desc.graph : graph;
+        d->desc.data.node = o->desc.data.node ? o->desc.data.node : t->name;
     } else {
-        d->kernel = o->kernel ? o->kernel : t->model;
-        d->x = o->x ? o->x : t->name;
+        d->desc.kernel = o->desc.kernel ? o->desc.kernel : t->model;
+        d->desc.data.x = o->desc.data.x ? o->desc.data.x : t->name;
     }
     if (!o->values) {
-        b->ftext = o->formula;
+        b->ftext = o->desc.formula;
         b->fspec = t->model;
         b->fbase = t->model_pos;
     }
@@ -700,10 +703,10 @@ static gmm_status build_ssm(const build *b, gmm_mdl *m)
 {
     const gmm_mdl_spec *sp = b->s;
     gmm_status s;
-    if ((s = parse_spec(b, "kernel", b->s->kernel, &m->spec)) != GMM_OK)
+    if ((s = parse_spec(b, "kernel", b->s->desc.kernel, &m->spec)) != GMM_OK)
         return s;
     if ((s = gmm_kernel_from_spec(m->spec, &m->kernel)) != GMM_OK)
-        return s == GMM_EPARSE ? spec_error(b, "kernel", b->s->kernel, s) : s;
+        return s == GMM_EPARSE ? spec_error(b, "kernel", b->s->desc.kernel, s) : s;
     size_t np = gmm_kernel_nparam(m->kernel);
     int *defaulted = gmm_calloc(np ? np : 1, sizeof(int));
     double *z = working_response(m);
@@ -727,7 +730,7 @@ static gmm_status build_ssm(const build *b, gmm_mdl *m)
 
     gmm_ssm_params par;
     gmm_ssm_params_init(&par);
-    par.merge_tol = m->merge_tol = sp->merge_tol;
+    par.merge_tol = m->merge_tol = sp->desc.merge_tol;
     par.factor = (gmm_ssm_factor)sp->factor;
     if ((s = gmm_latent_ssm_alloc(m->kernel, m->x, m->nrow, &par, &m->lat)) != GMM_OK)
         return s;
@@ -736,7 +739,7 @@ static gmm_status build_ssm(const build *b, gmm_mdl *m)
         report(b, GMM_MDL_REPORT_WARNING,
                "warning: %zu distinct inputs within merge_tol %g of another were merged "
                "into one state",
-               gmm_ssm_nmerged(ssm), sp->merge_tol);
+               gmm_ssm_nmerged(ssm), sp->desc.merge_tol);
     if (sp->verbose)
         report(b, GMM_MDL_REPORT_INFO,
                "state dimension %zu, %zu states, bandwidth %zu, %zu distinct intervals",
@@ -798,11 +801,11 @@ static gmm_status build_graph(const build *b, gmm_mdl *m, gmm_table *data, int s
         goto done;
     if (nisolated && !m->edgeless)
         report_isolated(b, m, data, isolated, nisolated);
-    if ((s = parse_spec(b, "precision", b->s->precision, &m->spec)) != GMM_OK)
+    if ((s = parse_spec(b, "precision", b->s->desc.precision, &m->spec)) != GMM_OK)
         goto done;
     if ((s = gmm_gmrf_alloc(m->g, m->spec, m->spec_text, &m->gmrf)) != GMM_OK) {
         if (s == GMM_EPARSE)
-            spec_error(b, "precision", b->s->precision, s);
+            spec_error(b, "precision", b->s->desc.precision, s);
         goto done;
     }
     if (b->s->verbose) {
@@ -896,7 +899,7 @@ static gmm_status stack_kernel(build *b, gmm_mdl *m, const gmm_formula_latent *t
                                const double *x, gmm_spec_node **spec, gmm_kernel **k)
 {
     gmm_status s;
-    b->ftext = b->s->formula;
+    b->ftext = b->s->desc.formula;
     b->fspec = t->model;
     b->fbase = t->model_pos;
     if ((s = parse_spec(b, "kernel", t->model, spec)) != GMM_OK)
@@ -963,7 +966,7 @@ static gmm_status build_stack(build *b, gmm_mdl *m, const gmm_table *data)
                 if ((s = stack_kernel(b, m, t, value[k], &m->sspec[k], &m->skern[k])) != GMM_OK)
                     goto done;
                 terms[k].kernel = m->skern[k];
-                terms[k].merge_tol = m->merge_tol = b->s->merge_tol;
+                terms[k].merge_tol = m->merge_tol = b->s->desc.merge_tol;
                 continue;
             }
             if ((s = term_cyclic(b, t, &terms[k].cyclic, &terms[k].period)) != GMM_OK)
@@ -994,7 +997,7 @@ static gmm_status build_stack(build *b, gmm_mdl *m, const gmm_table *data)
         }
         /* a graph precision spec: its errors point into the formula */
         terms[k].model = GMM_STACK_GRAPH;
-        b->ftext = b->s->formula;
+        b->ftext = b->s->desc.formula;
         b->fspec = t->model;
         b->fbase = t->model_pos;
         if ((s = parse_spec(b, "precision", t->model, &m->sspec[k])) != GMM_OK)
@@ -1019,7 +1022,7 @@ static gmm_status build_stack(build *b, gmm_mdl *m, const gmm_table *data)
             report(b, GMM_MDL_REPORT_WARNING,
                    "warning: %s: %zu distinct inputs within merge_tol %g of another were "
                    "merged into one state",
-                   names[k], gmm_latent_stack_nmerged(m->lat, k), b->s->merge_tol);
+                   names[k], gmm_latent_stack_nmerged(m->lat, k), b->s->desc.merge_tol);
     if (b->s->verbose) {
         char buf[1024];
         gmm_latent_stack_describe(m->lat, buf, sizeof buf);
@@ -1190,38 +1193,39 @@ static gmm_status check_spec(const build *b, const gmm_lik *lik)
     const gmm_mdl_spec *o = b->s;
     const char *mp = o->values_name ? o->values_name : "<stdin>";
     /* the per-row quantity's column, under the name the family reads */
-    const char *qname = o->exposure ? "exposure" : o->trials ? "trials" : NULL;
+    const char *qname = o->desc.data.exposure ? "exposure" : o->desc.data.trials ? "trials" : NULL;
     int q_ok = !qname || (lik->type->rowq && !strcmp(lik->type->rowq, qname));
     if (o->values) {
-        if (!q_ok || (o->exposure && o->trials))
+        if (!q_ok || (o->desc.data.exposure && o->desc.data.trials))
             return gmm_error(GMM_EPARSE,
                              "%s: \"data.%s\" given for the %s likelihood, which has none", mp,
-                             o->trials && !q_ok ? "trials" : "exposure", lik->type->name);
-        if (o->precision && (!o->node || !o->y))
+                             o->desc.data.trials && !q_ok ? "trials" : "exposure", lik->type->name);
+        if (o->desc.precision && (!o->desc.data.node || !o->desc.data.y))
             return gmm_error(GMM_EPARSE,
                              "%s: a graph model needs \"data\": {\"node\": ..., \"y\": ...}", mp);
         return GMM_OK;
     }
-    int g = o->graph != NULL || b->edgeless;
-    if (g && o->kernel)
-        return usage_error(b, GMM_MDL_RULE_KERNEL_AND_GRAPH, "a kernel and a graph exclude each other");
-    if (!g && (o->precision || o->node || o->edge_cols[0]))
+    int g = o->desc.graph != NULL || b->edgeless;
+    if (g && o->desc.kernel)
+        return usage_error(b, GMM_MDL_RULE_KERNEL_AND_GRAPH,
+                           "a kernel and a graph exclude each other");
+    if (!g && (o->desc.precision || o->desc.data.node || o->desc.edge_cols[0]))
         return usage_error(b, GMM_MDL_RULE_GRAPH_FIELDS,
                            "a precision, a node column and edge columns need a graph");
-    if (g && (!o->precision || !o->node || !o->y))
+    if (g && (!o->desc.precision || !o->desc.data.node || !o->desc.data.y))
         /* --y has no default for graphs: node files often carry coordinate
          * columns named x and y, and modelling one by accident is silent. */
         return usage_error(b, GMM_MDL_RULE_GRAPH_NEEDS,
                            "a graph needs a precision, a node column and a y column");
-    if (g && (o->x || o->merge_tol > 0))
+    if (g && (o->desc.data.x || o->desc.merge_tol > 0))
         return usage_error(b, GMM_MDL_RULE_STATE_SPACE_FIELDS,
                            "an x column and merge_tol apply to state-space models, not to a "
                            "graph");
-    if (o->exposure && o->trials)
+    if (o->desc.data.exposure && o->desc.data.trials)
         return usage_error(b, GMM_MDL_RULE_EXPOSURE_AND_TRIALS,
                            "an exposure and a trials column exclude each other");
-    if (lik->type->conjugate && !o->formula) {
-        if (o->exposure || o->no_intercept || !isnan(o->intercept))
+    if (lik->type->conjugate && !o->desc.formula) {
+        if (o->desc.data.exposure || o->no_intercept || !isnan(o->intercept))
             return usage_error(b, GMM_MDL_RULE_NON_GAUSSIAN_FIELDS,
                                "an exposure, an intercept and no_intercept apply to "
                                "non-Gaussian likelihoods (Gaussian data are centred instead)");
@@ -1383,40 +1387,40 @@ static gmm_status build_model(const build *b, gmm_mdl *m)
     gmm_status s;
     gmm_table *data = NULL;
     /* specs first: a spec error is reported before any data is read */
-    if ((s = parse_likelihood(b, m, o->likelihood)) != GMM_OK ||
+    if ((s = parse_likelihood(b, m, o->desc.likelihood)) != GMM_OK ||
         (s = check_spec(b, &m->lik)) != GMM_OK)
         return s;
-    m->graph = o->graph != NULL || b->edgeless;
-    if (!o->data || (!m->stack && !(m->graph ? o->precision : o->kernel)))
+    m->graph = o->desc.graph != NULL || b->edgeless;
+    if (!o->desc.data.file || (!m->stack && !(m->graph ? o->desc.precision : o->desc.kernel)))
         return gmm_error(GMM_EINVAL, "model: no data file, or no %s spec",
                          m->graph ? "precision" : "kernel");
-    m->data_file = gmm_strdup(o->data);
-    m->data_rec = record_path(o->data);
-    m->graph_file = gmm_strdup(o->graph);
-    m->graph_rec = record_path(o->graph);
-    m->spec_text = gmm_strdup(m->stack ? "" : m->graph ? o->precision : o->kernel);
-    const char *qcol = o->exposure ? o->exposure : o->trials;
+    m->data_file = gmm_strdup(o->desc.data.file);
+    m->data_rec = record_path(o->desc.data.file);
+    m->graph_file = gmm_strdup(o->desc.graph);
+    m->graph_rec = record_path(o->desc.graph);
+    m->spec_text = gmm_strdup(m->stack ? "" : m->graph ? o->desc.precision : o->desc.kernel);
+    const char *qcol = o->desc.data.exposure ? o->desc.data.exposure : o->desc.data.trials;
     m->ename = gmm_strdup(qcol);
-    m->nodename = gmm_strdup(o->node);
+    m->nodename = gmm_strdup(o->desc.data.node);
     if (o->model_path) {
         m->model_path = gmm_strdup(o->model_path);
         m->model_rec = record_path(o->model_path);
     }
     const char *defaults[3] = {"i", "j", "length"};
-    m->len_optional = !o->edge_cols[0] || mf;
+    m->len_optional = !o->desc.edge_cols[0] || mf;
     for (int k = 0; k < 3; k++) {
-        const char *c = o->edge_cols[0] ? o->edge_cols[k] : defaults[k];
+        const char *c = o->desc.edge_cols[0] ? o->desc.edge_cols[k] : defaults[k];
         if (m->graph && c && !(m->edge_cols[k] = gmm_strdup(c)))
             return gmm_error(GMM_ENOMEM, "out of memory");
     }
-    if (!m->data_file || !m->data_rec || (o->graph && (!m->graph_rec || !m->graph_file)) ||
-        !m->spec_text || (qcol && !m->ename) || (o->node && !m->nodename) ||
+    if (!m->data_file || !m->data_rec || (o->desc.graph && (!m->graph_rec || !m->graph_file)) ||
+        !m->spec_text || (qcol && !m->ename) || (o->desc.data.node && !m->nodename) ||
         (o->model_path && (!m->model_path || !m->model_rec)))
         return gmm_error(GMM_ENOMEM, "out of memory");
     if (!mf && !m->stack) {
         gmm_spec_node *probe = NULL;
         const char *key = m->graph ? "precision" : "kernel";
-        const char *text = m->graph ? o->precision : o->kernel;
+        const char *text = m->graph ? o->desc.precision : o->desc.kernel;
         if ((s = parse_spec(b, key, text, &probe)) != GMM_OK)
             return s;
         if (!m->graph) {
@@ -1431,9 +1435,10 @@ static gmm_status build_model(const build *b, gmm_mdl *m)
         }
         gmm_spec_free(probe);
     }
-    if ((s = gmm_table_read(o->data, &data)) != GMM_OK)
+    if ((s = gmm_table_read(o->desc.data.file, &data)) != GMM_OK)
         goto done;
-    if ((s = load_data(b, m, data, m->graph || m->stack ? NULL : o->x, o->y)) != GMM_OK)
+    const char *xcol = m->graph || m->stack ? NULL : o->desc.data.x;
+    if ((s = load_data(b, m, data, xcol, o->desc.data.y)) != GMM_OK)
         goto done;
     /* the coefficients: a formula's fixed terms and its intercept (for every
      * likelihood: the intercept a formula names is estimated), else the
@@ -1516,7 +1521,7 @@ gmm_status gmm_mdl_build(const gmm_mdl_spec *s, gmm_mdl **out, gmm_mdl_failure *
     build b = {s, fail, NULL, NULL, 0, 0};
     gmm_mdl_spec d;
     gmm_status st = GMM_OK;
-    if (s->formula && (st = apply_formula(&b, m, &d)) == GMM_OK)
+    if (s->desc.formula && (st = apply_formula(&b, m, &d)) == GMM_OK)
         b.s = &d;
     if (st == GMM_OK)
         st = build_model(&b, m);
