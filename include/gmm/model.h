@@ -103,6 +103,8 @@ typedef struct {
     double intercept;          /* start of the intercept; NAN: the data's */
     int no_intercept;
     int no_center;             /* Gaussian data not centred */
+    int free_period;           /* with the default kernel (desc names no latent):
+                                * its period is estimated, not held at 1 */
     /* Parameters held fixed (names of the objective; "noise.variance" is the
      * Gaussian variance's older name). */
     const char *const *fix;
@@ -123,6 +125,18 @@ typedef struct {
 
 /* Zero, with noise and intercept NAN. */
 void gmm_mdl_spec_init(gmm_mdl_spec *s);
+
+/* The latent of a description that names none (no kernel, graph or
+ * formula, and no model file's values): a smooth trend plus a yearly
+ * quasi-periodic component (x in years), the paper's CO2 kernel.  Its
+ * period, GMM_MDL_DEFAULT_KERNEL_FIXED, is held fixed unless
+ * spec.free_period is set. */
+#define GMM_MDL_DEFAULT_KERNEL "matern32 + quasiperiodic(period=1, harmonics=2)"
+#define GMM_MDL_DEFAULT_KERNEL_FIXED "1.quasiperiodic.period"
+
+/* Nonzero when d names no latent (no kernel, graph or formula): a build
+ * without values takes GMM_MDL_DEFAULT_KERNEL. */
+int gmm_mdl_desc_names_no_latent(const gmm_model_desc *d);
 
 /* Which rule of the description a build found broken (gmm_mdl_failure's
  * rule), so that a program can word it in its own terms (the message

@@ -31,7 +31,7 @@ static const char formula_help[] =
 static const char options_help[] =
     "Model (state-space GP):\n"
     "  --kernel SPEC       kernel spec, e.g. 'matern32 + quasiperiodic(period=1)'\n"
-    "                      (default: " CLI_DEFAULT_KERNEL ",\n"
+    "                      (default: " GMM_MDL_DEFAULT_KERNEL ",\n"
     "                      period held fixed unless --free-period)\n"
     "  --free-period       let the default kernel's period be fitted too\n"
     "  --x NAME, --y NAME  input and output columns (default: the first two)\n"
@@ -175,7 +175,7 @@ int cli_model_opt(cli_model_opts *o, const char *cmd, int c, const char *arg)
     case CLI_OPT_STRICT_NODES: o->spec.strict_nodes = 1; return 1;
     case CLI_OPT_MERGE_TOL:
         return parse_positive(cmd, "merge-tol", arg, 1, &o->spec.desc.merge_tol);
-    case CLI_OPT_FREE_PERIOD: o->free_period = 1; return 1;
+    case CLI_OPT_FREE_PERIOD: o->spec.free_period = 1; return 1;
     case CLI_OPT_LIKELIHOOD: o->spec.desc.likelihood = arg; return 1;
     case CLI_OPT_EXPOSURE: o->spec.desc.data.exposure = arg; return 1;
     case CLI_OPT_TRIALS: o->spec.desc.data.trials = arg; return 1;
@@ -262,7 +262,7 @@ static void on_report(void *user, gmm_mdl_report kind, const char *text)
     if (kind == GMM_MDL_REPORT_DATA && r->quiet) {
         /* a quiet copy still says which kernel it took (as each copy did) */
         if (r->verbose && r->default_kernel)
-            cli_msg(r->cmd, "default kernel: %s", CLI_DEFAULT_KERNEL);
+            cli_msg(r->cmd, "default kernel: %s", GMM_MDL_DEFAULT_KERNEL);
         return;
     }
     if (r->quiet)
@@ -273,7 +273,7 @@ static void on_report(void *user, gmm_mdl_report kind, const char *text)
         return;
     cli_msg(r->cmd, "%s", text);
     if (kind == GMM_MDL_REPORT_DATA && r->verbose && r->default_kernel)
-        cli_msg(r->cmd, "default kernel: %s", CLI_DEFAULT_KERNEL);
+        cli_msg(r->cmd, "default kernel: %s", GMM_MDL_DEFAULT_KERNEL);
 }
 
 /* A broken rule of the description (model.h: gmm_mdl_rule) in the options'
@@ -374,41 +374,31 @@ int cli_model_load(const char *cmd, const cli_model_opts *o, gmm_mdl **out)
         cli_msg(cmd, "missing DATA.csv (see '%s --help')", cmd);
         return CLI_EXIT_USAGE;
     }
-    if (o->spec.desc.graph && o->free_period) {
+    if (o->spec.desc.graph && o->spec.free_period) {
         cli_msg(cmd, "--x, --merge-tol and --free-period apply to state-space models, not "
                      "to --graph");
         return CLI_EXIT_USAGE;
     }
-    if (o->free_period && o->spec.desc.kernel) {
+    if (o->spec.free_period && o->spec.desc.kernel) {
         cli_msg(cmd, "--free-period applies to the default kernel only");
         return CLI_EXIT_USAGE;
     }
     int rc = 0;
-    const gmm_model_desc *d = &o->spec.desc;
-    int default_kernel = !d->graph && !d->kernel && !d->formula;
-    report_ctx r = {cmd, o->quiet, o->verbose, 0, default_kernel};
+    report_ctx r = {cmd, o->quiet, o->verbose, 0, gmm_mdl_desc_names_no_latent(&o->spec.desc)};
     gmm_mdl_spec s = o->spec;
     char *cols = o->edge_cols ? gmm_malloc(strlen(o->edge_cols) + 1, 1) : NULL;
-    const char **fix = gmm_malloc(o->nfix + 1, sizeof *fix);
-    if (!fix || (o->edge_cols && !cols)) {
+    if (o->edge_cols && !cols) {
         rc = cli_fail(cmd, gmm_error(GMM_ENOMEM, "out of memory"));
         goto done;
     }
     if (o->edge_cols && (rc = split_edge_cols(cmd, o->edge_cols, cols, s.desc.edge_cols)) != 0)
         goto done;
-    if (default_kernel)
-        s.desc.kernel = CLI_DEFAULT_KERNEL;
-    /* the default kernel's period is held unless --free-period */
-    if (default_kernel && !o->free_period)
-        fix[s.nfix++] = CLI_DEFAULT_KERNEL_FIXED;
-    for (size_t k = 0; k < o->nfix; k++)
-        fix[s.nfix++] = o->fix[k];
-    s.fix = fix;
+    s.fix = o->fix;
+    s.nfix = o->nfix;
     s.verbose = o->verbose;
     rc = build(cmd, &s, &r, NULL, out);
 done:
     gmm_free(cols);
-    gmm_free((void *)fix);
     return rc;
 }
 

@@ -15,17 +15,12 @@
 #include "gmm/model.h"
 #include "gmm/modelfile.h"
 
-/* The spec used when neither --kernel nor --graph is given: a smooth trend
- * plus a yearly quasi-periodic component (x in years), the paper's CO2
- * kernel.  Its period is held fixed unless --free-period is given. */
-#define CLI_DEFAULT_KERNEL "matern32 + quasiperiodic(period=1, harmonics=2)"
-#define CLI_DEFAULT_KERNEL_FIXED "1.quasiperiodic.period"
-
 typedef struct {
     /* the model as the options describe it, filled as they are parsed:
      * spec.desc (DATA.csv positional, --formula, --kernel, --graph,
      * --precision, --x, --y, --node, --likelihood, --exposure, --trials,
      * --merge-tol), --noise, --intercept, --no-intercept, --no-center,
+     * --free-period,
      * --strict-nodes, --factor; the rest of spec is set when the model is
      * built (cli_model_load) */
     gmm_mdl_spec spec;
@@ -36,7 +31,6 @@ typedef struct {
     int quiet;              /* build without the data report and warnings (a
                              * second copy of a model, for another thread) */
     int verbose;            /* --verbose */
-    int free_period;        /* --free-period (default kernel only) */
     const char **fix;       /* --fix NAME (repeatable) */
     size_t nfix;
     int given;              /* model options seen (all but --verbose): a

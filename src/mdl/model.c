@@ -27,6 +27,11 @@ void gmm_mdl_spec_init(gmm_mdl_spec *s)
     s->intercept = NAN;
 }
 
+int gmm_mdl_desc_names_no_latent(const gmm_model_desc *d)
+{
+    return !d->kernel && !d->graph && !d->formula;
+}
+
 void gmm_mdl_failure_free(gmm_mdl_failure *fail)
 {
     if (!fail)
@@ -98,6 +103,7 @@ typedef struct {
     const char *ftext, *fspec;
     size_t fbase;
     int edgeless;     /* f(NAME, iid): a graph of the levels alone */
+    int default_kernel; /* the description named no latent: GMM_MDL_DEFAULT_KERNEL */
 } build;
 
 static void report(const build *b, gmm_mdl_report kind, const char *fmt, ...)
@@ -1498,6 +1504,10 @@ static gmm_status build_model(const build *b, gmm_mdl *m)
     }
     if ((s = term_values(b, m, mf != NULL)) != GMM_OK)
         goto done;
+    /* the default kernel's period is a unit (x in years), not estimated */
+    if (b->default_kernel && !o->free_period &&
+        (s = fix_param(b, m, GMM_MDL_DEFAULT_KERNEL_FIXED)) != GMM_OK)
+        goto done;
     for (size_t f = 0; f < o->nfix; f++)
         if ((s = fix_param(b, m, o->fix[f])) != GMM_OK)
             goto done;
@@ -1518,11 +1528,17 @@ gmm_status gmm_mdl_build(const gmm_mdl_spec *s, gmm_mdl **out, gmm_mdl_failure *
     gmm_mdl *m = gmm_calloc(1, sizeof *m);
     if (!m)
         return gmm_error(GMM_ENOMEM, "out of memory");
-    build b = {s, fail, NULL, NULL, 0, 0};
+    build b = {s, fail, NULL, NULL, 0, 0, 0};
     gmm_mdl_spec d;
     gmm_status st = GMM_OK;
-    if (s->desc.formula && (st = apply_formula(&b, m, &d)) == GMM_OK)
+    if (s->desc.formula && (st = apply_formula(&b, m, &d)) == GMM_OK) {
         b.s = &d;
+    } else if (!s->values && gmm_mdl_desc_names_no_latent(&s->desc)) {
+        d = *s;
+        d.desc.kernel = GMM_MDL_DEFAULT_KERNEL;
+        b.s = &d;
+        b.default_kernel = 1;
+    }
     if (st == GMM_OK)
         st = build_model(&b, m);
     if (fail == &scratch)
