@@ -112,6 +112,19 @@ int cli_model_getopt(cli_model_opts *o, const char *cmd, int argc, char **argv,
                      const char *shortopts, const struct option *longopts,
                      const char *usage_text, int *rc);
 
+/* What the build reports, on stderr as the command's messages. */
+typedef struct {
+    const char *cmd;
+    int quiet, verbose, from_file;
+    int default_kernel; /* say so after the data report (verbose) */
+} cli_model_report;
+
+/* Build the model of spec s with its reports printed through r (failures
+ * in spec_file's keys when set: a model file): 0 and *out, or the exit code
+ * after the failure's messages. */
+int cli_model_build(const char *cmd, gmm_mdl_spec *s, cli_model_report *r, const char *spec_file,
+                    gmm_mdl **out);
+
 /* Read the data (and graph), build the model (model.h) from the options
  * and print what the build reports on stderr (the data summary, warnings,
  * with --verbose defaults and sizes).  Returns an exit code (0 on success,
