@@ -582,7 +582,35 @@ START_TEST(test_model_failures)
     s.desc.data.exposure = "y";
     ck_assert_int_eq(gmm_mdl_build(&s, &m, &f), GMM_EINVAL);
     ck_assert_int_eq(f.usage, 1);
+    /* the rule, for the caller to word; the message in the description's terms */
+    ck_assert_int_eq(f.rule, GMM_MDL_RULE_NON_GAUSSIAN_FIELDS);
+    ck_assert_ptr_null(strstr(gmm_error_message(), "--"));
     gmm_mdl_failure_free(&f);
+
+    s.desc.data.exposure = NULL;
+    s.desc.graph = "edges.csv";
+    ck_assert_int_eq(gmm_mdl_build(&s, &m, &f), GMM_EINVAL);
+    ck_assert_int_eq(f.rule, GMM_MDL_RULE_KERNEL_AND_GRAPH);
+    ck_assert_str_eq(gmm_error_message(), "a kernel and a graph exclude each other");
+    gmm_mdl_failure_free(&f);
+    s.desc.graph = NULL;
+
+    /* no latent named: the default kernel, its period held unless freed */
+    s.desc.kernel = NULL;
+    for (int free_period = 0; free_period < 2; free_period++) {
+        s.free_period = free_period;
+        ck_assert_int_eq(gmm_mdl_build(&s, &m, NULL), GMM_OK);
+        gmm_objective *o = gmm_mdl_objective(m);
+        size_t k = 0;
+        while (k < o->nparam && strcmp(o->name[k], GMM_MDL_DEFAULT_KERNEL_FIXED))
+            k++;
+        ck_assert_uint_lt(k, o->nparam);
+        ck_assert_int_eq(o->fixed[k], !free_period);
+        gmm_mdl_free(m);
+        m = NULL;
+    }
+    s.free_period = 0;
+    s.desc.kernel = "matern32";
 
     s.desc.data.exposure = NULL;
     s.fix = (const char *const[]){"0.matern32.lengthscale", "nosuch"};
