@@ -50,6 +50,8 @@ void gmm_mdl_impl_list_params(const mdl_build *b, const gmm_mdl *m);
 /* Hold the parameter `fix` fixed (a usage error listing the parameters when
  * m has none of that name). */
 gmm_status gmm_mdl_impl_fix_param(const mdl_build *b, gmm_mdl *m, const char *fix);
+/* The outcomes against the likelihood, naming file, line and column. */
+gmm_status gmm_mdl_impl_check_outcomes(gmm_mdl *m);
 
 /* ---- the formula's meaning (model_formula_terms.c) ------------------------ */
 
@@ -60,15 +62,24 @@ gmm_status gmm_mdl_impl_apply_formula(mdl_build *b, gmm_mdl *m, gmm_mdl_spec *d)
  * (from_file: start values stay the file's). */
 gmm_status gmm_mdl_impl_term_values(const mdl_build *b, gmm_mdl *m, int from_file);
 /* A walk's cyclic flag and period (rw1, rw2). */
-gmm_status gmm_mdl_impl_term_cyclic(const mdl_build *b, const gmm_formula_latent *t,
-                                    int *cyclic, double *period);
+gmm_status gmm_mdl_impl_term_cyclic(const mdl_build *b, const gmm_formula_latent *t, int *cyclic,
+                                    double *period);
 
 /* ---- the latent (model_latent_build.c) ------------------------------------ */
 
 gmm_status gmm_mdl_impl_build_ssm(const mdl_build *b, gmm_mdl *m);
-gmm_status gmm_mdl_impl_build_graph(const mdl_build *b, gmm_mdl *m, gmm_table *data,
-                                    int strict);
+gmm_status gmm_mdl_impl_build_graph(const mdl_build *b, gmm_mdl *m, gmm_table *data, int strict);
 gmm_status gmm_mdl_impl_build_stack(mdl_build *b, gmm_mdl *m, const gmm_table *data);
+
+/* ---- the problem (model_problem.c) ----------------------------------------- */
+
+/* The problem and objective of m's latent, likelihood and data, with the
+ * Gaussian noise and the intercept's start (NAN: the defaults). */
+gmm_status gmm_mdl_impl_build_problem(const mdl_build *b, gmm_mdl *m, double noise,
+                                      double intercept, int verbose);
+/* The coefficients' scale for the optimisers: the design's QR over the free
+ * coefficients, aliased columns held at 0 (from_file: the file's nulls). */
+gmm_status gmm_mdl_impl_coef_basis(const mdl_build *b, gmm_mdl *m, int from_file);
 
 /* ---- a model file's values (model_values.c) ------------------------------- */
 

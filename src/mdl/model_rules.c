@@ -1,5 +1,6 @@
 /* model_rules.c -- the description's consistency: fields that exclude or
- * need each other, and the names of parameters held fixed. */
+ * need each other, the names of parameters held fixed, and the data's
+ * outcomes against the likelihood. */
 
 #include "model_build.h"
 
@@ -113,4 +114,22 @@ gmm_status gmm_mdl_impl_fix_param(const mdl_build *b, gmm_mdl *m, const char *fi
     b->fail->usage = 1;
     gmm_mdl_impl_list_params(b, m);
     return gmm_error(GMM_EINVAL, "no parameter '%s'; the parameters are:", fix);
+}
+
+/* The outcomes against the likelihood, naming file, line and column. */
+gmm_status gmm_mdl_impl_check_outcomes(gmm_mdl *m)
+{
+    gmm_status s = gmm_lik_check_data(&m->lik, m->y, m->e, m->nrow);
+    if (s == GMM_OK)
+        return GMM_OK;
+    size_t r = gmm_error_index();
+    if (r == GMM_NO_INDEX || r >= m->nrow)
+        return s;
+    char why[GMM_ERROR_MAX];
+    snprintf(why, sizeof why, "%s", gmm_error_message());
+    /* which column is at fault: the row's own check says */
+    int fault = 0;
+    gmm_lik_check_row(&m->lik, m->y[r], m->e ? m->e + r : NULL, &fault);
+    const char *col = fault == 1 && m->ename ? m->ename : m->yname;
+    return gmm_error_at(s, r, "%s:%zu: column '%s': %s", m->data_file, m->line[r], col, why);
 }
