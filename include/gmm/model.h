@@ -72,46 +72,39 @@ typedef enum {
 typedef void (*gmm_mdl_report_fn)(void *user, gmm_mdl_report kind, const char *text);
 
 typedef struct {
-    /* A formula (formula.h), 'RESPONSE ~ TERMS' with one f() term, or NULL.
-     * Without values it replaces kernel, precision, graph, x, y and node
-     * (which must be NULL: a usage error); f(NAME, 'SPEC') is a kernel on
-     * input column NAME, f(NAME, 'SPEC', graph=EDGES.csv) a graph precision
-     * on node column NAME, f(NAME, iid) one N(0, variance) effect per level
-     * of NAME (the precision iid on a graph of the levels, no edges).  With
-     * values (a model file) those fields come from the file and the formula
-     * gives the fixed effects and the kind of latent.  Covariates and
-     * factor levels become coefficients (problem.h); a Gaussian model with
-     * any of them is not centred but has an intercept coefficient.  A
-     * keyword term's variance=V and (bym2) phi=P are the objective's start
-     * values f.NAME.variance and f.NAME.phi (not over a model file's
-     * values), and 'KEY=VALUE fixed' holds that parameter as fix does,
-     * with or without values; a value out of its domain or a key the model
-     * lacks is GMM_EPARSE with the caret on it (gmm_mdl_failure). */
-    const char *formula;
-    /* Latent: a kernel spec, or a precision spec with its edge list. */
-    const char *kernel;        /* "matern32 + ..."; NULL with precision */
-    const char *precision;     /* "edge-ou(...)"; set for a graph model */
-    const char *graph;         /* edge-list CSV (graph models) */
-    const char *edge_cols[3];  /* i, j, length columns; all NULL: "i", "j" and an
-                                * optional "length"; [2] NULL: no lengths.  A
-                                * named length is required (with values: optional) */
+    /* What the model is (modelfile.h), the same type a model file records;
+     * its strings are borrowed.
+     *
+     * desc.formula: 'RESPONSE ~ TERMS' with one f() term, or NULL.
+     * Without values it replaces kernel, precision, graph and the data's
+     * x, y and node (which must be NULL: a usage error); f(NAME, 'SPEC') is
+     * a kernel on input column NAME, f(NAME, 'SPEC', graph=EDGES.csv) a
+     * graph precision on node column NAME, f(NAME, iid) one N(0, variance)
+     * effect per level of NAME (the precision iid on a graph of the levels,
+     * no edges).  With values (a model file) those fields come from the
+     * file and the formula gives the fixed effects and the kind of latent.
+     * Covariates and factor levels become coefficients (problem.h); a
+     * Gaussian model with any of them is not centred but has an intercept
+     * coefficient.  A keyword term's variance=V and (bym2) phi=P are the
+     * objective's start values f.NAME.variance and f.NAME.phi (not over a
+     * model file's values), and 'KEY=VALUE fixed' holds that parameter as
+     * fix does, with or without values; a value out of its domain or a key
+     * the model lacks is GMM_EPARSE with the caret on it (gmm_mdl_failure).
+     *
+     * desc.kernel NULL with a precision; desc.edge_cols: a named length is
+     * required (with values: optional); desc.merge_tol: state-space models
+     * and a formula's kernel terms; desc.data.exposure a family whose rowq
+     * is "exposure", desc.data.trials one whose rowq is "trials", at most
+     * one of the two; desc.likelihood NULL: "gaussian". */
+    gmm_model_desc desc;
     int strict_nodes;          /* a data node missing from the graph is an error */
-    double merge_tol;          /* state-space, a formula's kernel terms: inputs
-                                * closer than this share a state */
     int factor;                /* gmm_ssm_factor (0: auto) */
-    /* Data. */
-    const char *data;          /* CSV path ("-": stdin) */
-    const char *x, *y, *node;  /* column names; NULL x, y: the first two columns */
-    const char *exposure;      /* exposure column or NULL (a family whose rowq is
-                                * "exposure") */
-    const char *trials;        /* trials column or NULL (rowq "trials"); at most one
-                                * of the two */
-    /* Likelihood. */
-    const char *likelihood;    /* spec, NULL: "gaussian" */
     double noise;              /* Gaussian variance start; NAN: a tenth of var(y) */
     double intercept;          /* start of the intercept; NAN: the data's */
     int no_intercept;
     int no_center;             /* Gaussian data not centred */
+    int free_period;           /* with the default kernel (desc names no latent):
+                                * its period is estimated, not held at 1 */
     /* Parameters held fixed (names of the objective; "noise.variance" is the
      * Gaussian variance's older name). */
     const char *const *fix;
@@ -133,12 +126,45 @@ typedef struct {
 /* Zero, with noise and intercept NAN. */
 void gmm_mdl_spec_init(gmm_mdl_spec *s);
 
+/* The latent of a description that names none (no kernel, graph or
+ * formula, and no model file's values): a smooth trend plus a yearly
+ * quasi-periodic component (x in years), the paper's CO2 kernel.  Its
+ * period, GMM_MDL_DEFAULT_KERNEL_FIXED, is held fixed unless
+ * spec.free_period is set. */
+#define GMM_MDL_DEFAULT_KERNEL "matern32 + quasiperiodic(period=1, harmonics=2)"
+#define GMM_MDL_DEFAULT_KERNEL_FIXED "1.quasiperiodic.period"
+
+/* Nonzero when d names no latent (no kernel, graph or formula): a build
+ * without values takes GMM_MDL_DEFAULT_KERNEL. */
+int gmm_mdl_desc_names_no_latent(const gmm_model_desc *d);
+
+/* Which rule of the description a build found broken (gmm_mdl_failure's
+ * rule), so that a program can word it in its own terms (the message
+ * words it in the description's fields). */
+typedef enum {
+    GMM_MDL_RULE_NONE = 0,
+    GMM_MDL_RULE_KERNEL_AND_GRAPH,     /* a kernel and a graph (or an iid term) */
+    GMM_MDL_RULE_GRAPH_FIELDS,         /* precision, node or edge_cols without a graph */
+    GMM_MDL_RULE_GRAPH_NEEDS,          /* a graph without precision, node or y */
+    GMM_MDL_RULE_STATE_SPACE_FIELDS,   /* x or merge_tol with a graph */
+    GMM_MDL_RULE_EXPOSURE_AND_TRIALS,  /* both per-row columns */
+    GMM_MDL_RULE_NON_GAUSSIAN_FIELDS,  /* exposure, intercept or no_intercept, Gaussian */
+    GMM_MDL_RULE_ROW_COLUMN,           /* exposure or trials the likelihood has not */
+    GMM_MDL_RULE_GAUSSIAN_FIELDS,      /* noise or no_center, not Gaussian */
+    GMM_MDL_RULE_INTERCEPT_AND_NONE,   /* intercept and no_intercept */
+    GMM_MDL_RULE_FORMULA_REPLACES,     /* a formula with kernel, graph, precision, x, y
+                                        * or node */
+    GMM_MDL_RULE_MERGE_TOL_NO_KERNEL   /* merge_tol with a formula of no kernel term */
+} gmm_mdl_rule;
+
 /* How a build failed, beyond its status and message. */
 typedef struct {
     /* nonzero: the description contradicts itself or names what is not
      * there (fields that exclude each other, a fixed name that is no
      * parameter, edge columns): the caller's mistake, not the data's */
     int usage;
+    /* with usage: the rule broken, when it is one of gmm_mdl_rule's */
+    gmm_mdl_rule rule;
     /* a spec's syntax or values: its key ("kernel", "precision",
      * "likelihood", "formula": an error inside a formula's f() spec points
      * into the formula), its text (points into the spec) and the offset of

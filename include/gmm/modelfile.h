@@ -59,18 +59,44 @@
 
 #include "gmm/status.h"
 
+/* A model's description: its latent, likelihood, data and their columns --
+ * the one type that a program fills from its options (or takes from a model
+ * file), that the whole-model layer builds from (model.h: gmm_mdl_spec's
+ * desc) and that a model file records.  Strings are borrowed when a program
+ * fills it; gmm_model_read allocates those of a file (gmm_model_free frees
+ * them). */
+typedef struct {
+    const char *formula;    /* the model's formula (formula.h), or NULL */
+    const char *kernel;     /* state-space kernel spec ("matern32 + ..."), or NULL */
+    const char *precision;  /* graph precision spec ("edge-ou(...)"), or NULL */
+    const char *likelihood; /* "gaussian", ... (a build takes NULL as "gaussian") */
+    struct {
+        const char *file;     /* CSV path ("-": stdin); a file records it absolute */
+        const char *x, *y;    /* column names, or NULL (a build: the first two) */
+        const char *node;     /* graph models: node column, or NULL */
+        const char *exposure; /* or NULL */
+        const char *trials;   /* or NULL (written only when set) */
+    } data;
+    const char *graph;      /* edge-list file of a graph model, or NULL */
+    const char *edge_cols[3]; /* i, j, length column names; all NULL: "i", "j"
+                               * and an optional "length"; [2] may be NULL
+                               * alone (no lengths) */
+    double merge_tol;       /* state-space, kernel terms: inputs closer than
+                             * this share a state (written as "merge_tol"
+                             * when > 0; absent: 0) */
+} gmm_model_desc;
+
 typedef struct {
     int format_version;   /* read: as found; write: GMM_FORMAT_VERSION is written */
     char *tool_version;   /* read: as found; write: ignored, GMM_VERSION is written */
-    char *formula;        /* the model's formula, or NULL */
-    char *kernel;         /* state-space kernel spec with values, or NULL */
-    char *precision;      /* graph precision spec, or NULL (exactly one set) */
+    gmm_model_desc desc;  /* with values for the parameters in kernel or
+                           * precision; exactly one of the two, or neither
+                           * with a formula of several f() terms */
     size_t nparam;
     char **param_name;    /* nparam names */
     double *param_value;  /* nparam values: finite, or NAN written as null (a
                            * coefficient not estimated: its design column
                            * was aliased) */
-    char *likelihood;     /* "gaussian", ... */
     int has_center;       /* 0: "center": null */
     double center;
     double loglik;        /* finite */
@@ -86,18 +112,6 @@ typedef struct {
     const double *std_error; /* write: nparam values (borrowed), "std_errors"
                               * holds the finite ones; NULL: none.  read:
                               * always NULL */
-    struct {
-        char *file;       /* required */
-        char *x, *y;      /* column names, or NULL */
-        char *node;       /* graph models: node column, or NULL */
-        char *exposure;   /* or NULL */
-        char *trials;     /* or NULL (written only when set) */
-    } data;
-    double merge_tol;     /* state-space, kernel terms: inputs closer than this share a state
-                           * (written as "merge_tol" when > 0; absent: 0) */
-    char *graph;          /* edge-list file of a graph model, or NULL */
-    char *edge_cols[3];   /* i, j, length column names; all NULL when absent,
-                           * edge_cols[2] may be NULL alone */
     /* A VI result (gmm-infer vi), written as "elbo" and "variational":
      * {"file": ..., "bandwidth": b} when has_vi: q's mean and the band of its
      * precision factor L are in that CSV (index,mean,l0,...,lb with l_j =

@@ -15,39 +15,22 @@
 #include "gmm/model.h"
 #include "gmm/modelfile.h"
 
-/* The spec used when neither --kernel nor --graph is given: a smooth trend
- * plus a yearly quasi-periodic component (x in years), the paper's CO2
- * kernel.  Its period is held fixed unless --free-period is given. */
-#define CLI_DEFAULT_KERNEL "matern32 + quasiperiodic(period=1, harmonics=2)"
-#define CLI_DEFAULT_KERNEL_FIXED "1.quasiperiodic.period"
-
 typedef struct {
-    const char *data;       /* DATA.csv (positional) */
-    const char *formula;    /* --formula 'RESPONSE ~ TERMS' */
-    const char *kernel;     /* --kernel SPEC */
-    const char *graph;      /* --graph EDGES.csv */
-    const char *precision;  /* --precision SPEC */
-    const char *edge_cols;  /* --edge-cols I,J[,LEN] */
-    const char *xcol;       /* --x NAME */
-    const char *ycol;       /* --y NAME */
-    const char *node;       /* --node NAME */
-    double noise;           /* --noise V (NAN: default) */
-    const char *likelihood; /* --likelihood SPEC (NULL: gaussian) */
-    const char *exposure;   /* --exposure NAME */
-    const char *trials;     /* --trials NAME */
-    double intercept;       /* --intercept B (NAN: default) */
-    int no_intercept;       /* --no-intercept */
+    /* the model as the options describe it, filled as they are parsed:
+     * spec.desc (DATA.csv positional, --formula, --kernel, --graph,
+     * --precision, --x, --y, --node, --likelihood, --exposure, --trials,
+     * --merge-tol), --noise, --intercept, --no-intercept, --no-center,
+     * --free-period,
+     * --strict-nodes, --factor; the rest of spec is set when the model is
+     * built (cli_model_load) */
+    gmm_mdl_spec spec;
+    const char *edge_cols;  /* --edge-cols I,J[,LEN] (split when the model is built) */
     cli_opt_seen seen;      /* options seen (a single-valued one given twice: error);
                              * seen.repeatable: cli_model_repeatable, or a
                              * command's list that includes CLI_OPT_FIX */
     int quiet;              /* build without the data report and warnings (a
                              * second copy of a model, for another thread) */
-    int no_center;          /* --no-center */
-    int strict_nodes;       /* --strict-nodes */
-    double merge_tol;       /* --merge-tol T (0: exact ties only) */
     int verbose;            /* --verbose */
-    int factor;             /* --factor (gmm_ssm_factor; 0 = auto) */
-    int free_period;        /* --free-period (default kernel only) */
     const char **fix;       /* --fix NAME (repeatable) */
     size_t nfix;
     int given;              /* model options seen (all but --verbose): a
@@ -128,6 +111,19 @@ int cli_model_opt(cli_model_opts *o, const char *cmd, int c, const char *arg);
 int cli_model_getopt(cli_model_opts *o, const char *cmd, int argc, char **argv,
                      const char *shortopts, const struct option *longopts,
                      const char *usage_text, int *rc);
+
+/* What the build reports, on stderr as the command's messages. */
+typedef struct {
+    const char *cmd;
+    int quiet, verbose, from_file;
+    int default_kernel; /* say so after the data report (verbose) */
+} cli_model_report;
+
+/* Build the model of spec s with its reports printed through r (failures
+ * in spec_file's keys when set: a model file): 0 and *out, or the exit code
+ * after the failure's messages. */
+int cli_model_build(const char *cmd, gmm_mdl_spec *s, cli_model_report *r, const char *spec_file,
+                    gmm_mdl **out);
 
 /* Read the data (and graph), build the model (model.h) from the options
  * and print what the build reports on stderr (the data summary, warnings,

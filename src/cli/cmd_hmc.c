@@ -263,7 +263,8 @@ int cmd_hmc(int argc, char **argv)
     if ((rc = cli_hmc_metric_check(cmd, metric, sample_hyper)) != 0 ||
         (rc = cli_model_positional(cmd, argc, argv, &o)) != 0)
         goto done;
-    cli_hmc_out W = {&rp, NULL, cmdstan, out_path, summary_path, model_path, o.data, quiet};
+    cli_hmc_out W = {&rp, NULL, cmdstan, out_path, summary_path, model_path,
+                     o.spec.desc.data.file, quiet};
     if ((rc = cli_hmc_check_outputs(cmd, &W, &io)) != 0)
         goto done;
     cli_model_vi_inputs(&io, "--init", init);

@@ -359,7 +359,7 @@ int cmd_predict(int argc, char **argv)
             if (grid)
                 rc = parse_grid(cmd, grid, &xq, &nq);
             else
-                rc = read_at(cmd, at, atcol, mf.data.x, &xq, &nq);
+                rc = read_at(cmd, at, atcol, mf.desc.data.x, &xq, &nq);
             if (rc == 0)
                 rc = predict_draws(cmd, m, draws, ndraws, xq, nq, level, out_path);
             goto done;
@@ -384,7 +384,7 @@ int cmd_predict(int argc, char **argv)
         if ((rc = parse_grid(cmd, grid, &xq, &nq)) != 0)
             goto done;
     } else if (at) {
-        if ((rc = read_at(cmd, at, atcol, mf.data.x, &xq, &nq)) != 0)
+        if ((rc = read_at(cmd, at, atcol, mf.desc.data.x, &xq, &nq)) != 0)
             goto done;
     } else {
         nq = gmm_mdl_nsites(m);

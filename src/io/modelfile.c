@@ -42,14 +42,15 @@ gmm_status gmm_model_write(const gmm_model *m, FILE *f, const char *name)
     if (!m || !f)
         return gmm_error(GMM_EINVAL, "%s: model write: NULL argument", file);
     /* a formula of several f() terms carries its latent itself */
-    if ((m->kernel && m->precision) || (!m->kernel && !m->precision && !m->formula))
+    const gmm_model_desc *d = &m->desc;
+    if ((d->kernel && d->precision) || (!d->kernel && !d->precision && !d->formula))
         return gmm_error(GMM_EINVAL, "%s: a model has exactly one of 'kernel' and 'precision'",
                          file);
-    if (!m->likelihood)
+    if (!m->desc.likelihood)
         return gmm_error(GMM_EINVAL, "%s: model without 'likelihood'", file);
-    if (!m->data.file)
+    if (!m->desc.data.file)
         return gmm_error(GMM_EINVAL, "%s: model without 'data.file'", file);
-    if (m->precision && !m->graph && !m->formula)
+    if (m->desc.precision && !m->desc.graph && !m->desc.formula)
         return gmm_error(GMM_EINVAL, "%s: a graph model needs 'graph'", file);
     if (!isfinite(m->loglik))
         return gmm_error(GMM_EINVAL, "%s: loglik is not finite (%g)", file, m->loglik);
@@ -64,8 +65,8 @@ gmm_status gmm_model_write(const gmm_model *m, FILE *f, const char *name)
             return gmm_error(GMM_EINVAL, "%s: parameter '%s' is not finite (%g)", file,
                              m->param_name[i], m->param_value[i]);
     }
-    if ((m->edge_cols[0] == NULL) != (m->edge_cols[1] == NULL) ||
-        (m->edge_cols[2] && !m->edge_cols[0]))
+    if ((m->desc.edge_cols[0] == NULL) != (m->desc.edge_cols[1] == NULL) ||
+        (m->desc.edge_cols[2] && !m->desc.edge_cols[0]))
         return gmm_error(GMM_EINVAL, "%s: edge_cols needs both 'i' and 'j'", file);
 
     root = json_object();
@@ -74,17 +75,17 @@ gmm_status gmm_model_write(const gmm_model *m, FILE *f, const char *name)
     int ok = root && params && data;
     ok = ok && put(root, "format_version", json_integer(GMM_FORMAT_VERSION));
     ok = ok && put(root, "tool_version", json_string(GMM_VERSION));
-    if (m->formula)
-        ok = ok && put(root, "formula", json_string(m->formula));
-    if (m->kernel)
-        ok = ok && put(root, "kernel", json_string(m->kernel));
-    else if (m->precision)
-        ok = ok && put(root, "precision", json_string(m->precision));
+    if (m->desc.formula)
+        ok = ok && put(root, "formula", json_string(m->desc.formula));
+    if (m->desc.kernel)
+        ok = ok && put(root, "kernel", json_string(m->desc.kernel));
+    else if (m->desc.precision)
+        ok = ok && put(root, "precision", json_string(m->desc.precision));
     for (size_t i = 0; ok && i < m->nparam; i++)
         ok = put(params, m->param_name[i],
                  isnan(m->param_value[i]) ? json_null() : json_real(m->param_value[i]));
     ok = ok && json_object_set(root, "parameters", params) == 0;
-    ok = ok && put(root, "likelihood", json_string(m->likelihood));
+    ok = ok && put(root, "likelihood", json_string(m->desc.likelihood));
     ok = ok && put(root, "center", m->has_center ? json_real(m->center) : json_null());
     ok = ok && put(root, "loglik", json_real(m->loglik));
     ok = ok && put(root, "iterations", json_integer((json_int_t)m->iterations));
@@ -115,28 +116,29 @@ gmm_status gmm_model_write(const gmm_model *m, FILE *f, const char *name)
         else
             json_decref(se);
     }
-    ok = ok && put(data, "file", json_string(m->data.file));
-    ok = ok && put(data, "x", string_or_null(m->data.x));
-    ok = ok && put(data, "y", string_or_null(m->data.y));
-    ok = ok && put(data, "node", string_or_null(m->data.node));
-    ok = ok && put(data, "exposure", string_or_null(m->data.exposure));
-    if (m->data.trials)
-        ok = ok && put(data, "trials", json_string(m->data.trials));
+    ok = ok && put(data, "file", json_string(m->desc.data.file));
+    ok = ok && put(data, "x", string_or_null(m->desc.data.x));
+    ok = ok && put(data, "y", string_or_null(m->desc.data.y));
+    ok = ok && put(data, "node", string_or_null(m->desc.data.node));
+    ok = ok && put(data, "exposure", string_or_null(m->desc.data.exposure));
+    if (m->desc.data.trials)
+        ok = ok && put(data, "trials", json_string(m->desc.data.trials));
     ok = ok && json_object_set(root, "data", data) == 0;
-    if (m->merge_tol > 0.0)
-        ok = ok && put(root, "merge_tol", json_real(m->merge_tol));
-    if (m->graph)
-        ok = ok && put(root, "graph", json_string(m->graph));
+    if (m->desc.merge_tol > 0.0)
+        ok = ok && put(root, "merge_tol", json_real(m->desc.merge_tol));
+    if (m->desc.graph)
+        ok = ok && put(root, "graph", json_string(m->desc.graph));
     if (m->has_vi) {
         ok = ok && put(root, "elbo", json_real(m->elbo));
         ok = ok && put(root, "variational",
                        json_pack("{s:s,s:I}", "file", m->vi_file ? m->vi_file : "",
                                  "bandwidth", (json_int_t)m->vi_bandwidth));
     }
-    if (m->edge_cols[0])
+    if (m->desc.edge_cols[0])
         ok = ok && put(root, "edge_cols",
-                       json_pack("[sso]", m->edge_cols[0], m->edge_cols[1],
-                                 m->edge_cols[2] ? json_string(m->edge_cols[2]) : json_null()));
+                       json_pack("[sso]", m->desc.edge_cols[0], m->desc.edge_cols[1],
+                                 m->desc.edge_cols[2] ? json_string(m->desc.edge_cols[2])
+                                                      : json_null()));
     if (!ok) {
         /* json_string also fails on invalid UTF-8: say so rather than OOM. */
         st = gmm_error(GMM_EINVAL, "%s: cannot build the model JSON (out of memory, or a "
@@ -199,6 +201,16 @@ static int get_string(reader *r, json_t *obj, const char *key, const char *label
     return 1;
 }
 
+/* get_string into a description's field. */
+static int get_desc_string(reader *r, json_t *obj, const char *key, const char *label,
+                           int required, int nullable, const char **out)
+{
+    char *c;
+    int ok = get_string(r, obj, key, label, required, nullable, &c);
+    *out = c;
+    return ok;
+}
+
 static int get_number(reader *r, json_t *obj, const char *key, double *out)
 {
     json_t *v = json_object_get(obj, key);
@@ -240,11 +252,11 @@ static gmm_status parse(reader *r, json_t *root, gmm_model *m)
     if (has_k && has_p)
         return gmm_error(GMM_EPARSE, "%s: a model has 'kernel' or 'precision', not both",
                          r->file);
-    if (has_k && !get_string(r, root, "kernel", "kernel", 1, 0, &m->kernel))
+    if (has_k && !get_desc_string(r, root, "kernel", "kernel", 1, 0, &m->desc.kernel))
         return r->st;
-    if (has_p && !get_string(r, root, "precision", "precision", 1, 0, &m->precision))
+    if (has_p && !get_desc_string(r, root, "precision", "precision", 1, 0, &m->desc.precision))
         return r->st;
-    if (!get_string(r, root, "formula", "formula", 0, 0, &m->formula))
+    if (!get_desc_string(r, root, "formula", "formula", 0, 0, &m->desc.formula))
         return r->st;
 
     json_t *params = json_object_get(root, "parameters");
@@ -269,7 +281,7 @@ static gmm_status parse(reader *r, json_t *root, gmm_model *m)
         m->nparam++;
     }
 
-    if (!get_string(r, root, "likelihood", "likelihood", 1, 0, &m->likelihood))
+    if (!get_desc_string(r, root, "likelihood", "likelihood", 1, 0, &m->desc.likelihood))
         return r->st;
     v = json_object_get(root, "center");
     if (!v)
@@ -301,12 +313,12 @@ static gmm_status parse(reader *r, json_t *root, gmm_model *m)
         return gmm_error(GMM_EPARSE, "%s: missing key 'data'", r->file);
     if (!json_is_object(data))
         return gmm_error(GMM_EPARSE, "%s: key 'data' must be an object", r->file);
-    if (!get_string(r, data, "file", "data.file", 1, 0, &m->data.file) ||
-        !get_string(r, data, "x", "data.x", 0, 1, &m->data.x) ||
-        !get_string(r, data, "y", "data.y", 0, 1, &m->data.y) ||
-        !get_string(r, data, "node", "data.node", 0, 1, &m->data.node) ||
-        !get_string(r, data, "exposure", "data.exposure", 0, 1, &m->data.exposure) ||
-        !get_string(r, data, "trials", "data.trials", 0, 1, &m->data.trials))
+    if (!get_desc_string(r, data, "file", "data.file", 1, 0, &m->desc.data.file) ||
+        !get_desc_string(r, data, "x", "data.x", 0, 1, &m->desc.data.x) ||
+        !get_desc_string(r, data, "y", "data.y", 0, 1, &m->desc.data.y) ||
+        !get_desc_string(r, data, "node", "data.node", 0, 1, &m->desc.data.node) ||
+        !get_desc_string(r, data, "exposure", "data.exposure", 0, 1, &m->desc.data.exposure) ||
+        !get_desc_string(r, data, "trials", "data.trials", 0, 1, &m->desc.data.trials))
         return r->st;
 
     v = json_object_get(root, "merge_tol");
@@ -314,9 +326,10 @@ static gmm_status parse(reader *r, json_t *root, gmm_model *m)
               !isfinite(json_number_value(v))))
         return gmm_error(GMM_EPARSE, "%s: key 'merge_tol' must be a non-negative number",
                          r->file);
-    m->merge_tol = v ? json_number_value(v) : 0.0;
-    if (!get_string(r, root, "graph", "graph", m->precision != NULL && !m->formula, 0,
-                    &m->graph))
+    m->desc.merge_tol = v ? json_number_value(v) : 0.0;
+    if (!get_desc_string(r, root, "graph", "graph",
+                         m->desc.precision != NULL && !m->desc.formula, 0,
+                    &m->desc.graph))
         return r->st;
     v = json_object_get(root, "variational");
     if (v) {
@@ -347,7 +360,7 @@ static gmm_status parse(reader *r, json_t *root, gmm_model *m)
             if (!json_is_string(e))
                 return gmm_error(GMM_EPARSE, "%s: 'edge_cols' entry %zu must be a string",
                                  r->file, k);
-            if (!(m->edge_cols[k] = gmm_strdup(json_string_value(e))))
+            if (!(m->desc.edge_cols[k] = gmm_strdup(json_string_value(e))))
                 return gmm_error(GMM_ENOMEM, "%s: out of memory", r->file);
         }
     }
@@ -379,24 +392,24 @@ void gmm_model_free(gmm_model *m)
     if (!m)
         return;
     gmm_free(m->tool_version);
-    gmm_free(m->formula);
-    gmm_free(m->kernel);
-    gmm_free(m->precision);
+    gmm_free((void *)m->desc.formula);
+    gmm_free((void *)m->desc.kernel);
+    gmm_free((void *)m->desc.precision);
     for (size_t i = 0; i < m->nparam; i++)
         gmm_free(m->param_name[i]);
     gmm_free(m->param_name);
     gmm_free(m->param_value);
-    gmm_free(m->likelihood);
-    gmm_free(m->data.file);
-    gmm_free(m->data.x);
-    gmm_free(m->data.y);
-    gmm_free(m->data.node);
-    gmm_free(m->data.exposure);
-    gmm_free(m->data.trials);
-    gmm_free(m->graph);
+    gmm_free((void *)m->desc.likelihood);
+    gmm_free((void *)m->desc.data.file);
+    gmm_free((void *)m->desc.data.x);
+    gmm_free((void *)m->desc.data.y);
+    gmm_free((void *)m->desc.data.node);
+    gmm_free((void *)m->desc.data.exposure);
+    gmm_free((void *)m->desc.data.trials);
+    gmm_free((void *)m->desc.graph);
     gmm_free(m->vi_file);
     for (int k = 0; k < 3; k++)
-        gmm_free(m->edge_cols[k]);
+        gmm_free((void *)m->desc.edge_cols[k]);
     gmm_model_init(m);
 }
 

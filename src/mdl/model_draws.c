@@ -145,7 +145,7 @@ gmm_status gmm_mdl_check_draws(gmm_mdl *m, const char *path, const gmm_draws *d,
         return gmm_error(GMM_EINVAL,
                          "%s: no sidecar %s.json says which model these draws came from, and "
                          "column '%s' is not this model's (%s %s, f at %zu %s): give the draws "
-                         "of this model (gmm-infer hmc --model ... -o FILE writes FILE.json)",
+                         "of this model (with their sidecar FILE.json)",
                          path, strcmp(path, "-") ? path : "<stdin>", bad, m->lik.type->name,
                          gmm_latent_family(m->lat), inputs ? m->nrow : m->gmrf->n,
                          inputs ? "data rows" : "nodes");
@@ -353,7 +353,7 @@ gmm_status gmm_mdl_predict_draws_at(gmm_mdl *m, const gmm_draws *d, const char *
     if (x1 == d->nvar)
         return gmm_error(GMM_EINVAL,
                          "%s: no latent states x[1..%zu]: predicting new inputs from draws "
-                         "needs them (gmm-infer hmc --states)",
+                         "needs them (draws saved with their latent states)",
                          dpath, n);
     xs = gmm_malloc(N * n, sizeof *xs);
     th = gmm_malloc(N * (np ? np : 1), sizeof *th);
@@ -384,7 +384,7 @@ gmm_status gmm_mdl_predict_draws_rows(gmm_mdl *m, const gmm_draws *d, const char
     if (x1 == d->nvar)
         return gmm_error(GMM_EINVAL,
                          "%s: no latent states x[1..%zu]: predicting new rows from draws "
-                         "needs them (gmm-infer hmc --states)",
+                         "needs them (draws saved with their latent states)",
                          dpath, n);
     if (N == 0)
         return gmm_error(GMM_EINVAL, "%s: no draws", dpath);

@@ -7,7 +7,15 @@
  *                   and a stacked row's value from draws
  *   model_terms.c   predict --terms
  *   model_sites.c   queries, sites, predictions, the model file, vi's q
- *   model.c         building from the description
+ *   model.c         building from the description: the specs, the data
+ *   model_problem.c the problem: parameters named by term, coefficients
+ *   model_latent_build.c   the latent: state-space, graph or stacked terms
+ *   model_formula_terms.c  the formula's meaning, its record in a model file
+ *   model_values.c  a model file's paths and values
+ *   model_rules.c   the description's consistency, parameters held fixed,
+ *                   the outcomes against the likelihood
+ *   model_build_msg.c      a build's reports and failures (model_build.h
+ *                   declares the build's steps for the files above)
  *   model_names.c   the keyword models of f()
  *   model_design.c  the fixed terms' design
  *   formula.c       the formula's parser (formula.h)

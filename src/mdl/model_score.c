@@ -419,8 +419,8 @@ gmm_status gmm_mdl_score_draws(gmm_mdl *m, const gmm_mdl_test *tt, const gmm_dra
     int covariates = !gmm_problem_offset_constant(p, o->value, NULL);
     if (!states && covariates) {
         s = gmm_error(GMM_EINVAL, "%s has no latent states x[1..%zu]: scoring held-out rows of "
-                                  "a model with covariates under draws needs them (gmm-infer "
-                                  "hmc --states)",
+                                  "a model with covariates under draws needs them (draws "
+                                  "saved with their latent states)",
                       dpath, nlat);
         goto done;
     }
@@ -510,7 +510,8 @@ gmm_status gmm_mdl_score_draws(gmm_mdl *m, const gmm_mdl_test *tt, const gmm_dra
                 s = gmm_error_at(GMM_EINVAL, r,
                                  "%s:%zu: column '%s': %.17g is not an input of the model's "
                                  "data, and %s has no latent states x[1..%zu]: scoring new "
-                                 "inputs under draws needs them (gmm-infer hmc --states)",
+                                 "inputs under draws needs them (draws saved with their "
+                                 "latent states)",
                                  t->file, t->line[r], t->header[cs], site[r], dpath, nlat);
                 goto done;
             }
@@ -522,15 +523,16 @@ gmm_status gmm_mdl_score_draws(gmm_mdl *m, const gmm_mdl_test *tt, const gmm_dra
                 s = gmm_error_at(GMM_EINVAL, r,
                                  "%s:%zu: no row of the model's data %s has this row's values "
                                  "of the formula's columns, and %s has no latent states "
-                                 "x[1..%zu] (gmm-infer hmc --states) to predict a new row from",
+                                 "x[1..%zu] (draws saved with their latent states) to "
+                                 "predict a new row from",
                                  t->file, t->line[r], m->data_file, dpath, nlat);
                 goto done;
             }
         } else if (idx[r] == GMM_MDL_NEW_LEVEL) {
             s = gmm_error_at(GMM_EINVAL, r,
                              "%s:%zu: column '%s': level '%s' is not in the model's data, and "
-                             "%s has no latent states x[1..%zu] (gmm-infer hmc --states) for "
-                             "its draws",
+                             "%s has no latent states x[1..%zu] (draws saved with their "
+                             "latent states) for its draws",
                              t->file, t->line[r], t->header[cs], t->cell[r][cs], dpath, nlat);
             goto done;
         } else {
@@ -540,8 +542,8 @@ gmm_status gmm_mdl_score_draws(gmm_mdl *m, const gmm_mdl_test *tt, const gmm_dra
         size_t v = gmm_mdl_impl_draws_var(d, name);
         if (v == d->nvar) {
             s = gmm_error_at(GMM_EINVAL, r,
-                             "%s: no column '%s' (the %s of %s:%zu); draws made with "
-                             "--latent-subset must include it",
+                             "%s: no column '%s' (the %s of %s:%zu); draws of a subset "
+                             "of the latents must include it",
                              dpath, name, inputs ? "data row at the input" : "node", t->file,
                              t->line[r]);
             goto done;

@@ -27,11 +27,11 @@ int gmm_mdl_at_rows(const gmm_mdl *m)
 gmm_status gmm_mdl_check_new_inputs(const gmm_mdl *m)
 {
     if (m->stack)
-        return gmm_error(GMM_EINVAL, "--grid has no rows: give the new rows with --at FILE "
+        return gmm_error(GMM_EINVAL, "a grid has no rows: new rows come from a table "
                                      "(each f() term's column%s)",
                          m->ncoef > 1 ? ", and the formula's covariates and factors" : "");
     if (gmm_mdl_at_rows(m))
-        return gmm_error(GMM_EINVAL, "--grid has no %s: give the new rows with --at FILE "
+        return gmm_error(GMM_EINVAL, "a grid has no %s: new rows come from a table "
                                      "(column '%s'%s)",
                          gmm_latent_has_inputs(m->lat) ? "covariate values" : "nodes",
                          gmm_mdl_data_site_name(m),
@@ -190,7 +190,7 @@ gmm_status gmm_mdl_describe(const gmm_mdl *m, gmm_model *mf, char **scratch)
     size_t nl = gmm_latent_nparam(m->lat);
     if (m->stack) {
         /* the formula says it all; the parameters carry the values */
-        mf->merge_tol = m->merge_tol;
+        mf->desc.merge_tol = m->merge_tol;
     } else if (m->graph) {
         /* the spec's keys are the latent's names (a formula renames them) */
         char **lname = gmm_malloc(nl ? nl : 1, sizeof *lname);
@@ -207,11 +207,11 @@ gmm_status gmm_mdl_describe(const gmm_mdl *m, gmm_model *mf, char **scratch)
         gmm_spec_format(m->spec, nl, lname, o->value, buf, need + 1);
         gmm_free(lname);
         *scratch = buf;
-        mf->precision = buf;
-        mf->graph = m->graph_rec;
+        mf->desc.precision = buf;
+        mf->desc.graph = m->graph_rec;
         for (int k = 0; k < 3; k++)
-            mf->edge_cols[k] = m->edge_cols[k];
-        mf->data.node = m->nodename;
+            mf->desc.edge_cols[k] = m->edge_cols[k];
+        mf->desc.data.node = m->nodename;
     } else {
         size_t need = gmm_kernel_format(m->kernel, o->value, NULL, 0) + 1;
         char *buf = gmm_malloc(need, 1);
@@ -219,19 +219,19 @@ gmm_status gmm_mdl_describe(const gmm_mdl *m, gmm_model *mf, char **scratch)
             return gmm_error(GMM_ENOMEM, "out of memory");
         gmm_kernel_format(m->kernel, o->value, buf, need);
         *scratch = buf;
-        mf->kernel = buf;
-        mf->data.x = m->xname;
-        mf->merge_tol = m->merge_tol;
+        mf->desc.kernel = buf;
+        mf->desc.data.x = m->xname;
+        mf->desc.merge_tol = m->merge_tol;
     }
-    mf->formula = m->formula_rec ? m->formula_rec : m->formula;
+    mf->desc.formula = m->formula_rec ? m->formula_rec : m->formula;
     if (m->edgeless)
-        memset(mf->edge_cols, 0, sizeof mf->edge_cols);
-    mf->data.file = m->data_rec;
-    mf->data.y = m->yname;
+        memset(mf->desc.edge_cols, 0, sizeof mf->desc.edge_cols);
+    mf->desc.data.file = m->data_rec;
+    mf->desc.data.y = m->yname;
     /* the per-row quantity's column under the name the family reads it by */
     const char *q = m->lik.type->rowq;
-    mf->data.exposure = q && !strcmp(q, "exposure") ? m->ename : NULL;
-    mf->data.trials = q && !strcmp(q, "trials") ? m->ename : NULL;
+    mf->desc.data.exposure = q && !strcmp(q, "exposure") ? m->ename : NULL;
+    mf->desc.data.trials = q && !strcmp(q, "trials") ? m->ename : NULL;
     mf->nparam = o->nparam;
     mf->param_name = o->name;
     mf->param_value = o->value;
@@ -243,7 +243,7 @@ gmm_status gmm_mdl_describe(const gmm_mdl *m, gmm_model *mf, char **scratch)
                 m->desc_value[c0 + k] = NAN;
         mf->param_value = m->desc_value;
     }
-    mf->likelihood = (char *)m->lik.type->name;
+    mf->desc.likelihood = (char *)m->lik.type->name;
     mf->has_center = m->has_center > 0;
     mf->center = m->center;
     return GMM_OK;

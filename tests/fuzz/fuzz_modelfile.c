@@ -51,8 +51,8 @@ static int same_str(const char *a, const char *b)
 
 static void check_model(const gmm_model *m)
 {
-    fuzz_require(!m->kernel != !m->precision);
-    fuzz_require(m->likelihood && m->data.file);
+    fuzz_require(!m->desc.kernel != !m->desc.precision);
+    fuzz_require(m->desc.likelihood && m->desc.data.file);
     for (size_t i = 0; i < m->nparam; i++) {
         size_t j = (size_t)-1;
         fuzz_require(m->param_name[i]);
@@ -72,10 +72,11 @@ static void check_model(const gmm_model *m)
     fuzz_require(st == GMM_OK || st == GMM_ENOMEM);
     if (st != GMM_OK)
         return;
-    fuzz_require(same_str(m->kernel, b.kernel) && same_str(m->precision, b.precision));
-    fuzz_require(same_str(m->likelihood, b.likelihood) && same_str(m->graph, b.graph));
-    fuzz_require(same_str(m->data.file, b.data.file) && same_str(m->data.x, b.data.x) &&
-                 same_str(m->data.y, b.data.y) && same_str(m->data.node, b.data.node));
+    const gmm_model_desc *d = &m->desc, *e = &b.desc;
+    fuzz_require(same_str(d->kernel, e->kernel) && same_str(d->precision, e->precision));
+    fuzz_require(same_str(d->likelihood, e->likelihood) && same_str(d->graph, e->graph));
+    fuzz_require(same_str(d->data.file, e->data.file) && same_str(d->data.x, e->data.x) &&
+                 same_str(d->data.y, e->data.y) && same_str(d->data.node, e->data.node));
     fuzz_require(m->nparam == b.nparam);
     for (size_t i = 0; i < m->nparam; i++) {
         fuzz_require(!strcmp(m->param_name[i], b.param_name[i]));

@@ -42,19 +42,20 @@ static gmm_model ssm_model(void)
 {
     gmm_model m;
     gmm_model_init(&m);
-    m.kernel = "matern32(variance=0.1, lengthscale=0.33333333333333331) + quasiperiodic(period=1)";
+    m.desc.kernel =
+        "matern32(variance=0.1, lengthscale=0.33333333333333331) + quasiperiodic(period=1)";
     m.nparam = 4;
     m.param_name = names;
     m.param_value = values;
-    m.likelihood = "gaussian";
+    m.desc.likelihood = "gaussian";
     m.has_center = 1;
     m.center = 338.76543210987654;
     m.loglik = -1234.5678901234567;
     m.iterations = 42;
     m.converged = 1;
-    m.data.file = "data/co2.csv";
-    m.data.x = "decimal_year";
-    m.data.y = "co2_ppm";
+    m.desc.data.file = "data/co2.csv";
+    m.desc.data.x = "decimal_year";
+    m.desc.data.y = "co2_ppm";
     return m;
 }
 
@@ -68,24 +69,24 @@ START_TEST(test_round_trip_state_space)
     ck_assert_int_eq(gmm_model_read(path, &r), GMM_OK);
     ck_assert_int_eq(r.format_version, GMM_FORMAT_VERSION);
     ck_assert_str_eq(r.tool_version, GMM_VERSION);
-    ck_assert_str_eq(r.kernel, m.kernel);
-    ck_assert_ptr_null(r.precision);
+    ck_assert_str_eq(r.desc.kernel, m.desc.kernel);
+    ck_assert_ptr_null(r.desc.precision);
     ck_assert_uint_eq(r.nparam, 4);
     for (size_t i = 0; i < 4; i++) {
         ck_assert_str_eq(r.param_name[i], names[i]); /* order kept */
         ck_assert_msg(r.param_value[i] == values[i], "%s: %.17g vs %.17g", names[i],
                       r.param_value[i], values[i]);
     }
-    ck_assert_str_eq(r.likelihood, "gaussian");
+    ck_assert_str_eq(r.desc.likelihood, "gaussian");
     ck_assert(r.has_center && r.center == m.center);
     ck_assert(r.loglik == m.loglik);
     ck_assert_uint_eq(r.iterations, 42);
     ck_assert(r.converged);
-    ck_assert_str_eq(r.data.file, "data/co2.csv");
-    ck_assert_str_eq(r.data.x, "decimal_year");
-    ck_assert_str_eq(r.data.y, "co2_ppm");
-    ck_assert_ptr_null(r.data.node);
-    ck_assert_ptr_null(r.graph);
+    ck_assert_str_eq(r.desc.data.file, "data/co2.csv");
+    ck_assert_str_eq(r.desc.data.x, "decimal_year");
+    ck_assert_str_eq(r.desc.data.y, "co2_ppm");
+    ck_assert_ptr_null(r.desc.data.node);
+    ck_assert_ptr_null(r.desc.graph);
     size_t k;
     ck_assert_int_eq(gmm_model_param_index(&r, "noise.variance", &k), GMM_OK);
     ck_assert_uint_eq(k, 3);
@@ -103,36 +104,36 @@ START_TEST(test_round_trip_graph_and_null_center)
     gmm_model_init(&m);
     char *pn[] = {"0.edge-ou.variance", "0.edge-ou.lengthscale", "noise.variance"};
     double pv[] = {1.5, 120.25, 0.01};
-    m.precision = "edge-ou(variance=1.5, lengthscale=120.25)";
+    m.desc.precision = "edge-ou(variance=1.5, lengthscale=120.25)";
     m.nparam = 3;
     m.param_name = pn;
     m.param_value = pv;
-    m.likelihood = "gaussian";
+    m.desc.likelihood = "gaussian";
     m.loglik = 12.5;
-    m.data.file = "nodes.csv";
-    m.data.node = "district";
-    m.data.y = "cases";
-    m.data.exposure = "population";
-    m.graph = "edges.csv";
-    m.edge_cols[0] = "from";
-    m.edge_cols[1] = "to";
+    m.desc.data.file = "nodes.csv";
+    m.desc.data.node = "district";
+    m.desc.data.y = "cases";
+    m.desc.data.exposure = "population";
+    m.desc.graph = "edges.csv";
+    m.desc.edge_cols[0] = "from";
+    m.desc.edge_cols[1] = "to";
     char *path = temp_path();
     FILE *f = fopen(path, "w");
     ck_assert_int_eq(gmm_model_write(&m, f, path), GMM_OK);
     fclose(f);
     gmm_model r;
     ck_assert_int_eq(gmm_model_read(path, &r), GMM_OK);
-    ck_assert_ptr_null(r.kernel);
-    ck_assert_str_eq(r.precision, m.precision);
+    ck_assert_ptr_null(r.desc.kernel);
+    ck_assert_str_eq(r.desc.precision, m.desc.precision);
     ck_assert(!r.has_center);
     ck_assert(!r.converged);
-    ck_assert_str_eq(r.graph, "edges.csv");
-    ck_assert_str_eq(r.data.node, "district");
-    ck_assert_str_eq(r.data.exposure, "population");
-    ck_assert_ptr_null(r.data.x);
-    ck_assert_str_eq(r.edge_cols[0], "from");
-    ck_assert_str_eq(r.edge_cols[1], "to");
-    ck_assert_ptr_null(r.edge_cols[2]);
+    ck_assert_str_eq(r.desc.graph, "edges.csv");
+    ck_assert_str_eq(r.desc.data.node, "district");
+    ck_assert_str_eq(r.desc.data.exposure, "population");
+    ck_assert_ptr_null(r.desc.data.x);
+    ck_assert_str_eq(r.desc.edge_cols[0], "from");
+    ck_assert_str_eq(r.desc.edge_cols[1], "to");
+    ck_assert_ptr_null(r.desc.edge_cols[2]);
     ck_assert(r.param_value[1] == 120.25);
     gmm_model_free(&r);
     unlink(path);
@@ -155,7 +156,7 @@ START_TEST(test_unknown_keys_ignored_and_integers_accepted)
     ck_assert_int_eq(gmm_model_read(path, &r), GMM_OK);
     ck_assert(r.param_value[0] == 2.0);
     ck_assert_str_eq(r.tool_version, "0.0.9");
-    ck_assert_ptr_null(r.data.x);
+    ck_assert_ptr_null(r.desc.data.x);
     gmm_model_free(&r);
     unlink(path);
     free(path);
@@ -188,7 +189,7 @@ START_TEST(test_missing_required_key)
     snprintf(want, sizeof want, "%s: missing key '%s'", path, key);
     ck_assert_msg(strstr(gmm_error_message(), want), "want \"%s\", got \"%s\"", want,
                   gmm_error_message());
-    ck_assert_ptr_null(r.kernel); /* left initialised */
+    ck_assert_ptr_null(r.desc.kernel); /* left initialised */
     unlink(path);
     free(path);
 }
@@ -261,10 +262,10 @@ START_TEST(test_io_errors_and_bad_writes)
     ck_assert_int_eq(gmm_model_write(&m, f, "out.json"), GMM_EINVAL);
     ck_assert(strstr(gmm_error_message(), "0.matern32.lengthscale"));
     m = ssm_model();
-    m.precision = "edge-ou";
+    m.desc.precision = "edge-ou";
     ck_assert_int_eq(gmm_model_write(&m, f, "out.json"), GMM_EINVAL);
     m = ssm_model();
-    m.data.file = NULL;
+    m.desc.data.file = NULL;
     ck_assert_int_eq(gmm_model_write(&m, f, NULL), GMM_EINVAL);
     ck_assert(strstr(gmm_error_message(), "<stdout>: model without 'data.file'"));
     fclose(f);
@@ -302,11 +303,11 @@ END_TEST
 START_TEST(test_read_out_of_memory_sweep)
 {
     gmm_model m = ssm_model(), r;
-    m.graph = "edges.csv";
-    m.edge_cols[0] = "a";
-    m.edge_cols[1] = "b";
-    m.edge_cols[2] = "len";
-    m.data.node = "node";
+    m.desc.graph = "edges.csv";
+    m.desc.edge_cols[0] = "a";
+    m.desc.edge_cols[1] = "b";
+    m.desc.edge_cols[2] = "len";
+    m.desc.data.node = "node";
     char *path = temp_path();
     ck_assert_int_eq(gmm_model_save(&m, path), GMM_OK);
     gmm_status st = GMM_ENOMEM;
@@ -316,11 +317,11 @@ START_TEST(test_read_out_of_memory_sweep)
         st = gmm_model_read(path, &r);
         gmm_alloc_fail_after(-1);
         if (st == GMM_ENOMEM)
-            ck_assert(r.nparam == 0 && r.kernel == NULL && r.data.file == NULL);
+            ck_assert(r.nparam == 0 && r.desc.kernel == NULL && r.desc.data.file == NULL);
     }
     ck_assert_int_eq(st, GMM_OK);
     ck_assert(k > 10);
-    ck_assert_str_eq(r.edge_cols[2], "len");
+    ck_assert_str_eq(r.desc.edge_cols[2], "len");
     gmm_model_free(&r);
     unlink(path);
     free(path);

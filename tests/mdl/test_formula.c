@@ -186,8 +186,8 @@ START_TEST(test_formula_model_names)
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         gmm_mdl_spec s;
         gmm_mdl_spec_init(&s);
-        s.formula = bad[i].text;
-        s.data = "/nonexistent/d.csv";
+        s.desc.formula = bad[i].text;
+        s.desc.data.file = "/nonexistent/d.csv";
         gmm_mdl *m = NULL;
         gmm_mdl_failure fail;
         ck_assert_msg(gmm_mdl_build(&s, &m, &fail) == GMM_EPARSE, "%s: %s", bad[i].text,
@@ -234,9 +234,9 @@ static gmm_mdl *build(const char *path, const char *formula, const char *lik)
 {
     gmm_mdl_spec s;
     gmm_mdl_spec_init(&s);
-    s.formula = formula;
-    s.data = path;
-    s.likelihood = lik;
+    s.desc.formula = formula;
+    s.desc.data.file = path;
+    s.desc.likelihood = lik;
     gmm_mdl *m = NULL;
     gmm_mdl_failure fail;
     gmm_status st = gmm_mdl_build(&s, &m, &fail);
@@ -732,8 +732,8 @@ START_TEST(test_formula_param_names)
     gmm_mdl_free(m);
     gmm_mdl_spec sp;
     gmm_mdl_spec_init(&sp);
-    sp.kernel = "matern32";
-    sp.data = path;
+    sp.desc.kernel = "matern32";
+    sp.desc.data.file = path;
     ck_assert_int_eq(gmm_mdl_build(&sp, &m, NULL), GMM_OK);
     param(gmm_mdl_objective(m), "0.matern32.lengthscale");
     gmm_mdl_free(m);
@@ -812,7 +812,7 @@ START_TEST(test_formula_start_values)
          "formula: f(g, iid) has no parameter 'phi' (phi is bym2's mixing weight)"},
         {"y ~ f(t, 'matern32', variance=1)", 21,
          "formula: f(t, 'matern32'): a spec's parameters take their start values in the spec "
-         "(KIND(variance=...)) and are held with --fix f.t.KIND.variance"},
+         "(KIND(variance=...)) and are held fixed by name, f.t.KIND.variance"},
         {"y ~ f(t, rw1, cyclic, period=3 fixed)", 31,
          "formula: f(t, rw1): 'fixed' holds a parameter at its start value (variance=1 "
          "fixed); 'period' is not a parameter"},
@@ -823,8 +823,8 @@ START_TEST(test_formula_start_values)
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         gmm_mdl_spec sp;
         gmm_mdl_spec_init(&sp);
-        sp.formula = bad[i].text;
-        sp.data = "/nonexistent/d.csv";
+        sp.desc.formula = bad[i].text;
+        sp.desc.data.file = "/nonexistent/d.csv";
         gmm_mdl_failure fail;
         ck_assert_msg(gmm_mdl_build(&sp, &m, &fail) == GMM_EPARSE, "%s: %s", bad[i].text,
                       gmm_error_message());

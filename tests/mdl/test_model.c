@@ -81,9 +81,9 @@ START_TEST(test_model_gaussian_ssm_dense)
     reports rep = {0};
     gmm_mdl_spec s;
     gmm_mdl_spec_init(&s);
-    s.data = path;
-    s.y = "count";
-    s.kernel = "matern32(variance=1.3, lengthscale=0.7)";
+    s.desc.data.file = path;
+    s.desc.data.y = "count";
+    s.desc.kernel = "matern32(variance=1.3, lengthscale=0.7)";
     s.noise = 0.2;
     s.verbose = 1;
     s.report = collect;
@@ -112,7 +112,7 @@ START_TEST(test_model_gaussian_ssm_dense)
     /* dense: log N(y - c | 0, K + noise I) */
     gmm_spec_node *sp = NULL;
     gmm_kernel *k = NULL;
-    ck_assert_int_eq(gmm_spec_parse(s.kernel, &sp), GMM_OK);
+    ck_assert_int_eq(gmm_spec_parse(s.desc.kernel, &sp), GMM_OK);
     ck_assert_int_eq(gmm_kernel_from_spec(sp, &k), GMM_OK);
     long double *L = malloc(N * N * sizeof *L), z[N], ref = 0.0L;
     ck_assert_int_eq(tu_dense_chol(k, o->value, 0.2, 0.0, x, N, L), 0);
@@ -129,13 +129,13 @@ START_TEST(test_model_gaussian_ssm_dense)
     gmm_model mf;
     char *scratch = NULL;
     ck_assert_int_eq(gmm_mdl_describe(m, &mf, &scratch), GMM_OK);
-    ck_assert_str_eq(mf.likelihood, "gaussian");
-    ck_assert_ptr_nonnull(mf.kernel);
-    ck_assert_ptr_null(mf.precision);
-    ck_assert_str_eq(mf.data.y, "count");
-    ck_assert_str_eq(mf.data.x, "t");
+    ck_assert_str_eq(mf.desc.likelihood, "gaussian");
+    ck_assert_ptr_nonnull(mf.desc.kernel);
+    ck_assert_ptr_null(mf.desc.precision);
+    ck_assert_str_eq(mf.desc.data.y, "count");
+    ck_assert_str_eq(mf.desc.data.x, "t");
     ck_assert_int_eq(mf.has_center, 1);
-    ck_assert(mf.data.file[0] == '/');
+    ck_assert(mf.desc.data.file[0] == '/');
     gmm_free(scratch);
 
     ck_assert_int_eq(gmm_mdl_has_inputs(m), 1);
@@ -213,11 +213,11 @@ START_TEST(test_model_poisson_ssm_by_hand)
     reports rep = {0};
     gmm_mdl_spec s;
     gmm_mdl_spec_init(&s);
-    s.data = path;
-    s.y = "count";
-    s.exposure = "e";
-    s.likelihood = "poisson";
-    s.kernel = "matern32(variance=0.8, lengthscale=1.5)";
+    s.desc.data.file = path;
+    s.desc.data.y = "count";
+    s.desc.data.exposure = "e";
+    s.desc.likelihood = "poisson";
+    s.desc.kernel = "matern32(variance=0.8, lengthscale=1.5)";
     s.report = collect;
     s.report_user = &rep;
     gmm_mdl *m = NULL;
@@ -243,7 +243,7 @@ START_TEST(test_model_poisson_ssm_by_hand)
     gmm_lik lik;
     gmm_ssm_params par;
     gmm_ssm_params_init(&par);
-    ck_assert_int_eq(gmm_spec_parse(s.kernel, &sp), GMM_OK);
+    ck_assert_int_eq(gmm_spec_parse(s.desc.kernel, &sp), GMM_OK);
     ck_assert_int_eq(gmm_kernel_from_spec(sp, &k), GMM_OK);
     ck_assert_int_eq(gmm_latent_ssm_alloc(k, x, N, &par, &lat), GMM_OK);
     ck_assert_int_eq(gmm_lik_parse("poisson", &lik), GMM_OK);
@@ -269,17 +269,17 @@ START_TEST(test_model_poisson_ssm_by_hand)
     gmm_model mf;
     char *scratch = NULL;
     ck_assert_int_eq(gmm_mdl_describe(m, &mf, &scratch), GMM_OK);
-    ck_assert_str_eq(mf.likelihood, "poisson");
-    ck_assert_str_eq(mf.data.exposure, "e");
+    ck_assert_str_eq(mf.desc.likelihood, "poisson");
+    ck_assert_str_eq(mf.desc.data.exposure, "e");
     ck_assert_int_eq(mf.has_center, 0);
     gmm_mdl_spec s2;
     gmm_mdl_spec_init(&s2);
-    s2.data = mf.data.file;
-    s2.x = mf.data.x;
-    s2.y = mf.data.y;
-    s2.exposure = mf.data.exposure;
-    s2.likelihood = mf.likelihood;
-    s2.kernel = mf.kernel;
+    s2.desc.data.file = mf.desc.data.file;
+    s2.desc.data.x = mf.desc.data.x;
+    s2.desc.data.y = mf.desc.data.y;
+    s2.desc.data.exposure = mf.desc.data.exposure;
+    s2.desc.likelihood = mf.desc.likelihood;
+    s2.desc.kernel = mf.desc.kernel;
     s2.values = &mf;
     s2.values_name = "m.json";
     gmm_mdl *m2 = NULL;
@@ -338,12 +338,12 @@ START_TEST(test_model_graph_by_hand)
     reports rep = {0};
     gmm_mdl_spec s;
     gmm_mdl_spec_init(&s);
-    s.data = nodes;
-    s.graph = edges;
-    s.precision = "edge-ou(variance=1.2, lengthscale=2)";
-    s.node = "node";
-    s.y = "count";
-    s.likelihood = "poisson";
+    s.desc.data.file = nodes;
+    s.desc.graph = edges;
+    s.desc.precision = "edge-ou(variance=1.2, lengthscale=2)";
+    s.desc.data.node = "node";
+    s.desc.data.y = "count";
+    s.desc.likelihood = "poisson";
     s.fix = (const char *const[]){"intercept"};
     s.nfix = 1;
     s.report = collect;
@@ -375,8 +375,8 @@ START_TEST(test_model_graph_by_hand)
     ck_assert_int_eq(gmm_mdl_graph_read(te, "i", "j", "length", 1, &g), GMM_OK);
     ck_assert_int_eq(gmm_mdl_graph_attach(g, tn, "node", 0, row_node, &iso, &niso), GMM_OK);
     ck_assert_int_eq(gmm_table_column_double(tn, 1, 1, y), GMM_OK);
-    ck_assert_int_eq(gmm_spec_parse(s.precision, &sp), GMM_OK);
-    ck_assert_int_eq(gmm_gmrf_alloc(g, sp, s.precision, &q), GMM_OK);
+    ck_assert_int_eq(gmm_spec_parse(s.desc.precision, &sp), GMM_OK);
+    ck_assert_int_eq(gmm_gmrf_alloc(g, sp, s.desc.precision, &q), GMM_OK);
     ck_assert_int_eq(gmm_latent_gmrf_alloc(q, 6, row_node, &lat), GMM_OK);
     ck_assert_int_eq(gmm_lik_parse("poisson", &lik), GMM_OK);
     ck_assert_int_eq(gmm_problem_alloc(lat, &lik, y, NULL, 1, log((14.0 + 0.5) / 5.0), &p),
@@ -473,12 +473,12 @@ START_TEST(test_model_graph_draws)
     char *dpath = tu_path(dir, "draws.csv"); /* named only: no sidecar there */
     gmm_mdl_spec s;
     gmm_mdl_spec_init(&s);
-    s.data = nodes;
-    s.graph = edges;
-    s.precision = "edge-ou(variance=1, lengthscale=2)";
-    s.node = "node";
-    s.y = "count";
-    s.likelihood = "poisson";
+    s.desc.data.file = nodes;
+    s.desc.graph = edges;
+    s.desc.precision = "edge-ou(variance=1, lengthscale=2)";
+    s.desc.data.node = "node";
+    s.desc.data.y = "count";
+    s.desc.likelihood = "poisson";
     gmm_mdl *m = NULL;
     ck_assert_int_eq(gmm_mdl_build(&s, &m, NULL), GMM_OK);
 
@@ -556,21 +556,21 @@ START_TEST(test_model_failures)
     char *path = tu_write_str(dir, "d.csv", "t,y\n1,2\n2,-1\n3,4\n");
     gmm_mdl_spec s;
     gmm_mdl_spec_init(&s);
-    s.data = path;
+    s.desc.data.file = path;
     gmm_mdl *m = NULL;
     gmm_mdl_failure f;
 
-    s.kernel = "matern32(variance=1, lengthscal=2)";
+    s.desc.kernel = "matern32(variance=1, lengthscal=2)";
     ck_assert_int_eq(gmm_mdl_build(&s, &m, &f), GMM_EPARSE);
     ck_assert_ptr_null(m);
     ck_assert_str_eq(f.spec_key, "kernel");
-    ck_assert_ptr_eq(f.spec_text, s.kernel);
+    ck_assert_ptr_eq(f.spec_text, s.desc.kernel);
     ck_assert_uint_eq(f.spec_pos, 21); /* the unknown key */
     ck_assert_int_eq(f.usage, 0);
     gmm_mdl_failure_free(&f);
 
-    s.kernel = "matern32";
-    s.likelihood = "poisson";
+    s.desc.kernel = "matern32";
+    s.desc.likelihood = "poisson";
     ck_assert_int_eq(gmm_mdl_build(&s, &m, &f), GMM_EINVAL);
     char want[512];
     snprintf(want, sizeof want, "%s:3: column 'y': ", path);
@@ -578,13 +578,41 @@ START_TEST(test_model_failures)
     ck_assert_ptr_null(f.spec_text);
     gmm_mdl_failure_free(&f);
 
-    s.likelihood = NULL;
-    s.exposure = "y";
+    s.desc.likelihood = NULL;
+    s.desc.data.exposure = "y";
     ck_assert_int_eq(gmm_mdl_build(&s, &m, &f), GMM_EINVAL);
     ck_assert_int_eq(f.usage, 1);
+    /* the rule, for the caller to word; the message in the description's terms */
+    ck_assert_int_eq(f.rule, GMM_MDL_RULE_NON_GAUSSIAN_FIELDS);
+    ck_assert_ptr_null(strstr(gmm_error_message(), "--"));
     gmm_mdl_failure_free(&f);
 
-    s.exposure = NULL;
+    s.desc.data.exposure = NULL;
+    s.desc.graph = "edges.csv";
+    ck_assert_int_eq(gmm_mdl_build(&s, &m, &f), GMM_EINVAL);
+    ck_assert_int_eq(f.rule, GMM_MDL_RULE_KERNEL_AND_GRAPH);
+    ck_assert_str_eq(gmm_error_message(), "a kernel and a graph exclude each other");
+    gmm_mdl_failure_free(&f);
+    s.desc.graph = NULL;
+
+    /* no latent named: the default kernel, its period held unless freed */
+    s.desc.kernel = NULL;
+    for (int free_period = 0; free_period < 2; free_period++) {
+        s.free_period = free_period;
+        ck_assert_int_eq(gmm_mdl_build(&s, &m, NULL), GMM_OK);
+        gmm_objective *o = gmm_mdl_objective(m);
+        size_t k = 0;
+        while (k < o->nparam && strcmp(o->name[k], GMM_MDL_DEFAULT_KERNEL_FIXED))
+            k++;
+        ck_assert_uint_lt(k, o->nparam);
+        ck_assert_int_eq(o->fixed[k], !free_period);
+        gmm_mdl_free(m);
+        m = NULL;
+    }
+    s.free_period = 0;
+    s.desc.kernel = "matern32";
+
+    s.desc.data.exposure = NULL;
     s.fix = (const char *const[]){"0.matern32.lengthscale", "nosuch"};
     s.nfix = 2;
     ck_assert_int_eq(gmm_mdl_build(&s, &m, &f), GMM_EINVAL);
@@ -617,16 +645,16 @@ START_TEST(test_model_never_prints)
     dup2(fileno(o), 2);
     gmm_mdl_spec s;
     gmm_mdl_spec_init(&s);
-    s.data = path;
-    s.kernel = "matern32";
-    s.merge_tol = 1e-3; /* a warning: two inputs merged */
+    s.desc.data.file = path;
+    s.desc.kernel = "matern32";
+    s.desc.merge_tol = 1e-3; /* a warning: two inputs merged */
     s.verbose = 1;
     gmm_mdl *m = NULL;
     gmm_status st1 = gmm_mdl_build(&s, &m, NULL);
-    s.likelihood = "poisson"; /* -1 is no count */
+    s.desc.likelihood = "poisson"; /* -1 is no count */
     gmm_mdl *m2 = NULL;
     gmm_status st2 = gmm_mdl_build(&s, &m2, NULL);
-    s.likelihood = "poisson(";
+    s.desc.likelihood = "poisson(";
     gmm_status st3 = gmm_mdl_build(&s, &m2, NULL);
     fflush(stdout);
     fflush(stderr);

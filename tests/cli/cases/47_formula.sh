@@ -171,7 +171,7 @@ expect_stdout '^c17,'
 cp "$OUT" "$CASE_TMP/rows.csv"
 run "$GMM_INFER" predict --model "$CASE_TMP/m.json" --grid 1:2:1
 expect_exit 2
-expect_stderr "--grid has no nodes: give the new rows with --at FILE \(column 'g'"
+expect_stderr "a grid has no nodes: new rows come from a table \(column 'g'"
 run "$GMM_INFER" hmc --model "$CASE_TMP/m.json" --draws 10 --warmup 10 -o "$CASE_TMP/d.csv"
 expect_exit 0
 head -1 "$CASE_TMP/d.csv" | grep -q 'f\[300\]' || fail "hmc: no f[300] column (f at the data rows)"
@@ -345,7 +345,7 @@ expect_exit 0
 expect_stdout '^1,'
 run "$GMM_INFER" predict --model "$CASE_TMP/m.json" --grid 1:3:0.5
 expect_exit 2
-expect_stderr '--grid has no covariate values'
+expect_stderr 'a grid has no covariate values'
 printf 't,z\n2.5,0.4\n90,0.1\n' > "$CASE_TMP/at.csv"
 run "$GMM_INFER" predict --model "$CASE_TMP/m.json" --at "$CASE_TMP/at.csv"
 expect_exit 0

@@ -68,7 +68,7 @@ expect_stdout '^48,'
 cp "$OUT" "$CASE_TMP/rows.csv"
 run "$GMM_INFER" predict --model "$WORK/stack-model.json" --grid 1:2:0.5
 expect_exit 2
-expect_stderr "--grid has no rows: give the new rows with --at FILE \\(each f\\(\\) term's column"
+expect_stderr "a grid has no rows: new rows come from a table \\(each f\\(\\) term's column"
 # the data's own rows as new rows: the prediction at the data rows
 run "$GMM_INFER" predict --model "$WORK/stack-model.json" --at "$sfx/data_rw1_iid.csv"
 expect_exit 0

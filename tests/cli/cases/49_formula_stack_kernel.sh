@@ -234,7 +234,7 @@ sm_expected() { awk -F, -v k="$1" '$1 == k { print $2 }' "$smx/expected.csv"; }
 begin "formula stack kernel: --merge-tol's near-ties share a state (loglik of the dense GP over the merged inputs)"
 run "$GMM_INFER" loglik --model "$smx/model.json"
 expect_exit 0
-expect_stderr 'warning: f\.t: 5 distinct inputs within --merge-tol 0\.01 of another were merged into one state'
+expect_stderr 'warning: f\.t: 5 distinct inputs within merge_tol 0\.01 of another were merged into one state'
 close_to "$(json_num "$OUT" loglik)" "$(sm_expected merged)" 1e-8 ||
     fail "loglik $(json_num "$OUT" loglik), dense over the merged inputs $(sm_expected merged)"
 run "$GMM_INFER" loglik --verbose --model "$smx/model.json"
@@ -267,7 +267,7 @@ begin "formula stack kernel: fit --merge-tol warns, records merge_tol, and the m
 run "$GMM_INFER" fit --merge-tol 0.01 --formula "y ~ x1 + f(t, 'matern32') + f(g, iid)" \
     "$smx/data.csv" -o "$CASE_TMP/m.json"
 expect_exit 0
-expect_stderr 'warning: f\.t: 5 distinct inputs within --merge-tol 0\.01 of another were merged'
+expect_stderr 'warning: f\.t: 5 distinct inputs within merge_tol 0\.01 of another were merged'
 expect_file "$CASE_TMP/m.json" '"merge_tol": 0\.01'
 fitted=$(json_num "$CASE_TMP/m.json" loglik)
 run "$GMM_INFER" loglik --model "$CASE_TMP/m.json"

@@ -231,4 +231,4 @@ expect_stdout '^x,mean,var,lower,upper,rate,rate_lower,rate_upper,level$'
 expect_stdout '^1960,'
 run "$GMM_INFER" predict --model "$CASE_TMP/m.json" --draws "$CASE_TMP/dr.csv" --grid 1900:1901:1
 expect_exit 1
-expect_stderr 'hmc --states'
+expect_stderr 'draws saved with their latent states'

@@ -218,7 +218,7 @@ close_to "$(score_lpd)" "$with_states" 1e-12 ||
 # new inputs without the states: said exactly what is needed
 run "$GMM_INFER" score --model "$CASE_TMP/m.json" "$CASE_TMP/test.csv" --draws "$CASE_TMP/f.csv"
 expect_exit 1
-expect_stderr "test\.csv:2: column 'x': 0\.11 is not an input of the model's data, and .*f\.csv has no latent states x\[1\.\.40\]: .*hmc --states"
+expect_stderr "test\.csv:2: column 'x': 0\.11 is not an input of the model's data, and .*f\.csv has no latent states x\[1\.\.40\]: .*draws saved with their latent states"
 
 begin "draws are tied to their model: the sidecar's origin is checked by predict and score"
 score_count_csv 30 0 0.5 99 > "$CASE_TMP/c.csv"
