@@ -27,6 +27,7 @@
 
 #include "gmm/draws.h"
 #include "gmm/graph.h"
+#include "gmm/hmc_chains.h"
 #include "gmm/io.h"
 #include "gmm/likelihood.h"
 #include "gmm/stack.h"
@@ -347,6 +348,29 @@ const char *gmm_mdl_site_noun(const gmm_mdl *m);
  * range A-B in 1..n" / "'ITEM' is not a node of the graph". */
 gmm_status gmm_mdl_sites_parse(const gmm_mdl *m, const char *item, size_t *first,
                                size_t *last);
+/* ---- what an HMC run writes (model_hmc_out.c) ----------------------------- */
+
+/* The columns of run rp's draws of m (rp's sampled parameters, kept sites,
+ * states, log-likelihoods of the observed rows), in CmdStan's layout or
+ * the draws data frame's, for gmm_draws_write_header (draws.h); borrowed
+ * from m and rp, freed with gmm_mdl_draws_columns_free.  GMM_ENOMEM. */
+gmm_status gmm_mdl_draws_columns(gmm_mdl *m, const gmm_hmc_run_params *rp, int cmdstan,
+                                 gmm_draws_columns **out);
+void gmm_mdl_draws_columns_free(gmm_draws_columns *c); /* NULL-safe */
+/* CmdStan's comment block of chain ci (kept draws) of run rp of m. */
+void gmm_mdl_cmdstan_config(gmm_mdl *m, const gmm_hmc_run_params *rp,
+                            const gmm_hmc_chain_info *ci, size_t kept, const char *model_file,
+                            const char *data_file, gmm_draws_cmdstan_config *c);
+/* The sidecar FILE.json of run rp's chains ch (how the draws were made:
+ * tool, model and data files, sampler settings, fixed values and priors,
+ * the design the coefficients' priors are on, "origin", per-chain step
+ * sizes, divergences and leapfrog steps, the format, and after a cancel
+ * the draws and chains kept), new in *out.  gmm_mdl_draws_origin's
+ * errors, GMM_ENOMEM. */
+gmm_status gmm_mdl_hmc_sidecar(gmm_mdl *m, const gmm_hmc_run_params *rp,
+                               const gmm_hmc_chains *ch, const char *model_file,
+                               const char *data_file, int cmdstan, json_t **out);
+
 /* Held-out data for gmm_mdl_score (or new rows to predict at): a CSV with
  * the model's site (input or node) column, the columns of its covariates
  * and factors, and (to score) its outcome and exposure columns, checked

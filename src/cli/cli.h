@@ -57,12 +57,6 @@ int cli_fail(const char *cmd, gmm_status s);
 void cli_print_spec_error(const char *cmd, const char *file, const char *key, const char *text,
                           size_t pos);
 
-/* A CSV field, quoted when it needs to be (RFC 4180): commas, quotes,
- * line breaks, or blanks at either end (which readers would trim). */
-void cli_put_csv_field(FILE *f, const char *s);
-/* A number as R's write.csv would read it back exactly: %.17g, NA for
- * NaN, Inf and -Inf. */
-void cli_put_csv_number(FILE *f, double x);
 /* Flush and close stdout and report whether everything written to it
  * arrived: 0, or "gmm-infer CMD: <stdout>: write error: REASON" on stderr
  * (REASON from errno: "No space left on device" for > /dev/full) and

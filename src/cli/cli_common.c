@@ -90,31 +90,6 @@ void cli_print_spec_error(const char *cmd, const char *file, const char *key, co
     gmm_free(buf);
 }
 
-void cli_put_csv_field(FILE *f, const char *s)
-{
-    if (!s[strcspn(s, ",\"\r\n")] && s[0] != ' ' && (!*s || s[strlen(s) - 1] != ' ')) {
-        fputs(s, f);
-        return;
-    }
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"')
-            fputc('"', f);
-        fputc(*s, f);
-    }
-    fputc('"', f);
-}
-
-void cli_put_csv_number(FILE *f, double x)
-{
-    if (isnan(x))
-        fputs("NA", f);
-    else if (isinf(x))
-        fputs(x > 0 ? "Inf" : "-Inf", f);
-    else
-        fprintf(f, "%.17g", x);
-}
-
 int cli_close_stdout(const char *cmd)
 {
     /* The stream's error flag may have been set by a write long ago; the
@@ -264,19 +239,19 @@ static void pred_row(FILE *f, const char *label, double x, const gmm_summary_pre
                      const char *resp, double level)
 {
     if (label)
-        cli_put_csv_field(f, label);
+        gmm_csv_put_field(f, label);
     else
-        cli_put_csv_number(f, x);
+        gmm_csv_put_number(f, x);
     const double col[] = {p->mean, p->var, p->lower, p->upper};
     for (size_t k = 0; k < 4; k++) {
         fputc(',', f);
-        cli_put_csv_number(f, col[k]);
+        gmm_csv_put_number(f, col[k]);
     }
     if (resp) {
         const double rc[] = {p->resp, p->resp_lower, p->resp_upper};
         for (size_t k = 0; k < 3; k++) {
             fputc(',', f);
-            cli_put_csv_number(f, rc[k]);
+            gmm_csv_put_number(f, rc[k]);
         }
     }
     /* 0.9, not 0.90000000000000002: the level as the user typed it */

@@ -3,10 +3,11 @@
  * output CSV, one file per chain (cmdstan), from the library's chains in
  * chain order; FILE.json, how they were made; the summary.  Files are
  * written through gmm_outfile (atomically, or in place for a device or
- * FIFO); after an interrupt, regular files are named FILE.partial. */
+ * FIFO); after an interrupt, regular files are named FILE.partial.  The
+ * layouts are io's (gmm_draws_write_*), what they hold the model's
+ * (gmm_mdl_draws_columns, gmm_mdl_cmdstan_config, gmm_mdl_hmc_sidecar). */
 #define _XOPEN_SOURCE 700
 
-#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdint.h>
@@ -25,68 +26,12 @@
 #include "gmm/vi.h"
 #include "gmm/version.h"
 
-/* A parameter's name as a CmdStan column: Stan's names are identifiers,
- * and a '.' there separates indices, so "0.matern32.variance" becomes
- * "0_matern32_variance" (any other character than a letter, digit or '_'
- * becomes '_' too). */
-static void put_cmdstan_name(FILE *f, const char *name)
-{
-    for (const char *p = name; *p; p++)
-        fputc(isalnum((unsigned char)*p) || *p == '_' ? *p : '_', f);
-}
-
-/* The header row: sampler columns, the sampled parameters, then f at each
- * data row or node, then the states, then the log-likelihoods of the
- * observed data rows.  The draws-data-frame layout (csv) starts with
- * .chain,.iteration,.draw and names f[row], f[node label], x[i],
- * log_lik[row]; CmdStan's names f.row, f.node (the node's 1-based
- * position), x.i, log_lik.row. */
-static void write_header(FILE *f, gmm_mdl *m, const gmm_hmc_run_params *rp, int cmdstan)
-{
-    const int *sampled = rp->sampled;
-    const unsigned char *keep = rp->keep;
-    int states = rp->states;
-    if (!cmdstan)
-        fputs(".chain,.iteration,.draw,", f);
-    fputs("lp__,accept_stat__,stepsize__,treedepth__,n_leapfrog__,divergent__,energy__", f);
-    gmm_objective *o = gmm_mdl_objective(m);
-    for (size_t k = 0; sampled && k < o->nparam; k++)
-        if (sampled[k]) {
-            fputc(',', f);
-            if (cmdstan)
-                put_cmdstan_name(f, o->name[k]);
-            else
-                cli_put_csv_field(f, o->name[k]);
-        }
-    char name[96];
-    for (size_t v = 0; v < gmm_mdl_nsites(m); v++) {
-        if (keep && !keep[v])
-            continue;
-        if (cmdstan) {
-            fprintf(f, ",f.%zu", v + 1);
-            continue;
-        }
-        fputc(',', f);
-        cli_put_csv_field(f, gmm_mdl_draws_column(m, v, name));
-    }
-    size_t n = gmm_latent_dim(gmm_problem_latent(gmm_mdl_problem(m)));
-    for (size_t i = 0; states && i < n; i++)
-        fprintf(f, cmdstan ? ",x.%zu" : ",x[%zu]", i + 1);
-    const gmm_problem *p = gmm_mdl_problem(m);
-    const double *y = gmm_problem_y(p);
-    size_t nr = gmm_latent_nrows(gmm_problem_latent(p));
-    for (size_t r = 0; rp->log_lik && r < nr; r++)
-        if (!isnan(y[r]))
-            fprintf(f, cmdstan ? ",log_lik.%zu" : ",log_lik[%zu]", r + 1);
-    fputc('\n', f);
-}
-
 /* Where the rows go: one stream, named for its errors. */
 typedef struct {
     FILE *f;
     const char *name;
     const cli_hmc_out *w;
-    int cmdstan;
+    const gmm_draws_columns *cols;
     size_t kept;   /* draws per chain */
 } sink_ctx;
 
@@ -98,29 +43,12 @@ static gmm_status stream_status(const sink_ctx *s)
                      strerror(errno ? errno : EIO));
 }
 
-/* A row as text, %.17g by gmm_fmt_g17 (both formats hold the same
- * numbers), gathered into a buffer written a piece at a time; the csv layout
- * leads with .chain,.iteration,.draw. */
 static gmm_status put_row(void *user, const gmm_hmc_chain_info *c, size_t it, const double *row,
                           size_t ncol)
 {
     sink_ctx *s = user;
-    char buf[4096];
-    size_t len = 0;
-    if (!s->cmdstan)
-        len = (size_t)snprintf(buf, sizeof buf, "%llu,%zu,%zu,", (unsigned long long)c->id, it,
-                               (size_t)(c->id - 1) * s->w->rp->hmc.draws + it);
-    for (size_t j = 0; j < ncol; j++) {
-        if (len > sizeof buf - GMM_FMT_G17_SIZE - 2) {
-            fwrite(buf, 1, len, s->f);
-            len = 0;
-        }
-        if (j)
-            buf[len++] = ',';
-        len += gmm_fmt_g17(row[j], buf + len);
-    }
-    buf[len++] = '\n';
-    fwrite(buf, 1, len, s->f);
+    gmm_draws_write_row(s->f, s->cols->cmdstan, c->id, it,
+                        (size_t)(c->id - 1) * s->w->rp->hmc.draws + it, row, ncol);
     return GMM_OK;
 }
 
@@ -129,75 +57,36 @@ static gmm_status put_row(void *user, const gmm_hmc_chain_info *c, size_t it, co
 static gmm_status write_csv(FILE *f, const char *name, const cli_hmc_out *w,
                             const gmm_hmc_chains *ch)
 {
-    sink_ctx s = {f, name, w, 0, gmm_hmc_chains_kept(ch)};
+    gmm_draws_columns *cols = NULL;
+    gmm_status st = gmm_mdl_draws_columns(w->model, w->rp, 0, &cols);
+    if (st != GMM_OK)
+        return st;
+    sink_ctx s = {f, name, w, cols, gmm_hmc_chains_kept(ch)};
     gmm_hmc_sink sk = {NULL, put_row, NULL, &s};
-    write_header(f, w->model, w->rp, 0);
-    gmm_status st = gmm_hmc_chains_write(ch, &sk);
+    gmm_draws_write_header(f, cols);
+    st = gmm_hmc_chains_write(ch, &sk);
+    gmm_mdl_draws_columns_free(cols);
     return st != GMM_OK ? st : stream_status(&s);
 }
 
-/* Chain c in CmdStan's output CSV (the Stan CSV of `method=sample`): its
- * configuration as '#' comments with CmdStan's keys, the header, the
- * adaptation (step size and the diagonal inverse metric), the draws, the
- * elapsed times. */
+/* Chain c in CmdStan's output CSV: its configuration, the header, the
+ * adaptation, the draws, the elapsed times. */
 static gmm_status cmdstan_begin(void *user, const gmm_hmc_chain_info *ci)
 {
     sink_ctx *s = user;
-    const cli_hmc_out *w = s->w;
-    const gmm_hmc_params *par = &w->rp->hmc;
-    FILE *f = s->f;
-    int nuts = par->sampler == GMM_HMC_NUTS;
-    fprintf(f, "# gmm_infer_version = %s\n", GMM_VERSION);
-    fputs("# model = gmm_infer_hmc\n", f);
-    if (w->model_path)
-        fprintf(f, "# model_file = %s\n", w->model_path);
-    fputs("# method = sample\n#   sample\n", f);
-    fprintf(f, "#     num_samples = %zu\n#     num_warmup = %zu\n", s->kept, par->warmup);
-    fputs("#     save_warmup = 0\n#     thin = 1\n#     adapt\n", f);
-    fprintf(f, "#       engaged = %d\n", par->warmup > 0);
-    fprintf(f, "#       gamma = %.17g\n#       delta = %.17g\n#       kappa = %.17g\n",
-            par->gamma, par->target_accept, par->kappa);
-    fprintf(f, "#       t0 = %.17g\n#       init_buffer = %zu\n#       term_buffer = %zu\n",
-            par->t0, par->init_buffer, par->term_buffer);
-    fprintf(f, "#       window = %zu\n#     algorithm = hmc\n#       hmc\n", par->base_window);
-    if (nuts)
-        fprintf(f, "#         engine = nuts\n#           nuts\n#             max_depth = %u\n",
-                par->max_depth);
-    else
-        fprintf(f, "#         engine = static\n#           static\n#             steps = %zu\n",
-                par->steps);
-    fprintf(f, "#         metric = diag_e\n#         stepsize = %.17g\n", par->stepsize);
-    fprintf(f, "#         stepsize_jitter = %.17g\n#     num_chains = 1\n", par->stepsize_jitter);
-    fprintf(f, "# id = %llu\n", (unsigned long long)ci->id);
-    fprintf(f, "# data\n#   file = %s\n", w->data ? w->data : "");
-    fprintf(f, "# random\n#   seed = %llu\n", (unsigned long long)par->seed);
-    fputs("# output\n#   sig_figs = 17\n", f);
-    int marg = w->rp->sampled && w->rp->marginal != GMM_MARGINAL_NONE;
-    fprintf(f, "# f.i: the linear predictor at %s i; the inverse metric is the sampler's, on\n"
-               "# %s, not on f\n",
-            gmm_mdl_site_noun(w->model),
-            marg ? "the hyperparameters (positive ones on the log scale, mixing weights on\n"
-                   "# the logit scale; the latents are drawn given them)"
-            : w->rp->sampled
-                ? "the latent field whitened by the prior and the hyperparameters (positive\n"
-                  "# ones on the log scale, mixing weights on the logit scale)"
-            : w->rp->metric == GMM_METRIC_LAPLACE ? "the latent field whitened by the Laplace posterior"
-                                                  : "the latent field whitened by the prior");
-    write_header(f, w->model, w->rp, 1);
-    fprintf(f, "# Adaptation terminated\n# Step size = %.17g\n", ci->stepsize);
-    fputs("# Diagonal elements of inverse mass matrix:\n# ", f);
-    for (size_t i = 0; i < ci->metric_dim; i++)
-        fprintf(f, i ? ", %.17g" : "%.17g", ci->inv_metric[i]);
-    fputc('\n', f);
+    gmm_draws_cmdstan_config conf;
+    gmm_mdl_cmdstan_config(s->w->model, s->w->rp, ci, s->kept, s->w->model_path, s->w->data,
+                           &conf);
+    gmm_draws_write_cmdstan_config(s->f, &conf);
+    gmm_draws_write_header(s->f, s->cols);
+    gmm_draws_write_cmdstan_adaptation(s->f, ci->stepsize, ci->inv_metric, ci->metric_dim);
     return GMM_OK;
 }
 
 static gmm_status cmdstan_end(void *user, const gmm_hmc_chain_info *ci)
 {
     sink_ctx *s = user;
-    fprintf(s->f, "# \n#  Elapsed Time: %.3f seconds (Warm-up)\n#                %.3f seconds "
-                  "(Sampling)\n#                %.3f seconds (Total)\n# \n",
-            ci->seconds[0], ci->seconds[1], ci->seconds[0] + ci->seconds[1]);
+    gmm_draws_write_cmdstan_times(s->f, ci->seconds[0], ci->seconds[1]);
     return stream_status(s);
 }
 
@@ -312,19 +201,6 @@ static char *dup_path(const char *path, const char *suffix)
     return p;
 }
 
-/* --format cmdstan's file of chain `id`: FILE_ID.csv, as CmdStan names a
- * run's chains (FILE's own .csv, if any, goes after the id). */
-static char *chain_file(const char *path, uint64_t id)
-{
-    size_t len = strlen(path);
-    if (len > 4 && !strcmp(path + len - 4, ".csv"))
-        len -= 4;
-    char *p = gmm_malloc(len + 32, 1);
-    if (p)
-        snprintf(p, len + 32, "%.*s_%llu.csv", (int)len, path, (unsigned long long)id);
-    return p;
-}
-
 /* FILE.json beside the draws: how they were made (sampler settings, the
  * hyperparameters and priors, per-chain step sizes, divergences and leapfrog
  * steps of warm-up and draws; the format and, after an interrupt, that the
@@ -333,118 +209,11 @@ static char *chain_file(const char *path, uint64_t id)
 static gmm_status write_config(gmm_outset *set, const char *path, const cli_hmc_out *w,
                                const gmm_hmc_chains *ch)
 {
-    const gmm_hmc_params *par = &w->rp->hmc;
-    const gmm_objective *o = gmm_mdl_objective(w->model);
-    gmm_status s = GMM_OK;
-    json_t *root = json_object(), *hyp = json_object(), *pri = json_object();
-    json_t *ids = json_array(), *eps = json_array(), *div = json_array();
-    json_t *leap = json_object(), *lw = json_array(), *ld = json_array(), *rej = json_array();
-    if (!root || !hyp || !pri || !ids || !eps || !div || !leap || !lw || !ld || !rej) {
-        json_decref(rej);
-        json_decref(leap);
-        json_decref(lw);
-        json_decref(ld);
-        json_decref(root);
-        json_decref(hyp);
-        json_decref(pri);
-        json_decref(ids);
-        json_decref(eps);
-        json_decref(div);
-        return gmm_error(GMM_ENOMEM, "out of memory");
-    }
-    char buf[128];
-    json_object_set_new(root, "tool_version", json_string(GMM_VERSION));
-    json_object_set_new(root, "command", json_string("hmc"));
-    json_object_set_new(root, "model", w->model_path ? json_string(w->model_path) : json_null());
-    json_object_set_new(root, "data", w->data ? json_string(w->data) : json_null());
-    json_object_set_new(root, "sampler",
-                        json_string(par->sampler == GMM_HMC_NUTS ? "nuts" : "hmc"));
-    json_object_set_new(root, "seed", json_integer((json_int_t)par->seed));
-    json_object_set_new(root, "warmup", json_integer((json_int_t)par->warmup));
-    json_object_set_new(root, "draws", json_integer((json_int_t)par->draws));
-    json_object_set_new(root, "max_depth", json_integer((json_int_t)par->max_depth));
-    json_object_set_new(root, "steps", json_integer((json_int_t)par->steps));
-    gmm_json_set_number(root, "target_accept", par->target_accept);
-    gmm_json_set_number(root, "stepsize_jitter", par->stepsize_jitter);
-    json_object_set_new(root, "metric", json_string(w->rp->metric == GMM_METRIC_LAPLACE
-                                                        ? "laplace"
-                                                        : "prior"));
-    for (size_t k = 0; k < o->nparam; k++) {
-        int smp = w->rp->sampled && w->rp->sampled[k];
-        if (!smp) {
-            gmm_json_set_number(hyp, o->name[k], o->value[k]);
-            continue;
-        }
-        snprintf(buf, sizeof buf, "%s(%.17g, %.17g)", gmm_prior_kind_name(w->rp->prior[k].kind),
-                 w->rp->prior[k].mu, w->rp->prior[k].sigma);
-        json_object_set_new(pri, o->name[k], json_string(buf));
-    }
-    static const char *const marginal[] = {"none", "laplace", "laplace-mh"};
-    if (w->rp->sampled)
-        json_object_set_new(root, "marginal", json_string(marginal[w->rp->marginal]));
-    json_object_set_new(root, "fixed_parameters", hyp);
-    json_object_set_new(root, "priors", pri);
-    /* the coefficients' normal priors are on the centred design (problem.h) */
-    gmm_problem *pb = gmm_mdl_problem(w->model);
-    size_t nc = gmm_problem_ncoef(pb);
-    long icpt = -1;
-    double *cm = nc && w->rp->sampled ? gmm_malloc(nc, sizeof *cm) : NULL;
-    if (cm && gmm_problem_coef_moments(pb, cm, NULL, &icpt) == GMM_OK) {
-        json_t *dm = json_object();
-        for (size_t k = 0; dm && k < nc; k++)
-            gmm_json_set_number(dm, o->name[o->nparam - nc + k], cm[k]);
-        json_object_set_new(root, "coefficient_priors",
-                            json_string(icpt >= 0 ? "on the centred design: the intercept's on "
-                                                    "intercept + sum_k coef_k design_means[k]"
-                                                  : "on the coefficients themselves"));
-        if (dm)
-            json_object_set_new(root, "design_means", dm);
-    }
-    gmm_free(cm);
-    json_t *org = NULL;
-    if ((s = gmm_mdl_draws_origin(w->model, w->rp->sampled, &org)) != GMM_OK) {
-        json_decref(root);
-        return s;
-    }
-    json_object_set_new(root, "origin", org);
-    for (size_t c = 0; c < gmm_hmc_chains_count(ch); c++) {
-        const gmm_hmc_chain_info *ci = gmm_hmc_chains_info(ch, c);
-        json_array_append_new(ids, json_integer((json_int_t)ci->id));
-        json_array_append_new(eps, json_real(ci->stepsize));
-        json_array_append_new(div, json_integer((json_int_t)ci->divergences));
-        json_array_append_new(rej, json_integer((json_int_t)ci->rejected));
-        json_array_append_new(lw, json_integer((json_int_t)ci->leapfrog[0]));
-        json_array_append_new(ld, json_integer((json_int_t)ci->leapfrog[1]));
-    }
-    json_object_set_new(root, "chains", ids);
-    json_object_set_new(root, "step_size", eps);
-    json_object_set_new(root, "divergences", div);
-    if (w->rp->sampled && w->rp->marginal == GMM_MARGINAL_LAPLACE_MH)
-        json_object_set_new(root, "mh_rejections", rej);
-    else
-        json_decref(rej);
-    json_object_set_new(leap, "warmup", lw);
-    json_object_set_new(leap, "draws", ld);
-    json_object_set_new(root, "leapfrog_steps", leap);
-    json_object_set_new(root, "format", json_string(w->cmdstan ? "cmdstan" : "csv"));
-    if (gmm_hmc_chains_cut(ch)) {
-        json_t *in = json_object(), *kept = json_array();
-        for (size_t c = 0; in && kept && c < gmm_hmc_chains_count(ch); c++)
-            if (gmm_hmc_chains_has_draws(ch, c))
-                json_array_append_new(kept,
-                                      json_integer((json_int_t)gmm_hmc_chains_info(ch, c)->id));
-        if (in && kept) {
-            json_object_set_new(in, "draws_per_chain",
-                                json_integer((json_int_t)gmm_hmc_chains_kept(ch)));
-            json_object_set_new(in, "chains_kept", kept);
-            json_object_set_new(root, "interrupted", in);
-        } else {
-            json_decref(in);
-            json_decref(kept);
-        }
-    }
+    json_t *root = NULL;
     gmm_outfile *of = NULL;
-    if ((s = gmm_outset_open(set, path, &of)) == GMM_OK)
+    gmm_status s = gmm_mdl_hmc_sidecar(w->model, w->rp, ch, w->model_path, w->data, w->cmdstan,
+                                       &root);
+    if (s == GMM_OK && (s = gmm_outset_open(set, path, &of)) == GMM_OK)
         s = gmm_json_write(gmm_outfile_stream(of), root, path);
     json_decref(root);
     return s;
@@ -471,7 +240,7 @@ static void list_outputs(cli_io *io, const cli_hmc_out *w, int in_place)
         const char *sfx = k ? ".partial" : "";
         if (w->cmdstan) {
             for (size_t c = 0; c < w->rp->nchain; c++) {
-                char *f = chain_file(out, w->rp->chain0 + c);
+                char *f = gmm_draws_chain_path(out, w->rp->chain0 + c);
                 add_output(io, out, f, sfx);
                 gmm_free(f);
             }
@@ -505,7 +274,7 @@ int cli_hmc_check_outputs(const char *cmd, const cli_hmc_out *w, cli_io *io)
         return CLI_EXIT_USAGE;
     }
     for (size_t k = 0; cmdstan && k < w->rp->nchain && s == GMM_OK; k++) {
-        char *p = chain_file(out, w->rp->chain0 + k);
+        char *p = gmm_draws_chain_path(out, w->rp->chain0 + k);
         s = p ? gmm_outfile_check(p) : gmm_error(GMM_ENOMEM, "out of memory");
         gmm_free(p);
     }
@@ -532,9 +301,13 @@ static gmm_status write_draws(gmm_outset *set, const cli_hmc_out *w, const gmm_h
         return s;
     FILE *f = gmm_outfile_stream(*of);
     if (w->cmdstan) {
-        sink_ctx sc = {f, name, w, 1, gmm_hmc_chains_kept(ch)};
+        gmm_draws_columns *cols = NULL;
+        if ((s = gmm_mdl_draws_columns(w->model, w->rp, 1, &cols)) != GMM_OK)
+            return s;
+        sink_ctx sc = {f, name, w, cols, gmm_hmc_chains_kept(ch)};
         gmm_hmc_sink sk = {cmdstan_begin, put_row, cmdstan_end, &sc};
         s = gmm_hmc_chains_replay(ch, k, &sk);
+        gmm_mdl_draws_columns_free(cols);
     } else {
         s = write_csv(f, name, w, ch);
     }
@@ -648,7 +421,7 @@ int cli_hmc_write(const char *cmd, const cli_hmc_out *w, const gmm_hmc_chains *c
         if (w->cmdstan && !gmm_hmc_chains_has_draws(ch, k))
             continue;
         int in_place = 1;
-        if (base && !(files[j] = w->cmdstan ? chain_file(base, w->rp->chain0 + k)
+        if (base && !(files[j] = w->cmdstan ? gmm_draws_chain_path(base, w->rp->chain0 + k)
                                             : dup_path(base, ""))) {
             s = gmm_error(GMM_ENOMEM, "out of memory");
             break;

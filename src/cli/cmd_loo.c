@@ -117,10 +117,10 @@ static void write_pointwise(FILE *f, const gmm_draws *d, const size_t *var,
         const double col[] = {p[i].elpd_loo,  p[i].p_loo,  p[i].looic, p[i].pareto_k,
                               p[i].r_eff,     p[i].elpd_waic, p[i].p_waic, p[i].waic,
                               p[i].mcse_elpd_loo};
-        cli_put_csv_field(f, d->name[var[i]]);
+        gmm_csv_put_field(f, d->name[var[i]]);
         for (size_t j = 0; j < sizeof col / sizeof col[0]; j++) {
             fputc(',', f);
-            cli_put_csv_number(f, col[j]);
+            gmm_csv_put_number(f, col[j]);
         }
         fputc('\n', f);
     }

@@ -67,7 +67,7 @@ static void write_perm(FILE *f, const gmm_graph *g, const size_t *iperm)
     char buf[24];
     fputs("node,position\n", f);
     for (size_t v = 0; v < g->n; v++) {
-        cli_put_csv_field(f, gmm_graph_node_label(g, v, buf));
+        gmm_csv_put_field(f, gmm_graph_node_label(g, v, buf));
         fprintf(f, ",%zu\n", iperm[v]);
     }
 }

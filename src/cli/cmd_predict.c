@@ -127,13 +127,13 @@ static int write_terms(const char *cmd, gmm_mdl *m, const char *out_path)
     FILE *f = gmm_outfile_stream(of);
     fputs("term,level,mean,sd\n", f);
     for (size_t i = 0; i < t.n; i++) {
-        cli_put_csv_field(f, t.term[i]);
+        gmm_csv_put_field(f, t.term[i]);
         fputc(',', f);
-        cli_put_csv_field(f, t.level[i]);
+        gmm_csv_put_field(f, t.level[i]);
         fputc(',', f);
-        cli_put_csv_number(f, t.mean[i]);
+        gmm_csv_put_number(f, t.mean[i]);
         fputc(',', f);
-        cli_put_csv_number(f, t.sd[i]);
+        gmm_csv_put_number(f, t.sd[i]);
         fputc('\n', f);
     }
     if ((s = gmm_outfile_commit(of)) != GMM_OK)

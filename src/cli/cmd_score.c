@@ -105,7 +105,7 @@ static int score_loo(const char *cmd, gmm_mdl *m, const char *rows_path)
                 continue;
             gmm_mdl_data_row(m, r, &line, &y, &site);
             fprintf(f, "%zu,", line);
-            cli_put_csv_field(f, gmm_mdl_site_label(m, site, buf));
+            gmm_csv_put_field(f, gmm_mdl_site_label(m, site, buf));
             fprintf(f, ",%.17g,%.17g\n", y, lpd[r]);
         }
     }
@@ -266,7 +266,7 @@ int cmd_score(int argc, char **argv)
             if (isnan(y[r]))
                 continue;
             fprintf(f, "%zu,", tt->table->line[r]);
-            cli_put_csv_field(f, gmm_mdl_test_label(m, tt, r, buf));
+            gmm_csv_put_field(f, gmm_mdl_test_label(m, tt, r, buf));
             fprintf(f, ",%.17g,%.17g\n", y[r], lpd[r]);
         }
     }

@@ -53,10 +53,10 @@ gmm_status cli_write_summary(FILE *f, const gmm_draws *d)
             break;
         const double col[] = {s.mean, s.median, s.sd,   s.mad,      s.q5,
                               s.q95,  s.rhat,   s.ess_bulk, s.ess_tail};
-        cli_put_csv_field(f, d->name[v]);
+        gmm_csv_put_field(f, d->name[v]);
         for (size_t k = 0; k < sizeof col / sizeof col[0]; k++) {
             fputc(',', f);
-            cli_put_csv_number(f, col[k]);
+            gmm_csv_put_number(f, col[k]);
         }
         fputc('\n', f);
     }
