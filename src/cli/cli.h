@@ -214,10 +214,6 @@ int cmd_hmc(int argc, char **argv);
 int cmd_score(int argc, char **argv);
 int cmd_vi(int argc, char **argv);
 
-/* The posterior summary of draws (gmm-infer summary's table: variable,
- * mean, median, sd, mad, q5, q95, rhat, ess_bulk, ess_tail) to f;
- * GMM_ECANCEL on a signal.  In cmd_summary.c. */
-gmm_status cli_write_summary(FILE *f, const gmm_draws *d);
 
 
 #endif

@@ -23,8 +23,8 @@
 #include "gmm/io.h"
 #include "gmm/json.h"
 #include "gmm/modelfile.h"
+#include "gmm/summary.h"
 #include "gmm/vi.h"
-#include "gmm/version.h"
 
 /* Where the rows go: one stream, named for its errors. */
 typedef struct {
@@ -345,7 +345,7 @@ static int write_summary(const char *cmd, gmm_outset *set, const cli_hmc_out *w,
     gmm_outfile *of = NULL;
     if (s != GMM_OK || (s = gmm_draws_read(&src, 1, &d)) != GMM_OK ||
         (s = gmm_outset_open(set, w->summary, &of)) != GMM_OK ||
-        (s = cli_write_summary(gmm_outfile_stream(of), d)) != GMM_OK)
+        (s = gmm_summary_write(gmm_outfile_stream(of), d, cli_stop_requested)) != GMM_OK)
         rc = cli_fail(cmd, s);
     gmm_draws_free(d);
     unlink(tmp);
