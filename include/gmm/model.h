@@ -348,7 +348,18 @@ const char *gmm_mdl_site_noun(const gmm_mdl *m);
  * range A-B in 1..n" / "'ITEM' is not a node of the graph". */
 gmm_status gmm_mdl_sites_parse(const gmm_mdl *m, const char *item, size_t *first,
                                size_t *last);
-/* ---- what an HMC run writes (model_hmc_out.c) ----------------------------- */
+/* ---- the model's side of an HMC run (model_hmc.c) ------------------------- */
+
+/* q's mean of m's variational posterior (gmm_mdl_load_vi first) into *x
+ * (the latent size, allocated), where chains may start; q is dropped from
+ * m (gmm_mdl_set_vi NULL).  GMM_ENOMEM. */
+gmm_status gmm_mdl_take_vi_mean(gmm_mdl *m, double **x);
+/* The metric an automatic choice takes at m's values: laplace when the
+ * data's information exceeds the prior's by more than
+ * GMM_METRIC_AUTO_INFO in the stiffest direction (*lmax,
+ * gmm_problem_data_information), else prior.  On an error (no Laplace
+ * fit: prior, and the error recorded) *metric is prior. */
+gmm_status gmm_mdl_hmc_metric_auto(gmm_mdl *m, gmm_metric *metric, double *lmax);
 
 /* The columns of run rp's draws of m (rp's sampled parameters, kept sites,
  * states, log-likelihoods of the observed rows), in CmdStan's layout or
@@ -458,6 +469,10 @@ gmm_status gmm_mdl_score(gmm_mdl *m, const gmm_mdl_test *t, double *lpd);
  * (a site that carries more than the posterior: non-log-concave
  * likelihoods), GMM_ENOMEM; the prediction's and predictive's. */
 gmm_status gmm_mdl_score_loo(gmm_mdl *m, double *lpd);
+/* How gmm_mdl_score_loo leaves a row out for m as it stands: "exact"
+ * (an observed normal likelihood under the exact or Laplace posterior) or
+ * "cavity" (the row's Gaussian site removed). */
+const char *gmm_mdl_loo_method(const gmm_mdl *m);
 /* Data row r of m (r < nrow): its source line, outcome (as read, NAN
  * missing) and site (gmm_mdl_site_label's v). */
 void gmm_mdl_data_row(const gmm_mdl *m, size_t r, size_t *line, double *y, size_t *site);

@@ -24,7 +24,6 @@
 #include "gmm/json.h"
 #include "gmm/modelfile.h"
 #include "gmm/summary.h"
-#include "gmm/vi.h"
 
 /* Where the rows go: one stream, named for its errors. */
 typedef struct {
@@ -124,14 +123,13 @@ int cli_hmc_parse_subset(const char *cmd, gmm_mdl *m, const char *spec, unsigned
 int cli_hmc_priors(const char *cmd, gmm_mdl *m, const char **args, size_t nargs, int **sampled,
                    gmm_prior **priors, int quiet)
 {
-    gmm_problem *p = gmm_mdl_problem(m);
-    const gmm_objective *o = gmm_problem_objective(p);
+    const gmm_objective *o = gmm_mdl_objective(m);
     size_t np = o->nparam;
     *sampled = gmm_calloc(np ? np : 1, sizeof **sampled);
     *priors = gmm_calloc(np ? np : 1, sizeof **priors);
     if (!*sampled || !*priors)
         return cli_fail(cmd, GMM_ENOMEM);
-    gmm_hmc_default_priors(p, *sampled, *priors);
+    gmm_hmc_default_priors(gmm_mdl_problem(m), *sampled, *priors);
     for (size_t a = 0; a < nargs; a++) {
         const char *eq = strchr(args[a], '=');
         char name[256], kind[16];
@@ -522,12 +520,8 @@ int cli_hmc_init_point(const char *cmd, gmm_mdl *m, const char *init, double **x
     gmm_model_free(&mi);
     if (rc)
         return rc;
-    size_t n = gmm_latent_dim(gmm_problem_latent(gmm_mdl_problem(m)));
-    if (!(*x0 = gmm_malloc(n, sizeof **x0)))
-        return cli_fail(cmd, GMM_ENOMEM);
-    memcpy(*x0, gmm_vi_mean(gmm_mdl_vi(m)), n * sizeof **x0);
-    gmm_mdl_set_vi(m, NULL);
-    return 0;
+    gmm_status s2 = gmm_mdl_take_vi_mean(m, x0);
+    return s2 == GMM_OK ? 0 : cli_fail(cmd, s2);
 }
 
 int cli_hmc_metric_check(const char *cmd, const char *arg, int sample_hyper)
@@ -564,8 +558,7 @@ int cli_hmc_metric(const char *cmd, gmm_mdl *m, const char *arg, int sample_hype
         return 0;
     }
     double lmax;
-    gmm_status s = gmm_problem_data_information(gmm_mdl_problem(m),
-                                                gmm_mdl_objective(m)->value, &lmax);
+    gmm_status s = gmm_mdl_hmc_metric_auto(m, metric, &lmax);
     if (s == GMM_ENOMEM)
         return cli_fail(cmd, s);
     if (s != GMM_OK) { /* no Laplace fit, no Laplace map */
@@ -573,8 +566,6 @@ int cli_hmc_metric(const char *cmd, gmm_mdl *m, const char *arg, int sample_hype
             cli_msg(cmd, "metric: prior (auto: %s)", gmm_error_message());
         return 0;
     }
-    if (lmax > GMM_METRIC_AUTO_INFO)
-        *metric = GMM_METRIC_LAPLACE;
     if (!quiet)
         cli_msg(cmd, "metric: %s (auto: the data's information is %.3g times the prior's in "
                      "the stiffest direction, %s %g)",

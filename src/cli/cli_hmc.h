@@ -50,7 +50,7 @@ int cli_hmc_init_point(const char *cmd, gmm_mdl *m, const char *init, double **x
 int cli_hmc_metric_check(const char *cmd, const char *arg, int sample_hyper);
 /* --metric ARG (NULL: auto) into *metric: laplace, prior, or auto -- the
  * prior's with --sample-hyper, else laplace when the data's information
- * (gmm_problem_data_information at the model's values) exceeds
+ * (gmm_mdl_hmc_metric_auto at the model's values) exceeds
  * GMM_METRIC_AUTO_INFO (prior when the Laplace fit fails); the choice
  * reported unless quiet; laplace with --sample-hyper refused.  0 or an
  * exit code. */

@@ -7,7 +7,6 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "cli.h"
 #include "cli_model.h"
@@ -111,7 +110,6 @@ static int score_loo(const char *cmd, gmm_mdl *m, const char *rows_path)
     }
     const char *post = gmm_mdl_posterior_kind(m);
     root = json_object();
-    const char *method = gmm_mdl_observed_normal(m) && strcmp(post, "vi") ? "exact" : "cavity";
     s = root ? gmm_json_set_number(root, "elpd_loo", total) : GMM_OK;
     if (root && s == GMM_OK)
         s = gmm_json_set_new(root, "n", json_integer((json_int_t)nobs));
@@ -120,7 +118,7 @@ static int score_loo(const char *cmd, gmm_mdl *m, const char *rows_path)
     if (root && s == GMM_OK)
         s = gmm_json_set_new(root, "posterior", json_string(post));
     if (root && s == GMM_OK)
-        s = gmm_json_set_new(root, "method", json_string(method));
+        s = gmm_json_set_new(root, "method", json_string(gmm_mdl_loo_method(m)));
     rc = commit_report(cmd, set, root, s);
     set = NULL;
 done:

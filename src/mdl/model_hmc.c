@@ -1,6 +1,7 @@
-/* model_hmc_out.c -- what an HMC run of the model writes beside its rows
- * (model.h): the draws' columns, CmdStan's comment block of a chain, and
- * the sidecar FILE.json saying how the draws were made. */
+/* model_hmc.c -- the model's side of an HMC run (model.h): where the
+ * chains start, which metric they use, and what the run writes beside its
+ * rows -- the draws' columns, CmdStan's comment block of a chain, and the
+ * sidecar FILE.json saying how the draws were made. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -12,6 +13,27 @@
 #include "gmm/latent.h"
 #include "gmm/model.h"
 #include "gmm/version.h"
+#include "gmm/vi.h"
+
+gmm_status gmm_mdl_take_vi_mean(gmm_mdl *m, double **x)
+{
+    size_t n = gmm_latent_dim(gmm_problem_latent(gmm_mdl_problem(m)));
+    if (!(*x = gmm_malloc(n ? n : 1, sizeof **x)))
+        return gmm_error(GMM_ENOMEM, "out of memory");
+    memcpy(*x, gmm_vi_mean(gmm_mdl_vi(m)), n * sizeof **x);
+    gmm_mdl_set_vi(m, NULL);
+    return GMM_OK;
+}
+
+gmm_status gmm_mdl_hmc_metric_auto(gmm_mdl *m, gmm_metric *metric, double *lmax)
+{
+    *metric = GMM_METRIC_PRIOR;
+    gmm_status s = gmm_problem_data_information(gmm_mdl_problem(m),
+                                                gmm_mdl_objective(m)->value, lmax);
+    if (s == GMM_OK && *lmax > GMM_METRIC_AUTO_INFO)
+        *metric = GMM_METRIC_LAPLACE;
+    return s;
+}
 
 /* The columns and the storage they point into. */
 typedef struct {
