@@ -105,6 +105,8 @@ typedef struct {
 int cli_getopt(const char *cmd, cli_opt_seen *seen, int argc, char **argv,
                const char *shortopts, const struct option *longopts);
 
+/* ---- cli_io.c -------------------------------------------------------- */
+
 /* Outputs that would replace inputs.  A command lists every file it will
  * read (cli_io_input: data files, the model file and the files it names,
  * edge lists, draws and their sidecars, --at, --init and q files) and every
@@ -152,6 +154,8 @@ void cli_io_draws(cli_io *io, const char *const *paths, size_t n);
 /* Option --level's value ARG, a probability in (0, 1), into *level: 0, or
  * CLI_EXIT_USAGE after "--level: 'ARG' is not a probability in (0, 1)". */
 int cli_parse_level(const char *cmd, const char *arg, double *level);
+
+/* ---- cli_pred.c ------------------------------------------------------ */
 
 /* The prediction table of model m (predict, vi --posterior) to path
  * (stdout for NULL or "-"), written only when complete -- committed on its
