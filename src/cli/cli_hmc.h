@@ -11,6 +11,28 @@
 #include "cli_model.h"
 #include "gmm/hmc_chains.h"
 
+/* ---- cli_hmc_opts.c ---------------------------------------------------- */
+
+/* hmc's command line: the model options, the run's parameters and the
+ * files. */
+typedef struct {
+    cli_model_opts model;
+    gmm_hmc_run_params rp;     /* from the options; the model's parts later */
+    const char *model_path, *out, *summary, *subset, *init, *metric;
+    const char **prior;        /* nprior --prior values */
+    size_t nprior, nthread;
+    int quiet, sample_hyper, cmdstan, target_given, mh_given;
+    int stop;                  /* end now with the exit code returned (--help) */
+} cli_hmc_args;
+
+/* Parse and check the options alone (before anything is read or printed):
+ * 0, or an exit code after the message (with a->stop, also 0: --help
+ * printed).  Free a with cli_hmc_args_free either way. */
+int cli_hmc_args_parse(const char *cmd, int argc, char **argv, cli_hmc_args *a);
+void cli_hmc_args_free(cli_hmc_args *a);
+
+/* ---- cli_hmc.c ---------------------------------------------------------- */
+
 typedef struct {
     const gmm_hmc_run_params *rp; /* the run: settings, sampled, priors, keep */
     gmm_mdl *model;          /* the first thread's: header names, "origin" */
