@@ -147,6 +147,9 @@ int cli_io_check(const char *cmd, const cli_io *io);
 /* The draws files paths[0..n) and their sidecars (gmm_draws_sidecar), as
  * inputs. */
 void cli_io_draws(cli_io *io, const char *const *paths, size_t n);
+/* path + suffix ("m.json" + ".partial"), allocated; NULL when out of
+ * memory. */
+char *cli_path_suffix(const char *path, const char *suffix);
 
 /* --level's default: the probability of every printed interval. */
 #define CLI_DEFAULT_LEVEL 0.9

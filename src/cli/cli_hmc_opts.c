@@ -194,6 +194,21 @@ static int run_opt(const char *cmd, int c, const char *arg, cli_hmc_args *a)
     return rc;
 }
 
+int cli_hmc_metric_check(const char *cmd, const char *arg, int sample_hyper)
+{
+    const char *name = arg ? arg : "auto";
+    if (strcmp(name, "auto") && strcmp(name, "laplace") && strcmp(name, "prior")) {
+        cli_msg(cmd, "--metric: '%s' is not laplace, prior or auto", name);
+        return CLI_EXIT_USAGE;
+    }
+    if (sample_hyper && !strcmp(name, "laplace")) {
+        cli_msg(cmd, "--metric laplace holds the hyperparameters at the model's values: it "
+                     "cannot be used with --sample-hyper (use --metric prior)");
+        return CLI_EXIT_USAGE;
+    }
+    return 0;
+}
+
 /* The checks of the options against each other. */
 static int check_args(const char *cmd, int argc, char **argv, cli_hmc_args *a)
 {

@@ -125,3 +125,14 @@ int cli_io_check(const char *cmd, const cli_io *io)
     }
     return 0;
 }
+
+char *cli_path_suffix(const char *path, const char *suffix)
+{
+    size_t a = strlen(path), b = strlen(suffix);
+    char *p = gmm_malloc(a + b + 1, 1);
+    if (p) {
+        memcpy(p, path, a);
+        memcpy(p + a, suffix, b + 1);
+    }
+    return p;
+}
