@@ -243,6 +243,11 @@ double gmm_mdl_center(const gmm_mdl *m, int *has_center);
 /* The likelihood at the current parameters; owned by m, valid until the
  * next call. */
 const gmm_lik *gmm_mdl_likelihood(gmm_mdl *m);
+/* The likelihood family's name ("poisson"). */
+const char *gmm_mdl_likelihood_name(const gmm_mdl *m);
+/* Nonzero when the likelihood's expectations under a normal f are in
+ * closed form (VI needs no quadrature rule). */
+int gmm_mdl_expect_closed_form(const gmm_mdl *m);
 /* The Gaussian noise variance at the current parameters (0 otherwise). */
 double gmm_mdl_noise(const gmm_mdl *m);
 

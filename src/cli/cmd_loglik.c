@@ -96,7 +96,7 @@ static int report(const char *cmd, gmm_mdl *m, double ll, const double *grad, in
         s = gmm_json_set_new(root, "state_dim", json_integer((json_int_t)gmm_mdl_state_dim(m)));
     if (s == GMM_OK)
         s = gmm_json_set_new(root, "likelihood",
-                             json_string(gmm_mdl_likelihood(m)->type->name));
+                             json_string(gmm_mdl_likelihood_name(m)));
     if (s == GMM_OK)
         s = gmm_json_set_new(root, "approximation", json_string(gmm_mdl_approximation(m)));
     if (s == GMM_OK && strcmp(gmm_mdl_approximation(m), "exact"))

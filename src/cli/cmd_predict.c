@@ -200,7 +200,7 @@ static int check_observed(const char *cmd, gmm_mdl *m)
     else
         cli_msg(cmd, "--observed applies to the Gaussian likelihood (new observations of "
                      "the %s likelihood are not normal)",
-                gmm_mdl_likelihood(m)->type->name);
+                gmm_mdl_likelihood_name(m));
     return CLI_EXIT_USAGE;
 }
 

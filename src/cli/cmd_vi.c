@@ -97,10 +97,10 @@ static int start_q(const char *cmd, cli_vi_args *a, gmm_mdl *m, const gmm_model 
     gmm_vi_params *par = &a->par;
     gmm_status s;
     int rc = 0;
-    if (par->nquad && gmm_mdl_likelihood(m)->type->expect) {
+    if (par->nquad && gmm_mdl_expect_closed_form(m)) {
         cli_msg(cmd, "--quadrature-points: the %s likelihood's expectations are in closed form, "
                      "without quadrature",
-                gmm_mdl_likelihood(m)->type->name);
+                gmm_mdl_likelihood_name(m));
         return CLI_EXIT_USAGE;
     }
     gmm_mdl_set_vi(m, NULL);

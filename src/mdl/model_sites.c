@@ -343,6 +343,10 @@ const char *gmm_mdl_site_column(const gmm_mdl *m)
 
 int gmm_mdl_observed_normal(const gmm_mdl *m) { return m->lik.type->conjugate; }
 
+const char *gmm_mdl_likelihood_name(const gmm_mdl *m) { return m->lik.type->name; }
+
+int gmm_mdl_expect_closed_form(const gmm_mdl *m) { return m->lik.type->expect != NULL; }
+
 const char *gmm_mdl_response_name(const gmm_mdl *m)
 {
     return m->lik.type->resp;
