@@ -169,6 +169,62 @@ static int write_summary(const char *cmd, gmm_outset *set, const cli_hmc_out *w,
     return rc;
 }
 
+/* The draws' files, as members of set: one (csv) or one per chain with
+ * draws (cmdstan), files[j] their names (NULL: stdout); an interrupted
+ * run's regular files are named FILE.partial, a device or FIFO is written
+ * as it is.  *first: the first file's. */
+static gmm_status write_all_draws(gmm_outset *set, const cli_hmc_out *w,
+                                  const gmm_hmc_chains *ch, char **files, size_t nfile,
+                                  gmm_outfile **first)
+{
+    const char *base = w->out && strcmp(w->out, "-") ? w->out : NULL;
+    int interrupted = gmm_hmc_chains_cut(ch);
+    gmm_status s = GMM_OK;
+    for (size_t k = 0, j = 0; s == GMM_OK && j < nfile; k++) {
+        if (w->cmdstan && !gmm_hmc_chains_has_draws(ch, k))
+            continue;
+        int in_place = 1;
+        if (base && !(files[j] = w->cmdstan ? gmm_draws_chain_path(base, w->rp->chain0 + k)
+                                            : cli_path_suffix(base, "")))
+            return gmm_error(GMM_ENOMEM, "out of memory");
+        if (files[j] && interrupted &&
+            gmm_outfile_check_kind(files[j], &in_place) == GMM_OK && !in_place) {
+            char *pp = cli_path_suffix(files[j], ".partial");
+            gmm_free(files[j]);
+            if (!(files[j] = pp))
+                return gmm_error(GMM_ENOMEM, "out of memory");
+        }
+        gmm_outfile *of = NULL;
+        s = write_draws(set, w, ch, k, files[j], &of);
+        if (j++ == 0)
+            *first = of;
+    }
+    return s;
+}
+
+/* FILE.json, a member of set: beside a regular file only (not
+ * /dev/full.json).  0 or an exit code. */
+static int write_sidecar(const char *cmd, gmm_outset *set, const cli_hmc_out *w,
+                         const gmm_hmc_chains *ch, char *const *files, gmm_outfile *first)
+{
+    const char *base = w->out && strcmp(w->out, "-") ? w->out : NULL;
+    int interrupted = gmm_hmc_chains_cut(ch);
+    char *side = NULL;
+    if (!base)
+        return 0;
+    if (!w->cmdstan && gmm_outfile_in_place(first)) {
+        cli_msg(cmd, "%s is not a regular file: the settings are not written to %s.json", base,
+                base);
+        return 0;
+    }
+    if (!(side = cli_path_suffix(w->cmdstan ? base : files[0],
+                                 w->cmdstan && interrupted ? ".partial.json" : ".json")))
+        return cli_fail(cmd, GMM_ENOMEM);
+    gmm_status s = write_config(set, side, w, ch);
+    gmm_free(side);
+    return s == GMM_OK ? 0 : cli_fail(cmd, s);
+}
+
 int cli_hmc_write(const char *cmd, const cli_hmc_out *w, const gmm_hmc_chains *ch)
 {
     size_t nchain = gmm_hmc_chains_count(ch), nkept = 0;
@@ -179,62 +235,21 @@ int cli_hmc_write(const char *cmd, const cli_hmc_out *w, const gmm_hmc_chains *c
         cli_msg(cmd, "interrupted before the first draw: nothing written");
         return cli_interrupt_exit_code();
     }
-    /* the files: one (csv) or one per chain with draws (cmdstan); an
-     * interrupted run's regular files are named FILE.partial, a device or
-     * FIFO is written as it is.  They, FILE.json and the summary are one
-     * set, committed at the end: a run that fails writes none of them */
+    /* the draws, FILE.json and the summary are one set, committed at the
+     * end: a run that fails writes none of them */
     size_t nfile = w->cmdstan ? nkept : 1;
     char **files = gmm_calloc(nfile, sizeof *files); /* NULL: stdout */
-    const char *base = w->out && strcmp(w->out, "-") ? w->out : NULL;
     gmm_outset *set = NULL;
     gmm_outfile *first = NULL;
     gmm_status s = files ? gmm_outset_alloc(&set) : gmm_error(GMM_ENOMEM, "out of memory");
-    for (size_t k = 0, j = 0; s == GMM_OK && j < nfile; k++) {
-        if (w->cmdstan && !gmm_hmc_chains_has_draws(ch, k))
-            continue;
-        int in_place = 1;
-        if (base && !(files[j] = w->cmdstan ? gmm_draws_chain_path(base, w->rp->chain0 + k)
-                                            : cli_path_suffix(base, ""))) {
-            s = gmm_error(GMM_ENOMEM, "out of memory");
-            break;
-        }
-        if (files[j] && interrupted &&
-            gmm_outfile_check_kind(files[j], &in_place) == GMM_OK && !in_place) {
-            char *pp = cli_path_suffix(files[j], ".partial");
-            gmm_free(files[j]);
-            if (!(files[j] = pp)) {
-                s = gmm_error(GMM_ENOMEM, "out of memory");
-                break;
-            }
-        }
-        gmm_outfile *of = NULL;
-        s = write_draws(set, w, ch, k, files[j], &of);
-        if (j++ == 0)
-            first = of;
-    }
+    if (s == GMM_OK)
+        s = write_all_draws(set, w, ch, files, nfile, &first);
     if (s != GMM_OK) {
         rc = cli_fail(cmd, s);
         goto done;
     }
-    /* FILE.json: beside a regular file only (not /dev/full.json) */
-    if (base) {
-        char *side = NULL;
-        if (!w->cmdstan && gmm_outfile_in_place(first)) {
-            cli_msg(cmd, "%s is not a regular file: the settings are not written to %s.json",
-                    base, base);
-        } else if (!(side = cli_path_suffix(w->cmdstan ? base : files[0],
-                                     w->cmdstan && interrupted ? ".partial.json" : ".json"))) {
-            rc = cli_fail(cmd, GMM_ENOMEM);
-            goto done;
-        } else {
-            s = write_config(set, side, w, ch);
-            gmm_free(side);
-            if (s != GMM_OK) {
-                rc = cli_fail(cmd, s);
-                goto done;
-            }
-        }
-    }
+    if ((rc = write_sidecar(cmd, set, w, ch, files, first)) != 0)
+        goto done;
     if (interrupted) {
         s = gmm_outset_commit(set);
         set = NULL;
