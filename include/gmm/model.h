@@ -193,6 +193,11 @@ size_t gmm_mdl_nobs(const gmm_mdl *m);
 /* The coefficients (problem.h): the last ncoef parameters of the
  * objective, named "intercept", "coef.NAME" and "coef.NAME[LEVEL]". */
 size_t gmm_mdl_ncoef(const gmm_mdl *m);
+/* The standard errors a fit reports, in place: se (the objective's
+ * nparam, gmm_fit's) keeps the coefficients' and has NAN for the others (a
+ * variance's is a poor summary of its uncertainty).  Returns nonzero when
+ * one of them is finite. */
+int gmm_mdl_coef_std_errors(const gmm_mdl *m, double *se);
 /* "exact" (Gaussian) or "laplace"; "vi" when q is attached. */
 const char *gmm_mdl_approximation(const gmm_mdl *m);
 const char *gmm_mdl_posterior_kind(const gmm_mdl *m);

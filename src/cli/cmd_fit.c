@@ -158,20 +158,14 @@ static int open_model(const char *cmd, fit_args *a, gmm_mdl **m)
     return rc;
 }
 
-/* The model file: the fit and the coefficients' standard errors (the
- * others are not reported: a variance's is a poor summary of its
- * uncertainty), then the log-likelihood and factorisation reported. */
+/* The model file: the fit and the coefficients' standard errors
+ * (gmm_mdl_coef_std_errors), then the log-likelihood and factorisation
+ * reported. */
 static int save_fit(const char *cmd, const fit_args *a, gmm_mdl *m, const gmm_fit_result *res,
                     double *se, int *bnd)
 {
-    size_t np = gmm_mdl_objective(m)->nparam, nc = gmm_mdl_ncoef(m);
-    int have_se = 0, rc;
-    for (size_t k = 0; k < np; k++) {
-        if (k < np - nc)
-            se[k] = NAN;
-        have_se = have_se || isfinite(se[k]);
-    }
-    if (nc && !have_se && res->converged)
+    int have_se = gmm_mdl_coef_std_errors(m, se), rc;
+    if (gmm_mdl_ncoef(m) && !have_se && res->converged)
         cli_msg(cmd, "warning: no standard errors: the observed information is not positive "
                      "definite");
     gmm_model mf;

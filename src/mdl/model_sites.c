@@ -389,3 +389,15 @@ const double *gmm_mdl_data_x(const gmm_mdl *m, size_t *n)
     *n = m->nrow;
     return m->x;
 }
+
+int gmm_mdl_coef_std_errors(const gmm_mdl *m, double *se)
+{
+    size_t np = m->obj->nparam, nc = gmm_mdl_ncoef(m);
+    int have = 0;
+    for (size_t k = 0; k < np; k++) {
+        if (k < np - nc)
+            se[k] = NAN;
+        have = have || isfinite(se[k]);
+    }
+    return have;
+}
