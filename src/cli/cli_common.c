@@ -16,7 +16,6 @@
 
 #include "cli.h"
 #include "gmm/alloc.h"
-#include "gmm/io.h"
 #include "gmm/spec.h"
 
 volatile sig_atomic_t cli_interrupted = 0;

@@ -9,7 +9,6 @@
 #define _XOPEN_SOURCE 700
 
 #include <errno.h>
-#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,7 +21,6 @@
 #include "gmm/draws.h"
 #include "gmm/io.h"
 #include "gmm/json.h"
-#include "gmm/modelfile.h"
 #include "gmm/summary.h"
 
 /* Where the rows go: one stream, named for its errors. */

@@ -1,15 +1,12 @@
 /* cli_hmc_check.c -- what hmc checks (cli_hmc.h): before the run, every
  * file it may write; after it, the chains' diagnostics. */
-#include <math.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 #include "cli_hmc.h"
 #include "gmm/alloc.h"
 #include "gmm/io.h"
-#include "gmm/modelfile.h"
 #include "gmm/draws.h"
 
 /* The file path + suffix, written because of -o out, as an output of io. */

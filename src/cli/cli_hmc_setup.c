@@ -9,7 +9,6 @@
 #include "cli.h"
 #include "cli_hmc.h"
 #include "gmm/alloc.h"
-#include "gmm/io.h"
 #include "gmm/modelfile.h"
 
 /* --latent-subset: data rows (1-based numbers and ranges A-B, state-space)

@@ -4,7 +4,6 @@
  * output independent of the number of threads, whole chains cut to equal
  * length on SIGINT/SIGTERM, exit 130/143); the options are cli_hmc_opts.c's,
  * the files cli_hmc.c's. */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -4,7 +4,6 @@
  * state-space models, at every node for graph models.  Variances come from
  * the Takahashi inverse subset of the posterior precision: linear in n, no
  * dense matrix. */
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

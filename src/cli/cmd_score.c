@@ -3,7 +3,6 @@
  * (exact or Laplace, from a fit) or under MCMC draws (--draws): total as
  * JSON on stdout, per row as CSV with --rows; with --loo, the model's own
  * data left out one row at a time (gmm_mdl_score_loo). */
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -4,7 +4,6 @@
  * model JSON (as fit does, plus "elbo" and "variational") and q's
  * parameters in a CSV beside it, so that predict, score and --init read it
  * back. */
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
