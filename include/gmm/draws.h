@@ -44,6 +44,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "gmm/json.h"
 #include "gmm/status.h"
@@ -77,6 +78,74 @@ void gmm_draws_free(gmm_draws *d); /* NULL-safe */
 
 /* The draws of variable v: nchain x niter, chain-major. */
 const double *gmm_draws_variable(const gmm_draws *d, size_t v);
+
+/* ---- writing draws (draws_write.c) ----------------------------------------
+ *
+ * The two layouts the reader above takes, as a sampler writes them: the
+ * draws data frame (one file, every chain) and CmdStan's output CSV (one
+ * file per chain, gmm_draws_chain_path).  The columns, after the sampler's
+ * lp__,accept_stat__,stepsize__,treedepth__,n_leapfrog__,divergent__,energy__:
+ * the sampled parameters, f at the kept sites, the states x, the
+ * log-likelihoods of data rows.  A draws data frame leads with
+ * .chain,.iteration,.draw and names f[LABEL], x[i], log_lik[row]; CmdStan's
+ * names are f.K (K the site's 1-based position), x.i, log_lik.row, and a
+ * parameter's name with every character other than a letter, digit or '_'
+ * as '_' (0.matern32.variance -> 0_matern32_variance; a '.' there would
+ * separate indices).  Numbers are %.17g (gmm_fmt_g17).  Nothing here
+ * checks the stream: the caller looks at ferror. */
+typedef struct {
+    int cmdstan;                    /* 1: CmdStan's layout, 0: draws data frame */
+    size_t nparam;
+    const char *const *param;       /* the sampled parameters' names */
+    size_t nsite;
+    const size_t *site;             /* the kept sites' 0-based positions */
+    const char *const *site_name;   /* their draws-data-frame names (LABEL of f[LABEL]) */
+    size_t nstate;                  /* x[1] .. x[nstate]; 0: none */
+    size_t nloglik;
+    const size_t *loglik_row;       /* the log_lik columns' 0-based data rows */
+} gmm_draws_columns;
+
+/* The header row (with its newline). */
+void gmm_draws_write_header(FILE *f, const gmm_draws_columns *c);
+
+/* One row of ncol values (with its newline); a draws data frame's leads
+ * with chain, iteration, draw. */
+void gmm_draws_write_row(FILE *f, int cmdstan, uint64_t chain, size_t iteration, size_t draw,
+                         const double *row, size_t ncol);
+
+/* What a CmdStan file says of its chain before the header, as '#' comment
+ * lines with CmdStan's keys (method = sample, adapt, hmc/nuts or static,
+ * metric = diag_e, id, data, random, output), then what f.i and the
+ * inverse metric are: "f.i: the linear predictor at SITE_NOUN i; the
+ * inverse metric is the sampler's, on METRIC_SPACE, not on f" (each '\n'
+ * of metric_space starts a new comment line). */
+typedef struct {
+    const char *model_file;         /* NULL: none */
+    const char *data_file;          /* NULL: "" */
+    size_t num_samples, num_warmup;
+    double gamma, delta, kappa, t0;
+    size_t init_buffer, term_buffer, window;
+    int nuts;                       /* 1: nuts, max_depth; 0: static, steps */
+    unsigned max_depth;
+    size_t steps;
+    double stepsize, stepsize_jitter;
+    uint64_t id, seed;
+    const char *site_noun;          /* "data row", "the graph's node" */
+    const char *metric_space;       /* what the sampler's metric is on */
+} gmm_draws_cmdstan_config;
+void gmm_draws_write_cmdstan_config(FILE *f, const gmm_draws_cmdstan_config *c);
+/* The adaptation's result after the header: the step size and the n
+ * diagonal elements of the inverse metric. */
+void gmm_draws_write_cmdstan_adaptation(FILE *f, double stepsize, const double *inv_metric,
+                                        size_t n);
+/* The elapsed times after the draws. */
+void gmm_draws_write_cmdstan_times(FILE *f, double warmup_seconds, double sampling_seconds);
+
+/* CmdStan's file of chain `id` of output `path`: PATH_ID.csv, or
+ * PREFIX_ID.csv for a path PREFIX.csv (as CmdStan names a run's chains;
+ * gmm_draws_sidecar reads these names back).  Allocated; NULL when out of
+ * memory. */
+char *gmm_draws_chain_path(const char *path, uint64_t id);
 
 /* ---- the model draws belong to (draws_origin.c) --------------------------
  *

@@ -112,6 +112,15 @@ gmm_status gmm_table_column_collisions(const gmm_table *t, size_t col, const dou
  * calls snprintf. */
 size_t gmm_fmt_g17(double x, char *buf);
 
+/* ---- CSV cells out (csv_cells.c) ----------------------------------------- */
+
+/* A CSV field, quoted when it needs to be (RFC 4180): commas, quotes,
+ * line breaks, or blanks at either end (which readers would trim). */
+void gmm_csv_put_field(FILE *f, const char *s);
+/* A number as R's write.csv would read it back exactly: %.17g, NA for
+ * NaN, Inf and -Inf. */
+void gmm_csv_put_number(FILE *f, double x);
+
 /* ---- output files -------------------------------------------------------- */
 
 /* An output stream that becomes `path` only on commit, and never damages

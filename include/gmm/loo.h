@@ -10,6 +10,7 @@
 
 #include <stddef.h>
 
+#include "gmm/draws.h"
 #include "gmm/status.h"
 
 typedef struct {
@@ -53,5 +54,13 @@ gmm_status gmm_loo_point_compute(const double *ll, size_t nchain, size_t niter, 
  * bad <= 1, very bad above).  GMM_EINVAL for NULL arguments or nobs = 0;
  * GMM_ENOMEM. */
 gmm_status gmm_loo_totals(const gmm_loo_point *point, size_t nobs, size_t ndraw, gmm_loo *out);
+
+/* PSIS-LOO and WAIC from draws d: point[i] for the log-likelihood variable
+ * var[i] of d (nchain x niter each), i < nobs, and their totals in *out.
+ * stop (may be NULL) is asked before each variable: nonzero cancels
+ * (GMM_ECANCEL "interrupted").  A variable's error is prefixed with its
+ * name ("log_lik[3]: ..."); gmm_loo_totals's; GMM_ENOMEM. */
+gmm_status gmm_loo_draws(const gmm_draws *d, const size_t *var, size_t nobs, int (*stop)(void),
+                         gmm_loo_point *point, gmm_loo *out);
 
 #endif

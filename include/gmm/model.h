@@ -27,6 +27,7 @@
 
 #include "gmm/draws.h"
 #include "gmm/graph.h"
+#include "gmm/hmc_chains.h"
 #include "gmm/io.h"
 #include "gmm/likelihood.h"
 #include "gmm/stack.h"
@@ -218,6 +219,11 @@ size_t gmm_mdl_nobs(const gmm_mdl *m);
 /* The coefficients (problem.h): the last ncoef parameters of the
  * objective, named "intercept", "coef.NAME" and "coef.NAME[LEVEL]". */
 size_t gmm_mdl_ncoef(const gmm_mdl *m);
+/* The standard errors a fit reports, in place: se (the objective's
+ * nparam, gmm_fit's) keeps the coefficients' and has NAN for the others (a
+ * variance's is a poor summary of its uncertainty).  Returns nonzero when
+ * one of them is finite. */
+int gmm_mdl_coef_std_errors(const gmm_mdl *m, double *se);
 /* "exact" (Gaussian) or "laplace"; "vi" when q is attached. */
 const char *gmm_mdl_approximation(const gmm_mdl *m);
 const char *gmm_mdl_posterior_kind(const gmm_mdl *m);
@@ -268,6 +274,11 @@ double gmm_mdl_center(const gmm_mdl *m, int *has_center);
 /* The likelihood at the current parameters; owned by m, valid until the
  * next call. */
 const gmm_lik *gmm_mdl_likelihood(gmm_mdl *m);
+/* The likelihood family's name ("poisson"). */
+const char *gmm_mdl_likelihood_name(const gmm_mdl *m);
+/* Nonzero when the likelihood's expectations under a normal f are in
+ * closed form (VI needs no quadrature rule). */
+int gmm_mdl_expect_closed_form(const gmm_mdl *m);
 /* The Gaussian noise variance at the current parameters (0 otherwise). */
 double gmm_mdl_noise(const gmm_mdl *m);
 
@@ -373,6 +384,40 @@ const char *gmm_mdl_site_noun(const gmm_mdl *m);
  * range A-B in 1..n" / "'ITEM' is not a node of the graph". */
 gmm_status gmm_mdl_sites_parse(const gmm_mdl *m, const char *item, size_t *first,
                                size_t *last);
+/* ---- the model's side of an HMC run (model_hmc.c) ------------------------- */
+
+/* q's mean of m's variational posterior (gmm_mdl_load_vi first) into *x
+ * (the latent size, allocated), where chains may start; q is dropped from
+ * m (gmm_mdl_set_vi NULL).  GMM_ENOMEM. */
+gmm_status gmm_mdl_take_vi_mean(gmm_mdl *m, double **x);
+/* The metric an automatic choice takes at m's values: laplace when the
+ * data's information exceeds the prior's by more than
+ * GMM_METRIC_AUTO_INFO in the stiffest direction (*lmax,
+ * gmm_problem_data_information), else prior.  On an error (no Laplace
+ * fit: prior, and the error recorded) *metric is prior. */
+gmm_status gmm_mdl_hmc_metric_auto(gmm_mdl *m, gmm_metric *metric, double *lmax);
+
+/* The columns of run rp's draws of m (rp's sampled parameters, kept sites,
+ * states, log-likelihoods of the observed rows), in CmdStan's layout or
+ * the draws data frame's, for gmm_draws_write_header (draws.h); borrowed
+ * from m and rp, freed with gmm_mdl_draws_columns_free.  GMM_ENOMEM. */
+gmm_status gmm_mdl_draws_columns(gmm_mdl *m, const gmm_hmc_run_params *rp, int cmdstan,
+                                 gmm_draws_columns **out);
+void gmm_mdl_draws_columns_free(gmm_draws_columns *c); /* NULL-safe */
+/* CmdStan's comment block of chain ci (kept draws) of run rp of m. */
+void gmm_mdl_cmdstan_config(gmm_mdl *m, const gmm_hmc_run_params *rp,
+                            const gmm_hmc_chain_info *ci, size_t kept, const char *model_file,
+                            const char *data_file, gmm_draws_cmdstan_config *c);
+/* The sidecar FILE.json of run rp's chains ch (how the draws were made:
+ * tool, model and data files, sampler settings, fixed values and priors,
+ * the design the coefficients' priors are on, "origin", per-chain step
+ * sizes, divergences and leapfrog steps, the format, and after a cancel
+ * the draws and chains kept), new in *out.  gmm_mdl_draws_origin's
+ * errors, GMM_ENOMEM. */
+gmm_status gmm_mdl_hmc_sidecar(gmm_mdl *m, const gmm_hmc_run_params *rp,
+                               const gmm_hmc_chains *ch, const char *model_file,
+                               const char *data_file, int cmdstan, json_t **out);
+
 /* Held-out data for gmm_mdl_score (or new rows to predict at): a CSV with
  * the model's site (input or node) column, the columns of its covariates
  * and factors, and (to score) its outcome and exposure columns, checked
@@ -460,6 +505,10 @@ gmm_status gmm_mdl_score(gmm_mdl *m, const gmm_mdl_test *t, double *lpd);
  * (a site that carries more than the posterior: non-log-concave
  * likelihoods), GMM_ENOMEM; the prediction's and predictive's. */
 gmm_status gmm_mdl_score_loo(gmm_mdl *m, double *lpd);
+/* How gmm_mdl_score_loo leaves a row out for m as it stands: "exact"
+ * (an observed normal likelihood under the exact or Laplace posterior) or
+ * "cavity" (the row's Gaussian site removed). */
+const char *gmm_mdl_loo_method(const gmm_mdl *m);
 /* Data row r of m (r < nrow): its source line, outcome (as read, NAN
  * missing) and site (gmm_mdl_site_label's v). */
 void gmm_mdl_data_row(const gmm_mdl *m, size_t r, size_t *line, double *y, size_t *site);

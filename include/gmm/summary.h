@@ -8,7 +8,9 @@
 #define GMM_SUMMARY_H
 
 #include <stddef.h>
+#include <stdio.h>
 
+#include "gmm/draws.h"
 #include "gmm/likelihood.h"
 #include "gmm/status.h"
 
@@ -67,6 +69,14 @@ gmm_status gmm_summary_ess_tail(const double *draws, size_t nchain, size_t niter
                                 gmm_summary_work *w, double *ess);
 gmm_status gmm_summary_ess_mean(const double *draws, size_t nchain, size_t niter,
                                 gmm_summary_work *w, double *ess);
+
+/* The summary of every variable of draws d as CSV on f: the header
+ * variable,mean,median,sd,mad,q5,q95,rhat,ess_bulk,ess_tail, then a row per
+ * variable (numbers %.17g, NA, Inf: gmm_csv_put_number).  stop (may be
+ * NULL) is asked before each variable: nonzero cancels (GMM_ECANCEL
+ * "interrupted").  The workspace's errors; the stream is the caller's to
+ * check. */
+gmm_status gmm_summary_write(FILE *f, const gmm_draws *d, int (*stop)(void));
 
 /* R's quantile type 7 of n >= 1 sorted values at probability p in [0, 1]
  * (NAN for n = 0 or p outside [0, 1]).  O(1). */

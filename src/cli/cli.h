@@ -57,12 +57,6 @@ int cli_fail(const char *cmd, gmm_status s);
 void cli_print_spec_error(const char *cmd, const char *file, const char *key, const char *text,
                           size_t pos);
 
-/* A CSV field, quoted when it needs to be (RFC 4180): commas, quotes,
- * line breaks, or blanks at either end (which readers would trim). */
-void cli_put_csv_field(FILE *f, const char *s);
-/* A number as R's write.csv would read it back exactly: %.17g, NA for
- * NaN, Inf and -Inf. */
-void cli_put_csv_number(FILE *f, double x);
 /* Flush and close stdout and report whether everything written to it
  * arrived: 0, or "gmm-infer CMD: <stdout>: write error: REASON" on stderr
  * (REASON from errno: "No space left on device" for > /dev/full) and
@@ -111,6 +105,8 @@ typedef struct {
 int cli_getopt(const char *cmd, cli_opt_seen *seen, int argc, char **argv,
                const char *shortopts, const struct option *longopts);
 
+/* ---- cli_io.c -------------------------------------------------------- */
+
 /* Outputs that would replace inputs.  A command lists every file it will
  * read (cli_io_input: data files, the model file and the files it names,
  * edge lists, draws and their sidecars, --at, --init and q files) and every
@@ -151,6 +147,9 @@ int cli_io_check(const char *cmd, const cli_io *io);
 /* The draws files paths[0..n) and their sidecars (gmm_draws_sidecar), as
  * inputs. */
 void cli_io_draws(cli_io *io, const char *const *paths, size_t n);
+/* path + suffix ("m.json" + ".partial"), allocated; NULL when out of
+ * memory. */
+char *cli_path_suffix(const char *path, const char *suffix);
 
 /* --level's default: the probability of every printed interval. */
 #define CLI_DEFAULT_LEVEL 0.9
@@ -158,6 +157,8 @@ void cli_io_draws(cli_io *io, const char *const *paths, size_t n);
 /* Option --level's value ARG, a probability in (0, 1), into *level: 0, or
  * CLI_EXIT_USAGE after "--level: 'ARG' is not a probability in (0, 1)". */
 int cli_parse_level(const char *cmd, const char *arg, double *level);
+
+/* ---- cli_pred.c ------------------------------------------------------ */
 
 /* The prediction table of model m (predict, vi --posterior) to path
  * (stdout for NULL or "-"), written only when complete -- committed on its
@@ -220,10 +221,6 @@ int cmd_hmc(int argc, char **argv);
 int cmd_score(int argc, char **argv);
 int cmd_vi(int argc, char **argv);
 
-/* The posterior summary of draws (gmm-infer summary's table: variable,
- * mean, median, sd, mad, q5, q95, rhat, ess_bulk, ess_tail) to f;
- * GMM_ECANCEL on a signal.  In cmd_summary.c. */
-gmm_status cli_write_summary(FILE *f, const gmm_draws *d);
 
 
 #endif

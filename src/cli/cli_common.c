@@ -1,7 +1,8 @@
 /* cli_common.c -- helpers the subcommands share: messages and exit codes,
- * spec errors with a caret, CSV fields and numbers, turning SIGINT/SIGTERM
- * into a clean cancellation, checking that stdout took everything, options
- * given twice, and outputs that would replace inputs. */
+ * spec errors with a caret, turning SIGINT/SIGTERM into a clean
+ * cancellation, checking that stdout took everything, options given twice
+ * and option values.  Prediction tables are cli_pred.c's, outputs that
+ * would replace inputs cli_io.c's. */
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -15,9 +16,6 @@
 
 #include "cli.h"
 #include "gmm/alloc.h"
-#include "gmm/draws.h"
-#include "gmm/io.h"
-#include "gmm/model.h"
 #include "gmm/spec.h"
 
 volatile sig_atomic_t cli_interrupted = 0;
@@ -88,31 +86,6 @@ void cli_print_spec_error(const char *cmd, const char *file, const char *key, co
     gmm_spec_caret(text, pos, buf, size);
     fprintf(stderr, "%s\n", buf);
     gmm_free(buf);
-}
-
-void cli_put_csv_field(FILE *f, const char *s)
-{
-    if (!s[strcspn(s, ",\"\r\n")] && s[0] != ' ' && (!*s || s[strlen(s) - 1] != ' ')) {
-        fputs(s, f);
-        return;
-    }
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"')
-            fputc('"', f);
-        fputc(*s, f);
-    }
-    fputc('"', f);
-}
-
-void cli_put_csv_number(FILE *f, double x)
-{
-    if (isnan(x))
-        fputs("NA", f);
-    else if (isinf(x))
-        fputs(x > 0 ? "Inf" : "-Inf", f);
-    else
-        fprintf(f, "%.17g", x);
 }
 
 int cli_close_stdout(const char *cmd)
@@ -252,103 +225,6 @@ int cli_parse_level(const char *cmd, const char *arg, double *level)
     return 0;
 }
 
-static void pred_header(FILE *f, const char *site, const char *r)
-{
-    fprintf(f, "%s,mean,var,lower,upper", site);
-    if (r)
-        fprintf(f, ",%s,%s_lower,%s_upper", r, r, r);
-    fputs(",level\n", f);
-}
-
-static void pred_row(FILE *f, const char *label, double x, const gmm_summary_pred *p,
-                     const char *resp, double level)
-{
-    if (label)
-        cli_put_csv_field(f, label);
-    else
-        cli_put_csv_number(f, x);
-    const double col[] = {p->mean, p->var, p->lower, p->upper};
-    for (size_t k = 0; k < 4; k++) {
-        fputc(',', f);
-        cli_put_csv_number(f, col[k]);
-    }
-    if (resp) {
-        const double rc[] = {p->resp, p->resp_lower, p->resp_upper};
-        for (size_t k = 0; k < 3; k++) {
-            fputc(',', f);
-            cli_put_csv_number(f, rc[k]);
-        }
-    }
-    /* 0.9, not 0.90000000000000002: the level as the user typed it */
-    char buf[32];
-    snprintf(buf, sizeof buf, "%.15g", level);
-    if (strtod(buf, NULL) != level)
-        snprintf(buf, sizeof buf, "%.17g", level);
-    fprintf(f, ",%s\n", buf);
-}
-
-/* cli_pred_write's table, the site column from x, from the test rows' own
- * site cells (t), or from the model's sites. */
-static int pred_write(const char *cmd, gmm_outset *set, const char *path, const gmm_mdl *m,
-                      const double *x, const size_t *site, const gmm_mdl_test *t,
-                      const gmm_summary_pred *pr, size_t n, double level)
-{
-    gmm_outfile *of = NULL;
-    gmm_status s = set ? gmm_outset_open(set, path, &of) : gmm_outfile_open(path, &of);
-    if (s != GMM_OK)
-        return cli_fail(cmd, s);
-    FILE *f = gmm_outfile_stream(of);
-    const char *resp = gmm_mdl_response_name(m);
-    pred_header(f, gmm_mdl_site_column(m), resp);
-    for (size_t i = 0; i < n; i++) {
-        char buf[64];
-        const char *label = x ? NULL
-                            : t ? gmm_mdl_test_label(m, t, i, buf)
-                                : gmm_mdl_site_label(m, site ? site[i] : i, buf);
-        pred_row(f, label, x ? x[i] : 0.0, &pr[i], resp, level);
-    }
-    if (!set && (s = gmm_outfile_commit(of)) != GMM_OK)
-        return cli_fail(cmd, s);
-    return 0;
-}
-
-int cli_pred_write(const char *cmd, gmm_outset *set, const char *path, const gmm_mdl *m,
-                   const double *x, const size_t *site, const gmm_summary_pred *pr, size_t n,
-                   double level)
-{
-    return pred_write(cmd, set, path, m, x, site, NULL, pr, n, level);
-}
-
-int cli_pred_write_rows(const char *cmd, gmm_outset *set, const char *path, const gmm_mdl *m,
-                        const gmm_mdl_test *t, const gmm_summary_pred *pr, double level)
-{
-    return pred_write(cmd, set, path, m, gmm_mdl_test_inputs(m, t), NULL, t, pr, t->n, level);
-}
-
-int cli_pred_rows(const char *cmd, gmm_outset *set, const char *path, gmm_mdl *m,
-                  const gmm_mdl_test *t, double level, int observed)
-{
-    gmm_summary_pred *pr = gmm_malloc(t->n ? t->n : 1, sizeof *pr);
-    if (!pr)
-        return cli_fail(cmd, GMM_ENOMEM);
-    gmm_status s = gmm_mdl_predict_test_summary(m, t, level, observed, pr);
-    int rc = s != GMM_OK ? cli_fail(cmd, s) : cli_pred_write_rows(cmd, set, path, m, t, pr, level);
-    gmm_free(pr);
-    return rc;
-}
-
-int cli_pred_normal(const char *cmd, gmm_outset *set, const char *path, gmm_mdl *m,
-                    const double *xq, size_t nq, double level, int observed)
-{
-    gmm_summary_pred *pr = gmm_malloc(nq ? nq : 1, sizeof *pr);
-    if (!pr)
-        return cli_fail(cmd, GMM_ENOMEM);
-    gmm_status s = gmm_mdl_predict_summary(m, xq, nq, level, observed, pr);
-    int rc = s != GMM_OK ? cli_fail(cmd, s) : cli_pred_write(cmd, set, path, m, xq, NULL, pr, nq, level);
-    gmm_free(pr);
-    return rc;
-}
-
 int cli_parse_nonneg(const char *cmd, const char *opt, const char *arg, double *out)
 {
     char *end;
@@ -358,124 +234,5 @@ int cli_parse_nonneg(const char *cmd, const char *opt, const char *arg, double *
         return CLI_EXIT_USAGE;
     }
     *out = v;
-    return 0;
-}
-
-/* ---- outputs that would replace inputs (cli.h) ------------------------------- */
-
-void cli_io_init(cli_io *io) { memset(io, 0, sizeof *io); }
-
-void cli_io_free(cli_io *io)
-{
-    for (size_t i = 0; i < io->nin; i++) {
-        gmm_free(io->in[i].what);
-        gmm_free(io->in[i].path);
-    }
-    for (size_t i = 0; i < io->nout; i++) {
-        gmm_free(io->out[i].opt);
-        gmm_free(io->out[i].arg);
-        gmm_free(io->out[i].path);
-    }
-    gmm_free(io->in);
-    gmm_free(io->out);
-    cli_io_init(io);
-}
-
-void cli_io_input(cli_io *io, const char *what, const char *path)
-{
-    if (!path || !strcmp(path, "-"))
-        return;
-    struct cli_io_in *in = gmm_realloc(io->in, io->nin + 1, sizeof *in);
-    if (!in) {
-        io->nomem = 1;
-        return;
-    }
-    io->in = in;
-    in += io->nin;
-    in->what = gmm_strdup(what);
-    in->path = gmm_strdup(path);
-    if (!in->what || !in->path) {
-        gmm_free(in->what);
-        gmm_free(in->path);
-        io->nomem = 1;
-        return;
-    }
-    io->nin++;
-}
-
-void cli_io_output(cli_io *io, const char *opt, const char *arg, const char *path)
-{
-    if (!arg || !strcmp(arg, "-"))
-        return;
-    struct cli_io_out *out = gmm_realloc(io->out, io->nout + 1, sizeof *out);
-    if (!out) {
-        io->nomem = 1;
-        return;
-    }
-    io->out = out;
-    out += io->nout;
-    out->opt = gmm_strdup(opt);
-    out->arg = gmm_strdup(arg);
-    out->path = path ? gmm_strdup(path) : NULL;
-    if (!out->opt || !out->arg || (path && !out->path)) {
-        gmm_free(out->opt);
-        gmm_free(out->arg);
-        gmm_free(out->path);
-        io->nomem = 1;
-        return;
-    }
-    io->nout++;
-}
-
-void cli_io_draws(cli_io *io, const char *const *paths, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        char *side = NULL;
-        cli_io_input(io, "the draws file", paths[i]);
-        /* a sidecar that cannot be opened is the reader's error to report */
-        if (gmm_draws_sidecar(paths[i], &side) == GMM_OK && side)
-            cli_io_input(io, "the draws' sidecar", side);
-        gmm_free(side);
-    }
-}
-
-/* "-o m.json", or "m.q.csv (written with -o m.json)", into buf. */
-static const char *out_name(const struct cli_io_out *o, char *buf, size_t size)
-{
-    if (o->path)
-        snprintf(buf, size, "%s (written with %s %s)", o->path, o->opt, o->arg);
-    else
-        snprintf(buf, size, "%s %s", o->opt, o->arg);
-    return buf;
-}
-
-int cli_io_check(const char *cmd, const cli_io *io)
-{
-    if (io->nomem)
-        return cli_fail(cmd, gmm_error(GMM_ENOMEM, "out of memory"));
-    char a[2 * PATH_MAX], b[2 * PATH_MAX];
-    for (size_t i = 0; i < io->nout; i++) {
-        const struct cli_io_out *o = &io->out[i];
-        const char *op = o->path ? o->path : o->arg;
-        for (size_t k = 0; k < io->nin; k++)
-            if (gmm_path_same_file(op, io->in[k].path)) {
-                cli_msg(cmd, "%s is %s %s (an output never replaces an input)",
-                        out_name(o, a, sizeof a), io->in[k].what, io->in[k].path);
-                return CLI_EXIT_USAGE;
-            }
-        /* two outputs written in place (-o /dev/null --summary /dev/null)
-         * replace nothing */
-        int in_place = 0;
-        if (gmm_outfile_check_kind(op, &in_place) == GMM_OK && in_place)
-            continue;
-        for (size_t k = 0; k < i; k++) {
-            const struct cli_io_out *p = &io->out[k];
-            if (gmm_path_same_file(op, p->path ? p->path : p->arg)) {
-                cli_msg(cmd, "%s and %s are the same file (each output needs a file of its own)",
-                        out_name(o, a, sizeof a), out_name(p, b, sizeof b));
-                return CLI_EXIT_USAGE;
-            }
-        }
-    }
     return 0;
 }

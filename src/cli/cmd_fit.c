@@ -90,90 +90,137 @@ static void report_fit(const char *cmd, const gmm_objective *obj, const gmm_fit_
                 res->newton_steps, res->gain);
 }
 
-int cmd_fit(int argc, char **argv)
-{
-    const char *cmd = "fit";
-    enum { OPT_RESTARTS = CLI_OPT_FIRST_COMMAND, OPT_MAXITER, OPT_SEED };
-    static const struct option longopts[] = {CLI_MODEL_LONGOPTS,
-                                             {"output", required_argument, NULL, 'o'},
-                                             {"restarts", required_argument, NULL, OPT_RESTARTS},
-                                             {"max-iter", required_argument, NULL, OPT_MAXITER},
-                                             {"seed", required_argument, NULL, OPT_SEED},
-                                             {"help", no_argument, NULL, 'h'},
-                                             {NULL, 0, NULL, 0}};
-    cli_model_opts o;
-    cli_model_opts_init(&o);
-    cli_io io;
-    cli_io_init(&io);
+typedef struct {
+    cli_model_opts model;
     gmm_fit_params fp;
-    gmm_fit_params_init(&fp);
-    const char *out_path = NULL;
-    int c, rc = 0;
-    gmm_mdl *m = NULL;
-    char *scratch = NULL;
-    double *se = NULL;
-    int *bnd = NULL;
-    size_t v;
+    const char *out;
+    int stop;                  /* end now with the exit code returned (--help) */
+} fit_args;
 
+enum { OPT_RESTARTS = CLI_OPT_FIRST_COMMAND, OPT_MAXITER, OPT_SEED };
+static const struct option longopts[] = {CLI_MODEL_LONGOPTS,
+                                         {"output", required_argument, NULL, 'o'},
+                                         {"restarts", required_argument, NULL, OPT_RESTARTS},
+                                         {"max-iter", required_argument, NULL, OPT_MAXITER},
+                                         {"seed", required_argument, NULL, OPT_SEED},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
+
+/* The options: 0, or an exit code after the message (a->stop: --help). */
+static int parse_args(const char *cmd, int argc, char **argv, fit_args *a)
+{
+    int c, rc = 0;
+    size_t v;
     optind = 1;
-    while ((c = cli_model_getopt(&o, cmd, argc, argv, "ho:", longopts, usage_text, &rc)) != -1) {
-        if (c == CLI_MODEL_OPT_STOP)
-            goto done;
+    while ((c = cli_model_getopt(&a->model, cmd, argc, argv, "ho:", longopts, usage_text,
+                                 &rc)) != -1) {
+        if (c == CLI_MODEL_OPT_STOP) {
+            a->stop = 1;
+            return rc;
+        }
         switch (c) {
-        case 'o': out_path = optarg; break;
+        case 'o': a->out = optarg; break;
         case OPT_RESTARTS:
-            if (cli_parse_size(cmd, "restarts", optarg, 1, 100000, &fp.restarts)) {
-                rc = CLI_EXIT_USAGE;
-                goto done;
-            }
+            if (cli_parse_size(cmd, "restarts", optarg, 1, 100000, &a->fp.restarts))
+                return CLI_EXIT_USAGE;
             break;
         case OPT_MAXITER:
-            if (cli_parse_size(cmd, "max-iter", optarg, 1, 1000000000, &fp.max_iterations)) {
-                rc = CLI_EXIT_USAGE;
-                goto done;
-            }
+            if (cli_parse_size(cmd, "max-iter", optarg, 1, 1000000000, &a->fp.max_iterations))
+                return CLI_EXIT_USAGE;
             break;
         case OPT_SEED:
-            if (cli_parse_size(cmd, "seed", optarg, 0, 0, &v)) {
-                rc = CLI_EXIT_USAGE;
-                goto done;
-            }
-            fp.seed = v;
+            if (cli_parse_size(cmd, "seed", optarg, 0, 0, &v))
+                return CLI_EXIT_USAGE;
+            a->fp.seed = v;
             break;
         default: break;
         }
     }
-    if ((rc = cli_model_positional(cmd, argc, argv, &o)) != 0)
+    return cli_model_positional(cmd, argc, argv, &a->model);
+}
+
+/* The model, once -o is known writable and not the data or an edge list
+ * (said before the work, not after it).  0 or an exit code. */
+static int open_model(const char *cmd, fit_args *a, gmm_mdl **m)
+{
+    cli_io io;
+    cli_io_init(&io);
+    gmm_status s;
+    int rc;
+    if (a->out && strcmp(a->out, "-") && (s = gmm_outfile_check(a->out)) != GMM_OK) {
+        rc = cli_fail(cmd, s);
+    } else {
+        cli_io_output(&io, "-o", a->out, NULL);
+        if ((rc = cli_model_open(cmd, &a->model, NULL, NULL, &io, m)) == 0)
+            rc = cli_model_fit_check(cmd, *m);
+    }
+    cli_io_free(&io);
+    return rc;
+}
+
+/* The model file: the fit and the coefficients' standard errors
+ * (gmm_mdl_coef_std_errors), then the log-likelihood and factorisation
+ * reported. */
+static int save_fit(const char *cmd, const fit_args *a, gmm_mdl *m, const gmm_fit_result *res,
+                    double *se, int *bnd)
+{
+    int have_se = gmm_mdl_coef_std_errors(m, se), rc;
+    if (gmm_mdl_ncoef(m) && !have_se && res->converged)
+        cli_msg(cmd, "warning: no standard errors: the observed information is not positive "
+                     "definite");
+    gmm_model mf;
+    char *scratch = NULL;
+    if ((rc = cli_model_describe(cmd, m, &mf, &scratch)) != 0)
         goto done;
-    /* an unwritable -o is said before the work, not after it */
-    gmm_status s0;
-    if (out_path && strcmp(out_path, "-") && (s0 = gmm_outfile_check(out_path)) != GMM_OK) {
-        rc = cli_fail(cmd, s0);
+    mf.std_error = have_se ? se : NULL;
+    mf.loglik = res->loglik;
+    mf.iterations = res->iterations;
+    mf.converged = res->converged;
+    mf.stop = res->stop;
+    mf.decrement = res->gain;
+    mf.boundary = res->nboundary ? bnd : NULL;
+    gmm_status s = gmm_model_save(&mf, a->out);
+    if (s != GMM_OK) {
+        rc = cli_fail(cmd, s);
         goto done;
     }
-    /* and so is an -o that would replace the data or an edge list */
-    cli_io_output(&io, "-o", out_path, NULL);
-    if ((rc = cli_model_open(cmd, &o, NULL, NULL, &io, &m)) != 0)
-        goto done;
+    if (a->model.verbose || isatty(STDERR_FILENO))
+        cli_msg(cmd, "loglik %.10g", res->loglik);
+    (void)cli_model_factorisation(cmd, m, a->model.verbose); /* of the last evaluation */
+done:
+    gmm_free(scratch);
+    return rc;
+}
 
-    if ((rc = cli_model_fit_check(cmd, m)) != 0)
+int cmd_fit(int argc, char **argv)
+{
+    const char *cmd = "fit";
+    fit_args a = {.out = NULL};
+    cli_model_opts_init(&a.model);
+    gmm_fit_params_init(&a.fp);
+    gmm_mdl *m = NULL;
+    double *se = NULL;
+    int *bnd = NULL;
+
+    int rc = parse_args(cmd, argc, argv, &a);
+    if (rc || a.stop || (rc = open_model(cmd, &a, &m)) != 0)
         goto done;
-    progress_ctx pc = {cmd, o.verbose || isatty(STDERR_FILENO)};
-    fp.progress = progress;
-    fp.user = &pc;
+    progress_ctx pc = {cmd, a.model.verbose || isatty(STDERR_FILENO)};
+    a.fp.progress = progress;
+    a.fp.user = &pc;
     cli_install_signals();
     gmm_objective *obj = gmm_mdl_objective(m);
-    size_t np = obj->nparam, nc = gmm_mdl_ncoef(m);
+    size_t np = obj->nparam;
     se = gmm_malloc(np ? np : 1, sizeof *se);
     bnd = gmm_calloc(np ? np : 1, sizeof *bnd);
     if (!se || !bnd) {
         rc = cli_fail(cmd, GMM_ENOMEM);
         goto done;
     }
-    fp.std_errors = se;
-    fp.boundary = bnd;
+    a.fp.std_errors = se;
+    a.fp.boundary = bnd;
     gmm_fit_result res;
-    gmm_status s = gmm_fit(obj, &fp, &res);
+    gmm_status s = gmm_fit(obj, &a.fp, &res);
     if (s == GMM_ECANCEL) {
         cli_msg(cmd, "interrupted; no model written");
         rc = cli_interrupt_exit_code();
@@ -183,44 +230,15 @@ int cmd_fit(int argc, char **argv)
         rc = cli_fail(cmd, s);
         goto done;
     }
-    report_fit(cmd, obj, &res, bnd, o.verbose);
+    report_fit(cmd, obj, &res, bnd, a.model.verbose);
     if (res.failed_starts)
         cli_msg(cmd, "warning: %zu of %zu starts failed at their starting point",
-                res.failed_starts, fp.restarts);
-    /* the coefficients' standard errors (the others are not reported: a
-     * variance's is a poor summary of its uncertainty) */
-    int have_se = 0;
-    for (size_t k = 0; k < np; k++) {
-        if (k < np - nc)
-            se[k] = NAN;
-        have_se = have_se || isfinite(se[k]);
-    }
-    if (nc && !have_se && res.converged)
-        cli_msg(cmd, "warning: no standard errors: the observed information is not positive "
-                     "definite");
-    gmm_model mf;
-    if ((rc = cli_model_describe(cmd, m, &mf, &scratch)) != 0)
-        goto done;
-    mf.std_error = have_se ? se : NULL;
-    mf.loglik = res.loglik;
-    mf.iterations = res.iterations;
-    mf.converged = res.converged;
-    mf.stop = res.stop;
-    mf.decrement = res.gain;
-    mf.boundary = res.nboundary ? bnd : NULL;
-    if ((s = gmm_model_save(&mf, out_path)) != GMM_OK) {
-        rc = cli_fail(cmd, s);
-        goto done;
-    }
-    if (o.verbose || isatty(STDERR_FILENO))
-        cli_msg(cmd, "loglik %.10g", res.loglik);
-    (void)cli_model_factorisation(cmd, m, o.verbose); /* of the last evaluation */
+                res.failed_starts, a.fp.restarts);
+    rc = save_fit(cmd, &a, m, &res, se, bnd);
 done:
-    gmm_free(scratch);
     gmm_free(se);
     gmm_free(bnd);
     gmm_mdl_free(m);
-    cli_model_opts_free(&o);
-    cli_io_free(&io);
+    cli_model_opts_free(&a.model);
     return rc;
 }

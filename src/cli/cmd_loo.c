@@ -117,10 +117,10 @@ static void write_pointwise(FILE *f, const gmm_draws *d, const size_t *var,
         const double col[] = {p[i].elpd_loo,  p[i].p_loo,  p[i].looic, p[i].pareto_k,
                               p[i].r_eff,     p[i].elpd_waic, p[i].p_waic, p[i].waic,
                               p[i].mcse_elpd_loo};
-        cli_put_csv_field(f, d->name[var[i]]);
+        gmm_csv_put_field(f, d->name[var[i]]);
         for (size_t j = 0; j < sizeof col / sizeof col[0]; j++) {
             fputc(',', f);
-            cli_put_csv_number(f, col[j]);
+            gmm_csv_put_number(f, col[j]);
         }
         fputc('\n', f);
     }
@@ -139,28 +139,15 @@ static gmm_status run(const gmm_draws *d, const char *out_path, const char *pw_p
                          d->niter);
     size_t *var = gmm_malloc(nobs, sizeof *var);
     gmm_loo_point *p = gmm_malloc(nobs, sizeof *p);
-    gmm_loo_work *w = NULL;
     gmm_outset *set = NULL;
     gmm_outfile *of = NULL, *pf = NULL;
     gmm_status st = var && p ? GMM_OK : gmm_error(GMM_ENOMEM, "out of memory");
-    if (st == GMM_OK)
-        st = gmm_loo_work_alloc(d->nchain, d->niter, &w);
-    for (size_t v = 0, i = 0; st == GMM_OK && v < d->nvar; v++) {
-        if (!is_log_lik(d->name[v]))
-            continue;
-        if (cli_stop_requested()) {
-            st = gmm_error(GMM_ECANCEL, "interrupted");
-            break;
-        }
-        var[i] = v;
-        st = gmm_loo_point_compute(gmm_draws_variable(d, v), d->nchain, d->niter, w, p + i);
-        if (st != GMM_OK)
-            st = gmm_error(st, "%s: %s", d->name[v], gmm_error_message());
-        i++;
-    }
+    for (size_t v = 0, i = 0; st == GMM_OK && v < d->nvar; v++)
+        if (is_log_lik(d->name[v]))
+            var[i++] = v;
     gmm_loo t;
     if (st == GMM_OK)
-        st = gmm_loo_totals(p, nobs, d->nchain * d->niter, &t);
+        st = gmm_loo_draws(d, var, nobs, cli_stop_requested, p, &t);
     /* the table and the report are committed together: one that cannot be
      * written leaves neither */
     if (st == GMM_OK)
@@ -193,7 +180,6 @@ static gmm_status run(const gmm_draws *d, const char *out_path, const char *pw_p
                     big_p, nobs);
     }
     gmm_outset_abort(set);
-    gmm_loo_work_free(w);
     gmm_free(p);
     gmm_free(var);
     return st;

@@ -67,7 +67,7 @@ static void write_perm(FILE *f, const gmm_graph *g, const size_t *iperm)
     char buf[24];
     fputs("node,position\n", f);
     for (size_t v = 0; v < g->n; v++) {
-        cli_put_csv_field(f, gmm_graph_node_label(g, v, buf));
+        gmm_csv_put_field(f, gmm_graph_node_label(g, v, buf));
         fprintf(f, ",%zu\n", iperm[v]);
     }
 }
@@ -121,7 +121,16 @@ static gmm_status write_outputs(const char *perm_path, const gmm_graph *g, size_
     return st;
 }
 
-int cmd_order(int argc, char **argv)
+typedef struct {
+    const char *edges, *perm;   /* EDGES.csv, --perm FILE */
+    const char *ci, *cj, *cl;   /* --edge-cols I,J[,LEN] */
+    int len_optional;           /* no --edge-cols: lengths when there is a column */
+    char *colbuf;               /* --edge-cols's copy, split */
+} order_args;
+
+/* The options: -1 to go on, or the exit code to end with (after the
+ * message; 0 after --help). */
+static int parse_args(int argc, char **argv, order_args *a)
 {
     static const struct option longopts[] = {
         {"edge-cols", required_argument, NULL, 'c'},
@@ -129,101 +138,97 @@ int cmd_order(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    const char *cols = NULL, *ci = "i", *cj = "j", *cl = "length";
-    const char *perm_path = NULL;
-    int len_optional = 1, c;
-
+    const char *cols = NULL;
+    int c;
     optind = 1;
     opterr = 0;
     cli_opt_seen seen = {NULL, {0}, 0};
     while ((c = cli_getopt("order", &seen, argc, argv, ":h", longopts)) != -1) {
         switch (c) {
-        case CLI_OPT_REPEATED:
-            return CLI_EXIT_USAGE;
-        case 'c':
-            cols = optarg;
-            break;
-        case 'p':
-            perm_path = optarg;
-            break;
-        case 'h':
-            usage(stdout);
-            return CLI_EXIT_OK;
+        case CLI_OPT_REPEATED: return CLI_EXIT_USAGE;
+        case 'c': cols = optarg; break;
+        case 'p': a->perm = optarg; break;
+        case 'h': usage(stdout); return CLI_EXIT_OK;
         case ':':
             return cli_usage_error("order", "option '%s' needs an argument", argv[optind - 1]);
-        default:
-            return cli_usage_error("order", "unknown option '%s'", argv[optind - 1]);
+        default: return cli_usage_error("order", "unknown option '%s'", argv[optind - 1]);
         }
     }
     if (argc - optind != 1)
         return cli_usage_error("order", "%s", argc - optind < 1 ? "missing EDGES.csv"
                                                    : "expected one EDGES.csv argument");
-    const char *edges_path = argv[optind];
-
-    char *colbuf = NULL;
-    if (cols) {
-        colbuf = malloc(strlen(cols) + 1);
-        if (!colbuf) {
-            cli_msg(CMD, "out of memory");
-            return CLI_EXIT_ERROR;
-        }
-        strcpy(colbuf, cols);
-        if (split_cols(colbuf, &ci, &cj, &cl) != 0) {
-            free(colbuf);
-            return cli_usage_error("order", "--edge-cols wants I,J or I,J,LEN, got '%s'", cols);
-        }
-        len_optional = 0; /* named: required; absent: no lengths */
+    a->edges = argv[optind];
+    if (!cols)
+        return -1;
+    if (!(a->colbuf = malloc(strlen(cols) + 1))) {
+        cli_msg(CMD, "out of memory");
+        return CLI_EXIT_ERROR;
     }
+    strcpy(a->colbuf, cols);
+    if (split_cols(a->colbuf, &a->ci, &a->cj, &a->cl) != 0)
+        return cli_usage_error("order", "--edge-cols wants I,J or I,J,LEN, got '%s'", cols);
+    a->len_optional = 0; /* named: required; absent: no lengths */
+    return -1;
+}
 
-    int rc = CLI_EXIT_OK;
-    gmm_table *t = NULL;
-    gmm_graph *g = NULL;
-    size_t *perm = NULL, *iperm = NULL, *comp = NULL, ncomp = 0;
-    /* An unwritable --perm, or one that is the edge list, is reported
-     * before the graph is read. */
+/* The graph of the edge list, once --perm is known writable and not the
+ * edge list (reported before the graph is read).  0 or an exit code. */
+static int read_graph(const order_args *a, gmm_table **t, gmm_graph **g)
+{
+    int rc = 0;
     cli_io io;
     cli_io_init(&io);
-    cli_io_output(&io, "--perm", perm_path, NULL);
-    cli_io_input(&io, "the edge list", edges_path);
-    gmm_status st = gmm_outfile_check(perm_path);
-    if (st == GMM_OK && (rc = cli_io_check(CMD, &io)) != 0) {
-        cli_io_free(&io);
-        free(colbuf);
-        return rc;
-    }
+    cli_io_output(&io, "--perm", a->perm, NULL);
+    cli_io_input(&io, "the edge list", a->edges);
+    gmm_status st = gmm_outfile_check(a->perm);
+    if (st == GMM_OK)
+        rc = cli_io_check(CMD, &io);
     cli_io_free(&io);
+    if (rc)
+        return rc;
     if (st == GMM_OK)
-        st = gmm_table_read(edges_path, &t);
+        st = gmm_table_read(a->edges, t);
     if (st == GMM_OK)
-        st = gmm_mdl_graph_read(t, ci, cj, cl, len_optional, &g);
-    if (st != GMM_OK) {
-        rc = cli_fail(CMD, st);
-        goto done;
-    }
-    if (g->nmerged)
-        cli_msg(CMD, "%s:%zu: warning: %zu duplicate edge%s merged (first here)", t->file,
-                g->dup_line, g->nmerged, g->nmerged == 1 ? "" : "s");
-    perm = gmm_malloc(g->n, sizeof *perm);
-    iperm = gmm_malloc(g->n, sizeof *iperm);
-    comp = gmm_malloc(g->n, sizeof *comp);
+        st = gmm_mdl_graph_read(*t, a->ci, a->cj, a->cl, a->len_optional, g);
+    if (st != GMM_OK)
+        return cli_fail(CMD, st);
+    if ((*g)->nmerged)
+        cli_msg(CMD, "%s:%zu: warning: %zu duplicate edge%s merged (first here)", (*t)->file,
+                (*g)->dup_line, (*g)->nmerged, (*g)->nmerged == 1 ? "" : "s");
+    return 0;
+}
+
+/* The RCM order and the components of g, written.  0 or an exit code. */
+static int order_graph(const order_args *a, const gmm_graph *g)
+{
+    size_t *perm = gmm_malloc(g->n, sizeof *perm), *iperm = gmm_malloc(g->n, sizeof *iperm);
+    size_t *comp = gmm_malloc(g->n, sizeof *comp), ncomp = 0;
+    int rc = 0;
+    gmm_status st;
     if (!perm || !iperm || !comp) {
         cli_msg(CMD, "out of memory ordering %zu nodes", g->n);
         rc = CLI_EXIT_ERROR;
-        goto done;
-    }
-    if ((st = gmm_graph_rcm(g, perm, iperm)) != GMM_OK ||
-        (st = gmm_graph_components(g, comp, &ncomp)) != GMM_OK ||
-        (st = write_outputs(perm_path, g, ncomp, iperm)) != GMM_OK) {
+    } else if ((st = gmm_graph_rcm(g, perm, iperm)) != GMM_OK ||
+               (st = gmm_graph_components(g, comp, &ncomp)) != GMM_OK ||
+               (st = write_outputs(a->perm, g, ncomp, iperm)) != GMM_OK) {
         rc = cli_fail(CMD, st);
-        goto done;
     }
-
-done:
     gmm_free(perm);
     gmm_free(iperm);
     gmm_free(comp);
+    return rc;
+}
+
+int cmd_order(int argc, char **argv)
+{
+    order_args a = {NULL, NULL, "i", "j", "length", 1, NULL};
+    gmm_table *t = NULL;
+    gmm_graph *g = NULL;
+    int rc = parse_args(argc, argv, &a);
+    if (rc < 0 && (rc = read_graph(&a, &t, &g)) == 0)
+        rc = order_graph(&a, g);
     gmm_graph_free(g);
     gmm_table_free(t);
-    free(colbuf);
+    free(a.colbuf);
     return rc;
 }

@@ -35,35 +35,6 @@ static void usage(FILE *f)
           f);
 }
 
-gmm_status cli_write_summary(FILE *f, const gmm_draws *d)
-{
-    gmm_summary_work *w = NULL;
-    gmm_status st = gmm_summary_work_alloc(d->nchain, d->niter, &w);
-    if (st != GMM_OK)
-        return st;
-    fputs("variable,mean,median,sd,mad,q5,q95,rhat,ess_bulk,ess_tail\n", f);
-    for (size_t v = 0; v < d->nvar; v++) {
-        if (cli_stop_requested()) {
-            st = gmm_error(GMM_ECANCEL, "interrupted");
-            break;
-        }
-        gmm_summary s;
-        st = gmm_summary_compute(gmm_draws_variable(d, v), d->nchain, d->niter, w, &s);
-        if (st != GMM_OK)
-            break;
-        const double col[] = {s.mean, s.median, s.sd,   s.mad,      s.q5,
-                              s.q95,  s.rhat,   s.ess_bulk, s.ess_tail};
-        cli_put_csv_field(f, d->name[v]);
-        for (size_t k = 0; k < sizeof col / sizeof col[0]; k++) {
-            fputc(',', f);
-            cli_put_csv_number(f, col[k]);
-        }
-        fputc('\n', f);
-    }
-    gmm_summary_work_free(w);
-    return st;
-}
-
 int cmd_summary(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -119,7 +90,7 @@ int cmd_summary(int argc, char **argv)
     if (st == GMM_OK)
         st = gmm_outfile_open(out_path, &of);
     if (st == GMM_OK)
-        st = cli_write_summary(gmm_outfile_stream(of), d);
+        st = gmm_summary_write(gmm_outfile_stream(of), d, cli_stop_requested);
     if (st == GMM_OK) {
         st = gmm_outfile_commit(of);
         of = NULL;

@@ -441,3 +441,24 @@ gmm_status gmm_loo_totals(const gmm_loo_point *point, size_t nobs, size_t ndraw,
     gmm_free(tmp);
     return GMM_OK;
 }
+
+gmm_status gmm_loo_draws(const gmm_draws *d, const size_t *var, size_t nobs, int (*stop)(void),
+                         gmm_loo_point *point, gmm_loo *out)
+{
+    gmm_loo_work *w = NULL;
+    gmm_status st = gmm_loo_work_alloc(d->nchain, d->niter, &w);
+    for (size_t i = 0; st == GMM_OK && i < nobs; i++) {
+        if (stop && stop()) {
+            st = gmm_error(GMM_ECANCEL, "interrupted");
+            break;
+        }
+        st = gmm_loo_point_compute(gmm_draws_variable(d, var[i]), d->nchain, d->niter, w,
+                                   point + i);
+        if (st != GMM_OK)
+            st = gmm_error(st, "%s: %s", d->name[var[i]], gmm_error_message());
+    }
+    gmm_loo_work_free(w);
+    if (st == GMM_OK)
+        st = gmm_loo_totals(point, nobs, d->nchain * d->niter, out);
+    return st;
+}

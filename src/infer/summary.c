@@ -58,10 +58,12 @@
 #include <gsl/gsl_errno.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "gmm/alloc.h"
+#include "gmm/io.h"
 #include "rstats.h"
 
 /* posterior's rank offset c in (r - c) / (n - 2c + 1) and mad's constant. */
@@ -544,4 +546,33 @@ gmm_status gmm_summary_pred_draws(const gmm_lik *lik, double *f, size_t n, doubl
     out->resp_lower = t->mean(lik->par, 1.0, out->lower);
     out->resp_upper = t->mean(lik->par, 1.0, out->upper);
     return GMM_OK;
+}
+
+gmm_status gmm_summary_write(FILE *f, const gmm_draws *d, int (*stop)(void))
+{
+    gmm_summary_work *w = NULL;
+    gmm_status st = gmm_summary_work_alloc(d->nchain, d->niter, &w);
+    if (st != GMM_OK)
+        return st;
+    fputs("variable,mean,median,sd,mad,q5,q95,rhat,ess_bulk,ess_tail\n", f);
+    for (size_t v = 0; v < d->nvar; v++) {
+        if (stop && stop()) {
+            st = gmm_error(GMM_ECANCEL, "interrupted");
+            break;
+        }
+        gmm_summary s;
+        st = gmm_summary_compute(gmm_draws_variable(d, v), d->nchain, d->niter, w, &s);
+        if (st != GMM_OK)
+            break;
+        const double col[] = {s.mean, s.median, s.sd,   s.mad,      s.q5,
+                              s.q95,  s.rhat,   s.ess_bulk, s.ess_tail};
+        gmm_csv_put_field(f, d->name[v]);
+        for (size_t k = 0; k < sizeof col / sizeof col[0]; k++) {
+            fputc(',', f);
+            gmm_csv_put_number(f, col[k]);
+        }
+        fputc('\n', f);
+    }
+    gmm_summary_work_free(w);
+    return st;
 }

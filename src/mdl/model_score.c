@@ -633,3 +633,9 @@ gmm_status gmm_mdl_score_loo(gmm_mdl *m, double *lpd)
     gmm_free(var);
     return s;
 }
+
+const char *gmm_mdl_loo_method(const gmm_mdl *m)
+{
+    return gmm_mdl_observed_normal(m) && strcmp(gmm_mdl_posterior_kind(m), "vi") ? "exact"
+                                                                                  : "cavity";
+}

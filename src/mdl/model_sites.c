@@ -343,6 +343,10 @@ const char *gmm_mdl_site_column(const gmm_mdl *m)
 
 int gmm_mdl_observed_normal(const gmm_mdl *m) { return m->lik.type->conjugate; }
 
+const char *gmm_mdl_likelihood_name(const gmm_mdl *m) { return m->lik.type->name; }
+
+int gmm_mdl_expect_closed_form(const gmm_mdl *m) { return m->lik.type->expect != NULL; }
+
 const char *gmm_mdl_response_name(const gmm_mdl *m)
 {
     return m->lik.type->resp;
@@ -384,4 +388,16 @@ const double *gmm_mdl_data_x(const gmm_mdl *m, size_t *n)
 {
     *n = m->nrow;
     return m->x;
+}
+
+int gmm_mdl_coef_std_errors(const gmm_mdl *m, double *se)
+{
+    size_t np = m->obj->nparam, nc = gmm_mdl_ncoef(m);
+    int have = 0;
+    for (size_t k = 0; k < np; k++) {
+        if (k < np - nc)
+            se[k] = NAN;
+        have = have || isfinite(se[k]);
+    }
+    return have;
 }

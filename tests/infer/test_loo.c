@@ -186,6 +186,39 @@ START_TEST(test_errors)
 }
 END_TEST
 
+static int stop_now(void) { return 1; }
+
+/* gmm_loo_draws: the chosen variables' pointwise results, as
+ * gmm_loo_point_compute gives them one by one, and their totals; a stop
+ * cancels. */
+START_TEST(test_draws)
+{
+    enum { NC = 2, NI = 50 };
+    static double x[3 * NC * NI];
+    for (size_t k = 0; k < 3 * NC * NI; k++)
+        x[k] = -1.0 - 0.5 * sin(0.7 * (double)k) - 0.1 * (double)(k % 7);
+    char *name[] = {"lp__", "log_lik[1]", "log_lik[2]"};
+    long chain[] = {1, 2};
+    gmm_draws d = {3, NC, NI, name, chain, x, 0};
+    const size_t var[] = {1, 2};
+    gmm_loo_point p[2], one;
+    gmm_loo t, t1;
+    gmm_loo_work *w = NULL;
+    ck_assert_int_eq(gmm_loo_work_alloc(NC, NI, &w), GMM_OK);
+    ck_assert_int_eq(gmm_loo_draws(&d, var, 2, NULL, p, &t), GMM_OK);
+    for (size_t i = 0; i < 2; i++) {
+        ck_assert_int_eq(gmm_loo_point_compute(gmm_draws_variable(&d, var[i]), NC, NI, w, &one),
+                         GMM_OK);
+        ck_assert_double_eq(p[i].elpd_loo, one.elpd_loo);
+        ck_assert_double_eq(p[i].p_waic, one.p_waic);
+    }
+    ck_assert_int_eq(gmm_loo_totals(p, 2, NC * NI, &t1), GMM_OK);
+    ck_assert_double_eq(t.elpd_loo, t1.elpd_loo);
+    ck_assert_int_eq(gmm_loo_draws(&d, var, 2, stop_now, p, &t), GMM_ECANCEL);
+    gmm_loo_work_free(w);
+}
+END_TEST
+
 Suite *infer_loo_suite(void)
 {
     Suite *s = suite_create("infer_loo");
@@ -197,6 +230,7 @@ Suite *infer_loo_suite(void)
     tcase_add_test(tc, test_fixture_clean);
     tcase_add_test(tc, test_fixture_ties);
     tcase_add_test(tc, test_errors);
+    tcase_add_test(tc, test_draws);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -366,6 +366,38 @@ START_TEST(test_out_of_memory)
 }
 END_TEST
 
+static int stop_now(void) { return 1; }
+
+/* The table gmm_summary_write prints: the header, a row per variable
+ * (quoted names, NA for a constant's R-hat), and a stop that cancels. */
+START_TEST(test_write)
+{
+    char *name[] = {"lp__", "f[a,b]"};
+    long chain[] = {1, 2};
+    double x[16];
+    for (size_t k = 0; k < 8; k++) {
+        x[k] = (double)((k * 5) % 8);
+        x[8 + k] = 2.0;
+    }
+    gmm_draws d = {2, 2, 4, name, chain, x, 0};
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(gmm_summary_write(f, &d, NULL), GMM_OK);
+    ck_assert_int_eq(fclose(f), 0);
+    ck_assert_ptr_nonnull(strstr(buf, "variable,mean,median,sd,mad,q5,q95,rhat,ess_bulk,"
+                                      "ess_tail\nlp__,3.5,"));
+    ck_assert_ptr_nonnull(strstr(buf, "\n\"f[a,b]\",2,2,0,0,2,2,NA,NA,NA\n"));
+    free(buf);
+    buf = NULL;
+    f = open_memstream(&buf, &len);
+    ck_assert_int_eq(gmm_summary_write(f, &d, stop_now), GMM_ECANCEL);
+    fclose(f);
+    free(buf);
+}
+END_TEST
+
 Suite *infer_summary_suite(void)
 {
     Suite *s = suite_create("infer_summary");
@@ -383,6 +415,7 @@ Suite *infer_summary_suite(void)
     tcase_add_test(tc, test_pred);
     tcase_add_test(tc, test_argument_errors);
     tcase_add_test(tc, test_out_of_memory);
+    tcase_add_test(tc, test_write);
     suite_add_tcase(s, tc);
     return s;
 }
