@@ -16,7 +16,6 @@ known_exceptions='
 include/gmm/draws.h preamble
 include/gmm/laplace.h preamble
 include/gmm/latent.h preamble
-include/gmm/model.h preamble
 include/gmm/problem.h preamble
 include/gmm/stack.h preamble
 include/gmm/vi.h preamble
