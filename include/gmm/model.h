@@ -33,7 +33,7 @@ typedef struct gmm_mdl gmm_mdl;
  * labels in columns col_i and col_j (NULL: "i" and "j"), lengths in
  * col_len.  col_len NULL means no lengths (all 1); when len_optional is
  * nonzero a missing col_len column also means no lengths (the default
- * "length" column), otherwise it is an error (the user named it).  Errors
+ * "length" column), otherwise it is an error (the caller named it).  Errors
  * name the table's file and line: missing columns (the table's message),
  * an empty node id, a length that is not a number (the table's message),
  * and every error of gmm_graph_from_edges.  O(m) expected. */
@@ -154,16 +154,14 @@ typedef struct {
 /* Free what a failure holds (fail->params); NULL-safe. */
 void gmm_mdl_failure_free(gmm_mdl_failure *fail);
 
-/* Build the model s describes: parse the specs (before any data is read),
- * read the data (and the edge list), check every observed row against the
- * likelihood (GMM_EPARSE/EINVAL "FILE:LINE: column 'y': ..."), centre
- * Gaussian data (by the mean, or values->center), fill the kernel's and the
- * likelihood's defaults from the data, build latent, problem and objective,
- * hold s->fix fixed and, with s->values, take every parameter from them.
- * *out is owned by the caller (gmm_mdl_free).  fail (may be NULL) is filled
- * on failure.  Errors: GMM_EINVAL (with fail->usage for a contradictory
- * description), GMM_EPARSE (specs, data, model-file values), GMM_EIO,
- * GMM_ENOMEM, and the latent's and problem's own. */
+/* Build the model s describes (the steps: src/mdl/model.c): Gaussian data
+ * centred (by the mean, or values->center), the kernel's and likelihood's
+ * defaults from the data, s->fix held and, with s->values, every parameter
+ * taken from them.  *out is the caller's (gmm_mdl_free); fail (may be
+ * NULL) is filled on failure.  Errors: GMM_EINVAL (fail->usage: a
+ * contradictory description), GMM_EPARSE (specs, data, model-file values),
+ * GMM_EPARSE/EINVAL "FILE:LINE: column 'y': ..." (an observed row the
+ * likelihood refuses), GMM_EIO, GMM_ENOMEM, the latent's and problem's. */
 gmm_status gmm_mdl_build(const gmm_mdl_spec *s, gmm_mdl **out, gmm_mdl_failure *fail);
 void gmm_mdl_free(gmm_mdl *m); /* NULL-safe */
 

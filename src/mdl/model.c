@@ -9,10 +9,11 @@
  * values; the paths and spec strings come from the desc fields).
  * gmm_mdl_describe gives the model back as a model file: gmm_model
  * (modelfile.h) is that file's contents, gmm_mdl the model built and ready
- * to evaluate.  The spec is read in an order that fails early: the specs
- * parsed before any data is read, then the data, the likelihood's check of
- * every observed row, the centring, the defaults taken from the data, and
- * last the latent, problem and objective.
+ * to evaluate.  A build fails early: the specs are parsed before any data
+ * is read; then come the data (and the edge list), the likelihood's check
+ * of every observed row, the centring of Gaussian data, the kernel's and
+ * likelihood's defaults from the data, the latent, problem and objective,
+ * the parameters held fixed and, with values, every parameter's value.
  *
  * WHAT A BUILD SAYS.  Nothing here prints: what a user may want to know
  * while a model is built (the data read, warnings, defaults, sizes) goes to
