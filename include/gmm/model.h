@@ -1,22 +1,10 @@
-/* model.h -- a whole model from a description: the latent (a state-space GP
- * from a kernel spec, or a graph GMRF from an edge list and a precision
- * spec), the likelihood, the data bound to both, the likelihood's defaults,
- * exposure and the centring of Gaussian data, joined in a gmm_problem
- * (problem.h) with its objective.  The description (gmm_mdl_spec) does not
- * depend on the command line: a program fills it from its options, or from a
- * model file (modelfile.h) through gmm_mdl_spec.values.  gmm_mdl_describe
- * gives the model back as a model file.  (gmm_model, modelfile.h, is that
- * file's contents; gmm_mdl is the model built and ready to evaluate.)
- *
- * Only this layer knows the families apart; callers ask it for sites
- * (data rows or graph nodes), predictions and the identity of the model
- * that draws came from.
- *
- * Nothing here prints: what a user may want to know while a model is built
- * (the data read, warnings, defaults, sizes) goes to the spec's report
- * callback; failures are gmm_status with gmm_error's message, and for
- * those the caller words differently (a spec error with a caret, an
- * inconsistent description) a gmm_mdl_failure says which. */
+/* model.h -- a whole model built from its description (gmm_mdl_spec, whose
+ * gmm_model_desc a model file records: modelfile.h): the latent, the
+ * likelihood and the data joined in a gmm_problem (problem.h) with its
+ * objective.  Only this layer knows the latent families apart; callers ask
+ * it for sites, predictions, scores and the model draws came from.  Nothing
+ * here prints: reports go to a callback, failures are a gmm_status with
+ * gmm_error's message and a gmm_mdl_failure.  Design: src/mdl/model.c. */
 #ifndef GMM_MODEL_H
 #define GMM_MODEL_H
 
@@ -46,7 +34,7 @@ typedef struct gmm_mdl gmm_mdl;
  * labels in columns col_i and col_j (NULL: "i" and "j"), lengths in
  * col_len.  col_len NULL means no lengths (all 1); when len_optional is
  * nonzero a missing col_len column also means no lengths (the default
- * "length" column), otherwise it is an error (the user named it).  Errors
+ * "length" column), otherwise it is an error (the caller named it).  Errors
  * name the table's file and line: missing columns (the table's message),
  * an empty node id, a length that is not a number (the table's message),
  * and every error of gmm_graph_from_edges.  O(m) expected. */
@@ -73,30 +61,12 @@ typedef enum {
 typedef void (*gmm_mdl_report_fn)(void *user, gmm_mdl_report kind, const char *text);
 
 typedef struct {
-    /* What the model is (modelfile.h), the same type a model file records;
-     * its strings are borrowed.
-     *
-     * desc.formula: 'RESPONSE ~ TERMS' with one f() term, or NULL.
-     * Without values it replaces kernel, precision, graph and the data's
-     * x, y and node (which must be NULL: a usage error); f(NAME, 'SPEC') is
-     * a kernel on input column NAME, f(NAME, 'SPEC', graph=EDGES.csv) a
-     * graph precision on node column NAME, f(NAME, iid) one N(0, variance)
-     * effect per level of NAME (the precision iid on a graph of the levels,
-     * no edges).  With values (a model file) those fields come from the
-     * file and the formula gives the fixed effects and the kind of latent.
-     * Covariates and factor levels become coefficients (problem.h); a
-     * Gaussian model with any of them is not centred but has an intercept
-     * coefficient.  A keyword term's variance=V and (bym2) phi=P are the
-     * objective's start values f.NAME.variance and f.NAME.phi (not over a
-     * model file's values), and 'KEY=VALUE fixed' holds that parameter as
-     * fix does, with or without values; a value out of its domain or a key
-     * the model lacks is GMM_EPARSE with the caret on it (gmm_mdl_failure).
-     *
-     * desc.kernel NULL with a precision; desc.edge_cols: a named length is
-     * required (with values: optional); desc.merge_tol: state-space models
-     * and a formula's kernel terms; desc.data.exposure a family whose rowq
-     * is "exposure", desc.data.trials one whose rowq is "trials", at most
-     * one of the two; desc.likelihood NULL: "gaussian". */
+    /* What the model is (modelfile.h); its strings are borrowed.  A
+     * formula (formula.h), without values, replaces kernel, precision,
+     * graph and the data's x, y and node, which must then be NULL; with
+     * values it gives the fixed effects and the kind of latent.  Fields
+     * that exclude or need each other: gmm_mdl_rule; what a formula's
+     * terms mean: src/mdl/model_formula_terms.c. */
     gmm_model_desc desc;
     int strict_nodes;          /* a data node missing from the graph is an error */
     int factor;                /* gmm_ssm_factor (0: auto) */
@@ -185,16 +155,14 @@ typedef struct {
 /* Free what a failure holds (fail->params); NULL-safe. */
 void gmm_mdl_failure_free(gmm_mdl_failure *fail);
 
-/* Build the model s describes: parse the specs (before any data is read),
- * read the data (and the edge list), check every observed row against the
- * likelihood (GMM_EPARSE/EINVAL "FILE:LINE: column 'y': ..."), centre
- * Gaussian data (by the mean, or values->center), fill the kernel's and the
- * likelihood's defaults from the data, build latent, problem and objective,
- * hold s->fix fixed and, with s->values, take every parameter from them.
- * *out is owned by the caller (gmm_mdl_free).  fail (may be NULL) is filled
- * on failure.  Errors: GMM_EINVAL (with fail->usage for a contradictory
- * description), GMM_EPARSE (specs, data, model-file values), GMM_EIO,
- * GMM_ENOMEM, and the latent's and problem's own. */
+/* Build the model s describes (the steps: src/mdl/model.c): Gaussian data
+ * centred (by the mean, or values->center), the kernel's and likelihood's
+ * defaults from the data, s->fix held and, with s->values, every parameter
+ * taken from them.  *out is the caller's (gmm_mdl_free); fail (may be
+ * NULL) is filled on failure.  Errors: GMM_EINVAL (fail->usage: a
+ * contradictory description), GMM_EPARSE (specs, data, model-file values),
+ * GMM_EPARSE/EINVAL "FILE:LINE: column 'y': ..." (an observed row the
+ * likelihood refuses), GMM_EIO, GMM_ENOMEM, the latent's and problem's. */
 gmm_status gmm_mdl_build(const gmm_mdl_spec *s, gmm_mdl **out, gmm_mdl_failure *fail);
 void gmm_mdl_free(gmm_mdl *m); /* NULL-safe */
 
@@ -301,10 +269,11 @@ const char *gmm_mdl_site_label(const gmm_mdl *m, size_t v, char *buf);
 const char *gmm_mdl_site_column(const gmm_mdl *m);
 /* What the summaries of the response are called, the prefix of their
  * columns: "rate" (a log link), "prob" (a logit link), or NULL (Gaussian:
- * the response is f itself, and --observed adds the noise instead). */
+ * the response is f itself; predictions of new observations add the
+ * noise instead). */
 const char *gmm_mdl_response_name(const gmm_mdl *m);
 /* Nonzero when new observations are normal about f (the Gaussian
- * likelihood: predict --observed adds its noise variance). */
+ * likelihood: their predictions add its noise variance). */
 int gmm_mdl_observed_normal(const gmm_mdl *m);
 /* The site (graph node) with this label: 1 and *v, or 0. */
 int gmm_mdl_site_find(const gmm_mdl *m, const char *label, size_t *v);
@@ -356,7 +325,7 @@ typedef enum {
 
 /* Draws d, read from `path`, against m: its sidecar "origin" must be m's
  * (gmm_draws_origin_check).  A file without one passes only when its
- * columns are exactly those hmc writes for m (f at every site in order,
+ * columns are exactly m's draw columns (f at every site in order,
  * x[1..n] or none, lp__ and m's parameters).  Errors: GMM_EINVAL
  * "PATH: ..." naming the model the draws came from or the first column
  * that is not m's; the sidecar reader's. */
@@ -368,12 +337,12 @@ gmm_status gmm_mdl_check_draws(gmm_mdl *m, const char *path, const gmm_draws *d,
  * before gmm_mdl_check_draws.  GMM_EINVAL "column 'f.K' is not the
  * position of one of the graph's N nodes ...", GMM_ENOMEM. */
 gmm_status gmm_mdl_draws_stan_sites(const gmm_mdl *m, gmm_draws *d);
-/* The site a draws column names (hmc's "f[ROW]" with ROW 1..n for models
+/* The site a draws column names ("f[ROW]" with ROW 1..n for models
  * with inputs, "f[LABEL]" for graphs; column of at least 4 characters,
  * "f[...]") into *v.  GMM_EINVAL "column 'NAME' is not a data row of the
  * model's data (1..n)" / "... is not a node of the model's graph". */
 gmm_status gmm_mdl_draws_site(const gmm_mdl *m, const char *column, size_t *v);
-/* Site v's column in draws (hmc's): "f[ROW]" (ROW = v + 1) for models with
+/* Site v's column in draws: "f[ROW]" (ROW = v + 1) for models with
  * inputs, "f[LABEL]" for graphs; in buf (>= 96 bytes). */
 const char *gmm_mdl_draws_column(const gmm_mdl *m, size_t v, char *buf);
 /* What a site is, for a sentence: "data row" or "the graph's node". */
@@ -440,15 +409,11 @@ typedef struct {
 
 /* Read `path` as rows of m: to score (score nonzero: as gmm_mdl_test_read)
  * or to predict at (the outcome and exposure columns are not read; y is
- * NAN).  A factor level the model's data do not have is GMM_EPARSE
- * "FILE:LINE: column 'C': level 'L' of factor(C) is not one of the model's
- * data ..."; a node not in a graph term's graph GMM_EPARSE; a level not in
- * an iid term's data is kept (GMM_MDL_NEW_LEVEL).  A model of several f()
- * terms reads each term's column (t->sat): any value of a walk's index,
- * any level of an iid term, a node of a besag, bym2 or graph term's graph
- * (another is GMM_EPARSE "FILE:LINE: column 'C': 'NODE' is not a node of
- * the graph of f(C, MODEL) (EDGES)").  Errors otherwise as
- * gmm_mdl_test_read. */
+ * NAN).  Each f() term reads its column (what it accepts:
+ * src/mdl/model_score.c); a level an iid term's data lack is kept
+ * (GMM_MDL_NEW_LEVEL).  A factor level the model's data lack, or a node
+ * not in a graph term's graph, is GMM_EPARSE "FILE:LINE: column 'C': ...".
+ * Errors otherwise as gmm_mdl_test_read. */
 gmm_status gmm_mdl_rows_read(const gmm_mdl *m, const char *path, int score,
                              gmm_mdl_test **out);
 /* The inputs of t's rows for a model with inputs (t->x), NULL for one
@@ -461,15 +426,11 @@ const double *gmm_mdl_test_inputs(const gmm_mdl *m, const gmm_mdl_test *t);
 const char *gmm_mdl_test_label(const gmm_mdl *m, const gmm_mdl_test *t, size_t r, char *buf);
 /* Posterior mean (+ the centre of Gaussian data) and variance of the
  * linear predictor X_r beta + f(site_r) at every row r of t (t->n each;
- * beta at m's values, its estimation error not included, as for the
- * intercept): f from the exact, Laplace or q posterior at the row's input
- * or node, and N(0, variance) for an iid level the data do not have.  A
- * model of several f() terms: the row's form of the stacked latent
- * (stack.h's gmm_latent_stack_row: a new walk value the walk's bridge or
- * extrapolation), its variance a'Sigma a with the posterior covariances
- * between the row's latents -- from the Takahashi band, or by one banded
- * solve, O(n l), for a row whose latents lie further apart than the band
- * -- plus the independent part's.  Errors: the posterior's, GMM_ENOMEM. */
+ * beta at m's values, its estimation error not included): f from the
+ * exact, Laplace or q posterior at the row's input or node, N(0, variance)
+ * for an iid level the data lack; several f() terms: the row's form of
+ * the stacked latent (src/mdl/model_score.c).  Errors: the posterior's,
+ * GMM_ENOMEM. */
 gmm_status gmm_mdl_predict_test(gmm_mdl *m, const gmm_mdl_test *t, double *mean, double *var);
 /* gmm_mdl_predict_test summarised as gmm_mdl_predict_summary does, into
  * pr[0..t->n). */
@@ -493,17 +454,12 @@ void gmm_mdl_test_free(gmm_mdl_test *t); /* NULL-safe */
  * those of missing rows are not written. */
 gmm_status gmm_mdl_score(gmm_mdl *m, const gmm_mdl_test *t, double *lpd);
 /* Leave-one-out: lpd[r] = log p(y_r | y_-r) for every observed data row r
- * of m (m's data, nrow = gmm_mdl_data_x's n entries; missing rows get
- * NAN), at m's current parameters.  The posterior of the linear predictor
- * at row r, N(m_r, v_r), with row r's Gaussian site removed: the site is
- * the likelihood's curvature w_r and slope g_r at the mode (Laplace), the
- * expected ones under q (VI), 1/noise and the residual/noise (Gaussian:
- * the exact LOO of Rasmussen & Williams eq. 5.12); the cavity
- * 1/v = 1/v_r - w_r, mu = v (m_r/v_r - w_r m_r - g_r), and lpd[r] =
- * log E_{N(mu, v)} p(y_r | f).  One prediction at the data rows, O(n) on
- * top.  GMM_EDOM "data row L: the cavity variance is not positive ..."
- * (a site that carries more than the posterior: non-log-concave
- * likelihoods), GMM_ENOMEM; the prediction's and predictive's. */
+ * of m (nrow = gmm_mdl_data_x's n entries; missing rows get NAN), at m's
+ * current parameters, from the posterior with row r's site removed (the
+ * cavity: src/mdl/model_score.c).  One prediction at the data rows, O(n)
+ * on top.  GMM_EDOM "data row L: the cavity variance is not positive ..."
+ * (non-log-concave likelihoods), GMM_ENOMEM; the prediction's and
+ * predictive's. */
 gmm_status gmm_mdl_score_loo(gmm_mdl *m, double *lpd);
 /* How gmm_mdl_score_loo leaves a row out for m as it stands: "exact"
  * (an observed normal likelihood under the exact or Laplace posterior) or
@@ -512,19 +468,13 @@ const char *gmm_mdl_loo_method(const gmm_mdl *m);
 /* Data row r of m (r < nrow): its source line, outcome (as read, NAN
  * missing) and site (gmm_mdl_site_label's v). */
 void gmm_mdl_data_row(const gmm_mdl *m, size_t r, size_t *line, double *y, size_t *site);
-/* The same under draws d (of m: see gmm_mdl_check_draws) read from dpath:
- * log mean_s E[p(y_r | f_r) | draw s] with the likelihood at each draw's
- * parameters (sampled columns, else m's).  A draw fixes f at a site
- * (column f[row] at a data input, f[node]); with the latent states
- * x[1..n] (hmc --states) f at any input is the Markov bridge's normal.  A
- * model of several f() terms: with the states, a row's form of the draw's
- * latents plus its independent part at the draw's variances
- * (gmm_latent_stack_row); without them the f[row] of the first data row
- * with the row's cells in the formula's columns ("FILE:LINE: no row of the
- * model's data ..." when there is none).
+/* gmm_mdl_score under draws d (of m: see gmm_mdl_check_draws) read from
+ * dpath: lpd[r] = log mean_s E[p(y_r | f_r) | draw s], the likelihood at
+ * each draw's parameters (sampled columns, else m's), f_r from the draw's
+ * f[...] columns or its latent states x[1..n] (src/mdl/model_score.c).
  * Errors: GMM_EINVAL "DPATH: draw K: ..." (parameters out of their
- * domain), "FILE:LINE: column 'C': X is not an input of the model's data,
- * and ..." (no states), "DPATH: no column 'f[...]' ..."; the bridge's. */
+ * domain), "FILE:LINE: ..." (a row no f[...] column reaches, without the
+ * states), "DPATH: no column 'f[...]' ..."; the bridge's. */
 gmm_status gmm_mdl_score_draws(gmm_mdl *m, const gmm_mdl_test *t, const gmm_draws *d,
                                const char *dpath, double *lpd);
 /* The posterior of f from draws d of m (read from dpath, for messages):
@@ -537,7 +487,7 @@ gmm_status gmm_mdl_score_draws(gmm_mdl *m, const gmm_mdl_test *t, const gmm_draw
 gmm_status gmm_mdl_predict_draws(gmm_mdl *m, const gmm_draws *d, const char *dpath,
                                  double level, size_t *site, gmm_summary_pred *pr, size_t *nout);
 /* At nq new inputs xq (models with inputs) from draws that hold the latent
- * states x[1..n] (hmc --states): each new f drawn from the Markov bridge
+ * states x[1..n]: each new f drawn from the Markov bridge
  * given each draw (gmm_problem_predict_at_draws), with the draw's sampled
  * parameters, summarised into pr[0..nq) as above (means and intervals of
  * centred data moved back by the centre).  Errors: GMM_EINVAL "DPATH: no
@@ -545,11 +495,11 @@ gmm_status gmm_mdl_predict_draws(gmm_mdl *m, const gmm_draws *d, const char *dpa
 gmm_status gmm_mdl_predict_draws_at(gmm_mdl *m, const gmm_draws *d, const char *dpath,
                                     const double *xq, size_t nq, double level,
                                     gmm_summary_pred *pr);
-/* m term by term (predict --terms): first each coefficient (term its name,
+/* m term by term: first each coefficient (term its name,
  * "intercept", "coef.x", "coef.g[L]"; level empty) with its value and its
  * standard error as fit's std_errors (the observed information at m's
  * values; NAN and se_failed set when it is not positive definite), then
- * the f() term (term "f.NAME", or "f" for the shorthand options) at each
+ * the f() term (term "f.NAME", or "f" without a formula) at each
  * of its levels: its distinct data inputs in increasing order ("%.17g"),
  * or its graph's nodes in node order (an iid term: its levels), with the
  * posterior mean and sd of the latent alone (exact, Laplace or q; without
@@ -568,14 +518,10 @@ gmm_status gmm_mdl_terms_get(gmm_mdl *m, gmm_mdl_terms *out);
 void gmm_mdl_terms_free(gmm_mdl_terms *t); /* NULL-safe */
 
 /* At the rows of t (gmm_mdl_rows_read) from draws that hold the latent
- * states x[1..n] (hmc --states): each draw's X_r beta (its coefficients
- * when sampled) plus its latent at the row's input (drawn from the Markov
- * bridge), node, or a new iid level (drawn from N(0, the draw's
- * variance)) -- for several f() terms the row's form of the draw's latents
- * plus its independent part (gmm_latent_stack_row) --, summarised into
- * pr[0..t->n) as gmm_mdl_predict_draws_at
- * does.  Errors: GMM_EINVAL "DPATH: no latent states x[1..n]: ..."; the
- * bridge's and summaries'. */
+ * states x[1..n]: each draw's X_r beta plus its latent at the row
+ * (src/mdl/model_draws.c), summarised into pr[0..t->n) as
+ * gmm_mdl_predict_draws_at does.  Errors: GMM_EINVAL "DPATH: no latent
+ * states x[1..n]: ..."; the bridge's and summaries'. */
 gmm_status gmm_mdl_predict_draws_rows(gmm_mdl *m, const gmm_draws *d, const char *dpath,
                                       const gmm_mdl_test *t, double level,
                                       gmm_summary_pred *pr);

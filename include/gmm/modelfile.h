@@ -1,56 +1,8 @@
-/* modelfile.h -- the model JSON: what `fit` writes and every later command
- * (predict, hmc, vi, loglik --model) reads with --model.
- *
- *   {
- *     "format_version": 1,              GMM_FORMAT_VERSION (version.h)
- *     "tool_version": "0.1.0",          GMM_VERSION of the writer
- *     "formula": "y ~ x + f(t, 'matern32')",   optional: the model as a
- *                                       formula (model.h), whose fixed
- *                                       terms and latent kind it gives
- *     "kernel": "matern32(variance=2.5, lengthscale=0.7) + ...",
- *         -- or, for graph models, "precision": "edge-ou(...)"; exactly one
- *         (neither for a formula of several f() terms: the formula says it)
- *     "parameters": {"0.matern32.variance": 2.5, ..., "noise.variance": 0.1},
- *                                       a coefficient not estimated (its
- *                                       design column aliased) is null
- *     "likelihood": "gaussian",
- *     "center": 315.2,                  the mean subtracted from y, or null
- *     "loglik": -1234.5,
- *     "iterations": 42,
- *     "converged": true,
- *     "stop": "newton",                 fit's test at the returned point
- *                                       (gmm_fit_result); optional, not
- *                                       read back
- *     "decrement": 3e-12,               that test's Newton decrement; optional
- *     "boundary": ["f.g.variance"],     parameters whose maximum is at 0;
- *                                       optional, not read back
- *     "std_errors": {"intercept": 0.13, "coef.x1": 0.04},  fit's standard
- *                                       errors of the coefficients, from
- *                                       the observed information
- *                                       (gmm_fit_std_errors); optional,
- *                                       not read back
- *     "data": {"file": "data/co2.csv", "x": "decimal_year", "y": "co2_ppm",
- *              "node": null, "exposure": null},
- *         -- and "trials": "n" for a binomial likelihood with trials (absent
- *            otherwise)
- *     "graph": "edges.csv",             graph models only (required with
- *                                       "precision" unless a formula's
- *                                       f(NAME, iid) makes the graph)
- *     "merge_tol": 1e-3,                state-space and kernel terms, > 0
- *     "edge_cols": ["i", "j", "length"] optional; the last may be null
- *     "elbo": -123.4, "variational": {"file": "m.q.csv", "bandwidth": 3}
- *                                       VI results only
- *   }
- *
- * Reading is tolerant of what it does not know (unknown keys are ignored, so
- * later versions can add keys without breaking older readers of format 1)
- * and strict about what it needs: a missing required key or a key of the
- * wrong type is GMM_EPARSE naming the key and the file; a format_version
- * newer than GMM_FORMAT_VERSION is refused.  Doubles are written with 17
- * significant digits (JSON_REAL_PRECISION(17)), so every value read back is
- * the double that was written.  Parameter order is kept.  JSON goes through
- * jansson via json.h; nothing here prints.
- */
+/* modelfile.h -- the model file: a model's description, its parameter
+ * values and how it was fitted, as JSON, written once a model is fitted and
+ * read back to predict from it, sample it or score with it.  Readers ignore
+ * keys they do not know and refuse a newer format_version; doubles
+ * round-trip exactly.  The format, key by key: src/io/modelfile.c. */
 #ifndef GMM_MODELFILE_H
 #define GMM_MODELFILE_H
 
@@ -112,7 +64,7 @@ typedef struct {
     const double *std_error; /* write: nparam values (borrowed), "std_errors"
                               * holds the finite ones; NULL: none.  read:
                               * always NULL */
-    /* A VI result (gmm-infer vi), written as "elbo" and "variational":
+    /* A VI result (vi.h), written as "elbo" and "variational":
      * {"file": ..., "bandwidth": b} when has_vi: q's mean and the band of its
      * precision factor L are in that CSV (index,mean,l0,...,lb with l_j =
      * L(index, index - j)); a relative file name is beside the model. */
@@ -130,7 +82,7 @@ void gmm_model_init(gmm_model *m);
  * `name` is used in messages ("-" or NULL: "<stdout>").  Errors: GMM_EINVAL
  * (neither or both of kernel/precision, a NULL required string, a non-finite
  * loglik/center/parameter, naming it), GMM_ENOMEM, GMM_EIO (write failed).
- * The caller owns f (wrap it in gmm_outfile for an atomic -o FILE). */
+ * The caller owns f (wrap it in gmm_outfile to write a file atomically). */
 gmm_status gmm_model_write(const gmm_model *m, FILE *f, const char *name);
 
 /* gmm_model_write into `path` atomically through gmm_outfile (io.h): the
@@ -141,10 +93,10 @@ gmm_status gmm_model_save(const gmm_model *m, const char *path);
 /* Read the model in `path` ("-" = stdin) into *m (every string allocated;
  * release with gmm_model_free).  Errors: GMM_EIO ("FILE: cannot open:
  * strerror"), GMM_EPARSE ("FILE:LINE:COL: <jansson's message>" for bad JSON
- * or a duplicated key,
- * "FILE: missing key 'loglik'", "FILE: key 'data.file' must be a string",
- * "FILE: format_version 2 is newer than this gmm-infer reads (1)"),
- * GMM_ENOMEM.  On error *m is left initialised (nothing to free). */
+ * or a duplicated key, "FILE: missing key 'loglik'", "FILE: key
+ * 'data.file' must be a string", a format_version newer than
+ * GMM_FORMAT_VERSION), GMM_ENOMEM.  On error *m is left initialised
+ * (nothing to free). */
 gmm_status gmm_model_read(const char *path, gmm_model *m);
 
 /* Free what gmm_model_read allocated and re-initialise m; NULL-safe.  Only

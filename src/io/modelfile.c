@@ -1,4 +1,55 @@
-/* modelfile.c -- the model JSON through jansson (see modelfile.h). */
+/* modelfile.c -- the model JSON through jansson (modelfile.h).
+ *
+ * THE FORMAT (format_version 1):
+ *   {
+ *     "format_version": 1,              GMM_FORMAT_VERSION (version.h)
+ *     "tool_version": "0.1.0",          GMM_VERSION of the writer
+ *     "formula": "y ~ x + f(t, 'matern32')",   optional: the model as a
+ *                                       formula (model.h), whose fixed
+ *                                       terms and latent kind it gives
+ *     "kernel": "matern32(variance=2.5, lengthscale=0.7) + ...",
+ *         -- or, for graph models, "precision": "edge-ou(...)"; exactly one
+ *         (neither for a formula of several f() terms: the formula says it)
+ *     "parameters": {"0.matern32.variance": 2.5, ..., "noise.variance": 0.1},
+ *                                       a coefficient not estimated (its
+ *                                       design column aliased) is null
+ *     "likelihood": "gaussian",
+ *     "center": 315.2,                  the mean subtracted from y, or null
+ *     "loglik": -1234.5,
+ *     "iterations": 42,
+ *     "converged": true,
+ *     "stop": "newton",                 fit's test at the returned point
+ *                                       (gmm_fit_result); optional, not
+ *                                       read back
+ *     "decrement": 3e-12,               that test's Newton decrement; optional
+ *     "boundary": ["f.g.variance"],     parameters whose maximum is at 0;
+ *                                       optional, not read back
+ *     "std_errors": {"intercept": 0.13, "coef.x1": 0.04},  fit's standard
+ *                                       errors of the coefficients, from
+ *                                       the observed information
+ *                                       (gmm_fit_std_errors); optional,
+ *                                       not read back
+ *     "data": {"file": "data/co2.csv", "x": "decimal_year", "y": "co2_ppm",
+ *              "node": null, "exposure": null},
+ *         -- and "trials": "n" for a binomial likelihood with trials (absent
+ *            otherwise)
+ *     "graph": "edges.csv",             graph models only (required with
+ *                                       "precision" unless a formula's
+ *                                       f(NAME, iid) makes the graph)
+ *     "merge_tol": 1e-3,                state-space and kernel terms, > 0
+ *     "edge_cols": ["i", "j", "length"] optional; the last may be null
+ *     "elbo": -123.4, "variational": {"file": "m.q.csv", "bandwidth": 3}
+ *                                       VI results only
+ *   }
+ *
+ * Reading is tolerant of what it does not know (unknown keys are ignored, so
+ * later versions can add keys without breaking older readers of format 1)
+ * and strict about what it needs: a missing required key or a key of the
+ * wrong type is GMM_EPARSE naming the key and the file; a format_version
+ * newer than GMM_FORMAT_VERSION is refused.  Doubles are written with 17
+ * significant digits (JSON_REAL_PRECISION(17)), so every value read back is
+ * the double that was written.  Parameter order is kept.  JSON goes through
+ * jansson via json.h; nothing here prints. */
 #include "gmm/modelfile.h"
 
 #include <jansson.h>

@@ -1,5 +1,21 @@
 /* formula.c -- the 'RESPONSE ~ TERMS' parser (formula.h): a recursive
- * descent over the text that keeps every token's offset for messages. */
+ * descent over the text that keeps every token's offset for messages.
+ *
+ * TERMS.  A NAME is a numeric covariate, factor(NAME) a categorical column,
+ * f(NAME, MODEL, ...) a latent component indexed by column NAME.  '1' asks
+ * for the intercept (present by default), '0' and '-1' drop it; '-' may
+ * only precede '1'.  A KEY without '=' VALUE is a flag (f(w, rw2, cyclic)),
+ * its value "".  The word 'fixed' after a value (f(g, iid, variance=0.5
+ * fixed)) marks it: the word is not part of the value (a bare value's
+ * blanks before it are dropped too), and the model layer holds the
+ * parameter so given at it.  The parser knows no model names: the model
+ * layer (model.h) checks MODEL and the keys, with the offsets kept here.
+ *
+ * WHAT IS REFUSED.  R's other formula operators are errors that say so, at
+ * the operator: ':' and '*' (interactions), '/' and %in% (nesting), '^',
+ * '|' (lme4's (1 | g): f(g, iid) is suggested), '.', parentheses and a
+ * second '~'.  The response may not be a term too (y ~ y, factor(y),
+ * f(y, ...)): an error at the term's first use. */
 #include "gmm/formula.h"
 
 #include <ctype.h>

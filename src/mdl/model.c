@@ -1,7 +1,26 @@
 /* model.c -- building a whole model from its description (model.h): one
  * latent model (latent.h) and one likelihood (likelihood.h) joined with the
  * data in a gmm_problem (problem.h).  Only construction knows the two
- * latent families apart. */
+ * latent families apart.
+ *
+ * THE DESCRIPTION.  gmm_mdl_spec, with its gmm_model_desc, does not depend
+ * on the command line: a program fills it from its options, or from a
+ * model file through spec.values (its centre, intercept and parameter
+ * values; the paths and spec strings come from the desc fields).
+ * gmm_mdl_describe gives the model back as a model file: gmm_model
+ * (modelfile.h) is that file's contents, gmm_mdl the model built and ready
+ * to evaluate.  A build fails early: the specs are parsed before any data
+ * is read; then come the data (and the edge list), the likelihood's check
+ * of every observed row, the centring of Gaussian data, the kernel's and
+ * likelihood's defaults from the data, the latent, problem and objective,
+ * the parameters held fixed and, with values, every parameter's value.
+ *
+ * WHAT A BUILD SAYS.  Nothing here prints: what a user may want to know
+ * while a model is built (the data read, warnings, defaults, sizes) goes to
+ * the spec's report callback; failures are gmm_status with gmm_error's
+ * message, and for those the caller words differently (a spec error with a
+ * caret, an inconsistent description) a gmm_mdl_failure says which
+ * (model_build_msg.c). */
 #include "model_build.h"
 
 #include <ctype.h>

@@ -1,6 +1,12 @@
 /* model_draws.c -- the model draws belong to (model.h, draws.h): a built
  * model's identity as a sidecar's "origin", and the check of draws against
- * it. */
+ * it.
+ *
+ * PREDICTING AT ROWS FROM DRAWS.  Each draw's X_r beta (its coefficients
+ * when sampled) plus its latent at the row's input (drawn from the Markov
+ * bridge given the draw's states), node, or a new iid level (drawn from
+ * N(0, the draw's variance)); for several f() terms the row's form of the
+ * draw's latents plus its independent part (gmm_latent_stack_row). */
 #include "model_impl.h"
 
 #include <math.h>

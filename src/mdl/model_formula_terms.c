@@ -1,6 +1,23 @@
 /* model_formula_terms.c -- the formula's meaning: which latent each f()
  * term names, its keys and their values checked, the description a formula
- * of one term stands for, and the formula as a model file records it. */
+ * of one term stands for, and the formula as a model file records it.
+ *
+ * WITHOUT VALUES (no model file), a formula replaces the description's
+ * kernel, precision, graph and the data's x, y and node (which must be
+ * NULL: a usage error).  f(NAME, 'SPEC') is a kernel on input column NAME,
+ * f(NAME, 'SPEC', graph=EDGES.csv) a graph precision on node column NAME,
+ * f(NAME, iid) one N(0, variance) effect per level of NAME (the precision
+ * iid on a graph of the levels, no edges).  WITH VALUES (a model file)
+ * those fields come from the file and the formula gives the fixed effects
+ * and the kind of latent.
+ *
+ * Covariates and factor levels become coefficients (problem.h); a Gaussian
+ * model with any of them is not centred but has an intercept coefficient.
+ * A keyword term's variance=V and (bym2) phi=P are the objective's start
+ * values f.NAME.variance and f.NAME.phi (not over a model file's values),
+ * and 'KEY=VALUE fixed' holds that parameter as spec.fix does, with or
+ * without values; a value out of its domain or a key the model lacks is
+ * GMM_EPARSE with the caret on it (gmm_mdl_failure). */
 
 #include "model_build.h"
 

@@ -1,6 +1,14 @@
 /* model_rules.c -- the description's consistency: fields that exclude or
  * need each other, the names of parameters held fixed, and the data's
- * outcomes against the likelihood. */
+ * outcomes against the likelihood.
+ *
+ * THE FIELDS (model.h: gmm_mdl_rule names each broken rule).  A kernel or
+ * a graph with its precision, not both; edge_cols with a named length
+ * requires that column (with a model file's values it is optional);
+ * merge_tol for state-space models and a formula's kernel terms;
+ * data.exposure for a likelihood whose per-row quantity (rowq) is
+ * "exposure", data.trials for one whose rowq is "trials", at most one of
+ * the two; likelihood NULL is "gaussian". */
 
 #include "model_build.h"
 

@@ -1,6 +1,40 @@
 /* model_score.c -- held-out data against a built model (model.h): the log
  * predictive density of every observed test row under the model's
- * posterior or under MCMC draws. */
+ * posterior or under MCMC draws.
+ *
+ * ROWS.  A factor level the model's data do not have is GMM_EPARSE
+ * "FILE:LINE: column 'C': level 'L' of factor(C) is not one of the model's
+ * data ..."; a level not in an iid term's data is kept (GMM_MDL_NEW_LEVEL).
+ * A model of several f() terms reads each term's column (t->sat): any
+ * value of a walk's index, any level of an iid term, a node of a besag,
+ * bym2 or graph term's graph (another is GMM_EPARSE "FILE:LINE: column
+ * 'C': 'NODE' is not a node of the graph of f(C, MODEL) (EDGES)").
+ *
+ * SEVERAL f() TERMS.  A row's linear predictor is the row's form of the
+ * stacked latent, a'x (stack.h's gmm_latent_stack_row: a new walk value
+ * the walk's bridge or extrapolation), its variance a'Sigma a with the
+ * posterior covariances between the row's latents -- from the Takahashi
+ * band, or by one banded solve, O(n l), for a row whose latents lie
+ * further apart than the band -- plus the independent part's.
+ *
+ * LEAVE-ONE-OUT.  The posterior of the linear predictor at row r,
+ * N(m_r, v_r), with row r's Gaussian site removed: the site is the
+ * likelihood's curvature w_r and slope g_r at the mode (Laplace), the
+ * expected ones under q (VI), 1/noise and the residual/noise (Gaussian:
+ * the exact LOO of Rasmussen & Williams eq. 5.12); the cavity
+ * 1/v = 1/v_r - w_r, mu = v (m_r/v_r - w_r m_r - g_r), and lpd[r] =
+ * log E_{N(mu, v)} p(y_r | f).  A site that carries more than the
+ * posterior (non-log-concave likelihoods) leaves no cavity: GMM_EDOM.
+ *
+ * UNDER DRAWS.  A draw fixes f at a site (column f[row] at a data input,
+ * f[node]); with the latent states x[1..n] f at any input is the Markov
+ * bridge's normal.  A model of several f() terms: with the states, a row's
+ * form of the draw's latents plus its independent part at the draw's
+ * variances (gmm_latent_stack_row); without them the f[row] of the first
+ * data row with the row's cells in the formula's columns ("FILE:LINE: no
+ * row of the model's data ..." when there is none).  Without the states,
+ * a row whose input is not a data input is "FILE:LINE: column 'C': X is
+ * not an input of the model's data, and ...". */
 #include "model_impl.h"
 
 #include <math.h>

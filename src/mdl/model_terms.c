@@ -1,6 +1,6 @@
 /* model_terms.c -- a built model (model.h) term by term: each
  * coefficient's estimate and standard error, and each f() term's posterior
- * at each of its levels (predict --terms). */
+ * at each of its levels. */
 #include "model_impl.h"
 
 #include <math.h>
