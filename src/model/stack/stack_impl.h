@@ -85,8 +85,7 @@ typedef struct {
 gmm_status stack_comp_build(stack_comp *c, const gmm_stack_term *t, size_t nrows, size_t limit);
 void stack_comp_free(stack_comp *c);
 
-/* The stacked latent's object (latent_stack.c; the square-root form's
- * parts in stack_sqrt.c). */
+/* The stacked latent's object (built in latent_stack.c). */
 typedef struct {
     latent_asm as;          /* first: Q's assembly, normaliser and pins, the
                              * sparse rows (latent_impl.h), the Gaussian
@@ -131,39 +130,93 @@ typedef struct {
     double *sqloc;          /* 2 x (largest damped kernel's n): its local vectors */
 } stack_impl;
 
-/* Q(theta) of the components (all, or with rest set the components with
- * a damped kernel left out, their latents' rows and columns the
- * identity's), and the reverse: thetabar += sum over stored slots of Qbar
- * dQ/dtheta over the same components (latent_stack.c). */
+/* The unpermuted stacked index of data row r's entry e of component q. */
+static inline size_t stack_read_at(const stack_comp *q, size_t r, size_t e)
+{
+    return q->off + q->row_loc[r] + q->hidx[e];
+}
+
+/* The joint order into c->perm, c->iperm and c->bw: RCM over the
+ * components' slots and the data rows' cliques (stack_order.c).
+ * GMM_ENOMEM; the graph's errors. */
+gmm_status stack_order(stack_impl *c);
+
+/* ASSEMBLY (stack_assemble.c).  Q(theta) of the components (all, or with
+ * rest set the components with a damped kernel left out, their latents'
+ * rows and columns the identity's), and the reverse: thetabar += sum over
+ * stored slots of Qbar dQ/dtheta over the same components. */
 gmm_status stack_assemble(stack_impl *c, const double *theta, gmm_band *Q, int rest);
 gmm_status stack_assemble_rev(stack_impl *c, const double *theta, const gmm_band *Qbar,
                               double *thetabar, int rest);
+/* latent_asm's assemble and assemble_rev (ctx the stack_impl): all
+ * components, or the rest of a square-root-form stack's. */
+gmm_status stack_asm_assemble(void *ctx, const double *theta, gmm_band *Q);
+gmm_status stack_asm_assemble_rest(void *ctx, const double *theta, gmm_band *Q);
+gmm_status stack_asm_assemble_rev(void *ctx, const double *theta, const gmm_band *Qbar,
+                                  double *thetabar);
+gmm_status stack_asm_assemble_rev_rest(void *ctx, const double *theta, const gmm_band *Qbar,
+                                       double *thetabar);
+/* The vtable's prior and prior_rev (latent.h) of the assembled form. */
+gmm_status stack_prior(void *p, const double *theta, gmm_band *Q, double *logdet);
+gmm_status stack_prior_rev(void *p, const gmm_band *Qbar, double logdetbar, double *thetabar);
 
+/* NORMALISER (stack_normaliser.c).  latent_asm's work: the bands of the
+ * Gaussian likelihood on first use (GMM_ENOMEM). */
+gmm_status stack_band_work(void *ctx);
 /* With constraints: Q^ (Q with the pinned latents' rows and columns the
  * identity's) from Q into c->Qh, factorised, and log det Q^ + the
  * normaliser's constants into *ld; the reverse, Qbar += ldbar d(log det
- * Q^)/dQ with the pinned rows and columns dropped (latent_stack.c). */
+ * Q^)/dQ with the pinned rows and columns dropped. */
 gmm_status stack_pinned_logdet(stack_impl *c, const gmm_band *Q, double *ld);
 gmm_status stack_pinned_logdet_rev(stack_impl *c, double ldbar, gmm_band *Qbar);
+/* latent_asm's normaliser and normaliser_rev (latent_asm.h), and the
+ * vtable's factorisation (latent.h) of the assembled form. */
+gmm_status stack_normaliser(void *p, const double *theta, const double *y, double noise,
+                            const gmm_band *Q, double *ld, int *given);
+gmm_status stack_normaliser_rev(void *p, double ldbar, gmm_band *Qbar);
+const char *stack_factorisation(const void *p, double *bound);
 
-/* SQUARE-ROOT FORM (stack_sqrt.c): the latent's operations for a stack
- * with a damped kernel (latent.h's contracts), and the workspace's free. */
-gmm_status stack_sq_gaussian(stack_impl *c, gmm_latent *l, const double *theta, const double *y,
-                             double noise, double *loglik, double *thetabar, double *noisebar);
-gmm_status stack_sq_posterior(stack_impl *c, double *mean, gmm_band *cov);
-gmm_status stack_sq_posterior_solve(stack_impl *c, double *v);
-gmm_status stack_sq_wls(stack_impl *c, gmm_latent *l, const double *theta, const double *y,
-                        const double *wt, double *loglik, double *mean);
-gmm_status stack_sq_wls_quad(stack_impl *c, const double *x, double *q);
-gmm_status stack_sq_wls_var(stack_impl *c, gmm_latent *l, double *fvar);
-gmm_status stack_sq_wls_adjoint(stack_impl *c, gmm_latent *l, const double *rw, double *u,
-                                double *thetabar);
-gmm_status stack_sq_wls_rowcov(stack_impl *c, gmm_latent *l, double *zeta, double *sh);
-gmm_status stack_sq_prior_rows(stack_impl *c, gmm_latent *l, const double *theta,
-                               gmm_prior_rows *G, double *logdet);
-gmm_status stack_sq_rows_rev_q(stack_impl *c, const gmm_band *S, const double *m,
+/* WHITENING (stack_whiten.c): the vtable's whitening (latent.h) of the
+ * assembled form, and of the square-root form (stack_sq_*). */
+gmm_status stack_whiten_setup(void *p, const double *theta);
+gmm_status stack_whiten(void *p, const double *v, double *x);
+gmm_status stack_whiten_t(void *p, const double *g, double *u);
+gmm_status stack_unwhiten(void *p, const double *x, double *v);
+gmm_status stack_whiten_rev(void *p, const double *v, const double *xbar, double *thetabar);
+gmm_status stack_sq_whiten_setup(void *p, const double *theta);
+gmm_status stack_sq_whiten(void *p, const double *v, double *x);
+gmm_status stack_sq_whiten_t(void *p, const double *g, double *u);
+gmm_status stack_sq_unwhiten(void *p, const double *x, double *v);
+gmm_status stack_sq_whiten_rev(void *p, const double *v, const double *xbar, double *thetabar);
+
+/* SQUARE-ROOT FORM (stack_sqrt.c): the vtable's operations (latent.h's
+ * contracts, impl the stack_impl) for a stack with a damped kernel, and
+ * the workspace's free.  It calls the assembly above, never the object's
+ * file (latent_stack.c), which holds the vtable. */
+gmm_status stack_sq_prior(void *impl, const double *theta, gmm_band *Q, double *logdet);
+gmm_status stack_sq_prior_rev(void *impl, const gmm_band *Qbar, double logdetbar,
+                              double *thetabar);
+const char *stack_sq_factorisation(const void *impl, double *bound);
+gmm_status stack_sq_gaussian(void *impl, const double *theta, const double *y, double noise,
+                             double *loglik, double *thetabar, double *noisebar);
+gmm_status stack_sq_posterior(void *impl, double *mean, gmm_band *cov);
+gmm_status stack_sq_posterior_solve(void *impl, double *v);
+gmm_status stack_sq_wls_rows(void *impl, const double *theta, double obs_prec, int *rows);
+gmm_status stack_sq_wls(void *impl, const double *theta, const double *y, const double *wt,
+                        int record, double *loglik, double *mean);
+gmm_status stack_sq_wls_quad(void *impl, const double *x, double *q);
+gmm_status stack_sq_wls_var(void *impl, double *fvar);
+gmm_status stack_sq_wls_adjoint(void *impl, const double *rw, double *u, double *thetabar);
+gmm_status stack_sq_wls_rowcov(void *impl, double *zeta, double *sh);
+gmm_status stack_sq_prior_rows(void *impl, const double *theta, gmm_prior_rows *G,
+                               double *logdet);
+gmm_status stack_sq_rows_rev_q(void *impl, const gmm_band *S, const double *m,
                                const gmm_band *D, double *thetabar);
 void stack_sq_free(struct stack_sq *s);
+
+/* The stacked latent's object behind l, or NULL when l is not a stack
+ * (latent_stack.c). */
+stack_impl *stack_impl_of(const gmm_latent *l);
 
 /* The first index i in [0, m) with val[i] >= t (m when none); val sorted
  * ascending. */

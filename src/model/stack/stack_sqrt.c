@@ -573,9 +573,11 @@ static gmm_status sq_fisher(stack_impl *c, gmm_latent *l, double *thetabar, doub
 
 /* ---- the latent's operations -------------------------------------------------- */
 
-gmm_status stack_sq_gaussian(stack_impl *c, gmm_latent *l, const double *theta, const double *y,
-                             double noise, double *loglik, double *thetabar, double *noisebar)
+gmm_status stack_sq_gaussian(void *impl, const double *theta, const double *y, double noise,
+                             double *loglik, double *thetabar, double *noisebar)
 {
+    stack_impl *c = impl;
+    gmm_latent *l = c->lat;
     gmm_status st;
     if (!(noise > 0.0) || !isfinite(noise))
         return gmm_error(GMM_EDOM, "noise variance %g must be positive and finite", noise);
@@ -602,31 +604,37 @@ gmm_status stack_sq_gaussian(stack_impl *c, gmm_latent *l, const double *theta, 
     return l->ops->obs_coef_rev(l->impl, theta, s->coefbar, thetabar);
 }
 
-gmm_status stack_sq_posterior(stack_impl *c, double *mean, gmm_band *cov)
+gmm_status stack_sq_posterior(void *impl, double *mean, gmm_band *cov)
 {
+    stack_impl *c = impl;
     if (!c->sqw)
         return gmm_error(GMM_EINVAL, "stacked latent: no evaluation before its posterior");
     return gmm_marglik_posterior(c->sqw->w, mean, cov);
 }
 
-gmm_status stack_sq_posterior_solve(stack_impl *c, double *v)
+gmm_status stack_sq_posterior_solve(void *impl, double *v)
 {
+    stack_impl *c = impl;
     if (!c->sqw)
         return gmm_error(GMM_EINVAL, "stacked latent: no evaluation before its posterior");
     return gmm_marglik_posterior_solve(c->sqw->w, v);
 }
 
-gmm_status stack_sq_wls(stack_impl *c, gmm_latent *l, const double *theta, const double *y,
-                        const double *wt, double *loglik, double *mean)
+gmm_status stack_sq_wls(void *impl, const double *theta, const double *y, const double *wt,
+                        int record, double *loglik, double *mean)
 {
+    stack_impl *c = impl;
+    gmm_latent *l = c->lat;
+    (void)record; /* every evaluation is kept */
     gmm_status st;
     if ((st = sq_alloc(c, l)) || (st = sq_eval(c, l, theta, y, wt, 1.0, loglik)))
         return st;
     return mean ? gmm_marglik_posterior(c->sqw->w, mean, NULL) : GMM_OK;
 }
 
-gmm_status stack_sq_wls_quad(stack_impl *c, const double *x, double *q)
+gmm_status stack_sq_wls_quad(void *impl, const double *x, double *q)
 {
+    stack_impl *c = impl;
     struct stack_sq *s = c->sqw;
     if (!s || !s->have_theta)
         return gmm_error(GMM_EINVAL, "stacked latent: no weighted smoothing before");
@@ -657,8 +665,10 @@ gmm_status stack_sq_wls_quad(stack_impl *c, const double *x, double *q)
     return GMM_OK;
 }
 
-gmm_status stack_sq_wls_var(stack_impl *c, gmm_latent *l, double *fvar)
+gmm_status stack_sq_wls_var(void *impl, double *fvar)
 {
+    stack_impl *c = impl;
+    gmm_latent *l = c->lat;
     struct stack_sq *s = c->sqw;
     gmm_status st;
     if (!s || !s->have_theta)
@@ -678,9 +688,10 @@ gmm_status stack_sq_wls_var(stack_impl *c, gmm_latent *l, double *fvar)
     return GMM_OK;
 }
 
-gmm_status stack_sq_wls_adjoint(stack_impl *c, gmm_latent *l, const double *rw, double *u,
-                                double *thetabar)
+gmm_status stack_sq_wls_adjoint(void *impl, const double *rw, double *u, double *thetabar)
 {
+    stack_impl *c = impl;
+    gmm_latent *l = c->lat;
     struct stack_sq *s = c->sqw;
     gmm_status st;
     if (!s || !s->have_grad)
@@ -712,8 +723,10 @@ gmm_status stack_sq_wls_adjoint(stack_impl *c, gmm_latent *l, const double *rw, 
     return chain_damped(c, s->pbar, thetabar);
 }
 
-gmm_status stack_sq_wls_rowcov(stack_impl *c, gmm_latent *l, double *zeta, double *sh)
+gmm_status stack_sq_wls_rowcov(void *impl, double *zeta, double *sh)
 {
+    stack_impl *c = impl;
+    gmm_latent *l = c->lat;
     struct stack_sq *s = c->sqw;
     if (!s || !s->have_grad)
         return gmm_error(GMM_EINVAL, "stacked latent: no weighted smoothing's adjoint before");
@@ -729,9 +742,11 @@ gmm_status stack_sq_wls_rowcov(stack_impl *c, gmm_latent *l, double *zeta, doubl
 
 /* ---- the prior's square root (vi) -------------------------------------------- */
 
-gmm_status stack_sq_prior_rows(stack_impl *c, gmm_latent *l, const double *theta,
-                               gmm_prior_rows *G, double *logdet)
+gmm_status stack_sq_prior_rows(void *impl, const double *theta, gmm_prior_rows *G,
+                               double *logdet)
 {
+    stack_impl *c = impl;
+    gmm_latent *l = c->lat;
     gmm_status st;
     double ld;
     if ((st = sq_alloc(c, l)) || (st = sq_prior(c, l, theta, &c->sqw->ld)))
@@ -744,9 +759,10 @@ gmm_status stack_sq_prior_rows(stack_impl *c, gmm_latent *l, const double *theta
     return GMM_OK;
 }
 
-gmm_status stack_sq_rows_rev_q(stack_impl *c, const gmm_band *Sq, const double *m,
+gmm_status stack_sq_rows_rev_q(void *impl, const gmm_band *Sq, const double *m,
                                const gmm_band *D, double *thetabar)
 {
+    stack_impl *c = impl;
     struct stack_sq *s = c->sqw;
     gmm_status st;
     if (!s || !s->have_theta)
@@ -784,4 +800,44 @@ gmm_status stack_sq_rows_rev_q(stack_impl *c, const gmm_band *Sq, const double *
     for (size_t b = 0; b < s->nblk; b++)
         s->pbar[b] = s->bdamp[b] ? (s->bcnt[b] + s->bdl[b] + s->bgm[b]) / (2.0 * s->bp[b]) : 0.0;
     return chain_damped(c, s->pbar, thetabar);
+}
+
+/* The assembled prior is what this form avoids: refused, naming the model. */
+static gmm_status refuse(const char *what)
+{
+    return gmm_error(GMM_EINVAL, "%s: a stacked model with a damped kernel (a constant, cosine "
+                                 "or periodic factor not multiplied by a kernel with process "
+                                 "noise) has no accurate assembled precision: it takes the "
+                                 "square-root form (hmc whitens by the prior, --metric prior; "
+                                 "vi goes through the prior's square root)",
+                     what);
+}
+
+gmm_status stack_sq_prior(void *impl, const double *theta, gmm_band *Q, double *logdet)
+{
+    (void)impl, (void)theta, (void)Q, (void)logdet;
+    return refuse("the stacked prior");
+}
+
+gmm_status stack_sq_prior_rev(void *impl, const gmm_band *Qbar, double logdetbar,
+                              double *thetabar)
+{
+    (void)impl, (void)Qbar, (void)logdetbar, (void)thetabar;
+    return refuse("the stacked prior");
+}
+
+const char *stack_sq_factorisation(const void *impl, double *bound)
+{
+    (void)impl;
+    if (bound)
+        *bound = 0.0;
+    return "square-root";
+}
+
+/* Every row is smoothed in this form. */
+gmm_status stack_sq_wls_rows(void *impl, const double *theta, double obs_prec, int *rows)
+{
+    (void)impl, (void)theta, (void)obs_prec;
+    *rows = 1;
+    return GMM_OK;
 }
