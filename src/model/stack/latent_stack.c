@@ -133,26 +133,16 @@ static const gmm_latent_ops stack_sq_ops = {
     .prior_rows_rev_q = stack_sq_rows_rev_q,
 };
 
-gmm_status gmm_latent_stack_alloc(size_t nrows, size_t nterm, const gmm_stack_term *terms,
-                                  size_t limit, gmm_latent **out)
+/* The components built from their terms, laid end to end in the
+ * unpermuted stacked vector (c->n, c->nparam, c->ncon and the normaliser's
+ * constants summed). */
+static gmm_status build_components(stack_impl *c, const gmm_stack_term *terms, size_t limit)
 {
     gmm_status st;
-    gmm_latent *l = NULL;
-    if (!out || !terms || nterm == 0)
-        return gmm_error(GMM_EINVAL, "gmm_latent_stack_alloc: NULL argument or no component");
-    *out = NULL;
-    size_t lim = limit ? limit : GMM_GMRF_BAND_LIMIT;
-    stack_impl *c = gmm_calloc(1, sizeof *c);
-    if (!c || !(c->comp = gmm_calloc(nterm, sizeof *c->comp))) {
-        gmm_free(c);
-        return gmm_error(GMM_ENOMEM, "out of memory for the stacked latent");
-    }
-    c->K = nterm;
-    c->nrows = nrows;
-    for (size_t k = 0; k < nterm; k++) {
+    for (size_t k = 0; k < c->K; k++) {
         stack_comp *q = &c->comp[k];
-        if ((st = stack_comp_build(q, &terms[k], nrows, limit)))
-            goto fail;
+        if ((st = stack_comp_build(q, &terms[k], c->nrows, limit)))
+            return st;
         q->off = c->n;
         q->par0 = c->nparam;
         c->n += q->n;
@@ -161,64 +151,71 @@ gmm_status gmm_latent_stack_alloc(size_t nrows, size_t nterm, const gmm_stack_te
         c->ldconst += q->ldconst;
         c->ldaa += q->ldaa;
     }
-    c->perm = gmm_malloc(2 * (c->n ? c->n : 1), sizeof *c->perm);
-    c->theta = gmm_malloc(c->nparam ? c->nparam : 1, sizeof *c->theta);
-    if (!c->perm || !c->theta) {
-        st = gmm_error(GMM_ENOMEM, "out of memory for the stacked latent");
-        goto fail;
-    }
-    c->iperm = c->perm + c->n;
-    if ((st = stack_order(c)))
-        goto fail;
-    /* each row's window */
-    size_t W = 1;
-    for (size_t r = 0; r < nrows; r++) {
-        size_t lo = SIZE_MAX, hi = 0;
-        for (size_t k = 0; k < c->K; k++)
-            for (size_t e = 0; e < c->comp[k].nread; e++) {
-                size_t p = c->iperm[stack_read_at(&c->comp[k], r, e)];
-                lo = p < lo ? p : lo;
-                hi = p > hi ? p : hi;
-            }
+    return GMM_OK;
+}
+
+/* The first and last joint index data row r reads. */
+static void row_span(const stack_impl *c, size_t r, size_t *lo, size_t *hi)
+{
+    *lo = SIZE_MAX;
+    *hi = 0;
+    for (size_t k = 0; k < c->K; k++)
+        for (size_t e = 0; e < c->comp[k].nread; e++) {
+            size_t p = c->iperm[stack_read_at(&c->comp[k], r, e)];
+            *lo = p < *lo ? p : *lo;
+            *hi = p > *hi ? p : *hi;
+        }
+}
+
+/* The widest row's window (the observation map's width). */
+static size_t row_width(const stack_impl *c)
+{
+    size_t W = 1, lo, hi;
+    for (size_t r = 0; r < c->nrows; r++) {
+        row_span(c, r, &lo, &hi);
         W = hi - lo + 1 > W ? hi - lo + 1 : W;
     }
-    double band = (double)(c->bw + 1) * (double)c->n * sizeof(double);
-    if (band > (double)lim) {
-        st = gmm_error(GMM_ENOMEM, "the stacked latent (n = %zu, bandwidth %zu) needs %.0f MB "
-                                   "per band; the limit is %.0f MB",
-                       c->n, c->bw, band / 1e6, (double)lim / 1e6);
-        goto fail;
-    }
-    /* every row reads nread latents of each component, distinct ones */
-    size_t R = 0, dmax = 1;
-    int varies = 0;
+    return W;
+}
+
+/* The rows' scratch: reads per row (c->R; every row reads nread latents of
+ * each component, distinct ones), where each landed (eidx), demodulated
+ * kernels' rows (hbuf) and the square-root form's local vectors (sqloc).
+ * *varies: some row's coefficients depend on theta. */
+static gmm_status alloc_rows(stack_impl *c, int *varies)
+{
+    size_t dmax = 1, nbig = 1;
+    *varies = 0;
+    c->R = 0;
     for (size_t k = 0; k < c->K; k++) {
-        R += c->comp[k].nread;
-        c->sq |= c->comp[k].damped;
-        varies |= c->comp[k].modulated;
-        dmax = c->comp[k].d > dmax ? c->comp[k].d : dmax;
+        const stack_comp *q = &c->comp[k];
+        c->R += q->nread;
+        c->sq |= q->damped;
+        *varies |= q->modulated;
+        dmax = q->d > dmax ? q->d : dmax;
+        nbig = q->damped && q->n > nbig ? q->n : nbig;
     }
-    c->R = R;
-    c->eidx = gmm_malloc(nrows * R + R + 1, sizeof *c->eidx);
-    c->hbuf = varies ? gmm_malloc(nrows * dmax + 1, sizeof *c->hbuf) : NULL;
-    size_t nbig = 1;
-    for (size_t k = 0; k < c->K; k++)
-        nbig = c->comp[k].damped && c->comp[k].n > nbig ? c->comp[k].n : nbig;
+    c->eidx = gmm_malloc(c->nrows * c->R + c->R + 1, sizeof *c->eidx);
+    c->hbuf = *varies ? gmm_malloc(c->nrows * dmax + 1, sizeof *c->hbuf) : NULL;
     c->sqloc = c->sq ? gmm_malloc(2 * nbig, sizeof *c->sqloc) : NULL;
-    if (!c->eidx || (varies && !c->hbuf) || (c->sq && !c->sqloc)) {
-        st = gmm_error(GMM_ENOMEM, "out of memory for the stacked latent");
-        goto fail;
-    }
-    l = latent_new_sparse(c->sq ? &stack_sq_ops : &stack_ops, nrows, W, nrows * R, c->nparam);
-    c->as.gs.ooff = gmm_malloc(nrows ? nrows : 1, sizeof *c->as.gs.ooff);
-    c->as.gs.oy = gmm_malloc(nrows ? nrows : 1, sizeof *c->as.gs.oy);
-    c->A = gmm_calloc(c->ncon * c->n > 0 ? c->ncon * c->n : 1, sizeof *c->A);
-    c->pin = gmm_malloc(c->ncon ? c->ncon : 1, sizeof *c->pin);
+    if (!c->eidx || (*varies && !c->hbuf) || (c->sq && !c->sqloc))
+        return gmm_error(GMM_ENOMEM, "out of memory for the stacked latent");
+    return GMM_OK;
+}
+
+/* The constraints' arrays in the joint numbering (filled by
+ * place_components) and the Gaussian likelihood's row buffers. */
+static gmm_status alloc_constraints(stack_impl *c)
+{
     size_t nae = 0, nne = 0, k1 = c->ncon + 1;
     for (size_t k = 0; k < c->K; k++) {
         nae += c->comp[k].ncon ? c->comp[k].cptr[c->comp[k].ncon] : 0;
         nne += c->comp[k].ncon ? c->comp[k].nptr[c->comp[k].ncon] : 0;
     }
+    c->as.gs.ooff = gmm_malloc(c->nrows ? c->nrows : 1, sizeof *c->as.gs.ooff);
+    c->as.gs.oy = gmm_malloc(c->nrows ? c->nrows : 1, sizeof *c->as.gs.oy);
+    c->A = gmm_calloc(c->ncon * c->n > 0 ? c->ncon * c->n : 1, sizeof *c->A);
+    c->pin = gmm_malloc(c->ncon ? c->ncon : 1, sizeof *c->pin);
     c->gaptr = gmm_calloc(k1, sizeof *c->gaptr);
     c->gnptr = gmm_calloc(k1, sizeof *c->gnptr);
     c->ccomp = gmm_calloc(k1, sizeof *c->ccomp);
@@ -228,11 +225,15 @@ gmm_status gmm_latent_stack_alloc(size_t nrows, size_t nterm, const gmm_stack_te
     c->gnidx = gmm_malloc(nne + 1, sizeof *c->gnidx);
     c->gnval = gmm_malloc(nne + 1, sizeof *c->gnval);
     c->gnb = gmm_malloc(nne + 1, sizeof *c->gnb);
-    if (!l || !c->as.gs.ooff || !c->as.gs.oy || !c->A || !c->pin || !c->gaptr || !c->gnptr ||
-        !c->ccomp || !c->blk0 || !c->gaidx || !c->gaval || !c->gnidx || !c->gnval || !c->gnb) {
-        st = gmm_error(GMM_ENOMEM, "out of memory for the stacked latent");
-        goto fail;
-    }
+    if (!c->as.gs.ooff || !c->as.gs.oy || !c->A || !c->pin || !c->gaptr || !c->gnptr ||
+        !c->ccomp || !c->blk0 || !c->gaidx || !c->gaval || !c->gnidx || !c->gnval || !c->gnb)
+        return gmm_error(GMM_ENOMEM, "out of memory for the stacked latent");
+    return GMM_OK;
+}
+
+/* The latent's common part from the object, and latent_asm's callbacks. */
+static void describe_latent(stack_impl *c, gmm_latent *l, int varies)
+{
     l->impl = c;
     c->lat = l;
     l->varies = varies;
@@ -254,14 +255,18 @@ gmm_status gmm_latent_stack_alloc(size_t nrows, size_t nterm, const gmm_stack_te
                          .normaliser = stack_normaliser,
                          .normaliser_rev = stack_normaliser_rev, .work = stack_band_work,
                          .map = gmm_latent_obs_map(l),
-                         .gs = c->as.gs}; /* its rows allocated above */
+                         .gs = c->as.gs}; /* its rows allocated before */
+}
+
+/* The observation map's sparse rows: row r's window starts at its first
+ * joint index (moved back to fit), its entries in increasing position, and
+ * eidx records where each read (in component order) landed. */
+static void fill_rows(stack_impl *c, gmm_latent *l, size_t W)
+{
+    size_t R = c->R, nrows = c->nrows;
     for (size_t r = 0; r < nrows; r++) {
-        size_t lo = SIZE_MAX;
-        for (size_t k = 0; k < c->K; k++)
-            for (size_t e = 0; e < c->comp[k].nread; e++) {
-                size_t p = c->iperm[stack_read_at(&c->comp[k], r, e)];
-                lo = p < lo ? p : lo;
-            }
+        size_t lo, hi;
+        row_span(c, r, &lo, &hi);
         if (lo + W > c->n)
             lo = c->n - W;
         l->offset[r] = lo;
@@ -284,6 +289,13 @@ gmm_status gmm_latent_stack_alloc(size_t nrows, size_t nterm, const gmm_stack_te
             c->eidx[r * R + src[j]] = r * R + j;
         l->rowptr[r + 1] = (r + 1) * R;
     }
+}
+
+/* Each component in the joint order: its slots' permuted places, its
+ * constraints and null-space basis in the joint numbering, its
+ * parameters' names, starts and domains. */
+static void place_components(stack_impl *c, gmm_latent *l)
+{
     size_t ci = 0;
     for (size_t k = 0; k < c->K; k++) {
         stack_comp *q = &c->comp[k];
@@ -322,6 +334,56 @@ gmm_status gmm_latent_stack_alloc(size_t nrows, size_t nterm, const gmm_stack_te
         }
     }
     c->blk0[c->nblk] = c->ncon;
+}
+
+gmm_status gmm_latent_stack_alloc(size_t nrows, size_t nterm, const gmm_stack_term *terms,
+                                  size_t limit, gmm_latent **out)
+{
+    gmm_status st;
+    gmm_latent *l = NULL;
+    int varies;
+    if (!out || !terms || nterm == 0)
+        return gmm_error(GMM_EINVAL, "gmm_latent_stack_alloc: NULL argument or no component");
+    *out = NULL;
+    size_t lim = limit ? limit : GMM_GMRF_BAND_LIMIT;
+    stack_impl *c = gmm_calloc(1, sizeof *c);
+    if (!c || !(c->comp = gmm_calloc(nterm, sizeof *c->comp))) {
+        gmm_free(c);
+        return gmm_error(GMM_ENOMEM, "out of memory for the stacked latent");
+    }
+    c->K = nterm;
+    c->nrows = nrows;
+    if ((st = build_components(c, terms, limit)))
+        goto fail;
+    c->perm = gmm_malloc(2 * (c->n ? c->n : 1), sizeof *c->perm);
+    c->theta = gmm_malloc(c->nparam ? c->nparam : 1, sizeof *c->theta);
+    if (!c->perm || !c->theta) {
+        st = gmm_error(GMM_ENOMEM, "out of memory for the stacked latent");
+        goto fail;
+    }
+    c->iperm = c->perm + c->n;
+    if ((st = stack_order(c)))
+        goto fail;
+    size_t W = row_width(c);
+    double band = (double)(c->bw + 1) * (double)c->n * sizeof(double);
+    if (band > (double)lim) {
+        st = gmm_error(GMM_ENOMEM, "the stacked latent (n = %zu, bandwidth %zu) needs %.0f MB "
+                                   "per band; the limit is %.0f MB",
+                       c->n, c->bw, band / 1e6, (double)lim / 1e6);
+        goto fail;
+    }
+    if ((st = alloc_rows(c, &varies)))
+        goto fail;
+    l = latent_new_sparse(c->sq ? &stack_sq_ops : &stack_ops, nrows, W, nrows * c->R, c->nparam);
+    if ((st = alloc_constraints(c)))
+        goto fail;
+    if (!l) {
+        st = gmm_error(GMM_ENOMEM, "out of memory for the stacked latent");
+        goto fail;
+    }
+    describe_latent(c, l, varies);
+    fill_rows(c, l, W);
+    place_components(c, l);
     *out = l;
     return GMM_OK;
 fail:
