@@ -20,32 +20,32 @@ static void stack_free_impl(void *p)
     stack_impl *c = p;
     if (!c)
         return;
-    for (size_t k = 0; c->comp && k < c->K; k++)
+    for (size_t k = 0; c->comp && k < c->ncomp; k++)
         stack_comp_free(&c->comp[k]);
-    stack_sq_free(c->sqw);
-    gmm_free(c->eidx);
-    gmm_free(c->hbuf);
-    gmm_free(c->sqloc);
+    stack_sq_free(c->sqrt_work);
+    gmm_free(c->read_entry);
+    gmm_free(c->mod_rows);
+    gmm_free(c->damped_local);
     gmm_free(c->comp);
     gmm_free(c->perm);
-    gmm_free(c->A);
-    gmm_free(c->pin);
-    gmm_free(c->gaptr);
-    gmm_free(c->gaidx);
-    gmm_free(c->gaval);
-    gmm_free(c->gnptr);
-    gmm_free(c->gnidx);
-    gmm_free(c->gnval);
-    gmm_free(c->gnb);
-    gmm_free(c->ccomp);
-    gmm_free(c->blk0);
-    gmm_free(c->theta);
+    gmm_free(c->con.dense);
+    gmm_free(c->con.pinned);
+    gmm_free(c->con.a_start);
+    gmm_free(c->con.a_latent);
+    gmm_free(c->con.a_value);
+    gmm_free(c->con.null_start);
+    gmm_free(c->con.null_latent);
+    gmm_free(c->con.null_value);
+    gmm_free(c->con.null_is_b);
+    gmm_free(c->con.component);
+    gmm_free(c->con.block_start);
+    gmm_free(c->prior_theta);
     latent_asm_gauss_free(&c->as.gs);
-    gmm_band_free(c->Qh);
-    gmm_band_free(c->Qhbar);
-    gmm_band_free(c->wL);
-    gmm_band_free(c->wLb);
-    gmm_free(c->wx);
+    gmm_band_free(c->Qpinned);
+    gmm_band_free(c->Qpinned_bar);
+    gmm_band_free(c->wh.L);
+    gmm_band_free(c->wh.Lbar);
+    gmm_free(c->wh.scratch);
     gmm_free(c);
 }
 
@@ -55,19 +55,19 @@ static gmm_status stack_obs_coef(void *p, const double *theta, double *coef)
 {
     stack_impl *c = p;
     gmm_status st;
-    for (size_t k = 0, e0 = 0; k < c->K; e0 += c->comp[k].nread, k++) {
+    for (size_t k = 0, e0 = 0; k < c->ncomp; e0 += c->comp[k].nread, k++) {
         stack_comp *q = &c->comp[k];
         if (!q->modulated) {
             for (size_t r = 0; r < c->nrows; r++)
                 for (size_t e = 0; e < q->nread; e++)
-                    coef[c->eidx[r * c->R + e0 + e]] = q->hval[e];
+                    coef[c->read_entry[r * c->row_reads + e0 + e]] = q->hval[e];
             continue;
         }
-        if ((st = gmm_ssm_obs_rows(q->ssm, theta + q->par0, c->hbuf)))
+        if ((st = gmm_ssm_obs_rows(q->ssm, theta + q->par0, c->mod_rows)))
             return st;
         for (size_t r = 0; r < c->nrows; r++)
             for (size_t e = 0; e < q->nread; e++)
-                coef[c->eidx[r * c->R + e0 + e]] = c->hbuf[r * q->d + q->hidx[e]];
+                coef[c->read_entry[r * c->row_reads + e0 + e]] = c->mod_rows[r * q->d + q->hidx[e]];
     }
     return GMM_OK;
 }
@@ -77,15 +77,16 @@ static gmm_status stack_obs_coef_rev(void *p, const double *theta, const double 
 {
     stack_impl *c = p;
     gmm_status st;
-    for (size_t k = 0, e0 = 0; k < c->K; e0 += c->comp[k].nread, k++) {
+    for (size_t k = 0, e0 = 0; k < c->ncomp; e0 += c->comp[k].nread, k++) {
         stack_comp *q = &c->comp[k];
         if (!q->modulated)
             continue;
-        memset(c->hbuf, 0, c->nrows * q->d * sizeof *c->hbuf);
+        memset(c->mod_rows, 0, c->nrows * q->d * sizeof *c->mod_rows);
         for (size_t r = 0; r < c->nrows; r++)
             for (size_t e = 0; e < q->nread; e++)
-                c->hbuf[r * q->d + q->hidx[e]] = coefbar[c->eidx[r * c->R + e0 + e]];
-        if ((st = gmm_ssm_obs_rows_rev(q->ssm, theta + q->par0, c->hbuf, thetabar + q->par0)))
+                c->mod_rows[r * q->d + q->hidx[e]] =
+                    coefbar[c->read_entry[r * c->row_reads + e0 + e]];
+        if ((st = gmm_ssm_obs_rows_rev(q->ssm, theta + q->par0, c->mod_rows, thetabar + q->par0)))
             return st;
     }
     return GMM_OK;
@@ -139,7 +140,7 @@ static const gmm_latent_ops stack_sq_ops = {
 static gmm_status build_components(stack_impl *c, const gmm_stack_term *terms, size_t limit)
 {
     gmm_status st;
-    for (size_t k = 0; k < c->K; k++) {
+    for (size_t k = 0; k < c->ncomp; k++) {
         stack_comp *q = &c->comp[k];
         if ((st = stack_comp_build(q, &terms[k], c->nrows, limit)))
             return st;
@@ -148,8 +149,8 @@ static gmm_status build_components(stack_impl *c, const gmm_stack_term *terms, s
         c->n += q->n;
         c->nparam += q->npar;
         c->ncon += q->ncon;
-        c->ldconst += q->ldconst;
-        c->ldaa += q->ldaa;
+        c->con.ld_const += q->ldconst;
+        c->con.ld_aat += q->ldaa;
     }
     return GMM_OK;
 }
@@ -159,7 +160,7 @@ static void row_span(const stack_impl *c, size_t r, size_t *lo, size_t *hi)
 {
     *lo = SIZE_MAX;
     *hi = 0;
-    for (size_t k = 0; k < c->K; k++)
+    for (size_t k = 0; k < c->ncomp; k++)
         for (size_t e = 0; e < c->comp[k].nread; e++) {
             size_t p = c->iperm[stack_read_at(&c->comp[k], r, e)];
             *lo = p < *lo ? p : *lo;
@@ -178,27 +179,28 @@ static size_t row_width(const stack_impl *c)
     return W;
 }
 
-/* The rows' scratch: reads per row (c->R; every row reads nread latents of
- * each component, distinct ones), where each landed (eidx), demodulated
- * kernels' rows (hbuf) and the square-root form's local vectors (sqloc).
- * *varies: some row's coefficients depend on theta. */
+/* The rows' scratch: reads per row (c->row_reads; every row reads nread
+ * latents of each component, distinct ones), where each landed
+ * (read_entry), demodulated kernels' rows (mod_rows) and the square-root
+ * form's local vectors (damped_local).  *varies: some row's coefficients
+ * depend on theta. */
 static gmm_status alloc_rows(stack_impl *c, int *varies)
 {
     size_t dmax = 1, nbig = 1;
     *varies = 0;
-    c->R = 0;
-    for (size_t k = 0; k < c->K; k++) {
+    c->row_reads = 0;
+    for (size_t k = 0; k < c->ncomp; k++) {
         const stack_comp *q = &c->comp[k];
-        c->R += q->nread;
-        c->sq |= q->damped;
+        c->row_reads += q->nread;
+        c->sqrt_form |= q->damped;
         *varies |= q->modulated;
         dmax = q->d > dmax ? q->d : dmax;
         nbig = q->damped && q->n > nbig ? q->n : nbig;
     }
-    c->eidx = gmm_malloc(c->nrows * c->R + c->R + 1, sizeof *c->eidx);
-    c->hbuf = *varies ? gmm_malloc(c->nrows * dmax + 1, sizeof *c->hbuf) : NULL;
-    c->sqloc = c->sq ? gmm_malloc(2 * nbig, sizeof *c->sqloc) : NULL;
-    if (!c->eidx || (*varies && !c->hbuf) || (c->sq && !c->sqloc))
+    c->read_entry = gmm_malloc(c->nrows * c->row_reads + c->row_reads + 1, sizeof *c->read_entry);
+    c->mod_rows = *varies ? gmm_malloc(c->nrows * dmax + 1, sizeof *c->mod_rows) : NULL;
+    c->damped_local = c->sqrt_form ? gmm_malloc(2 * nbig, sizeof *c->damped_local) : NULL;
+    if (!c->read_entry || (*varies && !c->mod_rows) || (c->sqrt_form && !c->damped_local))
         return gmm_error(GMM_ENOMEM, "out of memory for the stacked latent");
     return GMM_OK;
 }
@@ -208,25 +210,27 @@ static gmm_status alloc_rows(stack_impl *c, int *varies)
 static gmm_status alloc_constraints(stack_impl *c)
 {
     size_t nae = 0, nne = 0, k1 = c->ncon + 1;
-    for (size_t k = 0; k < c->K; k++) {
+    for (size_t k = 0; k < c->ncomp; k++) {
         nae += c->comp[k].ncon ? c->comp[k].cptr[c->comp[k].ncon] : 0;
         nne += c->comp[k].ncon ? c->comp[k].nptr[c->comp[k].ncon] : 0;
     }
     c->as.gs.ooff = gmm_malloc(c->nrows ? c->nrows : 1, sizeof *c->as.gs.ooff);
     c->as.gs.oy = gmm_malloc(c->nrows ? c->nrows : 1, sizeof *c->as.gs.oy);
-    c->A = gmm_calloc(c->ncon * c->n > 0 ? c->ncon * c->n : 1, sizeof *c->A);
-    c->pin = gmm_malloc(c->ncon ? c->ncon : 1, sizeof *c->pin);
-    c->gaptr = gmm_calloc(k1, sizeof *c->gaptr);
-    c->gnptr = gmm_calloc(k1, sizeof *c->gnptr);
-    c->ccomp = gmm_calloc(k1, sizeof *c->ccomp);
-    c->blk0 = gmm_calloc(k1, sizeof *c->blk0);
-    c->gaidx = gmm_malloc(nae + 1, sizeof *c->gaidx);
-    c->gaval = gmm_malloc(nae + 1, sizeof *c->gaval);
-    c->gnidx = gmm_malloc(nne + 1, sizeof *c->gnidx);
-    c->gnval = gmm_malloc(nne + 1, sizeof *c->gnval);
-    c->gnb = gmm_malloc(nne + 1, sizeof *c->gnb);
-    if (!c->as.gs.ooff || !c->as.gs.oy || !c->A || !c->pin || !c->gaptr || !c->gnptr ||
-        !c->ccomp || !c->blk0 || !c->gaidx || !c->gaval || !c->gnidx || !c->gnval || !c->gnb)
+    c->con.dense = gmm_calloc(c->ncon * c->n > 0 ? c->ncon * c->n : 1, sizeof *c->con.dense);
+    c->con.pinned = gmm_malloc(c->ncon ? c->ncon : 1, sizeof *c->con.pinned);
+    c->con.a_start = gmm_calloc(k1, sizeof *c->con.a_start);
+    c->con.null_start = gmm_calloc(k1, sizeof *c->con.null_start);
+    c->con.component = gmm_calloc(k1, sizeof *c->con.component);
+    c->con.block_start = gmm_calloc(k1, sizeof *c->con.block_start);
+    c->con.a_latent = gmm_malloc(nae + 1, sizeof *c->con.a_latent);
+    c->con.a_value = gmm_malloc(nae + 1, sizeof *c->con.a_value);
+    c->con.null_latent = gmm_malloc(nne + 1, sizeof *c->con.null_latent);
+    c->con.null_value = gmm_malloc(nne + 1, sizeof *c->con.null_value);
+    c->con.null_is_b = gmm_malloc(nne + 1, sizeof *c->con.null_is_b);
+    const stack_constraints *a = &c->con;
+    if (!c->as.gs.ooff || !c->as.gs.oy || !a->dense || !a->pinned || !a->a_start ||
+        !a->null_start || !a->component || !a->block_start || !a->a_latent || !a->a_value ||
+        !a->null_latent || !a->null_value || !a->null_is_b)
         return gmm_error(GMM_ENOMEM, "out of memory for the stacked latent");
     return GMM_OK;
 }
@@ -235,23 +239,24 @@ static gmm_status alloc_constraints(stack_impl *c)
 static void describe_latent(stack_impl *c, gmm_latent *l, int varies)
 {
     l->impl = c;
-    c->lat = l;
+    c->latent = l;
     l->varies = varies;
-    l->sqrt_only = c->sq;
+    l->sqrt_only = c->sqrt_form;
     /* vi takes the square root (stack_sqrt.c: one merged row per latent),
      * its gradient from q's moments (gmm_latent_prior_rows_rev_q) */
-    l->prior_nrows = c->sq ? c->n : 0;
-    l->prior_seg = c->sq ? 1 : 0;
+    l->prior_nrows = c->sqrt_form ? c->n : 0;
+    l->prior_seg = c->sqrt_form ? 1 : 0;
     l->n = c->n;
     l->kl = c->bw;
     l->cov_kl = c->bw;
     l->nconstr = c->ncon;
-    l->constr = c->ncon ? c->A : NULL;
-    l->pin = c->ncon ? c->pin : NULL;
+    l->constr = c->ncon ? c->con.dense : NULL;
+    l->pin = c->ncon ? c->con.pinned : NULL;
     c->as = (latent_asm){.ctx = c, .what = "stacked latent", .n = c->n, .nparam = c->nparam,
-                         .npin = c->ncon, .pin = c->pin,
-                         .assemble = c->sq ? stack_asm_assemble_rest : stack_asm_assemble,
-                         .assemble_rev = c->sq ? stack_asm_assemble_rev_rest : stack_asm_assemble_rev,
+                         .npin = c->ncon, .pin = c->con.pinned,
+                         .assemble = c->sqrt_form ? stack_asm_assemble_rest : stack_asm_assemble,
+                         .assemble_rev = c->sqrt_form ? stack_asm_assemble_rev_rest
+                                                      : stack_asm_assemble_rev,
                          .normaliser = stack_normaliser,
                          .normaliser_rev = stack_normaliser_rev, .work = stack_band_work,
                          .map = gmm_latent_obs_map(l),
@@ -260,19 +265,19 @@ static void describe_latent(stack_impl *c, gmm_latent *l, int varies)
 
 /* The observation map's sparse rows: row r's window starts at its first
  * joint index (moved back to fit), its entries in increasing position, and
- * eidx records where each read (in component order) landed. */
+ * read_entry records where each read (in component order) landed. */
 static void fill_rows(stack_impl *c, gmm_latent *l, size_t W)
 {
-    size_t R = c->R, nrows = c->nrows;
+    size_t R = c->row_reads, nrows = c->nrows;
     for (size_t r = 0; r < nrows; r++) {
         size_t lo, hi;
         row_span(c, r, &lo, &hi);
         if (lo + W > c->n)
             lo = c->n - W;
         l->offset[r] = lo;
-        size_t *pr = l->pos + r * R, j0 = 0, *src = c->eidx + nrows * R;
+        size_t *pr = l->pos + r * R, j0 = 0, *src = c->read_entry + nrows * R;
         double *cr = l->coef + r * R;
-        for (size_t k = 0; k < c->K; k++)
+        for (size_t k = 0; k < c->ncomp; k++)
             for (size_t e = 0; e < c->comp[k].nread; e++, j0++) {
                 /* insertion: increasing positions */
                 size_t p = c->iperm[stack_read_at(&c->comp[k], r, e)] - lo, j = j0;
@@ -286,7 +291,7 @@ static void fill_rows(stack_impl *c, gmm_latent *l, size_t W)
                 src[j] = j0;
             }
         for (size_t j = 0; j < R; j++)
-            c->eidx[r * R + src[j]] = r * R + j;
+            c->read_entry[r * R + src[j]] = r * R + j;
         l->rowptr[r + 1] = (r + 1) * R;
     }
 }
@@ -297,7 +302,7 @@ static void fill_rows(stack_impl *c, gmm_latent *l, size_t W)
 static void place_components(stack_impl *c, gmm_latent *l)
 {
     size_t ci = 0;
-    for (size_t k = 0; k < c->K; k++) {
+    for (size_t k = 0; k < c->ncomp; k++) {
         stack_comp *q = &c->comp[k];
         for (size_t s = 0; s < q->nslot; s++) {
             size_t a = c->iperm[q->off + q->si[s]], b = c->iperm[q->off + q->sj[s]];
@@ -305,23 +310,23 @@ static void place_components(stack_impl *c, gmm_latent *l)
             q->gj[s] = a > b ? b : a;
         }
         if (q->ncon)
-            c->blk0[c->nblk++] = ci;
+            c->con.block_start[c->con.nblock++] = ci;
         for (size_t t = 0; t < q->ncon; t++, ci++) {
-            c->pin[ci] = c->iperm[q->off + q->cpin[t]];
-            c->ccomp[ci] = k;
-            size_t ea = c->gaptr[ci], en = c->gnptr[ci];
+            c->con.pinned[ci] = c->iperm[q->off + q->cpin[t]];
+            c->con.component[ci] = k;
+            size_t ea = c->con.a_start[ci], en = c->con.null_start[ci];
             for (size_t e = q->cptr[t]; e < q->cptr[t + 1]; e++, ea++) {
-                c->A[ci * c->n + c->iperm[q->off + q->cidx[e]]] = q->cval[e];
-                c->gaidx[ea] = c->iperm[q->off + q->cidx[e]];
-                c->gaval[ea] = q->cval[e];
+                c->con.dense[ci * c->n + c->iperm[q->off + q->cidx[e]]] = q->cval[e];
+                c->con.a_latent[ea] = c->iperm[q->off + q->cidx[e]];
+                c->con.a_value[ea] = q->cval[e];
             }
             for (size_t e = q->nptr[t]; e < q->nptr[t + 1]; e++, en++) {
-                c->gnidx[en] = c->iperm[q->off + q->nidx[e]];
-                c->gnval[en] = q->nval[e];
-                c->gnb[en] = q->nb[e];
+                c->con.null_latent[en] = c->iperm[q->off + q->nidx[e]];
+                c->con.null_value[en] = q->nval[e];
+                c->con.null_is_b[en] = q->nb[e];
             }
-            c->gaptr[ci + 1] = ea;
-            c->gnptr[ci + 1] = en;
+            c->con.a_start[ci + 1] = ea;
+            c->con.null_start[ci + 1] = en;
         }
         for (size_t p = 0; p < q->npar; p++) {
             int gr = q->model == GMM_STACK_GRAPH, kn = q->model == GMM_STACK_KERNEL;
@@ -333,7 +338,7 @@ static void place_components(stack_impl *c, gmm_latent *l)
             l->unit[q->par0 + p] = q->model == GMM_STACK_BYM2 && p == 1; /* phi */
         }
     }
-    c->blk0[c->nblk] = c->ncon;
+    c->con.block_start[c->con.nblock] = c->ncon;
 }
 
 gmm_status gmm_latent_stack_alloc(size_t nrows, size_t nterm, const gmm_stack_term *terms,
@@ -351,13 +356,13 @@ gmm_status gmm_latent_stack_alloc(size_t nrows, size_t nterm, const gmm_stack_te
         gmm_free(c);
         return gmm_error(GMM_ENOMEM, "out of memory for the stacked latent");
     }
-    c->K = nterm;
+    c->ncomp = nterm;
     c->nrows = nrows;
     if ((st = build_components(c, terms, limit)))
         goto fail;
     c->perm = gmm_malloc(2 * (c->n ? c->n : 1), sizeof *c->perm);
-    c->theta = gmm_malloc(c->nparam ? c->nparam : 1, sizeof *c->theta);
-    if (!c->perm || !c->theta) {
+    c->prior_theta = gmm_malloc(c->nparam ? c->nparam : 1, sizeof *c->prior_theta);
+    if (!c->perm || !c->prior_theta) {
         st = gmm_error(GMM_ENOMEM, "out of memory for the stacked latent");
         goto fail;
     }
@@ -374,7 +379,8 @@ gmm_status gmm_latent_stack_alloc(size_t nrows, size_t nterm, const gmm_stack_te
     }
     if ((st = alloc_rows(c, &varies)))
         goto fail;
-    l = latent_new_sparse(c->sq ? &stack_sq_ops : &stack_ops, nrows, W, nrows * c->R, c->nparam);
+    l = latent_new_sparse(c->sqrt_form ? &stack_sq_ops : &stack_ops, nrows, W,
+                          nrows * c->row_reads, c->nparam);
     if ((st = alloc_constraints(c)))
         goto fail;
     if (!l) {
@@ -402,19 +408,19 @@ stack_impl *stack_impl_of(const gmm_latent *l)
 size_t gmm_latent_stack_nterm(const gmm_latent *l)
 {
     stack_impl *c = stack_impl_of(l);
-    return c ? c->K : 0;
+    return c ? c->ncomp : 0;
 }
 
 size_t gmm_latent_stack_size(const gmm_latent *l, size_t k)
 {
     stack_impl *c = stack_impl_of(l);
-    return c && k < c->K ? c->comp[k].n : 0;
+    return c && k < c->ncomp ? c->comp[k].n : 0;
 }
 
 size_t gmm_latent_stack_index(const gmm_latent *l, size_t k, size_t j)
 {
     stack_impl *c = stack_impl_of(l);
-    if (!c || k >= c->K || j >= c->comp[k].n)
+    if (!c || k >= c->ncomp || j >= c->comp[k].n)
         return GMM_NO_INDEX;
     return c->iperm[c->comp[k].off + j];
 }
@@ -422,7 +428,7 @@ size_t gmm_latent_stack_index(const gmm_latent *l, size_t k, size_t j)
 const double *gmm_latent_stack_values(const gmm_latent *l, size_t k, size_t *m)
 {
     stack_impl *c = stack_impl_of(l);
-    if (!c || k >= c->K || !c->comp[k].val)
+    if (!c || k >= c->ncomp || !c->comp[k].val)
         return NULL;
     if (m)
         *m = c->comp[k].m;
@@ -432,7 +438,7 @@ const double *gmm_latent_stack_values(const gmm_latent *l, size_t k, size_t *m)
 size_t gmm_latent_stack_nmerged(const gmm_latent *l, size_t k)
 {
     stack_impl *c = stack_impl_of(l);
-    if (!c || k >= c->K || !c->comp[k].ssm)
+    if (!c || k >= c->ncomp || !c->comp[k].ssm)
         return 0;
     return gmm_ssm_nmerged(c->comp[k].ssm);
 }
@@ -440,7 +446,7 @@ size_t gmm_latent_stack_nmerged(const gmm_latent *l, size_t k)
 double gmm_latent_stack_period(const gmm_latent *l, size_t k)
 {
     stack_impl *c = stack_impl_of(l);
-    if (!c || k >= c->K || !c->comp[k].cyclic)
+    if (!c || k >= c->ncomp || !c->comp[k].cyclic)
         return NAN;
     return c->comp[k].period;
 }
@@ -448,7 +454,7 @@ double gmm_latent_stack_period(const gmm_latent *l, size_t k)
 double gmm_latent_stack_wrap(const gmm_latent *l, size_t k, double t)
 {
     stack_impl *c = stack_impl_of(l);
-    if (!c || k >= c->K || !c->comp[k].cyclic)
+    if (!c || k >= c->ncomp || !c->comp[k].cyclic)
         return t;
     return stack_wrap(c->comp[k].val[0], c->comp[k].period, t);
 }
@@ -456,7 +462,7 @@ double gmm_latent_stack_wrap(const gmm_latent *l, size_t k, double t)
 double gmm_latent_stack_scale(const gmm_latent *l, size_t k, size_t v)
 {
     stack_impl *c = stack_impl_of(l);
-    if (!c || k >= c->K || !c->comp[k].scale || v >= c->comp[k].n)
+    if (!c || k >= c->ncomp || !c->comp[k].scale || v >= c->comp[k].n)
         return NAN;
     return c->comp[k].scale[v];
 }
@@ -466,7 +472,7 @@ gmm_status gmm_latent_stack_constraints(const gmm_latent *l, double *A)
     stack_impl *c = stack_impl_of(l);
     if (!c || (c->ncon && !A))
         return gmm_error(GMM_EINVAL, "gmm_latent_stack_constraints: not a stacked latent");
-    memcpy(A, c->A, c->ncon * c->n * sizeof *A);
+    memcpy(A, c->con.dense, c->ncon * c->n * sizeof *A);
     return GMM_OK;
 }
 
@@ -476,7 +482,7 @@ gmm_status gmm_latent_stack_logdet(gmm_latent *l, const double *theta, double *l
     gmm_status st;
     if (!c || !theta || !logdet)
         return gmm_error(GMM_EINVAL, "gmm_latent_stack_logdet: not a stacked latent");
-    if (c->sq)
+    if (c->sqrt_form)
         return gmm_error(GMM_EINVAL, "gmm_latent_stack_logdet: a stack with a damped kernel has "
                                      "no accurate assembled precision");
     if ((st = gmm_latent_theta_check(l, theta)) || (st = stack_band_work(c)) ||
@@ -485,7 +491,7 @@ gmm_status gmm_latent_stack_logdet(gmm_latent *l, const double *theta, double *l
     if (c->ncon) {
         if ((st = stack_pinned_logdet(c, c->as.gs.Q, logdet)))
             return st;
-        *logdet -= c->ldaa;
+        *logdet -= c->con.ld_aat;
         return GMM_OK;
     }
     if ((st = gmm_band_chol_decomp(c->as.gs.Q, c->as.gs.Q)))
@@ -504,7 +510,7 @@ void gmm_latent_stack_describe(const gmm_latent *l, char *buf, size_t size)
     buf[0] = '\0';
     if (!c)
         return;
-    for (size_t k = 0; k < c->K && used < size; k++) {
+    for (size_t k = 0; k < c->ncomp && used < size; k++) {
         int w = c->comp[k].cyclic
                     ? snprintf(buf + used, size - used, "%s%s (%s, cyclic, period %g): %zu latents",
                                k ? ", " : "", c->comp[k].name, model[c->comp[k].model],
@@ -519,5 +525,5 @@ void gmm_latent_stack_describe(const gmm_latent *l, char *buf, size_t size)
                  "%.1f MB%s",
                  c->n, c->bw, c->as.map.width, c->ncon,
                  (double)(c->bw + 1) * (double)c->n * sizeof(double) / 1e6,
-                 c->sq ? "; square-root form (a damped kernel)" : "");
+                 c->sqrt_form ? "; square-root form (a damped kernel)" : "");
 }

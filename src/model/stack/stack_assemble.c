@@ -14,7 +14,7 @@ gmm_status stack_assemble(stack_impl *c, const double *theta, gmm_band *Q, int r
 {
     gmm_status st;
     gmm_band_set_zero(Q);
-    for (size_t k = 0; k < c->K; k++) {
+    for (size_t k = 0; k < c->ncomp; k++) {
         stack_comp *m = &c->comp[k];
         const double *th = theta + m->par0;
         if (rest && m->damped) {
@@ -55,7 +55,7 @@ gmm_status stack_assemble_rev(stack_impl *c, const double *theta, const gmm_band
                               double *thetabar, int rest)
 {
     gmm_status st;
-    for (size_t k = 0; k < c->K; k++) {
+    for (size_t k = 0; k < c->ncomp; k++) {
         stack_comp *m = &c->comp[k];
         const double *th = theta + m->par0;
         if (rest && m->damped)
@@ -110,7 +110,7 @@ gmm_status stack_prior(void *p, const double *theta, gmm_band *Q, double *logdet
         st = stack_pinned_logdet(c, Q, logdet);
     c->prior_ok = st == GMM_OK;
     if (c->prior_ok)
-        memcpy(c->theta, theta, c->nparam * sizeof *theta);
+        memcpy(c->prior_theta, theta, c->nparam * sizeof *theta);
     return st;
 }
 
@@ -121,10 +121,10 @@ gmm_status stack_prior_rev(void *p, const gmm_band *Qbar, double logdetbar,
     gmm_status st;
     if (!c->prior_ok)
         return gmm_error(GMM_EINVAL, "gmm_latent_prior_rev: no gmm_latent_prior before");
-    if ((st = stack_asm_assemble_rev(c, c->theta, Qbar, thetabar)) || logdetbar == 0.0)
+    if ((st = stack_asm_assemble_rev(c, c->prior_theta, Qbar, thetabar)) || logdetbar == 0.0)
         return st;
     gmm_band_set_zero(c->as.gs.Qbar);
     if ((st = stack_pinned_logdet_rev(c, logdetbar, c->as.gs.Qbar)))
         return st;
-    return stack_asm_assemble_rev(c, c->theta, c->as.gs.Qbar, thetabar);
+    return stack_asm_assemble_rev(c, c->prior_theta, c->as.gs.Qbar, thetabar);
 }

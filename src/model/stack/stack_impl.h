@@ -85,49 +85,69 @@ typedef struct {
 gmm_status stack_comp_build(stack_comp *c, const gmm_stack_term *t, size_t nrows, size_t limit);
 void stack_comp_free(stack_comp *c);
 
+/* The constraints A x = 0 of the intrinsic components in the joint
+ * numbering (stack_normaliser.c, stack_whiten.c). */
+typedef struct {
+    double *dense;          /* A: ncon x n, row-major */
+    size_t *pinned;         /* ncon: the latent each constraint pins (S) */
+    double ld_const;        /* 2 log|det AN| - 2 log|det N_S|, summed */
+    double ld_aat;          /* log det(AA'), summed */
+    /* A's rows sparse: constraint i's entries a_start[i] .. a_start[i+1] */
+    size_t *a_start, *a_latent;
+    double *a_value;
+    /* the null space's basis N, one column per constraint, the same way;
+     * null_is_b marks BYM2's b entries (stack_comp's nb) */
+    size_t *null_start, *null_latent;
+    double *null_value;
+    int *null_is_b;
+    size_t *component;      /* ncon: each constraint's component */
+    size_t *block_start;    /* nblock + 1: constraints of one component */
+    size_t nblock;
+} stack_constraints;
+
+/* The whitening's state (stack_whiten.c): the factor of Q^ and its adjoint,
+ * work vectors, what the reverse mode reads from the last whiten and
+ * whiten_t, and the constraint blocks N_S and AN (k x k, LU per block). */
+typedef struct {
+    gmm_band *L, *Lbar;
+    double *scratch, *work, *solve;   /* n each (one allocation, scratch first) */
+    double *last_z;         /* n: z of the last whiten */
+    double *last_g;         /* n: g of the last whiten_t */
+    double *last_u;         /* n: L^^-1 M' g of the last whiten_t */
+    double *theta;          /* nparam: the setup's */
+    double *NS, *AN;        /* k x k */
+    double *beta, *alpha;   /* k each: beta, BYM2's alpha */
+    int ready, z_kept, g_kept;
+} stack_whitening;
+
 /* The stacked latent's object (built in latent_stack.c). */
 typedef struct {
     latent_asm as;          /* first: Q's assembly, normaliser and pins, the
                              * sparse rows (latent_impl.h), the Gaussian
                              * likelihood (latent_asm.h) */
-    size_t K, n, bw, nrows, nparam, ncon;
-    stack_comp *comp;
+    size_t ncomp, n, bw, nrows, nparam, ncon;
+    stack_comp *comp;       /* ncomp */
     size_t *perm, *iperm;   /* n: perm[row] = stacked index */
-    /* constraints in the permuted numbering: dense k x n, the pinned rows,
-     * the constant parts of the normaliser */
-    double *A;
-    size_t *pin;
-    double ldconst, ldaa;
-    double *theta;          /* nparam: of the last prior call */
-    double bound;           /* the last Gaussian evaluation's rounding bound (kernels) */
+    stack_constraints con;
+    double *prior_theta;    /* nparam: of the last prior call */
     int prior_ok;
-    /* the constrained likelihood's Q^ and its adjoint */
-    gmm_band *Qh, *Qhbar;
-    /* the constraints sparse (gaptr, gaidx, gaval), the null space's basis
-     * (gnptr, gnidx, gnval, gnb: stack_comp's nb), each constraint's
-     * component, and blocks of constraints of one component (nblk, blk0:
-     * nblk + 1 starts) */
-    size_t *gaptr, *gaidx, *gnptr, *gnidx, *ccomp, *blk0, nblk;
-    double *gaval, *gnval;
-    int *gnb;
-    /* whitening: Q^'s factor, its adjoint, three n-vectors, z of the last
-     * whiten, g and L^^-1 M' g of the last whiten_t (n each, for
-     * whiten_rev), the setup's theta, the blocks N_S and AN (k x k, LU per
-     * block), beta and BYM2's alpha (k each) */
-    gmm_band *wL, *wLb;
-    double *wx, *wwork, *wsolve, *wsz, *wsg, *wsu, *wtheta, *wNS, *wAN, *wbeta, *walpha;
-    int wready, wsz_ok, wsg_ok;
-    /* SQUARE-ROOT FORM (stack_sqrt.c) for stacks with a damped kernel: sq
-     * set; R reads per row; eidx (nrows x R) the entry of the latent's
-     * sparse coefficients (latent_impl.h) that row r's e-th read (in
-     * component order) landed in; the form's workspace */
-    int sq;
-    size_t R;
-    size_t *eidx;
-    struct stack_sq *sqw;
-    gmm_latent *lat;        /* the latent this object implements */
-    double *hbuf;           /* nrows x (largest d): rows of a demodulated kernel */
-    double *sqloc;          /* 2 x (largest damped kernel's n): its local vectors */
+    double round_bound;     /* the last Gaussian evaluation's rounding bound (kernels) */
+    /* the constrained likelihood's Q^ (Q with the pinned rows and columns
+     * the identity's) and its adjoint */
+    gmm_band *Qpinned, *Qpinned_bar;
+    stack_whitening wh;
+    /* SQUARE-ROOT FORM (stack_sqrt.c) for stacks with a damped kernel:
+     * sqrt_form set; row_reads reads per row; read_entry (nrows x
+     * row_reads) the entry of the latent's sparse coefficients
+     * (latent_impl.h) that row r's e-th read (in component order) landed
+     * in; the form's workspace */
+    int sqrt_form;
+    size_t row_reads;
+    size_t *read_entry;
+    struct stack_sq *sqrt_work;
+    gmm_latent *latent;     /* the latent this object implements */
+    double *mod_rows;       /* nrows x (largest d): rows of a demodulated kernel */
+    double *damped_local;   /* 2 x (largest damped kernel's n): its local vectors */
 } stack_impl;
 
 /* The unpermuted stacked index of data row r's entry e of component q. */
@@ -164,7 +184,7 @@ gmm_status stack_prior_rev(void *p, const gmm_band *Qbar, double logdetbar, doub
  * Gaussian likelihood on first use (GMM_ENOMEM). */
 gmm_status stack_band_work(void *ctx);
 /* With constraints: Q^ (Q with the pinned latents' rows and columns the
- * identity's) from Q into c->Qh, factorised, and log det Q^ + the
+ * identity's) from Q into c->Qpinned, factorised, and log det Q^ + the
  * normaliser's constants into *ld; the reverse, Qbar += ldbar d(log det
  * Q^)/dQ with the pinned rows and columns dropped. */
 gmm_status stack_pinned_logdet(stack_impl *c, const gmm_band *Q, double *ld);

@@ -29,32 +29,34 @@ gmm_status stack_band_work(void *ctx)
     c->as.gs.Q = gmm_band_alloc(c->n, c->bw, 0, GMM_BAND_SYMMETRIC);
     c->as.gs.Qbar = gmm_band_alloc(c->n, c->bw, 0, GMM_BAND_SYMMETRIC);
     if (c->ncon) {
-        c->Qh = gmm_band_alloc(c->n, c->bw, 0, GMM_BAND_SYMMETRIC);
-        c->Qhbar = gmm_band_alloc(c->n, c->bw, 0, GMM_BAND_SYMMETRIC);
+        c->Qpinned = gmm_band_alloc(c->n, c->bw, 0, GMM_BAND_SYMMETRIC);
+        c->Qpinned_bar = gmm_band_alloc(c->n, c->bw, 0, GMM_BAND_SYMMETRIC);
     }
     c->as.gs.w = gmm_marglik_work_alloc(c->n, c->bw);
     size_t no = c->nrows * c->as.map.width;
     c->as.gs.ocoef = gmm_malloc(no > 0 ? no : 1, sizeof *c->as.gs.ocoef);
-    if (!c->as.gs.Q || !c->as.gs.Qbar || (c->ncon && (!c->Qh || !c->Qhbar)) || !c->as.gs.w ||
+    if (!c->as.gs.Q || !c->as.gs.Qbar || (c->ncon && (!c->Qpinned || !c->Qpinned_bar)) ||
+        !c->as.gs.w ||
         !c->as.gs.ocoef)
         return gmm_error(GMM_ENOMEM, "out of memory for the stacked latent's bands (n = %zu, "
                                      "bandwidth %zu)",
                          c->n, c->bw);
-    return gmm_marglik_constrain(c->as.gs.w, c->ncon, c->A, c->pin);
+    return gmm_marglik_constrain(c->as.gs.w, c->ncon, c->con.dense, c->con.pinned);
 }
 
-/* Q^ from Q into c->Qh, factorised in place (it turns LOWER); log det Q^ +
+/* Q^ from Q into c->Qpinned, factorised in place (it turns LOWER); log det Q^ +
  * the constants into *ld. */
 gmm_status stack_pinned_logdet(stack_impl *c, const gmm_band *Q, double *ld)
 {
     gmm_status st;
-    if ((st = gmm_band_copy(c->Qh, Q)))
+    if ((st = gmm_band_copy(c->Qpinned, Q)))
         return st;
-    latent_asm_pin(&c->as, c->Qh);
-    if ((st = gmm_band_chol_decomp_work(c->Qh, c->Qh, latent_asm_chol_work(&c->as, c->bw))))
+    latent_asm_pin(&c->as, c->Qpinned);
+    double *work = latent_asm_chol_work(&c->as, c->bw);
+    if ((st = gmm_band_chol_decomp_work(c->Qpinned, c->Qpinned, work)))
         return gmm_error_at(st, gmm_error_index(), "the intrinsic prior is not positive "
                                                    "definite on its constrained subspace");
-    *ld = gmm_band_chol_logdet(c->Qh) + c->ldconst;
+    *ld = gmm_band_chol_logdet(c->Qpinned) + c->con.ld_const;
     return GMM_OK;
 }
 
@@ -63,16 +65,16 @@ gmm_status stack_pinned_logdet(stack_impl *c, const gmm_band *Q, double *ld)
 gmm_status stack_pinned_logdet_rev(stack_impl *c, double ldbar, gmm_band *Qbar)
 {
     gmm_status st;
-    gmm_band *B = c->Qhbar;
+    gmm_band *B = c->Qpinned_bar;
     if ((st = gmm_band_set_kind(B, GMM_BAND_LOWER)))
         return st;
     gmm_band_set_zero(B);
-    if ((st = gmm_band_chol_logdet_rev(c->Qh, ldbar, B)))
+    if ((st = gmm_band_chol_logdet_rev(c->Qpinned, ldbar, B)))
         return st;
-    if ((st = gmm_band_chol_decomp_rev_work(c->Qh, B, B, latent_asm_chol_work(&c->as, c->bw))))
+    if ((st = gmm_band_chol_decomp_rev_work(c->Qpinned, B, B, latent_asm_chol_work(&c->as, c->bw))))
         return st;
     for (size_t i = 0; i < c->ncon; i++)
-        latent_asm_zero_rowcol(B, c->pin[i]);
+        latent_asm_zero_rowcol(B, c->con.pinned[i]);
     return gmm_band_axpy(1.0, 1.0, B, Qbar);
 }
 
@@ -87,7 +89,7 @@ static gmm_status kernel_bound(stack_impl *c, const double *theta, const double 
     gmm_status st;
     double s = 0.0;
     *bound = 0.0;
-    for (size_t k = 0; k < c->K; k++) {
+    for (size_t k = 0; k < c->ncomp; k++) {
         stack_comp *q = &c->comp[k];
         if (q->model != GMM_STACK_KERNEL)
             continue;
@@ -121,7 +123,7 @@ const char *stack_factorisation(const void *p, double *bound)
 {
     const stack_impl *c = p;
     if (bound)
-        *bound = c->bound;
+        *bound = c->round_bound;
     return "cholesky";
 }
 
@@ -132,7 +134,7 @@ gmm_status stack_normaliser(void *p, const double *theta, const double *y, doubl
 {
     stack_impl *c = p;
     gmm_status st;
-    if ((st = kernel_bound(c, theta, y, noise, &c->bound)))
+    if ((st = kernel_bound(c, theta, y, noise, &c->round_bound)))
         return st;
     *given = c->ncon > 0;
     return c->ncon ? stack_pinned_logdet(c, Q, ld) : GMM_OK;

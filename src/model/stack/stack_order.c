@@ -12,7 +12,7 @@
 gmm_status stack_order(stack_impl *c)
 {
     gmm_status st;
-    size_t m = 0, K = c->K;
+    size_t m = 0, K = c->ncomp;
     for (size_t k = 0; k < K; k++)
         for (size_t s = 0; s < c->comp[k].nslot; s++)
             m += c->comp[k].si[s] != c->comp[k].sj[s];

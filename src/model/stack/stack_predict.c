@@ -12,7 +12,7 @@
 gmm_stack_model gmm_latent_stack_kind(const gmm_latent *l, size_t k)
 {
     stack_impl *c = stack_impl_of(l);
-    return c && k < c->K ? c->comp[k].model : GMM_STACK_KERNEL + 1;
+    return c && k < c->ncomp ? c->comp[k].model : GMM_STACK_KERNEL + 1;
 }
 
 /* The integrated Wiener process's unit-variance transition over d: F =
@@ -300,7 +300,7 @@ size_t gmm_latent_stack_row_max(const gmm_latent *l)
 {
     stack_impl *c = stack_impl_of(l);
     size_t r = 0;
-    for (size_t k = 0; c && k < c->K; k++)
+    for (size_t k = 0; c && k < c->ncomp; k++)
         r += c->comp[k].model == GMM_STACK_KERNEL ? 2 * c->comp[k].d : GMM_STACK_ROW_MAX;
     return r;
 }
@@ -308,7 +308,7 @@ size_t gmm_latent_stack_row_max(const gmm_latent *l)
 size_t gmm_latent_stack_nlevel(const gmm_latent *l, size_t k)
 {
     stack_impl *c = stack_impl_of(l);
-    if (!c || k >= c->K)
+    if (!c || k >= c->ncomp)
         return 0;
     const stack_comp *q = &c->comp[k];
     return q->model == GMM_STACK_RW2 || q->model == GMM_STACK_KERNEL ? q->m : q->n;
@@ -318,7 +318,7 @@ gmm_status gmm_latent_stack_level(const gmm_latent *l, size_t k, size_t j, size_
                                   double *w, size_t *nnz)
 {
     stack_impl *c = stack_impl_of(l);
-    if (!c || !idx || !w || !nnz || k >= c->K || j >= gmm_latent_stack_nlevel(l, k))
+    if (!c || !idx || !w || !nnz || k >= c->ncomp || j >= gmm_latent_stack_nlevel(l, k))
         return gmm_error(GMM_EINVAL, "gmm_latent_stack_level: not a stacked latent, NULL or "
                                      "out of range");
     const stack_comp *q = &c->comp[k];
@@ -344,7 +344,7 @@ gmm_status gmm_latent_stack_row(const gmm_latent *l, const double *theta, const 
         return gmm_error(GMM_EINVAL, "gmm_latent_stack_row: not a stacked latent, or NULL");
     *nnz = 0;
     *evar = 0.0;
-    for (size_t k = 0; k < c->K; k++) {
+    for (size_t k = 0; k < c->ncomp; k++) {
         const stack_comp *q = &c->comp[k];
         size_t li[GMM_STACK_ROW_MAX], ne = 0;
         double lw[GMM_STACK_ROW_MAX], u = 0.0;

@@ -107,7 +107,7 @@ static size_t kern_row(struct stack_sq *s, size_t q, size_t i, size_t *lfirst, d
 static size_t merged_row(void *ctx, size_t i, size_t *first, double *v)
 {
     stack_impl *c = ctx;
-    struct stack_sq *s = c->sqw;
+    struct stack_sq *s = c->sqrt_work;
     size_t kl = s->kl, src = s->gsrc[i];
     if (src < s->n) {
         size_t w = s->n - src < kl + 1 ? s->n - src : kl + 1;
@@ -146,12 +146,12 @@ static int cmp_key(const void *a, const void *b)
  * structural). */
 static gmm_status merge_rows(stack_impl *c)
 {
-    struct stack_sq *s = c->sqw;
+    struct stack_sq *s = c->sqrt_work;
     size_t n = s->n, nrest = 0;
     int *dmp = gmm_calloc(n ? n : 1, sizeof *dmp);
     if (!dmp)
         return gmm_error(GMM_ENOMEM, "out of memory for the square-root form");
-    for (size_t k = 0; k < c->K; k++)
+    for (size_t k = 0; k < c->ncomp; k++)
         if (c->comp[k].damped)
             for (size_t j = 0; j < c->comp[k].n; j++)
                 dmp[c->iperm[c->comp[k].off + j]] = 1;
@@ -243,22 +243,22 @@ static gmm_status merge_rows(stack_impl *c)
  * it again instead of taking it for a built one. */
 static void sq_drop(stack_impl *c)
 {
-    stack_sq_free(c->sqw);
-    c->sqw = NULL;
+    stack_sq_free(c->sqrt_work);
+    c->sqrt_work = NULL;
 }
 
 static gmm_status sq_alloc(stack_impl *c, const gmm_latent *l)
 {
-    if (c->sqw)
+    if (c->sqrt_work)
         return GMM_OK;
     struct stack_sq *s = gmm_calloc(1, sizeof *s);
     if (!s)
         return gmm_error(GMM_ENOMEM, "out of memory for the square-root form");
-    c->sqw = s;
+    c->sqrt_work = s;
     size_t n = c->n, kl = c->bw, nr = c->nrows, W = l->width;
     s->n = n;
     s->kl = kl;
-    for (size_t k = 0; k < c->K; k++)
+    for (size_t k = 0; k < c->ncomp; k++)
         if (c->comp[k].damped) {
             s->nk++;
             s->nblk += gmm_ssm_nblocks(c->comp[k].ssm);
@@ -277,11 +277,12 @@ static gmm_status sq_alloc(stack_impl *c, const gmm_latent *l)
     s->ocoef = gmm_malloc(nr * W + 3 * nr + 1, sizeof *s->ocoef);
     s->mu = gmm_malloc(3 * n + 2 * (kl + 1) + c->nparam + l->nnz + 2, sizeof *s->mu);
     s->theta = gmm_malloc(c->nparam ? c->nparam : 1, sizeof *s->theta);
-    if (c->ncon && !c->Qh) {
-        c->Qh = gmm_band_alloc(n, kl, 0, GMM_BAND_SYMMETRIC);
-        c->Qhbar = gmm_band_alloc(n, kl, 0, GMM_BAND_SYMMETRIC);
+    if (c->ncon && !c->Qpinned) {
+        c->Qpinned = gmm_band_alloc(n, kl, 0, GMM_BAND_SYMMETRIC);
+        c->Qpinned_bar = gmm_band_alloc(n, kl, 0, GMM_BAND_SYMMETRIC);
     }
-    if ((c->ncon && (!c->Qh || !c->Qhbar)) || !s->Qr || !s->S || !s->Qb || !s->Sr || !s->w ||
+    if ((c->ncon && (!c->Qpinned || !c->Qpinned_bar)) || !s->Qr || !s->S || !s->Qb || !s->Sr ||
+        !s->w ||
         !s->kern || !s->bdamp || !s->bp || !s->lblk || !s->order || !s->ocoef || !s->mu ||
         !s->theta) {
         sq_drop(c); /* none of it kept: the next call starts again */
@@ -306,7 +307,7 @@ static gmm_status sq_alloc(stack_impl *c, const gmm_latent *l)
     size_t q = 0, b0 = 0;
     for (size_t j = 0; j < n; j++)
         s->lblk[j] = SIZE_MAX;
-    for (size_t k = 0; k < c->K; k++) {
+    for (size_t k = 0; k < c->ncomp; k++) {
         const stack_comp *m = &c->comp[k];
         if (!m->damped)
             continue;
@@ -332,7 +333,7 @@ static gmm_status sq_alloc(stack_impl *c, const gmm_latent *l)
     }
     s->obs = (gmm_obs){.n = n, .width = W, .offset = s->ooff, .coef = s->ocoef,
                        .coef_stride = W, .y = s->oy};
-    gmm_status st = gmm_marglik_constrain(s->w, c->ncon, c->A, c->pin);
+    gmm_status st = gmm_marglik_constrain(s->w, c->ncon, c->con.dense, c->con.pinned);
     if (st)
         sq_drop(c);
     return st;
@@ -343,7 +344,7 @@ static gmm_status sq_alloc(stack_impl *c, const gmm_latent *l)
 /* The prior at theta: Q_r factorised, each kernel's rows and blocks. */
 static gmm_status sq_prior(stack_impl *c, gmm_latent *l, const double *theta, double *ld)
 {
-    struct stack_sq *s = c->sqw;
+    struct stack_sq *s = c->sqrt_work;
     gmm_status st;
     s->have_theta = 0;
     double sum = 0.0;
@@ -357,7 +358,7 @@ static gmm_status sq_prior(stack_impl *c, gmm_latent *l, const double *theta, do
             return st;
         double tau = gmm_marglik_constr_tau(s->w, s->Qr);
         for (size_t i = 0; i < c->ncon; i++)
-            *gmm_band_ptr(s->Qr, c->pin[i], c->pin[i]) += tau;
+            *gmm_band_ptr(s->Qr, c->con.pinned[i], c->con.pinned[i]) += tau;
         gmm_marglik_rows_pinned(s->w, tau);
         s->tau = tau;
     }
@@ -392,7 +393,7 @@ static gmm_status sq_prior(stack_impl *c, gmm_latent *l, const double *theta, do
 static gmm_status sq_eval(stack_impl *c, gmm_latent *l, const double *theta, const double *y,
                           const double *wt, double noise, double *loglik)
 {
-    struct stack_sq *s = c->sqw;
+    struct stack_sq *s = c->sqrt_work;
     gmm_status st;
     s->have_grad = 0;
     if (theta) {
@@ -469,7 +470,7 @@ static void data_trace(struct stack_sq *s, const gmm_latent *l)
  * over its rows (y NULL: x). */
 static void kern_dots(stack_impl *c, const double *x, const double *y, double *acc)
 {
-    struct stack_sq *s = c->sqw;
+    struct stack_sq *s = c->sqrt_work;
     for (size_t q = 0; q < s->nk; q++) {
         const sq_kern *kq = &s->kern[q];
         const stack_comp *m = &c->comp[kq->k];
@@ -496,7 +497,7 @@ static void kern_dots(stack_impl *c, const double *x, const double *y, double *a
 static gmm_status chain_entries(stack_impl *c, const gmm_band *Qbar, const gmm_band *Kbar,
                                 double logdetbar, double *thetabar)
 {
-    struct stack_sq *s = c->sqw;
+    struct stack_sq *s = c->sqrt_work;
     gmm_status st;
     if ((st = stack_assemble_rev(c, s->theta, Qbar, thetabar, 1)))
         return st;
@@ -523,7 +524,7 @@ static gmm_status chain_entries(stack_impl *c, const gmm_band *Qbar, const gmm_b
 /* thetabar += sum_b pbar_b dp_b / dtheta over the kernels' damped blocks. */
 static gmm_status chain_damped(stack_impl *c, const double *pbar, double *thetabar)
 {
-    struct stack_sq *s = c->sqw;
+    struct stack_sq *s = c->sqrt_work;
     gmm_status st;
     for (size_t q = 0; q < s->nk; q++) {
         const sq_kern *kq = &s->kern[q];
@@ -540,7 +541,7 @@ static gmm_status chain_damped(stack_impl *c, const double *pbar, double *thetab
  * *noisebar (may be NULL) the noise variance's. */
 static gmm_status sq_fisher(stack_impl *c, gmm_latent *l, double *thetabar, double *noisebar)
 {
-    struct stack_sq *s = c->sqw;
+    struct stack_sq *s = c->sqrt_work;
     gmm_status st;
     const gmm_band *Qbar;
     double nb = 0.0;
@@ -577,13 +578,13 @@ gmm_status stack_sq_gaussian(void *impl, const double *theta, const double *y, d
                              double *loglik, double *thetabar, double *noisebar)
 {
     stack_impl *c = impl;
-    gmm_latent *l = c->lat;
+    gmm_latent *l = c->latent;
     gmm_status st;
     if (!(noise > 0.0) || !isfinite(noise))
         return gmm_error(GMM_EDOM, "noise variance %g must be positive and finite", noise);
     if ((st = sq_alloc(c, l)) || (st = sq_eval(c, l, theta, y, NULL, noise, loglik)) || !thetabar)
         return st;
-    struct stack_sq *s = c->sqw;
+    struct stack_sq *s = c->sqrt_work;
     memset(thetabar, 0, c->nparam * sizeof *thetabar);
     if (noisebar)
         *noisebar = 0.0;
@@ -607,35 +608,35 @@ gmm_status stack_sq_gaussian(void *impl, const double *theta, const double *y, d
 gmm_status stack_sq_posterior(void *impl, double *mean, gmm_band *cov)
 {
     stack_impl *c = impl;
-    if (!c->sqw)
+    if (!c->sqrt_work)
         return gmm_error(GMM_EINVAL, "stacked latent: no evaluation before its posterior");
-    return gmm_marglik_posterior(c->sqw->w, mean, cov);
+    return gmm_marglik_posterior(c->sqrt_work->w, mean, cov);
 }
 
 gmm_status stack_sq_posterior_solve(void *impl, double *v)
 {
     stack_impl *c = impl;
-    if (!c->sqw)
+    if (!c->sqrt_work)
         return gmm_error(GMM_EINVAL, "stacked latent: no evaluation before its posterior");
-    return gmm_marglik_posterior_solve(c->sqw->w, v);
+    return gmm_marglik_posterior_solve(c->sqrt_work->w, v);
 }
 
 gmm_status stack_sq_wls(void *impl, const double *theta, const double *y, const double *wt,
                         int record, double *loglik, double *mean)
 {
     stack_impl *c = impl;
-    gmm_latent *l = c->lat;
+    gmm_latent *l = c->latent;
     (void)record; /* every evaluation is kept */
     gmm_status st;
     if ((st = sq_alloc(c, l)) || (st = sq_eval(c, l, theta, y, wt, 1.0, loglik)))
         return st;
-    return mean ? gmm_marglik_posterior(c->sqw->w, mean, NULL) : GMM_OK;
+    return mean ? gmm_marglik_posterior(c->sqrt_work->w, mean, NULL) : GMM_OK;
 }
 
 gmm_status stack_sq_wls_quad(void *impl, const double *x, double *q)
 {
     stack_impl *c = impl;
-    struct stack_sq *s = c->sqw;
+    struct stack_sq *s = c->sqrt_work;
     if (!s || !s->have_theta)
         return gmm_error(GMM_EINVAL, "stacked latent: no weighted smoothing before");
     /* x'Q_r x = |L_r' x|^2 over the other components' latents */
@@ -668,8 +669,8 @@ gmm_status stack_sq_wls_quad(void *impl, const double *x, double *q)
 gmm_status stack_sq_wls_var(void *impl, double *fvar)
 {
     stack_impl *c = impl;
-    gmm_latent *l = c->lat;
-    struct stack_sq *s = c->sqw;
+    gmm_latent *l = c->latent;
+    struct stack_sq *s = c->sqrt_work;
     gmm_status st;
     if (!s || !s->have_theta)
         return gmm_error(GMM_EINVAL, "stacked latent: no weighted smoothing before");
@@ -691,8 +692,8 @@ gmm_status stack_sq_wls_var(void *impl, double *fvar)
 gmm_status stack_sq_wls_adjoint(void *impl, const double *rw, double *u, double *thetabar)
 {
     stack_impl *c = impl;
-    gmm_latent *l = c->lat;
-    struct stack_sq *s = c->sqw;
+    gmm_latent *l = c->latent;
+    struct stack_sq *s = c->sqrt_work;
     gmm_status st;
     if (!s || !s->have_grad)
         return gmm_error(GMM_EINVAL, "stacked latent: no weighted smoothing's variances before "
@@ -726,8 +727,8 @@ gmm_status stack_sq_wls_adjoint(void *impl, const double *rw, double *u, double 
 gmm_status stack_sq_wls_rowcov(void *impl, double *zeta, double *sh)
 {
     stack_impl *c = impl;
-    gmm_latent *l = c->lat;
-    struct stack_sq *s = c->sqw;
+    gmm_latent *l = c->latent;
+    struct stack_sq *s = c->sqrt_work;
     if (!s || !s->have_grad)
         return gmm_error(GMM_EINVAL, "stacked latent: no weighted smoothing's adjoint before");
     memcpy(zeta, s->zeta, s->n * sizeof *zeta);
@@ -746,14 +747,14 @@ gmm_status stack_sq_prior_rows(void *impl, const double *theta, gmm_prior_rows *
                                double *logdet)
 {
     stack_impl *c = impl;
-    gmm_latent *l = c->lat;
+    gmm_latent *l = c->latent;
     gmm_status st;
     double ld;
-    if ((st = sq_alloc(c, l)) || (st = sq_prior(c, l, theta, &c->sqw->ld)))
+    if ((st = sq_alloc(c, l)) || (st = sq_prior(c, l, theta, &c->sqrt_work->ld)))
         return st;
-    ld = c->sqw->ld;
-    l->rows_tau = c->ncon ? c->sqw->tau : 0.0;
-    *G = (gmm_prior_rows){.nrows = c->sqw->nG, .row = merged_row, .ctx = c};
+    ld = c->sqrt_work->ld;
+    l->rows_tau = c->ncon ? c->sqrt_work->tau : 0.0;
+    *G = (gmm_prior_rows){.nrows = c->sqrt_work->nG, .row = merged_row, .ctx = c};
     if (logdet)
         *logdet = ld;
     return GMM_OK;
@@ -763,7 +764,7 @@ gmm_status stack_sq_rows_rev_q(void *impl, const gmm_band *Sq, const double *m,
                                const gmm_band *D, double *thetabar)
 {
     stack_impl *c = impl;
-    struct stack_sq *s = c->sqw;
+    struct stack_sq *s = c->sqrt_work;
     gmm_status st;
     if (!s || !s->have_theta)
         return gmm_error(GMM_EINVAL, "gmm_latent_prior_rows_rev_q: no prior rows before");

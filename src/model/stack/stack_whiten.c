@@ -56,22 +56,22 @@ static void block_solve(const double *M, size_t k, size_t c0, size_t kc, int tra
 /* N's entry e of constraint ci at the setup's theta. */
 static double nval(const stack_impl *c, size_t ci, size_t e)
 {
-    return c->gnb[e] ? c->walpha[ci] * c->gnval[e] : c->gnval[e];
+    return c->con.null_is_b[e] ? c->wh.alpha[ci] * c->con.null_value[e] : c->con.null_value[e];
 }
 
-/* wbeta = (AN)^-1 A x. */
+/* beta = (AN)^-1 A x. */
 static void m_beta(stack_impl *c, const double *x)
 {
-    for (size_t b = 0; b < c->nblk; b++) {
-        size_t c0 = c->blk0[b], kc = c->blk0[b + 1] - c0;
-        double *be = c->wbeta + c0;
+    for (size_t b = 0; b < c->con.nblock; b++) {
+        size_t c0 = c->con.block_start[b], kc = c->con.block_start[b + 1] - c0;
+        double *be = c->wh.beta + c0;
         for (size_t i = 0; i < kc; i++) {
             double s = 0.0;
-            for (size_t e = c->gaptr[c0 + i]; e < c->gaptr[c0 + i + 1]; e++)
-                s += c->gaval[e] * x[c->gaidx[e]];
+            for (size_t e = c->con.a_start[c0 + i]; e < c->con.a_start[c0 + i + 1]; e++)
+                s += c->con.a_value[e] * x[c->con.a_latent[e]];
             be[i] = s;
         }
-        block_solve(c->wAN, c->ncon, c0, kc, 0, be);
+        block_solve(c->wh.AN, c->ncon, c0, kc, 0, be);
     }
 }
 
@@ -79,31 +79,31 @@ static void m_beta(stack_impl *c, const double *x)
 static void apply_m(stack_impl *c, double *x)
 {
     m_beta(c, x);
-    for (size_t b = 0; b < c->nblk; b++) {
-        size_t c0 = c->blk0[b], kc = c->blk0[b + 1] - c0;
-        const double *be = c->wbeta + c0;
+    for (size_t b = 0; b < c->con.nblock; b++) {
+        size_t c0 = c->con.block_start[b], kc = c->con.block_start[b + 1] - c0;
+        const double *be = c->wh.beta + c0;
         for (size_t i = 0; i < kc; i++)
-            for (size_t e = c->gnptr[c0 + i]; e < c->gnptr[c0 + i + 1]; e++)
-                x[c->gnidx[e]] -= nval(c, c0 + i, e) * be[i];
+            for (size_t e = c->con.null_start[c0 + i]; e < c->con.null_start[c0 + i + 1]; e++)
+                x[c->con.null_latent[e]] -= nval(c, c0 + i, e) * be[i];
     }
 }
 
 /* g <- M' g = g - A' (AN)^-T N' g. */
 static void apply_mt(stack_impl *c, double *g)
 {
-    for (size_t b = 0; b < c->nblk; b++) {
-        size_t c0 = c->blk0[b], kc = c->blk0[b + 1] - c0;
-        double *be = c->wbeta + c0;
+    for (size_t b = 0; b < c->con.nblock; b++) {
+        size_t c0 = c->con.block_start[b], kc = c->con.block_start[b + 1] - c0;
+        double *be = c->wh.beta + c0;
         for (size_t i = 0; i < kc; i++) {
             double s = 0.0;
-            for (size_t e = c->gnptr[c0 + i]; e < c->gnptr[c0 + i + 1]; e++)
-                s += nval(c, c0 + i, e) * g[c->gnidx[e]];
+            for (size_t e = c->con.null_start[c0 + i]; e < c->con.null_start[c0 + i + 1]; e++)
+                s += nval(c, c0 + i, e) * g[c->con.null_latent[e]];
             be[i] = s;
         }
-        block_solve(c->wAN, c->ncon, c0, kc, 1, be);
+        block_solve(c->wh.AN, c->ncon, c0, kc, 1, be);
         for (size_t i = 0; i < kc; i++)
-            for (size_t e = c->gaptr[c0 + i]; e < c->gaptr[c0 + i + 1]; e++)
-                g[c->gaidx[e]] -= c->gaval[e] * be[i];
+            for (size_t e = c->con.a_start[c0 + i]; e < c->con.a_start[c0 + i + 1]; e++)
+                g[c->con.a_latent[e]] -= c->con.a_value[e] * be[i];
     }
 }
 
@@ -113,31 +113,31 @@ static gmm_status whiten_blocks(stack_impl *c, const double *theta)
     gmm_status st;
     size_t k = c->ncon;
     for (size_t ci = 0; ci < k; ci++) {
-        const stack_comp *m = &c->comp[c->ccomp[ci]];
-        c->walpha[ci] = m->model == GMM_STACK_BYM2
+        const stack_comp *m = &c->comp[c->con.component[ci]];
+        c->wh.alpha[ci] = m->model == GMM_STACK_BYM2
                             ? sqrt(theta[m->par0] * theta[m->par0 + 1])
                             : 1.0;
     }
-    memset(c->wNS, 0, k * k * sizeof *c->wNS);
-    memset(c->wAN, 0, k * k * sizeof *c->wAN);
-    double *col = c->wx; /* one column of N at a time, scattered */
+    memset(c->wh.NS, 0, k * k * sizeof *c->wh.NS);
+    memset(c->wh.AN, 0, k * k * sizeof *c->wh.AN);
+    double *col = c->wh.scratch; /* one column of N at a time, scattered */
     memset(col, 0, c->n * sizeof *col);
-    for (size_t b = 0; b < c->nblk; b++) {
-        size_t c0 = c->blk0[b], kc = c->blk0[b + 1] - c0;
+    for (size_t b = 0; b < c->con.nblock; b++) {
+        size_t c0 = c->con.block_start[b], kc = c->con.block_start[b + 1] - c0;
         for (size_t j = c0; j < c0 + kc; j++) {
-            for (size_t e = c->gnptr[j]; e < c->gnptr[j + 1]; e++)
-                col[c->gnidx[e]] += nval(c, j, e);
+            for (size_t e = c->con.null_start[j]; e < c->con.null_start[j + 1]; e++)
+                col[c->con.null_latent[e]] += nval(c, j, e);
             for (size_t i = c0; i < c0 + kc; i++) {
                 double s = 0.0;
-                for (size_t e = c->gaptr[i]; e < c->gaptr[i + 1]; e++)
-                    s += c->gaval[e] * col[c->gaidx[e]];
-                c->wAN[i * k + j] = s;
-                c->wNS[i * k + j] = col[c->pin[i]];
+                for (size_t e = c->con.a_start[i]; e < c->con.a_start[i + 1]; e++)
+                    s += c->con.a_value[e] * col[c->con.a_latent[e]];
+                c->wh.AN[i * k + j] = s;
+                c->wh.NS[i * k + j] = col[c->con.pinned[i]];
             }
-            for (size_t e = c->gnptr[j]; e < c->gnptr[j + 1]; e++)
-                col[c->gnidx[e]] = 0.0;
+            for (size_t e = c->con.null_start[j]; e < c->con.null_start[j + 1]; e++)
+                col[c->con.null_latent[e]] = 0.0;
         }
-        if ((st = block_lu(c->wAN, k, c0, kc)) || (st = block_lu(c->wNS, k, c0, kc)))
+        if ((st = block_lu(c->wh.AN, k, c0, kc)) || (st = block_lu(c->wh.NS, k, c0, kc)))
             return st;
     }
     return GMM_OK;
@@ -152,50 +152,51 @@ gmm_status stack_whiten_setup(void *p, const double *theta)
     stack_impl *c = p;
     gmm_status st;
     size_t k = c->ncon;
-    c->wready = c->wsz_ok = c->wsg_ok = 0;
-    if (!c->wL) {
-        c->wL = gmm_band_alloc(c->n, c->bw, 0, GMM_BAND_SYMMETRIC);
-        c->wLb = gmm_band_alloc(c->n, c->bw, 0, GMM_BAND_LOWER);
-        c->wx = gmm_malloc(6 * c->n + c->nparam + 2 * k * k + 2 * k + 1, sizeof *c->wx);
-        if (!c->wL || !c->wLb || !c->wx) {
+    c->wh.ready = c->wh.z_kept = c->wh.g_kept = 0;
+    if (!c->wh.L) {
+        c->wh.L = gmm_band_alloc(c->n, c->bw, 0, GMM_BAND_SYMMETRIC);
+        c->wh.Lbar = gmm_band_alloc(c->n, c->bw, 0, GMM_BAND_LOWER);
+        c->wh.scratch =
+            gmm_malloc(6 * c->n + c->nparam + 2 * k * k + 2 * k + 1, sizeof *c->wh.scratch);
+        if (!c->wh.L || !c->wh.Lbar || !c->wh.scratch) {
             /* none of it kept: the next setup allocates again */
-            gmm_band_free(c->wL);
-            gmm_band_free(c->wLb);
-            gmm_free(c->wx);
-            c->wL = c->wLb = NULL;
-            c->wx = NULL;
+            gmm_band_free(c->wh.L);
+            gmm_band_free(c->wh.Lbar);
+            gmm_free(c->wh.scratch);
+            c->wh.L = c->wh.Lbar = NULL;
+            c->wh.scratch = NULL;
             return gmm_error(GMM_ENOMEM, "out of memory for the whitening workspace (two bands "
                                          "of %zu x %zu, bandwidth %zu)",
                              c->n, c->n, c->bw);
         }
-        c->wwork = c->wx + c->n;
-        c->wsolve = c->wwork + c->n;
-        c->wsz = c->wsolve + c->n;
-        c->wsg = c->wsz + c->n;
-        c->wsu = c->wsg + c->n;
-        c->wtheta = c->wsu + c->n;
-        c->wNS = c->wtheta + c->nparam;
-        c->wAN = c->wNS + k * k;
-        c->wbeta = c->wAN + k * k;
-        c->walpha = c->wbeta + k;
+        c->wh.work = c->wh.scratch + c->n;
+        c->wh.solve = c->wh.work + c->n;
+        c->wh.last_z = c->wh.solve + c->n;
+        c->wh.last_g = c->wh.last_z + c->n;
+        c->wh.last_u = c->wh.last_g + c->n;
+        c->wh.theta = c->wh.last_u + c->n;
+        c->wh.NS = c->wh.theta + c->nparam;
+        c->wh.AN = c->wh.NS + k * k;
+        c->wh.beta = c->wh.AN + k * k;
+        c->wh.alpha = c->wh.beta + k;
     }
-    /* Q^ (Q itself without constraints) assembled in wL and factorised */
-    if ((st = latent_asm_factor(&c->as, theta, c->wL)) ||
+    /* Q^ (Q itself without constraints) assembled in wh.L and factorised */
+    if ((st = latent_asm_factor(&c->as, theta, c->wh.L)) ||
         (k && (st = whiten_blocks(c, theta))))
         return st;
-    memcpy(c->wtheta, theta, c->nparam * sizeof *theta);
-    c->wready = 1;
+    memcpy(c->wh.theta, theta, c->nparam * sizeof *theta);
+    c->wh.ready = 1;
     return GMM_OK;
 }
 
 gmm_status stack_whiten(void *p, const double *v, double *x)
 {
     stack_impl *c = p;
-    gmm_status st = latent_asm_wready(c->wready, v, x, "gmm_latent_whiten");
-    if (st || (st = latent_asm_whiten_z(&c->as, c->wL, NULL, v, x)))
+    gmm_status st = latent_asm_wready(c->wh.ready, v, x, "gmm_latent_whiten");
+    if (st || (st = latent_asm_whiten_z(&c->as, c->wh.L, NULL, v, x)))
         return st;
-    memcpy(c->wsz, x, c->n * sizeof *x);
-    c->wsz_ok = 1;
+    memcpy(c->wh.last_z, x, c->n * sizeof *x);
+    c->wh.z_kept = 1;
     if (c->ncon)
         apply_m(c, x);
     return GMM_OK;
@@ -204,47 +205,47 @@ gmm_status stack_whiten(void *p, const double *v, double *x)
 gmm_status stack_unwhiten(void *p, const double *x, double *v)
 {
     stack_impl *c = p;
-    gmm_status st = latent_asm_wready(c->wready, x, v, "gmm_latent_unwhiten");
+    gmm_status st = latent_asm_wready(c->wh.ready, x, v, "gmm_latent_unwhiten");
     if (st)
         return st;
     if (x == v)
         return gmm_error(GMM_EINVAL, "gmm_latent_unwhiten: x and v alias");
     const double *z = x;
     if (c->ncon) {
-        double *zz = c->wx;
+        double *zz = c->wh.scratch;
         memcpy(zz, x, c->n * sizeof *zz);
-        for (size_t b = 0; b < c->nblk; b++) {
-            size_t c0 = c->blk0[b], kc = c->blk0[b + 1] - c0;
-            double *be = c->wbeta + c0;
+        for (size_t b = 0; b < c->con.nblock; b++) {
+            size_t c0 = c->con.block_start[b], kc = c->con.block_start[b + 1] - c0;
+            double *be = c->wh.beta + c0;
             for (size_t i = 0; i < kc; i++)
-                be[i] = x[c->pin[c0 + i]];
-            block_solve(c->wNS, c->ncon, c0, kc, 0, be);
+                be[i] = x[c->con.pinned[c0 + i]];
+            block_solve(c->wh.NS, c->ncon, c0, kc, 0, be);
             for (size_t i = 0; i < kc; i++)
-                for (size_t e = c->gnptr[c0 + i]; e < c->gnptr[c0 + i + 1]; e++)
-                    zz[c->gnidx[e]] -= nval(c, c0 + i, e) * be[i];
+                for (size_t e = c->con.null_start[c0 + i]; e < c->con.null_start[c0 + i + 1]; e++)
+                    zz[c->con.null_latent[e]] -= nval(c, c0 + i, e) * be[i];
         }
         z = zz;
     }
-    return gmm_band_gemv(GMM_TRANS, 1.0, c->wL, z, 0.0, v);
+    return gmm_band_gemv(GMM_TRANS, 1.0, c->wh.L, z, 0.0, v);
 }
 
 gmm_status stack_whiten_t(void *p, const double *g, double *u)
 {
     stack_impl *c = p;
-    gmm_status st = latent_asm_wready(c->wready, g, u, "gmm_latent_whiten_t");
+    gmm_status st = latent_asm_wready(c->wh.ready, g, u, "gmm_latent_whiten_t");
     if (st)
         return st;
-    memcpy(c->wsg, g, c->n * sizeof *g);
-    c->wsg_ok = 1;
+    memcpy(c->wh.last_g, g, c->n * sizeof *g);
+    c->wh.g_kept = 1;
     if (u != g)
         memcpy(u, g, c->n * sizeof *u);
     if (c->ncon)
         apply_mt(c, u);
-    if ((st = gmm_band_tri_solve_vec(c->wL, GMM_NOTRANS, u)))
+    if ((st = gmm_band_tri_solve_vec(c->wh.L, GMM_NOTRANS, u)))
         return st;
-    memcpy(c->wsu, u, c->n * sizeof *u);
+    memcpy(c->wh.last_u, u, c->n * sizeof *u);
     for (size_t i = 0; i < c->ncon; i++)
-        u[c->pin[i]] = 0.0;
+        u[c->con.pinned[i]] = 0.0;
     return GMM_OK;
 }
 
@@ -256,38 +257,39 @@ gmm_status stack_whiten_rev(void *p, const double *v, const double *xbar,
                                    double *thetabar)
 {
     stack_impl *c = p;
-    gmm_status st = latent_asm_wready_rev(c->wready, c->wsz_ok, c->wsg_ok, v, xbar, thetabar);
+    gmm_status st =
+        latent_asm_wready_rev(c->wh.ready, c->wh.z_kept, c->wh.g_kept, v, xbar, thetabar);
     if (st)
         return st;
     size_t n = c->n;
-    double *z = v ? c->wx : c->wsz, *zbar = c->wwork;
-    if (v && (st = latent_asm_whiten_z(&c->as, c->wL, NULL, v, z)))
+    double *z = v ? c->wh.scratch : c->wh.last_z, *zbar = c->wh.work;
+    if (v && (st = latent_asm_whiten_z(&c->as, c->wh.L, NULL, v, z)))
         return st;
-    const double *g = xbar ? NULL : c->wsu; /* L^^-1 zbar, whiten_t's */
+    const double *g = xbar ? NULL : c->wh.last_u; /* L^^-1 zbar, whiten_t's */
     if (!xbar)
-        xbar = c->wsg;
+        xbar = c->wh.last_g;
     memcpy(zbar, xbar, n * sizeof *zbar);
     if (c->ncon) {
         m_beta(c, z); /* alpha's adjoint needs beta = (AN)^-1 A z */
         for (size_t ci = 0; ci < c->ncon; ci++) {
-            const stack_comp *m = &c->comp[c->ccomp[ci]];
+            const stack_comp *m = &c->comp[c->con.component[ci]];
             if (m->model != GMM_STACK_BYM2)
                 continue;
             double s = 0.0;
-            for (size_t e = c->gnptr[ci]; e < c->gnptr[ci + 1]; e++)
-                if (c->gnb[e])
-                    s += xbar[c->gnidx[e]] * c->gnval[e];
-            double ab = -s * c->wbeta[ci]; /* d(xbar . x)/dalpha */
-            double sv = c->wtheta[m->par0], ph = c->wtheta[m->par0 + 1];
-            double al = c->walpha[ci];
+            for (size_t e = c->con.null_start[ci]; e < c->con.null_start[ci + 1]; e++)
+                if (c->con.null_is_b[e])
+                    s += xbar[c->con.null_latent[e]] * c->con.null_value[e];
+            double ab = -s * c->wh.beta[ci]; /* d(xbar . x)/dalpha */
+            double sv = c->wh.theta[m->par0], ph = c->wh.theta[m->par0 + 1];
+            double al = c->wh.alpha[ci];
             thetabar[m->par0] += ab * al / (2.0 * sv);
             thetabar[m->par0 + 1] += ab * al / (2.0 * ph);
         }
         apply_mt(c, zbar);
     }
-    if ((st = latent_asm_factor_rev(&c->as, c->wL, z, zbar, g, c->wLb, c->wsolve)))
+    if ((st = latent_asm_factor_rev(&c->as, c->wh.L, z, zbar, g, c->wh.Lbar, c->wh.solve)))
         return st;
-    return c->as.assemble_rev(c, c->wtheta, c->wLb, thetabar);
+    return c->as.assemble_rev(c, c->wh.theta, c->wh.Lbar, thetabar);
 }
 
 /* WHITENING in the square-root form: the prior is block diagonal over the
@@ -302,11 +304,11 @@ static gmm_status sq_per_kernel(stack_impl *c, const double *in, double *out,
                                 gmm_status (*op)(gmm_ssm *, const double *, double *))
 {
     gmm_status st;
-    for (size_t k = 0; k < c->K; k++) {
+    for (size_t k = 0; k < c->ncomp; k++) {
         const stack_comp *m = &c->comp[k];
         if (!m->damped)
             continue;
-        double *a = c->sqloc, *b = a + m->n;
+        double *a = c->damped_local, *b = a + m->n;
         for (size_t j = 0; j < m->n; j++)
             a[j] = in[c->iperm[m->off + j]];
         if ((st = op(m->ssm, a, b)))
@@ -323,10 +325,10 @@ gmm_status stack_sq_whiten_setup(void *p, const double *theta)
     gmm_status st;
     if ((st = stack_whiten_setup(c, theta)))
         return st;
-    for (size_t k = 0; k < c->K; k++)
+    for (size_t k = 0; k < c->ncomp; k++)
         if (c->comp[k].damped &&
             (st = gmm_ssm_whiten_setup(c->comp[k].ssm, theta + c->comp[k].par0))) {
-            c->wready = 0;
+            c->wh.ready = 0;
             return st;
         }
     return GMM_OK;
@@ -360,11 +362,11 @@ gmm_status stack_sq_whiten_rev(void *p, const double *v, const double *xbar, dou
     gmm_status st;
     if ((st = stack_whiten_rev(c, v, xbar, thetabar)))
         return st;
-    for (size_t k = 0; k < c->K; k++) {
+    for (size_t k = 0; k < c->ncomp; k++) {
         const stack_comp *m = &c->comp[k];
         if (!m->damped)
             continue;
-        double *a = c->sqloc, *b = a + m->n;
+        double *a = c->damped_local, *b = a + m->n;
         for (size_t j = 0; v && j < m->n; j++)
             a[j] = v[c->iperm[m->off + j]];
         for (size_t j = 0; xbar && j < m->n; j++)
