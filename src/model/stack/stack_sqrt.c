@@ -809,8 +809,8 @@ static gmm_status refuse(const char *what)
     return gmm_error(GMM_EINVAL, "%s: a stacked model with a damped kernel (a constant, cosine "
                                  "or periodic factor not multiplied by a kernel with process "
                                  "noise) has no accurate assembled precision: it takes the "
-                                 "square-root form (hmc whitens by the prior, --metric prior; "
-                                 "vi goes through the prior's square root)",
+                                 "square-root form (HMC whitens by the prior, the prior "
+                                 "metric; VI goes through the prior's square root)",
                      what);
 }
 
