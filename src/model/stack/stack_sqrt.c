@@ -434,15 +434,6 @@ static gmm_status sq_eval(stack_impl *c, gmm_latent *l, const double *theta, con
 
 /* ---- gradient ------------------------------------------------------------------ */
 
-/* a_r'v over row r's entries. */
-static double row_dot(const gmm_latent *l, size_t r, const double *v)
-{
-    double s = 0.0;
-    for (size_t k = l->rowptr[r]; k < l->rowptr[r + 1]; k++)
-        s += l->coef[k] * v[l->offset[r] + l->pos[k]];
-    return s;
-}
-
 /* (Sigma a_r)_i for row r's entry k: a_r's entries against Sigma's band. */
 static double sigma_a(const struct stack_sq *s, const gmm_latent *l, size_t r, size_t i)
 {
@@ -596,7 +587,7 @@ gmm_status stack_sq_gaussian(void *impl, const double *theta, const double *y, d
     memset(s->coefbar, 0, l->nnz * sizeof *s->coefbar);
     for (size_t o = 0; o < s->nobs; o++) {
         size_t r = s->orow[o];
-        double f = row_dot(l, r, s->mu);
+        double f = gmm_obsmap_row_dot(&c->as.map, r, s->mu);
         for (size_t k = l->rowptr[r]; k < l->rowptr[r + 1]; k++) {
             size_t i = l->offset[r] + l->pos[k];
             s->coefbar[k] = ((y[r] - f) * s->mu[i] - sigma_a(s, l, r, i)) / noise;
@@ -692,24 +683,20 @@ gmm_status stack_sq_wls_var(void *impl, double *fvar)
 gmm_status stack_sq_wls_adjoint(void *impl, const double *rw, double *u, double *thetabar)
 {
     stack_impl *c = impl;
-    gmm_latent *l = c->latent;
     struct stack_sq *s = c->sqrt_work;
     gmm_status st;
     if (!s || !s->have_grad)
         return gmm_error(GMM_EINVAL, "stacked latent: no weighted smoothing's variances before "
                                      "its adjoint");
     memset(s->zeta, 0, s->n * sizeof *s->zeta);
-    for (size_t o = 0; o < s->nobs; o++) {
-        size_t r = s->orow[o];
-        for (size_t k = l->rowptr[r]; k < l->rowptr[r + 1]; k++)
-            s->zeta[l->offset[r] + l->pos[k]] += rw[r] * l->coef[k];
-    }
+    for (size_t o = 0; o < s->nobs; o++)
+        gmm_obsmap_row_axpy(&c->as.map, s->orow[o], rw[s->orow[o]], s->zeta);
     if ((st = gmm_marglik_posterior_solve(s->w, s->zeta)))
         return st;
     for (size_t r = 0; r < c->nrows; r++)
         u[r] = NAN;
     for (size_t o = 0; o < s->nobs; o++)
-        u[s->orow[o]] = row_dot(l, s->orow[o], s->zeta);
+        u[s->orow[o]] = gmm_obsmap_row_dot(&c->as.map, s->orow[o], s->zeta);
     for (size_t i = 0; i < c->nparam; i++)
         thetabar[i] += s->gpart[i];
     /* -zeta' dQ mu: the entries' chain, and (dp_b / p_b) (G_b zeta).(G_b mu) */
