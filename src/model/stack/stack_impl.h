@@ -209,7 +209,8 @@ gmm_status stack_sq_whiten_t(void *p, const double *g, double *u);
 gmm_status stack_sq_unwhiten(void *p, const double *x, double *v);
 gmm_status stack_sq_whiten_rev(void *p, const double *v, const double *xbar, double *thetabar);
 
-/* SQUARE-ROOT FORM (stack_sqrt.c): the vtable's operations (latent.h's
+/* SQUARE-ROOT FORM (stack_sqrt.c; the wls* and prior rows in
+ * stack_sqrt_wls.c): the vtable's operations (latent.h's
  * contracts, impl the stack_impl) for a stack with a damped kernel, and
  * the workspace's free.  It calls the assembly above, never the object's
  * file (latent_stack.c), which holds the vtable. */
