@@ -211,8 +211,8 @@ static gmm_status alloc_constraints(stack_impl *c)
 {
     size_t nae = 0, nne = 0, k1 = c->ncon + 1;
     for (size_t k = 0; k < c->ncomp; k++) {
-        nae += c->comp[k].ncon ? c->comp[k].cptr[c->comp[k].ncon] : 0;
-        nne += c->comp[k].ncon ? c->comp[k].nptr[c->comp[k].ncon] : 0;
+        nae += c->comp[k].ncon ? c->comp[k].con_start[c->comp[k].ncon] : 0;
+        nne += c->comp[k].ncon ? c->comp[k].null_start[c->comp[k].ncon] : 0;
     }
     c->as.gs.ooff = gmm_malloc(c->nrows ? c->nrows : 1, sizeof *c->as.gs.ooff);
     c->as.gs.oy = gmm_malloc(c->nrows ? c->nrows : 1, sizeof *c->as.gs.oy);
@@ -305,25 +305,25 @@ static void place_components(stack_impl *c, gmm_latent *l)
     for (size_t k = 0; k < c->ncomp; k++) {
         stack_comp *q = &c->comp[k];
         for (size_t s = 0; s < q->nslot; s++) {
-            size_t a = c->iperm[q->off + q->si[s]], b = c->iperm[q->off + q->sj[s]];
-            q->gi[s] = a > b ? a : b;
-            q->gj[s] = a > b ? b : a;
+            size_t a = c->iperm[q->off + q->slot_row[s]], b = c->iperm[q->off + q->slot_col[s]];
+            q->joint_row[s] = a > b ? a : b;
+            q->joint_col[s] = a > b ? b : a;
         }
         if (q->ncon)
             c->con.block_start[c->con.nblock++] = ci;
         for (size_t t = 0; t < q->ncon; t++, ci++) {
-            c->con.pinned[ci] = c->iperm[q->off + q->cpin[t]];
+            c->con.pinned[ci] = c->iperm[q->off + q->con_pin[t]];
             c->con.component[ci] = k;
             size_t ea = c->con.a_start[ci], en = c->con.null_start[ci];
-            for (size_t e = q->cptr[t]; e < q->cptr[t + 1]; e++, ea++) {
-                c->con.dense[ci * c->n + c->iperm[q->off + q->cidx[e]]] = q->cval[e];
-                c->con.a_latent[ea] = c->iperm[q->off + q->cidx[e]];
-                c->con.a_value[ea] = q->cval[e];
+            for (size_t e = q->con_start[t]; e < q->con_start[t + 1]; e++, ea++) {
+                c->con.dense[ci * c->n + c->iperm[q->off + q->con_latent[e]]] = q->con_value[e];
+                c->con.a_latent[ea] = c->iperm[q->off + q->con_latent[e]];
+                c->con.a_value[ea] = q->con_value[e];
             }
-            for (size_t e = q->nptr[t]; e < q->nptr[t + 1]; e++, en++) {
-                c->con.null_latent[en] = c->iperm[q->off + q->nidx[e]];
-                c->con.null_value[en] = q->nval[e];
-                c->con.null_is_b[en] = q->nb[e];
+            for (size_t e = q->null_start[t]; e < q->null_start[t + 1]; e++, en++) {
+                c->con.null_latent[en] = c->iperm[q->off + q->null_latent[e]];
+                c->con.null_value[en] = q->null_value[e];
+                c->con.null_is_b[en] = q->null_is_b[e];
             }
             c->con.a_start[ci + 1] = ea;
             c->con.null_start[ci + 1] = en;

@@ -29,14 +29,16 @@ gmm_status stack_assemble(stack_impl *c, const double *theta, gmm_band *Q, int r
                                             : (st = gmm_ssm_prior(m->ssm, th, m->gQ, NULL)))
                 return st;
             for (size_t s = 0; s < m->nslot; s++)
-                *gmm_band_ptr(Q, m->gi[s], m->gj[s]) += *gmm_band_ptr(m->gQ, m->gr[s], m->gc[s]);
+                *gmm_band_ptr(Q, m->joint_row[s], m->joint_col[s]) +=
+                    *gmm_band_ptr(m->gQ, m->own_row[s], m->own_col[s]);
             continue;
         }
         double cg[STACK_NGROUP], dc[2 * STACK_NGROUP];
         if ((st = stack_comp_coef(m, th, cg, dc)))
             return st;
         for (size_t s = 0; s < m->nslot; s++)
-            *gmm_band_ptr(Q, m->gi[s], m->gj[s]) += cg[m->sg[s]] * m->sv[s];
+            *gmm_band_ptr(Q, m->joint_row[s], m->joint_col[s]) +=
+                cg[m->slot_group[s]] * m->slot_value[s];
     }
     return GMM_OK;
 }
@@ -67,8 +69,8 @@ gmm_status stack_assemble_rev(stack_impl *c, const double *theta, const gmm_band
                 return st;
             gmm_band_set_zero(m->gQbar);
             for (size_t s = 0; s < m->nslot; s++)
-                *gmm_band_ptr(m->gQbar, m->gr[s], m->gc[s]) =
-                    *gmm_band_ptr(Qbar, m->gi[s], m->gj[s]);
+                *gmm_band_ptr(m->gQbar, m->own_row[s], m->own_col[s]) =
+                    *gmm_band_ptr(Qbar, m->joint_row[s], m->joint_col[s]);
             if (m->model == GMM_STACK_GRAPH
                     ? (st = gmm_gmrf_assemble_rev(m->g, th, m->gQbar, thetabar + m->par0))
                     : (st = gmm_ssm_prior_rev(m->ssm, m->gQbar, 0.0, thetabar + m->par0)))
@@ -79,7 +81,8 @@ gmm_status stack_assemble_rev(stack_impl *c, const double *theta, const gmm_band
         if ((st = stack_comp_coef(m, th, cg, dc)))
             return st;
         for (size_t s = 0; s < m->nslot; s++)
-            gb[m->sg[s]] += *gmm_band_ptr(Qbar, m->gi[s], m->gj[s]) * m->sv[s];
+            gb[m->slot_group[s]] +=
+                *gmm_band_ptr(Qbar, m->joint_row[s], m->joint_col[s]) * m->slot_value[s];
         for (size_t p = 0; p < m->npar; p++)
             for (size_t g = 0; g < STACK_NGROUP; g++)
                 thetabar[m->par0 + p] += gb[g] * dc[g * 2 + p];

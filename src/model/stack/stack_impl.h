@@ -3,9 +3,9 @@
  *
  * A component's precision is a sum of constant sparse matrices times
  * coefficients of its parameters, Q_k = sum_g c_g(theta_k) M_g, given as
- * slots (local row si >= local column sj, value sv, group sg); GRAPH and
- * KERNEL components instead assemble their own band (gmrf.h, ssm.h) and
- * copy its slots.
+ * slots (local row slot_row >= local column slot_col, value slot_value,
+ * group slot_group); GRAPH and KERNEL components instead assemble their
+ * own band (gmrf.h, ssm.h) and copy its slots.
  *
  * ROWS.  Data row r reads component k at local latents row_loc[r] + hidx[e]
  * with coefficient hval[e], e < nread (1 entry of coefficient 1 but for a
@@ -33,25 +33,27 @@ typedef struct {
     size_t nread;            /* entries each row reads (ROWS) */
     size_t *hidx;
     double *hval;
-    /* structure slots (see above); gi, gj: permuted global row and column
-     * (gi >= gj) once the order is known; GRAPH: gr, gc the slot in the
-     * gmrf's own band */
+    /* structure slots (see above): local row >= local column, group and
+     * value; joint_row >= joint_col their place in the joint order once it
+     * is known; GRAPH, KERNEL: own_row, own_col the slot in the component's
+     * own band */
     size_t nslot;
-    size_t *si, *sj, *sg, *gi, *gj, *gr, *gc;
-    double *sv;
-    /* constraints: ncon rows, entries cptr[c] .. cptr[c+1] - 1 at local
-     * cidx with value cval; pinned local latent cpin[c]; the constant part
-     * of the normaliser 2 log|det AN| - 2 log|det N_S| (ldconst) and log
-     * det(AA') (ldaa), summed over the component's constraints */
+    size_t *slot_row, *slot_col, *slot_group, *joint_row, *joint_col, *own_row, *own_col;
+    double *slot_value;
+    /* constraints: ncon rows, entries con_start[c] .. con_start[c+1] - 1 at
+     * local con_latent with value con_value; pinned local latent
+     * con_pin[c]; the constant part of the normaliser 2 log|det AN| - 2
+     * log|det N_S| (ldconst) and log det(AA') (ldaa), summed over the
+     * component's constraints */
     size_t ncon;
-    size_t *cptr, *cidx, *cpin;
-    double *cval, ldconst, ldaa;
+    size_t *con_start, *con_latent, *con_pin;
+    double *con_value, ldconst, ldaa;
     /* the null space's basis N, one column per constraint, the same way
-     * (nptr, nidx, nval); nb[e] nonzero marks BYM2's b entries, which are
-     * sqrt(variance phi) times nval */
-    size_t *nptr, *nidx;
-    double *nval;
-    int *nb;
+     * (null_start, null_latent, null_value); null_is_b[e] nonzero marks
+     * BYM2's b entries, which are sqrt(variance phi) times null_value */
+    size_t *null_start, *null_latent;
+    double *null_value;
+    int *null_is_b;
     /* RW1, RW2, KERNEL: the sorted distinct values (m; KERNEL: each
      * state's, values within merge_tol of a group's first merged into it,
      * 0 for the others); cyclic: the period (NAN otherwise) */
@@ -79,9 +81,9 @@ typedef struct {
     int damped, modulated;
 } stack_comp;
 
-/* Build component k's structure from its term (everything but gi, gj and
- * the parameters' place): n, row_loc, slots, constraints, values, scaling.
- * limit as gmm_latent_stack_alloc.  Errors as there. */
+/* Build component k's structure from its term (everything but joint_row,
+ * joint_col and the parameters' place): n, row_loc, slots, constraints,
+ * values, scaling.  limit as gmm_latent_stack_alloc.  Errors as there. */
 gmm_status stack_comp_build(stack_comp *c, const gmm_stack_term *t, size_t nrows, size_t limit);
 void stack_comp_free(stack_comp *c);
 

@@ -15,7 +15,7 @@ gmm_status stack_order(stack_impl *c)
     size_t m = 0, K = c->ncomp;
     for (size_t k = 0; k < K; k++)
         for (size_t s = 0; s < c->comp[k].nslot; s++)
-            m += c->comp[k].si[s] != c->comp[k].sj[s];
+            m += c->comp[k].slot_row[s] != c->comp[k].slot_col[s];
     size_t R = 0; /* entries a row reads */
     for (size_t k = 0; k < K; k++)
         R += c->comp[k].nread;
@@ -28,9 +28,9 @@ gmm_status stack_order(stack_impl *c)
     for (size_t k = 0; k < K; k++) {
         const stack_comp *q = &c->comp[k];
         for (size_t s = 0; s < q->nslot; s++)
-            if (q->si[s] != q->sj[s]) {
-                ei[e] = q->off + q->si[s];
-                ej[e++] = q->off + q->sj[s];
+            if (q->slot_row[s] != q->slot_col[s]) {
+                ei[e] = q->off + q->slot_row[s];
+                ej[e++] = q->off + q->slot_col[s];
             }
     }
     for (size_t r = 0; r < c->nrows; r++)

@@ -461,10 +461,11 @@ gmm_status stack_sq_chain_entries(stack_impl *c, const gmm_band *Qbar, const gmm
             return st;
         gmm_band_set_zero(m->gQbar);
         for (size_t t = 0; t < m->nslot; t++) {
-            size_t bi = s->lblk[m->gi[t]], bj = s->lblk[m->gj[t]];
+            size_t bi = s->lblk[m->joint_row[t]], bj = s->lblk[m->joint_col[t]];
             if ((bi != SIZE_MAX && s->bdamp[bi]) || (bj != SIZE_MAX && s->bdamp[bj]))
                 continue;
-            *gmm_band_ptr(m->gQbar, m->gr[t], m->gc[t]) = *gmm_band_ptr(Kbar, m->gi[t], m->gj[t]);
+            *gmm_band_ptr(m->gQbar, m->own_row[t], m->own_col[t]) =
+                *gmm_band_ptr(Kbar, m->joint_row[t], m->joint_col[t]);
         }
         if ((st = gmm_ssm_prior_rev(m->ssm, m->gQbar, logdetbar, thetabar + m->par0)))
             return st;
@@ -533,7 +534,8 @@ gmm_status stack_sq_gaussian(void *impl, const double *theta, const double *y, d
     gmm_status st;
     if (!(noise > 0.0) || !isfinite(noise))
         return gmm_error(GMM_EDOM, "noise variance %g must be positive and finite", noise);
-    if ((st = stack_sq_alloc(c, l)) || (st = stack_sq_eval(c, l, theta, y, NULL, noise, loglik)) || !thetabar)
+    if ((st = stack_sq_alloc(c, l)) ||
+        (st = stack_sq_eval(c, l, theta, y, NULL, noise, loglik)) || !thetabar)
         return st;
     struct stack_sq *s = c->sqrt_work;
     memset(thetabar, 0, c->nparam * sizeof *thetabar);
