@@ -37,22 +37,22 @@ void stack_comp_free(stack_comp *c)
         gmm_free(c->gname[i]);
     gmm_free(c->gname);
     gmm_free(c->row_loc);
-    gmm_free(c->si);
-    gmm_free(c->sj);
-    gmm_free(c->sg);
-    gmm_free(c->gi);
-    gmm_free(c->gj);
-    gmm_free(c->gr);
-    gmm_free(c->gc);
-    gmm_free(c->sv);
-    gmm_free(c->cptr);
-    gmm_free(c->cidx);
-    gmm_free(c->cpin);
-    gmm_free(c->cval);
-    gmm_free(c->nptr);
-    gmm_free(c->nidx);
-    gmm_free(c->nval);
-    gmm_free(c->nb);
+    gmm_free(c->slot_row);
+    gmm_free(c->slot_col);
+    gmm_free(c->slot_group);
+    gmm_free(c->joint_row);
+    gmm_free(c->joint_col);
+    gmm_free(c->own_row);
+    gmm_free(c->own_col);
+    gmm_free(c->slot_value);
+    gmm_free(c->con_start);
+    gmm_free(c->con_latent);
+    gmm_free(c->con_pin);
+    gmm_free(c->con_value);
+    gmm_free(c->null_start);
+    gmm_free(c->null_latent);
+    gmm_free(c->null_value);
+    gmm_free(c->null_is_b);
     gmm_free(c->val);
     gmm_free(c->scale);
     gmm_band_free(c->gQ);
@@ -70,25 +70,25 @@ void stack_comp_free(stack_comp *c)
  * for the null space's). */
 static gmm_status comp_arrays(stack_comp *c, size_t cap, size_t ncon, size_t nent)
 {
-    c->nptr = gmm_calloc(ncon + 1, sizeof *c->nptr);
-    c->nidx = gmm_malloc(2 * nent + 1, sizeof *c->nidx);
-    c->nval = gmm_malloc(2 * nent + 1, sizeof *c->nval);
-    c->nb = gmm_calloc(2 * nent + 1, sizeof *c->nb);
-    if (!c->nptr || !c->nidx || !c->nval || !c->nb)
+    c->null_start = gmm_calloc(ncon + 1, sizeof *c->null_start);
+    c->null_latent = gmm_malloc(2 * nent + 1, sizeof *c->null_latent);
+    c->null_value = gmm_malloc(2 * nent + 1, sizeof *c->null_value);
+    c->null_is_b = gmm_calloc(2 * nent + 1, sizeof *c->null_is_b);
+    if (!c->null_start || !c->null_latent || !c->null_value || !c->null_is_b)
         return gmm_error(GMM_ENOMEM, "out of memory for the structure of '%s'", c->name);
     size_t s = cap ? cap : 1;
-    c->si = gmm_malloc(s, sizeof *c->si);
-    c->sj = gmm_malloc(s, sizeof *c->sj);
-    c->sg = gmm_malloc(s, sizeof *c->sg);
-    c->sv = gmm_malloc(s, sizeof *c->sv);
-    c->gi = gmm_malloc(s, sizeof *c->gi);
-    c->gj = gmm_malloc(s, sizeof *c->gj);
-    c->cptr = gmm_calloc(ncon + 1, sizeof *c->cptr);
-    c->cpin = gmm_malloc(ncon ? ncon : 1, sizeof *c->cpin);
-    c->cidx = gmm_malloc(nent ? nent : 1, sizeof *c->cidx);
-    c->cval = gmm_malloc(nent ? nent : 1, sizeof *c->cval);
-    if (!c->si || !c->sj || !c->sg || !c->sv || !c->gi || !c->gj || !c->cptr || !c->cpin ||
-        !c->cidx || !c->cval)
+    c->slot_row = gmm_malloc(s, sizeof *c->slot_row);
+    c->slot_col = gmm_malloc(s, sizeof *c->slot_col);
+    c->slot_group = gmm_malloc(s, sizeof *c->slot_group);
+    c->slot_value = gmm_malloc(s, sizeof *c->slot_value);
+    c->joint_row = gmm_malloc(s, sizeof *c->joint_row);
+    c->joint_col = gmm_malloc(s, sizeof *c->joint_col);
+    c->con_start = gmm_calloc(ncon + 1, sizeof *c->con_start);
+    c->con_pin = gmm_malloc(ncon ? ncon : 1, sizeof *c->con_pin);
+    c->con_latent = gmm_malloc(nent ? nent : 1, sizeof *c->con_latent);
+    c->con_value = gmm_malloc(nent ? nent : 1, sizeof *c->con_value);
+    if (!c->slot_row || !c->slot_col || !c->slot_group || !c->slot_value || !c->joint_row ||
+        !c->joint_col || !c->con_start || !c->con_pin || !c->con_latent || !c->con_value)
         return gmm_error(GMM_ENOMEM, "out of memory for the structure of '%s'", c->name);
     return GMM_OK;
 }
@@ -96,10 +96,10 @@ static gmm_status comp_arrays(stack_comp *c, size_t cap, size_t ncon, size_t nen
 static void slot(stack_comp *c, size_t i, size_t j, double v, size_t g)
 {
     size_t k = c->nslot++;
-    c->si[k] = i > j ? i : j;
-    c->sj[k] = i > j ? j : i;
-    c->sv[k] = v;
-    c->sg[k] = g;
+    c->slot_row[k] = i > j ? i : j;
+    c->slot_col[k] = i > j ? j : i;
+    c->slot_value[k] = v;
+    c->slot_group[k] = g;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -269,40 +269,40 @@ static gmm_status build_rw(stack_comp *c, const gmm_stack_term *t, size_t nrows)
     size_t e = 0;
     c->ncon = ncon;
     for (size_t j = 0; j < m; j++) {
-        c->cidx[e] = two ? 2 * j : j;
-        c->cval[e++] = 1.0;
+        c->con_latent[e] = two ? 2 * j : j;
+        c->con_value[e++] = 1.0;
     }
-    c->cpin[0] = 0;
-    c->cptr[1] = e;
+    c->con_pin[0] = 0;
+    c->con_start[1] = e;
     c->ldconst = 2.0 * log((double)m);
     c->ldaa = log((double)m);
     if (ncon == 2) {
         for (size_t j = 0; j < m; j++) {
             double d = c->val[j] - tbar;
             tt += d * d;
-            c->cidx[e] = 2 * j;
-            c->cval[e++] = d;
+            c->con_latent[e] = 2 * j;
+            c->con_value[e++] = d;
         }
-        c->cpin[1] = 1;
-        c->cptr[2] = e;
+        c->con_pin[1] = 1;
+        c->con_start[2] = e;
         c->ldconst += 2.0 * log(tt);
         c->ldaa += log(tt);
     }
     /* N: 1 on x (and t - tbar on x, 1 on x') */
     e = 0;
     for (size_t j = 0; j < m; j++) {
-        c->nidx[e] = two ? 2 * j : j;
-        c->nval[e++] = 1.0;
+        c->null_latent[e] = two ? 2 * j : j;
+        c->null_value[e++] = 1.0;
     }
-    c->nptr[1] = e;
+    c->null_start[1] = e;
     for (size_t j = 0; j < m && ncon == 2; j++) {
-        c->nidx[e] = 2 * j;
-        c->nval[e++] = c->val[j] - tbar;
-        c->nidx[e] = 2 * j + 1;
-        c->nval[e++] = 1.0;
+        c->null_latent[e] = 2 * j;
+        c->null_value[e++] = c->val[j] - tbar;
+        c->null_latent[e] = 2 * j + 1;
+        c->null_value[e++] = 1.0;
     }
     if (ncon == 2)
-        c->nptr[2] = e;
+        c->null_start[2] = e;
     return GMM_OK;
 }
 
@@ -465,30 +465,30 @@ static gmm_status build_besag(stack_comp *c, const gmm_stack_term *t, size_t nro
     for (size_t k = 0; k < ncomp; k++) {
         if (cnt[k] < 2)
             continue;
-        c->cptr[ci] = e;
-        c->cpin[ci] = u0 + first[k];
-        c->nptr[ci] = 2 * e;
+        c->con_start[ci] = e;
+        c->con_pin[ci] = u0 + first[k];
+        c->null_start[ci] = 2 * e;
         for (size_t v = first[k]; v < m; v++)
             if (comp[v] == k) {
-                c->nidx[2 * e] = u0 + v;
-                c->nval[2 * e] = 1.0;
-                c->nidx[2 * e + 1] = v; /* BYM2's b; unused for BESAG */
-                c->nval[2 * e + 1] = 1.0;
-                c->nb[2 * e + 1] = 1;
-                c->cidx[e] = u0 + v;
-                c->cval[e++] = 1.0;
+                c->null_latent[2 * e] = u0 + v;
+                c->null_value[2 * e] = 1.0;
+                c->null_latent[2 * e + 1] = v; /* BYM2's b; unused for BESAG */
+                c->null_value[2 * e + 1] = 1.0;
+                c->null_is_b[2 * e + 1] = 1;
+                c->con_latent[e] = u0 + v;
+                c->con_value[e++] = 1.0;
             }
         c->ldconst += 2.0 * log((double)cnt[k]);
         c->ldaa += log((double)cnt[k]);
         ci++;
     }
-    c->cptr[ci] = e;
-    c->nptr[ci] = 2 * e;
+    c->con_start[ci] = e;
+    c->null_start[ci] = 2 * e;
     /* BESAG: N = A' (drop the b entries) */
-    for (size_t i = 0; i < c->nptr[ci] && !bym; i++)
-        if (c->nb[i]) {
-            c->nb[i] = 0;
-            c->nval[i] = 0.0;
+    for (size_t i = 0; i < c->null_start[ci] && !bym; i++)
+        if (c->null_is_b[i]) {
+            c->null_is_b[i] = 0;
+            c->null_value[i] = 0.0;
         }
 done_first:
     gmm_free(first);
@@ -516,19 +516,19 @@ static gmm_status build_graph(stack_comp *c, const gmm_stack_term *t, size_t nro
     size_t ns = g->n + g->nedge;
     if ((st = comp_arrays(c, ns, 0, 0)))
         return st;
-    c->gr = gmm_malloc(ns ? ns : 1, sizeof *c->gr);
-    c->gc = gmm_malloc(ns ? ns : 1, sizeof *c->gc);
+    c->own_row = gmm_malloc(ns ? ns : 1, sizeof *c->own_row);
+    c->own_col = gmm_malloc(ns ? ns : 1, sizeof *c->own_col);
     c->gQ = gmm_gmrf_band_alloc(g, limit);
     c->gQbar = c->gQ ? gmm_gmrf_band_alloc(g, limit) : NULL;
-    if (!c->gr || !c->gc || !c->gQ || !c->gQbar)
+    if (!c->own_row || !c->own_col || !c->gQ || !c->gQbar)
         return gmm_error(GMM_ENOMEM, "out of memory for '%s'", c->name);
     for (size_t r = 0; r < g->n; r++) {
-        c->gr[c->nslot] = c->gc[c->nslot] = r;
+        c->own_row[c->nslot] = c->own_col[c->nslot] = r;
         slot(c, g->perm[r], g->perm[r], 0.0, 0);
     }
     for (size_t e = 0; e < g->nedge; e++) {
-        c->gr[c->nslot] = g->ehi[e];
-        c->gc[c->nslot] = g->elo[e];
+        c->own_row[c->nslot] = g->ehi[e];
+        c->own_col[c->nslot] = g->elo[e];
         slot(c, g->perm[g->ehi[e]], g->perm[g->elo[e]], 0.0, 0);
     }
     c->npar = g->nparam;
@@ -545,8 +545,9 @@ static gmm_status build_graph(stack_comp *c, const gmm_stack_term *t, size_t nro
 }
 
 /* A stationary GP through its state-space model: the SSM's band as slots
- * (its own slot (gr, gc) = local (si, sj): the local order is the band's),
- * the rows reading H's nonzero entries at their value's state. */
+ * (its own slot (own_row, own_col) = local (slot_row, slot_col): the local
+ * order is the band's), the rows reading H's nonzero entries at their
+ * value's state. */
 static gmm_status build_kernel(stack_comp *c, const gmm_stack_term *t, size_t nrows)
 {
     gmm_status st;
@@ -610,16 +611,16 @@ static gmm_status build_kernel(stack_comp *c, const gmm_stack_term *t, size_t nr
         ns += (j < kl ? j : kl) + 1;
     if ((st = comp_arrays(c, ns, 0, 0)))
         return st;
-    c->gr = gmm_malloc(ns ? ns : 1, sizeof *c->gr);
-    c->gc = gmm_malloc(ns ? ns : 1, sizeof *c->gc);
+    c->own_row = gmm_malloc(ns ? ns : 1, sizeof *c->own_row);
+    c->own_col = gmm_malloc(ns ? ns : 1, sizeof *c->own_col);
     c->gQ = gmm_band_alloc(N, kl, 0, GMM_BAND_SYMMETRIC);
     c->gQbar = c->gQ ? gmm_band_alloc(N, kl, 0, GMM_BAND_SYMMETRIC) : NULL;
-    if (!c->gr || !c->gc || !c->gQ || !c->gQbar)
+    if (!c->own_row || !c->own_col || !c->gQ || !c->gQbar)
         return gmm_error(GMM_ENOMEM, "out of memory for '%s'", c->name);
     for (size_t j = 0; j < N; j++)
         for (size_t i = j; i < N && i <= j + kl; i++) {
-            c->gr[c->nslot] = i;
-            c->gc[c->nslot] = j;
+            c->own_row[c->nslot] = i;
+            c->own_col[c->nslot] = j;
             slot(c, i, j, 0.0, 0);
         }
     c->npar = np;

@@ -3,9 +3,9 @@
  *
  * A component's precision is a sum of constant sparse matrices times
  * coefficients of its parameters, Q_k = sum_g c_g(theta_k) M_g, given as
- * slots (local row si >= local column sj, value sv, group sg); GRAPH and
- * KERNEL components instead assemble their own band (gmrf.h, ssm.h) and
- * copy its slots.
+ * slots (local row slot_row >= local column slot_col, value slot_value,
+ * group slot_group); GRAPH and KERNEL components instead assemble their
+ * own band (gmrf.h, ssm.h) and copy its slots.
  *
  * ROWS.  Data row r reads component k at local latents row_loc[r] + hidx[e]
  * with coefficient hval[e], e < nread (1 entry of coefficient 1 but for a
@@ -33,25 +33,27 @@ typedef struct {
     size_t nread;            /* entries each row reads (ROWS) */
     size_t *hidx;
     double *hval;
-    /* structure slots (see above); gi, gj: permuted global row and column
-     * (gi >= gj) once the order is known; GRAPH: gr, gc the slot in the
-     * gmrf's own band */
+    /* structure slots (see above): local row >= local column, group and
+     * value; joint_row >= joint_col their place in the joint order once it
+     * is known; GRAPH, KERNEL: own_row, own_col the slot in the component's
+     * own band */
     size_t nslot;
-    size_t *si, *sj, *sg, *gi, *gj, *gr, *gc;
-    double *sv;
-    /* constraints: ncon rows, entries cptr[c] .. cptr[c+1] - 1 at local
-     * cidx with value cval; pinned local latent cpin[c]; the constant part
-     * of the normaliser 2 log|det AN| - 2 log|det N_S| (ldconst) and log
-     * det(AA') (ldaa), summed over the component's constraints */
+    size_t *slot_row, *slot_col, *slot_group, *joint_row, *joint_col, *own_row, *own_col;
+    double *slot_value;
+    /* constraints: ncon rows, entries con_start[c] .. con_start[c+1] - 1 at
+     * local con_latent with value con_value; pinned local latent
+     * con_pin[c]; the constant part of the normaliser 2 log|det AN| - 2
+     * log|det N_S| (ldconst) and log det(AA') (ldaa), summed over the
+     * component's constraints */
     size_t ncon;
-    size_t *cptr, *cidx, *cpin;
-    double *cval, ldconst, ldaa;
+    size_t *con_start, *con_latent, *con_pin;
+    double *con_value, ldconst, ldaa;
     /* the null space's basis N, one column per constraint, the same way
-     * (nptr, nidx, nval); nb[e] nonzero marks BYM2's b entries, which are
-     * sqrt(variance phi) times nval */
-    size_t *nptr, *nidx;
-    double *nval;
-    int *nb;
+     * (null_start, null_latent, null_value); null_is_b[e] nonzero marks
+     * BYM2's b entries, which are sqrt(variance phi) times null_value */
+    size_t *null_start, *null_latent;
+    double *null_value;
+    int *null_is_b;
     /* RW1, RW2, KERNEL: the sorted distinct values (m; KERNEL: each
      * state's, values within merge_tol of a group's first merged into it,
      * 0 for the others); cyclic: the period (NAN otherwise) */
@@ -79,91 +81,165 @@ typedef struct {
     int damped, modulated;
 } stack_comp;
 
-/* Build component k's structure from its term (everything but gi, gj and
- * the parameters' place): n, row_loc, slots, constraints, values, scaling.
- * limit as gmm_latent_stack_alloc.  Errors as there. */
+/* Build component k's structure from its term (everything but joint_row,
+ * joint_col and the parameters' place): n, row_loc, slots, constraints,
+ * values, scaling.  limit as gmm_latent_stack_alloc.  Errors as there. */
 gmm_status stack_comp_build(stack_comp *c, const gmm_stack_term *t, size_t nrows, size_t limit);
 void stack_comp_free(stack_comp *c);
 
-/* The stacked latent's object (latent_stack.c; the square-root form's
- * parts in stack_sqrt.c). */
+/* The constraints A x = 0 of the intrinsic components in the joint
+ * numbering (stack_normaliser.c, stack_whiten.c). */
+typedef struct {
+    double *dense;          /* A: ncon x n, row-major */
+    size_t *pinned;         /* ncon: the latent each constraint pins (S) */
+    double ld_const;        /* 2 log|det AN| - 2 log|det N_S|, summed */
+    double ld_aat;          /* log det(AA'), summed */
+    /* A's rows sparse: constraint i's entries a_start[i] .. a_start[i+1] */
+    size_t *a_start, *a_latent;
+    double *a_value;
+    /* the null space's basis N, one column per constraint, the same way;
+     * null_is_b marks BYM2's b entries (stack_comp's nb) */
+    size_t *null_start, *null_latent;
+    double *null_value;
+    int *null_is_b;
+    size_t *component;      /* ncon: each constraint's component */
+    size_t *block_start;    /* nblock + 1: constraints of one component */
+    size_t nblock;
+} stack_constraints;
+
+/* The whitening's state (stack_whiten.c): the factor of Q^ and its adjoint,
+ * work vectors, what the reverse mode reads from the last whiten and
+ * whiten_t, and the constraint blocks N_S and AN (k x k, LU per block). */
+typedef struct {
+    gmm_band *L, *Lbar;
+    double *scratch, *work, *solve;   /* n each (one allocation, scratch first) */
+    double *last_z;         /* n: z of the last whiten */
+    double *last_g;         /* n: g of the last whiten_t */
+    double *last_u;         /* n: L^^-1 M' g of the last whiten_t */
+    double *theta;          /* nparam: the setup's */
+    double *NS, *AN;        /* k x k */
+    double *beta, *alpha;   /* k each: beta, BYM2's alpha */
+    int ready, z_kept, g_kept;
+} stack_whitening;
+
+/* The stacked latent's object (built in latent_stack.c). */
 typedef struct {
     latent_asm as;          /* first: Q's assembly, normaliser and pins, the
                              * sparse rows (latent_impl.h), the Gaussian
                              * likelihood (latent_asm.h) */
-    size_t K, n, bw, nrows, nparam, ncon;
-    stack_comp *comp;
+    size_t ncomp, n, bw, nrows, nparam, ncon;
+    stack_comp *comp;       /* ncomp */
     size_t *perm, *iperm;   /* n: perm[row] = stacked index */
-    /* constraints in the permuted numbering: dense k x n, the pinned rows,
-     * the constant parts of the normaliser */
-    double *A;
-    size_t *pin;
-    double ldconst, ldaa;
-    double *theta;          /* nparam: of the last prior call */
-    double bound;           /* the last Gaussian evaluation's rounding bound (kernels) */
+    stack_constraints con;
+    double *prior_theta;    /* nparam: of the last prior call */
     int prior_ok;
-    /* the constrained likelihood's Q^ and its adjoint */
-    gmm_band *Qh, *Qhbar;
-    /* the constraints sparse (gaptr, gaidx, gaval), the null space's basis
-     * (gnptr, gnidx, gnval, gnb: stack_comp's nb), each constraint's
-     * component, and blocks of constraints of one component (nblk, blk0:
-     * nblk + 1 starts) */
-    size_t *gaptr, *gaidx, *gnptr, *gnidx, *ccomp, *blk0, nblk;
-    double *gaval, *gnval;
-    int *gnb;
-    /* whitening: Q^'s factor, its adjoint, three n-vectors, z of the last
-     * whiten, g and L^^-1 M' g of the last whiten_t (n each, for
-     * whiten_rev), the setup's theta, the blocks N_S and AN (k x k, LU per
-     * block), beta and BYM2's alpha (k each) */
-    gmm_band *wL, *wLb;
-    double *wx, *wwork, *wsolve, *wsz, *wsg, *wsu, *wtheta, *wNS, *wAN, *wbeta, *walpha;
-    int wready, wsz_ok, wsg_ok;
-    /* SQUARE-ROOT FORM (stack_sqrt.c) for stacks with a damped kernel: sq
-     * set; R reads per row; eidx (nrows x R) the entry of the latent's
-     * sparse coefficients (latent_impl.h) that row r's e-th read (in
-     * component order) landed in; the form's workspace */
-    int sq;
-    size_t R;
-    size_t *eidx;
-    struct stack_sq *sqw;
-    gmm_latent *lat;        /* the latent this object implements */
-    double *hbuf;           /* nrows x (largest d): rows of a demodulated kernel */
-    double *sqloc;          /* 2 x (largest damped kernel's n): its local vectors */
+    double round_bound;     /* the last Gaussian evaluation's rounding bound (kernels) */
+    /* the constrained likelihood's Q^ (Q with the pinned rows and columns
+     * the identity's) and its adjoint */
+    gmm_band *Qpinned, *Qpinned_bar;
+    stack_whitening wh;
+    /* SQUARE-ROOT FORM (stack_sqrt.c) for stacks with a damped kernel:
+     * sqrt_form set; row_reads reads per row; read_entry (nrows x
+     * row_reads) the entry of the latent's sparse coefficients
+     * (latent_impl.h) that row r's e-th read (in component order) landed
+     * in; the form's workspace */
+    int sqrt_form;
+    size_t row_reads;
+    size_t *read_entry;
+    struct stack_sq *sqrt_work;
+    gmm_latent *latent;     /* the latent this object implements */
+    double *mod_rows;       /* nrows x (largest d): rows of a demodulated kernel */
+    double *damped_local;   /* 2 x (largest damped kernel's n): its local vectors */
 } stack_impl;
 
-/* Q(theta) of the components (all, or with rest set the components with
- * a damped kernel left out, their latents' rows and columns the
- * identity's), and the reverse: thetabar += sum over stored slots of Qbar
- * dQ/dtheta over the same components (latent_stack.c). */
+/* The unpermuted stacked index of data row r's entry e of component q. */
+static inline size_t stack_read_at(const stack_comp *q, size_t r, size_t e)
+{
+    return q->off + q->row_loc[r] + q->hidx[e];
+}
+
+/* The joint order into c->perm, c->iperm and c->bw: RCM over the
+ * components' slots and the data rows' cliques (stack_order.c).
+ * GMM_ENOMEM; the graph's errors. */
+gmm_status stack_order(stack_impl *c);
+
+/* ASSEMBLY (stack_assemble.c).  Q(theta) of the components (all, or with
+ * rest set the components with a damped kernel left out, their latents'
+ * rows and columns the identity's), and the reverse: thetabar += sum over
+ * stored slots of Qbar dQ/dtheta over the same components. */
 gmm_status stack_assemble(stack_impl *c, const double *theta, gmm_band *Q, int rest);
 gmm_status stack_assemble_rev(stack_impl *c, const double *theta, const gmm_band *Qbar,
                               double *thetabar, int rest);
+/* latent_asm's assemble and assemble_rev (ctx the stack_impl): all
+ * components, or the rest of a square-root-form stack's. */
+gmm_status stack_asm_assemble(void *ctx, const double *theta, gmm_band *Q);
+gmm_status stack_asm_assemble_rest(void *ctx, const double *theta, gmm_band *Q);
+gmm_status stack_asm_assemble_rev(void *ctx, const double *theta, const gmm_band *Qbar,
+                                  double *thetabar);
+gmm_status stack_asm_assemble_rev_rest(void *ctx, const double *theta, const gmm_band *Qbar,
+                                       double *thetabar);
+/* The vtable's prior and prior_rev (latent.h) of the assembled form. */
+gmm_status stack_prior(void *p, const double *theta, gmm_band *Q, double *logdet);
+gmm_status stack_prior_rev(void *p, const gmm_band *Qbar, double logdetbar, double *thetabar);
 
+/* NORMALISER (stack_normaliser.c).  latent_asm's work: the bands of the
+ * Gaussian likelihood on first use (GMM_ENOMEM). */
+gmm_status stack_band_work(void *ctx);
 /* With constraints: Q^ (Q with the pinned latents' rows and columns the
- * identity's) from Q into c->Qh, factorised, and log det Q^ + the
+ * identity's) from Q into c->Qpinned, factorised, and log det Q^ + the
  * normaliser's constants into *ld; the reverse, Qbar += ldbar d(log det
- * Q^)/dQ with the pinned rows and columns dropped (latent_stack.c). */
+ * Q^)/dQ with the pinned rows and columns dropped. */
 gmm_status stack_pinned_logdet(stack_impl *c, const gmm_band *Q, double *ld);
 gmm_status stack_pinned_logdet_rev(stack_impl *c, double ldbar, gmm_band *Qbar);
+/* latent_asm's normaliser and normaliser_rev (latent_asm.h), and the
+ * vtable's factorisation (latent.h) of the assembled form. */
+gmm_status stack_normaliser(void *p, const double *theta, const double *y, double noise,
+                            const gmm_band *Q, double *ld, int *given);
+gmm_status stack_normaliser_rev(void *p, double ldbar, gmm_band *Qbar);
+const char *stack_factorisation(const void *p, double *bound);
 
-/* SQUARE-ROOT FORM (stack_sqrt.c): the latent's operations for a stack
- * with a damped kernel (latent.h's contracts), and the workspace's free. */
-gmm_status stack_sq_gaussian(stack_impl *c, gmm_latent *l, const double *theta, const double *y,
-                             double noise, double *loglik, double *thetabar, double *noisebar);
-gmm_status stack_sq_posterior(stack_impl *c, double *mean, gmm_band *cov);
-gmm_status stack_sq_posterior_solve(stack_impl *c, double *v);
-gmm_status stack_sq_wls(stack_impl *c, gmm_latent *l, const double *theta, const double *y,
-                        const double *wt, double *loglik, double *mean);
-gmm_status stack_sq_wls_quad(stack_impl *c, const double *x, double *q);
-gmm_status stack_sq_wls_var(stack_impl *c, gmm_latent *l, double *fvar);
-gmm_status stack_sq_wls_adjoint(stack_impl *c, gmm_latent *l, const double *rw, double *u,
-                                double *thetabar);
-gmm_status stack_sq_wls_rowcov(stack_impl *c, gmm_latent *l, double *zeta, double *sh);
-gmm_status stack_sq_prior_rows(stack_impl *c, gmm_latent *l, const double *theta,
-                               gmm_prior_rows *G, double *logdet);
-gmm_status stack_sq_rows_rev_q(stack_impl *c, const gmm_band *S, const double *m,
+/* WHITENING (stack_whiten.c): the vtable's whitening (latent.h) of the
+ * assembled form, and of the square-root form (stack_sq_*). */
+gmm_status stack_whiten_setup(void *p, const double *theta);
+gmm_status stack_whiten(void *p, const double *v, double *x);
+gmm_status stack_whiten_t(void *p, const double *g, double *u);
+gmm_status stack_unwhiten(void *p, const double *x, double *v);
+gmm_status stack_whiten_rev(void *p, const double *v, const double *xbar, double *thetabar);
+gmm_status stack_sq_whiten_setup(void *p, const double *theta);
+gmm_status stack_sq_whiten(void *p, const double *v, double *x);
+gmm_status stack_sq_whiten_t(void *p, const double *g, double *u);
+gmm_status stack_sq_unwhiten(void *p, const double *x, double *v);
+gmm_status stack_sq_whiten_rev(void *p, const double *v, const double *xbar, double *thetabar);
+
+/* SQUARE-ROOT FORM (stack_sqrt.c; the wls* and prior rows in
+ * stack_sqrt_wls.c): the vtable's operations (latent.h's
+ * contracts, impl the stack_impl) for a stack with a damped kernel, and
+ * the workspace's free.  It calls the assembly above, never the object's
+ * file (latent_stack.c), which holds the vtable. */
+gmm_status stack_sq_prior(void *impl, const double *theta, gmm_band *Q, double *logdet);
+gmm_status stack_sq_prior_rev(void *impl, const gmm_band *Qbar, double logdetbar,
+                              double *thetabar);
+const char *stack_sq_factorisation(const void *impl, double *bound);
+gmm_status stack_sq_gaussian(void *impl, const double *theta, const double *y, double noise,
+                             double *loglik, double *thetabar, double *noisebar);
+gmm_status stack_sq_posterior(void *impl, double *mean, gmm_band *cov);
+gmm_status stack_sq_posterior_solve(void *impl, double *v);
+gmm_status stack_sq_wls_rows(void *impl, const double *theta, double obs_prec, int *rows);
+gmm_status stack_sq_wls(void *impl, const double *theta, const double *y, const double *wt,
+                        int record, double *loglik, double *mean);
+gmm_status stack_sq_wls_quad(void *impl, const double *x, double *q);
+gmm_status stack_sq_wls_var(void *impl, double *fvar);
+gmm_status stack_sq_wls_adjoint(void *impl, const double *rw, double *u, double *thetabar);
+gmm_status stack_sq_wls_rowcov(void *impl, double *zeta, double *sh);
+gmm_status stack_sq_prior_rows(void *impl, const double *theta, gmm_prior_rows *G,
+                               double *logdet);
+gmm_status stack_sq_rows_rev_q(void *impl, const gmm_band *S, const double *m,
                                const gmm_band *D, double *thetabar);
 void stack_sq_free(struct stack_sq *s);
+
+/* The stacked latent's object behind l, or NULL when l is not a stack
+ * (latent_stack.c). */
+stack_impl *stack_impl_of(const gmm_latent *l);
 
 /* The first index i in [0, m) with val[i] >= t (m when none); val sorted
  * ascending. */

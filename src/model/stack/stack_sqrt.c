@@ -29,7 +29,8 @@
  * term -zeta' dQ mu is (dp_b / p_b) (G_b zeta) . (G_b mu) on a damped
  * block, the chain through the entries elsewhere.
  *
- * The whitening (hmc) is latent_stack.c's (sq_whiten_setup). */
+ * The weighted smoothing and the prior's rows are stack_sqrt_wls.c's, the
+ * whitening stack_whiten.c's (stack_sq_whiten_setup). */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -38,40 +39,7 @@
 #include "gmm/alloc.h"
 #include "../latent_impl.h"
 #include "stack_impl.h"
-
-/* One damped kernel component's square root at theta and its blocks. */
-typedef struct {
-    size_t k;              /* component */
-    gmm_prior_rows G;      /* its rows (owned by the SSM) */
-    double ld;             /* log|Q_k| */
-    size_t nb, blk0;       /* its blocks, their first index in the flat arrays */
-} sq_kern;
-
-struct stack_sq {
-    size_t n, kl, nk, nblk, nG, nobs;
-    gmm_band *Qr;          /* Q_r, factorised in place */
-    gmm_band *S, *Qb, *Sr; /* Sigma's band; an adjoint band; Q_r^-1's band */
-    gmm_marglik_work *w;
-    sq_kern *kern;
-    /* per damped-kernel block (flat over the kernels): damped, p, T, and
-     * the accumulators |G_b mu|^2, (G_b zeta).(G_b mu), sum (E'WE Sigma)_ii,
-     * its latent count */
-    int *bdamp;
-    double *bp, *bgm, *bgz, *bdl, *bcnt, *pbar;
-    /* merged prior rows in order of first column: gsrc[i] < n: L_r' row at
-     * that column; else kernel row (gker[i], grow[i]); gfirst[i] */
-    size_t *gsrc, *gker, *grow, *gfirst;
-    /* per latent: its damped block's flat index (SIZE_MAX: none) */
-    size_t *lblk;
-    /* data rows by offset (order), the observed ones' windows */
-    size_t *order, *ooff, *orow;
-    double *ocoef, *oy, *owt;
-    gmm_obs obs;
-    double *mu, *zeta, *vloc, *xloc, *gpart, *coefbar;
-    double *theta;
-    double noise, ld, tau; /* tau: the pins in Q_r's factor (constraints) */
-    int weighted, have_theta, have_grad;
-};
+#include "stack_sqrt_impl.h"
 
 void stack_sq_free(struct stack_sq *s)
 {
@@ -96,18 +64,10 @@ void stack_sq_free(struct stack_sq *s)
 
 /* ---- the rows ---------------------------------------------------------------- */
 
-/* Kernel row i of s->kern[q] into v at its local window; returns the width
- * and the local first column. */
-static size_t kern_row(struct stack_sq *s, size_t q, size_t i, size_t *lfirst, double *v)
-{
-    const gmm_prior_rows *G = &s->kern[q].G;
-    return G->row(G->ctx, i, lfirst, v);
-}
-
-static size_t merged_row(void *ctx, size_t i, size_t *first, double *v)
+size_t stack_sq_merged_row(void *ctx, size_t i, size_t *first, double *v)
 {
     stack_impl *c = ctx;
-    struct stack_sq *s = c->sqw;
+    struct stack_sq *s = c->sqrt_work;
     size_t kl = s->kl, src = s->gsrc[i];
     if (src < s->n) {
         size_t w = s->n - src < kl + 1 ? s->n - src : kl + 1;
@@ -146,12 +106,12 @@ static int cmp_key(const void *a, const void *b)
  * structural). */
 static gmm_status merge_rows(stack_impl *c)
 {
-    struct stack_sq *s = c->sqw;
+    struct stack_sq *s = c->sqrt_work;
     size_t n = s->n, nrest = 0;
     int *dmp = gmm_calloc(n ? n : 1, sizeof *dmp);
     if (!dmp)
         return gmm_error(GMM_ENOMEM, "out of memory for the square-root form");
-    for (size_t k = 0; k < c->K; k++)
+    for (size_t k = 0; k < c->ncomp; k++)
         if (c->comp[k].damped)
             for (size_t j = 0; j < c->comp[k].n; j++)
                 dmp[c->iperm[c->comp[k].off + j]] = 1;
@@ -230,7 +190,7 @@ static gmm_status merge_rows(stack_impl *c)
     }
     gmm_free(dmp);
     gmm_free(key);
-    if (st) { /* built on the next call, not taken half-built (sq_prior) */
+    if (st) { /* built on the next call, not taken half-built (stack_sq_eval_prior) */
         gmm_free(s->gsrc);
         s->gsrc = NULL;
     }
@@ -243,22 +203,22 @@ static gmm_status merge_rows(stack_impl *c)
  * it again instead of taking it for a built one. */
 static void sq_drop(stack_impl *c)
 {
-    stack_sq_free(c->sqw);
-    c->sqw = NULL;
+    stack_sq_free(c->sqrt_work);
+    c->sqrt_work = NULL;
 }
 
-static gmm_status sq_alloc(stack_impl *c, const gmm_latent *l)
+gmm_status stack_sq_alloc(stack_impl *c, const gmm_latent *l)
 {
-    if (c->sqw)
+    if (c->sqrt_work)
         return GMM_OK;
     struct stack_sq *s = gmm_calloc(1, sizeof *s);
     if (!s)
         return gmm_error(GMM_ENOMEM, "out of memory for the square-root form");
-    c->sqw = s;
+    c->sqrt_work = s;
     size_t n = c->n, kl = c->bw, nr = c->nrows, W = l->width;
     s->n = n;
     s->kl = kl;
-    for (size_t k = 0; k < c->K; k++)
+    for (size_t k = 0; k < c->ncomp; k++)
         if (c->comp[k].damped) {
             s->nk++;
             s->nblk += gmm_ssm_nblocks(c->comp[k].ssm);
@@ -277,11 +237,12 @@ static gmm_status sq_alloc(stack_impl *c, const gmm_latent *l)
     s->ocoef = gmm_malloc(nr * W + 3 * nr + 1, sizeof *s->ocoef);
     s->mu = gmm_malloc(3 * n + 2 * (kl + 1) + c->nparam + l->nnz + 2, sizeof *s->mu);
     s->theta = gmm_malloc(c->nparam ? c->nparam : 1, sizeof *s->theta);
-    if (c->ncon && !c->Qh) {
-        c->Qh = gmm_band_alloc(n, kl, 0, GMM_BAND_SYMMETRIC);
-        c->Qhbar = gmm_band_alloc(n, kl, 0, GMM_BAND_SYMMETRIC);
+    if (c->ncon && !c->Qpinned) {
+        c->Qpinned = gmm_band_alloc(n, kl, 0, GMM_BAND_SYMMETRIC);
+        c->Qpinned_bar = gmm_band_alloc(n, kl, 0, GMM_BAND_SYMMETRIC);
     }
-    if ((c->ncon && (!c->Qh || !c->Qhbar)) || !s->Qr || !s->S || !s->Qb || !s->Sr || !s->w ||
+    if ((c->ncon && (!c->Qpinned || !c->Qpinned_bar)) || !s->Qr || !s->S || !s->Qb || !s->Sr ||
+        !s->w ||
         !s->kern || !s->bdamp || !s->bp || !s->lblk || !s->order || !s->ocoef || !s->mu ||
         !s->theta) {
         sq_drop(c); /* none of it kept: the next call starts again */
@@ -306,7 +267,7 @@ static gmm_status sq_alloc(stack_impl *c, const gmm_latent *l)
     size_t q = 0, b0 = 0;
     for (size_t j = 0; j < n; j++)
         s->lblk[j] = SIZE_MAX;
-    for (size_t k = 0; k < c->K; k++) {
+    for (size_t k = 0; k < c->ncomp; k++) {
         const stack_comp *m = &c->comp[k];
         if (!m->damped)
             continue;
@@ -332,7 +293,7 @@ static gmm_status sq_alloc(stack_impl *c, const gmm_latent *l)
     }
     s->obs = (gmm_obs){.n = n, .width = W, .offset = s->ooff, .coef = s->ocoef,
                        .coef_stride = W, .y = s->oy};
-    gmm_status st = gmm_marglik_constrain(s->w, c->ncon, c->A, c->pin);
+    gmm_status st = gmm_marglik_constrain(s->w, c->ncon, c->con.dense, c->con.pinned);
     if (st)
         sq_drop(c);
     return st;
@@ -341,9 +302,9 @@ static gmm_status sq_alloc(stack_impl *c, const gmm_latent *l)
 /* ---- evaluation ---------------------------------------------------------------- */
 
 /* The prior at theta: Q_r factorised, each kernel's rows and blocks. */
-static gmm_status sq_prior(stack_impl *c, gmm_latent *l, const double *theta, double *ld)
+gmm_status stack_sq_eval_prior(stack_impl *c, gmm_latent *l, const double *theta, double *ld)
 {
-    struct stack_sq *s = c->sqw;
+    struct stack_sq *s = c->sqrt_work;
     gmm_status st;
     s->have_theta = 0;
     double sum = 0.0;
@@ -357,7 +318,7 @@ static gmm_status sq_prior(stack_impl *c, gmm_latent *l, const double *theta, do
             return st;
         double tau = gmm_marglik_constr_tau(s->w, s->Qr);
         for (size_t i = 0; i < c->ncon; i++)
-            *gmm_band_ptr(s->Qr, c->pin[i], c->pin[i]) += tau;
+            *gmm_band_ptr(s->Qr, c->con.pinned[i], c->con.pinned[i]) += tau;
         gmm_marglik_rows_pinned(s->w, tau);
         s->tau = tau;
     }
@@ -389,14 +350,14 @@ static gmm_status sq_prior(stack_impl *c, gmm_latent *l, const double *theta, do
 /* The fold at theta (NULL: the last prior's) with the data rows of y (NAN:
  * unobserved), each with weight wt[r] (wt NULL: all 1, noise variance
  * noise). */
-static gmm_status sq_eval(stack_impl *c, gmm_latent *l, const double *theta, const double *y,
+gmm_status stack_sq_eval(stack_impl *c, gmm_latent *l, const double *theta, const double *y,
                           const double *wt, double noise, double *loglik)
 {
-    struct stack_sq *s = c->sqw;
+    struct stack_sq *s = c->sqrt_work;
     gmm_status st;
     s->have_grad = 0;
     if (theta) {
-        if ((st = sq_prior(c, l, theta, &s->ld)))
+        if ((st = stack_sq_eval_prior(c, l, theta, &s->ld)))
             return st;
     } else if (!s->have_theta) {
         return gmm_error(GMM_EINVAL, "stacked latent: no theta for the square-root form");
@@ -427,23 +388,14 @@ static gmm_status sq_eval(stack_impl *c, gmm_latent *l, const double *theta, con
     s->nobs = s->obs.nobs = o;
     s->noise = wt ? 1.0 : noise;
     s->weighted = wt != NULL;
-    gmm_prior_rows G = {.nrows = s->nG, .row = merged_row, .ctx = c};
+    gmm_prior_rows G = {.nrows = s->nG, .row = stack_sq_merged_row, .ctx = c};
     return gmm_marglik_eval_rows(&G, &s->obs, s->noise, s->ld, s->w, loglik);
 }
 
 /* ---- gradient ------------------------------------------------------------------ */
 
-/* a_r'v over row r's entries. */
-static double row_dot(const gmm_latent *l, size_t r, const double *v)
-{
-    double s = 0.0;
-    for (size_t k = l->rowptr[r]; k < l->rowptr[r + 1]; k++)
-        s += l->coef[k] * v[l->offset[r] + l->pos[k]];
-    return s;
-}
-
 /* (Sigma a_r)_i for row r's entry k: a_r's entries against Sigma's band. */
-static double sigma_a(const struct stack_sq *s, const gmm_latent *l, size_t r, size_t i)
+double stack_sq_sigma_a(const struct stack_sq *s, const gmm_latent *l, size_t r, size_t i)
 {
     double v = 0.0;
     for (size_t k = l->rowptr[r]; k < l->rowptr[r + 1]; k++)
@@ -460,16 +412,16 @@ static void data_trace(struct stack_sq *s, const gmm_latent *l)
         for (size_t k = l->rowptr[r]; k < l->rowptr[r + 1]; k++) {
             size_t i = l->offset[r] + l->pos[k], b = s->lblk[i];
             if (b != SIZE_MAX)
-                s->bdl[b] += s->owt[o] * l->coef[k] * sigma_a(s, l, r, i);
+                s->bdl[b] += s->owt[o] * l->coef[k] * stack_sq_sigma_a(s, l, r, i);
         }
     }
 }
 
 /* Per damped block, from the kernels' rows: acc[b] += (G_b x) . (G_b y)
  * over its rows (y NULL: x). */
-static void kern_dots(stack_impl *c, const double *x, const double *y, double *acc)
+void stack_sq_kern_dots(stack_impl *c, const double *x, const double *y, double *acc)
 {
-    struct stack_sq *s = c->sqw;
+    struct stack_sq *s = c->sqrt_work;
     for (size_t q = 0; q < s->nk; q++) {
         const sq_kern *kq = &s->kern[q];
         const stack_comp *m = &c->comp[kq->k];
@@ -493,10 +445,10 @@ static void kern_dots(stack_impl *c, const double *x, const double *y, double *a
  * every component's entries but the damped blocks': Qbar for the other
  * components, Kbar for the damped kernels' undamped blocks (with logdetbar
  * on the kernels' own log|Q_k|). */
-static gmm_status chain_entries(stack_impl *c, const gmm_band *Qbar, const gmm_band *Kbar,
+gmm_status stack_sq_chain_entries(stack_impl *c, const gmm_band *Qbar, const gmm_band *Kbar,
                                 double logdetbar, double *thetabar)
 {
-    struct stack_sq *s = c->sqw;
+    struct stack_sq *s = c->sqrt_work;
     gmm_status st;
     if ((st = stack_assemble_rev(c, s->theta, Qbar, thetabar, 1)))
         return st;
@@ -509,10 +461,11 @@ static gmm_status chain_entries(stack_impl *c, const gmm_band *Qbar, const gmm_b
             return st;
         gmm_band_set_zero(m->gQbar);
         for (size_t t = 0; t < m->nslot; t++) {
-            size_t bi = s->lblk[m->gi[t]], bj = s->lblk[m->gj[t]];
+            size_t bi = s->lblk[m->joint_row[t]], bj = s->lblk[m->joint_col[t]];
             if ((bi != SIZE_MAX && s->bdamp[bi]) || (bj != SIZE_MAX && s->bdamp[bj]))
                 continue;
-            *gmm_band_ptr(m->gQbar, m->gr[t], m->gc[t]) = *gmm_band_ptr(Kbar, m->gi[t], m->gj[t]);
+            *gmm_band_ptr(m->gQbar, m->own_row[t], m->own_col[t]) =
+                *gmm_band_ptr(Kbar, m->joint_row[t], m->joint_col[t]);
         }
         if ((st = gmm_ssm_prior_rev(m->ssm, m->gQbar, logdetbar, thetabar + m->par0)))
             return st;
@@ -521,9 +474,9 @@ static gmm_status chain_entries(stack_impl *c, const gmm_band *Qbar, const gmm_b
 }
 
 /* thetabar += sum_b pbar_b dp_b / dtheta over the kernels' damped blocks. */
-static gmm_status chain_damped(stack_impl *c, const double *pbar, double *thetabar)
+gmm_status stack_sq_chain_damped(stack_impl *c, const double *pbar, double *thetabar)
 {
-    struct stack_sq *s = c->sqw;
+    struct stack_sq *s = c->sqrt_work;
     gmm_status st;
     for (size_t q = 0; q < s->nk; q++) {
         const sq_kern *kq = &s->kern[q];
@@ -535,12 +488,12 @@ static gmm_status chain_damped(stack_impl *c, const double *pbar, double *thetab
     return GMM_OK;
 }
 
-/* After sq_eval: Sigma's band and mu, then thetabar += Fisher's part (the
+/* After stack_sq_eval: Sigma's band and mu, then thetabar += Fisher's part (the
  * explicit gradient at fixed data and weights; GRADIENT above), and
  * *noisebar (may be NULL) the noise variance's. */
-static gmm_status sq_fisher(stack_impl *c, gmm_latent *l, double *thetabar, double *noisebar)
+gmm_status stack_sq_fisher(stack_impl *c, gmm_latent *l, double *thetabar, double *noisebar)
 {
-    struct stack_sq *s = c->sqw;
+    struct stack_sq *s = c->sqrt_work;
     gmm_status st;
     const gmm_band *Qbar;
     double nb = 0.0;
@@ -557,15 +510,15 @@ static gmm_status sq_fisher(stack_impl *c, gmm_latent *l, double *thetabar, doub
                 : ((st = gmm_band_chol_selinv(s->Qr, s->Sr)) ||
                    (st = gmm_band_axpy(0.5, 2.0, s->Sr, s->Qb))))
         return st;
-    if ((st = chain_entries(c, s->Qb, Qbar, 0.5, thetabar)))
+    if ((st = stack_sq_chain_entries(c, s->Qb, Qbar, 0.5, thetabar)))
         return st;
     /* the damped blocks: T_b / (2 p_b) per unit of p_b */
     data_trace(s, l);
     memset(s->bgm, 0, s->nblk * sizeof *s->bgm);
-    kern_dots(c, s->mu, NULL, s->bgm);
+    stack_sq_kern_dots(c, s->mu, NULL, s->bgm);
     for (size_t b = 0; b < s->nblk; b++)
         s->pbar[b] = s->bdamp[b] ? (s->bcnt[b] - s->bdl[b] + s->bgm[b]) / (2.0 * s->bp[b]) : 0.0;
-    if ((st = chain_damped(c, s->pbar, thetabar)))
+    if ((st = stack_sq_chain_damped(c, s->pbar, thetabar)))
         return st;
     s->have_grad = 1;
     return GMM_OK;
@@ -573,19 +526,22 @@ static gmm_status sq_fisher(stack_impl *c, gmm_latent *l, double *thetabar, doub
 
 /* ---- the latent's operations -------------------------------------------------- */
 
-gmm_status stack_sq_gaussian(stack_impl *c, gmm_latent *l, const double *theta, const double *y,
-                             double noise, double *loglik, double *thetabar, double *noisebar)
+gmm_status stack_sq_gaussian(void *impl, const double *theta, const double *y, double noise,
+                             double *loglik, double *thetabar, double *noisebar)
 {
+    stack_impl *c = impl;
+    gmm_latent *l = c->latent;
     gmm_status st;
     if (!(noise > 0.0) || !isfinite(noise))
         return gmm_error(GMM_EDOM, "noise variance %g must be positive and finite", noise);
-    if ((st = sq_alloc(c, l)) || (st = sq_eval(c, l, theta, y, NULL, noise, loglik)) || !thetabar)
+    if ((st = stack_sq_alloc(c, l)) ||
+        (st = stack_sq_eval(c, l, theta, y, NULL, noise, loglik)) || !thetabar)
         return st;
-    struct stack_sq *s = c->sqw;
+    struct stack_sq *s = c->sqrt_work;
     memset(thetabar, 0, c->nparam * sizeof *thetabar);
     if (noisebar)
         *noisebar = 0.0;
-    if ((st = sq_fisher(c, l, thetabar, noisebar)))
+    if ((st = stack_sq_fisher(c, l, thetabar, noisebar)))
         return st;
     if (!l->varies)
         return GMM_OK;
@@ -593,195 +549,67 @@ gmm_status stack_sq_gaussian(stack_impl *c, gmm_latent *l, const double *theta, 
     memset(s->coefbar, 0, l->nnz * sizeof *s->coefbar);
     for (size_t o = 0; o < s->nobs; o++) {
         size_t r = s->orow[o];
-        double f = row_dot(l, r, s->mu);
+        double f = gmm_obsmap_row_dot(&c->as.map, r, s->mu);
         for (size_t k = l->rowptr[r]; k < l->rowptr[r + 1]; k++) {
             size_t i = l->offset[r] + l->pos[k];
-            s->coefbar[k] = ((y[r] - f) * s->mu[i] - sigma_a(s, l, r, i)) / noise;
+            s->coefbar[k] = ((y[r] - f) * s->mu[i] - stack_sq_sigma_a(s, l, r, i)) / noise;
         }
     }
     return l->ops->obs_coef_rev(l->impl, theta, s->coefbar, thetabar);
 }
 
-gmm_status stack_sq_posterior(stack_impl *c, double *mean, gmm_band *cov)
+gmm_status stack_sq_posterior(void *impl, double *mean, gmm_band *cov)
 {
-    if (!c->sqw)
+    stack_impl *c = impl;
+    if (!c->sqrt_work)
         return gmm_error(GMM_EINVAL, "stacked latent: no evaluation before its posterior");
-    return gmm_marglik_posterior(c->sqw->w, mean, cov);
+    return gmm_marglik_posterior(c->sqrt_work->w, mean, cov);
 }
 
-gmm_status stack_sq_posterior_solve(stack_impl *c, double *v)
+gmm_status stack_sq_posterior_solve(void *impl, double *v)
 {
-    if (!c->sqw)
+    stack_impl *c = impl;
+    if (!c->sqrt_work)
         return gmm_error(GMM_EINVAL, "stacked latent: no evaluation before its posterior");
-    return gmm_marglik_posterior_solve(c->sqw->w, v);
+    return gmm_marglik_posterior_solve(c->sqrt_work->w, v);
 }
 
-gmm_status stack_sq_wls(stack_impl *c, gmm_latent *l, const double *theta, const double *y,
-                        const double *wt, double *loglik, double *mean)
+/* The assembled prior is what this form avoids: refused, naming the model. */
+static gmm_status refuse(const char *what)
 {
-    gmm_status st;
-    if ((st = sq_alloc(c, l)) || (st = sq_eval(c, l, theta, y, wt, 1.0, loglik)))
-        return st;
-    return mean ? gmm_marglik_posterior(c->sqw->w, mean, NULL) : GMM_OK;
+    return gmm_error(GMM_EINVAL, "%s: a stacked model with a damped kernel (a constant, cosine "
+                                 "or periodic factor not multiplied by a kernel with process "
+                                 "noise) has no accurate assembled precision: it takes the "
+                                 "square-root form (HMC whitens by the prior, the prior "
+                                 "metric; VI goes through the prior's square root)",
+                     what);
 }
 
-gmm_status stack_sq_wls_quad(stack_impl *c, const double *x, double *q)
+gmm_status stack_sq_prior(void *impl, const double *theta, gmm_band *Q, double *logdet)
 {
-    struct stack_sq *s = c->sqw;
-    if (!s || !s->have_theta)
-        return gmm_error(GMM_EINVAL, "stacked latent: no weighted smoothing before");
-    /* x'Q_r x = |L_r' x|^2 over the other components' latents */
-    double sum = 0.0;
-    for (size_t j = 0; j < s->n; j++) {
-        if (s->lblk[j] != SIZE_MAX)
-            continue;
-        size_t hi = j + s->kl < s->n - 1 ? j + s->kl : s->n - 1;
-        double v = 0.0;
-        for (size_t i = j; i <= hi; i++)
-            v += gmm_band_get(s->Qr, i, j) * x[i];
-        sum += v * v;
-    }
-    /* and |G_k x|^2 over every kernel row, damped blocks or not */
-    for (size_t qk = 0; qk < s->nk; qk++) {
-        const sq_kern *kq = &s->kern[qk];
-        const stack_comp *m = &c->comp[kq->k];
-        for (size_t i = 0; i < kq->G.nrows; i++) {
-            size_t lf, w = kern_row(s, qk, i, &lf, s->vloc);
-            double d = 0.0;
-            for (size_t a = 0; a < w; a++)
-                d += s->vloc[a] * x[c->iperm[m->off + lf + a]];
-            sum += d * d;
-        }
-    }
-    *q = sum;
+    (void)impl, (void)theta, (void)Q, (void)logdet;
+    return refuse("the stacked prior");
+}
+
+gmm_status stack_sq_prior_rev(void *impl, const gmm_band *Qbar, double logdetbar,
+                              double *thetabar)
+{
+    (void)impl, (void)Qbar, (void)logdetbar, (void)thetabar;
+    return refuse("the stacked prior");
+}
+
+const char *stack_sq_factorisation(const void *impl, double *bound)
+{
+    (void)impl;
+    if (bound)
+        *bound = 0.0;
+    return "square-root";
+}
+
+/* Every row is smoothed in this form. */
+gmm_status stack_sq_wls_rows(void *impl, const double *theta, double obs_prec, int *rows)
+{
+    (void)impl, (void)theta, (void)obs_prec;
+    *rows = 1;
     return GMM_OK;
-}
-
-gmm_status stack_sq_wls_var(stack_impl *c, gmm_latent *l, double *fvar)
-{
-    struct stack_sq *s = c->sqw;
-    gmm_status st;
-    if (!s || !s->have_theta)
-        return gmm_error(GMM_EINVAL, "stacked latent: no weighted smoothing before");
-    memset(s->gpart, 0, c->nparam * sizeof *s->gpart);
-    if ((st = sq_fisher(c, l, s->gpart, NULL)))
-        return st;
-    for (size_t r = 0; r < c->nrows; r++)
-        fvar[r] = NAN;
-    for (size_t o = 0; o < s->nobs; o++) {
-        size_t r = s->orow[o];
-        double v = 0.0;
-        for (size_t k = l->rowptr[r]; k < l->rowptr[r + 1]; k++)
-            v += l->coef[k] * sigma_a(s, l, r, l->offset[r] + l->pos[k]);
-        fvar[r] = v;
-    }
-    return GMM_OK;
-}
-
-gmm_status stack_sq_wls_adjoint(stack_impl *c, gmm_latent *l, const double *rw, double *u,
-                                double *thetabar)
-{
-    struct stack_sq *s = c->sqw;
-    gmm_status st;
-    if (!s || !s->have_grad)
-        return gmm_error(GMM_EINVAL, "stacked latent: no weighted smoothing's variances before "
-                                     "its adjoint");
-    memset(s->zeta, 0, s->n * sizeof *s->zeta);
-    for (size_t o = 0; o < s->nobs; o++) {
-        size_t r = s->orow[o];
-        for (size_t k = l->rowptr[r]; k < l->rowptr[r + 1]; k++)
-            s->zeta[l->offset[r] + l->pos[k]] += rw[r] * l->coef[k];
-    }
-    if ((st = gmm_marglik_posterior_solve(s->w, s->zeta)))
-        return st;
-    for (size_t r = 0; r < c->nrows; r++)
-        u[r] = NAN;
-    for (size_t o = 0; o < s->nobs; o++)
-        u[s->orow[o]] = row_dot(l, s->orow[o], s->zeta);
-    for (size_t i = 0; i < c->nparam; i++)
-        thetabar[i] += s->gpart[i];
-    /* -zeta' dQ mu: the entries' chain, and (dp_b / p_b) (G_b zeta).(G_b mu) */
-    gmm_band_set_zero(s->Qb);
-    if ((st = gmm_band_outer(-1.0, 1, s->zeta, s->n, s->mu, s->n, s->Qb)) ||
-        (st = chain_entries(c, s->Qb, s->Qb, 0.0, thetabar)))
-        return st;
-    memset(s->bgz, 0, s->nblk * sizeof *s->bgz);
-    kern_dots(c, s->zeta, s->mu, s->bgz);
-    for (size_t b = 0; b < s->nblk; b++)
-        s->pbar[b] = s->bdamp[b] ? s->bgz[b] / s->bp[b] : 0.0;
-    return chain_damped(c, s->pbar, thetabar);
-}
-
-gmm_status stack_sq_wls_rowcov(stack_impl *c, gmm_latent *l, double *zeta, double *sh)
-{
-    struct stack_sq *s = c->sqw;
-    if (!s || !s->have_grad)
-        return gmm_error(GMM_EINVAL, "stacked latent: no weighted smoothing's adjoint before");
-    memcpy(zeta, s->zeta, s->n * sizeof *zeta);
-    memset(sh, 0, l->nnz * sizeof *sh);
-    for (size_t o = 0; o < s->nobs; o++) {
-        size_t r = s->orow[o];
-        for (size_t k = l->rowptr[r]; k < l->rowptr[r + 1]; k++)
-            sh[k] = sigma_a(s, l, r, l->offset[r] + l->pos[k]);
-    }
-    return GMM_OK;
-}
-
-/* ---- the prior's square root (vi) -------------------------------------------- */
-
-gmm_status stack_sq_prior_rows(stack_impl *c, gmm_latent *l, const double *theta,
-                               gmm_prior_rows *G, double *logdet)
-{
-    gmm_status st;
-    double ld;
-    if ((st = sq_alloc(c, l)) || (st = sq_prior(c, l, theta, &c->sqw->ld)))
-        return st;
-    ld = c->sqw->ld;
-    l->rows_tau = c->ncon ? c->sqw->tau : 0.0;
-    *G = (gmm_prior_rows){.nrows = c->sqw->nG, .row = merged_row, .ctx = c};
-    if (logdet)
-        *logdet = ld;
-    return GMM_OK;
-}
-
-gmm_status stack_sq_rows_rev_q(stack_impl *c, const gmm_band *Sq, const double *m,
-                               const gmm_band *D, double *thetabar)
-{
-    struct stack_sq *s = c->sqw;
-    gmm_status st;
-    if (!s || !s->have_theta)
-        return gmm_error(GMM_EINVAL, "gmm_latent_prior_rows_rev_q: no prior rows before");
-    /* -(S + m m')/2 through the entries (the kernels' undamped blocks with
-     * their log|Q_k| / 2), + log|Q_r| / 2 for the other components */
-    gmm_band_set_zero(s->S);
-    if ((st = gmm_band_axpy(-0.5, 2.0, Sq, s->S)) ||
-        (st = gmm_band_outer(-0.5, 1, m, s->n, m, s->n, s->S)) ||
-        (st = gmm_band_copy(s->Qb, s->S)))
-        return st;
-    /* with constraints the normaliser's (Q^'s, pins dropped), as sq_fisher */
-    if (c->ncon ? (st = stack_pinned_logdet_rev(c, 0.5, s->Qb))
-                : ((st = gmm_band_chol_selinv(s->Qr, s->Sr)) ||
-                   (st = gmm_band_axpy(0.5, 2.0, s->Sr, s->Qb))))
-        return st;
-    if ((st = chain_entries(c, s->Qb, s->S, 0.5, thetabar)))
-        return st;
-    /* a damped block: T_b / (2 p_b) per unit of p_b, T_b = E_q[x_b'Q_b x_b]
-     * with tr(Q_b S) = |b| + sum_{i in b} (D S)_ii ((L L' S)_ii = 1, Q's row
-     * i is Q_b's) */
-    memset(s->bdl, 0, s->nblk * sizeof *s->bdl);
-    for (size_t i = 0; i < s->n; i++) {
-        size_t b = s->lblk[i];
-        if (b == SIZE_MAX || !s->bdamp[b])
-            continue;
-        size_t lo = i > D->kl ? i - D->kl : 0, hi = i + D->kl < s->n ? i + D->kl : s->n - 1;
-        double a = 0.0;
-        for (size_t j = lo; j <= hi; j++)
-            a += gmm_band_get(D, i, j) * gmm_band_get(Sq, j, i);
-        s->bdl[b] += a;
-    }
-    memset(s->bgm, 0, s->nblk * sizeof *s->bgm);
-    kern_dots(c, m, NULL, s->bgm);
-    for (size_t b = 0; b < s->nblk; b++)
-        s->pbar[b] = s->bdamp[b] ? (s->bcnt[b] + s->bdl[b] + s->bgm[b]) / (2.0 * s->bp[b]) : 0.0;
-    return chain_damped(c, s->pbar, thetabar);
 }

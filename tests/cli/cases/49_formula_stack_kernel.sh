@@ -189,7 +189,7 @@ sk_draws_match "$skx/rows_damped_rw1.csv" "$CASE_TMP/s3.csv"
 run "$GMM_INFER" hmc --model "$skx/model_per.json" --metric laplace --warmup 10 --draws 10 \
     -o "$CASE_TMP/d2.csv"
 expect_exit 1
-expect_stderr 'square-root form \(hmc whitens by the prior, --metric prior'
+expect_stderr 'square-root form \(HMC whitens by the prior, the prior metric; VI goes through the prior.s square root\)$'
 [[ ! -e "$CASE_TMP/d2.csv" ]] || fail "hmc left a draws file"
 
 begin "formula stack kernel: vi on a damped periodic summand through the prior's square root"

@@ -13,7 +13,6 @@ folder_layers='cli mdl infer model graph io band core'
 
 # Each public header and the layer that implements it (checked below
 # against the objects: every function a header declares is defined there).
-# obsmap.h arrives with the split of src/infer/problem.c.
 header_layers='
 alloc core      band band       constr model    draws io        fit infer
 formula mdl     gmrf model      gradcheck infer graph graph     hmc infer
@@ -39,10 +38,7 @@ io>band io>core band>core'
 # files of one strongly connected component (sorted, space-separated).
 # Delete a line when its change lands: the test fails while a listed set
 # is no longer a cycle.
-#   latent_stack.c <-> stack_sqrt.c: the square-root path calls the stack's
-#   assembly and the stack calls the square-root path (branch i29-stacksplit).
-known_file_cycles='
-model/stack/latent_stack model/stack/stack_sqrt'
+known_file_cycles=''
 
 # awk with the tables: layer(folder or src/ path), hlayer(header base
 # name), allowed(from, to); "?" for what the tables do not name.
