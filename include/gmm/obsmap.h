@@ -1,16 +1,5 @@
 /* obsmap.h -- the observation map: which latents each data row reads, and
  * with which coefficients (the rows h_r of the design matrix H, eta = H x).
- *
- * Row r reads the latents offset[r] + p, 0 <= p < width, through entries k
- * in [gmm_obsmap_row_lo, gmm_obsmap_row_hi) of coef:
- *
- *   dense windows (rowptr NULL)   entries r width .. (r + 1) width, entry k
- *                                 at position p = k - r width
- *   sparse rows (rowptr nrows+1)  entries rowptr[r] .. rowptr[r + 1], entry k
- *                                 at position p = pos[k] (increasing in a row)
- *
- *   eta_r = sum_k coef[k] x[offset[r] + p(k)],  nnz = nrows width or rowptr[nrows].
- *
  * A map is a view: it owns none of its arrays.  The index helpers are inline
  * because every row loop of the likelihoods and the solvers calls them. */
 #ifndef GMM_OBSMAP_H
@@ -18,6 +7,15 @@
 
 #include <stddef.h>
 
+/* Row r reads the latents offset[r] + p, 0 <= p < width, through entries k
+ * in [gmm_obsmap_row_lo, gmm_obsmap_row_hi) of coef:
+ *
+ *   dense windows (rowptr NULL)   entries r width .. (r + 1) width, entry k
+ *                                 at position p = k - r width
+ *   sparse rows (rowptr nrows+1)  entries rowptr[r] .. rowptr[r + 1], entry k
+ *                                 at position p = pos[k] (increasing in a row)
+ *
+ *   eta_r = sum_k coef[k] x[offset[r] + p(k)],  nnz = nrows width or rowptr[nrows]. */
 typedef struct {
     size_t nrows, width;
     const size_t *offset;        /* nrows: the first latent each row reads */

@@ -9,10 +9,8 @@
 # a line when its change lands (the test fails while a listed file is
 # clean, so the list cannot go stale).
 #   infer/laplace.c: "--factor cholesky" (branch of the Laplace split)
-#   model/stack/latent_stack.c: "--metric prior" (branch i29-stacksplit)
 known_flag_files='
-src/infer/laplace.c
-src/model/stack/latent_stack.c'
+src/infer/laplace.c'
 
 begin "no string literal in the library names a command-line option or command"
 # Comments dropped, adjacent literals joined (so a flag split over two
