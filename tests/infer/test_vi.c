@@ -256,7 +256,7 @@ START_TEST(test_vi_grad_ssm)
 }
 END_TEST
 
-/* A stack with a damped periodic summand (stack.h, SQUARE-ROOT FORM) at
+/* A stack with a damped periodic summand (stack_sqrt.c, SQUARE-ROOT FORM) at
  * the default damping: vi takes its merged rows (D in double-double) and
  * the hyperparameters' gradient from q's moments (gmm_latent_prior_rows_rev_q:
  * a damped block's E_q[x'Qx] from tr(Q S) = n + tr(D S)); the rows of the

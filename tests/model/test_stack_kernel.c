@@ -1,5 +1,5 @@
 /* test_stack_kernel.c -- a kernel spec as a component of a stacked latent
- * (stack.h, KERNEL) against a dense Gaussian process written here from the
+ * (latent_stack.c, KERNEL) against a dense Gaussian process written here from the
  * kernels' closed forms (no code of the tool's kernels or SSM):
  *
  *   y = X beta + f(t) + u[g] + noise,   Cov f = K(t, t), u ~ N(0, sg I),

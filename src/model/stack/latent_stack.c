@@ -5,7 +5,84 @@
  * stack_comp.c (components), stack_order.c (joint order),
  * stack_assemble.c (Q and its reverse), stack_normaliser.c (what the
  * Gaussian likelihood needs beside Q), stack_whiten.c, stack_sqrt.c (the
- * square-root form), stack_predict.c (new rows). */
+ * square-root form), stack_predict.c (new rows); the joint order and band
+ * are derived in stack_order.c, the constraints of intrinsic components in
+ * stack_normaliser.c, the square-root form in stack_sqrt.c.
+ *
+ * COMPONENTS (variance = the component's "<name>.variance"):
+ *
+ *   IID    x_k ~ N(0, variance I) over nlevel levels.
+ *   RW1    Wiener process on the sorted distinct values t_0 < ... < t_{m-1}
+ *          of the index: x'Q x = sum_j (x_{j+1} - x_j)^2 / (variance dt_j),
+ *          dt_j = t_{j+1} - t_j.  m latents.  Intrinsic: constraint
+ *          sum_j x_j = 0.
+ *   RW2    integrated Wiener process, EXACT two-state form: a state (x_j,
+ *          x'_j) per level, transition F = [1 dt; 0 1], innovation
+ *          covariance variance [dt^3/3 dt^2/2; dt^2/2 dt] (its posterior mean
+ *          is the cubic smoothing spline).  2m latents (data read x_j);
+ *          bandwidth 3 on its own.  Chosen over the one-state approximation
+ *          of Lindgren & Rue (2008) because it is exact at any spacing for
+ *          the price of a doubled dimension.  Intrinsic (null space: lines
+ *          a + b t): constraints sum_j x_j = 0 and sum_j (t_j - tbar) x_j = 0.
+ *   CYCLIC RW1, RW2  (the term's cyclic) the walk on a circle of circumference
+ *          `period`: the values t_0 < ... < t_{m-1} are points on it and
+ *          the last is followed by the first, a wrap-around distance
+ *          d = period - (t_{m-1} - t_0) further on; the walk gains that
+ *          interval (RW1: (x_0 - x_{m-1})^2 / (variance d); RW2: the
+ *          integrated-Wiener transition over d from (x_{m-1}, x'_{m-1})
+ *          back to (x_0, x'_0)), so a seasonal effect is continuous (RW2:
+ *          with its derivative) from the last level to the first.  period
+ *          0: the default t_{m-1} - t_0 plus one mean spacing, i.e. the
+ *          levels 1..P of an evenly spaced index (week of the year 1..52:
+ *          period 52, week 52 one week before week 1).  An explicit
+ *          period > 0 reduces the values modulo it onto [t_min, t_min +
+ *          period), t_min the smallest value (week numbers 1..416 with
+ *          period 52: the levels 1..52, week 53 at week 1's);
+ *          gmm_latent_stack_wrap maps a new value the same way.
+ *          Sizes as the open walks; at least 3 distinct values.  The null
+ *          space is the constant alone (on a circle RW2's slope direction
+ *          x' = b gives b period = 0), so both carry the one constraint
+ *          sum_j x_j = 0.  The wrap's long edge leaves the band O(1): RCM
+ *          folds the cycle into a zigzag, twice the open walk's bandwidth
+ *          (RW1 2, RW2 6 on its own, whatever m).
+ *   BESAG  ICAR on a graph: variance * R*^-, R* = c R the SCALED Laplacian
+ *          (Sorbye & Rue 2014): per connected component, c makes the
+ *          geometric mean of the marginal variances of the sum-to-zero
+ *          constrained field 1.  One constraint per connected component of
+ *          two or more nodes; an isolated node (an island) is N(0, variance)
+ *          (Freni-Sterrantino et al. 2018).  nlevel = graph nodes.
+ *   BYM2   Riebler et al. (2016): b = sqrt(variance) (sqrt(1 - phi) v +
+ *          sqrt(phi) u), v ~ N(0, I), u the scaled BESAG field with unit
+ *          variance.  2m latents (b, u), data read b; parameters
+ *          "<name>.variance" and "<name>.phi" (0 < phi < 1).  Joint
+ *          precision [I/(s(1-phi)), -sqrt(phi/s)/(1-phi) I; ., R* +
+ *          phi/(1-phi) I], s = variance.  Constraints on u as BESAG.
+ *   GRAPH  a graph precision from gmrf.h's table (borrowed gmm_gmrf; its
+ *          parameters named "<name>.<gmrf parameter name>").  Proper.
+ *   KERNEL a stationary GP of the index values through its state-space
+ *          form (ssm.h, borrowed gmm_kernel): the d states at each distinct
+ *          value, their banded precision Q(theta) from gmm_ssm_prior (its
+ *          parameters named "<name>.<ssm parameter name>", e.g.
+ *          "f.t.0.matern32.variance"); a data row reads H x at its value's
+ *          state, H the kernel's observation row (only H's nonzero entries).
+ *          With the term's merge_tol > 0, values within merge_tol of the first
+ *          value of their group share its state (ssm.h, MODEL: a group's
+ *          first value is the smallest, the next group starts more than
+ *          merge_tol above it): near-ties closer than the spacing limit
+ *          (below) become one state.  Proper.  Q is nonlinear in theta,
+ *          so a factor of the joint precision inherits the SSM's spacing
+ *          limit (gmm_ssm_prior's GMM_EDOM: inputs closer, relative to a
+ *          lengthscale, than the Cholesky of the assembled precision
+ *          resolves).  A kernel with a
+ *          damped zero-noise factor (constant, cosine or periodic not
+ *          multiplied by a factor with process noise, kernel.h ZERO PROCESS
+ *          NOISE: precision entries ~ K / damp_rel) puts the whole stack in
+ *          the square-root form (stack_sqrt.c, SQUARE-ROOT FORM).
+ *
+ * MEMORY.  The band of Q holds (kl + 1) n doubles and the observation map
+ * nrows x width; either above `limit` bytes (0: GMM_GMRF_BAND_LIMIT) is
+ * GMM_ENOMEM with the bytes needed, before either is allocated.
+ */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>

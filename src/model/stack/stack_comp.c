@@ -155,7 +155,8 @@ double stack_wrap(double t0, double period, double t)
 }
 
 /* Cyclic with an explicit period: the values reduced onto [t_min, t_min +
- * period) (stack.h) into *out (nrows, the caller frees). */
+ * period) (latent_stack.c, COMPONENTS) into *out (nrows, the caller
+ * frees). */
 static gmm_status wrap_values(stack_comp *c, const double *value, size_t nrows, double period,
                               double **out)
 {
@@ -180,8 +181,8 @@ static gmm_status wrap_values(stack_comp *c, const double *value, size_t nrows, 
 }
 
 /* The wrap-around distance of a cyclic walk from the last value back to
- * the first (stack.h): period - (t_{m-1} - t_0), the period by default
- * range (m / (m - 1)): the wrap one mean spacing long. */
+ * the first (latent_stack.c, COMPONENTS): period - (t_{m-1} - t_0), the
+ * period by default range (m / (m - 1)): the wrap one mean spacing long. */
 static gmm_status wrap_distance(stack_comp *c, double period, double *d)
 {
     size_t m = c->m;

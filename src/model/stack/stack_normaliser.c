@@ -2,6 +2,22 @@
  * Gaussian likelihood beside Q: its bands on first use, the kernels'
  * rounding bound and, with constraints, the prior's normaliser.
  *
+ * INTRINSIC COMPONENTS.  Their prior is the limit of a proper GMRF
+ * conditioned on the constraints A x = 0: the Gaussian on {A x = 0} with
+ * precision Q there (covariance V (V'QV)^-1 V', V a basis of that
+ * subspace).  The normalising constant comes from the banded determinant
+ * of Q with the rows and columns of k pinned latents S removed (N_S
+ * invertible, N the null space of Q): det(V'QV) det(AA') = det(Q_-S)
+ * det(AN)^2 / det(N_S)^2.  gmm_latent_nconstr gives the number of
+ * constraints, gmm_latent_constraints and gmm_latent_constraint_pins A and
+ * S.  The exact Gaussian likelihood (gmm_latent_gaussian), the Laplace
+ * approximation (gmm_problem) and their gradients and posteriors condition
+ * on them (constr.h); the whitening (hence HMC) maps v onto the subspace:
+ * x = M L^^-T P_S v, M = I - N (AN)^-1 A the projection along Q's null
+ * space, L^ the Cholesky factor of Q with S pinned, P_S zeroing v_S (k
+ * coordinates of v the likelihood never reads, left N(0, 1)).  VI
+ * conditions its q on them (vi.h, CONSTRAINTS).
+ *
  * CONSTRAINED LIKELIHOOD.  With k constraints A x = 0, pinned latents S and
  * Q^ = Q with S's rows and columns replaced by the identity's (banded, PD:
  * N_S invertible), the prior's normaliser on the subspace is

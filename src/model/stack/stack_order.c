@@ -1,7 +1,16 @@
 /* stack_order.c -- the stacked latent's joint order (symbolic work, once
  * per model): reverse Cuthill-McKee (graph/rcm.c) over the graph whose
  * edges are the components' off-diagonal slots and the cliques of latents
- * each data row reads, so that Q + H'H/noise fits one band. */
+ * each data row reads, so that Q + H'H/noise fits one band.
+ *
+ * ORDER AND BAND.  The stacked vector (components one after another, each
+ * in its own local order) is permuted by reverse Cuthill-McKee over the
+ * union of the components' precision graphs and the data's graph (each
+ * data row joins the K latents it reads), so that Q is banded with lower
+ * bandwidth kl and each data row reads a window of width <= kl + 1 of the
+ * permuted vector (coefficients 1 at its K entries, 0 elsewhere; obs width
+ * = the widest such window).  An iid term alone adds no band; a factor
+ * crossed with a time series adds about the smaller of the two sizes. */
 #include "gmm/alloc.h"
 #include "../latent_impl.h"
 #include "stack_impl.h"

@@ -1,7 +1,27 @@
 /* stack_predict.c -- new rows of a stacked latent (stack.h): the latents a
  * row at new covariate values reads and with which weights (interpolation
  * along a walk, the kernel's conditional at a new time), its components'
- * levels, and the extra variance a new level brings. */
+ * levels, and the extra variance a new level brings.
+ *
+ * NEW ROWS.  A level or a data value of the index reads its latent (w = 1).
+ * A new IID level is its prior, eps ~ N(0, variance).  A new RW1/RW2 value
+ * is the process's conditional law given the walk at the data's values
+ * (Markov: given its neighbours alone): between two values, the Brownian
+ * bridge (RW1; mean weights d2/d, d1/d, variance variance d1 d2 / d) or the
+ * integrated Wiener bridge on the neighbours' states (x, x') (RW2); beyond
+ * the last value by d, x + N(0, variance d) (RW1) and x + d x' + N(0,
+ * variance d^3/3) (RW2), and before the first the same backwards (the
+ * intrinsic walk's initial state is flat, so its reversal is the same
+ * process).  A KERNEL's value between two data values reads the Markov
+ * bridge of its states (x(t) | x_l, x_r has precision Q1^-1 + A2' Q2^-1 A2,
+ * A_i = A(d_i), Q_i = Q(d_i), and f = H x(t)), beyond the last value the
+ * prior dynamics (H A(d) x_last, variance H Q(d) H'), before the first the
+ * stationary process's reversal (H Pinf A(d)' Pinf^-1 x_first, variance H
+ * (Pinf - Pinf A' Pinf^-1 A Pinf) H'), and a value within its merge_tol of
+ * a state (on either side) that state's reading, as a data value there was
+ * merged into it.  A cyclic walk's value is first reduced onto its circle
+ * (gmm_latent_stack_wrap), and one between the last value and the first
+ * bridges the wrap-around interval. */
 #include <math.h>
 #include <string.h>
 

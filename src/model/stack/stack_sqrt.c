@@ -1,7 +1,23 @@
 /* stack_sqrt.c -- the square-root form of a stacked latent with a damped
- * kernel (stack.h, SQUARE-ROOT FORM): its exact Gaussian likelihood and
- * the weighted smoothing of the Laplace approximation (latent.h), never
- * factorising the assembled precision.
+ * kernel (stack.h): its exact Gaussian likelihood and the weighted
+ * smoothing of the Laplace approximation (latent.h), never factorising
+ * the assembled precision.
+ *
+ * SQUARE-ROOT FORM.  With a damped kernel the joint posterior precision is
+ * folded from rows (the kernel's transition rows, the other components'
+ * Cholesky rows, the data's), never assembled: the exact Gaussian
+ * likelihood and the Laplace approximation's smoothing (latent.h, wls) take
+ * it, with their gradients, constraints included (the pins among the rows);
+ * a demodulated oscillator's rows h(t) vary with theta
+ * (gmm_latent_obs_varies), and so do new rows' (gmm_latent_stack_row).  The
+ * whitening is block diagonal: the other components' as in the assembled
+ * form (stack_whiten.c), each damped kernel's innovations form.  The
+ * prior's square root is the merged rows, one per latent, the pins among
+ * them with constraints (gmm_latent_prior_rows, gmm_latent_prior_rows_pins;
+ * VI), with the reverse from q's moments (gmm_latent_prior_rows_rev_q).
+ * The assembled prior (gmm_latent_prior, hence the Laplace map) and
+ * gmm_latent_stack_logdet refuse it with GMM_EINVAL and the reason
+ * (gmm_latent_assembled says so beforehand).
  *
  * ROWS.  A damped zero-noise factor's precision has entries ~ 1 / (p damp
  * dt) (kernel.h, ZERO PROCESS NOISE): beside the other components and the

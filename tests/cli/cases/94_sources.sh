@@ -17,7 +17,6 @@ include/gmm/draws.h preamble
 include/gmm/laplace.h preamble
 include/gmm/latent.h preamble
 include/gmm/problem.h preamble
-include/gmm/stack.h preamble
 include/gmm/vi.h preamble
 src/infer/vi.c measurement'
 
