@@ -1,28 +1,10 @@
 /* latent.h -- a latent Gaussian Markov field x ~ N(0, Q(theta)^-1) with a
  * banded precision, observed through a sparse linear map f = H x: the one
- * type that state-space models (ssm.h) and graph GMRFs (gmrf.h) implement
- * and that likelihoods, the Laplace approximation, HMC and VI use without
- * telling the families apart.
- *
- *   n        latent dimension (graph: one per node in RCM order; state-space:
- *            the K d stacked states)
- *   kl       lower bandwidth of Q
- *   nrows    data rows; row r reads width latents from offset[r] with
- *            coefficients h_r (graph: width 1, h = 1; state-space: width d,
- *            h_r = H, or h(t_r) for demodulated kernels, varying with theta)
- *   theta    nparam named parameters, each > 0 (or >= 0 where zero_ok;
- *            in (0, 1) where unit)
- *
- * gmm_latent_prior leaves state in the object that gmm_latent_prior_rev
- * reads: call them as a pair with no other call on the object in between.
- * Objects are not thread-safe; one per thread.
- *
- * INTRINSIC PRIORS (random walks, Besag: stack.h) have a rank-deficient Q
- * and gmm_latent_nconstr > 0 linear constraints A x = 0 on which the prior
- * is proper; the exact Gaussian likelihood, the Laplace approximation,
- * the whitening (x = W v lies on the subspace) and VI (q conditioned on
- * them, vi.h) condition on them.
- */
+ * type that state-space models (ssm.h), graph GMRFs (gmrf.h) and stacked
+ * latents (stack.h) implement, and that likelihoods, the Laplace
+ * approximation, HMC and VI use without telling the families apart.
+ * Objects are not thread-safe: one per thread.  Design (the terms, the
+ * intrinsic priors, why VI takes square-root rows): src/model/latent.c. */
 #ifndef GMM_LATENT_H
 #define GMM_LATENT_H
 
@@ -55,11 +37,14 @@ gmm_ssm *gmm_latent_ssm(const gmm_latent *l);
 
 /* "state-space" or "graph" (for messages and model files). */
 const char *gmm_latent_family(const gmm_latent *l);
+/* The latent dimension n and Q's lower bandwidth kl. */
 size_t gmm_latent_dim(const gmm_latent *l);
 size_t gmm_latent_bandwidth(const gmm_latent *l);
 /* Bandwidth of a posterior covariance band that gmm_latent_predict_at and
  * gmm_latent_predict_rows need (>= gmm_latent_bandwidth). */
 size_t gmm_latent_cov_bandwidth(const gmm_latent *l);
+/* The number of data rows and of linear constraints A x = 0 (0 for a
+ * proper prior; an intrinsic prior is proper on {A x = 0}). */
 size_t gmm_latent_nrows(const gmm_latent *l);
 size_t gmm_latent_nconstr(const gmm_latent *l);
 /* The constraints A x = 0: nconstr rows of n, row-major, owned by l (NULL
@@ -70,6 +55,8 @@ const double *gmm_latent_constraints(const gmm_latent *l);
 /* nconstr latents S whose values, given the rest, fix the null space of Q
  * (N_S invertible, constr.h), owned by l (NULL when none). */
 const size_t *gmm_latent_constraint_pins(const gmm_latent *l);
+/* theta's nparam named parameters (names owned by l), each > 0 unless
+ * zero_ok or unit below says otherwise. */
 size_t gmm_latent_nparam(const gmm_latent *l);
 const char *gmm_latent_param_name(const gmm_latent *l, size_t i);
 /* Starting values (the spec's values or defaults); nparam entries. */
@@ -84,6 +71,9 @@ gmm_status gmm_latent_theta_check(const gmm_latent *l, const double *theta);
 
 /* ---- observation map ------------------------------------------------------ */
 
+/* Data row r reads width latents from offset[r] with coefficients h_r
+ * (graph: width 1, h = 1; state-space: width d, h_r = H, or h(t_r) for a
+ * demodulated kernel, varying with theta). */
 size_t gmm_latent_obs_width(const gmm_latent *l);
 /* First latent read by each data row (nrows, owned by l). */
 const size_t *gmm_latent_obs_offset(const gmm_latent *l);
@@ -96,13 +86,12 @@ int gmm_latent_obs_varies(const gmm_latent *l);
 gmm_status gmm_latent_obs_coef(gmm_latent *l, const double *theta, double *coef);
 gmm_status gmm_latent_obs_coef_rev(gmm_latent *l, const double *theta, const double *coefbar,
                                    double *thetabar);
-/* The map's nonzero pattern.  Rows of a stacked latent read a few latents
- * spread over a window of up to bandwidth + 1: such a latent keeps only
- * those, nnz in all, row r's entries rowptr[r] .. rowptr[r + 1] (rowptr:
- * nrows + 1) reading latents offset[r] + pos[k] (pos: nnz, increasing within
- * a row); both owned by l.  rowptr and pos are NULL for dense windows (nnz =
- * nrows width, entry k = r width + a reading offset[r] + a).  Sparse maps
- * have constant coefficients (gmm_latent_obs_varies 0). */
+/* The map's nonzero pattern: nnz entries, row r's rowptr[r] ..
+ * rowptr[r + 1] - 1 (rowptr: nrows + 1) reading latents offset[r] + pos[k]
+ * (pos increasing within a row); both owned by l.  rowptr and pos are NULL
+ * for dense windows (nnz = nrows width, entry k = r width + a reading
+ * offset[r] + a).  Sparse maps (a stacked latent's rows, a few latents in a
+ * window of up to kl + 1) have constant coefficients. */
 size_t gmm_latent_obs_nnz(const gmm_latent *l);
 const size_t *gmm_latent_obs_rowptr(const gmm_latent *l);
 const size_t *gmm_latent_obs_pos(const gmm_latent *l);
@@ -124,35 +113,28 @@ gmm_status gmm_latent_obs_values(gmm_latent *l, const double *theta, double *val
  * domain, state-space inputs below the accuracy limit), GMM_ENOTPD, GMM_EDIM.
  * O(n kl) for graphs, O(n d^2 + intervals d^3) for state-space models. */
 gmm_status gmm_latent_prior(gmm_latent *l, const double *theta, gmm_band *Q, double *logdet);
-/* Reverse mode of the last gmm_latent_prior: thetabar (nparam) += sum over
- * stored (i, j) of Qbar(i, j) dQ_stored(i, j)/dtheta (band.h's symmetric
- * convention) + logdetbar dlog|Q|/dtheta.  logdetbar must be 0 when that
- * call returned logdet NAN (GMM_EINVAL otherwise). */
+/* Reverse mode of the last gmm_latent_prior, with no other call on l in
+ * between (it reads the state that call left): thetabar (nparam) += sum
+ * over stored (i, j) of Qbar(i, j) dQ_stored(i, j)/dtheta (band.h's
+ * symmetric convention) + logdetbar dlog|Q|/dtheta.  logdetbar must be 0
+ * when that call returned logdet NAN (GMM_EINVAL otherwise). */
 gmm_status gmm_latent_prior_rev(gmm_latent *l, const gmm_band *Qbar, double logdetbar,
                                 double *thetabar);
 
 /* ---- square root of the prior (for VI) ------------------------------------- */
 
-/* Rows of a square root G of the prior precision, Q = G'G, in the order
- * marglik.h's gmm_prior_rows documents (row i: w_i <= kl + 1 entries from
- * column first_i, first_i nondecreasing), kl = gmm_latent_bandwidth.
- * Variational inference takes these instead of the assembled Q to keep its
- * digits when inputs are close relative to a lengthscale (Q's entries then
- * dwarf the information they carry; the rows never form Q).
- * State-space models: the transition rows C0 x_0, C_k (x_{k+1} - A_k x_k)
- * (gmm_ssm_prior_rows: G is the inverse of the whitening map, exact at any
- * spacing, no GMM_EDOM for close inputs).  Graphs have no natural square
- * root: GMM_EINVAL (factorise gmm_latent_prior's Q instead).
- *
- * gmm_latent_prior_rows fills G at theta (nrows = gmm_latent_prior_nrows;
- * the callback's ctx is owned by l; the rows may be read in any order, any
- * number of times, until the next call on l other than
- * gmm_latent_prior_rows_rev and _rev_moments) and log|Q| into *logdet (may
- * be NULL).  The
- * first call allocates the reverse mode's workspace.  Ends a
+/* Rows of a square root G of the prior precision, Q = G'G, at theta into
+ * *G, in the order marglik.h's gmm_prior_rows documents (row i: w_i <= kl +
+ * 1 entries from column first_i, first_i nondecreasing; nrows =
+ * gmm_latent_prior_nrows), and log|Q| into *logdet (may be NULL).  The
+ * callback's ctx is owned by l; the rows may be read in any order, any
+ * number of times, until the next call on l other than the _rev functions.
+ * State-space: the transition rows (gmm_ssm_prior_rows); a stack in the
+ * square-root form: its merged rows (stack.h); graphs: none.  The first
+ * call allocates the reverse mode's workspace; ends a
  * gmm_latent_prior/_prior_rev pair.  Errors: GMM_EINVAL (NULL, no square
- * root), GMM_EDOM (theta), GMM_ENOTPD, GMM_ENOMEM.  State-space: O(intervals
- * d^3), then O(kl) per row. */
+ * root), GMM_EDOM (theta), GMM_ENOTPD, GMM_ENOMEM.  State-space:
+ * O(intervals d^3), then O(kl) per row. */
 gmm_status gmm_latent_prior_rows(gmm_latent *l, const double *theta, gmm_prior_rows *G,
                                  double *logdet);
 /* Reverse mode at the theta of the last gmm_latent_prior_rows on l, which
@@ -177,30 +159,26 @@ gmm_status gmm_latent_prior_rows_rev(gmm_latent *l, const double *Gbar, double l
  * gmm_latent_prior_segment rows (v_t = G_t x, segments t = 0 ..
  * nrows / s - 1) the moments Svv_t = E[v_t v_t'] and Svx_t = E[v_t
  * x_{t-1}'] (latents (t - 1) s .. t s - 1; t >= 1), s x s row-major at
- * Svv + t s^2 and Svx + t s^2 (gmm_ssm_prior_rows_rev_moments).  The
- * moments are of order 1 where G's entries grow like (l/dt)^(nu + 1/2):
- * a gradient chained through them keeps its digits at close inputs, one
- * chained through Gbar does not.  Errors as gmm_latent_prior_rows_rev.
- * O(intervals (d^3 + nparam d^2)). */
+ * Svv + t s^2 and Svx + t s^2 (gmm_ssm_prior_rows_rev_moments).  Errors as
+ * gmm_latent_prior_rows_rev.  O(intervals (d^3 + nparam d^2)). */
 gmm_status gmm_latent_prior_rows_rev_moments(gmm_latent *l, const double *Svv,
                                              const double *Svx, double *thetabar);
-/* Reverse mode from q's moments rather than the rows' (a stacked latent in
- * the square-root form, stack.h; gmm_latent_has_rows_rev_q says which),
- * at the theta of the last successful gmm_latent_prior_rows:
- *
- *   thetabar (nparam) += d/dtheta E_q[log N(x | 0, Q(theta)^-1)],
- *
- * q = N(m, (L L')^-1) with S (SYMMETRIC, bandwidth >= D's) its
- * covariance's band and D = Q - L L' on D's band (bandwidth >= the
- * latent's), both at that theta: where Q's entries dwarf q's information,
- * E_q[x'Qx] on a block whose precision scales with one parameter is taken
- * from tr(Q S) = n + tr(D S) there, never from Q's entries.  Errors:
- * GMM_EINVAL (NULL, no such reverse, no prior_rows before). */
+/* Nonzero when l has gmm_latent_prior_rows_rev_q (a stack in the
+ * square-root form, stack.h). */
 int gmm_latent_has_rows_rev_q(const gmm_latent *l);
 /* With constraints, the last gmm_latent_prior_rows' rows may hold pins: G'G
  * = Q + tau E_S E_S' (S: gmm_latent_constraint_pins), tau returned here (0:
  * none), so that a caller takes D = G'G - tau E_S E_S' - L L'. */
 double gmm_latent_prior_rows_pins(const gmm_latent *l);
+/* Reverse mode from q's moments rather than the rows', at the theta of the
+ * last successful gmm_latent_prior_rows:
+ *
+ *   thetabar (nparam) += d/dtheta E_q[log N(x | 0, Q(theta)^-1)],
+ *
+ * q = N(m, (L L')^-1) with S (SYMMETRIC, bandwidth >= D's) its
+ * covariance's band and D = Q - L L' on D's band (bandwidth >= the
+ * latent's), both at that theta.  Errors: GMM_EINVAL (NULL, no such
+ * reverse, no prior_rows before). */
 gmm_status gmm_latent_prior_rows_rev_q(gmm_latent *l, const gmm_band *S, const double *m,
                                        const gmm_band *D, double *thetabar);
 /* Rows of the square root (state-space: N = gmm_latent_dim), 0 for a
@@ -256,30 +234,35 @@ const char *gmm_latent_factorisation(const gmm_latent *l, double *bound);
 
 /* The Newton step of the Laplace approximation as a Gaussian smoothing
  * problem y_r ~ N(f_r, 1 / wt_r) solved from the square root of the prior
- * (state-space: gmm_ssm_wls and the functions after it, ssm.h, WEIGHTED
- * SMOOTHING; arrays over the nrows data rows, y NAN where unobserved).
- * gmm_latent_wls_rows: whether the family takes that form at theta (its
- * --factor rule; observations of total weight obs_prec); 0 for a family
- * without one (graphs).  gmm_latent_wls with theta NULL: the last call's
- * (as gmm_ssm_wls).
- * gmm_latent_wls_rowcov, after gmm_latent_wls_adjoint, for rows that vary
- * with theta (gmm_latent_obs_varies): the adjoint's zeta (n) and (Sigma
- * h_r) at each entry of row r, laid out as gmm_latent_obs_values (0 where
- * r is unobserved), Sigma the smoothing's posterior covariance (the Laplace
- * gradient in the rows' coefficients).  The others: GMM_EINVAL for a family
- * without one. */
+ * (arrays over the nrows data rows, y NAN where unobserved).  Each function
+ * is its family's (state-space: gmm_ssm_wls_rows .. gmm_ssm_wls_rowcov,
+ * ssm.h, WEIGHTED SMOOTHING, which state the contracts); a family without
+ * the form returns GMM_EINVAL. */
 /* Nonzero when the family has the weighted smoothing below. */
 int gmm_latent_has_wls(const gmm_latent *l);
 /* Zero for a latent whose prior exists only in the square-root form (a
  * stack with a damped kernel, stack.h): gmm_latent_prior refuses it, so
  * does everything built on P's Cholesky (the Laplace map, its draws). */
 int gmm_latent_assembled(const gmm_latent *l);
+/* Whether the family takes the square-root form at theta (by its
+ * factorisation rule, observations of total weight obs_prec) into *rows; 0
+ * for a family without one (graphs). */
 gmm_status gmm_latent_wls_rows(gmm_latent *l, const double *theta, double obs_prec, int *rows);
+/* The weighted log likelihood and posterior mean (n, or NULL); theta NULL:
+ * the last call's; record: keep the fold for the calls below. */
 gmm_status gmm_latent_wls(gmm_latent *l, const double *theta, const double *y, const double *wt,
                           int record, double *loglik, double *mean);
+/* x' Q x at the last gmm_latent_wls's theta, without assembling Q. */
 gmm_status gmm_latent_wls_quad(gmm_latent *l, const double *x, double *q);
+/* After a recorded gmm_latent_wls: the posterior variance of each observed
+ * f_r (NAN elsewhere). */
 gmm_status gmm_latent_wls_var(gmm_latent *l, double *fvar);
+/* Then: zeta = P^-1 sum_r rw_r h_r, u_r = h_r' zeta, and thetabar += the
+ * gradient at fixed data and weights plus the Laplace implicit term. */
 gmm_status gmm_latent_wls_adjoint(gmm_latent *l, const double *rw, double *u, double *thetabar);
+/* Then, for rows that vary with theta (gmm_latent_obs_varies): the
+ * adjoint's zeta (n) and Sigma h_r at each entry of row r, laid out as
+ * gmm_latent_obs_values (0 where r is unobserved). */
 gmm_status gmm_latent_wls_rowcov(gmm_latent *l, double *zeta, double *sh);
 
 /* ---- prediction from a Gaussian posterior of x ---------------------------- */
@@ -303,18 +286,16 @@ size_t gmm_latent_node_index(const gmm_latent *l, size_t v);
 
 /* ---- whitening (for HMC and VI) ------------------------------------------- */
 
-/* x = W(theta) v with v ~ N(0, I) giving x ~ N(0, Q^-1), and x = W v, its
- * transpose u = W' g and their reverse modes in theta.  Graphs: W = L_Q^-T,
- * L_Q L_Q' = Q (one banded solve); state-space: the innovations form x_0 =
- * chol(Pinf) v_0, x_{k+1} = A_k x_k + chol(Q_k) v_{k+1}, exact at any
- * spacing (gmm_ssm_whiten).  Call gmm_latent_whiten_setup(theta) first (it
- * factorises Q, graphs, or the d x d blocks, state-space; the first call
- * allocates the workspace); the others then use that theta, whatever other
- * calls on l come in between (but the setup and whiten_rev end a
- * gmm_latent_prior/_prior_rev pair).  Vectors have n entries; v and x (g
- * and u) may be the same array.  Errors: setup as gmm_latent_prior
- * (GMM_EDOM, GMM_ENOTPD) and GMM_ENOMEM; the others GMM_EINVAL without a
- * successful setup.  O(n kl) per whiten and whiten_t after the setup. */
+/* x = W(theta) v with v ~ N(0, I) giving x ~ N(0, Q^-1) (on {A x = 0} with
+ * constraints), its transpose u = W' g and their reverse modes in theta;
+ * the maps per family: latent.c, WHITENING.  Call gmm_latent_whiten_setup
+ * at theta first (the first call allocates the workspace); the others then
+ * use that theta, whatever other calls on l come in between (but the setup
+ * and whiten_rev end a gmm_latent_prior/_prior_rev pair).  Vectors have n
+ * entries; v and x (g and u) may be the same array.  Errors: setup as
+ * gmm_latent_prior (GMM_EDOM, GMM_ENOTPD) and GMM_ENOMEM; the others
+ * GMM_EINVAL without a successful setup.  O(n kl) per whiten and whiten_t
+ * after the setup. */
 gmm_status gmm_latent_whiten_setup(gmm_latent *l, const double *theta);
 gmm_status gmm_latent_whiten(gmm_latent *l, const double *v, double *x);
 gmm_status gmm_latent_whiten_t(gmm_latent *l, const double *g, double *u);
@@ -322,14 +303,11 @@ gmm_status gmm_latent_whiten_t(gmm_latent *l, const double *g, double *u);
  * x and v must not alias.  O(n kl). */
 gmm_status gmm_latent_unwhiten(gmm_latent *l, const double *x, double *v);
 /* thetabar (nparam) += d(xbar . W(theta) v)/dtheta.  v NULL: the v of the
- * last gmm_latent_whiten since the setup, xbar NULL: the g of the last
- * gmm_latent_whiten_t since the setup -- their work is reused rather than
- * repeated (graphs: the triangular solves for x and for W' xbar, the
- * latter's sums in another order than the reverse's own solve, so equal to
- * rounding; state-space: the forward recursion and the adjoint's, to the
- * bit); GMM_EINVAL when that call was not made.  Graphs O(n kl^2) (the
- * Cholesky's reverse mode); state-space O(n kl + intervals (d^3 + nparam
- * d^2)) (the kernel's reverse mode per interval group). */
+ * last gmm_latent_whiten since the setup; xbar NULL: the g of the last
+ * gmm_latent_whiten_t since the setup (their work reused; graphs: equal to
+ * rounding, state-space: to the bit); GMM_EINVAL when that call was not
+ * made.  Graphs O(n kl^2); state-space O(n kl + intervals (d^3 + nparam
+ * d^2)). */
 gmm_status gmm_latent_whiten_rev(gmm_latent *l, const double *v, const double *xbar,
                                  double *thetabar);
 

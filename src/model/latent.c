@@ -1,5 +1,53 @@
 /* latent.c -- the family-independent part of latent.h: accessors, checks,
- * prediction at data rows, dispatch to the family's methods. */
+ * prediction at data rows, dispatch to the family's methods.
+ *
+ * TERMS.
+ *   n        latent dimension (graph: one per node in RCM order; state-space:
+ *            the K d stacked states; stack: the components' latents, stack.h)
+ *   kl       lower bandwidth of Q
+ *   nrows    data rows; row r reads width latents from offset[r] with
+ *            coefficients h_r (graph: width 1, h = 1; state-space: width d,
+ *            h_r = H, or h(t_r) for demodulated kernels, varying with theta)
+ *   theta    nparam named parameters, each > 0 (or >= 0 where zero_ok;
+ *            in (0, 1) where unit)
+ *
+ * gmm_latent_prior leaves state in the object that gmm_latent_prior_rev
+ * reads, hence the pair with no other call on the object in between.
+ *
+ * INTRINSIC PRIORS (random walks, Besag: stack.h) have a rank-deficient Q
+ * and gmm_latent_nconstr > 0 linear constraints A x = 0 on which the prior
+ * is proper; the exact Gaussian likelihood, the Laplace approximation,
+ * the whitening (x = W v lies on the subspace) and VI (q conditioned on
+ * them, vi.h) condition on them.
+ *
+ * SQUARE-ROOT ROWS (gmm_latent_prior_rows).  Variational inference takes
+ * the rows of G, Q = G'G, instead of the assembled Q to keep its digits
+ * when inputs are close relative to a lengthscale (Q's entries then dwarf
+ * the information they carry; the rows never form Q).  State-space models:
+ * the transition rows C0 x_0, C_k (x_{k+1} - A_k x_k) (gmm_ssm_prior_rows:
+ * G is the inverse of the whitening map, exact at any spacing, no GMM_EDOM
+ * for close inputs).  Graphs have no natural square root: their callers
+ * factorise gmm_latent_prior's Q instead.  The moments' reverse
+ * (gmm_latent_prior_rows_rev_moments) exists because the moments are of
+ * order 1 where G's entries grow like (l/dt)^(nu + 1/2): a gradient chained
+ * through them keeps its digits at close inputs, one chained through Gbar
+ * does not.  The reverse from q's moments (gmm_latent_prior_rows_rev_q)
+ * goes further for a stack in the square-root form: where Q's entries
+ * dwarf q's information, E_q[x'Qx] on a block whose precision scales with
+ * one parameter is taken from tr(Q S) = n + tr(D S) there, never from Q's
+ * entries.
+ *
+ * WHITENING.  Graphs: W = L_Q^-T, L_Q L_Q' = Q (the setup factorises Q,
+ * one banded solve per whiten); state-space: the innovations form x_0 =
+ * chol(Pinf) v_0, x_{k+1} = A_k x_k + chol(Q_k) v_{k+1}, exact at any
+ * spacing (gmm_ssm_whiten; the setup factorises the d x d blocks); stacks:
+ * stack_whiten.c.  gmm_latent_whiten_rev with v or xbar NULL reuses the
+ * last whiten's or whiten_t's work rather than repeating it: graphs the
+ * triangular solves for x and for W' xbar, the latter's sums in another
+ * order than the reverse's own solve, so equal to rounding; state-space
+ * the forward recursion and the adjoint's, to the bit.  Its cost: graphs
+ * the Cholesky's reverse mode, state-space the kernel's reverse mode per
+ * interval group. */
 #include "latent_impl.h"
 
 #include <math.h>

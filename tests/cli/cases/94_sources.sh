@@ -15,7 +15,6 @@ max_preamble=8
 known_exceptions='
 include/gmm/draws.h preamble
 include/gmm/laplace.h preamble
-include/gmm/latent.h preamble
 include/gmm/problem.h preamble
 include/gmm/vi.h preamble
 src/infer/vi.c measurement'
