@@ -1,44 +1,9 @@
-/* draws.h -- MCMC draws read from one or more CSV files into chains x
- * iterations per variable, the layout summary.h takes.
- *
- * A draws file is what `posterior::as_draws_df()` accepts and what a
- * sampler writes (CmdStanR's draws_df, gmm-infer's samplers): a header row
- *
- *   .chain,.iteration,.draw,lp__,accept_stat__,stepsize__,...,mu,f[1],...
- *
- * then one row per draw.  Columns:
- *   .chain       required; a positive integer chain id;
- *   .iteration, .draw   optional and ignored: as posterior does, a chain's
- *                draws are taken in the order of its rows;
- *   NAME__       sampler diagnostics (accept_stat__, treedepth__, ...):
- *                skipped, except lp__, which is a variable as in posterior;
- *   anything else   a variable, in the first file's column order.
- * Cells are numbers or missing (empty, NA, NaN: kept as NAN, so a summary
- * of that variable is NA as in posterior).
- *
- * CmdStan's output CSV (`hmc --format cmdstan`, CmdStan's own sampler) is
- * read as it is: a file without .chain but with lp__ is one chain, its id
- * the file's `# id = N` comment line or else (also for CmdStan's "id = 1
- * (Default)" of separate runs) its position among the files (1, 2, ...);
- * comment lines ('#' in column 1) are skipped wherever they are
- * (configuration, adaptation, timing); with `save_warmup` on, the first
- * ceil(num_warmup / thin) rows, the warm-up's, are dropped (as CmdStanPy
- * does); Stan's names NAME.I.J read as
- * NAME[I,J] (f.3 -> f[3], log_lik.3 -> log_lik[3]), and a name that hmc
- * made of a parameter's (0_matern32_variance) as that parameter's
- * (0.matern32.variance) when the files' sidecar (gmm_draws_sidecar)
- * records it.  On a graph, CmdStan's f.K is the K-th node, not node "K":
- * `stan` tells the two apart.  All files must be of one of the two kinds.
- *
- * Several files merge by chain: the chains of every file, each chain whole
- * in one file (a chain id in two files, or a file given twice, is an error
- * naming both), ordered by chain id -- so the same chains split over
- * several files give the same draws, bit for bit.  Every file must hold
- * the same variables (in any column order).  All chains must have the same
- * number of draws: posterior cannot form a draws array otherwise, and
- * neither truncates nor pads, so this is an error too, naming the shortest
- * and longest chains.
- */
+/* draws.h -- MCMC draws: read from one or more CSV files (posterior's
+ * draws_df layout or CmdStan's output CSV) into chains x iterations per
+ * variable, the layout summary.h takes; written in the same two layouts a
+ * row at a time; and the identity of the model that made them, recorded in
+ * the files' sidecar.  The layouts and how files merge: src/io/draws.c;
+ * the columns written: draws_write.c; the "origin" record: draws_origin.c. */
 #ifndef GMM_DRAWS_H
 #define GMM_DRAWS_H
 
@@ -58,41 +23,27 @@ typedef struct {
 } gmm_draws;
 
 /* Read and merge npath >= 1 files ("-" = stdin, once) into *out (freed
- * with gmm_draws_free; NULL on failure).  Errors (GMM_EPARSE unless said)
- * name the file and, for a cell, the line and column: the table reader's
- * (GMM_EIO for an unreadable file); "file: no column '.chain' (...) (nor
- * lp__: not CmdStan's CSV either)"; "b.csv: CmdStan's CSV (no column
- * .chain), a.csv is a draws_df CSV: give files of one format"; "file:
- * save_warmup with num_warmup = W, thin = T: K warm-up rows, but the file
- * has N";
- * "file: no variables (only .chain/.iteration/.draw and sampler columns
- * ending in __)"; "file: no draws"; "file:L: column '.chain': 'x' is not a
- * positive integer"; "file:L: column 'mu': 'abc' is not a number";
- * "b.csv: no column 'mu' (a.csv has it)" and "b.csv: column 'nu' is not in
- * a.csv"; "b.csv:L: chain 2 is also in a.csv"; "chains of different
- * lengths: chain 3 has 150 draws (b.csv), chain 1 has 200 (a.csv)".
- * GMM_EINVAL for NULL arguments or npath 0; GMM_ENOMEM.  Reads one file
- * at a time: memory is the draws plus one file's text. */
+ * with gmm_draws_free; NULL on failure), every file of one layout, the
+ * chains ordered by id.  Errors: GMM_EPARSE with a message naming the file
+ * and, for a cell, the line and column (no chain column nor lp__, mixed
+ * layouts, warm-up rows missing, no variables or no draws, a cell not a
+ * number, a variable missing from one file, a chain in two files, chains
+ * of different lengths: draws.c lists the messages); GMM_EIO (a file
+ * unreadable); GMM_EINVAL (NULL, npath 0); GMM_ENOMEM.  Memory: the draws
+ * plus one file's text. */
 gmm_status gmm_draws_read(const char *const *paths, size_t npath, gmm_draws **out);
 void gmm_draws_free(gmm_draws *d); /* NULL-safe */
 
 /* The draws of variable v: nchain x niter, chain-major. */
 const double *gmm_draws_variable(const gmm_draws *d, size_t v);
 
-/* ---- writing draws (draws_write.c) ----------------------------------------
- *
- * The two layouts the reader above takes, as a sampler writes them: the
- * draws data frame (one file, every chain) and CmdStan's output CSV (one
- * file per chain, gmm_draws_chain_path).  The columns, after the sampler's
- * lp__,accept_stat__,stepsize__,treedepth__,n_leapfrog__,divergent__,energy__:
- * the sampled parameters, f at the kept sites, the states x, the
- * log-likelihoods of data rows.  A draws data frame leads with
- * .chain,.iteration,.draw and names f[LABEL], x[i], log_lik[row]; CmdStan's
- * names are f.K (K the site's 1-based position), x.i, log_lik.row, and a
- * parameter's name with every character other than a letter, digit or '_'
- * as '_' (0.matern32.variance -> 0_matern32_variance; a '.' there would
- * separate indices).  Numbers are %.17g (gmm_fmt_g17).  Nothing here
- * checks the stream: the caller looks at ferror. */
+/* ---- writing draws (draws_write.c) ---------------------------------------- */
+
+/* The columns a sampler writes, in this order after its diagnostics
+ * (lp__, ..., energy__): the sampled parameters, f at the kept sites, the
+ * states x, the log-likelihoods of data rows (names: draws_write.c).
+ * Writers print numbers as %.17g and leave the stream's errors to the
+ * caller (ferror). */
 typedef struct {
     int cmdstan;                    /* 1: CmdStan's layout, 0: draws data frame */
     size_t nparam;
@@ -114,11 +65,8 @@ void gmm_draws_write_row(FILE *f, int cmdstan, uint64_t chain, size_t iteration,
                          const double *row, size_t ncol);
 
 /* What a CmdStan file says of its chain before the header, as '#' comment
- * lines with CmdStan's keys (method = sample, adapt, hmc/nuts or static,
- * metric = diag_e, id, data, random, output), then what f.i and the
- * inverse metric are: "f.i: the linear predictor at SITE_NOUN i; the
- * inverse metric is the sampler's, on METRIC_SPACE, not on f" (each '\n'
- * of metric_space starts a new comment line). */
+ * lines with CmdStan's keys, then what f.i and the inverse metric are
+ * (each '\n' of metric_space starts a new comment line; draws_write.c). */
 typedef struct {
     const char *model_file;         /* NULL: none */
     const char *data_file;          /* NULL: "" */
@@ -147,25 +95,14 @@ void gmm_draws_write_cmdstan_times(FILE *f, double warmup_seconds, double sampli
  * memory. */
 char *gmm_draws_chain_path(const char *path, uint64_t id);
 
-/* ---- the model draws belong to (draws_origin.c) --------------------------
- *
- * Draws of f or of the latent states mean something only under the model
- * that made them.  A sampler records what identifies that model as
- * "origin" in the draws file's sidecar FILE.json, and a command reading
- * draws with a model compares it with its own:
- *
- *   "origin": {
- *     "model_file": "/abs/m.json" | null,   (null: built from options)
- *     "model_digest": "fnv1a64:<16 hex>" | null,   (of the file's bytes)
- *     "likelihood": "poisson", "latent": "state-space" | "graph",
- *     "latent_size": n, "rows": data rows,
- *     "sites_digest": "fnv1a64:...",   (the inputs' bits, or the node labels)
- *     "data_digest": "fnv1a64:...",    (outcomes, exposures, centre)
- *     "parameters": {"NAME": value when fixed, "sampled" when sampled}
- *   }
- *
- * The digest is 64-bit FNV-1a: it tells files apart, it is no protection
- * against a forger. */
+/* ---- the model draws belong to (draws_origin.c) -------------------------- */
+
+/* Draws of f or of the latent states mean something only under the model
+ * that made them: a sampler records that model's identity as "origin" in
+ * the draws file's sidecar FILE.json (its fields: draws_origin.c), and a
+ * reader of draws with a model compares it with its own.  Digests are
+ * 64-bit FNV-1a: they tell files apart, they are no protection against a
+ * forger. */
 
 /* A running digest: init, then add bytes. */
 void gmm_digest_init(uint64_t *h);
@@ -198,9 +135,9 @@ gmm_status gmm_draws_origin_json(const gmm_draws_origin *o, json_t **out);
  * frees it), or *side = NULL when it has none ("-", no file): PATH.json,
  * else, for a CmdStan chain file PREFIX_ID.csv (or PREFIX_ID.csv.partial),
  * the set's PREFIX.csv.json or PREFIX.json (PREFIX.csv.partial.json,
- * PREFIX.partial.json) whose "format" is "cmdstan" -- where hmc --format
- * cmdstan -o PREFIX.csv or -o PREFIX writes it.  GMM_EIO when a candidate
- * exists but cannot be opened, GMM_ENOMEM. */
+ * PREFIX.partial.json) whose "format" is "cmdstan" -- where a CmdStan set
+ * of chains written to PREFIX.csv or PREFIX keeps it.  GMM_EIO when a
+ * candidate exists but cannot be opened, GMM_ENOMEM. */
 gmm_status gmm_draws_sidecar(const char *path, char **side);
 
 /* The "origin" of draws file `path`'s sidecar (gmm_draws_sidecar) into *out

@@ -9,6 +9,56 @@
  * the next file.  When every file is in, the chunks are sorted by chain id
  * (then file, so a clash names the earlier file first), checked for clashes
  * and equal lengths, and copied into one array.
+ *
+ * DRAWS FILES.  A draws file is what `posterior::as_draws_df()` accepts and
+ * what a sampler writes (CmdStanR's draws_df, draws_write.c): a header row
+ *
+ *   .chain,.iteration,.draw,lp__,accept_stat__,stepsize__,...,mu,f[1],...
+ *
+ * then one row per draw.  Columns:
+ *   .chain       required; a positive integer chain id;
+ *   .iteration, .draw   optional and ignored: as posterior does, a chain's
+ *                draws are taken in the order of its rows;
+ *   NAME__       sampler diagnostics (accept_stat__, treedepth__, ...):
+ *                skipped, except lp__, which is a variable as in posterior;
+ *   anything else   a variable, in the first file's column order.
+ * Cells are numbers or missing (empty, NA, NaN: kept as NAN, so a summary
+ * of that variable is NA as in posterior).
+ *
+ * CmdStan's output CSV (draws_write.c's CmdStan layout, CmdStan's own
+ * sampler) is read as it is: a file without .chain but with lp__ is one
+ * chain, its id the file's `# id = N` comment line or else (also for
+ * CmdStan's "id = 1 (Default)" of separate runs) its position among the
+ * files (1, 2, ...); comment lines ('#' in column 1) are skipped wherever
+ * they are (configuration, adaptation, timing); with `save_warmup` on, the
+ * first ceil(num_warmup / thin) rows, the warm-up's, are dropped (as
+ * CmdStanPy does); Stan's names NAME.I.J read as NAME[I,J] (f.3 -> f[3],
+ * log_lik.3 -> log_lik[3]), and a name that the CmdStan writer made of a
+ * parameter's (0_matern32_variance) as that parameter's
+ * (0.matern32.variance) when the files' sidecar (gmm_draws_sidecar)
+ * records it.  On a graph, CmdStan's f.K is the K-th node, not node "K":
+ * `stan` tells the two apart.  All files must be of one of the two kinds.
+ *
+ * Several files merge by chain: the chains of every file, each chain whole
+ * in one file (a chain id in two files, or a file given twice, is an error
+ * naming both), ordered by chain id -- so the same chains split over
+ * several files give the same draws, bit for bit.  Every file must hold
+ * the same variables (in any column order).  All chains must have the same
+ * number of draws: posterior cannot form a draws array otherwise, and
+ * neither truncates nor pads, so this is an error too, naming the shortest
+ * and longest chains.
+ *
+ * MESSAGES (GMM_EPARSE unless said; the table reader's own, GMM_EIO for an
+ * unreadable file): "file: no column '.chain' (...) (nor lp__: not
+ * CmdStan's CSV either)"; "b.csv: CmdStan's CSV (no column .chain), a.csv
+ * is a draws_df CSV: give files of one format"; "file: save_warmup with
+ * num_warmup = W, thin = T: K warm-up rows, but the file has N"; "file: no
+ * variables (only .chain/.iteration/.draw and sampler columns ending in
+ * __)"; "file: no draws"; "file:L: column '.chain': 'x' is not a positive
+ * integer"; "file:L: column 'mu': 'abc' is not a number"; "b.csv: no
+ * column 'mu' (a.csv has it)" and "b.csv: column 'nu' is not in a.csv";
+ * "b.csv:L: chain 2 is also in a.csv"; "chains of different lengths: chain
+ * 3 has 150 draws (b.csv), chain 1 has 200 (a.csv)".
  */
 #include "gmm/draws.h"
 

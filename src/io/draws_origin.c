@@ -1,6 +1,18 @@
 /* draws_origin.c -- the identity of the model that made a draws file, as
  * recorded in its sidecar and compared by the commands that read draws
- * with a model (draws.h). */
+ * with a model (draws.h).
+ *
+ * ORIGIN.  In the draws file's sidecar FILE.json:
+ *
+ *   "origin": {
+ *     "model_file": "/abs/m.json" | null,   (null: built without a model file)
+ *     "model_digest": "fnv1a64:<16 hex>" | null,   (of the file's bytes)
+ *     "likelihood": "poisson", "latent": "state-space" | "graph",
+ *     "latent_size": n, "rows": data rows,
+ *     "sites_digest": "fnv1a64:...",   (the inputs' bits, or the node labels)
+ *     "data_digest": "fnv1a64:...",    (outcomes, exposures, centre)
+ *     "parameters": {"NAME": value when fixed, "sampled" when sampled}
+ *   } */
 #include "gmm/draws.h"
 
 #include <errno.h>

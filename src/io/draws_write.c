@@ -1,6 +1,24 @@
 /* draws_write.c -- MCMC draws written in the two layouts draws.c reads
  * (draws.h): R posterior's draws data frame and CmdStan's output CSV (the
- * Stan CSV of `method=sample`), a row at a time as a sampler makes them. */
+ * Stan CSV of `method=sample`), a row at a time as a sampler makes them.
+ *
+ * COLUMNS.  The draws data frame is one file with every chain; CmdStan's
+ * layout is one file per chain (gmm_draws_chain_path).  After the
+ * sampler's lp__,accept_stat__,stepsize__,treedepth__,n_leapfrog__,
+ * divergent__,energy__ come the sampled parameters, f at the kept sites,
+ * the states x, the log-likelihoods of data rows.  A draws data frame
+ * leads with .chain,.iteration,.draw and names f[LABEL], x[i],
+ * log_lik[row]; CmdStan's names are f.K (K the site's 1-based position),
+ * x.i, log_lik.row, and a parameter's name with every character other than
+ * a letter, digit or '_' as '_' (0.matern32.variance ->
+ * 0_matern32_variance; a '.' there would separate indices).  Numbers are
+ * %.17g (gmm_fmt_g17).
+ *
+ * CMDSTAN COMMENTS.  Before the header, '#' comment lines with CmdStan's
+ * keys (method = sample, adapt, hmc/nuts or static, metric = diag_e, id,
+ * data, random, output), then what f.i and the inverse metric are: "f.i:
+ * the linear predictor at SITE_NOUN i; the inverse metric is the
+ * sampler's, on METRIC_SPACE, not on f". */
 #include <ctype.h>
 #include <stdint.h>
 #include <stdio.h>
