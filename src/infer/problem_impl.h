@@ -99,7 +99,6 @@ static inline gmm_status set_lik(gmm_problem *p, const double *theta)
     return gmm_problem_lik_at(p, theta, &p->lik);
 }
 
-
 /* Row r's entries [row_lo, row_hi) of the latent's coefficients; entry k
  * reads latent offset[r] + row_pos. */
 static inline size_t row_lo(const gmm_problem *p, size_t r)
