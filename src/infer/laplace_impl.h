@@ -1,0 +1,97 @@
+/* laplace_impl.h -- what the files of a gmm_laplace share.  Private.
+ * laplace_newton.c and laplace_sqrt.c call laplace.c, not each other. */
+#ifndef GMM_LAPLACE_IMPL_H
+#define GMM_LAPLACE_IMPL_H
+
+#include <stddef.h>
+
+#include "gmm/band.h"
+#include "gmm/constr.h"
+#include "gmm/laplace.h"
+#include "gmm/likelihood.h"
+
+struct gmm_laplace {
+    size_t n, kl, ckl, maxobs, width;
+    size_t nconst;        /* the likelihood's row constants (obs->cst) */
+    gmm_band *L, *LQ, *S, *SQ;
+    double *x, *xt, *gr, *dx, *tmp, *z;   /* n each */
+    double *f, *g, *w, *t, *s;            /* maxobs each */
+    double *yt, *u;                       /* maxobs each: working data, adjoint (sqrt) */
+    double *sh;                           /* maxobs x width: Sigma h_i (sqrt, coefbar) */
+    double *dpar;         /* maxobs x 3 GMM_LIK_MAXPARAM, allocated by the first evaluation
+                           * with a parametrised likelihood: the rows' dpar (gmm_lik_eval)
+                           * at the mode, for the gradients */
+    int dpar_ok;          /* dpar holds the last lik_sum's rows */
+    double *cwork;                        /* the band Cholesky's panels */
+    const gmm_laplace_smoother *sm;       /* the square-root form's, or NULL */
+    const gmm_laplace_obs *obs;
+    const gmm_lik *lik;
+    const gmm_band *Q;
+    double b, logq, psi;  /* psi: Psi at the mode */
+    double lsum;          /* sum log p at psi()'s last x */
+    size_t iter;
+    int valid, have_mode, logdet_here;
+    int accepted;     /* the square-root form kept its start: dx = mu - x */
+    int sready;       /* s and the smoother's gradient started (var) for grad_sqrt */
+    gmm_constr *con;  /* constraints A x = 0 (NULL: none) */
+};
+
+/* Row i's entries k in [row_lo, row_hi) of coef, the k-th reading latent
+ * offset[i] + row_pos (dense windows: position k - lo). */
+static inline size_t row_lo(const gmm_laplace_obs *ob, size_t i)
+{
+    return ob->rowptr ? ob->rowptr[i] : i * ob->width;
+}
+static inline size_t row_hi(const gmm_laplace_obs *ob, size_t i)
+{
+    return ob->rowptr ? ob->rowptr[i + 1] : (i + 1) * ob->width;
+}
+static inline size_t row_pos(const gmm_laplace_obs *ob, size_t k, size_t lo)
+{
+    return ob->pos ? ob->pos[k] : k - lo;
+}
+
+/* h_i'v over row i's entries (dense windows or sparse rows). */
+static inline double row_dot(const gmm_laplace_obs *ob, size_t i, const double *v)
+{
+    size_t lo = row_lo(ob, i), hi = row_hi(ob, i);
+    const double *vo = v + ob->offset[i];
+    double s = 0.0;
+    for (size_t k = lo; k < hi; k++)
+        s += ob->coef[k] * vo[row_pos(ob, k, lo)];
+    return s;
+}
+
+/* log p(y_i | f) and its derivatives (gmm_lik_eval), from the row's
+ * constants when the caller gave them. */
+static inline void row_eval(const gmm_laplace *w, size_t i, double f, double out[4], double *dpar)
+{
+    const gmm_laplace_obs *ob = w->obs;
+    double e = ob->e ? ob->e[i] : 1.0;
+    if (ob->cst)
+        gmm_lik_eval_const(w->lik, ob->y[i], e, ob->cst + i * w->nconst, f, out, dpar);
+    else
+        gmm_lik_eval(w->lik, ob->y[i], e, f, out, dpar);
+}
+
+/* What a Newton form's line search evaluates: value() puts Psi at the
+ * trial point w->xt = w->x + step w->dx (filled in already) into *Pt,
+ * leaving f, g, w and t there; restore() re-evaluates them at w->x after a
+ * failed search and may update *Psi.  ctx is the form's own. */
+typedef struct {
+    gmm_status (*value)(gmm_laplace *w, void *ctx, double step, double *Pt);
+    void (*restore)(gmm_laplace *w, void *ctx, double *Psi);
+    void *ctx;
+} ls_objective;
+
+/* laplace.c: sum log p at x, with f, g, w, t there (keep: the rows' dpar
+ * too); Newton's stopping test; the line search of both forms; obs, lik
+ * and b made w's problem. */
+double laplace_lik_sum(gmm_laplace *w, const double *x, int keep);
+int laplace_newton_done(double dec, double Psi, double tol, double *best, int *stall);
+gmm_status laplace_line_search(gmm_laplace *w, const ls_objective *obj, double dec, size_t it,
+                               size_t max_iter, double *Psi, double *step, int *final);
+gmm_status laplace_set_obs(gmm_laplace *w, const gmm_laplace_obs *obs, const gmm_lik *lik,
+                           double b);
+
+#endif
