@@ -37,8 +37,7 @@ gmm_status gmm_laplace_constrain(gmm_laplace *w, size_t k, const double *A, cons
 {
     if (!w || (k && (!A || !pin)))
         return gmm_error(GMM_EINVAL, "laplace: NULL argument");
-    w->valid = 0;
-    w->have_mode = 0;
+    w->known = LAPLACE_KNOWS_NOTHING;
     gmm_constr_free(w->con);
     w->con = NULL;
     if (k && !(w->con = gmm_constr_alloc(w->n, k, A, pin)))

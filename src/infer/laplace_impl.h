@@ -10,6 +10,13 @@
 #include "gmm/laplace.h"
 #include "gmm/likelihood.h"
 
+/* What a workspace knows of its problem: nothing (the next evaluation
+ * starts from x0 or 0); the mode x (a warm start may begin there;
+ * gmm_laplace_mode stops here); or the approximation at the mode, from
+ * which the posterior, the gradient and draws are read (the factor of P in
+ * L, or the smoother's for the square-root form, and log q). */
+typedef enum { LAPLACE_KNOWS_NOTHING, LAPLACE_KNOWS_MODE, LAPLACE_KNOWS_FIT } laplace_known;
+
 struct gmm_laplace {
     size_t n, kl, ckl, maxobs, width;
     size_t nconst;        /* the likelihood's row constants (obs->cst) */
@@ -30,7 +37,8 @@ struct gmm_laplace {
     double b, logq, psi;  /* psi: Psi at the mode */
     double lsum;          /* sum log p at psi()'s last x */
     size_t iter;
-    int valid, have_mode, logdet_here;
+    laplace_known known;
+    int logdet_here;      /* the last evaluation factored Q for its log-determinant (LQ) */
     int accepted;     /* the square-root form kept its start: dx = mu - x */
     int sready;       /* s and the smoother's gradient started (var) for grad_sqrt */
     gmm_constr *con;  /* constraints A x = 0 (NULL: none) */

@@ -155,16 +155,33 @@ static int has_negative_w(const gmm_laplace *w)
 /* gmm_laplace_eval, or with logq NULL gmm_laplace_mode: the Newton
  * iterations alone, stopping at the last step's x (no factor of P there,
  * no log q). */
-static gmm_status newton(gmm_laplace *w, const gmm_band *Q, double logdet_q,
-                         const gmm_laplace_obs *obs, const gmm_lik *lik, double b,
-                         const double *x0, int warm, const gmm_laplace_params *par,
-                         double *logq)
+/* What one Newton run is asked: the prior Q (logdet_q its log-determinant,
+ * NAN: factor Q here), the observations with lik and b, where to start (x0,
+ * or with warm the last mode, or 0) and the settings (NULL: defaults). */
+typedef struct {
+    const gmm_band *Q;
+    double logdet_q;
+    const gmm_laplace_obs *obs;
+    const gmm_lik *lik;
+    double b;
+    const double *x0;
+    int warm;
+    const gmm_laplace_params *par;
+} newton_problem;
+
+static gmm_status newton(gmm_laplace *w, const newton_problem *pb, double *logq)
 {
+    const gmm_band *Q = pb->Q;
+    const gmm_laplace_obs *obs = pb->obs;
+    const double *x0 = pb->x0;
+    const gmm_laplace_params *par = pb->par;
+    double logdet_q = pb->logdet_q;
     gmm_status st;
     gmm_laplace_params dflt;
-    if (!w || !Q || !obs || !lik)
+    if (!w || !Q || !obs || !pb->lik)
         return gmm_error(GMM_EINVAL, "laplace: NULL argument");
-    w->valid = 0;
+    if (w->known == LAPLACE_KNOWS_FIT)
+        w->known = LAPLACE_KNOWS_MODE;
     if (!par) {
         gmm_laplace_params_init(&dflt);
         par = &dflt;
@@ -173,7 +190,7 @@ static gmm_status newton(gmm_laplace *w, const gmm_band *Q, double logdet_q,
         return gmm_error(GMM_EDIM, "laplace: Q is %zu x %zu with bandwidth %zu, workspace for "
                                    "%zu and %zu",
                          Q->n, Q->n, Q->kl, w->n, w->kl);
-    if ((st = laplace_set_obs(w, obs, lik, b)))
+    if ((st = laplace_set_obs(w, obs, pb->lik, pb->b)))
         return st;
     w->Q = Q;
     w->sm = NULL;
@@ -194,9 +211,9 @@ static gmm_status newton(gmm_laplace *w, const gmm_band *Q, double logdet_q,
     }
     if (x0)
         memcpy(w->x, x0, w->n * sizeof *w->x);
-    else if (!(warm && w->have_mode))
+    else if (!(pb->warm && w->known != LAPLACE_KNOWS_NOTHING))
         memset(w->x, 0, w->n * sizeof *w->x);
-    w->have_mode = 0;
+    w->known = LAPLACE_KNOWS_NOTHING;
 
     double Psi = psi(w, w->x, 0);
     if (!isfinite(Psi))
@@ -260,7 +277,7 @@ static gmm_status newton(gmm_laplace *w, const gmm_band *Q, double logdet_q,
     }
     w->iter = it;
     if (!logq) {
-        w->have_mode = 1;
+        w->known = LAPLACE_KNOWS_MODE;
         return GMM_OK;
     }
     /* the last psi() was at x: its sum and Qx */
@@ -274,8 +291,7 @@ static gmm_status newton(gmm_laplace *w, const gmm_band *Q, double logdet_q,
         return gmm_error(GMM_EDOM, "Laplace: log marginal likelihood not finite");
     *logq = w->logq = lq;
     w->psi = sum - 0.5 * q;
-    w->valid = 1;
-    w->have_mode = 1;
+    w->known = LAPLACE_KNOWS_FIT;
     return GMM_OK;
 }
 
@@ -286,21 +302,23 @@ gmm_status gmm_laplace_eval(gmm_laplace *w, const gmm_band *Q, double logdet_q,
 {
     if (!logq)
         return gmm_error(GMM_EINVAL, "laplace: NULL argument");
-    return newton(w, Q, logdet_q, obs, lik, b, x0, warm, par, logq);
+    const newton_problem pb = {Q, logdet_q, obs, lik, b, x0, warm, par};
+    return newton(w, &pb, logq);
 }
 
 gmm_status gmm_laplace_mode(gmm_laplace *w, const gmm_band *Q, const gmm_laplace_obs *obs,
                             const gmm_lik *lik, double b, const double *x0, int warm,
                             const gmm_laplace_params *par)
 {
-    return newton(w, Q, NAN, obs, lik, b, x0, warm, par, NULL);
+    const newton_problem pb = {Q, NAN, obs, lik, b, x0, warm, par};
+    return newton(w, &pb, NULL);
 }
 
 gmm_status gmm_laplace_grad(gmm_laplace *w, gmm_band *Qbar, double *bbar, double *parbar,
                             double *coefbar, double *shiftbar)
 {
     gmm_status st;
-    if (!w || !w->valid || w->sm)
+    if (!w || w->known != LAPLACE_KNOWS_FIT || w->sm)
         return gmm_error(GMM_EINVAL, "laplace: no successful evaluation on the assembled "
                                      "precision to differentiate");
     const gmm_laplace_obs *ob = w->obs;
@@ -384,7 +402,7 @@ gmm_status gmm_laplace_grad(gmm_laplace *w, gmm_band *Qbar, double *bbar, double
 
 gmm_status gmm_laplace_posterior(gmm_laplace *w, double *mode, gmm_band *cov)
 {
-    if (!w || !w->valid)
+    if (!w || w->known != LAPLACE_KNOWS_FIT)
         return gmm_error(GMM_EINVAL, "laplace: no successful evaluation");
     if (mode)
         memcpy(mode, w->x, w->n * sizeof *mode);
@@ -407,7 +425,7 @@ gmm_status gmm_laplace_posterior(gmm_laplace *w, double *mode, gmm_band *cov)
 gmm_status gmm_laplace_draw(gmm_laplace *w, const double *z, double *x, double *logw)
 {
     gmm_status st;
-    if (!w || !w->valid || w->sm || !z || !x)
+    if (!w || w->known != LAPLACE_KNOWS_FIT || w->sm || !z || !x)
         return gmm_error(GMM_EINVAL, "laplace: no successful evaluation on the assembled "
                                      "precision to draw from");
     if (w->con)
@@ -447,7 +465,7 @@ gmm_status gmm_laplace_draw(gmm_laplace *w, const double *z, double *x, double *
 
 gmm_status gmm_laplace_posterior_solve(gmm_laplace *w, double *v)
 {
-    if (!w || !w->valid || w->sm || !v)
+    if (!w || w->known != LAPLACE_KNOWS_FIT || w->sm || !v)
         return gmm_error(GMM_EINVAL, "laplace: no successful evaluation on the assembled "
                                      "precision to solve with");
     return p_solve(w, v);
@@ -455,7 +473,7 @@ gmm_status gmm_laplace_posterior_solve(gmm_laplace *w, double *v)
 
 const gmm_band *gmm_laplace_chol(const gmm_laplace *w)
 {
-    return w && w->valid && !w->sm && !w->con ? w->L : NULL;
+    return w && w->known == LAPLACE_KNOWS_FIT && !w->sm && !w->con ? w->L : NULL;
 }
 
 const double *gmm_laplace_weights(const gmm_laplace *w)

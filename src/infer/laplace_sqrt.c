@@ -64,8 +64,8 @@ static gmm_status working_data(gmm_laplace *w)
             return gmm_error_at(GMM_EDOM, i,
                                 "Laplace (square-root form): the likelihood's curvature at "
                                 "observation %zu is %g, not positive (a likelihood that is not "
-                                "log-concave there needs the assembled precision: --factor "
-                                "cholesky)",
+                                "log-concave there needs the Cholesky factorisation of the "
+                                "assembled precision)",
                                 i, -w->w[i]);
         w->yt[i] = w->f[i] - w->b - (w->obs->shift ? w->obs->shift[i] : 0.0) + w->g[i] / w->w[i];
     }
@@ -117,7 +117,8 @@ gmm_status gmm_laplace_eval_sqrt(gmm_laplace *w, const gmm_laplace_smoother *sm,
     if (!w || !sm || !sm->smooth || !sm->quad || !sm->var || !sm->adjoint || !obs || !lik ||
         !logq)
         return gmm_error(GMM_EINVAL, "laplace: NULL argument");
-    w->valid = 0;
+    if (w->known == LAPLACE_KNOWS_FIT)
+        w->known = LAPLACE_KNOWS_MODE;
     if (!par) {
         gmm_laplace_params_init(&dflt);
         par = &dflt;
@@ -127,12 +128,12 @@ gmm_status gmm_laplace_eval_sqrt(gmm_laplace *w, const gmm_laplace_smoother *sm,
     w->Q = NULL;
     w->sm = sm;
     w->logdet_here = 0;
-    int started = x0 || (warm && w->have_mode);
+    int started = x0 || (warm && w->known != LAPLACE_KNOWS_NOTHING);
     if (x0)
         memcpy(w->x, x0, w->n * sizeof *w->x);
     else if (!started)
         memset(w->x, 0, w->n * sizeof *w->x);
-    w->have_mode = 0;
+    w->known = LAPLACE_KNOWS_NOTHING;
 
     /* the smoother's first call fixes theta for its quadratic form; it
      * records when the start may be the mode (accept, below).  Qx (in gr)
@@ -240,8 +241,7 @@ gmm_status gmm_laplace_eval_sqrt(gmm_laplace *w, const gmm_laplace_smoother *sm,
         return gmm_error(GMM_EDOM, "Laplace: log marginal likelihood not finite");
     *logq = w->logq = lq;
     w->iter = it;
-    w->valid = 1;
-    w->have_mode = 1;
+    w->known = LAPLACE_KNOWS_FIT;
     return GMM_OK;
 }
 
@@ -249,7 +249,7 @@ gmm_status gmm_laplace_grad_sqrt(gmm_laplace *w, double *bbar, double *parbar, d
                                  double *shiftbar)
 {
     gmm_status st;
-    if (!w || !w->valid || !w->sm)
+    if (!w || w->known != LAPLACE_KNOWS_FIT || !w->sm)
         return gmm_error(GMM_EINVAL, "laplace: no successful square-root evaluation to "
                                      "differentiate");
     if (coefbar && !w->sm->rowcov)
