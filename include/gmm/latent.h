@@ -32,6 +32,7 @@
 #include "gmm/gmrf.h"
 #include "gmm/kernel.h"
 #include "gmm/marglik.h"
+#include "gmm/obsmap.h"
 #include "gmm/ssm.h"
 #include "gmm/status.h"
 
@@ -105,6 +106,10 @@ gmm_status gmm_latent_obs_coef_rev(gmm_latent *l, const double *theta, const dou
 size_t gmm_latent_obs_nnz(const gmm_latent *l);
 const size_t *gmm_latent_obs_rowptr(const gmm_latent *l);
 const size_t *gmm_latent_obs_pos(const gmm_latent *l);
+/* The map above as a view (obsmap.h), valid while l lives; its coef are
+ * the constant coefficients, or those of the last theta the family
+ * evaluated when they vary. */
+gmm_obsmap gmm_latent_obs_map(const gmm_latent *l);
 /* The nnz coefficient values at theta into val, in the order of the
  * pattern above (for dense windows the same as gmm_latent_obs_coef; the
  * reverse of either is gmm_latent_obs_coef_rev).  O(nnz). */

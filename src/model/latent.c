@@ -95,6 +95,11 @@ int gmm_latent_obs_varies(const gmm_latent *l) { return l->varies; }
 size_t gmm_latent_obs_nnz(const gmm_latent *l) { return l->nnz; }
 const size_t *gmm_latent_obs_rowptr(const gmm_latent *l) { return l->rowptr; }
 const size_t *gmm_latent_obs_pos(const gmm_latent *l) { return l->pos; }
+gmm_obsmap gmm_latent_obs_map(const gmm_latent *l)
+{
+    return (gmm_obsmap){.nrows = l->nrows, .width = l->width, .offset = l->offset,
+                        .rowptr = l->rowptr, .pos = l->pos, .coef = l->coef};
+}
 int gmm_latent_has_inputs(const gmm_latent *l) { return l->ops->predict_at != NULL; }
 
 size_t gmm_latent_node_index(const gmm_latent *l, size_t v)
@@ -124,10 +129,9 @@ gmm_status gmm_latent_obs_coef(gmm_latent *l, const double *theta, double *coef)
         gmm_status st;
         if (l->varies && (st = l->ops->obs_coef(l->impl, theta, l->coef)))
             return st;
-        memset(coef, 0, l->nrows * w * sizeof *coef);
+        gmm_obsmap m = gmm_latent_obs_map(l);
         for (size_t r = 0; r < l->nrows; r++)
-            for (size_t k = l->rowptr[r]; k < l->rowptr[r + 1]; k++)
-                coef[r * w + l->pos[k]] = l->coef[k];
+            gmm_obsmap_row_window(&m, r, coef + r * w);
         return GMM_OK;
     }
     return gmm_latent_obs_values(l, theta, coef);
@@ -342,20 +346,21 @@ gmm_status gmm_latent_predict_rows(gmm_latent *l, const double *theta, const dou
         if ((st = l->ops->obs_coef(l->impl, theta, l->coef)))
             return st;
     }
-    size_t w = l->width;
-    const size_t *rp = l->rowptr, *pos = l->pos;
+    gmm_obsmap map = gmm_latent_obs_map(l);
     for (size_t r = 0; r < l->nrows; r++) {
-        size_t lo = rp ? rp[r] : r * w, hi = rp ? rp[r + 1] : lo + w;
+        size_t lo = gmm_obsmap_row_lo(&map, r), hi = gmm_obsmap_row_hi(&map, r);
         const double *h = l->coef + lo;
         size_t o = l->offset[r];
         double m = 0.0, v = 0.0;
         for (size_t a = 0; a < hi - lo; a++) {
             if (h[a] == 0.0)
                 continue;
-            size_t ia = o + (pos ? pos[lo + a] : a);
+            size_t ia = o + gmm_obsmap_row_pos(&map, lo + a, lo);
             m += h[a] * mean[ia];
-            for (size_t b = 0; b < hi - lo; b++)
-                v += h[a] * h[b] * gmm_band_get(cov, ia, o + (pos ? pos[lo + b] : b));
+            for (size_t b = 0; b < hi - lo; b++) {
+                size_t ib = o + gmm_obsmap_row_pos(&map, lo + b, lo);
+                v += h[a] * h[b] * gmm_band_get(cov, ia, ib);
+            }
         }
         fmean[r] = m;
         fvar[r] = v;

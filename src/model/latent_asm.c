@@ -24,7 +24,7 @@ void latent_asm_gauss_free(latent_asm_gauss *g)
 }
 
 /* y's observed rows into g->obs (their offsets, coefficients and values). */
-static gmm_status observe(const latent_asm_map *m, size_t n, const double *y,
+static gmm_status observe(const gmm_obsmap *m, size_t n, const double *y,
                           latent_asm_gauss *g)
 {
     size_t o = 0, W = m->width;
@@ -34,12 +34,8 @@ static gmm_status observe(const latent_asm_map *m, size_t n, const double *y,
         if (!isfinite(y[r]))
             return gmm_error_at(GMM_EINVAL, r, "y[%zu] = %g is not finite", r, y[r]);
         g->ooff[o] = m->offset[r];
-        if (m->rowptr) {
-            double *h = g->ocoef + o * W;
-            memset(h, 0, W * sizeof *h);
-            for (size_t k = m->rowptr[r]; k < m->rowptr[r + 1]; k++)
-                h[m->pos[k]] = m->coef[k];
-        }
+        if (m->rowptr)
+            gmm_obsmap_row_window(m, r, g->ocoef + o * W);
         g->oy[o++] = y[r];
     }
     g->one = 1.0;

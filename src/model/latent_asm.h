@@ -9,15 +9,8 @@
 #define GMM_LATENT_ASM_H
 
 #include "gmm/latent.h"
+#include "gmm/obsmap.h"
 
-/* The data rows' reading of the latents (latent_impl.h's fields). */
-typedef struct {
-    size_t nrows, width;
-    const size_t *offset;         /* nrows */
-    const size_t *rowptr, *pos;   /* sparse rows; rowptr NULL: each row reads
-                                   * latent offset[r] with coefficient 1 */
-    const double *coef;           /* the sparse rows' coefficients */
-} latent_asm_map;
 
 /* The exact Gaussian likelihood's workspace, allocated by the family (Q and
  * Qbar n x n SYMMETRIC bands of Q's bandwidth, w for n and that bandwidth,
@@ -59,7 +52,8 @@ typedef struct {
     gmm_status (*normaliser_rev)(void *ctx, double ldbar, gmm_band *Qbar);
     /* gs's bands and marglik workspace on first use (GMM_ENOMEM) */
     gmm_status (*work)(void *ctx);
-    latent_asm_map map;
+    gmm_obsmap map;       /* the data rows (a view of the latent's; dense
+                           * maps here are unit rows of width 1) */
     latent_asm_gauss gs;
 } latent_asm;
 

@@ -59,11 +59,11 @@ struct gmm_latent {
     size_t nconstr;        /* linear constraints of intrinsic priors */
     const double *constr;  /* nconstr x n, row-major (owned by the family) */
     const size_t *pin;     /* nconstr pinned latents (constr.h) */
+    /* the observation map's storage, owned here and filled by the family;
+     * layout and helpers in obsmap.h, gmm_latent_obs_map its view */
     size_t *offset;        /* nrows */
-    size_t nnz;            /* entries of coef: nrows width, or rowptr[nrows] */
-    size_t *rowptr, *pos;  /* sparse rows (NULL: dense windows): row r's
-                            * entries rowptr[r] .. rowptr[r + 1] at latents
-                            * offset[r] + pos[k], pos increasing */
+    size_t nnz;            /* entries of coef */
+    size_t *rowptr, *pos;  /* sparse rows (NULL: dense windows) */
     double *coef;          /* nnz: constant coefficients (or the last
                             * obs_coef when they vary; dense only) */
     int varies;

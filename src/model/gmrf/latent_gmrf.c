@@ -232,7 +232,7 @@ gmm_status gmm_latent_gmrf_alloc(const gmm_gmrf *g, size_t nrows, const size_t *
     c->as = (latent_asm){.ctx = c, .what = "graph latent", .n = g->n, .nparam = g->nparam,
                          .assemble = gmrf_assemble, .assemble_rev = gmrf_assemble_rev,
                          .work = gauss_work,
-                         .map = {.nrows = nrows, .width = 1, .offset = l->offset},
+                         .map = gmm_latent_obs_map(l),
                          .gs = c->as.gs}; /* its rows allocated above */
     l->n = g->n;
     l->kl = g->bw;

@@ -1050,8 +1050,7 @@ gmm_status gmm_latent_stack_alloc(size_t nrows, size_t nterm, const gmm_stack_te
                          .assemble = c->sq ? assemble_rest : assemble,
                          .assemble_rev = c->sq ? assemble_rev_rest : assemble_rev, .normaliser = stack_normaliser,
                          .normaliser_rev = stack_normaliser_rev, .work = band_work_op,
-                         .map = {.nrows = nrows, .width = W, .offset = l->offset,
-                                 .rowptr = l->rowptr, .pos = l->pos, .coef = l->coef},
+                         .map = gmm_latent_obs_map(l),
                          .gs = c->as.gs}; /* its rows allocated above */
     for (size_t r = 0; r < nrows; r++) {
         size_t lo = SIZE_MAX;

@@ -1,0 +1,39 @@
+/* obsmap.c -- the observation map's row operations (obsmap.h). */
+#include <string.h>
+
+#include "gmm/obsmap.h"
+
+size_t gmm_obsmap_nnz(const gmm_obsmap *m)
+{
+    return m->rowptr ? m->rowptr[m->nrows] : m->nrows * m->width;
+}
+
+double gmm_obsmap_row_dot(const gmm_obsmap *m, size_t r, const double *x)
+{
+    size_t lo = gmm_obsmap_row_lo(m, r), hi = gmm_obsmap_row_hi(m, r);
+    const double *xo = x + m->offset[r];
+    double s = 0.0;
+    for (size_t k = lo; k < hi; k++)
+        s += m->coef[k] * xo[gmm_obsmap_row_pos(m, k, lo)];
+    return s;
+}
+
+void gmm_obsmap_row_axpy(const gmm_obsmap *m, size_t r, double a, double *y)
+{
+    size_t lo = gmm_obsmap_row_lo(m, r), hi = gmm_obsmap_row_hi(m, r);
+    double *yo = y + m->offset[r];
+    for (size_t k = lo; k < hi; k++)
+        yo[gmm_obsmap_row_pos(m, k, lo)] += a * m->coef[k];
+}
+
+void gmm_obsmap_row_window(const gmm_obsmap *m, size_t r, double *h)
+{
+    size_t lo = gmm_obsmap_row_lo(m, r), hi = gmm_obsmap_row_hi(m, r);
+    if (!m->pos) {
+        memcpy(h, m->coef + lo, m->width * sizeof *h);
+        return;
+    }
+    memset(h, 0, m->width * sizeof *h);
+    for (size_t k = lo; k < hi; k++)
+        h[m->pos[k]] = m->coef[k];
+}
