@@ -27,28 +27,23 @@
 
 #include "gmm/band.h"
 #include "gmm/likelihood.h"
+#include "gmm/obsmap.h"
 #include "gmm/status.h"
 
-/* The observations: nobs rows, row i reading x[offset[i] .. + width) with
- * coefficients coef[i width .. + width), outcome y[i] (finite, valid for the
- * likelihood), exposure e[i] (e NULL: 1), and a fixed shift s_i of its
- * linear predictor, shift[i] (shift NULL: 0; the fixed effects X_i beta).
- * Sparse rows (rowptr not NULL; the assembled form only): row i's entries
- * are k = rowptr[i] .. rowptr[i + 1] (rowptr: nobs + 1), reading
- * x[offset[i] + pos[k]] (pos increasing within a row, < width) with
- * coefficient coef[k]; the coefficient gradient is laid out as coef.
+/* The observations: map's nrows rows (obsmap.h; sparse rows in the
+ * assembled form only; the coefficient gradient is laid out as map.coef),
+ * row i with outcome y[i] (finite, valid for the likelihood), exposure e[i]
+ * (e NULL: 1), and a fixed shift s_i of its linear predictor, shift[i]
+ * (shift NULL: 0; the fixed effects X_i beta).
  * cst: the rows' likelihood constants, gmm_lik_row_const of (y[i], e[i])
  * at cst[i nconst ..] (nconst = gmm_lik_nconst of the evaluations' lik),
  * or NULL to form them at every row evaluation (log y!, log e: the same
  * values, at a cost the Newton iterations repeat). */
 typedef struct {
-    size_t nobs, width;
-    const size_t *offset;
-    const double *coef;
+    gmm_obsmap map;
     const double *y;
     const double *e;
     const double *shift;
-    const size_t *rowptr, *pos;
     const double *cst;
 } gmm_laplace_obs;
 

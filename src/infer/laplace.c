@@ -95,13 +95,13 @@ size_t gmm_laplace_iterations(const gmm_laplace *w) { return w->iter; }
 static void lin_pred(const gmm_laplace *w, const double *x, double *f)
 {
     const gmm_laplace_obs *ob = w->obs;
-    size_t nobs = ob->nobs;
-    const size_t *off = ob->offset;
-    const double *coef = ob->coef;
+    size_t nobs = ob->map.nrows;
+    const size_t *off = ob->map.offset;
+    const double *coef = ob->map.coef;
     for (size_t i = 0; i < nobs; i++)
         f[i] = w->b + (ob->shift ? ob->shift[i] : 0.0);
-    if (!ob->rowptr) { /* dense windows */
-        size_t wd = ob->width;
+    if (!ob->map.rowptr) { /* dense windows */
+        size_t wd = ob->map.width;
         for (size_t i = 0; i < nobs; i++) {
             const double *h = coef + i * wd, *xo = x + off[i];
             double fi = f[i];
@@ -112,10 +112,10 @@ static void lin_pred(const gmm_laplace *w, const double *x, double *f)
         return;
     }
     for (size_t i = 0; i < nobs; i++) {
-        size_t lo = row_lo(ob, i), hi = row_hi(ob, i);
+        size_t lo = gmm_obsmap_row_lo(&ob->map, i), hi = gmm_obsmap_row_hi(&ob->map, i);
         const double *xo = x + off[i];
         for (size_t k = lo; k < hi; k++)
-            f[i] += coef[k] * xo[row_pos(ob, k, lo)];
+            f[i] += coef[k] * xo[gmm_obsmap_row_pos(&ob->map, k, lo)];
     }
 }
 
@@ -129,7 +129,7 @@ double laplace_lik_sum(gmm_laplace *w, const double *x, int keep)
     double sum = 0.0, out[4];
     w->dpar_ok = keep && np;
     lin_pred(w, x, w->f);
-    for (size_t i = 0; i < ob->nobs; i++) {
+    for (size_t i = 0; i < ob->map.nrows; i++) {
         row_eval(w, i, w->f[i], out, w->dpar_ok ? w->dpar + 3 * np * i : NULL);
         w->g[i] = out[1];
         w->w[i] = -out[2];
@@ -206,12 +206,12 @@ gmm_status laplace_line_search(gmm_laplace *w, const ls_objective *obj, double d
 gmm_status laplace_set_obs(gmm_laplace *w, const gmm_laplace_obs *obs, const gmm_lik *lik,
                           double b)
 {
-    if (obs->nobs > w->maxobs || (obs->nobs && obs->width != w->width))
+    if (obs->map.nrows > w->maxobs || (obs->map.nrows && obs->map.width != w->width))
         return gmm_error(GMM_EDIM, "laplace: %zu observations of width %zu, workspace for %zu "
                                    "of width %zu",
-                         obs->nobs, obs->width, w->maxobs, w->width);
-    for (size_t i = 0; i < obs->nobs; i++)
-        if (obs->offset[i] + obs->width > w->n)
+                         obs->map.nrows, obs->map.width, w->maxobs, w->width);
+    for (size_t i = 0; i < obs->map.nrows; i++)
+        if (obs->map.offset[i] + obs->map.width > w->n)
             return gmm_error_at(GMM_EDIM, i, "laplace: observation %zu reads past the latent", i);
     if (!isfinite(b))
         return gmm_error(GMM_EDOM, "intercept = %g is not finite", b);

@@ -44,29 +44,14 @@ struct gmm_laplace {
     gmm_constr *con;  /* constraints A x = 0 (NULL: none) */
 };
 
-/* Row i's entries k in [row_lo, row_hi) of coef, the k-th reading latent
- * offset[i] + row_pos (dense windows: position k - lo). */
-static inline size_t row_lo(const gmm_laplace_obs *ob, size_t i)
-{
-    return ob->rowptr ? ob->rowptr[i] : i * ob->width;
-}
-static inline size_t row_hi(const gmm_laplace_obs *ob, size_t i)
-{
-    return ob->rowptr ? ob->rowptr[i + 1] : (i + 1) * ob->width;
-}
-static inline size_t row_pos(const gmm_laplace_obs *ob, size_t k, size_t lo)
-{
-    return ob->pos ? ob->pos[k] : k - lo;
-}
-
 /* h_i'v over row i's entries (dense windows or sparse rows). */
 static inline double row_dot(const gmm_laplace_obs *ob, size_t i, const double *v)
 {
-    size_t lo = row_lo(ob, i), hi = row_hi(ob, i);
-    const double *vo = v + ob->offset[i];
+    size_t lo = gmm_obsmap_row_lo(&ob->map, i), hi = gmm_obsmap_row_hi(&ob->map, i);
+    const double *vo = v + ob->map.offset[i];
     double s = 0.0;
     for (size_t k = lo; k < hi; k++)
-        s += ob->coef[k] * vo[row_pos(ob, k, lo)];
+        s += ob->map.coef[k] * vo[gmm_obsmap_row_pos(&ob->map, k, lo)];
     return s;
 }
 

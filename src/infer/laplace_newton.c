@@ -91,12 +91,12 @@ static gmm_status factor_p(gmm_laplace *w, int clamp, double tau)
         return st;
     if (w->con)
         gmm_constr_pin(w->con, tau, P);
-    if (!ob->rowptr) { /* dense windows */
-        size_t nobs = ob->nobs, wd = ob->width;
-        const size_t *off = ob->offset;
+    if (!ob->map.rowptr) { /* dense windows */
+        size_t nobs = ob->map.nrows, wd = ob->map.width;
+        const size_t *off = ob->map.offset;
         const double *wv = w->w;
         for (size_t i = 0; i < nobs; i++) {
-            const double *h = ob->coef + i * wd;
+            const double *h = ob->map.coef + i * wd;
             double wi = clamp ? fmax(wv[i], 0.0) : wv[i];
             for (size_t a = 0; wi != 0.0 && a < wd; a++) {
                 if (h[a] == 0.0)
@@ -107,19 +107,19 @@ static gmm_status factor_p(gmm_laplace *w, int clamp, double tau)
             }
         }
     }
-    for (size_t i = 0; ob->rowptr && i < ob->nobs; i++) {
-        size_t lo = row_lo(ob, i), hi = row_hi(ob, i), o = ob->offset[i];
-        const double *h = ob->coef;
+    for (size_t i = 0; ob->map.rowptr && i < ob->map.nrows; i++) {
+        size_t lo = gmm_obsmap_row_lo(&ob->map, i), hi = gmm_obsmap_row_hi(&ob->map, i), o = ob->map.offset[i];
+        const double *h = ob->map.coef;
         double wi = clamp ? fmax(w->w[i], 0.0) : w->w[i];
         if (wi == 0.0)
             continue;
         for (size_t a = lo; a < hi; a++) {
             if (h[a] == 0.0)
                 continue;
-            size_t ia = o + row_pos(ob, a, lo);
+            size_t ia = o + gmm_obsmap_row_pos(&ob->map, a, lo);
             double *col = gmm_band_col(P, ia), c = wi * h[a];
             for (size_t b2 = a; b2 < hi; b2++)
-                col[o + row_pos(ob, b2, lo)] += c * h[b2];
+                col[o + gmm_obsmap_row_pos(&ob->map, b2, lo)] += c * h[b2];
         }
     }
     st = gmm_band_chol_decomp_work(P, w->L, w->cwork);
@@ -146,7 +146,7 @@ static gmm_status p_solve(gmm_laplace *w, double *v)
 
 static int has_negative_w(const gmm_laplace *w)
 {
-    for (size_t i = 0; i < w->obs->nobs; i++)
+    for (size_t i = 0; i < w->obs->map.nrows; i++)
         if (w->w[i] < 0.0)
             return 1;
     return 0;
@@ -244,10 +244,10 @@ static gmm_status newton(gmm_laplace *w, const newton_problem *pb, double *logq)
         /* gradient H'g - Qx, Newton direction P^-1 grad */
         for (size_t j = 0; j < w->n; j++)
             w->gr[j] = -w->tmp[j];
-        for (size_t i = 0; i < obs->nobs; i++) {
-            size_t lo = row_lo(obs, i), hi = row_hi(obs, i);
+        for (size_t i = 0; i < obs->map.nrows; i++) {
+            size_t lo = gmm_obsmap_row_lo(&obs->map, i), hi = gmm_obsmap_row_hi(&obs->map, i);
             for (size_t k = lo; k < hi; k++)
-                w->gr[obs->offset[i] + row_pos(obs, k, lo)] += w->g[i] * obs->coef[k];
+                w->gr[obs->map.offset[i] + gmm_obsmap_row_pos(&obs->map, k, lo)] += w->g[i] * obs->map.coef[k];
         }
         memcpy(w->dx, w->gr, w->n * sizeof *w->dx);
         if ((st = p_solve(w, w->dx))) /* with constraints, the step keeps A x = 0 */
@@ -333,21 +333,21 @@ gmm_status gmm_laplace_grad(gmm_laplace *w, gmm_band *Qbar, double *bbar, double
         gmm_constr_band(w->con, w->S);
     /* s_i, r = H'(s o t)/2, z = P^-1 r */
     memset(w->z, 0, n * sizeof *w->z);
-    for (size_t i = 0; i < ob->nobs; i++) {
-        size_t lo = row_lo(ob, i), hi = row_hi(ob, i), o = ob->offset[i];
-        const double *h = ob->coef;
+    for (size_t i = 0; i < ob->map.nrows; i++) {
+        size_t lo = gmm_obsmap_row_lo(&ob->map, i), hi = gmm_obsmap_row_hi(&ob->map, i), o = ob->map.offset[i];
+        const double *h = ob->map.coef;
         double s = 0.0;
         for (size_t a = lo; a < hi; a++) {
             if (h[a] == 0.0)
                 continue;
-            size_t ia = o + row_pos(ob, a, lo);
+            size_t ia = o + gmm_obsmap_row_pos(&ob->map, a, lo);
             for (size_t c = lo; c < hi; c++)
                 if (h[c] != 0.0)
-                    s += h[a] * h[c] * gmm_band_get(w->S, ia, o + row_pos(ob, c, lo));
+                    s += h[a] * h[c] * gmm_band_get(w->S, ia, o + gmm_obsmap_row_pos(&ob->map, c, lo));
         }
         w->s[i] = s;
         for (size_t a = lo; a < hi; a++)
-            w->z[o + row_pos(ob, a, lo)] += 0.5 * s * w->t[i] * h[a];
+            w->z[o + gmm_obsmap_row_pos(&ob->map, a, lo)] += 0.5 * s * w->t[i] * h[a];
     }
     if ((st = p_solve(w, w->z)))
         return st;
@@ -367,12 +367,12 @@ gmm_status gmm_laplace_grad(gmm_laplace *w, gmm_band *Qbar, double *bbar, double
     size_t np = w->lik->type->nparam;
     double out[4], dpar[3 * GMM_LIK_MAXPARAM];
     const double *dp = dpar;
-    for (size_t i = 0; i < ob->nobs; i++) {
-        size_t lo = row_lo(ob, i), hi = row_hi(ob, i), o = ob->offset[i];
-        const double *h = ob->coef;
+    for (size_t i = 0; i < ob->map.nrows; i++) {
+        size_t lo = gmm_obsmap_row_lo(&ob->map, i), hi = gmm_obsmap_row_hi(&ob->map, i), o = ob->map.offset[i];
+        const double *h = ob->map.coef;
         double u = 0.0;
         for (size_t a = lo; a < hi; a++)
-            u += h[a] * w->z[o + row_pos(ob, a, lo)];
+            u += h[a] * w->z[o + gmm_obsmap_row_pos(&ob->map, a, lo)];
         double ci = w->g[i] + 0.5 * w->s[i] * w->t[i] - w->w[i] * u;
         if (bbar)
             *bbar += ci;
@@ -388,11 +388,11 @@ gmm_status gmm_laplace_grad(gmm_laplace *w, gmm_band *Qbar, double *bbar, double
         }
         if (coefbar) {
             for (size_t a = lo; a < hi; a++) {
-                size_t ia = o + row_pos(ob, a, lo);
+                size_t ia = o + gmm_obsmap_row_pos(&ob->map, a, lo);
                 double sh = 0.0;
                 for (size_t c = lo; c < hi; c++)
                     if (h[c] != 0.0)
-                        sh += gmm_band_get(w->S, ia, o + row_pos(ob, c, lo)) * h[c];
+                        sh += gmm_band_get(w->S, ia, o + gmm_obsmap_row_pos(&ob->map, c, lo)) * h[c];
                 coefbar[a] += ci * w->x[ia] + w->g[i] * w->z[ia] - w->w[i] * sh;
             }
         }
@@ -447,12 +447,12 @@ gmm_status gmm_laplace_draw(gmm_laplace *w, const double *z, double *x, double *
      * Psi(x) - Psi(x^) + (x - x^)'P(x - x^)/2 with the last term z'z/2 */
     const gmm_laplace_obs *ob = w->obs;
     double sum = 0.0, qx = 0.0, out[4];
-    for (size_t i = 0; i < ob->nobs; i++) {
-        size_t lo = row_lo(ob, i), hi = row_hi(ob, i);
-        const double *xo = x + ob->offset[i];
+    for (size_t i = 0; i < ob->map.nrows; i++) {
+        size_t lo = gmm_obsmap_row_lo(&ob->map, i), hi = gmm_obsmap_row_hi(&ob->map, i);
+        const double *xo = x + ob->map.offset[i];
         double f = w->b + (ob->shift ? ob->shift[i] : 0.0);
         for (size_t k = lo; k < hi; k++)
-            f += ob->coef[k] * xo[row_pos(ob, k, lo)];
+            f += ob->map.coef[k] * xo[gmm_obsmap_row_pos(&ob->map, k, lo)];
         row_eval(w, i, f, out, NULL);
         sum += out[0];
     }

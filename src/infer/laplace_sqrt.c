@@ -59,7 +59,7 @@
 /* The working data at the current f, g, w: yt_i = f_i - b - shift_i + g_i / w_i. */
 static gmm_status working_data(gmm_laplace *w)
 {
-    for (size_t i = 0; i < w->obs->nobs; i++) {
+    for (size_t i = 0; i < w->obs->map.nrows; i++) {
         if (!(w->w[i] > 0.0) || !isfinite(w->w[i]))
             return gmm_error_at(GMM_EDOM, i,
                                 "Laplace (square-root form): the likelihood's curvature at "
@@ -171,13 +171,13 @@ gmm_status gmm_laplace_eval_sqrt(gmm_laplace *w, const gmm_laplace_smoother *sm,
             w->dx[j] -= w->x[j];
             qm[j] = 0.0;
         }
-        for (size_t i = 0; i < obs->nobs; i++) {
+        for (size_t i = 0; i < obs->map.nrows; i++) {
             double e = row_dot(obs, i, w->dx), r;
             dec += w->w[i] * e * e;
             r = w->g[i] - w->w[i] * e;
-            size_t lo = row_lo(obs, i), hi = row_hi(obs, i);
+            size_t lo = gmm_obsmap_row_lo(&obs->map, i), hi = gmm_obsmap_row_hi(&obs->map, i);
             for (size_t k = lo; k < hi; k++)
-                qm[obs->offset[i] + row_pos(obs, k, lo)] += obs->coef[k] * r;
+                qm[obs->map.offset[i] + gmm_obsmap_row_pos(&obs->map, k, lo)] += obs->map.coef[k] * r;
         }
         if (track) {
             for (size_t j = 0; j < w->n; j++)
@@ -226,17 +226,17 @@ gmm_status gmm_laplace_eval_sqrt(gmm_laplace *w, const gmm_laplace_smoother *sm,
     }
     const double log2pi = 1.8378770664093454836;
     double gw = 0.0, corr = 0.0;
-    for (size_t i = 0; i < obs->nobs; i++)
+    for (size_t i = 0; i < obs->map.nrows; i++)
         gw += w->g[i] * w->g[i] / w->w[i];
     if (accept) {
         /* log|P| at x's W, not the mode's: its first-order term r'(mu - x) */
         if ((st = sm->var(sm->ctx, w->s)))
             return st;
         w->accepted = w->sready = 1;
-        for (size_t i = 0; i < obs->nobs; i++)
+        for (size_t i = 0; i < obs->map.nrows; i++)
             corr += 0.5 * w->s[i] * w->t[i] * row_dot(obs, i, w->dx);
     }
-    double lq = sum + ml + 0.5 * (double)obs->nobs * log2pi + 0.5 * gw + corr;
+    double lq = sum + ml + 0.5 * (double)obs->map.nrows * log2pi + 0.5 * gw + corr;
     if (!isfinite(lq))
         return gmm_error(GMM_EDOM, "Laplace: log marginal likelihood not finite");
     *logq = w->logq = lq;
@@ -262,7 +262,7 @@ gmm_status gmm_laplace_grad_sqrt(gmm_laplace *w, double *bbar, double *parbar, d
     if (!w->sready && (st = sm->var(sm->ctx, w->s)))
         return st;
     w->sready = 0;
-    for (size_t i = 0; i < ob->nobs; i++)
+    for (size_t i = 0; i < ob->map.nrows; i++)
         w->yt[i] = 0.5 * w->s[i] * w->t[i];
     if ((st = sm->adjoint(sm->ctx, w->yt, w->u)))
         return st;
@@ -278,7 +278,7 @@ gmm_status gmm_laplace_grad_sqrt(gmm_laplace *w, double *bbar, double *parbar, d
     size_t np = w->lik->type->nparam;
     double out[4], dpar[3 * GMM_LIK_MAXPARAM];
     const double *dp = dpar;
-    for (size_t i = 0; i < ob->nobs; i++) {
+    for (size_t i = 0; i < ob->map.nrows; i++) {
         /* a kept start: g and dlogp/dphi at the mode's f_i + e_i to first
          * order, as log q's r'delta (SQUARE-ROOT FORM) */
         double e = w->accepted ? row_dot(ob, i, w->dx) : 0.0;
@@ -299,9 +299,9 @@ gmm_status gmm_laplace_grad_sqrt(gmm_laplace *w, double *bbar, double *parbar, d
         if (coefbar) {
             /* at the mode x + dx of a kept start, to first order (as ci) */
             double gi = w->g[i] - w->w[i] * e;
-            size_t lo = row_lo(ob, i), hi = row_hi(ob, i);
+            size_t lo = gmm_obsmap_row_lo(&ob->map, i), hi = gmm_obsmap_row_hi(&ob->map, i);
             for (size_t k = lo; k < hi; k++) {
-                size_t ia = ob->offset[i] + row_pos(ob, k, lo);
+                size_t ia = ob->map.offset[i] + gmm_obsmap_row_pos(&ob->map, k, lo);
                 double xm = w->x[ia] + (w->accepted ? w->dx[ia] : 0.0);
                 coefbar[k] += ci * xm + gi * w->z[ia] - w->w[i] * w->sh[k];
             }

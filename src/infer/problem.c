@@ -97,11 +97,11 @@ static gmm_status exact_eval(gmm_problem *p, const double *theta, double noise, 
             p->offbar[r] = 0.0;
             continue;
         }
-        size_t lo = row_lo(p, r), hi = row_hi(p, r);
+        size_t lo = gmm_obsmap_row_lo(&p->map, r), hi = gmm_obsmap_row_hi(&p->map, r);
         const double *x = p->rx + off[r];
         double fr = 0.0;
         for (size_t k = lo; k < hi; k++)
-            fr += p->coef_all[k] * x[row_pos(p, k, lo)];
+            fr += p->coef_all[k] * x[gmm_obsmap_row_pos(&p->map, k, lo)];
         p->offbar[r] = (y[r] - fr) / noise;
     }
     memset(grad + p->c0, 0, p->ncoef * sizeof *grad);
@@ -144,11 +144,11 @@ static gmm_status eval(void *ctx, const double *theta, double *f, double *grad)
             return st;
     }
     if (varies) {
-        memset(p->coefbar_all, 0, p->nnz * sizeof *p->coefbar_all);
+        memset(p->coefbar_all, 0, gmm_obsmap_nnz(&p->map) * sizeof *p->coefbar_all);
         for (size_t i = 0; i < p->nobs; i++) {
-            size_t lo = row_lo(p, p->orow[i]);
+            size_t lo = gmm_obsmap_row_lo(&p->map, p->orow[i]);
             memcpy(p->coefbar_all + lo, p->ocoefbar + p->orowptr[i],
-                   (row_hi(p, p->orow[i]) - lo) * sizeof *p->ocoefbar);
+                   (gmm_obsmap_row_hi(&p->map, p->orow[i]) - lo) * sizeof *p->ocoefbar);
         }
         if ((st = gmm_latent_obs_coef_rev(p->lat, theta, p->coefbar_all, grad)))
             return st;
@@ -222,10 +222,7 @@ gmm_status gmm_problem_alloc_design(gmm_latent *lat, const gmm_lik *lik, const d
     p->ncoef = ncoef;
     p->c0 = p->nl + p->np;
     p->nparam = p->c0 + ncoef;
-    p->width = gmm_latent_obs_width(lat);
-    p->nnz = gmm_latent_obs_nnz(lat);
-    p->rowptr = gmm_latent_obs_rowptr(lat);
-    p->pos = gmm_latent_obs_pos(lat);
+    p->map = gmm_latent_obs_map(lat);
     p->ld = NAN;
     size_t nr = nrows ? nrows : 1, np = p->nparam ? p->nparam : 1;
     p->y = gmm_malloc(nr, sizeof *p->y);
@@ -245,7 +242,8 @@ gmm_status gmm_problem_alloc_design(gmm_latent *lat, const gmm_lik *lik, const d
     if (ncoef && exact) {
         p->ry = gmm_malloc(nr, sizeof *p->ry);
         p->rx = gmm_malloc(p->n, sizeof *p->rx);
-        p->coef_all = gmm_malloc(p->nnz ? p->nnz : 1, sizeof *p->coef_all);
+        size_t nnz = gmm_obsmap_nnz(&p->map);
+        p->coef_all = gmm_malloc(nnz ? nnz : 1, sizeof *p->coef_all);
     }
     if (!p->y || (e && !p->e) || !p->obj.name || !p->obj.value || !p->obj.scale ||
         !p->obj.fixed || !p->names || !p->thetabar ||

@@ -10,6 +10,7 @@
 
 #include "gmm/band.h"
 #include "gmm/laplace.h"
+#include "gmm/obsmap.h"
 #include "gmm/problem.h"
 #include "infer_impl.h"
 
@@ -17,11 +18,8 @@ struct gmm_problem {
     gmm_latent *lat;
     const gmm_lik *lik0;
     gmm_lik lik;          /* values of the current evaluation */
-    size_t nrows, n, nl, np, nparam, width, nobs;
-    /* the latent's map (latent.h): nnz coefficients, sparse rows' pattern
-     * (NULL: dense windows) */
-    size_t nnz;
-    const size_t *rowptr, *pos;
+    size_t nrows, n, nl, np, nparam, nobs;
+    gmm_obsmap map;       /* the latent's (every row's coefficients: coef_all) */
     int exact;
     double *y, *e;        /* nrows (e NULL: no exposure) */
     /* fixed effects: the last ncoef parameters, design X (nrows x ncoef) */
@@ -97,21 +95,6 @@ struct gmm_problem {
 static inline gmm_status set_lik(gmm_problem *p, const double *theta)
 {
     return gmm_problem_lik_at(p, theta, &p->lik);
-}
-
-/* Row r's entries [row_lo, row_hi) of the latent's coefficients; entry k
- * reads latent offset[r] + row_pos. */
-static inline size_t row_lo(const gmm_problem *p, size_t r)
-{
-    return p->rowptr ? p->rowptr[r] : r * p->width;
-}
-static inline size_t row_hi(const gmm_problem *p, size_t r)
-{
-    return p->rowptr ? p->rowptr[r + 1] : (r + 1) * p->width;
-}
-static inline size_t row_pos(const gmm_problem *p, size_t k, size_t lo)
-{
-    return p->pos ? p->pos[k] : k - lo;
 }
 
 /* problem_laplace.c: the observed rows and the Laplace workspace (at

@@ -84,7 +84,7 @@ gmm_status gmm_problem_joint_setup(gmm_problem *p, const double *theta, const in
     if (p->metric == GMM_METRIC_LAPLACE)
         return gmm_error(GMM_EINVAL, "the Laplace metric holds the hyperparameters fixed: "
                                      "sample them under the prior's");
-    size_t np = p->nparam ? p->nparam : 1, nc = p->nnz;
+    size_t np = p->nparam ? p->nparam : 1, nc = gmm_obsmap_nnz(&p->map);
     if (!p->jsamp) {
         p->jsamp = gmm_calloc(np, sizeof *p->jsamp);
         p->jprior = gmm_calloc(np, sizeof *p->jprior);
@@ -268,9 +268,9 @@ gmm_status gmm_problem_joint_logp(gmm_problem *p, const double *q, double *lp, d
     /* v: W' H' g - v; theta: through W(theta) and the rows, then to u */
     problem_packed_scatter(p, p->wd);
     if (varies) {
-        memset(p->jcbar, 0, p->nnz * sizeof *p->jcbar);
+        memset(p->jcbar, 0, gmm_obsmap_nnz(&p->map) * sizeof *p->jcbar);
         for (size_t i = 0; i < p->nobs; i++) {
-            size_t lo = row_lo(p, p->wrow[i]), k0 = p->wptr[i];
+            size_t lo = gmm_obsmap_row_lo(&p->map, p->wrow[i]), k0 = p->wptr[i];
             for (size_t k = k0; k < p->wptr[i + 1]; k++)
                 p->jcbar[lo + (k - k0)] = p->wd[i] * p->wx[p->widx[k]];
         }

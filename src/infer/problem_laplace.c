@@ -16,9 +16,9 @@
 static void gather_coef(gmm_problem *p)
 {
     for (size_t i = 0; i < p->nobs; i++) {
-        size_t lo = row_lo(p, p->orow[i]);
+        size_t lo = gmm_obsmap_row_lo(&p->map, p->orow[i]);
         memcpy(p->ocoef + p->orowptr[i], p->coef_all + lo,
-               (row_hi(p, p->orow[i]) - lo) * sizeof *p->ocoef);
+               (gmm_obsmap_row_hi(&p->map, p->orow[i]) - lo) * sizeof *p->ocoef);
     }
 }
 
@@ -75,8 +75,8 @@ static gmm_status sm_rowcov(void *ctx, double *zeta, double *sh)
     gmm_problem *p = ctx;
     gmm_status st = gmm_latent_wls_rowcov(p->lat, zeta, p->ssh);
     for (size_t i = 0; !st && i < p->nobs; i++) {
-        size_t lo = row_lo(p, p->orow[i]);
-        memcpy(sh + p->orowptr[i], p->ssh + lo, (row_hi(p, p->orow[i]) - lo) * sizeof *sh);
+        size_t lo = gmm_obsmap_row_lo(&p->map, p->orow[i]);
+        memcpy(sh + p->orowptr[i], p->ssh + lo, (gmm_obsmap_row_hi(&p->map, p->orow[i]) - lo) * sizeof *sh);
     }
     return st;
 }
@@ -158,8 +158,8 @@ gmm_status problem_laplace_forward(gmm_problem *p, const double *theta, double *
 gmm_status problem_laplace_alloc(gmm_problem *p)
 {
     gmm_status st;
-    size_t nr = p->nrows ? p->nrows : 1, no = p->nobs ? p->nobs : 1, w = p->width;
-    size_t kl = gmm_latent_bandwidth(p->lat), nz = p->nnz ? p->nnz : 1;
+    size_t nr = p->nrows ? p->nrows : 1, no = p->nobs ? p->nobs : 1, w = p->map.width;
+    size_t kl = gmm_latent_bandwidth(p->lat), nz = gmm_obsmap_nnz(&p->map) ? gmm_obsmap_nnz(&p->map) : 1;
     const size_t *off = gmm_latent_obs_offset(p->lat);
     p->orow = gmm_malloc(no, sizeof *p->orow);
     p->ooff = gmm_malloc(no, sizeof *p->ooff);
@@ -177,7 +177,7 @@ gmm_status problem_laplace_alloc(gmm_problem *p)
         p->ooff[o] = off[r];
         p->oy[o] = p->y[r];
         p->oe[o] = p->e ? p->e[r] : 1.0;
-        p->orowptr[o + 1] = p->orowptr[o] + (row_hi(p, r) - row_lo(p, r));
+        p->orowptr[o + 1] = p->orowptr[o] + (gmm_obsmap_row_hi(&p->map, r) - gmm_obsmap_row_lo(&p->map, r));
         o++;
     }
     size_t nc = gmm_lik_nconst(&p->lik);
@@ -186,13 +186,13 @@ gmm_status problem_laplace_alloc(gmm_problem *p)
     for (size_t i = 0; i < p->nobs; i++)
         gmm_lik_row_const(&p->lik, p->oy[i], p->oe[i], p->ocst + i * nc);
     size_t onz = p->orowptr[p->nobs] ? p->orowptr[p->nobs] : 1;
-    if (p->pos) {
+    if (p->map.pos) {
         if (!(p->opos = gmm_malloc(onz, sizeof *p->opos)))
             return gmm_error(GMM_ENOMEM, "out of memory for the Laplace approximation");
         for (size_t i = 0; i < p->nobs; i++) {
-            size_t lo = row_lo(p, p->orow[i]);
-            memcpy(p->opos + p->orowptr[i], p->pos + lo,
-                   (row_hi(p, p->orow[i]) - lo) * sizeof *p->opos);
+            size_t lo = gmm_obsmap_row_lo(&p->map, p->orow[i]);
+            memcpy(p->opos + p->orowptr[i], p->map.pos + lo,
+                   (gmm_obsmap_row_hi(&p->map, p->orow[i]) - lo) * sizeof *p->opos);
         }
     }
     p->ocoef = gmm_malloc(onz, sizeof *p->ocoef);
@@ -223,14 +223,15 @@ gmm_status problem_laplace_alloc(gmm_problem *p)
     if ((st = gmm_latent_obs_values(p->lat, p->obj.value, p->coef_all)))
         return st;
     gather_coef(p);
-    p->lobs = (gmm_laplace_obs){p->nobs,    w,     p->ooff,   p->ocoef,
-                                p->oy,      p->oe, p->oshift, p->rowptr ? p->orowptr : NULL,
-                                p->opos,    p->ocst};
+    p->lobs = (gmm_laplace_obs){
+        .map = {.nrows = p->nobs, .width = w, .offset = p->ooff,
+                .rowptr = p->map.rowptr ? p->orowptr : NULL, .pos = p->opos, .coef = p->ocoef},
+        .y = p->oy, .e = p->oe, .shift = p->oshift, .cst = p->ocst};
     if (gmm_latent_has_wls(p->lat)) {
         /* a family with a square-root smoother: its scratch */
         int varies = gmm_latent_obs_varies(p->lat);
         p->sy = gmm_malloc(5 * nr, sizeof *p->sy);
-        p->ssh = varies ? gmm_malloc(p->nnz + 1, sizeof *p->ssh) : NULL;
+        p->ssh = varies ? gmm_malloc(gmm_obsmap_nnz(&p->map) + 1, sizeof *p->ssh) : NULL;
         if (!p->sy || (varies && !p->ssh))
             return gmm_error(GMM_ENOMEM, "out of memory for the Laplace approximation");
         p->sw = p->sy + nr;

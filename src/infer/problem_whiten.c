@@ -62,8 +62,8 @@ static gmm_status whiten_alloc(gmm_problem *p)
     size_t no = p->nobs ? p->nobs : 1, nc = gmm_lik_nconst(&p->lik), onz = 0;
     for (size_t r = 0; r < p->nrows; r++)
         if (!isnan(p->y[r]))
-            onz += row_hi(p, r) - row_lo(p, r);
-    p->wcoef = gmm_malloc(p->nnz ? p->nnz : 1, sizeof *p->wcoef);
+            onz += gmm_obsmap_row_hi(&p->map, r) - gmm_obsmap_row_lo(&p->map, r);
+    p->wcoef = gmm_malloc(gmm_obsmap_nnz(&p->map) ? gmm_obsmap_nnz(&p->map) : 1, sizeof *p->wcoef);
     p->wx = gmm_malloc(p->n, sizeof *p->wx);
     p->wg = gmm_malloc(p->n, sizeof *p->wg);
     p->woff = gmm_calloc(p->nrows ? p->nrows : 1, sizeof *p->woff);
@@ -87,9 +87,9 @@ static gmm_status whiten_alloc(gmm_problem *p)
     for (size_t r = 0; r < p->nrows; r++) {
         if (isnan(p->y[r]))
             continue;
-        size_t lo = row_lo(p, r), hi = row_hi(p, r), k0 = p->wptr[i];
+        size_t lo = gmm_obsmap_row_lo(&p->map, r), hi = gmm_obsmap_row_hi(&p->map, r), k0 = p->wptr[i];
         for (size_t k = lo; k < hi; k++)
-            p->widx[k0 + k - lo] = off[r] + row_pos(p, k, lo);
+            p->widx[k0 + k - lo] = off[r] + gmm_obsmap_row_pos(&p->map, k, lo);
         p->wrow[i] = r;
         p->wy[i] = p->y[r];
         p->we[i] = p->e ? p->e[r] : 1.0;
@@ -154,7 +154,7 @@ gmm_status gmm_problem_whiten_setup(gmm_problem *p, const double *theta)
     for (size_t i = 0; i < p->nobs; i++) {
         size_t r = p->wrow[i];
         p->wo[i] = p->woff[r];
-        memcpy(p->wh + p->wptr[i], p->wcoef + row_lo(p, r),
+        memcpy(p->wh + p->wptr[i], p->wcoef + gmm_obsmap_row_lo(&p->map, r),
                (p->wptr[i + 1] - p->wptr[i]) * sizeof *p->wh);
     }
     if ((st = p->metric == GMM_METRIC_LAPLACE ? laplace_map_setup(p, theta)
@@ -190,11 +190,11 @@ gmm_status gmm_problem_unwhiten(gmm_problem *p, const double *x, double *v)
 /* b + h_r' x at data row r, from the whitening setup's rows and p->wx. */
 static double row_f(const gmm_problem *p, size_t r)
 {
-    size_t lo = row_lo(p, r), hi = row_hi(p, r);
+    size_t lo = gmm_obsmap_row_lo(&p->map, r), hi = gmm_obsmap_row_hi(&p->map, r);
     const double *x = p->wx + gmm_latent_obs_offset(p->lat)[r];
     double f = p->woff[r];
     for (size_t k = lo; k < hi; k++)
-        f += p->wcoef[k] * x[row_pos(p, k, lo)];
+        f += p->wcoef[k] * x[gmm_obsmap_row_pos(&p->map, k, lo)];
     return f;
 }
 
@@ -372,13 +372,13 @@ gmm_status gmm_problem_data_information(gmm_problem *p, const double *theta, dou
         for (size_t r = 0; r < p->nrows; r++) {
             if (wr[r] == 0.0)
                 continue;
-            size_t lo = row_lo(p, r), hi = row_hi(p, r);
+            size_t lo = gmm_obsmap_row_lo(&p->map, r), hi = gmm_obsmap_row_hi(&p->map, r);
             const double *h = p->wcoef, *x = p->wx + off[r];
             double fr = 0.0;
             for (size_t k = lo; k < hi; k++)
-                fr += h[k] * x[row_pos(p, k, lo)];
+                fr += h[k] * x[gmm_obsmap_row_pos(&p->map, k, lo)];
             for (size_t k = lo; k < hi; k++)
-                p->wg[off[r] + row_pos(p, k, lo)] += wr[r] * fr * h[k];
+                p->wg[off[r] + gmm_obsmap_row_pos(&p->map, k, lo)] += wr[r] * fr * h[k];
         }
         if ((st = gmm_latent_whiten_t(p->lat, p->wg, z)))
             goto done;

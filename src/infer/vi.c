@@ -118,7 +118,7 @@ gmm_status gmm_vi_alloc(gmm_problem *p, const gmm_vi_params *par, gmm_vi **out)
     v->lik = *gmm_problem_lik(p);
     v->n = gmm_latent_dim(lat);
     v->kl = gmm_latent_bandwidth(lat);
-    v->width = gmm_latent_obs_width(lat);
+    v->map = gmm_latent_obs_map(lat);
     v->nrows = gmm_latent_nrows(lat);
     v->nl = gmm_latent_nparam(lat);
     v->np = v->lik.type->nparam;
@@ -129,7 +129,7 @@ gmm_status gmm_vi_alloc(gmm_problem *p, const gmm_vi_params *par, gmm_vi **out)
     v->rows = rows;
     v->qrev = rows && gmm_latent_has_rows_rev_q(lat);
     v->nrowsG = rows ? gmm_latent_prior_nrows(lat) : 0;
-    size_t n = v->n, kl = v->kl, w = v->width, nm1 = n ? n - 1 : 0;
+    size_t n = v->n, kl = v->kl, w = v->map.width, nm1 = n ? n - 1 : 0;
     v->b = par->bandwidth == GMM_VI_BANDWIDTH_PRIOR ? kl : par->bandwidth;
     if (v->b > nm1)
         v->b = nm1;
@@ -150,18 +150,15 @@ gmm_status gmm_vi_alloc(gmm_problem *p, const gmm_vi_params *par, gmm_vi **out)
     v->oord = gmm_malloc(no, sizeof *v->oord);
     v->oy = gmm_malloc(no, sizeof *v->oy);
     v->oe = gmm_malloc(no, sizeof *v->oe);
-    v->nnz = gmm_latent_obs_nnz(lat);
-    v->rowptr = gmm_latent_obs_rowptr(lat);
-    v->pos = gmm_latent_obs_pos(lat);
-    size_t onz = 0;
+    size_t nnz = gmm_obsmap_nnz(&v->map), onz = 0;
     for (size_t r = 0; r < v->nrows; r++)
         if (!isnan(y[r]))
-            onz += v->rowptr ? v->rowptr[r + 1] - v->rowptr[r] : w;
+            onz += gmm_obsmap_row_hi(&v->map, r) - gmm_obsmap_row_lo(&v->map, r);
     v->orowptr = gmm_malloc(no + 1, sizeof *v->orowptr);
-    v->opos = v->pos ? gmm_malloc(onz ? onz : 1, sizeof *v->opos) : NULL;
+    v->opos = v->map.pos ? gmm_malloc(onz ? onz : 1, sizeof *v->opos) : NULL;
     v->ocoef = gmm_malloc(onz ? onz : 1, sizeof *v->ocoef);
-    v->coef_all = gmm_malloc(v->nnz ? v->nnz : 1, sizeof *v->coef_all);
-    v->coefbar_all = v->varies ? gmm_malloc(v->nnz ? v->nnz : 1, sizeof *v->coefbar_all) : NULL;
+    v->coef_all = gmm_malloc(nnz ? nnz : 1, sizeof *v->coef_all);
+    v->coefbar_all = v->varies ? gmm_malloc(nnz ? nnz : 1, sizeof *v->coefbar_all) : NULL;
     v->mu = gmm_malloc(no, sizeof *v->mu);
     v->s2 = gmm_malloc(no, sizeof *v->s2);
     v->ea = gmm_malloc(no, sizeof *v->ea);
@@ -185,11 +182,13 @@ gmm_status gmm_vi_alloc(gmm_problem *p, const gmm_vi_params *par, gmm_vi **out)
     v->K = gmm_band_alloc(n, kl, 0, GMM_BAND_SYMMETRIC);
     v->Kbar = gmm_band_alloc(n, kl, 0, GMM_BAND_LOWER);
     v->D = gmm_band_alloc(n, v->dk, 0, GMM_BAND_SYMMETRIC);
-    int ok = v->orow && v->ooff && v->oord && v->orowptr && (v->opos || !v->pos) && v->oy &&
+    int ok = v->orow && v->ooff && v->oord && v->orowptr && (v->opos || !v->map.pos) && v->oy &&
              v->oe && v->ocoef && v->coef_all && (v->coefbar_all || !v->varies) && v->mu &&
              v->s2 && v->ea && v->offs && v->oshift && v->ec && v->rule && v->dpar &&
              v->lambda && v->theta && v->thbar && v->tmp && v->grow && v->Sg && v->work &&
              v->cwork && v->L && v->Lbar && v->S && v->Sbar && v->K && v->Kbar && v->D;
+    v->omap = (gmm_obsmap){.nrows = v->nobs, .width = v->map.width, .offset = v->ooff,
+                           .rowptr = v->orowptr, .pos = v->opos, .coef = v->ocoef};
     if (ok && rows) {
         size_t sg = gmm_latent_prior_segment(lat), nJ = k1 + sg; /* >= a window's width */
         v->seg = sg;
@@ -227,14 +226,14 @@ gmm_status gmm_vi_alloc(gmm_problem *p, const gmm_vi_params *par, gmm_vi **out)
     for (size_t r = 0, o = 0; r < v->nrows; r++) {
         if (isnan(y[r]))
             continue;
-        size_t lo = row_lo(v, r), hi = v->rowptr ? v->rowptr[r + 1] : lo + w;
+        size_t lo = gmm_obsmap_row_lo(&v->map, r), hi = gmm_obsmap_row_hi(&v->map, r);
         v->orow[o] = r;
         v->ooff[o] = off[r];
         v->oy[o] = y[r];
         v->oe[o] = e ? e[r] : 1.0;
         v->orowptr[o + 1] = v->orowptr[o] + (hi - lo);
-        if (v->pos)
-            memcpy(v->opos + v->orowptr[o], v->pos + lo, (hi - lo) * sizeof *v->opos);
+        if (v->map.pos)
+            memcpy(v->opos + v->orowptr[o], v->map.pos + lo, (hi - lo) * sizeof *v->opos);
         o++;
     }
     if ((st = sort_by_offset(v))) {
@@ -327,7 +326,7 @@ gmm_status gmm_vi_set_state_from(gmm_vi *v, const double *theta, gmm_vi *src)
 static gmm_status factor_start(gmm_vi *v, const double *w, int pin)
 {
     gmm_status st;
-    size_t wd = v->width;
+    size_t wd = v->map.width;
     if (v->rows) {
         /* fold the prior's rows and sqrt(w_i) h_i, merged by first column */
         gmm_prior_rows G;

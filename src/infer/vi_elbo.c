@@ -511,11 +511,11 @@ gmm_status gmm_vi_elbo(gmm_vi *v, const double *theta, const double *lambda, dou
             gmm_problem_offsets_rev(v->prob, v->offs, thetabar);
         }
         if (v->varies) {
-            memset(v->coefbar_all, 0, v->nnz * sizeof *v->coefbar_all);
+            memset(v->coefbar_all, 0, gmm_obsmap_nnz(&v->map) * sizeof *v->coefbar_all);
             for (size_t i = 0; i < v->nobs; i++) {
                 size_t k0 = v->orowptr[i], k1 = v->orowptr[i + 1];
                 const double *h = v->ocoef;
-                double *hb = v->coefbar_all + row_lo(v, v->orow[i]) - k0;
+                double *hb = v->coefbar_all + gmm_obsmap_row_lo(&v->map, v->orow[i]) - k0;
                 for (size_t a = k0; a < k1; a++) {
                     size_t ia = entry_at(v, i, a);
                     double s = 0.0;

@@ -11,6 +11,7 @@
 #include "gmm/band.h"
 #include "gmm/constr.h"
 #include "gmm/likelihood.h"
+#include "gmm/obsmap.h"
 #include "gmm/problem.h"
 #include "gmm/vi.h"
 #include "infer_impl.h"
@@ -20,7 +21,7 @@ struct gmm_vi {
     gmm_latent *lat;
     gmm_vi_params par;
     gmm_lik lik;              /* values of the current evaluation */
-    size_t n, kl, b, sk, dk, width, nrows, nobs, nl, np, nparam, nvar, nrowsG;
+    size_t n, kl, b, sk, dk, nrows, nobs, nl, np, nparam, nvar, nrowsG;
     size_t ncoef, c0;         /* coefficients: theta[c0 ..] (problem.h) */
     double *offs, *oshift;    /* X beta at every row (nrows; also its adjoint), observed */
     int varies, rows, have_start;
@@ -31,8 +32,8 @@ struct gmm_vi {
      * + opos[k] (opos NULL: dense windows, ooff[i] + k - orowptr[i]);
      * coef_all and coefbar_all every row's (nnz). */
     size_t *orow, *ooff, *oord, *orowptr, *opos;
-    const size_t *rowptr, *pos;
-    size_t nnz;
+    gmm_obsmap map;           /* the latent's: every row (coef_all) */
+    gmm_obsmap omap;          /* the observed rows' view of ooff, orowptr, opos, ocoef */
     double *oy, *oe, *ocoef, *coef_all, *coefbar_all;
     double *mu, *s2, *ea, *ec; /* per observed row */
     unsigned char *rule;      /* Gauss-Hermite points per row / 4 (adaptive) */
@@ -60,23 +61,17 @@ struct gmm_vi {
 
 static inline size_t smax(size_t a, size_t b) { return a > b ? a : b; }
 
-/* Row r's first entry in the map's coefficients (latent.h). */
-static inline size_t row_lo(const gmm_vi *v, size_t r)
-{
-    return v->rowptr ? v->rowptr[r] : r * v->width;
-}
-
 /* The latent read by entry k of observed row i. */
 static inline size_t entry_at(const gmm_vi *v, size_t i, size_t k)
 {
-    return v->ooff[i] + (v->opos ? v->opos[k] : k - v->orowptr[i]);
+    return v->ooff[i] + gmm_obsmap_row_pos(&v->omap, k, v->orowptr[i]);
 }
 
 /* The observed rows' coefficients from every row's (coef_all). */
 static inline void gather_coef(gmm_vi *v)
 {
     for (size_t i = 0; i < v->nobs; i++)
-        memcpy(v->ocoef + v->orowptr[i], v->coef_all + row_lo(v, v->orow[i]),
+        memcpy(v->ocoef + v->orowptr[i], v->coef_all + gmm_obsmap_row_lo(&v->map, v->orow[i]),
                (v->orowptr[i + 1] - v->orowptr[i]) * sizeof *v->ocoef);
 }
 
