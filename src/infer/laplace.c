@@ -22,7 +22,7 @@ void gmm_laplace_free(gmm_laplace *w)
     if (!w)
         return;
     gmm_band_free(w->L);
-    gmm_band_free(w->LQ);
+    gmm_factor_free(w->fQ);
     gmm_band_free(w->S);
     gmm_band_free(w->SQ);
     double *v[] = {w->x, w->xt, w->gr, w->dx, w->tmp, w->z, w->f, w->g, w->w, w->t, w->s,
@@ -64,7 +64,7 @@ gmm_laplace *gmm_laplace_alloc(size_t n, size_t kl, size_t cov_kl, size_t maxobs
     w->width = width;
     size_t no = maxobs ? maxobs : 1;
     w->L = gmm_band_alloc(n, kl, 0, GMM_BAND_LOWER);
-    w->LQ = gmm_band_alloc(n, kl, 0, GMM_BAND_LOWER);
+    w->fQ = gmm_factor_band_alloc(n, kl);
     w->S = gmm_band_alloc(n, cov_kl, 0, GMM_BAND_SYMMETRIC);
     w->SQ = gmm_band_alloc(n, kl, 0, GMM_BAND_SYMMETRIC);
     w->cwork = gmm_malloc(gmm_band_chol_work_size(kl), sizeof *w->cwork);
@@ -74,7 +74,7 @@ gmm_laplace *gmm_laplace_alloc(size_t n, size_t kl, size_t cov_kl, size_t maxobs
     double **o[] = {&w->f, &w->g, &w->w, &w->t, &w->s, &w->yt, &w->u};
     for (size_t i = 0; i < sizeof o / sizeof o[0]; i++)
         *o[i] = gmm_calloc(no, sizeof(double));
-    int ok = w->L && w->LQ && w->S && w->SQ && w->cwork;
+    int ok = w->L && w->fQ && w->S && w->SQ && w->cwork;
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
         ok = ok && *v[i];
     for (size_t i = 0; i < sizeof o / sizeof o[0]; i++)

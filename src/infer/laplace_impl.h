@@ -7,6 +7,7 @@
 
 #include "gmm/band.h"
 #include "gmm/constr.h"
+#include "gmm/factor.h"
 #include "gmm/laplace.h"
 #include "gmm/likelihood.h"
 
@@ -20,7 +21,8 @@ typedef enum { LAPLACE_KNOWS_NOTHING, LAPLACE_KNOWS_MODE, LAPLACE_KNOWS_FIT } la
 struct gmm_laplace {
     size_t n, kl, ckl, maxobs, width;
     size_t nconst;        /* the likelihood's row constants (obs->cst) */
-    gmm_band *L, *LQ, *S, *SQ;
+    gmm_band *L, *S, *SQ;
+    gmm_factor *fQ;       /* the prior's, when the caller has no log|Q| */
     double *x, *xt, *gr, *dx, *tmp, *z;   /* n each */
     double *f, *g, *w, *t, *s;            /* maxobs each */
     double *yt, *u;                       /* maxobs each: working data, adjoint (sqrt) */
@@ -38,7 +40,7 @@ struct gmm_laplace {
     double lsum;          /* sum log p at psi()'s last x */
     size_t iter;
     laplace_known known;
-    int logdet_here;      /* the last evaluation factored Q for its log-determinant (LQ) */
+    int logdet_here;      /* the last evaluation factored Q for its log-determinant (fQ) */
     int accepted;     /* the square-root form kept its start: dx = mu - x */
     int sready;       /* s and the smoother's gradient started (var) for grad_sqrt */
     gmm_constr *con;  /* constraints A x = 0 (NULL: none) */

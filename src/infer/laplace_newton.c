@@ -200,14 +200,14 @@ static gmm_status newton(gmm_laplace *w, const newton_problem *pb, double *logq)
                                      "the constrained subspace");
     w->logdet_here = logq && isnan(logdet_q);
     if (w->logdet_here) {
-        if ((st = gmm_band_chol_decomp_work(Q, w->LQ, w->cwork)) != GMM_OK) {
+        if ((st = gmm_factor_decomp(w->fQ, Q)) != GMM_OK) {
             size_t row = gmm_error_index();
             return st == GMM_ENOTPD
                        ? gmm_error_at(st, row, "prior precision not positive definite (row %zu)",
                                       row)
                        : st;
         }
-        logdet_q = gmm_band_chol_logdet(w->LQ);
+        logdet_q = gmm_factor_logdet(w->fQ);
     }
     if (x0)
         memcpy(w->x, x0, w->n * sizeof *w->x);
@@ -358,7 +358,7 @@ gmm_status gmm_laplace_grad(gmm_laplace *w, gmm_band *Qbar, double *bbar, double
         if ((st = gmm_band_axpy(-0.5, 2.0, w->S, Qbar)))
             return st;
         if (w->logdet_here) {
-            if ((st = gmm_band_chol_selinv(w->LQ, w->SQ)))
+            if ((st = gmm_factor_selinv(w->fQ, w->SQ)))
                 return st;
             if ((st = gmm_band_axpy(0.5, 2.0, w->SQ, Qbar)))
                 return st;
