@@ -69,6 +69,7 @@ void gmm_vi_free(gmm_vi *v)
     for (size_t i = 0; i < sizeof arr / sizeof arr[0]; i++)
         gmm_free(arr[i]);
     gmm_constr_free(v->con);
+    gmm_factor_free(v->fQ);
     gmm_free(v);
 }
 
@@ -203,7 +204,8 @@ gmm_status gmm_vi_alloc(gmm_problem *p, const gmm_vi_params *par, gmm_vi **out)
     } else if (ok) {
         v->Q = gmm_band_alloc(n, kl, 0, GMM_BAND_SYMMETRIC);
         v->Qbar = gmm_band_alloc(n, kl, 0, GMM_BAND_SYMMETRIC);
-        ok = v->Q && v->Qbar;
+        v->fQ = gmm_factor_band_alloc(n, kl);
+        ok = v->Q && v->Qbar && v->fQ;
     }
     if (ok && ncon) {
         v->con = gmm_constr_alloc(n, ncon, gmm_latent_constraints(lat),

@@ -394,10 +394,9 @@ gmm_status gmm_vi_elbo(gmm_vi *v, const double *theta, const double *lambda, dou
         if ((st = gmm_latent_prior(v->lat, theta, v->Q, &ldp)))
             return st;
         if (isnan(ldp)) {
-            if ((st = gmm_band_copy(v->K, v->Q)) ||
-                (st = gmm_band_chol_decomp_work(v->K, v->K, v->cwork)))
+            if ((st = gmm_factor_decomp(v->fQ, v->Q)))
                 return st;
-            ldp = gmm_band_chol_logdet(v->K);
+            ldp = gmm_factor_logdet(v->fQ);
             v->logdet_here = 1;
         }
     }
@@ -493,9 +492,10 @@ gmm_status gmm_vi_elbo(gmm_vi *v, const double *theta, const double *lambda, dou
             if ((st = gmm_band_outer(-0.5, 1, mq, n, mq, n, v->Qbar)))
                 return st;
             if (v->logdet_here) {
+                const gmm_band *KQ = gmm_factor_band_chol(v->fQ);
                 gmm_band_set_zero(v->Kbar);
-                if ((st = gmm_band_chol_logdet_rev(v->K, 0.5, v->Kbar)) ||
-                    (st = gmm_band_chol_decomp_rev_work(v->K, v->Kbar, v->Qbar, v->cwork)))
+                if ((st = gmm_band_chol_logdet_rev(KQ, 0.5, v->Kbar)) ||
+                    (st = gmm_band_chol_decomp_rev_work(KQ, v->Kbar, v->Qbar, v->cwork)))
                     return st;
             }
             if ((st = gmm_latent_prior_rev(v->lat, v->Qbar, v->logdet_here ? 0.0 : 0.5,

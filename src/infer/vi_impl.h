@@ -10,6 +10,7 @@
 
 #include "gmm/band.h"
 #include "gmm/constr.h"
+#include "gmm/factor.h"
 #include "gmm/likelihood.h"
 #include "gmm/obsmap.h"
 #include "gmm/problem.h"
@@ -42,7 +43,8 @@ struct gmm_vi {
     gmm_band *L, *Lbar, *S, *Sbar;
     gmm_band *D, *Dlo;        /* Q_p - L L' (rows: with its low part) */
     gmm_band *Q, *Qbar;       /* assembled prior (NULL with rows) */
-    gmm_band *K, *Kbar;       /* chol of Q (family without log|Q|) or of P */
+    gmm_band *K, *Kbar;       /* the start's chol of P; Kbar: fQ's factor's adjoint */
+    gmm_factor *fQ;           /* Q's factorisation (family without log|Q|; NULL with rows) */
     double *grow, *Sg, *work; /* kl + 1 each, 4 (kl + 1) */
     double *cwork;            /* K's Cholesky's and its reverse's panels */
     size_t seg;               /* rows: rows per segment of G */
