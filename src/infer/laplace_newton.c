@@ -108,7 +108,8 @@ static gmm_status factor_p(gmm_laplace *w, int clamp, double tau)
         }
     }
     for (size_t i = 0; ob->map.rowptr && i < ob->map.nrows; i++) {
-        size_t lo = gmm_obsmap_row_lo(&ob->map, i), hi = gmm_obsmap_row_hi(&ob->map, i), o = ob->map.offset[i];
+        size_t lo = gmm_obsmap_row_lo(&ob->map, i), hi = gmm_obsmap_row_hi(&ob->map, i),
+               o = ob->map.offset[i];
         const double *h = ob->map.coef;
         double wi = clamp ? fmax(w->w[i], 0.0) : w->w[i];
         if (wi == 0.0)
@@ -247,7 +248,8 @@ static gmm_status newton(gmm_laplace *w, const newton_problem *pb, double *logq)
         for (size_t i = 0; i < obs->map.nrows; i++) {
             size_t lo = gmm_obsmap_row_lo(&obs->map, i), hi = gmm_obsmap_row_hi(&obs->map, i);
             for (size_t k = lo; k < hi; k++)
-                w->gr[obs->map.offset[i] + gmm_obsmap_row_pos(&obs->map, k, lo)] += w->g[i] * obs->map.coef[k];
+                w->gr[obs->map.offset[i] + gmm_obsmap_row_pos(&obs->map, k, lo)] +=
+                    w->g[i] * obs->map.coef[k];
         }
         memcpy(w->dx, w->gr, w->n * sizeof *w->dx);
         if ((st = p_solve(w, w->dx))) /* with constraints, the step keeps A x = 0 */
@@ -334,7 +336,8 @@ gmm_status gmm_laplace_grad(gmm_laplace *w, gmm_band *Qbar, double *bbar, double
     /* s_i, r = H'(s o t)/2, z = P^-1 r */
     memset(w->z, 0, n * sizeof *w->z);
     for (size_t i = 0; i < ob->map.nrows; i++) {
-        size_t lo = gmm_obsmap_row_lo(&ob->map, i), hi = gmm_obsmap_row_hi(&ob->map, i), o = ob->map.offset[i];
+        size_t lo = gmm_obsmap_row_lo(&ob->map, i), hi = gmm_obsmap_row_hi(&ob->map, i),
+               o = ob->map.offset[i];
         const double *h = ob->map.coef;
         double s = 0.0;
         for (size_t a = lo; a < hi; a++) {
@@ -343,7 +346,8 @@ gmm_status gmm_laplace_grad(gmm_laplace *w, gmm_band *Qbar, double *bbar, double
             size_t ia = o + gmm_obsmap_row_pos(&ob->map, a, lo);
             for (size_t c = lo; c < hi; c++)
                 if (h[c] != 0.0)
-                    s += h[a] * h[c] * gmm_band_get(w->S, ia, o + gmm_obsmap_row_pos(&ob->map, c, lo));
+                    s += h[a] * h[c] *
+                         gmm_band_get(w->S, ia, o + gmm_obsmap_row_pos(&ob->map, c, lo));
         }
         w->s[i] = s;
         for (size_t a = lo; a < hi; a++)
@@ -368,7 +372,8 @@ gmm_status gmm_laplace_grad(gmm_laplace *w, gmm_band *Qbar, double *bbar, double
     double out[4], dpar[3 * GMM_LIK_MAXPARAM];
     const double *dp = dpar;
     for (size_t i = 0; i < ob->map.nrows; i++) {
-        size_t lo = gmm_obsmap_row_lo(&ob->map, i), hi = gmm_obsmap_row_hi(&ob->map, i), o = ob->map.offset[i];
+        size_t lo = gmm_obsmap_row_lo(&ob->map, i), hi = gmm_obsmap_row_hi(&ob->map, i),
+               o = ob->map.offset[i];
         const double *h = ob->map.coef;
         double u = 0.0;
         for (size_t a = lo; a < hi; a++)
@@ -392,7 +397,8 @@ gmm_status gmm_laplace_grad(gmm_laplace *w, gmm_band *Qbar, double *bbar, double
                 double sh = 0.0;
                 for (size_t c = lo; c < hi; c++)
                     if (h[c] != 0.0)
-                        sh += gmm_band_get(w->S, ia, o + gmm_obsmap_row_pos(&ob->map, c, lo)) * h[c];
+                        sh +=
+                            gmm_band_get(w->S, ia, o + gmm_obsmap_row_pos(&ob->map, c, lo)) * h[c];
                 coefbar[a] += ci * w->x[ia] + w->g[i] * w->z[ia] - w->w[i] * sh;
             }
         }

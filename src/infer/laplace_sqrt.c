@@ -177,7 +177,8 @@ gmm_status gmm_laplace_eval_sqrt(gmm_laplace *w, const gmm_laplace_smoother *sm,
             r = w->g[i] - w->w[i] * e;
             size_t lo = gmm_obsmap_row_lo(&obs->map, i), hi = gmm_obsmap_row_hi(&obs->map, i);
             for (size_t k = lo; k < hi; k++)
-                qm[obs->map.offset[i] + gmm_obsmap_row_pos(&obs->map, k, lo)] += obs->map.coef[k] * r;
+                qm[obs->map.offset[i] + gmm_obsmap_row_pos(&obs->map, k, lo)] +=
+                    obs->map.coef[k] * r;
         }
         if (track) {
             for (size_t j = 0; j < w->n; j++)

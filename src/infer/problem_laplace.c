@@ -76,7 +76,8 @@ static gmm_status sm_rowcov(void *ctx, double *zeta, double *sh)
     gmm_status st = gmm_latent_wls_rowcov(p->lat, zeta, p->ssh);
     for (size_t i = 0; !st && i < p->nobs; i++) {
         size_t lo = gmm_obsmap_row_lo(&p->map, p->orow[i]);
-        memcpy(sh + p->orowptr[i], p->ssh + lo, (gmm_obsmap_row_hi(&p->map, p->orow[i]) - lo) * sizeof *sh);
+        memcpy(sh + p->orowptr[i], p->ssh + lo,
+               (gmm_obsmap_row_hi(&p->map, p->orow[i]) - lo) * sizeof *sh);
     }
     return st;
 }
@@ -159,7 +160,8 @@ gmm_status problem_laplace_alloc(gmm_problem *p)
 {
     gmm_status st;
     size_t nr = p->nrows ? p->nrows : 1, no = p->nobs ? p->nobs : 1, w = p->map.width;
-    size_t kl = gmm_latent_bandwidth(p->lat), nz = gmm_obsmap_nnz(&p->map) ? gmm_obsmap_nnz(&p->map) : 1;
+    size_t kl = gmm_latent_bandwidth(p->lat),
+           nz = gmm_obsmap_nnz(&p->map) ? gmm_obsmap_nnz(&p->map) : 1;
     const size_t *off = gmm_latent_obs_offset(p->lat);
     p->orow = gmm_malloc(no, sizeof *p->orow);
     p->ooff = gmm_malloc(no, sizeof *p->ooff);
@@ -177,7 +179,8 @@ gmm_status problem_laplace_alloc(gmm_problem *p)
         p->ooff[o] = off[r];
         p->oy[o] = p->y[r];
         p->oe[o] = p->e ? p->e[r] : 1.0;
-        p->orowptr[o + 1] = p->orowptr[o] + (gmm_obsmap_row_hi(&p->map, r) - gmm_obsmap_row_lo(&p->map, r));
+        p->orowptr[o + 1] =
+            p->orowptr[o] + (gmm_obsmap_row_hi(&p->map, r) - gmm_obsmap_row_lo(&p->map, r));
         o++;
     }
     size_t nc = gmm_lik_nconst(&p->lik);

@@ -87,7 +87,8 @@ static gmm_status whiten_alloc(gmm_problem *p)
     for (size_t r = 0; r < p->nrows; r++) {
         if (isnan(p->y[r]))
             continue;
-        size_t lo = gmm_obsmap_row_lo(&p->map, r), hi = gmm_obsmap_row_hi(&p->map, r), k0 = p->wptr[i];
+        size_t lo = gmm_obsmap_row_lo(&p->map, r), hi = gmm_obsmap_row_hi(&p->map, r),
+               k0 = p->wptr[i];
         for (size_t k = lo; k < hi; k++)
             p->widx[k0 + k - lo] = off[r] + gmm_obsmap_row_pos(&p->map, k, lo);
         p->wrow[i] = r;

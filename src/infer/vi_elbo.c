@@ -171,8 +171,8 @@ static gmm_status expectations(gmm_vi *v, const gmm_band *S, const double *m, do
         }
         if (s2 < 0.0) /* rounding of a variance that is ~0 against Sigma's entries */
             s2 = 0.0;
-        gmm_status st = gmm_lik_expect(&v->lik, v->oy[i], v->oe[i], mu, s2, vi_rule_of(v, i, s2), out,
-                                       v->np ? dp : NULL);
+        gmm_status st = gmm_lik_expect(&v->lik, v->oy[i], v->oe[i], mu, s2, vi_rule_of(v, i, s2),
+                                       out, v->np ? dp : NULL);
         if (st)
             return st;
         v->mu[i] = mu;
