@@ -18,6 +18,16 @@
  * L, or the smoother's for the square-root form, and log q). */
 typedef enum { LAPLACE_KNOWS_NOTHING, LAPLACE_KNOWS_MODE, LAPLACE_KNOWS_FIT } laplace_known;
 
+/* How the square-root form's last evaluation ended: Newton stepped to the
+ * mode; or it kept its start (the mode is x + dx, dx = mu - x) with the
+ * smoother's variances in s and its gradient started (var), which the next
+ * gmm_laplace_grad_sqrt uses up; or kept its start, the variances used. */
+typedef enum {
+    LAPLACE_SQRT_STEPPED,
+    LAPLACE_SQRT_KEPT_START_VAR_READY,
+    LAPLACE_SQRT_KEPT_START
+} laplace_sqrt_end;
+
 struct gmm_laplace {
     size_t n, kl, ckl, maxobs, width;
     size_t nconst;        /* the likelihood's row constants (obs->cst) */
@@ -41,8 +51,7 @@ struct gmm_laplace {
     size_t iter;
     laplace_known known;
     int logdet_here;      /* the last evaluation factored Q for its log-determinant (fQ) */
-    int accepted;     /* the square-root form kept its start: dx = mu - x */
-    int sready;       /* s and the smoother's gradient started (var) for grad_sqrt */
+    laplace_sqrt_end sqrt_end; /* the square-root form's last evaluation */
     gmm_constr *con;  /* constraints A x = 0 (NULL: none) */
 };
 

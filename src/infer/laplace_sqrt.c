@@ -145,7 +145,7 @@ gmm_status gmm_laplace_eval_sqrt(gmm_laplace *w, const gmm_laplace_smoother *sm,
     /* a start given is usually the mode, kept (accept below): its rows' dpar
      * kept too */
     double sum = laplace_lik_sum(w, w->x, started), ml = 0.0, q = 0.0, Psi = sum;
-    w->accepted = w->sready = 0;
+    w->sqrt_end = LAPLACE_SQRT_STEPPED;
     if (track)
         memset(qx, 0, w->n * sizeof *qx);
     if ((st = working_data(w)) ||
@@ -233,7 +233,7 @@ gmm_status gmm_laplace_eval_sqrt(gmm_laplace *w, const gmm_laplace_smoother *sm,
         /* log|P| at x's W, not the mode's: its first-order term r'(mu - x) */
         if ((st = sm->var(sm->ctx, w->s)))
             return st;
-        w->accepted = w->sready = 1;
+        w->sqrt_end = LAPLACE_SQRT_KEPT_START_VAR_READY;
         for (size_t i = 0; i < obs->map.nrows; i++)
             corr += 0.5 * w->s[i] * w->t[i] * row_dot(obs, i, w->dx);
     }
@@ -260,9 +260,10 @@ gmm_status gmm_laplace_grad_sqrt(gmm_laplace *w, double *bbar, double *parbar, d
     const gmm_laplace_smoother *sm = w->sm;
     /* var starts the smoother's gradient, which the adjoint completes:
      * once per gradient */
-    if (!w->sready && (st = sm->var(sm->ctx, w->s)))
+    if (w->sqrt_end != LAPLACE_SQRT_KEPT_START_VAR_READY && (st = sm->var(sm->ctx, w->s)))
         return st;
-    w->sready = 0;
+    if (w->sqrt_end == LAPLACE_SQRT_KEPT_START_VAR_READY)
+        w->sqrt_end = LAPLACE_SQRT_KEPT_START;
     for (size_t i = 0; i < ob->map.nrows; i++)
         w->yt[i] = 0.5 * w->s[i] * w->t[i];
     if ((st = sm->adjoint(sm->ctx, w->yt, w->u)))
@@ -282,7 +283,7 @@ gmm_status gmm_laplace_grad_sqrt(gmm_laplace *w, double *bbar, double *parbar, d
     for (size_t i = 0; i < ob->map.nrows; i++) {
         /* a kept start: g and dlogp/dphi at the mode's f_i + e_i to first
          * order, as log q's r'delta (SQUARE-ROOT FORM) */
-        double e = w->accepted ? row_dot(ob, i, w->dx) : 0.0;
+        double e = w->sqrt_end != LAPLACE_SQRT_STEPPED ? row_dot(ob, i, w->dx) : 0.0;
         double u = w->u[i], ci = w->g[i] - w->w[i] * e + 0.5 * w->s[i] * w->t[i] - w->w[i] * u;
         if (bbar)
             *bbar += ci;
@@ -303,7 +304,7 @@ gmm_status gmm_laplace_grad_sqrt(gmm_laplace *w, double *bbar, double *parbar, d
             size_t lo = gmm_obsmap_row_lo(&ob->map, i), hi = gmm_obsmap_row_hi(&ob->map, i);
             for (size_t k = lo; k < hi; k++) {
                 size_t ia = ob->map.offset[i] + gmm_obsmap_row_pos(&ob->map, k, lo);
-                double xm = w->x[ia] + (w->accepted ? w->dx[ia] : 0.0);
+                double xm = w->x[ia] + (w->sqrt_end != LAPLACE_SQRT_STEPPED ? w->dx[ia] : 0.0);
                 coefbar[k] += ci * xm + gi * w->z[ia] - w->w[i] * w->sh[k];
             }
         }
