@@ -136,7 +136,7 @@ gmm_status gmm_laplace_grad(gmm_laplace *w, gmm_band *Qbar, double *bbar, double
  *            (mu the posterior mean).
  *   rowcov   (NULL: no gradient in the coefficients) then: zeta (n) and
  *            (Sigma h_i) at each of observation i's entries, laid out as
- *            obs->coef, Sigma the smoother's posterior covariance. */
+ *            obs->map.coef, Sigma the smoother's posterior covariance. */
 typedef struct {
     void *ctx;
     gmm_status (*smooth)(void *ctx, const double *yt, const double *wt, int record, double *ml,
@@ -160,7 +160,7 @@ gmm_status gmm_laplace_eval_sqrt(gmm_laplace *w, const gmm_laplace_smoother *sm,
 /* Reverse mode of the last successful gmm_laplace_eval_sqrt: the prior's
  * part through the smoother (var, then adjoint), *bbar += dlogq/db,
  * parbar (nparam of lik) += dlogq/dphi and shiftbar (nobs) += dlogq/dshift
- * (any may be NULL), and coefbar (laid out as obs->coef; NULL: none;
+ * (any may be NULL), and coefbar (laid out as obs->map.coef; NULL: none;
  * GMM_EINVAL when the smoother has no rowcov) += dlogq/dcoef, the rows'
  * coefficients being parameters too (demodulated kernels).  O(the
  * smoother's gradient), and O(n l^2) for coefbar's covariance. */
