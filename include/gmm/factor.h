@@ -36,10 +36,20 @@ size_t gmm_factor_dim(const gmm_factor *f);
  * Q is read, not kept.  O(n kl^2) for the band. */
 gmm_status gmm_factor_decomp(gmm_factor *f, const gmm_band *Q);
 
+/* Take L (LOWER, the factor's size and bandwidth) as the factor of
+ * Q = L L^T: one made elsewhere (the Laplace posterior's), copied.  Its
+ * solves then skip the columns below which L is zero (band.h,
+ * gmm_band_tri_reach; the same result), worth it for a factor solved with
+ * many times. */
+gmm_status gmm_factor_set_chol(gmm_factor *f, const gmm_band *L);
+
 /* x <- L^-1 x, x <- L^-T x, x <- Q^-1 x = L^-T L^-1 x (x: n).  O(n kl). */
 gmm_status gmm_factor_solve_l(const gmm_factor *f, double *x);
 gmm_status gmm_factor_solve_lt(const gmm_factor *f, double *x);
 gmm_status gmm_factor_solve(const gmm_factor *f, double *x);
+
+/* y = L^T x (x, y: n, distinct).  O(n kl). */
+gmm_status gmm_factor_mul_lt(const gmm_factor *f, const double *x, double *y);
 
 /* log|Q| = 2 sum_j log L_jj of the last factorisation. */
 double gmm_factor_logdet(const gmm_factor *f);

@@ -26,6 +26,16 @@ gmm_status gmm_factor_decomp(gmm_factor *f, const gmm_band *Q)
     return st;
 }
 
+gmm_status gmm_factor_set_chol(gmm_factor *f, const gmm_band *L)
+{
+    if (!f || !L)
+        return gmm_error(GMM_EINVAL, "gmm_factor_set_chol: NULL argument");
+    f->ready = 0;
+    gmm_status st = f->type->set_chol(f->state, L);
+    f->ready = st == GMM_OK;
+    return st;
+}
+
 static gmm_status not_ready(const gmm_factor *f, const void *arg, const char *who)
 {
     if (!f || !arg)
@@ -53,6 +63,12 @@ gmm_status gmm_factor_solve(const gmm_factor *f, double *x)
     if (!st)
         st = f->type->solve_l(f->state, x);
     return st ? st : f->type->solve_lt(f->state, x);
+}
+
+gmm_status gmm_factor_mul_lt(const gmm_factor *f, const double *x, double *y)
+{
+    gmm_status st = not_ready(f, x && y ? x : NULL, "gmm_factor_mul_lt");
+    return st ? st : f->type->mul_lt(f->state, x, y);
 }
 
 double gmm_factor_logdet(const gmm_factor *f) { return f->type->logdet(f->state); }

@@ -9,6 +9,8 @@
 typedef struct {
     const char *name;
     gmm_status (*decomp)(void *state, const gmm_band *Q);
+    gmm_status (*set_chol)(void *state, const gmm_band *L);
+    gmm_status (*mul_lt)(const void *state, const double *x, double *y);
     gmm_status (*solve_l)(const void *state, double *x);
     gmm_status (*solve_lt)(const void *state, double *x);
     double (*logdet)(const void *state);

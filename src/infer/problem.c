@@ -57,8 +57,7 @@ void gmm_problem_free(gmm_problem *p)
     gmm_free(p->jcbar);
     gmm_free(p->wx);
     gmm_free(p->wg);
-    gmm_band_free(p->wL);
-    gmm_free(p->wreach);
+    gmm_factor_free(p->wfac);
     gmm_free(p->wxh);
     gmm_free(p->sy);
     gmm_free(p->ssh);

@@ -9,6 +9,7 @@
 #include <stddef.h>
 
 #include "gmm/band.h"
+#include "gmm/factor.h"
 #include "gmm/laplace.h"
 #include "gmm/obsmap.h"
 #include "gmm/problem.h"
@@ -69,10 +70,9 @@ struct gmm_problem {
     int wone;             /* every row has one coefficient (wptr[i] = i) */
     double *wy, *we, *wconst, *wo, *wh, *wf, *wd, *whx;
     /* the Laplace metric: x = wxh + wL^-T v, wL wL' = Q + H' diag(wwt) H
-     * at the mode (wwt: nobs), wc = wL' wxh */
+     * at the mode (wwt: nobs), wc = wL' wxh; wL the factor in wfac */
     gmm_metric metric;
-    gmm_band *wL;
-    size_t *wreach;       /* gmm_band_tri_reach of wL (n) */
+    gmm_factor *wfac;
     double *wxh, *wqx, *wc, *wwt; /* n, n, n, nobs */
     /* joint sampling of the hyperparameters */
     int *jsamp;           /* nparam flags */

@@ -27,12 +27,11 @@ static gmm_status laplace_map_setup(gmm_problem *p, const double *theta)
     double f;
     if (!p->lap && (st = problem_laplace_alloc(p)))
         return st;
-    if (!p->wL) {
+    if (!p->wfac) {
         size_t kl = gmm_latent_bandwidth(p->lat);
-        p->wL = gmm_band_alloc(p->n, kl, 0, GMM_BAND_LOWER);
+        p->wfac = gmm_factor_band_alloc(p->n, kl);
         p->wxh = gmm_malloc(3 * p->n + p->nobs, sizeof *p->wxh);
-        p->wreach = gmm_malloc(p->n ? p->n : 1, sizeof *p->wreach);
-        if (!p->wL || !p->wxh || !p->wreach)
+        if (!p->wfac || !p->wxh)
             return gmm_error(GMM_ENOMEM, "out of memory for the Laplace metric (%zu latents)",
                              p->n);
         p->wqx = p->wxh + p->n;
@@ -50,10 +49,10 @@ static gmm_status laplace_map_setup(gmm_problem *p, const double *theta)
                                      "linear constraints (use the prior's)");
     /* the Laplace workspace's observations are the packed rows, in order */
     memcpy(p->wwt, wt, p->nobs * sizeof *wt);
-    if ((st = gmm_band_copy(p->wL, L)) || (st = gmm_band_tri_reach(p->wL, p->wreach)) ||
+    if ((st = gmm_factor_set_chol(p->wfac, L)) ||
         (st = gmm_laplace_posterior(p->lap, p->wxh, NULL)))
         return st;
-    return gmm_band_gemv(GMM_TRANS, 1.0, p->wL, p->wxh, 0.0, p->wc);
+    return gmm_factor_mul_lt(p->wfac, p->wxh, p->wc);
 }
 
 /* The whitened density's arrays, and the packed observed rows. */
@@ -171,7 +170,7 @@ gmm_status problem_whiten(gmm_problem *p, const double *v, double *x)
     if (p->metric != GMM_METRIC_LAPLACE)
         return gmm_latent_whiten(p->lat, v, x);
     memcpy(x, v, p->n * sizeof *x);
-    gmm_status st = gmm_band_tri_solve_vec_reach(p->wL, p->wreach, GMM_TRANS, x);
+    gmm_status st = gmm_factor_solve_lt(p->wfac, x);
     for (size_t j = 0; j < p->n && st == GMM_OK; j++)
         x[j] += p->wxh[j];
     return st;
@@ -185,7 +184,7 @@ gmm_status gmm_problem_unwhiten(gmm_problem *p, const double *x, double *v)
         return gmm_latent_unwhiten(p->lat, x, v);
     for (size_t j = 0; j < p->n; j++)
         p->wqx[j] = x[j] - p->wxh[j];
-    return gmm_band_gemv(GMM_TRANS, 1.0, p->wL, p->wqx, 0.0, v);
+    return gmm_factor_mul_lt(p->wfac, p->wqx, v);
 }
 
 /* b + h_r' x at data row r, from the whitening setup's rows and p->wx. */
@@ -273,7 +272,7 @@ gmm_status gmm_problem_whitened_logp(gmm_problem *p, const double *v, double *lp
             p->wd[i] += p->wwt[i] * p->whx[i];
         problem_packed_scatter(p, p->wd);
         memcpy(grad, p->wg, p->n * sizeof *grad);
-        if ((st = gmm_band_tri_solve_vec_reach(p->wL, p->wreach, GMM_NOTRANS, grad)))
+        if ((st = gmm_factor_solve_l(p->wfac, grad)))
             return st;
         for (size_t j = 0; j < p->n; j++)
             grad[j] -= p->wqx[j];

@@ -1,7 +1,7 @@
 /* test_factor.c -- the factorisation seam (factor.h) against the band
  * routines it wraps: on random SPD band matrices of a few sizes and
- * bandwidths, the factor, the three solves, log|Q| and the selected
- * inverse agree with gmm_band_chol_* to c n eps (c = 64: the same
+ * bandwidths, the factor (made here or taken with gmm_factor_set_chol),
+ * the three solves, L^T x, log|Q| and the selected inverse agree with gmm_band_chol_* to c n eps (c = 64: the same
  * arithmetic, so the agreement is in fact exact, but the seam promises no
  * more than the band's own accuracy); errors are reported, not aborted. */
 #include <check.h>
@@ -81,6 +81,29 @@ START_TEST(test_factor_vs_band)
                 for (size_t i = 0; i < n; i++)
                     ck_assert_double_le(fabs(y[i] - (i == n / 2)), 1e3 * tol);
             }
+            /* a factor taken from elsewhere: the reach-limited solves, L^T x */
+            gmm_factor *g = gmm_factor_band_alloc(n, kl);
+            ck_assert_int_eq(gmm_factor_set_chol(g, L), GMM_OK);
+            for (int op = 0; op < 3; op++) {
+                double *z = malloc((n ? n : 1) * sizeof *z);
+                for (size_t i = 0; i < n; i++)
+                    x[i] = y[i] = tu_normal(&r);
+                if (op == 0) {
+                    ck_assert_int_eq(gmm_factor_solve_l(g, x), GMM_OK);
+                    ck_assert_int_eq(gmm_band_tri_solve_vec(L, GMM_NOTRANS, y), GMM_OK);
+                } else if (op == 1) {
+                    ck_assert_int_eq(gmm_factor_solve_lt(g, x), GMM_OK);
+                    ck_assert_int_eq(gmm_band_tri_solve_vec(L, GMM_TRANS, y), GMM_OK);
+                } else {
+                    memcpy(z, x, n * sizeof *z);
+                    ck_assert_int_eq(gmm_factor_mul_lt(g, z, x), GMM_OK);
+                    ck_assert_int_eq(gmm_band_gemv(GMM_TRANS, 1.0, L, z, 0.0, y), GMM_OK);
+                }
+                ck_assert_double_le(max_abs_diff(x, y, n, &sc), tol * sc);
+                free(z);
+            }
+            ck_assert_double_le(fabs(gmm_factor_logdet(g) - ld), tol * fmax(1.0, fabs(ld)));
+            gmm_factor_free(g);
             ck_assert_int_eq(gmm_factor_selinv(f, S1), GMM_OK);
             ck_assert_int_eq(gmm_band_chol_selinv(L, S2), GMM_OK);
             ck_assert_double_le(max_abs_diff(S1->data, S2->data, m, &sc), tol * sc);
