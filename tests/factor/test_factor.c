@@ -1,9 +1,10 @@
 /* test_factor.c -- the factorisation seam (factor.h) against the band
  * routines it wraps: on random SPD band matrices of a few sizes and
  * bandwidths, the factor (made here or taken with gmm_factor_set_chol),
- * the three solves, L^T x, log|Q| and the selected inverse agree with gmm_band_chol_* to c n eps (c = 64: the same
- * arithmetic, so the agreement is in fact exact, but the seam promises no
- * more than the band's own accuracy); errors are reported, not aborted. */
+ * the three solves, L^T x, log|Q| and the selected inverse agree with
+ * gmm_band_chol_* to c n eps (c = 64: the same arithmetic, so in fact
+ * exactly, but the seam promises no more than the band's own accuracy);
+ * errors are reported, not aborted. */
 #include <check.h>
 #include <float.h>
 #include <math.h>
