@@ -45,11 +45,11 @@ LDLIBS = $(shell pkg-config --libs-only-L $(PKGS) 2>/dev/null) -lgsl -lopenblas 
 TEST_LDLIBS = $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubunit -lrt -lpthread)
 
 # The library's folders are its layers (docs/design.md, Layers), bottom up:
-# core/, band/, io/, the components -- graph/ and model/ (a room per
+# core/, band/, factor/ (one interface to the factorisations), io/, the components -- graph/ and model/ (a room per
 # component: lik/, kernel/, ssm/, gmrf/, stack/; the latent type they share
 # at its top level) --, infer/, and mdl/, the whole model.  cli/ is the
 # program.
-LIB_SRC := $(sort $(wildcard src/core/*.c src/band/*.c src/io/*.c src/graph/*.c \
+LIB_SRC := $(sort $(wildcard src/core/*.c src/band/*.c src/factor/*.c src/io/*.c src/graph/*.c \
                              src/model/*.c src/model/*/*.c src/infer/*.c src/mdl/*.c))
 CLI_SRC := $(sort $(wildcard src/cli/*.c))
 TEST_SUPPORT_SRC := $(sort $(wildcard tests/support/*.c))

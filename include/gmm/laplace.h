@@ -27,28 +27,23 @@
 
 #include "gmm/band.h"
 #include "gmm/likelihood.h"
+#include "gmm/obsmap.h"
 #include "gmm/status.h"
 
-/* The observations: nobs rows, row i reading x[offset[i] .. + width) with
- * coefficients coef[i width .. + width), outcome y[i] (finite, valid for the
- * likelihood), exposure e[i] (e NULL: 1), and a fixed shift s_i of its
- * linear predictor, shift[i] (shift NULL: 0; the fixed effects X_i beta).
- * Sparse rows (rowptr not NULL; the assembled form only): row i's entries
- * are k = rowptr[i] .. rowptr[i + 1] (rowptr: nobs + 1), reading
- * x[offset[i] + pos[k]] (pos increasing within a row, < width) with
- * coefficient coef[k]; the coefficient gradient is laid out as coef.
+/* The observations: map's nrows rows (obsmap.h; sparse rows in the
+ * assembled form only; the coefficient gradient is laid out as map.coef),
+ * row i with outcome y[i] (finite, valid for the likelihood), exposure e[i]
+ * (e NULL: 1), and a fixed shift s_i of its linear predictor, shift[i]
+ * (shift NULL: 0; the fixed effects X_i beta).
  * cst: the rows' likelihood constants, gmm_lik_row_const of (y[i], e[i])
  * at cst[i nconst ..] (nconst = gmm_lik_nconst of the evaluations' lik),
  * or NULL to form them at every row evaluation (log y!, log e: the same
  * values, at a cost the Newton iterations repeat). */
 typedef struct {
-    size_t nobs, width;
-    const size_t *offset;
-    const double *coef;
+    gmm_obsmap map;
     const double *y;
     const double *e;
     const double *shift;
-    const size_t *rowptr, *pos;
     const double *cst;
 } gmm_laplace_obs;
 
@@ -141,7 +136,7 @@ gmm_status gmm_laplace_grad(gmm_laplace *w, gmm_band *Qbar, double *bbar, double
  *            (mu the posterior mean).
  *   rowcov   (NULL: no gradient in the coefficients) then: zeta (n) and
  *            (Sigma h_i) at each of observation i's entries, laid out as
- *            obs->coef, Sigma the smoother's posterior covariance. */
+ *            obs->map.coef, Sigma the smoother's posterior covariance. */
 typedef struct {
     void *ctx;
     gmm_status (*smooth)(void *ctx, const double *yt, const double *wt, int record, double *ml,
@@ -165,7 +160,7 @@ gmm_status gmm_laplace_eval_sqrt(gmm_laplace *w, const gmm_laplace_smoother *sm,
 /* Reverse mode of the last successful gmm_laplace_eval_sqrt: the prior's
  * part through the smoother (var, then adjoint), *bbar += dlogq/db,
  * parbar (nparam of lik) += dlogq/dphi and shiftbar (nobs) += dlogq/dshift
- * (any may be NULL), and coefbar (laid out as obs->coef; NULL: none;
+ * (any may be NULL), and coefbar (laid out as obs->map.coef; NULL: none;
  * GMM_EINVAL when the smoother has no rowcov) += dlogq/dcoef, the rows'
  * coefficients being parameters too (demodulated kernels).  O(the
  * smoother's gradient), and O(n l^2) for coefbar's covariance. */

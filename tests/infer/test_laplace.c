@@ -761,7 +761,7 @@ START_TEST(test_gaussian_exact)
             memcpy(co + m * w, coef + i * w, w * sizeof *co);
             yo[m++] = y[i];
         }
-    gmm_laplace_obs ob = {m, w, off, co, yo, NULL, NULL, NULL, NULL, NULL};
+    gmm_laplace_obs ob = {{m, w, off, NULL, NULL, co}, yo, NULL, NULL, NULL};
     gmm_lik lik = tu_lik_of("gaussian(variance=0.07)", 1.7);
     gmm_laplace *lw = gmm_laplace_alloc(N, kl, kl, m, w);
     double lq, lq2;
@@ -816,7 +816,7 @@ START_TEST(test_one_latent_poisson)
         double coef[3] = {1, 1, 1};
         gmm_band *Q = gmm_band_alloc(1, 0, 0, GMM_BAND_SYMMETRIC);
         gmm_band_col(Q, 0)[0] = q;
-        gmm_laplace_obs ob = {3, 1, off, coef, y, e, NULL, NULL, NULL, NULL};
+        gmm_laplace_obs ob = {{3, 1, off, NULL, NULL, coef}, y, e, NULL, NULL};
         gmm_lik lik = tu_lik_of("poisson", 1.7);
         gmm_laplace *lw = gmm_laplace_alloc(1, 0, 0, 3, 1);
         double lq;
@@ -854,7 +854,7 @@ START_TEST(test_far_start)
     gmm_band_col(Q, 0)[0] = 1.0;
     gmm_band_col(Q, 0)[1] = -0.5;
     gmm_band_col(Q, 1)[1] = 1.0;
-    gmm_laplace_obs ob = {2, 1, off, coef, y, NULL, NULL, NULL, NULL, NULL};
+    gmm_laplace_obs ob = {{2, 1, off, NULL, NULL, coef}, y, NULL, NULL, NULL};
     gmm_lik lik = tu_lik_of("poisson", 1.7);
     gmm_laplace *lw = gmm_laplace_alloc(2, 1, 1, 2, 1);
     double x0[2] = {30.0, -30.0}, a, b;
@@ -989,7 +989,7 @@ START_TEST(test_studentt_saddle)
     size_t off[2] = {0, 0};
     gmm_band *Q = gmm_band_alloc(1, 0, 0, GMM_BAND_SYMMETRIC);
     gmm_band_col(Q, 0)[0] = 1e-3;
-    gmm_laplace_obs ob = {2, 1, off, coef, y, NULL, NULL, NULL, NULL, NULL};
+    gmm_laplace_obs ob = {{2, 1, off, NULL, NULL, coef}, y, NULL, NULL, NULL};
     gmm_lik lik = tu_lik_of("studentt(df=2, scale=0.5)", 1.7);
     gmm_laplace *lw = gmm_laplace_alloc(1, 0, 0, 2, 1);
     double x0 = 0.0, lq, mode;
@@ -1067,8 +1067,8 @@ START_TEST(test_sparse_rows)
         e[i] = 0.5 + tu_uniform(&r);
     }
     gmm_lik lik = tu_lik_of("negbinomial(dispersion=1.7)", 1.7);
-    gmm_laplace_obs od = {M, W, off, dense, y, e, NULL, NULL, NULL, NULL};
-    gmm_laplace_obs os = {M, W, off, val, y, e, NULL, rowptr, pos, NULL};
+    gmm_laplace_obs od = {{M, W, off, NULL, NULL, dense}, y, e, NULL, NULL};
+    gmm_laplace_obs os = {{M, W, off, rowptr, pos, val}, y, e, NULL, NULL};
     double lq[2], bb[2] = {0, 0}, pb[2] = {0, 0}, xm[2][N], lw[2], z[N], xd[N];
     double cbd[M * W], cbs[3 * M];
     memset(cbd, 0, sizeof cbd);
@@ -1137,8 +1137,8 @@ START_TEST(test_row_constants_and_mode)
     double *cst = malloc(M * nc * sizeof *cst);
     for (size_t i = 0; i < M; i++)
         gmm_lik_row_const(&lik, y[i], e[i], cst + i * nc);
-    gmm_laplace_obs ob[2] = {{M, W, off, coef, y, e, NULL, NULL, NULL, NULL},
-                             {M, W, off, coef, y, e, NULL, NULL, NULL, cst}};
+    gmm_laplace_obs ob[2] = {{{M, W, off, NULL, NULL, coef}, y, e, NULL, NULL},
+                             {{M, W, off, NULL, NULL, coef}, y, e, NULL, cst}};
     double lq[2], bb[2] = {0, 0}, pb[2] = {0, 0}, xm[2][N];
     gmm_band *Qb[2];
     for (int c = 0; c < 2; c++) {

@@ -9,12 +9,13 @@
 # Each folder of src/ belongs to the layer its first part names: model/
 # and its rooms (lik/, kernel/, ssm/, gmrf/, stack/) are the components'
 # layer with graph/.
-folder_layers='cli mdl infer model graph io band core'
+folder_layers='cli mdl infer model graph io factor band core'
 
 # Each public header and the layer that implements it (checked below
 # against the objects: every function a header declares is defined there).
 header_layers='
-alloc core      band band       constr model    draws io        fit infer
+alloc core      band band       constr model    draws io        factor factor
+fit infer
 formula mdl     gmrf model      gradcheck infer graph graph     hmc infer
 hmc_chains infer                hmc_marginal infer              io io
 json io         kernel model    laplace infer   latent model    likelihood model
@@ -25,14 +26,16 @@ vi infer'
 
 # Which layer may use which: down the stack cli > mdl > infer > components
 # (model and graph, which may use each other: the cycle check keeps that
-# one way) > band > core, and io beside it -- used by cli, mdl and infer,
+# one way) > factor (one interface to the factorisations) > band > core,
+# and io beside it -- used by cli, mdl and infer,
 # using band and core only.
 allowed_edges='
 cli>mdl cli>infer cli>model cli>graph cli>io cli>band cli>core
 mdl>infer mdl>model mdl>graph mdl>io mdl>band mdl>core
 infer>model infer>graph infer>io infer>band infer>core
 model>graph graph>model model>band model>core graph>band graph>core
-io>band io>core band>core'
+io>band io>core band>core
+cli>factor mdl>factor infer>factor model>factor factor>band factor>core'
 
 # Cycles between files that another change is removing, each the set of
 # files of one strongly connected component (sorted, space-separated).

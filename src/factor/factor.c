@@ -1,0 +1,85 @@
+/* factor.c -- gmm_factor's dispatch to its implementation (factor.h). */
+#include "gmm/factor.h"
+
+#include "gmm/alloc.h"
+#include "factor_impl.h"
+
+void gmm_factor_free(gmm_factor *f)
+{
+    if (!f)
+        return;
+    if (f->type)
+        f->type->free(f->state);
+    gmm_free(f);
+}
+
+const char *gmm_factor_name(const gmm_factor *f) { return f->type->name; }
+size_t gmm_factor_dim(const gmm_factor *f) { return f->n; }
+
+gmm_status gmm_factor_decomp(gmm_factor *f, const gmm_band *Q)
+{
+    if (!f || !Q)
+        return gmm_error(GMM_EINVAL, "gmm_factor_decomp: NULL argument");
+    f->ready = 0;
+    gmm_status st = f->type->decomp(f->state, Q);
+    f->ready = st == GMM_OK;
+    return st;
+}
+
+gmm_status gmm_factor_set_chol(gmm_factor *f, const gmm_band *L)
+{
+    if (!f || !L)
+        return gmm_error(GMM_EINVAL, "gmm_factor_set_chol: NULL argument");
+    f->ready = 0;
+    gmm_status st = f->type->set_chol(f->state, L);
+    f->ready = st == GMM_OK;
+    return st;
+}
+
+static gmm_status not_ready(const gmm_factor *f, const void *arg, const char *who)
+{
+    if (!f || !arg)
+        return gmm_error(GMM_EINVAL, "%s: NULL argument", who);
+    if (!f->ready)
+        return gmm_error(GMM_EINVAL, "%s: no factorisation", who);
+    return GMM_OK;
+}
+
+gmm_status gmm_factor_solve_l(const gmm_factor *f, double *x)
+{
+    gmm_status st = not_ready(f, x, "gmm_factor_solve_l");
+    return st ? st : f->type->solve_l(f->state, x);
+}
+
+gmm_status gmm_factor_solve_lt(const gmm_factor *f, double *x)
+{
+    gmm_status st = not_ready(f, x, "gmm_factor_solve_lt");
+    return st ? st : f->type->solve_lt(f->state, x);
+}
+
+gmm_status gmm_factor_solve(const gmm_factor *f, double *x)
+{
+    gmm_status st = not_ready(f, x, "gmm_factor_solve");
+    if (!st)
+        st = f->type->solve_l(f->state, x);
+    return st ? st : f->type->solve_lt(f->state, x);
+}
+
+gmm_status gmm_factor_mul_lt(const gmm_factor *f, const double *x, double *y)
+{
+    gmm_status st = not_ready(f, x && y ? x : NULL, "gmm_factor_mul_lt");
+    return st ? st : f->type->mul_lt(f->state, x, y);
+}
+
+double gmm_factor_logdet(const gmm_factor *f) { return f->type->logdet(f->state); }
+
+gmm_status gmm_factor_selinv(const gmm_factor *f, gmm_band *S)
+{
+    gmm_status st = not_ready(f, S, "gmm_factor_selinv");
+    return st ? st : f->type->selinv(f->state, S);
+}
+
+const gmm_band *gmm_factor_band_chol(const gmm_factor *f)
+{
+    return f && f->ready ? f->type->band_chol(f->state) : NULL;
+}

@@ -1,0 +1,101 @@
+/* laplace_impl.h -- what the files of a gmm_laplace share.  Private.
+ * laplace_newton.c and laplace_sqrt.c call laplace.c, not each other. */
+#ifndef GMM_LAPLACE_IMPL_H
+#define GMM_LAPLACE_IMPL_H
+
+#include <stddef.h>
+
+#include "gmm/band.h"
+#include "gmm/constr.h"
+#include "gmm/factor.h"
+#include "gmm/laplace.h"
+#include "gmm/likelihood.h"
+
+/* What a workspace knows of its problem: nothing (the next evaluation
+ * starts from x0 or 0); the mode x (a warm start may begin there;
+ * gmm_laplace_mode stops here); or the approximation at the mode, from
+ * which the posterior, the gradient and draws are read (the factor of P in
+ * L, or the smoother's for the square-root form, and log q). */
+typedef enum { LAPLACE_KNOWS_NOTHING, LAPLACE_KNOWS_MODE, LAPLACE_KNOWS_FIT } laplace_known;
+
+/* How the square-root form's last evaluation ended: Newton stepped to the
+ * mode; or it kept its start (the mode is x + dx, dx = mu - x) with the
+ * smoother's variances in s and its gradient started (var), which the next
+ * gmm_laplace_grad_sqrt uses up; or kept its start, the variances used. */
+typedef enum {
+    LAPLACE_SQRT_STEPPED,
+    LAPLACE_SQRT_KEPT_START_VAR_READY,
+    LAPLACE_SQRT_KEPT_START
+} laplace_sqrt_end;
+
+struct gmm_laplace {
+    size_t n, kl, ckl, maxobs, width;
+    size_t nconst;        /* the likelihood's row constants (obs->cst) */
+    gmm_band *L, *S, *SQ;
+    gmm_factor *fQ;       /* the prior's, when the caller has no log|Q| */
+    double *x, *xt, *gr, *dx, *tmp, *z;   /* n each */
+    double *f, *g, *w, *t, *s;            /* maxobs each */
+    double *yt, *u;                       /* maxobs each: working data, adjoint (sqrt) */
+    double *sh;                           /* maxobs x width: Sigma h_i (sqrt, coefbar) */
+    double *dpar;         /* maxobs x 3 GMM_LIK_MAXPARAM, allocated by the first evaluation
+                           * with a parametrised likelihood: the rows' dpar (gmm_lik_eval)
+                           * at the mode, for the gradients */
+    int dpar_ok;          /* dpar holds the last lik_sum's rows */
+    double *cwork;                        /* the band Cholesky's panels */
+    const gmm_laplace_smoother *sm;       /* the square-root form's, or NULL */
+    const gmm_laplace_obs *obs;
+    const gmm_lik *lik;
+    const gmm_band *Q;
+    double b, logq, psi;  /* psi: Psi at the mode */
+    double lsum;          /* sum log p at psi()'s last x */
+    size_t iter;
+    laplace_known known;
+    int logdet_here;      /* the last evaluation factored Q for its log-determinant (fQ) */
+    laplace_sqrt_end sqrt_end; /* the square-root form's last evaluation */
+    gmm_constr *con;  /* constraints A x = 0 (NULL: none) */
+};
+
+/* h_i'v over row i's entries (dense windows or sparse rows). */
+static inline double row_dot(const gmm_laplace_obs *ob, size_t i, const double *v)
+{
+    size_t lo = gmm_obsmap_row_lo(&ob->map, i), hi = gmm_obsmap_row_hi(&ob->map, i);
+    const double *vo = v + ob->map.offset[i];
+    double s = 0.0;
+    for (size_t k = lo; k < hi; k++)
+        s += ob->map.coef[k] * vo[gmm_obsmap_row_pos(&ob->map, k, lo)];
+    return s;
+}
+
+/* log p(y_i | f) and its derivatives (gmm_lik_eval), from the row's
+ * constants when the caller gave them. */
+static inline void row_eval(const gmm_laplace *w, size_t i, double f, double out[4], double *dpar)
+{
+    const gmm_laplace_obs *ob = w->obs;
+    double e = ob->e ? ob->e[i] : 1.0;
+    if (ob->cst)
+        gmm_lik_eval_const(w->lik, ob->y[i], e, ob->cst + i * w->nconst, f, out, dpar);
+    else
+        gmm_lik_eval(w->lik, ob->y[i], e, f, out, dpar);
+}
+
+/* What a Newton form's line search evaluates: value() puts Psi at the
+ * trial point w->xt = w->x + step w->dx (filled in already) into *Pt,
+ * leaving f, g, w and t there; restore() re-evaluates them at w->x after a
+ * failed search and may update *Psi.  ctx is the form's own. */
+typedef struct {
+    gmm_status (*value)(gmm_laplace *w, void *ctx, double step, double *Pt);
+    void (*restore)(gmm_laplace *w, void *ctx, double *Psi);
+    void *ctx;
+} ls_objective;
+
+/* laplace.c: sum log p at x, with f, g, w, t there (keep: the rows' dpar
+ * too); Newton's stopping test; the line search of both forms; obs, lik
+ * and b made w's problem. */
+double laplace_lik_sum(gmm_laplace *w, const double *x, int keep);
+int laplace_newton_done(double dec, double Psi, double tol, double *best, int *stall);
+gmm_status laplace_line_search(gmm_laplace *w, const ls_objective *obj, double dec, size_t it,
+                               size_t max_iter, double *Psi, double *step, int *final);
+gmm_status laplace_set_obs(gmm_laplace *w, const gmm_laplace_obs *obs, const gmm_lik *lik,
+                           double b);
+
+#endif
