@@ -1,18 +1,8 @@
 /* factor.h -- one interface to the factorisation of a symmetric positive
  * definite precision Q = L L^T: factor, solve with L, L^T or Q, log|Q| and
- * the selected inverse on Q's pattern.
- *
- * Inference asks these questions of a gmm_factor, not of band storage, so
- * that a second factorisation (a supernodal sparse Cholesky for graphs
- * whose ordering leaves no narrow band) can stand beside the band one.  A
- * factor is allocated once for a pattern (symbolic work: the band's width
- * here) and refactored at every parameter value (numeric work).  The
- * dispatch is one indirect call per operation; the loops stay inside each
- * implementation.
- *
- * Errors: GMM_EDIM (a matrix of another size or pattern), GMM_ENOTPD (Q not
- * positive definite; gmm_error_index the failing column), GMM_EINVAL (no
- * factor yet).  A factor owns its storage; gmm_factor_free is NULL-safe. */
+ * the selected inverse on Q's pattern.  Inference asks these of a
+ * gmm_factor, not of band storage, so that a second factorisation can stand
+ * beside the band one. */
 #ifndef GMM_FACTOR_H
 #define GMM_FACTOR_H
 
@@ -21,6 +11,12 @@
 #include "gmm/band.h"
 #include "gmm/status.h"
 
+/* A factor is allocated once for a pattern (symbolic work: the band's
+ * width here) and refactored at every parameter value (numeric work); the
+ * dispatch is one indirect call per operation, the loops stay inside each
+ * implementation.  Errors: GMM_EDIM (a matrix of another size or pattern),
+ * GMM_ENOTPD (Q not positive definite; gmm_error_index the failing column),
+ * GMM_EINVAL (no factor yet).  A factor owns its storage. */
 typedef struct gmm_factor gmm_factor;
 
 /* A factor for n x n symmetric precisions of lower bandwidth kl (the band
