@@ -1,76 +1,8 @@
-/* vi.h -- variational inference with a precision-parameterised Gaussian
- * (paper, section 3.3 and the appendix's VI algorithm), in banded form:
- * linear in the number of latents.
- *
- *   model  x ~ p = N(0, Q_p^-1)  (latent.h, Q_p banded, bandwidth kl),
- *          f_r = b0 + h_r' x[o_r .. o_r + width),  y_r ~ p(y_r | f_r)
- *          (likelihood.h; the data, likelihood and intercept of a problem.h)
- *   q(x) = N(m, (L L')^-1),  L lower band of bandwidth b,
- *
- *   ELBO = sum_r E_q log p(y_r | f_r) - KL(q || p),
- *   KL   = 1/2 [tr(Sigma Q_p) + m'Q_p m - n - log|Q_p| + log|L L'|],
- *
- * Sigma = (L L')^-1.  (The paper's eq. 4 is mis-bracketed; this is the
- * KL of two Gaussians.)  E_q log p(y_r | f_r) depends on q only through
- * mu_r = b0 + h_r' m_o and s2_r = h_r' Sigma_oo h_r, and tr(Sigma Q_p) on
- * Sigma inside Q_p's band: both come from the Takahashi inverse subset of
- * L on a band of width max(b, width - 1, kl) (gmm_band_chol_selinv).
- *
- * VARIATIONAL PARAMETERS (lambda, gmm_vi_nvar = n + n (b + 1) doubles):
- * m (n), then L's band in LAPACK layout (band.h: column j's b + 1 slots
- * L(j, j), L(j + 1, j), ..., contiguous) with the DIAGONAL STORED AS ITS
- * LOG (so L stays a Cholesky factor); the slots past row n - 1 of the last
- * b columns exist, are ignored and get gradient 0.
- *
- * CONSTRAINTS.  A latent with constraints A x = 0 (gmm_latent_nconstr,
- * intrinsic components of a stack) has its prior on that subspace; q is
- * then N(m, (L L')^-1) conditioned on A x = 0 (kriging under q's own
- * precision, constr.h without pins): mean m_c, covariance Sigma_c = Sigma
- * - Sigma A'(A Sigma A')^-1 A Sigma, and the ELBO is that of the two
- * Gaussians on the subspace, a bound of the constrained marginal
- * likelihood (marglik.h), equal to it at the Gaussian posterior:
- *
- *   KL = 1/2 [tr(Sigma_c Q_p) + m_c'Q_p m_c - (n - k) - log|Q_p|_c
- *             + log|L L'| + log|A Sigma A'|],
- *
- * log|Q_p|_c the prior's generalised determinant (latent.h).  The
- * gradient stays exact (vi.c, CONSTRAINTS); O(n (b + l') k) more per
- * evaluation.  m and L are then defined up to directions that do not move
- * the conditioned q; the state's m (gmm_vi_mean, the q files) is kept
- * as q's mean m_c.  Only the assembled prior takes constraints.
- *
- * PRIOR TERMS.  Graphs use the assembled Q_p (gmm_latent_prior; log|Q_p|
- * from a banded Cholesky of it).  State-space models use the prior's
- * square root, Q_p = G'G (gmm_latent_prior_rows): m'Q_p m = |G m|^2,
- * log|Q_p| from the rows, tr(Sigma Q_p) = n + tr(Sigma (G'G - L L')) with
- * G'G - L L' accumulated in double-double (its entries are of the data's
- * size near the posterior, Q_p's grow like (lengthscale / spacing)^(2 nu +
- * 1)), and the hyperparameter gradient from the moments of the whitened
- * rows G x under q (gmm_latent_prior_rows_rev_moments; vi.c, WHITENED
- * MOMENTS), G m and G'(G m) in double-double.  So there is no spacing limit
- * (the assembled Q_p is refused below the Cholesky's limits, ssm.h) and
- * the ELBO and its gradient keep their digits: against a dense binary128
- * computation, Matern-3/2, the ELBO within 6e-14 relative down to spacing
- * / lengthscale 1e-6, where the assembled Q_p gives 7e-8 at 1e-3; the
- * theta-gradient within 5e-10 of the dense GP's at the posterior (vi.c,
- * ACCURACY).
- *
- * GRADIENT.  Exact reverse mode (vi.c derives it) in lambda and, on
- * request, in the hyperparameters theta of the problem (problem.h's layout:
- * the latent's, "likelihood.<param>", "intercept"), the coefficients h_r
- * included (gmm_latent_obs_coef_rev).  O(n b l') + O(n kl^2), l' = max(b,
- * width - 1, kl); no allocation per evaluation.
- *
- * EXPECTATIONS of the families without a closed form (bernoulli,
- * negbinomial) use Gauss-Hermite rules (gmm_lik_expect), whose error grows
- * with s2 (likelihood.h's table).  nquad = 0 chooses per row from s2: 20
- * points up to s2 = 0.4, 40 up to 1, 100 beyond (from that table: about
- * 1e-11 relative or better up to s2 = 4, 1e-7 at s2 = 9).  The derivative
- * in s2 is the rule's E[d2 log p] / 2, equal to the derivative of the
- * rule's value up to the rule's own error.  In gmm_vi_fit each row keeps
- * its rule through a line search (chosen again at each accepted iterate),
- * so the objective the line search sees is smooth.
- *
+/* vi.h -- variational inference with a Gaussian q(x) = N(m, (L L')^-1), L
+ * a lower band: the ELBO of a problem (problem.h), its exact gradient in q
+ * and the hyperparameters, its maximisation, and q used as a posterior --
+ * all linear in the number of latents.  The ELBO's derivation is at the top
+ * of vi_elbo.c, the fit's scaling and stopping at the top of vi_fit.c.
  * Objects are not thread-safe; they borrow the problem (and its latent),
  * which must outlive them.
  */
@@ -83,13 +15,25 @@
 #include "gmm/problem.h"
 #include "gmm/status.h"
 
+/* q AND ITS PARAMETERS.  lambda (gmm_vi_nvar = n + n (b + 1) doubles) is m
+ * (n), then L's band in LAPACK layout (band.h: column j's b + 1 slots
+ * L(j, j), L(j + 1, j), ..., contiguous) with the diagonal stored as its
+ * log; the slots past row n - 1 of the last b columns are ignored and get
+ * gradient 0.  ELBO = sum_r E_q log p(y_r | f_r) - KL(q || prior), a lower
+ * bound of the marginal likelihood (marglik.h).  With the latent's
+ * constraints A x = 0 (gmm_latent_nconstr), q is N(m, (L L')^-1)
+ * conditioned on them (mean m_c, covariance Sigma_c; vi_elbo.c,
+ * CONSTRAINTS) and the bound is of the constrained marginal likelihood. */
+
 /* Bandwidth value meaning "the prior's" (gmm_latent_bandwidth). */
 #define GMM_VI_BANDWIDTH_PRIOR ((size_t)-1)
 
 /* Which form of the prior the KL uses. */
 typedef enum {
     GMM_VI_PRIOR_AUTO = 0,  /* rows when the latent has them, else assembled */
-    GMM_VI_PRIOR_ROWS,      /* the square root (state-space only) */
+    GMM_VI_PRIOR_ROWS,      /* the square root Q_p = G'G (state-space only):
+                             * keeps its digits at close inputs (vi_elbo.c,
+                             * PRIOR TERMS) */
     GMM_VI_PRIOR_ASSEMBLED  /* Q_p as gmm_latent_prior assembles it */
 } gmm_vi_prior_form;
 
@@ -99,8 +43,8 @@ typedef struct {
     size_t evaluations;  /* ELBO evaluations so far */
     double elbo;         /* at the new iterate */
     double grad_norm;    /* Euclidean norm of the ELBO's gradient in the
-                          * optimiser's variables: u, preconditioned (vi.c,
-                          * SCALING), and the free hyperparameters on their
+                          * optimiser's variables: u, preconditioned
+                          * (vi_fit.c, SCALING), and the free hyperparameters on their
                           * optimisation scale (objective.h, SCALES) */
 } gmm_vi_progress;
 
@@ -117,14 +61,16 @@ typedef struct {
                          * most tol max(1, |ELBO|) over the last 3
                          * iterations; >= 0 (0: only by the gradient
                          * test).  Default 1e-9.  Not a convergence test:
-                         * a final run follows (vi.c, STOPPING). */
+                         * a final run follows (vi_fit.c, STOPPING). */
     double epsilon;     /* converged when |grad| <= epsilon max(1, |u|)
                          * (u the optimiser's variables, as in grad_norm:
                          * about a posterior sd of q per unit); > 0.
                          * Default 1e-6. */
     size_t memory;      /* L-BFGS corrections kept, 1 .. 1000.  Default 10. */
-    size_t nquad;       /* Gauss-Hermite points, 0 (default: chosen per row
-                         * from s2, above) or 1 .. GMM_LIK_QUAD_MAX */
+    size_t nquad;       /* Gauss-Hermite points for the families without a
+                         * closed form: 0 (default: chosen per row from its
+                         * variance s2_r, vi_elbo.c, EXPECTATIONS) or
+                         * 1 .. GMM_LIK_QUAD_MAX */
     int learn_hyper;    /* nonzero: also maximise over the problem's free
                          * hyperparameters (its objective's fixed[] flags
                          * hold the others; each on its scale,
@@ -148,10 +94,10 @@ typedef struct {
                           * there, when measured (else 0).  converged: the
                           * Newton decrement grad_norm^2 / 2 <= 1e-8, or
                           * grad_norm <= grad_limit, or <= 4 grad_noise
-                          * (vi.c, STOPPING) */
+                          * (vi_fit.c, STOPPING) */
     size_t iterations;   /* over all runs */
     size_t evaluations;
-    size_t restarts;     /* runs after the first (vi.c, SCALING) */
+    size_t restarts;     /* runs after the first (vi_fit.c, SCALING) */
     int converged;       /* a test at the final point holds (grad_noise) */
     const char *message; /* static: how it stopped ("converged: gradient
                           * norm below epsilon", "stopped: maximum number
@@ -165,12 +111,14 @@ typedef struct {
 typedef struct gmm_vi gmm_vi;
 
 /* VI for the problem p (its latent, likelihood, data and intercept; its
- * objective's values are the starting hyperparameters, copied here).
+ * objective's values are the starting hyperparameters, copied here; the
+ * hyperparameters theta follow the problem's layout).
  * Workspaces are sized here: about 4 bands of (l' + 1) n doubles plus
  * (kl + 1) n (rows) or 3 bands of (kl + 1) n (assembled).  No start is set
  * (gmm_vi_fit starts from the Laplace approximation unless
  * gmm_vi_set_state or gmm_vi_start_laplace ran).  Errors: GMM_EINVAL (NULL,
- * bad params, ROWS for a latent without a square root), GMM_ENOMEM. */
+ * bad params, ROWS for a latent without a square root or whose square root
+ * does not take its constraints), GMM_ENOMEM. */
 gmm_status gmm_vi_alloc(gmm_problem *p, const gmm_vi_params *par, gmm_vi **out);
 void gmm_vi_free(gmm_vi *v); /* NULL-safe */
 
@@ -189,7 +137,9 @@ int gmm_vi_uses_rows(const gmm_vi *v);
  * each row's rule from its s2 here.  Errors (ordinary outcomes for a line
  * search): GMM_EDOM (theta outside its domain, exp of a log-diagonal
  * entry not a positive finite double, a non-finite value), GMM_ENOTPD
- * (the prior); GMM_EINVAL (NULL v, theta or lambda). */
+ * (the prior); GMM_EINVAL (NULL v, theta or lambda).  The gradient is exact
+ * (reverse mode, the coefficients h_r included); O(n b l') + O(n kl^2),
+ * l' = max(b, width - 1, kl), and no allocation. */
 gmm_status gmm_vi_elbo(gmm_vi *v, const double *theta, const double *lambda, double *elbo,
                        double *lambar, double *thetabar);
 
@@ -199,7 +149,7 @@ gmm_status gmm_vi_elbo(gmm_vi *v, const double *theta, const double *lambda, dou
  * parameters (nvar), owned by v; after gmm_vi_fit, its final point. */
 const double *gmm_vi_theta(const gmm_vi *v);
 const double *gmm_vi_lambda(const gmm_vi *v);
-/* m (n entries: the first of lambda). */
+/* m (n entries: the first of lambda; with constraints q's mean m_c). */
 const double *gmm_vi_mean(const gmm_vi *v);
 /* L at the current state (its diagonal exponentiated) into a caller's
  * LOWER n x n band of any bandwidth (restricted or zero-extended).
@@ -223,12 +173,11 @@ gmm_status gmm_vi_set_state_from(gmm_vi *v, const double *theta, gmm_vi *src);
  * forming P).  When the Laplace approximation fails (GMM_EDOM, GMM_ENOTPD,
  * GMM_ENOCONV: the assembled Q_p refused at close inputs, Newton not
  * converging) q starts at the prior instead (m = 0, L = chol(Q_p)) and
- * *start (may be NULL) says "prior", else "laplace".  With constraints,
- * P (always the prior's Q_p) gets constr.h's pins where it is singular
- * off the subspace (in rounding: vi.c, CONSTRAINTS); the Gaussian optimum
- * is then reached by gmm_vi_fit rather than set here.  Errors: those of
- * the prior at theta, GMM_ENOMEM.  O(n kl^2) plus the Laplace
- * approximation. */
+ * *start (may be NULL) says "prior", else "laplace".  With constraints
+ * the Gaussian optimum is reached by gmm_vi_fit rather than set here
+ * (P is pinned where singular off the subspace: vi_elbo.c, CONSTRAINTS).
+ * Errors: those of the prior at theta, GMM_ENOMEM.  O(n kl^2) plus the
+ * Laplace approximation. */
 gmm_status gmm_vi_start_laplace(gmm_vi *v, const char **start);
 
 /* Maximise the ELBO by L-BFGS on its exact gradient (liblbfgs, More-Thuente
@@ -242,7 +191,7 @@ gmm_status gmm_vi_start_laplace(gmm_vi *v, const char **start);
  * prefixed "vi: starting point: "), GMM_ECANCEL (the state then holds the
  * last accepted iterate and *res describes it), GMM_ENOMEM.  Cost per
  * iteration: ~1-2 ELBO evaluations plus O(memory nvar) and the
- * preconditioner's O(n b^2) (vi.c, SCALING; O(n b^3) once per run).
+ * preconditioner's O(n b^2) (vi_fit.c, SCALING; O(n b^3) once per run).
  * Memory besides v's: L-BFGS's 2 memory nvar doubles, the preconditioner's
  * n (b + 1)^2 (n (b + 1) when b + 1 > 2 memory: its diagonal only). */
 gmm_status gmm_vi_fit(gmm_vi *v, gmm_vi_result *res);
@@ -251,12 +200,11 @@ gmm_status gmm_vi_fit(gmm_vi *v, gmm_vi_result *res);
  * gmm_vi_set_state, gmm_vi_start_laplace or gmm_vi_fit): *err = sum_r
  * |E_r(K) - E_r(K')|, E_r(K) with the rule of nquad points (0: the
  * automatic per-row choice) and K' = 2K (K = GMM_LIK_QUAD_MAX: K / 2, an
- * overestimate) -- the rule's own error when K' is the more accurate, as
- * it is for these smooth integrands (likelihood.h's table).  0 for the
- * families in closed form (gaussian, poisson), whatever nquad.  A fixed
- * rule's accuracy depends on the variances s2_r, so no nquad is accurate
- * for every data set: check it here.  Errors: GMM_EINVAL (NULL, no state
- * set, nquad > GMM_LIK_QUAD_MAX), those of gmm_vi_elbo.  O(nrows K). */
+ * overestimate): the rule's own error for these smooth integrands
+ * (likelihood.h's table; it depends on the data through s2_r).  0 for the
+ * families in closed form (gaussian, poisson), whatever nquad.  Errors:
+ * GMM_EINVAL (NULL, no state set, nquad > GMM_LIK_QUAD_MAX), those of
+ * gmm_vi_elbo.  O(nrows K). */
 gmm_status gmm_vi_quad_error(gmm_vi *v, size_t nquad, double *err);
 
 /* The largest quadrature error accepted, relative to max(1, |ELBO|): below

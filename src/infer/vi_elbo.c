@@ -1,5 +1,29 @@
 /* vi_elbo.c -- the ELBO of q and its gradient (vi.h).
  *
+ * MODEL (the paper's section 3.3 and its appendix's VI algorithm, in banded
+ * form).  x ~ p = N(0, Q_p^-1) (latent.h, Q_p banded, bandwidth kl),
+ * f_r = b0 + h_r' x[o_r .. o_r + width), y_r ~ p(y_r | f_r) (likelihood.h),
+ * and q(x) = N(m, (L L')^-1), L a lower band of bandwidth b:
+ *
+ *   ELBO = sum_r E_q log p(y_r | f_r) - KL(q || p),
+ *   KL   = 1/2 [tr(Sigma Q_p) + m'Q_p m - n - log|Q_p| + log|L L'|],
+ *
+ * Sigma = (L L')^-1.  (The paper's eq. 4 is mis-bracketed; this is the KL
+ * of two Gaussians.)  E_q log p(y_r | f_r) depends on q only through
+ * mu_r = b0 + h_r' m_o and s2_r = h_r' Sigma_oo h_r, and tr(Sigma Q_p) on
+ * Sigma inside Q_p's band: both come from the Takahashi inverse subset of
+ * L on a band of width max(b, width - 1, kl) (gmm_band_chol_selinv).
+ *
+ * PRIOR TERMS.  Graphs use the assembled Q_p (gmm_latent_prior; log|Q_p|
+ * from a banded Cholesky of it).  State-space models use the prior's
+ * square root, Q_p = G'G (gmm_latent_prior_rows): m'Q_p m = |G m|^2,
+ * log|Q_p| from the rows, tr(Sigma Q_p) = n + tr(Sigma D) with D = G'G -
+ * L L' in double-double (WHY D), and the hyperparameter gradient from the
+ * moments of the whitened rows G x under q (WHITENED MOMENTS).  So there
+ * is no spacing limit (the assembled Q_p is refused below the Cholesky's
+ * limits, ssm.h) and the ELBO and its gradient keep their digits at close
+ * inputs (ACCURACY).
+ *
  * FORWARD.  With Sigma = (L L')^-1 on the band l' = max(b, width - 1, kl)
  * (gmm_band_chol_selinv), for each observed row r: mu_r = X_r beta + h_r' m_o,
  * s2_r = h_r' Sigma_oo h_r, E_r = E_{N(mu_r, s2_r)} log p(y_r | f) with
@@ -65,7 +89,20 @@
  * bandwidth.  r = G m and the rows' share -G'r of mbar are summed in
  * double-double: G'r cancels terms ~ |G| |r| down to the data's size.
  *
- * CONSTRAINTS (vi.h).  With A x = 0, q's moments are m_c = krig(m) and
+ * CONSTRAINTS.  A latent with constraints A x = 0 (gmm_latent_nconstr,
+ * intrinsic components of a stack) has its prior on that subspace; q is
+ * then N(m, (L L')^-1) conditioned on A x = 0 (kriging under q's own
+ * precision, constr.h without pins), and the ELBO is that of the two
+ * Gaussians on the subspace, a bound of the constrained marginal
+ * likelihood (marglik.h), equal to it at the Gaussian posterior:
+ *
+ *   KL = 1/2 [tr(Sigma_c Q_p) + m_c'Q_p m_c - (n - k) - log|Q_p|_c
+ *             + log|L L'| + log|A Sigma A'|],
+ *
+ * log|Q_p|_c the prior's generalised determinant (latent.h); O(n (b + l')
+ * k) more per evaluation.  m and L are then defined up to directions that
+ * do not move the conditioned q; the state keeps m as q's mean m_c.
+ * q's moments are m_c = krig(m) and
  * Sigma_c = Sigma - V V' on the band (constr.h, gmm_constr_krig and
  * gmm_constr_band, no pins: L L' is positive definite), and the above holds
  * with them in place of m and Sigma: tr(Sigma_c L L') = n - k, so tr(Sigma_c
@@ -83,6 +120,18 @@
  *
  * ORDER OF LATENT CALLS.  obs_coef, then prior (or prior_rows); the
  * reverse: prior_rev right after (latent.h pairs them), then obs_coef_rev.
+ *
+ * EXPECTATIONS of the families without a closed form (bernoulli,
+ * negbinomial) use Gauss-Hermite rules (gmm_lik_expect), whose error grows
+ * with s2 (likelihood.h's table).  nquad = 0 chooses per row from s2: 20
+ * points up to s2 = 0.4, 40 up to 1, 100 beyond (from that table: about
+ * 1e-11 relative or better up to s2 = 4, 1e-7 at s2 = 9).  The derivative
+ * in s2 is the rule's E[d2 log p] / 2, equal to the derivative of the
+ * rule's value up to the rule's own error.  The fit holds each row's rule
+ * through a line search (vi_fit.c, RULES).  A fixed rule's accuracy
+ * depends on the variances s2_r, so no nquad is accurate for every data
+ * set: gmm_vi_quad_error compares the rule with one of twice the points,
+ * which is the more accurate for these smooth integrands.
  *
  * ACCURACY.  test_vi_close_inputs checks the ELBO against a binary128 dense
  * evaluation at input spacings down to 1e-6 lengthscales; docs/accuracy.md
@@ -134,10 +183,10 @@ gmm_status vi_set_hyper(gmm_vi *v, const double *theta)
     return GMM_OK;
 }
 
-/* The automatic rule's points at variance s2 (vi.h, EXPECTATIONS). */
+/* The automatic rule's points at variance s2 (EXPECTATIONS, above). */
 static size_t auto_rule(double s2) { return s2 <= 0.4 ? 20 : s2 <= 1.0 ? 40 : 100; }
 
-/* Gauss-Hermite points for row i at variance s2 (vi.h, EXPECTATIONS). */
+/* Gauss-Hermite points for row i at variance s2 (EXPECTATIONS, above). */
 size_t vi_rule_of(gmm_vi *v, size_t i, double s2)
 {
     if (v->par.nquad)

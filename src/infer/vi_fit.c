@@ -31,6 +31,11 @@
  * infer_lbfgs_polish goes on from its end by the gradient alone, until the
  * gradient's own rounding ends it.  Not converged is reported with the
  * gradient norm that was left.
+ *
+ * RULES.  With nquad = 0 each row's Gauss-Hermite rule follows its variance
+ * (vi_elbo.c, EXPECTATIONS).  The fit chooses the rules at the starting
+ * point and again at each accepted iterate, and keeps them through a line
+ * search, so that the objective the line search sees is smooth.
  */
 #include "gmm/vi.h"
 

@@ -18,7 +18,7 @@
  * and gmm_latent_nconstr > 0 linear constraints A x = 0 on which the prior
  * is proper; the exact Gaussian likelihood, the Laplace approximation,
  * the whitening (x = W v lies on the subspace) and VI (q conditioned on
- * them, vi.h) condition on them.
+ * them, vi_elbo.c, CONSTRAINTS) condition on them.
  *
  * SQUARE-ROOT ROWS (gmm_latent_prior_rows).  Variational inference takes
  * the rows of G, Q = G'G, instead of the assembled Q to keep its digits

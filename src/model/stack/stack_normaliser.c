@@ -16,7 +16,7 @@
  * x = M L^^-T P_S v, M = I - N (AN)^-1 A the projection along Q's null
  * space, L^ the Cholesky factor of Q with S pinned, P_S zeroing v_S (k
  * coordinates of v the likelihood never reads, left N(0, 1)).  VI
- * conditions its q on them (vi.h, CONSTRAINTS).
+ * conditions its q on them (vi_elbo.c, CONSTRAINTS).
  *
  * CONSTRAINED LIKELIHOOD.  With k constraints A x = 0, pinned latents S and
  * Q^ = Q with S's rows and columns replaced by the identity's (banded, PD:
