@@ -1,24 +1,10 @@
-/* laplace.h -- the Laplace approximation of a latent GMRF under a
- * non-Gaussian likelihood (Rasmussen & Williams, Algorithms 3.1 and 5.1;
- * Rue, Martino & Chopin 2009), in banded form: linear in n.
- *
- *   x ~ N(0, Q^-1),  f_i = b + s_i + h_i' x[o_i .. o_i + width),
- *   y_i ~ p(y_i | f_i, phi)   (likelihood.h; e_i the exposure)
- *
- * Newton iterations to the mode x^ of Psi(x) = sum_i log p(y_i | f_i) -
- * x'Qx/2, each a banded Cholesky of P = Q + H'WH (W = diag of -d2 log p;
- * or a smoother on a square root of Q: THE SQUARE-ROOT FORM below),
- * with backtracking on Psi so they converge from any start for a
- * log-concave likelihood; for one that is not (studentt: W < 0 at
- * outlying rows), a step where P is indefinite takes its direction from P
- * with W clamped at 0, and the line search keeps Psi increasing; then
- *
- *   log q(y) = sum_i log p(y_i | f^_i) - x^'Q x^/2 + log|Q|/2 - log|P|/2
- *
- * and its exact gradient in Q, b, phi and the coefficients h_i, including
- * the dependence through the mode (laplace.c: third derivatives times the
- * marginal variances s_i = h_i' Sigma h_i from the Takahashi inverse subset
- * of P, and one more banded solve).
+/* laplace.h -- the Laplace approximation of a latent GMRF x ~ N(0, Q^-1)
+ * under a non-Gaussian likelihood, in banded form (linear in n): the mode
+ * by Newton, log q(y) and its exact gradient, the Gaussian posterior at the
+ * mode and draws from it; with Q assembled or through a smoother on a
+ * square root of Q.  Derivations: laplace.c (the model, log q, the line
+ * search), laplace_newton.c (Newton, the gradient, constraints),
+ * laplace_sqrt.c (the square-root form).
  */
 #ifndef GMM_LAPLACE_H
 #define GMM_LAPLACE_H
@@ -79,7 +65,14 @@ void gmm_laplace_free(gmm_laplace *w);
  * then costs 2k more solves. */
 gmm_status gmm_laplace_constrain(gmm_laplace *w, size_t k, const double *A, const size_t *pin);
 
-/* Find the mode and log q(y) into *logq.  Q SYMMETRIC n x n, bandwidth kl
+/* Find the mode x^ of Psi(x) = sum_i log p(y_i | f_i, phi) - x'Qx/2, f_i =
+ * b + s_i + h_i' x[o_i .. o_i + width), and the Laplace approximation
+ *
+ *   log q(y) = sum_i log p(y_i | f^_i) - x^'Q x^/2 + log|Q|/2 - log|P|/2,
+ *
+ * P = Q + H'WH at the mode (W = diag of -d2 log p), into *logq; Newton with
+ * a line search on Psi, convergent from any start for a log-concave
+ * likelihood (laplace.c, laplace_newton.c).  Q SYMMETRIC n x n, bandwidth kl
  * (read only).  logdet_q: log|Q| when the caller knows it (state-space),
  * NAN to factorise Q here.  x0: starting latent (n) or NULL (0; the last
  * mode of w is used when warm != 0 and one exists).  A likelihood that is
@@ -115,13 +108,11 @@ gmm_status gmm_laplace_grad(gmm_laplace *w, gmm_band *Qbar, double *bbar, double
 
 /* THE SQUARE-ROOT FORM.  Each Newton step is a Gaussian smoothing problem
  * (working data yt_i = h_i'x + g_i / w_i, noise variances 1 / w_i), which a
- * smoother solves from a square root of Q without forming Q or P: the
- * log-determinants and quadratic forms of gmm_laplace_eval's Cholesky lose
- * digits as eps cond(P) when Q's entries dwarf the information (state-space
- * inputs close relative to a lengthscale); the smoother's as eps sqrt(cond
- * P) or better (laplace.c, SQUARE-ROOT FORM).  Log-concave likelihoods only
- * (w_i > 0; GMM_EDOM naming the observation otherwise).  The callbacks,
- * arrays over the nobs observations in obs order (status on error):
+ * smoother solves from a square root of Q without forming Q or P, keeping
+ * digits the assembled form loses at close state-space inputs
+ * (laplace_sqrt.c, SQUARE-ROOT FORM).  Log-concave likelihoods only (w_i >
+ * 0; GMM_EDOM naming the observation otherwise).  The callbacks, arrays
+ * over the nobs observations in obs order (status on error):
  *
  *   smooth   the posterior mean (n) of x given yt ~ N(Hx, W^-1), x ~ N(0,
  *            Q^-1), and ML = log N(W^1/2 yt; 0, W^1/2 H Q^-1 H' W^1/2 + I);
@@ -151,7 +142,7 @@ typedef struct {
  * eval) instead of Q and log|Q|; the same Newton iterations, line search
  * and stopping rule, except that a start (x0, or warm with a last mode)
  * whose Newton step is below rounding is kept as the mode, its smoothing
- * the evaluation's last (0 iterations; laplace.c, SQUARE-ROOT FORM).
+ * the evaluation's last (0 iterations; laplace_sqrt.c, SQUARE-ROOT FORM).
  * Errors as gmm_laplace_eval and the smoother's. */
 gmm_status gmm_laplace_eval_sqrt(gmm_laplace *w, const gmm_laplace_smoother *sm,
                                  const gmm_laplace_obs *obs, const gmm_lik *lik, double b,

@@ -1,7 +1,28 @@
 /* laplace.c -- the Laplace approximation's workspace and what its two
  * algorithms share (laplace.h): the observations, log p at x, the
  * stopping test and the line search.  The assembled-precision Newton is in
- * laplace_newton.c, the square-root form in laplace_sqrt.c. */
+ * laplace_newton.c, the square-root form in laplace_sqrt.c.
+ *
+ * MODEL (Rasmussen & Williams, Algorithms 3.1 and 5.1; Rue, Martino &
+ * Chopin 2009).
+ *
+ *   x ~ N(0, Q^-1),  f_i = b + s_i + h_i' x[o_i .. o_i + width),
+ *   y_i ~ p(y_i | f_i, phi)   (likelihood.h; e_i the exposure)
+ *
+ * Newton iterations to the mode x^ of Psi(x) = sum_i log p(y_i | f_i) -
+ * x'Qx/2, each a banded Cholesky of P = Q + H'WH (W = diag of -d2 log p;
+ * or a smoother on a square root of Q: laplace_sqrt.c), with backtracking
+ * on Psi so they converge from any start for a log-concave likelihood; for
+ * one that is not (studentt: W < 0 at outlying rows), a step where P is
+ * indefinite takes its direction from P with W clamped at 0, and the line
+ * search keeps Psi increasing (laplace_newton.c, NEWTON); then
+ *
+ *   log q(y) = sum_i log p(y_i | f^_i) - x^'Q x^/2 + log|Q|/2 - log|P|/2
+ *
+ * and its exact gradient in Q, b, phi and the coefficients h_i, including
+ * the dependence through the mode (laplace_newton.c, GRADIENT: third
+ * derivatives times the marginal variances s_i = h_i' Sigma h_i from the
+ * Takahashi inverse subset of P, and one more banded solve). */
 #include "gmm/laplace.h"
 
 #include <math.h>

@@ -35,6 +35,11 @@
  * recorded smoothing there (leaving out r'delta showed as noise of 2e-11
  * relative in a fit's log q).
  *
+ * WHY.  The log-determinants and quadratic forms of gmm_laplace_eval's
+ * Cholesky lose digits as eps cond(P) when Q's entries dwarf the
+ * information (state-space inputs close relative to a lengthscale); the
+ * smoother's as eps sqrt(cond P) or better.
+ *
  * QUADRATIC FORMS.  Psi's x'Qx through the whitening map rounds like eps
  * |x|^2 |C|^2 (C the square root's large blocks, ~ (l/dt)^(nu + 1/2)),
  * which stalls the line search of a smooth Matern-5/2 at dt/l 1e-6.  The
