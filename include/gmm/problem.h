@@ -1,17 +1,9 @@
 /* problem.h -- a latent model (latent.h), a likelihood (likelihood.h) and
- * the data: the marginal likelihood of the hyperparameters as a
- * gmm_objective for fit and gradcheck -- exact for the Gaussian likelihood,
- * the Laplace approximation (laplace.h) otherwise -- and the Gaussian
- * posterior of the latents it implies, with predictions of f.
- *
- * PARAMETERS, in this order: the latent model's (gmm_latent_param_name),
- * the likelihood's ("likelihood.<param>"), then the ncoef coefficients beta
- * of a design X (nrows x ncoef): f_r = X_r beta + (H x)_r.  The intercept
- * is the coefficient of a column of ones ("intercept"); covariates and
- * factor levels are further columns.  Coefficients are parameters of the
- * marginal likelihood (maximum likelihood, as lme4), not latents.  A
- * Gaussian model without covariates has its data centred by the caller
- * instead (no coefficient).
+ * the data as one problem: the marginal likelihood of the hyperparameters
+ * as a gmm_objective (objective.h) -- exact for the Gaussian likelihood,
+ * the Laplace approximation (laplace.h) otherwise -- the Gaussian
+ * posterior of the latents it implies, predictions of f, and the log joint
+ * in whitened coordinates that HMC samples.
  */
 #ifndef GMM_PROBLEM_H
 #define GMM_PROBLEM_H
@@ -26,13 +18,21 @@
 #include "gmm/status.h"
 #include "gmm/summary.h"
 
+/* PARAMETERS, in this order: the latent model's (gmm_latent_param_name),
+ * the likelihood's ("likelihood.<param>"), then the ncoef coefficients beta
+ * of a design X (nrows x ncoef): f_r = X_r beta + (H x)_r.  The intercept
+ * is the coefficient of a column of ones ("intercept"); covariates and
+ * factor levels are further columns.  Coefficients are parameters of the
+ * marginal likelihood, not latents (problem_coef.c). */
+
 typedef struct gmm_problem gmm_problem;
 
 /* lat and lik are borrowed (lik's values are the starting values) and must
  * outlive the problem; y (nrows of lat, NAN = missing) and e (NULL = 1) are
  * copied and checked (gmm_lik_check_data: GMM_EINVAL with the row in
  * gmm_error_index()).  intercept: nonzero to estimate b (non-Gaussian only;
- * GMM_EINVAL for the Gaussian), starting at b0.  Workspaces are sized here;
+ * GMM_EINVAL for the Gaussian, whose data the caller centres instead),
+ * starting at b0.  Workspaces are sized here;
  * evaluations do not allocate.  GMM_ENOMEM. */
 gmm_status gmm_problem_alloc(gmm_latent *lat, const gmm_lik *lik, const double *y,
                              const double *e, int intercept, double b0, gmm_problem **out);
@@ -180,7 +180,7 @@ gmm_status gmm_problem_predict_forms(gmm_problem *p, const double *theta, size_t
  * b + f at new input xq[q] is normal, N(mean[s nq + q], var[s nq + q]) --
  * the Markov bridge between the draw's neighbouring states, or the prior
  * dynamics beyond them; var 0 at an input that has a state.  For exact
- * per-draw predictive densities (score).  mean and var hold ndraw nq
+ * per-draw predictive densities.  mean and var hold ndraw nq
  * values.  GMM_EINVAL for a family without inputs or no draws; GMM_ENOMEM
  * (one band of the latent's size).
  * O(ndraw nq (d^3 + log K)). */
@@ -236,8 +236,8 @@ gmm_metric gmm_problem_metric(const gmm_problem *p);
  * gmm_problem_whiten_setup and the Laplace fit's; GMM_EINVAL for a latent
  * with linear constraints (no Laplace metric there). */
 gmm_status gmm_problem_data_information(gmm_problem *p, const double *theta, double *lmax);
-/* The lambda_max above which the Laplace metric beats the prior's (auto;
- * measured in docs/design.md). */
+/* The lambda_max above which the Laplace metric beats the prior's
+ * (docs/design.md). */
 #define GMM_METRIC_AUTO_INFO 4.0
 
 /* Fix the hyperparameters theta (nparam) for the functions below: the
@@ -250,7 +250,7 @@ gmm_status gmm_problem_whiten_setup(gmm_problem *p, const double *theta);
  * gradient in v (n, or NULL): W' H' g - v under the prior map (one whiten
  * and one transposed whiten), L^-1 (H' g - Q x) under the Laplace map (two
  * triangular solves of bandwidth kl, Q x and x'Qx through L L' = Q + H'WH
- * without a product with Q; problem.c states the rounding): O(n kl) either
+ * without a product with Q; problem_whiten.c states the rounding): O(n kl) either
  * way.  A non-finite log density is GMM_EDOM (a divergence for the
  * sampler). */
 gmm_status gmm_problem_whitened_logp(gmm_problem *p, const double *v, double *lp, double *grad);
@@ -268,7 +268,7 @@ gmm_status gmm_problem_whitened_start(gmm_problem *p, const double *theta, doubl
 /* v with x = the map of v (n each; not aliased), after the setup. */
 gmm_status gmm_problem_unwhiten(gmm_problem *p, const double *x, double *v);
 
-/* ---- the log joint of v and the hyperparameters (HMC --sample-hyper) ----- */
+/* ---- the log joint of v and the hyperparameters (HMC on both) ----------- */
 
 /* A prior on one parameter, by its scale (objective.h, SCALES): the
  * parameter is sampled as u, its value on that scale, and u ~ N(mu, sigma^2):

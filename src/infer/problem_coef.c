@@ -1,5 +1,12 @@
 /* problem_coef.c -- theta's likelihood parameters and the fixed effects:
- * the offsets X beta, their adjoint and the coefficients' basis (problem.h). */
+ * the offsets X beta, their adjoint and the coefficients' basis (problem.h).
+ *
+ * COEFFICIENTS.  The coefficients beta of the design X are parameters of
+ * the marginal likelihood (maximum likelihood, as lme4), not latents: the
+ * latent's band and its Markov structure stay as they are, and each
+ * coefficient enters f_r = X_r beta + (H x)_r through the offsets below.
+ * A Gaussian model without covariates has its data centred by the caller
+ * instead (no coefficient). */
 #include "gmm/problem.h"
 
 #include <math.h>
