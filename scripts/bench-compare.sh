@@ -4,8 +4,10 @@
 # one run: both are built in temporary worktrees, then each benchmark runs
 # for both in turn, ROUNDS times (default 5), so that load on the machine
 # falls on both alike.  Prints one row per timing: the median ms of each
-# revision, the ratio new/old and the spread of the per-round ratios; then,
-# per operation, the geometric mean of its rows' ratios.  NEW_REV defaults
+# revision, the ratio new/old of the medians and of the best (fastest)
+# rounds, and the spread of the per-round ratios; then, per operation, the
+# geometric means of its rows' ratios.  The best-of-rounds ratio is the one
+# least moved by other work on the machine.  NEW_REV defaults
 # to HEAD.  Run it on an idle machine: comparing a revision with itself
 # shows the noise (single rows of sub-millisecond timings move by 10% and
 # more under load; the per-operation means much less).
@@ -83,7 +85,7 @@ def load(side):
             out.setdefault(key, {}).setdefault(r, []).append(float(f[-1]))
     return out
 old, new = load("old"), load("new")
-print(f"{'op':28s} {'n':>8s} {'l':>5s} {'impl':>10s} {'old ms':>10s} {'new ms':>10s} {'ratio':>6s}  per-round")
+print(f"{'op':28s} {'n':>8s} {'l':>5s} {'impl':>10s} {'old ms':>10s} {'new ms':>10s} {'ratio':>6s} {'best':>6s}  per-round")
 slower = 0
 for key in sorted(old, key=lambda k: (k[0], float(k[1] or 0), k[2], k[3])):
     if key not in new: continue
@@ -93,9 +95,10 @@ for key in sorted(old, key=lambda k: (k[0], float(k[1] or 0), k[2], k[3])):
     if not rs: continue
     mo, mn = st.median(o.values()), st.median(n.values())
     ratio = mn / mo if mo > 0 else float("nan")
+    best = min(n.values()) / min(o.values()) if min(o.values()) > 0 else float("nan")
     flag = "  slower" if ratio > 1.03 and min(rs) > 1 else ""
     slower += bool(flag)
-    print(f"{key[0]:28s} {key[1]:>8s} {key[2]:>5s} {key[3]:>10s} {mo:10.3f} {mn:10.3f} {ratio:6.3f}  "
+    print(f"{key[0]:28s} {key[1]:>8s} {key[2]:>5s} {key[3]:>10s} {mo:10.3f} {mn:10.3f} {ratio:6.3f} {best:6.3f}  "
           f"{min(rs):.3f}-{max(rs):.3f}{flag}")
 print(f"{slower} row(s) slower by more than 3% in every round")
 # Per operation: the geometric mean over its rows of the median ratio.
@@ -103,13 +106,16 @@ import math
 ops = {}
 for key in old:
     if key not in new: continue
-    o = st.median([st.median(v) for v in old[key].values()])
-    n = st.median([st.median(v) for v in new[key].values()])
-    if o > 0 and n > 0: ops.setdefault(key[0].split("(")[0], []).append(math.log(n / o))
+    o = [st.median(v) for v in old[key].values()]
+    n = [st.median(v) for v in new[key].values()]
+    if min(o) > 0 and min(n) > 0:
+        ops.setdefault(key[0].split("(")[0], []).append(
+            (math.log(st.median(n) / st.median(o)), math.log(min(n) / min(o))))
 print()
-print(f"{'operation':28s} {'rows':>5s} {'geomean new/old':>16s}")
+print(f"{'operation':28s} {'rows':>5s} {'median ratio':>13s} {'best ratio':>11s}  (geometric means over rows)")
+gm = lambda xs: math.exp(st.mean(xs))
 for op in sorted(ops):
-    print(f"{op:28s} {len(ops[op]):5d} {math.exp(st.mean(ops[op])):16.3f}")
+    print(f"{op:28s} {len(ops[op]):5d} {gm([a for a, b in ops[op]]):13.3f} {gm([b for a, b in ops[op]]):11.3f}")
 allr = [x for v in ops.values() for x in v]
-print(f"{'all':28s} {len(allr):5d} {math.exp(st.mean(allr)):16.3f}")
+print(f"{'all':28s} {len(allr):5d} {gm([a for a, b in allr]):13.3f} {gm([b for a, b in allr]):11.3f}")
 EOF
