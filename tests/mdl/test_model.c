@@ -19,6 +19,7 @@
 #include "gmm/model.h"
 #include "gmm/spec.h"
 #include "support/tmpfiles.h"
+#include "support/tu_model.h"
 #include "support/tu_dense_gp.h"
 
 /* Reports collected, one string each, kind in the first byte. */
@@ -337,13 +338,7 @@ START_TEST(test_model_graph_by_hand)
                                "node,count\na,3\nb,0\nc,5\nd,\ne,2\na,4\n");
     reports rep = {0};
     gmm_mdl_spec s;
-    gmm_mdl_spec_init(&s);
-    s.desc.data.file = nodes;
-    s.desc.graph = edges;
-    s.desc.precision = "edge-ou(variance=1.2, lengthscale=2)";
-    s.desc.data.node = "node";
-    s.desc.data.y = "count";
-    s.desc.likelihood = "poisson";
+    tu_graph_count_spec(&s, nodes, edges, "edge-ou(variance=1.2, lengthscale=2)");
     s.fix = (const char *const[]){"intercept"};
     s.nfix = 1;
     s.report = collect;
@@ -472,13 +467,7 @@ START_TEST(test_model_graph_draws)
     char *test = tu_write_str(dir, "test.csv", "node,count\nc,4\na,\nb,1\n");
     char *dpath = tu_path(dir, "draws.csv"); /* named only: no sidecar there */
     gmm_mdl_spec s;
-    gmm_mdl_spec_init(&s);
-    s.desc.data.file = nodes;
-    s.desc.graph = edges;
-    s.desc.precision = "edge-ou(variance=1, lengthscale=2)";
-    s.desc.data.node = "node";
-    s.desc.data.y = "count";
-    s.desc.likelihood = "poisson";
+    tu_graph_count_spec(&s, nodes, edges, "edge-ou(variance=1, lengthscale=2)");
     gmm_mdl *m = NULL;
     ck_assert_int_eq(gmm_mdl_build(&s, &m, NULL), GMM_OK);
 

@@ -8,6 +8,7 @@
 #include "gmm/hmc_chains.h"
 #include "gmm/model.h"
 #include "support/tmpfiles.h"
+#include "support/tu_model.h"
 
 START_TEST(test_columns)
 {
@@ -15,13 +16,7 @@ START_TEST(test_columns)
     char *edges = tu_write_str(dir, "edges.csv", "i,j\na,b\nb,c\n");
     char *nodes = tu_write_str(dir, "nodes.csv", "node,count\na,3\nb,\nc,5\n");
     gmm_mdl_spec s;
-    gmm_mdl_spec_init(&s);
-    s.desc.data.file = nodes;
-    s.desc.graph = edges;
-    s.desc.precision = "edge-ou(variance=1, lengthscale=2)";
-    s.desc.data.node = "node";
-    s.desc.data.y = "count";
-    s.desc.likelihood = "poisson";
+    tu_graph_count_spec(&s, nodes, edges, "edge-ou(variance=1, lengthscale=2)");
     gmm_mdl *m = NULL;
     ck_assert_int_eq(gmm_mdl_build(&s, &m, NULL), GMM_OK);
     ck_assert_str_eq(gmm_mdl_likelihood_name(m), "poisson");

@@ -27,3 +27,15 @@ gmm_lik tu_lik_of(const char *text, double unset)
             l.par[k] = unset;
     return l;
 }
+
+void tu_graph_count_spec(gmm_mdl_spec *s, const char *nodes, const char *edges,
+                         const char *precision)
+{
+    gmm_mdl_spec_init(s);
+    s->desc.data.file = nodes;
+    s->desc.graph = edges;
+    s->desc.precision = precision;
+    s->desc.data.node = "node";
+    s->desc.data.y = "count";
+    s->desc.likelihood = "poisson";
+}

@@ -6,6 +6,7 @@
 
 #include "gmm/kernel.h"
 #include "gmm/likelihood.h"
+#include "gmm/model.h"
 
 /* The kernel of a spec text (gmm_spec_parse, gmm_kernel_from_spec); the
  * caller gmm_kernel_free()s it. */
@@ -15,5 +16,11 @@ gmm_kernel *tu_kernel_of(const char *text);
  * unset (NAN) gets `unset`, unless `unset` is NAN itself (then all stay as
  * parsed). */
 gmm_lik tu_lik_of(const char *text, double unset);
+
+/* s initialised (gmm_mdl_spec_init) as a Poisson model of the column
+ * "count" on the graph `edges`, its nodes in the column "node" of `nodes`,
+ * with the graph precision `precision`; the strings are not copied. */
+void tu_graph_count_spec(gmm_mdl_spec *s, const char *nodes, const char *edges,
+                         const char *precision);
 
 #endif
