@@ -16,24 +16,26 @@ void gmm_factor_free(gmm_factor *f)
 const char *gmm_factor_name(const gmm_factor *f) { return f->type->name; }
 size_t gmm_factor_dim(const gmm_factor *f) { return f->n; }
 
-gmm_status gmm_factor_decomp(gmm_factor *f, const gmm_band *Q)
+/* A new factor from M by one of the type's two ways; ready only if it took. */
+static gmm_status refactor(gmm_factor *f, const gmm_band *M,
+                           gmm_status (*way)(void *state, const gmm_band *M), const char *who)
 {
-    if (!f || !Q)
-        return gmm_error(GMM_EINVAL, "gmm_factor_decomp: NULL argument");
+    if (!f || !M)
+        return gmm_error(GMM_EINVAL, "%s: NULL argument", who);
     f->ready = 0;
-    gmm_status st = f->type->decomp(f->state, Q);
+    gmm_status st = way(f->state, M);
     f->ready = st == GMM_OK;
     return st;
 }
 
+gmm_status gmm_factor_decomp(gmm_factor *f, const gmm_band *Q)
+{
+    return refactor(f, Q, f ? f->type->decomp : NULL, "gmm_factor_decomp");
+}
+
 gmm_status gmm_factor_set_chol(gmm_factor *f, const gmm_band *L)
 {
-    if (!f || !L)
-        return gmm_error(GMM_EINVAL, "gmm_factor_set_chol: NULL argument");
-    f->ready = 0;
-    gmm_status st = f->type->set_chol(f->state, L);
-    f->ready = st == GMM_OK;
-    return st;
+    return refactor(f, L, f ? f->type->set_chol : NULL, "gmm_factor_set_chol");
 }
 
 static gmm_status not_ready(const gmm_factor *f, const void *arg, const char *who)
