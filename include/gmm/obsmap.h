@@ -42,8 +42,17 @@ static inline size_t gmm_obsmap_row_pos(const gmm_obsmap *m, size_t k, size_t lo
 
 /* Entries of coef in all: rowptr[nrows] or nrows width. */
 size_t gmm_obsmap_nnz(const gmm_obsmap *m);
-/* h_r'x: row r applied to the latents x.  O(entries of the row). */
-double gmm_obsmap_row_dot(const gmm_obsmap *m, size_t r, const double *x);
+/* h_r'x: row r applied to the latents x.  O(entries of the row); inline,
+ * as every likelihood row loop calls it. */
+static inline double gmm_obsmap_row_dot(const gmm_obsmap *m, size_t r, const double *x)
+{
+    size_t lo = gmm_obsmap_row_lo(m, r), hi = gmm_obsmap_row_hi(m, r);
+    const double *xo = x + m->offset[r];
+    double s = 0.0;
+    for (size_t k = lo; k < hi; k++)
+        s += m->coef[k] * xo[gmm_obsmap_row_pos(m, k, lo)];
+    return s;
+}
 /* y += a h_r: row r's transpose scaled by a, added into the latents y. */
 void gmm_obsmap_row_axpy(const gmm_obsmap *m, size_t r, double a, double *y);
 /* Row r's coefficients as a dense window h (width; zero where a sparse row

@@ -55,16 +55,6 @@ struct gmm_laplace {
     gmm_constr *con;  /* constraints A x = 0 (NULL: none) */
 };
 
-/* h_i'v over row i's entries (dense windows or sparse rows). */
-static inline double row_dot(const gmm_laplace_obs *ob, size_t i, const double *v)
-{
-    size_t lo = gmm_obsmap_row_lo(&ob->map, i), hi = gmm_obsmap_row_hi(&ob->map, i);
-    const double *vo = v + ob->map.offset[i];
-    double s = 0.0;
-    for (size_t k = lo; k < hi; k++)
-        s += ob->map.coef[k] * vo[gmm_obsmap_row_pos(&ob->map, k, lo)];
-    return s;
-}
 
 /* log p(y_i | f) and its derivatives (gmm_lik_eval), from the row's
  * constants when the caller gave them. */

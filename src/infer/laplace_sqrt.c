@@ -177,7 +177,7 @@ gmm_status gmm_laplace_eval_sqrt(gmm_laplace *w, const gmm_laplace_smoother *sm,
             qm[j] = 0.0;
         }
         for (size_t i = 0; i < obs->map.nrows; i++) {
-            double e = row_dot(obs, i, w->dx), r;
+            double e = gmm_obsmap_row_dot(&obs->map, i, w->dx), r;
             dec += w->w[i] * e * e;
             r = w->g[i] - w->w[i] * e;
             size_t lo = gmm_obsmap_row_lo(&obs->map, i), hi = gmm_obsmap_row_hi(&obs->map, i);
@@ -240,7 +240,7 @@ gmm_status gmm_laplace_eval_sqrt(gmm_laplace *w, const gmm_laplace_smoother *sm,
             return st;
         w->sqrt_end = LAPLACE_SQRT_KEPT_START_VAR_READY;
         for (size_t i = 0; i < obs->map.nrows; i++)
-            corr += 0.5 * w->s[i] * w->t[i] * row_dot(obs, i, w->dx);
+            corr += 0.5 * w->s[i] * w->t[i] * gmm_obsmap_row_dot(&obs->map, i, w->dx);
     }
     double lq = sum + ml + 0.5 * (double)obs->map.nrows * log2pi + 0.5 * gw + corr;
     if (!isfinite(lq))
@@ -288,7 +288,7 @@ gmm_status gmm_laplace_grad_sqrt(gmm_laplace *w, double *bbar, double *parbar, d
     for (size_t i = 0; i < ob->map.nrows; i++) {
         /* a kept start: g and dlogp/dphi at the mode's f_i + e_i to first
          * order, as log q's r'delta (SQUARE-ROOT FORM) */
-        double e = w->sqrt_end != LAPLACE_SQRT_STEPPED ? row_dot(ob, i, w->dx) : 0.0;
+        double e = w->sqrt_end != LAPLACE_SQRT_STEPPED ? gmm_obsmap_row_dot(&ob->map, i, w->dx) : 0.0;
         double u = w->u[i], ci = w->g[i] - w->w[i] * e + 0.5 * w->s[i] * w->t[i] - w->w[i] * u;
         if (bbar)
             *bbar += ci;

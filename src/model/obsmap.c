@@ -8,16 +8,6 @@ size_t gmm_obsmap_nnz(const gmm_obsmap *m)
     return m->rowptr ? m->rowptr[m->nrows] : m->nrows * m->width;
 }
 
-double gmm_obsmap_row_dot(const gmm_obsmap *m, size_t r, const double *x)
-{
-    size_t lo = gmm_obsmap_row_lo(m, r), hi = gmm_obsmap_row_hi(m, r);
-    const double *xo = x + m->offset[r];
-    double s = 0.0;
-    for (size_t k = lo; k < hi; k++)
-        s += m->coef[k] * xo[gmm_obsmap_row_pos(m, k, lo)];
-    return s;
-}
-
 void gmm_obsmap_row_axpy(const gmm_obsmap *m, size_t r, double a, double *y)
 {
     size_t lo = gmm_obsmap_row_lo(m, r), hi = gmm_obsmap_row_hi(m, r);
