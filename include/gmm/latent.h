@@ -86,21 +86,14 @@ int gmm_latent_obs_varies(const gmm_latent *l);
 gmm_status gmm_latent_obs_coef(gmm_latent *l, const double *theta, double *coef);
 gmm_status gmm_latent_obs_coef_rev(gmm_latent *l, const double *theta, const double *coefbar,
                                    double *thetabar);
-/* The map's nonzero pattern: nnz entries, row r's rowptr[r] ..
- * rowptr[r + 1] - 1 (rowptr: nrows + 1) reading latents offset[r] + pos[k]
- * (pos increasing within a row); both owned by l.  rowptr and pos are NULL
- * for dense windows (nnz = nrows width, entry k = r width + a reading
- * offset[r] + a).  Sparse maps (a stacked latent's rows, a few latents in a
- * window of up to kl + 1) have constant coefficients. */
-size_t gmm_latent_obs_nnz(const gmm_latent *l);
-const size_t *gmm_latent_obs_rowptr(const gmm_latent *l);
-const size_t *gmm_latent_obs_pos(const gmm_latent *l);
-/* The map above as a view (obsmap.h), valid while l lives; its coef are
- * the constant coefficients, or those of the last theta the family
- * evaluated when they vary. */
+/* The map as a view (obsmap.h: dense windows, or sparse rows with their
+ * rowptr and pos), valid while l lives; its coef are the constant
+ * coefficients, or those of the last theta the family evaluated when they
+ * vary.  Sparse maps (a stacked latent's rows, a few latents in a window of
+ * up to kl + 1) have constant coefficients. */
 gmm_obsmap gmm_latent_obs_map(const gmm_latent *l);
 /* The nnz coefficient values at theta into val, in the order of the
- * pattern above (for dense windows the same as gmm_latent_obs_coef; the
+ * map's entries (for dense windows the same as gmm_latent_obs_coef; the
  * reverse of either is gmm_latent_obs_coef_rev).  O(nnz). */
 gmm_status gmm_latent_obs_values(gmm_latent *l, const double *theta, double *val);
 

@@ -140,9 +140,6 @@ int gmm_latent_param_unit(const gmm_latent *l, size_t i) { return l->unit[i]; }
 size_t gmm_latent_obs_width(const gmm_latent *l) { return l->width; }
 const size_t *gmm_latent_obs_offset(const gmm_latent *l) { return l->offset; }
 int gmm_latent_obs_varies(const gmm_latent *l) { return l->varies; }
-size_t gmm_latent_obs_nnz(const gmm_latent *l) { return l->nnz; }
-const size_t *gmm_latent_obs_rowptr(const gmm_latent *l) { return l->rowptr; }
-const size_t *gmm_latent_obs_pos(const gmm_latent *l) { return l->pos; }
 gmm_obsmap gmm_latent_obs_map(const gmm_latent *l)
 {
     return (gmm_obsmap){.nrows = l->nrows, .width = l->width, .offset = l->offset,

@@ -474,10 +474,11 @@ START_TEST(test_sparse_map)
         gmm_latent *l = c.l;
         size_t nr = gmm_latent_nrows(l), w = gmm_latent_obs_width(l);
         size_t K = gmm_latent_stack_nterm(l);
-        const size_t *rp = gmm_latent_obs_rowptr(l), *pos = gmm_latent_obs_pos(l);
+        gmm_obsmap map = gmm_latent_obs_map(l);
+        const size_t *rp = map.rowptr, *pos = map.pos;
         ck_assert_ptr_nonnull(rp);
         ck_assert_ptr_nonnull(pos);
-        ck_assert_uint_eq(gmm_latent_obs_nnz(l), nr * K);
+        ck_assert_uint_eq(gmm_obsmap_nnz(&map), nr * K);
         ck_assert_uint_eq(rp[nr], nr * K);
         ck_assert_int_eq(gmm_latent_obs_varies(l), 0);
         double *val = malloc(nr * K * sizeof *val), *coef = malloc(nr * w * sizeof *coef);
