@@ -56,16 +56,17 @@ const double *gmm_latent_constraints(const gmm_latent *l);
  * (N_S invertible, constr.h), owned by l (NULL when none). */
 const size_t *gmm_latent_constraint_pins(const gmm_latent *l);
 /* theta's nparam named parameters (names owned by l), each > 0 unless
- * zero_ok or unit below says otherwise. */
+ * zero_ok or the domain below says otherwise. */
 size_t gmm_latent_nparam(const gmm_latent *l);
 const char *gmm_latent_param_name(const gmm_latent *l, size_t i);
 /* Starting values (the spec's values or defaults); nparam entries. */
 const double *gmm_latent_param_start(const gmm_latent *l);
 /* Nonzero when parameter i may be 0 (a graph ridge). */
 int gmm_latent_param_zero_ok(const gmm_latent *l, size_t i);
-/* Nonzero when parameter i lies in (0, 1) rather than (0, inf) (bym2's
- * phi). */
-int gmm_latent_param_unit(const gmm_latent *l, size_t i);
+/* The domain of parameter i: (0, inf) (a variance), (0, 1) (bym2's phi)
+ * or (-1, 1) (a correlation). */
+typedef enum { GMM_PARAM_POSITIVE = 0, GMM_PARAM_UNIT, GMM_PARAM_SIGNED } gmm_param_domain;
+gmm_param_domain gmm_latent_param_domain(const gmm_latent *l, size_t i);
 /* GMM_OK when every theta[i] is in its domain, else GMM_EDOM naming it. */
 gmm_status gmm_latent_theta_check(const gmm_latent *l, const double *theta);
 

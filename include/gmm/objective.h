@@ -19,12 +19,19 @@
  *   GMM_SCALE_LOG       p > 0 (a variance):          u = log p,  dp/du = p
  *   GMM_SCALE_LOGIT     0 < p < 1 (bym2's phi):      u = log(p / (1 - p)),
  *                                                    dp/du = p (1 - p)
+ *   GMM_SCALE_ATANH     -1 < p < 1 (a correlation):  u = atanh p,
+ *                                                    dp/du = 1 - p^2
  *
  * so that every u is a point of the domain and u -> -inf or +inf reaches its
  * bounds (a fit whose maximum lies at phi -> 0 or 1 moves there instead of
  * meeting a refused trial point).  The model's values stay on the natural
  * scale p; the helpers below are the only place the maps are written. */
-typedef enum { GMM_SCALE_IDENTITY = 0, GMM_SCALE_LOG = 1, GMM_SCALE_LOGIT = 2 } gmm_scale;
+typedef enum {
+    GMM_SCALE_IDENTITY = 0,
+    GMM_SCALE_LOG = 1,
+    GMM_SCALE_LOGIT = 2,
+    GMM_SCALE_ATANH = 3
+} gmm_scale;
 
 typedef struct {
     size_t nparam;
@@ -55,7 +62,10 @@ typedef struct {
 /* u of p (p inside its domain; a bound gives -inf or +inf). */
 static inline double gmm_scale_to_u(gmm_scale s, double p)
 {
-    return s == GMM_SCALE_LOG ? log(p) : s == GMM_SCALE_LOGIT ? log(p) - log1p(-p) : p;
+    return s == GMM_SCALE_LOG     ? log(p)
+           : s == GMM_SCALE_LOGIT ? log(p) - log1p(-p)
+           : s == GMM_SCALE_ATANH ? atanh(p)
+                                  : p;
 }
 
 /* p of u.  The logistic is evaluated on the side where exp does not
@@ -71,13 +81,18 @@ static inline double gmm_scale_from_u(gmm_scale s, double u)
         double e = exp(u);
         return e / (1.0 + e);
     }
+    if (s == GMM_SCALE_ATANH)
+        return tanh(u);
     return u;
 }
 
 /* dp/du at p: the chain rule's factor, d/du = dp/du d/dp. */
 static inline double gmm_scale_dp_du(gmm_scale s, double p)
 {
-    return s == GMM_SCALE_LOG ? p : s == GMM_SCALE_LOGIT ? p * (1.0 - p) : 1.0;
+    return s == GMM_SCALE_LOG     ? p
+           : s == GMM_SCALE_LOGIT ? p * (1.0 - p)
+           : s == GMM_SCALE_ATANH ? (1.0 - p) * (1.0 + p)
+                                  : 1.0;
 }
 
 /* Nonzero when p is finite and inside the open domain of its scale. */
@@ -85,18 +100,38 @@ static inline int gmm_scale_inside(gmm_scale s, double p)
 {
     if (!isfinite(p))
         return 0;
-    return s == GMM_SCALE_LOG ? p > 0.0 : s == GMM_SCALE_LOGIT ? p > 0.0 && p < 1.0 : 1;
+    return s == GMM_SCALE_LOG     ? p > 0.0
+           : s == GMM_SCALE_LOGIT ? p > 0.0 && p < 1.0
+           : s == GMM_SCALE_ATANH ? p > -1.0 && p < 1.0
+                                  : 1;
 }
 
-/* The scale's name ("identity", "log", "logit") and the domain in words
- * ("finite", "> 0", "in (0, 1)"), for messages. */
+/* The scale's name ("identity", "log", "logit", "atanh") and the domain in
+ * words ("finite", "> 0", "in (0, 1)", "in (-1, 1)"), for messages. */
 static inline const char *gmm_scale_name(gmm_scale s)
 {
-    return s == GMM_SCALE_LOG ? "log" : s == GMM_SCALE_LOGIT ? "logit" : "identity";
+    return s == GMM_SCALE_LOG     ? "log"
+           : s == GMM_SCALE_LOGIT ? "logit"
+           : s == GMM_SCALE_ATANH ? "atanh"
+                                  : "identity";
 }
 static inline const char *gmm_scale_domain(gmm_scale s)
 {
-    return s == GMM_SCALE_LOG ? "> 0" : s == GMM_SCALE_LOGIT ? "in (0, 1)" : "finite";
+    return s == GMM_SCALE_LOG     ? "> 0"
+           : s == GMM_SCALE_LOGIT ? "in (0, 1)"
+           : s == GMM_SCALE_ATANH ? "in (-1, 1)"
+                                  : "finite";
+}
+
+/* Nonzero for a scale whose domain is bounded on both sides (logit,
+ * atanh); *per_logit (may be NULL) receives the u units that one logit
+ * unit is worth near a bound (1 - |p| ~ e^-u for the logit, 2 e^-2u for atanh), so
+ * that thresholds written for the logit keep their meaning in p. */
+static inline int gmm_scale_two_sided(gmm_scale s, double *per_logit)
+{
+    if (per_logit)
+        *per_logit = s == GMM_SCALE_ATANH ? 0.5 : 1.0;
+    return s == GMM_SCALE_LOGIT || s == GMM_SCALE_ATANH;
 }
 
 #endif

@@ -275,15 +275,17 @@ gmm_status gmm_problem_unwhiten(gmm_problem *p, const double *x, double *v);
  *
  *   normal(mu, sigma)       a coefficient, u = theta;
  *   lognormal(mu, sigma)    a positive parameter, u = log theta;
- *   logitnormal(mu, sigma)  a parameter in (0, 1), u = logit theta.
+ *   logitnormal(mu, sigma)  a parameter in (0, 1), u = logit theta;
+ *   atanhnormal(mu, sigma)  a parameter in (-1, 1), u = atanh theta.
  *
  * On u the density is the normal one: the prior's density on theta times
- * the Jacobian dtheta/du (theta, theta (1 - theta)) is N(u; mu, sigma^2)
+ * the Jacobian dtheta/du (theta, theta (1 - theta), 1 - theta^2) is N(u; mu, sigma^2)
  * exactly, so the target in u needs no separate Jacobian term. */
 typedef enum {
     GMM_PRIOR_LOGNORMAL = 1,
     GMM_PRIOR_NORMAL = 2,
-    GMM_PRIOR_LOGITNORMAL = 3
+    GMM_PRIOR_LOGITNORMAL = 3,
+    GMM_PRIOR_ATANHNORMAL = 4
 } gmm_prior_kind;
 typedef struct {
     gmm_prior_kind kind;
@@ -291,7 +293,7 @@ typedef struct {
 } gmm_prior;
 
 /* The kind of prior a parameter on scale s takes (above), and a kind's
- * name: "normal", "lognormal", "logitnormal". */
+ * name: "normal", "lognormal", "logitnormal", "atanhnormal". */
 gmm_prior_kind gmm_prior_kind_of(gmm_scale s);
 const char *gmm_prior_kind_name(gmm_prior_kind k);
 

@@ -65,7 +65,7 @@ int cli_hmc_diagnose(const char *cmd, const cli_hmc_out *w, const gmm_hmc_chains
 int cli_hmc_parse_subset(const char *cmd, gmm_mdl *m, const char *spec, unsigned char **keep);
 
 /* The sampled parameters and their priors: the library's defaults, then
- * --prior NAME=lognormal(MU,SIGMA) / logitnormal(MU,SIGMA) / normal(MU,SIGMA)
+ * --prior NAME=lognormal(MU,SIGMA) / logitnormal / atanhnormal / normal(MU,SIGMA)
  * (args: the kind the parameter's scale takes, problem.h); printed
  * unless quiet; 0 or an exit code. */
 int cli_hmc_priors(const char *cmd, gmm_mdl *m, const char **args, size_t nargs, int **sampled,

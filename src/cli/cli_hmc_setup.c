@@ -61,7 +61,8 @@ int cli_hmc_priors(const char *cmd, gmm_mdl *m, const char **args, size_t nargs,
             sscanf(eq + 1, "%15[a-z](%lf ,%lf )%n", kind, &mu, &sigma, &used) != 3 ||
             eq[1 + used] != '\0' || !isfinite(mu) || !(sigma > 0.0) || !isfinite(sigma)) {
             cli_msg(cmd, "--prior: '%s' is not NAME=lognormal(MU,SIGMA), "
-                         "NAME=logitnormal(MU,SIGMA) or NAME=normal(MU,SIGMA) with SIGMA > 0",
+                         "NAME=logitnormal(MU,SIGMA), NAME=atanhnormal(MU,SIGMA) or "
+                         "NAME=normal(MU,SIGMA) with SIGMA > 0",
                     args[a]);
             return CLI_EXIT_USAGE;
         }
@@ -88,6 +89,7 @@ int cli_hmc_priors(const char *cmd, gmm_mdl *m, const char **args, size_t nargs,
                     gmm_prior_kind_name(want),
                     want == GMM_PRIOR_LOGNORMAL     ? "its log: it is > 0"
                     : want == GMM_PRIOR_LOGITNORMAL ? "its logit: it is in (0, 1)"
+                    : want == GMM_PRIOR_ATANHNORMAL ? "its atanh: it is in (-1, 1)"
                                                     : "its value");
             return CLI_EXIT_USAGE;
         }

@@ -467,11 +467,14 @@ static gmm_status certify(run_ctx *c, double *u, const double *init, gmm_fit_res
         size_t i = c->idx[k];
         int low = 0;
         gmm_scale sc = c->obj->scale[i];
-        /* towards which bound: -1 (log: 0; logit: 0), +1 (logit: 1), 0 none */
+        /* towards which bound: -1 (log: 0; logit: 0; atanh: -1), +1 (logit,
+         * atanh: 1), 0 none */
         int to = 0;
+        double per;
+        int two = gmm_scale_two_sided(sc, &per);
         if (sc == GMM_SCALE_LOG && init[i] > 0.0 && u[k] < log(init[i]) - CERT_BOUND_DROP)
             to = -1;
-        else if (sc == GMM_SCALE_LOGIT && fabs(u[k]) > CERT_BOUND_DROP)
+        else if (two && fabs(u[k]) > per * CERT_BOUND_DROP)
             to = u[k] < 0.0 ? -1 : 1;
         if (to) {
             double fp, fi, tol = BOUND_TOL * fmax(1.0, fabs(f0));
@@ -493,18 +496,18 @@ static gmm_status certify(run_ctx *c, double *u, const double *init, gmm_fit_res
                 if (sc == GMM_SCALE_LOG && -fp > -f0 + BOUND_UNBOUNDED)
                     low = 2;
                 /* the probe is higher: the point moves there (a variance; a logit
-                 * parameter's value has lost its digits that far out) */
+                 * or atanh parameter's value has lost its digits that far out) */
                 if (sc == GMM_SCALE_LOG && -fp > -f0) {
                     memcpy(u, wu, nf * sizeof *u);
                     f0 = fp;
                     memcpy(g, gt, nf * sizeof *g);
                 }
-            } else if (sc == GMM_SCALE_LOGIT) {
+            } else if (two) {
                 /* a logit parameter's natural value rounds near its bound
                  * (1 - p from p loses digits: loglik ~1e-4 off at 1 - 1e-10),
                  * so the far side is read from inside: loglik still rising
                  * towards the bound and lower BOUND_PROBE inwards */
-                wu[k] = u[k] - to * BOUND_PROBE;
+                wu[k] = u[k] - to * per * BOUND_PROBE;
                 if (-g[k] * to >= 0.0 && eval_min(c, wu, &fi, gt) && -fi < -f0 - tol)
                     low = 1;
             }

@@ -241,10 +241,14 @@ gmm_status gmm_gradcheck(const gmm_objective *obj, const gmm_gradcheck_params *p
         if (!isfinite(obj->value[i]))
             return gmm_error(GMM_EINVAL, "gradcheck: '%s' is not finite", obj->name[i]);
         gmm_scale sc = obj->scale[i];
-        if ((sc != GMM_SCALE_IDENTITY && obj->value[i] < 0.0) ||
-            (sc == GMM_SCALE_LOGIT && obj->value[i] > 1.0))
+        if (sc == GMM_SCALE_ATANH ? fabs(obj->value[i]) > 1.0
+                                  : (sc != GMM_SCALE_IDENTITY && obj->value[i] < 0.0) ||
+                                        (sc == GMM_SCALE_LOGIT && obj->value[i] > 1.0))
             return gmm_error(GMM_EINVAL, "gradcheck: '%s' must be %s, got %g", obj->name[i],
-                             sc == GMM_SCALE_LOGIT ? "in [0, 1]" : ">= 0", obj->value[i]);
+                             sc == GMM_SCALE_LOGIT   ? "in [0, 1]"
+                             : sc == GMM_SCALE_ATANH ? "in [-1, 1]"
+                                                     : ">= 0",
+                             obj->value[i]);
     }
 
     theta = gmm_malloc(np, sizeof *theta);

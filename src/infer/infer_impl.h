@@ -119,7 +119,7 @@ void infer_scale_free(infer_scale *s);
 
 /* theta's free entries from u; 0 (a GMM_EDOM error recorded, naming the
  * parameter) when one leaves its domain in floating point, or a logit one
- * leaves |u| <= INFER_LOGIT_MAX. */
+ * leaves |u| <= INFER_LOGIT_MAX (an atanh one half of that). */
 int infer_scale_theta(infer_scale *s, const double *u, double *theta);
 /* u from theta's free entries. */
 void infer_scale_u(const infer_scale *s, const double *theta, double *u);

@@ -257,9 +257,13 @@ gmm_status gmm_problem_alloc_design(gmm_latent *lat, const gmm_lik *lik, const d
     for (size_t i = 0; i < p->nl; i++) {
         snprintf(p->names[i], sizeof p->names[i], "%s", gmm_latent_param_name(lat, i));
         p->obj.value[i] = gmm_latent_param_start(lat)[i];
-        /* optimised on the log scale (the logit scale in (0, 1)); a
-         * parameter that may be 0 (a ridge) is held fixed there (fit.h) */
-        p->obj.scale[i] = gmm_latent_param_unit(lat, i) ? GMM_SCALE_LOGIT : GMM_SCALE_LOG;
+        /* optimised on the log scale (the logit scale in (0, 1), atanh in
+         * (-1, 1)); a parameter that may be 0 (a ridge) is held fixed there
+         * (fit.h) */
+        gmm_param_domain dom = gmm_latent_param_domain(lat, i);
+        p->obj.scale[i] = dom == GMM_PARAM_UNIT     ? GMM_SCALE_LOGIT
+                          : dom == GMM_PARAM_SIGNED ? GMM_SCALE_ATANH
+                                                  : GMM_SCALE_LOG;
     }
     for (size_t k = 0; k < p->np; k++) {
         gmm_lik_param_name(lik, k, p->names[p->nl + k]);

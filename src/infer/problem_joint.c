@@ -17,6 +17,7 @@ gmm_prior_kind gmm_prior_kind_of(gmm_scale s)
 {
     return s == GMM_SCALE_LOG     ? GMM_PRIOR_LOGNORMAL
            : s == GMM_SCALE_LOGIT ? GMM_PRIOR_LOGITNORMAL
+           : s == GMM_SCALE_ATANH ? GMM_PRIOR_ATANHNORMAL
                                   : GMM_PRIOR_NORMAL;
 }
 
@@ -24,6 +25,7 @@ const char *gmm_prior_kind_name(gmm_prior_kind k)
 {
     return k == GMM_PRIOR_LOGNORMAL     ? "lognormal"
            : k == GMM_PRIOR_LOGITNORMAL ? "logitnormal"
+           : k == GMM_PRIOR_ATANHNORMAL ? "atanhnormal"
            : k == GMM_PRIOR_NORMAL      ? "normal"
                                         : "unknown";
 }

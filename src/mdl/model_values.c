@@ -80,9 +80,7 @@ gmm_status gmm_mdl_impl_take_values(const mdl_build *b, gmm_mdl *m, const gmm_mo
             return gmm_error(GMM_EPARSE,
                              "%s: parameter '%s' = %g is out of its domain (it must be %s)", mp,
                              m->obj->name[i], m->obj->value[i],
-                             sc == GMM_SCALE_LOGIT ? "in (0, 1)"
-                             : sc == GMM_SCALE_LOG ? "positive"
-                                                   : "finite");
+                             sc == GMM_SCALE_LOG ? "positive" : gmm_scale_domain(sc));
     }
     for (size_t k = 0; k < mf->nparam; k++) {
         const char *key = mf->param_name[k];

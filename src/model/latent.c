@@ -9,7 +9,7 @@
  *            coefficients h_r (graph: width 1, h = 1; state-space: width d,
  *            h_r = H, or h(t_r) for demodulated kernels, varying with theta)
  *   theta    nparam named parameters, each > 0 (or >= 0 where zero_ok;
- *            in (0, 1) where unit)
+ *            in (0, 1) or (-1, 1) where its domain says so)
  *
  * gmm_latent_prior leaves state in the object that gmm_latent_prior_rev
  * reads, hence the pair with no other call on the object in between.
@@ -80,8 +80,8 @@ static gmm_latent *latent_alloc(const gmm_latent_ops *ops, size_t nrows, size_t 
     l->name = gmm_calloc(nparam ? nparam : 1, sizeof *l->name);
     l->start = gmm_calloc(nparam ? nparam : 1, sizeof *l->start);
     l->zero_ok = gmm_calloc(nparam ? nparam : 1, sizeof *l->zero_ok);
-    l->unit = gmm_calloc(nparam ? nparam : 1, sizeof *l->unit);
-    if (!l->offset || !l->coef || !l->name || !l->start || !l->zero_ok || !l->unit) {
+    l->domain = gmm_calloc(nparam ? nparam : 1, sizeof *l->domain);
+    if (!l->offset || !l->coef || !l->name || !l->start || !l->zero_ok || !l->domain) {
         gmm_latent_free(l);
         return NULL;
     }
@@ -112,7 +112,7 @@ void gmm_latent_free(gmm_latent *l)
     gmm_free((void *)l->name);
     gmm_free(l->start);
     gmm_free(l->zero_ok);
-    gmm_free(l->unit);
+    gmm_free(l->domain);
     gmm_free(l->node_row);
     gmm_free(l);
 }
@@ -136,7 +136,7 @@ const char *gmm_latent_param_name(const gmm_latent *l, size_t i)
 }
 const double *gmm_latent_param_start(const gmm_latent *l) { return l->start; }
 int gmm_latent_param_zero_ok(const gmm_latent *l, size_t i) { return l->zero_ok[i]; }
-int gmm_latent_param_unit(const gmm_latent *l, size_t i) { return l->unit[i]; }
+gmm_param_domain gmm_latent_param_domain(const gmm_latent *l, size_t i) { return l->domain[i]; }
 size_t gmm_latent_obs_width(const gmm_latent *l) { return l->width; }
 const size_t *gmm_latent_obs_offset(const gmm_latent *l) { return l->offset; }
 int gmm_latent_obs_varies(const gmm_latent *l) { return l->varies; }
@@ -156,10 +156,15 @@ gmm_status gmm_latent_theta_check(const gmm_latent *l, const double *theta)
 {
     for (size_t i = 0; i < l->nparam; i++) {
         double t = theta[i];
+        if (l->domain[i] == GMM_PARAM_SIGNED) {
+            if (!(t > -1.0 && t < 1.0))
+                return gmm_error_at(GMM_EDOM, i, "%s = %g must be in (-1, 1)", l->name[i], t);
+            continue;
+        }
         if (!isfinite(t) || t < 0.0 || (t == 0.0 && !l->zero_ok[i]))
             return gmm_error_at(GMM_EDOM, i, "%s = %g must be %s and finite", l->name[i], t,
                                 l->zero_ok[i] ? "non-negative" : "positive");
-        if (l->unit[i] && !(t < 1.0))
+        if (l->domain[i] == GMM_PARAM_UNIT && !(t < 1.0))
             return gmm_error_at(GMM_EDOM, i, "%s = %g must be in (0, 1)", l->name[i], t);
     }
     return GMM_OK;

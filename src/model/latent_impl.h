@@ -70,7 +70,7 @@ struct gmm_latent {
     const char **name;     /* nparam (strings owned by the family) */
     double *start;         /* nparam */
     int *zero_ok;          /* nparam */
-    int *unit;             /* nparam: nonzero for a parameter in (0, 1) */
+    gmm_param_domain *domain; /* nparam: each one's domain (latent.h) */
     int logdet_known;      /* the last prior call returned log|Q| */
     int rows_ok;           /* the last prior_rows call succeeded */
     int sqrt_only;         /* no accurate assembled prior (latent.h) */

@@ -15,6 +15,7 @@
  *   - vi --learn-hyper: phi moves past 0.999 and the ELBO to within 0.02 of
  *     the besag model's.
  * The data are made here by integer hashing: the same on any machine.
+ * Also the scales' maps themselves, the atanh one (a correlation) with them.
  * CK_VERBOSITY=verbose prints what was measured. */
 #include <check.h>
 #include <math.h>
@@ -311,11 +312,45 @@ START_TEST(test_vi_learn_hyper_phi_to_one)
 }
 END_TEST
 
+/* Every scale's maps (objective.h, SCALES): u of p and p of u invert each
+ * other, dp/du matches a central difference of p(u) to its truncation
+ * (h^2 p'''(u) / 6, ~1e-10) and rounding (eps |u| / h, ~1e-11; h = 1e-5
+ * max(1, |u|)), and only the open domain is inside. */
+START_TEST(test_scale_maps)
+{
+    const gmm_scale sc[] = {GMM_SCALE_IDENTITY, GMM_SCALE_LOG, GMM_SCALE_LOGIT, GMM_SCALE_ATANH};
+    const double pts[4][3] = {{-3.5, 0.0, 2e4}, {1e-3, 1.0, 7e2}, {1e-4, 0.5, 0.999},
+                              {-0.999, 0.3, 0.9}};
+    for (int s = 0; s < 4; s++)
+        for (int j = 0; j < 3; j++) {
+            double p = pts[s][j], u = gmm_scale_to_u(sc[s], p), h = 1e-5 * fmax(1.0, fabs(u));
+            ck_assert(gmm_scale_inside(sc[s], p));
+            ck_assert_double_le_tol(fabs(gmm_scale_from_u(sc[s], u) - p), 0.0,
+                                    1e-15 * fmax(1.0, fabs(p)));
+            double fd = (gmm_scale_from_u(sc[s], u + h) - gmm_scale_from_u(sc[s], u - h)) / (2 * h);
+            double d = gmm_scale_dp_du(sc[s], p);
+            ck_assert_msg(fabs(fd - d) <= 1e-8 * fmax(1.0, fabs(d)), "%s at %g: %.12g vs %.12g",
+                          gmm_scale_name(sc[s]), p, d, fd);
+        }
+    ck_assert(!gmm_scale_inside(GMM_SCALE_ATANH, 1.0));
+    ck_assert(!gmm_scale_inside(GMM_SCALE_ATANH, -1.0));
+    ck_assert(gmm_scale_inside(GMM_SCALE_ATANH, -0.5));
+    ck_assert(!gmm_scale_inside(GMM_SCALE_LOGIT, -0.5));
+    ck_assert(!gmm_scale_inside(GMM_SCALE_LOG, 0.0));
+    double per;
+    ck_assert(gmm_scale_two_sided(GMM_SCALE_ATANH, &per) && per == 0.5);
+    ck_assert(gmm_scale_two_sided(GMM_SCALE_LOGIT, &per) && per == 1.0);
+    ck_assert(!gmm_scale_two_sided(GMM_SCALE_LOG, NULL));
+    ck_assert_str_eq(gmm_prior_kind_name(gmm_prior_kind_of(GMM_SCALE_ATANH)), "atanhnormal");
+}
+END_TEST
+
 Suite *infer_logit_scale_suite(void)
 {
     Suite *s = suite_create("infer_logit_scale");
     TCase *tc = tcase_create("bym2_phi");
     tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_scale_maps);
     tcase_add_test(tc, test_fit_reaches_phi_one);
     tcase_add_test(tc, test_gradcheck_near_the_bounds);
     tcase_add_test(tc, test_joint_target_logit_phi);

@@ -412,7 +412,9 @@ static void place_components(stack_impl *c, gmm_latent *l)
                                     : kn ? gmm_kernel_values_const(q->kern)[p]
                                          : q->start[p];
             l->zero_ok[q->par0 + p] = gr ? q->g->param_zero_ok[p] : 0;
-            l->unit[q->par0 + p] = q->model == GMM_STACK_BYM2 && p == 1; /* phi */
+            l->domain[q->par0 + p] = q->model == GMM_STACK_BYM2 && p == 1 /* phi */
+                                         ? GMM_PARAM_UNIT
+                                         : GMM_PARAM_POSITIVE;
         }
     }
     c->con.block_start[c->con.nblock] = c->ncon;
