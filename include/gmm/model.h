@@ -403,6 +403,8 @@ typedef struct {
                             * NULL without coefficients */
     gmm_stack_at *sat;     /* a model of several f() terms: n x nterm, each
                             * term's reading of the row (stack.h); else NULL */
+    double *sgrp;          /* with sat: n x nterm x 2, each term's group and
+                            * replicate values (gmm_latent_stack_row_group) */
 } gmm_mdl_test;
 
 #define GMM_MDL_NEW_LEVEL ((size_t)-1)

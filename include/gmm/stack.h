@@ -24,8 +24,12 @@ typedef enum {
     GMM_STACK_BESAG,
     GMM_STACK_BYM2,
     GMM_STACK_GRAPH,
-    GMM_STACK_KERNEL
+    GMM_STACK_KERNEL,
+    GMM_STACK_AR1,         /* stack_ts.c */
+    GMM_STACK_SEASONAL     /* stack_ts.c */
 } gmm_stack_model;
+/* gmm_latent_stack_kind's answer out of range */
+#define GMM_STACK_NO_MODEL ((gmm_stack_model)-1)
 
 /* One component.  Read by gmm_latent_stack_alloc only, except gmrf. */
 typedef struct {
@@ -48,6 +52,21 @@ typedef struct {
                             * another model is GMM_EINVAL */
     double variance, phi;  /* starting values; 0: the defaults 1 and 0.5
                             * (GRAPH: the gmrf's own values) */
+    /* AR1, SEASONAL (stack_ts.c): the index values must be integers; the
+     * latents are the positions min..max (a gap a latent without data) */
+    double rho;            /* AR1: starting rho in (-1, 1); 0: the default 0.5 */
+    size_t season;         /* SEASONAL: the season length m >= 2 */
+    /* GROUP and REPLICATE (stack_kron.c): with group non-NULL, nrows integer
+     * group values (positions min..max), the component the Kronecker product
+     * Q_control (x) Q_main, control one of IID, RW1, RW2 (unit spacing, no
+     * variance of their own) or AR1 (unit marginal variance, its own rho,
+     * "<name>.group.rho", starting at group_rho, 0: 0.5); with replicate
+     * non-NULL, nrows integer replicate values, independent copies
+     * I (x) Q.  Neither on a GRAPH or KERNEL main. */
+    const double *group;
+    gmm_stack_model control;
+    double group_rho;
+    const double *replicate;
 } gmm_stack_term;
 
 /* The stacked latent over nrows data rows and nterm >= 1 components into
@@ -131,7 +150,15 @@ size_t gmm_latent_stack_row_max(const gmm_latent *l);
  * value not finite), with the component in gmm_error_index().  O(K log m). */
 gmm_status gmm_latent_stack_row(const gmm_latent *l, const double *theta, const gmm_stack_at *at,
                                 size_t *idx, double *w, size_t *nnz, double *evar);
-/* The model of component k (GMM_STACK_KERNEL + 1 out of range). */
+/* As gmm_latent_stack_row, with grp[2 k], grp[2 k + 1] the group and
+ * replicate values of component k (read by a grouped or replicated one,
+ * stack_kron.c NEW ROWS: a fitted group, or beyond them a forecast; a
+ * fitted replicate); grp NULL: none (GMM_EINVAL on such a component). */
+gmm_status gmm_latent_stack_row_group(const gmm_latent *l, const double *theta,
+                                      const gmm_stack_at *at, const double *grp, size_t *idx,
+                                      double *w, size_t *nnz, double *evar);
+/* The model of component k (its main model for a grouped or replicated
+ * one; GMM_STACK_NO_MODEL out of range). */
 gmm_stack_model gmm_latent_stack_kind(const gmm_latent *l, size_t k);
 
 /* The constraints A x = 0 in the latent (permuted) numbering: nconstr rows

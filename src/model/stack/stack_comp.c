@@ -55,6 +55,7 @@ void stack_comp_free(stack_comp *c)
     gmm_free(c->null_is_b);
     gmm_free(c->val);
     gmm_free(c->scale);
+    gmm_free(c->mvar);
     gmm_band_free(c->gQ);
     gmm_band_free(c->gQbar);
     gmm_free(c->hidx);
@@ -66,40 +67,9 @@ void stack_comp_free(stack_comp *c)
     memset(c, 0, sizeof *c);
 }
 
-/* Room for cap slots and ncon constraints with nent entries (and 2 nent
- * for the null space's). */
-static gmm_status comp_arrays(stack_comp *c, size_t cap, size_t ncon, size_t nent)
-{
-    c->null_start = gmm_calloc(ncon + 1, sizeof *c->null_start);
-    c->null_latent = gmm_malloc(2 * nent + 1, sizeof *c->null_latent);
-    c->null_value = gmm_malloc(2 * nent + 1, sizeof *c->null_value);
-    c->null_is_b = gmm_calloc(2 * nent + 1, sizeof *c->null_is_b);
-    if (!c->null_start || !c->null_latent || !c->null_value || !c->null_is_b)
-        return gmm_error(GMM_ENOMEM, "out of memory for the structure of '%s'", c->name);
-    size_t s = cap ? cap : 1;
-    c->slot_row = gmm_malloc(s, sizeof *c->slot_row);
-    c->slot_col = gmm_malloc(s, sizeof *c->slot_col);
-    c->slot_group = gmm_malloc(s, sizeof *c->slot_group);
-    c->slot_value = gmm_malloc(s, sizeof *c->slot_value);
-    c->joint_row = gmm_malloc(s, sizeof *c->joint_row);
-    c->joint_col = gmm_malloc(s, sizeof *c->joint_col);
-    c->con_start = gmm_calloc(ncon + 1, sizeof *c->con_start);
-    c->con_pin = gmm_malloc(ncon ? ncon : 1, sizeof *c->con_pin);
-    c->con_latent = gmm_malloc(nent ? nent : 1, sizeof *c->con_latent);
-    c->con_value = gmm_malloc(nent ? nent : 1, sizeof *c->con_value);
-    if (!c->slot_row || !c->slot_col || !c->slot_group || !c->slot_value || !c->joint_row ||
-        !c->joint_col || !c->con_start || !c->con_pin || !c->con_latent || !c->con_value)
-        return gmm_error(GMM_ENOMEM, "out of memory for the structure of '%s'", c->name);
-    return GMM_OK;
-}
-
 static void slot(stack_comp *c, size_t i, size_t j, double v, size_t g)
 {
-    size_t k = c->nslot++;
-    c->slot_row[k] = i > j ? i : j;
-    c->slot_col[k] = i > j ? j : i;
-    c->slot_value[k] = v;
-    c->slot_group[k] = g;
+    stack_comp_slot(c, i, j, v, g);
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -133,19 +103,6 @@ static gmm_status distinct_values(stack_comp *c, const double *value, size_t nro
         rank[r] = j < m && c->val[j] == value[r] ? j : j - 1;
     }
     return GMM_OK;
-}
-
-size_t stack_lower_bound(const double *val, size_t m, double t)
-{
-    size_t lo = 0, hi = m;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (val[mid] < t)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
 }
 
 double stack_wrap(double t0, double period, double t)
@@ -245,7 +202,7 @@ static gmm_status build_rw(stack_comp *c, const gmm_stack_term *t, size_t nrows)
     /* the cyclic walks' null space is the constant alone (x' = b around
      * the circle gives b period = 0) */
     size_t ncon = two && !cyc ? 2 : 1, nint = cyc ? m : m - 1;
-    if ((st = comp_arrays(c, two ? 10 * nint : 3 * nint, ncon, ncon * m)))
+    if ((st = stack_comp_arrays(c, two ? 10 * nint : 3 * nint, ncon, ncon * m)))
         return st;
     for (size_t j = 0; j < nint; j++) {
         size_t j1 = j + 1 < m ? j + 1 : 0;
@@ -380,10 +337,12 @@ static gmm_status besag_scale(stack_comp *c, const gmm_graph *g, const size_t *c
         double sz = first[k] == v ? 0.0 : dg[rv];
         double var = sz - 2.0 * w[rv] / m + wsum[k] / (m * m);
         lsum[k] += log(var);
+        c->mvar[v] = var;
     }
     for (size_t v = 0; v < n; v++) {
         size_t k = comp[v];
         c->scale[v] = size[k] < 2 ? 1.0 : exp(lsum[k] / (double)size[k]);
+        c->mvar[v] = size[k] < 2 ? 1.0 : c->mvar[v] / c->scale[v];
     }
 done:
     gmm_band_free(L);
@@ -413,7 +372,8 @@ static gmm_status build_besag(stack_comp *c, const gmm_stack_term *t, size_t nro
     }
     size_t *comp = gmm_malloc(m ? m : 1, sizeof *comp);
     c->scale = gmm_malloc(m ? m : 1, sizeof *c->scale);
-    if (!comp || !c->scale) {
+    c->mvar = gmm_malloc(m ? m : 1, sizeof *c->mvar);
+    if (!comp || !c->scale || !c->mvar) {
         gmm_free(comp);
         return gmm_error(GMM_ENOMEM, "out of memory for '%s'", c->name);
     }
@@ -443,7 +403,7 @@ static gmm_status build_besag(stack_comp *c, const gmm_stack_term *t, size_t nro
         }
     c->n = bym ? 2 * m : m;
     size_t u0 = bym ? m : 0;
-    if ((st = comp_arrays(c, m + g->nedge + (bym ? 3 * m : 0), ncon, nent)))
+    if ((st = stack_comp_arrays(c, m + g->nedge + (bym ? 3 * m : 0), ncon, nent)))
         goto done_first;
     for (size_t v = 0; v < m; v++) {
         double s = c->scale[v];
@@ -515,7 +475,7 @@ static gmm_status build_graph(stack_comp *c, const gmm_stack_term *t, size_t nro
     c->n = g->n;
     c->g = g;
     size_t ns = g->n + g->nedge;
-    if ((st = comp_arrays(c, ns, 0, 0)))
+    if ((st = stack_comp_arrays(c, ns, 0, 0)))
         return st;
     c->own_row = gmm_malloc(ns ? ns : 1, sizeof *c->own_row);
     c->own_col = gmm_malloc(ns ? ns : 1, sizeof *c->own_col);
@@ -610,7 +570,7 @@ static gmm_status build_kernel(stack_comp *c, const gmm_stack_term *t, size_t nr
     size_t ns = 0;
     for (size_t j = 0; j < N; j++)
         ns += (j < kl ? j : kl) + 1;
-    if ((st = comp_arrays(c, ns, 0, 0)))
+    if ((st = stack_comp_arrays(c, ns, 0, 0)))
         return st;
     c->own_row = gmm_malloc(ns ? ns : 1, sizeof *c->own_row);
     c->own_col = gmm_malloc(ns ? ns : 1, sizeof *c->own_col);
@@ -661,8 +621,18 @@ gmm_status stack_comp_build(stack_comp *c, const gmm_stack_term *t, size_t nrows
     if (!c->hidx || !c->hval)
         return gmm_error(GMM_ENOMEM, "out of memory for a latent component");
     c->hval[0] = 1.0;
+    c->control = GMM_STACK_NO_MODEL;
     c->start[0] = t->variance == 0.0 ? 1.0 : t->variance;
-    c->start[1] = t->phi == 0.0 ? 0.5 : t->phi;
+    c->start[1] = t->model == GMM_STACK_AR1 ? (t->rho == 0.0 ? 0.5 : t->rho)
+                                            : (t->phi == 0.0 ? 0.5 : t->phi);
+    if ((t->rho != 0.0 && t->model != GMM_STACK_AR1) ||
+        (t->season != 0 && t->model != GMM_STACK_SEASONAL) ||
+        ((t->group || t->replicate) &&
+         (t->model == GMM_STACK_GRAPH || t->model == GMM_STACK_KERNEL)) ||
+        (!t->group && t->group_rho != 0.0))
+        return gmm_error(GMM_EINVAL, "'%s': rho, season, group or replicate on a model that "
+                                     "has none",
+                         c->name);
     if (t->model != GMM_STACK_GRAPH && t->model != GMM_STACK_KERNEL && (!isfinite(c->start[0]) || !(c->start[0] > 0.0)))
         return gmm_error(GMM_EINVAL, "'%s': variance %g must be positive and finite", c->name,
                          c->start[0]);
@@ -692,7 +662,7 @@ gmm_status stack_comp_build(stack_comp *c, const gmm_stack_term *t, size_t nrows
             c->row_loc[r] = t->level[r];
         }
         c->n = t->nlevel;
-        if ((st = comp_arrays(c, c->n, 0, 0)))
+        if ((st = stack_comp_arrays(c, c->n, 0, 0)))
             return st;
         for (size_t v = 0; v < c->n; v++)
             slot(c, v, v, 1.0, 0);
@@ -707,6 +677,11 @@ gmm_status stack_comp_build(stack_comp *c, const gmm_stack_term *t, size_t nrows
         if ((st = build_besag(c, t, nrows, limit)))
             return st;
         break;
+    case GMM_STACK_AR1:
+    case GMM_STACK_SEASONAL:
+        if ((st = stack_ts_build(c, t, nrows)))
+            return st;
+        break;
     case GMM_STACK_GRAPH:
         return build_graph(c, t, nrows, limit);
     case GMM_STACK_KERNEL:
@@ -718,16 +693,25 @@ gmm_status stack_comp_build(stack_comp *c, const gmm_stack_term *t, size_t nrows
     default:
         return gmm_error(GMM_EINVAL, "'%s': unknown latent model %d", c->name, (int)t->model);
     }
-    c->npar = t->model == GMM_STACK_BYM2 ? 2 : 1;
+    int ar = t->model == GMM_STACK_AR1;
+    c->npar = t->model == GMM_STACK_BYM2 || ar ? 2 : 1;
     c->pname[0] = param_name(c->name, "variance");
-    c->pname[1] = c->npar == 2 ? param_name(c->name, "phi") : NULL;
+    c->pname[1] = c->npar == 2 ? param_name(c->name, ar ? "rho" : "phi") : NULL;
     if (!c->pname[0] || (c->npar == 2 && !c->pname[1]))
         return gmm_error(GMM_ENOMEM, "out of memory for '%s'", c->name);
+    if (t->group || t->replicate)
+        return stack_kron_build(c, t, nrows);
     return GMM_OK;
 }
 
-gmm_status stack_comp_coef(const stack_comp *c, const double *theta, double *cg, double *dc)
+
+
+/* The main model's coefficients (a grouped component's before its group
+ * structure's, stack_kron_coef). */
+static gmm_status main_coef(const stack_comp *c, const double *theta, double *cg, double *dc)
 {
+    if (c->model == GMM_STACK_AR1 || c->model == GMM_STACK_SEASONAL)
+        return stack_ts_coef(c, theta, cg, dc);
     double s = theta[0];
     memset(cg, 0, STACK_NGROUP * sizeof *cg);
     memset(dc, 0, 2 * STACK_NGROUP * sizeof *dc);
@@ -751,4 +735,12 @@ gmm_status stack_comp_coef(const stack_comp *c, const double *theta, double *cg,
     cg[3] = phi / q;
     dc[7] = 1.0 / (q * q);
     return GMM_OK;
+}
+
+gmm_status stack_comp_coef(const stack_comp *c, const double *theta, double *cg, double *dc)
+{
+    gmm_status st = main_coef(c, theta, cg, dc);
+    if (st || c->control == GMM_STACK_NO_MODEL)
+        return st;
+    return stack_kron_coef(c, theta, cg, dc);
 }
