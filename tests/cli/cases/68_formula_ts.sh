@@ -6,8 +6,8 @@
 # order in the maximisers' errors), the parameters to 1e-4 relative, the certificate
 # "converged": true; score beyond the positions (the ar1 forecast) runs; seasonal, group and
 # replicate fit and their keys' errors point into the formula.  Measured: the maxima within
-# 1e-9 (2.7e-10, 6e-10), the parameters within 1e-6 relative.  (The likelihood at fixed parameters is checked
-# against a dense computation in tests/model/test_stack_ts.c.)
+# 1e-9 (2.7e-10, 6e-10), the parameters within 1e-6 relative.  (The likelihood at fixed
+# parameters is checked against a dense computation in tests/model/test_stack_ts.c.)
 # Sourced by tests/cli/run.sh (see there for the helpers).
 
 tfx="$ROOT/tests/fixtures/ts"
