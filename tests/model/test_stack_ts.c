@@ -86,7 +86,7 @@ static void seasonal_dense(double *Q, size_t n, size_t m, double v)
 
 /* The scaled Besag R* = c R of a connected graph: c the geometric mean of
  * the diagonal of R's pseudo-inverse (the sum-to-zero field's variances). */
-static void besag_dense(double *Q, const gmm_graph *g, double v)
+static void besag_dense(double *Q, const gmm_graph *g, double v, double *mvar)
 {
     size_t n = g->n;
     gsl_matrix *R = gsl_matrix_calloc(n, n), *E = gsl_matrix_alloc(n, n);
@@ -109,6 +109,13 @@ static void besag_dense(double *Q, const gmm_graph *g, double v)
         lsum += log(d);
     }
     double c = exp(lsum / (double)n);
+    for (size_t i = 0; i < n && mvar; i++) { /* the scaled field's: diag(R^+) / c */
+        double d = 0.0;
+        for (size_t k = 0; k < n; k++)
+            if (gsl_vector_get(ev, k) > 1e-9)
+                d += gsl_matrix_get(E, i, k) * gsl_matrix_get(E, i, k) / gsl_vector_get(ev, k);
+        mvar[i] = d / c;
+    }
     for (size_t i = 0; i < n; i++)
         for (size_t j = 0; j < n; j++)
             Q[i * n + j] = c * gsl_matrix_get(R, i, j) / v;
@@ -392,7 +399,7 @@ static double case_dense(tcase *c, const double *p)
                 A[k * n + i] = i % m == j ? 1.0 : i % m == m - 1 ? -1.0 : 0.0;
     } else if (c->t[0].model == GMM_STACK_BESAG) { /* 4 groups of 5 nodes */
         size_t G = 4, nm = 5;
-        besag_dense(M, c->graph, p[0]);
+        besag_dense(M, c->graph, p[0], NULL);
         double R[16];
         ar1_dense(R, G, 1.0, p[1]);
         kron_dense(Q, R, G, M, nm);
@@ -494,6 +501,42 @@ START_TEST(test_ar1_new_rows)
 }
 END_TEST
 
+/* besag (x) ar1's new rows: a fitted group reads (g, i); 2 groups past the
+ * last, rho^2 x_(last, i) + N(0, (1 - rho^4) variance s_i), s_i the scaled
+ * Besag field's constrained marginal variance from the dense pseudo-inverse;
+ * a new group with rw2 groups or an unfitted replicate is refused. */
+START_TEST(test_group_new_rows)
+{
+    tcase c;
+    case_make(&c, C_BESAG_AR1);
+    double Q[25], mv[5], grp[2] = {3.0, NAN}, w[8], ev;
+    size_t idx[8], nnz;
+    besag_dense(Q, c.graph, c.p[0], mv);
+    gmm_stack_at at = {2, NAN};
+    ck_assert_int_eq(gmm_latent_stack_row_group(c.l, c.p, &at, grp, idx, w, &nnz, &ev), GMM_OK);
+    ck_assert(nnz == 1 && w[0] == 1.0 && ev == 0.0);
+    ck_assert_uint_eq(idx[0], gmm_latent_stack_index(c.l, 0, 2 * 5 + 2));
+    grp[0] = 6.0; /* groups 1 .. 4: 2 past the last */
+    ck_assert_int_eq(gmm_latent_stack_row_group(c.l, c.p, &at, grp, idx, w, &nnz, &ev), GMM_OK);
+    double r2 = c.p[1] * c.p[1], want = (1.0 - r2 * r2) * c.p[0] * mv[2];
+    ck_assert_uint_eq(idx[0], gmm_latent_stack_index(c.l, 0, 3 * 5 + 2));
+    ck_assert_double_eq_tol(w[0], r2, 1e-15);
+    ck_assert_msg(fabs(ev - want) < 1e-12 * want, "evar %.15g, dense %.15g", ev, want);
+    ck_assert_int_eq(gmm_latent_stack_row(c.l, c.p, &at, idx, w, &nnz, &ev), GMM_EINVAL);
+    case_free(&c);
+    case_make(&c, C_REPLICATE);
+    at = (gmm_stack_at){GMM_NO_INDEX, 2.5};
+    grp[0] = NAN;
+    grp[1] = 4.0;
+    ck_assert_int_eq(gmm_latent_stack_row_group(c.l, c.p, &at, grp, idx, w, &nnz, &ev), GMM_OK);
+    ck_assert_uint_eq(idx[0], gmm_latent_stack_index(c.l, 0, 3 * 5 + 2));
+    grp[1] = 5.0;
+    ck_assert_int_eq(gmm_latent_stack_row_group(c.l, c.p, &at, grp, idx, w, &nnz, &ev),
+                     GMM_EINVAL);
+    case_free(&c);
+}
+END_TEST
+
 /* Structure: AR1 and SEASONAL bandwidths, the group-major band. */
 START_TEST(test_ts_band)
 {
@@ -548,6 +591,7 @@ Suite *model_stack_ts_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_loop_test(tc, test_ts_vs_dense, 0, NCASE);
     tcase_add_test(tc, test_ar1_new_rows);
+    tcase_add_test(tc, test_group_new_rows);
     tcase_add_test(tc, test_ts_band);
     tcase_add_test(tc, test_ts_refusals);
     suite_add_tcase(s, tc);
