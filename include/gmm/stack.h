@@ -1,5 +1,7 @@
 /* stack.h -- a latent vector stacking K components (iid, random walks,
- * Besag, BYM2, graph and kernel fields), each indexed by the levels or the
+ * Besag, BYM2, graph and kernel fields, AR(1) and seasonal series, and
+ * their interactions with a group structure or replicates: stack_ts.c,
+ * stack_kron.c), each indexed by the levels or the
  * values of a data column, as one gmm_latent (latent.h) with one banded
  * precision: data row r reads f_r = sum_k x_k[level_k(r)].  Intrinsic
  * components carry constraints A x = 0; a damped kernel puts the stack in
@@ -104,7 +106,8 @@ size_t gmm_latent_stack_nlevel(const gmm_latent *l, size_t k);
 gmm_status gmm_latent_stack_level(const gmm_latent *l, size_t k, size_t j, size_t *idx,
                                   double *w, size_t *nnz);
 /* RW1/RW2/KERNEL: the sorted distinct values (m, owned by l; KERNEL with
- * merge_tol: each state's, the first value of its group); NULL otherwise. */
+ * merge_tol: each state's, the first value of its group); AR1, SEASONAL:
+ * the positions' values min..max; NULL otherwise. */
 const double *gmm_latent_stack_values(const gmm_latent *l, size_t k, size_t *m);
 /* KERNEL: the distinct values merged into an earlier state by its
  * merge_tol (gmm_ssm_nmerged: a nonzero count is the caller's warning); 0

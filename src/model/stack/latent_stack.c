@@ -78,6 +78,11 @@
  *          multiplied by a factor with process noise, kernel.h ZERO PROCESS
  *          NOISE: precision entries ~ K / damp_rel) puts the whole stack in
  *          the square-root form (stack_sqrt.c, SQUARE-ROOT FORM).
+ *   AR1, SEASONAL  INLA's time-series models on integer positions
+ *          (stack_ts.c: their precisions, parameters and constraints).
+ *   GROUP, REPLICATE  (the term's group, control, replicate) a component
+ *          times a group structure or replicated, as Kronecker products
+ *          (stack_kron.c); its model stays the main model's.
  *
  * MEMORY.  The band of Q holds (kl + 1) n doubles and the observation map
  * nrows x width; either above `limit` bytes (0: GMM_GMRF_BAND_LIMIT) is
