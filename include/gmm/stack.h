@@ -1,13 +1,11 @@
 /* stack.h -- a latent vector stacking K components (iid, random walks,
- * Besag, BYM2, graph and kernel fields, AR(1) and seasonal series, and
- * their interactions with a group structure or replicates: stack_ts.c,
- * stack_kron.c), each indexed by the levels or the
- * values of a data column, as one gmm_latent (latent.h) with one banded
- * precision: data row r reads f_r = sum_k x_k[level_k(r)].  Intrinsic
- * components carry constraints A x = 0; a damped kernel puts the stack in
- * a square-root form.  Design: src/model/stack/ -- the components' priors
- * in latent_stack.c, the order in stack_order.c, the constraints in
- * stack_normaliser.c, the square-root form in stack_sqrt.c. */
+ * Besag, BYM2, graph, kernel, AR(1) and seasonal fields, interactions),
+ * each indexed by the levels or the values of a data column, as one
+ * gmm_latent (latent.h) with one banded precision: data row r reads f_r =
+ * sum_k x_k[level_k(r)].  Intrinsic components carry constraints A x = 0; a
+ * damped kernel puts the stack in a square-root form.  Design:
+ * src/model/stack/ -- priors in latent_stack.c, stack_ts.c, stack_kron.c,
+ * order stack_order.c, constraints stack_normaliser.c, stack_sqrt.c. */
 #ifndef GMM_STACK_H
 #define GMM_STACK_H
 
