@@ -1,6 +1,6 @@
 #!/usr/bin/env Rscript
 # make-slope-bench-data.R -- the random-slope speed benchmark's data
-# (scripts/bench_slopes.sh; issue #30's speed target): N rows (default 1e5)
+# (scripts/bench_slopes.sh): N rows (default 1e5)
 # in G groups (default 1000), a covariate x ~ N(0, 1) rounded to 4
 # decimals, each group's intercept and slope (b0, b1) drawn from a normal
 # with sds s0, s1 and correlation rho, and

@@ -170,6 +170,8 @@ static int predict_at_rows(const char *cmd, const cli_predict_args *a, gmm_mdl *
         rc = cli_fail(cmd, s);
     else if (a->ndraws)
         rc = predict_draws_rows(cmd, m, a->draws, a->ndraws, t, a->level, a->out);
+    else if (a->kept == GMM_MDL_TERMS_FIXED)
+        rc = cli_pred_fixed(cmd, a->out, m, t, NULL, 0, a->level, a->observed);
     else
         rc = cli_pred_rows(cmd, NULL, a->out, m, t, a->level, a->observed);
     gmm_mdl_test_free(t);
@@ -239,7 +241,9 @@ int cmd_predict(int argc, char **argv)
             cli_model_progress(m, cmd);
             cli_install_signals();
         }
-        rc = cli_pred_normal(cmd, NULL, a.out, m, xq, nq, a.level, a.observed);
+        rc = a.kept == GMM_MDL_TERMS_FIXED
+                 ? cli_pred_fixed(cmd, a.out, m, NULL, xq, nq, a.level, a.observed)
+                 : cli_pred_normal(cmd, NULL, a.out, m, xq, nq, a.level, a.observed);
     }
 done:
     gmm_free(xq);

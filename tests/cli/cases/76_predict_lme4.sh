@@ -1,0 +1,94 @@
+# shellcheck shell=bash
+# 76_predict_lme4.sh -- predict of y ~ x + f(g, iid) (lme4: y ~ x + (1 | g)) at lme4's
+# estimates against lme4 1.1-31 and a dense computation (scripts/make-lme4-predict-fixtures.R:
+# lmer at REML = FALSE, glmer's Laplace for Poisson), every number to 1e-6 relative (a mean
+# relative to the larger of |mean| and its sd):
+#
+#   - --re none: the fixed effects alone, predict(m, re.form = NA), at new rows (levels of the
+#     data or not) and at the data rows, with the variance x' C x of the coefficients'
+#     estimate (C: the inverse observed information, dense);
+#   - the default (--re all) at new rows: predict(m, newdata, allow.new.levels = TRUE) -- a
+#     new level's effect its prior, mean 0 -- with the group effect's conditional variance
+#     (ranef's postVar), or the group variance at a new level;
+#   - --terms: the coefficients with sqrt(C_kk), each level's conditional mode and sd
+#     (ranef(m, condVar = TRUE)).
+# Sourced by tests/cli/run.sh (see there for the helpers).
+
+lpx="$ROOT/tests/fixtures/lme4_predict"
+
+# Output $1's columns $3 (mean) and $4 (var or sd) against expected $2's columns $5 and $6,
+# row by row in order (the first column, a level, need not be unique): |d| <= 1e-6 max(|m|,
+# sd) for the mean, 1e-6 relative for the variance or sd.  $7 "sd": the 4th columns are sds.
+lp_match() {
+    awk -F, -v cm="$3" -v cv="$4" -v em="$5" -v ev="$6" -v sd="${7:-}" '
+        function abs(x) { return x < 0 ? -x : x }
+        NR == FNR { if (FNR > 1) { m[FNR] = $em; v[FNR] = $ev; n = FNR }; next }
+        FNR > 1 { if (!(FNR in m)) { print "row " FNR - 1 ": no expected row"; bad = 1; next }
+            s = sd ? v[FNR] : sqrt(v[FNR]); sc = abs(m[FNR]) > s ? abs(m[FNR]) : s
+            if (abs($cm - m[FNR]) > 1e-6 * sc || abs($cv - v[FNR]) > 1e-6 * abs(v[FNR])) {
+                print "row " FNR - 1 ": " $cm " " $cv ", expected " m[FNR] " " v[FNR]; bad = 1 }
+            seen = FNR }
+        END { if (seen != n) { print seen - 1 " rows, expected " n - 1; bad = 1 }; exit bad }' \
+        "$2" "$1"
+}
+
+for set in gauss pois; do
+    begin "predict --re none ($set): lme4's predict(re.form = NA) and the coefficients' variance"
+    run "$GMM_INFER" predict --model "$lpx/${set}_model.json" --at "$lpx/${set}_new.csv" --re none
+    expect_exit 0
+    expect_stderr_empty
+    lp_match "$OUT" "$lpx/${set}_expected.csv" 2 3 2 3 > "$CASE_TMP/cmp" ||
+        fail "$(head -3 "$CASE_TMP/cmp")"
+    if [[ $set == pois ]]; then
+        # the rate column: the mean of exp(f) under the estimate's normal, exp(m + v / 2)
+        paste -d, "$OUT" "$lpx/${set}_expected.csv" | awk -F, 'NR > 1 {
+            r = exp($11 + $12 / 2); d = $6 - r; if (d < 0) d = -d
+            if (d > 1e-6 * r) { print "row " NR - 1 ": rate " $6 ", exp(m + v/2) " r; bad = 1 } }
+            END { exit bad }' > "$CASE_TMP/cmp" || fail "$(head -3 "$CASE_TMP/cmp")"
+    fi
+
+    begin "predict --re none ($set) at the data rows: predict(m, re.form = NA)"
+    run "$GMM_INFER" predict --model "$lpx/${set}_model.json" --re none
+    expect_exit 0
+    lp_match "$OUT" "$lpx/${set}_fixed.csv" 2 3 2 3 > "$CASE_TMP/cmp" ||
+        fail "$(head -3 "$CASE_TMP/cmp")"
+
+    begin "predict ($set) at new rows: allow.new.levels = TRUE, a new level's prior variance"
+    run "$GMM_INFER" predict --model "$lpx/${set}_model.json" --at "$lpx/${set}_new.csv"
+    expect_exit 0
+    lp_match "$OUT" "$lpx/${set}_expected.csv" 2 3 4 5 > "$CASE_TMP/cmp" ||
+        fail "$(head -3 "$CASE_TMP/cmp")"
+    cut -d, -f1 "$OUT" > "$CASE_TMP/levels"
+    cut -d, -f2 "$lpx/${set}_new.csv" | sed '1s/.*/node/' > "$CASE_TMP/want"
+    cmp -s "$CASE_TMP/levels" "$CASE_TMP/want" || fail "the rows are not labelled by their levels"
+
+    begin "predict --terms ($set): the coefficients' se and ranef's modes and conditional sds"
+    run "$GMM_INFER" predict --model "$lpx/${set}_model.json" --terms
+    expect_exit 0
+    # the same rows (term and level), ranef's sorted by level, the tool's in data order
+    lp_sorted() { head -1 "$1"; tail -n +2 "$1" | sort -t, -k1,1 -k2,2; }
+    lp_sorted "$OUT" > "$CASE_TMP/got"
+    lp_sorted "$lpx/${set}_terms.csv" > "$CASE_TMP/want"
+    cmp -s <(cut -d, -f1,2 "$CASE_TMP/got") <(cut -d, -f1,2 "$CASE_TMP/want") ||
+        fail "terms and levels differ from ranef's"
+    lp_match "$CASE_TMP/got" "$CASE_TMP/want" 3 4 3 4 sd > "$CASE_TMP/cmp" ||
+        fail "$(head -3 "$CASE_TMP/cmp")"
+done
+
+begin "predict --re: all or none, and none excludes --terms and --draws"
+run "$GMM_INFER" predict --model "$lpx/gauss_model.json" --re some
+expect_exit 2
+expect_stderr "gmm-infer predict: --re: expected 'all' or 'none', got 'some'"
+run "$GMM_INFER" predict --model "$lpx/gauss_model.json" --re none --terms
+expect_exit 2
+expect_stderr "gmm-infer predict: --re none excludes --terms and --draws"
+run "$GMM_INFER" predict --model "$lpx/gauss_model.json" --re none --draws "$lpx/gauss.csv"
+expect_exit 2
+expect_stderr "--re none excludes --terms and --draws"
+
+begin "predict --re all is the default"
+run "$GMM_INFER" predict --model "$lpx/pois_model.json" --at "$lpx/pois_new.csv"
+cp "$OUT" "$CASE_TMP/default.csv"
+run "$GMM_INFER" predict --model "$lpx/pois_model.json" --at "$lpx/pois_new.csv" --re all
+expect_exit 0
+cmp -s "$OUT" "$CASE_TMP/default.csv" || fail "--re all differs from the default"
