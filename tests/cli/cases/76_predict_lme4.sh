@@ -92,3 +92,48 @@ cp "$OUT" "$CASE_TMP/default.csv"
 run "$GMM_INFER" predict --model "$lpx/pois_model.json" --at "$lpx/pois_new.csv" --re all
 expect_exit 0
 cmp -s "$OUT" "$CASE_TMP/default.csv" || fail "--re all differs from the default"
+
+begin "predict at new levels says which rows take the prior, and --re none does not"
+run "$GMM_INFER" predict --model "$lpx/gauss_model.json" --at "$lpx/gauss_new.csv"
+expect_exit 0
+expect_stderr "note: 3 rows at a level the model's data do not have \(first [^ ]*gauss_new\.csv:3: column 'g', level 'new1'\): a new group, whose effect is the prior's, mean 0 and variance f\.g\.variance = 0\.348483"
+run "$GMM_INFER" predict --model "$lpx/gauss_model.json" --at "$lpx/gauss_new.csv" --re none
+expect_exit 0
+expect_stderr_empty
+
+# A Poisson model of structured terms: besag on a graph and rw2 (tests/fixtures/stack).
+sfx="$ROOT/tests/fixtures/stack"
+sp="$CASE_TMP/sp.json"
+"$GMM_INFER" fit --formula "n ~ x1 + f(node, besag, graph=$sfx/edges.csv) + f(week, rw2)" \
+    --likelihood poisson -o "$sp" "$sfx/predict_pois_data.csv" 2> /dev/null
+b0=$(json_num "$sp" intercept)
+b1=$(json_num "$sp" coef.x1)
+se0=$(sed -n '/"std_errors"/,/}/p' "$sp" | json_key intercept)
+
+begin "predict --re none drops structured terms too: a node off the graph, any week, X beta"
+spn="$CASE_TMP/sp_new.csv"
+printf 'node,week,x1\n99,-40,0\n2,1.87,-0.5\n0,3.3,1.25\n' > "$spn"
+run "$GMM_INFER" predict --model "$sp" --at "$spn" --re none
+expect_exit 0
+awk -F, -v b0="$b0" -v b1="$b1" -v s0="$se0" 'NR == FNR { if (FNR > 1) x[FNR] = $3; next }
+    FNR > 1 { m = b0 + b1 * x[FNR]; d = $2 - m; if (d < 0) d = -d; e = m < 0 ? -m : m
+        if (d > 1e-12 * (e > 1 ? e : 1)) { print "row " FNR - 1 ": mean " $2 ", X beta " m; bad = 1 }
+        # at x1 = 0 the variance is the squared standard error of the intercept (fit)
+        if (x[FNR] == 0) { v = s0 * s0; d = $3 - v; if (d < 0) d = -d
+            if (d > 1e-6 * v) { print "row " FNR - 1 ": var " $3 ", se^2 " v; bad = 1 } }
+        n++ }
+    END { exit bad || n != 3 }' "$spn" "$OUT" > "$CASE_TMP/cmp" ||
+    fail "$(head -3 "$CASE_TMP/cmp")"
+run "$GMM_INFER" predict --model "$sp" --re none
+expect_exit 0
+awk -F, -v b0="$b0" -v b1="$b1" 'NR == FNR { if (FNR > 1) x[FNR] = $3; next }
+    FNR > 1 { m = b0 + b1 * x[FNR]; d = $2 - m; if (d < 0) d = -d
+        if (d > 1e-12 * (m < 0 ? -m : m) + 1e-15) { print "row " FNR - 1 ": " $2 ", X beta " m; bad = 1 }
+        n++ }
+    END { exit bad || n != 40 }' "$sfx/predict_pois_data.csv" "$OUT" > "$CASE_TMP/cmp" ||
+    fail "$(head -3 "$CASE_TMP/cmp")"
+
+begin "predict at a node off a besag term's graph names the row, column, node and term"
+run "$GMM_INFER" predict --model "$sp" --at "$spn"
+expect_exit 1
+expect_stderr "sp_new\.csv:2: column 'node': '99' is not a node of the graph of f\(node, besag\) \([^)]*edges\.csv\)"
