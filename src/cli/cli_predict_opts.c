@@ -14,8 +14,8 @@
 
 static const char usage_text[] =
     "Usage: gmm-infer predict --model MODEL.json [DATA.csv] [--at FILE | --grid FROM:TO:STEP]\n"
-    "                         [--observed] [--re all|none] [--draws FILE]... [--level P]\n"
-    "                         [-o FILE]\n"
+    "                         [--observed] [--re all|none] [--draws FILE]...\n"
+    "                         [--level P] [-o FILE]\n"
     "       gmm-infer predict --model MODEL.json [DATA.csv] --terms [-o FILE]\n"
     "Print CSV x,mean,var,lower,upper,level (graph models: node,...): the\n"
     "posterior of the latent f (plus the intercept) with its central interval at\n"
