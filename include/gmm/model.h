@@ -464,17 +464,19 @@ typedef enum { GMM_MDL_TERMS_ALL = 0, GMM_MDL_TERMS_FIXED } gmm_mdl_terms_kept;
  * data) and var[r] = X_r C X_r', C the coefficients' covariance (the
  * inverse observed information at m's values, as fit's std_errors: its
  * only uncertainty), at the rows of t (t->n of them), or with t NULL at
- * the nq sites of gmm_mdl_predict: the data rows (nq = nrow: GMM_EDIM),
- * or nodes and inputs of a model whose design is the same at every row.
+ * the nq new inputs xq or, xq NULL, at the nq sites of gmm_mdl_predict:
+ * the data rows (nq = nrow: GMM_EDIM), or the nodes of a model whose
+ * design is the same at every row (as it must be at new inputs).
  * Errors: GMM_EINVAL (sites of a design that varies by row), GMM_ENOTPD
  * "the coefficients' variance: the observed information is not positive
  * definite ..." (not at a maximum), gmm_fit_lincomb_var's; GMM_ENOMEM. */
-gmm_status gmm_mdl_predict_fixed(gmm_mdl *m, const gmm_mdl_test *t, size_t nq, double *mean,
-                                 double *var);
+gmm_status gmm_mdl_predict_fixed(gmm_mdl *m, const gmm_mdl_test *t, const double *xq, size_t nq,
+                                 double *mean, double *var);
 /* gmm_mdl_predict_fixed summarised as gmm_mdl_predict_summary does, into
  * pr[0..n), n = t->n or nq. */
-gmm_status gmm_mdl_predict_fixed_summary(gmm_mdl *m, const gmm_mdl_test *t, size_t nq,
-                                         double level, int observed, gmm_summary_pred *pr);
+gmm_status gmm_mdl_predict_fixed_summary(gmm_mdl *m, const gmm_mdl_test *t, const double *xq,
+                                         size_t nq, double level, int observed,
+                                         gmm_summary_pred *pr);
 /* Nonzero when predictions away from the data are at rows (a table read
  * by gmm_mdl_rows_read: covariates, factors, nodes or levels) rather than
  * at bare inputs: a model with covariates or factors, a graph or iid

@@ -24,8 +24,8 @@
 #include "gmm/problem.h"
 
 /* The design row of prediction r: t's row, or at the model's sites a data
- * row (sites that are rows) or the constant row of a design that is the
- * same at every site. */
+ * row (sites that are rows) or, at new inputs or other sites, the constant
+ * row of a design that is the same at every row. */
 static const double *design_row(const gmm_mdl *m, const gmm_mdl_test *t, int at_rows, size_t r)
 {
     if (t)
@@ -33,11 +33,11 @@ static const double *design_row(const gmm_mdl *m, const gmm_mdl_test *t, int at_
     return m->X + (at_rows ? r : 0) * m->ncoef;
 }
 
-gmm_status gmm_mdl_predict_fixed(gmm_mdl *m, const gmm_mdl_test *t, size_t nq, double *mean,
-                                 double *var)
+gmm_status gmm_mdl_predict_fixed(gmm_mdl *m, const gmm_mdl_test *t, const double *xq, size_t nq,
+                                 double *mean, double *var)
 {
     size_t nc = m->ncoef, np = m->obj->nparam, n = t ? t->n : nq;
-    int at_rows = !t && (m->stack || gmm_mdl_impl_rows(m));
+    int at_rows = !t && !xq && (m->stack || gmm_mdl_impl_rows(m));
     if (!t && at_rows && nq != m->nrow)
         return gmm_error(GMM_EDIM, "predict: %zu outputs for %zu data rows", nq, m->nrow);
     if (!t && !at_rows && nc && !gmm_problem_offset_constant(m->prob, m->obj->value, NULL))
@@ -72,8 +72,9 @@ gmm_status gmm_mdl_predict_fixed(gmm_mdl *m, const gmm_mdl_test *t, size_t nq, d
     return s;
 }
 
-gmm_status gmm_mdl_predict_fixed_summary(gmm_mdl *m, const gmm_mdl_test *t, size_t nq,
-                                         double level, int observed, gmm_summary_pred *pr)
+gmm_status gmm_mdl_predict_fixed_summary(gmm_mdl *m, const gmm_mdl_test *t, const double *xq,
+                                         size_t nq, double level, int observed,
+                                         gmm_summary_pred *pr)
 {
     if (observed && !gmm_mdl_observed_normal(m))
         return gmm_error(GMM_EINVAL, "predict: new observations of the %s likelihood have no "
@@ -83,7 +84,7 @@ gmm_status gmm_mdl_predict_fixed_summary(gmm_mdl *m, const gmm_mdl_test *t, size
     double *mean = gmm_malloc(nn, sizeof *mean), *var = gmm_malloc(nn, sizeof *var);
     gmm_status s = mean && var ? GMM_OK : gmm_error(GMM_ENOMEM, "out of memory");
     if (s == GMM_OK)
-        s = gmm_mdl_predict_fixed(m, t, nq, mean, var);
+        s = gmm_mdl_predict_fixed(m, t, xq, nq, mean, var);
     if (s == GMM_OK) {
         const gmm_lik *lik = gmm_mdl_likelihood(m);
         double noise = observed ? gmm_mdl_noise(m) : 0.0;

@@ -137,3 +137,30 @@ begin "predict at a node off a besag term's graph names the row, column, node an
 run "$GMM_INFER" predict --model "$sp" --at "$spn"
 expect_exit 1
 expect_stderr "sp_new\.csv:2: column 'node': '99' is not a node of the graph of f\(node, besag\) \([^)]*edges\.csv\)"
+
+begin "predict --re none of a kernel term at new inputs: the intercept alone, its se^2 the variance"
+cm="$CASE_TMP/coal.json"
+"$GMM_INFER" fit "$ROOT/data/coal.csv" --likelihood poisson --exposure exposure --kernel matern32 \
+    -o "$cm" 2> /dev/null
+b0=$(json_num "$cm" intercept)
+se0=$(sed -n '/"std_errors"/,/}/p' "$cm" | json_key intercept)
+run "$GMM_INFER" predict --model "$cm" --grid 1860:1960:50 --re none
+expect_exit 0
+awk -F, -v b0="$b0" -v s0="$se0" 'FNR > 1 { d = $2 - b0; e = $3 - s0 * s0
+        if (d < 0) d = -d; if (e < 0) e = -e
+        if (d > 1e-12 * (b0 < 0 ? -b0 : b0) || e > 1e-6 * s0 * s0) {
+            print "x " $1 ": " $2 " " $3 ", intercept " b0 " se^2 " s0 * s0; bad = 1 }
+        n++ }
+    END { exit bad || n != 3 }' "$OUT" > "$CASE_TMP/cmp" || fail "$(head -3 "$CASE_TMP/cmp")"
+
+begin "predict --re none --observed adds the noise variance to the coefficients'"
+s2e=$(json_num "$lpx/gauss_model.json" likelihood.variance)
+run "$GMM_INFER" predict --model "$lpx/gauss_model.json" --at "$lpx/gauss_new.csv" --re none \
+    --observed
+expect_exit 0
+awk -F, -v s="$s2e" 'NR == FNR { if (FNR > 1) v[FNR] = $3 + s; next }
+    FNR > 1 { d = $3 - v[FNR]; if (d < 0) d = -d
+        if (d > 1e-6 * v[FNR]) { print "row " FNR - 1 ": var " $3 ", expected " v[FNR]; bad = 1 }
+        n++ }
+    END { exit bad || n != 6 }' "$lpx/gauss_expected.csv" "$OUT" > "$CASE_TMP/cmp" ||
+    fail "$(head -3 "$CASE_TMP/cmp")"
