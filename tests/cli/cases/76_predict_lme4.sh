@@ -164,3 +164,10 @@ awk -F, -v s="$s2e" 'NR == FNR { if (FNR > 1) v[FNR] = $3 + s; next }
         n++ }
     END { exit bad || n != 6 }' "$lpx/gauss_expected.csv" "$OUT" > "$CASE_TMP/cmp" ||
     fail "$(head -3 "$CASE_TMP/cmp")"
+
+begin "predict --re none of a model not at a maximum: no variance for its coefficients, an error"
+run "$GMM_INFER" predict --model "$ROOT/tests/fixtures/stack/model_rw1_iid_x1.json" \
+    --at "$ROOT/tests/fixtures/stack/predict_new.csv" --re none
+expect_exit 1
+expect_stderr "gmm-infer predict: the coefficients' variance: the observed information is not positive definite: the fit is not at a maximum"
+expect_stdout_empty
