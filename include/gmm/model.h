@@ -407,14 +407,22 @@ typedef struct {
 
 #define GMM_MDL_NEW_LEVEL ((size_t)-1)
 
-/* Read `path` as rows of m: to score (score nonzero: as gmm_mdl_test_read)
- * or to predict at (the outcome and exposure columns are not read; y is
- * NAN).  Each f() term reads its column (what it accepts:
+/* What gmm_mdl_rows_read reads rows for. */
+enum {
+    GMM_MDL_ROWS_PREDICT = 0, /* to predict at: no outcome or exposure column */
+    GMM_MDL_ROWS_SCORE = 1,   /* to score: as gmm_mdl_test_read */
+    GMM_MDL_ROWS_FIXED = 2    /* to predict the fixed effects alone (gmm_mdl_predict_fixed):
+                               * neither, nor the f() terms' columns -- the node or level
+                               * column, when there, labels the row; site[r] = r, sat NULL */
+};
+
+/* Read `path` as rows of m: to score or to predict at (mode, above; y is
+ * NAN but to score).  Each f() term reads its column (what it accepts:
  * src/mdl/model_score.c); a level an iid term's data lack is kept
  * (GMM_MDL_NEW_LEVEL).  A factor level the model's data lack, or a node
  * not in a graph term's graph, is GMM_EPARSE "FILE:LINE: column 'C': ...".
  * Errors otherwise as gmm_mdl_test_read. */
-gmm_status gmm_mdl_rows_read(const gmm_mdl *m, const char *path, int score,
+gmm_status gmm_mdl_rows_read(const gmm_mdl *m, const char *path, int mode,
                              gmm_mdl_test **out);
 /* The inputs of t's rows for a model with inputs (t->x), NULL for one
  * whose rows are labelled by their nodes or levels: what a prediction
@@ -436,6 +444,39 @@ gmm_status gmm_mdl_predict_test(gmm_mdl *m, const gmm_mdl_test *t, double *mean,
  * pr[0..t->n). */
 gmm_status gmm_mdl_predict_test_summary(gmm_mdl *m, const gmm_mdl_test *t, double level,
                                         int observed, gmm_summary_pred *pr);
+/* The rows of new data t (gmm_mdl_rows_read, to predict or score) with a
+ * level of an iid term the model's data do not have -- a new group, whose
+ * effect is the term's prior, N(0, variance): their count, and for the
+ * first of them its row, column, level and the variance parameter (name,
+ * value) of its term.  Strings borrowed from t and m. */
+typedef struct {
+    size_t nrow, first;
+    const char *column, *level, *param;
+    double variance;
+} gmm_mdl_new_levels;
+void gmm_mdl_test_new_levels(const gmm_mdl *m, const gmm_mdl_test *t, gmm_mdl_new_levels *out);
+/* Which terms a prediction keeps: every term (the default), or none of
+ * the latent's -- lme4's re.form = NA: X beta alone, every f() term
+ * dropped, structured or not (src/mdl/model_fixed.c). */
+typedef enum { GMM_MDL_TERMS_ALL = 0, GMM_MDL_TERMS_FIXED } gmm_mdl_terms_kept;
+
+/* The fixed effects alone: mean[r] = X_r beta (+ the centre of Gaussian
+ * data) and var[r] = X_r C X_r', C the coefficients' covariance (the
+ * inverse observed information at m's values, as fit's std_errors: its
+ * only uncertainty), at the rows of t (t->n of them), or with t NULL at
+ * the nq new inputs xq or, xq NULL, at the nq sites of gmm_mdl_predict:
+ * the data rows (nq = nrow: GMM_EDIM), or the nodes of a model whose
+ * design is the same at every row (as it must be at new inputs).
+ * Errors: GMM_EINVAL (sites of a design that varies by row), GMM_ENOTPD
+ * "the coefficients' variance: the observed information is not positive
+ * definite ..." (not at a maximum), gmm_fit_lincomb_var's; GMM_ENOMEM. */
+gmm_status gmm_mdl_predict_fixed(gmm_mdl *m, const gmm_mdl_test *t, const double *xq, size_t nq,
+                                 double *mean, double *var);
+/* gmm_mdl_predict_fixed summarised as gmm_mdl_predict_summary does, into
+ * pr[0..n), n = t->n or nq. */
+gmm_status gmm_mdl_predict_fixed_summary(gmm_mdl *m, const gmm_mdl_test *t, const double *xq,
+                                         size_t nq, double level, int observed,
+                                         gmm_summary_pred *pr);
 /* Nonzero when predictions away from the data are at rows (a table read
  * by gmm_mdl_rows_read: covariates, factors, nodes or levels) rather than
  * at bare inputs: a model with covariates or factors, a graph or iid

@@ -2,6 +2,8 @@
  * Calls between them go one way, each file calling only those listed after
  * it:
  *
+ *   model_fixed.c   predictions from the fixed effects alone
+ *   model_new_levels.c     new rows' levels the data lack
  *   model_score.c   new rows (predict --at, score), held-out scores
  *   model_draws.c   the identity of the model draws came from; predictions
  *                   and a stacked row's value from draws

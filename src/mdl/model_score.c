@@ -140,10 +140,13 @@ gmm_status gmm_mdl_test_read(const gmm_mdl *m, const char *path, gmm_mdl_test **
     return gmm_mdl_rows_read(m, path, 1, out);
 }
 
-gmm_status gmm_mdl_rows_read(const gmm_mdl *m, const char *path, int score, gmm_mdl_test **out)
+gmm_status gmm_mdl_rows_read(const gmm_mdl *m, const char *path, int mode, gmm_mdl_test **out)
 {
     gmm_status s;
-    int inputs = gmm_latent_has_inputs(m->lat);
+    int inputs = gmm_latent_has_inputs(m->lat), score = mode == GMM_MDL_ROWS_SCORE;
+    /* the fixed effects alone read no node, level or index: any value, or
+     * none, of a term's column will do (an input still labels the row) */
+    int terms = mode != GMM_MDL_ROWS_FIXED, stack = m->stack && terms;
     *out = NULL;
     gmm_mdl_test *t = gmm_calloc(1, sizeof *t);
     if (!t)
@@ -158,8 +161,12 @@ gmm_status gmm_mdl_rows_read(const gmm_mdl *m, const char *path, int score, gmm_
         ename = NULL;
         t->col_y = tb->ncol;
     }
-    if ((!m->stack &&
-         (s = gmm_table_column(tb, gmm_mdl_data_site_name(m), &t->col_site)) != GMM_OK) ||
+    t->col_site = tb->ncol;
+    if (!terms && !m->stack && !inputs &&
+        gmm_table_column(tb, gmm_mdl_data_site_name(m), &t->col_site) != GMM_OK)
+        t->col_site = tb->ncol;
+    else if ((!m->stack && (terms || inputs) &&
+              (s = gmm_table_column(tb, gmm_mdl_data_site_name(m), &t->col_site)) != GMM_OK) ||
         (score && (s = gmm_table_column(tb, m->yname, &t->col_y)) != GMM_OK) ||
         (ename && (s = gmm_table_column(tb, ename, &ce)) != GMM_OK))
         goto fail;
@@ -169,8 +176,8 @@ gmm_status gmm_mdl_rows_read(const gmm_mdl *m, const char *path, int score, gmm_
     t->x = gmm_malloc(nn, sizeof *t->x);
     t->site = gmm_malloc(nn, sizeof *t->site);
     t->X = m->ncoef ? gmm_malloc(nn * m->ncoef, sizeof *t->X) : NULL;
-    t->sat = m->stack ? gmm_malloc(nn * m->nterm, sizeof *t->sat) : NULL;
-    if (!t->y || !t->e || !t->x || !t->site || (m->ncoef && !t->X) || (m->stack && !t->sat)) {
+    t->sat = stack ? gmm_malloc(nn * m->nterm, sizeof *t->sat) : NULL;
+    if (!t->y || !t->e || !t->x || !t->site || (m->ncoef && !t->X) || (stack && !t->sat)) {
         s = gmm_error(GMM_ENOMEM, "out of memory");
         goto fail;
     }
@@ -178,15 +185,15 @@ gmm_status gmm_mdl_rows_read(const gmm_mdl *m, const char *path, int score, gmm_
         (inputs && (s = gmm_table_column_double(tb, t->col_site, 0, t->x)) != GMM_OK) ||
         (ename && (s = gmm_table_column_double(tb, ce, 1, t->e)) != GMM_OK) ||
         (m->ncoef && (s = gmm_mdl_impl_design_rows(m, tb, t->X)) != GMM_OK) ||
-        (m->stack && (s = stack_read(m, tb, t->sat)) != GMM_OK))
+        (stack && (s = stack_read(m, tb, t->sat)) != GMM_OK))
         goto fail;
     for (size_t r = 0; r < n; r++) {
         if (!score)
             t->y[r] = NAN;
         if (!ename)
             t->e[r] = 1.0;
-        if (m->stack) {
-            t->site[r] = r; /* labelled by its row (gmm_mdl_test_label) */
+        if (m->stack || !terms) {
+            t->site[r] = r; /* labelled by its row or its own cell (gmm_mdl_test_label) */
         } else if (!inputs && !gmm_graph_node_find(m->g, tb->cell[r][t->col_site], &t->site[r])) {
             if (m->edgeless) {
                 /* a level the data do not have: its effect is the prior's */
@@ -293,7 +300,7 @@ static gmm_status stack_predict_test(gmm_mdl *m, const gmm_mdl_test *t, double *
 
 const char *gmm_mdl_test_label(const gmm_mdl *m, const gmm_mdl_test *t, size_t r, char *buf)
 {
-    if (!m->stack)
+    if (!m->stack && t->col_site < t->table->ncol)
         return t->table->cell[r][t->col_site];
     snprintf(buf, 64, "%zu", r + 1);
     return buf;
