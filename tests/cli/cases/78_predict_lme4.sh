@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# 76_predict_lme4.sh -- predict of y ~ x + f(g, iid) (lme4: y ~ x + (1 | g)) at lme4's
+# 78_predict_lme4.sh -- predict of y ~ x + f(g, iid) (lme4: y ~ x + (1 | g)) at lme4's
 # estimates against lme4 1.1-31 and a dense computation (scripts/make-lme4-predict-fixtures.R:
 # lmer at REML = FALSE, glmer's Laplace for Poisson), every number to 1e-6 relative (a mean
 # relative to the larger of |mean| and its sd):
