@@ -106,7 +106,7 @@ static gmm_status stack_read(const gmm_mdl *m, const gmm_table *tb, gmm_stack_at
             if ((s = gmm_table_column_double(tb, c, 0, v)) != GMM_OK)
                 break;
             for (size_t r = 0; r < n; r++)
-                sat[r * K + k] = (gmm_stack_at){GMM_NO_INDEX, v[r]};
+                sat[r * K + k] = (gmm_stack_at){GMM_NO_INDEX, v[r], NULL};
             continue;
         }
         for (size_t r = 0; s == GMM_OK && r < n; r++) {
@@ -123,7 +123,7 @@ static gmm_status stack_read(const gmm_mdl *m, const gmm_table *tb, gmm_stack_at
                                  "f(%s, %s) (%s)",
                                  tb->file, tb->line[r], ft->name, cell, ft->name, ft->model,
                                  gmm_formula_arg_find(ft, "graph", NULL));
-            sat[r * K + k] = (gmm_stack_at){lev, NAN};
+            sat[r * K + k] = (gmm_stack_at){lev, NAN, NULL};
         }
     }
     gmm_free(v);
