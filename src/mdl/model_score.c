@@ -148,7 +148,8 @@ gmm_status gmm_mdl_rows_read(const gmm_mdl *m, const char *path, int score, gmm_
     gmm_mdl_test *t = gmm_calloc(1, sizeof *t);
     if (!t)
         return gmm_error(GMM_ENOMEM, "out of memory");
-    if ((s = gmm_table_read(path, &t->table)) != GMM_OK)
+    if ((s = gmm_table_read(path, &t->table)) != GMM_OK ||
+        (s = gmm_mdl_impl_group_columns(m->fm, t->table)) != GMM_OK)
         goto fail;
     const gmm_table *tb = t->table;
     size_t ce = 0, n = tb->nrow, nn = n ? n : 1;

@@ -1,0 +1,147 @@
+/* model_bars.c -- lme4's random-effect terms (formula_bars.c) given their
+ * meaning with the data: the grouping column of an interaction a:b, and a
+ * correlated term's effects (the stack's CORR component, stack.h) with
+ * each row's coefficients.
+ *
+ * EFFECTS.  "(Intercept)" reads 1; a column NAME its number; factor(NAME)
+ * one effect per level (levels sorted as text, as R's factor()), named
+ * NAME<level> as R's model.matrix names them, the first level dropped when
+ * the term has an intercept (treatment contrasts), reading 1 on rows of
+ * that level and 0 elsewhere. */
+#include "model_build.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gmm/alloc.h"
+#include "gmm/io.h"
+#include "gmm/stack.h"
+
+gmm_status gmm_mdl_impl_group_columns(const gmm_formula *fm, gmm_table *t)
+{
+    for (size_t k = 0; fm && k < fm->nlatent; k++) {
+        const gmm_formula_latent *l = &fm->latent[k];
+        size_t c, col[8], out;
+        if (l->ngroup < 2 || gmm_table_column(t, l->name, &c) == GMM_OK)
+            continue;
+        if (l->ngroup > 8)
+            return gmm_error(GMM_EINVAL, "formula: too many factors in '%s'", l->name);
+        for (size_t g = 0; g < l->ngroup; g++) {
+            gmm_status s = gmm_table_column(t, l->group[g], &col[g]);
+            if (s != GMM_OK)
+                return s;
+        }
+        gmm_status s = gmm_table_join_column(t, l->name, col, l->ngroup, &out);
+        if (s != GMM_OK)
+            return s;
+    }
+    return GMM_OK;
+}
+
+static int text_cmp(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+void gmm_mdl_impl_corr_free(mdl_corr *c)
+{
+    if (!c)
+        return;
+    for (size_t a = 0; a < c->k; a++) {
+        gmm_free(c->name[a]);
+        gmm_free(c->level[a]);
+    }
+    memset(c, 0, sizeof *c);
+}
+
+/* One more effect named a b (b may be NULL) on column col (NULL: the
+ * intercept), a factor's level lv (copied; NULL: a number).  0 when full
+ * or out of memory. */
+static int add_effect(mdl_corr *c, const char *a, const char *b, const char *col,
+                      const char *lv)
+{
+    if (c->k == GMM_STACK_CORR_MAX)
+        return 0;
+    size_t len = strlen(a) + (b ? strlen(b) : 0) + 1;
+    if (!(c->name[c->k] = gmm_malloc(len, 1)))
+        return 0;
+    snprintf(c->name[c->k], len, "%s%s", a, b ? b : "");
+    c->col[c->k] = col;
+    c->level[c->k] = lv ? gmm_strdup(lv) : NULL;
+    if (lv && !c->level[c->k]) {
+        gmm_free(c->name[c->k]);
+        return 0;
+    }
+    c->k++;
+    return 1;
+}
+
+gmm_status gmm_mdl_impl_corr_effects(const mdl_build *b, const gmm_formula_latent *t,
+                                     const gmm_table *data, mdl_corr *c)
+{
+    const char **lv = NULL;
+    memset(c, 0, sizeof *c);
+    size_t n = data->nrow;
+    int icpt = t->neffect && !strcmp(t->effect[0], "(Intercept)");
+    for (size_t e = 0; e < t->neffect; e++) {
+        size_t col;
+        if (icpt && e == 0) {
+            if (!add_effect(c, "(Intercept)", NULL, NULL, NULL))
+                goto room;
+            continue;
+        }
+        if (gmm_table_column(data, t->effect[e], &col) != GMM_OK)
+            return gmm_mdl_impl_formula_error(b, t->effect_pos[e], "%s", gmm_error_message());
+        if (!t->effect_factor[e]) {
+            if (!add_effect(c, t->effect[e], NULL, t->effect[e], NULL))
+                goto room;
+            continue;
+        }
+        gmm_free(lv);
+        if (!(lv = gmm_malloc(n ? n : 1, sizeof *lv)))
+            return gmm_error(GMM_ENOMEM, "out of memory");
+        for (size_t r = 0; r < n; r++)
+            lv[r] = data->cell[r][col];
+        qsort(lv, n, sizeof *lv, text_cmp);
+        size_t m = 0;
+        for (size_t r = 0; r < n; r++)
+            if (!m || strcmp(lv[r], lv[m - 1]))
+                lv[m++] = lv[r];
+        /* treatment contrasts after an intercept or an earlier factor */
+        int drop = icpt || e > (size_t)icpt;
+        for (size_t j = drop ? 1 : 0; j < m; j++)
+            if (!add_effect(c, t->effect[e], lv[j], t->effect[e], lv[j]))
+                goto room;
+    }
+    gmm_free(lv);
+    return GMM_OK;
+room:
+    gmm_free(lv);
+    gmm_mdl_impl_corr_free(c);
+    return gmm_mdl_impl_formula_error(b, t->model_pos,
+                                      "formula: a random-effect term has at most %d correlated "
+                                      "effects",
+                                      GMM_STACK_CORR_MAX);
+}
+
+gmm_status gmm_mdl_impl_corr_rows(const mdl_corr *c, const gmm_table *t, double *z)
+{
+    size_t n = t->nrow, k = c->k;
+    double *x = gmm_malloc(n ? n : 1, sizeof *x);
+    gmm_status s = x ? GMM_OK : gmm_error(GMM_ENOMEM, "out of memory");
+    for (size_t a = 0; a < k && s == GMM_OK; a++) {
+        size_t col = 0;
+        if (c->col[a] && (s = gmm_table_column(t, c->col[a], &col)) != GMM_OK)
+            break;
+        if (c->col[a] && !c->level[a] && (s = gmm_table_column_double(t, col, 0, x)) != GMM_OK)
+            break;
+        for (size_t r = 0; r < n; r++)
+            z[r * k + a] = !c->col[a]   ? 1.0
+                           : c->level[a] ? (double)!strcmp(t->cell[r][col], c->level[a])
+                                         : x[r];
+    }
+    gmm_free(x);
+    return s;
+}
