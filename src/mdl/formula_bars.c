@@ -7,7 +7,8 @@
  *   (0 + x | g)       the slope alone ((x - 1 | g) the same)
  *   (x || g)          independent effects: (1 | g) + (0 + x | g)
  *   (1 | a:b)         grouped by the interaction: a level per observed (a, b)
- *   (1 | a/b)         nested: (1 | a) + (1 | a:b) (a/b/c: + (1 | a:b:c))
+ *   (1 | a/b)         nested: (1 | a) + (1 | b:a) (a/b/c: + (1 | c:b:a)),
+ *                     the inner grouping named innermost first as lme4 does
  *   (0 + factor(f) | g)  one effect per level of f, correlated
  *
  * An intercept alone is model "iid" (the same model, names and output as
@@ -273,14 +274,22 @@ gmm_status gmm_formula_impl_bars(const char *text, size_t len, size_t *at, gmm_f
         break;
     }
     for (size_t j = 0; j < nnest && !st; j++) {
+        /* lme4 names a/b's inner grouping b:a: the segments innermost
+         * first, each as written */
+        size_t ob[MAXGRP], ol[MAXGRP], no = 0;
+        for (size_t q = j + 1; q-- > 0;)
+            for (size_t i = q ? nest[q - 1] : 0; i < nest[q]; i++, no++) {
+                ob[no] = gb[i];
+                ol[no] = gl[i];
+            }
         if (!indep) {
-            st = emit(f, &p, gb, gl, nest[j], intercept, ef, nef, open);
+            st = emit(f, &p, ob, ol, no, intercept, ef, nef, open);
             continue;
         }
         if (intercept)
-            st = emit(f, &p, gb, gl, nest[j], 1, NULL, 0, open);
+            st = emit(f, &p, ob, ol, no, 1, NULL, 0, open);
         for (size_t k = 0; k < nef && !st; k++)
-            st = emit(f, &p, gb, gl, nest[j], 0, &ef[k], 1, open);
+            st = emit(f, &p, ob, ol, no, 0, &ef[k], 1, open);
     }
     *at = close + 1;
 done:

@@ -73,7 +73,8 @@ START_TEST(test_bars_meaning)
     f = parse("Strength ~ (1 | batch/cask)");
     ck_assert_uint_eq(f->nlatent, 2);
     expect_term(f, 0, "batch", "iid", "batch", "(Intercept)");
-    expect_term(f, 1, "batch:cask", "iid", "batch:cask", "(Intercept)");
+    expect_term(f, 1, "cask:batch", "iid", "cask:batch", "(Intercept)");
+    ck_assert_str_eq(f->latent[1].group[0], "cask");
     gmm_formula_free(f);
 
     f = parse("y ~ (0 + factor(h) | g) + f(t, rw1)");

@@ -1,0 +1,66 @@
+# shellcheck shell=bash
+# 77_re_terms.sh -- lme4's random-effect terms against lme4 (tests/fixtures/re,
+# scripts/make-re-fixtures.R): (Days | Subject), (Days || Subject), (0 + Days | Subject)
+# on sleepstudy, (1 | batch/cask) on Pastes, three correlated effects (1 + x + z | g), a
+# factor-valued slope (0 + factor(h) | g), a Poisson (1 + x | g) (glmer, checked by
+# glmmTMB) and a singular fit (lme4: correlation 1).  For each model:
+#
+#   - the log likelihood within 1e-6 of lme4's (lmer ML; glmer Laplace);
+#   - every variance within 1e-4 relative, every correlation (k = 2) or canonical partial
+#     correlation (k >= 3) within 1e-4, every coefficient within 0.01 standard errors;
+#     (a log likelihood 1e-6 below the maximum allows parameters sqrt(2e-6) = 1.4e-3
+#     standard errors away: these are all far closer, measured 1e-5 at worst);
+#   - "converged": true where lme4's fit is regular; where it is singular (expect
+#     "boundary"), not "converged": true (today "stop": "not_definite", the correlation
+#     named: loglik is flat in it near its bound), its loglik and coefficients still
+#     lme4's (coefficients to 1e-6 relative: a fit not converged has no standard errors).
+
+re="$ROOT/tests/fixtures/re"
+re_out="$WORK/re"
+mkdir -p "$re_out"
+
+re_lme4() { awk -F, -v m="$1" -v k="$2" '$1 == m && $2 == k { print $3; exit }' "$re/lme4.csv"; }
+re_block() {
+    sed -n "/\"$2\": {/,/}/p" "$1" | sed -n 's/^ *"\([^"]*\)": \([^,{]*\),\{0,1\}$/\1 \2/p'
+}
+re_se() { sed -n '/"std_errors"/,/}/p' "$1" | json_key "$2"; }
+
+while IFS=$'\t' read -r -u 3 name data formula lik _ expect; do
+    [[ $name == name ]] && continue
+    m="$re_out/$name.json"
+    begin "re terms $name: $formula is lme4's fit"
+    run "$GMM_INFER" fit --formula "$formula" --likelihood "$lik" -o "$m" "$ROOT/$data"
+    expect_exit 0
+    if [[ $expect == converged ]]; then
+        expect_file "$m" '"converged": true'
+    elif grep -q '"converged": true' "$m"; then
+        fail "lme4's fit is singular, and fit claims an interior maximum"
+    fi
+    ll=$(json_num "$m" loglik)
+    close_to "$ll" "$(re_lme4 "$name" loglik)" 1e-6 abs ||
+        fail "loglik $ll, lme4's $(re_lme4 "$name" loglik)"
+    n=0
+    while read -r p v; do
+        want=$(re_lme4 "$name" "$p")
+        case $p in
+        intercept | coef.*)
+            se=$(re_se "$m" "$p")
+            if [[ -z $se ]]; then # a fit not converged has none: 1e-6 relative
+                close_to "$v" "$want" 1e-6 || fail "$p $v, lme4 '$want'"
+            else
+                awk -v a="$v" -v b="$want" -v s="$se" 'BEGIN {
+                    d = a - b; exit !(b != "" && (d < 0 ? -d : d) <= 0.01 * s) }' ||
+                    fail "$p $v, lme4 '$want': more than 0.01 standard errors ($se) apart"
+            fi ;;
+        f.*.variance*)
+            [[ $expect == converged ]] || continue
+            close_to "$v" "$want" 1e-4 || fail "$p $v, lme4 '$want'" ;;
+        f.*cor.*)
+            [[ $expect == converged ]] || continue
+            close_to "$v" "$want" 1e-4 abs || fail "$p $v, lme4 '$want'" ;;
+        *) continue ;;
+        esac
+        n=$((n + 1))
+    done < <(re_block "$m" parameters)
+    [[ $n -ge 2 ]] || fail "only $n parameters compared"
+done 3<"$re/models.tsv"
