@@ -149,7 +149,13 @@ size_t gmm_latent_stack_row_max(const gmm_latent *l);
  * value not finite), with the component in gmm_error_index().  O(K log m). */
 gmm_status gmm_latent_stack_row(const gmm_latent *l, const double *theta, const gmm_stack_at *at,
                                 size_t *idx, double *w, size_t *nnz, double *evar);
-/* The model of component k (GMM_STACK_KERNEL + 1 out of range). */
+/* CORR component k's Sigma (neffect x neffect, row-major) at its own
+ * parameters theta_k (its variances, then its correlations); GMM_EINVAL
+ * (not a stack, not a CORR component, NULL), GMM_EDOM (a parameter out of
+ * its domain).  O(neffect^3). */
+gmm_status gmm_latent_stack_sigma(const gmm_latent *l, size_t k, const double *theta_k,
+                                  double *Sigma);
+/* The model of component k (GMM_STACK_CORR + 1 out of range). */
 gmm_stack_model gmm_latent_stack_kind(const gmm_latent *l, size_t k);
 
 /* The constraints A x = 0 in the latent (permuted) numbering: nconstr rows

@@ -145,3 +145,80 @@ gmm_status gmm_mdl_impl_corr_rows(const mdl_corr *c, const gmm_table *t, double 
     gmm_free(x);
     return s;
 }
+
+/* The index of parameter `name` of the objective (nparam: none). */
+static size_t param_at(const gmm_objective *o, const char *name)
+{
+    size_t i = 0;
+    while (i < o->nparam && strcmp(o->name[i], name))
+        i++;
+    return i;
+}
+
+void gmm_mdl_varcorr_free(gmm_mdl_varcorr *v)
+{
+    if (!v)
+        return;
+    gmm_free(v->row);
+    gmm_free(v->corr);
+    memset(v, 0, sizeof *v);
+}
+
+gmm_status gmm_mdl_varcorr_get(const gmm_mdl *m, gmm_mdl_varcorr *out)
+{
+    memset(out, 0, sizeof *out);
+    const gmm_formula *fm = m->fm;
+    const gmm_objective *o = m->obj;
+    size_t nrow = 1, ncorr = 1, nbar = 0;
+    for (size_t k = 0; fm && k < fm->nlatent; k++)
+        if (fm->latent[k].bar) {
+            size_t e = m->scorr && m->scorr[k].k ? m->scorr[k].k : 1;
+            nrow += e;
+            ncorr += e * e;
+            nbar++;
+        }
+    if (!nbar || !o)
+        return GMM_OK;
+    out->row = gmm_calloc(nrow, sizeof *out->row);
+    out->corr = gmm_calloc(ncorr, sizeof *out->corr);
+    if (!out->row || !out->corr) {
+        gmm_mdl_varcorr_free(out);
+        return gmm_error(GMM_ENOMEM, "out of memory");
+    }
+    double *cr = out->corr, S[GMM_STACK_CORR_MAX * GMM_STACK_CORR_MAX];
+    char name[160];
+    for (size_t k = 0; k < fm->nlatent; k++) {
+        const gmm_formula_latent *t = &fm->latent[k];
+        const mdl_corr *c = m->scorr ? &m->scorr[k] : NULL;
+        if (!t->bar)
+            continue;
+        if (!c || !c->k) { /* an intercept alone: f.LABEL.variance */
+            snprintf(name, sizeof name, "f.%s.variance", t->label);
+            size_t i = param_at(o, name);
+            out->row[out->n++] = (gmm_model_varcorr){
+                t->label, "(Intercept)", i < o->nparam ? sqrt(o->value[i]) : NAN, 0, NULL};
+            continue;
+        }
+        snprintf(name, sizeof name, "f.%s.variance.%s", t->label, c->name[0]);
+        size_t i = param_at(o, name);
+        gmm_status s;
+        if (i == o->nparam || !m->stack ||
+            (s = gmm_latent_stack_sigma(m->lat, k, o->value + i, S)) != GMM_OK) {
+            gmm_mdl_varcorr_free(out);
+            return i == o->nparam || !m->stack
+                       ? gmm_error(GMM_EINVAL, "varcorr: no parameter '%s'", name)
+                       : s;
+        }
+        for (size_t a = 0; a < c->k; a++) {
+            double sa = sqrt(S[a * c->k + a]);
+            for (size_t b = 0; b < a; b++)
+                cr[b] = S[a * c->k + b] / (sa * sqrt(S[b * c->k + b]));
+            out->row[out->n++] = (gmm_model_varcorr){t->label, c->name[a], sa, a, cr};
+            cr += a;
+        }
+    }
+    size_t i = param_at(o, "likelihood.variance");
+    if (m->lik.type->conjugate && i < o->nparam)
+        out->row[out->n++] = (gmm_model_varcorr){"Residual", "", sqrt(o->value[i]), 0, NULL};
+    return GMM_OK;
+}

@@ -557,6 +557,20 @@ double gmm_latent_stack_scale(const gmm_latent *l, size_t k, size_t v)
     return c->comp[k].scale[v];
 }
 
+gmm_status gmm_latent_stack_sigma(const gmm_latent *l, size_t k, const double *theta_k,
+                                  double *Sigma)
+{
+    stack_impl *c = stack_impl_of(l);
+    if (!c || k >= c->ncomp || c->comp[k].model != GMM_STACK_CORR || !theta_k || !Sigma)
+        return gmm_error(GMM_EINVAL, "gmm_latent_stack_sigma: not a correlated component");
+    double cg[STACK_NGROUP], dc[STACK_NPAR * STACK_NGROUP];
+    gmm_status st = stack_corr_coef(&c->comp[k], theta_k, cg, dc); /* the domains */
+    if (st)
+        return st;
+    stack_corr_sigma(&c->comp[k], theta_k, Sigma);
+    return GMM_OK;
+}
+
 gmm_status gmm_latent_stack_constraints(const gmm_latent *l, double *A)
 {
     stack_impl *c = stack_impl_of(l);

@@ -32,7 +32,7 @@
 gmm_stack_model gmm_latent_stack_kind(const gmm_latent *l, size_t k)
 {
     stack_impl *c = stack_impl_of(l);
-    return c && k < c->ncomp ? c->comp[k].model : GMM_STACK_KERNEL + 1;
+    return c && k < c->ncomp ? c->comp[k].model : GMM_STACK_CORR + 1;
 }
 
 /* The integrated Wiener process's unit-variance transition over d: F =

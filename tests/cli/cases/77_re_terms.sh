@@ -10,6 +10,8 @@
 #     correlation (k >= 3) within 1e-4, every coefficient within 0.01 standard errors;
 #     (a log likelihood 1e-6 below the maximum allows parameters sqrt(2e-6) = 1.4e-3
 #     standard errors away: these are all far closer, measured 1e-5 at worst);
+#   - the model file's "varcorr" (lme4's VarCorr: each effect's SD and its correlations with
+#     the group's earlier effects) within 1e-4 relative (SDs) and 1e-4 (correlations);
 #   - "converged": true where lme4's fit is regular; where it is singular (expect
 #     "boundary"), not "converged": true (today "stop": "not_definite", the correlation
 #     named: loglik is flat in it near its bound), its loglik and coefficients still
@@ -24,6 +26,15 @@ re_block() {
     sed -n "/\"$2\": {/,/}/p" "$1" | sed -n 's/^ *"\([^"]*\)": \([^,{]*\),\{0,1\}$/\1 \2/p'
 }
 re_se() { sed -n '/"std_errors"/,/}/p' "$1" | json_key "$2"; }
+# "sd.GROUP.NAME SD" and "cor.GROUP.A.B CORR" (B after A in the group) of the model
+# file's "varcorr" (jansson's layout: one key or number a line)
+re_varcorr() {
+    sed -n '/"varcorr": \[/,/^  \]/p' "$1" | awk '
+        /"group":/ { g = $2; gsub(/[",]/, "", g) }
+        /"name":/ { n = $2; gsub(/[",]/, "", n); if (g != pg) k = 0; pg = g; e[k++] = n; j = 0 }
+        /"sd":/ { v = $2; sub(/,$/, "", v); print "sd." g "." n, v }
+        /^ *-?[0-9][0-9.e+-]*,?$/ { v = $1; sub(/,$/, "", v); print "cor." g "." e[j++] "." n, v }'
+}
 
 while IFS=$'\t' read -r -u 3 name data formula lik _ expect; do
     [[ $name == name ]] && continue
@@ -63,4 +74,17 @@ while IFS=$'\t' read -r -u 3 name data formula lik _ expect; do
         n=$((n + 1))
     done < <(re_block "$m" parameters)
     [[ $n -ge 2 ]] || fail "only $n parameters compared"
+    # VarCorr as lme4 prints it: every SD to 1e-4 relative and correlation to 1e-4
+    [[ $expect == converged ]] || continue
+    n=0
+    while read -r p v; do
+        want=$(re_lme4 "$name" "$p")
+        [[ $p == sd.Residual.* ]] && continue
+        case $p in
+        sd.*) close_to "$v" "$want" 1e-4 || fail "VarCorr $p $v, lme4 '$want'" ;;
+        cor.*) close_to "$v" "$want" 1e-4 abs || fail "VarCorr $p $v, lme4 '$want'" ;;
+        esac
+        n=$((n + 1))
+    done < <(re_varcorr "$m")
+    [[ $n -ge 1 ]] || fail "no VarCorr rows in $m"
 done 3<"$re/models.tsv"
