@@ -24,7 +24,9 @@
 #                   correlations of VarCorr's correlation matrix, z_ab the
 #                   correlation of effects a and b given effects 0 .. b - 1);
 #                   "sd.GROUP.EFFECT" and "cor.GROUP.A.B" as VarCorr prints
-#                   them; "ranef.GROUP.EFFECT.LEVEL" the conditional modes.
+#                   them; "ranef.GROUP.EFFECT.LEVEL" the conditional modes;
+#                   "predict.ROW" sleep_slope's predictions at newrows.csv's
+#                   rows (a new level's: the fixed effects alone).
 #
 # lme4 is asked for its best: lmer at REML = FALSE with bobyqa to rhoend
 # 1e-12; glmer (Laplace, nAGQ = 1) with bobyqa, maxfun 1e5, rhoend 1e-10 and
@@ -181,6 +183,14 @@ for (i in seq_len(nrow(models))) {
     for (gname in names(re)) for (e in colnames(re[[gname]]))
         for (lv in rownames(re[[gname]]))
             add(m, sprintf("ranef.%s.%s.%s", gname, e, lv), re[[gname]][lv, e])
+    if (m == "sleep_slope") {
+        # predictions at a data level and at a new one (allow.new.levels: the
+        # prior mean, 0), as re-read by predict --at newrows.csv
+        nd <- data.frame(Days = c(3, 3, 0, 7.5), Subject = c("308", "999", "999", "335"))
+        write.csv(nd, file.path(outdir, "newrows.csv"), row.names = FALSE, quote = FALSE)
+        p <- predict(fit, newdata = nd, allow.new.levels = TRUE)
+        for (r in seq_along(p)) add(m, sprintf("predict.%d", r), p[[r]])
+    }
     message(m, ": ", expect[i], ", loglik ", num(logLik(fit)))
 }
 models$data <- file.path(fxdir, paste0(models$data, ".csv"))

@@ -403,6 +403,8 @@ typedef struct {
                             * NULL without coefficients */
     gmm_stack_at *sat;     /* a model of several f() terms: n x nterm, each
                             * term's reading of the row (stack.h); else NULL */
+    double *sz;            /* the coefficients sat's correlated terms point
+                            * into (stack.h's z), or NULL */
 } gmm_mdl_test;
 
 #define GMM_MDL_NEW_LEVEL ((size_t)-1)

@@ -58,6 +58,7 @@ void gmm_mdl_test_free(gmm_mdl_test *t)
     gmm_free(t->site);
     gmm_free(t->X);
     gmm_free(t->sat);
+    gmm_free(t->sz);
     gmm_free(t);
 }
 
@@ -115,7 +116,8 @@ static gmm_status stack_read(const gmm_mdl *m, const gmm_table *tb, gmm_stack_at
             if (!*cell)
                 s = gmm_error_at(GMM_EPARSE, r, "%s:%zu: column '%s': missing value", tb->file,
                                  tb->line[r], ft->name);
-            else if (!gmm_graph_node_find(m->sg[k], cell, &lev) && kind != GMM_STACK_IID)
+            else if (!gmm_graph_node_find(m->sg[k], cell, &lev) && kind != GMM_STACK_IID &&
+                     kind != GMM_STACK_CORR)
                 /* a new iid level is a new group (its prior); a node has no
                  * neighbours off its graph */
                 s = gmm_error_at(GMM_EPARSE, r,
@@ -127,6 +129,29 @@ static gmm_status stack_read(const gmm_mdl *m, const gmm_table *tb, gmm_stack_at
         }
     }
     gmm_free(v);
+    return s;
+}
+
+/* The correlated terms' coefficients of every row of tb (model_bars.c)
+ * into t->sz, each row's reading (t->sat) pointed at its own. */
+static gmm_status corr_read(const gmm_mdl *m, const gmm_table *tb, gmm_mdl_test *t)
+{
+    size_t n = tb->nrow, K = m->nterm, tot = 0;
+    for (size_t k = 0; m->scorr && k < K; k++)
+        tot += m->scorr[k].k;
+    if (!tot)
+        return GMM_OK;
+    if (!(t->sz = gmm_malloc(n * tot + 1, sizeof *t->sz)))
+        return gmm_error(GMM_ENOMEM, "out of memory");
+    gmm_status s = GMM_OK;
+    for (size_t k = 0, at = 0; k < K && s == GMM_OK; at += n * m->scorr[k].k, k++) {
+        size_t ke = m->scorr[k].k;
+        if (!ke)
+            continue;
+        s = gmm_mdl_impl_corr_rows(&m->scorr[k], tb, t->sz + at);
+        for (size_t r = 0; r < n; r++)
+            t->sat[r * K + k].z = t->sz + at + r * ke;
+    }
     return s;
 }
 
@@ -179,7 +204,8 @@ gmm_status gmm_mdl_rows_read(const gmm_mdl *m, const char *path, int score, gmm_
         (inputs && (s = gmm_table_column_double(tb, t->col_site, 0, t->x)) != GMM_OK) ||
         (ename && (s = gmm_table_column_double(tb, ce, 1, t->e)) != GMM_OK) ||
         (m->ncoef && (s = gmm_mdl_impl_design_rows(m, tb, t->X)) != GMM_OK) ||
-        (m->stack && (s = stack_read(m, tb, t->sat)) != GMM_OK))
+        (m->stack && (s = stack_read(m, tb, t->sat)) != GMM_OK) ||
+        (m->stack && (s = corr_read(m, tb, t)) != GMM_OK))
         goto fail;
     for (size_t r = 0; r < n; r++) {
         if (!score)

@@ -12,6 +12,8 @@
 #     standard errors away: these are all far closer, measured 1e-5 at worst);
 #   - the model file's "varcorr" (lme4's VarCorr: each effect's SD and its correlations with
 #     the group's earlier effects) within 1e-4 relative (SDs) and 1e-4 (correlations);
+#   - predict --terms: every level's conditional mode of every effect (lme4's ranef) within
+#     1e-4 of its posterior sd;
 #   - "converged": true where lme4's fit is regular; where it is singular (expect
 #     "boundary"), not "converged": true (today "stop": "not_definite", the correlation
 #     named: loglik is flat in it near its bound), its loglik and coefficients still
@@ -87,4 +89,41 @@ while IFS=$'\t' read -r -u 3 name data formula lik _ expect; do
         n=$((n + 1))
     done < <(re_varcorr "$m")
     [[ $n -ge 1 ]] || fail "no VarCorr rows in $m"
+    # predict --terms: each level's conditional mode of each effect (lme4's ranef) within
+    # 1e-4 of its posterior sd
+    run "$GMM_INFER" predict --model "$m" --terms -o "$CASE_TMP/terms.csv"
+    expect_exit 0
+    bad=$(awk -F, -v m="$name" '
+        NR == FNR { if ($1 == m && $2 ~ /^ranef\./) { want[substr($2, 7)] = $3; n++ }; next }
+        $1 ~ /^f\./ { t = substr($1, 3)
+                     # lme4 merges a repeated grouping (g, g.1) in ranef
+                     if (t ~ /^[^.]*\.[0-9]+\./) sub(/\.[0-9]+\./, ".", t)
+                     if (t !~ /\.\(Intercept\)$/ && !(t "." $2 in want))
+                         t = t ".(Intercept)"
+                     k = t "." $2
+                     if (!(k in want)) { print "no lme4 mode for " k; exit }
+                     d = $3 - want[k]; if (d < 0) d = -d
+                     if (d > 1e-4 * $4) print k ": " $3 ", lme4 " want[k]
+                     seen++ }
+        END { if (seen != n) print seen " modes, lme4 has " n }' "$re/lme4.csv" "$CASE_TMP/terms.csv")
+    [[ -z $bad ]] || fail "conditional modes: $bad"
 done 3<"$re/models.tsv"
+
+begin "re terms: predict --at rows of a data level and of a new one (its prior: mean 0, z' Sigma z)"
+m="$re_out/sleep_slope.json"
+run "$GMM_INFER" predict --model "$m" --at "$re/newrows.csv"
+expect_exit 0
+v0=$(json_num "$m" 'f.Subject.variance.(Intercept)')
+v1=$(json_num "$m" 'f.Subject.variance.Days')
+c=$(json_num "$m" 'f.Subject.cor.(Intercept).Days')
+bad=$(awk -F, -v v0="$v0" -v v1="$v1" -v c="$c" '
+    NR == FNR { if ($1 == "sleep_slope" && $2 ~ /^predict\./) want[substr($2, 9)] = $3; next }
+    FNR > 1 { d = $2 - want[$1]; if (d < 0) d = -d
+              if (!($1 in want) || d > 1e-6 * want[$1]) print "row " $1 ": " $2 ", lme4 " want[$1]
+              n++ }
+    FNR == 3 || FNR == 4 { z = FNR == 3 ? 3 : 0   # the new level: Days 3, then 0
+              w = v0 + 2 * z * c * sqrt(v0 * v1) + z * z * v1
+              d = $3 - w; if (d < 0) d = -d
+              if (d > 1e-9 * w) print "row " $1 ": variance " $3 ", z^T Sigma z " w }
+    END { if (n != 4) print n " rows" }' "$re/lme4.csv" "$OUT")
+[[ -z $bad ]] || fail "predictions: $bad"
