@@ -49,11 +49,14 @@ static void report_fit(const char *cmd, const gmm_objective *obj, const gmm_fit_
         if (bnd[i] != 1)
             continue;
         int logit = obj->scale[i] == GMM_SCALE_LOGIT, one = logit && obj->value[i] > 0.5;
+        int cor = obj->scale[i] == GMM_SCALE_ATANH;
+        one = cor ? (obj->value[i] > 0.0 ? 1 : -1) : one;
         cli_msg(cmd, "warning: boundary (singular) fit: %s -> %d (%.9g here, loglik %.10g; no "
                      "higher value inside): %s; no standard error",
                 obj->name[i], one, obj->value[i], res->loglik,
-                logit ? (one ? "the term is its structured part alone"
-                             : "the term is its unstructured part alone")
+                cor ? "the term's covariance is singular (lme4's correlation of +-1)"
+                : logit ? (one ? "the term is its structured part alone"
+                               : "the term is its unstructured part alone")
                 : strncmp(obj->name[i], "likelihood.", 11)
                     ? "the term's effects are shrunk to 0"
                     : "the likelihood's noise vanishes");
