@@ -24,7 +24,8 @@
 #                   correlations of VarCorr's correlation matrix, z_ab the
 #                   correlation of effects a and b given effects 0 .. b - 1);
 #                   "sd.GROUP.EFFECT" and "cor.GROUP.A.B" as VarCorr prints
-#                   them; "ranef.GROUP.EFFECT.LEVEL" the conditional modes;
+#                   them; "ranef.GROUP.EFFECT.LEVEL" the conditional modes and
+#                   "ranefsd.GROUP.EFFECT.LEVEL" their conditional sds (condVar);
 #                   "predict.ROW" sleep_slope's predictions at newrows.csv's
 #                   rows (a new level's: the fixed effects alone).
 #
@@ -179,10 +180,11 @@ for (i in seq_len(nrow(models))) {
             }
         }
     }
-    re <- ranef(fit)
-    for (gname in names(re)) for (e in colnames(re[[gname]]))
-        for (lv in rownames(re[[gname]]))
-            add(m, sprintf("ranef.%s.%s.%s", gname, e, lv), re[[gname]][lv, e])
+    re <- as.data.frame(ranef(fit, condVar = TRUE))
+    for (j in seq_len(nrow(re))) {
+        add(m, sprintf("ranef.%s.%s.%s", re$grpvar[j], re$term[j], re$grp[j]), re$condval[j])
+        add(m, sprintf("ranefsd.%s.%s.%s", re$grpvar[j], re$term[j], re$grp[j]), re$condsd[j])
+    }
     if (m == "sleep_slope") {
         # predictions at a data level and at a new one (allow.new.levels: the
         # prior mean, 0), as re-read by predict --at newrows.csv

@@ -13,7 +13,7 @@
 #   - the model file's "varcorr" (lme4's VarCorr: each effect's SD and its correlations with
 #     the group's earlier effects) within 1e-4 relative (SDs) and 1e-4 (correlations);
 #   - predict --terms: every level's conditional mode of every effect (lme4's ranef) within
-#     1e-4 of its posterior sd;
+#     1e-4 of its posterior sd, and that sd within 1e-4 relative of lme4's condVar sd;
 #   - "converged": true; where lme4's fit is singular (expect "boundary"), the certificate
 #     names the correlation at its bound ("boundary", fit.c's corr_boundary: loglik is flat
 #     in it near +-1), its loglik and coefficients still lme4's (coefficients to 1e-6
@@ -93,11 +93,12 @@ while IFS=$'\t' read -r -u 3 name data formula lik _ expect; do
     done < <(re_varcorr "$m")
     [[ $n -ge 1 ]] || fail "no VarCorr rows in $m"
     # predict --terms: each level's conditional mode of each effect (lme4's ranef) within
-    # 1e-4 of its posterior sd
+    # 1e-4 of its posterior sd, the sd lme4's condVar's to 1e-4 relative
     run "$GMM_INFER" predict --model "$m" --terms -o "$CASE_TMP/terms.csv"
     expect_exit 0
     bad=$(awk -F, -v m="$name" '
-        NR == FNR { if ($1 == m && $2 ~ /^ranef\./) { want[substr($2, 7)] = $3; n++ }; next }
+        NR == FNR { if ($1 == m && $2 ~ /^ranef\./) { want[substr($2, 7)] = $3; n++ }
+                    if ($1 == m && $2 ~ /^ranefsd\./) wsd[substr($2, 9)] = $3; next }
         $1 ~ /^f\./ { t = substr($1, 3)
                      # lme4 merges a repeated grouping (g, g.1) in ranef
                      if (t ~ /^[^.]*\.[0-9]+\./) sub(/\.[0-9]+\./, ".", t)
@@ -107,6 +108,8 @@ while IFS=$'\t' read -r -u 3 name data formula lik _ expect; do
                      if (!(k in want)) { print "no lme4 mode for " k; exit }
                      d = $3 - want[k]; if (d < 0) d = -d
                      if (d > 1e-4 * $4) print k ": " $3 ", lme4 " want[k]
+                     d = $4 - wsd[k]; if (d < 0) d = -d
+                     if (!(k in wsd) || d > 1e-4 * wsd[k]) print k ": sd " $4 ", lme4 " wsd[k]
                      seen++ }
         END { if (seen != n) print seen " modes, lme4 has " n }' "$re/lme4.csv" "$CASE_TMP/terms.csv")
     [[ -z $bad ]] || fail "conditional modes: $bad"
