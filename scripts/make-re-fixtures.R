@@ -10,7 +10,8 @@
 #   sleep.csv, pastes.csv   lme4's sleepstudy and Pastes;
 #   slopes3.csv, fslope.csv, pois.csv, singular.csv  simulated (set.seed per set):
 #                   three correlated effects (1 + x + z | g); a factor-valued
-#                   slope (0 + h | g); Poisson counts with (1 + x | g); a
+#                   slope (0 + h | g), written (0 + factor(h) | g) and, h being
+#                   text, (0 + h | g); Poisson counts with (1 + x | g); a
 #                   Gaussian slope whose variance is 0, so that lme4's fit is
 #                   singular (an SD of 0 or a correlation of +-1);
 #   models.tsv      name, data file, gmm-infer's formula, likelihood, lme4's
@@ -99,17 +100,18 @@ write_data(singular, "singular")
 
 models <- data.frame(
     name = c("sleep_slope", "sleep_indep", "sleep_only", "pastes_nested", "slopes3",
-             "fslope", "pois_slope", "singular"),
-    data = c("sleep", "sleep", "sleep", "pastes", "slopes3", "fslope", "pois", "singular"),
+             "fslope", "fslope_text", "pois_slope", "singular"),
+    data = c("sleep", "sleep", "sleep", "pastes", "slopes3", "fslope", "fslope", "pois",
+             "singular"),
     formula = c("Reaction ~ Days + (Days | Subject)", "Reaction ~ Days + (Days || Subject)",
                 "Reaction ~ Days + (0 + Days | Subject)", "strength ~ (1 | batch/cask)",
                 "y ~ x + z + (1 + x + z | g)", "y ~ factor(h) + (0 + factor(h) | g)",
-                "y ~ x + (1 + x | g)", "y ~ x + (x | g)"),
-    likelihood = c(rep("gaussian", 6), "poisson", "gaussian"),
+                "y ~ factor(h) + (0 + h | g)", "y ~ x + (1 + x | g)", "y ~ x + (x | g)"),
+    likelihood = c(rep("gaussian", 7), "poisson", "gaussian"),
     lme4 = c("Reaction ~ Days + (Days | Subject)", "Reaction ~ Days + (Days || Subject)",
              "Reaction ~ Days + (0 + Days | Subject)", "strength ~ (1 | batch/cask)",
-             "y ~ x + z + (1 + x + z | g)", "y ~ h + (0 + h | g)", "y ~ x + (1 + x | g)",
-             "y ~ x + (x | g)"),
+             "y ~ x + z + (1 + x + z | g)", "y ~ h + (0 + h | g)", "y ~ h + (0 + h | g)",
+             "y ~ x + (1 + x | g)", "y ~ x + (x | g)"),
     stringsAsFactors = FALSE)
 
 lctrl <- lmerControl(optimizer = "bobyqa", optCtrl = list(rhoend = 1e-12, maxfun = 1e5))
@@ -133,7 +135,7 @@ add <- function(model, name, value) rows[[length(rows) + 1]] <<- c(model, name, 
 expect <- character(nrow(models))
 for (i in seq_len(nrow(models))) {
     d <- get(models$data[i])
-    if (models$data[i] == "fslope")
+    if (grepl("^fslope", models$name[i]))
         d$h <- factor(d$h)
     f <- as.formula(models$lme4[i])
     fit <- if (models$likelihood[i] == "poisson") glmer(f, d, family = poisson, control = gctrl)

@@ -3,8 +3,9 @@
  * correlated term's effects (the stack's CORR component, stack.h) with
  * each row's coefficients.
  *
- * EFFECTS.  "(Intercept)" reads 1; a column NAME its number; factor(NAME)
- * one effect per level (levels sorted as text, as R's factor()), named
+ * EFFECTS.  "(Intercept)" reads 1; a column NAME its number; factor(NAME),
+ * or a NAME whose column holds text (as R reads it into a factor), one
+ * effect per level (levels sorted as text, as R's factor()), named
  * NAME<level> as R's model.matrix names them, the first level dropped when
  * the term has an intercept (treatment contrasts), reading 1 on rows of
  * that level and 0 elsewhere. */
@@ -43,6 +44,22 @@ gmm_status gmm_mdl_impl_group_columns(const gmm_formula *fm, gmm_table *t)
 static int text_cmp(const void *a, const void *b)
 {
     return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* A column with a cell that is neither empty nor a number: a factor, as R
+ * reads such a column into a data frame. */
+static int text_column(const gmm_table *t, size_t col)
+{
+    for (size_t r = 0; r < t->nrow; r++) {
+        const char *s = t->cell[r][col];
+        char *end;
+        if (!*s)
+            continue;
+        (void)strtod(s, &end);
+        if (end == s || *end)
+            return 1;
+    }
+    return 0;
 }
 
 void gmm_mdl_impl_corr_free(mdl_corr *c)
@@ -94,7 +111,7 @@ gmm_status gmm_mdl_impl_corr_effects(const mdl_build *b, const gmm_formula_laten
         }
         if (gmm_table_column(data, t->effect[e], &col) != GMM_OK)
             return gmm_mdl_impl_formula_error(b, t->effect_pos[e], "%s", gmm_error_message());
-        if (!t->effect_factor[e]) {
+        if (!t->effect_factor[e] && !text_column(data, col)) {
             if (!add_effect(c, t->effect[e], NULL, t->effect[e], NULL))
                 goto room;
             continue;

@@ -2,7 +2,7 @@
 # 77_re_terms.sh -- lme4's random-effect terms against lme4 (tests/fixtures/re,
 # scripts/make-re-fixtures.R): (Days | Subject), (Days || Subject), (0 + Days | Subject)
 # on sleepstudy, (1 | batch/cask) on Pastes, three correlated effects (1 + x + z | g), a
-# factor-valued slope (0 + factor(h) | g), a Poisson (1 + x | g) (glmer, checked by
+# factor-valued slope (0 + factor(h) | g), the same as (0 + h | g) of a text column, a Poisson (1 + x | g) (glmer, checked by
 # glmmTMB) and a singular fit (lme4: correlation 1).  For each model:
 #
 #   - the log likelihood within 1e-6 of lme4's (lmer ML; glmer Laplace);
