@@ -41,6 +41,32 @@ gmm_status gmm_mdl_impl_group_columns(const gmm_formula *fm, gmm_table *t)
     return GMM_OK;
 }
 
+size_t gmm_mdl_impl_key_ncol(const gmm_formula *fm)
+{
+    size_t n = fm->nlatent + fm->nfixed;
+    for (size_t k = 0; k < fm->nlatent; k++)
+        n += fm->latent[k].neffect;
+    return n;
+}
+
+gmm_status gmm_mdl_impl_key_columns(const gmm_formula *fm, const gmm_table *t, size_t *col,
+                                    size_t cap, size_t *nc)
+{
+    gmm_status s = GMM_OK;
+    *nc = 0;
+    if (gmm_mdl_impl_key_ncol(fm) > cap)
+        return gmm_error(GMM_EINVAL, "more than %zu formula columns", cap);
+    for (size_t k = 0; k < fm->nlatent && s == GMM_OK; k++)
+        s = gmm_table_column(t, fm->latent[k].name, &col[(*nc)++]);
+    for (size_t k = 0; k < fm->nfixed && s == GMM_OK; k++)
+        s = gmm_table_column(t, fm->fixed[k].name, &col[(*nc)++]);
+    for (size_t k = 0; k < fm->nlatent && s == GMM_OK; k++)
+        for (size_t e = 0; e < fm->latent[k].neffect && s == GMM_OK; e++)
+            if (strcmp(fm->latent[k].effect[e], "(Intercept)"))
+                s = gmm_table_column(t, fm->latent[k].effect[e], &col[(*nc)++]);
+    return s;
+}
+
 static int text_cmp(const void *a, const void *b)
 {
     return strcmp(*(const char *const *)a, *(const char *const *)b);

@@ -123,6 +123,14 @@ struct gmm_mdl {
 gmm_status gmm_mdl_impl_group_columns(const gmm_formula *fm, gmm_table *t);
 void gmm_mdl_impl_corr_free(mdl_corr *c);
 gmm_status gmm_mdl_impl_corr_rows(const mdl_corr *c, const gmm_table *t, double *z);
+/* The columns of t that fm reads -- its terms' indices, its fixed terms,
+ * its random-effect terms' slopes -- into col (room: cap; their number
+ * gmm_mdl_impl_key_ncol), *nc of them: the cells that make a row's key
+ * (gmm_mdl_impl_join_cells).  Errors: a missing column, GMM_EINVAL over
+ * cap. */
+size_t gmm_mdl_impl_key_ncol(const gmm_formula *fm);
+gmm_status gmm_mdl_impl_key_columns(const gmm_formula *fm, const gmm_table *t, size_t *col,
+                                    size_t cap, size_t *nc);
 
 /* model_design.c: the design of fm's fixed terms over table t (the
  * intercept first when `intercept`, then covariates and each factor's

@@ -172,19 +172,16 @@ char *gmm_mdl_impl_join_cells(const gmm_table *t, size_t r, const size_t *col, s
 }
 
 /* Each row's cells of the formula's columns (f() indices, covariates,
- * factors), joined by a unit separator: the key by which draws without
+ * factors, random slopes), joined by a unit separator: the key by which draws without
  * latent states find a new row's data row. */
 static gmm_status stack_rowkeys(gmm_mdl *m, const gmm_table *data)
 {
     const gmm_formula *fm = m->fm;
-    size_t nc = fm->nlatent + fm->nfixed;
-    size_t *col = gmm_malloc(nc, sizeof *col);
+    size_t cap = gmm_mdl_impl_key_ncol(fm), nc = 0;
+    size_t *col = gmm_malloc(cap ? cap : 1, sizeof *col);
     if (!col)
         return gmm_error(GMM_ENOMEM, "out of memory");
-    gmm_status s = GMM_OK;
-    for (size_t k = 0; k < nc && s == GMM_OK; k++)
-        s = gmm_table_column(
-            data, k < fm->nlatent ? fm->latent[k].name : fm->fixed[k - fm->nlatent].name, &col[k]);
+    gmm_status s = gmm_mdl_impl_key_columns(fm, data, col, cap, &nc);
     if (s == GMM_OK && !(m->rowkey = gmm_calloc(m->nrow ? m->nrow : 1, sizeof *m->rowkey)))
         s = gmm_error(GMM_ENOMEM, "out of memory");
     for (size_t r = 0; s == GMM_OK && r < m->nrow; r++)

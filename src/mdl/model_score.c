@@ -67,16 +67,10 @@ void gmm_mdl_test_free(gmm_mdl_test *t)
  * draws without latent states have the row's f. */
 static gmm_status stack_row(const gmm_mdl *m, const gmm_table *tb, size_t r, size_t *row)
 {
-    const gmm_formula *fm = m->fm;
-    size_t nc = fm->nlatent + fm->nfixed, col[64];
-    if (nc > 64)
-        return gmm_error(GMM_EINVAL, "score: more than 64 formula columns");
-    gmm_status s;
-    for (size_t k = 0; k < nc; k++)
-        if ((s = gmm_table_column(tb, k < fm->nlatent ? fm->latent[k].name
-                                                      : fm->fixed[k - fm->nlatent].name,
-                                  &col[k])) != GMM_OK)
-            return s;
+    size_t nc, col[64];
+    gmm_status s = gmm_mdl_impl_key_columns(m->fm, tb, col, 64, &nc);
+    if (s != GMM_OK)
+        return s;
     char *key = gmm_mdl_impl_join_cells(tb, r, col, nc);
     if (!key)
         return gmm_error(GMM_ENOMEM, "out of memory");
