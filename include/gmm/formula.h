@@ -34,6 +34,22 @@ typedef struct {
     int quoted;
     size_t narg;
     gmm_formula_arg *arg;
+    /* lme4's (EFFECTS | GROUP) (formula_bars.c) sets bar: model "iid" for
+     * an intercept alone (the same as f(GROUP, iid)), else "corr" with the
+     * neffect effects in order, the intercept first, named "(Intercept)" or
+     * by their column (factor: factor(NAME), one effect per level),
+     * effect_pos their offsets.  name is the grouping column, or for an
+     * interaction a:b the factors group[0 .. ngroup-1] joined by ':' (a
+     * column the model layer derives); label lme4's name for the group,
+     * the name with ".1", ".2" ... for a repeated grouping. */
+    int bar;
+    size_t neffect;
+    char **effect;
+    int *effect_factor;
+    size_t *effect_pos;
+    size_t ngroup;
+    char **group;
+    char *label;
 } gmm_formula_latent;
 
 typedef struct {
@@ -51,6 +67,9 @@ typedef struct {
  *   formula := NAME '~' ['-'] term (('+' | '-') term)*
  *   term    := '1' | '0' | NAME | 'factor' '(' NAME ')'
  *            | 'f' '(' NAME ',' MODEL (',' KEY ['=' VALUE ['fixed']])* ')'
+ *            | '(' effects ('|' | '||') group ('/' group)* ')'   (lme4's)
+ *   effects := effect (('+' | '-') effect)*   effect := '1' | '0' | NAME
+ *            | 'factor' '(' NAME ')'          group := NAME (':' NAME)*
  *   MODEL   := NAME | QUOTED          VALUE := QUOTED | text up to ',' or ')'
  *
  * NAME [A-Za-z_.][A-Za-z0-9_.]*, QUOTED in single or double quotes (no

@@ -62,6 +62,14 @@ typedef struct {
  * lines numbers in t->line and in messages count comment lines. */
 gmm_status gmm_table_read_opts(const char *path, const gmm_table_opts *opts, gmm_table **out);
 
+/* A new last column `name` (copied) whose row r holds the cells of columns
+ * col[0 .. nc-1] joined by ':' (the interaction a:b of factors a and b: one
+ * level per observed combination), its index into *out.  Pointers into the
+ * old header and rows (t->cell[r]) are invalidated; the cells stay.
+ * GMM_EINVAL (NULL, nc 0, a column out of range), GMM_ENOMEM. */
+gmm_status gmm_table_join_column(gmm_table *t, const char *name, const size_t *col, size_t nc,
+                                 size_t *out);
+
 /* Index of column `name`, or GMM_EPARSE ("file: no column 'name' (columns:
  * a, b, c)"). */
 gmm_status gmm_table_column(const gmm_table *t, const char *name, size_t *col);

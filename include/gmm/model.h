@@ -403,6 +403,8 @@ typedef struct {
                             * NULL without coefficients */
     gmm_stack_at *sat;     /* a model of several f() terms: n x nterm, each
                             * term's reading of the row (stack.h); else NULL */
+    double *sz;            /* the coefficients sat's correlated terms point
+                            * into (stack.h's z), or NULL */
 } gmm_mdl_test;
 
 #define GMM_MDL_NEW_LEVEL ((size_t)-1)
@@ -557,6 +559,21 @@ typedef struct {
  * posterior's, GMM_ENOMEM. */
 gmm_status gmm_mdl_terms_get(gmm_mdl *m, gmm_mdl_terms *out);
 void gmm_mdl_terms_free(gmm_mdl_terms *t); /* NULL-safe */
+
+/* lme4's VarCorr of the formula's random-effect terms ((x | g), formula.h)
+ * at the model's current values: for each term in order, a row per effect
+ * (its standard deviation, its correlations with the term's earlier
+ * effects), then the residual's for a Gaussian likelihood; n 0 without
+ * such terms.  The rows' strings are the model's (valid while it lives);
+ * freed with gmm_mdl_varcorr_free (NULL-safe).  Errors: GMM_ENOMEM, a
+ * parameter out of its domain. */
+typedef struct {
+    size_t n;
+    gmm_model_varcorr *row;
+    double *corr;
+} gmm_mdl_varcorr;
+gmm_status gmm_mdl_varcorr_get(const gmm_mdl *m, gmm_mdl_varcorr *out);
+void gmm_mdl_varcorr_free(gmm_mdl_varcorr *v);
 
 /* At the rows of t (gmm_mdl_rows_read) from draws that hold the latent
  * states x[1..n]: each draw's X_r beta plus its latent at the row

@@ -236,6 +236,9 @@ static int accepted(void *ctx, const double *x, double f, double gnorm)
  * the others; when loglik rises by more than BOUND_UNBOUNDED nats, the
  * likelihood grows without bound towards it. */
 #define CERT_BOUND_DROP 13.815510557964274
+/* A correlation within 2e-4 of +-1 (|atanh| > log(1e4) / 2) whose Hessian
+ * is not definite is probed towards its bound (corr_boundary). */
+#define CERT_CORR_DROP 9.210340371976184
 #define BOUND_PROBE 6.907755278982137
 #define BOUND_TOL 1e-9
 #define BOUND_UNBOUNDED 1e-3
@@ -431,6 +434,37 @@ static int coef_newton(run_ctx *c, double *u, double *f, double *g, double *ut, 
     return nc > 0;
 }
 
+/* A correlation (atanh scale) that leaves H not definite (bad) within 2e-4
+ * of +-1: at a singular fit (lme4's correlation of +-1, one effect's
+ * variance ~0) loglik is flat in it near the bound, so the search stops
+ * short.  Its maximum is at the bound when loglik does not fall as it moves
+ * BOUND_PROBE further (at most to the scale's edge, opt_scale.c); then it is
+ * held, named a boundary (c->par->boundary) and dropped from act.  1 when
+ * so. */
+static int corr_boundary(run_ctx *c, const double *u, double f0, size_t bad, size_t *act,
+                         size_t *na, double *wu, double *gt, gmm_fit_result *res)
+{
+    size_t i = c->idx[bad], nf = c->nfree;
+    double per, fp;
+    if (c->obj->scale[i] != GMM_SCALE_ATANH || !gmm_scale_two_sided(GMM_SCALE_ATANH, &per) ||
+        !(fabs(u[bad]) > per * CERT_CORR_DROP))
+        return 0;
+    double to = u[bad] < 0.0 ? -1.0 : 1.0;
+    memcpy(wu, u, nf * sizeof *wu);
+    wu[bad] = to * fmin(fabs(u[bad]) + per * BOUND_PROBE, per * INFER_LOGIT_MAX);
+    if (!eval_min(c, wu, &fp, gt) || -fp < -f0 - BOUND_TOL * fmax(1.0, fabs(f0)))
+        return 0;
+    if (c->par->boundary)
+        c->par->boundary[i] = 1;
+    res->nboundary++;
+    size_t b = 0;
+    for (size_t a = 0; a < *na; a++)
+        if (act[a] != bad)
+            act[b++] = act[a];
+    *na = b;
+    return 1;
+}
+
 /* The test at the best point u (nfree; moved by the Newton steps it takes)
  * with f0 = -loglik there.  Sets res's converged, stop, message, gain, noise,
  * newton_steps, boundary, unbounded, left_param, left_to; the standard
@@ -544,6 +578,8 @@ static gmm_status certify(run_ctx *c, double *u, const double *init, gmm_fit_res
             edge = 1; /* a difference step left the objective's domain */
             break;
         }
+        if (!pd && corr_boundary(c, u, f0, bad, act, &na, wu, gt, res))
+            continue;
         if (!pd)
             break;
         h_at_u = 1;

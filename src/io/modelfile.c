@@ -24,6 +24,10 @@
  *     "decrement": 3e-12,               that test's Newton decrement; optional
  *     "boundary": ["f.g.variance"],     parameters whose maximum is at 0;
  *                                       optional, not read back
+ *     "varcorr": [{"group": "Subject", "name": "Days", "sd": 5.7,
+ *                  "corr": [0.08]}, ...]  lme4's VarCorr of the
+ *                                       random-effect terms; optional,
+ *                                       not read back
  *     "std_errors": {"intercept": 0.13, "coef.x1": 0.04},  fit's standard
  *                                       errors of the coefficients, from
  *                                       the observed information
@@ -166,6 +170,28 @@ gmm_status gmm_model_write(const gmm_model *m, FILE *f, const char *name)
             ok = put(root, "std_errors", se);
         else
             json_decref(se);
+    }
+    if (m->nvarcorr) {
+        json_t *vc = json_array();
+        ok = ok && vc;
+        for (size_t i = 0; ok && i < m->nvarcorr; i++) {
+            const gmm_model_varcorr *r = &m->varcorr[i];
+            json_t *c = json_array(), *row = c ? json_object() : NULL;
+            ok = row != NULL;
+            for (size_t j = 0; ok && j < r->ncorr; j++)
+                ok = json_array_append_new(c, json_real(r->corr[j])) == 0;
+            ok = ok && put(row, "group", json_string(r->group)) &&
+                 put(row, "name", json_string(r->name)) && put(row, "sd", json_real(r->sd)) &&
+                 json_object_set(row, "corr", c) == 0;
+            json_decref(c);
+            ok = ok && json_array_append_new(vc, row) == 0;
+            if (!ok)
+                json_decref(row);
+        }
+        if (ok)
+            ok = put(root, "varcorr", vc);
+        else
+            json_decref(vc);
     }
     ok = ok && put(data, "file", json_string(m->desc.data.file));
     ok = ok && put(data, "x", string_or_null(m->desc.data.x));

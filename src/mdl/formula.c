@@ -13,8 +13,8 @@
  *
  * WHAT IS REFUSED.  R's other formula operators are errors that say so, at
  * the operator: ':' and '*' (interactions), '/' and %in% (nesting), '^',
- * '|' (lme4's (1 | g): f(g, iid) is suggested), '.', parentheses and a
- * second '~'.  The response may not be a term too (y ~ y, factor(y),
+ * '|' outside a parenthesis (lme4's (1 | g), read by formula_bars.c), '.',
+ * other parentheses and a second '~'.  The response may not be a term too (y ~ y, factor(y),
  * f(y, ...)): an error at the term's first use. */
 #include "gmm/formula.h"
 
@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "formula_impl.h"
 #include "gmm/alloc.h"
 
 typedef struct {
@@ -103,7 +104,7 @@ static gmm_status unsupported(parser *p)
                            "needs a column of its own)");
     case '~': return fail(p, at, "a formula has one '~'");
     case '|': {
-        /* (1 | g): name the group in the suggestion when it is a NAME */
+        /* y ~ 1 | g: name the group in the suggestion when it is a NAME */
         size_t b = at + 1, e;
         while (b < p->len && isspace((unsigned char)p->s[b]))
             b++;
@@ -112,12 +113,12 @@ static gmm_status unsupported(parser *p)
         char msg[GMM_ERROR_MAX];
         if (e > b && name_start((unsigned char)p->s[b]))
             snprintf(msg, sizeof msg,
-                     "random-effect bars ('|') are not supported (a random intercept per "
-                     "level of %.*s is f(%.*s, iid))",
+                     "random-effect bars ('|') go in parentheses (a random intercept per "
+                     "level of %.*s is (1 | %.*s))",
                      (int)(e - b), p->s + b, (int)(e - b), p->s + b);
         else
-            snprintf(msg, sizeof msg, "random-effect bars ('|') are not supported (a random "
-                                      "intercept per level of a column G is f(G, iid))");
+            snprintf(msg, sizeof msg, "random-effect bars ('|') go in parentheses (a random "
+                                      "intercept per level of a column G is (1 | G))");
         return fail(p, at, msg);
     }
     default:
@@ -127,8 +128,8 @@ static gmm_status unsupported(parser *p)
     }
 }
 
-/* A '(' where a term starts (R's grouping, or lme4's (1 | g)): the '|' or
- * '^' it holds or precedes, else the '(' itself. */
+/* A '(' where a term starts that is not lme4's (1 | g) (formula_bars.c):
+ * the '^' it precedes, else the '(' itself. */
 static gmm_status parenthesis(parser *p)
 {
     size_t open = p->at;
@@ -302,8 +303,11 @@ static gmm_status term(parser *p, int minus)
     }
     if (minus)
         return fail(p, pos, "only '1' may follow '-' (no intercept)");
-    if (p->at < p->len && p->s[p->at] == '(')
-        return parenthesis(p);
+    if (p->at < p->len && p->s[p->at] == '(') {
+        int bar;
+        gmm_status sb = gmm_formula_impl_bars(p->s, p->len, &p->at, p->f, &bar);
+        return bar ? sb : parenthesis(p);
+    }
     char *nm = NULL;
     gmm_status st = name(p, "a term: 1, 0, NAME, factor(NAME) or f(NAME, MODEL, ...)", &nm,
                          &pos);
@@ -450,6 +454,7 @@ void gmm_formula_free(gmm_formula *f)
             gmm_free(l->arg[a].value);
         }
         gmm_free(l->arg);
+        gmm_formula_impl_bars_free(l);
     }
     gmm_free(f->latent);
     gmm_free(f);

@@ -94,7 +94,10 @@ void gmm_mdl_free(gmm_mdl *m)
             gmm_kernel_free(m->skern[k]);
         gmm_spec_free(m->sspec[k]);
         gmm_graph_free(m->sg[k]);
+        if (m->scorr)
+            gmm_mdl_impl_corr_free(&m->scorr[k]);
     }
+    gmm_free(m->scorr);
     gmm_free(m->sg);
     gmm_free(m->sspec);
     gmm_free(m->sgmrf);
@@ -274,7 +277,8 @@ static gmm_status build_model(const mdl_build *b, gmm_mdl *m)
         }
         gmm_spec_free(probe);
     }
-    if ((s = gmm_table_read(o->desc.data.file, &data)) != GMM_OK)
+    if ((s = gmm_table_read(o->desc.data.file, &data)) != GMM_OK ||
+        (s = gmm_mdl_impl_group_columns(m->fm, data)) != GMM_OK)
         goto done;
     const char *xcol = m->graph || m->stack ? NULL : o->desc.data.x;
     if ((s = load_data(b, m, data, xcol, o->desc.data.y)) != GMM_OK)

@@ -70,6 +70,10 @@ gmm_status gmm_mdl_impl_term_cyclic(const mdl_build *b, const gmm_formula_latent
 gmm_status gmm_mdl_impl_build_ssm(const mdl_build *b, gmm_mdl *m);
 gmm_status gmm_mdl_impl_build_graph(const mdl_build *b, gmm_mdl *m, gmm_table *data, int strict);
 gmm_status gmm_mdl_impl_build_stack(mdl_build *b, gmm_mdl *m, const gmm_table *data);
+/* model_bars.c: the effects of bar term t over data into *c (see
+ * model_impl.h's mdl_corr); errors point at the effect. */
+gmm_status gmm_mdl_impl_corr_effects(const mdl_build *b, const gmm_formula_latent *t,
+                                     const gmm_table *data, mdl_corr *c);
 
 /* ---- the problem (model_problem.c) ----------------------------------------- */
 

@@ -220,8 +220,9 @@ static gmm_status check_stack_terms(const mdl_build *b, const gmm_formula *fm)
     size_t nkern = 0;
     for (size_t k = 0; k < fm->nlatent; k++) {
         const gmm_formula_latent *t = &fm->latent[k];
+        const char *lk = t->label ? t->label : t->name;
         for (size_t j = 0; j < k; j++)
-            if (!strcmp(fm->latent[j].name, t->name))
+            if (!strcmp(fm->latent[j].label ? fm->latent[j].label : fm->latent[j].name, lk))
                 return gmm_mdl_impl_formula_error(
                     b, t->pos,
                     "formula: two f() terms on column '%s' would share their "

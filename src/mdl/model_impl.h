@@ -33,6 +33,7 @@
 #include "gmm/latent.h"
 #include "gmm/model.h"
 #include "gmm/spec.h"
+#include "gmm/stack.h"
 
 /* A factor's levels in the data, sorted (numeric order when every level
  * is a number), each once; the first is the reference level. */
@@ -43,6 +44,17 @@ typedef struct {
     size_t n;
     int isnum;
 } gmm_mdl_levels;
+
+/* A correlated random-effect term's effects (model_bars.c): k effects,
+ * each named (lme4's names), read from column col (the formula's; NULL:
+ * the intercept, 1) as a number, or as the indicator of a factor's level
+ * (owned; NULL: a number). */
+typedef struct {
+    size_t k;
+    char *name[GMM_STACK_CORR_MAX];
+    const char *col[GMM_STACK_CORR_MAX];
+    char *level[GMM_STACK_CORR_MAX];
+} mdl_corr;
 
 struct gmm_mdl {
     int graph;
@@ -101,8 +113,26 @@ struct gmm_mdl {
     gmm_spec_node **sspec;
     gmm_gmrf **sgmrf;
     gmm_kernel **skern;    /* kernel-spec terms' kernels (NULL for others) */
+    mdl_corr *scorr;       /* nterm: correlated terms' effects (k 0 for others) */
     char **rowkey;
 };
+
+/* model_bars.c: the column of each interaction grouping a:b of fm's bar
+ * terms appended to t (gmm_table_join_column) unless t has one; a
+ * correlated term's effects over data into *c (freed with
+ * gmm_mdl_impl_corr_free; errors point at the effect), and the rows'
+ * coefficients of table t into z (t->nrow x c->k; errors the table's). */
+gmm_status gmm_mdl_impl_group_columns(const gmm_formula *fm, gmm_table *t);
+void gmm_mdl_impl_corr_free(mdl_corr *c);
+gmm_status gmm_mdl_impl_corr_rows(const mdl_corr *c, const gmm_table *t, double *z);
+/* The columns of t that fm reads -- its terms' indices, its fixed terms,
+ * its random-effect terms' slopes -- into col (room: cap; their number
+ * gmm_mdl_impl_key_ncol), *nc of them: the cells that make a row's key
+ * (gmm_mdl_impl_join_cells).  Errors: a missing column, GMM_EINVAL over
+ * cap. */
+size_t gmm_mdl_impl_key_ncol(const gmm_formula *fm);
+gmm_status gmm_mdl_impl_key_columns(const gmm_formula *fm, const gmm_table *t, size_t *col,
+                                    size_t cap, size_t *nc);
 
 /* model_design.c: the design of fm's fixed terms over table t (the
  * intercept first when `intercept`, then covariates and each factor's

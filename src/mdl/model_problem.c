@@ -81,7 +81,8 @@ static gmm_status term_names(gmm_mdl *m)
         size_t np = m->sgmrf[k]   ? m->sgmrf[k]->nparam
                     : m->skern[k] ? gmm_kernel_nparam(m->skern[k])
                     : mk >= 0 && gmm_mdl_impl_term_kind(mk) == GMM_STACK_BYM2 ? 2
-                                                                              : 1;
+                    : m->scorr && m->scorr[k].k ? m->scorr[k].k * (m->scorr[k].k + 1) / 2
+                                                : 1;
         gmm_status s;
         if ((m->sgmrf[k] || m->skern[k]) &&
             (s = rename_leaves(m, t, i0, i0 + np, strlen(t->name) + 3)) != GMM_OK)

@@ -58,6 +58,7 @@ void gmm_mdl_test_free(gmm_mdl_test *t)
     gmm_free(t->site);
     gmm_free(t->X);
     gmm_free(t->sat);
+    gmm_free(t->sz);
     gmm_free(t);
 }
 
@@ -66,16 +67,10 @@ void gmm_mdl_test_free(gmm_mdl_test *t)
  * draws without latent states have the row's f. */
 static gmm_status stack_row(const gmm_mdl *m, const gmm_table *tb, size_t r, size_t *row)
 {
-    const gmm_formula *fm = m->fm;
-    size_t nc = fm->nlatent + fm->nfixed, col[64];
-    if (nc > 64)
-        return gmm_error(GMM_EINVAL, "score: more than 64 formula columns");
-    gmm_status s;
-    for (size_t k = 0; k < nc; k++)
-        if ((s = gmm_table_column(tb, k < fm->nlatent ? fm->latent[k].name
-                                                      : fm->fixed[k - fm->nlatent].name,
-                                  &col[k])) != GMM_OK)
-            return s;
+    size_t nc, col[64];
+    gmm_status s = gmm_mdl_impl_key_columns(m->fm, tb, col, 64, &nc);
+    if (s != GMM_OK)
+        return s;
     char *key = gmm_mdl_impl_join_cells(tb, r, col, nc);
     if (!key)
         return gmm_error(GMM_ENOMEM, "out of memory");
@@ -106,7 +101,7 @@ static gmm_status stack_read(const gmm_mdl *m, const gmm_table *tb, gmm_stack_at
             if ((s = gmm_table_column_double(tb, c, 0, v)) != GMM_OK)
                 break;
             for (size_t r = 0; r < n; r++)
-                sat[r * K + k] = (gmm_stack_at){GMM_NO_INDEX, v[r]};
+                sat[r * K + k] = (gmm_stack_at){GMM_NO_INDEX, v[r], NULL};
             continue;
         }
         for (size_t r = 0; s == GMM_OK && r < n; r++) {
@@ -115,7 +110,8 @@ static gmm_status stack_read(const gmm_mdl *m, const gmm_table *tb, gmm_stack_at
             if (!*cell)
                 s = gmm_error_at(GMM_EPARSE, r, "%s:%zu: column '%s': missing value", tb->file,
                                  tb->line[r], ft->name);
-            else if (!gmm_graph_node_find(m->sg[k], cell, &lev) && kind != GMM_STACK_IID)
+            else if (!gmm_graph_node_find(m->sg[k], cell, &lev) && kind != GMM_STACK_IID &&
+                     kind != GMM_STACK_CORR)
                 /* a new iid level is a new group (its prior); a node has no
                  * neighbours off its graph */
                 s = gmm_error_at(GMM_EPARSE, r,
@@ -123,10 +119,33 @@ static gmm_status stack_read(const gmm_mdl *m, const gmm_table *tb, gmm_stack_at
                                  "f(%s, %s) (%s)",
                                  tb->file, tb->line[r], ft->name, cell, ft->name, ft->model,
                                  gmm_formula_arg_find(ft, "graph", NULL));
-            sat[r * K + k] = (gmm_stack_at){lev, NAN};
+            sat[r * K + k] = (gmm_stack_at){lev, NAN, NULL};
         }
     }
     gmm_free(v);
+    return s;
+}
+
+/* The correlated terms' coefficients of every row of tb (model_bars.c)
+ * into t->sz, each row's reading (t->sat) pointed at its own. */
+static gmm_status corr_read(const gmm_mdl *m, const gmm_table *tb, gmm_mdl_test *t)
+{
+    size_t n = tb->nrow, K = m->nterm, tot = 0;
+    for (size_t k = 0; m->scorr && k < K; k++)
+        tot += m->scorr[k].k;
+    if (!tot)
+        return GMM_OK;
+    if (!(t->sz = gmm_malloc(n * tot + 1, sizeof *t->sz)))
+        return gmm_error(GMM_ENOMEM, "out of memory");
+    gmm_status s = GMM_OK;
+    for (size_t k = 0, at = 0; k < K && s == GMM_OK; at += n * m->scorr[k].k, k++) {
+        size_t ke = m->scorr[k].k;
+        if (!ke)
+            continue;
+        s = gmm_mdl_impl_corr_rows(&m->scorr[k], tb, t->sz + at);
+        for (size_t r = 0; r < n; r++)
+            t->sat[r * K + k].z = t->sz + at + r * ke;
+    }
     return s;
 }
 
@@ -151,7 +170,8 @@ gmm_status gmm_mdl_rows_read(const gmm_mdl *m, const char *path, int mode, gmm_m
     gmm_mdl_test *t = gmm_calloc(1, sizeof *t);
     if (!t)
         return gmm_error(GMM_ENOMEM, "out of memory");
-    if ((s = gmm_table_read(path, &t->table)) != GMM_OK)
+    if ((s = gmm_table_read(path, &t->table)) != GMM_OK ||
+        (terms && (s = gmm_mdl_impl_group_columns(m->fm, t->table)) != GMM_OK))
         goto fail;
     const gmm_table *tb = t->table;
     size_t ce = 0, n = tb->nrow, nn = n ? n : 1;
@@ -185,7 +205,8 @@ gmm_status gmm_mdl_rows_read(const gmm_mdl *m, const char *path, int mode, gmm_m
         (inputs && (s = gmm_table_column_double(tb, t->col_site, 0, t->x)) != GMM_OK) ||
         (ename && (s = gmm_table_column_double(tb, ce, 1, t->e)) != GMM_OK) ||
         (m->ncoef && (s = gmm_mdl_impl_design_rows(m, tb, t->X)) != GMM_OK) ||
-        (stack && (s = stack_read(m, tb, t->sat)) != GMM_OK))
+        (stack && (s = stack_read(m, tb, t->sat)) != GMM_OK) ||
+        (stack && (s = corr_read(m, tb, t)) != GMM_OK))
         goto fail;
     for (size_t r = 0; r < n; r++) {
         if (!score)

@@ -105,15 +105,7 @@ START_TEST(test_formula_unsupported)
         {"y ~ (a + b)^2", 11,
          "formula: crossing to a degree ('^') is not supported (a power of a covariate needs a "
          "column of its own)"},
-        {"y ~ x + (1 | g)", 11,
-         "formula: random-effect bars ('|') are not supported (a random intercept per level of "
-         "g is f(g, iid))"},
-        {"y ~ (x|grp.1)", 6,
-         "formula: random-effect bars ('|') are not supported (a random intercept per level of "
-         "grp.1 is f(grp.1, iid))"},
-        {"y ~ (1 | )", 7,
-         "formula: random-effect bars ('|') are not supported (a random intercept per level of "
-         "a column G is f(G, iid))"},
+        /* lme4's bars: tests/mdl/test_formula_bars.c */
         {"y ~ (a + b)", 4,
          "formula: parentheses around terms are not supported (join the terms with '+')"},
         {"y ~ . + f(g, iid)", 4, "formula: '.' (every other column) is not supported: name the "

@@ -27,10 +27,10 @@ for f in 'Y ~ x1:period + f(g, iid)' 'Y ~ x1*period + f(g, iid)'; do
     expect_caret 6
     expect_no_stderr "expected '\+'"
 done
-run "$GMM_INFER" fit --formula 'Y ~ x1 + (1 | g)' "$fx/gauss.csv"
+run "$GMM_INFER" fit --formula 'Y ~ x1 + 1 | g' "$fx/gauss.csv"
 expect_exit 1
-expect_stderr "formula: random-effect bars \('\|'\) are not supported \(a random intercept per level of g is f\(g, iid\)\)$"
-expect_caret 12
+expect_stderr "formula: random-effect bars \('\|'\) go in parentheses \(a random intercept per level of g is \(1 \| g\)\)$"
+expect_caret 11
 run "$GMM_INFER" loglik --formula 'Y ~ x1/period + f(g, iid)' "$fx/gauss.csv"
 expect_exit 1
 expect_stderr "formula: nesting \('/' and '%in%'\) is not supported$"
