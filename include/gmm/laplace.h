@@ -46,7 +46,9 @@ typedef struct gmm_laplace gmm_laplace;
 
 /* Workspace for latent dimension n, prior bandwidth kl, covariance band
  * cov_kl >= kl (what predictions need), up to maxobs rows of width <= kl +
- * 1.  About four bands of (cov_kl + 1) n doubles.  NULL + GMM_ENOMEM. */
+ * 1; n = 0 with width 0 (an empty latent: a GLM, whose Laplace value is
+ * the log-likelihood at the offsets).  About four bands of (cov_kl + 1) n
+ * doubles.  NULL + GMM_ENOMEM. */
 gmm_laplace *gmm_laplace_alloc(size_t n, size_t kl, size_t cov_kl, size_t maxobs, size_t width);
 void gmm_laplace_free(gmm_laplace *w);
 
