@@ -464,6 +464,12 @@ gmm_status gmm_hmc_run_chains(gmm_problem *const *probs, size_t nthread,
     if (rp->sampled && rp->metric != GMM_METRIC_PRIOR)
         return gmm_error(GMM_EINVAL, "hmc chains: the Laplace metric holds the hyperparameters "
                                      "fixed");
+    size_t nsamp = 0;
+    for (size_t k = 0; rp->sampled && k < gmm_problem_objective(probs[0])->nparam; k++)
+        nsamp += rp->sampled[k] != 0;
+    if (gmm_latent_dim(gmm_problem_latent(probs[0])) == 0 && nsamp == 0)
+        return gmm_error(GMM_EINVAL, "the model has no latent field (no latent term) and "
+                                     "no sampled hyperparameter: nothing to sample");
     size_t bad;
     if (rp->sampled && (s = gmm_hmc_check_priors(probs[0], rp->theta, rp->sampled, rp->prior, &bad)))
         return s;

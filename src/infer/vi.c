@@ -99,6 +99,10 @@ gmm_status gmm_vi_alloc(gmm_problem *p, const gmm_vi_params *par, gmm_vi **out)
     if ((st = gmm_vi_params_check(par)))
         return st;
     gmm_latent *lat = gmm_problem_latent_eval(p);
+    if (gmm_latent_dim(lat) == 0)
+        return gmm_error(GMM_EINVAL, "vi: the model has no latent field (no latent term): its "
+                                     "marginal likelihood is the exact log-likelihood, there is "
+                                     "no posterior to approximate");
     size_t ncon = gmm_latent_nconstr(lat);
     int rows = par->prior == GMM_VI_PRIOR_ROWS ||
                (par->prior == GMM_VI_PRIOR_AUTO && gmm_latent_prior_nrows(lat) > 0);
