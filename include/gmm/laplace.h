@@ -24,13 +24,15 @@
  * cst: the rows' likelihood constants, gmm_lik_row_const of (y[i], e[i])
  * at cst[i nconst ..] (nconst = gmm_lik_nconst of the evaluations' lik),
  * or NULL to form them at every row evaluation (log y!, log e: the same
- * values, at a cost the Newton iterations repeat). */
+ * values, at a cost the Newton iterations repeat).  w: the rows' prior
+ * weights (finite, >= 0; gmm_lik_eval_weighted), or NULL: all 1. */
 typedef struct {
     gmm_obsmap map;
     const double *y;
     const double *e;
     const double *shift;
     const double *cst;
+    const double *w;
 } gmm_laplace_obs;
 
 typedef struct {

@@ -41,13 +41,18 @@ gmm_status gmm_problem_alloc(gmm_latent *lat, const gmm_lik *lik, const double *
  * row-major, finite), named name[k] (< 64 bytes), starting at start[k].
  * X is copied into the problem, or with borrow nonzero read where it is
  * (the caller keeps it unchanged and alive until gmm_problem_free: no
- * second copy of a large design). */
+ * second copy of a large design).  weight: the rows' prior weights
+ * (nrows, copied; finite and >= 0, 0 dropping a row from the likelihood:
+ * gmm_lik_eval_weighted), or NULL: none.  With weights every likelihood,
+ * the Gaussian too, goes through the Laplace approximation (exact for a
+ * Gaussian: Newton reaches the mode in one step). */
 typedef struct {
     size_t ncoef;
     const double *X;
     const char *const *name;
     const double *start;
     int borrow;
+    const double *weight;
 } gmm_problem_design;
 
 /* As gmm_problem_alloc with a design d (NULL or ncoef 0: none),
@@ -104,6 +109,8 @@ const gmm_lik *gmm_problem_lik(const gmm_problem *p);
  * that is not finite and > 0; GMM_EINVAL for NULL arguments. */
 gmm_status gmm_problem_lik_at(const gmm_problem *p, const double *theta, gmm_lik *out);
 const double *gmm_problem_y(const gmm_problem *p);
+/* The prior weights (nrows, the problem's copy), NULL when none were given. */
+const double *gmm_problem_weights(const gmm_problem *p);
 const double *gmm_problem_exposure(const gmm_problem *p);
 /* How the last evaluation factorised the posterior precision: "cholesky"
  * or "square-root" (exact: gmm_latent_factorisation; Laplace: the

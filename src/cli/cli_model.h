@@ -56,6 +56,7 @@ enum {
     CLI_OPT_INTERCEPT,
     CLI_OPT_NO_INTERCEPT,
     CLI_OPT_TRIALS,
+    CLI_OPT_WEIGHTS,
     CLI_OPT_FORMULA,
     CLI_OPT_VERBOSE,
     CLI_OPT_FACTOR, /* after VERBOSE: a numerical choice, allowed with --model */
@@ -86,6 +87,7 @@ extern const int cli_model_repeatable[];
         {"intercept", required_argument, NULL, CLI_OPT_INTERCEPT},                              \
         {"no-intercept", no_argument, NULL, CLI_OPT_NO_INTERCEPT},                              \
         {"trials", required_argument, NULL, CLI_OPT_TRIALS},                                    \
+        {"weights", required_argument, NULL, CLI_OPT_WEIGHTS},                                  \
         {"verbose", no_argument, NULL, CLI_OPT_VERBOSE},                                        \
         {"factor", required_argument, NULL, CLI_OPT_FACTOR}
 

@@ -49,6 +49,8 @@ static const char options_help[] =
     "  --exposure NAME     exposure column, for a family that reads one (default: 1)\n"
     "  --trials NAME       number-of-trials column, for a family that reads one\n"
     "                      (default: 1)\n"
+    "  --weights NAME      prior weights column (finite, >= 0), as R's lm and glm:\n"
+    "                      gaussian y ~ N(f, variance / w), others w log p(y | f)\n"
     "  --intercept B       non-Gaussian: start of the intercept b in f = b + Hx\n"
     "                      (default: the family's, from the data)\n"
     "  --no-intercept      non-Gaussian: no intercept\n"
@@ -173,6 +175,7 @@ int cli_model_opt(cli_model_opts *o, const char *cmd, int c, const char *arg)
     case CLI_OPT_LIKELIHOOD: o->spec.desc.likelihood = arg; return 1;
     case CLI_OPT_EXPOSURE: o->spec.desc.data.exposure = arg; return 1;
     case CLI_OPT_TRIALS: o->spec.desc.data.trials = arg; return 1;
+    case CLI_OPT_WEIGHTS: o->spec.desc.data.weights = arg; return 1;
     case CLI_OPT_INTERCEPT: {
         char *end;
         o->spec.intercept = strtod(arg, &end);

@@ -18,6 +18,8 @@ void gmm_problem_free(gmm_problem *p)
         return;
     gmm_free(p->y);
     gmm_free(p->e);
+    gmm_free(p->wt);
+    gmm_free(p->owt);
     gmm_free(p->Xown);
     gmm_free(p->off);
     gmm_free(p->offbar);
@@ -179,7 +181,7 @@ gmm_status gmm_problem_alloc(gmm_latent *lat, const gmm_lik *lik, const double *
     for (size_t r = 0; r < nrows; r++)
         ones[r] = 1.0;
     const char *name[] = {"intercept"};
-    gmm_problem_design d = {1, ones, name, &b0, 0};
+    gmm_problem_design d = {1, ones, name, &b0, 0, NULL};
     gmm_status st = gmm_problem_alloc_design(lat, lik, y, e, &d, out);
     gmm_free(ones);
     return st;
@@ -193,9 +195,14 @@ gmm_status gmm_problem_alloc_design(gmm_latent *lat, const gmm_lik *lik, const d
     if (!lat || !lik || !lik->type || !y || !out)
         return gmm_error(GMM_EINVAL, "gmm_problem_alloc: NULL argument");
     *out = NULL;
-    int exact = lik->type->conjugate;
+    const double *wt = d ? d->weight : NULL;
+    int exact = lik->type->conjugate && !wt;
     size_t ncoef = d ? d->ncoef : 0;
     size_t nrows = gmm_latent_nrows(lat);
+    for (size_t r = 0; wt && r < nrows; r++)
+        if (!isfinite(wt[r]) || wt[r] < 0.0)
+            return gmm_error_at(GMM_EINVAL, r, "row %zu: weight %g is not finite and >= 0", r,
+                                wt[r]);
     if (ncoef && (!d->X || !d->name || !d->start))
         return gmm_error(GMM_EINVAL, "gmm_problem_alloc: NULL design");
     for (size_t k = 0; k < ncoef; k++)
@@ -227,6 +234,8 @@ gmm_status gmm_problem_alloc_design(gmm_latent *lat, const gmm_lik *lik, const d
     p->y = gmm_malloc(nr, sizeof *p->y);
     if (e)
         p->e = gmm_malloc(nr, sizeof *p->e);
+    if (wt && (p->wt = gmm_malloc(nr, sizeof *p->wt)))
+        memcpy(p->wt, wt, nrows * sizeof *wt);
     p->obj.name = gmm_calloc(np, sizeof *p->obj.name);
     p->obj.value = gmm_calloc(np, sizeof *p->obj.value);
     p->obj.scale = gmm_calloc(np, sizeof *p->obj.scale);
@@ -244,7 +253,7 @@ gmm_status gmm_problem_alloc_design(gmm_latent *lat, const gmm_lik *lik, const d
         size_t nnz = gmm_obsmap_nnz(&p->map);
         p->coef_all = gmm_malloc(nnz ? nnz : 1, sizeof *p->coef_all);
     }
-    if (!p->y || (e && !p->e) || !p->obj.name || !p->obj.value || !p->obj.scale ||
+    if (!p->y || (e && !p->e) || (wt && !p->wt) || !p->obj.name || !p->obj.value || !p->obj.scale ||
         !p->obj.fixed || !p->names || !p->thetabar ||
         (ncoef && (!p->X || !p->off || !p->offbar)) ||
         (ncoef && exact && (!p->ry || !p->rx || !p->coef_all))) {
@@ -309,6 +318,7 @@ const gmm_lik *gmm_problem_lik(const gmm_problem *p) { return p->lik0; }
 
 const double *gmm_problem_y(const gmm_problem *p) { return p->y; }
 const double *gmm_problem_exposure(const gmm_problem *p) { return p->e; }
+const double *gmm_problem_weights(const gmm_problem *p) { return p->wt; }
 size_t gmm_problem_nobs(const gmm_problem *p) { return p->nobs; }
 int gmm_problem_sqrt_declined(const gmm_problem *p)
 {

@@ -23,6 +23,7 @@ struct gmm_problem {
     gmm_obsmap map;       /* the latent's (every row's coefficients: coef_all) */
     int exact;
     double *y, *e;        /* nrows (e NULL: no exposure) */
+    double *wt, *owt;     /* prior weights: nrows, observed rows' (NULL: none) */
     /* fixed effects: the last ncoef parameters, design X (nrows x ncoef) */
     size_t ncoef, c0;     /* c0 = nparam - ncoef */
     int const_off;        /* X is empty or a column of ones */

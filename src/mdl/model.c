@@ -79,6 +79,8 @@ void gmm_mdl_free(gmm_mdl *m)
     gmm_free(m->yname);
     gmm_free(m->nodename);
     gmm_free(m->ename);
+    gmm_free(m->wname);
+    gmm_free(m->wt);
     gmm_free(m->spec_text);
     gmm_free(m->graph_file);
     gmm_free(m->model_path);
@@ -148,6 +150,28 @@ static gmm_status parse_likelihood(const mdl_build *b, gmm_mdl *m, const char *t
 
 /* ---- data ----------------------------------------------------------------------- */
 
+/* The prior weights' column m->wname into m->wt: finite and >= 0 where y
+ * is observed (a row to predict has none: 1). */
+static gmm_status load_weights(gmm_mdl *m, const gmm_table *t)
+{
+    size_t cw = 0;
+    gmm_status s;
+    if ((s = gmm_table_column(t, m->wname, &cw)) != GMM_OK)
+        return s;
+    if (!(m->wt = gmm_malloc(t->nrow ? t->nrow : 1, sizeof *m->wt)))
+        return gmm_error(GMM_ENOMEM, "out of memory for the data");
+    if ((s = gmm_table_column_double(t, cw, 1, m->wt)) != GMM_OK)
+        return s;
+    for (size_t r = 0; r < t->nrow; r++)
+        if (isnan(m->wt[r]))
+            m->wt[r] = 1.0; /* y missing too (checked with y) or a row to predict */
+        else if (!isfinite(m->wt[r]) || m->wt[r] < 0.0)
+            return gmm_error_at(GMM_EPARSE, r,
+                                "%s:%zu: column '%s': weight %g is not finite and >= 0",
+                                t->file, t->line[r], m->wname, m->wt[r]);
+    return GMM_OK;
+}
+
 /* The data table's columns: x (state-space) or node (graph, attached later),
  * y, and the exposure when named; every row's source line. */
 static gmm_status load_data(const mdl_build *b, gmm_mdl *m, gmm_table *t, const char *xcol,
@@ -165,6 +189,8 @@ static gmm_status load_data(const mdl_build *b, gmm_mdl *m, gmm_table *t, const 
     if ((s = ycol ? gmm_table_column(t, ycol, &cy) : GMM_OK) != GMM_OK)
         return s;
     if (m->ename && (s = gmm_table_column(t, m->ename, &ce)) != GMM_OK)
+        return s;
+    if (m->wname && (s = load_weights(m, t)) != GMM_OK)
         return s;
     if (t->nrow == 0 && !(m->graph || m->stack))
         return gmm_error(GMM_EPARSE, "%s: no data rows", t->file);
@@ -240,6 +266,7 @@ static gmm_status build_model(const mdl_build *b, gmm_mdl *m)
     m->spec_text = gmm_strdup(m->stack ? "" : m->graph ? o->desc.precision : o->desc.kernel);
     const char *qcol = o->desc.data.exposure ? o->desc.data.exposure : o->desc.data.trials;
     m->ename = gmm_strdup(qcol);
+    m->wname = gmm_strdup(o->desc.data.weights);
     m->nodename = gmm_strdup(o->desc.data.node);
     if (o->model_path) {
         m->model_path = gmm_strdup(o->model_path);
@@ -253,7 +280,7 @@ static gmm_status build_model(const mdl_build *b, gmm_mdl *m)
             return gmm_error(GMM_ENOMEM, "out of memory");
     }
     if (!m->data_file || !m->data_rec || (o->desc.graph && (!m->graph_rec || !m->graph_file)) ||
-        !m->spec_text || (qcol && !m->ename) || (o->desc.data.node && !m->nodename) ||
+        !m->spec_text || (qcol && !m->ename) || (o->desc.data.weights && !m->wname) || (o->desc.data.node && !m->nodename) ||
         (o->model_path && (!m->model_path || !m->model_rec)))
         return gmm_error(GMM_ENOMEM, "out of memory");
     if (!mf && !m->stack) {

@@ -50,6 +50,8 @@ struct gmm_mdl {
     char *model_path;      /* the model file as given (NULL: none) */
     char *model_rec;       /* the same, absolute */
     char *xname, *yname, *nodename, *ename;
+    char *wname;       /* prior weights' column (NULL: none) */
+    double *wt;        /* nrow prior weights (NULL: none) */
     char *spec_text;
     gmm_spec_node *spec;
     double center;

@@ -132,7 +132,7 @@ gmm_status gmm_mdl_impl_build_problem(const mdl_build *b, gmm_mdl *m, double noi
         names[k] = m->coef_name[k];
     if (has_b)
         start[0] = b0;
-    gmm_problem_design d = {m->ncoef, m->X, names, start, 1};
+    gmm_problem_design d = {m->ncoef, m->X, names, start, 1, m->wt};
     s = gmm_problem_alloc_design(m->lat, &m->lik, m->y, m->e, &d, &m->prob);
     gmm_free(start);
     gmm_free((void *)names);

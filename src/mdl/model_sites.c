@@ -232,6 +232,7 @@ gmm_status gmm_mdl_describe(const gmm_mdl *m, gmm_model *mf, char **scratch)
     const char *q = m->lik.type->rowq;
     mf->desc.data.exposure = q && !strcmp(q, "exposure") ? m->ename : NULL;
     mf->desc.data.trials = q && !strcmp(q, "trials") ? m->ename : NULL;
+    mf->desc.data.weights = m->wname;
     mf->nparam = o->nparam;
     mf->param_name = o->name;
     mf->param_value = o->value;
