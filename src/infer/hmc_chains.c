@@ -470,6 +470,9 @@ gmm_status gmm_hmc_run_chains(gmm_problem *const *probs, size_t nthread,
     if (gmm_latent_dim(gmm_problem_latent(probs[0])) == 0 && nsamp == 0)
         return gmm_error(GMM_EINVAL, "the model has no latent field (no latent term) and "
                                      "no sampled hyperparameter: nothing to sample");
+    if (gmm_problem_weights(probs[0]))
+        return gmm_error(GMM_EINVAL, "the sampler does not take prior weights yet (the "
+                                     "model's rows are weighted)");
     size_t bad;
     if (rp->sampled && (s = gmm_hmc_check_priors(probs[0], rp->theta, rp->sampled, rp->prior, &bad)))
         return s;

@@ -103,6 +103,9 @@ gmm_status gmm_vi_alloc(gmm_problem *p, const gmm_vi_params *par, gmm_vi **out)
         return gmm_error(GMM_EINVAL, "vi: the model has no latent field (no latent term): its "
                                      "marginal likelihood is the exact log-likelihood, there is "
                                      "no posterior to approximate");
+    if (gmm_problem_weights(p))
+        return gmm_error(GMM_EINVAL, "vi: variational inference does not take prior weights "
+                                     "yet (the model's rows are weighted)");
     size_t ncon = gmm_latent_nconstr(lat);
     int rows = par->prior == GMM_VI_PRIOR_ROWS ||
                (par->prior == GMM_VI_PRIOR_AUTO && gmm_latent_prior_nrows(lat) > 0);
