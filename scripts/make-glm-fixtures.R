@@ -126,7 +126,7 @@ nb_fit("nb_w", "glm.csv", d, TRUE, "--weights w")
 # too, but gmm-infer keeps it as a row to predict: no log likelihood either way)
 dna <- dn[!is.na(dn$y), ]
 lm_fit("lm_na", "glm_na.csv", dna, TRUE, "--weights w")
-glm_fit("pois_na", "glm_na.csv", dna, FALSE, "-", "c", poisson, "poisson")
+glm_fit("pois_na", "glm_na.csv", dn, FALSE, "-", "c", poisson, "poisson")
 
 # with an iid term: lmer (ML) and glmer (Laplace), prior weights, rows of weight 0 dropped
 # (lme4 refuses zero weights in some versions; they carry no likelihood)

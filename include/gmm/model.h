@@ -74,6 +74,11 @@ typedef struct {
     double intercept;          /* start of the intercept; NAN: the data's */
     int no_intercept;
     int no_center;             /* Gaussian data not centred */
+    int na_fail;               /* a missing value in a column the model uses
+                                * (a covariate, factor or term's column; the
+                                * exposure, trials or weights of an observed
+                                * row) is an error; 0: the row is dropped, as
+                                * R's na.omit (gmm_mdl_rows_dropped) */
     int free_period;           /* with the default kernel (desc names no latent):
                                 * its period is estimated, not held at 1 */
     /* Parameters held fixed (names of the objective; "noise.variance" is the
@@ -96,6 +101,9 @@ typedef struct {
 
 /* Zero, with noise and intercept NAN. */
 void gmm_mdl_spec_init(gmm_mdl_spec *s);
+
+/* The data rows dropped for a missing value (gmm_mdl_spec's na_fail 0). */
+size_t gmm_mdl_rows_dropped(const gmm_mdl *m);
 
 /* The latent of a description that names none (no kernel, graph or
  * formula, and no model file's values): a smooth trend plus a yearly

@@ -51,6 +51,10 @@ static const char options_help[] =
     "                      (default: 1)\n"
     "  --weights NAME      prior weights column (finite, >= 0), as R's lm and glm:\n"
     "                      gaussian y ~ N(f, variance / w), others w log p(y | f)\n"
+    "  --na omit|fail      a row with a missing covariate, factor or term column\n"
+    "                      (or exposure, trials, weights where y is observed):\n"
+    "                      dropped with a count, as R's na.omit (default), or an\n"
+    "                      error\n"
     "  --intercept B       non-Gaussian: start of the intercept b in f = b + Hx\n"
     "                      (default: the family's, from the data)\n"
     "  --no-intercept      non-Gaussian: no intercept\n"
@@ -176,6 +180,13 @@ int cli_model_opt(cli_model_opts *o, const char *cmd, int c, const char *arg)
     case CLI_OPT_EXPOSURE: o->spec.desc.data.exposure = arg; return 1;
     case CLI_OPT_TRIALS: o->spec.desc.data.trials = arg; return 1;
     case CLI_OPT_WEIGHTS: o->spec.desc.data.weights = arg; return 1;
+    case CLI_OPT_NA:
+        if (strcmp(arg, "omit") && strcmp(arg, "fail")) {
+            cli_msg(cmd, "--na: '%s' is not omit or fail", arg);
+            return -1;
+        }
+        o->spec.na_fail = !strcmp(arg, "fail");
+        return 1;
     case CLI_OPT_INTERCEPT: {
         char *end;
         o->spec.intercept = strtod(arg, &end);

@@ -242,6 +242,20 @@ static gmm_status load_data(const mdl_build *b, gmm_mdl *m, gmm_table *t, const 
     return GMM_OK;
 }
 
+/* "read N rows: O observed, M missing", and the rows dropped for a missing
+ * value when there are any. */
+static void report_rows(const mdl_build *b, const gmm_mdl *m)
+{
+    if (m->ndropped)
+        gmm_mdl_impl_report(b, GMM_MDL_REPORT_DATA,
+                            "read %zu rows: %zu observed, %zu missing; %zu more dropped for a "
+                            "missing value in a column the model uses",
+                            m->nrow + m->ndropped, m->nobs, m->nrow - m->nobs, m->ndropped);
+    else
+        gmm_mdl_impl_report(b, GMM_MDL_REPORT_DATA, "read %zu rows: %zu observed, %zu missing",
+                            m->nrow, m->nobs, m->nrow - m->nobs);
+}
+
 /* ---- entry point ----------------------------------------------------------------- */
 
 static gmm_status build_model(const mdl_build *b, gmm_mdl *m)
@@ -303,6 +317,8 @@ static gmm_status build_model(const mdl_build *b, gmm_mdl *m)
     }
     if ((s = gmm_table_read(o->desc.data.file, &data)) != GMM_OK)
         goto done;
+    if (!o->na_fail && (s = gmm_mdl_impl_omit_missing(m, &o->desc, data, &m->ndropped)) != GMM_OK)
+        goto done;
     const char *xcol = m->graph || m->stack ? NULL : o->desc.data.x;
     if ((s = load_data(b, m, data, xcol, o->desc.data.y)) != GMM_OK)
         goto done;
@@ -333,8 +349,7 @@ static gmm_status build_model(const mdl_build *b, gmm_mdl *m)
         center_y(m, o->no_center || m->ncoef > 0 || m->fm, NULL);
     if (m->stack) {
         if (!mf)
-            gmm_mdl_impl_report(b, GMM_MDL_REPORT_DATA, "read %zu rows: %zu observed, %zu missing",
-                                m->nrow, m->nobs, m->nrow - m->nobs);
+            report_rows(b, m);
         if ((s = gmm_mdl_impl_build_stack((mdl_build *)b, m, data)) != GMM_OK)
             goto done;
     } else if (m->graph) {
@@ -343,12 +358,10 @@ static gmm_status build_model(const mdl_build *b, gmm_mdl *m)
         if ((s = gmm_mdl_impl_build_graph(b, m, data, o->strict_nodes)) != GMM_OK)
             goto done;
         if (!mf)
-            gmm_mdl_impl_report(b, GMM_MDL_REPORT_DATA, "read %zu rows: %zu observed, %zu missing",
-                                m->nrow, m->nobs, m->nrow - m->nobs);
+            report_rows(b, m);
     } else {
         if (!mf)
-            gmm_mdl_impl_report(b, GMM_MDL_REPORT_DATA, "read %zu rows: %zu observed, %zu missing",
-                                m->nrow, m->nobs, m->nrow - m->nobs);
+            report_rows(b, m);
         if ((s = gmm_mdl_impl_build_ssm(b, m)) != GMM_OK)
             goto done;
     }

@@ -58,6 +58,7 @@ struct gmm_mdl {
     int has_center;
     double merge_tol;
     size_t nrow, nobs;
+    size_t ndropped;   /* rows dropped for a missing value (model_na.c) */
     double *x, *y, *e; /* nrow each (y centred for Gaussian data, NAN missing) */
     size_t *line;      /* nrow: source line of each row */
     gmm_lik lik;           /* the family; its values only start a fit */

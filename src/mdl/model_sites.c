@@ -16,6 +16,7 @@
 gmm_objective *gmm_mdl_objective(gmm_mdl *m) { return m->obj; }
 gmm_problem *gmm_mdl_problem(gmm_mdl *m) { return m->prob; }
 size_t gmm_mdl_nobs(const gmm_mdl *m) { return m->nobs; }
+size_t gmm_mdl_rows_dropped(const gmm_mdl *m) { return m->ndropped; }
 int gmm_mdl_has_inputs(const gmm_mdl *m) { return gmm_latent_has_inputs(m->lat); }
 
 int gmm_mdl_at_rows(const gmm_mdl *m)
