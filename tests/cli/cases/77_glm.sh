@@ -1,0 +1,97 @@
+# shellcheck shell=bash
+# 77_glm.sh -- models without latent terms (lm, glm, MASS::glm.nb), prior weights (--weights,
+# with and without an iid term: lmer, glmer) and rows with a missing covariate (dropped with a
+# count, as R's na.omit), against tests/fixtures/glm/ref.csv (scripts/make-glm-fixtures.R):
+#
+#   - loglik within 1e-6 of R's (lm's ML logLik; glm, glm.nb; lmer ML, glmer Laplace);
+#   - every coefficient within 1e-4 of its standard error of R's (at loglik within 1e-6 the
+#     optimum is known to ~1e-3 standard errors; 1e-6 measured) and the likelihood's parameter
+#     (variance, glm.nb's theta as the dispersion, lmer's residual variance, the iid
+#     variance) within 1e-4 relative;
+#   - the standard errors within 1e-4 relative of R's: glm's vcov (Poisson, binomial), lm's
+#     times sqrt((n - p) / n) (the ML variance RSS / n: this tests that relation), the
+#     negative binomial's observed information in (beta, theta) (optimHess);
+#   - the rows dropped for a missing x, a or w: the count R's na.omit drops.
+# Sourced by tests/cli/run.sh (see there for the helpers).
+
+glm_dir="$ROOT/tests/fixtures/glm"
+glm_out="$WORK/glm"
+mkdir -p "$glm_out"
+glm_ref() { awk -F, -v m="$1" -v k="$2" '$1 == m && $2 == k { print $3; exit }' "$glm_dir/ref.csv"; }
+glm_se() { sed -n '/"std_errors"/,/}/p' "$1" | json_key "$2"; }
+
+while IFS=$'\t' read -r -u 3 name data formula lik opts; do
+    [[ $name == name ]] && continue
+    [[ $opts == - ]] && opts=
+    # shellcheck disable=SC2206  # the options are words
+    optv=($opts)
+    m="$glm_out/$name.json"
+    begin "glm $name: $formula ($lik${opts:+, $opts}) at R's maximum"
+    run "$GMM_INFER" fit --formula "$formula" --likelihood "$lik" "${optv[@]}" -o "$m" \
+        "$ROOT/$data"
+    expect_exit 0
+    expect_file "$m" '"converged": true'
+    ll=$(json_num "$m" loglik)
+    close_to "$ll" "$(glm_ref "$name" loglik)" 1e-6 abs ||
+        fail "loglik $ll, R's $(glm_ref "$name" loglik)"
+    while IFS=, read -r -u 4 model p want; do
+        [[ $model == "$name" ]] || continue
+        case $p in
+        intercept | coef.*)
+            got=$(json_num "$m" "$p")
+            se=$(glm_se "$m" "$p")
+            ref_se=$(glm_ref "$name" "se.$p")
+            [[ -n $ref_se ]] || ref_se=$se
+            close_to "$got" "$want" "$(awk -v s="$ref_se" 'BEGIN { print 1e-4 * s }')" abs ||
+                fail "$p $got, R's $want (more than 1e-4 of its standard error $ref_se)"
+            [[ -z $(glm_ref "$name" "se.$p") ]] || close_to "$se" "$ref_se" 1e-4 ||
+                fail "standard error of $p $se, R's $ref_se" ;;
+        likelihood.* | f.*)
+            close_to "$(json_num "$m" "$p")" "$want" 1e-4 ||
+                fail "$p $(json_num "$m" "$p"), R's $want" ;;
+        dropped)
+            if [[ $want == 0 ]]; then
+                expect_no_stderr 'dropped'
+            else
+                expect_stderr "; $want more dropped for a missing value in a column the model uses"
+            fi ;;
+        esac
+    done 4<"$glm_dir/ref.csv"
+
+    begin "glm $name: loglik --model and gradcheck at the fit"
+    run "$GMM_INFER" loglik --model "$m"
+    expect_exit 0
+    close_to "$(json_key loglik <"$OUT")" "$ll" 1e-9 || fail "loglik --model differs from fit's $ll"
+    run "$GMM_INFER" gradcheck --model "$m"
+    expect_exit 0
+    expect_stderr 'gradients within tolerance'
+done 3<"$glm_dir/models.tsv"
+
+begin "glm: a model without a latent field has nothing for hmc or vi"
+run "$GMM_INFER" hmc --model "$glm_out/pois.json" --draws 10 --warmup 10
+expect_exit 1
+expect_stderr 'the model has no latent field \(no latent term\) and no sampled hyperparameter: nothing to sample'
+run "$GMM_INFER" vi --model "$glm_out/pois.json" -o "$CASE_TMP/vi.json"
+expect_exit 1
+expect_stderr 'vi: the model has no latent field \(no latent term\)'
+
+begin "glm: weighted models are refused by hmc and vi, not run unweighted"
+run "$GMM_INFER" hmc --model "$glm_out/glmer_w.json" --draws 10 --warmup 10
+expect_exit 1
+expect_stderr 'the sampler does not take prior weights yet'
+run "$GMM_INFER" vi --model "$glm_out/glmer_w.json" -o "$CASE_TMP/vi.json"
+expect_exit 1
+expect_stderr 'variational inference does not take prior weights yet'
+
+begin "glm: --na fail keeps the error naming file, line and column; bad weights are named"
+run "$GMM_INFER" fit --formula 'c ~ x + factor(a)' --likelihood poisson --na fail \
+    "$glm_dir/glm_na.csv"
+expect_exit 1
+expect_stderr "glm_na\.csv:6: column 'a': empty factor level"
+run "$GMM_INFER" fit --formula 'c ~ x' --likelihood poisson --na maybe "$glm_dir/glm.csv"
+expect_exit 2
+expect_stderr "--na: 'maybe' is not omit or fail"
+awk -F, 'BEGIN { OFS = "," } NR == 7 { $4 = -1 } { print }' "$glm_dir/glm.csv" >"$CASE_TMP/neg.csv"
+run "$GMM_INFER" fit --formula 'c ~ x' --likelihood poisson --weights w "$CASE_TMP/neg.csv"
+expect_exit 1
+expect_stderr "neg\.csv:7: column 'w': weight -1 is not finite and >= 0"
