@@ -24,15 +24,13 @@
  * cst: the rows' likelihood constants, gmm_lik_row_const of (y[i], e[i])
  * at cst[i nconst ..] (nconst = gmm_lik_nconst of the evaluations' lik),
  * or NULL to form them at every row evaluation (log y!, log e: the same
- * values, at a cost the Newton iterations repeat).  w: the rows' prior
- * weights (finite, >= 0; gmm_lik_eval_weighted), or NULL: all 1. */
+ * values, at a cost the Newton iterations repeat). */
 typedef struct {
     gmm_obsmap map;
     const double *y;
     const double *e;
     const double *shift;
     const double *cst;
-    const double *w;
 } gmm_laplace_obs;
 
 typedef struct {
@@ -52,6 +50,12 @@ typedef struct gmm_laplace gmm_laplace;
  * the log-likelihood at the offsets).  About four bands of (cov_kl + 1) n
  * doubles.  NULL + GMM_ENOMEM. */
 gmm_laplace *gmm_laplace_alloc(size_t n, size_t kl, size_t cov_kl, size_t maxobs, size_t width);
+/* Prior weights of the observations (borrowed: one per row of the obs
+ * later evaluations take, finite and >= 0, unchanged and alive while they
+ * are used; NULL: all 1): row i's log p(y_i | f) is then
+ * gmm_lik_eval_weighted's with w[i], in the Newton steps, log q, the
+ * draws' weights and every gradient alike. */
+void gmm_laplace_set_weights(gmm_laplace *w, const double *wt);
 void gmm_laplace_free(gmm_laplace *w);
 
 /* Linear constraints A x = 0 (k rows of n, row-major, linearly

@@ -41,18 +41,13 @@ gmm_status gmm_problem_alloc(gmm_latent *lat, const gmm_lik *lik, const double *
  * row-major, finite), named name[k] (< 64 bytes), starting at start[k].
  * X is copied into the problem, or with borrow nonzero read where it is
  * (the caller keeps it unchanged and alive until gmm_problem_free: no
- * second copy of a large design).  weight: the rows' prior weights
- * (nrows, copied; finite and >= 0, 0 dropping a row from the likelihood:
- * gmm_lik_eval_weighted), or NULL: none.  With weights every likelihood,
- * the Gaussian too, goes through the Laplace approximation (exact for a
- * Gaussian: Newton reaches the mode in one step). */
+ * second copy of a large design). */
 typedef struct {
     size_t ncoef;
     const double *X;
     const char *const *name;
     const double *start;
     int borrow;
-    const double *weight;
 } gmm_problem_design;
 
 /* As gmm_problem_alloc with a design d (NULL or ncoef 0: none),
@@ -64,6 +59,15 @@ gmm_status gmm_problem_alloc_design(gmm_latent *lat, const gmm_lik *lik, const d
                                     const double *e, const gmm_problem_design *d,
                                     gmm_problem **out);
 void gmm_problem_free(gmm_problem *p); /* NULL-safe */
+
+/* Prior weights w (nrows, copied; finite and >= 0; 0 drops a row from the
+ * likelihood) for every later evaluation: each row's log p(y | f) as
+ * gmm_lik_eval_weighted takes it (R's lm and glm).  Every likelihood, the
+ * Gaussian too, is then evaluated by the Laplace approximation, exact for a
+ * Gaussian (Newton reaches the mode in one step): the exact path's
+ * marginal likelihood has one noise variance for all rows.  Call before
+ * the first evaluation.  GMM_EINVAL (row in gmm_error_index()), GMM_ENOMEM. */
+gmm_status gmm_problem_set_weights(gmm_problem *p, const double *w);
 
 /* The objective (names, values = starting values, positive flags, none
  * fixed, eval); owned by p.  eval(theta) is log p(y | theta) (exact) or

@@ -44,6 +44,7 @@ struct gmm_laplace {
     double *cwork;                        /* the band Cholesky's panels */
     const gmm_laplace_smoother *sm;       /* the square-root form's, or NULL */
     const gmm_laplace_obs *obs;
+    const double *wt;     /* the rows' prior weights (NULL: 1), gmm_laplace_set_weights */
     const gmm_lik *lik;
     const gmm_band *Q;
     double b, logq, psi;  /* psi: Psi at the mode */
@@ -63,9 +64,9 @@ static inline void row_eval(const gmm_laplace *w, size_t i, double f, double out
 {
     const gmm_laplace_obs *ob = w->obs;
     double e = ob->e ? ob->e[i] : 1.0;
-    if (ob->w)
-        gmm_lik_eval_weighted(w->lik, ob->y[i], e, ob->w[i], ob->cst ? ob->cst + i * w->nconst : NULL,
-                              f, out, dpar);
+    if (w->wt)
+        gmm_lik_eval_weighted(w->lik, ob->y[i], e, w->wt[i],
+                              ob->cst ? ob->cst + i * w->nconst : NULL, f, out, dpar);
     else if (ob->cst)
         gmm_lik_eval_const(w->lik, ob->y[i], e, ob->cst + i * w->nconst, f, out, dpar);
     else

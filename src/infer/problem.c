@@ -181,7 +181,7 @@ gmm_status gmm_problem_alloc(gmm_latent *lat, const gmm_lik *lik, const double *
     for (size_t r = 0; r < nrows; r++)
         ones[r] = 1.0;
     const char *name[] = {"intercept"};
-    gmm_problem_design d = {1, ones, name, &b0, 0, NULL};
+    gmm_problem_design d = {1, ones, name, &b0, 0};
     gmm_status st = gmm_problem_alloc_design(lat, lik, y, e, &d, out);
     gmm_free(ones);
     return st;
@@ -195,14 +195,9 @@ gmm_status gmm_problem_alloc_design(gmm_latent *lat, const gmm_lik *lik, const d
     if (!lat || !lik || !lik->type || !y || !out)
         return gmm_error(GMM_EINVAL, "gmm_problem_alloc: NULL argument");
     *out = NULL;
-    const double *wt = d ? d->weight : NULL;
-    int exact = lik->type->conjugate && !wt;
+    int exact = lik->type->conjugate;
     size_t ncoef = d ? d->ncoef : 0;
     size_t nrows = gmm_latent_nrows(lat);
-    for (size_t r = 0; wt && r < nrows; r++)
-        if (!isfinite(wt[r]) || wt[r] < 0.0)
-            return gmm_error_at(GMM_EINVAL, r, "row %zu: weight %g is not finite and >= 0", r,
-                                wt[r]);
     if (ncoef && (!d->X || !d->name || !d->start))
         return gmm_error(GMM_EINVAL, "gmm_problem_alloc: NULL design");
     for (size_t k = 0; k < ncoef; k++)
@@ -234,8 +229,6 @@ gmm_status gmm_problem_alloc_design(gmm_latent *lat, const gmm_lik *lik, const d
     p->y = gmm_malloc(nr, sizeof *p->y);
     if (e)
         p->e = gmm_malloc(nr, sizeof *p->e);
-    if (wt && (p->wt = gmm_malloc(nr, sizeof *p->wt)))
-        memcpy(p->wt, wt, nrows * sizeof *wt);
     p->obj.name = gmm_calloc(np, sizeof *p->obj.name);
     p->obj.value = gmm_calloc(np, sizeof *p->obj.value);
     p->obj.scale = gmm_calloc(np, sizeof *p->obj.scale);
@@ -253,7 +246,7 @@ gmm_status gmm_problem_alloc_design(gmm_latent *lat, const gmm_lik *lik, const d
         size_t nnz = gmm_obsmap_nnz(&p->map);
         p->coef_all = gmm_malloc(nnz ? nnz : 1, sizeof *p->coef_all);
     }
-    if (!p->y || (e && !p->e) || (wt && !p->wt) || !p->obj.name || !p->obj.value || !p->obj.scale ||
+    if (!p->y || (e && !p->e) || !p->obj.name || !p->obj.value || !p->obj.scale ||
         !p->obj.fixed || !p->names || !p->thetabar ||
         (ncoef && (!p->X || !p->off || !p->offbar)) ||
         (ncoef && exact && (!p->ry || !p->rx || !p->coef_all))) {
@@ -308,6 +301,29 @@ gmm_status gmm_problem_alloc_design(gmm_latent *lat, const gmm_lik *lik, const d
 fail:
     gmm_problem_free(p);
     return st;
+}
+
+gmm_status gmm_problem_set_weights(gmm_problem *p, const double *w)
+{
+    if (!p || !w)
+        return gmm_error(GMM_EINVAL, "gmm_problem_set_weights: NULL argument");
+    for (size_t r = 0; r < p->nrows; r++)
+        if (!isfinite(w[r]) || w[r] < 0.0)
+            return gmm_error_at(GMM_EINVAL, r, "row %zu: weight %g is not finite and >= 0", r,
+                                w[r]);
+    if (!p->wt && !(p->wt = gmm_malloc(p->nrows ? p->nrows : 1, sizeof *p->wt)))
+        return gmm_error(GMM_ENOMEM, "out of memory for the weights");
+    memcpy(p->wt, w, p->nrows * sizeof *w);
+    if (p->exact) { /* the Laplace path from now on (its workspace reads wt) */
+        p->exact = 0;
+        return problem_laplace_alloc(p);
+    }
+    if (!p->owt && !(p->owt = gmm_malloc(p->nobs ? p->nobs : 1, sizeof *p->owt)))
+        return gmm_error(GMM_ENOMEM, "out of memory for the weights");
+    for (size_t i = 0; i < p->nobs; i++)
+        p->owt[i] = p->wt[p->orow[i]];
+    gmm_laplace_set_weights(p->lap, p->owt);
+    return GMM_OK;
 }
 
 gmm_objective *gmm_problem_objective(gmm_problem *p) { return &p->obj; }

@@ -233,7 +233,8 @@ gmm_status problem_laplace_alloc(gmm_problem *p)
     p->lobs = (gmm_laplace_obs){
         .map = {.nrows = p->nobs, .width = w, .offset = p->ooff,
                 .rowptr = p->map.rowptr ? p->orowptr : NULL, .pos = p->opos, .coef = p->ocoef},
-        .y = p->oy, .e = p->oe, .shift = p->oshift, .cst = p->ocst, .w = p->owt};
+        .y = p->oy, .e = p->oe, .shift = p->oshift, .cst = p->ocst};
+    gmm_laplace_set_weights(p->lap, p->owt);
     if (gmm_latent_has_wls(p->lat)) {
         /* a family with a square-root smoother: its scratch */
         int varies = gmm_latent_obs_varies(p->lat);
