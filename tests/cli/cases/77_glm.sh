@@ -95,3 +95,24 @@ awk -F, 'BEGIN { OFS = "," } NR == 7 { $4 = -1 } { print }' "$glm_dir/glm.csv" >
 run "$GMM_INFER" fit --formula 'c ~ x' --likelihood poisson --weights w "$CASE_TMP/neg.csv"
 expect_exit 1
 expect_stderr "neg\.csv:7: column 'w': weight -1 is not finite and >= 0"
+
+begin "glm: a weight of 2 is the row twice (Poisson and binomial with an iid term: the Laplace's rows)"
+# w2 = 2 on every third row, 1 elsewhere; dup.csv repeats those rows instead (w2 = 1)
+awk -F, 'BEGIN { OFS = "," } NR == 1 { print $0, "w2"; next } { print $0, (NR % 3 ? 1 : 2) }' \
+    "$glm_dir/glm.csv" >"$CASE_TMP/w2.csv"
+awk -F, 'BEGIN { OFS = "," } NR == 1 { print; next } { w = $NF; $NF = 1; print; if (w == 2) print }' \
+    "$CASE_TMP/w2.csv" >"$CASE_TMP/dup.csv"
+for spec in 'c ~ x + f(g, iid)|poisson|' 's ~ x + factor(a) + f(g, iid)|binomial|--trials t'; do
+    IFS='|' read -r fml lk extra <<<"$spec"
+    # shellcheck disable=SC2206  # the options are words
+    ex=($extra)
+    run "$GMM_INFER" fit --formula "$fml" --likelihood "$lk" "${ex[@]}" --weights w2 \
+        -o "$CASE_TMP/w2.json" "$CASE_TMP/w2.csv"
+    expect_exit 0
+    # the weighted model at its maximum, evaluated on the duplicated rows (weights all 1)
+    run "$GMM_INFER" loglik --model "$CASE_TMP/w2.json" "$CASE_TMP/dup.csv"
+    expect_exit 0
+    close_to "$(json_key loglik <"$OUT")" "$(json_num "$CASE_TMP/w2.json" loglik)" 1e-10 ||
+        fail "$lk: loglik on the duplicated rows $(json_key loglik <"$OUT"), weighted \
+$(json_num "$CASE_TMP/w2.json" loglik)"
+done
