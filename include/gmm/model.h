@@ -76,9 +76,11 @@ typedef struct {
     int no_center;             /* Gaussian data not centred */
     int na_fail;               /* a missing value in a column the model uses
                                 * (a covariate, factor or term's column; the
-                                * exposure, trials or weights of an observed
-                                * row) is an error; 0: the row is dropped, as
-                                * R's na.omit (gmm_mdl_rows_dropped) */
+                                * weight of an observed row) is an error; 0:
+                                * the row is dropped, as R's na.omit
+                                * (gmm_mdl_rows_dropped).  A missing exposure
+                                * or trials of an observed row is an error
+                                * either way */
     int free_period;           /* with the default kernel (desc names no latent):
                                 * its period is estimated, not held at 1 */
     /* Parameters held fixed (names of the objective; "noise.variance" is the

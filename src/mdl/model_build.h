@@ -75,8 +75,8 @@ gmm_status gmm_mdl_impl_build_stack(mdl_build *b, gmm_mdl *m, const gmm_table *d
 
 /* Drop from t the rows with a missing value in a column the model uses (the
  * formula's covariates, factors and latent terms' columns, x or node; the
- * exposure, trials and weights where the outcome is observed), as R's
- * na.omit: *dropped their number.  GMM_ENOMEM. */
+ * weights where the outcome is observed), as R's na.omit: *dropped their
+ * number.  GMM_ENOMEM. */
 gmm_status gmm_mdl_impl_omit_missing(gmm_mdl *m, const gmm_model_desc *d, gmm_table *t,
                                      size_t *dropped);
 

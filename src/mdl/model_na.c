@@ -3,10 +3,12 @@
  *
  * The columns: every covariate and factor of the formula, every latent
  * term's index column, a state-space model's input and a graph model's node
- * column, and -- only where the outcome is observed -- the exposure (trials)
- * and the prior weights.  A missing outcome is not a reason to drop a row:
- * it marks a row to predict (held out), whose exposure and weight are not
- * read either.  The kept rows keep their source lines (gmm_table_keep_rows),
+ * column, and -- only where the outcome is observed -- the prior weights.
+ * A missing outcome is not a reason to drop a row: it marks a row to
+ * predict (held out), whose weight is not read either.  A missing exposure
+ * (trials) of an observed outcome stays the error it was before rows were
+ * dropped (load_data): the outcome is a count over it, a broken row rather
+ * than an unmeasured covariate.  The kept rows keep their source lines (gmm_table_keep_rows),
  * so later messages still name the file's lines. */
 #include "model_build.h"
 
@@ -51,7 +53,6 @@ gmm_status gmm_mdl_impl_omit_missing(gmm_mdl *m, const gmm_model_desc *d, gmm_ta
         else if (!d->graph && !m->graph)
             use(t, d->data.x ? d->data.x : t->ncol ? t->header[0] : NULL, col, ALWAYS);
     }
-    use(t, d->data.exposure ? d->data.exposure : d->data.trials, col, OBSERVED);
     use(t, d->data.weights, col, OBSERVED);
     const char *yname = d->data.y ? d->data.y : t->ncol > 1 ? t->header[1] : NULL;
     size_t cy = t->ncol;
