@@ -16,7 +16,12 @@
 #   models.tsv   name, data, formula, likelihood, options of gmm-infer fit;
 #   ref.csv      model,name,value: R's "loglik", every coefficient and the likelihood's
 #                parameter under gmm-infer's names, "se.NAME" the standard error of each
-#                coefficient and "dropped" (rows R's na.omit drops for a covariate).
+#                coefficient, "dropped" (rows R's na.omit drops for a covariate) and, for
+#                the models without latent terms, "pred.mean.R" and "pred.var.R" at the
+#                data rows R = 1, 2, 3: the linear predictor and x'Vx, V the covariance
+#                of the coefficients behind the standard errors below (predict.glm's
+#                se.fit^2 for glm; lm's times (n - p) / n; the negative binomial's
+#                observed information).
 #
 # The standard errors are those of the maximum likelihood fit: glm's vcov for Poisson and
 # binomial (canonical links: observed and expected information agree); lm's times
@@ -69,6 +74,12 @@ cname <- function(nm) {
     nm <- sub("^factor\\(a\\)(.*)$", "coef.a[\\1]", nm)
     ifelse(nm == "intercept" | grepl("^coef\\.", nm), nm, paste0("coef.", nm))
 }
+# the linear predictor and its variance x'Vx at data rows 1..3
+pred <- function(X, b, V) {
+    x <- X[1:3, , drop = FALSE]
+    v <- rowSums((x %*% V) * x)
+    c(setNames(drop(x %*% b), sprintf("pred.mean.%d", 1:3)), setNames(v, sprintf("pred.var.%d", 1:3)))
+}
 put <- function(model, data, formula, lik, opts, ll, b, se, extra = NULL) {
     models[[length(models) + 1]] <<- data.frame(name = model, data = file.path(fx, data),
                                                 formula = formula, likelihood = lik,
@@ -88,14 +99,15 @@ lm_fit <- function(model, data, dd, wt, opts) {
     s2 <- sum((if (wt) m$weights else 1) * residuals(m)^2) / nn
     put(model, data, "y ~ x + factor(a)", "gaussian", opts, logLik(m, REML = FALSE), coef(m),
         sqrt(diag(vcov(m))) * sqrt((nn - p) / nn), c(likelihood.variance = s2,
-        dropped = length(na.action(m))))
+        dropped = length(na.action(m)), pred(model.matrix(m), coef(m), vcov(m) * (nn - p) / nn)))
 }
 glm_fit <- function(model, data, dd, wt, opts, resp, fam, lik) {
     f <- as.formula(paste(resp, "~ x + factor(a)"))
     m <- if (wt) glm(f, fam, dd, weights = w, control = ctl) else glm(f, fam, dd, control = ctl)
     lhs <- if (lik == "binomial") "s" else resp
     put(model, data, paste(lhs, "~ x + factor(a)"), lik, opts, logLik(m), coef(m),
-        sqrt(diag(vcov(m))), c(dropped = length(na.action(m))))
+        sqrt(diag(vcov(m))), c(dropped = length(na.action(m)),
+                               pred(model.matrix(m), coef(m), vcov(m))))
 }
 nb_fit <- function(model, data, dd, wt, opts) {
     m <- if (wt) glm.nb(nb ~ x + factor(a), dd, weights = w, control = ctl)
@@ -108,9 +120,10 @@ nb_fit <- function(model, data, dd, wt, opts) {
         -sum(ww * dnbinom(yy, size = exp(q[length(q)]), mu = mu, log = TRUE))
     }
     H <- optimHess(c(coef(m), log(m$theta)), nll, control = list(ndeps = rep(1e-4, ncol(X) + 1)))
-    se <- sqrt(diag(solve(H)))[seq_len(ncol(X))]
-    put(model, data, "nb ~ x + factor(a)", "negbinomial", opts, logLik(m), coef(m), se,
-        c(likelihood.dispersion = m$theta, dropped = length(na.action(m))))
+    V <- solve(H)[seq_len(ncol(X)), seq_len(ncol(X))]
+    put(model, data, "nb ~ x + factor(a)", "negbinomial", opts, logLik(m), coef(m),
+        sqrt(diag(V)), c(likelihood.dispersion = m$theta, dropped = length(na.action(m)),
+                         pred(X, coef(m), V)))
 }
 dc <- d; dc$fail <- dc$t - dc$s
 lm_fit("lm", "glm.csv", d, FALSE, "-")

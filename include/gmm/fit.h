@@ -133,5 +133,12 @@ gmm_status gmm_fit(gmm_objective *obj, const gmm_fit_params *params, gmm_fit_res
  * positive definite: not at a maximum, or a parameter not identified), the
  * objective's status at a difference point, GMM_ENOMEM (nfree^2 doubles). */
 gmm_status gmm_fit_std_errors(gmm_objective *obj, double *se);
+/* The covariance of the estimates behind those standard errors, J H^-1 J'
+ * (J: d parameter / d u, the delta method), into cov (nparam x nparam,
+ * row-major; NAN in the rows and columns of fixed parameters): its diagonal
+ * is se^2.  For the uncertainty of linear forms of the coefficients (a
+ * model without latent field predicts X beta with variance x'Cx).  Errors
+ * as gmm_fit_std_errors. */
+gmm_status gmm_fit_covariance(gmm_objective *obj, double *cov);
 
 #endif

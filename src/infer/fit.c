@@ -375,6 +375,44 @@ static void std_errors_from(run_ctx *c, const size_t *act, size_t na, const doub
     }
 }
 
+/* The covariance of the estimates on the parameters' own scale from L (L L'
+ * = H, the observed information on the optimisation scale, in act order):
+ * cov = J H^-1 J' with J the derivative of the parameters in u (dp/du on
+ * the diagonal; the coefficients' basis rows, infer_scale_row); z_i = L^-1
+ * J_i' for each parameter i, cov_ij = z_i'z_j.  Z: na x na scratch, v: nf. */
+static void covariance_from(run_ctx *c, const size_t *act, size_t na, const double *L, double *Z,
+                            double *v, double *cov)
+{
+    size_t np = c->obj->nparam;
+    for (size_t k = 0; k < na; k++) { /* column k of Z for free variable k */
+        size_t i = c->idx[k];
+        for (size_t a = 0; a < na; a++)
+            v[a] = 0.0;
+        if (infer_scale_in_lin(&c->sc, k)) {
+            for (size_t j = 0; j < c->sc.lin; j++)
+                if (c->obj->lin_idx[j] == i)
+                    infer_scale_row(&c->sc, j, v);
+        } else {
+            v[k] = gmm_scale_dp_du(c->obj->scale[i], c->theta[i]);
+        }
+        for (size_t a = 0; a < na; a++) {
+            double x = v[act[a]];
+            for (size_t t = 0; t < a; t++)
+                x -= L[a * na + t] * Z[t * na + k];
+            Z[a * na + k] = x / L[a * na + a];
+        }
+    }
+    for (size_t i = 0; i < np * np; i++)
+        cov[i] = NAN;
+    for (size_t k = 0; k < na; k++)
+        for (size_t l = 0; l < na; l++) {
+            double s = 0.0;
+            for (size_t a = 0; a < na; a++)
+                s += Z[a * na + k] * Z[a * na + l];
+            cov[c->idx[k] * np + c->idx[l]] = s;
+        }
+}
+
 typedef struct {
     double loglik, grad_norm;
     size_t iterations;
@@ -882,13 +920,14 @@ done:
     return st;
 }
 
-gmm_status gmm_fit_std_errors(gmm_objective *obj, double *se)
+/* The observed information's standard errors (se) or covariance (cov),
+ * whichever is not NULL. */
+static gmm_status information(gmm_objective *obj, double *se, double *cov)
 {
-    if (!obj || !obj->eval || !se)
-        return gmm_error(GMM_EINVAL, "fit: NULL argument to gmm_fit_std_errors");
     size_t np = obj->nparam, nf = 0;
     for (size_t i = 0; i < np; i++) {
-        se[i] = NAN;
+        if (se)
+            se[i] = NAN;
         nf += !obj->fixed[i];
     }
     if (nf == 0)
@@ -900,8 +939,9 @@ gmm_status gmm_fit_std_errors(gmm_objective *obj, double *se)
     size_t *idx = gmm_malloc(nf, sizeof *idx), *act = gmm_malloc(nf, sizeof *act);
     double *theta = gmm_malloc(np, sizeof *theta), *grad = gmm_malloc(np, sizeof *grad);
     double *u0 = gmm_malloc(nf, sizeof *u0), *H = gmm_malloc(nf * nf + 5 * nf, sizeof *H);
+    double *Z = cov ? gmm_malloc(nf * nf, sizeof *Z) : NULL;
     gmm_status st = GMM_OK;
-    if (!idx || !act || !theta || !grad || !u0 || !H) {
+    if (!idx || !act || !theta || !grad || !u0 || !H || (cov && !Z)) {
         st = gmm_error(GMM_ENOMEM, "fit: out of memory for the Hessian of %zu parameters", nf);
         goto done;
     }
@@ -937,8 +977,12 @@ gmm_status gmm_fit_std_errors(gmm_objective *obj, double *se)
         goto done;
     }
     memcpy(theta, obj->value, np * sizeof *theta);
-    std_errors_from(&c, act, nf, H, v, z, se);
+    if (se)
+        std_errors_from(&c, act, nf, H, v, z, se);
+    if (cov)
+        covariance_from(&c, act, nf, H, Z, v, cov);
 done:
+    gmm_free(Z);
     gmm_free(idx);
     gmm_free(act);
     gmm_free(theta);
@@ -947,4 +991,20 @@ done:
     gmm_free(H);
     infer_scale_free(&c.sc);
     return st;
+}
+
+gmm_status gmm_fit_std_errors(gmm_objective *obj, double *se)
+{
+    if (!obj || !obj->eval || !se)
+        return gmm_error(GMM_EINVAL, "fit: NULL argument to gmm_fit_std_errors");
+    return information(obj, se, NULL);
+}
+
+gmm_status gmm_fit_covariance(gmm_objective *obj, double *cov)
+{
+    if (!obj || !obj->eval || !cov)
+        return gmm_error(GMM_EINVAL, "fit: NULL argument to gmm_fit_covariance");
+    for (size_t i = 0; i < obj->nparam * obj->nparam; i++)
+        cov[i] = NAN;
+    return information(obj, NULL, cov);
 }

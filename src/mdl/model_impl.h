@@ -187,4 +187,13 @@ size_t gmm_mdl_impl_draws_states_at(const gmm_draws *d, size_t n);
 /* xs (ndraw x n, draw-major) from the n columns of d from x1 on. */
 void gmm_mdl_impl_draws_states(const gmm_draws *d, size_t x1, size_t n, double *xs);
 
+/* var[r] += x_r'C x_r for the n design rows X (n x ncoef) of a model
+ * without latent field, C the coefficients' covariance at the model's
+ * values (gmm_fit_covariance: the observed information), so that its
+ * predictions carry the coefficients' uncertainty (R's predict.glm
+ * se.fit); nothing for a model with a latent field, whose predictions hold
+ * the coefficients at their values (model_sites.c).  Errors of
+ * gmm_fit_covariance (GMM_ENOTPD: not at a maximum), GMM_ENOMEM. */
+gmm_status gmm_mdl_impl_coef_var(gmm_mdl *m, const double *X, size_t n, double *var);
+
 #endif

@@ -284,6 +284,8 @@ static gmm_status stack_predict_test(gmm_mdl *m, const gmm_mdl_test *t, double *
             mean[r] += t->X[r * nc + k] * beta[k];
         mean[r] += m->has_center > 0 ? m->center : 0.0;
     }
+    if (s == GMM_OK)
+        s = gmm_mdl_impl_coef_var(m, t->X, n, var);
     gmm_free(ptr);
     gmm_free(idx);
     gmm_free(w);

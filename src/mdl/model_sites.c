@@ -9,6 +9,7 @@
 
 #include "gmm/alloc.h"
 #include "gmm/band.h"
+#include "gmm/fit.h"
 #include "gmm/io.h"
 #include "gmm/qfile.h"
 #include "gmm/ssm.h"
@@ -285,13 +286,38 @@ gmm_status gmm_mdl_impl_predict_rows(gmm_mdl *m, double *mean, double *var)
     return s;
 }
 
+gmm_status gmm_mdl_impl_coef_var(gmm_mdl *m, const double *X, size_t n, double *var)
+{
+    size_t np = m->obj->nparam, nc = m->ncoef, c0 = np - nc;
+    if (gmm_latent_dim(m->lat) > 0 || nc == 0 || m->vi)
+        return GMM_OK;
+    double *C = gmm_malloc(np * np, sizeof *C);
+    if (!C)
+        return gmm_error(GMM_ENOMEM, "out of memory for the coefficients' covariance");
+    gmm_status s = gmm_fit_covariance(m->obj, C);
+    for (size_t r = 0; s == GMM_OK && r < n; r++) {
+        const double *x = X + r * nc;
+        double v = 0.0;
+        for (size_t i = 0; i < nc; i++)
+            for (size_t j = 0; j < nc; j++) {
+                double cij = C[(c0 + i) * np + c0 + j];
+                v += isnan(cij) ? 0.0 : x[i] * cij * x[j]; /* NAN: a fixed coefficient */
+            }
+        var[r] += v;
+    }
+    gmm_free(C);
+    return s;
+}
+
 gmm_status gmm_mdl_predict(gmm_mdl *m, const double *xq, size_t nq, double *mean, double *var)
 {
     gmm_status s;
     if (m->stack) {
         if (nq != m->nrow)
             return gmm_error(GMM_EDIM, "predict: %zu outputs for %zu data rows", nq, m->nrow);
-        return gmm_mdl_impl_predict_rows(m, mean, var);
+        if ((s = gmm_mdl_impl_predict_rows(m, mean, var)) != GMM_OK)
+            return s;
+        return gmm_mdl_impl_coef_var(m, m->X, nq, var);
     }
     if (gmm_mdl_impl_rows(m) && !gmm_problem_offset_constant(m->prob, m->obj->value, NULL) &&
         (gmm_latent_has_inputs(m->lat) ? xq == m->x : 1) && nq == m->nrow) {

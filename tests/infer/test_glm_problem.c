@@ -7,11 +7,14 @@
  * differences; and with an iid term, the weighted Laplace's log q and
  * gradient against central differences of itself (its Newton step, log q
  * and reverse mode carry the weights), a weight of 2 equal to the row given
- * twice. */
+ * twice.  The fitted Poisson GLM's covariance (gmm_fit_covariance) against
+ * the dense inverse information (X' diag(mu) X)^-1, its diagonal the
+ * squared standard errors. */
 #include <check.h>
 #include <math.h>
 #include <string.h>
 
+#include "gmm/fit.h"
 #include "gmm/latent.h"
 #include "gmm/likelihood.h"
 #include "gmm/problem.h"
@@ -192,6 +195,58 @@ START_TEST(test_weighted_laplace_iid)
 }
 END_TEST
 
+/* 3 x 3 symmetric positive definite inverse by cofactors */
+static void inv3(const double *A, double *B)
+{
+    double d = A[0] * (A[4] * A[8] - A[5] * A[7]) - A[1] * (A[3] * A[8] - A[5] * A[6]) +
+               A[2] * (A[3] * A[7] - A[4] * A[6]);
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++) {
+            int r0 = (j + 1) % 3, r1 = (j + 2) % 3, c0 = (i + 1) % 3, c1 = (i + 2) % 3;
+            B[i * 3 + j] = (A[r0 * 3 + c0] * A[r1 * 3 + c1] - A[r0 * 3 + c1] * A[r1 * 3 + c0]) / d;
+        }
+}
+
+START_TEST(test_covariance_is_inverse_information)
+{
+    data d;
+    make_data(&d, "poisson");
+    gmm_lik lik = tu_lik_of("poisson", NAN);
+    gmm_latent *lat = NULL;
+    ck_assert_int_eq(gmm_latent_stack_alloc(NR, 0, NULL, 0, &lat), GMM_OK);
+    gmm_problem *p = make_problem(&d, &lik, lat, 1, NULL);
+    gmm_objective *o = gmm_problem_objective(p);
+    gmm_fit_params par;
+    gmm_fit_params_init(&par);
+    gmm_fit_result res;
+    ck_assert_msg(gmm_fit(o, &par, &res) == GMM_OK, "%s", gmm_error_message());
+    double C[NC * NC], se[NC], A[NC * NC] = {0}, B[NC * NC];
+    ck_assert_int_eq(gmm_fit_covariance(o, C), GMM_OK);
+    ck_assert_int_eq(gmm_fit_std_errors(o, se), GMM_OK);
+    for (size_t r = 0; r < NR; r++) { /* X' diag(mu) X, mu = e exp(X beta) */
+        double eta = 0.0;
+        for (size_t c = 0; c < NC; c++)
+            eta += d.X[r * NC + c] * o->value[c];
+        double mu = d.e[r] * exp(eta);
+        for (size_t i = 0; i < NC; i++)
+            for (size_t j = 0; j < NC; j++)
+                A[i * NC + j] += mu * d.X[r * NC + i] * d.X[r * NC + j];
+    }
+    inv3(A, B);
+    for (size_t i = 0; i < NC; i++) {
+        ck_assert_msg(fabs(C[i * NC + i] - se[i] * se[i]) <= 1e-12 * se[i] * se[i],
+                      "cov %zu %.17g, se^2 %.17g", i, C[i * NC + i], se[i] * se[i]);
+        for (size_t j = 0; j < NC; j++) {
+            double tol = 1e-5 * sqrt(B[i * NC + i] * B[j * NC + j]);
+            ck_assert_msg(fabs(C[i * NC + j] - B[i * NC + j]) <= tol,
+                          "cov %zu %zu %.17g, dense %.17g", i, j, C[i * NC + j], B[i * NC + j]);
+        }
+    }
+    gmm_problem_free(p);
+    gmm_latent_free(lat);
+}
+END_TEST
+
 extern Suite *infer_glm_problem_suite(void);
 Suite *infer_glm_problem_suite(void)
 {
@@ -199,6 +254,7 @@ Suite *infer_glm_problem_suite(void)
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, test_empty_latent_is_the_glm);
     tcase_add_test(tc, test_weighted_laplace_iid);
+    tcase_add_test(tc, test_covariance_is_inverse_information);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -11,7 +11,10 @@
 #   - the standard errors within 1e-4 relative of R's: glm's vcov (Poisson, binomial), lm's
 #     times sqrt((n - p) / n) (the ML variance RSS / n: this tests that relation), the
 #     negative binomial's observed information in (beta, theta) (optimHess);
-#   - the rows dropped for a missing x, a or w: the count R's na.omit drops.
+#   - the rows dropped for a missing x, a or w: the count R's na.omit drops;
+#   - predict at data rows 1..3: the mean X beta within 1e-4 sd of R's, its variance x'Vx (V
+#     the coefficients' covariance behind the standard errors: predict.glm's se.fit^2) within
+#     1e-4 relative.
 # Sourced by tests/cli/run.sh (see there for the helpers).
 
 glm_dir="$ROOT/tests/fixtures/glm"
@@ -57,6 +60,20 @@ while IFS=$'\t' read -r -u 3 name data formula lik opts; do
             fi ;;
         esac
     done 4<"$glm_dir/ref.csv"
+
+    if [[ -n $(glm_ref "$name" pred.var.1) ]]; then
+        begin "glm $name: predict at the data rows: X beta with the coefficients' variance x'Vx"
+        run "$GMM_INFER" predict --model "$m"
+        expect_exit 0
+        for r in 1 2 3; do
+            read -r mu v < <(awk -F, -v r="$r" '$1 == r { print $2, $3 }' "$OUT")
+            want_v=$(glm_ref "$name" "pred.var.$r")
+            close_to "$mu" "$(glm_ref "$name" "pred.mean.$r")" \
+                "$(awk -v v="$want_v" 'BEGIN { print 1e-4 * sqrt(v) }')" abs ||
+                fail "row $r: mean $mu, R's $(glm_ref "$name" "pred.mean.$r")"
+            close_to "$v" "$want_v" 1e-4 || fail "row $r: variance $v, R's $want_v"
+        done
+    fi
 
     begin "glm $name: loglik --model and gradcheck at the fit"
     run "$GMM_INFER" loglik --model "$m"
