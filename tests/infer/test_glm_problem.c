@@ -247,6 +247,76 @@ START_TEST(test_covariance_is_inverse_information)
 }
 END_TEST
 
+/* The samplers' targets with weights: the whitened log density (hyper-
+ * parameters fixed) and the joint one (negative binomial: its dispersion
+ * sampled too) of the weighted rows equal those of the
+ * rows given twice, value and gradient, at the same point. */
+START_TEST(test_weighted_sampler_targets)
+{
+    data d, dd;
+    make_data(&d, "negbinomial(dispersion=2)");
+    gmm_lik lik = tu_lik_of("negbinomial(dispersion=2)", NAN);
+    double w2[NR];
+    size_t m = 0;
+    for (size_t r = 0; r < NR; r++) {
+        w2[r] = r % 2 ? 1.0 : 2.0;
+        for (int rep = 0; rep < (int)w2[r]; rep++, m++) {
+            memcpy(dd.X + m * NC, d.X + r * NC, NC * sizeof *d.X);
+            dd.y[m] = d.y[r];
+            dd.e[m] = d.e[r];
+            dd.level[m] = d.level[r];
+        }
+    }
+    gmm_stack_term t = {.model = GMM_STACK_IID, .name = "f.g", .nlevel = 4, .level = d.level,
+                        .variance = 0.8};
+    gmm_stack_term td = t;
+    td.level = dd.level;
+    gmm_latent *lat = NULL, *latd = NULL;
+    ck_assert_int_eq(gmm_latent_stack_alloc(NR, 1, &t, 0, &lat), GMM_OK);
+    ck_assert_int_eq(gmm_latent_stack_alloc(m, 1, &td, 0, &latd), GMM_OK);
+    gmm_problem *p = make_problem(&d, &lik, lat, 1, w2), *pd = make_problem(&dd, &lik, latd, 1, NULL);
+    gmm_objective *o = gmm_problem_objective(p);
+    double theta[8], v[4] = {0.3, -0.2, 0.5, -0.1}, lp, lpd, g[8], gd[8];
+    memcpy(theta, o->value, o->nparam * sizeof *theta);
+    ck_assert_int_eq(gmm_problem_whiten_setup(p, theta), GMM_OK);
+    ck_assert_int_eq(gmm_problem_whiten_setup(pd, theta), GMM_OK);
+    ck_assert_int_eq(gmm_problem_whitened_logp(p, v, &lp, g), GMM_OK);
+    ck_assert_int_eq(gmm_problem_whitened_logp(pd, v, &lpd, gd), GMM_OK);
+    ck_assert_msg(fabs(lp - lpd) <= 1e-11 * fabs(lpd), "whitened %.17g, duplicated %.17g", lp,
+                  lpd);
+    for (size_t j = 0; j < 4; j++)
+        ck_assert_msg(fabs(g[j] - gd[j]) <= 1e-11 * fmax(1.0, fabs(gd[j])), "d/dv_%zu %.17g, %.17g",
+                      j, g[j], gd[j]);
+    int sampled[8] = {0};
+    gmm_prior pri[8];
+    for (size_t k = 0; k < o->nparam; k++) {
+        sampled[k] = k == 1; /* the dispersion (the coefficients would move in a basis of
+                              * the design's rows, which the duplicates change) */
+        pri[k] = (gmm_prior){gmm_prior_kind_of(o->scale[k]), 0.0, 2.0};
+    }
+    ck_assert_msg(gmm_problem_joint_setup(p, theta, sampled, pri) == GMM_OK, "%s",
+                  gmm_error_message());
+    ck_assert_int_eq(gmm_problem_joint_setup(pd, theta, sampled, pri), GMM_OK);
+    size_t dim = gmm_problem_joint_dim(p);
+    ck_assert_uint_eq(dim, gmm_problem_joint_dim(pd));
+    double q[12];
+    ck_assert_int_eq(gmm_problem_joint_start(p, q), GMM_OK);
+    for (size_t j = 0; j < dim; j++)
+        q[j] += 0.05 * (double)(j % 3) - 0.04;
+    double gq[12], gqd[12];
+    ck_assert_int_eq(gmm_problem_joint_logp(p, q, &lp, gq), GMM_OK);
+    ck_assert_int_eq(gmm_problem_joint_logp(pd, q, &lpd, gqd), GMM_OK);
+    ck_assert_msg(fabs(lp - lpd) <= 1e-11 * fabs(lpd), "joint %.17g, duplicated %.17g", lp, lpd);
+    for (size_t j = 0; j < dim; j++)
+        ck_assert_msg(fabs(gq[j] - gqd[j]) <= 1e-10 * fmax(1.0, fabs(gqd[j])),
+                      "joint d/dq_%zu %.17g, %.17g", j, gq[j], gqd[j]);
+    gmm_problem_free(p);
+    gmm_problem_free(pd);
+    gmm_latent_free(lat);
+    gmm_latent_free(latd);
+}
+END_TEST
+
 extern Suite *infer_glm_problem_suite(void);
 Suite *infer_glm_problem_suite(void)
 {
@@ -255,6 +325,7 @@ Suite *infer_glm_problem_suite(void)
     tcase_add_test(tc, test_empty_latent_is_the_glm);
     tcase_add_test(tc, test_weighted_laplace_iid);
     tcase_add_test(tc, test_covariance_is_inverse_information);
+    tcase_add_test(tc, test_weighted_sampler_targets);
     suite_add_tcase(s, tc);
     return s;
 }
