@@ -252,6 +252,13 @@ double gmm_lik_sum_const(const gmm_lik *lik, size_t m, const double *y, const do
 gmm_status gmm_lik_expect(const gmm_lik *lik, double y, double e, double mu, double s2,
                           size_t nquad, double out[3], double *dpar);
 
+/* gmm_lik_expect of a row with prior weight w (gmm_lik_eval_weighted's
+ * rule: w times the expectation and its derivatives, or for the Gaussian
+ * the expectation at variance / w, dpar in the variance itself; w = 0:
+ * zeros).  Errors as gmm_lik_expect. */
+gmm_status gmm_lik_expect_weighted(const gmm_lik *lik, double y, double e, double w, double mu,
+                                   double s2, size_t nquad, double out[3], double *dpar);
+
 /* The mean outcome per unit e, E[y | f] at e = 1 (the rate exp(f) for a
  * log link, the probability for binomial, f for gaussian and studentt: the
  * scale named by the type's resp), under f ~ N(mu, s2): out[0] its

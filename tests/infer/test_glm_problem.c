@@ -19,6 +19,7 @@
 #include "gmm/likelihood.h"
 #include "gmm/problem.h"
 #include "gmm/stack.h"
+#include "gmm/vi.h"
 #include "support/tu_model.h"
 
 #define NR 30
@@ -317,6 +318,75 @@ START_TEST(test_weighted_sampler_targets)
 }
 END_TEST
 
+/* The ELBO of weighted rows (gmm_lik_expect_weighted) and its gradients in
+ * q and theta equal those of the rows given twice, at the same point:
+ * negative binomial (Gauss-Hermite) and Gaussian (closed form, up to the
+ * constant log 2 + log(pi v) / 2 per doubled row and its derivative in v). */
+START_TEST(test_weighted_elbo)
+{
+    const char *specs[] = {"negbinomial(dispersion=2)", "gaussian(variance=0.5)"};
+    for (size_t sp = 0; sp < 2; sp++) {
+        data d, dd;
+        make_data(&d, specs[sp]);
+        gmm_lik lik = tu_lik_of(specs[sp], NAN);
+        int rowq = lik.type->rowq != NULL, gauss = lik.type->conjugate;
+        double w2[NR];
+        size_t m = 0;
+        for (size_t r = 0; r < NR; r++) {
+            w2[r] = r % 2 ? 1.0 : 2.0;
+            for (int rep = 0; rep < (int)w2[r]; rep++, m++) {
+                memcpy(dd.X + m * NC, d.X + r * NC, NC * sizeof *d.X);
+                dd.y[m] = d.y[r];
+                dd.e[m] = d.e[r];
+                dd.level[m] = d.level[r];
+            }
+        }
+        gmm_stack_term t = {.model = GMM_STACK_IID, .name = "f.g", .nlevel = 4, .level = d.level,
+                            .variance = 0.8};
+        gmm_stack_term td = t;
+        td.level = dd.level;
+        gmm_latent *lat = NULL, *latd = NULL;
+        ck_assert_int_eq(gmm_latent_stack_alloc(NR, 1, &t, 0, &lat), GMM_OK);
+        ck_assert_int_eq(gmm_latent_stack_alloc(m, 1, &td, 0, &latd), GMM_OK);
+        gmm_problem *p = make_problem(&d, &lik, lat, rowq, w2);
+        gmm_problem *pd = make_problem(&dd, &lik, latd, rowq, NULL);
+        gmm_vi_params par;
+        gmm_vi_params_init(&par);
+        gmm_vi *v = NULL, *vd = NULL;
+        ck_assert_msg(gmm_vi_alloc(p, &par, &v) == GMM_OK, "%s", gmm_error_message());
+        ck_assert_int_eq(gmm_vi_alloc(pd, &par, &vd), GMM_OK);
+        size_t nv = gmm_vi_nvar(v), np = gmm_vi_nparam(v);
+        ck_assert_uint_eq(nv, gmm_vi_nvar(vd));
+        double lam[64], lb[64], lbd[64], tb[8], tbd[8], e, ed;
+        ck_assert_uint_le(nv, 64);
+        for (size_t j = 0; j < nv; j++)
+            lam[j] = 0.2 * sin(1.3 * (double)j);
+        const double *theta = gmm_problem_objective(p)->value;
+        ck_assert_msg(gmm_vi_elbo(v, theta, lam, &e, lb, tb) == GMM_OK, "%s", gmm_error_message());
+        ck_assert_int_eq(gmm_vi_elbo(vd, theta, lam, &ed, lbd, tbd), GMM_OK);
+        if (gauss) { /* two N(y; f, v) against N(y; f, v / 2): see test_weighted_laplace_iid */
+            double var = theta[1];
+            ed += (double)(NR / 2) * (log(2.0) + 0.5 * log(3.14159265358979323846 * var));
+            tbd[1] += (double)(NR / 2) * 0.5 / var;
+        }
+        ck_assert_msg(fabs(e - ed) <= 1e-11 * fabs(ed), "%s: ELBO %.17g, duplicated %.17g",
+                      specs[sp], e, ed);
+        for (size_t j = 0; j < nv; j++)
+            ck_assert_msg(fabs(lb[j] - lbd[j]) <= 1e-10 * fmax(1.0, fabs(lbd[j])),
+                          "%s: d/dlambda_%zu %.17g, %.17g", specs[sp], j, lb[j], lbd[j]);
+        for (size_t k = 0; k < np; k++)
+            ck_assert_msg(fabs(tb[k] - tbd[k]) <= 1e-10 * fmax(1.0, fabs(tbd[k])),
+                          "%s: d/dtheta_%zu %.17g, %.17g", specs[sp], k, tb[k], tbd[k]);
+        gmm_vi_free(v);
+        gmm_vi_free(vd);
+        gmm_problem_free(p);
+        gmm_problem_free(pd);
+        gmm_latent_free(lat);
+        gmm_latent_free(latd);
+    }
+}
+END_TEST
+
 extern Suite *infer_glm_problem_suite(void);
 Suite *infer_glm_problem_suite(void)
 {
@@ -326,6 +396,7 @@ Suite *infer_glm_problem_suite(void)
     tcase_add_test(tc, test_weighted_laplace_iid);
     tcase_add_test(tc, test_covariance_is_inverse_information);
     tcase_add_test(tc, test_weighted_sampler_targets);
+    tcase_add_test(tc, test_weighted_elbo);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -11,6 +11,10 @@
 #include <gsl/gsl_randist.h>
 #include <math.h>
 
+#ifndef M_PI
+#define M_PI 3.14159265358979323846
+#endif
+
 #include "gmm/likelihood.h"
 #include "support/tu_model.h"
 
@@ -133,6 +137,36 @@ START_TEST(test_constants_and_zero_weight)
 }
 END_TEST
 
+/* gmm_lik_expect_weighted: the Gaussian's E log N(y; f, v / w) in closed
+ * form, -log(2 pi v / w) / 2 - w ((y - mu)^2 + s2) / (2 v), and its
+ * derivatives; the others w times gmm_lik_expect. */
+START_TEST(test_expect_weighted)
+{
+    gmm_lik g = tu_lik_of("gaussian(variance=0.7)", NAN);
+    double v = g.par[0], y = 1.1, mu = 0.2, s2 = 0.3;
+    for (size_t i = 1; i < NW; i++) {
+        double w = W[i], out[3], dp[1];
+        ck_assert_int_eq(gmm_lik_expect_weighted(&g, y, 1.0, w, mu, s2, 0, out, dp), GMM_OK);
+        double q = (y - mu) * (y - mu) + s2;
+        ck_assert(near(out[0], -0.5 * log(2.0 * M_PI * v / w) - 0.5 * w * q / v, 32 * EPS));
+        ck_assert(near(out[1], w * (y - mu) / v, 32 * EPS));
+        ck_assert(near(out[2], -0.5 * w / v, 32 * EPS));
+        ck_assert(near(dp[0], -0.5 / v + 0.5 * w * q / (v * v), 64 * EPS));
+    }
+    gmm_lik nb = tu_lik_of("negbinomial(dispersion=1.3)", NAN);
+    double one[3], d1[1];
+    ck_assert_int_eq(gmm_lik_expect(&nb, 4.0, 1.5, 0.4, 0.2, 20, one, d1), GMM_OK);
+    for (size_t i = 0; i < NW; i++) {
+        double out[3], dp[1];
+        ck_assert_int_eq(gmm_lik_expect_weighted(&nb, 4.0, 1.5, W[i], 0.4, 0.2, 20, out, dp),
+                         GMM_OK);
+        for (int j = 0; j < 3; j++)
+            ck_assert(out[j] == W[i] * one[j]);
+        ck_assert(dp[0] == W[i] * d1[0]);
+    }
+}
+END_TEST
+
 extern Suite *model_lik_weighted_suite(void);
 Suite *model_lik_weighted_suite(void)
 {
@@ -142,6 +176,7 @@ Suite *model_lik_weighted_suite(void)
     tcase_add_test(tc, test_others_are_w_times_the_row);
     tcase_add_test(tc, test_dpar_fd);
     tcase_add_test(tc, test_constants_and_zero_weight);
+    tcase_add_test(tc, test_expect_weighted);
     suite_add_tcase(s, tc);
     return s;
 }

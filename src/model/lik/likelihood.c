@@ -538,3 +538,35 @@ gmm_status gmm_lik_expect(const gmm_lik *lik, double y, double e, double mu, dou
         dpar[k] = dacc[k];
     return GMM_OK;
 }
+
+/* E of the weighted row (gmm_lik_eval_weighted's rule, in expectation). */
+gmm_status gmm_lik_expect_weighted(const gmm_lik *lik, double y, double e, double w, double mu,
+                                   double s2, size_t nquad, double out[3], double *dpar)
+{
+    if (!lik || !lik->type || !out)
+        return gmm_error(GMM_EINVAL, "gmm_lik_expect_weighted: NULL argument");
+    const gmm_lik_type *t = lik->type;
+    size_t np = t->nparam;
+    if (w == 0.0) {
+        memset(out, 0, 3 * sizeof *out);
+        if (dpar)
+            memset(dpar, 0, np * sizeof *dpar);
+        return GMM_OK;
+    }
+    gmm_status st;
+    if (t->weight_param) {
+        size_t k = t->weight_param - 1;
+        gmm_lik lw = *lik;
+        lw.par[k] /= w;
+        if ((st = gmm_lik_expect(&lw, y, e, mu, s2, nquad, out, dpar)) == GMM_OK && dpar)
+            dpar[k] /= w;
+        return st;
+    }
+    if ((st = gmm_lik_expect(lik, y, e, mu, s2, nquad, out, dpar)))
+        return st;
+    for (size_t j = 0; j < 3; j++)
+        out[j] *= w;
+    for (size_t j = 0; dpar && j < np; j++)
+        dpar[j] *= w;
+    return GMM_OK;
+}
