@@ -616,6 +616,14 @@ void gmm_mdl_data_row(const gmm_mdl *m, size_t r, size_t *line, double *y, size_
 
 gmm_status gmm_mdl_score_loo(gmm_mdl *m, double *lpd)
 {
+    if (gmm_latent_dim(m->lat) == 0)
+        return gmm_error(GMM_EINVAL, "leave-one-out scoring removes a row's site from the "
+                                     "latent field's posterior: the model has no latent field "
+                                     "(no latent term)");
+    if (m->wt) /* a weighted row's site and its one-outcome density differ: not derived */
+        return gmm_error(GMM_EINVAL, "leave-one-out scoring does not take prior weights (the "
+                                     "model's rows are weighted by '%s')",
+                         m->wname);
     /* one site per row for models with inputs, and where covariates make
      * each row's linear predictor its own */
     int rows = gmm_mdl_impl_rows(m);

@@ -138,3 +138,11 @@ for spec in 'c ~ x + f(g, iid)|poisson|' 's ~ x + factor(a) + f(g, iid)|binomial
         fail "$lk: loglik on the duplicated rows $(json_key loglik <"$OUT"), weighted \
 $(json_num "$CASE_TMP/w2.json" loglik)"
 done
+
+begin "glm: score --loo refuses a weighted model and one without latent field"
+run "$GMM_INFER" score --model "$glm_out/glmer_w.json" --loo
+expect_exit 1
+expect_stderr "leave-one-out scoring does not take prior weights \(the model's rows are weighted by 'w'\)"
+run "$GMM_INFER" score --model "$glm_out/pois.json" --loo
+expect_exit 1
+expect_stderr 'the model has no latent field \(no latent term\)$'
