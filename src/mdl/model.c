@@ -150,8 +150,8 @@ static gmm_status parse_likelihood(const mdl_build *b, gmm_mdl *m, const char *t
 
 /* ---- data ----------------------------------------------------------------------- */
 
-/* The prior weights' column m->wname into m->wt: finite and >= 0 where y
- * is observed (a row to predict has none: 1). */
+/* The prior weights' column m->wname into m->wt (after y): finite and >= 0
+ * where y is observed; a row to predict may have none (1). */
 static gmm_status load_weights(gmm_mdl *m, const gmm_table *t)
 {
     size_t cw = 0;
@@ -163,8 +163,12 @@ static gmm_status load_weights(gmm_mdl *m, const gmm_table *t)
     if ((s = gmm_table_column_double(t, cw, 1, m->wt)) != GMM_OK)
         return s;
     for (size_t r = 0; r < t->nrow; r++)
-        if (isnan(m->wt[r]))
-            m->wt[r] = 1.0; /* y missing too (checked with y) or a row to predict */
+        if (isnan(m->wt[r]) && !isnan(m->y[r]))
+            return gmm_error_at(GMM_EPARSE, r,
+                                "%s:%zu: column '%s': missing weight for an observed outcome",
+                                t->file, t->line[r], m->wname);
+        else if (isnan(m->wt[r]))
+            m->wt[r] = 1.0; /* a row to predict */
         else if (!isfinite(m->wt[r]) || m->wt[r] < 0.0)
             return gmm_error_at(GMM_EPARSE, r,
                                 "%s:%zu: column '%s': weight %g is not finite and >= 0",
@@ -189,8 +193,6 @@ static gmm_status load_data(const mdl_build *b, gmm_mdl *m, gmm_table *t, const 
     if ((s = ycol ? gmm_table_column(t, ycol, &cy) : GMM_OK) != GMM_OK)
         return s;
     if (m->ename && (s = gmm_table_column(t, m->ename, &ce)) != GMM_OK)
-        return s;
-    if (m->wname && (s = load_weights(m, t)) != GMM_OK)
         return s;
     if (t->nrow == 0 && !(m->graph || m->stack))
         return gmm_error(GMM_EPARSE, "%s: no data rows", t->file);
@@ -227,6 +229,8 @@ static gmm_status load_data(const mdl_build *b, gmm_mdl *m, gmm_table *t, const 
                    "input; rescale or shift the column",
                    t->file, cnt, t->header[cx], t->line[ra], t->line[rb]);
     }
+    if (m->wname && (s = load_weights(m, t)) != GMM_OK)
+        return s;
     if (m->e) {
         /* an exposure (trials) may be missing only where y is */
         if ((s = gmm_table_column_double(t, ce, 1, m->e)) != GMM_OK)

@@ -113,6 +113,9 @@ expect_stderr "glm_na\.csv:6: column 'a': empty factor level"
 run "$GMM_INFER" fit --formula 'c ~ x' --likelihood poisson --na maybe "$glm_dir/glm.csv"
 expect_exit 2
 expect_stderr "--na: 'maybe' is not omit or fail"
+run "$GMM_INFER" fit --formula 'y ~ x' --weights w --na fail "$glm_dir/glm_na.csv"
+expect_exit 1
+expect_stderr "glm_na\.csv:9: column 'w': missing weight for an observed outcome"
 awk -F, 'BEGIN { OFS = "," } NR == 7 { $4 = -1 } { print }' "$glm_dir/glm.csv" >"$CASE_TMP/neg.csv"
 run "$GMM_INFER" fit --formula 'c ~ x' --likelihood poisson --weights w "$CASE_TMP/neg.csv"
 expect_exit 1
