@@ -149,3 +149,18 @@ expect_stderr "leave-one-out scoring does not take prior weights \(the model's r
 run "$GMM_INFER" score --model "$glm_out/pois.json" --loo
 expect_exit 1
 expect_stderr 'the model has no latent field \(no latent term\)$'
+
+begin "glm: score of new rows under lm is the normal predictive N(y; x'beta, x'Vx + variance)"
+head -6 "$glm_dir/glm.csv" >"$CASE_TMP/t5.csv"
+run "$GMM_INFER" predict --model "$glm_out/lm.json" --at "$CASE_TMP/t5.csv" --observed
+expect_exit 0
+cp "$OUT" "$CASE_TMP/pred.csv"
+# y is column 5 of the data; the predictive's mean and variance columns 2 and 3 of predict's
+want=$(awk -F, 'NR == FNR { if (FNR > 1) y[FNR - 1] = $5; next }
+    FNR > 1 { r = $1; d = y[r] - $2; s += -0.5 * log(2 * 3.14159265358979324 * $3) - 0.5 * d * d / $3 }
+    END { printf "%.17g", s }' "$CASE_TMP/t5.csv" "$CASE_TMP/pred.csv")
+run "$GMM_INFER" score --model "$glm_out/lm.json" "$CASE_TMP/t5.csv"
+expect_exit 0
+close_to "$(json_key lpd <"$OUT")" "$want" 1e-10 || fail "score lpd $(json_key lpd <"$OUT"), \
+the predictive's $want"
+
