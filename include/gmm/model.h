@@ -49,7 +49,9 @@ gmm_status gmm_mdl_graph_attach(gmm_graph *g, const gmm_table *t, const char *co
 
 /* What a report is about (the callback decides what to show). */
 typedef enum {
-    GMM_MDL_REPORT_DATA,    /* "read N rows: O observed, M missing" (not from a model file) */
+    GMM_MDL_REPORT_DATA,    /* "read N rows: O observed, M missing" (not from a model file),
+                             * "; K more dropped for a missing value in a column the model
+                             * uses" after it when rows were dropped (spec.na_fail 0) */
     GMM_MDL_REPORT_WARNING, /* "warning: ...": rows merged, nodes isolated, ... */
     GMM_MDL_REPORT_INFO,    /* defaults chosen, sizes (only with spec.verbose) */
     GMM_MDL_REPORT_SUMMARY  /* the latent and likelihood in one line (spec.verbose, not from
