@@ -89,6 +89,14 @@ gmm_status gmm_table_column(const gmm_table *t, const char *name, size_t *col);
 gmm_status gmm_table_column_double(const gmm_table *t, size_t col, int allow_missing,
                                    double *x);
 
+/* Nonzero when cell (r, col) reads as missing in gmm_table_column_double
+ * (empty, "NA", "NaN", "nan", blanks around ignored); 0 out of range. */
+int gmm_table_cell_missing(const gmm_table *t, size_t r, size_t col);
+/* Keep the rows r with keep[r] nonzero (nrow flags), in their order, and
+ * drop the others in place: nrow, cell and line shrink together, so later
+ * messages still name each kept row's source line (the dropped cells stay
+ * allocated until gmm_table_free).  O(nrow). */
+void gmm_table_keep_rows(gmm_table *t, const unsigned char *keep);
 /* Distinct decimal numbers in column `col` that read as the same double --
  * x = 1e16 + year turns 2001 and 2002 into one input -- so that callers can
  * warn before they merge rows.  x is the column as gmm_table_column_double

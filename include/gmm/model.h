@@ -49,7 +49,9 @@ gmm_status gmm_mdl_graph_attach(gmm_graph *g, const gmm_table *t, const char *co
 
 /* What a report is about (the callback decides what to show). */
 typedef enum {
-    GMM_MDL_REPORT_DATA,    /* "read N rows: O observed, M missing" (not from a model file) */
+    GMM_MDL_REPORT_DATA,    /* "read N rows: O observed, M missing" (not from a model file),
+                             * "; K more dropped for a missing value in a column the model
+                             * uses" after it when rows were dropped (spec.na_fail 0) */
     GMM_MDL_REPORT_WARNING, /* "warning: ...": rows merged, nodes isolated, ... */
     GMM_MDL_REPORT_INFO,    /* defaults chosen, sizes (only with spec.verbose) */
     GMM_MDL_REPORT_SUMMARY  /* the latent and likelihood in one line (spec.verbose, not from
@@ -74,6 +76,13 @@ typedef struct {
     double intercept;          /* start of the intercept; NAN: the data's */
     int no_intercept;
     int no_center;             /* Gaussian data not centred */
+    int na_fail;               /* a missing value in a column the model uses
+                                * (a covariate, factor or term's column; the
+                                * weight of an observed row) is an error; 0:
+                                * the row is dropped, as R's na.omit
+                                * (gmm_mdl_rows_dropped).  A missing exposure
+                                * or trials of an observed row is an error
+                                * either way */
     int free_period;           /* with the default kernel (desc names no latent):
                                 * its period is estimated, not held at 1 */
     /* Parameters held fixed (names of the objective; "noise.variance" is the
@@ -96,6 +105,9 @@ typedef struct {
 
 /* Zero, with noise and intercept NAN. */
 void gmm_mdl_spec_init(gmm_mdl_spec *s);
+
+/* The data rows dropped for a missing value (gmm_mdl_spec's na_fail 0). */
+size_t gmm_mdl_rows_dropped(const gmm_mdl *m);
 
 /* The latent of a description that names none (no kernel, graph or
  * formula, and no model file's values): a smooth trend plus a yearly

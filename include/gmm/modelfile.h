@@ -28,6 +28,8 @@ typedef struct {
         const char *node;     /* graph models: node column, or NULL */
         const char *exposure; /* or NULL */
         const char *trials;   /* or NULL (written only when set) */
+        const char *weights;  /* prior weights' column, or NULL (written only
+                               * when set) */
     } data;
     const char *graph;      /* edge-list file of a graph model, or NULL */
     const char *edge_cols[3]; /* i, j, length column names; all NULL: "i", "j"

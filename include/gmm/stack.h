@@ -63,11 +63,12 @@ typedef struct {
     const char *const *effect;
 } gmm_stack_term;
 
-/* The stacked latent over nrows data rows and nterm >= 1 components into
- * *out (freed with gmm_latent_free; terms read only here, except the
- * borrowed gmrf and kernel).  limit: bytes allowed for the band of Q or
- * the observation map (0: GMM_GMRF_BAND_LIMIT), checked before either is
- * allocated.  Errors: GMM_EINVAL (NULL, a level out of range or a
+/* The stacked latent over nrows data rows and nterm components into
+ * *out (nterm 0: the empty latent, n = 0, of a model without latent
+ * terms -- a GLM, the offsets X beta alone; freed with gmm_latent_free;
+ * terms read only here, except the borrowed gmrf and kernel).  limit:
+ * bytes allowed for the band of Q or the observation map (0:
+ * GMM_GMRF_BAND_LIMIT), checked before either is allocated.  Errors: GMM_EINVAL (NULL, a level out of range or a
  * non-finite value with the row in gmm_error_index(), RW1 with fewer than 2
  * distinct values, RW2 or a cyclic walk with fewer than 3, a starting value
  * out of its domain, a missing graph or kernel, cyclic, period or merge_tol

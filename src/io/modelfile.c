@@ -200,6 +200,8 @@ gmm_status gmm_model_write(const gmm_model *m, FILE *f, const char *name)
     ok = ok && put(data, "exposure", string_or_null(m->desc.data.exposure));
     if (m->desc.data.trials)
         ok = ok && put(data, "trials", json_string(m->desc.data.trials));
+    if (m->desc.data.weights)
+        ok = ok && put(data, "weights", json_string(m->desc.data.weights));
     ok = ok && json_object_set(root, "data", data) == 0;
     if (m->desc.merge_tol > 0.0)
         ok = ok && put(root, "merge_tol", json_real(m->desc.merge_tol));
@@ -395,7 +397,8 @@ static gmm_status parse(reader *r, json_t *root, gmm_model *m)
         !get_desc_string(r, data, "y", "data.y", 0, 1, &m->desc.data.y) ||
         !get_desc_string(r, data, "node", "data.node", 0, 1, &m->desc.data.node) ||
         !get_desc_string(r, data, "exposure", "data.exposure", 0, 1, &m->desc.data.exposure) ||
-        !get_desc_string(r, data, "trials", "data.trials", 0, 1, &m->desc.data.trials))
+        !get_desc_string(r, data, "trials", "data.trials", 0, 1, &m->desc.data.trials) ||
+        !get_desc_string(r, data, "weights", "data.weights", 0, 1, &m->desc.data.weights))
         return r->st;
 
     v = json_object_get(root, "merge_tol");
@@ -483,6 +486,7 @@ void gmm_model_free(gmm_model *m)
     gmm_free((void *)m->desc.data.node);
     gmm_free((void *)m->desc.data.exposure);
     gmm_free((void *)m->desc.data.trials);
+    gmm_free((void *)m->desc.data.weights);
     gmm_free((void *)m->desc.graph);
     gmm_free(m->vi_file);
     for (int k = 0; k < 3; k++)

@@ -540,6 +540,30 @@ static int is_infinity(const char *s, size_t len)
            (len == 8 && !strncasecmp(s, "infinity", 8));
 }
 
+int gmm_table_cell_missing(const gmm_table *t, size_t r, size_t col)
+{
+    if (!t || r >= t->nrow || col >= t->ncol)
+        return 0;
+    const char *b = t->cell[r][col];
+    while (is_blank(*b))
+        b++;
+    size_t len = strlen(b);
+    while (len && is_blank(b[len - 1]))
+        len--;
+    return is_missing(b, len);
+}
+
+void gmm_table_keep_rows(gmm_table *t, const unsigned char *keep)
+{
+    size_t k = 0;
+    for (size_t r = 0; r < t->nrow; r++)
+        if (keep[r]) {
+            t->cell[k] = t->cell[r];
+            t->line[k++] = t->line[r];
+        }
+    t->nrow = k;
+}
+
 gmm_status gmm_table_column_double(const gmm_table *t, size_t col, int allow_missing, double *x)
 {
     if (!t || !x)

@@ -75,6 +75,15 @@ gmm_status gmm_mdl_impl_build_stack(mdl_build *b, gmm_mdl *m, const gmm_table *d
 gmm_status gmm_mdl_impl_corr_effects(const mdl_build *b, const gmm_formula_latent *t,
                                      const gmm_table *data, mdl_corr *c);
 
+/* ---- rows with missing values (model_na.c) -------------------------------- */
+
+/* Drop from t the rows with a missing value in a column the model uses (the
+ * formula's covariates, factors and latent terms' columns, x or node; the
+ * weights where the outcome is observed), as R's na.omit: *dropped their
+ * number.  GMM_ENOMEM. */
+gmm_status gmm_mdl_impl_omit_missing(gmm_mdl *m, const gmm_model_desc *d, gmm_table *t,
+                                     size_t *dropped);
+
 /* ---- the problem (model_problem.c) ----------------------------------------- */
 
 /* The problem and objective of m's latent, likelihood and data, with the

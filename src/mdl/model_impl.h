@@ -64,12 +64,15 @@ struct gmm_mdl {
     char *model_path;      /* the model file as given (NULL: none) */
     char *model_rec;       /* the same, absolute */
     char *xname, *yname, *nodename, *ename;
+    char *wname;       /* prior weights' column (NULL: none) */
+    double *wt;        /* nrow prior weights (NULL: none) */
     char *spec_text;
     gmm_spec_node *spec;
     double center;
     int has_center;
     double merge_tol;
     size_t nrow, nobs;
+    size_t ndropped;   /* rows dropped for a missing value (model_na.c) */
     double *x, *y, *e; /* nrow each (y centred for Gaussian data, NAN missing) */
     size_t *line;      /* nrow: source line of each row */
     gmm_lik lik;           /* the family; its values only start a fit */
@@ -215,5 +218,14 @@ void gmm_mdl_impl_draws_theta(const gmm_mdl *m, const gmm_draws *d, double *th);
 size_t gmm_mdl_impl_draws_states_at(const gmm_draws *d, size_t n);
 /* xs (ndraw x n, draw-major) from the n columns of d from x1 on. */
 void gmm_mdl_impl_draws_states(const gmm_draws *d, size_t x1, size_t n, double *xs);
+
+/* var[r] += x_r'C x_r for the n design rows X (n x ncoef) of a model
+ * without latent field, C the coefficients' covariance at the model's
+ * values (gmm_fit_lincomb_var: the observed information), so that its
+ * predictions carry the coefficients' uncertainty (R's predict.glm
+ * se.fit); nothing for a model with a latent field, whose predictions hold
+ * the coefficients at their values (model_sites.c).  Errors of
+ * gmm_fit_lincomb_var (GMM_ENOTPD: not at a maximum), GMM_ENOMEM. */
+gmm_status gmm_mdl_impl_coef_var(gmm_mdl *m, const double *X, size_t n, double *var);
 
 #endif

@@ -135,6 +135,8 @@ gmm_status gmm_mdl_impl_build_problem(const mdl_build *b, gmm_mdl *m, double noi
         start[0] = b0;
     gmm_problem_design d = {m->ncoef, m->X, names, start, 1};
     s = gmm_problem_alloc_design(m->lat, &m->lik, m->y, m->e, &d, &m->prob);
+    if (s == GMM_OK && m->wt)
+        s = gmm_problem_set_weights(m->prob, m->wt);
     gmm_free(start);
     gmm_free((void *)names);
     if (s != GMM_OK) {

@@ -312,6 +312,8 @@ static gmm_status stack_predict_test(gmm_mdl *m, const gmm_mdl_test *t, double *
             mean[r] += t->X[r * nc + k] * beta[k];
         mean[r] += m->has_center > 0 ? m->center : 0.0;
     }
+    if (s == GMM_OK)
+        s = gmm_mdl_impl_coef_var(m, t->X, n, var);
     gmm_free(ptr);
     gmm_free(idx);
     gmm_free(w);
@@ -642,6 +644,14 @@ void gmm_mdl_data_row(const gmm_mdl *m, size_t r, size_t *line, double *y, size_
 
 gmm_status gmm_mdl_score_loo(gmm_mdl *m, double *lpd)
 {
+    if (gmm_latent_dim(m->lat) == 0)
+        return gmm_error(GMM_EINVAL, "leave-one-out scoring removes a row's site from the "
+                                     "latent field's posterior: the model has no latent field "
+                                     "(no latent term)");
+    if (m->wt) /* a weighted row's site and its one-outcome density differ: not derived */
+        return gmm_error(GMM_EINVAL, "leave-one-out scoring does not take prior weights (the "
+                                     "model's rows are weighted by '%s')",
+                         m->wname);
     /* one site per row for models with inputs, and where covariates make
      * each row's linear predictor its own */
     int rows = gmm_mdl_impl_rows(m);

@@ -255,8 +255,8 @@ static void row_span(const stack_impl *c, size_t r, size_t *lo, size_t *hi)
 /* The widest row's window (the observation map's width). */
 static size_t row_width(const stack_impl *c)
 {
-    size_t W = 1, lo, hi;
-    for (size_t r = 0; r < c->nrows; r++) {
+    size_t W = c->n ? 1 : 0, lo, hi; /* no component: rows read nothing */
+    for (size_t r = 0; r < c->nrows && c->ncomp; r++) {
         row_span(c, r, &lo, &hi);
         W = hi - lo + 1 > W ? hi - lo + 1 : W;
     }
@@ -437,12 +437,12 @@ gmm_status gmm_latent_stack_alloc(size_t nrows, size_t nterm, const gmm_stack_te
     gmm_status st;
     gmm_latent *l = NULL;
     int varies;
-    if (!out || !terms || nterm == 0)
-        return gmm_error(GMM_EINVAL, "gmm_latent_stack_alloc: NULL argument or no component");
+    if (!out || (!terms && nterm > 0))
+        return gmm_error(GMM_EINVAL, "gmm_latent_stack_alloc: NULL argument");
     *out = NULL;
     size_t lim = limit ? limit : GMM_GMRF_BAND_LIMIT;
     stack_impl *c = gmm_calloc(1, sizeof *c);
-    if (!c || !(c->comp = gmm_calloc(nterm, sizeof *c->comp))) {
+    if (!c || !(c->comp = gmm_calloc(nterm ? nterm : 1, sizeof *c->comp))) {
         gmm_free(c);
         return gmm_error(GMM_ENOMEM, "out of memory for the stacked latent");
     }
