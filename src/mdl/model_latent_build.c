@@ -177,14 +177,14 @@ char *gmm_mdl_impl_join_cells(const gmm_table *t, size_t r, const size_t *col, s
 static gmm_status stack_rowkeys(gmm_mdl *m, const gmm_table *data)
 {
     const gmm_formula *fm = m->fm;
-    size_t nc = fm->nlatent + fm->nfixed;
+    size_t nc = fm->nlatent + fm->ncolumn;
     size_t *col = gmm_malloc(nc, sizeof *col);
     if (!col)
         return gmm_error(GMM_ENOMEM, "out of memory");
     gmm_status s = GMM_OK;
     for (size_t k = 0; k < nc && s == GMM_OK; k++)
         s = gmm_table_column(
-            data, k < fm->nlatent ? fm->latent[k].name : fm->fixed[k - fm->nlatent].name, &col[k]);
+            data, k < fm->nlatent ? fm->latent[k].name : fm->column[k - fm->nlatent], &col[k]);
     if (s == GMM_OK && !(m->rowkey = gmm_calloc(m->nrow ? m->nrow : 1, sizeof *m->rowkey)))
         s = gmm_error(GMM_ENOMEM, "out of memory");
     for (size_t r = 0; s == GMM_OK && r < m->nrow; r++)

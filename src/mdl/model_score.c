@@ -67,13 +67,13 @@ void gmm_mdl_test_free(gmm_mdl_test *t)
 static gmm_status stack_row(const gmm_mdl *m, const gmm_table *tb, size_t r, size_t *row)
 {
     const gmm_formula *fm = m->fm;
-    size_t nc = fm->nlatent + fm->nfixed, col[64];
+    size_t nc = fm->nlatent + fm->ncolumn, col[64];
     if (nc > 64)
         return gmm_error(GMM_EINVAL, "score: more than 64 formula columns");
     gmm_status s;
     for (size_t k = 0; k < nc; k++)
         if ((s = gmm_table_column(tb, k < fm->nlatent ? fm->latent[k].name
-                                                      : fm->fixed[k - fm->nlatent].name,
+                                                      : fm->column[k - fm->nlatent],
                                   &col[k])) != GMM_OK)
             return s;
     char *key = gmm_mdl_impl_join_cells(tb, r, col, nc);
@@ -175,6 +175,7 @@ gmm_status gmm_mdl_rows_read(const gmm_mdl *m, const char *path, int score, gmm_
         goto fail;
     }
     if ((score && (s = gmm_table_column_double(tb, t->col_y, 1, t->y)) != GMM_OK) ||
+        (score && (s = gmm_mdl_impl_response(m, tb, t->y)) != GMM_OK) ||
         (inputs && (s = gmm_table_column_double(tb, t->col_site, 0, t->x)) != GMM_OK) ||
         (ename && (s = gmm_table_column_double(tb, ce, 1, t->e)) != GMM_OK) ||
         (m->ncoef && (s = gmm_mdl_impl_design_rows(m, tb, t->X)) != GMM_OK) ||

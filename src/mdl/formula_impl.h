@@ -1,0 +1,39 @@
+/* formula_impl.h -- the parser's state and the token helpers of formula.c,
+ * shared with formula_fixed.c (the fixed terms: R's variables, interactions
+ * and arithmetic). */
+#ifndef GMM_FORMULA_IMPL_H
+#define GMM_FORMULA_IMPL_H
+
+#include "gmm/formula.h"
+
+typedef struct {
+    const char *s;
+    size_t at, len;
+    gmm_formula *f;
+} parser;
+
+/* formula.c: blanks skipped; GMM_EPARSE "formula: WHAT" at pos; GMM_ENOMEM;
+ * a NAME at the cursor (allocated; its offset in *pos); the character c
+ * expected; R's operators this grammar lacks at the cursor (GMM_OK at none);
+ * NAME's characters. */
+void gmm_formula_impl_skip(parser *p);
+gmm_status gmm_formula_impl_fail(const parser *p, size_t pos, const char *what);
+gmm_status gmm_formula_impl_nomem(void);
+gmm_status gmm_formula_impl_name(parser *p, const char *what, char **out, size_t *pos);
+gmm_status gmm_formula_impl_expect(parser *p, char c);
+gmm_status gmm_formula_impl_unsupported(parser *p);
+int gmm_formula_impl_name_start(int c);
+int gmm_formula_impl_name_char(int c);
+
+/* formula_fixed.c: one fixed term at the cursor (the intercept's '1' and
+ * '0', a cross of variables, offset()) added to p->f, or with minus removed
+ * from it. */
+gmm_status gmm_formula_impl_fixed_term(parser *p, int minus);
+/* The response at the cursor: a NAME or an expression. */
+gmm_status gmm_formula_impl_response(parser *p);
+/* R's order of the fixed terms (by their number of variables, stable) and
+ * their name and factor fields; called once the text is parsed. */
+gmm_status gmm_formula_impl_fixed_finish(parser *p);
+void gmm_formula_impl_fixed_free(gmm_formula *f);
+
+#endif
