@@ -24,60 +24,15 @@
 
 #include "gmm/alloc.h"
 
-static void skip(parser *p)
-{
-    while (p->at < p->len && isspace((unsigned char)p->s[p->at]))
-        p->at++;
-}
-
-static int name_start(int c) { return isalpha(c) || c == '_' || c == '.'; }
-static int name_char(int c) { return isalnum(c) || c == '_' || c == '.'; }
-
-static gmm_status fail(const parser *p, size_t pos, const char *what)
-{
-    (void)p;
-    return gmm_error_at(GMM_EPARSE, pos, "formula: %s", what);
-}
-
-static gmm_status nomem(void) { return gmm_error(GMM_ENOMEM, "formula: out of memory"); }
-
-static char *copy(const char *s, size_t n)
-{
-    char *c = gmm_malloc(n + 1, 1);
-    if (c) {
-        memcpy(c, s, n);
-        c[n] = '\0';
-    }
-    return c;
-}
-
-/* A NAME at the cursor into *out (allocated), its offset in *pos. */
-static gmm_status name(parser *p, const char *what, char **out, size_t *pos)
-{
-    skip(p);
-    *pos = p->at;
-    if (p->at >= p->len || !name_start((unsigned char)p->s[p->at])) {
-        char msg[128];
-        snprintf(msg, sizeof msg, "expected %s", what);
-        return fail(p, p->at, msg);
-    }
-    size_t b = p->at;
-    while (p->at < p->len && name_char((unsigned char)p->s[p->at]))
-        p->at++;
-    return (*out = copy(p->s + b, p->at - b)) ? GMM_OK : nomem();
-}
-
-static gmm_status expect(parser *p, char c)
-{
-    skip(p);
-    if (p->at >= p->len || p->s[p->at] != c) {
-        char msg[64];
-        snprintf(msg, sizeof msg, "expected '%c'", c);
-        return fail(p, p->at, msg);
-    }
-    p->at++;
-    return GMM_OK;
-}
+/* the token helpers (formula_lex.c) */
+#define skip(...) gmm_formula_impl_skip(__VA_ARGS__)
+#define name_start(...) gmm_formula_impl_name_start(__VA_ARGS__)
+#define name_char(...) gmm_formula_impl_name_char(__VA_ARGS__)
+#define fail(...) gmm_formula_impl_fail(__VA_ARGS__)
+#define nomem(...) gmm_formula_impl_nomem(__VA_ARGS__)
+#define copy(...) gmm_formula_impl_copy(__VA_ARGS__)
+#define name(...) gmm_formula_impl_name(__VA_ARGS__)
+#define expect(...) gmm_formula_impl_expect(__VA_ARGS__)
 
 /* An operator of R's formulas that this grammar lacks, at the cursor: fail
  * there with what it is (and, for '|', what to write instead); GMM_OK when
@@ -397,20 +352,3 @@ const char *gmm_formula_arg_find(const gmm_formula_latent *t, const char *key, s
         }
     return NULL;
 }
-
-/* ---- shared with formula_fixed.c (formula_impl.h) ---------------------------- */
-
-void gmm_formula_impl_skip(parser *p) { skip(p); }
-gmm_status gmm_formula_impl_fail(const parser *p, size_t pos, const char *what)
-{
-    return fail(p, pos, what);
-}
-gmm_status gmm_formula_impl_nomem(void) { return nomem(); }
-gmm_status gmm_formula_impl_name(parser *p, const char *what, char **out, size_t *pos)
-{
-    return name(p, what, out, pos);
-}
-gmm_status gmm_formula_impl_expect(parser *p, char c) { return expect(p, c); }
-gmm_status gmm_formula_impl_unsupported(parser *p) { return unsupported(p); }
-int gmm_formula_impl_name_start(int c) { return name_start(c); }
-int gmm_formula_impl_name_char(int c) { return name_char(c); }

@@ -12,16 +12,16 @@ typedef struct {
     gmm_formula *f;
 } parser;
 
-/* formula.c: blanks skipped; GMM_EPARSE "formula: WHAT" at pos; GMM_ENOMEM;
- * a NAME at the cursor (allocated; its offset in *pos); the character c
- * expected; R's operators this grammar lacks at the cursor (GMM_OK at none);
- * NAME's characters. */
+/* formula_lex.c: blanks skipped; GMM_EPARSE "formula: WHAT" at pos;
+ * GMM_ENOMEM; n bytes of s (allocated, NULL: out of memory); a NAME at the
+ * cursor (allocated; its offset in *pos); the character c expected; NAME's
+ * characters. */
 void gmm_formula_impl_skip(parser *p);
 gmm_status gmm_formula_impl_fail(const parser *p, size_t pos, const char *what);
 gmm_status gmm_formula_impl_nomem(void);
 gmm_status gmm_formula_impl_name(parser *p, const char *what, char **out, size_t *pos);
 gmm_status gmm_formula_impl_expect(parser *p, char c);
-gmm_status gmm_formula_impl_unsupported(parser *p);
+char *gmm_formula_impl_copy(const char *s, size_t n);
 int gmm_formula_impl_name_start(int c);
 int gmm_formula_impl_name_char(int c);
 
