@@ -1,6 +1,7 @@
-/* formula_impl.h -- the parser's state and the token helpers of formula.c,
- * shared with formula_fixed.c (the fixed terms: R's variables, interactions
- * and arithmetic). */
+/* formula_impl.h -- the parser's state and what the parser's files share:
+ * formula.c (the formula, f() terms), formula_fixed.c (the fixed terms:
+ * R's variables and interactions), formula_expr.c (R's arithmetic) and
+ * formula_lex.c (tokens); each calls only those after it. */
 #ifndef GMM_FORMULA_IMPL_H
 #define GMM_FORMULA_IMPL_H
 
@@ -25,12 +26,23 @@ char *gmm_formula_impl_copy(const char *s, size_t n);
 int gmm_formula_impl_name_start(int c);
 int gmm_formula_impl_name_char(int c);
 
+/* formula_expr.c: an expression node (NULL: out of memory), freed with its
+ * operands (NULL-safe); R's arithmetic at the cursor (sum: + - * / ^ and
+ * unary minus; atom: a NUMBER, NAME, call or parenthesis); pre, e's R text
+ * and post (allocated; NULL: out of memory); the response at the cursor (a
+ * NAME or an expression). */
+gmm_formula_expr *gmm_formula_impl_expr_node(gmm_formula_op op, size_t pos, gmm_formula_expr *a,
+                                             gmm_formula_expr *b);
+void gmm_formula_impl_expr_free(gmm_formula_expr *e);
+gmm_status gmm_formula_impl_expr_sum(parser *p, gmm_formula_expr **out);
+gmm_status gmm_formula_impl_expr_atom(parser *p, gmm_formula_expr **out);
+char *gmm_formula_impl_expr_label(const char *pre, const gmm_formula_expr *e, const char *post);
+gmm_status gmm_formula_impl_response(parser *p);
+
 /* formula_fixed.c: one fixed term at the cursor (the intercept's '1' and
  * '0', a cross of variables, offset()) added to p->f, or with minus removed
  * from it. */
 gmm_status gmm_formula_impl_fixed_term(parser *p, int minus);
-/* The response at the cursor: a NAME or an expression. */
-gmm_status gmm_formula_impl_response(parser *p);
 /* R's order of the fixed terms (by their number of variables, stable) and
  * their name and factor fields; called once the text is parsed. */
 gmm_status gmm_formula_impl_fixed_finish(parser *p);

@@ -21,7 +21,7 @@ static gmm_status row_error(const eval_ctx *c, const gmm_formula_expr *e, size_t
                             const char *what, double v)
 {
     *c->pos = e->pos;
-    return gmm_error_at(GMM_EDOM, r, "%s:%zu: %s (%.17g) in the term '%s'", c->t->file,
+    return gmm_error_at(GMM_EDOM, r, "%s:%zu: %s (%.15g) in the term '%s'", c->t->file,
                         c->t->line[r], what, v, c->term);
 }
 

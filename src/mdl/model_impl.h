@@ -17,8 +17,10 @@
  *   model_build_msg.c      a build's reports and failures (model_build.h
  *                   declares the build's steps for the files above)
  *   model_names.c   the keyword models of f()
- *   model_design.c  the fixed terms' design
- *   formula.c       the formula's parser (formula.h)
+ *   model_design.c  the fixed terms' design: R's model.matrix
+ *   model_design_expr.c    the fixed terms' expressions and poly()'s basis
+ *   formula.c       the formula's parser (formula.h), with formula_fixed.c,
+ *                   formula_expr.c and formula_lex.c (formula_impl.h)
  */
 #ifndef GMM_MODEL_IMPL_H
 #define GMM_MODEL_IMPL_H
