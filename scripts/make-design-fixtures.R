@@ -9,9 +9,10 @@
 #
 # OUTDIR receives
 #
-#   data.csv        24 rows: y, e > 0, x > 0, z (both signs), factors f (A B
-#                   C), g (hi lo), h (1 2 3 10: numeric levels, sorted as
-#                   numbers) and a grouping column grp (6 levels);
+#   data.csv        24 rows: y, e > 0, x > 0, z (both signs), text columns f
+#                   (A B C) and g (hi lo), numbers h (1 2 3 10: as
+#                   factor(h) numeric levels, sorted as numbers) and a
+#                   grouping column grp (6 levels);
 #   formulas.tsv    one case a line, tab-separated: name, gmm-infer's formula,
 #                   R's formula;
 #   NAME.csv        R's model.matrix of the case, its column names as the
@@ -66,7 +67,10 @@ cases <- list(
     c("ref", "sqrt(y) ~ factor(f, ref = \"B\") * x", "sqrt(y) ~ relevel(factor(f), ref = \"B\") * x"),
     c("minus", "I(y/1000) ~ factor(f) * factor(g) - factor(f):factor(g) + x:z",
       "I(y/1000) ~ factor(f) * factor(g) - factor(f):factor(g) + x:z"),
-    c("numeric_cross", "y ~ x * z - 1 + factor(h):z", "y ~ x * z - 1 + factor(h):z")
+    c("numeric_cross", "y ~ x * z - 1 + factor(h):z", "y ~ x * z - 1 + factor(h):z"),
+    # a column of text is a factor without factor(), as R's character columns
+    c("char_cross", "y ~ f * x", "y ~ f * x"),
+    c("char_mixed", "y ~ 0 + g:z + factor(h) + f", "y ~ 0 + g:z + factor(h) + f")
 )
 
 fmt <- function(v) sprintf("%.17g", v)

@@ -157,14 +157,15 @@ void gmm_mdl_impl_levels_free(gmm_mdl *m)
 
 /* Each term's coding of each variable into code[t * 64 + v]: 0 not a
  * factor or not in the term, 1 contrasts, 2 indicators (R's TermCode). */
-static void term_codes(const gmm_formula *fm, int intercept, unsigned char *code)
+static void term_codes(const gmm_mdl *m, const gmm_formula *fm, int intercept,
+                       unsigned char *code)
 {
     memset(code, 0, fm->nfixed * 64);
     int first = !intercept;
     for (size_t t = 0; t < fm->nfixed; t++)
         for (size_t v = 0; v < fm->nvar; v++) {
             uint64_t bit = 1ULL << v, rest = fm->fixed[t].vars & ~bit;
-            if (!(fm->fixed[t].vars & bit) || fm->var[v].kind != GMM_FV_FACTOR)
+            if (!(fm->fixed[t].vars & bit) || !m->flev[v].factor)
                 continue;
             int c = 2;
             if (!rest)
@@ -184,7 +185,7 @@ static void term_codes(const gmm_formula *fm, int intercept, unsigned char *code
 static size_t var_cols(const gmm_mdl *m, const gmm_formula *fm, size_t v, int code)
 {
     const gmm_formula_var *x = &fm->var[v];
-    if (x->kind == GMM_FV_FACTOR)
+    if (m->flev[v].factor)
         return code == 2 ? m->flev[v].n : m->flev[v].n - 1;
     return x->kind == GMM_FV_POLY ? (size_t)x->degree : 1;
 }
@@ -202,7 +203,7 @@ static gmm_status read_var(const gmm_mdl *m, const gmm_table *t, const gmm_formu
     const gmm_formula_var *x = &fm->var[v];
     size_t n = t->nrow, nn = n ? n : 1, c;
     gmm_status s = GMM_OK;
-    if (x->kind == GMM_FV_FACTOR) {
+    if (m->flev[v].factor) {
         const gmm_mdl_levels *lv = &m->flev[v];
         if (!(out->lev = gmm_malloc(nn, sizeof *out->lev)))
             return gmm_error(GMM_ENOMEM, "out of memory for the design");
@@ -261,7 +262,7 @@ static gmm_status fill_rows(const gmm_mdl *m, const gmm_table *t, const gmm_form
     if (s != GMM_OK)
         goto done;
     memset(X, 0, n * ncoef * sizeof *X);
-    term_codes(fm, intercept, code);
+    term_codes(m, fm, intercept, code);
     size_t k = 0;
     if (intercept) {
         for (size_t r = 0; r < n; r++)
@@ -283,7 +284,7 @@ static gmm_status fill_rows(const gmm_mdl *m, const gmm_table *t, const gmm_form
                         continue;
                     size_t i = rest % width[v];
                     rest /= width[v];
-                    if (fm->var[v].kind == GMM_FV_FACTOR)
+                    if (m->flev[v].factor)
                         val *= vr[v].lev[r] == i + (code[j * 64 + v] == 1);
                     else
                         val *= vr[v].x[r * width[v] + i];
@@ -327,14 +328,26 @@ static gmm_status learn_var(gmm_mdl *m, const gmm_table *t, const gmm_formula *f
     gmm_mdl_levels *lv = &m->flev[v];
     gmm_status s = GMM_OK;
     size_t c, n = t->nrow;
-    if (x->kind == GMM_FV_FACTOR) {
+    if (x->kind == GMM_FV_NUMERIC && x->name) {
+        /* R's character column: a cell that is not a number makes NAME a factor */
+        char buf[256], *end;
+        if ((s = gmm_table_column(t, x->name, &c)) != GMM_OK)
+            return s;
+        for (size_t r = 0; r < n && !lv->factor; r++) {
+            /* missing (empty, NA, NaN) and infinite cells stay the table's errors */
+            const char *cell = trim(t->cell[r][c], buf, sizeof buf);
+            (void)strtod(cell, &end);
+            lv->factor = *cell && strcmp(cell, "NA") && (end == cell || *end);
+        }
+    }
+    if (x->kind == GMM_FV_FACTOR || lv->factor) {
+        lv->factor = 1;
         if ((s = gmm_table_column(t, x->name, &c)) != GMM_OK ||
             (s = factor_levels(t, c, lv)) != GMM_OK)
             return s;
         if (lv->n < 2)
-            return gmm_error(GMM_EINVAL, "%s: factor(%s) has one level ('%s'): nothing to "
-                                         "estimate",
-                             t->file, x->name, lv->n ? lv->s[0] : "");
+            return gmm_error(GMM_EINVAL, "%s: %s has one level ('%s'): nothing to estimate",
+                             t->file, x->label, lv->n ? lv->s[0] : "");
         if (x->ref && (lv->ref = level_find(lv, x->ref)) == lv->n) {
             *pos = x->ref_pos;
             return gmm_error(GMM_EPARSE, "formula: '%s' is not a level of column '%s' (%zu "
@@ -371,7 +384,7 @@ static gmm_status name_column(gmm_mdl *m, const gmm_formula *fm, size_t j,
         rest /= w;
         const char *sep = label[0] ? ":" : "";
         size_t nl = strlen(name), ll = strlen(label);
-        if (x->kind == GMM_FV_FACTOR) {
+        if (m->flev[v].factor) {
             const char *lev = coded_level(&m->flev[v], i + (code[v] == 1));
             snprintf(name + nl, sizeof name - nl, "%s%s[%s]", sep, x->name, lev);
             snprintf(label + ll, sizeof label - ll, "%s%s%s", sep, x->label, lev);
@@ -409,7 +422,7 @@ gmm_status gmm_mdl_impl_design(gmm_mdl *m, const gmm_table *t, const gmm_formula
     m->nflev = nv;
     for (size_t v = 0; v < nv && s == GMM_OK; v++)
         s = learn_var(m, t, fm, v, pos);
-    term_codes(fm, intercept, code);
+    term_codes(m, fm, intercept, code);
     size_t ncoef = intercept != 0;
     for (size_t j = 0; j < fm->nfixed && s == GMM_OK; j++) {
         size_t w = 1;

@@ -34,7 +34,8 @@
 #include "gmm/model.h"
 #include "gmm/spec.h"
 
-/* What a fixed variable takes from the model's data: a factor's levels,
+/* What a fixed variable takes from the model's data: whether it is a
+ * factor and its levels,
  * sorted (numeric order when every level is a number), each once, the
  * reference level `ref` among them (the first unless factor(x, ref = L));
  * poly(x, k)'s basis (model_design_expr.c). */
@@ -44,6 +45,9 @@ typedef struct {
     double *v;        /* n numbers (isnum) */
     size_t n, ref;
     int isnum;
+    int factor;       /* coded as a factor: factor(x), or a bare NAME whose
+                       * column holds a cell that is not a number (R's
+                       * character column) */
     double *alpha, *norm2; /* poly: k and k + 2 values (R's coefs) */
 } gmm_mdl_levels;
 
