@@ -12,7 +12,7 @@
 #   data.csv        24 rows: y, e > 0, x > 0, z (both signs), text columns f
 #                   (A B C) and g (hi lo), numbers h (1 2 3 10: as
 #                   factor(h) numeric levels, sorted as numbers) and a
-#                   grouping column grp (6 levels);
+#                   grouping column grp (6 levels) and counts n;
 #   formulas.tsv    one case a line, tab-separated: name, gmm-infer's formula,
 #                   R's formula;
 #   NAME.csv        R's model.matrix of the case, its column names as the
@@ -23,7 +23,10 @@
 #                   REML = FALSE) at tight tolerances: name,value rows with
 #                   "loglik", every coefficient under gmm-infer's name
 #                   (coef.recipe[B]:temp) and f.replicate.variance,
-#                   likelihood.variance.
+#                   likelihood.variance;
+#   offset_fit.csv  glmer(n ~ x + offset(log(e)) + (1 | grp), poisson) on
+#                   data.csv's counts n (Laplace, tight tolerances): loglik,
+#                   intercept, coef.x, f.grp.variance.
 #
 # gmm-infer writes factor(f, ref = "B") for R's relevel(factor(f), ref = "B");
 # the case's column names are R's with that text replaced.  The tests read
@@ -47,6 +50,8 @@ d <- data.frame(
     grp = rep(paste0("G", 1:6), each = 4),
     stringsAsFactors = FALSE
 )
+# counts for offset(log(e)): a Poisson GLMM with exposure e
+d$n <- rpois(n, d$e * exp(0.5 + 0.3 * d$x + rep(rnorm(6, 0, 0.4), each = 4)))
 write.csv(d, file.path(outdir, "data.csv"), row.names = FALSE, quote = FALSE)
 
 cases <- list(
@@ -110,3 +115,13 @@ res <- data.frame(
               vc$vcov[vc$grp == "Residual"]))
 write.csv(data.frame(name = res$name, value = fmt(res$value)), file.path(outdir, "cake_fit.csv"),
           row.names = FALSE, quote = FALSE)
+
+# offset(log(e)) in a Poisson GLMM: glmer (Laplace) at tight tolerances
+gl <- glmer(n ~ x + offset(log(e)) + (1 | grp), data = d, family = poisson,
+            control = glmerControl(optimizer = "bobyqa", tolPwrss = 1e-12,
+                                   optCtrl = list(rhoend = 1e-10, maxfun = 1e5)))
+gb <- fixef(gl)
+gv <- as.data.frame(VarCorr(gl))
+write.csv(data.frame(name = c("loglik", "intercept", "coef.x", "f.grp.variance"),
+                     value = fmt(c(as.numeric(logLik(gl)), unname(gb), gv$vcov[1]))),
+          file.path(outdir, "offset_fit.csv"), row.names = FALSE, quote = FALSE)

@@ -150,7 +150,9 @@ START_TEST(test_design_terms)
 END_TEST
 
 /* Values a function does not take: the row and the term, the caret under
- * the function; a reference level the data lack, under the level. */
+ * the function; a column of text inside I(), under the column; a poly()
+ * of too few distinct values; a reference level the data lack, under the
+ * level. */
 START_TEST(test_design_value_errors)
 {
     static const struct {
@@ -164,6 +166,10 @@ START_TEST(test_design_value_errors)
         {"y ~ I(x / (z - z)) + f(grp, iid)", 8,
          "tests/fixtures/design/data.csv:2: a value that is not finite (inf) in the term "
          "'I(x/(z - z))'"},
+        {"y ~ I(f^2) + f(grp, iid)", 6,
+         "tests/fixtures/design/data.csv:2: column 'f': 'A' is not a number (in the term "
+         "'I(f^2)')"},
+        {"y ~ poly(h, 4) + f(grp, iid)", 4, "poly(): degree 4 needs at least 5 distinct values"},
         {"y ~ factor(f, ref = 'D') + f(grp, iid)", 21,
          "formula: 'D' is not a level of column 'f' (3 levels, from 'A' to 'C')"},
     };

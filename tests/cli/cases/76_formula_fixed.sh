@@ -10,6 +10,10 @@
 #     known to ~1e-4 standard errors; measured 1.2e-6); with the variances
 #     held at lme4's, the coefficients (a least-squares problem in the
 #     interaction's columns) to 1e-9 relative;
+#   - offset(log(e)) in a Poisson GLMM against glmer (tests/fixtures/design/
+#     offset_fit.csv; measured: loglik 4.7e-13, coefficients 6e-8
+#     relative) and against the same model written with --exposure e (the
+#     log likelihood to 1e-9);
 #   - a model with poly(), a reference level, an interaction, offset() and a
 #     transformed response, written by fit and read by predict: data rows as
 #     new rows (a few of them, without every level) give the numbers
@@ -52,6 +56,28 @@ for k in $names; do
     close_to "$(json_num "$CASE_TMP/gls.json" "$k")" "$(lme4_val "$k")" 1e-9 ||
         fail "at lme4's variances $k = $(json_num "$CASE_TMP/gls.json" "$k"), lme4 $(lme4_val "$k")"
 done
+
+begin "offset(log(e)) in a Poisson GLMM: glmer's fit, and the fit of --exposure e"
+run "$GMM_INFER" fit --formula 'n ~ x + offset(log(e)) + f(grp, iid)' --likelihood poisson \
+    -o "$CASE_TMP/off.json" "$dfx/data.csv"
+expect_exit 0
+o="$CASE_TMP/off.json"
+glmer_val() { awk -F, -v k="$1" '$1 == k { print $2; exit }' "$dfx/offset_fit.csv"; }
+close_to "$(json_num "$o" loglik)" "$(glmer_val loglik)" 1e-6 abs ||
+    fail "loglik $(json_num "$o" loglik), glmer $(glmer_val loglik)"
+for k in intercept coef.x; do
+    se=$(se_of "$o" "$k")
+    close_to "$(json_num "$o" "$k")" "$(glmer_val "$k")" "$(awk -v s="$se" 'BEGIN { print 1e-5 * s }')" abs ||
+        fail "$k = $(json_num "$o" "$k"), glmer $(glmer_val "$k") (se $se)"
+done
+close_to "$(json_num "$o" f.grp.variance)" "$(glmer_val f.grp.variance)" 1e-5 ||
+    fail "f.grp.variance = $(json_num "$o" f.grp.variance), glmer $(glmer_val f.grp.variance)"
+# the same model as the exposure e: e exp(eta) = exp(eta + log(e))
+run "$GMM_INFER" fit --formula 'n ~ x + f(grp, iid)' --likelihood poisson --exposure e \
+    -o "$CASE_TMP/exp.json" "$dfx/data.csv"
+expect_exit 0
+close_to "$(json_num "$o" loglik)" "$(json_num "$CASE_TMP/exp.json" loglik)" 1e-9 abs ||
+    fail "offset(log(e)) loglik $(json_num "$o" loglik), --exposure e $(json_num "$CASE_TMP/exp.json" loglik)"
 
 begin "poly(), a reference level, an interaction, offset() and log(y): predict at new rows uses the model's"
 form='log(y) ~ poly(x, 2) + factor(f, ref = "B") * z + offset(log(e)) + f(grp, iid)'
