@@ -75,7 +75,14 @@ cases <- list(
     c("numeric_cross", "y ~ x * z - 1 + factor(h):z", "y ~ x * z - 1 + factor(h):z"),
     # a column of text is a factor without factor(), as R's character columns
     c("char_cross", "y ~ f * x", "y ~ f * x"),
-    c("char_mixed", "y ~ 0 + g:z + factor(h) + f", "y ~ 0 + g:z + factor(h) + f")
+    c("char_mixed", "y ~ 0 + g:z + factor(h) + f", "y ~ 0 + g:z + factor(h) + f"),
+    # TermCode: nested coding, interactions without their margins
+    c("nested", "y ~ factor(f) + factor(f):factor(g)", "y ~ factor(f) + factor(f):factor(g)"),
+    c("two_slopes", "y ~ factor(f):x + factor(g):x", "y ~ factor(f):x + factor(g):x"),
+    c("three_no_margin", "y ~ x + x:factor(f):factor(g)", "y ~ x + x:factor(f):factor(g)"),
+    c("no_int_inter", "y ~ 0 + x:factor(f) + factor(g)", "y ~ 0 + x:factor(f) + factor(g)"),
+    c("fun_cross", "y ~ log(x) * factor(g) + exp(-z^2) + poly(x, 2):z",
+      "y ~ log(x) * factor(g) + exp(-z^2) + poly(x, 2):z")
 )
 
 fmt <- function(v) sprintf("%.17g", v)
