@@ -111,6 +111,11 @@ START_TEST(test_design_terms)
                                        &f),
                      GMM_OK);
     ck_assert_str_eq(f->response_label, "log(y + 1)");
+    char buf[64];
+    gmm_formula_expr_text(f->response_expr, buf, sizeof buf);
+    ck_assert_str_eq(buf, "log(y + 1)");
+    gmm_formula_expr_text(f->response_expr, buf, 6); /* truncated, terminated */
+    ck_assert_str_eq(buf, "log(y");
     ck_assert_str_eq(f->response, "y");
     ck_assert_str_eq(f->var[0].label, "I(x^2 * 1e+05)");
     ck_assert_str_eq(f->var[1].label, "I(1e-04 - -x)");
