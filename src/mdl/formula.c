@@ -4,8 +4,8 @@
  * TERMS.  f(NAME, MODEL, ...) is a latent component indexed by column
  * NAME; the fixed terms (covariates, factors, their interactions and
  * functions, offset()) are formula_fixed.c's.  '1' asks for the intercept
- * (present by default), '0' and '-1' drop it.  A KEY without '=' VALUE is a flag (f(w, rw2, cyclic)),
- * its value "".  The word 'fixed' after a value (f(g, iid, variance=0.5
+ * (present by default), '0' and '-1' drop it.  A KEY without '=' VALUE is
+ * a flag (f(w, rw2, cyclic)), its value "".  The word 'fixed' after a value (f(g, iid, variance=0.5
  * fixed)) marks it: the word is not part of the value (a bare value's
  * blanks before it are dropped too), and the model layer holds the
  * parameter so given at it.  The parser knows no model names: the model
@@ -13,8 +13,8 @@
  *
  * WHAT IS REFUSED.  R's other formula operators are errors that say so, at
  * the operator: ':' and '*' next to an f() term, '/' and %in% (nesting),
- * '^' outside I(), '|' (lme4's (1 | g): f(g, iid) is suggested), '.', parentheses and a
- * second '~'.  The response may not be a term too (y ~ y, factor(y),
+ * '^' outside I(), '|' (lme4's (1 | g): f(g, iid) is suggested), '.',
+ * parentheses and a second '~'.  The response may not be a term too (y ~ y, factor(y),
  * f(y, ...)): an error at the term's first use. */
 #include "formula_impl.h"
 

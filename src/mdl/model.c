@@ -279,8 +279,7 @@ static gmm_status build_model(const mdl_build *b, gmm_mdl *m)
     if ((s = gmm_table_read(o->desc.data.file, &data)) != GMM_OK)
         goto done;
     const char *xcol = m->graph || m->stack ? NULL : o->desc.data.x;
-    if ((s = load_data(b, m, data, xcol, o->desc.data.y)) != GMM_OK ||
-        (s = gmm_mdl_impl_response(m, data, m->y)) != GMM_OK)
+    if ((s = load_data(b, m, data, xcol, o->desc.data.y)) != GMM_OK)
         goto done;
     /* the coefficients: a formula's fixed terms and its intercept (for every
      * likelihood: the intercept a formula names is estimated), else the

@@ -413,6 +413,10 @@ gmm_status gmm_mdl_impl_design(gmm_mdl *m, const gmm_table *t, const gmm_formula
     if (pos)
         *pos = SIZE_MAX;
     pos = pos ? pos : &at;
+    /* log(y) ~ ...: the outcomes read by the caller, transformed */
+    if (fm->response_expr &&
+        (s = gmm_mdl_impl_expr_eval(fm->response_expr, t, fm->response_label, 1, m->y, pos)))
+        return s;
     m->flev = gmm_calloc(nv ? nv : 1, sizeof *m->flev);
     unsigned char *code = gmm_malloc(fm->nfixed ? fm->nfixed * 64 : 1, 1);
     if (!m->flev || !code) {

@@ -115,8 +115,9 @@ struct gmm_mdl {
     char **rowkey;
 };
 
-/* model_design.c: the design of fm's fixed terms over table t as R's
- * model.matrix makes it (the intercept first when `intercept`, then the
+/* model_design.c: a transformed response's values in m->y (read from its
+ * column by the caller), and the design of fm's fixed terms over table t
+ * as R's model.matrix makes it (the intercept first when `intercept`, then the
  * terms' columns, treatment contrasts or indicators by R's rules), then a
  * column per offset() (its coefficient held at 1), into m->X, m->ncoef,
  * m->coef_name ("intercept", "coef.x", "coef.g[LEVEL]", "coef.g[B]:x",

@@ -171,6 +171,9 @@ START_TEST(test_design_value_errors)
         {"y ~ I(x / (z - z)) + f(grp, iid)", 8,
          "tests/fixtures/design/data.csv:2: a value that is not finite (inf) in the term "
          "'I(x/(z - z))'"},
+        {"log(z) ~ x + f(grp, iid)", 0,
+         "tests/fixtures/design/data.csv:2: log() of a value that is not positive (-1.64) in the "
+         "term 'log(z)'"},
         {"y ~ I(f^2) + f(grp, iid)", 6,
          "tests/fixtures/design/data.csv:2: column 'f': 'A' is not a number (in the term "
          "'I(f^2)')"},
