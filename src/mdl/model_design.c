@@ -468,6 +468,15 @@ gmm_status gmm_mdl_impl_design(gmm_mdl *m, const gmm_table *t, const gmm_formula
                           fm->offset[o].label);
     }
     gmm_free(code);
+    /* factor(g) beside g (a text column) or factor(g, ref = L): one name twice */
+    for (size_t i = 0; s == GMM_OK && i < ncoef; i++)
+        for (size_t j = 0; j < i; j++)
+            if (!strcmp(m->coef_name[i], m->coef_name[j])) {
+                s = gmm_error(GMM_EINVAL, "formula: the columns '%s' and '%s' would both be "
+                                          "named '%s': write the variable one way",
+                              m->coef_label[j], m->coef_label[i], m->coef_name[i]);
+                break;
+            }
     return s == GMM_OK ? fill_rows(m, t, fm, intercept, m->X, pos) : s;
 }
 

@@ -154,10 +154,11 @@ START_TEST(test_design_terms)
 }
 END_TEST
 
-/* Values a function does not take: the row and the term, the caret under
- * the function; a column of text inside I(), under the column; a poly()
- * of too few distinct values; a reference level the data lack, under the
- * level. */
+/* Two ways of writing one factor: an error naming both (one coefficient
+ * name for two columns).  Values a function does not take: the row and
+ * the term, the caret under the function; a column of text inside I(),
+ * under the column; a poly() of too few distinct values; a reference level
+ * the data lack, under the level. */
 START_TEST(test_design_value_errors)
 {
     static const struct {
@@ -181,6 +182,14 @@ START_TEST(test_design_value_errors)
         {"y ~ factor(f, ref = 'D') + f(grp, iid)", 21,
          "formula: 'D' is not a level of column 'f' (3 levels, from 'A' to 'C')"},
     };
+    gmm_mdl_spec sp;
+    gmm_mdl_spec_init(&sp);
+    sp.desc.formula = "y ~ factor(f) + f + f(grp, iid)";
+    sp.desc.data.file = FIXTURES "data.csv";
+    gmm_mdl *m2 = NULL;
+    ck_assert_int_eq(gmm_mdl_build(&sp, &m2, NULL), GMM_EINVAL);
+    ck_assert_str_eq(gmm_error_message(), "formula: the columns 'factor(f)B' and 'fB' would both "
+                                          "be named 'coef.f[B]': write the variable one way");
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         gmm_mdl_spec s;
         gmm_mdl_spec_init(&s);
