@@ -199,6 +199,12 @@ size_t gmm_mdl_nobs(const gmm_mdl *m);
 /* The coefficients (problem.h): the last ncoef parameters of the
  * objective, named "intercept", "coef.NAME" and "coef.NAME[LEVEL]". */
 size_t gmm_mdl_ncoef(const gmm_mdl *m);
+/* Coefficient k's column as R's model.matrix names it ("(Intercept)", "x",
+ * "factor(g)B:x", "I(x^2)", "poly(x, 2)1"), or an offset() term's text
+ * ("offset(log(e))"): the last gmm_mdl_noffset(m) coefficients, held at 1.
+ * NULL for k >= gmm_mdl_ncoef(m) or a model without a formula. */
+const char *gmm_mdl_coef_label(const gmm_mdl *m, size_t k);
+size_t gmm_mdl_noffset(const gmm_mdl *m);
 /* The standard errors a fit reports, in place: se (the objective's
  * nparam, gmm_fit's) keeps the coefficients' and has NAN for the others (a
  * variance's is a poor summary of its uncertainty).  Returns nonzero when

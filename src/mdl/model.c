@@ -26,6 +26,7 @@
 #include <ctype.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,6 +110,7 @@ void gmm_mdl_free(gmm_mdl *m)
     gmm_free(m->rowkey);
     gmm_free(m->X);
     gmm_free(m->coef_name);
+    gmm_free(m->coef_label);
     gmm_free(m->aliased);
     gmm_free(m->desc_value);
     gmm_mdl_impl_levels_free(m);
@@ -349,8 +351,16 @@ static gmm_status build_model(const mdl_build *b, gmm_mdl *m)
         goto done;
     }
     static const gmm_formula no_terms;
-    if ((s = gmm_mdl_impl_design(m, data, m->fm ? m->fm : &no_terms, want_b)) != GMM_OK)
+    size_t fpos;
+    if ((s = gmm_mdl_impl_design(m, data, m->fm ? m->fm : &no_terms, want_b, &fpos)) != GMM_OK) {
+        /* a column or value at fault inside an expression: the caret under it */
+        if (fpos != SIZE_MAX && m->fm) {
+            char why[GMM_ERROR_MAX];
+            snprintf(why, sizeof why, "%s", gmm_error_message());
+            s = gmm_mdl_impl_formula_error(b, fpos, "%s", why);
+        }
         goto done;
+    }
     if (mf)
         center_y(m, !mf->has_center || m->fm, mf->has_center ? &mf->center : NULL);
     else

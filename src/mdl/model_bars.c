@@ -43,7 +43,7 @@ gmm_status gmm_mdl_impl_group_columns(const gmm_formula *fm, gmm_table *t)
 
 size_t gmm_mdl_impl_key_ncol(const gmm_formula *fm)
 {
-    size_t n = fm->nlatent + fm->nfixed;
+    size_t n = fm->nlatent + fm->ncolumn;
     for (size_t k = 0; k < fm->nlatent; k++)
         n += fm->latent[k].neffect;
     return n;
@@ -58,8 +58,8 @@ gmm_status gmm_mdl_impl_key_columns(const gmm_formula *fm, const gmm_table *t, s
         return gmm_error(GMM_EINVAL, "more than %zu formula columns", cap);
     for (size_t k = 0; k < fm->nlatent && s == GMM_OK; k++)
         s = gmm_table_column(t, fm->latent[k].name, &col[(*nc)++]);
-    for (size_t k = 0; k < fm->nfixed && s == GMM_OK; k++)
-        s = gmm_table_column(t, fm->fixed[k].name, &col[(*nc)++]);
+    for (size_t k = 0; k < fm->ncolumn && s == GMM_OK; k++)
+        s = gmm_table_column(t, fm->column[k], &col[(*nc)++]);
     for (size_t k = 0; k < fm->nlatent && s == GMM_OK; k++)
         for (size_t e = 0; e < fm->latent[k].neffect && s == GMM_OK; e++)
             if (strcmp(fm->latent[k].effect[e], "(Intercept)"))

@@ -1,8 +1,9 @@
 /* model_na.c -- rows with a missing value in a column the model uses, dropped
  * before the columns are read, as R's default na.action (na.omit) does.
  *
- * The columns: every covariate and factor of the formula, every latent
- * term's index column, a state-space model's input and a graph model's node
+ * The columns: every column the formula's fixed terms and offsets read,
+ * every latent term's index column (an a:b grouping's factors) and
+ * random-effect slopes, a state-space model's input and a graph model's node
  * column, and -- only where the outcome is observed -- the prior weights.
  * A missing outcome is not a reason to drop a row: it marks a row to
  * predict (held out), whose weight is not read either.  A missing exposure
@@ -42,10 +43,18 @@ gmm_status gmm_mdl_impl_omit_missing(gmm_mdl *m, const gmm_model_desc *d, gmm_ta
         return gmm_error(GMM_ENOMEM, "out of memory for the data");
     }
     const gmm_formula *fm = m->fm;
-    for (size_t k = 0; fm && k < fm->nfixed; k++)
-        use(t, fm->fixed[k].name, col, ALWAYS);
-    for (size_t k = 0; fm && k < fm->nlatent; k++)
-        use(t, fm->latent[k].name, col, ALWAYS);
+    for (size_t k = 0; fm && k < fm->ncolumn; k++)
+        use(t, fm->column[k], col, ALWAYS);
+    for (size_t k = 0; fm && k < fm->nlatent; k++) {
+        const gmm_formula_latent *l = &fm->latent[k];
+        if (l->ngroup < 2) /* a:b's column is derived from a and b later */
+            use(t, l->name, col, ALWAYS);
+        for (size_t g = 0; l->ngroup >= 2 && g < l->ngroup; g++)
+            use(t, l->group[g], col, ALWAYS);
+        for (size_t e = 0; e < l->neffect; e++)
+            if (strcmp(l->effect[e], "(Intercept)"))
+                use(t, l->effect[e], col, ALWAYS);
+    }
     if (!m->stack) {
         /* the defaults of load_data: x the first column, y the second */
         if (d->data.node)

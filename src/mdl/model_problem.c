@@ -133,6 +133,9 @@ gmm_status gmm_mdl_impl_build_problem(const mdl_build *b, gmm_mdl *m, double noi
         names[k] = m->coef_name[k];
     if (has_b)
         start[0] = b0;
+    /* offset() terms: columns whose coefficient is 1, held */
+    for (size_t k = m->ncoef - m->noffset; k < m->ncoef; k++)
+        start[k] = 1.0;
     gmm_problem_design d = {m->ncoef, m->X, names, start, 1};
     s = gmm_problem_alloc_design(m->lat, &m->lik, m->y, m->e, &d, &m->prob);
     if (s == GMM_OK && m->wt)
@@ -145,6 +148,8 @@ gmm_status gmm_mdl_impl_build_problem(const mdl_build *b, gmm_mdl *m, double noi
         return s;
     }
     m->obj = gmm_problem_objective(m->prob);
+    for (size_t k = m->ncoef - m->noffset; k < m->ncoef; k++)
+        m->obj->fixed[m->obj->nparam - m->ncoef + k] = 1;
     if ((s = term_names(m)) != GMM_OK)
         return s;
     if (verbose)

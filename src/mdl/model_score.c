@@ -202,6 +202,7 @@ gmm_status gmm_mdl_rows_read(const gmm_mdl *m, const char *path, int mode, gmm_m
         goto fail;
     }
     if ((score && (s = gmm_table_column_double(tb, t->col_y, 1, t->y)) != GMM_OK) ||
+        (score && (s = gmm_mdl_impl_response(m, tb, t->y)) != GMM_OK) ||
         (inputs && (s = gmm_table_column_double(tb, t->col_site, 0, t->x)) != GMM_OK) ||
         (ename && (s = gmm_table_column_double(tb, ce, 1, t->e)) != GMM_OK) ||
         (m->ncoef && (s = gmm_mdl_impl_design_rows(m, tb, t->X)) != GMM_OK) ||
