@@ -133,5 +133,12 @@ gmm_status gmm_fit(gmm_objective *obj, const gmm_fit_params *params, gmm_fit_res
  * positive definite: not at a maximum, or a parameter not identified), the
  * objective's status at a difference point, GMM_ENOMEM (nfree^2 doubles). */
 gmm_status gmm_fit_std_errors(gmm_objective *obj, double *se);
+/* The variances var[r] = a_r' C a_r of nrow linear combinations of the
+ * parameters at obj->value, C the covariance gmm_fit_std_errors' errors
+ * are the diagonal of (H^-1 carried to the parameters' scale by the delta
+ * method): A is nrow x nparam, row-major; entries at fixed parameters
+ * count for nothing (they carry no error).  2 nfree evaluations, then
+ * O(nrow nfree^2).  Errors as gmm_fit_std_errors. */
+gmm_status gmm_fit_lincomb_var(gmm_objective *obj, const double *A, size_t nrow, double *var);
 
 #endif

@@ -62,6 +62,14 @@ typedef struct {
  * lines numbers in t->line and in messages count comment lines. */
 gmm_status gmm_table_read_opts(const char *path, const gmm_table_opts *opts, gmm_table **out);
 
+/* A new last column `name` (copied) whose row r holds the cells of columns
+ * col[0 .. nc-1] joined by ':' (the interaction a:b of factors a and b: one
+ * level per observed combination), its index into *out.  Pointers into the
+ * old header and rows (t->cell[r]) are invalidated; the cells stay.
+ * GMM_EINVAL (NULL, nc 0, a column out of range), GMM_ENOMEM. */
+gmm_status gmm_table_join_column(gmm_table *t, const char *name, const size_t *col, size_t nc,
+                                 size_t *out);
+
 /* Index of column `name`, or GMM_EPARSE ("file: no column 'name' (columns:
  * a, b, c)"). */
 gmm_status gmm_table_column(const gmm_table *t, const char *name, size_t *col);
@@ -81,6 +89,14 @@ gmm_status gmm_table_column(const gmm_table *t, const char *name, size_t *col);
 gmm_status gmm_table_column_double(const gmm_table *t, size_t col, int allow_missing,
                                    double *x);
 
+/* Nonzero when cell (r, col) reads as missing in gmm_table_column_double
+ * (empty, "NA", "NaN", "nan", blanks around ignored); 0 out of range. */
+int gmm_table_cell_missing(const gmm_table *t, size_t r, size_t col);
+/* Keep the rows r with keep[r] nonzero (nrow flags), in their order, and
+ * drop the others in place: nrow, cell and line shrink together, so later
+ * messages still name each kept row's source line (the dropped cells stay
+ * allocated until gmm_table_free).  O(nrow). */
+void gmm_table_keep_rows(gmm_table *t, const unsigned char *keep);
 /* Distinct decimal numbers in column `col` that read as the same double --
  * x = 1e16 + year turns 2001 and 2002 into one input -- so that callers can
  * warn before they merge rows.  x is the column as gmm_table_column_double

@@ -46,8 +46,16 @@ typedef struct gmm_laplace gmm_laplace;
 
 /* Workspace for latent dimension n, prior bandwidth kl, covariance band
  * cov_kl >= kl (what predictions need), up to maxobs rows of width <= kl +
- * 1.  About four bands of (cov_kl + 1) n doubles.  NULL + GMM_ENOMEM. */
+ * 1; n = 0 with width 0 (an empty latent: a GLM, whose Laplace value is
+ * the log-likelihood at the offsets).  About four bands of (cov_kl + 1) n
+ * doubles.  NULL + GMM_ENOMEM. */
 gmm_laplace *gmm_laplace_alloc(size_t n, size_t kl, size_t cov_kl, size_t maxobs, size_t width);
+/* Prior weights of the observations (borrowed: one per row of the obs
+ * later evaluations take, finite and >= 0, unchanged and alive while they
+ * are used; NULL: all 1): row i's log p(y_i | f) is then
+ * gmm_lik_eval_weighted's with w[i], in the Newton steps, log q, the
+ * draws' weights and every gradient alike. */
+void gmm_laplace_set_weights(gmm_laplace *w, const double *wt);
 void gmm_laplace_free(gmm_laplace *w);
 
 /* Linear constraints A x = 0 (k rows of n, row-major, linearly

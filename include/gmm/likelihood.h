@@ -49,6 +49,10 @@ struct gmm_lik_type {
                                        * likelihood is exact, no Laplace; the
                                        * data are centred, new observations
                                        * are normal */
+    /* 1 + the index of the parameter a prior weight w divides (gaussian:
+     * its variance, y ~ N(f, variance / w), as R's lm); 0: the weight
+     * multiplies the row's log p(y | f) (R's glm).  gmm_lik_eval_weighted. */
+    size_t weight_param;
     int not_log_concave;              /* nonzero: -d2 log p may be negative
                                        * (studentt); the Laplace approximation
                                        * then keeps the assembled precision
@@ -216,6 +220,15 @@ size_t gmm_lik_nconst(const gmm_lik *lik);
 void gmm_lik_row_const(const gmm_lik *lik, double y, double e, double *c);
 void gmm_lik_eval_const(const gmm_lik *lik, double y, double e, const double *c, double f,
                         double out[4], double *dpar);
+/* A row with prior weight w (finite, >= 0; R's lm and glm): w log p(y |
+ * f) with its derivatives times w, or for a family whose weight divides a
+ * parameter (the type's weight_param: gaussian) log p(y | f) at that
+ * parameter over w (y ~ N(f, variance / w), whose density carries log w /
+ * 2), its dpar in the parameter itself; w = 0: zeros (the row drops out,
+ * as in R).  c: the row's constants (gmm_lik_row_const) or NULL; out, dpar
+ * as gmm_lik_eval.  The one place weights enter a row's likelihood. */
+void gmm_lik_eval_weighted(const gmm_lik *lik, double y, double e, double w, const double *c,
+                           double f, double out[4], double *dpar);
 /* sum_i log p(y_i | f_i) over m rows with their constants c (m x nconst,
  * row i at c + i nconst), and g_i = d log p / d f_i into g (m, or NULL):
  * gmm_lik_eval_const's out[0] summed in row order and its out[1], to the
@@ -238,6 +251,13 @@ double gmm_lik_sum_const(const gmm_lik *lik, size_t m, const double *y, const do
  * never seen for n <= GMM_LIK_QUAD_MAX). */
 gmm_status gmm_lik_expect(const gmm_lik *lik, double y, double e, double mu, double s2,
                           size_t nquad, double out[3], double *dpar);
+
+/* gmm_lik_expect of a row with prior weight w (gmm_lik_eval_weighted's
+ * rule: w times the expectation and its derivatives, or for the Gaussian
+ * the expectation at variance / w, dpar in the variance itself; w = 0:
+ * zeros).  Errors as gmm_lik_expect. */
+gmm_status gmm_lik_expect_weighted(const gmm_lik *lik, double y, double e, double w, double mu,
+                                   double s2, size_t nquad, double out[3], double *dpar);
 
 /* The mean outcome per unit e, E[y | f] at e = 1 (the rate exp(f) for a
  * log link, the probability for binomial, f for gaussian and studentt: the

@@ -49,7 +49,9 @@ gmm_status gmm_mdl_graph_attach(gmm_graph *g, const gmm_table *t, const char *co
 
 /* What a report is about (the callback decides what to show). */
 typedef enum {
-    GMM_MDL_REPORT_DATA,    /* "read N rows: O observed, M missing" (not from a model file) */
+    GMM_MDL_REPORT_DATA,    /* "read N rows: O observed, M missing" (not from a model file),
+                             * "; K more dropped for a missing value in a column the model
+                             * uses" after it when rows were dropped (spec.na_fail 0) */
     GMM_MDL_REPORT_WARNING, /* "warning: ...": rows merged, nodes isolated, ... */
     GMM_MDL_REPORT_INFO,    /* defaults chosen, sizes (only with spec.verbose) */
     GMM_MDL_REPORT_SUMMARY  /* the latent and likelihood in one line (spec.verbose, not from
@@ -74,6 +76,13 @@ typedef struct {
     double intercept;          /* start of the intercept; NAN: the data's */
     int no_intercept;
     int no_center;             /* Gaussian data not centred */
+    int na_fail;               /* a missing value in a column the model uses
+                                * (a covariate, factor or term's column; the
+                                * weight of an observed row) is an error; 0:
+                                * the row is dropped, as R's na.omit
+                                * (gmm_mdl_rows_dropped).  A missing exposure
+                                * or trials of an observed row is an error
+                                * either way */
     int free_period;           /* with the default kernel (desc names no latent):
                                 * its period is estimated, not held at 1 */
     /* Parameters held fixed (names of the objective; "noise.variance" is the
@@ -96,6 +105,9 @@ typedef struct {
 
 /* Zero, with noise and intercept NAN. */
 void gmm_mdl_spec_init(gmm_mdl_spec *s);
+
+/* The data rows dropped for a missing value (gmm_mdl_spec's na_fail 0). */
+size_t gmm_mdl_rows_dropped(const gmm_mdl *m);
 
 /* The latent of a description that names none (no kernel, graph or
  * formula, and no model file's values): a smooth trend plus a yearly
@@ -187,6 +199,12 @@ size_t gmm_mdl_nobs(const gmm_mdl *m);
 /* The coefficients (problem.h): the last ncoef parameters of the
  * objective, named "intercept", "coef.NAME" and "coef.NAME[LEVEL]". */
 size_t gmm_mdl_ncoef(const gmm_mdl *m);
+/* Coefficient k's column as R's model.matrix names it ("(Intercept)", "x",
+ * "factor(g)B:x", "I(x^2)", "poly(x, 2)1"), or an offset() term's text
+ * ("offset(log(e))"): the last gmm_mdl_noffset(m) coefficients, held at 1.
+ * NULL for k >= gmm_mdl_ncoef(m) or a model without a formula. */
+const char *gmm_mdl_coef_label(const gmm_mdl *m, size_t k);
+size_t gmm_mdl_noffset(const gmm_mdl *m);
 /* The standard errors a fit reports, in place: se (the objective's
  * nparam, gmm_fit's) keeps the coefficients' and has NAN for the others (a
  * variance's is a poor summary of its uncertainty).  Returns nonzero when
@@ -403,20 +421,30 @@ typedef struct {
                             * NULL without coefficients */
     gmm_stack_at *sat;     /* a model of several f() terms: n x nterm, each
                             * term's reading of the row (stack.h); else NULL */
+    double *sz;            /* the coefficients sat's correlated terms point
+                            * into (stack.h's z), or NULL */
     double *sgrp;          /* with sat: n x nterm x 2, each term's group and
                             * replicate values (gmm_latent_stack_row_group) */
 } gmm_mdl_test;
 
 #define GMM_MDL_NEW_LEVEL ((size_t)-1)
 
-/* Read `path` as rows of m: to score (score nonzero: as gmm_mdl_test_read)
- * or to predict at (the outcome and exposure columns are not read; y is
- * NAN).  Each f() term reads its column (what it accepts:
+/* What gmm_mdl_rows_read reads rows for. */
+enum {
+    GMM_MDL_ROWS_PREDICT = 0, /* to predict at: no outcome or exposure column */
+    GMM_MDL_ROWS_SCORE = 1,   /* to score: as gmm_mdl_test_read */
+    GMM_MDL_ROWS_FIXED = 2    /* to predict the fixed effects alone (gmm_mdl_predict_fixed):
+                               * neither, nor the f() terms' columns -- the node or level
+                               * column, when there, labels the row; site[r] = r, sat NULL */
+};
+
+/* Read `path` as rows of m: to score or to predict at (mode, above; y is
+ * NAN but to score).  Each f() term reads its column (what it accepts:
  * src/mdl/model_score.c); a level an iid term's data lack is kept
  * (GMM_MDL_NEW_LEVEL).  A factor level the model's data lack, or a node
  * not in a graph term's graph, is GMM_EPARSE "FILE:LINE: column 'C': ...".
  * Errors otherwise as gmm_mdl_test_read. */
-gmm_status gmm_mdl_rows_read(const gmm_mdl *m, const char *path, int score,
+gmm_status gmm_mdl_rows_read(const gmm_mdl *m, const char *path, int mode,
                              gmm_mdl_test **out);
 /* The inputs of t's rows for a model with inputs (t->x), NULL for one
  * whose rows are labelled by their nodes or levels: what a prediction
@@ -438,6 +466,39 @@ gmm_status gmm_mdl_predict_test(gmm_mdl *m, const gmm_mdl_test *t, double *mean,
  * pr[0..t->n). */
 gmm_status gmm_mdl_predict_test_summary(gmm_mdl *m, const gmm_mdl_test *t, double level,
                                         int observed, gmm_summary_pred *pr);
+/* The rows of new data t (gmm_mdl_rows_read, to predict or score) with a
+ * level of an iid term the model's data do not have -- a new group, whose
+ * effect is the term's prior, N(0, variance): their count, and for the
+ * first of them its row, column, level and the variance parameter (name,
+ * value) of its term.  Strings borrowed from t and m. */
+typedef struct {
+    size_t nrow, first;
+    const char *column, *level, *param;
+    double variance;
+} gmm_mdl_new_levels;
+void gmm_mdl_test_new_levels(const gmm_mdl *m, const gmm_mdl_test *t, gmm_mdl_new_levels *out);
+/* Which terms a prediction keeps: every term (the default), or none of
+ * the latent's -- lme4's re.form = NA: X beta alone, every f() term
+ * dropped, structured or not (src/mdl/model_fixed.c). */
+typedef enum { GMM_MDL_TERMS_ALL = 0, GMM_MDL_TERMS_FIXED } gmm_mdl_terms_kept;
+
+/* The fixed effects alone: mean[r] = X_r beta (+ the centre of Gaussian
+ * data) and var[r] = X_r C X_r', C the coefficients' covariance (the
+ * inverse observed information at m's values, as fit's std_errors: its
+ * only uncertainty), at the rows of t (t->n of them), or with t NULL at
+ * the nq new inputs xq or, xq NULL, at the nq sites of gmm_mdl_predict:
+ * the data rows (nq = nrow: GMM_EDIM), or the nodes of a model whose
+ * design is the same at every row (as it must be at new inputs).
+ * Errors: GMM_EINVAL (sites of a design that varies by row), GMM_ENOTPD
+ * "the coefficients' variance: the observed information is not positive
+ * definite ..." (not at a maximum), gmm_fit_lincomb_var's; GMM_ENOMEM. */
+gmm_status gmm_mdl_predict_fixed(gmm_mdl *m, const gmm_mdl_test *t, const double *xq, size_t nq,
+                                 double *mean, double *var);
+/* gmm_mdl_predict_fixed summarised as gmm_mdl_predict_summary does, into
+ * pr[0..n), n = t->n or nq. */
+gmm_status gmm_mdl_predict_fixed_summary(gmm_mdl *m, const gmm_mdl_test *t, const double *xq,
+                                         size_t nq, double level, int observed,
+                                         gmm_summary_pred *pr);
 /* Nonzero when predictions away from the data are at rows (a table read
  * by gmm_mdl_rows_read: covariates, factors, nodes or levels) rather than
  * at bare inputs: a model with covariates or factors, a graph or iid
@@ -518,6 +579,21 @@ typedef struct {
  * posterior's, GMM_ENOMEM. */
 gmm_status gmm_mdl_terms_get(gmm_mdl *m, gmm_mdl_terms *out);
 void gmm_mdl_terms_free(gmm_mdl_terms *t); /* NULL-safe */
+
+/* lme4's VarCorr of the formula's random-effect terms ((x | g), formula.h)
+ * at the model's current values: for each term in order, a row per effect
+ * (its standard deviation, its correlations with the term's earlier
+ * effects), then the residual's for a Gaussian likelihood; n 0 without
+ * such terms.  The rows' strings are the model's (valid while it lives);
+ * freed with gmm_mdl_varcorr_free (NULL-safe).  Errors: GMM_ENOMEM, a
+ * parameter out of its domain. */
+typedef struct {
+    size_t n;
+    gmm_model_varcorr *row;
+    double *corr;
+} gmm_mdl_varcorr;
+gmm_status gmm_mdl_varcorr_get(const gmm_mdl *m, gmm_mdl_varcorr *out);
+void gmm_mdl_varcorr_free(gmm_mdl_varcorr *v);
 
 /* At the rows of t (gmm_mdl_rows_read) from draws that hold the latent
  * states x[1..n]: each draw's X_r beta plus its latent at the row

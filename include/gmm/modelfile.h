@@ -28,6 +28,8 @@ typedef struct {
         const char *node;     /* graph models: node column, or NULL */
         const char *exposure; /* or NULL */
         const char *trials;   /* or NULL (written only when set) */
+        const char *weights;  /* prior weights' column, or NULL (written only
+                               * when set) */
     } data;
     const char *graph;      /* edge-list file of a graph model, or NULL */
     const char *edge_cols[3]; /* i, j, length column names; all NULL: "i", "j"
@@ -37,6 +39,17 @@ typedef struct {
                              * this share a state (written as "merge_tol"
                              * when > 0; absent: 0) */
 } gmm_model_desc;
+
+/* One row of lme4's VarCorr: effect `name` of random-effect term `group`
+ * (lme4's names), its standard deviation and its correlations with the
+ * group's earlier effects (ncorr of them); the residual's: group
+ * "Residual", name "". */
+typedef struct {
+    const char *group, *name;
+    double sd;
+    size_t ncorr;
+    const double *corr;
+} gmm_model_varcorr;
 
 typedef struct {
     int format_version;   /* read: as found; write: GMM_FORMAT_VERSION is written */
@@ -64,6 +77,10 @@ typedef struct {
     const double *std_error; /* write: nparam values (borrowed), "std_errors"
                               * holds the finite ones; NULL: none.  read:
                               * always NULL */
+    size_t nvarcorr;         /* write: "varcorr", one object {group, name, sd,
+                              * corr} per row (borrowed) when nvarcorr > 0;
+                              * read: 0 (informational only) */
+    const gmm_model_varcorr *varcorr;
     /* A VI result (vi.h), written as "elbo" and "variational":
      * {"file": ..., "bandwidth": b} when has_vi: q's mean and the band of its
      * precision factor L are in that CSV (index,mean,l0,...,lb with l_j =

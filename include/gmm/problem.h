@@ -60,6 +60,15 @@ gmm_status gmm_problem_alloc_design(gmm_latent *lat, const gmm_lik *lik, const d
                                     gmm_problem **out);
 void gmm_problem_free(gmm_problem *p); /* NULL-safe */
 
+/* Prior weights w (nrows, copied; finite and >= 0; 0 drops a row from the
+ * likelihood) for every later evaluation: each row's log p(y | f) as
+ * gmm_lik_eval_weighted takes it (R's lm and glm).  Every likelihood, the
+ * Gaussian too, is then evaluated by the Laplace approximation, exact for a
+ * Gaussian (Newton reaches the mode in one step): the exact path's
+ * marginal likelihood has one noise variance for all rows.  Call before
+ * the first evaluation.  GMM_EINVAL (row in gmm_error_index()), GMM_ENOMEM. */
+gmm_status gmm_problem_set_weights(gmm_problem *p, const double *w);
+
 /* The objective (names, values = starting values, positive flags, none
  * fixed, eval); owned by p.  eval(theta) is log p(y | theta) (exact) or
  * log q(y | theta) (Laplace) with its exact gradient. */
@@ -104,6 +113,8 @@ const gmm_lik *gmm_problem_lik(const gmm_problem *p);
  * that is not finite and > 0; GMM_EINVAL for NULL arguments. */
 gmm_status gmm_problem_lik_at(const gmm_problem *p, const double *theta, gmm_lik *out);
 const double *gmm_problem_y(const gmm_problem *p);
+/* The prior weights (nrows, the problem's copy), NULL when none were given. */
+const double *gmm_problem_weights(const gmm_problem *p);
 const double *gmm_problem_exposure(const gmm_problem *p);
 /* How the last evaluation factorised the posterior precision: "cholesky"
  * or "square-root" (exact: gmm_latent_factorisation; Laplace: the

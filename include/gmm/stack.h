@@ -25,11 +25,16 @@ typedef enum {
     GMM_STACK_BYM2,
     GMM_STACK_GRAPH,
     GMM_STACK_KERNEL,
+    GMM_STACK_CORR,
     GMM_STACK_AR1,         /* stack_ts.c */
     GMM_STACK_SEASONAL     /* stack_ts.c */
 } gmm_stack_model;
 /* gmm_latent_stack_kind's answer out of range */
 #define GMM_STACK_NO_MODEL ((gmm_stack_model)-1)
+
+/* CORR: at most this many correlated effects per level (its parameters
+ * k (k + 1) / 2). */
+#define GMM_STACK_CORR_MAX 8
 
 /* One component.  Read by gmm_latent_stack_alloc only, except gmrf. */
 typedef struct {
@@ -51,7 +56,15 @@ typedef struct {
                             * 0: exact ties only.  Finite and >= 0; nonzero on
                             * another model is GMM_EINVAL */
     double variance, phi;  /* starting values; 0: the defaults 1 and 0.5
-                            * (GRAPH: the gmrf's own values) */
+                            * (GRAPH: the gmrf's own values; CORR: each
+                            * effect's variance, correlations start at 0) */
+    /* CORR: neffect (1 .. GMM_STACK_CORR_MAX) correlated effects per level
+     * of level/nlevel; row r reads sum_a z[r neffect + a] u_{level[r], a}
+     * (z: nrows x neffect, row-major; 1 for an intercept); effect[a] the
+     * effects' names, in the parameters' names (latent_stack.c, CORR) */
+    size_t neffect;
+    const double *z;
+    const char *const *effect;
     /* AR1, SEASONAL (stack_ts.c): the index values must be integers; the
      * latents are the positions min..max (a gap a latent without data) */
     double rho;            /* AR1: starting rho in (-1, 1); 0: the default 0.5 */
@@ -69,11 +82,12 @@ typedef struct {
     const double *replicate;
 } gmm_stack_term;
 
-/* The stacked latent over nrows data rows and nterm >= 1 components into
- * *out (freed with gmm_latent_free; terms read only here, except the
- * borrowed gmrf and kernel).  limit: bytes allowed for the band of Q or
- * the observation map (0: GMM_GMRF_BAND_LIMIT), checked before either is
- * allocated.  Errors: GMM_EINVAL (NULL, a level out of range or a
+/* The stacked latent over nrows data rows and nterm components into
+ * *out (nterm 0: the empty latent, n = 0, of a model without latent
+ * terms -- a GLM, the offsets X beta alone; freed with gmm_latent_free;
+ * terms read only here, except the borrowed gmrf and kernel).  limit:
+ * bytes allowed for the band of Q or the observation map (0:
+ * GMM_GMRF_BAND_LIMIT), checked before either is allocated.  Errors: GMM_EINVAL (NULL, a level out of range or a
  * non-finite value with the row in gmm_error_index(), RW1 with fewer than 2
  * distinct values, RW2 or a cyclic walk with fewer than 3, a starting value
  * out of its domain, a missing graph or kernel, cyclic, period or merge_tol
@@ -121,19 +135,23 @@ double gmm_latent_stack_wrap(const gmm_latent *l, size_t k, double t);
  * connected component (1 for an island); NAN otherwise. */
 double gmm_latent_stack_scale(const gmm_latent *l, size_t k, size_t v);
 
-/* A new row's reading of one component: level (IID, BESAG, BYM2, GRAPH: a
- * level or graph node < gmm_latent_stack_size's levels; GMM_NO_INDEX: an
- * IID level the data do not have) or value (RW1, RW2: any finite value). */
+/* A new row's reading of one component: level (IID, BESAG, BYM2, GRAPH,
+ * CORR: a level or graph node < gmm_latent_stack_size's levels (CORR: its
+ * grouping's levels, size / neffect); GMM_NO_INDEX: an IID or CORR level
+ * the data do not have) or value (RW1, RW2: any finite value); z (CORR):
+ * the row's neffect coefficients. */
 typedef struct {
     size_t level;
     double value;
+    const double *z;
 } gmm_stack_at;
 
 /* Room gmm_latent_stack_row needs per component in idx and w, components
  * other than KERNEL. */
 #define GMM_STACK_ROW_MAX 4
 /* Room gmm_latent_stack_row needs for one row in all (the sum over the
- * components: GMM_STACK_ROW_MAX, or a KERNEL's 2 d); 0 for another latent. */
+ * components: GMM_STACK_ROW_MAX, a KERNEL's 2 d or a CORR's neffect); 0 for
+ * another latent. */
 size_t gmm_latent_stack_row_max(const gmm_latent *l);
 
 /* The linear predictor of a new row that reads at[k] of each component:
@@ -142,7 +160,8 @@ size_t gmm_latent_stack_row_max(const gmm_latent *l);
  *
  * x the stacked (permuted) latent, *nnz entries written (idx, w: room for
  * gmm_latent_stack_row_max).  A data level or value reads its latent; a new
- * IID level is its prior; a new value of a walk or kernel is the process's
+ * IID or CORR level is its prior (CORR: variance z' Sigma z); a new value of
+ * a walk or kernel is the process's
  * conditional law given its neighbouring states (bridge between two,
  * dynamics beyond the ends; a cyclic value wrapped first), derived in
  * stack_predict.c.  theta: the latent's parameters (the variances; the
@@ -158,6 +177,12 @@ gmm_status gmm_latent_stack_row(const gmm_latent *l, const double *theta, const 
 gmm_status gmm_latent_stack_row_group(const gmm_latent *l, const double *theta,
                                       const gmm_stack_at *at, const double *grp, size_t *idx,
                                       double *w, size_t *nnz, double *evar);
+/* CORR component k's Sigma (neffect x neffect, row-major) at its own
+ * parameters theta_k (its variances, then its correlations); GMM_EINVAL
+ * (not a stack, not a CORR component, NULL), GMM_EDOM (a parameter out of
+ * its domain).  O(neffect^3). */
+gmm_status gmm_latent_stack_sigma(const gmm_latent *l, size_t k, const double *theta_k,
+                                  double *Sigma);
 /* The model of component k (its main model for a grouped or replicated
  * one; GMM_STACK_NO_MODEL out of range). */
 gmm_stack_model gmm_latent_stack_kind(const gmm_latent *l, size_t k);

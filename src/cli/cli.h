@@ -185,6 +185,11 @@ int cli_pred_normal(const char *cmd, struct gmm_outset *set, const char *path,
  * the data do not have). */
 int cli_pred_rows(const char *cmd, struct gmm_outset *set, const char *path, struct gmm_mdl *m,
                   const gmm_mdl_test *t, double level, int observed);
+/* predict --re none: the fixed effects alone (gmm_mdl_predict_fixed_summary)
+ * at the rows of t, or (t NULL) at the nq inputs xq or, xq NULL, at the
+ * model's nq sites, labelled as the two above. */
+int cli_pred_fixed(const char *cmd, const char *path, struct gmm_mdl *m, const gmm_mdl_test *t,
+                   const double *xq, size_t nq, double level, int observed);
 /* The table of summaries pr[0..t->n) at the rows of t, labelled so. */
 int cli_pred_write_rows(const char *cmd, struct gmm_outset *set, const char *path,
                         const struct gmm_mdl *m, const gmm_mdl_test *t,

@@ -56,9 +56,11 @@ enum {
     CLI_OPT_INTERCEPT,
     CLI_OPT_NO_INTERCEPT,
     CLI_OPT_TRIALS,
+    CLI_OPT_WEIGHTS,
     CLI_OPT_FORMULA,
     CLI_OPT_VERBOSE,
     CLI_OPT_FACTOR, /* after VERBOSE: a numerical choice, allowed with --model */
+    CLI_OPT_NA,     /* how the data are read, allowed with --model too */
     CLI_OPT_FIRST_COMMAND /* commands number their own options from here */
 };
 
@@ -86,6 +88,8 @@ extern const int cli_model_repeatable[];
         {"intercept", required_argument, NULL, CLI_OPT_INTERCEPT},                              \
         {"no-intercept", no_argument, NULL, CLI_OPT_NO_INTERCEPT},                              \
         {"trials", required_argument, NULL, CLI_OPT_TRIALS},                                    \
+        {"weights", required_argument, NULL, CLI_OPT_WEIGHTS},                                  \
+        {"na", required_argument, NULL, CLI_OPT_NA},                                            \
         {"verbose", no_argument, NULL, CLI_OPT_VERBOSE},                                        \
         {"factor", required_argument, NULL, CLI_OPT_FACTOR}
 

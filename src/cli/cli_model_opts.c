@@ -49,6 +49,11 @@ static const char options_help[] =
     "  --exposure NAME     exposure column, for a family that reads one (default: 1)\n"
     "  --trials NAME       number-of-trials column, for a family that reads one\n"
     "                      (default: 1)\n"
+    "  --weights NAME      prior weights column (finite, >= 0), as R's lm and glm:\n"
+    "                      gaussian y ~ N(f, variance / w), others w log p(y | f)\n"
+    "  --na omit|fail      a row with a missing covariate, factor or term column\n"
+    "                      (or weight where y is observed): dropped with a count,\n"
+    "                      as R's na.omit (default), or an error\n"
     "  --intercept B       non-Gaussian: start of the intercept b in f = b + Hx\n"
     "                      (default: the family's, from the data)\n"
     "  --no-intercept      non-Gaussian: no intercept\n"
@@ -173,6 +178,14 @@ int cli_model_opt(cli_model_opts *o, const char *cmd, int c, const char *arg)
     case CLI_OPT_LIKELIHOOD: o->spec.desc.likelihood = arg; return 1;
     case CLI_OPT_EXPOSURE: o->spec.desc.data.exposure = arg; return 1;
     case CLI_OPT_TRIALS: o->spec.desc.data.trials = arg; return 1;
+    case CLI_OPT_WEIGHTS: o->spec.desc.data.weights = arg; return 1;
+    case CLI_OPT_NA:
+        if (strcmp(arg, "omit") && strcmp(arg, "fail")) {
+            cli_msg(cmd, "--na: '%s' is not omit or fail", arg);
+            return -1;
+        }
+        o->spec.na_fail = !strcmp(arg, "fail");
+        return 1;
     case CLI_OPT_INTERCEPT: {
         char *end;
         o->spec.intercept = strtod(arg, &end);

@@ -106,3 +106,18 @@ int cli_pred_normal(const char *cmd, gmm_outset *set, const char *path, gmm_mdl 
     gmm_free(pr);
     return rc;
 }
+
+int cli_pred_fixed(const char *cmd, const char *path, gmm_mdl *m, const gmm_mdl_test *t,
+                   const double *xq, size_t nq, double level, int observed)
+{
+    size_t n = t ? t->n : nq;
+    gmm_summary_pred *pr = gmm_malloc(n ? n : 1, sizeof *pr);
+    if (!pr)
+        return cli_fail(cmd, GMM_ENOMEM);
+    gmm_status s = gmm_mdl_predict_fixed_summary(m, t, xq, nq, level, observed, pr);
+    int rc = s != GMM_OK ? cli_fail(cmd, s)
+             : t         ? cli_pred_write_rows(cmd, NULL, path, m, t, pr, level)
+                         : cli_pred_write(cmd, NULL, path, m, xq, NULL, pr, nq, level);
+    gmm_free(pr);
+    return rc;
+}

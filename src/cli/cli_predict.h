@@ -5,12 +5,15 @@
 
 #include <stddef.h>
 
+#include "gmm/model.h"
+
 typedef struct {
     const char *model_path, *data, *at, *atcol, *grid, *out;
     const char **draws;        /* ndraws --draws files */
     size_t ndraws;
     int observed, verbose, terms;
     double level;
+    gmm_mdl_terms_kept kept;   /* --re */
     int stop;                  /* end now with the exit code returned (--help) */
 } cli_predict_args;
 

@@ -14,7 +14,8 @@
 
 static const char usage_text[] =
     "Usage: gmm-infer predict --model MODEL.json [DATA.csv] [--at FILE | --grid FROM:TO:STEP]\n"
-    "                         [--observed] [--draws FILE]... [--level P] [-o FILE]\n"
+    "                         [--observed] [--re all|none] [--draws FILE]...\n"
+    "                         [--level P] [-o FILE]\n"
     "       gmm-infer predict --model MODEL.json [DATA.csv] --terms [-o FILE]\n"
     "Print CSV x,mean,var,lower,upper,level (graph models: node,...): the\n"
     "posterior of the latent f (plus the intercept) with its central interval at\n"
@@ -31,6 +32,11 @@ static const char usage_text[] =
     "  --at-col NAME       column of --at FILE\n"
     "  --grid FROM:TO:STEP predict on a regular grid (inclusive of TO when on it)\n"
     "  --observed          add the noise variance: intervals for new observations\n"
+    "  --re all|none       the latent (random-effect) terms kept: all (default;\n"
+    "                      a level of an iid term the data lack gets its prior,\n"
+    "                      mean 0 and the term's variance), or none: the fixed\n"
+    "                      effects X beta alone (lme4's re.form = NA; every f()\n"
+    "                      term dropped), whose variance is the coefficients'\n"
     "  --draws FILE        summarise MCMC draws of f (gmm-infer hmc's output;\n"
     "                      repeatable): mean, var and the interval between the\n"
     "                      (1-P)/2 and (1+P)/2 quantiles at the data rows or nodes;\n"
@@ -47,7 +53,7 @@ static const char usage_text[] =
     "Without --at or --grid, predictions are at the data's inputs.\n";
 
 enum { OPT_MODEL = CLI_OPT_FIRST_COMMAND, OPT_AT, OPT_ATCOL, OPT_GRID, OPT_OBSERVED,
-       OPT_VERBOSE, OPT_DRAWS, OPT_LEVEL, OPT_TERMS };
+       OPT_VERBOSE, OPT_DRAWS, OPT_LEVEL, OPT_TERMS, OPT_RE };
 static const struct option longopts[] = {{"model", required_argument, NULL, OPT_MODEL},
                                          {"at", required_argument, NULL, OPT_AT},
                                          {"at-col", required_argument, NULL, OPT_ATCOL},
@@ -58,6 +64,7 @@ static const struct option longopts[] = {{"model", required_argument, NULL, OPT_
                                          {"draws", required_argument, NULL, OPT_DRAWS},
                                          {"level", required_argument, NULL, OPT_LEVEL},
                                          {"terms", no_argument, NULL, OPT_TERMS},
+                                         {"re", required_argument, NULL, OPT_RE},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
 
@@ -82,6 +89,13 @@ static int predict_opt(const char *cmd, int c, const char *arg, cli_predict_args
     case OPT_TERMS: a->terms = 1; return 0;
     case OPT_VERBOSE: a->verbose = 1; return 0;
     case OPT_LEVEL: return cli_parse_level(cmd, arg, &a->level);
+    case OPT_RE:
+        if (strcmp(arg, "all") && strcmp(arg, "none")) {
+            cli_msg(cmd, "--re: expected 'all' or 'none', got '%s'", arg);
+            return CLI_EXIT_USAGE;
+        }
+        a->kept = strcmp(arg, "none") ? GMM_MDL_TERMS_ALL : GMM_MDL_TERMS_FIXED;
+        return 0;
     case 'o': a->out = arg; return 0;
     case 'h': fputs(usage_text, stdout); return -1;
     default:
@@ -115,6 +129,10 @@ int cli_predict_args_parse(const char *cmd, int argc, char **argv, cli_predict_a
     }
     if (a->terms && (a->at || a->grid || a->ndraws || a->observed)) {
         cli_msg(cmd, "--terms excludes --at, --grid, --draws and --observed");
+        return CLI_EXIT_USAGE;
+    }
+    if (a->kept == GMM_MDL_TERMS_FIXED && (a->terms || a->ndraws)) {
+        cli_msg(cmd, "--re none excludes --terms and --draws");
         return CLI_EXIT_USAGE;
     }
     if (a->at && a->grid) {

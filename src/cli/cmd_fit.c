@@ -49,11 +49,14 @@ static void report_fit(const char *cmd, const gmm_objective *obj, const gmm_fit_
         if (bnd[i] != 1)
             continue;
         int logit = obj->scale[i] == GMM_SCALE_LOGIT, one = logit && obj->value[i] > 0.5;
+        int cor = obj->scale[i] == GMM_SCALE_ATANH;
+        one = cor ? (obj->value[i] > 0.0 ? 1 : -1) : one;
         cli_msg(cmd, "warning: boundary (singular) fit: %s -> %d (%.9g here, loglik %.10g; no "
                      "higher value inside): %s; no standard error",
                 obj->name[i], one, obj->value[i], res->loglik,
-                logit ? (one ? "the term is its structured part alone"
-                             : "the term is its unstructured part alone")
+                cor ? "the term's covariance is singular (lme4's correlation of +-1)"
+                : logit ? (one ? "the term is its structured part alone"
+                               : "the term is its unstructured part alone")
                 : strncmp(obj->name[i], "likelihood.", 11)
                     ? "the term's effects are shrunk to 0"
                     : "the likelihood's noise vanishes");
@@ -158,9 +161,26 @@ static int open_model(const char *cmd, fit_args *a, gmm_mdl **m)
     return rc;
 }
 
-/* The model file: the fit and the coefficients' standard errors
- * (gmm_mdl_coef_std_errors), then the log-likelihood and factorisation
- * reported. */
+/* lme4's VarCorr table of the random-effect terms on stderr. */
+static void print_varcorr(const char *cmd, const gmm_mdl_varcorr *v)
+{
+    if (!v->n)
+        return;
+    cli_msg(cmd, "random effects (lme4's VarCorr):");
+    fprintf(stderr, "  %-12s %-14s %10s  %s\n", "Groups", "Name", "Std.Dev.", "Corr");
+    for (size_t i = 0; i < v->n; i++) {
+        const gmm_model_varcorr *r = &v->row[i];
+        int first = i == 0 || strcmp(v->row[i - 1].group, r->group);
+        fprintf(stderr, "  %-12s %-14s %10.4g ", first ? r->group : "", r->name, r->sd);
+        for (size_t j = 0; j < r->ncorr; j++)
+            fprintf(stderr, " %6.3f", r->corr[j]);
+        fputc('\n', stderr);
+    }
+}
+
+/* The model file: the fit, the coefficients' standard errors
+ * (gmm_mdl_coef_std_errors) and lme4's VarCorr, then the log-likelihood,
+ * the VarCorr table and the factorisation reported. */
 static int save_fit(const char *cmd, const fit_args *a, gmm_mdl *m, const gmm_fit_result *res,
                     double *se, int *bnd)
 {
@@ -169,9 +189,17 @@ static int save_fit(const char *cmd, const fit_args *a, gmm_mdl *m, const gmm_fi
         cli_msg(cmd, "warning: no standard errors: the observed information is not positive "
                      "definite");
     gmm_model mf;
+    gmm_mdl_varcorr vc = {0};
     char *scratch = NULL;
+    gmm_status s = gmm_mdl_varcorr_get(m, &vc);
+    if (s != GMM_OK) {
+        rc = cli_fail(cmd, s);
+        goto done;
+    }
     if ((rc = cli_model_describe(cmd, m, &mf, &scratch)) != 0)
         goto done;
+    mf.nvarcorr = vc.n;
+    mf.varcorr = vc.row;
     mf.std_error = have_se ? se : NULL;
     mf.loglik = res->loglik;
     mf.iterations = res->iterations;
@@ -179,15 +207,18 @@ static int save_fit(const char *cmd, const fit_args *a, gmm_mdl *m, const gmm_fi
     mf.stop = res->stop;
     mf.decrement = res->gain;
     mf.boundary = res->nboundary ? bnd : NULL;
-    gmm_status s = gmm_model_save(&mf, a->out);
+    s = gmm_model_save(&mf, a->out);
     if (s != GMM_OK) {
         rc = cli_fail(cmd, s);
         goto done;
     }
-    if (a->model.verbose || isatty(STDERR_FILENO))
+    if (a->model.verbose || isatty(STDERR_FILENO)) {
         cli_msg(cmd, "loglik %.10g", res->loglik);
+        print_varcorr(cmd, &vc);
+    }
     (void)cli_model_factorisation(cmd, m, a->model.verbose); /* of the last evaluation */
 done:
+    gmm_mdl_varcorr_free(&vc);
     gmm_free(scratch);
     return rc;
 }

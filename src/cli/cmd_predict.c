@@ -151,6 +151,20 @@ static int no_observed_draws(const char *cmd)
     return CLI_EXIT_USAGE;
 }
 
+/* Rows of t at a level of an iid term the data lack: a note that their
+ * effect is the prior's (lme4's allow.new.levels = TRUE). */
+static void new_levels_note(const char *cmd, const gmm_mdl *m, const gmm_mdl_test *t)
+{
+    gmm_mdl_new_levels nl;
+    gmm_mdl_test_new_levels(m, t, &nl);
+    if (nl.nrow)
+        cli_msg(cmd, "note: %zu row%s at a level the model's data do not have (first %s:%zu: "
+                     "column '%s', level '%s'): a new group, whose effect is the prior's, mean 0 "
+                     "and variance %s = %.6g",
+                nl.nrow, nl.nrow > 1 ? "s" : "", t->table->file, t->table->line[nl.first],
+                nl.column, nl.level, nl.param, nl.variance);
+}
+
 /* --at FILE's rows, with their covariates, factor levels and inputs or
  * nodes. */
 static int predict_at_rows(const char *cmd, const cli_predict_args *a, gmm_mdl *m)
@@ -165,13 +179,17 @@ static int predict_at_rows(const char *cmd, const cli_predict_args *a, gmm_mdl *
     }
     gmm_mdl_test *t = NULL;
     int rc;
-    gmm_status s = gmm_mdl_rows_read(m, a->at, 0, &t);
+    int fixed = a->kept == GMM_MDL_TERMS_FIXED;
+    gmm_status s = gmm_mdl_rows_read(m, a->at, fixed ? GMM_MDL_ROWS_FIXED : GMM_MDL_ROWS_PREDICT,
+                                     &t);
     if (s != GMM_OK)
         rc = cli_fail(cmd, s);
     else if (a->ndraws)
         rc = predict_draws_rows(cmd, m, a->draws, a->ndraws, t, a->level, a->out);
-    else
-        rc = cli_pred_rows(cmd, NULL, a->out, m, t, a->level, a->observed);
+    else if (fixed)
+        rc = cli_pred_fixed(cmd, a->out, m, t, NULL, 0, a->level, a->observed);
+    else if ((rc = cli_pred_rows(cmd, NULL, a->out, m, t, a->level, a->observed)) == 0)
+        new_levels_note(cmd, m, t);
     gmm_mdl_test_free(t);
     return rc;
 }
@@ -239,7 +257,9 @@ int cmd_predict(int argc, char **argv)
             cli_model_progress(m, cmd);
             cli_install_signals();
         }
-        rc = cli_pred_normal(cmd, NULL, a.out, m, xq, nq, a.level, a.observed);
+        rc = a.kept == GMM_MDL_TERMS_FIXED
+                 ? cli_pred_fixed(cmd, a.out, m, NULL, xq, nq, a.level, a.observed)
+                 : cli_pred_normal(cmd, NULL, a.out, m, xq, nq, a.level, a.observed);
     }
 done:
     gmm_free(xq);

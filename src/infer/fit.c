@@ -236,6 +236,9 @@ static int accepted(void *ctx, const double *x, double f, double gnorm)
  * the others; when loglik rises by more than BOUND_UNBOUNDED nats, the
  * likelihood grows without bound towards it. */
 #define CERT_BOUND_DROP 13.815510557964274
+/* A correlation within 2e-4 of +-1 (|atanh| > log(1e4) / 2) whose Hessian
+ * is not definite is probed towards its bound (corr_boundary). */
+#define CERT_CORR_DROP 9.210340371976184
 #define BOUND_PROBE 6.907755278982137
 #define BOUND_TOL 1e-9
 #define BOUND_UNBOUNDED 1e-3
@@ -431,6 +434,37 @@ static int coef_newton(run_ctx *c, double *u, double *f, double *g, double *ut, 
     return nc > 0;
 }
 
+/* A correlation (atanh scale) that leaves H not definite (bad) within 2e-4
+ * of +-1: at a singular fit (lme4's correlation of +-1, one effect's
+ * variance ~0) loglik is flat in it near the bound, so the search stops
+ * short.  Its maximum is at the bound when loglik does not fall as it moves
+ * BOUND_PROBE further (at most to the scale's edge, opt_scale.c); then it is
+ * held, named a boundary (c->par->boundary) and dropped from act.  1 when
+ * so. */
+static int corr_boundary(run_ctx *c, const double *u, double f0, size_t bad, size_t *act,
+                         size_t *na, double *wu, double *gt, gmm_fit_result *res)
+{
+    size_t i = c->idx[bad], nf = c->nfree;
+    double per, fp;
+    if (c->obj->scale[i] != GMM_SCALE_ATANH || !gmm_scale_two_sided(GMM_SCALE_ATANH, &per) ||
+        !(fabs(u[bad]) > per * CERT_CORR_DROP))
+        return 0;
+    double to = u[bad] < 0.0 ? -1.0 : 1.0;
+    memcpy(wu, u, nf * sizeof *wu);
+    wu[bad] = to * fmin(fabs(u[bad]) + per * BOUND_PROBE, per * INFER_LOGIT_MAX);
+    if (!eval_min(c, wu, &fp, gt) || -fp < -f0 - BOUND_TOL * fmax(1.0, fabs(f0)))
+        return 0;
+    if (c->par->boundary)
+        c->par->boundary[i] = 1;
+    res->nboundary++;
+    size_t b = 0;
+    for (size_t a = 0; a < *na; a++)
+        if (act[a] != bad)
+            act[b++] = act[a];
+    *na = b;
+    return 1;
+}
+
 /* The test at the best point u (nfree; moved by the Newton steps it takes)
  * with f0 = -loglik there.  Sets res's converged, stop, message, gain, noise,
  * newton_steps, boundary, unbounded, left_param, left_to; the standard
@@ -544,6 +578,8 @@ static gmm_status certify(run_ctx *c, double *u, const double *init, gmm_fit_res
             edge = 1; /* a difference step left the objective's domain */
             break;
         }
+        if (!pd && corr_boundary(c, u, f0, bad, act, &na, wu, gt, res))
+            continue;
         if (!pd)
             break;
         h_at_u = 1;
@@ -882,15 +918,54 @@ done:
     return st;
 }
 
-gmm_status gmm_fit_std_errors(gmm_objective *obj, double *se)
+/* lincomb's var[r] = a_r' C a_r from L (H = L L' over all nf free
+ * variables, at c->theta), C H^-1 carried to the parameters' scale: the
+ * gradient of a_r'theta in u -- a_i dp/du at a free variable of its own, a
+ * coefficient of the design basis its row of s R^-1 -- through L^-1.  v, z:
+ * nf doubles each. */
+static void lincomb_from(run_ctx *c, size_t nf, const double *L, const double *A, size_t nrow,
+                         double *v, double *z, double *var)
 {
-    if (!obj || !obj->eval || !se)
-        return gmm_error(GMM_EINVAL, "fit: NULL argument to gmm_fit_std_errors");
-    size_t np = obj->nparam, nf = 0;
-    for (size_t i = 0; i < np; i++) {
-        se[i] = NAN;
-        nf += !obj->fixed[i];
+    const gmm_objective *o = c->obj;
+    size_t np = o->nparam;
+    for (size_t r = 0; r < nrow; r++) {
+        const double *a = A + r * np;
+        memset(z, 0, nf * sizeof *z);
+        for (size_t k = 0; k < nf; k++) {
+            size_t i = c->idx[k];
+            if (!infer_scale_in_lin(&c->sc, k))
+                z[k] = a[i] * gmm_scale_dp_du(o->scale[i], c->theta[i]);
+        }
+        for (size_t j = 0; j < c->sc.lin; j++) {
+            double w = a[o->lin_idx[j]];
+            if (w == 0.0)
+                continue;
+            infer_scale_row(&c->sc, j, v);
+            for (size_t k = 0; k < nf; k++)
+                z[k] += w * v[k];
+        }
+        double v2 = 0.0;
+        for (size_t k = 0; k < nf; k++) { /* z = L^-1 g in place */
+            double x = z[k];
+            for (size_t t = 0; t < k; t++)
+                x -= L[k * nf + t] * z[t];
+            z[k] = x / L[k * nf + k];
+            v2 += z[k] * z[k];
+        }
+        var[r] = v2;
     }
+}
+
+/* The observed information at obj->value, factored, then the standard
+ * errors (A NULL: into out, nparam) or the variances of A's nrow rows
+ * (into out, nrow). */
+static gmm_status observed_info(gmm_objective *obj, const double *A, size_t nrow, double *out)
+{
+    size_t np = obj->nparam, nf = 0;
+    for (size_t i = 0; i < np; i++)
+        nf += !obj->fixed[i];
+    for (size_t i = 0; i < (A ? nrow : np); i++)
+        out[i] = A ? 0.0 : NAN;
     if (nf == 0)
         return GMM_OK;
     run_ctx c;
@@ -937,7 +1012,10 @@ gmm_status gmm_fit_std_errors(gmm_objective *obj, double *se)
         goto done;
     }
     memcpy(theta, obj->value, np * sizeof *theta);
-    std_errors_from(&c, act, nf, H, v, z, se);
+    if (A)
+        lincomb_from(&c, nf, H, A, nrow, v, wu, out);
+    else
+        std_errors_from(&c, act, nf, H, v, z, out);
 done:
     gmm_free(idx);
     gmm_free(act);
@@ -947,4 +1025,18 @@ done:
     gmm_free(H);
     infer_scale_free(&c.sc);
     return st;
+}
+
+gmm_status gmm_fit_std_errors(gmm_objective *obj, double *se)
+{
+    if (!obj || !obj->eval || !se)
+        return gmm_error(GMM_EINVAL, "fit: NULL argument to gmm_fit_std_errors");
+    return observed_info(obj, NULL, 0, se);
+}
+
+gmm_status gmm_fit_lincomb_var(gmm_objective *obj, const double *A, size_t nrow, double *var)
+{
+    if (!obj || !obj->eval || (nrow && (!A || !var)))
+        return gmm_error(GMM_EINVAL, "fit: NULL argument to gmm_fit_lincomb_var");
+    return observed_info(obj, A, nrow, var);
 }

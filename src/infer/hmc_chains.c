@@ -178,6 +178,7 @@ static gmm_status run_chain(run_ctx *rc, gmm_problem *p, size_t c)
     size_t nrow = gmm_latent_nrows(gmm_problem_latent(p));
     double *frows = rp->log_lik && !inputs ? gmm_malloc(nrow ? nrow : 1, sizeof *frows) : f;
     const double *y = gmm_problem_y(p), *e = gmm_problem_exposure(p);
+    const double *wt = gmm_problem_weights(p);
     gmm_lik lik;
     gmm_hmc *h = NULL;
     gmm_hmc_marginal *m = NULL;
@@ -315,7 +316,8 @@ static gmm_status run_chain(run_ctx *rc, gmm_problem *p, size_t c)
                 if (isnan(y[r]))
                     continue;
                 double ev[4];
-                gmm_lik_eval(&lik, y[r], e ? e[r] : 1.0, frows[r], ev, NULL);
+                gmm_lik_eval_weighted(&lik, y[r], e ? e[r] : 1.0, wt ? wt[r] : 1.0, NULL,
+                                      frows[r], ev, NULL);
                 row[j++] = ev[0];
             }
             const double *wrow = row;
@@ -464,6 +466,12 @@ gmm_status gmm_hmc_run_chains(gmm_problem *const *probs, size_t nthread,
     if (rp->sampled && rp->metric != GMM_METRIC_PRIOR)
         return gmm_error(GMM_EINVAL, "hmc chains: the Laplace metric holds the hyperparameters "
                                      "fixed");
+    size_t nsamp = 0;
+    for (size_t k = 0; rp->sampled && k < gmm_problem_objective(probs[0])->nparam; k++)
+        nsamp += rp->sampled[k] != 0;
+    if (gmm_latent_dim(gmm_problem_latent(probs[0])) == 0 && nsamp == 0)
+        return gmm_error(GMM_EINVAL, "the model has no latent field (no latent term) and "
+                                     "no sampled hyperparameter: nothing to sample");
     size_t bad;
     if (rp->sampled && (s = gmm_hmc_check_priors(probs[0], rp->theta, rp->sampled, rp->prior, &bad)))
         return s;

@@ -66,9 +66,12 @@ gmm_status gmm_laplace_constrain(gmm_laplace *w, size_t k, const double *A, cons
     return GMM_OK;
 }
 
+void gmm_laplace_set_weights(gmm_laplace *w, const double *wt) { w->wt = wt; }
+
 gmm_laplace *gmm_laplace_alloc(size_t n, size_t kl, size_t cov_kl, size_t maxobs, size_t width)
 {
-    if (n == 0 || cov_kl < kl || width == 0 || width > kl + 1) {
+    /* n = 0 (no latent: a GLM): width 0, the mode is the empty vector */
+    if (n == 0 ? width != 0 : cov_kl < kl || width == 0 || width > kl + 1) {
         gmm_error(GMM_EINVAL, "laplace: bad workspace shape (n %zu, kl %zu, cov_kl %zu, width %zu)",
                   n, kl, cov_kl, width);
         return NULL;

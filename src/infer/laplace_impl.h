@@ -44,6 +44,7 @@ struct gmm_laplace {
     double *cwork;                        /* the band Cholesky's panels */
     const gmm_laplace_smoother *sm;       /* the square-root form's, or NULL */
     const gmm_laplace_obs *obs;
+    const double *wt;     /* the rows' prior weights (NULL: 1), gmm_laplace_set_weights */
     const gmm_lik *lik;
     const gmm_band *Q;
     double b, logq, psi;  /* psi: Psi at the mode */
@@ -57,12 +58,16 @@ struct gmm_laplace {
 
 
 /* log p(y_i | f) and its derivatives (gmm_lik_eval), from the row's
- * constants when the caller gave them. */
+ * constants when the caller gave them, with its prior weight when there
+ * are weights (gmm_lik_eval_weighted). */
 static inline void row_eval(const gmm_laplace *w, size_t i, double f, double out[4], double *dpar)
 {
     const gmm_laplace_obs *ob = w->obs;
     double e = ob->e ? ob->e[i] : 1.0;
-    if (ob->cst)
+    if (w->wt)
+        gmm_lik_eval_weighted(w->lik, ob->y[i], e, w->wt[i],
+                              ob->cst ? ob->cst + i * w->nconst : NULL, f, out, dpar);
+    else if (ob->cst)
         gmm_lik_eval_const(w->lik, ob->y[i], e, ob->cst + i * w->nconst, f, out, dpar);
     else
         gmm_lik_eval(w->lik, ob->y[i], e, f, out, dpar);

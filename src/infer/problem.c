@@ -18,6 +18,8 @@ void gmm_problem_free(gmm_problem *p)
         return;
     gmm_free(p->y);
     gmm_free(p->e);
+    gmm_free(p->wt);
+    gmm_free(p->owt);
     gmm_free(p->Xown);
     gmm_free(p->off);
     gmm_free(p->offbar);
@@ -301,6 +303,29 @@ fail:
     return st;
 }
 
+gmm_status gmm_problem_set_weights(gmm_problem *p, const double *w)
+{
+    if (!p || !w)
+        return gmm_error(GMM_EINVAL, "gmm_problem_set_weights: NULL argument");
+    for (size_t r = 0; r < p->nrows; r++)
+        if (!isfinite(w[r]) || w[r] < 0.0)
+            return gmm_error_at(GMM_EINVAL, r, "row %zu: weight %g is not finite and >= 0", r,
+                                w[r]);
+    if (!p->wt && !(p->wt = gmm_malloc(p->nrows ? p->nrows : 1, sizeof *p->wt)))
+        return gmm_error(GMM_ENOMEM, "out of memory for the weights");
+    memcpy(p->wt, w, p->nrows * sizeof *w);
+    if (p->exact) { /* the Laplace path from now on (its workspace reads wt) */
+        p->exact = 0;
+        return problem_laplace_alloc(p);
+    }
+    if (!p->owt && !(p->owt = gmm_malloc(p->nobs ? p->nobs : 1, sizeof *p->owt)))
+        return gmm_error(GMM_ENOMEM, "out of memory for the weights");
+    for (size_t i = 0; i < p->nobs; i++)
+        p->owt[i] = p->wt[p->orow[i]];
+    gmm_laplace_set_weights(p->lap, p->owt);
+    return GMM_OK;
+}
+
 gmm_objective *gmm_problem_objective(gmm_problem *p) { return &p->obj; }
 int gmm_problem_exact(const gmm_problem *p) { return p->exact; }
 const gmm_latent *gmm_problem_latent(const gmm_problem *p) { return p->lat; }
@@ -309,6 +334,7 @@ const gmm_lik *gmm_problem_lik(const gmm_problem *p) { return p->lik0; }
 
 const double *gmm_problem_y(const gmm_problem *p) { return p->y; }
 const double *gmm_problem_exposure(const gmm_problem *p) { return p->e; }
+const double *gmm_problem_weights(const gmm_problem *p) { return p->wt; }
 size_t gmm_problem_nobs(const gmm_problem *p) { return p->nobs; }
 int gmm_problem_sqrt_declined(const gmm_problem *p)
 {

@@ -23,6 +23,7 @@ struct gmm_problem {
     gmm_obsmap map;       /* the latent's (every row's coefficients: coef_all) */
     int exact;
     double *y, *e;        /* nrows (e NULL: no exposure) */
+    double *wt, *owt;     /* prior weights: nrows, observed rows' (NULL: none) */
     /* fixed effects: the last ncoef parameters, design X (nrows x ncoef) */
     size_t ncoef, c0;     /* c0 = nparam - ncoef */
     int const_off;        /* X is empty or a column of ones */
@@ -110,6 +111,11 @@ gmm_status problem_laplace_forward(gmm_problem *p, const double *theta, double *
  * latents; scatter a (nobs) to the packed rows' latents; x from v. */
 void problem_packed_f(gmm_problem *p);
 void problem_packed_scatter(gmm_problem *p, const double *a);
+/* sum_i log p(y_i | f_i) over the packed rows at p->wf (p->wlik), d/df_i
+ * into g (NULL: not formed) and d/dpar_k added into parbar[k] (NULL: not
+ * formed), with the rows' prior weights when there are (gmm_lik_eval_weighted);
+ * gmm_lik_sum_const's arithmetic when neither weights nor parbar. */
+double problem_packed_lik(gmm_problem *p, double *g, double *parbar);
 gmm_status problem_whiten(gmm_problem *p, const double *v, double *x);
 
 #endif

@@ -240,23 +240,11 @@ gmm_status gmm_problem_joint_logp(gmm_problem *p, const double *q, double *lp, d
     const double *v = q;
     if ((st = gmm_latent_whiten(p->lat, v, p->wx)))
         return st;
-    size_t nl = p->nl, nc = gmm_lik_nconst(&p->wlik);
+    size_t nl = p->nl;
     int varies = gmm_latent_obs_varies(p->lat);
-    double sum = 0.0, out[4], dpar[3 * GMM_LIK_MAXPARAM];
     memset(p->jbar, 0, p->nparam * sizeof *p->jbar);
     problem_packed_f(p);
-    if (p->np == 0) {
-        sum = gmm_lik_sum_const(&p->wlik, p->nobs, p->wy, p->we, p->wconst, p->wf, p->wd);
-    } else {
-        for (size_t i = 0; i < p->nobs; i++) {
-            gmm_lik_eval_const(&p->wlik, p->wy[i], p->we[i], p->wconst + i * nc, p->wf[i], out,
-                               dpar);
-            sum += out[0];
-            p->wd[i] = out[1];
-            for (size_t k = 0; k < p->np; k++)
-                p->jbar[nl + k] += dpar[3 * k];
-        }
-    }
+    double sum = problem_packed_lik(p, p->wd, p->np ? p->jbar + nl : NULL);
     double vv = 0.0;
     for (size_t j = 0; j < p->n; j++)
         vv += v[j] * v[j];

@@ -168,6 +168,8 @@ gmm_status problem_laplace_alloc(gmm_problem *p)
     p->orowptr = gmm_malloc(no + 1, sizeof *p->orowptr);
     p->oy = gmm_malloc(no, sizeof *p->oy);
     p->oe = gmm_malloc(no, sizeof *p->oe);
+    if (p->wt && !(p->owt = gmm_malloc(no, sizeof *p->owt)))
+        return gmm_error(GMM_ENOMEM, "out of memory for the Laplace approximation");
     if (!p->orow || !p->ooff || !p->orowptr || !p->oy || !p->oe)
         return gmm_error(GMM_ENOMEM, "out of memory for the Laplace approximation");
     size_t o = 0;
@@ -179,6 +181,8 @@ gmm_status problem_laplace_alloc(gmm_problem *p)
         p->ooff[o] = off[r];
         p->oy[o] = p->y[r];
         p->oe[o] = p->e ? p->e[r] : 1.0;
+        if (p->owt)
+            p->owt[o] = p->wt[r];
         p->orowptr[o + 1] =
             p->orowptr[o] + (gmm_obsmap_row_hi(&p->map, r) - gmm_obsmap_row_lo(&p->map, r));
         o++;
@@ -230,6 +234,7 @@ gmm_status problem_laplace_alloc(gmm_problem *p)
         .map = {.nrows = p->nobs, .width = w, .offset = p->ooff,
                 .rowptr = p->map.rowptr ? p->orowptr : NULL, .pos = p->opos, .coef = p->ocoef},
         .y = p->oy, .e = p->oe, .shift = p->oshift, .cst = p->ocst};
+    gmm_laplace_set_weights(p->lap, p->owt);
     if (gmm_latent_has_wls(p->lat)) {
         /* a family with a square-root smoother: its scratch */
         int varies = gmm_latent_obs_varies(p->lat);

@@ -101,6 +101,28 @@ static gmm_status whiten_alloc(gmm_problem *p)
     return GMM_OK;
 }
 
+double problem_packed_lik(gmm_problem *p, double *g, double *parbar)
+{
+    size_t nc = gmm_lik_nconst(&p->wlik), np = p->wlik.type->nparam;
+    if (!parbar && !p->owt)
+        return gmm_lik_sum_const(&p->wlik, p->nobs, p->wy, p->we, p->wconst, p->wf, g);
+    double sum = 0.0, out[4], dpar[3 * GMM_LIK_MAXPARAM];
+    for (size_t i = 0; i < p->nobs; i++) {
+        const double *c = p->wconst + i * nc;
+        if (p->owt)
+            gmm_lik_eval_weighted(&p->wlik, p->wy[i], p->we[i], p->owt[i], c, p->wf[i], out,
+                                  parbar ? dpar : NULL);
+        else
+            gmm_lik_eval_const(&p->wlik, p->wy[i], p->we[i], c, p->wf[i], out, dpar);
+        sum += out[0];
+        if (g)
+            g[i] = out[1];
+        for (size_t k = 0; parbar && k < np; k++)
+            parbar[k] += dpar[3 * k];
+    }
+    return sum;
+}
+
 /* f = X beta + H x at the packed rows into p->wf (in row_f's order of
  * operations), from x = p->wx. */
 void problem_packed_f(gmm_problem *p)
@@ -258,8 +280,7 @@ gmm_status gmm_problem_whitened_logp(gmm_problem *p, const double *v, double *lp
         for (size_t j = 0; j < p->n; j++)
             xqx += v[j] * v[j];
     }
-    double sum = gmm_lik_sum_const(&p->wlik, p->nobs, p->wy, p->we, p->wconst, p->wf,
-                                   grad ? p->wd : NULL);
+    double sum = problem_packed_lik(p, grad ? p->wd : NULL, NULL);
     double l = sum - 0.5 * xqx;
     if (!isfinite(l))
         return gmm_error(GMM_EDOM, "whitened log density not finite");
@@ -356,7 +377,8 @@ gmm_status gmm_problem_data_information(gmm_problem *p, const double *theta, dou
      * outliers) as 0: they add no information */
     for (size_t r = 0; r < p->nrows; r++)
         if (!isnan(p->y[r])) {
-            gmm_lik_eval(&p->wlik, p->y[r], p->e ? p->e[r] : 1.0, row_f(p, r), out, NULL);
+            gmm_lik_eval_weighted(&p->wlik, p->y[r], p->e ? p->e[r] : 1.0,
+                                  p->wt ? p->wt[r] : 1.0, NULL, row_f(p, r), out, NULL);
             wr[r] = fmax(-out[2], 0.0);
         }
     /* power iteration on M u = W' H' diag(w) H W u from a constant u: the

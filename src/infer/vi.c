@@ -61,7 +61,7 @@ void gmm_vi_free(gmm_vi *v)
                          v->Q,   v->Qbar, v->K, v->Kbar, v->Sc};
     for (size_t i = 0; i < sizeof bands / sizeof bands[0]; i++)
         gmm_band_free(bands[i]);
-    void *arr[] = {v->orow, v->ooff, v->oord, v->orowptr, v->opos, v->oy, v->oe, v->ocoef,
+    void *arr[] = {v->ow, v->orow, v->ooff, v->oord, v->orowptr, v->opos, v->oy, v->oe, v->ocoef,
                    v->coef_all, v->coefbar_all, v->mu, v->s2, v->ea, v->offs, v->oshift,
                    v->ec, v->rule, v->dpar, v->Smo, v->rw, v->rfirst, v->mlo,
                    v->grow, v->Sg, v->work, v->cwork, v->lambda, v->theta, v->thbar, v->tmp,
@@ -99,6 +99,10 @@ gmm_status gmm_vi_alloc(gmm_problem *p, const gmm_vi_params *par, gmm_vi **out)
     if ((st = gmm_vi_params_check(par)))
         return st;
     gmm_latent *lat = gmm_problem_latent_eval(p);
+    if (gmm_latent_dim(lat) == 0)
+        return gmm_error(GMM_EINVAL, "vi: the model has no latent field (no latent term): its "
+                                     "marginal likelihood is the exact log-likelihood, there is "
+                                     "no posterior to approximate");
     size_t ncon = gmm_latent_nconstr(lat);
     int rows = par->prior == GMM_VI_PRIOR_ROWS ||
                (par->prior == GMM_VI_PRIOR_AUTO && gmm_latent_prior_nrows(lat) > 0);
@@ -150,6 +154,7 @@ gmm_status gmm_vi_alloc(gmm_problem *p, const gmm_vi_params *par, gmm_vi **out)
     v->ooff = gmm_malloc(no, sizeof *v->ooff);
     v->oord = gmm_malloc(no, sizeof *v->oord);
     v->oy = gmm_malloc(no, sizeof *v->oy);
+    v->ow = gmm_problem_weights(p) ? gmm_malloc(no, sizeof *v->ow) : NULL;
     v->oe = gmm_malloc(no, sizeof *v->oe);
     size_t nnz = gmm_obsmap_nnz(&v->map), onz = 0;
     for (size_t r = 0; r < v->nrows; r++)
@@ -184,6 +189,7 @@ gmm_status gmm_vi_alloc(gmm_problem *p, const gmm_vi_params *par, gmm_vi **out)
     v->Kbar = gmm_band_alloc(n, kl, 0, GMM_BAND_LOWER);
     v->D = gmm_band_alloc(n, v->dk, 0, GMM_BAND_SYMMETRIC);
     int ok = v->orow && v->ooff && v->oord && v->orowptr && (v->opos || !v->map.pos) && v->oy &&
+             (v->ow || !gmm_problem_weights(p)) &&
              v->oe && v->ocoef && v->coef_all && (v->coefbar_all || !v->varies) && v->mu &&
              v->s2 && v->ea && v->offs && v->oshift && v->ec && v->rule && v->dpar &&
              v->lambda && v->theta && v->thbar && v->tmp && v->grow && v->Sg && v->work &&
@@ -233,6 +239,8 @@ gmm_status gmm_vi_alloc(gmm_problem *p, const gmm_vi_params *par, gmm_vi **out)
         v->ooff[o] = off[r];
         v->oy[o] = y[r];
         v->oe[o] = e ? e[r] : 1.0;
+        if (v->ow)
+            v->ow[o] = gmm_problem_weights(p)[r];
         v->orowptr[o + 1] = v->orowptr[o] + (hi - lo);
         if (v->map.pos)
             memcpy(v->opos + v->orowptr[o], v->map.pos + lo, (hi - lo) * sizeof *v->opos);
@@ -426,7 +434,8 @@ gmm_status gmm_vi_start_laplace(gmm_vi *v, const char **start)
             double f = v->oshift[i];
             for (size_t a = v->orowptr[i]; a < v->orowptr[i + 1]; a++)
                 f += v->ocoef[a] * m[entry_at(v, i, a)];
-            gmm_lik_eval(&v->lik, v->oy[i], v->oe[i], f, out, NULL);
+            gmm_lik_eval_weighted(&v->lik, v->oy[i], v->oe[i], v->ow ? v->ow[i] : 1.0, NULL, f,
+                                  out, NULL);
             w[i] = -out[2];
         }
     }

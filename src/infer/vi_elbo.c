@@ -186,6 +186,17 @@ gmm_status vi_set_hyper(gmm_vi *v, const double *theta)
 /* The automatic rule's points at variance s2 (EXPECTATIONS, above). */
 static size_t auto_rule(double s2) { return s2 <= 0.4 ? 20 : s2 <= 1.0 ? 40 : 100; }
 
+/* E log p(y_i | f) of observed row i under N(mu, s2), with its prior
+ * weight when the rows have weights (gmm_lik_expect_weighted). */
+static gmm_status vi_expect(gmm_vi *v, size_t i, double mu, double s2, size_t nquad,
+                            double out[3], double *dpar)
+{
+    if (v->ow)
+        return gmm_lik_expect_weighted(&v->lik, v->oy[i], v->oe[i], v->ow[i], mu, s2, nquad, out,
+                                       dpar);
+    return gmm_lik_expect(&v->lik, v->oy[i], v->oe[i], mu, s2, nquad, out, dpar);
+}
+
 /* Gauss-Hermite points for row i at variance s2 (EXPECTATIONS, above). */
 size_t vi_rule_of(gmm_vi *v, size_t i, double s2)
 {
@@ -220,8 +231,7 @@ static gmm_status expectations(gmm_vi *v, const gmm_band *S, const double *m, do
         }
         if (s2 < 0.0) /* rounding of a variance that is ~0 against Sigma's entries */
             s2 = 0.0;
-        gmm_status st = gmm_lik_expect(&v->lik, v->oy[i], v->oe[i], mu, s2, vi_rule_of(v, i, s2),
-                                       out, v->np ? dp : NULL);
+        gmm_status st = vi_expect(v, i, mu, s2, vi_rule_of(v, i, s2), out, v->np ? dp : NULL);
         if (st)
             return st;
         v->mu[i] = mu;
@@ -600,10 +610,8 @@ gmm_status gmm_vi_quad_error(gmm_vi *v, size_t nquad, double *err)
         size_t k = nquad ? nquad : auto_rule(v->s2[i]);
         size_t kr = k == GMM_LIK_QUAD_MAX ? k / 2 : 2 * k < GMM_LIK_QUAD_MAX ? 2 * k
                                                                             : GMM_LIK_QUAD_MAX;
-        if ((st = gmm_lik_expect(&v->lik, v->oy[i], v->oe[i], v->mu[i], v->s2[i], k, out,
-                                 NULL)) ||
-            (st = gmm_lik_expect(&v->lik, v->oy[i], v->oe[i], v->mu[i], v->s2[i], kr, ref,
-                                 NULL)))
+        if ((st = vi_expect(v, i, v->mu[i], v->s2[i], k, out, NULL)) ||
+            (st = vi_expect(v, i, v->mu[i], v->s2[i], kr, ref, NULL)))
             return st;
         *err += fabs(out[0] - ref[0]);
     }

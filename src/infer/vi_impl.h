@@ -36,6 +36,7 @@ struct gmm_vi {
     gmm_obsmap map;           /* the latent's: every row (coef_all) */
     gmm_obsmap omap;          /* the observed rows' view of ooff, orowptr, opos, ocoef */
     double *oy, *oe, *ocoef, *coef_all, *coefbar_all;
+    double *ow;           /* observed rows' prior weights (NULL: none) */
     double *mu, *s2, *ea, *ec; /* per observed row */
     unsigned char *rule;      /* Gauss-Hermite points per row / 4 (adaptive) */
     int freeze;               /* use rule[] as is (inside a line search) */

@@ -24,6 +24,10 @@
  *     "decrement": 3e-12,               that test's Newton decrement; optional
  *     "boundary": ["f.g.variance"],     parameters whose maximum is at 0;
  *                                       optional, not read back
+ *     "varcorr": [{"group": "Subject", "name": "Days", "sd": 5.7,
+ *                  "corr": [0.08]}, ...]  lme4's VarCorr of the
+ *                                       random-effect terms; optional,
+ *                                       not read back
  *     "std_errors": {"intercept": 0.13, "coef.x1": 0.04},  fit's standard
  *                                       errors of the coefficients, from
  *                                       the observed information
@@ -167,6 +171,28 @@ gmm_status gmm_model_write(const gmm_model *m, FILE *f, const char *name)
         else
             json_decref(se);
     }
+    if (m->nvarcorr) {
+        json_t *vc = json_array();
+        ok = ok && vc;
+        for (size_t i = 0; ok && i < m->nvarcorr; i++) {
+            const gmm_model_varcorr *r = &m->varcorr[i];
+            json_t *c = json_array(), *row = c ? json_object() : NULL;
+            ok = row != NULL;
+            for (size_t j = 0; ok && j < r->ncorr; j++)
+                ok = json_array_append_new(c, json_real(r->corr[j])) == 0;
+            ok = ok && put(row, "group", json_string(r->group)) &&
+                 put(row, "name", json_string(r->name)) && put(row, "sd", json_real(r->sd)) &&
+                 json_object_set(row, "corr", c) == 0;
+            json_decref(c);
+            ok = ok && json_array_append_new(vc, row) == 0;
+            if (!ok)
+                json_decref(row);
+        }
+        if (ok)
+            ok = put(root, "varcorr", vc);
+        else
+            json_decref(vc);
+    }
     ok = ok && put(data, "file", json_string(m->desc.data.file));
     ok = ok && put(data, "x", string_or_null(m->desc.data.x));
     ok = ok && put(data, "y", string_or_null(m->desc.data.y));
@@ -174,6 +200,8 @@ gmm_status gmm_model_write(const gmm_model *m, FILE *f, const char *name)
     ok = ok && put(data, "exposure", string_or_null(m->desc.data.exposure));
     if (m->desc.data.trials)
         ok = ok && put(data, "trials", json_string(m->desc.data.trials));
+    if (m->desc.data.weights)
+        ok = ok && put(data, "weights", json_string(m->desc.data.weights));
     ok = ok && json_object_set(root, "data", data) == 0;
     if (m->desc.merge_tol > 0.0)
         ok = ok && put(root, "merge_tol", json_real(m->desc.merge_tol));
@@ -369,7 +397,8 @@ static gmm_status parse(reader *r, json_t *root, gmm_model *m)
         !get_desc_string(r, data, "y", "data.y", 0, 1, &m->desc.data.y) ||
         !get_desc_string(r, data, "node", "data.node", 0, 1, &m->desc.data.node) ||
         !get_desc_string(r, data, "exposure", "data.exposure", 0, 1, &m->desc.data.exposure) ||
-        !get_desc_string(r, data, "trials", "data.trials", 0, 1, &m->desc.data.trials))
+        !get_desc_string(r, data, "trials", "data.trials", 0, 1, &m->desc.data.trials) ||
+        !get_desc_string(r, data, "weights", "data.weights", 0, 1, &m->desc.data.weights))
         return r->st;
 
     v = json_object_get(root, "merge_tol");
@@ -457,6 +486,7 @@ void gmm_model_free(gmm_model *m)
     gmm_free((void *)m->desc.data.node);
     gmm_free((void *)m->desc.data.exposure);
     gmm_free((void *)m->desc.data.trials);
+    gmm_free((void *)m->desc.data.weights);
     gmm_free((void *)m->desc.graph);
     gmm_free(m->vi_file);
     for (int k = 0; k < 3; k++)

@@ -36,6 +36,9 @@ typedef struct {
     gmm_table pub;
     char *arena;
     char **cellptr;  /* nrow*ncol pointers; pub.cell[r] = cellptr + r*ncol */
+    char **added;    /* nadded: columns gmm_table_join_column made (name, then
+                      * the cells, one block each) */
+    size_t nadded;
 } table_impl;
 
 /* Reader state shared with the libcsv callbacks. */
@@ -408,7 +411,60 @@ void gmm_table_free(gmm_table *t)
     gmm_free(t->line);
     gmm_free(ti->cellptr);
     gmm_free(ti->arena);
+    for (size_t k = 0; k < ti->nadded; k++)
+        gmm_free(ti->added[k]);
+    gmm_free(ti->added);
     gmm_free(ti);
+}
+
+gmm_status gmm_table_join_column(gmm_table *t, const char *name, const size_t *col, size_t nc,
+                                 size_t *out)
+{
+    table_impl *ti = (table_impl *)t;
+    if (!t || !name || !col || !nc || !out)
+        return gmm_error(GMM_EINVAL, "gmm_table_join_column: NULL argument");
+    for (size_t k = 0; k < nc; k++)
+        if (col[k] >= t->ncol)
+            return gmm_error(GMM_EINVAL, "gmm_table_join_column: column %zu out of range",
+                             col[k]);
+    size_t len = strlen(name) + 1, nn = t->ncol + 1;
+    for (size_t r = 0; r < t->nrow; r++)
+        for (size_t k = 0; k < nc; k++)
+            len += strlen(t->cell[r][col[k]]) + 1;
+    char *block = gmm_malloc(len, 1);
+    char **cp = gmm_malloc(t->nrow * nn + 1, sizeof *cp);
+    char **hd = gmm_malloc(nn, sizeof *hd);
+    char **ad = gmm_realloc(ti->added, ti->nadded + 1, sizeof *ad);
+    if (ad)
+        ti->added = ad;
+    if (!block || !cp || !hd || !ad) {
+        gmm_free(block);
+        gmm_free(cp);
+        gmm_free(hd);
+        return gmm_error(GMM_ENOMEM, "%s: out of memory for column '%s'", t->file, name);
+    }
+    ti->added[ti->nadded++] = block;
+    strcpy(block, name);
+    char *at = block + strlen(name) + 1;
+    memcpy(hd, t->header, t->ncol * sizeof *hd);
+    hd[t->ncol] = block;
+    for (size_t r = 0; r < t->nrow; r++) {
+        memcpy(cp + r * nn, t->cell[r], t->ncol * sizeof *cp);
+        cp[r * nn + t->ncol] = at;
+        for (size_t k = 0; k < nc; k++) {
+            size_t l = strlen(t->cell[r][col[k]]);
+            memcpy(at, t->cell[r][col[k]], l);
+            at += l;
+            *at++ = k + 1 < nc ? ':' : '\0';
+        }
+        t->cell[r] = cp + r * nn;
+    }
+    gmm_free(t->header);
+    gmm_free(ti->cellptr);
+    t->header = hd;
+    ti->cellptr = cp;
+    *out = t->ncol++;
+    return GMM_OK;
 }
 
 gmm_status gmm_table_column(const gmm_table *t, const char *name, size_t *col)
@@ -482,6 +538,30 @@ static int is_infinity(const char *s, size_t len)
     }
     return (len == 3 && !strncasecmp(s, "inf", 3)) ||
            (len == 8 && !strncasecmp(s, "infinity", 8));
+}
+
+int gmm_table_cell_missing(const gmm_table *t, size_t r, size_t col)
+{
+    if (!t || r >= t->nrow || col >= t->ncol)
+        return 0;
+    const char *b = t->cell[r][col];
+    while (is_blank(*b))
+        b++;
+    size_t len = strlen(b);
+    while (len && is_blank(b[len - 1]))
+        len--;
+    return is_missing(b, len);
+}
+
+void gmm_table_keep_rows(gmm_table *t, const unsigned char *keep)
+{
+    size_t k = 0;
+    for (size_t r = 0; r < t->nrow; r++)
+        if (keep[r]) {
+            t->cell[k] = t->cell[r];
+            t->line[k++] = t->line[r];
+        }
+    t->nrow = k;
 }
 
 gmm_status gmm_table_column_double(const gmm_table *t, size_t col, int allow_missing, double *x)

@@ -1,22 +1,23 @@
 /* formula.c -- the 'RESPONSE ~ TERMS' parser (formula.h): a recursive
  * descent over the text that keeps every token's offset for messages.
  *
- * TERMS.  A NAME is a numeric covariate, factor(NAME) a categorical column,
- * f(NAME, MODEL, ...) a latent component indexed by column NAME.  '1' asks
- * for the intercept (present by default), '0' and '-1' drop it; '-' may
- * only precede '1'.  A KEY without '=' VALUE is a flag (f(w, rw2, cyclic)),
- * its value "".  The word 'fixed' after a value (f(g, iid, variance=0.5
+ * TERMS.  f(NAME, MODEL, ...) is a latent component indexed by column
+ * NAME; the fixed terms (covariates, factors, their interactions and
+ * functions, offset()) are formula_fixed.c's.  '1' asks for the intercept
+ * (present by default), '0' and '-1' drop it.  A KEY without '=' VALUE is
+ * a flag (f(w, rw2, cyclic)), its value "".  The word 'fixed' after a value (f(g, iid, variance=0.5
  * fixed)) marks it: the word is not part of the value (a bare value's
  * blanks before it are dropped too), and the model layer holds the
  * parameter so given at it.  The parser knows no model names: the model
  * layer (model.h) checks MODEL and the keys, with the offsets kept here.
  *
  * WHAT IS REFUSED.  R's other formula operators are errors that say so, at
- * the operator: ':' and '*' (interactions), '/' and %in% (nesting), '^',
- * '|' (lme4's (1 | g): f(g, iid) is suggested), '.', parentheses and a
- * second '~'.  The response may not be a term too (y ~ y, factor(y),
- * f(y, ...)): an error at the term's first use. */
-#include "gmm/formula.h"
+ * the operator: ':' and '*' next to an f() term, '/' and %in% (nesting),
+ * '^' outside I(), '|' outside a parenthesis (lme4's (1 | g), read by
+ * formula_bars.c), '.', other parentheses and a second '~'.  The response
+ * may not be a term too (y ~ y, factor(y), f(y, ...)): an error at the
+ * term's first use. */
+#include "formula_impl.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -24,66 +25,15 @@
 
 #include "gmm/alloc.h"
 
-typedef struct {
-    const char *s;
-    size_t at, len;
-    gmm_formula *f;
-} parser;
-
-static void skip(parser *p)
-{
-    while (p->at < p->len && isspace((unsigned char)p->s[p->at]))
-        p->at++;
-}
-
-static int name_start(int c) { return isalpha(c) || c == '_' || c == '.'; }
-static int name_char(int c) { return isalnum(c) || c == '_' || c == '.'; }
-
-static gmm_status fail(const parser *p, size_t pos, const char *what)
-{
-    (void)p;
-    return gmm_error_at(GMM_EPARSE, pos, "formula: %s", what);
-}
-
-static gmm_status nomem(void) { return gmm_error(GMM_ENOMEM, "formula: out of memory"); }
-
-static char *copy(const char *s, size_t n)
-{
-    char *c = gmm_malloc(n + 1, 1);
-    if (c) {
-        memcpy(c, s, n);
-        c[n] = '\0';
-    }
-    return c;
-}
-
-/* A NAME at the cursor into *out (allocated), its offset in *pos. */
-static gmm_status name(parser *p, const char *what, char **out, size_t *pos)
-{
-    skip(p);
-    *pos = p->at;
-    if (p->at >= p->len || !name_start((unsigned char)p->s[p->at])) {
-        char msg[128];
-        snprintf(msg, sizeof msg, "expected %s", what);
-        return fail(p, p->at, msg);
-    }
-    size_t b = p->at;
-    while (p->at < p->len && name_char((unsigned char)p->s[p->at]))
-        p->at++;
-    return (*out = copy(p->s + b, p->at - b)) ? GMM_OK : nomem();
-}
-
-static gmm_status expect(parser *p, char c)
-{
-    skip(p);
-    if (p->at >= p->len || p->s[p->at] != c) {
-        char msg[64];
-        snprintf(msg, sizeof msg, "expected '%c'", c);
-        return fail(p, p->at, msg);
-    }
-    p->at++;
-    return GMM_OK;
-}
+/* the token helpers (formula_lex.c) */
+#define skip(...) gmm_formula_impl_skip(__VA_ARGS__)
+#define name_start(...) gmm_formula_impl_name_start(__VA_ARGS__)
+#define name_char(...) gmm_formula_impl_name_char(__VA_ARGS__)
+#define fail(...) gmm_formula_impl_fail(__VA_ARGS__)
+#define nomem(...) gmm_formula_impl_nomem(__VA_ARGS__)
+#define copy(...) gmm_formula_impl_copy(__VA_ARGS__)
+#define name(...) gmm_formula_impl_name(__VA_ARGS__)
+#define expect(...) gmm_formula_impl_expect(__VA_ARGS__)
 
 /* An operator of R's formulas that this grammar lacks, at the cursor: fail
  * there with what it is (and, for '|', what to write instead); GMM_OK when
@@ -96,14 +46,16 @@ static gmm_status unsupported(parser *p)
         return GMM_OK;
     switch (*s) {
     case ':':
-    case '*': return fail(p, at, "interactions (':' and '*') are not supported yet");
+    case '*':
+        return fail(p, at, "interactions (':' and '*') join variables (NAME, factor(), I(), "
+                           "...), not f() terms");
     case '/': return fail(p, at, "nesting ('/' and '%in%') is not supported");
     case '^':
         return fail(p, at, "crossing to a degree ('^') is not supported (a power of a covariate "
-                           "needs a column of its own)");
+                           "is I(x^2))");
     case '~': return fail(p, at, "a formula has one '~'");
     case '|': {
-        /* (1 | g): name the group in the suggestion when it is a NAME */
+        /* y ~ 1 | g: name the group in the suggestion when it is a NAME */
         size_t b = at + 1, e;
         while (b < p->len && isspace((unsigned char)p->s[b]))
             b++;
@@ -112,12 +64,12 @@ static gmm_status unsupported(parser *p)
         char msg[GMM_ERROR_MAX];
         if (e > b && name_start((unsigned char)p->s[b]))
             snprintf(msg, sizeof msg,
-                     "random-effect bars ('|') are not supported (a random intercept per "
-                     "level of %.*s is f(%.*s, iid))",
+                     "random-effect bars ('|') go in parentheses (a random intercept per "
+                     "level of %.*s is (1 | %.*s))",
                      (int)(e - b), p->s + b, (int)(e - b), p->s + b);
         else
-            snprintf(msg, sizeof msg, "random-effect bars ('|') are not supported (a random "
-                                      "intercept per level of a column G is f(G, iid))");
+            snprintf(msg, sizeof msg, "random-effect bars ('|') go in parentheses (a random "
+                                      "intercept per level of a column G is (1 | G))");
         return fail(p, at, msg);
     }
     default:
@@ -127,8 +79,8 @@ static gmm_status unsupported(parser *p)
     }
 }
 
-/* A '(' where a term starts (R's grouping, or lme4's (1 | g)): the '|' or
- * '^' it holds or precedes, else the '(' itself. */
+/* A '(' where a term starts that is not lme4's (1 | g) (formula_bars.c):
+ * the '^' it precedes, else the '(' itself. */
 static gmm_status parenthesis(parser *p)
 {
     size_t open = p->at;
@@ -261,98 +213,37 @@ static gmm_status latent_term(parser *p)
     }
 }
 
-static gmm_status add_fixed(parser *p, char *nm, size_t pos, int factor)
-{
-    gmm_formula *f = p->f;
-    for (size_t k = 0; k < f->nfixed; k++)
-        if (!strcmp(f->fixed[k].name, nm) && f->fixed[k].factor == factor) {
-            gmm_free(nm);
-            return fail(p, pos, "a term appears twice");
-        }
-    gmm_formula_fixed *x = gmm_realloc(f->fixed, f->nfixed + 1, sizeof *x);
-    if (!x) {
-        gmm_free(nm);
-        return nomem();
-    }
-    f->fixed = x;
-    f->fixed[f->nfixed++] = (gmm_formula_fixed){nm, factor, pos};
-    return GMM_OK;
-}
-
 /* One term; minus: it followed a '-'. */
 static gmm_status term(parser *p, int minus)
 {
     skip(p);
-    size_t pos = p->at;
-    if (p->at < p->len && isdigit((unsigned char)p->s[p->at])) {
-        size_t b = p->at;
-        while (p->at < p->len && isalnum((unsigned char)p->s[p->at]))
-            p->at++;
-        size_t n = p->at - b;
-        if (n == 1 && p->s[b] == '1') {
-            p->f->intercept = !minus;
-            return GMM_OK;
-        }
-        if (n == 1 && p->s[b] == '0' && !minus) {
-            p->f->intercept = 0;
-            return GMM_OK;
-        }
-        return fail(p, b, minus ? "only '1' may follow '-' (no intercept)"
-                                : "a number term must be 1 (intercept) or 0 (none)");
+    size_t at = p->at;
+    if (!minus && p->at < p->len && p->s[p->at] == '(') {
+        int bar;
+        gmm_status sb = gmm_formula_impl_bars(p->s, p->len, &p->at, p->f, &bar);
+        return bar ? sb : parenthesis(p);
     }
-    if (minus)
-        return fail(p, pos, "only '1' may follow '-' (no intercept)");
-    if (p->at < p->len && p->s[p->at] == '(')
-        return parenthesis(p);
-    char *nm = NULL;
-    gmm_status st = name(p, "a term: 1, 0, NAME, factor(NAME) or f(NAME, MODEL, ...)", &nm,
-                         &pos);
+    if (!minus && p->len - at > 1 && p->s[at] == 'f') {
+        size_t e = at + 1;
+        while (e < p->len && isspace((unsigned char)p->s[e]))
+            e++;
+        if (e < p->len && p->s[e] == '(') {
+            p->at = e + 1;
+            return latent_term(p);
+        }
+    }
+    gmm_status st = gmm_formula_impl_fixed_term(p, minus);
     if (st)
         return st;
+    /* f(g, iid) * x, x^2: R's operators this grammar lacks, at the operator */
     skip(p);
-    int call = p->at < p->len && p->s[p->at] == '(';
-    if (call && !strcmp(nm, "factor")) {
-        gmm_free(nm);
-        p->at++;
-        if ((st = name(p, "a column name", &nm, &pos)))
-            return st;
-        if (!(st = expect(p, ')'))) {
-            skip(p);
-            st = unsupported(p);
-        }
-        if (st) {
-            gmm_free(nm);
-            return st;
-        }
-        return add_fixed(p, nm, pos, 1);
-    }
-    if (call && !strcmp(nm, "f")) {
-        gmm_free(nm);
-        p->at++;
-        return latent_term(p);
-    }
-    if (call) {
-        gmm_free(nm);
-        return fail(p, pos, "unknown function (terms are NAME, factor(NAME), f(NAME, MODEL, ...))");
-    }
-    if (!strcmp(nm, ".")) {
-        gmm_free(nm);
-        return fail(p, pos, "'.' (every other column) is not supported: name the columns");
-    }
-    /* x:z after x: the operator is the error, not a repeated x */
-    if ((st = unsupported(p))) {
-        gmm_free(nm);
-        return st;
-    }
-    return add_fixed(p, nm, pos, 0);
+    return unsupported(p);
 }
 
 static gmm_status parse(parser *p)
 {
     gmm_status st;
-    gmm_formula *f = p->f;
-    if ((st = name(p, "the response column", &f->response, &f->response_pos)) ||
-        (st = expect(p, '~')))
+    if ((st = gmm_formula_impl_response(p)) || (st = expect(p, '~')))
         return st == GMM_EPARSE && !strchr(p->s, '~')
                    ? fail(p, p->at, "expected 'RESPONSE ~ TERMS'")
                    : st;
@@ -424,6 +315,8 @@ gmm_status gmm_formula_parse(const char *text, gmm_formula **out)
     parser p = {text, 0, strlen(text), f};
     gmm_status st = parse(&p);
     if (!st)
+        st = gmm_formula_impl_fixed_finish(&p);
+    if (!st)
         st = response_term(&p);
     if (st) {
         gmm_formula_free(f);
@@ -438,9 +331,7 @@ void gmm_formula_free(gmm_formula *f)
     if (!f)
         return;
     gmm_free(f->response);
-    for (size_t k = 0; k < f->nfixed; k++)
-        gmm_free(f->fixed[k].name);
-    gmm_free(f->fixed);
+    gmm_formula_impl_fixed_free(f);
     for (size_t t = 0; t < f->nlatent; t++) {
         gmm_formula_latent *l = &f->latent[t];
         gmm_free(l->name);
@@ -450,6 +341,7 @@ void gmm_formula_free(gmm_formula *f)
             gmm_free(l->arg[a].value);
         }
         gmm_free(l->arg);
+        gmm_formula_impl_bars_free(l);
     }
     gmm_free(f->latent);
     gmm_free(f);

@@ -26,6 +26,7 @@
 #include <ctype.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,6 +80,8 @@ void gmm_mdl_free(gmm_mdl *m)
     gmm_free(m->yname);
     gmm_free(m->nodename);
     gmm_free(m->ename);
+    gmm_free(m->wname);
+    gmm_free(m->wt);
     gmm_free(m->spec_text);
     gmm_free(m->graph_file);
     gmm_free(m->model_path);
@@ -94,7 +97,10 @@ void gmm_mdl_free(gmm_mdl *m)
             gmm_kernel_free(m->skern[k]);
         gmm_spec_free(m->sspec[k]);
         gmm_graph_free(m->sg[k]);
+        if (m->scorr)
+            gmm_mdl_impl_corr_free(&m->scorr[k]);
     }
+    gmm_free(m->scorr);
     gmm_free(m->sg);
     gmm_free(m->sspec);
     gmm_free(m->sgmrf);
@@ -104,6 +110,7 @@ void gmm_mdl_free(gmm_mdl *m)
     gmm_free(m->rowkey);
     gmm_free(m->X);
     gmm_free(m->coef_name);
+    gmm_free(m->coef_label);
     gmm_free(m->aliased);
     gmm_free(m->desc_value);
     gmm_mdl_impl_levels_free(m);
@@ -147,6 +154,32 @@ static gmm_status parse_likelihood(const mdl_build *b, gmm_mdl *m, const char *t
 }
 
 /* ---- data ----------------------------------------------------------------------- */
+
+/* The prior weights' column m->wname into m->wt (after y): finite and >= 0
+ * where y is observed; a row to predict may have none (1). */
+static gmm_status load_weights(gmm_mdl *m, const gmm_table *t)
+{
+    size_t cw = 0;
+    gmm_status s;
+    if ((s = gmm_table_column(t, m->wname, &cw)) != GMM_OK)
+        return s;
+    if (!(m->wt = gmm_malloc(t->nrow ? t->nrow : 1, sizeof *m->wt)))
+        return gmm_error(GMM_ENOMEM, "out of memory for the data");
+    if ((s = gmm_table_column_double(t, cw, 1, m->wt)) != GMM_OK)
+        return s;
+    for (size_t r = 0; r < t->nrow; r++)
+        if (isnan(m->wt[r]) && !isnan(m->y[r]))
+            return gmm_error_at(GMM_EPARSE, r,
+                                "%s:%zu: column '%s': missing weight for an observed outcome",
+                                t->file, t->line[r], m->wname);
+        else if (isnan(m->wt[r]))
+            m->wt[r] = 1.0; /* a row to predict */
+        else if (!isfinite(m->wt[r]) || m->wt[r] < 0.0)
+            return gmm_error_at(GMM_EPARSE, r,
+                                "%s:%zu: column '%s': weight %g is not finite and >= 0",
+                                t->file, t->line[r], m->wname, m->wt[r]);
+    return GMM_OK;
+}
 
 /* The data table's columns: x (state-space) or node (graph, attached later),
  * y, and the exposure when named; every row's source line. */
@@ -201,6 +234,8 @@ static gmm_status load_data(const mdl_build *b, gmm_mdl *m, gmm_table *t, const 
                    "input; rescale or shift the column",
                    t->file, cnt, t->header[cx], t->line[ra], t->line[rb]);
     }
+    if (m->wname && (s = load_weights(m, t)) != GMM_OK)
+        return s;
     if (m->e) {
         /* an exposure (trials) may be missing only where y is */
         if ((s = gmm_table_column_double(t, ce, 1, m->e)) != GMM_OK)
@@ -214,6 +249,20 @@ static gmm_status load_data(const mdl_build *b, gmm_mdl *m, gmm_table *t, const 
                 m->e[r] = 1.0;
     }
     return GMM_OK;
+}
+
+/* "read N rows: O observed, M missing", and the rows dropped for a missing
+ * value when there are any. */
+static void report_rows(const mdl_build *b, const gmm_mdl *m)
+{
+    if (m->ndropped)
+        gmm_mdl_impl_report(b, GMM_MDL_REPORT_DATA,
+                            "read %zu rows: %zu observed, %zu missing; %zu more dropped for a "
+                            "missing value in a column the model uses",
+                            m->nrow + m->ndropped, m->nobs, m->nrow - m->nobs, m->ndropped);
+    else
+        gmm_mdl_impl_report(b, GMM_MDL_REPORT_DATA, "read %zu rows: %zu observed, %zu missing",
+                            m->nrow, m->nobs, m->nrow - m->nobs);
 }
 
 /* ---- entry point ----------------------------------------------------------------- */
@@ -240,6 +289,7 @@ static gmm_status build_model(const mdl_build *b, gmm_mdl *m)
     m->spec_text = gmm_strdup(m->stack ? "" : m->graph ? o->desc.precision : o->desc.kernel);
     const char *qcol = o->desc.data.exposure ? o->desc.data.exposure : o->desc.data.trials;
     m->ename = gmm_strdup(qcol);
+    m->wname = gmm_strdup(o->desc.data.weights);
     m->nodename = gmm_strdup(o->desc.data.node);
     if (o->model_path) {
         m->model_path = gmm_strdup(o->model_path);
@@ -253,7 +303,7 @@ static gmm_status build_model(const mdl_build *b, gmm_mdl *m)
             return gmm_error(GMM_ENOMEM, "out of memory");
     }
     if (!m->data_file || !m->data_rec || (o->desc.graph && (!m->graph_rec || !m->graph_file)) ||
-        !m->spec_text || (qcol && !m->ename) || (o->desc.data.node && !m->nodename) ||
+        !m->spec_text || (qcol && !m->ename) || (o->desc.data.weights && !m->wname) || (o->desc.data.node && !m->nodename) ||
         (o->model_path && (!m->model_path || !m->model_rec)))
         return gmm_error(GMM_ENOMEM, "out of memory");
     if (!mf && !m->stack) {
@@ -274,7 +324,10 @@ static gmm_status build_model(const mdl_build *b, gmm_mdl *m)
         }
         gmm_spec_free(probe);
     }
-    if ((s = gmm_table_read(o->desc.data.file, &data)) != GMM_OK)
+    if ((s = gmm_table_read(o->desc.data.file, &data)) != GMM_OK ||
+        (s = gmm_mdl_impl_group_columns(m->fm, data)) != GMM_OK)
+        goto done;
+    if (!o->na_fail && (s = gmm_mdl_impl_omit_missing(m, &o->desc, data, &m->ndropped)) != GMM_OK)
         goto done;
     const char *xcol = m->graph || m->stack ? NULL : o->desc.data.x;
     if ((s = load_data(b, m, data, xcol, o->desc.data.y)) != GMM_OK)
@@ -298,16 +351,23 @@ static gmm_status build_model(const mdl_build *b, gmm_mdl *m)
         goto done;
     }
     static const gmm_formula no_terms;
-    if ((s = gmm_mdl_impl_design(m, data, m->fm ? m->fm : &no_terms, want_b)) != GMM_OK)
+    size_t fpos;
+    if ((s = gmm_mdl_impl_design(m, data, m->fm ? m->fm : &no_terms, want_b, &fpos)) != GMM_OK) {
+        /* a column or value at fault inside an expression: the caret under it */
+        if (fpos != SIZE_MAX && m->fm) {
+            char why[GMM_ERROR_MAX];
+            snprintf(why, sizeof why, "%s", gmm_error_message());
+            s = gmm_mdl_impl_formula_error(b, fpos, "%s", why);
+        }
         goto done;
+    }
     if (mf)
         center_y(m, !mf->has_center || m->fm, mf->has_center ? &mf->center : NULL);
     else
         center_y(m, o->no_center || m->ncoef > 0 || m->fm, NULL);
     if (m->stack) {
         if (!mf)
-            gmm_mdl_impl_report(b, GMM_MDL_REPORT_DATA, "read %zu rows: %zu observed, %zu missing",
-                                m->nrow, m->nobs, m->nrow - m->nobs);
+            report_rows(b, m);
         if ((s = gmm_mdl_impl_build_stack((mdl_build *)b, m, data)) != GMM_OK)
             goto done;
     } else if (m->graph) {
@@ -316,12 +376,10 @@ static gmm_status build_model(const mdl_build *b, gmm_mdl *m)
         if ((s = gmm_mdl_impl_build_graph(b, m, data, o->strict_nodes)) != GMM_OK)
             goto done;
         if (!mf)
-            gmm_mdl_impl_report(b, GMM_MDL_REPORT_DATA, "read %zu rows: %zu observed, %zu missing",
-                                m->nrow, m->nobs, m->nrow - m->nobs);
+            report_rows(b, m);
     } else {
         if (!mf)
-            gmm_mdl_impl_report(b, GMM_MDL_REPORT_DATA, "read %zu rows: %zu observed, %zu missing",
-                                m->nrow, m->nobs, m->nrow - m->nobs);
+            report_rows(b, m);
         if ((s = gmm_mdl_impl_build_ssm(b, m)) != GMM_OK)
             goto done;
     }

@@ -75,6 +75,19 @@ gmm_status gmm_mdl_impl_term_group(const mdl_build *b, const gmm_formula_latent 
 gmm_status gmm_mdl_impl_build_ssm(const mdl_build *b, gmm_mdl *m);
 gmm_status gmm_mdl_impl_build_graph(const mdl_build *b, gmm_mdl *m, gmm_table *data, int strict);
 gmm_status gmm_mdl_impl_build_stack(mdl_build *b, gmm_mdl *m, const gmm_table *data);
+/* model_bars.c: the effects of bar term t over data into *c (see
+ * model_impl.h's mdl_corr); errors point at the effect. */
+gmm_status gmm_mdl_impl_corr_effects(const mdl_build *b, const gmm_formula_latent *t,
+                                     const gmm_table *data, mdl_corr *c);
+
+/* ---- rows with missing values (model_na.c) -------------------------------- */
+
+/* Drop from t the rows with a missing value in a column the model uses (the
+ * formula's covariates, factors and latent terms' columns, x or node; the
+ * weights where the outcome is observed), as R's na.omit: *dropped their
+ * number.  GMM_ENOMEM. */
+gmm_status gmm_mdl_impl_omit_missing(gmm_mdl *m, const gmm_model_desc *d, gmm_table *t,
+                                     size_t *dropped);
 
 /* ---- the problem (model_problem.c) ----------------------------------------- */
 

@@ -55,7 +55,7 @@ static gmm_status check_model_name(const mdl_build *b, const gmm_formula_latent 
  * alone stays the edgeless graph precision, as before). */
 static int is_stack(const gmm_formula *fm)
 {
-    if (fm->nlatent > 1)
+    if (fm->nlatent != 1) /* none: an empty stack, a linear model */
         return 1;
     int k = gmm_mdl_impl_term_model(&fm->latent[0]);
     return k > 0 || (k == 0 && (gmm_formula_arg_find(&fm->latent[0], "group", NULL) ||
@@ -292,8 +292,9 @@ static gmm_status check_stack_terms(const mdl_build *b, const gmm_formula *fm)
     size_t nkern = 0;
     for (size_t k = 0; k < fm->nlatent; k++) {
         const gmm_formula_latent *t = &fm->latent[k];
+        const char *lk = t->label ? t->label : t->name;
         for (size_t j = 0; j < k; j++)
-            if (!strcmp(fm->latent[j].name, t->name))
+            if (!strcmp(fm->latent[j].label ? fm->latent[j].label : fm->latent[j].name, lk))
                 return gmm_mdl_impl_formula_error(
                     b, t->pos,
                     "formula: two f() terms on column '%s' would share their "
@@ -350,10 +351,6 @@ gmm_status gmm_mdl_impl_apply_formula(mdl_build *b, gmm_mdl *m, gmm_mdl_spec *d)
             b, GMM_MDL_RULE_FORMULA_REPLACES,
             "a formula replaces the kernel, graph, precision, x, y and node");
     const gmm_formula *fm = m->fm;
-    if (fm->nlatent == 0)
-        return gmm_mdl_impl_formula_error(
-            b, strlen(o->desc.formula),
-            "formula: a model needs a latent term f(NAME, MODEL, ...)");
     if (is_stack(fm)) {
         /* the terms are read with the data (build_stack) */
         if ((s = check_stack_terms(b, fm)) != GMM_OK)

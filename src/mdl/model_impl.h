@@ -2,6 +2,8 @@
  * Calls between them go one way, each file calling only those listed after
  * it:
  *
+ *   model_fixed.c   predictions from the fixed effects alone
+ *   model_new_levels.c     new rows' levels the data lack
  *   model_score.c   new rows (predict --at, score), held-out scores
  *   model_draws.c   the identity of the model draws came from; predictions
  *                   and a stacked row's value from draws
@@ -17,8 +19,10 @@
  *   model_build_msg.c      a build's reports and failures (model_build.h
  *                   declares the build's steps for the files above)
  *   model_names.c   the keyword models of f()
- *   model_design.c  the fixed terms' design
- *   formula.c       the formula's parser (formula.h)
+ *   model_design.c  the fixed terms' design: R's model.matrix
+ *   model_design_expr.c    the fixed terms' expressions and poly()'s basis
+ *   formula.c       the formula's parser (formula.h), with formula_fixed.c,
+ *                   formula_expr.c and formula_lex.c (formula_impl.h)
  */
 #ifndef GMM_MODEL_IMPL_H
 #define GMM_MODEL_IMPL_H
@@ -31,16 +35,35 @@
 #include "gmm/latent.h"
 #include "gmm/model.h"
 #include "gmm/spec.h"
+#include "gmm/stack.h"
 
-/* A factor's levels in the data, sorted (numeric order when every level
- * is a number), each once; the first is the reference level. */
+/* What a fixed variable takes from the model's data: whether it is a
+ * factor and its levels,
+ * sorted (numeric order when every level is a number), each once, the
+ * reference level `ref` among them (the first unless factor(x, ref = L));
+ * poly(x, k)'s basis (model_design_expr.c). */
 typedef struct {
     char *store;      /* the strings, one after another */
     char **s;         /* n levels, pointing into store */
     double *v;        /* n numbers (isnum) */
-    size_t n;
+    size_t n, ref;
     int isnum;
+    int factor;       /* coded as a factor: factor(x), or a bare NAME whose
+                       * column holds a cell that is not a number (R's
+                       * character column) */
+    double *alpha, *norm2; /* poly: k and k + 2 values (R's coefs) */
 } gmm_mdl_levels;
+
+/* A correlated random-effect term's effects (model_bars.c): k effects,
+ * each named (lme4's names), read from column col (the formula's; NULL:
+ * the intercept, 1) as a number, or as the indicator of a factor's level
+ * (owned; NULL: a number). */
+typedef struct {
+    size_t k;
+    char *name[GMM_STACK_CORR_MAX];
+    const char *col[GMM_STACK_CORR_MAX];
+    char *level[GMM_STACK_CORR_MAX];
+} mdl_corr;
 
 struct gmm_mdl {
     int graph;
@@ -50,12 +73,15 @@ struct gmm_mdl {
     char *model_path;      /* the model file as given (NULL: none) */
     char *model_rec;       /* the same, absolute */
     char *xname, *yname, *nodename, *ename;
+    char *wname;       /* prior weights' column (NULL: none) */
+    double *wt;        /* nrow prior weights (NULL: none) */
     char *spec_text;
     gmm_spec_node *spec;
     double center;
     int has_center;
     double merge_tol;
     size_t nrow, nobs;
+    size_t ndropped;   /* rows dropped for a missing value (model_na.c) */
     double *x, *y, *e; /* nrow each (y centred for Gaussian data, NAN missing) */
     size_t *line;      /* nrow: source line of each row */
     gmm_lik lik;           /* the family; its values only start a fit */
@@ -82,10 +108,14 @@ struct gmm_mdl {
     size_t ncoef;
     double *X;
     char (*coef_name)[64];
+    char (*coef_label)[128]; /* R's model.matrix column names ("(Intercept)",
+                              * "factor(g)B:x"); offsets: their label */
+    size_t noffset;        /* the last noffset coefficients: offset() terms,
+                            * held at 1 */
     int *aliased;          /* ncoef: a column the design's QR dropped (held at 0) */
     double *desc_value;    /* nparam: the values as gmm_mdl_describe writes them
                             * (NAN for an aliased coefficient) */
-    gmm_mdl_levels *flev; /* fm->nfixed: each factor's levels (covariates: none) */
+    gmm_mdl_levels *flev; /* fm->nvar: each variable's levels or basis */
     size_t nflev;
     /* a formula of several f() terms, or one of iid-free intrinsic models
      * (rw1, rw2, besag, bym2): a stacked latent (stack.h) whose sites are
@@ -99,19 +129,42 @@ struct gmm_mdl {
     gmm_spec_node **sspec;
     gmm_gmrf **sgmrf;
     gmm_kernel **skern;    /* kernel-spec terms' kernels (NULL for others) */
+    mdl_corr *scorr;       /* nterm: correlated terms' effects (k 0 for others) */
     char **rowkey;
 };
 
-/* model_design.c: the design of fm's fixed terms over table t (the
- * intercept first when `intercept`, then covariates and each factor's
- * levels but its first) into m->X, m->ncoef and m->coef_name ("intercept",
- * "coef.x", "coef.g[LEVEL]").
+/* model_bars.c: the column of each interaction grouping a:b of fm's bar
+ * terms appended to t (gmm_table_join_column) unless t has one; a
+ * correlated term's effects over data into *c (freed with
+ * gmm_mdl_impl_corr_free; errors point at the effect), and the rows'
+ * coefficients of table t into z (t->nrow x c->k; errors the table's). */
+gmm_status gmm_mdl_impl_group_columns(const gmm_formula *fm, gmm_table *t);
+void gmm_mdl_impl_corr_free(mdl_corr *c);
+gmm_status gmm_mdl_impl_corr_rows(const mdl_corr *c, const gmm_table *t, double *z);
+/* The columns of t that fm reads -- its terms' indices, what its fixed terms read,
+ * its random-effect terms' slopes -- into col (room: cap; their number
+ * gmm_mdl_impl_key_ncol), *nc of them: the cells that make a row's key
+ * (gmm_mdl_impl_join_cells).  Errors: a missing column, GMM_EINVAL over
+ * cap. */
+size_t gmm_mdl_impl_key_ncol(const gmm_formula *fm);
+gmm_status gmm_mdl_impl_key_columns(const gmm_formula *fm, const gmm_table *t, size_t *col,
+                                    size_t cap, size_t *nc);
+
+/* model_design.c: a transformed response's values in m->y (read from its
+ * column by the caller), and the design of fm's fixed terms over table t
+ * as R's model.matrix makes it (the intercept first when `intercept`, then the
+ * terms' columns, treatment contrasts or indicators by R's rules), then a
+ * column per offset() (its coefficient held at 1), into m->X, m->ncoef,
+ * m->coef_name ("intercept", "coef.x", "coef.g[LEVEL]", "coef.g[B]:x",
+ * "coef.I(x^2)", "coef.offset(log(e))") and m->coef_label (R's names).
  * Errors: the table's (a missing column, a covariate that is not a number
- * or missing: "FILE:LINE: column ..."), GMM_EPARSE for an empty factor
- * level, GMM_EINVAL for a factor with one level or a name over 63 bytes,
- * GMM_ENOMEM. */
+ * or missing: "FILE:LINE: column ..."), GMM_EDOM for a value a function
+ * does not take (log(0)) or that is not finite, GMM_EPARSE for an empty
+ * factor level or a reference level that is not one, GMM_EINVAL for a
+ * factor with one level or a name over 63 bytes, GMM_ENOMEM.  *pos: the
+ * formula offset of the term or column at fault (SIZE_MAX: none). */
 gmm_status gmm_mdl_impl_design(gmm_mdl *m, const gmm_table *t, const gmm_formula *fm,
-                               int intercept);
+                               int intercept, size_t *pos);
 /* The design rows (t->nrow x m->ncoef, row-major, caller-allocated) of the
  * rows of another table t with m's fixed terms: covariates from their
  * columns, factor levels coded by m's levels.  Errors: the table's (a
@@ -120,6 +173,24 @@ gmm_status gmm_mdl_impl_design(gmm_mdl *m, const gmm_table *t, const gmm_formula
  * (...)" with gmm_error_index() the row, GMM_ENOMEM. */
 gmm_status gmm_mdl_impl_design_rows(const gmm_mdl *m, const gmm_table *t, double *X);
 void gmm_mdl_impl_levels_free(gmm_mdl *m);
+
+/* model_design_expr.c: e's value at every row of t into out (t->nrow);
+ * missing cells NAN when missing_ok, else an error.  Errors name FILE:LINE,
+ * the value and the term `term` (GMM_EDOM: log() of a value <= 0, sqrt() of
+ * one < 0, a value not finite), or are the table's; *pos (may be NULL) the
+ * formula offset of the offending token. */
+gmm_status gmm_mdl_impl_expr_eval(const gmm_formula_expr *e, const gmm_table *t,
+                                  const char *term, int missing_ok, double *out, size_t *pos);
+/* A transformed response (log(y) ~ ...) at every row of t into y (NAN where
+ * its column is missing); nothing for a NAME.  Errors as above. */
+gmm_status gmm_mdl_impl_response(const gmm_mdl *m, const gmm_table *t, double *y);
+/* R's poly(x, degree) basis over x (n): alpha (degree), norm2 (degree + 2).
+ * GMM_EINVAL when x has degree distinct values or fewer, GMM_ENOMEM. */
+gmm_status gmm_mdl_impl_poly_fit(const double *x, size_t n, int degree, double *alpha,
+                                 double *norm2);
+/* The degree columns of that basis at x into z. */
+void gmm_mdl_impl_poly_at(double x, int degree, const double *alpha, const double *norm2,
+                          double *z);
 
 /* model_sites.c: posterior mean (+ the centre) and variance of the linear
  * predictor at every data row (nrow each), under q when attached: where a
@@ -183,5 +254,14 @@ void gmm_mdl_impl_draws_theta(const gmm_mdl *m, const gmm_draws *d, double *th);
 size_t gmm_mdl_impl_draws_states_at(const gmm_draws *d, size_t n);
 /* xs (ndraw x n, draw-major) from the n columns of d from x1 on. */
 void gmm_mdl_impl_draws_states(const gmm_draws *d, size_t x1, size_t n, double *xs);
+
+/* var[r] += x_r'C x_r for the n design rows X (n x ncoef) of a model
+ * without latent field, C the coefficients' covariance at the model's
+ * values (gmm_fit_lincomb_var: the observed information), so that its
+ * predictions carry the coefficients' uncertainty (R's predict.glm
+ * se.fit); nothing for a model with a latent field, whose predictions hold
+ * the coefficients at their values (model_sites.c).  Errors of
+ * gmm_fit_lincomb_var (GMM_ENOTPD: not at a maximum), GMM_ENOMEM. */
+gmm_status gmm_mdl_impl_coef_var(gmm_mdl *m, const double *X, size_t n, double *var);
 
 #endif

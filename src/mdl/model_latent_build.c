@@ -172,19 +172,16 @@ char *gmm_mdl_impl_join_cells(const gmm_table *t, size_t r, const size_t *col, s
 }
 
 /* Each row's cells of the formula's columns (f() indices, covariates,
- * factors), joined by a unit separator: the key by which draws without
+ * factors, random slopes), joined by a unit separator: the key by which draws without
  * latent states find a new row's data row. */
 static gmm_status stack_rowkeys(gmm_mdl *m, const gmm_table *data)
 {
     const gmm_formula *fm = m->fm;
-    size_t nc = fm->nlatent + fm->nfixed;
-    size_t *col = gmm_malloc(nc, sizeof *col);
+    size_t cap = gmm_mdl_impl_key_ncol(fm), nc = 0;
+    size_t *col = gmm_malloc(cap ? cap : 1, sizeof *col);
     if (!col)
         return gmm_error(GMM_ENOMEM, "out of memory");
-    gmm_status s = GMM_OK;
-    for (size_t k = 0; k < nc && s == GMM_OK; k++)
-        s = gmm_table_column(
-            data, k < fm->nlatent ? fm->latent[k].name : fm->fixed[k - fm->nlatent].name, &col[k]);
+    gmm_status s = gmm_mdl_impl_key_columns(fm, data, col, cap, &nc);
     if (s == GMM_OK && !(m->rowkey = gmm_calloc(m->nrow ? m->nrow : 1, sizeof *m->rowkey)))
         s = gmm_error(GMM_ENOMEM, "out of memory");
     for (size_t r = 0; s == GMM_OK && r < m->nrow; r++)
@@ -254,6 +251,36 @@ static gmm_status stack_kernel(mdl_build *b, gmm_mdl *m, const gmm_formula_laten
     return s;
 }
 
+/* A correlated term's effects (m->scorr[k]) and the rows' coefficients
+ * into *z (the caller frees), on the term. */
+static gmm_status corr_term(const mdl_build *b, gmm_mdl *m, size_t k, const gmm_table *data,
+                            gmm_stack_term *term, double **z)
+{
+    mdl_corr *c = &m->scorr[k];
+    gmm_status s = gmm_mdl_impl_corr_effects(b, &m->fm->latent[k], data, c);
+    if (s != GMM_OK)
+        return s;
+    if (!(*z = gmm_malloc(data->nrow * c->k + 1, sizeof **z)))
+        return gmm_error(GMM_ENOMEM, "out of memory");
+    if ((s = gmm_mdl_impl_corr_rows(c, data, *z)) != GMM_OK)
+        return s;
+    /* lme4 starts Sigma at the residual variance times I: the working
+     * response's variance here, for every effect */
+    double *w = working_response(m), mu = 0.0, v = 0.0;
+    if (!w)
+        return gmm_error(GMM_ENOMEM, "out of memory");
+    for (size_t r = 0; r < m->nrow; r++)
+        mu += w[r] / (double)m->nrow;
+    for (size_t r = 0; r < m->nrow; r++)
+        v += (w[r] - mu) * (w[r] - mu) / (double)m->nrow;
+    gmm_free(w);
+    term->variance = isfinite(v) && v > 0.0 ? v : 1.0;
+    term->neffect = c->k;
+    term->z = *z;
+    term->effect = (const char *const *)c->name;
+    return GMM_OK;
+}
+
 /* A keyword term's group=, control=, replicate= and season into *st, the
  * group and replicate columns' values read into *buf (2 nr, freed by the
  * caller) when given. */
@@ -294,7 +321,9 @@ gmm_status gmm_mdl_impl_build_stack(mdl_build *b, gmm_mdl *m, const gmm_table *d
     m->sspec = gmm_calloc(K, sizeof *m->sspec);
     m->sgmrf = gmm_calloc(K, sizeof *m->sgmrf);
     m->skern = gmm_calloc(K, sizeof *m->skern);
-    if (!terms || !names || !level || !value || !m->sg || !m->sspec || !m->sgmrf || !m->skern) {
+    m->scorr = gmm_calloc(K, sizeof *m->scorr);
+    if (!terms || !names || !level || !value || !m->sg || !m->sspec || !m->sgmrf || !m->skern ||
+        !m->scorr) {
         s = gmm_error(GMM_ENOMEM, "out of memory");
         goto done;
     }
@@ -303,7 +332,7 @@ gmm_status gmm_mdl_impl_build_stack(mdl_build *b, gmm_mdl *m, const gmm_table *d
         const gmm_formula_latent *t = &fm->latent[k];
         const char *graph = gmm_formula_arg_find(t, "graph", NULL);
         int mk = gmm_mdl_impl_term_model(t);
-        snprintf(names[k], sizeof names[k], "f.%s", t->name);
+        snprintf(names[k], sizeof names[k], "f.%s", t->label ? t->label : t->name);
         terms[k].name = names[k];
         int kern = mk < 0 && !graph;
         if (mk >= 0 && (s = stack_group_columns(b, data, t, nr, &terms[k], &value[K + k])))
@@ -352,6 +381,9 @@ gmm_status gmm_mdl_impl_build_stack(mdl_build *b, gmm_mdl *m, const gmm_table *d
         terms[k].graph = m->sg[k];
         if (mk >= 0) {
             terms[k].model = gmm_mdl_impl_term_kind(mk);
+            if (terms[k].model == GMM_STACK_CORR &&
+                (s = corr_term(b, m, k, data, &terms[k], &value[k])) != GMM_OK)
+                goto done;
             continue;
         }
         /* a graph precision spec: its errors point into the formula */

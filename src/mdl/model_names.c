@@ -37,8 +37,14 @@ static const struct {
      {{"variance", 0}, {"rho", 2}}},
     {"seasonal", GMM_STACK_SEASONAL, "every period=M consecutive values sum to N(0, variance)",
      {{"variance", 0}}},
+    {"corr", GMM_STACK_CORR, "correlated effects per level: (1 + x | g)",
+     {{NULL, 0}}},
 };
 #define NTERM (sizeof term_models / sizeof term_models[0])
+/* The last row, corr, is written with lme4's bars (formula_bars.c): not
+ * an f() model, so not listed nor suggested, and matched for bar terms
+ * only. */
+#define NLISTED (NTERM - 1)
 
 /* Names of other tools' models, and the one here that is the same process. */
 static const struct {
@@ -49,7 +55,7 @@ static const struct {
 
 const char *gmm_mdl_term_model(size_t i, const char **about)
 {
-    if (i >= NTERM)
+    if (i >= NLISTED)
         return NULL;
     if (about)
         *about = term_models[i].about;
@@ -59,7 +65,7 @@ const char *gmm_mdl_term_model(size_t i, const char **about)
 int gmm_mdl_impl_term_model(const gmm_formula_latent *t)
 {
     for (size_t k = 0; !t->quoted && k < NTERM; k++)
-        if (!strcmp(t->model, term_models[k].name))
+        if (!strcmp(t->model, term_models[k].name) && (k < NLISTED || t->bar))
             return (int)k;
     return -1;
 }
@@ -108,11 +114,11 @@ static size_t distance(const char *a, const char *b)
  * past the end); *table says which (0, 1, 2). */
 static const char *name_at(size_t i, int *table)
 {
-    if (i < NTERM) {
+    if (i < NLISTED) {
         *table = 0;
         return term_models[i].name;
     }
-    i -= NTERM;
+    i -= NLISTED;
     size_t nk = 0;
     while (gmm_kernel_type_at(nk))
         nk++;
@@ -170,6 +176,8 @@ static void list(int which, char *buf, size_t size, size_t *at)
 int gmm_mdl_impl_model_unknown(const gmm_formula_latent *t, char *msg, size_t size)
 {
     const char *m = t->model;
+    if (t->bar) /* lme4's bars name their own models (formula_bars.c) */
+        return 0;
     /* a spec with more than a name in it: the spec's own errors */
     if (!*m || strspn(m, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") !=
                    strlen(m))

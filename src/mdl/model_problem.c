@@ -81,7 +81,8 @@ static gmm_status term_names(gmm_mdl *m)
         size_t np = m->sgmrf[k]   ? m->sgmrf[k]->nparam
                     : m->skern[k] ? gmm_kernel_nparam(m->skern[k])
                     : mk >= 0 && gmm_mdl_impl_term_kind(mk) == GMM_STACK_BYM2 ? 2
-                                                                              : 1;
+                    : m->scorr && m->scorr[k].k ? m->scorr[k].k * (m->scorr[k].k + 1) / 2
+                                                : 1;
         gmm_status s;
         if ((m->sgmrf[k] || m->skern[k]) &&
             (s = rename_leaves(m, t, i0, i0 + np, strlen(t->name) + 3)) != GMM_OK)
@@ -132,8 +133,13 @@ gmm_status gmm_mdl_impl_build_problem(const mdl_build *b, gmm_mdl *m, double noi
         names[k] = m->coef_name[k];
     if (has_b)
         start[0] = b0;
+    /* offset() terms: columns whose coefficient is 1, held */
+    for (size_t k = m->ncoef - m->noffset; k < m->ncoef; k++)
+        start[k] = 1.0;
     gmm_problem_design d = {m->ncoef, m->X, names, start, 1};
     s = gmm_problem_alloc_design(m->lat, &m->lik, m->y, m->e, &d, &m->prob);
+    if (s == GMM_OK && m->wt)
+        s = gmm_problem_set_weights(m->prob, m->wt);
     gmm_free(start);
     gmm_free((void *)names);
     if (s != GMM_OK) {
@@ -142,6 +148,8 @@ gmm_status gmm_mdl_impl_build_problem(const mdl_build *b, gmm_mdl *m, double noi
         return s;
     }
     m->obj = gmm_problem_objective(m->prob);
+    for (size_t k = m->ncoef - m->noffset; k < m->ncoef; k++)
+        m->obj->fixed[m->obj->nparam - m->ncoef + k] = 1;
     if ((s = term_names(m)) != GMM_OK)
         return s;
     if (verbose)

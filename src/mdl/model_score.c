@@ -59,6 +59,7 @@ void gmm_mdl_test_free(gmm_mdl_test *t)
     gmm_free(t->X);
     gmm_free(t->sat);
     gmm_free(t->sgrp);
+    gmm_free(t->sz);
     gmm_free(t);
 }
 
@@ -67,16 +68,10 @@ void gmm_mdl_test_free(gmm_mdl_test *t)
  * draws without latent states have the row's f. */
 static gmm_status stack_row(const gmm_mdl *m, const gmm_table *tb, size_t r, size_t *row)
 {
-    const gmm_formula *fm = m->fm;
-    size_t nc = fm->nlatent + fm->nfixed, col[64];
-    if (nc > 64)
-        return gmm_error(GMM_EINVAL, "score: more than 64 formula columns");
-    gmm_status s;
-    for (size_t k = 0; k < nc; k++)
-        if ((s = gmm_table_column(tb, k < fm->nlatent ? fm->latent[k].name
-                                                      : fm->fixed[k - fm->nlatent].name,
-                                  &col[k])) != GMM_OK)
-            return s;
+    size_t nc, col[64];
+    gmm_status s = gmm_mdl_impl_key_columns(m->fm, tb, col, 64, &nc);
+    if (s != GMM_OK)
+        return s;
     char *key = gmm_mdl_impl_join_cells(tb, r, col, nc);
     if (!key)
         return gmm_error(GMM_ENOMEM, "out of memory");
@@ -130,7 +125,7 @@ static gmm_status stack_read(const gmm_mdl *m, const gmm_table *tb, gmm_stack_at
             if ((s = gmm_table_column_double(tb, c, 0, v)) != GMM_OK)
                 break;
             for (size_t r = 0; r < n; r++)
-                sat[r * K + k] = (gmm_stack_at){GMM_NO_INDEX, v[r]};
+                sat[r * K + k] = (gmm_stack_at){GMM_NO_INDEX, v[r], NULL};
             if ((s = stack_read_group(ft, tb, v, sgrp + 2 * k, K)) != GMM_OK)
                 break;
             continue;
@@ -141,7 +136,8 @@ static gmm_status stack_read(const gmm_mdl *m, const gmm_table *tb, gmm_stack_at
             if (!*cell)
                 s = gmm_error_at(GMM_EPARSE, r, "%s:%zu: column '%s': missing value", tb->file,
                                  tb->line[r], ft->name);
-            else if (!gmm_graph_node_find(m->sg[k], cell, &lev) && kind != GMM_STACK_IID)
+            else if (!gmm_graph_node_find(m->sg[k], cell, &lev) && kind != GMM_STACK_IID &&
+                     kind != GMM_STACK_CORR)
                 /* a new iid level is a new group (its prior); a node has no
                  * neighbours off its graph */
                 s = gmm_error_at(GMM_EPARSE, r,
@@ -149,12 +145,35 @@ static gmm_status stack_read(const gmm_mdl *m, const gmm_table *tb, gmm_stack_at
                                  "f(%s, %s) (%s)",
                                  tb->file, tb->line[r], ft->name, cell, ft->name, ft->model,
                                  gmm_formula_arg_find(ft, "graph", NULL));
-            sat[r * K + k] = (gmm_stack_at){lev, NAN};
+            sat[r * K + k] = (gmm_stack_at){lev, NAN, NULL};
         }
         if (s == GMM_OK)
             s = stack_read_group(ft, tb, v, sgrp + 2 * k, K);
     }
     gmm_free(v);
+    return s;
+}
+
+/* The correlated terms' coefficients of every row of tb (model_bars.c)
+ * into t->sz, each row's reading (t->sat) pointed at its own. */
+static gmm_status corr_read(const gmm_mdl *m, const gmm_table *tb, gmm_mdl_test *t)
+{
+    size_t n = tb->nrow, K = m->nterm, tot = 0;
+    for (size_t k = 0; m->scorr && k < K; k++)
+        tot += m->scorr[k].k;
+    if (!tot)
+        return GMM_OK;
+    if (!(t->sz = gmm_malloc(n * tot + 1, sizeof *t->sz)))
+        return gmm_error(GMM_ENOMEM, "out of memory");
+    gmm_status s = GMM_OK;
+    for (size_t k = 0, at = 0; k < K && s == GMM_OK; at += n * m->scorr[k].k, k++) {
+        size_t ke = m->scorr[k].k;
+        if (!ke)
+            continue;
+        s = gmm_mdl_impl_corr_rows(&m->scorr[k], tb, t->sz + at);
+        for (size_t r = 0; r < n; r++)
+            t->sat[r * K + k].z = t->sz + at + r * ke;
+    }
     return s;
 }
 
@@ -168,15 +187,19 @@ gmm_status gmm_mdl_test_read(const gmm_mdl *m, const char *path, gmm_mdl_test **
     return gmm_mdl_rows_read(m, path, 1, out);
 }
 
-gmm_status gmm_mdl_rows_read(const gmm_mdl *m, const char *path, int score, gmm_mdl_test **out)
+gmm_status gmm_mdl_rows_read(const gmm_mdl *m, const char *path, int mode, gmm_mdl_test **out)
 {
     gmm_status s;
-    int inputs = gmm_latent_has_inputs(m->lat);
+    int inputs = gmm_latent_has_inputs(m->lat), score = mode == GMM_MDL_ROWS_SCORE;
+    /* the fixed effects alone read no node, level or index: any value, or
+     * none, of a term's column will do (an input still labels the row) */
+    int terms = mode != GMM_MDL_ROWS_FIXED, stack = m->stack && terms;
     *out = NULL;
     gmm_mdl_test *t = gmm_calloc(1, sizeof *t);
     if (!t)
         return gmm_error(GMM_ENOMEM, "out of memory");
-    if ((s = gmm_table_read(path, &t->table)) != GMM_OK)
+    if ((s = gmm_table_read(path, &t->table)) != GMM_OK ||
+        (terms && (s = gmm_mdl_impl_group_columns(m->fm, t->table)) != GMM_OK))
         goto fail;
     const gmm_table *tb = t->table;
     size_t ce = 0, n = tb->nrow, nn = n ? n : 1;
@@ -186,8 +209,12 @@ gmm_status gmm_mdl_rows_read(const gmm_mdl *m, const char *path, int score, gmm_
         ename = NULL;
         t->col_y = tb->ncol;
     }
-    if ((!m->stack &&
-         (s = gmm_table_column(tb, gmm_mdl_data_site_name(m), &t->col_site)) != GMM_OK) ||
+    t->col_site = tb->ncol;
+    if (!terms && !m->stack && !inputs &&
+        gmm_table_column(tb, gmm_mdl_data_site_name(m), &t->col_site) != GMM_OK)
+        t->col_site = tb->ncol;
+    else if ((!m->stack && (terms || inputs) &&
+              (s = gmm_table_column(tb, gmm_mdl_data_site_name(m), &t->col_site)) != GMM_OK) ||
         (score && (s = gmm_table_column(tb, m->yname, &t->col_y)) != GMM_OK) ||
         (ename && (s = gmm_table_column(tb, ename, &ce)) != GMM_OK))
         goto fail;
@@ -197,26 +224,28 @@ gmm_status gmm_mdl_rows_read(const gmm_mdl *m, const char *path, int score, gmm_
     t->x = gmm_malloc(nn, sizeof *t->x);
     t->site = gmm_malloc(nn, sizeof *t->site);
     t->X = m->ncoef ? gmm_malloc(nn * m->ncoef, sizeof *t->X) : NULL;
-    t->sat = m->stack ? gmm_malloc(nn * m->nterm, sizeof *t->sat) : NULL;
-    t->sgrp = m->stack ? gmm_calloc(2 * nn * m->nterm, sizeof *t->sgrp) : NULL;
+    t->sat = stack ? gmm_malloc(nn * m->nterm, sizeof *t->sat) : NULL;
+    t->sgrp = stack ? gmm_calloc(2 * nn * m->nterm, sizeof *t->sgrp) : NULL;
     if (!t->y || !t->e || !t->x || !t->site || (m->ncoef && !t->X) ||
-        (m->stack && (!t->sat || !t->sgrp))) {
+        (stack && (!t->sat || !t->sgrp))) {
         s = gmm_error(GMM_ENOMEM, "out of memory");
         goto fail;
     }
     if ((score && (s = gmm_table_column_double(tb, t->col_y, 1, t->y)) != GMM_OK) ||
+        (score && (s = gmm_mdl_impl_response(m, tb, t->y)) != GMM_OK) ||
         (inputs && (s = gmm_table_column_double(tb, t->col_site, 0, t->x)) != GMM_OK) ||
         (ename && (s = gmm_table_column_double(tb, ce, 1, t->e)) != GMM_OK) ||
         (m->ncoef && (s = gmm_mdl_impl_design_rows(m, tb, t->X)) != GMM_OK) ||
-        (m->stack && (s = stack_read(m, tb, t->sat, t->sgrp)) != GMM_OK))
+        (stack && (s = stack_read(m, tb, t->sat, t->sgrp)) != GMM_OK) ||
+        (stack && (s = corr_read(m, tb, t)) != GMM_OK))
         goto fail;
     for (size_t r = 0; r < n; r++) {
         if (!score)
             t->y[r] = NAN;
         if (!ename)
             t->e[r] = 1.0;
-        if (m->stack) {
-            t->site[r] = r; /* labelled by its row (gmm_mdl_test_label) */
+        if (m->stack || !terms) {
+            t->site[r] = r; /* labelled by its row or its own cell (gmm_mdl_test_label) */
         } else if (!inputs && !gmm_graph_node_find(m->g, tb->cell[r][t->col_site], &t->site[r])) {
             if (m->edgeless) {
                 /* a level the data do not have: its effect is the prior's */
@@ -315,6 +344,8 @@ static gmm_status stack_predict_test(gmm_mdl *m, const gmm_mdl_test *t, double *
             mean[r] += t->X[r * nc + k] * beta[k];
         mean[r] += m->has_center > 0 ? m->center : 0.0;
     }
+    if (s == GMM_OK)
+        s = gmm_mdl_impl_coef_var(m, t->X, n, var);
     gmm_free(ptr);
     gmm_free(idx);
     gmm_free(w);
@@ -324,7 +355,7 @@ static gmm_status stack_predict_test(gmm_mdl *m, const gmm_mdl_test *t, double *
 
 const char *gmm_mdl_test_label(const gmm_mdl *m, const gmm_mdl_test *t, size_t r, char *buf)
 {
-    if (!m->stack)
+    if (!m->stack && t->col_site < t->table->ncol)
         return t->table->cell[r][t->col_site];
     snprintf(buf, 64, "%zu", r + 1);
     return buf;
@@ -645,6 +676,14 @@ void gmm_mdl_data_row(const gmm_mdl *m, size_t r, size_t *line, double *y, size_
 
 gmm_status gmm_mdl_score_loo(gmm_mdl *m, double *lpd)
 {
+    if (gmm_latent_dim(m->lat) == 0)
+        return gmm_error(GMM_EINVAL, "leave-one-out scoring removes a row's site from the "
+                                     "latent field's posterior: the model has no latent field "
+                                     "(no latent term)");
+    if (m->wt) /* a weighted row's site and its one-outcome density differ: not derived */
+        return gmm_error(GMM_EINVAL, "leave-one-out scoring does not take prior weights (the "
+                                     "model's rows are weighted by '%s')",
+                         m->wname);
     /* one site per row for models with inputs, and where covariates make
      * each row's linear predictor its own */
     int rows = gmm_mdl_impl_rows(m);

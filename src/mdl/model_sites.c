@@ -9,6 +9,7 @@
 
 #include "gmm/alloc.h"
 #include "gmm/band.h"
+#include "gmm/fit.h"
 #include "gmm/io.h"
 #include "gmm/qfile.h"
 #include "gmm/ssm.h"
@@ -16,6 +17,7 @@
 gmm_objective *gmm_mdl_objective(gmm_mdl *m) { return m->obj; }
 gmm_problem *gmm_mdl_problem(gmm_mdl *m) { return m->prob; }
 size_t gmm_mdl_nobs(const gmm_mdl *m) { return m->nobs; }
+size_t gmm_mdl_rows_dropped(const gmm_mdl *m) { return m->ndropped; }
 int gmm_mdl_has_inputs(const gmm_mdl *m) { return gmm_latent_has_inputs(m->lat); }
 
 int gmm_mdl_at_rows(const gmm_mdl *m)
@@ -232,6 +234,7 @@ gmm_status gmm_mdl_describe(const gmm_mdl *m, gmm_model *mf, char **scratch)
     const char *q = m->lik.type->rowq;
     mf->desc.data.exposure = q && !strcmp(q, "exposure") ? m->ename : NULL;
     mf->desc.data.trials = q && !strcmp(q, "trials") ? m->ename : NULL;
+    mf->desc.data.weights = m->wname;
     mf->nparam = o->nparam;
     mf->param_name = o->name;
     mf->param_value = o->value;
@@ -283,13 +286,34 @@ gmm_status gmm_mdl_impl_predict_rows(gmm_mdl *m, double *mean, double *var)
     return s;
 }
 
+gmm_status gmm_mdl_impl_coef_var(gmm_mdl *m, const double *X, size_t n, double *var)
+{
+    size_t np = m->obj->nparam, nc = m->ncoef, c0 = np - nc;
+    if (gmm_latent_dim(m->lat) > 0 || nc == 0 || m->vi || n == 0)
+        return GMM_OK;
+    double *A = gmm_calloc(n * np, sizeof *A), *v = gmm_malloc(n, sizeof *v);
+    gmm_status s = A && v ? GMM_OK
+                          : gmm_error(GMM_ENOMEM, "out of memory for the coefficients' variance");
+    for (size_t r = 0; s == GMM_OK && r < n; r++)
+        memcpy(A + r * np + c0, X + r * nc, nc * sizeof *A);
+    if (s == GMM_OK)
+        s = gmm_fit_lincomb_var(m->obj, A, n, v); /* a fixed coefficient counts for nothing */
+    for (size_t r = 0; s == GMM_OK && r < n; r++)
+        var[r] += v[r];
+    gmm_free(A);
+    gmm_free(v);
+    return s;
+}
+
 gmm_status gmm_mdl_predict(gmm_mdl *m, const double *xq, size_t nq, double *mean, double *var)
 {
     gmm_status s;
     if (m->stack) {
         if (nq != m->nrow)
             return gmm_error(GMM_EDIM, "predict: %zu outputs for %zu data rows", nq, m->nrow);
-        return gmm_mdl_impl_predict_rows(m, mean, var);
+        if ((s = gmm_mdl_impl_predict_rows(m, mean, var)) != GMM_OK)
+            return s;
+        return gmm_mdl_impl_coef_var(m, m->X, nq, var);
     }
     if (gmm_mdl_impl_rows(m) && !gmm_problem_offset_constant(m->prob, m->obj->value, NULL) &&
         (gmm_latent_has_inputs(m->lat) ? xq == m->x : 1) && nq == m->nrow) {

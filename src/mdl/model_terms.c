@@ -71,8 +71,10 @@ static gmm_status stack_terms(gmm_mdl *m, size_t nc, gmm_mdl_terms *out)
         gmm_stack_model kd = stack_kind_of(t);
         size_t nr = stack_rows(m, k), nv = 0;
         const double *val = gmm_latent_stack_values(l, k, &nv);
+        /* a correlated term's latents: level by level, its effects each */
+        size_t ke = m->scorr && m->scorr[k].k ? m->scorr[k].k : 1;
         for (size_t j = 0; j < nr && s == GMM_OK; j++, r++) {
-            size_t lev = kd == GMM_STACK_BYM2 && j >= nr / 2 ? j - nr / 2 : j;
+            size_t lev = kd == GMM_STACK_BYM2 && j >= nr / 2 ? j - nr / 2 : j / ke;
             size_t ne = 0;
             if ((s = gmm_latent_stack_level(l, k, j, ix, wx, &ne)) != GMM_OK)
                 break;
@@ -82,8 +84,10 @@ static gmm_status stack_terms(gmm_mdl *m, size_t nc, gmm_mdl_terms *out)
                 snprintf(buf, sizeof buf, "%.17g", val[lev]);
             else
                 label = gmm_graph_node_label(m->sg[k], lev, buf);
-            snprintf(out->term[r], sizeof out->term[r], "f.%s%s", t->name,
-                     kd == GMM_STACK_BYM2 && j >= nr / 2 ? ".u" : "");
+            const char *eff = m->scorr && m->scorr[k].k ? m->scorr[k].name[j % ke] : NULL;
+            snprintf(out->term[r], sizeof out->term[r], "f.%s%s%s%s", t->label ? t->label : t->name,
+                     kd == GMM_STACK_BYM2 && j >= nr / 2 ? ".u" : "", eff ? "." : "",
+                     eff ? eff : "");
             if (!(out->level[r] = gmm_strdup(label))) {
                 s = gmm_error(GMM_ENOMEM, "out of memory");
                 break;

@@ -145,7 +145,7 @@ gmm_status marglik_check_obs_map(const gmm_obs *obs, double noise, const gmm_mar
     if (obs->nobs > 0) {
         if (!obs->offset || !obs->coef || !obs->y)
             return gmm_error(GMM_EINVAL, "marglik: NULL observation array");
-        if (obs->width == 0 || obs->width - 1 > w->kl)
+        if ((obs->width == 0 && obs->n > 0) || (obs->width > 0 && obs->width - 1 > w->kl))
             return gmm_error(GMM_EDIM, "marglik: observation width %zu needs bandwidth >= %zu, "
                                        "Q has %zu",
                              obs->width, obs->width ? obs->width - 1 : 0, w->kl);

@@ -4,7 +4,9 @@
  * it is aliased -- held at 0 and flagged -- whatever the columns' scale, and
  * fit's answer is the same for a covariate shifted by 1e6 sd or scaled by
  * 1e+-12: the loglik to 1e-10 relative, the coefficient and its standard
- * error transformed to 1e-6 and 1e-5. */
+ * error transformed to 1e-6 and 1e-5; the variance of linear combinations
+ * of the estimates (gmm_fit_lincomb_var) against a dense inverse, with and
+ * without the basis. */
 #include <check.h>
 #include <math.h>
 #include <stdlib.h>
@@ -221,6 +223,87 @@ START_TEST(test_joint_prior_centred)
 }
 END_TEST
 
+/* A log likelihood quadratic in u = (log s, b1, b2): -(u - m)' A (u - m) / 2,
+ * so that the covariance of the estimates on the u scale is A^-1 exactly. */
+static const double QA[9] = {4.0, 1.0, -0.5, 1.0, 3.0, 0.8, -0.5, 0.8, 2.0};
+static const double QM[3] = {-0.3, 1.5, -2.0};
+
+static gmm_status quad_eval(void *ctx, const double *th, double *f, double *grad)
+{
+    (void)ctx;
+    double u[3] = {log(th[0]) - QM[0], th[1] - QM[1], th[2] - QM[2]}, g[3] = {0.0, 0.0, 0.0};
+    *f = 0.0;
+    for (size_t i = 0; i < 3; i++)
+        for (size_t j = 0; j < 3; j++) {
+            *f -= 0.5 * u[i] * QA[i * 3 + j] * u[j];
+            g[i] -= QA[i * 3 + j] * u[j];
+        }
+    if (grad) {
+        grad[0] = g[0] / th[0]; /* d/ds = d/du / s */
+        grad[1] = g[1];
+        grad[2] = g[2];
+    }
+    return GMM_OK;
+}
+
+/* gmm_fit_lincomb_var of a few rows a against g' A^-1 g, g = (a_0 s, a_1,
+ * a_2) (the delta method: dtheta/du = diag(s, 1, 1)), by a dense inverse of
+ * A; with and without a design basis for (b1, b2) (a linear change of
+ * variables: the same covariance); and its diagonal against
+ * gmm_fit_std_errors. */
+START_TEST(test_lincomb_var_dense)
+{
+    char n0[] = "v", n1[] = "b1", n2[] = "b2";
+    char *names[3] = {n0, n1, n2};
+    double val[3] = {exp(QM[0]), QM[1], QM[2]};
+    gmm_scale sc[3] = {GMM_SCALE_LOG, GMM_SCALE_IDENTITY, GMM_SCALE_IDENTITY};
+    int fixed[3] = {0, 0, 0};
+    const size_t lidx[2] = {1, 2};
+    const double R[4] = {2.0, -0.7, 0.0, 0.4};
+    gmm_objective o = {3, names, val, sc, fixed, quad_eval, NULL, 0, NULL, NULL, 1.0};
+    /* A^-1 by cofactors */
+    const double *a = QA;
+    double det = a[0] * (a[4] * a[8] - a[5] * a[7]) - a[1] * (a[3] * a[8] - a[5] * a[6]) +
+                 a[2] * (a[3] * a[7] - a[4] * a[6]);
+    double inv[9] = {(a[4] * a[8] - a[5] * a[7]) / det, (a[2] * a[7] - a[1] * a[8]) / det,
+                     (a[1] * a[5] - a[2] * a[4]) / det, (a[5] * a[6] - a[3] * a[8]) / det,
+                     (a[0] * a[8] - a[2] * a[6]) / det, (a[2] * a[3] - a[0] * a[5]) / det,
+                     (a[3] * a[7] - a[4] * a[6]) / det, (a[1] * a[6] - a[0] * a[7]) / det,
+                     (a[0] * a[4] - a[1] * a[3]) / det};
+    const double rows[4 * 3] = {1, 0, 0, 0, 1, 0, 0, 0, 1, 2.5, 0.7, -1.3};
+    for (int basis = 0; basis < 2; basis++) {
+        o.lin_n = basis ? 2 : 0;
+        o.lin_idx = basis ? lidx : NULL;
+        o.lin_R = basis ? R : NULL;
+        o.lin_s = basis ? 3.0 : 1.0;
+        double var[4], se[3];
+        ck_assert_msg(gmm_fit_lincomb_var(&o, rows, 4, var) == GMM_OK, "%s", gmm_error_message());
+        ck_assert_int_eq(gmm_fit_std_errors(&o, se), GMM_OK);
+        for (size_t r = 0; r < 4; r++) {
+            const double *ar = rows + r * 3;
+            double g[3] = {ar[0] * val[0], ar[1], ar[2]}, want = 0.0;
+            for (size_t i = 0; i < 3; i++)
+                for (size_t j = 0; j < 3; j++)
+                    want += g[i] * inv[i * 3 + j] * g[j];
+            ck_assert_msg(fabs(var[r] - want) <= 1e-8 * want, "basis %d, row %zu: %.17g, dense %.17g",
+                          basis, r, var[r], want);
+            if (r < 3)
+                ck_assert_msg(fabs(se[r] * se[r] - var[r]) <= 1e-12 * var[r],
+                              "basis %d: se[%zu]^2 %.17g, var %.17g", basis, r, se[r] * se[r],
+                              var[r]);
+        }
+        /* a fixed parameter carries no error: its entries count for nothing */
+        fixed[1] = 1;
+        o.lin_n = 0;
+        double v1;
+        const double only1[3] = {0.0, 1.0, 0.0};
+        ck_assert_int_eq(gmm_fit_lincomb_var(&o, only1, 1, &v1), GMM_OK);
+        ck_assert(v1 == 0.0);
+        fixed[1] = 0;
+    }
+}
+END_TEST
+
 Suite *infer_coef_basis_suite(void)
 {
     Suite *s = suite_create("infer_coef_basis");
@@ -229,6 +312,7 @@ Suite *infer_coef_basis_suite(void)
     tcase_add_test(tc, test_basis_r_and_aliasing);
     tcase_add_test(tc, test_fit_invariant_to_shift_and_scale);
     tcase_add_test(tc, test_joint_prior_centred);
+    tcase_add_test(tc, test_lincomb_var_dense);
     suite_add_tcase(s, tc);
     return s;
 }

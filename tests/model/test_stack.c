@@ -1054,7 +1054,7 @@ START_TEST(test_predict_new_rows)
             size_t lv = t->model == GMM_STACK_IID ? (q * 5 + 3) % (nlev + 1) : (q * 7 + 2) % nlev;
             lev2[j][NR + q] = lv;
             val2[j][NR + q] = v;
-            at[q * K + j] = (gmm_stack_at){lv == nlev ? GMM_NO_INDEX : lv, v};
+            at[q * K + j] = (gmm_stack_at){lv == nlev ? GMM_NO_INDEX : lv, v, NULL};
         }
         t2[j].level = t->level ? lev2[j] : NULL;
         t2[j].value = walk ? val2[j] : NULL;

@@ -525,7 +525,7 @@ START_TEST(test_kernel_new_rows)
     size_t cap = gmm_latent_stack_row_max(c.l), *idx = malloc(cap * sizeof *idx);
     double *wv = malloc(cap * sizeof *wv), worst = 0.0;
     for (size_t q = 0; q < sizeof tq / sizeof *tq; q++) {
-        gmm_stack_at at[2] = {{GMM_NO_INDEX, tq[q]}, {q % KG, NAN}};
+        gmm_stack_at at[2] = {{GMM_NO_INDEX, tq[q], NULL}, {q % KG, NAN, NULL}};
         size_t nnz;
         double ev;
         ck_assert_int_eq(gmm_latent_stack_row(c.l, th, at, idx, wv, &nnz, &ev), GMM_OK);

@@ -482,7 +482,7 @@ START_TEST(test_ar1_new_rows)
     case_make(&c, C_AR1);
     size_t idx[8], nnz;
     double w[8], ev;
-    gmm_stack_at at = {GMM_NO_INDEX, 9.0};
+    gmm_stack_at at = {GMM_NO_INDEX, 9.0, NULL};
     ck_assert_int_eq(gmm_latent_stack_row(c.l, c.p, &at, idx, w, &nnz, &ev), GMM_OK);
     ck_assert(nnz == 1 && w[0] == 1.0 && ev == 0.0);
     ck_assert_uint_eq(idx[0], gmm_latent_stack_index(c.l, 0, 6));
@@ -512,7 +512,7 @@ START_TEST(test_group_new_rows)
     double Q[25], mv[5], grp[2] = {3.0, NAN}, w[8], ev;
     size_t idx[8], nnz;
     besag_dense(Q, c.graph, c.p[0], mv);
-    gmm_stack_at at = {2, NAN};
+    gmm_stack_at at = {2, NAN, NULL};
     ck_assert_int_eq(gmm_latent_stack_row_group(c.l, c.p, &at, grp, idx, w, &nnz, &ev), GMM_OK);
     ck_assert(nnz == 1 && w[0] == 1.0 && ev == 0.0);
     ck_assert_uint_eq(idx[0], gmm_latent_stack_index(c.l, 0, 2 * 5 + 2));
@@ -525,7 +525,7 @@ START_TEST(test_group_new_rows)
     ck_assert_int_eq(gmm_latent_stack_row(c.l, c.p, &at, idx, w, &nnz, &ev), GMM_EINVAL);
     case_free(&c);
     case_make(&c, C_REPLICATE);
-    at = (gmm_stack_at){GMM_NO_INDEX, 2.5};
+    at = (gmm_stack_at){GMM_NO_INDEX, 2.5, NULL};
     grp[0] = NAN;
     grp[1] = 4.0;
     ck_assert_int_eq(gmm_latent_stack_row_group(c.l, c.p, &at, grp, idx, w, &nnz, &ev), GMM_OK);

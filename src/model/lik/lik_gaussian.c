@@ -86,6 +86,7 @@ const gmm_lik_type gmm_lik_impl_gaussian = {
     .param = gaussian_param,
     .rowq = NULL,
     .conjugate = 1,
+    .weight_param = 1, /* the variance: y ~ N(f, variance / w) */
     .resp = NULL,
     .check_y = NULL,
     .check_e = NULL,

@@ -303,6 +303,45 @@ void gmm_lik_eval_const(const gmm_lik *lik, double y, double e, const double *c,
         lik->type->eval(lik->par, y, e, f, out, dpar);
 }
 
+/* The one place prior weights enter a row (R's lm and glm): a family whose
+ * weight divides a scale parameter (gaussian: y ~ N(f, variance / w)) is
+ * evaluated at that parameter over w and its derivative in the parameter
+ * carried back by the chain rule (d/dv of log p at v / w is 1/w times the
+ * derivative at v / w); every other family's row is w log p(y | f) with its
+ * derivatives w times the row's. */
+void gmm_lik_eval_weighted(const gmm_lik *lik, double y, double e, double w, const double *c,
+                           double f, double out[4], double *dpar)
+{
+    const gmm_lik_type *t = lik->type;
+    size_t np = t->nparam;
+    if (w == 0.0) {
+        memset(out, 0, 4 * sizeof *out);
+        if (dpar)
+            memset(dpar, 0, 3 * np * sizeof *dpar);
+        return;
+    }
+    if (t->weight_param) {
+        size_t k = t->weight_param - 1;
+        gmm_lik lw = *lik;
+        lw.par[k] /= w;
+        if (c)
+            gmm_lik_eval_const(&lw, y, e, c, f, out, dpar);
+        else
+            gmm_lik_eval(&lw, y, e, f, out, dpar);
+        for (size_t j = 0; dpar && j < 3; j++)
+            dpar[3 * k + j] /= w;
+        return;
+    }
+    if (c)
+        gmm_lik_eval_const(lik, y, e, c, f, out, dpar);
+    else
+        gmm_lik_eval(lik, y, e, f, out, dpar);
+    for (size_t j = 0; j < 4; j++)
+        out[j] *= w;
+    for (size_t j = 0; dpar && j < 3 * np; j++)
+        dpar[j] *= w;
+}
+
 double gmm_lik_sum_const(const gmm_lik *lik, size_t m, const double *y, const double *e,
                          const double *c, const double *f, double *g)
 {
@@ -497,5 +536,37 @@ gmm_status gmm_lik_expect(const gmm_lik *lik, double y, double e, double mu, dou
     out[2] = 0.5 * acc[2];
     for (size_t k = 0; dpar && k < np; k++)
         dpar[k] = dacc[k];
+    return GMM_OK;
+}
+
+/* E of the weighted row (gmm_lik_eval_weighted's rule, in expectation). */
+gmm_status gmm_lik_expect_weighted(const gmm_lik *lik, double y, double e, double w, double mu,
+                                   double s2, size_t nquad, double out[3], double *dpar)
+{
+    if (!lik || !lik->type || !out)
+        return gmm_error(GMM_EINVAL, "gmm_lik_expect_weighted: NULL argument");
+    const gmm_lik_type *t = lik->type;
+    size_t np = t->nparam;
+    if (w == 0.0) {
+        memset(out, 0, 3 * sizeof *out);
+        if (dpar)
+            memset(dpar, 0, np * sizeof *dpar);
+        return GMM_OK;
+    }
+    gmm_status st;
+    if (t->weight_param) {
+        size_t k = t->weight_param - 1;
+        gmm_lik lw = *lik;
+        lw.par[k] /= w;
+        if ((st = gmm_lik_expect(&lw, y, e, mu, s2, nquad, out, dpar)) == GMM_OK && dpar)
+            dpar[k] /= w;
+        return st;
+    }
+    if ((st = gmm_lik_expect(lik, y, e, mu, s2, nquad, out, dpar)))
+        return st;
+    for (size_t j = 0; j < 3; j++)
+        out[j] *= w;
+    for (size_t j = 0; dpar && j < np; j++)
+        dpar[j] *= w;
     return GMM_OK;
 }

@@ -78,6 +78,11 @@
  *          multiplied by a factor with process noise, kernel.h ZERO PROCESS
  *          NOISE: precision entries ~ K / damp_rel) puts the whole stack in
  *          the square-root form (stack_sqrt.c, SQUARE-ROOT FORM).
+ *   CORR   k correlated effects per level of a grouping factor (lme4's
+ *          (1 + x | g)): u_g ~ N(0, Sigma), Sigma unstructured, row r reads
+ *          sum_a z_ra u_{g(r),a} (the term's z); k (k + 1) / 2 parameters,
+ *          the variances and the (partial) correlations (stack_corr.c).
+ *          n = k nlevel, bandwidth k - 1 on its own.  Proper.
  *   AR1, SEASONAL  INLA's time-series models on integer positions
  *          (stack_ts.c: their precisions, parameters and constraints).
  *   GROUP, REPLICATE  (the term's group, control, replicate) a component
@@ -142,7 +147,7 @@ static gmm_status stack_obs_coef(void *p, const double *theta, double *coef)
         if (!q->modulated) {
             for (size_t r = 0; r < c->nrows; r++)
                 for (size_t e = 0; e < q->nread; e++)
-                    coef[c->read_entry[r * c->row_reads + e0 + e]] = q->hval[e];
+                    coef[c->read_entry[r * c->row_reads + e0 + e]] = stack_read_coef(q, r, e);
             continue;
         }
         if ((st = gmm_ssm_obs_rows(q->ssm, theta + q->par0, c->mod_rows)))
@@ -224,7 +229,9 @@ static gmm_status build_components(stack_impl *c, const gmm_stack_term *terms, s
     gmm_status st;
     for (size_t k = 0; k < c->ncomp; k++) {
         stack_comp *q = &c->comp[k];
-        if ((st = stack_comp_build(q, &terms[k], c->nrows, limit)))
+        if ((st = terms[k].model == GMM_STACK_CORR
+                      ? stack_corr_build(q, &terms[k], c->nrows)
+                      : stack_comp_build(q, &terms[k], c->nrows, limit)))
             return st;
         q->off = c->n;
         q->par0 = c->nparam;
@@ -253,8 +260,8 @@ static void row_span(const stack_impl *c, size_t r, size_t *lo, size_t *hi)
 /* The widest row's window (the observation map's width). */
 static size_t row_width(const stack_impl *c)
 {
-    size_t W = 1, lo, hi;
-    for (size_t r = 0; r < c->nrows; r++) {
+    size_t W = c->n ? 1 : 0, lo, hi; /* no component: rows read nothing */
+    for (size_t r = 0; r < c->nrows && c->ncomp; r++) {
         row_span(c, r, &lo, &hi);
         W = hi - lo + 1 > W ? hi - lo + 1 : W;
     }
@@ -369,7 +376,7 @@ static void fill_rows(stack_impl *c, gmm_latent *l, size_t W)
                     src[j] = src[j - 1];
                 }
                 pr[j] = p;
-                cr[j] = c->comp[k].hval[e];
+                cr[j] = stack_read_coef(&c->comp[k], r, e);
                 src[j] = j0;
             }
         for (size_t j = 0; j < R; j++)
@@ -412,9 +419,11 @@ static void place_components(stack_impl *c, gmm_latent *l)
         }
         for (size_t p = 0; p < q->npar; p++) {
             int gr = q->model == GMM_STACK_GRAPH, kn = q->model == GMM_STACK_KERNEL;
-            l->name[q->par0 + p] = gr || kn ? q->gname[p] : q->pname[p];
+            int co = q->model == GMM_STACK_CORR;
+            l->name[q->par0 + p] = gr || kn || co ? q->gname[p] : q->pname[p];
             l->start[q->par0 + p] = gr   ? q->g->param_value[p]
                                     : kn ? gmm_kernel_values_const(q->kern)[p]
+                                    : co ? q->gstart[p]
                                          : q->start[p];
             l->zero_ok[q->par0 + p] = gr ? q->g->param_zero_ok[p] : 0;
             int rho = (q->model == GMM_STACK_AR1 && p == 1) ||
@@ -422,6 +431,8 @@ static void place_components(stack_impl *c, gmm_latent *l)
             l->domain[q->par0 + p] = rho ? GMM_PARAM_SIGNED
                                      : q->model == GMM_STACK_BYM2 && p == 1 /* phi */
                                          ? GMM_PARAM_UNIT
+                                     : co && p >= q->nread /* a correlation */
+                                         ? GMM_PARAM_SIGNED
                                          : GMM_PARAM_POSITIVE;
         }
     }
@@ -434,12 +445,12 @@ gmm_status gmm_latent_stack_alloc(size_t nrows, size_t nterm, const gmm_stack_te
     gmm_status st;
     gmm_latent *l = NULL;
     int varies;
-    if (!out || !terms || nterm == 0)
-        return gmm_error(GMM_EINVAL, "gmm_latent_stack_alloc: NULL argument or no component");
+    if (!out || (!terms && nterm > 0))
+        return gmm_error(GMM_EINVAL, "gmm_latent_stack_alloc: NULL argument");
     *out = NULL;
     size_t lim = limit ? limit : GMM_GMRF_BAND_LIMIT;
     stack_impl *c = gmm_calloc(1, sizeof *c);
-    if (!c || !(c->comp = gmm_calloc(nterm, sizeof *c->comp))) {
+    if (!c || !(c->comp = gmm_calloc(nterm ? nterm : 1, sizeof *c->comp))) {
         gmm_free(c);
         return gmm_error(GMM_ENOMEM, "out of memory for the stacked latent");
     }
@@ -554,6 +565,20 @@ double gmm_latent_stack_scale(const gmm_latent *l, size_t k, size_t v)
     return c->comp[k].scale[v];
 }
 
+gmm_status gmm_latent_stack_sigma(const gmm_latent *l, size_t k, const double *theta_k,
+                                  double *Sigma)
+{
+    stack_impl *c = stack_impl_of(l);
+    if (!c || k >= c->ncomp || c->comp[k].model != GMM_STACK_CORR || !theta_k || !Sigma)
+        return gmm_error(GMM_EINVAL, "gmm_latent_stack_sigma: not a correlated component");
+    double cg[STACK_NGROUP], dc[STACK_NPAR * STACK_NGROUP];
+    gmm_status st = stack_corr_coef(&c->comp[k], theta_k, cg, dc); /* the domains */
+    if (st)
+        return st;
+    stack_corr_sigma(&c->comp[k], theta_k, Sigma);
+    return GMM_OK;
+}
+
 gmm_status gmm_latent_stack_constraints(const gmm_latent *l, double *A)
 {
     stack_impl *c = stack_impl_of(l);
@@ -590,8 +615,8 @@ gmm_status gmm_latent_stack_logdet(gmm_latent *l, const double *theta, double *l
 void gmm_latent_stack_describe(const gmm_latent *l, char *buf, size_t size)
 {
     stack_impl *c = stack_impl_of(l);
-    static const char *model[] = {"iid",    "rw1", "rw2", "besag", "bym2",
-                                  "graph",  "kernel", "ar1", "seasonal"};
+    static const char *model[] = {"iid",   "rw1",    "rw2",        "besag", "bym2",
+                                  "graph", "kernel", "correlated", "ar1",   "seasonal"};
     size_t used = 0;
     if (!buf || size == 0)
         return;

@@ -10,6 +10,13 @@
 #include "../latent_impl.h"
 #include "stack_impl.h"
 
+/* The component's coefficients (stack_impl.h). */
+static gmm_status coef(const stack_comp *m, const double *th, double *cg, double *dc)
+{
+    return m->model == GMM_STACK_CORR ? stack_corr_coef(m, th, cg, dc)
+                                      : stack_comp_coef(m, th, cg, dc);
+}
+
 gmm_status stack_assemble(stack_impl *c, const double *theta, gmm_band *Q, int rest)
 {
     gmm_status st;
@@ -33,8 +40,8 @@ gmm_status stack_assemble(stack_impl *c, const double *theta, gmm_band *Q, int r
                     *gmm_band_ptr(m->gQ, m->own_row[s], m->own_col[s]);
             continue;
         }
-        double cg[STACK_NGROUP], dc[2 * STACK_NGROUP];
-        if ((st = stack_comp_coef(m, th, cg, dc)))
+        double cg[STACK_NGROUP], dc[STACK_NPAR * STACK_NGROUP];
+        if ((st = coef(m, th, cg, dc)))
             return st;
         for (size_t s = 0; s < m->nslot; s++)
             *gmm_band_ptr(Q, m->joint_row[s], m->joint_col[s]) +=
@@ -77,15 +84,15 @@ gmm_status stack_assemble_rev(stack_impl *c, const double *theta, const gmm_band
                 return st;
             continue;
         }
-        double cg[STACK_NGROUP], dc[2 * STACK_NGROUP], gb[STACK_NGROUP] = {0};
-        if ((st = stack_comp_coef(m, th, cg, dc)))
+        double cg[STACK_NGROUP], dc[STACK_NPAR * STACK_NGROUP], gb[STACK_NGROUP] = {0};
+        if ((st = coef(m, th, cg, dc)))
             return st;
         for (size_t s = 0; s < m->nslot; s++)
             gb[m->slot_group[s]] +=
                 *gmm_band_ptr(Qbar, m->joint_row[s], m->joint_col[s]) * m->slot_value[s];
         for (size_t p = 0; p < m->npar; p++)
             for (size_t g = 0; g < STACK_NGROUP; g++)
-                thetabar[m->par0 + p] += gb[g] * dc[g * 2 + p];
+                thetabar[m->par0 + p] += gb[g] * dc[g * STACK_NPAR + p];
     }
     return GMM_OK;
 }

@@ -36,6 +36,8 @@ void stack_comp_free(stack_comp *c)
     for (size_t i = 0; c->gname && i < c->npar; i++)
         gmm_free(c->gname[i]);
     gmm_free(c->gname);
+    gmm_free(c->gstart);
+    gmm_free(c->zrow);
     gmm_free(c->row_loc);
     gmm_free(c->slot_row);
     gmm_free(c->slot_col);
@@ -65,11 +67,6 @@ void stack_comp_free(stack_comp *c)
     gmm_kernel_work_free(c->kw);
     gmm_free(c->kscr);
     memset(c, 0, sizeof *c);
-}
-
-static void slot(stack_comp *c, size_t i, size_t j, double v, size_t g)
-{
-    stack_comp_slot(c, i, j, v, g);
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -172,7 +169,7 @@ static void rw2_transition(stack_comp *c, size_t a0, size_t b0, double dt)
             for (size_t p = 0; p < 2; p++)
                 for (size_t q = 0; q < 2; q++)
                     v += M[p][a] * K[p][q] * M[q][b];
-            slot(c, loc[a], loc[b], v, 0);
+            stack_comp_slot(c, loc[a], loc[b], v, 0);
         }
 }
 
@@ -210,9 +207,9 @@ static gmm_status build_rw(stack_comp *c, const gmm_stack_term *t, size_t nrows)
         if (two) {
             rw2_transition(c, j, j1, dt);
         } else {
-            slot(c, j, j, 1.0 / dt, 0);
-            slot(c, j1, j1, 1.0 / dt, 0);
-            slot(c, j1, j, -1.0 / dt, 0);
+            stack_comp_slot(c, j, j, 1.0 / dt, 0);
+            stack_comp_slot(c, j1, j1, 1.0 / dt, 0);
+            stack_comp_slot(c, j1, j, -1.0 / dt, 0);
         }
     }
     if (two)
@@ -408,14 +405,14 @@ static gmm_status build_besag(stack_comp *c, const gmm_stack_term *t, size_t nro
     for (size_t v = 0; v < m; v++) {
         double s = c->scale[v];
         size_t deg = g->ptr[v + 1] - g->ptr[v];
-        slot(c, u0 + v, u0 + v, deg ? s * (double)deg : 1.0, bym ? 2 : 0);
+        stack_comp_slot(c, u0 + v, u0 + v, deg ? s * (double)deg : 1.0, bym ? 2 : 0);
         for (size_t p = g->ptr[v]; p < g->ptr[v + 1]; p++)
             if (g->adj[p] < v)
-                slot(c, u0 + v, u0 + g->adj[p], -s, bym ? 2 : 0);
+                stack_comp_slot(c, u0 + v, u0 + g->adj[p], -s, bym ? 2 : 0);
         if (bym) {
-            slot(c, v, v, 1.0, 0);
-            slot(c, u0 + v, v, 1.0, 1);
-            slot(c, u0 + v, u0 + v, 1.0, 3);
+            stack_comp_slot(c, v, v, 1.0, 0);
+            stack_comp_slot(c, u0 + v, v, 1.0, 1);
+            stack_comp_slot(c, u0 + v, u0 + v, 1.0, 3);
         }
     }
     /* constraint of component k: the sum of its u is 0, pinned at its
@@ -485,12 +482,12 @@ static gmm_status build_graph(stack_comp *c, const gmm_stack_term *t, size_t nro
         return gmm_error(GMM_ENOMEM, "out of memory for '%s'", c->name);
     for (size_t r = 0; r < g->n; r++) {
         c->own_row[c->nslot] = c->own_col[c->nslot] = r;
-        slot(c, g->perm[r], g->perm[r], 0.0, 0);
+        stack_comp_slot(c, g->perm[r], g->perm[r], 0.0, 0);
     }
     for (size_t e = 0; e < g->nedge; e++) {
         c->own_row[c->nslot] = g->ehi[e];
         c->own_col[c->nslot] = g->elo[e];
-        slot(c, g->perm[g->ehi[e]], g->perm[g->elo[e]], 0.0, 0);
+        stack_comp_slot(c, g->perm[g->ehi[e]], g->perm[g->elo[e]], 0.0, 0);
     }
     c->npar = g->nparam;
     c->gname = gmm_calloc(c->npar ? c->npar : 1, sizeof *c->gname);
@@ -582,7 +579,7 @@ static gmm_status build_kernel(stack_comp *c, const gmm_stack_term *t, size_t nr
         for (size_t i = j; i < N && i <= j + kl; i++) {
             c->own_row[c->nslot] = i;
             c->own_col[c->nslot] = j;
-            slot(c, i, j, 0.0, 0);
+            stack_comp_slot(c, i, j, 0.0, 0);
         }
     c->npar = np;
     c->gname = gmm_calloc(np ? np : 1, sizeof *c->gname);
@@ -607,9 +604,8 @@ static char *param_name(const char *prefix, const char *p)
     return s;
 }
 
-gmm_status stack_comp_build(stack_comp *c, const gmm_stack_term *t, size_t nrows, size_t limit)
+gmm_status stack_comp_common(stack_comp *c, const gmm_stack_term *t, size_t nrows)
 {
-    gmm_status st;
     c->model = t->model;
     c->name = gmm_strdup(t->name ? t->name : "f");
     c->row_loc = gmm_malloc(nrows ? nrows : 1, sizeof *c->row_loc);
@@ -628,7 +624,8 @@ gmm_status stack_comp_build(stack_comp *c, const gmm_stack_term *t, size_t nrows
     if ((t->rho != 0.0 && t->model != GMM_STACK_AR1) ||
         (t->season != 0 && t->model != GMM_STACK_SEASONAL) ||
         ((t->group || t->replicate) &&
-         (t->model == GMM_STACK_GRAPH || t->model == GMM_STACK_KERNEL)) ||
+         (t->model == GMM_STACK_GRAPH || t->model == GMM_STACK_KERNEL ||
+          t->model == GMM_STACK_CORR)) ||
         (!t->group && t->group_rho != 0.0))
         return gmm_error(GMM_EINVAL, "'%s': rho, season, group or replicate on a model that "
                                      "has none",
@@ -652,6 +649,14 @@ gmm_status stack_comp_build(stack_comp *c, const gmm_stack_term *t, size_t nrows
                                      "term",
                          c->name, t->merge_tol);
     c->merge_tol = t->merge_tol;
+    return GMM_OK;
+}
+
+gmm_status stack_comp_build(stack_comp *c, const gmm_stack_term *t, size_t nrows, size_t limit)
+{
+    gmm_status st;
+    if ((st = stack_comp_common(c, t, nrows)))
+        return st;
     switch (t->model) {
     case GMM_STACK_IID:
         for (size_t r = 0; r < nrows; r++) {
@@ -665,7 +670,7 @@ gmm_status stack_comp_build(stack_comp *c, const gmm_stack_term *t, size_t nrows
         if ((st = stack_comp_arrays(c, c->n, 0, 0)))
             return st;
         for (size_t v = 0; v < c->n; v++)
-            slot(c, v, v, 1.0, 0);
+            stack_comp_slot(c, v, v, 1.0, 0);
         break;
     case GMM_STACK_RW1:
     case GMM_STACK_RW2:
@@ -714,7 +719,7 @@ static gmm_status main_coef(const stack_comp *c, const double *theta, double *cg
         return stack_ts_coef(c, theta, cg, dc);
     double s = theta[0];
     memset(cg, 0, STACK_NGROUP * sizeof *cg);
-    memset(dc, 0, 2 * STACK_NGROUP * sizeof *dc);
+    memset(dc, 0, STACK_NPAR * STACK_NGROUP * sizeof *dc);
     if (c->model != GMM_STACK_BYM2) {
         cg[0] = 1.0 / s;
         dc[0] = -1.0 / (s * s);
@@ -729,11 +734,11 @@ static gmm_status main_coef(const stack_comp *c, const double *theta, double *cg
     dc[0] = -cg[0] / s;
     dc[1] = cg[0] / q;
     cg[1] = -sqrt(phi / s) / q;
-    dc[2] = -0.5 * cg[1] / s;
-    dc[3] = cg[1] * (0.5 / phi + 1.0 / q);
+    dc[STACK_NPAR] = -0.5 * cg[1] / s;
+    dc[STACK_NPAR + 1] = cg[1] * (0.5 / phi + 1.0 / q);
     cg[2] = 1.0;
     cg[3] = phi / q;
-    dc[7] = 1.0 / (q * q);
+    dc[3 * STACK_NPAR + 1] = 1.0 / (q * q);
     return GMM_OK;
 }
 

@@ -9,7 +9,8 @@
  *
  * ROWS.  Data row r reads component k at local latents row_loc[r] + hidx[e]
  * with coefficient hval[e], e < nread (1 entry of coefficient 1 but for a
- * KERNEL, which reads H's nonzero entries over its value's state). */
+ * KERNEL, which reads H's nonzero entries over its value's state, and a
+ * CORR, which reads its k effects with the row's own coefficients zrow). */
 #ifndef GMM_STACK_IMPL_H
 #define GMM_STACK_IMPL_H
 
@@ -18,7 +19,10 @@
 
 #include "../latent_asm.h"
 
-#define STACK_NGROUP 4
+/* Groups and parameters of a component with groups: at most a CORR's
+ * k (k + 1) / 2 each (dc_g/dtheta_p at dc[g * STACK_NPAR + p]). */
+#define STACK_NGROUP (GMM_STACK_CORR_MAX * (GMM_STACK_CORR_MAX + 1) / 2)
+#define STACK_NPAR STACK_NGROUP
 
 typedef struct {
     gmm_stack_model model;
@@ -27,12 +31,14 @@ typedef struct {
     size_t off;              /* first index in the unpermuted stacked vector */
     size_t par0, npar;       /* its parameters in theta */
     char *pname[2];          /* IID .. BYM2: owned parameter names */
-    char **gname;            /* GRAPH: npar owned names */
+    char **gname;            /* GRAPH, KERNEL, CORR: npar owned names */
+    double *gstart;          /* CORR: npar starting values */
     double start[2];
     size_t *row_loc;         /* nrows: local latent each data row reads */
     size_t nread;            /* entries each row reads (ROWS) */
     size_t *hidx;
     double *hval;
+    double *zrow;            /* CORR: nrows x nread, each row's coefficients */
     /* structure slots (see above): local row >= local column, group and
      * value; joint_row >= joint_col their place in the joint order once it
      * is known; GRAPH, KERNEL: own_row, own_col the slot in the component's
@@ -97,6 +103,10 @@ typedef struct {
  * joint_col and the parameters' place): n, row_loc, slots, constraints,
  * values, scaling.  limit as gmm_latent_stack_alloc.  Errors as there. */
 gmm_status stack_comp_build(stack_comp *c, const gmm_stack_term *t, size_t nrows, size_t limit);
+/* What every component's build starts with: the name, the rows' room, one
+ * read of coefficient 1, the starting values and the checks of the keys
+ * common to all models. */
+gmm_status stack_comp_common(stack_comp *c, const gmm_stack_term *t, size_t nrows);
 void stack_comp_free(stack_comp *c);
 /* (stack_slots.c) Room in c for cap slots and ncon constraints with nent
  * entries (2 nent for the null space's); the arrays must be unset.
@@ -174,6 +184,12 @@ typedef struct {
 static inline size_t stack_read_at(const stack_comp *q, size_t r, size_t e)
 {
     return q->off + q->row_loc[r] + q->hidx[e];
+}
+
+/* Its coefficient (constant in theta; a demodulated kernel's aside). */
+static inline double stack_read_coef(const stack_comp *q, size_t r, size_t e)
+{
+    return q->zrow ? q->zrow[r * q->nread + e] : q->hval[e];
 }
 
 /* The joint order into c->perm, c->iperm and c->bw: RCM over the
@@ -298,7 +314,17 @@ gmm_status stack_kron_build(stack_comp *c, const gmm_stack_term *t, size_t nrows
 gmm_status stack_kron_coef(const stack_comp *c, const double *theta, double *cg, double *dc);
 
 /* c_g(theta) for the component's groups (STACK_NGROUP) and dc_g/dtheta_p
- * (dc[g * 2 + p]); GMM_EDOM for phi outside (0, 1). */
+ * (dc[g * STACK_NPAR + p]); GMM_EDOM for phi outside (0, 1), a CORR's
+ * parameters outside their domains. */
 gmm_status stack_comp_coef(const stack_comp *c, const double *theta, double *cg, double *dc);
+
+/* CORR (stack_corr.c): the component's structure from its term (levels,
+ * rows, slots, names, starts; in place of stack_comp_build), and its
+ * coefficients as stack_comp_coef's (which does not know CORR):
+ * c_g the entries of Sigma^-1 (group a (a + 1) / 2 + b for a >= b). */
+gmm_status stack_corr_build(stack_comp *c, const gmm_stack_term *t, size_t nrows);
+gmm_status stack_corr_coef(const stack_comp *c, const double *theta, double *cg, double *dc);
+/* Sigma (k x k, row-major) at the component's theta (in its domain). */
+void stack_corr_sigma(const stack_comp *c, const double *theta, double *Sigma);
 
 #endif

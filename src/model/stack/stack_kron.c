@@ -263,12 +263,12 @@ gmm_status stack_kron_coef(const stack_comp *c, const double *theta, double *cg,
     stack_ar1_coef(1.0, rho, d, dv, dr);
     double c0 = cg[0], d0[2] = {dc[0], dc[1]};
     size_t pr = c->npar_main;
-    memset(dc, 0, 2 * STACK_NGROUP * sizeof *dc);
+    memset(dc, 0, STACK_NPAR * STACK_NGROUP * sizeof *dc);
     for (size_t h = 0; h < 3; h++) {
         cg[h] = c0 * d[h];
         for (size_t p = 0; p < c->npar_main; p++)
-            dc[h * 2 + p] = d0[p] * d[h];
-        dc[h * 2 + pr] = c0 * dr[h];
+            dc[h * STACK_NPAR + p] = d0[p] * d[h];
+        dc[h * STACK_NPAR + pr] = c0 * dr[h];
     }
     return GMM_OK;
 }

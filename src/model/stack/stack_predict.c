@@ -316,12 +316,45 @@ static gmm_status kernel_row(stack_comp *q, const double *theta, double t, size_
     return GMM_OK;
 }
 
+/* A CORR component's reading of a new row: its level's k effects times z
+ * (local indices), or a level the data do not have: its prior, *evar +=
+ * z' Sigma z. */
+static gmm_status corr_row(const stack_comp *q, const double *theta, const gmm_stack_at *at,
+                           size_t *li, double *lw, size_t *ne, double *evar)
+{
+    size_t k = q->nread, m = q->n / k;
+    *ne = 0;
+    if (!at->z)
+        return gmm_error(GMM_EINVAL, "a new row needs the coefficients of its %zu effects", k);
+    for (size_t a = 0; a < k; a++)
+        if (!isfinite(at->z[a]))
+            return gmm_error(GMM_EINVAL, "coefficient %g of effect %zu is not finite", at->z[a],
+                             a);
+    if (at->level == GMM_NO_INDEX) {
+        double S[GMM_STACK_CORR_MAX * GMM_STACK_CORR_MAX];
+        stack_corr_sigma(q, theta, S);
+        for (size_t a = 0; a < k; a++)
+            for (size_t b = 0; b < k; b++)
+                *evar += at->z[a] * S[a * k + b] * at->z[b];
+        return GMM_OK;
+    }
+    if (at->level >= m)
+        return gmm_error(GMM_EINVAL, "level %zu is not one of its %zu", at->level, m);
+    for (size_t a = 0; a < k; a++) {
+        li[*ne] = at->level * k + a;
+        lw[(*ne)++] = at->z[a];
+    }
+    return GMM_OK;
+}
+
 size_t gmm_latent_stack_row_max(const gmm_latent *l)
 {
     stack_impl *c = stack_impl_of(l);
     size_t r = 0;
     for (size_t k = 0; c && k < c->ncomp; k++)
-        r += c->comp[k].model == GMM_STACK_KERNEL ? 2 * c->comp[k].d : GMM_STACK_ROW_MAX;
+        r += c->comp[k].model == GMM_STACK_KERNEL ? 2 * c->comp[k].d
+             : c->comp[k].model == GMM_STACK_CORR ? c->comp[k].nread
+                                                  : GMM_STACK_ROW_MAX;
     return r;
 }
 
@@ -391,6 +424,15 @@ gmm_status gmm_latent_stack_row_group(const gmm_latent *l, const double *theta,
                 ki[e] = c->iperm[q->off + ki[e]];
             *nnz += ne2;
             *evar += ev;
+            continue;
+        }
+        if (q->model == GMM_STACK_CORR) {
+            gmm_status st = corr_row(q, theta + q->par0, &at[k], idx + *nnz, w + *nnz, &ne, evar);
+            if (st)
+                return gmm_error_at(st, k, "'%s': %s", q->name, gmm_error_message());
+            for (size_t e = 0; e < ne; e++)
+                idx[*nnz + e] = c->iperm[q->off + idx[*nnz + e]];
+            *nnz += ne;
             continue;
         }
         if (q->control != GMM_STACK_NO_MODEL || q->nrep ||

@@ -180,7 +180,7 @@ gmm_status stack_ts_coef(const stack_comp *c, const double *theta, double *cg, d
 {
     double v = theta[0];
     memset(cg, 0, STACK_NGROUP * sizeof *cg);
-    memset(dc, 0, 2 * STACK_NGROUP * sizeof *dc);
+    memset(dc, 0, STACK_NPAR * STACK_NGROUP * sizeof *dc);
     if (c->model == GMM_STACK_SEASONAL) {
         cg[0] = 1.0 / v;
         dc[0] = -1.0 / (v * v);
@@ -192,8 +192,8 @@ gmm_status stack_ts_coef(const stack_comp *c, const double *theta, double *cg, d
                             rho);
     stack_ar1_coef(v, rho, cg, dv, dr);
     for (int g = 0; g < 3; g++) {
-        dc[g * 2] = dv[g];
-        dc[g * 2 + 1] = dr[g];
+        dc[g * STACK_NPAR] = dv[g];
+        dc[g * STACK_NPAR + 1] = dr[g];
     }
     return GMM_OK;
 }
