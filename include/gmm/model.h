@@ -423,6 +423,8 @@ typedef struct {
                             * term's reading of the row (stack.h); else NULL */
     double *sz;            /* the coefficients sat's correlated terms point
                             * into (stack.h's z), or NULL */
+    double *sgrp;          /* with sat: n x nterm x 2, each term's group and
+                            * replicate values (gmm_latent_stack_row_group) */
 } gmm_mdl_test;
 
 #define GMM_MDL_NEW_LEVEL ((size_t)-1)

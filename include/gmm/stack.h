@@ -1,11 +1,11 @@
 /* stack.h -- a latent vector stacking K components (iid, random walks,
- * Besag, BYM2, graph and kernel fields), each indexed by the levels or the
- * values of a data column, as one gmm_latent (latent.h) with one banded
- * precision: data row r reads f_r = sum_k x_k[level_k(r)].  Intrinsic
- * components carry constraints A x = 0; a damped kernel puts the stack in
- * a square-root form.  Design: src/model/stack/ -- the components' priors
- * in latent_stack.c, the order in stack_order.c, the constraints in
- * stack_normaliser.c, the square-root form in stack_sqrt.c. */
+ * Besag, BYM2, graph, kernel, AR(1) and seasonal fields, interactions),
+ * each indexed by the levels or the values of a data column, as one
+ * gmm_latent (latent.h) with one banded precision: data row r reads f_r =
+ * sum_k x_k[level_k(r)].  Intrinsic components carry constraints A x = 0; a
+ * damped kernel puts the stack in a square-root form.  Design:
+ * src/model/stack/ -- priors in latent_stack.c, stack_ts.c, stack_kron.c,
+ * order stack_order.c, constraints stack_normaliser.c, stack_sqrt.c. */
 #ifndef GMM_STACK_H
 #define GMM_STACK_H
 
@@ -25,8 +25,12 @@ typedef enum {
     GMM_STACK_BYM2,
     GMM_STACK_GRAPH,
     GMM_STACK_KERNEL,
-    GMM_STACK_CORR
+    GMM_STACK_CORR,
+    GMM_STACK_AR1,         /* stack_ts.c */
+    GMM_STACK_SEASONAL     /* stack_ts.c */
 } gmm_stack_model;
+/* gmm_latent_stack_kind's answer out of range */
+#define GMM_STACK_NO_MODEL ((gmm_stack_model)-1)
 
 /* CORR: at most this many correlated effects per level (its parameters
  * k (k + 1) / 2). */
@@ -61,6 +65,21 @@ typedef struct {
     size_t neffect;
     const double *z;
     const char *const *effect;
+    /* AR1, SEASONAL (stack_ts.c): the index values must be integers; the
+     * latents are the positions min..max (a gap a latent without data) */
+    double rho;            /* AR1: starting rho in (-1, 1); 0: the default 0.5 */
+    size_t season;         /* SEASONAL: the season length m >= 2 */
+    /* GROUP and REPLICATE (stack_kron.c): with group non-NULL, nrows integer
+     * group values (positions min..max), the component the Kronecker product
+     * Q_control (x) Q_main, control one of IID, RW1, RW2 (unit spacing, no
+     * variance of their own) or AR1 (unit marginal variance, its own rho,
+     * "<name>.group.rho", starting at group_rho, 0: 0.5); with replicate
+     * non-NULL, nrows integer replicate values, independent copies
+     * I (x) Q.  Neither on a GRAPH or KERNEL main. */
+    const double *group;
+    gmm_stack_model control;
+    double group_rho;
+    const double *replicate;
 } gmm_stack_term;
 
 /* The stacked latent over nrows data rows and nterm components into
@@ -99,7 +118,8 @@ size_t gmm_latent_stack_nlevel(const gmm_latent *l, size_t k);
 gmm_status gmm_latent_stack_level(const gmm_latent *l, size_t k, size_t j, size_t *idx,
                                   double *w, size_t *nnz);
 /* RW1/RW2/KERNEL: the sorted distinct values (m, owned by l; KERNEL with
- * merge_tol: each state's, the first value of its group); NULL otherwise. */
+ * merge_tol: each state's, the first value of its group); AR1, SEASONAL:
+ * the positions' values min..max; NULL otherwise. */
 const double *gmm_latent_stack_values(const gmm_latent *l, size_t k, size_t *m);
 /* KERNEL: the distinct values merged into an earlier state by its
  * merge_tol (gmm_ssm_nmerged: a nonzero count is the caller's warning); 0
@@ -150,13 +170,21 @@ size_t gmm_latent_stack_row_max(const gmm_latent *l);
  * value not finite), with the component in gmm_error_index().  O(K log m). */
 gmm_status gmm_latent_stack_row(const gmm_latent *l, const double *theta, const gmm_stack_at *at,
                                 size_t *idx, double *w, size_t *nnz, double *evar);
+/* As gmm_latent_stack_row, with grp[2 k], grp[2 k + 1] the group and
+ * replicate values of component k (read by a grouped or replicated one,
+ * stack_kron.c NEW ROWS: a fitted group, or beyond them a forecast; a
+ * fitted replicate); grp NULL: none (GMM_EINVAL on such a component). */
+gmm_status gmm_latent_stack_row_group(const gmm_latent *l, const double *theta,
+                                      const gmm_stack_at *at, const double *grp, size_t *idx,
+                                      double *w, size_t *nnz, double *evar);
 /* CORR component k's Sigma (neffect x neffect, row-major) at its own
  * parameters theta_k (its variances, then its correlations); GMM_EINVAL
  * (not a stack, not a CORR component, NULL), GMM_EDOM (a parameter out of
  * its domain).  O(neffect^3). */
 gmm_status gmm_latent_stack_sigma(const gmm_latent *l, size_t k, const double *theta_k,
                                   double *Sigma);
-/* The model of component k (GMM_STACK_CORR + 1 out of range). */
+/* The model of component k (its main model for a grouped or replicated
+ * one; GMM_STACK_NO_MODEL out of range). */
 gmm_stack_model gmm_latent_stack_kind(const gmm_latent *l, size_t k);
 
 /* The constraints A x = 0 in the latent (permuted) numbering: nconstr rows

@@ -64,6 +64,11 @@ gmm_status gmm_mdl_impl_term_values(const mdl_build *b, gmm_mdl *m, int from_fil
 /* A walk's cyclic flag and period (rw1, rw2). */
 gmm_status gmm_mdl_impl_term_cyclic(const mdl_build *b, const gmm_formula_latent *t, int *cyclic,
                                     double *period);
+/* A keyword term's group=, control=, replicate= and (seasonal) period=
+ * into st (control, season) and the columns' names (NULL: absent). */
+gmm_status gmm_mdl_impl_term_group(const mdl_build *b, const gmm_formula_latent *t,
+                                   gmm_stack_term *st, const char **group,
+                                   const char **replicate);
 
 /* ---- the latent (model_latent_build.c) ------------------------------------ */
 

@@ -283,7 +283,8 @@ gmm_status gmm_mdl_impl_stack_draw(const gmm_mdl *m, const gmm_mdl_test *t, size
 {
     size_t nnz = 0;
     gmm_status s =
-        gmm_latent_stack_row(m->lat, theta, t->sat + r * m->nterm, idx, w, &nnz, var);
+        gmm_latent_stack_row_group(m->lat, theta, t->sat + r * m->nterm,
+                                   t->sgrp + 2 * r * m->nterm, idx, w, &nnz, var);
     *mean = 0.0;
     for (size_t e = 0; s == GMM_OK && e < nnz; e++)
         *mean += w[e] * x[idx[e]];

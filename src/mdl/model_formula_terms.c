@@ -58,7 +58,8 @@ static int is_stack(const gmm_formula *fm)
     if (fm->nlatent != 1) /* none: an empty stack, a linear model */
         return 1;
     int k = gmm_mdl_impl_term_model(&fm->latent[0]);
-    return k > 0;
+    return k > 0 || (k == 0 && (gmm_formula_arg_find(&fm->latent[0], "group", NULL) ||
+                                gmm_formula_arg_find(&fm->latent[0], "replicate", NULL)));
 }
 
 /* Key g of term t is a parameter of its keyword model (model_names.c):
@@ -66,11 +67,13 @@ static int is_stack(const gmm_formula *fm)
 static int term_param(const gmm_formula_latent *t, const gmm_formula_arg *g, int *unit)
 {
     int mk = gmm_mdl_impl_term_model(t);
-    const char *p;
+    const char *p, *ctl = gmm_formula_arg_find(t, "control", NULL);
     for (size_t i = 0; mk >= 0 && (p = gmm_mdl_impl_term_param(mk, i, unit)); i++)
         if (!strcmp(p, g->key))
             return 1;
-    return 0;
+    /* an ar1 group structure's own rho */
+    *unit = 2;
+    return mk >= 0 && ctl && !strcmp(ctl, "ar1") && !strcmp(g->key, "group.rho");
 }
 
 /* A parameter's start value KEY=VALUE of term t: a number in its domain
@@ -84,10 +87,10 @@ static gmm_status term_start(const mdl_build *b, const gmm_formula_latent *t,
         return gmm_mdl_impl_formula_error(b, g->vpos,
                                           "formula: f(%s, %s): %s must be a number, not '%s'",
                                           t->name, t->model, g->key, g->value);
-    if (unit ? !(*v > 0.0 && *v < 1.0) : !(*v > 0.0))
+    if (unit == 2 ? !(*v > -1.0 && *v < 1.0) : unit ? !(*v > 0.0 && *v < 1.0) : !(*v > 0.0))
         return gmm_mdl_impl_formula_error(b, g->vpos, "formula: f(%s, %s): %s = %s is not %s",
                                           t->name, t->model, g->key, g->value,
-                                          unit ? "in (0, 1)" : "> 0");
+                                          unit == 2 ? "in (-1, 1)" : unit ? "in (0, 1)" : "> 0");
     return GMM_OK;
 }
 
@@ -100,10 +103,24 @@ static gmm_status check_keys(const mdl_build *b, const gmm_formula_latent *t)
     int mk = gmm_mdl_impl_term_model(t), unit;
     int walk = mk >= 0 && (gmm_mdl_impl_term_kind(mk) == GMM_STACK_RW1 ||
                            gmm_mdl_impl_term_kind(mk) == GMM_STACK_RW2);
+    int seas = mk >= 0 && gmm_mdl_impl_term_kind(mk) == GMM_STACK_SEASONAL;
     for (size_t a = 0; a < t->narg; a++) {
         const gmm_formula_arg *g = &t->arg[a];
         int cyc = !strcmp(g->key, "cyclic"), per = !strcmp(g->key, "period");
         int par = term_param(t, g, &unit);
+        int grp = !strcmp(g->key, "group") || !strcmp(g->key, "control") ||
+                  !strcmp(g->key, "replicate");
+        if (grp && mk < 0)
+            return gmm_mdl_impl_formula_error(b, g->pos,
+                                              "formula: f(%s, '%s'): '%s' applies to the "
+                                              "keyword models",
+                                              t->name, t->model, g->key);
+        if (grp || (per && seas)) {
+            if (g->flag || g->fixed)
+                return gmm_mdl_impl_formula_error(
+                    b, g->pos, "formula: key '%s' needs a value (%s=...)", g->key, g->key);
+            continue;
+        }
         int other = !cyc && !per && !par && strcmp(g->key, "graph");
         if (other && mk < 0)
             return gmm_mdl_impl_formula_error(
@@ -120,8 +137,9 @@ static gmm_status check_keys(const mdl_build *b, const gmm_formula_latent *t)
         if (other)
             return gmm_mdl_impl_formula_error(
                 b, g->pos,
-                "formula: f() has no key '%s' (keys: graph; variance, and phi "
-                "on bym2; on rw1 and rw2: cyclic, period)",
+                "formula: f() has no key '%s' (keys: graph; variance, phi on "
+                "bym2, rho on ar1; on rw1 and rw2: cyclic, period; period on "
+                "seasonal; group, control, group.rho, replicate)",
                 g->key);
         if ((cyc || per) && !walk)
             return gmm_mdl_impl_formula_error(
@@ -187,6 +205,8 @@ gmm_status gmm_mdl_impl_term_cyclic(const mdl_build *b, const gmm_formula_latent
     const char *c = gmm_formula_arg_find(t, "cyclic", &pos);
     *cyclic = 0;
     *period = 0.0;
+    if (gmm_mdl_impl_stack_kind(t) == GMM_STACK_SEASONAL)
+        return GMM_OK; /* its period is the season (gmm_mdl_impl_term_group) */
     if (c) {
         if (!*c || !strcmp(c, "true") || !strcmp(c, "TRUE") || !strcmp(c, "1"))
             *cyclic = 1;
@@ -209,6 +229,58 @@ gmm_status gmm_mdl_impl_term_cyclic(const mdl_build *b, const gmm_formula_latent
                                           "cyclic, period=%s))",
                                           t->name, t->model, p);
     *period = v;
+    return GMM_OK;
+}
+
+/* A keyword term's interaction keys into its stack term: group=COLUMN with
+ * control=iid|rw1|rw2|ar1 (both or neither), replicate=COLUMN (the
+ * columns' names into *group, *replicate, NULL when absent), and on
+ * seasonal the season period=M (an integer >= 2, required). */
+gmm_status gmm_mdl_impl_term_group(const mdl_build *b, const gmm_formula_latent *t,
+                                   gmm_stack_term *st, const char **group,
+                                   const char **replicate)
+{
+    size_t gpos = 0, cpos = 0, ppos = 0;
+    *group = gmm_formula_arg_find(t, "group", &gpos);
+    *replicate = gmm_formula_arg_find(t, "replicate", NULL);
+    const char *ctl = gmm_formula_arg_find(t, "control", &cpos);
+    static const char *names[] = {"iid", "rw1", "rw2", "ar1"};
+    static const gmm_stack_model kinds[] = {GMM_STACK_IID, GMM_STACK_RW1, GMM_STACK_RW2,
+                                            GMM_STACK_AR1};
+    if (*group && !ctl)
+        return gmm_mdl_impl_formula_error(b, gpos,
+                                          "formula: f(%s, %s, group=%s) needs the groups' "
+                                          "structure: control=ar1, rw1, rw2 or iid",
+                                          t->name, t->model, *group);
+    if (ctl && !*group)
+        return gmm_mdl_impl_formula_error(b, cpos,
+                                          "formula: control=%s is the structure of group=COLUMN",
+                                          ctl);
+    if (ctl) {
+        size_t i = 0;
+        while (i < 4 && strcmp(ctl, names[i]))
+            i++;
+        if (i == 4)
+            return gmm_mdl_impl_formula_error(b, cpos,
+                                              "formula: control must be ar1, rw1, rw2 or iid, "
+                                              "not '%s'",
+                                              ctl);
+        st->control = kinds[i];
+    }
+    if (gmm_mdl_impl_stack_kind(t) != GMM_STACK_SEASONAL)
+        return GMM_OK;
+    const char *p = gmm_formula_arg_find(t, "period", &ppos);
+    char *end = NULL;
+    long m = p ? strtol(p, &end, 10) : 0;
+    if (!p)
+        return gmm_mdl_impl_formula_error(b, t->model_pos,
+                                          "formula: f(%s, seasonal) needs the season length, "
+                                          "period=M",
+                                          t->name);
+    if (end == p || *end || m < 2)
+        return gmm_mdl_impl_formula_error(
+            b, ppos, "formula: period must be an integer of 2 or more, not '%s'", p);
+    st->season = (size_t)m;
     return GMM_OK;
 }
 
@@ -244,7 +316,10 @@ static gmm_status check_stack_terms(const mdl_build *b, const gmm_formula *fm)
                                               t->name, t->model);
         int cyclic;
         double period;
-        if ((s = gmm_mdl_impl_term_cyclic(b, t, &cyclic, &period)) != GMM_OK)
+        gmm_stack_term st = {0};
+        const char *gc, *rc;
+        if ((s = gmm_mdl_impl_term_cyclic(b, t, &cyclic, &period)) != GMM_OK ||
+            (s = gmm_mdl_impl_term_group(b, t, &st, &gc, &rc)) != GMM_OK)
             return s;
         nkern += mk < 0 && !graph;
     }

@@ -281,6 +281,31 @@ static gmm_status corr_term(const mdl_build *b, gmm_mdl *m, size_t k, const gmm_
     return GMM_OK;
 }
 
+/* A keyword term's group=, control=, replicate= and season into *st, the
+ * group and replicate columns' values read into *buf (2 nr, freed by the
+ * caller) when given. */
+static gmm_status stack_group_columns(const mdl_build *b, const gmm_table *data,
+                                      const gmm_formula_latent *t, size_t nr, gmm_stack_term *st,
+                                      double **buf)
+{
+    const char *gc, *rc;
+    size_t c;
+    gmm_status s;
+    if ((s = gmm_mdl_impl_term_group(b, t, st, &gc, &rc)) != GMM_OK || (!gc && !rc))
+        return s;
+    if (!(*buf = gmm_malloc(2 * nr, sizeof **buf)))
+        return gmm_error(GMM_ENOMEM, "out of memory");
+    if (gc && ((s = gmm_table_column(data, gc, &c)) != GMM_OK ||
+               (s = gmm_table_column_double(data, c, 0, *buf)) != GMM_OK))
+        return s;
+    if (rc && ((s = gmm_table_column(data, rc, &c)) != GMM_OK ||
+               (s = gmm_table_column_double(data, c, 0, *buf + nr)) != GMM_OK))
+        return s;
+    st->group = gc ? *buf : NULL;
+    st->replicate = rc ? *buf + nr : NULL;
+    return GMM_OK;
+}
+
 /* Every f() term a component of one stacked latent (stack.h), indexed by
  * the data rows' values of its column. */
 gmm_status gmm_mdl_impl_build_stack(mdl_build *b, gmm_mdl *m, const gmm_table *data)
@@ -291,7 +316,7 @@ gmm_status gmm_mdl_impl_build_stack(mdl_build *b, gmm_mdl *m, const gmm_table *d
     gmm_stack_term *terms = gmm_calloc(K, sizeof *terms);
     char(*names)[72] = gmm_calloc(K, sizeof *names);
     size_t **level = gmm_calloc(K, sizeof *level);
-    double **value = gmm_calloc(K, sizeof *value);
+    double **value = gmm_calloc(2 * K, sizeof *value); /* then group, replicate */
     m->sg = gmm_calloc(K, sizeof *m->sg);
     m->sspec = gmm_calloc(K, sizeof *m->sspec);
     m->sgmrf = gmm_calloc(K, sizeof *m->sgmrf);
@@ -310,8 +335,12 @@ gmm_status gmm_mdl_impl_build_stack(mdl_build *b, gmm_mdl *m, const gmm_table *d
         snprintf(names[k], sizeof names[k], "f.%s", t->label ? t->label : t->name);
         terms[k].name = names[k];
         int kern = mk < 0 && !graph;
+        if (mk >= 0 && (s = stack_group_columns(b, data, t, nr, &terms[k], &value[K + k])))
+            goto done;
         if (kern || (mk >= 0 && (gmm_mdl_impl_term_kind(mk) == GMM_STACK_RW1 ||
-                                 gmm_mdl_impl_term_kind(mk) == GMM_STACK_RW2))) {
+                                 gmm_mdl_impl_term_kind(mk) == GMM_STACK_RW2 ||
+                                 gmm_mdl_impl_term_kind(mk) == GMM_STACK_AR1 ||
+                                 gmm_mdl_impl_term_kind(mk) == GMM_STACK_SEASONAL))) {
             size_t c;
             terms[k].model = kern ? GMM_STACK_KERNEL : gmm_mdl_impl_term_kind(mk);
             if (!(value[k] = gmm_malloc(nr, sizeof **value))) {
@@ -396,8 +425,10 @@ done:
     for (size_t k = 0; k < K; k++) {
         if (level)
             gmm_free(level[k]);
-        if (value)
+        if (value) {
             gmm_free(value[k]);
+            gmm_free(value[K + k]);
+        }
     }
     gmm_free(level);
     gmm_free(value);

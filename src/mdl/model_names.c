@@ -14,8 +14,8 @@
 #include "gmm/kernel.h"
 
 /* The keyword models: iid and the intrinsic ones, with their parameters
- * (f.NAME.variance, f.NAME.phi: stack.h), each a key of f() for its start
- * value; unit: in (0, 1) rather than (0, inf). */
+ * (f.NAME.variance, f.NAME.phi, f.NAME.rho: stack.h), each a key of f()
+ * for its start value; unit: 1 in (0, 1), 2 in (-1, 1), 0 in (0, inf). */
 typedef struct {
     const char *key;
     int unit;
@@ -33,6 +33,10 @@ static const struct {
      {{"variance", 0}}},
     {"bym2", GMM_STACK_BYM2, "besag + iid mixed by phi, on graph=EDGES.csv",
      {{"variance", 0}, {"phi", 1}}},
+    {"ar1", GMM_STACK_AR1, "stationary AR(1) over integer positions",
+     {{"variance", 0}, {"rho", 2}}},
+    {"seasonal", GMM_STACK_SEASONAL, "every period=M consecutive values sum to N(0, variance)",
+     {{"variance", 0}}},
     {"corr", GMM_STACK_CORR, "correlated effects per level: (1 + x | g)",
      {{NULL, 0}}},
 };
@@ -46,7 +50,6 @@ static const struct {
 static const struct {
     const char *name, *instead;
 } aliases[] = {
-    {"ar1", "'matern12' (an AR(1) in continuous time)"},
     {"ou", "'matern12' (the Ornstein-Uhlenbeck process)"},
 };
 
@@ -73,7 +76,7 @@ const char *gmm_mdl_impl_term_param(int k, size_t i, int *unit)
 {
     const term_param *p = i < 2 && term_models[k].param[i].key ? &term_models[k].param[i] : NULL;
     if (unit)
-        *unit = p && p->unit;
+        *unit = p ? p->unit : 0;
     return p ? p->key : NULL;
 }
 

@@ -58,6 +58,7 @@ void gmm_mdl_test_free(gmm_mdl_test *t)
     gmm_free(t->site);
     gmm_free(t->X);
     gmm_free(t->sat);
+    gmm_free(t->sgrp);
     gmm_free(t->sz);
     gmm_free(t);
 }
@@ -82,11 +83,33 @@ static gmm_status stack_row(const gmm_mdl *m, const gmm_table *tb, size_t r, siz
     return GMM_OK;
 }
 
+/* A grouped or replicated term's group and replicate values of tb's rows
+ * into g[2 K r], g[2 K r + 1] (v: scratch of tb->nrow). */
+static gmm_status stack_read_group(const gmm_formula_latent *ft, const gmm_table *tb, double *v,
+                                   double *g, size_t K)
+{
+    static const char *key[2] = {"group", "replicate"};
+    for (int w = 0; w < 2; w++) {
+        const char *col = gmm_formula_arg_find(ft, key[w], NULL);
+        size_t c;
+        gmm_status s;
+        if (!col)
+            continue;
+        if ((s = gmm_table_column(tb, col, &c)) != GMM_OK ||
+            (s = gmm_table_column_double(tb, c, 0, v)) != GMM_OK)
+            return s;
+        for (size_t r = 0; r < tb->nrow; r++)
+            g[2 * K * r + (size_t)w] = v[r];
+    }
+    return GMM_OK;
+}
+
 /* Each f() term's reading of every row of tb (a stacked model's new rows)
  * into sat (tb->nrow x nterm): a walk's value, an iid level, a node of a
  * graph term; a new iid level GMM_NO_INDEX.  Errors name the file, line,
  * column and cell. */
-static gmm_status stack_read(const gmm_mdl *m, const gmm_table *tb, gmm_stack_at *sat)
+static gmm_status stack_read(const gmm_mdl *m, const gmm_table *tb, gmm_stack_at *sat,
+                             double *sgrp)
 {
     size_t n = tb->nrow, K = m->nterm;
     double *v = gmm_malloc(n ? n : 1, sizeof *v);
@@ -97,11 +120,14 @@ static gmm_status stack_read(const gmm_mdl *m, const gmm_table *tb, gmm_stack_at
         size_t c;
         if ((s = gmm_table_column(tb, ft->name, &c)) != GMM_OK)
             break;
-        if (kind == GMM_STACK_RW1 || kind == GMM_STACK_RW2 || kind == GMM_STACK_KERNEL) {
+        if (kind == GMM_STACK_RW1 || kind == GMM_STACK_RW2 || kind == GMM_STACK_KERNEL ||
+            kind == GMM_STACK_AR1 || kind == GMM_STACK_SEASONAL) {
             if ((s = gmm_table_column_double(tb, c, 0, v)) != GMM_OK)
                 break;
             for (size_t r = 0; r < n; r++)
                 sat[r * K + k] = (gmm_stack_at){GMM_NO_INDEX, v[r], NULL};
+            if ((s = stack_read_group(ft, tb, v, sgrp + 2 * k, K)) != GMM_OK)
+                break;
             continue;
         }
         for (size_t r = 0; s == GMM_OK && r < n; r++) {
@@ -121,6 +147,8 @@ static gmm_status stack_read(const gmm_mdl *m, const gmm_table *tb, gmm_stack_at
                                  gmm_formula_arg_find(ft, "graph", NULL));
             sat[r * K + k] = (gmm_stack_at){lev, NAN, NULL};
         }
+        if (s == GMM_OK)
+            s = stack_read_group(ft, tb, v, sgrp + 2 * k, K);
     }
     gmm_free(v);
     return s;
@@ -197,7 +225,9 @@ gmm_status gmm_mdl_rows_read(const gmm_mdl *m, const char *path, int mode, gmm_m
     t->site = gmm_malloc(nn, sizeof *t->site);
     t->X = m->ncoef ? gmm_malloc(nn * m->ncoef, sizeof *t->X) : NULL;
     t->sat = stack ? gmm_malloc(nn * m->nterm, sizeof *t->sat) : NULL;
-    if (!t->y || !t->e || !t->x || !t->site || (m->ncoef && !t->X) || (stack && !t->sat)) {
+    t->sgrp = stack ? gmm_calloc(2 * nn * m->nterm, sizeof *t->sgrp) : NULL;
+    if (!t->y || !t->e || !t->x || !t->site || (m->ncoef && !t->X) ||
+        (stack && (!t->sat || !t->sgrp))) {
         s = gmm_error(GMM_ENOMEM, "out of memory");
         goto fail;
     }
@@ -206,7 +236,7 @@ gmm_status gmm_mdl_rows_read(const gmm_mdl *m, const char *path, int mode, gmm_m
         (inputs && (s = gmm_table_column_double(tb, t->col_site, 0, t->x)) != GMM_OK) ||
         (ename && (s = gmm_table_column_double(tb, ce, 1, t->e)) != GMM_OK) ||
         (m->ncoef && (s = gmm_mdl_impl_design_rows(m, tb, t->X)) != GMM_OK) ||
-        (stack && (s = stack_read(m, tb, t->sat)) != GMM_OK) ||
+        (stack && (s = stack_read(m, tb, t->sat, t->sgrp)) != GMM_OK) ||
         (stack && (s = corr_read(m, tb, t)) != GMM_OK))
         goto fail;
     for (size_t r = 0; r < n; r++) {
@@ -279,8 +309,9 @@ gmm_status gmm_mdl_impl_stack_forms(const gmm_mdl *m, const gmm_mdl_test *t,
     ptr[0] = 0;
     for (size_t r = 0; r < t->n; r++) {
         size_t nnz = 0;
-        gmm_status s = gmm_latent_stack_row(m->lat, theta, t->sat + r * K, idx + ptr[r],
-                                            w + ptr[r], &nnz, &evar[r]);
+        gmm_status s = gmm_latent_stack_row_group(m->lat, theta, t->sat + r * K,
+                                                  t->sgrp + 2 * r * K, idx + ptr[r],
+                                                  w + ptr[r], &nnz, &evar[r]);
         if (s != GMM_OK) {
             char why[GMM_ERROR_MAX];
             snprintf(why, sizeof why, "%s", gmm_error_message());

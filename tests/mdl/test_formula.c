@@ -140,9 +140,9 @@ END_TEST
 START_TEST(test_formula_model_names)
 {
     static const char list[] =
-        " (models: iid, rw1, rw2, besag, bym2; a kernel spec: matern12, matern32, matern52, "
-        "cosine, constant, periodic, quasiperiodic; with graph=, a precision spec: edge-ou, "
-        "laplacian, iid)";
+        " (models: iid, rw1, rw2, besag, bym2, ar1, seasonal; a kernel spec: matern12, "
+        "matern32, matern52, cosine, constant, periodic, quasiperiodic; with graph=, a "
+        "precision spec: edge-ou, laplacian, iid)";
     static const struct {
         const char *text;
         size_t pos;
@@ -151,9 +151,9 @@ START_TEST(test_formula_model_names)
         {"y ~ f(g, idd)", 9, "formula: unknown model 'idd'; did you mean 'iid'?+"},
         {"y ~ f(g, IID)", 9, "formula: unknown model 'IID'; did you mean 'iid'?+"},
         {"y ~ f(g, rw3)", 9, "formula: unknown model 'rw3'; did you mean 'rw1' or 'rw2'?+"},
-        {"y ~ f(g, ar1)", 9,
-         "formula: unknown model 'ar1'; did you mean 'matern12' (an AR(1) in continuous "
-         "time)?+"},
+        {"y ~ f(g, ou)", 9,
+         "formula: unknown model 'ou'; did you mean 'matern12' (the Ornstein-Uhlenbeck "
+         "process)?+"},
         {"y ~ f(t, 'matern23')", 10,
          "formula: unknown model 'matern23'; did you mean 'matern32'?+"},
         {"y ~ f(t, matern)", 9,
@@ -807,8 +807,9 @@ START_TEST(test_formula_start_values)
          "formula: f(t, rw1): 'fixed' holds a parameter at its start value (variance=1 "
          "fixed); 'period' is not a parameter"},
         {"y ~ f(g, iid, scale=1)", 14,
-         "formula: f() has no key 'scale' (keys: graph; variance, and phi on bym2; on rw1 and "
-         "rw2: cyclic, period)"},
+         "formula: f() has no key 'scale' (keys: graph; variance, phi on bym2, rho on ar1; on "
+         "rw1 and rw2: cyclic, period; period on seasonal; group, control, group.rho, "
+         "replicate)"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         gmm_mdl_spec sp;

@@ -83,6 +83,11 @@
  *          sum_a z_ra u_{g(r),a} (the term's z); k (k + 1) / 2 parameters,
  *          the variances and the (partial) correlations (stack_corr.c).
  *          n = k nlevel, bandwidth k - 1 on its own.  Proper.
+ *   AR1, SEASONAL  INLA's time-series models on integer positions
+ *          (stack_ts.c: their precisions, parameters and constraints).
+ *   GROUP, REPLICATE  (the term's group, control, replicate) a component
+ *          times a group structure or replicated, as Kronecker products
+ *          (stack_kron.c); its model stays the main model's.
  *
  * MEMORY.  The band of Q holds (kl + 1) n doubles and the observation map
  * nrows x width; either above `limit` bytes (0: GMM_GMRF_BAND_LIMIT) is
@@ -421,7 +426,10 @@ static void place_components(stack_impl *c, gmm_latent *l)
                                     : co ? q->gstart[p]
                                          : q->start[p];
             l->zero_ok[q->par0 + p] = gr ? q->g->param_zero_ok[p] : 0;
-            l->domain[q->par0 + p] = q->model == GMM_STACK_BYM2 && p == 1 /* phi */
+            int rho = (q->model == GMM_STACK_AR1 && p == 1) ||
+                      (q->control == GMM_STACK_AR1 && p == q->npar_main);
+            l->domain[q->par0 + p] = rho ? GMM_PARAM_SIGNED
+                                     : q->model == GMM_STACK_BYM2 && p == 1 /* phi */
                                          ? GMM_PARAM_UNIT
                                      : co && p >= q->nread /* a correlation */
                                          ? GMM_PARAM_SIGNED
@@ -607,8 +615,8 @@ gmm_status gmm_latent_stack_logdet(gmm_latent *l, const double *theta, double *l
 void gmm_latent_stack_describe(const gmm_latent *l, char *buf, size_t size)
 {
     stack_impl *c = stack_impl_of(l);
-    static const char *model[] = {"iid",   "rw1",    "rw2", "besag",
-                                  "bym2",  "graph", "kernel", "correlated"};
+    static const char *model[] = {"iid",   "rw1",    "rw2",        "besag", "bym2",
+                                  "graph", "kernel", "correlated", "ar1",   "seasonal"};
     size_t used = 0;
     if (!buf || size == 0)
         return;
@@ -622,6 +630,16 @@ void gmm_latent_stack_describe(const gmm_latent *l, char *buf, size_t size)
                                c->comp[k].period, c->comp[k].n)
                     : snprintf(buf + used, size - used, "%s%s (%s): %zu latents", k ? ", " : "",
                                c->comp[k].name, model[c->comp[k].model], c->comp[k].n);
+        used += w > 0 ? (size_t)w : 0;
+        const stack_comp *q = &c->comp[k];
+        w = q->control != GMM_STACK_NO_MODEL && used < size
+                ? snprintf(buf + used, size - used, " (%zu groups, %s)", q->ngroup,
+                           model[q->control])
+                : 0;
+        used += w > 0 ? (size_t)w : 0;
+        w = q->nrep && used < size
+                ? snprintf(buf + used, size - used, " (%zu replicates)", q->nrep)
+                : 0;
         used += w > 0 ? (size_t)w : 0;
     }
     if (used < size)

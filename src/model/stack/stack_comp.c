@@ -57,6 +57,7 @@ void stack_comp_free(stack_comp *c)
     gmm_free(c->null_is_b);
     gmm_free(c->val);
     gmm_free(c->scale);
+    gmm_free(c->mvar);
     gmm_band_free(c->gQ);
     gmm_band_free(c->gQbar);
     gmm_free(c->hidx);
@@ -66,42 +67,6 @@ void stack_comp_free(stack_comp *c)
     gmm_kernel_work_free(c->kw);
     gmm_free(c->kscr);
     memset(c, 0, sizeof *c);
-}
-
-/* Room for cap slots and ncon constraints with nent entries (and 2 nent
- * for the null space's). */
-gmm_status stack_comp_arrays(stack_comp *c, size_t cap, size_t ncon, size_t nent)
-{
-    c->null_start = gmm_calloc(ncon + 1, sizeof *c->null_start);
-    c->null_latent = gmm_malloc(2 * nent + 1, sizeof *c->null_latent);
-    c->null_value = gmm_malloc(2 * nent + 1, sizeof *c->null_value);
-    c->null_is_b = gmm_calloc(2 * nent + 1, sizeof *c->null_is_b);
-    if (!c->null_start || !c->null_latent || !c->null_value || !c->null_is_b)
-        return gmm_error(GMM_ENOMEM, "out of memory for the structure of '%s'", c->name);
-    size_t s = cap ? cap : 1;
-    c->slot_row = gmm_malloc(s, sizeof *c->slot_row);
-    c->slot_col = gmm_malloc(s, sizeof *c->slot_col);
-    c->slot_group = gmm_malloc(s, sizeof *c->slot_group);
-    c->slot_value = gmm_malloc(s, sizeof *c->slot_value);
-    c->joint_row = gmm_malloc(s, sizeof *c->joint_row);
-    c->joint_col = gmm_malloc(s, sizeof *c->joint_col);
-    c->con_start = gmm_calloc(ncon + 1, sizeof *c->con_start);
-    c->con_pin = gmm_malloc(ncon ? ncon : 1, sizeof *c->con_pin);
-    c->con_latent = gmm_malloc(nent ? nent : 1, sizeof *c->con_latent);
-    c->con_value = gmm_malloc(nent ? nent : 1, sizeof *c->con_value);
-    if (!c->slot_row || !c->slot_col || !c->slot_group || !c->slot_value || !c->joint_row ||
-        !c->joint_col || !c->con_start || !c->con_pin || !c->con_latent || !c->con_value)
-        return gmm_error(GMM_ENOMEM, "out of memory for the structure of '%s'", c->name);
-    return GMM_OK;
-}
-
-void stack_comp_slot(stack_comp *c, size_t i, size_t j, double v, size_t g)
-{
-    size_t k = c->nslot++;
-    c->slot_row[k] = i > j ? i : j;
-    c->slot_col[k] = i > j ? j : i;
-    c->slot_value[k] = v;
-    c->slot_group[k] = g;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -135,19 +100,6 @@ static gmm_status distinct_values(stack_comp *c, const double *value, size_t nro
         rank[r] = j < m && c->val[j] == value[r] ? j : j - 1;
     }
     return GMM_OK;
-}
-
-size_t stack_lower_bound(const double *val, size_t m, double t)
-{
-    size_t lo = 0, hi = m;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (val[mid] < t)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
 }
 
 double stack_wrap(double t0, double period, double t)
@@ -382,10 +334,12 @@ static gmm_status besag_scale(stack_comp *c, const gmm_graph *g, const size_t *c
         double sz = first[k] == v ? 0.0 : dg[rv];
         double var = sz - 2.0 * w[rv] / m + wsum[k] / (m * m);
         lsum[k] += log(var);
+        c->mvar[v] = var;
     }
     for (size_t v = 0; v < n; v++) {
         size_t k = comp[v];
         c->scale[v] = size[k] < 2 ? 1.0 : exp(lsum[k] / (double)size[k]);
+        c->mvar[v] = size[k] < 2 ? 1.0 : c->mvar[v] / c->scale[v];
     }
 done:
     gmm_band_free(L);
@@ -415,7 +369,8 @@ static gmm_status build_besag(stack_comp *c, const gmm_stack_term *t, size_t nro
     }
     size_t *comp = gmm_malloc(m ? m : 1, sizeof *comp);
     c->scale = gmm_malloc(m ? m : 1, sizeof *c->scale);
-    if (!comp || !c->scale) {
+    c->mvar = gmm_malloc(m ? m : 1, sizeof *c->mvar);
+    if (!comp || !c->scale || !c->mvar) {
         gmm_free(comp);
         return gmm_error(GMM_ENOMEM, "out of memory for '%s'", c->name);
     }
@@ -662,8 +617,19 @@ gmm_status stack_comp_common(stack_comp *c, const gmm_stack_term *t, size_t nrow
     if (!c->hidx || !c->hval)
         return gmm_error(GMM_ENOMEM, "out of memory for a latent component");
     c->hval[0] = 1.0;
+    c->control = GMM_STACK_NO_MODEL;
     c->start[0] = t->variance == 0.0 ? 1.0 : t->variance;
-    c->start[1] = t->phi == 0.0 ? 0.5 : t->phi;
+    c->start[1] = t->model == GMM_STACK_AR1 ? (t->rho == 0.0 ? 0.5 : t->rho)
+                                            : (t->phi == 0.0 ? 0.5 : t->phi);
+    if ((t->rho != 0.0 && t->model != GMM_STACK_AR1) ||
+        (t->season != 0 && t->model != GMM_STACK_SEASONAL) ||
+        ((t->group || t->replicate) &&
+         (t->model == GMM_STACK_GRAPH || t->model == GMM_STACK_KERNEL ||
+          t->model == GMM_STACK_CORR)) ||
+        (!t->group && t->group_rho != 0.0))
+        return gmm_error(GMM_EINVAL, "'%s': rho, season, group or replicate on a model that "
+                                     "has none",
+                         c->name);
     if (t->model != GMM_STACK_GRAPH && t->model != GMM_STACK_KERNEL && (!isfinite(c->start[0]) || !(c->start[0] > 0.0)))
         return gmm_error(GMM_EINVAL, "'%s': variance %g must be positive and finite", c->name,
                          c->start[0]);
@@ -716,6 +682,11 @@ gmm_status stack_comp_build(stack_comp *c, const gmm_stack_term *t, size_t nrows
         if ((st = build_besag(c, t, nrows, limit)))
             return st;
         break;
+    case GMM_STACK_AR1:
+    case GMM_STACK_SEASONAL:
+        if ((st = stack_ts_build(c, t, nrows)))
+            return st;
+        break;
     case GMM_STACK_GRAPH:
         return build_graph(c, t, nrows, limit);
     case GMM_STACK_KERNEL:
@@ -727,16 +698,25 @@ gmm_status stack_comp_build(stack_comp *c, const gmm_stack_term *t, size_t nrows
     default:
         return gmm_error(GMM_EINVAL, "'%s': unknown latent model %d", c->name, (int)t->model);
     }
-    c->npar = t->model == GMM_STACK_BYM2 ? 2 : 1;
+    int ar = t->model == GMM_STACK_AR1;
+    c->npar = t->model == GMM_STACK_BYM2 || ar ? 2 : 1;
     c->pname[0] = param_name(c->name, "variance");
-    c->pname[1] = c->npar == 2 ? param_name(c->name, "phi") : NULL;
+    c->pname[1] = c->npar == 2 ? param_name(c->name, ar ? "rho" : "phi") : NULL;
     if (!c->pname[0] || (c->npar == 2 && !c->pname[1]))
         return gmm_error(GMM_ENOMEM, "out of memory for '%s'", c->name);
+    if (t->group || t->replicate)
+        return stack_kron_build(c, t, nrows);
     return GMM_OK;
 }
 
-gmm_status stack_comp_coef(const stack_comp *c, const double *theta, double *cg, double *dc)
+
+
+/* The main model's coefficients (a grouped component's before its group
+ * structure's, stack_kron_coef). */
+static gmm_status main_coef(const stack_comp *c, const double *theta, double *cg, double *dc)
 {
+    if (c->model == GMM_STACK_AR1 || c->model == GMM_STACK_SEASONAL)
+        return stack_ts_coef(c, theta, cg, dc);
     double s = theta[0];
     memset(cg, 0, STACK_NGROUP * sizeof *cg);
     memset(dc, 0, STACK_NPAR * STACK_NGROUP * sizeof *dc);
@@ -760,4 +740,12 @@ gmm_status stack_comp_coef(const stack_comp *c, const double *theta, double *cg,
     cg[3] = phi / q;
     dc[3 * STACK_NPAR + 1] = 1.0 / (q * q);
     return GMM_OK;
+}
+
+gmm_status stack_comp_coef(const stack_comp *c, const double *theta, double *cg, double *dc)
+{
+    gmm_status st = main_coef(c, theta, cg, dc);
+    if (st || c->control == GMM_STACK_NO_MODEL)
+        return st;
+    return stack_kron_coef(c, theta, cg, dc);
 }

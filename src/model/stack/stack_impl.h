@@ -68,8 +68,9 @@ typedef struct {
     double merge_tol;
     int cyclic;
     double period;
-    /* BESAG, BYM2: per graph node, its component's scaling c */
-    double *scale;
+    /* BESAG, BYM2: per graph node, its component's scaling c, and the
+     * marginal variance of the scaled constrained field (1 on an island) */
+    double *scale, *mvar;
     /* GRAPH, KERNEL: the component's own band and its adjoint */
     const gmm_gmrf *g;
     gmm_band *gQ, *gQbar;
@@ -85,6 +86,17 @@ typedef struct {
     /* KERNEL: a damped zero-noise factor (the stack's square-root form,
      * stack_sqrt.c), and rows h(t) that vary with theta (demodulated) */
     int damped, modulated;
+    /* AR1, SEASONAL (stack_ts.c): the value of position 0 (positions are
+     * value - pos0), the season length */
+    double pos0;
+    size_t season;
+    /* GROUP, REPLICATE (stack_kron.c): control the group's model
+     * (GMM_STACK_NO_MODEL: none), ngroup its positions from group0, nmain
+     * the main model's latents (one group's), npar_main its parameters;
+     * nrep replicates from rep0 of nrep_one latents each (nrep 0: none) */
+    gmm_stack_model control;
+    size_t ngroup, nmain, npar_main, nrep, nrep_one;
+    double group0, rep0;
 } stack_comp;
 
 /* Build component k's structure from its term (everything but joint_row,
@@ -96,9 +108,11 @@ gmm_status stack_comp_build(stack_comp *c, const gmm_stack_term *t, size_t nrows
  * common to all models. */
 gmm_status stack_comp_common(stack_comp *c, const gmm_stack_term *t, size_t nrows);
 void stack_comp_free(stack_comp *c);
-/* Room for cap slots and ncon constraints with nent entries; one slot
- * (i, j) of value v in group g (stack_comp.c). */
+/* (stack_slots.c) Room in c for cap slots and ncon constraints with nent
+ * entries (2 nent for the null space's); the arrays must be unset.
+ * GMM_ENOMEM. */
 gmm_status stack_comp_arrays(stack_comp *c, size_t cap, size_t ncon, size_t nent);
+/* Slot c->nslot++: local (i, j) in either order, value v, group g. */
 void stack_comp_slot(stack_comp *c, size_t i, size_t j, double v, size_t g);
 
 /* The constraints A x = 0 of the intrinsic components in the joint
@@ -261,12 +275,43 @@ void stack_sq_free(struct stack_sq *s);
  * (latent_stack.c). */
 stack_impl *stack_impl_of(const gmm_latent *l);
 
-/* The first index i in [0, m) with val[i] >= t (m when none); val sorted
+/* (stack_slots.c) The first index i in [0, m) with val[i] >= t (m when none); val sorted
  * ascending. */
 size_t stack_lower_bound(const double *val, size_t m, double t);
 
 /* t reduced onto [t0, t0 + period) (period > 0). */
 double stack_wrap(double t0, double period, double t);
+
+/* Integer index values as positions: pos[r] = value[r] - min (*vmin),
+ * *npos = max - min + 1; a value not an integer is GMM_EINVAL naming its
+ * row and `what` (stack_ts.c). */
+gmm_status stack_positions(const char *name, const char *what, const double *value,
+                           size_t nrows, size_t *pos, double *vmin, size_t *npos);
+/* AR1 and SEASONAL components (stack_ts.c): slots, constraints, values
+ * (n, row_loc, pos0, season); and their coefficients as stack_comp_coef. */
+gmm_status stack_ts_build(stack_comp *c, const gmm_stack_term *t, size_t nrows);
+gmm_status stack_ts_coef(const stack_comp *c, const double *theta, double *cg, double *dc);
+/* A new row's reading of AR1 / SEASONAL value t: entries (local index,
+ * weight) appended at li, lw (*ne), the variance of its eps added to
+ * *evar; theta the component's.  GMM_EINVAL (not an integer, SEASONAL
+ * outside its positions). */
+gmm_status stack_ts_row(const stack_comp *q, const double *theta, double t, size_t *li,
+                        double *lw, size_t *ne, double *evar);
+/* The same for a grouped or replicated component, at.level / at.value the
+ * main model's (a data level or value), at group and replicate values. */
+gmm_status stack_kron_row(const stack_comp *q, const double *theta, const gmm_stack_at *at,
+                          double group, double replicate, size_t *li, double *lw, size_t *ne,
+                          double *evar);
+/* AR1's coefficients of its three groups (I, the interior diagonal, the
+ * off-diagonal) at marginal variance v and rho, with their derivatives
+ * (dv, drho: 3 each) (stack_ts.c). */
+void stack_ar1_coef(double v, double rho, double *cg, double *dv, double *drho);
+/* GROUP, REPLICATE (stack_kron.c): the built component c turned into its
+ * Kronecker product with the term's group structure, then its replicates;
+ * a grouped component's coefficients from its main model's (cg, dc in and
+ * out: times the group structure's). */
+gmm_status stack_kron_build(stack_comp *c, const gmm_stack_term *t, size_t nrows);
+gmm_status stack_kron_coef(const stack_comp *c, const double *theta, double *cg, double *dc);
 
 /* c_g(theta) for the component's groups (STACK_NGROUP) and dc_g/dtheta_p
  * (dc[g * STACK_NPAR + p]); GMM_EDOM for phi outside (0, 1), a CORR's

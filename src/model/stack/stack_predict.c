@@ -32,7 +32,7 @@
 gmm_stack_model gmm_latent_stack_kind(const gmm_latent *l, size_t k)
 {
     stack_impl *c = stack_impl_of(l);
-    return c && k < c->ncomp ? c->comp[k].model : GMM_STACK_CORR + 1;
+    return c && k < c->ncomp ? c->comp[k].model : GMM_STACK_NO_MODEL;
 }
 
 /* The integrated Wiener process's unit-variance transition over d: F =
@@ -364,6 +364,8 @@ size_t gmm_latent_stack_nlevel(const gmm_latent *l, size_t k)
     if (!c || k >= c->ncomp)
         return 0;
     const stack_comp *q = &c->comp[k];
+    if (q->control != GMM_STACK_NO_MODEL || q->nrep)
+        return 0; /* an interaction's latents are not levels of one column */
     return q->model == GMM_STACK_RW2 || q->model == GMM_STACK_KERNEL ? q->m : q->n;
 }
 
@@ -391,6 +393,13 @@ gmm_status gmm_latent_stack_level(const gmm_latent *l, size_t k, size_t j, size_
 
 gmm_status gmm_latent_stack_row(const gmm_latent *l, const double *theta, const gmm_stack_at *at,
                                 size_t *idx, double *w, size_t *nnz, double *evar)
+{
+    return gmm_latent_stack_row_group(l, theta, at, NULL, idx, w, nnz, evar);
+}
+
+gmm_status gmm_latent_stack_row_group(const gmm_latent *l, const double *theta,
+                                      const gmm_stack_at *at, const double *grp, size_t *idx,
+                                      double *w, size_t *nnz, double *evar)
 {
     stack_impl *c = stack_impl_of(l);
     if (!c || !theta || !at || !idx || !w || !nnz || !evar)
@@ -426,7 +435,16 @@ gmm_status gmm_latent_stack_row(const gmm_latent *l, const double *theta, const 
             *nnz += ne;
             continue;
         }
-        if (q->model == GMM_STACK_RW1 || q->model == GMM_STACK_RW2) {
+        if (q->control != GMM_STACK_NO_MODEL || q->nrep ||
+            q->model == GMM_STACK_AR1 || q->model == GMM_STACK_SEASONAL) {
+            gmm_status st = q->control != GMM_STACK_NO_MODEL || q->nrep
+                                ? stack_kron_row(q, theta + q->par0, &at[k],
+                                                 grp ? grp[2 * k] : NAN,
+                                                 grp ? grp[2 * k + 1] : NAN, li, lw, &ne, evar)
+                                : stack_ts_row(q, theta + q->par0, at[k].value, li, lw, &ne, evar);
+            if (st)
+                return gmm_error_at(st, k, "%s", gmm_error_message());
+        } else if (q->model == GMM_STACK_RW1 || q->model == GMM_STACK_RW2) {
             if (!isfinite(at[k].value))
                 return gmm_error_at(GMM_EINVAL, k, "'%s': index value %g is not finite",
                                     q->name, at[k].value);

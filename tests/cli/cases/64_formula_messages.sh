@@ -36,7 +36,7 @@ expect_caret 6
 begin "a misspelt f() model: every model is listed, the nearest suggested, the caret under it"
 run "$GMM_INFER" fit --formula 'Y ~ x1 + f(g, idd)' "$fx/gauss.csv"
 expect_exit 1
-expect_stderr "^gmm-infer fit: formula: unknown model 'idd'; did you mean 'iid'\? \(models: iid, rw1, rw2, besag, bym2; a kernel spec: matern12, .*quasiperiodic; with graph=, a precision spec: edge-ou, laplacian, iid\)$"
+expect_stderr "^gmm-infer fit: formula: unknown model 'idd'; did you mean 'iid'\? \(models: iid, rw1, rw2, besag, bym2, ar1, seasonal; a kernel spec: matern12, .*quasiperiodic; with graph=, a precision spec: edge-ou, laplacian, iid\)$"
 expect_caret 14
 expect_no_stderr 'unknown kernel'
 run "$GMM_INFER" fit --formula 'Y ~ x1 + f(g, IID)' "$fx/gauss.csv"
@@ -45,9 +45,9 @@ expect_stderr "unknown model 'IID'; did you mean 'iid'\?"
 run "$GMM_INFER" loglik --formula 'Y ~ f(x1, rw3)' "$fx/gauss.csv"
 expect_exit 1
 expect_stderr "unknown model 'rw3'; did you mean 'rw1' or 'rw2'\?"
-run "$GMM_INFER" loglik --formula 'Y ~ f(x1, ar1)' "$fx/gauss.csv"
+run "$GMM_INFER" loglik --formula 'Y ~ f(x1, ou)' "$fx/gauss.csv"
 expect_exit 1
-expect_stderr "unknown model 'ar1'; did you mean 'matern12' \(an AR\(1\) in continuous time\)\?"
+expect_stderr "unknown model 'ou'; did you mean 'matern12' \(the Ornstein-Uhlenbeck process\)\?"
 # in a stack too, and before the data are read
 run "$GMM_INFER" loglik --formula 'Y ~ f(x1, rw2) + f(g, idd)' "$fx/gauss.csv"
 expect_exit 1
