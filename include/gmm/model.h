@@ -470,7 +470,8 @@ gmm_status gmm_mdl_predict_test_summary(gmm_mdl *m, const gmm_mdl_test *t, doubl
  * level of an iid term the model's data do not have -- a new group, whose
  * effect is the term's prior, N(0, variance): their count, and for the
  * first of them its row, column, level and the variance parameter (name,
- * value) of its term.  Strings borrowed from t and m. */
+ * value) of its term (NULL, NAN when the term has no such parameter).
+ * Strings borrowed from t and m. */
 typedef struct {
     size_t nrow, first;
     const char *column, *level, *param;

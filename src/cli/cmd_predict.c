@@ -157,12 +157,17 @@ static void new_levels_note(const char *cmd, const gmm_mdl *m, const gmm_mdl_tes
 {
     gmm_mdl_new_levels nl;
     gmm_mdl_test_new_levels(m, t, &nl);
-    if (nl.nrow)
+    if (nl.nrow && nl.param)
         cli_msg(cmd, "note: %zu row%s at a level the model's data do not have (first %s:%zu: "
                      "column '%s', level '%s'): a new group, whose effect is the prior's, mean 0 "
                      "and variance %s = %.6g",
                 nl.nrow, nl.nrow > 1 ? "s" : "", t->table->file, t->table->line[nl.first],
                 nl.column, nl.level, nl.param, nl.variance);
+    else if (nl.nrow)
+        cli_msg(cmd, "note: %zu row%s at a level the model's data do not have (first %s:%zu: "
+                     "column '%s', level '%s'): a new group, whose effect is the prior's",
+                nl.nrow, nl.nrow > 1 ? "s" : "", t->table->file, t->table->line[nl.first],
+                nl.column, nl.level);
 }
 
 /* --at FILE's rows, with their covariates, factor levels and inputs or

@@ -109,9 +109,9 @@ double problem_packed_lik(gmm_problem *p, double *g, double *parbar)
     double sum = 0.0, out[4], dpar[3 * GMM_LIK_MAXPARAM];
     for (size_t i = 0; i < p->nobs; i++) {
         const double *c = p->wconst + i * nc;
-        if (p->owt)
-            gmm_lik_eval_weighted(&p->wlik, p->wy[i], p->we[i], p->owt[i], c, p->wf[i], out,
-                                  parbar ? dpar : NULL);
+        if (p->owt) /* the packed row i is data row wrow[i] */
+            gmm_lik_eval_weighted(&p->wlik, p->wy[i], p->we[i], p->wt[p->wrow[i]], c,
+                                  p->wf[i], out, parbar ? dpar : NULL);
         else
             gmm_lik_eval_const(&p->wlik, p->wy[i], p->we[i], c, p->wf[i], out, dpar);
         sum += out[0];

@@ -5,10 +5,11 @@
  *
  * EFFECTS.  "(Intercept)" reads 1; a column NAME its number; factor(NAME),
  * or a NAME whose column holds text (as R reads it into a factor), one
- * effect per level (levels sorted as text, as R's factor()), named
- * NAME<level> as R's model.matrix names them, the first level dropped when
- * the term has an intercept (treatment contrasts), reading 1 on rows of
- * that level and 0 elsewhere. */
+ * effect per level (sorted as R's factor() sorts them: numerically when
+ * every level is a number), named NAME<level> as R's model.matrix names
+ * them, the first level dropped when the term has an intercept or an
+ * earlier factor (treatment contrasts, R's rule), reading 1 on rows of that
+ * level and 0 elsewhere. */
 #include "model_build.h"
 
 #include <math.h>
@@ -41,51 +42,69 @@ gmm_status gmm_mdl_impl_group_columns(const gmm_formula *fm, gmm_table *t)
     return GMM_OK;
 }
 
+void gmm_mdl_impl_formula_columns(const gmm_formula *fm, int factors,
+                                  void (*fn)(const char *col, void *ctx), void *ctx)
+{
+    for (size_t k = 0; fm && k < fm->nlatent; k++) {
+        const gmm_formula_latent *l = &fm->latent[k];
+        if (factors && l->ngroup >= 2)
+            for (size_t g = 0; g < l->ngroup; g++)
+                fn(l->group[g], ctx);
+        else
+            fn(l->name, ctx);
+    }
+    for (size_t k = 0; fm && k < fm->ncolumn; k++)
+        fn(fm->column[k], ctx);
+    for (size_t k = 0; fm && k < fm->nlatent; k++) {
+        const gmm_formula_latent *l = &fm->latent[k];
+        for (size_t e = 0; e < l->neffect; e++)
+            if (strcmp(l->effect[e], "(Intercept)"))
+                fn(l->effect[e], ctx);
+        const char *g = gmm_formula_arg_find(l, "group", NULL);
+        const char *r = gmm_formula_arg_find(l, "replicate", NULL);
+        if (g && *g)
+            fn(g, ctx);
+        if (r && *r)
+            fn(r, ctx);
+    }
+}
+
+static void count_one(const char *col, void *ctx)
+{
+    (void)col;
+    (*(size_t *)ctx)++;
+}
+
 size_t gmm_mdl_impl_key_ncol(const gmm_formula *fm)
 {
-    size_t n = fm->nlatent + fm->ncolumn;
-    for (size_t k = 0; k < fm->nlatent; k++)
-        n += fm->latent[k].neffect;
+    size_t n = 0;
+    gmm_mdl_impl_formula_columns(fm, 0, count_one, &n);
     return n;
+}
+
+typedef struct {
+    const gmm_table *t;
+    size_t *col, nc;
+    gmm_status s;
+} key_ctx;
+
+static void key_one(const char *name, void *ctx)
+{
+    key_ctx *k = ctx;
+    if (k->s == GMM_OK)
+        k->s = gmm_table_column(k->t, name, &k->col[k->nc++]);
 }
 
 gmm_status gmm_mdl_impl_key_columns(const gmm_formula *fm, const gmm_table *t, size_t *col,
                                     size_t cap, size_t *nc)
 {
-    gmm_status s = GMM_OK;
     *nc = 0;
     if (gmm_mdl_impl_key_ncol(fm) > cap)
         return gmm_error(GMM_EINVAL, "more than %zu formula columns", cap);
-    for (size_t k = 0; k < fm->nlatent && s == GMM_OK; k++)
-        s = gmm_table_column(t, fm->latent[k].name, &col[(*nc)++]);
-    for (size_t k = 0; k < fm->ncolumn && s == GMM_OK; k++)
-        s = gmm_table_column(t, fm->column[k], &col[(*nc)++]);
-    for (size_t k = 0; k < fm->nlatent && s == GMM_OK; k++)
-        for (size_t e = 0; e < fm->latent[k].neffect && s == GMM_OK; e++)
-            if (strcmp(fm->latent[k].effect[e], "(Intercept)"))
-                s = gmm_table_column(t, fm->latent[k].effect[e], &col[(*nc)++]);
-    return s;
-}
-
-static int text_cmp(const void *a, const void *b)
-{
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
-/* A column with a cell that is neither empty nor a number: a factor, as R
- * reads such a column into a data frame. */
-static int text_column(const gmm_table *t, size_t col)
-{
-    for (size_t r = 0; r < t->nrow; r++) {
-        const char *s = t->cell[r][col];
-        char *end;
-        if (!*s)
-            continue;
-        (void)strtod(s, &end);
-        if (end == s || *end)
-            return 1;
-    }
-    return 0;
+    key_ctx k = {t, col, 0, GMM_OK};
+    gmm_mdl_impl_formula_columns(fm, 0, key_one, &k);
+    *nc = k.nc;
+    return k.s;
 }
 
 void gmm_mdl_impl_corr_free(mdl_corr *c)
@@ -121,13 +140,20 @@ static int add_effect(mdl_corr *c, const char *a, const char *b, const char *col
     return 1;
 }
 
+static void levels_clear(gmm_mdl_levels *lv)
+{
+    gmm_free(lv->store);
+    gmm_free(lv->s);
+    gmm_free(lv->v);
+    memset(lv, 0, sizeof *lv);
+}
+
 gmm_status gmm_mdl_impl_corr_effects(const mdl_build *b, const gmm_formula_latent *t,
                                      const gmm_table *data, mdl_corr *c)
 {
-    const char **lv = NULL;
+    gmm_mdl_levels lv = {0};
     memset(c, 0, sizeof *c);
-    size_t n = data->nrow;
-    int icpt = t->neffect && !strcmp(t->effect[0], "(Intercept)");
+    int icpt = t->neffect && !strcmp(t->effect[0], "(Intercept)"), seen_factor = 0;
     for (size_t e = 0; e < t->neffect; e++) {
         size_t col;
         if (icpt && e == 0) {
@@ -137,31 +163,30 @@ gmm_status gmm_mdl_impl_corr_effects(const mdl_build *b, const gmm_formula_laten
         }
         if (gmm_table_column(data, t->effect[e], &col) != GMM_OK)
             return gmm_mdl_impl_formula_error(b, t->effect_pos[e], "%s", gmm_error_message());
-        if (!t->effect_factor[e] && !text_column(data, col)) {
+        if (!t->effect_factor[e] && !gmm_mdl_impl_text_column(data, col)) {
             if (!add_effect(c, t->effect[e], NULL, t->effect[e], NULL))
                 goto room;
             continue;
         }
-        gmm_free(lv);
-        if (!(lv = gmm_malloc(n ? n : 1, sizeof *lv)))
-            return gmm_error(GMM_ENOMEM, "out of memory");
-        for (size_t r = 0; r < n; r++)
-            lv[r] = data->cell[r][col];
-        qsort(lv, n, sizeof *lv, text_cmp);
-        size_t m = 0;
-        for (size_t r = 0; r < n; r++)
-            if (!m || strcmp(lv[r], lv[m - 1]))
-                lv[m++] = lv[r];
-        /* treatment contrasts after an intercept or an earlier factor */
-        int drop = icpt || e > (size_t)icpt;
-        for (size_t j = drop ? 1 : 0; j < m; j++)
-            if (!add_effect(c, t->effect[e], lv[j], t->effect[e], lv[j]))
+        levels_clear(&lv);
+        gmm_status s = gmm_mdl_impl_factor_levels(data, col, &lv);
+        if (s != GMM_OK) {
+            levels_clear(&lv);
+            gmm_mdl_impl_corr_free(c);
+            return s;
+        }
+        /* treatment contrasts after an intercept or an earlier factor (R's
+         * model.matrix: ~ 0 + x + f codes f by all its levels) */
+        int drop = icpt || seen_factor;
+        seen_factor = 1;
+        for (size_t j = drop ? 1 : 0; j < lv.n; j++)
+            if (!add_effect(c, t->effect[e], lv.s[j], t->effect[e], lv.s[j]))
                 goto room;
     }
-    gmm_free(lv);
+    levels_clear(&lv);
     return GMM_OK;
 room:
-    gmm_free(lv);
+    levels_clear(&lv);
     gmm_mdl_impl_corr_free(c);
     return gmm_mdl_impl_formula_error(b, t->model_pos,
                                       "formula: a random-effect term has at most %d correlated "

@@ -61,9 +61,7 @@ static int is_number(const char *s, double *v)
     return end != s && *end == '\0' && isfinite(*v);
 }
 
-/* The levels of column c, sorted (numeric order when every level is a
- * number), each once, into *out. */
-static gmm_status factor_levels(const gmm_table *t, size_t c, gmm_mdl_levels *out)
+gmm_status gmm_mdl_impl_factor_levels(const gmm_table *t, size_t c, gmm_mdl_levels *out)
 {
     size_t n = t->nrow, total = 0;
     for (size_t r = 0; r < n; r++)
@@ -319,6 +317,19 @@ gmm_status gmm_mdl_impl_design_rows(const gmm_mdl *m, const gmm_table *t, double
     return fill_rows(m, t, m->fm ? m->fm : &no_terms, intercept, X, NULL);
 }
 
+int gmm_mdl_impl_text_column(const gmm_table *t, size_t c)
+{
+    char buf[256], *end;
+    for (size_t r = 0; r < t->nrow; r++) {
+        /* missing (empty, NA, NaN) and infinite cells stay the table's errors */
+        const char *cell = trim(t->cell[r][c], buf, sizeof buf);
+        (void)strtod(cell, &end);
+        if (*cell && strcmp(cell, "NA") && (end == cell || *end))
+            return 1;
+    }
+    return 0;
+}
+
 /* What variable v takes from the data: a factor's levels (and its
  * reference), poly()'s basis. */
 static gmm_status learn_var(gmm_mdl *m, const gmm_table *t, const gmm_formula *fm, size_t v,
@@ -329,21 +340,14 @@ static gmm_status learn_var(gmm_mdl *m, const gmm_table *t, const gmm_formula *f
     gmm_status s = GMM_OK;
     size_t c, n = t->nrow;
     if (x->kind == GMM_FV_NUMERIC && x->name) {
-        /* R's character column: a cell that is not a number makes NAME a factor */
-        char buf[256], *end;
         if ((s = gmm_table_column(t, x->name, &c)) != GMM_OK)
             return s;
-        for (size_t r = 0; r < n && !lv->factor; r++) {
-            /* missing (empty, NA, NaN) and infinite cells stay the table's errors */
-            const char *cell = trim(t->cell[r][c], buf, sizeof buf);
-            (void)strtod(cell, &end);
-            lv->factor = *cell && strcmp(cell, "NA") && (end == cell || *end);
-        }
+        lv->factor = gmm_mdl_impl_text_column(t, c);
     }
     if (x->kind == GMM_FV_FACTOR || lv->factor) {
         lv->factor = 1;
         if ((s = gmm_table_column(t, x->name, &c)) != GMM_OK ||
-            (s = factor_levels(t, c, lv)) != GMM_OK)
+            (s = gmm_mdl_impl_factor_levels(t, c, lv)) != GMM_OK)
             return s;
         if (lv->n < 2)
             return gmm_error(GMM_EINVAL, "%s: %s has one level ('%s'): nothing to estimate",

@@ -141,12 +141,17 @@ struct gmm_mdl {
 gmm_status gmm_mdl_impl_group_columns(const gmm_formula *fm, gmm_table *t);
 void gmm_mdl_impl_corr_free(mdl_corr *c);
 gmm_status gmm_mdl_impl_corr_rows(const mdl_corr *c, const gmm_table *t, double *z);
-/* The columns of t that fm reads -- its terms' indices, what its fixed terms read,
- * its random-effect terms' slopes -- into col (room: cap; their number
- * gmm_mdl_impl_key_ncol), *nc of them: the cells that make a row's key
- * (gmm_mdl_impl_join_cells).  Errors: a missing column, GMM_EINVAL over
- * cap. */
+/* The columns of t that fm reads (gmm_mdl_impl_formula_columns) into col
+ * (room: cap; their number gmm_mdl_impl_key_ncol), *nc of them: the cells
+ * that make a row's key (gmm_mdl_impl_join_cells).  Errors: a missing
+ * column, GMM_EINVAL over cap. */
 size_t gmm_mdl_impl_key_ncol(const gmm_formula *fm);
+/* fn(COLUMN, ctx) for every column fm reads, in the order the keys take
+ * them: each latent term's index (with factors nonzero, an a:b grouping's
+ * factors instead of its derived column), the fixed terms' and offsets'
+ * columns, the random effects' slopes, group= and replicate=. */
+void gmm_mdl_impl_formula_columns(const gmm_formula *fm, int factors,
+                                  void (*fn)(const char *col, void *ctx), void *ctx);
 gmm_status gmm_mdl_impl_key_columns(const gmm_formula *fm, const gmm_table *t, size_t *col,
                                     size_t cap, size_t *nc);
 
@@ -173,6 +178,13 @@ gmm_status gmm_mdl_impl_design(gmm_mdl *m, const gmm_table *t, const gmm_formula
  * (...)" with gmm_error_index() the row, GMM_ENOMEM. */
 gmm_status gmm_mdl_impl_design_rows(const gmm_mdl *m, const gmm_table *t, double *X);
 void gmm_mdl_impl_levels_free(gmm_mdl *m);
+/* The levels of column c of t, sorted (numeric order when every level is
+ * a number), each once, into *out (store, s and v allocated: the caller
+ * frees them); errors name an empty level.  Nonzero when column c holds a
+ * cell that is neither missing nor a number: R's character column, a
+ * factor wherever a NAME is read (fixed terms, random slopes). */
+gmm_status gmm_mdl_impl_factor_levels(const gmm_table *t, size_t c, gmm_mdl_levels *out);
+int gmm_mdl_impl_text_column(const gmm_table *t, size_t c);
 
 /* model_design_expr.c: e's value at every row of t into out (t->nrow);
  * missing cells NAN when missing_ok, else an error.  Errors name FILE:LINE,

@@ -1,9 +1,9 @@
 /* model_na.c -- rows with a missing value in a column the model uses, dropped
  * before the columns are read, as R's default na.action (na.omit) does.
  *
- * The columns: every column the formula's fixed terms and offsets read,
- * every latent term's index column (an a:b grouping's factors) and
- * random-effect slopes, a state-space model's input and a graph model's node
+ * The columns: every column the formula reads
+ * (gmm_mdl_impl_formula_columns: terms' indices, an a:b grouping's factors,
+ * fixed terms, offsets, random-effect slopes, group= and replicate=), a state-space model's input and a graph model's node
  * column, and -- only where the outcome is observed -- the prior weights.
  * A missing outcome is not a reason to drop a row: it marks a row to
  * predict (held out), whose weight is not read either.  A missing exposure
@@ -30,6 +30,17 @@ static void use(const gmm_table *t, const char *name, unsigned char *use_col, un
         }
 }
 
+typedef struct {
+    const gmm_table *t;
+    unsigned char *col, flag;
+} use_ctx;
+
+static void use_formula(const char *name, void *ctx)
+{
+    use_ctx *u = ctx;
+    use(u->t, name, u->col, u->flag);
+}
+
 gmm_status gmm_mdl_impl_omit_missing(gmm_mdl *m, const gmm_model_desc *d, gmm_table *t,
                                      size_t *dropped)
 {
@@ -42,19 +53,8 @@ gmm_status gmm_mdl_impl_omit_missing(gmm_mdl *m, const gmm_model_desc *d, gmm_ta
         gmm_free(keep);
         return gmm_error(GMM_ENOMEM, "out of memory for the data");
     }
-    const gmm_formula *fm = m->fm;
-    for (size_t k = 0; fm && k < fm->ncolumn; k++)
-        use(t, fm->column[k], col, ALWAYS);
-    for (size_t k = 0; fm && k < fm->nlatent; k++) {
-        const gmm_formula_latent *l = &fm->latent[k];
-        if (l->ngroup < 2) /* a:b's column is derived from a and b later */
-            use(t, l->name, col, ALWAYS);
-        for (size_t g = 0; l->ngroup >= 2 && g < l->ngroup; g++)
-            use(t, l->group[g], col, ALWAYS);
-        for (size_t e = 0; e < l->neffect; e++)
-            if (strcmp(l->effect[e], "(Intercept)"))
-                use(t, l->effect[e], col, ALWAYS);
-    }
+    use_ctx u = {t, col, ALWAYS};
+    gmm_mdl_impl_formula_columns(m->fm, 1, use_formula, &u);
     if (!m->stack) {
         /* the defaults of load_data: x the first column, y the second */
         if (d->data.node)

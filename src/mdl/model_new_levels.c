@@ -4,6 +4,7 @@
  * lme4's allow.new.levels = TRUE does.  The caller says so. */
 #include "model_impl.h"
 
+#include <math.h>
 #include <string.h>
 
 /* The value of the parameter named f.NAME.variance (its index in *k). */
@@ -42,8 +43,14 @@ void gmm_mdl_test_new_levels(const gmm_mdl *m, const gmm_mdl_test *t, gmm_mdl_ne
         out->first = r;
         out->column = t->table->header[col];
         out->level = t->table->cell[r][col];
-        if (t->sat && !variance_of(m, m->fm->latent[k0].name, &p))
-            p = 0;
+        /* a term's parameters are named by its label (lme4's g.1 for a
+         * repeated grouping), else by its column */
+        const gmm_formula_latent *l = t->sat ? &m->fm->latent[k0] : NULL;
+        if (l && !variance_of(m, l->label ? l->label : l->name, &p)) {
+            out->param = NULL; /* none found: say nothing wrong */
+            out->variance = NAN;
+            continue;
+        }
         out->param = m->obj->name[p];
         out->variance = m->obj->value[p];
     }

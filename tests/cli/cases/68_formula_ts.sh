@@ -54,6 +54,18 @@ run "$GMM_INFER" fit --verbose --formula 'y ~ f(t, ar1, replicate=r)' "$WORK/ts-
 expect_exit 0
 expect_stderr '\(2 replicates\)'
 
+begin "formula ts: rows with a missing group= or replicate= cell are dropped with a count (na.omit)"
+awk -F, 'BEGIN { OFS = "," } NR == 5 || NR == 9 { $(NF - 1) = "" } NR == 12 { $NF = "" } { print }' \
+    "$WORK/ts-g.csv" > "$CASE_TMP/ts-na.csv"
+run "$GMM_INFER" fit --formula 'y ~ f(t, rw1, group=g, control=ar1)' "$CASE_TMP/ts-na.csv" \
+    -o "$CASE_TMP/gna.json"
+expect_exit 0
+expect_stderr '; 2 more dropped for a missing value'
+run "$GMM_INFER" fit --formula 'y ~ f(t, ar1, replicate=r)' "$CASE_TMP/ts-na.csv" \
+    -o "$CASE_TMP/rna.json"
+expect_exit 0
+expect_stderr '; 1 more dropped for a missing value'
+
 begin "formula ts: errors point into the formula"
 run "$GMM_INFER" fit --formula 'y ~ f(t, seasonal)' "$WORK/ts-g.csv"
 expect_exit 1

@@ -133,3 +133,21 @@ bad=$(awk -F, -v v0="$v0" -v v1="$v1" -v c="$c" '
               if (d > 1e-9 * w) print "row " $1 ": variance " $3 ", z^T Sigma z " w }
     END { if (n != 4) print n " rows" }' "$re/lme4.csv" "$OUT")
 [[ -z $bad ]] || fail "predictions: $bad"
+
+# R's model.matrix(~ 0 + Days + factor(h)) has Days and then every level of h, in factor()'s
+# numeric order (2, 9, 10: not the text order 10, 2, 9), the first level kept because no
+# intercept or earlier factor took it; with an intercept, the first numeric level (2) is
+# the reference.  h is made here from Days: 10, 2, 9 for Days mod 3 = 0, 1, 2.
+begin "re terms: factor slopes beside a number keep every level, in R's numeric level order"
+awk -F, 'NR == 1 { print $0 ",h"; next }
+         { d = $2 % 3; print $0 "," (d == 0 ? 10 : d == 1 ? 2 : 9) }' "$re/sleep.csv" > "$CASE_TMP/h.csv"
+run "$GMM_INFER" loglik --formula 'Reaction ~ 1 + (0 + Days + factor(h) | Subject)' "$CASE_TMP/h.csv"
+expect_exit 0
+got=$(grep -o '"f\.Subject\.variance\.[^"]*"' "$OUT" | head -4 | tr -d '"' | tr '\n' ' ')
+[[ $got == "f.Subject.variance.Days f.Subject.variance.h2 f.Subject.variance.h9 f.Subject.variance.h10 " ]] ||
+    fail "effects of (0 + Days + factor(h) | Subject): $got"
+run "$GMM_INFER" loglik --formula 'Reaction ~ 1 + (1 + factor(h) | Subject)' "$CASE_TMP/h.csv"
+expect_exit 0
+got=$(grep -o '"f\.Subject\.variance\.[^"]*"' "$OUT" | head -3 | tr -d '"' | tr '\n' ' ')
+[[ $got == "f.Subject.variance.(Intercept) f.Subject.variance.h9 f.Subject.variance.h10 " ]] ||
+    fail "effects of (1 + factor(h) | Subject): $got"
