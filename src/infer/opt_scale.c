@@ -61,8 +61,8 @@ int infer_scale_theta(infer_scale *s, const double *u, double *theta)
         if (gmm_scale_two_sided(sc, &per) && fabs(u[k]) > per * INFER_LOGIT_MAX) {
             gmm_error(GMM_EDOM, "%s = %.17g is within %.2g of its bound, where 1 - %s keeps "
                       "too few digits (|%s| > %g)", o->name[i], p,
-                      1.0 / (1.0 + exp(INFER_LOGIT_MAX)), o->name[i], gmm_scale_name(sc),
-                      per * INFER_LOGIT_MAX);
+                      1.0 - gmm_scale_from_u(sc, per * INFER_LOGIT_MAX), o->name[i],
+                      gmm_scale_name(sc), per * INFER_LOGIT_MAX);
             return 0;
         }
         if (!gmm_scale_inside(sc, p)) {
