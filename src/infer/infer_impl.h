@@ -114,7 +114,7 @@ void infer_scale_free(infer_scale *s);
 /* A logit-scale parameter is moved within |u| <= INFER_LOGIT_MAX: p within
  * 2e-9 of 0 or 1, where a model reading 1 - p from p (bym2's phi) still has
  * 7 of its digits; further out its log likelihood is rounding (1e-4 at 1 -
- * 1e-11), so a maximum there is the bound's (fit.c, CONVERGED). */
+ * 1e-11), so a maximum there is the bound's (fit_cert.c, CONVERGED). */
 #define INFER_LOGIT_MAX 20.0
 
 /* theta's free entries from u; 0 (a GMM_EDOM error recorded, naming the

@@ -1,0 +1,45 @@
+/* fit_eval.c -- one evaluation of a fit's objective on the optimisation
+ * scale (fit_impl.h), shared by the runs (fit.c), the test at the returned
+ * point (fit_cert.c) and the observed information (fit_info.c). */
+#include "fit_impl.h"
+
+#include <math.h>
+
+/* theta's free entries from u; 0 (and fail_status set) when a variable
+ * leaves its domain in floating point (exp overflowing or underflowing, the
+ * logistic rounding to 1). */
+int fit_map_theta(run_ctx *c, const double *u)
+{
+    if (infer_scale_theta(&c->sc, u, c->theta))
+        return 1;
+    c->fail_status = gmm_error_status();
+    return 0;
+}
+
+/* -loglik and its gradient on the optimisation scale; 0 on a domain failure
+ * (status recorded in fail_status when the objective gave one). */
+int fit_eval_min(run_ctx *c, const double *u, double *f, double *g)
+{
+    double ll = 0.0;
+    c->evals++;
+    if (!fit_map_theta(c, u))
+        return 0;
+    gmm_status st = c->obj->eval(c->obj->ctx, c->theta, &ll, c->grad);
+    if (st != GMM_OK) {
+        c->fail_status = st;
+        return 0;
+    }
+    if (!isfinite(ll)) {
+        c->fail_status = gmm_error(GMM_EDOM, "objective value is not finite");
+        return 0;
+    }
+    infer_scale_grad(&c->sc, c->theta, c->grad, -1.0, g);
+    for (size_t k = 0; k < c->nfree; k++)
+        if (!isfinite(g[k])) {
+            c->fail_status = gmm_error(GMM_EDOM, "gradient of '%s' is not finite",
+                                       c->obj->name[c->idx[k]]);
+            return 0;
+        }
+    *f = -ll;
+    return 1;
+}
