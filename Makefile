@@ -37,19 +37,19 @@ endif
 # Deferred (=) so that pkg-config runs after the dependency step has had its
 # chance to install pkg-config and the libraries.
 PKGS = gsl jansson liblbfgs
-CPPFLAGS = -Iinclude -D_POSIX_C_SOURCE=200809L
+CPPFLAGS = -Iinclude -I/usr/include/suitesparse -D_POSIX_C_SOURCE=200809L
 CFLAGS = -std=c11 $(OPT) -g $(WARN) $(SAN) $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 # GSL's CBLAS calls go to OpenBLAS (which also provides LAPACK's dpbtrf).
 LDLIBS = $(shell pkg-config --libs-only-L $(PKGS) 2>/dev/null) -lgsl -lopenblas -lcsv \
-         -ljansson -llbfgs -lm -pthread
+         -ljansson -llbfgs -lcholmod -lm -pthread
 TEST_LDLIBS = $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubunit -lrt -lpthread)
 
 # The library's folders are its layers (docs/design.md, Layers), bottom up:
-# core/, band/, factor/ (one interface to the factorisations), io/, the components -- graph/ and model/ (a room per
+# core/, band/ and sparse/ (the two storages), factor/ (one interface to the factorisations), io/, the components -- graph/ and model/ (a room per
 # component: lik/, kernel/, ssm/, gmrf/, stack/; the latent type they share
 # at its top level) --, infer/, and mdl/, the whole model.  cli/ is the
 # program.
-LIB_SRC := $(sort $(wildcard src/core/*.c src/band/*.c src/factor/*.c src/io/*.c src/graph/*.c \
+LIB_SRC := $(sort $(wildcard src/core/*.c src/band/*.c src/sparse/*.c src/factor/*.c src/io/*.c src/graph/*.c \
                              src/model/*.c src/model/*/*.c src/infer/*.c src/mdl/*.c))
 CLI_SRC := $(sort $(wildcard src/cli/*.c))
 TEST_SUPPORT_SRC := $(sort $(wildcard tests/support/*.c))

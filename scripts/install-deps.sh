@@ -13,7 +13,7 @@
 #   scripts/install-deps.sh --check   only report what is missing (exit 1 if any)
 set -eu
 
-BUILD_PKGS="pkg-config libgsl-dev libopenblas-dev libcsv-dev libjansson-dev liblbfgs-dev check libsubunit-dev"
+BUILD_PKGS="pkg-config libgsl-dev libopenblas-dev libcsv-dev libjansson-dev liblbfgs-dev libsuitesparse-dev check libsubunit-dev"
 # r-cran-rstan: scripts/bench_stan.sh (r-base-dev: the compiler and headers
 # its models are built with; jsonlite reads the model files; posterior's
 # mcse_mean gives the z-scores of the means)

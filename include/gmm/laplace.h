@@ -12,6 +12,8 @@
 #include <stddef.h>
 
 #include "gmm/band.h"
+#include "gmm/factor.h"
+#include "gmm/sparse.h"
 #include "gmm/likelihood.h"
 #include "gmm/obsmap.h"
 #include "gmm/status.h"
@@ -113,6 +115,38 @@ size_t gmm_laplace_iterations(const gmm_laplace *w);
  * may be NULL.  O(n cov_kl^2). */
 gmm_status gmm_laplace_grad(gmm_laplace *w, gmm_band *Qbar, double *bbar, double *parbar,
                             double *coefbar, double *shiftbar);
+
+/* THE SPARSE FORM.  Q in sparse storage (sparse.h) and P = Q + H'WH
+ * factored by the sparse Cholesky (factor.h): for precisions whose band is
+ * wide.  The same Newton iterations, stopping rule, log q, gradient,
+ * constraints (gmm_laplace_constrain), draws and errors as the assembled
+ * form's; only the storage differs.
+ *
+ * A workspace for Q's pattern (values not read) and the rows of map (the
+ * observed rows later evaluations take: the same nrows, offsets and
+ * positions): P's pattern, Q's joined with H'H's, is analysed here once.
+ * NULL + GMM_ENOMEM (or the analysis' error). */
+gmm_laplace *gmm_laplace_alloc_sparse(const gmm_sparse *Q, const gmm_obsmap *map);
+/* gmm_laplace_eval on a workspace from gmm_laplace_alloc_sparse, Q with
+ * the pattern it was made for (GMM_EDIM otherwise). */
+gmm_status gmm_laplace_eval_sparse(gmm_laplace *w, const gmm_sparse *Q, double logdet_q,
+                                   const gmm_laplace_obs *obs, const gmm_lik *lik, double b,
+                                   const double *x0, int warm, const gmm_laplace_params *par,
+                                   double *logq);
+/* gmm_laplace_grad of the last gmm_laplace_eval_sparse: Qbar (the pattern
+ * of Q, or one containing it; sparse.h's symmetric convention) +=
+ * dlogq/dQ.  O(Takahashi's recurrence on P's factor). */
+gmm_status gmm_laplace_grad_sparse(gmm_laplace *w, gmm_sparse *Qbar, double *bbar,
+                                   double *parbar, double *coefbar, double *shiftbar);
+/* The posterior of the last sparse evaluation: mode (n, may be NULL) and
+ * the entries of its covariance (under constraints the conditioned one) on
+ * S's pattern (within P's; may be NULL): the rows' covariances come from
+ * H'H's entries. */
+gmm_status gmm_laplace_posterior_sparse(gmm_laplace *w, double *mode, gmm_sparse *S);
+/* The factor of P at the mode of the last successful sparse evaluation
+ * (NULL for the other forms), valid until the next evaluation: for
+ * whitening by L^-T. */
+const gmm_factor *gmm_laplace_factor(const gmm_laplace *w);
 
 /* THE SQUARE-ROOT FORM.  Each Newton step is a Gaussian smoothing problem
  * (working data yt_i = h_i'x + g_i / w_i, noise variances 1 / w_i), which a

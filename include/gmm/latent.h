@@ -15,6 +15,7 @@
 #include "gmm/kernel.h"
 #include "gmm/marglik.h"
 #include "gmm/obsmap.h"
+#include "gmm/sparse.h"
 #include "gmm/ssm.h"
 #include "gmm/status.h"
 
@@ -114,6 +115,27 @@ gmm_status gmm_latent_prior(gmm_latent *l, const double *theta, gmm_band *Q, dou
  * when that call returned logdet NAN (GMM_EINVAL otherwise). */
 gmm_status gmm_latent_prior_rev(gmm_latent *l, const gmm_band *Qbar, double logdetbar,
                                 double *thetabar);
+
+/* ---- prior in sparse storage (the sparse path: sparse.h) ---------------- */
+
+/* Q's pattern, values 0, into *Q (the caller frees it): every entry
+ * gmm_latent_prior_sparse may write, diagonal included.  GMM_EINVAL for a
+ * family without a sparse prior (state-space models: their band is
+ * narrow), GMM_ENOMEM.  O(nnz). */
+gmm_status gmm_latent_prior_pattern(const gmm_latent *l, gmm_sparse **Q);
+/* Q(theta) into Q, whose pattern contains gmm_latent_prior_pattern's
+ * (entries outside it set to 0), and *logdet as gmm_latent_prior's (NAN:
+ * the caller factorises; with constraints the normaliser on the subspace,
+ * from a sparse factorisation of Q with the pins).  Errors as
+ * gmm_latent_prior's, GMM_EDIM for a pattern that misses an entry.  No
+ * band of the latent's bandwidth is formed. */
+gmm_status gmm_latent_prior_sparse(gmm_latent *l, const double *theta, gmm_sparse *Q,
+                                   double *logdet);
+/* Reverse mode of the last gmm_latent_prior_sparse, as gmm_latent_prior_rev
+ * (Qbar: any pattern containing Q's, sparse.h's symmetric convention: an
+ * off-diagonal entry stands for (i, j) and (j, i) together). */
+gmm_status gmm_latent_prior_rev_sparse(gmm_latent *l, const gmm_sparse *Qbar, double logdetbar,
+                                       double *thetabar);
 
 /* ---- square root of the prior (for VI) ------------------------------------- */
 

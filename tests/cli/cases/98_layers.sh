@@ -9,7 +9,7 @@
 # Each folder of src/ belongs to the layer its first part names: model/
 # and its rooms (lik/, kernel/, ssm/, gmrf/, stack/) are the components'
 # layer with graph/.
-folder_layers='cli mdl infer model graph io factor band core'
+folder_layers='cli mdl infer model graph io factor sparse band core'
 
 # Each public header and the layer that implements it (checked below
 # against the objects: every function a header declares is defined there).
@@ -22,7 +22,7 @@ json io         kernel model    laplace infer   latent model    likelihood model
 loo infer       marglik model   model mdl       modelfile io    objective infer
 obsmap model    problem infer   qfile io        rng core        spec model
 ssm model       stack model     status core     summary infer   version core
-vi infer'
+vi infer        sparse sparse'
 
 # Which layer may use which: down the stack cli > mdl > infer > components
 # (model and graph, which may use each other: the cycle check keeps that
@@ -35,7 +35,8 @@ mdl>infer mdl>model mdl>graph mdl>io mdl>band mdl>core
 infer>model infer>graph infer>io infer>band infer>core
 model>graph graph>model model>band model>core graph>band graph>core
 io>band io>core band>core
-cli>factor mdl>factor infer>factor model>factor factor>band factor>core'
+cli>factor mdl>factor infer>factor model>factor factor>band factor>core
+cli>sparse mdl>sparse infer>sparse model>sparse graph>sparse factor>sparse sparse>core'
 
 # Cycles between files that another change is removing, each the set of
 # files of one strongly connected component (sorted, space-separated).
