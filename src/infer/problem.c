@@ -41,6 +41,8 @@ void gmm_problem_free(gmm_problem *p)
     gmm_free(p->ocoefbar);
     gmm_band_free(p->Q);
     gmm_band_free(p->Qbar);
+    gmm_sparse_free(p->Qs);
+    gmm_sparse_free(p->Qsbar);
     gmm_laplace_free(p->lap);
     gmm_free(p->thetabar);
     gmm_free(p->lin_idx);
@@ -135,6 +137,14 @@ static gmm_status eval(void *ctx, const double *theta, double *f, double *grad)
         if ((st = gmm_laplace_grad_sqrt(p->lap, NULL, grad + p->nl, varies ? p->ocoefbar : NULL,
                                         p->ncoef ? p->oshiftbar : NULL)))
             return st;
+    } else if (p->sparse) {
+        gmm_sparse_set_zero(p->Qsbar);
+        if ((st = gmm_laplace_grad_sparse(p->lap, p->Qsbar, NULL, grad + p->nl,
+                                          varies ? p->ocoefbar : NULL,
+                                          p->ncoef ? p->oshiftbar : NULL)))
+            return st;
+        if ((st = gmm_latent_prior_rev_sparse(p->lat, p->Qsbar, isnan(p->ld) ? 0.0 : 0.5, grad)))
+            return st;
     } else {
         gmm_band_set_zero(p->Qbar);
         if ((st = gmm_laplace_grad(p->lap, p->Qbar, NULL, grad + p->nl,
@@ -162,6 +172,10 @@ static gmm_status eval(void *ctx, const double *theta, double *f, double *grad)
     }
     return GMM_OK;
 }
+
+static gmm_status alloc_problem(gmm_latent *lat, const gmm_lik *lik, const double *y,
+                                const double *e, const gmm_problem_design *d, int sparse,
+                                gmm_problem **out);
 
 gmm_status gmm_problem_alloc(gmm_latent *lat, const gmm_lik *lik, const double *y,
                              const double *e, int intercept, double b0, gmm_problem **out)
@@ -191,11 +205,25 @@ gmm_status gmm_problem_alloc_design(gmm_latent *lat, const gmm_lik *lik, const d
                                     const double *e, const gmm_problem_design *d,
                                     gmm_problem **out)
 {
+    return alloc_problem(lat, lik, y, e, d, 0, out);
+}
+
+gmm_status gmm_problem_alloc_sparse(gmm_latent *lat, const gmm_lik *lik, const double *y,
+                                    const double *e, const gmm_problem_design *d,
+                                    gmm_problem **out)
+{
+    return alloc_problem(lat, lik, y, e, d, 1, out);
+}
+
+static gmm_status alloc_problem(gmm_latent *lat, const gmm_lik *lik, const double *y,
+                                const double *e, const gmm_problem_design *d, int sparse,
+                                gmm_problem **out)
+{
     gmm_status st;
     if (!lat || !lik || !lik->type || !y || !out)
         return gmm_error(GMM_EINVAL, "gmm_problem_alloc: NULL argument");
     *out = NULL;
-    int exact = lik->type->conjugate;
+    int exact = lik->type->conjugate && !sparse; /* sparse: Laplace, exact for a Gaussian */
     size_t ncoef = d ? d->ncoef : 0;
     size_t nrows = gmm_latent_nrows(lat);
     if (ncoef && (!d->X || !d->name || !d->start))
@@ -220,6 +248,7 @@ gmm_status gmm_problem_alloc_design(gmm_latent *lat, const gmm_lik *lik, const d
     p->nl = gmm_latent_nparam(lat);
     p->np = lik->type->nparam;
     p->exact = exact;
+    p->sparse = sparse;
     p->ncoef = ncoef;
     p->c0 = p->nl + p->np;
     p->nparam = p->c0 + ncoef;
@@ -328,6 +357,7 @@ gmm_status gmm_problem_set_weights(gmm_problem *p, const double *w)
 
 gmm_objective *gmm_problem_objective(gmm_problem *p) { return &p->obj; }
 int gmm_problem_exact(const gmm_problem *p) { return p->exact; }
+int gmm_problem_sparse(const gmm_problem *p) { return p->sparse; }
 const gmm_latent *gmm_problem_latent(const gmm_problem *p) { return p->lat; }
 gmm_latent *gmm_problem_latent_eval(gmm_problem *p) { return p->lat; }
 const gmm_lik *gmm_problem_lik(const gmm_problem *p) { return p->lik0; }

@@ -13,6 +13,7 @@
 #include "gmm/laplace.h"
 #include "gmm/obsmap.h"
 #include "gmm/problem.h"
+#include "gmm/sparse.h"
 #include "infer_impl.h"
 
 struct gmm_problem {
@@ -37,7 +38,9 @@ struct gmm_problem {
     double *oy, *oe, *ocoef, *coef_all, *coefbar_all, *ocoefbar; /* nnz of theirs or all */
     double *ocst;         /* their likelihood constants (nobs x nconst) */
     gmm_laplace_obs lobs;
-    gmm_band *Q, *Qbar;
+    gmm_band *Q, *Qbar;   /* NULL on the sparse path */
+    int sparse;           /* the sparse path (problem.h): Qs, Qsbar instead */
+    gmm_sparse *Qs, *Qsbar;
     gmm_laplace *lap;
     /* the Laplace approximation in the square-root form (laplace.h): the
      * smoother over the latent's rows, full-length scratch (nrows each:
