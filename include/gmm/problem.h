@@ -132,7 +132,8 @@ const double *gmm_problem_weights(const gmm_problem *p);
 const double *gmm_problem_exposure(const gmm_problem *p);
 /* How the last evaluation factorised the posterior precision: "cholesky"
  * or "square-root" (exact: gmm_latent_factorisation; Laplace: the
- * assembled precision or the square-root form, laplace.h), and the
+ * assembled precision or the square-root form, laplace.h) or "sparse"
+ * (the sparse path, bound 0), and the
  * Cholesky's rounding bound at its theta (0 when not estimated). */
 const char *gmm_problem_factorisation(const gmm_problem *p, double *bound);
 /* Nonzero when the last Laplace evaluation factorised the assembled

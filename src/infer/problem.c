@@ -43,6 +43,7 @@ void gmm_problem_free(gmm_problem *p)
     gmm_band_free(p->Qbar);
     gmm_sparse_free(p->Qs);
     gmm_sparse_free(p->Qsbar);
+    gmm_sparse_free(p->Ss);
     gmm_laplace_free(p->lap);
     gmm_free(p->thetabar);
     gmm_free(p->lin_idx);
@@ -376,7 +377,9 @@ const char *gmm_problem_factorisation(const gmm_problem *p, double *bound)
     if (p->exact)
         return gmm_latent_factorisation(p->lat, bound);
     if (bound)
-        *bound = p->sbound;
+        *bound = p->sparse ? 0.0 : p->sbound;
+    if (p->sparse)
+        return "sparse";
     return p->sqrt_form ? "square-root" : "cholesky";
 }
 
@@ -392,8 +395,13 @@ gmm_status gmm_problem_posterior(gmm_problem *p, const double *theta, double *me
     double f;
     if (!p || !theta)
         return gmm_error(GMM_EINVAL, "gmm_problem_posterior: NULL argument");
+    if (p->sparse && cov)
+        return gmm_error(GMM_EINVAL, "the sparse factorisation keeps no covariance band "
+                                     "(its moments: gmm_problem_predict_forms)");
     if ((st = eval(p, theta, &f, NULL)))
         return st;
+    if (p->sparse)
+        return gmm_laplace_posterior_sparse(p->lap, mean, NULL);
     if (p->exact)
         return gmm_latent_gaussian_posterior(p->lat, mean, cov);
     if (p->sqrt_form && (st = gmm_latent_gaussian_posterior(p->lat, NULL, cov)))
