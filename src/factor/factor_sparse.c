@@ -86,6 +86,7 @@ static void sparse_free(void *state)
     gmm_free(s->mark);
     gmm_free(s->z);
     gmm_free(s->sigma);
+    gmm_free(s->rev);
     gmm_free(s);
 }
 
@@ -220,6 +221,7 @@ static const factor_type sparse_type = {
     .solve_lt = sparse_solve_lt,
     .logdet = sparse_logdet,
     .selinv_sparse = gmm_factor_impl_sparse_selinv,
+    .selinv_sparse_rev = gmm_factor_impl_sparse_selinv_rev,
     .cost = sparse_cost,
     .ordering = sparse_ordering,
     .band_chol = NULL,

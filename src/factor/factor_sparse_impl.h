@@ -27,6 +27,8 @@ typedef struct {
     double *sigma;            /* Q^-1 on L's pattern, in L->x's layout */
     size_t sigma_cap;         /* doubles allocated for sigma */
     int has_sigma;            /* sigma is of the current factorisation */
+    double *rev;              /* the reverse mode's two arrays in L's layout */
+    size_t rev_cap;           /* doubles of each */
     size_t n;
     double fl, lnz;           /* the analysis' flops and nnz(L) */
 } sparse_state;
