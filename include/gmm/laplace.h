@@ -235,10 +235,11 @@ gmm_status gmm_laplace_draw(gmm_laplace *w, const double *z, double *x, double *
  * successful gmm_laplace_eval -- the square-root form keeps no factor --
  * or constraints: the factor is then of the pinned P). */
 const gmm_band *gmm_laplace_chol(const gmm_laplace *w);
-/* Where gmm_laplace_chol gives L: the weights w (nobs, the workspace's,
- * valid until its next eval) with L L' = Q + H' diag(w) H, w_i = -d2 log
- * p(y_i | f_i) at the mode's f_i (negative for a likelihood that is not
- * log-concave); NULL where gmm_laplace_chol gives NULL. */
+/* Where gmm_laplace_chol (or on the sparse form gmm_laplace_factor) gives
+ * L: the weights w (nobs, the workspace's, valid until its next eval) with
+ * L L' = Q + H' diag(w) H, w_i = -d2 log p(y_i | f_i) at the mode's f_i
+ * (negative for a likelihood that is not log-concave); NULL where both
+ * give NULL. */
 const double *gmm_laplace_weights(const gmm_laplace *w);
 
 #endif

@@ -337,5 +337,5 @@ const gmm_band *gmm_laplace_chol(const gmm_laplace *w)
 const double *gmm_laplace_weights(const gmm_laplace *w)
 {
     /* the last factor_p, unclamped, was at the mode's weights */
-    return gmm_laplace_chol(w) ? w->w : NULL;
+    return gmm_laplace_chol(w) || gmm_laplace_factor(w) ? w->w : NULL;
 }

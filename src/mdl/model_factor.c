@@ -67,7 +67,7 @@ static gmm_status posterior_pattern(const gmm_mdl *m, const gmm_sparse *Q, gmm_s
 }
 
 /* The sparse factor's predicted flops and bytes for m's posterior, and
- * its name for the report ("sparse", its ordering where the factor says). */
+ * for the report the library and the ordering its analysis chose. */
 static gmm_status sparse_cost(const gmm_mdl *m, const gmm_sparse *Q, double *flops,
                               double *bytes, char *name, size_t size)
 {
@@ -78,7 +78,7 @@ static gmm_status sparse_cost(const gmm_mdl *m, const gmm_sparse *Q, double *flo
         s = gmm_error_status();
     if (f) {
         gmm_factor_cost(f, flops, bytes);
-        snprintf(name, size, "%s", gmm_factor_name(f));
+        snprintf(name, size, "CHOLMOD, %s", gmm_factor_ordering(f));
     }
     gmm_factor_free(f);
     gmm_sparse_free(P);
@@ -125,7 +125,7 @@ gmm_status gmm_mdl_impl_choose_factor(const mdl_build *b, gmm_mdl *m)
         return GMM_OK;
     }
     double sp_flops = NAN, sp_bytes = NAN;
-    char name[64] = "sparse";
+    char name[64] = "CHOLMOD";
     if (s == GMM_OK)
         s = sparse_cost(m, Q, &sp_flops, &sp_bytes, name, sizeof name);
     gmm_sparse_free(Q);
@@ -146,8 +146,8 @@ gmm_status gmm_mdl_impl_choose_factor(const mdl_build *b, gmm_mdl *m)
     }
     if (verbose)
         gmm_mdl_impl_report(b, GMM_MDL_REPORT_INFO,
-                            "factor: %s (%s): %s: %.2g flops, %.3g MB; band (bandwidth %zu): "
-                            "%.2g flops, %.3g MB",
+                            "factor: %s (%s): sparse (%s): %.2g flops, %.2g MB; band "
+                            "(bandwidth %zu): %.2g flops, %.2g MB",
                             m->sparse ? "sparse" : "band", why, name, sp_flops, mb(sp_bytes), kl,
                             band_flops, mb(BAND_COPIES * band_bytes));
     return GMM_OK;

@@ -163,7 +163,8 @@ gmm_status gmm_mdl_impl_build_problem(const mdl_build *b, gmm_mdl *m, double noi
             "coefficient(s)",
             gmm_latent_family(m->lat), gmm_latent_dim(m->lat), gmm_latent_bandwidth(m->lat),
             m->lik.type->name,
-            m->lik.type->conjugate ? "exact marginal likelihood" : "Laplace approximation",
+            m->lik.type->conjugate && !m->sparse ? "exact marginal likelihood"
+                                                   : "Laplace approximation",
             m->ncoef);
     return GMM_OK;
 }
