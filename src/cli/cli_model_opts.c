@@ -170,8 +170,9 @@ int cli_model_parse_factor(const char *cmd, const char *arg, int storage_only, i
     else if (!storage_only && !strcmp(arg, "square-root"))
         *ssm = GMM_SSM_FACTOR_ROWS;
     else {
-        cli_msg(cmd, "--factor: '%s' is not auto, band, sparse%s", arg,
-                storage_only ? "" : ", cholesky or square-root");
+        cli_msg(cmd, "--factor: '%s' is not auto, %s", arg,
+                storage_only ? "band or sparse"
+                             : "cholesky or square-root (the band's), band or sparse");
         return -1;
     }
     return 0;

@@ -11,10 +11,13 @@
  * factor's are the analysis' (gmm_factor_cost) of P's pattern: the prior's
  * (gmm_latent_prior_pattern) joined with H'H over the observed rows.
  *
- * THE RULE.  Sparse when its factorisation's flops are below half the
- * band's (the half pays for the sparse path's indexing and the symbolic
- * work the band does not need), or when one band is over the memory limit
- * (GMM_GMRF_BAND_LIMIT) -- the band could not run at all; band otherwise,
+ * THE RULE.  Sparse when the band's factorisation is large (at least
+ * SPARSE_MIN_FLOPS, about 0.1 s: below that either takes milliseconds and
+ * the band keeps the Gaussian's exact marginal likelihood) and the sparse
+ * one's flops are below half the band's (the half pays for the sparse
+ * path's indexing and the symbolic work the band does not need), or when
+ * one band is over the memory limit (GMM_GMRF_BAND_LIMIT) -- the band could
+ * not run at all; band otherwise,
  * and always for latents without a sparse prior (state-space models: their
  * band is narrow) and where a band factorisation (cholesky, square-root) is
  * asked for. */
@@ -32,6 +35,7 @@
 #include "gmm/ssm.h"
 
 #define BAND_COPIES 6
+#define SPARSE_MIN_FLOPS 1e8
 
 /* P's pattern: Q's joined with h_r h_r' over the observed rows r. */
 static gmm_status posterior_pattern(const gmm_mdl *m, const gmm_sparse *Q, gmm_sparse **P)
@@ -138,11 +142,13 @@ gmm_status gmm_mdl_impl_choose_factor(const mdl_build *b, gmm_mdl *m)
     } else if (band_bytes > (double)GMM_GMRF_BAND_LIMIT) {
         m->sparse = 1;
         why = "a band is over the memory limit";
-    } else if (sp_flops < 0.5 * band_flops) {
+    } else if (band_flops >= SPARSE_MIN_FLOPS && sp_flops < 0.5 * band_flops) {
         m->sparse = 1;
         why = "below half the band's flops";
     } else {
-        why = "the sparse factor's flops are not below half the band's";
+        why = band_flops < SPARSE_MIN_FLOPS ? "the band's is small"
+                                            : "the sparse factor's flops are not below half "
+                                              "the band's";
     }
     if (verbose)
         gmm_mdl_impl_report(b, GMM_MDL_REPORT_INFO,
