@@ -12,8 +12,8 @@
  * (gmm_latent_prior_pattern) joined with H'H over the observed rows.
  *
  * THE RULE.  Sparse when the band's factorisation is large (at least
- * SPARSE_MIN_FLOPS, about 0.1 s: below that either takes milliseconds and
- * the band keeps the Gaussian's exact marginal likelihood) and the sparse
+ * SPARSE_MIN_FLOPS: below that both are cheap, and the band keeps the
+ * Gaussian's exact marginal likelihood and every existing output) and the sparse
  * one's flops are below half the band's (the half pays for the sparse
  * path's indexing and the symbolic work the band does not need), or when
  * one band is over the memory limit (GMM_GMRF_BAND_LIMIT) -- the band could
