@@ -209,6 +209,10 @@ gmm_status gmm_problem_alloc_design(gmm_latent *lat, const gmm_lik *lik, const d
                                 i / ncoef, d->name[i % ncoef], d->X[i]);
     if ((st = gmm_lik_check_data(lik, y, e, nrows)))
         return st;
+    /* the band path's bands fit the latent's limit (it no longer refuses
+     * at its build, so that the sparse path can take wide models) */
+    if ((st = gmm_latent_band_check(lat)))
+        return st;
     gmm_problem *p = gmm_calloc(1, sizeof *p);
     if (!p)
         return gmm_error(GMM_ENOMEM, "out of memory for the model");
