@@ -37,6 +37,10 @@ gmm_factor *gmm_factor_sparse_alloc(const gmm_sparse *A);
  * *bytes for L's values and indices (band: n (kl + 1) doubles;
  * sparse: from the analysis).  Either may be NULL. */
 void gmm_factor_cost(const gmm_factor *f, double *flops, double *bytes);
+/* Nonzeros of L, its diagonal included: the band's n (kl + 1) - kl (kl +
+ * 1) / 2, the sparse factor's from the analysis (without the explicit
+ * zeros of relaxed supernodes). */
+double gmm_factor_nnz(const gmm_factor *f);
 
 /* The fill-reducing ordering the factor's analysis chose: "AMD", "METIS",
  * "NESDIS" (CHOLMOD's nested dissection) for the sparse factor, "RCM band"

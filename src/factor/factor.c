@@ -30,6 +30,8 @@ void gmm_factor_cost(const gmm_factor *f, double *flops, double *bytes)
         *bytes = by;
 }
 
+double gmm_factor_nnz(const gmm_factor *f) { return f->type->nnz(f->state); }
+
 /* A new factor from M by one of the type's two ways; ready only if it took. */
 static gmm_status refactor(gmm_factor *f, const gmm_band *M,
                            gmm_status (*way)(void *state, const gmm_band *M), const char *who)

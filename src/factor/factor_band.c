@@ -164,6 +164,13 @@ static void band_cost(const void *state, double *flops, double *bytes)
     *bytes = n * (kl + 1) * sizeof(double);
 }
 
+static double band_nnz(const void *state)
+{
+    const band_state *s = state;
+    double n = (double)s->L->n, kl = (double)s->L->kl;
+    return n * (kl + 1) - kl * (kl + 1) / 2;
+}
+
 static const char *band_ordering(const void *state)
 {
     (void)state;
@@ -199,6 +206,7 @@ static const factor_type band_type = {
     .selinv_sparse = band_selinv_sparse,
     .selinv_sparse_rev = band_selinv_sparse_rev,
     .cost = band_cost,
+    .nnz = band_nnz,
     .ordering = band_ordering,
     .band_chol = band_chol,
     .free = band_free,

@@ -21,6 +21,7 @@ typedef struct {
     gmm_status (*selinv_sparse_rev)(const void *state, const gmm_sparse *S,
                                     const gmm_sparse *Sbar, gmm_sparse *Qbar);
     void (*cost)(const void *state, double *flops, double *bytes);
+    double (*nnz)(const void *state);
     const char *(*ordering)(const void *state);
     const gmm_band *(*band_chol)(const void *state);
     void (*free)(void *state);

@@ -194,6 +194,12 @@ static void sparse_cost(const void *state, double *flops, double *bytes)
     *bytes = s->L->is_super ? (double)(s->L->xsize + s->L->ssize) * 8.0 : s->lnz * 16.0;
 }
 
+static double sparse_nnz(const void *state)
+{
+    const sparse_state *s = state;
+    return s->lnz;
+}
+
 static const char *sparse_ordering(const void *state)
 {
     const sparse_state *s = state;
@@ -223,6 +229,7 @@ static const factor_type sparse_type = {
     .selinv_sparse = gmm_factor_impl_sparse_selinv,
     .selinv_sparse_rev = gmm_factor_impl_sparse_selinv_rev,
     .cost = sparse_cost,
+    .nnz = sparse_nnz,
     .ordering = sparse_ordering,
     .band_chol = NULL,
     .free = sparse_free,

@@ -238,6 +238,10 @@ static gmm_status alloc_problem(gmm_latent *lat, const gmm_lik *lik, const doubl
                                 i / ncoef, d->name[i % ncoef], d->X[i]);
     if ((st = gmm_lik_check_data(lik, y, e, nrows)))
         return st;
+    /* the band path's bands fit the latent's limit (it no longer refuses
+     * at its build, so that the sparse path can take wide models) */
+    if ((st = gmm_latent_band_check(lat)))
+        return st;
     gmm_problem *p = gmm_calloc(1, sizeof *p);
     if (!p)
         return gmm_error(GMM_ENOMEM, "out of memory for the model");

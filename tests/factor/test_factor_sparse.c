@@ -205,11 +205,14 @@ START_TEST(test_sparse_factor_vs_band)
             e = fmax(e, fabs(Sb->val[p] - Ss->val[p]));
         ck_assert_msg(e <= 1e-10 * s, "%s n %zu: band vs sparse selinv %g", m.what, n, e);
         /* the band's cost formula: sum_j min(kl + 1, n - j)^2 */
-        double fl = 0.0, by, want = 0.0;
+        double fl = 0.0, by, want = 0.0, nz = 0.0;
         for (size_t j = 0; j < n; j++) {
             double cj = (double)(kl + 1 < n - j ? kl + 1 : n - j);
             want += cj * cj;
+            nz += cj;
         }
+        ck_assert_double_eq(gmm_factor_nnz(fb), nz);
+        ck_assert(gmm_factor_nnz(fs) >= (double)m.A->nnz);
         gmm_factor_cost(fb, &fl, &by);
         ck_assert_double_le(fabs(fl - want), 1e-12 * want);
         ck_assert_double_eq(by, (double)(n * (kl + 1)) * 8.0);
@@ -276,6 +279,7 @@ START_TEST(test_sparse_factor_errors)
     ck_assert_int_eq(gmm_factor_solve(f, x), GMM_EINVAL); /* no factor yet */
     gmm_factor_cost(f, NULL, &by);
     ck_assert_double_eq(by, 16.0 * (double)(2 * n - 1));
+    ck_assert_double_eq(gmm_factor_nnz(f), (double)(2 * n - 1));
     ck_assert_int_eq(gmm_factor_decomp_sparse(f, A), GMM_OK);
 
     /* another pattern: one more entry */

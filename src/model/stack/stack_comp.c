@@ -476,10 +476,12 @@ static gmm_status build_graph(stack_comp *c, const gmm_stack_term *t, size_t nro
         return st;
     c->own_row = gmm_malloc(ns ? ns : 1, sizeof *c->own_row);
     c->own_col = gmm_malloc(ns ? ns : 1, sizeof *c->own_col);
-    c->gQ = gmm_gmrf_band_alloc(g, limit);
-    c->gQbar = c->gQ ? gmm_gmrf_band_alloc(g, limit) : NULL;
-    if (!c->own_row || !c->own_col || !c->gQ || !c->gQbar)
+    if (!c->own_row || !c->own_col)
         return gmm_error(GMM_ENOMEM, "out of memory for '%s'", c->name);
+    /* its own band only when the band path first assembles
+     * (stack_graph_bands): the sparse path reads the graph's entries */
+    if (limit && (st = gmm_gmrf_band_check(g, limit)))
+        return st;
     for (size_t r = 0; r < g->n; r++) {
         c->own_row[c->nslot] = c->own_col[c->nslot] = r;
         stack_comp_slot(c, g->perm[r], g->perm[r], 0.0, 0);
@@ -500,6 +502,15 @@ static gmm_status build_graph(stack_comp *c, const gmm_stack_term *t, size_t nro
         snprintf(c->gname[i], len, "%s.%s", c->name, g->param_name[i]);
     }
     return GMM_OK;
+}
+
+gmm_status stack_graph_bands(stack_comp *c)
+{
+    if (c->gQ)
+        return GMM_OK;
+    c->gQ = gmm_gmrf_band_alloc(c->g, 0);
+    c->gQbar = c->gQ ? gmm_gmrf_band_alloc(c->g, 0) : NULL;
+    return c->gQbar ? GMM_OK : GMM_ENOMEM; /* recorded by gmm_gmrf_band_alloc */
 }
 
 /* A stationary GP through its state-space model: the SSM's band as slots
