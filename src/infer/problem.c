@@ -240,7 +240,7 @@ static gmm_status alloc_problem(gmm_latent *lat, const gmm_lik *lik, const doubl
         return st;
     /* the band path's bands fit the latent's limit (it no longer refuses
      * at its build, so that the sparse path can take wide models) */
-    if ((st = gmm_latent_band_check(lat)))
+    if (!sparse && (st = gmm_latent_band_check(lat)))
         return st;
     gmm_problem *p = gmm_calloc(1, sizeof *p);
     if (!p)

@@ -16,8 +16,8 @@
  * Gaussian's exact marginal likelihood and every existing output) and the sparse
  * one's flops are below half the band's (the half pays for the sparse
  * path's indexing and the symbolic work the band does not need), or when
- * one band is over the memory limit (GMM_GMRF_BAND_LIMIT) -- the band could
- * not run at all; band otherwise,
+ * one band is over the latent's memory limit (gmm_latent_band_check) -- the
+ * band could not run at all; band otherwise,
  * and always for latents without a sparse prior (state-space models: their
  * band is narrow) and where a band factorisation (cholesky, square-root) is
  * asked for. */
@@ -110,11 +110,6 @@ gmm_status gmm_mdl_impl_choose_factor(const mdl_build *b, gmm_mdl *m)
     if (s == GMM_EINVAL) {
         /* no sparse prior: the band, which the family keeps narrow */
         gmm_error_clear();
-        if (band_bytes > (double)GMM_GMRF_BAND_LIMIT)
-            return gmm_error(GMM_ENOMEM, "the %s latent (n = %zu, bandwidth %zu) needs %.0f MB "
-                                         "per band; the limit is %.0f MB",
-                             gmm_latent_family(m->lat), n, kl, mb(band_bytes),
-                             mb((double)GMM_GMRF_BAND_LIMIT));
         if (asked == GMM_MODEL_FACTOR_SPARSE)
             return gmm_error(GMM_EINVAL, "the sparse factorisation needs the latent's "
                                          "precision in sparse storage, which the %s latent "
@@ -139,7 +134,8 @@ gmm_status gmm_mdl_impl_choose_factor(const mdl_build *b, gmm_mdl *m)
     if (asked == GMM_MODEL_FACTOR_SPARSE) {
         m->sparse = 1;
         why = "asked for";
-    } else if (band_bytes > (double)GMM_GMRF_BAND_LIMIT) {
+    } else if (gmm_latent_band_check(m->lat) != GMM_OK) {
+        gmm_error_clear();
         m->sparse = 1;
         why = "a band is over the memory limit";
     } else if (band_flops >= SPARSE_MIN_FLOPS && sp_flops < 0.5 * band_flops) {

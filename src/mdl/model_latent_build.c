@@ -7,7 +7,6 @@
 #include <ctype.h>
 #include <math.h>
 #include <stdarg.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -401,10 +400,7 @@ gmm_status gmm_mdl_impl_build_stack(mdl_build *b, gmm_mdl *m, const gmm_table *d
         }
         terms[k].gmrf = m->sgmrf[k];
     }
-    /* the band's memory limit holds where the band is asked for; else the
-     * choice of factorisation applies it (model_factor.c) */
-    size_t limit = b->s->desc.factor == GMM_MODEL_FACTOR_BAND ? 0 : SIZE_MAX;
-    if ((s = gmm_latent_stack_alloc(m->nrow, K, terms, limit, &m->lat)) != GMM_OK) {
+    if ((s = gmm_latent_stack_alloc(m->nrow, K, terms, 0, &m->lat)) != GMM_OK) {
         if (gmm_error_index() < m->nrow) {
             char why[GMM_ERROR_MAX];
             snprintf(why, sizeof why, "%s", gmm_error_message());
