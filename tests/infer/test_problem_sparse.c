@@ -6,12 +6,16 @@
  * gradient to 1e-10 relative, the sparse gradient against central
  * differences, and the rows' posterior moments (without the walk's
  * constraint, a missing row whose pair of levels no observed row has: the
- * solve with P's factor).  Small: 35 rows. */
+ * solve with P's factor).  The same on a graph latent (a 6 x 6 lattice,
+ * edge-ou), and its nodes' moments.  Small: 35 and 40 rows. */
 #include <check.h>
 #include <math.h>
 #include <string.h>
 
+#include "gmm/gmrf.h"
+#include "gmm/graph.h"
 #include "gmm/latent.h"
+#include "gmm/spec.h"
 #include "gmm/likelihood.h"
 #include "gmm/problem.h"
 #include "gmm/stack.h"
@@ -131,11 +135,96 @@ START_TEST(test_sparse_equals_band)
 }
 END_TEST
 
+/* The objective and gradient of pb and ps at their start to 1e-10, and
+ * the rows' moments; nr rows. */
+static void compare(gmm_problem *pb, gmm_problem *ps, size_t nr, const char *what)
+{
+    gmm_objective *ob = gmm_problem_objective(pb), *os = gmm_problem_objective(ps);
+    size_t np = ob->nparam;
+    double gb[8], gs[8], fb, fs, mb[64], vb[64], ms[64], vs[64];
+    ck_assert_msg(ob->eval(ob->ctx, ob->value, &fb, gb) == GMM_OK, "%s", gmm_error_message());
+    ck_assert_msg(os->eval(os->ctx, os->value, &fs, gs) == GMM_OK, "%s", gmm_error_message());
+    ck_assert_msg(close_to(fs, fb, 1e-10), "%s: sparse %.17g, band %.17g", what, fs, fb);
+    for (size_t j = 0; j < np; j++)
+        ck_assert_msg(close_to(gs[j], gb[j], 1e-10), "%s: gradient %zu sparse %.17g, band %.17g",
+                      what, j, gs[j], gb[j]);
+    ck_assert_int_eq(gmm_problem_predict_rows(pb, ob->value, mb, vb), GMM_OK);
+    ck_assert_msg(gmm_problem_predict_rows(ps, os->value, ms, vs) == GMM_OK, "%s",
+                  gmm_error_message());
+    for (size_t r = 0; r < nr; r++)
+        ck_assert_msg(close_to(ms[r], mb[r], 1e-9) && close_to(vs[r], vb[r], 1e-9),
+                      "%s: row %zu sparse %.17g (%.17g), band %.17g (%.17g)", what, r, ms[r],
+                      vs[r], mb[r], vb[r]);
+}
+
+START_TEST(test_graph_sparse_equals_band)
+{
+    enum { K = 6, N = K * K, R = N + 4 };
+    size_t ei[2 * N], ej[2 * N], m = 0, node[R];
+    double len[2 * N], y[R], e[R];
+    for (size_t i = 0; i < K; i++)
+        for (size_t j = 0; j < K; j++) {
+            if (j + 1 < K)
+                ei[m] = i * K + j, ej[m] = i * K + j + 1, len[m++] = 1.0;
+            if (i + 1 < K)
+                ei[m] = i * K + j, ej[m] = (i + 1) * K + j, len[m++] = 1.0;
+        }
+    for (size_t r = 0; r < R; r++) {
+        node[r] = (r * 7) % N;
+        e[r] = 1.0 + 0.1 * (double)(r % 3);
+    }
+    gmm_graph *g = NULL;
+    gmm_spec_node *spec = NULL;
+    gmm_gmrf *gm = NULL;
+    const char *text = "edge-ou(variance=1.3, lengthscale=2)";
+    ck_assert_int_eq(gmm_graph_from_edges(N, m, ei, ej, len, NULL, NULL, &g), GMM_OK);
+    ck_assert_int_eq(gmm_spec_parse(text, &spec), GMM_OK);
+    ck_assert_msg(gmm_gmrf_alloc(g, spec, text, &gm) == GMM_OK, "%s", gmm_error_message());
+    const char *specs[] = {"gaussian(variance=0.3)", "poisson"};
+    for (size_t k = 0; k < 2; k++) {
+        for (size_t r = 0; r < R; r++)
+            y[r] = k ? (double)((r * 5) % 4) : sin(0.7 * (double)r);
+        y[3] = NAN;
+        gmm_lik lik = tu_lik_of(specs[k], NAN);
+        static const char *names[] = {"intercept"};
+        double one[R], start[1] = {0.1};
+        for (size_t r = 0; r < R; r++)
+            one[r] = 1.0;
+        gmm_problem_design des = {1, one, names, start, 0};
+        gmm_latent *lb = NULL, *ls = NULL;
+        gmm_problem *pb = NULL, *ps = NULL;
+        ck_assert_int_eq(gmm_latent_gmrf_alloc(gm, R, node, &lb), GMM_OK);
+        ck_assert_int_eq(gmm_latent_gmrf_alloc(gm, R, node, &ls), GMM_OK);
+        ck_assert_int_eq(gmm_problem_alloc_design(lb, &lik, y, k ? e : NULL, &des, &pb), GMM_OK);
+        ck_assert_msg(gmm_problem_alloc_sparse(ls, &lik, y, k ? e : NULL, &des, &ps) == GMM_OK,
+                      "%s", gmm_error_message());
+        compare(pb, ps, R, specs[k]);
+        /* the latent at the nodes */
+        double mb[N], vb[N], ms[N], vs[N];
+        const double *th = gmm_problem_objective(pb)->value;
+        ck_assert_int_eq(gmm_problem_predict_latent(pb, th, NULL, 0, mb, vb), GMM_OK);
+        ck_assert_int_eq(gmm_problem_predict_latent(ps, th, NULL, 0, ms, vs), GMM_OK);
+        for (size_t v = 0; v < N; v++)
+            ck_assert_msg(close_to(ms[v], mb[v], 1e-9) && close_to(vs[v], vb[v], 1e-9),
+                          "%s: node %zu sparse %.17g (%.17g), band %.17g (%.17g)", specs[k], v,
+                          ms[v], vs[v], mb[v], vb[v]);
+        gmm_problem_free(pb);
+        gmm_problem_free(ps);
+        gmm_latent_free(lb);
+        gmm_latent_free(ls);
+    }
+    gmm_gmrf_free(gm);
+    gmm_spec_free(spec);
+    gmm_graph_free(g);
+}
+END_TEST
+
 Suite *problem_sparse_suite(void)
 {
     Suite *s = suite_create("problem_sparse");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, test_sparse_equals_band);
+    tcase_add_test(tc, test_graph_sparse_equals_band);
     suite_add_tcase(s, tc);
     return s;
 }
