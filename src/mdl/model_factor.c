@@ -36,6 +36,8 @@
 
 #define BAND_COPIES 6
 #define SPARSE_MIN_FLOPS 1e8
+#define GMM_STR_(x) #x
+#define GMM_STR(x) GMM_STR_(x)
 
 /* P's pattern: Q's joined with h_r h_r' over the observed rows r. */
 static gmm_status posterior_pattern(const gmm_mdl *m, const gmm_sparse *Q, gmm_sparse **P)
@@ -142,7 +144,7 @@ gmm_status gmm_mdl_impl_choose_factor(const mdl_build *b, gmm_mdl *m)
         m->sparse = 1;
         why = "below half the band's flops";
     } else {
-        why = band_flops < SPARSE_MIN_FLOPS ? "the band's is small"
+        why = band_flops < SPARSE_MIN_FLOPS ? "the band's flops are below " GMM_STR(SPARSE_MIN_FLOPS)
                                             : "the sparse factor's flops are not below half "
                                               "the band's";
     }
