@@ -112,6 +112,7 @@ static void stack_free_impl(void *p)
     for (size_t k = 0; c->comp && k < c->ncomp; k++)
         stack_comp_free(&c->comp[k]);
     stack_sq_free(c->sqrt_work);
+    stack_sp_free(c->sp);
     gmm_free(c->read_entry);
     gmm_free(c->mod_rows);
     gmm_free(c->damped_local);
@@ -188,6 +189,9 @@ static const gmm_latent_ops stack_ops = {
     .prior_rev = stack_prior_rev,
     .gaussian = latent_asm_gaussian,
     .band_check = stack_band_check,
+    .prior_pattern = stack_prior_pattern,
+    .prior_sparse = stack_prior_sparse,
+    .prior_rev_sparse = stack_prior_rev_sparse,
     .gaussian_posterior = latent_asm_posterior,
     .gaussian_posterior_solve = latent_asm_posterior_solve,
     .factorisation = stack_factorisation,
@@ -204,6 +208,9 @@ static const gmm_latent_ops stack_sq_ops = {
     .prior = stack_sq_prior,
     .prior_rev = stack_sq_prior_rev,
     .band_check = stack_band_check,
+    .prior_pattern = stack_prior_pattern,
+    .prior_sparse = stack_prior_sparse,
+    .prior_rev_sparse = stack_prior_rev_sparse,
     .obs_coef = stack_obs_coef,
     .obs_coef_rev = stack_obs_coef_rev,
     .gaussian = stack_sq_gaussian,
