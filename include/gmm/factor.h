@@ -37,6 +37,15 @@ gmm_factor *gmm_factor_sparse_alloc(const gmm_sparse *A);
  * *bytes for L's values and indices (band: n (kl + 1) doubles;
  * sparse: from the analysis).  Either may be NULL. */
 void gmm_factor_cost(const gmm_factor *f, double *flops, double *bytes);
+/* Nonzeros of L, its diagonal included: the band's n (kl + 1) - kl (kl +
+ * 1) / 2, the sparse factor's from the analysis (without the explicit
+ * zeros of relaxed supernodes). */
+double gmm_factor_nnz(const gmm_factor *f);
+
+/* The fill-reducing ordering the factor's analysis chose: "AMD", "METIS",
+ * "NESDIS" (CHOLMOD's nested dissection) for the sparse factor, "RCM band"
+ * for the band (whose ordering is the caller's).  A static string. */
+const char *gmm_factor_ordering(const gmm_factor *f);
 
 /* The implementation's name ("band", "sparse"). */
 const char *gmm_factor_name(const gmm_factor *f);
@@ -83,7 +92,8 @@ gmm_status gmm_factor_selinv_sparse(const gmm_factor *f, gmm_sparse *S);
  * pattern (within the pattern the factor was made for), by the
  * recurrence's reverse and the Cholesky's; Sbar on S's pattern, symmetric
  * convention (an off-diagonal entry stands for both (i, j) and (j, i)).
- * O(the forward's). */
+ * O(the forward's).  The band factor: from its band's reverse modes
+ * (band.h), recomputing the band of Q^-1. */
 gmm_status gmm_factor_selinv_sparse_rev(const gmm_factor *f, const gmm_sparse *S,
                                         const gmm_sparse *Sbar, gmm_sparse *Qbar);
 
