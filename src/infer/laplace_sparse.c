@@ -370,7 +370,7 @@ gmm_status gmm_laplace_grad_sparse(gmm_laplace *w, gmm_sparse *Qbar, double *bba
 gmm_status gmm_laplace_posterior_sparse(gmm_laplace *w, double *mode, gmm_sparse *S)
 {
     gmm_status st;
-    if ((st = sparse_fit(w, "")))
+    if ((st = sparse_fit(w, "to read")))
         return st;
     if (S && S->n != w->n)
         return gmm_error(GMM_EDIM, "laplace: S is %zu x %zu, the latent %zu", S->n, S->n, w->n);
