@@ -107,6 +107,13 @@ gmm_status gmm_mdl_impl_choose_factor(const mdl_build *b, gmm_mdl *m)
                                 kl);
         return GMM_OK;
     }
+    int over = gmm_latent_band_check(m->lat) != GMM_OK;
+    gmm_error_clear();
+    /* a cheap band within its memory is kept whatever the sparse factor
+     * would cost: its analysis (the orderings tried) is skipped unless the
+     * report shows it */
+    if (asked == GMM_MODEL_FACTOR_AUTO && !over && band_flops < SPARSE_MIN_FLOPS && !verbose)
+        return GMM_OK;
     gmm_sparse *Q = NULL;
     gmm_status s = gmm_latent_prior_pattern(m->lat, &Q);
     if (s == GMM_EINVAL) {
@@ -136,8 +143,7 @@ gmm_status gmm_mdl_impl_choose_factor(const mdl_build *b, gmm_mdl *m)
     if (asked == GMM_MODEL_FACTOR_SPARSE) {
         m->sparse = 1;
         why = "asked for";
-    } else if (gmm_latent_band_check(m->lat) != GMM_OK) {
-        gmm_error_clear();
+    } else if (over) {
         m->sparse = 1;
         why = "a band is over the memory limit";
     } else if (band_flops >= SPARSE_MIN_FLOPS && sp_flops < 0.5 * band_flops) {
