@@ -3,9 +3,9 @@
  * and the covariance's entries on the pattern of the observed rows' h_r h_r'
  * and the diagonal (gmm_laplace_posterior_sparse, by Takahashi's recurrence
  * on the factor of P, whose pattern contains that one), and for a linear
- * form a'x whose pairs of latents leave it, a'P^-1 a = |L^-1 a|^2 by one
- * triangular solve with P's factor (unconstrained posteriors only: the
- * constrained covariance is not P^-1). */
+ * form a'x whose pairs of latents leave it, a'Sigma a by one posterior
+ * solve (gmm_laplace_posterior_solve: P's factor, and the conditioning on
+ * the constraints where there are). */
 #include "gmm/problem.h"
 
 #include <math.h>
@@ -13,7 +13,6 @@
 #include <string.h>
 
 #include "gmm/alloc.h"
-#include "gmm/factor.h"
 #include "gmm/laplace.h"
 #include "gmm/sparse.h"
 #include "problem_impl.h"
@@ -56,7 +55,7 @@ static gmm_status posterior(gmm_problem *p, const double *theta, double *mean)
 }
 
 /* var = a'Sigma a for a = sum_k w[k] e_idx[k] (ne entries): from p->Ss
- * where every pair is stored, else |L^-1 a|^2 (work: n). */
+ * where every pair is stored, else a'(Sigma a) (work: n). */
 static gmm_status form_var(gmm_problem *p, size_t ne, const size_t *idx, const double *w,
                            double *work, double *var)
 {
@@ -75,21 +74,13 @@ static gmm_status form_var(gmm_problem *p, size_t ne, const size_t *idx, const d
         *var = v;
         return GMM_OK;
     }
-    if (gmm_latent_nconstr(p->lat))
-        return gmm_error(GMM_EINVAL, "the variance of a combination of latents that no "
-                                     "observed row combines needs the constrained posterior "
-                                     "covariance, which the sparse factorisation gives only on "
-                                     "the observed rows' pattern");
-    const gmm_factor *f = gmm_laplace_factor(p->lap);
-    if (!f)
-        return gmm_error(GMM_EINVAL, "no sparse factor of the posterior precision");
     memset(work, 0, p->n * sizeof *work);
     for (size_t a = 0; a < ne; a++)
         work[idx[a]] += w[a];
-    gmm_status st = gmm_factor_solve_l(f, work);
+    gmm_status st = gmm_laplace_posterior_solve(p->lap, work);
     v = 0.0;
-    for (size_t i = 0; !st && i < p->n; i++)
-        v += work[i] * work[i];
+    for (size_t a = 0; !st && a < ne; a++)
+        v += w[a] * work[idx[a]];
     *var = v;
     return st;
 }

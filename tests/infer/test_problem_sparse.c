@@ -4,9 +4,8 @@
  * exact marginal likelihood against the sparse path's one-step Laplace),
  * Poisson and with a random walk beside them; the objective and its
  * gradient to 1e-10 relative, the sparse gradient against central
- * differences, and the rows' posterior moments (without the walk's
- * constraint, a missing row whose pair of levels no observed row has: the
- * solve with P's factor).  The same on a graph latent (a 6 x 6 lattice,
+ * differences, and the rows' posterior moments (a missing row whose pair
+ * of levels no observed row has: a posterior solve).  The same on a graph latent (a 6 x 6 lattice,
  * edge-ou), and its nodes' moments.  Small: 35 and 40 rows. */
 #include <check.h>
 #include <math.h>
@@ -30,7 +29,7 @@ typedef struct {
     size_t a[NR], b[NR];
 } data;
 
-static void make_data(data *d, int counts, int missing)
+static void make_data(data *d, int counts)
 {
     for (size_t r = 0; r < NR; r++) {
         d->a[r] = r % NA;
@@ -44,10 +43,10 @@ static void make_data(data *d, int counts, int missing)
                          : 0.4 * z + 0.3 * cos(2.1 * (double)d->a[r]) - 0.2 * (double)d->b[r] +
                                0.1 * sin(5.3 * (double)r);
     }
-    /* a missing row at a pair (a, b) no observed row has (its variance
-     * leaves the kept pattern: unconstrained latents only) */
-    if (missing)
-        d->y[NA + 2] = NAN;
+    /* a missing row at a pair (a, b) no observed row has: its variance
+     * leaves the kept pattern (a posterior solve; conditioned on the
+     * walk's constraint with three terms) */
+    d->y[NA + 2] = NAN;
 }
 
 /* nterm 2: the crossed iid terms; 3: and a random walk over t. */
@@ -88,7 +87,7 @@ START_TEST(test_sparse_equals_band)
     for (size_t k = 0; k < 2; k++)
         for (size_t nterm = 2; nterm <= 3; nterm++) {
             data d;
-            make_data(&d, k == 1, nterm == 2);
+            make_data(&d, k == 1);
             gmm_lik lik = tu_lik_of(specs[k], NAN);
             gmm_latent *lb = make_latent(&d, nterm), *ls = make_latent(&d, nterm);
             gmm_problem *pb = make_problem(&d, &lik, lb, 0), *ps = make_problem(&d, &lik, ls, 1);
