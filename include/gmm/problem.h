@@ -150,8 +150,10 @@ size_t gmm_problem_nobs(const gmm_problem *p);
 
 /* The Gaussian posterior of the latents at theta (exact, or the Laplace
  * approximation): mean (n, or NULL) and the covariance band (SYMMETRIC,
- * bandwidth gmm_latent_cov_bandwidth, or NULL).  Errors as the objective's
- * evaluation. */
+ * bandwidth gmm_latent_cov_bandwidth, or NULL; the sparse path keeps no
+ * band: GMM_EINVAL there, whose moments the predict functions below give
+ * from the covariance's entries on the observed rows' pattern).  Errors as
+ * the objective's evaluation. */
 gmm_status gmm_problem_posterior(gmm_problem *p, const double *theta, double *mean,
                                  gmm_band *cov);
 
