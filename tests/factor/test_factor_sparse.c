@@ -245,6 +245,9 @@ START_TEST(test_sparse_factor_notpd)
         m.A->val[m.A->colptr[i0]] = -1.0;
         ck_assert_int_eq(gmm_factor_decomp_sparse(f, m.A), GMM_ENOTPD);
         ck_assert_uint_eq(gmm_error_index(), i0);
+        m.A->val[m.A->colptr[i0]] = NAN; /* the same argument: a NaN pivot is no pivot */
+        ck_assert_int_eq(gmm_factor_decomp_sparse(f, m.A), GMM_ENOTPD);
+        ck_assert_uint_eq(gmm_error_index(), i0);
         double x[4] = {0};
         ck_assert_int_eq(gmm_factor_solve(f, x), GMM_EINVAL); /* no factor */
         /* the analysis survives the failure */
@@ -281,6 +284,13 @@ START_TEST(test_sparse_factor_errors)
     gmm_factor_cost(f, NULL, &by);
     ck_assert_double_eq(by, 16.0 * (double)(2 * n - 1));
     ck_assert_double_eq(gmm_factor_nnz(f), (double)(2 * n - 1));
+    ck_assert_int_eq(gmm_factor_decomp_sparse(f, A), GMM_OK);
+
+    /* a NaN is no factor (not positive definite at its row) */
+    A->val[A->colptr[11]] = NAN;
+    ck_assert_int_eq(gmm_factor_decomp_sparse(f, A), GMM_ENOTPD);
+    ck_assert_uint_eq(gmm_error_index(), 11);
+    A->val[A->colptr[11]] = 3.0;
     ck_assert_int_eq(gmm_factor_decomp_sparse(f, A), GMM_OK);
 
     /* another pattern: one more entry */
