@@ -20,7 +20,7 @@
  *     band is over GMM_GMRF_BAND_LIMIT build, give their sparse prior, and
  *     gmm_latent_band_check refuses them; a family without a sparse prior
  *     (state-space) and a stack in the square-root form (a damped kernel)
- *     say so.
+ *     say so; every allocation of the symbolic work failing in turn.
  * GMM_TEST_REPORT=1 prints the measured errors. */
 #include <check.h>
 #include <math.h>
@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gmm/alloc.h"
 #include "gmm/band.h"
 #include "gmm/gmrf.h"
 #include "gmm/graph.h"
@@ -347,6 +348,40 @@ START_TEST(test_sparse_vs_band)
 }
 END_TEST
 
+/* Every allocation of the sparse prior's symbolic work failing in turn
+ * (a count-down allocator): GMM_ENOMEM, nothing kept, and the next call
+ * builds it (valgrind: no leak). */
+START_TEST(test_out_of_memory)
+{
+    static const int cases[] = {C_BESAG_IID, C_GRAPH_IID};
+    for (size_t w = 0; w < 2; w++) {
+        scase c;
+        scase_make(&c, cases[w]);
+        gmm_sparse *Q = NULL;
+        double ld;
+        int failed = 0;
+        for (long k = 0; k < 200; k++) {
+            gmm_alloc_fail_after(k);
+            gmm_status st = gmm_latent_prior_pattern(c.l, &Q);
+            if (st == GMM_OK)
+                st = gmm_latent_prior_sparse(c.l, c.th, Q, &ld);
+            gmm_alloc_fail_after(-1);
+            if (st == GMM_OK)
+                break;
+            ck_assert_int_eq(st, GMM_ENOMEM);
+            gmm_sparse_free(Q);
+            Q = NULL;
+            failed++;
+        }
+        ck_assert_int_gt(failed, 3);
+        ck_assert_ptr_nonnull(Q);
+        ck_assert_int_eq(gmm_latent_prior_sparse(c.l, c.th, Q, &ld), GMM_OK);
+        gmm_sparse_free(Q);
+        scase_free(&c);
+    }
+}
+END_TEST
+
 /* A k x k 4-neighbour grid, plus an island (node k^2) when island. */
 static gmm_graph *grid(size_t k, int island)
 {
@@ -552,6 +587,7 @@ Suite *model_stack_sparse_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_loop_test(tc, test_sparse_vs_band, 0, NCASE);
     tcase_add_test(tc, test_scale_routes);
+    tcase_add_test(tc, test_out_of_memory);
     tcase_add_test(tc, test_graph_family);
     tcase_add_test(tc, test_wide_builds);
     suite_add_tcase(s, tc);
