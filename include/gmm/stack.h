@@ -98,7 +98,7 @@ typedef struct {
  * the values reduce to a full period, merge_tol negative or not finite),
  * GMM_ENOMEM (over limit, with the bytes; allocation).  O(rows K^2 + edges
  * log) for the ordering; scaling BESAG and BYM2 O(n l^2) by the band when
- * the graph's RCM bandwidth l is narrow, else by the sparse factor. */
+ * the graph's RCM bandwidth l is at most 64, else by the sparse factor. */
 gmm_status gmm_latent_stack_alloc(size_t nrows, size_t nterm, const gmm_stack_term *terms,
                                   size_t limit, gmm_latent **out);
 

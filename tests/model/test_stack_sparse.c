@@ -2,8 +2,8 @@
  * prior in sparse storage; stack_sparse.c, latent_gmrf.c) against the band
  * path on formula-like stacks (iid crossed with iid, rw1 + iid, besag with
  * its constraint + iid, bym2 + rw1, a correlated term, ar1 grouped by an
- * rw1, besag grouped by an ar1, a graph precision + iid) and the graph
- * family:
+ * rw1, besag grouped by an ar1, a graph precision + iid, a matern32 kernel
+ * + iid) and the graph family:
  *
  *   - Q entry by entry, exactly (both assemble the same slots in the same
  *     order, in the latent's order), into the prior's own pattern and into
@@ -19,7 +19,8 @@
  *   - the band's limit waits for the band path: a graph and a stack whose
  *     band is over GMM_GMRF_BAND_LIMIT build, give their sparse prior, and
  *     gmm_latent_band_check refuses them; a family without a sparse prior
- *     says so.
+ *     (state-space) and a stack in the square-root form (a damped kernel)
+ *     say so; every allocation of the symbolic work failing in turn.
  * GMM_TEST_REPORT=1 prints the measured errors. */
 #include <check.h>
 #include <math.h>
@@ -28,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gmm/alloc.h"
 #include "gmm/band.h"
 #include "gmm/gmrf.h"
 #include "gmm/graph.h"
@@ -46,14 +48,16 @@ static int report(void) { return getenv("GMM_TEST_REPORT") != NULL; }
 #define NR 48
 
 enum { C_IID_IID, C_RW1_IID, C_BESAG_IID, C_BYM2_RW1, C_CORR_IID, C_AR1_GROUP, C_BESAG_AR1,
-       C_GRAPH_IID, NCASE };
-static const char *case_name[] = {"iid x iid", "rw1 + iid",   "besag + iid",     "bym2 + rw1",
-                                  "corr + iid", "ar1 group rw1", "besag group ar1", "graph + iid"};
+       C_GRAPH_IID, C_KERNEL_IID, NCASE };
+static const char *case_name[] = {"iid x iid",       "rw1 + iid",   "besag + iid",
+                                  "bym2 + rw1",      "corr + iid",  "ar1 group rw1",
+                                  "besag group ar1", "graph + iid", "matern32 + iid"};
 
 typedef struct {
     gmm_graph *graph;
     gmm_spec_node *spec;
     gmm_gmrf *gmrf;
+    gmm_kernel *kern;
     gmm_latent *l;
     size_t lev[2][NR];
     double val[NR], grp[NR], z[2 * NR];
@@ -160,6 +164,13 @@ static void scase_make(scase *c, int which)
                                 .level = c->lev[1], .gmrf = c->gmrf};
         break;
     }
+    case C_KERNEL_IID:
+        c->kern = tu_kernel_of("matern32(variance = 1.3, lengthscale = 2.0)");
+        t[0] = (gmm_stack_term){.model = GMM_STACK_KERNEL, .name = "f.t", .value = c->val,
+                                .kernel = c->kern};
+        t[1] = (gmm_stack_term){.model = GMM_STACK_IID, .name = "f.b", .nlevel = 14,
+                                .level = c->lev[1], .variance = 0.6};
+        break;
     }
     ck_assert_int_eq(gmm_latent_stack_alloc(NR, K, t, 0, &c->l), GMM_OK);
     c->np = gmm_latent_nparam(c->l);
@@ -173,6 +184,7 @@ static void scase_make(scase *c, int which)
 static void scase_free(scase *c)
 {
     gmm_latent_free(c->l);
+    gmm_kernel_free(c->kern);
     gmm_gmrf_free(c->gmrf);
     gmm_spec_free(c->spec);
     gmm_graph_free(c->graph);
@@ -336,6 +348,40 @@ START_TEST(test_sparse_vs_band)
 }
 END_TEST
 
+/* Every allocation of the sparse prior's symbolic work failing in turn
+ * (a count-down allocator): GMM_ENOMEM, nothing kept, and the next call
+ * builds it (valgrind: no leak). */
+START_TEST(test_out_of_memory)
+{
+    static const int cases[] = {C_BESAG_IID, C_GRAPH_IID};
+    for (size_t w = 0; w < 2; w++) {
+        scase c;
+        scase_make(&c, cases[w]);
+        gmm_sparse *Q = NULL;
+        double ld;
+        int failed = 0;
+        for (long k = 0; k < 200; k++) {
+            gmm_alloc_fail_after(k);
+            gmm_status st = gmm_latent_prior_pattern(c.l, &Q);
+            if (st == GMM_OK)
+                st = gmm_latent_prior_sparse(c.l, c.th, Q, &ld);
+            gmm_alloc_fail_after(-1);
+            if (st == GMM_OK)
+                break;
+            ck_assert_int_eq(st, GMM_ENOMEM);
+            gmm_sparse_free(Q);
+            Q = NULL;
+            failed++;
+        }
+        ck_assert_int_gt(failed, 3);
+        ck_assert_ptr_nonnull(Q);
+        ck_assert_int_eq(gmm_latent_prior_sparse(c.l, c.th, Q, &ld), GMM_OK);
+        gmm_sparse_free(Q);
+        scase_free(&c);
+    }
+}
+END_TEST
+
 /* A k x k 4-neighbour grid, plus an island (node k^2) when island. */
 static gmm_graph *grid(size_t k, int island)
 {
@@ -460,6 +506,26 @@ START_TEST(test_graph_family)
     ck_assert_int_eq(gmm_latent_band_check(l), GMM_OK);
     gmm_latent_free(l);
     gmm_kernel_free(kern);
+    /* a stack in the square-root form (a damped kernel) has none either */
+    kern = tu_kernel_of("matern32 + constant");
+    double *kv = gmm_kernel_values(kern), tt[NR];
+    for (size_t i = 0; i < gmm_kernel_nparam(kern); i++)
+        if (isnan(kv[i]))
+            kv[i] = 1.0;
+    for (size_t r = 0; r < NR; r++)
+        tt[r] = (double)(r % 9);
+    gmm_stack_term kt = {.model = GMM_STACK_KERNEL, .name = "f.t", .value = tt, .kernel = kern};
+    ck_assert_int_eq(gmm_latent_stack_alloc(NR, 1, &kt, 0, &l), GMM_OK);
+    ck_assert_int_eq(gmm_latent_prior_pattern(l, &Q), GMM_EINVAL);
+    ck_assert_msg(strstr(gmm_error_message(), "'f.t'") &&
+                      strstr(gmm_error_message(), "square-root form"),
+                  "%s", gmm_error_message());
+    ck_assert_int_eq(gmm_sparse_from_entries(gmm_latent_dim(l), 0, NULL, NULL, &D), GMM_OK);
+    ck_assert_int_eq(gmm_latent_prior_sparse(l, kv, D, &ld), GMM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(gmm_error_message(), "square-root form"));
+    gmm_sparse_free(D);
+    gmm_latent_free(l);
+    gmm_kernel_free(kern);
     gmm_gmrf_free(m);
     gmm_spec_free(spec);
     gmm_graph_free(g);
@@ -521,6 +587,7 @@ Suite *model_stack_sparse_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_loop_test(tc, test_sparse_vs_band, 0, NCASE);
     tcase_add_test(tc, test_scale_routes);
+    tcase_add_test(tc, test_out_of_memory);
     tcase_add_test(tc, test_graph_family);
     tcase_add_test(tc, test_wide_builds);
     suite_add_tcase(s, tc);
