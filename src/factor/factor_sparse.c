@@ -187,6 +187,8 @@ static double sparse_logdet(const void *state)
     const sparse_state *s = state;
     const double *Lx = s->L->x;
     double t = 0.0;
+    if (!Lx || s->L->minor < s->n) /* no factorisation yet, or a failed one */
+        return NAN;
     for (size_t j = 0; j < s->n; j++) {
         const SuiteSparse_long *rows;
         size_t off;

@@ -70,9 +70,11 @@ static void block_of(const sparse_state *s, size_t k, block *b)
 
 /* dst (nr x nr, lower) <- the stored entries of src (L's layout) at R x R;
  * or, with add, src's stored entries += the symmetric H's: H(r,r') +
- * H(r',r) off the diagonal, H(r,r) on it. */
-static void rr_move(const sparse_state *s, const block *b, double *src, double *dst, int add)
+ * H(r',r) off the diagonal, H(r,r) on it.  Returns the entries moved:
+ * nr (nr + 1) / 2 when L's pattern is closed, as it must be. */
+static size_t rr_move(const sparse_state *s, const block *b, double *src, double *dst, int add)
 {
+    size_t moved = 0;
     size_t nr = b->nr;
     SuiteSparse_long *mark = s->mark, last = nr ? b->R[nr - 1] : 0;
     for (size_t a = 0; a < nr; a++)
@@ -85,6 +87,7 @@ static void rr_move(const sparse_state *s, const block *b, double *src, double *
             if (a < 0)
                 continue;
             size_t ua = (size_t)a;
+            moved++;
             if (!add)
                 dst[ua + nr * c] = src[off + q];
             else
@@ -93,6 +96,7 @@ static void rr_move(const sparse_state *s, const block *b, double *src, double *
     }
     for (size_t a = 0; a < nr; a++)
         mark[b->R[a]] = -1;
+    return moved;
 }
 
 /* T = L_RJ L_JJ^-1 (nr x nc). */
@@ -104,11 +108,14 @@ static void t_of(const block *b, const double *Lb)
                 (int)b->nc, 1.0, Lb, (int)b->ld, b->T, (int)b->nr);
 }
 
-static void selinv_block(const sparse_state *s, block *b, const double *Lb, double *Sb)
+static gmm_status selinv_block(const sparse_state *s, block *b, const double *Lb, double *Sb)
 {
     int nc = (int)b->nc, nr = (int)b->nr, ld = (int)b->ld;
     if (nr > 0) {
-        rr_move(s, b, s->sigma, b->Srr, 0);
+        if (rr_move(s, b, s->sigma, b->Srr, 0) != b->nr * (b->nr + 1) / 2)
+            return gmm_error(GMM_EDOM, "sparse selinv: the pattern of L is not closed below "
+                                       "column %zu",
+                             (size_t)b->R[0]);
         t_of(b, Lb);
         cblas_dsymm(CblasColMajor, CblasLeft, CblasLower, nr, nc, -1.0, b->Srr, nr, b->T, nr, 0.0,
                     Sb + nc, ld);
@@ -127,6 +134,7 @@ static void selinv_block(const sparse_state *s, block *b, const double *Lb, doub
     for (size_t j = 0; j < b->nc; j++)
         for (size_t i = j; i < b->nc; i++)
             Sb[i + b->ld * j] = 0.5 * (b->B[i + b->nc * j] + b->B[j + b->nc * i]);
+    return GMM_OK;
 }
 
 /* Workspace for the largest supernode; NULL when out of memory. */
@@ -160,12 +168,13 @@ gmm_status gmm_factor_impl_sparse_selinv_super(sparse_state *s)
     if (!work)
         return gmm_error(GMM_ENOMEM, "sparse selinv: out of memory for the supernodes' blocks");
     const double *Lx = s->L->x;
-    for (size_t k = s->L->nsuper; k-- > 0;) {
+    gmm_status st = GMM_OK;
+    for (size_t k = s->L->nsuper; k-- > 0 && !st;) {
         block_of(s, k, &b);
-        selinv_block(s, &b, Lx + b.px, s->sigma + b.px);
+        st = selinv_block(s, &b, Lx + b.px, s->sigma + b.px);
     }
     gmm_free(work);
-    return GMM_OK;
+    return st;
 }
 
 /* Lbar_JJ (stored lower, in the block) += the lower triangle of Z. */
@@ -189,7 +198,7 @@ static void selinv_rev_block(const sparse_state *s, block *b, const double *Lb, 
             G[i + unc * j] = G[j + unc * i] = sbb[i + uld * j] * (i == j ? 1.0 : 0.5);
     memset(Z, 0, unc * unc * sizeof *Z);
     if (nr > 0) {
-        rr_move(s, b, s->sigma, b->Srr, 0);
+        (void)rr_move(s, b, s->sigma, b->Srr, 0); /* the forward checked the pattern */
         t_of(b, Lb);
         for (size_t j = 0; j < unc; j++) /* P = T G - F */
             for (size_t i = 0; i < unr; i++)
@@ -205,7 +214,7 @@ static void selinv_rev_block(const sparse_state *s, block *b, const double *Lb, 
         /* H = P T^T into Srr (spent), scattered into Sigmabar_RR */
         cblas_dgemm(CblasColMajor, CblasNoTrans, CblasTrans, nr, nr, nc, 1.0, b->P, nr, b->T, nr,
                     0.0, b->Srr, nr);
-        rr_move(s, b, sb, b->Srr, 1);
+        (void)rr_move(s, b, sb, b->Srr, 1);
         cblas_dtrsm(CblasColMajor, CblasRight, CblasLower, CblasTrans, CblasNonUnit, nr, nc, 1.0,
                     Lb, ld, b->X, nr);
         for (size_t j = 0; j < unc; j++)
@@ -235,7 +244,7 @@ static void chol_rev_block(const sparse_state *s, block *b, const double *Lb, do
     double *lbb = lb + b->px, *abb = ab + b->px, *C = b->B, *K = b->Y;
     if (nr > 0) {
         /* Lbar_RJ -= M L_RJ, M = Abar_RR symmetric with its diagonal doubled */
-        rr_move(s, b, ab, b->Srr, 0);
+        (void)rr_move(s, b, ab, b->Srr, 0);
         for (size_t a = 0; a < unr; a++)
             b->Srr[a + unr * a] *= 2.0;
         cblas_dsymm(CblasColMajor, CblasLeft, CblasLower, nr, nc, -1.0, b->Srr, nr, Lb + nc, ld,

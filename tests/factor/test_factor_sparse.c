@@ -281,6 +281,7 @@ START_TEST(test_sparse_factor_errors)
     ck_assert_ptr_nonnull(f);
     double x[30] = {0}, by;
     ck_assert_int_eq(gmm_factor_solve(f, x), GMM_EINVAL); /* no factor yet */
+    ck_assert(isnan(gmm_factor_logdet(f)));
     gmm_factor_cost(f, NULL, &by);
     ck_assert_double_eq(by, 16.0 * (double)(2 * n - 1));
     ck_assert_double_eq(gmm_factor_nnz(f), (double)(2 * n - 1));
