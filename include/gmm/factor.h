@@ -31,7 +31,9 @@ void gmm_factor_free(gmm_factor *f);
  * the analysis' count), analysed here once.  Its L is the factor of Q in
  * the original order (the ordering's permutation folded in, P'L_c), so
  * that Q = L L^T and every operation below keeps its meaning.  NULL when
- * out of memory or the analysis fails (gmm_error's record says). */
+ * out of memory or the analysis fails (gmm_error's record says).  Its
+ * solves and selected inverse write scratch the factor owns: one factor
+ * serves one thread at a time. */
 gmm_factor *gmm_factor_sparse_alloc(const gmm_sparse *A);
 /* Predicted cost of one factorisation and of its storage: *flops, and
  * *bytes for L's values and indices (band: n (kl + 1) doubles;

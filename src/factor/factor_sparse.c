@@ -107,8 +107,19 @@ static gmm_status sparse_decomp(void *state, const gmm_sparse *Q)
     s->has_sigma = 0;
     if (!cholmod_l_factorize(s->A, s->L, &s->c) || s->c.status < CHOLMOD_OK)
         return cholmod_failure(&s->c, "factorisation");
-    if (s->c.status == CHOLMOD_NOT_POSDEF || s->L->minor < s->n) {
-        size_t k = s->L->minor < s->n ? s->L->minor : 0;
+    size_t k = s->L->minor < s->n ? s->L->minor : s->n;
+    /* a NaN or an infinity in Q reaches the diagonal of its row's column,
+     * and CHOLMOD's simplicial path lets a NaN pivot pass */
+    const double *Lx = s->L->x;
+    for (size_t j = 0; k == s->n && j < s->n; j++) {
+        const SuiteSparse_long *rows;
+        size_t off;
+        lcol(s, j, &rows, &off);
+        if (!(Lx[off] > 0.0 && isfinite(Lx[off])))
+            k = j;
+    }
+    if (s->c.status == CHOLMOD_NOT_POSDEF || k < s->n) {
+        k = k < s->n ? k : 0;
         size_t i = (size_t)((const SuiteSparse_long *)s->L->Perm)[k];
         return gmm_error_at(GMM_ENOTPD, i, "sparse factor: Q is not positive definite (the "
                                            "pivot of row %zu)",

@@ -63,6 +63,12 @@ gmm_status gmm_factor_impl_sparse_selinv(const void *state, gmm_sparse *S);
 gmm_status gmm_factor_impl_sparse_selinv_rev(const void *state, const gmm_sparse *S,
                                               const gmm_sparse *Sbar,
                                               gmm_sparse *Qbar);
+/* The supernodal forms (factor_sparse_super.c), for a supernodal L: sigma
+ * from L; Sbar (sb, L's layout) -> Lbar (lb) -> Abar (into sb), len the
+ * arrays' length. */
+gmm_status gmm_factor_impl_sparse_selinv_super(sparse_state *s);
+gmm_status gmm_factor_impl_sparse_selinv_rev_super(sparse_state *s, double *sb, double *lb,
+                                                   size_t len);
 /* The position of Sigma(i, j) (positions in the factor's order) in sigma,
  * SIZE_MAX when (i, j) is outside L's pattern.  O(log of the column). */
 size_t gmm_factor_impl_sparse_sigma_find(const sparse_state *s, size_t i, size_t j);

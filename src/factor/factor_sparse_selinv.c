@@ -112,8 +112,14 @@ static gmm_status sigma_compute(sparse_state *s)
             return gmm_error_at(GMM_EDOM, (size_t)((const SuiteSparse_long *)s->L->Perm)[j],
                                 "sparse selinv: a diagonal entry of L is %g", Lx[off]);
     }
-    for (size_t j = s->n; j-- > 0;)
-        selinv_col(s, Lx, s->sigma, j);
+    if (s->L->is_super) {
+        gmm_status st = gmm_factor_impl_sparse_selinv_super(s);
+        if (st)
+            return st;
+    } else {
+        for (size_t j = s->n; j-- > 0;)
+            selinv_col(s, Lx, s->sigma, j);
+    }
     s->has_sigma = 1;
     return GMM_OK;
 }

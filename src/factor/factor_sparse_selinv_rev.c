@@ -197,11 +197,16 @@ gmm_status gmm_factor_impl_sparse_selinv_rev(const void *state, const gmm_sparse
         for (size_t p = Sbar->colptr[j]; p < Sbar->colptr[j + 1]; p++)
             sb[gmm_factor_impl_sparse_sigma_find(s, (size_t)s->pinv[Sbar->rowind[p]],
                                                  (size_t)s->pinv[j])] += Sbar->val[p];
-    for (size_t j = 0; j < n; j++)
-        takahashi_rev_col(s, Lx, sb, lb, j);
-    memset(sb, 0, len * sizeof *sb);
-    for (size_t k = n; k-- > 0;)
-        chol_rev_col(s, Lx, lb, sb, k);
+    if (s->L->is_super) {
+        if ((st = gmm_factor_impl_sparse_selinv_rev_super(s, sb, lb, len)))
+            return st;
+    } else {
+        for (size_t j = 0; j < n; j++)
+            takahashi_rev_col(s, Lx, sb, lb, j);
+        memset(sb, 0, len * sizeof *sb);
+        for (size_t k = n; k-- > 0;)
+            chol_rev_col(s, Lx, lb, sb, k);
+    }
     for (size_t j = 0; j < n; j++)
         for (size_t p = Qbar->colptr[j]; p < Qbar->colptr[j + 1]; p++)
             Qbar->val[p] += sb[gmm_factor_impl_sparse_sigma_find(

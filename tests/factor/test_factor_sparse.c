@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gmm/alloc.h"
 #include "gmm/band.h"
 #include "gmm/factor.h"
 #include "gmm/sparse.h"
@@ -244,6 +245,9 @@ START_TEST(test_sparse_factor_notpd)
         m.A->val[m.A->colptr[i0]] = -1.0;
         ck_assert_int_eq(gmm_factor_decomp_sparse(f, m.A), GMM_ENOTPD);
         ck_assert_uint_eq(gmm_error_index(), i0);
+        m.A->val[m.A->colptr[i0]] = NAN; /* the same argument: a NaN pivot is no pivot */
+        ck_assert_int_eq(gmm_factor_decomp_sparse(f, m.A), GMM_ENOTPD);
+        ck_assert_uint_eq(gmm_error_index(), i0);
         double x[4] = {0};
         ck_assert_int_eq(gmm_factor_solve(f, x), GMM_EINVAL); /* no factor */
         /* the analysis survives the failure */
@@ -280,6 +284,13 @@ START_TEST(test_sparse_factor_errors)
     gmm_factor_cost(f, NULL, &by);
     ck_assert_double_eq(by, 16.0 * (double)(2 * n - 1));
     ck_assert_double_eq(gmm_factor_nnz(f), (double)(2 * n - 1));
+    ck_assert_int_eq(gmm_factor_decomp_sparse(f, A), GMM_OK);
+
+    /* a NaN is no factor (not positive definite at its row) */
+    A->val[A->colptr[11]] = NAN;
+    ck_assert_int_eq(gmm_factor_decomp_sparse(f, A), GMM_ENOTPD);
+    ck_assert_uint_eq(gmm_error_index(), 11);
+    A->val[A->colptr[11]] = 3.0;
     ck_assert_int_eq(gmm_factor_decomp_sparse(f, A), GMM_OK);
 
     /* another pattern: one more entry */
@@ -325,6 +336,48 @@ START_TEST(test_sparse_factor_errors)
 }
 END_TEST
 
+/* Out of memory at every allocation of the library's own (CHOLMOD's go
+ * through its allocator): each failure is a clean GMM_ENOMEM, and a run
+ * that gets all its memory succeeds (valgrind: nothing leaks). */
+START_TEST(test_sparse_factor_oom)
+{
+    tu_rng r;
+    tu_rng_seed(&r, 3104);
+    tu_spd m = tu_spd_make(TU_RANDOM, 260, &r); /* supernodal: every workspace */
+    int done = 0;
+    for (long k = 0; k < 100 && !done; k++) {
+        gmm_alloc_fail_after(k);
+        gmm_factor *f = gmm_factor_sparse_alloc(m.A);
+        gmm_sparse *S = gmm_sparse_alloc_like(m.A), *Qbar = gmm_sparse_alloc_like(m.A);
+        gmm_status st = f && S && Qbar ? GMM_OK : GMM_ENOMEM;
+        if (!st)
+            st = gmm_factor_decomp_sparse(f, m.A);
+        if (!st)
+            st = gmm_factor_selinv_sparse(f, S);
+        if (!st)
+            st = gmm_factor_selinv_sparse_rev(f, S, S, Qbar);
+        gmm_alloc_fail_after(-1);
+        if (st)
+            ck_assert_int_eq(st, GMM_ENOMEM);
+        done = st == GMM_OK;
+        gmm_factor_free(f);
+        gmm_sparse_free(S);
+        gmm_sparse_free(Qbar);
+    }
+    ck_assert(done);
+    size_t ei[2] = {0, 1}, ej[2] = {1, 2};
+    for (long k = 0; k < 8; k++) {
+        gmm_sparse *A = NULL;
+        gmm_alloc_fail_after(k);
+        gmm_status st = gmm_sparse_from_entries(3, 2, ei, ej, &A);
+        gmm_alloc_fail_after(-1);
+        ck_assert(st == GMM_OK || (st == GMM_ENOMEM && !A));
+        gmm_sparse_free(A);
+    }
+    tu_spd_free(&m);
+}
+END_TEST
+
 Suite *factor_sparse_suite(void)
 {
     Suite *s = suite_create("factor_sparse");
@@ -334,6 +387,7 @@ Suite *factor_sparse_suite(void)
     tcase_add_test(tc, test_sparse_factor_vs_band);
     tcase_add_test(tc, test_sparse_factor_notpd);
     tcase_add_test(tc, test_sparse_factor_errors);
+    tcase_add_test(tc, test_sparse_factor_oom);
     suite_add_tcase(s, tc);
     return s;
 }
