@@ -49,7 +49,7 @@ void gmm_laplace_free(gmm_laplace *w)
     gmm_band_free(w->S);
     gmm_band_free(w->SQ);
     double *v[] = {w->x, w->xt, w->gr, w->dx, w->tmp, w->z, w->f, w->g, w->w, w->t, w->s,
-                   w->yt, w->u, w->sh, w->dpar, w->cwork};
+                   w->yt, w->u, w->sh, w->dpar, w->cwork, w->wfac};
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
         gmm_free(v[i]);
     gmm_constr_free(w->con);
@@ -305,26 +305,46 @@ gmm_status laplace_newton_run(gmm_laplace *w, const laplace_form *form, const do
     if (!isfinite(Psi))
         return gmm_error(GMM_EDOM, "Laplace: log density not finite at the starting point");
     int final = 0, stall = 0;
-    size_t it = 0;
+    size_t it = 0, nobs = obs->map.nrows;
     double best = INFINITY;
     const ls_objective psi_ls = {form_psi_value, form_psi_restore, (void *)form};
+    /* P = Q + H'WH changes with x only through the curvatures W: where they
+     * are the ones this run's last (unclamped) factor was made with -- a
+     * Gaussian's, at every step -- that factor is P's, and refactoring
+     * would repeat it to the bit.  So a Gaussian costs one factorisation,
+     * not three (the step, the test of the mode, the factor there). */
+    int have = 0;
+    if (nobs > w->wfac_cap) {
+        gmm_free(w->wfac);
+        if (!(w->wfac = gmm_malloc(nobs, sizeof *w->wfac)))
+            return gmm_error(GMM_ENOMEM, "Laplace: out of memory for %zu rows", nobs);
+        w->wfac_cap = nobs;
+    }
     for (;;) {
         if (final && !logq)
             break;
-        st = form->factor(w, 0, tau);
-        if (st == GMM_ENOTPD && final) {
-            size_t row = gmm_error_index();
-            return gmm_error_at(GMM_ENOTPD, row,
-                                "Laplace: Q + H'WH not positive definite at the mode (row %zu): "
-                                "the likelihood's negative curvature makes it a saddle",
-                                row);
+        if (!(have && !memcmp(w->wfac, w->w, nobs * sizeof *w->w))) {
+            int clamp = 0;
+            st = form->factor(w, 0, tau);
+            if (st == GMM_ENOTPD && final) {
+                size_t row = gmm_error_index();
+                return gmm_error_at(GMM_ENOTPD, row,
+                                    "Laplace: Q + H'WH not positive definite at the mode (row "
+                                    "%zu): the likelihood's negative curvature makes it a "
+                                    "saddle",
+                                    row);
+            }
+            if (st == GMM_ENOTPD && has_negative_w(w)) {
+                st = form->factor(w, 1, tau); /* still an ascent direction for the line search */
+                clamp = 1;
+            }
+            if (st == GMM_OK && w->con)
+                st = form->constrain(w, tau);
+            if (st)
+                return st;
+            if ((have = !clamp))
+                memcpy(w->wfac, w->w, nobs * sizeof *w->w);
         }
-        if (st == GMM_ENOTPD && has_negative_w(w))
-            st = form->factor(w, 1, tau); /* still an ascent direction for the line search */
-        if (st == GMM_OK && w->con)
-            st = form->constrain(w, tau);
-        if (st)
-            return st;
         if (final)
             break;
         /* gradient H'g - Qx, Newton direction P^-1 grad */

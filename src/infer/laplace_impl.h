@@ -45,6 +45,8 @@ struct gmm_laplace {
                            * at the mode, for the gradients */
     int dpar_ok;          /* dpar holds the last lik_sum's rows */
     double *cwork;                        /* the band Cholesky's panels */
+    double *wfac;         /* the curvatures W the last factor of P was made with */
+    size_t wfac_cap;      /* wfac's length */
     const gmm_laplace_smoother *sm;       /* the square-root form's, or NULL */
     const gmm_laplace_obs *obs;
     const double *wt;     /* the rows' prior weights (NULL: 1), gmm_laplace_set_weights */
