@@ -4,7 +4,7 @@
 # Rscript does; gmm-infer's reading of the CSV too):
 #
 #   scripts/bench_sparse.sh [-d DATADIR] [-o RESULTS.tsv] [-k "K..."] [-F "FACTOR..."]
-#                           [-t "K..."] [-B] [GMM_INFER] [-- CASE...]
+#                           [-t "K..."] [-B] [-N] [GMM_INFER] [-- CASE...]
 #
 #   insteval  lme4's InstEval (scripts/make-insteval-data.R: 73 421 ratings, 2972 students x
 #             1128 lecturers x 14 departments): lmer(y ~ service + (1|s) + (1|d) + (1|dept),
@@ -22,7 +22,7 @@
 #
 # FACTOR (-F, default "band sparse auto") is passed as `--factor FACTOR`; "default" passes
 # nothing (a binary without the sparse path: the band).  K (-k) defaults to
-# "100 200 300 1000".  CASE defaults to "insteval lattice".  Without GMM_INFER only the
+# "100 200 300 1000".  -N skips the baselines (lmer, Matrix, TMB).  CASE defaults to "insteval lattice".  Without GMM_INFER only the
 # baselines run.  Every row goes to stdout and RESULTS (default DATADIR/bench_sparse.tsv,
 # appended): case, program, factor, size, what (fit, loglik, chol), loglik, wall s, CPU s
 # (user + sys), the inner s (the fit, or the factorisation's median of 3, timed inside R;
@@ -38,7 +38,8 @@ ks="100 200 300 1000"
 tmb_ks="300"
 factors="band sparse auto"
 insteval_band=0
-while getopts d:o:k:F:t:B opt; do
+baselines=1
+while getopts d:o:k:F:t:BN opt; do
     case $opt in
     d) data=$OPTARG ;;
     o) results=$OPTARG ;;
@@ -46,7 +47,8 @@ while getopts d:o:k:F:t:B opt; do
     F) factors=$OPTARG ;;
     t) tmb_ks=$OPTARG ;;
     B) insteval_band=1 ;;
-    *) echo "usage: bench_sparse.sh [-d DIR] [-o TSV] [-k K...] [-F FACTOR...] [-t K...] [-B] [GMM_INFER] [-- CASE...]" >&2
+    N) baselines=0 ;;
+    *) echo "usage: bench_sparse.sh [-d DIR] [-o TSV] [-k K...] [-F FACTOR...] [-t K...] [-B] [-N] [GMM_INFER] [-- CASE...]" >&2
        exit 2 ;;
     esac
 done
@@ -119,7 +121,7 @@ t <- system.time(m <- lmer(y ~ service + (1 | s) + (1 | d) + (1 | dept), data = 
 cat(sprintf("fit %.3f\nloglik %.10f\nfeval %d\n", t, as.numeric(logLik(m)),
             m@optinfo\$feval))
 REOF
-        if timed nice Rscript "$dir/lmer.R"; then
+        if [[ $baselines == 1 ]] && timed nice Rscript "$dir/lmer.R"; then
             row insteval lmer - 73421 fit "$(field loglik "$dir/out")" "$(field fit "$dir/out")" \
                 "$(field feval "$dir/out") deviance evaluations"
         fi
@@ -148,7 +150,7 @@ t <- median(replicate(3, system.time(
 u <- median(replicate(3, system.time(L <- update(L, Q))[["elapsed"]]))
 cat(sprintf("fit %.3f\nupdate %.3f\nnnzL %.0f\n", t, u, sum(diff(as(L, "CsparseMatrix")@p))))
 REOF
-            if timed nice Rscript "$dir/chol.R"; then
+            if [[ $baselines == 1 ]] && timed nice Rscript "$dir/chol.R"; then
                 row lattice Matrix::Cholesky - "$k" chol - "$(field fit "$dir/out")" \
                     "numeric refactor $(field update "$dir/out") s; nnz(L) $(field nnzL "$dir/out")"
             fi
@@ -162,7 +164,7 @@ REOF
                     done
                 done
             fi
-            [[ " $tmb_ks " == *" $k "* ]] || continue
+            [[ $baselines == 1 && " $tmb_ks " == *" $k "* ]] || continue
             mkdir -p "$data/tmb"
             cp -u "$here/tmb/lattice_besag.cpp" "$data/tmb/"
             [[ -s $data/tmb/lattice_besag.so ]] ||
