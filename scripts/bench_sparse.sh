@@ -3,8 +3,8 @@
 # processes on one machine (R's start, library loading and the CSV read count, as a user's
 # Rscript does; gmm-infer's reading of the CSV too):
 #
-#   scripts/bench_sparse.sh [-d DATADIR] [-o RESULTS.tsv] [-k "K..."] [-F "FACTOR..."]
-#                           [-t "K..."] [-B] [-N] [GMM_INFER] [-- CASE...]
+#   scripts/bench_sparse.sh [-g GMM_INFER] [-d DATADIR] [-o RESULTS.tsv] [-k "K..."]
+#                           [-F "FACTOR..."] [-t "K..."] [-B] [-N] [CASE...]
 #
 #   insteval  lme4's InstEval (scripts/make-insteval-data.R: 73 421 ratings, 2972 students x
 #             1128 lecturers x 14 departments): lmer(y ~ service + (1|s) + (1|d) + (1|dept),
@@ -22,7 +22,7 @@
 #
 # FACTOR (-F, default "band sparse auto") is passed as `--factor FACTOR`; "default" passes
 # nothing (a binary without the sparse path: the band).  K (-k) defaults to
-# "100 200 300 1000".  -N skips the baselines (lmer, Matrix, TMB).  CASE defaults to "insteval lattice".  Without GMM_INFER only the
+# "100 200 300 1000".  -N skips the baselines (lmer, Matrix, TMB).  CASE defaults to "insteval lattice".  Without -g only the
 # baselines run.  Every row goes to stdout and RESULTS (default DATADIR/bench_sparse.tsv,
 # appended): case, program, factor, size, what (fit, loglik, chol), loglik, wall s, CPU s
 # (user + sys), the inner s (the fit, or the factorisation's median of 3, timed inside R;
@@ -39,8 +39,10 @@ tmb_ks="300"
 factors="band sparse auto"
 insteval_band=0
 baselines=1
-while getopts d:o:k:F:t:BN opt; do
+gmm=
+while getopts g:d:o:k:F:t:BN opt; do
     case $opt in
+    g) gmm=$(readlink -f "$OPTARG") ;;
     d) data=$OPTARG ;;
     o) results=$OPTARG ;;
     k) ks=$OPTARG ;;
@@ -48,14 +50,11 @@ while getopts d:o:k:F:t:BN opt; do
     t) tmb_ks=$OPTARG ;;
     B) insteval_band=1 ;;
     N) baselines=0 ;;
-    *) echo "usage: bench_sparse.sh [-d DIR] [-o TSV] [-k K...] [-F FACTOR...] [-t K...] [-B] [-N] [GMM_INFER] [-- CASE...]" >&2
+    *) echo "usage: bench_sparse.sh [-g GMM_INFER] [-d DIR] [-o TSV] [-k K...] [-F FACTOR...] [-t K...] [-B] [-N] [CASE...]" >&2
        exit 2 ;;
     esac
 done
 shift $((OPTIND - 1))
-gmm=
-if [[ $# -gt 0 && $1 != -- ]]; then gmm=$(readlink -f "$1"); shift; fi
-[[ ${1:-} == -- ]] && shift
 cases=("$@")
 [[ ${#cases[@]} -gt 0 ]] || cases=(insteval lattice)
 here=$(dirname "$(readlink -f "$0")")
@@ -145,9 +144,13 @@ A <- sparseMatrix(i = e\$i + 1, j = e\$j + 1, x = 1, dims = c(n, n), symmetric =
 Q <- as(Diagonal(x = rowSums(A) + y + 1) - A, "CsparseMatrix")
 # A first factorisation loads CHOLMOD's code; the timed ones (median of 3) do not.
 invisible(Cholesky(as(Diagonal(2), "CsparseMatrix"), super = TRUE))
-t <- median(replicate(3, system.time(
-    L <- Cholesky(Q, perm = TRUE, LDL = FALSE, super = TRUE))[["elapsed"]]))
-u <- median(replicate(3, system.time(L <- update(L, Q))[["elapsed"]]))
+t <- u <- numeric(3)
+for (r in 1:3) {
+    t[r] <- system.time(L <- Cholesky(Q, perm = TRUE, LDL = FALSE, super = TRUE))[["elapsed"]]
+    u[r] <- system.time(L <- update(L, Q))[["elapsed"]]
+}
+t <- median(t)
+u <- median(u)
 cat(sprintf("fit %.3f\nupdate %.3f\nnnzL %.0f\n", t, u, sum(diff(as(L, "CsparseMatrix")@p))))
 REOF
             if [[ $baselines == 1 ]] && timed nice Rscript "$dir/chol.R"; then
