@@ -95,7 +95,8 @@ gmm_run() { # CASE FACTOR SIZE WHAT DATA ARGS...
     if [[ $what == fit ]]; then
         timed "$gmm" fit "$file" "$@" "${flag[@]}" --verbose -o "$dir/model.json" || return 0
         ll=$(field loglik "$dir/model.json")
-        note="iterations $(field iterations "$dir/model.json")"
+        note="iterations $(field iterations "$dir/model.json"); $(tr -d '\n ' < "$dir/model.json" |
+            sed 's/.*"parameters":{\([^}]*\)}.*/\1/')"
     else
         timed "$gmm" loglik "$file" "$@" "${flag[@]}" --verbose || return 0
         ll=$(field loglik "$dir/out")
