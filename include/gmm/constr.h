@@ -10,6 +10,8 @@
 #include <stddef.h>
 
 #include "gmm/band.h"
+#include "gmm/factor.h"
+#include "gmm/sparse.h"
 #include "gmm/status.h"
 
 /* TAU.  The caller adds tau E_S E_S' to P (gmm_constr_pin) and passes the
@@ -42,11 +44,29 @@ gmm_status gmm_constr_solve(gmm_constr *c, const gmm_band *L, double *v);
 /* S <- Sigma_c's band, from S = the band of P~^-1 (gmm_band_chol_selinv of
  * L; S SYMMETRIC, any bandwidth). */
 void gmm_constr_band(const gmm_constr *c, gmm_band *S);
+/* The same through a gmm_factor F of P~ (any implementation: the sparse
+ * path's), one algebra with the band's: gmm_constr_factor and
+ * gmm_constr_solve with F's solves for L's; gmm_constr_sparse for
+ * gmm_constr_band on S = P~^-1's entries on a sparse pattern (sparse.h,
+ * from gmm_factor_selinv_sparse); tau and the pins on sparse Q and P
+ * (their diagonals, always stored).  gmm_constr_rev stays the band's. */
+gmm_status gmm_constr_factor_with(gmm_constr *c, const gmm_factor *F, double tau);
+gmm_status gmm_constr_solve_with(gmm_constr *c, const gmm_factor *F, double *v);
+void gmm_constr_sparse(const gmm_constr *c, gmm_sparse *S);
+double gmm_constr_tau_sparse(const gmm_constr *c, const gmm_sparse *Q);
+void gmm_constr_pin_sparse(const gmm_constr *c, double tau, gmm_sparse *P);
 /* log|G| + log|K| of the last factor. */
 double gmm_constr_logdet(const gmm_constr *c);
 /* v <- v - P~^-1 A' G^-1 A v (after gmm_constr_factor): the mean of
  * N(v, P~^-1) conditioned on A x = 0.  O(n k). */
 void gmm_constr_krig(gmm_constr *c, double *v);
+/* v <- a draw from N(0, Sigma_c) made of v = L^-T z, z ~ N(0, I) a draw
+ * from N(0, P~^-1) (after gmm_constr_factor, either form): krig(v) (the
+ * covariance Sigma~_c) plus sqrt(tau) Z L_G^-1 A v, the pins' term tau Z Z'
+ * drawn from the k coordinates of z that kriging removes (L_G^-1 A v =
+ * B'z, B = L^-1 A' L_G^-T orthonormal: independent of the rest).  A v = 0
+ * after.  O(n k). */
+void gmm_constr_draw(gmm_constr *c, double *v);
 /* Reverse mode without pins (after gmm_constr_factor with tau = 0;
  * GMM_EINVAL otherwise), after gmm_constr_factor with L (L L' = P, Sigma = P^-1): for
  *

@@ -31,12 +31,23 @@ void gmm_factor_free(gmm_factor *f);
  * the analysis' count), analysed here once.  Its L is the factor of Q in
  * the original order (the ordering's permutation folded in, P'L_c), so
  * that Q = L L^T and every operation below keeps its meaning.  NULL when
- * out of memory or the analysis fails (gmm_error's record says). */
+ * out of memory or the analysis fails (gmm_error's record says).  Its
+ * solves and selected inverse write scratch the factor owns: one factor
+ * serves one thread at a time. */
 gmm_factor *gmm_factor_sparse_alloc(const gmm_sparse *A);
 /* Predicted cost of one factorisation and of its storage: *flops, and
  * *bytes for L's values and indices (band: n (kl + 1) doubles;
  * sparse: from the analysis).  Either may be NULL. */
 void gmm_factor_cost(const gmm_factor *f, double *flops, double *bytes);
+/* Nonzeros of L, its diagonal included: the band's n (kl + 1) - kl (kl +
+ * 1) / 2, the sparse factor's from the analysis (without the explicit
+ * zeros of relaxed supernodes). */
+double gmm_factor_nnz(const gmm_factor *f);
+
+/* The fill-reducing ordering the factor's analysis chose: "AMD", "METIS",
+ * "NESDIS" (CHOLMOD's nested dissection) for the sparse factor, "RCM band"
+ * for the band (whose ordering is the caller's).  A static string. */
+const char *gmm_factor_ordering(const gmm_factor *f);
 
 /* The implementation's name ("band", "sparse"). */
 const char *gmm_factor_name(const gmm_factor *f);
@@ -83,7 +94,8 @@ gmm_status gmm_factor_selinv_sparse(const gmm_factor *f, gmm_sparse *S);
  * pattern (within the pattern the factor was made for), by the
  * recurrence's reverse and the Cholesky's; Sbar on S's pattern, symmetric
  * convention (an off-diagonal entry stands for both (i, j) and (j, i)).
- * O(the forward's). */
+ * O(the forward's).  The band factor: from its band's reverse modes
+ * (band.h), recomputing the band of Q^-1. */
 gmm_status gmm_factor_selinv_sparse_rev(const gmm_factor *f, const gmm_sparse *S,
                                         const gmm_sparse *Sbar, gmm_sparse *Qbar);
 

@@ -129,6 +129,20 @@ gmm_status gmm_gmrf_assemble(const gmm_gmrf *m, const double *theta, gmm_band *Q
 gmm_status gmm_gmrf_assemble_rev(const gmm_gmrf *m, const double *theta, const gmm_band *Qbar,
                                  double *thetabar);
 
+/* The same for Q's stored entries kept elsewhere (the sparse path,
+ * sparse.h): val[pos[r]] += Q(r, r) for each row r and val[pos[n + e]] +=
+ * Q(ehi[e], elo[e]) for each edge e (the permuted numbering), the values
+ * gmm_gmrf_assemble puts in the band, to the bit.  val is added to, not
+ * cleared; the positions may repeat only where the caller wants the sums.
+ * GMM_EDOM as there.  O(n + m). */
+gmm_status gmm_gmrf_assemble_at(const gmm_gmrf *m, const double *theta, const size_t *pos,
+                                double *val);
+/* Its reverse: thetabar += sum over the n + m entries of valbar[pos[.]]
+ * times the entry's derivative (symmetric convention, as
+ * gmm_gmrf_assemble_rev's).  O(n + m). */
+gmm_status gmm_gmrf_assemble_at_rev(const gmm_gmrf *m, const double *theta, const size_t *pos,
+                                    const double *valbar, double *thetabar);
+
 /* ---- data on nodes -------------------------------------------------------- */
 
 /* Observations of the field at nodes, for marglik.h: the selection E whose

@@ -135,7 +135,8 @@ gmm_status gmm_laplace_eval_sparse(gmm_laplace *w, const gmm_sparse *Q, double l
                                    double *logq);
 /* gmm_laplace_grad of the last gmm_laplace_eval_sparse: Qbar (the pattern
  * of Q, or one containing it; sparse.h's symmetric convention) +=
- * dlogq/dQ.  O(Takahashi's recurrence on P's factor). */
+ * dlogq/dQ at Q's entries (Qbar's others, not inputs, unchanged; GMM_EDIM
+ * when Qbar misses one).  O(Takahashi's recurrence on P's factor). */
 gmm_status gmm_laplace_grad_sparse(gmm_laplace *w, gmm_sparse *Qbar, double *bbar,
                                    double *parbar, double *coefbar, double *shiftbar);
 /* The posterior of the last sparse evaluation: mode (n, may be NULL) and
@@ -144,8 +145,11 @@ gmm_status gmm_laplace_grad_sparse(gmm_laplace *w, gmm_sparse *Qbar, double *bba
  * H'H's entries. */
 gmm_status gmm_laplace_posterior_sparse(gmm_laplace *w, double *mode, gmm_sparse *S);
 /* The factor of P at the mode of the last successful sparse evaluation
- * (NULL for the other forms), valid until the next evaluation: for
- * whitening by L^-T. */
+ * (NULL for the other forms, and under constraints: the factor is then of
+ * the pinned P, as gmm_laplace_chol), valid until the next evaluation: for
+ * whitening by L^-T.  gmm_laplace_draw and gmm_laplace_posterior_solve
+ * serve the sparse form too, the draw under constraints as well (from the
+ * conditioned Gaussian: A x = 0; constr.h, gmm_constr_draw). */
 const gmm_factor *gmm_laplace_factor(const gmm_laplace *w);
 
 /* THE SQUARE-ROOT FORM.  Each Newton step is a Gaussian smoothing problem
@@ -222,7 +226,8 @@ gmm_status gmm_laplace_posterior_solve(gmm_laplace *w, double *v);
  * successful eval on the assembled precision (gmm_laplace_eval; the
  * square-root form keeps no factor of P), or under constraints
  * (gmm_laplace_constrain: P's factor is then pinned, not the constrained
- * posterior's). */
+ * posterior's) except for the sparse form, which draws from the
+ * conditioned Gaussian (logw's last term then (x - x^)'P(x - x^)/2). */
 gmm_status gmm_laplace_draw(gmm_laplace *w, const double *z, double *x, double *logw);
 
 /* After a successful eval: L with L L' = Q + H'WH at the mode (LOWER,
@@ -230,10 +235,11 @@ gmm_status gmm_laplace_draw(gmm_laplace *w, const double *z, double *x, double *
  * successful gmm_laplace_eval -- the square-root form keeps no factor --
  * or constraints: the factor is then of the pinned P). */
 const gmm_band *gmm_laplace_chol(const gmm_laplace *w);
-/* Where gmm_laplace_chol gives L: the weights w (nobs, the workspace's,
- * valid until its next eval) with L L' = Q + H' diag(w) H, w_i = -d2 log
- * p(y_i | f_i) at the mode's f_i (negative for a likelihood that is not
- * log-concave); NULL where gmm_laplace_chol gives NULL. */
+/* Where gmm_laplace_chol (or on the sparse form gmm_laplace_factor) gives
+ * L: the weights w (nobs, the workspace's, valid until its next eval) with
+ * L L' = Q + H' diag(w) H, w_i = -d2 log p(y_i | f_i) at the mode's f_i
+ * (negative for a likelihood that is not log-concave); NULL where both
+ * give NULL. */
 const double *gmm_laplace_weights(const gmm_laplace *w);
 
 #endif

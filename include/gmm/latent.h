@@ -27,7 +27,9 @@ gmm_status gmm_latent_ssm_alloc(const gmm_kernel *k, const double *x, size_t n,
                                 const gmm_ssm_params *par, gmm_latent **out);
 /* A graph latent: data row r observes node row_node[r] (graph numbering,
  * < g->n).  g is borrowed and must outlive the object.  GMM_EINVAL for a
- * node out of range (index = row), GMM_ENOMEM (with the band's size). */
+ * node out of range (index = row), GMM_ENOMEM.  A band over
+ * GMM_GMRF_BAND_LIMIT is refused by gmm_latent_band_check (the band
+ * path's), not here: the sparse prior serves any bandwidth. */
 gmm_status gmm_latent_gmrf_alloc(const gmm_gmrf *g, size_t nrows, const size_t *row_node,
                                  gmm_latent **out);
 void gmm_latent_free(gmm_latent *l); /* NULL-safe */
@@ -136,6 +138,12 @@ gmm_status gmm_latent_prior_sparse(gmm_latent *l, const double *theta, gmm_spars
  * off-diagonal entry stands for (i, j) and (j, i) together). */
 gmm_status gmm_latent_prior_rev_sparse(gmm_latent *l, const gmm_sparse *Qbar, double logdetbar,
                                        double *thetabar);
+
+/* GMM_OK when a band of Q's bandwidth may be allocated (within the
+ * family's limit, GMM_GMRF_BAND_LIMIT unless the model was built with
+ * another), else GMM_ENOMEM naming n, the bandwidth and the bytes: what
+ * the band path checks before it allocates, the sparse path never.  O(1). */
+gmm_status gmm_latent_band_check(const gmm_latent *l);
 
 /* ---- square root of the prior (for VI) ------------------------------------- */
 

@@ -246,7 +246,7 @@ gmm_status gmm_mdl_vi_start(gmm_mdl *m, gmm_vi *v, const gmm_model *src, const c
 gmm_status gmm_mdl_save_vi(gmm_mdl *m, gmm_vi *v, const gmm_vi_result *res, int interrupted,
                            gmm_outset *set, const char *path, const char *qpath);
 size_t gmm_mdl_newton_iterations(const gmm_mdl *m);
-/* "cholesky" or "square-root": how the last evaluation factorised the
+/* "cholesky", "square-root" or "sparse": how the last evaluation factorised the
  * posterior precision; *bound (may be NULL) the Cholesky's rounding bound
  * of an exact evaluation (0: none to report). */
 const char *gmm_mdl_factorisation(const gmm_mdl *m, double *bound);

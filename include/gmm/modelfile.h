@@ -11,6 +11,21 @@
 
 #include "gmm/status.h"
 
+/* How a model's precisions are stored and factorised: the band after
+ * RCM (band.h) or the sparse Cholesky after a fill-reducing ordering
+ * (sparse.h, factor.h), or auto: the whole-model layer predicts both
+ * costs and takes the cheaper (model.h). */
+typedef enum {
+    GMM_MODEL_FACTOR_AUTO = 0,
+    GMM_MODEL_FACTOR_BAND,
+    GMM_MODEL_FACTOR_SPARSE
+} gmm_model_factor;
+
+/* "auto", "band", "sparse". */
+const char *gmm_model_factor_name(gmm_model_factor f);
+/* The factor named `name` into *f: 0, or -1 for another name. */
+int gmm_model_factor_parse(const char *name, gmm_model_factor *f);
+
 /* A model's description: its latent, likelihood, data and their columns --
  * the one type that a program fills from its options (or takes from a model
  * file), that the whole-model layer builds from (model.h: gmm_mdl_spec's
@@ -38,6 +53,8 @@ typedef struct {
     double merge_tol;       /* state-space, kernel terms: inputs closer than
                              * this share a state (written as "merge_tol"
                              * when > 0; absent: 0) */
+    gmm_model_factor factor; /* written as "factor" when not auto; absent
+                              * (older files): auto */
 } gmm_model_desc;
 
 /* One row of lme4's VarCorr: effect `name` of random-effect term `group`

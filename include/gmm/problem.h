@@ -58,6 +58,18 @@ typedef struct {
 gmm_status gmm_problem_alloc_design(gmm_latent *lat, const gmm_lik *lik, const double *y,
                                     const double *e, const gmm_problem_design *d,
                                     gmm_problem **out);
+/* As gmm_problem_alloc_design on THE SPARSE PATH: the latent's prior in
+ * sparse storage (gmm_latent_prior_sparse) and the Laplace approximation's
+ * sparse form (laplace.h), P = Q + H'WH factored by the sparse Cholesky
+ * after a fill-reducing ordering, analysed here once; no band of the
+ * latent's bandwidth is allocated.  A Gaussian likelihood goes through the
+ * Laplace approximation too (exact for it: Newton's first step reaches the
+ * mode), as with prior weights.  Errors as gmm_problem_alloc_design, and
+ * GMM_EINVAL for a latent without a sparse prior (state-space models,
+ * gmm_latent_prior_pattern). */
+gmm_status gmm_problem_alloc_sparse(gmm_latent *lat, const gmm_lik *lik, const double *y,
+                                    const double *e, const gmm_problem_design *d,
+                                    gmm_problem **out);
 void gmm_problem_free(gmm_problem *p); /* NULL-safe */
 
 /* Prior weights w (nrows, copied; finite and >= 0; 0 drops a row from the
@@ -75,6 +87,8 @@ gmm_status gmm_problem_set_weights(gmm_problem *p, const double *w);
 gmm_objective *gmm_problem_objective(gmm_problem *p);
 /* Nonzero for the exact (Gaussian) marginal likelihood. */
 int gmm_problem_exact(const gmm_problem *p);
+/* Nonzero on the sparse path (gmm_problem_design's sparse). */
+int gmm_problem_sparse(const gmm_problem *p);
 /* The number of coefficients: the last ncoef parameters. */
 size_t gmm_problem_ncoef(const gmm_problem *p);
 /* The coefficients' scale for optimisers (objective.h, lin_*): a QR of the
@@ -118,7 +132,8 @@ const double *gmm_problem_weights(const gmm_problem *p);
 const double *gmm_problem_exposure(const gmm_problem *p);
 /* How the last evaluation factorised the posterior precision: "cholesky"
  * or "square-root" (exact: gmm_latent_factorisation; Laplace: the
- * assembled precision or the square-root form, laplace.h), and the
+ * assembled precision or the square-root form, laplace.h) or "sparse"
+ * (the sparse path, bound 0), and the
  * Cholesky's rounding bound at its theta (0 when not estimated). */
 const char *gmm_problem_factorisation(const gmm_problem *p, double *bound);
 /* Nonzero when the last Laplace evaluation factorised the assembled
@@ -135,8 +150,10 @@ size_t gmm_problem_nobs(const gmm_problem *p);
 
 /* The Gaussian posterior of the latents at theta (exact, or the Laplace
  * approximation): mean (n, or NULL) and the covariance band (SYMMETRIC,
- * bandwidth gmm_latent_cov_bandwidth, or NULL).  Errors as the objective's
- * evaluation. */
+ * bandwidth gmm_latent_cov_bandwidth, or NULL; the sparse path keeps no
+ * band: GMM_EINVAL there, whose moments the predict functions below give
+ * from the covariance's entries on the observed rows' pattern).  Errors as
+ * the objective's evaluation. */
 gmm_status gmm_problem_posterior(gmm_problem *p, const double *theta, double *mean,
                                  gmm_band *cov);
 

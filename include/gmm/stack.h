@@ -86,15 +86,19 @@ typedef struct {
  * *out (nterm 0: the empty latent, n = 0, of a model without latent
  * terms -- a GLM, the offsets X beta alone; freed with gmm_latent_free;
  * terms read only here, except the borrowed gmrf and kernel).  limit:
- * bytes allowed for the band of Q or the observation map (0:
- * GMM_GMRF_BAND_LIMIT), checked before either is allocated.  Errors: GMM_EINVAL (NULL, a level out of range or a
+ * bytes allowed for a band of Q (the joint one, a graph component's, a
+ * besag scaling's): a nonzero limit is checked here, before anything is
+ * allocated; 0 (GMM_GMRF_BAND_LIMIT) when the band path first allocates
+ * (gmm_latent_band_check), so that the sparse prior (latent.h) serves a
+ * stack of any bandwidth.  Errors: GMM_EINVAL (NULL, a level out of range or a
  * non-finite value with the row in gmm_error_index(), RW1 with fewer than 2
  * distinct values, RW2 or a cyclic walk with fewer than 3, a starting value
  * out of its domain, a missing graph or kernel, cyclic, period or merge_tol
  * on a model that has none, a period not positive and finite or onto which
  * the values reduce to a full period, merge_tol negative or not finite),
  * GMM_ENOMEM (over limit, with the bytes; allocation).  O(rows K^2 + edges
- * log) for the ordering, O(n l^2) for scaling BESAG and BYM2. */
+ * log) for the ordering; scaling BESAG and BYM2 O(n l^2) by the band when
+ * the graph's RCM bandwidth l is at most 64, else by the sparse factor. */
 gmm_status gmm_latent_stack_alloc(size_t nrows, size_t nterm, const gmm_stack_term *terms,
                                   size_t limit, gmm_latent **out);
 

@@ -35,6 +35,8 @@ typedef struct {
     size_t nfix;
     int given;              /* model options seen (all but --verbose): a
                              * command reading --model refuses them */
+    int factor_given;       /* --factor seen: its band or sparse choice
+                             * (spec.desc.factor) replaces a model file's */
 } cli_model_opts;
 
 enum {
@@ -140,7 +142,17 @@ int cli_model_load(const char *cmd, const cli_model_opts *o, gmm_mdl **out);
  * are absolute; relative ones (older files) are looked for beside the
  * model file first.  Returns an exit code. */
 int cli_model_from_file(const char *cmd, const gmm_model *mf, const char *model_path,
-                        const char *data, int verbose, int factor, gmm_mdl **out);
+                        const char *data, int verbose, int factor, int storage,
+                        gmm_mdl **out);
+/* cli_model_from_file's storage when the command was given no --factor:
+ * the model file's choice. */
+#define CLI_MODEL_FILE_FACTOR (-1)
+/* --factor's value: auto, band or sparse (how the precisions are stored
+ * and factorised: *storage) and, unless storage_only, cholesky or
+ * square-root (a band's factorisation: *ssm, gmm_ssm_factor; the others
+ * set it to auto).  0, or -1 after the message. */
+int cli_model_parse_factor(const char *cmd, const char *arg, int storage_only, int *ssm,
+                           gmm_model_factor *storage);
 
 /* gmm_mdl_fit_check, its message printed.  Returns an exit code. */
 int cli_model_fit_check(const char *cmd, const gmm_mdl *m);

@@ -73,7 +73,8 @@ static int resolve_path(const char *cmd, const char *model_path, const char *wha
 }
 
 int cli_model_from_file(const char *cmd, const gmm_model *mf, const char *model_path,
-                        const char *data, int verbose, int factor, gmm_mdl **out)
+                        const char *data, int verbose, int factor, int storage,
+                        gmm_mdl **out)
 {
     int rc = 0;
     char *data_file = NULL, *graph_file = NULL;
@@ -99,6 +100,8 @@ int cli_model_from_file(const char *cmd, const gmm_model *mf, const char *model_
         s.desc.data.node = NULL;
     }
     s.factor = factor;
+    if (storage != CLI_MODEL_FILE_FACTOR)
+        s.desc.factor = (gmm_model_factor)storage;
     s.values = mf;
     s.values_name = mp;
     s.model_path = model_path && strcmp(model_path, "-") ? model_path : NULL;
@@ -208,7 +211,9 @@ int cli_model_open(const char *cmd, const cli_model_opts *o, const char *model_p
             return rc;
     }
     return cli_model_from_file(cmd, mf, model_path, o->spec.desc.data.file, o->verbose,
-                               o->spec.factor, out);
+                               o->spec.factor,
+                               o->factor_given ? (int)o->spec.desc.factor : CLI_MODEL_FILE_FACTOR,
+                               out);
 }
 
 int cli_model_vi_start(const char *cmd, gmm_mdl *m, gmm_vi *v, const gmm_model *src,

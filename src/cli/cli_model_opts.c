@@ -31,8 +31,6 @@ static const char options_help[] =
     "  --x NAME, --y NAME  input and output columns (default: the first two)\n"
     "  --merge-tol T       inputs closer than T share one state (default 0); also\n"
     "                      the index values of a formula's kernel terms\n"
-    "  --factor F          auto (default), cholesky or square-root: how the posterior\n"
-    "                      precision is factorised (man page: Factorisation)\n"
     "Model (graph GMRF):\n"
     "  --graph EDGES.csv   edge list (columns i,j[,length])\n"
     "  --edge-cols I,J[,LEN]  its column names\n"
@@ -60,6 +58,9 @@ static const char options_help[] =
     "Both:\n"
     "  --fix NAME          hold parameter NAME (e.g. intercept) where parameters are\n"
     "                      fitted or checked (repeatable)\n"
+    "  --factor F          auto (default), band, sparse, cholesky or square-root:\n"
+    "                      how the posterior precision is stored and factorised\n"
+    "                      (man page: Factorisation)\n"
     "  --verbose           report defaults, sizes and progress on stderr\n";
 
 /* The names name_at(0), name_at(1), ... comma-separated after text, which
@@ -155,6 +156,28 @@ static int parse_positive(const char *cmd, const char *opt, const char *arg, int
     return 1;
 }
 
+int cli_model_parse_factor(const char *cmd, const char *arg, int storage_only, int *ssm,
+                           gmm_model_factor *storage)
+{
+    *ssm = GMM_SSM_FACTOR_AUTO;
+    if (gmm_model_factor_parse(arg, storage) == 0)
+        return 0;
+    /* the band's two factorisations (a state-space model's rule): the
+     * model then takes the band (model.h) */
+    *storage = GMM_MODEL_FACTOR_AUTO;
+    if (!storage_only && !strcmp(arg, "cholesky"))
+        *ssm = GMM_SSM_FACTOR_CHOL;
+    else if (!storage_only && !strcmp(arg, "square-root"))
+        *ssm = GMM_SSM_FACTOR_ROWS;
+    else {
+        cli_msg(cmd, "--factor: '%s' is not auto, %s", arg,
+                storage_only ? "band or sparse"
+                             : "cholesky or square-root (the band's), band or sparse");
+        return -1;
+    }
+    return 0;
+}
+
 int cli_model_opt(cli_model_opts *o, const char *cmd, int c, const char *arg)
 {
     if (c >= CLI_OPT_KERNEL && c < CLI_OPT_VERBOSE)
@@ -198,17 +221,9 @@ int cli_model_opt(cli_model_opts *o, const char *cmd, int c, const char *arg)
     case CLI_OPT_NO_INTERCEPT: o->spec.no_intercept = 1; return 1;
     case CLI_OPT_VERBOSE: o->verbose = 1; return 1;
     case CLI_OPT_FACTOR:
-        if (!strcmp(arg, "auto"))
-            o->spec.factor = GMM_SSM_FACTOR_AUTO;
-        else if (!strcmp(arg, "cholesky"))
-            o->spec.factor = GMM_SSM_FACTOR_CHOL;
-        else if (!strcmp(arg, "square-root"))
-            o->spec.factor = GMM_SSM_FACTOR_ROWS;
-        else {
-            cli_msg(cmd, "--factor: '%s' is not auto, cholesky or square-root", arg);
-            return -1;
-        }
-        return 1;
+        o->factor_given = 1;
+        return cli_model_parse_factor(cmd, arg, 0, &o->spec.factor, &o->spec.desc.factor) ? -1
+                                                                                            : 1;
     case CLI_OPT_FIX: {
         const char **f = gmm_realloc((void *)o->fix, o->nfix + 1, sizeof *f);
         if (!f) {

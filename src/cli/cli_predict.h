@@ -14,6 +14,8 @@ typedef struct {
     int observed, verbose, terms;
     double level;
     gmm_mdl_terms_kept kept;   /* --re */
+    int storage;               /* --factor (gmm_model_factor), or
+                                * CLI_MODEL_FILE_FACTOR: the model's */
     int stop;                  /* end now with the exit code returned (--help) */
 } cli_predict_args;
 

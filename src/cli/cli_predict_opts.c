@@ -48,12 +48,14 @@ static const char usage_text[] =
     "                      or data inputs\n"
     "  --level P           the intervals' probability, in (0, 1) (default 0.9)\n"
     "  -o, --output FILE   write to FILE (atomically) instead of stdout\n"
+    "  --factor F          auto, band or sparse: how the posterior precision is\n"
+    "                      stored and factorised (default: the model's)\n"
     "  --verbose           report sizes on stderr\n"
     "  -h, --help          this help\n"
     "Without --at or --grid, predictions are at the data's inputs.\n";
 
 enum { OPT_MODEL = CLI_OPT_FIRST_COMMAND, OPT_AT, OPT_ATCOL, OPT_GRID, OPT_OBSERVED,
-       OPT_VERBOSE, OPT_DRAWS, OPT_LEVEL, OPT_TERMS, OPT_RE };
+       OPT_VERBOSE, OPT_DRAWS, OPT_LEVEL, OPT_TERMS, OPT_RE, OPT_FACTOR };
 static const struct option longopts[] = {{"model", required_argument, NULL, OPT_MODEL},
                                          {"at", required_argument, NULL, OPT_AT},
                                          {"at-col", required_argument, NULL, OPT_ATCOL},
@@ -65,6 +67,7 @@ static const struct option longopts[] = {{"model", required_argument, NULL, OPT_
                                          {"level", required_argument, NULL, OPT_LEVEL},
                                          {"terms", no_argument, NULL, OPT_TERMS},
                                          {"re", required_argument, NULL, OPT_RE},
+                                         {"factor", required_argument, NULL, OPT_FACTOR},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
 
@@ -88,6 +91,14 @@ static int predict_opt(const char *cmd, int c, const char *arg, cli_predict_args
     case OPT_OBSERVED: a->observed = 1; return 0;
     case OPT_TERMS: a->terms = 1; return 0;
     case OPT_VERBOSE: a->verbose = 1; return 0;
+    case OPT_FACTOR: {
+        int ssm;
+        gmm_model_factor f;
+        if (cli_model_parse_factor(cmd, arg, 1, &ssm, &f))
+            return CLI_EXIT_USAGE;
+        a->storage = (int)f;
+        return 0;
+    }
     case OPT_LEVEL: return cli_parse_level(cmd, arg, &a->level);
     case OPT_RE:
         if (strcmp(arg, "all") && strcmp(arg, "none")) {
@@ -110,6 +121,7 @@ int cli_predict_args_parse(const char *cmd, int argc, char **argv, cli_predict_a
     cli_opt_seen seen = {repeatable, {0}, 0};
     memset(a, 0, sizeof *a);
     a->level = CLI_DEFAULT_LEVEL;
+    a->storage = CLI_MODEL_FILE_FACTOR;
     int c, rc;
     optind = 1;
     while ((c = cli_getopt(cmd, &seen, argc, argv, "ho:", longopts)) != -1)

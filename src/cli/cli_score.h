@@ -10,6 +10,8 @@ typedef struct {
     const char **draws;        /* ndraws --draws files */
     size_t ndraws;
     int loo;
+    int storage;               /* --factor (gmm_model_factor), or
+                                * CLI_MODEL_FILE_FACTOR: the model's */
     int stop;                  /* end now with the exit code returned (--help) */
 } cli_score_args;
 

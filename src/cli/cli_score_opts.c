@@ -33,14 +33,17 @@ static const char usage_text[] =
     "                      (Gaussian) or \"cavity\" (the row's Gaussian site removed\n"
     "                      from the Laplace or VI posterior: an approximation)\n"
     "  --rows FILE         write the per-row log predictive densities as CSV\n"
+    "  --factor F          auto, band or sparse: how the posterior precision is\n"
+    "                      stored and factorised (default: the model's)\n"
     "  -h, --help          this help\n"
     "Rows with a missing outcome are skipped; a file with none observed is an error.\n";
 
-enum { OPT_MODEL = CLI_OPT_FIRST_COMMAND, OPT_DRAWS, OPT_ROWS, OPT_LOO };
+enum { OPT_MODEL = CLI_OPT_FIRST_COMMAND, OPT_DRAWS, OPT_ROWS, OPT_LOO, OPT_FACTOR };
 static const struct option longopts[] = {{"model", required_argument, NULL, OPT_MODEL},
                                          {"draws", required_argument, NULL, OPT_DRAWS},
                                          {"rows", required_argument, NULL, OPT_ROWS},
                                          {"loo", no_argument, NULL, OPT_LOO},
+                                         {"factor", required_argument, NULL, OPT_FACTOR},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
 
@@ -52,6 +55,14 @@ static int score_opt(const char *cmd, int c, const char *arg, cli_score_args *a)
     case OPT_MODEL: a->model_path = arg; return 0;
     case OPT_ROWS: a->rows = arg; return 0;
     case OPT_LOO: a->loo = 1; return 0;
+    case OPT_FACTOR: {
+        int ssm;
+        gmm_model_factor f;
+        if (cli_model_parse_factor(cmd, arg, 1, &ssm, &f))
+            return CLI_EXIT_USAGE;
+        a->storage = (int)f;
+        return 0;
+    }
     case OPT_DRAWS: {
         const char **dd = gmm_realloc((void *)a->draws, a->ndraws + 1, sizeof *dd);
         if (!dd)
@@ -72,6 +83,7 @@ int cli_score_args_parse(const char *cmd, int argc, char **argv, cli_score_args 
     static const int repeatable[] = {OPT_DRAWS, 0};
     cli_opt_seen seen = {repeatable, {0}, 0};
     memset(a, 0, sizeof *a);
+    a->storage = CLI_MODEL_FILE_FACTOR;
     int c, rc;
     optind = 1;
     while ((c = cli_getopt(cmd, &seen, argc, argv, "h", longopts)) != -1)

@@ -139,7 +139,7 @@ static int open_model(const char *cmd, const cli_predict_args *a, gmm_model *mf,
     cli_io_draws(&io, a->draws, a->ndraws);
     if ((rc = cli_io_check(cmd, &io)) == 0)
         rc = cli_model_from_file(cmd, mf, a->model_path, a->data, a->verbose,
-                                 GMM_SSM_FACTOR_AUTO, m);
+                                 GMM_SSM_FACTOR_AUTO, a->storage, m);
 done:
     cli_io_free(&io);
     return rc;

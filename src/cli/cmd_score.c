@@ -119,7 +119,7 @@ static int open_model(const char *cmd, const cli_score_args *a, gmm_model *mf, g
     cli_io_input(&io, "the test file", a->test);
     cli_io_draws(&io, a->draws, a->ndraws);
     if ((rc = cli_io_check(cmd, &io)) == 0)
-        rc = cli_model_from_file(cmd, mf, a->model_path, NULL, 0, 0, m);
+        rc = cli_model_from_file(cmd, mf, a->model_path, NULL, 0, 0, a->storage, m);
 done:
     cli_io_free(&io);
     return rc;

@@ -16,6 +16,7 @@
 #include "gmm/alloc.h"
 #include "gmm/io.h"
 #include "gmm/modelfile.h"
+#include "gmm/problem.h"
 #include "gmm/qfile.h"
 #include "gmm/vi.h"
 
@@ -115,8 +116,12 @@ static int start_q(const char *cmd, cli_vi_args *a, gmm_mdl *m, const gmm_model 
     /* resuming keeps q's family unless --bandwidth asks for another */
     if (src && !a->bw_given)
         par->bandwidth = src->vi_bandwidth;
-    if ((s = gmm_vi_alloc(gmm_mdl_problem(m), par, v)) != GMM_OK)
-        return cli_fail(cmd, s);
+    if ((s = gmm_vi_alloc(gmm_mdl_problem(m), par, v)) != GMM_OK) {
+        int code = cli_fail(cmd, s);
+        if (gmm_problem_sparse(gmm_mdl_problem(m)))
+            cli_msg(cmd, "run vi with --factor band");
+        return code;
+    }
     const char *start = "laplace";
     if (src && a->bw_given && gmm_vi_bandwidth(*v) != src->vi_bandwidth && !a->quiet)
         cli_msg(cmd, "%s has q of bandwidth %zu: starting from it %s to %zu", ip,

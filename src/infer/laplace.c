@@ -1,7 +1,9 @@
 /* laplace.c -- the Laplace approximation's workspace and what its two
  * algorithms share (laplace.h): the observations, log p at x, the
- * stopping test and the line search.  The assembled-precision Newton is in
- * laplace_newton.c, the square-root form in laplace_sqrt.c.
+ * stopping test and the line search; and the Newton iterations and the
+ * gradient's row terms of the two assembled forms, band (laplace_newton.c)
+ * and sparse (laplace_sparse.c), which differ only in P's storage
+ * (laplace_form).  The square-root form is in laplace_sqrt.c.
  *
  * MODEL (Rasmussen & Williams, Algorithms 3.1 and 5.1; Rue, Martino &
  * Chopin 2009).
@@ -51,6 +53,17 @@ void gmm_laplace_free(gmm_laplace *w)
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
         gmm_free(v[i]);
     gmm_constr_free(w->con);
+    gmm_sparse_free(w->P);
+    gmm_sparse_free(w->SP);
+    gmm_sparse_free(w->Qpat);
+    gmm_sparse_free(w->SQs);
+    gmm_factor_free(w->fP);
+    gmm_factor_free(w->fQs);
+    gmm_free(w->qpos);
+    gmm_free(w->hptr);
+    gmm_free(w->hpos);
+    gmm_free(w->hent);
+    gmm_free(w->hlat);
     gmm_free(w);
 }
 
@@ -250,4 +263,200 @@ gmm_status laplace_set_obs(gmm_laplace *w, const gmm_laplace_obs *obs, const gmm
     w->b = b;
     w->dpar_ok = 0;
     return GMM_OK;
+}
+
+/* The line search's objective for the assembled forms: their psi() at the
+ * trial point, and at x again after a failed search. */
+static gmm_status form_psi_value(gmm_laplace *w, void *ctx, double step, double *Pt)
+{
+    const laplace_form *form = ctx;
+    (void)step;
+    *Pt = form->psi(w, w->xt, 0);
+    return GMM_OK;
+}
+
+static void form_psi_restore(gmm_laplace *w, void *ctx, double *Psi)
+{
+    const laplace_form *form = ctx;
+    *Psi = form->psi(w, w->x, 1);
+}
+
+static int has_negative_w(const gmm_laplace *w)
+{
+    for (size_t i = 0; i < w->obs->map.nrows; i++)
+        if (w->w[i] < 0.0)
+            return 1;
+    return 0;
+}
+
+gmm_status laplace_newton_run(gmm_laplace *w, const laplace_form *form, const double *x0,
+                              int warm, const gmm_laplace_params *par, double tau,
+                              double logdet_q, double *logq)
+{
+    gmm_status st;
+    const gmm_laplace_obs *obs = w->obs;
+    if (x0)
+        memcpy(w->x, x0, w->n * sizeof *w->x);
+    else if (!(warm && w->known != LAPLACE_KNOWS_NOTHING))
+        memset(w->x, 0, w->n * sizeof *w->x);
+    w->known = LAPLACE_KNOWS_NOTHING;
+
+    double Psi = form->psi(w, w->x, 0);
+    if (!isfinite(Psi))
+        return gmm_error(GMM_EDOM, "Laplace: log density not finite at the starting point");
+    int final = 0, stall = 0;
+    size_t it = 0;
+    double best = INFINITY;
+    const ls_objective psi_ls = {form_psi_value, form_psi_restore, (void *)form};
+    for (;;) {
+        if (final && !logq)
+            break;
+        st = form->factor(w, 0, tau);
+        if (st == GMM_ENOTPD && final) {
+            size_t row = gmm_error_index();
+            return gmm_error_at(GMM_ENOTPD, row,
+                                "Laplace: Q + H'WH not positive definite at the mode (row %zu): "
+                                "the likelihood's negative curvature makes it a saddle",
+                                row);
+        }
+        if (st == GMM_ENOTPD && has_negative_w(w))
+            st = form->factor(w, 1, tau); /* still an ascent direction for the line search */
+        if (st == GMM_OK && w->con)
+            st = form->constrain(w, tau);
+        if (st)
+            return st;
+        if (final)
+            break;
+        /* gradient H'g - Qx, Newton direction P^-1 grad */
+        for (size_t j = 0; j < w->n; j++)
+            w->gr[j] = -w->tmp[j];
+        for (size_t i = 0; i < obs->map.nrows; i++) {
+            size_t lo = gmm_obsmap_row_lo(&obs->map, i), hi = gmm_obsmap_row_hi(&obs->map, i);
+            for (size_t k = lo; k < hi; k++)
+                w->gr[obs->map.offset[i] + gmm_obsmap_row_pos(&obs->map, k, lo)] +=
+                    w->g[i] * obs->map.coef[k];
+        }
+        memcpy(w->dx, w->gr, w->n * sizeof *w->dx);
+        if ((st = form->solve(w, w->dx))) /* with constraints, the step keeps A x = 0 */
+            return st;
+        double dec = 0.0;
+        for (size_t j = 0; j < w->n; j++)
+            dec += w->gr[j] * w->dx[j];
+        if (!isfinite(dec))
+            return gmm_error(GMM_EDOM, "Laplace: Newton step not finite at iteration %zu", it);
+        if (laplace_newton_done(dec, Psi, par->tol, &best, &stall)) {
+            /* one more full step: quadratic convergence makes the mode (and
+             * so the gradient) exact to rounding */
+            for (size_t j = 0; j < w->n; j++)
+                w->x[j] += w->dx[j];
+            if (logq && !isfinite(Psi = form->psi(w, w->x, 1)))
+                return gmm_error(GMM_EDOM, "Laplace: log density not finite at the mode");
+            final = 1;
+            it++;
+            continue;
+        }
+        double step;
+        if ((st = laplace_line_search(w, &psi_ls, dec, it, par->max_iter, &Psi, &step, &final)))
+            return st;
+        if (final)
+            continue;
+        it++;
+    }
+    w->iter = it;
+    if (!logq) {
+        w->known = LAPLACE_KNOWS_MODE;
+        return GMM_OK;
+    }
+    /* the last psi() was at x: its sum and Qx */
+    double ldp = form->logdet(w), sum = w->lsum, q = 0.0;
+    for (size_t j = 0; j < w->n; j++)
+        q += w->x[j] * w->tmp[j];
+    if (w->con)
+        ldp += gmm_constr_logdet(w->con);
+    double lq = sum - 0.5 * q + 0.5 * logdet_q - 0.5 * ldp;
+    if (!isfinite(lq))
+        return gmm_error(GMM_EDOM, "Laplace: log marginal likelihood not finite");
+    *logq = w->logq = lq;
+    w->psi = sum - 0.5 * q;
+    w->known = LAPLACE_KNOWS_FIT;
+    return GMM_OK;
+}
+
+gmm_status laplace_grad_z(gmm_laplace *w, const laplace_form *form)
+{
+    const gmm_laplace_obs *ob = w->obs;
+    memset(w->z, 0, w->n * sizeof *w->z);
+    for (size_t i = 0; i < ob->map.nrows; i++) {
+        size_t lo = gmm_obsmap_row_lo(&ob->map, i), hi = gmm_obsmap_row_hi(&ob->map, i),
+               o = ob->map.offset[i];
+        const double *h = ob->map.coef;
+        double s = 0.0;
+        for (size_t a = lo; a < hi; a++) {
+            if (h[a] == 0.0)
+                continue;
+            for (size_t c = lo; c < hi; c++)
+                if (h[c] != 0.0)
+                    s += h[a] * h[c] * form->sigma(w, i, a, c);
+        }
+        w->s[i] = s;
+        for (size_t a = lo; a < hi; a++)
+            w->z[o + gmm_obsmap_row_pos(&ob->map, a, lo)] += 0.5 * s * w->t[i] * h[a];
+    }
+    return form->solve(w, w->z);
+}
+
+void laplace_grad_rows(gmm_laplace *w, const laplace_form *form, double *bbar, double *parbar,
+                       double *coefbar, double *shiftbar)
+{
+    const gmm_laplace_obs *ob = w->obs;
+    size_t np = w->lik->type->nparam;
+    double out[4], dpar[3 * GMM_LIK_MAXPARAM];
+    const double *dp = dpar;
+    for (size_t i = 0; i < ob->map.nrows; i++) {
+        size_t lo = gmm_obsmap_row_lo(&ob->map, i), hi = gmm_obsmap_row_hi(&ob->map, i),
+               o = ob->map.offset[i];
+        const double *h = ob->map.coef;
+        double u = 0.0;
+        for (size_t a = lo; a < hi; a++)
+            u += h[a] * w->z[o + gmm_obsmap_row_pos(&ob->map, a, lo)];
+        double ci = w->g[i] + 0.5 * w->s[i] * w->t[i] - w->w[i] * u;
+        if (bbar)
+            *bbar += ci;
+        if (shiftbar)
+            shiftbar[i] += ci;
+        if (parbar && np) {
+            if (w->dpar_ok)
+                dp = w->dpar + 3 * np * i;
+            else
+                row_eval(w, i, w->f[i], out, dpar);
+            for (size_t k = 0; k < np; k++)
+                parbar[k] += dp[3 * k] + 0.5 * w->s[i] * dp[3 * k + 2] + u * dp[3 * k + 1];
+        }
+        if (coefbar) {
+            for (size_t a = lo; a < hi; a++) {
+                size_t ia = o + gmm_obsmap_row_pos(&ob->map, a, lo);
+                double sh = 0.0;
+                for (size_t c = lo; c < hi; c++)
+                    if (h[c] != 0.0)
+                        sh += form->sigma(w, i, a, c) * h[c];
+                coefbar[a] += ci * w->x[ia] + w->g[i] * w->z[ia] - w->w[i] * sh;
+            }
+        }
+    }
+}
+
+double laplace_lik_value(const gmm_laplace *w, const double *x)
+{
+    const gmm_laplace_obs *ob = w->obs;
+    double sum = 0.0, out[4];
+    for (size_t i = 0; i < ob->map.nrows; i++) {
+        size_t lo = gmm_obsmap_row_lo(&ob->map, i), hi = gmm_obsmap_row_hi(&ob->map, i);
+        const double *xo = x + ob->map.offset[i];
+        double f = w->b + (ob->shift ? ob->shift[i] : 0.0);
+        for (size_t k = lo; k < hi; k++)
+            f += ob->map.coef[k] * xo[gmm_obsmap_row_pos(&ob->map, k, lo)];
+        row_eval(w, i, f, out, NULL);
+        sum += out[0];
+    }
+    return sum;
 }

@@ -1,5 +1,7 @@
 /* laplace_impl.h -- what the files of a gmm_laplace share.  Private.
- * laplace_newton.c and laplace_sqrt.c call laplace.c, not each other. */
+ * laplace_newton.c, laplace_sparse.c and laplace_sqrt.c call laplace.c;
+ * the band form's draw and posterior solve hand a sparse workspace to
+ * laplace_sparse.c. */
 #ifndef GMM_LAPLACE_IMPL_H
 #define GMM_LAPLACE_IMPL_H
 
@@ -10,6 +12,7 @@
 #include "gmm/factor.h"
 #include "gmm/laplace.h"
 #include "gmm/likelihood.h"
+#include "gmm/sparse.h"
 
 /* What a workspace knows of its problem: nothing (the next evaluation
  * starts from x0 or 0); the mode x (a warm start may begin there;
@@ -54,6 +57,21 @@ struct gmm_laplace {
     int logdet_here;      /* the last evaluation factored Q for its log-determinant (fQ) */
     laplace_sqrt_end sqrt_end; /* the square-root form's last evaluation */
     gmm_constr *con;  /* constraints A x = 0 (NULL: none) */
+    /* the sparse form (gmm_laplace_alloc_sparse; all NULL for the others):
+     * P's pattern Q's joined with H'H's, where each Newton step writes Q's
+     * entries (qpos) and the rows' pairs (hpos) by position */
+    gmm_sparse *P;        /* P = Q + H'WH (+ the pins), values of the last step */
+    gmm_sparse *SP;       /* Sigma's entries on P's pattern (gradient, posterior) */
+    gmm_sparse *Qpat;     /* Q's pattern: the one evaluations must bring */
+    gmm_sparse *SQs;      /* Q^-1's entries on Q's pattern (fQs) */
+    gmm_factor *fP;       /* the sparse factor of P */
+    gmm_factor *fQs;      /* the sparse factor of Q when log|Q| is computed here (first need) */
+    size_t *qpos;         /* Q's nnz: each entry's position in P */
+    size_t *hptr;         /* nrows + 1: row i's pairs at hpos[hptr[i] ..) */
+    size_t *hpos;         /* the pairs (a, c), a <= c, of a row's entries, row-major: in P */
+    size_t *hent, *hlat;  /* the rows the pattern was made for: row i's entries
+                           * hent[i] .. hent[i + 1] read the latents hlat[k] */
+    const gmm_sparse *Qs; /* the sparse evaluation's Q */
 };
 
 
@@ -82,6 +100,42 @@ typedef struct {
     void (*restore)(gmm_laplace *w, void *ctx, double *Psi);
     void *ctx;
 } ls_objective;
+
+/* An assembled form of the Newton iterations: the band's (laplace_newton.c)
+ * or the sparse one's (laplace_sparse.c), alike but for P's storage.
+ *   psi      Psi(x) with f, g, w, t and w->lsum at x (keep: laplace_lik_sum's),
+ *            Qx in w->tmp;
+ *   factor   P = Q + H'WH at w's weights (clamp: negative ones taken as 0),
+ *            plus tau at the constraints' pins, and its Cholesky factor;
+ *   constrain  then the constraints' factors from it (constr.h);
+ *   solve    v <- P^-1 v, or Sigma_c v under constraints;
+ *   logdet   log|P~| of the last factor.
+ *   sigma    after the gradient's selected inverse: Sigma_c(ia, ic) for
+ *            row i's coef entries a and c. */
+typedef struct {
+    double (*psi)(gmm_laplace *w, const double *x, int keep);
+    gmm_status (*factor)(gmm_laplace *w, int clamp, double tau);
+    gmm_status (*constrain)(gmm_laplace *w, double tau);
+    gmm_status (*solve)(gmm_laplace *w, double *v);
+    double (*logdet)(const gmm_laplace *w);
+    double (*sigma)(const gmm_laplace *w, size_t i, size_t a, size_t c);
+} laplace_form;
+
+/* laplace.c: Newton from x0 (or warm, or 0; obs, Q, lik set) to the mode
+ * and, with logq, log q there (logdet_q given); tau at the pins. */
+gmm_status laplace_newton_run(gmm_laplace *w, const laplace_form *form, const double *x0,
+                              int warm, const gmm_laplace_params *par, double tau,
+                              double logdet_q, double *logq);
+/* laplace.c, the gradient's shared parts: s_i and z = P^-1 H'(s o t)/2
+ * (form->solve); then per row c_i into bbar, shiftbar, parbar, coefbar. */
+gmm_status laplace_grad_z(gmm_laplace *w, const laplace_form *form);
+void laplace_grad_rows(gmm_laplace *w, const laplace_form *form, double *bbar, double *parbar,
+                       double *coefbar, double *shiftbar);
+/* sum log p(y_i | f_i) at x, nothing of w changed (draws' weights). */
+double laplace_lik_value(const gmm_laplace *w, const double *x);
+/* laplace_sparse.c: the draw and posterior solve of the sparse form. */
+gmm_status laplace_sparse_draw(gmm_laplace *w, const double *z, double *x, double *logw);
+gmm_status laplace_sparse_solve(gmm_laplace *w, double *v);
 
 /* laplace.c: sum log p at x, with f, g, w, t there (keep: the rows' dpar
  * too); Newton's stopping test; the line search of both forms; obs, lik

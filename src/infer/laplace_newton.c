@@ -62,23 +62,6 @@ static double psi(gmm_laplace *w, const double *x, int keep)
     return sum - 0.5 * q;
 }
 
-/* The assembled form's line search objective: psi() itself. */
-static gmm_status psi_value(gmm_laplace *w, void *ctx, double step, double *Pt)
-{
-    (void)ctx;
-    (void)step;
-    *Pt = psi(w, w->xt, 0);
-    return GMM_OK;
-}
-
-/* the last trial overwrote f, g, w, t (and Qx, lsum): restore them at x,
- * the mode unless the search fails */
-static void psi_restore(gmm_laplace *w, void *ctx, double *Psi)
-{
-    (void)ctx;
-    *Psi = psi(w, w->x, 1);
-}
-
 /* P = Q + H'WH, formed in L's storage, and its Cholesky factor L there;
  * with clamp, W's negative entries are taken as 0, which keeps P positive
  * definite; with constraints, tau at their pins (constr.h). */
@@ -145,13 +128,23 @@ static gmm_status p_solve(gmm_laplace *w, double *v)
     return gmm_band_tri_solve_vec(w->L, GMM_TRANS, v);
 }
 
-static int has_negative_w(const gmm_laplace *w)
+static gmm_status band_constrain(gmm_laplace *w, double tau)
 {
-    for (size_t i = 0; i < w->obs->map.nrows; i++)
-        if (w->w[i] < 0.0)
-            return 1;
-    return 0;
+    return gmm_constr_factor(w->con, w->L, tau);
 }
+
+static double band_logdet(const gmm_laplace *w) { return gmm_band_chol_logdet(w->L); }
+
+/* Sigma(ia, ic) from the band of Sigma (gmm_laplace_grad's S) */
+static double band_sigma(const gmm_laplace *w, size_t i, size_t a, size_t c)
+{
+    const gmm_obsmap *m = &w->obs->map;
+    size_t lo = gmm_obsmap_row_lo(m, i), o = m->offset[i];
+    return gmm_band_get(w->S, o + gmm_obsmap_row_pos(m, a, lo), o + gmm_obsmap_row_pos(m, c, lo));
+}
+
+static const laplace_form band_form = {psi, factor_p, band_constrain, p_solve, band_logdet,
+                                       band_sigma};
 
 /* gmm_laplace_eval, or with logq NULL gmm_laplace_mode: the Newton
  * iterations alone, stopping at the last step's x (no factor of P there,
@@ -181,6 +174,8 @@ static gmm_status newton(gmm_laplace *w, const newton_problem *pb, double *logq)
     gmm_laplace_params dflt;
     if (!w || !Q || !obs || !pb->lik)
         return gmm_error(GMM_EINVAL, "laplace: NULL argument");
+    if (w->fP)
+        return gmm_error(GMM_EINVAL, "laplace: a sparse workspace takes gmm_laplace_eval_sparse");
     if (w->known == LAPLACE_KNOWS_FIT)
         w->known = LAPLACE_KNOWS_MODE;
     if (!par) {
@@ -210,91 +205,7 @@ static gmm_status newton(gmm_laplace *w, const newton_problem *pb, double *logq)
         }
         logdet_q = gmm_factor_logdet(w->fQ);
     }
-    if (x0)
-        memcpy(w->x, x0, w->n * sizeof *w->x);
-    else if (!(pb->warm && w->known != LAPLACE_KNOWS_NOTHING))
-        memset(w->x, 0, w->n * sizeof *w->x);
-    w->known = LAPLACE_KNOWS_NOTHING;
-
-    double Psi = psi(w, w->x, 0);
-    if (!isfinite(Psi))
-        return gmm_error(GMM_EDOM, "Laplace: log density not finite at the starting point");
-    int final = 0, stall = 0;
-    size_t it = 0;
-    double best = INFINITY;
-    const ls_objective psi_ls = {psi_value, psi_restore, NULL};
-    for (;;) {
-        if (final && !logq)
-            break;
-        st = factor_p(w, 0, tau);
-        if (st == GMM_ENOTPD && final) {
-            size_t row = gmm_error_index();
-            return gmm_error_at(GMM_ENOTPD, row,
-                                "Laplace: Q + H'WH not positive definite at the mode (row %zu): "
-                                "the likelihood's negative curvature makes it a saddle",
-                                row);
-        }
-        if (st == GMM_ENOTPD && has_negative_w(w))
-            st = factor_p(w, 1, tau); /* still an ascent direction for the line search */
-        if (st == GMM_OK && w->con)
-            st = gmm_constr_factor(w->con, w->L, tau);
-        if (st)
-            return st;
-        if (final)
-            break;
-        /* gradient H'g - Qx, Newton direction P^-1 grad */
-        for (size_t j = 0; j < w->n; j++)
-            w->gr[j] = -w->tmp[j];
-        for (size_t i = 0; i < obs->map.nrows; i++) {
-            size_t lo = gmm_obsmap_row_lo(&obs->map, i), hi = gmm_obsmap_row_hi(&obs->map, i);
-            for (size_t k = lo; k < hi; k++)
-                w->gr[obs->map.offset[i] + gmm_obsmap_row_pos(&obs->map, k, lo)] +=
-                    w->g[i] * obs->map.coef[k];
-        }
-        memcpy(w->dx, w->gr, w->n * sizeof *w->dx);
-        if ((st = p_solve(w, w->dx))) /* with constraints, the step keeps A x = 0 */
-            return st;
-        double dec = 0.0;
-        for (size_t j = 0; j < w->n; j++)
-            dec += w->gr[j] * w->dx[j];
-        if (!isfinite(dec))
-            return gmm_error(GMM_EDOM, "Laplace: Newton step not finite at iteration %zu", it);
-        if (laplace_newton_done(dec, Psi, par->tol, &best, &stall)) {
-            /* one more full step: quadratic convergence makes the mode (and
-             * so the gradient) exact to rounding */
-            for (size_t j = 0; j < w->n; j++)
-                w->x[j] += w->dx[j];
-            if (logq && !isfinite(Psi = psi(w, w->x, 1)))
-                return gmm_error(GMM_EDOM, "Laplace: log density not finite at the mode");
-            final = 1;
-            it++;
-            continue;
-        }
-        double step;
-        if ((st = laplace_line_search(w, &psi_ls, dec, it, par->max_iter, &Psi, &step, &final)))
-            return st;
-        if (final)
-            continue;
-        it++;
-    }
-    w->iter = it;
-    if (!logq) {
-        w->known = LAPLACE_KNOWS_MODE;
-        return GMM_OK;
-    }
-    /* the last psi() was at x: its sum and Qx */
-    double ldp = gmm_band_chol_logdet(w->L), sum = w->lsum, q = 0.0;
-    for (size_t j = 0; j < w->n; j++)
-        q += w->x[j] * w->tmp[j];
-    if (w->con)
-        ldp += gmm_constr_logdet(w->con);
-    double lq = sum - 0.5 * q + 0.5 * logdet_q - 0.5 * ldp;
-    if (!isfinite(lq))
-        return gmm_error(GMM_EDOM, "Laplace: log marginal likelihood not finite");
-    *logq = w->logq = lq;
-    w->psi = sum - 0.5 * q;
-    w->known = LAPLACE_KNOWS_FIT;
-    return GMM_OK;
+    return laplace_newton_run(w, &band_form, x0, pb->warm, par, tau, logdet_q, logq);
 }
 
 gmm_status gmm_laplace_eval(gmm_laplace *w, const gmm_band *Q, double logdet_q,
@@ -320,10 +231,9 @@ gmm_status gmm_laplace_grad(gmm_laplace *w, gmm_band *Qbar, double *bbar, double
                             double *coefbar, double *shiftbar)
 {
     gmm_status st;
-    if (!w || w->known != LAPLACE_KNOWS_FIT || w->sm)
+    if (!w || w->known != LAPLACE_KNOWS_FIT || w->sm || w->fP)
         return gmm_error(GMM_EINVAL, "laplace: no successful evaluation on the assembled "
                                      "precision to differentiate");
-    const gmm_laplace_obs *ob = w->obs;
     size_t n = w->n;
     if (Qbar && (Qbar->n != n || Qbar->kl < w->kl || Qbar->kind != GMM_BAND_SYMMETRIC))
         return gmm_error(GMM_EDIM, "laplace: Qbar must be SYMMETRIC %zu x %zu with bandwidth >= "
@@ -334,26 +244,7 @@ gmm_status gmm_laplace_grad(gmm_laplace *w, gmm_band *Qbar, double *bbar, double
     if (w->con)
         gmm_constr_band(w->con, w->S);
     /* s_i, r = H'(s o t)/2, z = P^-1 r */
-    memset(w->z, 0, n * sizeof *w->z);
-    for (size_t i = 0; i < ob->map.nrows; i++) {
-        size_t lo = gmm_obsmap_row_lo(&ob->map, i), hi = gmm_obsmap_row_hi(&ob->map, i),
-               o = ob->map.offset[i];
-        const double *h = ob->map.coef;
-        double s = 0.0;
-        for (size_t a = lo; a < hi; a++) {
-            if (h[a] == 0.0)
-                continue;
-            size_t ia = o + gmm_obsmap_row_pos(&ob->map, a, lo);
-            for (size_t c = lo; c < hi; c++)
-                if (h[c] != 0.0)
-                    s += h[a] * h[c] *
-                         gmm_band_get(w->S, ia, o + gmm_obsmap_row_pos(&ob->map, c, lo));
-        }
-        w->s[i] = s;
-        for (size_t a = lo; a < hi; a++)
-            w->z[o + gmm_obsmap_row_pos(&ob->map, a, lo)] += 0.5 * s * w->t[i] * h[a];
-    }
-    if ((st = p_solve(w, w->z)))
+    if ((st = laplace_grad_z(w, &band_form)))
         return st;
     if (Qbar) {
         if ((st = gmm_band_outer(-0.5, 1, w->x, n, w->x, n, Qbar)) ||
@@ -368,41 +259,7 @@ gmm_status gmm_laplace_grad(gmm_laplace *w, gmm_band *Qbar, double *bbar, double
                 return st;
         }
     }
-    size_t np = w->lik->type->nparam;
-    double out[4], dpar[3 * GMM_LIK_MAXPARAM];
-    const double *dp = dpar;
-    for (size_t i = 0; i < ob->map.nrows; i++) {
-        size_t lo = gmm_obsmap_row_lo(&ob->map, i), hi = gmm_obsmap_row_hi(&ob->map, i),
-               o = ob->map.offset[i];
-        const double *h = ob->map.coef;
-        double u = 0.0;
-        for (size_t a = lo; a < hi; a++)
-            u += h[a] * w->z[o + gmm_obsmap_row_pos(&ob->map, a, lo)];
-        double ci = w->g[i] + 0.5 * w->s[i] * w->t[i] - w->w[i] * u;
-        if (bbar)
-            *bbar += ci;
-        if (shiftbar)
-            shiftbar[i] += ci;
-        if (parbar && np) {
-            if (w->dpar_ok)
-                dp = w->dpar + 3 * np * i;
-            else
-                row_eval(w, i, w->f[i], out, dpar);
-            for (size_t k = 0; k < np; k++)
-                parbar[k] += dp[3 * k] + 0.5 * w->s[i] * dp[3 * k + 2] + u * dp[3 * k + 1];
-        }
-        if (coefbar) {
-            for (size_t a = lo; a < hi; a++) {
-                size_t ia = o + gmm_obsmap_row_pos(&ob->map, a, lo);
-                double sh = 0.0;
-                for (size_t c = lo; c < hi; c++)
-                    if (h[c] != 0.0)
-                        sh +=
-                            gmm_band_get(w->S, ia, o + gmm_obsmap_row_pos(&ob->map, c, lo)) * h[c];
-                coefbar[a] += ci * w->x[ia] + w->g[i] * w->z[ia] - w->w[i] * sh;
-            }
-        }
-    }
+    laplace_grad_rows(w, &band_form, bbar, parbar, coefbar, shiftbar);
     return GMM_OK;
 }
 
@@ -415,6 +272,9 @@ gmm_status gmm_laplace_posterior(gmm_laplace *w, double *mode, gmm_band *cov)
     if (cov && w->sm)
         return gmm_error(GMM_EINVAL, "laplace: the square-root form's covariance is its "
                                      "smoother's");
+    if (cov && w->fP)
+        return gmm_error(GMM_EINVAL, "laplace: the sparse form's covariance is "
+                                     "gmm_laplace_posterior_sparse's");
     if (cov) {
         if (cov->n != w->n || cov->kl < w->kl || cov->kind != GMM_BAND_SYMMETRIC)
             return gmm_error(GMM_EDIM, "laplace: cov must be SYMMETRIC %zu x %zu with bandwidth "
@@ -434,6 +294,8 @@ gmm_status gmm_laplace_draw(gmm_laplace *w, const double *z, double *x, double *
     if (!w || w->known != LAPLACE_KNOWS_FIT || w->sm || !z || !x)
         return gmm_error(GMM_EINVAL, "laplace: no successful evaluation on the assembled "
                                      "precision to draw from");
+    if (w->fP)
+        return laplace_sparse_draw(w, z, x, logw);
     if (w->con)
         return gmm_error(GMM_EINVAL, "laplace: drawing from a posterior under linear "
                                      "constraints is not supported");
@@ -451,17 +313,7 @@ gmm_status gmm_laplace_draw(gmm_laplace *w, const double *z, double *x, double *
         return GMM_OK;
     /* log p(y, x) - log q(y) - log q(x): the determinants cancel, leaving
      * Psi(x) - Psi(x^) + (x - x^)'P(x - x^)/2 with the last term z'z/2 */
-    const gmm_laplace_obs *ob = w->obs;
-    double sum = 0.0, qx = 0.0, out[4];
-    for (size_t i = 0; i < ob->map.nrows; i++) {
-        size_t lo = gmm_obsmap_row_lo(&ob->map, i), hi = gmm_obsmap_row_hi(&ob->map, i);
-        const double *xo = x + ob->map.offset[i];
-        double f = w->b + (ob->shift ? ob->shift[i] : 0.0);
-        for (size_t k = lo; k < hi; k++)
-            f += ob->map.coef[k] * xo[gmm_obsmap_row_pos(&ob->map, k, lo)];
-        row_eval(w, i, f, out, NULL);
-        sum += out[0];
-    }
+    double sum = laplace_lik_value(w, x), qx = 0.0;
     gmm_band_gemv(GMM_NOTRANS, 1.0, w->Q, x, 0.0, w->xt);
     for (size_t j = 0; j < w->n; j++)
         qx += x[j] * w->xt[j];
@@ -474,7 +326,7 @@ gmm_status gmm_laplace_posterior_solve(gmm_laplace *w, double *v)
     if (!w || w->known != LAPLACE_KNOWS_FIT || w->sm || !v)
         return gmm_error(GMM_EINVAL, "laplace: no successful evaluation on the assembled "
                                      "precision to solve with");
-    return p_solve(w, v);
+    return w->fP ? laplace_sparse_solve(w, v) : p_solve(w, v);
 }
 
 const gmm_band *gmm_laplace_chol(const gmm_laplace *w)
@@ -485,5 +337,5 @@ const gmm_band *gmm_laplace_chol(const gmm_laplace *w)
 const double *gmm_laplace_weights(const gmm_laplace *w)
 {
     /* the last factor_p, unclamped, was at the mode's weights */
-    return gmm_laplace_chol(w) ? w->w : NULL;
+    return gmm_laplace_chol(w) || gmm_laplace_factor(w) ? w->w : NULL;
 }

@@ -41,6 +41,9 @@ void gmm_problem_free(gmm_problem *p)
     gmm_free(p->ocoefbar);
     gmm_band_free(p->Q);
     gmm_band_free(p->Qbar);
+    gmm_sparse_free(p->Qs);
+    gmm_sparse_free(p->Qsbar);
+    gmm_sparse_free(p->Ss);
     gmm_laplace_free(p->lap);
     gmm_free(p->thetabar);
     gmm_free(p->lin_idx);
@@ -135,6 +138,14 @@ static gmm_status eval(void *ctx, const double *theta, double *f, double *grad)
         if ((st = gmm_laplace_grad_sqrt(p->lap, NULL, grad + p->nl, varies ? p->ocoefbar : NULL,
                                         p->ncoef ? p->oshiftbar : NULL)))
             return st;
+    } else if (p->sparse) {
+        gmm_sparse_set_zero(p->Qsbar);
+        if ((st = gmm_laplace_grad_sparse(p->lap, p->Qsbar, NULL, grad + p->nl,
+                                          varies ? p->ocoefbar : NULL,
+                                          p->ncoef ? p->oshiftbar : NULL)))
+            return st;
+        if ((st = gmm_latent_prior_rev_sparse(p->lat, p->Qsbar, isnan(p->ld) ? 0.0 : 0.5, grad)))
+            return st;
     } else {
         gmm_band_set_zero(p->Qbar);
         if ((st = gmm_laplace_grad(p->lap, p->Qbar, NULL, grad + p->nl,
@@ -162,6 +173,10 @@ static gmm_status eval(void *ctx, const double *theta, double *f, double *grad)
     }
     return GMM_OK;
 }
+
+static gmm_status alloc_problem(gmm_latent *lat, const gmm_lik *lik, const double *y,
+                                const double *e, const gmm_problem_design *d, int sparse,
+                                gmm_problem **out);
 
 gmm_status gmm_problem_alloc(gmm_latent *lat, const gmm_lik *lik, const double *y,
                              const double *e, int intercept, double b0, gmm_problem **out)
@@ -191,11 +206,25 @@ gmm_status gmm_problem_alloc_design(gmm_latent *lat, const gmm_lik *lik, const d
                                     const double *e, const gmm_problem_design *d,
                                     gmm_problem **out)
 {
+    return alloc_problem(lat, lik, y, e, d, 0, out);
+}
+
+gmm_status gmm_problem_alloc_sparse(gmm_latent *lat, const gmm_lik *lik, const double *y,
+                                    const double *e, const gmm_problem_design *d,
+                                    gmm_problem **out)
+{
+    return alloc_problem(lat, lik, y, e, d, 1, out);
+}
+
+static gmm_status alloc_problem(gmm_latent *lat, const gmm_lik *lik, const double *y,
+                                const double *e, const gmm_problem_design *d, int sparse,
+                                gmm_problem **out)
+{
     gmm_status st;
     if (!lat || !lik || !lik->type || !y || !out)
         return gmm_error(GMM_EINVAL, "gmm_problem_alloc: NULL argument");
     *out = NULL;
-    int exact = lik->type->conjugate;
+    int exact = lik->type->conjugate && !sparse; /* sparse: Laplace, exact for a Gaussian */
     size_t ncoef = d ? d->ncoef : 0;
     size_t nrows = gmm_latent_nrows(lat);
     if (ncoef && (!d->X || !d->name || !d->start))
@@ -209,6 +238,10 @@ gmm_status gmm_problem_alloc_design(gmm_latent *lat, const gmm_lik *lik, const d
                                 i / ncoef, d->name[i % ncoef], d->X[i]);
     if ((st = gmm_lik_check_data(lik, y, e, nrows)))
         return st;
+    /* the band path's bands fit the latent's limit (it no longer refuses
+     * at its build, so that the sparse path can take wide models) */
+    if (!sparse && (st = gmm_latent_band_check(lat)))
+        return st;
     gmm_problem *p = gmm_calloc(1, sizeof *p);
     if (!p)
         return gmm_error(GMM_ENOMEM, "out of memory for the model");
@@ -220,6 +253,7 @@ gmm_status gmm_problem_alloc_design(gmm_latent *lat, const gmm_lik *lik, const d
     p->nl = gmm_latent_nparam(lat);
     p->np = lik->type->nparam;
     p->exact = exact;
+    p->sparse = sparse;
     p->ncoef = ncoef;
     p->c0 = p->nl + p->np;
     p->nparam = p->c0 + ncoef;
@@ -328,6 +362,7 @@ gmm_status gmm_problem_set_weights(gmm_problem *p, const double *w)
 
 gmm_objective *gmm_problem_objective(gmm_problem *p) { return &p->obj; }
 int gmm_problem_exact(const gmm_problem *p) { return p->exact; }
+int gmm_problem_sparse(const gmm_problem *p) { return p->sparse; }
 const gmm_latent *gmm_problem_latent(const gmm_problem *p) { return p->lat; }
 gmm_latent *gmm_problem_latent_eval(gmm_problem *p) { return p->lat; }
 const gmm_lik *gmm_problem_lik(const gmm_problem *p) { return p->lik0; }
@@ -346,7 +381,9 @@ const char *gmm_problem_factorisation(const gmm_problem *p, double *bound)
     if (p->exact)
         return gmm_latent_factorisation(p->lat, bound);
     if (bound)
-        *bound = p->sbound;
+        *bound = p->sparse ? 0.0 : p->sbound;
+    if (p->sparse)
+        return "sparse";
     return p->sqrt_form ? "square-root" : "cholesky";
 }
 
@@ -362,8 +399,13 @@ gmm_status gmm_problem_posterior(gmm_problem *p, const double *theta, double *me
     double f;
     if (!p || !theta)
         return gmm_error(GMM_EINVAL, "gmm_problem_posterior: NULL argument");
+    if (p->sparse && cov)
+        return gmm_error(GMM_EINVAL, "the sparse factorisation keeps no covariance band "
+                                     "(its moments: gmm_problem_predict_forms)");
     if ((st = eval(p, theta, &f, NULL)))
         return st;
+    if (p->sparse)
+        return gmm_laplace_posterior_sparse(p->lap, mean, NULL);
     if (p->exact)
         return gmm_latent_gaussian_posterior(p->lat, mean, cov);
     if (p->sqrt_form && (st = gmm_latent_gaussian_posterior(p->lat, NULL, cov)))

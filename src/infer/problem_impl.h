@@ -1,8 +1,8 @@
 /* problem_impl.h -- what the files of a gmm_problem share.  Private.
  *
  * The files call one way: problem_joint.c and problem_predict.c above
- * problem_whiten.c above problem.c above problem_laplace.c above
- * problem_coef.c (each may call any below it). */
+ * problem_whiten.c and problem_sparse.c above problem.c above
+ * problem_laplace.c above problem_coef.c (each may call any below it). */
 #ifndef GMM_PROBLEM_IMPL_H
 #define GMM_PROBLEM_IMPL_H
 
@@ -13,6 +13,7 @@
 #include "gmm/laplace.h"
 #include "gmm/obsmap.h"
 #include "gmm/problem.h"
+#include "gmm/sparse.h"
 #include "infer_impl.h"
 
 struct gmm_problem {
@@ -37,7 +38,11 @@ struct gmm_problem {
     double *oy, *oe, *ocoef, *coef_all, *coefbar_all, *ocoefbar; /* nnz of theirs or all */
     double *ocst;         /* their likelihood constants (nobs x nconst) */
     gmm_laplace_obs lobs;
-    gmm_band *Q, *Qbar;
+    gmm_band *Q, *Qbar;   /* NULL on the sparse path */
+    int sparse;           /* the sparse path (problem.h): Qs, Qsbar instead */
+    gmm_sparse *Qs, *Qsbar;
+    gmm_sparse *Ss;       /* the posterior covariance's entries kept
+                           * (problem_sparse.c), made on first use */
     gmm_laplace *lap;
     /* the Laplace approximation in the square-root form (laplace.h): the
      * smoother over the latent's rows, full-length scratch (nrows each:
@@ -73,7 +78,9 @@ struct gmm_problem {
     /* the Laplace metric: x = wxh + wL^-T v, wL wL' = Q + H' diag(wwt) H
      * at the mode (wwt: nobs), wc = wL' wxh; wL the factor in wfac */
     gmm_metric metric;
-    gmm_factor *wfac;
+    gmm_factor *wfac;     /* the band's copy of wL (NULL on the sparse path) */
+    const gmm_factor *wL; /* wfac, or the sparse form's factor (borrowed:
+                           * valid until the next Laplace evaluation) */
     double *wxh, *wqx, *wc, *wwt; /* n, n, n, nobs */
     /* joint sampling of the hyperparameters */
     int *jsamp;           /* nparam flags */
@@ -106,6 +113,16 @@ gmm_status problem_laplace_alloc(gmm_problem *p);
 gmm_status problem_laplace_forward_form(gmm_problem *p, const double *theta, double *f,
                                         int allow_sqrt);
 gmm_status problem_laplace_forward(gmm_problem *p, const double *theta, double *f);
+
+/* problem_sparse.c: on the sparse path, the posterior moments at theta
+ * of nq linear forms (gmm_problem_predict_forms' arguments), of the data
+ * rows with their offsets (gmm_problem_predict_rows'), and of the latent
+ * at the nodes (graph numbering; without the offset). */
+gmm_status problem_sparse_forms(gmm_problem *p, const double *theta, size_t nq,
+                                const size_t *ptr, const size_t *idx, const double *w,
+                                double *mean, double *var);
+gmm_status problem_sparse_rows(gmm_problem *p, const double *theta, double *mean, double *var);
+gmm_status problem_sparse_nodes(gmm_problem *p, const double *theta, double *mean, double *var);
 
 /* problem_whiten.c: the linear predictor of the packed rows at the whitened
  * latents; scatter a (nobs) to the packed rows' latents; x from v. */

@@ -140,11 +140,15 @@ gmm_status problem_laplace_forward_form(gmm_problem *p, const double *theta, dou
             return st;
         gather_coef(p);
     }
-    if ((st = gmm_latent_prior(p->lat, theta, p->Q, &ld)))
+    if ((st = p->sparse ? gmm_latent_prior_sparse(p->lat, theta, p->Qs, &ld)
+                        : gmm_latent_prior(p->lat, theta, p->Q, &ld)))
         return st;
     p->ld = ld;
     int warm = !p->cold;
     p->cold = 0;
+    if (p->sparse)
+        return gmm_laplace_eval_sparse(p->lap, p->Qs, ld, &p->lobs, &p->lik, 0.0, NULL, warm,
+                                       NULL, f);
     return gmm_laplace_eval(p->lap, p->Q, ld, &p->lobs, &p->lik, 0.0, NULL, warm, NULL, f);
 }
 
@@ -213,14 +217,34 @@ gmm_status problem_laplace_alloc(gmm_problem *p)
         if (!p->oshift || !p->oshiftbar)
             return gmm_error(GMM_ENOMEM, "out of memory for the model");
     }
-    p->Q = gmm_band_alloc(p->n, kl, 0, GMM_BAND_SYMMETRIC);
-    p->Qbar = gmm_band_alloc(p->n, kl, 0, GMM_BAND_SYMMETRIC);
     if (!p->orow || !p->ooff || !p->oy || !p->oe || !p->ocoef || !p->ocoefbar || !p->coef_all ||
-        !p->coefbar_all || !p->Q || !p->Qbar)
+        !p->coefbar_all)
         return gmm_error(GMM_ENOMEM, "out of memory for the Laplace approximation "
-                                     "(%zu latents, bandwidth %zu)",
-                         p->n, kl);
-    p->lap = gmm_laplace_alloc(p->n, kl, gmm_latent_cov_bandwidth(p->lat), p->nobs, w);
+                                     "(%zu latents)",
+                         p->n);
+    p->lobs = (gmm_laplace_obs){
+        .map = {.nrows = p->nobs, .width = w, .offset = p->ooff,
+                .rowptr = p->map.rowptr ? p->orowptr : NULL, .pos = p->opos, .coef = p->ocoef},
+        .y = p->oy, .e = p->oe, .shift = p->oshift, .cst = p->ocst};
+    if (p->sparse) {
+        /* Q's pattern from the latent; P's (with H'H's) analysed by the
+         * sparse form once, here */
+        if ((st = gmm_latent_prior_pattern(p->lat, &p->Qs)))
+            return st;
+        if (!(p->Qsbar = gmm_sparse_alloc_like(p->Qs)))
+            return gmm_error(GMM_ENOMEM, "out of memory for the Laplace approximation "
+                                         "(%zu latents, %zu entries)",
+                             p->n, p->Qs->nnz);
+        p->lap = gmm_laplace_alloc_sparse(p->Qs, &p->lobs.map);
+    } else {
+        p->Q = gmm_band_alloc(p->n, kl, 0, GMM_BAND_SYMMETRIC);
+        p->Qbar = gmm_band_alloc(p->n, kl, 0, GMM_BAND_SYMMETRIC);
+        if (!p->Q || !p->Qbar)
+            return gmm_error(GMM_ENOMEM, "out of memory for the Laplace approximation "
+                                         "(%zu latents, bandwidth %zu)",
+                             p->n, kl);
+        p->lap = gmm_laplace_alloc(p->n, kl, gmm_latent_cov_bandwidth(p->lat), p->nobs, w);
+    }
     if (!p->lap)
         return gmm_error_status();
     if ((st = gmm_laplace_constrain(p->lap, gmm_latent_nconstr(p->lat),
@@ -230,12 +254,8 @@ gmm_status problem_laplace_alloc(gmm_problem *p)
     if ((st = gmm_latent_obs_values(p->lat, p->obj.value, p->coef_all)))
         return st;
     gather_coef(p);
-    p->lobs = (gmm_laplace_obs){
-        .map = {.nrows = p->nobs, .width = w, .offset = p->ooff,
-                .rowptr = p->map.rowptr ? p->orowptr : NULL, .pos = p->opos, .coef = p->ocoef},
-        .y = p->oy, .e = p->oe, .shift = p->oshift, .cst = p->ocst};
     gmm_laplace_set_weights(p->lap, p->owt);
-    if (gmm_latent_has_wls(p->lat)) {
+    if (gmm_latent_has_wls(p->lat) && !p->sparse) {
         /* a family with a square-root smoother: its scratch */
         int varies = gmm_latent_obs_varies(p->lat);
         p->sy = gmm_malloc(5 * nr, sizeof *p->sy);

@@ -41,6 +41,8 @@ gmm_status gmm_problem_add_offset(const gmm_problem *p, const double *theta, siz
 gmm_status gmm_problem_predict_rows(gmm_problem *p, const double *theta, double *mean,
                                     double *var)
 {
+    if (p->sparse)
+        return problem_sparse_rows(p, theta, mean, var);
     double *mu = NULL;
     gmm_band *cov = NULL;
     gmm_status st = posterior_alloc(p, theta, &mu, &cov);
@@ -64,6 +66,8 @@ gmm_status gmm_problem_predict_latent(gmm_problem *p, const double *theta, const
                          gmm_latent_family(p->lat));
     if (!inputs && gmm_latent_node_index(p->lat, 0) == GMM_NO_INDEX)
         return gmm_error(GMM_EINVAL, "a %s model has no nodes", gmm_latent_family(p->lat));
+    if (p->sparse && !inputs)
+        return problem_sparse_nodes(p, theta, mean, var);
     double *mu = NULL;
     gmm_band *cov = NULL;
     gmm_status st = posterior_alloc(p, theta, &mu, &cov);
@@ -93,6 +97,8 @@ gmm_status gmm_problem_predict_forms(gmm_problem *p, const double *theta, size_t
                                      const size_t *ptr, const size_t *idx, const double *w,
                                      double *mean, double *var)
 {
+    if (p->sparse)
+        return problem_sparse_forms(p, theta, nq, ptr, idx, w, mean, var);
     double *mu = NULL, *work = NULL;
     gmm_band *cov = NULL;
     gmm_status st = posterior_alloc(p, theta, &mu, &cov);

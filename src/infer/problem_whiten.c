@@ -27,11 +27,12 @@ static gmm_status laplace_map_setup(gmm_problem *p, const double *theta)
     double f;
     if (!p->lap && (st = problem_laplace_alloc(p)))
         return st;
-    if (!p->wfac) {
+    if (!p->wxh) {
         size_t kl = gmm_latent_bandwidth(p->lat);
-        p->wfac = gmm_factor_band_alloc(p->n, kl);
+        /* the sparse path borrows the Laplace form's factor instead */
+        p->wfac = p->sparse ? NULL : gmm_factor_band_alloc(p->n, kl);
         p->wxh = gmm_malloc(3 * p->n + p->nobs, sizeof *p->wxh);
-        if (!p->wfac || !p->wxh)
+        if ((!p->sparse && !p->wfac) || !p->wxh)
             return gmm_error(GMM_ENOMEM, "out of memory for the Laplace metric (%zu latents)",
                              p->n);
         p->wqx = p->wxh + p->n;
@@ -42,17 +43,19 @@ static gmm_status laplace_map_setup(gmm_problem *p, const double *theta)
     p->cold = 1;
     if ((st = problem_laplace_forward_form(p, theta, &f, 0)))
         return st;
-    const gmm_band *L = gmm_laplace_chol(p->lap);
+    const gmm_band *L = p->sparse ? NULL : gmm_laplace_chol(p->lap);
     const double *wt = gmm_laplace_weights(p->lap);
-    if (!L || !wt)
+    p->wL = p->sparse ? gmm_laplace_factor(p->lap) : p->wfac;
+    if (p->sparse ? !p->wL || gmm_latent_nconstr(p->lat) > 0 || !wt : !L || !wt)
         return gmm_error(GMM_EINVAL, "the Laplace metric is not available for a latent with "
                                      "linear constraints (use the prior's)");
     /* the Laplace workspace's observations are the packed rows, in order */
     memcpy(p->wwt, wt, p->nobs * sizeof *wt);
-    if ((st = gmm_factor_set_chol(p->wfac, L)) ||
-        (st = gmm_laplace_posterior(p->lap, p->wxh, NULL)))
-        return st;
-    return gmm_factor_mul_lt(p->wfac, p->wxh, p->wc);
+    if (p->sparse)
+        st = gmm_laplace_posterior_sparse(p->lap, p->wxh, NULL);
+    else if (!(st = gmm_factor_set_chol(p->wfac, L)))
+        st = gmm_laplace_posterior(p->lap, p->wxh, NULL);
+    return st ? st : gmm_factor_mul_lt(p->wL, p->wxh, p->wc);
 }
 
 /* The whitened density's arrays, and the packed observed rows. */
@@ -192,7 +195,7 @@ gmm_status problem_whiten(gmm_problem *p, const double *v, double *x)
     if (p->metric != GMM_METRIC_LAPLACE)
         return gmm_latent_whiten(p->lat, v, x);
     memcpy(x, v, p->n * sizeof *x);
-    gmm_status st = gmm_factor_solve_lt(p->wfac, x);
+    gmm_status st = gmm_factor_solve_lt(p->wL, x);
     for (size_t j = 0; j < p->n && st == GMM_OK; j++)
         x[j] += p->wxh[j];
     return st;
@@ -206,7 +209,7 @@ gmm_status gmm_problem_unwhiten(gmm_problem *p, const double *x, double *v)
         return gmm_latent_unwhiten(p->lat, x, v);
     for (size_t j = 0; j < p->n; j++)
         p->wqx[j] = x[j] - p->wxh[j];
-    return gmm_factor_mul_lt(p->wfac, p->wqx, v);
+    return gmm_factor_mul_lt(p->wL, p->wqx, v);
 }
 
 /* b + h_r' x at data row r, from the whitening setup's rows and p->wx. */
@@ -293,7 +296,7 @@ gmm_status gmm_problem_whitened_logp(gmm_problem *p, const double *v, double *lp
             p->wd[i] += p->wwt[i] * p->whx[i];
         problem_packed_scatter(p, p->wd);
         memcpy(grad, p->wg, p->n * sizeof *grad);
-        if ((st = gmm_factor_solve_l(p->wfac, grad)))
+        if ((st = gmm_factor_solve_l(p->wL, grad)))
             return st;
         for (size_t j = 0; j < p->n; j++)
             grad[j] -= p->wqx[j];
@@ -371,7 +374,8 @@ gmm_status gmm_problem_data_information(gmm_problem *p, const double *theta, dou
         goto done;
     p->cold = 1;
     if ((st = problem_laplace_forward(p, theta, &f)) ||
-        (st = gmm_laplace_posterior(p->lap, p->wx, NULL)))
+        (st = p->sparse ? gmm_laplace_posterior_sparse(p->lap, p->wx, NULL)
+                        : gmm_laplace_posterior(p->lap, p->wx, NULL)))
         goto done;
     /* W at the mode, its negative entries (a non-log-concave likelihood's
      * outliers) as 0: they add no information */

@@ -99,6 +99,14 @@ gmm_status gmm_vi_alloc(gmm_problem *p, const gmm_vi_params *par, gmm_vi **out)
     if ((st = gmm_vi_params_check(par)))
         return st;
     gmm_latent *lat = gmm_problem_latent_eval(p);
+    /* q's precision factor is a band of the latent's bandwidth: exactly
+     * what the sparse path does not form (q with the pattern of P's sparse
+     * factor is not implemented) */
+    if (gmm_problem_sparse(p))
+        return gmm_error(GMM_EINVAL, "vi: q's precision factor is banded, and the model is "
+                                     "factorised by the sparse Cholesky, whose band would be "
+                                     "too wide: variational inference needs the band "
+                                     "factorisation");
     if (gmm_latent_dim(lat) == 0)
         return gmm_error(GMM_EINVAL, "vi: the model has no latent field (no latent term): its "
                                      "marginal likelihood is the exact log-likelihood, there is "

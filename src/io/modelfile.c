@@ -41,6 +41,8 @@
  *                                       "precision" unless a formula's
  *                                       f(NAME, iid) makes the graph)
  *     "merge_tol": 1e-3,                state-space and kernel terms, > 0
+ *     "factor": "sparse",               "band" or "sparse" when the model
+ *                                       asked for one (absent: auto)
  *     "edge_cols": ["i", "j", "length"] optional; the last may be null
  *     "elbo": -123.4, "variational": {"file": "m.q.csv", "bandwidth": 3}
  *                                       VI results only
@@ -69,6 +71,23 @@ void gmm_model_init(gmm_model *m)
 {
     memset(m, 0, sizeof *m);
     m->decrement = NAN;
+}
+
+const char *gmm_model_factor_name(gmm_model_factor f)
+{
+    return f == GMM_MODEL_FACTOR_BAND ? "band" : f == GMM_MODEL_FACTOR_SPARSE ? "sparse" : "auto";
+}
+
+int gmm_model_factor_parse(const char *name, gmm_model_factor *f)
+{
+    static const gmm_model_factor all[] = {GMM_MODEL_FACTOR_AUTO, GMM_MODEL_FACTOR_BAND,
+                                           GMM_MODEL_FACTOR_SPARSE};
+    for (size_t k = 0; name && k < sizeof all / sizeof *all; k++)
+        if (!strcmp(name, gmm_model_factor_name(all[k]))) {
+            *f = all[k];
+            return 0;
+        }
+    return -1;
 }
 
 static const char *shown(const char *name, int out)
@@ -205,6 +224,8 @@ gmm_status gmm_model_write(const gmm_model *m, FILE *f, const char *name)
     ok = ok && json_object_set(root, "data", data) == 0;
     if (m->desc.merge_tol > 0.0)
         ok = ok && put(root, "merge_tol", json_real(m->desc.merge_tol));
+    if (m->desc.factor != GMM_MODEL_FACTOR_AUTO)
+        ok = ok && put(root, "factor", json_string(gmm_model_factor_name(m->desc.factor)));
     if (m->desc.graph)
         ok = ok && put(root, "graph", json_string(m->desc.graph));
     if (m->has_vi) {
@@ -407,6 +428,12 @@ static gmm_status parse(reader *r, json_t *root, gmm_model *m)
         return gmm_error(GMM_EPARSE, "%s: key 'merge_tol' must be a non-negative number",
                          r->file);
     m->desc.merge_tol = v ? json_number_value(v) : 0.0;
+    v = json_object_get(root, "factor");
+    if (v && (!json_is_string(v) || gmm_model_factor_parse(json_string_value(v),
+                                                           &m->desc.factor) != 0))
+        return gmm_error(GMM_EPARSE, "%s: key 'factor' must be \"auto\", \"band\" or "
+                                     "\"sparse\"",
+                         r->file);
     if (!get_desc_string(r, root, "graph", "graph",
                          m->desc.precision != NULL && !m->desc.formula, 0,
                     &m->desc.graph))

@@ -72,6 +72,13 @@ gmm_status gmm_mdl_impl_term_group(const mdl_build *b, const gmm_formula_latent 
 
 /* ---- the latent (model_latent_build.c) ------------------------------------ */
 
+/* model_factor.c: the band or the sparse factorisation for m's latent, as
+ * the description asks or (auto) from their predicted costs: m->sparse;
+ * with spec.verbose the choice, its reason and both predictions reported.
+ * GMM_EINVAL when the sparse one is asked for a latent without a sparse
+ * prior; the analysis' errors. */
+gmm_status gmm_mdl_impl_choose_factor(const mdl_build *b, gmm_mdl *m);
+
 gmm_status gmm_mdl_impl_build_ssm(const mdl_build *b, gmm_mdl *m);
 gmm_status gmm_mdl_impl_build_graph(const mdl_build *b, gmm_mdl *m, gmm_table *data, int strict);
 gmm_status gmm_mdl_impl_build_stack(mdl_build *b, gmm_mdl *m, const gmm_table *data);

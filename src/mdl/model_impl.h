@@ -80,6 +80,8 @@ struct gmm_mdl {
     double center;
     int has_center;
     double merge_tol;
+    gmm_model_factor factor; /* as the description asks (a model file records it) */
+    int sparse;              /* the sparse path chosen (model_factor.c) */
     size_t nrow, nobs;
     size_t ndropped;   /* rows dropped for a missing value (model_na.c) */
     double *x, *y, *e; /* nrow each (y centred for Gaussian data, NAN missing) */

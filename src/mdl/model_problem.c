@@ -137,7 +137,11 @@ gmm_status gmm_mdl_impl_build_problem(const mdl_build *b, gmm_mdl *m, double noi
     for (size_t k = m->ncoef - m->noffset; k < m->ncoef; k++)
         start[k] = 1.0;
     gmm_problem_design d = {m->ncoef, m->X, names, start, 1};
-    s = gmm_problem_alloc_design(m->lat, &m->lik, m->y, m->e, &d, &m->prob);
+    m->factor = b->s->desc.factor;
+    s = gmm_mdl_impl_choose_factor(b, m);
+    if (s == GMM_OK)
+        s = m->sparse ? gmm_problem_alloc_sparse(m->lat, &m->lik, m->y, m->e, &d, &m->prob)
+                      : gmm_problem_alloc_design(m->lat, &m->lik, m->y, m->e, &d, &m->prob);
     if (s == GMM_OK && m->wt)
         s = gmm_problem_set_weights(m->prob, m->wt);
     gmm_free(start);
@@ -159,7 +163,8 @@ gmm_status gmm_mdl_impl_build_problem(const mdl_build *b, gmm_mdl *m, double noi
             "coefficient(s)",
             gmm_latent_family(m->lat), gmm_latent_dim(m->lat), gmm_latent_bandwidth(m->lat),
             m->lik.type->name,
-            m->lik.type->conjugate ? "exact marginal likelihood" : "Laplace approximation",
+            m->lik.type->conjugate && !m->sparse ? "exact marginal likelihood"
+                                                   : "Laplace approximation",
             m->ncoef);
     return GMM_OK;
 }

@@ -226,6 +226,7 @@ gmm_status gmm_mdl_describe(const gmm_mdl *m, gmm_model *mf, char **scratch)
         mf->desc.merge_tol = m->merge_tol;
     }
     mf->desc.formula = m->formula_rec ? m->formula_rec : m->formula;
+    mf->desc.factor = m->factor;
     if (m->edgeless)
         memset(mf->desc.edge_cols, 0, sizeof mf->desc.edge_cols);
     mf->desc.data.file = m->data_rec;

@@ -47,6 +47,35 @@ static size_t stack_rows(const gmm_mdl *m, size_t k)
     return gmm_latent_stack_nlevel(m->lat, k);
 }
 
+/* The sparse path's moments of every stacked level (stack_terms' order)
+ * as linear forms of the latent (gmm_problem_predict_forms): nr of them
+ * into *fm and *fv (allocated). */
+static gmm_status sparse_levels(gmm_mdl *m, size_t nr, double **fm, double **fv)
+{
+    size_t cap = gmm_latent_stack_row_max(m->lat), r = 0;
+    size_t *ptr = gmm_malloc(nr + 1, sizeof *ptr), *idx = gmm_malloc(nr * cap + 1, sizeof *idx);
+    double *w = gmm_malloc(nr * cap + 1, sizeof *w);
+    *fm = gmm_malloc(2 * nr + 1, sizeof **fm);
+    *fv = *fm ? *fm + nr : NULL;
+    gmm_status s = GMM_OK;
+    if (!ptr || !idx || !w || !*fm)
+        s = gmm_error(GMM_ENOMEM, "out of memory for the posterior (%zu levels)", nr);
+    if (ptr)
+        ptr[0] = 0;
+    for (size_t k = 0; s == GMM_OK && k < m->nterm; k++)
+        for (size_t j = 0; s == GMM_OK && j < stack_rows(m, k); j++, r++) {
+            size_t ne = 0;
+            s = gmm_latent_stack_level(m->lat, k, j, idx + ptr[r], w + ptr[r], &ne);
+            ptr[r + 1] = ptr[r] + ne;
+        }
+    if (s == GMM_OK)
+        s = gmm_problem_predict_forms(m->prob, m->obj->value, nr, ptr, idx, w, *fm, *fv);
+    gmm_free(ptr);
+    gmm_free(idx);
+    gmm_free(w);
+    return s;
+}
+
 /* Stacked latent rows from index nc on: component k's levels in its local
  * order, each with the posterior mean and sd of its latent (the marginal of
  * the constrained Gaussian or Laplace posterior at the model's values). */
@@ -57,13 +86,21 @@ static gmm_status stack_terms(gmm_mdl *m, size_t nc, gmm_mdl_terms *out)
     double *mean = gmm_malloc(n ? n : 1, sizeof *mean);
     size_t cap = gmm_latent_stack_row_max(l), *ix = gmm_malloc(cap ? cap : 1, sizeof *ix);
     double *wx = gmm_malloc(cap ? cap : 1, sizeof *wx);
-    gmm_band *cov = gmm_band_alloc(n, gmm_latent_cov_bandwidth(l), 0, GMM_BAND_SYMMETRIC);
+    /* the sparse path keeps no covariance band: each level's moments */
+    int sparse = gmm_problem_sparse(m->prob);
+    size_t nlev = 0;
+    for (size_t k = 0; k < m->nterm; k++)
+        nlev += stack_rows(m, k);
+    double *fm = NULL, *fv = NULL;
+    gmm_band *cov =
+        sparse ? NULL : gmm_band_alloc(n, gmm_latent_cov_bandwidth(l), 0, GMM_BAND_SYMMETRIC);
     gmm_status s = GMM_OK;
-    if (!mean || !cov || !ix || !wx) {
+    if (!mean || (!sparse && !cov) || !ix || !wx) {
         s = gmm_error(GMM_ENOMEM, "out of memory for the posterior (%zu latents)", n);
         goto done;
     }
-    if ((s = gmm_problem_posterior(m->prob, m->obj->value, mean, cov)) != GMM_OK)
+    if ((s = sparse ? sparse_levels(m, nlev, &fm, &fv)
+                    : gmm_problem_posterior(m->prob, m->obj->value, mean, cov)) != GMM_OK)
         goto done;
     size_t r = nc;
     for (size_t k = 0; k < m->nterm && s == GMM_OK; k++) {
@@ -92,8 +129,8 @@ static gmm_status stack_terms(gmm_mdl *m, size_t nc, gmm_mdl_terms *out)
                 s = gmm_error(GMM_ENOMEM, "out of memory");
                 break;
             }
-            double mu = 0.0, v = 0.0;
-            for (size_t a = 0; a < ne; a++) {
+            double mu = sparse ? fm[r - nc] : 0.0, v = sparse ? fv[r - nc] : 0.0;
+            for (size_t a = 0; !sparse && a < ne; a++) {
                 mu += wx[a] * mean[ix[a]];
                 for (size_t c = 0; c < ne; c++)
                     v += wx[a] * wx[c] * gmm_band_get(cov, ix[a], ix[c]);
@@ -104,6 +141,7 @@ static gmm_status stack_terms(gmm_mdl *m, size_t nc, gmm_mdl_terms *out)
     }
 done:
     gmm_free(mean);
+    gmm_free(fm);
     gmm_free(ix);
     gmm_free(wx);
     gmm_band_free(cov);

@@ -23,6 +23,8 @@
 #include <string.h>
 
 #include "gmm/alloc.h"
+#include "gmm/factor.h"
+#include "gmm/sparse.h"
 #include "model_dense.h"
 
 struct gmm_constr {
@@ -137,17 +139,33 @@ static void krig(gmm_constr *c, double *v)
             v[r] -= c->V[i * n + r] * c->a[i];
 }
 
-gmm_status gmm_constr_factor(gmm_constr *c, const gmm_band *L, double tau)
+/* P~^-1 v = L^-T L^-1 v by the band factor L or by a gmm_factor F: the
+ * conditioning below is one algebra whatever stores P~'s factor. */
+typedef struct {
+    const gmm_band *L;
+    const gmm_factor *F;
+} psolver;
+
+static gmm_status psolve(const psolver *ps, double *v)
+{
+    gmm_status st;
+    if (ps->F)
+        return gmm_factor_solve(ps->F, v);
+    if ((st = gmm_band_tri_solve_vec(ps->L, GMM_NOTRANS, v)))
+        return st;
+    return gmm_band_tri_solve_vec(ps->L, GMM_TRANS, v);
+}
+
+static gmm_status constr_factor(gmm_constr *c, const psolver *ps, size_t order, double tau)
 {
     gmm_status st;
     size_t n = c->n, k = c->k, bad;
-    if (L->n != n)
-        return gmm_error(GMM_EDIM, "constraints on %zu latents, factor of %zu", n, L->n);
+    if (order != n)
+        return gmm_error(GMM_EDIM, "constraints on %zu latents, factor of %zu", n, order);
     c->tau = tau;
     for (size_t i = 0; i < k; i++) {
         memcpy(c->V + i * n, c->A + i * n, n * sizeof *c->V);
-        if ((st = gmm_band_tri_solve_vec(L, GMM_NOTRANS, c->V + i * n)) ||
-            (st = gmm_band_tri_solve_vec(L, GMM_TRANS, c->V + i * n)))
+        if ((st = psolve(ps, c->V + i * n)))
             return st;
     }
     for (size_t i = 0; i < k; i++)
@@ -169,8 +187,7 @@ gmm_status gmm_constr_factor(gmm_constr *c, const gmm_band *L, double tau)
         double *y = c->Z + j * n;
         memset(y, 0, n * sizeof *y);
         y[c->pin[j]] = 1.0;
-        if ((st = gmm_band_tri_solve_vec(L, GMM_NOTRANS, y)) ||
-            (st = gmm_band_tri_solve_vec(L, GMM_TRANS, y)))
+        if ((st = psolve(ps, y)))
             return st;
         krig(c, y);
     }
@@ -187,12 +204,23 @@ gmm_status gmm_constr_factor(gmm_constr *c, const gmm_band *L, double tau)
     return GMM_OK;
 }
 
-gmm_status gmm_constr_solve(gmm_constr *c, const gmm_band *L, double *v)
+gmm_status gmm_constr_factor(gmm_constr *c, const gmm_band *L, double tau)
+{
+    const psolver ps = {L, NULL};
+    return constr_factor(c, &ps, L->n, tau);
+}
+
+gmm_status gmm_constr_factor_with(gmm_constr *c, const gmm_factor *F, double tau)
+{
+    const psolver ps = {NULL, F};
+    return constr_factor(c, &ps, gmm_factor_dim(F), tau);
+}
+
+static gmm_status constr_solve(gmm_constr *c, const psolver *ps, double *v)
 {
     gmm_status st;
     size_t n = c->n, k = c->k;
-    if ((st = gmm_band_tri_solve_vec(L, GMM_NOTRANS, v)) ||
-        (st = gmm_band_tri_solve_vec(L, GMM_TRANS, v)))
+    if ((st = psolve(ps, v)))
         return st;
     if (k == 0)
         return GMM_OK;
@@ -212,20 +240,72 @@ gmm_status gmm_constr_solve(gmm_constr *c, const gmm_band *L, double *v)
     return GMM_OK;
 }
 
+gmm_status gmm_constr_solve(gmm_constr *c, const gmm_band *L, double *v)
+{
+    const psolver ps = {L, NULL};
+    return constr_solve(c, &ps, v);
+}
+
+gmm_status gmm_constr_solve_with(gmm_constr *c, const gmm_factor *F, double *v)
+{
+    const psolver ps = {NULL, F};
+    return constr_solve(c, &ps, v);
+}
+
+/* Sigma_c(i, j) - P~^-1(i, j) = tau (Z Z')(i, j) - (V V')(i, j). */
+static double cov_change(const gmm_constr *c, size_t i, size_t j)
+{
+    size_t n = c->n;
+    double s = 0.0;
+    for (size_t t = 0; t < c->k; t++)
+        s += (c->tau == 0.0 ? 0.0 : c->tau * c->Z[t * n + i] * c->Z[t * n + j]) -
+             c->V[t * n + i] * c->V[t * n + j];
+    return s;
+}
+
+void gmm_constr_sparse(const gmm_constr *c, gmm_sparse *S)
+{
+    for (size_t j = 0; j < S->n && c->k; j++)
+        for (size_t p = S->colptr[j]; p < S->colptr[j + 1]; p++)
+            S->val[p] += cov_change(c, S->rowind[p], j);
+}
+
+double gmm_constr_tau_sparse(const gmm_constr *c, const gmm_sparse *Q)
+{
+    double t = 0.0;
+    for (size_t i = 0; i < c->k; i++)
+        t = fmax(t, Q->val[Q->colptr[c->pin[i]]]); /* the diagonal leads its column */
+    return t > 0.0 && isfinite(t) ? t : 1.0;
+}
+
+void gmm_constr_pin_sparse(const gmm_constr *c, double tau, gmm_sparse *P)
+{
+    for (size_t i = 0; i < c->k; i++)
+        P->val[P->colptr[c->pin[i]]] += tau;
+}
+
 void gmm_constr_band(const gmm_constr *c, gmm_band *S)
 {
-    size_t n = S->n, k = c->k;
-    for (size_t j = 0; j < n && k; j++) {
+    size_t n = S->n;
+    for (size_t j = 0; j < n && c->k; j++) {
         double *col = gmm_band_col(S, j);
         size_t iend = j + S->kl < n ? j + S->kl : n - 1;
-        for (size_t i = j; i <= iend; i++) {
-            double s = 0.0;
-            for (size_t t = 0; t < k; t++)
-                s += (c->tau == 0.0 ? 0.0 : c->tau * c->Z[t * n + i] * c->Z[t * n + j]) -
-                     c->V[t * n + i] * c->V[t * n + j];
-            col[i] += s;
-        }
+        for (size_t i = j; i <= iend; i++)
+            col[i] += cov_change(c, i, j);
     }
+}
+
+void gmm_constr_draw(gmm_constr *c, double *v)
+{
+    if (c->k == 0)
+        return;
+    krig(c, v); /* a = L_G^-1 A v, the coordinates of z kriging removes */
+    if (c->tau == 0.0)
+        return;
+    double st = sqrt(c->tau);
+    for (size_t i = 0; i < c->k; i++)
+        for (size_t r = 0; r < c->n; r++)
+            v[r] += st * c->Z[i * c->n + r] * c->a[i];
 }
 
 double gmm_constr_logdet(const gmm_constr *c) { return c->k ? c->ldG + c->ldK : 0.0; }

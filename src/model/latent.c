@@ -237,6 +237,67 @@ gmm_status gmm_latent_prior_rev(gmm_latent *l, const gmm_band *Qbar, double logd
     return l->ops->prior_rev(l->impl, Qbar, logdetbar, thetabar);
 }
 
+gmm_status gmm_latent_band_check(const gmm_latent *l)
+{
+    if (!l)
+        return gmm_error(GMM_EINVAL, "gmm_latent_band_check: NULL argument");
+    return l->ops->band_check ? l->ops->band_check(l->impl) : GMM_OK;
+}
+
+static gmm_status no_sparse(const gmm_latent *l)
+{
+    return gmm_error(GMM_EINVAL, "the %s family has no sparse prior (its precision is "
+                                 "assembled in band storage only)",
+                     l->ops->family);
+}
+
+gmm_status gmm_latent_prior_pattern(const gmm_latent *l, gmm_sparse **Q)
+{
+    if (!l || !Q)
+        return gmm_error(GMM_EINVAL, "gmm_latent_prior_pattern: NULL argument");
+    *Q = NULL;
+    return l->ops->prior_pattern ? l->ops->prior_pattern(l->impl, Q) : no_sparse(l);
+}
+
+gmm_status gmm_latent_prior_sparse(gmm_latent *l, const double *theta, gmm_sparse *Q,
+                                   double *logdet)
+{
+    if (!l || !theta || !Q)
+        return gmm_error(GMM_EINVAL, "gmm_latent_prior_sparse: NULL argument");
+    l->logdet_known = 0;
+    if (!l->ops->prior_sparse)
+        return no_sparse(l);
+    if (Q->n != l->n)
+        return gmm_error(GMM_EDIM, "gmm_latent_prior_sparse: Q must be %zu x %zu, not %zu x %zu",
+                         l->n, l->n, Q->n, Q->n);
+    gmm_status st = gmm_latent_theta_check(l, theta);
+    double ld = NAN;
+    if (st == GMM_OK)
+        st = l->ops->prior_sparse(l->impl, theta, Q, &ld);
+    l->logdet_known = st == GMM_OK && !isnan(ld);
+    if (logdet)
+        *logdet = ld;
+    return st;
+}
+
+gmm_status gmm_latent_prior_rev_sparse(gmm_latent *l, const gmm_sparse *Qbar, double logdetbar,
+                                       double *thetabar)
+{
+    if (!l || !Qbar || !thetabar)
+        return gmm_error(GMM_EINVAL, "gmm_latent_prior_rev_sparse: NULL argument");
+    if (!l->ops->prior_rev_sparse)
+        return no_sparse(l);
+    if (Qbar->n != l->n)
+        return gmm_error(GMM_EDIM, "gmm_latent_prior_rev_sparse: Qbar must be %zu x %zu, not "
+                                   "%zu x %zu",
+                         l->n, l->n, Qbar->n, Qbar->n);
+    if (logdetbar != 0.0 && !l->logdet_known)
+        return gmm_error(GMM_EINVAL, "gmm_latent_prior_rev_sparse: the %s family gave no "
+                                     "log|Q|",
+                         l->ops->family);
+    return l->ops->prior_rev_sparse(l->impl, Qbar, logdetbar, thetabar);
+}
+
 gmm_status gmm_latent_gaussian(gmm_latent *l, const double *theta, const double *y, double noise,
                                double *loglik, double *thetabar, double *noisebar)
 {

@@ -48,6 +48,13 @@ typedef struct {
     gmm_status (*wls_adjoint)(void *impl, const double *rw, double *u, double *thetabar);
     /* NULL: rows that vary are not smoothed (latent.h) */
     gmm_status (*wls_rowcov)(void *impl, double *zeta, double *sh);
+    /* NULL: no sparse prior (latent.h, prior in sparse storage) */
+    gmm_status (*prior_pattern)(const void *impl, gmm_sparse **Q);
+    gmm_status (*prior_sparse)(void *impl, const double *theta, gmm_sparse *Q, double *logdet);
+    gmm_status (*prior_rev_sparse)(void *impl, const gmm_sparse *Qbar, double logdetbar,
+                                   double *thetabar);
+    /* NULL: any band of Q's bandwidth is allowed (latent.h, gmm_latent_band_check) */
+    gmm_status (*band_check)(const void *impl);
 } gmm_latent_ops;
 
 struct gmm_latent {

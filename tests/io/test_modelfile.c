@@ -87,6 +87,7 @@ START_TEST(test_round_trip_state_space)
     ck_assert_str_eq(r.desc.data.y, "co2_ppm");
     ck_assert_ptr_null(r.desc.data.node);
     ck_assert_ptr_null(r.desc.graph);
+    ck_assert_int_eq(r.desc.factor, GMM_MODEL_FACTOR_AUTO); /* auto: not written */
     size_t k;
     ck_assert_int_eq(gmm_model_param_index(&r, "noise.variance", &k), GMM_OK);
     ck_assert_uint_eq(k, 3);
@@ -147,6 +148,32 @@ static const char *good =
     " \"likelihood\": \"gaussian\", \"center\": null, \"loglik\": -3.25,\n"
     " \"iterations\": 0, \"converged\": false, \"data\": {\"file\": \"d.csv\"},\n"
     " \"future_key\": {\"anything\": [1, 2, 3]}}\n";
+
+/* The factorisation a model asked for: written when band or sparse, read
+ * back; a file without it reads as auto (above). */
+START_TEST(test_round_trip_factor)
+{
+    const gmm_model_factor fs[] = {GMM_MODEL_FACTOR_BAND, GMM_MODEL_FACTOR_SPARSE};
+    for (size_t i = 0; i < 2; i++) {
+        gmm_model m = ssm_model(), r;
+        m.desc.factor = fs[i];
+        char *path = temp_path();
+        FILE *f = fopen(path, "w");
+        ck_assert_int_eq(gmm_model_write(&m, f, path), GMM_OK);
+        fclose(f);
+        ck_assert_int_eq(gmm_model_read(path, &r), GMM_OK);
+        ck_assert_int_eq(r.desc.factor, fs[i]);
+        gmm_model_free(&r);
+        unlink(path);
+        free(path);
+    }
+    gmm_model_factor g;
+    ck_assert_int_eq(gmm_model_factor_parse("sparse", &g), 0);
+    ck_assert_int_eq(g, GMM_MODEL_FACTOR_SPARSE);
+    ck_assert_int_eq(gmm_model_factor_parse("cholesky", &g), -1);
+    ck_assert_str_eq(gmm_model_factor_name(GMM_MODEL_FACTOR_AUTO), "auto");
+}
+END_TEST
 
 START_TEST(test_unknown_keys_ignored_and_integers_accepted)
 {
@@ -212,6 +239,8 @@ static const struct {
     {"\"likelihood\": \"gaussian\"", "\"likelihood\": [1]", "key 'likelihood' must be a string"},
     {"\"parameters\": {", "\"parameters\": {\"a\": 1, \"a\": 2, ", "duplicate"},
     {"\"loglik\": -3.25,", "\"loglik\": -3.25", ":4:13: "}, /* malformed: line:col */
+    {"\"loglik\": -3.25,", "\"factor\": \"dense\", \"loglik\": -3.25,", "key 'factor' must be"},
+    {"\"loglik\": -3.25,", "\"factor\": 2, \"loglik\": -3.25,", "key 'factor' must be"},
 };
 
 START_TEST(test_bad_values)
@@ -333,6 +362,7 @@ Suite *io_modelfile_suite(void)
     Suite *s = suite_create("io_modelfile");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, test_round_trip_state_space);
+    tcase_add_test(tc, test_round_trip_factor);
     tcase_add_test(tc, test_round_trip_graph_and_null_center);
     tcase_add_test(tc, test_unknown_keys_ignored_and_integers_accepted);
     tcase_add_loop_test(tc, test_missing_required_key, 0,

@@ -33,34 +33,56 @@
 
 #define MAXP 2
 
+/* Where the families read and write Q's stored entries: the permuted band
+ * (B), or a list of values (val) with row r's diagonal at pos[r] and edge
+ * e's entry at pos[n + e] (gmm_gmrf_assemble_at: the sparse path).  The
+ * families do the same arithmetic in the same order on either, so both
+ * hold the same numbers. */
+typedef struct {
+    gmm_band *B;
+    double *val;
+    const size_t *pos;
+    size_t n;
+} slots;
+
+static double *diag_at(const slots *t, size_t r)
+{
+    return t->B ? gmm_band_ptr(t->B, r, r) : t->val + t->pos[r];
+}
+
+static double *edge_at(const gmm_gmrf *m, const slots *t, size_t e)
+{
+    return t->B ? gmm_band_ptr(t->B, m->ehi[e], m->elo[e]) : t->val + t->pos[t->n + e];
+}
+
 struct gmm_precision_type {
     const char *name;
     size_t nparam;
     const char *param[MAXP];
     double def[MAXP];
     int zero_ok[MAXP];
-    void (*add)(const gmm_gmrf *m, const double *th, gmm_band *Q);
-    void (*rev)(const gmm_gmrf *m, const double *th, const gmm_band *Qbar, double *thbar);
+    void (*add)(const gmm_gmrf *m, const double *th, const slots *Q);
+    void (*rev)(const gmm_gmrf *m, const double *th, const slots *Qbar, double *thbar);
 };
 
 /* ---- edge-ou ----------------------------------------------------------------- */
 
-static void edge_ou_add(const gmm_gmrf *m, const double *th, gmm_band *Q)
+static void edge_ou_add(const gmm_gmrf *m, const double *th, const slots *Q)
 {
     double v = th[0], l = th[1];
     for (size_t e = 0; e < m->nedge; e++) {
         double t = m->elen[e] / l, rho = exp(-t), s = -expm1(-2.0 * t);
         double cd = (1.0 / s - 0.5) / v, co = -rho / (s * v);
-        *gmm_band_ptr(Q, m->ehi[e], m->ehi[e]) += cd;
-        *gmm_band_ptr(Q, m->elo[e], m->elo[e]) += cd;
-        *gmm_band_ptr(Q, m->ehi[e], m->elo[e]) += co;
+        *diag_at(Q, m->ehi[e]) += cd;
+        *diag_at(Q, m->elo[e]) += cd;
+        *edge_at(m, Q, e) += co;
     }
     for (size_t r = 0; r < m->n; r++)
         if (m->deg[r] == 0)
-            *gmm_band_ptr(Q, r, r) += 1.0 / v;
+            *diag_at(Q, r) += 1.0 / v;
 }
 
-static void edge_ou_rev(const gmm_gmrf *m, const double *th, const gmm_band *Qbar,
+static void edge_ou_rev(const gmm_gmrf *m, const double *th, const slots *Qbar,
                         double *thbar)
 {
     double v = th[0], l = th[1], vbar = 0.0, lbar = 0.0;
@@ -68,38 +90,38 @@ static void edge_ou_rev(const gmm_gmrf *m, const double *th, const gmm_band *Qba
         size_t hi = m->ehi[e], lo = m->elo[e];
         double t = m->elen[e] / l, rho = exp(-t), s = -expm1(-2.0 * t), q = rho / s;
         double cd = (1.0 / s - 0.5) / v, co = -q / v;
-        double gd = *gmm_band_ptr(Qbar, hi, hi) + *gmm_band_ptr(Qbar, lo, lo);
-        double go = *gmm_band_ptr(Qbar, hi, lo);
+        double gd = *diag_at(Qbar, hi) + *diag_at(Qbar, lo);
+        double go = *edge_at(m, Qbar, e);
         vbar -= (gd * cd + go * co) / v;
         lbar += (t / (l * v)) * (2.0 * gd * q * q - go * q * (1.0 + rho * rho) / s);
     }
     for (size_t r = 0; r < m->n; r++)
         if (m->deg[r] == 0)
-            vbar -= *gmm_band_ptr(Qbar, r, r) / (v * v);
+            vbar -= *diag_at(Qbar, r) / (v * v);
     thbar[0] += vbar;
     thbar[1] += lbar;
 }
 
 /* ---- laplacian ----------------------------------------------------------------- */
 
-static void laplacian_add(const gmm_gmrf *m, const double *th, gmm_band *Q)
+static void laplacian_add(const gmm_gmrf *m, const double *th, const slots *Q)
 {
     double p = th[0], ridge = th[1];
     for (size_t e = 0; e < m->nedge; e++)
-        *gmm_band_ptr(Q, m->ehi[e], m->elo[e]) -= p;
+        *edge_at(m, Q, e) -= p;
     for (size_t r = 0; r < m->n; r++)
-        *gmm_band_ptr(Q, r, r) += p * (double)m->deg[r] + ridge;
+        *diag_at(Q, r) += p * (double)m->deg[r] + ridge;
 }
 
-static void laplacian_rev(const gmm_gmrf *m, const double *th, const gmm_band *Qbar,
+static void laplacian_rev(const gmm_gmrf *m, const double *th, const slots *Qbar,
                           double *thbar)
 {
     (void)th;
     double pbar = 0.0, rbar = 0.0;
     for (size_t e = 0; e < m->nedge; e++)
-        pbar -= *gmm_band_ptr(Qbar, m->ehi[e], m->elo[e]);
+        pbar -= *edge_at(m, Qbar, e);
     for (size_t r = 0; r < m->n; r++) {
-        double d = *gmm_band_ptr(Qbar, r, r);
+        double d = *diag_at(Qbar, r);
         pbar += d * (double)m->deg[r];
         rbar += d;
     }
@@ -112,17 +134,17 @@ static void laplacian_rev(const gmm_gmrf *m, const double *th, const gmm_band *Q
 /* One N(0, variance) effect per node, whatever the edges: the random
  * intercept of a grouping column (its levels as nodes of an edgeless
  * graph, lme4's (1 | g)). */
-static void iid_add(const gmm_gmrf *m, const double *th, gmm_band *Q)
+static void iid_add(const gmm_gmrf *m, const double *th, const slots *Q)
 {
     for (size_t r = 0; r < m->n; r++)
-        *gmm_band_ptr(Q, r, r) += 1.0 / th[0];
+        *diag_at(Q, r) += 1.0 / th[0];
 }
 
-static void iid_rev(const gmm_gmrf *m, const double *th, const gmm_band *Qbar, double *thbar)
+static void iid_rev(const gmm_gmrf *m, const double *th, const slots *Qbar, double *thbar)
 {
     double d = 0.0;
     for (size_t r = 0; r < m->n; r++)
-        d += *gmm_band_ptr(Qbar, r, r);
+        d += *diag_at(Qbar, r);
     thbar[0] -= d / (th[0] * th[0]);
 }
 
@@ -509,8 +531,37 @@ gmm_status gmm_gmrf_assemble(const gmm_gmrf *m, const double *theta, gmm_band *Q
     if ((st = gmm_gmrf_theta_check(m, theta)) != GMM_OK)
         return st;
     gmm_band_set_zero(Q);
+    slots at = {.B = Q};
     for (size_t t = 0; t < m->nterm; t++)
-        m->term[t]->add(m, theta + m->term_off[t], Q);
+        m->term[t]->add(m, theta + m->term_off[t], &at);
+    return GMM_OK;
+}
+
+gmm_status gmm_gmrf_assemble_at(const gmm_gmrf *m, const double *theta, const size_t *pos,
+                                double *val)
+{
+    if (!m || !theta || !pos || !val)
+        return gmm_error(GMM_EINVAL, "gmm_gmrf_assemble_at: NULL argument");
+    gmm_status st = gmm_gmrf_theta_check(m, theta);
+    if (st != GMM_OK)
+        return st;
+    slots at = {.val = val, .pos = pos, .n = m->n};
+    for (size_t t = 0; t < m->nterm; t++)
+        m->term[t]->add(m, theta + m->term_off[t], &at);
+    return GMM_OK;
+}
+
+gmm_status gmm_gmrf_assemble_at_rev(const gmm_gmrf *m, const double *theta, const size_t *pos,
+                                    const double *valbar, double *thetabar)
+{
+    if (!m || !theta || !pos || !valbar || !thetabar)
+        return gmm_error(GMM_EINVAL, "gmm_gmrf_assemble_at_rev: NULL argument");
+    gmm_status st = gmm_gmrf_theta_check(m, theta);
+    if (st != GMM_OK)
+        return st;
+    slots at = {.val = (double *)valbar, .pos = pos, .n = m->n}; /* read only */
+    for (size_t t = 0; t < m->nterm; t++)
+        m->term[t]->rev(m, theta + m->term_off[t], &at, thetabar + m->term_off[t]);
     return GMM_OK;
 }
 
@@ -522,8 +573,9 @@ gmm_status gmm_gmrf_assemble_rev(const gmm_gmrf *m, const double *theta, const g
         return st;
     if ((st = gmm_gmrf_theta_check(m, theta)) != GMM_OK)
         return st;
+    slots at = {.B = (gmm_band *)Qbar}; /* read only */
     for (size_t t = 0; t < m->nterm; t++)
-        m->term[t]->rev(m, theta + m->term_off[t], Qbar, thetabar + m->term_off[t]);
+        m->term[t]->rev(m, theta + m->term_off[t], &at, thetabar + m->term_off[t]);
     return GMM_OK;
 }
 

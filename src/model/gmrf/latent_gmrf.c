@@ -17,13 +17,14 @@
 #include "gmm/alloc.h"
 #include "../latent_asm.h"
 #include "../latent_impl.h"
+#include "../latent_sparse.h"
 
 typedef struct {
     latent_asm as;        /* first: Q's assembly, the rows (one node's latent
                            * each), the Gaussian likelihood (latent_asm.h) */
     const gmm_gmrf *g;
     double *theta;        /* nparam: of the last prior call, for its reverse */
-    int prior_ok;         /* that call succeeded */
+    int prior_ok;         /* that call succeeded: 1 the band one, 2 the sparse one */
     /* whitening, allocated by the first setup: L's and Lbar's band storage,
      * x of whiten_rev, the solve's work, x of the last whiten, u of the
      * last whiten_t (n each), the setup's theta */
@@ -32,6 +33,11 @@ typedef struct {
     gmm_band L;           /* view of wL: the factor */
     int wready;
     int wsx_ok, wsu_ok;   /* whiten, whiten_t since the setup */
+    /* the sparse prior (latent.h), on first use: the pattern of the
+     * diagonal and the edges, and where each sits in it (n + nedge:
+     * gmm_gmrf_assemble_at's pos) */
+    latent_sparse ls;
+    size_t *spos;
 } gmrf_impl;
 
 static void gmrf_free_impl(void *p)
@@ -43,6 +49,8 @@ static void gmrf_free_impl(void *p)
     gmm_free(c->theta);
     gmm_free(c->wbuf);
     gmm_free(c->wreach);
+    latent_sparse_free(&c->ls);
+    gmm_free(c->spos);
     gmm_free(c);
 }
 
@@ -64,7 +72,7 @@ static gmm_status gmrf_prior(void *p, const double *theta, gmm_band *Q, double *
     gmrf_impl *c = p;
     *logdet = NAN;
     gmm_status st = gmm_gmrf_assemble(c->g, theta, Q);
-    c->prior_ok = st == GMM_OK;
+    c->prior_ok = st == GMM_OK; /* 1: the band one */
     if (c->prior_ok)
         memcpy(c->theta, theta, c->g->nparam * sizeof *theta);
     return st;
@@ -75,9 +83,86 @@ static gmm_status gmrf_prior_rev(void *p, const gmm_band *Qbar, double logdetbar
 {
     gmrf_impl *c = p;
     (void)logdetbar; /* 0: checked by latent.c */
-    if (!c->prior_ok)
+    if (c->prior_ok != 1)
         return gmm_error(GMM_EINVAL, "gmm_latent_prior_rev: no gmm_latent_prior before");
     return gmm_gmrf_assemble_rev(c->g, c->theta, Qbar, thetabar);
+}
+
+/* The sparse prior's symbolic work (the graph's adjacency), on first use. */
+static gmm_status sparse_setup(gmrf_impl *c)
+{
+    const gmm_gmrf *g = c->g;
+    size_t n = g->n, m = g->nedge;
+    gmm_status st;
+    if (c->spos)
+        return GMM_OK;
+    size_t *diag = gmm_malloc(n ? n : 1, sizeof *diag);
+    size_t *pos = gmm_malloc(n + m ? n + m : 1, sizeof *pos);
+    if (!diag || !pos) {
+        st = gmm_error(GMM_ENOMEM, "out of memory for the graph's sparse prior (n = %zu, %zu "
+                                   "edges)",
+                       n, m);
+        goto fail;
+    }
+    for (size_t r = 0; r < n; r++)
+        diag[r] = r;
+    if ((st = latent_sparse_init(&c->ls, n, m, g->ehi, g->elo)) ||
+        (st = latent_sparse_find(c->ls.Q, n, diag, diag, pos)) ||
+        (st = latent_sparse_find(c->ls.Q, m, g->ehi, g->elo, pos + n)))
+        goto fail;
+    gmm_free(diag);
+    c->spos = pos;
+    return GMM_OK;
+fail:
+    latent_sparse_free(&c->ls);
+    gmm_free(diag);
+    gmm_free(pos);
+    return st;
+}
+
+static gmm_status gmrf_prior_pattern(const void *p, gmm_sparse **Q)
+{
+    gmrf_impl *c = (gmrf_impl *)p; /* the symbolic work is cached */
+    gmm_status st = sparse_setup(c);
+    return st ? st : latent_sparse_pattern(&c->ls, Q);
+}
+
+static gmm_status gmrf_prior_sparse(void *p, const double *theta, gmm_sparse *Q,
+                                    double *logdet)
+{
+    gmrf_impl *c = p;
+    gmm_status st;
+    *logdet = NAN;
+    c->prior_ok = 0;
+    if ((st = sparse_setup(c)))
+        return st;
+    gmm_sparse_set_zero(c->ls.Q);
+    if ((st = gmm_gmrf_assemble_at(c->g, theta, c->spos, c->ls.Q->val)) ||
+        (st = latent_sparse_put(&c->ls, Q)))
+        return st;
+    memcpy(c->theta, theta, c->g->nparam * sizeof *theta);
+    c->prior_ok = 2; /* the sparse one */
+    return GMM_OK;
+}
+
+static gmm_status gmrf_prior_rev_sparse(void *p, const gmm_sparse *Qbar, double logdetbar,
+                                        double *thetabar)
+{
+    gmrf_impl *c = p;
+    gmm_status st;
+    (void)logdetbar; /* 0: checked by latent.c */
+    if (c->prior_ok != 2)
+        return gmm_error(GMM_EINVAL, "gmm_latent_prior_rev_sparse: no gmm_latent_prior_sparse "
+                                     "before");
+    if ((st = latent_sparse_get(&c->ls, Qbar)))
+        return st;
+    return gmm_gmrf_assemble_at_rev(c->g, c->theta, c->spos, c->ls.Qbar->val, thetabar);
+}
+
+static gmm_status gmrf_band_check(const void *p)
+{
+    const gmrf_impl *c = p;
+    return gmm_gmrf_band_check(c->g, 0);
 }
 
 /* The band workspaces of the exact Gaussian likelihood, on first use. */
@@ -196,6 +281,10 @@ static const gmm_latent_ops gmrf_ops = {
     .whiten_t = gmrf_whiten_t,
     .unwhiten = gmrf_unwhiten,
     .whiten_rev = gmrf_whiten_rev,
+    .prior_pattern = gmrf_prior_pattern,
+    .prior_sparse = gmrf_prior_sparse,
+    .prior_rev_sparse = gmrf_prior_rev_sparse,
+    .band_check = gmrf_band_check,
 };
 
 gmm_status gmm_latent_gmrf_alloc(const gmm_gmrf *g, size_t nrows, const size_t *row_node,
@@ -208,9 +297,7 @@ gmm_status gmm_latent_gmrf_alloc(const gmm_gmrf *g, size_t nrows, const size_t *
         if (row_node[r] >= g->n)
             return gmm_error_at(GMM_EINVAL, r, "row %zu: node %zu of a graph of %zu nodes", r,
                                 row_node[r], g->n);
-    gmm_status st = gmm_gmrf_band_check(g, 0);
-    if (st)
-        return st;
+    /* the band's limit waits for the band path (gmm_latent_band_check) */
     gmm_latent *l = latent_new(&gmrf_ops, nrows, 1, g->nparam);
     gmrf_impl *c = gmm_calloc(1, sizeof *c);
     if (l)

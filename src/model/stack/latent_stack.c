@@ -89,9 +89,11 @@
  *          times a group structure or replicated, as Kronecker products
  *          (stack_kron.c); its model stays the main model's.
  *
- * MEMORY.  The band of Q holds (kl + 1) n doubles and the observation map
- * nrows x width; either above `limit` bytes (0: GMM_GMRF_BAND_LIMIT) is
- * GMM_ENOMEM with the bytes needed, before either is allocated.
+ * MEMORY.  The band of Q holds (kl + 1) n doubles: above `limit` bytes it
+ * is GMM_ENOMEM with the bytes needed, at the build when the caller gives
+ * a limit, else (GMM_GMRF_BAND_LIMIT) when the band path first allocates
+ * (gmm_latent_band_check), never on the sparse path (stack_sparse.c).  The
+ * observation map holds the rows' reads, sparse.
  */
 #include <math.h>
 #include <stdint.h>
@@ -110,6 +112,7 @@ static void stack_free_impl(void *p)
     for (size_t k = 0; c->comp && k < c->ncomp; k++)
         stack_comp_free(&c->comp[k]);
     stack_sq_free(c->sqrt_work);
+    stack_sp_free(c->sp);
     gmm_free(c->read_entry);
     gmm_free(c->mod_rows);
     gmm_free(c->damped_local);
@@ -185,6 +188,10 @@ static const gmm_latent_ops stack_ops = {
     .prior = stack_prior,
     .prior_rev = stack_prior_rev,
     .gaussian = latent_asm_gaussian,
+    .band_check = stack_band_check,
+    .prior_pattern = stack_prior_pattern,
+    .prior_sparse = stack_prior_sparse,
+    .prior_rev_sparse = stack_prior_rev_sparse,
     .gaussian_posterior = latent_asm_posterior,
     .gaussian_posterior_solve = latent_asm_posterior_solve,
     .factorisation = stack_factorisation,
@@ -200,6 +207,10 @@ static const gmm_latent_ops stack_sq_ops = {
     .free = stack_free_impl,
     .prior = stack_sq_prior,
     .prior_rev = stack_sq_prior_rev,
+    .band_check = stack_band_check,
+    .prior_pattern = stack_prior_pattern,
+    .prior_sparse = stack_prior_sparse,
+    .prior_rev_sparse = stack_prior_rev_sparse,
     .obs_coef = stack_obs_coef,
     .obs_coef_rev = stack_obs_coef_rev,
     .gaussian = stack_sq_gaussian,
@@ -468,13 +479,11 @@ gmm_status gmm_latent_stack_alloc(size_t nrows, size_t nterm, const gmm_stack_te
     if ((st = stack_order(c)))
         goto fail;
     size_t W = row_width(c);
-    double band = (double)(c->bw + 1) * (double)c->n * sizeof(double);
-    if (band > (double)lim) {
-        st = gmm_error(GMM_ENOMEM, "the stacked latent (n = %zu, bandwidth %zu) needs %.0f MB "
-                                   "per band; the limit is %.0f MB",
-                       c->n, c->bw, band / 1e6, (double)lim / 1e6);
+    c->band_limit = lim;
+    /* the default limit waits for the band path (stack_band_check), so
+     * that the sparse path builds models of any bandwidth */
+    if (limit && (st = stack_band_check(c)))
         goto fail;
-    }
     if ((st = alloc_rows(c, &varies)))
         goto fail;
     l = latent_new_sparse(c->sqrt_form ? &stack_sq_ops : &stack_ops, nrows, W,

@@ -32,6 +32,8 @@ gmm_status stack_assemble(stack_impl *c, const double *theta, gmm_band *Q, int r
             continue;
         }
         if (m->model == GMM_STACK_GRAPH || m->model == GMM_STACK_KERNEL) {
+            if (m->model == GMM_STACK_GRAPH && (st = stack_graph_bands(m)))
+                return st;
             if (m->model == GMM_STACK_GRAPH ? (st = gmm_gmrf_assemble(m->g, th, m->gQ))
                                             : (st = gmm_ssm_prior(m->ssm, th, m->gQ, NULL)))
                 return st;
@@ -73,6 +75,8 @@ gmm_status stack_assemble_rev(stack_impl *c, const double *theta, const gmm_band
             /* the SSM's reverse follows its own forward call at th (this
              * function runs at other thetas too: the whitening's) */
             if (m->model == GMM_STACK_KERNEL && (st = gmm_ssm_prior(m->ssm, th, m->gQ, NULL)))
+                return st;
+            if (m->model == GMM_STACK_GRAPH && (st = stack_graph_bands(m)))
                 return st;
             gmm_band_set_zero(m->gQbar);
             for (size_t s = 0; s < m->nslot; s++)

@@ -5,18 +5,7 @@
  * M_0 = I on b, M_1 = I on (u_v, b_v), M_2 = R* on u, M_3 = I on u, with
  * c = (1 / (s (1 - phi)), -sqrt(phi / s) / (1 - phi), 1, phi / (1 - phi)).
  *
- * SCALING (BESAG, BYM2; Sorbye & Rue 2014).  The marginal variances of the
- * sum-to-zero field with precision R on a connected component come from the
- * pinned matrix R^ (one node s of the component removed, i.e. its row and
- * column replaced by the identity's): with z ~ N(0, R^-1) and z_s = 0, the
- * constrained field is x = z - 1 (1'z) / m, so
- *
- *     var(x_i) = Sz_ii - 2 (Sz 1)_i / m + 1'Sz 1 / m^2,
- *
- * Sz = R^-1 less its pinned diagonal: a banded inverse subset (its diagonal)
- * and one solve for every component at once (R^ is block diagonal over
- * them).  The component's R is then multiplied by the geometric mean of
- * these variances. */
+ * SCALING (BESAG, BYM2; Sorbye & Rue 2014): stack_scale.c. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -261,95 +250,6 @@ static gmm_status build_rw(stack_comp *c, const gmm_stack_term *t, size_t nrows)
     return GMM_OK;
 }
 
-/* Per node of g, the scaling of its connected component (1 for an island),
- * and the components (comp, ncomp). */
-static gmm_status besag_scale(stack_comp *c, const gmm_graph *g, const size_t *comp,
-                              size_t ncomp, size_t limit)
-{
-    gmm_status st;
-    size_t n = g->n;
-    size_t *perm = gmm_malloc(2 * n, sizeof *perm), *iperm = perm ? perm + n : NULL;
-    size_t *first = gmm_malloc(2 * ncomp, sizeof *first), *size = first ? first + ncomp : NULL;
-    double *w = gmm_malloc(3 * n + ncomp, sizeof *w), *dg = w ? w + n : NULL;
-    double *lsum = w ? dg + n : NULL, *wsum = w ? lsum + n : NULL;
-    gmm_band *L = NULL, *S = NULL;
-    if (!perm || !first || !w) {
-        st = gmm_error(GMM_ENOMEM, "out of memory scaling '%s'", c->name);
-        goto done;
-    }
-    if ((st = gmm_graph_rcm(g, perm, iperm)))
-        goto done;
-    size_t bw = gmm_graph_bandwidth(g, iperm);
-    size_t lim = limit ? limit : GMM_GMRF_BAND_LIMIT;
-    if ((double)(bw + 1) * (double)n * sizeof(double) > (double)lim) {
-        st = gmm_error(GMM_ENOMEM, "'%s': the graph's band (%zu nodes, bandwidth %zu) needs "
-                                   "%.0f MB",
-                       c->name, n, bw, (double)(bw + 1) * (double)n * 8.0 / 1e6);
-        goto done;
-    }
-    L = gmm_band_alloc(n, bw, 0, GMM_BAND_SYMMETRIC);
-    S = gmm_band_alloc(n, bw, 0, GMM_BAND_SYMMETRIC);
-    if (!L || !S) {
-        st = GMM_ENOMEM;
-        goto done;
-    }
-    for (size_t k = 0; k < ncomp; k++) {
-        first[k] = SIZE_MAX;
-        size[k] = 0;
-        wsum[k] = 0.0;
-    }
-    for (size_t v = 0; v < n; v++) {
-        if (first[comp[v]] == SIZE_MAX)
-            first[comp[v]] = v;
-        size[comp[v]]++;
-    }
-    /* R^: the Laplacian with each component's first node (and each island)
-     * pinned; rhs 1 on the other nodes */
-    for (size_t v = 0; v < n; v++) {
-        size_t rv = iperm[v];
-        int pin = first[comp[v]] == v;
-        w[rv] = pin ? 0.0 : 1.0;
-        *gmm_band_ptr(L, rv, rv) = pin ? 1.0 : (double)(g->ptr[v + 1] - g->ptr[v]);
-        for (size_t p = g->ptr[v]; p < g->ptr[v + 1] && !pin; p++) {
-            size_t u = g->adj[p], ru = iperm[u];
-            if (u < v || first[comp[u]] == u)
-                continue;
-            *gmm_band_ptr(L, ru > rv ? ru : rv, ru > rv ? rv : ru) = -1.0;
-        }
-    }
-    if ((st = gmm_band_chol_decomp(L, L)) || (st = gmm_band_chol_selinv(L, S)) ||
-        (st = gmm_band_tri_solve_vec(L, GMM_NOTRANS, w)) ||
-        (st = gmm_band_tri_solve_vec(L, GMM_TRANS, w)))
-        goto done;
-    gmm_band_diag(S, dg);
-    for (size_t v = 0; v < n; v++)
-        wsum[comp[v]] += w[iperm[v]];
-    for (size_t k = 0; k < ncomp; k++)
-        lsum[k] = 0.0;
-    for (size_t v = 0; v < n; v++) {
-        size_t k = comp[v], rv = iperm[v];
-        if (size[k] < 2)
-            continue;
-        double m = (double)size[k];
-        double sz = first[k] == v ? 0.0 : dg[rv];
-        double var = sz - 2.0 * w[rv] / m + wsum[k] / (m * m);
-        lsum[k] += log(var);
-        c->mvar[v] = var;
-    }
-    for (size_t v = 0; v < n; v++) {
-        size_t k = comp[v];
-        c->scale[v] = size[k] < 2 ? 1.0 : exp(lsum[k] / (double)size[k]);
-        c->mvar[v] = size[k] < 2 ? 1.0 : c->mvar[v] / c->scale[v];
-    }
-done:
-    gmm_band_free(L);
-    gmm_band_free(S);
-    gmm_free(perm);
-    gmm_free(first);
-    gmm_free(w);
-    return st;
-}
-
 /* BESAG (u0 = 0, group 0) or BYM2 (u at m + v, R* in group 2). */
 static gmm_status build_besag(stack_comp *c, const gmm_stack_term *t, size_t nrows,
                               size_t limit)
@@ -375,7 +275,7 @@ static gmm_status build_besag(stack_comp *c, const gmm_stack_term *t, size_t nro
         return gmm_error(GMM_ENOMEM, "out of memory for '%s'", c->name);
     }
     if ((st = gmm_graph_components(g, comp, &ncomp)) ||
-        (st = besag_scale(c, g, comp, ncomp, limit)))
+        (st = stack_besag_scale(c, g, comp, ncomp, limit, 0)))
         goto done;
     /* constraints: one per component of two or more nodes */
     size_t *first = gmm_malloc(2 * ncomp + 1, sizeof *first), *cnt = first ? first + ncomp : NULL;
@@ -476,10 +376,12 @@ static gmm_status build_graph(stack_comp *c, const gmm_stack_term *t, size_t nro
         return st;
     c->own_row = gmm_malloc(ns ? ns : 1, sizeof *c->own_row);
     c->own_col = gmm_malloc(ns ? ns : 1, sizeof *c->own_col);
-    c->gQ = gmm_gmrf_band_alloc(g, limit);
-    c->gQbar = c->gQ ? gmm_gmrf_band_alloc(g, limit) : NULL;
-    if (!c->own_row || !c->own_col || !c->gQ || !c->gQbar)
+    if (!c->own_row || !c->own_col)
         return gmm_error(GMM_ENOMEM, "out of memory for '%s'", c->name);
+    /* its own band only when the band path first assembles
+     * (stack_graph_bands): the sparse path reads the graph's entries */
+    if (limit && (st = gmm_gmrf_band_check(g, limit)))
+        return st;
     for (size_t r = 0; r < g->n; r++) {
         c->own_row[c->nslot] = c->own_col[c->nslot] = r;
         stack_comp_slot(c, g->perm[r], g->perm[r], 0.0, 0);
@@ -500,6 +402,15 @@ static gmm_status build_graph(stack_comp *c, const gmm_stack_term *t, size_t nro
         snprintf(c->gname[i], len, "%s.%s", c->name, g->param_name[i]);
     }
     return GMM_OK;
+}
+
+gmm_status stack_graph_bands(stack_comp *c)
+{
+    if (c->gQ)
+        return GMM_OK;
+    c->gQ = gmm_gmrf_band_alloc(c->g, 0);
+    c->gQbar = c->gQ ? gmm_gmrf_band_alloc(c->g, 0) : NULL;
+    return c->gQbar ? GMM_OK : GMM_ENOMEM; /* recorded by gmm_gmrf_band_alloc */
 }
 
 /* A stationary GP through its state-space model: the SSM's band as slots

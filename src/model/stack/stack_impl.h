@@ -108,6 +108,18 @@ gmm_status stack_comp_build(stack_comp *c, const gmm_stack_term *t, size_t nrows
  * common to all models. */
 gmm_status stack_comp_common(stack_comp *c, const gmm_stack_term *t, size_t nrows);
 void stack_comp_free(stack_comp *c);
+/* A GRAPH component's own band and its adjoint (gQ, gQbar) on the band
+ * path's first use.  GMM_ENOMEM (over GMM_GMRF_BAND_LIMIT, with the
+ * numbers; allocation). */
+gmm_status stack_graph_bands(stack_comp *c);
+/* (stack_scale.c) BESAG, BYM2: per node of g, the scaling of its connected
+ * component into c->scale (1 for an island) and the scaled field's
+ * marginal variance into c->mvar, comp the nodes' components (ncomp).
+ * route 0: the band when g's RCM band is narrow, else the sparse factor;
+ * 1: the sparse factor; -1: the band (tests).  limit: the band's bytes (0:
+ * GMM_GMRF_BAND_LIMIT).  GMM_ENOMEM; the factorisations' errors. */
+gmm_status stack_besag_scale(stack_comp *c, const gmm_graph *g, const size_t *comp,
+                             size_t ncomp, size_t limit, int route);
 /* (stack_slots.c) Room in c for cap slots and ncon constraints with nent
  * entries (2 nent for the null space's); the arrays must be unset.
  * GMM_ENOMEM. */
@@ -162,6 +174,7 @@ typedef struct {
     double *prior_theta;    /* nparam: of the last prior call */
     int prior_ok;
     double round_bound;     /* the last Gaussian evaluation's rounding bound (kernels) */
+    size_t band_limit;      /* bytes a band of Q may take (stack_band_check) */
     /* the constrained likelihood's Q^ (Q with the pinned rows and columns
      * the identity's) and its adjoint */
     gmm_band *Qpinned, *Qpinned_bar;
@@ -178,6 +191,7 @@ typedef struct {
     gmm_latent *latent;     /* the latent this object implements */
     double *mod_rows;       /* nrows x (largest d): rows of a demodulated kernel */
     double *damped_local;   /* 2 x (largest damped kernel's n): its local vectors */
+    struct stack_sp *sp;    /* the sparse prior's state (stack_sparse.c), on first use */
 } stack_impl;
 
 /* The unpermuted stacked index of data row r's entry e of component q. */
@@ -215,6 +229,14 @@ gmm_status stack_asm_assemble_rev_rest(void *ctx, const double *theta, const gmm
 /* The vtable's prior and prior_rev (latent.h) of the assembled form. */
 gmm_status stack_prior(void *p, const double *theta, gmm_band *Q, double *logdet);
 gmm_status stack_prior_rev(void *p, const gmm_band *Qbar, double logdetbar, double *thetabar);
+
+/* SPARSE PRIOR (stack_sparse.c): the vtable's prior_pattern, prior_sparse
+ * and prior_rev_sparse (latent.h; p the stack_impl), and its state's free. */
+gmm_status stack_prior_pattern(const void *p, gmm_sparse **Q);
+gmm_status stack_prior_sparse(void *p, const double *theta, gmm_sparse *Q, double *logdet);
+gmm_status stack_prior_rev_sparse(void *p, const gmm_sparse *Qbar, double logdetbar,
+                                  double *thetabar);
+void stack_sp_free(struct stack_sp *s);
 
 /* NORMALISER (stack_normaliser.c).  latent_asm's work: the bands of the
  * Gaussian likelihood on first use (GMM_ENOMEM). */
@@ -270,6 +292,11 @@ gmm_status stack_sq_prior_rows(void *impl, const double *theta, gmm_prior_rows *
 gmm_status stack_sq_rows_rev_q(void *impl, const gmm_band *S, const double *m,
                                const gmm_band *D, double *thetabar);
 void stack_sq_free(struct stack_sq *s);
+
+/* (stack_normaliser.c) GMM_OK when a band of Q (n (bw + 1) doubles) fits
+ * c->band_limit, else GMM_ENOMEM with the bytes: the band path's check
+ * (latent_impl.h band_check; p the stack_impl). */
+gmm_status stack_band_check(const void *p);
 
 /* The stacked latent's object behind l, or NULL when l is not a stack
  * (latent_stack.c). */

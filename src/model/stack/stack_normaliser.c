@@ -37,11 +37,25 @@
 #include "../latent_impl.h"
 #include "stack_impl.h"
 
+gmm_status stack_band_check(const void *p)
+{
+    const stack_impl *c = p;
+    double band = (double)(c->bw + 1) * (double)c->n * sizeof(double);
+    if (band > (double)c->band_limit)
+        return gmm_error(GMM_ENOMEM, "the stacked latent (n = %zu, bandwidth %zu) needs %.0f MB "
+                                     "per band; the limit is %.0f MB",
+                         c->n, c->bw, band / 1e6, (double)c->band_limit / 1e6);
+    return GMM_OK;
+}
+
 gmm_status stack_band_work(void *ctx)
 {
     stack_impl *c = ctx;
+    gmm_status st;
     if (c->as.gs.Q)
         return GMM_OK;
+    if ((st = stack_band_check(c)))
+        return st;
     c->as.gs.Q = gmm_band_alloc(c->n, c->bw, 0, GMM_BAND_SYMMETRIC);
     c->as.gs.Qbar = gmm_band_alloc(c->n, c->bw, 0, GMM_BAND_SYMMETRIC);
     if (c->ncon) {

@@ -225,8 +225,11 @@ static void sq_drop(stack_impl *c)
 
 gmm_status stack_sq_alloc(stack_impl *c, const gmm_latent *l)
 {
+    gmm_status st;
     if (c->sqrt_work)
         return GMM_OK;
+    if ((st = stack_band_check(c)))
+        return st;
     struct stack_sq *s = gmm_calloc(1, sizeof *s);
     if (!s)
         return gmm_error(GMM_ENOMEM, "out of memory for the square-root form");
@@ -309,7 +312,7 @@ gmm_status stack_sq_alloc(stack_impl *c, const gmm_latent *l)
     }
     s->obs = (gmm_obs){.n = n, .width = W, .offset = s->ooff, .coef = s->ocoef,
                        .coef_stride = W, .y = s->oy};
-    gmm_status st = gmm_marglik_constrain(s->w, c->ncon, c->con.dense, c->con.pinned);
+    st = gmm_marglik_constrain(s->w, c->ncon, c->con.dense, c->con.pinned);
     if (st)
         sq_drop(c);
     return st;

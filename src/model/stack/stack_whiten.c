@@ -154,6 +154,8 @@ gmm_status stack_whiten_setup(void *p, const double *theta)
     size_t k = c->ncon;
     c->wh.ready = c->wh.z_kept = c->wh.g_kept = 0;
     if (!c->wh.L) {
+        if ((st = stack_band_check(c)))
+            return st;
         c->wh.L = gmm_band_alloc(c->n, c->bw, 0, GMM_BAND_SYMMETRIC);
         c->wh.Lbar = gmm_band_alloc(c->n, c->bw, 0, GMM_BAND_LOWER);
         c->wh.scratch =

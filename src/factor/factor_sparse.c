@@ -1,0 +1,345 @@
+/* factor_sparse.c -- gmm_factor by CHOLMOD's sparse Cholesky (SuiteSparse,
+ * the SuiteSparse_long interface cholmod_l_*): the pattern analysed once
+ * (fill-reducing ordering, elimination tree, supernodes), the values
+ * factored at every evaluation into the same L.
+ *
+ * CHOLMOD factors P Q P^T = L_c L_c^T.  The factor's L (factor.h) is
+ * L = P^T L_c, so Q = L L^T keeps its meaning and
+ *
+ *     solve_l:   x <- L^-1 x   = L_c^-1 P x
+ *     solve_lt:  x <- L^-T x   = P^T L_c^-T x
+ *     mul_lt:    y  = L^T x    = L_c^T P x
+ *     logdet:    log|Q| = 2 sum_j log L_c(j, j).
+ *
+ * Ordering: the analysis tries AMD, METIS and CHOLMOD's nested dissection
+ * (NESDIS) and keeps the one with the fewest nonzeros in L (CHOLMOD 5.12's
+ * own default tries METIS only when AMD's fill is high; the analysis is
+ * done once per model, so its cost is worth the best ordering).
+ * Supernodal or simplicial is CHOLMOD's choice (CHOLMOD_AUTO: supernodal
+ * when the flops per nonzero of L reach 40); either is kept as LL^T
+ * (final_ll), so the solves and the selected inverse read one layout.
+ *
+ * CHOLMOD never prints here (Common->print = 0, no error handler); its
+ * status becomes a gmm_status with a message.  A solve writes the factor's
+ * own workspace (cholmod_l_solve2's X, Y, E, allocated by the first solve
+ * and reused): one factor serves one thread at a time. */
+#include "gmm/factor.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "gmm/alloc.h"
+#include "factor_impl.h"
+#include "factor_sparse_impl.h"
+
+/* CHOLMOD's status after a call, as a gmm_status with a message. */
+static gmm_status cholmod_failure(const cholmod_common *c, const char *what)
+{
+    switch (c->status) {
+    case CHOLMOD_OUT_OF_MEMORY:
+    case CHOLMOD_TOO_LARGE:
+        return gmm_error(GMM_ENOMEM, "sparse factor: out of memory in the %s", what);
+    case CHOLMOD_NOT_INSTALLED:
+        return gmm_error(GMM_EINVAL, "sparse factor: the %s needs a CHOLMOD module not "
+                                     "installed",
+                         what);
+    default:
+        return gmm_error(GMM_EDOM, "sparse factor: the %s failed (CHOLMOD status %d)", what,
+                         c->status);
+    }
+}
+
+/* Q's pattern well formed (sparse.h): each column's rows ascending from
+ * its diagonal, below n. */
+static gmm_status pattern_check(const gmm_sparse *A)
+{
+    for (size_t j = 0; j < A->n; j++) {
+        size_t p0 = A->colptr[j], p1 = A->colptr[j + 1];
+        if (p1 <= p0 || p1 > A->nnz || A->rowind[p0] != j)
+            return gmm_error_at(GMM_EINVAL, j, "sparse factor: column %zu does not start at "
+                                               "its diagonal",
+                                j);
+        for (size_t p = p0 + 1; p < p1; p++)
+            if (A->rowind[p] <= A->rowind[p - 1] || A->rowind[p] >= A->n)
+                return gmm_error_at(GMM_EINVAL, j, "sparse factor: column %zu's rows are not "
+                                                   "ascending below %zu",
+                                    j, A->n);
+    }
+    return GMM_OK;
+}
+
+static void sparse_free(void *state)
+{
+    sparse_state *s = state;
+    if (!s)
+        return;
+    cholmod_l_free_sparse(&s->A, &s->c);
+    cholmod_l_free_factor(&s->L, &s->c);
+    cholmod_l_free_dense(&s->B, &s->c);
+    cholmod_l_free_dense(&s->X, &s->c);
+    cholmod_l_free_dense(&s->Y, &s->c);
+    cholmod_l_free_dense(&s->E, &s->c);
+    cholmod_l_finish(&s->c);
+    gmm_free(s->colsup);
+    gmm_free(s->pinv);
+    gmm_free(s->mark);
+    gmm_free(s->z);
+    gmm_free(s->sigma);
+    gmm_free(s->rev);
+    gmm_free(s);
+}
+
+static gmm_status sparse_decomp(void *state, const gmm_sparse *Q)
+{
+    sparse_state *s = state;
+    const SuiteSparse_long *Ap = s->A->p, *Ai = s->A->i;
+    int same = Q->n == s->n && Q->nnz == s->A->nzmax;
+    for (size_t j = 0; same && j <= s->n; j++)
+        same = Q->colptr[j] == (size_t)Ap[j];
+    for (size_t p = 0; same && p < Q->nnz; p++)
+        same = Q->rowind[p] == (size_t)Ai[p];
+    if (!same)
+        return gmm_error(GMM_EDIM, "sparse factor: Q (%zu x %zu, %zu entries) has another "
+                                   "pattern than the factor's (%zu x %zu, %zu entries)",
+                         Q->n, Q->n, Q->nnz, s->n, s->n, (size_t)s->A->nzmax);
+    memcpy(s->A->x, Q->val, Q->nnz * sizeof *Q->val);
+    s->has_sigma = 0;
+    if (!cholmod_l_factorize(s->A, s->L, &s->c) || s->c.status < CHOLMOD_OK)
+        return cholmod_failure(&s->c, "factorisation");
+    size_t k = s->L->minor < s->n ? s->L->minor : s->n;
+    /* a NaN or an infinity in Q reaches the diagonal of its row's column,
+     * and CHOLMOD's simplicial path lets a NaN pivot pass */
+    const double *Lx = s->L->x;
+    for (size_t j = 0; k == s->n && j < s->n; j++) {
+        const SuiteSparse_long *rows;
+        size_t off;
+        lcol(s, j, &rows, &off);
+        if (!(Lx[off] > 0.0 && isfinite(Lx[off])))
+            k = j;
+    }
+    if (s->c.status == CHOLMOD_NOT_POSDEF || k < s->n) {
+        k = k < s->n ? k : 0;
+        size_t i = (size_t)((const SuiteSparse_long *)s->L->Perm)[k];
+        return gmm_error_at(GMM_ENOTPD, i, "sparse factor: Q is not positive definite (the "
+                                           "pivot of row %zu)",
+                            i);
+    }
+    return GMM_OK;
+}
+
+/* x <- L_c^-1 (sys CHOLMOD_L) or L_c^-T (CHOLMOD_Lt) of the right-hand
+ * side in s->B, into s->X. */
+static gmm_status tri_solve(sparse_state *s, int sys)
+{
+    if (!cholmod_l_solve2(sys, s->L, s->B, NULL, &s->X, NULL, &s->Y, &s->E, &s->c))
+        return cholmod_failure(&s->c, "triangular solve");
+    return GMM_OK;
+}
+
+/* The solves' workspace lives in the state behind a const pointer (the
+ * interface's solves read the factor; they write only scratch). */
+static gmm_status sparse_solve_l(const void *state, double *x)
+{
+    sparse_state *s = (sparse_state *)state;
+    const SuiteSparse_long *Perm = s->L->Perm;
+    double *b = s->B->x;
+    for (size_t k = 0; k < s->n; k++)
+        b[k] = x[Perm[k]];
+    gmm_status st = tri_solve(s, CHOLMOD_L);
+    if (!st)
+        memcpy(x, s->X->x, s->n * sizeof *x);
+    return st;
+}
+
+static gmm_status sparse_solve_lt(const void *state, double *x)
+{
+    sparse_state *s = (sparse_state *)state;
+    const SuiteSparse_long *Perm = s->L->Perm;
+    memcpy(s->B->x, x, s->n * sizeof *x);
+    gmm_status st = tri_solve(s, CHOLMOD_Lt);
+    if (!st) {
+        const double *y = s->X->x;
+        for (size_t k = 0; k < s->n; k++)
+            x[Perm[k]] = y[k];
+    }
+    return st;
+}
+
+static gmm_status sparse_mul_lt(const void *state, const double *x, double *y)
+{
+    const sparse_state *s = state;
+    const SuiteSparse_long *Perm = s->L->Perm;
+    const double *Lx = s->L->x;
+    for (size_t j = 0; j < s->n; j++) {
+        const SuiteSparse_long *rows;
+        size_t off, m = lcol(s, j, &rows, &off);
+        double t = 0.0;
+        for (size_t a = 0; a < m; a++)
+            t += Lx[off + a] * x[Perm[rows[a]]];
+        y[j] = t;
+    }
+    return GMM_OK;
+}
+
+static double sparse_logdet(const void *state)
+{
+    const sparse_state *s = state;
+    const double *Lx = s->L->x;
+    double t = 0.0;
+    for (size_t j = 0; j < s->n; j++) {
+        const SuiteSparse_long *rows;
+        size_t off;
+        lcol(s, j, &rows, &off);
+        t += log(Lx[off]);
+    }
+    return 2.0 * t;
+}
+
+static void sparse_cost(const void *state, double *flops, double *bytes)
+{
+    const sparse_state *s = state;
+    *flops = s->fl;
+    /* supernodal: the blocks' values and the supernodes' row indices;
+     * simplicial: a value and a row index per nonzero */
+    *bytes = s->L->is_super ? (double)(s->L->xsize + s->L->ssize) * 8.0 : s->lnz * 16.0;
+}
+
+static double sparse_nnz(const void *state)
+{
+    const sparse_state *s = state;
+    return s->lnz;
+}
+
+static const char *sparse_ordering(const void *state)
+{
+    const sparse_state *s = state;
+    switch (s->L->ordering) {
+    case CHOLMOD_NATURAL:
+        return "natural";
+    case CHOLMOD_AMD:
+        return "AMD";
+    case CHOLMOD_METIS:
+        return "METIS";
+    case CHOLMOD_NESDIS:
+        return "NESDIS";
+    case CHOLMOD_POSTORDERED:
+        return "natural (postordered)";
+    default:
+        return "other";
+    }
+}
+
+static const factor_type sparse_type = {
+    .name = "sparse",
+    .decomp_sparse = sparse_decomp,
+    .mul_lt = sparse_mul_lt,
+    .solve_l = sparse_solve_l,
+    .solve_lt = sparse_solve_lt,
+    .logdet = sparse_logdet,
+    .selinv_sparse = gmm_factor_impl_sparse_selinv,
+    .selinv_sparse_rev = gmm_factor_impl_sparse_selinv_rev,
+    .cost = sparse_cost,
+    .nnz = sparse_nnz,
+    .ordering = sparse_ordering,
+    .band_chol = NULL,
+    .free = sparse_free,
+};
+
+/* Options: every ordering tried, LL^T kept, quiet. */
+static void sparse_options(cholmod_common *c)
+{
+    c->print = 0;
+    c->error_handler = NULL;
+    c->nmethods = 3;
+    c->method[0].ordering = CHOLMOD_AMD;
+    c->method[1].ordering = CHOLMOD_METIS;
+    c->method[2].ordering = CHOLMOD_NESDIS;
+    c->postorder = 1;
+    c->supernodal = CHOLMOD_AUTO;
+    c->final_asis = 0; /* so that final_ll applies */
+    c->final_super = 1;
+    c->final_ll = 1;
+    c->final_pack = 1;
+    c->final_monotonic = 1;
+    c->final_resymbol = 0;
+    /* a line search probes indefinite Q: stop at the failing supernode */
+    c->quick_return_if_not_posdef = 1;
+}
+
+/* The analysis of A's pattern into s: L symbolic, the column-to-supernode
+ * map, the inverse permutation. */
+static gmm_status sparse_analyse(sparse_state *s, const gmm_sparse *A)
+{
+    size_t n = A->n;
+    s->A = cholmod_l_allocate_sparse(n, n, A->nnz, 1, 1, -1, CHOLMOD_REAL, &s->c);
+    if (!s->A)
+        return cholmod_failure(&s->c, "analysis");
+    SuiteSparse_long *Ap = s->A->p, *Ai = s->A->i;
+    for (size_t j = 0; j <= n; j++)
+        Ap[j] = (SuiteSparse_long)A->colptr[j];
+    for (size_t p = 0; p < A->nnz; p++)
+        Ai[p] = (SuiteSparse_long)A->rowind[p];
+    memset(s->A->x, 0, A->nnz * sizeof(double));
+    if (!(s->L = cholmod_l_analyze(s->A, &s->c)))
+        return cholmod_failure(&s->c, "analysis");
+    s->fl = s->c.fl;
+    s->lnz = s->c.lnz;
+    s->B = cholmod_l_allocate_dense(n, 1, n, CHOLMOD_REAL, &s->c);
+    if (!s->B)
+        return cholmod_failure(&s->c, "analysis");
+    s->pinv = gmm_malloc(n, sizeof *s->pinv);
+    s->mark = gmm_malloc(n, sizeof *s->mark);
+    s->z = gmm_malloc(n, sizeof *s->z);
+    if (s->L->is_super)
+        s->colsup = gmm_malloc(n, sizeof *s->colsup);
+    if (!s->pinv || !s->mark || !s->z || (s->L->is_super && !s->colsup))
+        return gmm_error(GMM_ENOMEM, "sparse factor: out of memory for %zu x %zu", n, n);
+    const SuiteSparse_long *Perm = s->L->Perm;
+    for (size_t k = 0; k < n; k++) {
+        s->pinv[Perm[k]] = (SuiteSparse_long)k;
+        s->mark[k] = -1;
+    }
+    if (s->L->is_super) {
+        const SuiteSparse_long *super = s->L->super;
+        for (size_t k = 0; k < s->L->nsuper; k++)
+            for (SuiteSparse_long j = super[k]; j < super[k + 1]; j++)
+                s->colsup[j] = (SuiteSparse_long)k;
+    }
+    return GMM_OK;
+}
+
+gmm_factor *gmm_factor_sparse_alloc(const gmm_sparse *A)
+{
+    if (!A) {
+        gmm_error(GMM_EINVAL, "gmm_factor_sparse_alloc: NULL argument");
+        return NULL;
+    }
+    if (pattern_check(A))
+        return NULL;
+    gmm_factor *f = gmm_calloc(1, sizeof *f);
+    sparse_state *s = gmm_calloc(1, sizeof *s);
+    if (!f || !s) {
+        gmm_free(f);
+        gmm_free(s);
+        gmm_error(GMM_ENOMEM, "sparse factor: out of memory for %zu x %zu", A->n, A->n);
+        return NULL;
+    }
+    s->n = A->n;
+    if (!cholmod_l_start(&s->c)) {
+        gmm_free(f);
+        gmm_free(s);
+        gmm_error(GMM_ENOMEM, "sparse factor: CHOLMOD could not start");
+        return NULL;
+    }
+    sparse_options(&s->c);
+    if (sparse_analyse(s, A)) {
+        sparse_free(s);
+        gmm_free(f);
+        return NULL;
+    }
+    f->type = &sparse_type;
+    f->state = s;
+    f->n = A->n;
+    return f;
+}

@@ -1,0 +1,310 @@
+/* stack_sparse.c -- the stacked prior's precision in sparse storage
+ * (latent.h, prior in sparse storage): the pattern of the components'
+ * slots, Q(theta) by one pass over the slots into it, the reverse mode
+ * thetabar += sum over slots of Qbar dQ/dtheta, and with constraints the
+ * normaliser on the subspace from a sparse factorisation.  No band of the
+ * joint bandwidth is formed (a GRAPH component writes its entries through
+ * gmm_gmrf_assemble_at; a KERNEL's own band is its state-space model's,
+ * narrow).
+ *
+ * SYMBOLIC WORK, ONCE.  The pattern: the diagonal and every slot's
+ * (joint_row, joint_col); each slot's position in it (pos); with
+ * constraints the entries of the pinned rows and columns and a sparse
+ * factor analysed on the pattern.  The caller's Q may have a larger pattern
+ * (P's): latent_sparse.h maps the own pattern into it, once per pattern.
+ *
+ * NORMALISER (stack_normaliser.c, CONSTRAINED LIKELIHOOD).  log det Q^ +
+ * the components' constants, Q^ = Q with the pinned rows and columns the
+ * identity's, on Q's own pattern; its reverse d log det Q^/dQ = Q^^-1
+ * (twice off the diagonal: an entry stands for (i, j) and (j, i)) on the
+ * pattern, from the sparse selected inverse, the pinned rows and columns
+ * dropped (constants).
+ *
+ * A stack with a damped kernel keeps its precision in the square-root form
+ * (stack_sqrt.c): no sparse prior. */
+#include <math.h>
+#include <string.h>
+
+#include "gmm/alloc.h"
+#include "gmm/factor.h"
+#include "../latent_impl.h"
+#include "../latent_sparse.h"
+#include "stack_impl.h"
+
+struct stack_sp {
+    latent_sparse ls;
+    size_t *slot0;      /* ncomp + 1: component k's slots from slot0[k] */
+    size_t *pos;        /* each slot's position in the own pattern */
+    /* constraints: the own entries in a pinned row or column (pin_at) and
+     * their value in Q^ (1 on a pinned diagonal, else 0), Q^, its
+     * inverse on the pattern and its factor */
+    size_t npin, *pin_at;
+    double *pin_val;
+    gmm_sparse *Qh, *S;
+    gmm_factor *f;
+    double *theta;      /* nparam: of the last prior_sparse */
+    int ok;             /* it succeeded */
+};
+
+void stack_sp_free(struct stack_sp *s)
+{
+    if (!s)
+        return;
+    latent_sparse_free(&s->ls);
+    gmm_free(s->slot0);
+    gmm_free(s->pos);
+    gmm_free(s->pin_at);
+    gmm_free(s->pin_val);
+    gmm_sparse_free(s->Qh);
+    gmm_sparse_free(s->S);
+    gmm_factor_free(s->f);
+    gmm_free(s->theta);
+    gmm_free(s);
+}
+
+static gmm_status no_sparse_form(const stack_impl *c)
+{
+    for (size_t k = 0; k < c->ncomp; k++)
+        if (c->comp[k].damped)
+            return gmm_error(GMM_EINVAL, "'%s': a kernel with a damped zero-noise factor keeps "
+                                         "the stacked prior in the square-root form, which has "
+                                         "no sparse precision",
+                             c->comp[k].name);
+    return GMM_EINVAL;
+}
+
+/* The constraints' part of the symbolic work: Q^'s pinned entries, Q^, S
+ * and the factor analysed on the pattern. */
+static gmm_status sp_pins(stack_impl *c, struct stack_sp *s)
+{
+    const gmm_sparse *Q = s->ls.Q;
+    char *pinned = gmm_calloc(c->n ? c->n : 1, 1);
+    if (!pinned)
+        return gmm_error(GMM_ENOMEM, "out of memory for the stacked latent's constraints");
+    for (size_t i = 0; i < c->ncon; i++)
+        pinned[c->con.pinned[i]] = 1;
+    size_t np = 0;
+    for (size_t j = 0; j < Q->n; j++)
+        for (size_t k = Q->colptr[j]; k < Q->colptr[j + 1]; k++)
+            np += pinned[j] || pinned[Q->rowind[k]];
+    s->pin_at = gmm_malloc(np ? np : 1, sizeof *s->pin_at);
+    s->pin_val = gmm_malloc(np ? np : 1, sizeof *s->pin_val);
+    s->Qh = gmm_sparse_alloc_like(Q);
+    s->S = gmm_sparse_alloc_like(Q);
+    gmm_status st = GMM_OK;
+    if (!s->pin_at || !s->pin_val || !s->Qh || !s->S) {
+        st = gmm_error(GMM_ENOMEM, "out of memory for the stacked latent's constraints");
+        goto done;
+    }
+    for (size_t j = 0; j < Q->n; j++)
+        for (size_t k = Q->colptr[j]; k < Q->colptr[j + 1]; k++)
+            if (pinned[j] || pinned[Q->rowind[k]]) {
+                s->pin_at[s->npin] = k;
+                s->pin_val[s->npin++] = Q->rowind[k] == j ? 1.0 : 0.0;
+            }
+    if (!(s->f = gmm_factor_sparse_alloc(Q)))
+        st = GMM_ENOMEM; /* recorded by the factor */
+done:
+    gmm_free(pinned);
+    return st;
+}
+
+/* The symbolic work on first use (the top). */
+static gmm_status sp_setup(stack_impl *c)
+{
+    if (c->sp)
+        return GMM_OK;
+    if (c->sqrt_form)
+        return no_sparse_form(c);
+    gmm_status st;
+    struct stack_sp *s = gmm_calloc(1, sizeof *s);
+    size_t m = 0, *ei = NULL;
+    if (!s)
+        return gmm_error(GMM_ENOMEM, "out of memory for the stacked latent's sparse prior");
+    s->slot0 = gmm_malloc(c->ncomp + 1, sizeof *s->slot0);
+    s->theta = gmm_malloc(c->nparam ? c->nparam : 1, sizeof *s->theta);
+    if (!s->slot0 || !s->theta) {
+        st = gmm_error(GMM_ENOMEM, "out of memory for the stacked latent's sparse prior");
+        goto fail;
+    }
+    for (size_t k = 0; k < c->ncomp; k++) {
+        s->slot0[k] = m;
+        m += c->comp[k].nslot;
+    }
+    s->slot0[c->ncomp] = m;
+    ei = gmm_malloc(2 * (m ? m : 1), sizeof *ei);
+    s->pos = gmm_malloc(m ? m : 1, sizeof *s->pos);
+    if (!ei || !s->pos) {
+        st = gmm_error(GMM_ENOMEM, "out of memory for the stacked latent's sparse prior "
+                                   "(%zu slots)",
+                       m);
+        goto fail;
+    }
+    size_t *ej = ei + (m ? m : 1);
+    for (size_t k = 0; k < c->ncomp; k++) {
+        const stack_comp *q = &c->comp[k];
+        memcpy(ei + s->slot0[k], q->joint_row, q->nslot * sizeof *ei);
+        memcpy(ej + s->slot0[k], q->joint_col, q->nslot * sizeof *ej);
+    }
+    if ((st = latent_sparse_init(&s->ls, c->n, m, ei, ej)) ||
+        (st = latent_sparse_find(s->ls.Q, m, ei, ej, s->pos)) ||
+        (c->ncon && (st = sp_pins(c, s))))
+        goto fail;
+    gmm_free(ei);
+    c->sp = s;
+    return GMM_OK;
+fail:
+    gmm_free(ei);
+    stack_sp_free(s);
+    return st;
+}
+
+gmm_status stack_prior_pattern(const void *p, gmm_sparse **Q)
+{
+    stack_impl *c = (stack_impl *)p; /* the symbolic work is cached */
+    gmm_status st = sp_setup(c);
+    return st ? st : latent_sparse_pattern(&c->sp->ls, Q);
+}
+
+/* The component's coefficients (stack_impl.h). */
+static gmm_status coef(const stack_comp *m, const double *th, double *cg, double *dc)
+{
+    return m->model == GMM_STACK_CORR ? stack_corr_coef(m, th, cg, dc)
+                                      : stack_comp_coef(m, th, cg, dc);
+}
+
+/* val (the own pattern's) = Q(theta): the slots in stack_assemble's order,
+ * so each entry's sum is the band's. */
+static gmm_status assemble(stack_impl *c, const double *theta, double *val)
+{
+    gmm_status st;
+    const struct stack_sp *s = c->sp;
+    memset(val, 0, s->ls.Q->nnz * sizeof *val);
+    for (size_t k = 0; k < c->ncomp; k++) {
+        stack_comp *m = &c->comp[k];
+        const double *th = theta + m->par0;
+        const size_t *pos = s->pos + s->slot0[k];
+        if (m->model == GMM_STACK_GRAPH) {
+            if ((st = gmm_gmrf_assemble_at(m->g, th, pos, val)))
+                return st;
+            continue;
+        }
+        if (m->model == GMM_STACK_KERNEL) {
+            if ((st = gmm_ssm_prior(m->ssm, th, m->gQ, NULL)))
+                return st;
+            for (size_t t = 0; t < m->nslot; t++)
+                val[pos[t]] += *gmm_band_ptr(m->gQ, m->own_row[t], m->own_col[t]);
+            continue;
+        }
+        double cg[STACK_NGROUP], dc[STACK_NPAR * STACK_NGROUP];
+        if ((st = coef(m, th, cg, dc)))
+            return st;
+        for (size_t t = 0; t < m->nslot; t++)
+            val[pos[t]] += cg[m->slot_group[t]] * m->slot_value[t];
+    }
+    return GMM_OK;
+}
+
+/* thetabar += sum over slots of qbar dQ/dtheta (qbar on the own pattern). */
+static gmm_status assemble_rev(stack_impl *c, const double *theta, const double *qbar,
+                               double *thetabar)
+{
+    gmm_status st;
+    const struct stack_sp *s = c->sp;
+    for (size_t k = 0; k < c->ncomp; k++) {
+        stack_comp *m = &c->comp[k];
+        const double *th = theta + m->par0;
+        const size_t *pos = s->pos + s->slot0[k];
+        if (m->model == GMM_STACK_GRAPH) {
+            if ((st = gmm_gmrf_assemble_at_rev(m->g, th, pos, qbar, thetabar + m->par0)))
+                return st;
+            continue;
+        }
+        if (m->model == GMM_STACK_KERNEL) {
+            /* the SSM's reverse follows its own forward call at th */
+            if ((st = gmm_ssm_prior(m->ssm, th, m->gQ, NULL)))
+                return st;
+            gmm_band_set_zero(m->gQbar);
+            for (size_t t = 0; t < m->nslot; t++)
+                *gmm_band_ptr(m->gQbar, m->own_row[t], m->own_col[t]) = qbar[pos[t]];
+            if ((st = gmm_ssm_prior_rev(m->ssm, m->gQbar, 0.0, thetabar + m->par0)))
+                return st;
+            continue;
+        }
+        double cg[STACK_NGROUP], dc[STACK_NPAR * STACK_NGROUP], gb[STACK_NGROUP] = {0};
+        if ((st = coef(m, th, cg, dc)))
+            return st;
+        for (size_t t = 0; t < m->nslot; t++)
+            gb[m->slot_group[t]] += qbar[pos[t]] * m->slot_value[t];
+        for (size_t p = 0; p < m->npar; p++)
+            for (size_t g = 0; g < STACK_NGROUP; g++)
+                thetabar[m->par0 + p] += gb[g] * dc[g * STACK_NPAR + p];
+    }
+    return GMM_OK;
+}
+
+/* log det Q^ + the constants from the own pattern's Q (NORMALISER). */
+static gmm_status pinned_logdet(stack_impl *c, double *ld)
+{
+    struct stack_sp *s = c->sp;
+    gmm_status st;
+    memcpy(s->Qh->val, s->ls.Q->val, s->ls.Q->nnz * sizeof *s->Qh->val);
+    for (size_t i = 0; i < s->npin; i++)
+        s->Qh->val[s->pin_at[i]] = s->pin_val[i];
+    if ((st = gmm_factor_decomp_sparse(s->f, s->Qh)))
+        return gmm_error_at(st, gmm_error_index(), "the intrinsic prior is not positive "
+                                                   "definite on its constrained subspace");
+    *ld = gmm_factor_logdet(s->f) + c->con.ld_const;
+    return GMM_OK;
+}
+
+gmm_status stack_prior_sparse(void *p, const double *theta, gmm_sparse *Q, double *logdet)
+{
+    stack_impl *c = p;
+    gmm_status st;
+    *logdet = NAN;
+    if ((st = sp_setup(c)))
+        return st;
+    c->sp->ok = 0;
+    if ((st = assemble(c, theta, c->sp->ls.Q->val)) || (st = latent_sparse_put(&c->sp->ls, Q)))
+        return st;
+    if (c->ncon && (st = pinned_logdet(c, logdet)))
+        return st;
+    memcpy(c->sp->theta, theta, c->nparam * sizeof *theta);
+    c->sp->ok = 1;
+    return GMM_OK;
+}
+
+/* The own pattern's adjoint of ldbar log det Q^ into qbar (NORMALISER). */
+static gmm_status pinned_logdet_rev(stack_impl *c, double ldbar, double *qbar)
+{
+    struct stack_sp *s = c->sp;
+    gmm_status st = gmm_factor_selinv_sparse(s->f, s->S);
+    if (st)
+        return st;
+    const gmm_sparse *S = s->S;
+    for (size_t j = 0; j < S->n; j++)
+        for (size_t k = S->colptr[j]; k < S->colptr[j + 1]; k++)
+            qbar[k] = ldbar * (S->rowind[k] == j ? S->val[k] : 2.0 * S->val[k]);
+    for (size_t i = 0; i < s->npin; i++)
+        qbar[s->pin_at[i]] = 0.0;
+    return GMM_OK;
+}
+
+gmm_status stack_prior_rev_sparse(void *p, const gmm_sparse *Qbar, double logdetbar,
+                                  double *thetabar)
+{
+    stack_impl *c = p;
+    gmm_status st;
+    struct stack_sp *s = c->sp;
+    if (!s || !s->ok)
+        return gmm_error(GMM_EINVAL, "gmm_latent_prior_rev_sparse: no gmm_latent_prior_sparse "
+                                     "before");
+    if ((st = latent_sparse_get(&s->ls, Qbar)) ||
+        (st = assemble_rev(c, s->theta, s->ls.Qbar->val, thetabar)) || logdetbar == 0.0 ||
+        !c->ncon)
+        return st;
+    if ((st = pinned_logdet_rev(c, logdetbar, s->ls.Qbar->val)))
+        return st;
+    return assemble_rev(c, s->theta, s->ls.Qbar->val, thetabar);
+}
