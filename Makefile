@@ -10,6 +10,7 @@
 #   make bench           run the benchmarks (BENCH_CSV=FILE, BENCH_QUICK=1)
 #   make demo            the README's main job on the shipped data
 #   make demo-flu        the influenza counts as a space-time model (a few minutes)
+#   make demo-grid       the bei trees counted on a 100 x 50 lattice (besag), as a map
 #   make install PREFIX=/usr/local
 #
 # Debugging a test: CK_FORK=no CK_RUN_SUITE=band_chol build/release/tests/run
@@ -71,7 +72,7 @@ BIN := $(BUILD)/gmm-infer
 TEST_BIN := $(BUILD)/tests/run
 
 .PHONY: all deps deps-bench deps-demo deps-fuzz check check-unit check-cli check-fuzz fuzz \
-        bench demo demo-flu install clean
+        bench demo demo-flu demo-grid install clean
 
 all: gmm-infer
 
@@ -217,6 +218,9 @@ demo: gmm-infer | deps-demo
 
 demo-flu: gmm-infer
 	scripts/demo-flu.sh
+
+demo-grid: gmm-infer
+	scripts/demo-grid.sh
 
 install: $(BIN)
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1

@@ -15,7 +15,11 @@
 # A row whose median ratio is above 1.03 and whose per-round ratios all lie
 # above 1 is flagged "slower".
 # The accuracy benchmarks (bench_*_accuracy) measure errors, not time, and are
-# left out.
+# left out.  BENCHES (default: all the others) names the C benchmarks to run;
+# BENCHES= (empty) runs the CLI jobs alone.  The CLI jobs include models the
+# band serves whatever the factorisation chooser decides (the sparse path,
+# issue #31: nothing may get slower): a lattice (bei, 5000 cells, bandwidth
+# 50), a 20 x 2000 strip besag, random slopes (sleepstudy).
 set -eu
 [ $# -ge 1 ] || { echo "usage: $0 OLD_REV [NEW_REV]" >&2; exit 2; }
 top=$(git rev-parse --show-toplevel)
@@ -24,7 +28,7 @@ ROUNDS=${ROUNDS:-5}
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
 tmp=$(mktemp -d); trap 'git -C "$top" worktree remove --force "$tmp/old" 2>/dev/null;
   git -C "$top" worktree remove --force "$tmp/new" 2>/dev/null; rm -rf "$tmp"' EXIT
-benches='bench_band bench_band_solve_prod bench_hmc bench_laplace bench_rcm bench_ssm bench_stack bench_vi'
+benches=${BENCHES-bench_band bench_band_solve_prod bench_hmc bench_laplace bench_rcm bench_ssm bench_stack bench_vi}
 for side in old new; do
     rev=${!side}
     git -C "$top" worktree add -q --detach "$tmp/$side" "$rev"
@@ -33,10 +37,12 @@ for side in old new; do
 done
 
 # Whole processes: jobs of the README, the demos and the battery, timed by
-# the shell.
-cli_names='fit_co2 fit_coal fit_chicago vi_chicago fit_bym2'
+# the shell.  Both sides read the new tree's data/ for the bei lattice (the
+# old one may not have it) and one strip made here.
+cli_names='fit_co2 fit_coal fit_chicago vi_chicago fit_bym2 fit_bei fit_strip fit_sleep'
+"$top/scripts/make-bench-data" strip 20 2000 "$tmp/strip"
 cli_job() {  # NAME BINARY TREE SCRATCH
-    local B=$2 D=$3/data F=$3/tests/fixtures/battery S=$4
+    local B=$2 D=$3/data F=$3/tests/fixtures/battery S=$4 N=$4/new/data
     local ou='edge-ou(variance=1, lengthscale=100)'
     case $1 in
     fit_co2) "$B" fit "$D/co2_train.csv" ;;
@@ -47,6 +53,11 @@ cli_job() {  # NAME BINARY TREE SCRATCH
         --y count --exposure weight --likelihood poisson --precision "$ou" --learn-hyper -o "$S/vi.json" ;;
     fit_bym2) "$B" fit "$F/areal_counts.csv" --likelihood poisson --exposure E \
         --formula "y ~ x + f(node, bym2, graph=$F/lattice_edges.csv)" ;;
+    fit_bei) "$B" fit "$N/bei_grid_cells.csv" --likelihood poisson \
+        --formula "count ~ elev + grad + f(cell, besag, graph=$N/bei_grid_edges.csv)" ;;
+    fit_strip) "$B" fit "$S/strip/strip_nodes.csv" --likelihood poisson \
+        --formula "count ~ f(node, besag, graph=$S/strip/strip_edges.csv)" ;;
+    fit_sleep) "$B" fit "$D/sleepstudy.csv" --formula 'Reaction ~ Days + (Days | Subject)' ;;
     esac
 }
 

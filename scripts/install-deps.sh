@@ -19,7 +19,8 @@ BUILD_PKGS="pkg-config libgsl-dev libopenblas-dev libcsv-dev libjansson-dev libl
 # mcse_mean gives the z-scores of the means)
 BENCH_PKGS="python3 python3-numpy python3-scipy python3-sklearn python3-statsmodels
     r-cran-rstan r-base-dev r-cran-jsonlite r-cran-posterior r-cran-lme4 r-cran-glmmtmb"
-DEMO_PKGS="gnuplot-nox python3 python3-matplotlib"
+# r-cran-spatstat.data: scripts/make-bei-grid-data.R remakes data/bei_grid_*.csv
+DEMO_PKGS="gnuplot-nox python3 python3-matplotlib r-cran-spatstat.data"
 # clang alone (without its recommends) lacks libFuzzer: Debian 12 ships it in
 # libclang-rt-14-dev, for the default clang 14.
 FUZZ_PKGS="clang libclang-rt-14-dev"

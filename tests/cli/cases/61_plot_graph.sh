@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # 61_plot_graph.sh -- scripts/plot-graph on predictions of a graph model:
-# a PNG, --help, bad columns (exit 1) and usage errors (exit 2).  Skipped
+# a PNG, --help, bad columns (exit 1) and usage errors (exit 2); --tile on the bei lattice.  Skipped
 # (with a note) where matplotlib is not installed: `make check` does not
 # need it (scripts/install-deps.sh --demo installs it).
 # Sourced by tests/cli/run.sh (see there for the helpers).
@@ -44,6 +44,19 @@ if /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then
     run "$plot" --nodes "$nodes" --predict "$CASE_TMP/p.csv"
     expect_exit 2
     expect_stderr 'required: -o/--output'
+
+    begin "plot-graph --tile draws a lattice's cells as squares; a bad side is exit 2"
+    printf 'row,mean\n1,0.5\n2,-1\n3,NaN\n' >"$CASE_TMP/g.csv"
+    run "$plot" --nodes data/bei_grid_cells.csv --node cell --predict-node row \
+        --predict "$CASE_TMP/g.csv" --tile 10 -o "$CASE_TMP/tile.png"
+    expect_exit 0
+    expect_stderr_empty
+    [[ $(head -c 8 "$CASE_TMP/tile.png" | od -An -tx1 | tr -d ' \n') == 89504e470d0a1a0a ]] ||
+        fail "tile.png is not a PNG"
+    run "$plot" --nodes data/bei_grid_cells.csv --node cell --tile -1 -o "$CASE_TMP/t.png"
+    expect_exit 2
+    expect_stderr "--tile wants a positive side length, got '-1'"
+    expect_no_file "$CASE_TMP/t.png"
 else
     echo "61_plot_graph.sh: python3-matplotlib not installed; plot-graph not tested" >&2
 fi
