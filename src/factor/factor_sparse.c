@@ -111,7 +111,11 @@ static gmm_status sparse_decomp(void *state, const gmm_sparse *Q)
                          Q->n, Q->n, Q->nnz, s->n, s->n, (size_t)s->A->nzmax);
     memcpy(s->A->x, Q->val, Q->nnz * sizeof *Q->val);
     s->has_sigma = 0;
-    if (!cholmod_l_factorize(s->A, s->L, &s->c) || s->c.status < CHOLMOD_OK)
+    int saved[2];
+    gmm_factor_impl_sparse_serial_begin(saved);
+    int ok = cholmod_l_factorize(s->A, s->L, &s->c);
+    gmm_factor_impl_sparse_serial_end(saved);
+    if (!ok || s->c.status < CHOLMOD_OK)
         return cholmod_failure(&s->c, "factorisation");
     size_t k = s->L->minor < s->n ? s->L->minor : s->n;
     /* a NaN or an infinity in Q reaches the diagonal of its row's column,

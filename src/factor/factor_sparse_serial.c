@@ -1,0 +1,31 @@
+/* factor_sparse_serial.c -- the sparse factor's numeric work on one
+ * thread (factor_sparse_impl.h).  Its own file: both the factorisation
+ * (factor_sparse.c) and the supernodal selected inverse
+ * (factor_sparse_super.c) call it. */
+#include <cblas.h>
+#include <omp.h>
+
+#include "factor_sparse_impl.h"
+
+/* Why serial.  CHOLMOD's supernodal factorisation opens an OpenMP team
+ * of four (compiled in) around its scatter loops of large supernodes, and
+ * calls OpenBLAS, threaded itself, for each supernode's small dsyrk, dgemm
+ * and dpotrf; the selected inverse calls BLAS per supernode too.  On a
+ * 300 x 300 lattice the two thread pools' hand-offs
+ * (futex waits, spinning) cost more CPU than the work they share.  OpenMP
+ * serves nothing else in the program: max-active-levels 0 makes every
+ * parallel region a team of one (OpenMP 5.0 sec. 2.6.1); OpenBLAS keeps its
+ * threads for the band path, which gets its setting back after each call. */
+void gmm_factor_impl_sparse_serial_begin(int saved[2])
+{
+    saved[0] = omp_get_max_active_levels();
+    saved[1] = openblas_get_num_threads();
+    omp_set_max_active_levels(0);
+    openblas_set_num_threads(1);
+}
+
+void gmm_factor_impl_sparse_serial_end(const int saved[2])
+{
+    omp_set_max_active_levels(saved[0]);
+    openblas_set_num_threads(saved[1]);
+}
