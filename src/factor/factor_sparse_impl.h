@@ -80,4 +80,8 @@ size_t gmm_factor_impl_sparse_sigma_find(const sparse_state *s, size_t i, size_t
 void gmm_factor_impl_sparse_serial_begin(int saved[2]);
 void gmm_factor_impl_sparse_serial_end(const int saved[2]);
 
+/* Advise transparent huge pages for the 2 MB pages inside [p, p + bytes),
+ * memory not yet touched (factor_sparse_huge.c). */
+void gmm_factor_impl_sparse_huge(void *p, size_t bytes);
+
 #endif
