@@ -142,7 +142,11 @@ static gmm_status sparse_decomp(void *state, const gmm_sparse *Q)
  * side in s->B, into s->X. */
 static gmm_status tri_solve(sparse_state *s, int sys)
 {
-    if (!cholmod_l_solve2(sys, s->L, s->B, NULL, &s->X, NULL, &s->Y, &s->E, &s->c))
+    int saved[2];
+    gmm_factor_impl_sparse_serial_begin(saved);
+    int ok = cholmod_l_solve2(sys, s->L, s->B, NULL, &s->X, NULL, &s->Y, &s->E, &s->c);
+    gmm_factor_impl_sparse_serial_end(saved);
+    if (!ok)
         return cholmod_failure(&s->c, "triangular solve");
     return GMM_OK;
 }

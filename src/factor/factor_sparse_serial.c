@@ -10,9 +10,10 @@
 /* Why serial.  CHOLMOD's supernodal factorisation opens an OpenMP team
  * of four (compiled in) around its scatter loops of large supernodes, and
  * calls OpenBLAS, threaded itself, for each supernode's small dsyrk, dgemm
- * and dpotrf; the selected inverse calls BLAS per supernode too.  On a
- * 300 x 300 lattice the two thread pools' hand-offs
- * (futex waits, spinning) cost more CPU than the work they share.  OpenMP
+ * and dpotrf; the selected inverse and the solves call BLAS per supernode
+ * too.  On a 300 x 300 lattice the two thread pools' hand-offs (futex
+ * waits; OpenBLAS's workers spin on sched_yield between calls) cost more
+ * CPU than the work they share.  OpenMP
  * serves nothing else in the program: max-active-levels 0 makes every
  * parallel region a team of one (OpenMP 5.0 sec. 2.6.1); OpenBLAS keeps its
  * threads for the band path, which gets its setting back after each call. */
