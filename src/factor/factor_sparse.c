@@ -111,10 +111,9 @@ static gmm_status sparse_decomp(void *state, const gmm_sparse *Q)
                          Q->n, Q->n, Q->nnz, s->n, s->n, (size_t)s->A->nzmax);
     memcpy(s->A->x, Q->val, Q->nnz * sizeof *Q->val);
     s->has_sigma = 0;
-    int saved[2];
-    gmm_factor_impl_sparse_serial_begin(saved);
+    gmm_factor_impl_sparse_serial_begin();
     int ok = cholmod_l_factorize(s->A, s->L, &s->c);
-    gmm_factor_impl_sparse_serial_end(saved);
+    gmm_factor_impl_sparse_serial_end();
     if (!ok || s->c.status < CHOLMOD_OK)
         return cholmod_failure(&s->c, "factorisation");
     size_t k = s->L->minor < s->n ? s->L->minor : s->n;
@@ -142,10 +141,9 @@ static gmm_status sparse_decomp(void *state, const gmm_sparse *Q)
  * side in s->B, into s->X. */
 static gmm_status tri_solve(sparse_state *s, int sys)
 {
-    int saved[2];
-    gmm_factor_impl_sparse_serial_begin(saved);
+    gmm_factor_impl_sparse_serial_begin();
     int ok = cholmod_l_solve2(sys, s->L, s->B, NULL, &s->X, NULL, &s->Y, &s->E, &s->c);
-    gmm_factor_impl_sparse_serial_end(saved);
+    gmm_factor_impl_sparse_serial_end();
     if (!ok)
         return cholmod_failure(&s->c, "triangular solve");
     return GMM_OK;

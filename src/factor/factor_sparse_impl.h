@@ -74,11 +74,11 @@ gmm_status gmm_factor_impl_sparse_selinv_rev_super(sparse_state *s, double *sb, 
 size_t gmm_factor_impl_sparse_sigma_find(const sparse_state *s, size_t i, size_t j);
 
 /* The sparse factor's numeric work (CHOLMOD's factorisation, the selected
- * inverse and its reverse) runs on one thread: _serial_begin saves the
- * OpenMP and OpenBLAS thread settings into saved[2] and sets both to one,
+ * inverse and its reverse, the solves) runs on one thread: _serial_begin
+ * saves the OpenMP and OpenBLAS thread settings and sets both to one,
  * _serial_end restores them (factor_sparse_serial.c says why). */
-void gmm_factor_impl_sparse_serial_begin(int saved[2]);
-void gmm_factor_impl_sparse_serial_end(const int saved[2]);
+void gmm_factor_impl_sparse_serial_begin(void);
+void gmm_factor_impl_sparse_serial_end(void);
 
 /* Advise transparent huge pages for the 2 MB pages inside [p, p + bytes),
  * memory not yet touched (factor_sparse_huge.c). */

@@ -4,6 +4,7 @@
  * (factor_sparse_super.c) call it. */
 #include <cblas.h>
 #include <omp.h>
+#include <stdatomic.h>
 
 #include "factor_sparse_impl.h"
 
@@ -17,16 +18,25 @@
  * serves nothing else in the program: max-active-levels 0 makes every
  * parallel region a team of one (OpenMP 5.0 sec. 2.6.1); OpenBLAS keeps its
  * threads for the band path, which gets its setting back after each call. */
-void gmm_factor_impl_sparse_serial_begin(int saved[2])
+/* Threads (hmc's chains) may factor at once: the first to enter saves
+ * the settings, the last to leave restores them. */
+static atomic_int inside;
+static int saved_levels, saved_blas;
+
+void gmm_factor_impl_sparse_serial_begin(void)
 {
-    saved[0] = omp_get_max_active_levels();
-    saved[1] = openblas_get_num_threads();
-    omp_set_max_active_levels(0);
-    openblas_set_num_threads(1);
+    if (atomic_fetch_add(&inside, 1) == 0) {
+        saved_levels = omp_get_max_active_levels();
+        saved_blas = openblas_get_num_threads();
+        omp_set_max_active_levels(0);
+        openblas_set_num_threads(1);
+    }
 }
 
-void gmm_factor_impl_sparse_serial_end(const int saved[2])
+void gmm_factor_impl_sparse_serial_end(void)
 {
-    omp_set_max_active_levels(saved[0]);
-    openblas_set_num_threads(saved[1]);
+    if (atomic_fetch_sub(&inside, 1) == 1) {
+        omp_set_max_active_levels(saved_levels);
+        openblas_set_num_threads(saved_blas);
+    }
 }
