@@ -42,7 +42,7 @@ CPPFLAGS = -Iinclude -I/usr/include/suitesparse -D_POSIX_C_SOURCE=200809L
 CFLAGS = -std=c11 $(OPT) -g $(WARN) $(SAN) $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 # GSL's CBLAS calls go to OpenBLAS (which also provides LAPACK's dpbtrf).
 LDLIBS = $(shell pkg-config --libs-only-L $(PKGS) 2>/dev/null) -lgsl -lopenblas -lcsv \
-         -ljansson -llbfgs -lcholmod -lm -pthread
+         -ljansson -llbfgs -lcholmod -lgomp -lm -pthread
 TEST_LDLIBS = $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubunit -lrt -lpthread)
 
 # The library's folders are its layers (docs/design.md, Layers), bottom up:

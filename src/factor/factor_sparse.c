@@ -111,7 +111,10 @@ static gmm_status sparse_decomp(void *state, const gmm_sparse *Q)
                          Q->n, Q->n, Q->nnz, s->n, s->n, (size_t)s->A->nzmax);
     memcpy(s->A->x, Q->val, Q->nnz * sizeof *Q->val);
     s->has_sigma = 0;
-    if (!cholmod_l_factorize(s->A, s->L, &s->c) || s->c.status < CHOLMOD_OK)
+    gmm_factor_impl_sparse_serial_begin();
+    int ok = cholmod_l_factorize(s->A, s->L, &s->c);
+    gmm_factor_impl_sparse_serial_end();
+    if (!ok || s->c.status < CHOLMOD_OK)
         return cholmod_failure(&s->c, "factorisation");
     size_t k = s->L->minor < s->n ? s->L->minor : s->n;
     /* a NaN or an infinity in Q reaches the diagonal of its row's column,
@@ -138,7 +141,10 @@ static gmm_status sparse_decomp(void *state, const gmm_sparse *Q)
  * side in s->B, into s->X. */
 static gmm_status tri_solve(sparse_state *s, int sys)
 {
-    if (!cholmod_l_solve2(sys, s->L, s->B, NULL, &s->X, NULL, &s->Y, &s->E, &s->c))
+    gmm_factor_impl_sparse_serial_begin();
+    int ok = cholmod_l_solve2(sys, s->L, s->B, NULL, &s->X, NULL, &s->Y, &s->E, &s->c);
+    gmm_factor_impl_sparse_serial_end();
+    if (!ok)
         return cholmod_failure(&s->c, "triangular solve");
     return GMM_OK;
 }
@@ -309,6 +315,13 @@ static gmm_status sparse_analyse(sparse_state *s, const gmm_sparse *A)
             return cholmod_failure(&s->c, "analysis");
         }
         s->c.status = CHOLMOD_OK; /* METIS failing leaves AMD's analysis */
+    }
+    /* L's values allocated now, untouched, so that they can be advised
+     * huge pages before the first factorisation writes them */
+    if (s->L->is_super) {
+        if (!cholmod_l_change_factor(CHOLMOD_REAL, 1, 1, 1, 1, s->L, &s->c))
+            return cholmod_failure(&s->c, "analysis");
+        gmm_factor_impl_sparse_huge(s->L->x, s->L->xsize * sizeof(double));
     }
     s->B = cholmod_l_allocate_dense(n, 1, n, CHOLMOD_REAL, &s->c);
     if (!s->B)

@@ -73,4 +73,15 @@ gmm_status gmm_factor_impl_sparse_selinv_rev_super(sparse_state *s, double *sb, 
  * SIZE_MAX when (i, j) is outside L's pattern.  O(log of the column). */
 size_t gmm_factor_impl_sparse_sigma_find(const sparse_state *s, size_t i, size_t j);
 
+/* The sparse factor's numeric work (CHOLMOD's factorisation, the selected
+ * inverse and its reverse, the solves) runs on one thread: _serial_begin
+ * saves the OpenMP and OpenBLAS thread settings and sets both to one,
+ * _serial_end restores them (factor_sparse_serial.c says why). */
+void gmm_factor_impl_sparse_serial_begin(void);
+void gmm_factor_impl_sparse_serial_end(void);
+
+/* Advise transparent huge pages for the 2 MB pages inside [p, p + bytes),
+ * memory not yet touched (factor_sparse_huge.c). */
+void gmm_factor_impl_sparse_huge(void *p, size_t bytes);
+
 #endif

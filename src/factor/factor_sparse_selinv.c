@@ -102,6 +102,7 @@ static gmm_status sigma_compute(sparse_state *s)
                              len);
         s->sigma = p;
         s->sigma_cap = len;
+        gmm_factor_impl_sparse_huge(p, len * sizeof *p);
     }
     const double *Lx = s->L->x;
     for (size_t j = 0; j < s->n; j++) {

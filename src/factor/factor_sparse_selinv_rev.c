@@ -153,6 +153,7 @@ static gmm_status rev_workspace(sparse_state *s, size_t len)
                              2 * len);
         s->rev = p;
         s->rev_cap = len;
+        gmm_factor_impl_sparse_huge(p, 2 * len * sizeof *p);
     }
     memset(s->rev, 0, 2 * len * sizeof *s->rev);
     return GMM_OK;

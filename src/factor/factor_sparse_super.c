@@ -169,10 +169,12 @@ gmm_status gmm_factor_impl_sparse_selinv_super(sparse_state *s)
         return gmm_error(GMM_ENOMEM, "sparse selinv: out of memory for the supernodes' blocks");
     const double *Lx = s->L->x;
     gmm_status st = GMM_OK;
+    gmm_factor_impl_sparse_serial_begin();
     for (size_t k = s->L->nsuper; k-- > 0 && !st;) {
         block_of(s, k, &b);
         st = selinv_block(s, &b, Lx + b.px, s->sigma + b.px);
     }
+    gmm_factor_impl_sparse_serial_end();
     gmm_free(work);
     return st;
 }
@@ -290,6 +292,7 @@ gmm_status gmm_factor_impl_sparse_selinv_rev_super(sparse_state *s, double *sb, 
                                      "blocks");
     const double *Lx = s->L->x;
     size_t ns = s->L->nsuper;
+    gmm_factor_impl_sparse_serial_begin();
     for (size_t k = 0; k < ns; k++) {
         block_of(s, k, &b);
         selinv_rev_block(s, &b, Lx + b.px, sb, lb);
@@ -299,6 +302,7 @@ gmm_status gmm_factor_impl_sparse_selinv_rev_super(sparse_state *s, double *sb, 
         block_of(s, k, &b);
         chol_rev_block(s, &b, Lx + b.px, lb, sb);
     }
+    gmm_factor_impl_sparse_serial_end();
     gmm_free(work);
     return GMM_OK;
 }

@@ -134,7 +134,9 @@ gmm_status gmm_mdl_impl_choose_factor(const mdl_build *b, gmm_mdl *m)
     }
     double sp_flops = NAN, sp_bytes = NAN;
     char name[64] = "CHOLMOD";
-    if (s == GMM_OK)
+    /* forced sparse needs the analysis only for the report: the Laplace
+     * workspace analyses P again */
+    if (s == GMM_OK && (asked != GMM_MODEL_FACTOR_SPARSE || verbose))
         s = sparse_cost(m, Q, &sp_flops, &sp_bytes, name, sizeof name);
     gmm_sparse_free(Q);
     if (s != GMM_OK)

@@ -1,0 +1,42 @@
+/* factor_sparse_serial.c -- the sparse factor's numeric work on one
+ * thread (factor_sparse_impl.h).  Its own file: both the factorisation
+ * (factor_sparse.c) and the supernodal selected inverse
+ * (factor_sparse_super.c) call it. */
+#include <cblas.h>
+#include <omp.h>
+#include <stdatomic.h>
+
+#include "factor_sparse_impl.h"
+
+/* Why serial.  CHOLMOD's supernodal factorisation opens an OpenMP team
+ * of four (compiled in) around its scatter loops of large supernodes, and
+ * calls OpenBLAS, threaded itself, for each supernode's small dsyrk, dgemm
+ * and dpotrf; the selected inverse and the solves call BLAS per supernode
+ * too.  On a 300 x 300 lattice the two thread pools' hand-offs (futex
+ * waits; OpenBLAS's workers spin on sched_yield between calls) cost more
+ * CPU than the work they share.  OpenMP
+ * serves nothing else in the program: max-active-levels 0 makes every
+ * parallel region a team of one (OpenMP 5.0 sec. 2.6.1); OpenBLAS keeps its
+ * threads for the band path, which gets its setting back after each call. */
+/* Threads (hmc's chains) may factor at once: the first to enter saves
+ * the settings, the last to leave restores them. */
+static atomic_int inside;
+static int saved_levels, saved_blas;
+
+void gmm_factor_impl_sparse_serial_begin(void)
+{
+    if (atomic_fetch_add(&inside, 1) == 0) {
+        saved_levels = omp_get_max_active_levels();
+        saved_blas = openblas_get_num_threads();
+        omp_set_max_active_levels(0);
+        openblas_set_num_threads(1);
+    }
+}
+
+void gmm_factor_impl_sparse_serial_end(void)
+{
+    if (atomic_fetch_sub(&inside, 1) == 1) {
+        omp_set_max_active_levels(saved_levels);
+        openblas_set_num_threads(saved_blas);
+    }
+}
