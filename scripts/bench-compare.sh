@@ -17,8 +17,8 @@
 # The accuracy benchmarks (bench_*_accuracy) measure errors, not time, and are
 # left out.  BENCHES (default: all the others) names the C benchmarks to run;
 # BENCHES= (empty) runs the CLI jobs alone.  The CLI jobs include models the
-# band serves whatever the factorisation chooser decides (the sparse path,
-# issue #31: nothing may get slower): a lattice (bei, 5000 cells, bandwidth
+# band serves whatever the factorisation chooser decides (beside the sparse
+# path nothing may get slower): a lattice (bei, 5000 cells, bandwidth
 # 50), a 20 x 2000 strip besag, random slopes (sleepstudy).
 set -eu
 [ $# -ge 1 ] || { echo "usage: $0 OLD_REV [NEW_REV]" >&2; exit 2; }

@@ -1,5 +1,5 @@
 #!/bin/bash
-# bench_sparse.sh -- the sparse path's targets (issue #31), measured side by side as whole
+# bench_sparse.sh -- the sparse path's targets, measured side by side as whole
 # processes on one machine (R's start, library loading and the CSV read count, as a user's
 # Rscript does; gmm-infer's reading of the CSV too):
 #
