@@ -159,7 +159,9 @@ int cli_hmc_metric(const char *cmd, gmm_mdl *m, const char *arg, int sample_hype
             cli_msg(cmd, "metric: prior (auto: %s)", gmm_error_message());
         return 0;
     }
-    if (!quiet)
+    if (!quiet && isnan(lmax))
+        cli_msg(cmd, "metric: laplace (auto: the sparse factorisation whitens by it only)");
+    else if (!quiet)
         cli_msg(cmd, "metric: %s (auto: the data's information is %.3g times the prior's in "
                      "the stiffest direction, %s %g)",
                 *metric == GMM_METRIC_LAPLACE ? "laplace" : "prior", lmax,

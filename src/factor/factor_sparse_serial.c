@@ -4,7 +4,7 @@
  * (factor_sparse_super.c) call it. */
 #include <cblas.h>
 #include <omp.h>
-#include <stdatomic.h>
+#include <pthread.h>
 
 #include "factor_sparse_impl.h"
 
@@ -18,25 +18,36 @@
  * serves nothing else in the program: max-active-levels 0 makes every
  * parallel region a team of one (OpenMP 5.0 sec. 2.6.1); OpenBLAS keeps its
  * threads for the band path, which gets its setting back after each call. */
-/* Threads (hmc's chains) may factor at once: the first to enter saves
- * the settings, the last to leave restores them. */
-static atomic_int inside;
-static int saved_levels, saved_blas;
+/* Threads (hmc's chains) may factor at once.  OpenMP's max-active-levels
+ * is each thread's own (libgomp keeps it per thread): set and restored per
+ * thread, nested calls counted.  OpenBLAS's thread count is the process's:
+ * the first thread in saves it and the last out restores it, both under one
+ * lock, so that a thread entering while another leaves cannot save the
+ * serial setting as the one to restore. */
+static _Thread_local int depth, saved_levels;
+static pthread_mutex_t blas_lock = PTHREAD_MUTEX_INITIALIZER;
+static int inside, saved_blas;
 
 void gmm_factor_impl_sparse_serial_begin(void)
 {
-    if (atomic_fetch_add(&inside, 1) == 0) {
+    if (depth++ == 0) {
         saved_levels = omp_get_max_active_levels();
-        saved_blas = openblas_get_num_threads();
         omp_set_max_active_levels(0);
+    }
+    pthread_mutex_lock(&blas_lock);
+    if (inside++ == 0) {
+        saved_blas = openblas_get_num_threads();
         openblas_set_num_threads(1);
     }
+    pthread_mutex_unlock(&blas_lock);
 }
 
 void gmm_factor_impl_sparse_serial_end(void)
 {
-    if (atomic_fetch_sub(&inside, 1) == 1) {
-        omp_set_max_active_levels(saved_levels);
+    pthread_mutex_lock(&blas_lock);
+    if (--inside == 0)
         openblas_set_num_threads(saved_blas);
-    }
+    pthread_mutex_unlock(&blas_lock);
+    if (--depth == 0)
+        omp_set_max_active_levels(saved_levels);
 }

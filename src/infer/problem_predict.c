@@ -68,6 +68,10 @@ gmm_status gmm_problem_predict_latent(gmm_problem *p, const double *theta, const
         return gmm_error(GMM_EINVAL, "a %s model has no nodes", gmm_latent_family(p->lat));
     if (p->sparse && !inputs)
         return problem_sparse_nodes(p, theta, mean, var);
+    if (p->sparse)
+        return gmm_error(GMM_EINVAL, "the sparse factorisation keeps no covariance band to "
+                                     "predict a %s model at new inputs",
+                         gmm_latent_family(p->lat));
     double *mu = NULL;
     gmm_band *cov = NULL;
     gmm_status st = posterior_alloc(p, theta, &mu, &cov);

@@ -47,9 +47,11 @@ static gmm_status cov_pattern(gmm_problem *p)
 static gmm_status posterior(gmm_problem *p, const double *theta, double *mean)
 {
     gmm_status st;
-    if (!p->Ss && (st = cov_pattern(p)))
-        return st;
+    /* the pattern reads the observed rows' map, which the first posterior
+     * makes (a Gaussian's Laplace workspace comes with it) */
     if ((st = gmm_problem_posterior(p, theta, NULL, NULL)))
+        return st;
+    if (!p->Ss && (st = cov_pattern(p)))
         return st;
     return gmm_laplace_posterior_sparse(p->lap, mean, p->Ss);
 }

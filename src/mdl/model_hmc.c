@@ -27,6 +27,13 @@ gmm_status gmm_mdl_take_vi_mean(gmm_mdl *m, double **x)
 
 gmm_status gmm_mdl_hmc_metric_auto(gmm_mdl *m, gmm_metric *metric, double *lmax)
 {
+    /* the sparse path whitens by the Laplace posterior only (no band of
+     * the prior to compare it with) */
+    if (gmm_problem_sparse(gmm_mdl_problem(m))) {
+        *metric = GMM_METRIC_LAPLACE;
+        *lmax = NAN;
+        return GMM_OK;
+    }
     *metric = GMM_METRIC_PRIOR;
     gmm_status s = gmm_problem_data_information(gmm_mdl_problem(m),
                                                 gmm_mdl_objective(m)->value, lmax);

@@ -83,6 +83,14 @@ expect_no_file "$CASE_TMP/v.json"
 run "$GMM_INFER" hmc --model "$CASE_TMP/sparse.json" --metric laplace --chains 1 --threads 1 --warmup 30 --draws 20 --seed 1 --quiet -o "$CASE_TMP/h.csv"
 expect_exit 0
 expect_file "$CASE_TMP/h.csv" '^1,20,20,'
+# the prior's whitening would form the band: refused; auto takes the Laplace metric
+run "$GMM_INFER" hmc --model "$CASE_TMP/sparse.json" --metric prior --chains 1 --threads 1 --warmup 30 --draws 20 --seed 1 --quiet -o "$CASE_TMP/hp.csv"
+expect_exit 1
+expect_stderr 'whitened by the Laplace posterior.s factor only'
+expect_no_file "$CASE_TMP/hp.csv"
+run "$GMM_INFER" hmc --model "$CASE_TMP/sparse.json" --chains 1 --threads 1 --warmup 30 --draws 20 --seed 1 -o "$CASE_TMP/ha.csv"
+expect_exit 0
+expect_stderr 'metric: laplace \(auto: the sparse factorisation whitens by it only\)'
 run "$GMM_INFER" predict --model "$CASE_TMP/band.json" --factor qr
 expect_exit 2
 expect_stderr "factor: 'qr' is not auto, band or sparse"
