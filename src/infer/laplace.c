@@ -81,6 +81,40 @@ gmm_status gmm_laplace_constrain(gmm_laplace *w, size_t k, const double *A, cons
 
 void gmm_laplace_set_weights(gmm_laplace *w, const double *wt) { w->wt = wt; }
 
+gmm_laplace *laplace_alloc_vectors(size_t n, size_t maxobs, size_t width)
+{
+    gmm_laplace *w = gmm_calloc(1, sizeof *w);
+    if (!w) {
+        gmm_error(GMM_ENOMEM, "laplace: out of memory");
+        return NULL;
+    }
+    w->n = n;
+    w->maxobs = maxobs;
+    w->width = width;
+    size_t no = maxobs ? maxobs : 1;
+    double **v[] = {&w->x, &w->xt, &w->gr, &w->dx, &w->tmp, &w->z};
+    int ok = 1;
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+        ok = (*v[i] = gmm_calloc(n, sizeof(double))) && ok;
+    double **o[] = {&w->f, &w->g, &w->w, &w->t, &w->s, &w->yt, &w->u};
+    for (size_t i = 0; i < sizeof o / sizeof o[0]; i++)
+        ok = (*o[i] = gmm_calloc(no, sizeof(double))) && ok;
+    if (!ok) {
+        gmm_laplace_free(w);
+        gmm_error(GMM_ENOMEM, "laplace: out of memory for a workspace of %zu latents", n);
+        return NULL;
+    }
+    return w;
+}
+
+double laplace_psi_from_qx(gmm_laplace *w, const double *x, double sum)
+{
+    double q = 0.0;
+    for (size_t j = 0; j < w->n; j++)
+        q += x[j] * w->tmp[j];
+    return sum - 0.5 * q;
+}
+
 gmm_laplace *gmm_laplace_alloc(size_t n, size_t kl, size_t cov_kl, size_t maxobs, size_t width)
 {
     /* n = 0 (no latent: a GLM): width 0, the mode is the empty vector */
@@ -89,34 +123,17 @@ gmm_laplace *gmm_laplace_alloc(size_t n, size_t kl, size_t cov_kl, size_t maxobs
                   n, kl, cov_kl, width);
         return NULL;
     }
-    gmm_laplace *w = gmm_calloc(1, sizeof *w);
-    if (!w) {
-        gmm_error(GMM_ENOMEM, "laplace: out of memory");
+    gmm_laplace *w = laplace_alloc_vectors(n, maxobs, width);
+    if (!w)
         return NULL;
-    }
-    w->n = n;
     w->kl = kl;
     w->ckl = cov_kl;
-    w->maxobs = maxobs;
-    w->width = width;
-    size_t no = maxobs ? maxobs : 1;
     w->L = gmm_band_alloc(n, kl, 0, GMM_BAND_LOWER);
     w->fQ = gmm_factor_band_alloc(n, kl);
     w->S = gmm_band_alloc(n, cov_kl, 0, GMM_BAND_SYMMETRIC);
     w->SQ = gmm_band_alloc(n, kl, 0, GMM_BAND_SYMMETRIC);
     w->cwork = gmm_malloc(gmm_band_chol_work_size(kl), sizeof *w->cwork);
-    double **v[] = {&w->x, &w->xt, &w->gr, &w->dx, &w->tmp, &w->z};
-    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
-        *v[i] = gmm_calloc(n, sizeof(double));
-    double **o[] = {&w->f, &w->g, &w->w, &w->t, &w->s, &w->yt, &w->u};
-    for (size_t i = 0; i < sizeof o / sizeof o[0]; i++)
-        *o[i] = gmm_calloc(no, sizeof(double));
-    int ok = w->L && w->fQ && w->S && w->SQ && w->cwork;
-    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
-        ok = ok && *v[i];
-    for (size_t i = 0; i < sizeof o / sizeof o[0]; i++)
-        ok = ok && *o[i];
-    if (!ok) {
+    if (!(w->L && w->fQ && w->S && w->SQ && w->cwork)) {
         gmm_laplace_free(w);
         gmm_error(GMM_ENOMEM, "laplace: out of memory for a workspace of %zu latents, bandwidth "
                               "%zu",

@@ -143,6 +143,11 @@ gmm_status laplace_sparse_solve(gmm_laplace *w, double *v);
  * too); Newton's stopping test; the line search of both forms; obs, lik
  * and b made w's problem. */
 double laplace_lik_sum(gmm_laplace *w, const double *x, int keep);
+/* A workspace with the vectors every form uses (n latents, maxobs rows of
+ * width), the rest NULL; NULL + GMM_ENOMEM. */
+gmm_laplace *laplace_alloc_vectors(size_t n, size_t maxobs, size_t width);
+/* Psi = sum - x'Qx/2 from Qx, which the form has put in w->tmp. */
+double laplace_psi_from_qx(gmm_laplace *w, const double *x, double sum);
 int laplace_newton_done(double dec, double Psi, double tol, double *best, int *stall);
 gmm_status laplace_line_search(gmm_laplace *w, const ls_objective *obj, double dec, size_t it,
                                size_t max_iter, double *Psi, double *step, int *final);

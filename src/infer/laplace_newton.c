@@ -56,10 +56,7 @@ static double psi(gmm_laplace *w, const double *x, int keep)
 {
     double sum = w->lsum = laplace_lik_sum(w, x, keep);
     gmm_band_gemv(GMM_NOTRANS, 1.0, w->Q, x, 0.0, w->tmp);
-    double q = 0.0;
-    for (size_t j = 0; j < w->n; j++)
-        q += x[j] * w->tmp[j];
-    return sum - 0.5 * q;
+    return laplace_psi_from_qx(w, x, sum);
 }
 
 /* P = Q + H'WH, formed in L's storage, and its Cholesky factor L there;

@@ -34,10 +34,7 @@ static double sparse_psi(gmm_laplace *w, const double *x, int keep)
 {
     double sum = w->lsum = laplace_lik_sum(w, x, keep);
     gmm_sparse_symv(w->Qs, x, w->tmp);
-    double q = 0.0;
-    for (size_t j = 0; j < w->n; j++)
-        q += x[j] * w->tmp[j];
-    return sum - 0.5 * q;
+    return laplace_psi_from_qx(w, x, sum);
 }
 
 /* P = Q + H'WH (+ tau at the pins) by positions, then its sparse Cholesky. */
@@ -175,30 +172,13 @@ gmm_laplace *gmm_laplace_alloc_sparse(const gmm_sparse *Q, const gmm_obsmap *map
             gmm_error_at(GMM_EDIM, i, "laplace: observation %zu reads past the latent", i);
             return NULL;
         }
-    gmm_laplace *w = gmm_calloc(1, sizeof *w);
-    if (!w) {
-        gmm_error(GMM_ENOMEM, "laplace: out of memory");
+    gmm_laplace *w = laplace_alloc_vectors(n, nrows, map->width);
+    if (!w)
         return NULL;
-    }
-    w->n = n;
-    w->maxobs = nrows;
-    w->width = map->width;
-    size_t no = nrows ? nrows : 1;
-    double **v[] = {&w->x, &w->xt, &w->gr, &w->dx, &w->tmp, &w->z};
-    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
-        *v[i] = gmm_calloc(n, sizeof(double));
-    double **o[] = {&w->f, &w->g, &w->w, &w->t, &w->s, &w->yt, &w->u};
-    for (size_t i = 0; i < sizeof o / sizeof o[0]; i++)
-        *o[i] = gmm_calloc(no, sizeof(double));
     w->hptr = gmm_malloc(nrows + 1, sizeof *w->hptr);
     w->hent = gmm_malloc(nrows + 1, sizeof *w->hent);
     w->hlat = gmm_malloc(nnz ? nnz : 1, sizeof *w->hlat);
-    int ok = w->hptr && w->hent && w->hlat;
-    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
-        ok = ok && *v[i];
-    for (size_t i = 0; i < sizeof o / sizeof o[0]; i++)
-        ok = ok && *o[i];
-    if (!ok) {
+    if (!(w->hptr && w->hent && w->hlat)) {
         gmm_laplace_free(w);
         gmm_error(GMM_ENOMEM, "laplace: out of memory for a workspace of %zu latents", n);
         return NULL;

@@ -100,8 +100,7 @@ gmm_status gmm_vi_alloc(gmm_problem *p, const gmm_vi_params *par, gmm_vi **out)
         return st;
     gmm_latent *lat = gmm_problem_latent_eval(p);
     /* q's precision factor is a band of the latent's bandwidth: exactly
-     * what the sparse path does not form (q with the pattern of P's sparse
-     * factor is not implemented) */
+     * the storage the sparse path exists to avoid, so vi refuses it */
     if (gmm_problem_sparse(p))
         return gmm_error(GMM_EINVAL, "vi: q's precision factor is banded, and the model is "
                                      "factorised by the sparse Cholesky, whose band would be "
