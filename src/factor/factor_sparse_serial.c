@@ -2,9 +2,12 @@
  * thread (factor_sparse_impl.h).  Its own file: both the factorisation
  * (factor_sparse.c) and the supernodal selected inverse
  * (factor_sparse_super.c) call it. */
+#define _GNU_SOURCE /* RTLD_NEXT */
 #include <cblas.h>
+#include <dlfcn.h>
 #include <omp.h>
 #include <pthread.h>
+#include <string.h>
 
 #include "factor_sparse_impl.h"
 
@@ -50,4 +53,38 @@ void gmm_factor_impl_sparse_serial_end(void)
     pthread_mutex_unlock(&blas_lock);
     if (--depth == 0)
         omp_set_max_active_levels(saved_levels);
+}
+
+/* A team of one still costs libgomp a team's set-up and, at its end, a
+ * futex wake (config/linux/bar.c wakes the barrier's waiters whether or
+ * not there are any).  CHOLMOD opens a region per supernode and
+ * descendant: about 1e5 regions, 1.6 s of system time, in one 300 x 300
+ * lattice loglik of 3.3 s.  Inside a serial section this program's
+ * definition of the entry point GCC emits for `#pragma omp parallel`
+ * (CHOLMOD's only one) runs the region's body on the calling thread, as
+ * the team of one would: its worksharing loops see omp_get_num_threads()
+ * 1 and thread 0, and so take every iteration.  Elsewhere it hands the
+ * region to libgomp's.  max-active-levels 0 above keeps the regions
+ * serial should this definition not be the one bound (a static link). */
+typedef void (*gomp_parallel_fn)(void (*)(void *), void *, unsigned, unsigned);
+static gomp_parallel_fn gomp_parallel_next;
+static pthread_once_t gomp_once = PTHREAD_ONCE_INIT;
+
+static void gomp_resolve(void)
+{
+    void *f = dlsym(RTLD_NEXT, "GOMP_parallel");
+    memcpy(&gomp_parallel_next, &f, sizeof f); /* ISO C: no object-to-function cast */
+}
+
+void GOMP_parallel(void (*fn)(void *), void *data, unsigned num_threads, unsigned flags);
+void GOMP_parallel(void (*fn)(void *), void *data, unsigned num_threads, unsigned flags)
+{
+    if (depth == 0) {
+        pthread_once(&gomp_once, gomp_resolve);
+        if (gomp_parallel_next) {
+            gomp_parallel_next(fn, data, num_threads, flags);
+            return;
+        }
+    }
+    fn(data); /* the team of one, without the team */
 }

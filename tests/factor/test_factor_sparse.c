@@ -16,6 +16,8 @@
 #include <float.h>
 #include <gsl/gsl_linalg.h>
 #include <math.h>
+#include <omp.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +28,7 @@
 #include "gmm/sparse.h"
 #include "support/testutil.h"
 #include "tu_sparse_spd.h"
+#include "../../src/factor/factor_sparse_impl.h"
 
 static const struct {
     int kind;
@@ -379,6 +382,52 @@ START_TEST(test_sparse_factor_oom)
 }
 END_TEST
 
+/* CHOLMOD's parallel regions inside a serial section run on the calling
+ * thread without a team (factor_sparse_serial.c): the body runs once, at
+ * OpenMP level 0, and a worksharing loop there sees one thread.  Outside,
+ * the region is libgomp's: a team at level 1.  Fails if the program's
+ * definition of GOMP_parallel is not the one bound. */
+void GOMP_parallel(void (*fn)(void *), void *data, unsigned num_threads, unsigned flags);
+
+typedef struct {
+    int runs, level, nthreads, same_thread;
+    pthread_t caller;
+    pthread_mutex_t lock;
+} region_probe;
+
+static void region_body(void *data)
+{
+    region_probe *p = data;
+    pthread_mutex_lock(&p->lock);
+    p->runs++;
+    p->level = omp_get_level();
+    p->nthreads = omp_get_num_threads();
+    p->same_thread = pthread_equal(pthread_self(), p->caller);
+    pthread_mutex_unlock(&p->lock);
+}
+
+START_TEST(test_sparse_serial_regions)
+{
+    region_probe p = {0, -1, 0, 0, pthread_self(), PTHREAD_MUTEX_INITIALIZER};
+    gmm_factor_impl_sparse_serial_begin();
+    gmm_factor_impl_sparse_serial_begin(); /* nested sections count */
+    gmm_factor_impl_sparse_serial_end();
+    GOMP_parallel(region_body, &p, 4, 0);
+    gmm_factor_impl_sparse_serial_end();
+    ck_assert_int_eq(p.runs, 1);
+    ck_assert_int_eq(p.level, 0);
+    ck_assert_int_eq(p.nthreads, 1);
+    ck_assert(p.same_thread);
+
+    region_probe q = {0, -1, 0, 0, pthread_self(), PTHREAD_MUTEX_INITIALIZER};
+    GOMP_parallel(region_body, &q, 2, 0);
+    ck_assert_int_ge(q.runs, 1); /* OMP_THREAD_LIMIT or OMP_DYNAMIC may give fewer than 2 */
+    ck_assert_int_le(q.runs, 2);
+    ck_assert_int_eq(q.level, 1);
+    ck_assert_int_eq(q.nthreads, q.runs);
+}
+END_TEST
+
 Suite *factor_sparse_suite(void)
 {
     Suite *s = suite_create("factor_sparse");
@@ -389,6 +438,7 @@ Suite *factor_sparse_suite(void)
     tcase_add_test(tc, test_sparse_factor_notpd);
     tcase_add_test(tc, test_sparse_factor_errors);
     tcase_add_test(tc, test_sparse_factor_oom);
+    tcase_add_test(tc, test_sparse_serial_regions);
     suite_add_tcase(s, tc);
     return s;
 }
