@@ -382,6 +382,57 @@ START_TEST(test_sparse_factor_oom)
 }
 END_TEST
 
+/* A second analysis of a pattern takes the first one's permutation
+ * (factor_sparse.c, ORDERING MEMO): the same ordering, nonzeros and flops,
+ * and a factor that still reproduces Q -- also after another pattern was
+ * analysed in between, which replaces the kept one. */
+START_TEST(test_sparse_ordering_memo)
+{
+    tu_rng r;
+    tu_rng_seed(&r, 3105);
+    tu_spd a = tu_spd_make(TU_GRID, 17, &r), b = tu_spd_make(TU_RANDOM, 150, &r);
+    gmm_factor *f1 = gmm_factor_sparse_alloc(a.A), *f2 = gmm_factor_sparse_alloc(a.A);
+    gmm_factor *g = gmm_factor_sparse_alloc(b.A), *f3 = gmm_factor_sparse_alloc(a.A);
+    ck_assert(f1 && f2 && g && f3);
+    size_t n = a.A->n;
+    double fl1, by1, fl2, by2;
+    gmm_factor_cost(f1, &fl1, &by1);
+    gmm_factor_cost(f2, &fl2, &by2);
+    ck_assert_str_eq(gmm_factor_ordering(f2), gmm_factor_ordering(f1));
+    ck_assert_double_eq(gmm_factor_nnz(f2), gmm_factor_nnz(f1));
+    ck_assert_double_eq(fl2, fl1);
+    ck_assert_double_eq(gmm_factor_nnz(f3), gmm_factor_nnz(f1));
+    double *e = calloc(n, sizeof *e), *v1 = calloc(n, sizeof *v1), *v2 = calloc(n, sizeof *v2);
+    ck_assert(e && v1 && v2);
+    ck_assert_int_eq(gmm_factor_decomp_sparse(f1, a.A), GMM_OK);
+    /* f2 took f1's permutation, f3 found it again: L^T e_i agree entry for
+     * entry (a permuted factor is another triangle) */
+    gmm_factor *other[2] = {f2, f3};
+    for (int k = 0; k < 2; k++) {
+        ck_assert_int_eq(gmm_factor_decomp_sparse(other[k], a.A), GMM_OK);
+        for (size_t i = 0; i < n; i++) {
+            memset(e, 0, n * sizeof *e);
+            e[i] = 1.0;
+            ck_assert_int_eq(gmm_factor_mul_lt(f1, e, v1), GMM_OK);
+            ck_assert_int_eq(gmm_factor_mul_lt(other[k], e, v2), GMM_OK);
+            for (size_t j = 0; j < n; j++)
+                ck_assert_double_eq_tol(v1[j], v2[j], 64 * DBL_EPSILON * (1.0 + fabs(v1[j])));
+        }
+        ck_assert_double_eq_tol(gmm_factor_logdet(other[k]), gmm_factor_logdet(f1),
+                                64 * n * DBL_EPSILON * fabs(gmm_factor_logdet(f1)));
+    }
+    free(e);
+    free(v1);
+    free(v2);
+    gmm_factor_free(f1);
+    gmm_factor_free(f2);
+    gmm_factor_free(f3);
+    gmm_factor_free(g);
+    tu_spd_free(&a);
+    tu_spd_free(&b);
+}
+END_TEST
+
 /* CHOLMOD's parallel regions inside a serial section run on the calling
  * thread without a team (factor_sparse_serial.c): the body runs once, at
  * OpenMP level 0, and a worksharing loop there sees one thread.  Outside,
@@ -439,6 +490,7 @@ Suite *factor_sparse_suite(void)
     tcase_add_test(tc, test_sparse_factor_errors);
     tcase_add_test(tc, test_sparse_factor_oom);
     tcase_add_test(tc, test_sparse_serial_regions);
+    tcase_add_test(tc, test_sparse_ordering_memo);
     suite_add_tcase(s, tc);
     return s;
 }
