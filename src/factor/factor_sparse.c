@@ -17,9 +17,9 @@
  * grid: 3.4e7 nonzeros in L against AMD's 4.5e7, 4.8 s a factorisation
  * against 6.6 s) but its analysis costs several of AMD's (6.1 s against
  * 1.6 s there; 0.49 s against 0.13 s at 300 x 300, where the factorisation
- * takes 0.1 s): it pays back only where one factorisation is dear, and a
- * model analyses up to three patterns (the scaling, the prior, the
- * posterior).  CHOLMOD's own NESDIS found no less fill than METIS on the
+ * takes 0.1 s): it pays back only where one factorisation is dear.  A
+ * model analyses up to four patterns, often one pattern four times (the
+ * ORDERING MEMO below keeps the ordering found first).  CHOLMOD's own NESDIS found no less fill than METIS on the
  * lattices and cost as much again.
  * Supernodal or simplicial is CHOLMOD's choice (CHOLMOD_AUTO: supernodal
  * when the flops per nonzero of L reach 40); either is kept as LL^T
