@@ -65,7 +65,7 @@ void gmm_factor_impl_sparse_serial_end(void)
  * the team of one would: its worksharing loops see omp_get_num_threads()
  * 1 and thread 0, and so take every iteration.  Elsewhere it hands the
  * region to libgomp's.  max-active-levels 0 above keeps the regions
- * serial should this definition not be the one bound (a static link). */
+ * serial should another definition be bound before this one. */
 typedef void (*gomp_parallel_fn)(void (*)(void *), void *, unsigned, unsigned);
 static gomp_parallel_fn gomp_parallel_next;
 static pthread_once_t gomp_once = PTHREAD_ONCE_INIT;
