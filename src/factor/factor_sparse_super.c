@@ -68,34 +68,54 @@ static void block_of(const sparse_state *s, size_t k, block *b)
     b->px = (size_t)px[k];
 }
 
+/* The place of row r in rows[lo .. m) (ascending), or m.  First the
+ * guess that the rows from lo are consecutive (a supernode's own block,
+ * and the dense trailing blocks of crossed effects and lattices), then a
+ * binary search. */
+static size_t row_at(const SuiteSparse_long *rows, size_t lo, size_t m, SuiteSparse_long r)
+{
+    if (lo >= m || rows[lo] > r)
+        return m;
+    size_t g = lo + (size_t)(r - rows[lo]);
+    if (g < m && rows[g] == r)
+        return g;
+    size_t hi = g < m ? g : m; /* rows[hi] > r, or hi = m */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (rows[mid] < r)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < m && rows[lo] == r ? lo : m;
+}
+
 /* dst (nr x nr, lower) <- the stored entries of src (L's layout) at R x R;
  * or, with add, src's stored entries += the symmetric H's: H(r,r') +
  * H(r',r) off the diagonal, H(r,r) on it.  Returns the entries moved:
- * nr (nr + 1) / 2 when L's pattern is closed, as it must be. */
+ * nr (nr + 1) / 2 when L's pattern is closed, as it must be.  Each of
+ * R's rows is looked up in the later columns (row_at) rather than found
+ * by walking them: below a student of InstEval a lecturer's column is a
+ * thousand rows long, of which some twenty are in R. */
 static size_t rr_move(const sparse_state *s, const block *b, double *src, double *dst, int add)
 {
     size_t moved = 0;
     size_t nr = b->nr;
-    SuiteSparse_long *mark = s->mark, last = nr ? b->R[nr - 1] : 0;
-    for (size_t a = 0; a < nr; a++)
-        mark[b->R[a]] = (SuiteSparse_long)a;
     for (size_t c = 0; c < nr; c++) {
         const SuiteSparse_long *rk;
-        size_t off, m = lcol(s, (size_t)b->R[c], &rk, &off);
-        for (size_t q = 0; q < m && rk[q] <= last; q++) {
-            SuiteSparse_long a = mark[rk[q]];
-            if (a < 0)
+        size_t off, m = lcol(s, (size_t)b->R[c], &rk, &off), q = 0;
+        for (size_t a = c; a < nr; a++) {
+            size_t at = row_at(rk, q, m, b->R[a]);
+            if (at == m)
                 continue;
-            size_t ua = (size_t)a;
+            q = at + 1;
             moved++;
             if (!add)
-                dst[ua + nr * c] = src[off + q];
+                dst[a + nr * c] = src[off + at];
             else
-                src[off + q] += ua == c ? dst[ua + nr * c] : dst[ua + nr * c] + dst[c + nr * ua];
+                src[off + at] += a == c ? dst[a + nr * c] : dst[a + nr * c] + dst[c + nr * a];
         }
     }
-    for (size_t a = 0; a < nr; a++)
-        mark[b->R[a]] = -1;
     return moved;
 }
 
