@@ -319,6 +319,30 @@ START_TEST(test_sparse_vs_band)
                 worst = fmax(worst, fmax(e, e2));
         }
     }
+    /* at a second theta, where a scale-only stack's log det and its
+     * gradient come from the first one's by formula (stack_sparse.c,
+     * SCALE-ONLY NORMALISER), against the band's factorisation there */
+    double th2[8];
+    for (size_t p = 0; p < np; p++)
+        th2[p] = gmm_latent_param_domain(l, p) == GMM_PARAM_POSITIVE
+                     ? c.th[p] * (0.55 + 0.35 * (double)p)
+                     : c.th[p];
+    memset(tb, 0, sizeof tb);
+    memset(ts, 0, sizeof ts);
+    ck_assert_int_eq(gmm_latent_prior(l, th2, QB, &ldb), GMM_OK);
+    ck_assert_int_eq(gmm_latent_prior_rev(l, QbarB, ldbar, tb), GMM_OK);
+    ck_assert_int_eq(gmm_latent_prior_sparse(l, th2, Q, &lds), GMM_OK);
+    ck_assert_int_eq(gmm_latent_prior_rev_sparse(l, Qbar, ldbar, ts), GMM_OK);
+    if (con)
+        ck_assert_msg(rel(lds, ldb) <= 1e-10, "%s: log det at theta2 sparse %.17g band %.17g",
+                      case_name[_i], lds, ldb);
+    for (size_t p = 0; p < np; p++)
+        ck_assert_msg(rel(ts[p], tb[p]) <= 1e-10, "%s: thetabar[%zu] at theta2 sparse %.17g "
+                      "band %.17g", case_name[_i], p, ts[p], tb[p]);
+    memset(ts, 0, sizeof ts);
+    ck_assert_int_eq(gmm_latent_prior(l, c.th, QB, &ldb), GMM_OK);
+    ck_assert_int_eq(gmm_latent_prior_sparse(l, c.th, Q, &lds), GMM_OK);
+    ck_assert_int_eq(gmm_latent_prior_rev_sparse(l, Qbar, ldbar, ts), GMM_OK);
     /* against central differences of <Qbar, Q> + ldbar log det */
     double worst_fd = 0.0;
     for (size_t p = 0; p < np; p++) {
