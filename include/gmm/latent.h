@@ -334,5 +334,10 @@ gmm_status gmm_latent_unwhiten(gmm_latent *l, const double *x, double *v);
  * d^2)). */
 gmm_status gmm_latent_whiten_rev(gmm_latent *l, const double *v, const double *xbar,
                                  double *thetabar);
+/* The setup of the same whitening from a sparse factorisation of Q (the
+ * stacked latent; no band of Q is formed): whiten, whiten_t and unwhiten
+ * then as above at O(nnz(L)); whiten_rev is GMM_EINVAL.  GMM_EINVAL for a
+ * latent without it. */
+gmm_status gmm_latent_whiten_setup_sparse(gmm_latent *l, const double *theta);
 
 #endif

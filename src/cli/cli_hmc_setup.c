@@ -139,6 +139,12 @@ int cli_hmc_metric(const char *cmd, gmm_mdl *m, const char *arg, int sample_hype
     int rc = cli_hmc_metric_check(cmd, arg, sample_hyper);
     if (rc)
         return rc;
+    if (sample_hyper && gmm_problem_sparse(gmm_mdl_problem(m))) {
+        cli_msg(cmd, "--sample-hyper differentiates the prior's whitening in the "
+                     "hyperparameters, which the sparse factorisation does not: run it with "
+                     "--factor band");
+        return CLI_EXIT_USAGE;
+    }
     *metric = !strcmp(name, "laplace") ? GMM_METRIC_LAPLACE : GMM_METRIC_PRIOR;
     if (strcmp(name, "auto")) {
         if (!quiet)
@@ -160,7 +166,8 @@ int cli_hmc_metric(const char *cmd, gmm_mdl *m, const char *arg, int sample_hype
         return 0;
     }
     if (!quiet && isnan(lmax))
-        cli_msg(cmd, "metric: laplace (auto: the sparse factorisation whitens by it only)");
+        cli_msg(cmd, "metric: laplace (auto: on the sparse factorisation, where no band of "
+                     "the prior is formed to compare the data's information with)");
     else if (!quiet)
         cli_msg(cmd, "metric: %s (auto: the data's information is %.3g times the prior's in "
                      "the stiffest direction, %s %g)",

@@ -91,8 +91,9 @@ gmm_status problem_laplace_forward_form(gmm_problem *p, const double *theta, dou
     gmm_status st;
     double ld;
     /* the Laplace metric borrows the sparse form's factor of P, which this
-     * evaluation refactors: the whitening must be set up again */
-    if (p->sparse)
+     * evaluation refactors: the whitening must be set up again (the
+     * prior's has a factor of its own) */
+    if (p->sparse && p->metric == GMM_METRIC_LAPLACE)
         p->wready = 0;
     if ((st = set_lik(p, theta)))
         return st;

@@ -182,12 +182,10 @@ gmm_status gmm_problem_whiten_setup(gmm_problem *p, const double *theta)
         memcpy(p->wh + p->wptr[i], p->wcoef + gmm_obsmap_row_lo(&p->map, r),
                (p->wptr[i + 1] - p->wptr[i]) * sizeof *p->wh);
     }
-    /* the prior's whitening factors Q as a band of the latent's bandwidth:
-     * not on the sparse path, which would form exactly that band */
-    if (p->sparse && p->metric != GMM_METRIC_LAPLACE)
-        return gmm_error(GMM_EINVAL, "on the sparse factorisation the latent field is whitened "
-                                     "by the Laplace posterior's factor only, not by the prior");
+    /* the sparse path whitens by a sparse factor of the prior, never by
+     * the band of the latent's bandwidth */
     if ((st = p->metric == GMM_METRIC_LAPLACE ? laplace_map_setup(p, theta)
+              : p->sparse                     ? gmm_latent_whiten_setup_sparse(p->lat, theta)
                                               : gmm_latent_whiten_setup(p->lat, theta)))
         return st;
     p->wready = 1;

@@ -27,11 +27,16 @@ gmm_status gmm_mdl_take_vi_mean(gmm_mdl *m, double **x)
 
 gmm_status gmm_mdl_hmc_metric_auto(gmm_mdl *m, gmm_metric *metric, double *lmax)
 {
-    /* the sparse path whitens by the Laplace posterior only (no band of
-     * the prior to compare it with) */
+    /* the sparse path: the Laplace posterior's factor unless constraints
+     * rule it out (no band of the prior to compare the data with) */
     if (gmm_problem_sparse(gmm_mdl_problem(m))) {
-        *metric = GMM_METRIC_LAPLACE;
         *lmax = NAN;
+        if (gmm_latent_nconstr(gmm_problem_latent(gmm_mdl_problem(m))) > 0) {
+            *metric = GMM_METRIC_PRIOR;
+            return gmm_error(GMM_EINVAL, "the latent has linear constraints, where the Laplace "
+                                         "metric is not available");
+        }
+        *metric = GMM_METRIC_LAPLACE;
         return GMM_OK;
     }
     *metric = GMM_METRIC_PRIOR;

@@ -505,6 +505,18 @@ gmm_status gmm_latent_whiten_setup(gmm_latent *l, const double *theta)
     return st ? st : l->ops->whiten_setup(l->impl, theta);
 }
 
+gmm_status gmm_latent_whiten_setup_sparse(gmm_latent *l, const double *theta)
+{
+    if (!l || !theta)
+        return gmm_error(GMM_EINVAL, "gmm_latent_whiten_setup_sparse: NULL argument");
+    if (!l->ops->whiten_setup_sparse)
+        return gmm_error(GMM_EINVAL, "the %s latent has no whitening from a sparse "
+                                     "factorisation of its prior",
+                         l->ops->family);
+    gmm_status st = gmm_latent_theta_check(l, theta);
+    return st ? st : l->ops->whiten_setup_sparse(l->impl, theta);
+}
+
 gmm_status gmm_latent_whiten(gmm_latent *l, const double *v, double *x)
 {
     return l->ops->whiten ? l->ops->whiten(l->impl, v, x) : no_whiten(l);

@@ -29,6 +29,8 @@ typedef struct {
     gmm_status (*whiten_t)(void *impl, const double *g, double *u);
     gmm_status (*unwhiten)(void *impl, const double *x, double *v);
     gmm_status (*whiten_rev)(void *impl, const double *v, const double *xbar, double *thetabar);
+    /* NULL: no whitening from a sparse factor of Q (latent.h) */
+    gmm_status (*whiten_setup_sparse)(void *impl, const double *theta);
     /* NULL: no natural square root of Q (prior_nrows 0) */
     gmm_status (*prior_rows)(void *impl, const double *theta, gmm_prior_rows *G,
                              double *logdet);

@@ -372,6 +372,84 @@ START_TEST(test_sparse_vs_band)
 }
 END_TEST
 
+/* The whitening from the sparse factor (gmm_latent_whiten_setup_sparse)
+ * against the band's: the same covariance W W' of x = W v (the prior's,
+ * on {A x = 0} with constraints) though W differs, whiten_t its transpose
+ * (<g, W v> = <W' g, v>), unwhiten its inverse on the free coordinates,
+ * and no reverse mode.  Dense n x n products: tests only. */
+START_TEST(test_sparse_whiten)
+{
+    scase c;
+    scase_make(&c, _i);
+    gmm_latent *l = c.l;
+    size_t n = gmm_latent_dim(l);
+    double *Wb = calloc(n * n, sizeof *Wb), *Ws = calloc(n * n, sizeof *Ws);
+    double *v = calloc(n, sizeof *v), *x = calloc(n, sizeof *x), *u = calloc(n, sizeof *u),
+           *w = calloc(n, sizeof *w), tb[8] = {0};
+    ck_assert(Wb && Ws && v && x && u && w);
+    for (int sp = 0; sp < 2; sp++) {
+        double *W = sp ? Ws : Wb;
+        ck_assert_int_eq(sp ? gmm_latent_whiten_setup_sparse(l, c.th)
+                            : gmm_latent_whiten_setup(l, c.th),
+                         GMM_OK);
+        for (size_t j = 0; j < n; j++) { /* column j of W */
+            memset(v, 0, n * sizeof *v);
+            v[j] = 1.0;
+            ck_assert_int_eq(gmm_latent_whiten(l, v, x), GMM_OK);
+            for (size_t i = 0; i < n; i++)
+                W[i * n + j] = x[i];
+        }
+    }
+    /* C = W W' for both, compared entry by entry */
+    double worst = 0.0, scale = 0.0;
+    for (size_t i = 0; i < n; i++)
+        for (size_t k = 0; k <= i; k++) {
+            double cb = 0.0, cs = 0.0;
+            for (size_t j = 0; j < n; j++) {
+                cb += Wb[i * n + j] * Wb[k * n + j];
+                cs += Ws[i * n + j] * Ws[k * n + j];
+            }
+            worst = fmax(worst, fabs(cb - cs));
+            scale = fmax(scale, fabs(cb));
+        }
+    ck_assert_msg(worst <= 1e-12 * scale, "%s: W W' sparse against band %.3g (of %.3g)",
+                  case_name[_i], worst, scale);
+    /* transpose and inverse, on the sparse setup (still the latest) */
+    for (size_t i = 0; i < n; i++) {
+        v[i] = sin(1.3 * (double)i + 0.2);
+        w[i] = cos(0.7 * (double)i);
+    }
+    ck_assert_int_eq(gmm_latent_whiten(l, v, x), GMM_OK);
+    ck_assert_int_eq(gmm_latent_whiten_t(l, w, u), GMM_OK);
+    double gx = 0.0, uv = 0.0, mag = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        gx += w[i] * x[i];
+        uv += u[i] * v[i];
+        mag += fabs(w[i] * x[i]) + fabs(u[i] * v[i]);
+    }
+    ck_assert_msg(fabs(gx - uv) <= 1e-12 * mag, "%s: <g, W v> %.17g, <W' g, v> %.17g",
+                  case_name[_i], gx, uv);
+    /* W W^-1 x = x (v's coordinates on the pinned latents are never read) */
+    ck_assert_int_eq(gmm_latent_unwhiten(l, x, u), GMM_OK);
+    ck_assert_int_eq(gmm_latent_whiten(l, u, w), GMM_OK);
+    for (size_t i = 0; i < n; i++)
+        ck_assert_msg(fabs(w[i] - x[i]) <= 1e-10 * (1.0 + fabs(x[i])),
+                      "%s: whiten(unwhiten(x))[%zu] %.17g, x %.17g", case_name[_i], i, w[i],
+                      x[i]);
+    ck_assert_int_eq(gmm_latent_whiten_rev(l, NULL, w, tb), GMM_EINVAL);
+    if (report())
+        printf("sparse whitening %-16s n %3zu: W W' %.1e of %.1e, transpose %.1e\n",
+               case_name[_i], n, worst, scale, fabs(gx - uv) / mag);
+    free(Wb);
+    free(Ws);
+    free(v);
+    free(x);
+    free(u);
+    free(w);
+    scase_free(&c);
+}
+END_TEST
+
 /* Every allocation of the sparse prior's symbolic work failing in turn
  * (a count-down allocator): GMM_ENOMEM, nothing kept, and the next call
  * builds it (valgrind: no leak). */
@@ -610,6 +688,7 @@ Suite *model_stack_sparse_suite(void)
     TCase *tc = tcase_create("core");
     tcase_set_timeout(tc, 60);
     tcase_add_loop_test(tc, test_sparse_vs_band, 0, NCASE);
+    tcase_add_loop_test(tc, test_sparse_whiten, 0, NCASE);
     tcase_add_test(tc, test_scale_routes);
     tcase_add_test(tc, test_out_of_memory);
     tcase_add_test(tc, test_graph_family);

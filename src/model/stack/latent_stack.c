@@ -200,6 +200,7 @@ static const gmm_latent_ops stack_ops = {
     .whiten_t = stack_whiten_t,
     .unwhiten = stack_unwhiten,
     .whiten_rev = stack_whiten_rev,
+    .whiten_setup_sparse = stack_whiten_setup_sparse,
 };
 
 static const gmm_latent_ops stack_sq_ops = {

@@ -14,6 +14,7 @@
 #ifndef GMM_STACK_IMPL_H
 #define GMM_STACK_IMPL_H
 
+#include "gmm/factor.h"
 #include "gmm/ssm.h"
 #include "gmm/stack.h"
 
@@ -152,6 +153,8 @@ typedef struct {
  * whiten_t, and the constraint blocks N_S and AN (k x k, LU per block). */
 typedef struct {
     gmm_band *L, *Lbar;
+    gmm_factor *sf;         /* the sparse setup's factor of Q^ (stack_sparse.c
+                             * owns it); NULL after the band's setup */
     double *scratch, *work, *solve;   /* n each (one allocation, scratch first) */
     double *last_z;         /* n: z of the last whiten */
     double *last_g;         /* n: g of the last whiten_t */
@@ -257,6 +260,10 @@ const char *stack_factorisation(const void *p, double *bound);
 /* WHITENING (stack_whiten.c): the vtable's whitening (latent.h) of the
  * assembled form, and of the square-root form (stack_sq_*). */
 gmm_status stack_whiten_setup(void *p, const double *theta);
+gmm_status stack_whiten_setup_sparse(void *p, const double *theta);
+/* (stack_sparse.c) Q^(theta) on Q's own pattern factored into *f, the sparse
+ * prior's whitening factor (kept with its state). */
+gmm_status stack_sp_whiten_factor(stack_impl *c, const double *theta, gmm_factor **f);
 gmm_status stack_whiten(void *p, const double *v, double *x);
 gmm_status stack_whiten_t(void *p, const double *g, double *u);
 gmm_status stack_unwhiten(void *p, const double *x, double *v);

@@ -53,6 +53,7 @@ struct stack_sp {
     double *pin_val;
     gmm_sparse *Qh, *S;
     gmm_factor *f;
+    gmm_factor *wf;     /* the whitening's factor of Q^ (stack_sp_whiten_factor) */
     double *theta;      /* nparam: of the last prior_sparse */
     int ok;             /* it succeeded */
     /* SCALE-ONLY NORMALISER: scale_only 1 where it applies (-1 not, 0 not
@@ -73,6 +74,7 @@ void stack_sp_free(struct stack_sp *s)
     gmm_sparse_free(s->Qh);
     gmm_sparse_free(s->S);
     gmm_factor_free(s->f);
+    gmm_factor_free(s->wf);
     gmm_free(s->theta);
     gmm_free(s->logc0);
     gmm_free(s);
@@ -344,6 +346,30 @@ static gmm_status pinned_logdet(stack_impl *c, double *ld)
         return gmm_error_at(st, gmm_error_index(), "the intrinsic prior is not positive "
                                                    "definite on its constrained subspace");
     *ld = gmm_factor_logdet(s->f) + c->con.ld_const;
+    return GMM_OK;
+}
+
+gmm_status stack_sp_whiten_factor(stack_impl *c, const double *theta, gmm_factor **f)
+{
+    gmm_status st;
+    *f = NULL;
+    if ((st = sp_setup(c)))
+        return st;
+    struct stack_sp *s = c->sp;
+    gmm_sparse *A = c->ncon ? s->Qh : s->ls.Q;
+    if ((st = assemble(c, theta, s->ls.Q->val)))
+        return st;
+    if (c->ncon) {
+        memcpy(s->Qh->val, s->ls.Q->val, s->ls.Q->nnz * sizeof *s->Qh->val);
+        for (size_t i = 0; i < s->npin; i++)
+            s->Qh->val[s->pin_at[i]] = s->pin_val[i];
+    }
+    if (!s->wf && !(s->wf = gmm_factor_sparse_alloc(A)))
+        return gmm_error_status();
+    if ((st = gmm_factor_decomp_sparse(s->wf, A)))
+        return gmm_error_at(st, gmm_error_index(), "the prior is not positive definite%s",
+                            c->ncon ? " on its constrained subspace" : "");
+    *f = s->wf;
     return GMM_OK;
 }
 

@@ -4,7 +4,14 @@
  *
  * WHITENING.  Proper stacks: W = L^-T, L L' = Q, as graph latents
  * (latent_gmrf.c).  With constraints: W = M L^^-T P_S (stack_whiten_setup).
- * The glue common to both is latent_asm.c's.
+ * The glue common to both is latent_asm.c's.  L is the band's Cholesky
+ * factor, or (stack_whiten_setup_sparse) the sparse factor's L = P' L_c
+ * (factor.h): any L with L L' = Q^ whitens.  Where Q^ is the identity's on
+ * pinned row and column i, L_c is on position k = P i, so x_i = v_k and v_k
+ * moves nothing else: the sparse map zeroes x_S after the solve, W = M D_S
+ * L^-T (and W' = L^-1 D_S M'), where the band's zeroes v_S before it; either
+ * way the coordinates never read are N(0, 1).  The sparse setup has no
+ * reverse mode.
  */
 #include <math.h>
 #include <string.h>
@@ -143,6 +150,44 @@ static gmm_status whiten_blocks(stack_impl *c, const double *theta)
     return GMM_OK;
 }
 
+/* The work vectors and constraint blocks, once (both setups). */
+static gmm_status whiten_scratch(stack_impl *c)
+{
+    size_t k = c->ncon;
+    if (c->wh.scratch)
+        return GMM_OK;
+    c->wh.scratch =
+        gmm_malloc(6 * c->n + c->nparam + 2 * k * k + 2 * k + 1, sizeof *c->wh.scratch);
+    if (!c->wh.scratch)
+        return gmm_error(GMM_ENOMEM, "out of memory for the whitening workspace (%zu latents)",
+                         c->n);
+    c->wh.work = c->wh.scratch + c->n;
+    c->wh.solve = c->wh.work + c->n;
+    c->wh.last_z = c->wh.solve + c->n;
+    c->wh.last_g = c->wh.last_z + c->n;
+    c->wh.last_u = c->wh.last_g + c->n;
+    c->wh.theta = c->wh.last_u + c->n;
+    c->wh.NS = c->wh.theta + c->nparam;
+    c->wh.AN = c->wh.NS + k * k;
+    c->wh.beta = c->wh.AN + k * k;
+    c->wh.alpha = c->wh.beta + k;
+    return GMM_OK;
+}
+
+/* x = L^-T P_S v (band) or D_S L^-T v (sparse) by the setup's factor (x
+ * may be v). */
+static gmm_status whiten_z(stack_impl *c, const double *v, double *x)
+{
+    if (!c->wh.sf)
+        return latent_asm_whiten_z(&c->as, c->wh.L, NULL, v, x);
+    if (x != v)
+        memcpy(x, v, c->n * sizeof *x);
+    gmm_status st = gmm_factor_solve_lt(c->wh.sf, x);
+    for (size_t i = 0; i < c->as.npin; i++)
+        x[c->as.pin[i]] = 0.0;
+    return st;
+}
+
 /* WITH CONSTRAINTS the prior on {A x = 0} is x = M z, M = I - N (AN)^-1 A,
  * z_S = 0 and z_-S ~ N(0, Q_-S^-1) (the pinned GMRF): W = M L^^-T P_S
  * (P_S zeroes the pinned entries of v, which stay free N(0, 1) coordinates
@@ -153,38 +198,39 @@ gmm_status stack_whiten_setup(void *p, const double *theta)
     gmm_status st;
     size_t k = c->ncon;
     c->wh.ready = c->wh.z_kept = c->wh.g_kept = 0;
+    c->wh.sf = NULL;
     if (!c->wh.L) {
         if ((st = stack_band_check(c)))
             return st;
         c->wh.L = gmm_band_alloc(c->n, c->bw, 0, GMM_BAND_SYMMETRIC);
         c->wh.Lbar = gmm_band_alloc(c->n, c->bw, 0, GMM_BAND_LOWER);
-        c->wh.scratch =
-            gmm_malloc(6 * c->n + c->nparam + 2 * k * k + 2 * k + 1, sizeof *c->wh.scratch);
-        if (!c->wh.L || !c->wh.Lbar || !c->wh.scratch) {
+        if (!c->wh.L || !c->wh.Lbar) {
             /* none of it kept: the next setup allocates again */
             gmm_band_free(c->wh.L);
             gmm_band_free(c->wh.Lbar);
-            gmm_free(c->wh.scratch);
             c->wh.L = c->wh.Lbar = NULL;
-            c->wh.scratch = NULL;
             return gmm_error(GMM_ENOMEM, "out of memory for the whitening workspace (two bands "
                                          "of %zu x %zu, bandwidth %zu)",
                              c->n, c->n, c->bw);
         }
-        c->wh.work = c->wh.scratch + c->n;
-        c->wh.solve = c->wh.work + c->n;
-        c->wh.last_z = c->wh.solve + c->n;
-        c->wh.last_g = c->wh.last_z + c->n;
-        c->wh.last_u = c->wh.last_g + c->n;
-        c->wh.theta = c->wh.last_u + c->n;
-        c->wh.NS = c->wh.theta + c->nparam;
-        c->wh.AN = c->wh.NS + k * k;
-        c->wh.beta = c->wh.AN + k * k;
-        c->wh.alpha = c->wh.beta + k;
     }
     /* Q^ (Q itself without constraints) assembled in wh.L and factorised */
-    if ((st = latent_asm_factor(&c->as, theta, c->wh.L)) ||
+    if ((st = whiten_scratch(c)) || (st = latent_asm_factor(&c->as, theta, c->wh.L)) ||
         (k && (st = whiten_blocks(c, theta))))
+        return st;
+    memcpy(c->wh.theta, theta, c->nparam * sizeof *theta);
+    c->wh.ready = 1;
+    return GMM_OK;
+}
+
+gmm_status stack_whiten_setup_sparse(void *p, const double *theta)
+{
+    stack_impl *c = p;
+    gmm_status st;
+    c->wh.ready = c->wh.z_kept = c->wh.g_kept = 0;
+    c->wh.sf = NULL;
+    if ((st = whiten_scratch(c)) || (st = stack_sp_whiten_factor(c, theta, &c->wh.sf)) ||
+        (c->ncon && (st = whiten_blocks(c, theta))))
         return st;
     memcpy(c->wh.theta, theta, c->nparam * sizeof *theta);
     c->wh.ready = 1;
@@ -195,7 +241,7 @@ gmm_status stack_whiten(void *p, const double *v, double *x)
 {
     stack_impl *c = p;
     gmm_status st = latent_asm_wready(c->wh.ready, v, x, "gmm_latent_whiten");
-    if (st || (st = latent_asm_whiten_z(&c->as, c->wh.L, NULL, v, x)))
+    if (st || (st = whiten_z(c, v, x)))
         return st;
     memcpy(c->wh.last_z, x, c->n * sizeof *x);
     c->wh.z_kept = 1;
@@ -228,7 +274,8 @@ gmm_status stack_unwhiten(void *p, const double *x, double *v)
         }
         z = zz;
     }
-    return gmm_band_gemv(GMM_TRANS, 1.0, c->wh.L, z, 0.0, v);
+    return c->wh.sf ? gmm_factor_mul_lt(c->wh.sf, z, v)
+                    : gmm_band_gemv(GMM_TRANS, 1.0, c->wh.L, z, 0.0, v);
 }
 
 gmm_status stack_whiten_t(void *p, const double *g, double *u)
@@ -243,6 +290,11 @@ gmm_status stack_whiten_t(void *p, const double *g, double *u)
         memcpy(u, g, c->n * sizeof *u);
     if (c->ncon)
         apply_mt(c, u);
+    if (c->wh.sf) {
+        for (size_t i = 0; i < c->as.npin; i++)
+            u[c->as.pin[i]] = 0.0;
+        return gmm_factor_solve_l(c->wh.sf, u); /* no reverse mode: last_u unused */
+    }
     if ((st = gmm_band_tri_solve_vec(c->wh.L, GMM_NOTRANS, u)))
         return st;
     memcpy(c->wh.last_u, u, c->n * sizeof *u);
@@ -263,6 +315,10 @@ gmm_status stack_whiten_rev(void *p, const double *v, const double *xbar,
         latent_asm_wready_rev(c->wh.ready, c->wh.z_kept, c->wh.g_kept, v, xbar, thetabar);
     if (st)
         return st;
+    if (c->wh.sf)
+        return gmm_error(GMM_EINVAL, "gmm_latent_whiten_rev: the whitening from the sparse "
+                                     "factorisation has no reverse mode (the hyperparameters "
+                                     "sampled with the latents need the band)");
     size_t n = c->n;
     double *z = v ? c->wh.scratch : c->wh.last_z, *zbar = c->wh.work;
     if (v && (st = latent_asm_whiten_z(&c->as, c->wh.L, NULL, v, z)))

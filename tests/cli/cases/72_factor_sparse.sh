@@ -6,8 +6,9 @@
 # its sum-to-zero constraint), gradcheck passes on the sparse path, a model
 # file records the choice, auto takes the band on a narrow series and the
 # sparse factor on crossed effects whose band is wide (--verbose says why),
-# hmc runs on the sparse path, and it is refused where it does not apply:
-# a state-space kernel (nothing written) and vi.
+# hmc runs on the sparse path with either metric (the prior's with
+# constraints), and it is refused where it does not apply: a state-space
+# kernel (nothing written), vi, and hmc --sample-hyper.
 
 SLEEP=(--formula 'Reaction ~ Days + f(Subject, iid) + f(Days, iid)')
 COAL=(--formula 'count ~ f(year, rw1)' --likelihood poisson)
@@ -83,14 +84,22 @@ expect_no_file "$CASE_TMP/v.json"
 run "$GMM_INFER" hmc --model "$CASE_TMP/sparse.json" --metric laplace --chains 1 --threads 1 --warmup 30 --draws 20 --seed 1 --quiet -o "$CASE_TMP/h.csv"
 expect_exit 0
 expect_file "$CASE_TMP/h.csv" '^1,20,20,'
-# the prior's whitening would form the band: refused; auto takes the Laplace metric
+# the prior's whitening by a sparse factor; auto takes the Laplace metric
+# without constraints and the prior's with them; --sample-hyper refused
 run "$GMM_INFER" hmc --model "$CASE_TMP/sparse.json" --metric prior --chains 1 --threads 1 --warmup 30 --draws 20 --seed 1 --quiet -o "$CASE_TMP/hp.csv"
-expect_exit 1
-expect_stderr 'whitened by the Laplace posterior.s factor only'
-expect_no_file "$CASE_TMP/hp.csv"
+expect_exit 0
+expect_file "$CASE_TMP/hp.csv" '^1,20,20,'
 run "$GMM_INFER" hmc --model "$CASE_TMP/sparse.json" --chains 1 --threads 1 --warmup 30 --draws 20 --seed 1 -o "$CASE_TMP/ha.csv"
 expect_exit 0
-expect_stderr 'metric: laplace \(auto: the sparse factorisation whitens by it only\)'
+expect_stderr 'metric: laplace \(auto: on the sparse factorisation'
+run "$GMM_INFER" hmc "$ROOT/data/coal.csv" "${COAL[@]}" --factor sparse --chains 1 --threads 1 --warmup 30 --draws 20 --seed 1 -o "$CASE_TMP/hc.csv"
+expect_exit 0
+expect_stderr 'metric: prior \(auto: the latent has linear constraints'
+expect_file "$CASE_TMP/hc.csv" '^1,20,20,'
+run "$GMM_INFER" hmc "$ROOT/data/coal.csv" "${COAL[@]}" --factor sparse --sample-hyper --chains 1 --threads 1 --warmup 30 --draws 20 --seed 1 -o "$CASE_TMP/hs.csv"
+expect_exit 2
+expect_stderr 'sample-hyper differentiates the prior.s whitening .* run it with --factor band'
+expect_no_file "$CASE_TMP/hs.csv"
 run "$GMM_INFER" predict --model "$CASE_TMP/band.json" --factor qr
 expect_exit 2
 expect_stderr "factor: 'qr' is not auto, band or sparse"
