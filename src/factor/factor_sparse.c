@@ -19,7 +19,7 @@
  * 1.6 s there; 0.49 s against 0.13 s at 300 x 300, where the factorisation
  * takes 0.1 s): it pays back only where one factorisation is dear.  A
  * model analyses up to four patterns, often one pattern four times (the
- * ORDERING MEMO below keeps the ordering found first).  CHOLMOD's own NESDIS found no less fill than METIS on the
+ * ANALYSIS MEMO below keeps the analysis made first).  CHOLMOD's own NESDIS found no less fill than METIS on the
  * lattices and cost as much again.
  * Supernodal or simplicial is CHOLMOD's choice (CHOLMOD_AUTO: supernodal
  * when the flops per nonzero of L reach 40); either is kept as LL^T
@@ -284,21 +284,26 @@ static void sparse_options(cholmod_common *c)
     c->quick_return_if_not_posdef = 1;
 }
 
-/* ORDERING MEMO.  One model analyses the same pattern up to four times
- * (the chooser's estimate, the besag scaling, the constrained prior, the
+/* ANALYSIS MEMO.  One model analyses the same pattern up to four times
+ * (the besag scaling, the chooser's estimate, the constrained prior, the
  * posterior: all the graph's pattern on a lattice with one count per
- * node), and the ordering is most of an analysis (AMD 0.13 s of 0.2 at
- * 300 x 300; METIS 6 s at 1000 x 1000).  The last pattern's final
- * permutation is kept, keyed by a hash of the pattern, and an analysis of
- * a pattern with that key takes it as given.  Any permutation gives a
- * correct factor, so a collision could cost fill, never an answer.
+ * node), each an ordering (AMD 0.1 s at 300 x 300; METIS 6 s at 1000 x
+ * 1000) and a symbolic factorisation.  The last pattern's symbolic factor
+ * (the ordering chosen and L's structure, a few bytes per row of L's
+ * supernodes) is kept, keyed by a hash of the pattern, and an analysis of
+ * a pattern with that key copies it.  A collision would give a factor
+ * made for another pattern, which the numeric factorisation refuses
+ * (CHOLMOD checks A against L's dimensions; entries outside L's pattern
+ * would be lost), so the key also holds n and the number of entries.
  * Process-wide, under a lock; dropped, not fatal, when out of memory. */
 static pthread_mutex_t memo_lock = PTHREAD_MUTEX_INITIALIZER;
+static cholmod_common memo_c; /* the kept copy's allocations */
 static struct {
+    int started;
     uint64_t key;
-    size_t n;
-    int ordering;           /* the method that found it, for the report */
-    SuiteSparse_long *perm; /* NULL: nothing kept */
+    size_t n, nnz;
+    double fl, lnz;
+    cholmod_factor *L; /* symbolic; NULL: nothing kept */
 } memo;
 
 static uint64_t pattern_key(const gmm_sparse *A)
@@ -311,33 +316,39 @@ static uint64_t pattern_key(const gmm_sparse *A)
     return h;
 }
 
-/* The kept permutation of key into perm (n) and its method; 0 when there
- * is none. */
-static int memo_get(uint64_t key, size_t n, SuiteSparse_long *perm, int *ordering)
+/* A copy of the kept analysis of A's pattern made in s (s->L, s->fl,
+ * s->lnz); 0 when there is none (or no memory for the copy). */
+static int memo_get(sparse_state *s, uint64_t key, const gmm_sparse *A)
 {
     pthread_mutex_lock(&memo_lock);
-    int hit = memo.perm && memo.key == key && memo.n == n;
+    int hit = memo.L && memo.key == key && memo.n == A->n && memo.nnz == A->nnz &&
+              (s->L = cholmod_l_copy_factor(memo.L, &s->c)) != NULL;
     if (hit) {
-        memcpy(perm, memo.perm, n * sizeof *perm);
-        *ordering = memo.ordering;
+        s->fl = memo.fl;
+        s->lnz = memo.lnz;
     }
+    s->c.status = CHOLMOD_OK;
     pthread_mutex_unlock(&memo_lock);
     return hit;
 }
 
-static void memo_put(uint64_t key, size_t n, const SuiteSparse_long *perm, int ordering)
+static void memo_put(const sparse_state *s, uint64_t key, const gmm_sparse *A)
 {
-    SuiteSparse_long *copy = gmm_malloc(n ? n : 1, sizeof *copy);
-    if (copy)
-        memcpy(copy, perm, n * sizeof *copy);
-    else
-        gmm_error_clear(); /* no memo is no failure */
     pthread_mutex_lock(&memo_lock);
-    gmm_free(memo.perm);
+    if (!memo.started) {
+        cholmod_l_start(&memo_c);
+        memo_c.print = 0;
+        memo_c.error_handler = NULL;
+        memo.started = 1;
+    }
+    cholmod_l_free_factor(&memo.L, &memo_c);
+    memo.L = cholmod_l_copy_factor(s->L, &memo_c);
+    memo_c.status = CHOLMOD_OK;
     memo.key = key;
-    memo.n = n;
-    memo.ordering = ordering;
-    memo.perm = copy;
+    memo.n = A->n;
+    memo.nnz = A->nnz;
+    memo.fl = s->fl;
+    memo.lnz = s->lnz;
     pthread_mutex_unlock(&memo_lock);
 }
 
@@ -356,23 +367,14 @@ static gmm_status sparse_analyse(sparse_state *s, const gmm_sparse *A)
         Ai[p] = (SuiteSparse_long)A->rowind[p];
     memset(s->A->x, 0, A->nnz * sizeof(double));
     uint64_t key = pattern_key(A);
-    if (!(s->pinv = gmm_malloc(n ? n : 1, sizeof *s->pinv)))
-        return gmm_error(GMM_ENOMEM, "sparse factor: out of memory for %zu x %zu", n, n);
-    int ordering = CHOLMOD_AMD, given = memo_get(key, n, s->pinv, &ordering);
-    if (given) {
-        s->c.method[0].ordering = CHOLMOD_GIVEN;
-        s->L = cholmod_l_analyze_p(s->A, s->pinv, NULL, 0, &s->c);
-        s->c.method[0].ordering = CHOLMOD_AMD;
-        if (s->L)
-            s->L->ordering = ordering; /* a label: what found the permutation */
-    } else {
-        s->L = cholmod_l_analyze(s->A, &s->c);
+    int kept = memo_get(s, key, A);
+    if (!kept) {
+        if (!(s->L = cholmod_l_analyze(s->A, &s->c)))
+            return cholmod_failure(&s->c, "analysis");
+        s->fl = s->c.fl;
+        s->lnz = s->c.lnz;
     }
-    if (!s->L)
-        return cholmod_failure(&s->c, "analysis");
-    s->fl = s->c.fl;
-    s->lnz = s->c.lnz;
-    if (!given && s->fl > ORDER_METIS_FLOPS) {
+    if (!kept && s->fl > ORDER_METIS_FLOPS) {
         s->c.method[0].ordering = CHOLMOD_METIS;
         cholmod_factor *M = cholmod_l_analyze(s->A, &s->c);
         if (M && s->c.fl < s->fl) {
@@ -387,8 +389,8 @@ static gmm_status sparse_analyse(sparse_state *s, const gmm_sparse *A)
         }
         s->c.status = CHOLMOD_OK; /* METIS failing leaves AMD's analysis */
     }
-    if (!given)
-        memo_put(key, n, s->L->Perm, s->L->ordering);
+    if (!kept)
+        memo_put(s, key, A);
     /* L's values allocated now, untouched, so that they can be advised
      * huge pages before the first factorisation writes them */
     if (s->L->is_super) {
@@ -399,6 +401,7 @@ static gmm_status sparse_analyse(sparse_state *s, const gmm_sparse *A)
     s->B = cholmod_l_allocate_dense(n, 1, n, CHOLMOD_REAL, &s->c);
     if (!s->B)
         return cholmod_failure(&s->c, "analysis");
+    s->pinv = gmm_malloc(n, sizeof *s->pinv);
     s->mark = gmm_malloc(n, sizeof *s->mark);
     s->z = gmm_malloc(n, sizeof *s->z);
     if (s->L->is_super)

@@ -382,8 +382,8 @@ START_TEST(test_sparse_factor_oom)
 }
 END_TEST
 
-/* A second analysis of a pattern takes the first one's permutation
- * (factor_sparse.c, ORDERING MEMO): the same ordering, nonzeros and flops,
+/* A second analysis of a pattern copies the first one's (ordering and symbolic factor)
+ * (factor_sparse.c, ANALYSIS MEMO): the same ordering, nonzeros and flops,
  * and a factor that still reproduces Q -- also after another pattern was
  * analysed in between, which replaces the kept one. */
 START_TEST(test_sparse_ordering_memo)
