@@ -40,6 +40,10 @@ typedef struct {
     double tol;       /* stop when the Newton decrement g'P^-1 g is below
                        * tol max(1, |Psi|) (then one more full step); default
                        * 1e-12 */
+    /* polled before each Newton step: nonzero ends the evaluation with
+     * GMM_ECANCEL (a caller's interrupt; NULL, the default: never) */
+    int (*stop)(void *user);
+    void *stop_user;
 } gmm_laplace_params;
 
 void gmm_laplace_params_init(gmm_laplace_params *p);

@@ -253,6 +253,10 @@ gmm_status gmm_problem_predict_at_draws(gmm_problem *p, const double *thetas,
  * the same function of x under both: sum_i log p(y_i | f_i) - x'Qx/2. */
 typedef enum { GMM_METRIC_PRIOR = 0, GMM_METRIC_LAPLACE } gmm_metric;
 void gmm_problem_set_metric(gmm_problem *p, gmm_metric m);
+/* stop (NULL: none) is polled before each Newton step of the Laplace
+ * evaluations: nonzero ends the evaluation with GMM_ECANCEL, so that a
+ * caller's interrupt stops a long evaluation within one step. */
+void gmm_problem_set_stop(gmm_problem *p, int (*stop)(void *user), void *user);
 gmm_metric gmm_problem_metric(const gmm_problem *p);
 /* lambda_max of W' H' D H W (W the prior's whitening, D the likelihood's
  * -d2 log p at the Laplace mode at theta, its negative entries as 0): how

@@ -112,6 +112,8 @@ static int evaluate(void *ctx, const double *x, double *f, double *g, double ste
 static int accepted(void *ctx, const double *x, double f, double gnorm)
 {
     run_ctx *c = ctx;
+    if (c->cancelled)
+        return 1;
     if (!c->par->progress)
         return 0;
     gmm_fit_progress p;
@@ -292,6 +294,14 @@ gmm_status gmm_fit(gmm_objective *obj, const gmm_fit_params *params, gmm_fit_res
         res->evaluations += c.evals;
         if (st != GMM_OK)
             goto done;
+        if (c.cancelled) { /* the progress callback's, or the objective's stop */
+            if (have_best && fit_map_theta(&c, ubest))
+                memcpy(obj->value, theta, np * sizeof *theta);
+            else
+                memcpy(obj->value, init, np * sizeof *init);
+            st = gmm_error(GMM_ECANCEL, "fit: cancelled");
+            goto done;
+        }
         if (c.lb.start_failed) {
             res->failed_starts++;
             if (first_fail == GMM_OK) {
@@ -300,7 +310,7 @@ gmm_status gmm_fit(gmm_objective *obj, const gmm_fit_params *params, gmm_fit_res
             }
             continue;
         }
-        if (!c.cancelled && (!have_best || r.loglik > res->loglik)) {
+        if (!have_best || r.loglik > res->loglik) {
             have_best = 1;
             memcpy(ubest, u, nfree * sizeof *ubest);
             res->loglik = r.loglik;
@@ -314,14 +324,6 @@ gmm_status gmm_fit(gmm_objective *obj, const gmm_fit_params *params, gmm_fit_res
             if (r.domain)
                 snprintf(res->domain_msg, sizeof res->domain_msg, "%s", r.domain_msg);
         }
-        if (c.cancelled) {
-            if (have_best && fit_map_theta(&c, ubest))
-                memcpy(obj->value, theta, np * sizeof *theta);
-            else
-                memcpy(obj->value, init, np * sizeof *init);
-            st = gmm_error(GMM_ECANCEL, "fit: cancelled by the progress callback");
-            goto done;
-        }
     }
     if (!have_best) {
         st = gmm_error(first_fail, "fit: starting point: %s", first_msg);
@@ -333,6 +335,8 @@ gmm_status gmm_fit(gmm_objective *obj, const gmm_fit_params *params, gmm_fit_res
     st = fit_certify(&c, ubest, init, res);
     res->evaluations += c.evals;
     c.evals = e0;
+    if (st == GMM_OK && c.cancelled)
+        st = gmm_error(GMM_ECANCEL, "fit: cancelled during the test at the returned point");
     if (st != GMM_OK)
         goto done;
     memcpy(obj->value, theta, np * sizeof *theta);

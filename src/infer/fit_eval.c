@@ -27,6 +27,7 @@ int fit_eval_min(run_ctx *c, const double *u, double *f, double *g)
     gmm_status st = c->obj->eval(c->obj->ctx, c->theta, &ll, c->grad);
     if (st != GMM_OK) {
         c->fail_status = st;
+        c->cancelled |= st == GMM_ECANCEL; /* the caller's stop (problem.h), not a domain */
         return 0;
     }
     if (!isfinite(ll)) {

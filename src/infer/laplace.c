@@ -38,6 +38,8 @@ void gmm_laplace_params_init(gmm_laplace_params *p)
 {
     p->max_iter = 200;
     p->tol = 1e-12;
+    p->stop = NULL;
+    p->stop_user = NULL;
 }
 
 void gmm_laplace_free(gmm_laplace *w)
@@ -340,6 +342,8 @@ gmm_status laplace_newton_run(gmm_laplace *w, const laplace_form *form, const do
     for (;;) {
         if (final && !logq)
             break;
+        if (par->stop && par->stop(par->stop_user))
+            return gmm_error(GMM_ECANCEL, "Laplace: cancelled at Newton step %zu", it);
         if (!(have && !memcmp(w->wfac, w->w, nobs * sizeof *w->w))) {
             int clamp = 0;
             st = form->factor(w, 0, tau);

@@ -245,6 +245,7 @@ static gmm_status alloc_problem(gmm_latent *lat, const gmm_lik *lik, const doubl
     gmm_problem *p = gmm_calloc(1, sizeof *p);
     if (!p)
         return gmm_error(GMM_ENOMEM, "out of memory for the model");
+    gmm_laplace_params_init(&p->lpar);
     p->lat = lat;
     p->lik0 = lik;
     p->lik = *lik;

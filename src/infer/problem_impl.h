@@ -17,6 +17,7 @@
 #include "infer_impl.h"
 
 struct gmm_problem {
+    gmm_laplace_params lpar; /* every Laplace evaluation's (the caller's stop) */
     gmm_latent *lat;
     const gmm_lik *lik0;
     gmm_lik lik;          /* values of the current evaluation */

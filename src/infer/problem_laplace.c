@@ -132,12 +132,14 @@ gmm_status problem_laplace_forward_form(gmm_problem *p, const double *theta, dou
          * recorded smoothing); its failures (rounding, a spacing below the
          * Cholesky's limit) only cost the start */
         if (gmm_latent_prior(p->lat, theta, p->Q, &ld) == GMM_OK &&
-            gmm_laplace_mode(p->lap, p->Q, &p->lobs, &p->lik, b, NULL, warm, NULL) == GMM_OK)
+            gmm_laplace_mode(p->lap, p->Q, &p->lobs, &p->lik, b, NULL, warm, &p->lpar) ==
+                GMM_OK)
             warm = 1;
         gmm_error_clear();
         p->stheta = theta;
         p->sqrt_form = 1;
-        return gmm_laplace_eval_sqrt(p->lap, &p->sm, &p->lobs, &p->lik, b, NULL, warm, NULL, f);
+        return gmm_laplace_eval_sqrt(p->lap, &p->sm, &p->lobs, &p->lik, b, NULL, warm, &p->lpar,
+                                     f);
     }
     p->sqrt_form = 0;
     if (gmm_latent_obs_varies(p->lat)) {
@@ -153,8 +155,8 @@ gmm_status problem_laplace_forward_form(gmm_problem *p, const double *theta, dou
     p->cold = 0;
     if (p->sparse)
         return gmm_laplace_eval_sparse(p->lap, p->Qs, ld, &p->lobs, &p->lik, 0.0, NULL, warm,
-                                       NULL, f);
-    return gmm_laplace_eval(p->lap, p->Q, ld, &p->lobs, &p->lik, 0.0, NULL, warm, NULL, f);
+                                       &p->lpar, f);
+    return gmm_laplace_eval(p->lap, p->Q, ld, &p->lobs, &p->lik, 0.0, NULL, warm, &p->lpar, f);
 }
 
 gmm_status problem_laplace_forward(gmm_problem *p, const double *theta, double *f)

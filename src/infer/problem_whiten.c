@@ -20,6 +20,12 @@ void gmm_problem_set_metric(gmm_problem *p, gmm_metric m)
 
 gmm_metric gmm_problem_metric(const gmm_problem *p) { return p->metric; }
 
+void gmm_problem_set_stop(gmm_problem *p, int (*stop)(void *user), void *user)
+{
+    p->lpar.stop = stop;
+    p->lpar.stop_user = user;
+}
+
 /* The Laplace fit at theta, kept for the map: Q, chol(Q + H'WH), the mode. */
 static gmm_status laplace_map_setup(gmm_problem *p, const double *theta)
 {

@@ -11,6 +11,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "gmm/fit.h"
 #include "gmm/gmrf.h"
 #include "gmm/graph.h"
 #include "gmm/latent.h"
@@ -134,6 +135,61 @@ START_TEST(test_sparse_equals_band)
 }
 END_TEST
 
+/* A stop that answers yes from its limit-th poll on. */
+typedef struct {
+    int polls, limit;
+} stopper;
+
+static int stop_after(void *user)
+{
+    stopper *s = user;
+    return ++s->polls >= s->limit;
+}
+
+/* gmm_problem_set_stop: a stop polled between Newton steps ends an
+ * evaluation with GMM_ECANCEL on either storage (the Poisson model with
+ * three terms: a few Newton steps); gmm_fit then returns GMM_ECANCEL with
+ * the start values kept; without the stop the next evaluation equals a
+ * fresh problem's (the cancelled one left no half-made mode behind). */
+START_TEST(test_stop)
+{
+    for (int sparse = 0; sparse <= 1; sparse++) {
+        data d;
+        make_data(&d, 1);
+        gmm_lik lik = tu_lik_of("poisson", NAN);
+        gmm_latent *l1 = make_latent(&d, 3), *l2 = make_latent(&d, 3);
+        gmm_problem *p = make_problem(&d, &lik, l1, sparse), *q = make_problem(&d, &lik, l2, sparse);
+        gmm_objective *o = gmm_problem_objective(p), *oq = gmm_problem_objective(q);
+        size_t np = o->nparam;
+        double theta[8], start[8], g[8], gq[8], f, fq;
+        memcpy(theta, o->value, np * sizeof *theta);
+        memcpy(start, o->value, np * sizeof *start);
+        stopper s = {0, 2};
+        gmm_problem_set_stop(p, stop_after, &s);
+        ck_assert_int_eq(o->eval(o->ctx, theta, &f, g), GMM_ECANCEL);
+        ck_assert_int_eq(s.polls, 2);
+        gmm_fit_params fp;
+        gmm_fit_params_init(&fp);
+        gmm_fit_result res;
+        s = (stopper){0, 5};
+        ck_assert_int_eq(gmm_fit(o, &fp, &res), GMM_ECANCEL);
+        for (size_t j = 0; j < np; j++)
+            ck_assert(o->value[j] == start[j]);
+        gmm_problem_set_stop(p, NULL, NULL);
+        ck_assert_int_eq(o->eval(o->ctx, theta, &f, g), GMM_OK);
+        ck_assert_int_eq(oq->eval(oq->ctx, theta, &fq, gq), GMM_OK);
+        ck_assert_msg(close_to(f, fq, 1e-12), "storage %d: after a cancelled evaluation "
+                      "%.17g, fresh %.17g", sparse, f, fq);
+        for (size_t j = 0; j < np; j++)
+            ck_assert(close_to(g[j], gq[j], 1e-10));
+        gmm_problem_free(p);
+        gmm_problem_free(q);
+        gmm_latent_free(l1);
+        gmm_latent_free(l2);
+    }
+}
+END_TEST
+
 /* The objective and gradient of pb and ps at their start to 1e-10, and
  * the rows' moments; nr rows. */
 static void compare(gmm_problem *pb, gmm_problem *ps, size_t nr, const char *what)
@@ -224,6 +280,7 @@ Suite *problem_sparse_suite(void)
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, test_sparse_equals_band);
     tcase_add_test(tc, test_graph_sparse_equals_band);
+    tcase_add_test(tc, test_stop);
     suite_add_tcase(s, tc);
     return s;
 }
