@@ -396,7 +396,7 @@ static gmm_status sparse_analyse(sparse_state *s, const gmm_sparse *A)
     if (s->L->is_super) {
         if (!cholmod_l_change_factor(CHOLMOD_REAL, 1, 1, 1, 1, s->L, &s->c))
             return cholmod_failure(&s->c, "analysis");
-        gmm_factor_impl_sparse_huge(s->L->x, s->L->xsize * sizeof(double));
+        gmm_advise_huge(s->L->x, s->L->xsize * sizeof(double));
     }
     s->B = cholmod_l_allocate_dense(n, 1, n, CHOLMOD_REAL, &s->c);
     if (!s->B)

@@ -80,8 +80,4 @@ size_t gmm_factor_impl_sparse_sigma_find(const sparse_state *s, size_t i, size_t
 void gmm_factor_impl_sparse_serial_begin(void);
 void gmm_factor_impl_sparse_serial_end(void);
 
-/* Advise transparent huge pages for the 2 MB pages inside [p, p + bytes),
- * memory not yet touched (factor_sparse_huge.c). */
-void gmm_factor_impl_sparse_huge(void *p, size_t bytes);
-
 #endif

@@ -101,8 +101,7 @@ static gmm_status sigma_compute(sparse_state *s)
                                          "inverse (%zu values)",
                              len);
         s->sigma = p;
-        s->sigma_cap = len;
-        gmm_factor_impl_sparse_huge(p, len * sizeof *p);
+        s->sigma_cap = len; /* advised huge pages by gmm_realloc */
     }
     const double *Lx = s->L->x;
     for (size_t j = 0; j < s->n; j++) {

@@ -152,8 +152,7 @@ static gmm_status rev_workspace(sparse_state *s, size_t len)
             return gmm_error(GMM_ENOMEM, "sparse selinv reverse: out of memory for %zu values",
                              2 * len);
         s->rev = p;
-        s->rev_cap = len;
-        gmm_factor_impl_sparse_huge(p, 2 * len * sizeof *p);
+        s->rev_cap = len; /* advised huge pages by gmm_realloc */
     }
     memset(s->rev, 0, 2 * len * sizeof *s->rev);
     return GMM_OK;
