@@ -290,11 +290,9 @@ static void sparse_options(cholmod_common *c)
  * node), each an ordering (AMD 0.1 s at 300 x 300; METIS 6 s at 1000 x
  * 1000) and a symbolic factorisation.  The last pattern's symbolic factor
  * (the ordering chosen and L's structure, a few bytes per row of L's
- * supernodes) is kept, keyed by a hash of the pattern, and an analysis of
- * a pattern with that key copies it.  A collision would give a factor
- * made for another pattern, which the numeric factorisation refuses
- * (CHOLMOD checks A against L's dimensions; entries outside L's pattern
- * would be lost), so the key also holds n and the number of entries.
+ * supernodes) is kept with a copy of the pattern, and an analysis of the
+ * same pattern (its hash first, then every entry compared: a factor made
+ * for another pattern would drop entries without a word) copies it.
  * Process-wide, under a lock; dropped, not fatal, when out of memory. */
 static pthread_mutex_t memo_lock = PTHREAD_MUTEX_INITIALIZER;
 static cholmod_common memo_c; /* the kept copy's allocations */
@@ -302,6 +300,7 @@ static struct {
     int started;
     uint64_t key;
     size_t n, nnz;
+    size_t *colptr, *rowind; /* the pattern's copy */
     double fl, lnz;
     cholmod_factor *L; /* symbolic; NULL: nothing kept */
 } memo;
@@ -322,6 +321,8 @@ static int memo_get(sparse_state *s, uint64_t key, const gmm_sparse *A)
 {
     pthread_mutex_lock(&memo_lock);
     int hit = memo.L && memo.key == key && memo.n == A->n && memo.nnz == A->nnz &&
+              !memcmp(memo.colptr, A->colptr, (A->n + 1) * sizeof *A->colptr) &&
+              !memcmp(memo.rowind, A->rowind, A->nnz * sizeof *A->rowind) &&
               (s->L = cholmod_l_copy_factor(memo.L, &s->c)) != NULL;
     if (hit) {
         s->fl = memo.fl;
@@ -342,7 +343,15 @@ static void memo_put(const sparse_state *s, uint64_t key, const gmm_sparse *A)
         memo.started = 1;
     }
     cholmod_l_free_factor(&memo.L, &memo_c);
-    memo.L = cholmod_l_copy_factor(s->L, &memo_c);
+    gmm_free(memo.colptr);
+    gmm_free(memo.rowind);
+    memo.colptr = gmm_malloc(A->n + 1, sizeof *memo.colptr);
+    memo.rowind = gmm_malloc(A->nnz ? A->nnz : 1, sizeof *memo.rowind);
+    if (memo.colptr && memo.rowind) {
+        memcpy(memo.colptr, A->colptr, (A->n + 1) * sizeof *A->colptr);
+        memcpy(memo.rowind, A->rowind, A->nnz * sizeof *A->rowind);
+        memo.L = cholmod_l_copy_factor(s->L, &memo_c);
+    }
     memo_c.status = CHOLMOD_OK;
     memo.key = key;
     memo.n = A->n;

@@ -63,8 +63,8 @@ void gmm_factor_impl_sparse_serial_end(void)
  * definition of the entry point GCC emits for `#pragma omp parallel`
  * (CHOLMOD's only one) runs the region's body on the calling thread, as
  * the team of one would: its worksharing loops see omp_get_num_threads()
- * 1 and thread 0, and so take every iteration.  Elsewhere it hands the
- * region to libgomp's.  max-active-levels 0 above keeps the regions
+ * 1 and thread 0, and so take every iteration.  Elsewhere, and inside
+ * an enclosing team, it hands the region to libgomp's.  max-active-levels 0 above keeps the regions
  * serial should another definition be bound before this one. */
 typedef void (*gomp_parallel_fn)(void (*)(void *), void *, unsigned, unsigned);
 static gomp_parallel_fn gomp_parallel_next;
@@ -79,7 +79,10 @@ static void gomp_resolve(void)
 void GOMP_parallel(void (*fn)(void *), void *data, unsigned num_threads, unsigned flags);
 void GOMP_parallel(void (*fn)(void *), void *data, unsigned num_threads, unsigned flags)
 {
-    if (depth == 0) {
+    /* Inside an enclosing team (a program calling the library from its own
+     * parallel region) the body would see that team's size and number and
+     * take only its share of the iterations: libgomp's team of one then */
+    if (depth == 0 || omp_get_level() > 0) {
         pthread_once(&gomp_once, gomp_resolve);
         if (gomp_parallel_next) {
             gomp_parallel_next(fn, data, num_threads, flags);

@@ -21,6 +21,8 @@ int fit_map_theta(run_ctx *c, const double *u)
 int fit_eval_min(run_ctx *c, const double *u, double *f, double *g)
 {
     double ll = 0.0;
+    if (c->cancelled) /* a line search's further trials: not evaluated */
+        return 0;
     c->evals++;
     if (!fit_map_theta(c, u))
         return 0;

@@ -479,6 +479,35 @@ START_TEST(test_sparse_serial_regions)
 }
 END_TEST
 
+/* A serial section inside an enclosing team (a program calling the
+ * library from its own parallel region): the inner region must be a team
+ * of one of its own (level 2, one thread), not the body run in the outer
+ * team's thread, which would see the outer team's size and take only its
+ * share of a worksharing loop. */
+static void outer_body(void *data)
+{
+    region_probe *p = data;
+    region_probe in = {0, -1, 0, 0, pthread_self(), PTHREAD_MUTEX_INITIALIZER};
+    gmm_factor_impl_sparse_serial_begin();
+    GOMP_parallel(region_body, &in, 4, 0);
+    gmm_factor_impl_sparse_serial_end();
+    pthread_mutex_lock(&p->lock);
+    p->runs++;
+    if (in.runs != 1 || in.nthreads != 1 || in.level != 2)
+        p->same_thread = 0; /* a failure, reported below */
+    pthread_mutex_unlock(&p->lock);
+}
+
+START_TEST(test_sparse_serial_nested)
+{
+    region_probe outer = {0, -1, 0, 1, pthread_self(), PTHREAD_MUTEX_INITIALIZER};
+    GOMP_parallel(outer_body, &outer, 2, 0);
+    ck_assert_int_ge(outer.runs, 1);
+    ck_assert_msg(outer.same_thread, "a serial section's region inside a team took the "
+                                     "team's threads");
+}
+END_TEST
+
 Suite *factor_sparse_suite(void)
 {
     Suite *s = suite_create("factor_sparse");
@@ -490,6 +519,7 @@ Suite *factor_sparse_suite(void)
     tcase_add_test(tc, test_sparse_factor_errors);
     tcase_add_test(tc, test_sparse_factor_oom);
     tcase_add_test(tc, test_sparse_serial_regions);
+    tcase_add_test(tc, test_sparse_serial_nested);
     tcase_add_test(tc, test_sparse_ordering_memo);
     suite_add_tcase(s, tc);
     return s;
