@@ -34,6 +34,7 @@
  * A stack with a damped kernel keeps its precision in the square-root form
  * (stack_sqrt.c): no sparse prior. */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "gmm/alloc.h"
@@ -364,8 +365,11 @@ gmm_status stack_sp_whiten_factor(stack_impl *c, const double *theta, gmm_factor
         for (size_t i = 0; i < s->npin; i++)
             s->Qh->val[s->pin_at[i]] = s->pin_val[i];
     }
-    if (!s->wf && !(s->wf = gmm_factor_sparse_alloc(A)))
-        return gmm_error_status();
+    if (!s->wf && !(s->wf = gmm_factor_sparse_alloc(A))) {
+        char msg[GMM_ERROR_MAX];
+        snprintf(msg, sizeof msg, "%s", gmm_error_message());
+        return gmm_error(gmm_error_status(), "the prior's whitening: %s", msg);
+    }
     if ((st = gmm_factor_decomp_sparse(s->wf, A)))
         return gmm_error_at(st, gmm_error_index(), "the prior is not positive definite%s",
                             c->ncon ? " on its constrained subspace" : "");
