@@ -308,6 +308,13 @@ static int has_negative_w(const gmm_laplace *w)
     return 0;
 }
 
+gmm_status laplace_stop(const gmm_laplace_params *par, size_t it)
+{
+    if (par->stop && par->stop(par->stop_user))
+        return gmm_error(GMM_ECANCEL, "Laplace: cancelled at Newton step %zu", it);
+    return GMM_OK;
+}
+
 gmm_status laplace_newton_run(gmm_laplace *w, const laplace_form *form, const double *x0,
                               int warm, const gmm_laplace_params *par, double tau,
                               double logdet_q, double *logq)
@@ -342,8 +349,8 @@ gmm_status laplace_newton_run(gmm_laplace *w, const laplace_form *form, const do
     for (;;) {
         if (final && !logq)
             break;
-        if (par->stop && par->stop(par->stop_user))
-            return gmm_error(GMM_ECANCEL, "Laplace: cancelled at Newton step %zu", it);
+        if ((st = laplace_stop(par, it)))
+            return st;
         if (!(have && !memcmp(w->wfac, w->w, nobs * sizeof *w->w))) {
             int clamp = 0;
             st = form->factor(w, 0, tau);

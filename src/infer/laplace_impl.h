@@ -149,6 +149,9 @@ gmm_laplace *laplace_alloc_vectors(size_t n, size_t maxobs, size_t width);
 /* Psi = sum - x'Qx/2 from Qx, which the form has put in w->tmp. */
 double laplace_psi_from_qx(gmm_laplace *w, const double *x, double sum);
 int laplace_newton_done(double dec, double Psi, double tol, double *best, int *stall);
+/* GMM_ECANCEL when par's stop asks for it (before Newton step it), else
+ * GMM_OK; both Newton loops poll it. */
+gmm_status laplace_stop(const gmm_laplace_params *par, size_t it);
 gmm_status laplace_line_search(gmm_laplace *w, const ls_objective *obj, double dec, size_t it,
                                size_t max_iter, double *Psi, double *step, int *final);
 gmm_status laplace_set_obs(gmm_laplace *w, const gmm_laplace_obs *obs, const gmm_lik *lik,

@@ -160,8 +160,8 @@ gmm_status gmm_laplace_eval_sqrt(gmm_laplace *w, const gmm_laplace_smoother *sm,
     size_t it = 0;
     double best = INFINITY;
     for (;;) {
-        if (par->stop && par->stop(par->stop_user))
-            return gmm_error(GMM_ECANCEL, "Laplace: cancelled at Newton step %zu", it);
+        if ((st = laplace_stop(par, it)))
+            return st;
         if (!have_step || final) {
             if ((st = working_data(w)) ||
                 (st = sm->smooth(sm->ctx, w->yt, w->w, final, &ml, w->dx)))

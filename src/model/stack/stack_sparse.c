@@ -335,14 +335,21 @@ static gmm_status scale_only_reference(stack_impl *c, const double *theta, doubl
     return GMM_OK;
 }
 
+/* Q^ into s->Qh: the own pattern's Q with the pinned rows and columns
+ * the identity's. */
+static void pin_q(struct stack_sp *s)
+{
+    memcpy(s->Qh->val, s->ls.Q->val, s->ls.Q->nnz * sizeof *s->Qh->val);
+    for (size_t i = 0; i < s->npin; i++)
+        s->Qh->val[s->pin_at[i]] = s->pin_val[i];
+}
+
 /* log det Q^ + the constants from the own pattern's Q (NORMALISER). */
 static gmm_status pinned_logdet(stack_impl *c, double *ld)
 {
     struct stack_sp *s = c->sp;
     gmm_status st;
-    memcpy(s->Qh->val, s->ls.Q->val, s->ls.Q->nnz * sizeof *s->Qh->val);
-    for (size_t i = 0; i < s->npin; i++)
-        s->Qh->val[s->pin_at[i]] = s->pin_val[i];
+    pin_q(s);
     if ((st = gmm_factor_decomp_sparse(s->f, s->Qh)))
         return gmm_error_at(st, gmm_error_index(), "the intrinsic prior is not positive "
                                                    "definite on its constrained subspace");
@@ -360,11 +367,8 @@ gmm_status stack_sp_whiten_factor(stack_impl *c, const double *theta, gmm_factor
     gmm_sparse *A = c->ncon ? s->Qh : s->ls.Q;
     if ((st = assemble(c, theta, s->ls.Q->val)))
         return st;
-    if (c->ncon) {
-        memcpy(s->Qh->val, s->ls.Q->val, s->ls.Q->nnz * sizeof *s->Qh->val);
-        for (size_t i = 0; i < s->npin; i++)
-            s->Qh->val[s->pin_at[i]] = s->pin_val[i];
-    }
+    if (c->ncon)
+        pin_q(s);
     if (!s->wf && !(s->wf = gmm_factor_sparse_alloc(A))) {
         char msg[GMM_ERROR_MAX];
         snprintf(msg, sizeof msg, "%s", gmm_error_message());
