@@ -66,8 +66,8 @@ gmm_status gmm_fit_params_check(const gmm_fit_params *p);
 typedef struct {
     double loglik;         /* at the returned point */
     double grad_norm;      /* |dloglik/du| there (u the optimisation scale) */
-    size_t iterations;     /* L-BFGS iterations of the start that gave the
-                            * best point */
+    size_t iterations;     /* scoring and L-BFGS iterations of the start
+                            * that gave the best point */
     size_t evaluations;    /* over all starts and the test */
     size_t best_start;     /* its index */
     size_t failed_starts;  /* starts skipped because the objective failed at
@@ -86,7 +86,9 @@ typedef struct {
                             * the domain), "unbounded" (the likelihood grows
                             * without bound as a variance goes to 0);
                             * "fixed" (no free parameter) */
-    const char *lbfgs_stop; /* static: what ended L-BFGS before the test:
+    const char *lbfgs_stop; /* static: what ended the search before the
+                            * test: "scoring" (the scoring steps' decrement,
+                            * fit.c, SCORING; no L-BFGS), or L-BFGS's
                             * "gradient", "decrease", "max_iter",
                             * "line_search", "domain" */
     double gain;           /* the Newton decrement g'H^-1 g / 2 at the

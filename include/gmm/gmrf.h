@@ -94,6 +94,8 @@ void gmm_gmrf_free(gmm_gmrf *m); /* NULL-safe */
 /* The name of the i-th precision family of the table (NULL past the end),
  * for listings. */
 const char *gmm_gmrf_family_at(size_t i);
+/* The family name of term t of m ("edge-ou", ...), NULL past the last. */
+const char *gmm_gmrf_term_family(const gmm_gmrf *m, size_t t);
 
 /* Index of the parameter with this full name, or GMM_EINVAL. */
 gmm_status gmm_gmrf_param_find(const gmm_gmrf *m, const char *name, size_t *k);

@@ -340,4 +340,13 @@ gmm_status gmm_latent_whiten_rev(gmm_latent *l, const double *v, const double *x
  * latent without it. */
 gmm_status gmm_latent_whiten_setup_sparse(gmm_latent *l, const double *theta);
 
+/* SCALE BLOCKS.  Nonzero when the prior is a sum of blocks on disjoint
+ * latents, each divided by one variance parameter of theta and otherwise
+ * fixed -- Q(theta) = sum_k S_k / theta[p_k] (the stacked latent's iid,
+ * rw1, rw2 and besag terms without groups, a graph's lone iid precision) --
+ * par (n, may be NULL) then receiving each latent's p_k; 0 for any other
+ * prior.  What the average information of a Gaussian problem needs
+ * (problem_info.c). */
+int gmm_latent_scale_blocks(const gmm_latent *l, size_t *par);
+
 #endif

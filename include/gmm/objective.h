@@ -45,6 +45,13 @@ typedef struct {
      * model is not defined -- an ordinary outcome a line search handles. */
     gmm_status (*eval)(void *ctx, const double *theta, double *f, double *grad);
     void *ctx;
+    /* Optional (NULL: none): M (nparam x nparam, row-major, natural scale)
+     * an approximation of the information -d2 log p / dtheta2 at the theta
+     * of the last successful eval, positive semi-definite and exact in
+     * expectation at a maximum, from which a Newton-type search takes its
+     * steps (fit.c, SCORING).  theta must be that eval's.  A status where it
+     * is not available there. */
+    gmm_status (*info)(void *ctx, const double *theta, double *M);
     /* Optional (lin_n 0: none): the scale optimisers and finite differences
      * take for lin_n parameters that enter through a design (coefficients
      * beta, parameters lin_idx[0 .. lin_n)): u = R beta / lin_s, beta = lin_s

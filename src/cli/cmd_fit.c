@@ -90,8 +90,10 @@ static void report_fit(const char *cmd, const gmm_objective *obj, const gmm_fit_
             cli_msg(cmd, "the last refused trial point: %s", res->domain_msg);
     }
     if (verbose)
-        cli_msg(cmd, "L-BFGS stopped (%s) after %zu iterations; %zu evaluations in all",
-                res->lbfgs_stop, res->iterations, res->evaluations);
+        cli_msg(cmd, "%s stopped (%s) after %zu iterations; %zu evaluations in all",
+                strcmp(res->lbfgs_stop, "scoring") ? "L-BFGS" : "scoring",
+                strcmp(res->lbfgs_stop, "scoring") ? res->lbfgs_stop : "decrement",
+                res->iterations, res->evaluations);
     if (verbose && !isnan(res->noise))
         cli_msg(cmd, "stop: %s after %zu Newton steps (decrement %.2g, loglik rounding noise "
                      "%.2g)",

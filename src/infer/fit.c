@@ -36,6 +36,10 @@
  * rescaling a covariate changes neither the path nor the answer (a calendar
  * year beside the intercept, a covariate in units of 1e-12).
  *
+ * SCORING.  Where the objective gives its information (objective.h, info),
+ * each start first takes Newton steps on it (fit_scoring.c); L-BFGS runs
+ * only where they stop short of their decrement test.
+ *
  * L-BFGS.  liblbfgs's gradient test ||g|| <= epsilon max(1, ||u||) and a
  * relative-decrease test done here (stop when (f_{k-past} - f_k) <= delta
  * max(1, |f_k|)) end the search, as do its iteration limit and a line search
@@ -290,7 +294,23 @@ gmm_status gmm_fit(gmm_objective *obj, const gmm_fit_params *params, gmm_fit_res
         run_result r;
         memset(&r, 0, sizeof r);
         c.lb.f0 = 0.0;
-        st = run_one(&c, u, &r);
+        size_t siters = 0;
+        int sdone = 0;
+        double sf = 0.0, sg = 0.0;
+        if (obj->info && (st = fit_scoring(&c, u, &sf, &sg, &siters, &sdone)) != GMM_OK)
+            goto done;
+        if (sdone) {
+            c.lb.start_failed = 0;
+            r.loglik = -sf;
+            r.grad_norm = sg;
+            r.iterations = siters;
+            r.status = LBFGS_SUCCESS;
+            r.stop = "scoring";
+            r.message = "scoring: a Newton step on the information would gain less than 1e-10";
+        } else {
+            st = run_one(&c, u, &r);
+            r.iterations += siters;
+        }
         res->evaluations += c.evals;
         if (st != GMM_OK)
             goto done;

@@ -96,13 +96,23 @@ int fit_hessian_chol(run_ctx *c, const double *u0, const size_t *act, size_t na,
     for (size_t i = 0; i < na; i++)
         for (size_t k = 0; k < i; k++)
             H[i * na + k] = H[k * na + i] = 0.5 * (H[i * na + k] + H[k * na + i]);
+    size_t j;
+    if (fit_chol(H, na, &j))
+        *pd = 1;
+    else
+        *bad = act[j];
+    return 1;
+}
+
+int fit_chol(double *H, size_t na, size_t *bad)
+{
     for (size_t j = 0; j < na; j++) {
         double d = H[j * na + j];
         for (size_t k = 0; k < j; k++)
             d -= H[j * na + k] * H[j * na + k];
         if (!(d > 0.0) || !isfinite(d)) {
-            *bad = act[j];
-            return 1;
+            *bad = j;
+            return 0;
         }
         d = sqrt(d);
         H[j * na + j] = d;
@@ -113,15 +123,11 @@ int fit_hessian_chol(run_ctx *c, const double *u0, const size_t *act, size_t na,
             H[i * na + j] = v / d;
         }
     }
-    *pd = 1;
     return 1;
 }
 
-/* With L (na x na, lower) from hessian_chol and g (nfree): the decrement
- * |L^-1 g_act|^2 / 2 returned; the Newton step -H^-1 g_act into dir (nfree,
- * 0 off the active set); z: na doubles. */
-static double newton_dir(size_t nf, const size_t *act, size_t na, const double *L,
-                         const double *g, double *z, double *dir)
+double fit_newton_dir(size_t nf, const size_t *act, size_t na, const double *L, const double *g,
+                      double *z, double *dir)
 {
     double g2 = 0.0;
     for (size_t i = 0; i < na; i++) {
@@ -229,7 +235,7 @@ static int coef_newton(run_ctx *c, double *u, double *f, double *g, double *ut, 
         size_t bad;
         if (!fit_hessian_chol(c, u, act, nc, CERT_STEP, H, wu, gp, gm, &pd, &bad) || !pd)
             break;
-        newton_dir(nf, act, nc, H, g, z, dir);
+        fit_newton_dir(nf, act, nc, H, g, z, dir);
         int moved = 0;
         for (double t = 1.0; t > 1e-6 && !moved; t *= 0.5) {
             double ft;
@@ -399,7 +405,7 @@ gmm_status fit_certify(run_ctx *c, double *u, const double *init, gmm_fit_result
         if (!pd)
             break;
         h_at_u = 1;
-        dec = newton_dir(nf, act, na, H, g, z, dir);
+        dec = fit_newton_dir(nf, act, na, H, g, z, dir);
         if (dec <= CERT_GAIN || it == CERT_ITER)
             break;
         /* the Newton step, halved until loglik rises */
@@ -438,7 +444,7 @@ gmm_status fit_certify(run_ctx *c, double *u, const double *init, gmm_fit_result
         memcpy(u1, u, nf * sizeof *u1);
         h_at_u = 0;
         if (fit_hessian_chol(c, u1, act, na, NOISE_HSTEP, H, wu, gp, gm, &pd2, &bad2) && pd2) {
-            dec2 = newton_dir(nf, act, na, H, g, z, dir);
+            dec2 = fit_newton_dir(nf, act, na, H, g, z, dir);
             if (noise_along(c, u1, f0, dir, wu, gt, &noise)) {
                 res->noise = noise;
                 if (dec2 <= NOISE_GAIN * noise) {
@@ -455,7 +461,7 @@ gmm_status fit_certify(run_ctx *c, double *u, const double *init, gmm_fit_result
             /* the Newton direction at CERT_STEP for the report */
             if (pd && fit_hessian_chol(c, u, act, na, CERT_STEP, H, wu, gp, gm, &pd, &bad) && pd) {
                 h_at_u = 1;
-                newton_dir(nf, act, na, H, g, z, dir);
+                fit_newton_dir(nf, act, na, H, g, z, dir);
             }
             res->stop = pd ? "not_maximum" : "not_definite";
             res->message = pd ? "not converged: a Newton step would still raise loglik"

@@ -33,11 +33,27 @@ typedef struct {
 int fit_map_theta(run_ctx *c, const double *u);
 int fit_eval_min(run_ctx *c, const double *u, double *f, double *g);
 
+/* fit_scoring.c (SCORING): Newton steps on obj->info from u (nfree; the
+ * last accepted point on return, *fu its -loglik and *gnorm its gradient's
+ * norm when *iters > 0 or *done).  *done 1 when the decrement fell to
+ * SCORE_GAIN (fit then tests the point), 0 when the steps stopped short or
+ * could not start (L-BFGS goes on from u).  GMM_ENOMEM. */
+gmm_status fit_scoring(run_ctx *c, double *u, double *fu, double *gnorm, size_t *iters,
+                       int *done);
+
 /* fit_cert.c: H = the Hessian of -loglik over act[0 .. na) at u0 and its
  * Cholesky factor (*pd 0 when not definite, *bad the pivot's variable); the
  * standard errors from that factor; the test at the best point u. */
 int fit_hessian_chol(run_ctx *c, const double *u0, const size_t *act, size_t na, double step,
                      double *H, double *wu, double *gp, double *gm, int *pd, size_t *bad);
+/* H (na x na, symmetric, lower part read) into its lower Cholesky factor
+ * in place: 1, or 0 when it is not positive definite (*bad the failing
+ * pivot).  With L from it and g (nfree): the decrement |L^-1 g_act|^2 / 2
+ * returned and the Newton step -H^-1 g_act into dir (nfree, 0 off the
+ * active set act[0 .. na)); z: na doubles. */
+int fit_chol(double *H, size_t na, size_t *bad);
+double fit_newton_dir(size_t nf, const size_t *act, size_t na, const double *L, const double *g,
+                      double *z, double *dir);
 void fit_std_errors_from(run_ctx *c, const size_t *act, size_t na, const double *L, double *v,
                          double *z, double *se);
 gmm_status fit_certify(run_ctx *c, double *u, const double *init, gmm_fit_result *res);

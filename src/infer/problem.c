@@ -66,6 +66,10 @@ void gmm_problem_free(gmm_problem *p)
     gmm_free(p->wxh);
     gmm_free(p->sy);
     gmm_free(p->ssh);
+    gmm_free(p->ipar);
+    gmm_free(p->icol);
+    gmm_free(p->ix);
+    gmm_free(p->iw);
     gmm_free(p->obj.name);
     gmm_free(p->obj.value);
     gmm_free(p->obj.scale);
@@ -331,6 +335,8 @@ static gmm_status alloc_problem(gmm_latent *lat, const gmm_lik *lik, const doubl
         p->nobs += !isnan(y[r]);
     if (!exact && (st = problem_laplace_alloc(p)))
         goto fail;
+    if ((st = problem_info_enable(p)))
+        goto fail;
     *out = p;
     return GMM_OK;
 fail:
@@ -351,7 +357,8 @@ gmm_status gmm_problem_set_weights(gmm_problem *p, const double *w)
     memcpy(p->wt, w, p->nrows * sizeof *w);
     if (p->exact) { /* the Laplace path from now on (its workspace reads wt) */
         p->exact = 0;
-        return problem_laplace_alloc(p);
+        gmm_status st = problem_laplace_alloc(p);
+        return st ? st : problem_info_enable(p);
     }
     if (!p->owt && !(p->owt = gmm_malloc(p->nobs ? p->nobs : 1, sizeof *p->owt)))
         return gmm_error(GMM_ENOMEM, "out of memory for the weights");

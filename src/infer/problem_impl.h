@@ -96,6 +96,11 @@ struct gmm_problem {
     long icpt;            /* the intercept's coefficient (a column of ones), -1 none */
     size_t jn;            /* sampled count */
     gmm_objective obj;
+    /* the average information (problem_info.c): each latent's variance
+     * parameter (n), each parameter's column of w (nparam), inv columns;
+     * scratch x (2 n) and w (the columns, then D and V^-1 w: (inv + 2) nobs) */
+    size_t *ipar, *icol, inv;
+    double *ix, *iw;
     char (*names)[64];
     size_t *lin_idx;      /* the coefficients' basis (gmm_problem_coef_basis) */
     double *lin_R;
@@ -111,6 +116,11 @@ static inline gmm_status set_lik(gmm_problem *p, const double *theta)
  * and the mode at theta (allow_sqrt: the square-root form may be taken);
  * the same with allow_sqrt set. */
 gmm_status problem_laplace_alloc(gmm_problem *p);
+
+/* problem_info.c: obj.info set where the average information applies (a
+ * Gaussian likelihood on the Laplace path, a prior of scale blocks), else
+ * NULL; its workspace.  GMM_ENOMEM. */
+gmm_status problem_info_enable(gmm_problem *p);
 gmm_status problem_laplace_forward_form(gmm_problem *p, const double *theta, double *f,
                                         int allow_sqrt);
 gmm_status problem_laplace_forward(gmm_problem *p, const double *theta, double *f);

@@ -517,6 +517,11 @@ gmm_status gmm_latent_whiten_setup_sparse(gmm_latent *l, const double *theta)
     return st ? st : l->ops->whiten_setup_sparse(l->impl, theta);
 }
 
+int gmm_latent_scale_blocks(const gmm_latent *l, size_t *par)
+{
+    return l && l->ops->scale_blocks && l->ops->scale_blocks(l->impl, par);
+}
+
 gmm_status gmm_latent_whiten(gmm_latent *l, const double *v, double *x)
 {
     return l->ops->whiten ? l->ops->whiten(l->impl, v, x) : no_whiten(l);

@@ -55,6 +55,8 @@ typedef struct {
     gmm_status (*prior_sparse)(void *impl, const double *theta, gmm_sparse *Q, double *logdet);
     gmm_status (*prior_rev_sparse)(void *impl, const gmm_sparse *Qbar, double logdetbar,
                                    double *thetabar);
+    /* NULL: not a prior of scale blocks (latent.h, gmm_latent_scale_blocks) */
+    int (*scale_blocks)(const void *impl, size_t *par);
     /* NULL: any band of Q's bandwidth is allowed (latent.h, gmm_latent_band_check) */
     gmm_status (*band_check)(const void *impl);
 } gmm_latent_ops;

@@ -260,7 +260,8 @@ START_TEST(test_lincomb_var_dense)
     int fixed[3] = {0, 0, 0};
     const size_t lidx[2] = {1, 2};
     const double R[4] = {2.0, -0.7, 0.0, 0.4};
-    gmm_objective o = {3, names, val, sc, fixed, quad_eval, NULL, 0, NULL, NULL, 1.0};
+    gmm_objective o = {.nparam = 3, .name = names, .value = val, .scale = sc, .fixed = fixed,
+                       .eval = quad_eval, .lin_s = 1.0};
     /* A^-1 by cofactors */
     const double *a = QA;
     double det = a[0] * (a[4] * a[8] - a[5] * a[7]) - a[1] * (a[3] * a[8] - a[5] * a[6]) +

@@ -8,6 +8,7 @@
  * of levels no observed row has: a posterior solve).  The same on a graph latent (a 6 x 6 lattice,
  * edge-ou), and its nodes' moments.  Small: 35 and 40 rows. */
 #include <check.h>
+#include <gsl/gsl_linalg.h>
 #include <math.h>
 #include <string.h>
 
@@ -135,6 +136,236 @@ START_TEST(test_sparse_equals_band)
 }
 END_TEST
 
+/* Dense inverse of the symmetric positive definite A (n x n) in place. */
+static void spd_inverse(double *A, size_t n)
+{
+    gsl_matrix_view m = gsl_matrix_view_array(A, n, n);
+    ck_assert_int_eq(gsl_linalg_cholesky_decomp1(&m.matrix), 0);
+    ck_assert_int_eq(gsl_linalg_cholesky_invert(&m.matrix), 0);
+}
+
+#define NL 24 /* latents of the three terms, at most */
+
+/* The objective's information (obj->info, the average information) against
+ * its definition computed densely: V = sigma^2 W^-1 + H S H' over the
+ * observed rows, S the prior covariance conditioned on the walk's
+ * constraint (P (Q + C'C)^-1 P, P the projection off C's rows), the blocks
+ * found by which entries of Q move when a variance does, w_k = dV_k V^-1 r,
+ * M_jk = w_j'V^-1 w_k / 2 for variances, X'V^-1 X for the coefficients, 0
+ * between; on both storages (the band's exact path has none: NULL), with
+ * and without weights, at a theta off the start.  Poisson: none. */
+START_TEST(test_information)
+{
+    for (int weighted = 0; weighted <= 1; weighted++)
+        for (size_t nterm = 2; nterm <= 3; nterm++) {
+            data d;
+            make_data(&d, 0);
+            gmm_lik lik = tu_lik_of("gaussian(variance=0.3)", NAN);
+            gmm_latent *ls = make_latent(&d, nterm), *lb = make_latent(&d, nterm);
+            gmm_problem *ps = make_problem(&d, &lik, ls, 1), *pb = make_problem(&d, &lik, lb, 0);
+            double wt[NR];
+            for (size_t r = 0; r < NR; r++)
+                wt[r] = weighted ? 0.5 + 0.25 * (double)(r % 4) : 1.0;
+            if (weighted) {
+                ck_assert_int_eq(gmm_problem_set_weights(ps, wt), GMM_OK);
+                ck_assert_int_eq(gmm_problem_set_weights(pb, wt), GMM_OK);
+            }
+            gmm_objective *o = gmm_problem_objective(ps);
+            /* the band's exact path has no mode to read; weighted, it is Laplace's */
+            ck_assert(o->info != NULL);
+            ck_assert((gmm_problem_objective(pb)->info != NULL) == weighted);
+            size_t np = o->nparam, nl = nterm, n = gmm_latent_dim(ls);
+            ck_assert(n <= NL);
+            double theta[8], g[8], f, M[64];
+            memcpy(theta, o->value, np * sizeof *theta);
+            for (size_t j = 0; j < nl; j++)
+                theta[j] *= 1.0 + 0.3 * (double)j;
+            theta[nl] = 0.45;
+            theta[np - 2] = 0.05;
+            theta[np - 1] = -0.3;
+            ck_assert_msg(o->eval(o->ctx, theta, &f, g) == GMM_OK, "%s", gmm_error_message());
+            ck_assert_msg(o->info(o->ctx, theta, M) == GMM_OK, "%s", gmm_error_message());
+
+            /* dense Q and its blocks */
+            gmm_band *Q = gmm_band_alloc(n, gmm_latent_bandwidth(ls), 0, GMM_BAND_SYMMETRIC);
+            double ld, Qd[NL * NL], blk[NL];
+            ck_assert_int_eq(gmm_latent_prior(ls, theta, Q, &ld), GMM_OK);
+            for (size_t i = 0; i < n; i++)
+                for (size_t j = 0; j < n; j++)
+                    Qd[i * n + j] = gmm_band_get(Q, i, j);
+            for (size_t k = 0; k < nl; k++) {
+                double th[8];
+                memcpy(th, theta, np * sizeof *th);
+                th[k] *= 2.0;
+                ck_assert_int_eq(gmm_latent_prior(ls, th, Q, &ld), GMM_OK);
+                for (size_t i = 0; i < n; i++)
+                    if (gmm_band_get(Q, i, i) != Qd[i * n + i])
+                        blk[i] = (double)k;
+            }
+            gmm_band_free(Q);
+            /* S = P (Q + C'C)^-1 P */
+            size_t kc = gmm_latent_nconstr(ls);
+            const double *C = gmm_latent_constraints(ls);
+            double A[NL * NL], P[NL * NL], S[NL * NL];
+            memcpy(A, Qd, n * n * sizeof *A);
+            for (size_t i = 0; i < n; i++)
+                for (size_t j = 0; j < n; j++) {
+                    double p = i == j ? 1.0 : 0.0;
+                    for (size_t c = 0; c < kc; c++) {
+                        double cc = 0.0;
+                        for (size_t t = 0; t < n; t++)
+                            cc += C[c * n + t] * C[c * n + t];
+                        A[i * n + j] += C[c * n + i] * C[c * n + j];
+                        p -= C[c * n + i] * C[c * n + j] / cc; /* one constraint per block */
+                    }
+                    P[i * n + j] = p;
+                }
+            spd_inverse(A, n);
+            for (size_t i = 0; i < n; i++)
+                for (size_t j = 0; j < n; j++) {
+                    double v = 0.0;
+                    for (size_t a = 0; a < n; a++)
+                        for (size_t b = 0; b < n; b++)
+                            v += P[i * n + a] * A[a * n + b] * P[b * n + j];
+                    S[i * n + j] = v;
+                }
+            /* H, r and X over the observed rows */
+            gmm_obsmap map = gmm_latent_obs_map(ls);
+            double coef[4 * NR], H[NR * NL], r[NR], X[2 * NR];
+            ck_assert_int_eq(gmm_latent_obs_values(ls, theta, coef), GMM_OK);
+            size_t no = 0, orow[NR];
+            for (size_t row = 0; row < NR; row++) {
+                if (isnan(d.y[row]))
+                    continue;
+                memset(H + no * n, 0, n * sizeof *H);
+                size_t lo = gmm_obsmap_row_lo(&map, row), hi = gmm_obsmap_row_hi(&map, row);
+                for (size_t e = lo; e < hi; e++)
+                    H[no * n + map.offset[row] + gmm_obsmap_row_pos(&map, e, lo)] += coef[e];
+                r[no] = d.y[row] - d.X[2 * row] * theta[np - 2] - d.X[2 * row + 1] * theta[np - 1];
+                X[2 * no] = d.X[2 * row];
+                X[2 * no + 1] = d.X[2 * row + 1];
+                orow[no++] = row;
+            }
+            /* V, its inverse, and each variance's dV */
+            static double V[NR * NR], Vi[NR * NR], dV[4][NR * NR];
+            for (size_t a = 0; a < no; a++)
+                for (size_t b = 0; b < no; b++) {
+                    double v = a == b ? theta[nl] / wt[orow[a]] : 0.0;
+                    for (size_t k = 0; k <= nl; k++)
+                        dV[k][a * no + b] = k == nl && a == b ? 1.0 / wt[orow[a]] : 0.0;
+                    for (size_t i = 0; i < n; i++)
+                        for (size_t j = 0; j < n; j++) {
+                            double h = H[a * n + i] * S[i * n + j] * H[b * n + j];
+                            v += h;
+                            if (blk[i] == blk[j])
+                                dV[(size_t)blk[i]][a * no + b] += h / theta[(size_t)blk[i]];
+                        }
+                    V[a * no + b] = v;
+                }
+            memcpy(Vi, V, no * no * sizeof *V);
+            spd_inverse(Vi, no);
+            double Vr[NR], w[6][NR], Vw[6][NR];
+            for (size_t a = 0; a < no; a++) {
+                Vr[a] = 0.0;
+                for (size_t b = 0; b < no; b++)
+                    Vr[a] += Vi[a * no + b] * r[b];
+            }
+            for (size_t k = 0; k < np; k++)
+                for (size_t a = 0; a < no; a++) {
+                    double v = 0.0;
+                    for (size_t b = 0; b < no; b++)
+                        v += k <= nl ? dV[k][a * no + b] * Vr[b] : 0.0;
+                    w[k][a] = k <= nl ? v : X[2 * a + (k - nl - 1)];
+                }
+            for (size_t k = 0; k < np; k++)
+                for (size_t a = 0; a < no; a++) {
+                    Vw[k][a] = 0.0;
+                    for (size_t b = 0; b < no; b++)
+                        Vw[k][a] += Vi[a * no + b] * w[k][b];
+                }
+            double big = 0.0;
+            for (size_t j = 0; j < np * np; j++)
+                big = fmax(big, fabs(M[j]));
+            for (size_t j = 0; j < np; j++)
+                for (size_t k = 0; k < np; k++) {
+                    double ref = 0.0;
+                    if ((j <= nl) == (k <= nl)) {
+                        for (size_t a = 0; a < no; a++)
+                            ref += w[j][a] * Vw[k][a];
+                        if (j <= nl)
+                            ref *= 0.5;
+                    }
+                    ck_assert_msg(fabs(M[j * np + k] - ref) <= 1e-10 * big,
+                                  "weights %d, %zu terms: M[%s, %s] = %.17g, dense %.17g",
+                                  weighted, nterm, o->name[j], o->name[k], M[j * np + k], ref);
+                }
+            gmm_problem_free(ps);
+            gmm_problem_free(pb);
+            gmm_latent_free(ls);
+            gmm_latent_free(lb);
+        }
+    /* Poisson: no information */
+    data d;
+    make_data(&d, 1);
+    gmm_lik lik = tu_lik_of("poisson", NAN);
+    gmm_latent *l = make_latent(&d, 3);
+    gmm_problem *p = make_problem(&d, &lik, l, 1);
+    ck_assert(gmm_problem_objective(p)->info == NULL);
+    gmm_problem_free(p);
+    gmm_latent_free(l);
+}
+END_TEST
+
+/* gmm_fit takes scoring steps where the objective has its information:
+ * the crossed model (Gaussian) fitted on the sparse path (scoring, which
+ * ended the search) and on the band's exact path (L-BFGS, no information):
+ * both converged, the same loglik to 1e-9 relative and the same parameters
+ * to 1e-4 of their size (a decrement of 1e-8 moves them about that), the
+ * scoring run in fewer evaluations.  With the walk beside them its
+ * variance's maximum is at 0: the scoring steps hand over to L-BFGS, and
+ * both runs end converged with the walk at its bound and the same loglik. */
+START_TEST(test_scoring_fit)
+{
+    for (size_t nterm = 2; nterm <= 3; nterm++) {
+        data d;
+        make_data(&d, 0);
+        gmm_lik lik = tu_lik_of("gaussian(variance=0.3)", NAN);
+        gmm_latent *ls = make_latent(&d, nterm), *lb = make_latent(&d, nterm);
+        gmm_problem *ps = make_problem(&d, &lik, ls, 1), *pb = make_problem(&d, &lik, lb, 0);
+        gmm_objective *os = gmm_problem_objective(ps), *ob = gmm_problem_objective(pb);
+        ck_assert(os->info && !ob->info);
+        gmm_fit_params fp;
+        gmm_fit_params_init(&fp);
+        int bs[8], bb[8];
+        gmm_fit_result rs, rb;
+        fp.boundary = bs;
+        ck_assert_msg(gmm_fit(os, &fp, &rs) == GMM_OK, "%s", gmm_error_message());
+        fp.boundary = bb;
+        ck_assert_msg(gmm_fit(ob, &fp, &rb) == GMM_OK, "%s", gmm_error_message());
+        ck_assert(rs.converged && rb.converged);
+        ck_assert_msg(close_to(rs.loglik, rb.loglik, 1e-9), "%zu terms: scoring %.17g, L-BFGS %.17g",
+                      nterm, rs.loglik, rb.loglik);
+        if (nterm == 3) {
+            ck_assert_str_ne(rs.lbfgs_stop, "scoring");
+            ck_assert(bs[2] == 1 && bb[2] == 1 && rs.nboundary == 1 && rb.nboundary == 1);
+        } else {
+            ck_assert_str_eq(rs.lbfgs_stop, "scoring");
+            ck_assert_msg(rs.evaluations < rb.evaluations, "scoring %zu evaluations, L-BFGS %zu",
+                          rs.evaluations, rb.evaluations);
+            for (size_t j = 0; j < os->nparam; j++)
+                ck_assert_msg(fabs(os->value[j] - ob->value[j]) <=
+                                  1e-4 * fmax(1.0, fabs(ob->value[j])),
+                              "%s: scoring %.17g, L-BFGS %.17g", os->name[j], os->value[j],
+                              ob->value[j]);
+        }
+        gmm_problem_free(ps);
+        gmm_problem_free(pb);
+        gmm_latent_free(ls);
+        gmm_latent_free(lb);
+    }
+}
+END_TEST
+
 /* A stop that answers yes from its limit-th poll on. */
 typedef struct {
     int polls, limit;
@@ -254,6 +485,7 @@ START_TEST(test_graph_sparse_equals_band)
         ck_assert_msg(gmm_problem_alloc_sparse(ls, &lik, y, k ? e : NULL, &des, &ps) == GMM_OK,
                       "%s", gmm_error_message());
         compare(pb, ps, R, specs[k]);
+        ck_assert(!gmm_latent_scale_blocks(ls, NULL)); /* edge-ou: not scale blocks */
         /* the latent at the nodes */
         double mb[N], vb[N], ms[N], vs[N];
         const double *th = gmm_problem_objective(pb)->value;
@@ -281,6 +513,8 @@ Suite *problem_sparse_suite(void)
     tcase_add_test(tc, test_sparse_equals_band);
     tcase_add_test(tc, test_graph_sparse_equals_band);
     tcase_add_test(tc, test_stop);
+    tcase_add_test(tc, test_information);
+    tcase_add_test(tc, test_scoring_fit);
     suite_add_tcase(s, tc);
     return s;
 }

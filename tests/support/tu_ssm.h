@@ -6,6 +6,7 @@
 #define GMM_TU_SSM_H
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "gmm/objective.h"
 #include "gmm/ssm.h"
@@ -55,6 +56,7 @@ static inline gmm_status tu_ssm_obj_eval(void *ctx, const double *th, double *f,
 static inline gmm_status tu_ssm_objective(gmm_ssm *m, const double *theta0, gmm_objective *obj)
 {
     size_t np = tu_ssm_nparam(m);
+    memset(obj, 0, sizeof *obj); /* no design basis, no information */
     obj->nparam = np;
     obj->name = calloc(np, sizeof *obj->name);
     obj->value = calloc(np, sizeof *obj->value);

@@ -156,6 +156,10 @@ static const gmm_precision_type families[] = {
 #define NFAMILY (sizeof families / sizeof families[0])
 
 const char *gmm_gmrf_family_at(size_t i) { return i < NFAMILY ? families[i].name : NULL; }
+const char *gmm_gmrf_term_family(const gmm_gmrf *m, size_t t)
+{
+    return m && t < m->nterm ? m->term[t]->name : NULL;
+}
 
 /* ---- spec walk ------------------------------------------------------------------ */
 

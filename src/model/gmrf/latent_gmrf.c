@@ -269,6 +269,17 @@ static gmm_status gmrf_whiten_rev(void *p, const double *v, const double *xbar,
     return gmm_gmrf_assemble_rev(c->g, c->wtheta, &Lb, thetabar);
 }
 
+/* One iid term, Q = I / variance: a single scale block (latent.h). */
+static int gmrf_scale_blocks(const void *p, size_t *par)
+{
+    const gmm_gmrf *g = ((const gmrf_impl *)p)->g;
+    if (g->nterm != 1 || strcmp(gmm_gmrf_term_family(g, 0), "iid") != 0)
+        return 0;
+    for (size_t j = 0; par && j < g->n; j++)
+        par[j] = 0;
+    return 1;
+}
+
 static const gmm_latent_ops gmrf_ops = {
     .family = "graph",
     .free = gmrf_free_impl,
@@ -285,6 +296,7 @@ static const gmm_latent_ops gmrf_ops = {
     .prior_sparse = gmrf_prior_sparse,
     .prior_rev_sparse = gmrf_prior_rev_sparse,
     .band_check = gmrf_band_check,
+    .scale_blocks = gmrf_scale_blocks,
 };
 
 gmm_status gmm_latent_gmrf_alloc(const gmm_gmrf *g, size_t nrows, const size_t *row_node,

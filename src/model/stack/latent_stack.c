@@ -201,6 +201,7 @@ static const gmm_latent_ops stack_ops = {
     .unwhiten = stack_unwhiten,
     .whiten_rev = stack_whiten_rev,
     .whiten_setup_sparse = stack_whiten_setup_sparse,
+    .scale_blocks = stack_scale_blocks,
 };
 
 static const gmm_latent_ops stack_sq_ops = {

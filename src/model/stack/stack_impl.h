@@ -240,6 +240,11 @@ gmm_status stack_prior_sparse(void *p, const double *theta, gmm_sparse *Q, doubl
 gmm_status stack_prior_rev_sparse(void *p, const gmm_sparse *Qbar, double logdetbar,
                                   double *thetabar);
 void stack_sp_free(struct stack_sp *s);
+/* Every component an iid, rw1, rw2 or besag term of one variance, without
+ * groups: Q = sum_k S_k / variance_k on disjoint blocks (stack_sparse.c);
+ * the latent's scale_blocks (latent_impl.h). */
+int stack_scale_only(const stack_impl *c);
+int stack_scale_blocks(const void *impl, size_t *par);
 
 /* NORMALISER (stack_normaliser.c).  latent_asm's work: the bands of the
  * Gaussian likelihood on first use (GMM_ENOMEM). */

@@ -265,7 +265,7 @@ static gmm_status assemble_rev(stack_impl *c, const double *theta, const double 
 /* Whether the SCALE-ONLY NORMALISER applies: every component one group
  * of slots with a single-coefficient model, and the components' latents
  * and constraints adding up to the stack's. */
-static int scale_only(const stack_impl *c)
+int stack_scale_only(const stack_impl *c)
 {
     size_t n = 0, ncon = 0;
     for (size_t k = 0; k < c->ncomp; k++) {
@@ -281,6 +281,17 @@ static int scale_only(const stack_impl *c)
         ncon += m->ncon;
     }
     return n == c->n && ncon == c->ncon;
+}
+
+int stack_scale_blocks(const void *impl, size_t *par)
+{
+    const stack_impl *c = impl;
+    if (!stack_scale_only(c))
+        return 0;
+    for (size_t k = 0; par && k < c->ncomp; k++)
+        for (size_t j = 0; j < c->comp[k].n; j++)
+            par[c->iperm[c->comp[k].off + j]] = c->comp[k].par0;
+    return 1;
 }
 
 /* log det Q^ + the constants at theta by the formula (SCALE-ONLY
@@ -394,7 +405,7 @@ gmm_status stack_prior_sparse(void *p, const double *theta, gmm_sparse *Q, doubl
     if (c->ncon) {
         struct stack_sp *s = c->sp;
         if (!s->scale_only)
-            s->scale_only = scale_only(c) ? 1 : -1;
+            s->scale_only = stack_scale_only(c) ? 1 : -1;
         if (s->scale_only > 0 && s->have_ld0)
             st = scale_only_logdet(c, theta, logdet, 0.0, NULL);
         else if (!(st = pinned_logdet(c, logdet)) && s->scale_only > 0)
