@@ -124,6 +124,7 @@ int main(int argc, char **argv)
      * anything touches it (alloc.c, HUGE PAGES). */
     mallopt(M_TRIM_THRESHOLD, 1 << 30);
     mallopt(M_MMAP_THRESHOLD, 1 << 25);
+    mallopt(M_MMAP_MAX, 0);
     mallopt(M_TOP_PAD, 64 << 20);
 
     const char *cmd = NULL;

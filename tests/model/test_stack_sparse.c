@@ -512,7 +512,8 @@ static gmm_graph *grid(size_t k, int island)
     return g;
 }
 
-/* besag's scaling: the sparse route against the band route. */
+/* besag's scaling, and its pinned structure's log det: the sparse route
+ * against the band route. */
 START_TEST(test_scale_routes)
 {
     gmm_graph *gs[2] = {test_graph(), grid(9, 1)};
@@ -534,6 +535,9 @@ START_TEST(test_scale_routes)
             worst = fmax(worst, fmax(rel(b.scale[v], a.scale[v]), rel(b.mvar[v], a.mvar[v])));
         }
         ck_assert_double_eq(a.scale[n - 1], 1.0 * (t == 1) + b.scale[n - 1] * (t == 0));
+        /* the pinned structure's log det (the sparse normaliser's reference) */
+        ck_assert(isfinite(a.ldpin));
+        ck_assert_double_le(rel(b.ldpin, a.ldpin), 1e-10);
         if (report())
             printf("besag scaling, %zu nodes: sparse route vs band %.1e\n", n, worst);
         free(a.scale);

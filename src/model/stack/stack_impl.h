@@ -72,6 +72,9 @@ typedef struct {
     /* BESAG, BYM2: per graph node, its component's scaling c, and the
      * marginal variance of the scaled constrained field (1 on an island) */
     double *scale, *mvar;
+    /* BESAG: log det of its structure (the scaled Laplacian) pinned as the
+     * constraints pin it, from the scaling's factorisation; NAN unknown */
+    double ldpin;
     /* GRAPH, KERNEL: the component's own band and its adjoint */
     const gmm_gmrf *g;
     gmm_band *gQ, *gQbar;

@@ -43,10 +43,11 @@ typedef struct {
 
 static int pinned(const pins *p, size_t v) { return p->first[p->comp[v]] == v; }
 
-/* Band route: dg[v] = (R^-1)_vv and w[v] = (R^-1 1_free)_v, node order. */
+/* Band route: dg[v] = (R^-1)_vv and w[v] = (R^-1 1_free)_v, node order;
+ * *ld = log det R^. */
 static gmm_status scale_band(stack_comp *c, const gmm_graph *g, const pins *P,
                              const size_t *iperm, size_t bw, size_t limit, double *dg,
-                             double *w)
+                             double *w, double *ld)
 {
     gmm_status st;
     size_t n = g->n, lim = limit ? limit : GMM_GMRF_BAND_LIMIT;
@@ -79,6 +80,7 @@ static gmm_status scale_band(stack_comp *c, const gmm_graph *g, const pins *P,
         (st = gmm_band_tri_solve_vec(L, GMM_NOTRANS, pw)) ||
         (st = gmm_band_tri_solve_vec(L, GMM_TRANS, pw)))
         goto done;
+    *ld = gmm_band_chol_logdet(L);
     gmm_band_diag(S, pd);
     for (size_t v = 0; v < n; v++) {
         dg[v] = pd[iperm[v]];
@@ -91,9 +93,9 @@ done:
     return st;
 }
 
-/* Sparse route: the same dg and w from R^'s sparse factor. */
+/* Sparse route: the same dg, w and *ld from R^'s sparse factor. */
 static gmm_status scale_sparse(stack_comp *c, const gmm_graph *g, const pins *P, double *dg,
-                               double *w)
+                               double *w, double *ld)
 {
     gmm_status st;
     size_t n = g->n, m = 0;
@@ -126,6 +128,7 @@ static gmm_status scale_sparse(stack_comp *c, const gmm_graph *g, const pins *P,
         goto done;
     for (size_t v = 0; v < n; v++)
         dg[v] = S->val[S->colptr[v]];
+    *ld = gmm_factor_logdet(f);
 done:
     gmm_sparse_free(R);
     gmm_sparse_free(S);
@@ -162,8 +165,10 @@ gmm_status stack_besag_scale(stack_comp *c, const gmm_graph *g, const size_t *co
         goto done;
     size_t bw = gmm_graph_bandwidth(g, iperm);
     int sparse = route ? route > 0 : bw > STACK_SCALE_BAND_MAX;
-    if ((st = sparse ? scale_sparse(c, g, &P, dg, w)
-                     : scale_band(c, g, &P, iperm, bw, limit, dg, w)))
+    double ldr = NAN;
+    c->ldpin = NAN;
+    if ((st = sparse ? scale_sparse(c, g, &P, dg, w, &ldr)
+                     : scale_band(c, g, &P, iperm, bw, limit, dg, w, &ldr)))
         goto done;
     for (size_t v = 0; v < n; v++)
         wsum[comp[v]] += w[v];
@@ -184,6 +189,13 @@ gmm_status stack_besag_scale(stack_comp *c, const gmm_graph *g, const size_t *co
         c->scale[v] = P.size[k] < 2 ? 1.0 : exp(lsum[k] / (double)P.size[k]);
         c->mvar[v] = P.size[k] < 2 ? 1.0 : c->mvar[v] / c->scale[v];
     }
+    /* the component's structure pinned at the same nodes is R^ with each
+     * connected component of m >= 2 nodes multiplied by its scale, its
+     * pinned diagonal left at 1 (an island's too): (m - 1) log scale more */
+    for (size_t v = 0; v < n; v++)
+        if (P.size[comp[v]] >= 2 && !pinned(&P, v))
+            ldr += log(c->scale[v]);
+    c->ldpin = ldr;
 done:
     gmm_free(perm);
     gmm_free(first);

@@ -92,8 +92,8 @@ static gmm_status no_sparse_form(const stack_impl *c)
     return GMM_EINVAL;
 }
 
-/* The constraints' part of the symbolic work: Q^'s pinned entries, Q^, S
- * and the factor analysed on the pattern. */
+/* The constraints' part of the symbolic work: Q^'s pinned entries, Q^ and
+ * S (the factor is analysed on first use: pinned_logdet). */
 static gmm_status sp_pins(stack_impl *c, struct stack_sp *s)
 {
     const gmm_sparse *Q = s->ls.Q;
@@ -121,8 +121,6 @@ static gmm_status sp_pins(stack_impl *c, struct stack_sp *s)
                 s->pin_at[s->npin] = k;
                 s->pin_val[s->npin++] = Q->rowind[k] == j ? 1.0 : 0.0;
             }
-    if (!(s->f = gmm_factor_sparse_alloc(Q)))
-        st = GMM_ENOMEM; /* recorded by the factor */
 done:
     gmm_free(pinned);
     return st;
@@ -322,6 +320,32 @@ static gmm_status scale_only_logdet(stack_impl *c, const double *theta, double *
     return GMM_OK;
 }
 
+/* log det Q^ + the constants at theta from each component's own pinned
+ * structure where every one has it (iid: the identity's 0; besag: its
+ * scaling's factorisation, stack_scale.c) -- Q^ is block diagonal over the
+ * components, each block its structure times the precision scale off the
+ * pins -- so that the SCALE-ONLY NORMALISER's reference takes no
+ * factorisation of its own; 0 where one has none (or theta is outside the
+ * domain: the factorisation then says so). */
+static int blocks_logdet(const stack_impl *c, const double *theta, double *ld)
+{
+    double sum = c->con.ld_const;
+    for (size_t k = 0; k < c->ncomp; k++) {
+        const stack_comp *m = &c->comp[k];
+        double cg[STACK_NGROUP], dc[STACK_NPAR * STACK_NGROUP];
+        double lp = m->model == GMM_STACK_IID     ? 0.0
+                    : m->model == GMM_STACK_BESAG ? m->ldpin
+                                                  : NAN;
+        if (!isfinite(lp) || coef(m, theta + m->par0, cg, dc) != GMM_OK || !(cg[0] > 0.0)) {
+            gmm_error_clear();
+            return 0;
+        }
+        sum += lp + (double)(m->n - m->ncon) * log(cg[0]);
+    }
+    *ld = sum;
+    return 1;
+}
+
 /* The reference of the formula: ld at theta; the factor and its arrays
  * freed (SCALE-ONLY NORMALISER). */
 static gmm_status scale_only_reference(stack_impl *c, const double *theta, double ld)
@@ -361,6 +385,8 @@ static gmm_status pinned_logdet(stack_impl *c, double *ld)
     struct stack_sp *s = c->sp;
     gmm_status st;
     pin_q(s);
+    if (!s->f && !(s->f = gmm_factor_sparse_alloc(s->Qh)))
+        return gmm_error_status(); /* recorded by the factor */
     if ((st = gmm_factor_decomp_sparse(s->f, s->Qh)))
         return gmm_error_at(st, gmm_error_index(), "the intrinsic prior is not positive "
                                                    "definite on its constrained subspace");
@@ -408,6 +434,8 @@ gmm_status stack_prior_sparse(void *p, const double *theta, gmm_sparse *Q, doubl
             s->scale_only = stack_scale_only(c) ? 1 : -1;
         if (s->scale_only > 0 && s->have_ld0)
             st = scale_only_logdet(c, theta, logdet, 0.0, NULL);
+        else if (s->scale_only > 0 && blocks_logdet(c, theta, logdet))
+            st = scale_only_reference(c, theta, *logdet);
         else if (!(st = pinned_logdet(c, logdet)) && s->scale_only > 0)
             st = scale_only_reference(c, theta, *logdet);
         if (st)
