@@ -68,6 +68,7 @@ typedef struct {
     double grad_norm;      /* |dloglik/du| there (u the optimisation scale) */
     size_t iterations;     /* scoring and L-BFGS iterations of the start
                             * that gave the best point */
+    size_t scoring_steps;  /* of them, scoring steps (fit.c, SCORING) */
     size_t evaluations;    /* over all starts and the test */
     size_t best_start;     /* its index */
     size_t failed_starts;  /* starts skipped because the objective failed at

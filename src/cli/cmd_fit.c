@@ -89,11 +89,17 @@ static void report_fit(const char *cmd, const gmm_objective *obj, const gmm_fit_
         if (res->domain_msg[0])
             cli_msg(cmd, "the last refused trial point: %s", res->domain_msg);
     }
-    if (verbose)
-        cli_msg(cmd, "%s stopped (%s) after %zu iterations; %zu evaluations in all",
-                strcmp(res->lbfgs_stop, "scoring") ? "L-BFGS" : "scoring",
-                strcmp(res->lbfgs_stop, "scoring") ? res->lbfgs_stop : "decrement",
+    if (verbose && !strcmp(res->lbfgs_stop, "scoring"))
+        cli_msg(cmd, "scoring stopped (decrement) after %zu iterations; %zu evaluations in all",
                 res->iterations, res->evaluations);
+    else if (verbose && res->scoring_steps)
+        cli_msg(cmd, "L-BFGS stopped (%s) after %zu scoring steps and %zu iterations; %zu "
+                     "evaluations in all",
+                res->lbfgs_stop, res->scoring_steps, res->iterations - res->scoring_steps,
+                res->evaluations);
+    else if (verbose)
+        cli_msg(cmd, "L-BFGS stopped (%s) after %zu iterations; %zu evaluations in all",
+                res->lbfgs_stop, res->iterations, res->evaluations);
     if (verbose && !isnan(res->noise))
         cli_msg(cmd, "stop: %s after %zu Newton steps (decrement %.2g, loglik rounding noise "
                      "%.2g)",

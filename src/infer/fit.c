@@ -123,7 +123,7 @@ static int accepted(void *ctx, const double *x, double f, double gnorm)
     gmm_fit_progress p;
     fit_map_theta(c, x); /* x was evaluated: it maps inside the domain */
     p.start = c->start;
-    p.iteration = c->lb.iter;
+    p.iteration = c->iter0 + c->lb.iter;
     p.evaluations = c->evals;
     p.loglik = -f;
     p.grad_norm = gnorm;
@@ -137,7 +137,7 @@ static int accepted(void *ctx, const double *x, double f, double gnorm)
 
 typedef struct {
     double loglik, grad_norm;
-    size_t iterations;
+    size_t iterations, scoring;
     int converged, status;
     const char *message, *stop;
     double gain, noise;
@@ -307,10 +307,13 @@ gmm_status gmm_fit(gmm_objective *obj, const gmm_fit_params *params, gmm_fit_res
             r.status = LBFGS_SUCCESS;
             r.stop = "scoring";
             r.message = "scoring: a Newton step on the information would gain less than 1e-10";
-        } else {
+        } else if (!c.cancelled) {
+            c.iter0 = siters;
             st = run_one(&c, u, &r);
+            c.iter0 = 0;
             r.iterations += siters;
         }
+        r.scoring = siters;
         res->evaluations += c.evals;
         if (st != GMM_OK)
             goto done;
@@ -336,6 +339,7 @@ gmm_status gmm_fit(gmm_objective *obj, const gmm_fit_params *params, gmm_fit_res
             res->loglik = r.loglik;
             res->grad_norm = r.grad_norm;
             res->iterations = r.iterations;
+            res->scoring_steps = r.scoring;
             res->best_start = s;
             res->lbfgs_status = r.status;
             res->lbfgs_stop = r.stop;

@@ -21,6 +21,7 @@ typedef struct {
     infer_scale sc;      /* u, the optimisation scale (infer_impl.h) */
     infer_lbfgs lb;      /* the run, its anchor (the last accepted iterate) */
     size_t start, evals;
+    size_t iter0;        /* scoring steps before L-BFGS (the progress' count) */
     int cancelled;
     int domain_hit;      /* a trial point was refused by the objective ... */
     char domain_msg[GMM_ERROR_MAX]; /* ... with this message (the last one) */

@@ -323,9 +323,41 @@ END_TEST
  * to 1e-4 of their size (a decrement of 1e-8 moves them about that), the
  * scoring run in fewer evaluations.  With the walk beside them its
  * variance's maximum is at 0: the scoring steps hand over to L-BFGS, and
- * both runs end converged with the walk at its bound and the same loglik. */
+ * both runs end converged with the walk at its bound and the same loglik,
+ * the scoring steps handing over within 8.  A cancel from the progress
+ * callback during the scoring steps ends the fit (GMM_ECANCEL, the start
+ * kept). */
+static int cancel_first(void *user, const gmm_fit_progress *p)
+{
+    (void)p;
+    return ++*(int *)user == 1;
+}
+
 START_TEST(test_scoring_fit)
 {
+    /* a cancel from the progress callback during the scoring steps */
+    {
+        data d;
+        make_data(&d, 0);
+        gmm_lik lik = tu_lik_of("gaussian(variance=0.3)", NAN);
+        gmm_latent *l = make_latent(&d, 2);
+        gmm_problem *p = make_problem(&d, &lik, l, 1);
+        gmm_objective *o = gmm_problem_objective(p);
+        double start[8];
+        memcpy(start, o->value, o->nparam * sizeof *start);
+        gmm_fit_params fp;
+        gmm_fit_params_init(&fp);
+        int calls = 0;
+        fp.progress = cancel_first;
+        fp.user = &calls;
+        gmm_fit_result r;
+        ck_assert_int_eq(gmm_fit(o, &fp, &r), GMM_ECANCEL);
+        ck_assert_int_eq(calls, 1);
+        for (size_t j = 0; j < o->nparam; j++)
+            ck_assert(o->value[j] == start[j]);
+        gmm_problem_free(p);
+        gmm_latent_free(l);
+    }
     for (size_t nterm = 2; nterm <= 3; nterm++) {
         data d;
         make_data(&d, 0);
@@ -346,7 +378,9 @@ START_TEST(test_scoring_fit)
         ck_assert_msg(close_to(rs.loglik, rb.loglik, 1e-9), "%zu terms: scoring %.17g, L-BFGS %.17g",
                       nterm, rs.loglik, rb.loglik);
         if (nterm == 3) {
+            /* handed over within a few steps, not at the steps' limit */
             ck_assert_str_ne(rs.lbfgs_stop, "scoring");
+            ck_assert_uint_le(rs.scoring_steps, 8);
             ck_assert(bs[2] == 1 && bb[2] == 1 && rs.nboundary == 1 && rb.nboundary == 1);
         } else {
             ck_assert_str_eq(rs.lbfgs_stop, "scoring");
