@@ -114,16 +114,18 @@ int main(int argc, char **argv)
     /* GSL's default handler aborts; the library checks every GSL status. */
     gsl_set_error_handler_off();
     /* Freed memory stays with the process for the next evaluation's
-     * arrays: glibc returns the heap's free top past 128 KB (and unmaps
-     * blocks from 32 MB), and every first touch of fresh pages costs a
-     * fault: 0.3 s of a 300 x 300 lattice loglik's 2 s, whose
+     * arrays: glibc returns the heap's free top past 128 KB and unmaps
+     * every block it mapped (from 32 MB, a limit mallopt cannot raise: a
+     * lattice's factor values), and every first touch of fresh pages costs
+     * a fault: 0.3 s of a 300 x 300 lattice loglik's 2 s, whose
      * factorisations and selected inverses allocate and free their
-     * workspace per call.  The peak barely moves (max RSS 337 MB against
-     * 335 there).  The heap grows by 64 MB at a time, untouched until
-     * used, so that the library can advise the growth huge pages before
-     * anything touches it (alloc.c, HUGE PAGES). */
+     * workspace per call.  So the heap keeps its free top up to 1 GB and
+     * nothing is mapped apart (M_MMAP_MAX 0: 5500 -> 2300 faults there).
+     * The peak barely moves (max RSS 337 MB against 335 there).  The heap
+     * grows by 64 MB at a time, untouched until used, so that the library
+     * can advise the growth huge pages before anything touches it
+     * (alloc.c, HUGE PAGES). */
     mallopt(M_TRIM_THRESHOLD, 1 << 30);
-    mallopt(M_MMAP_THRESHOLD, 1 << 25);
     mallopt(M_MMAP_MAX, 0);
     mallopt(M_TOP_PAD, 64 << 20);
 

@@ -17,6 +17,8 @@
 typedef struct {
     cholmod_common c;      /* one per factor: CHOLMOD's workspace and options */
     cholmod_sparse *A;     /* Q's lower triangle (stype -1), original order */
+    cholmod_sparse *S;     /* supernodal L: tril(P Q P'), L's order (stype -1) ... */
+    size_t *smap;          /* ... entry t of S holds Q's entry smap[t] */
     cholmod_factor *L;     /* LL^T, supernodal or simplicial as the analysis chose */
     cholmod_dense *B;      /* n x 1: a solve's right-hand side */
     cholmod_dense *X, *Y, *E; /* cholmod_l_solve2's result and workspaces, reused */
