@@ -116,23 +116,7 @@ static int evaluate(void *ctx, const double *x, double *f, double *g, double ste
 static int accepted(void *ctx, const double *x, double f, double gnorm)
 {
     run_ctx *c = ctx;
-    if (c->cancelled)
-        return 1;
-    if (!c->par->progress)
-        return 0;
-    gmm_fit_progress p;
-    fit_map_theta(c, x); /* x was evaluated: it maps inside the domain */
-    p.start = c->start;
-    p.iteration = c->iter0 + c->lb.iter;
-    p.evaluations = c->evals;
-    p.loglik = -f;
-    p.grad_norm = gnorm;
-    p.value = c->theta;
-    if (c->par->progress(c->par->user, &p)) {
-        c->cancelled = 1;
-        return 1;
-    }
-    return 0;
+    return fit_report(c, x, f, gnorm, c->iter0 + c->lb.iter);
 }
 
 typedef struct {

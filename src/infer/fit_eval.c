@@ -1,6 +1,7 @@
 /* fit_eval.c -- one evaluation of a fit's objective on the optimisation
- * scale (fit_impl.h), shared by the runs (fit.c), the test at the returned
- * point (fit_cert.c) and the observed information (fit_info.c). */
+ * scale (fit_impl.h), shared by the runs (fit.c, fit_scoring.c), the test
+ * at the returned point (fit_cert.c) and the observed information
+ * (fit_info.c); and the report of an accepted iterate. */
 #include "fit_impl.h"
 
 #include <math.h>
@@ -45,4 +46,23 @@ int fit_eval_min(run_ctx *c, const double *u, double *f, double *g)
         }
     *f = -ll;
     return 1;
+}
+
+int fit_report(run_ctx *c, const double *u, double f, double gnorm, size_t iter)
+{
+    if (c->cancelled)
+        return 1;
+    if (!c->par->progress)
+        return 0;
+    gmm_fit_progress p;
+    fit_map_theta(c, u); /* u was evaluated: it maps inside the domain */
+    p.start = c->start;
+    p.iteration = iter;
+    p.evaluations = c->evals;
+    p.loglik = -f;
+    p.grad_norm = gnorm;
+    p.value = c->theta;
+    if (c->par->progress(c->par->user, &p))
+        c->cancelled = 1;
+    return c->cancelled;
 }

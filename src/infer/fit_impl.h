@@ -34,6 +34,10 @@ typedef struct {
 int fit_map_theta(run_ctx *c, const double *u);
 int fit_eval_min(run_ctx *c, const double *u, double *f, double *g);
 
+/* An accepted iterate u (-loglik f, gradient norm gnorm, iteration iter)
+ * to params->progress: nonzero when the fit is to stop (c->cancelled). */
+int fit_report(run_ctx *c, const double *u, double f, double gnorm, size_t iter);
+
 /* fit_scoring.c (SCORING): Newton steps on obj->info from u (nfree; the
  * last accepted point on return, *fu its -loglik and *gnorm its gradient's
  * norm when *iters > 0 or *done).  *done 1 when the decrement fell to

@@ -43,23 +43,12 @@
 #define SCORE_TRUST 1e-6
 #define SCORE_POOR 1e-3
 
-static void progress(run_ctx *c, const double *u, double f, const double *g, size_t iter)
+static double norm(const double *g, size_t n)
 {
-    if (!c->par->progress || c->cancelled)
-        return;
-    double gn = 0.0;
-    for (size_t k = 0; k < c->nfree; k++)
-        gn += g[k] * g[k];
-    gmm_fit_progress p;
-    fit_map_theta(c, u);
-    p.start = c->start;
-    p.iteration = iter;
-    p.evaluations = c->evals;
-    p.loglik = -f;
-    p.grad_norm = sqrt(gn);
-    p.value = c->theta;
-    if (c->par->progress(c->par->user, &p))
-        c->cancelled = 1;
+    double s = 0.0;
+    for (size_t k = 0; k < n; k++)
+        s += g[k] * g[k];
+    return sqrt(s);
 }
 
 /* M_u = J' M_free J into Mu (nfree x nfree) at theta (c->theta); J's rows
@@ -110,7 +99,7 @@ gmm_status fit_scoring(run_ctx *c, double *u, double *fu, double *gnorm, size_t 
            *dir = g + nf, *ut = dir + nf, *gt = ut + nf;
     for (size_t k = 0; k < nf; k++)
         act[k] = k;
-    double f, ft = 0.0, dec_last = INFINITY;
+    double f, ft, dec_last = INFINITY;
     size_t limit = c->par->max_iterations && c->par->max_iterations < SCORE_ITER
                        ? c->par->max_iterations
                        : SCORE_ITER;
@@ -161,30 +150,22 @@ gmm_status fit_scoring(run_ctx *c, double *u, double *fu, double *gnorm, size_t 
                 break;
             }
         }
+        if (!ok)
+            break;
         /* a step gaining under SCORE_POOR of what M predicts: M is a poor
          * model here (a variance on its way to 0, where M_u vanishes with
          * the gradient and the decrement stays put) */
-        int poor = ok && !trust && f - ft < SCORE_POOR * dec * t * (2.0 - t);
-        if (!ok || poor) {
-            if (ok) {
-                memcpy(u, ut, nf * sizeof *u);
-                memcpy(g, gt, nf * sizeof *g);
-                f = ft;
-                ++*iters;
-            }
-            break;
-        }
+        int poor = !trust && f - ft < SCORE_POOR * dec * t * (2.0 - t);
         memcpy(u, ut, nf * sizeof *u);
         memcpy(g, gt, nf * sizeof *g);
         f = ft;
         ++*iters;
-        progress(c, u, f, g, *iters);
+        if (poor)
+            break;
+        fit_report(c, u, f, norm(g, nf), *iters);
     }
     *fu = f;
-    *gnorm = 0.0;
-    for (size_t k = 0; k < nf; k++)
-        *gnorm += g[k] * g[k];
-    *gnorm = sqrt(*gnorm);
+    *gnorm = norm(g, nf);
 out:
     gmm_free(M);
     gmm_free(act);

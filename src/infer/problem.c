@@ -67,7 +67,6 @@ void gmm_problem_free(gmm_problem *p)
     gmm_free(p->sy);
     gmm_free(p->ssh);
     gmm_free(p->ipar);
-    gmm_free(p->icol);
     gmm_free(p->ix);
     gmm_free(p->iw);
     gmm_free(p->obj.name);

@@ -97,9 +97,9 @@ struct gmm_problem {
     size_t jn;            /* sampled count */
     gmm_objective obj;
     /* the average information (problem_info.c): each latent's variance
-     * parameter (n), each parameter's column of w (nparam), inv columns;
-     * scratch x (2 n) and w (the columns, then D and V^-1 w: (inv + 2) nobs) */
-    size_t *ipar, *icol, inv;
+     * parameter (n); scratch x (2 n) and w (a column per parameter, then D
+     * and V^-1 w: (nparam + 2) nobs) */
+    size_t *ipar;
     double *ix, *iw;
     char (*names)[64];
     size_t *lin_idx;      /* the coefficients' basis (gmm_problem_coef_basis) */

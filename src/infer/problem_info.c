@@ -21,7 +21,6 @@
 #include "gmm/problem.h"
 
 #include <math.h>
-#include <stdint.h>
 #include <string.h>
 
 #include "gmm/alloc.h"
@@ -50,9 +49,10 @@ static gmm_status info(void *ctx, const double *theta, double *M)
     if (!p->lap || p->exact || p->sqrt_form)
         return gmm_error(GMM_EINVAL, "the average information needs the Laplace "
                                      "approximation's factor");
-    size_t n = p->n, no = p->nobs, nv = p->inv, np = p->nparam;
+    /* column k of W (nobs each) is w of parameter k */
+    size_t n = p->n, no = p->nobs, np = p->nparam;
     double s2 = theta[p->nl];
-    double *W = p->iw, *d = p->iw + nv * no, *z = d + no, *x = p->ix, *xk = p->ix + n;
+    double *W = p->iw, *d = p->iw + np * no, *z = d + no, *x = p->ix, *xk = p->ix + n;
     if ((st = p->sparse ? gmm_laplace_posterior_sparse(p->lap, x, NULL)
                         : gmm_laplace_posterior(p->lap, x, NULL)))
         return st;
@@ -60,37 +60,26 @@ static gmm_status info(void *ctx, const double *theta, double *M)
     for (size_t i = 0; i < no; i++) {
         double f = (p->oshift ? p->oshift[i] : 0.0) + gmm_obsmap_row_dot(m, i, x);
         d[i] = (p->owt ? p->owt[i] : 1.0) / s2;
-        W[p->icol[p->nl] * no + i] = (p->oy[i] - f) / s2;
+        W[p->nl * no + i] = (p->oy[i] - f) / s2;
     }
     for (size_t j = 0; j < p->nl; j++) {
-        if (p->icol[j] == SIZE_MAX)
-            continue;
         for (size_t t = 0; t < n; t++)
             xk[t] = p->ipar[t] == j ? x[t] / theta[j] : 0.0;
-        double *w = W + p->icol[j] * no;
         for (size_t i = 0; i < no; i++)
-            w[i] = gmm_obsmap_row_dot(m, i, xk);
+            W[j * no + i] = gmm_obsmap_row_dot(m, i, xk);
     }
-    for (size_t k = 0; k < p->ncoef; k++) {
-        double *w = W + p->icol[p->c0 + k] * no;
+    for (size_t k = 0; k < p->ncoef; k++)
         for (size_t i = 0; i < no; i++)
-            w[i] = p->X[p->orow[i] * p->ncoef + k];
-    }
+            W[(p->c0 + k) * no + i] = p->X[p->orow[i] * p->ncoef + k];
     memset(M, 0, np * np * sizeof *M);
     for (size_t b = 0; b < np; b++) {
-        size_t cb = p->icol[b];
-        if (cb == SIZE_MAX)
-            continue;
-        if ((st = vinv(p, d, W + cb * no, z, x)))
+        if ((st = vinv(p, d, W + b * no, z, x)))
             return st;
         int coef_b = b >= p->c0;
-        for (size_t a = 0; a <= b; a++) {
-            size_t ca = p->icol[a];
-            if (ca == SIZE_MAX || (a >= p->c0) != coef_b)
-                continue;
+        for (size_t a = coef_b ? p->c0 : 0; a <= b; a++) {
             double s = 0.0;
             for (size_t i = 0; i < no; i++)
-                s += W[ca * no + i] * z[i];
+                s += W[a * no + i] * z[i];
             M[a * np + b] = M[b * np + a] = coef_b ? s : 0.5 * s;
         }
     }
@@ -103,31 +92,30 @@ gmm_status problem_info_enable(gmm_problem *p)
     if (p->exact || !p->lik.type->conjugate || !p->lap || p->np != 1 ||
         !gmm_latent_scale_blocks(p->lat, NULL))
         return GMM_OK;
-    size_t n = p->n, np = p->nparam;
+    size_t n = p->n, nl = p->nl;
     if (!p->ipar) {
         p->ipar = gmm_malloc(n ? n : 1, sizeof *p->ipar);
-        p->icol = gmm_malloc(np, sizeof *p->icol);
         p->ix = gmm_malloc(2 * (n ? n : 1), sizeof *p->ix);
-        if (!p->ipar || !p->icol || !p->ix)
+        if (!p->ipar || !p->ix)
             return gmm_error(GMM_ENOMEM, "out of memory for the average information");
     }
     gmm_latent_scale_blocks(p->lat, p->ipar);
-    for (size_t i = 0; i < np; i++)
-        p->icol[i] = SIZE_MAX;
-    for (size_t t = 0; t < n; t++)
-        p->icol[p->ipar[t]] = 0;
-    for (size_t i = p->nl; i < np; i++)
-        p->icol[i] = 0;
-    size_t nv = 0;
-    for (size_t i = 0; i < np; i++)
-        if (p->icol[i] == 0)
-            p->icol[i] = nv++;
     /* a latent parameter of no block: no information */
-    if (nv != np)
-        return GMM_OK;
-    if (!p->iw && !(p->iw = gmm_malloc((nv + 2) * (p->nobs ? p->nobs : 1), sizeof *p->iw)))
+    char *has = gmm_calloc(nl ? nl : 1, 1);
+    if (!has)
         return gmm_error(GMM_ENOMEM, "out of memory for the average information");
-    p->inv = nv;
+    size_t nblock = 0;
+    for (size_t t = 0; t < n; t++)
+        if (!has[p->ipar[t]]) {
+            has[p->ipar[t]] = 1;
+            nblock++;
+        }
+    gmm_free(has);
+    if (nblock != nl)
+        return GMM_OK;
+    if (!p->iw &&
+        !(p->iw = gmm_malloc((p->nparam + 2) * (p->nobs ? p->nobs : 1), sizeof *p->iw)))
+        return gmm_error(GMM_ENOMEM, "out of memory for the average information");
     p->obj.info = info;
     return GMM_OK;
 }

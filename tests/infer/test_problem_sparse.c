@@ -10,6 +10,7 @@
 #include <check.h>
 #include <gsl/gsl_linalg.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "gmm/fit.h"
@@ -20,6 +21,7 @@
 #include "gmm/likelihood.h"
 #include "gmm/problem.h"
 #include "gmm/stack.h"
+#include "support/testutil.h"
 #include "support/tu_model.h"
 
 #define NA 7
@@ -76,6 +78,32 @@ static gmm_problem *make_problem(data *d, const gmm_lik *lik, gmm_latent *lat, i
     ck_assert_msg(s == GMM_OK, "%s", gmm_error_message());
     ck_assert_int_eq(gmm_problem_sparse(p), sparse);
     return p;
+}
+
+/* The Gaussian model of nterm terms on both storages: sparse (s), band (b). */
+typedef struct {
+    data d;
+    gmm_lik lik;
+    gmm_latent *ls, *lb;
+    gmm_problem *ps, *pb;
+} gauss_pair;
+
+static void pair_make(gauss_pair *q, size_t nterm)
+{
+    make_data(&q->d, 0);
+    q->lik = tu_lik_of("gaussian(variance=0.3)", NAN);
+    q->ls = make_latent(&q->d, nterm);
+    q->lb = make_latent(&q->d, nterm);
+    q->ps = make_problem(&q->d, &q->lik, q->ls, 1);
+    q->pb = make_problem(&q->d, &q->lik, q->lb, 0);
+}
+
+static void pair_free(gauss_pair *q)
+{
+    gmm_problem_free(q->ps);
+    gmm_problem_free(q->pb);
+    gmm_latent_free(q->ls);
+    gmm_latent_free(q->lb);
 }
 
 static int close_to(double a, double b, double rel)
@@ -158,11 +186,11 @@ START_TEST(test_information)
 {
     for (int weighted = 0; weighted <= 1; weighted++)
         for (size_t nterm = 2; nterm <= 3; nterm++) {
-            data d;
-            make_data(&d, 0);
-            gmm_lik lik = tu_lik_of("gaussian(variance=0.3)", NAN);
-            gmm_latent *ls = make_latent(&d, nterm), *lb = make_latent(&d, nterm);
-            gmm_problem *ps = make_problem(&d, &lik, ls, 1), *pb = make_problem(&d, &lik, lb, 0);
+            gauss_pair q;
+            pair_make(&q, nterm);
+            const data *d = &q.d;
+            gmm_latent *ls = q.ls;
+            gmm_problem *ps = q.ps, *pb = q.pb;
             double wt[NR];
             for (size_t r = 0; r < NR; r++)
                 wt[r] = weighted ? 0.5 + 0.25 * (double)(r % 4) : 1.0;
@@ -188,11 +216,10 @@ START_TEST(test_information)
 
             /* dense Q and its blocks */
             gmm_band *Q = gmm_band_alloc(n, gmm_latent_bandwidth(ls), 0, GMM_BAND_SYMMETRIC);
-            double ld, Qd[NL * NL], blk[NL];
+            double ld, blk[NL];
             ck_assert_int_eq(gmm_latent_prior(ls, theta, Q, &ld), GMM_OK);
-            for (size_t i = 0; i < n; i++)
-                for (size_t j = 0; j < n; j++)
-                    Qd[i * n + j] = gmm_band_get(Q, i, j);
+            double *Qd = tu_band_to_dense(Q);
+            ck_assert(Qd != NULL);
             for (size_t k = 0; k < nl; k++) {
                 double th[8];
                 memcpy(th, theta, np * sizeof *th);
@@ -208,6 +235,7 @@ START_TEST(test_information)
             const double *C = gmm_latent_constraints(ls);
             double A[NL * NL], P[NL * NL], S[NL * NL];
             memcpy(A, Qd, n * n * sizeof *A);
+            free(Qd);
             for (size_t i = 0; i < n; i++)
                 for (size_t j = 0; j < n; j++) {
                     double p = i == j ? 1.0 : 0.0;
@@ -235,15 +263,16 @@ START_TEST(test_information)
             ck_assert_int_eq(gmm_latent_obs_values(ls, theta, coef), GMM_OK);
             size_t no = 0, orow[NR];
             for (size_t row = 0; row < NR; row++) {
-                if (isnan(d.y[row]))
+                if (isnan(d->y[row]))
                     continue;
                 memset(H + no * n, 0, n * sizeof *H);
                 size_t lo = gmm_obsmap_row_lo(&map, row), hi = gmm_obsmap_row_hi(&map, row);
                 for (size_t e = lo; e < hi; e++)
                     H[no * n + map.offset[row] + gmm_obsmap_row_pos(&map, e, lo)] += coef[e];
-                r[no] = d.y[row] - d.X[2 * row] * theta[np - 2] - d.X[2 * row + 1] * theta[np - 1];
-                X[2 * no] = d.X[2 * row];
-                X[2 * no + 1] = d.X[2 * row + 1];
+                r[no] = d->y[row] - d->X[2 * row] * theta[np - 2] -
+                        d->X[2 * row + 1] * theta[np - 1];
+                X[2 * no] = d->X[2 * row];
+                X[2 * no + 1] = d->X[2 * row + 1];
                 orow[no++] = row;
             }
             /* V, its inverse, and each variance's dV */
@@ -299,10 +328,7 @@ START_TEST(test_information)
                                   "weights %d, %zu terms: M[%s, %s] = %.17g, dense %.17g",
                                   weighted, nterm, o->name[j], o->name[k], M[j * np + k], ref);
                 }
-            gmm_problem_free(ps);
-            gmm_problem_free(pb);
-            gmm_latent_free(ls);
-            gmm_latent_free(lb);
+            pair_free(&q);
         }
     /* Poisson: no information */
     data d;
@@ -359,12 +385,9 @@ START_TEST(test_scoring_fit)
         gmm_latent_free(l);
     }
     for (size_t nterm = 2; nterm <= 3; nterm++) {
-        data d;
-        make_data(&d, 0);
-        gmm_lik lik = tu_lik_of("gaussian(variance=0.3)", NAN);
-        gmm_latent *ls = make_latent(&d, nterm), *lb = make_latent(&d, nterm);
-        gmm_problem *ps = make_problem(&d, &lik, ls, 1), *pb = make_problem(&d, &lik, lb, 0);
-        gmm_objective *os = gmm_problem_objective(ps), *ob = gmm_problem_objective(pb);
+        gauss_pair q;
+        pair_make(&q, nterm);
+        gmm_objective *os = gmm_problem_objective(q.ps), *ob = gmm_problem_objective(q.pb);
         ck_assert(os->info && !ob->info);
         gmm_fit_params fp;
         gmm_fit_params_init(&fp);
@@ -392,10 +415,7 @@ START_TEST(test_scoring_fit)
                               "%s: scoring %.17g, L-BFGS %.17g", os->name[j], os->value[j],
                               ob->value[j]);
         }
-        gmm_problem_free(ps);
-        gmm_problem_free(pb);
-        gmm_latent_free(ls);
-        gmm_latent_free(lb);
+        pair_free(&q);
     }
 }
 END_TEST
