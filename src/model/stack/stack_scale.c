@@ -93,9 +93,14 @@ done:
     return st;
 }
 
-/* Sparse route: the same dg, w and *ld from R^'s sparse factor. */
-static gmm_status scale_sparse(stack_comp *c, const gmm_graph *g, const pins *P, double *dg,
-                               double *w, double *ld)
+/* Sparse route: the same dg, w and *ld from R^'s sparse factor.  R^ is
+ * made in the RCM order (perm, iperm) that the stack gives a lone
+ * component, with the pinned rows' edges kept as zeros: the pattern of
+ * such a model's Q and posterior precision, whose analysis (factor.h's
+ * memo) is then this one's. */
+static gmm_status scale_sparse(stack_comp *c, const gmm_graph *g, const pins *P,
+                               const size_t *perm, const size_t *iperm, double *dg, double *w,
+                               double *ld)
 {
     gmm_status st;
     size_t n = g->n, m = 0;
@@ -106,28 +111,31 @@ static gmm_status scale_sparse(stack_comp *c, const gmm_graph *g, const pins *P,
         return gmm_error(GMM_ENOMEM, "out of memory scaling '%s'", c->name);
     size_t *ej = ei + (g->nedge ? g->nedge : 1);
     for (size_t v = 0; v < n; v++)
-        for (size_t p = g->ptr[v]; p < g->ptr[v + 1] && !pinned(P, v); p++)
-            if (g->adj[p] > v && !pinned(P, g->adj[p])) {
-                ei[m] = g->adj[p];
-                ej[m++] = v;
+        for (size_t p = g->ptr[v]; p < g->ptr[v + 1]; p++)
+            if (g->adj[p] > v) {
+                ei[m] = iperm[g->adj[p]];
+                ej[m++] = iperm[v];
             }
     if ((st = gmm_sparse_from_entries(n, m, ei, ej, &R)))
         goto done;
     for (size_t v = 0; v < n; v++) { /* the diagonal first in each column */
-        R->val[R->colptr[v]] = pinned(P, v) ? 1.0 : (double)(g->ptr[v + 1] - g->ptr[v]);
-        for (size_t k = R->colptr[v] + 1; k < R->colptr[v + 1]; k++)
-            R->val[k] = -1.0;
-        w[v] = pinned(P, v) ? 0.0 : 1.0;
+        size_t j = iperm[v];
+        R->val[R->colptr[j]] = pinned(P, v) ? 1.0 : (double)(g->ptr[v + 1] - g->ptr[v]);
+        for (size_t k = R->colptr[j] + 1; k < R->colptr[j + 1]; k++)
+            R->val[k] = pinned(P, v) || pinned(P, perm[R->rowind[k]]) ? 0.0 : -1.0;
+        dg[j] = pinned(P, v) ? 0.0 : 1.0; /* the right-hand side, RCM order */
     }
     if (!(f = gmm_factor_sparse_alloc(R)) || !(S = gmm_sparse_alloc_like(R))) {
         st = f ? gmm_error(GMM_ENOMEM, "out of memory scaling '%s'", c->name) : GMM_ENOMEM;
         goto done;
     }
     if ((st = gmm_factor_decomp_sparse(f, R)) || (st = gmm_factor_selinv_sparse(f, S)) ||
-        (st = gmm_factor_solve(f, w)))
+        (st = gmm_factor_solve(f, dg)))
         goto done;
     for (size_t v = 0; v < n; v++)
-        dg[v] = S->val[S->colptr[v]];
+        w[v] = dg[iperm[v]];
+    for (size_t v = 0; v < n; v++)
+        dg[v] = S->val[S->colptr[iperm[v]]];
     *ld = gmm_factor_logdet(f);
 done:
     gmm_sparse_free(R);
@@ -167,7 +175,7 @@ gmm_status stack_besag_scale(stack_comp *c, const gmm_graph *g, const size_t *co
     int sparse = route ? route > 0 : bw > STACK_SCALE_BAND_MAX;
     double ldr = NAN;
     c->ldpin = NAN;
-    if ((st = sparse ? scale_sparse(c, g, &P, dg, w, &ldr)
+    if ((st = sparse ? scale_sparse(c, g, &P, perm, iperm, dg, w, &ldr)
                      : scale_band(c, g, &P, iperm, bw, limit, dg, w, &ldr)))
         goto done;
     for (size_t v = 0; v < n; v++)
