@@ -73,6 +73,12 @@ gmm_status gmm_factor_solve_l(const gmm_factor *f, double *x);
 gmm_status gmm_factor_solve_lt(const gmm_factor *f, double *x);
 gmm_status gmm_factor_solve(const gmm_factor *f, double *x);
 
+/* X <- Q^-1 X for the ncol columns of X (n x ncol, column-major).  The
+ * sparse factor solves them together, reading L once for all (triangular
+ * solves are bound by reading L: a lattice's three right-hand sides cost
+ * about one); the band one column at a time. */
+gmm_status gmm_factor_solve_many(const gmm_factor *f, double *X, size_t ncol);
+
 /* y = L^T x (x, y: n, distinct).  O(n kl). */
 gmm_status gmm_factor_mul_lt(const gmm_factor *f, const double *x, double *y);
 

@@ -100,6 +100,18 @@ gmm_status gmm_factor_solve(const gmm_factor *f, double *x)
     return st ? st : f->type->solve_lt(f->state, x);
 }
 
+gmm_status gmm_factor_solve_many(const gmm_factor *f, double *X, size_t ncol)
+{
+    gmm_status st = not_ready(f, X, "gmm_factor_solve_many");
+    if (st || ncol == 0)
+        return st;
+    if (f->type->solve_many && ncol > 1)
+        return f->type->solve_many(f->state, X, ncol);
+    for (size_t c = 0; c < ncol && !st; c++)
+        st = gmm_factor_solve(f, X + c * f->n);
+    return st;
+}
+
 gmm_status gmm_factor_mul_lt(const gmm_factor *f, const double *x, double *y)
 {
     gmm_status st = not_ready(f, x && y ? x : NULL, "gmm_factor_mul_lt");

@@ -15,6 +15,7 @@ typedef struct {
     gmm_status (*mul_lt)(const void *state, const double *x, double *y);
     gmm_status (*solve_l)(const void *state, double *x);
     gmm_status (*solve_lt)(const void *state, double *x);
+    gmm_status (*solve_many)(const void *state, double *X, size_t ncol); /* or NULL */
     double (*logdet)(const void *state);
     gmm_status (*selinv)(const void *state, gmm_band *S);
     gmm_status (*selinv_sparse)(const void *state, gmm_sparse *S);

@@ -92,6 +92,10 @@ static void sparse_free(void *state)
     cholmod_l_free_dense(&s->X, &s->c);
     cholmod_l_free_dense(&s->Y, &s->c);
     cholmod_l_free_dense(&s->E, &s->c);
+    cholmod_l_free_dense(&s->Bm, &s->c);
+    cholmod_l_free_dense(&s->Xm, &s->c);
+    cholmod_l_free_dense(&s->Ym, &s->c);
+    cholmod_l_free_dense(&s->Em, &s->c);
     cholmod_l_finish(&s->c);
     gmm_free(s->colsup);
     gmm_free(s->pinv);
@@ -230,6 +234,29 @@ static gmm_status sparse_solve_lt(const void *state, double *x)
     return st;
 }
 
+/* X <- Q^-1 X, ncol columns at once: CHOLMOD's whole solve (sys
+ * CHOLMOD_A: P^T L_c^-T L_c^-1 P) of a block, whose supernodal form reads
+ * each supernode of L once for all columns (dtrsm and dgemm where one
+ * column takes dtrsv and dgemv). */
+static gmm_status sparse_solve_many(const void *state, double *X, size_t ncol)
+{
+    sparse_state *s = (sparse_state *)state;
+    size_t n = s->n;
+    if (!s->Bm || s->Bm->ncol != ncol) {
+        cholmod_l_free_dense(&s->Bm, &s->c);
+        if (!(s->Bm = cholmod_l_allocate_dense(n, ncol, n, CHOLMOD_REAL, &s->c)))
+            return cholmod_failure(&s->c, "triangular solve");
+    }
+    memcpy(s->Bm->x, X, n * ncol * sizeof *X);
+    gmm_factor_impl_sparse_serial_begin();
+    int ok = cholmod_l_solve2(CHOLMOD_A, s->L, s->Bm, NULL, &s->Xm, NULL, &s->Ym, &s->Em, &s->c);
+    gmm_factor_impl_sparse_serial_end();
+    if (!ok)
+        return cholmod_failure(&s->c, "triangular solve");
+    memcpy(X, s->Xm->x, n * ncol * sizeof *X);
+    return GMM_OK;
+}
+
 static gmm_status sparse_mul_lt(const void *state, const double *x, double *y)
 {
     const sparse_state *s = state;
@@ -302,6 +329,7 @@ static const factor_type sparse_type = {
     .mul_lt = sparse_mul_lt,
     .solve_l = sparse_solve_l,
     .solve_lt = sparse_solve_lt,
+    .solve_many = sparse_solve_many,
     .logdet = sparse_logdet,
     .selinv_sparse = gmm_factor_impl_sparse_selinv,
     .selinv_sparse_rev = gmm_factor_impl_sparse_selinv_rev,

@@ -22,6 +22,7 @@ typedef struct {
     cholmod_factor *L;     /* LL^T, supernodal or simplicial as the analysis chose */
     cholmod_dense *B;      /* n x 1: a solve's right-hand side */
     cholmod_dense *X, *Y, *E; /* cholmod_l_solve2's result and workspaces, reused */
+    cholmod_dense *Bm, *Xm, *Ym, *Em; /* the same for solve_many's columns */
     SuiteSparse_long *colsup; /* supernodal L: the supernode of each column */
     SuiteSparse_long *pinv;   /* n: position of each original index */
     SuiteSparse_long *mark;   /* n: -1, or a row's place in the column at hand */

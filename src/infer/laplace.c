@@ -351,6 +351,20 @@ gmm_status laplace_newton_run(gmm_laplace *w, const laplace_form *form, const do
             break;
         if ((st = laplace_stop(par, it)))
             return st;
+        /* gradient H'g - Qx, the Newton direction P^-1 grad (in dx below) */
+        if (!final) {
+            for (size_t j = 0; j < w->n; j++)
+                w->gr[j] = -w->tmp[j];
+            for (size_t i = 0; i < obs->map.nrows; i++) {
+                size_t lo = gmm_obsmap_row_lo(&obs->map, i),
+                       hi = gmm_obsmap_row_hi(&obs->map, i);
+                for (size_t k = lo; k < hi; k++)
+                    w->gr[obs->map.offset[i] + gmm_obsmap_row_pos(&obs->map, k, lo)] +=
+                        w->g[i] * obs->map.coef[k];
+            }
+            memcpy(w->dx, w->gr, w->n * sizeof *w->dx);
+        }
+        int solved = 0;
         if (!(have && !memcmp(w->wfac, w->w, nobs * sizeof *w->w))) {
             int clamp = 0;
             st = form->factor(w, 0, tau);
@@ -366,8 +380,12 @@ gmm_status laplace_newton_run(gmm_laplace *w, const laplace_form *form, const do
                 st = form->factor(w, 1, tau); /* still an ascent direction for the line search */
                 clamp = 1;
             }
-            if (st == GMM_OK && w->con)
+            if (st == GMM_OK && w->con && !final && form->constrain_solve) {
+                st = form->constrain_solve(w, tau, w->dx); /* one block of solves */
+                solved = 1;
+            } else if (st == GMM_OK && w->con) {
                 st = form->constrain(w, tau);
+            }
             if (st)
                 return st;
             if ((have = !clamp))
@@ -375,17 +393,7 @@ gmm_status laplace_newton_run(gmm_laplace *w, const laplace_form *form, const do
         }
         if (final)
             break;
-        /* gradient H'g - Qx, Newton direction P^-1 grad */
-        for (size_t j = 0; j < w->n; j++)
-            w->gr[j] = -w->tmp[j];
-        for (size_t i = 0; i < obs->map.nrows; i++) {
-            size_t lo = gmm_obsmap_row_lo(&obs->map, i), hi = gmm_obsmap_row_hi(&obs->map, i);
-            for (size_t k = lo; k < hi; k++)
-                w->gr[obs->map.offset[i] + gmm_obsmap_row_pos(&obs->map, k, lo)] +=
-                    w->g[i] * obs->map.coef[k];
-        }
-        memcpy(w->dx, w->gr, w->n * sizeof *w->dx);
-        if ((st = form->solve(w, w->dx))) /* with constraints, the step keeps A x = 0 */
+        if (!solved && (st = form->solve(w, w->dx))) /* with constraints, the step keeps A x = 0 */
             return st;
         double dec = 0.0;
         for (size_t j = 0; j < w->n; j++)

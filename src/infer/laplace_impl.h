@@ -110,6 +110,8 @@ typedef struct {
  *   factor   P = Q + H'WH at w's weights (clamp: negative ones taken as 0),
  *            plus tau at the constraints' pins, and its Cholesky factor;
  *   constrain  then the constraints' factors from it (constr.h);
+ *   constrain_solve  the same and solve v, its solve joined to the
+ *            constraints' (NULL: constrain, then solve);
  *   solve    v <- P^-1 v, or Sigma_c v under constraints;
  *   logdet   log|P~| of the last factor.
  *   sigma    after the gradient's selected inverse: Sigma_c(ia, ic) for
@@ -118,6 +120,7 @@ typedef struct {
     double (*psi)(gmm_laplace *w, const double *x, int keep);
     gmm_status (*factor)(gmm_laplace *w, int clamp, double tau);
     gmm_status (*constrain)(gmm_laplace *w, double tau);
+    gmm_status (*constrain_solve)(gmm_laplace *w, double tau, double *v);
     gmm_status (*solve)(gmm_laplace *w, double *v);
     double (*logdet)(const gmm_laplace *w);
     double (*sigma)(const gmm_laplace *w, size_t i, size_t a, size_t c);

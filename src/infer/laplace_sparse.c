@@ -77,6 +77,11 @@ static gmm_status sparse_constrain(gmm_laplace *w, double tau)
     return gmm_constr_factor_with(w->con, w->fP, tau);
 }
 
+static gmm_status sparse_constrain_solve(gmm_laplace *w, double tau, double *v)
+{
+    return gmm_constr_factor_solve_with(w->con, w->fP, tau, v);
+}
+
 gmm_status laplace_sparse_solve(gmm_laplace *w, double *v)
 {
     return w->con ? gmm_constr_solve_with(w->con, w->fP, v) : gmm_factor_solve(w->fP, v);
@@ -98,8 +103,13 @@ static double sparse_sigma(const gmm_laplace *w, size_t i, size_t a, size_t c)
     return w->SP->val[w->hpos[w->hptr[i] + pair_index(hi - lo, ra, rc)]];
 }
 
-static const laplace_form sparse_form = {sparse_psi,    sparse_factor, sparse_constrain,
-                                         laplace_sparse_solve, sparse_logdet, sparse_sigma};
+static const laplace_form sparse_form = {sparse_psi,
+                                         sparse_factor,
+                                         sparse_constrain,
+                                         sparse_constrain_solve,
+                                         laplace_sparse_solve,
+                                         sparse_logdet,
+                                         sparse_sigma};
 
 /* The latent of each of map's entries into lat (nnz), in entry order. */
 static void entry_latents(const gmm_obsmap *map, size_t *lat)

@@ -52,8 +52,9 @@ gmm_constr *gmm_constr_alloc(size_t n, size_t k, const double *A, const size_t *
     if (c) {
         c->A = gmm_malloc(kk * n, sizeof *c->A);
         c->pin = gmm_malloc(kk, sizeof *c->pin);
-        c->V = gmm_malloc(kk * n, sizeof *c->V);
-        c->Z = gmm_malloc(kk * n, sizeof *c->Z);
+        /* Z and a right-hand side follow V: one block to solve */
+        c->V = gmm_malloc((2 * kk + 1) * n, sizeof *c->V);
+        c->Z = c->V ? c->V + kk * n : NULL;
         c->G = gmm_calloc(kk * kk, sizeof *c->G);
         c->K = gmm_calloc(kk * kk, sizeof *c->K);
         c->a = gmm_malloc(kk, sizeof *c->a);
@@ -77,7 +78,6 @@ void gmm_constr_free(gmm_constr *c)
     gmm_free(c->A);
     gmm_free(c->pin);
     gmm_free(c->V);
-    gmm_free(c->Z);
     gmm_free(c->G);
     gmm_free(c->K);
     gmm_free(c->a);
@@ -156,18 +156,58 @@ static gmm_status psolve(const psolver *ps, double *v)
     return gmm_band_tri_solve_vec(ps->L, GMM_TRANS, v);
 }
 
-static gmm_status constr_factor(gmm_constr *c, const psolver *ps, size_t order, double tau)
+/* P~^-1 X for the m columns of X (n x m), together where the factor can. */
+static gmm_status psolve_many(const psolver *ps, double *X, size_t n, size_t m)
+{
+    gmm_status st = GMM_OK;
+    if (ps->F)
+        return gmm_factor_solve_many(ps->F, X, m);
+    for (size_t j = 0; j < m && !st; j++)
+        st = psolve(ps, X + j * n);
+    return st;
+}
+
+static gmm_status constr_factors(gmm_constr *c);
+static void constr_solve_rest(gmm_constr *c, double *v);
+
+/* The factors from P~ (ps); with v, also v <- Sigma_c v, whose solve by P~
+ * joins the factors' own in one block. */
+static gmm_status constr_factor(gmm_constr *c, const psolver *ps, size_t order, double tau,
+                                double *v)
 {
     gmm_status st;
-    size_t n = c->n, k = c->k, bad;
+    size_t n = c->n, k = c->k;
     if (order != n)
         return gmm_error(GMM_EDIM, "constraints on %zu latents, factor of %zu", n, order);
     c->tau = tau;
-    for (size_t i = 0; i < k; i++) {
-        memcpy(c->V + i * n, c->A + i * n, n * sizeof *c->V);
-        if ((st = psolve(ps, c->V + i * n)))
-            return st;
+    /* the block: P~^-1 A' into V, with pins P~^-1 of the pins' unit
+     * vectors into Z (which follows V), then P~^-1 v (in Z's place when
+     * there are no pins, where Z is unused) */
+    size_t m = tau != 0.0 ? 2 * k : k;
+    memcpy(c->V, c->A, k * n * sizeof *c->V);
+    if (tau != 0.0) {
+        memset(c->Z, 0, k * n * sizeof *c->Z);
+        for (size_t j = 0; j < k; j++)
+            c->Z[j * n + c->pin[j]] = 1.0;
     }
+    if (v)
+        memcpy(c->V + m * n, v, n * sizeof *v);
+    if ((st = psolve_many(ps, c->V, n, m + (v != NULL))))
+        return st;
+    if (v)
+        memcpy(v, c->V + m * n, n * sizeof *v);
+    if ((st = constr_factors(c)))
+        return st;
+    if (v)
+        constr_solve_rest(c, v);
+    return GMM_OK;
+}
+
+/* G and K, and V and Z made U L_G^-T and Y L_K^-T, from the block's
+ * solves (constr_factor). */
+static gmm_status constr_factors(gmm_constr *c)
+{
+    size_t n = c->n, k = c->k, bad;
     for (size_t i = 0; i < k; i++)
         for (size_t j = 0; j <= i; j++) {
             double g = 0.0;
@@ -183,14 +223,8 @@ static gmm_status constr_factor(gmm_constr *c, const psolver *ps, size_t order, 
     c->ldK = 0.0;
     if (c->tau == 0.0)
         return GMM_OK;
-    for (size_t j = 0; j < k; j++) {
-        double *y = c->Z + j * n;
-        memset(y, 0, n * sizeof *y);
-        y[c->pin[j]] = 1.0;
-        if ((st = psolve(ps, y)))
-            return st;
-        krig(c, y);
-    }
+    for (size_t j = 0; j < k; j++)
+        krig(c, c->Z + j * n);
     for (size_t i = 0; i < k; i++)
         for (size_t j = 0; j <= i; j++)
             c->K[i * k + j] = (i == j) - c->tau * c->Z[j * n + c->pin[i]];
@@ -207,26 +241,33 @@ static gmm_status constr_factor(gmm_constr *c, const psolver *ps, size_t order, 
 gmm_status gmm_constr_factor(gmm_constr *c, const gmm_band *L, double tau)
 {
     const psolver ps = {L, NULL};
-    return constr_factor(c, &ps, L->n, tau);
+    return constr_factor(c, &ps, L->n, tau, NULL);
 }
 
 gmm_status gmm_constr_factor_with(gmm_constr *c, const gmm_factor *F, double tau)
 {
     const psolver ps = {NULL, F};
-    return constr_factor(c, &ps, gmm_factor_dim(F), tau);
+    return constr_factor(c, &ps, gmm_factor_dim(F), tau, NULL);
 }
 
-static gmm_status constr_solve(gmm_constr *c, const psolver *ps, double *v)
+gmm_status gmm_constr_factor_solve_with(gmm_constr *c, const gmm_factor *F, double tau,
+                                        double *v)
 {
-    gmm_status st;
+    if (!v)
+        return gmm_error(GMM_EINVAL, "gmm_constr_factor_solve_with: NULL argument");
+    const psolver ps = {NULL, F};
+    return constr_factor(c, &ps, gmm_factor_dim(F), tau, v);
+}
+
+/* v <- Sigma_c v from v = P~^-1 v. */
+static void constr_solve_rest(gmm_constr *c, double *v)
+{
     size_t n = c->n, k = c->k;
-    if ((st = psolve(ps, v)))
-        return st;
     if (k == 0)
-        return GMM_OK;
+        return;
     krig(c, v);
     if (c->tau == 0.0)
-        return GMM_OK;
+        return;
     /* + tau Z Z' b, Z' b = L_K^-1 Y' b = L_K^-1 (Sigma~_c b)_S */
     for (size_t i = 0; i < k; i++) {
         double s = v[c->pin[i]];
@@ -237,7 +278,14 @@ static gmm_status constr_solve(gmm_constr *c, const psolver *ps, double *v)
     for (size_t i = 0; i < k; i++)
         for (size_t r = 0; r < n; r++)
             v[r] += c->tau * c->Z[i * n + r] * c->a[i];
-    return GMM_OK;
+}
+
+static gmm_status constr_solve(gmm_constr *c, const psolver *ps, double *v)
+{
+    gmm_status st = psolve(ps, v);
+    if (!st)
+        constr_solve_rest(c, v);
+    return st;
 }
 
 gmm_status gmm_constr_solve(gmm_constr *c, const gmm_band *L, double *v)

@@ -137,6 +137,19 @@ static void check_factor(const gmm_factor *f, const tu_spd *m, tu_rng *r)
     ck_assert_int_eq(gsl_linalg_cholesky_solve(&Cv.matrix, &bv.vector, &yv.vector), 0);
     ck_assert_double_le(tu_max_rel_diff(x, y, n), 1e-12);
 
+    /* three columns solved at once, each against GSL's dense solve */
+    double *X = malloc(3 * n * sizeof *X), *B = malloc(3 * n * sizeof *B);
+    for (size_t i = 0; i < 3 * n; i++)
+        B[i] = X[i] = tu_normal(r);
+    ck_assert_int_eq(gmm_factor_solve_many(f, X, 3), GMM_OK);
+    for (size_t c = 0; c < 3; c++) {
+        gsl_vector_view Bv = gsl_vector_view_array(B + c * n, n);
+        ck_assert_int_eq(gsl_linalg_cholesky_solve(&Cv.matrix, &Bv.vector, &yv.vector), 0);
+        ck_assert_double_le(tu_max_rel_diff(X + c * n, y, n), 1e-12);
+    }
+    free(X);
+    free(B);
+
     /* the selected inverse on Q's pattern against the dense inverse */
     gmm_sparse *S = gmm_sparse_alloc_like(m->A);
     ck_assert_int_eq(gmm_factor_selinv_sparse(f, S), GMM_OK);

@@ -13,6 +13,8 @@
 #include <string.h>
 
 #include "gmm/constr.h"
+#include "gmm/factor.h"
+#include "gmm/sparse.h"
 #include "support/testutil.h"
 
 static int report(void) { return getenv("GMM_TEST_REPORT") != NULL; }
@@ -165,6 +167,117 @@ START_TEST(test_constr_forward)
 }
 END_TEST
 
+/* Through a sparse gmm_factor of P~ = P + tau E_S E_S' (P = L L' of the
+ * band above, stored sparse): gmm_constr_factor_solve_with's v against
+ * Sigma_c v by the dense formula P^-1 v - U G^-1 A P^-1 v (U = P^-1 A',
+ * G = A U), with pins (tau > 0) and without, and against
+ * gmm_constr_factor_with followed by gmm_constr_solve_with. */
+START_TEST(test_constr_factor_solve_with)
+{
+    tu_rng r;
+    tu_rng_seed(&r, 73);
+    cctx x;
+    cctx_make(&x, &r);
+    double *Ld = dense_of(x.L), Pd[N * N];
+    for (size_t i = 0; i < N; i++)
+        for (size_t j = 0; j < N; j++) {
+            double s = 0.0;
+            for (size_t t = 0; t < N; t++)
+                s += Ld[t * N + i] * Ld[t * N + j];
+            Pd[i * N + j] = s;
+        }
+    size_t ei[N * B], ej[N * B], m = 0;
+    for (size_t j = 0; j < N; j++)
+        for (size_t i = j + 1; i <= j + B && i < N; i++) {
+            ei[m] = i;
+            ej[m++] = j;
+        }
+    gmm_sparse *P = NULL;
+    ck_assert_int_eq(gmm_sparse_from_entries(N, m, ei, ej, &P), GMM_OK);
+    /* Sigma_c v, dense */
+    gsl_matrix *Pi = gsl_matrix_alloc(N, N), *G = gsl_matrix_alloc(K, K);
+    for (size_t i = 0; i < N; i++)
+        for (size_t j = 0; j < N; j++)
+            gsl_matrix_set(Pi, i, j, Pd[i * N + j]);
+    ck_assert_int_eq(gsl_linalg_cholesky_decomp1(Pi), GSL_SUCCESS);
+    ck_assert_int_eq(gsl_linalg_cholesky_invert(Pi), GSL_SUCCESS);
+    double U[N * K], v[N], pv[N], ref[N];
+    for (size_t i = 0; i < N; i++) {
+        v[i] = tu_normal(&r);
+        for (size_t a = 0; a < K; a++) {
+            double s = 0.0;
+            for (size_t t = 0; t < N; t++)
+                s += gsl_matrix_get(Pi, i, t) * x.A[a * N + t];
+            U[i * K + a] = s;
+        }
+    }
+    for (size_t i = 0; i < N; i++) {
+        pv[i] = 0.0;
+        for (size_t t = 0; t < N; t++)
+            pv[i] += gsl_matrix_get(Pi, i, t) * v[t];
+    }
+    for (size_t a = 0; a < K; a++)
+        for (size_t b = 0; b < K; b++) {
+            double s = 0.0;
+            for (size_t t = 0; t < N; t++)
+                s += x.A[a * N + t] * U[t * K + b];
+            gsl_matrix_set(G, a, b, s);
+        }
+    ck_assert_int_eq(gsl_linalg_cholesky_decomp1(G), GSL_SUCCESS);
+    ck_assert_int_eq(gsl_linalg_cholesky_invert(G), GSL_SUCCESS);
+    double apv[K];
+    for (size_t a = 0; a < K; a++) {
+        apv[a] = 0.0;
+        for (size_t t = 0; t < N; t++)
+            apv[a] += x.A[a * N + t] * pv[t];
+    }
+    for (size_t i = 0; i < N; i++) {
+        ref[i] = pv[i];
+        for (size_t a = 0; a < K; a++)
+            for (size_t b = 0; b < K; b++)
+                ref[i] -= U[i * K + a] * gsl_matrix_get(G, a, b) * apv[b];
+    }
+    double scale = 0.0;
+    for (size_t i = 0; i < N; i++)
+        scale = fmax(scale, fabs(ref[i]));
+    for (int pins = 0; pins < 2; pins++) {
+        for (size_t j = 0; j < N; j++)
+            for (size_t p = P->colptr[j]; p < P->colptr[j + 1]; p++)
+                P->val[p] = Pd[P->rowind[p] * N + j];
+        double tau = pins ? 2.5 : 0.0;
+        gmm_constr_pin_sparse(x.c, tau, P);
+        gmm_factor *F = gmm_factor_sparse_alloc(P);
+        ck_assert_ptr_nonnull(F);
+        ck_assert_int_eq(gmm_factor_decomp_sparse(F, P), GMM_OK);
+        gmm_constr *c2 = gmm_constr_alloc(N, K, x.A, x.pin);
+        double v1[N], v2[N], e1 = 0.0, e2 = 0.0;
+        memcpy(v1, v, sizeof v);
+        memcpy(v2, v, sizeof v);
+        ck_assert_int_eq(gmm_constr_factor_with(x.c, F, tau), GMM_OK);
+        ck_assert_int_eq(gmm_constr_solve_with(x.c, F, v1), GMM_OK);
+        ck_assert_int_eq(gmm_constr_factor_solve_with(c2, F, tau, v2), GMM_OK);
+        for (size_t i = 0; i < N; i++) {
+            e1 = fmax(e1, fabs(v1[i] - ref[i]));
+            e2 = fmax(e2, fabs(v2[i] - ref[i]));
+        }
+        double l1 = gmm_constr_logdet(x.c), l2 = gmm_constr_logdet(c2);
+        if (report())
+            fprintf(stderr, "constr through a factor, tau %g: %.2e, fused %.2e, log %.2e\n",
+                    tau, e1 / scale, e2 / scale, fabs(l1 - l2));
+        ck_assert_msg(e1 <= 1e-12 * scale && e2 <= 1e-12 * scale, "tau %g: %g, fused %g", tau,
+                      e1, e2);
+        ck_assert_double_le(fabs(l1 - l2), 1e-12 * fmax(1.0, fabs(l1)));
+        gmm_constr_free(c2);
+        gmm_factor_free(F);
+    }
+    gsl_matrix_free(Pi);
+    gsl_matrix_free(G);
+    gmm_sparse_free(P);
+    free(Ld);
+    cctx_free(&x);
+}
+END_TEST
+
 START_TEST(test_constr_rev)
 {
     tu_rng r;
@@ -203,6 +316,7 @@ Suite *model_constr_suite(void)
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, test_constr_forward);
     tcase_add_test(tc, test_constr_rev);
+    tcase_add_test(tc, test_constr_factor_solve_with);
     suite_add_tcase(s, tc);
     return s;
 }
