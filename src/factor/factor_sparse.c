@@ -76,14 +76,11 @@ static gmm_status pattern_check(const gmm_sparse *A)
     return GMM_OK;
 }
 
-static void memo_keep(sparse_state *s);
-
 static void sparse_free(void *state)
 {
     sparse_state *s = state;
     if (!s)
         return;
-    memo_keep(s);
     cholmod_l_free_sparse(&s->A, &s->c);
     cholmod_l_free_sparse(&s->S, &s->c);
     gmm_free(s->smap);
@@ -372,81 +369,17 @@ static void sparse_options(cholmod_common *c)
  * supernodes) is kept with a copy of the pattern, and an analysis of the
  * same pattern (its hash first, then every entry compared: a factor made
  * for another pattern would drop entries without a word) copies it.
- * Process-wide, under a lock; dropped, not fatal, when out of memory.
- *
- * VALUES HANDED ON.  Such factors often live one after another (the besag
- * scaling's is freed before the posterior's is made), and each first
- * touch of L's values and of sigma (tens of MB on a lattice) costs page
- * faults, while the freed ones, split by the arrays made in between, are
- * rarely where the heap puts the next: a 300 x 300 lattice loglik touched
- * both, 77 MB more.  So a supernodal factor of the memo's analysis, when
- * freed, leaves those two arrays with the memo (one factor's at a time),
- * and the next factor of that analysis takes them instead of new ones.
- * They are only storage: every factorisation writes all of L, and sigma
- * is recomputed (has_sigma) before it is read. */
+ * Process-wide, under a lock; dropped, not fatal, when out of memory. */
 static pthread_mutex_t memo_lock = PTHREAD_MUTEX_INITIALIZER;
 static cholmod_common memo_c; /* the kept copy's allocations */
 static struct {
     int started;
-    unsigned long gen; /* this analysis' number: 1, 2, ... */
     uint64_t key;
     size_t n, nnz;
     size_t *colptr, *rowind; /* the pattern's copy */
     double fl, lnz;
     cholmod_factor *L; /* symbolic; NULL: nothing kept */
-    double *x;         /* VALUES HANDED ON: L->x (xsize doubles), or NULL */
-    size_t xsize;
-    double *sigma; /* and sigma (sigma_cap doubles), or NULL */
-    size_t sigma_cap;
 } memo;
-
-/* The kept values freed (under the lock). */
-static void memo_drop_values(void)
-{
-    gmm_free(memo.x);
-    gmm_free(memo.sigma);
-    memo.x = memo.sigma = NULL;
-    memo.xsize = memo.sigma_cap = 0;
-}
-
-/* VALUES HANDED ON: s, about to be freed, leaves L->x and sigma with the
- * memo when its analysis is the memo's and the memo holds none. */
-static void memo_keep(sparse_state *s)
-{
-    if (!s->memo_gen || !s->L || !s->L->is_super || !s->L->x)
-        return;
-    pthread_mutex_lock(&memo_lock);
-    if (memo.gen == s->memo_gen && !memo.x && !memo.sigma) {
-        memo.x = s->L->x;
-        memo.xsize = s->L->xsize;
-        s->L->x = NULL; /* CHOLMOD frees a factor's NULL arrays as nothing */
-        s->c.malloc_count--;
-        s->c.memory_inuse -= memo.xsize * sizeof(double);
-        memo.sigma = s->sigma;
-        memo.sigma_cap = s->sigma_cap;
-        s->sigma = NULL;
-        s->sigma_cap = 0;
-    }
-    pthread_mutex_unlock(&memo_lock);
-}
-
-/* VALUES HANDED ON: s's L (supernodal, its values just allocated and never
- * touched) takes the memo's kept arrays when they are of s's analysis. */
-static void memo_take(sparse_state *s)
-{
-    pthread_mutex_lock(&memo_lock);
-    if (memo.gen == s->memo_gen && memo.x && memo.xsize == s->L->xsize) {
-        cholmod_l_free(s->L->xsize, sizeof(double), s->L->x, &s->c);
-        s->L->x = memo.x;
-        s->c.malloc_count++;
-        s->c.memory_inuse += memo.xsize * sizeof(double);
-        s->sigma = memo.sigma;
-        s->sigma_cap = memo.sigma_cap;
-        memo.x = memo.sigma = NULL;
-        memo.xsize = memo.sigma_cap = 0;
-    }
-    pthread_mutex_unlock(&memo_lock);
-}
 
 static uint64_t pattern_key(const gmm_sparse *A)
 {
@@ -470,14 +403,13 @@ static int memo_get(sparse_state *s, uint64_t key, const gmm_sparse *A)
     if (hit) {
         s->fl = memo.fl;
         s->lnz = memo.lnz;
-        s->memo_gen = memo.gen;
     }
     s->c.status = CHOLMOD_OK;
     pthread_mutex_unlock(&memo_lock);
     return hit;
 }
 
-static void memo_put(sparse_state *s, uint64_t key, const gmm_sparse *A)
+static void memo_put(const sparse_state *s, uint64_t key, const gmm_sparse *A)
 {
     pthread_mutex_lock(&memo_lock);
     if (!memo.started) {
@@ -487,7 +419,6 @@ static void memo_put(sparse_state *s, uint64_t key, const gmm_sparse *A)
         memo.started = 1;
     }
     cholmod_l_free_factor(&memo.L, &memo_c);
-    memo_drop_values();
     gmm_free(memo.colptr);
     gmm_free(memo.rowind);
     memo.colptr = gmm_malloc(A->n + 1, sizeof *memo.colptr);
@@ -498,13 +429,11 @@ static void memo_put(sparse_state *s, uint64_t key, const gmm_sparse *A)
         memo.L = cholmod_l_copy_factor(s->L, &memo_c);
     }
     memo_c.status = CHOLMOD_OK;
-    memo.gen++;
     memo.key = key;
     memo.n = A->n;
     memo.nnz = A->nnz;
     memo.fl = s->fl;
     memo.lnz = s->lnz;
-    s->memo_gen = memo.L ? memo.gen : 0;
     pthread_mutex_unlock(&memo_lock);
 }
 
@@ -553,7 +482,6 @@ static gmm_status sparse_analyse(sparse_state *s, const gmm_sparse *A)
         if (!cholmod_l_change_factor(CHOLMOD_REAL, 1, 1, 1, 1, s->L, &s->c))
             return cholmod_failure(&s->c, "analysis");
         gmm_advise_huge(s->L->x, s->L->xsize * sizeof(double));
-        memo_take(s);
     }
     s->B = cholmod_l_allocate_dense(n, 1, n, CHOLMOD_REAL, &s->c);
     if (!s->B)

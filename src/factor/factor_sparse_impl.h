@@ -34,7 +34,6 @@ typedef struct {
     size_t rev_cap;           /* doubles of each */
     size_t n;
     double fl, lnz;           /* the analysis' flops and nnz(L) */
-    unsigned long memo_gen;   /* the memo's analysis this one is (0: none) */
 } sparse_state;
 
 /* Column j of L_c (and of sigma, in the same layout): its rows ascending,

@@ -28,7 +28,6 @@
 #include "gmm/sparse.h"
 #include "support/testutil.h"
 #include "tu_sparse_spd.h"
-#include "../../src/factor/factor_impl.h"
 #include "../../src/factor/factor_sparse_impl.h"
 
 static const struct {
@@ -447,41 +446,6 @@ START_TEST(test_sparse_ordering_memo)
 }
 END_TEST
 
-/* A supernodal factor freed leaves its values and sigma for the next
- * factor of the same analysis (factor_sparse.c, VALUES HANDED ON), which
- * takes them and computes with them as with new ones: new values of Q
- * factored, solved and inverted against the dense computations (a sigma
- * left from the first factor would fail the selected inverse's check). */
-START_TEST(test_sparse_values_handed_on)
-{
-    tu_rng r;
-    tu_rng_seed(&r, 3106);
-    tu_spd m = tu_spd_make(TU_RANDOM, 260, &r);
-    gmm_factor *f1 = gmm_factor_sparse_alloc(m.A);
-    ck_assert_ptr_nonnull(f1);
-    sparse_state *s1 = f1->state;
-    ck_assert_msg(s1->L->is_super, "the case must be supernodal");
-    ck_assert_int_eq(gmm_factor_decomp_sparse(f1, m.A), GMM_OK);
-    gmm_sparse *S = gmm_sparse_alloc_like(m.A);
-    ck_assert_int_eq(gmm_factor_selinv_sparse(f1, S), GMM_OK);
-    const double *x1 = s1->L->x, *sig1 = s1->sigma;
-    ck_assert_ptr_nonnull(sig1);
-    gmm_factor_free(f1);
-
-    tu_spd_values(&m, &r);
-    gmm_factor *f2 = gmm_factor_sparse_alloc(m.A);
-    ck_assert_ptr_nonnull(f2);
-    sparse_state *s2 = f2->state;
-    ck_assert_ptr_eq(s2->L->x, x1);
-    ck_assert_ptr_eq(s2->sigma, sig1);
-    ck_assert_int_eq(gmm_factor_decomp_sparse(f2, m.A), GMM_OK);
-    check_factor(f2, &m, &r);
-    gmm_factor_free(f2);
-    gmm_sparse_free(S);
-    tu_spd_free(&m);
-}
-END_TEST
-
 /* CHOLMOD's parallel regions inside a serial section run on the calling
  * thread without a team (factor_sparse_serial.c): the body runs once, at
  * OpenMP level 0, and a worksharing loop there sees one thread.  Outside,
@@ -570,7 +534,6 @@ Suite *factor_sparse_suite(void)
     tcase_add_test(tc, test_sparse_serial_regions);
     tcase_add_test(tc, test_sparse_serial_nested);
     tcase_add_test(tc, test_sparse_ordering_memo);
-    tcase_add_test(tc, test_sparse_values_handed_on);
     suite_add_tcase(s, tc);
     return s;
 }
