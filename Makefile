@@ -45,9 +45,11 @@ CFLAGS = -std=c11 $(OPT) -g $(WARN) $(SAN) $(shell pkg-config --cflags $(PKGS) 2
 # shared, they and what they pull in (reference LAPACK and BLAS, whose
 # calls OpenBLAS answers anyway) were ten more libraries to load, 2.5 ms
 # more at every start; archived, their BLAS and LAPACK calls bind to
-# OpenBLAS.  METIS ships shared only.
+# OpenBLAS.  METIS ships shared only.  CHOLMOD's supernodal factorisation
+# times every BLAS call it makes, statistics nothing here reads: --wrap
+# sends those clock reads to a stub (factor_sparse_serial.c).
 CHOLMOD_LIBS = -Wl,-Bstatic -lcholmod -lamd -lcamd -lcolamd -lccolamd -lsuitesparseconfig \
-               -Wl,-Bdynamic -l:libmetis.so.5
+               -Wl,-Bdynamic -l:libmetis.so.5 -Wl,--wrap=SuiteSparse_time
 LDLIBS = $(shell pkg-config --libs-only-L $(PKGS) 2>/dev/null) -lgsl -lopenblas -lcsv \
          -ljansson -llbfgs $(CHOLMOD_LIBS) -lgomp -lm -pthread
 TEST_LDLIBS = $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubunit -lrt -lpthread)
