@@ -27,8 +27,9 @@
 # appended): case, program, factor, size, what (fit, loglik, chol), loglik, wall s, CPU s
 # (user + sys), the inner s (the fit, or the factorisation's median of 3, timed inside R;
 # '-' for gmm-infer), max RSS MB, a note (evaluations, the factor chosen; the load average
-# at the end).  One run per row (minutes each at the top
-# sizes): on a loaded machine the CPU seconds are the steadier figure.  The data are made
+# at the end).  One run per row (minutes each at the top sizes), but gmm-infer's loglik
+# rows, seconds each, are the run of median CPU time of three (the note lists all three):
+# on a loaded machine the CPU seconds are the steadier figure.  The data are made
 # once in DATADIR (default bench-data/, not committed) and reused.  Needs Rscript with lme4,
 # Matrix and TMB (scripts/install-deps.sh --bench).  R and TMB run under nice, one at a time.
 set -euo pipefail
@@ -78,6 +79,19 @@ timed() {
     cpu=$(awk -v u="$u" -v s="$s" 'BEGIN { printf "%.2f", u + s }')
     rss=$(awk -v m="$rss" 'BEGIN { printf "%.0f", m / 1024 }')
 }
+# timed, REPS times (the loglik's rows: seconds each, and one run's CPU time moves by up to
+# 40% with the host's other tenants): wall, cpu, rss of the run of median CPU time, and in
+# runs the CPU seconds of all; $dir/out and $dir/err are the last run's.
+REPS=3
+timed_median() {
+    local k all=()
+    for ((k = 0; k < REPS; k++)); do
+        timed "$@" || return 1
+        all+=("$cpu $wall $rss")
+    done
+    read -r cpu wall rss < <(printf '%s\n' "${all[@]}" | sort -n | sed -n "$(((REPS + 1) / 2))p")
+    runs=$(printf '%s\n' "${all[@]}" | cut -d' ' -f1 | paste -sd' ')
+}
 # "key value" lines printed by the R scripts, or a JSON number field
 field() { sed -n "s/^$1 \\(.*\\)\$/\\1/p; s/^ *\"$1\": *\\([^,]*\\),*\$/\\1/p" "$2" | head -1; }
 
@@ -98,8 +112,9 @@ gmm_run() { # CASE FACTOR SIZE WHAT DATA ARGS...
         note="iterations $(field iterations "$dir/model.json"); $(tr -d '\n ' < "$dir/model.json" |
             sed 's/.*"parameters":{\([^}]*\)}.*/\1/')"
     else
-        timed "$gmm" loglik "$file" "$@" "${flag[@]}" --verbose || return 0
+        timed_median "$gmm" loglik "$file" "$@" "${flag[@]}" --verbose || return 0
         ll=$(field loglik "$dir/out")
+        note="median CPU of $REPS runs ($runs s)"
     fi
     local how
     how=$(grep -iE -m1 'factor|sparse|cholmod' "$dir/err" | sed 's/^gmm-infer [a-z]*: //' || true)
