@@ -65,6 +65,10 @@ double gmm_constr_logdet(const gmm_constr *c);
 /* v <- v - P~^-1 A' G^-1 A v (after gmm_constr_factor): the mean of
  * N(v, P~^-1) conditioned on A x = 0.  O(n k). */
 void gmm_constr_krig(gmm_constr *c, double *v);
+/* x <- x - A'(AA')^-1 A x: x's nearest point with A x = 0 (no factor
+ * needed).  GMM_ENOMEM; GMM_ENOTPD when the constraints are dependent (x
+ * unchanged). */
+gmm_status gmm_constr_project(const gmm_constr *c, double *x);
 /* v <- a draw from N(0, Sigma_c) made of v = L^-T z, z ~ N(0, I) a draw
  * from N(0, P~^-1) (after gmm_constr_factor, either form): krig(v) (the
  * covariance Sigma~_c) plus sqrt(tau) Z L_G^-1 A v, the pins' term tau Z Z'

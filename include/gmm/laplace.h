@@ -88,8 +88,10 @@ gmm_status gmm_laplace_constrain(gmm_laplace *w, size_t k, const double *A, cons
  * a line search on Psi, convergent from any start for a log-concave
  * likelihood (laplace.c, laplace_newton.c).  Q SYMMETRIC n x n, bandwidth kl
  * (read only).  logdet_q: log|Q| when the caller knows it (state-space),
- * NAN to factorise Q here.  x0: starting latent (n) or NULL (0; the last
- * mode of w is used when warm != 0 and one exists).  A likelihood that is
+ * NAN to factorise Q here.  x0: starting latent (n) or NULL (0, or for a
+ * log-concave likelihood the mode of an independent model where it is
+ * better: laplace.c, COLD START; the last mode of w is used when warm != 0
+ * and one exists).  A likelihood that is
  * not log-concave may have several modes: the one found depends on the
  * start.  Errors: GMM_ENOTPD (Q, or P at the point Newton converged to,
  * a saddle rather than a mode: index = row), GMM_ENOCONV (no convergence in max_iter; the
@@ -190,7 +192,8 @@ typedef struct {
 
 /* As gmm_laplace_eval with the prior through sm (borrowed until the next
  * eval) instead of Q and log|Q|; the same Newton iterations, line search
- * and stopping rule, except that a start (x0, or warm with a last mode)
+ * and stopping rule (x0 NULL: 0, without the cold start), except that a
+ * start (x0, or warm with a last mode)
  * whose Newton step is below rounding is kept as the mode, its smoothing
  * the evaluation's last (0 iterations; laplace_sqrt.c, SQUARE-ROOT FORM).
  * Errors as gmm_laplace_eval and the smoother's. */

@@ -113,7 +113,8 @@ typedef struct {
  *   constrain_solve  the same and solve v, its solve joined to the
  *            constraints' (NULL: constrain, then solve);
  *   solve    v <- P^-1 v, or Sigma_c v under constraints;
- *   logdet   log|P~| of the last factor.
+ *   logdet   log|P~| of the last factor;
+ *   qdiag    Q(j, j) of the evaluation's Q (the cold start's).
  *   sigma    after the gradient's selected inverse: Sigma_c(ia, ic) for
  *            row i's coef entries a and c. */
 typedef struct {
@@ -123,6 +124,7 @@ typedef struct {
     gmm_status (*constrain_solve)(gmm_laplace *w, double tau, double *v);
     gmm_status (*solve)(gmm_laplace *w, double *v);
     double (*logdet)(const gmm_laplace *w);
+    double (*qdiag)(const gmm_laplace *w, size_t j);
     double (*sigma)(const gmm_laplace *w, size_t i, size_t a, size_t c);
 } laplace_form;
 

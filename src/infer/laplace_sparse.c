@@ -89,6 +89,11 @@ gmm_status laplace_sparse_solve(gmm_laplace *w, double *v)
 
 static double sparse_logdet(const gmm_laplace *w) { return gmm_factor_logdet(w->fP); }
 
+static double sparse_qdiag(const gmm_laplace *w, size_t j)
+{
+    return w->Qs->val[w->Qs->colptr[j]]; /* the diagonal leads its column */
+}
+
 /* Sigma(ia, ic) from its entries on P's pattern (SP) */
 static double sparse_sigma(const gmm_laplace *w, size_t i, size_t a, size_t c)
 {
@@ -109,6 +114,7 @@ static const laplace_form sparse_form = {sparse_psi,
                                          sparse_constrain_solve,
                                          laplace_sparse_solve,
                                          sparse_logdet,
+                                         sparse_qdiag,
                                          sparse_sigma};
 
 /* The latent of each of map's entries into lat (nnz), in entry order. */

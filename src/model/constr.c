@@ -122,6 +122,50 @@ static void right_solve(double *X, size_t n, size_t k, const double *L)
         }
 }
 
+gmm_status gmm_constr_project(const gmm_constr *c, double *x)
+{
+    size_t n = c->n, k = c->k;
+    if (k == 0)
+        return GMM_OK;
+    double *M = gmm_malloc(k * k + k, sizeof *M), *a = M ? M + k * k : NULL, ld;
+    if (!M)
+        return gmm_error(GMM_ENOMEM, "out of memory projecting onto %zu constraints", k);
+    for (size_t i = 0; i < k; i++) {
+        double s = 0.0;
+        for (size_t t = 0; t < n; t++)
+            s += c->A[i * n + t] * x[t];
+        a[i] = s;
+        for (size_t j = 0; j <= i; j++) {
+            double g = 0.0;
+            for (size_t t = 0; t < n; t++)
+                g += c->A[i * n + t] * c->A[j * n + t];
+            M[i * k + j] = g;
+        }
+    }
+    size_t bad = small_chol(M, k, &ld);
+    if (bad) {
+        gmm_free(M);
+        return gmm_error_at(GMM_ENOTPD, bad - 1, "constraint %zu is linearly dependent on the "
+                                                 "others",
+                            bad - 1);
+    }
+    for (size_t i = 0; i < k; i++) { /* a <- (AA')^-1 A x */
+        for (size_t t = 0; t < i; t++)
+            a[i] -= M[i * k + t] * a[t];
+        a[i] /= M[i * k + i];
+    }
+    for (size_t i = k; i-- > 0;) {
+        for (size_t t = i + 1; t < k; t++)
+            a[i] -= M[t * k + i] * a[t];
+        a[i] /= M[i * k + i];
+    }
+    for (size_t i = 0; i < k; i++)
+        for (size_t t = 0; t < n; t++)
+            x[t] -= c->A[i * n + t] * a[i];
+    gmm_free(M);
+    return GMM_OK;
+}
+
 /* v <- v - V L_G^-1 A v: P~^-1 b becomes Sigma~_c b. */
 static void krig(gmm_constr *c, double *v)
 {

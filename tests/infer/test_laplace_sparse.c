@@ -11,6 +11,7 @@
 #include <gsl/gsl_linalg.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -332,6 +333,57 @@ START_TEST(test_besag_constrained)
 }
 END_TEST
 
+/* The cold start (laplace.c, COLD START) against Newton from x = 0 (an
+ * explicit x0 of zeros, which skips it): the same log q, mode and
+ * gradient to 1e-10, in no more Newton steps -- rows reading one latent
+ * (crossed iid, each of two), two (the grid's windows), under a
+ * sum-to-zero constraint.  GMM_TEST_REPORT=1 prints the steps. */
+START_TEST(test_cold_start)
+{
+    for (int c = 0; c < 3; c++) {
+        prob p;
+        if (c == 2)
+            crossed_problem(&p, 7, 4, 40);
+        else
+            grid_problem(&p, 5, c);
+        if (c == 1)
+            sum_to_zero(&p);
+        double lq[2], bbar[2] = {0.0, 0.0}, par[2][GMM_LIK_MAXPARAM] = {{0.0}}; /* += */
+        double *mode[2] = {calloc(p.n, sizeof(double)), calloc(p.n, sizeof(double))};
+        double *zero = calloc(p.n, sizeof *zero);
+        size_t it[2];
+        for (int z = 0; z < 2; z++) {
+            gmm_laplace *w = gmm_laplace_alloc_sparse(p.Qs, &p.obs.map);
+            ck_assert_ptr_nonnull(w);
+            gmm_laplace_set_weights(w, p.wt);
+            if (p.k)
+                ck_assert_int_eq(gmm_laplace_constrain(w, p.k, p.A, p.pin), GMM_OK);
+            ck_assert_int_eq(gmm_laplace_eval_sparse(w, p.Qs, p.logdet_q, &p.obs, &p.lik, p.b,
+                                                     z ? zero : NULL, 0, NULL, &lq[z]),
+                             GMM_OK);
+            it[z] = gmm_laplace_iterations(w);
+            ck_assert_int_eq(gmm_laplace_grad_sparse(w, NULL, &bbar[z], par[z], NULL, NULL),
+                             GMM_OK);
+            ck_assert_int_eq(gmm_laplace_posterior_sparse(w, mode[z], NULL), GMM_OK);
+            gmm_laplace_free(w);
+        }
+        if (getenv("GMM_TEST_REPORT"))
+            fprintf(stderr, "cold start, problem %d: %zu Newton steps (from 0: %zu)\n", c, it[0],
+                    it[1]);
+        ck_assert_msg(rel(lq[0], lq[1]) < 1e-10, "logq %.17g from 0 %.17g", lq[0], lq[1]);
+        ck_assert_msg(tu_max_rel_diff(mode[0], mode[1], p.n) < 1e-10, "mode");
+        ck_assert_msg(rel(bbar[0], bbar[1]) < 1e-10, "bbar %.17g %.17g", bbar[0], bbar[1]);
+        ck_assert_uint_le(it[0], it[1]);
+        if (c == 2) /* 3 steps against 5: the start did run */
+            ck_assert_uint_lt(it[0], it[1]);
+        free(mode[0]);
+        free(mode[1]);
+        free(zero);
+        prob_free(&p);
+    }
+}
+END_TEST
+
 START_TEST(test_negbinomial_weights)
 {
     prob p;
@@ -609,6 +661,7 @@ Suite *infer_laplace_sparse_suite(void)
     tcase_add_test(tc, test_grid_poisson);
     tcase_add_test(tc, test_crossed_iid);
     tcase_add_test(tc, test_besag_constrained);
+    tcase_add_test(tc, test_cold_start);
     tcase_add_test(tc, test_negbinomial_weights);
     tcase_add_test(tc, test_fd_q);
     tcase_add_test(tc, test_posterior_draws);

@@ -278,6 +278,51 @@ START_TEST(test_constr_factor_solve_with)
 }
 END_TEST
 
+/* gmm_constr_project: the result satisfies A x = 0 and differs from the
+ * input by A' lambda (the two properties of the Euclidean projection),
+ * lambda from GSL's least squares. */
+START_TEST(test_constr_project)
+{
+    tu_rng r;
+    tu_rng_seed(&r, 74);
+    cctx x;
+    cctx_make(&x, &r);
+    double v[N], p[N], d[N];
+    for (size_t i = 0; i < N; i++)
+        v[i] = p[i] = tu_normal(&r);
+    ck_assert_int_eq(gmm_constr_project(x.c, p), GMM_OK);
+    double ea = 0.0, er = 0.0;
+    for (size_t a = 0; a < K; a++) {
+        double s = 0.0;
+        for (size_t t = 0; t < N; t++)
+            s += x.A[a * N + t] * p[t];
+        ea = fmax(ea, fabs(s));
+    }
+    gsl_matrix *At = gsl_matrix_alloc(N, K), *T = gsl_matrix_alloc(N, K);
+    gsl_vector *tau = gsl_vector_alloc(K), *lam = gsl_vector_alloc(K), *res = gsl_vector_alloc(N);
+    for (size_t t = 0; t < N; t++) {
+        d[t] = v[t] - p[t];
+        for (size_t a = 0; a < K; a++)
+            gsl_matrix_set(At, t, a, x.A[a * N + t]);
+    }
+    gsl_matrix_memcpy(T, At);
+    gsl_vector_view dv = gsl_vector_view_array(d, N);
+    ck_assert_int_eq(gsl_linalg_QR_decomp(T, tau), GSL_SUCCESS);
+    ck_assert_int_eq(gsl_linalg_QR_lssolve(T, tau, &dv.vector, lam, res), GSL_SUCCESS);
+    for (size_t t = 0; t < N; t++)
+        er = fmax(er, fabs(gsl_vector_get(res, t)));
+    if (report())
+        fprintf(stderr, "constr project: |A x| %.2e, off the row space %.2e\n", ea, er);
+    ck_assert_msg(ea < 1e-13 && er < 1e-13, "|A x| %g, residual %g", ea, er);
+    gsl_matrix_free(At);
+    gsl_matrix_free(T);
+    gsl_vector_free(tau);
+    gsl_vector_free(lam);
+    gsl_vector_free(res);
+    cctx_free(&x);
+}
+END_TEST
+
 START_TEST(test_constr_rev)
 {
     tu_rng r;
@@ -317,6 +362,7 @@ Suite *model_constr_suite(void)
     tcase_add_test(tc, test_constr_forward);
     tcase_add_test(tc, test_constr_rev);
     tcase_add_test(tc, test_constr_factor_solve_with);
+    tcase_add_test(tc, test_constr_project);
     suite_add_tcase(s, tc);
     return s;
 }
