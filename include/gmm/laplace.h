@@ -44,6 +44,9 @@ typedef struct {
      * GMM_ECANCEL (a caller's interrupt; NULL, the default: never) */
     int (*stop)(void *user);
     void *stop_user;
+    /* the cold start without x0 (laplace.c, COLD START): 0, the default,
+     * where a factorisation is dear; 1 always; -1 never (Newton from 0) */
+    int cold;
 } gmm_laplace_params;
 
 void gmm_laplace_params_init(gmm_laplace_params *p);

@@ -40,6 +40,7 @@ void gmm_laplace_params_init(gmm_laplace_params *p)
     p->tol = 1e-12;
     p->stop = NULL;
     p->stop_user = NULL;
+    p->cold = 0;
 }
 
 void gmm_laplace_free(gmm_laplace *w)
@@ -326,11 +327,17 @@ gmm_status laplace_stop(const gmm_laplace_params *par, size_t it)
  * step at most 1 in f's units, at most COLD_SWEEPS of them), projected
  * onto A x = 0 under constraints.  There the lattice takes four
  * factorisations.  Only for log-concave likelihoods, whose mode is
- * unique, so that the start changes the mode found only by rounding; and
+ * unique, so that the start changes the mode found only by rounding, and
+ * not the Gaussian's (one Newton step from anywhere); only where a
+ * factorisation is dear against the start's sweeps over the rows
+ * (COLD_DEAR: its flops against n + nnz(H), about the cost of one sweep's
+ * row evaluations in flops), where series of small bandwidth lost more to
+ * the sweeps than they saved (make bench: up to 1.4x slower); and kept
  * only where it raises Psi above Psi(0) (otherwise x = 0, as before).
  * Reads and writes w->x, w->xt (the trial), w->gr and w->dx (scratch); on
  * return *Psi, w's row quantities and w->tmp are those of w->x. */
 #define COLD_SWEEPS 20
+#define COLD_DEAR 300.0
 
 static void cold_start(gmm_laplace *w, const laplace_form *form, double *Psi)
 {
@@ -364,7 +371,7 @@ static void cold_start(gmm_laplace *w, const laplace_form *form, double *Psi)
             big = fmax(big, fabs(d));
         }
         (void)laplace_lik_sum(w, x, 0);
-        if (big <= 1e-6)
+        if (big <= 1e-3) /* a start: Newton does the rest */
             break;
     }
     if (w->con && gmm_constr_project(w->con, x) != GMM_OK) {
@@ -398,7 +405,10 @@ gmm_status laplace_newton_run(gmm_laplace *w, const laplace_form *form, const do
     double Psi = form->psi(w, w->x, 0);
     if (!isfinite(Psi))
         return gmm_error(GMM_EDOM, "Laplace: log density not finite at the starting point");
-    if (cold && !w->lik->type->not_log_concave && obs->map.nrows)
+    if (cold && par->cold >= 0 && !w->lik->type->not_log_concave &&
+        !w->lik->type->conjugate && obs->map.nrows &&
+        (par->cold > 0 ||
+         form->flops(w) >= COLD_DEAR * (double)(w->n + gmm_obsmap_nnz(&obs->map))))
         cold_start(w, form, &Psi);
     int final = 0, stall = 0;
     size_t it = 0, nobs = obs->map.nrows;

@@ -114,7 +114,8 @@ typedef struct {
  *            constraints' (NULL: constrain, then solve);
  *   solve    v <- P^-1 v, or Sigma_c v under constraints;
  *   logdet   log|P~| of the last factor;
- *   qdiag    Q(j, j) of the evaluation's Q (the cold start's).
+ *   qdiag    Q(j, j) of the evaluation's Q (the cold start's);
+ *   flops    the predicted flops of one factorisation of P.
  *   sigma    after the gradient's selected inverse: Sigma_c(ia, ic) for
  *            row i's coef entries a and c. */
 typedef struct {
@@ -125,6 +126,7 @@ typedef struct {
     gmm_status (*solve)(gmm_laplace *w, double *v);
     double (*logdet)(const gmm_laplace *w);
     double (*qdiag)(const gmm_laplace *w, size_t j);
+    double (*flops)(const gmm_laplace *w);
     double (*sigma)(const gmm_laplace *w, size_t i, size_t a, size_t c);
 } laplace_form;
 

@@ -142,8 +142,10 @@ static double band_sigma(const gmm_laplace *w, size_t i, size_t a, size_t c)
 
 static double band_qdiag(const gmm_laplace *w, size_t j) { return gmm_band_get(w->Q, j, j); }
 
-static const laplace_form band_form = {psi,     factor_p,    band_constrain, NULL,
-                                       p_solve, band_logdet, band_qdiag,     band_sigma};
+static double band_flops(const gmm_laplace *w) { return (double)w->n * (double)(w->kl * w->kl); }
+
+static const laplace_form band_form = {psi,        factor_p,   band_constrain, NULL,       p_solve,
+                                       band_logdet, band_qdiag, band_flops,     band_sigma};
 
 /* gmm_laplace_eval, or with logq NULL gmm_laplace_mode: the Newton
  * iterations alone, stopping at the last step's x (no factor of P there,

@@ -94,6 +94,13 @@ static double sparse_qdiag(const gmm_laplace *w, size_t j)
     return w->Qs->val[w->Qs->colptr[j]]; /* the diagonal leads its column */
 }
 
+static double sparse_flops(const gmm_laplace *w)
+{
+    double flops, bytes;
+    gmm_factor_cost(w->fP, &flops, &bytes);
+    return flops;
+}
+
 /* Sigma(ia, ic) from its entries on P's pattern (SP) */
 static double sparse_sigma(const gmm_laplace *w, size_t i, size_t a, size_t c)
 {
@@ -115,6 +122,7 @@ static const laplace_form sparse_form = {sparse_psi,
                                          laplace_sparse_solve,
                                          sparse_logdet,
                                          sparse_qdiag,
+                                         sparse_flops,
                                          sparse_sigma};
 
 /* The latent of each of map's entries into lat (nnz), in entry order. */
