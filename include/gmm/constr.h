@@ -54,7 +54,7 @@ gmm_status gmm_constr_factor_with(gmm_constr *c, const gmm_factor *F, double tau
 gmm_status gmm_constr_solve_with(gmm_constr *c, const gmm_factor *F, double *v);
 /* gmm_constr_factor_with, then gmm_constr_solve_with of v: v's solve by F
  * joins the factors' own (gmm_factor_solve_many), one pass over F's L for
- * all (a Newton step's). */
+ * all (a Newton step's).  On an error v is overwritten. */
 gmm_status gmm_constr_factor_solve_with(gmm_constr *c, const gmm_factor *F, double tau,
                                         double *v);
 void gmm_constr_sparse(const gmm_constr *c, gmm_sparse *S);

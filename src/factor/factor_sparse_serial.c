@@ -79,8 +79,8 @@ static void gomp_resolve(void)
 /* CHOLMOD's clock.  Debian's CHOLMOD brackets each dsyrk, dgemm, dtrsm and
  * dpotrf of the supernodal factorisation with SuiteSparse_time, for
  * timing statistics in its Common that nothing here reads: two clock reads
- * per BLAS call, 4% of a lattice loglik's CPU (tens of thousands of small
- * supernodes, a clock_gettime each end).  The Makefile links with
+ * per BLAS call, on a lattice's tens of thousands of small supernodes a
+ * visible share of the CPU (docs/benchmarks.md).  The Makefile links with
  * --wrap=SuiteSparse_time, which binds CHOLMOD's calls to this stub; the
  * statistics read 0.  Linked without it, the stub is unused. */
 double __wrap_SuiteSparse_time(void);

@@ -316,29 +316,28 @@ gmm_status laplace_stop(const gmm_laplace_params *par, size_t it)
     return GMM_OK;
 }
 
-/* COLD START.  From x = 0 Newton spends its first steps finding the scale
- * of the data (a 300 x 300 lattice with Poisson counts: decrements 1.3e5,
- * 7.6e3, 264, 3.5, 7e-3, 1e-7, six factorisations before the last).  The
- * start is instead the mode of an independent model: each latent alone
- * under its prior's diagonal Q(j, j), and row r's curvature counted m_r
- * times (m_r its nonzero coefficients: by Cauchy-Schwarz, diag(sum_r m_r
- * c_rj^2 w_r) >= H'WH, so rows shared between latents do not make each
- * claim all of the row), found by that model's Newton steps (each latent's
- * step at most 1 in f's units, at most COLD_SWEEPS of them), projected
- * onto A x = 0 under constraints.  There the lattice takes four
- * factorisations.  Only for log-concave likelihoods, whose mode is
- * unique, so that the start changes the mode found only by rounding, and
- * not the Gaussian's (one Newton step from anywhere); only where a
- * factorisation is dear against the start's sweeps over the rows
- * (COLD_DEAR: its flops against n + nnz(H), about the cost of one sweep's
- * row evaluations in flops), where series of small bandwidth lost more to
- * the sweeps than they saved (make bench: up to 1.4x slower); and kept
- * only where it raises Psi above Psi(0) (otherwise x = 0, as before).
- * Reads and writes w->x, w->xt (the trial), w->gr and w->dx (scratch); on
- * return *Psi, w's row quantities and w->tmp are those of w->x. */
-/* Six sweeps: the lattice's start settles (steps below 1e-3) in five;
- * where rows share three latents (a space-time stack) the sweeps creep,
- * and twenty cost more than the Newton step they saved. */
+/* COLD START.  From x = 0 Newton spends its first steps finding the
+ * scale of the data: on a lattice of Poisson counts most of its
+ * factorisations go there (docs/benchmarks.md).  The start is instead the
+ * mode of an independent model: each latent alone under its prior's
+ * diagonal Q(j, j), and row r's curvature counted m_r times (m_r its
+ * nonzero coefficients: by Cauchy-Schwarz, diag(sum_r m_r c_rj^2 w_r) >=
+ * H'WH, so rows shared between latents do not make each claim all of the
+ * row), found by that model's Newton steps (each latent's step at most 1
+ * in f's units, at most COLD_SWEEPS of them), projected onto A x = 0 under
+ * constraints.  Only for log-concave likelihoods, whose mode is unique, so
+ * that the start changes the mode found only by rounding, and not the
+ * Gaussian's (one Newton step from anywhere); only where a factorisation
+ * is dear against the start's sweeps over the rows (COLD_DEAR: its flops
+ * against n + nnz(H), about what one sweep's row evaluations cost in
+ * flops; a state-space series of small bandwidth loses more to the sweeps
+ * than it saves); and kept only where it raises Psi above Psi(0)
+ * (otherwise x = 0, as before).  Reads and writes w->x, w->xt (the
+ * trial), w->gr and w->dx (scratch); on return *Psi, w's row quantities
+ * and w->tmp are those of w->x. */
+/* COLD_SWEEPS: a lattice's start settles (steps below 1e-3) in fewer;
+ * where rows share several latents (a space-time stack) the damped sweeps
+ * creep, and more of them cost more than the Newton steps they save. */
 #define COLD_SWEEPS 6
 #define COLD_DEAR 300.0
 
@@ -355,8 +354,10 @@ static void cold_start(gmm_laplace *w, const laplace_form *form, double *Psi)
         }
         for (size_t i = 0; i < m->nrows; i++) {
             size_t lo = gmm_obsmap_row_lo(m, i), hi = gmm_obsmap_row_hi(m, i), mr = 0;
-            if (!(w->w[i] >= 0.0) || !isfinite(w->g[i]))
-                return; /* x = 0 kept: its row quantities untouched since the caller's psi */
+            if (!(w->w[i] >= 0.0) || !isfinite(w->g[i])) {
+                *Psi = form->psi(w, w->x, 0); /* x = 0 kept, its row quantities again */
+                return;
+            }
             for (size_t k = lo; k < hi; k++)
                 mr += m->coef[k] != 0.0;
             for (size_t k = lo; k < hi; k++) {
@@ -378,7 +379,9 @@ static void cold_start(gmm_laplace *w, const laplace_form *form, double *Psi)
             break;
     }
     if (w->con && gmm_constr_project(w->con, x) != GMM_OK) {
-        gmm_error_clear(); /* dependent constraints: the factorisation will say so */
+        /* dependent constraints (the factorisation will say so) or no
+         * memory: the start is only a start, x = 0 kept */
+        gmm_error_clear();
         *Psi = form->psi(w, w->x, 0);
         return;
     }

@@ -15,7 +15,7 @@
 #include "gmm/sparse.h"
 
 /* What a workspace knows of its problem: nothing (the next evaluation
- * starts from x0 or 0); the mode x (a warm start may begin there;
+ * starts from x0, or 0 or the cold start); the mode x (a warm start may begin there;
  * gmm_laplace_mode stops here); or the approximation at the mode, from
  * which the posterior, the gradient and draws are read (the factor of P in
  * L, or the smoother's for the square-root form, and log q). */
@@ -115,7 +115,7 @@ typedef struct {
  *   solve    v <- P^-1 v, or Sigma_c v under constraints;
  *   logdet   log|P~| of the last factor;
  *   qdiag    Q(j, j) of the evaluation's Q (the cold start's);
- *   flops    the predicted flops of one factorisation of P.
+ *   flops    the predicted flops of one factorisation of P;
  *   sigma    after the gradient's selected inverse: Sigma_c(ia, ic) for
  *            row i's coef entries a and c. */
 typedef struct {
@@ -130,7 +130,7 @@ typedef struct {
     double (*sigma)(const gmm_laplace *w, size_t i, size_t a, size_t c);
 } laplace_form;
 
-/* laplace.c: Newton from x0 (or warm, or 0; obs, Q, lik set) to the mode
+/* laplace.c: Newton from x0 (or warm, or 0 or the cold start; obs, Q, lik set) to the mode
  * and, with logq, log q there (logdet_q given); tau at the pins. */
 gmm_status laplace_newton_run(gmm_laplace *w, const laplace_form *form, const double *x0,
                               int warm, const gmm_laplace_params *par, double tau,

@@ -152,7 +152,8 @@ static const laplace_form band_form = {psi,        factor_p,   band_constrain, N
  * no log q). */
 /* What one Newton run is asked: the prior Q (logdet_q its log-determinant,
  * NAN: factor Q here), the observations with lik and b, where to start (x0,
- * or with warm the last mode, or 0) and the settings (NULL: defaults). */
+ * or with warm the last mode, or 0 or the cold start) and the settings
+ * (NULL: defaults). */
 typedef struct {
     const gmm_band *Q;
     double logdet_q;

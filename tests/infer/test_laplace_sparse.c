@@ -337,7 +337,9 @@ END_TEST
  * factorisations are cheap) against Newton from x = 0 (cold -1): the
  * same log q, mode and gradient to 1e-10, in no more Newton steps -- rows
  * reading one latent (crossed iid, each of two), two (the grid's
- * windows), under a sum-to-zero constraint.  Then the default (cold 0)
+ * windows), under a sum-to-zero constraint (where a start off A x = 0,
+ * its projection failing, would lead Newton, which keeps A x, to another
+ * point).  Then the default (cold 0)
  * leaves these small problems' start at 0: the same steps as from 0.
  * GMM_TEST_REPORT=1 prints the steps. */
 START_TEST(test_cold_start)
