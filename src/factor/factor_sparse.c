@@ -239,11 +239,14 @@ static gmm_status sparse_solve_many(const void *state, double *X, size_t ncol)
 {
     sparse_state *s = (sparse_state *)state;
     size_t n = s->n;
-    if (!s->Bm || s->Bm->ncol != ncol) {
+    /* Bm keeps the most columns asked for: a Newton step's block and the
+     * constraints' alone alternate */
+    if (!s->Bm || s->Bm->nzmax < n * ncol) {
         cholmod_l_free_dense(&s->Bm, &s->c);
         if (!(s->Bm = cholmod_l_allocate_dense(n, ncol, n, CHOLMOD_REAL, &s->c)))
             return cholmod_failure(&s->c, "triangular solve");
     }
+    s->Bm->ncol = ncol;
     memcpy(s->Bm->x, X, n * ncol * sizeof *X);
     gmm_factor_impl_sparse_serial_begin();
     int ok = cholmod_l_solve2(CHOLMOD_A, s->L, s->Bm, NULL, &s->Xm, NULL, &s->Ym, &s->Em, &s->c);

@@ -360,11 +360,10 @@ static void cold_start(gmm_laplace *w, const laplace_form *form, double *Psi)
             }
             for (size_t k = lo; k < hi; k++)
                 mr += m->coef[k] != 0.0;
-            for (size_t k = lo; k < hi; k++) {
-                size_t j = m->offset[i] + gmm_obsmap_row_pos(m, k, lo);
-                num[j] += m->coef[k] * w->g[i];
-                den[j] += (double)mr * m->coef[k] * m->coef[k] * w->w[i];
-            }
+            gmm_obsmap_row_axpy(m, i, w->g[i], num);
+            for (size_t k = lo; k < hi; k++)
+                den[m->offset[i] + gmm_obsmap_row_pos(m, k, lo)] +=
+                    (double)mr * m->coef[k] * m->coef[k] * w->w[i];
         }
         double big = 0.0;
         for (size_t j = 0; j < n; j++) {
@@ -441,13 +440,8 @@ gmm_status laplace_newton_run(gmm_laplace *w, const laplace_form *form, const do
         if (!final) {
             for (size_t j = 0; j < w->n; j++)
                 w->gr[j] = -w->tmp[j];
-            for (size_t i = 0; i < obs->map.nrows; i++) {
-                size_t lo = gmm_obsmap_row_lo(&obs->map, i),
-                       hi = gmm_obsmap_row_hi(&obs->map, i);
-                for (size_t k = lo; k < hi; k++)
-                    w->gr[obs->map.offset[i] + gmm_obsmap_row_pos(&obs->map, k, lo)] +=
-                        w->g[i] * obs->map.coef[k];
-            }
+            for (size_t i = 0; i < obs->map.nrows; i++)
+                gmm_obsmap_row_axpy(&obs->map, i, w->g[i], w->gr);
             memcpy(w->dx, w->gr, w->n * sizeof *w->dx);
         }
         int solved = 0;

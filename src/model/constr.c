@@ -149,16 +149,7 @@ gmm_status gmm_constr_project(const gmm_constr *c, double *x)
                                                  "others",
                             bad - 1);
     }
-    for (size_t i = 0; i < k; i++) { /* a <- (AA')^-1 A x */
-        for (size_t t = 0; t < i; t++)
-            a[i] -= M[i * k + t] * a[t];
-        a[i] /= M[i * k + i];
-    }
-    for (size_t i = k; i-- > 0;) {
-        for (size_t t = i + 1; t < k; t++)
-            a[i] -= M[t * k + i] * a[t];
-        a[i] /= M[i * k + i];
-    }
+    md_chol_solve(k, M, a); /* a <- (AA')^-1 A x */
     for (size_t i = 0; i < k; i++)
         for (size_t t = 0; t < n; t++)
             x[t] -= c->A[i * n + t] * a[i];
@@ -174,10 +165,9 @@ static void krig(gmm_constr *c, double *v)
         double s = 0.0;
         for (size_t t = 0; t < n; t++)
             s += c->A[i * n + t] * v[t];
-        for (size_t t = 0; t < i; t++)
-            s -= c->G[i * k + t] * c->a[t];
-        c->a[i] = s / c->G[i * k + i];
+        c->a[i] = s;
     }
+    md_lower_solve(k, c->G, c->a);
     for (size_t i = 0; i < k; i++)
         for (size_t r = 0; r < n; r++)
             v[r] -= c->V[i * n + r] * c->a[i];
@@ -313,12 +303,9 @@ static void constr_solve_rest(gmm_constr *c, double *v)
     if (c->tau == 0.0)
         return;
     /* + tau Z Z' b, Z' b = L_K^-1 Y' b = L_K^-1 (Sigma~_c b)_S */
-    for (size_t i = 0; i < k; i++) {
-        double s = v[c->pin[i]];
-        for (size_t t = 0; t < i; t++)
-            s -= c->K[i * k + t] * c->a[t];
-        c->a[i] = s / c->K[i * k + i];
-    }
+    for (size_t i = 0; i < k; i++)
+        c->a[i] = v[c->pin[i]];
+    md_lower_solve(k, c->K, c->a);
     for (size_t i = 0; i < k; i++)
         for (size_t r = 0; r < n; r++)
             v[r] += c->tau * c->Z[i * n + r] * c->a[i];

@@ -154,6 +154,27 @@ static inline size_t md_chol(size_t d, double *A)
     return 0;
 }
 
+/* b <- L^-1 b, L d x d lower (as left by md_chol). */
+static inline void md_lower_solve(size_t d, const double *L, double *b)
+{
+    for (size_t i = 0; i < d; i++) {
+        for (size_t t = 0; t < i; t++)
+            b[i] -= L[i * d + t] * b[t];
+        b[i] /= L[i * d + i];
+    }
+}
+
+/* b <- (L L^T)^-1 b, L the lower factor of md_chol. */
+static inline void md_chol_solve(size_t d, const double *L, double *b)
+{
+    md_lower_solve(d, L, b);
+    for (size_t i = d; i-- > 0;) {
+        for (size_t t = i + 1; t < d; t++)
+            b[i] -= L[t * d + i] * b[t];
+        b[i] /= L[i * d + i];
+    }
+}
+
 /* W = (L L^T)^{-1} from the lower factor L (as left by md_chol); X is d*d
  * scratch.  O(d^3). */
 static inline void md_chol_inverse(size_t d, const double *L, double *W, double *X)

@@ -92,6 +92,46 @@ static double *dense_of(const gmm_band *b)
     return D;
 }
 
+/* The dense reference of x: Pd = L L' (row-major; NULL: not wanted),
+ * Pi = P^-1, U = P^-1 A' (N x K, row-major), Gi = (A U)^-1 and *ldg =
+ * log|A U|, by GSL's Cholesky. */
+static void dense_ref(const cctx *x, double *Pd, gsl_matrix *Pi, double *U, gsl_matrix *Gi,
+                      double *ldg)
+{
+    double *Ld = dense_of(x->L);
+    for (size_t i = 0; i < N; i++)
+        for (size_t j = 0; j < N; j++) {
+            double s = 0.0;
+            for (size_t t = 0; t < N; t++)
+                s += Ld[t * N + i] * Ld[t * N + j];
+            gsl_matrix_set(Pi, i, j, s);
+            if (Pd)
+                Pd[i * N + j] = s;
+        }
+    free(Ld);
+    ck_assert_int_eq(gsl_linalg_cholesky_decomp1(Pi), GSL_SUCCESS);
+    ck_assert_int_eq(gsl_linalg_cholesky_invert(Pi), GSL_SUCCESS);
+    for (size_t i = 0; i < N; i++)
+        for (size_t a = 0; a < K; a++) {
+            double s = 0.0;
+            for (size_t t = 0; t < N; t++)
+                s += gsl_matrix_get(Pi, i, t) * x->A[a * N + t];
+            U[i * K + a] = s;
+        }
+    for (size_t a = 0; a < K; a++)
+        for (size_t b = 0; b < K; b++) {
+            double s = 0.0;
+            for (size_t t = 0; t < N; t++)
+                s += x->A[a * N + t] * U[t * K + b];
+            gsl_matrix_set(Gi, a, b, s);
+        }
+    ck_assert_int_eq(gsl_linalg_cholesky_decomp1(Gi), GSL_SUCCESS);
+    *ldg = 0.0;
+    for (size_t a = 0; a < K; a++)
+        *ldg += 2.0 * log(gsl_matrix_get(Gi, a, a));
+    ck_assert_int_eq(gsl_linalg_cholesky_invert(Gi), GSL_SUCCESS);
+}
+
 START_TEST(test_constr_forward)
 {
     tu_rng r;
@@ -103,37 +143,9 @@ START_TEST(test_constr_forward)
     ck_assert_int_eq(gmm_band_chol_selinv(x.L, x.S), GMM_OK);
     gmm_constr_band(x.c, x.S);
     /* dense: Sigma = (L L')^-1, G = A Sigma A', Sigma_c, m_c */
-    double *Ld = dense_of(x.L);
     gsl_matrix *P = gsl_matrix_calloc(N, N), *G = gsl_matrix_calloc(K, K);
-    for (size_t i = 0; i < N; i++)
-        for (size_t j = 0; j < N; j++) {
-            double s = 0.0;
-            for (size_t t = 0; t < N; t++)
-                s += Ld[t * N + i] * Ld[t * N + j];
-            gsl_matrix_set(P, i, j, s);
-        }
-    ck_assert_int_eq(gsl_linalg_cholesky_decomp1(P), GSL_SUCCESS);
-    ck_assert_int_eq(gsl_linalg_cholesky_invert(P), GSL_SUCCESS);
-    double U[N * K];
-    for (size_t i = 0; i < N; i++)
-        for (size_t a = 0; a < K; a++) {
-            double s = 0.0;
-            for (size_t t = 0; t < N; t++)
-                s += gsl_matrix_get(P, i, t) * x.A[a * N + t];
-            U[i * K + a] = s;
-        }
-    for (size_t a = 0; a < K; a++)
-        for (size_t b = 0; b < K; b++) {
-            double s = 0.0;
-            for (size_t t = 0; t < N; t++)
-                s += x.A[a * N + t] * U[t * K + b];
-            gsl_matrix_set(G, a, b, s);
-        }
-    ck_assert_int_eq(gsl_linalg_cholesky_decomp1(G), GSL_SUCCESS);
-    double ldg = 0.0;
-    for (size_t a = 0; a < K; a++)
-        ldg += 2.0 * log(gsl_matrix_get(G, a, a));
-    ck_assert_int_eq(gsl_linalg_cholesky_invert(G), GSL_SUCCESS);
+    double U[N * K], ldg;
+    dense_ref(&x, NULL, P, U, G, &ldg);
     double am[K], em = 0.0, es = 0.0;
     for (size_t a = 0; a < K; a++) {
         am[a] = 0.0;
@@ -162,7 +174,6 @@ START_TEST(test_constr_forward)
                   el);
     gsl_matrix_free(P);
     gsl_matrix_free(G);
-    free(Ld);
     cctx_free(&x);
 }
 END_TEST
@@ -178,14 +189,9 @@ START_TEST(test_constr_factor_solve_with)
     tu_rng_seed(&r, 73);
     cctx x;
     cctx_make(&x, &r);
-    double *Ld = dense_of(x.L), Pd[N * N];
-    for (size_t i = 0; i < N; i++)
-        for (size_t j = 0; j < N; j++) {
-            double s = 0.0;
-            for (size_t t = 0; t < N; t++)
-                s += Ld[t * N + i] * Ld[t * N + j];
-            Pd[i * N + j] = s;
-        }
+    gsl_matrix *Pi = gsl_matrix_alloc(N, N), *G = gsl_matrix_alloc(K, K);
+    double Pd[N * N], U[N * K], v[N], pv[N], ref[N], ldg;
+    dense_ref(&x, Pd, Pi, U, G, &ldg);
     size_t ei[N * B], ej[N * B], m = 0;
     for (size_t j = 0; j < N; j++)
         for (size_t i = j + 1; i <= j + B && i < N; i++) {
@@ -195,36 +201,13 @@ START_TEST(test_constr_factor_solve_with)
     gmm_sparse *P = NULL;
     ck_assert_int_eq(gmm_sparse_from_entries(N, m, ei, ej, &P), GMM_OK);
     /* Sigma_c v, dense */
-    gsl_matrix *Pi = gsl_matrix_alloc(N, N), *G = gsl_matrix_alloc(K, K);
     for (size_t i = 0; i < N; i++)
-        for (size_t j = 0; j < N; j++)
-            gsl_matrix_set(Pi, i, j, Pd[i * N + j]);
-    ck_assert_int_eq(gsl_linalg_cholesky_decomp1(Pi), GSL_SUCCESS);
-    ck_assert_int_eq(gsl_linalg_cholesky_invert(Pi), GSL_SUCCESS);
-    double U[N * K], v[N], pv[N], ref[N];
-    for (size_t i = 0; i < N; i++) {
         v[i] = tu_normal(&r);
-        for (size_t a = 0; a < K; a++) {
-            double s = 0.0;
-            for (size_t t = 0; t < N; t++)
-                s += gsl_matrix_get(Pi, i, t) * x.A[a * N + t];
-            U[i * K + a] = s;
-        }
-    }
     for (size_t i = 0; i < N; i++) {
         pv[i] = 0.0;
         for (size_t t = 0; t < N; t++)
             pv[i] += gsl_matrix_get(Pi, i, t) * v[t];
     }
-    for (size_t a = 0; a < K; a++)
-        for (size_t b = 0; b < K; b++) {
-            double s = 0.0;
-            for (size_t t = 0; t < N; t++)
-                s += x.A[a * N + t] * U[t * K + b];
-            gsl_matrix_set(G, a, b, s);
-        }
-    ck_assert_int_eq(gsl_linalg_cholesky_decomp1(G), GSL_SUCCESS);
-    ck_assert_int_eq(gsl_linalg_cholesky_invert(G), GSL_SUCCESS);
     double apv[K];
     for (size_t a = 0; a < K; a++) {
         apv[a] = 0.0;
@@ -273,7 +256,6 @@ START_TEST(test_constr_factor_solve_with)
     gsl_matrix_free(Pi);
     gsl_matrix_free(G);
     gmm_sparse_free(P);
-    free(Ld);
     cctx_free(&x);
 }
 END_TEST

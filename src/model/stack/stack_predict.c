@@ -27,6 +27,7 @@
 
 #include "gmm/alloc.h"
 #include "../latent_impl.h"
+#include "../model_dense.h"
 #include "stack_impl.h"
 
 gmm_stack_model gmm_latent_stack_kind(const gmm_latent *l, size_t k)
@@ -154,21 +155,6 @@ static gmm_status small_chol(double *S, size_t d)
     return GMM_OK;
 }
 
-/* b <- S^-1 b, L the lower Cholesky factor of S (small_chol). */
-static void small_solve(const double *L, size_t d, double *b)
-{
-    for (size_t i = 0; i < d; i++) {
-        for (size_t t = 0; t < i; t++)
-            b[i] -= L[i * d + t] * b[t];
-        b[i] /= L[i * d + i];
-    }
-    for (size_t i = d; i-- > 0;) {
-        for (size_t t = i + 1; t < d; t++)
-            b[i] -= L[t * d + i] * b[t];
-        b[i] /= L[i * d + i];
-    }
-}
-
 /* A KERNEL's reading of value t (stack.h, gmm_latent_stack_row): entries
  * (local index, weight) appended to li, lw, the variance of eps into *var.
  * All d x d algebra in the kernel's variable order, mapped to the band's by
@@ -239,7 +225,7 @@ static gmm_status kernel_row(stack_comp *q, const double *theta, double t, size_
         memcpy(T, P, d * d * sizeof *T);
         if ((st = small_chol(T, d)))
             return st;
-        small_solve(T, d, v); /* Pinf^-1 A Pinf H' */
+        md_chol_solve(d, T, v); /* Pinf^-1 A Pinf H' */
         double hph = 0.0, uv = 0.0;
         for (size_t i = 0; i < d; i++) {
             wr[i] = v[i];
@@ -261,8 +247,8 @@ static gmm_status kernel_row(stack_comp *q, const double *theta, double t, size_
                 u[i] = i == j;
                 v[i] = A2[i * d + j];
             }
-            small_solve(Q1, d, u);
-            small_solve(Q2, d, v);
+            md_chol_solve(d, Q1, u);
+            md_chol_solve(d, Q2, v);
             for (size_t i = 0; i < d; i++) {
                 P[i * d + j] = u[i];
                 T[i * d + j] = v[i];
@@ -282,10 +268,10 @@ static gmm_status kernel_row(stack_comp *q, const double *theta, double t, size_
             return st;
         for (size_t i = 0; i < d; i++)
             u[i] = H[i];
-        small_solve(P, d, u);
+        md_chol_solve(d, P, u);
         for (size_t i = 0; i < d; i++)
             v[i] = u[i];
-        small_solve(Q1, d, v); /* Q1^-1 u */
+        md_chol_solve(d, Q1, v); /* Q1^-1 u */
         for (size_t j = 0; j < d; j++) {
             double a = 0.0;
             for (size_t i = 0; i < d; i++)
